@@ -1,0 +1,498 @@
+//! `config.yaml`, file locations and provider discovery (SPEC sections 6 and 8).
+//!
+//! API keys are never stored: the config names environment variables and providers read them
+//! when a request is made.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Where huddle keeps its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paths {
+    pub config_dir: PathBuf,
+    pub data_dir: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot find a home directory for huddle's files; set HUDDLE_HOME")]
+    NoHome,
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}{location}: {message}")]
+    Invalid {
+        path: PathBuf,
+        /// ` line L, column C` when known.
+        location: String,
+        message: String,
+    },
+    #[error("unknown provider `{provider}` in model `{slug}` (configured: {known})")]
+    UnknownProvider {
+        slug: String,
+        provider: String,
+        known: String,
+    },
+    #[error("model `{0}` is not of the form <provider>/<model>")]
+    BadSlug(String),
+}
+
+impl Paths {
+    /// `HUDDLE_HOME` when set (config and data both directly in it), else the platform's
+    /// directories for `huddle`.
+    pub fn from_env() -> Result<Paths, ConfigError> {
+        if let Some(home) = std::env::var_os("HUDDLE_HOME").filter(|h| !h.is_empty()) {
+            return Ok(Paths::single(PathBuf::from(home)));
+        }
+        let dirs = directories::ProjectDirs::from("", "", "huddle").ok_or(ConfigError::NoHome)?;
+        Ok(Paths {
+            config_dir: dirs.config_dir().to_path_buf(),
+            data_dir: dirs.data_dir().to_path_buf(),
+        })
+    }
+
+    /// Config and data in one directory (what `HUDDLE_HOME` means).
+    pub fn single(dir: PathBuf) -> Paths {
+        Paths {
+            config_dir: dir.clone(),
+            data_dir: dir,
+        }
+    }
+
+    pub fn config_file(&self) -> PathBuf {
+        self.config_dir.join("config.yaml")
+    }
+    pub fn presets_dir(&self) -> PathBuf {
+        self.config_dir.join("presets")
+    }
+    pub fn organization_file(&self) -> PathBuf {
+        self.data_dir.join("organization.json")
+    }
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.data_dir.join("sessions")
+    }
+    pub fn logs_dir(&self) -> PathBuf {
+        self.data_dir.join("logs")
+    }
+    pub fn lock_file(&self) -> PathBuf {
+        self.data_dir.join("huddle.lock")
+    }
+}
+
+/// How huddle talks to a provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// Any OpenAI-compatible Chat Completions endpoint.
+    Openai,
+    /// The Anthropic Messages API.
+    Anthropic,
+    /// A local program run once per turn.
+    Command,
+    /// The built-in offline simulator.
+    Sim,
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Openai => "openai",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Command => "command",
+            ProviderKind::Sim => "sim",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    pub name: String,
+    pub kind: ProviderKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Name of the environment variable holding the API key (never the key itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Extra HTTP headers sent with every request.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// Program and arguments for the `command` kind (no shell).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    /// `max_tokens` for each answer (Anthropic requires one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Models offered in pickers; any model name is accepted in a slug.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<String>,
+}
+
+impl ProviderConfig {
+    pub fn new(name: &str, kind: ProviderKind) -> ProviderConfig {
+        ProviderConfig {
+            name: name.to_string(),
+            kind,
+            base_url: None,
+            api_key_env: None,
+            headers: BTreeMap::new(),
+            command: Vec::new(),
+            max_tokens: None,
+            models: Vec::new(),
+        }
+    }
+
+    /// The API key, read from the environment at the moment it is needed.
+    pub fn api_key(&self) -> Option<String> {
+        let var = self.api_key_env.as_deref()?;
+        std::env::var(var).ok().filter(|k| !k.trim().is_empty())
+    }
+}
+
+/// A key binding override: one key (`"ctrl-p"`) or several.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum KeyList {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl KeyList {
+    pub fn keys(&self) -> Vec<&str> {
+        match self {
+            KeyList::One(k) => vec![k.as_str()],
+            KeyList::Many(ks) => ks.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+/// The contents of `config.yaml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub default_model: Option<String>,
+    pub max_concurrency: usize,
+    pub providers: Vec<ProviderConfig>,
+    /// Seconds to wait for the next chunk of a streamed answer.
+    pub read_timeout_secs: u64,
+    pub connect_timeout_secs: u64,
+    /// Key binding overrides: action name to key(s).
+    pub keys: BTreeMap<String, KeyList>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            default_model: None,
+            max_concurrency: 8,
+            providers: Vec::new(),
+            read_timeout_secs: 120,
+            connect_timeout_secs: 10,
+            keys: BTreeMap::new(),
+        }
+    }
+}
+
+/// What loading the config found: the config itself and where it came from.
+#[derive(Debug, Clone)]
+pub struct LoadedConfig {
+    pub config: Config,
+    /// The file read, or `None` when providers were derived from the environment.
+    pub file: Option<PathBuf>,
+}
+
+impl Config {
+    /// Reads `config.yaml` from `paths`, or derives a config from the environment when there is
+    /// no such file. The built-in `sim` provider is always added.
+    pub fn load(paths: &Paths) -> Result<LoadedConfig, ConfigError> {
+        let path = paths.config_file();
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                let config = Config::parse(&text, &path)?;
+                Ok(LoadedConfig {
+                    config,
+                    file: Some(path),
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(LoadedConfig {
+                config: Config::from_env(|k| std::env::var(k).ok()),
+                file: None,
+            }),
+            Err(source) => Err(ConfigError::Read { path, source }),
+        }
+    }
+
+    /// Parses and validates config text; errors name the file, line and key.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let mut config: Config = if text.trim().is_empty() {
+            Config::default()
+        } else {
+            let de = serde_yaml::Deserializer::from_str(text);
+            serde_path_to_error::deserialize(de).map_err(|e| yaml_error(path, e))?
+        };
+        config.validate(path)?;
+        config.add_sim();
+        Ok(config)
+    }
+
+    /// Providers from `OPENAI_API_KEY` (+ `OPENAI_BASE_URL`) and `ANTHROPIC_API_KEY`, then `sim`;
+    /// the default model is the first available.
+    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Config {
+        let set = |k: &str| var(k).filter(|v| !v.trim().is_empty());
+        let mut config = Config::default();
+        if set("OPENAI_API_KEY").is_some() {
+            let mut p = ProviderConfig::new("openai", ProviderKind::Openai);
+            p.base_url = Some(set("OPENAI_BASE_URL").unwrap_or_else(|| "https://api.openai.com/v1".into()));
+            p.api_key_env = Some("OPENAI_API_KEY".into());
+            config.providers.push(p);
+            config
+                .default_model
+                .get_or_insert_with(|| "openai/gpt-4.1-mini".into());
+        }
+        if set("ANTHROPIC_API_KEY").is_some() {
+            let mut p = ProviderConfig::new("anthropic", ProviderKind::Anthropic);
+            p.api_key_env = Some("ANTHROPIC_API_KEY".into());
+            config.providers.push(p);
+            config
+                .default_model
+                .get_or_insert_with(|| "anthropic/claude-sonnet-4-5".into());
+        }
+        config.add_sim();
+        config.default_model.get_or_insert_with(|| "sim/default".into());
+        config
+    }
+
+    fn add_sim(&mut self) {
+        if !self.providers.iter().any(|p| p.name == "sim") {
+            self.providers.push(ProviderConfig::new("sim", ProviderKind::Sim));
+        }
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            location: String::new(),
+            message,
+        };
+        if self.max_concurrency == 0 {
+            return Err(invalid("max_concurrency: must be at least 1".into()));
+        }
+        for (i, p) in self.providers.iter().enumerate() {
+            if p.name.trim().is_empty() || p.name.contains('/') {
+                return Err(invalid(format!(
+                    "providers[{i}].name: `{}` must be non-empty and contain no `/`",
+                    p.name
+                )));
+            }
+            if self.providers[..i].iter().any(|q| q.name == p.name) {
+                return Err(invalid(format!(
+                    "providers[{i}].name: `{}` is defined twice",
+                    p.name
+                )));
+            }
+            if p.kind == ProviderKind::Command && p.command.is_empty() {
+                return Err(invalid(format!(
+                    "providers[{i}].command: provider `{}` of kind command needs a program, e.g. command: [\"claude\", \"-p\"]",
+                    p.name
+                )));
+            }
+            if p.kind == ProviderKind::Sim && p.name != "sim" {
+                return Err(invalid(format!(
+                    "providers[{i}].kind: only the provider named `sim` may be of kind sim"
+                )));
+            }
+        }
+        if let Some(model) = &self.default_model {
+            let mut with_sim = self.clone();
+            with_sim.add_sim();
+            with_sim
+                .resolve(model)
+                .map_err(|e| invalid(format!("default_model: {e}")))?;
+        }
+        Ok(())
+    }
+
+    pub fn provider(&self, name: &str) -> Option<&ProviderConfig> {
+        self.providers.iter().find(|p| p.name == name)
+    }
+
+    /// Splits a slug into its provider and model; an unknown provider is an error.
+    pub fn resolve<'a>(&self, slug: &'a str) -> Result<(&ProviderConfig, &'a str), ConfigError> {
+        let (provider, model) = split_slug(slug)?;
+        match self.provider(provider) {
+            Some(p) => Ok((p, model)),
+            None => Err(ConfigError::UnknownProvider {
+                slug: slug.to_string(),
+                provider: provider.to_string(),
+                known: self
+                    .providers
+                    .iter()
+                    .map(|p| p.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        }
+    }
+
+    /// True when a configured provider serves this slug.
+    pub fn serves(&self, slug: &str) -> bool {
+        self.resolve(slug).is_ok()
+    }
+
+    /// The model used where none is given.
+    pub fn default_model(&self) -> String {
+        self.default_model
+            .clone()
+            .unwrap_or_else(|| "sim/default".to_string())
+    }
+}
+
+/// `<provider>/<model>`; the model part may itself contain `/` and `:`.
+pub fn split_slug(slug: &str) -> Result<(&str, &str), ConfigError> {
+    match slug.split_once('/') {
+        Some((p, m)) if !p.trim().is_empty() && !m.trim().is_empty() => Ok((p, m)),
+        _ => Err(ConfigError::BadSlug(slug.to_string())),
+    }
+}
+
+fn yaml_error(path: &Path, e: serde_path_to_error::Error<serde_yaml::Error>) -> ConfigError {
+    let key = e.path().to_string();
+    let inner = e.into_inner();
+    let location = inner
+        .location()
+        .map(|l| format!(" line {}, column {}", l.line(), l.column()))
+        .unwrap_or_default();
+    // serde_yaml appends " at line L column C" to its message; the location is shown once.
+    let mut message = inner.to_string();
+    if let Some(cut) = message.find(" at line ") {
+        message.truncate(cut);
+    }
+    let message = if key.is_empty() || key == "." {
+        message
+    } else {
+        format!("{key}: {message}")
+    };
+    ConfigError::Invalid {
+        path: path.to_path_buf(),
+        location,
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("/cfg/config.yaml"))
+    }
+
+    #[test]
+    fn spec_example_parses() {
+        let c = parse(
+            r#"
+default_model: anthropic/claude-sonnet-4-5
+max_concurrency: 8
+providers:
+  - { name: openai,    kind: openai,    base_url: "https://api.openai.com/v1", api_key_env: OPENAI_API_KEY }
+  - { name: anthropic, kind: anthropic, api_key_env: ANTHROPIC_API_KEY }
+  - { name: ollama,    kind: openai,    base_url: "http://127.0.0.1:11434/v1" }
+  - { name: claude,    kind: command,   command: ["claude", "-p"] }
+"#,
+        )
+        .unwrap();
+        assert_eq!(c.providers.len(), 5, "four configured plus sim");
+        assert_eq!(c.default_model(), "anthropic/claude-sonnet-4-5");
+        let (p, m) = c.resolve("ollama/qwen3:8b").unwrap();
+        assert_eq!((p.name.as_str(), m), ("ollama", "qwen3:8b"));
+        let (p, m) = c.resolve("openai/org/model:tag").unwrap();
+        assert_eq!((p.kind, m), (ProviderKind::Openai, "org/model:tag"));
+        assert!(c.serves("sim/anything"));
+    }
+
+    #[test]
+    fn unknown_key_names_file_line_and_key() {
+        let err =
+            parse("max_concurrency: 4\nproviders:\n  - name: x\n    kind: openai\n    api_key: sk-123\n")
+                .unwrap_err()
+                .to_string();
+        assert!(err.starts_with("/cfg/config.yaml line 5"), "{err}");
+        assert!(err.contains("providers[0]"), "{err}");
+        assert!(err.contains("api_key"), "{err}");
+    }
+
+    #[test]
+    fn unknown_provider_kind_is_an_error() {
+        let err = parse("providers:\n  - { name: x, kind: gemini }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 2"), "{err}");
+        assert!(err.contains("gemini"), "{err}");
+    }
+
+    #[test]
+    fn default_model_must_name_a_known_provider() {
+        let err = parse("default_model: nowhere/model\n").unwrap_err().to_string();
+        assert!(err.contains("unknown provider `nowhere`"), "{err}");
+        assert!(parse("default_model: sim/x\n").is_ok());
+    }
+
+    #[test]
+    fn command_provider_needs_a_program_and_names_are_unique() {
+        assert!(parse("providers:\n  - { name: c, kind: command }\n").is_err());
+        let err = parse("providers:\n  - { name: a, kind: openai }\n  - { name: a, kind: anthropic }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("defined twice"), "{err}");
+    }
+
+    #[test]
+    fn empty_file_is_the_default() {
+        let c = parse("  \n").unwrap();
+        assert_eq!(c.max_concurrency, 8);
+        assert!(c.provider("sim").is_some());
+    }
+
+    #[test]
+    fn environment_gives_providers_in_order() {
+        let none = Config::from_env(|_| None);
+        assert_eq!(none.default_model(), "sim/default");
+        assert_eq!(none.providers.len(), 1);
+
+        let both = Config::from_env(|k| match k {
+            "OPENAI_API_KEY" | "ANTHROPIC_API_KEY" => Some("k".into()),
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:9/v1".into()),
+            _ => None,
+        });
+        assert_eq!(both.default_model(), "openai/gpt-4.1-mini");
+        assert_eq!(
+            both.provider("openai").unwrap().base_url.as_deref(),
+            Some("http://127.0.0.1:9/v1")
+        );
+        assert!(both.provider("anthropic").is_some());
+
+        let anthropic = Config::from_env(|k| (k == "ANTHROPIC_API_KEY").then(|| "k".into()));
+        assert_eq!(anthropic.default_model(), "anthropic/claude-sonnet-4-5");
+    }
+
+    #[test]
+    fn slugs_need_both_parts() {
+        assert!(split_slug("gpt-4").is_err());
+        assert!(split_slug("/x").is_err());
+        assert!(split_slug("x/").is_err());
+        assert_eq!(split_slug("a/b/c").unwrap(), ("a", "b/c"));
+    }
+
+    #[test]
+    fn home_override_puts_everything_in_one_dir() {
+        let p = Paths::single(PathBuf::from("/h"));
+        assert_eq!(p.organization_file(), PathBuf::from("/h/organization.json"));
+        assert_eq!(p.config_file(), PathBuf::from("/h/config.yaml"));
+        assert_eq!(p.presets_dir(), PathBuf::from("/h/presets"));
+    }
+}

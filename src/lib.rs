@@ -1,0 +1,11 @@
+//! huddle: a terminal workbench for running teams of LLM sessions.
+//!
+//! Data flows one way: input -> command -> engine -> events -> state -> render. The engine
+//! knows nothing of the terminal; the TUI and `huddle run` are two consumers of its events.
+
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod config;
+pub mod engine;
+pub mod model;

@@ -1,0 +1,100 @@
+//! One transcript entry, stored as one JSON line in `sessions/<session-id>.jsonl`.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::MessageRole;
+
+/// Token counts reported by a provider (absent when the server gives none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+    }
+}
+
+/// A message in a session's conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: MessageRole,
+    #[serde(default)]
+    pub text: String,
+    #[serde(default = "Utc::now")]
+    pub at: DateTime<Utc>,
+    /// The model slug that produced an assistant message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// The answer was cut short (stop, timeout, error); `text` holds what arrived.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+    /// Why the turn failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The reflect-cycle iteration this message belongs to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iteration: Option<u32>,
+}
+
+impl Message {
+    pub fn new(role: MessageRole, text: impl Into<String>) -> Self {
+        Message {
+            role,
+            text: text.into(),
+            at: Utc::now(),
+            model: None,
+            usage: None,
+            duration_ms: None,
+            interrupted: false,
+            error: None,
+            iteration: None,
+        }
+    }
+
+    pub fn user(text: impl Into<String>) -> Self {
+        Message::new(MessageRole::User, text)
+    }
+
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Message::new(MessageRole::Assistant, text)
+    }
+
+    pub fn notice(text: impl Into<String>) -> Self {
+        Message::new(MessageRole::Notice, text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minimal_line_reads_with_defaults() {
+        let m: Message = serde_json::from_str(r#"{"role":"User","text":"hi","extra":1}"#).unwrap();
+        assert_eq!(m.role, MessageRole::User);
+        assert_eq!(m.text, "hi");
+        assert!(!m.interrupted);
+    }
+
+    #[test]
+    fn optional_fields_are_left_out_when_empty() {
+        let line = serde_json::to_string(&Message::user("x")).unwrap();
+        assert!(!line.contains("usage"), "{line}");
+        assert!(!line.contains("interrupted"), "{line}");
+        assert!(!line.contains('\n'));
+    }
+}

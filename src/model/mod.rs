@@ -1,0 +1,14 @@
+//! The domain model: plain serde types persisted as JSON (organization, transcripts) and YAML
+//! (presets). No I/O lives here.
+
+mod enums;
+mod message;
+mod organization;
+mod preset;
+mod reflection;
+
+pub use enums::{GroupKind, MessageRole, Mode, Role, Tier};
+pub use message::{Message, Usage};
+pub use organization::{Group, GroupId, Organization, Session, SessionId, UiPrefs};
+pub use preset::{Preset, PresetAgent, PresetWorker};
+pub use reflection::{CycleOutcome, Evaluation, ReflectionCycle, Trend};

@@ -1,0 +1,260 @@
+//! The organization: every group and session plus UI preferences, persisted as one JSON
+//! document (`organization.json`).
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::{GroupKind, Mode, ReflectionCycle, Role, Usage};
+
+/// A group id: a UUID string.
+pub type GroupId = String;
+/// A session id: a UUID string; also the name of its transcript file.
+pub type SessionId = String;
+
+pub fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// All groups and sessions. Exactly one group has kind `default` after reconciliation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Organization {
+    /// Format version, for future migrations.
+    pub version: u32,
+    pub groups: Vec<Group>,
+    pub sessions: Vec<Session>,
+    pub ui: UiPrefs,
+}
+
+impl Default for Organization {
+    fn default() -> Self {
+        Organization {
+            version: 1,
+            groups: Vec::new(),
+            sessions: Vec::new(),
+            ui: UiPrefs::default(),
+        }
+    }
+}
+
+/// Interface preferences that survive restarts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct UiPrefs {
+    pub selected_group: Option<GroupId>,
+    pub selected_session: Option<SessionId>,
+    pub collapsed_groups: Vec<GroupId>,
+    pub sidebar_width: Option<u16>,
+}
+
+/// A group of sessions. Team fields are meaningful only when `kind` is `team`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    pub id: GroupId,
+    pub name: String,
+    #[serde(default)]
+    pub kind: GroupKind,
+    #[serde(default)]
+    pub sort_order: i64,
+    #[serde(default)]
+    pub mode: Mode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub orchestrator_prompt: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_context: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_context: Option<String>,
+    /// Working directory of a repo or team group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repo: Option<PathBuf>,
+    #[serde(default = "default_max_iterations")]
+    pub max_iterations: u32,
+    #[serde(default = "default_worker_timeout_secs")]
+    pub worker_timeout_secs: u64,
+    /// Name of the evaluator session, if the team has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluator: Option<String>,
+    /// `<tier>:<name>` of the preset the team was created from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_preset: Option<String>,
+    /// The current or last cycle's state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reflection: Option<ReflectionCycle>,
+    /// Tokens used by the group's sessions, rolled up.
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+pub fn default_max_iterations() -> u32 {
+    5
+}
+
+pub fn default_worker_timeout_secs() -> u64 {
+    600
+}
+
+impl Group {
+    /// A group with defaults for every optional field.
+    pub fn new(name: impl Into<String>, kind: GroupKind) -> Self {
+        Group {
+            id: new_id(),
+            name: name.into(),
+            kind,
+            sort_order: 0,
+            mode: Mode::default(),
+            orchestrator_prompt: None,
+            shared_context: None,
+            routing_context: None,
+            repo: None,
+            max_iterations: default_max_iterations(),
+            worker_timeout_secs: default_worker_timeout_secs(),
+            evaluator: None,
+            source_preset: None,
+            reflection: None,
+            usage: Usage::default(),
+        }
+    }
+
+    pub fn is_team(&self) -> bool {
+        self.kind == GroupKind::Team
+    }
+}
+
+/// One LLM conversation. Its messages live in `sessions/<id>.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    pub id: SessionId,
+    /// Unique in the organization.
+    pub name: String,
+    #[serde(default)]
+    pub group_id: GroupId,
+    #[serde(default)]
+    pub role: Role,
+    /// A model slug, `<provider>/<model>`.
+    #[serde(default)]
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repo: Option<PathBuf>,
+    #[serde(default)]
+    pub pinned: bool,
+    #[serde(default)]
+    pub order: i64,
+    #[serde(default = "Utc::now")]
+    pub created_at: DateTime<Utc>,
+    /// Marks a member of a team: reconciliation keeps such sessions together even when their
+    /// group is gone, whatever their role.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub team: bool,
+    /// Human-facing name and role from a Squad roster, when it differs from `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+impl Session {
+    pub fn new(name: impl Into<String>, group_id: impl Into<String>, model: impl Into<String>) -> Self {
+        Session {
+            id: new_id(),
+            name: name.into(),
+            group_id: group_id.into(),
+            role: Role::Worker,
+            model: model.into(),
+            system_prompt: None,
+            repo: None,
+            pinned: false,
+            order: 0,
+            created_at: Utc::now(),
+            team: false,
+            display_name: None,
+            usage: Usage::default(),
+        }
+    }
+
+    /// True for sessions that only make sense inside their team.
+    pub fn is_team_member(&self) -> bool {
+        self.team || matches!(self.role, Role::Orchestrator | Role::Evaluator)
+    }
+}
+
+impl Organization {
+    pub fn group(&self, id: &str) -> Option<&Group> {
+        self.groups.iter().find(|g| g.id == id)
+    }
+
+    pub fn group_mut(&mut self, id: &str) -> Option<&mut Group> {
+        self.groups.iter_mut().find(|g| g.id == id)
+    }
+
+    pub fn group_by_name(&self, name: &str) -> Option<&Group> {
+        self.groups.iter().find(|g| g.name.eq_ignore_ascii_case(name))
+    }
+
+    pub fn session(&self, id: &str) -> Option<&Session> {
+        self.sessions.iter().find(|s| s.id == id)
+    }
+
+    pub fn session_mut(&mut self, id: &str) -> Option<&mut Session> {
+        self.sessions.iter_mut().find(|s| s.id == id)
+    }
+
+    pub fn session_by_name(&self, name: &str) -> Option<&Session> {
+        self.sessions.iter().find(|s| s.name == name)
+    }
+
+    /// The sessions of a group, in their `order`.
+    pub fn sessions_in(&self, group_id: &str) -> Vec<&Session> {
+        let mut list: Vec<&Session> = self.sessions.iter().filter(|s| s.group_id == group_id).collect();
+        list.sort_by_key(|s| s.order);
+        list
+    }
+
+    pub fn default_group(&self) -> Option<&Group> {
+        self.groups.iter().find(|g| g.kind == GroupKind::Default)
+    }
+
+    /// `base`, or `base-2`, `base-3`, ... : the first name no session has yet.
+    pub fn unique_session_name(&self, base: &str) -> String {
+        let taken = |n: &str| self.sessions.iter().any(|s| s.name == n);
+        if !taken(base) {
+            return base.to_string();
+        }
+        (2..)
+            .map(|k| format!("{base}-{k}"))
+            .find(|n| !taken(n))
+            .unwrap_or_else(|| format!("{base}-{}", new_id()))
+    }
+
+    /// The first group name not yet used, ignoring case.
+    pub fn unique_group_name(&self, base: &str) -> String {
+        let taken = |n: &str| self.groups.iter().any(|g| g.name.eq_ignore_ascii_case(n));
+        if !taken(base) {
+            return base.to_string();
+        }
+        (2..)
+            .map(|k| format!("{base} ({k})"))
+            .find(|n| !taken(n))
+            .unwrap_or_else(|| format!("{base} ({})", new_id()))
+    }
+
+    pub fn next_group_sort_order(&self) -> i64 {
+        self.groups
+            .iter()
+            .map(|g| g.sort_order)
+            .max()
+            .map_or(0, |m| m + 1)
+    }
+
+    pub fn next_session_order(&self, group_id: &str) -> i64 {
+        self.sessions
+            .iter()
+            .filter(|s| s.group_id == group_id)
+            .map(|s| s.order)
+            .max()
+            .map_or(0, |m| m + 1)
+    }
+}

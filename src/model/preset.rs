@@ -1,0 +1,66 @@
+//! A team definition (SPEC section 7). The YAML shape is strict: unknown keys are errors.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Mode, Tier};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Preset {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emoji: Option<String>,
+    pub mode: Mode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_iterations: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_timeout_secs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub orchestrator: Option<PresetAgent>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluator: Option<PresetAgent>,
+    #[serde(default)]
+    pub workers: Vec<PresetWorker>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_context: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_context: Option<String>,
+
+    /// Where the preset was found; set by the loader, never read from YAML.
+    #[serde(skip)]
+    pub tier: Option<Tier>,
+    /// The file or folder it was read from.
+    #[serde(skip)]
+    pub source: Option<String>,
+    /// Problems found while loading (model fallbacks, capped files, ...), shown with it.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
+}
+
+/// The orchestrator or evaluator of a preset.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PresetAgent {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// System prompt for this agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PresetWorker {
+    /// The slug used in `@worker:<name>` lines.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+}
