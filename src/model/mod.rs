@@ -5,6 +5,7 @@ mod enums;
 mod message;
 mod organization;
 mod preset;
+pub mod reconcile;
 mod reflection;
 
 pub use enums::{GroupKind, MessageRole, Mode, Role, Tier};

@@ -1,0 +1,440 @@
+//! Pure repairs of an organization (SPEC section 6): run after every load, idempotent.
+//!
+//! The rule that matters most: team sessions are never scattered into repo or default groups.
+//! A team whose group is gone is kept together in a recovered team group.
+
+use std::collections::HashSet;
+
+use super::organization::new_id;
+use super::{Group, GroupKind, Mode, Organization, Role, SessionId};
+
+/// Repairs `org` in place and describes each change (empty when nothing changed).
+pub fn reconcile(org: &mut Organization) -> Vec<String> {
+    let mut changes = Vec::new();
+    fix_group_ids(org, &mut changes);
+    ensure_one_default_group(org, &mut changes);
+    fix_session_ids(org, &mut changes);
+    rehome_orphans(org, &mut changes);
+    rename_duplicate_sessions(org, &mut changes);
+    prune_empty_repo_groups(org, &mut changes);
+    clear_stale_selection(org);
+    changes
+}
+
+fn fix_group_ids(org: &mut Organization, changes: &mut Vec<String>) {
+    let mut seen = HashSet::new();
+    for group in &mut org.groups {
+        if group.id.trim().is_empty() || !seen.insert(group.id.clone()) {
+            let old = std::mem::replace(&mut group.id, new_id());
+            seen.insert(group.id.clone());
+            changes.push(format!(
+                "group `{}` had a missing or duplicate id `{old}`; gave it a new one",
+                group.name
+            ));
+        }
+    }
+}
+
+fn ensure_one_default_group(org: &mut Organization, changes: &mut Vec<String>) {
+    let defaults: Vec<String> = org
+        .groups
+        .iter()
+        .filter(|g| g.kind == GroupKind::Default)
+        .map(|g| g.id.clone())
+        .collect();
+    match defaults.split_first() {
+        None => {
+            let mut group = Group::new("Sessions", GroupKind::Default);
+            group.sort_order = org.groups.iter().map(|g| g.sort_order).min().map_or(0, |m| m - 1);
+            org.groups.insert(0, group);
+            // Creating the default group of a new organization is not worth a notice.
+            if !org.sessions.is_empty() || org.groups.len() > 1 {
+                changes.push("added the missing default group".into());
+            }
+        }
+        Some((keep, extra)) => {
+            for id in extra {
+                for s in org.sessions.iter_mut().filter(|s| &s.group_id == id) {
+                    s.group_id = keep.clone();
+                }
+                changes.push(format!("merged a second default group ({id}) into the first"));
+            }
+            org.groups
+                .retain(|g| g.kind != GroupKind::Default || &g.id == keep);
+        }
+    }
+}
+
+fn fix_session_ids(org: &mut Organization, changes: &mut Vec<String>) {
+    let mut seen = HashSet::new();
+    for s in &mut org.sessions {
+        if s.id.trim().is_empty() || !seen.insert(s.id.clone()) {
+            let old = std::mem::replace(&mut s.id, new_id());
+            seen.insert(s.id.clone());
+            changes.push(format!(
+                "session `{}` had a missing or duplicate id `{old}`; gave it a new one (its transcript stays with the first)",
+                s.name
+            ));
+        }
+    }
+}
+
+fn rehome_orphans(org: &mut Organization, changes: &mut Vec<String>) {
+    let group_ids: HashSet<String> = org.groups.iter().map(|g| g.id.clone()).collect();
+    let Some(default_id) = org.default_group().map(|g| g.id.clone()) else {
+        return;
+    };
+    let mut recovered: Vec<String> = Vec::new();
+    for i in 0..org.sessions.len() {
+        if group_ids.contains(&org.sessions[i].group_id) {
+            continue;
+        }
+        let session = &org.sessions[i];
+        if session.is_team_member() {
+            // Keep the team together under its old group id.
+            let gid = if session.group_id.trim().is_empty() {
+                "recovered-team".to_string()
+            } else {
+                session.group_id.clone()
+            };
+            if !recovered.contains(&gid) {
+                recovered.push(gid.clone());
+            }
+            org.sessions[i].group_id = gid;
+        } else {
+            changes.push(format!(
+                "session `{}` pointed at a missing group; moved it to `{}`",
+                session.name,
+                org.group(&default_id).map_or("default", |g| g.name.as_str())
+            ));
+            org.sessions[i].group_id = default_id.clone();
+        }
+    }
+    for gid in recovered {
+        let members: Vec<_> = org.sessions.iter().filter(|s| s.group_id == gid).collect();
+        let has_orchestrator = members.iter().any(|s| s.role == Role::Orchestrator);
+        let evaluator = members
+            .iter()
+            .find(|s| s.role == Role::Evaluator)
+            .map(|s| s.name.clone());
+        let count = members.len();
+        let name = org.unique_group_name("Recovered team");
+        let mut group = Group::new(name.clone(), GroupKind::Team);
+        group.id = gid;
+        group.mode = if has_orchestrator {
+            Mode::OrchestratorReflect
+        } else {
+            Mode::Broadcast
+        };
+        group.evaluator = evaluator;
+        group.sort_order = org.next_group_sort_order();
+        org.groups.push(group);
+        changes.push(format!(
+            "kept {count} team session(s) of a missing group together in `{name}`"
+        ));
+    }
+}
+
+fn rename_duplicate_sessions(org: &mut Organization, changes: &mut Vec<String>) {
+    let mut seen: HashSet<String> = HashSet::new();
+    for i in 0..org.sessions.len() {
+        let name = org.sessions[i].name.clone();
+        if seen.insert(name.clone()) {
+            continue;
+        }
+        let mut k = 2;
+        let renamed = loop {
+            let candidate = format!("{name}-{k}");
+            if !seen.contains(&candidate) && !org.sessions.iter().any(|s| s.name == candidate) {
+                break candidate;
+            }
+            k += 1;
+        };
+        seen.insert(renamed.clone());
+        org.sessions[i].name = renamed.clone();
+        changes.push(format!(
+            "two sessions were named `{name}`; renamed the second `{renamed}`"
+        ));
+    }
+}
+
+fn prune_empty_repo_groups(org: &mut Organization, changes: &mut Vec<String>) {
+    let used: HashSet<&str> = org.sessions.iter().map(|s| s.group_id.as_str()).collect();
+    let before = org.groups.len();
+    let mut pruned = Vec::new();
+    org.groups.retain(|g| {
+        let keep = g.kind != GroupKind::Repo || used.contains(g.id.as_str());
+        if !keep {
+            pruned.push(g.name.clone());
+        }
+        keep
+    });
+    if org.groups.len() != before {
+        changes.push(format!("removed empty repo group(s): {}", pruned.join(", ")));
+    }
+}
+
+fn clear_stale_selection(org: &mut Organization) {
+    if let Some(g) = &org.ui.selected_group
+        && org.group(g).is_none()
+    {
+        org.ui.selected_group = None;
+    }
+    if let Some(s) = &org.ui.selected_session
+        && org.session(s).is_none()
+    {
+        org.ui.selected_session = None;
+    }
+    let groups: HashSet<String> = org.groups.iter().map(|g| g.id.clone()).collect();
+    org.ui.collapsed_groups.retain(|g| groups.contains(g));
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeleteError {
+    #[error("no group with id `{0}`")]
+    NoSuchGroup(String),
+    #[error("the default group cannot be deleted")]
+    DefaultGroup,
+}
+
+/// What deleting a group did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deleted {
+    /// Sessions removed with a team (their transcripts should be deleted too).
+    pub removed_sessions: Vec<SessionId>,
+    /// Sessions moved to the default group.
+    pub moved_sessions: Vec<SessionId>,
+}
+
+/// What [`delete_group`] would do, for a confirmation prompt.
+pub fn describe_delete(org: &Organization, group_id: &str) -> Result<String, DeleteError> {
+    let group = org
+        .group(group_id)
+        .ok_or_else(|| DeleteError::NoSuchGroup(group_id.into()))?;
+    if group.kind == GroupKind::Default {
+        return Err(DeleteError::DefaultGroup);
+    }
+    let names: Vec<&str> = org
+        .sessions_in(group_id)
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    Ok(if group.is_team() {
+        format!(
+            "Delete team `{}` and its {} session(s) with their transcripts: {}",
+            group.name,
+            names.len(),
+            names.join(", ")
+        )
+    } else {
+        format!(
+            "Delete group `{}`; its {} session(s) move to the default group",
+            group.name,
+            names.len()
+        )
+    })
+}
+
+/// Deletes a group: a team takes its sessions with it; any other group's sessions move to the
+/// default group.
+pub fn delete_group(org: &mut Organization, group_id: &str) -> Result<Deleted, DeleteError> {
+    let group = org
+        .group(group_id)
+        .ok_or_else(|| DeleteError::NoSuchGroup(group_id.into()))?;
+    if group.kind == GroupKind::Default {
+        return Err(DeleteError::DefaultGroup);
+    }
+    let is_team = group.is_team();
+    let mut deleted = Deleted {
+        removed_sessions: Vec::new(),
+        moved_sessions: Vec::new(),
+    };
+    if is_team {
+        org.sessions.retain(|s| {
+            let member = s.group_id == group_id;
+            if member {
+                deleted.removed_sessions.push(s.id.clone());
+            }
+            !member
+        });
+    } else {
+        let default_id = org.default_group().map(|g| g.id.clone()).unwrap_or_default();
+        let first = org.next_session_order(&default_id);
+        let members = org.sessions.iter_mut().filter(|s| s.group_id == group_id);
+        for (order, s) in (first..).zip(members) {
+            s.group_id = default_id.clone();
+            s.order = order;
+            deleted.moved_sessions.push(s.id.clone());
+        }
+    }
+    org.groups.retain(|g| g.id != group_id);
+    clear_stale_selection(org);
+    Ok(deleted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Session;
+
+    fn base() -> (Organization, String) {
+        let mut org = Organization::default();
+        assert!(
+            reconcile(&mut org).is_empty(),
+            "a new organization needs no notice"
+        );
+        let default = org.default_group().unwrap().id.clone();
+        (org, default)
+    }
+
+    fn team_session(name: &str, group: &str, role: Role) -> Session {
+        let mut s = Session::new(name, group, "sim/x");
+        s.role = role;
+        s.team = true;
+        s
+    }
+
+    fn assert_idempotent(org: &mut Organization) {
+        let snapshot = org.clone();
+        assert_eq!(reconcile(org), Vec::<String>::new(), "second run reports nothing");
+        assert_eq!(*org, snapshot, "second run changes nothing");
+    }
+
+    #[test]
+    fn default_group_is_created_once() {
+        let (mut org, _) = base();
+        assert_eq!(org.groups.len(), 1);
+        assert_idempotent(&mut org);
+    }
+
+    #[test]
+    fn team_sessions_of_a_missing_group_stay_together_in_a_recovered_team() {
+        let (mut org, default) = base();
+        let mut repo = Group::new("repo", GroupKind::Repo);
+        repo.id = "repo-1".into();
+        org.groups.push(repo);
+        org.sessions.push(Session::new("plain", "repo-1", "sim/x"));
+        org.sessions
+            .push(team_session("t-orch", "gone", Role::Orchestrator));
+        org.sessions.push(team_session("t-w1", "gone", Role::Worker));
+        org.sessions.push(team_session("t-eval", "gone", Role::Evaluator));
+        // A worker without the marker but with an orchestrator role elsewhere: plain orphan.
+        org.sessions.push(Session::new("lost", "also-gone", "sim/x"));
+
+        let changes = reconcile(&mut org);
+        assert!(!changes.is_empty());
+        let recovered = org.group("gone").expect("recovered group keeps the old id");
+        assert_eq!(recovered.kind, GroupKind::Team);
+        assert_eq!(recovered.mode, Mode::OrchestratorReflect);
+        assert_eq!(recovered.evaluator.as_deref(), Some("t-eval"));
+        for name in ["t-orch", "t-w1", "t-eval"] {
+            let s = org.session_by_name(name).unwrap();
+            assert_eq!(s.group_id, "gone", "{name} must not be scattered");
+            assert_ne!(s.group_id, default);
+            assert_ne!(s.group_id, "repo-1");
+        }
+        assert_eq!(org.session_by_name("lost").unwrap().group_id, default);
+        assert_eq!(org.session_by_name("plain").unwrap().group_id, "repo-1");
+        assert_idempotent(&mut org);
+    }
+
+    #[test]
+    fn orchestrator_without_marker_is_still_a_team_member() {
+        let (mut org, default) = base();
+        let mut s = Session::new("o", "vanished", "sim/x");
+        s.role = Role::Orchestrator;
+        org.sessions.push(s);
+        reconcile(&mut org);
+        let gid = &org.session_by_name("o").unwrap().group_id;
+        assert_ne!(gid, &default);
+        assert!(org.group(gid).unwrap().is_team());
+        assert_idempotent(&mut org);
+    }
+
+    #[test]
+    fn duplicate_session_names_are_renamed_and_empty_repo_groups_pruned() {
+        let (mut org, default) = base();
+        org.sessions.push(Session::new("dup", &default, "sim/x"));
+        org.sessions.push(Session::new("dup", &default, "sim/x"));
+        org.sessions.push(Session::new("dup-2", &default, "sim/x"));
+        org.groups.push(Group::new("empty repo", GroupKind::Repo));
+        org.groups.push(Group::new("empty team", GroupKind::Team));
+        let changes = reconcile(&mut org);
+        let names: Vec<_> = org.sessions.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["dup", "dup-3", "dup-2"]);
+        assert!(org.groups.iter().all(|g| g.name != "empty repo"));
+        assert!(
+            org.groups.iter().any(|g| g.name == "empty team"),
+            "teams are not pruned"
+        );
+        assert!(changes.iter().any(|c| c.contains("renamed")), "{changes:?}");
+        assert_idempotent(&mut org);
+    }
+
+    #[test]
+    fn several_default_groups_are_merged() {
+        let (mut org, default) = base();
+        let mut second = Group::new("Other default", GroupKind::Default);
+        second.id = "d2".into();
+        org.groups.push(second);
+        org.sessions.push(Session::new("s", "d2", "sim/x"));
+        reconcile(&mut org);
+        assert_eq!(
+            org.groups.iter().filter(|g| g.kind == GroupKind::Default).count(),
+            1
+        );
+        assert_eq!(org.session_by_name("s").unwrap().group_id, default);
+        assert_idempotent(&mut org);
+    }
+
+    #[test]
+    fn duplicate_ids_get_new_ones() {
+        let (mut org, default) = base();
+        let mut a = Session::new("a", &default, "sim/x");
+        a.id = "same".into();
+        let mut b = Session::new("b", &default, "sim/x");
+        b.id = "same".into();
+        org.sessions.extend([a, b]);
+        reconcile(&mut org);
+        assert_eq!(org.session_by_name("a").unwrap().id, "same");
+        assert_ne!(org.session_by_name("b").unwrap().id, "same");
+        assert_idempotent(&mut org);
+    }
+
+    #[test]
+    fn deleting_a_team_removes_its_sessions() {
+        let (mut org, default) = base();
+        let team = Group::new("team", GroupKind::Team);
+        let tid = team.id.clone();
+        org.groups.push(team);
+        org.sessions.push(team_session("o", &tid, Role::Orchestrator));
+        org.sessions.push(team_session("w", &tid, Role::Worker));
+        org.sessions.push(Session::new("keep", &default, "sim/x"));
+        assert!(describe_delete(&org, &tid).unwrap().contains("o, w"));
+        let deleted = delete_group(&mut org, &tid).unwrap();
+        assert_eq!(deleted.removed_sessions.len(), 2);
+        assert!(
+            org.sessions.iter().all(|s| s.group_id != tid),
+            "no session keeps the deleted id"
+        );
+        assert_eq!(org.sessions.len(), 1);
+        assert!(org.group(&tid).is_none());
+    }
+
+    #[test]
+    fn deleting_another_group_moves_its_sessions_to_default() {
+        let (mut org, default) = base();
+        let repo = Group::new("repo", GroupKind::Repo);
+        let rid = repo.id.clone();
+        org.groups.push(repo);
+        org.sessions.push(Session::new("a", &rid, "sim/x"));
+        let deleted = delete_group(&mut org, &rid).unwrap();
+        assert_eq!(deleted.moved_sessions.len(), 1);
+        assert_eq!(org.session_by_name("a").unwrap().group_id, default);
+        assert_eq!(delete_group(&mut org, &default), Err(DeleteError::DefaultGroup));
+        assert!(matches!(
+            delete_group(&mut org, "nope"),
+            Err(DeleteError::NoSuchGroup(_))
+        ));
+    }
+}

@@ -1,0 +1,99 @@
+//! One process owns a data directory. The lock is advisory (flock) and released by the OS when
+//! the process dies, so a crash never leaves a stale lock behind.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use super::StoreError;
+
+#[derive(Debug)]
+pub struct DataDirLock {
+    // Held for its lock; dropped (and so unlocked) with the guard.
+    _file: File,
+    path: PathBuf,
+}
+
+impl DataDirLock {
+    /// Takes the lock or says which process holds it.
+    pub fn acquire(path: &Path) -> Result<DataDirLock, StoreError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::io("cannot create", dir, e))?;
+        }
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| StoreError::io("cannot open lock file", path, e))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut pid = String::new();
+                let _ = file.read_to_string(&mut pid);
+                let pid = pid.trim();
+                return Err(StoreError::AlreadyRunning {
+                    pid: if pid.is_empty() {
+                        "unknown".into()
+                    } else {
+                        pid.to_string()
+                    },
+                    path: path.to_path_buf(),
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(StoreError::io("cannot lock", path, e)),
+        }
+        // Record our pid for the next process's message; the lock itself is what counts.
+        let _ = file.set_len(0);
+        let _ = file.seek(SeekFrom::Start(0));
+        let _ = write!(file, "{}", std::process::id());
+        let _ = file.flush();
+        Ok(DataDirLock {
+            _file: file,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Who holds the lock, without taking it: `None` when free.
+    pub fn holder(path: &Path) -> Option<String> {
+        let mut file = OpenOptions::new().read(true).write(true).open(path).ok()?;
+        match file.try_lock() {
+            Ok(()) => {
+                let _ = file.unlock();
+                None
+            }
+            Err(_) => {
+                let mut pid = String::new();
+                let _ = file.read_to_string(&mut pid);
+                Some(if pid.trim().is_empty() {
+                    "unknown".into()
+                } else {
+                    pid.trim().to_string()
+                })
+            }
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_holder_is_refused_with_the_pid() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("huddle.lock");
+        let first = DataDirLock::acquire(&path).unwrap();
+        let err = DataDirLock::acquire(&path).unwrap_err().to_string();
+        assert!(err.contains(&format!("pid {}", std::process::id())), "{err}");
+        assert_eq!(DataDirLock::holder(&path), Some(std::process::id().to_string()));
+        drop(first);
+        assert_eq!(DataDirLock::holder(&path), None);
+        DataDirLock::acquire(&path).unwrap();
+    }
+}

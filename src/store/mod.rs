@@ -1,0 +1,47 @@
+//! Persistence at the edge: `organization.json` (atomic, backed up, coalesced), transcripts
+//! (`sessions/<id>.jsonl`, append-only) and the data-dir lock.
+
+mod atomic;
+mod lock;
+mod organization;
+mod saver;
+mod transcript;
+
+use std::path::PathBuf;
+
+pub use atomic::write_atomic;
+pub use lock::DataDirLock;
+pub use organization::{LoadedOrganization, OrganizationFile, StoreNotice};
+pub use saver::Saver;
+pub use transcript::{LoadedTranscript, Transcripts};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("huddle is already running with this data directory (pid {pid}); lock file {path}")]
+    AlreadyRunning { pid: String, path: PathBuf },
+    #[error("cannot serialise the organization: {0}")]
+    Serialize(String),
+    #[error("{path} is corrupt ({reason}) and no usable backup exists; it was moved to {moved_to}")]
+    CorruptNoBackup {
+        path: PathBuf,
+        reason: String,
+        moved_to: PathBuf,
+    },
+}
+
+impl StoreError {
+    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        StoreError::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! A background thread that writes the organization, coalescing bursts of changes.
+//!
+//! `save` hands over a snapshot and returns at once; the thread waits a short debounce, then
+//! writes only the newest snapshot. A burst of a thousand changes becomes a handful of writes and
+//! the caller (the UI) never waits on the disk.
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::model::Organization;
+
+use super::{OrganizationFile, StoreError};
+
+#[derive(Default)]
+struct State {
+    pending: Option<Organization>,
+    /// Number of snapshots handed over so far.
+    requested: u64,
+    /// Number of the newest snapshot that is on disk (or failed).
+    finished: u64,
+    writes: u64,
+    last_error: Option<String>,
+    shutdown: bool,
+    /// A flush is waiting: skip the debounce.
+    urgent: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves plain data behind; keep using it.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+pub struct Saver {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Saver {
+    pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(100);
+
+    pub fn new(file: OrganizationFile) -> Saver {
+        Saver::with_debounce(file, Saver::DEFAULT_DEBOUNCE)
+    }
+
+    pub fn with_debounce(file: OrganizationFile, debounce: Duration) -> Saver {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+        });
+        let worker = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("huddle-saver".into())
+            .spawn(move || run(&worker, &file, debounce))
+            .map_err(|e| tracing::error!(error = %e, "cannot start the saver thread"))
+            .ok();
+        Saver { shared, thread }
+    }
+
+    /// Queues a snapshot to be written; never blocks on I/O.
+    pub fn save(&self, org: Organization) {
+        let mut state = self.shared.lock();
+        state.pending = Some(org);
+        state.requested += 1;
+        self.shared.changed.notify_all();
+    }
+
+    /// Waits until every snapshot queued so far is written; returns the last write error.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        if self.thread.is_none() {
+            return Err(StoreError::Serialize("the saver thread is not running".into()));
+        }
+        let mut state = self.shared.lock();
+        let target = state.requested;
+        state.urgent = true;
+        self.shared.changed.notify_all();
+        while state.finished < target {
+            state = self
+                .shared
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        state.urgent = false;
+        match state.last_error.take() {
+            Some(e) => Err(StoreError::Serialize(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// How many times the file was written (for tests and diagnostics).
+    pub fn writes(&self) -> u64 {
+        self.shared.lock().writes
+    }
+
+    /// The last write error, if any, cleared by reading it.
+    pub fn take_error(&self) -> Option<String> {
+        self.shared.lock().last_error.take()
+    }
+}
+
+impl Drop for Saver {
+    fn drop(&mut self) {
+        {
+            let mut state = self.shared.lock();
+            state.shutdown = true;
+            self.shared.changed.notify_all();
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn run(shared: &Shared, file: &OrganizationFile, debounce: Duration) {
+    loop {
+        {
+            let mut state = shared.lock();
+            while state.pending.is_none() && !state.shutdown {
+                state = shared.changed.wait(state).unwrap_or_else(PoisonError::into_inner);
+            }
+            if state.pending.is_none() && state.shutdown {
+                return;
+            }
+            if !state.shutdown && !state.urgent {
+                // Let a burst settle; a flush or shutdown skips the wait.
+                let (s, _) = shared
+                    .changed
+                    .wait_timeout_while(state, debounce, |s| !s.shutdown && !s.urgent)
+                    .unwrap_or_else(PoisonError::into_inner);
+                drop(s);
+            }
+        }
+        let (snapshot, number) = {
+            let mut state = shared.lock();
+            state.urgent = false;
+            (state.pending.take(), state.requested)
+        };
+        let Some(org) = snapshot else { continue };
+        let result = file.save(&org);
+        let mut state = shared.lock();
+        state.writes += 1;
+        if let Err(e) = result {
+            tracing::error!(error = %e, "saving the organization failed");
+            state.last_error = Some(e.to_string());
+        }
+        state.finished = state.finished.max(number);
+        shared.changed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Group, GroupKind};
+
+    #[test]
+    fn a_burst_of_changes_becomes_a_handful_of_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = OrganizationFile::new(dir.path().join("organization.json"));
+        let saver = Saver::with_debounce(file.clone(), Duration::from_millis(50));
+        let mut org = Organization::default();
+        for k in 0..1000 {
+            org.groups.push(Group::new(format!("g{k}"), GroupKind::Repo));
+            saver.save(org.clone());
+        }
+        saver.flush().unwrap();
+        assert!(saver.writes() <= 5, "{} writes", saver.writes());
+        let on_disk = super::super::organization::parse(&std::fs::read(file.path()).unwrap()).unwrap();
+        assert_eq!(
+            on_disk.groups.len(),
+            1000,
+            "the newest snapshot is the one on disk"
+        );
+    }
+
+    #[test]
+    fn flush_does_not_wait_for_the_debounce() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = OrganizationFile::new(dir.path().join("organization.json"));
+        let saver = Saver::with_debounce(file.clone(), Duration::from_secs(3600));
+        saver.save(Organization::default());
+        saver.flush().unwrap();
+        assert!(file.path().is_file());
+        assert_eq!(saver.writes(), 1);
+    }
+
+    #[test]
+    fn drop_flushes_the_pending_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = OrganizationFile::new(dir.path().join("organization.json"));
+        let saver = Saver::with_debounce(file.clone(), Duration::from_secs(60));
+        let mut org = Organization::default();
+        org.groups.push(Group::new("last", GroupKind::Repo));
+        saver.save(org);
+        drop(saver);
+        let on_disk = super::super::organization::parse(&std::fs::read(file.path()).unwrap()).unwrap();
+        assert_eq!(on_disk.groups[0].name, "last");
+    }
+
+    #[test]
+    fn write_errors_are_reported_by_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocker = dir.path().join("file");
+        std::fs::write(&blocker, b"x").unwrap();
+        let saver = Saver::with_debounce(OrganizationFile::new(blocker.join("o.json")), Duration::ZERO);
+        saver.save(Organization::default());
+        let err = saver.flush().unwrap_err().to_string();
+        assert!(err.contains("cannot create"), "{err}");
+    }
+}

@@ -1,0 +1,200 @@
+//! Transcripts: `sessions/<session-id>.jsonl`, one JSON message per line, append-only.
+//!
+//! Lines are never rewritten, so a crash can at worst tear the line being written; loading
+//! ignores such a line with a warning and keeps everything before it.
+
+use std::fs::{self, OpenOptions};
+use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use crate::model::Message;
+
+use super::StoreError;
+
+#[derive(Debug, Default)]
+pub struct LoadedTranscript {
+    pub messages: Vec<Message>,
+    /// Lines that could not be read (they stay in the file untouched).
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Transcripts {
+    dir: PathBuf,
+}
+
+impl Transcripts {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Transcripts { dir: dir.into() }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file of a session. Ids come from a user-editable file, so anything that is not a
+    /// plain id is refused rather than turned into a path outside the directory.
+    pub fn path(&self, session_id: &str) -> Result<PathBuf, StoreError> {
+        let plain = !session_id.is_empty()
+            && session_id.len() <= 128
+            && session_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !plain {
+            return Err(StoreError::io(
+                "refusing transcript for session id",
+                session_id,
+                std::io::Error::new(ErrorKind::InvalidInput, "not a plain id"),
+            ));
+        }
+        Ok(self.dir.join(format!("{session_id}.jsonl")))
+    }
+
+    /// Appends one message as one line and syncs it to disk.
+    pub fn append(&self, session_id: &str, message: &Message) -> Result<(), StoreError> {
+        let path = self.path(session_id)?;
+        fs::create_dir_all(&self.dir).map_err(|e| StoreError::io("cannot create", &self.dir, e))?;
+        let mut line = serde_json::to_vec(message).map_err(|e| StoreError::Serialize(e.to_string()))?;
+        line.push(b'\n');
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(&path)
+            .map_err(|e| StoreError::io("cannot open", &path, e))?;
+        // After a torn write the file ends mid-line: start on a fresh line so this message is
+        // not glued to the fragment.
+        if ends_without_newline(&mut file).map_err(|e| StoreError::io("cannot read", &path, e))? {
+            line.insert(0, b'\n');
+        }
+        file.write_all(&line)
+            .map_err(|e| StoreError::io("cannot append to", &path, e))?;
+        file.sync_data()
+            .map_err(|e| StoreError::io("cannot sync", &path, e))
+    }
+
+    /// Reads a session's messages; a missing file is an empty transcript.
+    pub fn load(&self, session_id: &str) -> Result<LoadedTranscript, StoreError> {
+        let path = self.path(session_id)?;
+        let text = match fs::read(&path) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(LoadedTranscript::default()),
+            Err(e) => return Err(StoreError::io("cannot read", &path, e)),
+        };
+        Ok(parse_lines(&text, &path))
+    }
+
+    /// Deletes a session's transcript (used when its team is deleted).
+    pub fn remove(&self, session_id: &str) -> Result<(), StoreError> {
+        let path = self.path(session_id)?;
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StoreError::io("cannot delete", &path, e)),
+        }
+    }
+}
+
+fn ends_without_newline(file: &mut fs::File) -> std::io::Result<bool> {
+    let len = file.seek(SeekFrom::End(0))?;
+    if len == 0 {
+        return Ok(false);
+    }
+    file.seek(SeekFrom::End(-1))?;
+    let mut last = [0u8; 1];
+    file.read_exact(&mut last)?;
+    Ok(last[0] != b'\n')
+}
+
+fn parse_lines(text: &str, path: &Path) -> LoadedTranscript {
+    let mut out = LoadedTranscript::default();
+    let complete = text.ends_with('\n');
+    let lines: Vec<&str> = text.lines().collect();
+    let last = lines.len().saturating_sub(1);
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Message>(line) {
+            Ok(m) => out.messages.push(m),
+            Err(e) => {
+                let what = if i == last && !complete {
+                    "torn last line (an interrupted write) ignored"
+                } else {
+                    "unreadable line skipped (left in the file)"
+                };
+                let warning = format!("{}:{}: {what}: {e}", path.display(), i + 1);
+                tracing::warn!("{warning}");
+                out.warnings.push(warning);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn appends_and_loads_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transcripts::new(dir.path().join("sessions"));
+        t.append("s1", &Message::user("hello")).unwrap();
+        t.append("s1", &Message::assistant("hi there\nsecond line"))
+            .unwrap();
+        let loaded = t.load("s1").unwrap();
+        assert_eq!(loaded.messages.len(), 2);
+        assert_eq!(loaded.messages[1].text, "hi there\nsecond line");
+        assert!(loaded.warnings.is_empty());
+        assert!(t.load("nobody").unwrap().messages.is_empty());
+    }
+
+    #[test]
+    fn torn_last_line_is_ignored_and_the_next_append_starts_fresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transcripts::new(dir.path());
+        t.append("s", &Message::user("one")).unwrap();
+        let path = t.path("s").unwrap();
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(br#"{"role":"assistant","text":"cut sho"#).unwrap();
+        drop(f);
+        let loaded = t.load("s").unwrap();
+        assert_eq!(loaded.messages.len(), 1);
+        assert_eq!(loaded.warnings.len(), 1);
+        assert!(
+            loaded.warnings[0].contains("torn last line"),
+            "{:?}",
+            loaded.warnings
+        );
+
+        t.append("s", &Message::user("two")).unwrap();
+        let loaded = t.load("s").unwrap();
+        let texts: Vec<_> = loaded.messages.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(texts, ["one", "two"]);
+        assert_eq!(
+            loaded.warnings.len(),
+            1,
+            "the fragment stays in the file, reported"
+        );
+    }
+
+    #[test]
+    fn ids_that_are_not_plain_are_refused() {
+        let t = Transcripts::new("/tmp/x");
+        assert!(t.path("../../etc/passwd").is_err());
+        assert!(t.path("").is_err());
+        assert!(t.path("a/b").is_err());
+        assert!(t.path("0b6f-aa_1").is_ok());
+    }
+
+    #[test]
+    fn remove_deletes_the_file_and_tolerates_absence() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transcripts::new(dir.path());
+        t.append("s", &Message::user("x")).unwrap();
+        t.remove("s").unwrap();
+        assert!(!t.path("s").unwrap().exists());
+        t.remove("s").unwrap();
+    }
+}
