@@ -6,7 +6,10 @@
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod cli;
 pub mod config;
+pub mod doctor;
 pub mod engine;
+pub mod logging;
 pub mod model;
 pub mod store;

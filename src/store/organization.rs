@@ -96,6 +96,16 @@ impl OrganizationFile {
         with_suffix(&self.path, ".bak")
     }
 
+    /// Reads the file without changing anything on disk (for `huddle doctor` and read-only
+    /// viewers): `Ok(None)` when it does not exist, `Err` with the reason when unreadable.
+    pub fn inspect(&self) -> Result<Option<Organization>, String> {
+        match read(&self.path) {
+            ReadOutcome::Missing => Ok(None),
+            ReadOutcome::Parsed(org) => Ok(Some(org)),
+            ReadOutcome::Unusable(reason) => Err(reason),
+        }
+    }
+
     /// Loads and reconciles the organization, recovering from a corrupt file via the backup.
     pub fn load(&self) -> Result<LoadedOrganization, StoreError> {
         let mut notices = Vec::new();

@@ -1,0 +1,132 @@
+//! The command line (SPEC section 9).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::model::Mode;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "huddle",
+    version,
+    about = "A terminal workbench for running teams of LLM sessions"
+)]
+pub struct Cli {
+    /// Repository directory (defaults to the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a team (or one session) headless: progress on stderr, the answer on stdout.
+    Run(RunArgs),
+    /// List and inspect team presets.
+    #[command(subcommand)]
+    Presets(PresetsCommand),
+    /// Read and write the repository's Squad team folder.
+    #[command(subcommand)]
+    Squad(SquadCommand),
+    /// Show paths, config, providers and the organization's state.
+    Doctor,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Create a team group from this preset.
+    #[arg(long, conflicts_with = "group")]
+    pub preset: Option<String>,
+    /// Reuse an existing team group.
+    #[arg(long)]
+    pub group: Option<String>,
+    /// Override the team's mode for this run.
+    #[arg(long, value_parser = parse_mode)]
+    pub mode: Option<Mode>,
+    #[arg(long, value_name = "N")]
+    pub max_iterations: Option<u32>,
+    /// Use this model for every session of the run.
+    #[arg(long, value_name = "SLUG")]
+    pub model: Option<String>,
+    /// Print NDJSON events on stdout.
+    #[arg(long)]
+    pub events: bool,
+    /// The prompt; `-` reads it from standard input.
+    pub prompt: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PresetsCommand {
+    /// Every preset with its tier (builtin, user, repo).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One preset, resolved.
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SquadCommand {
+    /// Write a team group to the repository's `.squad/` folder and the user presets.
+    Export {
+        #[arg(long)]
+        group: String,
+        /// Overwrite files that differ.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    s.parse::<Mode>().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_takes_mode_flags_in_any_case() {
+        let cli = Cli::try_parse_from([
+            "huddle",
+            "run",
+            "--preset",
+            "x",
+            "--mode",
+            "Orchestrator-Reflect",
+            "--events",
+            "hi",
+        ])
+        .unwrap();
+        let Some(Command::Run(run)) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(run.mode, Some(Mode::OrchestratorReflect));
+        assert!(run.events);
+        assert_eq!(run.prompt, "hi");
+    }
+
+    #[test]
+    fn preset_and_group_conflict_and_bad_mode_is_a_usage_error() {
+        let err = Cli::try_parse_from(["huddle", "run", "--preset", "a", "--group", "b", "x"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        let err = Cli::try_parse_from(["huddle", "run", "--mode", "chaos", "x"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("unknown mode"), "{err}");
+    }
+
+    #[test]
+    fn repo_is_global() {
+        let cli = Cli::try_parse_from(["huddle", "presets", "list", "--repo", "/r", "--json"]).unwrap();
+        assert_eq!(cli.repo, Some(PathBuf::from("/r")));
+        let cli = Cli::try_parse_from(["huddle", "--repo", "/r"]).unwrap();
+        assert!(cli.command.is_none());
+    }
+}

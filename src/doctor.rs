@@ -1,0 +1,148 @@
+//! `huddle doctor`: what huddle sees: paths, config, providers, lock and organization.
+
+use std::fmt::Write as _;
+
+use crate::config::{Config, ConfigError, Paths, ProviderKind};
+use crate::model::GroupKind;
+use crate::store::{DataDirLock, OrganizationFile};
+
+/// The report and whether everything needed to run is in order.
+pub struct DoctorReport {
+    pub text: String,
+    pub ok: bool,
+}
+
+/// Builds the report without changing anything on disk.
+pub fn report(paths: &Paths) -> DoctorReport {
+    let mut out = String::new();
+    let mut ok = true;
+    let _ = writeln!(out, "huddle {}", env!("CARGO_PKG_VERSION"));
+    let _ = writeln!(out, "\nPaths");
+    if std::env::var_os("HUDDLE_HOME").is_some() {
+        let _ = writeln!(out, "  HUDDLE_HOME is set: config and data live in one directory");
+    }
+    let _ = writeln!(out, "  config dir    {}", paths.config_dir.display());
+    let _ = writeln!(out, "  data dir      {}", paths.data_dir.display());
+    let _ = writeln!(out, "  logs          {}", paths.logs_dir().display());
+
+    let _ = writeln!(out, "\nConfig");
+    let config = match Config::load(paths) {
+        Ok(loaded) => {
+            match &loaded.file {
+                Some(f) => _ = writeln!(out, "  {} (valid)", f.display()),
+                None => {
+                    _ = writeln!(
+                        out,
+                        "  no config.yaml; providers derived from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY) and sim"
+                    )
+                }
+            }
+            Some(loaded.config)
+        }
+        Err(e) => {
+            ok = false;
+            let _ = writeln!(out, "  ERROR {e}");
+            if matches!(e, ConfigError::Invalid { .. }) {
+                let _ = writeln!(
+                    out,
+                    "  fix the file, or move it away to use the environment defaults"
+                );
+            }
+            None
+        }
+    };
+    if let Some(config) = &config {
+        let _ = writeln!(out, "  default model {}", config.default_model());
+        let _ = writeln!(out, "  max concurrency {}", config.max_concurrency);
+        let _ = writeln!(out, "\nProviders");
+        for p in &config.providers {
+            let detail = match p.kind {
+                ProviderKind::Openai | ProviderKind::Anthropic => {
+                    let url = p.base_url.clone().unwrap_or_else(|| match p.kind {
+                        ProviderKind::Anthropic => "https://api.anthropic.com".into(),
+                        _ => "https://api.openai.com/v1".into(),
+                    });
+                    let key = match &p.api_key_env {
+                        Some(var) if p.api_key().is_some() => format!("key from {var} (set)"),
+                        Some(var) => format!("key from {var} (NOT SET)"),
+                        None => "no key".into(),
+                    };
+                    format!("{url}, {key}")
+                }
+                ProviderKind::Command => format!("runs {:?}", p.command),
+                ProviderKind::Sim => "built-in offline simulator (answers are simulated)".into(),
+            };
+            let _ = writeln!(out, "  {:<12} {:<9} {detail}", p.name, p.kind.as_str());
+        }
+    }
+
+    let _ = writeln!(out, "\nData");
+    match DataDirLock::holder(&paths.lock_file()) {
+        Some(pid) => _ = writeln!(out, "  lock          held by a running huddle (pid {pid})"),
+        None => _ = writeln!(out, "  lock          free"),
+    }
+    let file = OrganizationFile::new(paths.organization_file());
+    match file.inspect() {
+        Ok(None) => _ = writeln!(out, "  organization  none yet ({})", file.path().display()),
+        Ok(Some(org)) => {
+            let teams = org.groups.iter().filter(|g| g.kind == GroupKind::Team).count();
+            let interrupted = org
+                .groups
+                .iter()
+                .filter(|g| g.reflection.as_ref().is_some_and(|r| r.is_interrupted()))
+                .count();
+            let _ = writeln!(
+                out,
+                "  organization  {} group(s) ({teams} team(s)), {} session(s){}",
+                org.groups.len(),
+                org.sessions.len(),
+                if interrupted > 0 {
+                    format!(", {interrupted} interrupted cycle(s)")
+                } else {
+                    String::new()
+                }
+            );
+        }
+        Err(reason) => {
+            ok = false;
+            let _ = writeln!(
+                out,
+                "  organization  UNREADABLE: {reason}\n                the next start moves it aside and restores the backup"
+            );
+        }
+    }
+    let transcripts = std::fs::read_dir(paths.sessions_dir())
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+                .count()
+        })
+        .unwrap_or(0);
+    let _ = writeln!(out, "  transcripts   {transcripts}");
+    DoctorReport { text: out, ok }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_a_broken_config_and_an_unreadable_organization() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::single(dir.path().to_path_buf());
+        let fine = report(&paths);
+        assert!(fine.ok, "{}", fine.text);
+        assert!(fine.text.contains("lock          free"), "{}", fine.text);
+
+        std::fs::write(paths.config_file(), "providers:\n  - { name: a, kind: nope }\n").unwrap();
+        std::fs::write(paths.organization_file(), "{oops").unwrap();
+        let bad = report(&paths);
+        assert!(!bad.ok);
+        assert!(bad.text.contains("line 2"), "{}", bad.text);
+        assert!(bad.text.contains("UNREADABLE"), "{}", bad.text);
+        assert!(
+            paths.organization_file().exists(),
+            "doctor changes nothing on disk"
+        );
+    }
+}

@@ -1,0 +1,3 @@
+//! Integration tests: one binary, modules under `suite/`.
+
+mod suite;
