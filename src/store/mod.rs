@@ -2,6 +2,7 @@
 //! (`sessions/<id>.jsonl`, append-only) and the data-dir lock.
 
 mod atomic;
+mod handle;
 mod lock;
 mod organization;
 mod saver;
@@ -10,10 +11,11 @@ mod transcript;
 use std::path::PathBuf;
 
 pub use atomic::write_atomic;
+pub use handle::OrgHandle;
 pub use lock::DataDirLock;
 pub use organization::{LoadedOrganization, OrganizationFile, StoreNotice};
 pub use saver::Saver;
-pub use transcript::{LoadedTranscript, Transcripts};
+pub use transcript::{LoadedTranscript, TranscriptWriter, Transcripts};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

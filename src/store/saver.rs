@@ -12,9 +12,18 @@ use crate::model::Organization;
 
 use super::{OrganizationFile, StoreError};
 
+/// Produces the snapshot to write when the saver was only told "something changed".
+pub type SnapshotSource = Box<dyn Fn() -> Organization + Send>;
+
+enum Pending {
+    Snapshot(Organization),
+    /// Changed; take a snapshot from the source when it is time to write.
+    Dirty,
+}
+
 #[derive(Default)]
 struct State {
-    pending: Option<Organization>,
+    pending: Option<Pending>,
     /// Number of snapshots handed over so far.
     requested: u64,
     /// Number of the newest snapshot that is on disk (or failed).
@@ -51,6 +60,16 @@ impl Saver {
     }
 
     pub fn with_debounce(file: OrganizationFile, debounce: Duration) -> Saver {
+        Saver::start(file, debounce, None)
+    }
+
+    /// A saver that snapshots `source` itself: [`Saver::mark_dirty`] then costs the caller
+    /// nothing but a lock, however large the organization.
+    pub fn with_source(file: OrganizationFile, debounce: Duration, source: SnapshotSource) -> Saver {
+        Saver::start(file, debounce, Some(source))
+    }
+
+    fn start(file: OrganizationFile, debounce: Duration, source: Option<SnapshotSource>) -> Saver {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
@@ -58,7 +77,7 @@ impl Saver {
         let worker = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("huddle-saver".into())
-            .spawn(move || run(&worker, &file, debounce))
+            .spawn(move || run(&worker, &file, debounce, source))
             .map_err(|e| tracing::error!(error = %e, "cannot start the saver thread"))
             .ok();
         Saver { shared, thread }
@@ -67,7 +86,18 @@ impl Saver {
     /// Queues a snapshot to be written; never blocks on I/O.
     pub fn save(&self, org: Organization) {
         let mut state = self.shared.lock();
-        state.pending = Some(org);
+        state.pending = Some(Pending::Snapshot(org));
+        state.requested += 1;
+        self.shared.changed.notify_all();
+    }
+
+    /// Says the organization changed; the saver takes the snapshot from its source. Without a
+    /// source this does nothing.
+    pub fn mark_dirty(&self) {
+        let mut state = self.shared.lock();
+        if !matches!(state.pending, Some(Pending::Snapshot(_))) {
+            state.pending = Some(Pending::Dirty);
+        }
         state.requested += 1;
         self.shared.changed.notify_all();
     }
@@ -119,7 +149,7 @@ impl Drop for Saver {
     }
 }
 
-fn run(shared: &Shared, file: &OrganizationFile, debounce: Duration) {
+fn run(shared: &Shared, file: &OrganizationFile, debounce: Duration, source: Option<SnapshotSource>) {
     loop {
         {
             let mut state = shared.lock();
@@ -143,7 +173,17 @@ fn run(shared: &Shared, file: &OrganizationFile, debounce: Duration) {
             state.urgent = false;
             (state.pending.take(), state.requested)
         };
-        let Some(org) = snapshot else { continue };
+        let org = match (snapshot, &source) {
+            (Some(Pending::Snapshot(org)), _) => org,
+            // Taken outside the saver's lock: the source locks the organization itself.
+            (Some(Pending::Dirty), Some(source)) => source(),
+            (Some(Pending::Dirty), None) | (None, _) => {
+                let mut state = shared.lock();
+                state.finished = state.finished.max(number);
+                shared.changed.notify_all();
+                continue;
+            }
+        };
         let result = file.save(&org);
         let mut state = shared.lock();
         state.writes += 1;

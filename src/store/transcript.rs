@@ -52,10 +52,18 @@ impl Transcripts {
 
     /// Appends one message as one line and syncs it to disk.
     pub fn append(&self, session_id: &str, message: &Message) -> Result<(), StoreError> {
+        self.append_all(session_id, std::slice::from_ref(message))
+    }
+
+    /// Appends messages, one line each, with a single sync.
+    pub fn append_all(&self, session_id: &str, messages: &[Message]) -> Result<(), StoreError> {
         let path = self.path(session_id)?;
         fs::create_dir_all(&self.dir).map_err(|e| StoreError::io("cannot create", &self.dir, e))?;
-        let mut line = serde_json::to_vec(message).map_err(|e| StoreError::Serialize(e.to_string()))?;
-        line.push(b'\n');
+        let mut line = Vec::new();
+        for message in messages {
+            serde_json::to_writer(&mut line, message).map_err(|e| StoreError::Serialize(e.to_string()))?;
+            line.push(b'\n');
+        }
         let mut file = OpenOptions::new()
             .read(true)
             .append(true)
@@ -91,6 +99,91 @@ impl Transcripts {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
             Err(e) => Err(StoreError::io("cannot delete", &path, e)),
+        }
+    }
+}
+
+enum WriterMsg {
+    Append(String, Message),
+    Flush(std::sync::mpsc::Sender<()>),
+}
+
+/// Appends transcript lines on a background thread, so a turn never waits on the disk. Lines
+/// queued together are written with one sync per session.
+pub struct TranscriptWriter {
+    tx: Option<std::sync::mpsc::Sender<WriterMsg>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TranscriptWriter {
+    pub fn new(transcripts: Transcripts) -> TranscriptWriter {
+        let (tx, rx) = std::sync::mpsc::channel::<WriterMsg>();
+        let thread = std::thread::Builder::new()
+            .name("huddle-transcripts".into())
+            .spawn(move || write_loop(&transcripts, &rx))
+            .map_err(|e| tracing::error!(error = %e, "cannot start the transcript writer"))
+            .ok();
+        TranscriptWriter { tx: Some(tx), thread }
+    }
+
+    pub fn append(&self, session_id: &str, message: Message) {
+        let sent = self.tx.as_ref().is_some_and(|tx| {
+            tx.send(WriterMsg::Append(session_id.to_string(), message))
+                .is_ok()
+        });
+        if !sent {
+            tracing::error!(
+                session = session_id,
+                "transcript writer is gone; a message was not saved"
+            );
+        }
+    }
+
+    /// Waits until everything queued so far is on disk.
+    pub fn flush(&self) {
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        if self
+            .tx
+            .as_ref()
+            .is_some_and(|tx| tx.send(WriterMsg::Flush(done_tx)).is_ok())
+        {
+            let _ = done_rx.recv();
+        }
+    }
+}
+
+impl Drop for TranscriptWriter {
+    fn drop(&mut self) {
+        // Closing the channel lets the thread write what is queued and stop.
+        self.tx = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMsg>) {
+    while let Ok(first) = rx.recv() {
+        let mut batch: Vec<(String, Vec<Message>)> = Vec::new();
+        let mut waiting = Vec::new();
+        let mut take = |msg: WriterMsg| match msg {
+            WriterMsg::Append(id, m) => match batch.iter_mut().find(|(s, _)| *s == id) {
+                Some((_, list)) => list.push(m),
+                None => batch.push((id, vec![m])),
+            },
+            WriterMsg::Flush(done) => waiting.push(done),
+        };
+        take(first);
+        while let Ok(more) = rx.try_recv() {
+            take(more);
+        }
+        for (id, messages) in &batch {
+            if let Err(e) = transcripts.append_all(id, messages) {
+                tracing::error!(session = %id, error = %e, "cannot append to transcript");
+            }
+        }
+        for done in waiting {
+            let _ = done.send(());
         }
     }
 }
@@ -176,6 +269,36 @@ mod tests {
             loaded.warnings.len(),
             1,
             "the fragment stays in the file, reported"
+        );
+    }
+
+    #[test]
+    fn background_writer_keeps_order_and_flushes() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transcripts::new(dir.path());
+        let writer = TranscriptWriter::new(t.clone());
+        for k in 0..100 {
+            writer.append(
+                if k % 2 == 0 { "even" } else { "odd" },
+                Message::user(format!("{k}")),
+            );
+        }
+        writer.flush();
+        let even: Vec<String> = t
+            .load("even")
+            .unwrap()
+            .messages
+            .into_iter()
+            .map(|m| m.text)
+            .collect();
+        let expected: Vec<String> = (0..100).step_by(2).map(|k| k.to_string()).collect();
+        assert_eq!(even, expected);
+        writer.append("odd", Message::user("last"));
+        drop(writer);
+        assert_eq!(
+            t.load("odd").unwrap().messages.last().unwrap().text,
+            "last",
+            "drop writes the queue"
         );
     }
 

@@ -1,0 +1,113 @@
+//! The live organization shared by the engine's tasks and the UI.
+//!
+//! Critical sections are short and never do I/O: an update flips a dirty flag and the background
+//! saver takes its own snapshot later, so no caller ever waits on the disk.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use crate::model::Organization;
+
+use super::{OrganizationFile, Saver, StoreError};
+
+#[derive(Clone)]
+pub struct OrgHandle {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    org: Arc<Mutex<Organization>>,
+    saver: Option<Saver>,
+}
+
+fn lock(org: &Mutex<Organization>) -> MutexGuard<'_, Organization> {
+    org.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl OrgHandle {
+    /// An organization persisted to `file` by a background saver.
+    pub fn persistent(org: Organization, file: OrganizationFile) -> OrgHandle {
+        OrgHandle::persistent_with_debounce(org, file, Saver::DEFAULT_DEBOUNCE)
+    }
+
+    pub fn persistent_with_debounce(
+        org: Organization,
+        file: OrganizationFile,
+        debounce: Duration,
+    ) -> OrgHandle {
+        let org = Arc::new(Mutex::new(org));
+        let source = Arc::clone(&org);
+        let saver = Saver::with_source(file, debounce, Box::new(move || lock(&source).clone()));
+        OrgHandle {
+            inner: Arc::new(Inner {
+                org,
+                saver: Some(saver),
+            }),
+        }
+    }
+
+    /// An organization kept in memory only (tests, read-only viewers).
+    pub fn in_memory(org: Organization) -> OrgHandle {
+        OrgHandle {
+            inner: Arc::new(Inner {
+                org: Arc::new(Mutex::new(org)),
+                saver: None,
+            }),
+        }
+    }
+
+    pub fn read<R>(&self, f: impl FnOnce(&Organization) -> R) -> R {
+        f(&lock(&self.inner.org))
+    }
+
+    /// Changes the organization and schedules a save.
+    pub fn update<R>(&self, f: impl FnOnce(&mut Organization) -> R) -> R {
+        let result = f(&mut lock(&self.inner.org));
+        if let Some(saver) = &self.inner.saver {
+            saver.mark_dirty();
+        }
+        result
+    }
+
+    pub fn snapshot(&self) -> Organization {
+        self.read(Organization::clone)
+    }
+
+    /// Waits until every change so far is on disk.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        match &self.inner.saver {
+            Some(saver) => saver.flush(),
+            None => Ok(()),
+        }
+    }
+
+    /// How many times the organization was written (diagnostics, tests).
+    pub fn writes(&self) -> u64 {
+        self.inner.saver.as_ref().map_or(0, Saver::writes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Group, GroupKind};
+
+    #[test]
+    fn updates_are_saved_by_the_background_saver() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = OrganizationFile::new(dir.path().join("organization.json"));
+        let handle = OrgHandle::persistent_with_debounce(
+            Organization::default(),
+            file.clone(),
+            Duration::from_millis(20),
+        );
+        for k in 0..500 {
+            handle.update(|o| o.groups.push(Group::new(format!("g{k}"), GroupKind::Repo)));
+        }
+        handle.flush().unwrap();
+        assert!(handle.writes() <= 5, "{} writes", handle.writes());
+        let on_disk = file.inspect().unwrap().unwrap();
+        assert_eq!(on_disk.groups.len(), 500);
+        assert_eq!(handle.read(|o| o.groups.len()), 500);
+    }
+}
