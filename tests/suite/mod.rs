@@ -1,0 +1,4 @@
+mod presets_catalog;
+mod squad_corpus;
+mod squad_malformed;
+mod squad_roundtrip;
