@@ -322,14 +322,24 @@ pub fn capped_context(text: &str, name: &str) -> Option<String> {
         return None;
     }
     let (kept, cut) = cap_chars(text, CONTEXT_MAX_CHARS);
-    if !cut {
-        return Some(kept.to_string());
+    if !cut || already_capped(text) {
+        return Some(text.to_string());
     }
     let rest = text.chars().count() - CONTEXT_MAX_CHARS;
     Some(format!(
         "{}\n\n[... {name} continues: {rest} more characters not included]",
         kept.trim_end()
     ))
+}
+
+/// True for text this function already cut (a saved team's shortened ledger): cutting it again
+/// would only move the marker, so a team saved and read back keeps the same context.
+fn already_capped(text: &str) -> bool {
+    text.rsplit_once("\n\n[... ").is_some_and(|(body, marker)| {
+        marker.ends_with(" more characters not included]")
+            && !marker.contains('\n')
+            && body.chars().count() <= CONTEXT_MAX_CHARS
+    })
 }
 
 #[cfg(test)]
@@ -359,5 +369,6 @@ mod tests {
             "{c}"
         );
         assert!(c.starts_with(&"x".repeat(CONTEXT_MAX_CHARS)));
+        assert_eq!(capped_context(&c, "decisions.md").as_deref(), Some(c.as_str()));
     }
 }

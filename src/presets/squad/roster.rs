@@ -264,7 +264,12 @@ pub fn clean_cell(cell: &str) -> String {
         rest = &rest[close + 1..];
     }
     text.push_str(rest);
-    let text = text.replace("**", "").replace("__", "").replace('`', "");
+    let mut text = text.replace("**", "").replace('`', "");
+    // `__bold__` only when it wraps the whole cell: `__` inside names (`Azure__AgentBaker`) stays.
+    let t = text.trim();
+    if t.len() > 4 && t.starts_with("__") && t.ends_with("__") {
+        text = t[2..t.len() - 2].to_string();
+    }
     let decoration = |c: char| c.is_whitespace() || (!c.is_ascii() && !c.is_alphanumeric());
     text.trim_matches(decoration).to_string()
 }
@@ -300,6 +305,8 @@ mod tests {
     fn cells_are_cleaned() {
         assert_eq!(clean_cell(" [Keaton](https://x.org/a_(b)) "), "Keaton");
         assert_eq!(clean_cell("**designer-core**"), "designer-core");
+        assert_eq!(clean_cell("__bold__"), "bold");
+        assert_eq!(clean_cell("Azure__AgentBaker squad"), "Azure__AgentBaker squad");
         assert_eq!(
             clean_cell("`.squad/agents/x/charter.md`"),
             ".squad/agents/x/charter.md"

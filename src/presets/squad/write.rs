@@ -16,6 +16,7 @@ use crate::presets::{preset_to_yaml, slug};
 
 use super::charter::{charter_prompt, role_prompt};
 use super::read::capped_context;
+use super::safety::decode;
 
 /// What an export did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -55,10 +56,11 @@ pub enum ExportError {
 enum Same {
     /// Byte for byte.
     Exact,
-    /// It yields the same prompt when read back (front matter and the length cap allowed).
-    Charter,
-    /// It yields the same context when read back (the length cap allowed).
-    Context(&'static str),
+    /// Reading it back yields this prompt (front matter and the length cap allowed).
+    Charter(String),
+    /// Reading it back as the named file yields this context (the length cap allowed), so a
+    /// ledger longer than the cap is never replaced by its shortened form.
+    Context(&'static str, String),
 }
 
 struct Planned {
@@ -100,7 +102,7 @@ pub fn export_group(
         plan.push(Planned {
             path: team_dir.join("agents").join(name).join("charter.md"),
             content: format!("{}\n", prompt.trim()),
-            same: Same::Charter,
+            same: Same::Charter(prompt.trim().to_string()),
         });
     }
     for (file, text) in [
@@ -111,7 +113,7 @@ pub fn export_group(
             plan.push(Planned {
                 path: team_dir.join(file),
                 content: format!("{}\n", text.trim()),
-                same: Same::Context(file),
+                same: Same::Context(file, text.trim().to_string()),
             });
         }
     }
@@ -138,7 +140,8 @@ pub fn export_group(
         }
         match std::fs::read(&p.path) {
             Ok(bytes) => {
-                let existing = String::from_utf8_lossy(&bytes);
+                // Read back the way discovery reads it (BOM, line endings, lossy UTF-8).
+                let existing = decode(&bytes).map(|t| t.text).unwrap_or_default();
                 if is_same(&existing, &p) {
                     report.unchanged.push(p.path);
                 } else {
@@ -160,12 +163,11 @@ pub fn export_group(
     Ok(report)
 }
 
-fn is_same(existing: &str, planned: &Planned) -> bool {
-    let normalised = existing.replace("\r\n", "\n");
-    match planned.same {
+fn is_same(normalised: &str, planned: &Planned) -> bool {
+    match &planned.same {
         Same::Exact => normalised == planned.content,
-        Same::Charter => charter_prompt(&normalised).0 == charter_prompt(&planned.content).0,
-        Same::Context(name) => capped_context(&normalised, name) == capped_context(&planned.content, name),
+        Same::Charter(prompt) => charter_prompt(normalised).0 == *prompt,
+        Same::Context(name, text) => capped_context(normalised, name).as_deref() == Some(text.as_str()),
     }
 }
 
