@@ -29,13 +29,13 @@ pub struct CatalogError {
     pub tier: Tier,
     /// The file or folder.
     pub source: String,
-    /// Why, naming line and key where that applies.
+    /// Why: the full message, which names the file (and line and key where that applies).
     pub message: String,
 }
 
 impl fmt::Display for CatalogError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} preset {}: {}", self.tier, self.source, self.message)
+        write!(f, "{} preset: {}", self.tier, self.message)
     }
 }
 
@@ -102,7 +102,8 @@ impl Catalog {
                         tier,
                         source: p.source.clone().unwrap_or_default(),
                         message: format!(
-                            "a {tier} preset named `{}` is already defined by {}; this one is skipped",
+                            "{}: a {tier} preset named `{}` is already defined by {}; this one is skipped",
+                            p.source.as_deref().unwrap_or("?"),
                             p.name,
                             first.source.as_deref().unwrap_or("another file")
                         ),
@@ -134,15 +135,8 @@ impl Catalog {
 
     /// The preset in effect with this name (ignoring case).
     pub fn find(&self, name: &str) -> Option<&Preset> {
-        let name = name.trim();
-        self.presets
-            .iter()
-            .find(|p| p.name.eq_ignore_ascii_case(name))
-            .or_else(|| {
-                self.presets
-                    .iter()
-                    .find(|p| p.name.to_lowercase() == name.to_lowercase())
-            })
+        let name = name.trim().to_lowercase();
+        self.presets.iter().find(|p| p.name.trim().to_lowercase() == name)
     }
 }
 

@@ -220,6 +220,7 @@ pub fn preset_json(p: &Preset, config: &Config, full: bool) -> Value {
         "tier": p.tier.map(|t| t.as_str()),
         "mode": p.mode.as_str(),
         "description": p.description,
+        "emoji": p.emoji,
         "source": p.source,
         "warnings": p.warnings,
         "workers": workers,
