@@ -360,7 +360,7 @@ pub fn split_slug(slug: &str) -> Result<(&str, &str), ConfigError> {
     }
 }
 
-fn yaml_error(path: &Path, e: serde_path_to_error::Error<serde_yaml::Error>) -> ConfigError {
+pub(crate) fn yaml_error(path: &Path, e: serde_path_to_error::Error<serde_yaml::Error>) -> ConfigError {
     let key = e.path().to_string();
     let inner = e.into_inner();
     let location = inner

@@ -12,4 +12,5 @@ pub mod doctor;
 pub mod engine;
 pub mod logging;
 pub mod model;
+pub mod presets;
 pub mod store;

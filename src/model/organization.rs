@@ -152,6 +152,10 @@ pub struct Session {
     /// Human-facing name and role from a Squad roster, when it differs from `name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display_name: Option<String>,
+    /// The member's role as its team states it (`Lead`, `Tester`), unlike `role`, which is its
+    /// part in the run. Kept so a team saved as a preset gets its roster back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member_role: Option<String>,
     #[serde(default)]
     pub usage: Usage,
 }
@@ -171,6 +175,7 @@ impl Session {
             created_at: Utc::now(),
             team: false,
             display_name: None,
+            member_role: None,
             usage: Usage::default(),
         }
     }

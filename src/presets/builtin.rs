@@ -1,0 +1,103 @@
+//! The built-in presets: `presets/*.yaml` of the repository, compiled into the binary. They name
+//! no model, so they run on whatever default the user has (the `sim` provider included).
+
+use std::path::Path;
+
+use crate::config::Config;
+use crate::model::{Preset, Tier};
+
+use super::{PresetError, parse_preset};
+
+/// File name and text of every built-in preset.
+pub const BUILTIN_FILES: &[(&str, &str)] = &[
+    ("code-review.yaml", include_str!("../../presets/code-review.yaml")),
+    (
+        "implement-and-challenge.yaml",
+        include_str!("../../presets/implement-and-challenge.yaml"),
+    ),
+    (
+        "research-panel.yaml",
+        include_str!("../../presets/research-panel.yaml"),
+    ),
+    (
+        "draft-critique-edit.yaml",
+        include_str!("../../presets/draft-critique-edit.yaml"),
+    ),
+    (
+        "planning-team.yaml",
+        include_str!("../../presets/planning-team.yaml"),
+    ),
+];
+
+/// Every built-in preset. A broken one is a bug in huddle itself (a unit test loads them all),
+/// but it is still reported rather than panicking.
+pub fn load_builtins(config: &Config) -> (Vec<Preset>, Vec<PresetError>) {
+    let mut presets = Vec::new();
+    let mut errors = Vec::new();
+    for (file, text) in BUILTIN_FILES {
+        let source = format!("builtin:{file}");
+        match parse_preset(text, Path::new(&source), Tier::Builtin, config) {
+            Ok(p) => presets.push(p),
+            Err(e) => errors.push(e),
+        }
+    }
+    (presets, errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Mode;
+
+    #[test]
+    fn every_builtin_loads_without_warnings_and_names_no_model() {
+        let config = Config::from_env(|_| None);
+        let (presets, errors) = load_builtins(&config);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(presets.len(), BUILTIN_FILES.len());
+        for p in &presets {
+            assert!(p.warnings.is_empty(), "{}: {:?}", p.name, p.warnings);
+            assert!(p.workers.iter().all(|w| w.model.is_none()), "{}", p.name);
+            assert!(
+                p.orchestrator.as_ref().is_none_or(|o| o.model.is_none()),
+                "{}",
+                p.name
+            );
+            assert!(
+                p.evaluator.as_ref().is_none_or(|o| o.model.is_none()),
+                "{}",
+                p.name
+            );
+            for w in &p.workers {
+                let prompt = w.system_prompt.as_deref().unwrap_or("");
+                assert!(prompt.len() > 200, "{}/{}: prompt too thin", p.name, w.name);
+                assert!(w.role.is_some(), "{}/{}", p.name, w.name);
+            }
+        }
+        for mode in Mode::ALL {
+            assert!(presets.iter().any(|p| p.mode == *mode), "no built-in for {mode}");
+        }
+        let ic = presets
+            .iter()
+            .find(|p| p.name == "Implement & Challenge")
+            .unwrap();
+        assert_eq!(ic.max_iterations, Some(10));
+        let names: Vec<&str> = ic.workers.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["implementer", "challenger"]);
+        let review = presets.iter().find(|p| p.name == "Code Review Team").unwrap();
+        assert!(review.evaluator.is_some() && review.mode == Mode::OrchestratorReflect);
+    }
+
+    #[test]
+    fn worker_prompts_are_distinct() {
+        let (presets, _) = load_builtins(&Config::from_env(|_| None));
+        let mut prompts: Vec<&str> = presets
+            .iter()
+            .flat_map(|p| p.workers.iter().filter_map(|w| w.system_prompt.as_deref()))
+            .collect();
+        let n = prompts.len();
+        prompts.sort();
+        prompts.dedup();
+        assert_eq!(prompts.len(), n);
+    }
+}

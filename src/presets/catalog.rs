@@ -1,0 +1,153 @@
+//! The three tiers merged: built-in < user < repo, by name ignoring case. A higher tier shadows a
+//! lower one (noted on the winner); broken files are reported, never silently dropped.
+
+use std::fmt;
+use std::path::Path;
+
+use crate::config::{Config, Paths};
+use crate::model::{Preset, Tier};
+
+use super::PresetError;
+use super::builtin::load_builtins;
+use super::squad::discover;
+use super::user::load_user_presets;
+
+/// Every usable preset plus what could not be loaded.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    /// The presets in effect, highest tier first (repo, user, built-in), each tier in load order.
+    pub presets: Vec<Preset>,
+    /// Presets hidden by a higher tier's preset of the same name.
+    pub shadowed: Vec<Preset>,
+    /// Files or folders that could not be used, with the reason.
+    pub errors: Vec<CatalogError>,
+}
+
+/// A preset source that could not be used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CatalogError {
+    pub tier: Tier,
+    /// The file or folder.
+    pub source: String,
+    /// Why: the full message, which names the file (and line and key where that applies).
+    pub message: String,
+}
+
+impl fmt::Display for CatalogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} preset: {}", self.tier, self.message)
+    }
+}
+
+impl CatalogError {
+    fn from_preset_error(tier: Tier, e: PresetError) -> CatalogError {
+        let source = match &e {
+            PresetError::Invalid { path, .. } => path.clone(),
+            PresetError::Read { path, .. } => path.display().to_string(),
+        };
+        CatalogError {
+            tier,
+            source,
+            message: e.to_string(),
+        }
+    }
+}
+
+impl Catalog {
+    /// Loads the built-ins, `<config>/presets/*.yaml` and, when `repo` is given, its Squad team.
+    pub fn load(paths: &Paths, config: &Config, repo: Option<&Path>) -> Catalog {
+        let mut errors = Vec::new();
+        let (builtin, errs) = load_builtins(config);
+        errors.extend(
+            errs.into_iter()
+                .map(|e| CatalogError::from_preset_error(Tier::Builtin, e)),
+        );
+        let (user, errs) = load_user_presets(&paths.presets_dir(), config);
+        errors.extend(
+            errs.into_iter()
+                .map(|e| CatalogError::from_preset_error(Tier::User, e)),
+        );
+        let mut repo_presets = Vec::new();
+        if let Some(repo) = repo {
+            match discover(repo, config) {
+                Ok(Some(p)) => repo_presets.push(p),
+                Ok(None) => {}
+                Err(e) => errors.push(CatalogError {
+                    tier: Tier::Repo,
+                    source: super::squad::team_dir(repo)
+                        .unwrap_or_else(|| repo.to_path_buf())
+                        .display()
+                        .to_string(),
+                    message: e.to_string(),
+                }),
+            }
+        }
+        let mut catalog = Catalog::from_tiers(builtin, user, repo_presets);
+        errors.append(&mut catalog.errors);
+        catalog.errors = errors;
+        catalog
+    }
+
+    /// Merges already-loaded tiers. Within a tier the first of two same-named presets wins and
+    /// the second is an error.
+    pub fn from_tiers(builtin: Vec<Preset>, user: Vec<Preset>, repo: Vec<Preset>) -> Catalog {
+        let mut catalog = Catalog::default();
+        let mut winners: Vec<Preset> = Vec::new();
+        for (tier, presets) in [(Tier::Builtin, builtin), (Tier::User, user), (Tier::Repo, repo)] {
+            let mut this_tier: Vec<Preset> = Vec::new();
+            for mut p in presets {
+                p.tier = Some(tier);
+                if let Some(first) = this_tier.iter().find(|q| same_name(q, &p)) {
+                    catalog.errors.push(CatalogError {
+                        tier,
+                        source: p.source.clone().unwrap_or_default(),
+                        message: format!(
+                            "{}: a {tier} preset named `{}` is already defined by {}; this one is skipped",
+                            p.source.as_deref().unwrap_or("?"),
+                            p.name,
+                            first.source.as_deref().unwrap_or("another file")
+                        ),
+                    });
+                    continue;
+                }
+                if let Some(i) = winners.iter().position(|q| same_name(q, &p)) {
+                    let lower = winners.remove(i);
+                    p.warnings.push(format!(
+                        "shadows the {} preset `{}`{}",
+                        lower.tier.map_or("lower-tier", |t| t.as_str()),
+                        lower.name,
+                        lower
+                            .source
+                            .as_deref()
+                            .map(|s| format!(" ({s})"))
+                            .unwrap_or_default()
+                    ));
+                    catalog.shadowed.push(lower);
+                }
+                this_tier.push(p);
+            }
+            winners.extend(this_tier);
+        }
+        winners.sort_by_key(|p| std::cmp::Reverse(tier_rank(p.tier)));
+        catalog.presets = winners;
+        catalog
+    }
+
+    /// The preset in effect with this name (ignoring case).
+    pub fn find(&self, name: &str) -> Option<&Preset> {
+        let name = name.trim().to_lowercase();
+        self.presets.iter().find(|p| p.name.trim().to_lowercase() == name)
+    }
+}
+
+fn same_name(a: &Preset, b: &Preset) -> bool {
+    a.name.trim().to_lowercase() == b.name.trim().to_lowercase()
+}
+
+fn tier_rank(tier: Option<Tier>) -> u8 {
+    match tier {
+        Some(Tier::Builtin) | None => 0,
+        Some(Tier::User) => 1,
+        Some(Tier::Repo) => 2,
+    }
+}

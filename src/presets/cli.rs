@@ -1,0 +1,236 @@
+//! The text of `huddle presets list` and `huddle presets show` (returned, the CLI prints it).
+//! Models shown are the resolved ones: a member without a usable model shows the default.
+
+use serde_json::{Value, json};
+use unicode_width::UnicodeWidthStr;
+
+use crate::config::Config;
+use crate::model::{Group, GroupKind, Mode, Preset};
+
+use super::catalog::Catalog;
+use super::models::resolved;
+
+/// `presets show` of a name no preset has.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("no preset named `{name}` (available: {available})")]
+pub struct PresetNotFound {
+    pub name: String,
+    pub available: String,
+}
+
+/// `huddle presets list [--json]`: a table (name, tier, mode, workers, warnings), then every
+/// warning and every source that could not be loaded; or a JSON array of presets (without
+/// prompts and contexts). In JSON mode the load errors are not in the output: print
+/// [`errors_text`] to stderr.
+pub fn presets_list(catalog: &Catalog, config: &Config, json: bool) -> String {
+    if json {
+        let list: Vec<Value> = catalog
+            .presets
+            .iter()
+            .map(|p| preset_json(p, config, false))
+            .collect();
+        return serde_json::to_string_pretty(&Value::Array(list)).unwrap_or_else(|_| "[]".into()) + "\n";
+    }
+    let header = ["NAME", "TIER", "MODE", "WORKERS", "WARNINGS"].map(String::from);
+    let mut rows = vec![header];
+    for p in &catalog.presets {
+        rows.push([
+            p.name.clone(),
+            p.tier.map_or("-", |t| t.as_str()).to_string(),
+            p.mode.to_string(),
+            p.workers.len().to_string(),
+            p.warnings.len().to_string(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..5)
+        .map(|c| rows.iter().map(|r| r[c].width()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in &rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            line.push_str(cell);
+            if c + 1 < row.len() {
+                line.push_str(&" ".repeat(widths[c] - cell.width() + 2));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    if catalog.presets.is_empty() {
+        out.push_str("(no presets)\n");
+    }
+    let warned: Vec<&Preset> = catalog
+        .presets
+        .iter()
+        .filter(|p| !p.warnings.is_empty())
+        .collect();
+    if !warned.is_empty() {
+        out.push_str("\nwarnings:\n");
+        for p in warned {
+            for w in &p.warnings {
+                out.push_str(&format!("  {}: {w}\n", p.name));
+            }
+        }
+    }
+    if !catalog.errors.is_empty() {
+        out.push('\n');
+        out.push_str(&errors_text(catalog));
+    }
+    out
+}
+
+/// The load errors, one per line (`error: ...`), or nothing.
+pub fn errors_text(catalog: &Catalog) -> String {
+    catalog.errors.iter().map(|e| format!("error: {e}\n")).collect()
+}
+
+/// `huddle presets show NAME [--json]`: the resolved team in full.
+pub fn presets_show(
+    catalog: &Catalog,
+    config: &Config,
+    name: &str,
+    json: bool,
+) -> Result<String, PresetNotFound> {
+    let Some(p) = catalog.find(name) else {
+        return Err(PresetNotFound {
+            name: name.to_string(),
+            available: catalog
+                .presets
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    };
+    if json {
+        return Ok(serde_json::to_string_pretty(&preset_json(p, config, true)).unwrap_or_default() + "\n");
+    }
+    Ok(show_text(p, config))
+}
+
+fn first_line(text: Option<&str>) -> String {
+    text.and_then(|t| t.lines().map(str::trim).find(|l| !l.is_empty()))
+        .map_or_else(|| "(no prompt)".to_string(), str::to_string)
+}
+
+fn size(text: Option<&str>) -> String {
+    text.map_or_else(|| "none".into(), |t| format!("{} characters", t.chars().count()))
+}
+
+fn max_iterations(p: &Preset) -> Option<u32> {
+    match p.mode {
+        Mode::OrchestratorReflect => Some(
+            p.max_iterations
+                .unwrap_or_else(|| Group::new("", GroupKind::Team).max_iterations),
+        ),
+        _ => p.max_iterations,
+    }
+}
+
+fn show_text(p: &Preset, config: &Config) -> String {
+    let mut out = String::new();
+    let emoji = p.emoji.as_deref().map(|e| format!("{e} ")).unwrap_or_default();
+    out.push_str(&format!(
+        "{emoji}{} ({}, {})\n",
+        p.name,
+        p.tier.map_or("-", |t| t.as_str()),
+        p.mode
+    ));
+    if let Some(d) = &p.description {
+        out.push_str(&format!("{d}\n"));
+    }
+    if let Some(s) = &p.source {
+        out.push_str(&format!("source: {s}\n"));
+    }
+    if let Some(n) = max_iterations(p) {
+        out.push_str(&format!("max iterations: {n}\n"));
+    }
+    if let Some(o) = &p.orchestrator {
+        out.push_str(&format!(
+            "orchestrator: {}  {}\n",
+            resolved(o.model.as_deref(), config),
+            first_line(o.prompt.as_deref())
+        ));
+    }
+    if let Some(e) = &p.evaluator {
+        out.push_str(&format!(
+            "evaluator: {}  {}\n",
+            resolved(e.model.as_deref(), config),
+            first_line(e.prompt.as_deref())
+        ));
+    }
+    out.push_str(&format!("workers ({}):\n", p.workers.len()));
+    for w in &p.workers {
+        let label = match &w.display_name {
+            Some(d) => format!("{} ({d})", w.name),
+            None => w.name.clone(),
+        };
+        out.push_str(&format!(
+            "  @worker:{label}  {}  [{}]\n      {}\n",
+            w.role.as_deref().unwrap_or("-"),
+            resolved(w.model.as_deref(), config),
+            first_line(w.system_prompt.as_deref())
+        ));
+    }
+    out.push_str(&format!(
+        "shared context: {}\n",
+        size(p.shared_context.as_deref())
+    ));
+    out.push_str(&format!(
+        "routing context: {}\n",
+        size(p.routing_context.as_deref())
+    ));
+    if !p.warnings.is_empty() {
+        out.push_str("warnings:\n");
+        for w in &p.warnings {
+            out.push_str(&format!("  - {w}\n"));
+        }
+    }
+    out
+}
+
+/// The JSON object of one preset; `full` adds prompts and contexts.
+pub fn preset_json(p: &Preset, config: &Config, full: bool) -> Value {
+    let agent = |a: &crate::model::PresetAgent| {
+        let mut v = json!({ "model": resolved(a.model.as_deref(), config) });
+        if full {
+            v["prompt"] = json!(a.prompt);
+        }
+        v
+    };
+    let workers: Vec<Value> = p
+        .workers
+        .iter()
+        .map(|w| {
+            let mut v = json!({
+                "name": w.name,
+                "display_name": w.display_name.as_deref().unwrap_or(&w.name),
+                "role": w.role,
+                "model": resolved(w.model.as_deref(), config),
+            });
+            if full {
+                v["system_prompt"] = json!(w.system_prompt);
+            }
+            v
+        })
+        .collect();
+    let mut v = json!({
+        "name": p.name,
+        "tier": p.tier.map(|t| t.as_str()),
+        "mode": p.mode.as_str(),
+        "description": p.description,
+        "emoji": p.emoji,
+        "source": p.source,
+        "warnings": p.warnings,
+        "workers": workers,
+        "orchestrator": p.orchestrator.as_ref().map(agent),
+        "evaluator": p.evaluator.as_ref().map(agent),
+        "max_iterations": max_iterations(p),
+    });
+    if full {
+        v["shared_context"] = json!(p.shared_context);
+        v["routing_context"] = json!(p.routing_context);
+    }
+    v
+}

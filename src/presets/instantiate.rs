@@ -1,0 +1,290 @@
+//! A preset becomes a team group with its sessions, and a team group becomes a preset again.
+//!
+//! Session names are `<team-slug>-<worker>` (`<team-slug>-orchestrator`, `<team-slug>-evaluator`),
+//! made unique in the organization. The engine resolves `@worker:<name>` against session names
+//! with the `<team name>-` prefix removed, so the worker's preset name stays its handle.
+
+use std::path::Path;
+
+use crate::config::Config;
+use crate::model::{
+    Group, GroupId, GroupKind, Mode, Organization, Preset, PresetAgent, PresetWorker, Role, Session,
+};
+
+use super::models::resolved;
+use super::slug;
+
+/// Creates a `team` group from `preset` in `org` (with its orchestrator, workers and evaluator)
+/// and returns its id. Models left to the default get `config`'s default model.
+pub fn create_team_group(
+    org: &mut Organization,
+    preset: &Preset,
+    config: &Config,
+    repo: Option<&Path>,
+) -> GroupId {
+    let mut group = Group::new(org.unique_group_name(&preset.name), GroupKind::Team);
+    group.sort_order = org.next_group_sort_order();
+    group.mode = preset.mode;
+    // In the orchestrator modes the orchestrator prompt goes into planning (the group field);
+    // in the others an orchestrator is an ordinary participant and it is its system prompt.
+    let orchestrator_prompt = preset.orchestrator.as_ref().and_then(|o| o.prompt.clone());
+    if preset.mode.has_orchestrator() {
+        group.orchestrator_prompt = orchestrator_prompt.clone();
+    }
+    group.shared_context = preset.shared_context.clone();
+    group.routing_context = preset.routing_context.clone();
+    group.repo = repo.map(Path::to_path_buf);
+    if let Some(n) = preset.max_iterations {
+        group.max_iterations = n;
+    }
+    if let Some(t) = preset.worker_timeout_secs {
+        group.worker_timeout_secs = t;
+    }
+    group.source_preset = Some(format!(
+        "{}:{}",
+        preset.tier.map_or("user", |t| t.as_str()),
+        preset.name
+    ));
+    let team = team_slug(&group.name);
+    let group_id = group.id.clone();
+
+    let mut order = 0;
+    let mut add = |org: &mut Organization, base: String, role: Role, model: Option<&str>| {
+        let name = org.unique_session_name(&base);
+        let mut s = Session::new(name, group_id.clone(), resolved(model, config));
+        s.role = role;
+        s.repo = repo.map(Path::to_path_buf);
+        s.team = true;
+        s.order = order;
+        order += 1;
+        org.sessions.push(s);
+        org.sessions.len() - 1
+    };
+
+    // The orchestrator leads the session list; in broadcast and sequential modes it only exists
+    // when the preset names one, and then takes part like any session.
+    if let Some(o) = &preset.orchestrator {
+        let i = add(
+            org,
+            format!("{team}-orchestrator"),
+            Role::Orchestrator,
+            o.model.as_deref(),
+        );
+        if !preset.mode.has_orchestrator() {
+            org.sessions[i].system_prompt = orchestrator_prompt;
+        }
+    }
+    for w in &preset.workers {
+        let i = add(
+            org,
+            format!("{team}-{}", worker_slug(&w.name)),
+            Role::Worker,
+            w.model.as_deref(),
+        );
+        let s = &mut org.sessions[i];
+        s.system_prompt = w.system_prompt.clone();
+        s.display_name = w.display_name.clone();
+        s.member_role = w.role.clone();
+    }
+    if preset.mode == Mode::OrchestratorReflect
+        && let Some(e) = &preset.evaluator
+    {
+        let i = add(
+            org,
+            format!("{team}-evaluator"),
+            Role::Evaluator,
+            e.model.as_deref(),
+        );
+        org.sessions[i].system_prompt = e.prompt.clone();
+        group.evaluator = Some(org.sessions[i].name.clone());
+    }
+    org.groups.push(group);
+    group_id
+}
+
+/// The team group `group_id` as a preset (user tier, no source). Models are the sessions'
+/// concrete models. `None` when there is no such group.
+pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
+    let group = org.group(group_id)?;
+    let team = team_slug(&group.name);
+    let sessions = org.sessions_in(group_id);
+    let orchestrator = sessions
+        .iter()
+        .find(|s| s.role == Role::Orchestrator)
+        .map(|s| PresetAgent {
+            model: Some(s.model.clone()),
+            prompt: group
+                .orchestrator_prompt
+                .clone()
+                .or_else(|| s.system_prompt.clone()),
+        })
+        .or_else(|| group.mode.has_orchestrator().then(PresetAgent::default));
+    let evaluator = sessions
+        .iter()
+        .find(|s| s.role == Role::Evaluator)
+        .map(|s| PresetAgent {
+            model: Some(s.model.clone()),
+            prompt: s.system_prompt.clone(),
+        });
+    let workers = sessions
+        .iter()
+        .filter(|s| s.role == Role::Worker)
+        .map(|s| PresetWorker {
+            name: worker_name_of(&s.name, &team),
+            display_name: s.display_name.clone(),
+            role: s.member_role.clone(),
+            model: Some(s.model.clone()),
+            system_prompt: s.system_prompt.clone(),
+        })
+        .collect();
+    Some(Preset {
+        name: preset_name_of(group),
+        description: None,
+        emoji: None,
+        mode: group.mode,
+        max_iterations: Some(group.max_iterations),
+        worker_timeout_secs: Some(group.worker_timeout_secs),
+        orchestrator,
+        evaluator,
+        workers,
+        shared_context: group.shared_context.clone(),
+        routing_context: group.routing_context.clone(),
+        tier: None,
+        source: None,
+        warnings: Vec::new(),
+    })
+}
+
+/// The team part of session names.
+pub fn team_slug(group_name: &str) -> String {
+    let s = slug(group_name);
+    if s.is_empty() { "team".into() } else { s }
+}
+
+fn worker_slug(name: &str) -> String {
+    let s = slug(name);
+    if s.is_empty() { "worker".into() } else { s }
+}
+
+/// A worker session's `@worker:` name: its session name without the `<team-slug>-` prefix.
+pub fn worker_name_of(session_name: &str, team: &str) -> String {
+    let stripped = session_name
+        .strip_prefix(team)
+        .and_then(|r| r.strip_prefix('-'))
+        .filter(|r| !r.is_empty())
+        .unwrap_or(session_name);
+    slug(stripped)
+}
+
+/// The preset name a group was made from (`source_preset` is `<tier>:<name>`), else its name.
+fn preset_name_of(group: &Group) -> String {
+    group
+        .source_preset
+        .as_deref()
+        .and_then(|s| s.split_once(':'))
+        .map(|(_, n)| n.to_string())
+        .filter(|n| !n.trim().is_empty() && group.name.starts_with(n.as_str()))
+        .unwrap_or_else(|| group.name.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Tier;
+
+    fn preset() -> Preset {
+        let text = "name: Review Crew\nmode: orchestrator_reflect\nmax_iterations: 7\norchestrator: { prompt: lead well }\nevaluator: { prompt: judge }\nworkers:\n  - { name: Sec Ops, display_name: Sec Ops, role: Security, system_prompt: You audit. }\n  - { name: tests, system_prompt: You test., model: sim/fast }\nshared_context: shared\nrouting_context: routing\n";
+        crate::presets::parse_preset(
+            text,
+            Path::new("x.yaml"),
+            Tier::Builtin,
+            &Config::from_env(|_| None),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn group_has_named_sessions_in_order() {
+        let mut org = Organization::default();
+        let config = Config::from_env(|_| None);
+        let id = create_team_group(&mut org, &preset(), &config, Some(Path::new("/r")));
+        let g = org.group(&id).unwrap();
+        assert_eq!(g.kind, GroupKind::Team);
+        assert_eq!(g.max_iterations, 7);
+        assert_eq!(g.source_preset.as_deref(), Some("builtin:Review Crew"));
+        assert_eq!(g.evaluator.as_deref(), Some("review-crew-evaluator"));
+        assert_eq!(g.orchestrator_prompt.as_deref(), Some("lead well"));
+        let names: Vec<(&str, Role, &str)> = org
+            .sessions_in(&id)
+            .iter()
+            .map(|s| (s.name.as_str(), s.role, s.model.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("review-crew-orchestrator", Role::Orchestrator, "sim/default"),
+                ("review-crew-sec-ops", Role::Worker, "sim/default"),
+                ("review-crew-tests", Role::Worker, "sim/fast"),
+                ("review-crew-evaluator", Role::Evaluator, "sim/default"),
+            ]
+        );
+        assert!(
+            org.sessions
+                .iter()
+                .all(|s| s.team && s.repo.as_deref() == Some(Path::new("/r")))
+        );
+    }
+
+    #[test]
+    fn second_group_gets_unique_names() {
+        let mut org = Organization::default();
+        let config = Config::from_env(|_| None);
+        create_team_group(&mut org, &preset(), &config, None);
+        let id = create_team_group(&mut org, &preset(), &config, None);
+        let g = org.group(&id).unwrap();
+        assert_eq!(g.name, "Review Crew (2)");
+        assert!(
+            org.sessions_in(&id)
+                .iter()
+                .any(|s| s.name == "review-crew-2-tests")
+        );
+        let mut names: Vec<&str> = org.sessions.iter().map(|s| s.name.as_str()).collect();
+        names.sort();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(names.len(), n);
+        let back = preset_from_group(&org, &id).unwrap();
+        assert_eq!(back.name, "Review Crew");
+        assert_eq!(back.workers[1].name, "tests");
+    }
+
+    #[test]
+    fn round_trip_keeps_names_roles_prompts_and_contexts() {
+        let mut org = Organization::default();
+        let config = Config::from_env(|_| None);
+        let p = preset();
+        let id = create_team_group(&mut org, &p, &config, None);
+        let back = preset_from_group(&org, &id).unwrap();
+        assert_eq!(back.name, p.name);
+        assert_eq!(back.mode, p.mode);
+        assert_eq!(back.max_iterations, p.max_iterations);
+        type Row = (String, Option<String>, Option<String>, Option<String>);
+        let strip = |ws: &[PresetWorker]| -> Vec<Row> {
+            ws.iter()
+                .map(|w| {
+                    (
+                        slug(&w.name),
+                        w.display_name.clone(),
+                        w.role.clone(),
+                        w.system_prompt.clone(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(strip(&back.workers), strip(&p.workers));
+        assert_eq!(back.shared_context, p.shared_context);
+        assert_eq!(back.routing_context, p.routing_context);
+        assert_eq!(back.orchestrator.unwrap().prompt, p.orchestrator.unwrap().prompt);
+        assert_eq!(back.evaluator.unwrap().prompt, p.evaluator.unwrap().prompt);
+    }
+}

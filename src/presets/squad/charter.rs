@@ -1,0 +1,152 @@
+//! A member's charter as a system prompt: front matter dropped, capped, and the model it asks for.
+
+use super::super::cap_chars;
+
+/// A charter longer than this is cut (on a character boundary) when used as a prompt.
+pub const CHARTER_MAX_CHARS: usize = 4_000;
+
+/// The system prompt from a charter's text, and whether it was cut. YAML front matter (tools and
+/// permissions for another runtime) is dropped; the rest is kept verbatim.
+pub fn charter_prompt(text: &str) -> (String, bool) {
+    let body = strip_front_matter(text).trim();
+    let (kept, cut) = cap_chars(body, CHARTER_MAX_CHARS);
+    (kept.trim_end().to_string(), cut)
+}
+
+/// The text after a leading `---` ... `---` block, or all of it.
+pub fn strip_front_matter(text: &str) -> &str {
+    let t = text.trim_start_matches('\u{feff}');
+    let Some(rest) = t.strip_prefix("---\n") else {
+        return text;
+    };
+    let mut offset = 0;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            return &rest[offset + line.len()..];
+        }
+        offset += line.len();
+    }
+    text
+}
+
+/// The model a charter prefers: `**Preferred:** <model>` (or `Preferred: <model>`) in its
+/// `## Model` section; `auto` (the coordinator decides) means none.
+pub fn model_hint(text: &str) -> Option<String> {
+    let mut in_model = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with('#') {
+            in_model = t.trim_start_matches('#').trim().eq_ignore_ascii_case("model");
+            continue;
+        }
+        if !in_model {
+            continue;
+        }
+        let plain = t.trim_start_matches(['-', '*', ' ']).replace("**", "");
+        let Some(value) = plain
+            .get(..10)
+            .filter(|p| p.eq_ignore_ascii_case("preferred:"))
+            .map(|_| &plain[10..])
+        else {
+            continue;
+        };
+        let model = value
+            .replace('`', "")
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .trim_end_matches([',', ';', '.'])
+            .to_string();
+        if model.is_empty() || model.eq_ignore_ascii_case("auto") {
+            return None;
+        }
+        return Some(model);
+    }
+    None
+}
+
+/// The role a charter states: `# Name — Role` in its title, else a `**Role:**` line.
+pub fn charter_role(text: &str) -> Option<String> {
+    let body = strip_front_matter(text);
+    for line in body.lines() {
+        let t = line.trim();
+        if let Some(title) = t.strip_prefix("# ") {
+            if let Some((_, role)) = [" — ", " – ", " - "].iter().find_map(|s| title.split_once(s)) {
+                let role = role.trim();
+                if !role.is_empty() && !role.eq_ignore_ascii_case("charter") {
+                    return Some(role.to_string());
+                }
+            }
+            continue;
+        }
+        let plain = t.trim_start_matches(['-', '*', ' ']).replace("**", "");
+        if let Some(role) = plain.strip_prefix("Role:") {
+            let role = role.trim();
+            if !role.is_empty() {
+                return Some(role.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// A prompt for a member that has no charter, from its name and role.
+pub fn role_prompt(name: &str, role: &str, team: &str) -> String {
+    let role = role.trim();
+    if role.is_empty() {
+        format!(
+            "You are {name}, a member of the team \"{team}\". Take the part of the task you are given, \
+             do it thoroughly, and say clearly what you did, what you assumed and what is left open."
+        )
+    } else {
+        format!(
+            "You are {name}, {role} in the team \"{team}\". Work on the task from the point of view \
+             of your role: be concrete, name what you checked and what you assumed, and say when part \
+             of the request falls outside your role so the team can route it elsewhere."
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn front_matter_is_dropped() {
+        let (p, cut) =
+            charter_prompt("---\nname: maria\ntools: [\"read\"]\n---\n\n# Maria — Pedagogy\nBody\n");
+        assert_eq!(p, "# Maria — Pedagogy\nBody");
+        assert!(!cut);
+        assert_eq!(strip_front_matter("---\nunterminated"), "---\nunterminated");
+    }
+
+    #[test]
+    fn long_charter_is_cut_on_a_char_boundary() {
+        let text = "é".repeat(5_000);
+        let (p, cut) = charter_prompt(&text);
+        assert!(cut);
+        assert_eq!(p.chars().count(), CHARTER_MAX_CHARS);
+    }
+
+    #[test]
+    fn model_hints() {
+        let charter = "# X\n## Model\n- **Preferred:** claude-sonnet-4.5\n- **Rationale:** code\n";
+        assert_eq!(model_hint(charter).as_deref(), Some("claude-sonnet-4.5"));
+        assert_eq!(model_hint("## Model\nPreferred: auto\n"), None);
+        assert_eq!(
+            model_hint("## Model\nPreferred: `openai/gpt-4.1` (standard, cost)\n").as_deref(),
+            Some("openai/gpt-4.1")
+        );
+        assert_eq!(model_hint("## Identity\n- **Preferred:** x/y\n"), None);
+    }
+
+    #[test]
+    fn roles_from_charters() {
+        assert_eq!(charter_role("# Ripley — Tester\n").as_deref(), Some("Tester"));
+        assert_eq!(
+            charter_role("# Chief Engineer — Charter\n**Role:** Boss\n").as_deref(),
+            Some("Boss")
+        );
+        assert_eq!(charter_role("# Lisa\n"), None);
+    }
+}

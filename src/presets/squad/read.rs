@@ -1,0 +1,374 @@
+//! Discovering a repo's Squad team and turning it into a repo-tier preset.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::Config;
+use crate::model::{Mode, Preset, PresetAgent, PresetWorker, Tier};
+
+use super::SquadError;
+use super::charter::{charter_prompt, charter_role, model_hint, role_prompt};
+use super::roster::{Member, is_special, parse_team, squash};
+use super::safety::{Refusal, TeamDir, TextFile};
+use crate::presets::models::check_model;
+use crate::presets::{cap_chars, slug};
+
+/// `routing.md` and `decisions.md` are cut to this many characters (the cut is marked).
+pub const CONTEXT_MAX_CHARS: usize = 8_000;
+
+/// Team headings that name no team: `Squad Team`, `Team Roster`, ... (alone, or before ` — X`).
+const GENERIC_TITLES: &[&str] = &[
+    "squad team",
+    "team roster",
+    "squad roster",
+    "squad",
+    "team",
+    "roster",
+];
+
+/// The repo's team folder: `.squad/` when it has a `team.md`, else `.ai-team/` when it has one,
+/// else whichever of the two exists (so its lack of a `team.md` can be reported).
+pub fn team_dir(repo: &Path) -> Option<PathBuf> {
+    let candidates = [repo.join(".squad"), repo.join(".ai-team")];
+    candidates
+        .iter()
+        .find(|d| d.join("team.md").exists())
+        .or_else(|| candidates.iter().find(|d| d.is_dir()))
+        .cloned()
+}
+
+/// The repo's Squad team as a preset. `Ok(None)`: the repo has no team folder. An error: it has
+/// one that cannot be used, and the error says why.
+pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadError> {
+    let Some(dir) = team_dir(repo) else {
+        return Ok(None);
+    };
+    let unreadable = |path: &Path, r: Refusal| SquadError::Unreadable {
+        path: path.to_path_buf(),
+        reason: format!("refused: it {r}"),
+    };
+    let team = TeamDir::open(repo, &dir).map_err(|r| unreadable(&dir, r))?;
+    let team_md = dir.join("team.md");
+    let file = match team.read(Path::new("team.md")) {
+        Ok(f) => f,
+        Err(Refusal::Missing) => return Err(SquadError::NoTeamFile { dir }),
+        Err(r) => return Err(unreadable(&team_md, r)),
+    };
+    let mut warnings = Vec::new();
+    note_lossy(&file, "team.md", &mut warnings);
+    let doc = parse_team(&file.text);
+    let repo_name = team
+        .repo
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "repo".into());
+    let name = team_name(doc.title.as_deref(), &repo_name);
+    let mode = match doc.mode.as_deref().map(str::parse::<Mode>) {
+        None => Mode::OrchestratorReflect,
+        Some(Ok(m)) => m,
+        Some(Err(e)) => {
+            warnings.push(format!("team.md: {e}; using orchestrator_reflect"));
+            Mode::OrchestratorReflect
+        }
+    };
+
+    let mut members = doc.members.clone();
+    if members.is_empty() {
+        members = agent_folder_members(&team);
+        if !members.is_empty() {
+            warnings.push("team.md lists no workers; members were taken from the agents/ folders".into());
+        }
+    }
+    if members.is_empty() {
+        let reason = if doc.excluded.is_empty() {
+            "team.md has no roster table (`| Name | Role |`) or `### Name — Role` entries, and agents/ has no member folders".to_string()
+        } else {
+            format!(
+                "the roster has only special members ({}), who are not workers",
+                doc.excluded.join(", ")
+            )
+        };
+        return Err(SquadError::NoWorkers { dir, reason });
+    }
+
+    let overrides = model_overrides(&team, &mut warnings);
+    let mut workers: Vec<PresetWorker> = Vec::new();
+    let mut no_charter = Vec::new();
+    let mut cut_charters = Vec::new();
+    for m in members {
+        let worker_name = slug(&m.name);
+        if worker_name.is_empty() {
+            warnings.push(format!(
+                "member `{}` has no letters or digits in its name; skipped",
+                m.name
+            ));
+            continue;
+        }
+        if workers.iter().any(|w| w.name == worker_name) {
+            warnings.push(format!(
+                "member `{}` is listed twice; the first entry is used",
+                m.name
+            ));
+            continue;
+        }
+        let charter = find_charter(&team, &m, &worker_name, &mut warnings);
+        let who = format!("worker `{worker_name}`");
+        let (prompt, hint) = match &charter {
+            Some((label, text)) => {
+                let (prompt, cut) = charter_prompt(text);
+                if cut {
+                    cut_charters.push(label.clone());
+                }
+                (prompt, model_hint(text))
+            }
+            None => {
+                no_charter.push(worker_name.clone());
+                (role_prompt(&m.name, &m.role, &name), None)
+            }
+        };
+        let hint = overrides
+            .iter()
+            .find(|(k, _)| squash(k) == squash(&worker_name) || squash(k) == squash(&m.name))
+            .map(|(_, v)| v.clone())
+            .or(hint);
+        let model = hint.and_then(|h| check_model(&h, config, Tier::Repo, &who, &mut warnings));
+        workers.push(PresetWorker {
+            display_name: Some(m.name.clone()).filter(|d| *d != worker_name),
+            role: Some(m.role.clone()).filter(|r| !r.is_empty()),
+            name: worker_name,
+            model,
+            system_prompt: Some(prompt).filter(|p| !p.is_empty()),
+        });
+    }
+    if !no_charter.is_empty() {
+        warnings.push(format!(
+            "no charter found for {}; their prompts come from their roles",
+            no_charter.join(", ")
+        ));
+    }
+    if !cut_charters.is_empty() {
+        warnings.push(format!(
+            "charters longer than {} characters were cut for the prompt: {}",
+            super::charter::CHARTER_MAX_CHARS,
+            cut_charters.join(", ")
+        ));
+    }
+    let routing_context = context_file(&team, "routing.md", &mut warnings);
+    let shared_context = context_file(&team, "decisions.md", &mut warnings);
+    Ok(Some(Preset {
+        name,
+        description: doc.description,
+        emoji: None,
+        mode,
+        max_iterations: None,
+        worker_timeout_secs: None,
+        orchestrator: mode.has_orchestrator().then(PresetAgent::default),
+        evaluator: None,
+        workers,
+        shared_context,
+        routing_context,
+        tier: Some(Tier::Repo),
+        source: Some(dir.display().to_string()),
+        warnings,
+    }))
+}
+
+/// The team's name from its `# ` heading, or `<repo folder name> squad`.
+pub fn team_name(title: Option<&str>, repo_name: &str) -> String {
+    let fallback = || format!("{repo_name} squad");
+    let Some(title) = title.map(str::trim).filter(|t| !t.is_empty()) else {
+        return fallback();
+    };
+    if GENERIC_TITLES.contains(&title.to_lowercase().as_str()) {
+        return fallback();
+    }
+    for sep in [" — ", " – ", " - "] {
+        if let Some((head, rest)) = title.split_once(sep)
+            && GENERIC_TITLES.contains(&head.trim().to_lowercase().as_str())
+            && !rest.trim().is_empty()
+        {
+            return rest.trim().to_string();
+        }
+    }
+    title.to_string()
+}
+
+fn note_lossy(file: &TextFile, label: &str, warnings: &mut Vec<String>) {
+    if file.lossy {
+        warnings.push(format!("{label} is not valid UTF-8; invalid bytes were replaced"));
+    }
+}
+
+/// Members from `agents/<folder>/` when the roster names nobody (`_alumni` and special members
+/// excluded); the role comes from the charter's title when it has one.
+fn agent_folder_members(team: &TeamDir) -> Vec<Member> {
+    team.agent_folders()
+        .into_iter()
+        .filter(|f| !f.starts_with('_') && !f.starts_with('.') && !is_special(f, ""))
+        .map(|folder| {
+            let charter = format!("agents/{folder}/charter.md");
+            let role = team
+                .read(Path::new(&charter))
+                .ok()
+                .and_then(|f| charter_role(&f.text))
+                .unwrap_or_default();
+            Member {
+                name: folder,
+                role,
+                charter: Some(charter),
+            }
+        })
+        .collect()
+}
+
+/// The charter's label and text: the roster's charter cell, else `agents/<slug>/charter.md`, else
+/// the agents folder whose name matches ignoring case and punctuation.
+fn find_charter(
+    team: &TeamDir,
+    member: &Member,
+    worker: &str,
+    warnings: &mut Vec<String>,
+) -> Option<(String, String)> {
+    let mut candidates: Vec<(String, PathBuf)> = Vec::new();
+    if let Some(cell) = &member.charter {
+        let rel = cell.trim_start_matches("./");
+        let path = if rel.starts_with(".squad/") || rel.starts_with(".ai-team/") {
+            team.repo.join(rel)
+        } else {
+            PathBuf::from(rel)
+        };
+        candidates.push((cell.clone(), path));
+    }
+    candidates.push((
+        format!("agents/{worker}/charter.md"),
+        PathBuf::from(format!("agents/{worker}/charter.md")),
+    ));
+    for folder in team.agent_folders() {
+        if squash(&folder) == squash(&member.name) || squash(&folder) == squash(worker) {
+            let p = format!("agents/{folder}/charter.md");
+            candidates.push((p.clone(), PathBuf::from(p)));
+        }
+    }
+    let mut tried: Vec<PathBuf> = Vec::new();
+    for (label, path) in candidates {
+        if tried.contains(&path) {
+            continue;
+        }
+        tried.push(path.clone());
+        match team.read(&path) {
+            Ok(file) => {
+                note_lossy(&file, &label, warnings);
+                return Some((label, file.text));
+            }
+            Err(Refusal::Missing) => {}
+            Err(r) => {
+                let w = format!("charter {label} of `{}` refused: it {r}", member.name);
+                if !warnings.contains(&w) {
+                    warnings.push(w);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// `agentModelOverrides` of `config.json`: agent name to model (a string, or `{"model": ...}`).
+fn model_overrides(team: &TeamDir, warnings: &mut Vec<String>) -> Vec<(String, String)> {
+    let file = match team.read(Path::new("config.json")) {
+        Ok(f) => f,
+        Err(Refusal::Missing) => return Vec::new(),
+        Err(r) => {
+            warnings.push(format!("config.json refused: it {r}"));
+            return Vec::new();
+        }
+    };
+    let value: serde_json::Value = match serde_json::from_str(&file.text) {
+        Ok(v) => v,
+        Err(e) => {
+            warnings.push(format!(
+                "config.json is not valid JSON ({e}); its model overrides are ignored"
+            ));
+            return Vec::new();
+        }
+    };
+    let Some(map) = value.get("agentModelOverrides").and_then(|v| v.as_object()) else {
+        return Vec::new();
+    };
+    map.iter()
+        .filter_map(|(k, v)| {
+            let model = v.as_str().or_else(|| v.get("model").and_then(|m| m.as_str()))?;
+            Some((k.clone(), model.to_string()))
+        })
+        .collect()
+}
+
+/// `routing.md` / `decisions.md` as context: capped with the cut marked; empty means absent.
+fn context_file(team: &TeamDir, name: &str, warnings: &mut Vec<String>) -> Option<String> {
+    let file = match team.read(Path::new(name)) {
+        Ok(f) => f,
+        Err(Refusal::Missing) => return None,
+        Err(r) => {
+            warnings.push(format!("{name} refused: it {r}"));
+            return None;
+        }
+    };
+    note_lossy(&file, name, warnings);
+    capped_context(&file.text, name)
+}
+
+/// The context text for a file's contents (also used by write-back to compare).
+pub fn capped_context(text: &str, name: &str) -> Option<String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let (kept, cut) = cap_chars(text, CONTEXT_MAX_CHARS);
+    if !cut || already_capped(text) {
+        return Some(text.to_string());
+    }
+    let rest = text.chars().count() - CONTEXT_MAX_CHARS;
+    Some(format!(
+        "{}\n\n[... {name} continues: {rest} more characters not included]",
+        kept.trim_end()
+    ))
+}
+
+/// True for text this function already cut (a saved team's shortened ledger): cutting it again
+/// would only move the marker, so a team saved and read back keeps the same context.
+fn already_capped(text: &str) -> bool {
+    text.rsplit_once("\n\n[... ").is_some_and(|(body, marker)| {
+        marker.ends_with(" more characters not included]")
+            && !marker.contains('\n')
+            && body.chars().count() <= CONTEXT_MAX_CHARS
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn team_names() {
+        assert_eq!(team_name(Some("Squad Team — Demo"), "r"), "Demo");
+        assert_eq!(team_name(Some("Squad Team"), "repo"), "repo squad");
+        assert_eq!(team_name(Some("Team Roster"), "repo"), "repo squad");
+        assert_eq!(team_name(None, "repo"), "repo squad");
+        assert_eq!(team_name(Some("Squad Roster — Mr. Pumpkin"), "r"), "Mr. Pumpkin");
+        assert_eq!(
+            team_name(Some("Mission Control — squad-sdk"), "r"),
+            "Mission Control — squad-sdk"
+        );
+    }
+
+    #[test]
+    fn contexts_are_capped_with_a_marker() {
+        assert_eq!(capped_context(" \n", "d.md"), None);
+        let long = "x".repeat(CONTEXT_MAX_CHARS + 10);
+        let c = capped_context(&long, "decisions.md").unwrap();
+        assert!(
+            c.ends_with("[... decisions.md continues: 10 more characters not included]"),
+            "{c}"
+        );
+        assert!(c.starts_with(&"x".repeat(CONTEXT_MAX_CHARS)));
+        assert_eq!(capped_context(&c, "decisions.md").as_deref(), Some(c.as_str()));
+    }
+}

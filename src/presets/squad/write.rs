@@ -1,0 +1,320 @@
+//! Saving a team group as a Squad team in its repo (and as a user YAML preset).
+//!
+//! Owned files: `.squad/team.md`, `.squad/agents/<name>/charter.md` of each worker,
+//! `.squad/decisions.md` and `.squad/routing.md` when the group has that context, and
+//! `<config>/presets/<team>.yaml`. Nothing else is touched (history, logs, casting, other
+//! agents). A file whose content would change is only replaced with `force`; without it the
+//! error lists exactly those files. Every write is atomic (temporary file, then rename).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::config::Paths;
+use crate::model::{Organization, Preset, PresetWorker};
+use crate::presets::instantiate::preset_from_group;
+use crate::presets::{preset_to_yaml, slug};
+
+use super::charter::{charter_prompt, role_prompt};
+use super::read::capped_context;
+use super::safety::decode;
+
+/// What an export did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExportReport {
+    /// The `.squad` folder written to.
+    pub team_dir: PathBuf,
+    /// Files created or replaced.
+    pub written: Vec<PathBuf>,
+    /// Files that already said the same thing and were left alone.
+    pub unchanged: Vec<PathBuf>,
+    /// The YAML preset in the user presets folder.
+    pub preset_file: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("no group with id {0}")]
+    NoGroup(String),
+    #[error("group `{0}` has no workers to save")]
+    NoWorkers(String),
+    #[error("these files exist with different content; save again with force to replace them:\n{}",
+        .files.iter().map(|f| format!("  {}", f.display())).collect::<Vec<_>>().join("\n"))]
+    WouldOverwrite { files: Vec<PathBuf> },
+    #[error("refusing to write {path}: {reason}")]
+    Unsafe { path: PathBuf, reason: String },
+    #[error("cannot write {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot serialise the preset: {0}")]
+    Yaml(String),
+}
+
+/// How an existing file is judged equal to what would be written.
+enum Same {
+    /// Byte for byte.
+    Exact,
+    /// Reading it back yields this prompt (front matter and the length cap allowed).
+    Charter(String),
+    /// Reading it back as the named file yields this context (the length cap allowed), so a
+    /// ledger longer than the cap is never replaced by its shortened form.
+    Context(&'static str, String),
+}
+
+struct Planned {
+    path: PathBuf,
+    content: String,
+    same: Same,
+}
+
+/// Writes the team group `group_id` to `<repo>/.squad/` and the user presets folder.
+pub fn export_group(
+    org: &Organization,
+    group_id: &str,
+    repo: &Path,
+    paths: &Paths,
+    force: bool,
+) -> Result<ExportReport, ExportError> {
+    let preset = preset_from_group(org, group_id).ok_or_else(|| ExportError::NoGroup(group_id.into()))?;
+    if preset.workers.is_empty() {
+        return Err(ExportError::NoWorkers(preset.name.clone()));
+    }
+    let team_dir = repo.join(".squad");
+    check_inside(repo, &team_dir)?;
+    let workers: Vec<(String, &PresetWorker)> =
+        preset.workers.iter().map(|w| (agent_name(&w.name), w)).collect();
+
+    let mut plan = vec![Planned {
+        path: team_dir.join("team.md"),
+        content: team_md(&preset, &workers),
+        same: Same::Exact,
+    }];
+    for (name, w) in &workers {
+        let prompt = w.system_prompt.clone().unwrap_or_else(|| {
+            role_prompt(
+                w.display_name.as_deref().unwrap_or(name),
+                &worker_role(w),
+                &preset.name,
+            )
+        });
+        plan.push(Planned {
+            path: team_dir.join("agents").join(name).join("charter.md"),
+            content: format!("{}\n", prompt.trim()),
+            same: Same::Charter(prompt.trim().to_string()),
+        });
+    }
+    for (file, text) in [
+        ("decisions.md", &preset.shared_context),
+        ("routing.md", &preset.routing_context),
+    ] {
+        if let Some(text) = text.as_deref().filter(|t| !t.trim().is_empty()) {
+            plan.push(Planned {
+                path: team_dir.join(file),
+                content: format!("{}\n", text.trim()),
+                same: Same::Context(file, text.trim().to_string()),
+            });
+        }
+    }
+    let preset_file = paths
+        .presets_dir()
+        .join(format!("{}.yaml", file_stem(&preset.name)));
+    let yaml = preset_to_yaml(&preset).map_err(|e| ExportError::Yaml(e.to_string()))?;
+    plan.push(Planned {
+        path: preset_file.clone(),
+        content: yaml,
+        same: Same::Exact,
+    });
+
+    let mut report = ExportReport {
+        team_dir: team_dir.clone(),
+        preset_file,
+        ..ExportReport::default()
+    };
+    let mut changed = Vec::new();
+    let mut to_write = Vec::new();
+    for p in plan {
+        if p.path.starts_with(&team_dir) {
+            check_inside(repo, &p.path)?;
+        }
+        match std::fs::read(&p.path) {
+            Ok(bytes) => {
+                // Read back the way discovery reads it (BOM, line endings, lossy UTF-8).
+                let existing = decode(&bytes).map(|t| t.text).unwrap_or_default();
+                if is_same(&existing, &p) {
+                    report.unchanged.push(p.path);
+                } else {
+                    changed.push(p.path.clone());
+                    to_write.push(p);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => to_write.push(p),
+            Err(source) => return Err(ExportError::Io { path: p.path, source }),
+        }
+    }
+    if !changed.is_empty() && !force {
+        return Err(ExportError::WouldOverwrite { files: changed });
+    }
+    for p in to_write {
+        write_atomic(&p.path, &p.content)?;
+        report.written.push(p.path);
+    }
+    Ok(report)
+}
+
+fn is_same(normalised: &str, planned: &Planned) -> bool {
+    match &planned.same {
+        Same::Exact => normalised == planned.content,
+        Same::Charter(prompt) => charter_prompt(normalised).0 == *prompt,
+        Same::Context(name, text) => capped_context(normalised, name).as_deref() == Some(text.as_str()),
+    }
+}
+
+/// A folder-safe agent name: the `@worker:` name, lower case, non-alphanumerics to `-`.
+pub fn agent_name(worker: &str) -> String {
+    let s = slug(worker);
+    if s.is_empty() { "agent".into() } else { s }
+}
+
+fn file_stem(name: &str) -> String {
+    let s = slug(name);
+    if s.is_empty() { "team".into() } else { s }
+}
+
+/// The worker's role: its own, else the first sentence of its system prompt without a leading
+/// "You are a/an".
+pub fn worker_role(w: &PresetWorker) -> String {
+    if let Some(role) = w.role.as_deref().filter(|r| !r.trim().is_empty()) {
+        return role.trim().to_string();
+    }
+    w.system_prompt
+        .as_deref()
+        .map(role_from_prompt)
+        .unwrap_or_default()
+}
+
+pub fn role_from_prompt(prompt: &str) -> String {
+    let first_line = prompt.trim().lines().next().unwrap_or("");
+    let sentence = first_line
+        .find(['.', '!', '?'])
+        .map_or(first_line, |i| &first_line[..i])
+        .trim();
+    let lower = sentence.to_lowercase();
+    let rest = ["you are an ", "you are a ", "you're an ", "you're a ", "you are "]
+        .iter()
+        .find(|p| lower.starts_with(*p))
+        .map_or(sentence, |p| &sentence[p.len()..]);
+    rest.trim().to_string()
+}
+
+/// A table cell: one line, pipes escaped.
+fn cell(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace('|', "\\|")
+}
+
+fn team_md(preset: &Preset, workers: &[(String, &PresetWorker)]) -> String {
+    let mut out = format!("# {}\n\n", preset.name.trim());
+    if let Some(d) = preset.description.as_deref().filter(|d| !d.trim().is_empty()) {
+        out.push_str(&format!(
+            "> {}\n\n",
+            d.split_whitespace().collect::<Vec<_>>().join(" ")
+        ));
+    }
+    out.push_str(&format!(
+        "mode: {}\n\n## Members\n\n| Member | Role |\n|--------|------|\n",
+        preset.mode
+    ));
+    for (name, w) in workers {
+        // The roster name must slug back to the agent name, or the team would not round-trip.
+        let member = w
+            .display_name
+            .as_deref()
+            .filter(|d| slug(d) == *name)
+            .unwrap_or(name);
+        out.push_str(&format!("| {} | {} |\n", cell(member), cell(&worker_role(w))));
+    }
+    out
+}
+
+/// Refuses paths whose existing part resolves outside the repository (a symlinked `.squad` or
+/// agent folder).
+fn check_inside(repo: &Path, path: &Path) -> Result<(), ExportError> {
+    let unsafe_err = |reason: String| ExportError::Unsafe {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let repo_c = repo.canonicalize().map_err(|e| {
+        unsafe_err(format!(
+            "the repository {} cannot be resolved: {e}",
+            repo.display()
+        ))
+    })?;
+    let mut existing = path;
+    while !existing.exists() {
+        match existing.parent() {
+            Some(p) => existing = p,
+            None => return Ok(()),
+        }
+    }
+    let c = existing
+        .canonicalize()
+        .map_err(|e| unsafe_err(format!("cannot be resolved: {e}")))?;
+    if c.starts_with(&repo_c) {
+        Ok(())
+    } else {
+        Err(unsafe_err(format!(
+            "it resolves outside the repository (to {})",
+            c.display()
+        )))
+    }
+}
+
+/// Temporary file in the same folder, flushed, then renamed over the target.
+fn write_atomic(path: &Path, content: &str) -> Result<(), ExportError> {
+    let io = |source| ExportError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(content.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_come_from_the_first_sentence() {
+        assert_eq!(
+            role_from_prompt("You are a security auditor. You look."),
+            "security auditor"
+        );
+        assert_eq!(role_from_prompt("You are an editor!"), "editor");
+        assert_eq!(role_from_prompt("Checks tests\nmore"), "Checks tests");
+        assert_eq!(role_from_prompt(""), "");
+    }
+
+    #[test]
+    fn cells_stay_on_one_line() {
+        assert_eq!(cell("a |\n b"), "a \\| b");
+    }
+}

@@ -1,0 +1,271 @@
+//! Preset YAML: strict parsing (unknown keys and bad values are errors naming file, line and key)
+//! and the rules a preset must follow.
+
+use std::path::Path;
+
+use crate::config::{Config, ConfigError, split_slug, yaml_error};
+use crate::model::{Mode, Preset, Tier};
+
+use super::PresetError;
+use super::models::check_preset_models;
+
+/// Parses and validates one preset file's text. `path` names the file in messages; `tier` and
+/// `source` are recorded on the preset. Models not served by `config` become the default, with a
+/// warning on the preset.
+pub fn parse_preset(text: &str, path: &Path, tier: Tier, config: &Config) -> Result<Preset, PresetError> {
+    let de = serde_yaml::Deserializer::from_str(text);
+    let mut preset: Preset = serde_path_to_error::deserialize(de).map_err(|e| match yaml_error(path, e) {
+        ConfigError::Invalid {
+            path,
+            location,
+            message,
+        } => PresetError::Invalid {
+            path: path.display().to_string(),
+            location,
+            message,
+        },
+        other => invalid(path, "", other.to_string()),
+    })?;
+    validate(&mut preset, text, path)?;
+    preset.tier = Some(tier);
+    preset.source = Some(path.display().to_string());
+    check_preset_models(&mut preset, config, tier);
+    Ok(preset)
+}
+
+/// The YAML text of a preset (loader-set fields are not written).
+pub fn preset_to_yaml(preset: &Preset) -> Result<String, serde_yaml::Error> {
+    serde_yaml::to_string(preset)
+}
+
+fn invalid(path: &Path, location: &str, message: String) -> PresetError {
+    PresetError::Invalid {
+        path: path.display().to_string(),
+        location: location.to_string(),
+        message,
+    }
+}
+
+/// ` line L` of the `nth` (0-based) line containing `needle`, or nothing when not found.
+/// Validation happens after deserialising, where serde has no positions left; the offending
+/// value's own line is what a reader needs.
+fn line_of(text: &str, needle: &str, nth: usize) -> String {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(needle))
+        .nth(nth)
+        .map(|(i, _)| format!(" line {}", i + 1))
+        .unwrap_or_default()
+}
+
+fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetError> {
+    let err = |needle: &str, nth: usize, message: String| invalid(path, &line_of(text, needle, nth), message);
+    preset.name = preset.name.trim().to_string();
+    if preset.name.is_empty() {
+        return Err(err("name:", 0, "name: must not be empty".into()));
+    }
+    if preset.workers.is_empty() {
+        return Err(err(
+            "workers",
+            0,
+            "workers: a preset needs at least one worker".into(),
+        ));
+    }
+    for (i, w) in preset.workers.iter().enumerate() {
+        let name = w.name.trim();
+        if name.is_empty() {
+            return Err(err(
+                "name:",
+                i + 1,
+                format!("workers[{i}].name: must not be empty"),
+            ));
+        }
+        let lower = name.to_lowercase();
+        if let Some(j) = preset.workers[..i]
+            .iter()
+            .position(|o| o.name.trim().to_lowercase() == lower)
+        {
+            // The later spelling is the offending one.
+            let location = text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| l.to_lowercase().contains(&lower))
+                .last()
+                .map(|(n, _)| format!(" line {}", n + 1))
+                .unwrap_or_default();
+            return Err(invalid(
+                path,
+                &location,
+                format!(
+                    "workers[{i}].name: `{name}` is already the name of workers[{j}] (names are unique ignoring case)"
+                ),
+            ));
+        }
+    }
+    for w in &mut preset.workers {
+        w.name = w.name.trim().to_string();
+    }
+    if preset.mode.has_orchestrator() && preset.orchestrator.is_none() {
+        return Err(err(
+            "mode:",
+            0,
+            format!(
+                "orchestrator: mode {} needs an `orchestrator:` entry",
+                preset.mode
+            ),
+        ));
+    }
+    if preset.evaluator.is_some() && preset.mode != Mode::OrchestratorReflect {
+        preset.warnings.push(format!(
+            "evaluator: only used by orchestrator_reflect; ignored in mode {}",
+            preset.mode
+        ));
+    }
+    if preset.max_iterations == Some(0) {
+        return Err(err(
+            "max_iterations",
+            0,
+            "max_iterations: must be at least 1".into(),
+        ));
+    }
+    if preset.worker_timeout_secs == Some(0) {
+        return Err(err(
+            "worker_timeout_secs",
+            0,
+            "worker_timeout_secs: must be at least 1".into(),
+        ));
+    }
+    let mut slugs: Vec<(String, &str)> = Vec::new();
+    if let Some(m) = preset.orchestrator.as_ref().and_then(|o| o.model.as_deref()) {
+        slugs.push(("orchestrator.model".into(), m));
+    }
+    if let Some(m) = preset.evaluator.as_ref().and_then(|o| o.model.as_deref()) {
+        slugs.push(("evaluator.model".into(), m));
+    }
+    for (i, w) in preset.workers.iter().enumerate() {
+        if let Some(m) = w.model.as_deref() {
+            slugs.push((format!("workers[{i}].model"), m));
+        }
+    }
+    for (key, slug) in slugs {
+        if split_slug(slug).is_err() {
+            return Err(err(
+                slug,
+                0,
+                format!("{key}: `{slug}` is not of the form <provider>/<model>"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> Config {
+        Config::parse("default_model: sim/default\n", Path::new("c.yaml")).unwrap()
+    }
+
+    fn parse(text: &str) -> Result<Preset, PresetError> {
+        parse_preset(text, Path::new("/p/team.yaml"), Tier::User, &config())
+    }
+
+    #[test]
+    fn spec_example_loads_with_fallbacks_for_unconfigured_providers() {
+        let p = parse(
+            r#"
+name: Code Review Team
+description: Reviews a change from three angles
+emoji: "🔍"
+mode: orchestrator_reflect
+max_iterations: 5
+orchestrator: { model: anthropic/claude-sonnet-4-5, prompt: "optional orchestrator system prompt" }
+evaluator: { model: openai/gpt-4.1 }
+workers:
+  - { name: security, model: openai/gpt-4.1-mini, system_prompt: "You are a security auditor ..." }
+  - { name: tests, model: ollama/qwen3:8b, system_prompt: "You write and check tests ..." }
+  - { name: style, model: sim/fast }
+shared_context: "optional: prepended to every worker prompt"
+routing_context: "optional: given to the orchestrator when planning"
+"#,
+        )
+        .unwrap();
+        assert_eq!(p.workers.len(), 3);
+        assert_eq!(p.tier, Some(Tier::User));
+        assert_eq!(p.orchestrator.as_ref().unwrap().model, None);
+        assert_eq!(p.workers[0].model, None);
+        assert_eq!(p.workers[2].model.as_deref(), Some("sim/fast"));
+        assert_eq!(p.warnings.len(), 4, "{:?}", p.warnings);
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.contains("worker `tests`") && w.contains("ollama/qwen3:8b"))
+        );
+    }
+
+    #[test]
+    fn unknown_key_names_file_line_and_key() {
+        let err = parse("name: X\nmode: broadcast\nworkers:\n  - name: a\n    prompt: hi\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("/p/team.yaml line 5"), "{err}");
+        assert!(err.contains("workers[0]") && err.contains("prompt"), "{err}");
+    }
+
+    #[test]
+    fn bad_mode_is_an_error_with_the_accepted_values() {
+        let err = parse("name: X\nmode: round_robin\nworkers: [{name: a}]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 2") && err.contains("orchestrator_reflect"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn duplicate_worker_names_ignoring_case_are_an_error() {
+        let err = parse("name: X\nmode: broadcast\nworkers:\n  - name: Alpha\n  - name: alpha\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 5") && err.contains("workers[1].name"), "{err}");
+    }
+
+    #[test]
+    fn orchestrator_modes_need_an_orchestrator() {
+        let err = parse("name: X\nmode: orchestrator\nworkers: [{name: a}]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 2") && err.contains("orchestrator:"), "{err}");
+        assert!(parse("name: X\nmode: orchestrator\norchestrator: {}\nworkers: [{name: a}]\n").is_ok());
+    }
+
+    #[test]
+    fn evaluator_outside_reflect_is_a_warning() {
+        let p = parse("name: X\nmode: broadcast\nevaluator: {}\nworkers: [{name: a}]\n").unwrap();
+        assert!(p.warnings[0].contains("evaluator"), "{:?}", p.warnings);
+    }
+
+    #[test]
+    fn malformed_values_are_errors() {
+        let e = parse("name: X\nmode: broadcast\nworkers: [{name: a, model: gpt4}]\n").unwrap_err();
+        assert!(
+            e.to_string().contains("workers[0].model") && e.to_string().contains("line 3"),
+            "{e}"
+        );
+        assert!(parse("name: X\nmode: broadcast\nworkers: []\n").is_err());
+        assert!(parse("name: X\nmode: broadcast\nmax_iterations: 0\nworkers: [{name: a}]\n").is_err());
+        assert!(parse("name: X\nmode: broadcast\nmax_iterations: -3\nworkers: [{name: a}]\n").is_err());
+        assert!(parse("name: ' '\nmode: broadcast\nworkers: [{name: a}]\n").is_err());
+        assert!(parse("- just a list\n").is_err());
+    }
+
+    #[test]
+    fn yaml_round_trip_keeps_every_field() {
+        let text = "name: T\ndescription: d\nmode: sequential\nworkers:\n  - { name: a, display_name: A, role: Lead, system_prompt: p }\nshared_context: s\n";
+        let p = parse(text).unwrap();
+        let again = parse(&preset_to_yaml(&p).unwrap()).unwrap();
+        assert_eq!(p, again);
+    }
+}

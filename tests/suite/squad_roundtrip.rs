@@ -1,0 +1,278 @@
+//! Round trips: preset -> team group -> preset, and Squad discover -> group -> export -> discover.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use huddle::config::{Config, Paths};
+use huddle::model::{Organization, Preset};
+use huddle::presets::builtin::load_builtins;
+use huddle::presets::squad::{ExportError, discover, export_group};
+use huddle::presets::{create_team_group, preset_from_group};
+
+/// A worker's name, display name, role and prompt.
+type WorkerRow = (String, Option<String>, Option<String>, Option<String>);
+
+/// What must survive a round trip: names, display names, roles, prompts, contexts, mode.
+#[derive(Debug, PartialEq)]
+struct Team {
+    name: String,
+    mode: String,
+    workers: Vec<WorkerRow>,
+    shared: Option<String>,
+    routing: Option<String>,
+}
+
+fn team(p: &Preset) -> Team {
+    Team {
+        name: p.name.clone(),
+        mode: p.mode.to_string(),
+        workers: p
+            .workers
+            .iter()
+            .map(|w| {
+                (
+                    w.name.clone(),
+                    w.display_name.clone(),
+                    w.role.clone(),
+                    w.system_prompt.clone(),
+                )
+            })
+            .collect(),
+        shared: p.shared_context.clone(),
+        routing: p.routing_context.clone(),
+    }
+}
+
+fn corpus() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    [
+        root.join("../shared/corpus/squad"),
+        root.join("../../shared/corpus/squad"),
+    ]
+    .into_iter()
+    .find(|p| p.join("SOURCES.md").is_file())
+    .unwrap_or_else(|| panic!("the Squad corpus is missing beside {}", root.display()))
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn builtin_presets_survive_group_round_trip() {
+    let config = Config::from_env(|_| None);
+    let (presets, errors) = load_builtins(&config);
+    assert!(errors.is_empty());
+    let mut org = Organization::default();
+    for p in &presets {
+        let id = create_team_group(&mut org, p, &config, None);
+        let back = preset_from_group(&org, &id).unwrap();
+        assert_eq!(team(&back), team(p), "{}", p.name);
+        assert_eq!(
+            back.orchestrator.as_ref().and_then(|o| o.prompt.clone()),
+            p.orchestrator.as_ref().and_then(|o| o.prompt.clone()),
+            "{}",
+            p.name
+        );
+        assert_eq!(
+            back.evaluator.as_ref().and_then(|o| o.prompt.clone()),
+            p.evaluator.as_ref().and_then(|o| o.prompt.clone())
+        );
+        assert_eq!(back.max_iterations.unwrap(), p.max_iterations.unwrap_or(5));
+    }
+}
+
+#[test]
+fn every_corpus_team_survives_discover_export_discover() {
+    let config = Config::from_env(|_| None);
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = Paths::single(tmp.path().join("home"));
+    let mut folders: Vec<PathBuf> = fs::read_dir(corpus())
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    folders.sort();
+    assert_eq!(folders.len(), 21);
+    for folder in folders {
+        // Same folder name, so a `<repo> squad` fallback name stays the same.
+        let repo = tmp.path().join("repos").join(folder.file_name().unwrap());
+        copy_dir(&folder, &repo);
+        let before = discover(&repo, &config).unwrap().unwrap();
+        let mut org = Organization::default();
+        let id = create_team_group(&mut org, &before, &config, Some(&repo));
+
+        if repo.join(".squad/team.md").exists() {
+            // The existing team.md is rewritten, so an export without force must refuse and say so.
+            let err = export_group(&org, &id, &repo, &paths, false).unwrap_err();
+            match &err {
+                ExportError::WouldOverwrite { files } => {
+                    assert!(files.iter().any(|f| f.ends_with(".squad/team.md")), "{err}");
+                    // Ledgers that read back the same (even when longer than the cap) are kept.
+                    assert!(files.iter().all(|f| !f.ends_with("decisions.md")), "{err}");
+                }
+                other => panic!("{}: {other}", folder.display()),
+            }
+            let report = export_group(&org, &id, &repo, &paths, true).unwrap();
+            assert!(report.written.iter().any(|f| f.ends_with("team.md")));
+        } else {
+            // A legacy `.ai-team/` team is saved as a new `.squad/`; the old folder is left alone.
+            let legacy = fs::read(repo.join(".ai-team/team.md")).unwrap();
+            let report = export_group(&org, &id, &repo, &paths, false).unwrap();
+            assert!(report.written.iter().any(|f| f.ends_with(".squad/team.md")));
+            assert_eq!(fs::read(repo.join(".ai-team/team.md")).unwrap(), legacy);
+        }
+        let after = discover(&repo, &config).unwrap().unwrap();
+        assert_eq!(team(&after), team(&before), "{}", folder.display());
+
+        // A second export changes nothing.
+        let again = export_group(&org, &id, &repo, &paths, false).unwrap();
+        assert!(
+            again.written.is_empty(),
+            "{}: {:?}",
+            folder.display(),
+            again.written
+        );
+    }
+}
+
+#[test]
+fn export_writes_only_its_files_and_asks_before_changing_one() {
+    let config = Config::from_env(|_| None);
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = Paths::single(tmp.path().join("home"));
+    let repo = tmp.path().join("proj");
+    fs::create_dir_all(&repo).unwrap();
+    let (builtins, _) = load_builtins(&config);
+    let review = builtins.iter().find(|p| p.name == "Code Review Team").unwrap();
+    let mut org = Organization::default();
+    let id = create_team_group(&mut org, review, &config, Some(&repo));
+    org.group_mut(&id).unwrap().shared_context = Some("We use Rust 2024.".into());
+
+    // Files it does not own.
+    fs::create_dir_all(repo.join(".squad/agents/security")).unwrap();
+    fs::write(repo.join(".squad/agents/security/history.md"), "history").unwrap();
+    fs::create_dir_all(repo.join(".squad/agents/zed")).unwrap();
+    fs::write(repo.join(".squad/agents/zed/charter.md"), "# Zed — Other\n").unwrap();
+
+    let report = export_group(&org, &id, &repo, &paths, false).unwrap();
+    let names: Vec<String> = report
+        .written
+        .iter()
+        .map(|p| p.strip_prefix(tmp.path()).unwrap().display().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "proj/.squad/team.md",
+            "proj/.squad/agents/correctness/charter.md",
+            "proj/.squad/agents/security/charter.md",
+            "proj/.squad/agents/maintainability/charter.md",
+            "proj/.squad/decisions.md",
+            "home/presets/code-review-team.yaml",
+        ]
+    );
+    let team_md = fs::read_to_string(repo.join(".squad/team.md")).unwrap();
+    assert!(team_md.starts_with("# Code Review Team\n"), "{team_md}");
+    assert!(team_md.contains("mode: orchestrator_reflect"), "{team_md}");
+    assert!(team_md.contains("| Member | Role |"), "{team_md}");
+    assert!(team_md.contains("| security | Security reviewer |"), "{team_md}");
+    assert!(
+        !repo.join(".squad/routing.md").exists(),
+        "empty context writes no file"
+    );
+    assert_eq!(
+        fs::read_to_string(repo.join(".squad/agents/security/history.md")).unwrap(),
+        "history"
+    );
+    assert_eq!(
+        fs::read_to_string(repo.join(".squad/agents/zed/charter.md")).unwrap(),
+        "# Zed — Other\n"
+    );
+
+    // The user preset loads back as a valid preset.
+    let (user, errors) = huddle::presets::user::load_user_presets(&paths.presets_dir(), &config);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(user[0].name, "Code Review Team");
+
+    // Changing one prompt: without force, exactly that file is listed; with force, written.
+    let s = org
+        .sessions
+        .iter_mut()
+        .find(|s| s.name == "code-review-team-security")
+        .unwrap();
+    s.system_prompt = Some("You are a paranoid auditor. Trust nothing.".into());
+    let err = export_group(&org, &id, &repo, &paths, false).unwrap_err();
+    let ExportError::WouldOverwrite { files } = &err else {
+        panic!("{err}");
+    };
+    assert_eq!(
+        files,
+        &[
+            repo.join(".squad/agents/security/charter.md"),
+            paths.presets_dir().join("code-review-team.yaml")
+        ]
+    );
+    assert!(err.to_string().contains("agents/security/charter.md"), "{err}");
+    export_group(&org, &id, &repo, &paths, true).unwrap();
+    let back = discover(&repo, &config).unwrap().unwrap();
+    let sec = back.workers.iter().find(|w| w.name == "security").unwrap();
+    assert_eq!(
+        sec.system_prompt.as_deref(),
+        Some("You are a paranoid auditor. Trust nothing.")
+    );
+    assert_eq!(sec.role.as_deref(), Some("Security reviewer"));
+    assert_eq!(back.shared_context.as_deref(), Some("We use Rust 2024."));
+}
+
+#[test]
+fn role_comes_from_the_prompt_when_none_is_recorded() {
+    let config = Config::from_env(|_| None);
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = Paths::single(tmp.path().join("home"));
+    let repo = tmp.path().join("proj");
+    fs::create_dir_all(&repo).unwrap();
+    let preset = huddle::presets::parse_preset(
+        "name: Pair\nmode: broadcast\nworkers:\n  - { name: Pair-Coder, system_prompt: \"You are an careful coder. Go.\" }\n",
+        Path::new("pair.yaml"),
+        huddle::model::Tier::User,
+        &config,
+    )
+    .unwrap();
+    let mut org = Organization::default();
+    let id = create_team_group(&mut org, &preset, &config, Some(&repo));
+    export_group(&org, &id, &repo, &paths, false).unwrap();
+    let back = discover(&repo, &config).unwrap().unwrap();
+    assert_eq!(back.mode, huddle::model::Mode::Broadcast);
+    assert_eq!(back.workers[0].name, "pair-coder");
+    assert_eq!(back.workers[0].role.as_deref(), Some("careful coder"));
+}
+
+#[cfg(unix)]
+#[test]
+fn export_refuses_a_squad_folder_linked_outside_the_repo() {
+    let config = Config::from_env(|_| None);
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = Paths::single(tmp.path().join("home"));
+    let repo = tmp.path().join("proj");
+    let outside = tmp.path().join("outside");
+    fs::create_dir_all(&repo).unwrap();
+    fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, repo.join(".squad")).unwrap();
+    let (builtins, _) = load_builtins(&config);
+    let mut org = Organization::default();
+    let id = create_team_group(&mut org, &builtins[0], &config, Some(&repo));
+    let err = export_group(&org, &id, &repo, &paths, true).unwrap_err();
+    assert!(matches!(err, ExportError::Unsafe { .. }), "{err}");
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+}
