@@ -1,0 +1,4 @@
+mod fake_llm_server;
+mod providers_command;
+mod providers_http;
+mod providers_llmock;
