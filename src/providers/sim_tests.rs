@@ -87,6 +87,12 @@ fn replan_assigns_a_subset_addressing_feedback_until_the_goal_is_met() {
     let done = ask(None, &replan_prompt(3, evaluation));
     assert!(blocks(&done).is_empty() && !done.contains("@worker:"), "{done}");
     assert!(done.to_lowercase().contains("goal is met"), "{done}");
+    let bare = replan_prompt(2, evaluation).replace("Use @worker:<name> blocks.\n", "");
+    assert_eq!(
+        kind_of(&bare),
+        PromptKind::Planning,
+        "a replan without the format line"
+    );
     let high = ask(None, &replan_prompt(2, "SCORE: 0.88\nRATIONALE: good"));
     assert!(blocks(&high).is_empty(), "{high}");
 }

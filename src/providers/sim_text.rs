@@ -55,7 +55,12 @@ pub fn classify(p: &SimPrompt) -> PromptKind {
         PromptKind::SynthesisSelfEval
     } else if p.has_heading("## Worker results") {
         PromptKind::Synthesis
-    } else if p.has_heading("## Workers") && p.contains("@worker:") {
+    } else if p.has_heading("## Workers")
+        && (p.contains("@worker:")
+            || p.has_heading("## Previous synthesis")
+            || p.has_heading("## Last evaluation"))
+    {
+        // A replan without the format reminder is still a replan.
         PromptKind::Planning
     } else if p.has_heading("## Your task") {
         PromptKind::Worker

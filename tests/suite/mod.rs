@@ -1,4 +1,5 @@
 mod fake_llm_server;
 mod providers_command;
 mod providers_http;
+mod providers_litellm;
 mod providers_llmock;
