@@ -81,7 +81,15 @@ async fn openai_streams_text_and_usage_with_the_expected_request() {
         "gpt-x",
         vec![Reply::text("Four, of course.").usage(21, 3).pings(2)],
     );
-    let p = provider(&llm, Api::OpenAi);
+    // A trailing slash on the base and an extra header, as a user might configure them.
+    let mut cfg = config_for(ProviderKind::Openai, &format!("{}/", llm.openai_base()));
+    cfg.headers.insert("X-Title".into(), "huddle tests".into());
+    let mut config = Config::default();
+    config.providers.push(cfg);
+    let p = Providers::with_options(&config, options(Duration::from_secs(5)))
+        .expect("providers")
+        .get("fake")
+        .expect("fake");
     let (result, streamed) = turn(p.as_ref(), request("gpt-x")).await;
     let out = result.expect("turn");
     assert_eq!(out.text, "Four, of course.");
@@ -104,6 +112,11 @@ async fn openai_streams_text_and_usage_with_the_expected_request() {
         ("POST", "/v1/chat/completions")
     );
     assert_eq!(r.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(
+        r.header("x-title"),
+        Some("huddle tests"),
+        "configured extra header"
+    );
     let body = r.json();
     assert_eq!(body["stream"], true);
     assert_eq!(body["stream_options"]["include_usage"], true);
@@ -529,4 +542,37 @@ async fn probe_reports_reachability_without_keys() {
     let seen = llm.requests();
     assert_eq!(seen[0].method, "GET");
     assert!(seen.iter().any(|r| r.header("x-api-key") == Some(KEY)));
+}
+
+#[tokio::test]
+async fn a_server_that_ignores_stream_true_still_answers() {
+    let llm = FakeLlm::start().await;
+    let whole = |body: serde_json::Value| Reply::Status {
+        status: 200,
+        body: Some(body.to_string()),
+        headers: Vec::new(),
+    };
+    llm.script(
+        "o",
+        vec![whole(serde_json::json!({"choices":[{"index":0,"message":{"role":"assistant","content":"whole answer"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}))],
+    );
+    llm.script(
+        "a",
+        vec![whole(serde_json::json!({"type":"message","content":[{"type":"text","text":"whole answer"}],"stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":2}}))],
+    );
+    for (api, model) in [(Api::OpenAi, "o"), (Api::Anthropic, "a")] {
+        let (result, streamed) = turn(provider(&llm, api).as_ref(), request(model)).await;
+        let out = result.expect("json answer");
+        assert_eq!(
+            (out.text.as_str(), streamed.as_str()),
+            ("whole answer", "whole answer")
+        );
+        assert_eq!(
+            out.usage,
+            Some(Usage {
+                input_tokens: 5,
+                output_tokens: 2
+            })
+        );
+    }
 }
