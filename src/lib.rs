@@ -13,4 +13,5 @@ pub mod engine;
 pub mod logging;
 pub mod model;
 pub mod presets;
+pub mod providers;
 pub mod store;

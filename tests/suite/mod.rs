@@ -1,4 +1,9 @@
+mod fake_llm_server;
 mod presets_catalog;
+mod providers_command;
+mod providers_http;
+mod providers_litellm;
+mod providers_llmock;
 mod squad_corpus;
 mod squad_malformed;
 mod squad_roundtrip;

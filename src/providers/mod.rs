@@ -1,0 +1,393 @@
+//! Providers: one streaming turn against an LLM (OpenAI-compatible or Anthropic HTTP, a local
+//! program, or the offline simulator), with retries, timeouts and cancellation.
+//!
+//! A turn streams text deltas through a callback, then ends with exactly one result: a
+//! [`TurnOutput`] or a [`ProviderError`] that carries any text already streamed.
+
+pub mod anthropic;
+pub mod command;
+pub mod error;
+mod http;
+pub mod openai;
+pub mod probe;
+pub mod retry;
+pub mod sim;
+mod sim_text;
+pub mod sse;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Config, ProviderKind, split_slug};
+use crate::model::Usage;
+
+pub use error::{ErrorKind, ProviderError};
+pub use probe::{ProbeResult, ProbeStatus, probe};
+pub use retry::RetryPolicy;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChatRole {
+    User,
+    Assistant,
+}
+
+impl ChatRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChatRole::User => "user",
+            ChatRole::Assistant => "assistant",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatMessage {
+    pub role: ChatRole,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn user(content: impl Into<String>) -> ChatMessage {
+        ChatMessage {
+            role: ChatRole::User,
+            content: content.into(),
+        }
+    }
+    pub fn assistant(content: impl Into<String>) -> ChatMessage {
+        ChatMessage {
+            role: ChatRole::Assistant,
+            content: content.into(),
+        }
+    }
+}
+
+/// One turn: the conversation so far, ending with the user message to answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TurnRequest {
+    /// The model part of the slug (after `<provider>/`).
+    pub model: String,
+    pub system: Option<String>,
+    pub messages: Vec<ChatMessage>,
+    /// Where a `command` provider's program runs.
+    pub working_dir: Option<PathBuf>,
+    /// The whole turn, retries included; `None` = no limit (the read timeout still applies).
+    pub turn_timeout: Option<Duration>,
+}
+
+impl TurnRequest {
+    pub fn new(model: impl Into<String>, messages: Vec<ChatMessage>) -> TurnRequest {
+        TurnRequest {
+            model: model.into(),
+            messages,
+            ..TurnRequest::default()
+        }
+    }
+
+    /// The text of the last user message (what this turn answers).
+    pub fn last_user_text(&self) -> &str {
+        self.messages
+            .iter()
+            .rev()
+            .find(|m| m.role == ChatRole::User)
+            .map(|m| m.content.as_str())
+            .unwrap_or("")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnOutput {
+    pub text: String,
+    /// Token counts when the provider reported them (the sim estimates them in words).
+    pub usage: Option<Usage>,
+    /// The provider's own words: `stop`, `end_turn`, `length`, `max_tokens`, `exit 0`...
+    pub finish_reason: Option<String>,
+    pub duration: Duration,
+    /// Produced by the offline simulator, not a real model.
+    pub simulated: bool,
+}
+
+/// Receives each text delta as it arrives.
+pub type DeltaSink<'a> = &'a mut (dyn FnMut(&str) + Send);
+
+/// A configured provider. Object-safe: the engine holds `Arc<dyn Provider>`.
+pub trait Provider: Send + Sync {
+    /// The configured name (the part of a slug before `/`).
+    fn name(&self) -> &str;
+    fn kind(&self) -> ProviderKind;
+    /// Runs one turn: deltas go to `deltas` as they arrive; the result comes once. Cancelling
+    /// `cancel` ends the turn at once with [`ErrorKind::Cancelled`] (HTTP request dropped,
+    /// process group killed).
+    fn stream_turn<'a>(
+        &'a self,
+        req: TurnRequest,
+        deltas: DeltaSink<'a>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'a, Result<TurnOutput, ProviderError>>;
+}
+
+impl std::fmt::Debug for dyn Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Provider({} {})", self.name(), self.kind().as_str())
+    }
+}
+
+/// Knobs shared by the HTTP providers; [`ProviderOptions::from_config`] reads config.yaml's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProviderOptions {
+    /// Longest silence allowed while waiting for the response or its next chunk.
+    pub read_timeout: Duration,
+    pub connect_timeout: Duration,
+    pub retry: RetryPolicy,
+}
+
+impl Default for ProviderOptions {
+    fn default() -> Self {
+        ProviderOptions {
+            read_timeout: Duration::from_secs(120),
+            connect_timeout: Duration::from_secs(10),
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+impl ProviderOptions {
+    pub fn from_config(config: &Config) -> ProviderOptions {
+        ProviderOptions {
+            read_timeout: Duration::from_secs(config.read_timeout_secs.max(1)),
+            connect_timeout: Duration::from_secs(config.connect_timeout_secs.max(1)),
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// Every configured provider, by name.
+#[derive(Clone, Default)]
+pub struct Providers {
+    by_name: BTreeMap<String, Arc<dyn Provider>>,
+}
+
+impl std::fmt::Debug for Providers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Providers")
+            .field("names", &self.by_name.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Providers {
+    pub fn from_config(config: &Config) -> Result<Providers, ProviderError> {
+        Providers::with_options(config, ProviderOptions::from_config(config))
+    }
+
+    /// As [`Self::from_config`], with explicit timeouts and retry policy (tests use short ones).
+    pub fn with_options(config: &Config, options: ProviderOptions) -> Result<Providers, ProviderError> {
+        let mut providers = Providers::default();
+        for p in &config.providers {
+            let provider: Arc<dyn Provider> = match p.kind {
+                ProviderKind::Openai => Arc::new(openai::OpenAiProvider::new(p, options)?),
+                ProviderKind::Anthropic => Arc::new(anthropic::AnthropicProvider::new(p, options)?),
+                ProviderKind::Command => Arc::new(command::CommandProvider::new(p)?),
+                ProviderKind::Sim => Arc::new(sim::SimProvider::new(&p.name)),
+            };
+            providers.insert(provider);
+        }
+        if !providers.by_name.contains_key("sim") {
+            providers.insert(Arc::new(sim::SimProvider::new("sim")));
+        }
+        Ok(providers)
+    }
+
+    /// Adds or replaces a provider under its own name (tests plug in scripted ones).
+    pub fn insert(&mut self, provider: Arc<dyn Provider>) {
+        self.by_name.insert(provider.name().to_string(), provider);
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Provider>> {
+        self.by_name.get(name).cloned()
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.by_name.keys().map(String::as_str)
+    }
+
+    /// The provider serving `slug` and the model part of it.
+    pub fn for_slug(&self, slug: &str) -> Result<(Arc<dyn Provider>, String), ProviderError> {
+        let (name, model) =
+            split_slug(slug).map_err(|e| ProviderError::new(ErrorKind::Config, "", e.to_string()))?;
+        match self.by_name.get(name) {
+            Some(p) => Ok((p.clone(), model.to_string())),
+            None => Err(ProviderError::new(
+                ErrorKind::Config,
+                name,
+                format!(
+                    "unknown provider `{name}` in model `{slug}` (configured: {}); add it to config.yaml or pick another model",
+                    self.names().collect::<Vec<_>>().join(", ")
+                ),
+            )),
+        }
+    }
+}
+
+/// The conversation as plain labelled text: what a `command` provider gets on stdin and what
+/// the sim reads. A single user message with no system prompt is passed through unlabelled.
+pub fn render_plain_prompt(req: &TurnRequest) -> String {
+    if req.system.is_none() && req.messages.len() == 1 {
+        return req.messages[0].content.clone();
+    }
+    let mut out = String::new();
+    if let Some(system) = &req.system {
+        out.push_str("[system]\n");
+        out.push_str(system.trim_end());
+        out.push_str("\n\n");
+    }
+    for m in &req.messages {
+        out.push('[');
+        out.push_str(m.role.as_str());
+        out.push_str("]\n");
+        out.push_str(m.content.trim_end());
+        out.push_str("\n\n");
+    }
+    out
+}
+
+/// How a turn ended well: everything but the text, which the [`TextSink`] holds.
+#[derive(Debug, Default)]
+pub(crate) struct Finished {
+    pub usage: Option<Usage>,
+    pub finish_reason: Option<String>,
+}
+
+/// Sleeps for `limit`, or forever when there is none.
+pub(crate) async fn sleep_or_never(limit: Option<Duration>) {
+    match limit {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Runs `work` under the turn's cancellation token and timeout; whichever ends first wins, and
+/// dropping `work` stops it (the HTTP request is dropped, the process group killed).
+pub(crate) async fn guarded<F>(
+    provider: &str,
+    cancel: &CancellationToken,
+    turn_timeout: Option<Duration>,
+    work: F,
+) -> Result<Finished, ProviderError>
+where
+    F: Future<Output = Result<Finished, ProviderError>>,
+{
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(ProviderError::cancelled(provider)),
+        r = work => r,
+        _ = sleep_or_never(turn_timeout) => {
+            Err(ProviderError::turn_timeout(provider, turn_timeout.unwrap_or_default()))
+        }
+    }
+}
+
+/// The turn's single result: the output, or the error carrying the text streamed before it.
+pub(crate) fn conclude(
+    result: Result<Finished, ProviderError>,
+    text: String,
+    started: Instant,
+    simulated: bool,
+) -> Result<TurnOutput, ProviderError> {
+    match result {
+        Ok(f) => Ok(TurnOutput {
+            text,
+            usage: f.usage,
+            finish_reason: f.finish_reason,
+            duration: started.elapsed(),
+            simulated,
+        }),
+        Err(mut e) => {
+            e.partial_text = text;
+            Err(e)
+        }
+    }
+}
+
+/// Accumulates the streamed text and forwards each non-empty delta.
+pub(crate) struct TextSink<'a> {
+    pub text: String,
+    forward: DeltaSink<'a>,
+}
+
+impl<'a> TextSink<'a> {
+    pub fn new(forward: DeltaSink<'a>) -> TextSink<'a> {
+        TextSink {
+            text: String::new(),
+            forward,
+        }
+    }
+
+    pub fn push(&mut self, delta: &str) {
+        if delta.is_empty() {
+            return;
+        }
+        self.text.push_str(delta);
+        (self.forward)(delta);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_resolves_slugs_and_always_has_sim() {
+        let providers = Providers::from_config(&Config::default()).unwrap();
+        let (p, model) = providers.for_slug("sim/slow-200ms").unwrap();
+        assert_eq!(
+            (p.name(), p.kind(), model.as_str()),
+            ("sim", ProviderKind::Sim, "slow-200ms")
+        );
+        let err = providers.for_slug("nope/x").unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Config);
+        assert!(err.message.contains("unknown provider `nope`"), "{err}");
+        assert_eq!(providers.for_slug("bad").unwrap_err().kind, ErrorKind::Config);
+    }
+
+    #[test]
+    fn registry_builds_every_kind_from_config() {
+        let config = Config::parse(
+            "providers:\n  - { name: o, kind: openai, base_url: \"http://127.0.0.1:9/v1\" }\n  - { name: a, kind: anthropic }\n  - { name: c, kind: command, command: [\"cat\"] }\n",
+            std::path::Path::new("c.yaml"),
+        )
+        .unwrap();
+        let providers = Providers::from_config(&config).unwrap();
+        let kinds: Vec<_> = ["o", "a", "c", "sim"]
+            .iter()
+            .map(|n| providers.get(n).map(|p| p.kind()))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                Some(ProviderKind::Openai),
+                Some(ProviderKind::Anthropic),
+                Some(ProviderKind::Command),
+                Some(ProviderKind::Sim)
+            ]
+        );
+    }
+
+    #[test]
+    fn plain_prompt_labels_roles() {
+        let mut req = TurnRequest::new("m", vec![ChatMessage::user("hi")]);
+        assert_eq!(render_plain_prompt(&req), "hi");
+        req.system = Some("be brief".into());
+        req.messages.push(ChatMessage::assistant("hello"));
+        req.messages.push(ChatMessage::user("again"));
+        assert_eq!(
+            render_plain_prompt(&req),
+            "[system]\nbe brief\n\n[user]\nhi\n\n[assistant]\nhello\n\n[user]\nagain\n\n"
+        );
+        assert_eq!(req.last_user_text(), "again");
+    }
+}

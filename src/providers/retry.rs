@@ -1,0 +1,170 @@
+//! When and how long to wait before another attempt at a turn.
+//!
+//! Transient failures (connect errors, 429, 5xx, 529, a stream cut or stalled before any text)
+//! get up to `max_attempts` tries in all. The wait is the server's `Retry-After` when it gave one
+//! (capped), else exponential back-off from `base_delay`, capped at `max_delay`, minus up to 25 %
+//! jitter so that many sessions failing together do not come back together.
+
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+
+use super::error::ProviderError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included (1 = never retry).
+    pub max_attempts: u32,
+    /// The first back-off; doubled on each further attempt.
+    pub base_delay: Duration,
+    pub max_delay: Duration,
+    /// The longest `Retry-After` honoured as given; longer requests are cut to this.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 3,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(8),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries at all.
+    pub fn none() -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: 1,
+            ..RetryPolicy::default()
+        }
+    }
+
+    /// Whether a failed attempt number `attempt` (1-based) should be followed by another.
+    /// Never once text was streamed: the deltas are already on screen.
+    pub fn should_retry(&self, attempt: u32, error: &ProviderError, streamed_text: bool) -> bool {
+        attempt < self.max_attempts && error.kind.is_transient() && !streamed_text
+    }
+
+    /// The wait after failed attempt number `attempt` (1-based).
+    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(wait) = retry_after {
+            return wait.min(self.max_retry_after);
+        }
+        let exponent = attempt.saturating_sub(1).min(16);
+        let full = self
+            .base_delay
+            .saturating_mul(1u32 << exponent)
+            .min(self.max_delay);
+        // Up to 25 % less, never more: the cap stays a cap.
+        full.mul_f64(1.0 - 0.25 * fastrand::f64())
+    }
+}
+
+/// The server's requested wait: `retry-after-ms` (OpenAI/Azure), else `retry-after` in seconds
+/// or as an HTTP date.
+pub fn retry_after_from_headers(headers: &HeaderMap) -> Option<Duration> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    parse_retry_after(text("retry-after")?, chrono::Utc::now())
+}
+
+/// `Retry-After` as seconds (integer or decimal) or an RFC 2822/HTTP date relative to `now`.
+pub fn parse_retry_after(value: &str, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    let wait = at.with_timezone(&chrono::Utc) - now;
+    Some(wait.to_std().unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::error::ErrorKind;
+    use chrono::TimeZone;
+
+    #[test]
+    fn backoff_doubles_is_capped_and_only_shrinks_with_jitter() {
+        let p = RetryPolicy::default();
+        for _ in 0..50 {
+            let d1 = p.delay(1, None);
+            assert!(
+                d1 <= Duration::from_millis(500) && d1 >= Duration::from_millis(375),
+                "{d1:?}"
+            );
+            let d2 = p.delay(2, None);
+            assert!(
+                d2 <= Duration::from_millis(1000) && d2 >= Duration::from_millis(750),
+                "{d2:?}"
+            );
+            let d9 = p.delay(9, None);
+            assert!(
+                d9 <= Duration::from_secs(8) && d9 >= Duration::from_secs(6),
+                "{d9:?}"
+            );
+        }
+        assert!(p.delay(40, None) <= Duration::from_secs(8));
+    }
+
+    #[test]
+    fn retry_after_wins_but_is_capped() {
+        let p = RetryPolicy::default();
+        assert_eq!(p.delay(1, Some(Duration::from_secs(2))), Duration::from_secs(2));
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(3600))),
+            Duration::from_secs(60)
+        );
+    }
+
+    #[test]
+    fn retry_only_transient_errors_before_any_text_within_the_budget() {
+        let p = RetryPolicy::default();
+        let e = |kind| ProviderError::new(kind, "p", "m");
+        assert!(p.should_retry(1, &e(ErrorKind::RateLimited), false));
+        assert!(p.should_retry(2, &e(ErrorKind::Server), false));
+        assert!(
+            !p.should_retry(3, &e(ErrorKind::Server), false),
+            "three attempts at most"
+        );
+        assert!(
+            !p.should_retry(1, &e(ErrorKind::Connection), true),
+            "text already streamed"
+        );
+        assert!(!p.should_retry(1, &e(ErrorKind::Auth), false));
+        assert!(!RetryPolicy::none().should_retry(1, &e(ErrorKind::Server), false));
+    }
+
+    #[test]
+    fn retry_after_header_forms() {
+        let now = chrono::Utc.with_ymd_and_hms(2026, 11, 21, 12, 0, 0).unwrap();
+        assert_eq!(parse_retry_after("2", now), Some(Duration::from_secs(2)));
+        assert_eq!(parse_retry_after(" 1.5 ", now), Some(Duration::from_millis(1500)));
+        assert_eq!(
+            parse_retry_after("Sat, 21 Nov 2026 12:00:07 GMT", now),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(
+            parse_retry_after("Sat, 21 Nov 2026 11:00:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("-3", now), None);
+        assert_eq!(parse_retry_after("soon", now), None);
+
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", "2".parse().unwrap());
+        assert_eq!(retry_after_from_headers(&h), Some(Duration::from_secs(2)));
+        h.insert("retry-after-ms", "1500".parse().unwrap());
+        assert_eq!(retry_after_from_headers(&h), Some(Duration::from_millis(1500)));
+        assert_eq!(retry_after_from_headers(&HeaderMap::new()), None);
+    }
+}

@@ -1,0 +1,148 @@
+//! The built-in `sim` provider: offline and deterministic. It plays orchestrator, worker and
+//! evaluator by the markers of PROMPT_CONTRACT.md (see `sim_text`), seeded by a hash of the
+//! whole prompt. `sim/slow-200ms` spreads 200 ms of latency over its deltas; any other model
+//! answers at once. Usage is an estimate in words (no tokenizer offline).
+
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use super::sim_text::{SimPrompt, answer, stable_hash};
+use super::{
+    DeltaSink, Finished, Provider, ProviderError, TextSink, TurnOutput, TurnRequest, conclude, guarded,
+    render_plain_prompt,
+};
+use crate::config::ProviderKind;
+use crate::model::Usage;
+
+pub use super::sim_text::{PromptKind, classify, evaluator_score};
+
+/// Deltas per answer (fewer for short answers).
+const DELTAS: usize = 6;
+
+pub struct SimProvider {
+    name: String,
+}
+
+impl SimProvider {
+    pub fn new(name: &str) -> SimProvider {
+        SimProvider {
+            name: name.to_string(),
+        }
+    }
+
+    async fn turn(
+        &self,
+        req: TurnRequest,
+        deltas: DeltaSink<'_>,
+        cancel: CancellationToken,
+    ) -> Result<TurnOutput, ProviderError> {
+        let started = Instant::now();
+        let mut sink = TextSink::new(deltas);
+        let work = async {
+            let (text, usage) = simulate(&req);
+            let latency = latency_of(&req.model);
+            let pieces = split_pieces(&text, DELTAS);
+            let pause = latency / u32::try_from(pieces.len().max(1)).unwrap_or(1);
+            for piece in pieces {
+                if pause.is_zero() {
+                    tokio::task::yield_now().await;
+                } else {
+                    tokio::time::sleep(pause).await;
+                }
+                sink.push(piece);
+            }
+            Ok(Finished {
+                usage: Some(usage),
+                finish_reason: Some("stop".to_string()),
+            })
+        };
+        let result = guarded(&self.name, &cancel, req.turn_timeout, work).await;
+        conclude(result, sink.text, started, true)
+    }
+}
+
+impl Provider for SimProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Sim
+    }
+    fn stream_turn<'a>(
+        &'a self,
+        req: TurnRequest,
+        deltas: DeltaSink<'a>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'a, Result<TurnOutput, ProviderError>> {
+        Box::pin(self.turn(req, deltas, cancel))
+    }
+}
+
+/// The sim's whole answer and usage estimate for a request (no latency, no streaming).
+pub fn simulate(req: &TurnRequest) -> (String, Usage) {
+    let system = req.system.as_deref().unwrap_or("");
+    let prompt = SimPrompt {
+        system,
+        user: req.last_user_text(),
+    };
+    let full = render_plain_prompt(req);
+    let text = answer(&prompt, stable_hash(&[system, &full]));
+    let usage = Usage {
+        input_tokens: estimate_tokens(system) + estimate_tokens(&full),
+        output_tokens: estimate_tokens(&text),
+    };
+    (text, usage)
+}
+
+/// The sim's usage unit: whitespace-separated words.
+pub fn estimate_tokens(text: &str) -> u64 {
+    text.split_whitespace().count() as u64
+}
+
+/// `slow-200ms`, `slow-2s` (anywhere in the model name) to a latency; zero otherwise.
+pub fn latency_of(model: &str) -> Duration {
+    let Some(i) = model.find("slow-") else {
+        return Duration::ZERO;
+    };
+    let rest = &model[i + "slow-".len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let Ok(n) = digits.parse::<u64>() else {
+        return Duration::ZERO;
+    };
+    match &rest[digits.len()..] {
+        u if u.starts_with("ms") => Duration::from_millis(n),
+        u if u.starts_with('s') => Duration::from_secs(n),
+        _ => Duration::from_millis(n),
+    }
+}
+
+/// Splits text into at most `n` pieces at word boundaries, keeping every byte.
+fn split_pieces(text: &str, n: usize) -> Vec<&str> {
+    if text.is_empty() {
+        return Vec::new();
+    }
+    let target = text.len().div_ceil(n.max(1));
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    while start < text.len() {
+        let mut end = (start + target).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        // Extend to the next space so words stay whole.
+        if let Some(space) = text[end..].find(' ') {
+            end += space + 1;
+        } else {
+            end = text.len();
+        }
+        pieces.push(&text[start..end]);
+        start = end;
+    }
+    pieces
+}
+
+#[cfg(test)]
+#[path = "sim_tests.rs"]
+mod tests;

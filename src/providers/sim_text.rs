@@ -1,0 +1,461 @@
+//! What the offline simulator says: it recognises each prompt kind by the markers of
+//! PROMPT_CONTRACT.md (case-insensitively, headings on their own line) and answers the way a
+//! cooperative model would. Pure functions: the same prompt and seed give the same text.
+
+/// The prompt kinds of the contract, in the order they are checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptKind {
+    Evaluator,
+    SingleEvaluator,
+    SynthesisSelfEval,
+    Synthesis,
+    /// Planning, replan or nudge (the orchestrator's assignment prompts).
+    Planning,
+    Worker,
+    FollowUp,
+    Chat,
+}
+
+/// The text the sim reads: the system prompt (if any) and the message being answered.
+#[derive(Debug, Clone, Copy)]
+pub struct SimPrompt<'a> {
+    pub system: &'a str,
+    pub user: &'a str,
+}
+
+impl SimPrompt<'_> {
+    fn has_heading(&self, heading: &str) -> bool {
+        [self.user, self.system]
+            .iter()
+            .any(|t| heading_index(t, heading).is_some())
+    }
+    fn contains(&self, literal: &str) -> bool {
+        let literal = literal.to_lowercase();
+        [self.user, self.system]
+            .iter()
+            .any(|t| t.to_lowercase().contains(&literal))
+    }
+    /// The body under `heading`, from the user message first.
+    fn section(&self, heading: &str) -> Option<String> {
+        section(self.user, heading).or_else(|| section(self.system, heading))
+    }
+    fn iteration(&self) -> u32 {
+        iteration(self.user)
+            .or_else(|| iteration(self.system))
+            .unwrap_or(1)
+    }
+}
+
+pub fn classify(p: &SimPrompt) -> PromptKind {
+    if p.has_heading("## Synthesis to evaluate") {
+        PromptKind::Evaluator
+    } else if p.has_heading("## Answer to evaluate") {
+        PromptKind::SingleEvaluator
+    } else if p.has_heading("## Worker results") && p.contains("[[NEEDS_ITERATION]]") {
+        PromptKind::SynthesisSelfEval
+    } else if p.has_heading("## Worker results") {
+        PromptKind::Synthesis
+    } else if p.has_heading("## Workers")
+        && (p.contains("@worker:")
+            || p.has_heading("## Previous synthesis")
+            || p.has_heading("## Last evaluation"))
+    {
+        // A replan without the format reminder is still a replan.
+        PromptKind::Planning
+    } else if p.has_heading("## Your task") {
+        PromptKind::Worker
+    } else if p.contains("[[REFLECTION_COMPLETE]]") {
+        PromptKind::FollowUp
+    } else {
+        PromptKind::Chat
+    }
+}
+
+/// The sim's full answer to a prompt.
+pub fn answer(p: &SimPrompt, seed: u64) -> String {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    match classify(p) {
+        PromptKind::Evaluator => evaluator(p),
+        PromptKind::SingleEvaluator => single_evaluator(p),
+        PromptKind::SynthesisSelfEval => synthesis(p, &mut rng, true),
+        PromptKind::Synthesis => synthesis(p, &mut rng, false),
+        PromptKind::Planning => planning(p, &mut rng),
+        PromptKind::Worker => worker(p, &mut rng),
+        PromptKind::FollowUp => follow_up(p, &mut rng),
+        PromptKind::Chat => chat(p, &mut rng),
+    }
+}
+
+/// The evaluator's score at iteration `n`: 0.60, 0.77, 0.94, then 0.95.
+pub fn evaluator_score(n: u32) -> f64 {
+    let s = 0.6 + 0.17 * f64::from(n.max(1) - 1);
+    (s.min(0.95) * 100.0).round() / 100.0
+}
+
+fn evaluator(p: &SimPrompt) -> String {
+    let n = p.iteration();
+    let score = evaluator_score(n);
+    let request = summary(&p.section("## Request").unwrap_or_default(), 80);
+    let (rationale, sentinel) = if score >= 0.9 {
+        (
+            format!("iteration {n} answers \"{request}\" completely and the worker contributions agree"),
+            "[[GROUP_REFLECT_COMPLETE]]",
+        )
+    } else {
+        (
+            format!(
+                "iteration {n} covers the main points of \"{request}\" but needs more concrete detail and one clear recommendation"
+            ),
+            "[[NEEDS_ITERATION]]",
+        )
+    };
+    format!("SCORE: {score:.2}\nRATIONALE: {rationale}.\n{sentinel}\n")
+}
+
+fn single_evaluator(p: &SimPrompt) -> String {
+    if p.iteration() >= 2 {
+        "PASS\nThe answer now addresses the request directly.\n".to_string()
+    } else {
+        "FAIL: the answer is too general; add concrete steps and an example.\n".to_string()
+    }
+}
+
+fn synthesis(p: &SimPrompt, rng: &mut fastrand::Rng, self_evaluate: bool) -> String {
+    let n = p.iteration();
+    let request = summary(&p.section("## Request").unwrap_or_default(), 100);
+    let results = worker_results(&p.section("## Worker results").unwrap_or_default());
+    let mut out = format!("Combined answer, iteration {n}, to \"{request}\".\n\n");
+    if results.is_empty() {
+        out.push_str("No worker produced a result this round, so this rests on the request alone.\n");
+    }
+    for r in &results {
+        let quote = summary(&first_sentence(&r.body), 140);
+        if quote.is_empty() {
+            out.push_str(&format!("- {} ({}) returned no text.\n", r.name, r.status));
+        } else {
+            out.push_str(&format!("- {} ({}): \"{quote}\"\n", r.name, r.status));
+        }
+    }
+    let closing = pick(
+        rng,
+        &[
+            "the contributions fit together into one plan",
+            "the strongest points are combined and the overlaps removed",
+            "the pieces agree on the direction and differ only in detail",
+            "each part covers a different angle of the same answer",
+        ],
+    );
+    out.push_str(&format!("\nTaken together (pass {n}): {closing}.\n"));
+    if self_evaluate {
+        if n >= 2 {
+            out.push_str("[[GROUP_REFLECT_COMPLETE]]\n");
+        } else {
+            out.push_str("[[NEEDS_ITERATION]]\n");
+            out.push_str(
+                "Feedback: make the recommendations concrete and resolve where the workers differ.\n",
+            );
+        }
+    }
+    out
+}
+
+fn planning(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
+    let workers = workers(&p.section("## Workers").unwrap_or_default());
+    let request = summary(&p.section("## Request").unwrap_or_default(), 100);
+    let is_replan = p.has_heading("## Previous synthesis") || p.has_heading("## Last evaluation");
+    if workers.is_empty() {
+        return format!("No workers are listed, so I will answer \"{request}\" directly in the synthesis.\n");
+    }
+    if !is_replan {
+        let mut out = format!(
+            "Splitting \"{request}\" across {} worker(s), one angle each.\n\n",
+            workers.len()
+        );
+        for w in &workers {
+            let task = format!(
+                "{} for the request \"{request}\", from your specialization ({}).",
+                pick(
+                    rng,
+                    &[
+                        "Work out the key points",
+                        "Draft the part you know best",
+                        "Analyse the main risks and options",
+                        "Propose concrete steps"
+                    ]
+                ),
+                summary(&w.specialization, 80)
+            );
+            out.push_str(&format!("@worker:{}\n{task}\n@end\n\n", w.name));
+        }
+        return out;
+    }
+
+    let n = p.iteration();
+    let evaluation = p.section("## Last evaluation").unwrap_or_default();
+    let score = score_in(&evaluation);
+    if n >= 3 || score.is_some_and(|s| s >= 0.85) {
+        return "The goal is met: the last synthesis answers the request, so no further assignments are needed.\n"
+            .to_string();
+    }
+    let feedback = feedback_line(&evaluation);
+    let mut chosen: Vec<&Worker> = workers.iter().filter(|_| rng.bool()).collect();
+    if chosen.is_empty() {
+        chosen.push(&workers[rng.usize(..workers.len())]);
+    }
+    let mut out = format!(
+        "Iteration {n}: addressing the evaluation with {} of {} worker(s).\n\n",
+        chosen.len(),
+        workers.len()
+    );
+    for w in chosen {
+        out.push_str(&format!(
+            "@worker:{}\nRevise your part of \"{request}\" to address this feedback: {feedback}\n@end\n\n",
+            w.name
+        ));
+    }
+    out
+}
+
+fn worker(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
+    let task = summary(&p.section("## Your task").unwrap_or_default(), 160);
+    let request = summary(&p.section("## Original request").unwrap_or_default(), 100);
+    let focus = p
+        .system
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| summary(l, 80))
+        .unwrap_or_else(|| "the task as assigned".to_string());
+    let points = [
+        pick(
+            rng,
+            &[
+                "scope it tightly",
+                "start from the user's constraints",
+                "name the trade-offs",
+            ],
+        ),
+        pick(
+            rng,
+            &[
+                "check it against a concrete example",
+                "keep each step testable",
+                "prefer the simplest option that works",
+            ],
+        ),
+        pick(
+            rng,
+            &[
+                "state what is left open",
+                "flag the main risk",
+                "give one clear recommendation",
+            ],
+        ),
+    ];
+    format!(
+        "Task: {task}\n\nFrom my focus ({focus}), the answer is to {}, then {}, and finally {}. \
+         This keeps the work tied to the original request (\"{request}\").\n\n\
+         Concretely: the first step sets the boundaries, the second makes the result verifiable, \
+         and the third makes the outcome easy to combine with the other workers' parts.\n",
+        points[0], points[1], points[2]
+    )
+}
+
+fn follow_up(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
+    let n = p.iteration();
+    let improvement = pick(
+        rng,
+        &[
+            "added concrete steps",
+            "tightened the wording",
+            "added an example",
+            "resolved the open question",
+        ],
+    );
+    if n >= 2 {
+        format!(
+            "Revised answer (iteration {n}): I {improvement}; the answer is now complete.\n[[REFLECTION_COMPLETE]]\n"
+        )
+    } else {
+        format!("Revised answer (iteration {n}): I {improvement}, and one more pass will make it complete.\n")
+    }
+}
+
+fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
+    let said = summary(p.user, 80);
+    let opener = pick(rng, &["Noted", "Understood", "Got it", "Thanks"]);
+    format!(
+        "{opener}: \"{said}\". This is huddle's offline simulator (simulated answer, no model was called); \
+         configure a real provider in config.yaml for real answers.\n"
+    )
+}
+
+struct Worker {
+    name: String,
+    specialization: String,
+}
+
+/// ``- `name` (model: slug): specialization`` lines.
+fn workers(section: &str) -> Vec<Worker> {
+    let mut out = Vec::new();
+    for line in section.lines() {
+        let line = line.trim();
+        let Some(rest) = line.strip_prefix("- ").or_else(|| line.strip_prefix("* ")) else {
+            continue;
+        };
+        let Some(rest) = rest.strip_prefix('`') else {
+            continue;
+        };
+        let Some((name, after)) = rest.split_once('`') else {
+            continue;
+        };
+        let specialization = match after.find("):") {
+            Some(i) => &after[i + 2..],
+            None => after.split_once(':').map(|(_, s)| s).unwrap_or(""),
+        };
+        if !name.trim().is_empty() {
+            out.push(Worker {
+                name: name.trim().to_string(),
+                specialization: specialization.trim().to_string(),
+            });
+        }
+    }
+    out
+}
+
+struct WorkerResult {
+    name: String,
+    status: String,
+    body: String,
+}
+
+/// `### name (status, duration)` headings and the text under each.
+fn worker_results(section: &str) -> Vec<WorkerResult> {
+    let mut out: Vec<WorkerResult> = Vec::new();
+    for line in section.lines() {
+        if let Some(head) = line.trim().strip_prefix("### ") {
+            let (name, status) = match head.rfind(" (") {
+                Some(i) => {
+                    let inside = head[i + 2..].trim_end_matches(')');
+                    let status = inside.split(',').next().unwrap_or("").trim();
+                    (&head[..i], status)
+                }
+                None => (head, ""),
+            };
+            out.push(WorkerResult {
+                name: name.trim().to_string(),
+                status: if status.is_empty() {
+                    "done".into()
+                } else {
+                    status.to_string()
+                },
+                body: String::new(),
+            });
+        } else if let Some(last) = out.last_mut() {
+            last.body.push_str(line);
+            last.body.push('\n');
+        }
+    }
+    out
+}
+
+/// Line index of a heading standing on its own line (case-insensitive, optional trailing `:`).
+fn heading_index(text: &str, heading: &str) -> Option<usize> {
+    text.lines().position(|l| {
+        let l = l.trim().trim_end_matches(':').trim_end();
+        l.eq_ignore_ascii_case(heading)
+    })
+}
+
+/// The lines under a `## ` heading up to the next `## ` heading.
+fn section(text: &str, heading: &str) -> Option<String> {
+    let start = heading_index(text, heading)?;
+    let body: Vec<&str> = text
+        .lines()
+        .skip(start + 1)
+        .take_while(|l| !l.trim_start().starts_with("## "))
+        .collect();
+    Some(body.join("\n").trim().to_string())
+}
+
+/// `Iteration: <n> of <max>` anywhere in the text.
+pub fn iteration(text: &str) -> Option<u32> {
+    let lower = text.to_lowercase();
+    let mut from = 0;
+    while let Some(i) = lower[from..].find("iteration:") {
+        let rest = lower[from + i + "iteration:".len()..].trim_start();
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if let Ok(n) = digits.parse::<u32>()
+            && rest[digits.len()..].trim_start().starts_with("of")
+        {
+            return Some(n);
+        }
+        from += i + 1;
+    }
+    None
+}
+
+/// The first number after "score" in an evaluation.
+fn score_in(text: &str) -> Option<f64> {
+    let lower = text.to_lowercase();
+    let i = lower.find("score")?;
+    let rest = &lower[i + 5..];
+    let start = rest.find(|c: char| c.is_ascii_digit())?;
+    let number: String = rest[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    number.trim_end_matches('.').parse().ok()
+}
+
+/// The evaluation's advice in one line: its RATIONALE, else its first line that is not a score.
+fn feedback_line(evaluation: &str) -> String {
+    let lines = || evaluation.lines().map(str::trim).filter(|l| !l.is_empty());
+    let rationale = lines().find_map(|l| {
+        l.get(..10)
+            .filter(|p| p.eq_ignore_ascii_case("rationale:"))
+            .map(|_| l[10..].trim())
+    });
+    let line = rationale
+        .or_else(|| lines().find(|l| !l.to_lowercase().starts_with("score") && !l.starts_with("[[")))
+        .unwrap_or("add more concrete detail");
+    summary(line, 160)
+}
+
+fn first_sentence(text: &str) -> String {
+    let text = text.trim();
+    let end = text
+        .char_indices()
+        .find(|&(_, c)| c == '.' || c == '\n')
+        .map(|(i, c)| if c == '.' { i + 1 } else { i })
+        .unwrap_or(text.len());
+    text[..end].trim().to_string()
+}
+
+/// The first non-empty line, cut to `max` characters, with quotes softened.
+fn summary(text: &str, max: usize) -> String {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let line = line.replace('"', "'");
+    if line.chars().count() <= max {
+        line
+    } else {
+        let cut: String = line.chars().take(max).collect();
+        format!("{}...", cut.trim_end())
+    }
+}
+
+fn pick<'a>(rng: &mut fastrand::Rng, options: &[&'a str]) -> &'a str {
+    options[rng.usize(..options.len())]
+}
+
+/// A stable 64-bit FNV-1a hash (the sim's seed must not change between runs or versions).
+pub fn stable_hash(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for b in part.bytes().chain(std::iter::once(0xff)) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}

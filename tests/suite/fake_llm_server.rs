@@ -1,0 +1,594 @@
+//! An in-process fake LLM server on 127.0.0.1 speaking both the OpenAI Chat Completions and the
+//! Anthropic Messages streaming APIs over real sockets, with hand-written HTTP/1.1 so faults can
+//! be injected exactly (status codes, Retry-After, stalls, disconnects, truncation, malformed
+//! events, in-band errors).
+//!
+//! ```ignore
+//! let llm = FakeLlm::start().await;
+//! llm.script("gpt-x", vec![Reply::status(429).retry_after("0"), Reply::text("hello there")]);
+//! // point a provider at llm.openai_base() or llm.anthropic_base() ...
+//! assert_eq!(llm.requests_for("gpt-x").len(), 2);
+//! ```
+//! Replies are taken per model in order; a model with no script left gets the `"*"` script,
+//! then the default reply (`fake answer from <model>`). Every request is recorded.
+
+#![allow(dead_code)]
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// How a streamed reply ends.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEnd {
+    /// Finish reason, usage and `[DONE]` / `message_stop`, then a clean end.
+    Complete,
+    /// A clean end of the HTTP body without any end marker.
+    Truncate,
+    /// The connection drops in the middle of the chunked body.
+    Disconnect,
+    /// Silence for this long, then a complete ending.
+    Stall(Duration),
+    /// An error inside the 200 stream (`data: {"error":..}` / `event: error`), then EOF.
+    /// The string is the error type (`api_error`, `overloaded_error`, `rate_limit_error`...).
+    InBandError { error_type: String, message: String },
+    /// One event whose JSON is cut in half, then a complete ending.
+    Malformed,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Stream {
+        chunks: Vec<String>,
+        end: StreamEnd,
+        usage: (u64, u64),
+        chunk_delay: Duration,
+        /// SSE comment lines (`: ping`) before the first chunk.
+        pings: usize,
+    },
+    Status {
+        status: u16,
+        body: Option<String>,
+        headers: Vec<(String, String)>,
+    },
+    /// Accept the request and say nothing for this long, then close.
+    Hang(Duration),
+}
+
+impl Reply {
+    /// A complete answer streamed word by word.
+    pub fn text(text: &str) -> Reply {
+        let mut chunks = Vec::new();
+        let mut rest = text;
+        while !rest.is_empty() {
+            let end = rest.find(' ').map(|i| i + 1).unwrap_or(rest.len());
+            chunks.push(rest[..end].to_string());
+            rest = &rest[end..];
+        }
+        Reply::chunks(chunks)
+    }
+
+    pub fn chunks<S: Into<String>>(chunks: impl IntoIterator<Item = S>) -> Reply {
+        let chunks: Vec<String> = chunks.into_iter().map(Into::into).collect();
+        let output = chunks.len() as u64;
+        Reply::Stream {
+            chunks,
+            end: StreamEnd::Complete,
+            usage: (11, output),
+            chunk_delay: Duration::ZERO,
+            pings: 0,
+        }
+    }
+
+    /// An HTTP error status with the API's usual error body.
+    pub fn status(status: u16) -> Reply {
+        Reply::Status {
+            status,
+            body: None,
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn end(mut self, how: StreamEnd) -> Reply {
+        if let Reply::Stream { end, .. } = &mut self {
+            *end = how;
+        }
+        self
+    }
+
+    pub fn usage(mut self, input: u64, output: u64) -> Reply {
+        if let Reply::Stream { usage, .. } = &mut self {
+            *usage = (input, output);
+        }
+        self
+    }
+
+    pub fn chunk_delay(mut self, d: Duration) -> Reply {
+        if let Reply::Stream { chunk_delay, .. } = &mut self {
+            *chunk_delay = d;
+        }
+        self
+    }
+
+    pub fn pings(mut self, n: usize) -> Reply {
+        if let Reply::Stream { pings, .. } = &mut self {
+            *pings = n;
+        }
+        self
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Reply {
+        if let Reply::Status { headers, .. } = &mut self {
+            headers.push((name.to_string(), value.to_string()));
+        }
+        self
+    }
+
+    pub fn retry_after(self, value: &str) -> Reply {
+        self.header("retry-after", value)
+    }
+
+    pub fn body(mut self, text: &str) -> Reply {
+        if let Reply::Status { body, .. } = &mut self {
+            *body = Some(text.to_string());
+        }
+        self
+    }
+}
+
+/// Which API a request used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    OpenAi,
+    Anthropic,
+    Models,
+    Other,
+}
+
+#[derive(Debug, Clone)]
+pub struct RecordedRequest {
+    pub method: String,
+    pub path: String,
+    /// Header names lower-cased.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+    /// When the request arrived.
+    pub at: Instant,
+}
+
+impl RecordedRequest {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
+    pub fn model(&self) -> String {
+        self.json()["model"].as_str().unwrap_or("").to_string()
+    }
+    pub fn api(&self) -> Api {
+        api_of(&self.path)
+    }
+    /// The text of every message (system included), in order.
+    pub fn prompt_texts(&self) -> Vec<String> {
+        let json = self.json();
+        let mut out = Vec::new();
+        if let Some(s) = json["system"].as_str() {
+            out.push(s.to_string());
+        }
+        for m in json["messages"].as_array().into_iter().flatten() {
+            out.push(m["content"].as_str().unwrap_or("").to_string());
+        }
+        out
+    }
+}
+
+fn api_of(path: &str) -> Api {
+    let path = path.split('?').next().unwrap_or(path);
+    if path.ends_with("/chat/completions") {
+        Api::OpenAi
+    } else if path.ends_with("/messages") {
+        Api::Anthropic
+    } else if path.ends_with("/models") {
+        Api::Models
+    } else {
+        Api::Other
+    }
+}
+
+#[derive(Default)]
+struct State {
+    scripts: HashMap<String, VecDeque<Reply>>,
+    default: Option<Reply>,
+    requests: Vec<RecordedRequest>,
+    required_key: Option<String>,
+}
+
+pub struct FakeLlm {
+    addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeLlm {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+impl FakeLlm {
+    pub async fn start() -> FakeLlm {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
+        let addr = listener.local_addr().expect("local addr");
+        let state = Arc::new(Mutex::new(State::default()));
+        let shared = state.clone();
+        let accept = tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                tokio::spawn(serve(socket, shared.clone()));
+            }
+        });
+        FakeLlm { addr, state, accept }
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+    /// The base URL for an `openai` provider (`.../v1`).
+    pub fn openai_base(&self) -> String {
+        format!("{}/v1", self.url())
+    }
+    /// The base URL for an `anthropic` provider (the client appends `/v1/messages`).
+    pub fn anthropic_base(&self) -> String {
+        self.url()
+    }
+
+    /// Queues replies for requests naming `model` (`"*"`: any model without its own script).
+    pub fn script(&self, model: &str, replies: Vec<Reply>) {
+        let mut s = self.state.lock().expect("state");
+        s.scripts.entry(model.to_string()).or_default().extend(replies);
+    }
+
+    /// The reply when no script is left (default: `fake answer from <model>`).
+    pub fn set_default(&self, reply: Reply) {
+        self.state.lock().expect("state").default = Some(reply);
+    }
+
+    /// Answer 401 unless the request carries this key (Bearer or x-api-key).
+    pub fn require_key(&self, key: &str) {
+        self.state.lock().expect("state").required_key = Some(key.to_string());
+    }
+
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.state.lock().expect("state").requests.clone()
+    }
+
+    pub fn requests_for(&self, model: &str) -> Vec<RecordedRequest> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.model() == model)
+            .collect()
+    }
+}
+
+/// A loopback port nothing listens on (connection refused).
+pub async fn closed_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    drop(listener);
+    port
+}
+
+async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) {
+    let Some(request) = read_request(&mut socket).await else {
+        return;
+    };
+    let api = request.api();
+    let model = request.model();
+    let reply = {
+        let mut s = state.lock().expect("state");
+        s.requests.push(request.clone());
+        let authorized = match &s.required_key {
+            None => true,
+            Some(key) => {
+                request.header("authorization") == Some(&format!("Bearer {key}"))
+                    || request.header("x-api-key") == Some(key.as_str())
+            }
+        };
+        if !authorized {
+            Reply::status(401)
+        } else if api == Api::Models {
+            let ids: Vec<Value> = s
+                .scripts
+                .keys()
+                .map(|m| json!({"id": m, "object": "model"}))
+                .collect();
+            Reply::Status {
+                status: 200,
+                body: Some(json!({"object": "list", "data": ids}).to_string()),
+                headers: Vec::new(),
+            }
+        } else {
+            let next = s.scripts.get_mut(&model).and_then(VecDeque::pop_front);
+            let next = next.or_else(|| s.scripts.get_mut("*").and_then(VecDeque::pop_front));
+            next.or_else(|| s.default.clone())
+                .unwrap_or_else(|| Reply::text(&format!("fake answer from {model}")))
+        }
+    };
+    let wants_stream = request.json()["stream"].as_bool().unwrap_or(false);
+    let include_usage = request.json()["stream_options"]["include_usage"]
+        .as_bool()
+        .unwrap_or(false);
+    let _ = respond(&mut socket, api, &model, reply, wants_stream, include_usage).await;
+}
+
+async fn read_request(socket: &mut TcpStream) -> Option<RecordedRequest> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+        let n = socket.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next()?.split(' ');
+    let method = first.next()?.to_string();
+    let path = first.next()?.to_string();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = buf[head_end + 4..].to_vec();
+    while body.len() < length {
+        let n = socket.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    Some(RecordedRequest {
+        method,
+        path,
+        headers,
+        body: String::from_utf8_lossy(&body).to_string(),
+        at: Instant::now(),
+    })
+}
+
+async fn respond(
+    socket: &mut TcpStream,
+    api: Api,
+    model: &str,
+    reply: Reply,
+    wants_stream: bool,
+    include_usage: bool,
+) -> std::io::Result<()> {
+    match reply {
+        Reply::Hang(d) => {
+            tokio::time::sleep(d).await;
+            Ok(())
+        }
+        Reply::Status {
+            status,
+            body,
+            headers,
+        } => {
+            let body = body.unwrap_or_else(|| error_body(api, status));
+            let mut head = format!(
+                "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+                reason(status),
+                body.len()
+            );
+            for (n, v) in headers {
+                head.push_str(&format!("{n}: {v}\r\n"));
+            }
+            head.push_str("\r\n");
+            socket.write_all(head.as_bytes()).await?;
+            socket.write_all(body.as_bytes()).await?;
+            socket.shutdown().await
+        }
+        Reply::Stream { chunks, usage, .. } if !wants_stream => {
+            let text = chunks.concat();
+            let body = match api {
+                Api::Anthropic => json!({"type":"message","role":"assistant","model":model,
+                    "content":[{"type":"text","text":text}],"stop_reason":"end_turn",
+                    "usage":{"input_tokens":usage.0,"output_tokens":usage.1}}),
+                _ => json!({"object":"chat.completion","model":model,
+                    "choices":[{"index":0,"message":{"role":"assistant","content":text},"finish_reason":"stop"}],
+                    "usage":{"prompt_tokens":usage.0,"completion_tokens":usage.1}}),
+            }
+            .to_string();
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            socket.write_all(head.as_bytes()).await?;
+            socket.write_all(body.as_bytes()).await?;
+            socket.shutdown().await
+        }
+        Reply::Stream {
+            chunks,
+            end,
+            usage,
+            chunk_delay,
+            pings,
+        } => {
+            socket
+                .write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
+                )
+                .await?;
+            let sse = Sse { api, model, usage };
+            for _ in 0..pings {
+                write_chunk(socket, ": ping\n\n").await?;
+            }
+            write_chunk(socket, &sse.start()).await?;
+            for (i, piece) in chunks.iter().enumerate() {
+                if i > 0 && !chunk_delay.is_zero() {
+                    tokio::time::sleep(chunk_delay).await;
+                }
+                write_chunk(socket, &sse.delta(piece)).await?;
+            }
+            match end {
+                StreamEnd::Complete => write_chunk(socket, &sse.finish(include_usage)).await?,
+                StreamEnd::Stall(d) => {
+                    tokio::time::sleep(d).await;
+                    write_chunk(socket, &sse.finish(include_usage)).await?;
+                }
+                StreamEnd::Malformed => {
+                    let event = sse.delta("lost words");
+                    let cut = &event[..event.len() / 2];
+                    write_chunk(socket, &format!("{}\n\n", cut.trim_end())).await?;
+                    write_chunk(socket, &sse.finish(include_usage)).await?;
+                }
+                StreamEnd::InBandError { error_type, message } => {
+                    write_chunk(socket, &sse.error(&error_type, &message)).await?;
+                }
+                StreamEnd::Truncate => {}
+                StreamEnd::Disconnect => {
+                    // No terminating chunk: the client sees the body cut short.
+                    socket.flush().await?;
+                    return Ok(());
+                }
+            }
+            socket.write_all(b"0\r\n\r\n").await?;
+            socket.shutdown().await
+        }
+    }
+}
+
+async fn write_chunk(socket: &mut TcpStream, data: &str) -> std::io::Result<()> {
+    socket
+        .write_all(format!("{:x}\r\n{data}\r\n", data.len()).as_bytes())
+        .await?;
+    socket.flush().await
+}
+
+/// SSE events of one API.
+struct Sse<'a> {
+    api: Api,
+    model: &'a str,
+    usage: (u64, u64),
+}
+
+impl Sse<'_> {
+    fn start(&self) -> String {
+        match self.api {
+            Api::Anthropic => {
+                let start = json!({"type":"message_start","message":{"id":"msg_fake","type":"message","role":"assistant",
+                    "content":[],"model":self.model,"stop_reason":null,
+                    "usage":{"input_tokens":self.usage.0,"output_tokens":1}}});
+                let block =
+                    json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}});
+                format!(
+                    "event: message_start\ndata: {start}\n\nevent: content_block_start\ndata: {block}\n\nevent: ping\ndata: {{\"type\": \"ping\"}}\n\n"
+                )
+            }
+            _ => self.openai_chunk(json!({"role":"assistant","content":""}), Value::Null),
+        }
+    }
+
+    fn delta(&self, text: &str) -> String {
+        match self.api {
+            Api::Anthropic => {
+                let d =
+                    json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":text}});
+                format!("event: content_block_delta\ndata: {d}\n\n")
+            }
+            _ => self.openai_chunk(json!({ "content": text }), Value::Null),
+        }
+    }
+
+    fn finish(&self, include_usage: bool) -> String {
+        match self.api {
+            Api::Anthropic => {
+                let d = json!({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},
+                    "usage":{"output_tokens":self.usage.1}});
+                format!(
+                    "event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":0}}\n\nevent: message_delta\ndata: {d}\n\nevent: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
+                )
+            }
+            _ => {
+                let mut out = self.openai_chunk(json!({}), json!("stop"));
+                if include_usage {
+                    let u = json!({"id":"chatcmpl-fake","object":"chat.completion.chunk","model":self.model,"choices":[],
+                        "usage":{"prompt_tokens":self.usage.0,"completion_tokens":self.usage.1,"total_tokens":self.usage.0 + self.usage.1}});
+                    out.push_str(&format!("data: {u}\n\n"));
+                }
+                out.push_str("data: [DONE]\n\n");
+                out
+            }
+        }
+    }
+
+    fn error(&self, error_type: &str, message: &str) -> String {
+        match self.api {
+            Api::Anthropic => {
+                let e = json!({"type":"error","error":{"type":error_type,"message":message}});
+                format!("event: error\ndata: {e}\n\n")
+            }
+            _ => {
+                let e = json!({"error":{"message":message,"type":error_type,"param":null,"code":null}});
+                format!("data: {e}\n\n")
+            }
+        }
+    }
+
+    fn openai_chunk(&self, delta: Value, finish: Value) -> String {
+        let c = json!({"id":"chatcmpl-fake","object":"chat.completion.chunk","created":1,"model":self.model,
+            "choices":[{"index":0,"delta":delta,"finish_reason":finish}],"usage":null});
+        format!("data: {c}\n\n")
+    }
+}
+
+fn error_body(api: Api, status: u16) -> String {
+    let (kind, message) = match status {
+        400 => ("invalid_request_error", "Bad request."),
+        401 => ("authentication_error", "Invalid API key."),
+        403 => ("permission_error", "Not allowed."),
+        404 => ("not_found_error", "No such model."),
+        429 => ("rate_limit_error", "Rate limit exceeded."),
+        529 => ("overloaded_error", "Overloaded."),
+        _ => ("api_error", "Internal server error."),
+    };
+    match api {
+        Api::Anthropic => json!({"type":"error","error":{"type":kind,"message":message}}).to_string(),
+        _ => json!({"error":{"message":message,"type":kind,"param":null,"code":null}}).to_string(),
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        529 => "Overloaded",
+        _ => "Status",
+    }
+}
