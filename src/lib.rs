@@ -9,3 +9,4 @@
 pub mod config;
 pub mod engine;
 pub mod model;
+pub mod text;
