@@ -367,8 +367,8 @@ fn split_dangling_fence(task: &str) -> (&str, &str) {
     }
 }
 
-/// If `line` starts with `marker` (ignoring ASCII case) after indentation, a list bullet and
-/// Markdown emphasis, the byte offset just after the marker.
+/// If `line` starts with `marker` (ignoring ASCII case) after indentation, a heading marker, a
+/// list bullet and Markdown emphasis, the byte offset just after the marker.
 fn marker_end(line: &str, marker: &str) -> Option<usize> {
     let bytes = line.as_bytes();
     let mut i = 0;
@@ -379,6 +379,11 @@ fn marker_end(line: &str, marker: &str) -> Option<usize> {
         i
     };
     i = skip_blanks(i);
+    // A Markdown heading marker: `## @worker:alpha`.
+    let hashes = bytes[i..].iter().take_while(|&&b| b == b'#').count();
+    if hashes > 0 && matches!(bytes.get(i + hashes), Some(b' ' | b'\t')) {
+        i = skip_blanks(i + hashes);
+    }
     // A list bullet: `-`, `+`, `*` or `12.` / `12)` followed by a blank.
     if i + 1 < bytes.len() && matches!(bytes[i], b'-' | b'+' | b'*') && bytes[i + 1] == b' ' {
         i = skip_blanks(i + 1);
