@@ -268,3 +268,51 @@ fn very_long_names_still_match_whole() {
         vec![a("tester", "run every test in the whole suite now")]
     );
 }
+
+#[test]
+fn random_plans_never_panic_and_tasks_come_from_the_text() {
+    let pieces = [
+        "@worker:",
+        "@WORKER: ",
+        "@end",
+        " @end",
+        "alpha",
+        "Beta Two",
+        "`",
+        "\"",
+        "“",
+        "**",
+        "- ",
+        "1. ",
+        "## ",
+        "```",
+        "```json\n",
+        "[",
+        "]",
+        "{\"worker\":\"alpha\",\"task\":\"t\"}",
+        ",",
+        "\n",
+        "\r\n",
+        " ",
+        "é",
+        "漢",
+        "task words",
+        ":",
+        "—",
+        "[[NEEDS_ITERATION]]",
+    ];
+    let workers = ["alpha", "Beta Two", "team-gamma"];
+    let mut rng = fastrand::Rng::with_seed(0xa55);
+    for _ in 0..3000 {
+        let len = rng.usize(0..30);
+        let text: String = (0..len).map(|_| pieces[rng.usize(0..pieces.len())]).collect();
+        let plan = parse_assignments(&text, &workers, "Team");
+        for assignment in &plan.assignments {
+            assert!(workers.contains(&assignment.worker.as_str()), "{text:?}");
+            assert!(!assignment.task.is_empty(), "{text:?}");
+            for part in assignment.task.split(TASK_SEPARATOR) {
+                assert!(text.contains(part.trim()), "task {part:?} not from {text:?}");
+            }
+        }
+    }
+}

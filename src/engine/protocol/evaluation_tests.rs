@@ -152,3 +152,40 @@ fn pass_fail_first_line() {
     );
     assert!(matches!(parse_pass_fail("   "), PassFail::Fail { .. }));
 }
+
+#[test]
+fn random_replies_never_panic_and_stay_in_range() {
+    let pieces = [
+        "SCORE:",
+        "score =",
+        "RATIONALE:",
+        "**",
+        " ",
+        "\n",
+        "0.",
+        "85",
+        "%",
+        "/",
+        "10",
+        "out of",
+        "-",
+        "é",
+        "[[",
+        "[[NEEDS_ITERATION]]",
+        "[[GROUP_REFLECT_COMPLETE]]",
+        "PASS",
+        "FAIL:",
+        "x",
+    ];
+    let mut rng = fastrand::Rng::with_seed(0xe7a1);
+    for _ in 0..3000 {
+        let len = rng.usize(0..16);
+        let reply: String = (0..len).map(|_| pieces[rng.usize(0..pieces.len())]).collect();
+        let v = parse_evaluator_reply(&reply);
+        assert!((0.0..=1.0).contains(&v.score), "{reply:?}: {}", v.score);
+        assert_eq!(v.goal_met, v.score >= GOAL_MET_SCORE || v.complete_sentinel);
+        let s = parse_self_evaluation(&reply);
+        assert_eq!(s.goal_met, s.verdict == SelfVerdict::Complete);
+        let _ = parse_pass_fail(&reply);
+    }
+}
