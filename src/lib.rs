@@ -15,3 +15,4 @@ pub mod model;
 pub mod presets;
 pub mod providers;
 pub mod store;
+pub mod text;

@@ -2,3 +2,4 @@
 //! commands and emits [`events::EngineEvent`]s.
 
 pub mod events;
+pub mod protocol;

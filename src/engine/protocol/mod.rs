@@ -1,0 +1,31 @@
+//! The text protocol between huddle and its models, as pure functions: reading plans, verdicts
+//! and sentinels, detecting stalls, and building every prompt (SPEC sections 3-5). No I/O and no
+//! async here; the mode runners and the reflect loop are built on top.
+
+pub mod assignments;
+pub mod evaluation;
+pub mod names;
+pub mod prompts;
+pub mod sentinels;
+pub mod stall;
+pub mod summary;
+pub mod types;
+
+pub use assignments::{Assignment, Dropped, ParsedPlan, PlanFormat, TASK_SEPARATOR, parse_assignments};
+pub use evaluation::{
+    EvaluatorVerdict, PassFail, SelfEvaluation, SelfVerdict, is_reflection_complete, parse_evaluator_reply,
+    parse_pass_fail, parse_self_evaluation,
+};
+pub use names::{FUZZY_MIN_MARGIN, FUZZY_MIN_SIMILARITY, WorkerResolver, normalize_name};
+pub use prompts::{
+    LastEvaluation, PlanMode, Replan, TeamContext, WorkerTask, evaluator_prompt, nudge_prompt,
+    planning_prompt, reflection_evaluator_prompt, reflection_followup_prompt, replan_prompt,
+    sequential_prompt, synthesis_prompt, synthesis_self_eval_prompt, worker_prompt,
+};
+pub use sentinels::{Sentinel, has_sentinel, sanitize_worker_text, strip_sentinel_lines};
+pub use stall::{
+    AdjustmentInput, StallCheck, StallReason, check_stall, jaccard_similarity, pending_adjustments,
+    remember_synthesis, trend, trend_of,
+};
+pub use summary::{SummaryInput, completion_summary};
+pub use types::{WorkerInfo, WorkerResult, format_duration};

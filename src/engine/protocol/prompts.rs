@@ -1,0 +1,367 @@
+//! Prompt builders (SPEC section 3). Every prompt carries the markers of
+//! PROMPT_CONTRACT.md (`## Workers`, `## Request`, `## Your task`, `Iteration: <n> of <max>`, ...)
+//! so the offline `sim` provider can tell what it is asked; the wording around them is ours.
+
+use std::fmt::Write as _;
+
+use super::sentinels::{Sentinel, sanitize_worker_text, strip_sentinel_lines};
+use super::types::{WorkerInfo, WorkerResult, format_duration};
+
+/// What a worker without a system prompt is told it is.
+pub const GENERIC_WORKER_INSTRUCTION: &str =
+    "You are a worker agent in a team. Complete the task below thoroughly and report your result.";
+
+/// The team-level inputs of the orchestrator's planning prompts.
+#[derive(Debug, Clone, Copy)]
+pub struct TeamContext<'a> {
+    /// The user's request (the goal of the cycle).
+    pub request: &'a str,
+    pub workers: &'a [WorkerInfo],
+    pub routing_context: Option<&'a str>,
+    pub orchestrator_prompt: Option<&'a str>,
+    /// User messages queued while a cycle ran, handed over at this planning step.
+    pub queued_messages: &'a [String],
+}
+
+/// Whether the first plan may answer directly (one pass) or must delegate (reflect cycle).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanMode {
+    SinglePass,
+    Reflect { max_iterations: u32 },
+}
+
+/// The last evaluation, as shown to the replanning orchestrator.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LastEvaluation<'a> {
+    Evaluator { score: f64, rationale: &'a str },
+    SelfEvaluation { score: f64, feedback: &'a str },
+    None,
+}
+
+/// The inputs of a replan (iteration 2+).
+#[derive(Debug, Clone, Copy)]
+pub struct Replan<'a> {
+    pub previous_synthesis: &'a str,
+    pub last_evaluation: LastEvaluation<'a>,
+    pub iteration: u32,
+    pub max_iterations: u32,
+}
+
+/// The inputs of one worker's prompt.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerTask<'a> {
+    pub system_prompt: Option<&'a str>,
+    pub shared_context: Option<&'a str>,
+    pub request: &'a str,
+    pub task: &'a str,
+}
+
+fn present(text: Option<&str>) -> Option<&str> {
+    text.map(str::trim).filter(|t| !t.is_empty())
+}
+
+fn section(out: &mut String, heading: &str, body: &str) {
+    let _ = write!(out, "\n## {heading}\n{}\n", body.trim());
+}
+
+fn iteration_line(out: &mut String, iteration: u32, max_iterations: u32) {
+    let _ = writeln!(out, "Iteration: {iteration} of {max_iterations}");
+}
+
+/// `## Workers` with one line per worker: ``- `<name>` (model: <slug>): <first line>``.
+fn workers_section(out: &mut String, workers: &[WorkerInfo]) {
+    out.push_str("\n## Workers\n");
+    for worker in workers {
+        let what = worker
+            .specialization_line()
+            .unwrap_or_else(|| "general-purpose worker".to_string());
+        let _ = writeln!(out, "- `{}` (model: {}): {what}", worker.name, worker.model);
+    }
+}
+
+fn assignment_format(out: &mut String) {
+    out.push_str(
+        "\n## Assignment format\n\
+         Give each task to a worker with a block, using the worker name exactly as listed:\n\n\
+         @worker:<name>\n\
+         <task, one or more lines>\n\
+         @end\n\n\
+         Each task must stand on its own: a worker sees the user's request and its own task, not \
+         the other workers' tasks. Text outside the blocks is your commentary.\n",
+    );
+}
+
+fn orchestrator_preamble(out: &mut String, ctx: &TeamContext<'_>) {
+    if let Some(prompt) = present(ctx.orchestrator_prompt) {
+        out.push_str(prompt);
+        out.push_str("\n\n");
+    }
+    out.push_str(
+        "You are the orchestrator of a team of AI workers. You plan the work, delegate tasks to \
+         the workers best suited for them, and later combine their results.\n",
+    );
+}
+
+fn team_sections(out: &mut String, ctx: &TeamContext<'_>) {
+    section(out, "Request", ctx.request);
+    if !ctx.queued_messages.is_empty() {
+        out.push_str("\n## Messages from the user\nThe user added these while the team was working; take them into account:\n");
+        for message in ctx.queued_messages {
+            let _ = writeln!(out, "- {}", message.trim());
+        }
+    }
+    workers_section(out, ctx.workers);
+    if let Some(routing) = present(ctx.routing_context) {
+        section(out, "Routing", routing);
+    }
+}
+
+/// Iteration 1: the orchestrator plans the work.
+pub fn planning_prompt(ctx: &TeamContext<'_>, mode: PlanMode) -> String {
+    let mut out = String::with_capacity(2048 + ctx.request.len());
+    orchestrator_preamble(&mut out, ctx);
+    team_sections(&mut out, ctx);
+    assignment_format(&mut out);
+    out.push_str("\n## What to do\n");
+    match mode {
+        PlanMode::SinglePass => out.push_str(
+            "Split the request into tasks and assign them to the workers who fit them best. If \
+             the request is simple enough to answer yourself, name no worker: answer directly, and \
+             your reply is the final answer.\n",
+        ),
+        PlanMode::Reflect { max_iterations } => {
+            let _ = writeln!(
+                out,
+                "This starts a reflect cycle of up to {max_iterations} iterations. You must delegate: \
+                 assign at least one task to a worker, even for a simple request. After the workers \
+                 answer you will combine their results, the result is evaluated, and you plan again \
+                 until the goal is met."
+            );
+        }
+    }
+    out
+}
+
+/// Iteration 2+: the orchestrator plans again in the light of the last evaluation.
+pub fn replan_prompt(ctx: &TeamContext<'_>, replan: &Replan<'_>) -> String {
+    let mut out = String::with_capacity(4096 + ctx.request.len() + replan.previous_synthesis.len());
+    orchestrator_preamble(&mut out, ctx);
+    out.push_str("This is a later iteration of a reflect cycle.\n");
+    iteration_line(&mut out, replan.iteration, replan.max_iterations);
+    team_sections(&mut out, ctx);
+    section(
+        &mut out,
+        "Previous synthesis",
+        &strip_sentinel_lines(replan.previous_synthesis),
+    );
+    out.push_str("\n## Last evaluation\n");
+    match replan.last_evaluation {
+        LastEvaluation::Evaluator { score, rationale } => {
+            let _ = writeln!(
+                out,
+                "Score: {score:.2} (from the evaluator)\nRationale: {}",
+                rationale.trim()
+            );
+        }
+        LastEvaluation::SelfEvaluation { score, feedback } => {
+            let _ = writeln!(
+                out,
+                "Score: {score:.2} (your own self-evaluation)\nFeedback: {}",
+                feedback.trim()
+            );
+        }
+        LastEvaluation::None => out.push_str("No evaluation was recorded for the previous iteration.\n"),
+    }
+    assignment_format(&mut out);
+    out.push_str(
+        "\n## What to do\n\
+         Plan the next iteration so that it fixes what the evaluation found lacking; assign only \
+         the work that is still needed. If the goal is already met, emit no assignment at all and \
+         say so in one sentence: emitting no assignment means the goal is met and the cycle ends.\n",
+    );
+    out
+}
+
+/// The one reminder sent when the first plan of a cycle named no worker.
+pub fn nudge_prompt(ctx: &TeamContext<'_>) -> String {
+    let mut out = String::with_capacity(1024 + ctx.request.len());
+    out.push_str(
+        "Your previous reply assigned no task to any worker, but this team works by delegation: \
+         you must give at least one worker a task. Reply with assignment blocks now.\n",
+    );
+    section(&mut out, "Request", ctx.request);
+    workers_section(&mut out, ctx.workers);
+    assignment_format(&mut out);
+    out
+}
+
+/// A worker's prompt: its system prompt (or a generic instruction), the team context, the
+/// original request as context and its task.
+pub fn worker_prompt(task: &WorkerTask<'_>) -> String {
+    let mut out = String::with_capacity(1024 + task.request.len() + task.task.len());
+    out.push_str(present(task.system_prompt).unwrap_or(GENERIC_WORKER_INSTRUCTION));
+    out.push('\n');
+    if let Some(shared) = present(task.shared_context) {
+        section(&mut out, "Team context", shared);
+    }
+    section(
+        &mut out,
+        "Original request",
+        &format!(
+            "(Context: the request the team as a whole is working on. Do your task, not all of it.)\n\n{}",
+            task.request.trim()
+        ),
+    );
+    section(&mut out, "Your task", task.task);
+    out
+}
+
+fn worker_results(out: &mut String, results: &[WorkerResult]) {
+    out.push_str("\n## Worker results\n");
+    for result in results {
+        let _ = writeln!(
+            out,
+            "\n### {} ({}, {})",
+            result.name,
+            result.status(),
+            format_duration(result.duration)
+        );
+        let text = sanitize_worker_text(&result.text);
+        let text = text.trim();
+        if text.is_empty() {
+            out.push_str("(no answer)\n");
+        } else if result.success {
+            let _ = writeln!(out, "{text}");
+        } else {
+            let _ = writeln!(out, "This worker failed: {text}");
+        }
+    }
+}
+
+const SYNTHESIS_INSTRUCTIONS: &str = "\n## What to write\n\
+    Write one combined answer to the request from the results above: merge what agrees, resolve \
+    what conflicts, and fill or flag what a failed worker left missing. Write it for the user; do \
+    not describe the process.\n";
+
+/// The orchestrator combines the worker results into one answer.
+pub fn synthesis_prompt(request: &str, results: &[WorkerResult]) -> String {
+    let mut out =
+        String::with_capacity(2048 + request.len() + results.iter().map(|r| r.text.len()).sum::<usize>());
+    out.push_str("You are the orchestrator. Your workers have finished their tasks.\n");
+    section(&mut out, "Request", request);
+    worker_results(&mut out, results);
+    out.push_str(SYNTHESIS_INSTRUCTIONS);
+    out
+}
+
+/// Synthesis plus self-evaluation (a reflect cycle without an evaluator).
+pub fn synthesis_self_eval_prompt(
+    request: &str,
+    results: &[WorkerResult],
+    iteration: u32,
+    max_iterations: u32,
+) -> String {
+    let mut out = synthesis_prompt(request, results);
+    out.push_str("\n## Self-evaluation\n");
+    iteration_line(&mut out, iteration, max_iterations);
+    let _ = writeln!(
+        out,
+        "After your answer, judge honestly whether it fully meets the request. Then end with a line \
+         containing only {complete} if the goal is met, or a line containing only {needs} followed \
+         by a few lines saying what is still missing or wrong (they guide the next iteration).",
+        complete = Sentinel::GroupReflectComplete,
+        needs = Sentinel::NeedsIteration,
+    );
+    out
+}
+
+/// An independent evaluator scores the synthesis.
+pub fn evaluator_prompt(request: &str, synthesis: &str, iteration: u32, max_iterations: u32) -> String {
+    let mut out = String::with_capacity(1024 + request.len() + synthesis.len());
+    out.push_str("You are an independent evaluator. Judge how well the answer below meets the request.\n");
+    iteration_line(&mut out, iteration, max_iterations);
+    section(&mut out, "Request", request);
+    section(
+        &mut out,
+        "Synthesis to evaluate",
+        &strip_sentinel_lines(synthesis),
+    );
+    let _ = writeln!(
+        out,
+        "\n## How to answer\n\
+         Reply in exactly this format:\n\n\
+         SCORE: <a number from 0.0 to 1.0>\n\
+         RATIONALE: <what is good, what is missing or wrong>\n\n\
+         Then a last line containing only {complete} if the goal is fully met (a score of 0.9 or \
+         more), otherwise only {needs}.",
+        complete = Sentinel::GroupReflectComplete,
+        needs = Sentinel::NeedsIteration,
+    );
+    out
+}
+
+/// Single-agent reflection: asks the session to improve its previous answer.
+pub fn reflection_followup_prompt(
+    goal: &str,
+    iteration: u32,
+    max_iterations: u32,
+    evaluator_feedback: Option<&str>,
+) -> String {
+    let mut out = String::with_capacity(1024 + goal.len());
+    out.push_str("Review your previous answer against the goal and improve it.\n");
+    iteration_line(&mut out, iteration, max_iterations);
+    section(&mut out, "Goal", goal);
+    if let Some(feedback) = present(evaluator_feedback) {
+        section(&mut out, "Evaluator feedback", feedback);
+    }
+    let _ = writeln!(
+        out,
+        "\nWrite the complete improved answer. When the answer fully meets the goal and nothing is \
+         left to improve, put {} on a line of its own at the end.",
+        Sentinel::ReflectionComplete
+    );
+    out
+}
+
+/// Single-agent reflection: an evaluator model answers PASS or FAIL.
+pub fn reflection_evaluator_prompt(goal: &str, answer: &str, iteration: u32, max_iterations: u32) -> String {
+    let mut out = String::with_capacity(512 + goal.len() + answer.len());
+    out.push_str("You are an independent evaluator. Judge whether the answer below fully meets the goal.\n");
+    iteration_line(&mut out, iteration, max_iterations);
+    section(&mut out, "Goal", goal);
+    section(&mut out, "Answer to evaluate", answer);
+    out.push_str(
+        "\n## How to answer\n\
+         The first line of your reply must be either PASS (the goal is fully met) or \
+         FAIL: <what is wrong or missing> (one line; details may follow on the next lines).\n",
+    );
+    out
+}
+
+/// Sequential mode: the prompt plus every earlier answer of this round, each labelled with its
+/// session name. The first session gets the prompt unchanged.
+pub fn sequential_prompt(prompt: &str, earlier: &[WorkerResult]) -> String {
+    if earlier.is_empty() {
+        return prompt.to_string();
+    }
+    let mut out =
+        String::with_capacity(512 + prompt.len() + earlier.iter().map(|r| r.text.len()).sum::<usize>());
+    out.push_str(prompt.trim_end());
+    out.push_str("\n\n## Earlier answers in this round\n");
+    for answer in earlier {
+        if answer.success {
+            let _ = writeln!(out, "\n### {}\n{}", answer.name, answer.text.trim());
+        } else {
+            let _ = writeln!(out, "\n### {} (failed)\n{}", answer.name, answer.text.trim());
+        }
+    }
+    out.push_str(
+        "\nThe sessions above answered before you. Give your own answer: build on theirs, correct \
+         what is wrong, and add what is missing.\n",
+    );
+    out
+}
+
+#[cfg(test)]
+#[path = "prompts_tests.rs"]
+mod tests;

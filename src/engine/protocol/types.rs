@@ -1,0 +1,130 @@
+//! Small plain inputs shared by the protocol functions.
+
+use std::time::Duration;
+
+use crate::model::Session;
+
+/// A worker as the orchestrator sees it in a planning prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerInfo {
+    /// The session name (what `@worker:` must name).
+    pub name: String,
+    /// The model slug.
+    pub model: String,
+    /// The worker's system prompt, if any; its first line describes the worker.
+    pub specialization: Option<String>,
+}
+
+impl WorkerInfo {
+    pub fn new(name: impl Into<String>, model: impl Into<String>, specialization: Option<String>) -> Self {
+        WorkerInfo {
+            name: name.into(),
+            model: model.into(),
+            specialization,
+        }
+    }
+
+    pub fn from_session(session: &Session) -> Self {
+        WorkerInfo {
+            name: session.name.clone(),
+            model: session.model.clone(),
+            specialization: session.system_prompt.clone(),
+        }
+    }
+
+    /// The first non-empty line of the specialization, trimmed and capped, or `None`.
+    pub fn specialization_line(&self) -> Option<String> {
+        let line = self
+            .specialization
+            .as_deref()?
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())?;
+        Some(cap_chars(line, SPECIALIZATION_LINE_MAX_CHARS))
+    }
+}
+
+/// Longest specialization line shown in a worker list.
+pub const SPECIALIZATION_LINE_MAX_CHARS: usize = 200;
+
+/// One worker's outcome in an iteration (or one session's answer in a sequential round).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerResult {
+    /// The session name.
+    pub name: String,
+    pub success: bool,
+    pub duration: Duration,
+    /// The answer, or the error (and any partial text) for a failed worker.
+    pub text: String,
+}
+
+impl WorkerResult {
+    pub fn status(&self) -> &'static str {
+        if self.success { "ok" } else { "failed" }
+    }
+}
+
+/// `s` cut to at most `max` characters, with `…` when cut.
+pub fn cap_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_string(),
+        Some((cut, _)) => {
+            let mut out = s[..cut].trim_end().to_string();
+            out.push('…');
+            out
+        }
+    }
+}
+
+/// A short human duration: `850ms`, `12.3s`, `2m 05s`, `1h 02m`.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1_000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{:.1}s", d.as_secs_f64())
+    } else if ms < 3_600_000 {
+        let secs = d.as_secs();
+        format!("{}m {:02}s", secs / 60, secs % 60)
+    } else {
+        let mins = d.as_secs() / 60;
+        format!("{}h {:02}m", mins / 60, mins % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_well() {
+        assert_eq!(format_duration(Duration::from_millis(850)), "850ms");
+        assert_eq!(format_duration(Duration::from_millis(12_340)), "12.3s");
+        assert_eq!(format_duration(Duration::from_secs(125)), "2m 05s");
+        assert_eq!(format_duration(Duration::from_secs(3_720)), "1h 02m");
+    }
+
+    #[test]
+    fn specialization_line_is_the_first_non_empty_line() {
+        let w = WorkerInfo::new("a", "m", Some("\n  You are a security auditor.  \nMore.".into()));
+        assert_eq!(
+            w.specialization_line().as_deref(),
+            Some("You are a security auditor.")
+        );
+        assert_eq!(
+            WorkerInfo::new("a", "m", Some("  \n".into())).specialization_line(),
+            None
+        );
+        let long = WorkerInfo::new("a", "m", Some("x".repeat(500)));
+        assert_eq!(
+            long.specialization_line().unwrap().chars().count(),
+            SPECIALIZATION_LINE_MAX_CHARS + 1
+        );
+    }
+
+    #[test]
+    fn cap_chars_respects_char_boundaries() {
+        assert_eq!(cap_chars("héllo wörld", 5), "héllo…");
+        assert_eq!(cap_chars("short", 10), "short");
+    }
+}

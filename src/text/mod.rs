@@ -1,0 +1,3 @@
+//! Text helpers shared by the TUI and the headless CLI.
+
+pub mod sanitize;
