@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod doctor;
 pub mod engine;
+pub mod headless;
 pub mod logging;
 pub mod model;
 pub mod presets;

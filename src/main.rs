@@ -4,8 +4,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use huddle::cli::{Cli, Command};
-use huddle::config::Paths;
+use anyhow::Context;
+use huddle::cli::{Cli, Command, PresetsCommand, SquadCommand};
+use huddle::config::{Config, Paths};
+use huddle::presets::Catalog;
+use huddle::store::OrganizationFile;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -28,7 +31,55 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
+    let repo = match &cli.repo {
+        Some(r) => r.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
     match cli.command {
+        Some(Command::Presets(cmd)) => {
+            let config = Config::load(paths)?.config;
+            let catalog = Catalog::load(paths, &config, Some(&repo));
+            let (text, json) = match cmd {
+                PresetsCommand::List { json } => {
+                    (huddle::presets::cli::presets_list(&catalog, &config, json), json)
+                }
+                PresetsCommand::Show { name, json } => {
+                    match huddle::presets::cli::presets_show(&catalog, &config, &name, json) {
+                        Ok(text) => (text, json),
+                        Err(e) => {
+                            eprintln!("huddle: {e}");
+                            return Ok(ExitCode::from(2));
+                        }
+                    }
+                }
+            };
+            if json {
+                eprint!("{}", huddle::presets::cli::errors_text(&catalog));
+            }
+            print!("{}", huddle::text::sanitize::display(&text));
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Squad(SquadCommand::Export { group, force })) => {
+            let file = OrganizationFile::new(paths.organization_file());
+            let org = file
+                .inspect()
+                .map_err(|reason| anyhow::anyhow!("{} is unreadable: {reason}", file.path().display()))?
+                .unwrap_or_default();
+            let Some(group_id) = org.group_by_name(&group).map(|g| g.id.clone()) else {
+                let known: Vec<&str> = org.groups.iter().map(|g| g.name.as_str()).collect();
+                eprintln!("huddle: no group named `{group}` (groups: {})", known.join(", "));
+                return Ok(ExitCode::from(2));
+            };
+            let report = huddle::presets::squad::export_group(&org, &group_id, &repo, paths, force)?;
+            for f in &report.written {
+                println!("wrote     {}", f.display());
+            }
+            for f in &report.unchanged {
+                println!("unchanged {}", f.display());
+            }
+            println!("preset    {}", report.preset_file.display());
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Doctor) => {
             let report = huddle::doctor::report(paths);
             print!("{}", report.text);
@@ -38,7 +89,30 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
-        Some(Command::Run(_)) | Some(Command::Presets(_)) | Some(Command::Squad(_)) | None => {
+        Some(Command::Run(args)) => {
+            let request = huddle::headless::RunRequest {
+                preset: args.preset,
+                group: args.group,
+                mode: args.mode,
+                max_iterations: args.max_iterations,
+                model: args.model,
+                events: args.events,
+                prompt: args.prompt,
+                repo,
+            };
+            let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+            let code = match runtime.block_on(huddle::headless::run(paths, request)) {
+                Ok(code) => code,
+                Err(failure) => {
+                    eprintln!("huddle: {failure}");
+                    failure.code
+                }
+            };
+            // Session actors park on their queues; don't wait for them.
+            runtime.shutdown_background();
+            Ok(ExitCode::from(code))
+        }
+        None => {
             anyhow::bail!("this command is not available yet in this build")
         }
     }

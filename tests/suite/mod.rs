@@ -1,4 +1,8 @@
+mod engine_fixture;
+mod engine_modes;
+mod engine_reflect;
 mod fake_llm_server;
+mod headless;
 mod presets_catalog;
 mod providers_command;
 mod providers_http;

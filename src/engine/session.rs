@@ -1,0 +1,325 @@
+//! A session is an actor: one task with a queue that runs one turn at a time, so a session can
+//! never have two turns in flight. A turn streams deltas as events and ends with exactly one
+//! [`TurnResult`]; the session is idle again before anyone is told the turn finished.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::model::{Message, MessageRole, Role, Usage};
+use crate::providers::{ChatMessage, ChatRole, ErrorKind, TurnRequest};
+
+use super::EngineShared;
+use super::events::EngineEvent;
+
+/// How much earlier conversation a turn carries (the newest part is kept).
+const HISTORY_MAX_CHARS: usize = 120_000;
+
+/// One queued turn.
+pub struct TurnJob {
+    pub prompt: String,
+    pub iteration: Option<u32>,
+    pub cancel: CancellationToken,
+    pub timeout: Option<Duration>,
+    /// A model slug used instead of the session's own for this turn (`huddle run --model`).
+    pub model_override: Option<String>,
+    pub reply: oneshot::Sender<TurnResult>,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnResult {
+    pub session: String,
+    pub text: String,
+    pub success: bool,
+    /// The answer was cut short; `text` holds what arrived.
+    pub interrupted: bool,
+    pub error: Option<String>,
+    pub error_kind: Option<ErrorKind>,
+    pub usage: Option<Usage>,
+    pub duration: Duration,
+    pub simulated: bool,
+    pub model: String,
+}
+
+impl TurnResult {
+    pub fn failed(session: &str, error: String, kind: Option<ErrorKind>) -> TurnResult {
+        TurnResult {
+            session: session.to_string(),
+            text: String::new(),
+            success: false,
+            interrupted: false,
+            error: Some(error),
+            error_kind: kind,
+            usage: None,
+            duration: Duration::ZERO,
+            simulated: false,
+            model: String::new(),
+        }
+    }
+
+    pub fn cancelled(&self) -> bool {
+        self.error_kind == Some(ErrorKind::Cancelled)
+    }
+
+    /// The answer for a prompt of someone downstream: the text, or the error for a failed turn.
+    pub fn text_or_error(&self) -> String {
+        match (&self.error, self.text.trim().is_empty()) {
+            (Some(e), true) => format!("(failed: {e})"),
+            (Some(e), false) => format!("{}\n\n(interrupted: {e})", self.text),
+            (None, _) => self.text.clone(),
+        }
+    }
+}
+
+/// The sending side of a session's queue.
+pub type SessionQueue = mpsc::UnboundedSender<TurnJob>;
+
+/// Starts the actor of `session_id`; it lives as long as its queue has senders.
+pub(crate) fn spawn(shared: Arc<EngineShared>, session_id: String) -> SessionQueue {
+    let (tx, mut rx) = mpsc::unbounded_channel::<TurnJob>();
+    tokio::spawn(async move {
+        let mut actor = Actor {
+            shared,
+            session_id,
+            history: None,
+            generation: 0,
+        };
+        while let Some(job) = rx.recv().await {
+            actor.run(job).await;
+        }
+    });
+    tx
+}
+
+struct Actor {
+    shared: Arc<EngineShared>,
+    session_id: String,
+    /// The conversation, loaded from the transcript on the first turn.
+    history: Option<Vec<ChatMessage>>,
+    generation: u64,
+}
+
+/// What a turn needs to know about its session, read once at its start.
+struct SessionInfo {
+    name: String,
+    group: String,
+    role: Role,
+    model: String,
+    system: Option<String>,
+    working_dir: Option<std::path::PathBuf>,
+}
+
+impl Actor {
+    fn info(&self) -> Option<SessionInfo> {
+        self.shared.org.read(|org| {
+            let s = org.session(&self.session_id)?;
+            let group = org.group(&s.group_id);
+            Some(SessionInfo {
+                name: s.name.clone(),
+                group: group.map(|g| g.name.clone()).unwrap_or_default(),
+                role: s.role,
+                model: s.model.clone(),
+                system: s.system_prompt.clone().filter(|p| !p.trim().is_empty()),
+                working_dir: s.repo.clone().or_else(|| group.and_then(|g| g.repo.clone())),
+            })
+        })
+    }
+
+    fn history(&mut self) -> &mut Vec<ChatMessage> {
+        let shared = &self.shared;
+        let id = &self.session_id;
+        self.history.get_or_insert_with(|| {
+            shared.writer.flush();
+            match shared.transcripts.load(id) {
+                Ok(loaded) => loaded
+                    .messages
+                    .into_iter()
+                    .filter(|m| m.error.is_none() && !m.text.trim().is_empty())
+                    .filter_map(|m| match m.role {
+                        MessageRole::User => Some(ChatMessage::user(m.text)),
+                        MessageRole::Assistant => Some(ChatMessage::assistant(m.text)),
+                        _ => None,
+                    })
+                    .collect(),
+                Err(e) => {
+                    tracing::warn!(session = %id, error = %e, "cannot read transcript; starting without history");
+                    Vec::new()
+                }
+            }
+        })
+    }
+
+    async fn run(&mut self, job: TurnJob) {
+        self.generation += 1;
+        let generation = self.generation;
+        let Some(info) = self.info() else {
+            let _ = job.reply.send(TurnResult::failed(
+                &self.session_id,
+                "the session no longer exists".into(),
+                Some(ErrorKind::Config),
+            ));
+            return;
+        };
+        let slug = job.model_override.clone().unwrap_or_else(|| info.model.clone());
+        let mut messages = bounded_history(self.history());
+        messages.push(ChatMessage::user(job.prompt.clone()));
+
+        let mut user = Message::user(job.prompt.clone());
+        user.iteration = job.iteration;
+        self.shared.writer.append(&self.session_id, user);
+        self.shared.events.emit(EngineEvent::TurnStarted {
+            group: info.group.clone(),
+            session: info.name.clone(),
+            generation,
+        });
+
+        let started = Instant::now();
+        let request = TurnRequest {
+            model: String::new(),
+            system: info.system.clone(),
+            messages,
+            working_dir: info.working_dir.clone(),
+            turn_timeout: job.timeout,
+        };
+        let outcome = match self.shared.providers.for_slug(&slug) {
+            Ok((provider, model)) => {
+                let request = TurnRequest { model, ..request };
+                let events = &self.shared.events;
+                let (group, name) = (info.group.as_str(), info.name.as_str());
+                let mut forward = |delta: &str| {
+                    events.emit(EngineEvent::Delta {
+                        group: group.to_string(),
+                        session: name.to_string(),
+                        generation,
+                        text: delta.to_string(),
+                    })
+                };
+                provider
+                    .stream_turn(request, &mut forward, job.cancel.clone())
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+
+        let mut result = match outcome {
+            Ok(out) => TurnResult {
+                session: info.name.clone(),
+                text: out.text,
+                success: true,
+                interrupted: false,
+                error: None,
+                error_kind: None,
+                usage: out.usage,
+                duration: out.duration,
+                simulated: out.simulated,
+                model: slug.clone(),
+            },
+            Err(e) => TurnResult {
+                session: info.name.clone(),
+                interrupted: !e.partial_text.is_empty() || e.kind == ErrorKind::Cancelled,
+                text: e.partial_text.clone(),
+                success: false,
+                error: Some(e.to_string()),
+                error_kind: Some(e.kind),
+                usage: None,
+                duration: started.elapsed(),
+                simulated: slug.starts_with("sim/"),
+                model: slug.clone(),
+            },
+        };
+        if result.duration.is_zero() {
+            result.duration = started.elapsed();
+        }
+        self.record(&info, &job, &result, generation);
+        // Idle again (the loop takes the next job) before the caller hears of the result.
+        let _ = job.reply.send(result);
+    }
+
+    fn record(&mut self, info: &SessionInfo, job: &TurnJob, result: &TurnResult, generation: u64) {
+        let mut answer = Message::new(MessageRole::Assistant, result.text.clone());
+        answer.model = Some(result.model.clone());
+        answer.usage = result.usage;
+        answer.duration_ms = Some(result.duration.as_millis() as u64);
+        answer.interrupted = result.interrupted;
+        answer.error = result.error.clone();
+        answer.iteration = job.iteration;
+        self.shared.writer.append(&self.session_id, answer);
+
+        if result.success && !result.text.trim().is_empty() {
+            let history = self.history();
+            history.push(ChatMessage::user(job.prompt.clone()));
+            history.push(ChatMessage::assistant(result.text.clone()));
+        }
+        if let Some(usage) = result.usage {
+            let id = &self.session_id;
+            self.shared.org.update(|org| {
+                let group_id = org.session_mut(id).map(|s| {
+                    s.usage.add(usage);
+                    s.group_id.clone()
+                });
+                if let Some(g) = group_id.and_then(|gid| org.group_mut(&gid)) {
+                    g.usage.add(usage);
+                }
+            });
+        }
+        self.shared.events.emit(EngineEvent::TurnFinished {
+            group: info.group.clone(),
+            session: info.name.clone(),
+            generation,
+            success: result.success,
+            interrupted: result.interrupted,
+            duration_ms: result.duration.as_millis() as u64,
+            usage: result.usage,
+            error: result.error.clone(),
+        });
+        if !result.text.is_empty() {
+            self.shared.events.emit(EngineEvent::Message {
+                group: info.group.clone(),
+                session: info.name.clone(),
+                role: info.role,
+                text: result.text.clone(),
+            });
+        }
+    }
+}
+
+/// The newest part of the conversation that fits the budget, starting on a user message.
+fn bounded_history(history: &[ChatMessage]) -> Vec<ChatMessage> {
+    let mut total = 0;
+    let mut start = history.len();
+    for (i, m) in history.iter().enumerate().rev() {
+        total += m.content.len();
+        if total > HISTORY_MAX_CHARS {
+            break;
+        }
+        start = i;
+    }
+    while start < history.len() && history[start].role != ChatRole::User {
+        start += 1;
+    }
+    history[start..].to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_keeps_the_newest_turns_and_starts_with_a_user_message() {
+        let big = "x".repeat(HISTORY_MAX_CHARS / 2);
+        let history = vec![
+            ChatMessage::user(big.clone()),
+            ChatMessage::assistant(big.clone()),
+            ChatMessage::user("q"),
+            ChatMessage::assistant("a"),
+        ];
+        let kept = bounded_history(&history);
+        assert_eq!(kept.len(), 2);
+        assert_eq!(kept[0].content, "q");
+        assert_eq!(bounded_history(&history[2..]).len(), 2);
+        assert!(bounded_history(&[]).is_empty());
+    }
+}

@@ -1,0 +1,414 @@
+//! `huddle run`: the engine without the terminal UI. Progress goes to stderr (sanitised), the
+//! final answer to stdout, or NDJSON events to stdout with `--events`. Exit codes follow SPEC
+//! section 9.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+
+use tokio::sync::mpsc;
+
+use crate::config::{Config, Paths};
+use crate::engine::events::{EngineEvent, Phase};
+use crate::engine::{Engine, EngineOptions, EventSink, RunOverrides, RunReport};
+use crate::model::{CycleOutcome, GroupKind, Mode, Session};
+use crate::presets::Catalog;
+use crate::presets::instantiate::create_team_group;
+use crate::providers::Providers;
+use crate::store::{DataDirLock, OrgHandle, OrganizationFile, Transcripts};
+use crate::text::sanitize;
+
+/// What `huddle run` was asked to do.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub preset: Option<String>,
+    pub group: Option<String>,
+    pub mode: Option<Mode>,
+    pub max_iterations: Option<u32>,
+    pub model: Option<String>,
+    pub events: bool,
+    pub prompt: String,
+    pub repo: PathBuf,
+}
+
+/// A failure before or around the run, with the exit code it maps to.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct RunFailure {
+    pub code: u8,
+    pub message: String,
+}
+
+fn usage(message: impl Into<String>) -> RunFailure {
+    RunFailure {
+        code: 2,
+        message: message.into(),
+    }
+}
+
+fn other(message: impl Into<String>) -> RunFailure {
+    RunFailure {
+        code: 1,
+        message: message.into(),
+    }
+}
+
+/// The exit code of a finished run (SPEC section 9).
+pub fn exit_code(report: &RunReport) -> u8 {
+    if report.failed.is_some() {
+        return 1;
+    }
+    match report.outcome {
+        CycleOutcome::GoalMet | CycleOutcome::Completed => 0,
+        CycleOutcome::MaxIterations => 3,
+        CycleOutcome::Stalled => 4,
+        CycleOutcome::ErrorBudget => 5,
+        CycleOutcome::Cancelled => 130,
+    }
+}
+
+/// What the run will drive.
+enum Target {
+    Group(String),
+    Session(String),
+}
+
+pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailure> {
+    if request.prompt == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| usage(format!("cannot read the prompt from standard input: {e}")))?;
+        request.prompt = text;
+    }
+    if request.prompt.trim().is_empty() {
+        return Err(usage("the prompt is empty"));
+    }
+    let config = Config::load(paths).map_err(|e| other(e.to_string()))?.config;
+    if let Some(model) = &request.model {
+        config
+            .resolve(model)
+            .map_err(|e| usage(format!("--model: {e}")))?;
+    }
+    let _lock = DataDirLock::acquire(&paths.lock_file()).map_err(|e| other(e.to_string()))?;
+    let loaded = OrganizationFile::new(paths.organization_file())
+        .load()
+        .map_err(|e| other(e.to_string()))?;
+    for notice in &loaded.notices {
+        eprintln!("huddle: {notice}");
+    }
+    let providers = Providers::from_config(&config).map_err(|e| other(e.to_string()))?;
+    let org = OrgHandle::persistent(loaded.org, OrganizationFile::new(paths.organization_file()));
+    let target = choose_target(paths, &config, &org, &request)?;
+
+    let (sink, events) = EventSink::channel();
+    let engine = Engine::new(
+        providers,
+        org.clone(),
+        Transcripts::new(paths.sessions_dir()),
+        sink,
+        EngineOptions {
+            max_concurrency: config.max_concurrency,
+            ..EngineOptions::default()
+        },
+    );
+    let printer = tokio::spawn(print_events(events, request.events));
+    let stopper = {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\nhuddle: stopping (Ctrl-C)...");
+                engine.stop_all();
+            }
+        })
+    };
+
+    let overrides = RunOverrides {
+        mode: request.mode,
+        max_iterations: request.max_iterations,
+        model: request.model.clone(),
+    };
+    let result = match &target {
+        Target::Group(id) => engine.run_group(id, request.prompt.clone(), overrides).await,
+        Target::Session(id) => match request.max_iterations {
+            Some(n) if n > 1 => {
+                engine
+                    .reflect_session(id, request.prompt.clone(), n, None, request.model.clone())
+                    .await
+            }
+            _ => Ok(one_shot(&engine, id, &request).await),
+        },
+    };
+    stopper.abort();
+    let flushed = engine.flush();
+    drop(engine);
+    // The printer ends when every sender (the engine and its sessions) is gone; don't wait on
+    // session actors still parked on their queues.
+    let _ = tokio::time::timeout(std::time::Duration::from_millis(200), printer).await;
+    if let Err(e) = flushed {
+        eprintln!("huddle: could not save: {e}");
+    }
+    let report = result.map_err(|e| other(e.to_string()))?;
+    if report.simulated {
+        eprintln!("huddle: note: these answers are SIMULATED by the offline sim provider, not a real model");
+    }
+    if let Some(why) = &report.failed {
+        eprintln!("huddle: the run failed: {}", sanitize::display(why));
+    }
+    if !request.events && !report.final_text.is_empty() {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", sanitize::display(report.final_text.trim_end()));
+        let _ = out.flush();
+    }
+    Ok(exit_code(&report))
+}
+
+async fn one_shot(engine: &Engine, session_id: &str, request: &RunRequest) -> RunReport {
+    let started = std::time::Instant::now();
+    let result = engine
+        .ask(session_id, request.prompt.clone(), request.model.clone())
+        .await;
+    let outcome = if result.cancelled() {
+        CycleOutcome::Cancelled
+    } else {
+        CycleOutcome::Completed
+    };
+    RunReport {
+        outcome,
+        iterations: 1,
+        final_text: result.text.clone(),
+        summary: String::new(),
+        usage: result.usage.unwrap_or_default(),
+        duration: started.elapsed(),
+        simulated: result.simulated,
+        failed: if result.success || result.cancelled() {
+            None
+        } else {
+            result.error.clone()
+        },
+    }
+}
+
+fn choose_target(
+    paths: &Paths,
+    config: &Config,
+    org: &OrgHandle,
+    request: &RunRequest,
+) -> Result<Target, RunFailure> {
+    if let Some(name) = &request.preset {
+        let catalog = Catalog::load(paths, config, Some(&request.repo));
+        for e in &catalog.errors {
+            eprintln!("huddle: warning: {e}");
+        }
+        let Some(preset) = catalog.find(name) else {
+            let known: Vec<&str> = catalog.presets.iter().map(|p| p.name.as_str()).collect();
+            return Err(usage(format!(
+                "no preset named `{name}` (available: {})",
+                known.join(", ")
+            )));
+        };
+        for w in &preset.warnings {
+            eprintln!("huddle: warning: {}", sanitize::display(w));
+        }
+        let repo = request.repo.clone();
+        let id = org.update(|o| create_team_group(o, preset, config, Some(&repo)));
+        return Ok(Target::Group(id));
+    }
+    if let Some(name) = &request.group {
+        return org
+            .read(|o| o.group_by_name(name).map(|g| g.id.clone()))
+            .map(Target::Group)
+            .ok_or_else(|| {
+                let known = org.read(|o| o.groups.iter().map(|g| g.name.clone()).collect::<Vec<_>>());
+                usage(format!("no group named `{name}` (groups: {})", known.join(", ")))
+            });
+    }
+    // A quick question to one plain session.
+    let model = request.model.clone().unwrap_or_else(|| config.default_model());
+    let repo = request.repo.clone();
+    let id = org.update(|o| {
+        let group = o
+            .groups
+            .iter()
+            .find(|g| g.kind == GroupKind::Default)
+            .map(|g| g.id.clone())
+            .unwrap_or_default();
+        let name = o.unique_session_name(&format!("run-{}", chrono::Local::now().format("%Y%m%d-%H%M%S")));
+        let mut session = Session::new(name, &group, model);
+        session.repo = Some(repo);
+        session.order = o.next_session_order(&group);
+        let id = session.id.clone();
+        o.sessions.push(session);
+        id
+    });
+    Ok(Target::Session(id))
+}
+
+/// Prints events as NDJSON on stdout, or as human progress on stderr.
+async fn print_events(mut events: mpsc::UnboundedReceiver<EngineEvent>, ndjson: bool) {
+    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    while let Some(event) = events.recv().await {
+        if ndjson {
+            if matches!(event, EngineEvent::Delta { .. } | EngineEvent::TurnStarted { .. }) {
+                continue;
+            }
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{}", event.to_ndjson());
+            let _ = out.flush();
+        } else if let Some(line) = progress_line(&event) {
+            let line = sanitize::display(&line).into_owned();
+            if color && line.starts_with("──") {
+                eprintln!("\x1b[1m{line}\x1b[0m");
+            } else {
+                eprintln!("{line}");
+            }
+        }
+    }
+}
+
+fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    match line.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
+    }
+}
+
+/// One human line for an event (None for events not worth a line).
+pub fn progress_line(event: &EngineEvent) -> Option<String> {
+    Some(match event {
+        EngineEvent::CycleStarted {
+            group,
+            mode,
+            max_iterations,
+        } => {
+            if *max_iterations > 1 {
+                format!("huddle: `{group}` runs in {mode} mode (at most {max_iterations} iterations)")
+            } else {
+                format!("huddle: `{group}` runs in {mode} mode")
+            }
+        }
+        EngineEvent::IterationStarted { iteration, .. } => format!("── iteration {iteration}"),
+        EngineEvent::Phase { phase, .. } => match phase {
+            Phase::Plan => "   planning…".into(),
+            Phase::Synthesize => "   synthesizing…".into(),
+            Phase::Evaluate => "   evaluating…".into(),
+            Phase::Dispatch | Phase::Collect => return None,
+        },
+        EngineEvent::Assignment { worker, task, .. } => format!("   → {worker}: {}", first_line(task, 90)),
+        EngineEvent::AssignmentDropped { name, reason, .. } => {
+            format!("   ! dropped assignment `{name}`: {reason}")
+        }
+        EngineEvent::WorkerFinished {
+            worker,
+            success,
+            duration_ms,
+            ..
+        } => format!(
+            "   {} {worker} ({:.1}s)",
+            if *success { "✓" } else { "✗" },
+            *duration_ms as f64 / 1000.0
+        ),
+        EngineEvent::Evaluation {
+            score,
+            rationale,
+            trend,
+            ..
+        } => format!(
+            "   score {score:.2}{}{}",
+            trend.map(|t| format!(" ({t})")).unwrap_or_default(),
+            if rationale.trim().is_empty() {
+                String::new()
+            } else {
+                format!(": {}", first_line(rationale, 80))
+            }
+        ),
+        EngineEvent::EvaluationUnparsed { .. } => {
+            "   ! the evaluator's reply had no readable score (counted as 0.5)".into()
+        }
+        EngineEvent::StallWarning {
+            consecutive,
+            similarity,
+            ..
+        } => {
+            format!("   ! stall warning {consecutive} (similarity {similarity:.2})")
+        }
+        EngineEvent::Adjustment { text, .. } => format!("   suggestion: {text}"),
+        EngineEvent::Warning { message, .. } => format!("   ! {message}"),
+        EngineEvent::Error {
+            iteration, message, ..
+        } => format!("   ✗ error in iteration {iteration}: {message}"),
+        EngineEvent::CyclePaused { .. } => "── paused".into(),
+        EngineEvent::CycleResumed { .. } => "── resumed".into(),
+        EngineEvent::CycleFinished { summary, .. } => format!("── finished\n{}", summary.trim_end()),
+        EngineEvent::TurnFinished {
+            session,
+            success: false,
+            error: Some(e),
+            ..
+        } => {
+            format!("   ✗ {session}: {}", first_line(e, 120))
+        }
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Usage;
+    use std::time::Duration;
+
+    fn report(outcome: CycleOutcome) -> RunReport {
+        RunReport {
+            outcome,
+            iterations: 1,
+            final_text: String::new(),
+            summary: String::new(),
+            usage: Usage::default(),
+            duration: Duration::ZERO,
+            simulated: false,
+            failed: None,
+        }
+    }
+
+    #[test]
+    fn exit_codes_follow_the_spec() {
+        let codes: Vec<u8> = [
+            CycleOutcome::GoalMet,
+            CycleOutcome::Completed,
+            CycleOutcome::MaxIterations,
+            CycleOutcome::Stalled,
+            CycleOutcome::ErrorBudget,
+            CycleOutcome::Cancelled,
+        ]
+        .into_iter()
+        .map(|o| exit_code(&report(o)))
+        .collect();
+        assert_eq!(codes, [0, 0, 3, 4, 5, 130]);
+        let mut failed = report(CycleOutcome::Completed);
+        failed.failed = Some("x".into());
+        assert_eq!(exit_code(&failed), 1);
+    }
+
+    #[test]
+    fn progress_lines_are_short_and_skip_noise() {
+        let line = progress_line(&EngineEvent::Assignment {
+            group: "g".into(),
+            iteration: 1,
+            worker: "w".into(),
+            task: format!("\n  {}\nsecond", "x".repeat(200)),
+        })
+        .unwrap();
+        assert!(line.starts_with("   → w: xxx"), "{line}");
+        assert!(line.chars().count() < 110, "{line}");
+        assert!(
+            progress_line(&EngineEvent::Delta {
+                group: "g".into(),
+                session: "s".into(),
+                generation: 1,
+                text: "t".into()
+            })
+            .is_none()
+        );
+    }
+}

@@ -1,0 +1,176 @@
+//! A team wired to the fake LLM server: sessions on distinct models so each can be scripted and
+//! its prompts inspected.
+
+use std::path::Path;
+use std::time::Duration;
+
+use huddle::config::Config;
+use huddle::engine::events::EngineEvent;
+use huddle::engine::{Engine, EngineOptions, EventSink};
+use huddle::model::{Group, GroupKind, Mode, Organization, Role, Session, reconcile};
+use huddle::providers::{ProviderOptions, Providers, RetryPolicy};
+use huddle::store::{OrgHandle, OrganizationFile, Transcripts};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::fake_llm_server::FakeLlm;
+
+pub const ORCH: &str = "orch";
+pub const EVAL: &str = "eval";
+
+pub struct Fixture {
+    pub server: FakeLlm,
+    pub engine: Engine,
+    pub org: OrgHandle,
+    pub group_id: String,
+    pub events: UnboundedReceiver<EngineEvent>,
+    pub transcripts: Transcripts,
+    #[allow(dead_code)]
+    pub dir: tempfile::TempDir,
+}
+
+pub fn config_for(server: &FakeLlm) -> Config {
+    Config::parse(
+        &format!(
+            "providers:\n  - {{ name: openai, kind: openai, base_url: \"{}\" }}\n  - {{ name: anthropic, kind: anthropic, base_url: \"{}\" }}\n",
+            server.openai_base(),
+            server.anthropic_base()
+        ),
+        Path::new("test-config.yaml"),
+    )
+    .expect("test config")
+}
+
+pub fn fast_providers(config: &Config) -> Providers {
+    Providers::with_options(
+        config,
+        ProviderOptions {
+            read_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(2),
+            retry: RetryPolicy {
+                max_attempts: 1,
+                base_delay: Duration::from_millis(1),
+                max_delay: Duration::from_millis(1),
+                max_retry_after: Duration::from_millis(1),
+            },
+        },
+    )
+    .expect("providers")
+}
+
+/// A team `t` in `mode` with workers on models `w-<name>` (openai), an orchestrator on `orch`
+/// (openai) and, if asked, an evaluator on `eval` (anthropic).
+pub async fn team(mode: Mode, workers: &[&str], evaluator: bool, max_iterations: u32) -> Fixture {
+    let server = FakeLlm::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut org = Organization::default();
+    reconcile::reconcile(&mut org);
+    let mut group = Group::new("t", GroupKind::Team);
+    group.mode = mode;
+    group.max_iterations = max_iterations;
+    group.worker_timeout_secs = 20;
+    let gid = group.id.clone();
+    let mut order = 0;
+    let mut add = |org: &mut Organization, name: &str, role: Role, model: &str, prompt: Option<&str>| {
+        let mut s = Session::new(name, &gid, model);
+        s.role = role;
+        s.team = true;
+        s.order = order;
+        s.system_prompt = prompt.map(str::to_string);
+        order += 1;
+        org.sessions.push(s);
+    };
+    if mode.has_orchestrator() {
+        add(
+            &mut org,
+            "t-orchestrator",
+            Role::Orchestrator,
+            &format!("openai/{ORCH}"),
+            None,
+        );
+    }
+    for w in workers {
+        add(
+            &mut org,
+            &format!("t-{w}"),
+            Role::Worker,
+            &format!("openai/w-{w}"),
+            Some(&format!("You are the {w} specialist.\nSecond line.")),
+        );
+    }
+    if evaluator {
+        add(
+            &mut org,
+            "t-evaluator",
+            Role::Evaluator,
+            &format!("anthropic/{EVAL}"),
+            None,
+        );
+        group.evaluator = Some("t-evaluator".into());
+    }
+    org.groups.push(group);
+    let org = OrgHandle::persistent_with_debounce(
+        org,
+        OrganizationFile::new(dir.path().join("organization.json")),
+        Duration::from_millis(5),
+    );
+    let config = config_for(&server);
+    let (sink, events) = EventSink::channel();
+    let transcripts = Transcripts::new(dir.path().join("sessions"));
+    let engine = Engine::new(
+        fast_providers(&config),
+        org.clone(),
+        transcripts.clone(),
+        sink,
+        EngineOptions {
+            max_concurrency: 8,
+            error_backoff: Duration::from_millis(10),
+        },
+    );
+    Fixture {
+        server,
+        engine,
+        org,
+        group_id: gid,
+        events,
+        transcripts,
+        dir,
+    }
+}
+
+impl Fixture {
+    /// Every event emitted so far.
+    pub fn drain(&mut self) -> Vec<EngineEvent> {
+        let mut out = Vec::new();
+        while let Ok(e) = self.events.try_recv() {
+            out.push(e);
+        }
+        out
+    }
+
+    /// The user-side prompt texts (last message) of every request made to `model`.
+    pub fn prompts(&self, model: &str) -> Vec<String> {
+        self.server
+            .requests_for(model)
+            .iter()
+            .map(|r| r.prompt_texts().last().cloned().unwrap_or_default())
+            .collect()
+    }
+
+    pub fn session_id(&self, name: &str) -> String {
+        self.org
+            .read(|o| o.session_by_name(name).map(|s| s.id.clone()))
+            .expect("session exists")
+    }
+}
+
+/// The `event` names in order (deltas and turn bookkeeping left out).
+pub fn names(events: &[EngineEvent]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| {
+            let v: serde_json::Value = serde_json::from_str(&e.to_ndjson()).expect("ndjson");
+            v["event"].as_str().unwrap_or("").to_string()
+        })
+        .filter(|n| !matches!(n.as_str(), "delta" | "turn_started" | "turn_finished" | "message"))
+        .collect()
+}

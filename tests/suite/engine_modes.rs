@@ -1,0 +1,177 @@
+//! The one-pass modes end to end over real HTTP: broadcast, sequential, single-pass orchestrator.
+
+use huddle::engine::RunOverrides;
+use huddle::engine::events::EngineEvent;
+use huddle::model::{CycleOutcome, Mode};
+
+use super::engine_fixture::{ORCH, names, team};
+use super::fake_llm_server::Reply;
+
+#[tokio::test]
+async fn broadcast_sends_the_prompt_to_everyone_and_survives_a_failure() {
+    let mut f = team(Mode::Broadcast, &["a", "b", "c"], false, 1).await;
+    f.server.script("w-a", vec![Reply::text("answer from a")]);
+    f.server.script(
+        "w-b",
+        vec![Reply::status(400).body(r#"{"error":{"message":"bad"}}"#)],
+    );
+    f.server.script("w-c", vec![Reply::text("answer from c")]);
+    let report = f
+        .engine
+        .run_group(&f.group_id, "Compare X and Y".into(), RunOverrides::default())
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::Completed);
+    assert!(report.failed.is_none());
+    for m in ["w-a", "w-b", "w-c"] {
+        assert_eq!(f.prompts(m), vec!["Compare X and Y".to_string()], "{m}");
+    }
+    assert!(report.final_text.contains("answer from a"));
+    assert!(report.final_text.contains("answer from c"));
+    assert!(
+        report.final_text.contains("t-b") && report.final_text.contains("failed"),
+        "{}",
+        report.final_text
+    );
+    let events = f.drain();
+    let finished: Vec<(String, bool)> = events
+        .iter()
+        .filter_map(|e| match e {
+            EngineEvent::WorkerFinished { worker, success, .. } => Some((worker.clone(), *success)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finished.len(), 3);
+    assert!(finished.contains(&("t-b".to_string(), false)));
+    assert_eq!(names(&events).first().map(String::as_str), Some("cycle_started"));
+    assert_eq!(names(&events).last().map(String::as_str), Some("cycle_finished"));
+}
+
+#[tokio::test]
+async fn sequential_passes_earlier_answers_labelled_and_continues_after_a_failure() {
+    let f = team(Mode::Sequential, &["draft", "critic", "editor"], false, 1).await;
+    f.server.script("w-draft", vec![Reply::text("FIRST DRAFT TEXT")]);
+    f.server.script("w-critic", vec![Reply::status(500)]);
+    f.server.script("w-editor", vec![Reply::text("FINAL EDIT")]);
+    let report = f
+        .engine
+        .run_group(&f.group_id, "Write a haiku".into(), RunOverrides::default())
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::Completed);
+    assert_eq!(report.final_text, "FINAL EDIT");
+    assert_eq!(f.prompts("w-draft"), vec!["Write a haiku".to_string()]);
+    let critic = &f.prompts("w-critic")[0];
+    assert!(
+        critic.contains("Write a haiku") && critic.contains("t-draft") && critic.contains("FIRST DRAFT TEXT"),
+        "{critic}"
+    );
+    let editor = &f.prompts("w-editor")[0];
+    assert!(editor.contains("FIRST DRAFT TEXT"), "{editor}");
+    assert!(
+        editor.contains("t-critic") && editor.contains("failed"),
+        "the failure is passed on: {editor}"
+    );
+    assert!(
+        editor.find("t-draft").unwrap() < editor.find("t-critic").unwrap(),
+        "in order"
+    );
+}
+
+#[tokio::test]
+async fn orchestrator_plans_dispatches_in_parallel_and_synthesizes() {
+    let mut f = team(Mode::Orchestrator, &["alpha", "beta"], false, 1).await;
+    f.server.script(
+        ORCH,
+        vec![
+            Reply::text("Plan:\n@worker:alpha\nResearch part A.\n@end\n@worker:t-beta\nResearch part B.\n@end\n@worker:ghost\nnothing\n"),
+            Reply::text("COMBINED ANSWER"),
+        ],
+    );
+    f.server.script("w-alpha", vec![Reply::text("alpha result text")]);
+    f.server.script("w-beta", vec![Reply::text("beta result text")]);
+    let report = f
+        .engine
+        .run_group(&f.group_id, "Explain the thing".into(), RunOverrides::default())
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::Completed);
+    assert_eq!(report.final_text, "COMBINED ANSWER");
+
+    let plan = &f.prompts(ORCH)[0];
+    assert!(
+        plan.contains("Explain the thing") && plan.contains("t-alpha") && plan.contains("t-beta"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("You are the alpha specialist."),
+        "specialization listed: {plan}"
+    );
+    let alpha = &f.prompts("w-alpha")[0];
+    assert!(
+        alpha.contains("Explain the thing"),
+        "worker sees the original request: {alpha}"
+    );
+    assert!(alpha.contains("Research part A."), "{alpha}");
+    assert!(!alpha.contains("Research part B."), "{alpha}");
+    let synth = &f.prompts(ORCH)[1];
+    assert!(
+        synth.contains("alpha result text") && synth.contains("beta result text"),
+        "{synth}"
+    );
+
+    let events = f.drain();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, EngineEvent::AssignmentDropped { name, .. } if name == "ghost"))
+    );
+    let phases: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            EngineEvent::Phase { phase, .. } => Some(format!("{phase:?}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(phases, ["Plan", "Dispatch", "Collect", "Synthesize"]);
+}
+
+#[tokio::test]
+async fn orchestrator_without_assignments_answers_itself() {
+    let f = team(Mode::Orchestrator, &["alpha"], false, 1).await;
+    f.server
+        .script(ORCH, vec![Reply::text("The answer is 42, no delegation needed.")]);
+    let report = f
+        .engine
+        .run_group(&f.group_id, "What is 6*7?".into(), RunOverrides::default())
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::Completed);
+    assert_eq!(report.final_text, "The answer is 42, no delegation needed.");
+    assert!(f.prompts("w-alpha").is_empty(), "no worker was asked");
+    assert_eq!(f.prompts(ORCH).len(), 1);
+}
+
+#[tokio::test]
+async fn transcripts_record_prompts_answers_and_usage() {
+    let f = team(Mode::Broadcast, &["a"], false, 1).await;
+    f.server
+        .script("w-a", vec![Reply::text("hello there").usage(7, 3)]);
+    f.engine
+        .run_group(&f.group_id, "hi".into(), RunOverrides::default())
+        .await
+        .unwrap();
+    f.engine.flush().unwrap();
+    let id = f.session_id("t-a");
+    let messages = f.transcripts.load(&id).unwrap().messages;
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[0].text, "hi");
+    assert_eq!(messages[1].text, "hello there");
+    let usage = messages[1].usage.unwrap();
+    assert_eq!((usage.input_tokens, usage.output_tokens), (7, 3));
+    let (session_usage, group_usage) = f
+        .org
+        .read(|o| (o.session(&id).unwrap().usage, o.group(&f.group_id).unwrap().usage));
+    assert_eq!(session_usage.total(), 10);
+    assert_eq!(group_usage.total(), 10, "rolled up to the group");
+}

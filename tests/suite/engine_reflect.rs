@@ -1,0 +1,533 @@
+//! Every exit of the reflect loop, pause/resume, stop, queued messages and crash resume, over
+//! real HTTP against the fake server.
+
+use std::time::Duration;
+
+use huddle::engine::RunOverrides;
+use huddle::engine::events::EngineEvent;
+use huddle::model::{CycleOutcome, Evaluation, Mode, ReflectionCycle};
+
+use super::engine_fixture::{EVAL, ORCH, team};
+use super::fake_llm_server::{Reply, StreamEnd};
+
+fn plan(workers: &[&str], round: u32) -> Reply {
+    let mut text = format!("Round {round} plan.\n");
+    for w in workers {
+        text.push_str(&format!("@worker:{w}\nDo part {w} of round {round}.\n@end\n"));
+    }
+    Reply::text(&text)
+}
+
+fn worker_answers(f: &super::engine_fixture::Fixture, w: &str, n: usize) {
+    let replies = (1..=n)
+        .map(|k| Reply::text(&format!("Worker {w} answer number {k}, long enough to be a real contribution to the work of the team in this round.")))
+        .collect();
+    f.server.script(&format!("w-{w}"), replies);
+}
+
+fn synthesis(round: u32) -> Reply {
+    // Distinct vocabulary per round so no stall is detected.
+    let words: Vec<String> = (0..40).map(|k| format!("r{round}w{k}")).collect();
+    Reply::text(&format!("Synthesis {round}: {}", words.join(" ")))
+}
+
+#[tokio::test]
+async fn goal_met_by_evaluator_score_and_replan_carries_the_evaluation() {
+    let mut f = team(Mode::OrchestratorReflect, &["alpha", "beta"], true, 5).await;
+    f.server.script(
+        ORCH,
+        vec![
+            plan(&["alpha", "beta"], 1),
+            synthesis(1),
+            plan(&["alpha"], 2),
+            synthesis(2),
+        ],
+    );
+    worker_answers(&f, "alpha", 2);
+    worker_answers(&f, "beta", 1);
+    f.server.script(
+        EVAL,
+        vec![
+            Reply::text(
+                "SCORE: 0.6\nRATIONALE: Missing the edge cases UNIQUE_RATIONALE.\n[[NEEDS_ITERATION]]",
+            ),
+            Reply::text("SCORE: 95%\nRATIONALE: Complete.\n[[GROUP_REFLECT_COMPLETE]]"),
+        ],
+    );
+    let report = f
+        .engine
+        .run_group(&f.group_id, "Review the patch".into(), RunOverrides::default())
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::GoalMet);
+    assert_eq!(report.iterations, 2);
+    assert!(
+        report.final_text.starts_with("Synthesis 2"),
+        "{}",
+        report.final_text
+    );
+
+    let orch = f.prompts(ORCH);
+    assert_eq!(orch.len(), 4);
+    assert!(
+        orch[2].contains("UNIQUE_RATIONALE"),
+        "replan carries the evaluation: {}",
+        orch[2]
+    );
+    assert!(orch[2].contains("0.6"), "{}", orch[2]);
+    assert!(
+        orch[2].contains("Synthesis 1"),
+        "replan carries the previous synthesis"
+    );
+    let eval = f.prompts(EVAL);
+    assert!(
+        eval[0].contains("Review the patch") && eval[0].contains("Synthesis 1"),
+        "{}",
+        eval[0]
+    );
+
+    let events = f.drain();
+    let scores: Vec<f64> = events
+        .iter()
+        .filter_map(|e| match e {
+            EngineEvent::Evaluation { score, .. } => Some(*score),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(scores, vec![0.6, 0.95]);
+    let state = f
+        .org
+        .read(|o| o.group(&f.group_id).unwrap().reflection.clone().unwrap());
+    assert!(state.goal_met && !state.cancelled && !state.active);
+    assert_eq!(state.evaluations.len(), 2);
+    assert_eq!(state.outcome, Some(CycleOutcome::GoalMet));
+}
+
+#[tokio::test]
+async fn goal_met_by_self_evaluation_sentinel() {
+    let f = team(Mode::OrchestratorReflect, &["alpha"], false, 5).await;
+    f.server.script(
+        ORCH,
+        vec![
+            plan(&["alpha"], 1),
+            Reply::text("Draft synthesis.\n[[NEEDS_ITERATION]]\nAdd the benchmarks FEEDBACK_MARK."),
+            plan(&["alpha"], 2),
+            Reply::text("Final synthesis with benchmarks.\n\n**[[GROUP_REFLECT_COMPLETE]]**"),
+        ],
+    );
+    worker_answers(&f, "alpha", 2);
+    let report = f
+        .engine
+        .run_group(&f.group_id, "Build it".into(), RunOverrides::default())
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::GoalMet);
+    assert_eq!(report.iterations, 2);
+    assert!(
+        !report.final_text.contains("[[GROUP_REFLECT_COMPLETE]]"),
+        "sentinels stripped from the answer"
+    );
+    let orch = f.prompts(ORCH);
+    assert!(
+        orch[1].contains("[[NEEDS_ITERATION]]"),
+        "synthesis asks for self-evaluation"
+    );
+    assert!(
+        orch[2].contains("FEEDBACK_MARK"),
+        "feedback reaches the replan: {}",
+        orch[2]
+    );
+}
+
+#[tokio::test]
+async fn goal_met_when_the_replan_assigns_nothing() {
+    let f = team(Mode::OrchestratorReflect, &["alpha"], true, 5).await;
+    f.server.script(
+        ORCH,
+        vec![
+            plan(&["alpha"], 1),
+            synthesis(1),
+            Reply::text("Everything is done; nothing left to assign."),
+        ],
+    );
+    worker_answers(&f, "alpha", 1);
+    f.server.script(
+        EVAL,
+        vec![Reply::text("SCORE: 0.7\nRATIONALE: fine\n[[NEEDS_ITERATION]]")],
+    );
+    let report = f
+        .engine
+        .run_group(&f.group_id, "Do it".into(), RunOverrides::default())
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::GoalMet);
+    assert!(report.final_text.starts_with("Synthesis 1"));
+}
+
+#[tokio::test]
+async fn max_iterations_ends_the_cycle_and_marks_it_cancelled() {
+    let f = team(Mode::OrchestratorReflect, &["alpha"], true, 2).await;
+    f.server.script(
+        ORCH,
+        vec![
+            plan(&["alpha"], 1),
+            synthesis(1),
+            plan(&["alpha"], 2),
+            synthesis(2),
+        ],
+    );
+    worker_answers(&f, "alpha", 2);
+    f.server.script(
+        EVAL,
+        vec![
+            Reply::text("SCORE: 5/10\nRATIONALE: meh"),
+            Reply::text("SCORE: 0.5\nRATIONALE: meh"),
+        ],
+    );
+    let report = f
+        .engine
+        .run_group(&f.group_id, "Do it".into(), RunOverrides::default())
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::MaxIterations);
+    assert_eq!(report.iterations, 2);
+    assert!(
+        report.summary.contains("2/2") || report.summary.contains("2 of 2"),
+        "{}",
+        report.summary
+    );
+    let state = f
+        .org
+        .read(|o| o.group(&f.group_id).unwrap().reflection.clone().unwrap());
+    assert!(state.cancelled, "every exit but goal met sets cancelled");
+    assert!(!state.goal_met);
+}
+
+#[tokio::test]
+async fn two_consecutive_stalls_stop_the_cycle() {
+    let mut f = team(Mode::OrchestratorReflect, &["alpha"], true, 6).await;
+    let same = || Reply::text("The same synthesis every single time, word for word.");
+    f.server.script(
+        ORCH,
+        vec![
+            plan(&["alpha"], 1),
+            same(),
+            plan(&["alpha"], 2),
+            same(),
+            plan(&["alpha"], 3),
+            same(),
+        ],
+    );
+    worker_answers(&f, "alpha", 3);
+    f.server.script(
+        EVAL,
+        (0..3)
+            .map(|_| Reply::text("SCORE: 0.5\nRATIONALE: again"))
+            .collect(),
+    );
+    let report = f
+        .engine
+        .run_group(&f.group_id, "Do it".into(), RunOverrides::default())
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::Stalled);
+    assert_eq!(report.iterations, 3);
+    let warnings: Vec<u32> = f
+        .drain()
+        .iter()
+        .filter_map(|e| match e {
+            EngineEvent::StallWarning { consecutive, .. } => Some(*consecutive),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(warnings, vec![1, 2]);
+}
+
+#[tokio::test]
+async fn three_consecutive_errors_exhaust_the_error_budget() {
+    let mut f = team(Mode::OrchestratorReflect, &["alpha"], true, 5).await;
+    f.server.script(
+        ORCH,
+        (0..3)
+            .map(|_| Reply::status(400).body(r#"{"error":{"message":"nope"}}"#))
+            .collect(),
+    );
+    let report = f
+        .engine
+        .run_group(&f.group_id, "Do it".into(), RunOverrides::default())
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::ErrorBudget);
+    assert_eq!(f.prompts(ORCH).len(), 3, "the same iteration retried three times");
+    let errors = f
+        .drain()
+        .iter()
+        .filter(|e| matches!(e, EngineEvent::Error { iteration: 1, .. }))
+        .count();
+    assert_eq!(errors, 3);
+}
+
+#[tokio::test]
+async fn an_error_is_retried_and_success_resets_the_budget() {
+    let f = team(Mode::OrchestratorReflect, &["alpha"], true, 5).await;
+    f.server.script(
+        ORCH,
+        vec![
+            Reply::status(400),
+            Reply::status(400),
+            plan(&["alpha"], 1),
+            synthesis(1),
+        ],
+    );
+    worker_answers(&f, "alpha", 1);
+    f.server
+        .script(EVAL, vec![Reply::text("SCORE: 0.92\nRATIONALE: good")]);
+    let report = f
+        .engine
+        .run_group(&f.group_id, "Do it".into(), RunOverrides::default())
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::GoalMet);
+    assert_eq!(
+        report.iterations, 1,
+        "the failed attempts did not count as iterations"
+    );
+}
+
+#[tokio::test]
+async fn no_assignment_on_the_first_plan_nudges_then_sends_the_request_to_everyone() {
+    let mut f = team(Mode::OrchestratorReflect, &["alpha", "beta"], true, 1).await;
+    f.server.script(
+        ORCH,
+        vec![
+            Reply::text("I will just answer myself."),
+            Reply::text("Still answering myself."),
+            synthesis(1),
+        ],
+    );
+    worker_answers(&f, "alpha", 1);
+    worker_answers(&f, "beta", 1);
+    f.server
+        .script(EVAL, vec![Reply::text("SCORE: 0.95\nRATIONALE: ok")]);
+    let report = f
+        .engine
+        .run_group(
+            &f.group_id,
+            "Original request text".into(),
+            RunOverrides::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::GoalMet);
+    let orch = f.prompts(ORCH);
+    assert!(
+        orch[1].contains("@worker:") && orch[1].contains("t-alpha"),
+        "the nudge lists workers: {}",
+        orch[1]
+    );
+    assert!(f.prompts("w-alpha")[0].contains("Original request text"));
+    assert!(f.prompts("w-beta")[0].contains("Original request text"));
+    assert!(f.drain().iter().any(|e| matches!(e, EngineEvent::Warning { .. })));
+}
+
+#[tokio::test]
+async fn stop_mid_dispatch_cancels_in_flight_requests_and_keeps_partial_text() {
+    let f = team(Mode::OrchestratorReflect, &["alpha"], true, 5).await;
+    f.server.script(ORCH, vec![plan(&["alpha"], 1)]);
+    f.server.script(
+        "w-alpha",
+        vec![Reply::chunks(["partial ", "answer "]).end(StreamEnd::Stall(Duration::from_secs(30)))],
+    );
+    let engine = f.engine.clone();
+    let gid = f.group_id.clone();
+    let run = tokio::spawn(async move {
+        engine
+            .run_group(&gid, "Do it".into(), RunOverrides::default())
+            .await
+    });
+    // Wait until the worker's partial text has been streamed.
+    let worker = f.session_id("t-alpha");
+    let mut seen = false;
+    for _ in 0..200 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if f.server.requests_for("w-alpha").len() == 1 {
+            seen = true;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            break;
+        }
+    }
+    assert!(seen, "the worker was dispatched");
+    assert!(f.engine.stop(&f.group_id));
+    let report = tokio::time::timeout(Duration::from_secs(5), run)
+        .await
+        .expect("stop ends the run long before the 30 s stall")
+        .unwrap()
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::Cancelled);
+    f.engine.flush().unwrap();
+    let messages = f.transcripts.load(&worker).unwrap().messages;
+    let last = messages.last().unwrap();
+    assert!(last.interrupted, "{last:?}");
+    assert_eq!(last.text, "partial answer ");
+    let state = f
+        .org
+        .read(|o| o.group(&f.group_id).unwrap().reflection.clone().unwrap());
+    assert_eq!(state.outcome, Some(CycleOutcome::Cancelled));
+    assert!(state.cancelled);
+}
+
+#[tokio::test]
+async fn pause_waits_after_the_step_and_resume_continues() {
+    let mut f = team(Mode::OrchestratorReflect, &["alpha"], true, 5).await;
+    f.server.script(
+        ORCH,
+        vec![
+            plan(&["alpha"], 1).chunk_delay(Duration::from_millis(50)),
+            synthesis(1),
+        ],
+    );
+    worker_answers(&f, "alpha", 1);
+    f.server
+        .script(EVAL, vec![Reply::text("SCORE: 0.95\nRATIONALE: ok")]);
+    let engine = f.engine.clone();
+    let gid = f.group_id.clone();
+    let run = tokio::spawn(async move {
+        engine
+            .run_group(&gid, "Do it".into(), RunOverrides::default())
+            .await
+    });
+    while f.server.requests_for(ORCH).is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(f.engine.pause(&f.group_id));
+    // The plan in flight finishes, then the cycle waits.
+    let mut paused = false;
+    for _ in 0..300 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        if f.drain()
+            .iter()
+            .any(|e| matches!(e, EngineEvent::CyclePaused { .. }))
+        {
+            paused = true;
+            break;
+        }
+    }
+    assert!(paused, "cycle_paused was emitted");
+    let persisted = f
+        .org
+        .read(|o| o.group(&f.group_id).unwrap().reflection.clone().unwrap());
+    assert!(persisted.paused);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        f.server.requests_for("w-alpha").is_empty(),
+        "nothing is dispatched while paused"
+    );
+    assert!(f.engine.resume(&f.group_id));
+    let report = run.await.unwrap().unwrap();
+    assert_eq!(report.outcome, CycleOutcome::GoalMet);
+    assert!(
+        f.drain()
+            .iter()
+            .any(|e| matches!(e, EngineEvent::CycleResumed { .. }))
+    );
+}
+
+#[tokio::test]
+async fn a_message_sent_during_a_cycle_reaches_the_next_plan() {
+    let f = team(Mode::OrchestratorReflect, &["alpha"], true, 5).await;
+    f.server.script(
+        ORCH,
+        vec![
+            plan(&["alpha"], 1),
+            synthesis(1).chunk_delay(Duration::from_millis(30)),
+            plan(&["alpha"], 2),
+            synthesis(2),
+        ],
+    );
+    worker_answers(&f, "alpha", 2);
+    f.server.script(
+        EVAL,
+        vec![
+            Reply::text("SCORE: 0.5\nRATIONALE: more"),
+            Reply::text("SCORE: 0.95\nRATIONALE: ok"),
+        ],
+    );
+    let engine = f.engine.clone();
+    let gid = f.group_id.clone();
+    let run = tokio::spawn(async move {
+        engine
+            .run_group(&gid, "Do it".into(), RunOverrides::default())
+            .await
+    });
+    while f.server.requests_for(ORCH).len() < 2 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(
+        f.engine
+            .queue_message(&f.group_id, "Also consider QUEUED_NOTE".into())
+    );
+    let report = run.await.unwrap().unwrap();
+    assert_eq!(report.outcome, CycleOutcome::GoalMet);
+    let orch = f.prompts(ORCH);
+    assert!(orch[2].contains("QUEUED_NOTE"), "{}", orch[2]);
+    assert!(!orch[3].contains("QUEUED_NOTE"), "given once");
+}
+
+#[tokio::test]
+async fn an_interrupted_cycle_resumes_from_its_last_completed_iteration() {
+    let f = team(Mode::OrchestratorReflect, &["alpha"], true, 4).await;
+    // The state a crash during iteration 2 leaves behind.
+    f.org.update(|o| {
+        let g = o.group_mut(&f.group_id).unwrap();
+        g.reflection = Some(ReflectionCycle {
+            goal: "Resume me".into(),
+            max_iterations: 4,
+            iteration: 2,
+            completed_iterations: 1,
+            active: true,
+            last_synthesis: Some("Synthesis before the crash RESUME_MARK".into()),
+            recent_syntheses: vec!["Synthesis before the crash RESUME_MARK".into()],
+            last_evaluation: Some(Evaluation {
+                iteration: 1,
+                score: 0.55,
+                rationale: "needs work CRASH_RATIONALE".into(),
+                evaluator_model: Some("anthropic/eval".into()),
+                at: chrono::Utc::now(),
+                trend: None,
+            }),
+            ..ReflectionCycle::default()
+        });
+    });
+    assert!(f.org.read(|o| {
+        o.group(&f.group_id)
+            .unwrap()
+            .reflection
+            .as_ref()
+            .unwrap()
+            .is_interrupted()
+    }));
+    f.server.script(ORCH, vec![plan(&["alpha"], 2), synthesis(2)]);
+    worker_answers(&f, "alpha", 1);
+    f.server
+        .script(EVAL, vec![Reply::text("SCORE: 0.93\nRATIONALE: ok")]);
+    let report = f
+        .engine
+        .resume_cycle(&f.group_id, RunOverrides::default())
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::GoalMet);
+    assert_eq!(report.iterations, 2, "continued with iteration 2");
+    let first = &f.prompts(ORCH)[0];
+    assert!(
+        first.contains("RESUME_MARK") && first.contains("CRASH_RATIONALE"),
+        "a replan, not a fresh plan: {first}"
+    );
+    assert!(f.prompts("w-alpha")[0].contains("Resume me"));
+    assert!(
+        f.engine
+            .resume_cycle(&f.group_id, RunOverrides::default())
+            .await
+            .is_err(),
+        "nothing left to resume"
+    );
+}

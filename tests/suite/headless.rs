@@ -1,0 +1,259 @@
+//! `huddle run` as a user runs it: the real binary, a temporary HUDDLE_HOME, the sim provider.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use huddle::store::{DataDirLock, OrganizationFile};
+
+fn huddle(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(args)
+        .env("HUDDLE_HOME", home)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .current_dir(home)
+        .output()
+        .expect("run huddle")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn every_builtin_preset_runs_to_a_sensible_end_on_the_sim() {
+    let home = tempfile::tempdir().unwrap();
+    for preset in [
+        "Code Review Team",
+        "Implement & Challenge",
+        "Research Panel",
+        "Draft, Critique, Edit",
+        "Planning Team",
+    ] {
+        let out = huddle(
+            home.path(),
+            &[
+                "run",
+                "--preset",
+                preset,
+                "--model",
+                "sim/x",
+                "Add retries to the client",
+            ],
+        );
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{preset}: {stderr}");
+        assert!(!stdout.trim().is_empty(), "{preset}: an answer on stdout");
+        assert!(
+            stderr.contains("SIMULATED"),
+            "{preset}: the sim is labelled: {stderr}"
+        );
+        assert!(stderr.contains("finished"), "{preset}: {stderr}");
+    }
+    let org = OrganizationFile::new(home.path().join("organization.json"))
+        .inspect()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        org.groups.iter().filter(|g| g.is_team()).count(),
+        5,
+        "each run persisted its team"
+    );
+    let reflect = org.groups.iter().find(|g| g.name == "Code Review Team").unwrap();
+    let cycle = reflect.reflection.as_ref().unwrap();
+    assert!(cycle.goal_met && !cycle.active);
+    assert!(
+        home.path().join("sessions").read_dir().unwrap().count() > 5,
+        "transcripts written"
+    );
+}
+
+#[test]
+fn events_are_ndjson_with_event_and_group() {
+    let home = tempfile::tempdir().unwrap();
+    let out = huddle(
+        home.path(),
+        &[
+            "run",
+            "--preset",
+            "Code Review Team",
+            "--model",
+            "sim/x",
+            "--events",
+            "Review it",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .all(|v| v["event"].is_string() && v["group"].is_string())
+    );
+    assert_eq!(lines.first().unwrap()["event"], "cycle_started");
+    let last = lines.last().unwrap();
+    assert_eq!(last["event"], "cycle_finished");
+    assert_eq!(last["outcome"], "goal_met");
+    for needed in [
+        "iteration_started",
+        "phase",
+        "assignment",
+        "worker_finished",
+        "evaluation",
+        "message",
+    ] {
+        assert!(lines.iter().any(|v| v["event"] == needed), "missing {needed}");
+    }
+}
+
+#[test]
+fn a_plain_question_reads_stdin_and_bad_usage_exits_2() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(["run", "--model", "sim/quick", "-"])
+        .env("HUDDLE_HOME", home.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"What is a QUESTION_FROM_STDIN?")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("QUESTION_FROM_STDIN"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    for args in [
+        vec!["run", "--preset", "No Such Team", "x"],
+        vec!["run", "--model", "nowhere/m", "x"],
+        vec!["run", "--mode", "chaos", "x"],
+        vec!["run", "--group", "nope", "x"],
+    ] {
+        let out = huddle(home.path(), &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+        assert!(!text(&out.stderr).is_empty());
+    }
+}
+
+#[test]
+fn a_second_process_is_refused_while_the_data_dir_is_locked() {
+    let home = tempfile::tempdir().unwrap();
+    let _lock = DataDirLock::acquire(&home.path().join("huddle.lock")).unwrap();
+    let out = huddle(home.path(), &["run", "--model", "sim/x", "hello"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("already running"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn reusing_a_group_and_overriding_the_mode() {
+    let home = tempfile::tempdir().unwrap();
+    let out = huddle(
+        home.path(),
+        &[
+            "run",
+            "--preset",
+            "Planning Team",
+            "--model",
+            "sim/x",
+            "Plan a release",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = huddle(
+        home.path(),
+        &[
+            "run",
+            "--group",
+            "Planning Team",
+            "--mode",
+            "orchestrator_reflect",
+            "--max-iterations",
+            "2",
+            "--model",
+            "sim/x",
+            "Plan it again",
+        ],
+    );
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(3)),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stderr).contains("orchestrator_reflect"),
+        "{}",
+        text(&out.stderr)
+    );
+    let org = OrganizationFile::new(home.path().join("organization.json"))
+        .inspect()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        org.groups.iter().filter(|g| g.is_team()).count(),
+        1,
+        "the group was reused"
+    );
+}
+
+#[test]
+fn ctrl_c_stops_the_run_saves_state_and_exits_130() {
+    let home = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args([
+            "run",
+            "--preset",
+            "Code Review Team",
+            "--model",
+            "sim/slow-3000ms",
+            "Review slowly",
+        ])
+        .env("HUDDLE_HOME", home.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the run has started (its team is saved), then interrupt it.
+    let org_file = OrganizationFile::new(home.path().join("organization.json"));
+    let mut started = false;
+    for _ in 0..200 {
+        std::thread::sleep(Duration::from_millis(25));
+        if let Ok(Some(org)) = org_file.inspect()
+            && org
+                .groups
+                .iter()
+                .any(|g| g.reflection.as_ref().is_some_and(|r| r.active))
+        {
+            started = true;
+            break;
+        }
+    }
+    assert!(started, "the cycle started");
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    let org = org_file.inspect().unwrap().unwrap();
+    let cycle = org.groups.iter().find_map(|g| g.reflection.clone()).unwrap();
+    assert!(!cycle.active, "state saved as finished");
+    assert_eq!(cycle.outcome, Some(huddle::model::CycleOutcome::Cancelled));
+    assert!(cycle.cancelled);
+}
