@@ -33,8 +33,8 @@ pub struct EvaluatorVerdict {
 }
 
 /// Reads `SCORE: <n>` and `RATIONALE: <text>` (the rationale runs to the first `[[` or the
-/// end). Scores: `0.85`, `85%`, `8.5/10`, `17 out of 20`, and a bare number above 1 up to 100
-/// read as a percentage; the result is clamped to 0..=1.
+/// end). Scores: `0.85`, `85%`, `8.5/10`, `17 out of 20`; a bare number is on the 0-1 scale
+/// and clamped (`1.2` -> 1.0).
 pub fn parse_evaluator_reply(reply: &str) -> EvaluatorVerdict {
     let verdict = last_team_verdict(reply);
     let complete_sentinel = verdict == Some(Sentinel::GroupReflectComplete);
@@ -128,9 +128,9 @@ pub fn parse_score(value: &str) -> Option<f64> {
             return None;
         }
         number / denominator
-    } else if number > 1.0 && number <= 100.0 {
-        number / 100.0
     } else {
+        // A bare number is a score on the 0-1 scale: out-of-range values are clamped (SPEC
+        // section 3), never reinterpreted, so `1.2` means "at least 1" rather than 1.2%.
         number
     };
     score.is_finite().then(|| score.clamp(0.0, 1.0))
