@@ -16,6 +16,7 @@ use super::events::EngineEvent;
 
 /// How much earlier conversation a turn carries (the newest part is kept).
 const HISTORY_MAX_CHARS: usize = 120_000;
+const HISTORY_MAX_MESSAGES: usize = 40;
 
 /// One queued turn.
 pub struct TurnJob {
@@ -252,6 +253,10 @@ impl Actor {
             let history = self.history();
             history.push(ChatMessage::user(job.prompt.clone()));
             history.push(ChatMessage::assistant(result.text.clone()));
+            // Only the newest part is ever sent; the transcript on disk keeps everything.
+            if history.len() > 2 * HISTORY_MAX_MESSAGES {
+                history.drain(..history.len() - HISTORY_MAX_MESSAGES);
+            }
         }
         if let Some(usage) = result.usage {
             let id = &self.session_id;
@@ -290,7 +295,7 @@ impl Actor {
 fn bounded_history(history: &[ChatMessage]) -> Vec<ChatMessage> {
     let mut total = 0;
     let mut start = history.len();
-    for (i, m) in history.iter().enumerate().rev() {
+    for (i, m) in history.iter().enumerate().rev().take(HISTORY_MAX_MESSAGES) {
         total += m.content.len();
         if total > HISTORY_MAX_CHARS {
             break;
@@ -321,5 +326,16 @@ mod tests {
         assert_eq!(kept[0].content, "q");
         assert_eq!(bounded_history(&history[2..]).len(), 2);
         assert!(bounded_history(&[]).is_empty());
+        let many: Vec<ChatMessage> = (0..500)
+            .flat_map(|k| {
+                [
+                    ChatMessage::user(format!("q{k}")),
+                    ChatMessage::assistant(format!("a{k}")),
+                ]
+            })
+            .collect();
+        let kept = bounded_history(&many);
+        assert_eq!(kept.len(), HISTORY_MAX_MESSAGES);
+        assert_eq!(kept.last().unwrap().content, "a499");
     }
 }

@@ -1,0 +1,186 @@
+//! Engine overhead with a provider that costs nothing (what huddle adds per agent message, goal
+//! well under 20 µs and flat in team size), real parallelism with a 200 ms sim (16 workers in
+//! one round, goal ≤ 230 ms), the session actor's cost per turn, and the same turn on the
+//! zero-latency sim for comparison.
+
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use huddle::config::Config;
+use huddle::config::ProviderKind;
+use huddle::engine::{Engine, EngineOptions, EventSink, RunOverrides};
+use huddle::model::Usage;
+use huddle::model::{Group, GroupKind, Mode, Organization, Role, Session, reconcile};
+use huddle::providers::{DeltaSink, Provider, ProviderError, Providers, TurnOutput, TurnRequest};
+use tokio_util::sync::CancellationToken;
+
+/// A provider that costs nothing: a fixed plan when asked to plan, else a short answer. With it
+/// the benchmark measures huddle's own work, not a model's (or the sim's text generation).
+struct NullProvider {
+    plan: String,
+}
+
+impl Provider for NullProvider {
+    fn name(&self) -> &str {
+        "null"
+    }
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Sim
+    }
+    fn stream_turn<'a>(
+        &'a self,
+        req: TurnRequest,
+        deltas: DeltaSink<'a>,
+        _cancel: CancellationToken,
+    ) -> futures::future::BoxFuture<'a, Result<TurnOutput, ProviderError>> {
+        Box::pin(async move {
+            let text = if req.last_user_text().contains("## Workers") {
+                self.plan.clone()
+            } else {
+                "A short answer from the null provider.".to_string()
+            };
+            deltas(&text);
+            Ok(TurnOutput {
+                text,
+                usage: Some(Usage {
+                    input_tokens: 10,
+                    output_tokens: 8,
+                }),
+                finish_reason: Some("stop".into()),
+                duration: Duration::ZERO,
+                simulated: true,
+            })
+        })
+    }
+}
+use huddle::store::{OrgHandle, Transcripts};
+
+struct Bench {
+    rt: tokio::runtime::Runtime,
+    engine: Engine,
+    group_id: String,
+    first_session: String,
+    _dir: tempfile::TempDir,
+}
+
+fn team(mode: Mode, workers: usize, model: &str, concurrency: usize) -> Bench {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut org = Organization::default();
+    reconcile::reconcile(&mut org);
+    let mut group = Group::new("bench", GroupKind::Team);
+    group.mode = mode;
+    let gid = group.id.clone();
+    org.groups.push(group);
+    if mode.has_orchestrator() {
+        let mut o = Session::new("bench-orchestrator", &gid, model);
+        o.role = Role::Orchestrator;
+        org.sessions.push(o);
+    }
+    for k in 0..workers {
+        let mut w = Session::new(format!("bench-worker-{k}"), &gid, model);
+        w.order = k as i64 + 1;
+        w.system_prompt = Some(format!("You are worker {k}, a careful specialist."));
+        org.sessions.push(w);
+    }
+    let first_session = org
+        .sessions
+        .iter()
+        .find(|s| s.group_id == gid)
+        .map(|s| s.id.clone())
+        .expect("a session");
+    let (sink, mut events) = EventSink::channel();
+    let engine = rt.block_on(async {
+        // A consumer, as the TUI or the headless printer would be.
+        tokio::spawn(async move { while events.recv().await.is_some() {} });
+        let mut providers = Providers::from_config(&Config::default()).expect("providers");
+        let plan: String = (0..workers)
+            .map(|k| format!("@worker:bench-worker-{k}\nDo part {k}.\n@end\n"))
+            .collect();
+        providers.insert(std::sync::Arc::new(NullProvider { plan }));
+        Engine::new(
+            providers,
+            OrgHandle::in_memory(org),
+            Transcripts::new(dir.path().join("sessions")),
+            sink,
+            EngineOptions {
+                max_concurrency: concurrency,
+                ..EngineOptions::default()
+            },
+        )
+    });
+    Bench {
+        rt,
+        engine,
+        group_id: gid,
+        first_session,
+        _dir: dir,
+    }
+}
+
+fn bench_overhead(c: &mut Criterion) {
+    let mut group = c.benchmark_group("engine_overhead_per_message");
+    group.sample_size(20).measurement_time(Duration::from_secs(4));
+    for workers in [4usize, 16, 64] {
+        let b = team(Mode::Orchestrator, workers, "null/zero", 64);
+        // plan + one answer per worker + synthesis
+        let messages = (workers + 2) as u32;
+        group.bench_with_input(BenchmarkId::from_parameter(workers), &workers, |bench, _| {
+            bench.iter_custom(|iters| {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    let report =
+                        b.rt.block_on(b.engine.run_group(
+                            &b.group_id,
+                            "Summarise the design".into(),
+                            RunOverrides::default(),
+                        ))
+                        .expect("run");
+                    assert!(report.failed.is_none());
+                }
+                start.elapsed() / messages
+            })
+        });
+    }
+    group.finish();
+}
+
+fn bench_parallel_round(c: &mut Criterion) {
+    let mut group = c.benchmark_group("parallel_round");
+    group.sample_size(10).measurement_time(Duration::from_secs(5));
+    let b = team(Mode::Broadcast, 16, "sim/slow-200ms", 16);
+    group.bench_function("16_workers_at_200ms", |bench| {
+        bench.iter(|| {
+            b.rt.block_on(b.engine.run_group(
+                &b.group_id,
+                "Answer in parallel".into(),
+                RunOverrides::default(),
+            ))
+            .expect("run")
+        })
+    });
+    group.finish();
+}
+
+fn bench_session_turn(c: &mut Criterion) {
+    let mut group = c.benchmark_group("session_actor");
+    group.sample_size(30).measurement_time(Duration::from_secs(3));
+    let b = team(Mode::Broadcast, 1, "null/zero", 1);
+    group.bench_function("turn_with_null_provider", |bench| {
+        bench.iter(|| b.rt.block_on(b.engine.ask(&b.first_session, "hi".into(), None)))
+    });
+    let sim = team(Mode::Broadcast, 1, "sim/zero", 1);
+    group.bench_function("turn_with_zero_latency_sim", |bench| {
+        bench.iter(|| {
+            sim.rt
+                .block_on(sim.engine.ask(&sim.first_session, "hi".into(), None))
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_overhead, bench_parallel_round, bench_session_turn);
+criterion_main!(benches);
