@@ -2,8 +2,11 @@
 
 use std::fmt::Write as _;
 
+use std::path::Path;
+
 use crate::config::{Config, ConfigError, Paths, ProviderKind};
 use crate::model::GroupKind;
+use crate::presets::Catalog;
 use crate::store::{DataDirLock, OrganizationFile};
 
 /// The report and whether everything needed to run is in order.
@@ -12,8 +15,9 @@ pub struct DoctorReport {
     pub ok: bool,
 }
 
-/// Builds the report without changing anything on disk.
-pub fn report(paths: &Paths) -> DoctorReport {
+/// Builds the report without changing anything on disk. With `probe`, HTTP providers are asked
+/// `GET /models` (a few seconds at most) to see whether they answer.
+pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
     let mut out = String::new();
     let mut ok = true;
     let _ = writeln!(out, "huddle {}", env!("CARGO_PKG_VERSION"));
@@ -74,6 +78,46 @@ pub fn report(paths: &Paths) -> DoctorReport {
             };
             let _ = writeln!(out, "  {:<12} {:<9} {detail}", p.name, p.kind.as_str());
         }
+        if probe {
+            let _ = writeln!(out, "\nDo they answer?");
+            match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => {
+                    for result in rt.block_on(crate::providers::probe(config)) {
+                        let mark = if result.ok() { "ok " } else { "!! " };
+                        let _ = writeln!(out, "  {mark}{:<12} {}", result.provider, result.describe());
+                    }
+                }
+                Err(e) => _ = writeln!(out, "  cannot probe: {e}"),
+            }
+        }
+
+        let _ = writeln!(out, "\nPresets (repo {})", repo.display());
+        let catalog = Catalog::load(paths, config, Some(repo));
+        for tier in [
+            crate::model::Tier::Repo,
+            crate::model::Tier::User,
+            crate::model::Tier::Builtin,
+        ] {
+            let names: Vec<&str> = catalog
+                .presets
+                .iter()
+                .filter(|p| p.tier == Some(tier))
+                .map(|p| p.name.as_str())
+                .collect();
+            let _ = writeln!(
+                out,
+                "  {:<8} {}",
+                tier.as_str(),
+                if names.is_empty() {
+                    "-".into()
+                } else {
+                    names.join(", ")
+                }
+            );
+        }
+        for e in &catalog.errors {
+            let _ = writeln!(out, "  !! {e}");
+        }
     }
 
     let _ = writeln!(out, "\nData");
@@ -130,13 +174,20 @@ mod tests {
     fn reports_a_broken_config_and_an_unreadable_organization() {
         let dir = tempfile::tempdir().unwrap();
         let paths = Paths::single(dir.path().to_path_buf());
-        let fine = report(&paths);
+        let fine = report(&paths, dir.path(), false);
         assert!(fine.ok, "{}", fine.text);
         assert!(fine.text.contains("lock          free"), "{}", fine.text);
+        assert!(
+            fine.text.contains("Code Review Team"),
+            "built-in presets listed: {}",
+            fine.text
+        );
+        let probed = report(&paths, dir.path(), true);
+        assert!(probed.text.contains("ok sim"), "{}", probed.text);
 
         std::fs::write(paths.config_file(), "providers:\n  - { name: a, kind: nope }\n").unwrap();
         std::fs::write(paths.organization_file(), "{oops").unwrap();
-        let bad = report(&paths);
+        let bad = report(&paths, dir.path(), false);
         assert!(!bad.ok);
         assert!(bad.text.contains("line 2"), "{}", bad.text);
         assert!(bad.text.contains("UNREADABLE"), "{}", bad.text);

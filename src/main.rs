@@ -81,7 +81,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Doctor) => {
-            let report = huddle::doctor::report(paths);
+            let report = huddle::doctor::report(paths, &repo, true);
             print!("{}", report.text);
             Ok(if report.ok {
                 ExitCode::SUCCESS

@@ -257,3 +257,36 @@ fn ctrl_c_stops_the_run_saves_state_and_exits_130() {
     assert_eq!(cycle.outcome, Some(huddle::model::CycleOutcome::Cancelled));
     assert!(cycle.cancelled);
 }
+
+#[test]
+fn a_plain_session_with_max_iterations_reflects_until_it_says_it_is_done() {
+    let home = tempfile::tempdir().unwrap();
+    let out = huddle(
+        home.path(),
+        &[
+            "run",
+            "--model",
+            "sim/x",
+            "--max-iterations",
+            "4",
+            "--events",
+            "Write a limerick",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let iterations = events
+        .iter()
+        .filter(|e| e["event"] == "iteration_started")
+        .count();
+    assert_eq!(
+        iterations, 2,
+        "the sim says [[REFLECTION_COMPLETE]] from its second answer on"
+    );
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "cycle_finished");
+    assert_eq!(last["outcome"], "goal_met");
+}
