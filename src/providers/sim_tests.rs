@@ -261,3 +261,18 @@ async fn cancelled_sim_turn_is_cancelled() {
         .unwrap_err();
     assert_eq!(err.kind, crate::providers::ErrorKind::Cancelled);
 }
+
+#[test]
+fn a_session_with_a_role_answers_in_it_and_builds_on_earlier_answers() {
+    let alone = ask(Some("You are a skeptic.\nDoubt everything."), "Is Rust fast?");
+    assert!(alone.contains("You are a skeptic."), "{alone}");
+    assert!(alone.contains("Nobody has answered before me"), "{alone}");
+    let chained = ask(
+        Some("You are an editor."),
+        "Write a note\n\n## Earlier answers in this round\n\n### drafter\nDraft.\n\n### critic (failed)\n(failed: 500)\n",
+    );
+    assert!(chained.contains("drafter, critic"), "{chained}");
+    assert!(chained.contains("Simulated"), "always labelled: {chained}");
+    let plain = ask(None, "hello");
+    assert!(plain.contains("simulat"), "{plain}");
+}

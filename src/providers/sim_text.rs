@@ -284,6 +284,43 @@ fn follow_up(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
 fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
     let said = summary(p.user, 80);
     let opener = pick(rng, &["Noted", "Understood", "Got it", "Thanks"]);
+    let focus = p
+        .system
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| summary(l, 80));
+    // A session with a role (a broadcast panel member, a step of a sequential chain) answers in
+    // that role, and builds on the earlier answers of the round when it is shown them.
+    if let Some(focus) = focus {
+        let request = summary(p.user.split("\n## ").next().unwrap_or(p.user), 80);
+        let earlier: Vec<String> = p
+            .user
+            .lines()
+            .filter_map(|l| l.strip_prefix("### "))
+            .map(|l| l.split(" (").next().unwrap_or(l).trim().to_string())
+            .collect();
+        let building = if earlier.is_empty() {
+            "Nobody has answered before me in this round, so I set out the full answer.".to_string()
+        } else {
+            format!(
+                "I build on what {} said before me and keep what holds up.",
+                earlier.join(", ")
+            )
+        };
+        let point = pick(
+            rng,
+            &[
+                "name the trade-offs",
+                "give one clear recommendation",
+                "flag the main risk",
+            ],
+        );
+        return format!(
+            "{opener}: \"{request}\". From my role ({focus}) I {point}.\n\n{building}\n\n\
+             (Simulated answer from huddle's offline simulator; no model was called.)\n"
+        );
+    }
     format!(
         "{opener}: \"{said}\". This is huddle's offline simulator (simulated answer, no model was called); \
          configure a real provider in config.yaml for real answers.\n"
