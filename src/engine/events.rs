@@ -91,6 +91,9 @@ pub enum EngineEvent {
         score: f64,
         rationale: String,
         trend: Option<Trend>,
+        /// Tokens and wall time of this iteration.
+        usage: Usage,
+        duration_ms: u64,
     },
     EvaluationUnparsed {
         group: String,

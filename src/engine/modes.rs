@@ -39,6 +39,7 @@ fn finish(run: &Run<'_>, outcome: CycleOutcome, final_text: String, note_to: Opt
         trend: None,
         duration: run.started.elapsed(),
         usage: run.usage,
+        per_iteration: Vec::new(),
     });
     if let Some(member) = note_to {
         run.note(member, &summary);

@@ -2,7 +2,7 @@
 //! repeated until the goal is met, the iterations run out, the answers stall, errors pile up or
 //! the user stops it. The cycle state is persisted after every step so a crash can be resumed.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
@@ -40,6 +40,8 @@ struct Cycle<'r, 'a> {
     /// Messages carried over from before a restart, given to the next plan.
     carried: Vec<String>,
     nudged: bool,
+    /// When the current attempt at an iteration started, and the run's usage then.
+    attempt_started: (Instant, Usage),
     base_usage: Usage,
     base_duration_ms: u64,
 }
@@ -81,6 +83,7 @@ pub(crate) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
         orchestrator,
         evaluator,
         nudged: false,
+        attempt_started: (Instant::now(), Usage::default()),
     };
     cycle.state.active = true;
     cycle.state.outcome = None;
@@ -111,6 +114,7 @@ impl Cycle<'_, '_> {
                 iteration,
             });
             self.persist();
+            self.attempt_started = (Instant::now(), self.run.usage);
             match self.iterate(iteration).await {
                 Step::Continue => {}
                 Step::GoalMet => return CycleOutcome::GoalMet,
@@ -337,6 +341,7 @@ impl Cycle<'_, '_> {
         };
         let previous_score = self.state.last_evaluation.as_ref().map(|e| e.score);
         let direction = previous_score.map(|p| trend(p, score));
+        let (started, usage_before) = self.attempt_started;
         let evaluation = Evaluation {
             iteration,
             score,
@@ -344,16 +349,20 @@ impl Cycle<'_, '_> {
             evaluator_model,
             at: Utc::now(),
             trend: direction,
+            usage: self.run.usage.since(usage_before),
+            duration_ms: started.elapsed().as_millis() as u64,
         };
-        self.state.evaluations.push(evaluation.clone());
-        self.state.last_evaluation = Some(evaluation);
         self.run.emit(EngineEvent::Evaluation {
             group: self.run.group(),
             iteration,
             score,
             rationale,
             trend: direction,
+            usage: evaluation.usage,
+            duration_ms: evaluation.duration_ms,
         });
+        self.state.evaluations.push(evaluation.clone());
+        self.state.last_evaluation = Some(evaluation);
 
         let previous_stalled = self.state.consecutive_stalls > 0;
         let adjustments = pending_adjustments(&AdjustmentInput {

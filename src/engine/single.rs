@@ -69,6 +69,7 @@ pub(crate) async fn run(
             group: group.clone(),
             iteration,
         });
+        let (attempt_started, usage_before) = (Instant::now(), usage);
         let prompt = if iteration == 1 {
             goal.clone()
         } else {
@@ -162,6 +163,8 @@ pub(crate) async fn run(
             score,
             rationale,
             trend: direction,
+            usage: usage.since(usage_before),
+            duration_ms: attempt_started.elapsed().as_millis() as u64,
         });
         if goal_met {
             break CycleOutcome::GoalMet;
@@ -194,6 +197,7 @@ pub(crate) async fn run(
             .map(|i| trend(scores[i], scores[i + 1])),
         duration: started.elapsed(),
         usage,
+        per_iteration: Vec::new(),
     });
     shared.writer.append(session_id, Message::notice(summary.clone()));
     emit(EngineEvent::CycleFinished {

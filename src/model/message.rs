@@ -22,6 +22,14 @@ impl Usage {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
     }
+
+    /// What was used since `earlier` (a running total taken before).
+    pub fn since(&self, earlier: Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.saturating_sub(earlier.input_tokens),
+            output_tokens: self.output_tokens.saturating_sub(earlier.output_tokens),
+        }
+    }
 }
 
 /// A message in a session's conversation.

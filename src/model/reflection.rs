@@ -66,6 +66,12 @@ pub struct Evaluation {
     pub at: DateTime<Utc>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trend: Option<Trend>,
+    /// Tokens the iteration used (every turn of its successful attempt).
+    #[serde(default)]
+    pub usage: Usage,
+    /// Wall time of the iteration.
+    #[serde(default)]
+    pub duration_ms: u64,
 }
 
 /// A reflect cycle's state. Every field has a default so older files keep loading.

@@ -101,6 +101,13 @@ async fn goal_met_by_evaluator_score_and_replan_carries_the_evaluation() {
     assert!(state.goal_met && !state.cancelled && !state.active);
     assert_eq!(state.evaluations.len(), 2);
     assert_eq!(state.outcome, Some(CycleOutcome::GoalMet));
+    // Per-iteration accounting: the fake server reports 11 input tokens per reply and one
+    // output token per chunk; iteration 1 had 5 turns (plan, 2 workers, synthesis, evaluation).
+    let first = &state.evaluations[0];
+    assert_eq!(first.usage.input_tokens, 55, "{first:?}");
+    let total: u64 = state.evaluations.iter().map(|e| e.usage.total()).sum();
+    assert_eq!(total, state.usage.total(), "iterations add up to the cycle");
+    assert_eq!(state.usage.total(), report.usage.total());
 }
 
 #[tokio::test]
@@ -494,6 +501,8 @@ async fn an_interrupted_cycle_resumes_from_its_last_completed_iteration() {
                 evaluator_model: Some("anthropic/eval".into()),
                 at: chrono::Utc::now(),
                 trend: None,
+                usage: Default::default(),
+                duration_ms: 0,
             }),
             ..ReflectionCycle::default()
         });

@@ -19,6 +19,8 @@ pub struct SummaryInput {
     pub trend: Option<Trend>,
     pub duration: Duration,
     pub usage: Usage,
+    /// Per scored iteration: its number, tokens and wall time.
+    pub per_iteration: Vec<(u32, Usage, Duration)>,
 }
 
 impl SummaryInput {
@@ -33,6 +35,11 @@ impl SummaryInput {
             trend: cycle.evaluations.last().and_then(|e| e.trend),
             duration: Duration::from_millis(cycle.duration_ms),
             usage: cycle.usage,
+            per_iteration: cycle
+                .evaluations
+                .iter()
+                .map(|e| (e.iteration, e.usage, Duration::from_millis(e.duration_ms)))
+                .collect(),
         }
     }
 }
@@ -83,6 +90,14 @@ pub fn completion_summary(input: &SummaryInput) -> String {
         thousands(input.usage.input_tokens),
         thousands(input.usage.output_tokens)
     );
+    for (iteration, usage, duration) in &input.per_iteration {
+        let _ = write!(
+            out,
+            "\n  iteration {iteration}: {} tokens, {}",
+            thousands(usage.total()),
+            format_duration(*duration)
+        );
+    }
     out
 }
 
@@ -118,7 +133,21 @@ mod tests {
                 input_tokens: 10_000,
                 output_tokens: 2_345,
             },
+            per_iteration: vec![(
+                1,
+                Usage {
+                    input_tokens: 1_000,
+                    output_tokens: 234,
+                },
+                Duration::from_millis(2_500),
+            )],
         }
+    }
+
+    #[test]
+    fn per_iteration_accounting_is_listed() {
+        let text = completion_summary(&input(CycleOutcome::GoalMet));
+        assert!(text.contains("iteration 1: 1,234 tokens, 2.5s"), "{text}");
     }
 
     #[test]
@@ -129,7 +158,8 @@ mod tests {
              Iterations: 3/5\n\
              Scores: 0.60 → 0.77 → 0.94 (trend: improving)\n\
              Duration: 2m 13s\n\
-             Tokens: 12,345 (10,000 in, 2,345 out)"
+             Tokens: 12,345 (10,000 in, 2,345 out)\n  \
+             iteration 1: 1,234 tokens, 2.5s"
         );
     }
 
@@ -161,6 +191,8 @@ mod tests {
                     evaluator_model: None,
                     at: Utc::now(),
                     trend: None,
+                    usage: Default::default(),
+                    duration_ms: 0,
                 },
                 Evaluation {
                     iteration: 2,
@@ -169,6 +201,8 @@ mod tests {
                     evaluator_model: None,
                     at: Utc::now(),
                     trend: Some(Trend::Degrading),
+                    usage: Default::default(),
+                    duration_ms: 0,
                 },
             ],
             duration_ms: 900,
