@@ -427,7 +427,8 @@ struct Header {
 }
 
 /// Reads the rest of a `@worker:` line: the whole rest when it names a worker, else a quoted
-/// name, else the longest run of words naming a worker exactly, else the first word.
+/// name, else the first word when it names a worker exactly, else the longest run of words
+/// naming one exactly, else the first word (resolved fuzzily, or dropped).
 fn read_header(rest: &str, resolver: &WorkerResolver<'_>) -> Header {
     let lead = rest.len() - rest.trim_start().len();
     let body = rest.trim();
@@ -478,6 +479,21 @@ fn read_header(rest: &str, resolver: &WorkerResolver<'_>) -> Header {
             task_offset: Some(lead + task_start_after(body, after)),
         };
     }
+    // SPEC: else the first word names the worker. A first word that names one exactly (or in
+    // normalised form) wins over any longer run of words, so `code` is never read as
+    // `code review` when both exist.
+    let first_end = word_ends.first().copied().unwrap_or(body.len());
+    let first = clean_name(&body[..first_end]);
+    let first_normalized = normalized_ends.first().map_or("", |&e| &normalized[..e]);
+    if let Some(index) = resolver.resolve_strict_normalized(first, first_normalized) {
+        return Header {
+            written_name: first.to_string(),
+            resolved: Ok(index),
+            task_offset: (first_end < body.len()).then(|| lead + task_start_after(body, first_end)),
+        };
+    }
+    // Beyond the SPEC's two cases: an inline line that starts with a multi-word name
+    // (`@worker:Code Reviewer check it`) resolves to that name rather than being dropped.
     for (k, &end) in word_ends.iter().enumerate().skip(1).rev() {
         if end == body.len() {
             continue; // the whole rest was tried above

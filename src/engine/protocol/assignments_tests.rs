@@ -126,6 +126,10 @@ fn names_with_spaces_and_quotes() {
 
     let plan = parse_assignments("@worker:`Tester`: run it", &workers, "");
     assert_eq!(plan.assignments, vec![a("Tester", "run it")]);
+
+    // The first word wins when it names a worker on its own.
+    let plan = parse_assignments("@worker:code review the diff", &["code", "code review"], "");
+    assert_eq!(plan.assignments, vec![a("code", "review the diff")]);
 }
 
 #[test]

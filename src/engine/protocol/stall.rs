@@ -15,6 +15,8 @@ pub const STALL_SIMILARITY: f64 = 0.9;
 pub const TREND_DELTA: f64 = 0.1;
 /// A score fall larger than this is an adjustment.
 pub const SCORE_DROP_ADJUSTMENT: f64 = 0.15;
+/// Tolerance for comparing score differences with the thresholds above.
+const SCORE_EPSILON: f64 = 1e-9;
 /// A worker answer shorter than this (in characters) after the first iteration is an adjustment.
 pub const SHORT_ANSWER_CHARS: usize = 100;
 
@@ -256,9 +258,11 @@ impl Hasher for FxHasher64 {
 
 /// The trend from the previous score to the latest.
 pub fn trend(previous: f64, latest: f64) -> Trend {
-    if latest > previous + TREND_DELTA {
+    // Scores are decimals like 0.7 and 0.8 whose f64 difference is not exactly 0.1: a step of
+    // exactly the threshold must count as "not above it".
+    if latest - previous > TREND_DELTA + SCORE_EPSILON {
         Trend::Improving
-    } else if latest < previous - TREND_DELTA {
+    } else if previous - latest > TREND_DELTA + SCORE_EPSILON {
         Trend::Degrading
     } else {
         Trend::Stable
@@ -307,7 +311,7 @@ pub fn pending_adjustments(input: &AdjustmentInput<'_>) -> Vec<String> {
         }
     }
     if let (Some(previous), Some(score)) = (input.previous_score, input.score) {
-        if previous - score > SCORE_DROP_ADJUSTMENT {
+        if previous - score > SCORE_DROP_ADJUSTMENT + SCORE_EPSILON {
             out.push(format!(
                 "The score fell from {previous:.2} to {score:.2}: consider going back to the previous plan or changing the models that regressed."
             ));

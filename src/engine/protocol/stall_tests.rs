@@ -91,6 +91,11 @@ fn trend_thresholds() {
     assert_eq!(trend(0.5, 0.61), Trend::Improving);
     assert_eq!(trend(0.5, 0.6), Trend::Stable);
     assert_eq!(trend(0.5, 0.39), Trend::Degrading);
+    // Exactly the threshold is not above it, whatever f64 rounding says.
+    assert_eq!(trend(0.7, 0.8), Trend::Stable);
+    assert_eq!(trend(0.8, 0.7), Trend::Stable);
+    assert_eq!(trend(0.4, 0.3), Trend::Stable);
+    assert_eq!(trend(0.2, 0.3), Trend::Stable);
     assert_eq!(trend_of(&[0.2]), None);
     assert_eq!(trend_of(&[0.9, 0.2, 0.5]), Some(Trend::Improving));
 }
