@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 use crate::config::{Config, Paths};
 use crate::engine::events::{EngineEvent, Phase};
-use crate::engine::{Engine, EngineOptions, EventSink, RunOverrides, RunReport};
+use crate::engine::{Engine, EngineError, EngineOptions, EventSink, RunOverrides, RunReport};
 use crate::model::{CycleOutcome, GroupKind, Mode, Session};
 use crate::presets::Catalog;
 use crate::presets::instantiate::create_team_group;
@@ -111,13 +111,15 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
             ..EngineOptions::default()
         },
     );
-    let printer = tokio::spawn(print_events(events, request.events));
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    let printer = tokio::spawn(print_events(events, done_rx, request.events));
     let stopper = {
         let engine = engine.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
                 eprintln!("\nhuddle: stopping (Ctrl-C)...");
-                engine.stop_all();
+                // Also stops a run that had not registered yet when the signal came.
+                engine.shutdown();
             }
         })
     };
@@ -140,14 +142,17 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
     };
     stopper.abort();
     let flushed = engine.flush();
-    drop(engine);
-    // The printer ends when every sender (the engine and its sessions) is gone; don't wait on
-    // session actors still parked on their queues.
-    let _ = tokio::time::timeout(std::time::Duration::from_millis(200), printer).await;
+    // Every event of the run was sent before it returned: let the printer write them all.
+    let _ = done_tx.send(());
+    let _ = printer.await;
     if let Err(e) = flushed {
         eprintln!("huddle: could not save: {e}");
     }
-    let report = result.map_err(|e| other(e.to_string()))?;
+    let report = result.map_err(|e| match e {
+        // A --mode the team cannot run in is a usage error.
+        EngineError::NotRunnable { .. } if request.mode.is_some() => usage(e.to_string()),
+        e => other(e.to_string()),
+    })?;
     if report.simulated {
         eprintln!("huddle: note: these answers are SIMULATED by the offline sim provider, not a real model");
     }
@@ -243,18 +248,41 @@ fn choose_target(
     Ok(Target::Session(id))
 }
 
-/// Prints events as NDJSON on stdout, or as human progress on stderr.
-async fn print_events(mut events: mpsc::UnboundedReceiver<EngineEvent>, ndjson: bool) {
+/// Prints events as NDJSON on stdout, or as human progress on stderr, until `done` says the run
+/// is over and everything queued has been printed.
+async fn print_events(
+    mut events: mpsc::UnboundedReceiver<EngineEvent>,
+    mut done: tokio::sync::oneshot::Receiver<()>,
+    ndjson: bool,
+) {
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    while let Some(event) = events.recv().await {
+    loop {
+        let event = tokio::select! {
+            biased;
+            event = events.recv() => match event {
+                Some(e) => e,
+                None => break,
+            },
+            _ = &mut done => break,
+        };
+        print_event(&event, ndjson, color);
+    }
+    // After `done`, drain without waiting.
+    while let Ok(event) = events.try_recv() {
+        print_event(&event, ndjson, color);
+    }
+}
+
+fn print_event(event: &EngineEvent, ndjson: bool, color: bool) {
+    {
         if ndjson {
             if matches!(event, EngineEvent::Delta { .. } | EngineEvent::TurnStarted { .. }) {
-                continue;
+                return;
             }
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{}", event.to_ndjson());
             let _ = out.flush();
-        } else if let Some(line) = progress_line(&event) {
+        } else if let Some(line) = progress_line(event) {
             let line = sanitize::display(&line).into_owned();
             if color && line.starts_with("──") {
                 eprintln!("\x1b[1m{line}\x1b[0m");

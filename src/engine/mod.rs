@@ -114,9 +114,9 @@ pub(crate) struct RunControl {
 }
 
 impl RunControl {
-    fn new() -> RunControl {
+    fn new(shutdown: &CancellationToken) -> RunControl {
         RunControl {
-            cancel: CancellationToken::new(),
+            cancel: shutdown.child_token(),
             paused: watch::channel(false).0,
             queued: Mutex::new(Vec::new()),
         }
@@ -144,6 +144,8 @@ pub(crate) struct EngineShared {
     pub options: EngineOptions,
     actors: Mutex<HashMap<String, session::SessionQueue>>,
     runs: Mutex<HashMap<String, Arc<RunControl>>>,
+    /// Cancelled by [`Engine::shutdown`]: every run and turn, present and future, stops.
+    shutdown: CancellationToken,
 }
 
 /// The engine. Cheap to clone; every clone drives the same sessions.
@@ -170,6 +172,7 @@ impl Engine {
                 options,
                 actors: Mutex::new(HashMap::new()),
                 runs: Mutex::new(HashMap::new()),
+                shutdown: CancellationToken::new(),
             }),
         }
     }
@@ -192,7 +195,12 @@ impl Engine {
 
     /// A plain chat turn with one session.
     pub async fn ask(&self, session_id: &str, prompt: String, model_override: Option<String>) -> TurnResult {
-        let rx = self.turn(session_id, prompt, CancellationToken::new(), model_override);
+        let rx = self.turn(
+            session_id,
+            prompt,
+            self.shared.shutdown.child_token(),
+            model_override,
+        );
         rx.await
             .unwrap_or_else(|_| TurnResult::failed(session_id, "the session stopped".into(), None))
     }
@@ -206,7 +214,7 @@ impl Engine {
     ) -> Result<RunReport, EngineError> {
         let control = self.shared.begin_run(group_id)?;
         let result = team::run(&self.shared, &control, group_id, prompt, &overrides, false).await;
-        self.shared.end_run(group_id);
+        self.shared.end_run(group_id, &control);
         result
     }
 
@@ -227,7 +235,7 @@ impl Engine {
         };
         let control = self.shared.begin_run(group_id)?;
         let result = team::run(&self.shared, &control, group_id, goal, &overrides, true).await;
-        self.shared.end_run(group_id);
+        self.shared.end_run(group_id, &control);
         result
     }
 
@@ -258,7 +266,7 @@ impl Engine {
             model_override,
         )
         .await;
-        self.shared.end_run(&key);
+        self.shared.end_run(&key, &control);
         result
     }
 
@@ -288,6 +296,12 @@ impl Engine {
         for control in lock(&self.shared.runs).values() {
             control.cancel.cancel();
         }
+    }
+
+    /// Stops everything for good (Ctrl-C in `huddle run`, quitting the TUI): running and
+    /// queued turns are cancelled, and runs started afterwards end at once as cancelled.
+    pub fn shutdown(&self) {
+        self.shared.shutdown.cancel();
     }
 
     /// Queues a user message for the orchestrator's next planning step. Returns false when the
@@ -327,13 +341,22 @@ impl EngineShared {
         if runs.contains_key(key) {
             return Err(EngineError::AlreadyRunning(key.to_string()));
         }
-        let control = Arc::new(RunControl::new());
+        let control = Arc::new(RunControl::new(&self.shutdown));
         runs.insert(key.to_string(), Arc::clone(&control));
         Ok(control)
     }
 
-    fn end_run(&self, key: &str) {
+    /// Unregisters a run; messages queued too late for it wait for the group's next run.
+    fn end_run(&self, key: &str, control: &RunControl) {
         lock(&self.runs).remove(key);
+        let leftovers = control.take_queued();
+        if !leftovers.is_empty() {
+            self.org.update(|o| {
+                if let Some(g) = o.group_mut(key) {
+                    g.pending_messages.extend(leftovers);
+                }
+            });
+        }
     }
 
     /// Queues a turn on the session's actor (started on first use).

@@ -54,7 +54,24 @@ fn finish(run: &Run<'_>, outcome: CycleOutcome, final_text: String, note_to: Opt
 }
 
 /// Every session gets the prompt at once; one failing does not stop the others.
+/// The prompt with any messages the user sent while the previous run was ending.
+fn with_pending(run: &Run<'_>, prompt: String) -> String {
+    let pending = super::reflect::take_pending(run);
+    if pending.is_empty() {
+        return prompt;
+    }
+    let mut out = prompt;
+    out.push_str("\n\n## Also from the user (sent while the previous round was running)\n");
+    for m in pending {
+        out.push_str("- ");
+        out.push_str(m.trim());
+        out.push('\n');
+    }
+    out
+}
+
 pub(crate) async fn broadcast(run: &mut Run<'_>, prompt: String) -> Result<RunReport, EngineError> {
+    let prompt = with_pending(run, prompt);
     start(run);
     run.emit(EngineEvent::Phase {
         group: run.group(),
@@ -122,6 +139,7 @@ pub(crate) async fn broadcast(run: &mut Run<'_>, prompt: String) -> Result<RunRe
 /// Sessions in order, each seeing the earlier answers of this round, labelled. A failed session
 /// passes its error on as its answer and the round continues.
 pub(crate) async fn sequential(run: &mut Run<'_>, prompt: String) -> Result<RunReport, EngineError> {
+    let prompt = with_pending(run, prompt);
     start(run);
     let members = run.team.everyone.clone();
     let mut earlier: Vec<WorkerResult> = Vec::new();
@@ -187,13 +205,15 @@ pub(crate) async fn orchestrator(run: &mut Run<'_>, prompt: String) -> Result<Ru
     };
     phase(run, Phase::Plan);
     let workers = run.team.worker_infos();
+    let mut queued = super::reflect::take_pending(run);
+    queued.extend(run.control.take_queued());
     let plan_prompt = planning_prompt(
         &TeamContext {
             request: &prompt,
             workers: &workers,
             routing_context: run.team.routing_context.as_deref(),
             orchestrator_prompt: run.team.orchestrator_prompt.as_deref(),
-            queued_messages: &run.control.take_queued(),
+            queued_messages: &queued,
         },
         PlanMode::SinglePass,
     );

@@ -10,10 +10,10 @@ use crate::model::{CycleOutcome, Evaluation, Mode, ReflectionCycle, Usage};
 
 use super::events::{EngineEvent, Phase};
 use super::protocol::{
-    AdjustmentInput, Assignment, LastEvaluation, PlanMode, Replan, SummaryInput, TeamContext, check_stall,
-    completion_summary, evaluator_prompt, nudge_prompt, parse_assignments, parse_evaluator_reply,
-    parse_self_evaluation, pending_adjustments, planning_prompt, remember_synthesis, replan_prompt,
-    strip_sentinel_lines, synthesis_prompt, synthesis_self_eval_prompt, trend,
+    AdjustmentInput, Assignment, LastEvaluation, ParsedPlan, PlanFormat, PlanMode, Replan, SummaryInput,
+    TeamContext, check_stall, completion_summary, evaluator_prompt, nudge_prompt, parse_assignments,
+    parse_evaluator_reply, parse_self_evaluation, pending_adjustments, planning_prompt, remember_synthesis,
+    replan_prompt, strip_sentinel_lines, synthesis_prompt, synthesis_self_eval_prompt, trend,
 };
 use super::team::{Member, Run};
 use super::{EngineError, RunReport, TurnResult};
@@ -74,10 +74,13 @@ pub(crate) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
             ..ReflectionCycle::default()
         },
     };
+    let pending = take_pending(run);
+    let mut carried = state.queued_messages.clone();
+    carried.extend(pending);
     let mut cycle = Cycle {
         base_usage: state.usage,
         base_duration_ms: state.duration_ms,
-        carried: state.queued_messages.clone(),
+        carried,
         state,
         run,
         orchestrator,
@@ -98,10 +101,20 @@ pub(crate) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
     Ok(cycle.finish(outcome))
 }
 
+/// Takes the messages left for this group by its previous run.
+pub(crate) fn take_pending(run: &Run<'_>) -> Vec<String> {
+    let gid = run.team.group_id.clone();
+    run.shared.org.update(|o| {
+        o.group_mut(&gid)
+            .map(|g| std::mem::take(&mut g.pending_messages))
+            .unwrap_or_default()
+    })
+}
+
 impl Cycle<'_, '_> {
     async fn drive(&mut self) -> CycleOutcome {
         loop {
-            if !self.run.wait_if_paused().await {
+            if !self.checkpoint().await {
                 return CycleOutcome::Cancelled;
             }
             if self.state.iteration >= self.state.max_iterations {
@@ -109,11 +122,11 @@ impl Cycle<'_, '_> {
             }
             self.state.iteration += 1;
             let iteration = self.state.iteration;
+            self.persist();
             self.run.emit(EngineEvent::IterationStarted {
                 group: self.run.group(),
                 iteration,
             });
-            self.persist();
             self.attempt_started = (Instant::now(), self.run.usage);
             match self.iterate(iteration).await {
                 Step::Continue => {}
@@ -139,6 +152,18 @@ impl Cycle<'_, '_> {
                 }
             }
         }
+    }
+
+    /// Waits while paused. A resume clears the stall history (SPEC section 4). Returns false
+    /// when the cycle was stopped.
+    async fn checkpoint(&mut self) -> bool {
+        let go_on = self.run.wait_if_paused().await;
+        if std::mem::take(&mut self.run.resumed) {
+            self.state.recent_syntheses.clear();
+            self.state.consecutive_stalls = 0;
+            self.persist();
+        }
+        go_on
     }
 
     fn phase(&self, iteration: u32, phase: Phase) {
@@ -209,15 +234,23 @@ impl Cycle<'_, '_> {
         let orchestrator = self.orchestrator.clone();
         let plan = self.run.turn(&orchestrator, prompt, Some(iteration)).await;
         if !plan.success {
+            // The orchestrator never saw them: keep the user's messages for the retry.
+            queued.append(&mut self.carried);
+            self.carried = queued;
             return Err(self.failure("planning", &plan));
         }
-        let mut assignments = self.parse(&plan.text, iteration);
+        let parsed = self.parse(&plan.text, iteration);
+        let mut assignments = parsed.assignments;
         if !assignments.is_empty() {
             return Ok(assignments);
         }
         if !first_plan_of_cycle {
-            // Emitting no assignment after the first iteration means the goal is met.
-            return Err(Step::GoalMet);
+            // Emitting no assignment after the first iteration means the goal is met; naming
+            // only unknown workers is a failed plan, retried like any error.
+            return Err(match parsed.format {
+                PlanFormat::None => Step::GoalMet,
+                _ => Step::Error("the plan assigned work only to unknown workers".into()),
+            });
         }
         if !self.nudged {
             self.nudged = true;
@@ -225,7 +258,7 @@ impl Cycle<'_, '_> {
             if !again.success {
                 return Err(self.failure("planning (after a nudge)", &again));
             }
-            assignments = self.parse(&again.text, iteration);
+            assignments = self.parse(&again.text, iteration).assignments;
         }
         if assignments.is_empty() {
             self.run.emit(EngineEvent::Warning {
@@ -246,7 +279,7 @@ impl Cycle<'_, '_> {
         Ok(assignments)
     }
 
-    fn parse(&self, text: &str, iteration: u32) -> Vec<Assignment> {
+    fn parse(&self, text: &str, iteration: u32) -> ParsedPlan {
         let parsed = parse_assignments(text, &self.run.team.worker_names(), &self.run.team.slug());
         for d in &parsed.dropped {
             self.run.emit(EngineEvent::AssignmentDropped {
@@ -256,7 +289,7 @@ impl Cycle<'_, '_> {
                 reason: d.reason.clone(),
             });
         }
-        parsed.assignments
+        parsed
     }
 
     async fn iterate(&mut self, iteration: u32) -> Step {
@@ -264,7 +297,7 @@ impl Cycle<'_, '_> {
             Ok(a) => a,
             Err(step) => return step,
         };
-        if !self.run.wait_if_paused().await {
+        if !self.checkpoint().await {
             return Step::Cancelled;
         }
 
@@ -279,14 +312,12 @@ impl Cycle<'_, '_> {
         }
         let goal = self.state.goal.clone();
         let results = self.run.dispatch(&assignments, &goal, iteration).await;
+        self.persist();
         self.phase(iteration, Phase::Collect);
         if self.run.cancelled() {
             return Step::Cancelled;
         }
-        if !results.is_empty() && results.iter().all(|r| !r.success) {
-            return Step::Error(format!("every worker failed (first: {})", results[0].text));
-        }
-        if !self.run.wait_if_paused().await {
+        if !self.checkpoint().await {
             return Step::Cancelled;
         }
 
@@ -301,7 +332,8 @@ impl Cycle<'_, '_> {
         if !synthesis.success {
             return self.failure("synthesis", &synthesis);
         }
-        if !self.run.wait_if_paused().await {
+        self.persist();
+        if !self.checkpoint().await {
             return Step::Cancelled;
         }
 
@@ -352,17 +384,19 @@ impl Cycle<'_, '_> {
             usage: self.run.usage.since(usage_before),
             duration_ms: started.elapsed().as_millis() as u64,
         };
+        let (usage, duration_ms) = (evaluation.usage, evaluation.duration_ms);
+        self.state.evaluations.push(evaluation.clone());
+        self.state.last_evaluation = Some(evaluation);
+        self.persist();
         self.run.emit(EngineEvent::Evaluation {
             group: self.run.group(),
             iteration,
             score,
             rationale,
             trend: direction,
-            usage: evaluation.usage,
-            duration_ms: evaluation.duration_ms,
+            usage,
+            duration_ms,
         });
-        self.state.evaluations.push(evaluation.clone());
-        self.state.last_evaluation = Some(evaluation);
 
         let previous_stalled = self.state.consecutive_stalls > 0;
         let adjustments = pending_adjustments(&AdjustmentInput {
@@ -426,6 +460,17 @@ impl Cycle<'_, '_> {
     }
 
     fn finish(mut self, outcome: CycleOutcome) -> RunReport {
+        // Messages no plan will read any more wait for the group's next run.
+        let mut leftovers = std::mem::take(&mut self.carried);
+        leftovers.extend(self.run.control.take_queued());
+        if !leftovers.is_empty() {
+            let gid = self.run.team.group_id.clone();
+            self.run.shared.org.update(|o| {
+                if let Some(g) = o.group_mut(&gid) {
+                    g.pending_messages.extend(leftovers);
+                }
+            });
+        }
         let s = &mut self.state;
         s.active = false;
         s.paused = false;

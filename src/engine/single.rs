@@ -58,8 +58,14 @@ pub(crate) async fn run(
     let mut last_answer = String::new();
     let paused = control.paused.subscribe();
     let outcome = loop {
-        if !wait_while_paused(control, &group, shared, paused.clone()).await {
-            break CycleOutcome::Cancelled;
+        match wait_while_paused(control, &group, shared, paused.clone()).await {
+            None => break CycleOutcome::Cancelled,
+            // A resume clears the stall history, as in a team cycle.
+            Some(true) => {
+                recent.clear();
+                stalls = 0;
+            }
+            Some(false) => {}
         }
         if iteration >= max_iterations {
             break CycleOutcome::MaxIterations;
@@ -141,12 +147,20 @@ pub(crate) async fn run(
                         if control.cancel.is_cancelled() {
                             break CycleOutcome::Cancelled;
                         }
-                        feedback = None;
-                        emit(EngineEvent::Warning {
+                        errors += 1;
+                        emit(EngineEvent::Error {
                             group: group.clone(),
+                            iteration,
                             message: format!("the evaluator failed: {e}"),
                         });
-                        (0.5, false, e)
+                        iteration -= 1;
+                        if errors >= ERROR_BUDGET {
+                            break CycleOutcome::ErrorBudget;
+                        }
+                        if !sleep(control, shared.options.error_backoff).await {
+                            break CycleOutcome::Cancelled;
+                        }
+                        continue;
                     }
                 }
             }
@@ -252,21 +266,22 @@ async fn evaluate(
     }
 }
 
+/// Waits while paused: `None` when stopped, else whether a pause ended in a resume.
 async fn wait_while_paused(
     control: &RunControl,
     group: &str,
     shared: &EngineShared,
     mut paused: tokio::sync::watch::Receiver<bool>,
-) -> bool {
+) -> Option<bool> {
     if !*paused.borrow_and_update() {
-        return !control.cancel.is_cancelled();
+        return (!control.cancel.is_cancelled()).then_some(false);
     }
     shared.events.emit(EngineEvent::CyclePaused {
         group: group.to_string(),
     });
     loop {
         tokio::select! {
-            _ = control.cancel.cancelled() => return false,
+            _ = control.cancel.cancelled() => return None,
             changed = paused.changed() => {
                 if changed.is_err() || !*paused.borrow_and_update() {
                     break;
@@ -277,7 +292,7 @@ async fn wait_while_paused(
     shared.events.emit(EngineEvent::CycleResumed {
         group: group.to_string(),
     });
-    !control.cancel.is_cancelled()
+    (!control.cancel.is_cancelled()).then_some(true)
 }
 
 async fn sleep(control: &RunControl, d: std::time::Duration) -> bool {

@@ -92,7 +92,8 @@ impl Team {
                 shared_context: group.shared_context.clone(),
                 routing_context: group.routing_context.clone(),
                 max_iterations: overrides.max_iterations.unwrap_or(group.max_iterations).max(1),
-                worker_timeout: Duration::from_secs(group.worker_timeout_secs.max(1)),
+                // Clamped so that deadlines stay representable (a week is "no limit" here).
+                worker_timeout: Duration::from_secs(group.worker_timeout_secs.clamp(1, 7 * 24 * 3600)),
                 model_override: overrides.model.clone(),
             })
         })
@@ -166,6 +167,8 @@ pub(crate) struct Run<'a> {
     pub started: Instant,
     pub usage: Usage,
     pub simulated: bool,
+    /// Set when a pause ended in a resume; the mode clears its stall history and resets it.
+    pub resumed: bool,
 }
 
 impl<'a> Run<'a> {
@@ -177,6 +180,7 @@ impl<'a> Run<'a> {
             started: Instant::now(),
             usage: Usage::default(),
             simulated: false,
+            resumed: false,
         }
     }
 
@@ -246,7 +250,7 @@ impl<'a> Run<'a> {
                 let guard = cancel.clone();
                 // The provider enforces the timeout; the outer one is a backstop for a stuck
                 // provider, and cancels the turn so its actor moves on.
-                let backstop = timeout + Duration::from_secs(5);
+                let backstop = timeout.saturating_add(Duration::from_secs(5));
                 let result = match tokio::time::timeout(
                     backstop,
                     shared.turn(
@@ -317,7 +321,7 @@ impl<'a> Run<'a> {
             }
         }
         self.set_paused(false);
-        self.on_resumed();
+        self.resumed = true;
         self.emit(EngineEvent::CycleResumed { group: self.group() });
         !self.cancelled()
     }
@@ -327,17 +331,6 @@ impl<'a> Run<'a> {
         self.shared.org.update(|o| {
             if let Some(r) = o.group_mut(&gid).and_then(|g| g.reflection.as_mut()) {
                 r.paused = paused;
-            }
-        });
-    }
-
-    /// Resuming clears the stall history (SPEC section 4).
-    fn on_resumed(&self) {
-        let gid = self.team.group_id.clone();
-        self.shared.org.update(|o| {
-            if let Some(r) = o.group_mut(&gid).and_then(|g| g.reflection.as_mut()) {
-                r.recent_syntheses.clear();
-                r.consecutive_stalls = 0;
             }
         });
     }

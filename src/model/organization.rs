@@ -85,6 +85,9 @@ pub struct Group {
     /// Tokens used by the group's sessions, rolled up.
     #[serde(default)]
     pub usage: Usage,
+    /// Messages the user sent while a run was ending, given to the next run (never dropped).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_messages: Vec<String>,
 }
 
 pub fn default_max_iterations() -> u32 {
@@ -114,6 +117,7 @@ impl Group {
             source_preset: None,
             reflection: None,
             usage: Usage::default(),
+            pending_messages: Vec::new(),
         }
     }
 

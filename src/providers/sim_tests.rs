@@ -84,7 +84,7 @@ fn replan_assigns_a_subset_addressing_feedback_until_the_goal_is_met() {
         );
         assert!(!blocks(&t).is_empty(), "{t}");
     }
-    let done = ask(None, &replan_prompt(3, evaluation));
+    let done = ask(None, &replan_prompt(4, evaluation));
     assert!(blocks(&done).is_empty() && !done.contains("@worker:"), "{done}");
     assert!(done.to_lowercase().contains("goal is met"), "{done}");
     let bare = replan_prompt(2, evaluation).replace("Use @worker:<name> blocks.\n", "");
@@ -93,7 +93,7 @@ fn replan_assigns_a_subset_addressing_feedback_until_the_goal_is_met() {
         PromptKind::Planning,
         "a replan without the format line"
     );
-    let high = ask(None, &replan_prompt(2, "SCORE: 0.88\nRATIONALE: good"));
+    let high = ask(None, &replan_prompt(2, "SCORE: 0.92\nRATIONALE: good"));
     assert!(blocks(&high).is_empty(), "{high}");
 }
 

@@ -540,3 +540,158 @@ async fn an_interrupted_cycle_resumes_from_its_last_completed_iteration() {
         "nothing left to resume"
     );
 }
+
+#[tokio::test]
+async fn failed_workers_are_synthesized_not_treated_as_an_error() {
+    let mut f = team(Mode::OrchestratorReflect, &["alpha", "beta"], true, 3).await;
+    f.server
+        .script(ORCH, vec![plan(&["alpha", "beta"], 1), synthesis(1)]);
+    f.server.script("w-alpha", vec![Reply::status(500)]);
+    f.server.script("w-beta", vec![Reply::status(400)]);
+    f.server
+        .script(EVAL, vec![Reply::text("SCORE: 0.95\nRATIONALE: handled")]);
+    let report = f
+        .engine
+        .run_group(&f.group_id, "Do it".into(), RunOverrides::default())
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::GoalMet);
+    let synth = &f.prompts(ORCH)[1];
+    assert!(
+        synth.contains("t-alpha") && synth.contains("failed"),
+        "failures reach the synthesis: {synth}"
+    );
+    assert!(!f.drain().iter().any(|e| matches!(e, EngineEvent::Error { .. })));
+}
+
+#[tokio::test]
+async fn a_later_plan_naming_only_unknown_workers_is_not_goal_met() {
+    let f = team(Mode::OrchestratorReflect, &["alpha"], true, 3).await;
+    f.server.script(
+        ORCH,
+        vec![
+            plan(&["alpha"], 1),
+            synthesis(1),
+            Reply::text("@worker:ghost\nHaunt the code.\n@end"),
+            plan(&["alpha"], 2),
+            synthesis(2),
+        ],
+    );
+    worker_answers(&f, "alpha", 2);
+    f.server.script(
+        EVAL,
+        vec![
+            Reply::text("SCORE: 0.5\nRATIONALE: more"),
+            Reply::text("SCORE: 0.95\nRATIONALE: ok"),
+        ],
+    );
+    let report = f
+        .engine
+        .run_group(&f.group_id, "Do it".into(), RunOverrides::default())
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::GoalMet);
+    assert_eq!(report.iterations, 2);
+    assert!(
+        report.final_text.starts_with("Synthesis 2"),
+        "the bad plan was retried: {}",
+        report.final_text
+    );
+}
+
+#[tokio::test]
+async fn resuming_clears_the_stall_history() {
+    let mut f = team(Mode::OrchestratorReflect, &["alpha"], true, 5).await;
+    let same = || Reply::text("The same synthesis every single time, word for word.");
+    f.server.script(
+        ORCH,
+        vec![
+            plan(&["alpha"], 1),
+            same(),
+            plan(&["alpha"], 2),
+            same(),
+            plan(&["alpha"], 3).chunk_delay(Duration::from_millis(40)),
+            same(),
+        ],
+    );
+    worker_answers(&f, "alpha", 3);
+    f.server.script(
+        EVAL,
+        vec![
+            Reply::text("SCORE: 0.5\nRATIONALE: a"),
+            Reply::text("SCORE: 0.5\nRATIONALE: b"),
+            Reply::text("SCORE: 0.95\nRATIONALE: c"),
+        ],
+    );
+    let engine = f.engine.clone();
+    let gid = f.group_id.clone();
+    let run = tokio::spawn(async move {
+        engine
+            .run_group(&gid, "Do it".into(), RunOverrides::default())
+            .await
+    });
+    while f.server.requests_for(ORCH).len() < 5 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(f.engine.pause(&f.group_id));
+    let mut seen = Vec::new();
+    for _ in 0..300 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        seen.extend(f.drain());
+        if seen.iter().any(|e| matches!(e, EngineEvent::CyclePaused { .. })) {
+            break;
+        }
+    }
+    assert!(
+        seen.iter()
+            .any(|e| matches!(e, EngineEvent::StallWarning { consecutive: 1, .. }))
+    );
+    assert!(f.engine.resume(&f.group_id));
+    let report = run.await.unwrap().unwrap();
+    assert_eq!(
+        report.outcome,
+        CycleOutcome::GoalMet,
+        "the third identical synthesis is not a second stall"
+    );
+}
+
+#[tokio::test]
+async fn a_message_queued_as_the_run_ends_goes_to_the_next_run() {
+    let f = team(Mode::Broadcast, &["a"], false, 1).await;
+    f.server.script(
+        "w-a",
+        vec![
+            Reply::chunks(["fi", "r", "st"]).chunk_delay(Duration::from_millis(60)),
+            Reply::text("second"),
+        ],
+    );
+    let engine = f.engine.clone();
+    let gid = f.group_id.clone();
+    let run = tokio::spawn(async move {
+        engine
+            .run_group(&gid, "Round one".into(), RunOverrides::default())
+            .await
+    });
+    while f.server.requests_for("w-a").is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(f.engine.queue_message(&f.group_id, "LATE_NOTE".into()));
+    run.await.unwrap().unwrap();
+    let pending = f
+        .org
+        .read(|o| o.group(&f.group_id).unwrap().pending_messages.clone());
+    assert_eq!(pending, vec!["LATE_NOTE".to_string()], "kept for the next run");
+    f.engine
+        .run_group(&f.group_id, "Round two".into(), RunOverrides::default())
+        .await
+        .unwrap();
+    let second = &f.prompts("w-a")[1];
+    assert!(
+        second.contains("Round two") && second.contains("LATE_NOTE"),
+        "{second}"
+    );
+    assert!(
+        f.org
+            .read(|o| o.group(&f.group_id).unwrap().pending_messages.is_empty())
+    );
+}

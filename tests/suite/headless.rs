@@ -290,3 +290,35 @@ fn a_plain_session_with_max_iterations_reflects_until_it_says_it_is_done() {
     assert_eq!(last["event"], "cycle_finished");
     assert_eq!(last["outcome"], "goal_met");
 }
+
+#[test]
+fn ctrl_c_stops_a_one_shot_question_too() {
+    let home = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(["run", "--model", "sim/slow-20000ms", "Take your time"])
+        .env("HUDDLE_HOME", home.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the session exists (the run has started), then interrupt it.
+    let org_file = OrganizationFile::new(home.path().join("organization.json"));
+    for _ in 0..200 {
+        std::thread::sleep(Duration::from_millis(25));
+        if org_file
+            .inspect()
+            .ok()
+            .flatten()
+            .is_some_and(|o| !o.sessions.is_empty())
+        {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+}

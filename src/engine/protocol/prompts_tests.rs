@@ -76,7 +76,7 @@ fn planning_lists_workers_and_format() {
     assert!(
         has_line(
             &p,
-            "- `team-backend` (model: sim/fast): You are a backend developer."
+            "- `team-backend` (model: sim/fast): You are a backend developer. You write Rust."
         ),
         "{p}"
     );

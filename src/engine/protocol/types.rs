@@ -32,20 +32,28 @@ impl WorkerInfo {
         }
     }
 
-    /// The first non-empty line of the specialization, trimmed and capped, or `None`.
+    /// The first lines of the specialization (up to three non-empty ones, joined with a
+    /// space), capped, or `None`.
     pub fn specialization_line(&self) -> Option<String> {
-        let line = self
+        let lines: Vec<&str> = self
             .specialization
             .as_deref()?
             .lines()
             .map(str::trim)
-            .find(|l| !l.is_empty())?;
-        Some(cap_chars(line, SPECIALIZATION_LINE_MAX_CHARS))
+            .filter(|l| !l.is_empty())
+            .take(SPECIALIZATION_LINES)
+            .collect();
+        if lines.is_empty() {
+            return None;
+        }
+        Some(cap_chars(&lines.join(" "), SPECIALIZATION_LINE_MAX_CHARS))
     }
 }
 
+/// How many lines of a worker's system prompt the planning prompt shows.
+pub const SPECIALIZATION_LINES: usize = 3;
 /// Longest specialization line shown in a worker list.
-pub const SPECIALIZATION_LINE_MAX_CHARS: usize = 200;
+pub const SPECIALIZATION_LINE_MAX_CHARS: usize = 300;
 
 /// One worker's outcome in an iteration (or one session's answer in a sequential round).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,12 +113,14 @@ mod tests {
     }
 
     #[test]
-    fn specialization_line_is_the_first_non_empty_line() {
+    fn specialization_is_the_first_non_empty_lines() {
         let w = WorkerInfo::new("a", "m", Some("\n  You are a security auditor.  \nMore.".into()));
         assert_eq!(
             w.specialization_line().as_deref(),
-            Some("You are a security auditor.")
+            Some("You are a security auditor. More.")
         );
+        let long = WorkerInfo::new("a", "m", Some("one\n\ntwo\nthree\nfour".into()));
+        assert_eq!(long.specialization_line().as_deref(), Some("one two three"));
         assert_eq!(
             WorkerInfo::new("a", "m", Some("  \n".into())).specialization_line(),
             None
