@@ -92,8 +92,9 @@ impl App {
         let interrupted: Vec<(GroupId, String, u32, u32)> = app.org.read(|o| {
             for g in &o.groups {
                 if let Some(r) = &g.reflection {
-                    app.cycles
-                        .insert(g.id.clone(), CycleView::from_persisted(r, g.mode));
+                    let mut view = CycleView::from_persisted(r, g.mode);
+                    view.name_prefix = format!("{}-", crate::presets::instantiate::team_slug(&g.name));
+                    app.cycles.insert(g.id.clone(), view);
                 }
             }
             o.groups

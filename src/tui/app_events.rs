@@ -151,7 +151,10 @@ impl App {
             && !matches!(event, EngineEvent::Message { .. })
             && (self.is_team(&id) || self.cycles.contains_key(&id))
         {
-            self.cycles.entry(id).or_default().apply(&event, now);
+            let prefix = format!("{}-", crate::presets::instantiate::team_slug(event.group()));
+            let cycle = self.cycles.entry(id).or_default();
+            cycle.name_prefix = prefix;
+            cycle.apply(&event, now);
         }
         commands
     }

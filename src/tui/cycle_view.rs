@@ -64,6 +64,8 @@ pub struct CycleView {
     pub timeline: Vec<TimelineEntry>,
     /// The worker list still shows the previous iteration until the first new assignment.
     workers_stale: bool,
+    /// `<team-slug>-`: removed from session names for display (set by the app).
+    pub name_prefix: String,
 }
 
 impl CycleView {
@@ -120,7 +122,17 @@ impl CycleView {
         }
     }
 
+    /// A member's name without the team prefix every session name starts with.
+    pub fn short<'a>(&self, name: &'a str) -> &'a str {
+        match name.strip_prefix(self.name_prefix.as_str()) {
+            Some(rest) if !rest.is_empty() && !self.name_prefix.is_empty() => rest,
+            _ => name,
+        }
+    }
+
     fn worker(&mut self, name: &str) -> &mut WorkerRow {
+        let name = self.short(name).to_string();
+        let name = name.as_str();
         let i = match self.workers.iter().position(|w| w.name == name) {
             Some(i) => i,
             None => {
@@ -144,7 +156,9 @@ impl CycleView {
                 mode, max_iterations, ..
             } => {
                 let timeline = std::mem::take(&mut self.timeline);
+                let name_prefix = std::mem::take(&mut self.name_prefix);
                 *self = CycleView {
+                    name_prefix,
                     mode: Some(*mode),
                     max_iterations: *max_iterations,
                     running: true,
@@ -173,6 +187,7 @@ impl CycleView {
                     self.workers.clear();
                 }
                 self.worker(worker).state = WorkerState::Assigned;
+                let worker = self.short(worker).to_string();
                 self.push(TimelineKind::Info, format!("  → {worker}: {}", first_line(task)));
             }
             EngineEvent::AssignmentDropped { name, reason, .. } => {
@@ -182,7 +197,8 @@ impl CycleView {
                 );
             }
             EngineEvent::TurnStarted { session, .. } => {
-                if let Some(w) = self.workers.iter_mut().find(|w| &w.name == session) {
+                let session = self.short(session).to_string();
+                if let Some(w) = self.workers.iter_mut().find(|w| w.name == session) {
                     w.state = WorkerState::Running;
                     w.started = Some(now);
                 }
@@ -190,7 +206,8 @@ impl CycleView {
             EngineEvent::TurnFinished { session, usage, .. } => {
                 if let Some(u) = usage {
                     self.usage.add(*u);
-                    if let Some(w) = self.workers.iter_mut().find(|w| &w.name == session) {
+                    let session = self.short(session).to_string();
+                    if let Some(w) = self.workers.iter_mut().find(|w| w.name == session) {
                         w.tokens += u.total();
                     }
                 }
@@ -213,6 +230,7 @@ impl CycleView {
                 } else {
                     (TimelineKind::Bad, "✗")
                 };
+                let worker = self.short(worker).to_string();
                 self.push(kind, format!("  {mark} {worker} {}", seconds(*duration_ms)));
             }
             EngineEvent::Evaluation {

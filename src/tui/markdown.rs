@@ -24,6 +24,8 @@ pub fn wrap_line_into(line: Line<'static>, width: usize, out: &mut Vec<Line<'sta
     }
     let mut current: Vec<Span<'static>> = Vec::new();
     let mut used = 0usize;
+    // Leading spaces are indentation on the first row; at a break they are dropped.
+    let mut broke = false;
     for span in line.spans {
         let style = span.style;
         for token in tokens(&span.content) {
@@ -32,8 +34,9 @@ pub fn wrap_line_into(line: Line<'static>, width: usize, out: &mut Vec<Line<'sta
             if used + w > width && used > 0 {
                 out.push(finish(std::mem::take(&mut current)));
                 used = 0;
+                broke = true;
             }
-            if is_space && used == 0 {
+            if is_space && used == 0 && broke {
                 continue;
             }
             if w > width {
@@ -45,6 +48,7 @@ pub fn wrap_line_into(line: Line<'static>, width: usize, out: &mut Vec<Line<'sta
                         current.push(Span::styled(std::mem::take(&mut piece), style));
                         out.push(Line::from(std::mem::take(&mut current)));
                         used = 0;
+                        broke = true;
                     }
                     piece.push(c);
                     used += cw;

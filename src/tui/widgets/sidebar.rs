@@ -84,7 +84,17 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
                         } else {
                             "  · ".to_string()
                         }));
-                        spans.push(Span::raw(sanitize::display(&s.name).into_owned()));
+                        // Team members' names repeat the team's; show the distinct part.
+                        let prefix = o
+                            .group(&s.group_id)
+                            .filter(|g| g.is_team())
+                            .map(|g| format!("{}-", crate::presets::instantiate::team_slug(&g.name)))
+                            .unwrap_or_default();
+                        let shown = match s.name.strip_prefix(prefix.as_str()) {
+                            Some(rest) if !prefix.is_empty() && !rest.is_empty() => rest,
+                            _ => s.name.as_str(),
+                        };
+                        spans.push(Span::raw(sanitize::display(shown).into_owned()));
                         match s.role {
                             Role::Orchestrator => {
                                 spans.push(Span::styled(" orch", Style::default().fg(Color::Cyan)))

@@ -47,13 +47,7 @@ pub fn hints(app: &App) -> Vec<(String, &'static str)> {
             ],
         ),
     };
-    let mut out: Vec<(String, &'static str)> = actions
-        .iter()
-        .filter_map(|a| {
-            let keys = app.keymap.bindings(context).iter().find(|(x, _)| x == a)?;
-            Some((keys.1.first()?.to_string(), label(*a)))
-        })
-        .collect();
+    let mut out: Vec<(String, &'static str)> = Vec::new();
     if app.selected_group_id().is_some_and(|g| app.running.contains(&g)) {
         for a in [Action::TogglePauseCycle, Action::StopCycle] {
             if let Some((_, keys)) = app.keymap.bindings(Context::Global).iter().find(|(x, _)| *x == a)
@@ -63,6 +57,10 @@ pub fn hints(app: &App) -> Vec<(String, &'static str)> {
             }
         }
     }
+    out.extend(actions.iter().filter_map(|a| {
+        let keys = app.keymap.bindings(context).iter().find(|(x, _)| x == a)?;
+        Some((keys.1.first()?.to_string(), label(*a)))
+    }));
     out
 }
 
@@ -88,12 +86,14 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
             }
         }
     }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    let left = Line::from(spans);
+    let left_width = left.width() as u16;
+    frame.render_widget(Paragraph::new(left), area);
     let running = app.running.len();
     if running > 0 {
         let text = format!("{running} running ");
         let w = text.chars().count() as u16;
-        if area.width > w + 20 {
+        if area.width > left_width + w {
             frame.render_widget(
                 Paragraph::new(Line::styled(text, Style::default().fg(Color::Cyan))),
                 Rect::new(area.right() - w, area.y, w, 1),

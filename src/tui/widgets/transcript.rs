@@ -170,11 +170,18 @@ fn render_group(frame: &mut Frame<'_>, area: Rect, app: &App, id: &str, focused:
         header.push_str(&format!(" · {}", sanitize::display(&r.display().to_string())));
     }
     lines.push(Line::styled(header, dim));
+    let prefix = format!("{}-", crate::presets::instantiate::team_slug(&name));
     let members_line = members
         .iter()
-        .map(|(n, r, _)| match r {
-            Role::Worker => sanitize::display(n).into_owned(),
-            other => format!("{} ({other})", sanitize::display(n)),
+        .map(|(n, r, _)| {
+            let n = n
+                .strip_prefix(prefix.as_str())
+                .filter(|s| !s.is_empty())
+                .unwrap_or(n);
+            match r {
+                Role::Worker => sanitize::display(n).into_owned(),
+                other => format!("{} ({other})", sanitize::display(n)),
+            }
         })
         .collect::<Vec<_>>()
         .join(", ");
