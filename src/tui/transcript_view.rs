@@ -30,9 +30,8 @@ pub struct TranscriptView {
 #[derive(Debug, Default)]
 struct RenderCache {
     width: u16,
-    /// Messages rendered so far (the cache only grows at the end).
-    rendered: usize,
-    lines: Vec<Line<'static>>,
+    /// Each message's lines at `width`, rendered the first time it comes into view.
+    messages: Vec<Option<Vec<Line<'static>>>>,
     /// The streaming text's committed (up to the last newline) part, rendered.
     stream_key: Option<(u64, usize)>,
     stream_lines: Vec<Line<'static>>,
@@ -42,7 +41,7 @@ impl TranscriptView {
     pub fn set_messages(&mut self, messages: Vec<Message>) {
         self.messages = messages;
         self.loaded = true;
-        self.cache.borrow_mut().rendered = usize::MAX; // force a rebuild
+        self.cache.borrow_mut().messages.clear();
     }
 
     pub fn push(&mut self, message: Message) {
@@ -69,20 +68,17 @@ impl TranscriptView {
         self.scroll_from_bottom = self.scroll_from_bottom.saturating_sub(lines);
     }
 
-    /// The lines visible in a `width` x `height` window at the current scroll position; the
-    /// scroll position is clamped to the content.
+    /// The lines visible in a `width` x `height` window at the current scroll position, and the
+    /// scroll position clamped to the content. Only the messages that reach into the window
+    /// are laid out (once per width); older ones wait until they are scrolled to.
     pub fn visible_lines(&self, width: u16, height: usize) -> (Vec<Line<'static>>, usize) {
         let mut cache = self.cache.borrow_mut();
-        if cache.width != width || cache.rendered > self.messages.len() {
-            *cache = RenderCache {
-                width,
-                ..RenderCache::default()
-            };
+        if cache.width != width {
+            cache.width = width;
+            cache.messages.clear();
+            cache.stream_key = None;
         }
-        for m in &self.messages[cache.rendered..] {
-            render_message(m, width, &mut cache.lines);
-        }
-        cache.rendered = self.messages.len();
+        cache.messages.resize(self.messages.len(), None);
 
         let mut tail: Vec<Line<'static>> = Vec::new();
         if let Some((generation, text)) = &self.streaming {
@@ -104,21 +100,38 @@ impl TranscriptView {
                 markdown::wrap_line_into(Line::raw(rest.to_string()), width.max(1) as usize, &mut tail);
             }
         }
-        let total = cache.lines.len() + tail.len();
-        let max_scroll = total.saturating_sub(height);
+
+        // Walk back from the newest message until the window (plus the scroll) is covered.
+        let need = height.saturating_add(self.scroll_from_bottom);
+        let mut count = tail.len();
+        let mut first = self.messages.len();
+        while first > 0 && count < need {
+            first -= 1;
+            if cache.messages[first].is_none() {
+                let mut lines = Vec::new();
+                render_message(&self.messages[first], width, &mut lines);
+                cache.messages[first] = Some(lines);
+            }
+            count += cache.messages[first].as_ref().map_or(0, Vec::len);
+        }
+        let max_scroll = if first == 0 {
+            count.saturating_sub(height)
+        } else {
+            usize::MAX
+        };
         self.max_scroll.set(max_scroll);
         let scroll = self.scroll_from_bottom.min(max_scroll);
-        let end = total - scroll;
+        let end = count - scroll;
         let start = end.saturating_sub(height);
-        let mut visible = Vec::with_capacity(end - start);
-        for i in start..end {
-            if i < cache.lines.len() {
-                visible.push(cache.lines[i].clone());
-            } else {
-                visible.push(tail[i - cache.lines.len()].clone());
-            }
-        }
-        (visible, scroll)
+        let lines = cache.messages[first..]
+            .iter()
+            .flat_map(|m| m.iter().flatten())
+            .chain(tail.iter())
+            .skip(start)
+            .take(end - start)
+            .cloned()
+            .collect();
+        (lines, scroll)
     }
 }
 
@@ -217,5 +230,26 @@ mod tests {
         v.scroll_from_bottom = 0;
         let (lines, _) = v.visible_lines(40, 5);
         assert!(text_of(&lines).join("\n").contains("line 49"));
+    }
+
+    #[test]
+    fn only_messages_in_view_are_laid_out() {
+        let mut v = TranscriptView::default();
+        v.set_messages(
+            (0..1000)
+                .map(|i| Message::assistant(format!("answer {i}")))
+                .collect(),
+        );
+        let (lines, _) = v.visible_lines(40, 10);
+        assert_eq!(lines.len(), 10);
+        let laid_out = v.cache.borrow().messages.iter().filter(|m| m.is_some()).count();
+        assert!(laid_out <= 4, "{laid_out} messages laid out for a 10-line window");
+        v.scroll_up(25);
+        let (lines, scroll) = v.visible_lines(40, 10);
+        assert_eq!(scroll, 25);
+        assert!(
+            lines.iter().any(|l| l.to_string().contains("answer 991")),
+            "{lines:?}"
+        );
     }
 }

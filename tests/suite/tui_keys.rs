@@ -252,3 +252,27 @@ fn transcript_pages_and_mouse_wheel_scroll() {
     let text = screen_text(&render(&mut app, 100, 30));
     assert!(text.contains("answer number 199"), "{text}");
 }
+
+#[test]
+fn mouse_click_selects_a_sidebar_row_and_focuses_panes() {
+    use crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+    let (mut app, _) = app_with_team(TEAM);
+    let _ = render(&mut app, 100, 30);
+    let click = |column, row| MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column,
+        row,
+        modifiers: KeyModifiers::NONE,
+    };
+    // Row 0 is the border; rows 1.. are default, the team, then its sessions.
+    let commands = app.handle_mouse(click(3, 3));
+    assert!(
+        matches!(commands.first(), Some(Command::LoadTranscript { .. })),
+        "{commands:?}"
+    );
+    assert!(matches!(app.selected_row(), Some(Row::Session(_))));
+    app.handle_mouse(click(60, 5));
+    assert_eq!(app.focus, Focus::Transcript);
+    app.handle_mouse(click(60, 27));
+    assert_eq!(app.focus, Focus::Composer);
+}
