@@ -276,3 +276,53 @@ fn mouse_click_selects_a_sidebar_row_and_focuses_panes() {
     app.handle_mouse(click(60, 27));
     assert_eq!(app.focus, Focus::Composer);
 }
+
+#[test]
+fn save_as_preset_asks_before_replacing_files() {
+    use huddle::tui::command::ExportOutcome;
+    let (mut app, id) = app_with_team(TEAM);
+    assert_eq!(
+        app.handle_key(ch('S')),
+        vec![Command::ExportGroup {
+            group_id: id.clone(),
+            force: false
+        }]
+    );
+    app.handle_app_event(AppEvent::Exported(Err(ExportOutcome::WouldOverwrite {
+        group_id: id.clone(),
+        files: vec!["/work/demo-repo/.squad/team.md".into()],
+    })));
+    let Some(Dialog::Confirm(c)) = app.dialogs.last() else {
+        panic!("a confirmation")
+    };
+    assert!(c.message.contains(".squad/team.md"), "{}", c.message);
+    assert_eq!(
+        app.handle_key(ch('y')),
+        vec![Command::ExportGroup {
+            group_id: id,
+            force: true
+        }]
+    );
+}
+
+#[test]
+fn no_color_keeps_modifiers_and_drops_colours() {
+    let (mut app, _) = app_with_team(TEAM);
+    app.screen = ratatui::layout::Rect::new(0, 0, 100, 30);
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 30)).unwrap();
+    t.draw(|f| huddle::tui::render::draw(f, &app, true)).unwrap();
+    let buffer = t.backend().buffer();
+    assert!(
+        buffer
+            .content
+            .iter()
+            .all(|c| c.fg == ratatui::style::Color::Reset && c.bg == ratatui::style::Color::Reset)
+    );
+    assert!(
+        buffer
+            .content
+            .iter()
+            .any(|c| c.modifier.contains(ratatui::style::Modifier::REVERSED)),
+        "the selection stays visible"
+    );
+}
