@@ -49,7 +49,7 @@ actions! {
     NewGroupFromPreset => "new_group_from_preset", "new team from a preset";
     NewSession => "new_session", "new session";
     Rename => "rename", "rename the selection";
-    SetModel => "set_model", "choose the session's model";
+    SetModel => "set_model", "choose the model (on a team: every member's)";
     EditSystemPrompt => "edit_system_prompt", "edit the session's system prompt";
     SetMode => "set_mode", "choose the team's mode";
     SetMaxIterations => "set_max_iterations", "set the team's max iterations";

@@ -40,7 +40,7 @@ impl Help {
                 let keys: Vec<String> = keys.iter().map(ToString::to_string).collect();
                 lines.push(Line::from(vec![
                     Span::styled(
-                        format!("  {:<16}", keys.join(" ")),
+                        format!("  {:<18} ", keys.join(" ")),
                         Style::default().fg(Color::Cyan),
                     ),
                     Span::raw(action.help().to_string()),

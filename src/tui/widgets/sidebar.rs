@@ -59,11 +59,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
                             "▾ ".to_string()
                         };
                         spans.push(Span::raw(state));
-                        let name = if g.kind == GroupKind::Default {
-                            "default".to_string()
-                        } else {
-                            sanitize::display(&g.name).into_owned()
-                        };
+                        let name = sanitize::display(&g.name).into_owned();
                         spans.push(Span::styled(name, Style::default().add_modifier(Modifier::BOLD)));
                         if g.source_preset.as_deref().is_some_and(|p| p.starts_with("repo:")) {
                             spans.push(Span::styled(" ◈", Style::default().fg(Color::Cyan)));
@@ -95,14 +91,15 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
                             _ => s.name.as_str(),
                         };
                         spans.push(Span::raw(sanitize::display(shown).into_owned()));
+                        // The role, unless the name already says it.
                         match s.role {
-                            Role::Orchestrator => {
+                            Role::Orchestrator if shown != "orchestrator" => {
                                 spans.push(Span::styled(" orch", Style::default().fg(Color::Cyan)))
                             }
-                            Role::Evaluator => {
+                            Role::Evaluator if shown != "evaluator" => {
                                 spans.push(Span::styled(" eval", Style::default().fg(Color::Cyan)))
                             }
-                            Role::Worker => {}
+                            _ => {}
                         }
                         if app.unread.contains(id) {
                             spans.push(Span::styled(" ●", Style::default().fg(Color::Cyan)));
