@@ -237,7 +237,6 @@ impl CycleView {
                 score,
                 trend,
                 rationale,
-                iteration,
                 ..
             } => {
                 self.scores.push(*score);
@@ -247,7 +246,6 @@ impl CycleView {
                     TimelineKind::Info,
                     format!("  score {score:.2}{trend} — {}", first_line(rationale)),
                 );
-                let _ = iteration;
             }
             EngineEvent::EvaluationUnparsed { iteration, .. } => {
                 self.push(

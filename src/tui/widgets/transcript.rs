@@ -116,7 +116,6 @@ fn render_session(frame: &mut Frame<'_>, area: Rect, app: &App, id: &str, focuse
             Rect::new(x, area.y, inner.right() - x, 1),
         );
     }
-    let _ = Role::Worker;
 }
 
 fn render_group(frame: &mut Frame<'_>, area: Rect, app: &App, id: &str, focused: bool) {
