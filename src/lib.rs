@@ -17,3 +17,4 @@ pub mod presets;
 pub mod providers;
 pub mod store;
 pub mod text;
+pub mod tui;

@@ -113,7 +113,12 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(code))
         }
         None => {
-            anyhow::bail!("this command is not available yet in this build")
+            let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+            let result = runtime.block_on(huddle::tui::run(paths, repo));
+            // Session actors and a running cycle park on their queues; don't wait for them.
+            runtime.shutdown_background();
+            result?;
+            Ok(ExitCode::SUCCESS)
         }
     }
 }

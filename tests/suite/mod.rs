@@ -12,3 +12,8 @@ mod squad_corpus;
 mod squad_malformed;
 mod squad_roundtrip;
 mod store_crash;
+mod tui_keys;
+mod tui_pty;
+mod tui_sanitize;
+mod tui_snapshots;
+mod tui_support;

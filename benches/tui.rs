@@ -1,0 +1,132 @@
+//! TUI hot paths: a frame with a 1 MB transcript on screen (warm cache and a fresh layout after
+//! a resize), and the time to the first frame of an organization with 200 groups and 2,000
+//! sessions.
+
+use std::path::{Path, PathBuf};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use huddle::config::Config;
+use huddle::model::{Group, GroupKind, Message, Organization, Session, reconcile};
+use huddle::store::{LoadedTranscript, OrgHandle};
+use huddle::tui::App;
+use huddle::tui::command::{AppEvent, Command};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::layout::Rect;
+
+fn config() -> Config {
+    Config::parse("default_model: sim/demo\n", Path::new("config.yaml")).unwrap()
+}
+
+/// About 1 MB of Markdown answers and questions.
+fn big_transcript() -> Vec<Message> {
+    let answer = "## Findings\n\nThe handler **trusts** the `user_id` field and skips the check when the session is \
+                  fresh. That is a real risk:\n\n- tokens are not rotated\n- errors leak the stack\n- retries are unbounded\n\n\
+                  ```rust\nfn check(user: &User) -> Result<(), Error> {\n    ensure!(user.active, Error::Inactive);\n    Ok(())\n}\n```\n\n\
+                  > Fix the check first, then add the tests.\n";
+    let mut messages = Vec::new();
+    let mut size = 0;
+    let mut i = 0;
+    while size < 1_000_000 {
+        let q = format!("Question {i}: what else is wrong with the login flow?");
+        size += q.len() + answer.len();
+        messages.push(Message::user(q));
+        messages.push(Message::assistant(answer));
+        i += 1;
+    }
+    messages
+}
+
+fn app_with_big_transcript() -> App {
+    let mut org = Organization::default();
+    reconcile::reconcile(&mut org);
+    let default = org.default_group().map(|g| g.id.clone()).unwrap();
+    let session = Session::new("big", &default, "sim/demo");
+    let id = session.id.clone();
+    org.sessions.push(session);
+    org.ui.selected_session = Some(id.clone());
+    org.ui.selected_group = Some(default);
+    let (mut app, commands) = App::new(
+        OrgHandle::in_memory(org),
+        config(),
+        PathBuf::from("/repo"),
+        Vec::new(),
+    );
+    assert!(commands.contains(&Command::LoadTranscript {
+        session_id: id.clone()
+    }));
+    app.handle_app_event(AppEvent::TranscriptLoaded {
+        session_id: id,
+        result: Ok(LoadedTranscript {
+            messages: big_transcript(),
+            warnings: Vec::new(),
+        }),
+    });
+    app
+}
+
+fn big_org() -> Organization {
+    let mut org = Organization::default();
+    reconcile::reconcile(&mut org);
+    for g in 0..200 {
+        let mut group = Group::new(format!("team {g}"), GroupKind::Team);
+        group.sort_order = g + 1;
+        for s in 0..10 {
+            let mut session = Session::new(format!("team-{g}-worker-{s}"), &group.id, "sim/demo");
+            session.order = s;
+            session.team = true;
+            org.sessions.push(session);
+        }
+        org.groups.push(group);
+    }
+    org
+}
+
+fn draw(app: &mut App, terminal: &mut Terminal<TestBackend>) {
+    let size = terminal.size().unwrap();
+    app.screen = Rect::new(0, 0, size.width, size.height);
+    terminal
+        .draw(|f| huddle::tui::render::draw(f, app, false))
+        .unwrap();
+}
+
+fn benches(c: &mut Criterion) {
+    let mut app = app_with_big_transcript();
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    draw(&mut app, &mut terminal);
+    c.bench_function("frame, 1 MB transcript on screen (layout cached)", |b| {
+        b.iter(|| draw(&mut app, &mut terminal))
+    });
+    let mut width = 120;
+    c.bench_function(
+        "frame, 1 MB transcript after a resize (visible part laid out again)",
+        |b| {
+            b.iter(|| {
+                width = if width == 120 { 100 } else { 120 };
+                terminal.backend_mut().resize(width, 40);
+                let _ = terminal.autoresize();
+                draw(&mut app, &mut terminal)
+            })
+        },
+    );
+    let org = big_org();
+    c.bench_function("first frame, 200 groups / 2,000 sessions", |b| {
+        b.iter(|| {
+            let (mut app, _) = App::new(
+                OrgHandle::in_memory(org.clone()),
+                config(),
+                PathBuf::from("/repo"),
+                Vec::new(),
+            );
+            let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+            draw(&mut app, &mut terminal);
+        })
+    });
+}
+
+criterion_group! {
+    name = tui;
+    config = Criterion::default().sample_size(20);
+    targets = benches
+}
+criterion_main!(tui);

@@ -1,0 +1,100 @@
+//! What a key (or a mouse click) asks the app to do. The keymap maps keys to these; the app
+//! turns them into state changes and [`super::command::Command`]s. Names are the `config.yaml`
+//! `keys:` vocabulary (snake_case).
+
+macro_rules! actions {
+    ($($variant:ident => $name:literal, $help:literal;)+) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Action {
+            $($variant),+
+        }
+
+        impl Action {
+            pub const ALL: &'static [Action] = &[$(Action::$variant),+];
+
+            /// The name used in `config.yaml` `keys:`.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Action::$variant => $name),+
+                }
+            }
+
+            /// One line for the help screen.
+            pub fn help(self) -> &'static str {
+                match self {
+                    $(Action::$variant => $help),+
+                }
+            }
+
+            pub fn from_name(name: &str) -> Option<Action> {
+                let wanted = name.trim().to_ascii_lowercase().replace('-', "_");
+                Action::ALL.iter().copied().find(|a| a.name() == wanted)
+            }
+        }
+    };
+}
+
+actions! {
+    Help => "help", "show this help";
+    Quit => "quit", "quit (asks while a cycle runs)";
+    FocusNext => "focus_next", "move focus to the next pane";
+    FocusPrev => "focus_prev", "move focus to the previous pane";
+    MoveUp => "move_up", "move up";
+    MoveDown => "move_down", "move down";
+    Select => "select", "select / open";
+    FocusComposer => "focus_composer", "write in the composer";
+    Send => "send", "send the message";
+    Newline => "newline", "insert a newline";
+    LeaveComposer => "leave_composer", "leave the composer";
+    NewGroupFromPreset => "new_group_from_preset", "new team from a preset";
+    NewSession => "new_session", "new session";
+    Rename => "rename", "rename the selection";
+    SetModel => "set_model", "choose the model (on a team: every member's)";
+    EditSystemPrompt => "edit_system_prompt", "edit the session's system prompt";
+    SetMode => "set_mode", "choose the team's mode";
+    SetMaxIterations => "set_max_iterations", "set the team's max iterations";
+    Delete => "delete", "delete the selection";
+    SaveGroupAsPreset => "save_group_as_preset", "save the team as a preset (.squad)";
+    TogglePauseCycle => "toggle_pause_cycle", "pause / resume the cycle";
+    StopCycle => "stop_cycle", "stop the cycle now";
+    PageUp => "page_up", "scroll the transcript up";
+    PageDown => "page_down", "scroll the transcript down";
+}
+
+/// Where a key is read: the keymap has one table per context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Context {
+    /// Wins over everything, even the composer.
+    Global,
+    /// The sidebar and the transcript.
+    Navigation,
+    /// The composer has focus.
+    Composer,
+}
+
+impl Context {
+    pub fn title(self) -> &'static str {
+        match self {
+            Context::Global => "Everywhere",
+            Context::Navigation => "Sidebar and transcript",
+            Context::Composer => "Composer",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for a in Action::ALL {
+            assert_eq!(Action::from_name(a.name()), Some(*a));
+        }
+        assert_eq!(
+            Action::from_name("Toggle-Pause-Cycle"),
+            Some(Action::TogglePauseCycle)
+        );
+        assert_eq!(Action::from_name("nope"), None);
+    }
+}

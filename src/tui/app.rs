@@ -1,0 +1,474 @@
+//! The UI state, owned by the UI task alone. Keys become [`Action`]s, actions change state and
+//! produce [`Command`]s for the runtime; engine events and command results come back through
+//! [`App::handle_app_event`]. No terminal and no engine here, so tests drive it directly.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+
+use crossterm::event::{KeyEvent, KeyEventKind, MouseEvent};
+use ratatui::layout::Rect;
+
+use super::action::{Action, Context};
+use super::command::Command;
+use super::composer::Composer;
+use super::cycle_view::CycleView;
+use super::dialogs::{ConfirmAction, Dialog, Notice, Outcome};
+use super::keymap::Keymap;
+use super::transcript_view::TranscriptView;
+use crate::config::Config;
+use crate::model::{GroupId, GroupKind, Organization, SessionId};
+use crate::presets::Catalog;
+use crate::store::OrgHandle;
+
+/// Which pane gets keys that are not global.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    Sidebar,
+    Transcript,
+    Composer,
+}
+
+/// A row of the sidebar tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Row {
+    Group(GroupId),
+    Session(SessionId),
+}
+
+pub struct App {
+    pub org: OrgHandle,
+    pub config: Config,
+    pub repo: PathBuf,
+    pub keymap: Keymap,
+    pub focus: Focus,
+    /// Index into [`App::rows`].
+    pub cursor: usize,
+    pub views: HashMap<SessionId, TranscriptView>,
+    pub cycles: HashMap<GroupId, CycleView>,
+    /// Session names with a turn in flight.
+    pub busy: HashSet<String>,
+    pub unread: HashSet<SessionId>,
+    /// Groups whose run (mode, cycle) is in progress in this process.
+    pub running: HashSet<GroupId>,
+    pub pause_requested: HashSet<GroupId>,
+    pub composer: Composer,
+    pub dialogs: Vec<Dialog>,
+    pub catalog: Option<Catalog>,
+    /// A one-line message in the status line until the next key.
+    pub flash: Option<(String, bool)>,
+    pub should_quit: bool,
+    /// Advanced by the runtime on each frame while something is busy (spinner phase).
+    pub tick: usize,
+    /// The terminal's size at the last frame (for mouse hit-tests).
+    pub screen: Rect,
+}
+
+impl App {
+    /// A new app over `org`. `notices` are shown as error popups first (lost data, bad config);
+    /// interrupted cycles are offered for resumption.
+    pub fn new(org: OrgHandle, config: Config, repo: PathBuf, notices: Vec<String>) -> (App, Vec<Command>) {
+        let (keymap, key_errors) = Keymap::with_overrides(&config.keys);
+        let mut app = App {
+            org,
+            config,
+            repo,
+            keymap,
+            focus: Focus::Sidebar,
+            cursor: 0,
+            views: HashMap::new(),
+            cycles: HashMap::new(),
+            busy: HashSet::new(),
+            unread: HashSet::new(),
+            running: HashSet::new(),
+            pause_requested: HashSet::new(),
+            composer: Composer::default(),
+            dialogs: Vec::new(),
+            catalog: None,
+            flash: None,
+            should_quit: false,
+            tick: 0,
+            screen: Rect::new(0, 0, 80, 24),
+        };
+        let interrupted: Vec<(GroupId, String, u32, u32)> = app.org.read(|o| {
+            for g in &o.groups {
+                if let Some(r) = &g.reflection {
+                    let mut view = CycleView::from_persisted(r, g.mode);
+                    view.name_prefix = format!("{}-", crate::presets::instantiate::team_slug(&g.name));
+                    app.cycles.insert(g.id.clone(), view);
+                }
+            }
+            o.groups
+                .iter()
+                .filter_map(|g| {
+                    let r = g.reflection.as_ref().filter(|r| r.is_interrupted())?;
+                    Some((
+                        g.id.clone(),
+                        g.name.clone(),
+                        r.completed_iterations,
+                        r.max_iterations,
+                    ))
+                })
+                .collect()
+        });
+        for (id, name, done, max) in interrupted {
+            app.dialogs.push(Dialog::Confirm(super::dialogs::Confirm::new(
+                "Interrupted cycle",
+                format!(
+                    "The cycle of `{name}` was interrupted after iteration {done}/{max}.\nResume it now? (Later: select the team and press the pause key.)"
+                ),
+                ConfirmAction::ResumeCycle(id),
+            )));
+        }
+        for e in key_errors {
+            app.dialogs
+                .push(Dialog::Notice(Notice::error("Key configuration", e.to_string())));
+        }
+        for n in notices {
+            app.dialogs.push(Dialog::Notice(Notice::error("Data", n)));
+        }
+        // Restore the last selection.
+        let (group, session) = app
+            .org
+            .read(|o| (o.ui.selected_group.clone(), o.ui.selected_session.clone()));
+        let rows = app.rows();
+        let wanted = session.map(Row::Session).or(group.map(Row::Group));
+        if let Some(i) = wanted.and_then(|w| rows.iter().position(|r| *r == w)) {
+            app.cursor = i;
+        }
+        let mut commands = vec![Command::LoadCatalog];
+        commands.extend(app.on_selection_changed());
+        app.refresh_placeholder();
+        (app, commands)
+    }
+
+    /// The sidebar tree: each group (by sort order, the default group first), then its sessions.
+    pub fn rows(&self) -> Vec<Row> {
+        self.org.read(rows_of)
+    }
+
+    pub fn selected_row(&self) -> Option<Row> {
+        self.rows().get(self.cursor).cloned()
+    }
+
+    /// The group of the selected row.
+    pub fn selected_group_id(&self) -> Option<GroupId> {
+        match self.selected_row()? {
+            Row::Group(id) => Some(id),
+            Row::Session(id) => self.org.read(|o| o.session(&id).map(|s| s.group_id.clone())),
+        }
+    }
+
+    pub fn selected_session_id(&self) -> Option<SessionId> {
+        match self.selected_row()? {
+            Row::Session(id) => Some(id),
+            Row::Group(_) => None,
+        }
+    }
+
+    pub fn is_team(&self, group_id: &str) -> bool {
+        self.org.read(|o| o.group(group_id).is_some_and(|g| g.is_team()))
+    }
+
+    /// True while any run this process started is going.
+    pub fn anything_running(&self) -> bool {
+        !self.running.is_empty() || !self.busy.is_empty()
+    }
+
+    pub fn handle_key(&mut self, key: KeyEvent) -> Vec<Command> {
+        if key.kind == KeyEventKind::Release {
+            return Vec::new();
+        }
+        self.flash = None;
+        let global = self.keymap.lookup(Context::Global, &key);
+        if let Some(dialog) = self.dialogs.last_mut() {
+            if global == Some(Action::Quit) {
+                self.dialogs.pop();
+                return Vec::new();
+            }
+            let outcome = dialog.handle_key(&key);
+            let commands = match outcome {
+                Outcome::Stay => Vec::new(),
+                Outcome::Close => {
+                    self.dialogs.pop();
+                    Vec::new()
+                }
+                Outcome::Done(result) => {
+                    self.dialogs.pop();
+                    self.on_dialog_result(result)
+                }
+            };
+            self.refresh_placeholder();
+            return commands;
+        }
+        let commands = if let Some(action) = global {
+            self.perform(action)
+        } else if self.focus == Focus::Composer {
+            match self.keymap.lookup(Context::Composer, &key) {
+                Some(action) => self.perform(action),
+                None => {
+                    self.composer.input(key);
+                    Vec::new()
+                }
+            }
+        } else {
+            match self.keymap.lookup(Context::Navigation, &key) {
+                Some(action) => self.perform(action),
+                None => Vec::new(),
+            }
+        };
+        self.refresh_placeholder();
+        commands
+    }
+
+    pub fn handle_paste(&mut self, text: &str) {
+        if let Some(d) = self.dialogs.last_mut() {
+            d.handle_paste(text);
+        } else {
+            self.focus = Focus::Composer;
+            self.composer.paste(text);
+        }
+    }
+
+    /// Runs one action: the single path keys, mouse and tests go through.
+    pub fn perform(&mut self, action: Action) -> Vec<Command> {
+        match action {
+            Action::Help => self.dialogs.push(Dialog::Help(Default::default())),
+            Action::Quit => return self.request_quit(),
+            Action::FocusNext => {
+                self.focus = match self.focus {
+                    Focus::Sidebar => Focus::Transcript,
+                    Focus::Transcript => Focus::Composer,
+                    Focus::Composer => Focus::Sidebar,
+                }
+            }
+            Action::FocusPrev => {
+                self.focus = match self.focus {
+                    Focus::Sidebar => Focus::Composer,
+                    Focus::Transcript => Focus::Sidebar,
+                    Focus::Composer => Focus::Transcript,
+                }
+            }
+            Action::MoveUp | Action::MoveDown => {
+                let down = action == Action::MoveDown;
+                if self.focus == Focus::Transcript {
+                    self.scroll(if down { -1 } else { 1 });
+                } else {
+                    return self.move_cursor(if down { 1 } else { -1 });
+                }
+            }
+            Action::Select | Action::FocusComposer => self.focus = Focus::Composer,
+            Action::LeaveComposer => self.focus = Focus::Sidebar,
+            Action::Newline => self.composer.insert_newline(),
+            Action::Send => return self.send(),
+            Action::PageUp => self.scroll(self.page() as isize),
+            Action::PageDown => self.scroll(-(self.page() as isize)),
+            Action::TogglePauseCycle => return self.toggle_pause(),
+            Action::StopCycle => return self.stop(),
+            Action::NewGroupFromPreset => return self.open_preset_picker(),
+            Action::NewSession => self.open_new_session(),
+            Action::Rename => self.open_rename(),
+            Action::SetModel => self.open_model_picker(),
+            Action::EditSystemPrompt => self.open_system_prompt(),
+            Action::SetMode => self.open_mode_picker(),
+            Action::SetMaxIterations => self.open_max_iterations(),
+            Action::Delete => self.open_delete(),
+            Action::SaveGroupAsPreset => return self.save_as_preset(),
+        }
+        Vec::new()
+    }
+
+    fn request_quit(&mut self) -> Vec<Command> {
+        if self.anything_running() {
+            self.dialogs.push(Dialog::Confirm(super::dialogs::Confirm::new(
+                "Quit",
+                "A run is in progress. Quit anyway? A reflect cycle is kept as interrupted and can be resumed after a restart.",
+                ConfirmAction::Quit,
+            )));
+            Vec::new()
+        } else {
+            self.should_quit = true;
+            vec![Command::Quit]
+        }
+    }
+
+    pub fn move_cursor(&mut self, delta: isize) -> Vec<Command> {
+        let n = self.rows().len();
+        if n == 0 {
+            return Vec::new();
+        }
+        let next = (self.cursor as isize + delta).clamp(0, n as isize - 1) as usize;
+        if next == self.cursor {
+            return Vec::new();
+        }
+        self.cursor = next;
+        self.on_selection_changed()
+    }
+
+    /// Remembers the selection and loads the transcript now on screen.
+    pub fn on_selection_changed(&mut self) -> Vec<Command> {
+        let n = self.rows().len();
+        self.cursor = self.cursor.min(n.saturating_sub(1));
+        let group = self.selected_group_id();
+        let session = self.selected_session_id();
+        self.org.update(|o| {
+            o.ui.selected_group = group.clone();
+            o.ui.selected_session = session.clone();
+        });
+        let Some(id) = session else {
+            return Vec::new();
+        };
+        self.unread.remove(&id);
+        if self.views.get(&id).is_some_and(|v| v.loaded) {
+            return Vec::new();
+        }
+        self.views.entry(id.clone()).or_default();
+        vec![Command::LoadTranscript { session_id: id }]
+    }
+
+    /// Lines of the transcript pane (for paging).
+    fn page(&self) -> usize {
+        (self.screen.height as usize).saturating_sub(12).max(3)
+    }
+
+    /// Scrolls the transcript on screen; positive is up (older text).
+    fn scroll(&mut self, lines: isize) {
+        if let Some(v) = self.selected_session_id().and_then(|id| self.views.get_mut(&id)) {
+            if lines > 0 {
+                v.scroll_up(lines as usize);
+            } else {
+                v.scroll_down(lines.unsigned_abs());
+            }
+        }
+    }
+
+    /// The composer's text to its target: a team runs (or queues while running), a session
+    /// chats.
+    fn send(&mut self) -> Vec<Command> {
+        let text = self.composer.text();
+        if text.trim().is_empty() {
+            return Vec::new();
+        }
+        let Some(group_id) = self.selected_group_id() else {
+            self.flash("nothing selected: create a team with the new-team key", true);
+            return Vec::new();
+        };
+        if self.is_team(&group_id) {
+            self.composer.take();
+            if self.running.contains(&group_id) {
+                let cycle = self.cycles.entry(group_id.clone()).or_default();
+                cycle.queued.push(text.clone());
+                self.flash("queued for the orchestrator's next plan", false);
+                return vec![Command::QueueMessage { group_id, text }];
+            }
+            self.running.insert(group_id.clone());
+            return vec![Command::RunGroup {
+                group_id,
+                prompt: text,
+            }];
+        }
+        let Some(session_id) = self.selected_session_id() else {
+            self.flash("select a session (or create one with the new-session key)", true);
+            return Vec::new();
+        };
+        self.composer.take();
+        let view = self.views.entry(session_id.clone()).or_default();
+        view.push(crate::model::Message::user(text.clone()));
+        view.scroll_from_bottom = 0;
+        vec![Command::Chat {
+            session_id,
+            prompt: text,
+        }]
+    }
+
+    fn toggle_pause(&mut self) -> Vec<Command> {
+        let Some(group_id) = self.selected_group_id() else {
+            return Vec::new();
+        };
+        if self.running.contains(&group_id) {
+            let paused = self.pause_requested.contains(&group_id)
+                || self.cycles.get(&group_id).is_some_and(|c| c.paused);
+            if paused {
+                self.pause_requested.remove(&group_id);
+                self.flash("resuming", false);
+                return vec![Command::Resume { group_id }];
+            }
+            self.pause_requested.insert(group_id.clone());
+            self.flash("pausing after the step in flight…", false);
+            return vec![Command::Pause { group_id }];
+        }
+        if self.cycles.get(&group_id).is_some_and(|c| c.interrupted) {
+            self.running.insert(group_id.clone());
+            return vec![Command::ResumeCycle { group_id }];
+        }
+        self.flash("no cycle is running in this group", true);
+        Vec::new()
+    }
+
+    fn stop(&mut self) -> Vec<Command> {
+        match self.selected_group_id() {
+            Some(group_id) if self.running.contains(&group_id) => {
+                self.flash("stopping", false);
+                vec![Command::Stop { group_id }]
+            }
+            _ => {
+                self.flash("no cycle is running in this group", true);
+                Vec::new()
+            }
+        }
+    }
+
+    pub fn flash(&mut self, text: impl Into<String>, error: bool) {
+        self.flash = Some((text.into(), error));
+    }
+
+    /// The composer's placeholder says where the text goes.
+    pub fn refresh_placeholder(&mut self) {
+        let text = match self.selected_group_id() {
+            None => "Create a team with n, or select a session".to_string(),
+            Some(gid) => {
+                let (team, name, mode) = self.org.read(|o| {
+                    o.group(&gid)
+                        .map(|g| (g.is_team(), g.name.clone(), g.mode))
+                        .unwrap_or((false, String::new(), Default::default()))
+                });
+                if team && self.running.contains(&gid) {
+                    "Queue a message for the orchestrator's next plan…".to_string()
+                } else if team {
+                    format!("Prompt for {} ({mode})…", crate::text::sanitize::display(&name))
+                } else if let Some(sid) = self.selected_session_id() {
+                    let name = self
+                        .org
+                        .read(|o| o.session(&sid).map(|s| s.name.clone()))
+                        .unwrap_or_default();
+                    format!("Message {}…", crate::text::sanitize::display(&name))
+                } else {
+                    "Select a session to chat, or press N for a new one".to_string()
+                }
+            }
+        };
+        self.composer.set_placeholder(&text);
+    }
+
+    pub fn handle_mouse(&mut self, ev: MouseEvent) -> Vec<Command> {
+        super::mouse::handle(self, ev)
+    }
+}
+
+/// The sidebar rows of an organization.
+pub fn rows_of(o: &Organization) -> Vec<Row> {
+    let mut groups: Vec<&crate::model::Group> = o.groups.iter().collect();
+    groups.sort_by_key(|g| (g.kind != GroupKind::Default, g.sort_order));
+    let mut by_group: HashMap<&str, Vec<&crate::model::Session>> = HashMap::new();
+    for s in &o.sessions {
+        by_group.entry(s.group_id.as_str()).or_default().push(s);
+    }
+    let mut rows = Vec::with_capacity(o.groups.len() + o.sessions.len());
+    for g in groups {
+        rows.push(Row::Group(g.id.clone()));
+        if let Some(list) = by_group.get_mut(g.id.as_str()) {
+            list.sort_by_key(|s| s.order);
+            rows.extend(list.iter().map(|s| Row::Session(s.id.clone())));
+        }
+    }
+    rows
+}

@@ -1,0 +1,498 @@
+//! Opening dialogs and acting on their results.
+
+use super::app::{App, Focus, Row};
+use super::command::Command;
+use super::dialogs::{
+    Confirm, ConfirmAction, Dialog, DialogResult, ListItem, ListPicker, Notice, PickPurpose, TextInput,
+    TextPurpose,
+};
+use crate::model::{Mode, Role, Session, Tier, reconcile};
+use crate::presets::create_team_group;
+
+const PRESET_PICKER_TITLE: &str = "New team from a preset";
+
+impl App {
+    pub(super) fn open_preset_picker(&mut self) -> Vec<Command> {
+        let mut picker = ListPicker::new(PRESET_PICKER_TITLE, PickPurpose::Preset, Vec::new());
+        picker.empty_text = "loading presets…".into();
+        self.dialogs.push(Dialog::Picker(picker));
+        self.refresh_preset_picker();
+        // Re-read: the repo's Squad folder or the user presets may have changed.
+        vec![Command::LoadCatalog]
+    }
+
+    /// Fills an open preset picker from the catalog.
+    pub(super) fn refresh_preset_picker(&mut self) {
+        let Some(catalog) = &self.catalog else {
+            return;
+        };
+        let mut items = Vec::new();
+        for (tier, section) in [
+            (Tier::Repo, "From repo (Squad)"),
+            (Tier::Builtin, "Built-in"),
+            (Tier::User, "My presets"),
+        ] {
+            for p in catalog.presets.iter().filter(|p| p.tier == Some(tier)) {
+                let mut models: Vec<String> = Vec::new();
+                let agents = p
+                    .orchestrator
+                    .iter()
+                    .chain(p.evaluator.iter())
+                    .map(|a| a.model.clone());
+                for m in agents.chain(p.workers.iter().map(|w| w.model.clone())) {
+                    let m = m.unwrap_or_else(|| self.config.default_model());
+                    if !models.contains(&m) {
+                        models.push(m);
+                    }
+                }
+                let mut detail = format!(
+                    "{}\nmode {} · {} worker(s) · models {}",
+                    p.description.as_deref().unwrap_or(""),
+                    p.mode,
+                    p.workers.len(),
+                    models.join(", ")
+                );
+                for w in &p.warnings {
+                    detail.push_str(&format!("\n⚠ {w}"));
+                }
+                items.push(ListItem {
+                    section: section.to_string(),
+                    label: p.name.clone(),
+                    tag: if tier == Tier::Repo {
+                        "[repo]".into()
+                    } else {
+                        p.mode.to_string()
+                    },
+                    detail,
+                    value: p.name.clone(),
+                });
+            }
+        }
+        let errors = catalog.errors.len();
+        for d in self.dialogs.iter_mut() {
+            if let Dialog::Picker(p) = d
+                && p.purpose == PickPurpose::Preset
+            {
+                p.set_items(items.clone());
+                p.empty_text = if errors > 0 {
+                    format!("no presets ({errors} could not be loaded)")
+                } else {
+                    "no presets".into()
+                };
+            }
+        }
+    }
+
+    pub(super) fn open_new_session(&mut self) {
+        let Some(group_id) = self.selected_group_id() else {
+            return;
+        };
+        let suggestion = self.org.read(|o| o.unique_session_name("session"));
+        self.dialogs.push(Dialog::Text(Box::new(TextInput::new(
+            "New session: name",
+            TextPurpose::NewSession(group_id),
+            &suggestion,
+            false,
+        ))));
+    }
+
+    pub(super) fn open_rename(&mut self) {
+        let (title, purpose, current) = match self.selected_row() {
+            Some(Row::Group(id)) => {
+                let name = self.org.read(|o| o.group(&id).map(|g| g.name.clone()));
+                ("Rename group", TextPurpose::RenameGroup(id), name)
+            }
+            Some(Row::Session(id)) => {
+                let name = self.org.read(|o| o.session(&id).map(|s| s.name.clone()));
+                ("Rename session", TextPurpose::RenameSession(id), name)
+            }
+            None => return,
+        };
+        self.dialogs.push(Dialog::Text(Box::new(TextInput::new(
+            title,
+            purpose,
+            &current.unwrap_or_default(),
+            false,
+        ))));
+    }
+
+    pub(super) fn open_model_picker(&mut self) {
+        let (purpose, current) = match self.selected_row() {
+            Some(Row::Session(id)) => {
+                let m = self.org.read(|o| o.session(&id).map(|s| s.model.clone()));
+                (PickPurpose::Model(id), m)
+            }
+            Some(Row::Group(id)) => (PickPurpose::GroupModel(id), None),
+            None => return,
+        };
+        let mut models: Vec<String> = vec![self.config.default_model()];
+        self.org.read(|o| {
+            for s in &o.sessions {
+                if !models.contains(&s.model) && !s.model.is_empty() {
+                    models.push(s.model.clone());
+                }
+            }
+        });
+        for m in ["sim/default", "sim/slow-200ms"] {
+            if !models.iter().any(|x| x == m) {
+                models.push(m.to_string());
+            }
+        }
+        let items = models
+            .into_iter()
+            .map(|m| {
+                let provider = m.split('/').next().unwrap_or("").to_string();
+                let served = self.config.serves(&m);
+                ListItem {
+                    section: format!("provider {provider}"),
+                    tag: match (current.as_deref() == Some(m.as_str()), served) {
+                        (true, _) => "current".into(),
+                        (false, false) => "not configured".into(),
+                        _ => String::new(),
+                    },
+                    detail: if provider == "sim" {
+                        "offline simulated answers (for trying things out)".into()
+                    } else {
+                        String::new()
+                    },
+                    label: m.clone(),
+                    value: m,
+                }
+            })
+            .collect();
+        let mut picker = ListPicker::new("Model (type a slug: provider/model)", purpose, items);
+        picker.allow_custom = true;
+        self.dialogs.push(Dialog::Picker(picker));
+    }
+
+    pub(super) fn open_system_prompt(&mut self) {
+        let Some(id) = self.selected_session_id() else {
+            self.flash("select a session to edit its system prompt", true);
+            return;
+        };
+        let current = self
+            .org
+            .read(|o| o.session(&id).and_then(|s| s.system_prompt.clone()))
+            .unwrap_or_default();
+        self.dialogs.push(Dialog::Text(Box::new(TextInput::new(
+            "System prompt",
+            TextPurpose::SystemPrompt(id),
+            &current,
+            true,
+        ))));
+    }
+
+    fn selected_team(&mut self) -> Option<String> {
+        match self.selected_group_id() {
+            Some(id) if self.is_team(&id) => Some(id),
+            _ => {
+                self.flash("select a team first", true);
+                None
+            }
+        }
+    }
+
+    pub(super) fn open_mode_picker(&mut self) {
+        let Some(id) = self.selected_team() else {
+            return;
+        };
+        let current = self.org.read(|o| o.group(&id).map(|g| g.mode));
+        let items = Mode::ALL
+            .iter()
+            .map(|m| ListItem {
+                section: String::new(),
+                label: m.to_string(),
+                tag: if Some(*m) == current {
+                    "current".into()
+                } else {
+                    String::new()
+                },
+                detail: match m {
+                    Mode::Broadcast => "every session gets the prompt at once",
+                    Mode::Sequential => "sessions in order, each sees the earlier answers",
+                    Mode::Orchestrator => "plan, dispatch to workers, synthesize (one pass)",
+                    Mode::OrchestratorReflect => {
+                        "plan, dispatch, synthesize, evaluate; repeat until the goal is met"
+                    }
+                }
+                .into(),
+                value: m.to_string(),
+            })
+            .collect();
+        self.dialogs.push(Dialog::Picker(ListPicker::new(
+            "Mode",
+            PickPurpose::Mode(id),
+            items,
+        )));
+    }
+
+    pub(super) fn open_max_iterations(&mut self) {
+        let Some(id) = self.selected_team() else {
+            return;
+        };
+        let current = self
+            .org
+            .read(|o| o.group(&id).map(|g| g.max_iterations))
+            .unwrap_or(5);
+        self.dialogs.push(Dialog::Text(Box::new(TextInput::new(
+            "Max iterations (1-100)",
+            TextPurpose::MaxIterations(id),
+            &current.to_string(),
+            false,
+        ))));
+    }
+
+    pub(super) fn open_delete(&mut self) {
+        match self.selected_row() {
+            Some(Row::Group(id)) => {
+                if self.running.contains(&id) {
+                    self.flash("stop the run before deleting the group", true);
+                    return;
+                }
+                match self.org.read(|o| reconcile::describe_delete(o, &id)) {
+                    Ok(text) => self.dialogs.push(Dialog::Confirm(Confirm::new(
+                        "Delete",
+                        text,
+                        ConfirmAction::DeleteGroup(id),
+                    ))),
+                    Err(e) => self.flash(e.to_string(), true),
+                }
+            }
+            Some(Row::Session(id)) => {
+                let Some((name, group)) = self
+                    .org
+                    .read(|o| o.session(&id).map(|s| (s.name.clone(), s.group_id.clone())))
+                else {
+                    return;
+                };
+                if self.running.contains(&group) {
+                    self.flash("stop the run before deleting its sessions", true);
+                    return;
+                }
+                self.dialogs.push(Dialog::Confirm(Confirm::new(
+                    "Delete",
+                    format!("Delete session `{name}` and its transcript?"),
+                    ConfirmAction::DeleteSession(id),
+                )));
+            }
+            None => {}
+        }
+    }
+
+    pub(super) fn save_as_preset(&mut self) -> Vec<Command> {
+        match self.selected_team() {
+            Some(group_id) => vec![Command::ExportGroup {
+                group_id,
+                force: false,
+            }],
+            None => Vec::new(),
+        }
+    }
+
+    pub(super) fn on_dialog_result(&mut self, result: DialogResult) -> Vec<Command> {
+        match result {
+            DialogResult::Confirmed(action) => self.on_confirmed(action),
+            DialogResult::Text(purpose, text) => {
+                if let Err(e) = self.apply_text(purpose, text) {
+                    self.dialogs.push(Dialog::Notice(Notice::error("Not changed", e)));
+                }
+                Vec::new()
+            }
+            DialogResult::Picked(purpose, value) => match self.apply_pick(purpose, value) {
+                Ok(commands) => commands,
+                Err(e) => {
+                    self.dialogs.push(Dialog::Notice(Notice::error("Not changed", e)));
+                    Vec::new()
+                }
+            },
+        }
+    }
+
+    fn on_confirmed(&mut self, action: ConfirmAction) -> Vec<Command> {
+        match action {
+            ConfirmAction::Quit => {
+                self.should_quit = true;
+                vec![Command::Quit]
+            }
+            ConfirmAction::ResumeCycle(group_id) => {
+                self.running.insert(group_id.clone());
+                vec![Command::ResumeCycle { group_id }]
+            }
+            ConfirmAction::ExportOverwrite(group_id) => vec![Command::ExportGroup {
+                group_id,
+                force: true,
+            }],
+            ConfirmAction::DeleteGroup(id) => match self.org.update(|o| reconcile::delete_group(o, &id)) {
+                Ok(deleted) => {
+                    self.cycles.remove(&id);
+                    for s in &deleted.removed_sessions {
+                        self.views.remove(s);
+                    }
+                    let mut commands = self.on_selection_changed();
+                    commands.push(Command::RemoveTranscripts {
+                        session_ids: deleted.removed_sessions,
+                    });
+                    commands
+                }
+                Err(e) => {
+                    self.flash(e.to_string(), true);
+                    Vec::new()
+                }
+            },
+            ConfirmAction::DeleteSession(id) => {
+                self.org.update(|o| o.sessions.retain(|s| s.id != id));
+                self.views.remove(&id);
+                let mut commands = self.on_selection_changed();
+                commands.push(Command::RemoveTranscripts {
+                    session_ids: vec![id],
+                });
+                commands
+            }
+        }
+    }
+
+    fn apply_text(&mut self, purpose: TextPurpose, text: String) -> Result<(), String> {
+        let name_taken_group = |o: &crate::model::Organization, id: &str, n: &str| {
+            o.groups
+                .iter()
+                .any(|g| g.id != id && g.name.eq_ignore_ascii_case(n))
+        };
+        match purpose {
+            TextPurpose::RenameGroup(id) => {
+                if text.is_empty() {
+                    return Err("a group needs a name".into());
+                }
+                self.org.update(|o| {
+                    if name_taken_group(o, &id, &text) {
+                        return Err(format!("a group named `{text}` exists already"));
+                    }
+                    if let Some(g) = o.group_mut(&id) {
+                        g.name = text.clone();
+                    }
+                    Ok(())
+                })
+            }
+            TextPurpose::RenameSession(id) => {
+                if text.is_empty() || text.contains('/') {
+                    return Err("a session needs a name without `/`".into());
+                }
+                self.org.update(|o| {
+                    if o.sessions.iter().any(|s| s.id != id && s.name == text) {
+                        return Err(format!("a session named `{text}` exists already"));
+                    }
+                    if let Some(s) = o.session_mut(&id) {
+                        s.name = text.clone();
+                    }
+                    Ok(())
+                })
+            }
+            TextPurpose::NewSession(group_id) => {
+                if text.is_empty() || text.contains('/') {
+                    return Err("a session needs a name without `/`".into());
+                }
+                let model = self.config.default_model();
+                let repo = self.repo.clone();
+                let new_id = self.org.update(|o| {
+                    if o.session_by_name(&text).is_some() {
+                        return Err(format!("a session named `{text}` exists already"));
+                    }
+                    let group = o.group(&group_id).ok_or("the group is gone")?;
+                    let team = group.is_team();
+                    let mut s = Session::new(text.clone(), &group_id, model);
+                    s.repo = group.repo.clone().or(Some(repo));
+                    s.team = team;
+                    s.role = Role::Worker;
+                    s.order = o.next_session_order(&group_id);
+                    let id = s.id.clone();
+                    o.sessions.push(s);
+                    Ok(id)
+                })?;
+                if let Some(i) = self
+                    .rows()
+                    .iter()
+                    .position(|r| *r == Row::Session(new_id.clone()))
+                {
+                    self.cursor = i;
+                }
+                let _ = self.on_selection_changed();
+                self.focus = Focus::Composer;
+                Ok(())
+            }
+            TextPurpose::MaxIterations(id) => {
+                let n: u32 = text
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=100).contains(n))
+                    .ok_or_else(|| format!("`{text}` is not a number from 1 to 100"))?;
+                self.org.update(|o| {
+                    if let Some(g) = o.group_mut(&id) {
+                        g.max_iterations = n;
+                    }
+                });
+                Ok(())
+            }
+            TextPurpose::SystemPrompt(id) => {
+                self.org.update(|o| {
+                    if let Some(s) = o.session_mut(&id) {
+                        s.system_prompt = Some(text.clone()).filter(|t| !t.trim().is_empty());
+                    }
+                });
+                Ok(())
+            }
+        }
+    }
+
+    fn apply_pick(&mut self, purpose: PickPurpose, value: String) -> Result<Vec<Command>, String> {
+        match purpose {
+            PickPurpose::Preset => {
+                let catalog = self.catalog.as_ref().ok_or("the presets are still loading")?;
+                let preset = catalog
+                    .find(&value)
+                    .ok_or_else(|| format!("no preset named `{value}`"))?
+                    .clone();
+                let (config, repo) = (self.config.clone(), self.repo.clone());
+                let id = self
+                    .org
+                    .update(|o| create_team_group(o, &preset, &config, Some(&repo)));
+                if let Some(i) = self.rows().iter().position(|r| *r == Row::Group(id.clone())) {
+                    self.cursor = i;
+                }
+                self.focus = Focus::Composer;
+                if !preset.warnings.is_empty() {
+                    self.dialogs.push(Dialog::Notice(Notice::info(
+                        format!("{} created, with warnings", preset.name),
+                        preset.warnings.join("\n"),
+                    )));
+                }
+                Ok(self.on_selection_changed())
+            }
+            PickPurpose::Model(id) => {
+                self.config.resolve(&value).map_err(|e| e.to_string())?;
+                self.org.update(|o| {
+                    if let Some(s) = o.session_mut(&id) {
+                        s.model = value.clone();
+                    }
+                });
+                Ok(Vec::new())
+            }
+            PickPurpose::GroupModel(id) => {
+                self.config.resolve(&value).map_err(|e| e.to_string())?;
+                self.org.update(|o| {
+                    for s in o.sessions.iter_mut().filter(|s| s.group_id == id) {
+                        s.model = value.clone();
+                    }
+                });
+                Ok(Vec::new())
+            }
+            PickPurpose::Mode(id) => {
+                let mode = value.parse::<Mode>().map_err(|e| e.to_string())?;
+                self.org.update(|o| {
+                    if let Some(g) = o.group_mut(&id) {
+                        g.mode = mode;
+                    }
+                });
+                Ok(Vec::new())
+            }
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! What the app asks the outside world to do ([`Command`]) and what comes back
+//! ([`AppEvent`]). The app itself does no I/O beyond quick `OrgHandle` updates; the runtime
+//! executes commands (engine calls, file loads on a blocking thread) and feeds results back as
+//! events, so tests can drive the app without a terminal or an engine.
+
+use crate::engine::RunReport;
+use crate::engine::events::EngineEvent;
+use crate::model::{GroupId, SessionId};
+use crate::presets::Catalog;
+use crate::store::LoadedTranscript;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// A plain chat turn with one session.
+    Chat {
+        session_id: SessionId,
+        prompt: String,
+    },
+    /// Run a team's mode with this prompt (a task in the background).
+    RunGroup {
+        group_id: GroupId,
+        prompt: String,
+    },
+    /// Continue an interrupted reflect cycle.
+    ResumeCycle {
+        group_id: GroupId,
+    },
+    /// A message for a running cycle's next planning step.
+    QueueMessage {
+        group_id: GroupId,
+        text: String,
+    },
+    Pause {
+        group_id: GroupId,
+    },
+    Resume {
+        group_id: GroupId,
+    },
+    Stop {
+        group_id: GroupId,
+    },
+    /// Read a transcript (on a blocking thread) and send it back as [`AppEvent::TranscriptLoaded`].
+    LoadTranscript {
+        session_id: SessionId,
+    },
+    /// Read the preset catalog (built-in, user, repo).
+    LoadCatalog,
+    /// Write the team as a Squad folder and a user preset.
+    ExportGroup {
+        group_id: GroupId,
+        force: bool,
+    },
+    /// Delete the transcript files of removed sessions.
+    RemoveTranscripts {
+        session_ids: Vec<SessionId>,
+    },
+    Quit,
+}
+
+/// Results and events delivered to the UI task.
+#[derive(Debug)]
+pub enum AppEvent {
+    Engine(EngineEvent),
+    TranscriptLoaded {
+        session_id: SessionId,
+        result: Result<LoadedTranscript, String>,
+    },
+    CatalogLoaded(Box<Catalog>),
+    /// A run (team mode, resumed cycle, or chat turn) ended.
+    RunEnded {
+        group_id: GroupId,
+        result: Result<Box<RunReport>, String>,
+    },
+    ChatEnded {
+        session_id: SessionId,
+        error: Option<String>,
+    },
+    Exported(Result<String, ExportOutcome>),
+}
+
+/// Why an export did not happen.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExportOutcome {
+    /// These files exist with different content: ask before replacing them.
+    WouldOverwrite {
+        group_id: GroupId,
+        files: Vec<String>,
+    },
+    Failed(String),
+}

@@ -1,0 +1,71 @@
+//! The composer: a soft-wrapping tui-textarea. The app routes huddle's keys (Enter, Ctrl-P,
+//! Ctrl-X, Ctrl-C, Alt-Enter) before a key ever reaches the textarea, whose own defaults would
+//! take them.
+
+use crossterm::event::KeyEvent;
+use ratatui::style::{Modifier, Style};
+use tui_textarea::{TextArea, WrapMode};
+
+pub struct Composer {
+    pub area: TextArea<'static>,
+}
+
+impl Default for Composer {
+    fn default() -> Self {
+        let mut area = TextArea::default();
+        area.set_wrap_mode(WrapMode::WordOrGlyph);
+        area.set_cursor_line_style(Style::default());
+        area.set_placeholder_style(Style::default().add_modifier(Modifier::DIM));
+        Composer { area }
+    }
+}
+
+impl Composer {
+    pub fn text(&self) -> String {
+        self.area.lines().join("\n")
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.area.is_empty()
+    }
+
+    /// Takes the text out, leaving the composer empty.
+    pub fn take(&mut self) -> String {
+        let text = self.text();
+        self.area.select_all();
+        self.area.cut();
+        self.area.clear();
+        text
+    }
+
+    pub fn insert_newline(&mut self) {
+        self.area.insert_newline();
+    }
+
+    pub fn input(&mut self, key: KeyEvent) {
+        self.area.input(key);
+    }
+
+    pub fn paste(&mut self, text: &str) {
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        self.area.insert_str(text);
+    }
+
+    pub fn set_placeholder(&mut self, text: &str) {
+        if self.area.placeholder_text() != text {
+            self.area.set_placeholder_text(text);
+        }
+    }
+
+    /// Rows the text needs at `width` (soft-wrapped), between 1 and `max`.
+    pub fn rows(&self, width: u16, max: u16) -> u16 {
+        let w = width.max(1) as usize;
+        let rows: usize = self
+            .area
+            .lines()
+            .iter()
+            .map(|l| unicode_width::UnicodeWidthStr::width(l.as_str()) / w + 1)
+            .sum();
+        (rows as u16).clamp(1, max)
+    }
+}

@@ -1,0 +1,124 @@
+//! Popups, kept as a stack: the top one gets every key. Each dialog handles its keys and
+//! reports an outcome; the app acts on a finished dialog's result.
+
+pub mod confirm;
+pub mod help;
+pub mod list;
+pub mod notice;
+pub mod text_input;
+
+use crossterm::event::KeyEvent;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+
+use crate::model::{GroupId, SessionId};
+
+pub use confirm::Confirm;
+pub use help::Help;
+pub use list::{ListItem, ListPicker};
+pub use notice::Notice;
+pub use text_input::TextInput;
+
+/// What a confirmed dialog asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConfirmAction {
+    Quit,
+    DeleteGroup(GroupId),
+    DeleteSession(SessionId),
+    ResumeCycle(GroupId),
+    ExportOverwrite(GroupId),
+}
+
+/// What a text dialog's text is for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TextPurpose {
+    RenameGroup(GroupId),
+    RenameSession(SessionId),
+    NewSession(GroupId),
+    MaxIterations(GroupId),
+    SystemPrompt(SessionId),
+}
+
+/// What a picked list entry is for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PickPurpose {
+    Preset,
+    Model(SessionId),
+    /// Every session of a group.
+    GroupModel(GroupId),
+    Mode(GroupId),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum DialogResult {
+    Confirmed(ConfirmAction),
+    Text(TextPurpose, String),
+    Picked(PickPurpose, String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Still open.
+    Stay,
+    /// Closed without a result (Esc, "no").
+    Close,
+    Done(DialogResult),
+}
+
+pub enum Dialog {
+    Help(Help),
+    Confirm(Confirm),
+    Text(Box<TextInput>),
+    Picker(ListPicker),
+    Notice(Notice),
+}
+
+impl Dialog {
+    pub fn handle_key(&mut self, key: &KeyEvent) -> Outcome {
+        match self {
+            Dialog::Help(d) => d.handle_key(key),
+            Dialog::Confirm(d) => d.handle_key(key),
+            Dialog::Text(d) => d.handle_key(key),
+            Dialog::Picker(d) => d.handle_key(key),
+            Dialog::Notice(d) => d.handle_key(key),
+        }
+    }
+
+    pub fn handle_paste(&mut self, text: &str) {
+        match self {
+            Dialog::Text(d) => d.paste(text),
+            Dialog::Picker(d) => d.paste(text),
+            _ => {}
+        }
+    }
+
+    pub fn render(&self, frame: &mut Frame<'_>, area: Rect, keymap: &super::keymap::Keymap) {
+        match self {
+            Dialog::Help(d) => d.render(frame, area, keymap),
+            Dialog::Confirm(d) => d.render(frame, area),
+            Dialog::Text(d) => d.render(frame, area),
+            Dialog::Picker(d) => d.render(frame, area),
+            Dialog::Notice(d) => d.render(frame, area),
+        }
+    }
+}
+
+/// A centred box of at most `width` x `height` inside `area`.
+pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let w = width.min(area.width);
+    let h = height.min(area.height);
+    Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    }
+}
+
+/// A bordered block with a title, the house style for popups.
+pub fn popup_block(title: &str) -> ratatui::widgets::Block<'static> {
+    use ratatui::style::{Modifier, Style};
+    ratatui::widgets::Block::bordered()
+        .title(format!(" {title} "))
+        .title_style(Style::default().add_modifier(Modifier::BOLD))
+}

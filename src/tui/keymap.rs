@@ -1,0 +1,401 @@
+//! Key bindings as data: defaults per context (SPEC section 10), overridable from `config.yaml`
+//! `keys:` (action name to key or keys). The status line and the help screen are generated from
+//! the same table, so they never drift from what the keys do.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::action::{Action, Context};
+use crate::config::KeyList;
+
+/// One key with its modifiers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyBinding {
+    pub code: KeyCode,
+    pub modifiers: KeyModifiers,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeymapError {
+    #[error("config.yaml keys: unknown action `{name}`{suggestion}")]
+    UnknownAction { name: String, suggestion: String },
+    #[error(
+        "config.yaml keys.{action}: cannot read key `{key}` (examples: `ctrl-p`, `alt-enter`, `shift-tab`, `pagedown`, `x`)"
+    )]
+    BadKey { action: String, key: String },
+}
+
+impl KeyBinding {
+    pub const fn plain(code: KeyCode) -> KeyBinding {
+        KeyBinding {
+            code,
+            modifiers: KeyModifiers::NONE,
+        }
+    }
+
+    pub const fn ctrl(c: char) -> KeyBinding {
+        KeyBinding {
+            code: KeyCode::Char(c),
+            modifiers: KeyModifiers::CONTROL,
+        }
+    }
+
+    pub const fn alt(code: KeyCode) -> KeyBinding {
+        KeyBinding {
+            code,
+            modifiers: KeyModifiers::ALT,
+        }
+    }
+
+    pub const fn ch(c: char) -> KeyBinding {
+        KeyBinding::plain(KeyCode::Char(c))
+    }
+
+    /// Parses `ctrl-p`, `alt-enter`, `shift-tab`, `backtab`, `pagedown`, `?`, `N`, `f1`.
+    pub fn parse(text: &str) -> Option<KeyBinding> {
+        let text = text.trim();
+        if text.chars().count() == 1 {
+            return text.chars().next().map(KeyBinding::ch);
+        }
+        let mut modifiers = KeyModifiers::NONE;
+        let mut rest = text;
+        loop {
+            let lower = rest.to_ascii_lowercase();
+            let (m, len) = if lower.starts_with("ctrl-") {
+                (KeyModifiers::CONTROL, 5)
+            } else if lower.starts_with("alt-") {
+                (KeyModifiers::ALT, 4)
+            } else if lower.starts_with("shift-") {
+                (KeyModifiers::SHIFT, 6)
+            } else {
+                break;
+            };
+            modifiers |= m;
+            rest = &rest[len..];
+        }
+        let code = match rest.to_ascii_lowercase().as_str() {
+            "enter" | "return" => KeyCode::Enter,
+            "esc" | "escape" => KeyCode::Esc,
+            "tab" if modifiers.contains(KeyModifiers::SHIFT) => {
+                modifiers.remove(KeyModifiers::SHIFT);
+                KeyCode::BackTab
+            }
+            "tab" => KeyCode::Tab,
+            "backtab" => KeyCode::BackTab,
+            "up" => KeyCode::Up,
+            "down" => KeyCode::Down,
+            "left" => KeyCode::Left,
+            "right" => KeyCode::Right,
+            "home" => KeyCode::Home,
+            "end" => KeyCode::End,
+            "pageup" | "pgup" => KeyCode::PageUp,
+            "pagedown" | "pgdn" | "pgdown" => KeyCode::PageDown,
+            "backspace" => KeyCode::Backspace,
+            "delete" | "del" => KeyCode::Delete,
+            "space" => KeyCode::Char(' '),
+            f if f.len() >= 2 && f.starts_with('f') => KeyCode::F(f[1..].parse().ok()?),
+            _ if rest.chars().count() == 1 => {
+                let c = rest.chars().next()?;
+                KeyCode::Char(if modifiers.contains(KeyModifiers::CONTROL) {
+                    c.to_ascii_lowercase()
+                } else {
+                    c
+                })
+            }
+            _ => return None,
+        };
+        Some(KeyBinding { code, modifiers })
+    }
+
+    /// True when `ev` is this key. Shift is ignored for characters (it is in the character).
+    pub fn matches(&self, ev: &KeyEvent) -> bool {
+        let strip = |m: KeyModifiers| m - KeyModifiers::SHIFT;
+        match (self.code, ev.code) {
+            (KeyCode::Char(a), KeyCode::Char(b)) => {
+                let same_char = if self.modifiers.contains(KeyModifiers::CONTROL) {
+                    a.eq_ignore_ascii_case(&b)
+                } else {
+                    a == b
+                };
+                same_char && strip(self.modifiers) == strip(ev.modifiers)
+            }
+            (KeyCode::BackTab, KeyCode::BackTab) => strip(self.modifiers) == strip(ev.modifiers),
+            (a, b) => a == b && self.modifiers == ev.modifiers,
+        }
+    }
+}
+
+impl fmt::Display for KeyBinding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.modifiers.contains(KeyModifiers::CONTROL) {
+            f.write_str("Ctrl-")?;
+        }
+        if self.modifiers.contains(KeyModifiers::ALT) {
+            f.write_str("Alt-")?;
+        }
+        if self.modifiers.contains(KeyModifiers::SHIFT) {
+            f.write_str("Shift-")?;
+        }
+        match self.code {
+            KeyCode::Char(' ') => f.write_str("Space"),
+            KeyCode::Char(c) if self.modifiers.contains(KeyModifiers::CONTROL) => {
+                write!(f, "{}", c.to_ascii_uppercase())
+            }
+            KeyCode::Char(c) => write!(f, "{c}"),
+            KeyCode::Enter => f.write_str("Enter"),
+            KeyCode::Esc => f.write_str("Esc"),
+            KeyCode::Tab => f.write_str("Tab"),
+            KeyCode::BackTab => f.write_str("Shift-Tab"),
+            KeyCode::Up => f.write_str("↑"),
+            KeyCode::Down => f.write_str("↓"),
+            KeyCode::Left => f.write_str("←"),
+            KeyCode::Right => f.write_str("→"),
+            KeyCode::PageUp => f.write_str("PgUp"),
+            KeyCode::PageDown => f.write_str("PgDn"),
+            KeyCode::Home => f.write_str("Home"),
+            KeyCode::End => f.write_str("End"),
+            KeyCode::Backspace => f.write_str("Backspace"),
+            KeyCode::Delete => f.write_str("Del"),
+            KeyCode::F(n) => write!(f, "F{n}"),
+            other => write!(f, "{other:?}"),
+        }
+    }
+}
+
+/// The bindings of every context. Order inside a context is the help order.
+#[derive(Debug, Clone)]
+pub struct Keymap {
+    tables: BTreeMap<Context, Vec<(Action, Vec<KeyBinding>)>>,
+}
+
+impl Default for Keymap {
+    fn default() -> Self {
+        use Action::*;
+        use KeyBinding as K;
+        let global = vec![
+            (Quit, vec![K::ctrl('c')]),
+            (TogglePauseCycle, vec![K::ctrl('p')]),
+            (StopCycle, vec![K::ctrl('x')]),
+        ];
+        let navigation = vec![
+            (Help, vec![K::ch('?')]),
+            (Quit, vec![K::ch('q')]),
+            (FocusNext, vec![K::plain(KeyCode::Tab)]),
+            (FocusPrev, vec![K::plain(KeyCode::BackTab)]),
+            (MoveDown, vec![K::ch('j'), K::plain(KeyCode::Down)]),
+            (MoveUp, vec![K::ch('k'), K::plain(KeyCode::Up)]),
+            (Select, vec![K::plain(KeyCode::Enter)]),
+            (FocusComposer, vec![K::ch('i')]),
+            (NewGroupFromPreset, vec![K::ch('n')]),
+            (NewSession, vec![K::ch('N')]),
+            (Rename, vec![K::ch('r')]),
+            (SetModel, vec![K::ch('m')]),
+            (EditSystemPrompt, vec![K::ch('e')]),
+            (SetMode, vec![K::ch('M')]),
+            (SetMaxIterations, vec![K::ch('I')]),
+            (Delete, vec![K::ch('d')]),
+            (SaveGroupAsPreset, vec![K::ch('S')]),
+            (TogglePauseCycle, vec![K::ch('p')]),
+            (StopCycle, vec![K::ch('x')]),
+            (PageUp, vec![K::plain(KeyCode::PageUp)]),
+            (PageDown, vec![K::plain(KeyCode::PageDown)]),
+        ];
+        let composer = vec![
+            (Send, vec![K::plain(KeyCode::Enter)]),
+            // Ctrl-J: terminals that keep Alt-Enter for themselves still get a newline key.
+            (Newline, vec![K::alt(KeyCode::Enter), K::ctrl('j')]),
+            (LeaveComposer, vec![K::plain(KeyCode::Esc)]),
+            (FocusNext, vec![K::plain(KeyCode::Tab)]),
+            (FocusPrev, vec![K::plain(KeyCode::BackTab)]),
+            (PageUp, vec![K::plain(KeyCode::PageUp)]),
+            (PageDown, vec![K::plain(KeyCode::PageDown)]),
+        ];
+        let mut tables = BTreeMap::new();
+        tables.insert(Context::Global, global);
+        tables.insert(Context::Navigation, navigation);
+        tables.insert(Context::Composer, composer);
+        Keymap { tables }
+    }
+}
+
+impl Keymap {
+    /// The defaults with `overrides` applied: an action named there gets exactly the keys given,
+    /// in every context where it has a binding (or in navigation when it has none).
+    pub fn with_overrides(overrides: &BTreeMap<String, KeyList>) -> (Keymap, Vec<KeymapError>) {
+        let mut map = Keymap::default();
+        let mut errors = Vec::new();
+        for (name, keys) in overrides {
+            let Some(action) = Action::from_name(name) else {
+                errors.push(KeymapError::UnknownAction {
+                    name: name.clone(),
+                    suggestion: suggest(name),
+                });
+                continue;
+            };
+            let mut bindings = Vec::new();
+            for key in keys.keys() {
+                match KeyBinding::parse(key) {
+                    Some(b) => bindings.push(b),
+                    None => errors.push(KeymapError::BadKey {
+                        action: name.clone(),
+                        key: key.to_string(),
+                    }),
+                }
+            }
+            if bindings.is_empty() {
+                continue;
+            }
+            let mut placed = false;
+            for table in map.tables.values_mut() {
+                for (a, keys) in table.iter_mut() {
+                    if *a == action {
+                        *keys = bindings.clone();
+                        placed = true;
+                    }
+                }
+            }
+            if !placed {
+                map.tables
+                    .entry(Context::Navigation)
+                    .or_default()
+                    .push((action, bindings));
+            }
+        }
+        (map, errors)
+    }
+
+    /// The action bound to `ev` in `context`, if any.
+    pub fn lookup(&self, context: Context, ev: &KeyEvent) -> Option<Action> {
+        self.tables
+            .get(&context)?
+            .iter()
+            .find(|(_, keys)| keys.iter().any(|k| k.matches(ev)))
+            .map(|(a, _)| *a)
+    }
+
+    /// The bindings of a context, in help order.
+    pub fn bindings(&self, context: Context) -> &[(Action, Vec<KeyBinding>)] {
+        self.tables.get(&context).map_or(&[], Vec::as_slice)
+    }
+
+    /// The keys of an action in a context, joined for display (`j/↓`).
+    pub fn keys_text(&self, context: Context, action: Action) -> Option<String> {
+        let keys = self.bindings(context).iter().find(|(a, _)| *a == action)?;
+        Some(
+            keys.1
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("/"),
+        )
+    }
+}
+
+fn suggest(name: &str) -> String {
+    let best = Action::ALL
+        .iter()
+        .map(|a| (strsim::jaro_winkler(name, a.name()), a.name()))
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    match best {
+        Some((score, n)) if score > 0.8 => format!(" (did you mean `{n}`?)"),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(code: KeyCode, m: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, m)
+    }
+
+    #[test]
+    fn parses_and_displays_keys() {
+        assert_eq!(KeyBinding::parse("ctrl-p"), Some(KeyBinding::ctrl('p')));
+        assert_eq!(KeyBinding::parse("Ctrl-P"), Some(KeyBinding::ctrl('p')));
+        assert_eq!(
+            KeyBinding::parse("alt-enter"),
+            Some(KeyBinding::alt(KeyCode::Enter))
+        );
+        assert_eq!(
+            KeyBinding::parse("shift-tab"),
+            Some(KeyBinding::plain(KeyCode::BackTab))
+        );
+        assert_eq!(
+            KeyBinding::parse("pagedown"),
+            Some(KeyBinding::plain(KeyCode::PageDown))
+        );
+        assert_eq!(KeyBinding::parse("N"), Some(KeyBinding::ch('N')));
+        assert_eq!(KeyBinding::parse("f5"), Some(KeyBinding::plain(KeyCode::F(5))));
+        assert_eq!(KeyBinding::parse("ctrl-"), None);
+        assert_eq!(KeyBinding::parse("hyper-x"), None);
+        assert_eq!(KeyBinding::ctrl('p').to_string(), "Ctrl-P");
+        assert_eq!(KeyBinding::alt(KeyCode::Enter).to_string(), "Alt-Enter");
+    }
+
+    #[test]
+    fn shift_is_part_of_a_character() {
+        let map = Keymap::default();
+        let upper_n = key(KeyCode::Char('N'), KeyModifiers::SHIFT);
+        assert_eq!(
+            map.lookup(Context::Navigation, &upper_n),
+            Some(Action::NewSession)
+        );
+        let n = key(KeyCode::Char('n'), KeyModifiers::NONE);
+        assert_eq!(
+            map.lookup(Context::Navigation, &n),
+            Some(Action::NewGroupFromPreset)
+        );
+        let backtab = key(KeyCode::BackTab, KeyModifiers::SHIFT);
+        assert_eq!(map.lookup(Context::Navigation, &backtab), Some(Action::FocusPrev));
+        // Ctrl-P is global; plain `p` is not.
+        let ctrl_p = key(KeyCode::Char('p'), KeyModifiers::CONTROL);
+        assert_eq!(
+            map.lookup(Context::Global, &ctrl_p),
+            Some(Action::TogglePauseCycle)
+        );
+        assert_eq!(
+            map.lookup(Context::Global, &key(KeyCode::Char('p'), KeyModifiers::NONE)),
+            None
+        );
+    }
+
+    #[test]
+    fn overrides_replace_keys_and_report_errors() {
+        let mut o = BTreeMap::new();
+        o.insert("toggle_pause_cycle".to_string(), KeyList::One("ctrl-g".into()));
+        o.insert("toggle_pause_cyle".to_string(), KeyList::One("ctrl-h".into()));
+        o.insert(
+            "help".to_string(),
+            KeyList::Many(vec!["f1".into(), "bogus-key".into()]),
+        );
+        let (map, errors) = Keymap::with_overrides(&o);
+        let ctrl_g = key(KeyCode::Char('g'), KeyModifiers::CONTROL);
+        assert_eq!(
+            map.lookup(Context::Global, &ctrl_g),
+            Some(Action::TogglePauseCycle)
+        );
+        assert_eq!(
+            map.lookup(Context::Navigation, &ctrl_g),
+            Some(Action::TogglePauseCycle)
+        );
+        let ctrl_p = key(KeyCode::Char('p'), KeyModifiers::CONTROL);
+        assert_eq!(map.lookup(Context::Global, &ctrl_p), None);
+        assert_eq!(
+            map.lookup(Context::Navigation, &key(KeyCode::F(1), KeyModifiers::NONE)),
+            Some(Action::Help)
+        );
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(errors[0].to_string().contains("bogus-key"), "{}", errors[0]);
+        assert!(
+            errors[1]
+                .to_string()
+                .contains("did you mean `toggle_pause_cycle`"),
+            "{}",
+            errors[1]
+        );
+    }
+}

@@ -1,0 +1,371 @@
+//! Markdown to styled, wrapped lines for the transcript (pulldown-cmark). Input must already be
+//! sanitised. Styles follow the house rules: default foreground, bold/italic for emphasis, one
+//! accent (cyan) for code, dim for secondary marks.
+
+use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use unicode_width::UnicodeWidthStr;
+
+/// Renders `src` as lines no wider than `width` columns.
+pub fn render(src: &str, width: u16) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    for line in logical_lines(src) {
+        wrap_line_into(line, width.max(1) as usize, &mut out);
+    }
+    out
+}
+
+/// Wraps one styled line at word boundaries (a word wider than the line is cut).
+pub fn wrap_line_into(line: Line<'static>, width: usize, out: &mut Vec<Line<'static>>) {
+    if line.width() <= width {
+        out.push(line);
+        return;
+    }
+    let mut current: Vec<Span<'static>> = Vec::new();
+    let mut used = 0usize;
+    // Leading spaces are indentation on the first row; at a break they are dropped.
+    let mut broke = false;
+    for span in line.spans {
+        let style = span.style;
+        for token in tokens(&span.content) {
+            let is_space = token.starts_with(char::is_whitespace);
+            let w = token.width();
+            if used + w > width && used > 0 {
+                out.push(finish(std::mem::take(&mut current)));
+                used = 0;
+                broke = true;
+            }
+            if is_space && used == 0 && broke {
+                continue;
+            }
+            if w > width {
+                // A word wider than the line: cut it on character boundaries.
+                let mut piece = String::new();
+                for c in token.chars() {
+                    let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+                    if used + cw > width && used > 0 {
+                        current.push(Span::styled(std::mem::take(&mut piece), style));
+                        out.push(Line::from(std::mem::take(&mut current)));
+                        used = 0;
+                        broke = true;
+                    }
+                    piece.push(c);
+                    used += cw;
+                }
+                if !piece.is_empty() {
+                    current.push(Span::styled(piece, style));
+                }
+                continue;
+            }
+            current.push(Span::styled(token.to_string(), style));
+            used += w;
+        }
+    }
+    if !current.is_empty() {
+        out.push(Line::from(current));
+    }
+}
+
+/// A wrapped line without the spaces at its break.
+fn finish(mut spans: Vec<Span<'static>>) -> Line<'static> {
+    while spans.last().is_some_and(|s| s.content.trim().is_empty()) {
+        spans.pop();
+    }
+    Line::from(spans)
+}
+
+/// Runs of whitespace and runs of everything else.
+fn tokens(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        let first = rest.chars().next()?;
+        let space = first.is_whitespace();
+        let end = rest
+            .char_indices()
+            .find(|(_, c)| c.is_whitespace() != space)
+            .map_or(rest.len(), |(i, _)| i);
+        let (token, tail) = rest.split_at(end);
+        rest = tail;
+        Some(token)
+    })
+}
+
+struct Writer {
+    out: Vec<Line<'static>>,
+    spans: Vec<Span<'static>>,
+    styles: Vec<Style>,
+    lists: Vec<Option<u64>>,
+    quote_depth: usize,
+    code_block: bool,
+    /// The marker (`- `, `3. `) waiting for the first line of a list item.
+    marker: Option<String>,
+}
+
+impl Writer {
+    fn style(&self) -> Style {
+        self.styles.last().copied().unwrap_or_default()
+    }
+
+    fn push_style(&mut self, add: Style) {
+        let s = self.style().patch(add);
+        self.styles.push(s);
+    }
+
+    fn prefix(&mut self) -> Vec<Span<'static>> {
+        let mut p = Vec::new();
+        if self.quote_depth > 0 {
+            p.push(Span::styled(
+                "│ ".repeat(self.quote_depth),
+                Style::default().add_modifier(Modifier::DIM),
+            ));
+        }
+        let indent = self.lists.len().saturating_sub(1) * 2;
+        match self.marker.take() {
+            Some(m) => {
+                p.push(Span::raw(" ".repeat(indent)));
+                p.push(Span::styled(m, Style::default().add_modifier(Modifier::DIM)));
+            }
+            None if !self.lists.is_empty() => p.push(Span::raw(" ".repeat(indent + 2))),
+            None => {}
+        }
+        p
+    }
+
+    fn flush(&mut self) {
+        if self.spans.is_empty() && self.marker.is_none() {
+            return;
+        }
+        let mut line = self.prefix();
+        line.append(&mut self.spans);
+        self.out.push(Line::from(line));
+    }
+
+    fn blank(&mut self) {
+        self.flush();
+        if self.lists.is_empty() && self.out.last().is_some_and(|l| l.width() > 0) {
+            self.out.push(Line::default());
+        }
+    }
+
+    fn text(&mut self, text: &str) {
+        if self.code_block {
+            let code = Style::default().fg(Color::Cyan);
+            for (i, part) in text.split('\n').enumerate() {
+                if i > 0 {
+                    self.flush_code_line();
+                }
+                if !part.is_empty() {
+                    self.spans.push(Span::styled(part.to_string(), code));
+                }
+            }
+            return;
+        }
+        let style = self.style();
+        for (i, part) in text.split('\n').enumerate() {
+            if i > 0 {
+                self.flush();
+            }
+            if !part.is_empty() {
+                self.spans.push(Span::styled(part.to_string(), style));
+            }
+        }
+    }
+
+    fn flush_code_line(&mut self) {
+        let mut line = self.prefix();
+        line.push(Span::raw("  "));
+        line.append(&mut self.spans);
+        self.out.push(Line::from(line));
+    }
+}
+
+/// Markdown to unwrapped lines.
+fn logical_lines(src: &str) -> Vec<Line<'static>> {
+    let mut w = Writer {
+        out: Vec::new(),
+        spans: Vec::new(),
+        styles: Vec::new(),
+        lists: Vec::new(),
+        quote_depth: 0,
+        code_block: false,
+        marker: None,
+    };
+    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    for event in Parser::new_ext(src, options) {
+        match event {
+            Event::Start(tag) => match tag {
+                Tag::Paragraph => {}
+                Tag::Heading { level, .. } => {
+                    w.flush();
+                    w.push_style(Style::default().add_modifier(Modifier::BOLD));
+                    let hashes = match level {
+                        HeadingLevel::H1 => 1,
+                        HeadingLevel::H2 => 2,
+                        HeadingLevel::H3 => 3,
+                        HeadingLevel::H4 => 4,
+                        HeadingLevel::H5 => 5,
+                        HeadingLevel::H6 => 6,
+                    };
+                    let style = w.style();
+                    w.spans
+                        .push(Span::styled(format!("{} ", "#".repeat(hashes)), style));
+                }
+                Tag::BlockQuote(_) => {
+                    w.flush();
+                    w.quote_depth += 1;
+                }
+                Tag::CodeBlock(kind) => {
+                    w.flush();
+                    w.code_block = true;
+                    if let CodeBlockKind::Fenced(lang) = kind
+                        && !lang.is_empty()
+                    {
+                        let mut line = w.prefix();
+                        line.push(Span::styled(
+                            format!("```{lang}"),
+                            Style::default().add_modifier(Modifier::DIM),
+                        ));
+                        w.out.push(Line::from(line));
+                    }
+                }
+                Tag::List(start) => {
+                    w.flush();
+                    w.lists.push(start);
+                }
+                Tag::Item => {
+                    w.flush();
+                    let marker = match w.lists.last_mut() {
+                        Some(Some(n)) => {
+                            let m = format!("{n}. ");
+                            *n += 1;
+                            m
+                        }
+                        _ => "• ".to_string(),
+                    };
+                    w.marker = Some(marker);
+                }
+                Tag::Emphasis => w.push_style(Style::default().add_modifier(Modifier::ITALIC)),
+                Tag::Strong => w.push_style(Style::default().add_modifier(Modifier::BOLD)),
+                Tag::Strikethrough => w.push_style(Style::default().add_modifier(Modifier::CROSSED_OUT)),
+                Tag::Link { .. } => w.push_style(Style::default().add_modifier(Modifier::UNDERLINED)),
+                Tag::Image { .. } => w.push_style(Style::default().add_modifier(Modifier::DIM)),
+                Tag::Table(_) | Tag::TableHead | Tag::TableRow => w.flush(),
+                Tag::TableCell => {}
+                _ => {}
+            },
+            Event::End(tag) => match tag {
+                TagEnd::Paragraph => w.blank(),
+                TagEnd::Heading(_) => {
+                    w.styles.pop();
+                    w.blank();
+                }
+                TagEnd::BlockQuote(_) => {
+                    w.flush();
+                    w.quote_depth = w.quote_depth.saturating_sub(1);
+                    w.blank();
+                }
+                TagEnd::CodeBlock => {
+                    if !w.spans.is_empty() {
+                        w.flush_code_line();
+                    }
+                    w.code_block = false;
+                    w.blank();
+                }
+                TagEnd::List(_) => {
+                    w.flush();
+                    w.lists.pop();
+                    w.blank();
+                }
+                TagEnd::Item => w.flush(),
+                TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough | TagEnd::Link | TagEnd::Image => {
+                    w.styles.pop();
+                }
+                TagEnd::TableCell => w
+                    .spans
+                    .push(Span::styled(" │ ", Style::default().add_modifier(Modifier::DIM))),
+                TagEnd::TableHead | TagEnd::TableRow => {
+                    if w.spans.last().is_some_and(|s| s.content == " │ ") {
+                        w.spans.pop();
+                    }
+                    w.flush();
+                }
+                TagEnd::Table => w.blank(),
+                _ => {}
+            },
+            Event::Text(t) => w.text(&t),
+            Event::Code(t) => w
+                .spans
+                .push(Span::styled(t.into_string(), Style::default().fg(Color::Cyan))),
+            Event::Html(t) | Event::InlineHtml(t) => w.text(&t),
+            Event::SoftBreak | Event::HardBreak => w.flush(),
+            Event::Rule => {
+                w.flush();
+                w.out
+                    .push(Line::styled("───", Style::default().add_modifier(Modifier::DIM)));
+                w.blank();
+            }
+            Event::TaskListMarker(done) => w.spans.push(Span::raw(if done { "[x] " } else { "[ ] " })),
+            Event::FootnoteReference(t) | Event::InlineMath(t) | Event::DisplayMath(t) => w.text(&t),
+        }
+    }
+    w.flush();
+    while w.out.last().is_some_and(|l| l.width() == 0) {
+        w.out.pop();
+    }
+    w.out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(lines: &[Line<'_>]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn renders_the_common_blocks() {
+        let src = "# Title\n\nSome **bold** and `code`.\n\n- one\n- two\n\n1. first\n2. second\n\n> quoted\n\n```rust\nfn main() {}\n```\n";
+        let lines = render(src, 80);
+        assert_eq!(
+            texts(&lines),
+            vec![
+                "# Title",
+                "",
+                "Some bold and code.",
+                "",
+                "• one",
+                "• two",
+                "",
+                "1. first",
+                "2. second",
+                "",
+                "│ quoted",
+                "",
+                "```rust",
+                "  fn main() {}",
+            ]
+        );
+        assert!(
+            lines[2]
+                .spans
+                .iter()
+                .any(|s| s.content == "bold" && s.style.add_modifier.contains(Modifier::BOLD))
+        );
+    }
+
+    #[test]
+    fn wraps_at_words_and_cuts_long_words() {
+        let lines = render("alpha beta gamma delta", 11);
+        assert_eq!(texts(&lines), vec!["alpha beta", "gamma delta"]);
+        let lines = render("abcdefghijklmnop", 5);
+        assert_eq!(texts(&lines), vec!["abcde", "fghij", "klmno", "p"]);
+        for l in render("a fairly long line with many words in it to wrap around", 7) {
+            assert!(l.width() <= 7, "{l:?}");
+        }
+    }
+}

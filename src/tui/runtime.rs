@@ -1,0 +1,259 @@
+//! The UI task: one loop that owns the [`App`], selecting over terminal events, engine events,
+//! command results and frame requests; and the executor that turns [`Command`]s into engine
+//! calls and background file work.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use crossterm::event::{Event, EventStream};
+use futures::StreamExt;
+use tokio::sync::mpsc;
+
+use super::app::App;
+use super::command::{AppEvent, Command, ExportOutcome};
+use super::frame::FrameRequester;
+use super::terminal::TerminalGuard;
+use crate::config::{Config, Paths};
+use crate::engine::{Engine, EngineOptions, EventSink, RunOverrides};
+use crate::presets::Catalog;
+use crate::presets::squad::{ExportError, export_group};
+use crate::providers::Providers;
+use crate::store::{DataDirLock, OrgHandle, OrganizationFile, Transcripts};
+
+/// Frame interval while something is busy (spinner, running worker durations).
+const BUSY_FRAME: Duration = Duration::from_millis(120);
+/// Engine events handled before the loop looks at the terminal again.
+const EVENT_BATCH: usize = 512;
+
+/// Opens the interactive UI on `repo` and runs until the user quits.
+pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!("the interactive UI needs a terminal; use `huddle run` in scripts");
+    }
+    let config = Config::load(paths)?.config;
+    let _lock = DataDirLock::acquire(&paths.lock_file())?;
+    let loaded = OrganizationFile::new(paths.organization_file()).load()?;
+    let notices: Vec<String> = loaded
+        .notices
+        .iter()
+        .filter(|n| n.is_serious())
+        .map(ToString::to_string)
+        .collect();
+    let providers = Providers::from_config(&config)?;
+    let org = OrgHandle::persistent(loaded.org, OrganizationFile::new(paths.organization_file()));
+    let (sink, engine_events) = EventSink::channel();
+    let engine = Engine::new(
+        providers,
+        org.clone(),
+        Transcripts::new(paths.sessions_dir()),
+        sink,
+        EngineOptions {
+            max_concurrency: config.max_concurrency,
+            ..EngineOptions::default()
+        },
+    );
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let (app, initial) = App::new(org, config.clone(), repo.clone(), notices);
+    let executor = Executor {
+        engine: engine.clone(),
+        paths: paths.clone(),
+        config,
+        repo,
+        app_tx: mpsc::unbounded_channel().0,
+    };
+    let mut guard = TerminalGuard::enter().context("cannot set up the terminal")?;
+    let result = event_loop(&mut guard, app, initial, executor, engine_events, no_color).await;
+    drop(guard);
+    // Everything said so far goes to disk; running cycles stay "interrupted" and resumable.
+    let flushed = tokio::task::spawn_blocking(move || engine.flush()).await;
+    if let Ok(Err(e)) = flushed {
+        tracing::error!(error = %e, "could not save on exit");
+        eprintln!("huddle: could not save on exit: {e}");
+    }
+    result
+}
+
+async fn event_loop(
+    guard: &mut TerminalGuard,
+    mut app: App,
+    initial: Vec<Command>,
+    mut executor: Executor,
+    mut engine_events: mpsc::UnboundedReceiver<crate::engine::events::EngineEvent>,
+    no_color: bool,
+) -> anyhow::Result<()> {
+    let (app_tx, mut app_rx) = mpsc::unbounded_channel();
+    executor.app_tx = app_tx;
+    let (frames, mut draws) = FrameRequester::start();
+    let mut terminal_events = EventStream::new();
+    executor.execute_all(initial);
+    frames.schedule_frame();
+    loop {
+        let commands = tokio::select! {
+            event = terminal_events.next() => match event {
+                Some(Ok(Event::Key(key))) => app.handle_key(key),
+                Some(Ok(Event::Paste(text))) => {
+                    app.handle_paste(&text);
+                    Vec::new()
+                }
+                Some(Ok(Event::Mouse(m))) => app.handle_mouse(m),
+                Some(Ok(_)) => Vec::new(),
+                Some(Err(e)) => return Err(e).context("cannot read the terminal"),
+                None => return Ok(()),
+            },
+            Some(event) = engine_events.recv() => {
+                let mut commands = app.handle_app_event(AppEvent::Engine(event));
+                for _ in 0..EVENT_BATCH {
+                    match engine_events.try_recv() {
+                        Ok(event) => commands.extend(app.handle_app_event(AppEvent::Engine(event))),
+                        Err(_) => break,
+                    }
+                }
+                commands
+            },
+            Some(event) = app_rx.recv() => app.handle_app_event(event),
+            Some(()) = draws.recv() => {
+                let size = guard.terminal.size()?;
+                app.screen = ratatui::layout::Rect::new(0, 0, size.width, size.height);
+                guard.terminal.draw(|f| super::render::draw(f, &app, no_color))?;
+                if app.anything_running() {
+                    app.tick = app.tick.wrapping_add(1);
+                    frames.schedule_frame_in(BUSY_FRAME);
+                }
+                continue;
+            }
+        };
+        executor.execute_all(commands);
+        if app.should_quit {
+            return Ok(());
+        }
+        frames.schedule_frame();
+    }
+}
+
+/// Carries out commands: engine calls now, slow work in tasks that report back.
+struct Executor {
+    engine: Engine,
+    paths: Paths,
+    config: Config,
+    repo: PathBuf,
+    app_tx: mpsc::UnboundedSender<AppEvent>,
+}
+
+impl Executor {
+    fn execute_all(&self, commands: Vec<Command>) {
+        for c in commands {
+            self.execute(c);
+        }
+    }
+
+    fn send(tx: &mpsc::UnboundedSender<AppEvent>, event: AppEvent) {
+        if tx.send(event).is_err() {
+            tracing::debug!("the UI is gone; dropping a result");
+        }
+    }
+
+    fn execute(&self, command: Command) {
+        let tx = self.app_tx.clone();
+        let engine = self.engine.clone();
+        match command {
+            Command::Chat { session_id, prompt } => {
+                tokio::spawn(async move {
+                    let result = engine.ask(&session_id, prompt, None).await;
+                    let error =
+                        (!result.success && !result.cancelled()).then(|| result.error.unwrap_or_default());
+                    Self::send(&tx, AppEvent::ChatEnded { session_id, error });
+                });
+            }
+            Command::RunGroup { group_id, prompt } => {
+                tokio::spawn(async move {
+                    let result = engine.run_group(&group_id, prompt, RunOverrides::default()).await;
+                    let result = result.map(Box::new).map_err(|e| e.to_string());
+                    Self::send(&tx, AppEvent::RunEnded { group_id, result });
+                });
+            }
+            Command::ResumeCycle { group_id } => {
+                tokio::spawn(async move {
+                    let result = engine.resume_cycle(&group_id, RunOverrides::default()).await;
+                    let result = result.map(Box::new).map_err(|e| e.to_string());
+                    Self::send(&tx, AppEvent::RunEnded { group_id, result });
+                });
+            }
+            Command::QueueMessage { group_id, text } => {
+                if !engine.queue_message(&group_id, text.clone()) {
+                    // The run ended in between: the message starts a new one.
+                    self.execute(Command::RunGroup {
+                        group_id,
+                        prompt: text,
+                    });
+                }
+            }
+            Command::Pause { group_id } => {
+                engine.pause(&group_id);
+            }
+            Command::Resume { group_id } => {
+                engine.resume(&group_id);
+            }
+            Command::Stop { group_id } => {
+                engine.stop(&group_id);
+            }
+            Command::LoadTranscript { session_id } => {
+                let transcripts = Transcripts::new(self.paths.sessions_dir());
+                tokio::task::spawn_blocking(move || {
+                    // Lines the engine queued must be on disk before reading.
+                    let _ = engine.flush();
+                    let result = transcripts.load(&session_id).map_err(|e| e.to_string());
+                    Self::send(&tx, AppEvent::TranscriptLoaded { session_id, result });
+                });
+            }
+            Command::LoadCatalog => {
+                let (paths, config, repo) = (self.paths.clone(), self.config.clone(), self.repo.clone());
+                tokio::task::spawn_blocking(move || {
+                    let catalog = Catalog::load(&paths, &config, Some(&repo));
+                    Self::send(&tx, AppEvent::CatalogLoaded(Box::new(catalog)));
+                });
+            }
+            Command::ExportGroup { group_id, force } => {
+                let (paths, default_repo) = (self.paths.clone(), self.repo.clone());
+                tokio::task::spawn_blocking(move || {
+                    let org = engine.org().snapshot();
+                    let repo = org
+                        .group(&group_id)
+                        .and_then(|g| g.repo.clone())
+                        .unwrap_or(default_repo);
+                    let result = match export_group(&org, &group_id, &repo, &paths, force) {
+                        Ok(report) => {
+                            let mut text = String::new();
+                            for f in &report.written {
+                                text.push_str(&format!("wrote     {}\n", f.display()));
+                            }
+                            for f in &report.unchanged {
+                                text.push_str(&format!("unchanged {}\n", f.display()));
+                            }
+                            text.push_str(&format!("preset    {}", report.preset_file.display()));
+                            Ok(text)
+                        }
+                        Err(ExportError::WouldOverwrite { files }) => Err(ExportOutcome::WouldOverwrite {
+                            group_id,
+                            files: files.iter().map(|f| f.display().to_string()).collect(),
+                        }),
+                        Err(e) => Err(ExportOutcome::Failed(e.to_string())),
+                    };
+                    Self::send(&tx, AppEvent::Exported(result));
+                });
+            }
+            Command::RemoveTranscripts { session_ids } => {
+                let transcripts = Transcripts::new(self.paths.sessions_dir());
+                tokio::task::spawn_blocking(move || {
+                    for id in session_ids {
+                        if let Err(e) = transcripts.remove(&id) {
+                            tracing::warn!(session = %id, error = %e, "cannot delete a transcript");
+                        }
+                    }
+                });
+            }
+            Command::Quit => {}
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! One session's transcript as the UI holds it: the messages loaded from disk, the answer
+//! streaming in now, the scroll position, and a cache of rendered lines per width so a frame
+//! lays out only what changed.
+
+use std::cell::{Cell, RefCell};
+
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use super::markdown;
+use crate::model::{Message, MessageRole};
+use crate::text::sanitize;
+
+#[derive(Debug, Default)]
+pub struct TranscriptView {
+    pub messages: Vec<Message>,
+    pub loaded: bool,
+    pub load_error: Option<String>,
+    /// The turn in flight: its generation and the text so far.
+    pub streaming: Option<(u64, String)>,
+    /// The newest generation known to be finished (its text is on disk).
+    pub finished_generation: u64,
+    /// Lines scrolled up from the bottom; 0 follows the newest text.
+    pub scroll_from_bottom: usize,
+    /// The largest useful scroll at the last frame (scrolling further up does nothing).
+    max_scroll: Cell<usize>,
+    cache: RefCell<RenderCache>,
+}
+
+#[derive(Debug, Default)]
+struct RenderCache {
+    width: u16,
+    /// Each message's lines at `width`, rendered the first time it comes into view.
+    messages: Vec<Option<Vec<Line<'static>>>>,
+    /// The streaming text's committed (up to the last newline) part, rendered.
+    stream_key: Option<(u64, usize)>,
+    stream_lines: Vec<Line<'static>>,
+}
+
+impl TranscriptView {
+    pub fn set_messages(&mut self, messages: Vec<Message>) {
+        self.messages = messages;
+        self.loaded = true;
+        self.cache.borrow_mut().messages.clear();
+    }
+
+    pub fn push(&mut self, message: Message) {
+        self.messages.push(message);
+    }
+
+    /// A delta of the turn `generation`; pieces of an older turn are dropped.
+    pub fn delta(&mut self, generation: u64, text: &str) {
+        match &mut self.streaming {
+            Some((g, buf)) if *g == generation => buf.push_str(text),
+            Some((g, _)) if *g > generation => {}
+            _ => self.streaming = Some((generation, text.to_string())),
+        }
+    }
+
+    pub fn scroll_up(&mut self, lines: usize) {
+        self.scroll_from_bottom = self
+            .scroll_from_bottom
+            .saturating_add(lines)
+            .min(self.max_scroll.get().max(self.scroll_from_bottom));
+    }
+
+    pub fn scroll_down(&mut self, lines: usize) {
+        self.scroll_from_bottom = self.scroll_from_bottom.saturating_sub(lines);
+    }
+
+    /// The lines visible in a `width` x `height` window at the current scroll position, and the
+    /// scroll position clamped to the content. Only the messages that reach into the window
+    /// are laid out (once per width); older ones wait until they are scrolled to.
+    pub fn visible_lines(&self, width: u16, height: usize) -> (Vec<Line<'static>>, usize) {
+        let mut cache = self.cache.borrow_mut();
+        if cache.width != width {
+            cache.width = width;
+            cache.messages.clear();
+            cache.stream_key = None;
+        }
+        cache.messages.resize(self.messages.len(), None);
+
+        let mut tail: Vec<Line<'static>> = Vec::new();
+        if let Some((generation, text)) = &self.streaming {
+            let clean = sanitize::display(text);
+            let committed = clean.rfind('\n').map_or(0, |i| i + 1);
+            let key = (*generation, committed);
+            if cache.stream_key != Some(key) {
+                cache.stream_lines = markdown::render(&clean[..committed], width);
+                cache.stream_key = Some(key);
+            }
+            tail.push(header(
+                "assistant",
+                Style::default().add_modifier(Modifier::BOLD),
+                "streaming…",
+            ));
+            tail.extend(cache.stream_lines.iter().cloned());
+            let rest = &clean[committed..];
+            if !rest.is_empty() {
+                markdown::wrap_line_into(Line::raw(rest.to_string()), width.max(1) as usize, &mut tail);
+            }
+        }
+
+        // Walk back from the newest message until the window (plus the scroll) is covered.
+        let need = height.saturating_add(self.scroll_from_bottom);
+        let mut count = tail.len();
+        let mut first = self.messages.len();
+        while first > 0 && count < need {
+            first -= 1;
+            if cache.messages[first].is_none() {
+                let mut lines = Vec::new();
+                render_message(&self.messages[first], width, &mut lines);
+                cache.messages[first] = Some(lines);
+            }
+            count += cache.messages[first].as_ref().map_or(0, Vec::len);
+        }
+        let max_scroll = if first == 0 {
+            count.saturating_sub(height)
+        } else {
+            usize::MAX
+        };
+        self.max_scroll.set(max_scroll);
+        let scroll = self.scroll_from_bottom.min(max_scroll);
+        let end = count - scroll;
+        let start = end.saturating_sub(height);
+        let lines = cache.messages[first..]
+            .iter()
+            .flat_map(|m| m.iter().flatten())
+            .chain(tail.iter())
+            .skip(start)
+            .take(end - start)
+            .cloned()
+            .collect();
+        (lines, scroll)
+    }
+}
+
+fn header(who: &str, style: Style, extra: &str) -> Line<'static> {
+    let mut spans = vec![Span::styled(who.to_string(), style)];
+    if !extra.is_empty() {
+        spans.push(Span::styled(
+            format!("  {extra}"),
+            Style::default().add_modifier(Modifier::DIM),
+        ));
+    }
+    Line::from(spans)
+}
+
+/// A message as lines: a header (who, model, duration, marks), the body, a blank line.
+fn render_message(m: &Message, width: u16, out: &mut Vec<Line<'static>>) {
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let mut extra = Vec::new();
+    if let Some(model) = &m.model {
+        extra.push(sanitize::display(model).into_owned());
+        if model.starts_with("sim/") {
+            extra.push("(simulated)".into());
+        }
+    }
+    if let Some(i) = m.iteration {
+        extra.push(format!("iteration {i}"));
+    }
+    if let Some(ms) = m.duration_ms {
+        extra.push(super::cycle_view::seconds(ms));
+    }
+    if m.interrupted {
+        extra.push("interrupted".into());
+    }
+    let who = match m.role {
+        MessageRole::User => "you",
+        MessageRole::Assistant => "assistant",
+        MessageRole::System => "system",
+        MessageRole::Notice => "huddle",
+    };
+    out.push(header(who, bold, &extra.join(" · ")));
+    let text = sanitize::display(&m.text);
+    out.extend(markdown::render(&text, width));
+    if let Some(e) = &m.error {
+        let e = sanitize::display(e);
+        markdown::wrap_line_into(
+            Line::styled(
+                format!("error: {e}"),
+                Style::default().fg(ratatui::style::Color::Red),
+            ),
+            width.max(1) as usize,
+            out,
+        );
+    }
+    out.push(Line::default());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text_of(lines: &[Line<'_>]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn streaming_drops_stale_generations_and_follows_the_tail() {
+        let mut v = TranscriptView::default();
+        v.set_messages(vec![Message::user("hi")]);
+        v.delta(2, "Hello ");
+        v.delta(1, "LATE");
+        v.delta(2, "world");
+        let (lines, scroll) = v.visible_lines(40, 10);
+        let text = text_of(&lines).join("\n");
+        assert!(text.contains("Hello world"), "{text}");
+        assert!(!text.contains("LATE"), "{text}");
+        assert_eq!(scroll, 0);
+    }
+
+    #[test]
+    fn scrolling_is_clamped_and_shows_older_lines() {
+        let mut v = TranscriptView::default();
+        v.set_messages((0..50).map(|i| Message::assistant(format!("line {i}"))).collect());
+        let _ = v.visible_lines(40, 5);
+        v.scroll_up(10_000);
+        let (lines, scroll) = v.visible_lines(40, 5);
+        assert_eq!(lines.len(), 5);
+        assert!(
+            text_of(&lines)[0].starts_with("assistant"),
+            "{:?}",
+            text_of(&lines)
+        );
+        assert!(scroll > 0);
+        v.scroll_from_bottom = 0;
+        let (lines, _) = v.visible_lines(40, 5);
+        assert!(text_of(&lines).join("\n").contains("line 49"));
+    }
+
+    #[test]
+    fn only_messages_in_view_are_laid_out() {
+        let mut v = TranscriptView::default();
+        v.set_messages(
+            (0..1000)
+                .map(|i| Message::assistant(format!("answer {i}")))
+                .collect(),
+        );
+        let (lines, _) = v.visible_lines(40, 10);
+        assert_eq!(lines.len(), 10);
+        let laid_out = v.cache.borrow().messages.iter().filter(|m| m.is_some()).count();
+        assert!(laid_out <= 4, "{laid_out} messages laid out for a 10-line window");
+        v.scroll_up(25);
+        let (lines, scroll) = v.visible_lines(40, 10);
+        assert_eq!(scroll, 25);
+        assert!(
+            lines.iter().any(|l| l.to_string().contains("answer 991")),
+            "{lines:?}"
+        );
+    }
+}

@@ -1,0 +1,26 @@
+//! The panes of the main screen; each draws from `&App` and keeps no state of its own.
+
+pub mod cycle_panel;
+pub mod sidebar;
+pub mod status;
+pub mod transcript;
+
+/// Braille spinner frames, advanced by `App::tick`.
+pub const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+pub fn spinner(tick: usize) -> &'static str {
+    SPINNER[tick % SPINNER.len()]
+}
+
+/// A bordered pane whose border is emphasised when it has focus.
+pub fn pane(title: String, focused: bool) -> ratatui::widgets::Block<'static> {
+    use ratatui::style::{Color, Modifier, Style};
+    let block = ratatui::widgets::Block::bordered().title(title);
+    if focused {
+        block
+            .border_style(Style::default().fg(Color::Cyan))
+            .title_style(Style::default().add_modifier(Modifier::BOLD))
+    } else {
+        block.border_style(Style::default().add_modifier(Modifier::DIM))
+    }
+}

@@ -1,0 +1,124 @@
+//! The tree of groups and sessions: mode, role, model, busy spinner, repo-preset marker,
+//! unread marker, cycle state.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::{pane, spinner};
+use crate::model::{GroupKind, Mode, Role};
+use crate::text::sanitize;
+use crate::tui::app::{App, Focus, Row};
+use crate::tui::layout::sidebar_offset;
+
+pub fn mode_short(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Broadcast => "broadcast",
+        Mode::Sequential => "sequential",
+        Mode::Orchestrator => "orch",
+        Mode::OrchestratorReflect => "reflect",
+    }
+}
+
+pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    if area.width == 0 {
+        return;
+    }
+    let focused = app.focus == Focus::Sidebar;
+    let block = pane(" Groups ".into(), focused);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let rows = app.rows();
+    let height = inner.height as usize;
+    let offset = sidebar_offset(app.cursor, height);
+    let dim = Style::default().add_modifier(Modifier::DIM);
+    let lines: Vec<Line<'static>> = app.org.read(|o| {
+        rows.iter()
+            .enumerate()
+            .skip(offset)
+            .take(height)
+            .map(|(i, row)| {
+                let mut spans: Vec<Span<'static>> = Vec::new();
+                match row {
+                    Row::Group(id) => {
+                        let Some(g) = o.group(id) else {
+                            return Line::default();
+                        };
+                        let cycle = app.cycles.get(id);
+                        let state = if app.running.contains(id) {
+                            if cycle.is_some_and(|c| c.paused) {
+                                "⏸ ".to_string()
+                            } else {
+                                format!("{} ", spinner(app.tick))
+                            }
+                        } else if cycle.is_some_and(|c| c.interrupted) {
+                            "! ".to_string()
+                        } else {
+                            "▾ ".to_string()
+                        };
+                        spans.push(Span::raw(state));
+                        let name = sanitize::display(&g.name).into_owned();
+                        spans.push(Span::styled(name, Style::default().add_modifier(Modifier::BOLD)));
+                        if g.source_preset.as_deref().is_some_and(|p| p.starts_with("repo:")) {
+                            spans.push(Span::styled(" ◈", Style::default().fg(Color::Cyan)));
+                        }
+                        if g.is_team() {
+                            spans.push(Span::styled(format!(" {}", mode_short(g.mode)), dim));
+                        } else if g.kind == GroupKind::Repo {
+                            spans.push(Span::styled(" repo", dim));
+                        }
+                    }
+                    Row::Session(id) => {
+                        let Some(s) = o.session(id) else {
+                            return Line::default();
+                        };
+                        let busy = app.busy.contains(&s.name);
+                        spans.push(Span::raw(if busy {
+                            format!("  {} ", spinner(app.tick))
+                        } else {
+                            "  · ".to_string()
+                        }));
+                        // Team members' names repeat the team's; show the distinct part.
+                        let prefix = o
+                            .group(&s.group_id)
+                            .filter(|g| g.is_team())
+                            .map(|g| format!("{}-", crate::presets::instantiate::team_slug(&g.name)))
+                            .unwrap_or_default();
+                        let shown = match s.name.strip_prefix(prefix.as_str()) {
+                            Some(rest) if !prefix.is_empty() && !rest.is_empty() => rest,
+                            _ => s.name.as_str(),
+                        };
+                        spans.push(Span::raw(sanitize::display(shown).into_owned()));
+                        // The role, unless the name already says it.
+                        match s.role {
+                            Role::Orchestrator if shown != "orchestrator" => {
+                                spans.push(Span::styled(" orch", Style::default().fg(Color::Cyan)))
+                            }
+                            Role::Evaluator if shown != "evaluator" => {
+                                spans.push(Span::styled(" eval", Style::default().fg(Color::Cyan)))
+                            }
+                            _ => {}
+                        }
+                        if app.unread.contains(id) {
+                            spans.push(Span::styled(" ●", Style::default().fg(Color::Cyan)));
+                        }
+                        spans.push(Span::styled(format!(" {}", sanitize::display(&s.model)), dim));
+                    }
+                }
+                let line = Line::from(spans);
+                if i == app.cursor {
+                    line.style(if focused {
+                        Style::default().add_modifier(Modifier::REVERSED)
+                    } else {
+                        Style::default().add_modifier(Modifier::UNDERLINED)
+                    })
+                } else {
+                    line
+                }
+            })
+            .collect()
+    });
+    frame.render_widget(Paragraph::new(lines), inner);
+}

@@ -1,0 +1,207 @@
+//! End to end: the real binary in a pseudo-terminal (portable-pty), its screen read back with a
+//! vt100 parser. Offline with the sim provider. No timing assertions: each step polls the
+//! screen until the expected text appears, with a generous deadline.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+struct Huddle {
+    screen: Arc<Mutex<vt100::Parser>>,
+    writer: Box<dyn Write + Send>,
+    child: Box<dyn Child + Send + Sync>,
+    _master: Box<dyn MasterPty + Send>,
+}
+
+impl Huddle {
+    fn start(home: &Path, repo: &Path) -> Huddle {
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows: 30,
+                cols: 100,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("open a pty");
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_huddle"));
+        cmd.cwd(repo);
+        cmd.env("HUDDLE_HOME", home);
+        cmd.env("TERM", "xterm-256color");
+        cmd.env_remove("NO_COLOR");
+        let child = pty.slave.spawn_command(cmd).expect("start huddle");
+        drop(pty.slave);
+        let mut reader = pty.master.try_clone_reader().expect("pty reader");
+        let writer = pty.master.take_writer().expect("pty writer");
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(30, 100, 0)));
+        let sink = Arc::clone(&screen);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().process(&buf[..n]);
+            }
+        });
+        Huddle {
+            screen,
+            writer,
+            child,
+            _master: pty.master,
+        }
+    }
+
+    fn text(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    /// Polls the screen until it contains `needle`; the screen at the deadline is in the panic.
+    fn wait_for(&self, needle: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let text = self.text();
+            if text.contains(needle) {
+                return text;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "`{needle}` never appeared; the screen:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Sends bytes as one keystroke, then lets the app read them alone (an Esc followed at once
+    /// by a key would be read as Alt+key).
+    fn key(&mut self, bytes: &str) {
+        self.writer.write_all(bytes.as_bytes()).expect("write to the pty");
+        self.writer.flush().expect("flush the pty");
+        std::thread::sleep(Duration::from_millis(120));
+    }
+
+    fn type_text(&mut self, text: &str) {
+        self.writer.write_all(text.as_bytes()).expect("write to the pty");
+        self.writer.flush().expect("flush the pty");
+        std::thread::sleep(Duration::from_millis(120));
+    }
+
+    fn wait_exit(&mut self) {
+        let start = Instant::now();
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                assert!(
+                    status.success(),
+                    "huddle exited with {status:?}; screen:\n{}",
+                    self.text()
+                );
+                return;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "huddle did not exit; screen:\n{}",
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Huddle {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+const ESC: &str = "\x1b";
+const ENTER: &str = "\r";
+const CTRL_P: &str = "\x10";
+
+#[test]
+fn create_run_pause_resume_quit_and_restart() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), "default_model: sim/demo\n").unwrap();
+
+    let mut app = Huddle::start(home.path(), repo.path());
+    app.wait_for("Welcome to huddle");
+
+    // A team from a preset, with the keyboard only.
+    app.key("n");
+    app.wait_for("New team from a preset");
+    app.type_text("code review");
+    app.wait_for("Reviews a change");
+    app.key(ENTER);
+    app.wait_for("Prompt for Code Review Team");
+
+    // The composer has focus: the prompt runs the team's reflect cycle to its end.
+    app.type_text("Review the login handler");
+    app.key(ENTER);
+    app.wait_for("Cycle · finished");
+    app.wait_for("finished: goal_met");
+
+    // Slow the team down (model picker, a typed slug), then pause and resume a second cycle.
+    app.key(ESC);
+    app.key("m");
+    app.wait_for("Model (type a slug");
+    app.type_text("sim/slow-300ms");
+    app.wait_for("use `sim/slow-300ms`");
+    app.key(ENTER);
+    app.key("i");
+    app.type_text("Now check the error paths");
+    app.key(ENTER);
+    app.key(CTRL_P);
+    app.wait_for("Cycle · paused");
+    app.wait_for("⏸ paused");
+    app.key(CTRL_P);
+    app.wait_for("Cycle · finished");
+
+    app.key(ESC);
+    app.key("q");
+    app.wait_exit();
+
+    // Everything is back after a restart: the team, and the orchestrator's transcript.
+    let mut again = Huddle::start(home.path(), repo.path());
+    again.wait_for("Code Review Team");
+    again.wait_for("finished: goal_met");
+    again.key("j");
+    again.wait_for("orchestrator · sim/slow-300ms");
+    again.wait_for("Cycle finished");
+    again.key("q");
+    again.wait_exit();
+}
+
+#[test]
+fn a_cycle_cut_short_by_quitting_is_offered_for_resume() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), "default_model: sim/slow-400ms\n").unwrap();
+
+    let mut app = Huddle::start(home.path(), repo.path());
+    app.wait_for("Welcome to huddle");
+    app.key("n");
+    app.type_text("implement");
+    app.wait_for("Implement & Challenge");
+    app.key(ENTER);
+    app.wait_for("Prompt for Implement & Challenge");
+    app.type_text("Write a rate limiter");
+    app.key(ENTER);
+    app.wait_for("Cycle · running");
+    app.key(ESC);
+    app.key("q");
+    app.wait_for("Quit anyway?");
+    app.key("y");
+    app.wait_exit();
+
+    let mut again = Huddle::start(home.path(), repo.path());
+    again.wait_for("Resume it now?");
+    again.key("y");
+    again.wait_for("Cycle · running");
+    again.wait_for("Cycle · finished");
+    again.key("q");
+    again.wait_exit();
+}

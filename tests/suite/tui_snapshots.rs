@@ -1,0 +1,261 @@
+//! Whole-screen snapshots of the TUI on ratatui's TestBackend (tests/snapshots/*.snap).
+
+use crate::tui_snapshot;
+use huddle::engine::events::{EngineEvent, Phase};
+use huddle::model::{CycleOutcome, Message, Mode, Trend, Usage};
+use huddle::tui::App;
+use huddle::tui::action::Action;
+use huddle::tui::command::AppEvent;
+
+use super::tui_support::{app_with_team, empty_app, render, screen_text};
+
+const TEAM: &str = "Code Review Team";
+
+fn feed(app: &mut App, events: Vec<EngineEvent>) {
+    for e in events {
+        app.handle_app_event(AppEvent::Engine(e));
+    }
+}
+
+fn g() -> String {
+    TEAM.to_string()
+}
+
+fn first_iteration() -> Vec<EngineEvent> {
+    let w = |n: &str| format!("code-review-team-{n}");
+    vec![
+        EngineEvent::CycleStarted {
+            group: g(),
+            mode: Mode::OrchestratorReflect,
+            max_iterations: 4,
+        },
+        EngineEvent::IterationStarted {
+            group: g(),
+            iteration: 1,
+        },
+        EngineEvent::Phase {
+            group: g(),
+            iteration: 1,
+            phase: Phase::Plan,
+        },
+        EngineEvent::Phase {
+            group: g(),
+            iteration: 1,
+            phase: Phase::Dispatch,
+        },
+        EngineEvent::Assignment {
+            group: g(),
+            iteration: 1,
+            worker: w("correctness"),
+            task: "Check the edge cases".into(),
+        },
+        EngineEvent::Assignment {
+            group: g(),
+            iteration: 1,
+            worker: w("security"),
+            task: "Look for injection".into(),
+        },
+        EngineEvent::Assignment {
+            group: g(),
+            iteration: 1,
+            worker: w("maintainability"),
+            task: "Judge the structure".into(),
+        },
+        EngineEvent::Phase {
+            group: g(),
+            iteration: 1,
+            phase: Phase::Collect,
+        },
+        EngineEvent::TurnFinished {
+            group: g(),
+            session: w("correctness"),
+            generation: 1,
+            success: true,
+            interrupted: false,
+            duration_ms: 1200,
+            usage: Some(Usage {
+                input_tokens: 300,
+                output_tokens: 120,
+            }),
+            error: None,
+        },
+        EngineEvent::WorkerFinished {
+            group: g(),
+            iteration: 1,
+            worker: w("correctness"),
+            success: true,
+            duration_ms: 1200,
+        },
+        EngineEvent::WorkerFinished {
+            group: g(),
+            iteration: 1,
+            worker: w("security"),
+            success: false,
+            duration_ms: 600_000,
+        },
+    ]
+}
+
+#[test]
+fn empty_main_screen_80x24() {
+    let mut app = empty_app();
+    let t = render(&mut app, 80, 24);
+    tui_snapshot!("empty_main_screen_80x24", screen_text(&t));
+}
+
+#[test]
+fn team_mid_cycle() {
+    let (mut app, id) = app_with_team(TEAM);
+    app.running.insert(id);
+    feed(&mut app, first_iteration());
+    feed(
+        &mut app,
+        vec![EngineEvent::Adjustment {
+            group: g(),
+            text: "code-review-team-security failed while others succeeded".into(),
+        }],
+    );
+    let t = render(&mut app, 120, 32);
+    tui_snapshot!("team_mid_cycle_120x32", screen_text(&t));
+}
+
+#[test]
+fn team_paused() {
+    let (mut app, id) = app_with_team(TEAM);
+    app.running.insert(id);
+    feed(&mut app, first_iteration());
+    feed(
+        &mut app,
+        vec![
+            EngineEvent::Phase {
+                group: g(),
+                iteration: 1,
+                phase: Phase::Synthesize,
+            },
+            EngineEvent::CyclePaused { group: g() },
+        ],
+    );
+    let t = render(&mut app, 100, 30);
+    let text = screen_text(&t);
+    assert!(text.contains("paused"), "{text}");
+    tui_snapshot!("team_paused_100x30", text);
+}
+
+#[test]
+fn team_finished_with_scores() {
+    let (mut app, id) = app_with_team(TEAM);
+    app.running.insert(id.clone());
+    feed(&mut app, first_iteration());
+    let mut events = Vec::new();
+    for (i, score, trend) in [
+        (1, 0.55, None),
+        (2, 0.72, Some(Trend::Improving)),
+        (3, 0.93, Some(Trend::Improving)),
+    ] {
+        if i > 1 {
+            events.push(EngineEvent::IterationStarted {
+                group: g(),
+                iteration: i,
+            });
+        }
+        events.push(EngineEvent::Evaluation {
+            group: g(),
+            iteration: i,
+            score,
+            rationale: format!("round {i} is better"),
+            trend,
+            usage: Default::default(),
+            duration_ms: 0,
+        });
+    }
+    events.push(EngineEvent::StallWarning {
+        group: g(),
+        iteration: 2,
+        consecutive: 1,
+        similarity: 0.93,
+    });
+    events.push(EngineEvent::CycleFinished {
+        group: g(),
+        outcome: CycleOutcome::GoalMet,
+        iterations: 3,
+        summary: "done".into(),
+    });
+    feed(&mut app, events);
+    app.handle_app_event(AppEvent::RunEnded {
+        group_id: id,
+        result: Err("ignored: test".into()),
+    });
+    app.dialogs.clear();
+    let t = render(&mut app, 120, 32);
+    let text = screen_text(&t);
+    assert!(text.contains("goal_met"), "{text}");
+    assert!(text.contains("0.93"), "{text}");
+    tui_snapshot!("team_finished_120x32", text);
+}
+
+#[test]
+fn team_at_80x24_keeps_every_pane() {
+    let (mut app, id) = app_with_team(TEAM);
+    app.running.insert(id);
+    feed(&mut app, first_iteration());
+    let t = render(&mut app, 80, 24);
+    let text = screen_text(&t);
+    assert!(text.contains("Cycle"), "the panel shows at 80x24:\n{text}");
+    tui_snapshot!("team_mid_cycle_80x24", text);
+    // Below 80x24 the panel folds away.
+    let t = render(&mut app, 79, 24);
+    assert!(!screen_text(&t).contains("Cycle ·"));
+}
+
+#[test]
+fn preset_picker() {
+    let (mut app, _) = app_with_team(TEAM);
+    let builtin = huddle::presets::builtin::load_builtins(&super::tui_support::config()).0;
+    let mut repo = builtin[0].clone();
+    repo.name = "demo-repo squad".into();
+    repo.description = Some("The repository's own Squad team".into());
+    let mut mine = builtin[2].clone();
+    mine.name = "My Panel".into();
+    let catalog = huddle::presets::Catalog::from_tiers(builtin, vec![mine], vec![repo]);
+    app.perform(Action::NewGroupFromPreset);
+    app.handle_app_event(AppEvent::CatalogLoaded(Box::new(catalog)));
+    let t = render(&mut app, 100, 30);
+    let text = screen_text(&t);
+    for section in ["From repo (Squad)", "Built-in", "My presets", "[repo]"] {
+        assert!(text.contains(section), "{section}:\n{text}");
+    }
+    tui_snapshot!("preset_picker_100x30", text);
+}
+
+#[test]
+fn help_screen() {
+    let mut app = empty_app();
+    app.perform(Action::Help);
+    let t = render(&mut app, 100, 40);
+    let text = screen_text(&t);
+    assert!(text.contains("Ctrl-P"), "{text}");
+    tui_snapshot!("help_100x40", text);
+}
+
+#[test]
+fn session_transcript_with_markdown() {
+    let (mut app, _) = app_with_team(TEAM);
+    // Select the orchestrator (first session row after the team's group row).
+    let commands = app.perform(Action::MoveDown);
+    let Some(huddle::tui::command::Command::LoadTranscript { session_id }) = commands.first().cloned() else {
+        panic!("selecting a session loads its transcript: {commands:?}");
+    };
+    let mut answer =
+        Message::assistant("## Plan\n\n- **security**: check the login handler\n- tests: `cargo test`\n");
+    answer.model = Some("sim/demo".into());
+    answer.duration_ms = Some(2300);
+    app.handle_app_event(AppEvent::TranscriptLoaded {
+        session_id,
+        result: Ok(huddle::store::LoadedTranscript {
+            messages: vec![Message::user("Review the login handler"), answer],
+            warnings: Vec::new(),
+        }),
+    });
+    let t = render(&mut app, 100, 30);
+    tui_snapshot!("session_transcript_100x30", screen_text(&t));
+}
