@@ -9,13 +9,13 @@ use tokio::sync::mpsc;
 
 use crate::config::{Config, Paths};
 use crate::engine::events::{EngineEvent, Phase};
-use crate::engine::{Engine, EngineError, EngineOptions, EventSink, RunOverrides, RunReport};
+use crate::engine::{Engine, EngineError, RunOverrides, RunReport};
 use crate::model::{CycleOutcome, GroupKind, Mode, Session};
 use crate::presets::Catalog;
 use crate::presets::instantiate::create_team_group;
-use crate::providers::Providers;
-use crate::store::{DataDirLock, OrgHandle, OrganizationFile, Transcripts};
+use crate::store::OrgHandle;
 use crate::text::sanitize;
+use crate::workspace::Workspace;
 
 /// What `huddle run` was asked to do.
 #[derive(Debug, Clone)]
@@ -89,28 +89,19 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
             .resolve(model)
             .map_err(|e| usage(format!("--model: {e}")))?;
     }
-    let _lock = DataDirLock::acquire(&paths.lock_file()).map_err(|e| other(e.to_string()))?;
-    let loaded = OrganizationFile::new(paths.organization_file())
-        .load()
-        .map_err(|e| other(e.to_string()))?;
-    for notice in &loaded.notices {
+    let workspace = Workspace::open(paths, &config).map_err(|e| other(e.to_string()))?;
+    for notice in &workspace.notices {
         eprintln!("huddle: {notice}");
     }
-    let providers = Providers::from_config(&config).map_err(|e| other(e.to_string()))?;
-    let org = OrgHandle::persistent(loaded.org, OrganizationFile::new(paths.organization_file()));
+    let Workspace {
+        org,
+        engine,
+        events,
+        lock: _lock,
+        ..
+    } = workspace;
     let target = choose_target(paths, &config, &org, &request)?;
 
-    let (sink, events) = EventSink::channel();
-    let engine = Engine::new(
-        providers,
-        org.clone(),
-        Transcripts::new(paths.sessions_dir()),
-        sink,
-        EngineOptions {
-            max_concurrency: config.max_concurrency,
-            ..EngineOptions::default()
-        },
-    );
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
     let printer = tokio::spawn(print_events(events, done_rx, request.events));
     let stopper = {

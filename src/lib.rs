@@ -18,3 +18,4 @@ pub mod providers;
 pub mod store;
 pub mod text;
 pub mod tui;
+pub mod workspace;

@@ -212,10 +212,7 @@ impl Engine {
         prompt: String,
         overrides: RunOverrides,
     ) -> Result<RunReport, EngineError> {
-        let control = self.shared.begin_run(group_id)?;
-        let result = team::run(&self.shared, &control, group_id, prompt, &overrides, false).await;
-        self.shared.end_run(group_id, &control);
-        result
+        self.run_team(group_id, prompt, &overrides, false).await
     }
 
     /// Continues an interrupted reflect cycle from its last completed iteration.
@@ -233,8 +230,18 @@ impl Engine {
         let Some(goal) = goal else {
             return Err(EngineError::NothingToResume(group_id.to_string()));
         };
+        self.run_team(group_id, goal, &overrides, true).await
+    }
+
+    async fn run_team(
+        &self,
+        group_id: &str,
+        prompt: String,
+        overrides: &RunOverrides,
+        resume: bool,
+    ) -> Result<RunReport, EngineError> {
         let control = self.shared.begin_run(group_id)?;
-        let result = team::run(&self.shared, &control, group_id, goal, &overrides, true).await;
+        let result = team::run(&self.shared, &control, group_id, prompt, overrides, resume).await;
         self.shared.end_run(group_id, &control);
         result
     }

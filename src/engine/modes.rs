@@ -10,8 +10,8 @@ use crate::model::CycleOutcome;
 
 use super::events::{EngineEvent, Phase};
 use super::protocol::{
-    PlanMode, SummaryInput, TeamContext, WorkerResult, completion_summary, parse_assignments,
-    planning_prompt, sequential_prompt, synthesis_prompt,
+    PlanMode, SummaryInput, TeamContext, WorkerResult, completion_summary, planning_prompt,
+    sequential_prompt, synthesis_prompt,
 };
 use super::team::{Member, Run};
 use super::{EngineError, RunReport, TurnResult};
@@ -219,29 +219,9 @@ pub(crate) async fn orchestrator(run: &mut Run<'_>, prompt: String) -> Result<Ru
     );
     let plan = run.turn(&orchestrator, plan_prompt, Some(1)).await;
     if !plan.success {
-        let outcome = if plan.cancelled() {
-            CycleOutcome::Cancelled
-        } else {
-            CycleOutcome::Completed
-        };
-        if outcome != CycleOutcome::Cancelled {
-            run.emit(EngineEvent::Error {
-                group: run.group(),
-                iteration: 1,
-                message: plan.error.clone().unwrap_or_default(),
-            });
-        }
-        return Ok(failed_pass(run, outcome, &plan, &orchestrator));
+        return Ok(failed_pass(run, &plan, &orchestrator));
     }
-    let parsed = parse_assignments(&plan.text, &run.team.worker_names(), &run.team.slug());
-    for d in &parsed.dropped {
-        run.emit(EngineEvent::AssignmentDropped {
-            group: run.group(),
-            iteration: 1,
-            name: d.name.clone(),
-            reason: d.reason.clone(),
-        });
-    }
+    let parsed = run.parse_plan(&plan.text, 1);
     if parsed.assignments.is_empty() {
         // No assignment: the orchestrator answered itself.
         return Ok(finish(
@@ -275,19 +255,7 @@ pub(crate) async fn orchestrator(run: &mut Run<'_>, prompt: String) -> Result<Ru
         .turn(&orchestrator, synthesis_prompt(&prompt, &results), Some(1))
         .await;
     if !synthesis.success {
-        let outcome = if synthesis.cancelled() {
-            CycleOutcome::Cancelled
-        } else {
-            CycleOutcome::Completed
-        };
-        if outcome != CycleOutcome::Cancelled {
-            run.emit(EngineEvent::Error {
-                group: run.group(),
-                iteration: 1,
-                message: synthesis.error.clone().unwrap_or_default(),
-            });
-        }
-        return Ok(failed_pass(run, outcome, &synthesis, &orchestrator));
+        return Ok(failed_pass(run, &synthesis, &orchestrator));
     }
     Ok(finish(
         run,
@@ -297,17 +265,32 @@ pub(crate) async fn orchestrator(run: &mut Run<'_>, prompt: String) -> Result<Ru
     ))
 }
 
-/// A one-pass run whose orchestrator turn failed: reported, with whatever text arrived.
-fn failed_pass(
-    run: &mut Run<'_>,
-    outcome: CycleOutcome,
-    turn: &TurnResult,
-    orchestrator: &Member,
-) -> RunReport {
-    let mut report = finish(run, outcome, turn.text.clone(), Some(orchestrator));
-    report.failed = turn
+/// A one-pass run whose orchestrator turn failed: reported (unless stopped), with whatever
+/// text arrived.
+fn failed_pass(run: &mut Run<'_>, turn: &TurnResult, orchestrator: &Member) -> RunReport {
+    if turn.cancelled() {
+        return finish(
+            run,
+            CycleOutcome::Cancelled,
+            turn.text.clone(),
+            Some(orchestrator),
+        );
+    }
+    let error = turn
         .error
         .clone()
-        .or_else(|| Some("the orchestrator failed".into()));
+        .unwrap_or_else(|| "the orchestrator failed".into());
+    run.emit(EngineEvent::Error {
+        group: run.group(),
+        iteration: 1,
+        message: error.clone(),
+    });
+    let mut report = finish(
+        run,
+        CycleOutcome::Completed,
+        turn.text.clone(),
+        Some(orchestrator),
+    );
+    report.failed = Some(error);
     report
 }

@@ -10,10 +10,10 @@ use crate::model::{CycleOutcome, Evaluation, Mode, ReflectionCycle, Usage};
 
 use super::events::{EngineEvent, Phase};
 use super::protocol::{
-    AdjustmentInput, Assignment, LastEvaluation, ParsedPlan, PlanFormat, PlanMode, Replan, SummaryInput,
-    TeamContext, check_stall, completion_summary, evaluator_prompt, nudge_prompt, parse_assignments,
-    parse_evaluator_reply, parse_self_evaluation, pending_adjustments, planning_prompt, remember_synthesis,
-    replan_prompt, strip_sentinel_lines, synthesis_prompt, synthesis_self_eval_prompt, trend,
+    AdjustmentInput, Assignment, LastEvaluation, PlanFormat, PlanMode, Replan, SummaryInput, TeamContext,
+    check_stall, completion_summary, evaluator_prompt, nudge_prompt, parse_evaluator_reply,
+    parse_self_evaluation, pending_adjustments, planning_prompt, remember_synthesis, replan_prompt,
+    strip_sentinel_lines, synthesis_prompt, synthesis_self_eval_prompt, trend,
 };
 use super::team::{Member, Run};
 use super::{EngineError, RunReport, TurnResult};
@@ -239,7 +239,7 @@ impl Cycle<'_, '_> {
             self.carried = queued;
             return Err(self.failure("planning", &plan));
         }
-        let parsed = self.parse(&plan.text, iteration);
+        let parsed = self.run.parse_plan(&plan.text, iteration);
         let mut assignments = parsed.assignments;
         if !assignments.is_empty() {
             return Ok(assignments);
@@ -258,7 +258,7 @@ impl Cycle<'_, '_> {
             if !again.success {
                 return Err(self.failure("planning (after a nudge)", &again));
             }
-            assignments = self.parse(&again.text, iteration).assignments;
+            assignments = self.run.parse_plan(&again.text, iteration).assignments;
         }
         if assignments.is_empty() {
             self.run.emit(EngineEvent::Warning {
@@ -277,19 +277,6 @@ impl Cycle<'_, '_> {
                 .collect();
         }
         Ok(assignments)
-    }
-
-    fn parse(&self, text: &str, iteration: u32) -> ParsedPlan {
-        let parsed = parse_assignments(text, &self.run.team.worker_names(), &self.run.team.slug());
-        for d in &parsed.dropped {
-            self.run.emit(EngineEvent::AssignmentDropped {
-                group: self.run.group(),
-                iteration,
-                name: d.name.clone(),
-                reason: d.reason.clone(),
-            });
-        }
-        parsed
     }
 
     async fn iterate(&mut self, iteration: u32) -> Step {

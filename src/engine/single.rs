@@ -95,80 +95,74 @@ pub(crate) async fn run(
             usage.add(u);
         }
         simulated |= answer.simulated;
-        if !answer.success {
-            if answer.cancelled() || control.cancel.is_cancelled() {
-                break CycleOutcome::Cancelled;
-            }
-            errors += 1;
-            emit(EngineEvent::Error {
+        if answer.cancelled() || control.cancel.is_cancelled() {
+            break CycleOutcome::Cancelled;
+        }
+        // The answer, then its evaluation: either failing is an error of this iteration.
+        let verdict = if !answer.success {
+            Err(answer.error.clone().unwrap_or_else(|| "the turn failed".into()))
+        } else {
+            last_answer = answer.text.clone();
+            emit(EngineEvent::Phase {
                 group: group.clone(),
                 iteration,
-                message: answer.error.clone().unwrap_or_default(),
+                phase: Phase::Evaluate,
             });
-            iteration -= 1;
-            if errors >= ERROR_BUDGET {
-                break CycleOutcome::ErrorBudget;
-            }
-            if !sleep(control, shared.options.error_backoff).await {
-                break CycleOutcome::Cancelled;
-            }
-            continue;
-        }
-        errors = 0;
-        last_answer = answer.text.clone();
-
-        emit(EngineEvent::Phase {
-            group: group.clone(),
-            iteration,
-            phase: Phase::Evaluate,
-        });
-        let (score, goal_met, rationale) = match &evaluator_model {
-            Some(model) => {
-                let (verdict, used) = evaluate(
-                    shared,
-                    model,
-                    &goal,
-                    &answer.text,
-                    iteration,
-                    max_iterations,
-                    &control.cancel,
-                )
-                .await;
-                if let Some(u) = used {
-                    usage.add(u);
-                }
-                match verdict {
-                    Ok(PassFail::Pass) => (1.0, true, "PASS".to_string()),
-                    Ok(PassFail::Fail { feedback: f }) => {
-                        feedback = Some(f.clone());
-                        (0.4, false, f)
+            match &evaluator_model {
+                Some(model) => {
+                    let (verdict, used) = evaluate(
+                        shared,
+                        model,
+                        &goal,
+                        &answer.text,
+                        iteration,
+                        max_iterations,
+                        &control.cancel,
+                    )
+                    .await;
+                    if let Some(u) = used {
+                        usage.add(u);
                     }
-                    Err(e) => {
-                        if control.cancel.is_cancelled() {
-                            break CycleOutcome::Cancelled;
-                        }
-                        errors += 1;
-                        emit(EngineEvent::Error {
-                            group: group.clone(),
-                            iteration,
-                            message: format!("the evaluator failed: {e}"),
-                        });
-                        iteration -= 1;
-                        if errors >= ERROR_BUDGET {
-                            break CycleOutcome::ErrorBudget;
-                        }
-                        if !sleep(control, shared.options.error_backoff).await {
-                            break CycleOutcome::Cancelled;
-                        }
-                        continue;
-                    }
+                    verdict
+                        .map(|v| match v {
+                            PassFail::Pass => (1.0, true, "PASS".to_string()),
+                            PassFail::Fail { feedback: f } => (0.4, false, f),
+                        })
+                        .map_err(|e| format!("the evaluator failed: {e}"))
                 }
-            }
-            None => {
-                let done = is_reflection_complete(&answer.text);
-                (if done { 1.0 } else { 0.7 }, done, String::new())
+                None => {
+                    let done = is_reflection_complete(&answer.text);
+                    Ok((if done { 1.0 } else { 0.7 }, done, String::new()))
+                }
             }
         };
+        let (score, goal_met, rationale) = match verdict {
+            Ok(v) => v,
+            Err(message) => {
+                if control.cancel.is_cancelled() {
+                    break CycleOutcome::Cancelled;
+                }
+                errors += 1;
+                emit(EngineEvent::Error {
+                    group: group.clone(),
+                    iteration,
+                    message,
+                });
+                // The iteration is retried after a back-off, as in a team cycle.
+                iteration -= 1;
+                if errors >= ERROR_BUDGET {
+                    break CycleOutcome::ErrorBudget;
+                }
+                if !sleep(control, shared.options.error_backoff).await {
+                    break CycleOutcome::Cancelled;
+                }
+                continue;
+            }
+        };
+        errors = 0;
+        if evaluator_model.is_some() && !goal_met {
+            feedback = Some(rationale.clone());
+        }
         let direction = scores.last().map(|p| trend(*p, score));
         scores.push(score);
         emit(EngineEvent::Evaluation {

@@ -10,7 +10,9 @@ use tokio::sync::Semaphore;
 use crate::model::{CycleOutcome, GroupKind, Message, Mode, Role, Usage};
 
 use super::events::EngineEvent;
-use super::protocol::{Assignment, WorkerInfo, WorkerResult, WorkerTask, worker_prompt};
+use super::protocol::{
+    Assignment, ParsedPlan, WorkerInfo, WorkerResult, WorkerTask, parse_assignments, worker_prompt,
+};
 use super::{EngineError, EngineShared, RunControl, RunOverrides, RunReport, TurnResult, modes, reflect};
 
 /// A member of the team as a run sees it.
@@ -218,6 +220,20 @@ impl<'a> Run<'a> {
             self.usage.add(u);
         }
         self.simulated |= result.simulated;
+    }
+
+    /// Parses an orchestrator's plan against the team's workers, reporting dropped names.
+    pub fn parse_plan(&self, text: &str, iteration: u32) -> ParsedPlan {
+        let parsed = parse_assignments(text, &self.team.worker_names(), &self.team.slug());
+        for d in &parsed.dropped {
+            self.emit(EngineEvent::AssignmentDropped {
+                group: self.group(),
+                iteration,
+                name: d.name.clone(),
+                reason: d.reason.clone(),
+            });
+        }
+        parsed
     }
 
     /// Runs assignments in parallel (at most `max_concurrency` at once), each bounded by the

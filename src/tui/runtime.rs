@@ -16,11 +16,11 @@ use super::command::{AppEvent, Command, ExportOutcome};
 use super::frame::FrameRequester;
 use super::terminal::TerminalGuard;
 use crate::config::{Config, Paths};
-use crate::engine::{Engine, EngineOptions, EventSink, RunOverrides};
+use crate::engine::{Engine, RunOverrides};
 use crate::presets::Catalog;
 use crate::presets::squad::{ExportError, export_group};
-use crate::providers::Providers;
-use crate::store::{DataDirLock, OrgHandle, OrganizationFile, Transcripts};
+use crate::store::Transcripts;
+use crate::workspace::Workspace;
 
 /// Frame interval while something is busy (spinner, running worker durations).
 const BUSY_FRAME: Duration = Duration::from_millis(120);
@@ -33,27 +33,18 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
         anyhow::bail!("the interactive UI needs a terminal; use `huddle run` in scripts");
     }
     let config = Config::load(paths)?.config;
-    let _lock = DataDirLock::acquire(&paths.lock_file())?;
-    let loaded = OrganizationFile::new(paths.organization_file()).load()?;
-    let notices: Vec<String> = loaded
-        .notices
+    let Workspace {
+        org,
+        engine,
+        events: engine_events,
+        notices,
+        lock: _lock,
+    } = Workspace::open(paths, &config)?;
+    let notices: Vec<String> = notices
         .iter()
         .filter(|n| n.is_serious())
         .map(ToString::to_string)
         .collect();
-    let providers = Providers::from_config(&config)?;
-    let org = OrgHandle::persistent(loaded.org, OrganizationFile::new(paths.organization_file()));
-    let (sink, engine_events) = EventSink::channel();
-    let engine = Engine::new(
-        providers,
-        org.clone(),
-        Transcripts::new(paths.sessions_dir()),
-        sink,
-        EngineOptions {
-            max_concurrency: config.max_concurrency,
-            ..EngineOptions::default()
-        },
-    );
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let (app, initial) = App::new(org, config.clone(), repo.clone(), notices);
     let executor = Executor {

@@ -1,6 +1,7 @@
 mod engine_fixture;
 mod engine_modes;
 mod engine_reflect;
+mod engine_single;
 mod fake_llm_server;
 mod headless;
 mod presets_catalog;

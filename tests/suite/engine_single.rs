@@ -1,0 +1,90 @@
+//! Single-agent reflection over HTTP: the session improves its answer; an evaluator model's
+//! `FAIL: <feedback>` reaches the next follow-up; its failures count against the error budget.
+
+use huddle::model::{CycleOutcome, Mode};
+
+use super::engine_fixture::team;
+use super::fake_llm_server::Reply;
+
+#[tokio::test]
+async fn evaluator_feedback_reaches_the_next_follow_up_until_it_passes() {
+    let f = team(Mode::Broadcast, &["solo"], false, 1).await;
+    f.server.script(
+        "w-solo",
+        vec![
+            Reply::text("first answer"),
+            Reply::text("second answer with examples"),
+        ],
+    );
+    f.server.script(
+        "judge",
+        vec![Reply::text("FAIL: add examples FEEDBACK_X"), Reply::text("PASS")],
+    );
+    let id = f.session_id("t-solo");
+    let report = f
+        .engine
+        .reflect_session(
+            &id,
+            "Explain lifetimes".into(),
+            4,
+            Some("anthropic/judge".into()),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::GoalMet);
+    assert_eq!(report.iterations, 2);
+    assert_eq!(report.final_text, "second answer with examples");
+    let prompts = f.prompts("w-solo");
+    assert_eq!(prompts[0], "Explain lifetimes");
+    assert!(
+        prompts[1].contains("FEEDBACK_X") && prompts[1].contains("[[REFLECTION_COMPLETE]]"),
+        "{}",
+        prompts[1]
+    );
+    let judged = f.prompts("judge");
+    assert!(
+        judged[0].contains("first answer") && judged[0].contains("Explain lifetimes"),
+        "{}",
+        judged[0]
+    );
+}
+
+#[tokio::test]
+async fn a_failing_evaluator_exhausts_the_error_budget() {
+    let f = team(Mode::Broadcast, &["solo"], false, 1).await;
+    f.server.script(
+        "w-solo",
+        (0..3).map(|k| Reply::text(&format!("answer {k}"))).collect(),
+    );
+    f.server
+        .script("judge", (0..3).map(|_| Reply::status(400)).collect());
+    let id = f.session_id("t-solo");
+    let report = f
+        .engine
+        .reflect_session(&id, "Explain".into(), 5, Some("anthropic/judge".into()), None)
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::ErrorBudget);
+    assert_eq!(f.prompts("judge").len(), 3);
+}
+
+#[tokio::test]
+async fn without_an_evaluator_the_sentinel_ends_it() {
+    let f = team(Mode::Broadcast, &["solo"], false, 1).await;
+    f.server.script(
+        "w-solo",
+        vec![
+            Reply::text("draft"),
+            Reply::text("better\n[[REFLECTION_COMPLETE]]"),
+        ],
+    );
+    let id = f.session_id("t-solo");
+    let report = f
+        .engine
+        .reflect_session(&id, "Write".into(), 5, None, None)
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::GoalMet);
+    assert_eq!(report.final_text, "better");
+}
