@@ -4,8 +4,6 @@
 //! carry what a turn needs are JSON-parsed, so a broken `ping` cannot fail a turn and unknown
 //! event types are ignored, as Anthropic asks. The stream is complete only at `message_stop`.
 
-use std::time::Instant;
-
 use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
@@ -13,11 +11,9 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::error::{ErrorKind, ProviderError, StreamError, classify_in_band, error_codes_from_json, snippet};
-use super::http::{Endpoint, StreamDecoder, run_attempts};
+use super::http::{self, Endpoint, StreamDecoder};
 use super::sse::SseEvent;
-use super::{
-    ChatRole, DeltaSink, Provider, ProviderOptions, TextSink, TurnOutput, TurnRequest, conclude, guarded,
-};
+use super::{ChatRole, DeltaSink, Provider, ProviderOptions, TextSink, TurnOutput, TurnRequest};
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::model::Usage;
 
@@ -111,25 +107,18 @@ impl AnthropicProvider {
         deltas: DeltaSink<'_>,
         cancel: CancellationToken,
     ) -> Result<TurnOutput, ProviderError> {
-        let started = Instant::now();
-        let mut sink = TextSink::new(deltas);
-        let ep = &self.endpoint;
-        let prepared = self.auth_headers().and_then(|auth| {
-            let body = serde_json::to_vec(&self.request_body(&req)).map_err(|e| {
-                ProviderError::new(
-                    ErrorKind::Config,
-                    &ep.provider,
-                    format!("cannot encode the request: {e}"),
-                )
-            })?;
-            Ok((auth, body))
-        });
-        let work = async {
-            let (auth, body) = prepared?;
-            run_attempts(ep, &auth, &body, &req.model, AnthropicDecoder::new, &mut sink).await
-        };
-        let result = guarded(&ep.provider, &cancel, req.turn_timeout, work).await;
-        conclude(result, sink.text, started, false)
+        let body = self.request_body(&req);
+        let auth = self.auth_headers();
+        http::stream_turn(
+            &self.endpoint,
+            auth,
+            &body,
+            &req,
+            AnthropicDecoder::new,
+            deltas,
+            cancel,
+        )
+        .await
     }
 }
 

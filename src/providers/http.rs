@@ -10,7 +10,7 @@ use super::error::{
 };
 use super::retry::retry_after_from_headers;
 use super::sse::{SseEvent, SseParser};
-use super::{Finished, ProviderOptions, TextSink};
+use super::{DeltaSink, Finished, ProviderOptions, TextSink, TurnOutput, TurnRequest, conclude, guarded};
 use crate::config::ProviderConfig;
 use crate::model::Usage;
 
@@ -109,6 +109,37 @@ impl Endpoint {
 }
 
 /// Every attempt of one turn, with retries while nothing was streamed.
+/// One streamed HTTP turn: encode the body, run the attempts (with retries) under the turn's
+/// cancellation and timeout, and conclude with the text streamed so far.
+pub(crate) async fn stream_turn<D: StreamDecoder>(
+    ep: &Endpoint,
+    auth: Result<HeaderMap, ProviderError>,
+    body: &serde_json::Value,
+    req: &TurnRequest,
+    make_decoder: impl Fn() -> D,
+    deltas: DeltaSink<'_>,
+    cancel: tokio_util::sync::CancellationToken,
+) -> Result<TurnOutput, ProviderError> {
+    let started = std::time::Instant::now();
+    let mut sink = TextSink::new(deltas);
+    let prepared = auth.and_then(|auth| {
+        let body = serde_json::to_vec(body).map_err(|e| {
+            ProviderError::new(
+                ErrorKind::Config,
+                &ep.provider,
+                format!("cannot encode the request: {e}"),
+            )
+        })?;
+        Ok((auth, body))
+    });
+    let work = async {
+        let (auth, body) = prepared?;
+        run_attempts(ep, &auth, &body, &req.model, make_decoder, &mut sink).await
+    };
+    let result = guarded(&ep.provider, &cancel, req.turn_timeout, work).await;
+    conclude(result, sink.text, started, false)
+}
+
 pub(crate) async fn run_attempts<D: StreamDecoder>(
     ep: &Endpoint,
     auth: &HeaderMap,

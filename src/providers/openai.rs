@@ -5,8 +5,6 @@
 //! sent as `data: {"error": ...}` inside a 200 stream. A stream is complete only with `[DONE]`
 //! or a finish reason; a clean end without either is a truncation error.
 
-use std::time::Instant;
-
 use futures::future::BoxFuture;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde::Deserialize;
@@ -17,11 +15,9 @@ use super::error::{
     ErrorKind, ProviderError, StreamError, classify_in_band, error_codes_from_json, error_message_from_json,
     snippet,
 };
-use super::http::{Endpoint, StreamDecoder, run_attempts};
+use super::http::{self, Endpoint, StreamDecoder};
 use super::sse::SseEvent;
-use super::{
-    ChatRole, DeltaSink, Provider, ProviderOptions, TextSink, TurnOutput, TurnRequest, conclude, guarded,
-};
+use super::{ChatRole, DeltaSink, Provider, ProviderOptions, TextSink, TurnOutput, TurnRequest};
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::model::Usage;
 
@@ -79,45 +75,44 @@ impl OpenAiProvider {
         body
     }
 
+    fn auth_headers(&self) -> Result<HeaderMap, ProviderError> {
+        let ep = &self.endpoint;
+        let key = ep.api_key()?;
+        let mut auth = HeaderMap::new();
+        if let Some(key) = key {
+            let value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                ProviderError::new(
+                    ErrorKind::Auth,
+                    &ep.provider,
+                    format!(
+                        "provider `{}`: the API key contains characters not allowed in a header",
+                        ep.provider
+                    ),
+                )
+            })?;
+            auth.insert(AUTHORIZATION, value);
+        }
+        Ok(auth)
+    }
+
     async fn turn(
         &self,
         req: TurnRequest,
         deltas: DeltaSink<'_>,
         cancel: CancellationToken,
     ) -> Result<TurnOutput, ProviderError> {
-        let started = Instant::now();
-        let mut sink = TextSink::new(deltas);
-        let ep = &self.endpoint;
-        let prepared = ep.api_key().and_then(|key| {
-            let mut auth = HeaderMap::new();
-            if let Some(key) = key {
-                let value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                    ProviderError::new(
-                        ErrorKind::Auth,
-                        &ep.provider,
-                        format!(
-                            "provider `{}`: the API key contains characters not allowed in a header",
-                            ep.provider
-                        ),
-                    )
-                })?;
-                auth.insert(AUTHORIZATION, value);
-            }
-            let body = serde_json::to_vec(&self.request_body(&req)).map_err(|e| {
-                ProviderError::new(
-                    ErrorKind::Config,
-                    &ep.provider,
-                    format!("cannot encode the request: {e}"),
-                )
-            })?;
-            Ok((auth, body))
-        });
-        let work = async {
-            let (auth, body) = prepared?;
-            run_attempts(ep, &auth, &body, &req.model, OpenAiDecoder::new, &mut sink).await
-        };
-        let result = guarded(&ep.provider, &cancel, req.turn_timeout, work).await;
-        conclude(result, sink.text, started, false)
+        let body = self.request_body(&req);
+        let auth = self.auth_headers();
+        http::stream_turn(
+            &self.endpoint,
+            auth,
+            &body,
+            &req,
+            OpenAiDecoder::new,
+            deltas,
+            cancel,
+        )
+        .await
     }
 }
 
