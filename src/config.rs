@@ -84,30 +84,7 @@ impl Paths {
     }
 }
 
-/// How huddle talks to a provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProviderKind {
-    /// Any OpenAI-compatible Chat Completions endpoint.
-    Openai,
-    /// The Anthropic Messages API.
-    Anthropic,
-    /// A local program run once per turn.
-    Command,
-    /// The built-in offline simulator.
-    Sim,
-}
-
-impl ProviderKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderKind::Openai => "openai",
-            ProviderKind::Anthropic => "anthropic",
-            ProviderKind::Command => "command",
-            ProviderKind::Sim => "sim",
-        }
-    }
-}
+pub use crate::model::ProviderKind;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -372,7 +349,8 @@ pub(crate) fn yaml_error(path: &Path, e: serde_path_to_error::Error<serde_yaml::
     if let Some(cut) = message.find(" at line ") {
         message.truncate(cut);
     }
-    let message = if key.is_empty() || key == "." {
+    // serde_yaml sometimes names the key itself; say it once.
+    let message = if key.is_empty() || key == "." || message.starts_with(&key) {
         message
     } else {
         format!("{key}: {message}")
@@ -424,6 +402,18 @@ providers:
         assert!(err.starts_with("/cfg/config.yaml line 5"), "{err}");
         assert!(err.contains("providers[0]"), "{err}");
         assert!(err.contains("api_key"), "{err}");
+    }
+
+    #[test]
+    fn provider_kind_is_read_ignoring_case_and_errors_name_the_key_once() {
+        let c = parse("providers:\n  - { name: x, kind: OpenAI, base_url: \"http://127.0.0.1:1/v1\" }\n")
+            .unwrap();
+        assert_eq!(c.provider("x").unwrap().kind, ProviderKind::Openai);
+        let err = parse("providers:\n  - { name: x, kind: gemini }\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err.matches("providers[0].kind").count(), 1, "{err}");
+        assert!(err.contains("openai, anthropic, command, sim"), "{err}");
     }
 
     #[test]

@@ -70,7 +70,13 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 eprintln!("huddle: no group named `{group}` (groups: {})", known.join(", "));
                 return Ok(ExitCode::from(2));
             };
-            let report = huddle::presets::squad::export_group(&org, &group_id, &repo, paths, force)?;
+            // The group's own repo unless --repo says otherwise.
+            let target = match (&cli.repo, org.group(&group_id).and_then(|g| g.repo.clone())) {
+                (Some(explicit), _) => explicit.clone(),
+                (None, Some(own)) => own,
+                (None, None) => repo.clone(),
+            };
+            let report = huddle::presets::squad::export_group(&org, &group_id, &target, paths, force)?;
             for f in &report.written {
                 println!("wrote     {}", f.display());
             }

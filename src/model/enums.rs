@@ -139,6 +139,20 @@ string_enum!(
     }
 );
 
+string_enum!(
+    /// How huddle talks to a provider (config.yaml `kind:`).
+    ProviderKind, "provider kind" {
+        /// Any OpenAI-compatible Chat Completions endpoint.
+        Openai => "openai",
+        /// The Anthropic Messages API.
+        Anthropic => "anthropic",
+        /// A local program run once per turn.
+        Command => "command",
+        /// The built-in offline simulator.
+        Sim => "sim",
+    }
+);
+
 impl Mode {
     /// True for the two modes driven by an orchestrator session.
     pub fn has_orchestrator(self) -> bool {

@@ -14,13 +14,14 @@ pub struct Usage {
 }
 
 impl Usage {
+    // Counts come from servers and files: saturate rather than overflow.
     pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens
+        self.input_tokens.saturating_add(self.output_tokens)
     }
 
     pub fn add(&mut self, other: Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
     }
 
     /// What was used since `earlier` (a running total taken before).
@@ -96,6 +97,28 @@ mod tests {
         assert_eq!(m.role, MessageRole::User);
         assert_eq!(m.text, "hi");
         assert!(!m.interrupted);
+    }
+
+    #[test]
+    fn usage_saturates_instead_of_overflowing() {
+        let mut u = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: 5,
+        };
+        assert_eq!(u.total(), u64::MAX);
+        u.add(Usage {
+            input_tokens: 1,
+            output_tokens: 1,
+        });
+        assert_eq!(u.input_tokens, u64::MAX);
+        assert_eq!(
+            u.since(Usage {
+                input_tokens: 0,
+                output_tokens: 9
+            })
+            .output_tokens,
+            0
+        );
     }
 
     #[test]

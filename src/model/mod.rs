@@ -8,7 +8,7 @@ mod preset;
 pub mod reconcile;
 mod reflection;
 
-pub use enums::{GroupKind, MessageRole, Mode, Role, Tier};
+pub use enums::{GroupKind, MessageRole, Mode, ProviderKind, Role, Tier};
 pub use message::{Message, Usage};
 pub use organization::{Group, GroupId, Organization, Session, SessionId, UiPrefs};
 pub use preset::{Preset, PresetAgent, PresetWorker};

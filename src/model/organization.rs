@@ -255,7 +255,7 @@ impl Organization {
             .iter()
             .map(|g| g.sort_order)
             .max()
-            .map_or(0, |m| m + 1)
+            .map_or(0, |m| m.saturating_add(1))
     }
 
     pub fn next_session_order(&self, group_id: &str) -> i64 {
@@ -264,6 +264,6 @@ impl Organization {
             .filter(|s| s.group_id == group_id)
             .map(|s| s.order)
             .max()
-            .map_or(0, |m| m + 1)
+            .map_or(0, |m| m.saturating_add(1))
     }
 }

@@ -45,7 +45,12 @@ fn ensure_one_default_group(org: &mut Organization, changes: &mut Vec<String>) {
     match defaults.split_first() {
         None => {
             let mut group = Group::new("Sessions", GroupKind::Default);
-            group.sort_order = org.groups.iter().map(|g| g.sort_order).min().map_or(0, |m| m - 1);
+            group.sort_order = org
+                .groups
+                .iter()
+                .map(|g| g.sort_order)
+                .min()
+                .map_or(0, |m| m.saturating_sub(1));
             org.groups.insert(0, group);
             // Creating the default group of a new organization is not worth a notice.
             if !org.sessions.is_empty() || org.groups.len() > 1 {
@@ -91,9 +96,13 @@ fn rehome_orphans(org: &mut Organization, changes: &mut Vec<String>) {
         }
         let session = &org.sessions[i];
         if session.is_team_member() {
-            // Keep the team together under its old group id.
+            // Keep the team together under its old group id (a fresh one when it has none, or
+            // when that id is taken by another group).
             let gid = if session.group_id.trim().is_empty() {
-                "recovered-team".to_string()
+                match recovered.iter().find(|g| g.starts_with("recovered-")) {
+                    Some(g) => g.clone(),
+                    None => format!("recovered-{}", new_id()),
+                }
             } else {
                 session.group_id.clone()
             };
@@ -384,6 +393,27 @@ mod tests {
             1
         );
         assert_eq!(org.session_by_name("s").unwrap().group_id, default);
+        assert_idempotent(&mut org);
+    }
+
+    #[test]
+    fn extreme_orders_and_a_taken_recovery_id_do_not_break_reconciliation() {
+        let mut org = Organization::default();
+        let mut team = Group::new("low", GroupKind::Team);
+        team.sort_order = i64::MIN;
+        team.id = "recovered-team".into();
+        let mut high = Group::new("high", GroupKind::Team);
+        high.sort_order = i64::MAX;
+        org.groups.extend([team, high]);
+        let mut lost = team_session("lost-orch", "", Role::Orchestrator);
+        lost.group_id = String::new();
+        org.sessions.push(lost);
+        reconcile(&mut org);
+        let gid = org.session_by_name("lost-orch").unwrap().group_id.clone();
+        assert_ne!(gid, "recovered-team", "not merged into an unrelated team");
+        assert!(org.group(&gid).unwrap().is_team());
+        let ids: std::collections::HashSet<_> = org.groups.iter().map(|g| g.id.clone()).collect();
+        assert_eq!(ids.len(), org.groups.len(), "ids stay unique");
         assert_idempotent(&mut org);
     }
 

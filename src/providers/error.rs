@@ -74,7 +74,6 @@ impl ErrorKind {
                 | ErrorKind::Server
                 | ErrorKind::ReadTimeout
                 | ErrorKind::Connection
-                | ErrorKind::Protocol
                 | ErrorKind::Truncated
         )
     }
@@ -289,6 +288,7 @@ mod tests {
             ErrorKind::TurnTimeout,
             ErrorKind::Process,
             ErrorKind::Config,
+            ErrorKind::Protocol,
         ] {
             assert!(!kind.is_transient(), "{kind}");
         }

@@ -71,7 +71,9 @@ pub fn retry_after_from_headers(headers: &HeaderMap) -> Option<Duration> {
         && ms.is_finite()
         && ms >= 0.0
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Duration::try_from_secs_f64(ms / 1000.0)
+            .ok()
+            .or(Some(Duration::MAX));
     }
     parse_retry_after(text("retry-after")?, chrono::Utc::now())
 }
@@ -80,7 +82,9 @@ pub fn retry_after_from_headers(headers: &HeaderMap) -> Option<Duration> {
 pub fn parse_retry_after(value: &str, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
     let value = value.trim();
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        // A huge value is a long wait (the policy caps it), never a panic.
+        return (secs.is_finite() && secs >= 0.0)
+            .then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX));
     }
     let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
     let wait = at.with_timezone(&chrono::Utc) - now;
@@ -90,6 +94,16 @@ pub fn parse_retry_after(value: &str, now: chrono::DateTime<chrono::Utc>) -> Opt
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absurd_retry_after_values_are_long_waits_not_panics() {
+        let now = chrono::Utc::now();
+        assert_eq!(parse_retry_after("1e20", now), Some(Duration::MAX));
+        assert_eq!(parse_retry_after("-3", now), None);
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after-ms", "1e300".parse().unwrap());
+        assert_eq!(retry_after_from_headers(&headers), Some(Duration::MAX));
+    }
     use crate::providers::error::ErrorKind;
     use chrono::TimeZone;
 

@@ -149,7 +149,11 @@ impl Drop for Saver {
     }
 }
 
+/// The wait before writing again after a failed write (the disk may be full for a while).
+const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(1);
+
 fn run(shared: &Shared, file: &OrganizationFile, debounce: Duration, source: Option<SnapshotSource>) {
+    let mut last_failed = false;
     loop {
         {
             let mut state = shared.lock();
@@ -161,9 +165,14 @@ fn run(shared: &Shared, file: &OrganizationFile, debounce: Duration, source: Opt
             }
             if !state.shutdown && !state.urgent {
                 // Let a burst settle; a flush or shutdown skips the wait.
+                let wait = if last_failed {
+                    debounce.max(RETRY_AFTER_FAILURE)
+                } else {
+                    debounce
+                };
                 let (s, _) = shared
                     .changed
-                    .wait_timeout_while(state, debounce, |s| !s.shutdown && !s.urgent)
+                    .wait_timeout_while(state, wait, |s| !s.shutdown && !s.urgent)
                     .unwrap_or_else(PoisonError::into_inner);
                 drop(s);
             }
@@ -187,9 +196,20 @@ fn run(shared: &Shared, file: &OrganizationFile, debounce: Duration, source: Opt
         let result = file.save(&org);
         let mut state = shared.lock();
         state.writes += 1;
+        last_failed = result.is_err();
         if let Err(e) = result {
-            tracing::error!(error = %e, "saving the organization failed");
+            tracing::error!(error = %e, "saving the organization failed; will retry");
             state.last_error = Some(e.to_string());
+            // Nothing is dropped: the unsaved state is written again later (by the next retry,
+            // save or flush), unless huddle is shutting down and there is no later.
+            if state.pending.is_none() && !state.shutdown {
+                state.pending = Some(match source {
+                    Some(_) => Pending::Dirty,
+                    None => Pending::Snapshot(org),
+                });
+            }
+        } else {
+            state.last_error = None;
         }
         state.finished = state.finished.max(number);
         shared.changed.notify_all();
@@ -230,6 +250,31 @@ mod tests {
         saver.flush().unwrap();
         assert!(file.path().is_file());
         assert_eq!(saver.writes(), 1);
+    }
+
+    #[test]
+    fn a_failed_write_is_retried_until_it_succeeds() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocker = dir.path().join("data");
+        std::fs::write(&blocker, b"not a directory").unwrap();
+        let file = OrganizationFile::new(blocker.join("organization.json"));
+        let saver = Saver::with_debounce(file.clone(), Duration::ZERO);
+        let mut org = Organization::default();
+        org.groups.push(Group::new("kept", GroupKind::Repo));
+        saver.save(org);
+        assert!(saver.flush().is_err(), "the first write fails");
+        // The disk problem goes away; the unsaved snapshot is written without another save().
+        std::fs::remove_file(&blocker).unwrap();
+        let mut written = false;
+        for _ in 0..100 {
+            std::thread::sleep(Duration::from_millis(50));
+            if file.path().is_file() {
+                written = true;
+                break;
+            }
+        }
+        assert!(written, "retried after the failure");
+        assert_eq!(file.inspect().unwrap().unwrap().groups[0].name, "kept");
     }
 
     #[test]

@@ -208,7 +208,7 @@ impl CycleView {
                     self.usage.add(*u);
                     let session = self.short(session).to_string();
                     if let Some(w) = self.workers.iter_mut().find(|w| w.name == session) {
-                        w.tokens += u.total();
+                        w.tokens = w.tokens.saturating_add(u.total());
                     }
                 }
             }

@@ -322,3 +322,35 @@ fn ctrl_c_stops_a_one_shot_question_too() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
 }
+
+#[test]
+fn squad_export_writes_into_the_groups_own_repo() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    let repo_arg = repo.path().to_string_lossy().into_owned();
+    let out = huddle(
+        home.path(),
+        &[
+            "run",
+            "--preset",
+            "Planning Team",
+            "--model",
+            "sim/x",
+            "--repo",
+            &repo_arg,
+            "Plan",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // Run from HUDDLE_HOME (not the repo) without --repo.
+    let out = huddle(home.path(), &["squad", "export", "--group", "Planning Team"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        repo.path().join(".squad/team.md").is_file(),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(!home.path().join(".squad").exists());
+    let team = std::fs::read_to_string(repo.path().join(".squad/team.md")).unwrap();
+    assert!(team.contains("Planning Team"), "{team}");
+}

@@ -353,11 +353,13 @@ async fn malformed_event_is_a_protocol_error() {
         assert_eq!(err.kind, ErrorKind::Protocol, "{api:?}: {err}");
         assert_eq!(err.partial_text, "Hi ");
         assert!(err.message.contains("not valid JSON"), "{err}");
-        assert_eq!(
-            turn(p.as_ref(), request("early")).await.0.expect("retried").text,
-            "clean"
-        );
-        assert_eq!(llm.requests().len(), 3, "{api:?}");
+        // Not a transient failure: reported at once, even before any text.
+        let early = turn(p.as_ref(), request("early"))
+            .await
+            .0
+            .expect_err("not retried");
+        assert_eq!(early.kind, ErrorKind::Protocol);
+        assert_eq!(llm.requests().len(), 2, "{api:?}");
     }
 }
 

@@ -317,23 +317,27 @@ async fn llmock_stall_and_malformed_chunks() {
         assert_eq!(err.kind, ErrorKind::Protocol, "{kind:?}: {err}");
         assert!(!err.partial_text.is_empty());
 
-        // Before any text was shown, a broken chunk is retried. The first text event is chunk 1
-        // for OpenAI, chunk 3 for Anthropic (after message_start, content_block_start, ping).
+        // Before any text was shown, a broken chunk is still an error reported at once (only
+        // connect errors, 429, 5xx and cut streams are transient). The first text event is
+        // chunk 1 for OpenAI, chunk 3 for Anthropic (after message_start, content_block_start,
+        // ping).
         let first_text = if kind == ProviderKind::Anthropic { 3 } else { 1 };
         mock.scenario(json!([{"type":"stream_fault","kind":"malformed","after_chunks":first_text}]))
             .await;
-        assert!(
-            turn(p.as_ref(), &format!("{kind:?}-call9")).await.0.is_ok(),
-            "{kind:?}"
-        );
+        let err = turn(p.as_ref(), &format!("{kind:?}-call9"))
+            .await
+            .0
+            .expect_err("malformed before text");
+        assert_eq!(err.kind, ErrorKind::Protocol, "{kind:?}: {err}");
+        assert_eq!(err.attempts, 1, "{kind:?}: not retried");
     }
-    // llmock flags every malformed chunk not followed by a retry; after text was shown huddle
-    // deliberately stops instead (the deltas are already on screen): exactly those two calls.
+    // llmock flags every malformed chunk not followed by a retry: huddle reports a malformed
+    // stream instead of retrying it, so all four calls are flagged.
     // (Each turn uses its own model name: llmock groups identical requests as one call.)
     let found = codes(&mock.verdict().await);
     assert_eq!(
         found.iter().filter(|c| *c == "malformed_chunk_ignored").count(),
-        2,
+        4,
         "{found:?}"
     );
 }
