@@ -96,7 +96,7 @@ pub(crate) async fn broadcast(run: &mut Run<'_>, prompt: String) -> Result<RunRe
             shared.events.emit(EngineEvent::WorkerFinished {
                 group,
                 iteration: 1,
-                worker: m.name.clone(),
+                worker: m.label.clone(),
                 success: result.success,
                 duration_ms: started.elapsed().as_millis() as u64,
             });
@@ -112,9 +112,10 @@ pub(crate) async fn broadcast(run: &mut Run<'_>, prompt: String) -> Result<RunRe
     for r in &results {
         run.account(r);
     }
-    let final_text = results
+    let final_text = members
         .iter()
-        .map(|r| format!("## {}\n\n{}", r.session, r.text_or_error().trim()))
+        .zip(&results)
+        .map(|(m, r)| format!("## {}\n\n{}", m.label, r.text_or_error().trim()))
         .collect::<Vec<_>>()
         .join("\n\n");
     let outcome = if run.cancelled() {
@@ -160,13 +161,13 @@ pub(crate) async fn sequential(run: &mut Run<'_>, prompt: String) -> Result<RunR
         run.emit(EngineEvent::WorkerFinished {
             group: run.group(),
             iteration: 1,
-            worker: member.name.clone(),
+            worker: member.label.clone(),
             success: result.success,
             duration_ms: started.elapsed().as_millis() as u64,
         });
         last = result.text_or_error();
         earlier.push(WorkerResult {
-            name: member.name.clone(),
+            name: member.label.clone(),
             success: result.success,
             duration: started.elapsed(),
             text: last.clone(),

@@ -271,7 +271,7 @@ impl Cycle<'_, '_> {
                 .workers
                 .iter()
                 .map(|w| Assignment {
-                    worker: w.name.clone(),
+                    worker: w.label.clone(),
                     task: self.state.goal.clone(),
                 })
                 .collect();

@@ -29,7 +29,7 @@ async fn broadcast_sends_the_prompt_to_everyone_and_survives_a_failure() {
     assert!(report.final_text.contains("answer from a"));
     assert!(report.final_text.contains("answer from c"));
     assert!(
-        report.final_text.contains("t-b") && report.final_text.contains("failed"),
+        report.final_text.contains("## b") && report.final_text.contains("failed"),
         "{}",
         report.final_text
     );
@@ -42,7 +42,10 @@ async fn broadcast_sends_the_prompt_to_everyone_and_survives_a_failure() {
         })
         .collect();
     assert_eq!(finished.len(), 3);
-    assert!(finished.contains(&("t-b".to_string(), false)));
+    assert!(
+        finished.contains(&("b".to_string(), false)),
+        "workers are named as the team names them: {finished:?}"
+    );
     assert_eq!(names(&events).first().map(String::as_str), Some("cycle_started"));
     assert_eq!(names(&events).last().map(String::as_str), Some("cycle_finished"));
 }
@@ -63,17 +66,19 @@ async fn sequential_passes_earlier_answers_labelled_and_continues_after_a_failur
     assert_eq!(f.prompts("w-draft"), vec!["Write a haiku".to_string()]);
     let critic = &f.prompts("w-critic")[0];
     assert!(
-        critic.contains("Write a haiku") && critic.contains("t-draft") && critic.contains("FIRST DRAFT TEXT"),
+        critic.contains("Write a haiku")
+            && critic.contains("### draft")
+            && critic.contains("FIRST DRAFT TEXT"),
         "{critic}"
     );
     let editor = &f.prompts("w-editor")[0];
     assert!(editor.contains("FIRST DRAFT TEXT"), "{editor}");
     assert!(
-        editor.contains("t-critic") && editor.contains("failed"),
+        editor.contains("### critic") && editor.contains("failed"),
         "the failure is passed on: {editor}"
     );
     assert!(
-        editor.find("t-draft").unwrap() < editor.find("t-critic").unwrap(),
+        editor.find("### draft").unwrap() < editor.find("### critic").unwrap(),
         "in order"
     );
 }
@@ -100,7 +105,7 @@ async fn orchestrator_plans_dispatches_in_parallel_and_synthesizes() {
 
     let plan = &f.prompts(ORCH)[0];
     assert!(
-        plan.contains("Explain the thing") && plan.contains("t-alpha") && plan.contains("t-beta"),
+        plan.contains("Explain the thing") && plan.contains("`alpha`") && plan.contains("`beta`"),
         "{plan}"
     );
     assert!(
