@@ -54,6 +54,9 @@ pub struct UiPrefs {
 pub struct Group {
     pub id: GroupId,
     pub name: String,
+    /// A team's one-line description (the preset's, or the `> ` line of a Squad team.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     #[serde(default)]
     pub kind: GroupKind,
     #[serde(default)]
@@ -104,6 +107,7 @@ impl Group {
         Group {
             id: new_id(),
             name: name.into(),
+            description: None,
             kind,
             sort_order: 0,
             mode: Mode::default(),

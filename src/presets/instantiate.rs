@@ -25,6 +25,7 @@ pub fn create_team_group(
     let mut group = Group::new(org.unique_group_name(&preset.name), GroupKind::Team);
     group.sort_order = org.next_group_sort_order();
     group.mode = preset.mode;
+    group.description = preset.description.clone();
     // In the orchestrator modes the orchestrator prompt goes into planning (the group field);
     // in the others an orchestrator is an ordinary participant and it is its system prompt.
     let orchestrator_prompt = preset.orchestrator.as_ref().and_then(|o| o.prompt.clone());
@@ -139,7 +140,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         .collect();
     Some(Preset {
         name: preset_name_of(group),
-        description: None,
+        description: group.description.clone(),
         emoji: None,
         mode: group.mode,
         max_iterations: Some(group.max_iterations),
@@ -193,7 +194,7 @@ mod tests {
     use crate::model::Tier;
 
     fn preset() -> Preset {
-        let text = "name: Review Crew\nmode: orchestrator_reflect\nmax_iterations: 7\norchestrator: { prompt: lead well }\nevaluator: { prompt: judge }\nworkers:\n  - { name: Sec Ops, display_name: Sec Ops, role: Security, system_prompt: You audit. }\n  - { name: tests, system_prompt: You test., model: sim/fast }\nshared_context: shared\nrouting_context: routing\n";
+        let text = "name: Review Crew\ndescription: Reviews from two angles\nmode: orchestrator_reflect\nmax_iterations: 7\norchestrator: { prompt: lead well }\nevaluator: { prompt: judge }\nworkers:\n  - { name: Sec Ops, display_name: Sec Ops, role: Security, system_prompt: You audit. }\n  - { name: tests, system_prompt: You test., model: sim/fast }\nshared_context: shared\nrouting_context: routing\n";
         crate::presets::parse_preset(
             text,
             Path::new("x.yaml"),
@@ -266,6 +267,8 @@ mod tests {
         let id = create_team_group(&mut org, &p, &config, None);
         let back = preset_from_group(&org, &id).unwrap();
         assert_eq!(back.name, p.name);
+        assert_eq!(back.description, p.description);
+        assert_eq!(org.group(&id).unwrap().description, p.description);
         assert_eq!(back.mode, p.mode);
         assert_eq!(back.max_iterations, p.max_iterations);
         type Row = (String, Option<String>, Option<String>, Option<String>);

@@ -12,6 +12,7 @@ mod providers_llmock;
 mod squad_corpus;
 mod squad_malformed;
 mod squad_roundtrip;
+mod squad_writeback;
 mod store_crash;
 mod tui_keys;
 mod tui_pty;

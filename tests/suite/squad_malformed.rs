@@ -340,3 +340,62 @@ fn routing_and_decisions_become_contexts_and_empty_is_absent() {
     );
     assert_eq!(p.shared_context, None);
 }
+
+#[test]
+fn roster_of_unusable_names_is_no_workers_with_the_reason() {
+    let r = repo();
+    write(
+        &r.path,
+        ".squad/team.md",
+        "# Squad Team\n\n## Members\n\n| Name | Role |\n|---|---|\n| ... | Builder |\n| ?! | Tester |\n",
+    );
+    let err = discover(&r.path, &config()).unwrap_err();
+    assert!(matches!(err, SquadError::NoWorkers { .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("...") && text.contains("?!"), "{text}");
+    assert!(text.contains("letters or digits"), "{text}");
+}
+
+#[test]
+fn human_members_section_rows_are_humans() {
+    let r = repo();
+    write(
+        &r.path,
+        ".squad/team.md",
+        format!(
+            "{ROSTER}\n## Human Members\n\n| Name | Role | Charter | Status |\n|---|---|---|---|\n| Tamir | Owner | — | ✅ Active |\n| Dina | Product | — | Active |\n"
+        ),
+    );
+    let p = discover(&r.path, &config()).unwrap().unwrap();
+    let names: Vec<&str> = p.workers.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(names, ["alice"]);
+}
+
+#[test]
+fn member_named_by_the_coordinator_section_is_not_a_worker() {
+    let r = repo();
+    write(
+        &r.path,
+        ".squad/team.md",
+        "# Squad Team\n\n## Coordinator\n\n| Name | Role | Notes |\n|---|---|---|\n| Lead | Architect | Routes work |\n\n## Members\n\n| Name | Role | Status |\n|---|---|---|\n| 🏗️ Lead | Architect | active |\n| Runtime | Engineer | active |\n",
+    );
+    write(&r.path, ".squad/agents/lead/charter.md", "# Lead — Architect\n");
+    let p = discover(&r.path, &config()).unwrap().unwrap();
+    let names: Vec<&str> = p.workers.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(names, ["runtime"]);
+
+    // Nor is it taken from agents/ when the roster names nobody else.
+    write(
+        &r.path,
+        ".squad/team.md",
+        "# Squad Team\n\n## Coordinator\n\n| Name | Role | Notes |\n|---|---|---|\n| Lead | Architect | Routes work |\n",
+    );
+    write(
+        &r.path,
+        ".squad/agents/runtime/charter.md",
+        "# Runtime — Engineer\n",
+    );
+    let p = discover(&r.path, &config()).unwrap().unwrap();
+    let names: Vec<&str> = p.workers.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(names, ["runtime"]);
+}

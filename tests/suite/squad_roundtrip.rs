@@ -67,6 +67,20 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
 #[test]
 fn builtin_presets_survive_group_round_trip() {
     let config = Config::from_env(|_| None);
@@ -113,18 +127,31 @@ fn every_corpus_team_survives_discover_export_discover() {
         let id = create_team_group(&mut org, &before, &config, Some(&repo));
 
         if repo.join(".squad/team.md").exists() {
-            // The existing team.md is rewritten, so an export without force must refuse and say so.
-            let err = export_group(&org, &id, &repo, &paths, false).unwrap_err();
-            match &err {
-                ExportError::WouldOverwrite { files } => {
-                    assert!(files.iter().any(|f| f.ends_with(".squad/team.md")), "{err}");
-                    // Ledgers that read back the same (even when longer than the cap) are kept.
-                    assert!(files.iter().all(|f| !f.ends_with("decisions.md")), "{err}");
-                }
-                other => panic!("{}: {other}", folder.display()),
+            // The team is unchanged, so nothing that exists is replaced (no force needed): team.md
+            // is edited in place to itself, and only missing charters are created.
+            let team_md = fs::read(repo.join(".squad/team.md")).unwrap();
+            let existed: Vec<PathBuf> = walk(&repo);
+            let report = export_group(&org, &id, &repo, &paths, false)
+                .unwrap_or_else(|e| panic!("{}: {e}", folder.display()));
+            assert_eq!(fs::read(repo.join(".squad/team.md")).unwrap(), team_md);
+            for f in &report.written {
+                assert!(
+                    !existed.contains(f),
+                    "{}: replaced {}",
+                    folder.display(),
+                    f.display()
+                );
+                assert!(
+                    f.ends_with("charter.md") || f.starts_with(paths.presets_dir()),
+                    "{}",
+                    f.display()
+                );
             }
-            let report = export_group(&org, &id, &repo, &paths, true).unwrap();
-            assert!(report.written.iter().any(|f| f.ends_with("team.md")));
+            // Ledgers the group holds only in shortened form are kept, never rewritten.
+            for f in &report.kept {
+                assert!(f.ends_with("decisions.md") || f.ends_with("routing.md"));
+                assert!(existed.contains(f));
+            }
         } else {
             // A legacy `.ai-team/` team is saved as a new `.squad/`; the old folder is left alone.
             let legacy = fs::read(repo.join(".ai-team/team.md")).unwrap();

@@ -5,6 +5,7 @@ pub mod charter;
 pub mod read;
 pub mod roster;
 pub mod safety;
+pub mod team_md;
 pub mod write;
 
 use std::path::PathBuf;

@@ -7,7 +7,7 @@ use crate::model::{Mode, Preset, PresetAgent, PresetWorker, Tier};
 
 use super::SquadError;
 use super::charter::{charter_prompt, charter_role, model_hint, role_prompt};
-use super::roster::{Member, is_special, parse_team, squash};
+use super::roster::{Member, TeamDoc, is_coordinator, is_special, parse_team, squash};
 use super::safety::{Refusal, TeamDir, TextFile};
 use crate::presets::models::check_model;
 use crate::presets::{cap_chars, slug};
@@ -71,12 +71,9 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         }
     };
 
-    let mut members = doc.members.clone();
-    if members.is_empty() {
-        members = agent_folder_members(&team);
-        if !members.is_empty() {
-            warnings.push("team.md lists no workers; members were taken from the agents/ folders".into());
-        }
+    let members = roster_members(&team, &doc);
+    if doc.members.is_empty() && !members.is_empty() {
+        warnings.push("team.md lists no workers; members were taken from the agents/ folders".into());
     }
     if members.is_empty() {
         let reason = if doc.excluded.is_empty() {
@@ -94,6 +91,7 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
     let mut workers: Vec<PresetWorker> = Vec::new();
     let mut no_charter = Vec::new();
     let mut cut_charters = Vec::new();
+    let mut nameless = Vec::new();
     for m in members {
         let worker_name = slug(&m.name);
         if worker_name.is_empty() {
@@ -101,6 +99,7 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
                 "member `{}` has no letters or digits in its name; skipped",
                 m.name
             ));
+            nameless.push(format!("`{}`", m.name));
             continue;
         }
         if workers.iter().any(|w| w.name == worker_name) {
@@ -113,12 +112,12 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         let charter = find_charter(&team, &m, &worker_name, &mut warnings);
         let who = format!("worker `{worker_name}`");
         let (prompt, hint) = match &charter {
-            Some((label, text)) => {
-                let (prompt, cut) = charter_prompt(text);
+            Some(c) => {
+                let (prompt, cut) = charter_prompt(&c.text);
                 if cut {
-                    cut_charters.push(label.clone());
+                    cut_charters.push(c.label.clone());
                 }
-                (prompt, model_hint(text))
+                (prompt, model_hint(&c.text))
             }
             None => {
                 no_charter.push(worker_name.clone());
@@ -138,6 +137,13 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
             model,
             system_prompt: Some(prompt).filter(|p| !p.is_empty()),
         });
+    }
+    if workers.is_empty() {
+        let reason = format!(
+            "no roster member has a usable name: {} (a worker's name needs letters or digits)",
+            nameless.join(", ")
+        );
+        return Err(SquadError::NoWorkers { dir, reason });
     }
     if !no_charter.is_empty() {
         warnings.push(format!(
@@ -198,12 +204,26 @@ fn note_lossy(file: &TextFile, label: &str, warnings: &mut Vec<String>) {
     }
 }
 
-/// Members from `agents/<folder>/` when the roster names nobody (`_alumni` and special members
-/// excluded); the role comes from the charter's title when it has one.
-fn agent_folder_members(team: &TeamDir) -> Vec<Member> {
+/// The roster's members, or when it names nobody, the members from the agents/ folders.
+fn roster_members(team: &TeamDir, doc: &TeamDoc) -> Vec<Member> {
+    if doc.members.is_empty() {
+        agent_folder_members(team, &doc.coordinators)
+    } else {
+        doc.members.clone()
+    }
+}
+
+/// Members from `agents/<folder>/` when the roster names nobody (`_alumni`, special members and
+/// the coordinator excluded); the role comes from the charter's title when it has one.
+fn agent_folder_members(team: &TeamDir, coordinators: &[String]) -> Vec<Member> {
     team.agent_folders()
         .into_iter()
-        .filter(|f| !f.starts_with('_') && !f.starts_with('.') && !is_special(f, ""))
+        .filter(|f| {
+            !f.starts_with('_')
+                && !f.starts_with('.')
+                && !is_special(f, "")
+                && !is_coordinator(f, coordinators)
+        })
         .map(|folder| {
             let charter = format!("agents/{folder}/charter.md");
             let role = team
@@ -220,14 +240,23 @@ fn agent_folder_members(team: &TeamDir) -> Vec<Member> {
         .collect()
 }
 
-/// The charter's label and text: the roster's charter cell, else `agents/<slug>/charter.md`, else
-/// the agents folder whose name matches ignoring case and punctuation.
+/// A member's charter as found in the team folder.
+struct Charter {
+    /// The path as the roster or the search named it, for messages.
+    label: String,
+    text: String,
+    /// Where the file is, relative to the team folder.
+    location: PathBuf,
+}
+
+/// The charter: the roster's charter cell, else `agents/<slug>/charter.md`, else the agents
+/// folder whose name matches ignoring case and punctuation.
 fn find_charter(
     team: &TeamDir,
     member: &Member,
     worker: &str,
     warnings: &mut Vec<String>,
-) -> Option<(String, String)> {
+) -> Option<Charter> {
     let mut candidates: Vec<(String, PathBuf)> = Vec::new();
     if let Some(cell) = &member.charter {
         let rel = cell.trim_start_matches("./");
@@ -257,7 +286,17 @@ fn find_charter(
         match team.read(&path) {
             Ok(file) => {
                 note_lossy(&file, &label, warnings);
-                return Some((label, file.text));
+                // `read` succeeded, so the path resolves inside the team folder.
+                let location = team
+                    .resolve(&path)
+                    .ok()
+                    .and_then(|c| c.strip_prefix(&team.root).ok().map(Path::to_path_buf))
+                    .unwrap_or_else(|| PathBuf::from(format!("agents/{worker}/charter.md")));
+                return Some(Charter {
+                    label,
+                    text: file.text,
+                    location,
+                });
             }
             Err(Refusal::Missing) => {}
             Err(r) => {
@@ -269,6 +308,44 @@ fn find_charter(
         }
     }
     None
+}
+
+/// A worker of the team as discovery reads it, for write-back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RosterEntry {
+    /// The worker name (slug of the member name).
+    pub worker: String,
+    pub role: String,
+    /// Where its charter is, relative to the team folder, when it has one.
+    pub charter: Option<PathBuf>,
+}
+
+/// The workers of the team in `repo/.squad` (empty when it has no usable `team.md`), found the
+/// way [`discover`] finds them, with the charter each one was read from.
+pub fn current_roster(repo: &Path) -> Vec<RosterEntry> {
+    let dir = repo.join(".squad");
+    let Ok(team) = TeamDir::open(repo, &dir) else {
+        return Vec::new();
+    };
+    let Ok(file) = team.read(Path::new("team.md")) else {
+        return Vec::new();
+    };
+    let doc = parse_team(&file.text);
+    let mut entries: Vec<RosterEntry> = Vec::new();
+    let mut ignored = Vec::new();
+    for m in roster_members(&team, &doc) {
+        let worker = slug(&m.name);
+        if worker.is_empty() || entries.iter().any(|e| e.worker == worker) {
+            continue;
+        }
+        let charter = find_charter(&team, &m, &worker, &mut ignored).map(|c| c.location);
+        entries.push(RosterEntry {
+            worker,
+            role: m.role,
+            charter,
+        });
+    }
+    entries
 }
 
 /// `agentModelOverrides` of `config.json`: agent name to model (a string, or `{"model": ...}`).
@@ -321,25 +398,40 @@ pub fn capped_context(text: &str, name: &str) -> Option<String> {
     if text.is_empty() {
         return None;
     }
-    let (kept, cut) = cap_chars(text, CONTEXT_MAX_CHARS);
-    if !cut || already_capped(text) {
+    let total = text.chars().count();
+    if total <= CONTEXT_MAX_CHARS || already_capped(text) {
         return Some(text.to_string());
     }
-    let rest = text.chars().count() - CONTEXT_MAX_CHARS;
-    Some(format!(
-        "{}\n\n[... {name} continues: {rest} more characters not included]",
-        kept.trim_end()
-    ))
+    // The marker counts toward the cap; its length depends on the count it reports, which only
+    // shrinks as more is kept, so start from the longest marker and keep what still fits.
+    let fits = |keep: usize| keep + cut_marker(name, total - keep).chars().count() <= CONTEXT_MAX_CHARS;
+    let mut keep = CONTEXT_MAX_CHARS.saturating_sub(cut_marker(name, total).chars().count());
+    while keep < total && fits(keep + 1) {
+        keep += 1;
+    }
+    let (kept, _) = cap_chars(text, keep);
+    Some(format!("{kept}{}", cut_marker(name, total - keep)))
+}
+
+/// What ends a cut context: `\n\n[... <file> continues: <n> more characters not included]`.
+fn cut_marker(name: &str, rest: usize) -> String {
+    format!("\n\n[... {name} continues: {rest} more characters not included]")
+}
+
+/// True when `text` ends with the cut marker: it is a shortened copy of a longer file, which
+/// write-back must never write over the file it came from.
+pub fn carries_cap_marker(text: &str) -> bool {
+    text.trim_end()
+        .rsplit_once("\n\n[... ")
+        .is_some_and(|(_, marker)| {
+            marker.ends_with(" more characters not included]") && !marker.contains('\n')
+        })
 }
 
 /// True for text this function already cut (a saved team's shortened ledger): cutting it again
 /// would only move the marker, so a team saved and read back keeps the same context.
 fn already_capped(text: &str) -> bool {
-    text.rsplit_once("\n\n[... ").is_some_and(|(body, marker)| {
-        marker.ends_with(" more characters not included]")
-            && !marker.contains('\n')
-            && body.chars().count() <= CONTEXT_MAX_CHARS
-    })
+    carries_cap_marker(text) && text.chars().count() <= CONTEXT_MAX_CHARS
 }
 
 #[cfg(test)]
@@ -365,10 +457,32 @@ mod tests {
         let long = "x".repeat(CONTEXT_MAX_CHARS + 10);
         let c = capped_context(&long, "decisions.md").unwrap();
         assert!(
-            c.ends_with("[... decisions.md continues: 10 more characters not included]"),
+            c.ends_with("x\n\n[... decisions.md continues: 73 more characters not included]"),
             "{c}"
         );
-        assert!(c.starts_with(&"x".repeat(CONTEXT_MAX_CHARS)));
         assert_eq!(capped_context(&c, "decisions.md").as_deref(), Some(c.as_str()));
+    }
+
+    #[test]
+    fn the_cap_counts_the_marker_and_cuts_on_a_char_boundary() {
+        for long in ["x".repeat(CONTEXT_MAX_CHARS + 10), "é€".repeat(30_000)] {
+            let c = capped_context(&long, "decisions.md").unwrap();
+            assert_eq!(c.chars().count(), CONTEXT_MAX_CHARS, "{}", &c[c.len() - 80..]);
+            let (body, marker) = c.rsplit_once("\n\n[... ").unwrap();
+            assert!(long.starts_with(body));
+            let rest = long.chars().count() - body.chars().count();
+            assert_eq!(
+                marker,
+                format!("decisions.md continues: {rest} more characters not included]")
+            );
+            assert!(carries_cap_marker(&c));
+            assert_eq!(capped_context(&c, "decisions.md").as_deref(), Some(c.as_str()));
+        }
+        let exact = "y".repeat(CONTEXT_MAX_CHARS);
+        assert_eq!(
+            capped_context(&exact, "routing.md").as_deref(),
+            Some(exact.as_str())
+        );
+        assert!(!carries_cap_marker(&exact));
     }
 }

@@ -16,6 +16,44 @@ pub struct TeamDoc {
     pub members: Vec<Member>,
     /// Special members left out (coordinator, Scribe, Ralph, Rai, Fact Checker, @copilot, humans).
     pub excluded: Vec<String>,
+    /// Names in the `Coordinator` section's table: never workers, even when a roster lists them.
+    pub coordinators: Vec<String>,
+    /// Line numbers (0-based, as [`doc_lines`] splits the text) of the title, the description
+    /// and the `mode:` line, so write-back can edit them in place.
+    pub title_line: Option<usize>,
+    pub description_line: Option<usize>,
+    pub mode_line: Option<usize>,
+    /// The roster tables, where they are and which of their rows are workers.
+    pub tables: Vec<RosterTable>,
+}
+
+/// A roster table in `team.md`: its lines and columns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RosterTable {
+    /// The header line; the separator follows it.
+    pub header_line: usize,
+    /// The first line after the table.
+    pub end_line: usize,
+    /// The number of header cells.
+    pub columns: usize,
+    pub name_col: usize,
+    pub role_col: usize,
+    pub charter_col: Option<usize>,
+    pub status_col: Option<usize>,
+    /// Data rows with a name, in order.
+    pub rows: Vec<RosterRow>,
+}
+
+/// One data row of a roster table.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RosterRow {
+    pub line: usize,
+    /// The cleaned name cell.
+    pub name: String,
+    /// The cleaned role cell.
+    pub role: String,
+    /// False for special members (coordinator, Scribe, Ralph, humans, ...).
+    pub worker: bool,
 }
 
 /// One roster entry.
@@ -30,10 +68,11 @@ pub struct Member {
 
 /// Parses `team.md` text (BOM and CRLF already removed or not: both are handled).
 pub fn parse_team(text: &str) -> TeamDoc {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let lines: Vec<&str> = text.lines().map(|l| l.trim_end_matches('\r')).collect();
+    let lines = doc_lines(text);
     let mut doc = TeamDoc::default();
     let mut section = String::new();
+    // The nearest heading of any level: a `### Humans` table inside `## Members` is humans too.
+    let mut last_heading = String::new();
     let mut in_fence = false;
     let mut tables_found = false;
     let mut i = 0;
@@ -51,10 +90,12 @@ pub fn parse_team(text: &str) -> TeamDoc {
         if let Some((level, heading)) = heading(line) {
             if level == 1 && doc.title.is_none() {
                 doc.title = Some(clean_cell(heading)).filter(|t| !t.is_empty());
+                doc.title_line = doc.title.is_some().then_some(i);
             }
             if level <= 2 {
                 section = heading.to_lowercase();
             }
+            last_heading = heading.to_lowercase();
             i += 1;
             continue;
         }
@@ -62,8 +103,14 @@ pub fn parse_team(text: &str) -> TeamDoc {
             let end = (i..lines.len())
                 .find(|&k| !lines[k].trim().starts_with('|'))
                 .unwrap_or(lines.len());
-            if !skipped_section(&section) && read_table(&lines[i..end], &mut doc) {
-                tables_found = true;
+            if is_coordinator_section(&section) {
+                doc.coordinators.extend(table_names(&lines[i..end]));
+            } else if !skipped_section(&section) {
+                let humans = section.contains("human") || last_heading.contains("human");
+                if let Some(table) = read_table(&lines[i..end], i, humans, &mut doc) {
+                    doc.tables.push(table);
+                    tables_found = true;
+                }
             }
             i = end;
             continue;
@@ -74,6 +121,7 @@ pub fn parse_team(text: &str) -> TeamDoc {
             let d = rest.trim();
             if !d.is_empty() {
                 doc.description = Some(d.to_string());
+                doc.description_line = Some(i);
             }
         }
         if doc.mode.is_none() {
@@ -82,6 +130,7 @@ pub fn parse_team(text: &str) -> TeamDoc {
                 let v = clean_cell(&plain[5..]);
                 if !v.is_empty() {
                     doc.mode = Some(v);
+                    doc.mode_line = Some(i);
                 }
             }
         }
@@ -90,7 +139,38 @@ pub fn parse_team(text: &str) -> TeamDoc {
     if !tables_found {
         read_sections(&lines, &mut doc);
     }
+    exclude_coordinators(&mut doc);
     doc
+}
+
+/// The lines of `team.md` as [`parse_team`] numbers them: BOM dropped, `\r` removed.
+pub fn doc_lines(text: &str) -> Vec<&str> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    text.lines().map(|l| l.trim_end_matches('\r')).collect()
+}
+
+/// True when `name` is one of the names the `Coordinator` section gives.
+pub fn is_coordinator(name: &str, coordinators: &[String]) -> bool {
+    let key = squash(name);
+    !key.is_empty() && coordinators.iter().any(|c| squash(c) == key)
+}
+
+/// A member the Coordinator section names is the coordinator, wherever else it is listed.
+fn exclude_coordinators(doc: &mut TeamDoc) {
+    if doc.coordinators.is_empty() {
+        return;
+    }
+    let coordinators = doc.coordinators.clone();
+    let (out, keep): (Vec<Member>, Vec<Member>) = std::mem::take(&mut doc.members)
+        .into_iter()
+        .partition(|m| is_coordinator(&m.name, &coordinators));
+    doc.members = keep;
+    doc.excluded.extend(out.into_iter().map(|m| m.name));
+    for row in doc.tables.iter_mut().flat_map(|t| t.rows.iter_mut()) {
+        if is_coordinator(&row.name, &coordinators) {
+            row.worker = false;
+        }
+    }
 }
 
 /// `(level, text)` for an ATX heading.
@@ -105,35 +185,73 @@ fn heading(line: &str) -> Option<(usize, &str)> {
 
 /// Sections whose tables are never the roster.
 fn skipped_section(section: &str) -> bool {
-    section.contains("coordinator") || section.contains("koordinator") || section.contains("coding agent")
+    is_coordinator_section(section) || section.contains("coding agent")
 }
 
-/// Reads one table block (its lines all start with `|`); true when it is a roster table.
-fn read_table(rows: &[&str], doc: &mut TeamDoc) -> bool {
-    if rows.len() < 2 || !is_separator(rows[1]) {
-        return false;
-    }
-    let header: Vec<String> = split_row(rows[0])
+fn is_coordinator_section(section: &str) -> bool {
+    section.contains("coordinator") || section.contains("koordinator")
+}
+
+/// The header's name column, when there is one distinct from the role column.
+fn name_column(header: &[String], role_col: Option<usize>) -> Option<usize> {
+    let name_col = header
+        .iter()
+        .position(|h| {
+            ["name", "agent", "member", "members", "agents"].contains(&h.as_str())
+                || h.contains("name")
+                || h.contains("namn")
+        })
+        .filter(|&c| Some(c) != role_col)
+        .unwrap_or(0);
+    (Some(name_col) != role_col).then_some(name_col)
+}
+
+fn header_cells(row: &str) -> Vec<String> {
+    split_row(row)
         .iter()
         .map(|c| clean_cell(c).to_lowercase())
-        .collect();
-    let find = |pred: &dyn Fn(&str) -> bool| header.iter().position(|h| pred(h));
-    let Some(role_col) = find(&|h| h.contains("role") || h == "roll" || h == "roller") else {
-        return false;
-    };
-    let name_col = find(&|h| {
-        ["name", "agent", "member", "members", "agents"].contains(&h)
-            || h.contains("name")
-            || h.contains("namn")
-    })
-    .filter(|&c| c != role_col)
-    .unwrap_or(0);
-    if name_col == role_col {
-        return false;
+        .collect()
+}
+
+/// The names in a table's name column (the Coordinator section's table).
+fn table_names(rows: &[&str]) -> Vec<String> {
+    if rows.len() < 2 || !is_separator(rows[1]) {
+        return Vec::new();
     }
+    let Some(name_col) = name_column(&header_cells(rows[0]), None) else {
+        return Vec::new();
+    };
+    rows[2..]
+        .iter()
+        .filter(|r| !is_separator(r))
+        .filter_map(|r| split_row(r).get(name_col).map(|c| clean_cell(c)))
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
+/// Reads one table block (its lines all start with `|`, the first is line `first` of the
+/// file); `Some` when it is a roster table. In a human members section every row is a human.
+fn read_table(rows: &[&str], first: usize, humans: bool, doc: &mut TeamDoc) -> Option<RosterTable> {
+    if rows.len() < 2 || !is_separator(rows[1]) {
+        return None;
+    }
+    let header = header_cells(rows[0]);
+    let find = |pred: &dyn Fn(&str) -> bool| header.iter().position(|h| pred(h));
+    let role_col = find(&|h| h.contains("role") || h == "roll" || h == "roller")?;
+    let name_col = name_column(&header, Some(role_col))?;
     let charter_col = find(&|h| h.contains("charter"));
     let status_col = find(&|h| h.contains("status") || h.contains("badge"));
-    for row in &rows[2..] {
+    let mut table = RosterTable {
+        header_line: first,
+        end_line: first + rows.len(),
+        columns: header.len(),
+        name_col,
+        role_col,
+        charter_col,
+        status_col,
+        rows: Vec::new(),
+    };
+    for (k, row) in rows.iter().enumerate().skip(2) {
         let cells = split_row(row);
         let cell = |c: Option<usize>| c.and_then(|c| cells.get(c)).map(|s| s.as_str()).unwrap_or("");
         let name = clean_cell(cell(Some(name_col)));
@@ -142,8 +260,16 @@ fn read_table(rows: &[&str], doc: &mut TeamDoc) -> bool {
         }
         let role = clean_cell(cell(Some(role_col)));
         let status = clean_cell(cell(status_col));
-        let human = status.to_lowercase().contains("human") || cells.iter().any(|c| c.contains('👤'));
-        if human || is_special(&name, &role) {
+        let human =
+            humans || status.to_lowercase().contains("human") || cells.iter().any(|c| c.contains('👤'));
+        let worker = !(human || is_special(&name, &role));
+        table.rows.push(RosterRow {
+            line: first + k,
+            name: name.clone(),
+            role: role.clone(),
+            worker,
+        });
+        if !worker {
             doc.excluded.push(name);
             continue;
         }
@@ -152,7 +278,7 @@ fn read_table(rows: &[&str], doc: &mut TeamDoc) -> bool {
         let charter = Some(charter).filter(|c| !matches!(c.as_str(), "" | "—" | "–" | "-" | "n/a" | "N/A"));
         doc.members.push(Member { name, role, charter });
     }
-    true
+    Some(table)
 }
 
 /// `### Name — Role` headings under a `##` section that names the roster.
@@ -388,5 +514,26 @@ mod tests {
         assert!(is_special("Squad", "Coordinator"));
         assert!(!is_special("release-scribe", "Writer"));
         assert!(!is_special("Raina", "Dev"));
+    }
+
+    #[test]
+    fn rows_under_a_human_members_heading_are_humans() {
+        let doc = parse_team(
+            "# T\n\n## Members\n\n| Name | Role |\n|---|---|\n| Keaton | Lead |\n\n## Human Members\n\n| Name | Role | Status |\n|---|---|---|\n| Tamir | Owner | ✅ Active |\n\n### Humans\n| Name | Role |\n|---|---|\n| Dina | PM |\n",
+        );
+        let names: Vec<&str> = doc.members.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["Keaton"]);
+        assert_eq!(doc.excluded, ["Tamir", "Dina"]);
+    }
+
+    #[test]
+    fn members_the_coordinator_section_names_are_not_workers() {
+        let doc = parse_team(
+            "# T\n\n## Members\n\n| Name | Role |\n|---|---|\n| 🏗️ Lead | Architect |\n| Runtime | Engineer |\n\n## Coordinator\n\n| Name | Role | Notes |\n|---|---|---|\n| Lead | Architect | x |\n",
+        );
+        let names: Vec<&str> = doc.members.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["Runtime"]);
+        assert_eq!(doc.coordinators, ["Lead"]);
+        assert!(doc.excluded.contains(&"Lead".to_string()));
     }
 }

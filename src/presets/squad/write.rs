@@ -1,22 +1,26 @@
 //! Saving a team group as a Squad team in its repo (and as a user YAML preset).
 //!
-//! Owned files: `.squad/team.md`, `.squad/agents/<name>/charter.md` of each worker,
-//! `.squad/decisions.md` and `.squad/routing.md` when the group has that context, and
-//! `<config>/presets/<team>.yaml`. Nothing else is touched (history, logs, casting, other
-//! agents). A file whose content would change is only replaced with `force`; without it the
-//! error lists exactly those files. Every write is atomic (temporary file, then rename).
+//! Owned files: `.squad/team.md`, each worker's charter (where discovery found it, else
+//! `.squad/agents/<name>/charter.md`), `.squad/decisions.md` and `.squad/routing.md` when the
+//! group has that context, and `<config>/presets/<team>.yaml`. Nothing else is touched (history,
+//! logs, casting, other agents). An existing team.md is edited in place (see [`super::team_md`]).
+//! A context the group only holds in capped form (it ends with the cut marker) never replaces an
+//! existing file: that file is reported as kept. A file whose content would change is only
+//! replaced with `force`; without it the error lists exactly those files. Every write is atomic
+//! (temporary file, then rename) and keeps the replaced file's BOM and line endings.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::config::Paths;
-use crate::model::{Organization, Preset, PresetWorker};
+use crate::model::{Organization, PresetWorker};
 use crate::presets::instantiate::preset_from_group;
 use crate::presets::{preset_to_yaml, slug};
 
 use super::charter::{charter_prompt, role_prompt};
-use super::read::capped_context;
+use super::read::{capped_context, carries_cap_marker, current_roster};
 use super::safety::decode;
+use super::team_md::{TeamText, edit_team_md, fresh_team_md};
 
 /// What an export did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -27,6 +31,9 @@ pub struct ExportReport {
     pub written: Vec<PathBuf>,
     /// Files that already said the same thing and were left alone.
     pub unchanged: Vec<PathBuf>,
+    /// Files that differ but were deliberately left alone: ledgers the group only holds in
+    /// shortened (capped) form, which must never replace the full file.
+    pub kept: Vec<PathBuf>,
     /// The YAML preset in the user presets folder.
     pub preset_file: PathBuf,
 }
@@ -69,6 +76,31 @@ struct Planned {
     same: Same,
 }
 
+/// How the file being replaced was encoded, so an edited file keeps its BOM and line endings.
+#[derive(Debug, Clone, Copy, Default)]
+struct Encoding {
+    bom: bool,
+    crlf: bool,
+}
+
+impl Encoding {
+    fn of(bytes: &[u8]) -> Encoding {
+        Encoding {
+            bom: bytes.starts_with(b"\xEF\xBB\xBF"),
+            crlf: bytes.windows(2).any(|w| w == b"\r\n"),
+        }
+    }
+
+    fn apply(self, text: &str) -> String {
+        let text = if self.crlf {
+            text.replace('\n', "\r\n")
+        } else {
+            text.to_string()
+        };
+        if self.bom { format!("\u{feff}{text}") } else { text }
+    }
+}
+
 /// Writes the team group `group_id` to `<repo>/.squad/` and the user presets folder.
 pub fn export_group(
     org: &Organization,
@@ -85,12 +117,36 @@ pub fn export_group(
     check_inside(repo, &team_dir)?;
     let workers: Vec<(String, &PresetWorker)> =
         preset.workers.iter().map(|w| (agent_name(&w.name), w)).collect();
+    // The team already in `.squad/`, read the way discovery reads it: its roster decides what
+    // an edited team.md keeps, and its charters are written back where they were found.
+    let current = current_roster(repo);
+    let mut kept = Vec::new();
 
+    let team_md_path = team_dir.join("team.md");
+    // The existing team.md is read to be edited: it must not be a link leading out of the repo.
+    check_inside(repo, &team_md_path)?;
+    let team = TeamText {
+        name: &preset.name,
+        description: preset.description.as_deref(),
+        mode: preset.mode,
+        workers: &workers,
+    };
+    let team_md = match read_existing(&team_md_path)? {
+        Some((text, _)) => {
+            let roster: Vec<(String, String)> = current
+                .iter()
+                .map(|e| (e.worker.clone(), e.role.clone()))
+                .collect();
+            edit_team_md(&text, &team, &roster, &repo_name(repo))
+        }
+        None => fresh_team_md(&team),
+    };
     let mut plan = vec![Planned {
-        path: team_dir.join("team.md"),
-        content: team_md(&preset, &workers),
+        path: team_md_path,
+        content: team_md,
         same: Same::Exact,
     }];
+    let mut charter_paths: Vec<PathBuf> = Vec::new();
     for (name, w) in &workers {
         let prompt = w.system_prompt.clone().unwrap_or_else(|| {
             role_prompt(
@@ -99,8 +155,16 @@ pub fn export_group(
                 &preset.name,
             )
         });
+        let found = current
+            .iter()
+            .find(|e| e.worker == *name)
+            .and_then(|e| e.charter.as_ref())
+            .map(|rel| team_dir.join(rel))
+            .filter(|p| !charter_paths.contains(p));
+        let path = found.unwrap_or_else(|| team_dir.join("agents").join(name).join("charter.md"));
+        charter_paths.push(path.clone());
         plan.push(Planned {
-            path: team_dir.join("agents").join(name).join("charter.md"),
+            path,
             content: format!("{}\n", prompt.trim()),
             same: Same::Charter(prompt.trim().to_string()),
         });
@@ -110,8 +174,14 @@ pub fn export_group(
         ("routing.md", &preset.routing_context),
     ] {
         if let Some(text) = text.as_deref().filter(|t| !t.trim().is_empty()) {
+            let path = team_dir.join(file);
+            // A shortened ledger must never replace a file: the full one may be far longer.
+            if carries_cap_marker(text) && path.exists() {
+                kept.push(path);
+                continue;
+            }
             plan.push(Planned {
-                path: team_dir.join(file),
+                path,
                 content: format!("{}\n", text.trim()),
                 same: Same::Context(file, text.trim().to_string()),
             });
@@ -130,6 +200,7 @@ pub fn export_group(
     let mut report = ExportReport {
         team_dir: team_dir.clone(),
         preset_file,
+        kept,
         ..ExportReport::default()
     };
     let mut changed = Vec::new();
@@ -138,29 +209,74 @@ pub fn export_group(
         if p.path.starts_with(&team_dir) {
             check_inside(repo, &p.path)?;
         }
-        match std::fs::read(&p.path) {
-            Ok(bytes) => {
-                // Read back the way discovery reads it (BOM, line endings, lossy UTF-8).
-                let existing = decode(&bytes).map(|t| t.text).unwrap_or_default();
+        match read_existing(&p.path)? {
+            Some((existing, encoding)) => {
                 if is_same(&existing, &p) {
                     report.unchanged.push(p.path);
                 } else {
                     changed.push(p.path.clone());
-                    to_write.push(p);
+                    to_write.push((p, encoding));
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => to_write.push(p),
-            Err(source) => return Err(ExportError::Io { path: p.path, source }),
+            None => to_write.push((p, Encoding::default())),
         }
     }
     if !changed.is_empty() && !force {
         return Err(ExportError::WouldOverwrite { files: changed });
     }
-    for p in to_write {
-        write_atomic(&p.path, &p.content)?;
+    for (p, encoding) in to_write {
+        write_atomic(&p.path, &encoding.apply(&p.content))?;
         report.written.push(p.path);
     }
     Ok(report)
+}
+
+impl ExportReport {
+    /// One line per file, for the CLI and the TUI: `wrote`, `unchanged`, `kept` (with why).
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .written
+            .iter()
+            .map(|f| format!("wrote {}", f.display()))
+            .collect();
+        lines.extend(
+            self.unchanged
+                .iter()
+                .map(|f| format!("unchanged {}", f.display())),
+        );
+        lines.extend(self.kept.iter().map(|f| {
+            format!(
+                "kept {} (the team holds only a shortened copy of it)",
+                f.display()
+            )
+        }));
+        lines
+    }
+}
+
+/// An existing file as discovery reads it (BOM dropped, `\n` line endings, lossy UTF-8) and how
+/// it was encoded; `None` when there is none.
+fn read_existing(path: &Path) -> Result<Option<(String, Encoding)>, ExportError> {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let text = decode(&bytes).map(|t| t.text).unwrap_or_default();
+            Ok(Some((text, Encoding::of(&bytes))))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ExportError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// The repository folder's name, as discovery uses it for `<repo> squad`.
+fn repo_name(repo: &Path) -> String {
+    let canonical = repo.canonicalize().unwrap_or_else(|_| repo.to_path_buf());
+    canonical
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "repo".into())
 }
 
 fn is_same(normalised: &str, planned: &Planned) -> bool {
@@ -206,38 +322,6 @@ pub fn role_from_prompt(prompt: &str) -> String {
         .find(|p| lower.starts_with(*p))
         .map_or(sentence, |p| &sentence[p.len()..]);
     rest.trim().to_string()
-}
-
-/// A table cell: one line, pipes escaped.
-fn cell(text: &str) -> String {
-    text.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace('|', "\\|")
-}
-
-fn team_md(preset: &Preset, workers: &[(String, &PresetWorker)]) -> String {
-    let mut out = format!("# {}\n\n", preset.name.trim());
-    if let Some(d) = preset.description.as_deref().filter(|d| !d.trim().is_empty()) {
-        out.push_str(&format!(
-            "> {}\n\n",
-            d.split_whitespace().collect::<Vec<_>>().join(" ")
-        ));
-    }
-    out.push_str(&format!(
-        "mode: {}\n\n## Members\n\n| Member | Role |\n|--------|------|\n",
-        preset.mode
-    ));
-    for (name, w) in workers {
-        // The roster name must slug back to the agent name, or the team would not round-trip.
-        let member = w
-            .display_name
-            .as_deref()
-            .filter(|d| slug(d) == *name)
-            .unwrap_or(name);
-        out.push_str(&format!("| {} | {} |\n", cell(member), cell(&worker_role(w))));
-    }
-    out
 }
 
 /// Refuses paths whose existing part resolves outside the repository (a symlinked `.squad` or
@@ -311,10 +395,5 @@ mod tests {
         assert_eq!(role_from_prompt("You are an editor!"), "editor");
         assert_eq!(role_from_prompt("Checks tests\nmore"), "Checks tests");
         assert_eq!(role_from_prompt(""), "");
-    }
-
-    #[test]
-    fn cells_stay_on_one_line() {
-        assert_eq!(cell("a |\n b"), "a \\| b");
     }
 }
