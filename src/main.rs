@@ -77,13 +77,10 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 (None, None) => repo.clone(),
             };
             let report = huddle::presets::squad::export_group(&org, &group_id, &target, paths, force)?;
-            for f in &report.written {
-                println!("wrote     {}", f.display());
+            for line in report.lines() {
+                println!("{line}");
             }
-            for f in &report.unchanged {
-                println!("unchanged {}", f.display());
-            }
-            println!("preset    {}", report.preset_file.display());
+            println!("preset {}", report.preset_file.display());
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Doctor) => {
