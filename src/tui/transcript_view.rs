@@ -20,11 +20,24 @@ pub struct TranscriptView {
     pub streaming: Option<(u64, String)>,
     /// The newest generation known to be finished (its text is on disk).
     pub finished_generation: u64,
-    /// Lines scrolled up from the bottom; 0 follows the newest text.
-    pub scroll_from_bottom: usize,
+    /// Lines scrolled up from the bottom; 0 follows the newest text. A cell because a frame
+    /// (which sees `&self`) moves it up by the lines appended below a reader scrolled up.
+    scroll_from_bottom: Cell<usize>,
+    /// Text arrived below the window while scrolled up (the "↓ new" marker).
+    new_below: Cell<bool>,
+    /// What was below the window at the last frame, to tell how much was appended since.
+    anchor: Cell<Option<Anchor>>,
     /// The largest useful scroll at the last frame (scrolling further up does nothing).
     max_scroll: Cell<usize>,
     cache: RefCell<RenderCache>,
+}
+
+/// The bottom of the content at a frame: its width, message count and streaming-tail lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Anchor {
+    width: u16,
+    messages: usize,
+    tail: usize,
 }
 
 #[derive(Debug, Default)]
@@ -58,14 +71,33 @@ impl TranscriptView {
     }
 
     pub fn scroll_up(&mut self, lines: usize) {
-        self.scroll_from_bottom = self
-            .scroll_from_bottom
-            .saturating_add(lines)
-            .min(self.max_scroll.get().max(self.scroll_from_bottom));
+        let now = self.scroll_from_bottom.get();
+        self.scroll_from_bottom
+            .set(now.saturating_add(lines).min(self.max_scroll.get().max(now)));
     }
 
     pub fn scroll_down(&mut self, lines: usize) {
-        self.scroll_from_bottom = self.scroll_from_bottom.saturating_sub(lines);
+        let next = self.scroll_from_bottom.get().saturating_sub(lines);
+        self.scroll_from_bottom.set(next);
+        if next == 0 {
+            self.new_below.set(false);
+        }
+    }
+
+    /// Back to the bottom, following the newest text.
+    pub fn follow(&mut self) {
+        self.scroll_from_bottom.set(0);
+        self.new_below.set(false);
+    }
+
+    /// Lines scrolled up from the bottom (0: following the newest text).
+    pub fn scroll_from_bottom(&self) -> usize {
+        self.scroll_from_bottom.get()
+    }
+
+    /// True when text arrived below the window since the reader scrolled up.
+    pub fn new_below(&self) -> bool {
+        self.new_below.get()
     }
 
     /// The lines visible in a `width` x `height` window at the current scroll position, and the
@@ -101,8 +133,37 @@ impl TranscriptView {
             }
         }
 
+        // Scrolled up: whatever was appended since the last frame goes below the window, so the
+        // text the reader looks at stays where it is. At the bottom the view follows.
+        let previous = self.anchor.replace(Some(Anchor {
+            width,
+            messages: self.messages.len(),
+            tail: tail.len(),
+        }));
+        let scrolled = self.scroll_from_bottom.get();
+        if let Some(a) =
+            previous.filter(|a| scrolled > 0 && a.width == width && a.messages <= self.messages.len())
+        {
+            let mut added = tail.len() as isize - a.tail as isize;
+            for i in a.messages..self.messages.len() {
+                if cache.messages[i].is_none() {
+                    let mut lines = Vec::new();
+                    render_message(&self.messages[i], width, &mut lines);
+                    cache.messages[i] = Some(lines);
+                }
+                added += cache.messages[i].as_ref().map_or(0, Vec::len) as isize;
+            }
+            if added != 0 {
+                self.scroll_from_bottom
+                    .set(scrolled.saturating_add_signed(added).max(1));
+            }
+            if added > 0 {
+                self.new_below.set(true);
+            }
+        }
+
         // Walk back from the newest message until the window (plus the scroll) is covered.
-        let need = height.saturating_add(self.scroll_from_bottom);
+        let need = height.saturating_add(self.scroll_from_bottom.get());
         let mut count = tail.len();
         let mut first = self.messages.len();
         while first > 0 && count < need {
@@ -120,7 +181,7 @@ impl TranscriptView {
             usize::MAX
         };
         self.max_scroll.set(max_scroll);
-        let scroll = self.scroll_from_bottom.min(max_scroll);
+        let scroll = self.scroll_from_bottom.get().min(max_scroll);
         let end = count - scroll;
         let start = end.saturating_sub(height);
         let lines = cache.messages[first..]
@@ -227,9 +288,37 @@ mod tests {
             text_of(&lines)
         );
         assert!(scroll > 0);
-        v.scroll_from_bottom = 0;
+        v.follow();
         let (lines, _) = v.visible_lines(40, 5);
         assert!(text_of(&lines).join("\n").contains("line 49"));
+    }
+
+    #[test]
+    fn scrolled_up_the_view_stays_on_the_same_lines_while_text_arrives() {
+        let mut v = TranscriptView::default();
+        v.set_messages((0..40).map(|i| Message::assistant(format!("line {i}"))).collect());
+        let _ = v.visible_lines(40, 6);
+        v.scroll_up(9);
+        let (before, _) = v.visible_lines(40, 6);
+        assert!(!v.new_below());
+        v.delta(1, "one\ntwo\nthree\n");
+        let (after, _) = v.visible_lines(40, 6);
+        assert_eq!(text_of(&before), text_of(&after));
+        assert!(v.new_below());
+        // The finished answer replaces the streamed tail: still the same lines on screen.
+        v.streaming = None;
+        let mut messages = v.messages.clone();
+        messages.push(Message::assistant("one\ntwo\nthree\nfour"));
+        v.set_messages(messages);
+        let (reloaded, _) = v.visible_lines(40, 6);
+        assert_eq!(text_of(&before), text_of(&reloaded));
+        // Following the bottom, new text shows at once.
+        v.follow();
+        v.delta(2, "newest\n");
+        let (lines, scroll) = v.visible_lines(40, 6);
+        assert_eq!(scroll, 0);
+        assert!(text_of(&lines).join("\n").contains("newest"));
+        assert!(!v.new_below());
     }
 
     #[test]
