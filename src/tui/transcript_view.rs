@@ -173,7 +173,10 @@ impl TranscriptView {
         let mut cache = self.cache.borrow_mut();
         if cache.width != width {
             cache.width = width;
-            cache.messages.clear();
+            // The sanitised text and its pieces stay; only the lines depend on the width.
+            for layout in cache.messages.iter_mut().flatten() {
+                layout.pieces.iter_mut().for_each(|p| *p = None);
+            }
             cache.stream_key = None;
         }
         cache.messages.resize_with(self.messages.len(), || None);
