@@ -53,10 +53,11 @@ actions! {
     EditSystemPrompt => "edit_system_prompt", "edit the session's system prompt";
     SetMode => "set_mode", "choose the team's mode";
     SetMaxIterations => "set_max_iterations", "set the team's max iterations";
+    ToggleEvaluator => "toggle_evaluator", "evaluator on/off (reflect teams)";
     Delete => "delete", "delete the selection";
     SaveGroupAsPreset => "save_group_as_preset", "save the team as a preset (.squad)";
     TogglePauseCycle => "toggle_pause_cycle", "pause / resume the cycle";
-    StopCycle => "stop_cycle", "stop the cycle now";
+    StopCycle => "stop_cycle", "stop the run (or the session's chat) now";
     PageUp => "page_up", "scroll the transcript up";
     PageDown => "page_down", "scroll the transcript down";
 }

@@ -45,8 +45,11 @@ pub struct App {
     pub cursor: usize,
     pub views: HashMap<SessionId, TranscriptView>,
     pub cycles: HashMap<GroupId, CycleView>,
-    /// Session names with a turn in flight.
-    pub busy: HashSet<String>,
+    /// Sessions with a turn in flight (from engine events), by id: a rename must not detach
+    /// them.
+    pub busy: HashSet<SessionId>,
+    /// Plain chat turns this UI started and that have not ended, per session (stoppable).
+    pub chats: HashMap<SessionId, usize>,
     pub unread: HashSet<SessionId>,
     /// Groups whose run (mode, cycle) is in progress in this process.
     pub running: HashSet<GroupId>,
@@ -78,6 +81,7 @@ impl App {
             views: HashMap::new(),
             cycles: HashMap::new(),
             busy: HashSet::new(),
+            chats: HashMap::new(),
             unread: HashSet::new(),
             running: HashSet::new(),
             pause_requested: HashSet::new(),
@@ -171,7 +175,22 @@ impl App {
 
     /// True while any run this process started is going.
     pub fn anything_running(&self) -> bool {
-        !self.running.is_empty() || !self.busy.is_empty()
+        !self.running.is_empty() || !self.busy.is_empty() || !self.chats.is_empty()
+    }
+
+    /// True while a turn of this session is in flight or queued (a chat or a run's turn).
+    pub fn session_busy(&self, session_id: &str) -> bool {
+        self.busy.contains(session_id) || self.chats.contains_key(session_id)
+    }
+
+    /// True while the group runs or any of its sessions has a turn in flight.
+    pub fn group_busy(&self, group_id: &str) -> bool {
+        self.running.contains(group_id)
+            || self.org.read(|o| {
+                o.sessions
+                    .iter()
+                    .any(|s| s.group_id == group_id && self.session_busy(&s.id))
+            })
     }
 
     pub fn handle_key(&mut self, key: KeyEvent) -> Vec<Command> {
@@ -271,6 +290,7 @@ impl App {
             Action::EditSystemPrompt => self.open_system_prompt(),
             Action::SetMode => self.open_mode_picker(),
             Action::SetMaxIterations => self.open_max_iterations(),
+            Action::ToggleEvaluator => return self.toggle_evaluator(),
             Action::Delete => self.open_delete(),
             Action::SaveGroupAsPreset => return self.save_as_preset(),
         }
@@ -310,6 +330,20 @@ impl App {
         self.cursor = self.cursor.min(n.saturating_sub(1));
         let group = self.selected_group_id();
         let session = self.selected_session_id();
+        if let Some(g) = group.as_ref().filter(|g| !self.cycles.contains_key(*g)) {
+            // A team's saved cycle (after a restart): its scores and tokens, before any event.
+            let saved = self.org.read(|o| {
+                o.group(g).and_then(|g| {
+                    g.reflection
+                        .as_ref()
+                        .map(|r| (CycleView::from_persisted(r, g.mode), g.name.clone()))
+                })
+            });
+            if let Some((mut view, name)) = saved {
+                view.name_prefix = format!("{}-", crate::presets::instantiate::team_slug(&name));
+                self.cycles.insert(g.clone(), view);
+            }
+        }
         self.org.update(|o| {
             o.ui.selected_group = group.clone();
             o.ui.selected_session = session.clone();
@@ -373,7 +407,8 @@ impl App {
         self.composer.take();
         let view = self.views.entry(session_id.clone()).or_default();
         view.push(crate::model::Message::user(text.clone()));
-        view.scroll_from_bottom = 0;
+        view.follow();
+        *self.chats.entry(session_id.clone()).or_default() += 1;
         vec![Command::Chat {
             session_id,
             prompt: text,
@@ -404,17 +439,35 @@ impl App {
         Vec::new()
     }
 
+    /// Stops the selected group's run, or else the chat turns of the selected session (or of
+    /// every session of the selected group).
     fn stop(&mut self) -> Vec<Command> {
-        match self.selected_group_id() {
-            Some(group_id) if self.running.contains(&group_id) => {
-                self.flash("stopping", false);
-                vec![Command::Stop { group_id }]
-            }
-            _ => {
-                self.flash("no cycle is running in this group", true);
-                Vec::new()
-            }
+        let Some(group_id) = self.selected_group_id() else {
+            return Vec::new();
+        };
+        if self.running.contains(&group_id) {
+            self.flash("stopping", false);
+            return vec![Command::Stop { group_id }];
         }
+        let chatting: Vec<SessionId> = match self.selected_session_id() {
+            Some(id) => self.chats.contains_key(&id).then_some(id).into_iter().collect(),
+            None => self.org.read(|o| {
+                o.sessions_in(&group_id)
+                    .iter()
+                    .filter(|s| self.chats.contains_key(&s.id))
+                    .map(|s| s.id.clone())
+                    .collect()
+            }),
+        };
+        if chatting.is_empty() {
+            self.flash("nothing is running here", true);
+            return Vec::new();
+        }
+        self.flash("stopping", false);
+        chatting
+            .into_iter()
+            .map(|session_id| Command::StopChat { session_id })
+            .collect()
     }
 
     pub fn flash(&mut self, text: impl Into<String>, error: bool) {

@@ -65,6 +65,21 @@ impl App {
                     },
                     detail,
                     value: p.name.clone(),
+                    ..ListItem::default()
+                });
+            }
+            // A preset source that cannot be used is listed greyed, with the reason.
+            for e in catalog.errors.iter().filter(|e| e.tier == tier) {
+                let source = std::path::Path::new(&e.source)
+                    .file_name()
+                    .map_or(e.source.clone(), |f| f.to_string_lossy().into_owned());
+                items.push(ListItem {
+                    section: section.to_string(),
+                    label: format!("{source} (cannot be used)"),
+                    tag: "error".into(),
+                    detail: e.message.clone(),
+                    disabled: true,
+                    ..ListItem::default()
                 });
             }
         }
@@ -99,10 +114,19 @@ impl App {
     pub(super) fn open_rename(&mut self) {
         let (title, purpose, current) = match self.selected_row() {
             Some(Row::Group(id)) => {
+                if self.group_busy(&id) {
+                    self.refuse("Cannot rename now", "This group is running. The engine names groups and sessions by name, so a rename now would cut the screen off from the run. Stop it or wait for it to finish, then rename.");
+                    return;
+                }
                 let name = self.org.read(|o| o.group(&id).map(|g| g.name.clone()));
                 ("Rename group", TextPurpose::RenameGroup(id), name)
             }
             Some(Row::Session(id)) => {
+                let group = self.org.read(|o| o.session(&id).map(|s| s.group_id.clone()));
+                if self.session_busy(&id) || group.is_some_and(|g| self.running.contains(&g)) {
+                    self.refuse("Cannot rename now", "This session (or its team) is busy. The engine names sessions by name, so a rename now would cut the screen off from its answer. Stop it or wait for it to finish, then rename.");
+                    return;
+                }
                 let name = self.org.read(|o| o.session(&id).map(|s| s.name.clone()));
                 ("Rename session", TextPurpose::RenameSession(id), name)
             }
@@ -116,6 +140,11 @@ impl App {
         ))));
     }
 
+    /// Says why an action is refused, in a popup.
+    pub(super) fn refuse(&mut self, title: &str, why: &str) {
+        self.dialogs.push(Dialog::Notice(Notice::error(title, why)));
+    }
+
     pub(super) fn open_model_picker(&mut self) {
         let (purpose, current) = match self.selected_row() {
             Some(Row::Session(id)) => {
@@ -126,19 +155,23 @@ impl App {
             None => return,
         };
         let mut models: Vec<String> = vec![self.config.default_model()];
-        self.org.read(|o| {
-            for s in &o.sessions {
-                if !models.contains(&s.model) && !s.model.is_empty() {
-                    models.push(s.model.clone());
-                }
+        let mut add = |m: String| {
+            if !m.is_empty() && !models.contains(&m) {
+                models.push(m);
             }
-        });
-        for m in ["sim/default", "sim/slow-200ms"] {
-            if !models.iter().any(|x| x == m) {
-                models.push(m.to_string());
+        };
+        self.org
+            .read(|o| o.sessions.iter().for_each(|s| add(s.model.clone())));
+        // Each configured provider's `models:` list.
+        for p in &self.config.providers {
+            for m in &p.models {
+                add(format!("{}/{m}", p.name));
             }
         }
-        let items = models
+        for m in ["sim/default", "sim/slow-200ms"] {
+            add(m.to_string());
+        }
+        let mut items: Vec<ListItem> = models
             .into_iter()
             .map(|m| {
                 let provider = m.split('/').next().unwrap_or("").to_string();
@@ -157,9 +190,23 @@ impl App {
                     },
                     label: m.clone(),
                     value: m,
+                    ..ListItem::default()
                 }
             })
             .collect();
+        // A `<provider>/` entry per configured provider: picking it starts typing a slug.
+        for p in &self.config.providers {
+            let prefix = format!("{}/", p.name);
+            items.push(ListItem {
+                section: "type any model of a provider".into(),
+                label: format!("{prefix}…"),
+                tag: format!("{}", p.kind),
+                detail: format!("Enter puts `{prefix}` in the search field; type the model name after it."),
+                value: prefix,
+                completes: true,
+                ..ListItem::default()
+            });
+        }
         let mut picker = ListPicker::new("Model (type a slug: provider/model)", purpose, items);
         picker.allow_custom = true;
         self.dialogs.push(Dialog::Picker(picker));
@@ -182,7 +229,7 @@ impl App {
         ))));
     }
 
-    fn selected_team(&mut self) -> Option<String> {
+    pub(super) fn selected_team(&mut self) -> Option<String> {
         match self.selected_group_id() {
             Some(id) if self.is_team(&id) => Some(id),
             _ => {
@@ -217,6 +264,7 @@ impl App {
                 }
                 .into(),
                 value: m.to_string(),
+                ..ListItem::default()
             })
             .collect();
         self.dialogs.push(Dialog::Picker(ListPicker::new(
@@ -245,8 +293,11 @@ impl App {
     pub(super) fn open_delete(&mut self) {
         match self.selected_row() {
             Some(Row::Group(id)) => {
-                if self.running.contains(&id) {
-                    self.flash("stop the run before deleting the group", true);
+                if self.group_busy(&id) {
+                    self.refuse(
+                        "Cannot delete now",
+                        "This group (or one of its sessions) is running. Stop it first (the stop key), then delete.",
+                    );
                     return;
                 }
                 match self.org.read(|o| reconcile::describe_delete(o, &id)) {
@@ -265,8 +316,11 @@ impl App {
                 else {
                     return;
                 };
-                if self.running.contains(&group) {
-                    self.flash("stop the run before deleting its sessions", true);
+                if self.session_busy(&id) || self.running.contains(&group) {
+                    self.refuse(
+                        "Cannot delete now",
+                        "This session (or its team) has a turn in flight. Stop it first (the stop key), then delete.",
+                    );
                     return;
                 }
                 self.dialogs.push(Dialog::Confirm(Confirm::new(
@@ -276,16 +330,6 @@ impl App {
                 )));
             }
             None => {}
-        }
-    }
-
-    pub(super) fn save_as_preset(&mut self) -> Vec<Command> {
-        match self.selected_team() {
-            Some(group_id) => vec![Command::ExportGroup {
-                group_id,
-                force: false,
-            }],
-            None => Vec::new(),
         }
     }
 
@@ -318,10 +362,16 @@ impl App {
                 self.running.insert(group_id.clone());
                 vec![Command::ResumeCycle { group_id }]
             }
-            ConfirmAction::ExportOverwrite(group_id) => vec![Command::ExportGroup {
-                group_id,
-                force: true,
-            }],
+            // The user saw every file, the existing ones marked: replacing them is agreed.
+            ConfirmAction::ExportOverwrite(group_id) | ConfirmAction::Export(group_id) => {
+                vec![Command::ExportGroup {
+                    group_id,
+                    force: true,
+                }]
+            }
+            ConfirmAction::RemoveEvaluator(group_id, session_id) => {
+                self.remove_evaluator(&group_id, &session_id)
+            }
             ConfirmAction::DeleteGroup(id) => match self.org.update(|o| reconcile::delete_group(o, &id)) {
                 Ok(deleted) => {
                     self.cycles.remove(&id);

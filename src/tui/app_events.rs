@@ -34,8 +34,22 @@ impl App {
                 Vec::new()
             }
             AppEvent::CatalogLoaded(catalog) => {
+                let repo_error = catalog
+                    .errors
+                    .iter()
+                    .find(|e| e.tier == crate::model::Tier::Repo)
+                    .map(|e| e.message.lines().next().unwrap_or_default().to_string());
                 self.catalog = Some(*catalog);
                 self.refresh_preset_picker();
+                // The picker lists it greyed; without the picker open, say it in the status line.
+                if let Some(why) = repo_error
+                    && self.dialogs.is_empty()
+                {
+                    self.flash(
+                        format!("the repo's Squad folder cannot be used: {why} (see the new-team picker)"),
+                        true,
+                    );
+                }
                 Vec::new()
             }
             AppEvent::RunEnded { group_id, result } => {
@@ -51,6 +65,12 @@ impl App {
                 Vec::new()
             }
             AppEvent::ChatEnded { session_id, error } => {
+                if let Some(n) = self.chats.get_mut(&session_id) {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        self.chats.remove(&session_id);
+                    }
+                }
                 if let Some(e) = error {
                     let name = self
                         .org
@@ -58,6 +78,10 @@ impl App {
                         .unwrap_or_default();
                     self.flash(format!("{name}: {e}"), true);
                 }
+                Vec::new()
+            }
+            AppEvent::ExportPlanned { group_id, result } => {
+                self.on_export_planned(group_id, result);
                 Vec::new()
             }
             AppEvent::Exported(result) => {
@@ -105,7 +129,9 @@ impl App {
             EngineEvent::TurnStarted {
                 session, generation, ..
             } => {
-                self.busy.insert(session.clone());
+                if let Some(id) = self.session_id_by_name(session) {
+                    self.busy.insert(id);
+                }
                 if let Some(view) = self.view_by_name(session) {
                     view.streaming = Some((*generation, String::new()));
                 }
@@ -113,11 +139,9 @@ impl App {
             EngineEvent::TurnFinished {
                 session, generation, ..
             } => {
-                self.busy.remove(session);
-                let id = self
-                    .org
-                    .read(|o| o.session_by_name(session).map(|s| s.id.clone()));
+                let id = self.session_id_by_name(session);
                 if let Some(id) = id {
+                    self.busy.remove(&id);
                     if self.selected_session_id().as_deref() == Some(id.as_str()) {
                         if let Some(v) = self.views.get_mut(&id) {
                             v.finished_generation = v.finished_generation.max(*generation);
@@ -152,17 +176,31 @@ impl App {
             && (self.is_team(&id) || self.cycles.contains_key(&id))
         {
             let prefix = format!("{}-", crate::presets::instantiate::team_slug(event.group()));
-            let cycle = self.cycles.entry(id).or_default();
+            let cycle = self.cycles.entry(id.clone()).or_default();
             cycle.name_prefix = prefix;
             cycle.apply(&event, now);
+            if matches!(event, EngineEvent::CycleStarted { .. }) {
+                // A resumed cycle keeps the scores and tokens of its earlier iterations.
+                let saved = self.org.read(|o| {
+                    o.group(&id)
+                        .and_then(|g| g.reflection.clone())
+                        .filter(|r| r.active && r.completed_iterations > 0)
+                });
+                if let (Some(r), Some(cycle)) = (saved, self.cycles.get_mut(&id)) {
+                    cycle.seed_history(&r);
+                }
+            }
         }
         commands
     }
 
+    fn session_id_by_name(&self, session: &str) -> Option<crate::model::SessionId> {
+        self.org
+            .read(|o| o.session_by_name(session).map(|s| s.id.clone()))
+    }
+
     fn view_by_name(&mut self, session: &str) -> Option<&mut super::transcript_view::TranscriptView> {
-        let id = self
-            .org
-            .read(|o| o.session_by_name(session).map(|s| s.id.clone()))?;
+        let id = self.session_id_by_name(session)?;
         self.views.get_mut(&id)
     }
 }

@@ -39,12 +39,21 @@ pub enum Command {
     Stop {
         group_id: GroupId,
     },
+    /// Cancel the plain chat turns of a session (in flight and queued) now.
+    StopChat {
+        session_id: SessionId,
+    },
     /// Read a transcript (on a blocking thread) and send it back as [`AppEvent::TranscriptLoaded`].
     LoadTranscript {
         session_id: SessionId,
     },
     /// Read the preset catalog (built-in, user, repo).
     LoadCatalog,
+    /// Work out which files saving the team as a preset would create or change, and send them
+    /// back as [`AppEvent::ExportPlanned`] (to be confirmed).
+    PlanExport {
+        group_id: GroupId,
+    },
     /// Write the team as a Squad folder and a user preset.
     ExportGroup {
         group_id: GroupId,
@@ -76,6 +85,11 @@ pub enum AppEvent {
         error: Option<String>,
     },
     Exported(Result<String, ExportOutcome>),
+    /// The files a save as preset would touch: (path, exists already), or why it cannot.
+    ExportPlanned {
+        group_id: GroupId,
+        result: Result<Vec<(String, bool)>, String>,
+    },
 }
 
 /// Why an export did not happen.

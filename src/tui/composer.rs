@@ -6,6 +6,16 @@ use crossterm::event::KeyEvent;
 use ratatui::style::{Modifier, Style};
 use tui_textarea::{TextArea, WrapMode};
 
+/// Text made safe for a textarea: [`crate::text::sanitize::display`] (no escape sequences,
+/// control, bidi or invisible characters; `\r\n` to `\n`), except that tabs are kept, since
+/// the textarea draws them itself and what is typed or loaded there may be sent or saved.
+pub fn for_textarea(text: &str) -> String {
+    text.split('\t')
+        .map(|piece| crate::text::sanitize::display(piece))
+        .collect::<Vec<_>>()
+        .join("\t")
+}
+
 pub struct Composer {
     pub area: TextArea<'static>,
 }
@@ -47,8 +57,7 @@ impl Composer {
     }
 
     pub fn paste(&mut self, text: &str) {
-        let text = text.replace("\r\n", "\n").replace('\r', "\n");
-        self.area.insert_str(text);
+        self.area.insert_str(for_textarea(text));
     }
 
     pub fn set_placeholder(&mut self, text: &str) {
@@ -67,5 +76,14 @@ impl Composer {
             .map(|l| unicode_width::UnicodeWidthStr::width(l.as_str()) / w + 1)
             .sum();
         (rows as u16).clamp(1, max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn textarea_text_is_sanitised_but_keeps_tabs() {
+        let text = super::for_textarea("a\tb\x1b[31mred\x1b[0m\u{202E}x\r\ny\x07");
+        assert_eq!(text, "a\tbredx\ny");
     }
 }

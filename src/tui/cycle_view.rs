@@ -114,6 +114,34 @@ impl CycleView {
         v
     }
 
+    /// Carries a resumed cycle's history into the fresh view `CycleStarted` made: the scores,
+    /// trend, pending adjustments and tokens of the iterations completed before.
+    pub fn seed_history(&mut self, r: &ReflectionCycle) {
+        self.scores = r.evaluations.iter().map(|e| e.score).collect();
+        self.trend = r.last_evaluation.as_ref().and_then(|e| e.trend);
+        self.adjustments = r.pending_adjustments.clone();
+        self.usage = r.usage;
+        self.iteration = self.iteration.max(r.completed_iterations);
+        self.push(
+            TimelineKind::Info,
+            format!(
+                "  resumed after iteration {}/{} (scores so far: {})",
+                r.completed_iterations,
+                r.max_iterations,
+                self.scores
+                    .iter()
+                    .map(|s| format!("{s:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
+    }
+
+    /// Broadcast and sequential runs have no assignments: their rows come from the turns.
+    fn rows_from_turns(&self) -> bool {
+        matches!(self.mode, Some(Mode::Broadcast | Mode::Sequential))
+    }
+
     fn push(&mut self, kind: TimelineKind, text: String) {
         self.timeline.push(TimelineEntry { kind, text });
         if self.timeline.len() > TIMELINE_MAX {
@@ -180,6 +208,10 @@ impl CycleView {
             }
             EngineEvent::Phase { phase, .. } => {
                 self.phase = Some(*phase);
+                if *phase == Phase::Plan {
+                    // The orchestrator takes the queued messages into this plan.
+                    self.queued.clear();
+                }
                 self.push(TimelineKind::Info, format!("  {}", phase_name(*phase)));
             }
             EngineEvent::Assignment { worker, task, .. } => {
@@ -197,6 +229,9 @@ impl CycleView {
                 );
             }
             EngineEvent::TurnStarted { session, .. } => {
+                if self.rows_from_turns() {
+                    self.worker(session);
+                }
                 let session = self.short(session).to_string();
                 if let Some(w) = self.workers.iter_mut().find(|w| w.name == session) {
                     w.state = WorkerState::Running;
@@ -206,6 +241,10 @@ impl CycleView {
             EngineEvent::TurnFinished { session, usage, .. } => {
                 if let Some(u) = usage {
                     self.usage.add(*u);
+                    // The usage can come before the worker's row (broadcast, sequential).
+                    if self.rows_from_turns() {
+                        self.worker(session);
+                    }
                     let session = self.short(session).to_string();
                     if let Some(w) = self.workers.iter_mut().find(|w| w.name == session) {
                         w.tokens = w.tokens.saturating_add(u.total());
@@ -324,11 +363,12 @@ impl CycleView {
     }
 }
 
-fn outcome_kind(o: CycleOutcome) -> TimelineKind {
+/// Good (green), warning (yellow) or bad (red): the colour of an outcome everywhere.
+pub fn outcome_kind(o: CycleOutcome) -> TimelineKind {
     match o {
         CycleOutcome::GoalMet | CycleOutcome::Completed => TimelineKind::Good,
-        CycleOutcome::Cancelled | CycleOutcome::MaxIterations => TimelineKind::Warn,
-        CycleOutcome::Stalled | CycleOutcome::ErrorBudget => TimelineKind::Bad,
+        CycleOutcome::MaxIterations | CycleOutcome::Stalled => TimelineKind::Warn,
+        CycleOutcome::ErrorBudget | CycleOutcome::Cancelled => TimelineKind::Bad,
     }
 }
 

@@ -25,6 +25,10 @@ pub enum KeymapError {
         "config.yaml keys.{action}: cannot read key `{key}` (examples: `ctrl-p`, `alt-enter`, `shift-tab`, `pagedown`, `x`)"
     )]
     BadKey { action: String, key: String },
+    #[error(
+        "config.yaml keys.{action}: `{key}` is a plain character, which the composer types as text; it works outside the composer, and in the composer `{action}` keeps its default key (give a ctrl- or alt- key to change that)"
+    )]
+    PlainKeyInComposer { action: String, key: String },
 }
 
 impl KeyBinding {
@@ -51,6 +55,14 @@ impl KeyBinding {
 
     pub const fn ch(c: char) -> KeyBinding {
         KeyBinding::plain(KeyCode::Char(c))
+    }
+
+    /// A character without Ctrl or Alt: text in the composer, so never a global key.
+    pub fn is_plain_char(&self) -> bool {
+        matches!(self.code, KeyCode::Char(_))
+            && !self
+                .modifiers
+                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
     }
 
     /// Parses `ctrl-p`, `alt-enter`, `shift-tab`, `backtab`, `pagedown`, `?`, `N`, `f1`.
@@ -195,6 +207,7 @@ impl Default for Keymap {
             (EditSystemPrompt, vec![K::ch('e')]),
             (SetMode, vec![K::ch('M')]),
             (SetMaxIterations, vec![K::ch('I')]),
+            (ToggleEvaluator, vec![K::ch('E')]),
             (Delete, vec![K::ch('d')]),
             (SaveGroupAsPreset, vec![K::ch('S')]),
             (TogglePauseCycle, vec![K::ch('p')]),
@@ -222,7 +235,10 @@ impl Default for Keymap {
 
 impl Keymap {
     /// The defaults with `overrides` applied: an action named there gets exactly the keys given,
-    /// in every context where it has a binding (or in navigation when it has none).
+    /// in every context where it has a binding (or in navigation when it has none). A plain
+    /// character (no Ctrl or Alt) is only ever bound in navigation, since in the global and
+    /// composer tables it would swallow that letter while typing; where that leaves an action
+    /// no key in those tables, it keeps its default key there.
     pub fn with_overrides(overrides: &BTreeMap<String, KeyList>) -> (Keymap, Vec<KeymapError>) {
         let mut map = Keymap::default();
         let mut errors = Vec::new();
@@ -247,16 +263,31 @@ impl Keymap {
             if bindings.is_empty() {
                 continue;
             }
-            let mut placed = false;
-            for table in map.tables.values_mut() {
-                for (a, keys) in table.iter_mut() {
-                    if *a == action {
-                        *keys = bindings.clone();
-                        placed = true;
+            let modified: Vec<KeyBinding> = bindings.iter().copied().filter(|b| !b.is_plain_char()).collect();
+            let mut in_navigation = false;
+            for (context, table) in map.tables.iter_mut() {
+                for (a, keys) in table.iter_mut().filter(|(a, _)| *a == action) {
+                    match context {
+                        Context::Navigation => {
+                            *keys = bindings.clone();
+                            in_navigation = true;
+                        }
+                        Context::Global | Context::Composer if !modified.is_empty() => {
+                            *keys = modified.clone()
+                        }
+                        Context::Global => {}
+                        Context::Composer => errors.push(KeymapError::PlainKeyInComposer {
+                            action: a.name().to_string(),
+                            key: bindings
+                                .iter()
+                                .map(ToString::to_string)
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                        }),
                     }
                 }
             }
-            if !placed {
+            if !in_navigation {
                 map.tables
                     .entry(Context::Navigation)
                     .or_default()
@@ -361,6 +392,55 @@ mod tests {
             map.lookup(Context::Global, &key(KeyCode::Char('p'), KeyModifiers::NONE)),
             None
         );
+    }
+
+    #[test]
+    fn plain_characters_are_never_global_or_composer_keys() {
+        let mut o = BTreeMap::new();
+        o.insert("toggle_pause_cycle".to_string(), KeyList::One("P".into()));
+        o.insert(
+            "stop_cycle".to_string(),
+            KeyList::Many(vec!["s".into(), "ctrl-k".into()]),
+        );
+        o.insert("help".to_string(), KeyList::One("h".into()));
+        o.insert("send".to_string(), KeyList::One("x".into()));
+        let (map, errors) = Keymap::with_overrides(&o);
+        let plain = |c| key(KeyCode::Char(c), KeyModifiers::NONE);
+        let upper_p = key(KeyCode::Char('P'), KeyModifiers::SHIFT);
+        for c in ['P', 's', 'h', 'x'] {
+            assert_eq!(map.lookup(Context::Global, &plain(c)), None, "{c} must stay text");
+            assert_eq!(
+                map.lookup(Context::Composer, &plain(c)),
+                None,
+                "{c} must stay text"
+            );
+        }
+        assert_eq!(map.lookup(Context::Global, &upper_p), None);
+        assert_eq!(
+            map.lookup(Context::Navigation, &upper_p),
+            Some(Action::TogglePauseCycle)
+        );
+        // An override with only plain keys leaves the global default in place.
+        let ctrl = |c| key(KeyCode::Char(c), KeyModifiers::CONTROL);
+        assert_eq!(
+            map.lookup(Context::Global, &ctrl('p')),
+            Some(Action::TogglePauseCycle)
+        );
+        // With a modifier key given, that one is the global key.
+        assert_eq!(map.lookup(Context::Global, &ctrl('k')), Some(Action::StopCycle));
+        assert_eq!(map.lookup(Context::Global, &ctrl('x')), None);
+        assert_eq!(
+            map.lookup(Context::Navigation, &plain('s')),
+            Some(Action::StopCycle)
+        );
+        assert_eq!(map.lookup(Context::Navigation, &plain('h')), Some(Action::Help));
+        // `send: x` keeps Enter in the composer and says why.
+        assert_eq!(
+            map.lookup(Context::Composer, &key(KeyCode::Enter, KeyModifiers::NONE)),
+            Some(Action::Send)
+        );
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].to_string().contains("keys.send"), "{}", errors[0]);
     }
 
     #[test]

@@ -16,6 +16,79 @@ pub fn render(src: &str, width: u16) -> Vec<Line<'static>> {
     out
 }
 
+/// Splits Markdown into independent pieces of at least `target` bytes, so a long message can be
+/// laid out piece by piece (only what is on screen). A piece ends at a blank line that ends a
+/// top-level block: outside a fenced code block, followed by a line that is not indented and does
+/// not start a list item (so lists, their loose items and indented code stay whole). Rendering
+/// the pieces one by one, with a blank line between them, gives the lines of the whole.
+pub fn split_blocks(src: &str, target: usize) -> Vec<std::ops::Range<usize>> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut fence: Option<(u8, usize)> = None;
+    let mut after_blank = false;
+    let mut pos = 0;
+    for line in src.split_inclusive('\n') {
+        let here = pos;
+        pos += line.len();
+        let content = line.trim_end_matches(['\n', '\r']);
+        let trimmed = content.trim_start_matches(' ');
+        let indent = content.len() - trimmed.len();
+        if let Some(marker) = fence_marker(trimmed).filter(|_| indent < 4) {
+            match fence {
+                None => fence = Some(marker),
+                Some((c, n)) if marker.0 == c && marker.1 >= n && trimmed[marker.1..].trim().is_empty() => {
+                    fence = None
+                }
+                Some(_) => {}
+            }
+            after_blank = false;
+            continue;
+        }
+        if fence.is_some() {
+            continue;
+        }
+        if content.trim().is_empty() {
+            after_blank = true;
+            continue;
+        }
+        if after_blank
+            && here - start >= target
+            && indent == 0
+            && !content.starts_with('\t')
+            && !starts_list_item(content)
+        {
+            pieces.push(start..here);
+            start = here;
+        }
+        after_blank = false;
+    }
+    pieces.push(start..src.len());
+    pieces
+}
+
+/// A code fence's character and length (three or more backticks or tildes).
+fn fence_marker(line: &str) -> Option<(u8, usize)> {
+    let c = *line.as_bytes().first()?;
+    if c != b'`' && c != b'~' {
+        return None;
+    }
+    let n = line.bytes().take_while(|b| *b == c).count();
+    (n >= 3).then_some((c, n))
+}
+
+fn starts_list_item(line: &str) -> bool {
+    let b = line.as_bytes();
+    match b.first() {
+        Some(b'-' | b'*' | b'+') => matches!(b.get(1), Some(b' ' | b'\t') | None),
+        Some(b'0'..=b'9') => {
+            let digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
+            matches!(b.get(digits), Some(b'.' | b')'))
+                && matches!(b.get(digits + 1), Some(b' ' | b'\t') | None)
+        }
+        _ => false,
+    }
+}
+
 /// Wraps one styled line at word boundaries (a word wider than the line is cut).
 pub fn wrap_line_into(line: Line<'static>, width: usize, out: &mut Vec<Line<'static>>) {
     if line.width() <= width {
@@ -356,6 +429,33 @@ mod tests {
                 .iter()
                 .any(|s| s.content == "bold" && s.style.add_modifier.contains(Modifier::BOLD))
         );
+    }
+
+    #[test]
+    fn split_pieces_render_like_the_whole() {
+        let block = "## Findings\n\nThe handler **trusts** the `user_id` field.\n\n- tokens\n- errors\n\n1. first\n\n2. loose second\n\n```rust\nfn a() {}\n\nfn b() {}\n```\n\n    indented code\n\n    more of it\n\n> Fix the check first.\n\n---\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nA paragraph\nthat goes on.\n";
+        let src = block.repeat(40);
+        let pieces = split_blocks(&src, 300);
+        assert!(pieces.len() > 20, "{} pieces", pieces.len());
+        assert_eq!(pieces.first().map(|r| r.start), Some(0));
+        assert_eq!(pieces.last().map(|r| r.end), Some(src.len()));
+        assert!(pieces.windows(2).all(|w| w[0].end == w[1].start));
+        for width in [30, 80] {
+            let mut joined = Vec::new();
+            for (i, r) in pieces.iter().enumerate() {
+                let lines = render(&src[r.clone()], width);
+                let last = i + 1 == pieces.len();
+                let any = !lines.is_empty();
+                joined.extend(lines);
+                if any && !last {
+                    joined.push(Line::default());
+                }
+            }
+            assert_eq!(texts(&joined), texts(&render(&src, width)), "width {width}");
+        }
+        // A fence is never split, however long.
+        let code = format!("```\n{}```\n", "x\n\ny\n".repeat(500));
+        assert_eq!(split_blocks(&code, 10).len(), 1);
     }
 
     #[test]

@@ -2,14 +2,17 @@
 //! command results and frame requests; and the executor that turns [`Command`]s into engine
 //! calls and background file work.
 
+use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
 use crossterm::event::{Event, EventStream};
 use futures::StreamExt;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::app::App;
 use super::command::{AppEvent, Command, ExportOutcome};
@@ -53,6 +56,7 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
         config,
         repo,
         app_tx: mpsc::unbounded_channel().0,
+        chats: ChatTokens::default(),
     };
     let mut guard = TerminalGuard::enter().context("cannot set up the terminal")?;
     let result = event_loop(&mut guard, app, initial, executor, engine_events, no_color).await;
@@ -89,6 +93,11 @@ async fn event_loop(
                     Vec::new()
                 }
                 Some(Ok(Event::Mouse(m))) => app.handle_mouse(m),
+                Some(Ok(Event::FocusGained)) => {
+                    // Another program may have drawn over us: repaint every cell.
+                    guard.terminal.clear()?;
+                    Vec::new()
+                }
                 Some(Ok(_)) => Vec::new(),
                 Some(Err(e)) => return Err(e).context("cannot read the terminal"),
                 None => return Ok(()),
@@ -123,6 +132,51 @@ async fn event_loop(
     }
 }
 
+/// The cancellation tokens of the plain chat turns in flight, per session (a turn id each).
+#[derive(Clone, Default)]
+struct ChatTokens(Arc<Mutex<TokensBySession>>);
+
+type TokensBySession = HashMap<String, Vec<(u64, CancellationToken)>>;
+
+impl ChatTokens {
+    fn with<R>(&self, f: impl FnOnce(&mut TokensBySession) -> R) -> R {
+        let mut map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(&mut map)
+    }
+
+    fn start(&self, session_id: &str) -> (u64, CancellationToken) {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let token = CancellationToken::new();
+        self.with(|m| {
+            m.entry(session_id.to_string())
+                .or_default()
+                .push((id, token.clone()))
+        });
+        (id, token)
+    }
+
+    fn end(&self, session_id: &str, id: u64) {
+        self.with(|m| {
+            if let Some(list) = m.get_mut(session_id) {
+                list.retain(|(i, _)| *i != id);
+                if list.is_empty() {
+                    m.remove(session_id);
+                }
+            }
+        });
+    }
+
+    /// Cancels every chat turn of the session, running or queued.
+    fn stop(&self, session_id: &str) {
+        self.with(|m| {
+            for (_, token) in m.get(session_id).into_iter().flatten() {
+                token.cancel();
+            }
+        });
+    }
+}
+
 /// Carries out commands: engine calls now, slow work in tasks that report back.
 struct Executor {
     engine: Engine,
@@ -130,6 +184,7 @@ struct Executor {
     config: Config,
     repo: PathBuf,
     app_tx: mpsc::UnboundedSender<AppEvent>,
+    chats: ChatTokens,
 }
 
 impl Executor {
@@ -150,13 +205,20 @@ impl Executor {
         let engine = self.engine.clone();
         match command {
             Command::Chat { session_id, prompt } => {
+                let chats = self.chats.clone();
+                let (turn_id, cancel) = chats.start(&session_id);
+                let reply = engine.turn(&session_id, prompt, cancel, None);
                 tokio::spawn(async move {
-                    let result = engine.ask(&session_id, prompt, None).await;
-                    let error =
-                        (!result.success && !result.cancelled()).then(|| result.error.unwrap_or_default());
+                    let error = match reply.await {
+                        Ok(result) if result.success || result.cancelled() => None,
+                        Ok(result) => Some(result.error.unwrap_or_default()),
+                        Err(_) => Some("the session stopped".to_string()),
+                    };
+                    chats.end(&session_id, turn_id);
                     Self::send(&tx, AppEvent::ChatEnded { session_id, error });
                 });
             }
+            Command::StopChat { session_id } => self.chats.stop(&session_id),
             Command::RunGroup { group_id, prompt } => {
                 tokio::spawn(async move {
                     let result = engine.run_group(&group_id, prompt, RunOverrides::default()).await;
@@ -203,6 +265,23 @@ impl Executor {
                 tokio::task::spawn_blocking(move || {
                     let catalog = Catalog::load(&paths, &config, Some(&repo));
                     Self::send(&tx, AppEvent::CatalogLoaded(Box::new(catalog)));
+                });
+            }
+            Command::PlanExport { group_id } => {
+                let (paths, default_repo) = (self.paths.clone(), self.repo.clone());
+                tokio::task::spawn_blocking(move || {
+                    let org = engine.org().snapshot();
+                    let result = super::export_plan::planned_files(&org, &group_id, &default_repo, &paths)
+                        .map(|files| {
+                            files
+                                .into_iter()
+                                .map(|f| {
+                                    let exists = f.exists();
+                                    (f.display().to_string(), exists)
+                                })
+                                .collect()
+                        });
+                    Self::send(&tx, AppEvent::ExportPlanned { group_id, result });
                 });
             }
             Command::ExportGroup { group_id, force } => {

@@ -5,7 +5,8 @@
 use std::io::{self, Stdout};
 
 use crossterm::event::{
-    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    DisableBracketedPaste, DisableFocusChange, DisableMouseCapture, EnableBracketedPaste, EnableFocusChange,
+    EnableMouseCapture,
 };
 use crossterm::execute;
 use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode};
@@ -28,7 +29,8 @@ impl TerminalGuard {
             stdout,
             EnterAlternateScreen,
             EnableBracketedPaste,
-            EnableMouseCapture
+            EnableMouseCapture,
+            EnableFocusChange
         ) {
             restore();
             return Err(e);
@@ -57,6 +59,7 @@ impl Drop for TerminalGuard {
 pub fn restore() {
     let _ = execute!(
         io::stdout(),
+        DisableFocusChange,
         DisableMouseCapture,
         DisableBracketedPaste,
         LeaveAlternateScreen,
@@ -65,10 +68,47 @@ pub fn restore() {
     let _ = disable_raw_mode();
 }
 
+/// Restores the terminal when the UI thread (the one calling this) panics, then lets the
+/// previous hook report. A panic on any other thread (a worker task the runtime survives)
+/// leaves the screen alone and only goes to the previous hook.
 fn install_panic_hook() {
+    install_panic_hook_with(std::thread::current().id(), restore);
+}
+
+/// [`install_panic_hook`] with the UI thread and the restoring function given (tests).
+pub fn install_panic_hook_with(ui_thread: std::thread::ThreadId, restore: impl Fn() + Send + Sync + 'static) {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        restore();
+        if std::thread::current().id() == ui_thread {
+            restore();
+        }
         previous(info);
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn only_a_panic_on_the_ui_thread_restores_the_terminal() {
+        let restored = Arc::new(AtomicUsize::new(0));
+        let count = Arc::clone(&restored);
+        super::install_panic_hook_with(std::thread::current().id(), move || {
+            count.fetch_add(1, Ordering::SeqCst);
+        });
+        let worker = std::thread::spawn(|| panic!("a worker thread panics"));
+        assert!(worker.join().is_err());
+        assert_eq!(
+            restored.load(Ordering::SeqCst),
+            0,
+            "a worker's panic leaves the screen alone"
+        );
+        let ui = std::panic::catch_unwind(|| panic!("the UI thread panics"));
+        assert!(ui.is_err());
+        assert_eq!(restored.load(Ordering::SeqCst), 1);
+        // Hand the process back its default hook.
+        drop(std::panic::take_hook());
+    }
 }

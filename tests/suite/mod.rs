@@ -16,6 +16,7 @@ mod squad_writeback;
 mod store_crash;
 mod tui_keys;
 mod tui_pty;
+mod tui_review;
 mod tui_sanitize;
 mod tui_snapshots;
 mod tui_support;

@@ -283,10 +283,7 @@ fn save_as_preset_asks_before_replacing_files() {
     let (mut app, id) = app_with_team(TEAM);
     assert_eq!(
         app.handle_key(ch('S')),
-        vec![Command::ExportGroup {
-            group_id: id.clone(),
-            force: false
-        }]
+        vec![Command::PlanExport { group_id: id.clone() }]
     );
     app.handle_app_event(AppEvent::Exported(Err(ExportOutcome::WouldOverwrite {
         group_id: id.clone(),

@@ -1,4 +1,5 @@
-//! Yes/no: `y` or Enter confirms, `n` or Esc cancels.
+//! Yes/no: `y` confirms, `n` or Esc cancels; Enter confirms only what deletes or overwrites
+//! nothing (for those, Enter is no).
 
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Frame;
@@ -27,6 +28,7 @@ impl Confirm {
 
     pub fn handle_key(&mut self, key: &KeyEvent) -> Outcome {
         match key.code {
+            KeyCode::Enter if self.action.is_destructive() => Outcome::Close,
             KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => {
                 Outcome::Done(DialogResult::Confirmed(self.action.clone()))
             }
@@ -45,10 +47,15 @@ impl Confirm {
         frame.render_widget(Clear, rect);
         let mut lines: Vec<Line<'static>> = text.lines().map(|l| Line::raw(l.to_string())).collect();
         lines.push(Line::default());
+        let (yes, no) = if self.action.is_destructive() {
+            ("y", "n/Enter")
+        } else {
+            ("y/Enter", "n")
+        };
         lines.push(Line::from(vec![
-            Span::styled("y", Style::default().add_modifier(Modifier::BOLD)),
+            Span::styled(yes, Style::default().add_modifier(Modifier::BOLD)),
             Span::raw(" yes   "),
-            Span::styled("n", Style::default().add_modifier(Modifier::BOLD)),
+            Span::styled(no, Style::default().add_modifier(Modifier::BOLD)),
             Span::raw(" no"),
         ]));
         frame.render_widget(

@@ -37,7 +37,11 @@ impl Help {
                 Style::default().add_modifier(Modifier::BOLD),
             ));
             for (action, keys) in keymap.bindings(context) {
-                let keys: Vec<String> = keys.iter().map(ToString::to_string).collect();
+                // Keys come from config.yaml: a stray control character is not drawn.
+                let keys: Vec<String> = keys
+                    .iter()
+                    .map(|k| crate::text::sanitize::display(&k.to_string()).into_owned())
+                    .collect();
                 lines.push(Line::from(vec![
                     Span::styled(
                         format!("  {:<18} ", keys.join(" ")),

@@ -12,7 +12,7 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 use super::{DialogResult, Outcome, PickPurpose, centered, popup_block};
 use crate::text::sanitize;
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ListItem {
     /// Section this item is listed under (a header row is drawn where it changes).
     pub section: String,
@@ -23,6 +23,10 @@ pub struct ListItem {
     pub detail: String,
     /// What picking it returns.
     pub value: String,
+    /// Shown greyed with its reason in `detail`; cannot be picked (a preset that failed to load).
+    pub disabled: bool,
+    /// Picking it types `value` into the search field instead (a `provider/` prefix).
+    pub completes: bool,
 }
 
 pub struct ListPicker {
@@ -131,6 +135,13 @@ impl ListPicker {
             KeyCode::Char('n') if ctrl => self.cursor = (self.cursor + 1).min(n.saturating_sub(1)),
             KeyCode::Enter => {
                 return match self.choices().get(self.cursor) {
+                    Some(Row::Item(i)) if self.items[*i].disabled => Outcome::Stay,
+                    Some(Row::Item(i)) if self.items[*i].completes => {
+                        self.filter = self.items[*i].value.clone();
+                        self.cursor = 0;
+                        self.clamp();
+                        Outcome::Stay
+                    }
                     Some(Row::Item(i)) => Outcome::Done(DialogResult::Picked(
                         self.purpose.clone(),
                         self.items[*i].value.clone(),
@@ -186,7 +197,10 @@ impl ListPicker {
         for row in rows.iter().skip(offset).take(height) {
             let selected = Some(row) == selected_row.as_ref();
             let line = match row {
-                Row::Header(s) => Line::styled(s.clone(), Style::default().add_modifier(Modifier::BOLD)),
+                Row::Header(s) => Line::styled(
+                    sanitize::display(s).into_owned(),
+                    Style::default().add_modifier(Modifier::BOLD),
+                ),
                 Row::Item(i) => {
                     let it = &self.items[*i];
                     let mut spans = vec![Span::raw(format!(
@@ -200,7 +214,12 @@ impl ListPicker {
                             Style::default().fg(Color::Cyan),
                         ));
                     }
-                    Line::from(spans)
+                    let line = Line::from(spans);
+                    if it.disabled {
+                        line.style(Style::default().add_modifier(Modifier::DIM))
+                    } else {
+                        line
+                    }
                 }
                 Row::Custom => Line::raw(format!(
                     "{} use `{}`",
@@ -242,9 +261,8 @@ mod tests {
         ListItem {
             section: section.into(),
             label: label.into(),
-            tag: String::new(),
-            detail: String::new(),
             value: label.into(),
+            ..ListItem::default()
         }
     }
 

@@ -27,6 +27,24 @@ pub enum ConfirmAction {
     DeleteSession(SessionId),
     ResumeCycle(GroupId),
     ExportOverwrite(GroupId),
+    /// Save the team as a preset (after the list of files was shown).
+    Export(GroupId),
+    /// Turn a reflect team's evaluator off: remove this session.
+    RemoveEvaluator(GroupId, SessionId),
+}
+
+impl ConfirmAction {
+    /// Deletes or overwrites something: Enter (the easy key) answers no; only `y` confirms.
+    pub fn is_destructive(&self) -> bool {
+        matches!(
+            self,
+            ConfirmAction::DeleteGroup(_)
+                | ConfirmAction::DeleteSession(_)
+                | ConfirmAction::ExportOverwrite(_)
+                | ConfirmAction::Export(_)
+                | ConfirmAction::RemoveEvaluator(..)
+        )
+    }
 }
 
 /// What a text dialog's text is for.
@@ -119,6 +137,6 @@ pub fn centered(area: Rect, width: u16, height: u16) -> Rect {
 pub fn popup_block(title: &str) -> ratatui::widgets::Block<'static> {
     use ratatui::style::{Modifier, Style};
     ratatui::widgets::Block::bordered()
-        .title(format!(" {title} "))
+        .title(format!(" {} ", crate::text::sanitize::display(title)))
         .title_style(Style::default().add_modifier(Modifier::BOLD))
 }

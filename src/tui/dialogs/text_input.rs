@@ -21,6 +21,8 @@ pub struct TextInput {
 
 impl TextInput {
     pub fn new(title: impl Into<String>, purpose: TextPurpose, initial: &str, multiline: bool) -> TextInput {
+        // Names and prompts come from files and models: never draw their control sequences.
+        let initial = crate::tui::composer::for_textarea(initial);
         let lines: Vec<String> = if initial.is_empty() {
             vec![String::new()]
         } else {
@@ -45,7 +47,7 @@ impl TextInput {
     }
 
     pub fn paste(&mut self, text: &str) {
-        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        let text = crate::tui::composer::for_textarea(text);
         if self.multiline {
             self.area.insert_str(text);
         } else {
@@ -92,7 +94,7 @@ impl TextInput {
         let [field, hint] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(inner);
         frame.render_widget(&self.area, field);
         let hint_text = match (&self.error, self.multiline) {
-            (Some(e), _) => e.clone(),
+            (Some(e), _) => crate::text::sanitize::display(e).into_owned(),
             (None, true) => "Ctrl-S save · Enter newline · Esc cancel".to_string(),
             (None, false) => "Enter accept · Esc cancel".to_string(),
         };

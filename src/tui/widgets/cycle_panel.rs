@@ -13,7 +13,18 @@ use super::{pane, spinner};
 use crate::text::sanitize;
 use crate::tui::action::{Action, Context};
 use crate::tui::app::App;
-use crate::tui::cycle_view::{CycleView, WorkerState, phase_name, seconds};
+use crate::tui::cycle_view::{CycleView, TimelineKind, WorkerState, outcome_kind, phase_name, seconds};
+
+/// The colour of a timeline entry or an outcome (dropped under `NO_COLOR` by the renderer).
+pub fn kind_style(kind: &TimelineKind) -> Style {
+    match kind {
+        TimelineKind::Heading => Style::default().add_modifier(Modifier::BOLD),
+        TimelineKind::Info => Style::default(),
+        TimelineKind::Good => Style::default().fg(Color::Green),
+        TimelineKind::Bad => Style::default().fg(Color::Red),
+        TimelineKind::Warn => Style::default().fg(Color::Yellow),
+    }
+}
 
 /// Scores 0..1 as block characters.
 pub fn sparkline(scores: &[f64]) -> String {
@@ -71,7 +82,7 @@ fn lines(app: &App, group_id: &str, c: &CycleView, running: bool, width: usize) 
     } else if let (false, Some(o)) = (running, c.outcome) {
         out.push(Line::styled(
             format!("finished: {o}"),
-            Style::default().fg(Color::Green),
+            kind_style(&outcome_kind(o)),
         ));
     }
     if !c.scores.is_empty() {
@@ -88,6 +99,12 @@ fn lines(app: &App, group_id: &str, c: &CycleView, running: bool, width: usize) 
             format!("queued: {} message(s)", c.queued.len()),
             dim,
         ));
+    }
+    let kept = app
+        .org
+        .read(|o| o.group(group_id).map_or(0, |g| g.pending_messages.len()));
+    if kept > 0 {
+        out.push(Line::styled(format!("kept for the next run: {kept}"), dim));
     }
     let now = Instant::now();
     for w in &c.workers {

@@ -74,7 +74,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
                         let Some(s) = o.session(id) else {
                             return Line::default();
                         };
-                        let busy = app.busy.contains(&s.name);
+                        let busy = app.session_busy(id);
                         spans.push(Span::raw(if busy {
                             format!("  {} ", spinner(app.tick))
                         } else {

@@ -81,7 +81,10 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
                 if i > 0 {
                     spans.push(Span::styled(" · ", dim));
                 }
-                spans.push(Span::styled(keys, Style::default().fg(Color::Cyan)));
+                spans.push(Span::styled(
+                    sanitize::display(&keys).into_owned(),
+                    Style::default().fg(Color::Cyan),
+                ));
                 spans.push(Span::styled(format!(" {what}"), dim));
             }
         }

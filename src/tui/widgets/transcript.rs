@@ -11,7 +11,6 @@ use super::pane;
 use crate::model::Role;
 use crate::text::sanitize;
 use crate::tui::app::{App, Focus, Row};
-use crate::tui::cycle_view::TimelineKind;
 use crate::tui::markdown::wrap_line_into;
 
 pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
@@ -115,6 +114,18 @@ fn render_session(frame: &mut Frame<'_>, area: Rect, app: &App, id: &str, focuse
             Paragraph::new(Line::styled(tag, dim)),
             Rect::new(x, area.y, inner.right() - x, 1),
         );
+        if view.new_below() && area.height > 1 {
+            // New text arrived below while the reader looks further up; PgDn/End gets there.
+            let tag = " ↓ new ";
+            let x = inner.right().saturating_sub(tag.chars().count() as u16);
+            frame.render_widget(
+                Paragraph::new(Line::styled(
+                    tag,
+                    Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+                )),
+                Rect::new(x, area.bottom() - 1, inner.right() - x, 1),
+            );
+        }
     }
 }
 
@@ -196,13 +207,7 @@ fn render_group(frame: &mut Frame<'_>, area: Rect, app: &App, id: &str, focused:
         ))),
         Some(cycle) => {
             for entry in &cycle.timeline {
-                let style = match entry.kind {
-                    TimelineKind::Heading => Style::default().add_modifier(Modifier::BOLD),
-                    TimelineKind::Info => Style::default(),
-                    TimelineKind::Good => Style::default().fg(Color::Green),
-                    TimelineKind::Bad => Style::default().fg(Color::Red),
-                    TimelineKind::Warn => Style::default().fg(Color::Yellow),
-                };
+                let style = super::cycle_panel::kind_style(&entry.kind);
                 let text = sanitize::display(&entry.text).into_owned();
                 wrap_line_into(
                     Line::from(Span::styled(text, style)),
