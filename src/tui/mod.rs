@@ -14,7 +14,6 @@ pub mod command;
 pub mod composer;
 pub mod cycle_view;
 pub mod dialogs;
-pub mod export_plan;
 pub mod frame;
 pub mod keymap;
 pub mod layout;

@@ -21,7 +21,7 @@ use super::terminal::TerminalGuard;
 use crate::config::{Config, Paths};
 use crate::engine::{Engine, RunOverrides};
 use crate::presets::Catalog;
-use crate::presets::squad::{ExportError, export_group};
+use crate::presets::squad::{ExportError, export_group, plan_export};
 use crate::store::Transcripts;
 use crate::workspace::Workspace;
 
@@ -271,16 +271,18 @@ impl Executor {
                 let (paths, default_repo) = (self.paths.clone(), self.repo.clone());
                 tokio::task::spawn_blocking(move || {
                     let org = engine.org().snapshot();
-                    let result = super::export_plan::planned_files(&org, &group_id, &default_repo, &paths)
-                        .map(|files| {
-                            files
-                                .into_iter()
-                                .map(|f| {
-                                    let exists = f.exists();
-                                    (f.display().to_string(), exists)
-                                })
-                                .collect()
-                        });
+                    let repo = org
+                        .group(&group_id)
+                        .and_then(|g| g.repo.clone())
+                        .unwrap_or(default_repo);
+                    // The same plan the export carries out: new files, and existing ones it changes.
+                    let result = plan_export(&org, &group_id, &repo, &paths)
+                        .map(|plan| {
+                            let create = plan.create.iter().map(|f| (f.display().to_string(), false));
+                            let change = plan.change.iter().map(|f| (f.display().to_string(), true));
+                            create.chain(change).collect()
+                        })
+                        .map_err(|e| e.to_string());
                     Self::send(&tx, AppEvent::ExportPlanned { group_id, result });
                 });
             }
@@ -294,15 +296,9 @@ impl Executor {
                         .unwrap_or(default_repo);
                     let result = match export_group(&org, &group_id, &repo, &paths, force) {
                         Ok(report) => {
-                            let mut text = String::new();
-                            for f in &report.written {
-                                text.push_str(&format!("wrote     {}\n", f.display()));
-                            }
-                            for f in &report.unchanged {
-                                text.push_str(&format!("unchanged {}\n", f.display()));
-                            }
-                            text.push_str(&format!("preset    {}", report.preset_file.display()));
-                            Ok(text)
+                            let mut lines = report.lines();
+                            lines.push(format!("preset {}", report.preset_file.display()));
+                            Ok(lines.join("\n"))
                         }
                         Err(ExportError::WouldOverwrite { files }) => Err(ExportOutcome::WouldOverwrite {
                             group_id,

@@ -314,3 +314,31 @@ fn an_edited_team_md_keeps_its_bom_and_line_endings() {
         "\u{feff}# Squad Team — Crew\r\n\r\n## Members\r\n\r\n| Name | Role |\r\n|---|---|\r\n| Ann | Lead Dev |\r\n| Scribe | Logger |\r\n"
     );
 }
+
+#[test]
+fn the_plan_is_what_the_export_does() {
+    let mut f = fixture("KaptenJon__HKA_Handball");
+    // Unchanged team: nothing to create or change.
+    let plan = huddle::presets::squad::plan_export(&f.org, &f.group, &f.repo, &f.paths).unwrap();
+    assert!(plan.change.is_empty(), "{plan:?}");
+    assert!(
+        plan.unchanged.iter().any(|p| p.ends_with(".squad/team.md")),
+        "{plan:?}"
+    );
+    // A changed prompt: the plan names that charter as a change, and export without force
+    // refuses with exactly the planned changes.
+    let worker = f
+        .org
+        .sessions
+        .iter()
+        .position(|s| s.role == Role::Worker)
+        .unwrap();
+    f.org.sessions[worker].system_prompt = Some("You are changed.".into());
+    let plan = huddle::presets::squad::plan_export(&f.org, &f.group, &f.repo, &f.paths).unwrap();
+    assert_eq!(plan.change.len(), 1, "{plan:?}");
+    match export_group(&f.org, &f.group, &f.repo, &f.paths, false) {
+        Err(huddle::presets::squad::ExportError::WouldOverwrite { files }) => assert_eq!(files, plan.change),
+        other => panic!("{other:?}"),
+    }
+    let _ = Session::new("unused", "", "sim/x");
+}

@@ -11,7 +11,7 @@ pub mod write;
 use std::path::PathBuf;
 
 pub use read::{discover, team_dir};
-pub use write::{ExportError, ExportReport, export_group};
+pub use write::{ExportError, ExportPlan, ExportReport, export_group, plan_export};
 
 /// A team folder that exists but cannot be used; the message says why.
 #[derive(Debug, thiserror::Error)]

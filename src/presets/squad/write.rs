@@ -102,6 +102,42 @@ impl Encoding {
 }
 
 /// Writes the team group `group_id` to `<repo>/.squad/` and the user presets folder.
+/// What an export would do, without writing anything (the TUI shows it for confirmation).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExportPlan {
+    /// Files that do not exist yet.
+    pub create: Vec<PathBuf>,
+    /// Existing files whose content would change (needs `force`).
+    pub change: Vec<PathBuf>,
+    /// Existing files that already say the same thing.
+    pub unchanged: Vec<PathBuf>,
+    /// Files deliberately left alone (shortened ledgers).
+    pub kept: Vec<PathBuf>,
+}
+
+/// Plans the export of `group_id` exactly as [`export_group`] would carry it out.
+pub fn plan_export(
+    org: &Organization,
+    group_id: &str,
+    repo: &Path,
+    paths: &Paths,
+) -> Result<ExportPlan, ExportError> {
+    let prepared = prepare(org, group_id, repo, paths)?;
+    let mut plan = ExportPlan {
+        change: prepared.changed,
+        unchanged: prepared.report.unchanged,
+        kept: prepared.report.kept,
+        ..ExportPlan::default()
+    };
+    plan.create = prepared
+        .to_write
+        .into_iter()
+        .map(|(p, _)| p.path)
+        .filter(|p| !plan.change.contains(p))
+        .collect();
+    Ok(plan)
+}
+
 pub fn export_group(
     org: &Organization,
     group_id: &str,
@@ -109,6 +145,30 @@ pub fn export_group(
     paths: &Paths,
     force: bool,
 ) -> Result<ExportReport, ExportError> {
+    let Prepared {
+        mut report,
+        changed,
+        to_write,
+    } = prepare(org, group_id, repo, paths)?;
+    if !changed.is_empty() && !force {
+        return Err(ExportError::WouldOverwrite { files: changed });
+    }
+    for (p, encoding) in to_write {
+        write_atomic(&p.path, &encoding.apply(&p.content))?;
+        report.written.push(p.path);
+    }
+    Ok(report)
+}
+
+/// Every file of an export with its content, sorted into what is unchanged, kept, and to write.
+struct Prepared {
+    report: ExportReport,
+    /// Existing files among `to_write`.
+    changed: Vec<PathBuf>,
+    to_write: Vec<(Planned, Encoding)>,
+}
+
+fn prepare(org: &Organization, group_id: &str, repo: &Path, paths: &Paths) -> Result<Prepared, ExportError> {
     let preset = preset_from_group(org, group_id).ok_or_else(|| ExportError::NoGroup(group_id.into()))?;
     if preset.workers.is_empty() {
         return Err(ExportError::NoWorkers(preset.name.clone()));
@@ -221,14 +281,11 @@ pub fn export_group(
             None => to_write.push((p, Encoding::default())),
         }
     }
-    if !changed.is_empty() && !force {
-        return Err(ExportError::WouldOverwrite { files: changed });
-    }
-    for (p, encoding) in to_write {
-        write_atomic(&p.path, &encoding.apply(&p.content))?;
-        report.written.push(p.path);
-    }
-    Ok(report)
+    Ok(Prepared {
+        report,
+        changed,
+        to_write,
+    })
 }
 
 impl ExportReport {
