@@ -31,13 +31,21 @@ impl FrameRequester {
     }
 }
 
+/// At most this many frames a second: streaming asks for a frame per event, and a human sees
+/// no difference above this rate.
+const MIN_FRAME_INTERVAL: Duration = Duration::from_millis(8);
+
 async fn schedule(mut requests: mpsc::UnboundedReceiver<Instant>, draw: mpsc::Sender<()>) {
     let mut next: Option<Instant> = None;
+    let mut last_frame: Option<Instant> = None;
     loop {
         let deadline = next;
         tokio::select! {
             request = requests.recv() => match request {
-                Some(at) => next = Some(next.map_or(at, |n| n.min(at))),
+                Some(at) => {
+                    let at = last_frame.map_or(at, |l| at.max(l + MIN_FRAME_INTERVAL));
+                    next = Some(next.map_or(at, |n| n.min(at)));
+                }
                 None => break,
             },
             () = async {
@@ -47,6 +55,7 @@ async fn schedule(mut requests: mpsc::UnboundedReceiver<Instant>, draw: mpsc::Se
                 }
             } => {
                 next = None;
+                last_frame = Some(Instant::now());
                 // A full channel means a frame is already pending: this request is covered.
                 let _ = draw.try_send(());
             }
@@ -67,6 +76,20 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(1)).await;
         assert_eq!(draws.try_recv(), Ok(()));
         assert!(draws.try_recv().is_err(), "50 requests must make one frame");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn frames_are_capped_in_rate() {
+        let (frames, mut draws) = FrameRequester::start();
+        frames.schedule_frame();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(draws.try_recv(), Ok(()));
+        // A request right after a frame waits for the minimum interval.
+        frames.schedule_frame();
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        assert!(draws.try_recv().is_err(), "too soon after the last frame");
+        tokio::time::sleep(MIN_FRAME_INTERVAL).await;
+        assert_eq!(draws.try_recv(), Ok(()));
     }
 
     #[tokio::test(start_paused = true)]
