@@ -138,6 +138,36 @@ pub async fn team(mode: Mode, workers: &[&str], evaluator: bool, max_iterations:
 }
 
 impl Fixture {
+    /// Runs the team's mode on `prompt` to its end.
+    pub async fn run(&self, prompt: &str) -> huddle::engine::RunReport {
+        self.engine
+            .run_group(
+                &self.group_id,
+                prompt.into(),
+                huddle::engine::RunOverrides::default(),
+            )
+            .await
+            .expect("the run starts")
+    }
+
+    /// Starts the team's mode on `prompt` in the background.
+    pub fn spawn_run(&self, prompt: &str) -> tokio::task::JoinHandle<huddle::engine::RunReport> {
+        let (engine, gid, prompt) = (self.engine.clone(), self.group_id.clone(), prompt.to_string());
+        tokio::spawn(async move {
+            engine
+                .run_group(&gid, prompt, huddle::engine::RunOverrides::default())
+                .await
+                .expect("the run starts")
+        })
+    }
+
+    /// Waits until `model` has received at least `n` requests.
+    pub async fn wait_for_requests(&self, model: &str, n: usize) {
+        while self.server.requests_for(model).len() < n {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     /// Every event emitted so far.
     pub fn drain(&mut self) -> Vec<EngineEvent> {
         let mut out = Vec::new();

@@ -1,6 +1,5 @@
 //! The one-pass modes end to end over real HTTP: broadcast, sequential, single-pass orchestrator.
 
-use huddle::engine::RunOverrides;
 use huddle::engine::events::EngineEvent;
 use huddle::model::{CycleOutcome, Mode};
 
@@ -16,11 +15,7 @@ async fn broadcast_sends_the_prompt_to_everyone_and_survives_a_failure() {
         vec![Reply::status(400).body(r#"{"error":{"message":"bad"}}"#)],
     );
     f.server.script("w-c", vec![Reply::text("answer from c")]);
-    let report = f
-        .engine
-        .run_group(&f.group_id, "Compare X and Y".into(), RunOverrides::default())
-        .await
-        .unwrap();
+    let report = f.run("Compare X and Y").await;
     assert_eq!(report.outcome, CycleOutcome::Completed);
     assert!(report.failed.is_none());
     for m in ["w-a", "w-b", "w-c"] {
@@ -56,11 +51,7 @@ async fn sequential_passes_earlier_answers_labelled_and_continues_after_a_failur
     f.server.script("w-draft", vec![Reply::text("FIRST DRAFT TEXT")]);
     f.server.script("w-critic", vec![Reply::status(500)]);
     f.server.script("w-editor", vec![Reply::text("FINAL EDIT")]);
-    let report = f
-        .engine
-        .run_group(&f.group_id, "Write a haiku".into(), RunOverrides::default())
-        .await
-        .unwrap();
+    let report = f.run("Write a haiku").await;
     assert_eq!(report.outcome, CycleOutcome::Completed);
     assert_eq!(report.final_text, "FINAL EDIT");
     assert_eq!(f.prompts("w-draft"), vec!["Write a haiku".to_string()]);
@@ -95,11 +86,7 @@ async fn orchestrator_plans_dispatches_in_parallel_and_synthesizes() {
     );
     f.server.script("w-alpha", vec![Reply::text("alpha result text")]);
     f.server.script("w-beta", vec![Reply::text("beta result text")]);
-    let report = f
-        .engine
-        .run_group(&f.group_id, "Explain the thing".into(), RunOverrides::default())
-        .await
-        .unwrap();
+    let report = f.run("Explain the thing").await;
     assert_eq!(report.outcome, CycleOutcome::Completed);
     assert_eq!(report.final_text, "COMBINED ANSWER");
 
@@ -146,11 +133,7 @@ async fn orchestrator_without_assignments_answers_itself() {
     let f = team(Mode::Orchestrator, &["alpha"], false, 1).await;
     f.server
         .script(ORCH, vec![Reply::text("The answer is 42, no delegation needed.")]);
-    let report = f
-        .engine
-        .run_group(&f.group_id, "What is 6*7?".into(), RunOverrides::default())
-        .await
-        .unwrap();
+    let report = f.run("What is 6*7?").await;
     assert_eq!(report.outcome, CycleOutcome::Completed);
     assert_eq!(report.final_text, "The answer is 42, no delegation needed.");
     assert!(f.prompts("w-alpha").is_empty(), "no worker was asked");
@@ -162,10 +145,7 @@ async fn transcripts_record_prompts_answers_and_usage() {
     let f = team(Mode::Broadcast, &["a"], false, 1).await;
     f.server
         .script("w-a", vec![Reply::text("hello there").usage(7, 3)]);
-    f.engine
-        .run_group(&f.group_id, "hi".into(), RunOverrides::default())
-        .await
-        .unwrap();
+    f.run("hi").await;
     f.engine.flush().unwrap();
     let id = f.session_id("t-a");
     let messages = f.transcripts.load(&id).unwrap().messages;

@@ -54,11 +54,7 @@ async fn goal_met_by_evaluator_score_and_replan_carries_the_evaluation() {
             Reply::text("SCORE: 95%\nRATIONALE: Complete.\n[[GROUP_REFLECT_COMPLETE]]"),
         ],
     );
-    let report = f
-        .engine
-        .run_group(&f.group_id, "Review the patch".into(), RunOverrides::default())
-        .await
-        .unwrap();
+    let report = f.run("Review the patch").await;
     assert_eq!(report.outcome, CycleOutcome::GoalMet);
     assert_eq!(report.iterations, 2);
     assert!(
@@ -123,11 +119,7 @@ async fn goal_met_by_self_evaluation_sentinel() {
         ],
     );
     worker_answers(&f, "alpha", 2);
-    let report = f
-        .engine
-        .run_group(&f.group_id, "Build it".into(), RunOverrides::default())
-        .await
-        .unwrap();
+    let report = f.run("Build it").await;
     assert_eq!(report.outcome, CycleOutcome::GoalMet);
     assert_eq!(report.iterations, 2);
     assert!(
@@ -162,11 +154,7 @@ async fn goal_met_when_the_replan_assigns_nothing() {
         EVAL,
         vec![Reply::text("SCORE: 0.7\nRATIONALE: fine\n[[NEEDS_ITERATION]]")],
     );
-    let report = f
-        .engine
-        .run_group(&f.group_id, "Do it".into(), RunOverrides::default())
-        .await
-        .unwrap();
+    let report = f.run("Do it").await;
     assert_eq!(report.outcome, CycleOutcome::GoalMet);
     assert!(report.final_text.starts_with("Synthesis 1"));
 }
@@ -191,11 +179,7 @@ async fn max_iterations_ends_the_cycle_and_marks_it_cancelled() {
             Reply::text("SCORE: 0.5\nRATIONALE: meh"),
         ],
     );
-    let report = f
-        .engine
-        .run_group(&f.group_id, "Do it".into(), RunOverrides::default())
-        .await
-        .unwrap();
+    let report = f.run("Do it").await;
     assert_eq!(report.outcome, CycleOutcome::MaxIterations);
     assert_eq!(report.iterations, 2);
     assert!(
@@ -232,11 +216,7 @@ async fn two_consecutive_stalls_stop_the_cycle() {
             .map(|_| Reply::text("SCORE: 0.5\nRATIONALE: again"))
             .collect(),
     );
-    let report = f
-        .engine
-        .run_group(&f.group_id, "Do it".into(), RunOverrides::default())
-        .await
-        .unwrap();
+    let report = f.run("Do it").await;
     assert_eq!(report.outcome, CycleOutcome::Stalled);
     assert_eq!(report.iterations, 3);
     let warnings: Vec<u32> = f
@@ -259,11 +239,7 @@ async fn three_consecutive_errors_exhaust_the_error_budget() {
             .map(|_| Reply::status(400).body(r#"{"error":{"message":"nope"}}"#))
             .collect(),
     );
-    let report = f
-        .engine
-        .run_group(&f.group_id, "Do it".into(), RunOverrides::default())
-        .await
-        .unwrap();
+    let report = f.run("Do it").await;
     assert_eq!(report.outcome, CycleOutcome::ErrorBudget);
     assert_eq!(f.prompts(ORCH).len(), 3, "the same iteration retried three times");
     let errors = f
@@ -289,11 +265,7 @@ async fn an_error_is_retried_and_success_resets_the_budget() {
     worker_answers(&f, "alpha", 1);
     f.server
         .script(EVAL, vec![Reply::text("SCORE: 0.92\nRATIONALE: good")]);
-    let report = f
-        .engine
-        .run_group(&f.group_id, "Do it".into(), RunOverrides::default())
-        .await
-        .unwrap();
+    let report = f.run("Do it").await;
     assert_eq!(report.outcome, CycleOutcome::GoalMet);
     assert_eq!(
         report.iterations, 1,
@@ -316,15 +288,7 @@ async fn no_assignment_on_the_first_plan_nudges_then_sends_the_request_to_everyo
     worker_answers(&f, "beta", 1);
     f.server
         .script(EVAL, vec![Reply::text("SCORE: 0.95\nRATIONALE: ok")]);
-    let report = f
-        .engine
-        .run_group(
-            &f.group_id,
-            "Original request text".into(),
-            RunOverrides::default(),
-        )
-        .await
-        .unwrap();
+    let report = f.run("Original request text").await;
     assert_eq!(report.outcome, CycleOutcome::GoalMet);
     let orch = f.prompts(ORCH);
     assert!(
@@ -345,13 +309,7 @@ async fn stop_mid_dispatch_cancels_in_flight_requests_and_keeps_partial_text() {
         "w-alpha",
         vec![Reply::chunks(["partial ", "answer "]).end(StreamEnd::Stall(Duration::from_secs(30)))],
     );
-    let engine = f.engine.clone();
-    let gid = f.group_id.clone();
-    let run = tokio::spawn(async move {
-        engine
-            .run_group(&gid, "Do it".into(), RunOverrides::default())
-            .await
-    });
+    let run = f.spawn_run("Do it");
     // Wait until the worker's partial text has been streamed.
     let worker = f.session_id("t-alpha");
     let mut seen = false;
@@ -368,7 +326,6 @@ async fn stop_mid_dispatch_cancels_in_flight_requests_and_keeps_partial_text() {
     let report = tokio::time::timeout(Duration::from_secs(5), run)
         .await
         .expect("stop ends the run long before the 30 s stall")
-        .unwrap()
         .unwrap();
     assert_eq!(report.outcome, CycleOutcome::Cancelled);
     f.engine.flush().unwrap();
@@ -396,16 +353,8 @@ async fn pause_waits_after_the_step_and_resume_continues() {
     worker_answers(&f, "alpha", 1);
     f.server
         .script(EVAL, vec![Reply::text("SCORE: 0.95\nRATIONALE: ok")]);
-    let engine = f.engine.clone();
-    let gid = f.group_id.clone();
-    let run = tokio::spawn(async move {
-        engine
-            .run_group(&gid, "Do it".into(), RunOverrides::default())
-            .await
-    });
-    while f.server.requests_for(ORCH).is_empty() {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let run = f.spawn_run("Do it");
+    f.wait_for_requests(ORCH, 1).await;
     assert!(f.engine.pause(&f.group_id));
     // The plan in flight finishes, then the cycle waits.
     let mut paused = false;
@@ -430,7 +379,7 @@ async fn pause_waits_after_the_step_and_resume_continues() {
         "nothing is dispatched while paused"
     );
     assert!(f.engine.resume(&f.group_id));
-    let report = run.await.unwrap().unwrap();
+    let report = run.await.unwrap();
     assert_eq!(report.outcome, CycleOutcome::GoalMet);
     assert!(
         f.drain()
@@ -459,21 +408,13 @@ async fn a_message_sent_during_a_cycle_reaches_the_next_plan() {
             Reply::text("SCORE: 0.95\nRATIONALE: ok"),
         ],
     );
-    let engine = f.engine.clone();
-    let gid = f.group_id.clone();
-    let run = tokio::spawn(async move {
-        engine
-            .run_group(&gid, "Do it".into(), RunOverrides::default())
-            .await
-    });
-    while f.server.requests_for(ORCH).len() < 2 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let run = f.spawn_run("Do it");
+    f.wait_for_requests(ORCH, 2).await;
     assert!(
         f.engine
             .queue_message(&f.group_id, "Also consider QUEUED_NOTE".into())
     );
-    let report = run.await.unwrap().unwrap();
+    let report = run.await.unwrap();
     assert_eq!(report.outcome, CycleOutcome::GoalMet);
     let orch = f.prompts(ORCH);
     assert!(orch[2].contains("QUEUED_NOTE"), "{}", orch[2]);
@@ -550,11 +491,7 @@ async fn failed_workers_are_synthesized_not_treated_as_an_error() {
     f.server.script("w-beta", vec![Reply::status(400)]);
     f.server
         .script(EVAL, vec![Reply::text("SCORE: 0.95\nRATIONALE: handled")]);
-    let report = f
-        .engine
-        .run_group(&f.group_id, "Do it".into(), RunOverrides::default())
-        .await
-        .unwrap();
+    let report = f.run("Do it").await;
     assert_eq!(report.outcome, CycleOutcome::GoalMet);
     let synth = &f.prompts(ORCH)[1];
     assert!(
@@ -585,11 +522,7 @@ async fn a_later_plan_naming_only_unknown_workers_is_not_goal_met() {
             Reply::text("SCORE: 0.95\nRATIONALE: ok"),
         ],
     );
-    let report = f
-        .engine
-        .run_group(&f.group_id, "Do it".into(), RunOverrides::default())
-        .await
-        .unwrap();
+    let report = f.run("Do it").await;
     assert_eq!(report.outcome, CycleOutcome::GoalMet);
     assert_eq!(report.iterations, 2);
     assert!(
@@ -623,16 +556,8 @@ async fn resuming_clears_the_stall_history() {
             Reply::text("SCORE: 0.95\nRATIONALE: c"),
         ],
     );
-    let engine = f.engine.clone();
-    let gid = f.group_id.clone();
-    let run = tokio::spawn(async move {
-        engine
-            .run_group(&gid, "Do it".into(), RunOverrides::default())
-            .await
-    });
-    while f.server.requests_for(ORCH).len() < 5 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let run = f.spawn_run("Do it");
+    f.wait_for_requests(ORCH, 5).await;
     assert!(f.engine.pause(&f.group_id));
     let mut seen = Vec::new();
     for _ in 0..300 {
@@ -647,7 +572,7 @@ async fn resuming_clears_the_stall_history() {
             .any(|e| matches!(e, EngineEvent::StallWarning { consecutive: 1, .. }))
     );
     assert!(f.engine.resume(&f.group_id));
-    let report = run.await.unwrap().unwrap();
+    let report = run.await.unwrap();
     assert_eq!(
         report.outcome,
         CycleOutcome::GoalMet,
@@ -665,26 +590,15 @@ async fn a_message_queued_as_the_run_ends_goes_to_the_next_run() {
             Reply::text("second"),
         ],
     );
-    let engine = f.engine.clone();
-    let gid = f.group_id.clone();
-    let run = tokio::spawn(async move {
-        engine
-            .run_group(&gid, "Round one".into(), RunOverrides::default())
-            .await
-    });
-    while f.server.requests_for("w-a").is_empty() {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let run = f.spawn_run("Round one");
+    f.wait_for_requests("w-a", 1).await;
     assert!(f.engine.queue_message(&f.group_id, "LATE_NOTE".into()));
-    run.await.unwrap().unwrap();
+    run.await.unwrap();
     let pending = f
         .org
         .read(|o| o.group(&f.group_id).unwrap().pending_messages.clone());
     assert_eq!(pending, vec!["LATE_NOTE".to_string()], "kept for the next run");
-    f.engine
-        .run_group(&f.group_id, "Round two".into(), RunOverrides::default())
-        .await
-        .unwrap();
+    f.run("Round two").await;
     let second = &f.prompts("w-a")[1];
     assert!(
         second.contains("Round two") && second.contains("LATE_NOTE"),
