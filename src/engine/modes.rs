@@ -54,24 +54,25 @@ fn finish(run: &Run<'_>, outcome: CycleOutcome, final_text: String, note_to: Opt
 }
 
 /// Every session gets the prompt at once; one failing does not stop the others.
-/// The prompt with any messages the user sent while the previous run was ending.
-fn with_pending(run: &Run<'_>, prompt: String) -> String {
+/// The prompt with any messages the user sent while the previous run was ending, and those
+/// messages (to give back if the round cannot use them).
+fn with_pending(run: &Run<'_>, prompt: String) -> (String, Vec<String>) {
     let pending = super::reflect::take_pending(run);
     if pending.is_empty() {
-        return prompt;
+        return (prompt, pending);
     }
     let mut out = prompt;
     out.push_str("\n\n## Also from the user (sent while the previous round was running)\n");
-    for m in pending {
+    for m in &pending {
         out.push_str("- ");
         out.push_str(m.trim());
         out.push('\n');
     }
-    out
+    (out, pending)
 }
 
 pub(crate) async fn broadcast(run: &mut Run<'_>, prompt: String) -> Result<RunReport, EngineError> {
-    let prompt = with_pending(run, prompt);
+    let (prompt, pending) = with_pending(run, prompt);
     start(run);
     run.emit(EngineEvent::Phase {
         group: run.group(),
@@ -96,7 +97,7 @@ pub(crate) async fn broadcast(run: &mut Run<'_>, prompt: String) -> Result<RunRe
             shared.events.emit(EngineEvent::WorkerFinished {
                 group,
                 iteration: 1,
-                worker: m.label.clone(),
+                worker: m.name.clone(),
                 success: result.success,
                 duration_ms: started.elapsed().as_millis() as u64,
             });
@@ -112,10 +113,9 @@ pub(crate) async fn broadcast(run: &mut Run<'_>, prompt: String) -> Result<RunRe
     for r in &results {
         run.account(r);
     }
-    let final_text = members
+    let final_text = results
         .iter()
-        .zip(&results)
-        .map(|(m, r)| format!("## {}\n\n{}", m.label, r.text_or_error().trim()))
+        .map(|r| format!("## {}\n\n{}", r.session, r.text_or_error().trim()))
         .collect::<Vec<_>>()
         .join("\n\n");
     let outcome = if run.cancelled() {
@@ -124,6 +124,9 @@ pub(crate) async fn broadcast(run: &mut Run<'_>, prompt: String) -> Result<RunRe
         CycleOutcome::Completed
     };
     let mut report = finish(run, outcome, final_text, None);
+    if outcome == CycleOutcome::Cancelled || results.iter().all(|r| !r.success) {
+        super::reflect::restore_pending(run, pending);
+    }
     if results.iter().all(|r| !r.success) && outcome != CycleOutcome::Cancelled {
         report.failed = Some(format!(
             "every session failed: {}",
@@ -140,7 +143,7 @@ pub(crate) async fn broadcast(run: &mut Run<'_>, prompt: String) -> Result<RunRe
 /// Sessions in order, each seeing the earlier answers of this round, labelled. A failed session
 /// passes its error on as its answer and the round continues.
 pub(crate) async fn sequential(run: &mut Run<'_>, prompt: String) -> Result<RunReport, EngineError> {
-    let prompt = with_pending(run, prompt);
+    let (prompt, pending) = with_pending(run, prompt);
     start(run);
     let members = run.team.everyone.clone();
     let mut earlier: Vec<WorkerResult> = Vec::new();
@@ -161,13 +164,13 @@ pub(crate) async fn sequential(run: &mut Run<'_>, prompt: String) -> Result<RunR
         run.emit(EngineEvent::WorkerFinished {
             group: run.group(),
             iteration: 1,
-            worker: member.label.clone(),
+            worker: member.name.clone(),
             success: result.success,
             duration_ms: started.elapsed().as_millis() as u64,
         });
         last = result.text_or_error();
         earlier.push(WorkerResult {
-            name: member.label.clone(),
+            name: member.name.clone(),
             success: result.success,
             duration: started.elapsed(),
             text: last.clone(),
@@ -179,6 +182,9 @@ pub(crate) async fn sequential(run: &mut Run<'_>, prompt: String) -> Result<RunR
         CycleOutcome::Completed
     };
     let mut report = finish(run, outcome, last, None);
+    if outcome == CycleOutcome::Cancelled || earlier.iter().all(|r| !r.success) {
+        super::reflect::restore_pending(run, pending);
+    }
     if earlier.iter().all(|r| !r.success) && outcome != CycleOutcome::Cancelled {
         report.failed = Some("every session failed".into());
     }
@@ -220,6 +226,8 @@ pub(crate) async fn orchestrator(run: &mut Run<'_>, prompt: String) -> Result<Ru
     );
     let plan = run.turn(&orchestrator, plan_prompt, Some(1)).await;
     if !plan.success {
+        // The orchestrator never read the user's messages: keep them for the next run.
+        super::reflect::restore_pending(run, queued);
         return Ok(failed_pass(run, &plan, &orchestrator));
     }
     let parsed = run.parse_plan(&plan.text, 1);

@@ -111,6 +111,21 @@ pub(crate) fn take_pending(run: &Run<'_>) -> Vec<String> {
     })
 }
 
+/// Gives messages back to the group when the run that took them could not use them.
+pub(crate) fn restore_pending(run: &Run<'_>, messages: Vec<String>) {
+    if messages.is_empty() {
+        return;
+    }
+    let gid = run.team.group_id.clone();
+    run.shared.org.update(|o| {
+        if let Some(g) = o.group_mut(&gid) {
+            let later = std::mem::take(&mut g.pending_messages);
+            g.pending_messages = messages;
+            g.pending_messages.extend(later);
+        }
+    });
+}
+
 impl Cycle<'_, '_> {
     async fn drive(&mut self) -> CycleOutcome {
         loop {
@@ -271,7 +286,7 @@ impl Cycle<'_, '_> {
                 .workers
                 .iter()
                 .map(|w| Assignment {
-                    worker: w.label.clone(),
+                    worker: w.name.clone(),
                     task: self.state.goal.clone(),
                 })
                 .collect();

@@ -95,6 +95,10 @@ pub(crate) async fn run(
             usage.add(u);
         }
         simulated |= answer.simulated;
+        if answer.success {
+            // Kept even if a stop lands at this moment: the answer did finish.
+            last_answer = answer.text.clone();
+        }
         if answer.cancelled() || control.cancel.is_cancelled() {
             break CycleOutcome::Cancelled;
         }
@@ -102,7 +106,6 @@ pub(crate) async fn run(
         let verdict = if !answer.success {
             Err(answer.error.clone().unwrap_or_else(|| "the turn failed".into()))
         } else {
-            last_answer = answer.text.clone();
             emit(EngineEvent::Phase {
                 group: group.clone(),
                 iteration,

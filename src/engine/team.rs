@@ -19,12 +19,7 @@ use super::{EngineError, EngineShared, RunControl, RunOverrides, RunReport, Turn
 #[derive(Debug, Clone)]
 pub(crate) struct Member {
     pub id: String,
-    /// The session's name (unique in the organization).
     pub name: String,
-    /// The name the team uses for it: the session name without the `<team-slug>-` prefix that
-    /// sessions created from a preset carry (`security` for `code-review-team-security`). Used
-    /// in prompts, `@worker:` lines and worker events.
-    pub label: String,
     pub model: String,
     pub system_prompt: Option<String>,
 }
@@ -59,11 +54,9 @@ impl Team {
                 .group(group_id)
                 .ok_or_else(|| EngineError::NoSuchGroup(group_id.to_string()))?;
             let sessions = org.sessions_in(group_id);
-            let slug = slug_of(&group.name);
             let member = |s: &crate::model::Session| Member {
                 id: s.id.clone(),
                 name: s.name.clone(),
-                label: label_of(&s.name, &slug),
                 model: overrides.model.clone().unwrap_or_else(|| s.model.clone()),
                 system_prompt: s.system_prompt.clone(),
             };
@@ -78,18 +71,11 @@ impl Team {
                     .find(|s| s.role == Role::Evaluator)
                     .map(|s| member(s)),
             };
-            let mut workers: Vec<Member> = sessions
+            let workers: Vec<Member> = sessions
                 .iter()
                 .filter(|s| s.role == Role::Worker)
                 .map(|s| member(s))
                 .collect();
-            // Labels must tell the workers apart; where two coincide, use the session names.
-            let labels: Vec<String> = workers.iter().map(|w| w.label.to_lowercase()).collect();
-            for (i, w) in workers.iter_mut().enumerate() {
-                if labels.iter().filter(|l| **l == labels[i]).count() > 1 {
-                    w.label = w.name.clone();
-                }
-            }
             // A plain (non-team) group run as a team broadcasts to its sessions.
             let mode = overrides.mode.unwrap_or(if group.kind == GroupKind::Team {
                 group.mode
@@ -118,42 +104,26 @@ impl Team {
     pub fn worker_infos(&self) -> Vec<WorkerInfo> {
         self.workers
             .iter()
-            .map(|w| WorkerInfo::new(w.label.clone(), w.model.clone(), w.system_prompt.clone()))
+            .map(|w| WorkerInfo::new(w.name.clone(), w.model.clone(), w.system_prompt.clone()))
             .collect()
     }
 
     pub fn worker_names(&self) -> Vec<&str> {
-        self.workers.iter().map(|w| w.label.as_str()).collect()
+        self.workers.iter().map(|w| w.name.as_str()).collect()
     }
 
     /// The team name as session names carry it (`<team-slug>-<worker>`).
     pub fn slug(&self) -> String {
-        slug_of(&self.name)
-    }
-}
-
-/// Lower case, runs of other characters as one `-` (how preset sessions are named).
-fn slug_of(name: &str) -> String {
-    let mut out = String::new();
-    for c in name.chars() {
-        if c.is_alphanumeric() {
-            out.extend(c.to_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
+        let mut out = String::new();
+        for c in self.name.chars() {
+            if c.is_alphanumeric() {
+                out.extend(c.to_lowercase());
+            } else if !out.ends_with('-') {
+                out.push('-');
+            }
         }
+        out.trim_matches('-').to_string()
     }
-    out.trim_matches('-').to_string()
-}
-
-/// A session's name within its team: without a leading `<team-slug>-`.
-fn label_of(session_name: &str, team_slug: &str) -> String {
-    session_name
-        .strip_prefix(team_slug)
-        .filter(|_| !team_slug.is_empty())
-        .and_then(|rest| rest.strip_prefix('-'))
-        .filter(|rest| !rest.is_empty())
-        .unwrap_or(session_name)
-        .to_string()
 }
 
 /// Entry point of every team run.
@@ -277,7 +247,7 @@ impl<'a> Run<'a> {
         let semaphore = Arc::new(Semaphore::new(self.shared.options.max_concurrency.max(1)));
         let group = self.group();
         let jobs = assignments.iter().filter_map(|a| {
-            let member = self.team.workers.iter().find(|w| w.label == a.worker)?.clone();
+            let member = self.team.workers.iter().find(|w| w.name == a.worker)?.clone();
             let prompt = worker_prompt(&WorkerTask {
                 system_prompt: member.system_prompt.as_deref(),
                 shared_context: self.team.shared_context.as_deref(),
@@ -314,7 +284,7 @@ impl<'a> Run<'a> {
                     Err(_) => {
                         guard.cancel();
                         TurnResult::failed(
-                            &member.label,
+                            &member.name,
                             format!("timed out after {}s", timeout.as_secs()),
                             None,
                         )
@@ -324,19 +294,19 @@ impl<'a> Run<'a> {
                 shared.events.emit(EngineEvent::WorkerFinished {
                     group,
                     iteration,
-                    worker: member.label.clone(),
+                    worker: member.name.clone(),
                     success: result.success,
                     duration_ms: duration.as_millis() as u64,
                 });
-                (member.label, result, duration)
+                (result, duration)
             })
         });
         let finished = join_all(jobs).await;
         let mut results = Vec::with_capacity(finished.len());
-        for (label, result, duration) in finished {
+        for (result, duration) in finished {
             self.account(&result);
             results.push(WorkerResult {
-                name: label,
+                name: result.session.clone(),
                 success: result.success,
                 duration,
                 text: result.text_or_error(),
@@ -411,28 +381,5 @@ impl<'a> Run<'a> {
             simulated: self.simulated,
             failed: None,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn labels_drop_the_team_prefix_only() {
-        assert_eq!(slug_of("Code Review Team (2)"), "code-review-team-2");
-        assert_eq!(
-            label_of("code-review-team-security", "code-review-team"),
-            "security"
-        );
-        assert_eq!(
-            label_of("code-review-team", "code-review-team"),
-            "code-review-team"
-        );
-        assert_eq!(
-            label_of("code-review-teamster", "code-review-team"),
-            "code-review-teamster"
-        );
-        assert_eq!(label_of("writer", ""), "writer");
     }
 }

@@ -24,7 +24,7 @@ async fn broadcast_sends_the_prompt_to_everyone_and_survives_a_failure() {
     assert!(report.final_text.contains("answer from a"));
     assert!(report.final_text.contains("answer from c"));
     assert!(
-        report.final_text.contains("## b") && report.final_text.contains("failed"),
+        report.final_text.contains("t-b") && report.final_text.contains("failed"),
         "{}",
         report.final_text
     );
@@ -37,10 +37,7 @@ async fn broadcast_sends_the_prompt_to_everyone_and_survives_a_failure() {
         })
         .collect();
     assert_eq!(finished.len(), 3);
-    assert!(
-        finished.contains(&("b".to_string(), false)),
-        "workers are named as the team names them: {finished:?}"
-    );
+    assert!(finished.contains(&("t-b".to_string(), false)));
     assert_eq!(names(&events).first().map(String::as_str), Some("cycle_started"));
     assert_eq!(names(&events).last().map(String::as_str), Some("cycle_finished"));
 }
@@ -57,19 +54,17 @@ async fn sequential_passes_earlier_answers_labelled_and_continues_after_a_failur
     assert_eq!(f.prompts("w-draft"), vec!["Write a haiku".to_string()]);
     let critic = &f.prompts("w-critic")[0];
     assert!(
-        critic.contains("Write a haiku")
-            && critic.contains("### draft")
-            && critic.contains("FIRST DRAFT TEXT"),
+        critic.contains("Write a haiku") && critic.contains("t-draft") && critic.contains("FIRST DRAFT TEXT"),
         "{critic}"
     );
     let editor = &f.prompts("w-editor")[0];
     assert!(editor.contains("FIRST DRAFT TEXT"), "{editor}");
     assert!(
-        editor.contains("### critic") && editor.contains("failed"),
+        editor.contains("t-critic") && editor.contains("failed"),
         "the failure is passed on: {editor}"
     );
     assert!(
-        editor.find("### draft").unwrap() < editor.find("### critic").unwrap(),
+        editor.find("t-draft").unwrap() < editor.find("t-critic").unwrap(),
         "in order"
     );
 }
@@ -92,7 +87,7 @@ async fn orchestrator_plans_dispatches_in_parallel_and_synthesizes() {
 
     let plan = &f.prompts(ORCH)[0];
     assert!(
-        plan.contains("Explain the thing") && plan.contains("`alpha`") && plan.contains("`beta`"),
+        plan.contains("Explain the thing") && plan.contains("t-alpha") && plan.contains("t-beta"),
         "{plan}"
     );
     assert!(
@@ -159,4 +154,29 @@ async fn transcripts_record_prompts_answers_and_usage() {
         .read(|o| (o.session(&id).unwrap().usage, o.group(&f.group_id).unwrap().usage));
     assert_eq!(session_usage.total(), 10);
     assert_eq!(group_usage.total(), 10, "rolled up to the group");
+}
+
+#[tokio::test]
+async fn messages_are_kept_when_the_run_that_took_them_fails() {
+    let f = team(Mode::Orchestrator, &["alpha"], false, 1).await;
+    f.org
+        .update(|o| o.group_mut(&f.group_id).unwrap().pending_messages = vec!["KEEP_ME".into()]);
+    f.server
+        .script(ORCH, vec![Reply::status(400), Reply::text("Answered directly.")]);
+    let report = f.run("First").await;
+    assert!(report.failed.is_some());
+    assert!(
+        f.prompts(ORCH)[0].contains("KEEP_ME"),
+        "the plan was given the message"
+    );
+    let kept = f
+        .org
+        .read(|o| o.group(&f.group_id).unwrap().pending_messages.clone());
+    assert_eq!(kept, vec!["KEEP_ME".to_string()], "the failed plan gave it back");
+    f.run("Second").await;
+    assert!(f.prompts(ORCH)[1].contains("KEEP_ME"));
+    assert!(
+        f.org
+            .read(|o| o.group(&f.group_id).unwrap().pending_messages.is_empty())
+    );
 }
