@@ -441,3 +441,12 @@ async fn the_reflection_run_key_reaches_the_engines_run() {
     assert_eq!(report.outcome, huddle::model::CycleOutcome::Cancelled);
     assert!(!f.engine.is_running(&key));
 }
+
+#[test]
+fn folded_team_and_mouse_off_snapshot() {
+    let (mut app, _) = app_with_team("Code Review Team");
+    app.handle_key(ch(' '));
+    app.handle_key(ch('c'));
+    let text = screen_text(&render(&mut app, 100, 30));
+    crate::tui_snapshot!("sidebar_folded_mouse_off_100x30", text);
+}
