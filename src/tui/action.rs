@@ -60,6 +60,18 @@ actions! {
     StopCycle => "stop_cycle", "stop the run (or the session's chat) now";
     PageUp => "page_up", "scroll the transcript up";
     PageDown => "page_down", "scroll the transcript down";
+    ToggleCollapse => "toggle_collapse", "fold / unfold the selected group";
+    CollapseGroup => "collapse_group", "fold the group (on a session: its group)";
+    ExpandGroup => "expand_group", "unfold the group";
+    CopyAnswer => "copy_answer", "copy the last answer (scrolled up: top message)";
+    ToggleMouse => "toggle_mouse", "mouse on/off (off: the terminal selects text)";
+    Search => "search", "search the session's transcript";
+    SearchNext => "search_next", "next match";
+    SearchPrev => "search_prev", "previous match";
+    LeaveSearch => "leave_search", "leave the search";
+    HistoryPrev => "history_prev", "earlier prompt (empty composer, or first line)";
+    HistoryNext => "history_next", "later prompt (on the last line)";
+    ReflectSession => "reflect_session", "reflect: the session improves its answer";
 }
 
 /// Where a key is read: the keymap has one table per context.
@@ -71,6 +83,8 @@ pub enum Context {
     Navigation,
     /// The composer has focus.
     Composer,
+    /// A transcript search is active (matches highlighted): read before navigation.
+    Search,
 }
 
 impl Context {
@@ -79,6 +93,7 @@ impl Context {
             Context::Global => "Everywhere",
             Context::Navigation => "Sidebar and transcript",
             Context::Composer => "Composer",
+            Context::Search => "After a search (Enter)",
         }
     }
 }

@@ -13,7 +13,9 @@ use super::command::Command;
 use super::composer::Composer;
 use super::cycle_view::CycleView;
 use super::dialogs::{ConfirmAction, Dialog, Notice, Outcome};
+use super::history::PromptHistory;
 use super::keymap::Keymap;
+use super::search::TranscriptSearch;
 use super::transcript_view::TranscriptView;
 use crate::config::Config;
 use crate::model::{GroupId, GroupKind, Organization, SessionId};
@@ -64,6 +66,14 @@ pub struct App {
     pub tick: usize,
     /// The terminal's size at the last frame (for mouse hit-tests).
     pub screen: Rect,
+    /// False while the mouse is left to the terminal (its own text selection works).
+    pub mouse_capture: bool,
+    /// Prompts sent from this run, recalled with Up/Down in the composer.
+    pub history: PromptHistory,
+    /// The `/` search in the selected session's transcript, while active.
+    pub search: Option<TranscriptSearch>,
+    /// Single-session reflections this UI started and that have not ended: paused or not.
+    pub reflecting: HashMap<SessionId, bool>,
 }
 
 impl App {
@@ -92,6 +102,10 @@ impl App {
             should_quit: false,
             tick: 0,
             screen: Rect::new(0, 0, 80, 24),
+            mouse_capture: true,
+            history: PromptHistory::default(),
+            search: None,
+            reflecting: HashMap::new(),
         };
         let interrupted: Vec<(GroupId, String, u32, u32)> = app.org.read(|o| {
             for g in &o.groups {
@@ -135,8 +149,13 @@ impl App {
             .org
             .read(|o| (o.ui.selected_group.clone(), o.ui.selected_session.clone()));
         let rows = app.rows();
-        let wanted = session.map(Row::Session).or(group.map(Row::Group));
-        if let Some(i) = wanted.and_then(|w| rows.iter().position(|r| *r == w)) {
+        // The session, or its group when that is folded.
+        let wanted = [session.map(Row::Session), group.map(Row::Group)];
+        if let Some(i) = wanted
+            .into_iter()
+            .flatten()
+            .find_map(|w| rows.iter().position(|r| *r == w))
+        {
             app.cursor = i;
         }
         let mut commands = vec![Command::LoadCatalog];
@@ -145,7 +164,8 @@ impl App {
         (app, commands)
     }
 
-    /// The sidebar tree: each group (by sort order, the default group first), then its sessions.
+    /// The sidebar tree: each group (by sort order, the default group first), then its sessions
+    /// unless the group is folded.
     pub fn rows(&self) -> Vec<Row> {
         self.org.read(rows_of)
     }
@@ -175,12 +195,18 @@ impl App {
 
     /// True while any run this process started is going.
     pub fn anything_running(&self) -> bool {
-        !self.running.is_empty() || !self.busy.is_empty() || !self.chats.is_empty()
+        !self.running.is_empty()
+            || !self.busy.is_empty()
+            || !self.chats.is_empty()
+            || !self.reflecting.is_empty()
     }
 
-    /// True while a turn of this session is in flight or queued (a chat or a run's turn).
+    /// True while a turn of this session is in flight or queued (a chat, a reflection or a
+    /// run's turn).
     pub fn session_busy(&self, session_id: &str) -> bool {
-        self.busy.contains(session_id) || self.chats.contains_key(session_id)
+        self.busy.contains(session_id)
+            || self.chats.contains_key(session_id)
+            || self.reflecting.contains_key(session_id)
     }
 
     /// True while the group runs or any of its sessions has a turn in flight.
@@ -219,6 +245,19 @@ impl App {
             self.refresh_placeholder();
             return commands;
         }
+        if self.search.as_ref().is_some_and(|s| s.editing) {
+            // Ctrl-C leaves the search line, as it closes a dialog.
+            let commands = match global {
+                Some(Action::Quit) => {
+                    self.search = None;
+                    Vec::new()
+                }
+                Some(action) => self.perform(action),
+                None => self.search_input(key),
+            };
+            self.refresh_placeholder();
+            return commands;
+        }
         let commands = if let Some(action) = global {
             self.perform(action)
         } else if self.focus == Focus::Composer {
@@ -230,7 +269,11 @@ impl App {
                 }
             }
         } else {
-            match self.keymap.lookup(Context::Navigation, &key) {
+            let search = self
+                .search
+                .as_ref()
+                .and_then(|_| self.keymap.lookup(Context::Search, &key));
+            match search.or_else(|| self.keymap.lookup(Context::Navigation, &key)) {
                 Some(action) => self.perform(action),
                 None => Vec::new(),
             }
@@ -293,6 +336,21 @@ impl App {
             Action::ToggleEvaluator => return self.toggle_evaluator(),
             Action::Delete => self.open_delete(),
             Action::SaveGroupAsPreset => return self.save_as_preset(),
+            Action::ToggleCollapse => return self.fold(None),
+            Action::CollapseGroup => return self.fold(Some(true)),
+            Action::ExpandGroup => return self.fold(Some(false)),
+            Action::CopyAnswer => return self.copy_answer(),
+            Action::ToggleMouse => {
+                self.mouse_capture = !self.mouse_capture;
+                return vec![Command::SetMouseCapture(self.mouse_capture)];
+            }
+            Action::Search => self.start_search(),
+            Action::SearchNext => self.search_step(true),
+            Action::SearchPrev => self.search_step(false),
+            Action::LeaveSearch => self.search = None,
+            Action::HistoryPrev => self.history_older(),
+            Action::HistoryNext => self.history_newer(),
+            Action::ReflectSession => self.open_reflect(),
         }
         Vec::new()
     }
@@ -344,6 +402,13 @@ impl App {
                 self.cycles.insert(g.clone(), view);
             }
         }
+        if self
+            .search
+            .as_ref()
+            .is_some_and(|s| Some(&s.session_id) != session.as_ref())
+        {
+            self.search = None;
+        }
         self.org.update(|o| {
             o.ui.selected_group = group.clone();
             o.ui.selected_session = session.clone();
@@ -388,6 +453,7 @@ impl App {
         };
         if self.is_team(&group_id) {
             self.composer.take();
+            self.history.record(&text);
             if self.running.contains(&group_id) {
                 let cycle = self.cycles.entry(group_id.clone()).or_default();
                 cycle.queued.push(text.clone());
@@ -405,6 +471,7 @@ impl App {
             return Vec::new();
         };
         self.composer.take();
+        self.history.record(&text);
         let view = self.views.entry(session_id.clone()).or_default();
         view.push(crate::model::Message::user(text.clone()));
         view.follow();
@@ -416,6 +483,9 @@ impl App {
     }
 
     fn toggle_pause(&mut self) -> Vec<Command> {
+        if let Some(session_id) = self.selected_reflection() {
+            return self.toggle_pause_reflection(session_id);
+        }
         let Some(group_id) = self.selected_group_id() else {
             return Vec::new();
         };
@@ -442,6 +512,10 @@ impl App {
     /// Stops the selected group's run, or else the chat turns of the selected session (or of
     /// every session of the selected group).
     fn stop(&mut self) -> Vec<Command> {
+        if let Some(session_id) = self.selected_reflection() {
+            self.flash("stopping the reflection", false);
+            return vec![Command::StopReflection { session_id }];
+        }
         let Some(group_id) = self.selected_group_id() else {
             return Vec::new();
         };
@@ -507,7 +581,7 @@ impl App {
     }
 }
 
-/// The sidebar rows of an organization.
+/// The sidebar rows of an organization (a folded group's sessions are not listed).
 pub fn rows_of(o: &Organization) -> Vec<Row> {
     let mut groups: Vec<&crate::model::Group> = o.groups.iter().collect();
     groups.sort_by_key(|g| (g.kind != GroupKind::Default, g.sort_order));
@@ -518,6 +592,9 @@ pub fn rows_of(o: &Organization) -> Vec<Row> {
     let mut rows = Vec::with_capacity(o.groups.len() + o.sessions.len());
     for g in groups {
         rows.push(Row::Group(g.id.clone()));
+        if o.ui.collapsed_groups.contains(&g.id) {
+            continue;
+        }
         if let Some(list) = by_group.get_mut(g.id.as_str()) {
             list.sort_by_key(|s| s.order);
             rows.extend(list.iter().map(|s| Row::Session(s.id.clone())));

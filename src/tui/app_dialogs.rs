@@ -336,6 +336,15 @@ impl App {
     pub(super) fn on_dialog_result(&mut self, result: DialogResult) -> Vec<Command> {
         match result {
             DialogResult::Confirmed(action) => self.on_confirmed(action),
+            DialogResult::Text(TextPurpose::ReflectIterations(id, goal), text) => {
+                match self.start_reflection(id, goal, &text) {
+                    Ok(commands) => commands,
+                    Err(e) => {
+                        self.dialogs.push(Dialog::Notice(Notice::error("Not started", e)));
+                        Vec::new()
+                    }
+                }
+            }
             DialogResult::Text(purpose, text) => {
                 if let Err(e) = self.apply_text(purpose, text) {
                     self.dialogs.push(Dialog::Notice(Notice::error("Not changed", e)));
@@ -455,6 +464,8 @@ impl App {
                     s.order = o.next_session_order(&group_id);
                     let id = s.id.clone();
                     o.sessions.push(s);
+                    // The new session shows in its group.
+                    o.ui.collapsed_groups.retain(|g| *g != group_id);
                     Ok(id)
                 })?;
                 if let Some(i) = self
@@ -481,6 +492,8 @@ impl App {
                 });
                 Ok(())
             }
+            // Started by `on_dialog_result`.
+            TextPurpose::ReflectIterations(..) => Ok(()),
             TextPurpose::SystemPrompt(id) => {
                 self.org.update(|o| {
                     if let Some(s) = o.session_mut(&id) {

@@ -80,6 +80,25 @@ impl App {
                 }
                 Vec::new()
             }
+            AppEvent::ReflectionEnded { session_id, result } => {
+                self.reflecting.remove(&session_id);
+                match result {
+                    Err(e) => self
+                        .dialogs
+                        .push(Dialog::Notice(Notice::error("Reflection failed", e))),
+                    Ok(report) => match &report.failed {
+                        Some(why) => self.flash(format!("the reflection failed: {why}"), true),
+                        None => self.flash(
+                            format!(
+                                "reflection ended: {} after {} iteration(s)",
+                                report.outcome, report.iterations
+                            ),
+                            false,
+                        ),
+                    },
+                }
+                Vec::new()
+            }
             AppEvent::ExportPlanned { group_id, result } => {
                 self.on_export_planned(group_id, result);
                 Vec::new()
@@ -154,8 +173,9 @@ impl App {
                     }
                 }
             }
+            // A plain group's "cycle" is a session reflecting (tracked in `reflecting`).
             EngineEvent::CycleStarted { .. } => {
-                if let Some(id) = &group_id {
+                if let Some(id) = group_id.as_ref().filter(|id| self.is_team(id)) {
                     self.running.insert(id.clone());
                 }
             }

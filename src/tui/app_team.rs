@@ -136,3 +136,104 @@ impl App {
         }
     }
 }
+
+/// Max iterations offered for a single-session reflection.
+const DEFAULT_REFLECT_ITERATIONS: u32 = 3;
+
+impl App {
+    /// The selected session, when a reflection of it started here is running.
+    pub(super) fn selected_reflection(&self) -> Option<crate::model::SessionId> {
+        self.selected_session_id()
+            .filter(|id| self.reflecting.contains_key(id))
+    }
+
+    /// Asks the max iterations of a reflection of the selected plain session; the goal is the
+    /// composer's text, else the session's last prompt.
+    pub(super) fn open_reflect(&mut self) {
+        let Some(id) = self.selected_session_id() else {
+            self.flash("select a plain session to reflect on", true);
+            return;
+        };
+        let team = self.org.read(|o| {
+            o.session(&id)
+                .is_some_and(|s| s.team || o.group(&s.group_id).is_some_and(|g| g.is_team()))
+        });
+        if team {
+            self.flash(
+                "a team reflects with its orchestrator_reflect mode (M to set it)",
+                true,
+            );
+            return;
+        }
+        if self.session_busy(&id) {
+            self.flash("this session is busy: wait for it or stop it first", true);
+            return;
+        }
+        let typed = self.composer.text();
+        let goal = if !typed.trim().is_empty() {
+            Some(typed)
+        } else {
+            self.views.get(&id).and_then(|v| {
+                v.messages
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == crate::model::MessageRole::User)
+                    .map(|m| m.text.clone())
+            })
+        };
+        let Some(goal) = goal else {
+            self.flash("write the goal in the composer first (or chat once)", true);
+            return;
+        };
+        self.dialogs.push(super::dialogs::Dialog::Text(Box::new(
+            super::dialogs::TextInput::new(
+                "Reflect: max iterations (1-20)",
+                super::dialogs::TextPurpose::ReflectIterations(id, goal),
+                &DEFAULT_REFLECT_ITERATIONS.to_string(),
+                false,
+            ),
+        )));
+    }
+
+    /// Starts the reflection the dialog confirmed.
+    pub(super) fn start_reflection(
+        &mut self,
+        session_id: crate::model::SessionId,
+        goal: String,
+        text: &str,
+    ) -> Result<Vec<Command>, String> {
+        let max_iterations: u32 = text
+            .parse()
+            .ok()
+            .filter(|n| (1..=20).contains(n))
+            .ok_or_else(|| format!("`{text}` is not a number from 1 to 20"))?;
+        // The goal came from the composer: it is sent now.
+        if self.composer.text() == goal {
+            self.composer.take();
+        }
+        self.history.record(&goal);
+        self.reflecting.insert(session_id.clone(), false);
+        if let Some(v) = self.views.get_mut(&session_id) {
+            v.follow();
+        }
+        Ok(vec![Command::ReflectSession {
+            session_id,
+            goal,
+            max_iterations,
+        }])
+    }
+
+    pub(super) fn toggle_pause_reflection(&mut self, session_id: crate::model::SessionId) -> Vec<Command> {
+        let Some(paused) = self.reflecting.get_mut(&session_id) else {
+            return Vec::new();
+        };
+        *paused = !*paused;
+        if *paused {
+            self.flash("pausing the reflection after the step in flight…", false);
+            vec![Command::PauseReflection { session_id }]
+        } else {
+            self.flash("resuming the reflection", false);
+            vec![Command::ResumeReflection { session_id }]
+        }
+    }
+}

@@ -9,6 +9,12 @@ use crate::model::{GroupId, SessionId};
 use crate::presets::Catalog;
 use crate::store::LoadedTranscript;
 
+/// The engine's run key of a single-session reflection (`Engine::reflect_session` registers its
+/// run under it): pause, resume and stop address the run by it.
+pub fn reflection_run_key(session_id: &str) -> String {
+    format!("session:{session_id}")
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     /// A plain chat turn with one session.
@@ -63,6 +69,27 @@ pub enum Command {
     RemoveTranscripts {
         session_ids: Vec<SessionId>,
     },
+    /// Put text on the clipboard through the terminal (OSC 52).
+    CopyToClipboard {
+        text: String,
+    },
+    /// Mouse capture on (huddle gets clicks and the wheel) or off (the terminal selects text).
+    SetMouseCapture(bool),
+    /// One session improving its own answer (`Engine::reflect_session`), in the background.
+    ReflectSession {
+        session_id: SessionId,
+        goal: String,
+        max_iterations: u32,
+    },
+    PauseReflection {
+        session_id: SessionId,
+    },
+    ResumeReflection {
+        session_id: SessionId,
+    },
+    StopReflection {
+        session_id: SessionId,
+    },
     Quit,
 }
 
@@ -83,6 +110,11 @@ pub enum AppEvent {
     ChatEnded {
         session_id: SessionId,
         error: Option<String>,
+    },
+    /// A single-session reflection ended.
+    ReflectionEnded {
+        session_id: SessionId,
+        result: Result<Box<RunReport>, String>,
     },
     Exported(Result<String, ExportOutcome>),
     /// The files a save as preset would touch: (path, exists already), or why it cannot.

@@ -48,6 +48,22 @@ impl Composer {
         text
     }
 
+    /// Replaces the text (a recalled prompt); the cursor goes to its end.
+    pub fn set_text(&mut self, text: &str) {
+        self.take();
+        self.area.insert_str(for_textarea(text));
+    }
+
+    /// The cursor's line and whether it is the first and the last line of the text.
+    pub fn cursor_on_edges(&self) -> (bool, bool) {
+        let row = self.area.cursor().0;
+        (row == 0, row + 1 >= self.area.lines().len())
+    }
+
+    pub fn move_cursor(&mut self, m: tui_textarea::CursorMove) {
+        self.area.move_cursor(m);
+    }
+
     pub fn insert_newline(&mut self) {
         self.area.insert_newline();
     }

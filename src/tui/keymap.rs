@@ -214,6 +214,18 @@ impl Default for Keymap {
             (StopCycle, vec![K::ch('x')]),
             (PageUp, vec![K::plain(KeyCode::PageUp)]),
             (PageDown, vec![K::plain(KeyCode::PageDown)]),
+            (ToggleCollapse, vec![K::ch(' ')]),
+            (CollapseGroup, vec![K::ch('h'), K::plain(KeyCode::Left)]),
+            (ExpandGroup, vec![K::ch('l'), K::plain(KeyCode::Right)]),
+            (CopyAnswer, vec![K::ch('y')]),
+            (ToggleMouse, vec![K::ch('c')]),
+            (Search, vec![K::ch('/')]),
+            (ReflectSession, vec![K::ch('R')]),
+        ];
+        let search = vec![
+            (SearchNext, vec![K::ch('n')]),
+            (SearchPrev, vec![K::ch('N')]),
+            (LeaveSearch, vec![K::plain(KeyCode::Esc)]),
         ];
         let composer = vec![
             (Send, vec![K::plain(KeyCode::Enter)]),
@@ -224,11 +236,14 @@ impl Default for Keymap {
             (FocusPrev, vec![K::plain(KeyCode::BackTab)]),
             (PageUp, vec![K::plain(KeyCode::PageUp)]),
             (PageDown, vec![K::plain(KeyCode::PageDown)]),
+            (HistoryPrev, vec![K::plain(KeyCode::Up)]),
+            (HistoryNext, vec![K::plain(KeyCode::Down)]),
         ];
         let mut tables = BTreeMap::new();
         tables.insert(Context::Global, global);
         tables.insert(Context::Navigation, navigation);
         tables.insert(Context::Composer, composer);
+        tables.insert(Context::Search, search);
         Keymap { tables }
     }
 }
@@ -264,13 +279,14 @@ impl Keymap {
                 continue;
             }
             let modified: Vec<KeyBinding> = bindings.iter().copied().filter(|b| !b.is_plain_char()).collect();
-            let mut in_navigation = false;
+            let mut placed = false;
             for (context, table) in map.tables.iter_mut() {
                 for (a, keys) in table.iter_mut().filter(|(a, _)| *a == action) {
                     match context {
-                        Context::Navigation => {
+                        // Not text there: any key will do.
+                        Context::Navigation | Context::Search => {
                             *keys = bindings.clone();
-                            in_navigation = true;
+                            placed = true;
                         }
                         Context::Global | Context::Composer if !modified.is_empty() => {
                             *keys = modified.clone()
@@ -287,7 +303,7 @@ impl Keymap {
                     }
                 }
             }
-            if !in_navigation {
+            if !placed {
                 map.tables
                     .entry(Context::Navigation)
                     .or_default()
@@ -365,6 +381,38 @@ mod tests {
         assert_eq!(KeyBinding::parse("hyper-x"), None);
         assert_eq!(KeyBinding::ctrl('p').to_string(), "Ctrl-P");
         assert_eq!(KeyBinding::alt(KeyCode::Enter).to_string(), "Alt-Enter");
+    }
+
+    #[test]
+    fn no_default_key_is_bound_twice_in_a_context() {
+        let map = Keymap::default();
+        for context in [
+            Context::Global,
+            Context::Navigation,
+            Context::Composer,
+            Context::Search,
+        ] {
+            let keys: Vec<(Action, KeyBinding)> = map
+                .bindings(context)
+                .iter()
+                .flat_map(|(a, keys)| keys.iter().map(move |k| (*a, *k)))
+                .collect();
+            for (i, (a, k)) in keys.iter().enumerate() {
+                for (b, other) in &keys[i + 1..] {
+                    assert!(
+                        k != other || a == b,
+                        "{context:?}: {k} is bound to {a:?} and {b:?}"
+                    );
+                }
+            }
+        }
+        // The SPEC's keys keep their actions; the new ones take free keys.
+        let nav = |c: char| map.lookup(Context::Navigation, &key(KeyCode::Char(c), KeyModifiers::NONE));
+        assert_eq!(nav('n'), Some(Action::NewGroupFromPreset));
+        assert_eq!(nav('r'), Some(Action::Rename));
+        assert_eq!(nav(' '), Some(Action::ToggleCollapse));
+        assert_eq!(nav('/'), Some(Action::Search));
+        assert_eq!(nav('y'), Some(Action::CopyAnswer));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::app::App;
-use super::command::{AppEvent, Command, ExportOutcome};
+use super::command::{AppEvent, Command, ExportOutcome, reflection_run_key};
 use super::frame::FrameRequester;
 use super::terminal::TerminalGuard;
 use crate::config::{Config, Paths};
@@ -124,12 +124,37 @@ async fn event_loop(
                 continue;
             }
         };
+        let commands = run_terminal_commands(guard, &mut app, commands);
         executor.execute_all(commands);
         if app.should_quit {
             return Ok(());
         }
         frames.schedule_frame();
     }
+}
+
+/// Carries out the commands that talk to the terminal itself; returns the others.
+fn run_terminal_commands(guard: &mut TerminalGuard, app: &mut App, commands: Vec<Command>) -> Vec<Command> {
+    let mut rest = Vec::with_capacity(commands.len());
+    for command in commands {
+        let result = match &command {
+            Command::CopyToClipboard { text } => {
+                super::terminal::copy_to_clipboard(guard.terminal.backend_mut(), text)
+            }
+            Command::SetMouseCapture(on) => {
+                super::terminal::set_mouse_capture(guard.terminal.backend_mut(), *on)
+            }
+            _ => {
+                rest.push(command);
+                continue;
+            }
+        };
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "cannot write to the terminal");
+            app.flash(format!("cannot write to the terminal: {e}"), true);
+        }
+    }
+    rest
 }
 
 /// The cancellation tokens of the plain chat turns in flight, per session (a turn id each).
@@ -319,7 +344,31 @@ impl Executor {
                     }
                 });
             }
-            Command::Quit => {}
+            Command::ReflectSession {
+                session_id,
+                goal,
+                max_iterations,
+            } => {
+                tokio::spawn(async move {
+                    let result = engine
+                        .reflect_session(&session_id, goal, max_iterations, None, None)
+                        .await
+                        .map(Box::new)
+                        .map_err(|e| e.to_string());
+                    Self::send(&tx, AppEvent::ReflectionEnded { session_id, result });
+                });
+            }
+            Command::PauseReflection { session_id } => {
+                engine.pause(&reflection_run_key(&session_id));
+            }
+            Command::ResumeReflection { session_id } => {
+                engine.resume(&reflection_run_key(&session_id));
+            }
+            Command::StopReflection { session_id } => {
+                engine.stop(&reflection_run_key(&session_id));
+            }
+            // Carried out by the event loop, which owns the terminal.
+            Command::CopyToClipboard { .. } | Command::SetMouseCapture(_) | Command::Quit => {}
         }
     }
 }

@@ -2,7 +2,7 @@
 //! mouse capture), restore (the exact inverse), a guard that restores on every exit path, and a
 //! panic hook that restores before the previous hook prints.
 
-use std::io::{self, Stdout};
+use std::io::{self, Stdout, Write};
 
 use crossterm::event::{
     DisableBracketedPaste, DisableFocusChange, DisableMouseCapture, EnableBracketedPaste, EnableFocusChange,
@@ -86,8 +86,77 @@ pub fn install_panic_hook_with(ui_thread: std::thread::ThreadId, restore: impl F
     }));
 }
 
+/// The OSC 52 sequence that asks the terminal to put `text` on the system clipboard. The text is
+/// base64-encoded, so nothing in it can act as an escape sequence. (tmux passes it on only with
+/// `set -g set-clipboard on`.)
+pub fn osc52(text: &str) -> String {
+    format!("\x1b]52;c;{}\x07", base64(text.as_bytes()))
+}
+
+/// Writes [`osc52`] for `text` to the terminal.
+pub fn copy_to_clipboard(out: &mut impl Write, text: &str) -> io::Result<()> {
+    out.write_all(osc52(text).as_bytes())?;
+    out.flush()
+}
+
+/// Mouse capture on (huddle gets clicks and the wheel) or off (the terminal's own selection).
+pub fn set_mouse_capture(out: &mut impl Write, on: bool) -> io::Result<()> {
+    if on {
+        execute!(out, EnableMouseCapture)
+    } else {
+        execute!(out, DisableMouseCapture)
+    }
+}
+
+/// Standard base64 (RFC 4648, with padding).
+pub fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn base64_matches_rfc_4648_vectors() {
+        for (plain, encoded) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(super::base64(plain.as_bytes()), encoded, "{plain}");
+        }
+    }
+
+    #[test]
+    fn osc52_carries_the_text_encoded() {
+        let seq = super::osc52("a\x1b[31mb\né");
+        assert_eq!(
+            seq,
+            format!("\x1b]52;c;{}\x07", super::base64("a\x1b[31mb\né".as_bytes()))
+        );
+        // Only the frame's own ESC and BEL: the text's escape is inside the base64.
+        assert_eq!(seq.matches('\x1b').count(), 1);
+        let mut out = Vec::new();
+        super::copy_to_clipboard(&mut out, "hi").expect("write to a Vec");
+        assert_eq!(out, b"\x1b]52;c;aGk=\x07");
+    }
+
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -29,6 +29,9 @@ pub struct TranscriptView {
     anchor: Cell<Option<Anchor>>,
     /// The largest useful scroll at the last frame (scrolling further up does nothing).
     max_scroll: Cell<usize>,
+    /// The message whose line was at the top of the window at the last frame (None: the
+    /// streaming tail, or nothing drawn yet).
+    top_message: Cell<Option<usize>>,
     cache: RefCell<RenderCache>,
 }
 
@@ -159,6 +162,40 @@ impl TranscriptView {
     /// Lines scrolled up from the bottom (0: following the newest text).
     pub fn scroll_from_bottom(&self) -> usize {
         self.scroll_from_bottom.get()
+    }
+
+    /// Sets the scroll (lines up from the bottom), e.g. to show a search match.
+    pub fn set_scroll_from_bottom(&self, lines: usize) {
+        self.scroll_from_bottom.set(lines);
+        if lines == 0 {
+            self.new_below.set(false);
+        }
+    }
+
+    /// The message at the top of the window at the last frame.
+    pub fn top_message(&self) -> Option<&Message> {
+        self.messages.get(self.top_message.get()?)
+    }
+
+    /// The raw text of the newest assistant answer.
+    pub fn last_answer(&self) -> Option<&str> {
+        self.messages
+            .iter()
+            .rev()
+            .find(|m| m.role == MessageRole::Assistant && !m.text.trim().is_empty())
+            .map(|m| m.text.as_str())
+    }
+
+    /// Every line of the transcript at `width`, the streaming tail included (for search). Lays
+    /// out every message once; the scroll position is kept.
+    pub fn all_lines(&self, width: u16) -> Vec<Line<'static>> {
+        let max_scroll = self.max_scroll.get();
+        let top = self.top_message.get();
+        let (lines, _) = self.visible_lines(width, usize::MAX / 4);
+        // That pass saw a window taller than the screen: keep what the last frame measured.
+        self.max_scroll.set(max_scroll);
+        self.top_message.set(top);
+        lines
     }
 
     /// True when text arrived below the window since the reader scrolled up.
@@ -293,6 +330,19 @@ impl TranscriptView {
         let scroll = self.scroll_from_bottom.get().min(max_scroll);
         let end = count - scroll;
         let start = end.saturating_sub(height);
+        let mut seen = 0;
+        let mut top = None;
+        for &(mi, pi) in shown.iter().rev() {
+            seen += cache.messages[mi]
+                .as_ref()
+                .and_then(|l| l.pieces[pi].as_deref())
+                .map_or(0, <[Line<'static>]>::len);
+            if seen > start {
+                top = Some(mi);
+                break;
+            }
+        }
+        self.top_message.set(top);
         let lines = shown
             .iter()
             .rev()

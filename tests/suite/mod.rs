@@ -20,3 +20,4 @@ mod tui_review;
 mod tui_sanitize;
 mod tui_snapshots;
 mod tui_support;
+mod tui_tools;

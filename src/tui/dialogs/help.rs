@@ -31,7 +31,12 @@ impl Help {
     /// The help text, one line per binding, grouped by context.
     pub fn lines(keymap: &Keymap) -> Vec<Line<'static>> {
         let mut lines = Vec::new();
-        for context in [Context::Global, Context::Navigation, Context::Composer] {
+        for context in [
+            Context::Global,
+            Context::Navigation,
+            Context::Composer,
+            Context::Search,
+        ] {
             lines.push(Line::styled(
                 context.title().to_string(),
                 Style::default().add_modifier(Modifier::BOLD),
@@ -70,7 +75,7 @@ impl Help {
         frame.render_widget(
             Paragraph::new(lines)
                 .scroll((self.scroll, 0))
-                .block(popup_block("Keys (any other key closes)")),
+                .block(popup_block("Keys (j/k scroll · any other key closes)")),
             rect,
         );
     }

@@ -55,6 +55,8 @@ pub enum TextPurpose {
     NewSession(GroupId),
     MaxIterations(GroupId),
     SystemPrompt(SessionId),
+    /// Max iterations of a single-session reflection towards this goal.
+    ReflectIterations(SessionId, String),
 }
 
 /// What a picked list entry is for.

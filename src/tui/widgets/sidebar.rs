@@ -1,5 +1,6 @@
 //! The tree of groups and sessions: mode, role, model, busy spinner, repo-preset marker,
-//! unread marker, cycle state.
+//! unread marker, cycle state; a folded group (▸) shows its session count and spins while any
+//! of its sessions is busy.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -47,6 +48,13 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
                             return Line::default();
                         };
                         let cycle = app.cycles.get(id);
+                        let folded = o.ui.collapsed_groups.contains(id);
+                        let members: Vec<&str> = o
+                            .sessions
+                            .iter()
+                            .filter(|s| s.group_id == *id)
+                            .map(|s| s.id.as_str())
+                            .collect();
                         let state = if app.running.contains(id) {
                             if cycle.is_some_and(|c| c.paused) {
                                 "⏸ ".to_string()
@@ -55,6 +63,11 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
                             }
                         } else if cycle.is_some_and(|c| c.interrupted) {
                             "! ".to_string()
+                        } else if folded && members.iter().any(|s| app.session_busy(s)) {
+                            // The busy sessions are hidden: the group spins for them.
+                            format!("{} ", spinner(app.tick))
+                        } else if folded {
+                            "▸ ".to_string()
                         } else {
                             "▾ ".to_string()
                         };
@@ -63,6 +76,12 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
                         spans.push(Span::styled(name, Style::default().add_modifier(Modifier::BOLD)));
                         if g.source_preset.as_deref().is_some_and(|p| p.starts_with("repo:")) {
                             spans.push(Span::styled(" ◈", Style::default().fg(Color::Cyan)));
+                        }
+                        if folded {
+                            spans.push(Span::styled(format!(" ({})", members.len()), dim));
+                            if members.iter().any(|s| app.unread.contains(*s)) {
+                                spans.push(Span::styled(" ●", Style::default().fg(Color::Cyan)));
+                            }
                         }
                         if g.is_team() {
                             spans.push(Span::styled(format!(" {}", mode_short(g.mode)), dim));

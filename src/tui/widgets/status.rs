@@ -1,5 +1,5 @@
 //! The status line: a flash message, or key hints generated from the keymap for the focused
-//! pane; on the right, what is running.
+//! pane, or the `/` search line; on the right, what is running and whether the mouse is off.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -24,6 +24,9 @@ fn label(a: Action) -> &'static str {
         Action::Newline => "newline",
         Action::LeaveComposer => "leave",
         Action::NewSession => "new session",
+        Action::SearchNext => "next",
+        Action::SearchPrev => "previous",
+        Action::LeaveSearch => "leave search",
         _ => a.name(),
     }
 }
@@ -48,7 +51,10 @@ pub fn hints(app: &App) -> Vec<(String, &'static str)> {
         ),
     };
     let mut out: Vec<(String, &'static str)> = Vec::new();
-    if app.selected_group_id().is_some_and(|g| app.running.contains(&g)) {
+    let reflecting = app
+        .selected_session_id()
+        .is_some_and(|s| app.reflecting.contains_key(&s));
+    if reflecting || app.selected_group_id().is_some_and(|g| app.running.contains(&g)) {
         for a in [Action::TogglePauseCycle, Action::StopCycle] {
             if let Some((_, keys)) = app.keymap.bindings(Context::Global).iter().find(|(x, _)| *x == a)
                 && let Some(k) = keys.first()
@@ -67,6 +73,58 @@ pub fn hints(app: &App) -> Vec<(String, &'static str)> {
 pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let dim = Style::default().add_modifier(Modifier::DIM);
     let mut spans: Vec<Span<'static>> = Vec::new();
+    let search = app.search.as_ref();
+    if let Some(s) = search.filter(|s| s.editing) {
+        // The search line: what is typed, then how to finish.
+        spans.push(Span::styled("/", Style::default().fg(Color::Cyan)));
+        spans.push(Span::raw(sanitize::display(&s.query).into_owned()));
+        spans.push(Span::styled("▏", Style::default().fg(Color::Cyan)));
+        spans.push(Span::styled("  Enter find · Esc cancel", dim));
+    } else if let (Some(s), None) = (search, &app.flash) {
+        spans.push(Span::styled(
+            format!("/{}", sanitize::display(&s.query)),
+            Style::default().fg(Color::Cyan),
+        ));
+        if let Some((i, n)) = s.position {
+            spans.push(Span::raw(format!(" match {i}/{n}")));
+        }
+        for (a, keys) in app.keymap.bindings(Context::Search) {
+            if let Some(k) = keys.first() {
+                spans.push(Span::styled(" · ", dim));
+                spans.push(Span::styled(
+                    sanitize::display(&k.to_string()).into_owned(),
+                    Style::default().fg(Color::Cyan),
+                ));
+                spans.push(Span::styled(format!(" {}", label(*a)), dim));
+            }
+        }
+    } else {
+        flash_or_hints(app, &mut spans);
+    }
+    let left = Line::from(spans);
+    let left_width = left.width() as u16;
+    frame.render_widget(Paragraph::new(left), area);
+    let mut right = String::new();
+    if !app.mouse_capture {
+        right.push_str("mouse: off ");
+    }
+    let running = app.running.len() + app.reflecting.len();
+    if running > 0 {
+        right.push_str(&format!("{running} running "));
+    }
+    if !right.is_empty() {
+        let w = right.chars().count() as u16;
+        if area.width > left_width + w {
+            frame.render_widget(
+                Paragraph::new(Line::styled(right, Style::default().fg(Color::Cyan))),
+                Rect::new(area.right() - w, area.y, w, 1),
+            );
+        }
+    }
+}
+
+fn flash_or_hints(app: &App, spans: &mut Vec<Span<'static>>) {
+    let dim = Style::default().add_modifier(Modifier::DIM);
     match &app.flash {
         Some((text, error)) => {
             let style = if *error {
@@ -87,20 +145,6 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
                 ));
                 spans.push(Span::styled(format!(" {what}"), dim));
             }
-        }
-    }
-    let left = Line::from(spans);
-    let left_width = left.width() as u16;
-    frame.render_widget(Paragraph::new(left), area);
-    let running = app.running.len();
-    if running > 0 {
-        let text = format!("{running} running ");
-        let w = text.chars().count() as u16;
-        if area.width > left_width + w {
-            frame.render_widget(
-                Paragraph::new(Line::styled(text, Style::default().fg(Color::Cyan))),
-                Rect::new(area.right() - w, area.y, w, 1),
-            );
         }
     }
 }

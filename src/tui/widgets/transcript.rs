@@ -105,7 +105,20 @@ fn render_session(frame: &mut Frame<'_>, area: Rect, app: &App, id: &str, focuse
         );
         return;
     }
-    let (lines, scroll) = view.visible_lines(inner.width, inner.height as usize);
+    let (mut lines, scroll) = view.visible_lines(inner.width, inner.height as usize);
+    if let Some(s) = app
+        .search
+        .as_ref()
+        .filter(|s| s.session_id == id && !s.query.is_empty())
+    {
+        let mark = Style::default()
+            .fg(Color::Yellow)
+            .add_modifier(Modifier::REVERSED);
+        lines = lines
+            .into_iter()
+            .map(|l| crate::tui::search::highlight(l, &s.query, mark))
+            .collect();
+    }
     frame.render_widget(Paragraph::new(lines), inner);
     if scroll > 0 && inner.width > 12 {
         let tag = format!(" ↑{scroll} ");

@@ -1,0 +1,194 @@
+//! Everyday tools on top of the main screen: folding groups in the sidebar, copying text out
+//! (OSC 52), recalling sent prompts in the composer, and `/` search in a transcript.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::layout::Rect;
+use tui_textarea::CursorMove;
+
+use super::app::{App, Focus, Row};
+use super::command::Command;
+use super::search::{self, TranscriptSearch};
+
+impl App {
+    /// Folds (`Some(true)`), unfolds (`Some(false)`) or toggles the selected group, or the
+    /// group of the selected session; the cursor lands on the group. Saved in `ui`.
+    pub(super) fn fold(&mut self, collapse: Option<bool>) -> Vec<Command> {
+        if self.focus != Focus::Sidebar {
+            self.flash("folding works in the sidebar (Tab to it)", true);
+            return Vec::new();
+        }
+        let (group_id, on_session) = match self.selected_row() {
+            Some(Row::Group(id)) => (id, false),
+            Some(Row::Session(id)) => match self.org.read(|o| o.session(&id).map(|s| s.group_id.clone())) {
+                Some(g) => (g, true),
+                None => return Vec::new(),
+            },
+            None => return Vec::new(),
+        };
+        let folded = self.org.read(|o| o.ui.collapsed_groups.contains(&group_id));
+        let fold = collapse.unwrap_or(!folded);
+        if fold == folded {
+            return Vec::new();
+        }
+        self.org.update(|o| {
+            if fold {
+                o.ui.collapsed_groups.push(group_id.clone());
+            } else {
+                o.ui.collapsed_groups.retain(|g| *g != group_id);
+            }
+        });
+        if let Some(i) = self
+            .rows()
+            .iter()
+            .position(|r| *r == Row::Group(group_id.clone()))
+        {
+            self.cursor = i;
+        }
+        if on_session {
+            return self.on_selection_changed();
+        }
+        Vec::new()
+    }
+
+    /// Copies the selected session's last answer, or, scrolled up, the message at the top of
+    /// the window: its raw transcript text, to the clipboard through the terminal (OSC 52).
+    pub(super) fn copy_answer(&mut self) -> Vec<Command> {
+        let Some(id) = self.selected_session_id() else {
+            self.flash("select a session to copy from", true);
+            return Vec::new();
+        };
+        let text = self.views.get(&id).and_then(|v| {
+            let in_view = (v.scroll_from_bottom() > 0)
+                .then(|| v.top_message())
+                .flatten()
+                .map(|m| m.text.clone());
+            in_view.or_else(|| v.last_answer().map(str::to_string))
+        });
+        match text.filter(|t| !t.is_empty()) {
+            None => {
+                self.flash("no answer to copy yet", true);
+                Vec::new()
+            }
+            Some(text) => {
+                self.flash(
+                    format!(
+                        "copied {} line(s), {} characters (OSC 52: the terminal must allow it)",
+                        text.lines().count(),
+                        text.chars().count()
+                    ),
+                    false,
+                );
+                vec![Command::CopyToClipboard { text }]
+            }
+        }
+    }
+
+    /// Up in the composer: on its first line, with nothing typed (or a recalled prompt left
+    /// as it was), the prompt sent before; otherwise the cursor moves up.
+    pub(super) fn history_older(&mut self) {
+        let (first, _) = self.composer.cursor_on_edges();
+        if first && self.history.may_browse(&self.composer.text()) {
+            if let Some(text) = self.history.older().map(str::to_string) {
+                self.composer.set_text(&text);
+            }
+            return;
+        }
+        self.composer.move_cursor(CursorMove::Up);
+    }
+
+    /// Down in the composer: on the last line of a recalled prompt, the next one (after the
+    /// newest, an empty composer); otherwise the cursor moves down.
+    pub(super) fn history_newer(&mut self) {
+        let (_, last) = self.composer.cursor_on_edges();
+        let text = self.composer.text();
+        if last && self.history.browsing() && self.history.may_browse(&text) {
+            if let Some(next) = self.history.newer().map(str::to_string) {
+                self.composer.set_text(&next);
+            }
+            return;
+        }
+        self.composer.move_cursor(CursorMove::Down);
+    }
+
+    /// Opens the search line for the selected session's transcript.
+    pub(super) fn start_search(&mut self) {
+        let Some(id) = self.selected_session_id() else {
+            self.flash("select a session to search its transcript", true);
+            return;
+        };
+        self.focus = Focus::Transcript;
+        self.search = Some(TranscriptSearch::new(id));
+    }
+
+    /// A key while the search query is typed.
+    pub(super) fn search_input(&mut self, key: KeyEvent) -> Vec<Command> {
+        let Some(s) = self.search.as_mut() else {
+            return Vec::new();
+        };
+        let modified = key
+            .modifiers
+            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+        match key.code {
+            KeyCode::Esc => self.search = None,
+            KeyCode::Enter if s.query.is_empty() => self.search = None,
+            KeyCode::Enter => {
+                s.editing = false;
+                s.current = None;
+                self.search_step(true);
+            }
+            KeyCode::Backspace => {
+                s.query.pop();
+            }
+            KeyCode::Char(c) if !modified => s.query.push(c),
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// Jumps to the next (or previous) line with a match, wrapping round. The first jump
+    /// starts from the top of the window.
+    pub(super) fn search_step(&mut self, forward: bool) {
+        let inner = self.transcript_inner();
+        let Some(s) = self.search.as_mut().filter(|s| !s.editing) else {
+            return;
+        };
+        let Some(view) = self.views.get(&s.session_id) else {
+            return;
+        };
+        let lines = view.all_lines(inner.width);
+        let matches = search::matching_lines(&lines, &s.query);
+        let height = inner.height as usize;
+        let from = s.current.or_else(|| {
+            // Just above the window's top line, so a match on screen is found first.
+            let top = lines.len().saturating_sub(view.scroll_from_bottom() + height);
+            if forward {
+                top.checked_sub(1)
+            } else {
+                Some(top + height)
+            }
+        });
+        let Some(target) = search::step(&matches, from, forward) else {
+            s.position = None;
+            let query = s.query.clone();
+            self.flash(format!("no match for `{query}`"), true);
+            return;
+        };
+        s.current = Some(target);
+        let index = matches.iter().position(|&m| m == target).unwrap_or(0);
+        s.position = Some((index + 1, matches.len()));
+        view.set_scroll_from_bottom(search::scroll_to_show(target, lines.len(), height));
+    }
+
+    /// The text area of the transcript pane on the current screen.
+    fn transcript_inner(&self) -> Rect {
+        let composer_rows = self.composer.rows(self.screen.width.saturating_sub(2), 6);
+        let areas = super::layout::compute(self.screen, super::render::shows_panel(self), composer_rows);
+        let t = areas.transcript;
+        Rect::new(
+            t.x + 1,
+            t.y + 1,
+            t.width.saturating_sub(2),
+            t.height.saturating_sub(2),
+        )
+    }
+}
