@@ -23,6 +23,12 @@ use crate::store::{OrgHandle, TranscriptWriter, Transcripts};
 use events::EngineEvent;
 pub use session::{TurnJob, TurnResult};
 
+/// The key under which a single-session reflection runs: pass it to [`Engine::pause`],
+/// [`Engine::resume`] and [`Engine::stop`] in place of a group id.
+pub fn session_run_key(session_id: &str) -> String {
+    format!("session:{session_id}")
+}
+
 /// Where events go: the TUI's channel or the headless printer.
 #[derive(Clone)]
 pub struct EventSink {
@@ -260,7 +266,7 @@ impl Engine {
             .org
             .read(|o| o.session(session_id).map(|s| s.group_id.clone()))
             .ok_or_else(|| EngineError::NoSuchSession(session_id.to_string()))?;
-        let key = format!("session:{session_id}");
+        let key = session_run_key(session_id);
         let control = self.shared.begin_run(&key)?;
         let result = single::run(
             &self.shared,

@@ -9,11 +9,7 @@ use crate::model::{GroupId, SessionId};
 use crate::presets::Catalog;
 use crate::store::LoadedTranscript;
 
-/// The engine's run key of a single-session reflection (`Engine::reflect_session` registers its
-/// run under it): pause, resume and stop address the run by it.
-pub fn reflection_run_key(session_id: &str) -> String {
-    format!("session:{session_id}")
-}
+pub use crate::engine::session_run_key as reflection_run_key;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
