@@ -56,7 +56,9 @@ pub enum Command {
     PlanExport {
         group_id: GroupId,
     },
-    /// Write the team as a Squad folder and a user preset.
+    /// Write the team as a Squad folder and a user preset. With `force`, existing files are
+    /// replaced only if the user was shown them (the last plan, or the files a refused export
+    /// named); any other file that would change makes the export refuse and name it.
     ExportGroup {
         group_id: GroupId,
         force: bool,

@@ -21,7 +21,7 @@ use super::terminal::TerminalGuard;
 use crate::config::{Config, Paths};
 use crate::engine::{Engine, RunOverrides};
 use crate::presets::Catalog;
-use crate::presets::squad::{ExportError, export_group, plan_export};
+use crate::presets::squad::{ExportError, export_group, export_group_confirmed, plan_export};
 use crate::store::Transcripts;
 use crate::workspace::Workspace;
 
@@ -57,6 +57,7 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
         repo,
         app_tx: mpsc::unbounded_channel().0,
         chats: ChatTokens::default(),
+        shown_changes: ShownChanges::default(),
     };
     let mut guard = TerminalGuard::enter().context("cannot set up the terminal")?;
     let result = event_loop(&mut guard, app, initial, executor, engine_events, no_color).await;
@@ -202,6 +203,36 @@ impl ChatTokens {
     }
 }
 
+/// Per group, the existing files a save as preset showed the user as replaced (the plan, or the
+/// files a refused export named): a confirmed export may replace those and no others, so a file
+/// that changed while the dialog was open is never replaced unseen.
+#[derive(Clone, Default)]
+struct ShownChanges(Arc<Mutex<HashMap<String, Vec<PathBuf>>>>);
+
+impl ShownChanges {
+    fn with<R>(&self, f: impl FnOnce(&mut HashMap<String, Vec<PathBuf>>) -> R) -> R {
+        let mut map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(&mut map)
+    }
+
+    /// Records that these files of the group were shown as replaced.
+    fn add(&self, group_id: &str, files: &[PathBuf]) {
+        self.with(|m| {
+            let shown = m.entry(group_id.to_string()).or_default();
+            for f in files {
+                if !shown.contains(f) {
+                    shown.push(f.clone());
+                }
+            }
+        });
+    }
+
+    /// The files shown for the group, forgotten (a confirmation is used once).
+    fn take(&self, group_id: &str) -> Vec<PathBuf> {
+        self.with(|m| m.remove(group_id).unwrap_or_default())
+    }
+}
+
 /// Carries out commands: engine calls now, slow work in tasks that report back.
 struct Executor {
     engine: Engine,
@@ -210,6 +241,7 @@ struct Executor {
     repo: PathBuf,
     app_tx: mpsc::UnboundedSender<AppEvent>,
     chats: ChatTokens,
+    shown_changes: ShownChanges,
 }
 
 impl Executor {
@@ -294,6 +326,7 @@ impl Executor {
             }
             Command::PlanExport { group_id } => {
                 let (paths, default_repo) = (self.paths.clone(), self.repo.clone());
+                let shown = self.shown_changes.clone();
                 tokio::task::spawn_blocking(move || {
                     let org = engine.org().snapshot();
                     let repo = org
@@ -303,6 +336,9 @@ impl Executor {
                     // The same plan the export carries out: new files, and existing ones it changes.
                     let result = plan_export(&org, &group_id, &repo, &paths)
                         .map(|plan| {
+                            // A new plan replaces what an earlier dialog showed.
+                            shown.take(&group_id);
+                            shown.add(&group_id, &plan.change);
                             let create = plan.create.iter().map(|f| (f.display().to_string(), false));
                             let change = plan.change.iter().map(|f| (f.display().to_string(), true));
                             create.chain(change).collect()
@@ -313,22 +349,36 @@ impl Executor {
             }
             Command::ExportGroup { group_id, force } => {
                 let (paths, default_repo) = (self.paths.clone(), self.repo.clone());
+                let shown = self.shown_changes.clone();
                 tokio::task::spawn_blocking(move || {
                     let org = engine.org().snapshot();
                     let repo = org
                         .group(&group_id)
                         .and_then(|g| g.repo.clone())
                         .unwrap_or(default_repo);
-                    let result = match export_group(&org, &group_id, &repo, &paths, force) {
+                    // Force means "as confirmed": only the files the user was shown are replaced.
+                    let confirmed = if force { shown.take(&group_id) } else { Vec::new() };
+                    let exported = if force {
+                        export_group_confirmed(&org, &group_id, &repo, &paths, &confirmed)
+                    } else {
+                        export_group(&org, &group_id, &repo, &paths, false)
+                    };
+                    let result = match exported {
                         Ok(report) => {
                             let mut lines = report.lines();
                             lines.push(format!("preset {}", report.preset_file.display()));
                             Ok(lines.join("\n"))
                         }
-                        Err(ExportError::WouldOverwrite { files }) => Err(ExportOutcome::WouldOverwrite {
-                            group_id,
-                            files: files.iter().map(|f| f.display().to_string()).collect(),
-                        }),
+                        Err(ExportError::WouldOverwrite { files } | ExportError::Unconfirmed { files }) => {
+                            // The dialog that follows shows these; confirming it allows them
+                            // (and still the ones confirmed before).
+                            shown.add(&group_id, &confirmed);
+                            shown.add(&group_id, &files);
+                            Err(ExportOutcome::WouldOverwrite {
+                                group_id,
+                                files: files.iter().map(|f| f.display().to_string()).collect(),
+                            })
+                        }
                         Err(e) => Err(ExportOutcome::Failed(e.to_string())),
                     };
                     Self::send(&tx, AppEvent::Exported(result));
@@ -370,5 +420,24 @@ impl Executor {
             // Carried out by the event loop, which owns the terminal.
             Command::CopyToClipboard { .. } | Command::SetMouseCapture(_) | Command::Quit => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shown_changes_are_per_group_and_used_once() {
+        let shown = ShownChanges::default();
+        shown.add("g", &[PathBuf::from("a"), PathBuf::from("b")]);
+        shown.add("g", &[PathBuf::from("b"), PathBuf::from("c")]);
+        shown.add("h", &[PathBuf::from("x")]);
+        assert_eq!(
+            shown.take("g"),
+            [PathBuf::from("a"), PathBuf::from("b"), PathBuf::from("c")]
+        );
+        assert!(shown.take("g").is_empty());
+        assert_eq!(shown.take("h"), [PathBuf::from("x")]);
     }
 }

@@ -10,6 +10,7 @@ mod providers_http;
 mod providers_litellm;
 mod providers_llmock;
 mod squad_corpus;
+mod squad_export_guards;
 mod squad_malformed;
 mod squad_roundtrip;
 mod squad_writeback;

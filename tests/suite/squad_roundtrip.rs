@@ -126,38 +126,49 @@ fn every_corpus_team_survives_discover_export_discover() {
         let mut org = Organization::default();
         let id = create_team_group(&mut org, &before, &config, Some(&repo));
 
-        if repo.join(".squad/team.md").exists() {
-            // The team is unchanged, so nothing that exists is replaced (no force needed): team.md
-            // is edited in place to itself, and only missing charters are created.
-            let team_md = fs::read(repo.join(".squad/team.md")).unwrap();
-            let existed: Vec<PathBuf> = walk(&repo);
-            let report = export_group(&org, &id, &repo, &paths, false)
-                .unwrap_or_else(|e| panic!("{}: {e}", folder.display()));
-            assert_eq!(fs::read(repo.join(".squad/team.md")).unwrap(), team_md);
-            for f in &report.written {
-                assert!(
-                    !existed.contains(f),
-                    "{}: replaced {}",
-                    folder.display(),
-                    f.display()
-                );
-                assert!(
-                    f.ends_with("charter.md") || f.starts_with(paths.presets_dir()),
-                    "{}",
-                    f.display()
-                );
-            }
-            // Ledgers the group holds only in shortened form are kept, never rewritten.
-            for f in &report.kept {
-                assert!(f.ends_with("decisions.md") || f.ends_with("routing.md"));
-                assert!(existed.contains(f));
-            }
-        } else {
-            // A legacy `.ai-team/` team is saved as a new `.squad/`; the old folder is left alone.
-            let legacy = fs::read(repo.join(".ai-team/team.md")).unwrap();
-            let report = export_group(&org, &id, &repo, &paths, false).unwrap();
-            assert!(report.written.iter().any(|f| f.ends_with(".squad/team.md")));
-            assert_eq!(fs::read(repo.join(".ai-team/team.md")).unwrap(), legacy);
+        // Legacy `.ai-team/` teams are written back into their own folder, never a new `.squad/`.
+        let team_dir = huddle::presets::squad::team_dir(&repo).unwrap();
+        let legacy = team_dir.ends_with(".ai-team");
+        // The team is unchanged, so nothing that exists is replaced (no force needed): team.md
+        // is edited in place to itself, and only missing charters are created.
+        let team_md = fs::read(team_dir.join("team.md")).unwrap();
+        let existed: Vec<PathBuf> = walk(&repo);
+        let report = export_group(&org, &id, &repo, &paths, false)
+            .unwrap_or_else(|e| panic!("{}: {e}", folder.display()));
+        assert_eq!(report.team_dir, team_dir, "{}", folder.display());
+        assert_eq!(fs::read(team_dir.join("team.md")).unwrap(), team_md);
+        assert_eq!(repo.join(".squad").exists(), !legacy, "{}", folder.display());
+        for f in &report.written {
+            assert!(
+                !existed.contains(f),
+                "{}: replaced {}",
+                folder.display(),
+                f.display()
+            );
+            assert!(
+                f.ends_with("charter.md") || f.starts_with(paths.presets_dir()),
+                "{}",
+                f.display()
+            );
+        }
+        // Ledgers the group holds only in shortened form are kept, never rewritten.
+        for k in &report.kept {
+            assert!(
+                k.path.ends_with("decisions.md") || k.path.ends_with("routing.md"),
+                "{}: {}",
+                folder.display(),
+                k.line()
+            );
+            assert!(existed.contains(&k.path));
+        }
+        // No file in the repo carries the cap marker.
+        for f in walk(&repo) {
+            let text = String::from_utf8_lossy(&fs::read(&f).unwrap()).into_owned();
+            assert!(
+                !(text.contains("\n\n[... ") && text.contains("more characters not included]")),
+                "{}",
+                f.display()
+            );
         }
         let after = discover(&repo, &config).unwrap().unwrap();
         assert_eq!(team(&after), team(&before), "{}", folder.display());

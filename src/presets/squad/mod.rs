@@ -3,6 +3,7 @@
 
 pub mod charter;
 pub mod read;
+pub mod report;
 pub mod roster;
 pub mod safety;
 pub mod team_md;
@@ -11,7 +12,8 @@ pub mod write;
 use std::path::PathBuf;
 
 pub use read::{discover, team_dir};
-pub use write::{ExportError, ExportPlan, ExportReport, export_group, plan_export};
+pub use report::{ExportPlan, ExportReport, KeptFile, KeptReason};
+pub use write::{ExportError, export_group, export_group_confirmed, plan_export};
 
 /// A team folder that exists but cannot be used; the message says why.
 #[derive(Debug, thiserror::Error)]

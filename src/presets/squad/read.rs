@@ -320,11 +320,10 @@ pub struct RosterEntry {
     pub charter: Option<PathBuf>,
 }
 
-/// The workers of the team in `repo/.squad` (empty when it has no usable `team.md`), found the
-/// way [`discover`] finds them, with the charter each one was read from.
-pub fn current_roster(repo: &Path) -> Vec<RosterEntry> {
-    let dir = repo.join(".squad");
-    let Ok(team) = TeamDir::open(repo, &dir) else {
+/// The workers of the team in the team folder `dir` of `repo` (empty when it has no usable
+/// `team.md`), found the way [`discover`] finds them, with the charter each one was read from.
+pub fn current_roster(repo: &Path, dir: &Path) -> Vec<RosterEntry> {
+    let Ok(team) = TeamDir::open(repo, dir) else {
         return Vec::new();
     };
     let Ok(file) = team.read(Path::new("team.md")) else {

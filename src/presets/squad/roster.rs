@@ -40,6 +40,8 @@ pub struct RosterTable {
     pub role_col: usize,
     pub charter_col: Option<usize>,
     pub status_col: Option<usize>,
+    /// True in a human members section: every row is a human, never a worker.
+    pub humans: bool,
     /// Data rows with a name, in order.
     pub rows: Vec<RosterRow>,
 }
@@ -249,6 +251,7 @@ fn read_table(rows: &[&str], first: usize, humans: bool, doc: &mut TeamDoc) -> O
         role_col,
         charter_col,
         status_col,
+        humans,
         rows: Vec::new(),
     };
     for (k, row) in rows.iter().enumerate().skip(2) {

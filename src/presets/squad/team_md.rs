@@ -18,6 +18,8 @@ pub struct TeamText<'a> {
     pub mode: Mode,
     /// The workers with their folder-safe agent names, in order.
     pub workers: &'a [(String, &'a PresetWorker)],
+    /// The team folder's name (`.squad` or the legacy `.ai-team`), for new charter cells.
+    pub folder: &'a str,
 }
 
 /// The mode discovery assumes when team.md names none.
@@ -83,8 +85,11 @@ pub fn edit_team_md(
         }
     }
     let file_mode = doc.mode.as_deref().map(str::parse::<Mode>);
+    // A line discovery cannot parse means the default mode: while the team has that mode, the
+    // line (`- **Mode:** autonomous, the coordinator decides`) says nothing wrong.
+    let unparsed_default = matches!(file_mode, Some(Err(_))) && team.mode == SQUAD_DEFAULT_MODE;
     match doc.mode_line {
-        Some(i) if file_mode != Some(Ok(team.mode)) => {
+        Some(i) if file_mode != Some(Ok(team.mode)) && !unparsed_default => {
             out[i] = Some(replace_mode_value(lines[i], doc.mode.as_deref(), team.mode));
         }
         None if team.mode != SQUAD_DEFAULT_MODE => {
@@ -102,27 +107,34 @@ pub fn edit_team_md(
         }
     }
 
-    if doc.tables.is_empty() {
-        // `### Name — Role` sections or the agents/ folders: left as they are when the team is
-        // the same, else the roster becomes a table (which discovery prefers).
+    if doc.tables.iter().any(|t| t.rows.iter().any(|r| r.worker)) {
+        edit_roster_rows(&doc.tables, &lines, team, &mut out, &mut after);
+    } else {
+        // The roster came from `### Name — Role` sections or the agents/ folders: left as it is
+        // when the team is the same, else every worker gets a table row (tables are what
+        // discovery prefers), in a table discovery counts workers from, or a new one.
         let wanted: Vec<(String, String)> = team
             .workers
             .iter()
             .map(|(n, w)| (n.clone(), w.role.clone().unwrap_or_default()))
             .collect();
         if wanted != current {
-            bottom.extend(["".into(), "## Members".into(), String::new()]);
-            bottom.extend(["| Member | Role |".to_string(), "|--------|------|".to_string()]);
-            for (name, w) in team.workers {
-                bottom.push(format!(
-                    "| {} | {} |",
-                    cell(&member_name(name, w)),
-                    cell(&worker_role(w))
-                ));
+            let all: Vec<&(String, &PresetWorker)> = team.workers.iter().collect();
+            match doc.tables.iter().find(|t| !t.humans) {
+                Some(table) => append_rows(table, &all, team.folder, &mut after),
+                None => {
+                    bottom.extend(["".into(), "## Members".into(), String::new()]);
+                    bottom.extend(["| Member | Role |".to_string(), "|--------|------|".to_string()]);
+                    for (name, w) in team.workers {
+                        bottom.push(format!(
+                            "| {} | {} |",
+                            cell(&member_name(name, w)),
+                            cell(&worker_role(w))
+                        ));
+                    }
+                }
             }
         }
-    } else {
-        edit_roster_rows(&doc.tables, &lines, team.workers, &mut out, &mut after);
     }
 
     let mut text: Vec<String> = top;
@@ -139,14 +151,15 @@ pub fn edit_team_md(
 }
 
 /// Worker rows: kept (role updated) for workers still in the group, dropped for the others;
-/// new workers are appended to the first table that lists workers.
+/// new workers are appended to the first table that lists workers (there is one).
 fn edit_roster_rows(
     tables: &[RosterTable],
     lines: &[&str],
-    workers: &[(String, &PresetWorker)],
+    team: &TeamText,
     out: &mut [Option<String>],
     after: &mut [Vec<String>],
 ) {
+    let workers = team.workers;
     let mut placed: Vec<&str> = Vec::new();
     for table in tables {
         for row in table.rows.iter().filter(|r| r.worker) {
@@ -174,19 +187,24 @@ fn edit_roster_rows(
         .iter()
         .filter(|(n, _)| !placed.contains(&n.as_str()))
         .collect();
-    let Some(table) = tables
-        .iter()
-        .find(|t| t.rows.iter().any(|r| r.worker))
-        .or(tables.first())
-    else {
-        return;
-    };
-    for (name, w) in new {
+    if let Some(table) = tables.iter().find(|t| t.rows.iter().any(|r| r.worker)) {
+        append_rows(table, &new, team.folder, after);
+    }
+}
+
+/// Rows for `workers` after the last line of `table`, in its columns.
+fn append_rows(
+    table: &RosterTable,
+    workers: &[&(String, &PresetWorker)],
+    folder: &str,
+    after: &mut [Vec<String>],
+) {
+    for (name, w) in workers {
         let mut cells = vec![String::new(); table.columns.max(table.role_col + 1).max(table.name_col + 1)];
         cells[table.name_col] = cell(&member_name(name, w));
         cells[table.role_col] = cell(&worker_role(w));
         if let Some(c) = table.charter_col.filter(|&c| c < cells.len()) {
-            cells[c] = format!("`.squad/agents/{name}/charter.md`");
+            cells[c] = format!("`{folder}/agents/{name}/charter.md`");
         }
         if let Some(c) = table.status_col.filter(|&c| c < cells.len()) {
             cells[c] = "✅ Active".into();
@@ -311,6 +329,7 @@ mod tests {
             description: None,
             mode,
             workers,
+            folder: ".squad",
         }
     }
 
@@ -348,6 +367,7 @@ mod tests {
             description: Some("For  kids"),
             mode: Mode::Broadcast,
             workers: &workers,
+            folder: ".squad",
         };
         let edited = edit_team_md(existing, &t, &[], "r");
         assert_eq!(
@@ -367,5 +387,53 @@ mod tests {
         let workers = vec![("ann".to_string(), &ann)];
         let edited = edit_team_md(existing, &text(&workers, SQUAD_DEFAULT_MODE), &[], "r");
         assert_eq!(edited, existing.replace("| Bob | QA | ✅ |\n", ""));
+    }
+
+    #[test]
+    fn new_workers_go_to_a_table_discovery_counts_workers_from() {
+        let ann = worker("ann", "Dev");
+        let workers = vec![("ann".to_string(), &ann)];
+        let t = text(&workers, SQUAD_DEFAULT_MODE);
+        // Only a human table: a new Members table.
+        let humans = "# Kids\n\n## Human Members\n\n| Name | Role |\n|---|---|\n| Dina | PM |\n";
+        let edited = edit_team_md(humans, &t, &[], "r");
+        assert_eq!(
+            edited,
+            format!("{humans}\n## Members\n\n| Member | Role |\n|--------|------|\n| ann | Dev |\n")
+        );
+        // A table of special members outside a human section: a row of that table.
+        let specials =
+            "# Kids\n\n## Members\n\n| Name | Role | Charter |\n|---|---|---|\n| Scribe | Logger | — |\n";
+        let edited = edit_team_md(specials, &t, &[], "r");
+        assert!(
+            edited.ends_with("| Scribe | Logger | — |\n| ann | Dev | `.squad/agents/ann/charter.md` |\n"),
+            "{edited}"
+        );
+        let names: Vec<String> = parse_team(&edited).members.into_iter().map(|m| m.name).collect();
+        assert_eq!(names, ["ann"]);
+        // The same team read from the agents/ folders: nothing changes.
+        let current = [("ann".to_string(), "Dev".to_string())];
+        assert_eq!(edit_team_md(humans, &t, &current, "r"), humans);
+        // A legacy team's charter cells name its own folder.
+        let legacy = TeamText {
+            folder: ".ai-team",
+            ..text(&workers, SQUAD_DEFAULT_MODE)
+        };
+        assert!(edit_team_md(specials, &legacy, &[], "r").contains("`.ai-team/agents/ann/charter.md`"));
+    }
+
+    #[test]
+    fn an_unreadable_mode_line_stays_while_the_mode_is_the_default() {
+        let existing = "# Kids\n\n- **Mode:** autonomous, the coordinator decides\n\n| Name | Role |\n|---|---|\n| Ann | Dev |\n";
+        let ann = worker("ann", "Dev");
+        let workers = vec![("ann".to_string(), &ann)];
+        assert_eq!(
+            edit_team_md(existing, &text(&workers, SQUAD_DEFAULT_MODE), &[], "r"),
+            existing
+        );
+        assert_eq!(
+            edit_team_md(existing, &text(&workers, Mode::Broadcast), &[], "r"),
+            existing.replace("autonomous, the coordinator decides", "broadcast")
+        );
     }
 }

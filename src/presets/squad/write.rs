@@ -1,13 +1,17 @@
 //! Saving a team group as a Squad team in its repo (and as a user YAML preset).
 //!
-//! Owned files: `.squad/team.md`, each worker's charter (where discovery found it, else
-//! `.squad/agents/<name>/charter.md`), `.squad/decisions.md` and `.squad/routing.md` when the
-//! group has that context, and `<config>/presets/<team>.yaml`. Nothing else is touched (history,
-//! logs, casting, other agents). An existing team.md is edited in place (see [`super::team_md`]).
-//! A context the group only holds in capped form (it ends with the cut marker) never replaces an
-//! existing file: that file is reported as kept. A file whose content would change is only
-//! replaced with `force`; without it the error lists exactly those files. Every write is atomic
-//! (temporary file, then rename) and keeps the replaced file's BOM and line endings.
+//! The team folder is the one discovery reads (`.squad`, or an existing legacy `.ai-team`, else a
+//! new `.squad`). Owned files: its `team.md`, each worker's charter (where discovery found it,
+//! else `agents/<name>/charter.md`), `decisions.md` and `routing.md` when the group has that
+//! context, and `<config>/presets/<team>.yaml`. Nothing else is touched (history, logs, casting,
+//! other agents). An existing team.md is edited in place (see [`super::team_md`]); a charter
+//! keeps its front matter. Left alone, and reported as kept with the reason: a ledger that
+//! exists with other content (ledgers are only ever created), a shortened (capped) ledger
+//! anywhere, a charter longer than the prompt cap, and a team.md or charter that is not UTF-8
+//! or is binary. Any other file whose content would change is only replaced with `force` (or
+//! when the user confirmed exactly that file); otherwise the error lists exactly those files.
+//! Every write is atomic (temporary file, then rename) and keeps the replaced file's BOM and
+//! line endings.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,26 +21,11 @@ use crate::model::{Organization, PresetWorker};
 use crate::presets::instantiate::preset_from_group;
 use crate::presets::{preset_to_yaml, slug};
 
-use super::charter::{charter_prompt, role_prompt};
-use super::read::{capped_context, carries_cap_marker, current_roster};
+use super::charter::{charter_prompt, role_prompt, strip_front_matter};
+use super::read::{capped_context, carries_cap_marker, current_roster, team_dir};
+use super::report::{ExportPlan, ExportReport, KeptFile, KeptReason};
 use super::safety::decode;
 use super::team_md::{TeamText, edit_team_md, fresh_team_md};
-
-/// What an export did.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ExportReport {
-    /// The `.squad` folder written to.
-    pub team_dir: PathBuf,
-    /// Files created or replaced.
-    pub written: Vec<PathBuf>,
-    /// Files that already said the same thing and were left alone.
-    pub unchanged: Vec<PathBuf>,
-    /// Files that differ but were deliberately left alone: ledgers the group only holds in
-    /// shortened (capped) form, which must never replace the full file.
-    pub kept: Vec<PathBuf>,
-    /// The YAML preset in the user presets folder.
-    pub preset_file: PathBuf,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
@@ -47,6 +36,9 @@ pub enum ExportError {
     #[error("these files exist with different content; save again with force to replace them:\n{}",
         .files.iter().map(|f| format!("  {}", f.display())).collect::<Vec<_>>().join("\n"))]
     WouldOverwrite { files: Vec<PathBuf> },
+    #[error("these files changed since the plan was confirmed and would be replaced unseen; nothing was written:\n{}",
+        .files.iter().map(|f| format!("  {}", f.display())).collect::<Vec<_>>().join("\n"))]
+    Unconfirmed { files: Vec<PathBuf> },
     #[error("refusing to write {path}: {reason}")]
     Unsafe { path: PathBuf, reason: String },
     #[error("cannot write {path}: {source}")]
@@ -57,23 +49,6 @@ pub enum ExportError {
     },
     #[error("cannot serialise the preset: {0}")]
     Yaml(String),
-}
-
-/// How an existing file is judged equal to what would be written.
-enum Same {
-    /// Byte for byte.
-    Exact,
-    /// Reading it back yields this prompt (front matter and the length cap allowed).
-    Charter(String),
-    /// Reading it back as the named file yields this context (the length cap allowed), so a
-    /// ledger longer than the cap is never replaced by its shortened form.
-    Context(&'static str, String),
-}
-
-struct Planned {
-    path: PathBuf,
-    content: String,
-    same: Same,
 }
 
 /// How the file being replaced was encoded, so an edited file keeps its BOM and line endings.
@@ -101,18 +76,32 @@ impl Encoding {
     }
 }
 
-/// Writes the team group `group_id` to `<repo>/.squad/` and the user presets folder.
-/// What an export would do, without writing anything (the TUI shows it for confirmation).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ExportPlan {
-    /// Files that do not exist yet.
-    pub create: Vec<PathBuf>,
-    /// Existing files whose content would change (needs `force`).
-    pub change: Vec<PathBuf>,
-    /// Existing files that already say the same thing.
-    pub unchanged: Vec<PathBuf>,
-    /// Files deliberately left alone (shortened ledgers).
-    pub kept: Vec<PathBuf>,
+/// A file as it is on disk before the export.
+enum Existing {
+    Missing,
+    /// As discovery reads it (BOM dropped, `\n` line endings); `lossy` when it was not UTF-8.
+    Text {
+        text: String,
+        lossy: bool,
+        encoding: Encoding,
+    },
+    Binary,
+}
+
+/// What the export does with one file.
+enum Action {
+    /// Create it, or replace it (`exists`) with this text.
+    Write {
+        path: PathBuf,
+        content: String,
+        exists: bool,
+    },
+    Unchanged(PathBuf),
+    Kept(KeptFile),
+}
+
+fn kept(path: PathBuf, reason: KeptReason, exists: bool) -> Action {
+    Action::Kept(KeptFile { path, reason, exists })
 }
 
 /// Plans the export of `group_id` exactly as [`export_group`] would carry it out.
@@ -123,21 +112,23 @@ pub fn plan_export(
     paths: &Paths,
 ) -> Result<ExportPlan, ExportError> {
     let prepared = prepare(org, group_id, repo, paths)?;
-    let mut plan = ExportPlan {
-        change: prepared.changed,
-        unchanged: prepared.report.unchanged,
-        kept: prepared.report.kept,
-        ..ExportPlan::default()
-    };
-    plan.create = prepared
-        .to_write
-        .into_iter()
-        .map(|(p, _)| p.path)
-        .filter(|p| !plan.change.contains(p))
-        .collect();
+    let mut plan = ExportPlan::default();
+    for action in prepared.actions {
+        match action {
+            Action::Write {
+                path, exists: true, ..
+            } => plan.change.push(path),
+            Action::Write { path, .. } => plan.create.push(path),
+            Action::Unchanged(path) => plan.unchanged.push(path),
+            Action::Kept(k) => plan.kept.push(k),
+        }
+    }
     Ok(plan)
 }
 
+/// Writes the team group `group_id` into the repo's team folder (the one discovery reads:
+/// `.squad`, or an existing legacy `.ai-team`, else a new `.squad`) and the user presets
+/// folder. Existing files that would change need `force`.
 pub fn export_group(
     org: &Organization,
     group_id: &str,
@@ -145,27 +136,75 @@ pub fn export_group(
     paths: &Paths,
     force: bool,
 ) -> Result<ExportReport, ExportError> {
-    let Prepared {
-        mut report,
-        changed,
-        to_write,
-    } = prepare(org, group_id, repo, paths)?;
+    let prepared = prepare(org, group_id, repo, paths)?;
+    let changed = prepared.changed();
     if !changed.is_empty() && !force {
         return Err(ExportError::WouldOverwrite { files: changed });
     }
-    for (p, encoding) in to_write {
-        write_atomic(&p.path, &encoding.apply(&p.content))?;
-        report.written.push(p.path);
-    }
-    Ok(report)
+    prepared.carry_out()
 }
 
-/// Every file of an export with its content, sorted into what is unchanged, kept, and to write.
+/// [`export_group`] after the user confirmed a plan: the existing files in `confirmed` may be
+/// replaced; if any other existing file would change (it changed on disk while the plan was
+/// shown), nothing is written and the error names those files.
+pub fn export_group_confirmed(
+    org: &Organization,
+    group_id: &str,
+    repo: &Path,
+    paths: &Paths,
+    confirmed: &[PathBuf],
+) -> Result<ExportReport, ExportError> {
+    let prepared = prepare(org, group_id, repo, paths)?;
+    let unconfirmed: Vec<PathBuf> = prepared
+        .changed()
+        .into_iter()
+        .filter(|p| !confirmed.contains(p))
+        .collect();
+    if !unconfirmed.is_empty() {
+        return Err(ExportError::Unconfirmed { files: unconfirmed });
+    }
+    prepared.carry_out()
+}
+
+/// Every file of an export and what is to happen to it.
 struct Prepared {
-    report: ExportReport,
-    /// Existing files among `to_write`.
-    changed: Vec<PathBuf>,
-    to_write: Vec<(Planned, Encoding)>,
+    team_dir: PathBuf,
+    preset_file: PathBuf,
+    actions: Vec<Action>,
+}
+
+impl Prepared {
+    /// Existing files that would be replaced.
+    fn changed(&self) -> Vec<PathBuf> {
+        self.actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Write {
+                    path, exists: true, ..
+                } => Some(path.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn carry_out(self) -> Result<ExportReport, ExportError> {
+        let mut report = ExportReport {
+            team_dir: self.team_dir,
+            preset_file: self.preset_file,
+            ..ExportReport::default()
+        };
+        for action in self.actions {
+            match action {
+                Action::Write { path, content, .. } => {
+                    write_atomic(&path, &content)?;
+                    report.written.push(path);
+                }
+                Action::Unchanged(path) => report.unchanged.push(path),
+                Action::Kept(k) => report.kept.push(k),
+            }
+        }
+        Ok(report)
+    }
 }
 
 fn prepare(org: &Organization, group_id: &str, repo: &Path, paths: &Paths) -> Result<Prepared, ExportError> {
@@ -173,39 +212,54 @@ fn prepare(org: &Organization, group_id: &str, repo: &Path, paths: &Paths) -> Re
     if preset.workers.is_empty() {
         return Err(ExportError::NoWorkers(preset.name.clone()));
     }
-    let team_dir = repo.join(".squad");
+    // The folder discovery reads: writing a new `.squad` beside a legacy `.ai-team` would
+    // shadow it.
+    let team_dir = team_dir(repo).unwrap_or_else(|| repo.join(".squad"));
     check_inside(repo, &team_dir)?;
+    let folder = team_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| ".squad".into());
     let workers: Vec<(String, &PresetWorker)> =
         preset.workers.iter().map(|w| (agent_name(&w.name), w)).collect();
-    // The team already in `.squad/`, read the way discovery reads it: its roster decides what
-    // an edited team.md keeps, and its charters are written back where they were found.
-    let current = current_roster(repo);
-    let mut kept = Vec::new();
+    // The team already there, read the way discovery reads it: its roster decides what an
+    // edited team.md keeps, and its charters are written back where they were found.
+    let current = current_roster(repo, &team_dir);
+    let mut actions = Vec::new();
 
     let team_md_path = team_dir.join("team.md");
-    // The existing team.md is read to be edited: it must not be a link leading out of the repo.
+    // Every existing file is read to be compared or edited: none may lead out of the repo.
     check_inside(repo, &team_md_path)?;
     let team = TeamText {
         name: &preset.name,
         description: preset.description.as_deref(),
         mode: preset.mode,
         workers: &workers,
+        folder: &folder,
     };
-    let team_md = match read_existing(&team_md_path)? {
-        Some((text, _)) => {
+    actions.push(match read_existing(&team_md_path)? {
+        Existing::Missing => write_new(team_md_path, fresh_team_md(&team)),
+        Existing::Binary => kept(team_md_path, KeptReason::Binary, true),
+        Existing::Text {
+            text,
+            lossy,
+            encoding,
+        } => {
             let roster: Vec<(String, String)> = current
                 .iter()
                 .map(|e| (e.worker.clone(), e.role.clone()))
                 .collect();
-            edit_team_md(&text, &team, &roster, &repo_name(repo))
+            let edited = edit_team_md(&text, &team, &roster, &repo_name(repo));
+            if edited == text {
+                Action::Unchanged(team_md_path)
+            } else if lossy {
+                kept(team_md_path, KeptReason::NotUtf8, true)
+            } else {
+                replace(team_md_path, &edited, encoding)
+            }
         }
-        None => fresh_team_md(&team),
-    };
-    let mut plan = vec![Planned {
-        path: team_md_path,
-        content: team_md,
-        same: Same::Exact,
-    }];
+    });
+
     let mut charter_paths: Vec<PathBuf> = Vec::new();
     for (name, w) in &workers {
         let prompt = w.system_prompt.clone().unwrap_or_else(|| {
@@ -223,103 +277,122 @@ fn prepare(org: &Organization, group_id: &str, repo: &Path, paths: &Paths) -> Re
             .filter(|p| !charter_paths.contains(p));
         let path = found.unwrap_or_else(|| team_dir.join("agents").join(name).join("charter.md"));
         charter_paths.push(path.clone());
-        plan.push(Planned {
-            path,
-            content: format!("{}\n", prompt.trim()),
-            same: Same::Charter(prompt.trim().to_string()),
-        });
+        check_inside(repo, &path)?;
+        let existing = read_existing(&path)?;
+        actions.push(charter_action(path, prompt.trim(), existing));
     }
+
     for (file, text) in [
         ("decisions.md", &preset.shared_context),
         ("routing.md", &preset.routing_context),
     ] {
-        if let Some(text) = text.as_deref().filter(|t| !t.trim().is_empty()) {
+        if let Some(text) = text.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
             let path = team_dir.join(file);
-            // A shortened ledger must never replace a file: the full one may be far longer.
-            if carries_cap_marker(text) && path.exists() {
-                kept.push(path);
-                continue;
-            }
-            plan.push(Planned {
-                path,
-                content: format!("{}\n", text.trim()),
-                same: Same::Context(file, text.trim().to_string()),
-            });
+            check_inside(repo, &path)?;
+            let existing = read_existing(&path)?;
+            actions.push(ledger_action(path, file, text, existing));
         }
     }
+
     let preset_file = paths
         .presets_dir()
         .join(format!("{}.yaml", file_stem(&preset.name)));
     let yaml = preset_to_yaml(&preset).map_err(|e| ExportError::Yaml(e.to_string()))?;
-    plan.push(Planned {
-        path: preset_file.clone(),
-        content: yaml,
-        same: Same::Exact,
+    actions.push(match read_existing(&preset_file)? {
+        Existing::Missing => write_new(preset_file.clone(), yaml),
+        Existing::Text { text, .. } if text == yaml => Action::Unchanged(preset_file.clone()),
+        Existing::Text { encoding, .. } => replace(preset_file.clone(), &yaml, encoding),
+        Existing::Binary => replace(preset_file.clone(), &yaml, Encoding::default()),
     });
 
-    let mut report = ExportReport {
-        team_dir: team_dir.clone(),
-        preset_file,
-        kept,
-        ..ExportReport::default()
-    };
-    let mut changed = Vec::new();
-    let mut to_write = Vec::new();
-    for p in plan {
-        if p.path.starts_with(&team_dir) {
-            check_inside(repo, &p.path)?;
-        }
-        match read_existing(&p.path)? {
-            Some((existing, encoding)) => {
-                if is_same(&existing, &p) {
-                    report.unchanged.push(p.path);
-                } else {
-                    changed.push(p.path.clone());
-                    to_write.push((p, encoding));
-                }
-            }
-            None => to_write.push((p, Encoding::default())),
-        }
-    }
     Ok(Prepared {
-        report,
-        changed,
-        to_write,
+        team_dir,
+        preset_file,
+        actions,
     })
 }
 
-impl ExportReport {
-    /// One line per file, for the CLI and the TUI: `wrote`, `unchanged`, `kept` (with why).
-    pub fn lines(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self
-            .written
-            .iter()
-            .map(|f| format!("wrote {}", f.display()))
-            .collect();
-        lines.extend(
-            self.unchanged
-                .iter()
-                .map(|f| format!("unchanged {}", f.display())),
-        );
-        lines.extend(self.kept.iter().map(|f| {
-            format!(
-                "kept {} (the team holds only a shortened copy of it)",
-                f.display()
-            )
-        }));
-        lines
+fn write_new(path: PathBuf, content: String) -> Action {
+    Action::Write {
+        path,
+        content,
+        exists: false,
     }
 }
 
-/// An existing file as discovery reads it (BOM dropped, `\n` line endings, lossy UTF-8) and how
-/// it was encoded; `None` when there is none.
-fn read_existing(path: &Path) -> Result<Option<(String, Encoding)>, ExportError> {
-    match std::fs::read(path) {
-        Ok(bytes) => {
-            let text = decode(&bytes).map(|t| t.text).unwrap_or_default();
-            Ok(Some((text, Encoding::of(&bytes))))
+fn replace(path: PathBuf, text: &str, encoding: Encoding) -> Action {
+    Action::Write {
+        path,
+        content: encoding.apply(text),
+        exists: true,
+    }
+}
+
+/// A charter: written as its front matter (kept from the original) and the prompt, unless the
+/// original is longer than the prompt cap (the group holds only its start) or is not text huddle
+/// can edit safely.
+fn charter_action(path: PathBuf, prompt: &str, existing: Existing) -> Action {
+    let (text, lossy, encoding) = match existing {
+        Existing::Missing => return write_new(path, format!("{prompt}\n")),
+        Existing::Binary => return kept(path, KeptReason::Binary, true),
+        Existing::Text {
+            text,
+            lossy,
+            encoding,
+        } => (text, lossy, encoding),
+    };
+    let (current, cut) = charter_prompt(&text);
+    if current == prompt {
+        return Action::Unchanged(path);
+    }
+    if cut {
+        return kept(path, KeptReason::CharterLongerThanCap, true);
+    }
+    if lossy {
+        return kept(path, KeptReason::NotUtf8, true);
+    }
+    replace(path, &charter_text(&text, prompt), encoding)
+}
+
+/// `original`'s front matter (and the blank lines after it), then `prompt`.
+fn charter_text(original: &str, prompt: &str) -> String {
+    let body = strip_front_matter(original);
+    let front = &original[..original.len() - body.len()];
+    let gap = &body[..body.len() - body.trim_start().len()];
+    if front.is_empty() {
+        format!("{prompt}\n")
+    } else {
+        format!("{front}{gap}{prompt}\n")
+    }
+}
+
+/// A ledger (decisions.md, routing.md) is only ever created: one on disk that says something
+/// else has grown since the team was read (the Scribe appends), and the group's copy of a long
+/// one is shortened. A shortened copy is never written at all.
+fn ledger_action(path: PathBuf, file: &str, text: &str, existing: Existing) -> Action {
+    match existing {
+        Existing::Missing if carries_cap_marker(text) => kept(path, KeptReason::ShortenedLedger, false),
+        Existing::Missing => write_new(path, format!("{text}\n")),
+        Existing::Text { text: on_disk, .. } if capped_context(&on_disk, file).as_deref() == Some(text) => {
+            Action::Unchanged(path)
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Existing::Text { .. } => kept(path, KeptReason::LedgerChangedOnDisk, true),
+        Existing::Binary => kept(path, KeptReason::Binary, true),
+    }
+}
+
+/// An existing file, read to be compared or edited.
+fn read_existing(path: &Path) -> Result<Existing, ExportError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(match decode(&bytes) {
+            Ok(file) => Existing::Text {
+                text: file.text,
+                lossy: file.lossy,
+                encoding: Encoding::of(&bytes),
+            },
+            Err(_) => Existing::Binary,
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Existing::Missing),
         Err(source) => Err(ExportError::Io {
             path: path.to_path_buf(),
             source,
@@ -334,14 +407,6 @@ fn repo_name(repo: &Path) -> String {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "repo".into())
-}
-
-fn is_same(normalised: &str, planned: &Planned) -> bool {
-    match &planned.same {
-        Same::Exact => normalised == planned.content,
-        Same::Charter(prompt) => charter_prompt(normalised).0 == *prompt,
-        Same::Context(name, text) => capped_context(normalised, name).as_deref() == Some(text.as_str()),
-    }
 }
 
 /// A folder-safe agent name: the `@worker:` name, lower case, non-alphanumerics to `-`.
@@ -452,5 +517,41 @@ mod tests {
         assert_eq!(role_from_prompt("You are an editor!"), "editor");
         assert_eq!(role_from_prompt("Checks tests\nmore"), "Checks tests");
         assert_eq!(role_from_prompt(""), "");
+    }
+
+    #[test]
+    fn a_charter_keeps_its_front_matter_and_the_gap_after_it() {
+        assert_eq!(
+            charter_text("---\nname: m\ntools: [\"read\"]\n---\n\n# Old\nBody\n", "# New"),
+            "---\nname: m\ntools: [\"read\"]\n---\n\n# New\n"
+        );
+        assert_eq!(charter_text("# Old\n", "# New"), "# New\n");
+        assert_eq!(charter_text("---\nunterminated\n", "# New"), "# New\n");
+    }
+
+    #[test]
+    fn ledgers_are_only_created() {
+        let text = |t: &str| Existing::Text {
+            text: t.into(),
+            lossy: false,
+            encoding: Encoding::default(),
+        };
+        let is_kept = |a: &Action, r: KeptReason| matches!(a, Action::Kept(k) if k.reason == r);
+        let p = PathBuf::from("d.md");
+        assert!(matches!(
+            ledger_action(p.clone(), "d.md", "We use Rust.", Existing::Missing),
+            Action::Write { exists: false, .. }
+        ));
+        assert!(matches!(
+            ledger_action(p.clone(), "d.md", "We use Rust.", text("We use Rust.\n")),
+            Action::Unchanged(_)
+        ));
+        let changed = ledger_action(p.clone(), "d.md", "We use Rust.", text("We use Go.\n"));
+        assert!(is_kept(&changed, KeptReason::LedgerChangedOnDisk));
+        let capped = "x\n\n[... d.md continues: 9 more characters not included]";
+        assert!(is_kept(
+            &ledger_action(p, "d.md", capped, Existing::Missing),
+            KeptReason::ShortenedLedger
+        ));
     }
 }
