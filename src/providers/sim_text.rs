@@ -151,9 +151,7 @@ fn synthesis(p: &SimPrompt, rng: &mut fastrand::Rng, self_evaluate: bool) -> Str
             out.push_str("[[GROUP_REFLECT_COMPLETE]]\n");
         } else {
             out.push_str("[[NEEDS_ITERATION]]\n");
-            out.push_str(
-                "Feedback: make the recommendations concrete and resolve where the workers differ.\n",
-            );
+            out.push_str("Make the recommendations concrete and resolve where the workers differ.\n");
         }
     }
     out
