@@ -341,6 +341,16 @@ impl Keymap {
 }
 
 fn suggest(name: &str) -> String {
+    // An action whose name starts with what was written is the likeliest meaning
+    // (`toggle_pause` -> `toggle_pause_cycle`); else the closest by spelling.
+    let by_prefix = Action::ALL
+        .iter()
+        .map(|a| a.name())
+        .filter(|n| !name.is_empty() && n.starts_with(name))
+        .min_by_key(|n| n.len());
+    if let Some(n) = by_prefix {
+        return format!(" (did you mean `{n}`?)");
+    }
     let best = Action::ALL
         .iter()
         .map(|a| (strsim::jaro_winkler(name, a.name()), a.name()))
@@ -348,6 +358,17 @@ fn suggest(name: &str) -> String {
     match best {
         Some((score, n)) if score > 0.8 => format!(" (did you mean `{n}`?)"),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod suggest_tests {
+    use super::suggest;
+
+    #[test]
+    fn a_prefix_of_an_action_name_suggests_that_action() {
+        assert_eq!(suggest("toggle_pause"), " (did you mean `toggle_pause_cycle`?)");
+        assert_eq!(suggest("zzzz"), "");
     }
 }
 
