@@ -18,6 +18,47 @@ fn huddle(home: &Path, args: &[&str]) -> Output {
         .expect("run huddle")
 }
 
+/// Starts `huddle` with `args`, waits until the saved organization shows `started`, sends
+/// SIGINT (what Ctrl-C sends) and returns what the process printed and its exit status.
+fn interrupt_when(
+    home: &Path,
+    args: &[&str],
+    started: impl Fn(&huddle::model::Organization) -> bool,
+) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(args)
+        .env("HUDDLE_HOME", home)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let org_file = OrganizationFile::new(home.join("organization.json"));
+    let mut seen = false;
+    for _ in 0..200 {
+        std::thread::sleep(Duration::from_millis(25));
+        if org_file.inspect().ok().flatten().is_some_and(|o| started(&o)) {
+            seen = true;
+            break;
+        }
+    }
+    assert!(seen, "the run started");
+    // Let the first turn begin before interrupting it.
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Every stdout line of a `--events` run, parsed; a line that is not JSON fails the test.
+fn ndjson(out: &Output) -> Vec<serde_json::Value> {
+    text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .collect()
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -86,10 +127,7 @@ fn events_are_ndjson_with_event_and_group() {
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let lines: Vec<serde_json::Value> = text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
-        .collect();
+    let lines = ndjson(&out);
     assert!(
         lines
             .iter()
@@ -215,41 +253,20 @@ fn reusing_a_group_and_overriding_the_mode() {
 #[test]
 fn ctrl_c_stops_the_run_saves_state_and_exits_130() {
     let home = tempfile::tempdir().unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_huddle"))
-        .args([
-            "run",
-            "--preset",
-            "Code Review Team",
-            "--model",
-            "sim/slow-3000ms",
-            "Review slowly",
-        ])
-        .env("HUDDLE_HOME", home.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until the run has started (its team is saved), then interrupt it.
+    let args = [
+        "run",
+        "--preset",
+        "Code Review Team",
+        "--model",
+        "sim/slow-3000ms",
+        "Review slowly",
+    ];
+    let out = interrupt_when(home.path(), &args, |org| {
+        org.groups
+            .iter()
+            .any(|g| g.reflection.as_ref().is_some_and(|r| r.active))
+    });
     let org_file = OrganizationFile::new(home.path().join("organization.json"));
-    let mut started = false;
-    for _ in 0..200 {
-        std::thread::sleep(Duration::from_millis(25));
-        if let Ok(Some(org)) = org_file.inspect()
-            && org
-                .groups
-                .iter()
-                .any(|g| g.reflection.as_ref().is_some_and(|r| r.active))
-        {
-            started = true;
-            break;
-        }
-    }
-    assert!(started, "the cycle started");
-    // SAFETY: plain kill(2) on our own child's pid.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
-    let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     let org = org_file.inspect().unwrap().unwrap();
     let cycle = org.groups.iter().find_map(|g| g.reflection.clone()).unwrap();
@@ -274,10 +291,7 @@ fn a_plain_session_with_max_iterations_reflects_until_it_says_it_is_done() {
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let events: Vec<serde_json::Value> = text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = ndjson(&out);
     let iterations = events
         .iter()
         .filter(|e| e["event"] == "iteration_started")
@@ -294,32 +308,8 @@ fn a_plain_session_with_max_iterations_reflects_until_it_says_it_is_done() {
 #[test]
 fn ctrl_c_stops_a_one_shot_question_too() {
     let home = tempfile::tempdir().unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_huddle"))
-        .args(["run", "--model", "sim/slow-20000ms", "Take your time"])
-        .env("HUDDLE_HOME", home.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until the session exists (the run has started), then interrupt it.
-    let org_file = OrganizationFile::new(home.path().join("organization.json"));
-    for _ in 0..200 {
-        std::thread::sleep(Duration::from_millis(25));
-        if org_file
-            .inspect()
-            .ok()
-            .flatten()
-            .is_some_and(|o| !o.sessions.is_empty())
-        {
-            break;
-        }
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    // SAFETY: plain kill(2) on our own child's pid.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
-    let out = child.wait_with_output().unwrap();
+    let args = ["run", "--model", "sim/slow-20000ms", "Take your time"];
+    let out = interrupt_when(home.path(), &args, |org| !org.sessions.is_empty());
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
 }
 

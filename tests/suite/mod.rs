@@ -13,6 +13,7 @@ mod squad_corpus;
 mod squad_export_guards;
 mod squad_malformed;
 mod squad_roundtrip;
+mod squad_support;
 mod squad_writeback;
 mod store_crash;
 mod tui_keys;

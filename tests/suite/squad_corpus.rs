@@ -2,28 +2,11 @@
 //! from its team.md: exact worker slugs and roles, special members left out, charters attached
 //! where the files exist.
 
-use std::path::PathBuf;
-
+use super::squad_support::corpus;
 use huddle::config::Config;
 use huddle::model::{Mode, Tier};
 use huddle::presets::squad::charter::charter_prompt;
 use huddle::presets::squad::discover;
-
-/// `shared/corpus/squad` beside the repository (CI), or beside the worktree folder.
-fn corpus() -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let candidates = [
-        root.join("../shared/corpus/squad"),
-        root.join("../../shared/corpus/squad"),
-    ];
-    match candidates.iter().find(|p| p.join("SOURCES.md").is_file()) {
-        Some(p) => p.clone(),
-        None => panic!(
-            "the Squad corpus is missing: expected shared/corpus/squad at {} (or one level up)",
-            candidates[0].display()
-        ),
-    }
-}
 
 type Worker = (&'static str, &'static str, Option<&'static str>);
 

@@ -5,36 +5,11 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use super::squad_support::{copy_dir, corpus_folder};
 use huddle::config::{Config, Paths};
 use huddle::model::{Mode, Organization, Role, Session};
 use huddle::presets::create_team_group;
 use huddle::presets::squad::{ExportError, discover, export_group, export_group_confirmed, plan_export};
-
-fn corpus_folder(name: &str) -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    [
-        root.join("../shared/corpus/squad"),
-        root.join("../../shared/corpus/squad"),
-    ]
-    .into_iter()
-    .find(|p| p.join("SOURCES.md").is_file())
-    .unwrap_or_else(|| panic!("the Squad corpus is missing beside {}", root.display()))
-    .join(name)
-}
-
-/// A writable copy (the corpus files are read-only).
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::write(&target, fs::read(entry.path()).unwrap()).unwrap();
-        }
-    }
-}
 
 /// Every file under `dir` with its bytes.
 fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {

@@ -3,6 +3,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use super::squad_support::{copy_dir, corpus};
 use huddle::config::{Config, Paths};
 use huddle::model::{Organization, Preset};
 use huddle::presets::builtin::load_builtins;
@@ -40,30 +41,6 @@ fn team(p: &Preset) -> Team {
             .collect(),
         shared: p.shared_context.clone(),
         routing: p.routing_context.clone(),
-    }
-}
-
-fn corpus() -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    [
-        root.join("../shared/corpus/squad"),
-        root.join("../../shared/corpus/squad"),
-    ]
-    .into_iter()
-    .find(|p| p.join("SOURCES.md").is_file())
-    .unwrap_or_else(|| panic!("the Squad corpus is missing beside {}", root.display()))
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
     }
 }
 

@@ -5,35 +5,11 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use super::squad_support::{copy_dir, corpus_folder};
 use huddle::config::{Config, Paths};
 use huddle::model::{Organization, Role, Session};
 use huddle::presets::squad::{discover, export_group};
 use huddle::presets::{create_team_group, preset_from_group};
-
-fn corpus_folder(name: &str) -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    [
-        root.join("../shared/corpus/squad"),
-        root.join("../../shared/corpus/squad"),
-    ]
-    .into_iter()
-    .find(|p| p.join("SOURCES.md").is_file())
-    .unwrap_or_else(|| panic!("the Squad corpus is missing beside {}", root.display()))
-    .join(name)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
 
 struct Fixture {
     tmp: tempfile::TempDir,
