@@ -37,8 +37,8 @@ pub fn sparkline(scores: &[f64]) -> String {
 
 pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App, group_id: &str) {
     let default = CycleView::default();
-    let cycle = app.cycles.get(group_id).unwrap_or(&default);
-    let running = app.running.contains(group_id);
+    let cycle = app.shown_cycle(group_id).unwrap_or(&default);
+    let running = app.team_running(group_id) && !app.shown_runs.contains_key(group_id);
     let state = if running && cycle.paused {
         "paused"
     } else if running {
@@ -75,7 +75,7 @@ fn lines(app: &App, group_id: &str, c: &CycleView, running: bool, width: usize) 
     out.push(Line::styled(head, Style::default().add_modifier(Modifier::BOLD)));
     if running && c.paused {
         out.push(Line::styled(format!("⏸ paused — {pause_key} resumes"), warn));
-    } else if running && app.pause_requested.contains(group_id) {
+    } else if running && app.team_pending(group_id) == Some(crate::tui::runs::Pending::Pausing) {
         out.push(Line::styled("pausing after the step in flight…", warn));
     } else if !running && c.interrupted {
         out.push(Line::styled(format!("! interrupted — {pause_key} resumes"), warn));

@@ -55,7 +55,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
                             .filter(|s| s.group_id == *id)
                             .map(|s| s.id.as_str())
                             .collect();
-                        let state = if app.running.contains(id) {
+                        let state = if app.team_running(id) {
                             if cycle.is_some_and(|c| c.paused) {
                                 "⏸ ".to_string()
                             } else {

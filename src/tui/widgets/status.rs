@@ -51,10 +51,8 @@ pub fn hints(app: &App) -> Vec<(String, &'static str)> {
         ),
     };
     let mut out: Vec<(String, &'static str)> = Vec::new();
-    let reflecting = app
-        .selected_session_id()
-        .is_some_and(|s| app.reflecting.contains_key(&s));
-    if reflecting || app.selected_group_id().is_some_and(|g| app.running.contains(&g)) {
+    let reflecting = app.selected_session_id().is_some_and(|s| app.reflecting(&s));
+    if reflecting || app.selected_group_id().is_some_and(|g| app.team_running(&g)) {
         for a in [Action::TogglePauseCycle, Action::StopCycle] {
             if let Some((_, keys)) = app.keymap.bindings(Context::Global).iter().find(|(x, _)| *x == a)
                 && let Some(k) = keys.first()
@@ -108,7 +106,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
     if !app.mouse_capture {
         right.push_str("mouse: off ");
     }
-    let running = app.running.len() + app.reflecting.len();
+    let running = app.running_count();
     if running > 0 {
         right.push_str(&format!("{running} running "));
     }

@@ -214,7 +214,7 @@ fn render_group(frame: &mut Frame<'_>, area: Rect, app: &App, id: &str, focused:
         &mut lines,
     );
     lines.push(Line::default());
-    match app.cycles.get(id).filter(|c| !c.timeline.is_empty()) {
+    match app.shown_cycle(id).filter(|c| !c.timeline.is_empty()) {
         None => lines.push(Line::raw(format!(
             "No runs yet. Write a prompt below and press Enter to run the team ({mode})."
         ))),
