@@ -7,9 +7,9 @@
 use crate::model::{Mode, PresetWorker};
 use crate::presets::slug;
 
+use super::charter::worker_role;
 use super::read::team_name;
 use super::roster::{RosterTable, doc_lines, parse_team, split_row};
-use super::write::worker_role;
 
 /// What a team.md says about the team, as write-back wants it.
 pub struct TeamText<'a> {

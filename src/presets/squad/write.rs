@@ -21,8 +21,8 @@ use crate::model::{Organization, PresetWorker};
 use crate::presets::instantiate::preset_from_group;
 use crate::presets::{preset_to_yaml, slug};
 
-use super::charter::{charter_prompt, role_prompt, strip_front_matter};
-use super::read::{capped_context, carries_cap_marker, current_roster, team_dir};
+use super::charter::{charter_prompt, role_prompt, strip_front_matter, worker_role};
+use super::read::{capped_context, carries_cap_marker, current_roster, repo_name, team_dir};
 use super::report::{ExportPlan, ExportReport, KeptFile, KeptReason};
 use super::safety::decode;
 use super::team_md::{TeamText, edit_team_md, fresh_team_md};
@@ -400,15 +400,6 @@ fn read_existing(path: &Path) -> Result<Existing, ExportError> {
     }
 }
 
-/// The repository folder's name, as discovery uses it for `<repo> squad`.
-fn repo_name(repo: &Path) -> String {
-    let canonical = repo.canonicalize().unwrap_or_else(|_| repo.to_path_buf());
-    canonical
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "repo".into())
-}
-
 /// A folder-safe agent name: the `@worker:` name, lower case, non-alphanumerics to `-`.
 pub fn agent_name(worker: &str) -> String {
     let s = slug(worker);
@@ -418,32 +409,6 @@ pub fn agent_name(worker: &str) -> String {
 fn file_stem(name: &str) -> String {
     let s = slug(name);
     if s.is_empty() { "team".into() } else { s }
-}
-
-/// The worker's role: its own, else the first sentence of its system prompt without a leading
-/// "You are a/an".
-pub fn worker_role(w: &PresetWorker) -> String {
-    if let Some(role) = w.role.as_deref().filter(|r| !r.trim().is_empty()) {
-        return role.trim().to_string();
-    }
-    w.system_prompt
-        .as_deref()
-        .map(role_from_prompt)
-        .unwrap_or_default()
-}
-
-pub fn role_from_prompt(prompt: &str) -> String {
-    let first_line = prompt.trim().lines().next().unwrap_or("");
-    let sentence = first_line
-        .find(['.', '!', '?'])
-        .map_or(first_line, |i| &first_line[..i])
-        .trim();
-    let lower = sentence.to_lowercase();
-    let rest = ["you are an ", "you are a ", "you're an ", "you're a ", "you are "]
-        .iter()
-        .find(|p| lower.starts_with(*p))
-        .map_or(sentence, |p| &sentence[p.len()..]);
-    rest.trim().to_string()
 }
 
 /// Refuses paths whose existing part resolves outside the repository (a symlinked `.squad` or
@@ -507,17 +472,6 @@ fn write_atomic(path: &Path, content: &str) -> Result<(), ExportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn roles_come_from_the_first_sentence() {
-        assert_eq!(
-            role_from_prompt("You are a security auditor. You look."),
-            "security auditor"
-        );
-        assert_eq!(role_from_prompt("You are an editor!"), "editor");
-        assert_eq!(role_from_prompt("Checks tests\nmore"), "Checks tests");
-        assert_eq!(role_from_prompt(""), "");
-    }
 
     #[test]
     fn a_charter_keeps_its_front_matter_and_the_gap_after_it() {
