@@ -1,8 +1,9 @@
 //! A preset becomes a team group with its sessions, and a team group becomes a preset again.
 //!
 //! Session names are `<team-slug>-<worker>` (`<team-slug>-orchestrator`, `<team-slug>-evaluator`),
-//! made unique in the organization. The engine resolves `@worker:<name>` against session names
-//! with the `<team name>-` prefix removed, so the worker's preset name stays its handle.
+//! made unique in the organization (see [`crate::naming`]). The engine resolves `@worker:<name>`
+//! against session names with the `<team-slug>-` prefix removed, so the worker's preset name
+//! stays its handle.
 
 use std::path::Path;
 
@@ -10,9 +11,12 @@ use crate::config::Config;
 use crate::model::{
     Group, GroupId, GroupKind, Mode, Organization, Preset, PresetAgent, PresetWorker, Role, Session,
 };
+use crate::naming::{member_session_name, worker_handle, worker_slug};
 
 use super::models::resolved;
-use super::slug;
+
+/// Re-exported for the TUI's call sites until they use [`crate::naming`] directly.
+pub use crate::naming::team_slug;
 
 /// Creates a `team` group from `preset` in `org` (with its orchestrator, workers and evaluator)
 /// and returns its id. Models left to the default get `config`'s default model.
@@ -67,7 +71,7 @@ pub fn create_team_group(
     if let Some(o) = &preset.orchestrator {
         let i = add(
             org,
-            format!("{team}-orchestrator"),
+            member_session_name(&team, "orchestrator"),
             Role::Orchestrator,
             o.model.as_deref(),
         );
@@ -78,7 +82,7 @@ pub fn create_team_group(
     for w in &preset.workers {
         let i = add(
             org,
-            format!("{team}-{}", worker_slug(&w.name)),
+            member_session_name(&team, &worker_slug(&w.name)),
             Role::Worker,
             w.model.as_deref(),
         );
@@ -92,7 +96,7 @@ pub fn create_team_group(
     {
         let i = add(
             org,
-            format!("{team}-evaluator"),
+            member_session_name(&team, "evaluator"),
             Role::Evaluator,
             e.model.as_deref(),
         );
@@ -131,7 +135,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         .iter()
         .filter(|s| s.role == Role::Worker)
         .map(|s| PresetWorker {
-            name: worker_name_of(&s.name, &team),
+            name: worker_handle(&s.name, &team),
             display_name: s.display_name.clone(),
             role: s.member_role.clone(),
             model: Some(s.model.clone()),
@@ -156,27 +160,6 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
     })
 }
 
-/// The team part of session names.
-pub fn team_slug(group_name: &str) -> String {
-    let s = slug(group_name);
-    if s.is_empty() { "team".into() } else { s }
-}
-
-fn worker_slug(name: &str) -> String {
-    let s = slug(name);
-    if s.is_empty() { "worker".into() } else { s }
-}
-
-/// A worker session's `@worker:` name: its session name without the `<team-slug>-` prefix.
-pub fn worker_name_of(session_name: &str, team: &str) -> String {
-    let stripped = session_name
-        .strip_prefix(team)
-        .and_then(|r| r.strip_prefix('-'))
-        .filter(|r| !r.is_empty())
-        .unwrap_or(session_name);
-    slug(stripped)
-}
-
 /// The preset name a group was made from (`source_preset` is `<tier>:<name>`), else its name.
 fn preset_name_of(group: &Group) -> String {
     group
@@ -192,6 +175,7 @@ fn preset_name_of(group: &Group) -> String {
 mod tests {
     use super::*;
     use crate::model::Tier;
+    use crate::naming::slug;
 
     fn preset() -> Preset {
         let text = "name: Review Crew\ndescription: Reviews from two angles\nmode: orchestrator_reflect\nmax_iterations: 7\norchestrator: { prompt: lead well }\nevaluator: { prompt: judge }\nworkers:\n  - { name: Sec Ops, display_name: Sec Ops, role: Security, system_prompt: You audit. }\n  - { name: tests, system_prompt: You test., model: sim/fast }\nshared_context: shared\nrouting_context: routing\n";

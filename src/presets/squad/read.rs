@@ -9,8 +9,9 @@ use super::SquadError;
 use super::charter::{charter_prompt, charter_role, model_hint, role_prompt};
 use super::roster::{Member, TeamDoc, is_coordinator, is_special, parse_team, squash};
 use super::safety::{Refusal, TeamDir, TextFile};
+use crate::naming::slug;
+use crate::presets::cap_chars;
 use crate::presets::models::check_model;
-use crate::presets::{cap_chars, slug};
 
 /// `routing.md` and `decisions.md` are cut to this many characters (the cut is marked).
 pub const CONTEXT_MAX_CHARS: usize = 8_000;

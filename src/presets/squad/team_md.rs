@@ -5,7 +5,7 @@
 //! when the group has a different one, and the `mode:` line. Pure text in, text out.
 
 use crate::model::{Mode, PresetWorker};
-use crate::presets::slug;
+use crate::naming::slug;
 
 use super::charter::worker_role;
 use super::read::team_name;

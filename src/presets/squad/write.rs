@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Paths;
 use crate::model::{Organization, PresetWorker};
+use crate::naming::{slug_or, team_slug};
 use crate::presets::instantiate::preset_from_group;
-use crate::presets::{preset_to_yaml, slug};
+use crate::presets::preset_to_yaml;
 use crate::store::{StoreError, write_atomic};
 
 use super::charter::{charter_prompt, role_prompt, strip_front_matter, worker_role};
@@ -299,7 +300,7 @@ fn prepare(org: &Organization, group_id: &str, repo: &Path, paths: &Paths) -> Re
 
     let preset_file = paths
         .presets_dir()
-        .join(format!("{}.yaml", file_stem(&preset.name)));
+        .join(format!("{}.yaml", team_slug(&preset.name)));
     let yaml = preset_to_yaml(&preset).map_err(|e| ExportError::Yaml(e.to_string()))?;
     actions.push(match read_existing(&preset_file)? {
         Existing::Missing => write_new(preset_file.clone(), yaml),
@@ -405,13 +406,7 @@ fn read_existing(path: &Path) -> Result<Existing, ExportError> {
 
 /// A folder-safe agent name: the `@worker:` name, lower case, non-alphanumerics to `-`.
 pub fn agent_name(worker: &str) -> String {
-    let s = slug(worker);
-    if s.is_empty() { "agent".into() } else { s }
-}
-
-fn file_stem(name: &str) -> String {
-    let s = slug(name);
-    if s.is_empty() { "team".into() } else { s }
+    slug_or(worker, "agent")
 }
 
 /// Refuses paths whose existing part resolves outside the repository (a symlinked `.squad` or
