@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::{GroupKind, Mode, ReflectionCycle, Role, Usage};
+use super::{DEFAULT_MAX_ITERATIONS, GroupKind, Mode, ReflectionCycle, Role, Usage};
 
 /// A group id: a UUID string.
 pub type GroupId = String;
@@ -72,6 +72,7 @@ pub struct Group {
     /// Working directory of a repo or team group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repo: Option<PathBuf>,
+    /// In [`super::MAX_ITERATIONS`] (a stored value outside it is clamped when loaded).
     #[serde(default = "default_max_iterations")]
     pub max_iterations: u32,
     #[serde(default = "default_worker_timeout_secs")]
@@ -94,7 +95,7 @@ pub struct Group {
 }
 
 pub fn default_max_iterations() -> u32 {
-    5
+    DEFAULT_MAX_ITERATIONS
 }
 
 pub fn default_worker_timeout_secs() -> u64 {

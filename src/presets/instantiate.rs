@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use crate::config::Config;
+use crate::model::limits::clamp_max_iterations;
 use crate::model::{
     Group, GroupId, GroupKind, Mode, Organization, Preset, PresetAgent, PresetWorker, Role, Session,
 };
@@ -40,7 +41,8 @@ pub fn create_team_group(
     group.routing_context = preset.routing_context.clone();
     group.repo = repo.map(Path::to_path_buf);
     if let Some(n) = preset.max_iterations {
-        group.max_iterations = n;
+        // Parsed presets are checked already; one built in code is held to the same range.
+        group.max_iterations = clamp_max_iterations(n);
     }
     if let Some(t) = preset.worker_timeout_secs {
         group.worker_timeout_secs = t;
@@ -217,6 +219,24 @@ mod tests {
             org.sessions
                 .iter()
                 .all(|s| s.team && s.repo.as_deref() == Some(Path::new("/r")))
+        );
+    }
+
+    #[test]
+    fn max_iterations_from_a_preset_made_in_code_are_held_to_the_range() {
+        let mut org = Organization::default();
+        let config = Config::from_env(|_| None);
+        let mut p = preset();
+        for (given, kept) in [(0, 1), (1000, 100), (7, 7)] {
+            p.max_iterations = Some(given);
+            let id = create_team_group(&mut org, &p, &config, None);
+            assert_eq!(org.group(&id).unwrap().max_iterations, kept);
+        }
+        p.max_iterations = None;
+        let id = create_team_group(&mut org, &p, &config, None);
+        assert_eq!(
+            org.group(&id).unwrap().max_iterations,
+            crate::model::DEFAULT_MAX_ITERATIONS
         );
     }
 
