@@ -3,25 +3,33 @@
 //! HUDDLE_HOME, the sim provider.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use huddle::store::OrganizationFile;
 
+use super::headless::{huddle, ndjson, text};
+
 const RANGE_ERROR: &str = "max iterations must be a whole number from 1 to 100";
 
-fn huddle(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_huddle"))
-        .args(args)
-        .env("HUDDLE_HOME", home)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .current_dir(home)
-        .output()
-        .expect("run huddle")
+/// `huddle run` on the sim with `args` before the prompt; exit code 0 is required unless
+/// `expect_ok` is false.
+fn run(home: &Path, args: &[&str], expect_ok: bool) -> Output {
+    let mut all = vec!["run", "--model", "sim/x"];
+    all.extend_from_slice(args);
+    all.push("Review it");
+    let out = huddle(home, &all);
+    if expect_ok {
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
+    }
+    out
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+/// The `max_iterations` of the run's `cycle_started` event.
+fn started_with(out: &Output) -> serde_json::Value {
+    let events = ndjson(out);
+    let first = events.first().expect("events");
+    assert_eq!(first["event"], "cycle_started");
+    first["max_iterations"].clone()
 }
 
 fn organization(home: &Path) -> OrganizationFile {
@@ -33,18 +41,7 @@ fn max_iterations_out_of_range_on_the_command_line_is_a_usage_error() {
     let home = tempfile::tempdir().unwrap();
     for bad in ["0", "101", "-1", "ten"] {
         let flag = format!("--max-iterations={bad}");
-        let out = huddle(
-            home.path(),
-            &[
-                "run",
-                "--preset",
-                "Code Review Team",
-                "--model",
-                "sim/x",
-                &flag,
-                "Review it",
-            ],
-        );
+        let out = run(home.path(), &["--preset", "Code Review Team", &flag], false);
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{bad}: {stderr}");
         assert!(stderr.contains(RANGE_ERROR), "{bad}: {stderr}");
@@ -59,25 +56,14 @@ fn max_iterations_out_of_range_on_the_command_line_is_a_usage_error() {
 #[test]
 fn the_largest_max_iterations_is_accepted() {
     let home = tempfile::tempdir().unwrap();
-    let out = huddle(
-        home.path(),
-        &[
-            "run",
-            "--preset",
-            "Code Review Team",
-            "--model",
-            "sim/x",
-            "--events",
-            "--max-iterations",
-            "100",
-            "Review it",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let first = text(&out.stdout).lines().next().unwrap_or_default().to_string();
-    let started: serde_json::Value = serde_json::from_str(&first).unwrap();
-    assert_eq!(started["event"], "cycle_started");
-    assert_eq!(started["max_iterations"], 100);
+    let args = [
+        "--preset",
+        "Code Review Team",
+        "--events",
+        "--max-iterations",
+        "100",
+    ];
+    assert_eq!(started_with(&run(home.path(), &args, true)), 100);
 }
 
 #[test]
@@ -85,7 +71,8 @@ fn a_preset_with_max_iterations_out_of_range_is_reported_with_its_file_and_key()
     let home = tempfile::tempdir().unwrap();
     let presets = home.path().join("presets");
     std::fs::create_dir_all(&presets).unwrap();
-    for (file, n) in [("zero.yaml", 0), ("many.yaml", 500)] {
+    let broken = [("zero.yaml", 0), ("many.yaml", 500)];
+    for (file, n) in broken {
         std::fs::write(
             presets.join(file),
             format!("name: T{n}\nmode: broadcast\nmax_iterations: {n}\nworkers: [{{name: a}}]\n"),
@@ -95,7 +82,7 @@ fn a_preset_with_max_iterations_out_of_range_is_reported_with_its_file_and_key()
     let out = huddle(home.path(), &["presets", "list"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let listing = text(&out.stdout);
-    for (file, n) in [("zero.yaml", 0), ("many.yaml", 500)] {
+    for (file, n) in broken {
         let line = listing
             .lines()
             .find(|l| l.contains(file))
@@ -114,19 +101,8 @@ fn a_preset_with_max_iterations_out_of_range_is_reported_with_its_file_and_key()
 #[test]
 fn a_stored_max_iterations_out_of_range_is_clamped_when_loaded() {
     let home = tempfile::tempdir().unwrap();
-    let first = huddle(
-        home.path(),
-        &[
-            "run",
-            "--preset",
-            "Code Review Team",
-            "--model",
-            "sim/x",
-            "Review it",
-        ],
-    );
-    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
-    // An organization saved by hand (or by an older huddle) with values out of range.
+    run(home.path(), &["--preset", "Code Review Team"], true);
+    // An organization saved by hand (or by an older huddle) with a value out of range.
     let file = organization(home.path());
     let mut json: serde_json::Value = serde_json::from_slice(&std::fs::read(file.path()).unwrap()).unwrap();
     for group in json["groups"].as_array_mut().unwrap() {
@@ -136,22 +112,8 @@ fn a_stored_max_iterations_out_of_range_is_clamped_when_loaded() {
     }
     std::fs::write(file.path(), serde_json::to_vec(&json).unwrap()).unwrap();
 
-    let again = huddle(
-        home.path(),
-        &[
-            "run",
-            "--group",
-            "Code Review Team",
-            "--model",
-            "sim/x",
-            "--events",
-            "Review it again",
-        ],
-    );
-    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
-    let started: serde_json::Value =
-        serde_json::from_str(text(&again.stdout).lines().next().unwrap_or_default()).unwrap();
-    assert_eq!(started["max_iterations"], 100, "the run used the clamped value");
+    let again = run(home.path(), &["--group", "Code Review Team", "--events"], true);
+    assert_eq!(started_with(&again), 100, "the run used the clamped value");
     let org = file.inspect().unwrap().unwrap();
     let group = org.groups.iter().find(|g| g.name == "Code Review Team").unwrap();
     assert_eq!(group.max_iterations, 100, "and it was saved");

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use huddle::store::{DataDirLock, OrganizationFile};
 
-fn huddle(home: &Path, args: &[&str]) -> Output {
+pub(super) fn huddle(home: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_huddle"))
         .args(args)
         .env("HUDDLE_HOME", home)
@@ -49,14 +49,14 @@ fn interrupt_when(
 }
 
 /// Every stdout line of a `--events` run, parsed; a line that is not JSON fails the test.
-fn ndjson(out: &Output) -> Vec<serde_json::Value> {
+pub(super) fn ndjson(out: &Output) -> Vec<serde_json::Value> {
     text(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
         .collect()
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(super) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
