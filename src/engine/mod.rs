@@ -474,10 +474,9 @@ impl Engine {
     }
 
     /// A session's transcript as stored, including every message queued for it so far (a
-    /// blocking read: call it off the UI thread).
+    /// blocking read: call it off the UI thread). Forces nothing else to disk.
     pub fn load_transcript(&self, session_id: &str) -> Result<LoadedTranscript, StoreError> {
-        self.shared.writer.flush();
-        self.shared.transcripts.load(session_id)
+        self.shared.writer.load(&self.shared.transcripts, session_id)
     }
 
     /// Writes every queued transcript line, run-log line and organization change to disk.

@@ -103,9 +103,13 @@ impl Transcripts {
     }
 }
 
+type LoadReply = std::sync::mpsc::Sender<Result<LoadedTranscript, StoreError>>;
+
 enum WriterMsg {
     Append(String, Message),
     Flush(std::sync::mpsc::Sender<()>),
+    /// Reads a transcript after every line queued before this message is written.
+    Load(String, LoadReply),
 }
 
 /// Appends transcript lines on a background thread, so a turn never waits on the disk. Lines
@@ -139,6 +143,22 @@ impl TranscriptWriter {
         }
     }
 
+    /// A session's transcript with every line queued for it so far: read by the writer itself,
+    /// in order with the appends, so nothing queued is missing and nothing else is forced to
+    /// disk first (a blocking call: use it off the UI thread).
+    pub fn load(&self, transcripts: &Transcripts, session_id: &str) -> Result<LoadedTranscript, StoreError> {
+        let (reply, answer) = std::sync::mpsc::channel();
+        let sent = self
+            .tx
+            .as_ref()
+            .is_some_and(|tx| tx.send(WriterMsg::Load(session_id.to_string(), reply)).is_ok());
+        match sent.then(|| answer.recv().ok()).flatten() {
+            Some(result) => result,
+            // No writer (it could not start): nothing is queued, read the file directly.
+            None => transcripts.load(session_id),
+        }
+    }
+
     /// Waits until everything queued so far is on disk.
     pub fn flush(&self) {
         let (done_tx, done_rx) = std::sync::mpsc::channel();
@@ -166,12 +186,14 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
     while let Ok(first) = rx.recv() {
         let mut batch: Vec<(String, Vec<Message>)> = Vec::new();
         let mut waiting = Vec::new();
+        let mut loads = Vec::new();
         let mut take = |msg: WriterMsg| match msg {
             WriterMsg::Append(id, m) => match batch.iter_mut().find(|(s, _)| *s == id) {
                 Some((_, list)) => list.push(m),
                 None => batch.push((id, vec![m])),
             },
             WriterMsg::Flush(done) => waiting.push(done),
+            WriterMsg::Load(id, reply) => loads.push((id, reply)),
         };
         take(first);
         while let Ok(more) = rx.try_recv() {
@@ -184,6 +206,10 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
         }
         for done in waiting {
             let _ = done.send(());
+        }
+        // A load sees the lines queued before it (and, harmlessly, those queued with it).
+        for (id, reply) in loads {
+            let _ = reply.send(transcripts.load(&id));
         }
     }
 }
@@ -319,5 +345,20 @@ mod tests {
         t.remove("s").unwrap();
         assert!(!t.path("s").unwrap().exists());
         t.remove("s").unwrap();
+    }
+
+    #[test]
+    fn a_load_through_the_writer_sees_every_line_queued_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transcripts::new(dir.path());
+        let writer = TranscriptWriter::new(t.clone());
+        for k in 0..200 {
+            writer.append("s", Message::user(format!("m{k}")));
+        }
+        let loaded = writer.load(&t, "s").unwrap();
+        assert_eq!(loaded.messages.len(), 200);
+        assert_eq!(loaded.messages.last().unwrap().text, "m199");
+        assert!(writer.load(&t, "never").unwrap().messages.is_empty());
+        assert!(writer.load(&t, "../x").is_err());
     }
 }

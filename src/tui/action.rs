@@ -72,6 +72,8 @@ actions! {
     HistoryPrev => "history_prev", "earlier prompt (empty composer, or first line)";
     HistoryNext => "history_next", "later prompt (on the last line)";
     ReflectSession => "reflect_session", "reflect: the session improves its answer";
+    OlderRun => "older_run", "team: show its previous run (from the run files)";
+    NewerRun => "newer_run", "team: show its next run, back to the newest";
 }
 
 /// Where a key is read: the keymap has one table per context.

@@ -25,7 +25,7 @@ use crate::engine::events::{RunId, RunKey};
 use crate::model::{GroupId, GroupKind, Organization, SessionId};
 use crate::presets::Catalog;
 use crate::store::OrgView;
-use crate::workspace::Edits;
+use crate::workspace::{Edits, WhichRun};
 
 /// Which pane gets keys that are not global.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -254,6 +254,34 @@ impl App {
         self.runs.reflection(session_id).is_some()
     }
 
+    /// Moves the selected team's timeline to an earlier (`-1`) or later (`1`) run on disk; the
+    /// newest is the live one.
+    fn browse_runs(&mut self, step: isize) -> Vec<Command> {
+        let Some(group_id) = self.selected_group_id().filter(|g| self.is_team(g)) else {
+            self.flash("select a team to browse its runs", true);
+            return Vec::new();
+        };
+        let Some(latest) = self.latest_runs.get(&group_id) else {
+            self.flash("this team has no earlier runs on disk", true);
+            return Vec::new();
+        };
+        let current = self.shown_runs.get(&group_id).map_or(latest.index, |r| r.index);
+        let Some(target) = current.checked_add_signed(step).filter(|i| *i <= latest.index) else {
+            self.flash("this is the team's first run on disk", false);
+            return Vec::new();
+        };
+        if target == latest.index {
+            if self.shown_runs.remove(&group_id).is_none() {
+                self.flash("this is the team's newest run", false);
+            }
+            return Vec::new();
+        }
+        vec![Command::LoadRun {
+            group_id,
+            which: WhichRun::At(target),
+        }]
+    }
+
     /// The run of a team to show: an earlier one being browsed, else the newest.
     pub fn shown_cycle(&self, group_id: &str) -> Option<&CycleView> {
         self.shown_runs
@@ -394,6 +422,8 @@ impl App {
             Action::HistoryPrev => self.history_older(),
             Action::HistoryNext => self.history_newer(),
             Action::ReflectSession => self.open_reflect(),
+            Action::OlderRun => return self.browse_runs(-1),
+            Action::NewerRun => return self.browse_runs(1),
         }
         Vec::new()
     }
@@ -452,7 +482,7 @@ impl App {
                 // The step-by-step timeline of its newest run, from the run file.
                 commands.push(Command::LoadRun {
                     group_id: g.clone(),
-                    run_id: None,
+                    which: WhichRun::Newest,
                 });
             }
         }

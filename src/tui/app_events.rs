@@ -5,11 +5,11 @@
 use std::time::Instant;
 
 use super::app::{App, RunPosition, ShownRun};
-use super::command::{AppEvent, Command, LoadedRun};
+use super::command::{AppEvent, Command};
 use super::cycle_view::CycleView;
 use super::dialogs::{Confirm, ConfirmAction, Dialog, Notice};
 use crate::engine::events::{EngineEvent, EventKind, RunKey};
-use crate::workspace::ExportOutcome;
+use crate::workspace::{ExportOutcome, LoadedRun};
 
 impl App {
     pub fn handle_app_event(&mut self, event: AppEvent) -> Vec<Command> {

@@ -4,11 +4,11 @@
 //! commands (engine calls, file work on a blocking thread) and feeds results back as events, so
 //! tests can drive the app without a terminal or an engine.
 
-use crate::engine::events::{EngineEvent, RunId, RunKey, RunRecord};
+use crate::engine::events::{EngineEvent, RunKey};
 use crate::model::{GroupId, SessionId};
 use crate::presets::Catalog;
 use crate::store::LoadedTranscript;
-use crate::workspace::{ExportOutcome, Removal};
+use crate::workspace::{ExportOutcome, LoadedRun, Removal, WhichRun};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
@@ -51,11 +51,10 @@ pub enum Command {
     LoadTranscript {
         session_id: SessionId,
     },
-    /// Read a run file of the group (the newest with `None`) and send it back as
-    /// [`AppEvent::RunLoaded`].
+    /// Read a run file of the group and send it back as [`AppEvent::RunLoaded`].
     LoadRun {
         group_id: GroupId,
-        run_id: Option<RunId>,
+        which: WhichRun,
     },
     /// Read the preset catalog (built-in, user, repo).
     LoadCatalog,
@@ -85,18 +84,6 @@ pub enum Command {
         max_iterations: u32,
     },
     Quit,
-}
-
-/// One run file as read back: the run's id, its records, and where it stands among the group's
-/// runs (0-based index of `total`, oldest first).
-#[derive(Debug, Clone, PartialEq)]
-pub struct LoadedRun {
-    pub run_id: RunId,
-    pub records: Vec<RunRecord>,
-    pub index: usize,
-    pub total: usize,
-    /// Lines that could not be read (left in the file).
-    pub skipped: usize,
 }
 
 /// Results and events delivered to the UI task.

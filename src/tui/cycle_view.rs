@@ -189,7 +189,7 @@ impl CycleView {
     pub fn apply(&mut self, event: &EngineEvent, now: Instant) {
         match &event.kind {
             EventKind::CycleStarted { mode, max_iterations } => {
-                let timeline = std::mem::take(&mut self.timeline);
+                // Each run has its own timeline (earlier runs are browsed from their files).
                 let team_slug = std::mem::take(&mut self.team_slug);
                 let recorded_at = self.recorded_at.take();
                 *self = CycleView {
@@ -199,7 +199,6 @@ impl CycleView {
                     max_iterations: *max_iterations,
                     running: true,
                     started: Some(now),
-                    timeline,
                     ..CycleView::default()
                 };
                 self.push(TimelineKind::Heading, format!("── {mode} run ──"));

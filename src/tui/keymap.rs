@@ -221,6 +221,8 @@ impl Default for Keymap {
             (ToggleMouse, vec![K::ch('c')]),
             (Search, vec![K::ch('/')]),
             (ReflectSession, vec![K::ch('R')]),
+            (OlderRun, vec![K::ch('[')]),
+            (NewerRun, vec![K::ch(']')]),
         ];
         let search = vec![
             (SearchNext, vec![K::ch('n')]),

@@ -13,15 +13,14 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 
 use super::app::App;
-use super::command::{AppEvent, Command, LoadedRun};
+use super::command::{AppEvent, Command};
 use super::frame::FrameRequester;
 use super::terminal::TerminalGuard;
 use crate::config::{Config, Paths};
-use crate::engine::events::RunRecord;
 use crate::engine::{Engine, EngineError, ReflectionRequest, RunOverrides};
 use crate::presets::Catalog;
 use crate::store::RunFiles;
-use crate::workspace::{Edits, Exporter, Workspace};
+use crate::workspace::{Edits, Exporter, Workspace, read_run};
 
 /// Frame interval while something is busy (spinner, running worker durations).
 const BUSY_FRAME: Duration = Duration::from_millis(120);
@@ -270,10 +269,10 @@ impl Executor {
                     Self::send(&tx, AppEvent::TranscriptLoaded { session_id, result });
                 });
             }
-            Command::LoadRun { group_id, run_id } => {
+            Command::LoadRun { group_id, which } => {
                 let runs = self.runs.clone();
                 tokio::task::spawn_blocking(move || {
-                    let result = load_run(&runs, &group_id, run_id.as_deref());
+                    let result = read_run(&runs, &group_id, &which);
                     Self::send(&tx, AppEvent::RunLoaded { group_id, result });
                 });
             }
@@ -306,41 +305,4 @@ impl Executor {
             Command::CopyToClipboard { .. } | Command::SetMouseCapture(_) | Command::Quit => {}
         }
     }
-}
-
-/// Reads one run file of a group (the newest when `run_id` is `None`). Unreadable lines (a
-/// line torn by a crash) are counted and skipped.
-pub fn load_run(runs: &RunFiles, group_id: &str, run_id: Option<&str>) -> Result<Option<LoadedRun>, String> {
-    let ids = runs.list(group_id).map_err(|e| e.to_string())?;
-    let index = match run_id {
-        Some(id) => match ids.iter().position(|r| r == id) {
-            Some(i) => i,
-            None => return Err(format!("run {id} is no longer on disk (old runs are pruned)")),
-        },
-        None => match ids.len().checked_sub(1) {
-            Some(i) => i,
-            None => return Ok(None),
-        },
-    };
-    let lines = runs
-        .read_lines(group_id, &ids[index])
-        .map_err(|e| e.to_string())?;
-    let mut records = Vec::with_capacity(lines.len());
-    let mut skipped = 0;
-    for line in &lines {
-        match serde_json::from_str::<RunRecord>(line) {
-            Ok(r) => records.push(r),
-            Err(e) => {
-                tracing::warn!(group = group_id, error = %e, "unreadable run file line skipped");
-                skipped += 1;
-            }
-        }
-    }
-    Ok(Some(LoadedRun {
-        run_id: ids[index].clone(),
-        records,
-        index,
-        total: ids.len(),
-        skipped,
-    }))
 }

@@ -6,6 +6,7 @@
 
 mod edits;
 mod export;
+mod history;
 
 use std::path::PathBuf;
 
@@ -21,6 +22,7 @@ use crate::store::{
 
 pub use edits::{EditError, Edits, EvaluatorSwitch, Removal};
 pub use export::{ExportOutcome, Exporter};
+pub use history::{LoadedRun, WhichRun, read_run};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {

@@ -31,6 +31,37 @@ fn synthesis(round: u32) -> Reply {
     Reply::text(&format!("Synthesis {round}: {}", words.join(" ")))
 }
 
+/// The group names its evaluator by session id: renaming the evaluator (even while it is not
+/// marked by its role) keeps it the evaluator instead of silently turning evaluation off.
+#[tokio::test]
+async fn a_renamed_evaluator_still_evaluates() {
+    let f = team(Mode::OrchestratorReflect, &["alpha"], true, 1).await;
+    let evaluator = f.session_id("t-evaluator");
+    f.org.update(|o| {
+        let s = o.session_mut(&evaluator).expect("evaluator");
+        s.name = "the-judge".into();
+        s.role = huddle::model::Role::Worker;
+    });
+    f.server.script(ORCH, vec![plan(&["alpha"], 1), synthesis(1)]);
+    worker_answers(&f, "alpha", 1);
+    f.server
+        .script(EVAL, vec![Reply::text("SCORE: 0.9\nRATIONALE: fine")]);
+    let report = f.run("Review the patch").await;
+    assert_eq!(
+        report.outcome,
+        CycleOutcome::GoalMet,
+        "the evaluator's 0.9 met the goal"
+    );
+    assert_eq!(f.prompts(EVAL).len(), 1, "the evaluator was asked");
+    // It judged; it did not work as a worker.
+    assert!(f.prompts(ORCH)[0].contains("alpha") && !f.prompts(ORCH)[0].contains("the-judge"));
+    let state = f
+        .org
+        .read(|o| o.group(&f.group_id).and_then(|g| g.reflection.clone()))
+        .expect("state");
+    assert_eq!(state.evaluator.as_deref(), Some("the-judge"));
+}
+
 #[tokio::test]
 async fn goal_met_by_evaluator_score_and_replan_carries_the_evaluation() {
     let mut f = team(Mode::OrchestratorReflect, &["alpha", "beta"], true, 5).await;

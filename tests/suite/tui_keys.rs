@@ -174,6 +174,29 @@ fn a_plain_session_chats_and_streams_live() {
     assert!(view.streaming.is_none());
 }
 
+/// A new session is shown like any other: its (empty) transcript is read, never left
+/// "loading".
+#[test]
+fn a_new_session_asks_for_its_transcript() {
+    let mut app = empty_app();
+    app.handle_key(ch('N'));
+    let commands = app.handle_key(key(KeyCode::Enter));
+    let id = app.selected_session_id().expect("the new session is selected");
+    assert_eq!(
+        commands,
+        vec![Command::LoadTranscript {
+            session_id: id.clone()
+        }]
+    );
+    assert!(!app.views[&id].loaded, "loading until the read comes back");
+    app.handle_app_event(AppEvent::TranscriptLoaded {
+        session_id: id.clone(),
+        result: Ok(Default::default()),
+    });
+    assert!(app.views[&id].loaded);
+    assert!(!screen_text(&render(&mut app, 80, 24)).contains("loading"));
+}
+
 #[test]
 fn delete_says_what_will_be_removed() {
     let (mut app, _) = app_with_team(TEAM);
