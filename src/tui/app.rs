@@ -348,8 +348,8 @@ impl App {
             Action::SearchNext => self.search_step(true),
             Action::SearchPrev => self.search_step(false),
             Action::LeaveSearch => self.search = None,
-            Action::HistoryPrev => self.history_older(),
-            Action::HistoryNext => self.history_newer(),
+            Action::HistoryPrev => self.composer.recall_older(&mut self.history),
+            Action::HistoryNext => self.composer.recall_newer(&mut self.history),
             Action::ReflectSession => self.open_reflect(),
         }
         Vec::new()

@@ -1,9 +1,8 @@
 //! Everyday tools on top of the main screen: folding groups in the sidebar, copying text out
-//! (OSC 52), recalling sent prompts in the composer, and `/` search in a transcript.
+//! (OSC 52), and `/` search in a transcript.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
-use tui_textarea::CursorMove;
 
 use super::app::{App, Focus, Row};
 use super::command::Command;
@@ -81,33 +80,6 @@ impl App {
                 vec![Command::CopyToClipboard { text }]
             }
         }
-    }
-
-    /// Up in the composer: on its first line, with nothing typed (or a recalled prompt left
-    /// as it was), the prompt sent before; otherwise the cursor moves up.
-    pub(super) fn history_older(&mut self) {
-        let (first, _) = self.composer.cursor_on_edges();
-        if first && self.history.may_browse(&self.composer.text()) {
-            if let Some(text) = self.history.older().map(str::to_string) {
-                self.composer.set_text(&text);
-            }
-            return;
-        }
-        self.composer.move_cursor(CursorMove::Up);
-    }
-
-    /// Down in the composer: on the last line of a recalled prompt, the next one (after the
-    /// newest, an empty composer); otherwise the cursor moves down.
-    pub(super) fn history_newer(&mut self) {
-        let (_, last) = self.composer.cursor_on_edges();
-        let text = self.composer.text();
-        if last && self.history.browsing() && self.history.may_browse(&text) {
-            if let Some(next) = self.history.newer().map(str::to_string) {
-                self.composer.set_text(&next);
-            }
-            return;
-        }
-        self.composer.move_cursor(CursorMove::Down);
     }
 
     /// Opens the search line for the selected session's transcript.
