@@ -2,6 +2,7 @@
 //! produce [`Command`]s for the runtime; engine events and command results come back through
 //! [`App::handle_app_event`]. No terminal and no engine here, so tests drive it directly.
 
+use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
@@ -15,6 +16,8 @@ use super::cycle_view::CycleView;
 use super::dialogs::{ConfirmAction, Dialog, Notice, Outcome};
 use super::history::PromptHistory;
 use super::keymap::Keymap;
+use super::layout::{FrameLayout, Pane};
+use super::mouse::{MouseTarget, WHEEL_LINES};
 use super::search::TranscriptSearch;
 use super::transcript_view::TranscriptView;
 use crate::config::Config;
@@ -64,8 +67,11 @@ pub struct App {
     pub should_quit: bool,
     /// Advanced by the runtime on each frame while something is busy (spinner phase).
     pub tick: usize,
-    /// The terminal's size at the last frame (for mouse hit-tests).
+    /// The terminal's size at the last frame. Nothing reads it: the geometry is [`App::layout`].
     pub screen: Rect,
+    /// Where each pane was drawn in the last frame (set by the draw, which only reads the
+    /// rest of the app): mouse hit-tests, paging and search scroll use it.
+    pub layout: Cell<FrameLayout>,
     /// False while the mouse is left to the terminal (its own text selection works).
     pub mouse_capture: bool,
     /// Prompts sent from this run, recalled with Up/Down in the composer.
@@ -102,6 +108,7 @@ impl App {
             should_quit: false,
             tick: 0,
             screen: Rect::new(0, 0, 80, 24),
+            layout: Cell::default(),
             mouse_capture: true,
             history: PromptHistory::default(),
             search: None,
@@ -424,9 +431,10 @@ impl App {
         vec![Command::LoadTranscript { session_id: id }]
     }
 
-    /// Lines of the transcript pane (for paging).
+    /// Lines a page scrolls: the transcript's height on screen, less one line kept for context.
     fn page(&self) -> usize {
-        (self.screen.height as usize).saturating_sub(12).max(3)
+        let height = self.layout.get().transcript_inner().height as usize;
+        height.saturating_sub(1).max(1)
     }
 
     /// Scrolls the transcript on screen; positive is up (older text).
@@ -576,8 +584,31 @@ impl App {
         self.composer.set_placeholder(&text);
     }
 
+    /// A mouse event on the last frame drawn.
     pub fn handle_mouse(&mut self, ev: MouseEvent) -> Vec<Command> {
-        super::mouse::handle(self, ev)
+        if !self.dialogs.is_empty() {
+            return Vec::new();
+        }
+        match super::mouse::hit_test(&self.layout.get(), &ev) {
+            Some(MouseTarget::ScrollUp(Pane::Sidebar)) => return self.move_cursor(-1),
+            Some(MouseTarget::ScrollDown(Pane::Sidebar)) => return self.move_cursor(1),
+            Some(MouseTarget::ScrollUp(Pane::Transcript)) => self.scroll(WHEEL_LINES),
+            Some(MouseTarget::ScrollDown(Pane::Transcript)) => self.scroll(-WHEEL_LINES),
+            Some(MouseTarget::SidebarRow(i)) => {
+                self.focus = Focus::Sidebar;
+                if i != self.cursor && i < self.rows().len() {
+                    self.cursor = i;
+                    let commands = self.on_selection_changed();
+                    self.refresh_placeholder();
+                    return commands;
+                }
+            }
+            Some(MouseTarget::Click(Pane::Sidebar)) => self.focus = Focus::Sidebar,
+            Some(MouseTarget::Click(Pane::Transcript)) => self.focus = Focus::Transcript,
+            Some(MouseTarget::Click(Pane::Composer)) => self.focus = Focus::Composer,
+            _ => {}
+        }
+        Vec::new()
     }
 }
 

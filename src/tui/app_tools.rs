@@ -2,7 +2,6 @@
 //! (OSC 52), and `/` search in a transcript.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::layout::Rect;
 
 use super::app::{App, Focus, Row};
 use super::command::Command;
@@ -120,7 +119,7 @@ impl App {
     /// Jumps to the next (or previous) line with a match, wrapping round. The first jump
     /// starts from the top of the window.
     pub(super) fn search_step(&mut self, forward: bool) {
-        let inner = self.transcript_inner();
+        let inner = self.layout.get().transcript_inner();
         let Some(s) = self.search.as_mut().filter(|s| !s.editing) else {
             return;
         };
@@ -149,18 +148,5 @@ impl App {
         let index = matches.iter().position(|&m| m == target).unwrap_or(0);
         s.position = Some((index + 1, matches.len()));
         view.set_scroll_from_bottom(search::scroll_to_show(target, lines.len(), height));
-    }
-
-    /// The text area of the transcript pane on the current screen.
-    fn transcript_inner(&self) -> Rect {
-        let composer_rows = self.composer.rows(self.screen.width.saturating_sub(2), 6);
-        let areas = super::layout::compute(self.screen, super::render::shows_panel(self), composer_rows);
-        let t = areas.transcript;
-        Rect::new(
-            t.x + 1,
-            t.y + 1,
-            t.width.saturating_sub(2),
-            t.height.saturating_sub(2),
-        )
     }
 }

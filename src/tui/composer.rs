@@ -84,16 +84,21 @@ impl Composer {
         }
     }
 
-    /// Rows the text needs at `width` (soft-wrapped), between 1 and `max`.
+    /// Rows the text needs at `width` (soft-wrapped), between 1 and `max`. A line exactly as
+    /// wide as the box takes one row (the cursor after it stays on that row).
     pub fn rows(&self, width: u16, max: u16) -> u16 {
         let w = width.max(1) as usize;
         let rows: usize = self
             .area
             .lines()
             .iter()
-            .map(|l| unicode_width::UnicodeWidthStr::width(l.as_str()) / w + 1)
+            .map(|l| {
+                unicode_width::UnicodeWidthStr::width(l.as_str())
+                    .div_ceil(w)
+                    .max(1)
+            })
             .sum();
-        (rows as u16).clamp(1, max)
+        rows.clamp(1, max as usize) as u16
     }
 
     /// Up: on the first line, with nothing typed (or a recalled prompt left as it was), the

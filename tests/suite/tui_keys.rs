@@ -304,8 +304,7 @@ fn save_as_preset_asks_before_replacing_files() {
 
 #[test]
 fn no_color_keeps_modifiers_and_drops_colours() {
-    let (mut app, _) = app_with_team(TEAM);
-    app.screen = ratatui::layout::Rect::new(0, 0, 100, 30);
+    let (app, _) = app_with_team(TEAM);
     let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 30)).unwrap();
     t.draw(|f| huddle::tui::render::draw(f, &app, true)).unwrap();
     let buffer = t.backend().buffer();

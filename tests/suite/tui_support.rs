@@ -13,7 +13,6 @@ use huddle::tui::App;
 use huddle::tui::command::{AppEvent, Command};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use ratatui::layout::Rect;
 
 pub fn config() -> Config {
     Config::parse("default_model: sim/demo\n", Path::new("config.yaml")).expect("config")
@@ -73,9 +72,8 @@ pub fn type_text(app: &mut App, text: &str) -> Vec<Command> {
     text.chars().flat_map(|c| app.handle_key(ch(c))).collect()
 }
 
-/// The screen as text, one line per row.
+/// Draws one frame of `app` on a `width` x `height` screen (which also records its layout).
 pub fn render(app: &mut App, width: u16, height: u16) -> Terminal<TestBackend> {
-    app.screen = Rect::new(0, 0, width, height);
     let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("terminal");
     terminal
         .draw(|f| huddle::tui::render::draw(f, app, false))

@@ -24,3 +24,8 @@ pub fn pane(title: String, focused: bool) -> ratatui::widgets::Block<'static> {
         block.border_style(Style::default().add_modifier(Modifier::DIM))
     }
 }
+
+/// The area inside a pane's border (what [`pane`] leaves for the content).
+pub fn inner(area: ratatui::layout::Rect) -> ratatui::layout::Rect {
+    ratatui::widgets::Block::bordered().inner(area)
+}

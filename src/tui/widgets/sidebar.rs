@@ -1,6 +1,6 @@
 //! The tree of groups and sessions: mode, role, model, busy spinner, repo-preset marker,
 //! unread marker, cycle state; a folded group (▸) shows its session count and spins while any
-//! of its sessions is busy.
+//! of its sessions is busy. The sidebar also says which row a screen line shows.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -12,7 +12,18 @@ use super::{pane, spinner};
 use crate::model::{GroupKind, Mode, Role};
 use crate::text::sanitize;
 use crate::tui::app::{App, Focus, Row};
-use crate::tui::layout::sidebar_offset;
+
+/// The first row shown so that `cursor` is visible in `height` rows.
+pub fn first_row(cursor: usize, height: usize) -> usize {
+    (cursor + 1).saturating_sub(height.max(1))
+}
+
+/// The index of the row drawn on screen line `y` of the sidebar at `area` (inside its border),
+/// or None on the border. The index may be past the last row (empty space below the tree).
+pub fn row_at(area: Rect, offset: usize, y: u16) -> Option<usize> {
+    let inner = super::inner(area);
+    (y >= inner.y && y < inner.bottom()).then(|| offset + (y - inner.y) as usize)
+}
 
 pub fn mode_short(mode: Mode) -> &'static str {
     match mode {
@@ -23,7 +34,8 @@ pub fn mode_short(mode: Mode) -> &'static str {
     }
 }
 
-pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
+/// Draws the tree from row `offset` (the frame's layout keeps the cursor on screen).
+pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App, offset: usize) {
     if area.width == 0 {
         return;
     }
@@ -33,7 +45,6 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
     frame.render_widget(block, area);
     let rows = app.rows();
     let height = inner.height as usize;
-    let offset = sidebar_offset(app.cursor, height);
     let dim = Style::default().add_modifier(Modifier::DIM);
     let lines: Vec<Line<'static>> = app.org.read(|o| {
         rows.iter()
@@ -140,4 +151,25 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
             .collect()
     });
     frame.render_widget(Paragraph::new(lines), inner);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_row_keeps_the_cursor_visible() {
+        assert_eq!(first_row(0, 10), 0);
+        assert_eq!(first_row(9, 10), 0);
+        assert_eq!(first_row(10, 10), 1);
+    }
+
+    #[test]
+    fn row_at_skips_the_border_and_counts_from_the_offset() {
+        let area = Rect::new(0, 2, 20, 6);
+        assert_eq!(row_at(area, 0, 2), None, "top border");
+        assert_eq!(row_at(area, 0, 3), Some(0));
+        assert_eq!(row_at(area, 5, 6), Some(8));
+        assert_eq!(row_at(area, 0, 7), None, "bottom border");
+    }
 }
