@@ -33,12 +33,8 @@ pub enum Focus {
     Composer,
 }
 
-/// A row of the sidebar tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Row {
-    Group(GroupId),
-    Session(SessionId),
-}
+/// A row of the sidebar tree (defined with the sidebar, which draws it).
+pub use super::widgets::sidebar::Row;
 
 pub struct App {
     pub org: OrgHandle,

@@ -3,7 +3,10 @@
 //! textarea, whose own defaults would take them.
 
 use crossterm::event::KeyEvent;
+use ratatui::Frame;
+use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
+use ratatui::widgets::{Paragraph, Wrap};
 use tui_textarea::{CursorMove, TextArea, WrapMode};
 
 use super::history::PromptHistory;
@@ -125,6 +128,25 @@ impl Composer {
             return;
         }
         self.move_cursor(CursorMove::Down);
+    }
+
+    /// Draws the composer in its box: the textarea with its cursor while focused, else the text
+    /// (or the dim placeholder saying where it goes).
+    pub fn render(&self, frame: &mut Frame<'_>, area: Rect, focused: bool) {
+        let block = super::widgets::pane(" Message ".into(), focused);
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        if focused {
+            frame.render_widget(&self.area, inner);
+        } else if self.is_empty() {
+            frame.render_widget(
+                Paragraph::new(self.area.placeholder_text().to_string())
+                    .style(Style::default().add_modifier(Modifier::DIM)),
+                inner,
+            );
+        } else {
+            frame.render_widget(Paragraph::new(self.text()).wrap(Wrap { trim: false }), inner);
+        }
     }
 }
 

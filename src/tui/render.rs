@@ -1,14 +1,15 @@
 //! One frame of the whole screen from `&App`: the layout, computed once and kept in the app
-//! for the mouse and paging, then each pane in its rectangle. Colours are dropped when
-//! `NO_COLOR` is set (modifiers such as reverse and bold stay, so the selection remains
-//! visible).
+//! for the mouse and paging, then each pane from props filled here, so no pane sees the app.
+//! Colours are dropped when `NO_COLOR` is set (modifiers such as reverse and bold stay, so the
+//! selection remains visible).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
-use ratatui::widgets::Block;
+use ratatui::style::Color;
 
-use super::app::{App, Focus};
+use super::action::{Action, Context};
+use super::app::{App, Focus, Row};
+use super::cycle_view::CycleView;
 use super::layout::{FrameLayout, LayoutInput};
 use super::widgets::{cycle_panel, sidebar, status, transcript};
 
@@ -34,13 +35,43 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, no_color: bool) {
     let layout = layout(app, area);
     // Kept for what happens before the next frame: clicks land on what was drawn.
     app.layout.set(layout);
-    sidebar::render(frame, layout.sidebar, app, layout.sidebar_offset);
-    transcript::render(frame, layout.transcript, app);
-    if let (Some(panel), Some(group)) = (layout.panel, app.selected_group_id()) {
-        cycle_panel::render(frame, panel, app, &group);
+    let rows = app.rows();
+    app.org.read(|org| {
+        let props = sidebar::Props {
+            org,
+            rows: &rows,
+            cursor: app.cursor,
+            offset: layout.sidebar_offset,
+            focused: app.focus == Focus::Sidebar,
+            tick: app.tick,
+            activity: app,
+        };
+        sidebar::render(frame, layout.sidebar, &props);
+    });
+    if let Some(props) = transcript_props(app, rows.get(app.cursor)) {
+        transcript::render(frame, layout.transcript, &props);
     }
-    draw_composer(frame, layout.composer, app);
-    status::render(frame, layout.status, app);
+    if let (Some(panel), Some(group)) = (layout.panel, app.selected_group_id()) {
+        let default = CycleView::default();
+        let kept = app
+            .org
+            .read(|o| o.group(&group).map_or(0, |g| g.pending_messages.len()));
+        let props = cycle_panel::Props {
+            cycle: app.cycles.get(&group).unwrap_or(&default),
+            running: app.running.contains(&group),
+            pause_requested: app.pause_requested.contains(&group),
+            kept,
+            tick: app.tick,
+            pause_key: app
+                .keymap
+                .keys_text(Context::Global, Action::TogglePauseCycle)
+                .unwrap_or_default(),
+        };
+        cycle_panel::render(frame, panel, &props);
+    }
+    app.composer
+        .render(frame, layout.composer, app.focus == Focus::Composer);
+    status::render(frame, layout.status, &status_props(app));
     if let Some(dialog) = app.dialogs.last() {
         dialog.render(frame, area, &app.keymap);
     }
@@ -49,21 +80,90 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, no_color: bool) {
     }
 }
 
-fn draw_composer(frame: &mut Frame<'_>, area: Rect, app: &App) {
-    let focused = app.focus == Focus::Composer;
-    let block: Block<'static> = super::widgets::pane(" Message ".into(), focused);
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    if focused {
-        frame.render_widget(&app.composer.area, inner);
-    } else if app.composer.is_empty() {
-        frame.render_widget(
-            ratatui::widgets::Paragraph::new(app.composer.area.placeholder_text().to_string())
-                .style(Style::default().add_modifier(Modifier::DIM)),
-            inner,
-        );
-    } else {
-        frame.render_widget(ratatui::widgets::Paragraph::new(app.composer.text()), inner);
+/// The centre pane's props for the selected row; None for a group that is gone.
+fn transcript_props<'a>(app: &'a App, row: Option<&Row>) -> Option<transcript::Props<'a>> {
+    let subject = match row {
+        None => transcript::Subject::Nothing,
+        Some(Row::Session(id)) => {
+            let (name, role, model) = app
+                .org
+                .read(|o| o.session(id).map(|s| (s.name.clone(), s.role, s.model.clone())))
+                .unwrap_or_default();
+            transcript::Subject::Session {
+                name,
+                role,
+                model,
+                view: app.views.get(id),
+                search: app
+                    .search
+                    .as_ref()
+                    .filter(|s| s.session_id == *id)
+                    .map(|s| s.query.as_str()),
+            }
+        }
+        Some(Row::Group(id)) => transcript::Subject::Group {
+            group: app.org.read(|o| {
+                o.group(id).map(|g| transcript::GroupInfo {
+                    name: g.name.clone(),
+                    team: g.is_team(),
+                    mode: g.mode,
+                    max_iterations: g.max_iterations,
+                    repo: g.repo.clone(),
+                    members: o
+                        .sessions_in(id)
+                        .iter()
+                        .map(|s| (s.name.clone(), s.role))
+                        .collect(),
+                })
+            })?,
+            cycle: app.cycles.get(id),
+        },
+    };
+    let key = |a| app.keymap.keys_text(Context::Navigation, a).unwrap_or_default();
+    Some(transcript::Props {
+        subject,
+        focused: app.focus == Focus::Transcript,
+        keys: transcript::Keys {
+            new_team: key(Action::NewGroupFromPreset),
+            new_session: key(Action::NewSession),
+            help: key(Action::Help),
+        },
+        default_model: app.config.default_model(),
+    })
+}
+
+fn status_props(app: &App) -> status::Props<'_> {
+    let reflecting = app
+        .selected_session_id()
+        .is_some_and(|s| app.reflecting.contains_key(&s));
+    let running = app.selected_group_id().is_some_and(|g| app.running.contains(&g));
+    status::Props {
+        keymap: &app.keymap,
+        composer_focused: app.focus == Focus::Composer,
+        run_controls: reflecting || running,
+        search: app.search.as_ref(),
+        flash: app.flash.as_ref(),
+        mouse_capture: app.mouse_capture,
+        running: app.running.len() + app.reflecting.len(),
+    }
+}
+
+/// The sidebar's marks from the app's run state (none of these lock the organization).
+impl sidebar::Activity for App {
+    fn group_running(&self, group_id: &str) -> bool {
+        self.running.contains(group_id)
+    }
+
+    fn cycle(&self, group_id: &str) -> Option<&CycleView> {
+        self.cycles.get(group_id)
+    }
+
+    fn session_busy(&self, session_id: &str) -> bool {
+        App::session_busy(self, session_id)
+    }
+
+    fn unread(&self, session_id: &str) -> bool {
+        self.unread.contains(session_id)
     }
 }
 

@@ -1,4 +1,5 @@
-//! The panes of the main screen; each draws from `&App` and keeps no state of its own.
+//! The panes of the main screen. Each draws from a small props struct that the renderer fills
+//! from the app (no pane sees the app), and keeps no state of its own.
 
 pub mod cycle_panel;
 pub mod sidebar;
