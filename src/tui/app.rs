@@ -554,8 +554,12 @@ impl App {
 
     /// The composer's placeholder says where the text goes.
     pub fn refresh_placeholder(&mut self) {
+        let key = |a| self.keymap.key_label(a);
         let text = match self.selected_group_id() {
-            None => "Create a team with n, or select a session".to_string(),
+            None => format!(
+                "Create a team with {}, or select a session",
+                key(Action::NewGroupFromPreset)
+            ),
             Some(gid) => {
                 let (team, name, mode) = self.org.read(|o| {
                     o.group(&gid)
@@ -573,7 +577,10 @@ impl App {
                         .unwrap_or_default();
                     format!("Message {}…", crate::text::sanitize::display(&name))
                 } else {
-                    "Select a session to chat, or press N for a new one".to_string()
+                    format!(
+                        "Select a session to chat, or press {} for a new one",
+                        key(Action::NewSession)
+                    )
                 }
             }
         };

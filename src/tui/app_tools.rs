@@ -3,6 +3,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use super::action::Action;
 use super::app::{App, Focus, Row};
 use super::command::Command;
 use super::search::{self, TranscriptSearch};
@@ -12,7 +13,8 @@ impl App {
     /// group of the selected session; the cursor lands on the group. Saved in `ui`.
     pub(super) fn fold(&mut self, collapse: Option<bool>) -> Vec<Command> {
         if self.focus != Focus::Sidebar {
-            self.flash("folding works in the sidebar (Tab to it)", true);
+            let key = self.keymap.key_label(Action::FocusNext);
+            self.flash(format!("folding works in the sidebar ({key} to it)"), true);
             return Vec::new();
         }
         let (group_id, on_session) = match self.selected_row() {

@@ -7,7 +7,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Color;
 
-use super::action::{Action, Context};
+use super::action::Action;
 use super::app::{App, Focus, Row};
 use super::cycle_view::CycleView;
 use super::layout::{FrameLayout, LayoutInput};
@@ -62,10 +62,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, no_color: bool) {
             pause_requested: app.pause_requested.contains(&group),
             kept,
             tick: app.tick,
-            pause_key: app
-                .keymap
-                .keys_text(Context::Global, Action::TogglePauseCycle)
-                .unwrap_or_default(),
+            pause_key: app.keymap.key_label(Action::TogglePauseCycle),
         };
         cycle_panel::render(frame, panel, &props);
     }
@@ -119,7 +116,7 @@ fn transcript_props<'a>(app: &'a App, row: Option<&Row>) -> Option<transcript::P
             cycle: app.cycles.get(id),
         },
     };
-    let key = |a| app.keymap.keys_text(Context::Navigation, a).unwrap_or_default();
+    let key = |a| app.keymap.key_label(a);
     Some(transcript::Props {
         subject,
         focused: app.focus == Focus::Transcript,
@@ -127,6 +124,7 @@ fn transcript_props<'a>(app: &'a App, row: Option<&Row>) -> Option<transcript::P
             new_team: key(Action::NewGroupFromPreset),
             new_session: key(Action::NewSession),
             help: key(Action::Help),
+            send: key(Action::Send),
         },
         default_model: app.config.default_model(),
     })

@@ -7,7 +7,10 @@ use huddle::tui::app::{Focus, Row};
 use huddle::tui::command::{AppEvent, Command};
 use huddle::tui::dialogs::Dialog;
 
-use super::tui_support::{alt, app_with_team, ch, ctrl, empty_app, key, render, screen_text, type_text};
+use super::tui_support::{
+    alt, app_with_team, app_with_team_and_config, ch, ctrl, empty_app, key, render, repo, screen_text,
+    type_text,
+};
 
 const TEAM: &str = "Research Panel";
 
@@ -321,4 +324,47 @@ fn no_color_keeps_modifiers_and_drops_colours() {
             .any(|c| c.modifier.contains(ratatui::style::Modifier::REVERSED)),
         "the selection stays visible"
     );
+}
+
+#[test]
+fn hints_name_the_keys_as_rebound_in_config() {
+    use huddle::config::Config;
+    use huddle::model::{Organization, reconcile};
+    use huddle::store::OrgHandle;
+    use huddle::tui::App;
+    let config = || {
+        Config::parse(
+            "default_model: sim/demo\nkeys:\n  new_group_from_preset: T\n  new_session: f2\n  send: ctrl-s\n  focus_next: ctrl-n\n",
+            std::path::Path::new("config.yaml"),
+        )
+        .expect("config")
+    };
+    let mut org = Organization::default();
+    reconcile::reconcile(&mut org);
+    let (mut app, _) = App::new(OrgHandle::in_memory(org), config(), repo(), Vec::new());
+    assert!(app.dialogs.is_empty(), "the keys are valid");
+    assert_eq!(
+        app.composer.area.placeholder_text(),
+        "Select a session to chat, or press F2 for a new one"
+    );
+    let text = screen_text(&render(&mut app, 100, 30));
+    assert!(text.contains("T      new team from a preset"), "{text}");
+    assert!(text.contains("F2     new plain session"), "{text}");
+    let status = text.lines().last().unwrap_or_default();
+    assert!(status.contains("T new team · F2 new session"), "{status}");
+    assert!(!text.contains(" N "), "no default key is named:\n{text}");
+    app.focus = Focus::Transcript;
+    app.handle_key(ch(' '));
+    assert_eq!(
+        app.flash,
+        Some(("folding works in the sidebar (Ctrl-N to it)".to_string(), true))
+    );
+
+    let (mut team, _) = app_with_team_and_config(TEAM, config());
+    let text = screen_text(&render(&mut team, 100, 30));
+    assert!(text.contains("press Ctrl-S to run the team"), "{text}");
+    team.handle_key(ch('i'));
+    let text = screen_text(&render(&mut team, 100, 30));
+    let status = text.lines().last().unwrap_or_default();
+    assert!(status.starts_with("Ctrl-S send"), "{status}");
 }

@@ -35,13 +35,18 @@ pub fn builtin_catalog() -> Catalog {
 
 /// An app with a team made from the built-in preset `preset`, selected (its group row).
 pub fn app_with_team(preset: &str) -> (App, String) {
+    app_with_team_and_config(preset, config())
+}
+
+/// [`app_with_team`] with `config` (its `keys:`, say).
+pub fn app_with_team_and_config(preset: &str, config: Config) -> (App, String) {
     let mut org = Organization::default();
     reconcile::reconcile(&mut org);
     let catalog = builtin_catalog();
     let p = catalog.find(preset).expect("preset").clone();
-    let id = create_team_group(&mut org, &p, &config(), Some(&repo()));
+    let id = create_team_group(&mut org, &p, &config, Some(&repo()));
     org.ui.selected_group = Some(id.clone());
-    let (mut app, _) = App::new(OrgHandle::in_memory(org), config(), repo(), Vec::new());
+    let (mut app, _) = App::new(OrgHandle::in_memory(org), config, repo(), Vec::new());
     app.handle_app_event(AppEvent::CatalogLoaded(Box::new(catalog)));
     (app, id)
 }

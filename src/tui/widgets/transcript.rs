@@ -29,6 +29,7 @@ pub struct Keys {
     pub new_team: String,
     pub new_session: String,
     pub help: String,
+    pub send: String,
 }
 
 /// What is selected.
@@ -154,7 +155,10 @@ fn render_session(
     if view.messages.is_empty() && view.streaming.is_none() {
         frame.render_widget(
             Paragraph::new(Line::styled(
-                "No messages yet. Write in the composer below and press Enter.",
+                format!(
+                    "No messages yet. Write in the composer below and press {}.",
+                    props.keys.send
+                ),
                 dim,
             )),
             inner,
@@ -262,9 +266,15 @@ fn render_group(
     );
     lines.push(Line::default());
     match cycle.filter(|c| !c.timeline.is_empty()) {
-        None => lines.push(Line::raw(format!(
-            "No runs yet. Write a prompt below and press Enter to run the team ({mode})."
-        ))),
+        // Wrapped: a rebound key's name can be long.
+        None => wrap_line_into(
+            Line::raw(format!(
+                "No runs yet. Write a prompt below and press {} to run the team ({mode}).",
+                props.keys.send
+            )),
+            inner.width.max(1) as usize,
+            &mut lines,
+        ),
         Some(cycle) => {
             for entry in &cycle.timeline {
                 let style = super::cycle_panel::kind_style(&entry.kind);
