@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use huddle::config::Config;
-use huddle::engine::events::EngineEvent;
+use huddle::engine::events::{EngineEvent, EventKind};
 use huddle::model::{Group, GroupKind, Message, Organization, Session, reconcile};
 use huddle::store::{LoadedTranscript, OrgHandle};
 use huddle::tui::App;
 use huddle::tui::command::{AppEvent, Command};
+use huddle::workspace::Edits;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
@@ -66,7 +67,7 @@ fn app_with_transcript(transcript: Vec<Message>) -> App {
     org.ui.selected_session = Some(id.clone());
     org.ui.selected_group = Some(default);
     let (mut app, commands) = App::new(
-        OrgHandle::in_memory(org),
+        Edits::detached(OrgHandle::in_memory(org), config(), PathBuf::from("/repo")),
         config(),
         PathBuf::from("/repo"),
         Vec::new(),
@@ -158,7 +159,11 @@ fn benches(c: &mut Criterion) {
     c.bench_function("first frame, 200 groups / 2,000 sessions", |b| {
         b.iter(|| {
             let (mut app, _) = App::new(
-                OrgHandle::in_memory(org.clone()),
+                Edits::detached(
+                    OrgHandle::in_memory(org.clone()),
+                    config(),
+                    PathBuf::from("/repo"),
+                ),
                 config(),
                 PathBuf::from("/repo"),
                 Vec::new(),
@@ -180,17 +185,20 @@ fn streaming(c: &mut Criterion) {
     let default = org.default_group().map(|g| g.id.clone()).unwrap();
     let group_name = org.default_group().map(|g| g.name.clone()).unwrap();
     let names: Vec<String> = (0..SESSIONS).map(|i| format!("s{i}")).collect();
+    let mut ids = Vec::new();
     for (i, name) in names.iter().enumerate() {
         let mut s = Session::new(name.clone(), &default, "sim/demo");
+        ids.push(s.id.clone());
         s.order = i as i64;
         if i == 0 {
             org.ui.selected_session = Some(s.id.clone());
         }
         org.sessions.push(s);
     }
+    let default_id = default.clone();
     org.ui.selected_group = Some(default);
     let (mut app, commands) = App::new(
-        OrgHandle::in_memory(org),
+        Edits::detached(OrgHandle::in_memory(org), config(), PathBuf::from("/repo")),
         config(),
         PathBuf::from("/repo"),
         Vec::new(),
@@ -208,17 +216,27 @@ fn streaming(c: &mut Criterion) {
     }
     let mut tokens = 0usize;
     let mut generation = 1u64;
+    let event = move |kind| {
+        AppEvent::Engine(EngineEvent {
+            group_id: default_id.clone(),
+            group: group_name.clone(),
+            run_id: Some("run".into()),
+            kind,
+        })
+    };
     let mut next_event = move |app: &mut App| {
         let session = names[tokens % SESSIONS].clone();
+        let session_id = ids[tokens % SESSIONS].clone();
         let per_session = tokens / SESSIONS;
         if per_session.is_multiple_of(2_000) && tokens.is_multiple_of(SESSIONS) {
             generation += 1;
         }
         if per_session.is_multiple_of(2_000) {
-            app.handle_app_event(AppEvent::Engine(EngineEvent::TurnStarted {
-                group: group_name.clone(),
+            app.handle_app_event(event(EventKind::TurnStarted {
+                session_id: session_id.clone(),
                 session: session.clone(),
                 generation,
+                prompt: None,
             }));
         }
         let text = if per_session % 12 == 11 {
@@ -226,8 +244,8 @@ fn streaming(c: &mut Criterion) {
         } else {
             "word "
         };
-        app.handle_app_event(AppEvent::Engine(EngineEvent::Delta {
-            group: group_name.clone(),
+        app.handle_app_event(event(EventKind::Delta {
+            session_id,
             session,
             generation,
             text: text.into(),

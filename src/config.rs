@@ -82,6 +82,9 @@ impl Paths {
     pub fn lock_file(&self) -> PathBuf {
         self.data_dir.join("huddle.lock")
     }
+    pub fn runs_dir(&self) -> PathBuf {
+        self.data_dir.join("runs")
+    }
 }
 
 pub use crate::model::ProviderKind;
@@ -160,6 +163,8 @@ pub struct Config {
     pub connect_timeout_secs: u64,
     /// Key binding overrides: action name to key(s).
     pub keys: BTreeMap<String, KeyList>,
+    /// Run files (`runs/<group-id>/<run-id>.jsonl`) kept per group; older ones are removed.
+    pub runs_kept: usize,
 }
 
 impl Default for Config {
@@ -171,6 +176,7 @@ impl Default for Config {
             read_timeout_secs: 120,
             connect_timeout_secs: 10,
             keys: BTreeMap::new(),
+            runs_kept: crate::store::DEFAULT_RUNS_KEPT,
         }
     }
 }
@@ -258,6 +264,11 @@ impl Config {
         };
         if self.max_concurrency == 0 {
             return Err(invalid("max_concurrency: must be at least 1".into()));
+        }
+        if self.runs_kept == 0 {
+            return Err(invalid(
+                "runs_kept: must be at least 1 (the latest run of each group is always kept)".into(),
+            ));
         }
         for (i, p) in self.providers.iter().enumerate() {
             if p.name.trim().is_empty() || p.name.contains('/') {

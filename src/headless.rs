@@ -8,14 +8,12 @@ use std::path::PathBuf;
 use tokio::sync::mpsc;
 
 use crate::config::{Config, Paths};
-use crate::engine::events::{EngineEvent, Phase};
-use crate::engine::{Engine, EngineError, RunOverrides, RunReport};
-use crate::model::{CycleOutcome, GroupKind, Mode, Session};
+use crate::engine::events::{EngineEvent, EventKind, Phase};
+use crate::engine::{Engine, EngineError, ReflectionRequest, RunOverrides, RunReport};
+use crate::model::{CycleOutcome, Mode};
 use crate::presets::Catalog;
-use crate::presets::instantiate::create_team_group;
-use crate::store::OrgHandle;
 use crate::text::sanitize;
-use crate::workspace::Workspace;
+use crate::workspace::{Edits, Workspace};
 
 /// What `huddle run` was asked to do.
 #[derive(Debug, Clone)]
@@ -89,18 +87,19 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
             .resolve(model)
             .map_err(|e| usage(format!("--model: {e}")))?;
     }
-    let workspace = Workspace::open(paths, &config).map_err(|e| other(e.to_string()))?;
+    let workspace =
+        Workspace::open(paths, &config, request.repo.clone()).map_err(|e| other(e.to_string()))?;
     for notice in &workspace.notices {
         eprintln!("huddle: {notice}");
     }
     let Workspace {
-        org,
+        edits,
         engine,
         events,
         lock: _lock,
         ..
     } = workspace;
-    let target = choose_target(paths, &config, &org, &request)?;
+    let target = choose_target(paths, &config, &edits, &request)?;
 
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
     let printer = tokio::spawn(print_events(events, done_rx, request.events));
@@ -124,11 +123,15 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
         Target::Group(id) => engine.run_group(id, request.prompt.clone(), overrides).await,
         Target::Session(id) => match request.max_iterations {
             Some(n) if n > 1 => {
-                engine
-                    .reflect_session(id, request.prompt.clone(), n, None, request.model.clone())
-                    .await
+                let reflection = ReflectionRequest {
+                    goal: request.prompt.clone(),
+                    max_iterations: n,
+                    evaluator_model: None,
+                    model_override: request.model.clone(),
+                };
+                engine.reflect_session(id, reflection).await
             }
-            _ => Ok(one_shot(&engine, id, &request).await),
+            _ => one_shot(&engine, id, &request).await,
         },
     };
     stopper.abort();
@@ -158,17 +161,17 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
     Ok(exit_code(&report))
 }
 
-async fn one_shot(engine: &Engine, session_id: &str, request: &RunRequest) -> RunReport {
+async fn one_shot(engine: &Engine, session_id: &str, request: &RunRequest) -> Result<RunReport, EngineError> {
     let started = std::time::Instant::now();
     let result = engine
         .ask(session_id, request.prompt.clone(), request.model.clone())
-        .await;
+        .await?;
     let outcome = if result.cancelled() {
         CycleOutcome::Cancelled
     } else {
         CycleOutcome::Completed
     };
-    RunReport {
+    Ok(RunReport {
         outcome,
         iterations: 1,
         final_text: result.text.clone(),
@@ -181,13 +184,13 @@ async fn one_shot(engine: &Engine, session_id: &str, request: &RunRequest) -> Ru
         } else {
             result.error.clone()
         },
-    }
+    })
 }
 
 fn choose_target(
     paths: &Paths,
     config: &Config,
-    org: &OrgHandle,
+    edits: &Edits,
     request: &RunRequest,
 ) -> Result<Target, RunFailure> {
     if let Some(name) = &request.preset {
@@ -205,10 +208,9 @@ fn choose_target(
         for w in &preset.warnings {
             eprintln!("huddle: warning: {}", sanitize::display(w));
         }
-        let repo = request.repo.clone();
-        let id = org.update(|o| create_team_group(o, preset, config, Some(&repo)));
-        return Ok(Target::Group(id));
+        return Ok(Target::Group(edits.create_team(preset)));
     }
+    let org = edits.view();
     if let Some(name) = &request.group {
         return org
             .read(|o| o.group_by_name(name).map(|g| g.id.clone()))
@@ -220,23 +222,7 @@ fn choose_target(
     }
     // A quick question to one plain session.
     let model = request.model.clone().unwrap_or_else(|| config.default_model());
-    let repo = request.repo.clone();
-    let id = org.update(|o| {
-        let group = o
-            .groups
-            .iter()
-            .find(|g| g.kind == GroupKind::Default)
-            .map(|g| g.id.clone())
-            .unwrap_or_default();
-        let name = o.unique_session_name(&format!("run-{}", chrono::Local::now().format("%Y%m%d-%H%M%S")));
-        let mut session = Session::new(name, &group, model);
-        session.repo = Some(repo);
-        session.order = o.next_session_order(&group);
-        let id = session.id.clone();
-        o.sessions.push(session);
-        id
-    });
-    Ok(Target::Session(id))
+    Ok(Target::Session(edits.create_run_session(&model)))
 }
 
 /// Prints events as NDJSON on stdout, or as human progress on stderr, until `done` says the run
@@ -267,7 +253,7 @@ async fn print_events(
 fn print_event(event: &EngineEvent, ndjson: bool, color: bool) {
     {
         if ndjson {
-            if matches!(event, EngineEvent::Delta { .. } | EngineEvent::TurnStarted { .. }) {
+            if event.kind.is_streaming() {
                 return;
             }
             let mut out = std::io::stdout().lock();
@@ -294,30 +280,27 @@ fn first_line(text: &str, max: usize) -> String {
 
 /// One human line for an event (None for events not worth a line).
 pub fn progress_line(event: &EngineEvent) -> Option<String> {
-    Some(match event {
-        EngineEvent::CycleStarted {
-            group,
-            mode,
-            max_iterations,
-        } => {
+    let group = &event.group;
+    Some(match &event.kind {
+        EventKind::CycleStarted { mode, max_iterations } => {
             if *max_iterations > 1 {
                 format!("huddle: `{group}` runs in {mode} mode (at most {max_iterations} iterations)")
             } else {
                 format!("huddle: `{group}` runs in {mode} mode")
             }
         }
-        EngineEvent::IterationStarted { iteration, .. } => format!("── iteration {iteration}"),
-        EngineEvent::Phase { phase, .. } => match phase {
+        EventKind::IterationStarted { iteration, .. } => format!("── iteration {iteration}"),
+        EventKind::Phase { phase, .. } => match phase {
             Phase::Plan => "   planning…".into(),
             Phase::Synthesize => "   synthesizing…".into(),
             Phase::Evaluate => "   evaluating…".into(),
             Phase::Dispatch | Phase::Collect => return None,
         },
-        EngineEvent::Assignment { worker, task, .. } => format!("   → {worker}: {}", first_line(task, 90)),
-        EngineEvent::AssignmentDropped { name, reason, .. } => {
+        EventKind::Assignment { worker, task, .. } => format!("   → {worker}: {}", first_line(task, 90)),
+        EventKind::AssignmentDropped { name, reason, .. } => {
             format!("   ! dropped assignment `{name}`: {reason}")
         }
-        EngineEvent::WorkerFinished {
+        EventKind::WorkerFinished {
             worker,
             success,
             duration_ms,
@@ -327,7 +310,7 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
             if *success { "✓" } else { "✗" },
             *duration_ms as f64 / 1000.0
         ),
-        EngineEvent::Evaluation {
+        EventKind::Evaluation {
             score,
             rationale,
             trend,
@@ -341,25 +324,25 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
                 format!(": {}", first_line(rationale, 80))
             }
         ),
-        EngineEvent::EvaluationUnparsed { .. } => {
+        EventKind::EvaluationUnparsed { .. } => {
             "   ! the evaluator's reply had no readable score (counted as 0.5)".into()
         }
-        EngineEvent::StallWarning {
+        EventKind::StallWarning {
             consecutive,
             similarity,
             ..
         } => {
             format!("   ! stall warning {consecutive} (similarity {similarity:.2})")
         }
-        EngineEvent::Adjustment { text, .. } => format!("   suggestion: {text}"),
-        EngineEvent::Warning { message, .. } => format!("   ! {message}"),
-        EngineEvent::Error {
+        EventKind::Adjustment { text, .. } => format!("   suggestion: {text}"),
+        EventKind::Warning { message, .. } => format!("   ! {message}"),
+        EventKind::Error {
             iteration, message, ..
         } => format!("   ✗ error in iteration {iteration}: {message}"),
-        EngineEvent::CyclePaused { .. } => "── paused".into(),
-        EngineEvent::CycleResumed { .. } => "── resumed".into(),
-        EngineEvent::CycleFinished { summary, .. } => format!("── finished\n{}", summary.trim_end()),
-        EngineEvent::TurnFinished {
+        EventKind::CyclePaused => "── paused".into(),
+        EventKind::CycleResumed => "── resumed".into(),
+        EventKind::CycleFinished { summary, .. } => format!("── finished\n{}", summary.trim_end()),
+        EventKind::TurnFinished {
             session,
             success: false,
             error: Some(e),
@@ -411,22 +394,28 @@ mod tests {
 
     #[test]
     fn progress_lines_are_short_and_skip_noise() {
-        let line = progress_line(&EngineEvent::Assignment {
+        let event = |kind| EngineEvent {
+            group_id: "gid".into(),
             group: "g".into(),
+            run_id: None,
+            kind,
+        };
+        let line = progress_line(&event(EventKind::Assignment {
             iteration: 1,
             worker: "w".into(),
+            session_id: "s".into(),
             task: format!("\n  {}\nsecond", "x".repeat(200)),
-        })
+        }))
         .unwrap();
         assert!(line.starts_with("   → w: xxx"), "{line}");
         assert!(line.chars().count() < 110, "{line}");
         assert!(
-            progress_line(&EngineEvent::Delta {
-                group: "g".into(),
+            progress_line(&event(EventKind::Delta {
+                session_id: "s".into(),
                 session: "s".into(),
                 generation: 1,
                 text: "t".into()
-            })
+            }))
             .is_none()
         );
     }

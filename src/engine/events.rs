@@ -1,13 +1,68 @@
-//! The engine's event vocabulary (SPEC section 9). The TUI renders these; `huddle run --events`
-//! prints each as one NDJSON line with `"event"` and `"group"`. Events may gain variants and
-//! fields; existing ones never change meaning.
+//! The engine's event vocabulary (SPEC section 9), the contract between the engine and its front
+//! ends. Every event names its group by id (`group_id`) and, inside a run, the run (`run_id`);
+//! events about one session carry its `session_id`. Names (`group`, `session`, `worker`) are
+//! for people and may be stale after a rename; consumers key by ids.
+//!
+//! The TUI renders these; `huddle run --events` prints each as one NDJSON line; the run log
+//! (`runs/<group-id>/<run-id>.jsonl`) stores every one but the streaming ones. Events may gain
+//! variants and fields; existing ones never change meaning.
 
-use serde::Serialize;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 
-use crate::model::{CycleOutcome, Mode, Role, Trend, Usage};
+use crate::model::{CycleOutcome, GroupId, Message, Mode, Role, SessionId, Trend, Usage};
+
+/// A run's id: `<UTC time to the millisecond>-<random>`, so sorting ids sorts runs by start.
+pub type RunId = String;
+
+/// What a run drives. At most one team run per group and one reflection per session at a time;
+/// a session may have several chat turns queued.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RunKey {
+    /// A plain chat turn with one session.
+    Chat { session_id: SessionId },
+    /// A group's mode (broadcast, sequential, orchestrator, orchestrator_reflect).
+    Team { group_id: GroupId },
+    /// One session improving its own answer.
+    Reflection { session_id: SessionId },
+}
+
+impl RunKey {
+    pub fn chat(session_id: impl Into<SessionId>) -> RunKey {
+        RunKey::Chat {
+            session_id: session_id.into(),
+        }
+    }
+
+    pub fn team(group_id: impl Into<GroupId>) -> RunKey {
+        RunKey::Team {
+            group_id: group_id.into(),
+        }
+    }
+
+    pub fn reflection(session_id: impl Into<SessionId>) -> RunKey {
+        RunKey::Reflection {
+            session_id: session_id.into(),
+        }
+    }
+
+    /// The session a chat or reflection drives.
+    pub fn session_id(&self) -> Option<&str> {
+        match self {
+            RunKey::Chat { session_id } | RunKey::Reflection { session_id } => Some(session_id),
+            RunKey::Team { .. } => None,
+        }
+    }
+
+    /// True for the keys that allow one run at a time (team runs, reflections).
+    pub fn is_exclusive(&self) -> bool {
+        !matches!(self, RunKey::Chat { .. })
+    }
+}
 
 /// The phases of one orchestrator iteration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     Plan,
@@ -17,45 +72,68 @@ pub enum Phase {
     Evaluate,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One event: where it belongs (ids, plus names for display) and what happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineEvent {
+    pub group_id: GroupId,
+    /// The group's name when the run (or turn) started.
+    pub group: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<RunId>,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
-pub enum EngineEvent {
+pub enum EventKind {
+    /// A run was registered: from now on it can be paused or stopped.
+    RunStarted {
+        key: RunKey,
+    },
+    /// A run is over. `outcome` is absent when it never got to work (e.g. the team had no
+    /// workers); `failed` says why it could not do its work.
+    RunEnded {
+        key: RunKey,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<CycleOutcome>,
+        #[serde(default)]
+        iterations: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failed: Option<String>,
+    },
     CycleStarted {
-        group: String,
         mode: Mode,
         max_iterations: u32,
     },
     IterationStarted {
-        group: String,
         iteration: u32,
     },
     Phase {
-        group: String,
         iteration: u32,
         phase: Phase,
     },
     Assignment {
-        group: String,
         iteration: u32,
         worker: String,
+        session_id: SessionId,
         task: String,
     },
     AssignmentDropped {
-        group: String,
         iteration: u32,
         name: String,
         reason: String,
     },
     WorkerFinished {
-        group: String,
         iteration: u32,
         worker: String,
+        session_id: SessionId,
         success: bool,
         duration_ms: u64,
     },
-    /// A complete message added to a session's transcript.
+    /// A complete answer added to a session's transcript.
     Message {
-        group: String,
+        session_id: SessionId,
         session: String,
         role: Role,
         text: String,
@@ -63,20 +141,24 @@ pub enum EngineEvent {
     /// A piece of a streaming answer; `generation` identifies the turn so late pieces of a
     /// cancelled turn can be dropped.
     Delta {
-        group: String,
+        session_id: SessionId,
         session: String,
         generation: u64,
         text: String,
     },
-    /// A session started a turn.
+    /// A session started a turn. `prompt` is the stored user message (in memory only: the
+    /// transcript has it).
     TurnStarted {
-        group: String,
+        session_id: SessionId,
         session: String,
         generation: u64,
+        #[serde(skip)]
+        prompt: Option<Box<Message>>,
     },
-    /// A session's turn ended (successfully or not).
+    /// A session's turn ended (successfully or not). `message` is the stored answer, as the
+    /// transcript has it (in memory only).
     TurnFinished {
-        group: String,
+        session_id: SessionId,
         session: String,
         generation: u64,
         success: bool,
@@ -84,9 +166,18 @@ pub enum EngineEvent {
         duration_ms: u64,
         usage: Option<Usage>,
         error: Option<String>,
+        #[serde(skip)]
+        message: Option<Box<Message>>,
+    },
+    /// A notice written into a session's transcript (e.g. a cycle's completion summary).
+    Notice {
+        session_id: SessionId,
+        session: String,
+        text: String,
+        #[serde(skip)]
+        message: Option<Box<Message>>,
     },
     Evaluation {
-        group: String,
         iteration: u32,
         score: f64,
         rationale: String,
@@ -96,76 +187,116 @@ pub enum EngineEvent {
         duration_ms: u64,
     },
     EvaluationUnparsed {
-        group: String,
         iteration: u32,
     },
     StallWarning {
-        group: String,
         iteration: u32,
         consecutive: u32,
         similarity: f64,
     },
     Adjustment {
-        group: String,
         text: String,
     },
     Warning {
-        group: String,
         message: String,
     },
     Error {
-        group: String,
         iteration: u32,
         message: String,
     },
-    CyclePaused {
-        group: String,
-    },
-    CycleResumed {
-        group: String,
-    },
+    CyclePaused,
+    CycleResumed,
     CycleFinished {
-        group: String,
         outcome: CycleOutcome,
         iterations: u32,
         summary: String,
     },
 }
 
-impl EngineEvent {
-    /// The group this event belongs to.
-    pub fn group(&self) -> &str {
+impl EventKind {
+    /// The event's name as NDJSON writes it (`"event"`).
+    pub fn name(&self) -> &'static str {
         match self {
-            EngineEvent::CycleStarted { group, .. }
-            | EngineEvent::IterationStarted { group, .. }
-            | EngineEvent::Phase { group, .. }
-            | EngineEvent::Assignment { group, .. }
-            | EngineEvent::AssignmentDropped { group, .. }
-            | EngineEvent::WorkerFinished { group, .. }
-            | EngineEvent::Message { group, .. }
-            | EngineEvent::Delta { group, .. }
-            | EngineEvent::TurnStarted { group, .. }
-            | EngineEvent::TurnFinished { group, .. }
-            | EngineEvent::Evaluation { group, .. }
-            | EngineEvent::EvaluationUnparsed { group, .. }
-            | EngineEvent::StallWarning { group, .. }
-            | EngineEvent::Adjustment { group, .. }
-            | EngineEvent::Warning { group, .. }
-            | EngineEvent::Error { group, .. }
-            | EngineEvent::CyclePaused { group }
-            | EngineEvent::CycleResumed { group }
-            | EngineEvent::CycleFinished { group, .. } => group,
+            EventKind::RunStarted { .. } => "run_started",
+            EventKind::RunEnded { .. } => "run_ended",
+            EventKind::CycleStarted { .. } => "cycle_started",
+            EventKind::IterationStarted { .. } => "iteration_started",
+            EventKind::Phase { .. } => "phase",
+            EventKind::Assignment { .. } => "assignment",
+            EventKind::AssignmentDropped { .. } => "assignment_dropped",
+            EventKind::WorkerFinished { .. } => "worker_finished",
+            EventKind::Message { .. } => "message",
+            EventKind::Delta { .. } => "delta",
+            EventKind::TurnStarted { .. } => "turn_started",
+            EventKind::TurnFinished { .. } => "turn_finished",
+            EventKind::Notice { .. } => "notice",
+            EventKind::Evaluation { .. } => "evaluation",
+            EventKind::EvaluationUnparsed { .. } => "evaluation_unparsed",
+            EventKind::StallWarning { .. } => "stall_warning",
+            EventKind::Adjustment { .. } => "adjustment",
+            EventKind::Warning { .. } => "warning",
+            EventKind::Error { .. } => "error",
+            EventKind::CyclePaused => "cycle_paused",
+            EventKind::CycleResumed => "cycle_resumed",
+            EventKind::CycleFinished { .. } => "cycle_finished",
         }
+    }
+
+    /// The session the event is about, if it is about one.
+    pub fn session_id(&self) -> Option<&str> {
+        match self {
+            EventKind::Message { session_id, .. }
+            | EventKind::Delta { session_id, .. }
+            | EventKind::TurnStarted { session_id, .. }
+            | EventKind::TurnFinished { session_id, .. }
+            | EventKind::Notice { session_id, .. }
+            | EventKind::Assignment { session_id, .. }
+            | EventKind::WorkerFinished { session_id, .. } => Some(session_id),
+            EventKind::RunStarted { key } | EventKind::RunEnded { key, .. } => key.session_id(),
+            _ => None,
+        }
+    }
+
+    /// Streaming events: many per turn, shown live, never stored in a run log.
+    pub fn is_streaming(&self) -> bool {
+        matches!(self, EventKind::Delta { .. } | EventKind::TurnStarted { .. })
+    }
+}
+
+/// One line of a run file: the event and when it happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub at: DateTime<Utc>,
+    #[serde(flatten)]
+    pub event: EngineEvent,
+}
+
+impl RunRecord {
+    pub fn now(event: EngineEvent) -> RunRecord {
+        RunRecord {
+            at: Utc::now(),
+            event,
+        }
+    }
+}
+
+impl EngineEvent {
+    /// The group's display name.
+    pub fn group(&self) -> &str {
+        &self.group
     }
 
     /// One NDJSON line (no trailing newline).
     pub fn to_ndjson(&self) -> String {
         // Serialising these plain structs cannot fail; fall back to an error object regardless.
         serde_json::to_string(self).unwrap_or_else(|e| {
-            format!(
-                r#"{{"event":"error","group":{:?},"message":"unserialisable event: {e}"}}"#,
-                self.group()
-            )
+            serde_json::json!({
+                "event": "error",
+                "group_id": self.group_id,
+                "group": self.group,
+                "message": format!("unserialisable event: {e}"),
+            })
+            .to_string()
         })
     }
 }
@@ -174,34 +305,131 @@ impl EngineEvent {
 mod tests {
     use super::*;
 
-    #[test]
-    fn ndjson_has_event_and_group() {
-        let line = EngineEvent::CycleStarted {
+    fn event(kind: EventKind) -> EngineEvent {
+        EngineEvent {
+            group_id: "gid".into(),
             group: "g".into(),
+            run_id: Some("r1".into()),
+            kind,
+        }
+    }
+
+    #[test]
+    fn ndjson_has_event_names_and_ids() {
+        let line = event(EventKind::CycleStarted {
             mode: Mode::OrchestratorReflect,
             max_iterations: 5,
-        }
+        })
         .to_ndjson();
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["event"], "cycle_started");
         assert_eq!(v["group"], "g");
+        assert_eq!(v["group_id"], "gid");
+        assert_eq!(v["run_id"], "r1");
         assert_eq!(v["mode"], "orchestrator_reflect");
 
-        let line = EngineEvent::CycleFinished {
-            group: "g".into(),
+        let line = event(EventKind::CycleFinished {
             outcome: CycleOutcome::GoalMet,
             iterations: 2,
             summary: "s".into(),
-        }
+        })
         .to_ndjson();
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["outcome"], "goal_met");
-        let line = EngineEvent::Phase {
-            group: "g".into(),
+        let line = event(EventKind::Phase {
             iteration: 1,
             phase: Phase::Synthesize,
-        }
+        })
         .to_ndjson();
         assert!(line.contains(r#""phase":"synthesize""#), "{line}");
+        let line = event(EventKind::RunStarted {
+            key: RunKey::reflection("sid"),
+        })
+        .to_ndjson();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["key"]["kind"], "reflection");
+        assert_eq!(v["key"]["session_id"], "sid");
+    }
+
+    #[test]
+    fn every_kind_round_trips_through_ndjson_and_names_itself() {
+        let kinds = vec![
+            EventKind::RunStarted {
+                key: RunKey::team("gid"),
+            },
+            EventKind::RunEnded {
+                key: RunKey::chat("s"),
+                outcome: Some(CycleOutcome::Completed),
+                iterations: 1,
+                failed: Some("x".into()),
+            },
+            EventKind::Assignment {
+                iteration: 1,
+                worker: "w".into(),
+                session_id: "s".into(),
+                task: "t".into(),
+            },
+            EventKind::TurnFinished {
+                session_id: "s".into(),
+                session: "n".into(),
+                generation: 3,
+                success: false,
+                interrupted: true,
+                duration_ms: 5,
+                usage: Some(Usage {
+                    input_tokens: 1,
+                    output_tokens: 2,
+                }),
+                error: Some("e".into()),
+                message: None,
+            },
+            EventKind::Evaluation {
+                iteration: 2,
+                score: 0.75,
+                rationale: "r".into(),
+                trend: Some(Trend::Improving),
+                usage: Usage::default(),
+                duration_ms: 9,
+            },
+            EventKind::CyclePaused,
+            EventKind::CycleResumed,
+        ];
+        for kind in kinds {
+            let e = event(kind);
+            let line = e.to_ndjson();
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(v["event"], e.kind.name(), "{line}");
+            let back: EngineEvent = serde_json::from_str(&line).unwrap();
+            assert_eq!(back, e, "{line}");
+        }
+    }
+
+    #[test]
+    fn run_records_round_trip_with_their_time() {
+        let r = RunRecord::now(event(EventKind::StallWarning {
+            iteration: 2,
+            consecutive: 1,
+            similarity: 0.97,
+        }));
+        let line = serde_json::to_string(&r).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["event"], "stall_warning");
+        assert!(v["at"].is_string(), "{line}");
+        let back: RunRecord = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn in_memory_messages_are_not_serialised() {
+        let e = event(EventKind::TurnStarted {
+            session_id: "s".into(),
+            session: "n".into(),
+            generation: 1,
+            prompt: Some(Box::new(Message::user("secret prompt"))),
+        });
+        let line = e.to_ndjson();
+        assert!(!line.contains("secret prompt"), "{line}");
+        let back: EngineEvent = serde_json::from_str(&line).unwrap();
+        assert!(matches!(back.kind, EventKind::TurnStarted { prompt: None, .. }));
     }
 }

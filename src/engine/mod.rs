@@ -1,56 +1,36 @@
-//! The engine: sessions, the four modes and the reflect loop. No terminal code here; it takes
+//! The engine: sessions, the modes and the reflect loops. No terminal code here; it takes
 //! commands (method calls on [`Engine`]) and emits [`events::EngineEvent`]s.
+//!
+//! Every piece of work is a *run* with an id and a [`RunKey`] (a chat turn, a team run, a
+//! session's reflection). A run is registered before its future is returned, so it can be
+//! paused or stopped at once; `run_started` and `run_ended` frame its events.
 
+mod cycle;
 pub mod events;
 mod modes;
 pub mod protocol;
-mod reflect;
+mod reflect_session;
+mod run;
 pub mod session;
-mod single;
+mod sink;
 mod team;
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{CycleOutcome, Mode, Usage};
+use crate::model::{CycleOutcome, GroupId, Mode, SessionId, Usage};
 use crate::providers::Providers;
-use crate::store::{OrgHandle, TranscriptWriter, Transcripts};
+use crate::store::{LoadedTranscript, OrgHandle, StoreError, TranscriptWriter, Transcripts};
 
-use events::EngineEvent;
+use events::{EventKind, RunId, RunKey};
 pub use session::{TurnJob, TurnResult};
-
-/// The key under which a single-session reflection runs: pass it to [`Engine::pause`],
-/// [`Engine::resume`] and [`Engine::stop`] in place of a group id.
-pub fn session_run_key(session_id: &str) -> String {
-    format!("session:{session_id}")
-}
-
-/// Where events go: the TUI's channel or the headless printer.
-#[derive(Clone)]
-pub struct EventSink {
-    tx: mpsc::UnboundedSender<EngineEvent>,
-}
-
-impl EventSink {
-    pub fn new(tx: mpsc::UnboundedSender<EngineEvent>) -> EventSink {
-        EventSink { tx }
-    }
-
-    /// A sink plus the receiving end.
-    pub fn channel() -> (EventSink, mpsc::UnboundedReceiver<EngineEvent>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (EventSink { tx }, rx)
-    }
-
-    pub fn emit(&self, event: EngineEvent) {
-        // A consumer that went away (the UI quitting) must not stop the engine.
-        let _ = self.tx.send(event);
-    }
-}
+use sink::Emitter;
+pub use sink::EventSink;
 
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
@@ -75,7 +55,7 @@ pub enum EngineError {
     NoSuchGroup(String),
     #[error("no session `{0}`")]
     NoSuchSession(String),
-    #[error("group `{0}` is already running; send messages to it instead (they are queued)")]
+    #[error("`{0}` is already running; send messages to it instead (they are queued)")]
     AlreadyRunning(String),
     #[error("group `{group}` cannot run in {mode} mode: {reason}")]
     NotRunnable {
@@ -112,7 +92,17 @@ pub struct RunReport {
     pub failed: Option<String>,
 }
 
-/// Controls of one running group: stop, pause, queued user messages.
+/// What a single-session reflection is asked to do.
+#[derive(Debug, Clone)]
+pub struct ReflectionRequest {
+    pub goal: String,
+    pub max_iterations: u32,
+    /// A model that judges each answer PASS/FAIL; without one the session judges itself.
+    pub evaluator_model: Option<String>,
+    pub model_override: Option<String>,
+}
+
+/// Controls of one run: stop, pause, queued user messages.
 pub(crate) struct RunControl {
     pub cancel: CancellationToken,
     pub paused: watch::Sender<bool>,
@@ -135,10 +125,70 @@ impl RunControl {
     pub fn peek_queued(&self) -> Vec<String> {
         lock(&self.queued).clone()
     }
+
+    pub fn cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Sleeps, waking early (false) if the run is stopped.
+    pub async fn sleep(&self, d: Duration) -> bool {
+        tokio::select! {
+            _ = self.cancel.cancelled() => false,
+            _ = tokio::time::sleep(d) => true,
+        }
+    }
+
+    /// Waits while the run is paused, announcing the pause and the resume. `None` when the run
+    /// was stopped; else whether a pause ended in a resume. `on_pause` hears true when the
+    /// pause takes effect and false when it ends (to persist it).
+    pub async fn wait_if_paused(&self, emitter: &Emitter, mut on_pause: impl FnMut(bool)) -> Option<bool> {
+        let mut paused = self.paused.subscribe();
+        if !*paused.borrow_and_update() {
+            return (!self.cancelled()).then_some(false);
+        }
+        on_pause(true);
+        emitter.emit(EventKind::CyclePaused);
+        loop {
+            tokio::select! {
+                _ = self.cancel.cancelled() => {
+                    on_pause(false);
+                    return None;
+                }
+                changed = paused.changed() => {
+                    if changed.is_err() || !*paused.borrow_and_update() {
+                        break;
+                    }
+                }
+            }
+        }
+        on_pause(false);
+        emitter.emit(EventKind::CycleResumed);
+        (!self.cancelled()).then_some(true)
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A registered run.
+pub(crate) struct ActiveRun {
+    pub key: RunKey,
+    pub control: RunControl,
+    pub emitter: Emitter,
+}
+
+impl ActiveRun {
+    pub fn run_id(&self) -> RunId {
+        self.emitter.run_id.clone().unwrap_or_default()
+    }
+}
+
+/// A new run id: sortable by start time, unique.
+fn new_run_id() -> RunId {
+    let now = chrono::Utc::now();
+    let random = uuid::Uuid::new_v4().simple().to_string();
+    format!("{}-{}", now.format("%Y%m%dT%H%M%S%3fZ"), &random[..8])
 }
 
 pub(crate) struct EngineShared {
@@ -148,8 +198,10 @@ pub(crate) struct EngineShared {
     pub writer: TranscriptWriter,
     pub events: EventSink,
     pub options: EngineOptions,
-    actors: Mutex<HashMap<String, session::SessionQueue>>,
-    runs: Mutex<HashMap<String, Arc<RunControl>>>,
+    actors: Mutex<HashMap<SessionId, session::SessionQueue>>,
+    runs: Mutex<HashMap<RunId, Arc<ActiveRun>>>,
+    /// Turns queued or in flight, per session.
+    turns: Mutex<HashMap<SessionId, usize>>,
     /// Cancelled by [`Engine::shutdown`]: every run and turn, present and future, stops.
     shutdown: CancellationToken,
 }
@@ -178,6 +230,7 @@ impl Engine {
                 options,
                 actors: Mutex::new(HashMap::new()),
                 runs: Mutex::new(HashMap::new()),
+                turns: Mutex::new(HashMap::new()),
                 shutdown: CancellationToken::new(),
             }),
         }
@@ -187,46 +240,79 @@ impl Engine {
         &self.shared.org
     }
 
-    /// Queues a turn for a session; the receiver gets its single result.
-    pub fn turn(
+    /// A plain chat turn with one session, registered as a run now; the future runs it.
+    pub fn start_chat(
         &self,
         session_id: &str,
         prompt: String,
-        cancel: CancellationToken,
         model_override: Option<String>,
-    ) -> oneshot::Receiver<TurnResult> {
-        self.shared
-            .submit(session_id, prompt, None, cancel, None, model_override)
+    ) -> Result<impl Future<Output = TurnResult> + Send + 'static, EngineError> {
+        let guard = self.shared.register(RunKey::chat(session_id))?;
+        let shared = Arc::clone(&self.shared);
+        let session_id = session_id.to_string();
+        Ok(async move {
+            let result = shared
+                .turn(
+                    &session_id,
+                    prompt,
+                    session::TurnOptions {
+                        run_id: Some(guard.run.run_id()),
+                        cancel: guard.run.control.cancel.child_token(),
+                        model_override,
+                        ..session::TurnOptions::default()
+                    },
+                )
+                .await;
+            let outcome = if result.cancelled() {
+                CycleOutcome::Cancelled
+            } else {
+                CycleOutcome::Completed
+            };
+            let failed = (!result.success && !result.cancelled())
+                .then(|| result.error.clone())
+                .flatten();
+            guard.finish(Some(outcome), 1, failed);
+            result
+        })
     }
 
-    /// A plain chat turn with one session.
-    pub async fn ask(&self, session_id: &str, prompt: String, model_override: Option<String>) -> TurnResult {
-        let rx = self.turn(
-            session_id,
-            prompt,
-            self.shared.shutdown.child_token(),
-            model_override,
-        );
-        rx.await
-            .unwrap_or_else(|_| TurnResult::failed(session_id, "the session stopped".into(), None))
+    /// A plain chat turn, waited for (`huddle run` with a session).
+    pub async fn ask(
+        &self,
+        session_id: &str,
+        prompt: String,
+        model_override: Option<String>,
+    ) -> Result<TurnResult, EngineError> {
+        Ok(self.start_chat(session_id, prompt, model_override)?.await)
     }
 
-    /// Runs a group's mode to its end (a reflect cycle may take many iterations).
+    /// Registers a run of the group's mode; the future runs it to its end (a reflect cycle may
+    /// take many iterations).
+    pub fn start_group(
+        &self,
+        group_id: &str,
+        prompt: String,
+        overrides: RunOverrides,
+    ) -> Result<impl Future<Output = Result<RunReport, EngineError>> + Send + 'static, EngineError> {
+        self.start_team(group_id, prompt, overrides, false)
+    }
+
     pub async fn run_group(
         &self,
         group_id: &str,
         prompt: String,
         overrides: RunOverrides,
     ) -> Result<RunReport, EngineError> {
-        self.run_team(group_id, prompt, &overrides, false).await
+        self.start_group(group_id, prompt, overrides)?.await
     }
 
-    /// Continues an interrupted reflect cycle from its last completed iteration.
-    pub async fn resume_cycle(
+    /// Registers the continuation of an interrupted reflect cycle from its last completed
+    /// iteration.
+    pub fn start_resume(
         &self,
         group_id: &str,
         overrides: RunOverrides,
-    ) -> Result<RunReport, EngineError> {
+    ) -> Result<impl Future<Output = Result<RunReport, EngineError>> + Send + 'static, EngineError> {
         let goal = self.shared.org.read(|o| {
             o.group(group_id)
                 .and_then(|g| g.reflection.as_ref())
@@ -234,80 +320,124 @@ impl Engine {
                 .map(|r| r.goal.clone())
         });
         let Some(goal) = goal else {
-            return Err(EngineError::NothingToResume(group_id.to_string()));
+            let name = self
+                .shared
+                .org
+                .read(|o| o.group(group_id).map(|g| g.name.clone()))
+                .unwrap_or_else(|| group_id.to_string());
+            return Err(EngineError::NothingToResume(name));
         };
-        self.run_team(group_id, goal, &overrides, true).await
+        self.start_team(group_id, goal, overrides, true)
     }
 
-    async fn run_team(
+    pub async fn resume_cycle(
+        &self,
+        group_id: &str,
+        overrides: RunOverrides,
+    ) -> Result<RunReport, EngineError> {
+        self.start_resume(group_id, overrides)?.await
+    }
+
+    fn start_team(
         &self,
         group_id: &str,
         prompt: String,
-        overrides: &RunOverrides,
+        overrides: RunOverrides,
         resume: bool,
-    ) -> Result<RunReport, EngineError> {
-        let control = self.shared.begin_run(group_id)?;
-        let result = team::run(&self.shared, &control, group_id, prompt, overrides, resume).await;
-        self.shared.end_run(group_id, &control);
-        result
+    ) -> Result<impl Future<Output = Result<RunReport, EngineError>> + Send + 'static, EngineError> {
+        let guard = self.shared.register(RunKey::team(group_id))?;
+        let shared = Arc::clone(&self.shared);
+        let group_id = group_id.to_string();
+        Ok(async move {
+            let result = modes::run(&shared, &guard.run, &group_id, prompt, &overrides, resume).await;
+            guard.finish_with(&result);
+            result
+        })
     }
 
-    /// One session improving its own answer until it says it is done (SPEC section 4).
+    /// Registers one session improving its own answer until it says it is done (SPEC section
+    /// 4); the future runs it.
+    pub fn start_reflection(
+        &self,
+        session_id: &str,
+        request: ReflectionRequest,
+    ) -> Result<impl Future<Output = Result<RunReport, EngineError>> + Send + 'static, EngineError> {
+        let guard = self.shared.register(RunKey::reflection(session_id))?;
+        let shared = Arc::clone(&self.shared);
+        let session_id = session_id.to_string();
+        Ok(async move {
+            let result = reflect_session::run(&shared, &guard.run, &session_id, request).await;
+            guard.finish_with(&result);
+            result
+        })
+    }
+
     pub async fn reflect_session(
         &self,
         session_id: &str,
-        goal: String,
-        max_iterations: u32,
-        evaluator_model: Option<String>,
-        model_override: Option<String>,
+        request: ReflectionRequest,
     ) -> Result<RunReport, EngineError> {
-        let group_id = self
-            .shared
-            .org
-            .read(|o| o.session(session_id).map(|s| s.group_id.clone()))
-            .ok_or_else(|| EngineError::NoSuchSession(session_id.to_string()))?;
-        let key = session_run_key(session_id);
-        let control = self.shared.begin_run(&key)?;
-        let result = single::run(
-            &self.shared,
-            &control,
-            &group_id,
-            session_id,
-            goal,
-            max_iterations,
-            evaluator_model,
-            model_override,
-        )
-        .await;
-        self.shared.end_run(&key, &control);
-        result
+        self.start_reflection(session_id, request)?.await
     }
 
-    pub fn is_running(&self, group_id: &str) -> bool {
-        lock(&self.shared.runs).contains_key(group_id)
+    /// True while a run with this key is registered.
+    pub fn is_running(&self, key: &RunKey) -> bool {
+        lock(&self.shared.runs).values().any(|r| &r.key == key)
     }
 
-    /// Pauses a running cycle after the step in flight. Returns false when nothing runs.
-    pub fn pause(&self, group_id: &str) -> bool {
-        self.with_run(group_id, |c| {
-            c.paused.send_replace(true);
+    /// True while the group runs, or a run or turn of one of its sessions is under way.
+    pub fn group_busy(&self, group_id: &str) -> bool {
+        if self.is_running(&RunKey::team(group_id)) {
+            return true;
+        }
+        let sessions: Vec<SessionId> = self.shared.org.read(|o| {
+            o.sessions
+                .iter()
+                .filter(|s| s.group_id == group_id)
+                .map(|s| s.id.clone())
+                .collect()
+        });
+        sessions.iter().any(|s| self.session_busy(s))
+    }
+
+    /// True while a turn of the session is queued or in flight, or a chat or reflection of it
+    /// is registered.
+    pub fn session_busy(&self, session_id: &str) -> bool {
+        lock(&self.shared.turns).get(session_id).is_some_and(|n| *n > 0)
+            || lock(&self.shared.runs)
+                .values()
+                .any(|r| r.key.session_id() == Some(session_id))
+    }
+
+    /// Pauses a running cycle after the step in flight (confirmed by `cycle_paused`). Returns
+    /// false when nothing runs under the key.
+    pub fn pause(&self, key: &RunKey) -> bool {
+        self.with_runs(key, |r| {
+            r.control.paused.send_replace(true);
         })
     }
 
-    pub fn resume(&self, group_id: &str) -> bool {
-        self.with_run(group_id, |c| {
-            c.paused.send_replace(false);
+    pub fn resume(&self, key: &RunKey) -> bool {
+        self.with_runs(key, |r| {
+            r.control.paused.send_replace(false);
         })
     }
 
-    /// Stops a run now: in-flight requests are cancelled, partial text is kept.
-    pub fn stop(&self, group_id: &str) -> bool {
-        self.with_run(group_id, |c| c.cancel.cancel())
+    /// Stops the runs under the key now: in-flight requests are cancelled, partial text is kept.
+    pub fn stop(&self, key: &RunKey) -> bool {
+        self.with_runs(key, |r| r.control.cancel.cancel())
+    }
+
+    /// Stops a session's chat turns (in flight and queued) and its reflection.
+    pub fn stop_session(&self, session_id: &str) -> bool {
+        let chats = self.stop(&RunKey::chat(session_id));
+        let reflection = self.stop(&RunKey::reflection(session_id));
+        chats || reflection
     }
 
     pub fn stop_all(&self) {
-        for control in lock(&self.shared.runs).values() {
-            control.cancel.cancel();
+        for run in lock(&self.shared.runs).values() {
+            run.control.cancel.cancel();
         }
     }
 
@@ -320,7 +450,9 @@ impl Engine {
     /// Queues a user message for the orchestrator's next planning step. Returns false when the
     /// group is not running (send it as a new prompt instead).
     pub fn queue_message(&self, group_id: &str, text: String) -> bool {
-        let queued = self.with_run(group_id, |c| lock(&c.queued).push(text.clone()));
+        let queued = self.with_runs(&RunKey::team(group_id), |r| {
+            lock(&r.control.queued).push(text.clone())
+        });
         if queued {
             self.shared.org.update(|o| {
                 if let Some(r) = o.group_mut(group_id).and_then(|g| g.reflection.as_mut()) {
@@ -331,41 +463,126 @@ impl Engine {
         queued
     }
 
-    fn with_run(&self, group_id: &str, f: impl FnOnce(&RunControl)) -> bool {
-        match lock(&self.shared.runs).get(group_id) {
-            Some(control) => {
-                f(control);
-                true
-            }
-            None => false,
+    fn with_runs(&self, key: &RunKey, mut f: impl FnMut(&ActiveRun)) -> bool {
+        let runs = lock(&self.shared.runs);
+        let mut found = false;
+        for run in runs.values().filter(|r| &r.key == key) {
+            f(run);
+            found = true;
         }
+        found
     }
 
-    /// Writes every queued transcript line and organization change to disk.
-    pub fn flush(&self) -> Result<(), crate::store::StoreError> {
+    /// A session's transcript as stored, including every message queued for it so far (a
+    /// blocking read: call it off the UI thread).
+    pub fn load_transcript(&self, session_id: &str) -> Result<LoadedTranscript, StoreError> {
         self.shared.writer.flush();
+        self.shared.transcripts.load(session_id)
+    }
+
+    /// Writes every queued transcript line, run-log line and organization change to disk.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        self.shared.writer.flush();
+        self.shared.events.flush();
         self.shared.org.flush()
     }
 }
 
-impl EngineShared {
-    fn begin_run(&self, key: &str) -> Result<Arc<RunControl>, EngineError> {
-        let mut runs = lock(&self.runs);
-        if runs.contains_key(key) {
-            return Err(EngineError::AlreadyRunning(key.to_string()));
-        }
-        let control = Arc::new(RunControl::new(&self.shutdown));
-        runs.insert(key.to_string(), Arc::clone(&control));
-        Ok(control)
+/// A registered run, unregistered when dropped. `run_ended` is emitted exactly once: by
+/// [`RunGuard::finish`], or as cancelled when the run's future is dropped unfinished.
+pub(crate) struct RunGuard {
+    shared: Arc<EngineShared>,
+    pub run: Arc<ActiveRun>,
+    ended: bool,
+}
+
+impl RunGuard {
+    fn finish(mut self, outcome: Option<CycleOutcome>, iterations: u32, failed: Option<String>) {
+        self.ended = true;
+        self.end(outcome, iterations, failed);
     }
 
-    /// Unregisters a run; messages queued too late for it wait for the group's next run.
-    fn end_run(&self, key: &str, control: &RunControl) {
-        lock(&self.runs).remove(key);
-        let leftovers = control.take_queued();
-        if !leftovers.is_empty() {
+    fn finish_with(self, result: &Result<RunReport, EngineError>) {
+        match result {
+            Ok(report) => self.finish(Some(report.outcome), report.iterations, report.failed.clone()),
+            Err(e) => self.finish(None, 0, Some(e.to_string())),
+        }
+    }
+
+    fn end(&self, outcome: Option<CycleOutcome>, iterations: u32, failed: Option<String>) {
+        self.shared.unregister(&self.run);
+        self.run.emitter.emit(EventKind::RunEnded {
+            key: self.run.key.clone(),
+            outcome,
+            iterations,
+            failed,
+        });
+    }
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.ended = true;
+            self.end(Some(CycleOutcome::Cancelled), 0, None);
+        }
+    }
+}
+
+impl EngineShared {
+    /// Registers a run under `key`: refused while another team run of the group or reflection
+    /// of the session is registered. Emits `run_started`.
+    fn register(self: &Arc<Self>, key: RunKey) -> Result<RunGuard, EngineError> {
+        let (group_id, group) = self.org.read(|o| match &key {
+            RunKey::Team { group_id } => o
+                .group(group_id)
+                .map(|g| (g.id.clone(), g.name.clone()))
+                .ok_or_else(|| EngineError::NoSuchGroup(group_id.clone())),
+            RunKey::Chat { session_id } | RunKey::Reflection { session_id } => {
+                let s = o
+                    .session(session_id)
+                    .ok_or_else(|| EngineError::NoSuchSession(session_id.clone()))?;
+                let name = o.group(&s.group_id).map(|g| g.name.clone()).unwrap_or_default();
+                Ok((s.group_id.clone(), name))
+            }
+        })?;
+        let run_id = new_run_id();
+        let run = Arc::new(ActiveRun {
+            control: RunControl::new(&self.shutdown),
+            emitter: Emitter {
+                sink: self.events.clone(),
+                group_id,
+                group,
+                run_id: Some(run_id.clone()),
+            },
+            key,
+        });
+        {
+            let mut runs = lock(&self.runs);
+            if run.key.is_exclusive() && runs.values().any(|r| r.key == run.key) {
+                let what = match &run.key {
+                    RunKey::Team { .. } => format!("group `{}`", run.emitter.group),
+                    _ => "this session's reflection".to_string(),
+                };
+                return Err(EngineError::AlreadyRunning(what));
+            }
+            runs.insert(run_id, Arc::clone(&run));
+        }
+        run.emitter.emit(EventKind::RunStarted { key: run.key.clone() });
+        Ok(RunGuard {
+            shared: Arc::clone(self),
+            run,
+            ended: false,
+        })
+    }
+
+    /// Unregisters a run; messages queued too late for a team run wait for the group's next run.
+    fn unregister(&self, run: &ActiveRun) {
+        lock(&self.runs).remove(&run.run_id());
+        let leftovers = run.control.take_queued();
+        if let (RunKey::Team { group_id }, false) = (&run.key, leftovers.is_empty()) {
             self.org.update(|o| {
-                if let Some(g) = o.group_mut(key) {
+                if let Some(g) = o.group_mut(group_id) {
                     g.pending_messages.extend(leftovers);
                 }
             });
@@ -377,20 +594,15 @@ impl EngineShared {
         self: &Arc<Self>,
         session_id: &str,
         prompt: String,
-        iteration: Option<u32>,
-        cancel: CancellationToken,
-        timeout: Option<Duration>,
-        model_override: Option<String>,
+        options: session::TurnOptions,
     ) -> oneshot::Receiver<TurnResult> {
         let (reply, rx) = oneshot::channel();
         let job = TurnJob {
             prompt,
-            iteration,
-            cancel,
-            timeout,
-            model_override,
+            options,
             reply,
         };
+        *lock(&self.turns).entry(session_id.to_string()).or_default() += 1;
         let mut actors = lock(&self.actors);
         let queue = actors
             .entry(session_id.to_string())
@@ -404,18 +616,39 @@ impl EngineShared {
         rx
     }
 
+    /// Called by the actor when a job is done (whatever its result).
+    pub fn turn_done(&self, session_id: &str) {
+        let mut turns = lock(&self.turns);
+        if let Some(n) = turns.get_mut(session_id) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                turns.remove(session_id);
+            }
+        }
+    }
+
     /// Runs a turn and waits for it; a vanished actor becomes a failed result.
     pub async fn turn(
         self: &Arc<Self>,
         session_id: &str,
         prompt: String,
-        iteration: Option<u32>,
-        cancel: CancellationToken,
-        timeout: Option<Duration>,
-        model_override: Option<String>,
+        options: session::TurnOptions,
     ) -> TurnResult {
-        let rx = self.submit(session_id, prompt, iteration, cancel, timeout, model_override);
+        let rx = self.submit(session_id, prompt, options);
         rx.await
             .unwrap_or_else(|_| TurnResult::failed(session_id, "the session stopped".into(), None))
+    }
+}
+
+/// Ids of the engine's runs, for tests and front ends that want to know what is registered.
+pub type ActiveRunKeys = Vec<(RunId, RunKey, GroupId)>;
+
+impl Engine {
+    /// Every registered run: id, key and group.
+    pub fn runs(&self) -> ActiveRunKeys {
+        lock(&self.shared.runs)
+            .values()
+            .map(|r| (r.run_id(), r.key.clone(), r.emitter.group_id.clone()))
+            .collect()
     }
 }

@@ -12,20 +12,28 @@ use crate::model::{Message, MessageRole, Role, Usage};
 use crate::providers::{ChatMessage, ChatRole, ErrorKind, TurnRequest};
 
 use super::EngineShared;
-use super::events::EngineEvent;
+use super::events::{EngineEvent, EventKind, RunId};
 
 /// How much earlier conversation a turn carries (the newest part is kept).
 const HISTORY_MAX_CHARS: usize = 120_000;
 const HISTORY_MAX_MESSAGES: usize = 40;
 
-/// One queued turn.
-pub struct TurnJob {
-    pub prompt: String,
+/// How a turn runs: in which run, for which iteration, with what limits.
+#[derive(Debug, Clone, Default)]
+pub struct TurnOptions {
+    /// The run the turn belongs to (its events carry the id).
+    pub run_id: Option<RunId>,
     pub iteration: Option<u32>,
     pub cancel: CancellationToken,
     pub timeout: Option<Duration>,
     /// A model slug used instead of the session's own for this turn (`huddle run --model`).
     pub model_override: Option<String>,
+}
+
+/// One queued turn.
+pub struct TurnJob {
+    pub prompt: String,
+    pub options: TurnOptions,
     pub reply: oneshot::Sender<TurnResult>,
 }
 
@@ -91,6 +99,7 @@ pub(crate) fn spawn(shared: Arc<EngineShared>, session_id: String) -> SessionQue
         while let Some(job) = rx.recv().await {
             actor.run(job).await;
         }
+        tracing::debug!("session actor ended");
     });
     tx
 }
@@ -106,6 +115,7 @@ struct Actor {
 /// What a turn needs to know about its session, read once at its start.
 struct SessionInfo {
     name: String,
+    group_id: String,
     group: String,
     role: Role,
     model: String,
@@ -120,6 +130,7 @@ impl Actor {
             let group = org.group(&s.group_id);
             Some(SessionInfo {
                 name: s.name.clone(),
+                group_id: s.group_id.clone(),
                 group: group.map(|g| g.name.clone()).unwrap_or_default(),
                 role: s.role,
                 model: s.model.clone(),
@@ -153,29 +164,58 @@ impl Actor {
         })
     }
 
+    /// One event of this session's turn.
+    fn emit(&self, info: &SessionInfo, run_id: &Option<RunId>, kind: EventKind) {
+        self.shared.events.emit(EngineEvent {
+            group_id: info.group_id.clone(),
+            group: info.group.clone(),
+            run_id: run_id.clone(),
+            kind,
+        });
+    }
+
     async fn run(&mut self, job: TurnJob) {
+        let TurnJob {
+            prompt,
+            options,
+            reply,
+        } = job;
+        let result = self.turn(prompt, &options).await;
+        // Idle again (the loop takes the next job) before the caller hears of the result.
+        self.shared.turn_done(&self.session_id);
+        let _ = reply.send(result);
+    }
+
+    async fn turn(&mut self, prompt: String, options: &TurnOptions) -> TurnResult {
         self.generation += 1;
         let generation = self.generation;
         let Some(info) = self.info() else {
-            let _ = job.reply.send(TurnResult::failed(
+            return TurnResult::failed(
                 &self.session_id,
                 "the session no longer exists".into(),
                 Some(ErrorKind::Config),
-            ));
-            return;
+            );
         };
-        let slug = job.model_override.clone().unwrap_or_else(|| info.model.clone());
+        let slug = options
+            .model_override
+            .clone()
+            .unwrap_or_else(|| info.model.clone());
         let mut messages = bounded_history(self.history());
-        messages.push(ChatMessage::user(job.prompt.clone()));
+        messages.push(ChatMessage::user(prompt.clone()));
 
-        let mut user = Message::user(job.prompt.clone());
-        user.iteration = job.iteration;
-        self.shared.writer.append(&self.session_id, user);
-        self.shared.events.emit(EngineEvent::TurnStarted {
-            group: info.group.clone(),
-            session: info.name.clone(),
-            generation,
-        });
+        let mut user = Message::user(prompt.clone());
+        user.iteration = options.iteration;
+        self.shared.writer.append(&self.session_id, user.clone());
+        self.emit(
+            &info,
+            &options.run_id,
+            EventKind::TurnStarted {
+                session_id: self.session_id.clone(),
+                session: info.name.clone(),
+                generation,
+                prompt: Some(Box::new(user)),
+            },
+        );
 
         let started = Instant::now();
         let request = TurnRequest {
@@ -183,23 +223,25 @@ impl Actor {
             system: info.system.clone(),
             messages,
             working_dir: info.working_dir.clone(),
-            turn_timeout: job.timeout,
+            turn_timeout: options.timeout,
         };
         let outcome = match self.shared.providers.for_slug(&slug) {
             Ok((provider, model)) => {
                 let request = TurnRequest { model, ..request };
-                let events = &self.shared.events;
-                let (group, name) = (info.group.as_str(), info.name.as_str());
                 let mut forward = |delta: &str| {
-                    events.emit(EngineEvent::Delta {
-                        group: group.to_string(),
-                        session: name.to_string(),
-                        generation,
-                        text: delta.to_string(),
-                    })
+                    self.emit(
+                        &info,
+                        &options.run_id,
+                        EventKind::Delta {
+                            session_id: self.session_id.clone(),
+                            session: info.name.clone(),
+                            generation,
+                            text: delta.to_string(),
+                        },
+                    )
                 };
                 provider
-                    .stream_turn(request, &mut forward, job.cancel.clone())
+                    .stream_turn(request, &mut forward, options.cancel.clone())
                     .await
             }
             Err(e) => Err(e),
@@ -234,24 +276,30 @@ impl Actor {
         if result.duration.is_zero() {
             result.duration = started.elapsed();
         }
-        self.record(&info, &job, &result, generation);
-        // Idle again (the loop takes the next job) before the caller hears of the result.
-        let _ = job.reply.send(result);
+        self.record(&info, &prompt, options, &result, generation);
+        result
     }
 
-    fn record(&mut self, info: &SessionInfo, job: &TurnJob, result: &TurnResult, generation: u64) {
+    fn record(
+        &mut self,
+        info: &SessionInfo,
+        prompt: &str,
+        options: &TurnOptions,
+        result: &TurnResult,
+        generation: u64,
+    ) {
         let mut answer = Message::new(MessageRole::Assistant, result.text.clone());
         answer.model = Some(result.model.clone());
         answer.usage = result.usage;
         answer.duration_ms = Some(result.duration.as_millis() as u64);
         answer.interrupted = result.interrupted;
         answer.error = result.error.clone();
-        answer.iteration = job.iteration;
-        self.shared.writer.append(&self.session_id, answer);
+        answer.iteration = options.iteration;
+        self.shared.writer.append(&self.session_id, answer.clone());
 
         if result.success && !result.text.trim().is_empty() {
             let history = self.history();
-            history.push(ChatMessage::user(job.prompt.clone()));
+            history.push(ChatMessage::user(prompt.to_string()));
             history.push(ChatMessage::assistant(result.text.clone()));
             // Only the newest part is ever sent; the transcript on disk keeps everything.
             if history.len() > 2 * HISTORY_MAX_MESSAGES {
@@ -270,23 +318,32 @@ impl Actor {
                 }
             });
         }
-        self.shared.events.emit(EngineEvent::TurnFinished {
-            group: info.group.clone(),
-            session: info.name.clone(),
-            generation,
-            success: result.success,
-            interrupted: result.interrupted,
-            duration_ms: result.duration.as_millis() as u64,
-            usage: result.usage,
-            error: result.error.clone(),
-        });
-        if !result.text.is_empty() {
-            self.shared.events.emit(EngineEvent::Message {
-                group: info.group.clone(),
+        self.emit(
+            info,
+            &options.run_id,
+            EventKind::TurnFinished {
+                session_id: self.session_id.clone(),
                 session: info.name.clone(),
-                role: info.role,
-                text: result.text.clone(),
-            });
+                generation,
+                success: result.success,
+                interrupted: result.interrupted,
+                duration_ms: result.duration.as_millis() as u64,
+                usage: result.usage,
+                error: result.error.clone(),
+                message: Some(Box::new(answer)),
+            },
+        );
+        if !result.text.is_empty() {
+            self.emit(
+                info,
+                &options.run_id,
+                EventKind::Message {
+                    session_id: self.session_id.clone(),
+                    session: info.name.clone(),
+                    role: info.role,
+                    text: result.text.clone(),
+                },
+            );
         }
     }
 }

@@ -36,6 +36,10 @@ impl Usage {
 /// A message in a session's conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
+    /// Unique per message (absent in transcripts written before ids existed): lets a view
+    /// that loaded a transcript skip the events of messages it already has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     pub role: MessageRole,
     #[serde(default)]
     pub text: String,
@@ -62,6 +66,7 @@ pub struct Message {
 impl Message {
     pub fn new(role: MessageRole, text: impl Into<String>) -> Self {
         Message {
+            id: Some(uuid::Uuid::new_v4().simple().to_string()),
             role,
             text: text.into(),
             at: Utc::now(),

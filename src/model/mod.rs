@@ -10,6 +10,9 @@ mod reflection;
 
 pub use enums::{GroupKind, MessageRole, Mode, ProviderKind, Role, Tier};
 pub use message::{Message, Usage};
-pub use organization::{Group, GroupId, Organization, Session, SessionId, UiPrefs};
+pub use organization::{
+    Group, GroupId, MAX_ITERATIONS_RANGE, Organization, Session, SessionId, UiPrefs, default_max_iterations,
+    max_iterations_in_range,
+};
 pub use preset::{Preset, PresetAgent, PresetWorker};
 pub use reflection::{CycleOutcome, Evaluation, ReflectionCycle, Trend};

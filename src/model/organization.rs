@@ -76,9 +76,13 @@ pub struct Group {
     pub max_iterations: u32,
     #[serde(default = "default_worker_timeout_secs")]
     pub worker_timeout_secs: u64,
-    /// Name of the evaluator session, if the team has one.
+    /// The evaluator session, by id (a rename keeps it the evaluator).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub evaluator: Option<String>,
+    pub evaluator_id: Option<SessionId>,
+    /// The evaluator by *name*, as files written before ids had it: resolved into
+    /// `evaluator_id` when the organization is loaded, never written.
+    #[serde(default, rename = "evaluator", skip_serializing)]
+    pub legacy_evaluator_name: Option<String>,
     /// `<tier>:<name>` of the preset the team was created from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_preset: Option<String>,
@@ -95,6 +99,24 @@ pub struct Group {
 
 pub fn default_max_iterations() -> u32 {
     5
+}
+
+/// The valid max iterations of a cycle, everywhere (presets, dialogs, `huddle run`).
+pub const MAX_ITERATIONS_RANGE: std::ops::RangeInclusive<u32> = 1..=100;
+
+/// Max iterations from text a person typed, checked against [`MAX_ITERATIONS_RANGE`].
+pub fn max_iterations_in_range(text: &str) -> Result<u32, String> {
+    let (lo, hi) = (MAX_ITERATIONS_RANGE.start(), MAX_ITERATIONS_RANGE.end());
+    text.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| MAX_ITERATIONS_RANGE.contains(n))
+        .ok_or_else(|| {
+            format!(
+                "max iterations must be a whole number from {lo} to {hi}, got `{}`",
+                text.trim()
+            )
+        })
 }
 
 pub fn default_worker_timeout_secs() -> u64 {
@@ -117,7 +139,8 @@ impl Group {
             repo: None,
             max_iterations: default_max_iterations(),
             worker_timeout_secs: default_worker_timeout_secs(),
-            evaluator: None,
+            evaluator_id: None,
+            legacy_evaluator_name: None,
             source_preset: None,
             reflection: None,
             usage: Usage::default(),
@@ -224,6 +247,23 @@ impl Organization {
         let mut list: Vec<&Session> = self.sessions.iter().filter(|s| s.group_id == group_id).collect();
         list.sort_by_key(|s| s.order);
         list
+    }
+
+    /// A group's evaluator: the session its `evaluator_id` names (if it is in the group), else
+    /// its first session with the evaluator role. The one rule the engine, the UI and the
+    /// application layer share.
+    pub fn evaluator_of(&self, group_id: &str) -> Option<&Session> {
+        let group = self.group(group_id)?;
+        let named = group
+            .evaluator_id
+            .as_deref()
+            .and_then(|id| self.session(id))
+            .filter(|s| s.group_id == group_id);
+        named.or_else(|| {
+            self.sessions_in(group_id)
+                .into_iter()
+                .find(|s| s.role == super::Role::Evaluator)
+        })
     }
 
     pub fn default_group(&self) -> Option<&Group> {

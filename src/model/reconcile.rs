@@ -15,6 +15,7 @@ pub fn reconcile(org: &mut Organization) -> Vec<String> {
     ensure_one_default_group(org, &mut changes);
     fix_session_ids(org, &mut changes);
     rehome_orphans(org, &mut changes);
+    resolve_evaluators(org, &mut changes);
     rename_duplicate_sessions(org, &mut changes);
     prune_empty_repo_groups(org, &mut changes);
     clear_stale_selection(org);
@@ -125,7 +126,7 @@ fn rehome_orphans(org: &mut Organization, changes: &mut Vec<String>) {
         let evaluator = members
             .iter()
             .find(|s| s.role == Role::Evaluator)
-            .map(|s| s.name.clone());
+            .map(|s| s.id.clone());
         let count = members.len();
         let name = org.unique_group_name("Recovered team");
         let mut group = Group::new(name.clone(), GroupKind::Team);
@@ -135,12 +136,41 @@ fn rehome_orphans(org: &mut Organization, changes: &mut Vec<String>) {
         } else {
             Mode::Broadcast
         };
-        group.evaluator = evaluator;
+        group.evaluator_id = evaluator;
         group.sort_order = org.next_group_sort_order();
         org.groups.push(group);
         changes.push(format!(
             "kept {count} team session(s) of a missing group together in `{name}`"
         ));
+    }
+}
+
+/// Groups name their evaluator by session id. A file from before ids names it by session name:
+/// that name is looked up in the group once, here. An id that names no session of the group is
+/// dropped (the evaluator role then decides, as for a group that never named one).
+fn resolve_evaluators(org: &mut Organization, changes: &mut Vec<String>) {
+    for i in 0..org.groups.len() {
+        let gid = org.groups[i].id.clone();
+        if let Some(name) = org.groups[i].legacy_evaluator_name.take()
+            && org.groups[i].evaluator_id.is_none()
+        {
+            org.groups[i].evaluator_id = org
+                .sessions
+                .iter()
+                .find(|s| s.group_id == gid && s.name == name)
+                .map(|s| s.id.clone());
+        }
+        let dangling = org.groups[i]
+            .evaluator_id
+            .as_ref()
+            .is_some_and(|id| !org.sessions.iter().any(|s| &s.id == id && s.group_id == gid));
+        if dangling {
+            org.groups[i].evaluator_id = None;
+            changes.push(format!(
+                "group `{}` named an evaluator that is not one of its sessions; forgot it",
+                org.groups[i].name
+            ));
+        }
     }
 }
 
@@ -335,7 +365,8 @@ mod tests {
         let recovered = org.group("gone").expect("recovered group keeps the old id");
         assert_eq!(recovered.kind, GroupKind::Team);
         assert_eq!(recovered.mode, Mode::OrchestratorReflect);
-        assert_eq!(recovered.evaluator.as_deref(), Some("t-eval"));
+        let evaluator = org.session_by_name("t-eval").unwrap().id.clone();
+        assert_eq!(recovered.evaluator_id.as_deref(), Some(evaluator.as_str()));
         for name in ["t-orch", "t-w1", "t-eval"] {
             let s = org.session_by_name(name).unwrap();
             assert_eq!(s.group_id, "gone", "{name} must not be scattered");
@@ -414,6 +445,50 @@ mod tests {
         assert!(org.group(&gid).unwrap().is_team());
         let ids: std::collections::HashSet<_> = org.groups.iter().map(|g| g.id.clone()).collect();
         assert_eq!(ids.len(), org.groups.len(), "ids stay unique");
+        assert_idempotent(&mut org);
+    }
+
+    #[test]
+    fn an_evaluator_named_by_an_old_file_is_resolved_to_its_id_and_survives_a_rename() {
+        let (mut org, _) = base();
+        let mut team = Group::new("t", GroupKind::Team);
+        team.id = "t1".into();
+        team.legacy_evaluator_name = Some("t-judge".into());
+        org.groups.push(team);
+        org.sessions
+            .push(team_session("t-lead", "t1", Role::Orchestrator));
+        // The evaluator by name is a worker-role session: only the name says it judges.
+        org.sessions.push(team_session("t-judge", "t1", Role::Worker));
+        reconcile(&mut org);
+        let judge = org.session_by_name("t-judge").unwrap().id.clone();
+        assert_eq!(
+            org.group("t1").unwrap().evaluator_id.as_deref(),
+            Some(judge.as_str())
+        );
+        assert!(org.group("t1").unwrap().legacy_evaluator_name.is_none());
+        org.session_mut(&judge).unwrap().name = "renamed".into();
+        assert_eq!(org.evaluator_of("t1").map(|s| s.id.clone()), Some(judge));
+        // Written without the old name field, read back the same.
+        let json = serde_json::to_string(&org).unwrap();
+        assert!(!json.contains("\"evaluator\":"), "{json}");
+        let mut back: Organization = serde_json::from_str(&json).unwrap();
+        assert_idempotent(&mut back);
+        assert_eq!(
+            back.group("t1").unwrap().evaluator_id,
+            org.group("t1").unwrap().evaluator_id
+        );
+    }
+
+    #[test]
+    fn an_evaluator_id_of_another_group_is_forgotten() {
+        let (mut org, _) = base();
+        let mut team = Group::new("t", GroupKind::Team);
+        team.id = "t1".into();
+        team.evaluator_id = Some("nobody".into());
+        org.groups.push(team);
+        let changes = reconcile(&mut org);
+        assert!(org.group("t1").unwrap().evaluator_id.is_none());
+        assert!(changes.iter().any(|c| c.contains("evaluator")), "{changes:?}");
         assert_idempotent(&mut org);
     }
 

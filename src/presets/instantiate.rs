@@ -97,7 +97,7 @@ pub fn create_team_group(
             e.model.as_deref(),
         );
         org.sessions[i].system_prompt = e.prompt.clone();
-        group.evaluator = Some(org.sessions[i].name.clone());
+        group.evaluator_id = Some(org.sessions[i].id.clone());
     }
     org.groups.push(group);
     group_id
@@ -120,16 +120,15 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
                 .or_else(|| s.system_prompt.clone()),
         })
         .or_else(|| group.mode.has_orchestrator().then(PresetAgent::default));
-    let evaluator = sessions
-        .iter()
-        .find(|s| s.role == Role::Evaluator)
-        .map(|s| PresetAgent {
-            model: Some(s.model.clone()),
-            prompt: s.system_prompt.clone(),
-        });
+    let evaluator_session = org.evaluator_of(group_id);
+    let evaluator = evaluator_session.map(|s| PresetAgent {
+        model: Some(s.model.clone()),
+        prompt: s.system_prompt.clone(),
+    });
+    let evaluator_id = evaluator_session.map(|s| s.id.as_str());
     let workers = sessions
         .iter()
-        .filter(|s| s.role == Role::Worker)
+        .filter(|s| s.role == Role::Worker && Some(s.id.as_str()) != evaluator_id)
         .map(|s| PresetWorker {
             name: worker_name_of(&s.name, &team),
             display_name: s.display_name.clone(),
@@ -213,7 +212,8 @@ mod tests {
         assert_eq!(g.kind, GroupKind::Team);
         assert_eq!(g.max_iterations, 7);
         assert_eq!(g.source_preset.as_deref(), Some("builtin:Review Crew"));
-        assert_eq!(g.evaluator.as_deref(), Some("review-crew-evaluator"));
+        let evaluator = org.session_by_name("review-crew-evaluator").unwrap();
+        assert_eq!(g.evaluator_id.as_deref(), Some(evaluator.id.as_str()));
         assert_eq!(g.orchestrator_prompt.as_deref(), Some("lead well"));
         let names: Vec<(&str, Role, &str)> = org
             .sessions_in(&id)

@@ -81,9 +81,29 @@ impl OrgHandle {
         }
     }
 
+    /// A read-only view of the same organization (what front ends hold).
+    pub fn view(&self) -> OrgView {
+        OrgView(self.clone())
+    }
+
     /// How many times the organization was written (diagnostics, tests).
     pub fn writes(&self) -> u64 {
         self.inner.saver.as_ref().map_or(0, Saver::writes)
+    }
+}
+
+/// The organization, readable but not writable: a front end holds this, and changes it only
+/// through the application layer (`workspace::Edits`).
+#[derive(Clone)]
+pub struct OrgView(OrgHandle);
+
+impl OrgView {
+    pub fn read<R>(&self, f: impl FnOnce(&Organization) -> R) -> R {
+        self.0.read(f)
+    }
+
+    pub fn snapshot(&self) -> Organization {
+        self.0.snapshot()
     }
 }
 

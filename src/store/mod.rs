@@ -1,19 +1,22 @@
 //! Persistence at the edge: `organization.json` (atomic, backed up, coalesced), transcripts
-//! (`sessions/<id>.jsonl`, append-only) and the data-dir lock.
+//! (`sessions/<id>.jsonl`, append-only), run timelines (`runs/<group-id>/<run-id>.jsonl`) and the
+//! data-dir lock.
 
 mod atomic;
 mod handle;
 mod lock;
 mod organization;
+mod runs;
 mod saver;
 mod transcript;
 
 use std::path::PathBuf;
 
 pub use atomic::write_atomic;
-pub use handle::OrgHandle;
+pub use handle::{OrgHandle, OrgView};
 pub use lock::DataDirLock;
 pub use organization::{LoadedOrganization, OrganizationFile, StoreNotice};
+pub use runs::{DEFAULT_RUNS_KEPT, RunFiles, RunLog};
 pub use saver::Saver;
 pub use transcript::{LoadedTranscript, TranscriptWriter, Transcripts};
 

@@ -1,6 +1,8 @@
 //! The UI state, owned by the UI task alone. Keys become [`Action`]s, actions change state and
 //! produce [`Command`]s for the runtime; engine events and command results come back through
-//! [`App::handle_app_event`]. No terminal and no engine here, so tests drive it directly.
+//! [`App::handle_app_event`]. The organization is read through a read-only view and changed only
+//! through the application layer ([`Edits`]). No terminal and no engine here, so tests drive it
+//! directly.
 
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
@@ -18,12 +20,15 @@ use super::history::PromptHistory;
 use super::keymap::Keymap;
 use super::layout::{FrameLayout, Pane};
 use super::mouse::{MouseTarget, WHEEL_LINES};
+use super::runs::{Pending, Runs};
 use super::search::TranscriptSearch;
 use super::transcript_view::TranscriptView;
 use crate::config::Config;
+use crate::engine::events::{RunId, RunKey};
 use crate::model::{GroupId, GroupKind, Organization, SessionId};
 use crate::presets::Catalog;
-use crate::store::OrgHandle;
+use crate::store::OrgView;
+use crate::workspace::Edits;
 
 /// Which pane gets keys that are not global.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,8 +41,28 @@ pub enum Focus {
 /// A row of the sidebar tree (defined with the sidebar, which draws it).
 pub use super::widgets::sidebar::Row;
 
+/// An earlier run of a team shown instead of the latest (browsed with the run keys).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShownRun {
+    pub run_id: RunId,
+    /// 0-based position among the group's runs on disk, oldest first, of `total`.
+    pub index: usize,
+    pub total: usize,
+    pub view: CycleView,
+}
+
+/// Where a group's newest run stands among its runs on disk (for browsing back).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPosition {
+    pub run_id: RunId,
+    pub index: usize,
+    pub total: usize,
+}
+
 pub struct App {
-    pub org: OrgHandle,
+    /// The organization, read-only: every change goes through `edits`.
+    pub org: OrgView,
+    pub edits: Edits,
     pub config: Config,
     pub repo: PathBuf,
     pub keymap: Keymap,
@@ -45,16 +70,17 @@ pub struct App {
     /// Index into [`App::rows`].
     pub cursor: usize,
     pub views: HashMap<SessionId, TranscriptView>,
+    /// Each team's newest run (live, or replayed from its run file after a restart).
     pub cycles: HashMap<GroupId, CycleView>,
-    /// Sessions with a turn in flight (from engine events), by id: a rename must not detach
-    /// them.
-    pub busy: HashSet<SessionId>,
-    /// Plain chat turns this UI started and that have not ended, per session (stoppable).
-    pub chats: HashMap<SessionId, usize>,
+    /// Where each team's newest run stands among its runs on disk.
+    pub latest_runs: HashMap<GroupId, RunPosition>,
+    /// An earlier run being looked at, per team.
+    pub shown_runs: HashMap<GroupId, ShownRun>,
+    /// Every run in progress (chats, team runs, reflections), from the engine's events.
+    pub runs: Runs,
+    /// Teams whose newest run file was asked for (read once, when first shown).
+    runs_requested: HashSet<GroupId>,
     pub unread: HashSet<SessionId>,
-    /// Groups whose run (mode, cycle) is in progress in this process.
-    pub running: HashSet<GroupId>,
-    pub pause_requested: HashSet<GroupId>,
     pub composer: Composer,
     pub dialogs: Vec<Dialog>,
     pub catalog: Option<Catalog>,
@@ -74,17 +100,16 @@ pub struct App {
     pub history: PromptHistory,
     /// The `/` search in the selected session's transcript, while active.
     pub search: Option<TranscriptSearch>,
-    /// Single-session reflections this UI started and that have not ended: paused or not.
-    pub reflecting: HashMap<SessionId, bool>,
 }
 
 impl App {
     /// A new app over `org`. `notices` are shown as error popups first (lost data, bad config);
     /// interrupted cycles are offered for resumption.
-    pub fn new(org: OrgHandle, config: Config, repo: PathBuf, notices: Vec<String>) -> (App, Vec<Command>) {
+    pub fn new(edits: Edits, config: Config, repo: PathBuf, notices: Vec<String>) -> (App, Vec<Command>) {
         let (keymap, key_errors) = Keymap::with_overrides(&config.keys);
         let mut app = App {
-            org,
+            org: edits.view(),
+            edits,
             config,
             repo,
             keymap,
@@ -92,11 +117,11 @@ impl App {
             cursor: 0,
             views: HashMap::new(),
             cycles: HashMap::new(),
-            busy: HashSet::new(),
-            chats: HashMap::new(),
+            latest_runs: HashMap::new(),
+            shown_runs: HashMap::new(),
+            runs: Runs::default(),
+            runs_requested: HashSet::new(),
             unread: HashSet::new(),
-            running: HashSet::new(),
-            pause_requested: HashSet::new(),
             composer: Composer::default(),
             dialogs: Vec::new(),
             catalog: None,
@@ -108,7 +133,6 @@ impl App {
             mouse_capture: true,
             history: PromptHistory::default(),
             search: None,
-            reflecting: HashMap::new(),
         };
         let interrupted: Vec<(GroupId, String, u32, u32)> = app.org.read(|o| {
             for g in &o.groups {
@@ -196,30 +220,49 @@ impl App {
         self.org.read(|o| o.group(group_id).is_some_and(|g| g.is_team()))
     }
 
-    /// True while any run this process started is going.
+    /// True while any run is going.
     pub fn anything_running(&self) -> bool {
-        !self.running.is_empty()
-            || !self.busy.is_empty()
-            || !self.chats.is_empty()
-            || !self.reflecting.is_empty()
+        !self.runs.is_empty()
+    }
+
+    /// How many runs are going.
+    pub fn running_count(&self) -> usize {
+        self.runs.iter().count()
     }
 
     /// True while a turn of this session is in flight or queued (a chat, a reflection or a
     /// run's turn).
     pub fn session_busy(&self, session_id: &str) -> bool {
-        self.busy.contains(session_id)
-            || self.chats.contains_key(session_id)
-            || self.reflecting.contains_key(session_id)
+        self.runs.session_busy(session_id)
     }
 
-    /// True while the group runs or any of its sessions has a turn in flight.
+    /// True while the group runs or any of its sessions has a run or turn going.
     pub fn group_busy(&self, group_id: &str) -> bool {
-        self.running.contains(group_id)
-            || self.org.read(|o| {
-                o.sessions
-                    .iter()
-                    .any(|s| s.group_id == group_id && self.session_busy(&s.id))
-            })
+        self.runs.group_busy(group_id)
+    }
+
+    /// True while the team's mode runs.
+    pub fn team_running(&self, group_id: &str) -> bool {
+        self.runs.team(group_id).is_some()
+    }
+
+    /// The pause or stop the user asked of the group's team run and the engine has not
+    /// confirmed yet.
+    pub fn team_pending(&self, group_id: &str) -> Option<Pending> {
+        self.runs.team(group_id).and_then(|r| r.pending)
+    }
+
+    /// True while the session reflects (paused or not).
+    pub fn reflecting(&self, session_id: &str) -> bool {
+        self.runs.reflection(session_id).is_some()
+    }
+
+    /// The run of a team to show: an earlier one being browsed, else the newest.
+    pub fn shown_cycle(&self, group_id: &str) -> Option<&CycleView> {
+        self.shown_runs
+            .get(group_id)
+            .map(|r| &r.view)
+            .or_else(|| self.cycles.get(group_id))
     }
 
     pub fn handle_key(&mut self, key: KeyEvent) -> Vec<Command> {
@@ -391,18 +434,29 @@ impl App {
         self.cursor = self.cursor.min(n.saturating_sub(1));
         let group = self.selected_group_id();
         let session = self.selected_session_id();
-        if let Some(g) = group.as_ref().filter(|g| !self.cycles.contains_key(*g)) {
-            // A team's saved cycle (after a restart): its scores and tokens, before any event.
-            let saved = self.org.read(|o| {
-                o.group(g).and_then(|g| {
-                    g.reflection
-                        .as_ref()
-                        .map(|r| (CycleView::from_persisted(r, g.mode), g.name.clone()))
-                })
-            });
-            if let Some((mut view, name)) = saved {
-                view.name_prefix = format!("{}-", crate::presets::instantiate::team_slug(&name));
-                self.cycles.insert(g.clone(), view);
+        let mut commands = Vec::new();
+        if let Some(g) = group.as_ref() {
+            if !self.cycles.contains_key(g) {
+                // A team's saved cycle (after a restart): its scores and tokens, before its run
+                // file is read.
+                let saved = self.org.read(|o| {
+                    o.group(g).and_then(|g| {
+                        g.reflection
+                            .as_ref()
+                            .map(|r| (CycleView::from_persisted(r, g.mode), g.name.clone()))
+                    })
+                });
+                if let Some((mut view, name)) = saved {
+                    view.name_prefix = format!("{}-", crate::presets::instantiate::team_slug(&name));
+                    self.cycles.insert(g.clone(), view);
+                }
+            }
+            if self.is_team(g) && self.runs_requested.insert(g.clone()) {
+                // The step-by-step timeline of its newest run, from the run file.
+                commands.push(Command::LoadRun {
+                    group_id: g.clone(),
+                    run_id: None,
+                });
             }
         }
         if self
@@ -412,19 +466,17 @@ impl App {
         {
             self.search = None;
         }
-        self.org.update(|o| {
-            o.ui.selected_group = group.clone();
-            o.ui.selected_session = session.clone();
-        });
+        self.edits.select(group.as_deref(), session.as_deref());
         let Some(id) = session else {
-            return Vec::new();
+            return commands;
         };
         self.unread.remove(&id);
-        if self.views.get(&id).is_some_and(|v| v.loaded) {
-            return Vec::new();
+        if !self.views.contains_key(&id) {
+            // Read from disk once; from then on the engine's events keep it current.
+            self.views.insert(id.clone(), TranscriptView::default());
+            commands.push(Command::LoadTranscript { session_id: id });
         }
-        self.views.entry(id.clone()).or_default();
-        vec![Command::LoadTranscript { session_id: id }]
+        commands
     }
 
     /// Lines a page scrolls: the transcript's height on screen, less one line kept for context.
@@ -458,13 +510,14 @@ impl App {
         if self.is_team(&group_id) {
             self.composer.take();
             self.history.record(&text);
-            if self.running.contains(&group_id) {
+            if self.team_running(&group_id) {
                 let cycle = self.cycles.entry(group_id.clone()).or_default();
                 cycle.queued.push(text.clone());
                 self.flash("queued for the orchestrator's next plan", false);
                 return vec![Command::QueueMessage { group_id, text }];
             }
-            self.running.insert(group_id.clone());
+            // Back to the newest run: the new one appears there.
+            self.shown_runs.remove(&group_id);
             return vec![Command::RunGroup {
                 group_id,
                 prompt: text,
@@ -476,10 +529,15 @@ impl App {
         };
         self.composer.take();
         self.history.record(&text);
-        let view = self.views.entry(session_id.clone()).or_default();
-        view.push(crate::model::Message::user(text.clone()));
-        view.follow();
-        *self.chats.entry(session_id.clone()).or_default() += 1;
+        if let Some(view) = self.views.get_mut(&session_id) {
+            view.follow();
+        }
+        if self.session_busy(&session_id) {
+            self.flash(
+                "queued: the session answers when its turn in flight is done",
+                false,
+            );
+        }
         vec![Command::Chat {
             session_id,
             prompt: text,
@@ -493,58 +551,73 @@ impl App {
         let Some(group_id) = self.selected_group_id() else {
             return Vec::new();
         };
-        if self.running.contains(&group_id) {
-            let paused = self.pause_requested.contains(&group_id)
-                || self.cycles.get(&group_id).is_some_and(|c| c.paused);
+        let key = RunKey::team(&group_id);
+        if let Some(run) = self.runs.team(&group_id) {
+            let paused = match run.pending {
+                Some(Pending::Pausing) => true,
+                Some(Pending::Resuming) => false,
+                _ => run.paused,
+            };
             if paused {
-                self.pause_requested.remove(&group_id);
+                self.runs.request(&key, Pending::Resuming);
                 self.flash("resuming", false);
-                return vec![Command::Resume { group_id }];
+                return vec![Command::Resume { key }];
             }
-            self.pause_requested.insert(group_id.clone());
+            self.runs.request(&key, Pending::Pausing);
             self.flash("pausing after the step in flight…", false);
-            return vec![Command::Pause { group_id }];
+            return vec![Command::Pause { key }];
         }
         if self.cycles.get(&group_id).is_some_and(|c| c.interrupted) {
-            self.running.insert(group_id.clone());
+            self.shown_runs.remove(&group_id);
             return vec![Command::ResumeCycle { group_id }];
         }
         self.flash("no cycle is running in this group", true);
         Vec::new()
     }
 
-    /// Stops the selected group's run, or else the chat turns of the selected session (or of
-    /// every session of the selected group).
+    /// Stops the selected group's run, or else the selected session's chat turns and
+    /// reflection (or those of every session of the selected group).
     fn stop(&mut self) -> Vec<Command> {
-        if let Some(session_id) = self.selected_reflection() {
-            self.flash("stopping the reflection", false);
-            return vec![Command::StopReflection { session_id }];
-        }
         let Some(group_id) = self.selected_group_id() else {
             return Vec::new();
         };
-        if self.running.contains(&group_id) {
+        if self.selected_session_id().is_none() && self.team_running(&group_id) {
+            let key = RunKey::team(&group_id);
+            self.runs.request(&key, Pending::Stopping);
             self.flash("stopping", false);
-            return vec![Command::Stop { group_id }];
+            return vec![Command::Stop { key }];
         }
-        let chatting: Vec<SessionId> = match self.selected_session_id() {
-            Some(id) => self.chats.contains_key(&id).then_some(id).into_iter().collect(),
+        let busy: Vec<SessionId> = match self.selected_session_id() {
+            Some(id) => {
+                let own_run = self.runs.chatting(&id) || self.reflecting(&id);
+                if !own_run && self.team_running(&group_id) {
+                    // A team member's turn belongs to the team's run.
+                    let key = RunKey::team(&group_id);
+                    self.runs.request(&key, Pending::Stopping);
+                    self.flash("stopping the team's run", false);
+                    return vec![Command::Stop { key }];
+                }
+                own_run.then_some(id).into_iter().collect()
+            }
             None => self.org.read(|o| {
                 o.sessions_in(&group_id)
                     .iter()
-                    .filter(|s| self.chats.contains_key(&s.id))
+                    .filter(|s| self.runs.chatting(&s.id) || self.reflecting(&s.id))
                     .map(|s| s.id.clone())
                     .collect()
             }),
         };
-        if chatting.is_empty() {
+        if busy.is_empty() {
             self.flash("nothing is running here", true);
             return Vec::new();
         }
         self.flash("stopping", false);
-        chatting
-            .into_iter()
-            .map(|session_id| Command::StopChat { session_id })
+        busy.into_iter()
+            .map(|session_id| {
+                self.runs
+                    .request(&RunKey::reflection(&session_id), Pending::Stopping);
+                Command::StopSession { session_id }
+            })
             .collect()
     }
 
@@ -566,7 +639,7 @@ impl App {
                         .map(|g| (g.is_team(), g.name.clone(), g.mode))
                         .unwrap_or((false, String::new(), Default::default()))
                 });
-                if team && self.running.contains(&gid) {
+                if team && self.team_running(&gid) {
                     "Queue a message for the orchestrator's next plan…".to_string()
                 } else if team {
                     format!("Prompt for {} ({mode})…", crate::text::sanitize::display(&name))

@@ -6,8 +6,8 @@ use super::dialogs::{
     Confirm, ConfirmAction, Dialog, DialogResult, ListItem, ListPicker, Notice, PickPurpose, TextInput,
     TextPurpose,
 };
-use crate::model::{Mode, Role, Session, Tier, reconcile};
-use crate::presets::create_team_group;
+use crate::model::{MAX_ITERATIONS_RANGE, Mode, Tier};
+use crate::workspace::EditError;
 
 const PRESET_PICKER_TITLE: &str = "New team from a preset";
 
@@ -112,21 +112,13 @@ impl App {
     }
 
     pub(super) fn open_rename(&mut self) {
+        // Runs and events know groups and sessions by id: renaming while busy is fine.
         let (title, purpose, current) = match self.selected_row() {
             Some(Row::Group(id)) => {
-                if self.group_busy(&id) {
-                    self.refuse("Cannot rename now", "This group is running. The engine names groups and sessions by name, so a rename now would cut the screen off from the run. Stop it or wait for it to finish, then rename.");
-                    return;
-                }
                 let name = self.org.read(|o| o.group(&id).map(|g| g.name.clone()));
                 ("Rename group", TextPurpose::RenameGroup(id), name)
             }
             Some(Row::Session(id)) => {
-                let group = self.org.read(|o| o.session(&id).map(|s| s.group_id.clone()));
-                if self.session_busy(&id) || group.is_some_and(|g| self.running.contains(&g)) {
-                    self.refuse("Cannot rename now", "This session (or its team) is busy. The engine names sessions by name, so a rename now would cut the screen off from its answer. Stop it or wait for it to finish, then rename.");
-                    return;
-                }
                 let name = self.org.read(|o| o.session(&id).map(|s| s.name.clone()));
                 ("Rename session", TextPurpose::RenameSession(id), name)
             }
@@ -281,9 +273,14 @@ impl App {
         let current = self
             .org
             .read(|o| o.group(&id).map(|g| g.max_iterations))
-            .unwrap_or(5);
+            .unwrap_or_else(crate::model::default_max_iterations);
+        let title = format!(
+            "Max iterations ({}-{})",
+            MAX_ITERATIONS_RANGE.start(),
+            MAX_ITERATIONS_RANGE.end()
+        );
         self.dialogs.push(Dialog::Text(Box::new(TextInput::new(
-            "Max iterations (1-100)",
+            &title,
             TextPurpose::MaxIterations(id),
             &current.to_string(),
             false,
@@ -300,7 +297,7 @@ impl App {
                     );
                     return;
                 }
-                match self.org.read(|o| reconcile::describe_delete(o, &id)) {
+                match self.edits.describe_delete_group(&id) {
                     Ok(text) => self.dialogs.push(Dialog::Confirm(Confirm::new(
                         "Delete",
                         text,
@@ -316,7 +313,7 @@ impl App {
                 else {
                     return;
                 };
-                if self.session_busy(&id) || self.running.contains(&group) {
+                if self.session_busy(&id) || self.team_running(&group) {
                     self.refuse(
                         "Cannot delete now",
                         "This session (or its team) has a turn in flight. Stop it first (the stop key), then delete.",
@@ -345,12 +342,13 @@ impl App {
                     }
                 }
             }
-            DialogResult::Text(purpose, text) => {
-                if let Err(e) = self.apply_text(purpose, text) {
+            DialogResult::Text(purpose, text) => match self.apply_text(purpose, text) {
+                Ok(commands) => commands,
+                Err(e) => {
                     self.dialogs.push(Dialog::Notice(Notice::error("Not changed", e)));
+                    Vec::new()
                 }
-                Vec::new()
-            }
+            },
             DialogResult::Picked(purpose, value) => match self.apply_pick(purpose, value) {
                 Ok(commands) => commands,
                 Err(e) => {
@@ -367,107 +365,54 @@ impl App {
                 self.should_quit = true;
                 vec![Command::Quit]
             }
-            ConfirmAction::ResumeCycle(group_id) => {
-                self.running.insert(group_id.clone());
-                vec![Command::ResumeCycle { group_id }]
-            }
+            ConfirmAction::ResumeCycle(group_id) => vec![Command::ResumeCycle { group_id }],
             // The user saw every file, the existing ones marked: replacing them is agreed.
             ConfirmAction::ExportOverwrite(group_id) | ConfirmAction::Export(group_id) => {
                 vec![Command::ExportGroup {
                     group_id,
-                    force: true,
+                    confirmed: true,
                 }]
             }
-            ConfirmAction::RemoveEvaluator(group_id, session_id) => {
-                self.remove_evaluator(&group_id, &session_id)
-            }
-            ConfirmAction::DeleteGroup(id) => match self.org.update(|o| reconcile::delete_group(o, &id)) {
-                Ok(deleted) => {
+            ConfirmAction::RemoveEvaluator(group_id, _) => self.remove_evaluator(&group_id),
+            ConfirmAction::DeleteGroup(id) => match self.edits.delete_group(&id) {
+                Ok(removal) => {
                     self.cycles.remove(&id);
-                    for s in &deleted.removed_sessions {
+                    self.shown_runs.remove(&id);
+                    self.latest_runs.remove(&id);
+                    for s in &removal.sessions {
                         self.views.remove(s);
                     }
                     let mut commands = self.on_selection_changed();
-                    commands.push(Command::RemoveTranscripts {
-                        session_ids: deleted.removed_sessions,
-                    });
+                    commands.push(Command::RemoveFiles(removal));
                     commands
                 }
                 Err(e) => {
-                    self.flash(e.to_string(), true);
+                    self.refuse("Not deleted", &e.to_string());
                     Vec::new()
                 }
             },
-            ConfirmAction::DeleteSession(id) => {
-                self.org.update(|o| o.sessions.retain(|s| s.id != id));
-                self.views.remove(&id);
-                let mut commands = self.on_selection_changed();
-                commands.push(Command::RemoveTranscripts {
-                    session_ids: vec![id],
-                });
-                commands
-            }
+            ConfirmAction::DeleteSession(id) => match self.edits.delete_session(&id) {
+                Ok(removal) => {
+                    self.views.remove(&id);
+                    let mut commands = self.on_selection_changed();
+                    commands.push(Command::RemoveFiles(removal));
+                    commands
+                }
+                Err(e) => {
+                    self.refuse("Not deleted", &e.to_string());
+                    Vec::new()
+                }
+            },
         }
     }
 
-    fn apply_text(&mut self, purpose: TextPurpose, text: String) -> Result<(), String> {
-        let name_taken_group = |o: &crate::model::Organization, id: &str, n: &str| {
-            o.groups
-                .iter()
-                .any(|g| g.id != id && g.name.eq_ignore_ascii_case(n))
-        };
+    fn apply_text(&mut self, purpose: TextPurpose, text: String) -> Result<Vec<Command>, String> {
+        let text_err = |e: EditError| e.to_string();
         match purpose {
-            TextPurpose::RenameGroup(id) => {
-                if text.is_empty() {
-                    return Err("a group needs a name".into());
-                }
-                self.org.update(|o| {
-                    if name_taken_group(o, &id, &text) {
-                        return Err(format!("a group named `{text}` exists already"));
-                    }
-                    if let Some(g) = o.group_mut(&id) {
-                        g.name = text.clone();
-                    }
-                    Ok(())
-                })
-            }
-            TextPurpose::RenameSession(id) => {
-                if text.is_empty() || text.contains('/') {
-                    return Err("a session needs a name without `/`".into());
-                }
-                self.org.update(|o| {
-                    if o.sessions.iter().any(|s| s.id != id && s.name == text) {
-                        return Err(format!("a session named `{text}` exists already"));
-                    }
-                    if let Some(s) = o.session_mut(&id) {
-                        s.name = text.clone();
-                    }
-                    Ok(())
-                })
-            }
+            TextPurpose::RenameGroup(id) => self.edits.rename_group(&id, &text).map_err(text_err)?,
+            TextPurpose::RenameSession(id) => self.edits.rename_session(&id, &text).map_err(text_err)?,
             TextPurpose::NewSession(group_id) => {
-                if text.is_empty() || text.contains('/') {
-                    return Err("a session needs a name without `/`".into());
-                }
-                let model = self.config.default_model();
-                let repo = self.repo.clone();
-                let new_id = self.org.update(|o| {
-                    if o.session_by_name(&text).is_some() {
-                        return Err(format!("a session named `{text}` exists already"));
-                    }
-                    let group = o.group(&group_id).ok_or("the group is gone")?;
-                    let team = group.is_team();
-                    let mut s = Session::new(text.clone(), &group_id, model);
-                    s.repo = group.repo.clone().or(Some(repo));
-                    s.team = team;
-                    s.role = Role::Worker;
-                    s.order = o.next_session_order(&group_id);
-                    let id = s.id.clone();
-                    o.sessions.push(s);
-                    // The new session shows in its group.
-                    o.ui.collapsed_groups.retain(|g| *g != group_id);
-                    Ok(id)
-                })?;
+                let new_id = self.edits.create_session(&group_id, &text).map_err(text_err)?;
                 if let Some(i) = self
                     .rows()
                     .iter()
@@ -475,34 +420,19 @@ impl App {
                 {
                     self.cursor = i;
                 }
-                let _ = self.on_selection_changed();
                 self.focus = Focus::Composer;
-                Ok(())
+                // Its (empty) transcript is read like any other, so the pane is never left
+                // "loading".
+                return Ok(self.on_selection_changed());
             }
             TextPurpose::MaxIterations(id) => {
-                let n: u32 = text
-                    .parse()
-                    .ok()
-                    .filter(|n| (1..=100).contains(n))
-                    .ok_or_else(|| format!("`{text}` is not a number from 1 to 100"))?;
-                self.org.update(|o| {
-                    if let Some(g) = o.group_mut(&id) {
-                        g.max_iterations = n;
-                    }
-                });
-                Ok(())
+                self.edits.set_max_iterations(&id, &text).map_err(text_err)?;
             }
             // Started by `on_dialog_result`.
-            TextPurpose::ReflectIterations(..) => Ok(()),
-            TextPurpose::SystemPrompt(id) => {
-                self.org.update(|o| {
-                    if let Some(s) = o.session_mut(&id) {
-                        s.system_prompt = Some(text.clone()).filter(|t| !t.trim().is_empty());
-                    }
-                });
-                Ok(())
-            }
+            TextPurpose::ReflectIterations(..) => {}
+            TextPurpose::SystemPrompt(id) => self.edits.set_system_prompt(&id, &text).map_err(text_err)?,
         }
+        Ok(Vec::new())
     }
 
     fn apply_pick(&mut self, purpose: PickPurpose, value: String) -> Result<Vec<Command>, String> {
@@ -513,10 +443,7 @@ impl App {
                     .find(&value)
                     .ok_or_else(|| format!("no preset named `{value}`"))?
                     .clone();
-                let (config, repo) = (self.config.clone(), self.repo.clone());
-                let id = self
-                    .org
-                    .update(|o| create_team_group(o, &preset, &config, Some(&repo)));
+                let id = self.edits.create_team(&preset);
                 if let Some(i) = self.rows().iter().position(|r| *r == Row::Group(id.clone())) {
                     self.cursor = i;
                 }
@@ -530,30 +457,23 @@ impl App {
                 Ok(self.on_selection_changed())
             }
             PickPurpose::Model(id) => {
-                self.config.resolve(&value).map_err(|e| e.to_string())?;
-                self.org.update(|o| {
-                    if let Some(s) = o.session_mut(&id) {
-                        s.model = value.clone();
-                    }
-                });
+                self.edits
+                    .set_session_model(&id, &value)
+                    .map_err(|e| e.to_string())?;
                 Ok(Vec::new())
             }
             PickPurpose::GroupModel(id) => {
-                self.config.resolve(&value).map_err(|e| e.to_string())?;
-                self.org.update(|o| {
-                    for s in o.sessions.iter_mut().filter(|s| s.group_id == id) {
-                        s.model = value.clone();
-                    }
-                });
+                self.edits
+                    .set_group_model(&id, &value)
+                    .map_err(|e| e.to_string())?;
                 Ok(Vec::new())
             }
             PickPurpose::Mode(id) => {
                 let mode = value.parse::<Mode>().map_err(|e| e.to_string())?;
-                self.org.update(|o| {
-                    if let Some(g) = o.group_mut(&id) {
-                        g.mode = mode;
-                    }
-                });
+                self.edits.set_mode(&id, mode).map_err(|e| e.to_string())?;
+                if self.team_running(&id) {
+                    self.flash(format!("mode {mode} applies from the team's next run"), false);
+                }
                 Ok(Vec::new())
             }
         }

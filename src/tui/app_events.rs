@@ -1,11 +1,15 @@
-//! How the app takes engine events and command results.
+//! How the app takes engine events and command results. Everything is keyed by ids, so a
+//! rename during a run changes nothing here; a finished turn's event carries the stored message,
+//! so a transcript is read from disk only when a session is first shown.
 
 use std::time::Instant;
 
-use super::app::App;
-use super::command::{AppEvent, Command, ExportOutcome};
+use super::app::{App, RunPosition, ShownRun};
+use super::command::{AppEvent, Command, LoadedRun};
+use super::cycle_view::CycleView;
 use super::dialogs::{Confirm, ConfirmAction, Dialog, Notice};
-use crate::engine::events::EngineEvent;
+use crate::engine::events::{EngineEvent, EventKind, RunKey};
+use crate::workspace::ExportOutcome;
 
 impl App {
     pub fn handle_app_event(&mut self, event: AppEvent) -> Vec<Command> {
@@ -19,18 +23,14 @@ impl App {
                         view.load_error = None;
                     }
                     Err(e) => {
-                        view.loaded = true;
+                        view.set_messages(Vec::new());
                         view.load_error = Some(e);
                     }
                 }
-                // A finished turn's streamed text is now in the messages.
-                if view
-                    .streaming
-                    .as_ref()
-                    .is_some_and(|(g, _)| view.finished_generation >= *g)
-                {
-                    view.streaming = None;
-                }
+                Vec::new()
+            }
+            AppEvent::RunLoaded { group_id, result } => {
+                self.on_run_loaded(group_id, result);
                 Vec::new()
             }
             AppEvent::CatalogLoaded(catalog) => {
@@ -52,70 +52,25 @@ impl App {
                 }
                 Vec::new()
             }
-            AppEvent::RunEnded { group_id, result } => {
-                self.running.remove(&group_id);
-                self.pause_requested.remove(&group_id);
-                if let Err(e) = result {
-                    self.dialogs.push(Dialog::Notice(Notice::error("Run failed", e)));
-                } else if let Ok(report) = result
-                    && let Some(why) = &report.failed
-                {
-                    self.flash(format!("the run failed: {why}"), true);
-                }
-                Vec::new()
-            }
-            AppEvent::ChatEnded { session_id, error } => {
-                if let Some(n) = self.chats.get_mut(&session_id) {
-                    *n = n.saturating_sub(1);
-                    if *n == 0 {
-                        self.chats.remove(&session_id);
-                    }
-                }
-                if let Some(e) = error {
-                    let name = self
-                        .org
-                        .read(|o| o.session(&session_id).map(|s| s.name.clone()))
-                        .unwrap_or_default();
-                    self.flash(format!("{name}: {e}"), true);
-                }
-                Vec::new()
-            }
-            AppEvent::ReflectionEnded { session_id, result } => {
-                self.reflecting.remove(&session_id);
-                match result {
-                    Err(e) => self
-                        .dialogs
-                        .push(Dialog::Notice(Notice::error("Reflection failed", e))),
-                    Ok(report) => match &report.failed {
-                        Some(why) => self.flash(format!("the reflection failed: {why}"), true),
-                        None => self.flash(
-                            format!(
-                                "reflection ended: {} after {} iteration(s)",
-                                report.outcome, report.iterations
-                            ),
-                            false,
-                        ),
-                    },
-                }
+            AppEvent::Refused { title, error } => {
+                self.dialogs.push(Dialog::Notice(Notice::error(title, error)));
                 Vec::new()
             }
             AppEvent::ExportPlanned { group_id, result } => {
                 self.on_export_planned(group_id, result);
                 Vec::new()
             }
-            AppEvent::Exported(result) => {
+            AppEvent::Exported { group_id, result } => {
                 match result {
                     Ok(text) => self.dialogs.push(Dialog::Notice(Notice::info("Saved as preset", text))),
-                    Err(ExportOutcome::WouldOverwrite { group_id, files }) => {
-                        self.dialogs.push(Dialog::Confirm(Confirm::new(
-                            "Replace files?",
-                            format!(
-                                "These files exist with different content and would be replaced:\n{}\nReplace them?",
-                                files.iter().map(|f| format!("  {f}")).collect::<Vec<_>>().join("\n")
-                            ),
-                            ConfirmAction::ExportOverwrite(group_id),
-                        )))
-                    }
+                    Err(ExportOutcome::WouldOverwrite { files }) => self.dialogs.push(Dialog::Confirm(Confirm::new(
+                        "Replace files?",
+                        format!(
+                            "These files exist with different content and would be replaced:\n{}\nReplace them?",
+                            files.iter().map(|f| format!("  {f}")).collect::<Vec<_>>().join("\n")
+                        ),
+                        ConfirmAction::ExportOverwrite(group_id),
+                    ))),
                     Err(ExportOutcome::Failed(e)) => {
                         self.dialogs.push(Dialog::Notice(Notice::error("Save as preset failed", e)))
                     }
@@ -129,98 +84,222 @@ impl App {
 
     fn handle_engine_event(&mut self, event: EngineEvent) -> Vec<Command> {
         let now = Instant::now();
-        let group_id = self
-            .org
-            .read(|o| o.group_by_name(event.group()).map(|g| g.id.clone()));
-        let mut commands = Vec::new();
-        match &event {
-            EngineEvent::Delta {
-                session,
+        if let Some(ended) = self.runs.apply(&event) {
+            self.on_run_ended(&ended, &event);
+        }
+        match &event.kind {
+            EventKind::Delta {
+                session_id,
                 generation,
                 text,
                 ..
             } => {
-                if let Some(view) = self.view_by_name(session) {
+                if let Some(view) = self.views.get_mut(session_id) {
                     view.delta(*generation, text);
                 }
-                return commands;
+                // Streaming text goes to no timeline.
+                return Vec::new();
             }
-            EngineEvent::TurnStarted {
-                session, generation, ..
+            EventKind::TurnStarted {
+                session_id,
+                generation,
+                prompt,
+                ..
             } => {
-                if let Some(id) = self.session_id_by_name(session) {
-                    self.busy.insert(id);
-                }
-                if let Some(view) = self.view_by_name(session) {
-                    view.streaming = Some((*generation, String::new()));
-                }
-            }
-            EngineEvent::TurnFinished {
-                session, generation, ..
-            } => {
-                let id = self.session_id_by_name(session);
-                if let Some(id) = id {
-                    self.busy.remove(&id);
-                    if self.selected_session_id().as_deref() == Some(id.as_str()) {
-                        if let Some(v) = self.views.get_mut(&id) {
-                            v.finished_generation = v.finished_generation.max(*generation);
-                        }
-                        commands.push(Command::LoadTranscript { session_id: id });
-                    } else {
-                        // Reloaded when it is next on screen.
-                        self.views.remove(&id);
-                        self.unread.insert(id);
+                if let Some(view) = self.views.get_mut(session_id) {
+                    if let Some(p) = prompt {
+                        view.add((**p).clone());
                     }
+                    view.turn_started(*generation);
                 }
             }
-            // A plain group's "cycle" is a session reflecting (tracked in `reflecting`).
-            EngineEvent::CycleStarted { .. } => {
-                if let Some(id) = group_id.as_ref().filter(|id| self.is_team(id)) {
-                    self.running.insert(id.clone());
+            EventKind::TurnFinished {
+                session_id,
+                generation,
+                message,
+                ..
+            } => {
+                if let Some(view) = self.views.get_mut(session_id) {
+                    view.turn_finished(*generation, message.as_deref().cloned());
+                }
+                if self.selected_session_id().as_deref() != Some(session_id.as_str()) {
+                    self.unread.insert(session_id.clone());
                 }
             }
-            EngineEvent::CyclePaused { .. } => {
-                if let Some(id) = &group_id {
-                    self.pause_requested.insert(id.clone());
-                }
-            }
-            EngineEvent::CycleResumed { .. } | EngineEvent::CycleFinished { .. } => {
-                if let Some(id) = &group_id {
-                    self.pause_requested.remove(id);
+            EventKind::Notice {
+                session_id, message, ..
+            } => {
+                if let (Some(view), Some(m)) = (self.views.get_mut(session_id), message) {
+                    view.add((**m).clone());
                 }
             }
             _ => {}
         }
-        if let Some(id) = group_id
-            && !matches!(event, EngineEvent::Message { .. })
-            && (self.is_team(&id) || self.cycles.contains_key(&id))
+        self.follow_team_run(&event, now);
+        Vec::new()
+    }
+
+    /// The cycle view of a team follows its run's events; a session's reflection, shown with
+    /// its group, too.
+    fn follow_team_run(&mut self, event: &EngineEvent, now: Instant) {
+        let id = &event.group_id;
+        let team = self.is_team(id);
+        if matches!(event.kind, EventKind::Message { .. } | EventKind::Notice { .. })
+            || !(team || self.cycles.contains_key(id))
         {
-            let prefix = format!("{}-", crate::presets::instantiate::team_slug(event.group()));
-            let cycle = self.cycles.entry(id.clone()).or_default();
-            cycle.name_prefix = prefix;
-            cycle.apply(&event, now);
-            if matches!(event, EngineEvent::CycleStarted { .. }) {
-                // A resumed cycle keeps the scores and tokens of its earlier iterations.
-                let saved = self.org.read(|o| {
-                    o.group(&id)
-                        .and_then(|g| g.reflection.clone())
-                        .filter(|r| r.active && r.completed_iterations > 0)
-                });
-                if let (Some(r), Some(cycle)) = (saved, self.cycles.get_mut(&id)) {
-                    cycle.seed_history(&r);
-                }
+            return;
+        }
+        if let EventKind::RunStarted {
+            key: RunKey::Team { .. },
+        } = &event.kind
+        {
+            // A new run: it is the newest, one more on disk.
+            self.shown_runs.remove(id);
+            let position = match self.latest_runs.get(id) {
+                Some(p) => RunPosition {
+                    run_id: event.run_id.clone().unwrap_or_default(),
+                    index: p.total,
+                    total: p.total + 1,
+                },
+                None => RunPosition {
+                    run_id: event.run_id.clone().unwrap_or_default(),
+                    index: 0,
+                    total: 1,
+                },
+            };
+            self.latest_runs.insert(id.clone(), position);
+        }
+        let prefix = format!("{}-", crate::presets::instantiate::team_slug(&event.group));
+        let cycle = self.cycles.entry(id.clone()).or_default();
+        cycle.name_prefix = prefix;
+        cycle.apply(event, now);
+        if matches!(event.kind, EventKind::CycleStarted { .. }) {
+            // A resumed cycle keeps the scores and tokens of its earlier iterations.
+            let saved = self.org.read(|o| {
+                o.group(id)
+                    .and_then(|g| g.reflection.clone())
+                    .filter(|r| r.active && r.completed_iterations > 0)
+            });
+            if let (Some(r), Some(cycle)) = (saved, self.cycles.get_mut(id)) {
+                cycle.seed_history(&r);
             }
         }
-        commands
     }
 
-    fn session_id_by_name(&self, session: &str) -> Option<crate::model::SessionId> {
-        self.org
-            .read(|o| o.session_by_name(session).map(|s| s.id.clone()))
+    /// Tells the user how a run they cannot see the end of ended (a failure, a reflection's
+    /// outcome).
+    fn on_run_ended(&mut self, key: &RunKey, event: &EngineEvent) {
+        let EventKind::RunEnded {
+            outcome,
+            iterations,
+            failed,
+            ..
+        } = &event.kind
+        else {
+            return;
+        };
+        let name = |app: &App, session_id: &str| {
+            app.org
+                .read(|o| o.session(session_id).map(|s| s.name.clone()))
+                .unwrap_or_default()
+        };
+        match (key, failed) {
+            (RunKey::Chat { session_id }, Some(e)) => {
+                let who = name(self, session_id);
+                self.flash(format!("{who}: {e}"), true);
+            }
+            (RunKey::Chat { .. }, None) => {}
+            (RunKey::Team { .. }, Some(e)) if outcome.is_none() => {
+                self.dialogs
+                    .push(Dialog::Notice(Notice::error("Run failed", e.clone())));
+            }
+            (RunKey::Team { .. }, Some(e)) => self.flash(format!("the run failed: {e}"), true),
+            (RunKey::Team { .. }, None) => {}
+            (RunKey::Reflection { .. }, Some(e)) if outcome.is_none() => {
+                self.dialogs
+                    .push(Dialog::Notice(Notice::error("Reflection failed", e.clone())));
+            }
+            (RunKey::Reflection { .. }, Some(e)) => self.flash(format!("the reflection failed: {e}"), true),
+            (RunKey::Reflection { .. }, None) => self.flash(
+                format!(
+                    "reflection ended: {} after {iterations} iteration(s)",
+                    outcome.map(|o| o.to_string()).unwrap_or_default()
+                ),
+                false,
+            ),
+        }
     }
 
-    fn view_by_name(&mut self, session: &str) -> Option<&mut super::transcript_view::TranscriptView> {
-        let id = self.session_id_by_name(session)?;
-        self.views.get_mut(&id)
+    /// A run file read back: the newest becomes the team's timeline (unless a live run has
+    /// begun meanwhile); an earlier one is shown until the user goes back to the newest.
+    fn on_run_loaded(&mut self, group_id: String, result: Result<Option<LoadedRun>, String>) {
+        let loaded = match result {
+            Ok(Some(loaded)) => loaded,
+            Ok(None) => return,
+            Err(e) => {
+                self.flash(format!("cannot read the run: {e}"), true);
+                return;
+            }
+        };
+        let live = self.team_running(&group_id);
+        let newest = loaded.index + 1 == loaded.total;
+        let view = self.replay(&group_id, &loaded);
+        if newest {
+            if live {
+                return;
+            }
+            self.latest_runs.insert(
+                group_id.clone(),
+                RunPosition {
+                    run_id: loaded.run_id.clone(),
+                    index: loaded.index,
+                    total: loaded.total,
+                },
+            );
+            self.shown_runs.remove(&group_id);
+            self.cycles.insert(group_id, view);
+        } else {
+            self.shown_runs.insert(
+                group_id,
+                ShownRun {
+                    run_id: loaded.run_id,
+                    index: loaded.index,
+                    total: loaded.total,
+                    view,
+                },
+            );
+        }
+    }
+
+    /// A cycle view rebuilt from a run's recorded events.
+    fn replay(&self, group_id: &str, loaded: &LoadedRun) -> CycleView {
+        let now = Instant::now();
+        let mut view = CycleView::default();
+        let name = self
+            .org
+            .read(|o| o.group(group_id).map(|g| g.name.clone()))
+            .unwrap_or_default();
+        view.name_prefix = format!("{}-", crate::presets::instantiate::team_slug(&name));
+        let mut ended = false;
+        for record in &loaded.records {
+            ended |= matches!(record.event.kind, EventKind::RunEnded { .. });
+            view.apply(&record.event, now);
+        }
+        if let Some(first) = loaded.records.first() {
+            view.recorded_at = Some(first.at);
+        }
+        if !ended {
+            // The process ended while this run was going (a crash, or quitting mid-cycle).
+            let resumable = self.org.read(|o| {
+                o.group(group_id)
+                    .and_then(|g| g.reflection.as_ref())
+                    .is_some_and(|r| r.is_interrupted())
+            });
+            view.mark_cut_short(resumable && loaded.index + 1 == loaded.total);
+        }
+        if loaded.skipped > 0 {
+            view.note_skipped(loaded.skipped);
+        }
+        view
     }
 }

@@ -4,8 +4,10 @@
 use super::app::App;
 use super::command::Command;
 use super::dialogs::{Confirm, ConfirmAction, Dialog, Notice};
-use crate::model::{Mode, Role, Session};
-use crate::presets::instantiate::team_slug;
+use super::runs::Pending;
+use crate::engine::events::RunKey;
+use crate::model::Mode;
+use crate::workspace::{EditError, EvaluatorSwitch};
 
 impl App {
     /// Adds an evaluator session (default model) to a reflect team that has none; asks before
@@ -14,27 +16,6 @@ impl App {
         let Some(group_id) = self.selected_team() else {
             return Vec::new();
         };
-        let Some((mode, name, evaluator)) = self.org.read(|o| {
-            let g = o.group(&group_id)?;
-            let sessions = o.sessions_in(&group_id);
-            let by_name = g
-                .evaluator
-                .as_ref()
-                .and_then(|n| sessions.iter().find(|s| &s.name == n));
-            let evaluator = by_name
-                .or_else(|| sessions.iter().find(|s| s.role == Role::Evaluator))
-                .map(|s| (s.id.clone(), s.name.clone()));
-            Some((g.mode, g.name.clone(), evaluator))
-        }) else {
-            return Vec::new();
-        };
-        if mode != Mode::OrchestratorReflect {
-            self.flash(
-                "an evaluator scores orchestrator_reflect cycles only: set that mode first",
-                true,
-            );
-            return Vec::new();
-        }
         if self.group_busy(&group_id) {
             self.refuse(
                 "Cannot change the evaluator now",
@@ -42,8 +23,9 @@ impl App {
             );
             return Vec::new();
         }
-        match evaluator {
-            Some((session_id, session_name)) => {
+        if let Some((session_id, session_name)) = self.edits.evaluator(&group_id) {
+            let mode = self.org.read(|o| o.group(&group_id).map(|g| g.mode));
+            if mode == Some(Mode::OrchestratorReflect) {
                 self.dialogs.push(Dialog::Confirm(Confirm::new(
                     "Evaluator off",
                     format!(
@@ -51,52 +33,40 @@ impl App {
                     ),
                     ConfirmAction::RemoveEvaluator(group_id, session_id),
                 )));
+                return Vec::new();
             }
-            None => {
-                let model = self.config.default_model();
-                let repo = self.repo.clone();
-                let added = self.org.update(|o| {
-                    let name = o.unique_session_name(&format!("{}-evaluator", team_slug(&name)));
-                    let order = o.next_session_order(&group_id);
-                    let group_repo = o.group(&group_id).and_then(|g| g.repo.clone());
-                    let mut s = Session::new(name.clone(), &group_id, model.clone());
-                    s.role = Role::Evaluator;
-                    s.team = true;
-                    s.order = order;
-                    s.repo = group_repo.or(Some(repo));
-                    o.sessions.push(s);
-                    if let Some(g) = o.group_mut(&group_id) {
-                        g.evaluator = Some(name.clone());
-                    }
-                    name
-                });
-                self.flash(format!("evaluator on: {added} ({model})"), false);
+        }
+        match self.edits.add_evaluator(&group_id) {
+            Ok(EvaluatorSwitch::Added { name, model, .. }) => {
+                self.flash(format!("evaluator on: {name} ({model})"), false);
             }
+            Ok(EvaluatorSwitch::Removed(_)) => {}
+            Err(EditError::Busy { .. }) => self.refuse(
+                "Cannot change the evaluator now",
+                "This team is running. Stop it or wait for it to finish, then switch the evaluator.",
+            ),
+            Err(e) => self.flash(e.to_string(), true),
         }
         Vec::new()
     }
 
-    pub(super) fn remove_evaluator(&mut self, group_id: &str, session_id: &str) -> Vec<Command> {
-        if self.group_busy(group_id) {
-            self.refuse(
-                "Cannot change the evaluator now",
-                "This team started running. Stop it first.",
-            );
-            return Vec::new();
-        }
-        self.org.update(|o| {
-            o.sessions.retain(|s| s.id != session_id);
-            if let Some(g) = o.group_mut(group_id) {
-                g.evaluator = None;
+    pub(super) fn remove_evaluator(&mut self, group_id: &str) -> Vec<Command> {
+        match self.edits.remove_evaluator(group_id) {
+            Ok(EvaluatorSwitch::Removed(removal)) => {
+                for s in &removal.sessions {
+                    self.views.remove(s);
+                }
+                self.flash("evaluator off: the orchestrator judges its own work", false);
+                let mut commands = self.on_selection_changed();
+                commands.push(Command::RemoveFiles(removal));
+                commands
             }
-        });
-        self.views.remove(session_id);
-        self.flash("evaluator off: the orchestrator judges its own work", false);
-        let mut commands = self.on_selection_changed();
-        commands.push(Command::RemoveTranscripts {
-            session_ids: vec![session_id.to_string()],
-        });
-        commands
+            Ok(EvaluatorSwitch::Added { .. }) => Vec::new(),
+            Err(e) => {
+                self.refuse("Cannot change the evaluator now", &e.to_string());
+                Vec::new()
+            }
+        }
     }
 
     /// Save as preset starts by listing the files; nothing is written before the user agrees.
@@ -137,14 +107,14 @@ impl App {
     }
 }
 
-/// Max iterations offered for a single-session reflection.
+/// Max iterations offered for a single-session reflection (a session iterates on its own
+/// answer: fewer rounds than a team's default).
 const DEFAULT_REFLECT_ITERATIONS: u32 = 3;
 
 impl App {
     /// The selected session, when a reflection of it started here is running.
     pub(super) fn selected_reflection(&self) -> Option<crate::model::SessionId> {
-        self.selected_session_id()
-            .filter(|id| self.reflecting.contains_key(id))
+        self.selected_session_id().filter(|id| self.reflecting(id))
     }
 
     /// Asks the max iterations of a reflection of the selected plain session; the goal is the
@@ -185,9 +155,14 @@ impl App {
             self.flash("write the goal in the composer first (or chat once)", true);
             return;
         };
+        let title = format!(
+            "Reflect: max iterations ({}-{})",
+            crate::model::MAX_ITERATIONS_RANGE.start(),
+            crate::model::MAX_ITERATIONS_RANGE.end()
+        );
         self.dialogs.push(super::dialogs::Dialog::Text(Box::new(
             super::dialogs::TextInput::new(
-                "Reflect: max iterations (1-20)",
+                &title,
                 super::dialogs::TextPurpose::ReflectIterations(id, goal),
                 &DEFAULT_REFLECT_ITERATIONS.to_string(),
                 false,
@@ -202,17 +177,12 @@ impl App {
         goal: String,
         text: &str,
     ) -> Result<Vec<Command>, String> {
-        let max_iterations: u32 = text
-            .parse()
-            .ok()
-            .filter(|n| (1..=20).contains(n))
-            .ok_or_else(|| format!("`{text}` is not a number from 1 to 20"))?;
+        let max_iterations = crate::model::max_iterations_in_range(text)?;
         // The goal came from the composer: it is sent now.
         if self.composer.text() == goal {
             self.composer.take();
         }
         self.history.record(&goal);
-        self.reflecting.insert(session_id.clone(), false);
         if let Some(v) = self.views.get_mut(&session_id) {
             v.follow();
         }
@@ -224,16 +194,23 @@ impl App {
     }
 
     pub(super) fn toggle_pause_reflection(&mut self, session_id: crate::model::SessionId) -> Vec<Command> {
-        let Some(paused) = self.reflecting.get_mut(&session_id) else {
+        let key = RunKey::reflection(&session_id);
+        let Some(run) = self.runs.reflection(&session_id) else {
             return Vec::new();
         };
-        *paused = !*paused;
-        if *paused {
-            self.flash("pausing the reflection after the step in flight…", false);
-            vec![Command::PauseReflection { session_id }]
-        } else {
+        let paused = match run.pending {
+            Some(Pending::Pausing) => true,
+            Some(Pending::Resuming) => false,
+            _ => run.paused,
+        };
+        if paused {
+            self.runs.request(&key, Pending::Resuming);
             self.flash("resuming the reflection", false);
-            vec![Command::ResumeReflection { session_id }]
+            vec![Command::Resume { key }]
+        } else {
+            self.runs.request(&key, Pending::Pausing);
+            self.flash("pausing the reflection after the step in flight…", false);
+            vec![Command::Pause { key }]
         }
     }
 }

@@ -30,13 +30,7 @@ impl App {
         if fold == folded {
             return Vec::new();
         }
-        self.org.update(|o| {
-            if fold {
-                o.ui.collapsed_groups.push(group_id.clone());
-            } else {
-                o.ui.collapsed_groups.retain(|g| *g != group_id);
-            }
-        });
+        self.edits.set_folded(&group_id, fold);
         if let Some(i) = self
             .rows()
             .iter()

@@ -1,15 +1,14 @@
 //! What the app asks the outside world to do ([`Command`]) and what comes back
-//! ([`AppEvent`]). The app itself does no I/O beyond quick `OrgHandle` updates; the runtime
-//! executes commands (engine calls, file loads on a blocking thread) and feeds results back as
-//! events, so tests can drive the app without a terminal or an engine.
+//! ([`AppEvent`]). The app does no I/O: organization edits go through the application layer
+//! (`workspace::Edits`, quick in-memory changes saved in the background); the runtime executes
+//! commands (engine calls, file work on a blocking thread) and feeds results back as events, so
+//! tests can drive the app without a terminal or an engine.
 
-use crate::engine::RunReport;
-use crate::engine::events::EngineEvent;
+use crate::engine::events::{EngineEvent, RunId, RunKey, RunRecord};
 use crate::model::{GroupId, SessionId};
 use crate::presets::Catalog;
 use crate::store::LoadedTranscript;
-
-pub use crate::engine::session_run_key as reflection_run_key;
+use crate::workspace::{ExportOutcome, Removal};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
@@ -18,7 +17,8 @@ pub enum Command {
         session_id: SessionId,
         prompt: String,
     },
-    /// Run a team's mode with this prompt (a task in the background).
+    /// Run a team's mode with this prompt; queued for the orchestrator if the team is running
+    /// by the time the command is carried out.
     RunGroup {
         group_id: GroupId,
         prompt: String,
@@ -27,27 +27,35 @@ pub enum Command {
     ResumeCycle {
         group_id: GroupId,
     },
-    /// A message for a running cycle's next planning step.
+    /// A message for a running cycle's next planning step (a new run if it ended meanwhile).
     QueueMessage {
         group_id: GroupId,
         text: String,
     },
+    /// Pause a run after the step in flight (confirmed by a `cycle_paused` event).
     Pause {
-        group_id: GroupId,
+        key: RunKey,
     },
     Resume {
-        group_id: GroupId,
+        key: RunKey,
     },
+    /// Stop the runs under the key now (partial text is kept).
     Stop {
-        group_id: GroupId,
+        key: RunKey,
     },
-    /// Cancel the plain chat turns of a session (in flight and queued) now.
-    StopChat {
+    /// Stop a session's chat turns (in flight and queued) and its reflection.
+    StopSession {
         session_id: SessionId,
     },
     /// Read a transcript (on a blocking thread) and send it back as [`AppEvent::TranscriptLoaded`].
     LoadTranscript {
         session_id: SessionId,
+    },
+    /// Read a run file of the group (the newest with `None`) and send it back as
+    /// [`AppEvent::RunLoaded`].
+    LoadRun {
+        group_id: GroupId,
+        run_id: Option<RunId>,
     },
     /// Read the preset catalog (built-in, user, repo).
     LoadCatalog,
@@ -56,39 +64,39 @@ pub enum Command {
     PlanExport {
         group_id: GroupId,
     },
-    /// Write the team as a Squad folder and a user preset. With `force`, existing files are
-    /// replaced only if the user was shown them (the last plan, or the files a refused export
-    /// named); any other file that would change makes the export refuse and name it.
+    /// Write the team as a Squad folder and a user preset. Confirmed: existing files are
+    /// replaced only if the user was shown them.
     ExportGroup {
         group_id: GroupId,
-        force: bool,
+        confirmed: bool,
     },
-    /// Delete the transcript files of removed sessions.
-    RemoveTranscripts {
-        session_ids: Vec<SessionId>,
-    },
+    /// Delete the files of deleted sessions and groups (transcripts, run files).
+    RemoveFiles(Removal),
     /// Put text on the clipboard through the terminal (OSC 52).
     CopyToClipboard {
         text: String,
     },
     /// Mouse capture on (huddle gets clicks and the wheel) or off (the terminal selects text).
     SetMouseCapture(bool),
-    /// One session improving its own answer (`Engine::reflect_session`), in the background.
+    /// One session improving its own answer, in the background.
     ReflectSession {
         session_id: SessionId,
         goal: String,
         max_iterations: u32,
     },
-    PauseReflection {
-        session_id: SessionId,
-    },
-    ResumeReflection {
-        session_id: SessionId,
-    },
-    StopReflection {
-        session_id: SessionId,
-    },
     Quit,
+}
+
+/// One run file as read back: the run's id, its records, and where it stands among the group's
+/// runs (0-based index of `total`, oldest first).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedRun {
+    pub run_id: RunId,
+    pub records: Vec<RunRecord>,
+    pub index: usize,
+    pub total: usize,
+    /// Lines that could not be read (left in the file).
+    pub skipped: usize,
 }
 
 /// Results and events delivered to the UI task.
@@ -99,36 +107,24 @@ pub enum AppEvent {
         session_id: SessionId,
         result: Result<LoadedTranscript, String>,
     },
-    CatalogLoaded(Box<Catalog>),
-    /// A run (team mode, resumed cycle, or chat turn) ended.
-    RunEnded {
+    /// A run file of the group (`Ok(None)`: the group has no runs on disk).
+    RunLoaded {
         group_id: GroupId,
-        result: Result<Box<RunReport>, String>,
+        result: Result<Option<LoadedRun>, String>,
     },
-    ChatEnded {
-        session_id: SessionId,
-        error: Option<String>,
+    CatalogLoaded(Box<Catalog>),
+    /// A command the engine refused to start (e.g. the session was deleted meanwhile).
+    Refused {
+        title: String,
+        error: String,
     },
-    /// A single-session reflection ended.
-    ReflectionEnded {
-        session_id: SessionId,
-        result: Result<Box<RunReport>, String>,
+    Exported {
+        group_id: GroupId,
+        result: Result<String, ExportOutcome>,
     },
-    Exported(Result<String, ExportOutcome>),
     /// The files a save as preset would touch: (path, exists already), or why it cannot.
     ExportPlanned {
         group_id: GroupId,
         result: Result<Vec<(String, bool)>, String>,
     },
-}
-
-/// Why an export did not happen.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ExportOutcome {
-    /// These files exist with different content: ask before replacing them.
-    WouldOverwrite {
-        group_id: GroupId,
-        files: Vec<String>,
-    },
-    Failed(String),
 }

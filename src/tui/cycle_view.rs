@@ -3,7 +3,9 @@
 
 use std::time::Instant;
 
-use crate::engine::events::{EngineEvent, Phase};
+use chrono::{DateTime, Utc};
+
+use crate::engine::events::{EngineEvent, EventKind, Phase};
 use crate::model::{CycleOutcome, Mode, ReflectionCycle, Trend, Usage};
 
 /// Timeline entries kept per group (older ones are dropped).
@@ -19,6 +21,8 @@ pub enum WorkerState {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkerRow {
+    /// The member's session: rows are matched by it, so a rename mid-run keeps one row.
+    pub session_id: String,
     pub name: String,
     pub state: WorkerState,
     pub started: Option<Instant>,
@@ -66,6 +70,8 @@ pub struct CycleView {
     workers_stale: bool,
     /// `<team-slug>-`: removed from session names for display (set by the app).
     pub name_prefix: String,
+    /// When the run shown was recorded (a run read back from its file).
+    pub recorded_at: Option<DateTime<Utc>>,
 }
 
 impl CycleView {
@@ -158,14 +164,18 @@ impl CycleView {
         }
     }
 
-    fn worker(&mut self, name: &str) -> &mut WorkerRow {
+    fn worker(&mut self, session_id: &str, name: &str) -> &mut WorkerRow {
         let name = self.short(name).to_string();
-        let name = name.as_str();
-        let i = match self.workers.iter().position(|w| w.name == name) {
-            Some(i) => i,
+        let i = match self.workers.iter().position(|w| w.session_id == session_id) {
+            Some(i) => {
+                // The newest name (a member renamed mid-run).
+                self.workers[i].name = name;
+                i
+            }
             None => {
                 self.workers.push(WorkerRow {
-                    name: name.to_string(),
+                    session_id: session_id.to_string(),
+                    name,
                     state: WorkerState::Assigned,
                     started: None,
                     duration_ms: None,
@@ -179,14 +189,14 @@ impl CycleView {
 
     /// Applies one engine event of this group. `now` is passed in so tests control time.
     pub fn apply(&mut self, event: &EngineEvent, now: Instant) {
-        match event {
-            EngineEvent::CycleStarted {
-                mode, max_iterations, ..
-            } => {
+        match &event.kind {
+            EventKind::CycleStarted { mode, max_iterations } => {
                 let timeline = std::mem::take(&mut self.timeline);
                 let name_prefix = std::mem::take(&mut self.name_prefix);
+                let recorded_at = self.recorded_at.take();
                 *self = CycleView {
                     name_prefix,
+                    recorded_at,
                     mode: Some(*mode),
                     max_iterations: *max_iterations,
                     running: true,
@@ -196,7 +206,7 @@ impl CycleView {
                 };
                 self.push(TimelineKind::Heading, format!("── {mode} run ──"));
             }
-            EngineEvent::IterationStarted { iteration, .. } => {
+            EventKind::IterationStarted { iteration, .. } => {
                 self.iteration = *iteration;
                 self.running = true;
                 self.interrupted = false;
@@ -206,7 +216,7 @@ impl CycleView {
                     format!("iteration {iteration}/{}", self.max_iterations.max(*iteration)),
                 );
             }
-            EngineEvent::Phase { phase, .. } => {
+            EventKind::Phase { phase, .. } => {
                 self.phase = Some(*phase);
                 if *phase == Phase::Plan {
                     // The orchestrator takes the queued messages into this plan.
@@ -214,50 +224,61 @@ impl CycleView {
                 }
                 self.push(TimelineKind::Info, format!("  {}", phase_name(*phase)));
             }
-            EngineEvent::Assignment { worker, task, .. } => {
+            EventKind::Assignment {
+                worker,
+                session_id,
+                task,
+                ..
+            } => {
                 if std::mem::take(&mut self.workers_stale) {
                     self.workers.clear();
                 }
-                self.worker(worker).state = WorkerState::Assigned;
+                self.worker(session_id, worker).state = WorkerState::Assigned;
                 let worker = self.short(worker).to_string();
                 self.push(TimelineKind::Info, format!("  → {worker}: {}", first_line(task)));
             }
-            EngineEvent::AssignmentDropped { name, reason, .. } => {
+            EventKind::AssignmentDropped { name, reason, .. } => {
                 self.push(
                     TimelineKind::Warn,
                     format!("  dropped assignment for {name}: {reason}"),
                 );
             }
-            EngineEvent::TurnStarted { session, .. } => {
+            EventKind::TurnStarted {
+                session_id, session, ..
+            } => {
                 if self.rows_from_turns() {
-                    self.worker(session);
+                    self.worker(session_id, session);
                 }
-                let session = self.short(session).to_string();
-                if let Some(w) = self.workers.iter_mut().find(|w| w.name == session) {
+                if let Some(w) = self.workers.iter_mut().find(|w| w.session_id == *session_id) {
                     w.state = WorkerState::Running;
                     w.started = Some(now);
                 }
             }
-            EngineEvent::TurnFinished { session, usage, .. } => {
+            EventKind::TurnFinished {
+                session_id,
+                session,
+                usage,
+                ..
+            } => {
                 if let Some(u) = usage {
                     self.usage.add(*u);
                     // The usage can come before the worker's row (broadcast, sequential).
                     if self.rows_from_turns() {
-                        self.worker(session);
+                        self.worker(session_id, session);
                     }
-                    let session = self.short(session).to_string();
-                    if let Some(w) = self.workers.iter_mut().find(|w| w.name == session) {
+                    if let Some(w) = self.workers.iter_mut().find(|w| w.session_id == *session_id) {
                         w.tokens = w.tokens.saturating_add(u.total());
                     }
                 }
             }
-            EngineEvent::WorkerFinished {
+            EventKind::WorkerFinished {
                 worker,
+                session_id,
                 success,
                 duration_ms,
                 ..
             } => {
-                let w = self.worker(worker);
+                let w = self.worker(session_id, worker);
                 w.state = if *success {
                     WorkerState::Done
                 } else {
@@ -272,7 +293,7 @@ impl CycleView {
                 let worker = self.short(worker).to_string();
                 self.push(kind, format!("  {mark} {worker} {}", seconds(*duration_ms)));
             }
-            EngineEvent::Evaluation {
+            EventKind::Evaluation {
                 score,
                 trend,
                 rationale,
@@ -286,13 +307,13 @@ impl CycleView {
                     format!("  score {score:.2}{trend} — {}", first_line(rationale)),
                 );
             }
-            EngineEvent::EvaluationUnparsed { iteration, .. } => {
+            EventKind::EvaluationUnparsed { iteration, .. } => {
                 self.push(
                     TimelineKind::Warn,
                     format!("  iteration {iteration}: evaluation unreadable, counted as 0.5"),
                 );
             }
-            EngineEvent::StallWarning {
+            EventKind::StallWarning {
                 iteration,
                 consecutive,
                 similarity,
@@ -302,14 +323,14 @@ impl CycleView {
                 self.push(TimelineKind::Warn, format!("  ⚠ {text}"));
                 self.stall_warnings.push(text);
             }
-            EngineEvent::Adjustment { text, .. } => {
+            EventKind::Adjustment { text, .. } => {
                 self.adjustments.push(text.clone());
                 self.push(TimelineKind::Warn, format!("  adjustment: {}", first_line(text)));
             }
-            EngineEvent::Warning { message, .. } => {
+            EventKind::Warning { message, .. } => {
                 self.push(TimelineKind::Warn, format!("  warning: {}", first_line(message)));
             }
-            EngineEvent::Error {
+            EventKind::Error {
                 iteration, message, ..
             } => {
                 self.push(
@@ -317,16 +338,16 @@ impl CycleView {
                     format!("  error in iteration {iteration}: {}", first_line(message)),
                 );
             }
-            EngineEvent::CyclePaused { .. } => {
+            EventKind::CyclePaused => {
                 self.paused = true;
                 self.push(TimelineKind::Warn, "  paused".into());
             }
-            EngineEvent::CycleResumed { .. } => {
+            EventKind::CycleResumed => {
                 self.paused = false;
                 self.stall_warnings.clear();
                 self.push(TimelineKind::Info, "  resumed".into());
             }
-            EngineEvent::CycleFinished {
+            EventKind::CycleFinished {
                 outcome, iterations, ..
             } => {
                 self.running = false;
@@ -343,8 +364,60 @@ impl CycleView {
                     ),
                 );
             }
-            EngineEvent::Message { .. } | EngineEvent::Delta { .. } => {}
+            EventKind::RunEnded {
+                outcome: None,
+                failed: Some(why),
+                ..
+            } => {
+                self.running = false;
+                self.push(TimelineKind::Bad, format!("not run: {}", first_line(why)));
+            }
+            EventKind::RunEnded { .. } => {
+                // A run that ended without finishing its cycle (its task was dropped).
+                if self.running {
+                    self.running = false;
+                    self.paused = false;
+                    self.phase = None;
+                }
+            }
+            EventKind::RunStarted { .. }
+            | EventKind::Message { .. }
+            | EventKind::Notice { .. }
+            | EventKind::Delta { .. } => {}
         }
+    }
+
+    /// A run read back from its file that has no end: the process stopped during it.
+    pub fn mark_cut_short(&mut self, resumable: bool) {
+        self.running = false;
+        self.paused = false;
+        self.phase = None;
+        for w in &mut self.workers {
+            if matches!(w.state, WorkerState::Running | WorkerState::Assigned) {
+                w.state = WorkerState::Failed;
+                w.started = None;
+            }
+        }
+        if resumable {
+            self.interrupted = true;
+            self.push(
+                TimelineKind::Warn,
+                "interrupted here: resume with the pause key".into(),
+            );
+        } else {
+            self.push(
+                TimelineKind::Warn,
+                "cut short here (huddle stopped during this run)".into(),
+            );
+        }
+    }
+
+    /// Says that lines of the run file could not be read.
+    pub fn note_skipped(&mut self, lines: usize) {
+        self.push(
+            TimelineKind::Warn,
+            format!("{lines} unreadable line(s) of the run file skipped"),
+        );
     }
 
     /// One word for the state shown in the panel title and the sidebar.
@@ -399,96 +472,149 @@ fn first_line(text: &str) -> String {
 mod tests {
     use super::*;
 
-    fn ev_group() -> String {
-        "t".to_string()
+    fn ev(kind: EventKind) -> EngineEvent {
+        EngineEvent {
+            group_id: "gid".into(),
+            group: "t".into(),
+            run_id: Some("r".into()),
+            kind,
+        }
     }
 
     #[test]
     fn events_drive_the_view_to_finished() {
         let now = Instant::now();
         let mut v = CycleView::default();
-        let g = ev_group;
         v.apply(
-            &EngineEvent::CycleStarted {
-                group: g(),
+            &ev(EventKind::CycleStarted {
                 mode: Mode::OrchestratorReflect,
                 max_iterations: 3,
-            },
+            }),
             now,
         );
+        v.apply(&ev(EventKind::IterationStarted { iteration: 1 }), now);
         v.apply(
-            &EngineEvent::IterationStarted {
-                group: g(),
-                iteration: 1,
-            },
-            now,
-        );
-        v.apply(
-            &EngineEvent::Phase {
-                group: g(),
+            &ev(EventKind::Phase {
                 iteration: 1,
                 phase: Phase::Dispatch,
-            },
+            }),
             now,
         );
         v.apply(
-            &EngineEvent::Assignment {
-                group: g(),
+            &ev(EventKind::Assignment {
                 iteration: 1,
                 worker: "a".into(),
+                session_id: "sa".into(),
                 task: "do".into(),
-            },
+            }),
             now,
         );
         v.apply(
-            &EngineEvent::TurnStarted {
-                group: g(),
+            &ev(EventKind::TurnStarted {
+                session_id: "sa".into(),
                 session: "a".into(),
                 generation: 1,
-            },
+                prompt: None,
+            }),
             now,
         );
         assert_eq!(v.workers[0].state, WorkerState::Running);
         v.apply(
-            &EngineEvent::WorkerFinished {
-                group: g(),
+            &ev(EventKind::WorkerFinished {
                 iteration: 1,
                 worker: "a".into(),
+                session_id: "sa".into(),
                 success: false,
                 duration_ms: 1500,
-            },
+            }),
             now,
         );
         assert_eq!(v.workers[0].state, WorkerState::Failed);
         v.apply(
-            &EngineEvent::Evaluation {
-                group: g(),
+            &ev(EventKind::Evaluation {
                 iteration: 1,
                 score: 0.4,
                 rationale: "r".into(),
                 trend: None,
                 usage: Default::default(),
                 duration_ms: 0,
-            },
+            }),
             now,
         );
-        v.apply(&EngineEvent::CyclePaused { group: g() }, now);
+        v.apply(&ev(EventKind::CyclePaused), now);
         assert_eq!(v.state_label(), "paused");
-        v.apply(&EngineEvent::CycleResumed { group: g() }, now);
+        v.apply(&ev(EventKind::CycleResumed), now);
         assert_eq!(v.state_label(), "running");
         v.apply(
-            &EngineEvent::CycleFinished {
-                group: g(),
+            &ev(EventKind::CycleFinished {
                 outcome: CycleOutcome::GoalMet,
                 iterations: 1,
                 summary: String::new(),
-            },
+            }),
             now,
         );
         assert_eq!(v.state_label(), "finished");
         assert_eq!(v.scores, vec![0.4]);
         assert!(
             v.timeline.iter().any(|e| e.text.contains("✗ a 1.5s")),
+            "{:?}",
+            v.timeline
+        );
+    }
+
+    #[test]
+    fn a_member_renamed_mid_run_keeps_one_row() {
+        let now = Instant::now();
+        let mut v = CycleView::default();
+        v.apply(
+            &ev(EventKind::Assignment {
+                iteration: 1,
+                worker: "old".into(),
+                session_id: "s1".into(),
+                task: "t".into(),
+            }),
+            now,
+        );
+        v.apply(
+            &ev(EventKind::WorkerFinished {
+                iteration: 1,
+                worker: "new".into(),
+                session_id: "s1".into(),
+                success: true,
+                duration_ms: 10,
+            }),
+            now,
+        );
+        assert_eq!(v.workers.len(), 1, "{:?}", v.workers);
+        assert_eq!(v.workers[0].name, "new");
+        assert_eq!(v.workers[0].state, WorkerState::Done);
+    }
+
+    #[test]
+    fn a_run_cut_short_says_so_and_stops_its_spinners() {
+        let now = Instant::now();
+        let mut v = CycleView::default();
+        v.apply(
+            &ev(EventKind::CycleStarted {
+                mode: Mode::Orchestrator,
+                max_iterations: 1,
+            }),
+            now,
+        );
+        v.apply(
+            &ev(EventKind::Assignment {
+                iteration: 1,
+                worker: "w".into(),
+                session_id: "s1".into(),
+                task: "t".into(),
+            }),
+            now,
+        );
+        v.mark_cut_short(true);
+        assert!(!v.running && v.interrupted);
+        assert_eq!(v.workers[0].state, WorkerState::Failed);
+        assert!(
+            v.timeline.last().unwrap().text.contains("interrupted"),
             "{:?}",
             v.timeline
         );

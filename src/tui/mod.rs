@@ -22,6 +22,7 @@ pub mod layout;
 pub mod markdown;
 mod mouse;
 pub mod render;
+pub mod runs;
 mod runtime;
 pub mod search;
 pub mod terminal;

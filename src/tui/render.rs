@@ -11,6 +11,7 @@ use super::action::Action;
 use super::app::{App, Focus, Row};
 use super::cycle_view::CycleView;
 use super::layout::{FrameLayout, LayoutInput};
+use super::runs::Pending;
 use super::widgets::{cycle_panel, sidebar, status, transcript};
 
 /// The cycle panel is shown for a selected team.
@@ -57,9 +58,10 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, no_color: bool) {
             .org
             .read(|o| o.group(&group).map_or(0, |g| g.pending_messages.len()));
         let props = cycle_panel::Props {
-            cycle: app.cycles.get(&group).unwrap_or(&default),
-            running: app.running.contains(&group),
-            pause_requested: app.pause_requested.contains(&group),
+            cycle: app.shown_cycle(&group).unwrap_or(&default),
+            // An earlier run being looked at is not the one going.
+            running: app.team_running(&group) && !app.shown_runs.contains_key(&group),
+            pause_requested: app.team_pending(&group) == Some(Pending::Pausing),
             kept,
             tick: app.tick,
             pause_key: app.keymap.key_label(Action::TogglePauseCycle),
@@ -113,7 +115,7 @@ fn transcript_props<'a>(app: &'a App, row: Option<&Row>) -> Option<transcript::P
                         .collect(),
                 })
             })?,
-            cycle: app.cycles.get(id),
+            cycle: app.shown_cycle(id),
         },
     };
     let key = |a| app.keymap.key_label(a);
@@ -131,10 +133,8 @@ fn transcript_props<'a>(app: &'a App, row: Option<&Row>) -> Option<transcript::P
 }
 
 fn status_props(app: &App) -> status::Props<'_> {
-    let reflecting = app
-        .selected_session_id()
-        .is_some_and(|s| app.reflecting.contains_key(&s));
-    let running = app.selected_group_id().is_some_and(|g| app.running.contains(&g));
+    let reflecting = app.selected_session_id().is_some_and(|s| app.reflecting(&s));
+    let running = app.selected_group_id().is_some_and(|g| app.team_running(&g));
     status::Props {
         keymap: &app.keymap,
         composer_focused: app.focus == Focus::Composer,
@@ -142,14 +142,14 @@ fn status_props(app: &App) -> status::Props<'_> {
         search: app.search.as_ref(),
         flash: app.flash.as_ref(),
         mouse_capture: app.mouse_capture,
-        running: app.running.len() + app.reflecting.len(),
+        running: app.running_count(),
     }
 }
 
 /// The sidebar's marks from the app's run state (none of these lock the organization).
 impl sidebar::Activity for App {
     fn group_running(&self, group_id: &str) -> bool {
-        self.running.contains(group_id)
+        self.team_running(group_id)
     }
 
     fn cycle(&self, group_id: &str) -> Option<&CycleView> {

@@ -2,28 +2,26 @@
 //! command results and frame requests; and the executor that turns [`Command`]s into engine
 //! calls and background file work.
 
-use std::collections::HashMap;
+use std::future::Future;
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
 use crossterm::event::{Event, EventStream};
 use futures::StreamExt;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use super::app::App;
-use super::command::{AppEvent, Command, ExportOutcome, reflection_run_key};
+use super::command::{AppEvent, Command, LoadedRun};
 use super::frame::FrameRequester;
 use super::terminal::TerminalGuard;
 use crate::config::{Config, Paths};
-use crate::engine::{Engine, RunOverrides};
+use crate::engine::events::RunRecord;
+use crate::engine::{Engine, EngineError, ReflectionRequest, RunOverrides};
 use crate::presets::Catalog;
-use crate::presets::squad::{ExportError, export_group, export_group_confirmed, plan_export};
-use crate::store::Transcripts;
-use crate::workspace::Workspace;
+use crate::store::RunFiles;
+use crate::workspace::{Edits, Exporter, Workspace};
 
 /// Frame interval while something is busy (spinner, running worker durations).
 const BUSY_FRAME: Duration = Duration::from_millis(120);
@@ -37,27 +35,31 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
     }
     let config = Config::load(paths)?.config;
     let Workspace {
-        org,
+        edits,
         engine,
         events: engine_events,
+        runs,
         notices,
         lock: _lock,
-    } = Workspace::open(paths, &config)?;
+        ..
+    } = Workspace::open(paths, &config, repo.clone())?;
     let notices: Vec<String> = notices
         .iter()
         .filter(|n| n.is_serious())
         .map(ToString::to_string)
         .collect();
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let (app, initial) = App::new(org, config.clone(), repo.clone(), notices);
+    let exporter = Exporter::new(edits.view(), paths.clone(), repo.clone());
+    let (app, initial) = App::new(edits.clone(), config.clone(), repo.clone(), notices);
     let executor = Executor {
         engine: engine.clone(),
+        edits,
+        exporter,
+        runs,
         paths: paths.clone(),
         config,
         repo,
         app_tx: mpsc::unbounded_channel().0,
-        chats: ChatTokens::default(),
-        shown_changes: ShownChanges::default(),
     };
     let mut guard = TerminalGuard::enter().context("cannot set up the terminal")?;
     let result = event_loop(&mut guard, app, initial, executor, engine_events, no_color).await;
@@ -158,90 +160,16 @@ fn run_terminal_commands(guard: &mut TerminalGuard, app: &mut App, commands: Vec
     rest
 }
 
-/// The cancellation tokens of the plain chat turns in flight, per session (a turn id each).
-#[derive(Clone, Default)]
-struct ChatTokens(Arc<Mutex<TokensBySession>>);
-
-type TokensBySession = HashMap<String, Vec<(u64, CancellationToken)>>;
-
-impl ChatTokens {
-    fn with<R>(&self, f: impl FnOnce(&mut TokensBySession) -> R) -> R {
-        let mut map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        f(&mut map)
-    }
-
-    fn start(&self, session_id: &str) -> (u64, CancellationToken) {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let token = CancellationToken::new();
-        self.with(|m| {
-            m.entry(session_id.to_string())
-                .or_default()
-                .push((id, token.clone()))
-        });
-        (id, token)
-    }
-
-    fn end(&self, session_id: &str, id: u64) {
-        self.with(|m| {
-            if let Some(list) = m.get_mut(session_id) {
-                list.retain(|(i, _)| *i != id);
-                if list.is_empty() {
-                    m.remove(session_id);
-                }
-            }
-        });
-    }
-
-    /// Cancels every chat turn of the session, running or queued.
-    fn stop(&self, session_id: &str) {
-        self.with(|m| {
-            for (_, token) in m.get(session_id).into_iter().flatten() {
-                token.cancel();
-            }
-        });
-    }
-}
-
-/// Per group, the existing files a save as preset showed the user as replaced (the plan, or the
-/// files a refused export named): a confirmed export may replace those and no others, so a file
-/// that changed while the dialog was open is never replaced unseen.
-#[derive(Clone, Default)]
-struct ShownChanges(Arc<Mutex<HashMap<String, Vec<PathBuf>>>>);
-
-impl ShownChanges {
-    fn with<R>(&self, f: impl FnOnce(&mut HashMap<String, Vec<PathBuf>>) -> R) -> R {
-        let mut map = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        f(&mut map)
-    }
-
-    /// Records that these files of the group were shown as replaced.
-    fn add(&self, group_id: &str, files: &[PathBuf]) {
-        self.with(|m| {
-            let shown = m.entry(group_id.to_string()).or_default();
-            for f in files {
-                if !shown.contains(f) {
-                    shown.push(f.clone());
-                }
-            }
-        });
-    }
-
-    /// The files shown for the group, forgotten (a confirmation is used once).
-    fn take(&self, group_id: &str) -> Vec<PathBuf> {
-        self.with(|m| m.remove(group_id).unwrap_or_default())
-    }
-}
-
 /// Carries out commands: engine calls now, slow work in tasks that report back.
 struct Executor {
     engine: Engine,
+    edits: Edits,
+    exporter: Exporter,
+    runs: RunFiles,
     paths: Paths,
     config: Config,
     repo: PathBuf,
     app_tx: mpsc::UnboundedSender<AppEvent>,
-    chats: ChatTokens,
-    shown_changes: ShownChanges,
 }
 
 impl Executor {
@@ -257,38 +185,47 @@ impl Executor {
         }
     }
 
+    /// Reports a command the engine refused to start.
+    fn refused(&self, title: &str, error: impl ToString) {
+        Self::send(
+            &self.app_tx,
+            AppEvent::Refused {
+                title: title.to_string(),
+                error: error.to_string(),
+            },
+        );
+    }
+
+    /// Runs a registered run's future in the background; its end arrives as `run_ended`.
+    fn spawn<T: Send + 'static>(future: impl Future<Output = T> + Send + 'static) {
+        tokio::spawn(async move {
+            future.await;
+        });
+    }
+
     fn execute(&self, command: Command) {
         let tx = self.app_tx.clone();
         let engine = self.engine.clone();
         match command {
-            Command::Chat { session_id, prompt } => {
-                let chats = self.chats.clone();
-                let (turn_id, cancel) = chats.start(&session_id);
-                let reply = engine.turn(&session_id, prompt, cancel, None);
-                tokio::spawn(async move {
-                    let error = match reply.await {
-                        Ok(result) if result.success || result.cancelled() => None,
-                        Ok(result) => Some(result.error.unwrap_or_default()),
-                        Err(_) => Some("the session stopped".to_string()),
-                    };
-                    chats.end(&session_id, turn_id);
-                    Self::send(&tx, AppEvent::ChatEnded { session_id, error });
-                });
-            }
-            Command::StopChat { session_id } => self.chats.stop(&session_id),
+            Command::Chat { session_id, prompt } => match engine.start_chat(&session_id, prompt, None) {
+                Ok(turn) => Self::spawn(turn),
+                Err(e) => self.refused("Not sent", e),
+            },
             Command::RunGroup { group_id, prompt } => {
-                tokio::spawn(async move {
-                    let result = engine.run_group(&group_id, prompt, RunOverrides::default()).await;
-                    let result = result.map(Box::new).map_err(|e| e.to_string());
-                    Self::send(&tx, AppEvent::RunEnded { group_id, result });
-                });
+                match engine.start_group(&group_id, prompt.clone(), RunOverrides::default()) {
+                    Ok(run) => Self::spawn(run),
+                    // Started meanwhile (two sends before the first run was announced): the
+                    // text goes to the run in progress.
+                    Err(EngineError::AlreadyRunning(_))
+                        if engine.queue_message(&group_id, prompt.clone()) => {}
+                    Err(e) => self.refused("Run not started", e),
+                }
             }
             Command::ResumeCycle { group_id } => {
-                tokio::spawn(async move {
-                    let result = engine.resume_cycle(&group_id, RunOverrides::default()).await;
-                    let result = result.map(Box::new).map_err(|e| e.to_string());
-                    Self::send(&tx, AppEvent::RunEnded { group_id, result });
-                });
+                match engine.start_resume(&group_id, RunOverrides::default()) {
+                    Ok(run) => Self::spawn(run),
+                    Err(e) => self.refused("Not resumed", e),
+                }
             }
             Command::QueueMessage { group_id, text } => {
                 if !engine.queue_message(&group_id, text.clone()) {
@@ -299,22 +236,45 @@ impl Executor {
                     });
                 }
             }
-            Command::Pause { group_id } => {
-                engine.pause(&group_id);
+            Command::Pause { key } => {
+                engine.pause(&key);
             }
-            Command::Resume { group_id } => {
-                engine.resume(&group_id);
+            Command::Resume { key } => {
+                engine.resume(&key);
             }
-            Command::Stop { group_id } => {
-                engine.stop(&group_id);
+            Command::Stop { key } => {
+                engine.stop(&key);
+            }
+            Command::StopSession { session_id } => {
+                engine.stop_session(&session_id);
+            }
+            Command::ReflectSession {
+                session_id,
+                goal,
+                max_iterations,
+            } => {
+                let request = ReflectionRequest {
+                    goal,
+                    max_iterations,
+                    evaluator_model: None,
+                    model_override: None,
+                };
+                match engine.start_reflection(&session_id, request) {
+                    Ok(run) => Self::spawn(run),
+                    Err(e) => self.refused("Reflection not started", e),
+                }
             }
             Command::LoadTranscript { session_id } => {
-                let transcripts = Transcripts::new(self.paths.sessions_dir());
                 tokio::task::spawn_blocking(move || {
-                    // Lines the engine queued must be on disk before reading.
-                    let _ = engine.flush();
-                    let result = transcripts.load(&session_id).map_err(|e| e.to_string());
+                    let result = engine.load_transcript(&session_id).map_err(|e| e.to_string());
                     Self::send(&tx, AppEvent::TranscriptLoaded { session_id, result });
+                });
+            }
+            Command::LoadRun { group_id, run_id } => {
+                let runs = self.runs.clone();
+                tokio::task::spawn_blocking(move || {
+                    let result = load_run(&runs, &group_id, run_id.as_deref());
+                    Self::send(&tx, AppEvent::RunLoaded { group_id, result });
                 });
             }
             Command::LoadCatalog => {
@@ -325,97 +285,22 @@ impl Executor {
                 });
             }
             Command::PlanExport { group_id } => {
-                let (paths, default_repo) = (self.paths.clone(), self.repo.clone());
-                let shown = self.shown_changes.clone();
+                let exporter = self.exporter.clone();
                 tokio::task::spawn_blocking(move || {
-                    let org = engine.org().snapshot();
-                    let repo = org
-                        .group(&group_id)
-                        .and_then(|g| g.repo.clone())
-                        .unwrap_or(default_repo);
-                    // The same plan the export carries out: new files, and existing ones it changes.
-                    let result = plan_export(&org, &group_id, &repo, &paths)
-                        .map(|plan| {
-                            // A new plan replaces what an earlier dialog showed.
-                            shown.take(&group_id);
-                            shown.add(&group_id, &plan.change);
-                            let create = plan.create.iter().map(|f| (f.display().to_string(), false));
-                            let change = plan.change.iter().map(|f| (f.display().to_string(), true));
-                            create.chain(change).collect()
-                        })
-                        .map_err(|e| e.to_string());
+                    let result = exporter.plan(&group_id);
                     Self::send(&tx, AppEvent::ExportPlanned { group_id, result });
                 });
             }
-            Command::ExportGroup { group_id, force } => {
-                let (paths, default_repo) = (self.paths.clone(), self.repo.clone());
-                let shown = self.shown_changes.clone();
+            Command::ExportGroup { group_id, confirmed } => {
+                let exporter = self.exporter.clone();
                 tokio::task::spawn_blocking(move || {
-                    let org = engine.org().snapshot();
-                    let repo = org
-                        .group(&group_id)
-                        .and_then(|g| g.repo.clone())
-                        .unwrap_or(default_repo);
-                    // Force means "as confirmed": only the files the user was shown are replaced.
-                    let confirmed = if force { shown.take(&group_id) } else { Vec::new() };
-                    let exported = if force {
-                        export_group_confirmed(&org, &group_id, &repo, &paths, &confirmed)
-                    } else {
-                        export_group(&org, &group_id, &repo, &paths, false)
-                    };
-                    let result = match exported {
-                        Ok(report) => {
-                            let mut lines = report.lines();
-                            lines.push(format!("preset {}", report.preset_file.display()));
-                            Ok(lines.join("\n"))
-                        }
-                        Err(ExportError::WouldOverwrite { files } | ExportError::Unconfirmed { files }) => {
-                            // The dialog that follows shows these; confirming it allows them
-                            // (and still the ones confirmed before).
-                            shown.add(&group_id, &confirmed);
-                            shown.add(&group_id, &files);
-                            Err(ExportOutcome::WouldOverwrite {
-                                group_id,
-                                files: files.iter().map(|f| f.display().to_string()).collect(),
-                            })
-                        }
-                        Err(e) => Err(ExportOutcome::Failed(e.to_string())),
-                    };
-                    Self::send(&tx, AppEvent::Exported(result));
+                    let result = exporter.export(&group_id, confirmed);
+                    Self::send(&tx, AppEvent::Exported { group_id, result });
                 });
             }
-            Command::RemoveTranscripts { session_ids } => {
-                let transcripts = Transcripts::new(self.paths.sessions_dir());
-                tokio::task::spawn_blocking(move || {
-                    for id in session_ids {
-                        if let Err(e) = transcripts.remove(&id) {
-                            tracing::warn!(session = %id, error = %e, "cannot delete a transcript");
-                        }
-                    }
-                });
-            }
-            Command::ReflectSession {
-                session_id,
-                goal,
-                max_iterations,
-            } => {
-                tokio::spawn(async move {
-                    let result = engine
-                        .reflect_session(&session_id, goal, max_iterations, None, None)
-                        .await
-                        .map(Box::new)
-                        .map_err(|e| e.to_string());
-                    Self::send(&tx, AppEvent::ReflectionEnded { session_id, result });
-                });
-            }
-            Command::PauseReflection { session_id } => {
-                engine.pause(&reflection_run_key(&session_id));
-            }
-            Command::ResumeReflection { session_id } => {
-                engine.resume(&reflection_run_key(&session_id));
-            }
-            Command::StopReflection { session_id } => {
-                engine.stop(&reflection_run_key(&session_id));
+            Command::RemoveFiles(removal) => {
+                let edits = self.edits.clone();
+                tokio::task::spawn_blocking(move || edits.remove_files(&removal));
             }
             // Carried out by the event loop, which owns the terminal.
             Command::CopyToClipboard { .. } | Command::SetMouseCapture(_) | Command::Quit => {}
@@ -423,21 +308,39 @@ impl Executor {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shown_changes_are_per_group_and_used_once() {
-        let shown = ShownChanges::default();
-        shown.add("g", &[PathBuf::from("a"), PathBuf::from("b")]);
-        shown.add("g", &[PathBuf::from("b"), PathBuf::from("c")]);
-        shown.add("h", &[PathBuf::from("x")]);
-        assert_eq!(
-            shown.take("g"),
-            [PathBuf::from("a"), PathBuf::from("b"), PathBuf::from("c")]
-        );
-        assert!(shown.take("g").is_empty());
-        assert_eq!(shown.take("h"), [PathBuf::from("x")]);
+/// Reads one run file of a group (the newest when `run_id` is `None`). Unreadable lines (a
+/// line torn by a crash) are counted and skipped.
+pub fn load_run(runs: &RunFiles, group_id: &str, run_id: Option<&str>) -> Result<Option<LoadedRun>, String> {
+    let ids = runs.list(group_id).map_err(|e| e.to_string())?;
+    let index = match run_id {
+        Some(id) => match ids.iter().position(|r| r == id) {
+            Some(i) => i,
+            None => return Err(format!("run {id} is no longer on disk (old runs are pruned)")),
+        },
+        None => match ids.len().checked_sub(1) {
+            Some(i) => i,
+            None => return Ok(None),
+        },
+    };
+    let lines = runs
+        .read_lines(group_id, &ids[index])
+        .map_err(|e| e.to_string())?;
+    let mut records = Vec::with_capacity(lines.len());
+    let mut skipped = 0;
+    for line in &lines {
+        match serde_json::from_str::<RunRecord>(line) {
+            Ok(r) => records.push(r),
+            Err(e) => {
+                tracing::warn!(group = group_id, error = %e, "unreadable run file line skipped");
+                skipped += 1;
+            }
+        }
     }
+    Ok(Some(LoadedRun {
+        run_id: ids[index].clone(),
+        records,
+        index,
+        total: ids.len(),
+        skipped,
+    }))
 }

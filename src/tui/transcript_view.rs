@@ -18,8 +18,11 @@ pub struct TranscriptView {
     pub load_error: Option<String>,
     /// The turn in flight: its generation and the text so far.
     pub streaming: Option<(u64, String)>,
-    /// The newest generation known to be finished (its text is on disk).
+    /// The newest generation known to be finished (its message is in `messages`).
     pub finished_generation: u64,
+    /// Messages whose events came while the transcript was being read from disk: added, minus
+    /// those the file already had, once it is loaded.
+    pending: Vec<Message>,
     /// Lines scrolled up from the bottom; 0 follows the newest text. A cell because a frame
     /// (which sees `&self`) moves it up by the lines appended below a reader scrolled up.
     scroll_from_bottom: Cell<usize>,
@@ -119,19 +122,63 @@ impl MessageLayout {
     }
 }
 
+/// How far back from the end a message arriving by event is looked for among the loaded
+/// ones: events race only with the newest lines of the file.
+const DEDUP_WINDOW: usize = 256;
+
 impl TranscriptView {
+    /// The transcript as read from disk; messages that arrived by event meanwhile follow,
+    /// those the file already had skipped.
     pub fn set_messages(&mut self, messages: Vec<Message>) {
         self.messages = messages;
         self.loaded = true;
         self.cache.borrow_mut().messages.clear();
+        for m in std::mem::take(&mut self.pending) {
+            self.add(m);
+        }
     }
 
-    pub fn push(&mut self, message: Message) {
-        self.messages.push(message);
+    /// A message stored in the transcript, as its event carries it.
+    pub fn add(&mut self, message: Message) {
+        if !self.loaded {
+            self.pending.push(message);
+            return;
+        }
+        let known = message.id.is_some()
+            && self
+                .messages
+                .iter()
+                .rev()
+                .take(DEDUP_WINDOW)
+                .any(|m| m.id == message.id);
+        if !known {
+            self.messages.push(message);
+        }
+    }
+
+    /// A turn started: its streaming tail begins empty.
+    pub fn turn_started(&mut self, generation: u64) {
+        if generation > self.finished_generation {
+            self.streaming = Some((generation, String::new()));
+        }
+    }
+
+    /// A turn ended with its stored answer: the answer replaces the streaming tail.
+    pub fn turn_finished(&mut self, generation: u64, answer: Option<Message>) {
+        self.finished_generation = self.finished_generation.max(generation);
+        if self.streaming.as_ref().is_some_and(|(g, _)| *g <= generation) {
+            self.streaming = None;
+        }
+        if let Some(m) = answer {
+            self.add(m);
+        }
     }
 
     /// A delta of the turn `generation`; pieces of an older turn are dropped.
     pub fn delta(&mut self, generation: u64, text: &str) {
+        if generation <= self.finished_generation {
+            return;
+        }
         match &mut self.streaming {
             Some((g, buf)) if *g == generation => buf.push_str(text),
             Some((g, _)) if *g > generation => {}

@@ -105,7 +105,7 @@ pub async fn team(mode: Mode, workers: &[&str], evaluator: bool, max_iterations:
             &format!("anthropic/{EVAL}"),
             None,
         );
-        group.evaluator = Some("t-evaluator".into());
+        group.evaluator_id = Some(org.session_by_name("t-evaluator").expect("evaluator").id.clone());
     }
     org.groups.push(group);
     let org = OrgHandle::persistent_with_debounce(
@@ -201,6 +201,17 @@ pub fn names(events: &[EngineEvent]) -> Vec<String> {
             let v: serde_json::Value = serde_json::from_str(&e.to_ndjson()).expect("ndjson");
             v["event"].as_str().unwrap_or("").to_string()
         })
-        .filter(|n| !matches!(n.as_str(), "delta" | "turn_started" | "turn_finished" | "message"))
+        .filter(|n| {
+            !matches!(
+                n.as_str(),
+                "delta"
+                    | "turn_started"
+                    | "turn_finished"
+                    | "message"
+                    | "notice"
+                    | "run_started"
+                    | "run_ended"
+            )
+        })
         .collect()
 }

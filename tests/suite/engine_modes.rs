@@ -1,6 +1,6 @@
 //! The one-pass modes end to end over real HTTP: broadcast, sequential, single-pass orchestrator.
 
-use huddle::engine::events::EngineEvent;
+use huddle::engine::events::EventKind;
 use huddle::model::{CycleOutcome, Mode};
 
 use super::engine_fixture::{ORCH, names, team};
@@ -31,8 +31,8 @@ async fn broadcast_sends_the_prompt_to_everyone_and_survives_a_failure() {
     let events = f.drain();
     let finished: Vec<(String, bool)> = events
         .iter()
-        .filter_map(|e| match e {
-            EngineEvent::WorkerFinished { worker, success, .. } => Some((worker.clone(), *success)),
+        .filter_map(|e| match &e.kind {
+            EventKind::WorkerFinished { worker, success, .. } => Some((worker.clone(), *success)),
             _ => None,
         })
         .collect();
@@ -111,12 +111,12 @@ async fn orchestrator_plans_dispatches_in_parallel_and_synthesizes() {
     assert!(
         events
             .iter()
-            .any(|e| matches!(e, EngineEvent::AssignmentDropped { name, .. } if name == "ghost"))
+            .any(|e| matches!(&e.kind, EventKind::AssignmentDropped { name, .. } if name == "ghost"))
     );
     let phases: Vec<String> = events
         .iter()
-        .filter_map(|e| match e {
-            EngineEvent::Phase { phase, .. } => Some(format!("{phase:?}")),
+        .filter_map(|e| match &e.kind {
+            EventKind::Phase { phase, .. } => Some(format!("{phase:?}")),
             _ => None,
         })
         .collect();

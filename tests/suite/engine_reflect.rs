@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use huddle::engine::RunOverrides;
-use huddle::engine::events::EngineEvent;
+use huddle::engine::events::{EventKind, RunKey};
 use huddle::model::{CycleOutcome, Evaluation, Mode, ReflectionCycle};
 
 use super::engine_fixture::{EVAL, ORCH, team};
@@ -85,8 +85,8 @@ async fn goal_met_by_evaluator_score_and_replan_carries_the_evaluation() {
     let events = f.drain();
     let scores: Vec<f64> = events
         .iter()
-        .filter_map(|e| match e {
-            EngineEvent::Evaluation { score, .. } => Some(*score),
+        .filter_map(|e| match &e.kind {
+            EventKind::Evaluation { score, .. } => Some(*score),
             _ => None,
         })
         .collect();
@@ -160,7 +160,7 @@ async fn goal_met_when_the_replan_assigns_nothing() {
 }
 
 #[tokio::test]
-async fn max_iterations_ends_the_cycle_and_marks_it_cancelled() {
+async fn max_iterations_ends_the_cycle_and_records_that_outcome() {
     let f = team(Mode::OrchestratorReflect, &["alpha"], true, 2).await;
     f.server.script(
         ORCH,
@@ -190,7 +190,8 @@ async fn max_iterations_ends_the_cycle_and_marks_it_cancelled() {
     let state = f
         .org
         .read(|o| o.group(&f.group_id).unwrap().reflection.clone().unwrap());
-    assert!(state.cancelled, "every exit but goal met sets cancelled");
+    assert_eq!(state.outcome, Some(CycleOutcome::MaxIterations));
+    assert!(!state.cancelled, "only a stop is recorded as cancelled");
     assert!(!state.goal_met);
 }
 
@@ -222,8 +223,8 @@ async fn two_consecutive_stalls_stop_the_cycle() {
     let warnings: Vec<u32> = f
         .drain()
         .iter()
-        .filter_map(|e| match e {
-            EngineEvent::StallWarning { consecutive, .. } => Some(*consecutive),
+        .filter_map(|e| match &e.kind {
+            EventKind::StallWarning { consecutive, .. } => Some(*consecutive),
             _ => None,
         })
         .collect();
@@ -245,7 +246,7 @@ async fn three_consecutive_errors_exhaust_the_error_budget() {
     let errors = f
         .drain()
         .iter()
-        .filter(|e| matches!(e, EngineEvent::Error { iteration: 1, .. }))
+        .filter(|e| matches!(e.kind, EventKind::Error { iteration: 1, .. }))
         .count();
     assert_eq!(errors, 3);
 }
@@ -298,7 +299,11 @@ async fn no_assignment_on_the_first_plan_nudges_then_sends_the_request_to_everyo
     );
     assert!(f.prompts("w-alpha")[0].contains("Original request text"));
     assert!(f.prompts("w-beta")[0].contains("Original request text"));
-    assert!(f.drain().iter().any(|e| matches!(e, EngineEvent::Warning { .. })));
+    assert!(
+        f.drain()
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Warning { .. }))
+    );
 }
 
 #[tokio::test]
@@ -322,7 +327,7 @@ async fn stop_mid_dispatch_cancels_in_flight_requests_and_keeps_partial_text() {
         }
     }
     assert!(seen, "the worker was dispatched");
-    assert!(f.engine.stop(&f.group_id));
+    assert!(f.engine.stop(&RunKey::team(&f.group_id)));
     let report = tokio::time::timeout(Duration::from_secs(5), run)
         .await
         .expect("stop ends the run long before the 30 s stall")
@@ -355,15 +360,12 @@ async fn pause_waits_after_the_step_and_resume_continues() {
         .script(EVAL, vec![Reply::text("SCORE: 0.95\nRATIONALE: ok")]);
     let run = f.spawn_run("Do it");
     f.wait_for_requests(ORCH, 1).await;
-    assert!(f.engine.pause(&f.group_id));
+    assert!(f.engine.pause(&RunKey::team(&f.group_id)));
     // The plan in flight finishes, then the cycle waits.
     let mut paused = false;
     for _ in 0..300 {
         tokio::time::sleep(Duration::from_millis(10)).await;
-        if f.drain()
-            .iter()
-            .any(|e| matches!(e, EngineEvent::CyclePaused { .. }))
-        {
+        if f.drain().iter().any(|e| matches!(e.kind, EventKind::CyclePaused)) {
             paused = true;
             break;
         }
@@ -378,13 +380,13 @@ async fn pause_waits_after_the_step_and_resume_continues() {
         f.server.requests_for("w-alpha").is_empty(),
         "nothing is dispatched while paused"
     );
-    assert!(f.engine.resume(&f.group_id));
+    assert!(f.engine.resume(&RunKey::team(&f.group_id)));
     let report = run.await.unwrap();
     assert_eq!(report.outcome, CycleOutcome::GoalMet);
     assert!(
         f.drain()
             .iter()
-            .any(|e| matches!(e, EngineEvent::CycleResumed { .. }))
+            .any(|e| matches!(e.kind, EventKind::CycleResumed))
     );
 }
 
@@ -498,7 +500,11 @@ async fn failed_workers_are_synthesized_not_treated_as_an_error() {
         synth.contains("t-alpha") && synth.contains("failed"),
         "failures reach the synthesis: {synth}"
     );
-    assert!(!f.drain().iter().any(|e| matches!(e, EngineEvent::Error { .. })));
+    assert!(
+        !f.drain()
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Error { .. }))
+    );
 }
 
 #[tokio::test]
@@ -558,20 +564,20 @@ async fn resuming_clears_the_stall_history() {
     );
     let run = f.spawn_run("Do it");
     f.wait_for_requests(ORCH, 5).await;
-    assert!(f.engine.pause(&f.group_id));
+    assert!(f.engine.pause(&RunKey::team(&f.group_id)));
     let mut seen = Vec::new();
     for _ in 0..300 {
         tokio::time::sleep(Duration::from_millis(10)).await;
         seen.extend(f.drain());
-        if seen.iter().any(|e| matches!(e, EngineEvent::CyclePaused { .. })) {
+        if seen.iter().any(|e| matches!(e.kind, EventKind::CyclePaused)) {
             break;
         }
     }
     assert!(
         seen.iter()
-            .any(|e| matches!(e, EngineEvent::StallWarning { consecutive: 1, .. }))
+            .any(|e| matches!(e.kind, EventKind::StallWarning { consecutive: 1, .. }))
     );
-    assert!(f.engine.resume(&f.group_id));
+    assert!(f.engine.resume(&RunKey::team(&f.group_id)));
     let report = run.await.unwrap();
     assert_eq!(
         report.outcome,

@@ -1,6 +1,7 @@
 //! Single-agent reflection over HTTP: the session improves its answer; an evaluator model's
 //! `FAIL: <feedback>` reaches the next follow-up; its failures count against the error budget.
 
+use huddle::engine::ReflectionRequest;
 use huddle::model::{CycleOutcome, Mode};
 
 use super::engine_fixture::team;
@@ -23,13 +24,7 @@ async fn evaluator_feedback_reaches_the_next_follow_up_until_it_passes() {
     let id = f.session_id("t-solo");
     let report = f
         .engine
-        .reflect_session(
-            &id,
-            "Explain lifetimes".into(),
-            4,
-            Some("anthropic/judge".into()),
-            None,
-        )
+        .reflect_session(&id, request("Explain lifetimes", 4, Some("anthropic/judge")))
         .await
         .unwrap();
     assert_eq!(report.outcome, CycleOutcome::GoalMet);
@@ -62,7 +57,7 @@ async fn a_failing_evaluator_exhausts_the_error_budget() {
     let id = f.session_id("t-solo");
     let report = f
         .engine
-        .reflect_session(&id, "Explain".into(), 5, Some("anthropic/judge".into()), None)
+        .reflect_session(&id, request("Explain", 5, Some("anthropic/judge")))
         .await
         .unwrap();
     assert_eq!(report.outcome, CycleOutcome::ErrorBudget);
@@ -82,9 +77,18 @@ async fn without_an_evaluator_the_sentinel_ends_it() {
     let id = f.session_id("t-solo");
     let report = f
         .engine
-        .reflect_session(&id, "Write".into(), 5, None, None)
+        .reflect_session(&id, request("Write", 5, None))
         .await
         .unwrap();
     assert_eq!(report.outcome, CycleOutcome::GoalMet);
     assert_eq!(report.final_text, "better");
+}
+
+fn request(goal: &str, max_iterations: u32, evaluator: Option<&str>) -> ReflectionRequest {
+    ReflectionRequest {
+        goal: goal.into(),
+        max_iterations,
+        evaluator_model: evaluator.map(str::to_string),
+        model_override: None,
+    }
 }

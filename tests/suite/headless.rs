@@ -128,15 +128,29 @@ fn events_are_ndjson_with_event_and_group() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let lines = ndjson(&out);
+    // Names for people, ids for programs: every line has both, and the run's id.
+    assert!(lines.iter().all(|v| v["event"].is_string()
+        && v["group"].is_string()
+        && v["group_id"].is_string()
+        && v["run_id"] == lines[0]["run_id"]));
+    let first = lines.first().unwrap();
+    assert_eq!(first["event"], "run_started");
+    assert_eq!(first["key"]["kind"], "team");
+    assert_eq!(first["key"]["group_id"], first["group_id"]);
+    assert_eq!(lines[1]["event"], "cycle_started");
+    let last = lines.last().unwrap();
+    assert_eq!(last["event"], "run_ended");
+    assert_eq!(last["outcome"], "goal_met");
+    let finished = &lines[lines.len() - 2];
+    assert_eq!(finished["event"], "cycle_finished");
+    assert_eq!(finished["outcome"], "goal_met");
+    // Session events name their session by id too.
     assert!(
         lines
             .iter()
-            .all(|v| v["event"].is_string() && v["group"].is_string())
+            .filter(|v| v["event"] == "message" || v["event"] == "worker_finished")
+            .all(|v| v["session_id"].is_string())
     );
-    assert_eq!(lines.first().unwrap()["event"], "cycle_started");
-    let last = lines.last().unwrap();
-    assert_eq!(last["event"], "cycle_finished");
-    assert_eq!(last["outcome"], "goal_met");
     for needed in [
         "iteration_started",
         "phase",
@@ -301,8 +315,11 @@ fn a_plain_session_with_max_iterations_reflects_until_it_says_it_is_done() {
         "the sim says [[REFLECTION_COMPLETE]] from its second answer on"
     );
     let last = events.last().unwrap();
-    assert_eq!(last["event"], "cycle_finished");
-    assert_eq!(last["outcome"], "goal_met");
+    assert_eq!(last["event"], "run_ended");
+    assert_eq!(last["key"]["kind"], "reflection");
+    let finished = &events[events.len() - 2];
+    assert_eq!(finished["event"], "cycle_finished");
+    assert_eq!(finished["outcome"], "goal_met");
 }
 
 #[test]

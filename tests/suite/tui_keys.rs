@@ -1,15 +1,15 @@
 //! Key handling without a terminal: keys in, commands and state out.
 
 use crossterm::event::KeyCode;
-use huddle::engine::events::EngineEvent;
+use huddle::engine::events::RunKey;
 use huddle::model::{Message, Role};
 use huddle::tui::app::{Focus, Row};
 use huddle::tui::command::{AppEvent, Command};
 use huddle::tui::dialogs::Dialog;
 
 use super::tui_support::{
-    alt, app_with_team, app_with_team_and_config, ch, ctrl, empty_app, key, render, repo, screen_text,
-    type_text,
+    alt, app_with_team, app_with_team_and_config, ch, ctrl, empty_app, key, new_app, render, run_started,
+    screen_text, turn, type_text,
 };
 
 const TEAM: &str = "Research Panel";
@@ -32,7 +32,10 @@ fn enter_in_the_composer_runs_a_team_and_alt_enter_inserts_a_newline() {
         }]
     );
     assert!(app.composer.is_empty(), "sending empties the composer");
-    assert!(app.running.contains(&id));
+    // The engine registers the run and says so; from then on the team counts as running.
+    assert!(!app.team_running(&id));
+    run_started(&mut app, RunKey::team(&id));
+    assert!(app.team_running(&id));
 }
 
 #[test]
@@ -41,19 +44,21 @@ fn global_keys_win_over_the_composer() {
     app.handle_key(ch('i'));
     type_text(&mut app, "go");
     app.handle_key(key(KeyCode::Enter));
+    run_started(&mut app, RunKey::team(&id));
     type_text(&mut app, "draft");
+    let key_of = RunKey::team(&id);
     // Ctrl-P and Ctrl-X reach the app, not the textarea (which would move the cursor / cut).
     assert_eq!(
         app.handle_key(ctrl('p')),
-        vec![Command::Pause { group_id: id.clone() }]
+        vec![Command::Pause { key: key_of.clone() }]
     );
     assert_eq!(
         app.handle_key(ctrl('p')),
-        vec![Command::Resume { group_id: id.clone() }]
+        vec![Command::Resume { key: key_of.clone() }]
     );
     assert_eq!(
         app.handle_key(ctrl('x')),
-        vec![Command::Stop { group_id: id.clone() }]
+        vec![Command::Stop { key: key_of.clone() }]
     );
     assert_eq!(app.composer.text(), "draft");
     assert_eq!(app.focus, Focus::Composer);
@@ -63,7 +68,7 @@ fn global_keys_win_over_the_composer() {
     // ...and actions outside it.
     app.handle_key(key(KeyCode::Esc));
     assert_eq!(app.focus, Focus::Sidebar);
-    assert_eq!(app.handle_key(ch('p')), vec![Command::Pause { group_id: id }]);
+    assert_eq!(app.handle_key(ch('p')), vec![Command::Pause { key: key_of }]);
 }
 
 #[test]
@@ -72,6 +77,7 @@ fn sending_while_a_cycle_runs_queues_the_message() {
     app.handle_key(ch('i'));
     type_text(&mut app, "start");
     app.handle_key(key(KeyCode::Enter));
+    run_started(&mut app, RunKey::team(&id));
     type_text(&mut app, "also consider cost");
     let commands = app.handle_key(key(KeyCode::Enter));
     assert_eq!(
@@ -92,10 +98,11 @@ fn sending_while_a_cycle_runs_queues_the_message() {
 
 #[test]
 fn quit_asks_while_a_cycle_runs() {
-    let (mut app, _) = app_with_team(TEAM);
+    let (mut app, id) = app_with_team(TEAM);
     app.handle_key(ch('i'));
     type_text(&mut app, "start");
     app.handle_key(key(KeyCode::Enter));
+    run_started(&mut app, RunKey::team(&id));
     app.handle_key(key(KeyCode::Esc));
     assert!(app.handle_key(ch('q')).is_empty());
     assert!(matches!(app.dialogs.last(), Some(Dialog::Confirm(_))));
@@ -155,38 +162,17 @@ fn a_plain_session_chats_and_streams_live() {
             prompt: "hello?".into()
         }]
     );
-    let group = app
-        .org
-        .read(|o| o.default_group().map(|g| g.name.clone()))
-        .unwrap_or_default();
-    let ev = |e| AppEvent::Engine(e);
-    app.handle_app_event(ev(EngineEvent::TurnStarted {
-        group: group.clone(),
-        session: "scratch".into(),
-        generation: 1,
-    }));
-    app.handle_app_event(ev(EngineEvent::Delta {
-        group: group.clone(),
-        session: "scratch".into(),
-        generation: 1,
-        text: "Hi **there**\npartial".into(),
-    }));
+    let run = run_started(&mut app, RunKey::chat(&id));
+    turn(&mut app, &run, &id, 1, "hello?", "Hi **there**\npartial");
     let text = screen_text(&render(&mut app, 80, 24));
     assert!(
         text.contains("hello?") && text.contains("Hi there") && text.contains("partial"),
         "{text}"
     );
-    let commands = app.handle_app_event(ev(EngineEvent::TurnFinished {
-        group,
-        session: "scratch".into(),
-        generation: 1,
-        success: true,
-        interrupted: false,
-        duration_ms: 5,
-        usage: None,
-        error: None,
-    }));
-    assert_eq!(commands, vec![Command::LoadTranscript { session_id: id }]);
+    // The finished turn's event carried the stored answer: nothing is read from disk again.
+    let view = app.views.get(&id).expect("view");
+    assert_eq!(view.messages.len(), 2);
+    assert!(view.streaming.is_none());
 }
 
 #[test]
@@ -203,7 +189,7 @@ fn delete_says_what_will_be_removed() {
     );
     let commands = app.handle_key(ch('y'));
     assert!(
-        matches!(commands.last(), Some(Command::RemoveTranscripts { session_ids }) if !session_ids.is_empty()),
+        matches!(commands.last(), Some(Command::RemoveFiles(removal)) if !removal.sessions.is_empty() && removal.group.is_some()),
         "{commands:?}"
     );
     assert!(app.org.read(|o| o.groups.iter().all(|g| !g.is_team())));
@@ -218,12 +204,7 @@ fn help_is_generated_from_the_keymap_with_overrides() {
     );
     let mut org = huddle::model::Organization::default();
     huddle::model::reconcile::reconcile(&mut org);
-    let (mut app, _) = huddle::tui::App::new(
-        huddle::store::OrgHandle::in_memory(org),
-        config,
-        super::tui_support::repo(),
-        Vec::new(),
-    );
+    let (mut app, _) = super::tui_support::new_app(org, config);
     app.handle_key(ch('?'));
     let text = screen_text(&render(&mut app, 100, 40));
     assert!(text.contains("Ctrl-G") && !text.contains("Ctrl-P "), "{text}");
@@ -282,16 +263,18 @@ fn mouse_click_selects_a_sidebar_row_and_focuses_panes() {
 
 #[test]
 fn save_as_preset_asks_before_replacing_files() {
-    use huddle::tui::command::ExportOutcome;
+    use huddle::workspace::ExportOutcome;
     let (mut app, id) = app_with_team(TEAM);
     assert_eq!(
         app.handle_key(ch('S')),
         vec![Command::PlanExport { group_id: id.clone() }]
     );
-    app.handle_app_event(AppEvent::Exported(Err(ExportOutcome::WouldOverwrite {
+    app.handle_app_event(AppEvent::Exported {
         group_id: id.clone(),
-        files: vec!["/work/demo-repo/.squad/team.md".into()],
-    })));
+        result: Err(ExportOutcome::WouldOverwrite {
+            files: vec!["/work/demo-repo/.squad/team.md".into()],
+        }),
+    });
     let Some(Dialog::Confirm(c)) = app.dialogs.last() else {
         panic!("a confirmation")
     };
@@ -300,7 +283,7 @@ fn save_as_preset_asks_before_replacing_files() {
         app.handle_key(ch('y')),
         vec![Command::ExportGroup {
             group_id: id,
-            force: true
+            confirmed: true
         }]
     );
 }
@@ -330,8 +313,6 @@ fn no_color_keeps_modifiers_and_drops_colours() {
 fn hints_name_the_keys_as_rebound_in_config() {
     use huddle::config::Config;
     use huddle::model::{Organization, reconcile};
-    use huddle::store::OrgHandle;
-    use huddle::tui::App;
     let config = || {
         Config::parse(
             "default_model: sim/demo\nkeys:\n  new_group_from_preset: T\n  new_session: f2\n  send: ctrl-s\n  focus_next: ctrl-n\n",
@@ -341,7 +322,7 @@ fn hints_name_the_keys_as_rebound_in_config() {
     };
     let mut org = Organization::default();
     reconcile::reconcile(&mut org);
-    let (mut app, _) = App::new(OrgHandle::in_memory(org), config(), repo(), Vec::new());
+    let (mut app, _) = new_app(org, config());
     assert!(app.dialogs.is_empty(), "the keys are valid");
     assert_eq!(
         app.composer.area.placeholder_text(),

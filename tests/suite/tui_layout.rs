@@ -98,10 +98,9 @@ fn wrapped_multi_line_input_is_hit_where_it_is_drawn() {
 #[test]
 fn a_click_in_a_scrolled_sidebar_selects_the_row_drawn_there() {
     use huddle::model::{Organization, Session, reconcile};
-    use huddle::store::OrgHandle;
     use huddle::tui::app::Row;
 
-    use super::tui_support::{config, repo};
+    use super::tui_support::{config, new_app};
 
     let mut org = Organization::default();
     reconcile::reconcile(&mut org);
@@ -113,7 +112,7 @@ fn a_click_in_a_scrolled_sidebar_selects_the_row_drawn_there() {
     }
     // The last session is selected: the tree is scrolled to keep it on screen.
     org.ui.selected_session = org.sessions.last().map(|s| s.id.clone());
-    let (mut app, _) = App::new(OrgHandle::in_memory(org), config(), repo(), Vec::new());
+    let (mut app, _) = new_app(org, config());
     let t = render(&mut app, 80, 24);
     let offset = app.layout.get().sidebar_offset;
     assert!(offset > 0, "the sidebar is scrolled");

@@ -4,29 +4,28 @@
 //! outcome colours, evaluator switch, model picker, save-as-preset listing, worker tokens).
 
 use crossterm::event::KeyCode;
-use huddle::engine::events::{EngineEvent, Phase};
+use huddle::engine::events::{EventKind, Phase, RunKey};
 use huddle::model::{CycleOutcome, Message, Mode, Organization, Role, Tier, Usage, reconcile};
 use huddle::presets::CatalogError;
-use huddle::store::OrgHandle;
 use huddle::tui::App;
 use huddle::tui::command::{AppEvent, Command};
 use huddle::tui::dialogs::Dialog;
 
 use super::tui_support::{
-    app_with_team, builtin_catalog, ch, config, ctrl, empty_app, key, render, repo, screen_text, type_text,
+    app_with_team, builtin_catalog, ch, config, ctrl, empty_app, engine_event, key, new_app, render, repo,
+    run_ended, run_started, screen_text, type_text,
 };
 
 const TEAM: &str = "Code Review Team";
 
-fn engine(app: &mut App, event: EngineEvent) -> Vec<Command> {
-    app.handle_app_event(AppEvent::Engine(event))
-}
-
-fn start_run(app: &mut App) {
+/// Sends a prompt to the selected team and announces its run, as the engine would; returns
+/// the run's id.
+fn start_run(app: &mut App, group_id: &str) -> String {
     app.handle_key(ch('i'));
     type_text(app, "review this");
     app.handle_key(key(KeyCode::Enter));
     app.handle_key(key(KeyCode::Esc));
+    run_started(app, RunKey::team(group_id))
 }
 
 fn notice_title(app: &App) -> Option<String> {
@@ -56,53 +55,77 @@ fn app_with_session() -> (App, String) {
 
 fn default_group(app: &App) -> String {
     app.org
-        .read(|o| o.default_group().map(|g| g.name.clone()))
+        .read(|o| o.default_group().map(|g| g.id.clone()))
         .unwrap_or_default()
 }
 
 #[test]
-fn rename_is_refused_while_the_group_or_the_session_is_busy() {
+fn renames_work_while_busy_and_the_run_stays_on_screen() {
     let (mut app, id) = app_with_team(TEAM);
-    start_run(&mut app);
-    assert!(app.running.contains(&id));
+    let run = start_run(&mut app, &id);
     app.handle_key(ch('r'));
-    assert_eq!(notice_title(&app).as_deref(), Some("Cannot rename now"));
+    let Some(Dialog::Text(_)) = app.dialogs.last() else {
+        panic!(
+            "a rename dialog, not a refusal: {:?}",
+            app.dialogs.last().map(|_| ())
+        )
+    };
+    for _ in 0..40 {
+        app.handle_key(key(KeyCode::Backspace));
+    }
+    type_text(&mut app, "Renamed Crew");
     app.handle_key(key(KeyCode::Enter));
-    // A member of the running team.
+    assert!(app.dialogs.is_empty(), "renamed");
+    // A member of the running team, renamed mid-run.
     app.handle_key(ch('j'));
+    let member = app.selected_session_id().expect("a member");
     app.handle_key(ch('r'));
-    assert_eq!(notice_title(&app).as_deref(), Some("Cannot rename now"));
+    for _ in 0..40 {
+        app.handle_key(key(KeyCode::Backspace));
+    }
+    type_text(&mut app, "new-name");
     app.handle_key(key(KeyCode::Enter));
+    assert!(app.dialogs.is_empty(), "renamed");
+    // The run's events (by id) still reach the team and the member.
+    engine_event(
+        &mut app,
+        &id,
+        Some(&run),
+        EventKind::Assignment {
+            iteration: 1,
+            worker: "old-worker-name".into(),
+            session_id: member.clone(),
+            task: "look".into(),
+        },
+    );
+    assert!(app.team_running(&id));
+    assert_eq!(app.cycles[&id].workers.len(), 1);
+    run_ended(&mut app, &run, RunKey::team(&id), None);
+    assert!(!app.team_running(&id) && !app.group_busy(&id));
+}
 
-    // A plain session with a turn in flight (events name it), then after the turn.
-    let (mut app, _) = app_with_session();
+#[test]
+fn deleting_is_refused_while_a_session_has_a_turn_in_flight() {
+    let (mut app, id) = app_with_session();
     let group = default_group(&app);
-    engine(
+    let run = run_started(&mut app, RunKey::chat(&id));
+    engine_event(
         &mut app,
-        EngineEvent::TurnStarted {
-            group: group.clone(),
+        &group,
+        Some(&run),
+        EventKind::TurnStarted {
+            session_id: id.clone(),
             session: "scratch".into(),
             generation: 1,
+            prompt: None,
         },
     );
-    app.handle_key(ch('r'));
-    assert_eq!(notice_title(&app).as_deref(), Some("Cannot rename now"));
+    app.handle_key(ch('d'));
+    assert_eq!(notice_title(&app).as_deref(), Some("Cannot delete now"));
     app.handle_key(key(KeyCode::Enter));
-    engine(
-        &mut app,
-        EngineEvent::TurnFinished {
-            group,
-            session: "scratch".into(),
-            generation: 1,
-            success: true,
-            interrupted: false,
-            duration_ms: 1,
-            usage: None,
-            error: None,
-        },
-    );
-    app.handle_key(ch('r'));
-    assert!(matches!(app.dialogs.last(), Some(Dialog::Text(_))));
+    run_ended(&mut app, &run, RunKey::chat(&id), None);
+    app.handle_key(ch('d'));
+    assert!(matches!(app.dialogs.last(), Some(Dialog::Confirm(_))));
 }
 
 #[test]
@@ -114,7 +137,7 @@ fn a_plain_key_given_to_a_global_action_is_still_text_in_the_composer() {
     );
     let mut org = Organization::default();
     reconcile::reconcile(&mut org);
-    let (mut app, _) = App::new(OrgHandle::in_memory(org), config, repo(), Vec::new());
+    let (mut app, _) = new_app(org, config.clone());
     assert!(app.dialogs.is_empty(), "no key configuration error");
     app.handle_key(ch('i'));
     type_text(&mut app, "please pause");
@@ -130,38 +153,31 @@ fn a_plain_chat_can_be_stopped_and_is_not_deleted_mid_turn() {
         app.handle_key(key(KeyCode::Enter)).as_slice(),
         [Command::Chat { .. }]
     ));
+    let run = run_started(&mut app, RunKey::chat(&id));
     assert!(app.session_busy(&id));
+    let stop = vec![Command::StopSession {
+        session_id: id.clone(),
+    }];
     // Ctrl-X from the composer stops this session's turn.
-    assert_eq!(
-        app.handle_key(ctrl('x')),
-        vec![Command::StopChat {
-            session_id: id.clone()
-        }]
-    );
+    assert_eq!(app.handle_key(ctrl('x')), stop);
     app.handle_key(key(KeyCode::Esc));
-    assert_eq!(
-        app.handle_key(ch('x')),
-        vec![Command::StopChat {
-            session_id: id.clone()
-        }]
-    );
+    assert_eq!(app.handle_key(ch('x')), stop);
     // On the group row, `x` stops the chats of its sessions.
     app.handle_key(ch('k'));
-    assert_eq!(
-        app.handle_key(ch('x')),
-        vec![Command::StopChat {
-            session_id: id.clone()
-        }]
-    );
+    assert_eq!(app.handle_key(ch('x')), stop);
     app.handle_key(ch('j'));
     app.handle_key(ch('d'));
     assert_eq!(notice_title(&app).as_deref(), Some("Cannot delete now"));
     app.handle_key(key(KeyCode::Enter));
-    app.handle_app_event(AppEvent::ChatEnded {
-        session_id: id.clone(),
-        error: None,
-    });
+    run_ended(&mut app, &run, RunKey::chat(&id), Some("the provider said no"));
     assert!(!app.session_busy(&id));
+    assert!(
+        app.flash
+            .as_ref()
+            .is_some_and(|(t, e)| *e && t.contains("the provider said no")),
+        "{:?}",
+        app.flash
+    );
     app.handle_key(ch('d'));
     assert!(matches!(app.dialogs.last(), Some(Dialog::Confirm(_))));
 }
@@ -192,19 +208,25 @@ fn a_reader_scrolled_up_keeps_the_same_text_while_an_answer_streams() {
             .map(|l| l.chars().skip(25).take(70).collect())
             .collect()
     };
-    engine(
+    let sid = app.selected_session_id().expect("session");
+    engine_event(
         &mut app,
-        EngineEvent::TurnStarted {
-            group: group.clone(),
+        &group,
+        Some("r"),
+        EventKind::TurnStarted {
+            session_id: sid.clone(),
             session: "scratch".into(),
             generation: 1,
+            prompt: None,
         },
     );
     for i in 0..8 {
-        engine(
+        engine_event(
             &mut app,
-            EngineEvent::Delta {
-                group: group.clone(),
+            &group,
+            Some("r"),
+            EventKind::Delta {
+                session_id: sid.clone(),
                 session: "scratch".into(),
                 generation: 1,
                 text: format!("new paragraph {i}\n\n"),
@@ -223,10 +245,12 @@ fn a_reader_scrolled_up_keeps_the_same_text_while_an_answer_streams() {
         bottom.contains("new paragraph 7") && !bottom.contains("↓ new"),
         "{bottom}"
     );
-    engine(
+    engine_event(
         &mut app,
-        EngineEvent::Delta {
-            group,
+        &group,
+        Some("r"),
+        EventKind::Delta {
+            session_id: sid,
             session: "scratch".into(),
             generation: 1,
             text: "the very latest\n".into(),
@@ -257,7 +281,7 @@ fn reflect_team_with_history() -> (App, String) {
     .expect("reflection state");
     org.group_mut(&id).expect("team").reflection = Some(reflection);
     org.ui.selected_group = Some(id.clone());
-    let (mut app, _) = App::new(OrgHandle::in_memory(org), config(), repo(), Vec::new());
+    let (mut app, _) = new_app(org, config());
     app.dialogs.clear();
     (app, id)
 }
@@ -267,10 +291,11 @@ fn a_resumed_cycle_keeps_its_scores_and_tokens() {
     let (mut app, id) = reflect_team_with_history();
     assert_eq!(app.cycles[&id].scores, vec![0.4, 0.6], "seeded after a restart");
     assert_eq!(app.cycles[&id].usage.total(), 1234);
-    engine(
+    engine_event(
         &mut app,
-        EngineEvent::CycleStarted {
-            group: TEAM.into(),
+        &id,
+        Some("r1"),
+        EventKind::CycleStarted {
             mode: Mode::OrchestratorReflect,
             max_iterations: 4,
         },
@@ -281,17 +306,16 @@ fn a_resumed_cycle_keeps_its_scores_and_tokens() {
     assert_eq!(cycle.iteration, 2);
     let text = screen_text(&render(&mut app, 120, 32));
     assert!(text.contains("1234 tok"), "{text}");
+}
 
-    // A fresh run (nothing completed) starts clean.
-    app.org.update(|o| {
-        if let Some(r) = o.group_mut(&id).and_then(|g| g.reflection.as_mut()) {
-            r.completed_iterations = 0;
-        }
-    });
-    engine(
+#[test]
+fn a_fresh_cycle_starts_with_no_scores() {
+    let (mut app, id) = app_with_team(TEAM);
+    engine_event(
         &mut app,
-        EngineEvent::CycleStarted {
-            group: TEAM.into(),
+        &id,
+        Some("r2"),
+        EventKind::CycleStarted {
             mode: Mode::OrchestratorReflect,
             max_iterations: 4,
         },
@@ -302,39 +326,45 @@ fn a_resumed_cycle_keeps_its_scores_and_tokens() {
 #[test]
 fn the_queue_count_clears_when_the_plan_takes_it_and_kept_messages_show() {
     let (mut app, id) = app_with_team(TEAM);
-    start_run(&mut app);
+    let run = start_run(&mut app, &id);
     app.handle_key(ch('i'));
     type_text(&mut app, "also check cost");
     app.handle_key(key(KeyCode::Enter));
     assert_eq!(app.cycles[&id].queued.len(), 1);
-    engine(
+    engine_event(
         &mut app,
-        EngineEvent::Phase {
-            group: TEAM.into(),
+        &id,
+        Some(&run),
+        EventKind::Phase {
             iteration: 2,
             phase: Phase::Plan,
         },
     );
     assert!(app.cycles[&id].queued.is_empty());
-    app.org.update(|o| {
-        if let Some(g) = o.group_mut(&id) {
-            g.pending_messages = vec!["late one".into(), "late two".into()];
-        }
-    });
+
+    // Messages the engine kept for the next run (it writes them into the group).
+    let mut org = Organization::default();
+    reconcile::reconcile(&mut org);
+    let p = builtin_catalog().find(TEAM).expect("preset").clone();
+    let id = huddle::presets::create_team_group(&mut org, &p, &config(), Some(&repo()));
+    org.group_mut(&id).expect("team").pending_messages = vec!["late one".into(), "late two".into()];
+    org.ui.selected_group = Some(id);
+    let (mut app, _) = new_app(org, config());
     let text = screen_text(&render(&mut app, 120, 32));
     assert!(text.contains("kept for the next run: 2"), "{text}");
 }
 
 #[test]
 fn dialogs_never_load_control_sequences_into_a_textarea() {
-    let (mut app, id) = app_with_session();
-    app.org.update(|o| {
-        if let Some(s) = o.session_mut(&id) {
-            s.name = "evil\x1b]0;pwned\x07name\u{202E}".into();
-            s.system_prompt = Some("be \x1b[31mred\x1b[0m\tand\r\nnice".into());
-        }
-    });
-    app.handle_key(key(KeyCode::Esc));
+    // A hostile name and prompt, as an edited organization file could hold them.
+    let mut org = Organization::default();
+    reconcile::reconcile(&mut org);
+    let group = org.default_group().expect("default").id.clone();
+    let mut s = huddle::model::Session::new("evil\x1b]0;pwned\x07name\u{202E}", &group, "sim/demo");
+    s.system_prompt = Some("be \x1b[31mred\x1b[0m\tand\r\nnice".into());
+    org.ui.selected_session = Some(s.id.clone());
+    org.sessions.push(s);
+    let (mut app, _) = new_app(org, config());
     app.handle_key(ch('r'));
     let Some(Dialog::Text(t)) = app.dialogs.last() else {
         panic!("a rename dialog")
@@ -388,12 +418,12 @@ fn enter_answers_no_to_delete_and_overwrite() {
     assert!(app.handle_key(key(KeyCode::Enter)).is_empty());
     assert!(app.dialogs.is_empty());
     assert!(app.org.read(|o| o.group(&id).is_some()), "Enter kept the team");
-    app.handle_app_event(AppEvent::Exported(Err(
-        huddle::tui::command::ExportOutcome::WouldOverwrite {
-            group_id: id.clone(),
+    app.handle_app_event(AppEvent::Exported {
+        group_id: id.clone(),
+        result: Err(huddle::workspace::ExportOutcome::WouldOverwrite {
             files: vec!["/work/demo-repo/.squad/team.md".into()],
-        },
-    )));
+        }),
+    });
     assert!(app.handle_key(key(KeyCode::Enter)).is_empty());
     assert!(app.dialogs.is_empty());
 }
@@ -408,25 +438,28 @@ fn outcomes_are_coloured_by_how_the_cycle_ended() {
         (CycleOutcome::ErrorBudget, Color::Red),
         (CycleOutcome::Cancelled, Color::Red),
     ] {
-        let (mut app, _) = app_with_team(TEAM);
-        engine(
+        let (mut app, id) = app_with_team(TEAM);
+        let run = run_started(&mut app, RunKey::team(&id));
+        engine_event(
             &mut app,
-            EngineEvent::CycleStarted {
-                group: TEAM.into(),
+            &id,
+            Some(&run),
+            EventKind::CycleStarted {
                 mode: Mode::OrchestratorReflect,
                 max_iterations: 4,
             },
         );
-        engine(
+        engine_event(
             &mut app,
-            EngineEvent::CycleFinished {
-                group: TEAM.into(),
+            &id,
+            Some(&run),
+            EventKind::CycleFinished {
                 outcome,
                 iterations: 2,
                 summary: String::new(),
             },
         );
-        app.running.clear();
+        run_ended(&mut app, &run, RunKey::team(&id), None);
         let t = render(&mut app, 120, 32);
         let buffer = t.backend().buffer();
         let needle = format!("finished: {outcome}");
@@ -458,12 +491,13 @@ fn the_evaluator_switch_removes_and_adds_the_evaluator() {
     assert!(matches!(app.dialogs.last(), Some(Dialog::Confirm(_))));
     let commands = app.handle_key(ch('y'));
     assert!(
-        matches!(commands.last(), Some(Command::RemoveTranscripts { .. })),
+        matches!(commands.last(), Some(Command::RemoveFiles(r)) if r.sessions.len() == 1),
         "{commands:?}"
     );
     assert!(evaluators(&app).is_empty());
     assert_eq!(
-        app.org.read(|o| o.group(&id).and_then(|g| g.evaluator.clone())),
+        app.org
+            .read(|o| o.group(&id).and_then(|g| g.evaluator_id.clone())),
         None
     );
     app.handle_key(ch('E'));
@@ -472,16 +506,24 @@ fn the_evaluator_switch_removes_and_adds_the_evaluator() {
         added,
         vec![("code-review-team-evaluator".to_string(), "sim/demo".to_string())]
     );
+    let evaluator_id = app.org.read(|o| {
+        o.session_by_name("code-review-team-evaluator")
+            .map(|s| s.id.clone())
+    });
     assert_eq!(
-        app.org.read(|o| o.group(&id).and_then(|g| g.evaluator.clone())),
-        Some("code-review-team-evaluator".into())
+        app.org
+            .read(|o| o.group(&id).and_then(|g| g.evaluator_id.clone())),
+        evaluator_id
+    );
+    // Renaming the evaluator keeps it the evaluator (the engine and the UI agree by id).
+    let evaluator_id = evaluator_id.expect("evaluator");
+    app.edits.rename_session(&evaluator_id, "judge").expect("rename");
+    assert_eq!(
+        app.edits.evaluator(&id),
+        Some((evaluator_id, "judge".to_string()))
     );
     // Only reflect teams have one.
-    app.org.update(|o| {
-        if let Some(g) = o.group_mut(&id) {
-            g.mode = Mode::Broadcast;
-        }
-    });
+    app.edits.set_mode(&id, Mode::Broadcast).expect("mode");
     app.handle_key(ch('E'));
     assert!(app.flash.as_ref().is_some_and(|(_, error)| *error));
     app.handle_key(ch('?'));
@@ -499,7 +541,7 @@ fn the_model_picker_lists_configured_models_and_provider_prefixes() {
     config.keys.clear();
     let mut org = Organization::default();
     reconcile::reconcile(&mut org);
-    let (mut app, _) = App::new(OrgHandle::in_memory(org), config, repo(), Vec::new());
+    let (mut app, _) = new_app(org, config.clone());
     let (mut app, _) = {
         // A session to set the model of.
         app.handle_key(ch('N'));
@@ -566,7 +608,7 @@ fn save_as_preset_lists_every_file_and_enter_answers_no() {
         app.handle_key(ch('y')),
         vec![Command::ExportGroup {
             group_id: id,
-            force: true
+            confirmed: true
         }]
     );
 }
@@ -574,18 +616,28 @@ fn save_as_preset_lists_every_file_and_enter_answers_no() {
 #[test]
 fn broadcast_workers_get_their_token_counts() {
     let (mut app, id) = app_with_team(TEAM);
-    engine(
+    let security = app
+        .org
+        .read(|o| {
+            o.session_by_name("code-review-team-security")
+                .map(|s| s.id.clone())
+        })
+        .expect("member");
+    engine_event(
         &mut app,
-        EngineEvent::CycleStarted {
-            group: TEAM.into(),
+        &id,
+        Some("r"),
+        EventKind::CycleStarted {
             mode: Mode::Broadcast,
             max_iterations: 1,
         },
     );
-    engine(
+    engine_event(
         &mut app,
-        EngineEvent::TurnFinished {
-            group: TEAM.into(),
+        &id,
+        Some("r"),
+        EventKind::TurnFinished {
+            session_id: security,
             session: "code-review-team-security".into(),
             generation: 1,
             success: true,
@@ -596,6 +648,7 @@ fn broadcast_workers_get_their_token_counts() {
                 output_tokens: 23,
             }),
             error: None,
+            message: None,
         },
     );
     let workers = &app.cycles[&id].workers;

@@ -1,73 +1,74 @@
 //! Whole-screen snapshots of the TUI on ratatui's TestBackend (tests/snapshots/*.snap).
 
 use crate::tui_snapshot;
-use huddle::engine::events::{EngineEvent, Phase};
+use huddle::engine::events::{EventKind, Phase, RunKey};
 use huddle::model::{CycleOutcome, Message, Mode, Trend, Usage};
 use huddle::tui::App;
 use huddle::tui::action::Action;
 use huddle::tui::command::AppEvent;
 
-use super::tui_support::{app_with_team, empty_app, render, screen_text};
+use super::tui_support::{app_with_team, empty_app, engine_event, render, screen_text};
 
 const TEAM: &str = "Code Review Team";
 
-fn feed(app: &mut App, events: Vec<EngineEvent>) {
-    for e in events {
-        app.handle_app_event(AppEvent::Engine(e));
+/// Feeds events of the team's run `run` (announced first) to the app.
+fn feed(app: &mut App, group_id: &str, kinds: Vec<EventKind>) {
+    for kind in kinds {
+        engine_event(app, group_id, Some("run-1"), kind);
     }
 }
 
-fn g() -> String {
-    TEAM.to_string()
+/// A member's session id by name.
+fn sid(app: &App, name: &str) -> String {
+    app.org
+        .read(|o| o.session_by_name(name).map(|s| s.id.clone()))
+        .unwrap_or_else(|| panic!("no session {name}"))
 }
 
-fn first_iteration() -> Vec<EngineEvent> {
+fn first_iteration(app: &App, group_id: &str) -> Vec<EventKind> {
     let w = |n: &str| format!("code-review-team-{n}");
+    let id = |n: &str| sid(app, &w(n));
     vec![
-        EngineEvent::CycleStarted {
-            group: g(),
+        EventKind::RunStarted {
+            key: RunKey::team(group_id),
+        },
+        EventKind::CycleStarted {
             mode: Mode::OrchestratorReflect,
             max_iterations: 4,
         },
-        EngineEvent::IterationStarted {
-            group: g(),
-            iteration: 1,
-        },
-        EngineEvent::Phase {
-            group: g(),
+        EventKind::IterationStarted { iteration: 1 },
+        EventKind::Phase {
             iteration: 1,
             phase: Phase::Plan,
         },
-        EngineEvent::Phase {
-            group: g(),
+        EventKind::Phase {
             iteration: 1,
             phase: Phase::Dispatch,
         },
-        EngineEvent::Assignment {
-            group: g(),
+        EventKind::Assignment {
             iteration: 1,
             worker: w("correctness"),
+            session_id: id("correctness"),
             task: "Check the edge cases".into(),
         },
-        EngineEvent::Assignment {
-            group: g(),
+        EventKind::Assignment {
             iteration: 1,
             worker: w("security"),
+            session_id: id("security"),
             task: "Look for injection".into(),
         },
-        EngineEvent::Assignment {
-            group: g(),
+        EventKind::Assignment {
             iteration: 1,
             worker: w("maintainability"),
+            session_id: id("maintainability"),
             task: "Judge the structure".into(),
         },
-        EngineEvent::Phase {
-            group: g(),
+        EventKind::Phase {
             iteration: 1,
             phase: Phase::Collect,
         },
-        EngineEvent::TurnFinished {
-            group: g(),
+        EventKind::TurnFinished {
+            session_id: id("correctness"),
             session: w("correctness"),
             generation: 1,
             success: true,
@@ -78,18 +79,19 @@ fn first_iteration() -> Vec<EngineEvent> {
                 output_tokens: 120,
             }),
             error: None,
+            message: None,
         },
-        EngineEvent::WorkerFinished {
-            group: g(),
+        EventKind::WorkerFinished {
             iteration: 1,
             worker: w("correctness"),
+            session_id: id("correctness"),
             success: true,
             duration_ms: 1200,
         },
-        EngineEvent::WorkerFinished {
-            group: g(),
+        EventKind::WorkerFinished {
             iteration: 1,
             worker: w("security"),
+            session_id: id("security"),
             success: false,
             duration_ms: 600_000,
         },
@@ -106,12 +108,12 @@ fn empty_main_screen_80x24() {
 #[test]
 fn team_mid_cycle() {
     let (mut app, id) = app_with_team(TEAM);
-    app.running.insert(id);
-    feed(&mut app, first_iteration());
+    let events = first_iteration(&app, &id);
+    feed(&mut app, &id, events);
     feed(
         &mut app,
-        vec![EngineEvent::Adjustment {
-            group: g(),
+        &id,
+        vec![EventKind::Adjustment {
             text: "code-review-team-security failed while others succeeded".into(),
         }],
     );
@@ -122,17 +124,17 @@ fn team_mid_cycle() {
 #[test]
 fn team_paused() {
     let (mut app, id) = app_with_team(TEAM);
-    app.running.insert(id);
-    feed(&mut app, first_iteration());
+    let events = first_iteration(&app, &id);
+    feed(&mut app, &id, events);
     feed(
         &mut app,
+        &id,
         vec![
-            EngineEvent::Phase {
-                group: g(),
+            EventKind::Phase {
                 iteration: 1,
                 phase: Phase::Synthesize,
             },
-            EngineEvent::CyclePaused { group: g() },
+            EventKind::CyclePaused,
         ],
     );
     let t = render(&mut app, 100, 30);
@@ -144,8 +146,8 @@ fn team_paused() {
 #[test]
 fn team_finished_with_scores() {
     let (mut app, id) = app_with_team(TEAM);
-    app.running.insert(id.clone());
-    feed(&mut app, first_iteration());
+    let events = first_iteration(&app, &id);
+    feed(&mut app, &id, events);
     let mut events = Vec::new();
     for (i, score, trend) in [
         (1, 0.55, None),
@@ -153,13 +155,9 @@ fn team_finished_with_scores() {
         (3, 0.93, Some(Trend::Improving)),
     ] {
         if i > 1 {
-            events.push(EngineEvent::IterationStarted {
-                group: g(),
-                iteration: i,
-            });
+            events.push(EventKind::IterationStarted { iteration: i });
         }
-        events.push(EngineEvent::Evaluation {
-            group: g(),
+        events.push(EventKind::Evaluation {
             iteration: i,
             score,
             rationale: format!("round {i} is better"),
@@ -168,24 +166,23 @@ fn team_finished_with_scores() {
             duration_ms: 0,
         });
     }
-    events.push(EngineEvent::StallWarning {
-        group: g(),
+    events.push(EventKind::StallWarning {
         iteration: 2,
         consecutive: 1,
         similarity: 0.93,
     });
-    events.push(EngineEvent::CycleFinished {
-        group: g(),
+    events.push(EventKind::CycleFinished {
         outcome: CycleOutcome::GoalMet,
         iterations: 3,
         summary: "done".into(),
     });
-    feed(&mut app, events);
-    app.handle_app_event(AppEvent::RunEnded {
-        group_id: id,
-        result: Err("ignored: test".into()),
+    events.push(EventKind::RunEnded {
+        key: RunKey::team(&id),
+        outcome: Some(CycleOutcome::GoalMet),
+        iterations: 3,
+        failed: None,
     });
-    app.dialogs.clear();
+    feed(&mut app, &id, events);
     let t = render(&mut app, 120, 32);
     let text = screen_text(&t);
     assert!(text.contains("goal_met"), "{text}");
@@ -196,8 +193,8 @@ fn team_finished_with_scores() {
 #[test]
 fn team_at_80x24_keeps_every_pane() {
     let (mut app, id) = app_with_team(TEAM);
-    app.running.insert(id);
-    feed(&mut app, first_iteration());
+    let events = first_iteration(&app, &id);
+    feed(&mut app, &id, events);
     let t = render(&mut app, 80, 24);
     let text = screen_text(&t);
     assert!(text.contains("Cycle"), "the panel shows at 80x24:\n{text}");

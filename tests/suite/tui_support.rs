@@ -2,15 +2,19 @@
 //! render into ratatui's TestBackend.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use huddle::config::Config;
+use huddle::engine::events::{EngineEvent, EventKind, RunKey};
+use huddle::model::{CycleOutcome, Message};
 use huddle::model::{Organization, reconcile};
 use huddle::presets::builtin::load_builtins;
 use huddle::presets::{Catalog, create_team_group};
 use huddle::store::OrgHandle;
 use huddle::tui::App;
 use huddle::tui::command::{AppEvent, Command};
+use huddle::workspace::Edits;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
@@ -22,11 +26,17 @@ pub fn repo() -> PathBuf {
     PathBuf::from("/work/demo-repo")
 }
 
+/// An app over `org` (edits detached: nothing runs), and its first commands.
+pub fn new_app(org: Organization, config: Config) -> (App, Vec<Command>) {
+    let edits = Edits::detached(OrgHandle::in_memory(org), config.clone(), repo());
+    App::new(edits, config, repo(), Vec::new())
+}
+
 /// An app over an organization that has only the default group.
 pub fn empty_app() -> App {
     let mut org = Organization::default();
     reconcile::reconcile(&mut org);
-    App::new(OrgHandle::in_memory(org), config(), repo(), Vec::new()).0
+    new_app(org, config()).0
 }
 
 pub fn builtin_catalog() -> Catalog {
@@ -46,9 +56,111 @@ pub fn app_with_team_and_config(preset: &str, config: Config) -> (App, String) {
     let p = catalog.find(preset).expect("preset").clone();
     let id = create_team_group(&mut org, &p, &config, Some(&repo()));
     org.ui.selected_group = Some(id.clone());
-    let (mut app, _) = App::new(OrgHandle::in_memory(org), config, repo(), Vec::new());
+    let (mut app, _) = new_app(org, config);
     app.handle_app_event(AppEvent::CatalogLoaded(Box::new(catalog)));
     (app, id)
+}
+
+/// An engine event of `group_id` (its current name for display) in run `run_id`, as the engine
+/// sends it.
+pub fn engine_event(app: &mut App, group_id: &str, run_id: Option<&str>, kind: EventKind) -> Vec<Command> {
+    let group = app
+        .org
+        .read(|o| o.group(group_id).map(|g| g.name.clone()))
+        .unwrap_or_default();
+    app.handle_app_event(AppEvent::Engine(EngineEvent {
+        group_id: group_id.to_string(),
+        group,
+        run_id: run_id.map(str::to_string),
+        kind,
+    }))
+}
+
+/// The group a run key belongs to.
+pub fn group_of(app: &App, key: &RunKey) -> String {
+    match key {
+        RunKey::Team { group_id } => group_id.clone(),
+        RunKey::Chat { session_id } | RunKey::Reflection { session_id } => app
+            .org
+            .read(|o| o.session(session_id).map(|s| s.group_id.clone()))
+            .unwrap_or_default(),
+    }
+}
+
+/// What the engine announces when it registers a run; returns the run's id.
+pub fn run_started(app: &mut App, key: RunKey) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let run_id = format!("run-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    let group_id = group_of(app, &key);
+    engine_event(app, &group_id, Some(&run_id), EventKind::RunStarted { key });
+    run_id
+}
+
+/// What the engine announces when a run ends.
+pub fn run_ended(app: &mut App, run_id: &str, key: RunKey, failed: Option<&str>) -> Vec<Command> {
+    let group_id = group_of(app, &key);
+    engine_event(
+        app,
+        &group_id,
+        Some(run_id),
+        EventKind::RunEnded {
+            key,
+            outcome: Some(CycleOutcome::Completed),
+            iterations: 1,
+            failed: failed.map(str::to_string),
+        },
+    )
+}
+
+/// A session's turn as the engine reports it: started (with the stored prompt), streamed,
+/// finished (with the stored answer).
+pub fn turn(app: &mut App, run_id: &str, session_id: &str, generation: u64, prompt: &str, answer: &str) {
+    let group_id = app
+        .org
+        .read(|o| o.session(session_id).map(|s| s.group_id.clone()))
+        .unwrap_or_default();
+    let session = app
+        .org
+        .read(|o| o.session(session_id).map(|s| s.name.clone()))
+        .unwrap_or_default();
+    engine_event(
+        app,
+        &group_id,
+        Some(run_id),
+        EventKind::TurnStarted {
+            session_id: session_id.into(),
+            session: session.clone(),
+            generation,
+            prompt: Some(Box::new(Message::user(prompt))),
+        },
+    );
+    engine_event(
+        app,
+        &group_id,
+        Some(run_id),
+        EventKind::Delta {
+            session_id: session_id.into(),
+            session: session.clone(),
+            generation,
+            text: answer.into(),
+        },
+    );
+    engine_event(
+        app,
+        &group_id,
+        Some(run_id),
+        EventKind::TurnFinished {
+            session_id: session_id.into(),
+            session,
+            generation,
+            success: true,
+            interrupted: false,
+            duration_ms: 5,
+            usage: None,
+            error: None,
+            message: Some(Box::new(Message::assistant(answer))),
+        },
+    );
 }
 
 pub fn key(code: KeyCode) -> KeyEvent {

@@ -2,9 +2,9 @@
 //! and single-session reflection, driven through keys like a user.
 
 use crossterm::event::KeyCode;
-use huddle::engine::events::EngineEvent;
+use huddle::engine::events::{EventKind, RunKey};
 use huddle::model::{Message, Mode};
-use huddle::store::{LoadedTranscript, OrgHandle};
+use huddle::store::LoadedTranscript;
 use huddle::tui::App;
 use huddle::tui::app::{Focus, Row};
 use huddle::tui::command::{AppEvent, Command};
@@ -12,7 +12,8 @@ use huddle::tui::dialogs::Dialog;
 use ratatui::style::Modifier;
 
 use super::tui_support::{
-    alt, app_with_team, ch, config, ctrl, empty_app, key, render, repo, screen_text, type_text,
+    alt, app_with_team, ch, config, ctrl, empty_app, engine_event, key, new_app, render, run_ended,
+    run_started, screen_text, type_text,
 };
 
 /// An app with a plain session `scratch` selected, its transcript `messages`, focus on the sidebar.
@@ -74,15 +75,22 @@ fn groups_fold_and_unfold_and_stay_folded_after_a_restart() {
     assert!(app.org.read(|o| o.ui.collapsed_groups.contains(&id)));
 
     // A busy member of a folded group makes the group row spin.
-    let member = app
+    let (member_id, member) = app
         .org
-        .read(|o| o.sessions_in(&id).first().map(|s| s.name.clone()))
+        .read(|o| o.sessions_in(&id).first().map(|s| (s.id.clone(), s.name.clone())))
         .expect("a member");
-    app.handle_app_event(AppEvent::Engine(EngineEvent::TurnStarted {
-        group: "Research Panel".into(),
-        session: member,
-        generation: 1,
-    }));
+    let run = run_started(&mut app, RunKey::team(&id));
+    engine_event(
+        &mut app,
+        &id,
+        Some(&run),
+        EventKind::TurnStarted {
+            session_id: member_id,
+            session: member,
+            generation: 1,
+            prompt: None,
+        },
+    );
     let line = sidebar_line(&mut app, "Research Panel");
     assert!(
         !line.contains('▸') && !line.contains('▾'),
@@ -91,7 +99,7 @@ fn groups_fold_and_unfold_and_stay_folded_after_a_restart() {
 
     // A new app over the saved organization starts folded, on the group.
     let saved = app.org.snapshot();
-    let (restarted, _) = App::new(OrgHandle::in_memory(saved), config(), repo(), Vec::new());
+    let (restarted, _) = new_app(saved, config());
     assert_eq!(restarted.rows().len(), all_rows - members);
     assert_eq!(restarted.selected_row(), Some(Row::Group(id.clone())));
 
@@ -112,13 +120,9 @@ fn the_selected_session_restores_its_folded_group() {
     let session = app.selected_session_id().expect("a member");
     app.handle_key(ch(' '));
     // The stored selection still names the hidden session: the group is selected instead.
-    app.org.update(|o| o.ui.selected_session = Some(session));
-    let (restarted, _) = App::new(
-        OrgHandle::in_memory(app.org.snapshot()),
-        config(),
-        repo(),
-        Vec::new(),
-    );
+    let mut saved = app.org.snapshot();
+    saved.ui.selected_session = Some(session);
+    let (restarted, _) = new_app(saved, config());
     assert_eq!(restarted.selected_row(), Some(Row::Group(id)));
 }
 
@@ -331,17 +335,24 @@ fn r_reflects_a_plain_session_and_p_and_x_control_it() {
             max_iterations: 3
         }]
     );
+    let key_of = RunKey::reflection(&id);
+    let run = run_started(&mut app, key_of.clone());
     assert!(app.session_busy(&id) && app.anything_running());
+    let group = app
+        .org
+        .read(|o| o.default_group().map(|g| g.id.clone()))
+        .unwrap_or_default();
     // The engine's cycle events name the default group: it is not a running team.
-    app.handle_app_event(AppEvent::Engine(EngineEvent::CycleStarted {
-        group: app
-            .org
-            .read(|o| o.default_group().map(|g| g.name.clone()))
-            .unwrap_or_default(),
-        mode: Mode::OrchestratorReflect,
-        max_iterations: 3,
-    }));
-    assert!(app.running.is_empty());
+    engine_event(
+        &mut app,
+        &group,
+        Some(&run),
+        EventKind::CycleStarted {
+            mode: Mode::OrchestratorReflect,
+            max_iterations: 3,
+        },
+    );
+    assert!(!app.team_running(&group));
     let status = screen_text(&render(&mut app, 120, 30));
     assert!(
         status.contains("1 running") && status.contains("Ctrl-P pause"),
@@ -349,29 +360,28 @@ fn r_reflects_a_plain_session_and_p_and_x_control_it() {
     );
     assert_eq!(
         app.handle_key(ch('p')),
-        vec![Command::PauseReflection {
-            session_id: id.clone()
-        }]
+        vec![Command::Pause { key: key_of.clone() }]
     );
+    // Not paused until the engine says so.
+    assert!(!app.runs.reflection(&id).expect("run").paused);
+    engine_event(&mut app, &group, Some(&run), EventKind::CyclePaused);
+    assert!(app.runs.reflection(&id).expect("run").paused);
     assert_eq!(
         app.handle_key(ctrl('p')),
-        vec![Command::ResumeReflection {
-            session_id: id.clone()
-        }]
+        vec![Command::Resume { key: key_of.clone() }]
     );
+    engine_event(&mut app, &group, Some(&run), EventKind::CycleResumed);
+    assert!(!app.runs.reflection(&id).expect("run").paused);
     assert_eq!(
         app.handle_key(ch('x')),
-        vec![Command::StopReflection {
+        vec![Command::StopSession {
             session_id: id.clone()
         }]
     );
-    // Busy: no second reflection, no rename.
+    // Busy: no second reflection.
     app.handle_key(ch('R'));
     assert!(app.dialogs.is_empty());
-    app.handle_app_event(AppEvent::ReflectionEnded {
-        session_id: id.clone(),
-        result: Err("stopped".into()),
-    });
+    run_ended(&mut app, &run, key_of, None);
     assert!(!app.session_busy(&id));
     app.dialogs.clear();
 
@@ -381,11 +391,11 @@ fn r_reflects_a_plain_session_and_p_and_x_control_it() {
     app.handle_key(key(KeyCode::Esc));
     app.handle_key(ch('R'));
     app.handle_key(key(KeyCode::Backspace));
-    type_text(&mut app, "25");
+    type_text(&mut app, "250");
     app.handle_key(key(KeyCode::Enter));
     assert!(
         matches!(app.dialogs.last(), Some(Dialog::Notice(_))),
-        "25 is out of range"
+        "250 is out of range"
     );
     app.dialogs.clear();
     app.handle_key(ch('R'));
@@ -409,37 +419,66 @@ fn r_reflects_a_plain_session_and_p_and_x_control_it() {
     assert!(team.dialogs.is_empty());
 }
 
-/// The key the UI pauses and stops a reflection by is the one the engine registers.
+/// The key the UI pauses and stops a reflection by is the one the engine registers, and the
+/// pause the UI shows is the one the engine confirms, in events that carry the run's id.
 #[tokio::test]
-async fn the_reflection_run_key_reaches_the_engines_run() {
+async fn a_reflections_pause_is_confirmed_by_the_engine() {
     use super::engine_fixture::team;
     use super::fake_llm_server::Reply;
-    use huddle::tui::command::reflection_run_key;
-    let f = team(Mode::Broadcast, &["solo"], false, 1).await;
+    use huddle::engine::ReflectionRequest;
+    let mut f = team(Mode::Broadcast, &["solo"], false, 1).await;
     f.server.script(
         "w-solo",
         vec![
             Reply::chunks(["slow ", "answer ", "still ", "coming"])
-                .chunk_delay(std::time::Duration::from_millis(400)),
+                .chunk_delay(std::time::Duration::from_millis(100)),
         ],
     );
     let id = f.session_id("t-solo");
-    let engine = f.engine.clone();
-    let session = id.clone();
-    let run = tokio::spawn(async move {
-        engine
-            .reflect_session(&session, "Explain".into(), 3, None, None)
-            .await
-    });
-    f.wait_for_requests("w-solo", 1).await;
-    let key = reflection_run_key(&id);
+    let request = ReflectionRequest {
+        goal: "Explain".into(),
+        max_iterations: 3,
+        evaluator_model: None,
+        model_override: None,
+    };
+    let run = f.engine.start_reflection(&id, request).expect("registered");
+    let key = RunKey::reflection(&id);
+    // Registered before it is polled: a stop or pause right away finds it.
     assert!(f.engine.is_running(&key));
+    let run = tokio::spawn(run);
+    f.wait_for_requests("w-solo", 1).await;
     assert!(f.engine.pause(&key));
+    let mut seen = Vec::new();
+    let paused = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        loop {
+            let event = f.events.recv().await?;
+            let done = matches!(event.kind, EventKind::CyclePaused);
+            seen.push(event);
+            if done {
+                return seen.last().cloned();
+            }
+        }
+    })
+    .await
+    .expect("the pause took effect")
+    .expect("events");
+    let started = seen
+        .iter()
+        .find(|e| matches!(&e.kind, EventKind::RunStarted { key: k } if *k == key))
+        .expect("run_started");
+    assert_eq!(
+        paused.run_id, started.run_id,
+        "the pause names the reflection's run"
+    );
     assert!(f.engine.resume(&key));
     assert!(f.engine.stop(&key));
     let report = run.await.expect("joins").expect("the reflection ran");
     assert_eq!(report.outcome, huddle::model::CycleOutcome::Cancelled);
     assert!(!f.engine.is_running(&key));
+    let ended = std::iter::from_fn(|| f.events.try_recv().ok())
+        .find(|e| matches!(&e.kind, EventKind::RunEnded { key: k, .. } if *k == key))
+        .expect("run_ended");
+    assert_eq!(ended.run_id, started.run_id);
 }
 
 #[test]

@@ -1,6 +1,6 @@
-//! The orchestrator-reflect loop (SPEC section 4): plan, dispatch, collect, synthesize, evaluate,
-//! repeated until the goal is met, the iterations run out, the answers stall, errors pile up or
-//! the user stops it. The cycle state is persisted after every step so a crash can be resumed.
+//! Orchestrator-reflect (SPEC section 4): plan, dispatch, collect, synthesize, evaluate, on the
+//! shared cycle skeleton. The cycle state is persisted in its group after every step so a crash
+//! can be resumed from the last completed iteration.
 
 use std::time::{Duration, Instant};
 
@@ -8,31 +8,19 @@ use chrono::Utc;
 
 use crate::model::{CycleOutcome, Evaluation, Mode, ReflectionCycle, Usage};
 
-use super::events::{EngineEvent, Phase};
-use super::protocol::{
-    AdjustmentInput, Assignment, LastEvaluation, PlanFormat, PlanMode, Replan, SummaryInput, TeamContext,
-    check_stall, completion_summary, evaluator_prompt, nudge_prompt, parse_evaluator_reply,
-    parse_self_evaluation, pending_adjustments, planning_prompt, remember_synthesis, replan_prompt,
-    strip_sentinel_lines, synthesis_prompt, synthesis_self_eval_prompt, trend,
+use super::super::cycle::{self, CycleContext, CycleLoop, Step};
+use super::super::events::{EventKind, Phase};
+use super::super::protocol::{
+    AdjustmentInput, Assignment, LastEvaluation, PlanFormat, PlanMode, Replan, TeamContext, evaluator_prompt,
+    nudge_prompt, parse_evaluator_reply, parse_self_evaluation, pending_adjustments, planning_prompt,
+    replan_prompt, strip_sentinel_lines, synthesis_prompt, synthesis_self_eval_prompt, trend,
 };
-use super::team::{Member, Run};
-use super::{EngineError, RunReport, TurnResult};
+use super::super::run::Run;
+use super::super::session::TurnResult;
+use super::super::team::Member;
+use super::super::{EngineError, RunReport};
 
-/// Consecutive failed iterations that end a cycle.
-const ERROR_BUDGET: u32 = 3;
-/// Consecutive stalled iterations that end a cycle.
-const STALL_LIMIT: u32 = 2;
-
-/// How one iteration ended.
-enum Step {
-    Continue,
-    GoalMet,
-    Stalled,
-    Cancelled,
-    Error(String),
-}
-
-struct Cycle<'r, 'a> {
+struct TeamCycle<'r, 'a> {
     run: &'r mut Run<'a>,
     state: ReflectionCycle,
     orchestrator: Member,
@@ -46,10 +34,10 @@ struct Cycle<'r, 'a> {
     base_duration_ms: u64,
 }
 
-pub(crate) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result<RunReport, EngineError> {
+pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result<RunReport, EngineError> {
     let Some(orchestrator) = run.team.orchestrator.clone() else {
         return Err(EngineError::NotRunnable {
-            group: run.group(),
+            group: run.team.name.clone(),
             mode: Mode::OrchestratorReflect,
             reason: "it has no orchestrator session".into(),
         });
@@ -74,10 +62,10 @@ pub(crate) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
             ..ReflectionCycle::default()
         },
     };
-    let pending = take_pending(run);
+    let pending = run.take_pending();
     let mut carried = state.queued_messages.clone();
     carried.extend(pending);
-    let mut cycle = Cycle {
+    let mut cycle = TeamCycle {
         base_usage: state.usage,
         base_duration_ms: state.duration_ms,
         carried,
@@ -92,101 +80,76 @@ pub(crate) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
     cycle.state.outcome = None;
     cycle.state.evaluator = cycle.evaluator.as_ref().map(|e| e.name.clone());
     cycle.persist();
-    cycle.run.emit(EngineEvent::CycleStarted {
-        group: cycle.run.group(),
+    cycle.run.emit(EventKind::CycleStarted {
         mode: Mode::OrchestratorReflect,
         max_iterations: cycle.state.max_iterations,
     });
-    let outcome = cycle.drive().await;
+    let outcome = {
+        let control = &cycle.run.active.control;
+        let emitter = &cycle.run.active.emitter;
+        let cx = CycleContext {
+            control,
+            emitter,
+            backoff: cycle.run.shared.options.error_backoff,
+        };
+        cycle::drive(&mut cycle, &cx).await
+    };
     Ok(cycle.finish(outcome))
 }
 
-/// Takes the messages left for this group by its previous run.
-pub(crate) fn take_pending(run: &Run<'_>) -> Vec<String> {
-    let gid = run.team.group_id.clone();
-    run.shared.org.update(|o| {
-        o.group_mut(&gid)
-            .map(|g| std::mem::take(&mut g.pending_messages))
-            .unwrap_or_default()
-    })
-}
-
-/// Gives messages back to the group when the run that took them could not use them.
-pub(crate) fn restore_pending(run: &Run<'_>, messages: Vec<String>) {
-    if messages.is_empty() {
-        return;
-    }
-    let gid = run.team.group_id.clone();
-    run.shared.org.update(|o| {
-        if let Some(g) = o.group_mut(&gid) {
-            let later = std::mem::take(&mut g.pending_messages);
-            g.pending_messages = messages;
-            g.pending_messages.extend(later);
-        }
-    });
-}
-
-impl Cycle<'_, '_> {
-    async fn drive(&mut self) -> CycleOutcome {
-        loop {
-            if !self.checkpoint().await {
-                return CycleOutcome::Cancelled;
-            }
-            if self.state.iteration >= self.state.max_iterations {
-                return CycleOutcome::MaxIterations;
-            }
-            self.state.iteration += 1;
-            let iteration = self.state.iteration;
-            self.persist();
-            self.run.emit(EngineEvent::IterationStarted {
-                group: self.run.group(),
-                iteration,
-            });
-            self.attempt_started = (Instant::now(), self.run.usage);
-            match self.iterate(iteration).await {
-                Step::Continue => {}
-                Step::GoalMet => return CycleOutcome::GoalMet,
-                Step::Stalled => return CycleOutcome::Stalled,
-                Step::Cancelled => return CycleOutcome::Cancelled,
-                Step::Error(message) => {
-                    self.state.consecutive_errors += 1;
-                    self.run.emit(EngineEvent::Error {
-                        group: self.run.group(),
-                        iteration,
-                        message,
-                    });
-                    // The iteration is retried: the counter goes back by one.
-                    self.state.iteration -= 1;
-                    self.persist();
-                    if self.state.consecutive_errors >= ERROR_BUDGET {
-                        return CycleOutcome::ErrorBudget;
-                    }
-                    if !self.run.sleep(self.run.shared.options.error_backoff).await {
-                        return CycleOutcome::Cancelled;
-                    }
-                }
-            }
-        }
+impl CycleLoop for TeamCycle<'_, '_> {
+    fn state(&mut self) -> &mut ReflectionCycle {
+        &mut self.state
     }
 
-    /// Waits while paused. A resume clears the stall history (SPEC section 4). Returns false
-    /// when the cycle was stopped.
+    async fn iterate(&mut self, iteration: u32) -> Step {
+        self.attempt_started = (Instant::now(), self.run.usage);
+        self.iteration(iteration).await
+    }
+
+    /// Saves the cycle state into its group (the saver writes it in the background).
+    fn persist(&mut self) {
+        let mut usage = self.base_usage;
+        usage.add(self.run.usage);
+        self.state.usage = usage;
+        self.state.duration_ms = self.base_duration_ms + self.run.started.elapsed().as_millis() as u64;
+        let mut queued = self.carried.clone();
+        queued.extend(self.run.control().peek_queued());
+        self.state.queued_messages = queued;
+        let snapshot = self.state.clone();
+        let gid = &self.run.team.group_id;
+        self.run.shared.org.update(|o| {
+            if let Some(g) = o.group_mut(gid) {
+                g.reflection = Some(snapshot);
+            }
+        });
+    }
+
+    fn paused(&mut self, paused: bool) {
+        self.state.paused = paused;
+        let gid = &self.run.team.group_id;
+        self.run.shared.org.update(|o| {
+            if let Some(r) = o.group_mut(gid).and_then(|g| g.reflection.as_mut()) {
+                r.paused = paused;
+            }
+        });
+    }
+}
+
+impl TeamCycle<'_, '_> {
+    /// Waits while paused between steps; false when the cycle was stopped.
     async fn checkpoint(&mut self) -> bool {
-        let go_on = self.run.wait_if_paused().await;
-        if std::mem::take(&mut self.run.resumed) {
-            self.state.recent_syntheses.clear();
-            self.state.consecutive_stalls = 0;
-            self.persist();
-        }
-        go_on
+        let control = self.run.active;
+        let cx = CycleContext {
+            control: &control.control,
+            emitter: &control.emitter,
+            backoff: Duration::ZERO,
+        };
+        cycle::checkpoint(self, &cx).await
     }
 
     fn phase(&self, iteration: u32, phase: Phase) {
-        self.run.emit(EngineEvent::Phase {
-            group: self.run.group(),
-            iteration,
-            phase,
-        });
+        self.run.emit(EventKind::Phase { iteration, phase });
     }
 
     /// A turn's failure as a step: cancellation ends the cycle, anything else is an error.
@@ -205,7 +168,7 @@ impl Cycle<'_, '_> {
         self.phase(iteration, Phase::Plan);
         let workers = self.run.team.worker_infos();
         let mut queued = std::mem::take(&mut self.carried);
-        queued.extend(self.run.control.take_queued());
+        queued.extend(self.run.control().take_queued());
         let team = &self.run.team;
         let ctx = TeamContext {
             request: &self.state.goal,
@@ -276,8 +239,7 @@ impl Cycle<'_, '_> {
             assignments = self.run.parse_plan(&again.text, iteration).assignments;
         }
         if assignments.is_empty() {
-            self.run.emit(EngineEvent::Warning {
-                group: self.run.group(),
+            self.run.emit(EventKind::Warning {
                 message: "the orchestrator named no worker; every worker gets the original request".into(),
             });
             assignments = self
@@ -294,7 +256,7 @@ impl Cycle<'_, '_> {
         Ok(assignments)
     }
 
-    async fn iterate(&mut self, iteration: u32) -> Step {
+    async fn iteration(&mut self, iteration: u32) -> Step {
         let assignments = match self.plan(iteration).await {
             Ok(a) => a,
             Err(step) => return step,
@@ -304,22 +266,12 @@ impl Cycle<'_, '_> {
         }
 
         self.phase(iteration, Phase::Dispatch);
-        for a in &assignments {
-            self.run.emit(EngineEvent::Assignment {
-                group: self.run.group(),
-                iteration,
-                worker: a.worker.clone(),
-                task: a.task.clone(),
-            });
-        }
+        self.run.announce(&assignments, iteration);
         let goal = self.state.goal.clone();
         let results = self.run.dispatch(&assignments, &goal, iteration).await;
         self.persist();
         self.phase(iteration, Phase::Collect);
-        if self.run.cancelled() {
-            return Step::Cancelled;
-        }
-        if !self.checkpoint().await {
+        if self.run.cancelled() || !self.checkpoint().await {
             return Step::Cancelled;
         }
 
@@ -356,10 +308,7 @@ impl Cycle<'_, '_> {
                 }
                 let verdict = parse_evaluator_reply(&reply.text);
                 if verdict.unparsed {
-                    self.run.emit(EngineEvent::EvaluationUnparsed {
-                        group: self.run.group(),
-                        iteration,
-                    });
+                    self.run.emit(EventKind::EvaluationUnparsed { iteration });
                 }
                 (
                     verdict.score,
@@ -390,8 +339,7 @@ impl Cycle<'_, '_> {
         self.state.evaluations.push(evaluation.clone());
         self.state.last_evaluation = Some(evaluation);
         self.persist();
-        self.run.emit(EngineEvent::Evaluation {
-            group: self.run.group(),
+        self.run.emit(EventKind::Evaluation {
             iteration,
             score,
             rationale,
@@ -409,26 +357,11 @@ impl Cycle<'_, '_> {
             previous_iteration_stalled: previous_stalled,
         });
         for text in adjustments {
-            self.run.emit(EngineEvent::Adjustment {
-                group: self.run.group(),
-                text: text.clone(),
-            });
+            self.run.emit(EventKind::Adjustment { text: text.clone() });
             self.state.pending_adjustments.push(text);
         }
 
-        let check = check_stall(&synthesis.text, &self.state.recent_syntheses);
-        if check.stalled() {
-            self.state.consecutive_stalls += 1;
-            self.run.emit(EngineEvent::StallWarning {
-                group: self.run.group(),
-                iteration,
-                consecutive: self.state.consecutive_stalls,
-                similarity: check.similarity,
-            });
-        } else {
-            self.state.consecutive_stalls = 0;
-        }
-        remember_synthesis(&mut self.state.recent_syntheses, &synthesis.text);
+        let stalled = cycle::track_stall(&mut self.state, &synthesis.text, iteration, self.run.emitter());
         self.state.last_synthesis = Some(synthesis.text.clone());
         self.state.consecutive_errors = 0;
         self.state.completed_iterations = iteration;
@@ -436,56 +369,30 @@ impl Cycle<'_, '_> {
 
         if goal_met {
             Step::GoalMet
-        } else if self.state.consecutive_stalls >= STALL_LIMIT {
+        } else if stalled {
             Step::Stalled
         } else {
             Step::Continue
         }
     }
 
-    /// Saves the cycle state into its group (the saver writes it in the background).
-    fn persist(&mut self) {
-        let mut usage = self.base_usage;
-        usage.add(self.run.usage);
-        self.state.usage = usage;
-        self.state.duration_ms = self.base_duration_ms + self.run.started.elapsed().as_millis() as u64;
-        let mut queued = self.carried.clone();
-        queued.extend(self.run.control.peek_queued());
-        self.state.queued_messages = queued;
-        let snapshot = self.state.clone();
-        let gid = self.run.team.group_id.clone();
-        self.run.shared.org.update(|o| {
-            if let Some(g) = o.group_mut(&gid) {
-                g.reflection = Some(snapshot);
-            }
-        });
-    }
-
     fn finish(mut self, outcome: CycleOutcome) -> RunReport {
         // Messages no plan will read any more wait for the group's next run.
         let mut leftovers = std::mem::take(&mut self.carried);
-        leftovers.extend(self.run.control.take_queued());
+        leftovers.extend(self.run.control().take_queued());
         if !leftovers.is_empty() {
-            let gid = self.run.team.group_id.clone();
+            let gid = &self.run.team.group_id;
             self.run.shared.org.update(|o| {
-                if let Some(g) = o.group_mut(&gid) {
+                if let Some(g) = o.group_mut(gid) {
                     g.pending_messages.extend(leftovers);
                 }
             });
         }
-        let s = &mut self.state;
-        s.active = false;
-        s.paused = false;
-        s.outcome = Some(outcome);
-        s.goal_met = outcome == CycleOutcome::GoalMet;
-        s.stalled = outcome == CycleOutcome::Stalled;
-        s.cancelled = outcome != CycleOutcome::GoalMet;
-        s.completed_at = Some(Utc::now());
+        cycle::conclude(&mut self.state, outcome);
         self.persist();
-        let summary = completion_summary(&SummaryInput::from_cycle(&self.state, outcome));
+        let summary = cycle::summary(&self.state, outcome);
         self.run.note(&self.orchestrator, &summary);
-        self.run.emit(EngineEvent::CycleFinished {
-            group: self.run.group(),
+        self.run.emit(EventKind::CycleFinished {
             outcome,
             iterations: self.state.iteration,
             summary: summary.clone(),

@@ -1,6 +1,13 @@
 //! What both front ends open before they start: the data-dir lock, the organization (loaded,
-//! recovered and reconciled, then saved in the background) and an engine over the configured
-//! providers. The TUI and `huddle run` differ only in how they show the engine's events.
+//! recovered and reconciled, then saved in the background), an engine over the configured
+//! providers whose run timelines go to run files, and the application layer ([`Edits`]) through
+//! which a front end changes the organization. The TUI and `huddle run` differ only in how they
+//! show the engine's events.
+
+mod edits;
+mod export;
+
+use std::path::PathBuf;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -8,7 +15,12 @@ use crate::config::{Config, Paths};
 use crate::engine::events::EngineEvent;
 use crate::engine::{Engine, EngineOptions, EventSink};
 use crate::providers::{ProviderError, Providers};
-use crate::store::{DataDirLock, OrgHandle, OrganizationFile, StoreError, StoreNotice, Transcripts};
+use crate::store::{
+    DataDirLock, OrgHandle, OrgView, OrganizationFile, RunFiles, RunLog, StoreError, StoreNotice, Transcripts,
+};
+
+pub use edits::{EditError, Edits, EvaluatorSwitch, Removal};
+pub use export::{ExportOutcome, Exporter};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
@@ -19,10 +31,14 @@ pub enum OpenError {
 }
 
 pub struct Workspace {
-    pub org: OrgHandle,
+    /// The organization, read-only: changes go through `edits`.
+    pub org: OrgView,
+    pub edits: Edits,
     pub engine: Engine,
     /// The engine's events, for the one front end that shows them.
     pub events: UnboundedReceiver<EngineEvent>,
+    /// Where run timelines are stored (to show earlier runs).
+    pub runs: RunFiles,
     /// What loading the organization had to repair or recover; the user is told.
     pub notices: Vec<StoreNotice>,
     /// Held for as long as the workspace is open.
@@ -31,27 +47,40 @@ pub struct Workspace {
 
 impl Workspace {
     /// Takes the lock (a second instance gets "already running (pid N)"), loads the
-    /// organization and starts the engine.
-    pub fn open(paths: &Paths, config: &Config) -> Result<Workspace, OpenError> {
+    /// organization and starts the engine. `repo` is where new sessions work.
+    pub fn open(paths: &Paths, config: &Config, repo: PathBuf) -> Result<Workspace, OpenError> {
         let lock = DataDirLock::acquire(&paths.lock_file())?;
         let loaded = OrganizationFile::new(paths.organization_file()).load()?;
         let providers = Providers::from_config(config)?;
         let org = OrgHandle::persistent(loaded.org, OrganizationFile::new(paths.organization_file()));
+        let runs = RunFiles::new(paths.runs_dir());
         let (sink, events) = EventSink::channel();
+        let sink = sink.with_run_log(RunLog::start(runs.clone(), config.runs_kept));
+        let transcripts = Transcripts::new(paths.sessions_dir());
         let engine = Engine::new(
             providers,
             org.clone(),
-            Transcripts::new(paths.sessions_dir()),
+            transcripts.clone(),
             sink,
             EngineOptions {
                 max_concurrency: config.max_concurrency,
                 ..EngineOptions::default()
             },
         );
+        let edits = Edits::new(
+            org.clone(),
+            engine.clone(),
+            config.clone(),
+            repo,
+            transcripts,
+            runs.clone(),
+        );
         Ok(Workspace {
-            org,
+            org: org.view(),
+            edits,
             engine,
             events,
+            runs,
             notices: loaded.notices,
             lock,
         })

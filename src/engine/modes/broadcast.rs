@@ -1,0 +1,27 @@
+//! Broadcast: every session gets the prompt at once; one failing does not stop the others.
+
+use super::super::events::Phase;
+use super::super::run::Run;
+use super::super::{EngineError, RunReport};
+use super::one_pass::{finish_round, phase, start, with_pending};
+
+pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, EngineError> {
+    let (prompt, pending) = with_pending(run, prompt);
+    start(run);
+    phase(run, Phase::Dispatch);
+    let jobs = run
+        .team
+        .everyone
+        .iter()
+        .map(|m| (m.clone(), prompt.clone()))
+        .collect();
+    let finished = run.parallel(jobs, 1, None).await;
+    phase(run, Phase::Collect);
+    let final_text = finished
+        .iter()
+        .map(|(r, _)| format!("## {}\n\n{}", r.session, r.text_or_error().trim()))
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let results: Vec<_> = finished.iter().map(|(r, _)| r).collect();
+    Ok(finish_round(run, final_text, pending, &results))
+}

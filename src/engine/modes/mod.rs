@@ -1,0 +1,36 @@
+//! The team modes, one file each, and the one place that picks the mode of a run. A new mode
+//! is a new file here plus a line in [`run`].
+
+mod broadcast;
+mod one_pass;
+mod orchestrator;
+mod orchestrator_reflect;
+mod sequential;
+
+use std::sync::Arc;
+
+use crate::model::Mode;
+
+use super::run::Run;
+use super::team::Team;
+use super::{ActiveRun, EngineError, EngineShared, RunOverrides, RunReport};
+
+/// Entry point of every team run: reads the team, checks it can run in its mode, runs it.
+pub(crate) async fn run(
+    shared: &Arc<EngineShared>,
+    active: &ActiveRun,
+    group_id: &str,
+    prompt: String,
+    overrides: &RunOverrides,
+    resume: bool,
+) -> Result<RunReport, EngineError> {
+    let team = Team::read(shared, group_id, overrides)?;
+    team.check_runnable()?;
+    let mut run = Run::new(shared, active, team);
+    match run.team.mode {
+        Mode::Broadcast => broadcast::run(&mut run, prompt).await,
+        Mode::Sequential => sequential::run(&mut run, prompt).await,
+        Mode::Orchestrator => orchestrator::run(&mut run, prompt).await,
+        Mode::OrchestratorReflect => orchestrator_reflect::run(&mut run, prompt, resume).await,
+    }
+}

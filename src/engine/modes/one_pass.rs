@@ -1,0 +1,130 @@
+//! What the one-pass modes (broadcast, sequential, orchestrator) share: the start and finish of
+//! a run of one iteration, messages left by the previous run, and a failed orchestrator turn.
+
+use crate::model::CycleOutcome;
+
+use super::super::RunReport;
+use super::super::events::EventKind;
+use super::super::protocol::{SummaryInput, completion_summary};
+use super::super::run::Run;
+use super::super::session::TurnResult;
+use super::super::team::Member;
+
+/// Announces a one-pass run.
+pub(super) fn start(run: &Run<'_>) {
+    run.emit(EventKind::CycleStarted {
+        mode: run.team.mode,
+        max_iterations: 1,
+    });
+    run.emit(EventKind::IterationStarted { iteration: 1 });
+}
+
+pub(super) fn phase(run: &Run<'_>, phase: super::super::events::Phase) {
+    run.emit(EventKind::Phase { iteration: 1, phase });
+}
+
+/// Ends a one-pass run: the summary goes to `note_to` and out with `cycle_finished`.
+pub(super) fn finish(
+    run: &Run<'_>,
+    outcome: CycleOutcome,
+    final_text: String,
+    note_to: Option<&Member>,
+) -> RunReport {
+    let summary = completion_summary(&SummaryInput {
+        outcome,
+        iterations: 1,
+        max_iterations: 1,
+        scores: Vec::new(),
+        trend: None,
+        duration: run.started.elapsed(),
+        usage: run.usage,
+        per_iteration: Vec::new(),
+    });
+    if let Some(member) = note_to {
+        run.note(member, &summary);
+    }
+    run.emit(EventKind::CycleFinished {
+        outcome,
+        iterations: 1,
+        summary: summary.clone(),
+    });
+    run.report(outcome, 1, final_text, summary)
+}
+
+/// The prompt with any messages the user sent while the previous run was ending, and those
+/// messages (to give back if the round cannot use them).
+pub(super) fn with_pending(run: &Run<'_>, prompt: String) -> (String, Vec<String>) {
+    let pending = run.take_pending();
+    if pending.is_empty() {
+        return (prompt, pending);
+    }
+    let mut out = prompt;
+    out.push_str("\n\n## Also from the user (sent while the previous round was running)\n");
+    for m in &pending {
+        out.push_str("- ");
+        out.push_str(m.trim());
+        out.push('\n');
+    }
+    (out, pending)
+}
+
+/// Ends a round whose every member answered (or failed): cancelled if stopped; the user's
+/// pending messages go back when nobody could read them; a round where everyone failed is a
+/// failed run.
+pub(super) fn finish_round(
+    run: &Run<'_>,
+    final_text: String,
+    pending: Vec<String>,
+    results: &[&TurnResult],
+) -> RunReport {
+    let outcome = if run.cancelled() {
+        CycleOutcome::Cancelled
+    } else {
+        CycleOutcome::Completed
+    };
+    let mut report = finish(run, outcome, final_text, None);
+    let all_failed = results.iter().all(|r| !r.success);
+    if outcome == CycleOutcome::Cancelled || all_failed {
+        run.restore_pending(pending);
+    }
+    if all_failed && outcome != CycleOutcome::Cancelled {
+        report.failed = Some(format!(
+            "every session failed: {}",
+            results
+                .iter()
+                .filter_map(|r| r.error.as_deref())
+                .next()
+                .unwrap_or("unknown error")
+        ));
+    }
+    report
+}
+
+/// A one-pass run whose orchestrator turn failed: reported (unless stopped), with whatever
+/// text arrived.
+pub(super) fn failed_pass(run: &mut Run<'_>, turn: &TurnResult, orchestrator: &Member) -> RunReport {
+    if turn.cancelled() {
+        return finish(
+            run,
+            CycleOutcome::Cancelled,
+            turn.text.clone(),
+            Some(orchestrator),
+        );
+    }
+    let error = turn
+        .error
+        .clone()
+        .unwrap_or_else(|| "the orchestrator failed".into());
+    run.emit(EventKind::Error {
+        iteration: 1,
+        message: error.clone(),
+    });
+    let mut report = finish(
+        run,
+        CycleOutcome::Completed,
+        turn.text.clone(),
+        Some(orchestrator),
+    );
+    report.failed = Some(error);
+    report
+}

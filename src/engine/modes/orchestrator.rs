@@ -1,0 +1,76 @@
+//! Orchestrator, one pass: plan, dispatch, collect, synthesize. A plan naming no worker is the
+//! orchestrator answering itself.
+
+use crate::model::CycleOutcome;
+
+use super::super::events::Phase;
+use super::super::protocol::{PlanMode, TeamContext, planning_prompt, synthesis_prompt};
+use super::super::run::Run;
+use super::super::{EngineError, RunReport};
+use super::one_pass::{failed_pass, finish, phase, start};
+
+pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, EngineError> {
+    let Some(orchestrator) = run.team.orchestrator.clone() else {
+        return Err(EngineError::NotRunnable {
+            group: run.team.name.clone(),
+            mode: run.team.mode,
+            reason: "it has no orchestrator session".into(),
+        });
+    };
+    start(run);
+    phase(run, Phase::Plan);
+    let workers = run.team.worker_infos();
+    let mut queued = run.take_pending();
+    queued.extend(run.control().take_queued());
+    let plan_prompt = planning_prompt(
+        &TeamContext {
+            request: &prompt,
+            workers: &workers,
+            routing_context: run.team.routing_context.as_deref(),
+            orchestrator_prompt: run.team.orchestrator_prompt.as_deref(),
+            queued_messages: &queued,
+        },
+        PlanMode::SinglePass,
+    );
+    let plan = run.turn(&orchestrator, plan_prompt, Some(1)).await;
+    if !plan.success {
+        // The orchestrator never read the user's messages: keep them for the next run.
+        run.restore_pending(queued);
+        return Ok(failed_pass(run, &plan, &orchestrator));
+    }
+    let parsed = run.parse_plan(&plan.text, 1);
+    if parsed.assignments.is_empty() {
+        // No assignment: the orchestrator answered itself.
+        return Ok(finish(
+            run,
+            CycleOutcome::Completed,
+            plan.text.clone(),
+            Some(&orchestrator),
+        ));
+    }
+    phase(run, Phase::Dispatch);
+    run.announce(&parsed.assignments, 1);
+    let results = run.dispatch(&parsed.assignments, &prompt, 1).await;
+    phase(run, Phase::Collect);
+    if run.cancelled() {
+        return Ok(finish(
+            run,
+            CycleOutcome::Cancelled,
+            String::new(),
+            Some(&orchestrator),
+        ));
+    }
+    phase(run, Phase::Synthesize);
+    let synthesis = run
+        .turn(&orchestrator, synthesis_prompt(&prompt, &results), Some(1))
+        .await;
+    if !synthesis.success {
+        return Ok(failed_pass(run, &synthesis, &orchestrator));
+    }
+    Ok(finish(
+        run,
+        CycleOutcome::Completed,
+        synthesis.text.clone(),
+        Some(&orchestrator),
+    ))
+}

@@ -1,0 +1,238 @@
+//! Single-agent reflection (SPEC section 4): one session improves its own answer until it puts
+//! `[[REFLECTION_COMPLETE]]` on its own line, or, with an evaluator model, until the evaluator
+//! answers `PASS`. The same cycle skeleton as a team's reflect loop (iterations, stalls, errors,
+//! pause and stop); the state lives in memory (the transcript has every answer).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::Utc;
+use tokio_util::sync::CancellationToken;
+
+use crate::model::{Evaluation, Message, Mode, ReflectionCycle, Usage};
+use crate::providers::{ChatMessage, TurnRequest};
+
+use super::cycle::{self, CycleContext, CycleLoop, Step};
+use super::events::{EventKind, Phase};
+use super::protocol::{
+    PassFail, is_reflection_complete, parse_pass_fail, reflection_evaluator_prompt,
+    reflection_followup_prompt, strip_sentinel_lines, trend,
+};
+use super::session::TurnOptions;
+use super::{ActiveRun, EngineError, EngineShared, ReflectionRequest, RunReport};
+
+struct SessionCycle<'a> {
+    shared: &'a Arc<EngineShared>,
+    active: &'a ActiveRun,
+    session_id: &'a str,
+    session_name: String,
+    request: ReflectionRequest,
+    state: ReflectionCycle,
+    /// The evaluator's feedback on the last answer, for the next prompt.
+    feedback: Option<String>,
+    last_answer: String,
+    simulated: bool,
+}
+
+pub(crate) async fn run(
+    shared: &Arc<EngineShared>,
+    active: &ActiveRun,
+    session_id: &str,
+    request: ReflectionRequest,
+) -> Result<RunReport, EngineError> {
+    let started = Instant::now();
+    let session_name = shared
+        .org
+        .read(|o| o.session(session_id).map(|s| s.name.clone()))
+        .ok_or_else(|| EngineError::NoSuchSession(session_id.to_string()))?;
+    let max_iterations = request.max_iterations.max(1);
+    let mut cycle = SessionCycle {
+        shared,
+        active,
+        session_id,
+        session_name,
+        state: ReflectionCycle {
+            goal: request.goal.clone(),
+            max_iterations,
+            started_at: Some(Utc::now()),
+            active: true,
+            evaluator: request.evaluator_model.clone(),
+            ..ReflectionCycle::default()
+        },
+        request,
+        feedback: None,
+        last_answer: String::new(),
+        simulated: false,
+    };
+    active.emitter.emit(EventKind::CycleStarted {
+        mode: Mode::OrchestratorReflect,
+        max_iterations,
+    });
+    let cx = CycleContext {
+        control: &active.control,
+        emitter: &active.emitter,
+        backoff: shared.options.error_backoff,
+    };
+    let outcome = cycle::drive(&mut cycle, &cx).await;
+    cycle.state.duration_ms = started.elapsed().as_millis() as u64;
+    cycle::conclude(&mut cycle.state, outcome);
+    let summary = cycle::summary(&cycle.state, outcome);
+    let notice = Message::notice(summary.clone());
+    shared.writer.append(session_id, notice.clone());
+    active.emitter.emit(EventKind::Notice {
+        session_id: session_id.to_string(),
+        session: cycle.session_name.clone(),
+        text: summary.clone(),
+        message: Some(Box::new(notice)),
+    });
+    active.emitter.emit(EventKind::CycleFinished {
+        outcome,
+        iterations: cycle.state.iteration,
+        summary: summary.clone(),
+    });
+    Ok(RunReport {
+        outcome,
+        iterations: cycle.state.iteration,
+        final_text: strip_sentinel_lines(&cycle.last_answer),
+        summary,
+        usage: cycle.state.usage,
+        duration: started.elapsed(),
+        simulated: cycle.simulated,
+        failed: None,
+    })
+}
+
+impl CycleLoop for SessionCycle<'_> {
+    fn state(&mut self) -> &mut ReflectionCycle {
+        &mut self.state
+    }
+
+    async fn iterate(&mut self, iteration: u32) -> Step {
+        let (attempt_started, usage_before) = (Instant::now(), self.state.usage);
+        let max_iterations = self.state.max_iterations;
+        let goal = &self.request.goal;
+        let prompt = if iteration == 1 {
+            goal.clone()
+        } else {
+            reflection_followup_prompt(goal, iteration, max_iterations, self.feedback.as_deref())
+        };
+        let options = TurnOptions {
+            run_id: self.active.emitter.run_id.clone(),
+            iteration: Some(iteration),
+            cancel: self.active.control.cancel.child_token(),
+            timeout: None,
+            model_override: self.request.model_override.clone(),
+        };
+        let answer = self.shared.turn(self.session_id, prompt, options).await;
+        if let Some(u) = answer.usage {
+            self.state.usage.add(u);
+        }
+        self.simulated |= answer.simulated;
+        if answer.success {
+            // Kept even if a stop lands at this moment: the answer did finish.
+            self.last_answer = answer.text.clone();
+        }
+        if answer.cancelled() || self.active.control.cancelled() {
+            return Step::Cancelled;
+        }
+        if !answer.success {
+            return Step::Error(answer.error.clone().unwrap_or_else(|| "the turn failed".into()));
+        }
+        self.active.emitter.emit(EventKind::Phase {
+            iteration,
+            phase: Phase::Evaluate,
+        });
+        let (score, goal_met, rationale) = match self.request.evaluator_model.clone() {
+            Some(model) => {
+                let (verdict, used) = evaluate(
+                    self.shared,
+                    &model,
+                    goal,
+                    &answer.text,
+                    iteration,
+                    max_iterations,
+                    &self.active.control.cancel,
+                )
+                .await;
+                if let Some(u) = used {
+                    self.state.usage.add(u);
+                }
+                match verdict {
+                    Ok(PassFail::Pass) => (1.0, true, "PASS".to_string()),
+                    Ok(PassFail::Fail { feedback }) => (0.4, false, feedback),
+                    Err(e) => return Step::Error(format!("the evaluator failed: {e}")),
+                }
+            }
+            None => {
+                let done = is_reflection_complete(&answer.text);
+                (if done { 1.0 } else { 0.7 }, done, String::new())
+            }
+        };
+        self.state.consecutive_errors = 0;
+        if self.request.evaluator_model.is_some() && !goal_met {
+            self.feedback = Some(rationale.clone());
+        }
+        let direction = self.state.last_evaluation.as_ref().map(|p| trend(p.score, score));
+        let evaluation = Evaluation {
+            iteration,
+            score,
+            rationale: rationale.clone(),
+            evaluator_model: self.request.evaluator_model.clone(),
+            at: Utc::now(),
+            trend: direction,
+            usage: self.state.usage.since(usage_before),
+            duration_ms: attempt_started.elapsed().as_millis() as u64,
+        };
+        self.active.emitter.emit(EventKind::Evaluation {
+            iteration,
+            score,
+            rationale,
+            trend: direction,
+            usage: evaluation.usage,
+            duration_ms: evaluation.duration_ms,
+        });
+        self.state.evaluations.push(evaluation.clone());
+        self.state.last_evaluation = Some(evaluation);
+        self.state.completed_iterations = iteration;
+        if goal_met {
+            return Step::GoalMet;
+        }
+        if cycle::track_stall(&mut self.state, &answer.text, iteration, &self.active.emitter) {
+            return Step::Stalled;
+        }
+        Step::Continue
+    }
+}
+
+/// Asks the evaluator model directly (it has no session of its own).
+async fn evaluate(
+    shared: &EngineShared,
+    model: &str,
+    goal: &str,
+    answer: &str,
+    iteration: u32,
+    max_iterations: u32,
+    cancel: &CancellationToken,
+) -> (Result<PassFail, String>, Option<Usage>) {
+    let (provider, model) = match shared.providers.for_slug(model) {
+        Ok(p) => p,
+        Err(e) => return (Err(e.to_string()), None),
+    };
+    let clean = strip_sentinel_lines(answer);
+    let request = TurnRequest::new(
+        model,
+        vec![ChatMessage::user(reflection_evaluator_prompt(
+            goal,
+            &clean,
+            iteration,
+            max_iterations,
+        ))],
+    );
+    match provider
+        .stream_turn(request, &mut |_| {}, cancel.child_token())
+        .await
+    {
+        Ok(out) => (Ok(parse_pass_fail(&out.text)), out.usage),
+        Err(e) => (Err(e.to_string()), None),
+    }
+}

@@ -1,0 +1,260 @@
+//! One team run in progress: the team snapshot, its controls and running totals, and the turn
+//! helpers every mode shares (a member's turn, parallel dispatch to workers, notes, pending
+//! user messages).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use tokio::sync::Semaphore;
+
+use crate::model::{CycleOutcome, Message, Usage};
+
+use super::events::EventKind;
+use super::protocol::{Assignment, ParsedPlan, WorkerResult, WorkerTask, parse_assignments, worker_prompt};
+use super::session::TurnOptions;
+use super::sink::Emitter;
+use super::team::{Member, Team};
+use super::{ActiveRun, EngineShared, RunControl, RunReport, TurnResult};
+
+pub(crate) struct Run<'a> {
+    pub shared: &'a Arc<EngineShared>,
+    pub active: &'a ActiveRun,
+    pub team: Team,
+    pub started: Instant,
+    pub usage: Usage,
+    pub simulated: bool,
+}
+
+impl<'a> Run<'a> {
+    pub fn new(shared: &'a Arc<EngineShared>, active: &'a ActiveRun, team: Team) -> Run<'a> {
+        Run {
+            shared,
+            active,
+            team,
+            started: Instant::now(),
+            usage: Usage::default(),
+            simulated: false,
+        }
+    }
+
+    pub fn control(&self) -> &RunControl {
+        &self.active.control
+    }
+
+    pub fn emitter(&self) -> &Emitter {
+        &self.active.emitter
+    }
+
+    pub fn emit(&self, kind: EventKind) {
+        self.active.emitter.emit(kind);
+    }
+
+    pub fn cancelled(&self) -> bool {
+        self.control().cancelled()
+    }
+
+    /// Options of a turn of this run.
+    fn turn_options(&self, iteration: Option<u32>, timeout: Option<Duration>) -> TurnOptions {
+        TurnOptions {
+            run_id: self.active.emitter.run_id.clone(),
+            iteration,
+            cancel: self.control().cancel.child_token(),
+            timeout,
+            model_override: self.team.model_override.clone(),
+        }
+    }
+
+    /// One turn of a member, counted in the run's totals.
+    pub async fn turn(&mut self, member: &Member, prompt: String, iteration: Option<u32>) -> TurnResult {
+        let options = self.turn_options(iteration, None);
+        let result = self.shared.turn(&member.id, prompt, options).await;
+        self.account(&result);
+        result
+    }
+
+    pub fn account(&mut self, result: &TurnResult) {
+        if let Some(u) = result.usage {
+            self.usage.add(u);
+        }
+        self.simulated |= result.simulated;
+    }
+
+    /// Parses an orchestrator's plan against the team's workers, reporting dropped names.
+    pub fn parse_plan(&self, text: &str, iteration: u32) -> ParsedPlan {
+        let parsed = parse_assignments(text, &self.team.worker_names(), &self.team.slug());
+        for d in &parsed.dropped {
+            self.emit(EventKind::AssignmentDropped {
+                iteration,
+                name: d.name.clone(),
+                reason: d.reason.clone(),
+            });
+        }
+        parsed
+    }
+
+    /// Announces assignments (the dispatch phase has begun).
+    pub fn announce(&self, assignments: &[Assignment], iteration: u32) {
+        for a in assignments {
+            let session_id = self
+                .team
+                .workers
+                .iter()
+                .find(|w| w.name == a.worker)
+                .map(|w| w.id.clone())
+                .unwrap_or_default();
+            self.emit(EventKind::Assignment {
+                iteration,
+                worker: a.worker.clone(),
+                session_id,
+                task: a.task.clone(),
+            });
+        }
+    }
+
+    /// Runs assignments in parallel (at most `max_concurrency` at once), each bounded by the
+    /// worker timeout; a failed or timed-out worker is a failed result, never an abort.
+    pub async fn dispatch(
+        &mut self,
+        assignments: &[Assignment],
+        request: &str,
+        iteration: u32,
+    ) -> Vec<WorkerResult> {
+        let jobs: Vec<(Member, String)> = assignments
+            .iter()
+            .filter_map(|a| {
+                let member = self.team.workers.iter().find(|w| w.name == a.worker)?.clone();
+                let prompt = worker_prompt(&WorkerTask {
+                    system_prompt: member.system_prompt.as_deref(),
+                    shared_context: self.team.shared_context.as_deref(),
+                    request,
+                    task: &a.task,
+                });
+                Some((member, prompt))
+            })
+            .collect();
+        let timeout = self.team.worker_timeout;
+        let finished = self.parallel(jobs, iteration, Some(timeout)).await;
+        finished
+            .into_iter()
+            .map(|(result, duration)| WorkerResult {
+                name: result.session.clone(),
+                success: result.success,
+                duration,
+                text: result.text_or_error(),
+            })
+            .collect()
+    }
+
+    /// Turns of several members at once (at most `max_concurrency`), each reported with
+    /// `worker_finished`; with a timeout, a stuck provider is cut off as a failed turn.
+    pub async fn parallel(
+        &mut self,
+        jobs: Vec<(Member, String)>,
+        iteration: u32,
+        timeout: Option<Duration>,
+    ) -> Vec<(TurnResult, Duration)> {
+        let semaphore = Arc::new(Semaphore::new(self.shared.options.max_concurrency.max(1)));
+        let futures = jobs.into_iter().map(|(member, prompt)| {
+            let semaphore = Arc::clone(&semaphore);
+            let shared = Arc::clone(self.shared);
+            let options = self.turn_options(Some(iteration), timeout);
+            let emitter = self.emitter().clone();
+            async move {
+                let _permit = semaphore.acquire_owned().await;
+                let started = Instant::now();
+                let guard = options.cancel.clone();
+                let turn = shared.turn(&member.id, prompt, options);
+                let result = match timeout {
+                    None => turn.await,
+                    // The provider enforces the timeout; the outer one is a backstop for a stuck
+                    // provider, and cancels the turn so its actor moves on.
+                    Some(timeout) => {
+                        match tokio::time::timeout(timeout.saturating_add(Duration::from_secs(5)), turn).await
+                        {
+                            Ok(r) => r,
+                            Err(_) => {
+                                guard.cancel();
+                                TurnResult::failed(
+                                    &member.name,
+                                    format!("timed out after {}s", timeout.as_secs()),
+                                    None,
+                                )
+                            }
+                        }
+                    }
+                };
+                let duration = started.elapsed();
+                emitter.emit(EventKind::WorkerFinished {
+                    iteration,
+                    worker: member.name.clone(),
+                    session_id: member.id.clone(),
+                    success: result.success,
+                    duration_ms: duration.as_millis() as u64,
+                });
+                (result, duration)
+            }
+        });
+        let finished = join_all(futures).await;
+        for (result, _) in &finished {
+            self.account(result);
+        }
+        finished
+    }
+
+    /// Writes a notice into a member's transcript (e.g. the completion summary) and says so.
+    pub fn note(&self, member: &Member, text: &str) {
+        let message = Message::notice(text);
+        self.shared.writer.append(&member.id, message.clone());
+        self.emit(EventKind::Notice {
+            session_id: member.id.clone(),
+            session: member.name.clone(),
+            text: text.to_string(),
+            message: Some(Box::new(message)),
+        });
+    }
+
+    /// Takes the messages left for this group by its previous run.
+    pub fn take_pending(&self) -> Vec<String> {
+        let gid = &self.team.group_id;
+        self.shared.org.update(|o| {
+            o.group_mut(gid)
+                .map(|g| std::mem::take(&mut g.pending_messages))
+                .unwrap_or_default()
+        })
+    }
+
+    /// Gives messages back to the group when the run that took them could not use them.
+    pub fn restore_pending(&self, messages: Vec<String>) {
+        if messages.is_empty() {
+            return;
+        }
+        let gid = &self.team.group_id;
+        self.shared.org.update(|o| {
+            if let Some(g) = o.group_mut(gid) {
+                let later = std::mem::take(&mut g.pending_messages);
+                g.pending_messages = messages;
+                g.pending_messages.extend(later);
+            }
+        });
+    }
+
+    pub fn report(
+        &self,
+        outcome: CycleOutcome,
+        iterations: u32,
+        final_text: String,
+        summary: String,
+    ) -> RunReport {
+        RunReport {
+            outcome,
+            iterations,
+            final_text,
+            summary,
+            usage: self.usage,
+            duration: self.started.elapsed(),
+            simulated: self.simulated,
+            failed: None,
+        }
+    }
+}

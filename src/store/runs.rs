@@ -1,0 +1,360 @@
+//! Run files: `runs/<group-id>/<run-id>.jsonl`, one line per engine event of a run (streaming
+//! deltas excepted), appended by a background thread so the engine never waits on the disk.
+//!
+//! The store only moves lines; the engine decides what a line says. Run ids sort by start time,
+//! so the newest files are the last names. When a run's file is created, older files of its group
+//! beyond the configured count are removed (never the file being written).
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, Sender, channel};
+
+use serde::Serialize;
+
+use super::StoreError;
+
+/// Run files kept per group unless configured otherwise.
+pub const DEFAULT_RUNS_KEPT: usize = 50;
+
+/// Open files the writer keeps at most (runs in progress at once, in practice).
+const OPEN_FILES_MAX: usize = 64;
+
+/// Reading and listing run files.
+#[derive(Debug, Clone)]
+pub struct RunFiles {
+    dir: PathBuf,
+}
+
+/// True for ids that are safe as one path component (they come from a user-editable file).
+fn plain_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+fn not_plain(what: &'static str, id: &str) -> StoreError {
+    StoreError::io(
+        what,
+        id,
+        std::io::Error::new(ErrorKind::InvalidInput, "not a plain id"),
+    )
+}
+
+impl RunFiles {
+    pub fn new(dir: impl Into<PathBuf>) -> RunFiles {
+        RunFiles { dir: dir.into() }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn group_dir(&self, group_id: &str) -> Result<PathBuf, StoreError> {
+        if !plain_id(group_id) {
+            return Err(not_plain("refusing run files for group id", group_id));
+        }
+        Ok(self.dir.join(group_id))
+    }
+
+    pub fn path(&self, group_id: &str, run_id: &str) -> Result<PathBuf, StoreError> {
+        if !plain_id(run_id) {
+            return Err(not_plain("refusing run file for run id", run_id));
+        }
+        Ok(self.group_dir(group_id)?.join(format!("{run_id}.jsonl")))
+    }
+
+    /// The group's run ids, oldest first. A group without runs has none.
+    pub fn list(&self, group_id: &str) -> Result<Vec<String>, StoreError> {
+        let dir = self.group_dir(group_id)?;
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StoreError::io("cannot list", &dir, e)),
+        };
+        let mut ids: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let id = name.strip_suffix(".jsonl")?;
+                plain_id(id).then(|| id.to_string())
+            })
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// The lines of one run file, and the lines that could not be read (a torn last line after a
+    /// crash), which stay in the file untouched.
+    pub fn read_lines(&self, group_id: &str, run_id: &str) -> Result<Vec<String>, StoreError> {
+        let path = self.path(group_id, run_id)?;
+        let meta = fs::symlink_metadata(&path).map_err(|e| StoreError::io("cannot read", &path, e))?;
+        if !meta.is_file() {
+            return Err(StoreError::io(
+                "refusing to read",
+                &path,
+                std::io::Error::new(ErrorKind::InvalidInput, "not a regular file"),
+            ));
+        }
+        let bytes = fs::read(&path).map_err(|e| StoreError::io("cannot read", &path, e))?;
+        Ok(String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// Removes all of a group's run files (the group was deleted).
+    pub fn remove_group(&self, group_id: &str) -> Result<(), StoreError> {
+        let dir = self.group_dir(group_id)?;
+        match fs::remove_dir_all(&dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StoreError::io("cannot delete", &dir, e)),
+        }
+    }
+
+    /// Deletes the oldest run files of a group so that at most `keep` remain, never `current`.
+    fn prune(&self, group_id: &str, current: &str, keep: usize) -> Result<usize, StoreError> {
+        let ids = self.list(group_id)?;
+        let excess = ids.len().saturating_sub(keep.max(1));
+        let mut removed = 0;
+        for id in ids.iter().filter(|id| id.as_str() != current).take(excess) {
+            let path = self.path(group_id, id)?;
+            match fs::remove_file(&path) {
+                Ok(()) => removed += 1,
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::io("cannot delete", &path, e)),
+            }
+        }
+        Ok(removed)
+    }
+}
+
+enum LogMsg<T> {
+    Line {
+        group_id: String,
+        run_id: String,
+        record: T,
+    },
+    Flush(Sender<()>),
+}
+
+/// The background writer of run files: records of type `T` are serialised as JSON lines on its
+/// own thread, so the caller only hands them over. Cheap to clone; clones feed the same thread.
+pub struct RunLog<T> {
+    tx: Sender<LogMsg<T>>,
+}
+
+impl<T> Clone for RunLog<T> {
+    fn clone(&self) -> Self {
+        RunLog { tx: self.tx.clone() }
+    }
+}
+
+impl<T: Serialize + Send + 'static> RunLog<T> {
+    /// Starts the writer; `keep` is the number of run files kept per group.
+    pub fn start(files: RunFiles, keep: usize) -> RunLog<T> {
+        let (tx, rx) = channel::<LogMsg<T>>();
+        let started = std::thread::Builder::new()
+            .name("huddle-runs".into())
+            .spawn(move || write_loop(&files, keep, &rx));
+        if let Err(e) = started {
+            tracing::error!(error = %e, "cannot start the run log writer; run timelines are not saved");
+        }
+        RunLog { tx }
+    }
+
+    /// Queues one record for a run's file.
+    pub fn append(&self, group_id: &str, run_id: &str, record: T) {
+        let msg = LogMsg::Line {
+            group_id: group_id.to_string(),
+            run_id: run_id.to_string(),
+            record,
+        };
+        if self.tx.send(msg).is_err() {
+            tracing::warn!(
+                run = run_id,
+                "run log writer is gone; a timeline line was not saved"
+            );
+        }
+    }
+
+    /// Waits until every line queued so far is written and synced.
+    pub fn flush(&self) {
+        let (done_tx, done_rx) = channel();
+        if self.tx.send(LogMsg::Flush(done_tx)).is_ok() {
+            let _ = done_rx.recv();
+        }
+    }
+}
+
+/// Open run files, keyed by (group, run).
+type OpenFiles = HashMap<(String, String), File>;
+
+fn write_loop<T: Serialize>(files: &RunFiles, keep: usize, rx: &Receiver<LogMsg<T>>) {
+    let mut open: OpenFiles = HashMap::new();
+    while let Ok(first) = rx.recv() {
+        let mut batch: Vec<((String, String), Vec<u8>)> = Vec::new();
+        let mut waiting = Vec::new();
+        let mut take = |msg: LogMsg<T>| match msg {
+            LogMsg::Line {
+                group_id,
+                run_id,
+                record,
+            } => {
+                let line = match serde_json::to_string(&record) {
+                    Ok(line) => line,
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot serialise a run record");
+                        return;
+                    }
+                };
+                let key = (group_id, run_id);
+                let buf = match batch.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, buf)) => buf,
+                    None => {
+                        batch.push((key, Vec::new()));
+                        let last = batch.len() - 1;
+                        &mut batch[last].1
+                    }
+                };
+                buf.extend_from_slice(line.as_bytes());
+                buf.push(b'\n');
+            }
+            LogMsg::Flush(done) => waiting.push(done),
+        };
+        take(first);
+        while let Ok(more) = rx.try_recv() {
+            take(more);
+        }
+        for (key, bytes) in batch {
+            if let Err(e) = write_run(files, keep, &mut open, key, &bytes) {
+                tracing::error!(error = %e, "cannot write a run file");
+            }
+        }
+        if !waiting.is_empty() {
+            for file in open.values() {
+                if let Err(e) = file.sync_data() {
+                    tracing::warn!(error = %e, "cannot sync a run file");
+                }
+            }
+            for done in waiting {
+                let _ = done.send(());
+            }
+        }
+    }
+}
+
+fn write_run(
+    files: &RunFiles,
+    keep: usize,
+    open: &mut OpenFiles,
+    key: (String, String),
+    bytes: &[u8],
+) -> Result<(), StoreError> {
+    if !open.contains_key(&key) {
+        if open.len() >= OPEN_FILES_MAX {
+            // Finished runs' files are closed here at the latest; a later line reopens.
+            open.clear();
+        }
+        let path = files.path(&key.0, &key.1)?;
+        let dir = files.group_dir(&key.0)?;
+        fs::create_dir_all(&dir).map_err(|e| StoreError::io("cannot create", &dir, e))?;
+        let new = !path.exists();
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| StoreError::io("cannot open", &path, e))?;
+        if new {
+            match files.prune(&key.0, &key.1, keep) {
+                Ok(0) => {}
+                Ok(n) => tracing::debug!(group = %key.0, removed = n, "pruned old run files"),
+                Err(e) => tracing::warn!(error = %e, "cannot prune old run files"),
+            }
+        }
+        open.insert(key.clone(), file);
+    }
+    let Some(file) = open.get_mut(&key) else {
+        return Ok(());
+    };
+    let result = file.write_all(bytes);
+    result.map_err(|e| {
+        open.remove(&key);
+        StoreError::io("cannot append to", files.dir().join(&key.0).join(&key.1), e)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn lines_are_appended_per_run_and_listed_oldest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = RunFiles::new(dir.path().join("runs"));
+        let log: RunLog<Value> = RunLog::start(files.clone(), 10);
+        log.append("g1", "20260101T000000000Z-b", json!({"n": 1}));
+        log.append("g1", "20260101T000000000Z-a", json!({"n": 2}));
+        log.append("g1", "20260101T000000000Z-b", json!({"n": 3}));
+        log.append("g2", "20260102T000000000Z-c", json!({"n": 4}));
+        log.flush();
+        assert_eq!(
+            files.list("g1").unwrap(),
+            ["20260101T000000000Z-a", "20260101T000000000Z-b"]
+        );
+        assert_eq!(
+            files.read_lines("g1", "20260101T000000000Z-b").unwrap(),
+            ["{\"n\":1}", "{\"n\":3}"]
+        );
+        assert_eq!(files.list("g2").unwrap().len(), 1);
+        assert!(files.list("never").unwrap().is_empty());
+    }
+
+    #[test]
+    fn old_runs_beyond_the_count_are_pruned_never_the_current_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = RunFiles::new(dir.path().join("runs"));
+        let log: RunLog<Value> = RunLog::start(files.clone(), 3);
+        for k in 0..6 {
+            log.append("g", &format!("r{k}"), json!({}));
+            log.flush();
+        }
+        assert_eq!(files.list("g").unwrap(), ["r3", "r4", "r5"]);
+        // A run that sorts first (a clock set back) is still kept while it is written.
+        log.append("g", "a-early", json!({}));
+        log.flush();
+        assert!(files.list("g").unwrap().contains(&"a-early".to_string()));
+        assert_eq!(files.list("g").unwrap().len(), 3);
+    }
+
+    #[test]
+    fn ids_that_are_not_plain_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = RunFiles::new(dir.path());
+        assert!(files.path("../x", "r").is_err());
+        assert!(files.path("g", "../../etc/passwd").is_err());
+        assert!(files.list("a/b").is_err());
+        let log: RunLog<Value> = RunLog::start(files.clone(), 3);
+        log.append("../escape", "r", json!({}));
+        log.flush();
+        assert!(!dir.path().parent().unwrap().join("escape").exists());
+    }
+
+    #[test]
+    fn a_directory_in_place_of_a_run_file_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = RunFiles::new(dir.path());
+        fs::create_dir_all(dir.path().join("g").join("r.jsonl")).unwrap();
+        assert!(files.read_lines("g", "r").is_err());
+        assert!(files.list("g").unwrap().is_empty());
+        files.remove_group("g").unwrap();
+        assert!(!dir.path().join("g").exists());
+    }
+}

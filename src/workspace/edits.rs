@@ -1,0 +1,528 @@
+//! The application layer: every change a person makes to the organization (create, rename,
+//! delete, model, mode, max iterations, system prompt, evaluator, what the UI remembers) goes
+//! through here, from the TUI and from `huddle run` alike. Each edit validates its input and
+//! refuses what would cut a running run off; the organization is saved in the background.
+//! Deleting files (transcripts, run files) is a separate, blocking step: [`Edits::remove_files`].
+
+use std::path::PathBuf;
+
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::model::{
+    GroupId, GroupKind, Mode, Organization, Preset, Role, Session, SessionId, max_iterations_in_range,
+    reconcile,
+};
+use crate::presets::create_team_group;
+use crate::presets::instantiate::team_slug;
+use crate::store::{OrgHandle, OrgView, RunFiles, Transcripts};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EditError {
+    #[error("no such group (it was deleted)")]
+    NoSuchGroup,
+    #[error("no such session (it was deleted)")]
+    NoSuchSession,
+    #[error("{0}")]
+    Invalid(String),
+    #[error("a group named `{0}` exists already")]
+    GroupNameTaken(String),
+    #[error("a session named `{0}` exists already")]
+    SessionNameTaken(String),
+    #[error("{what} is running: stop it first (the stop key), then {action}")]
+    Busy { what: String, action: &'static str },
+    #[error("{0}")]
+    Model(String),
+}
+
+/// Files that belonged to deleted sessions and groups, to remove with [`Edits::remove_files`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Removal {
+    pub sessions: Vec<SessionId>,
+    /// A deleted group whose run files go too.
+    pub group: Option<GroupId>,
+}
+
+/// A group's evaluator after [`Edits::toggle_evaluator`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EvaluatorSwitch {
+    /// A new evaluator session: its name and model.
+    Added {
+        session_id: SessionId,
+        name: String,
+        model: String,
+    },
+    /// The evaluator was removed; its transcript goes with it.
+    Removed(Removal),
+}
+
+/// The application layer's handle. Cheap to clone.
+#[derive(Clone)]
+pub struct Edits {
+    org: OrgHandle,
+    /// Asked before an edit that would cut a run off; `None` where nothing runs (tools, tests).
+    engine: Option<Engine>,
+    config: Config,
+    /// The repository the front end was opened in: new sessions work there.
+    repo: PathBuf,
+    transcripts: Option<Transcripts>,
+    runs: Option<RunFiles>,
+}
+
+/// True when `name` can name a session: not empty, no `/` (it is part of model slugs and paths
+/// in messages).
+fn valid_session_name(name: &str) -> Result<(), EditError> {
+    if name.trim().is_empty() || name.contains('/') {
+        return Err(EditError::Invalid("a session needs a name without `/`".into()));
+    }
+    Ok(())
+}
+
+impl Edits {
+    pub fn new(
+        org: OrgHandle,
+        engine: Engine,
+        config: Config,
+        repo: PathBuf,
+        transcripts: Transcripts,
+        runs: RunFiles,
+    ) -> Edits {
+        Edits {
+            org,
+            engine: Some(engine),
+            config,
+            repo,
+            transcripts: Some(transcripts),
+            runs: Some(runs),
+        }
+    }
+
+    /// Edits of an organization no engine runs (tests, tools): nothing is ever busy and no
+    /// files are removed.
+    pub fn detached(org: OrgHandle, config: Config, repo: PathBuf) -> Edits {
+        Edits {
+            org,
+            engine: None,
+            config,
+            repo,
+            transcripts: None,
+            runs: None,
+        }
+    }
+
+    /// The organization, read-only.
+    pub fn view(&self) -> OrgView {
+        self.org.view()
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn group_busy(&self, group_id: &str) -> bool {
+        self.engine.as_ref().is_some_and(|e| e.group_busy(group_id))
+    }
+
+    fn session_busy(&self, session_id: &str) -> bool {
+        self.engine.as_ref().is_some_and(|e| e.session_busy(session_id))
+    }
+
+    fn group_name(&self, o: &Organization, group_id: &str) -> String {
+        o.group(group_id).map(|g| g.name.clone()).unwrap_or_default()
+    }
+
+    /// A plain session in `group_id`, working in the group's repo (or the front end's).
+    pub fn create_session(&self, group_id: &str, name: &str) -> Result<SessionId, EditError> {
+        let name = name.trim();
+        valid_session_name(name)?;
+        let model = self.config.default_model();
+        let repo = self.repo.clone();
+        self.org.update(|o| {
+            if o.session_by_name(name).is_some() {
+                return Err(EditError::SessionNameTaken(name.to_string()));
+            }
+            let group = o.group(group_id).ok_or(EditError::NoSuchGroup)?;
+            let mut s = Session::new(name, group_id, model);
+            s.repo = group.repo.clone().or(Some(repo));
+            s.team = group.is_team();
+            s.role = Role::Worker;
+            s.order = o.next_session_order(group_id);
+            let id = s.id.clone();
+            o.sessions.push(s);
+            // The new session shows in its group.
+            o.ui.collapsed_groups.retain(|g| g != group_id);
+            Ok(id)
+        })
+    }
+
+    /// A session for one headless question, in the default group, named after the time.
+    pub fn create_run_session(&self, model: &str) -> SessionId {
+        let repo = self.repo.clone();
+        self.org.update(|o| {
+            let group = o.default_group().map(|g| g.id.clone()).unwrap_or_default();
+            let name =
+                o.unique_session_name(&format!("run-{}", chrono::Local::now().format("%Y%m%d-%H%M%S")));
+            let mut session = Session::new(name, &group, model);
+            session.repo = Some(repo);
+            session.order = o.next_session_order(&group);
+            let id = session.id.clone();
+            o.sessions.push(session);
+            id
+        })
+    }
+
+    /// A team group from a preset, with its orchestrator, workers and evaluator.
+    pub fn create_team(&self, preset: &Preset) -> GroupId {
+        let (config, repo) = (&self.config, &self.repo);
+        self.org
+            .update(|o| create_team_group(o, preset, config, Some(repo)))
+    }
+
+    /// Renames a group (also while it runs: runs and events know it by id).
+    pub fn rename_group(&self, group_id: &str, name: &str) -> Result<(), EditError> {
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(EditError::Invalid("a group needs a name".into()));
+        }
+        self.org.update(|o| {
+            if o.groups
+                .iter()
+                .any(|g| g.id != group_id && g.name.eq_ignore_ascii_case(name))
+            {
+                return Err(EditError::GroupNameTaken(name.to_string()));
+            }
+            let g = o.group_mut(group_id).ok_or(EditError::NoSuchGroup)?;
+            g.name = name.to_string();
+            Ok(())
+        })
+    }
+
+    /// Renames a session (also while it is busy; an evaluator stays the evaluator).
+    pub fn rename_session(&self, session_id: &str, name: &str) -> Result<(), EditError> {
+        let name = name.trim();
+        valid_session_name(name)?;
+        self.org.update(|o| {
+            if o.sessions.iter().any(|s| s.id != session_id && s.name == name) {
+                return Err(EditError::SessionNameTaken(name.to_string()));
+            }
+            let s = o.session_mut(session_id).ok_or(EditError::NoSuchSession)?;
+            s.name = name.to_string();
+            Ok(())
+        })
+    }
+
+    /// What deleting the group would do, for a confirmation.
+    pub fn describe_delete_group(&self, group_id: &str) -> Result<String, EditError> {
+        self.org
+            .read(|o| reconcile::describe_delete(o, group_id))
+            .map_err(|e| EditError::Invalid(e.to_string()))
+    }
+
+    /// Deletes a group: a team with its sessions, any other group's sessions move to the
+    /// default group. Refused while anything of the group runs.
+    pub fn delete_group(&self, group_id: &str) -> Result<Removal, EditError> {
+        if self.group_busy(group_id) {
+            return Err(EditError::Busy {
+                what: "this group (or one of its sessions)".into(),
+                action: "delete it",
+            });
+        }
+        let deleted = self
+            .org
+            .update(|o| reconcile::delete_group(o, group_id))
+            .map_err(|e| EditError::Invalid(e.to_string()))?;
+        Ok(Removal {
+            sessions: deleted.removed_sessions,
+            group: Some(group_id.to_string()),
+        })
+    }
+
+    /// Deletes a session and (with [`Edits::remove_files`]) its transcript. Refused while it or
+    /// its team runs.
+    pub fn delete_session(&self, session_id: &str) -> Result<Removal, EditError> {
+        let group_id = self
+            .org
+            .read(|o| o.session(session_id).map(|s| s.group_id.clone()))
+            .ok_or(EditError::NoSuchSession)?;
+        if self.session_busy(session_id) || self.group_busy(&group_id) {
+            return Err(EditError::Busy {
+                what: "this session (or its team)".into(),
+                action: "delete it",
+            });
+        }
+        self.org.update(|o| {
+            o.sessions.retain(|s| s.id != session_id);
+            if let Some(g) = o.group_mut(&group_id)
+                && g.evaluator_id.as_deref() == Some(session_id)
+            {
+                g.evaluator_id = None;
+            }
+        });
+        Ok(Removal {
+            sessions: vec![session_id.to_string()],
+            group: None,
+        })
+    }
+
+    /// Deletes the files of what was removed (blocking: call it off the UI thread). Failures
+    /// are logged: the organization no longer refers to the files.
+    pub fn remove_files(&self, removal: &Removal) {
+        if let Some(t) = &self.transcripts {
+            for id in &removal.sessions {
+                if let Err(e) = t.remove(id) {
+                    tracing::warn!(session = %id, error = %e, "cannot delete a transcript");
+                }
+            }
+        }
+        if let (Some(runs), Some(group)) = (&self.runs, &removal.group)
+            && let Err(e) = runs.remove_group(group)
+        {
+            tracing::warn!(group = %group, error = %e, "cannot delete run files");
+        }
+    }
+
+    fn check_model(&self, slug: &str) -> Result<(), EditError> {
+        self.config
+            .resolve(slug)
+            .map(|_| ())
+            .map_err(|e| EditError::Model(e.to_string()))
+    }
+
+    pub fn set_session_model(&self, session_id: &str, slug: &str) -> Result<(), EditError> {
+        self.check_model(slug)?;
+        self.org.update(|o| {
+            let s = o.session_mut(session_id).ok_or(EditError::NoSuchSession)?;
+            s.model = slug.to_string();
+            Ok(())
+        })
+    }
+
+    /// Every session of the group gets the model.
+    pub fn set_group_model(&self, group_id: &str, slug: &str) -> Result<(), EditError> {
+        self.check_model(slug)?;
+        self.org.update(|o| {
+            o.group(group_id).ok_or(EditError::NoSuchGroup)?;
+            for s in o.sessions.iter_mut().filter(|s| s.group_id == group_id) {
+                s.model = slug.to_string();
+            }
+            Ok(())
+        })
+    }
+
+    /// The team's mode for its next run (a run in progress keeps the mode it started with).
+    pub fn set_mode(&self, group_id: &str, mode: Mode) -> Result<(), EditError> {
+        self.org.update(|o| {
+            let g = o.group_mut(group_id).ok_or(EditError::NoSuchGroup)?;
+            g.mode = mode;
+            Ok(())
+        })
+    }
+
+    /// The team's max iterations, from text a person typed.
+    pub fn set_max_iterations(&self, group_id: &str, text: &str) -> Result<u32, EditError> {
+        let n = max_iterations_in_range(text).map_err(EditError::Invalid)?;
+        self.org.update(|o| {
+            let g = o.group_mut(group_id).ok_or(EditError::NoSuchGroup)?;
+            g.max_iterations = n;
+            Ok(n)
+        })
+    }
+
+    /// A session's system prompt; blank text removes it.
+    pub fn set_system_prompt(&self, session_id: &str, text: &str) -> Result<(), EditError> {
+        self.org.update(|o| {
+            let s = o.session_mut(session_id).ok_or(EditError::NoSuchSession)?;
+            s.system_prompt = Some(text.to_string()).filter(|t| !t.trim().is_empty());
+            Ok(())
+        })
+    }
+
+    /// The team's evaluator, if it has one: (session id, name).
+    pub fn evaluator(&self, group_id: &str) -> Option<(SessionId, String)> {
+        self.org
+            .read(|o| o.evaluator_of(group_id).map(|s| (s.id.clone(), s.name.clone())))
+    }
+
+    /// Adds an evaluator session (default model) to a reflect team without one. Refused while
+    /// the team runs.
+    pub fn add_evaluator(&self, group_id: &str) -> Result<EvaluatorSwitch, EditError> {
+        self.check_evaluator_switch(group_id)?;
+        let model = self.config.default_model();
+        let repo = self.repo.clone();
+        self.org.update(|o| {
+            if o.evaluator_of(group_id).is_some() {
+                return Err(EditError::Invalid("this team has an evaluator already".into()));
+            }
+            let g = o.group(group_id).ok_or(EditError::NoSuchGroup)?;
+            let name = o.unique_session_name(&format!("{}-evaluator", team_slug(&g.name)));
+            let mut s = Session::new(name.clone(), group_id, model.clone());
+            s.role = Role::Evaluator;
+            s.team = true;
+            s.order = o.next_session_order(group_id);
+            s.repo = g.repo.clone().or(Some(repo));
+            let session_id = s.id.clone();
+            o.sessions.push(s);
+            if let Some(g) = o.group_mut(group_id) {
+                g.evaluator_id = Some(session_id.clone());
+            }
+            Ok(EvaluatorSwitch::Added {
+                session_id,
+                name,
+                model,
+            })
+        })
+    }
+
+    /// Removes the team's evaluator session (its transcript with [`Edits::remove_files`]); the
+    /// orchestrator then judges its own work.
+    pub fn remove_evaluator(&self, group_id: &str) -> Result<EvaluatorSwitch, EditError> {
+        self.check_evaluator_switch(group_id)?;
+        let (session_id, _) = self
+            .evaluator(group_id)
+            .ok_or_else(|| EditError::Invalid("this team has no evaluator".into()))?;
+        self.org.update(|o| {
+            o.sessions.retain(|s| s.id != session_id);
+            if let Some(g) = o.group_mut(group_id) {
+                g.evaluator_id = None;
+            }
+        });
+        Ok(EvaluatorSwitch::Removed(Removal {
+            sessions: vec![session_id],
+            group: None,
+        }))
+    }
+
+    fn check_evaluator_switch(&self, group_id: &str) -> Result<(), EditError> {
+        let mode = self
+            .org
+            .read(|o| o.group(group_id).map(|g| (g.kind, g.mode)))
+            .ok_or(EditError::NoSuchGroup)?;
+        if mode != (GroupKind::Team, Mode::OrchestratorReflect) {
+            return Err(EditError::Invalid(
+                "an evaluator scores orchestrator_reflect cycles only: set that mode first".into(),
+            ));
+        }
+        if self.group_busy(group_id) {
+            let name = self.org.read(|o| self.group_name(o, group_id));
+            return Err(EditError::Busy {
+                what: format!("team `{name}`"),
+                action: "switch the evaluator",
+            });
+        }
+        Ok(())
+    }
+
+    /// Remembers what the UI shows (restored at the next start).
+    pub fn select(&self, group_id: Option<&str>, session_id: Option<&str>) {
+        self.org.update(|o| {
+            o.ui.selected_group = group_id.map(str::to_string);
+            o.ui.selected_session = session_id.map(str::to_string);
+        });
+    }
+
+    /// Folds (hides the sessions of) a group in the sidebar, or unfolds it.
+    pub fn set_folded(&self, group_id: &str, folded: bool) {
+        self.org.update(|o| {
+            o.ui.collapsed_groups.retain(|g| g != group_id);
+            if folded {
+                o.ui.collapsed_groups.push(group_id.to_string());
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Group, GroupKind};
+
+    fn edits() -> (Edits, GroupId) {
+        let mut org = Organization::default();
+        reconcile::reconcile(&mut org);
+        let mut team = Group::new("Crew", GroupKind::Team);
+        team.mode = Mode::OrchestratorReflect;
+        let gid = team.id.clone();
+        org.groups.push(team);
+        let config = Config::parse("default_model: sim/demo\n", std::path::Path::new("c.yaml")).unwrap();
+        (
+            Edits::detached(OrgHandle::in_memory(org), config, PathBuf::from("/repo")),
+            gid,
+        )
+    }
+
+    #[test]
+    fn names_are_validated_and_unique() {
+        let (e, gid) = edits();
+        let a = e.create_session(&gid, "alpha").unwrap();
+        assert_eq!(
+            e.create_session(&gid, "alpha"),
+            Err(EditError::SessionNameTaken("alpha".into()))
+        );
+        assert!(matches!(
+            e.create_session(&gid, "a/b"),
+            Err(EditError::Invalid(_))
+        ));
+        assert!(matches!(e.rename_session(&a, "  "), Err(EditError::Invalid(_))));
+        e.rename_session(&a, "beta").unwrap();
+        assert_eq!(e.view().read(|o| o.session(&a).unwrap().name.clone()), "beta");
+        assert!(
+            e.view().read(|o| o.session(&a).unwrap().team),
+            "a team's new session is a member"
+        );
+        assert_eq!(e.rename_group(&gid, "crew"), Ok(()));
+        let default = e.view().read(|o| o.default_group().unwrap().id.clone());
+        assert_eq!(
+            e.rename_group(&default, "CREW"),
+            Err(EditError::GroupNameTaken("CREW".into()))
+        );
+        assert_eq!(e.rename_session("nope", "x"), Err(EditError::NoSuchSession));
+    }
+
+    #[test]
+    fn the_evaluator_is_kept_by_id_through_a_rename_and_switched_off_cleanly() {
+        let (e, gid) = edits();
+        let EvaluatorSwitch::Added { session_id, .. } = e.add_evaluator(&gid).unwrap() else {
+            panic!("expected an evaluator to be added");
+        };
+        assert!(e.add_evaluator(&gid).is_err(), "a second evaluator is refused");
+        e.rename_session(&session_id, "the-judge").unwrap();
+        assert_eq!(e.evaluator(&gid), Some((session_id.clone(), "the-judge".into())));
+        let EvaluatorSwitch::Removed(removal) = e.remove_evaluator(&gid).unwrap() else {
+            panic!("expected a removal");
+        };
+        assert_eq!(removal.sessions, [session_id]);
+        assert_eq!(e.evaluator(&gid), None);
+        assert!(e.view().read(|o| o.group(&gid).unwrap().evaluator_id.is_none()));
+    }
+
+    #[test]
+    fn max_iterations_use_the_one_range() {
+        let (e, gid) = edits();
+        assert_eq!(e.set_max_iterations(&gid, "12"), Ok(12));
+        for bad in ["0", "101", "-1", "x", ""] {
+            assert!(
+                matches!(e.set_max_iterations(&gid, bad), Err(EditError::Invalid(_))),
+                "{bad}"
+            );
+        }
+        assert_eq!(e.view().read(|o| o.group(&gid).unwrap().max_iterations), 12);
+    }
+
+    #[test]
+    fn deleting_the_evaluator_session_forgets_it_and_models_are_checked() {
+        let (e, gid) = edits();
+        let EvaluatorSwitch::Added { session_id, .. } = e.add_evaluator(&gid).unwrap() else {
+            panic!("expected an evaluator to be added");
+        };
+        assert!(matches!(
+            e.set_session_model(&session_id, "nope/x"),
+            Err(EditError::Model(_))
+        ));
+        e.set_session_model(&session_id, "sim/other").unwrap();
+        let removal = e.delete_session(&session_id).unwrap();
+        assert_eq!(removal.sessions.len(), 1);
+        assert!(e.view().read(|o| o.group(&gid).unwrap().evaluator_id.is_none()));
+        let default = e.view().read(|o| o.default_group().unwrap().id.clone());
+        assert!(matches!(e.delete_group(&default), Err(EditError::Invalid(_))));
+        assert_eq!(e.delete_group(&gid).unwrap().group.as_deref(), Some(gid.as_str()));
+    }
+}
