@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::model::Mode;
+use crate::model::limits::parse_max_iterations;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -45,7 +46,9 @@ pub struct RunArgs {
     /// Override the team's mode for this run.
     #[arg(long, value_parser = parse_mode)]
     pub mode: Option<Mode>,
-    #[arg(long, value_name = "N")]
+    /// Override the team's max iterations for this run (1-100); a single session reflects up to
+    /// N times.
+    #[arg(long, value_name = "N", value_parser = parse_max_iterations)]
     pub max_iterations: Option<u32>,
     /// Use this model for every session of the run.
     #[arg(long, value_name = "SLUG")]
@@ -120,6 +123,27 @@ mod tests {
         let err = Cli::try_parse_from(["huddle", "run", "--mode", "chaos", "x"]).unwrap_err();
         assert_eq!(err.exit_code(), 2);
         assert!(err.to_string().contains("unknown mode"), "{err}");
+    }
+
+    #[test]
+    fn max_iterations_outside_one_to_a_hundred_is_a_usage_error() {
+        for bad in ["0", "101", "-1", "many"] {
+            let flag = format!("--max-iterations={bad}");
+            let err = Cli::try_parse_from(["huddle", "run", flag.as_str(), "x"]).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{bad}");
+            assert!(
+                err.to_string()
+                    .contains("max iterations must be a whole number from 1 to 100"),
+                "{err}"
+            );
+        }
+        for good in ["1", "100"] {
+            let cli = Cli::try_parse_from(["huddle", "run", "--max-iterations", good, "x"]).unwrap();
+            let Some(Command::Run(run)) = cli.command else {
+                panic!("not run")
+            };
+            assert_eq!(run.max_iterations, good.parse().ok());
+        }
     }
 
     #[test]

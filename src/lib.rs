@@ -13,6 +13,7 @@ pub mod engine;
 pub mod headless;
 pub mod logging;
 pub mod model;
+pub mod naming;
 pub mod presets;
 pub mod providers;
 pub mod store;

@@ -102,7 +102,7 @@ impl Team {
 
     /// The team name as session names carry it (`<team-slug>-<worker>`).
     pub fn slug(&self) -> String {
-        crate::presets::instantiate::team_slug(&self.name)
+        crate::naming::team_slug(&self.name)
     }
 
     /// Why the team cannot run in its mode, if it cannot.

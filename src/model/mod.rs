@@ -2,6 +2,7 @@
 //! (presets). No I/O lives here.
 
 mod enums;
+pub mod limits;
 mod message;
 mod organization;
 mod preset;
@@ -9,10 +10,8 @@ pub mod reconcile;
 mod reflection;
 
 pub use enums::{GroupKind, MessageRole, Mode, ProviderKind, Role, Tier};
+pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS, MaxIterationsError};
 pub use message::{Message, Usage};
-pub use organization::{
-    Group, GroupId, MAX_ITERATIONS_RANGE, Organization, Session, SessionId, UiPrefs, default_max_iterations,
-    max_iterations_in_range,
-};
+pub use organization::{Group, GroupId, Organization, Session, SessionId, UiPrefs, default_max_iterations};
 pub use preset::{Preset, PresetAgent, PresetWorker};
 pub use reflection::{CycleOutcome, Evaluation, ReflectionCycle, Trend};

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::{GroupKind, Mode, ReflectionCycle, Role, Usage};
+use super::{DEFAULT_MAX_ITERATIONS, GroupKind, Mode, ReflectionCycle, Role, Usage};
 
 /// A group id: a UUID string.
 pub type GroupId = String;
@@ -72,6 +72,7 @@ pub struct Group {
     /// Working directory of a repo or team group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repo: Option<PathBuf>,
+    /// In [`super::MAX_ITERATIONS`] (a stored value outside it is clamped when loaded).
     #[serde(default = "default_max_iterations")]
     pub max_iterations: u32,
     #[serde(default = "default_worker_timeout_secs")]
@@ -98,25 +99,7 @@ pub struct Group {
 }
 
 pub fn default_max_iterations() -> u32 {
-    5
-}
-
-/// The valid max iterations of a cycle, everywhere (presets, dialogs, `huddle run`).
-pub const MAX_ITERATIONS_RANGE: std::ops::RangeInclusive<u32> = 1..=100;
-
-/// Max iterations from text a person typed, checked against [`MAX_ITERATIONS_RANGE`].
-pub fn max_iterations_in_range(text: &str) -> Result<u32, String> {
-    let (lo, hi) = (MAX_ITERATIONS_RANGE.start(), MAX_ITERATIONS_RANGE.end());
-    text.trim()
-        .parse::<u32>()
-        .ok()
-        .filter(|n| MAX_ITERATIONS_RANGE.contains(n))
-        .ok_or_else(|| {
-            format!(
-                "max iterations must be a whole number from {lo} to {hi}, got `{}`",
-                text.trim()
-            )
-        })
+    DEFAULT_MAX_ITERATIONS
 }
 
 pub fn default_worker_timeout_secs() -> u64 {

@@ -5,6 +5,7 @@
 
 use std::collections::HashSet;
 
+use super::limits;
 use super::organization::new_id;
 use super::{Group, GroupKind, Mode, Organization, Role, SessionId};
 
@@ -14,6 +15,7 @@ pub fn reconcile(org: &mut Organization) -> Vec<String> {
     fix_group_ids(org, &mut changes);
     ensure_one_default_group(org, &mut changes);
     fix_session_ids(org, &mut changes);
+    clamp_max_iterations(org, &mut changes);
     rehome_orphans(org, &mut changes);
     resolve_evaluators(org, &mut changes);
     rename_duplicate_sessions(org, &mut changes);
@@ -67,6 +69,21 @@ fn ensure_one_default_group(org: &mut Organization, changes: &mut Vec<String>) {
             }
             org.groups
                 .retain(|g| g.kind != GroupKind::Default || &g.id == keep);
+        }
+    }
+}
+
+/// A stored `max_iterations` outside the valid range (hand-edited, or from an older huddle)
+/// becomes the nearest valid value.
+fn clamp_max_iterations(org: &mut Organization, changes: &mut Vec<String>) {
+    for group in &mut org.groups {
+        let clamped = limits::clamp_max_iterations(group.max_iterations);
+        if clamped != group.max_iterations {
+            changes.push(format!(
+                "group `{}` had max iterations {}; set to {clamped}",
+                group.name, group.max_iterations
+            ));
+            group.max_iterations = clamped;
         }
     }
 }
@@ -489,6 +506,27 @@ mod tests {
         let changes = reconcile(&mut org);
         assert!(org.group("t1").unwrap().evaluator_id.is_none());
         assert!(changes.iter().any(|c| c.contains("evaluator")), "{changes:?}");
+        assert_idempotent(&mut org);
+    }
+
+    #[test]
+    fn max_iterations_out_of_range_are_clamped() {
+        let (mut org, _) = base();
+        for (name, n) in [("none", 0), ("many", 500), ("fine", 7)] {
+            let mut g = Group::new(name, GroupKind::Team);
+            g.max_iterations = n;
+            org.groups.push(g);
+        }
+        let changes = reconcile(&mut org);
+        let got: Vec<u32> = org.groups[1..].iter().map(|g| g.max_iterations).collect();
+        assert_eq!(got, [1, 100, 7]);
+        assert_eq!(
+            changes,
+            [
+                "group `none` had max iterations 0; set to 1",
+                "group `many` had max iterations 500; set to 100"
+            ]
+        );
         assert_idempotent(&mut org);
     }
 

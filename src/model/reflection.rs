@@ -112,7 +112,7 @@ impl Default for ReflectionCycle {
     fn default() -> Self {
         ReflectionCycle {
             goal: String::new(),
-            max_iterations: 5,
+            max_iterations: super::DEFAULT_MAX_ITERATIONS,
             iteration: 0,
             completed_iterations: 0,
             active: false,

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use unicode_width::UnicodeWidthStr;
 
 use crate::config::Config;
-use crate::model::{Group, GroupKind, Mode, Preset};
+use crate::model::{DEFAULT_MAX_ITERATIONS, Mode, Preset};
 
 use super::catalog::Catalog;
 use super::models::resolved;
@@ -120,10 +120,7 @@ fn size(text: Option<&str>) -> String {
 
 fn max_iterations(p: &Preset) -> Option<u32> {
     match p.mode {
-        Mode::OrchestratorReflect => Some(
-            p.max_iterations
-                .unwrap_or_else(|| Group::new("", GroupKind::Team).max_iterations),
-        ),
+        Mode::OrchestratorReflect => Some(p.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS)),
         _ => p.max_iterations,
     }
 }

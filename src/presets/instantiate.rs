@@ -1,18 +1,23 @@
 //! A preset becomes a team group with its sessions, and a team group becomes a preset again.
 //!
 //! Session names are `<team-slug>-<worker>` (`<team-slug>-orchestrator`, `<team-slug>-evaluator`),
-//! made unique in the organization. The engine resolves `@worker:<name>` against session names
-//! with the `<team name>-` prefix removed, so the worker's preset name stays its handle.
+//! made unique in the organization (see [`crate::naming`]). The engine resolves `@worker:<name>`
+//! against session names with the `<team-slug>-` prefix removed, so the worker's preset name
+//! stays its handle.
 
 use std::path::Path;
 
 use crate::config::Config;
+use crate::model::limits::clamp_max_iterations;
 use crate::model::{
     Group, GroupId, GroupKind, Mode, Organization, Preset, PresetAgent, PresetWorker, Role, Session,
 };
+use crate::naming::{member_session_name, worker_handle, worker_slug};
 
 use super::models::resolved;
-use super::slug;
+
+/// Re-exported for the TUI's call sites until they use [`crate::naming`] directly.
+pub use crate::naming::team_slug;
 
 /// Creates a `team` group from `preset` in `org` (with its orchestrator, workers and evaluator)
 /// and returns its id. Models left to the default get `config`'s default model.
@@ -36,7 +41,8 @@ pub fn create_team_group(
     group.routing_context = preset.routing_context.clone();
     group.repo = repo.map(Path::to_path_buf);
     if let Some(n) = preset.max_iterations {
-        group.max_iterations = n;
+        // Parsed presets are checked already; one built in code is held to the same range.
+        group.max_iterations = clamp_max_iterations(n);
     }
     if let Some(t) = preset.worker_timeout_secs {
         group.worker_timeout_secs = t;
@@ -67,7 +73,7 @@ pub fn create_team_group(
     if let Some(o) = &preset.orchestrator {
         let i = add(
             org,
-            format!("{team}-orchestrator"),
+            member_session_name(&team, "orchestrator"),
             Role::Orchestrator,
             o.model.as_deref(),
         );
@@ -78,7 +84,7 @@ pub fn create_team_group(
     for w in &preset.workers {
         let i = add(
             org,
-            format!("{team}-{}", worker_slug(&w.name)),
+            member_session_name(&team, &worker_slug(&w.name)),
             Role::Worker,
             w.model.as_deref(),
         );
@@ -92,7 +98,7 @@ pub fn create_team_group(
     {
         let i = add(
             org,
-            format!("{team}-evaluator"),
+            member_session_name(&team, "evaluator"),
             Role::Evaluator,
             e.model.as_deref(),
         );
@@ -130,7 +136,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         .iter()
         .filter(|s| s.role == Role::Worker && Some(s.id.as_str()) != evaluator_id)
         .map(|s| PresetWorker {
-            name: worker_name_of(&s.name, &team),
+            name: worker_handle(&s.name, &team),
             display_name: s.display_name.clone(),
             role: s.member_role.clone(),
             model: Some(s.model.clone()),
@@ -155,27 +161,6 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
     })
 }
 
-/// The team part of session names.
-pub fn team_slug(group_name: &str) -> String {
-    let s = slug(group_name);
-    if s.is_empty() { "team".into() } else { s }
-}
-
-fn worker_slug(name: &str) -> String {
-    let s = slug(name);
-    if s.is_empty() { "worker".into() } else { s }
-}
-
-/// A worker session's `@worker:` name: its session name without the `<team-slug>-` prefix.
-pub fn worker_name_of(session_name: &str, team: &str) -> String {
-    let stripped = session_name
-        .strip_prefix(team)
-        .and_then(|r| r.strip_prefix('-'))
-        .filter(|r| !r.is_empty())
-        .unwrap_or(session_name);
-    slug(stripped)
-}
-
 /// The preset name a group was made from (`source_preset` is `<tier>:<name>`), else its name.
 fn preset_name_of(group: &Group) -> String {
     group
@@ -191,6 +176,7 @@ fn preset_name_of(group: &Group) -> String {
 mod tests {
     use super::*;
     use crate::model::Tier;
+    use crate::naming::slug;
 
     fn preset() -> Preset {
         let text = "name: Review Crew\ndescription: Reviews from two angles\nmode: orchestrator_reflect\nmax_iterations: 7\norchestrator: { prompt: lead well }\nevaluator: { prompt: judge }\nworkers:\n  - { name: Sec Ops, display_name: Sec Ops, role: Security, system_prompt: You audit. }\n  - { name: tests, system_prompt: You test., model: sim/fast }\nshared_context: shared\nrouting_context: routing\n";
@@ -233,6 +219,24 @@ mod tests {
             org.sessions
                 .iter()
                 .all(|s| s.team && s.repo.as_deref() == Some(Path::new("/r")))
+        );
+    }
+
+    #[test]
+    fn max_iterations_from_a_preset_made_in_code_are_held_to_the_range() {
+        let mut org = Organization::default();
+        let config = Config::from_env(|_| None);
+        let mut p = preset();
+        for (given, kept) in [(0, 1), (1000, 100), (7, 7)] {
+            p.max_iterations = Some(given);
+            let id = create_team_group(&mut org, &p, &config, None);
+            assert_eq!(org.group(&id).unwrap().max_iterations, kept);
+        }
+        p.max_iterations = None;
+        let id = create_team_group(&mut org, &p, &config, None);
+        assert_eq!(
+            org.group(&id).unwrap().max_iterations,
+            crate::model::DEFAULT_MAX_ITERATIONS
         );
     }
 

@@ -36,25 +36,6 @@ pub enum PresetError {
     },
 }
 
-/// Lower case; every run of characters that are not letters or digits becomes one `-`; no `-` at
-/// either end. Used for worker names from rosters and for folder and session names.
-pub fn slug(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut dash = false;
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            if dash && !out.is_empty() {
-                out.push('-');
-            }
-            dash = false;
-            out.extend(c.to_lowercase());
-        } else {
-            dash = true;
-        }
-    }
-    out
-}
-
 /// Cuts `text` to at most `max` characters on a character boundary; true when it was cut.
 pub(crate) fn cap_chars(text: &str, max: usize) -> (&str, bool) {
     match text.char_indices().nth(max) {
@@ -66,16 +47,6 @@ pub(crate) fn cap_chars(text: &str, max: usize) -> (&str, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slug_folds_runs_and_keeps_letters_of_any_script() {
-        assert_eq!(slug("Johnny Five"), "johnny-five");
-        assert_eq!(slug("  Dr. Sarah "), "dr-sarah");
-        assert_eq!(slug("B'Elanna"), "b-elanna");
-        assert_eq!(slug("lisa-lösningslotsen"), "lisa-lösningslotsen");
-        assert_eq!(slug("EECOM"), "eecom");
-        assert_eq!(slug("--"), "");
-    }
 
     #[test]
     fn cap_cuts_on_a_char_boundary() {

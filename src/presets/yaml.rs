@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use crate::config::{Config, ConfigError, split_slug, yaml_error};
+use crate::model::limits::check_max_iterations;
 use crate::model::{Mode, Preset, Tier};
 
 use super::PresetError;
@@ -121,12 +122,8 @@ fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetEr
             preset.mode
         ));
     }
-    if preset.max_iterations == Some(0) {
-        return Err(err(
-            "max_iterations",
-            0,
-            "max_iterations: must be at least 1".into(),
-        ));
+    if let Some(Err(e)) = preset.max_iterations.map(check_max_iterations) {
+        return Err(err("max_iterations", 0, format!("max_iterations: {e}")));
     }
     if preset.worker_timeout_secs == Some(0) {
         return Err(err(
@@ -259,6 +256,22 @@ routing_context: "optional: given to the orchestrator when planning"
         assert!(parse("name: X\nmode: broadcast\nmax_iterations: -3\nworkers: [{name: a}]\n").is_err());
         assert!(parse("name: ' '\nmode: broadcast\nworkers: [{name: a}]\n").is_err());
         assert!(parse("- just a list\n").is_err());
+    }
+
+    #[test]
+    fn max_iterations_out_of_range_is_an_error_naming_file_line_and_key() {
+        for (value, line) in [("0", 3), ("101", 3), ("500", 3)] {
+            let text = format!("name: X\nmode: broadcast\nmax_iterations: {value}\nworkers: [{{name: a}}]\n");
+            let e = parse(&text).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "/p/team.yaml line {line}: max_iterations: max iterations must be a whole number from 1 to 100, got {value}"
+                )
+            );
+        }
+        let p = parse("name: X\nmode: broadcast\nmax_iterations: 100\nworkers: [{name: a}]\n").unwrap();
+        assert_eq!(p.max_iterations, Some(100));
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::model::Organization;
 
+use super::saver::SnapshotSource;
 use super::{OrganizationFile, Saver, StoreError};
 
 #[derive(Clone)]
@@ -35,9 +36,14 @@ impl OrgHandle {
         file: OrganizationFile,
         debounce: Duration,
     ) -> OrgHandle {
+        OrgHandle::persistent_with(org, |source| Saver::with_source(file, debounce, source))
+    }
+
+    /// An organization saved by the saver `start` makes from a snapshot source.
+    fn persistent_with(org: Organization, start: impl FnOnce(SnapshotSource) -> Saver) -> OrgHandle {
         let org = Arc::new(Mutex::new(org));
         let source = Arc::clone(&org);
-        let saver = Saver::with_source(file, debounce, Box::new(move || lock(&source).clone()));
+        let saver = start(Box::new(move || lock(&source).clone()));
         OrgHandle {
             inner: Arc::new(Inner {
                 org,
@@ -116,18 +122,41 @@ mod tests {
     fn updates_are_saved_by_the_background_saver() {
         let dir = tempfile::tempdir().unwrap();
         let file = OrganizationFile::new(dir.path().join("organization.json"));
-        let handle = OrgHandle::persistent_with_debounce(
-            Organization::default(),
-            file.clone(),
-            Duration::from_millis(20),
-        );
+        let debounce = Duration::from_millis(20);
+        let handle = OrgHandle::persistent_with(Organization::default(), |source| {
+            Saver::with_manual_clock(file.clone(), debounce, Some(source))
+        });
+        let saver = handle.inner.saver.as_ref().unwrap();
         for k in 0..500 {
             handle.update(|o| o.groups.push(Group::new(format!("g{k}"), GroupKind::Repo)));
         }
-        handle.flush().unwrap();
-        assert!(handle.writes() <= 5, "{} writes", handle.writes());
-        let on_disk = file.inspect().unwrap().unwrap();
-        assert_eq!(on_disk.groups.len(), 500);
+        saver.advance(debounce - Duration::from_millis(1));
+        assert_eq!(handle.writes(), 0, "nothing is written during the debounce");
+        // No flush: the background saver writes once the debounce is over, all 500 at once.
+        saver.advance(Duration::from_millis(1));
+        assert_eq!(handle.writes(), 1);
+        assert_eq!(file.inspect().unwrap().unwrap().groups.len(), 500);
         assert_eq!(handle.read(|o| o.groups.len()), 500);
+        handle.update(|o| o.groups.clear());
+        handle.flush().unwrap();
+        assert_eq!(handle.writes(), 2);
+        assert!(file.inspect().unwrap().unwrap().groups.is_empty());
+    }
+
+    #[test]
+    fn reads_change_nothing_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = OrganizationFile::new(dir.path().join("organization.json"));
+        let handle = OrgHandle::persistent_with(Organization::default(), |source| {
+            Saver::with_manual_clock(file.clone(), Duration::ZERO, Some(source))
+        });
+        let saver = handle.inner.saver.as_ref().unwrap();
+        for _ in 0..100 {
+            handle.read(|o| o.groups.len());
+            handle.snapshot();
+        }
+        saver.advance(Duration::from_secs(60));
+        assert_eq!(handle.writes(), 0);
+        assert!(!file.path().exists());
     }
 }

@@ -138,7 +138,7 @@ impl App {
             for g in &o.groups {
                 if let Some(r) = &g.reflection {
                     let mut view = CycleView::from_persisted(r, g.mode);
-                    view.name_prefix = format!("{}-", crate::presets::instantiate::team_slug(&g.name));
+                    view.team_slug = crate::naming::team_slug(&g.name);
                     app.cycles.insert(g.id.clone(), view);
                 }
             }
@@ -447,7 +447,7 @@ impl App {
                     })
                 });
                 if let Some((mut view, name)) = saved {
-                    view.name_prefix = format!("{}-", crate::presets::instantiate::team_slug(&name));
+                    view.team_slug = crate::naming::team_slug(&name);
                     self.cycles.insert(g.clone(), view);
                 }
             }

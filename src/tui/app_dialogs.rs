@@ -6,7 +6,7 @@ use super::dialogs::{
     Confirm, ConfirmAction, Dialog, DialogResult, ListItem, ListPicker, Notice, PickPurpose, TextInput,
     TextPurpose,
 };
-use crate::model::{MAX_ITERATIONS_RANGE, Mode, Tier};
+use crate::model::{MAX_ITERATIONS, Mode, Tier};
 use crate::workspace::EditError;
 
 const PRESET_PICKER_TITLE: &str = "New team from a preset";
@@ -276,8 +276,8 @@ impl App {
             .unwrap_or_else(crate::model::default_max_iterations);
         let title = format!(
             "Max iterations ({}-{})",
-            MAX_ITERATIONS_RANGE.start(),
-            MAX_ITERATIONS_RANGE.end()
+            MAX_ITERATIONS.start(),
+            MAX_ITERATIONS.end()
         );
         self.dialogs.push(Dialog::Text(Box::new(TextInput::new(
             &title,

@@ -169,9 +169,8 @@ impl App {
             };
             self.latest_runs.insert(id.clone(), position);
         }
-        let prefix = format!("{}-", crate::presets::instantiate::team_slug(&event.group));
         let cycle = self.cycles.entry(id.clone()).or_default();
-        cycle.name_prefix = prefix;
+        cycle.team_slug = crate::naming::team_slug(&event.group);
         cycle.apply(event, now);
         if matches!(event.kind, EventKind::CycleStarted { .. }) {
             // A resumed cycle keeps the scores and tokens of its earlier iterations.
@@ -279,7 +278,7 @@ impl App {
             .org
             .read(|o| o.group(group_id).map(|g| g.name.clone()))
             .unwrap_or_default();
-        view.name_prefix = format!("{}-", crate::presets::instantiate::team_slug(&name));
+        view.team_slug = crate::naming::team_slug(&name);
         let mut ended = false;
         for record in &loaded.records {
             ended |= matches!(record.event.kind, EventKind::RunEnded { .. });

@@ -157,8 +157,8 @@ impl App {
         };
         let title = format!(
             "Reflect: max iterations ({}-{})",
-            crate::model::MAX_ITERATIONS_RANGE.start(),
-            crate::model::MAX_ITERATIONS_RANGE.end()
+            crate::model::MAX_ITERATIONS.start(),
+            crate::model::MAX_ITERATIONS.end()
         );
         self.dialogs.push(super::dialogs::Dialog::Text(Box::new(
             super::dialogs::TextInput::new(
@@ -177,7 +177,7 @@ impl App {
         goal: String,
         text: &str,
     ) -> Result<Vec<Command>, String> {
-        let max_iterations = crate::model::max_iterations_in_range(text)?;
+        let max_iterations = crate::model::limits::parse_max_iterations(text).map_err(|e| e.to_string())?;
         // The goal came from the composer: it is sent now.
         if self.composer.text() == goal {
             self.composer.take();

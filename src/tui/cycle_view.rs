@@ -68,8 +68,9 @@ pub struct CycleView {
     pub timeline: Vec<TimelineEntry>,
     /// The worker list still shows the previous iteration until the first new assignment.
     workers_stale: bool,
-    /// `<team-slug>-`: removed from session names for display (set by the app).
-    pub name_prefix: String,
+    /// The team's slug: `<team-slug>-` is removed from member names for display (set by the
+    /// app).
+    pub team_slug: String,
     /// When the run shown was recorded (a run read back from its file).
     pub recorded_at: Option<DateTime<Utc>>,
 }
@@ -158,10 +159,7 @@ impl CycleView {
 
     /// A member's name without the team prefix every session name starts with.
     pub fn short<'a>(&self, name: &'a str) -> &'a str {
-        match name.strip_prefix(self.name_prefix.as_str()) {
-            Some(rest) if !rest.is_empty() && !self.name_prefix.is_empty() => rest,
-            _ => name,
-        }
+        crate::naming::strip_team_prefix(name, &self.team_slug)
     }
 
     fn worker(&mut self, session_id: &str, name: &str) -> &mut WorkerRow {
@@ -192,10 +190,10 @@ impl CycleView {
         match &event.kind {
             EventKind::CycleStarted { mode, max_iterations } => {
                 let timeline = std::mem::take(&mut self.timeline);
-                let name_prefix = std::mem::take(&mut self.name_prefix);
+                let team_slug = std::mem::take(&mut self.team_slug);
                 let recorded_at = self.recorded_at.take();
                 *self = CycleView {
-                    name_prefix,
+                    team_slug,
                     recorded_at,
                     mode: Some(*mode),
                     max_iterations: *max_iterations,

@@ -8,12 +8,10 @@ use std::path::PathBuf;
 
 use crate::config::Config;
 use crate::engine::Engine;
-use crate::model::{
-    GroupId, GroupKind, Mode, Organization, Preset, Role, Session, SessionId, max_iterations_in_range,
-    reconcile,
-};
+use crate::model::limits::parse_max_iterations;
+use crate::model::{GroupId, GroupKind, Mode, Organization, Preset, Role, Session, SessionId, reconcile};
+use crate::naming::{member_session_name, team_slug};
 use crate::presets::create_team_group;
-use crate::presets::instantiate::team_slug;
 use crate::store::{OrgHandle, OrgView, RunFiles, Transcripts};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -319,7 +317,7 @@ impl Edits {
 
     /// The team's max iterations, from text a person typed.
     pub fn set_max_iterations(&self, group_id: &str, text: &str) -> Result<u32, EditError> {
-        let n = max_iterations_in_range(text).map_err(EditError::Invalid)?;
+        let n = parse_max_iterations(text).map_err(|e| EditError::Invalid(e.to_string()))?;
         self.org.update(|o| {
             let g = o.group_mut(group_id).ok_or(EditError::NoSuchGroup)?;
             g.max_iterations = n;
@@ -353,7 +351,7 @@ impl Edits {
                 return Err(EditError::Invalid("this team has an evaluator already".into()));
             }
             let g = o.group(group_id).ok_or(EditError::NoSuchGroup)?;
-            let name = o.unique_session_name(&format!("{}-evaluator", team_slug(&g.name)));
+            let name = o.unique_session_name(&member_session_name(&team_slug(&g.name), "evaluator"));
             let mut s = Session::new(name.clone(), group_id, model.clone());
             s.role = Role::Evaluator;
             s.team = true;

@@ -17,6 +17,10 @@ use super::fake_llm_server::FakeLlm;
 pub const ORCH: &str = "orch";
 pub const EVAL: &str = "eval";
 
+/// How long a test waits for something that comes within milliseconds before calling it hung.
+/// Far beyond any delay a loaded machine causes: it decides nothing, it only ends a hang.
+pub const HANG_GUARD: Duration = Duration::from_secs(120);
+
 pub struct Fixture {
     pub server: FakeLlm,
     pub engine: Engine,
@@ -165,6 +169,32 @@ impl Fixture {
     pub async fn wait_for_requests(&self, model: &str, n: usize) {
         while self.server.requests_for(model).len() < n {
             tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Waits for the first event `wanted` accepts; returns every event received until then,
+    /// that one included (they are no longer in [`Self::drain`]).
+    pub async fn events_until(
+        &mut self,
+        what: &str,
+        mut wanted: impl FnMut(&EngineEvent) -> bool,
+    ) -> Vec<EngineEvent> {
+        let events = &mut self.events;
+        let wait = async move {
+            let mut seen = Vec::new();
+            while let Some(e) = events.recv().await {
+                let done = wanted(&e);
+                seen.push(e);
+                if done {
+                    return Some(seen);
+                }
+            }
+            None
+        };
+        match tokio::time::timeout(HANG_GUARD, wait).await {
+            Ok(Some(seen)) => seen,
+            Ok(None) => panic!("the engine went away before {what}"),
+            Err(_) => panic!("{what} never came"),
         }
     }
 

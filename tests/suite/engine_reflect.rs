@@ -7,7 +7,7 @@ use huddle::engine::RunOverrides;
 use huddle::engine::events::{EventKind, RunKey};
 use huddle::model::{CycleOutcome, Evaluation, Mode, ReflectionCycle};
 
-use super::engine_fixture::{EVAL, ORCH, team};
+use super::engine_fixture::{EVAL, HANG_GUARD, ORCH, team};
 use super::fake_llm_server::{Reply, StreamEnd};
 
 fn plan(workers: &[&str], round: u32) -> Reply {
@@ -308,29 +308,32 @@ async fn no_assignment_on_the_first_plan_nudges_then_sends_the_request_to_everyo
 
 #[tokio::test]
 async fn stop_mid_dispatch_cancels_in_flight_requests_and_keeps_partial_text() {
-    let f = team(Mode::OrchestratorReflect, &["alpha"], true, 5).await;
+    let mut f = team(Mode::OrchestratorReflect, &["alpha"], true, 5).await;
     f.server.script(ORCH, vec![plan(&["alpha"], 1)]);
     f.server.script(
         "w-alpha",
         vec![Reply::chunks(["partial ", "answer "]).end(StreamEnd::Stall(Duration::from_secs(30)))],
     );
     let run = f.spawn_run("Do it");
-    // Wait until the worker's partial text has been streamed.
+    // Wait until the worker's partial text has been streamed (the stream then stalls).
     let worker = f.session_id("t-alpha");
-    let mut seen = false;
-    for _ in 0..200 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        if f.server.requests_for("w-alpha").len() == 1 {
-            seen = true;
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            break;
+    let mut streamed = String::new();
+    f.events_until("the worker's partial answer", |e| {
+        if let EventKind::Delta { session, text, .. } = &e.kind
+            && session == "t-alpha"
+        {
+            streamed.push_str(text);
         }
-    }
-    assert!(seen, "the worker was dispatched");
+        streamed == "partial answer "
+    })
+    .await;
+    assert_eq!(f.server.requests_for("w-alpha").len(), 1);
     assert!(f.engine.stop(&RunKey::team(&f.group_id)));
-    let report = tokio::time::timeout(Duration::from_secs(5), run)
+    // Without the stop the stalled stream would end in a read timeout and an error, not in a
+    // cancelled cycle.
+    let report = tokio::time::timeout(HANG_GUARD, run)
         .await
-        .expect("stop ends the run long before the 30 s stall")
+        .expect("stop ends the run")
         .unwrap();
     assert_eq!(report.outcome, CycleOutcome::Cancelled);
     f.engine.flush().unwrap();
@@ -362,15 +365,8 @@ async fn pause_waits_after_the_step_and_resume_continues() {
     f.wait_for_requests(ORCH, 1).await;
     assert!(f.engine.pause(&RunKey::team(&f.group_id)));
     // The plan in flight finishes, then the cycle waits.
-    let mut paused = false;
-    for _ in 0..300 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        if f.drain().iter().any(|e| matches!(e.kind, EventKind::CyclePaused)) {
-            paused = true;
-            break;
-        }
-    }
-    assert!(paused, "cycle_paused was emitted");
+    f.events_until("cycle_paused", |e| matches!(e.kind, EventKind::CyclePaused))
+        .await;
     let persisted = f
         .org
         .read(|o| o.group(&f.group_id).unwrap().reflection.clone().unwrap());
@@ -565,14 +561,9 @@ async fn resuming_clears_the_stall_history() {
     let run = f.spawn_run("Do it");
     f.wait_for_requests(ORCH, 5).await;
     assert!(f.engine.pause(&RunKey::team(&f.group_id)));
-    let mut seen = Vec::new();
-    for _ in 0..300 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        seen.extend(f.drain());
-        if seen.iter().any(|e| matches!(e.kind, EventKind::CyclePaused)) {
-            break;
-        }
-    }
+    let seen = f
+        .events_until("cycle_paused", |e| matches!(e.kind, EventKind::CyclePaused))
+        .await;
     assert!(
         seen.iter()
             .any(|e| matches!(e.kind, EventKind::StallWarning { consecutive: 1, .. }))

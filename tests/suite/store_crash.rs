@@ -68,15 +68,22 @@ fn killed_while_saving_never_loses_a_confirmed_save() {
             .spawn()
             .expect("spawn child");
         let stdout = child.stdout.take().expect("child stdout");
+        let (first_save, saved) = std::sync::mpsc::channel();
         let reader = std::thread::spawn(move || {
             let mut last = 0usize;
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 if let Some(n) = line.strip_prefix("saved ").and_then(|n| n.trim().parse().ok()) {
                     last = n;
+                    let _ = first_save.send(());
                 }
             }
             last
         });
+        // The first round kills only after a confirmed save, however slowly the child starts
+        // (an error ends the child and the channel with it); the others at any moment.
+        if round == 0 {
+            let _ = saved.recv();
+        }
         std::thread::sleep(Duration::from_millis(rng.u64(5..60)));
         child.kill().expect("SIGKILL the child");
         let status = child.wait().expect("reap child");

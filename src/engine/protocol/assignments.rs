@@ -12,7 +12,8 @@
 
 use serde_json::Value;
 
-use super::names::{WorkerResolver, clean_name, normalize_name};
+use super::names::{WorkerResolver, clean_name};
+use crate::naming::slug;
 
 /// One task for one worker. Several tasks for the same worker are already joined.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -448,7 +449,7 @@ fn read_header(rest: &str, resolver: &WorkerResolver<'_>) -> Header {
     let mut normalized_ends = Vec::with_capacity(word_ends.len());
     let mut word_start = 0;
     for &end in &word_ends {
-        let word = normalize_name(&body[word_start..end]);
+        let word = slug(&body[word_start..end]);
         if !word.is_empty() {
             if !normalized.is_empty() {
                 normalized.push('-');
@@ -462,7 +463,7 @@ fn read_header(rest: &str, resolver: &WorkerResolver<'_>) -> Header {
     // A line of more words than any worker name has parts cannot be a name: skip normalising it.
     let whole_normalized = match many_words {
         false => Some(normalized.clone()),
-        true if resolver.longest_name_parts() > MAX_NAME_WORDS => Some(normalize_name(whole)),
+        true if resolver.longest_name_parts() > MAX_NAME_WORDS => Some(slug(whole)),
         true => None,
     };
     if let Some(index) = whole_normalized.and_then(|n| resolver.resolve_strict_normalized(whole, &n)) {

@@ -16,7 +16,7 @@ pub use evaluation::{
     EvaluatorVerdict, PassFail, SelfEvaluation, SelfVerdict, is_reflection_complete, parse_evaluator_reply,
     parse_pass_fail, parse_self_evaluation,
 };
-pub use names::{FUZZY_MIN_MARGIN, FUZZY_MIN_SIMILARITY, WorkerResolver, normalize_name};
+pub use names::{FUZZY_MIN_MARGIN, FUZZY_MIN_SIMILARITY, WorkerResolver};
 pub use prompts::{
     LastEvaluation, PlanMode, Replan, TeamContext, WorkerTask, evaluator_prompt, nudge_prompt,
     planning_prompt, reflection_evaluator_prompt, reflection_followup_prompt, replan_prompt,

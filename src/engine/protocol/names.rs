@@ -1,12 +1,14 @@
 //! Resolving a worker name written by a model to one of the group's session names.
 //!
-//! In order: exact ignoring case; the normalised form (lower case, runs of non-alphanumerics
-//! to `-`, a leading `<team name>-` removed, on both sides); then fuzzy, for a unique best
+//! In order: exact ignoring case; the normalised form ([`slug`]: lower case, runs of
+//! non-alphanumerics to `-`; then [`strip_team_prefix`], on both sides); then fuzzy, for a unique best
 //! candidate only. Containment alone never matches: `coder` is not `coder-session` and
 //! `worker-1` is not `worker-10`.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+
+use crate::naming::{slug, strip_team_prefix};
 
 /// Least Damerau-Levenshtein similarity (normalised to 0..1) for a fuzzy match. One typo in an
 /// eight-letter name scores 0.875.
@@ -33,12 +35,12 @@ pub struct WorkerResolver<'w> {
 
 impl<'w> WorkerResolver<'w> {
     pub fn new<S: AsRef<str>>(workers: &'w [S], team_name: &str) -> Self {
-        let team = normalize_name(team_name);
+        let team = slug(team_name);
         let names: Vec<&str> = workers.iter().map(AsRef::as_ref).collect();
         let lower = names.iter().map(|n| n.to_lowercase()).collect();
         let short = names
             .iter()
-            .map(|n| short_form(&normalize_name(n), &team).to_string())
+            .map(|n| strip_team_prefix(&slug(n), &team).to_string())
             .collect();
         WorkerResolver {
             names,
@@ -74,7 +76,7 @@ impl<'w> WorkerResolver<'w> {
         if written.is_empty() {
             return Err("no worker name".to_string());
         }
-        let normalized = normalize_name(written);
+        let normalized = slug(written);
         match self.strict_matches(written, &normalized) {
             Matches::One(index) => return Ok(index),
             Matches::Several(indices) => {
@@ -101,16 +103,16 @@ impl<'w> WorkerResolver<'w> {
     /// A cheap test before [`Self::resolve_strict`]: could a name whose normalised form is
     /// `normalized` match strictly? (A strict match always has equal short forms.)
     pub fn may_match_strictly(&self, normalized: &str) -> bool {
-        let short = short_form(normalized, &self.team);
+        let short = strip_team_prefix(normalized, &self.team);
         !short.is_empty() && self.short.iter().any(|s| s == short)
     }
 
     /// Exact or normalised match only (no fuzzy), unique.
     pub fn resolve_strict(&self, written: &str) -> Option<usize> {
-        self.resolve_strict_normalized(written, &normalize_name(written))
+        self.resolve_strict_normalized(written, &slug(written))
     }
 
-    /// [`Self::resolve_strict`] when the caller already has `normalize_name(written)`.
+    /// [`Self::resolve_strict`] when the caller already has `slug(written)` (its normalised form).
     pub fn resolve_strict_normalized(&self, written: &str, normalized: &str) -> Option<usize> {
         match self.strict_matches(written, normalized) {
             Matches::One(index) => Some(index),
@@ -134,7 +136,7 @@ impl<'w> WorkerResolver<'w> {
         if !exact.is_empty() {
             return Matches::from(exact);
         }
-        let short = short_form(normalized, &self.team);
+        let short = strip_team_prefix(normalized, &self.team);
         Matches::from(
             (0..self.len())
                 .filter(|&i| self.short[i] == short)
@@ -143,7 +145,7 @@ impl<'w> WorkerResolver<'w> {
     }
 
     fn fuzzy(&self, normalized: &str) -> Option<usize> {
-        let target = short_form(normalized, &self.team);
+        let target = strip_team_prefix(normalized, &self.team);
         if target.is_empty() || target.chars().count() > FUZZY_MAX_CHARS {
             return None;
         }
@@ -185,42 +187,6 @@ impl From<Vec<usize>> for Matches {
             [one] => Matches::One(*one),
             _ => Matches::Several(indices),
         }
-    }
-}
-
-/// Lower case, runs of non-alphanumerics to one `-`, no `-` at either end.
-pub fn normalize_name(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut gap = false;
-    for c in name.chars() {
-        if c.is_alphanumeric() {
-            if gap && !out.is_empty() {
-                out.push('-');
-            }
-            gap = false;
-            if c.is_ascii() {
-                out.push(c.to_ascii_lowercase());
-            } else {
-                out.extend(c.to_lowercase());
-            }
-        } else {
-            gap = true;
-        }
-    }
-    out
-}
-
-/// A normalised name without a leading `<team>-` (unless that would leave nothing).
-fn short_form<'a>(normalized: &'a str, team: &str) -> &'a str {
-    if team.is_empty() {
-        return normalized;
-    }
-    match normalized
-        .strip_prefix(team)
-        .and_then(|rest| rest.strip_prefix('-'))
-    {
-        Some(rest) if !rest.is_empty() => rest,
-        _ => normalized,
     }
 }
 
@@ -328,11 +294,5 @@ mod tests {
         assert_eq!(clean_name("**alpha**:"), "alpha");
         assert_eq!(clean_name("\"Code Reviewer\","), "Code Reviewer");
         assert_eq!(clean_name("<worker-1>"), "worker-1");
-    }
-
-    #[test]
-    fn normalize_collapses_separators() {
-        assert_eq!(normalize_name("  Code  Review__Team! "), "code-review-team");
-        assert_eq!(normalize_name("Ünïcode Név"), "ünïcode-név");
     }
 }

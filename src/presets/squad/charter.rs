@@ -1,4 +1,7 @@
-//! A member's charter as a system prompt: front matter dropped, capped, and the model it asks for.
+//! A member's charter as a system prompt: front matter dropped, capped, and the model it asks for;
+//! and the other way, a prompt for a role and the role a prompt states.
+
+use crate::model::PresetWorker;
 
 use super::super::cap_chars;
 
@@ -107,6 +110,32 @@ pub fn role_prompt(name: &str, role: &str, team: &str) -> String {
     }
 }
 
+/// The worker's role: its own, else the first sentence of its system prompt without a leading
+/// "You are a/an".
+pub fn worker_role(w: &PresetWorker) -> String {
+    if let Some(role) = w.role.as_deref().filter(|r| !r.trim().is_empty()) {
+        return role.trim().to_string();
+    }
+    w.system_prompt
+        .as_deref()
+        .map(role_from_prompt)
+        .unwrap_or_default()
+}
+
+pub fn role_from_prompt(prompt: &str) -> String {
+    let first_line = prompt.trim().lines().next().unwrap_or("");
+    let sentence = first_line
+        .find(['.', '!', '?'])
+        .map_or(first_line, |i| &first_line[..i])
+        .trim();
+    let lower = sentence.to_lowercase();
+    let rest = ["you are an ", "you are a ", "you're an ", "you're a ", "you are "]
+        .iter()
+        .find(|p| lower.starts_with(*p))
+        .map_or(sentence, |p| &sentence[p.len()..]);
+    rest.trim().to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +177,16 @@ mod tests {
             Some("Boss")
         );
         assert_eq!(charter_role("# Lisa\n"), None);
+    }
+
+    #[test]
+    fn roles_come_from_the_first_sentence() {
+        assert_eq!(
+            role_from_prompt("You are a security auditor. You look."),
+            "security auditor"
+        );
+        assert_eq!(role_from_prompt("You are an editor!"), "editor");
+        assert_eq!(role_from_prompt("Checks tests\nmore"), "Checks tests");
+        assert_eq!(role_from_prompt(""), "");
     }
 }

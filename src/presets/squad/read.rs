@@ -9,8 +9,9 @@ use super::SquadError;
 use super::charter::{charter_prompt, charter_role, model_hint, role_prompt};
 use super::roster::{Member, TeamDoc, is_coordinator, is_special, parse_team, squash};
 use super::safety::{Refusal, TeamDir, TextFile};
+use crate::naming::slug;
+use crate::presets::cap_chars;
 use crate::presets::models::check_model;
-use crate::presets::{cap_chars, slug};
 
 /// `routing.md` and `decisions.md` are cut to this many characters (the cut is marked).
 pub const CONTEXT_MAX_CHARS: usize = 8_000;
@@ -56,12 +57,7 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
     let mut warnings = Vec::new();
     note_lossy(&file, "team.md", &mut warnings);
     let doc = parse_team(&file.text);
-    let repo_name = team
-        .repo
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "repo".into());
-    let name = team_name(doc.title.as_deref(), &repo_name);
+    let name = team_name(doc.title.as_deref(), &repo_name(&team.repo));
     let mode = match doc.mode.as_deref().map(str::parse::<Mode>) {
         None => Mode::OrchestratorReflect,
         Some(Ok(m)) => m,
@@ -176,6 +172,15 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         source: Some(dir.display().to_string()),
         warnings,
     }))
+}
+
+/// The repository folder's name, for the team name `<repo> squad` when team.md gives none.
+pub fn repo_name(repo: &Path) -> String {
+    let canonical = repo.canonicalize().unwrap_or_else(|_| repo.to_path_buf());
+    canonical
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "repo".into())
 }
 
 /// The team's name from its `# ` heading, or `<repo folder name> squad`.
@@ -436,6 +441,16 @@ fn already_capped(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repo_names_are_the_resolved_folder_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("kids-app");
+        std::fs::create_dir(&repo).unwrap();
+        assert_eq!(repo_name(&repo.join(".")), "kids-app");
+        // A path that does not resolve is named as written.
+        assert_eq!(repo_name(&dir.path().join("gone")), "gone");
+    }
 
     #[test]
     fn team_names() {

@@ -5,11 +5,11 @@
 //! when the group has a different one, and the `mode:` line. Pure text in, text out.
 
 use crate::model::{Mode, PresetWorker};
-use crate::presets::slug;
+use crate::naming::slug;
 
+use super::charter::worker_role;
 use super::read::team_name;
 use super::roster::{RosterTable, doc_lines, parse_team, split_row};
-use super::write::worker_role;
 
 /// What a team.md says about the team, as write-back wants it.
 pub struct TeamText<'a> {

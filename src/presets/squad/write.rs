@@ -10,19 +10,20 @@
 //! anywhere, a charter longer than the prompt cap, and a team.md or charter that is not UTF-8
 //! or is binary. Any other file whose content would change is only replaced with `force` (or
 //! when the user confirmed exactly that file); otherwise the error lists exactly those files.
-//! Every write is atomic (temporary file, then rename) and keeps the replaced file's BOM and
-//! line endings.
+//! Every write is atomic ([`write_atomic`]: temporary file, fsync, rename, fsync of the folder)
+//! and keeps the replaced file's BOM and line endings.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::config::Paths;
 use crate::model::{Organization, PresetWorker};
+use crate::naming::{slug_or, team_slug};
 use crate::presets::instantiate::preset_from_group;
-use crate::presets::{preset_to_yaml, slug};
+use crate::presets::preset_to_yaml;
+use crate::store::{StoreError, write_atomic};
 
-use super::charter::{charter_prompt, role_prompt, strip_front_matter};
-use super::read::{capped_context, carries_cap_marker, current_roster, team_dir};
+use super::charter::{charter_prompt, role_prompt, strip_front_matter, worker_role};
+use super::read::{capped_context, carries_cap_marker, current_roster, repo_name, team_dir};
 use super::report::{ExportPlan, ExportReport, KeptFile, KeptReason};
 use super::safety::decode;
 use super::team_md::{TeamText, edit_team_md, fresh_team_md};
@@ -47,6 +48,9 @@ pub enum ExportError {
         #[source]
         source: std::io::Error,
     },
+    /// Creating, writing or replacing a file failed; says which and where.
+    #[error(transparent)]
+    Write(#[from] StoreError),
     #[error("cannot serialise the preset: {0}")]
     Yaml(String),
 }
@@ -196,7 +200,7 @@ impl Prepared {
         for action in self.actions {
             match action {
                 Action::Write { path, content, .. } => {
-                    write_atomic(&path, &content)?;
+                    write_file(&path, &content)?;
                     report.written.push(path);
                 }
                 Action::Unchanged(path) => report.unchanged.push(path),
@@ -296,7 +300,7 @@ fn prepare(org: &Organization, group_id: &str, repo: &Path, paths: &Paths) -> Re
 
     let preset_file = paths
         .presets_dir()
-        .join(format!("{}.yaml", file_stem(&preset.name)));
+        .join(format!("{}.yaml", team_slug(&preset.name)));
     let yaml = preset_to_yaml(&preset).map_err(|e| ExportError::Yaml(e.to_string()))?;
     actions.push(match read_existing(&preset_file)? {
         Existing::Missing => write_new(preset_file.clone(), yaml),
@@ -400,50 +404,9 @@ fn read_existing(path: &Path) -> Result<Existing, ExportError> {
     }
 }
 
-/// The repository folder's name, as discovery uses it for `<repo> squad`.
-fn repo_name(repo: &Path) -> String {
-    let canonical = repo.canonicalize().unwrap_or_else(|_| repo.to_path_buf());
-    canonical
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "repo".into())
-}
-
 /// A folder-safe agent name: the `@worker:` name, lower case, non-alphanumerics to `-`.
 pub fn agent_name(worker: &str) -> String {
-    let s = slug(worker);
-    if s.is_empty() { "agent".into() } else { s }
-}
-
-fn file_stem(name: &str) -> String {
-    let s = slug(name);
-    if s.is_empty() { "team".into() } else { s }
-}
-
-/// The worker's role: its own, else the first sentence of its system prompt without a leading
-/// "You are a/an".
-pub fn worker_role(w: &PresetWorker) -> String {
-    if let Some(role) = w.role.as_deref().filter(|r| !r.trim().is_empty()) {
-        return role.trim().to_string();
-    }
-    w.system_prompt
-        .as_deref()
-        .map(role_from_prompt)
-        .unwrap_or_default()
-}
-
-pub fn role_from_prompt(prompt: &str) -> String {
-    let first_line = prompt.trim().lines().next().unwrap_or("");
-    let sentence = first_line
-        .find(['.', '!', '?'])
-        .map_or(first_line, |i| &first_line[..i])
-        .trim();
-    let lower = sentence.to_lowercase();
-    let rest = ["you are an ", "you are a ", "you're an ", "you're a ", "you are "]
-        .iter()
-        .find(|p| lower.starts_with(*p))
-        .map_or(sentence, |p| &sentence[p.len()..]);
-    rest.trim().to_string()
+    slug_or(worker, "agent")
 }
 
 /// Refuses paths whose existing part resolves outside the repository (a symlinked `.squad` or
@@ -479,45 +442,20 @@ fn check_inside(repo: &Path, path: &Path) -> Result<(), ExportError> {
     }
 }
 
-/// Temporary file in the same folder, flushed, then renamed over the target.
-fn write_atomic(path: &Path, content: &str) -> Result<(), ExportError> {
-    let io = |source| ExportError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io)?;
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(content.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+/// Creates the file's folder, then writes the file with [`write_atomic`].
+fn write_file(path: &Path, content: &str) -> Result<(), ExportError> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| ExportError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
     }
-    result.map_err(io)
+    Ok(write_atomic(path, content.as_bytes())?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn roles_come_from_the_first_sentence() {
-        assert_eq!(
-            role_from_prompt("You are a security auditor. You look."),
-            "security auditor"
-        );
-        assert_eq!(role_from_prompt("You are an editor!"), "editor");
-        assert_eq!(role_from_prompt("Checks tests\nmore"), "Checks tests");
-        assert_eq!(role_from_prompt(""), "");
-    }
 
     #[test]
     fn a_charter_keeps_its_front_matter_and_the_gap_after_it() {
@@ -553,5 +491,28 @@ mod tests {
             &ledger_action(p, "d.md", capped, Existing::Missing),
             KeptReason::ShortenedLedger
         ));
+    }
+
+    #[test]
+    fn files_are_written_atomically_into_new_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".squad/agents/ann/charter.md");
+        write_file(&path, "# Ann\n").unwrap();
+        write_file(&path, "# Ann, again\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "# Ann, again\n");
+        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["charter.md"], "no temporary file is left");
+        // A failure names the step that failed (the store's write_atomic reports it).
+        std::fs::create_dir(dir.path().join("taken.md")).unwrap();
+        let err = write_file(&dir.path().join("taken.md"), "x").unwrap_err();
+        assert!(err.to_string().starts_with("cannot replace "), "{err}");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            2,
+            "no temporary file is left"
+        );
     }
 }
