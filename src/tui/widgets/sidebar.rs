@@ -10,6 +10,7 @@ use ratatui::widgets::Paragraph;
 
 use super::{pane, spinner};
 use crate::model::{GroupId, GroupKind, Mode, Organization, Role, SessionId};
+use crate::naming;
 use crate::text::sanitize;
 use crate::tui::cycle_view::CycleView;
 
@@ -157,15 +158,12 @@ fn row_line(props: &Props<'_>, row: &Row) -> Line<'static> {
                 "  · ".to_string()
             }));
             // Team members' names repeat the team's; show the distinct part.
-            let prefix = o
+            let team = o
                 .group(&s.group_id)
                 .filter(|g| g.is_team())
-                .map(|g| format!("{}-", crate::presets::instantiate::team_slug(&g.name)))
+                .map(|g| naming::team_slug(&g.name))
                 .unwrap_or_default();
-            let shown = match s.name.strip_prefix(prefix.as_str()) {
-                Some(rest) if !prefix.is_empty() && !rest.is_empty() => rest,
-                _ => s.name.as_str(),
-            };
+            let shown = naming::strip_team_prefix(&s.name, &team);
             spans.push(Span::raw(sanitize::display(shown).into_owned()));
             // The role, unless the name already says it.
             match s.role {

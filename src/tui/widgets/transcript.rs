@@ -11,6 +11,7 @@ use ratatui::widgets::Paragraph;
 
 use super::pane;
 use crate::model::{Mode, Role};
+use crate::naming;
 use crate::text::sanitize;
 use crate::tui::cycle_view::CycleView;
 use crate::tui::markdown::wrap_line_into;
@@ -244,14 +245,11 @@ fn render_group(
         header.push_str(&format!(" · {}", sanitize::display(&r.display().to_string())));
     }
     lines.push(Line::styled(header, dim));
-    let prefix = format!("{}-", crate::presets::instantiate::team_slug(name));
+    let team = naming::team_slug(name);
     let members_line = members
         .iter()
         .map(|(n, r)| {
-            let n = n
-                .strip_prefix(prefix.as_str())
-                .filter(|s| !s.is_empty())
-                .unwrap_or(n);
+            let n = naming::strip_team_prefix(n, &team);
             match r {
                 Role::Worker => sanitize::display(n).into_owned(),
                 other => format!("{} ({other})", sanitize::display(n)),
