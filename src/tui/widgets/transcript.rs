@@ -7,7 +7,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Paragraph, Wrap};
 
 use super::pane;
 use crate::model::{Mode, Role};
@@ -161,7 +161,8 @@ fn render_session(
                     props.keys.send
                 ),
                 dim,
-            )),
+            ))
+            .wrap(Wrap { trim: true }),
             inner,
         );
         return;
