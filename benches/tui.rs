@@ -15,7 +15,6 @@ use huddle::tui::command::{AppEvent, Command};
 use huddle::workspace::Edits;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use ratatui::layout::Rect;
 
 fn config() -> Config {
     Config::parse("default_model: sim/demo\n", Path::new("config.yaml")).unwrap()
@@ -104,8 +103,6 @@ fn big_org() -> Organization {
 }
 
 fn draw(app: &mut App, terminal: &mut Terminal<TestBackend>) {
-    let size = terminal.size().unwrap();
-    app.screen = Rect::new(0, 0, size.width, size.height);
     terminal
         .draw(|f| huddle::tui::render::draw(f, app, false))
         .unwrap();

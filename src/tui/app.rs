@@ -4,6 +4,7 @@
 //! through the application layer ([`Edits`]). No terminal and no engine here, so tests drive it
 //! directly.
 
+use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
@@ -17,6 +18,8 @@ use super::cycle_view::CycleView;
 use super::dialogs::{ConfirmAction, Dialog, Notice, Outcome};
 use super::history::PromptHistory;
 use super::keymap::Keymap;
+use super::layout::{FrameLayout, Pane};
+use super::mouse::{MouseTarget, WHEEL_LINES};
 use super::runs::{Pending, Runs};
 use super::search::TranscriptSearch;
 use super::transcript_view::TranscriptView;
@@ -35,12 +38,8 @@ pub enum Focus {
     Composer,
 }
 
-/// A row of the sidebar tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Row {
-    Group(GroupId),
-    Session(SessionId),
-}
+/// A row of the sidebar tree (defined with the sidebar, which draws it).
+pub use super::widgets::sidebar::Row;
 
 /// An earlier run of a team shown instead of the latest (browsed with the run keys).
 #[derive(Debug, Clone, PartialEq)]
@@ -90,8 +89,11 @@ pub struct App {
     pub should_quit: bool,
     /// Advanced by the runtime on each frame while something is busy (spinner phase).
     pub tick: usize,
-    /// The terminal's size at the last frame (for mouse hit-tests).
+    /// The terminal's size at the last frame. Nothing reads it: the geometry is [`App::layout`].
     pub screen: Rect,
+    /// Where each pane was drawn in the last frame (set by the draw, which only reads the
+    /// rest of the app): mouse hit-tests, paging and search scroll use it.
+    pub layout: Cell<FrameLayout>,
     /// False while the mouse is left to the terminal (its own text selection works).
     pub mouse_capture: bool,
     /// Prompts sent from this run, recalled with Up/Down in the composer.
@@ -127,6 +129,7 @@ impl App {
             should_quit: false,
             tick: 0,
             screen: Rect::new(0, 0, 80, 24),
+            layout: Cell::default(),
             mouse_capture: true,
             history: PromptHistory::default(),
             search: None,
@@ -419,8 +422,8 @@ impl App {
             Action::SearchNext => self.search_step(true),
             Action::SearchPrev => self.search_step(false),
             Action::LeaveSearch => self.search = None,
-            Action::HistoryPrev => self.history_older(),
-            Action::HistoryNext => self.history_newer(),
+            Action::HistoryPrev => self.composer.recall_older(&mut self.history),
+            Action::HistoryNext => self.composer.recall_newer(&mut self.history),
             Action::ReflectSession => self.open_reflect(),
             Action::OlderRun => return self.browse_runs(-1),
             Action::NewerRun => return self.browse_runs(1),
@@ -506,9 +509,10 @@ impl App {
         commands
     }
 
-    /// Lines of the transcript pane (for paging).
+    /// Lines a page scrolls: the transcript's height on screen, less one line kept for context.
     fn page(&self) -> usize {
-        (self.screen.height as usize).saturating_sub(12).max(3)
+        let height = self.layout.get().transcript_inner().height as usize;
+        height.saturating_sub(1).max(1)
     }
 
     /// Scrolls the transcript on screen; positive is up (older text).
@@ -653,8 +657,12 @@ impl App {
 
     /// The composer's placeholder says where the text goes.
     pub fn refresh_placeholder(&mut self) {
+        let key = |a| self.keymap.key_label(a);
         let text = match self.selected_group_id() {
-            None => "Create a team with n, or select a session".to_string(),
+            None => format!(
+                "Create a team with {}, or select a session",
+                key(Action::NewGroupFromPreset)
+            ),
             Some(gid) => {
                 let (team, name, mode) = self.org.read(|o| {
                     o.group(&gid)
@@ -672,15 +680,41 @@ impl App {
                         .unwrap_or_default();
                     format!("Message {}…", crate::text::sanitize::display(&name))
                 } else {
-                    "Select a session to chat, or press N for a new one".to_string()
+                    format!(
+                        "Select a session to chat, or press {} for a new one",
+                        key(Action::NewSession)
+                    )
                 }
             }
         };
         self.composer.set_placeholder(&text);
     }
 
+    /// A mouse event on the last frame drawn.
     pub fn handle_mouse(&mut self, ev: MouseEvent) -> Vec<Command> {
-        super::mouse::handle(self, ev)
+        if !self.dialogs.is_empty() {
+            return Vec::new();
+        }
+        match super::mouse::hit_test(&self.layout.get(), &ev) {
+            Some(MouseTarget::ScrollUp(Pane::Sidebar)) => return self.move_cursor(-1),
+            Some(MouseTarget::ScrollDown(Pane::Sidebar)) => return self.move_cursor(1),
+            Some(MouseTarget::ScrollUp(Pane::Transcript)) => self.scroll(WHEEL_LINES),
+            Some(MouseTarget::ScrollDown(Pane::Transcript)) => self.scroll(-WHEEL_LINES),
+            Some(MouseTarget::SidebarRow(i)) => {
+                self.focus = Focus::Sidebar;
+                if i != self.cursor && i < self.rows().len() {
+                    self.cursor = i;
+                    let commands = self.on_selection_changed();
+                    self.refresh_placeholder();
+                    return commands;
+                }
+            }
+            Some(MouseTarget::Click(Pane::Sidebar)) => self.focus = Focus::Sidebar,
+            Some(MouseTarget::Click(Pane::Transcript)) => self.focus = Focus::Transcript,
+            Some(MouseTarget::Click(Pane::Composer)) => self.focus = Focus::Composer,
+            _ => {}
+        }
+        Vec::new()
     }
 }
 

@@ -1,10 +1,9 @@
 //! Everyday tools on top of the main screen: folding groups in the sidebar, copying text out
-//! (OSC 52), recalling sent prompts in the composer, and `/` search in a transcript.
+//! (OSC 52), and `/` search in a transcript.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::layout::Rect;
-use tui_textarea::CursorMove;
 
+use super::action::Action;
 use super::app::{App, Focus, Row};
 use super::command::Command;
 use super::search::{self, TranscriptSearch};
@@ -14,7 +13,8 @@ impl App {
     /// group of the selected session; the cursor lands on the group. Saved in `ui`.
     pub(super) fn fold(&mut self, collapse: Option<bool>) -> Vec<Command> {
         if self.focus != Focus::Sidebar {
-            self.flash("folding works in the sidebar (Tab to it)", true);
+            let key = self.keymap.key_label(Action::FocusNext);
+            self.flash(format!("folding works in the sidebar ({key} to it)"), true);
             return Vec::new();
         }
         let (group_id, on_session) = match self.selected_row() {
@@ -77,33 +77,6 @@ impl App {
         }
     }
 
-    /// Up in the composer: on its first line, with nothing typed (or a recalled prompt left
-    /// as it was), the prompt sent before; otherwise the cursor moves up.
-    pub(super) fn history_older(&mut self) {
-        let (first, _) = self.composer.cursor_on_edges();
-        if first && self.history.may_browse(&self.composer.text()) {
-            if let Some(text) = self.history.older().map(str::to_string) {
-                self.composer.set_text(&text);
-            }
-            return;
-        }
-        self.composer.move_cursor(CursorMove::Up);
-    }
-
-    /// Down in the composer: on the last line of a recalled prompt, the next one (after the
-    /// newest, an empty composer); otherwise the cursor moves down.
-    pub(super) fn history_newer(&mut self) {
-        let (_, last) = self.composer.cursor_on_edges();
-        let text = self.composer.text();
-        if last && self.history.browsing() && self.history.may_browse(&text) {
-            if let Some(next) = self.history.newer().map(str::to_string) {
-                self.composer.set_text(&next);
-            }
-            return;
-        }
-        self.composer.move_cursor(CursorMove::Down);
-    }
-
     /// Opens the search line for the selected session's transcript.
     pub(super) fn start_search(&mut self) {
         let Some(id) = self.selected_session_id() else {
@@ -142,7 +115,7 @@ impl App {
     /// Jumps to the next (or previous) line with a match, wrapping round. The first jump
     /// starts from the top of the window.
     pub(super) fn search_step(&mut self, forward: bool) {
-        let inner = self.transcript_inner();
+        let inner = self.layout.get().transcript_inner();
         let Some(s) = self.search.as_mut().filter(|s| !s.editing) else {
             return;
         };
@@ -171,18 +144,5 @@ impl App {
         let index = matches.iter().position(|&m| m == target).unwrap_or(0);
         s.position = Some((index + 1, matches.len()));
         view.set_scroll_from_bottom(search::scroll_to_show(target, lines.len(), height));
-    }
-
-    /// The text area of the transcript pane on the current screen.
-    fn transcript_inner(&self) -> Rect {
-        let composer_rows = self.composer.rows(self.screen.width.saturating_sub(2), 6);
-        let areas = super::layout::compute(self.screen, super::render::shows_panel(self), composer_rows);
-        let t = areas.transcript;
-        Rect::new(
-            t.x + 1,
-            t.y + 1,
-            t.width.saturating_sub(2),
-            t.height.saturating_sub(2),
-        )
     }
 }

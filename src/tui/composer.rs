@@ -1,10 +1,15 @@
-//! The composer: a soft-wrapping tui-textarea. The app routes huddle's keys (Enter, Ctrl-P,
-//! Ctrl-X, Ctrl-C, Alt-Enter) before a key ever reaches the textarea, whose own defaults would
-//! take them.
+//! The composer: a soft-wrapping tui-textarea, and the recall of sent prompts in it. The app
+//! routes huddle's keys (send, newline, pause, stop, quit) before a key ever reaches the
+//! textarea, whose own defaults would take them.
 
 use crossterm::event::KeyEvent;
+use ratatui::Frame;
+use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
-use tui_textarea::{TextArea, WrapMode};
+use ratatui::widgets::{Paragraph, Wrap};
+use tui_textarea::{CursorMove, TextArea, WrapMode};
+
+use super::history::PromptHistory;
 
 /// Text made safe for a textarea: [`crate::text::sanitize::display`] (no escape sequences,
 /// control, bidi or invisible characters; `\r\n` to `\n`), except that tabs are kept, since
@@ -60,7 +65,7 @@ impl Composer {
         (row == 0, row + 1 >= self.area.lines().len())
     }
 
-    pub fn move_cursor(&mut self, m: tui_textarea::CursorMove) {
+    pub fn move_cursor(&mut self, m: CursorMove) {
         self.area.move_cursor(m);
     }
 
@@ -82,16 +87,66 @@ impl Composer {
         }
     }
 
-    /// Rows the text needs at `width` (soft-wrapped), between 1 and `max`.
+    /// Rows the text needs at `width` (soft-wrapped), between 1 and `max`. A line exactly as
+    /// wide as the box takes one row (the cursor after it stays on that row).
     pub fn rows(&self, width: u16, max: u16) -> u16 {
         let w = width.max(1) as usize;
         let rows: usize = self
             .area
             .lines()
             .iter()
-            .map(|l| unicode_width::UnicodeWidthStr::width(l.as_str()) / w + 1)
+            .map(|l| {
+                unicode_width::UnicodeWidthStr::width(l.as_str())
+                    .div_ceil(w)
+                    .max(1)
+            })
             .sum();
-        (rows as u16).clamp(1, max)
+        rows.clamp(1, max as usize) as u16
+    }
+
+    /// Up: on the first line, with nothing typed (or a recalled prompt left as it was), the
+    /// prompt sent before; otherwise the cursor moves up.
+    pub fn recall_older(&mut self, history: &mut PromptHistory) {
+        let (first, _) = self.cursor_on_edges();
+        if first && history.may_browse(&self.text()) {
+            if let Some(text) = history.older().map(str::to_string) {
+                self.set_text(&text);
+            }
+            return;
+        }
+        self.move_cursor(CursorMove::Up);
+    }
+
+    /// Down: on the last line of a recalled prompt, the next one (after the newest, an empty
+    /// composer); otherwise the cursor moves down.
+    pub fn recall_newer(&mut self, history: &mut PromptHistory) {
+        let (_, last) = self.cursor_on_edges();
+        if last && history.browsing() && history.may_browse(&self.text()) {
+            if let Some(next) = history.newer().map(str::to_string) {
+                self.set_text(&next);
+            }
+            return;
+        }
+        self.move_cursor(CursorMove::Down);
+    }
+
+    /// Draws the composer in its box: the textarea with its cursor while focused, else the text
+    /// (or the dim placeholder saying where it goes).
+    pub fn render(&self, frame: &mut Frame<'_>, area: Rect, focused: bool) {
+        let block = super::widgets::pane(" Message ".into(), focused);
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        if focused {
+            frame.render_widget(&self.area, inner);
+        } else if self.is_empty() {
+            frame.render_widget(
+                Paragraph::new(self.area.placeholder_text().to_string())
+                    .style(Style::default().add_modifier(Modifier::DIM)),
+                inner,
+            );
+        } else {
+            frame.render_widget(Paragraph::new(self.text()).wrap(Wrap { trim: false }), inner);
+        }
     }
 }
 

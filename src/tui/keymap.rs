@@ -332,14 +332,42 @@ impl Keymap {
     /// The keys of an action in a context, joined for display (`j/↓`).
     pub fn keys_text(&self, context: Context, action: Action) -> Option<String> {
         let keys = self.bindings(context).iter().find(|(a, _)| *a == action)?;
-        Some(
-            keys.1
+        Some(display(
+            &keys
+                .1
                 .iter()
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()
                 .join("/"),
-        )
+        ))
     }
+
+    /// The first key of an action in a context, for a hint (`j`).
+    pub fn first_key(&self, context: Context, action: Action) -> Option<String> {
+        let (_, keys) = self.bindings(context).iter().find(|(a, _)| *a == action)?;
+        keys.first().map(|k| display(&k.to_string()))
+    }
+
+    /// The key to name when prose tells the user to press `action` ("press N for a new one"):
+    /// its first key where it works most widely (everywhere, then in the panes, the composer,
+    /// a search). Keys can be rebound, so no hint spells a key itself.
+    pub fn key_label(&self, action: Action) -> String {
+        [
+            Context::Global,
+            Context::Navigation,
+            Context::Composer,
+            Context::Search,
+        ]
+        .into_iter()
+        .find_map(|c| self.first_key(c, action))
+        // Unreachable with the defaults (every action has a key); the name still tells which.
+        .unwrap_or_else(|| format!("the {} key", action.name()))
+    }
+}
+
+/// A key as drawn: keys come from `config.yaml`, so a stray control character is not drawn.
+fn display(keys: &str) -> String {
+    crate::text::sanitize::display(keys).into_owned()
 }
 
 fn suggest(name: &str) -> String {
@@ -512,6 +540,35 @@ mod tests {
         );
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(errors[0].to_string().contains("keys.send"), "{}", errors[0]);
+    }
+
+    #[test]
+    fn key_labels_follow_rebound_keys() {
+        let map = Keymap::default();
+        assert_eq!(map.key_label(Action::NewSession), "N");
+        assert_eq!(map.key_label(Action::NewGroupFromPreset), "n");
+        // A key that works everywhere is named before the panes' own.
+        assert_eq!(map.key_label(Action::TogglePauseCycle), "Ctrl-P");
+        assert_eq!(map.key_label(Action::Send), "Enter");
+        assert_eq!(map.key_label(Action::FocusNext), "Tab");
+        let mut o = BTreeMap::new();
+        o.insert(
+            "new_session".to_string(),
+            KeyList::Many(vec!["f2".into(), "s".into()]),
+        );
+        o.insert("send".to_string(), KeyList::One("ctrl-s".into()));
+        o.insert("help".to_string(), KeyList::One("\u{1b}".into()));
+        let (map, _) = Keymap::with_overrides(&o);
+        assert_eq!(map.key_label(Action::NewSession), "F2");
+        assert_eq!(map.key_label(Action::Send), "Ctrl-S");
+        assert_eq!(
+            map.first_key(Context::Composer, Action::Send),
+            Some("Ctrl-S".into())
+        );
+        assert!(
+            !map.key_label(Action::Help).contains('\u{1b}'),
+            "an escape is not drawn"
+        );
     }
 
     #[test]

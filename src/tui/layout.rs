@@ -1,94 +1,179 @@
-//! Where each pane goes, as a pure function of the screen size so drawing and mouse hit-tests
-//! agree. At 80x24 everything fits; below that the cycle panel folds away first.
+//! Where each pane goes: one pure function of what the screen shows and its size. The draw
+//! computes it once per frame and the app keeps it, so mouse hit-tests, paging and search
+//! scroll use the very rectangles that were drawn. At 80x24 everything fits; below that the
+//! cycle panel folds away first.
 
-use ratatui::layout::Rect;
+use ratatui::layout::{Position, Rect};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Areas {
-    pub sidebar: Rect,
-    pub transcript: Rect,
-    pub panel: Option<Rect>,
-    pub composer: Rect,
-    pub status: Rect,
-}
+use super::composer::Composer;
+use super::widgets::{inner, sidebar};
 
 /// Smallest screen that shows the cycle panel.
 pub const MIN_PANEL: (u16, u16) = (80, 24);
 /// From this width the panel sits right of the transcript instead of below it.
 pub const WIDE: u16 = 110;
+/// The composer grows with its text up to this many rows, then scrolls.
+pub const COMPOSER_MAX_ROWS: u16 = 6;
 
-pub fn compute(area: Rect, show_panel: bool, composer_rows: u16) -> Areas {
-    let status_h = 1.min(area.height);
-    let composer_h = (composer_rows + 2)
-        .min(area.height.saturating_sub(status_h + 3))
-        .max(1.min(area.height));
-    let main_h = area.height.saturating_sub(status_h + composer_h);
-    let main = Rect::new(area.x, area.y, area.width, main_h);
-    let composer = Rect::new(area.x, area.y + main_h, area.width, composer_h);
-    let status = Rect::new(area.x, area.y + main_h + composer_h, area.width, status_h);
+/// A pane of the main screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    Sidebar,
+    Transcript,
+    Panel,
+    Composer,
+    Status,
+}
 
-    let sidebar_w = if area.width < 40 {
-        0
-    } else {
-        (area.width / 4).clamp(18, 32)
-    };
-    let sidebar = Rect::new(main.x, main.y, sidebar_w, main.height);
-    let centre = Rect::new(main.x + sidebar_w, main.y, main.width - sidebar_w, main.height);
-    let fits = area.width >= MIN_PANEL.0 && area.height >= MIN_PANEL.1;
-    let (transcript, panel) = if !show_panel || !fits {
-        (centre, None)
-    } else if area.width >= WIDE {
-        let w = 36.min(centre.width / 2);
-        (
-            Rect::new(centre.x, centre.y, centre.width - w, centre.height),
-            Some(Rect::new(centre.x + centre.width - w, centre.y, w, centre.height)),
-        )
-    } else {
-        let h = 8.min(centre.height / 2);
-        (
-            Rect::new(centre.x, centre.y, centre.width, centre.height - h),
-            Some(Rect::new(centre.x, centre.y + centre.height - h, centre.width, h)),
-        )
-    };
-    Areas {
-        sidebar,
-        transcript,
-        panel,
-        composer,
-        status,
+/// The geometry of one frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameLayout {
+    pub screen: Rect,
+    pub sidebar: Rect,
+    pub transcript: Rect,
+    pub panel: Option<Rect>,
+    pub composer: Rect,
+    pub status: Rect,
+    /// The first sidebar row on screen (the one at the top of its inner area).
+    pub sidebar_offset: usize,
+}
+
+/// What of the app's state decides the layout.
+#[derive(Clone, Copy)]
+pub struct LayoutInput<'a> {
+    /// A team is selected: its cycle panel is shown where it fits.
+    pub show_panel: bool,
+    pub composer: &'a Composer,
+    /// The selected sidebar row, kept on screen.
+    pub sidebar_cursor: usize,
+}
+
+impl FrameLayout {
+    pub fn compute(area: Rect, input: LayoutInput<'_>) -> FrameLayout {
+        // The composer's text wraps inside its border, across the whole width.
+        let composer_rows = input.composer.rows(inner(area).width, COMPOSER_MAX_ROWS);
+        let status_h = 1.min(area.height);
+        let composer_h = (composer_rows + 2)
+            .min(area.height.saturating_sub(status_h + 3))
+            .max(1.min(area.height));
+        let main_h = area.height.saturating_sub(status_h + composer_h);
+        let main = Rect::new(area.x, area.y, area.width, main_h);
+        let composer = Rect::new(area.x, area.y + main_h, area.width, composer_h);
+        let status = Rect::new(area.x, area.y + main_h + composer_h, area.width, status_h);
+
+        let sidebar_w = if area.width < 40 {
+            0
+        } else {
+            (area.width / 4).clamp(18, 32)
+        };
+        let sidebar = Rect::new(main.x, main.y, sidebar_w, main.height);
+        let centre = Rect::new(main.x + sidebar_w, main.y, main.width - sidebar_w, main.height);
+        let fits = area.width >= MIN_PANEL.0 && area.height >= MIN_PANEL.1;
+        let (transcript, panel) = if !input.show_panel || !fits {
+            (centre, None)
+        } else if area.width >= WIDE {
+            let w = 36.min(centre.width / 2);
+            (
+                Rect::new(centre.x, centre.y, centre.width - w, centre.height),
+                Some(Rect::new(centre.x + centre.width - w, centre.y, w, centre.height)),
+            )
+        } else {
+            let h = 8.min(centre.height / 2);
+            (
+                Rect::new(centre.x, centre.y, centre.width, centre.height - h),
+                Some(Rect::new(centre.x, centre.y + centre.height - h, centre.width, h)),
+            )
+        };
+        FrameLayout {
+            screen: area,
+            sidebar,
+            transcript,
+            panel,
+            composer,
+            status,
+            sidebar_offset: sidebar::first_row(input.sidebar_cursor, inner(sidebar).height as usize),
+        }
+    }
+
+    /// The pane at a screen cell, if any.
+    pub fn pane_at(&self, column: u16, row: u16) -> Option<Pane> {
+        let at = Position::new(column, row);
+        [
+            (Pane::Sidebar, Some(self.sidebar)),
+            (Pane::Transcript, Some(self.transcript)),
+            (Pane::Panel, self.panel),
+            (Pane::Composer, Some(self.composer)),
+            (Pane::Status, Some(self.status)),
+        ]
+        .into_iter()
+        .find_map(|(pane, r)| r.filter(|r| r.contains(at)).map(|_| pane))
+    }
+
+    /// The transcript's text area (inside its border).
+    pub fn transcript_inner(&self) -> Rect {
+        inner(self.transcript)
     }
 }
 
-/// The first sidebar row shown so that `cursor` is visible in `height` rows.
-pub fn sidebar_offset(cursor: usize, height: usize) -> usize {
-    (cursor + 1).saturating_sub(height.max(1))
+impl Default for FrameLayout {
+    /// The layout of an 80x24 screen with nothing selected, until the first frame is drawn.
+    fn default() -> Self {
+        FrameLayout::compute(
+            Rect::new(0, 0, MIN_PANEL.0, MIN_PANEL.1),
+            LayoutInput {
+                show_panel: false,
+                composer: &Composer::default(),
+                sidebar_cursor: 0,
+            },
+        )
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn compute(area: Rect, show_panel: bool, composer: &Composer) -> FrameLayout {
+        FrameLayout::compute(
+            area,
+            LayoutInput {
+                show_panel,
+                composer,
+                sidebar_cursor: 0,
+            },
+        )
+    }
+
     #[test]
     fn panes_tile_the_screen_and_the_panel_folds_when_small() {
+        let empty = Composer::default();
         for (w, h) in [(80, 24), (120, 40), (200, 60)] {
-            let a = compute(Rect::new(0, 0, w, h), true, 1);
-            assert!(a.panel.is_some(), "{w}x{h}");
+            let a = compute(Rect::new(0, 0, w, h), true, &empty);
+            let panel = a.panel.unwrap_or_else(|| panic!("{w}x{h} has a panel"));
             assert_eq!(a.status.y + 1, h);
             assert_eq!(
-                a.sidebar.width + a.transcript.width + if w >= WIDE { a.panel.unwrap().width } else { 0 },
+                a.sidebar.width + a.transcript.width + if w >= WIDE { panel.width } else { 0 },
                 w
             );
         }
-        assert!(compute(Rect::new(0, 0, 79, 24), true, 1).panel.is_none());
-        assert!(compute(Rect::new(0, 0, 80, 23), true, 1).panel.is_none());
-        let tiny = compute(Rect::new(0, 0, 20, 5), true, 3);
+        assert!(compute(Rect::new(0, 0, 79, 24), true, &empty).panel.is_none());
+        assert!(compute(Rect::new(0, 0, 80, 23), true, &empty).panel.is_none());
+        let mut three = Composer::default();
+        three.set_text("a\nb\nc");
+        let tiny = compute(Rect::new(0, 0, 20, 5), true, &three);
         assert!(tiny.composer.bottom() <= 5 && tiny.status.bottom() <= 5);
     }
 
     #[test]
-    fn sidebar_offset_keeps_the_cursor_visible() {
-        assert_eq!(sidebar_offset(0, 10), 0);
-        assert_eq!(sidebar_offset(9, 10), 0);
-        assert_eq!(sidebar_offset(10, 10), 1);
+    fn the_composer_grows_with_its_wrapped_text_inside_its_border() {
+        let mut c = Composer::default();
+        // 78 columns inside the border of an 80-column screen.
+        for (text, rows) in [("x".repeat(78), 1), ("x".repeat(79), 2), ("x".repeat(999), 6)] {
+            c.set_text(&text);
+            let a = compute(Rect::new(0, 0, 80, 24), false, &c);
+            assert_eq!(a.composer.height, rows + 2, "{} characters", text.len());
+            assert_eq!(a.pane_at(40, a.composer.y), Some(Pane::Composer));
+            assert_eq!(a.pane_at(40, a.composer.y - 1), Some(Pane::Transcript));
+        }
     }
 }

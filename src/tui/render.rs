@@ -1,30 +1,76 @@
-//! One frame of the whole screen from `&App`. Colours are dropped when `NO_COLOR` is set
-//! (modifiers such as reverse and bold stay, so the selection remains visible).
+//! One frame of the whole screen from `&App`: the layout, computed once and kept in the app
+//! for the mouse and paging, then each pane from props filled here, so no pane sees the app.
+//! Colours are dropped when `NO_COLOR` is set (modifiers such as reverse and bold stay, so the
+//! selection remains visible).
 
 use ratatui::Frame;
-use ratatui::style::{Color, Modifier, Style};
-use ratatui::widgets::Block;
+use ratatui::layout::Rect;
+use ratatui::style::Color;
 
-use super::app::{App, Focus};
-use super::layout;
+use super::action::Action;
+use super::app::{App, Focus, Row};
+use super::cycle_view::CycleView;
+use super::layout::{FrameLayout, LayoutInput};
+use super::runs::Pending;
 use super::widgets::{cycle_panel, sidebar, status, transcript};
 
 /// The cycle panel is shown for a selected team.
-pub fn shows_panel(app: &App) -> bool {
+fn shows_panel(app: &App) -> bool {
     app.selected_group_id().is_some_and(|g| app.is_team(&g))
+}
+
+/// The layout of `area` for the app as it is now.
+pub fn layout(app: &App, area: Rect) -> FrameLayout {
+    FrameLayout::compute(
+        area,
+        LayoutInput {
+            show_panel: shows_panel(app),
+            composer: &app.composer,
+            sidebar_cursor: app.cursor,
+        },
+    )
 }
 
 pub fn draw(frame: &mut Frame<'_>, app: &App, no_color: bool) {
     let area = frame.area();
-    let composer_rows = app.composer.rows(area.width.saturating_sub(2), 6);
-    let areas = layout::compute(area, shows_panel(app), composer_rows);
-    sidebar::render(frame, areas.sidebar, app);
-    transcript::render(frame, areas.transcript, app);
-    if let (Some(panel), Some(group)) = (areas.panel, app.selected_group_id()) {
-        cycle_panel::render(frame, panel, app, &group);
+    let layout = layout(app, area);
+    // Kept for what happens before the next frame: clicks land on what was drawn.
+    app.layout.set(layout);
+    let rows = app.rows();
+    app.org.read(|org| {
+        let props = sidebar::Props {
+            org,
+            rows: &rows,
+            cursor: app.cursor,
+            offset: layout.sidebar_offset,
+            focused: app.focus == Focus::Sidebar,
+            tick: app.tick,
+            activity: app,
+        };
+        sidebar::render(frame, layout.sidebar, &props);
+    });
+    if let Some(props) = transcript_props(app, rows.get(app.cursor)) {
+        transcript::render(frame, layout.transcript, &props);
     }
-    draw_composer(frame, areas.composer, app);
-    status::render(frame, areas.status, app);
+    if let (Some(panel), Some(group)) = (layout.panel, app.selected_group_id()) {
+        let default = CycleView::default();
+        let kept = app
+            .org
+            .read(|o| o.group(&group).map_or(0, |g| g.pending_messages.len()));
+        let props = cycle_panel::Props {
+            cycle: app.shown_cycle(&group).unwrap_or(&default),
+            // An earlier run being looked at is not the one going.
+            running: app.team_running(&group) && !app.shown_runs.contains_key(&group),
+            pause_requested: app.team_pending(&group) == Some(Pending::Pausing),
+            kept,
+            tick: app.tick,
+            pause_key: app.keymap.key_label(Action::TogglePauseCycle),
+        };
+        cycle_panel::render(frame, panel, &props);
+    }
+    app.composer
+        .render(frame, layout.composer, app.focus == Focus::Composer);
+    status::render(frame, layout.status, &status_props(app));
     if let Some(dialog) = app.dialogs.last() {
         dialog.render(frame, area, &app.keymap);
     }
@@ -33,21 +79,89 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, no_color: bool) {
     }
 }
 
-fn draw_composer(frame: &mut Frame<'_>, area: ratatui::layout::Rect, app: &App) {
-    let focused = app.focus == Focus::Composer;
-    let block: Block<'static> = super::widgets::pane(" Message ".into(), focused);
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
-    if focused {
-        frame.render_widget(&app.composer.area, inner);
-    } else if app.composer.is_empty() {
-        frame.render_widget(
-            ratatui::widgets::Paragraph::new(app.composer.area.placeholder_text().to_string())
-                .style(Style::default().add_modifier(Modifier::DIM)),
-            inner,
-        );
-    } else {
-        frame.render_widget(ratatui::widgets::Paragraph::new(app.composer.text()), inner);
+/// The centre pane's props for the selected row; None for a group that is gone.
+fn transcript_props<'a>(app: &'a App, row: Option<&Row>) -> Option<transcript::Props<'a>> {
+    let subject = match row {
+        None => transcript::Subject::Nothing,
+        Some(Row::Session(id)) => {
+            let (name, role, model) = app
+                .org
+                .read(|o| o.session(id).map(|s| (s.name.clone(), s.role, s.model.clone())))
+                .unwrap_or_default();
+            transcript::Subject::Session {
+                name,
+                role,
+                model,
+                view: app.views.get(id),
+                search: app
+                    .search
+                    .as_ref()
+                    .filter(|s| s.session_id == *id)
+                    .map(|s| s.query.as_str()),
+            }
+        }
+        Some(Row::Group(id)) => transcript::Subject::Group {
+            group: app.org.read(|o| {
+                o.group(id).map(|g| transcript::GroupInfo {
+                    name: g.name.clone(),
+                    team: g.is_team(),
+                    mode: g.mode,
+                    max_iterations: g.max_iterations,
+                    repo: g.repo.clone(),
+                    members: o
+                        .sessions_in(id)
+                        .iter()
+                        .map(|s| (s.name.clone(), s.role))
+                        .collect(),
+                })
+            })?,
+            cycle: app.shown_cycle(id),
+        },
+    };
+    let key = |a| app.keymap.key_label(a);
+    Some(transcript::Props {
+        subject,
+        focused: app.focus == Focus::Transcript,
+        keys: transcript::Keys {
+            new_team: key(Action::NewGroupFromPreset),
+            new_session: key(Action::NewSession),
+            help: key(Action::Help),
+            send: key(Action::Send),
+        },
+        default_model: app.config.default_model(),
+    })
+}
+
+fn status_props(app: &App) -> status::Props<'_> {
+    let reflecting = app.selected_session_id().is_some_and(|s| app.reflecting(&s));
+    let running = app.selected_group_id().is_some_and(|g| app.team_running(&g));
+    status::Props {
+        keymap: &app.keymap,
+        composer_focused: app.focus == Focus::Composer,
+        run_controls: reflecting || running,
+        search: app.search.as_ref(),
+        flash: app.flash.as_ref(),
+        mouse_capture: app.mouse_capture,
+        running: app.running_count(),
+    }
+}
+
+/// The sidebar's marks from the app's run state (none of these lock the organization).
+impl sidebar::Activity for App {
+    fn group_running(&self, group_id: &str) -> bool {
+        self.team_running(group_id)
+    }
+
+    fn cycle(&self, group_id: &str) -> Option<&CycleView> {
+        self.cycles.get(group_id)
+    }
+
+    fn session_busy(&self, session_id: &str) -> bool {
+        App::session_busy(self, session_id)
+    }
+
+    fn unread(&self, session_id: &str) -> bool {
+        self.unread.contains(session_id)
     }
 }
 

@@ -19,6 +19,7 @@ mod squad_support;
 mod squad_writeback;
 mod store_crash;
 mod tui_keys;
+mod tui_layout;
 mod tui_pty;
 mod tui_review;
 mod tui_sanitize;

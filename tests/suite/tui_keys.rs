@@ -8,7 +8,8 @@ use huddle::tui::command::{AppEvent, Command};
 use huddle::tui::dialogs::Dialog;
 
 use super::tui_support::{
-    alt, app_with_team, ch, ctrl, empty_app, key, render, run_started, screen_text, turn, type_text,
+    alt, app_with_team, app_with_team_and_config, ch, ctrl, empty_app, key, new_app, render, run_started,
+    screen_text, turn, type_text,
 };
 
 const TEAM: &str = "Research Panel";
@@ -312,8 +313,7 @@ fn save_as_preset_asks_before_replacing_files() {
 
 #[test]
 fn no_color_keeps_modifiers_and_drops_colours() {
-    let (mut app, _) = app_with_team(TEAM);
-    app.screen = ratatui::layout::Rect::new(0, 0, 100, 30);
+    let (app, _) = app_with_team(TEAM);
     let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 30)).unwrap();
     t.draw(|f| huddle::tui::render::draw(f, &app, true)).unwrap();
     let buffer = t.backend().buffer();
@@ -330,4 +330,45 @@ fn no_color_keeps_modifiers_and_drops_colours() {
             .any(|c| c.modifier.contains(ratatui::style::Modifier::REVERSED)),
         "the selection stays visible"
     );
+}
+
+#[test]
+fn hints_name_the_keys_as_rebound_in_config() {
+    use huddle::config::Config;
+    use huddle::model::{Organization, reconcile};
+    let config = || {
+        Config::parse(
+            "default_model: sim/demo\nkeys:\n  new_group_from_preset: T\n  new_session: f2\n  send: ctrl-s\n  focus_next: ctrl-n\n",
+            std::path::Path::new("config.yaml"),
+        )
+        .expect("config")
+    };
+    let mut org = Organization::default();
+    reconcile::reconcile(&mut org);
+    let (mut app, _) = new_app(org, config());
+    assert!(app.dialogs.is_empty(), "the keys are valid");
+    assert_eq!(
+        app.composer.area.placeholder_text(),
+        "Select a session to chat, or press F2 for a new one"
+    );
+    let text = screen_text(&render(&mut app, 100, 30));
+    assert!(text.contains("T      new team from a preset"), "{text}");
+    assert!(text.contains("F2     new plain session"), "{text}");
+    let status = text.lines().last().unwrap_or_default();
+    assert!(status.contains("T new team · F2 new session"), "{status}");
+    assert!(!text.contains(" N "), "no default key is named:\n{text}");
+    app.focus = Focus::Transcript;
+    app.handle_key(ch(' '));
+    assert_eq!(
+        app.flash,
+        Some(("folding works in the sidebar (Ctrl-N to it)".to_string(), true))
+    );
+
+    let (mut team, _) = app_with_team_and_config(TEAM, config());
+    let text = screen_text(&render(&mut team, 100, 30));
+    assert!(text.contains("press Ctrl-S to run the team"), "{text}");
+    team.handle_key(ch('i'));
+    let text = screen_text(&render(&mut team, 100, 30));
+    let status = text.lines().last().unwrap_or_default();
+    assert!(status.starts_with("Ctrl-S send"), "{status}");
 }

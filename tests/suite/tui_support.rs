@@ -17,7 +17,6 @@ use huddle::tui::command::{AppEvent, Command};
 use huddle::workspace::Edits;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use ratatui::layout::Rect;
 
 pub fn config() -> Config {
     Config::parse("default_model: sim/demo\n", Path::new("config.yaml")).expect("config")
@@ -46,13 +45,18 @@ pub fn builtin_catalog() -> Catalog {
 
 /// An app with a team made from the built-in preset `preset`, selected (its group row).
 pub fn app_with_team(preset: &str) -> (App, String) {
+    app_with_team_and_config(preset, config())
+}
+
+/// [`app_with_team`] with `config` (its `keys:`, say).
+pub fn app_with_team_and_config(preset: &str, config: Config) -> (App, String) {
     let mut org = Organization::default();
     reconcile::reconcile(&mut org);
     let catalog = builtin_catalog();
     let p = catalog.find(preset).expect("preset").clone();
-    let id = create_team_group(&mut org, &p, &config(), Some(&repo()));
+    let id = create_team_group(&mut org, &p, &config, Some(&repo()));
     org.ui.selected_group = Some(id.clone());
-    let (mut app, _) = new_app(org, config());
+    let (mut app, _) = new_app(org, config);
     app.handle_app_event(AppEvent::CatalogLoaded(Box::new(catalog)));
     (app, id)
 }
@@ -185,9 +189,8 @@ pub fn type_text(app: &mut App, text: &str) -> Vec<Command> {
     text.chars().flat_map(|c| app.handle_key(ch(c))).collect()
 }
 
-/// The screen as text, one line per row.
+/// Draws one frame of `app` on a `width` x `height` screen (which also records its layout).
 pub fn render(app: &mut App, width: u16, height: u16) -> Terminal<TestBackend> {
-    app.screen = Rect::new(0, 0, width, height);
     let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("terminal");
     terminal
         .draw(|f| huddle::tui::render::draw(f, app, false))

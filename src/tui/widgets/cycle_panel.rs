@@ -11,8 +11,6 @@ use ratatui::widgets::Paragraph;
 
 use super::{pane, spinner};
 use crate::text::sanitize;
-use crate::tui::action::{Action, Context};
-use crate::tui::app::App;
 use crate::tui::cycle_view::{CycleView, TimelineKind, WorkerState, outcome_kind, phase_name, seconds};
 
 /// The colour of a timeline entry or an outcome (dropped under `NO_COLOR` by the renderer).
@@ -35,10 +33,22 @@ pub fn sparkline(scores: &[f64]) -> String {
         .collect()
 }
 
-pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App, group_id: &str) {
-    let default = CycleView::default();
-    let cycle = app.shown_cycle(group_id).unwrap_or(&default);
-    let running = app.team_running(group_id) && !app.shown_runs.contains_key(group_id);
+/// What the cycle panel draws: one team's cycle.
+pub struct Props<'a> {
+    pub cycle: &'a CycleView,
+    /// The team's run is in progress in this process.
+    pub running: bool,
+    /// A pause was asked for and the step in flight has not ended.
+    pub pause_requested: bool,
+    /// Messages kept for the team's next run.
+    pub kept: usize,
+    pub tick: usize,
+    /// The key that pauses and resumes (from the keymap).
+    pub pause_key: String,
+}
+
+pub fn render(frame: &mut Frame<'_>, area: Rect, props: &Props<'_>) {
+    let (cycle, running) = (props.cycle, props.running);
     let state = if running && cycle.paused {
         "paused"
     } else if running {
@@ -49,17 +59,14 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App, group_id: &str) {
     let block = pane(format!(" Cycle · {state} "), false);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let lines = lines(app, group_id, cycle, running, inner.width as usize);
+    let lines = lines(props, inner.width as usize);
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-fn lines(app: &App, group_id: &str, c: &CycleView, running: bool, width: usize) -> Vec<Line<'static>> {
+fn lines(props: &Props<'_>, width: usize) -> Vec<Line<'static>> {
+    let (c, running, pause_key) = (props.cycle, props.running, &props.pause_key);
     let dim = Style::default().add_modifier(Modifier::DIM);
     let warn = Style::default().fg(Color::Yellow);
-    let pause_key = app
-        .keymap
-        .keys_text(Context::Global, Action::TogglePauseCycle)
-        .unwrap_or_default();
     let mut out = Vec::new();
     let mut head = if c.iteration == 0 && c.mode.is_none() {
         "not run yet".to_string()
@@ -75,7 +82,7 @@ fn lines(app: &App, group_id: &str, c: &CycleView, running: bool, width: usize) 
     out.push(Line::styled(head, Style::default().add_modifier(Modifier::BOLD)));
     if running && c.paused {
         out.push(Line::styled(format!("⏸ paused — {pause_key} resumes"), warn));
-    } else if running && app.team_pending(group_id) == Some(crate::tui::runs::Pending::Pausing) {
+    } else if running && props.pause_requested {
         out.push(Line::styled("pausing after the step in flight…", warn));
     } else if !running && c.interrupted {
         out.push(Line::styled(format!("! interrupted — {pause_key} resumes"), warn));
@@ -100,9 +107,7 @@ fn lines(app: &App, group_id: &str, c: &CycleView, running: bool, width: usize) 
             dim,
         ));
     }
-    let kept = app
-        .org
-        .read(|o| o.group(group_id).map_or(0, |g| g.pending_messages.len()));
+    let kept = props.kept;
     if kept > 0 {
         out.push(Line::styled(format!("kept for the next run: {kept}"), dim));
     }
@@ -110,7 +115,7 @@ fn lines(app: &App, group_id: &str, c: &CycleView, running: bool, width: usize) 
     for w in &c.workers {
         let (mark, style) = match w.state {
             WorkerState::Assigned => ("·".to_string(), dim),
-            WorkerState::Running => (spinner(app.tick).to_string(), Style::default()),
+            WorkerState::Running => (spinner(props.tick).to_string(), Style::default()),
             WorkerState::Done => ("✓".to_string(), Style::default().fg(Color::Green)),
             WorkerState::Failed => ("✗".to_string(), Style::default().fg(Color::Red)),
         };

@@ -1,4 +1,5 @@
-//! The panes of the main screen; each draws from `&App` and keeps no state of its own.
+//! The panes of the main screen. Each draws from a small props struct that the renderer fills
+//! from the app (no pane sees the app), and keeps no state of its own.
 
 pub mod cycle_panel;
 pub mod sidebar;
@@ -23,4 +24,9 @@ pub fn pane(title: String, focused: bool) -> ratatui::widgets::Block<'static> {
     } else {
         block.border_style(Style::default().add_modifier(Modifier::DIM))
     }
+}
+
+/// The area inside a pane's border (what [`pane`] leaves for the content).
+pub fn inner(area: ratatui::layout::Rect) -> ratatui::layout::Rect {
+    ratatui::widgets::Block::bordered().inner(area)
 }

@@ -9,7 +9,23 @@ use ratatui::widgets::Paragraph;
 
 use crate::text::sanitize;
 use crate::tui::action::{Action, Context};
-use crate::tui::app::{App, Focus};
+use crate::tui::keymap::Keymap;
+use crate::tui::search::TranscriptSearch;
+
+/// What the status line draws.
+pub struct Props<'a> {
+    pub keymap: &'a Keymap,
+    /// The composer has focus: its keys are hinted, not the panes'.
+    pub composer_focused: bool,
+    /// The selection's run or reflection is going: pause and stop are hinted first.
+    pub run_controls: bool,
+    pub search: Option<&'a TranscriptSearch>,
+    /// A one-line message (and whether it is an error), shown instead of the hints.
+    pub flash: Option<&'a (String, bool)>,
+    pub mouse_capture: bool,
+    /// Runs and reflections going in this process.
+    pub running: usize,
+}
 
 fn label(a: Action) -> &'static str {
     match a {
@@ -32,13 +48,14 @@ fn label(a: Action) -> &'static str {
 }
 
 /// The hints for the focused pane, as (keys, label) pairs, from the keymap.
-pub fn hints(app: &App) -> Vec<(String, &'static str)> {
-    let (context, actions): (Context, &[Action]) = match app.focus {
-        Focus::Composer => (
+pub fn hints(props: &Props<'_>) -> Vec<(String, &'static str)> {
+    let (context, actions): (Context, &[Action]) = if props.composer_focused {
+        (
             Context::Composer,
             &[Action::Send, Action::Newline, Action::LeaveComposer],
-        ),
-        _ => (
+        )
+    } else {
+        (
             Context::Navigation,
             &[
                 Action::Help,
@@ -48,37 +65,33 @@ pub fn hints(app: &App) -> Vec<(String, &'static str)> {
                 Action::FocusNext,
                 Action::Quit,
             ],
-        ),
+        )
     };
-    let mut out: Vec<(String, &'static str)> = Vec::new();
-    let reflecting = app.selected_session_id().is_some_and(|s| app.reflecting(&s));
-    if reflecting || app.selected_group_id().is_some_and(|g| app.team_running(&g)) {
-        for a in [Action::TogglePauseCycle, Action::StopCycle] {
-            if let Some((_, keys)) = app.keymap.bindings(Context::Global).iter().find(|(x, _)| *x == a)
-                && let Some(k) = keys.first()
-            {
-                out.push((k.to_string(), label(a)));
-            }
-        }
-    }
-    out.extend(actions.iter().filter_map(|a| {
-        let keys = app.keymap.bindings(context).iter().find(|(x, _)| x == a)?;
-        Some((keys.1.first()?.to_string(), label(*a)))
-    }));
-    out
+    let keymap = props.keymap;
+    let run_controls: &[Action] = if props.run_controls {
+        &[Action::TogglePauseCycle, Action::StopCycle]
+    } else {
+        &[]
+    };
+    let global = run_controls.iter().map(|a| (Context::Global, *a));
+    let local = actions.iter().map(|a| (context, *a));
+    global
+        .chain(local)
+        .filter_map(|(c, a)| Some((keymap.first_key(c, a)?, label(a))))
+        .collect()
 }
 
-pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
+pub fn render(frame: &mut Frame<'_>, area: Rect, props: &Props<'_>) {
     let dim = Style::default().add_modifier(Modifier::DIM);
     let mut spans: Vec<Span<'static>> = Vec::new();
-    let search = app.search.as_ref();
+    let search = props.search;
     if let Some(s) = search.filter(|s| s.editing) {
-        // The search line: what is typed, then how to finish.
+        // The search line: what is typed, then how to finish (fixed keys, see `search_input`).
         spans.push(Span::styled("/", Style::default().fg(Color::Cyan)));
         spans.push(Span::raw(sanitize::display(&s.query).into_owned()));
         spans.push(Span::styled("▏", Style::default().fg(Color::Cyan)));
         spans.push(Span::styled("  Enter find · Esc cancel", dim));
-    } else if let (Some(s), None) = (search, &app.flash) {
+    } else if let (Some(s), None) = (search, props.flash) {
         spans.push(Span::styled(
             format!("/{}", sanitize::display(&s.query)),
             Style::default().fg(Color::Cyan),
@@ -86,7 +99,7 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
         if let Some((i, n)) = s.position {
             spans.push(Span::raw(format!(" match {i}/{n}")));
         }
-        for (a, keys) in app.keymap.bindings(Context::Search) {
+        for (a, keys) in props.keymap.bindings(Context::Search) {
             if let Some(k) = keys.first() {
                 spans.push(Span::styled(" · ", dim));
                 spans.push(Span::styled(
@@ -97,16 +110,16 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
             }
         }
     } else {
-        flash_or_hints(app, &mut spans);
+        flash_or_hints(props, &mut spans);
     }
     let left = Line::from(spans);
     let left_width = left.width() as u16;
     frame.render_widget(Paragraph::new(left), area);
     let mut right = String::new();
-    if !app.mouse_capture {
+    if !props.mouse_capture {
         right.push_str("mouse: off ");
     }
-    let running = app.running_count();
+    let running = props.running;
     if running > 0 {
         right.push_str(&format!("{running} running "));
     }
@@ -121,9 +134,9 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, app: &App) {
     }
 }
 
-fn flash_or_hints(app: &App, spans: &mut Vec<Span<'static>>) {
+fn flash_or_hints(props: &Props<'_>, spans: &mut Vec<Span<'static>>) {
     let dim = Style::default().add_modifier(Modifier::DIM);
-    match &app.flash {
+    match props.flash {
         Some((text, error)) => {
             let style = if *error {
                 Style::default().fg(Color::Red)
@@ -133,14 +146,11 @@ fn flash_or_hints(app: &App, spans: &mut Vec<Span<'static>>) {
             spans.push(Span::styled(sanitize::display(text).into_owned(), style));
         }
         None => {
-            for (i, (keys, what)) in hints(app).into_iter().enumerate() {
+            for (i, (keys, what)) in hints(props).into_iter().enumerate() {
                 if i > 0 {
                     spans.push(Span::styled(" · ", dim));
                 }
-                spans.push(Span::styled(
-                    sanitize::display(&keys).into_owned(),
-                    Style::default().fg(Color::Cyan),
-                ));
+                spans.push(Span::styled(keys, Style::default().fg(Color::Cyan)));
                 spans.push(Span::styled(format!(" {what}"), dim));
             }
         }
