@@ -43,6 +43,13 @@ pub struct RunArgs {
     /// Reuse an existing team group.
     #[arg(long)]
     pub group: Option<String>,
+    /// Continue the group's interrupted cycle from its last completed iteration (no prompt).
+    #[arg(long, requires = "group", conflicts_with_all = ["preset", "discard_interrupted"])]
+    pub resume: bool,
+    /// Start over on a group whose cycle was interrupted (the interrupted cycle is recorded as
+    /// cancelled).
+    #[arg(long, requires = "group")]
+    pub discard_interrupted: bool,
     /// Override the team's mode for this run.
     #[arg(long, value_parser = parse_mode)]
     pub mode: Option<Mode>,
@@ -57,7 +64,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub events: bool,
     /// The prompt; `-` reads it from standard input.
-    pub prompt: String,
+    #[arg(required_unless_present = "resume", conflicts_with = "resume")]
+    pub prompt: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -113,7 +121,33 @@ mod tests {
         };
         assert_eq!(run.mode, Some(Mode::OrchestratorReflect));
         assert!(run.events);
-        assert_eq!(run.prompt, "hi");
+        assert_eq!(run.prompt.as_deref(), Some("hi"));
+    }
+
+    #[test]
+    fn resume_needs_a_group_and_no_prompt() {
+        let cli = Cli::try_parse_from(["huddle", "run", "--group", "g", "--resume"]).unwrap();
+        let Some(Command::Run(run)) = cli.command else {
+            panic!("not run")
+        };
+        assert!(run.resume && run.prompt.is_none());
+        for args in [
+            &["huddle", "run", "--resume"][..],
+            &["huddle", "run", "--group", "g", "--resume", "x"],
+            &[
+                "huddle",
+                "run",
+                "--group",
+                "g",
+                "--resume",
+                "--discard-interrupted",
+            ],
+            &["huddle", "run", "--group", "g"],
+            &["huddle", "run", "--discard-interrupted", "x"],
+        ] {
+            let err = Cli::try_parse_from(args).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{args:?}");
+        }
     }
 
     #[test]

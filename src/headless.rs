@@ -4,6 +4,8 @@
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use tokio::sync::mpsc;
 
@@ -24,7 +26,12 @@ pub struct RunRequest {
     pub max_iterations: Option<u32>,
     pub model: Option<String>,
     pub events: bool,
+    /// Empty with `resume`.
     pub prompt: String,
+    /// Continue the group's interrupted cycle instead of starting a run.
+    pub resume: bool,
+    /// Record the group's interrupted cycle as cancelled and start over.
+    pub discard_interrupted: bool,
     pub repo: PathBuf,
 }
 
@@ -52,6 +59,9 @@ fn other(message: impl Into<String>) -> RunFailure {
 
 /// The exit code of a finished run (SPEC section 9).
 pub fn exit_code(report: &RunReport) -> u8 {
+    if report.outcome == CycleOutcome::SaveFailed {
+        return 6;
+    }
     if report.failed.is_some() {
         return 1;
     }
@@ -60,6 +70,7 @@ pub fn exit_code(report: &RunReport) -> u8 {
         CycleOutcome::MaxIterations => 3,
         CycleOutcome::Stalled => 4,
         CycleOutcome::ErrorBudget => 5,
+        CycleOutcome::SaveFailed => 6,
         CycleOutcome::Cancelled => 130,
     }
 }
@@ -78,7 +89,7 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
             .map_err(|e| usage(format!("cannot read the prompt from standard input: {e}")))?;
         request.prompt = text;
     }
-    if request.prompt.trim().is_empty() {
+    if request.prompt.trim().is_empty() && !request.resume {
         return Err(usage("the prompt is empty"));
     }
     let config = Config::load(paths).map_err(|e| other(e.to_string()))?.config;
@@ -100,19 +111,26 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
         ..
     } = workspace;
     let target = choose_target(paths, &config, &edits, &request)?;
+    let resume = match &target {
+        Target::Group(id) => interrupted_cycle(&edits, id, &request)?,
+        Target::Session(_) => false,
+    };
+    // What is reported from here on refers to a group that is on disk.
+    let flushed = {
+        let engine = engine.clone();
+        tokio::task::spawn_blocking(move || engine.flush()).await
+    };
+    if let Ok(Err(e)) = flushed {
+        return Err(RunFailure {
+            code: 6,
+            message: e.to_string(),
+        });
+    }
 
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
     let printer = tokio::spawn(print_events(events, done_rx, request.events));
-    let stopper = {
-        let engine = engine.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\nhuddle: stopping (Ctrl-C)...");
-                // Also stops a run that had not registered yet when the signal came.
-                engine.shutdown();
-            }
-        })
-    };
+    let signalled = Arc::new(AtomicU8::new(0));
+    let stopper = tokio::spawn(stop_on_signal(engine.clone(), Arc::clone(&signalled)));
 
     let overrides = RunOverrides {
         mode: request.mode,
@@ -120,6 +138,7 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
         model: request.model.clone(),
     };
     let result = match &target {
+        Target::Group(id) if resume => engine.resume_cycle(id, overrides).await,
         Target::Group(id) => engine.run_group(id, request.prompt.clone(), overrides).await,
         Target::Session(id) => match request.max_iterations {
             Some(n) if n > 1 => {
@@ -150,7 +169,13 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
     if report.simulated {
         eprintln!("huddle: note: these answers are SIMULATED by the offline sim provider, not a real model");
     }
-    if let Some(why) = &report.failed {
+    // Said once: a run whose summary (printed as progress) already names the failure is not
+    // reported twice.
+    if let Some(why) = report
+        .failed
+        .as_ref()
+        .filter(|why| request.events || !report.summary.contains(why.as_str()))
+    {
         eprintln!("huddle: the run failed: {}", sanitize::display(why));
     }
     if !request.events && !report.final_text.is_empty() {
@@ -158,7 +183,73 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
         let _ = writeln!(out, "{}", sanitize::display(report.final_text.trim_end()));
         let _ = out.flush();
     }
-    Ok(exit_code(&report))
+    match signalled.load(Ordering::SeqCst) {
+        0 => Ok(exit_code(&report)),
+        // Stopped from outside: 128 + the signal, as shells report it.
+        signal => Ok(128 + signal),
+    }
+}
+
+/// Whether to resume the group's interrupted cycle; refuses to start a new run over one (that
+/// would throw its goal and evaluations away) unless told to discard it.
+fn interrupted_cycle(edits: &Edits, group_id: &str, request: &RunRequest) -> Result<bool, RunFailure> {
+    let (name, interrupted) = edits.view().read(|o| {
+        let g = o.group(group_id);
+        let name = g.map(|g| g.name.clone()).unwrap_or_default();
+        let r = g
+            .and_then(|g| g.reflection.as_ref())
+            .filter(|r| r.is_interrupted())
+            .map(|r| (r.completed_iterations, r.max_iterations, r.goal.clone()));
+        (name, r)
+    });
+    match (interrupted, request.resume, request.discard_interrupted) {
+        (None, true, _) => Err(usage(format!(
+            "group `{}` has no interrupted cycle to resume",
+            sanitize::display(&name)
+        ))),
+        (Some(_), true, _) => Ok(true),
+        (Some((done, max, goal)), false, false) => Err(usage(format!(
+            "group `{name}` has an interrupted cycle (after iteration {done}/{max}, goal: {goal}); resume it with `huddle run --group \"{name}\" --resume`, or start over with `--discard-interrupted`",
+            name = sanitize::display(&name),
+            goal = first_line(&goal, 80),
+        ))),
+        (Some(_), false, true) => {
+            edits
+                .discard_interrupted(group_id)
+                .map_err(|e| other(e.to_string()))?;
+            Ok(false)
+        }
+        (None, false, _) => Ok(false),
+    }
+}
+
+/// Stops the engine on Ctrl-C, SIGTERM or SIGHUP (what terminals and CI timeouts send) and
+/// records which: the run ends as interrupted, saved and resumable, and the exit code says why.
+async fn stop_on_signal(engine: Engine, signalled: Arc<AtomicU8>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).ok();
+    let mut hup = signal(SignalKind::hangup()).ok();
+    let wait = |s: &mut Option<tokio::signal::unix::Signal>| {
+        let s = s.take();
+        async move {
+            match s {
+                Some(mut s) => s.recv().await,
+                None => std::future::pending().await,
+            }
+        }
+    };
+    let (number, name) = tokio::select! {
+        r = tokio::signal::ctrl_c() => match r {
+            Ok(()) => (2, "Ctrl-C"),
+            Err(_) => std::future::pending().await,
+        },
+        _ = wait(&mut term) => (15, "SIGTERM"),
+        _ = wait(&mut hup) => (1, "SIGHUP"),
+    };
+    eprintln!("\nhuddle: stopping ({name})...");
+    signalled.store(number, Ordering::SeqCst);
+    // Also stops a run that had not registered yet when the signal came.
+    engine.interrupt();
 }
 
 async fn one_shot(engine: &Engine, session_id: &str, request: &RunRequest) -> Result<RunReport, EngineError> {
@@ -387,6 +478,13 @@ mod tests {
         .map(|o| exit_code(&report(o)))
         .collect();
         assert_eq!(codes, [0, 0, 3, 4, 5, 130]);
+        let mut unsaved = report(CycleOutcome::SaveFailed);
+        unsaved.failed = Some("could not save".into());
+        assert_eq!(
+            exit_code(&unsaved),
+            6,
+            "a save failure wins over the generic failure"
+        );
         let mut failed = report(CycleOutcome::Completed);
         failed.failed = Some("x".into());
         assert_eq!(exit_code(&failed), 1);

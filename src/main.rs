@@ -100,7 +100,9 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 max_iterations: args.max_iterations,
                 model: args.model,
                 events: args.events,
-                prompt: args.prompt,
+                prompt: args.prompt.unwrap_or_default(),
+                resume: args.resume,
+                discard_interrupted: args.discard_interrupted,
                 repo,
             };
             let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;

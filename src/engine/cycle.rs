@@ -25,6 +25,9 @@ pub(crate) enum Step {
     Cancelled,
     /// The iteration failed; it is retried after a back-off until the error budget is spent.
     Error(String),
+    /// The cycle's state could not be saved: it ends now (what is not on disk must not be
+    /// reported as done).
+    SaveFailed,
 }
 
 /// One kind of reflect loop.
@@ -69,6 +72,7 @@ pub(crate) async fn drive<L: CycleLoop>(cycle: &mut L, cx: &CycleContext<'_>) ->
             Step::GoalMet => return CycleOutcome::GoalMet,
             Step::Stalled => return CycleOutcome::Stalled,
             Step::Cancelled => return CycleOutcome::Cancelled,
+            Step::SaveFailed => return CycleOutcome::SaveFailed,
             Step::Error(_) if cx.control.cancelled() => return CycleOutcome::Cancelled,
             Step::Error(message) => {
                 let state = cycle.state();
@@ -106,27 +110,34 @@ pub(crate) async fn checkpoint<L: CycleLoop>(cycle: &mut L, cx: &CycleContext<'_
     }
 }
 
-/// Compares an iteration's answer with the recent ones, announces a stall and remembers the
-/// answer. True when the stall limit is reached.
-pub(crate) fn track_stall(
-    state: &mut ReflectionCycle,
-    text: &str,
-    iteration: u32,
-    emitter: &Emitter,
-) -> bool {
+/// What comparing an answer with the recent ones found.
+pub(crate) struct StallVerdict {
+    /// The `stall_warning` to announce, when the answer stalled.
+    pub warning: Option<EventKind>,
+    /// The stall limit is reached: the cycle ends.
+    pub limit_reached: bool,
+}
+
+/// Compares an iteration's answer with the recent ones, counts a stall and remembers the
+/// answer. The caller announces the warning when its step is saved.
+pub(crate) fn track_stall(state: &mut ReflectionCycle, text: &str, iteration: u32) -> StallVerdict {
     let check = check_stall(text, &state.recent_syntheses);
-    if check.stalled() {
+    let warning = if check.stalled() {
         state.consecutive_stalls += 1;
-        emitter.emit(EventKind::StallWarning {
+        Some(EventKind::StallWarning {
             iteration,
             consecutive: state.consecutive_stalls,
             similarity: check.similarity,
-        });
+        })
     } else {
         state.consecutive_stalls = 0;
-    }
+        None
+    };
     remember_synthesis(&mut state.recent_syntheses, text);
-    state.consecutive_stalls >= STALL_LIMIT
+    StallVerdict {
+        warning,
+        limit_reached: state.consecutive_stalls >= STALL_LIMIT,
+    }
 }
 
 /// Marks the state finished with `outcome`.

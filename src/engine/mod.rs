@@ -204,6 +204,8 @@ pub(crate) struct EngineShared {
     turns: Mutex<HashMap<SessionId, usize>>,
     /// Cancelled by [`Engine::shutdown`]: every run and turn, present and future, stops.
     shutdown: CancellationToken,
+    /// Set by [`Engine::interrupt`]: stopped cycles stay resumable instead of ending cancelled.
+    interrupted: std::sync::atomic::AtomicBool,
 }
 
 /// The engine. Cheap to clone; every clone drives the same sessions.
@@ -232,6 +234,7 @@ impl Engine {
                 runs: Mutex::new(HashMap::new()),
                 turns: Mutex::new(HashMap::new()),
                 shutdown: CancellationToken::new(),
+                interrupted: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -447,6 +450,16 @@ impl Engine {
         self.shared.shutdown.cancel();
     }
 
+    /// Stops everything like [`Engine::shutdown`], but a reflect cycle stopped this way is
+    /// saved as interrupted (resumable from its last completed iteration) rather than cancelled:
+    /// the process is being ended from outside (a signal), not by a decision about the cycle.
+    pub fn interrupt(&self) {
+        self.shared
+            .interrupted
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.shared.shutdown.cancel();
+    }
+
     /// Queues a user message for the orchestrator's next planning step. Returns false when the
     /// group is not running (send it as a new prompt instead).
     pub fn queue_message(&self, group_id: &str, text: String) -> bool {
@@ -613,6 +626,33 @@ impl EngineShared {
             actors.insert(session_id.to_string(), fresh);
         }
         rx
+    }
+
+    /// Writes the organization through before a step is reported: what an event says is done
+    /// is on disk. A failing disk is tried three times; then the error names the file and the
+    /// OS error.
+    pub async fn checkpoint(&self) -> Result<(), StoreError> {
+        let org = self.org.clone();
+        let written = tokio::task::spawn_blocking(move || {
+            let mut result = org.flush();
+            for _ in 1..3 {
+                if result.is_ok() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+                // Marks it changed, so the saver writes it again.
+                org.update(|_| {});
+                result = org.flush();
+            }
+            result
+        })
+        .await;
+        written.unwrap_or_else(|e| Err(StoreError::SaveFailed(format!("the save task ended: {e}"))))
+    }
+
+    /// True once [`Engine::interrupt`] was called.
+    pub fn interrupting(&self) -> bool {
+        self.interrupted.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Called by the actor when a job is done (whatever its result).

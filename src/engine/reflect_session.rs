@@ -197,7 +197,11 @@ impl CycleLoop for SessionCycle<'_> {
         if goal_met {
             return Step::GoalMet;
         }
-        if cycle::track_stall(&mut self.state, &answer.text, iteration, &self.active.emitter) {
+        let stall = cycle::track_stall(&mut self.state, &answer.text, iteration);
+        if let Some(warning) = stall.warning {
+            self.active.emitter.emit(warning);
+        }
+        if stall.limit_reached {
             return Step::Stalled;
         }
         Step::Continue

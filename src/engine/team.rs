@@ -26,8 +26,10 @@ pub(crate) struct Team {
     pub orchestrator: Option<Member>,
     pub workers: Vec<Member>,
     pub evaluator: Option<Member>,
-    /// Every session in order (broadcast and sequential use all of them).
-    pub everyone: Vec<Member>,
+    /// Who answers in broadcast and sequential: every session in order, except the evaluator
+    /// and, in a team built around an orchestrator, the orchestrator (they plan and judge, they
+    /// do not answer alongside the workers).
+    pub participants: Vec<Member>,
     pub orchestrator_prompt: Option<String>,
     pub shared_context: Option<String>,
     pub routing_context: Option<String>,
@@ -77,7 +79,12 @@ impl Team {
                 orchestrator,
                 workers,
                 evaluator: evaluator_session.map(member),
-                everyone: sessions.iter().map(|s| member(s)).collect(),
+                participants: sessions
+                    .iter()
+                    .filter(|s| Some(s.id.as_str()) != evaluator_id)
+                    .filter(|s| !(s.role == Role::Orchestrator && group.mode.has_orchestrator()))
+                    .map(|s| member(s))
+                    .collect(),
                 orchestrator_prompt: group.orchestrator_prompt.clone(),
                 shared_context: group.shared_context.clone(),
                 routing_context: group.routing_context.clone(),
@@ -112,8 +119,10 @@ impl Team {
             mode: self.mode,
             reason: reason.to_string(),
         };
-        if self.everyone.is_empty() {
-            return Err(not_runnable("it has no sessions"));
+        if self.participants.is_empty() && !self.mode.has_orchestrator() {
+            return Err(not_runnable(
+                "it has no sessions that answer in this mode (an orchestrator or evaluator only plans and judges)",
+            ));
         }
         if self.mode.has_orchestrator() {
             if self.orchestrator.is_none() {

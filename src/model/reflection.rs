@@ -49,6 +49,7 @@ simple_enum!(
         ErrorBudget => "error_budget",
         Cancelled => "cancelled",
         Completed => "completed",
+        SaveFailed => "save_failed",
     }
 );
 
@@ -142,5 +143,118 @@ impl ReflectionCycle {
     /// A cycle that was running when the process ended: shown as interrupted, resumable.
     pub fn is_interrupted(&self) -> bool {
         self.active && self.outcome.is_none()
+    }
+
+    /// Makes `target` equal to `self` at a cost that does not grow with the cycle's length:
+    /// the lists that only grow (evaluations, adjustments) get their new tail, everything else
+    /// is small and copied. `target` is the copy saved with the group, `self` the loop's own.
+    pub fn sync_into(&self, target: &mut ReflectionCycle) {
+        fn sync_list<T: Clone + PartialEq>(from: &[T], to: &mut Vec<T>) {
+            let grown = to.len() <= from.len() && to.last() == from.get(to.len().wrapping_sub(1));
+            if grown {
+                to.extend_from_slice(&from[to.len()..]);
+            } else {
+                *to = from.to_vec();
+            }
+        }
+        let ReflectionCycle {
+            goal,
+            max_iterations,
+            iteration,
+            completed_iterations,
+            active,
+            paused,
+            goal_met,
+            stalled,
+            cancelled,
+            outcome,
+            started_at,
+            completed_at,
+            evaluator,
+            last_evaluation,
+            evaluations,
+            pending_adjustments,
+            recent_syntheses,
+            last_synthesis,
+            consecutive_stalls,
+            consecutive_errors,
+            queued_messages,
+            usage,
+            duration_ms,
+        } = self;
+        if target.goal != *goal {
+            target.goal.clone_from(goal);
+        }
+        target.max_iterations = *max_iterations;
+        target.iteration = *iteration;
+        target.completed_iterations = *completed_iterations;
+        target.active = *active;
+        target.paused = *paused;
+        target.goal_met = *goal_met;
+        target.stalled = *stalled;
+        target.cancelled = *cancelled;
+        target.outcome = *outcome;
+        target.started_at = *started_at;
+        target.completed_at = *completed_at;
+        target.evaluator.clone_from(evaluator);
+        target.last_evaluation.clone_from(last_evaluation);
+        sync_list(evaluations, &mut target.evaluations);
+        sync_list(pending_adjustments, &mut target.pending_adjustments);
+        // At most five entries (older ones are dropped).
+        target.recent_syntheses.clone_from(recent_syntheses);
+        if target.last_synthesis != *last_synthesis {
+            target.last_synthesis.clone_from(last_synthesis);
+        }
+        target.consecutive_stalls = *consecutive_stalls;
+        target.consecutive_errors = *consecutive_errors;
+        target.queued_messages.clone_from(queued_messages);
+        target.usage = *usage;
+        target.duration_ms = *duration_ms;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn evaluation(iteration: u32) -> Evaluation {
+        Evaluation {
+            iteration,
+            score: 0.5,
+            rationale: format!("r{iteration}"),
+            evaluator_model: None,
+            at: Utc::now(),
+            trend: None,
+            usage: Usage::default(),
+            duration_ms: 0,
+        }
+    }
+
+    #[test]
+    fn sync_into_makes_an_equal_copy_whatever_the_copy_held() {
+        let mut state = ReflectionCycle {
+            goal: "g".into(),
+            evaluations: vec![evaluation(1), evaluation(2)],
+            pending_adjustments: vec!["a".into()],
+            last_synthesis: Some("s".into()),
+            ..ReflectionCycle::default()
+        };
+        let mut saved = ReflectionCycle::default();
+        state.sync_into(&mut saved);
+        assert_eq!(saved, state);
+        // Grown lists: only the tail is added.
+        state.evaluations.push(evaluation(3));
+        state.iteration = 3;
+        state.outcome = Some(CycleOutcome::GoalMet);
+        state.sync_into(&mut saved);
+        assert_eq!(saved, state);
+        // A copy that diverged (another cycle's state) is replaced, not appended to.
+        saved.evaluations = vec![evaluation(9), evaluation(8), evaluation(7), evaluation(6)];
+        state.sync_into(&mut saved);
+        assert_eq!(saved, state);
+        saved.evaluations.truncate(1);
+        saved.evaluations[0].score = 0.1;
+        state.sync_into(&mut saved);
+        assert_eq!(saved, state);
     }
 }

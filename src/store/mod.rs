@@ -33,6 +33,9 @@ pub enum StoreError {
     AlreadyRunning { pid: String, path: PathBuf },
     #[error("cannot serialise the organization: {0}")]
     Serialize(String),
+    /// A write of the organization failed (the message names the file and the OS error).
+    #[error("could not save the organization: {0}")]
+    SaveFailed(String),
     #[error("{path} is corrupt ({reason}) and no usable backup exists; it was moved to {moved_to}")]
     CorruptNoBackup {
         path: PathBuf,

@@ -175,7 +175,7 @@ impl Saver {
     /// Waits until every snapshot queued so far is written; returns the last write error.
     pub fn flush(&self) -> Result<(), StoreError> {
         if self.thread.is_none() {
-            return Err(StoreError::Serialize("the saver thread is not running".into()));
+            return Err(StoreError::SaveFailed("the saver thread is not running".into()));
         }
         let mut state = self.shared.lock();
         let target = state.requested;
@@ -190,7 +190,7 @@ impl Saver {
         }
         state.urgent = false;
         match state.last_error.take() {
-            Some(e) => Err(StoreError::Serialize(e)),
+            Some(e) => Err(StoreError::SaveFailed(e)),
             None => Ok(()),
         }
     }

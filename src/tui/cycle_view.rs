@@ -438,7 +438,7 @@ pub fn outcome_kind(o: CycleOutcome) -> TimelineKind {
     match o {
         CycleOutcome::GoalMet | CycleOutcome::Completed => TimelineKind::Good,
         CycleOutcome::MaxIterations | CycleOutcome::Stalled => TimelineKind::Warn,
-        CycleOutcome::ErrorBudget | CycleOutcome::Cancelled => TimelineKind::Bad,
+        CycleOutcome::ErrorBudget | CycleOutcome::Cancelled | CycleOutcome::SaveFailed => TimelineKind::Bad,
     }
 }
 

@@ -409,6 +409,28 @@ impl Edits {
         Ok(())
     }
 
+    /// Records the group's interrupted cycle as cancelled (a new run starts over instead of
+    /// resuming it). Refused while the group runs.
+    pub fn discard_interrupted(&self, group_id: &str) -> Result<(), EditError> {
+        if self.group_busy(group_id) {
+            return Err(EditError::Busy {
+                what: "this team".into(),
+                action: "discard its interrupted cycle",
+            });
+        }
+        self.org.update(|o| {
+            let g = o.group_mut(group_id).ok_or(EditError::NoSuchGroup)?;
+            if let Some(r) = g.reflection.as_mut().filter(|r| r.is_interrupted()) {
+                r.active = false;
+                r.paused = false;
+                r.outcome = Some(crate::model::CycleOutcome::Cancelled);
+                r.cancelled = true;
+                r.completed_at = Some(chrono::Utc::now());
+            }
+            Ok(())
+        })
+    }
+
     /// Remembers what the UI shows (restored at the next start).
     pub fn select(&self, group_id: Option<&str>, session_id: Option<&str>) {
         self.org.update(|o| {

@@ -180,3 +180,63 @@ async fn messages_are_kept_when_the_run_that_took_them_fails() {
             .read(|o| o.group(&f.group_id).unwrap().pending_messages.is_empty())
     );
 }
+
+/// `--mode broadcast` (or sequential) on a reflect team: the workers answer; the orchestrator
+/// and the evaluator, who plan and judge, do not (the evaluator's reply once became the answer).
+#[tokio::test]
+async fn a_reflect_team_run_as_broadcast_or_sequential_asks_only_its_workers() {
+    use super::engine_fixture::EVAL;
+    use huddle::engine::RunOverrides;
+    for mode in [Mode::Broadcast, Mode::Sequential] {
+        let f = team(Mode::OrchestratorReflect, &["a", "b"], true, 3).await;
+        f.server.script("w-a", vec![Reply::text("answer from a")]);
+        f.server.script("w-b", vec![Reply::text("answer from b")]);
+        let overrides = RunOverrides {
+            mode: Some(mode),
+            ..RunOverrides::default()
+        };
+        let report = f
+            .engine
+            .run_group(&f.group_id, "Compare X and Y".into(), overrides)
+            .await
+            .expect("run");
+        assert_eq!(report.outcome, CycleOutcome::Completed, "{mode}");
+        assert_eq!(f.prompts("w-a").len(), 1, "{mode}");
+        assert_eq!(f.prompts("w-b").len(), 1, "{mode}");
+        assert!(f.prompts(ORCH).is_empty(), "{mode}: the orchestrator was asked");
+        assert!(f.prompts(EVAL).is_empty(), "{mode}: the evaluator was asked");
+        assert!(
+            report.final_text.contains("answer from b"),
+            "{mode}: {}",
+            report.final_text
+        );
+    }
+}
+
+/// A round where every session failed reports one outcome: failed, not "completed".
+#[tokio::test]
+async fn a_round_where_everyone_failed_says_so_once() {
+    let mut f = team(Mode::Broadcast, &["a", "b"], false, 1).await;
+    for m in ["w-a", "w-b"] {
+        f.server
+            .script(m, vec![Reply::status(400).body(r#"{"error":{"message":"bad"}}"#)]);
+    }
+    f.server.script(
+        ORCH,
+        vec![Reply::status(400).body(r#"{"error":{"message":"bad"}}"#)],
+    );
+    let report = f.run("Compare").await;
+    let why = report.failed.clone().expect("failed");
+    assert!(why.starts_with("every session failed"), "{why}");
+    assert!(report.summary.starts_with("Run failed"), "{}", report.summary);
+    assert!(!report.summary.contains("completed"), "{}", report.summary);
+    let finished = f
+        .drain()
+        .into_iter()
+        .find_map(|e| match e.kind {
+            EventKind::CycleFinished { summary, .. } => Some(summary),
+            _ => None,
+        })
+        .expect("cycle_finished");
+    assert_eq!(finished, report.summary);
+}

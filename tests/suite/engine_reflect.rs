@@ -62,6 +62,34 @@ async fn a_renamed_evaluator_still_evaluates() {
     assert_eq!(state.evaluator.as_deref(), Some("the-judge"));
 }
 
+/// A cycle whose state cannot be written ends with its own outcome and says which file and
+/// which OS error, instead of reporting steps that are not on disk.
+#[tokio::test]
+async fn a_failing_disk_ends_the_cycle_as_save_failed() {
+    let f = team(Mode::OrchestratorReflect, &["alpha"], false, 3).await;
+    // Every save of this process into the fixture's folder fails: its temp file's name is taken
+    // by a directory (a fault even root cannot write through).
+    let blocker = f
+        .dir
+        .path()
+        .join(format!(".organization.json.tmp-{}", std::process::id()));
+    std::fs::create_dir(&blocker).expect("blocker");
+    f.org.update(|_| {});
+    f.server.script(ORCH, vec![plan(&["alpha"], 1), synthesis(1)]);
+    worker_answers(&f, "alpha", 1);
+    let report = f.run("Do it").await;
+    assert_eq!(report.outcome, CycleOutcome::SaveFailed);
+    let why = report.failed.expect("why");
+    assert!(
+        why.contains("organization.json") && why.contains("directory"),
+        "{why}"
+    );
+    assert!(
+        f.server.requests_for(ORCH).is_empty(),
+        "nothing was started that could not be recorded"
+    );
+}
+
 #[tokio::test]
 async fn goal_met_by_evaluator_score_and_replan_carries_the_evaluation() {
     let mut f = team(Mode::OrchestratorReflect, &["alpha", "beta"], true, 5).await;

@@ -262,7 +262,7 @@ fn reusing_a_group_and_overriding_the_mode() {
 }
 
 #[test]
-fn ctrl_c_stops_the_run_saves_state_and_exits_130() {
+fn ctrl_c_stops_the_run_keeps_the_cycle_resumable_and_exits_130() {
     let home = tempfile::tempdir().unwrap();
     let args = [
         "run",
@@ -281,9 +281,9 @@ fn ctrl_c_stops_the_run_saves_state_and_exits_130() {
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     let org = org_file.inspect().unwrap().unwrap();
     let cycle = org.groups.iter().find_map(|g| g.reflection.clone()).unwrap();
-    assert!(!cycle.active, "state saved as finished");
-    assert_eq!(cycle.outcome, Some(huddle::model::CycleOutcome::Cancelled));
-    assert!(cycle.cancelled);
+    // Stopped from outside, not finished: `huddle run --group … --resume` continues it.
+    assert!(cycle.is_interrupted(), "{cycle:?}");
+    assert!(!cycle.cancelled);
 }
 
 #[test]

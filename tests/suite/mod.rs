@@ -5,6 +5,7 @@ mod engine_reflect;
 mod engine_single;
 mod fake_llm_server;
 mod headless;
+mod headless_resume;
 mod presets_catalog;
 mod providers_command;
 mod providers_http;

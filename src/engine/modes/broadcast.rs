@@ -11,7 +11,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     phase(run, Phase::Dispatch);
     let jobs = run
         .team
-        .everyone
+        .participants
         .iter()
         .map(|m| (m.clone(), prompt.clone()))
         .collect();

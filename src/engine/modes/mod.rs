@@ -9,7 +9,7 @@ mod sequential;
 
 use std::sync::Arc;
 
-use crate::model::Mode;
+use crate::model::{CycleOutcome, Mode};
 
 use super::run::Run;
 use super::team::Team;
@@ -26,6 +26,20 @@ pub(crate) async fn run(
 ) -> Result<RunReport, EngineError> {
     let team = Team::read(shared, group_id, overrides)?;
     team.check_runnable()?;
+    // The group (e.g. just created by `huddle run --preset`) is on disk before its run is
+    // reported.
+    if let Err(e) = shared.checkpoint().await {
+        return Ok(RunReport {
+            outcome: CycleOutcome::SaveFailed,
+            iterations: 0,
+            final_text: String::new(),
+            summary: String::new(),
+            usage: Default::default(),
+            duration: Default::default(),
+            simulated: false,
+            failed: Some(e.to_string()),
+        });
+    }
     let mut run = Run::new(shared, active, team);
     match run.team.mode {
         Mode::Broadcast => broadcast::run(&mut run, prompt).await,

@@ -30,16 +30,31 @@ pub(super) fn finish(
     final_text: String,
     note_to: Option<&Member>,
 ) -> RunReport {
-    let summary = completion_summary(&SummaryInput {
-        outcome,
-        iterations: 1,
-        max_iterations: 1,
-        scores: Vec::new(),
-        trend: None,
-        duration: run.started.elapsed(),
-        usage: run.usage,
-        per_iteration: Vec::new(),
-    });
+    finish_with(run, outcome, final_text, note_to, None)
+}
+
+/// Ends a one-pass run; a run that could not do its work (`failure`) says so in its summary
+/// instead of calling itself completed.
+fn finish_with(
+    run: &Run<'_>,
+    outcome: CycleOutcome,
+    final_text: String,
+    note_to: Option<&Member>,
+    failure: Option<&str>,
+) -> RunReport {
+    let summary = match failure {
+        Some(why) => format!("Run failed: {why}"),
+        None => completion_summary(&SummaryInput {
+            outcome,
+            iterations: 1,
+            max_iterations: 1,
+            scores: Vec::new(),
+            trend: None,
+            duration: run.started.elapsed(),
+            usage: run.usage,
+            per_iteration: Vec::new(),
+        }),
+    };
     if let Some(member) = note_to {
         run.note(member, &summary);
     }
@@ -48,7 +63,9 @@ pub(super) fn finish(
         iterations: 1,
         summary: summary.clone(),
     });
-    run.report(outcome, 1, final_text, summary)
+    let mut report = run.report(outcome, 1, final_text, summary);
+    report.failed = failure.map(str::to_string);
+    report
 }
 
 /// The prompt with any messages the user sent while the previous run was ending, and those
@@ -82,22 +99,21 @@ pub(super) fn finish_round(
     } else {
         CycleOutcome::Completed
     };
-    let mut report = finish(run, outcome, final_text, None);
     let all_failed = results.iter().all(|r| !r.success);
     if outcome == CycleOutcome::Cancelled || all_failed {
         run.restore_pending(pending);
     }
-    if all_failed && outcome != CycleOutcome::Cancelled {
-        report.failed = Some(format!(
+    let failure = (all_failed && outcome != CycleOutcome::Cancelled).then(|| {
+        format!(
             "every session failed: {}",
             results
                 .iter()
                 .filter_map(|r| r.error.as_deref())
                 .next()
                 .unwrap_or("unknown error")
-        ));
-    }
-    report
+        )
+    });
+    finish_with(run, outcome, final_text, None, failure.as_deref())
 }
 
 /// A one-pass run whose orchestrator turn failed: reported (unless stopped), with whatever

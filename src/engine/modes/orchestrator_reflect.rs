@@ -32,6 +32,8 @@ struct TeamCycle<'r, 'a> {
     attempt_started: (Instant, Usage),
     base_usage: Usage,
     base_duration_ms: u64,
+    /// Why the state could not be written, when it could not.
+    save_error: Option<String>,
 }
 
 pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result<RunReport, EngineError> {
@@ -75,11 +77,15 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
         evaluator,
         nudged: false,
         attempt_started: (Instant::now(), Usage::default()),
+        save_error: None,
     };
     cycle.state.active = true;
     cycle.state.outcome = None;
     cycle.state.evaluator = cycle.evaluator.as_ref().map(|e| e.name.clone());
-    cycle.persist();
+    // The group and its new cycle are on disk before anyone hears the cycle started.
+    if !cycle.save().await {
+        return Ok(cycle.finish(CycleOutcome::SaveFailed).await);
+    }
     cycle.run.emit(EventKind::CycleStarted {
         mode: Mode::OrchestratorReflect,
         max_iterations: cycle.state.max_iterations,
@@ -94,7 +100,7 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
         };
         cycle::drive(&mut cycle, &cx).await
     };
-    Ok(cycle.finish(outcome))
+    Ok(cycle.finish(outcome).await)
 }
 
 impl CycleLoop for TeamCycle<'_, '_> {
@@ -107,7 +113,8 @@ impl CycleLoop for TeamCycle<'_, '_> {
         self.iteration(iteration).await
     }
 
-    /// Saves the cycle state into its group (the saver writes it in the background).
+    /// Saves the cycle state into its group (the saver writes it in the background). Costs the
+    /// same at iteration 1 and 1,000: only what changed is copied.
     fn persist(&mut self) {
         let mut usage = self.base_usage;
         usage.add(self.run.usage);
@@ -116,11 +123,14 @@ impl CycleLoop for TeamCycle<'_, '_> {
         let mut queued = self.carried.clone();
         queued.extend(self.run.control().peek_queued());
         self.state.queued_messages = queued;
-        let snapshot = self.state.clone();
+        let state = &self.state;
         let gid = &self.run.team.group_id;
         self.run.shared.org.update(|o| {
             if let Some(g) = o.group_mut(gid) {
-                g.reflection = Some(snapshot);
+                match &mut g.reflection {
+                    Some(saved) => state.sync_into(saved),
+                    None => g.reflection = Some(state.clone()),
+                }
             }
         });
     }
@@ -137,6 +147,20 @@ impl CycleLoop for TeamCycle<'_, '_> {
 }
 
 impl TeamCycle<'_, '_> {
+    /// Saves the state and waits until it is on disk (a checkpoint: the event that reports
+    /// the step comes after). False when it could not be written.
+    async fn save(&mut self) -> bool {
+        self.persist();
+        match self.run.shared.checkpoint().await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot save the cycle state");
+                self.save_error = Some(e.to_string());
+                false
+            }
+        }
+    }
+
     /// Waits while paused between steps; false when the cycle was stopped.
     async fn checkpoint(&mut self) -> bool {
         let control = self.run.active;
@@ -338,15 +362,6 @@ impl TeamCycle<'_, '_> {
         let (usage, duration_ms) = (evaluation.usage, evaluation.duration_ms);
         self.state.evaluations.push(evaluation.clone());
         self.state.last_evaluation = Some(evaluation);
-        self.persist();
-        self.run.emit(EventKind::Evaluation {
-            iteration,
-            score,
-            rationale,
-            trend: direction,
-            usage,
-            duration_ms,
-        });
 
         let previous_stalled = self.state.consecutive_stalls > 0;
         let adjustments = pending_adjustments(&AdjustmentInput {
@@ -356,27 +371,69 @@ impl TeamCycle<'_, '_> {
             score: Some(score),
             previous_iteration_stalled: previous_stalled,
         });
-        for text in adjustments {
-            self.run.emit(EventKind::Adjustment { text: text.clone() });
-            self.state.pending_adjustments.push(text);
-        }
-
-        let stalled = cycle::track_stall(&mut self.state, &synthesis.text, iteration, self.run.emitter());
+        self.state.pending_adjustments.extend(adjustments.iter().cloned());
+        let stall = cycle::track_stall(&mut self.state, &synthesis.text, iteration);
         self.state.last_synthesis = Some(synthesis.text.clone());
         self.state.consecutive_errors = 0;
         self.state.completed_iterations = iteration;
-        self.persist();
+        // The completed iteration is on disk before its evaluation is reported.
+        if !self.save().await {
+            return Step::SaveFailed;
+        }
+        self.run.emit(EventKind::Evaluation {
+            iteration,
+            score,
+            rationale,
+            trend: direction,
+            usage,
+            duration_ms,
+        });
+        for text in adjustments {
+            self.run.emit(EventKind::Adjustment { text });
+        }
+        if let Some(warning) = stall.warning {
+            self.run.emit(warning);
+        }
 
         if goal_met {
             Step::GoalMet
-        } else if stalled {
+        } else if stall.limit_reached {
             Step::Stalled
         } else {
             Step::Continue
         }
     }
 
-    fn finish(mut self, outcome: CycleOutcome) -> RunReport {
+    /// The process is ending from outside: the cycle is saved as it stands (active, after its
+    /// last completed iteration), so `huddle run --resume` or the TUI can continue it.
+    async fn leave_interrupted(mut self) -> RunReport {
+        self.state.paused = false;
+        let saved = self.save().await;
+        let done = self.state.completed_iterations;
+        self.run.emit(EventKind::Warning {
+            message: format!(
+                "interrupted after iteration {done}/{}; the cycle can be resumed",
+                self.state.max_iterations
+            ),
+        });
+        let final_text = self
+            .state
+            .last_synthesis
+            .as_deref()
+            .map(strip_sentinel_lines)
+            .unwrap_or_default();
+        let outcome = if saved {
+            CycleOutcome::Cancelled
+        } else {
+            CycleOutcome::SaveFailed
+        };
+        let mut report = self.run.report(outcome, done, final_text, String::new());
+        report.usage = self.state.usage;
+        report.failed = self.save_error.take();
+        report
+    }
+
+    async fn finish(mut self, outcome: CycleOutcome) -> RunReport {
         // Messages no plan will read any more wait for the group's next run.
         let mut leftovers = std::mem::take(&mut self.carried);
         leftovers.extend(self.run.control().take_queued());
@@ -388,8 +445,16 @@ impl TeamCycle<'_, '_> {
                 }
             });
         }
+        if outcome == CycleOutcome::Cancelled && self.run.shared.interrupting() {
+            return self.leave_interrupted().await;
+        }
         cycle::conclude(&mut self.state, outcome);
-        self.persist();
+        // The outcome is on disk before it is reported.
+        let outcome = if self.save().await {
+            outcome
+        } else {
+            CycleOutcome::SaveFailed
+        };
         let summary = cycle::summary(&self.state, outcome);
         self.run.note(&self.orchestrator, &summary);
         self.run.emit(EventKind::CycleFinished {

@@ -12,7 +12,7 @@ use super::one_pass::{finish_round, phase, start, with_pending};
 pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, EngineError> {
     let (prompt, pending) = with_pending(run, prompt);
     start(run);
-    let members = run.team.everyone.clone();
+    let members = run.team.participants.clone();
     let mut earlier: Vec<WorkerResult> = Vec::new();
     let mut results = Vec::new();
     let mut last = String::new();

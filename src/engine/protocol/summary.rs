@@ -57,6 +57,7 @@ pub fn outcome_sentence(outcome: CycleOutcome, max_iterations: u32) -> String {
         CycleOutcome::ErrorBudget => "stopped after three consecutive errors".to_string(),
         CycleOutcome::Cancelled => "cancelled before the goal was met".to_string(),
         CycleOutcome::Completed => "completed".to_string(),
+        CycleOutcome::SaveFailed => "stopped because its state could not be saved".to_string(),
     }
 }
 
