@@ -140,28 +140,41 @@ impl Actor {
         })
     }
 
-    fn history(&mut self) -> &mut Vec<ChatMessage> {
-        let shared = &self.shared;
-        let id = &self.session_id;
-        self.history.get_or_insert_with(|| {
-            shared.writer.flush();
-            match shared.transcripts.load(id) {
-                Ok(loaded) => loaded
-                    .messages
-                    .into_iter()
-                    .filter(|m| m.error.is_none() && !m.text.trim().is_empty())
-                    .filter_map(|m| match m.role {
-                        MessageRole::User => Some(ChatMessage::user(m.text)),
-                        MessageRole::Assistant => Some(ChatMessage::assistant(m.text)),
-                        _ => None,
-                    })
-                    .collect(),
-                Err(e) => {
-                    tracing::warn!(session = %id, error = %e, "cannot read transcript; starting without history");
-                    Vec::new()
-                }
+    /// The conversation, read from the transcript on the session's first turn: on a blocking
+    /// thread, through the transcript writer (so queued lines are in it), never holding up the
+    /// runtime's threads.
+    async fn load_history(&mut self) {
+        if self.history.is_some() {
+            return;
+        }
+        let shared = Arc::clone(&self.shared);
+        let id = self.session_id.clone();
+        let loaded = tokio::task::spawn_blocking(move || shared.writer.load(&shared.transcripts, &id)).await;
+        let history = match loaded {
+            Ok(Ok(loaded)) => loaded
+                .messages
+                .into_iter()
+                .filter(|m| m.error.is_none() && !m.text.trim().is_empty())
+                .filter_map(|m| match m.role {
+                    MessageRole::User => Some(ChatMessage::user(m.text)),
+                    MessageRole::Assistant => Some(ChatMessage::assistant(m.text)),
+                    _ => None,
+                })
+                .collect(),
+            Ok(Err(e)) => {
+                tracing::warn!(session = %self.session_id, error = %e, "cannot read transcript; starting without history");
+                Vec::new()
             }
-        })
+            Err(e) => {
+                tracing::warn!(session = %self.session_id, error = %e, "transcript read did not finish; starting without history");
+                Vec::new()
+            }
+        };
+        self.history = Some(history);
+    }
+
+    fn history(&mut self) -> &mut Vec<ChatMessage> {
+        self.history.get_or_insert_with(Vec::new)
     }
 
     /// One event of this session's turn.
@@ -200,6 +213,7 @@ impl Actor {
             .model_override
             .clone()
             .unwrap_or_else(|| info.model.clone());
+        self.load_history().await;
         let mut messages = bounded_history(self.history());
         messages.push(ChatMessage::user(prompt.clone()));
 

@@ -17,18 +17,25 @@ const TEAM: &str = "Code Review Team";
 /// Starts a reflect run with `--events`, sends `signal` right after the first `evaluation`
 /// line is printed, and returns the exit code and every event printed.
 fn signal_after_first_evaluation(home: &Path, signal: i32) -> (Option<i32>, Vec<Value>) {
+    let args = [
+        "run",
+        "--preset",
+        TEAM,
+        "--model",
+        "sim/slow-200ms",
+        "--max-iterations",
+        "4",
+        "--events",
+        "Review the parser",
+    ];
+    signal_after_evaluation(home, &args, signal)
+}
+
+/// Runs huddle with `args` (which print NDJSON), sends `signal` right after the first
+/// `evaluation` line, returns the exit code and every event printed.
+fn signal_after_evaluation(home: &Path, args: &[&str], signal: i32) -> (Option<i32>, Vec<Value>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_huddle"))
-        .args([
-            "run",
-            "--preset",
-            TEAM,
-            "--model",
-            "sim/slow-200ms",
-            "--max-iterations",
-            "4",
-            "--events",
-            "Review the parser",
-        ])
+        .args(args)
         .env("HUDDLE_HOME", home)
         .current_dir(home)
         .stdout(Stdio::piped())
@@ -165,4 +172,48 @@ fn sighup_exits_129_and_discarding_starts_over() {
     let done = cycle(home.path());
     assert_eq!(done.goal, "Fresh task");
     assert!(done.outcome.is_some_and(|o| o != CycleOutcome::Cancelled));
+}
+
+/// The outside reliability run's case: SIGKILL right after an iteration is reported, again and
+/// again; every reported iteration is on disk and `--resume` goes on from it.
+#[test]
+fn kill_9_after_reported_iterations_loses_none_and_resumes_headlessly() {
+    let home = tempfile::tempdir().expect("home");
+    let (code, events) = signal_after_first_evaluation(home.path(), libc::SIGKILL);
+    assert_eq!(code, None, "killed");
+    fn evaluated(events: &[Value]) -> impl Iterator<Item = u64> + '_ {
+        events
+            .iter()
+            .filter(|e| e["event"] == "evaluation")
+            .filter_map(|e| e["iteration"].as_u64())
+    }
+    let mut reported: Vec<u64> = evaluated(&events).collect();
+    for _ in 0..2 {
+        let saved = cycle(home.path());
+        assert!(saved.is_interrupted(), "{saved:?}");
+        let on_disk: Vec<u64> = saved.evaluations.iter().map(|e| u64::from(e.iteration)).collect();
+        for i in &reported {
+            assert!(on_disk.contains(i), "iteration {i} was reported but is not on disk: {on_disk:?}");
+        }
+        if saved.completed_iterations >= saved.max_iterations {
+            break;
+        }
+        let (code, events) = signal_after_evaluation(
+            home.path(),
+            &["run", "--group", TEAM, "--resume", "--events"],
+            libc::SIGKILL,
+        );
+        reported.extend(evaluated(&events));
+        if code.is_some() {
+            // It finished before the kill landed.
+            break;
+        }
+    }
+    let saved = cycle(home.path());
+    let on_disk: Vec<u64> = saved.evaluations.iter().map(|e| u64::from(e.iteration)).collect();
+    for i in &reported {
+        assert!(on_disk.contains(i), "iteration {i} was reported but is not on disk: {on_disk:?}");
+    }
+    // Iterations are numbered without gaps across the kills.
+    assert_eq!(on_disk, (1..=on_disk.len() as u64).collect::<Vec<_>>());
 }
