@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::config::{Config, ConfigError, Paths, ProviderKind};
 use crate::model::GroupKind;
 use crate::presets::Catalog;
-use crate::store::{DataDirLock, OrganizationFile};
+use crate::store::{DataDirLock, OrganizationFile, Unreadable};
 
 /// The report and whether everything needed to run is in order.
 pub struct DoctorReport {
@@ -147,7 +147,16 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
                 }
             );
         }
-        Err(reason) => {
+        Err(Unreadable::TooNew { found }) => {
+            ok = false;
+            let _ = writeln!(
+                out,
+                "  organization  {}\n                {}",
+                file.path().display(),
+                Unreadable::TooNew { found }
+            );
+        }
+        Err(Unreadable::Corrupt(reason)) => {
             ok = false;
             let _ = writeln!(
                 out,

@@ -17,6 +17,7 @@ mod squad_roundtrip;
 mod squad_support;
 mod squad_writeback;
 mod store_crash;
+mod store_hardening;
 mod tui_keys;
 mod tui_pty;
 mod tui_review;
