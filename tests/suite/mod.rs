@@ -10,6 +10,7 @@ mod providers_command;
 mod providers_http;
 mod providers_litellm;
 mod providers_llmock;
+mod secrets_redaction;
 mod squad_corpus;
 mod squad_export_guards;
 mod squad_malformed;
