@@ -194,7 +194,7 @@ impl Config {
     /// no such file. The built-in `sim` provider is always added.
     pub fn load(paths: &Paths) -> Result<LoadedConfig, ConfigError> {
         let path = paths.config_file();
-        match std::fs::read_to_string(&path) {
+        match crate::store::read_regular_to_string(&path) {
             Ok(text) => {
                 let config = Config::parse(&text, &path)?;
                 Ok(LoadedConfig {

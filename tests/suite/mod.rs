@@ -1,3 +1,4 @@
+mod cli_hardening;
 mod cli_limits;
 mod engine_fixture;
 mod engine_modes;

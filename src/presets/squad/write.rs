@@ -20,7 +20,7 @@ use crate::model::{Organization, PresetWorker};
 use crate::naming::{slug_or, team_slug};
 use crate::presets::instantiate::preset_from_group;
 use crate::presets::preset_to_yaml;
-use crate::store::{StoreError, write_atomic};
+use crate::store::{StoreError, is_not_regular, read_regular, write_atomic};
 
 use super::charter::{charter_prompt, role_prompt, strip_front_matter, worker_role};
 use super::read::{capped_context, carries_cap_marker, current_roster, repo_name, team_dir};
@@ -90,6 +90,8 @@ enum Existing {
         encoding: Encoding,
     },
     Binary,
+    /// A FIFO, a device, a folder...: never opened for reading, never written over.
+    NotRegular,
 }
 
 /// What the export does with one file.
@@ -244,6 +246,7 @@ fn prepare(org: &Organization, group_id: &str, repo: &Path, paths: &Paths) -> Re
     actions.push(match read_existing(&team_md_path)? {
         Existing::Missing => write_new(team_md_path, fresh_team_md(&team)),
         Existing::Binary => kept(team_md_path, KeptReason::Binary, true),
+        Existing::NotRegular => kept(team_md_path, KeptReason::NotARegularFile, true),
         Existing::Text {
             text,
             lossy,
@@ -307,6 +310,7 @@ fn prepare(org: &Organization, group_id: &str, repo: &Path, paths: &Paths) -> Re
         Existing::Text { text, .. } if text == yaml => Action::Unchanged(preset_file.clone()),
         Existing::Text { encoding, .. } => replace(preset_file.clone(), &yaml, encoding),
         Existing::Binary => replace(preset_file.clone(), &yaml, Encoding::default()),
+        Existing::NotRegular => kept(preset_file.clone(), KeptReason::NotARegularFile, true),
     });
 
     Ok(Prepared {
@@ -339,6 +343,7 @@ fn charter_action(path: PathBuf, prompt: &str, existing: Existing) -> Action {
     let (text, lossy, encoding) = match existing {
         Existing::Missing => return write_new(path, format!("{prompt}\n")),
         Existing::Binary => return kept(path, KeptReason::Binary, true),
+        Existing::NotRegular => return kept(path, KeptReason::NotARegularFile, true),
         Existing::Text {
             text,
             lossy,
@@ -382,12 +387,14 @@ fn ledger_action(path: PathBuf, file: &str, text: &str, existing: Existing) -> A
         }
         Existing::Text { .. } => kept(path, KeptReason::LedgerChangedOnDisk, true),
         Existing::Binary => kept(path, KeptReason::Binary, true),
+        Existing::NotRegular => kept(path, KeptReason::NotARegularFile, true),
     }
 }
 
-/// An existing file, read to be compared or edited.
+/// An existing file, read to be compared or edited. Only a regular file is opened for reading
+/// (a FIFO at a charter path would block the read forever).
 fn read_existing(path: &Path) -> Result<Existing, ExportError> {
-    match std::fs::read(path) {
+    match read_regular(path) {
         Ok(bytes) => Ok(match decode(&bytes) {
             Ok(file) => Existing::Text {
                 text: file.text,
@@ -397,6 +404,7 @@ fn read_existing(path: &Path) -> Result<Existing, ExportError> {
             Err(_) => Existing::Binary,
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Existing::Missing),
+        Err(e) if is_not_regular(&e) => Ok(Existing::NotRegular),
         Err(source) => Err(ExportError::Io {
             path: path.to_path_buf(),
             source,
