@@ -2,6 +2,7 @@
 //! belongs, a closed or full stdout. The real binary, a temporary HUDDLE_HOME, the sim provider.
 
 use std::ffi::CString;
+use std::os::fd::FromRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -108,4 +109,118 @@ fn a_fifo_in_place_of_the_config_is_an_error_not_a_hang() {
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(err.contains("config.yaml") && err.contains("named pipe"), "{err}");
+}
+
+/// Runs huddle with stdout (and stderr, when `stderr_full`) set up by the caller.
+fn huddle_with(home: &Path, args: &[&str], stdout: Stdio, stderr: Stdio) -> Output {
+    std::fs::create_dir_all(home).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(args)
+        .env("HUDDLE_HOME", home)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("RUST_BACKTRACE", "1")
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    wait_or_kill(child, Duration::from_secs(60), &format!("{args:?}"))
+}
+
+/// A pipe whose reading end is already closed: every write to it fails with EPIPE.
+fn closed_pipe() -> Stdio {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe(2) returns.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: both descriptors were just created and are owned here alone.
+    unsafe {
+        libc::close(fds[0]);
+        Stdio::from(std::os::fd::OwnedFd::from_raw_fd(fds[1]))
+    }
+}
+
+fn dev_full() -> Stdio {
+    Stdio::from(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
+}
+
+fn assert_no_panic(out: &Output, what: &str) {
+    let err = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(101), "{what} panicked: {err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("stack backtrace"),
+        "{what}: {err}"
+    );
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly_without_a_panic() {
+    let home = tempfile::tempdir().unwrap();
+    for args in [
+        &["doctor"][..],
+        &["presets", "list"],
+        &["presets", "show", "Research Panel", "--json"],
+    ] {
+        let out = huddle_with(home.path(), args, closed_pipe(), Stdio::piped());
+        assert_no_panic(&out, &format!("{args:?}"));
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stderr), "", "{args:?}: quiet");
+    }
+}
+
+#[test]
+fn a_full_stdout_is_an_error_message_not_a_panic() {
+    let home = tempfile::tempdir().unwrap();
+    for args in [&["presets", "list"][..], &["doctor"]] {
+        let out = huddle_with(home.path(), args, dev_full(), Stdio::piped());
+        assert_no_panic(&out, &format!("{args:?}"));
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("cannot write to standard output") && err.contains("No space left on device"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_full_or_closed_stderr_never_turns_an_error_into_a_panic() {
+    let home = tempfile::tempdir().unwrap();
+    for stderr in [dev_full(), closed_pipe()] {
+        let out = huddle_with(
+            home.path(),
+            &["presets", "show", "No Such Preset"],
+            Stdio::piped(),
+            stderr,
+        );
+        assert_eq!(out.status.code(), Some(2), "the usage error's own code, not 101");
+    }
+    // Both closed: still the real outcome.
+    let out = huddle_with(home.path(), &["presets", "list"], closed_pipe(), dev_full());
+    assert_eq!(out.status.code(), Some(141));
+}
+
+#[test]
+fn a_repo_that_does_not_exist_is_a_usage_error_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    for (repo, why) in [
+        (tmp.path().join("nowhere"), "does not exist"),
+        (file, "is not a directory"),
+    ] {
+        let repo = repo.display().to_string();
+        for args in [
+            vec!["run", "--repo", repo.as_str(), "--model", "sim/x", "hi"],
+            vec!["presets", "list", "--repo", repo.as_str()],
+            vec!["doctor", "--repo", repo.as_str()],
+        ] {
+            let out = huddle_with(&home, &args, Stdio::piped(), Stdio::piped());
+            assert_eq!(out.status.code(), Some(2), "{args:?}");
+            let err = text(&out.stderr);
+            assert!(err.contains(&format!("--repo {repo}: {why}")), "{args:?}: {err}");
+            assert!(!home.join("organization.json").exists(), "nothing ran");
+        }
+    }
 }
