@@ -10,6 +10,7 @@
 use serde_json::Value;
 
 use crate::model::Organization;
+use crate::text::json_kind;
 
 /// The newest `organization.json` format this build reads and writes.
 pub const FORMAT_VERSION: u64 = 1;
@@ -68,7 +69,7 @@ pub fn parse(bytes: &[u8]) -> Result<ParsedOrganization, Unreadable> {
 fn check_shape(value: &Value) -> Result<(), Unreadable> {
     let corrupt = |what: &str| Err(Unreadable::Corrupt(format!("not an organization: {what}")));
     let Some(top) = value.as_object() else {
-        return corrupt(&format!("expected a JSON object, found {}", kind_of(value)));
+        return corrupt(&format!("expected a JSON object, found {}", json_kind(value)));
     };
     match top.get("version") {
         None => return corrupt("no `version`"),
@@ -81,22 +82,11 @@ fn check_shape(value: &Value) -> Result<(), Unreadable> {
     for list in ["groups", "sessions"] {
         match top.get(list) {
             Some(Value::Array(_)) => {}
-            Some(other) => return corrupt(&format!("`{list}` is {}, expected a list", kind_of(other))),
+            Some(other) => return corrupt(&format!("`{list}` is {}, expected a list", json_kind(other))),
             None => return corrupt(&format!("no `{list}`")),
         }
     }
     Ok(())
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// The integer types of the model's fields, as serde names them in "expected u32".
