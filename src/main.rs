@@ -49,12 +49,29 @@ fn main() -> ExitCode {
                 ExitCode::from(out.exit_code())
             }
             None => {
-                tracing::error!("{e:#}");
-                cli::note(format_args!("huddle: {e:#}"));
+                let text = describe(&e);
+                tracing::error!("{text}");
+                cli::note(format_args!("huddle: {text}"));
                 ExitCode::from(1)
             }
         },
     }
+}
+
+/// The error and its causes on one line, each cause once: most of huddle's errors already quote
+/// their cause (`cannot write X: File exists`), which `{:#}` would repeat.
+fn describe(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if !text.contains(&part) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&part);
+        }
+    }
+    text
 }
 
 fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {

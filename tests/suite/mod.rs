@@ -14,6 +14,7 @@ mod providers_llmock;
 mod secrets_redaction;
 mod squad_corpus;
 mod squad_export_guards;
+mod squad_hardening;
 mod squad_malformed;
 mod squad_roundtrip;
 mod squad_support;

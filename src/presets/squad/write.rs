@@ -42,6 +42,10 @@ pub enum ExportError {
     Unconfirmed { files: Vec<PathBuf> },
     #[error("refusing to write {path}: {reason}")]
     Unsafe { path: PathBuf, reason: String },
+    #[error(
+        "{link} is a symbolic link to {target}, which does not exist; remove the link or make it point at a folder inside the repository (nothing was written)"
+    )]
+    DanglingLink { link: PathBuf, target: PathBuf },
     #[error("cannot write {path}: {source}")]
     Io {
         path: PathBuf,
@@ -432,6 +436,16 @@ fn check_inside(repo: &Path, path: &Path) -> Result<(), ExportError> {
     })?;
     let mut existing = path;
     while !existing.exists() {
+        // A link that leads nowhere (`agents -> ../gone`) would make creating the folder fail
+        // with a bare "File exists": say what it is instead.
+        if let Ok(meta) = std::fs::symlink_metadata(existing)
+            && meta.file_type().is_symlink()
+        {
+            return Err(ExportError::DanglingLink {
+                link: existing.to_path_buf(),
+                target: std::fs::read_link(existing).unwrap_or_default(),
+            });
+        }
         match existing.parent() {
             Some(p) => existing = p,
             None => return Ok(()),

@@ -1,0 +1,130 @@
+//! Hostile Squad folders: escape sequences in member names and roles, a dangling `agents` link.
+
+use std::path::Path;
+
+use huddle::config::Config;
+use huddle::presets::squad::discover;
+use huddle::text::sanitize::is_invisible_or_control;
+
+use super::headless::{huddle, text};
+
+fn assert_clean(what: &str, s: &str) {
+    assert!(!s.chars().any(is_invisible_or_control), "{what} kept {s:?}");
+    assert!(
+        !s.contains("31m") && !s.contains("pwned"),
+        "{what} kept a sequence's body: {s:?}"
+    );
+}
+
+fn write(repo: &Path, rel: &str, text: &str) {
+    let path = repo.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn escape_sequences_in_names_and_roles_are_removed_at_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    write(
+        &repo,
+        ".squad/team.md",
+        "# Squad Team — Red\u{1b}[31mTeam\n\n> Ships\u{1b}]0;pwned\u{7} code\u{202e}\n\n## Members\n\n| Name | Role |\n|---|---|\n| \u{1b}[31mMallory\u{1b}[0m\u{200b} | Tester\u{9b}31m\u{202e} |\n| Bob\u{7}\u{1b}]0;pwned\u{1b}\\ | Rev\u{1b}[2Jiewer |\n",
+    );
+    // A member taken from its agents/ folder: the folder's name carries a sequence too.
+    let preset = discover(&repo, &Config::from_env(|_| None)).unwrap().unwrap();
+    assert_eq!(preset.name, "RedTeam");
+    assert_eq!(preset.description.as_deref(), Some("Ships code"));
+    let shown: Vec<(String, Option<String>, Option<String>)> = preset
+        .workers
+        .iter()
+        .map(|w| (w.name.clone(), w.display_name.clone(), w.role.clone()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (
+                "mallory".to_string(),
+                Some("Mallory".to_string()),
+                Some("Tester".to_string())
+            ),
+            (
+                "bob".to_string(),
+                Some("Bob".to_string()),
+                Some("Reviewer".to_string())
+            ),
+        ]
+    );
+    for w in &preset.workers {
+        let prompt = w.system_prompt.as_deref().unwrap_or_default();
+        assert!(prompt.contains(w.display_name.as_deref().unwrap()), "{prompt}");
+        assert_clean("the generated prompt", prompt);
+    }
+
+    let repo2 = tmp.path().join("repo2");
+    write(&repo2, ".squad/team.md", "# Squad Team — Folders\n");
+    write(
+        &repo2,
+        ".squad/agents/eve\u{1b}[31m/charter.md",
+        "# Eve — Audi\u{1b}]0;pwned\u{7}tor\u{200f}\n\nYou audit.\n",
+    );
+    let preset = discover(&repo2, &Config::from_env(|_| None)).unwrap().unwrap();
+    let eve = &preset.workers[0];
+    assert_eq!(eve.role.as_deref(), Some("Auditor"));
+    assert_clean(
+        "a folder member's name",
+        eve.display_name.as_deref().unwrap_or(&eve.name),
+    );
+    assert_eq!(
+        eve.system_prompt.as_deref(),
+        Some("# Eve — Audi\u{1b}]0;pwned\u{7}tor\u{200f}\n\nYou audit."),
+        "a charter is the member's own prompt, passed on as written (the UI sanitises what it draws)"
+    );
+}
+
+#[test]
+fn a_dangling_agents_link_is_explained_not_file_exists() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(repo.join(".squad")).unwrap();
+    let repo_arg = repo.display().to_string();
+    let out = huddle(
+        &home,
+        &[
+            "run",
+            "--repo",
+            &repo_arg,
+            "--preset",
+            "Research Panel",
+            "--model",
+            "sim/x",
+            "hi",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    std::os::unix::fs::symlink("../gone", repo.join(".squad/agents")).unwrap();
+    let out = huddle(
+        &home,
+        &[
+            "squad",
+            "export",
+            "--group",
+            "Research Panel",
+            "--repo",
+            &repo_arg,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{} is a symbolic link to ../gone, which does not exist",
+            repo.join(".squad/agents").display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("os error 17"), "{err}");
+    assert!(!repo.join(".squad/team.md").exists(), "nothing was written");
+}
