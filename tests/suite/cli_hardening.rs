@@ -4,7 +4,7 @@
 use std::ffi::CString;
 use std::os::fd::FromRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -33,46 +33,50 @@ fn wait_or_kill(mut child: Child, guard: Duration, what: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
-#[test]
-fn squad_export_over_fifos_does_not_hang_and_keeps_them() {
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    let repo = tmp.path().join("repo");
+/// A temporary home and repo, with the built-in "Research Panel" run once in the repo (so the
+/// organization has that team group). Returns (home, repo).
+pub(super) fn team_group_in_repo(tmp: &Path) -> (PathBuf, PathBuf) {
+    let (home, repo) = (tmp.join("home"), tmp.join("repo"));
     std::fs::create_dir_all(&repo).unwrap();
     std::fs::create_dir_all(&home).unwrap();
     let repo_arg = repo.display().to_string();
-    let out = huddle(
-        &home,
-        &[
-            "run",
-            "--repo",
-            repo_arg.as_str(),
-            "--preset",
-            "Research Panel",
-            "--model",
-            "sim/x",
-            "hi",
-        ],
-    );
+    let args = [
+        "run",
+        "--repo",
+        &repo_arg,
+        "--preset",
+        "Research Panel",
+        "--model",
+        "sim/x",
+        "hi",
+    ];
+    let out = huddle(&home, &args);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    (home, repo)
+}
+
+/// `huddle squad export` of that group into `repo`.
+pub(super) fn export_research_panel(home: &Path, repo: &Path) -> Output {
+    let repo_arg = repo.display().to_string();
+    let args = [
+        "squad",
+        "export",
+        "--group",
+        "Research Panel",
+        "--repo",
+        &repo_arg,
+    ];
+    huddle_with(home, &args, Stdio::piped(), Stdio::piped())
+}
+
+#[test]
+fn squad_export_over_fifos_does_not_hang_and_keeps_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, repo) = team_group_in_repo(tmp.path());
     // Where the export reads before it writes: team.md and the first worker's charter.
     mkfifo(&repo.join(".squad/team.md"));
     mkfifo(&repo.join(".squad/agents/analyst/charter.md"));
-    let child = Command::new(env!("CARGO_BIN_EXE_huddle"))
-        .args([
-            "squad",
-            "export",
-            "--group",
-            "Research Panel",
-            "--repo",
-            repo_arg.as_str(),
-        ])
-        .env("HUDDLE_HOME", &home)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out = wait_or_kill(child, Duration::from_secs(60), "squad export");
+    let out = export_research_panel(&home, &repo);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     for fifo in ["team.md", "agents/analyst/charter.md"] {
@@ -98,20 +102,13 @@ fn a_fifo_in_place_of_the_config_is_an_error_not_a_hang() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     mkfifo(&home.join("config.yaml"));
-    let child = Command::new(env!("CARGO_BIN_EXE_huddle"))
-        .args(["presets", "list"])
-        .env("HUDDLE_HOME", &home)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out = wait_or_kill(child, Duration::from_secs(60), "presets list");
+    let out = huddle_with(&home, &["presets", "list"], Stdio::piped(), Stdio::piped());
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(err.contains("config.yaml") && err.contains("named pipe"), "{err}");
 }
 
-/// Runs huddle with stdout (and stderr, when `stderr_full`) set up by the caller.
+/// Runs huddle with stdout and stderr set up by the caller; a run that hangs fails the test.
 fn huddle_with(home: &Path, args: &[&str], stdout: Stdio, stderr: Stdio) -> Output {
     std::fs::create_dir_all(home).unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_huddle"))

@@ -6,7 +6,8 @@ use huddle::config::Config;
 use huddle::presets::squad::discover;
 use huddle::text::sanitize::is_invisible_or_control;
 
-use super::headless::{huddle, text};
+use super::cli_hardening::{export_research_panel, team_group_in_repo};
+use super::headless::text;
 
 fn assert_clean(what: &str, s: &str) {
     assert!(!s.chars().any(is_invisible_or_control), "{what} kept {s:?}");
@@ -85,37 +86,10 @@ fn escape_sequences_in_names_and_roles_are_removed_at_load() {
 #[test]
 fn a_dangling_agents_link_is_explained_not_file_exists() {
     let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    let repo = tmp.path().join("repo");
-    std::fs::create_dir_all(&home).unwrap();
+    let (home, repo) = team_group_in_repo(tmp.path());
     std::fs::create_dir_all(repo.join(".squad")).unwrap();
-    let repo_arg = repo.display().to_string();
-    let out = huddle(
-        &home,
-        &[
-            "run",
-            "--repo",
-            &repo_arg,
-            "--preset",
-            "Research Panel",
-            "--model",
-            "sim/x",
-            "hi",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     std::os::unix::fs::symlink("../gone", repo.join(".squad/agents")).unwrap();
-    let out = huddle(
-        &home,
-        &[
-            "squad",
-            "export",
-            "--group",
-            "Research Panel",
-            "--repo",
-            &repo_arg,
-        ],
-    );
+    let out = export_research_panel(&home, &repo);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(
