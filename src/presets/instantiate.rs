@@ -80,6 +80,7 @@ pub fn create_team_group(
         if !preset.mode.has_orchestrator() {
             org.sessions[i].system_prompt = orchestrator_prompt;
         }
+        org.sessions[i].display_name = o.display_name.clone();
     }
     for w in &preset.workers {
         let i = add(
@@ -119,6 +120,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         .iter()
         .find(|s| s.role == Role::Orchestrator)
         .map(|s| PresetAgent {
+            display_name: s.display_name.clone(),
             model: Some(s.model.clone()),
             prompt: group
                 .orchestrator_prompt
@@ -128,6 +130,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         .or_else(|| group.mode.has_orchestrator().then(PresetAgent::default));
     let evaluator_session = org.evaluator_of(group_id);
     let evaluator = evaluator_session.map(|s| PresetAgent {
+        display_name: s.display_name.clone(),
         model: Some(s.model.clone()),
         prompt: s.system_prompt.clone(),
     });

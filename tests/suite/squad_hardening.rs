@@ -102,3 +102,51 @@ fn a_dangling_agents_link_is_explained_not_file_exists() {
     assert!(!err.contains("os error 17"), "{err}");
     assert!(!repo.join(".squad/team.md").exists(), "nothing was written");
 }
+
+#[test]
+fn the_member_the_coordinator_section_names_leads_as_the_orchestrator() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    write(
+        &repo,
+        ".squad/team.md",
+        "# Squad Team — Crew\n\n## Coordinator\n\n| Name | Role |\n|---|---|\n| Lead | Architect |\n\n## Members\n\n| Name | Role |\n|---|---|\n| Lead | Architect |\n| Ann | Developer |\n",
+    );
+    write(
+        &repo,
+        ".squad/agents/lead/charter.md",
+        "# Lead — Architect\n\nYou plan the work and merge it.\n",
+    );
+    write(
+        &repo,
+        ".squad/agents/ann/charter.md",
+        "# Ann — Developer\n\nYou write the code.\n",
+    );
+    let preset = discover(&repo, &Config::from_env(|_| None)).unwrap().unwrap();
+    let workers: Vec<&str> = preset.workers.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(workers, ["ann"], "the coordinator is not a worker");
+    let lead = preset.orchestrator.as_ref().unwrap();
+    assert_eq!(lead.display_name.as_deref(), Some("Lead"));
+    assert_eq!(
+        lead.prompt.as_deref(),
+        Some("# Lead — Architect\n\nYou plan the work and merge it.")
+    );
+
+    // `presets show` says who leads.
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let repo_arg = repo.display().to_string();
+    let out = super::headless::huddle(&home, &["presets", "show", "Crew", "--repo", &repo_arg]);
+    let shown = text(&out.stdout);
+    assert!(shown.contains("orchestrator (Lead): "), "{shown}");
+    assert!(shown.contains("# Lead — Architect"), "{shown}");
+
+    // Squad's own coordinator, with no charter, leaves the built-in orchestrator prompt.
+    write(
+        &repo,
+        ".squad/team.md",
+        "# Squad Team — Crew\n\n## Coordinator\n\n| Name | Role |\n|---|---|\n| Squad | Coordinator |\n\n## Members\n\n| Name | Role |\n|---|---|\n| Ann | Developer |\n",
+    );
+    let preset = discover(&repo, &Config::from_env(|_| None)).unwrap().unwrap();
+    assert_eq!(preset.orchestrator, Some(Default::default()));
+}

@@ -158,6 +158,9 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
             cut_charters.join(", ")
         ));
     }
+    let orchestrator = mode
+        .has_orchestrator()
+        .then(|| coordinator(&team, &folders, &doc, &overrides, config, &mut warnings));
     let routing_context = context_file(&team, "routing.md", &mut warnings);
     let shared_context = context_file(&team, "decisions.md", &mut warnings);
     Ok(Some(Preset {
@@ -167,7 +170,7 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         mode,
         max_iterations: None,
         worker_timeout_secs: None,
-        orchestrator: mode.has_orchestrator().then(PresetAgent::default),
+        orchestrator,
         evaluator: None,
         workers,
         shared_context,
@@ -176,6 +179,45 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         source: Some(dir.display().to_string()),
         warnings,
     }))
+}
+
+/// The orchestrator: the first member the Coordinator section names who has a charter (a `Lead`
+/// also listed among the members, say) leads the team, its charter the orchestrator's prompt.
+/// Squad's own coordinator (`Squad`, no charter) leaves huddle's built-in orchestrator prompt.
+fn coordinator(
+    team: &TeamDir,
+    folders: &AgentFolders,
+    doc: &TeamDoc,
+    overrides: &HashMap<String, String>,
+    config: &Config,
+    warnings: &mut Vec<String>,
+) -> PresetAgent {
+    for name in &doc.coordinators {
+        let handle = slug(name);
+        if handle.is_empty() {
+            continue;
+        }
+        let member = Member {
+            name: name.clone(),
+            role: String::new(),
+            charter: None,
+        };
+        let Some(charter) = find_charter(team, folders, &member, &handle, warnings) else {
+            continue;
+        };
+        let (prompt, _) = charter_prompt(&charter.text);
+        let hint = overrides
+            .get(&squash(name))
+            .cloned()
+            .or_else(|| model_hint(&charter.text));
+        let model = hint.and_then(|h| check_model(&h, config, Tier::Repo, "orchestrator", warnings));
+        return PresetAgent {
+            display_name: Some(name.clone()),
+            model,
+            prompt: Some(prompt).filter(|p| !p.is_empty()),
+        };
+    }
+    PresetAgent::default()
 }
 
 /// The repository folder's name, for the team name `<repo> squad` when team.md gives none.
