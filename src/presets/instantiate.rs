@@ -31,6 +31,7 @@ pub fn create_team_group(
     group.sort_order = org.next_group_sort_order();
     group.mode = preset.mode;
     group.description = preset.description.clone();
+    group.emoji = preset.emoji.clone();
     // In the orchestrator modes the orchestrator prompt goes into planning (the group field);
     // in the others an orchestrator is an ordinary participant and it is its system prompt.
     let orchestrator_prompt = preset.orchestrator.as_ref().and_then(|o| o.prompt.clone());
@@ -149,7 +150,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
     Some(Preset {
         name: preset_name_of(group),
         description: group.description.clone(),
-        emoji: None,
+        emoji: group.emoji.clone(),
         mode: group.mode,
         max_iterations: Some(group.max_iterations),
         worker_timeout_secs: Some(group.worker_timeout_secs),

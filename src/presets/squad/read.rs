@@ -8,8 +8,10 @@ use crate::model::{Mode, Preset, PresetAgent, PresetWorker, Tier};
 
 use super::SquadError;
 use super::charter::{charter_prompt, charter_role, model_hint, role_prompt};
+use super::extras::{EXTRAS_FILE, Extras};
 use super::roster::{Member, TeamDoc, is_coordinator, is_special, parse_team, squash};
 use super::safety::{Refusal, TeamDir, TextFile};
+use crate::model::limits::check_max_iterations;
 use crate::naming::slug;
 use crate::presets::cap_chars;
 use crate::presets::models::check_model;
@@ -163,7 +165,7 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         .then(|| coordinator(&team, &folders, &doc, &overrides, config, &mut warnings));
     let routing_context = context_file(&team, "routing.md", &mut warnings);
     let shared_context = context_file(&team, "decisions.md", &mut warnings);
-    Ok(Some(Preset {
+    let mut preset = Preset {
         name,
         description: doc.description,
         emoji: None,
@@ -178,7 +180,9 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         tier: Some(Tier::Repo),
         source: Some(dir.display().to_string()),
         warnings,
-    }))
+    };
+    apply_extras(&team, &mut preset, config);
+    Ok(Some(preset))
 }
 
 /// The orchestrator: the first member the Coordinator section names who has a charter (a `Lead`
@@ -192,32 +196,101 @@ fn coordinator(
     config: &Config,
     warnings: &mut Vec<String>,
 ) -> PresetAgent {
-    for name in &doc.coordinators {
+    let Some((name, charter)) = coordinator_charter(team, folders, doc, warnings) else {
+        return PresetAgent::default();
+    };
+    let (prompt, _) = charter_prompt(&charter.text);
+    let hint = overrides
+        .get(&squash(&name))
+        .cloned()
+        .or_else(|| model_hint(&charter.text));
+    let model = hint.and_then(|h| check_model(&h, config, Tier::Repo, "orchestrator", warnings));
+    PresetAgent {
+        display_name: Some(name),
+        model,
+        prompt: Some(prompt).filter(|p| !p.is_empty()),
+    }
+}
+
+/// The first coordinator with a charter, and that charter.
+fn coordinator_charter(
+    team: &TeamDir,
+    folders: &AgentFolders,
+    doc: &TeamDoc,
+    warnings: &mut Vec<String>,
+) -> Option<(String, Charter)> {
+    doc.coordinators.iter().find_map(|name| {
         let handle = slug(name);
-        if handle.is_empty() {
-            continue;
-        }
         let member = Member {
             name: name.clone(),
             role: String::new(),
             charter: None,
         };
-        let Some(charter) = find_charter(team, folders, &member, &handle, warnings) else {
-            continue;
-        };
-        let (prompt, _) = charter_prompt(&charter.text);
-        let hint = overrides
-            .get(&squash(name))
-            .cloned()
-            .or_else(|| model_hint(&charter.text));
-        let model = hint.and_then(|h| check_model(&h, config, Tier::Repo, "orchestrator", warnings));
-        return PresetAgent {
-            display_name: Some(name.clone()),
-            model,
-            prompt: Some(prompt).filter(|p| !p.is_empty()),
-        };
+        (!handle.is_empty())
+            .then(|| find_charter(team, folders, &member, &handle, warnings))
+            .flatten()
+            .map(|charter| (name.clone(), charter))
+    })
+}
+
+/// The orchestrator prompt the team folder `dir` of `repo` gives (its coordinator's charter), as
+/// [`discover`] reads it; for write-back, which need not repeat it in `huddle.yaml`.
+pub fn coordinator_prompt(repo: &Path, dir: &Path) -> Option<String> {
+    let team = TeamDir::open(repo, dir).ok()?;
+    let file = team.read(Path::new("team.md")).ok()?;
+    let doc = parse_team(&file.text);
+    let folders = AgentFolders::read(&team);
+    let (_, charter) = coordinator_charter(&team, &folders, &doc, &mut Vec::new())?;
+    Some(charter_prompt(&charter.text).0).filter(|p| !p.is_empty())
+}
+
+/// Applies the team folder's `huddle.yaml` (see [`super::extras`]); a file that cannot be used
+/// is reported and ignored.
+fn apply_extras(team: &TeamDir, preset: &mut Preset, config: &Config) {
+    let warnings = &mut preset.warnings;
+    let file = match team.read(Path::new(EXTRAS_FILE)) {
+        Ok(f) => f,
+        Err(Refusal::Missing) => return,
+        Err(r) => {
+            warnings.push(format!("{EXTRAS_FILE} refused: it {r}"));
+            return;
+        }
+    };
+    let extras = match Extras::parse(&file.text) {
+        Ok(e) => e,
+        Err(e) => {
+            warnings.push(format!("{EXTRAS_FILE} {e}; the file is ignored"));
+            return;
+        }
+    };
+    if extras.emoji.is_some() {
+        preset.emoji = extras.emoji;
     }
-    PresetAgent::default()
+    if let Some(n) = extras.max_iterations {
+        match check_max_iterations(n) {
+            Ok(n) => preset.max_iterations = Some(n),
+            Err(e) => warnings.push(format!("{EXTRAS_FILE}: {e}; using the default")),
+        }
+    }
+    match extras.worker_timeout_secs {
+        Some(0) => warnings.push(format!(
+            "{EXTRAS_FILE}: worker_timeout_secs must be at least 1; using the default"
+        )),
+        Some(t) => preset.worker_timeout_secs = Some(t),
+        None => {}
+    }
+    if let (Some(prompt), Some(o)) = (extras.orchestrator_prompt, preset.orchestrator.as_mut()) {
+        o.prompt = Some(prompt);
+    }
+    if let Some(mut e) = extras
+        .evaluator
+        .filter(|_| preset.mode == Mode::OrchestratorReflect)
+    {
+        e.model = e
+            .model
+            .and_then(|m| check_model(&m, config, Tier::Repo, "evaluator", warnings));
+        preset.evaluator = Some(e);
+    }
 }
 
 /// The repository folder's name, for the team name `<repo> squad` when team.md gives none.

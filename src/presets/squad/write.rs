@@ -3,7 +3,8 @@
 //! The team folder is the one discovery reads (`.squad`, or an existing legacy `.ai-team`, else a
 //! new `.squad`). Owned files: its `team.md`, each worker's charter (where discovery found it,
 //! else `agents/<name>/charter.md`), `decisions.md` and `routing.md` when the group has that
-//! context, and `<config>/presets/<team>.yaml`. Nothing else is touched (history, logs, casting,
+//! context, `huddle.yaml` when the team has what Squad's files cannot say (see
+//! [`super::extras`]), and `<config>/presets/<team>.yaml`. Nothing else is touched (history, logs, casting,
 //! other agents). An existing team.md is edited in place (see [`super::team_md`]); a charter
 //! keeps its front matter. Left alone, and reported as kept with the reason: a ledger that
 //! exists with other content (ledgers are only ever created), a shortened (capped) ledger
@@ -23,7 +24,10 @@ use crate::presets::preset_to_yaml;
 use crate::store::{StoreError, is_not_regular, read_regular, write_atomic};
 
 use super::charter::{charter_prompt, role_prompt, strip_front_matter, worker_role};
-use super::read::{capped_context, carries_cap_marker, current_roster, repo_name, team_dir};
+use super::extras::{EXTRAS_FILE, Extras};
+use super::read::{
+    capped_context, carries_cap_marker, coordinator_prompt, current_roster, repo_name, team_dir,
+};
 use super::report::{ExportPlan, ExportReport, KeptFile, KeptReason};
 use super::safety::decode;
 use super::team_md::{TeamText, edit_team_md, fresh_team_md};
@@ -305,6 +309,15 @@ fn prepare(org: &Organization, group_id: &str, repo: &Path, paths: &Paths) -> Re
         }
     }
 
+    // What Squad's files cannot say, in huddle's own file (written only when there is any).
+    let extras = Extras::of(&preset, coordinator_prompt(repo, &team_dir).as_deref());
+    let extras_path = team_dir.join(EXTRAS_FILE);
+    check_inside(repo, &extras_path)?;
+    let existing = read_existing(&extras_path)?;
+    if let Some(action) = extras_action(extras_path, &extras, existing)? {
+        actions.push(action);
+    }
+
     let preset_file = paths
         .presets_dir()
         .join(format!("{}.yaml", team_slug(&preset.name)));
@@ -393,6 +406,20 @@ fn ledger_action(path: PathBuf, file: &str, text: &str, existing: Existing) -> A
         Existing::Binary => kept(path, KeptReason::Binary, true),
         Existing::NotRegular => kept(path, KeptReason::NotARegularFile, true),
     }
+}
+
+/// `huddle.yaml`: created when the team has something to put in it, left alone when it already
+/// says the same (however it is formatted), replaced otherwise (an owned file: needs force).
+fn extras_action(path: PathBuf, extras: &Extras, existing: Existing) -> Result<Option<Action>, ExportError> {
+    let yaml = || extras.to_yaml().map_err(ExportError::Yaml);
+    Ok(Some(match existing {
+        Existing::Missing if extras.is_empty() => return Ok(None),
+        Existing::Missing => write_new(path, yaml()?),
+        Existing::Text { text, .. } if Extras::parse(&text).as_ref() == Ok(extras) => Action::Unchanged(path),
+        Existing::Text { encoding, .. } => replace(path, &yaml()?, encoding),
+        Existing::Binary => kept(path, KeptReason::Binary, true),
+        Existing::NotRegular => kept(path, KeptReason::NotARegularFile, true),
+    }))
 }
 
 /// An existing file, read to be compared or edited. Only a regular file is opened for reading
