@@ -83,7 +83,8 @@ fn file_system(path: &Path) -> String {
         .filter_map(|l| {
             let mut f = l.split_whitespace();
             let (_, mount, fs) = (f.next()?, f.next()?, f.next()?);
-            path.starts_with(mount).then(|| (mount.len(), format!("{fs} ({mount})")))
+            path.starts_with(mount)
+                .then(|| (mount.len(), format!("{fs} ({mount})")))
         })
         .max()
         .map_or_else(|| "unknown".into(), |(_, fs)| fs)

@@ -1,5 +1,6 @@
-//! The command line (SPEC section 9).
+//! The command line (SPEC section 9), and how its output reaches the terminal.
 
+use std::io::{self, Write};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -93,6 +94,56 @@ pub enum SquadCommand {
         #[arg(long)]
         force: bool,
     },
+}
+
+/// Standard output could not take what huddle printed.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// The reader went away (`huddle doctor | head -1`): not worth a message.
+    #[error("standard output was closed")]
+    Closed,
+    /// A full disk (`> /dev/full`), an I/O error.
+    #[error("cannot write to standard output: {0}")]
+    Failed(#[source] io::Error),
+}
+
+impl OutputError {
+    /// What a shell shows for a process killed by SIGPIPE (128 + 13) for a closed pipe, as for
+    /// `cat` or `git`; 1 for any other failure.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            OutputError::Closed => 141,
+            OutputError::Failed(_) => 1,
+        }
+    }
+}
+
+impl From<io::Error> for OutputError {
+    fn from(e: io::Error) -> Self {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            OutputError::Closed
+        } else {
+            OutputError::Failed(e)
+        }
+    }
+}
+
+/// Writes `text` to standard output and flushes it. Unlike `print!`, a closed pipe or a full
+/// disk is an error to act on, not a panic.
+pub fn print_out(text: &str) -> Result<(), OutputError> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Writes one line to standard error, ignoring failure: unlike `eprintln!`, a closed or full
+/// stderr never panics (a message nobody can read is no reason to lose a finished run).
+pub fn note(line: std::fmt::Arguments<'_>) {
+    let mut err = io::stderr().lock();
+    let _ = err.write_fmt(line);
+    let _ = err.write_all(b"\n");
+    let _ = err.flush();
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {

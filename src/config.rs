@@ -194,7 +194,7 @@ impl Config {
     /// no such file. The built-in `sim` provider is always added.
     pub fn load(paths: &Paths) -> Result<LoadedConfig, ConfigError> {
         let path = paths.config_file();
-        match std::fs::read_to_string(&path) {
+        match crate::store::read_regular_to_string(&path) {
             Ok(text) => {
                 let config = Config::parse(&text, &path)?;
                 Ok(LoadedConfig {
@@ -265,6 +265,16 @@ impl Config {
         if self.max_concurrency == 0 {
             return Err(invalid("max_concurrency: must be at least 1".into()));
         }
+        for (key, value) in [
+            ("read_timeout_secs", self.read_timeout_secs),
+            ("connect_timeout_secs", self.connect_timeout_secs),
+        ] {
+            if value == 0 {
+                return Err(invalid(format!(
+                    "{key}: must be at least 1 (seconds); there is no \"no timeout\" setting, use a large value instead"
+                )));
+            }
+        }
         if self.runs_kept == 0 {
             return Err(invalid(
                 "runs_kept: must be at least 1 (the latest run of each group is always kept)".into(),
@@ -276,6 +286,24 @@ impl Config {
                     "providers[{i}].name: `{}` must be non-empty and contain no `/`",
                     p.name
                 )));
+            }
+            if p.name == "sim" && p.kind != ProviderKind::Sim {
+                return Err(invalid(format!(
+                    "providers[{i}].name: `sim` is the built-in offline simulator; give this {} provider another name",
+                    p.kind.as_str()
+                )));
+            }
+            for (name, value) in &p.headers {
+                if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                    return Err(invalid(format!(
+                        "providers[{i}].headers: `{name}` is not a valid HTTP header name (letters, digits and `-`, no spaces)"
+                    )));
+                }
+                if reqwest::header::HeaderValue::from_str(value).is_err() {
+                    return Err(invalid(format!(
+                        "providers[{i}].headers.{name}: the value is not a valid HTTP header value (no line breaks or control characters)"
+                    )));
+                }
             }
             if self.providers[..i].iter().any(|q| q.name == p.name) {
                 return Err(invalid(format!(
@@ -450,6 +478,48 @@ providers:
             .unwrap_err()
             .to_string();
         assert!(err.contains("defined twice"), "{err}");
+    }
+
+    #[test]
+    fn zero_timeouts_are_refused_not_silently_raised() {
+        for key in ["read_timeout_secs", "connect_timeout_secs"] {
+            let err = parse(&format!("{key}: 0\n")).unwrap_err().to_string();
+            assert!(err.starts_with("/cfg/config.yaml"), "{err}");
+            assert!(err.contains(&format!("{key}: must be at least 1")), "{err}");
+        }
+        assert_eq!(parse("read_timeout_secs: 1\n").unwrap().read_timeout_secs, 1);
+    }
+
+    #[test]
+    fn invalid_header_names_and_values_are_refused_when_the_config_is_read() {
+        let err = parse("providers:\n  - { name: gw, kind: openai, headers: { \"bad header\": v } }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("providers[0].headers: `bad header` is not a valid HTTP header name"),
+            "{err}"
+        );
+        let err = parse("providers:\n  - { name: gw, kind: openai, headers: { x-ok: \"a\\nb\" } }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("providers[0].headers.x-ok: the value is not a valid"),
+            "{err}"
+        );
+        assert!(parse("providers:\n  - { name: gw, kind: openai, headers: { x-team: blue } }\n").is_ok());
+    }
+
+    #[test]
+    fn a_provider_named_sim_may_not_shadow_the_simulator() {
+        let err = parse("providers:\n  - { name: sim, kind: openai, base_url: \"http://127.0.0.1:1/v1\" }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("providers[0].name: `sim` is the built-in offline simulator"),
+            "{err}"
+        );
+        let c = parse("providers:\n  - { name: sim, kind: sim }\n").unwrap();
+        assert_eq!(c.providers.len(), 1);
     }
 
     #[test]

@@ -7,19 +7,25 @@ use std::path::Path;
 use crate::config::{Config, ConfigError, Paths, ProviderKind};
 use crate::model::GroupKind;
 use crate::presets::Catalog;
-use crate::store::{DataDirLock, OrganizationFile};
+use crate::store::{DataDirLock, OrganizationFile, Unreadable};
 
 /// The report and whether everything needed to run is in order.
 pub struct DoctorReport {
     pub text: String,
+    /// No check failed (the CLI exits non-zero otherwise).
     pub ok: bool,
+    /// One line per failed check, as the summary at the end lists them.
+    pub problems: Vec<String>,
 }
 
 /// Builds the report without changing anything on disk. With `probe`, HTTP providers are asked
-/// `GET /models` (a few seconds at most) to see whether they answer.
+/// `GET /models` (a few seconds at most) to see whether they answer. Every failed check (an
+/// invalid config, a provider that does not answer or lacks its key, a preset or Squad folder
+/// that cannot be used, an unreadable organization) is a problem, listed again in a summary
+/// line at the end.
 pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
     let mut out = String::new();
-    let mut ok = true;
+    let mut problems: Vec<String> = Vec::new();
     let _ = writeln!(out, "huddle {}", env!("CARGO_PKG_VERSION"));
     let _ = writeln!(out, "\nPaths");
     if std::env::var_os("HUDDLE_HOME").is_some() {
@@ -44,7 +50,7 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
             Some(loaded.config)
         }
         Err(e) => {
-            ok = false;
+            problems.push("the config is invalid".into());
             let _ = writeln!(out, "  ERROR {e}");
             if matches!(e, ConfigError::Invalid { .. }) {
                 let _ = writeln!(
@@ -58,6 +64,11 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
     if let Some(config) = &config {
         let _ = writeln!(out, "  default model {}", config.default_model());
         let _ = writeln!(out, "  max concurrency {}", config.max_concurrency);
+        let _ = writeln!(
+            out,
+            "  timeouts      {} s for the next chunk of an answer, {} s to connect",
+            config.read_timeout_secs, config.connect_timeout_secs
+        );
         let _ = writeln!(out, "\nProviders");
         for p in &config.providers {
             let detail = match p.kind {
@@ -85,9 +96,15 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
                     for result in rt.block_on(crate::providers::probe(config)) {
                         let mark = if result.ok() { "ok " } else { "!! " };
                         let _ = writeln!(out, "  {mark}{:<12} {}", result.provider, result.describe());
+                        if !result.ok() {
+                            problems.push(format!("provider `{}` is not usable", result.provider));
+                        }
                     }
                 }
-                Err(e) => _ = writeln!(out, "  cannot probe: {e}"),
+                Err(e) => {
+                    problems.push("the providers could not be checked".into());
+                    let _ = writeln!(out, "  cannot probe: {e}");
+                }
             }
         }
 
@@ -118,6 +135,11 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
         for e in &catalog.errors {
             let _ = writeln!(out, "  !! {e}");
         }
+        match catalog.errors.len() {
+            0 => {}
+            1 => problems.push("a preset source cannot be used".into()),
+            n => problems.push(format!("{n} preset sources cannot be used")),
+        }
     }
 
     let _ = writeln!(out, "\nData");
@@ -147,8 +169,17 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
                 }
             );
         }
-        Err(reason) => {
-            ok = false;
+        Err(Unreadable::TooNew { found }) => {
+            problems.push("the organization was written by a newer huddle".into());
+            let _ = writeln!(
+                out,
+                "  organization  {}\n                {}",
+                file.path().display(),
+                Unreadable::TooNew { found }
+            );
+        }
+        Err(Unreadable::Corrupt(reason)) => {
+            problems.push("the organization is unreadable".into());
             let _ = writeln!(
                 out,
                 "  organization  UNREADABLE: {reason}\n                the next start moves it aside and restores the backup"
@@ -163,7 +194,22 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
         })
         .unwrap_or(0);
     let _ = writeln!(out, "  transcripts   {transcripts}");
-    DoctorReport { text: out, ok }
+    match problems.len() {
+        0 => _ = writeln!(out, "\nSummary: no problems found"),
+        n => {
+            _ = writeln!(
+                out,
+                "\nSummary: {n} problem{}: {}",
+                if n == 1 { "" } else { "s" },
+                problems.join("; ")
+            )
+        }
+    }
+    DoctorReport {
+        text: out,
+        ok: problems.is_empty(),
+        problems,
+    }
 }
 
 #[cfg(test)]
@@ -187,13 +233,53 @@ mod tests {
 
         std::fs::write(paths.config_file(), "providers:\n  - { name: a, kind: nope }\n").unwrap();
         std::fs::write(paths.organization_file(), "{oops").unwrap();
+        assert!(
+            fine.text.ends_with("\nSummary: no problems found\n"),
+            "{}",
+            fine.text
+        );
         let bad = report(&paths, dir.path(), false);
         assert!(!bad.ok);
+        assert!(
+            bad.text
+                .ends_with("Summary: 2 problems: the config is invalid; the organization is unreadable\n"),
+            "{}",
+            bad.text
+        );
         assert!(bad.text.contains("line 2"), "{}", bad.text);
         assert!(bad.text.contains("UNREADABLE"), "{}", bad.text);
         assert!(
             paths.organization_file().exists(),
             "doctor changes nothing on disk"
+        );
+    }
+
+    #[test]
+    fn a_provider_that_does_not_answer_is_a_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::single(dir.path().to_path_buf());
+        // Port 9 on loopback: nothing listens there, the connection is refused at once.
+        std::fs::write(
+            paths.config_file(),
+            "providers:\n  - { name: local, kind: openai, base_url: \"http://127.0.0.1:9/v1\" }\n  - { name: agent, kind: command, command: [\"huddle-no-such-program-xyz\"] }\n",
+        )
+        .unwrap();
+        let r = report(&paths, dir.path(), true);
+        assert!(!r.ok, "{}", r.text);
+        assert_eq!(
+            r.problems,
+            ["provider `local` is not usable", "provider `agent` is not usable"],
+            "{}",
+            r.text
+        );
+        assert!(r.text.contains("!! local"), "{}", r.text);
+        assert!(r.text.contains("timeouts      120 s"), "{}", r.text);
+        assert!(
+            r.text.trim_end().ends_with(
+                "Summary: 2 problems: provider `local` is not usable; provider `agent` is not usable"
+            ),
+            "{}",
+            r.text
         );
     }
 }

@@ -1,33 +1,77 @@
 //! The binary's edge: parse the command line, set up logging, dispatch, map errors to exit codes.
+//!
+//! Output goes through [`cli::print_out`] and [`cli::note`], never `print!`/`eprintln!`: those
+//! panic (exit 101, with a backtrace) when stdout or stderr is closed or full
+//! (`huddle doctor | true`, `huddle presets list > /dev/full`).
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
 use anyhow::Context;
-use huddle::cli::{Cli, Command, PresetsCommand, SquadCommand};
+use huddle::cli::{self, Cli, Command, OutputError, PresetsCommand, SquadCommand};
 use huddle::config::{Config, Paths};
 use huddle::presets::Catalog;
 use huddle::store::OrganizationFile;
+
+/// Exit code of a usage error (as clap uses for its own).
+const USAGE: u8 = 2;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let paths = match Paths::from_env() {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("huddle: {e}");
+            cli::note(format_args!("huddle: {e}"));
             return ExitCode::from(1);
         }
     };
+    if let Some(repo) = &cli.repo
+        && !repo.is_dir()
+    {
+        let why = if repo.exists() {
+            "is not a directory"
+        } else {
+            "does not exist"
+        };
+        cli::note(format_args!("huddle: --repo {}: {why}", repo.display()));
+        return ExitCode::from(USAGE);
+    }
     let _log_guard = huddle::logging::init(&paths.logs_dir());
     match run(cli, &paths) {
         Ok(code) => code,
-        Err(e) => {
-            tracing::error!("{e:#}");
-            eprintln!("huddle: {e:#}");
-            ExitCode::from(1)
+        Err(e) => match e.downcast_ref::<OutputError>() {
+            // The reader is gone: nothing to say, and nobody to say it to.
+            Some(out @ OutputError::Closed) => ExitCode::from(out.exit_code()),
+            Some(out) => {
+                tracing::error!("{out}");
+                cli::note(format_args!("huddle: {out}"));
+                ExitCode::from(out.exit_code())
+            }
+            None => {
+                let text = describe(&e);
+                tracing::error!("{text}");
+                cli::note(format_args!("huddle: {text}"));
+                ExitCode::from(1)
+            }
+        },
+    }
+}
+
+/// The error and its causes on one line, each cause once: most of huddle's errors already quote
+/// their cause (`cannot write X: File exists`), which `{:#}` would repeat.
+fn describe(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if !text.contains(&part) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&part);
         }
     }
+    text
 }
 
 fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
@@ -47,16 +91,19 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                     match huddle::presets::cli::presets_show(&catalog, &config, &name, json) {
                         Ok(text) => (text, json),
                         Err(e) => {
-                            eprintln!("huddle: {e}");
-                            return Ok(ExitCode::from(2));
+                            cli::note(format_args!("huddle: {e}"));
+                            return Ok(ExitCode::from(USAGE));
                         }
                     }
                 }
             };
             if json {
-                eprint!("{}", huddle::presets::cli::errors_text(&catalog));
+                let errors = huddle::presets::cli::errors_text(&catalog);
+                if !errors.is_empty() {
+                    cli::note(format_args!("{}", errors.trim_end()));
+                }
             }
-            print!("{}", huddle::text::sanitize::display(&text));
+            cli::print_out(&huddle::text::sanitize::display(&text))?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Squad(SquadCommand::Export { group, force })) => {
@@ -67,8 +114,11 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 .unwrap_or_default();
             let Some(group_id) = org.group_by_name(&group).map(|g| g.id.clone()) else {
                 let known: Vec<&str> = org.groups.iter().map(|g| g.name.as_str()).collect();
-                eprintln!("huddle: no group named `{group}` (groups: {})", known.join(", "));
-                return Ok(ExitCode::from(2));
+                cli::note(format_args!(
+                    "huddle: no group named `{group}` (groups: {})",
+                    known.join(", ")
+                ));
+                return Ok(ExitCode::from(USAGE));
             };
             // The group's own repo unless --repo says otherwise.
             let target = match (&cli.repo, org.group(&group_id).and_then(|g| g.repo.clone())) {
@@ -77,15 +127,18 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 (None, None) => repo.clone(),
             };
             let report = huddle::presets::squad::export_group(&org, &group_id, &target, paths, force)?;
+            let mut text = String::new();
             for line in report.lines() {
-                println!("{line}");
+                text.push_str(&line);
+                text.push('\n');
             }
-            println!("preset {}", report.preset_file.display());
+            text.push_str(&format!("preset {}\n", report.preset_file.display()));
+            cli::print_out(&text)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Doctor) => {
             let report = huddle::doctor::report(paths, &repo, true);
-            print!("{}", report.text);
+            cli::print_out(&report.text)?;
             Ok(if report.ok {
                 ExitCode::SUCCESS
             } else {
@@ -109,7 +162,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
             let code = match runtime.block_on(huddle::headless::run(paths, request)) {
                 Ok(code) => code,
                 Err(failure) => {
-                    eprintln!("huddle: {failure}");
+                    cli::note(format_args!("huddle: {failure}"));
                     failure.code
                 }
             };

@@ -12,6 +12,9 @@ mod reflection;
 pub use enums::{GroupKind, MessageRole, Mode, ProviderKind, Role, Tier};
 pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS, MaxIterationsError};
 pub use message::{Message, Usage};
-pub use organization::{Group, GroupId, Organization, Session, SessionId, UiPrefs, default_max_iterations};
+pub use organization::{
+    Group, GroupId, Organization, Session, SessionId, UiPrefs, default_max_iterations,
+    default_worker_timeout_secs,
+};
 pub use preset::{Preset, PresetAgent, PresetWorker};
 pub use reflection::{CycleOutcome, Evaluation, ReflectionCycle, Trend};

@@ -57,6 +57,9 @@ pub struct Group {
     /// A team's one-line description (the preset's, or the `> ` line of a Squad team.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The preset's emoji, kept so the team saved as a preset gets it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emoji: Option<String>,
     #[serde(default)]
     pub kind: GroupKind,
     #[serde(default)]
@@ -113,6 +116,7 @@ impl Group {
             id: new_id(),
             name: name.into(),
             description: None,
+            emoji: None,
             kind,
             sort_order: 0,
             mode: Mode::default(),

@@ -43,6 +43,9 @@ pub struct Preset {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PresetAgent {
+    /// Who leads, when the team names someone (a Squad team's coordinator, `Lead`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// System prompt for this agent.

@@ -143,18 +143,19 @@ fn show_text(p: &Preset, config: &Config) -> String {
     if let Some(n) = max_iterations(p) {
         out.push_str(&format!("max iterations: {n}\n"));
     }
-    if let Some(o) = &p.orchestrator {
+    for (label, agent) in [("orchestrator", &p.orchestrator), ("evaluator", &p.evaluator)] {
+        let Some(a) = agent else {
+            continue;
+        };
+        // A named leader (a Squad team's coordinator) is said by name.
+        let who = a
+            .display_name
+            .as_deref()
+            .map_or_else(String::new, |n| format!(" ({n})"));
         out.push_str(&format!(
-            "orchestrator: {}  {}\n",
-            resolved(o.model.as_deref(), config),
-            first_line(o.prompt.as_deref())
-        ));
-    }
-    if let Some(e) = &p.evaluator {
-        out.push_str(&format!(
-            "evaluator: {}  {}\n",
-            resolved(e.model.as_deref(), config),
-            first_line(e.prompt.as_deref())
+            "{label}{who}: {}  {}\n",
+            resolved(a.model.as_deref(), config),
+            first_line(a.prompt.as_deref())
         ));
     }
     out.push_str(&format!("workers ({}):\n", p.workers.len()));
@@ -191,6 +192,9 @@ fn show_text(p: &Preset, config: &Config) -> String {
 pub fn preset_json(p: &Preset, config: &Config, full: bool) -> Value {
     let agent = |a: &crate::model::PresetAgent| {
         let mut v = json!({ "model": resolved(a.model.as_deref(), config) });
+        if let Some(name) = &a.display_name {
+            v["display_name"] = json!(name);
+        }
         if full {
             v["prompt"] = json!(a.prompt);
         }

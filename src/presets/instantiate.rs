@@ -31,6 +31,7 @@ pub fn create_team_group(
     group.sort_order = org.next_group_sort_order();
     group.mode = preset.mode;
     group.description = preset.description.clone();
+    group.emoji = preset.emoji.clone();
     // In the orchestrator modes the orchestrator prompt goes into planning (the group field);
     // in the others an orchestrator is an ordinary participant and it is its system prompt.
     let orchestrator_prompt = preset.orchestrator.as_ref().and_then(|o| o.prompt.clone());
@@ -80,6 +81,7 @@ pub fn create_team_group(
         if !preset.mode.has_orchestrator() {
             org.sessions[i].system_prompt = orchestrator_prompt;
         }
+        org.sessions[i].display_name = o.display_name.clone();
     }
     for w in &preset.workers {
         let i = add(
@@ -119,6 +121,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         .iter()
         .find(|s| s.role == Role::Orchestrator)
         .map(|s| PresetAgent {
+            display_name: s.display_name.clone(),
             model: Some(s.model.clone()),
             prompt: group
                 .orchestrator_prompt
@@ -128,6 +131,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         .or_else(|| group.mode.has_orchestrator().then(PresetAgent::default));
     let evaluator_session = org.evaluator_of(group_id);
     let evaluator = evaluator_session.map(|s| PresetAgent {
+        display_name: s.display_name.clone(),
         model: Some(s.model.clone()),
         prompt: s.system_prompt.clone(),
     });
@@ -146,7 +150,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
     Some(Preset {
         name: preset_name_of(group),
         description: group.description.clone(),
-        emoji: None,
+        emoji: group.emoji.clone(),
         mode: group.mode,
         max_iterations: Some(group.max_iterations),
         worker_timeout_secs: Some(group.worker_timeout_secs),

@@ -34,7 +34,7 @@ pub fn load_user_presets(dir: &Path, config: &Config) -> (Vec<Preset>, Vec<Prese
         .collect();
     files.sort();
     for path in files {
-        match std::fs::read_to_string(&path) {
+        match crate::store::read_regular_to_string(&path) {
             Ok(text) => match parse_preset(&text, &path, Tier::User, config) {
                 Ok(p) => presets.push(p),
                 Err(e) => errors.push(e),

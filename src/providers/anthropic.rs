@@ -1,8 +1,9 @@
 //! The `anthropic` kind: the Messages API, streamed.
 //!
-//! Events are dispatched on their SSE name (falling back to the JSON `type`); only the ones that
-//! carry what a turn needs are JSON-parsed, so a broken `ping` cannot fail a turn and unknown
-//! event types are ignored, as Anthropic asks. The stream is complete only at `message_stop`.
+//! Events are dispatched on their SSE name (falling back to the JSON `type`); unknown event types
+//! are ignored, as Anthropic asks, but every event must be valid JSON: one that is not (a broken
+//! `ping` included) is a protocol error, the same rule as for OpenAI streams. The stream is
+//! complete only at `message_stop`.
 
 use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -10,7 +11,9 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::error::{ErrorKind, ProviderError, StreamError, classify_in_band, error_codes_from_json, snippet};
+use super::error::{
+    ErrorKind, ProviderError, StreamError, classify_in_band, error_codes_from_json, not_json, snippet,
+};
 use super::http::{self, Endpoint, StreamDecoder};
 use super::sse::SseEvent;
 use super::{ChatRole, DeltaSink, Provider, ProviderOptions, TextSink, TurnOutput, TurnRequest};
@@ -223,6 +226,9 @@ impl AnthropicDecoder {
 
     /// Feeds one SSE event; text goes to `emit`.
     pub fn handle(&mut self, event: &SseEvent, emit: &mut dyn FnMut(&str)) -> Result<(), StreamError> {
+        if event.data.trim().is_empty() {
+            return Ok(());
+        }
         let name = if event.event == "message" {
             json_type(&event.data).unwrap_or_default()
         } else {
@@ -269,8 +275,12 @@ impl AnthropicDecoder {
                     format!("reported an error mid-stream: {}", snippet(&message, 300)),
                 ));
             }
-            // ping, content_block_start/stop, thinking and anything new: nothing to do.
-            _ => {}
+            // ping, content_block_start/stop, thinking and anything new: nothing to do, once
+            // the event is known to be JSON.
+            _ => {
+                serde_json::from_str::<serde::de::IgnoredAny>(&event.data)
+                    .map_err(|e| not_json(&name, &e, &event.data))?;
+            }
         }
         Ok(())
     }
@@ -311,15 +321,7 @@ fn json_type(data: &str) -> Option<String> {
 }
 
 fn parse<'de, T: Deserialize<'de>>(name: &str, data: &'de str) -> Result<T, StreamError> {
-    serde_json::from_str(data).map_err(|e| {
-        StreamError::new(
-            ErrorKind::Protocol,
-            format!(
-                "sent a `{name}` event that is not valid JSON ({e}): {}",
-                snippet(data, 120)
-            ),
-        )
-    })
+    serde_json::from_str(data).map_err(|e| not_json(name, &e, data))
 }
 
 impl StreamDecoder for AnthropicDecoder {
@@ -411,10 +413,37 @@ mod tests {
     }
 
     #[test]
-    fn malformed_ping_does_not_fail_the_turn() {
+    fn a_malformed_ping_is_a_protocol_error_like_any_event() {
         let (text, d, err) = replay(include_bytes!("testdata/llmock-anthropic-malformed.sse"));
-        assert!(err.is_none());
-        assert_eq!(text, "claude-x mock reply: I saw 'hi'.");
+        let err = err.unwrap();
+        assert_eq!(err.kind, ErrorKind::Protocol);
+        assert!(
+            err.message.contains("a `ping` event that is not valid JSON"),
+            "{}",
+            err.message
+        );
+        assert_eq!(text, "", "nothing after the broken event is read");
+        assert!(!d.is_complete());
+    }
+
+    #[test]
+    fn an_unnamed_event_that_is_not_json_is_a_protocol_error() {
+        let (text, _, err) = replay(
+            b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\ndata: garbage\n\n",
+        );
+        assert_eq!(text, "x");
+        let err = err.unwrap();
+        assert_eq!(err.kind, ErrorKind::Protocol);
+        assert!(
+            err.message.contains("an event that is not valid JSON"),
+            "{}",
+            err.message
+        );
+        // Unknown event types that are JSON are still ignored, and empty data is no event.
+        let (_, d, err) = replay(
+            b"event: brand_new\ndata: {\"x\":1}\n\nevent: ping\ndata:\n\nevent: message_stop\ndata: {}\n\n",
+        );
+        assert!(err.is_none(), "{err:?}");
         assert!(d.is_complete());
     }
 

@@ -175,6 +175,23 @@ impl StreamError {
     }
 }
 
+/// The one rule for both HTTP kinds: an event whose data is not valid JSON is a protocol error,
+/// whatever its name (`[DONE]` and empty data are not JSON and are not errors).
+pub fn not_json(event: &str, err: &serde_json::Error, data: &str) -> StreamError {
+    let which = if event.is_empty() || event == "message" {
+        "an event".to_string()
+    } else {
+        format!("a `{event}` event")
+    };
+    StreamError::new(
+        ErrorKind::Protocol,
+        format!(
+            "sent {which} that is not valid JSON ({err}): {}",
+            snippet(data, 120)
+        ),
+    )
+}
+
 /// `1.5 s`, `120 s`, `250 ms`: short and exact enough for messages.
 pub fn human_duration(d: Duration) -> String {
     if d < Duration::from_secs(1) {

@@ -9,6 +9,7 @@ use super::error::{
     mentions_context_length, snippet,
 };
 use super::retry::retry_after_from_headers;
+use super::secrets::Secrets;
 use super::sse::{SseEvent, SseParser};
 use super::{DeltaSink, Finished, ProviderOptions, TextSink, TurnOutput, TurnRequest, conclude, guarded};
 use crate::config::ProviderConfig;
@@ -97,6 +98,13 @@ impl Endpoint {
         }
     }
 
+    /// This turn's secret values: the key as it is now, and every configured header value.
+    pub fn secrets(&self) -> Secrets {
+        let key = self.api_key().ok().flatten();
+        let headers = self.headers.values().filter_map(|v| v.to_str().ok());
+        Secrets::new(key.as_deref().into_iter().chain(headers))
+    }
+
     fn key_advice(&self) -> String {
         match &self.api_key_env {
             Some(var) => format!("check {var}"),
@@ -108,9 +116,9 @@ impl Endpoint {
     }
 }
 
-/// Every attempt of one turn, with retries while nothing was streamed.
 /// One streamed HTTP turn: encode the body, run the attempts (with retries) under the turn's
-/// cancellation and timeout, and conclude with the text streamed so far.
+/// cancellation and timeout, and conclude with the text streamed so far. No secret value leaves
+/// it: server text is redacted as it arrives, and the final error message once more.
 pub(crate) async fn stream_turn<D: StreamDecoder>(
     ep: &Endpoint,
     auth: Result<HeaderMap, ProviderError>,
@@ -121,6 +129,7 @@ pub(crate) async fn stream_turn<D: StreamDecoder>(
     cancel: tokio_util::sync::CancellationToken,
 ) -> Result<TurnOutput, ProviderError> {
     let started = std::time::Instant::now();
+    let secrets = ep.secrets();
     let mut sink = TextSink::new(deltas);
     let prepared = auth.and_then(|auth| {
         let body = serde_json::to_vec(body).map_err(|e| {
@@ -134,25 +143,43 @@ pub(crate) async fn stream_turn<D: StreamDecoder>(
     });
     let work = async {
         let (auth, body) = prepared?;
-        run_attempts(ep, &auth, &body, &req.model, make_decoder, &mut sink).await
+        let attempt = Attempt {
+            ep,
+            auth: &auth,
+            body: &body,
+            model: &req.model,
+            secrets: &secrets,
+        };
+        run_attempts(&attempt, make_decoder, &mut sink).await
     };
     let result = guarded(&ep.provider, &cancel, req.turn_timeout, work).await;
-    conclude(result, sink.text, started, false)
+    conclude(result, sink.text, started, false).map_err(|mut e| {
+        secrets.redact_in_place(&mut e.message);
+        secrets.redact_in_place(&mut e.partial_text);
+        e
+    })
+}
+
+/// What every attempt of a turn sends, and the secrets to keep out of what comes back.
+pub(crate) struct Attempt<'a> {
+    pub ep: &'a Endpoint,
+    pub auth: &'a HeaderMap,
+    pub body: &'a [u8],
+    pub model: &'a str,
+    pub secrets: &'a Secrets,
 }
 
 pub(crate) async fn run_attempts<D: StreamDecoder>(
-    ep: &Endpoint,
-    auth: &HeaderMap,
-    body: &[u8],
-    model: &str,
+    attempt_of: &Attempt<'_>,
     make_decoder: impl Fn() -> D,
     sink: &mut TextSink<'_>,
 ) -> Result<Finished, ProviderError> {
+    let ep = attempt_of.ep;
     let policy = ep.options.retry;
     let mut attempt = 1;
     loop {
         let mut decoder = make_decoder();
-        match one_attempt(ep, auth, body, model, &mut decoder, sink).await {
+        match one_attempt(attempt_of, &mut decoder, sink).await {
             Ok(()) => {
                 return Ok(Finished {
                     usage: decoder.usage(),
@@ -164,7 +191,7 @@ pub(crate) async fn run_attempts<D: StreamDecoder>(
                     let wait = policy.delay(attempt, e.retry_after);
                     tracing::warn!(
                         provider = %ep.provider, attempt, kind = %e.kind, wait_ms = wait.as_millis() as u64,
-                        "transient provider error, retrying: {}", e.message
+                        "transient provider error, retrying: {}", attempt_of.secrets.redact(&e.message)
                     );
                     tokio::time::sleep(wait).await;
                     attempt += 1;
@@ -181,13 +208,17 @@ pub(crate) async fn run_attempts<D: StreamDecoder>(
 }
 
 async fn one_attempt<D: StreamDecoder>(
-    ep: &Endpoint,
-    auth: &HeaderMap,
-    body: &[u8],
-    model: &str,
+    attempt: &Attempt<'_>,
     decoder: &mut D,
     sink: &mut TextSink<'_>,
 ) -> Result<(), ProviderError> {
+    let Attempt {
+        ep,
+        auth,
+        body,
+        model,
+        secrets,
+    } = *attempt;
     let read_timeout = ep.options.read_timeout;
     let request = ep
         .client
@@ -209,6 +240,8 @@ async fn one_attempt<D: StreamDecoder>(
             Ok(Ok(t)) => t,
             _ => String::new(),
         };
+        // Redacted before it is parsed or shortened, so no piece of a key survives a cut.
+        let text = secrets.redact(&text);
         return Err(status_error(ep, model, status.as_u16(), &text).with_retry_after(retry_after));
     }
     let content_type = resp
@@ -223,13 +256,12 @@ async fn one_attempt<D: StreamDecoder>(
             Ok(Err(e)) => return Err(transport_error(ep, &e)),
             Ok(Ok(b)) => b,
         };
-        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+        let text = String::from_utf8_lossy(&bytes);
+        let bytes = secrets.redact(&text);
+        let value: serde_json::Value = serde_json::from_str(&bytes).map_err(|e| {
             StreamError::new(
                 ErrorKind::Protocol,
-                format!(
-                    "answer is not valid JSON ({e}): {}",
-                    snippet(&String::from_utf8_lossy(&bytes), 200)
-                ),
+                format!("answer is not valid JSON ({e}): {}", snippet(&bytes, 200)),
             )
             .into_provider_error(&ep.provider)
         })?;
@@ -260,7 +292,10 @@ async fn one_attempt<D: StreamDecoder>(
             Some(bytes) => parser.push(&bytes),
             None => parser.finish(),
         }
-        while let Some(event) = parser.next_event() {
+        while let Some(mut event) = parser.next_event() {
+            if !secrets.is_empty() {
+                secrets.redact_in_place(&mut event.data);
+            }
             decoder
                 .on_event(&event, sink)
                 .map_err(|e| e.into_provider_error(&ep.provider))?;

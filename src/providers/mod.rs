@@ -11,6 +11,7 @@ mod http;
 pub mod openai;
 pub mod probe;
 pub mod retry;
+pub mod secrets;
 pub mod sim;
 mod sim_text;
 pub mod sse;

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::{
     ErrorKind, ProviderError, StreamError, classify_in_band, error_codes_from_json, error_message_from_json,
-    snippet,
+    not_json, snippet,
 };
 use super::http::{self, Endpoint, StreamDecoder};
 use super::sse::SseEvent;
@@ -196,15 +196,7 @@ impl OpenAiDecoder {
             let value: serde_json::Value = serde_json::from_str(data).unwrap_or_else(|_| json!(data));
             return Err(in_band_error(&value));
         }
-        let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
-            StreamError::new(
-                ErrorKind::Protocol,
-                format!(
-                    "sent an event that is not valid JSON ({e}): {}",
-                    snippet(data, 120)
-                ),
-            )
-        })?;
+        let chunk: Chunk = serde_json::from_str(data).map_err(|e| not_json(&event.event, &e, data))?;
         self.apply(chunk, emit)
     }
 

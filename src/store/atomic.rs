@@ -3,16 +3,29 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use super::StoreError;
+use super::private::FILE_MODE;
 
+/// Replaces `path` with `bytes`; a new file gets the usual permissions (what the umask allows).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    write_atomic_with_mode(path, bytes, 0o666)
+}
+
+/// [`write_atomic`] for the data dir: the file is 0600 whatever the umask.
+pub(crate) fn write_atomic_private(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    write_atomic_with_mode(path, bytes, FILE_MODE)
+}
+
+fn write_atomic_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), StoreError> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
     let result = (|| {
         let mut f = OpenOptions::new()
+            .mode(mode)
             .write(true)
             .create(true)
             .truncate(true)

@@ -6,6 +6,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::StoreError;
+use super::private::{create_private_dir, prepare_data_dir, private_file};
 
 #[derive(Debug)]
 pub struct DataDirLock {
@@ -15,12 +16,14 @@ pub struct DataDirLock {
 }
 
 impl DataDirLock {
-    /// Takes the lock or says which process holds it.
+    /// Takes the lock or says which process holds it. Holding it, no other huddle writes in the
+    /// folder, so the folder is then made private and cleared of what interrupted saves left
+    /// behind ([`prepare_data_dir`]).
     pub fn acquire(path: &Path) -> Result<DataDirLock, StoreError> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| StoreError::io("cannot create", dir, e))?;
+            create_private_dir(dir).map_err(|e| StoreError::io("cannot create", dir, e))?;
         }
-        let mut file = OpenOptions::new()
+        let mut file = private_file()
             .read(true)
             .write(true)
             .create(true)
@@ -49,6 +52,9 @@ impl DataDirLock {
         let _ = file.seek(SeekFrom::Start(0));
         let _ = write!(file, "{}", std::process::id());
         let _ = file.flush();
+        if let Some(dir) = path.parent() {
+            prepare_data_dir(dir)?;
+        }
         Ok(DataDirLock {
             _file: file,
             path: path.to_path_buf(),
@@ -95,5 +101,20 @@ mod tests {
         drop(first);
         assert_eq!(DataDirLock::holder(&path), None);
         DataDirLock::acquire(&path).unwrap();
+    }
+
+    #[test]
+    fn taking_the_lock_clears_temporary_files_of_interrupted_saves() {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = [".organization.json.tmp-4000000", "organization.json.bak.tmp"];
+        for name in stale {
+            std::fs::write(dir.path().join(name), b"half a save").unwrap();
+        }
+        std::fs::write(dir.path().join("organization.json"), b"{}").unwrap();
+        let _lock = DataDirLock::acquire(&dir.path().join("huddle.lock")).unwrap();
+        for name in stale {
+            assert!(!dir.path().join(name).exists(), "{name}");
+        }
+        assert!(dir.path().join("organization.json").exists());
     }
 }

@@ -5,7 +5,10 @@
 mod atomic;
 mod handle;
 mod lock;
+mod org_json;
 mod organization;
+mod private;
+mod regular;
 mod runs;
 mod saver;
 mod transcript;
@@ -15,7 +18,11 @@ use std::path::PathBuf;
 pub use atomic::write_atomic;
 pub use handle::{OrgHandle, OrgView};
 pub use lock::DataDirLock;
+pub use org_json::{FORMAT_VERSION, ParsedOrganization, Unreadable, parse as parse_organization};
 pub use organization::{LoadedOrganization, OrganizationFile, StoreNotice};
+pub use private::{Prepared, prepare_data_dir};
+pub(crate) use private::{create_private_dir, private_file};
+pub use regular::{is_not_regular, open_regular, read_regular, read_regular_to_string};
 pub use runs::{DEFAULT_RUNS_KEPT, RunFiles, RunLog};
 pub use saver::Saver;
 pub use transcript::{LoadedTranscript, TranscriptWriter, Transcripts};
@@ -36,6 +43,9 @@ pub enum StoreError {
     /// A write of the organization failed (the message names the file and the OS error).
     #[error("could not save the organization: {0}")]
     SaveFailed(String),
+    /// The file was written by a newer huddle: it is not loaded, so it is never written over.
+    #[error("{path}: {reason}")]
+    NewerFormat { path: PathBuf, reason: String },
     #[error("{path} is corrupt ({reason}) and no usable backup exists; it was moved to {moved_to}")]
     CorruptNoBackup {
         path: PathBuf,

@@ -6,7 +6,7 @@
 //! beyond the configured count are removed (never the file being written).
 
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -14,6 +14,8 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use serde::Serialize;
 
 use super::StoreError;
+use super::private::{create_private_dir, private_file};
+use super::regular::read_regular;
 
 /// Run files kept per group unless configured otherwise.
 pub const DEFAULT_RUNS_KEPT: usize = 50;
@@ -93,14 +95,14 @@ impl RunFiles {
     pub fn read_lines(&self, group_id: &str, run_id: &str) -> Result<Vec<String>, StoreError> {
         let path = self.path(group_id, run_id)?;
         let meta = fs::symlink_metadata(&path).map_err(|e| StoreError::io("cannot read", &path, e))?;
-        if !meta.is_file() {
+        if meta.file_type().is_symlink() {
             return Err(StoreError::io(
                 "refusing to read",
                 &path,
-                std::io::Error::new(ErrorKind::InvalidInput, "not a regular file"),
+                std::io::Error::new(ErrorKind::InvalidInput, "a symbolic link, not a run file"),
             ));
         }
-        let bytes = fs::read(&path).map_err(|e| StoreError::io("cannot read", &path, e))?;
+        let bytes = read_regular(&path).map_err(|e| StoreError::io("cannot read", &path, e))?;
         Ok(String::from_utf8_lossy(&bytes)
             .lines()
             .filter(|l| !l.trim().is_empty())
@@ -264,9 +266,9 @@ fn write_run(
         }
         let path = files.path(&key.0, &key.1)?;
         let dir = files.group_dir(&key.0)?;
-        fs::create_dir_all(&dir).map_err(|e| StoreError::io("cannot create", &dir, e))?;
+        create_private_dir(&dir).map_err(|e| StoreError::io("cannot create", &dir, e))?;
         let new = !path.exists();
-        let file = OpenOptions::new()
+        let file = private_file()
             .create(true)
             .append(true)
             .open(&path)

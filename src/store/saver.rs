@@ -437,7 +437,9 @@ mod tests {
         org.groups.push(Group::new("last", GroupKind::Repo));
         saver.save(org);
         drop(saver);
-        let on_disk = super::super::organization::parse(&std::fs::read(file.path()).unwrap()).unwrap();
+        let on_disk = super::super::parse_organization(&std::fs::read(file.path()).unwrap())
+            .unwrap()
+            .org;
         assert_eq!(on_disk.groups[0].name, "last");
     }
 

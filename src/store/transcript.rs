@@ -3,13 +3,15 @@
 //! Lines are never rewritten, so a crash can at worst tear the line being written; loading
 //! ignores such a line with a warning and keeps everything before it.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::model::Message;
 
 use super::StoreError;
+use super::private::{create_private_dir, private_file};
+use super::regular::read_regular;
 
 #[derive(Debug, Default)]
 pub struct LoadedTranscript {
@@ -58,13 +60,13 @@ impl Transcripts {
     /// Appends messages, one line each, with a single sync.
     pub fn append_all(&self, session_id: &str, messages: &[Message]) -> Result<(), StoreError> {
         let path = self.path(session_id)?;
-        fs::create_dir_all(&self.dir).map_err(|e| StoreError::io("cannot create", &self.dir, e))?;
+        create_private_dir(&self.dir).map_err(|e| StoreError::io("cannot create", &self.dir, e))?;
         let mut line = Vec::new();
         for message in messages {
             serde_json::to_writer(&mut line, message).map_err(|e| StoreError::Serialize(e.to_string()))?;
             line.push(b'\n');
         }
-        let mut file = OpenOptions::new()
+        let mut file = private_file()
             .read(true)
             .append(true)
             .create(true)
@@ -84,7 +86,7 @@ impl Transcripts {
     /// Reads a session's messages; a missing file is an empty transcript.
     pub fn load(&self, session_id: &str) -> Result<LoadedTranscript, StoreError> {
         let path = self.path(session_id)?;
-        let text = match fs::read(&path) {
+        let text = match read_regular(&path) {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(LoadedTranscript::default()),
             Err(e) => return Err(StoreError::io("cannot read", &path, e)),
@@ -254,6 +256,7 @@ fn parse_lines(text: &str, path: &Path) -> LoadedTranscript {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::OpenOptions;
 
     #[test]
     fn appends_and_loads_in_order() {

@@ -224,6 +224,56 @@ fn skip_string_sequence(b: &[u8], mut i: usize, bel_ends: bool) -> (usize, bool)
     (i, false)
 }
 
+/// One NDJSON line (`--events` output) with every JSON string in it cleaned as [`display`]
+/// cleans text: C1 controls (U+009B, U+009D...), escape sequences (written `\u001b` in JSON),
+/// other control characters except newlines, bidi overrides and zero-width characters. Keys,
+/// their order and everything else stay as they were; borrowed when nothing had to change.
+///
+/// A consumer that decodes the JSON and prints a field to a terminal then prints nothing that
+/// can move the cursor, recolour, retitle or reorder what it shows.
+pub fn json_line(line: &str) -> Cow<'_, str> {
+    // Escaped control characters (`\u001b`, `\t`, `\r`...) or raw special characters.
+    let escaped = line.contains("\\u") || line.contains("\\t") || line.contains("\\r");
+    if !escaped && !needs_cleaning(line.as_bytes()) {
+        return Cow::Borrowed(line);
+    }
+    let b = line.as_bytes();
+    let mut out = String::with_capacity(line.len());
+    let (mut i, mut copied) = (0, 0);
+    while i < b.len() {
+        if b[i] != b'"' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        i += 1;
+        while i < b.len() && b[i] != b'"' {
+            i += if b[i] == b'\\' { 2 } else { 1 };
+        }
+        let end = (i + 1).min(b.len());
+        i = end;
+        // Only a complete, valid string literal is rewritten; anything else is copied as is.
+        let Some(literal) = line.get(start..end) else {
+            continue;
+        };
+        let Ok(text) = serde_json::from_str::<String>(literal) else {
+            continue;
+        };
+        if let Cow::Owned(clean) = display(&text)
+            && let Ok(encoded) = serde_json::to_string(&clean)
+        {
+            out.push_str(&line[copied..start]);
+            out.push_str(&encoded);
+            copied = end;
+        }
+    }
+    if copied == 0 {
+        return Cow::Borrowed(line);
+    }
+    out.push_str(&line[copied..]);
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -368,5 +418,48 @@ mod tests {
     fn deep_nesting_does_not_overflow() {
         let hostile = "\x1b]".repeat(200_000);
         assert_eq!(display(&hostile), "");
+    }
+
+    #[test]
+    fn json_lines_lose_hostile_characters_in_every_string_and_nothing_else() {
+        let event = serde_json::json!({
+            "event": "message",
+            "group": "team\u{202E}txt.exe",
+            "text": "a\u{9B}31mred\u{9D}0;title\u{7}b\u{200B}c\u{1b}[2Jd\ttab\r\nnext",
+            "nested": {"list": ["ok", "x\u{2066}y"]},
+            "n": 3,
+        });
+        let line = serde_json::to_string(&event).unwrap();
+        let clean = json_line(&line);
+        let value: serde_json::Value = serde_json::from_str(&clean).unwrap();
+        assert_eq!(value["group"], "teamtxt.exe");
+        // As the plain output cleans it: the 8-bit CSI with its parameters goes, the other
+        // controls one by one.
+        assert_eq!(value["text"], "ared0;titlebcd  tab\nnext");
+        assert_eq!(value["text"], *display(event["text"].as_str().unwrap()));
+        assert_eq!(value["nested"]["list"][1], "xy");
+        assert_eq!(value["n"], 3);
+        assert!(
+            clean.starts_with("{\"event\":\"message\",\"group\":"),
+            "key order kept: {clean}"
+        );
+        for c in clean.chars() {
+            assert!(!is_invisible_or_control(c), "{c:?} in {clean}");
+        }
+        assert!(
+            !clean.contains("\\u001b") && !clean.contains("\\u0007"),
+            "{clean}"
+        );
+        assert_eq!(json_line(&clean), clean, "cleaning twice changes nothing");
+    }
+
+    #[test]
+    fn clean_json_lines_are_borrowed_and_broken_ones_survive() {
+        let line = r#"{"event":"phase","text":"plain \"quoted\" \\ text\nnew line é"}"#;
+        assert!(matches!(json_line(line), Cow::Borrowed(_)));
+        for odd in [r#"{"a":"\u001b"#, "\"", r#"{"a":"x\"#, "\u{9B}"] {
+            let _ = json_line(odd);
+        }
+        assert_eq!(json_line("\u{9B}"), "\u{9B}", "not a string literal: left alone");
     }
 }

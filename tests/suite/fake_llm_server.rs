@@ -39,6 +39,8 @@ pub enum StreamEnd {
     InBandError { error_type: String, message: String },
     /// One event whose JSON is cut in half, then a complete ending.
     Malformed,
+    /// This text as one raw SSE event (`data: <text>`, no event name), then a complete ending.
+    RawEvent(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +60,8 @@ pub enum Reply {
     },
     /// Accept the request and say nothing for this long, then close.
     Hang(Duration),
+    /// This status with an error body quoting every request header, as some proxies do.
+    EchoHeaders(u16),
 }
 
 impl Reply {
@@ -324,6 +328,15 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) {
                 .unwrap_or_else(|| Reply::text(&format!("fake answer from {model}")))
         }
     };
+    let reply = match reply {
+        Reply::EchoHeaders(status) => {
+            let seen: Vec<String> = request.headers.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+            let message = format!("request refused; it carried {}", seen.join("; "));
+            Reply::status(status)
+                .body(&json!({"error": {"message": message, "type": "invalid_request_error"}}).to_string())
+        }
+        other => other,
+    };
     let wants_stream = request.json()["stream"].as_bool().unwrap_or(false);
     let include_usage = request.json()["stream_options"]["include_usage"]
         .as_bool()
@@ -388,6 +401,8 @@ async fn respond(
             tokio::time::sleep(d).await;
             Ok(())
         }
+        // Turned into a status reply when the request was read.
+        Reply::EchoHeaders(_) => Ok(()),
         Reply::Status {
             status,
             body,
@@ -459,6 +474,10 @@ async fn respond(
                     let event = sse.delta("lost words");
                     let cut = &event[..event.len() / 2];
                     write_chunk(socket, &format!("{}\n\n", cut.trim_end())).await?;
+                    write_chunk(socket, &sse.finish(include_usage)).await?;
+                }
+                StreamEnd::RawEvent(text) => {
+                    write_chunk(socket, &format!("data: {text}\n\n")).await?;
                     write_chunk(socket, &sse.finish(include_usage)).await?;
                 }
                 StreamEnd::InBandError { error_type, message } => {

@@ -193,7 +193,10 @@ fn kill_9_after_reported_iterations_loses_none_and_resumes_headlessly() {
         assert!(saved.is_interrupted(), "{saved:?}");
         let on_disk: Vec<u64> = saved.evaluations.iter().map(|e| u64::from(e.iteration)).collect();
         for i in &reported {
-            assert!(on_disk.contains(i), "iteration {i} was reported but is not on disk: {on_disk:?}");
+            assert!(
+                on_disk.contains(i),
+                "iteration {i} was reported but is not on disk: {on_disk:?}"
+            );
         }
         if saved.completed_iterations >= saved.max_iterations {
             break;
@@ -212,7 +215,10 @@ fn kill_9_after_reported_iterations_loses_none_and_resumes_headlessly() {
     let saved = cycle(home.path());
     let on_disk: Vec<u64> = saved.evaluations.iter().map(|e| u64::from(e.iteration)).collect();
     for i in &reported {
-        assert!(on_disk.contains(i), "iteration {i} was reported but is not on disk: {on_disk:?}");
+        assert!(
+            on_disk.contains(i),
+            "iteration {i} was reported but is not on disk: {on_disk:?}"
+        );
     }
     // Iterations are numbered without gaps across the kills.
     assert_eq!(on_disk, (1..=on_disk.len() as u64).collect::<Vec<_>>());

@@ -363,6 +363,27 @@ async fn malformed_event_is_a_protocol_error() {
     }
 }
 
+/// One rule for both kinds: an event that is not JSON (here one with no event name, which an
+/// Anthropic stream used to skip silently) ends the turn as a protocol error, text kept.
+#[tokio::test]
+async fn an_event_that_is_not_json_is_a_protocol_error_for_both_kinds() {
+    for api in BOTH {
+        let llm = FakeLlm::start().await;
+        llm.script(
+            "m",
+            vec![Reply::chunks(["Hi "]).end(StreamEnd::RawEvent("this is not json".into()))],
+        );
+        let p = provider(&llm, api);
+        let (result, streamed) = turn(p.as_ref(), request("m")).await;
+        let err = result.expect_err("not JSON");
+        assert_eq!(err.kind, ErrorKind::Protocol, "{api:?}: {err}");
+        assert!(err.message.contains("not valid JSON"), "{api:?}: {err}");
+        assert!(err.message.contains("this is not json"), "{api:?}: {err}");
+        assert_eq!((streamed.as_str(), err.partial_text.as_str()), ("Hi ", "Hi "));
+        assert_eq!(llm.requests().len(), 1, "{api:?}: not retried");
+    }
+}
+
 #[tokio::test]
 async fn error_inside_a_200_stream() {
     for api in BOTH {

@@ -161,6 +161,55 @@ fn every_corpus_team_survives_discover_export_discover() {
     }
 }
 
+/// Everything a preset says, with the defaults filled in (a value equal to the default and no
+/// value are the same team) and prompts without trailing blanks (a YAML block keeps its last
+/// newline, a charter read back does not: the prompt is the same).
+fn everything(p: &Preset) -> (Team, Vec<Option<String>>, u32, u64) {
+    let trimmed = |t: &Option<String>| t.as_deref().map(|t| t.trim_end().to_string());
+    let agent_prompt =
+        |a: &Option<huddle::model::PresetAgent>| a.as_ref().map(|a| trimmed(&a.prompt).unwrap_or_default());
+    let mut team = team(p);
+    for w in &mut team.workers {
+        w.3 = trimmed(&w.3);
+    }
+    (
+        team,
+        vec![
+            p.description.clone(),
+            p.emoji.clone(),
+            agent_prompt(&p.orchestrator),
+            agent_prompt(&p.evaluator),
+        ],
+        p.max_iterations.unwrap_or(huddle::model::DEFAULT_MAX_ITERATIONS),
+        p.worker_timeout_secs.unwrap_or(600),
+    )
+}
+
+#[test]
+fn every_builtin_preset_survives_export_and_discovery_whole() {
+    let config = Config::from_env(|_| None);
+    let (builtins, errors) = load_builtins(&config);
+    assert!(errors.is_empty(), "{errors:?}");
+    for p in &builtins {
+        let tmp = tempfile::tempdir().unwrap();
+        let paths = Paths::single(tmp.path().join("home"));
+        let repo = tmp.path().join("proj");
+        fs::create_dir_all(&repo).unwrap();
+        let mut org = Organization::default();
+        let id = create_team_group(&mut org, p, &config, Some(&repo));
+        export_group(&org, &id, &repo, &paths, false).unwrap();
+        let back = discover(&repo, &config).unwrap().unwrap();
+        assert_eq!(everything(&back), everything(p), "{}", p.name);
+        assert!(back.warnings.is_empty(), "{}: {:?}", p.name, back.warnings);
+        // The repo copy makes the same team group, and exporting that changes nothing in the
+        // repo (the user preset it writes too may differ in form: trimmed prompts).
+        let again = create_team_group(&mut org, &back, &config, Some(&repo));
+        let report = export_group(&org, &again, &repo, &paths, true).unwrap();
+        let written: Vec<_> = report.written.iter().filter(|f| f.starts_with(&repo)).collect();
+        assert!(written.is_empty(), "{}: {written:?}", p.name);
+    }
+}
+
 #[test]
 fn export_writes_only_its_files_and_asks_before_changing_one() {
     let config = Config::from_env(|_| None);
@@ -194,6 +243,7 @@ fn export_writes_only_its_files_and_asks_before_changing_one() {
             "proj/.squad/agents/security/charter.md",
             "proj/.squad/agents/maintainability/charter.md",
             "proj/.squad/decisions.md",
+            "proj/.squad/huddle.yaml",
             "home/presets/code-review-team.yaml",
         ]
     );

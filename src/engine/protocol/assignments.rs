@@ -1,9 +1,13 @@
 //! Reading an orchestrator's plan: which worker gets which task (SPEC section 3, "Assignments").
 //!
 //! Forms, in the order they are tried:
-//! 1. a JSON array `[{"worker": "...", "task": "..."}]`, bare or inside a code fence;
+//! 1. a JSON array `[{"worker": "...", "task": "..."}]`, bare or inside a code fence; an element
+//!    that is not such an object (a bare string, `"task": 5`) is dropped and reported, the valid
+//!    ones kept;
 //! 2. blocks `@worker:<name>` + task lines + optional `@end`, and the inline form
 //!    `@worker:<name> <task>`. A task runs until `@end`, the next `@worker:` line or the end.
+//!    Blocks are also read when a JSON array yields no assignment (it named only unknown
+//!    workers, say): blocks after it are not hidden by it.
 //!
 //! `@worker:` counts at the start of a line only (after indentation, a list bullet or Markdown
 //! emphasis), so prose that mentions the format, or a task that refers to another worker's
@@ -14,6 +18,7 @@ use serde_json::Value;
 
 use super::names::{WorkerResolver, clean_name};
 use crate::naming::slug;
+use crate::text::json_kind;
 
 /// One task for one worker. Several tasks for the same worker are already joined.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +80,17 @@ pub fn parse_assignments<S: AsRef<str>>(text: &str, workers: &[S], team_name: &s
     if let Some(json) = find_json_plan(text) {
         for item in &json.items {
             plan.add_json_item(item);
+        }
+        if plan.assignments.is_empty() {
+            // Nothing usable in the JSON: `@worker:` blocks, if any, are the plan. What the
+            // JSON named is still reported as dropped.
+            let dropped = std::mem::take(&mut plan.dropped);
+            let mut blocks = parse_blocks(text, PlanBuilder::new(&resolver));
+            if blocks.has_assignments() {
+                blocks.dropped.splice(0..0, dropped);
+                return blocks;
+            }
+            plan.dropped = dropped;
         }
         let mut commentary = String::with_capacity(text.len() - (json.end - json.start));
         commentary.push_str(&text[..json.start]);
@@ -138,14 +154,35 @@ impl<'r, 'w> PlanBuilder<'r, 'w> {
     }
 
     fn add_json_item(&mut self, item: &Value) {
-        let Some(name) = field(item, "worker").and_then(Value::as_str) else {
+        let mut drop = |name: &str, reason: String| {
             self.dropped.push(Dropped {
-                name: String::new(),
-                reason: "JSON item without a \"worker\" name".to_string(),
-            });
+                name: name.to_string(),
+                reason,
+            })
+        };
+        if !item.is_object() {
+            let shown: String = item.to_string().chars().take(60).collect();
+            drop(
+                "",
+                format!(
+                    "JSON item {shown} is {}, not an assignment object",
+                    json_kind(item)
+                ),
+            );
+            return;
+        }
+        let Some(name) = field(item, "worker").and_then(Value::as_str) else {
+            drop("", "JSON item without a \"worker\" name".to_string());
             return;
         };
-        let task = field(item, "task").and_then(Value::as_str).unwrap_or("").trim();
+        let task = match field(item, "task") {
+            None | Some(Value::Null) => "",
+            Some(Value::String(task)) => task.trim(),
+            Some(other) => {
+                drop(name, format!("\"task\" is {}, not text", json_kind(other)));
+                return;
+            }
+        };
         let resolved = self.resolver.resolve(clean_name(name));
         self.add(name, resolved, task);
     }
@@ -230,10 +267,10 @@ fn find_json_plan(text: &str) -> Option<JsonPlan> {
     None
 }
 
+/// An array with at least one object naming a worker is a plan (its other elements are
+/// reported as dropped); `[1, 2, 3]` or a list of strings is not.
 fn looks_like_assignments(items: &[Value]) -> bool {
-    !items.is_empty()
-        && items.iter().all(Value::is_object)
-        && items.iter().any(|item| field(item, "worker").is_some())
+    items.iter().any(|item| field(item, "worker").is_some())
 }
 
 /// The end of the fence line that closes a fence whose content ends at `from`, or the end of

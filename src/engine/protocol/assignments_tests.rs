@@ -91,6 +91,45 @@ fn json_items_without_worker_or_task_are_dropped() {
 }
 
 #[test]
+fn one_bad_element_does_not_discard_the_valid_ones() {
+    let text = r#"```json
+[{"worker": "alpha", "task": "Do A"}, "also do C", {"worker": "beta", "task": 5}, {"worker": "gamma", "task": "Do G"}, 7]
+```"#;
+    let plan = parse_assignments(text, &["alpha", "beta", "gamma"], "");
+    assert_eq!(plan.assignments, vec![a("alpha", "Do A"), a("gamma", "Do G")]);
+    assert_eq!(plan.format, PlanFormat::Json);
+    assert_eq!(plan.commentary, "", "the raw JSON is not the answer");
+    let reasons: Vec<&str> = plan.dropped.iter().map(|d| d.reason.as_str()).collect();
+    assert_eq!(
+        reasons,
+        vec![
+            r#"JSON item "also do C" is a string, not an assignment object"#,
+            r#""task" is a number, not text"#,
+            "JSON item 7 is a number, not an assignment object",
+        ]
+    );
+    assert_eq!(names(&plan), vec!["", "beta", ""]);
+}
+
+#[test]
+fn json_naming_only_unknown_workers_falls_back_to_the_blocks_after_it() {
+    let text = "[{\"worker\": \"ghost\", \"task\": \"x\"}]\n@worker:alpha\nDo A\n@end\n@worker:beta Do B";
+    let plan = parse_assignments(text, &["alpha", "beta"], "");
+    assert_eq!(plan.assignments, vec![a("alpha", "Do A"), a("beta", "Do B")]);
+    assert_eq!(plan.format, PlanFormat::Blocks);
+    assert_eq!(
+        names(&plan),
+        vec!["ghost"],
+        "the JSON's unknown worker is still reported"
+    );
+    // Without blocks, the JSON result stands: nothing assigned, the worker reported.
+    let plan = parse_assignments("[{\"worker\": \"ghost\", \"task\": \"x\"}]", &["alpha"], "");
+    assert!(plan.assignments.is_empty());
+    assert_eq!(plan.format, PlanFormat::Json);
+    assert_eq!(names(&plan), vec!["ghost"]);
+}
+
+#[test]
 fn inline_blocks_and_commentary() {
     let text =
         "I will split this.\n@worker:alpha Do A\nwith detail\n@worker:beta\nDo B\n@end\nThat's the plan.";

@@ -2,6 +2,7 @@
 //! and written back from a team group. See SPEC section 7 and `reference/squad-format.md`.
 
 pub mod charter;
+pub mod extras;
 pub mod read;
 pub mod report;
 pub mod roster;

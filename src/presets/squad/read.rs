@@ -1,5 +1,6 @@
 //! Discovering a repo's Squad team and turning it into a repo-tier preset.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
@@ -7,11 +8,14 @@ use crate::model::{Mode, Preset, PresetAgent, PresetWorker, Tier};
 
 use super::SquadError;
 use super::charter::{charter_prompt, charter_role, model_hint, role_prompt};
+use super::extras::{EXTRAS_FILE, Extras};
 use super::roster::{Member, TeamDoc, is_coordinator, is_special, parse_team, squash};
 use super::safety::{Refusal, TeamDir, TextFile};
+use crate::model::limits::check_max_iterations;
 use crate::naming::slug;
 use crate::presets::cap_chars;
 use crate::presets::models::check_model;
+use crate::text::sanitize::display;
 
 /// `routing.md` and `decisions.md` are cut to this many characters (the cut is marked).
 pub const CONTEXT_MAX_CHARS: usize = 8_000;
@@ -84,6 +88,8 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
     }
 
     let overrides = model_overrides(&team, &mut warnings);
+    let folders = AgentFolders::read(&team);
+    let mut taken: HashSet<String> = HashSet::new();
     let mut workers: Vec<PresetWorker> = Vec::new();
     let mut no_charter = Vec::new();
     let mut cut_charters = Vec::new();
@@ -98,14 +104,14 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
             nameless.push(format!("`{}`", m.name));
             continue;
         }
-        if workers.iter().any(|w| w.name == worker_name) {
+        if !taken.insert(worker_name.clone()) {
             warnings.push(format!(
                 "member `{}` is listed twice; the first entry is used",
                 m.name
             ));
             continue;
         }
-        let charter = find_charter(&team, &m, &worker_name, &mut warnings);
+        let charter = find_charter(&team, &folders, &m, &worker_name, &mut warnings);
         let who = format!("worker `{worker_name}`");
         let (prompt, hint) = match &charter {
             Some(c) => {
@@ -121,9 +127,9 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
             }
         };
         let hint = overrides
-            .iter()
-            .find(|(k, _)| squash(k) == squash(&worker_name) || squash(k) == squash(&m.name))
-            .map(|(_, v)| v.clone())
+            .get(&squash(&worker_name))
+            .or_else(|| overrides.get(&squash(&m.name)))
+            .cloned()
             .or(hint);
         let model = hint.and_then(|h| check_model(&h, config, Tier::Repo, &who, &mut warnings));
         workers.push(PresetWorker {
@@ -154,16 +160,19 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
             cut_charters.join(", ")
         ));
     }
+    let orchestrator = mode
+        .has_orchestrator()
+        .then(|| coordinator(&team, &folders, &doc, &overrides, config, &mut warnings));
     let routing_context = context_file(&team, "routing.md", &mut warnings);
     let shared_context = context_file(&team, "decisions.md", &mut warnings);
-    Ok(Some(Preset {
+    let mut preset = Preset {
         name,
         description: doc.description,
         emoji: None,
         mode,
         max_iterations: None,
         worker_timeout_secs: None,
-        orchestrator: mode.has_orchestrator().then(PresetAgent::default),
+        orchestrator,
         evaluator: None,
         workers,
         shared_context,
@@ -171,7 +180,117 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         tier: Some(Tier::Repo),
         source: Some(dir.display().to_string()),
         warnings,
-    }))
+    };
+    apply_extras(&team, &mut preset, config);
+    Ok(Some(preset))
+}
+
+/// The orchestrator: the first member the Coordinator section names who has a charter (a `Lead`
+/// also listed among the members, say) leads the team, its charter the orchestrator's prompt.
+/// Squad's own coordinator (`Squad`, no charter) leaves huddle's built-in orchestrator prompt.
+fn coordinator(
+    team: &TeamDir,
+    folders: &AgentFolders,
+    doc: &TeamDoc,
+    overrides: &HashMap<String, String>,
+    config: &Config,
+    warnings: &mut Vec<String>,
+) -> PresetAgent {
+    let Some((name, charter)) = coordinator_charter(team, folders, doc, warnings) else {
+        return PresetAgent::default();
+    };
+    let (prompt, _) = charter_prompt(&charter.text);
+    let hint = overrides
+        .get(&squash(&name))
+        .cloned()
+        .or_else(|| model_hint(&charter.text));
+    let model = hint.and_then(|h| check_model(&h, config, Tier::Repo, "orchestrator", warnings));
+    PresetAgent {
+        display_name: Some(name),
+        model,
+        prompt: Some(prompt).filter(|p| !p.is_empty()),
+    }
+}
+
+/// The first coordinator with a charter, and that charter.
+fn coordinator_charter(
+    team: &TeamDir,
+    folders: &AgentFolders,
+    doc: &TeamDoc,
+    warnings: &mut Vec<String>,
+) -> Option<(String, Charter)> {
+    doc.coordinators.iter().find_map(|name| {
+        let handle = slug(name);
+        let member = Member {
+            name: name.clone(),
+            role: String::new(),
+            charter: None,
+        };
+        (!handle.is_empty())
+            .then(|| find_charter(team, folders, &member, &handle, warnings))
+            .flatten()
+            .map(|charter| (name.clone(), charter))
+    })
+}
+
+/// The orchestrator prompt the team folder `dir` of `repo` gives (its coordinator's charter), as
+/// [`discover`] reads it; for write-back, which need not repeat it in `huddle.yaml`.
+pub fn coordinator_prompt(repo: &Path, dir: &Path) -> Option<String> {
+    let team = TeamDir::open(repo, dir).ok()?;
+    let file = team.read(Path::new("team.md")).ok()?;
+    let doc = parse_team(&file.text);
+    let folders = AgentFolders::read(&team);
+    let (_, charter) = coordinator_charter(&team, &folders, &doc, &mut Vec::new())?;
+    Some(charter_prompt(&charter.text).0).filter(|p| !p.is_empty())
+}
+
+/// Applies the team folder's `huddle.yaml` (see [`super::extras`]); a file that cannot be used
+/// is reported and ignored.
+fn apply_extras(team: &TeamDir, preset: &mut Preset, config: &Config) {
+    let warnings = &mut preset.warnings;
+    let file = match team.read(Path::new(EXTRAS_FILE)) {
+        Ok(f) => f,
+        Err(Refusal::Missing) => return,
+        Err(r) => {
+            warnings.push(format!("{EXTRAS_FILE} refused: it {r}"));
+            return;
+        }
+    };
+    let extras = match Extras::parse(&file.text) {
+        Ok(e) => e,
+        Err(e) => {
+            warnings.push(format!("{EXTRAS_FILE} {e}; the file is ignored"));
+            return;
+        }
+    };
+    if extras.emoji.is_some() {
+        preset.emoji = extras.emoji;
+    }
+    if let Some(n) = extras.max_iterations {
+        match check_max_iterations(n) {
+            Ok(n) => preset.max_iterations = Some(n),
+            Err(e) => warnings.push(format!("{EXTRAS_FILE}: {e}; using the default")),
+        }
+    }
+    match extras.worker_timeout_secs {
+        Some(0) => warnings.push(format!(
+            "{EXTRAS_FILE}: worker_timeout_secs must be at least 1; using the default"
+        )),
+        Some(t) => preset.worker_timeout_secs = Some(t),
+        None => {}
+    }
+    if let (Some(prompt), Some(o)) = (extras.orchestrator_prompt, preset.orchestrator.as_mut()) {
+        o.prompt = Some(prompt);
+    }
+    if let Some(mut e) = extras
+        .evaluator
+        .filter(|_| preset.mode == Mode::OrchestratorReflect)
+    {
+        e.model = e
+            .model
+            .and_then(|m| check_model(&m, config, Tier::Repo, "evaluator", warnings));
+        preset.evaluator = Some(e);
+    }
 }
 
 /// The repository folder's name, for the team name `<repo> squad` when team.md gives none.
@@ -231,18 +350,51 @@ fn agent_folder_members(team: &TeamDir, coordinators: &[String]) -> Vec<Member> 
         })
         .map(|folder| {
             let charter = format!("agents/{folder}/charter.md");
+            // Folder names and charter titles are shown and put in prompts: cleaned like the
+            // roster's cells (the charter path keeps the folder's real name).
             let role = team
                 .read(Path::new(&charter))
                 .ok()
                 .and_then(|f| charter_role(&f.text))
+                .map(|r| display(&r).into_owned())
                 .unwrap_or_default();
             Member {
-                name: folder,
+                name: display(&folder).into_owned(),
                 role,
                 charter: Some(charter),
             }
         })
         .collect()
+}
+
+/// The `agents/` sub-folders by their name ignoring case and punctuation, read once per team:
+/// listing the folder again for every member made reading a team quadratic in its size.
+struct AgentFolders {
+    by_key: HashMap<String, Vec<String>>,
+}
+
+impl AgentFolders {
+    fn read(team: &TeamDir) -> AgentFolders {
+        let mut by_key: HashMap<String, Vec<String>> = HashMap::new();
+        // `agent_folders` is sorted, so each list is too.
+        for folder in team.agent_folders() {
+            by_key.entry(squash(&folder)).or_default().push(folder);
+        }
+        AgentFolders { by_key }
+    }
+
+    /// The folders whose name matches one of `names`, sorted.
+    fn matching(&self, names: &[&str]) -> Vec<&str> {
+        let mut found: Vec<&str> = names
+            .iter()
+            .filter_map(|n| self.by_key.get(&squash(n)))
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        found
+    }
 }
 
 /// A member's charter as found in the team folder.
@@ -258,6 +410,7 @@ struct Charter {
 /// folder whose name matches ignoring case and punctuation.
 fn find_charter(
     team: &TeamDir,
+    folders: &AgentFolders,
     member: &Member,
     worker: &str,
     warnings: &mut Vec<String>,
@@ -276,11 +429,9 @@ fn find_charter(
         format!("agents/{worker}/charter.md"),
         PathBuf::from(format!("agents/{worker}/charter.md")),
     ));
-    for folder in team.agent_folders() {
-        if squash(&folder) == squash(&member.name) || squash(&folder) == squash(worker) {
-            let p = format!("agents/{folder}/charter.md");
-            candidates.push((p.clone(), PathBuf::from(p)));
-        }
+    for folder in folders.matching(&[&member.name, worker]) {
+        let p = format!("agents/{folder}/charter.md");
+        candidates.push((p.clone(), PathBuf::from(p)));
     }
     let mut tried: Vec<PathBuf> = Vec::new();
     for (label, path) in candidates {
@@ -335,14 +486,16 @@ pub fn current_roster(repo: &Path, dir: &Path) -> Vec<RosterEntry> {
         return Vec::new();
     };
     let doc = parse_team(&file.text);
+    let folders = AgentFolders::read(&team);
+    let mut taken: HashSet<String> = HashSet::new();
     let mut entries: Vec<RosterEntry> = Vec::new();
     let mut ignored = Vec::new();
     for m in roster_members(&team, &doc) {
         let worker = slug(&m.name);
-        if worker.is_empty() || entries.iter().any(|e| e.worker == worker) {
+        if worker.is_empty() || !taken.insert(worker.clone()) {
             continue;
         }
-        let charter = find_charter(&team, &m, &worker, &mut ignored).map(|c| c.location);
+        let charter = find_charter(&team, &folders, &m, &worker, &mut ignored).map(|c| c.location);
         entries.push(RosterEntry {
             worker,
             role: m.role,
@@ -352,14 +505,15 @@ pub fn current_roster(repo: &Path, dir: &Path) -> Vec<RosterEntry> {
     entries
 }
 
-/// `agentModelOverrides` of `config.json`: agent name to model (a string, or `{"model": ...}`).
-fn model_overrides(team: &TeamDir, warnings: &mut Vec<String>) -> Vec<(String, String)> {
+/// `agentModelOverrides` of `config.json`: agent name (ignoring case and punctuation) to model
+/// (a string, or `{"model": ...}`); the first entry of a name wins.
+fn model_overrides(team: &TeamDir, warnings: &mut Vec<String>) -> HashMap<String, String> {
     let file = match team.read(Path::new("config.json")) {
         Ok(f) => f,
-        Err(Refusal::Missing) => return Vec::new(),
+        Err(Refusal::Missing) => return HashMap::new(),
         Err(r) => {
             warnings.push(format!("config.json refused: it {r}"));
-            return Vec::new();
+            return HashMap::new();
         }
     };
     let value: serde_json::Value = match serde_json::from_str(&file.text) {
@@ -368,18 +522,19 @@ fn model_overrides(team: &TeamDir, warnings: &mut Vec<String>) -> Vec<(String, S
             warnings.push(format!(
                 "config.json is not valid JSON ({e}); its model overrides are ignored"
             ));
-            return Vec::new();
+            return HashMap::new();
         }
     };
     let Some(map) = value.get("agentModelOverrides").and_then(|v| v.as_object()) else {
-        return Vec::new();
+        return HashMap::new();
     };
-    map.iter()
-        .filter_map(|(k, v)| {
-            let model = v.as_str().or_else(|| v.get("model").and_then(|m| m.as_str()))?;
-            Some((k.clone(), model.to_string()))
-        })
-        .collect()
+    let mut overrides = HashMap::new();
+    for (k, v) in map {
+        if let Some(model) = v.as_str().or_else(|| v.get("model").and_then(|m| m.as_str())) {
+            overrides.entry(squash(k)).or_insert_with(|| model.to_string());
+        }
+    }
+    overrides
 }
 
 /// `routing.md` / `decisions.md` as context: capped with the cut marked; empty means absent.

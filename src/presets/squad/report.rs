@@ -55,6 +55,8 @@ pub enum KeptReason {
     NotUtf8,
     /// It contains NUL bytes.
     Binary,
+    /// A FIFO, a device or a folder where a file belongs: never opened, never replaced.
+    NotARegularFile,
 }
 
 impl fmt::Display for KeptReason {
@@ -68,6 +70,10 @@ impl fmt::Display for KeptReason {
             ),
             KeptReason::NotUtf8 => write!(f, "not valid UTF-8; edit the file itself"),
             KeptReason::Binary => write!(f, "looks binary (it contains NUL bytes)"),
+            KeptReason::NotARegularFile => write!(
+                f,
+                "not a regular file (a named pipe, device or folder); huddle neither reads nor replaces it"
+            ),
         }
     }
 }

@@ -3,6 +3,8 @@
 //! sections), or else in `### Name — Role` headings under a roster section. Pure text in,
 //! plain data out.
 
+use crate::text::sanitize::display;
+
 /// What `team.md` says about the team.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TeamDoc {
@@ -120,7 +122,8 @@ pub fn parse_team(text: &str) -> TeamDoc {
         if doc.description.is_none()
             && let Some(rest) = line.strip_prefix('>')
         {
-            let d = rest.trim();
+            let d = display(rest);
+            let d = d.trim();
             if !d.is_empty() {
                 doc.description = Some(d.to_string());
                 doc.description_line = Some(i);
@@ -377,6 +380,10 @@ pub fn split_row(row: &str) -> Vec<String> {
 
 /// Links become their text, bold and backticks go, leading and trailing emoji and spaces go.
 pub fn clean_cell(cell: &str) -> String {
+    // Names, roles and titles end up in the TUI, the CLI and generated prompts: escape
+    // sequences, control, bidi and zero-width characters go first (a sequence's `[` would
+    // otherwise look like the start of a link).
+    let cell = display(cell);
     let mut text = String::with_capacity(cell.len());
     let mut rest = cell.trim();
     // `[text](target)` and `![alt](target)` become their text.

@@ -5,6 +5,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use crate::store::{is_not_regular, open_regular};
+
 /// Larger files are refused: a charter or ledger that big is not meant for a prompt.
 pub const MAX_FILE_BYTES: u64 = 256 * 1024;
 
@@ -84,14 +86,18 @@ impl TeamDir {
     /// Reads a text file inside the team folder.
     pub fn read(&self, path: &Path) -> Result<TextFile, Refusal> {
         let canonical = self.resolve(path)?;
-        let meta = std::fs::metadata(&canonical).map_err(|e| Refusal::Io(e.to_string()))?;
-        if !meta.is_file() {
-            return Err(Refusal::NotAFile);
+        // Opened without blocking and checked once open: a FIFO planted here must not hang us.
+        let file = open_regular(&canonical).map_err(|e| {
+            if is_not_regular(&e) {
+                Refusal::NotAFile
+            } else {
+                Refusal::Io(e.to_string())
+            }
+        })?;
+        let len = file.metadata().map_err(|e| Refusal::Io(e.to_string()))?.len();
+        if len > MAX_FILE_BYTES {
+            return Err(Refusal::TooLarge(len));
         }
-        if meta.len() > MAX_FILE_BYTES {
-            return Err(Refusal::TooLarge(meta.len()));
-        }
-        let file = std::fs::File::open(&canonical).map_err(|e| Refusal::Io(e.to_string()))?;
         let mut bytes = Vec::new();
         // The file may grow between the size check and the read.
         file.take(MAX_FILE_BYTES + 1)

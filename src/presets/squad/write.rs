@@ -3,7 +3,8 @@
 //! The team folder is the one discovery reads (`.squad`, or an existing legacy `.ai-team`, else a
 //! new `.squad`). Owned files: its `team.md`, each worker's charter (where discovery found it,
 //! else `agents/<name>/charter.md`), `decisions.md` and `routing.md` when the group has that
-//! context, and `<config>/presets/<team>.yaml`. Nothing else is touched (history, logs, casting,
+//! context, `huddle.yaml` when the team has what Squad's files cannot say (see
+//! [`super::extras`]), and `<config>/presets/<team>.yaml`. Nothing else is touched (history, logs, casting,
 //! other agents). An existing team.md is edited in place (see [`super::team_md`]); a charter
 //! keeps its front matter. Left alone, and reported as kept with the reason: a ledger that
 //! exists with other content (ledgers are only ever created), a shortened (capped) ledger
@@ -20,10 +21,13 @@ use crate::model::{Organization, PresetWorker};
 use crate::naming::{slug_or, team_slug};
 use crate::presets::instantiate::preset_from_group;
 use crate::presets::preset_to_yaml;
-use crate::store::{StoreError, write_atomic};
+use crate::store::{StoreError, is_not_regular, read_regular, write_atomic};
 
 use super::charter::{charter_prompt, role_prompt, strip_front_matter, worker_role};
-use super::read::{capped_context, carries_cap_marker, current_roster, repo_name, team_dir};
+use super::extras::{EXTRAS_FILE, Extras};
+use super::read::{
+    capped_context, carries_cap_marker, coordinator_prompt, current_roster, repo_name, team_dir,
+};
 use super::report::{ExportPlan, ExportReport, KeptFile, KeptReason};
 use super::safety::decode;
 use super::team_md::{TeamText, edit_team_md, fresh_team_md};
@@ -42,6 +46,10 @@ pub enum ExportError {
     Unconfirmed { files: Vec<PathBuf> },
     #[error("refusing to write {path}: {reason}")]
     Unsafe { path: PathBuf, reason: String },
+    #[error(
+        "{link} is a symbolic link to {target}, which does not exist; remove the link or make it point at a folder inside the repository (nothing was written)"
+    )]
+    DanglingLink { link: PathBuf, target: PathBuf },
     #[error("cannot write {path}: {source}")]
     Io {
         path: PathBuf,
@@ -90,6 +98,8 @@ enum Existing {
         encoding: Encoding,
     },
     Binary,
+    /// A FIFO, a device, a folder...: never opened for reading, never written over.
+    NotRegular,
 }
 
 /// What the export does with one file.
@@ -244,6 +254,7 @@ fn prepare(org: &Organization, group_id: &str, repo: &Path, paths: &Paths) -> Re
     actions.push(match read_existing(&team_md_path)? {
         Existing::Missing => write_new(team_md_path, fresh_team_md(&team)),
         Existing::Binary => kept(team_md_path, KeptReason::Binary, true),
+        Existing::NotRegular => kept(team_md_path, KeptReason::NotARegularFile, true),
         Existing::Text {
             text,
             lossy,
@@ -298,6 +309,15 @@ fn prepare(org: &Organization, group_id: &str, repo: &Path, paths: &Paths) -> Re
         }
     }
 
+    // What Squad's files cannot say, in huddle's own file (written only when there is any).
+    let extras = Extras::of(&preset, coordinator_prompt(repo, &team_dir).as_deref());
+    let extras_path = team_dir.join(EXTRAS_FILE);
+    check_inside(repo, &extras_path)?;
+    let existing = read_existing(&extras_path)?;
+    if let Some(action) = extras_action(extras_path, &extras, existing)? {
+        actions.push(action);
+    }
+
     let preset_file = paths
         .presets_dir()
         .join(format!("{}.yaml", team_slug(&preset.name)));
@@ -307,6 +327,7 @@ fn prepare(org: &Organization, group_id: &str, repo: &Path, paths: &Paths) -> Re
         Existing::Text { text, .. } if text == yaml => Action::Unchanged(preset_file.clone()),
         Existing::Text { encoding, .. } => replace(preset_file.clone(), &yaml, encoding),
         Existing::Binary => replace(preset_file.clone(), &yaml, Encoding::default()),
+        Existing::NotRegular => kept(preset_file.clone(), KeptReason::NotARegularFile, true),
     });
 
     Ok(Prepared {
@@ -339,6 +360,7 @@ fn charter_action(path: PathBuf, prompt: &str, existing: Existing) -> Action {
     let (text, lossy, encoding) = match existing {
         Existing::Missing => return write_new(path, format!("{prompt}\n")),
         Existing::Binary => return kept(path, KeptReason::Binary, true),
+        Existing::NotRegular => return kept(path, KeptReason::NotARegularFile, true),
         Existing::Text {
             text,
             lossy,
@@ -382,12 +404,28 @@ fn ledger_action(path: PathBuf, file: &str, text: &str, existing: Existing) -> A
         }
         Existing::Text { .. } => kept(path, KeptReason::LedgerChangedOnDisk, true),
         Existing::Binary => kept(path, KeptReason::Binary, true),
+        Existing::NotRegular => kept(path, KeptReason::NotARegularFile, true),
     }
 }
 
-/// An existing file, read to be compared or edited.
+/// `huddle.yaml`: created when the team has something to put in it, left alone when it already
+/// says the same (however it is formatted), replaced otherwise (an owned file: needs force).
+fn extras_action(path: PathBuf, extras: &Extras, existing: Existing) -> Result<Option<Action>, ExportError> {
+    let yaml = || extras.to_yaml().map_err(ExportError::Yaml);
+    Ok(Some(match existing {
+        Existing::Missing if extras.is_empty() => return Ok(None),
+        Existing::Missing => write_new(path, yaml()?),
+        Existing::Text { text, .. } if Extras::parse(&text).as_ref() == Ok(extras) => Action::Unchanged(path),
+        Existing::Text { encoding, .. } => replace(path, &yaml()?, encoding),
+        Existing::Binary => kept(path, KeptReason::Binary, true),
+        Existing::NotRegular => kept(path, KeptReason::NotARegularFile, true),
+    }))
+}
+
+/// An existing file, read to be compared or edited. Only a regular file is opened for reading
+/// (a FIFO at a charter path would block the read forever).
 fn read_existing(path: &Path) -> Result<Existing, ExportError> {
-    match std::fs::read(path) {
+    match read_regular(path) {
         Ok(bytes) => Ok(match decode(&bytes) {
             Ok(file) => Existing::Text {
                 text: file.text,
@@ -397,6 +435,7 @@ fn read_existing(path: &Path) -> Result<Existing, ExportError> {
             Err(_) => Existing::Binary,
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Existing::Missing),
+        Err(e) if is_not_regular(&e) => Ok(Existing::NotRegular),
         Err(source) => Err(ExportError::Io {
             path: path.to_path_buf(),
             source,
@@ -424,6 +463,16 @@ fn check_inside(repo: &Path, path: &Path) -> Result<(), ExportError> {
     })?;
     let mut existing = path;
     while !existing.exists() {
+        // A link that leads nowhere (`agents -> ../gone`) would make creating the folder fail
+        // with a bare "File exists": say what it is instead.
+        if let Ok(meta) = std::fs::symlink_metadata(existing)
+            && meta.file_type().is_symlink()
+        {
+            return Err(ExportError::DanglingLink {
+                link: existing.to_path_buf(),
+                target: std::fs::read_link(existing).unwrap_or_default(),
+            });
+        }
         match existing.parent() {
             Some(p) => existing = p,
             None => return Ok(()),

@@ -1,0 +1,152 @@
+//! Hostile Squad folders: escape sequences in member names and roles, a dangling `agents` link.
+
+use std::path::Path;
+
+use huddle::config::Config;
+use huddle::presets::squad::discover;
+use huddle::text::sanitize::is_invisible_or_control;
+
+use super::cli_hardening::{export_research_panel, team_group_in_repo};
+use super::headless::text;
+
+fn assert_clean(what: &str, s: &str) {
+    assert!(!s.chars().any(is_invisible_or_control), "{what} kept {s:?}");
+    assert!(
+        !s.contains("31m") && !s.contains("pwned"),
+        "{what} kept a sequence's body: {s:?}"
+    );
+}
+
+fn write(repo: &Path, rel: &str, text: &str) {
+    let path = repo.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn escape_sequences_in_names_and_roles_are_removed_at_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    write(
+        &repo,
+        ".squad/team.md",
+        "# Squad Team — Red\u{1b}[31mTeam\n\n> Ships\u{1b}]0;pwned\u{7} code\u{202e}\n\n## Members\n\n| Name | Role |\n|---|---|\n| \u{1b}[31mMallory\u{1b}[0m\u{200b} | Tester\u{9b}31m\u{202e} |\n| Bob\u{7}\u{1b}]0;pwned\u{1b}\\ | Rev\u{1b}[2Jiewer |\n",
+    );
+    // A member taken from its agents/ folder: the folder's name carries a sequence too.
+    let preset = discover(&repo, &Config::from_env(|_| None)).unwrap().unwrap();
+    assert_eq!(preset.name, "RedTeam");
+    assert_eq!(preset.description.as_deref(), Some("Ships code"));
+    let shown: Vec<(String, Option<String>, Option<String>)> = preset
+        .workers
+        .iter()
+        .map(|w| (w.name.clone(), w.display_name.clone(), w.role.clone()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (
+                "mallory".to_string(),
+                Some("Mallory".to_string()),
+                Some("Tester".to_string())
+            ),
+            (
+                "bob".to_string(),
+                Some("Bob".to_string()),
+                Some("Reviewer".to_string())
+            ),
+        ]
+    );
+    for w in &preset.workers {
+        let prompt = w.system_prompt.as_deref().unwrap_or_default();
+        assert!(prompt.contains(w.display_name.as_deref().unwrap()), "{prompt}");
+        assert_clean("the generated prompt", prompt);
+    }
+
+    let repo2 = tmp.path().join("repo2");
+    write(&repo2, ".squad/team.md", "# Squad Team — Folders\n");
+    write(
+        &repo2,
+        ".squad/agents/eve\u{1b}[31m/charter.md",
+        "# Eve — Audi\u{1b}]0;pwned\u{7}tor\u{200f}\n\nYou audit.\n",
+    );
+    let preset = discover(&repo2, &Config::from_env(|_| None)).unwrap().unwrap();
+    let eve = &preset.workers[0];
+    assert_eq!(eve.role.as_deref(), Some("Auditor"));
+    assert_clean(
+        "a folder member's name",
+        eve.display_name.as_deref().unwrap_or(&eve.name),
+    );
+    assert_eq!(
+        eve.system_prompt.as_deref(),
+        Some("# Eve — Audi\u{1b}]0;pwned\u{7}tor\u{200f}\n\nYou audit."),
+        "a charter is the member's own prompt, passed on as written (the UI sanitises what it draws)"
+    );
+}
+
+#[test]
+fn a_dangling_agents_link_is_explained_not_file_exists() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, repo) = team_group_in_repo(tmp.path());
+    std::fs::create_dir_all(repo.join(".squad")).unwrap();
+    std::os::unix::fs::symlink("../gone", repo.join(".squad/agents")).unwrap();
+    let out = export_research_panel(&home, &repo);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{} is a symbolic link to ../gone, which does not exist",
+            repo.join(".squad/agents").display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("os error 17"), "{err}");
+    assert!(!repo.join(".squad/team.md").exists(), "nothing was written");
+}
+
+#[test]
+fn the_member_the_coordinator_section_names_leads_as_the_orchestrator() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    write(
+        &repo,
+        ".squad/team.md",
+        "# Squad Team — Crew\n\n## Coordinator\n\n| Name | Role |\n|---|---|\n| Lead | Architect |\n\n## Members\n\n| Name | Role |\n|---|---|\n| Lead | Architect |\n| Ann | Developer |\n",
+    );
+    write(
+        &repo,
+        ".squad/agents/lead/charter.md",
+        "# Lead — Architect\n\nYou plan the work and merge it.\n",
+    );
+    write(
+        &repo,
+        ".squad/agents/ann/charter.md",
+        "# Ann — Developer\n\nYou write the code.\n",
+    );
+    let preset = discover(&repo, &Config::from_env(|_| None)).unwrap().unwrap();
+    let workers: Vec<&str> = preset.workers.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(workers, ["ann"], "the coordinator is not a worker");
+    let lead = preset.orchestrator.as_ref().unwrap();
+    assert_eq!(lead.display_name.as_deref(), Some("Lead"));
+    assert_eq!(
+        lead.prompt.as_deref(),
+        Some("# Lead — Architect\n\nYou plan the work and merge it.")
+    );
+
+    // `presets show` says who leads.
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let repo_arg = repo.display().to_string();
+    let out = super::headless::huddle(&home, &["presets", "show", "Crew", "--repo", &repo_arg]);
+    let shown = text(&out.stdout);
+    assert!(shown.contains("orchestrator (Lead): "), "{shown}");
+    assert!(shown.contains("# Lead — Architect"), "{shown}");
+
+    // Squad's own coordinator, with no charter, leaves the built-in orchestrator prompt.
+    write(
+        &repo,
+        ".squad/team.md",
+        "# Squad Team — Crew\n\n## Coordinator\n\n| Name | Role |\n|---|---|\n| Squad | Coordinator |\n\n## Members\n\n| Name | Role |\n|---|---|\n| Ann | Developer |\n",
+    );
+    let preset = discover(&repo, &Config::from_env(|_| None)).unwrap().unwrap();
+    assert_eq!(preset.orchestrator, Some(Default::default()));
+}
