@@ -4,28 +4,26 @@
 //! through the application layer ([`Edits`]). No terminal and no engine here, so tests drive it
 //! directly.
 
-use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use crossterm::event::{KeyEvent, KeyEventKind, MouseEvent};
-use ratatui::layout::Rect;
 
 use super::action::{Action, Context};
 use super::command::Command;
 use super::composer::Composer;
 use super::cycle_view::CycleView;
-use super::dialogs::{ConfirmAction, Dialog, Notice, Outcome};
-use super::history::PromptHistory;
+use super::dialogs::{ConfirmAction, Dialog, DialogStack, Routed};
 use super::keymap::Keymap;
 use super::layout::{FrameLayout, Pane};
 use super::mouse::{MouseTarget, WHEEL_LINES};
 use super::runs::{Pending, Runs};
 use super::search::TranscriptSearch;
+use super::sidebar::{Row, Sidebar, rows_of};
 use super::transcript_view::TranscriptView;
 use crate::config::Config;
 use crate::engine::events::{RunId, RunKey};
-use crate::model::{GroupId, GroupKind, Organization, SessionId};
+use crate::model::{GroupId, SessionId};
 use crate::presets::Catalog;
 use crate::store::OrgView;
 use crate::workspace::{Edits, WhichRun};
@@ -37,9 +35,6 @@ pub enum Focus {
     Transcript,
     Composer,
 }
-
-/// A row of the sidebar tree (defined with the sidebar, which draws it).
-pub use super::widgets::sidebar::Row;
 
 /// An earlier run of a team shown instead of the latest (browsed with the run keys).
 #[derive(Debug, Clone, PartialEq)]
@@ -67,8 +62,7 @@ pub struct App {
     pub repo: PathBuf,
     pub keymap: Keymap,
     pub focus: Focus,
-    /// Index into [`App::rows`].
-    pub cursor: usize,
+    pub sidebar: Sidebar,
     pub views: HashMap<SessionId, TranscriptView>,
     /// Each team's newest run (live, or replayed from its run file after a restart).
     pub cycles: HashMap<GroupId, CycleView>,
@@ -82,22 +76,18 @@ pub struct App {
     runs_requested: HashSet<GroupId>,
     pub unread: HashSet<SessionId>,
     pub composer: Composer,
-    pub dialogs: Vec<Dialog>,
+    pub dialogs: DialogStack,
     pub catalog: Option<Catalog>,
     /// A one-line message in the status line until the next key.
     pub flash: Option<(String, bool)>,
     pub should_quit: bool,
     /// Advanced by the runtime on each frame while something is busy (spinner phase).
     pub tick: usize,
-    /// The terminal's size at the last frame. Nothing reads it: the geometry is [`App::layout`].
-    pub screen: Rect,
-    /// Where each pane was drawn in the last frame (set by the draw, which only reads the
-    /// rest of the app): mouse hit-tests, paging and search scroll use it.
-    pub layout: Cell<FrameLayout>,
+    /// Where each pane was drawn in the last frame (set by the draw): mouse hit-tests, paging
+    /// and search scroll use it.
+    pub layout: FrameLayout,
     /// False while the mouse is left to the terminal (its own text selection works).
     pub mouse_capture: bool,
-    /// Prompts sent from this run, recalled with Up/Down in the composer.
-    pub history: PromptHistory,
     /// The `/` search in the selected session's transcript, while active.
     pub search: Option<TranscriptSearch>,
 }
@@ -114,7 +104,7 @@ impl App {
             repo,
             keymap,
             focus: Focus::Sidebar,
-            cursor: 0,
+            sidebar: Sidebar::default(),
             views: HashMap::new(),
             cycles: HashMap::new(),
             latest_runs: HashMap::new(),
@@ -123,15 +113,13 @@ impl App {
             runs_requested: HashSet::new(),
             unread: HashSet::new(),
             composer: Composer::default(),
-            dialogs: Vec::new(),
+            dialogs: DialogStack::default(),
             catalog: None,
             flash: None,
             should_quit: false,
             tick: 0,
-            screen: Rect::new(0, 0, 80, 24),
-            layout: Cell::default(),
+            layout: FrameLayout::default(),
             mouse_capture: true,
-            history: PromptHistory::default(),
             search: None,
         };
         let interrupted: Vec<(GroupId, String, u32, u32)> = app.org.read(|o| {
@@ -156,35 +144,22 @@ impl App {
                 .collect()
         });
         for (id, name, done, max) in interrupted {
-            app.dialogs.push(Dialog::Confirm(super::dialogs::Confirm::new(
+            app.dialogs.confirm(
                 "Interrupted cycle",
                 format!(
                     "The cycle of `{name}` was interrupted after iteration {done}/{max}.\nResume it now? (Later: select the team and press the pause key.)"
                 ),
                 ConfirmAction::ResumeCycle(id),
-            )));
+            );
         }
         for e in key_errors {
-            app.dialogs
-                .push(Dialog::Notice(Notice::error("Key configuration", e.to_string())));
+            app.dialogs.error("Key configuration", e.to_string());
         }
         for n in notices {
-            app.dialogs.push(Dialog::Notice(Notice::error("Data", n)));
+            app.dialogs.error("Data", n);
         }
         // Restore the last selection.
-        let (group, session) = app
-            .org
-            .read(|o| (o.ui.selected_group.clone(), o.ui.selected_session.clone()));
-        let rows = app.rows();
-        // The session, or its group when that is folded.
-        let wanted = [session.map(Row::Session), group.map(Row::Group)];
-        if let Some(i) = wanted
-            .into_iter()
-            .flatten()
-            .find_map(|w| rows.iter().position(|r| *r == w))
-        {
-            app.cursor = i;
-        }
+        app.org.read(|o| app.sidebar.restore(o));
         let mut commands = vec![Command::LoadCatalog];
         commands.extend(app.on_selection_changed());
         app.refresh_placeholder();
@@ -198,22 +173,16 @@ impl App {
     }
 
     pub fn selected_row(&self) -> Option<Row> {
-        self.rows().get(self.cursor).cloned()
+        self.org.read(|o| self.sidebar.selected_row(o))
     }
 
     /// The group of the selected row.
     pub fn selected_group_id(&self) -> Option<GroupId> {
-        match self.selected_row()? {
-            Row::Group(id) => Some(id),
-            Row::Session(id) => self.org.read(|o| o.session(&id).map(|s| s.group_id.clone())),
-        }
+        self.org.read(|o| self.sidebar.selected_group_id(o))
     }
 
     pub fn selected_session_id(&self) -> Option<SessionId> {
-        match self.selected_row()? {
-            Row::Session(id) => Some(id),
-            Row::Group(_) => None,
-        }
+        self.org.read(|o| self.sidebar.selected_session_id(o))
     }
 
     pub fn is_team(&self, group_id: &str) -> bool {
@@ -299,25 +268,16 @@ impl App {
         }
         self.flash = None;
         let global = self.keymap.lookup(Context::Global, &key);
-        if let Some(dialog) = self.dialogs.last_mut() {
-            if global == Some(Action::Quit) {
-                self.dialogs.pop();
-                return Vec::new();
+        match self.dialogs.handle_key(&key, global == Some(Action::Quit)) {
+            Routed::NotOpen => {}
+            routed => {
+                let commands = match routed {
+                    Routed::Done(result) => self.on_dialog_result(result),
+                    _ => Vec::new(),
+                };
+                self.refresh_placeholder();
+                return commands;
             }
-            let outcome = dialog.handle_key(&key);
-            let commands = match outcome {
-                Outcome::Stay => Vec::new(),
-                Outcome::Close => {
-                    self.dialogs.pop();
-                    Vec::new()
-                }
-                Outcome::Done(result) => {
-                    self.dialogs.pop();
-                    self.on_dialog_result(result)
-                }
-            };
-            self.refresh_placeholder();
-            return commands;
         }
         if self.search.as_ref().is_some_and(|s| s.editing) {
             // Ctrl-C leaves the search line, as it closes a dialog.
@@ -357,9 +317,7 @@ impl App {
     }
 
     pub fn handle_paste(&mut self, text: &str) {
-        if let Some(d) = self.dialogs.last_mut() {
-            d.handle_paste(text);
-        } else {
+        if !self.dialogs.paste(text) {
             self.focus = Focus::Composer;
             self.composer.paste(text);
         }
@@ -422,8 +380,8 @@ impl App {
             Action::SearchNext => self.search_step(true),
             Action::SearchPrev => self.search_step(false),
             Action::LeaveSearch => self.search = None,
-            Action::HistoryPrev => self.composer.recall_older(&mut self.history),
-            Action::HistoryNext => self.composer.recall_newer(&mut self.history),
+            Action::HistoryPrev => self.composer.recall_older(),
+            Action::HistoryNext => self.composer.recall_newer(),
             Action::ReflectSession => self.open_reflect(),
             Action::OlderRun => return self.browse_runs(-1),
             Action::NewerRun => return self.browse_runs(1),
@@ -433,11 +391,11 @@ impl App {
 
     fn request_quit(&mut self) -> Vec<Command> {
         if self.anything_running() {
-            self.dialogs.push(Dialog::Confirm(super::dialogs::Confirm::new(
+            self.dialogs.confirm(
                 "Quit",
                 "A run is in progress. Quit anyway? A reflect cycle is kept as interrupted and can be resumed after a restart.",
                 ConfirmAction::Quit,
-            )));
+            );
             Vec::new()
         } else {
             self.should_quit = true;
@@ -446,22 +404,21 @@ impl App {
     }
 
     pub fn move_cursor(&mut self, delta: isize) -> Vec<Command> {
-        let n = self.rows().len();
-        if n == 0 {
-            return Vec::new();
+        if self.org.read(|o| self.sidebar.move_by(o, delta)) {
+            self.on_selection_changed()
+        } else {
+            Vec::new()
         }
-        let next = (self.cursor as isize + delta).clamp(0, n as isize - 1) as usize;
-        if next == self.cursor {
-            return Vec::new();
-        }
-        self.cursor = next;
-        self.on_selection_changed()
+    }
+
+    /// Puts the sidebar's cursor on `row` (if it is listed).
+    pub(super) fn select_row(&mut self, row: &Row) {
+        self.org.read(|o| self.sidebar.select(o, row));
     }
 
     /// Remembers the selection and loads the transcript now on screen.
     pub fn on_selection_changed(&mut self) -> Vec<Command> {
-        let n = self.rows().len();
-        self.cursor = self.cursor.min(n.saturating_sub(1));
+        self.org.read(|o| self.sidebar.clamp(o));
         let group = self.selected_group_id();
         let session = self.selected_session_id();
         let mut commands = Vec::new();
@@ -511,7 +468,7 @@ impl App {
 
     /// Lines a page scrolls: the transcript's height on screen, less one line kept for context.
     fn page(&self) -> usize {
-        let height = self.layout.get().transcript_inner().height as usize;
+        let height = self.layout.transcript_inner().height as usize;
         height.saturating_sub(1).max(1)
     }
 
@@ -538,8 +495,7 @@ impl App {
             return Vec::new();
         };
         if self.is_team(&group_id) {
-            self.composer.take();
-            self.history.record(&text);
+            self.composer.send();
             if self.team_running(&group_id) {
                 let cycle = self.cycles.entry(group_id.clone()).or_default();
                 cycle.queued.push(text.clone());
@@ -557,8 +513,7 @@ impl App {
             self.flash("select a session (or create one with the new-session key)", true);
             return Vec::new();
         };
-        self.composer.take();
-        self.history.record(&text);
+        self.composer.send();
         if let Some(view) = self.views.get_mut(&session_id) {
             view.follow();
         }
@@ -695,15 +650,14 @@ impl App {
         if !self.dialogs.is_empty() {
             return Vec::new();
         }
-        match super::mouse::hit_test(&self.layout.get(), &ev) {
+        match super::mouse::hit_test(&self.layout, &ev) {
             Some(MouseTarget::ScrollUp(Pane::Sidebar)) => return self.move_cursor(-1),
             Some(MouseTarget::ScrollDown(Pane::Sidebar)) => return self.move_cursor(1),
             Some(MouseTarget::ScrollUp(Pane::Transcript)) => self.scroll(WHEEL_LINES),
             Some(MouseTarget::ScrollDown(Pane::Transcript)) => self.scroll(-WHEEL_LINES),
             Some(MouseTarget::SidebarRow(i)) => {
                 self.focus = Focus::Sidebar;
-                if i != self.cursor && i < self.rows().len() {
-                    self.cursor = i;
+                if self.org.read(|o| self.sidebar.click(o, i)) {
                     let commands = self.on_selection_changed();
                     self.refresh_placeholder();
                     return commands;
@@ -716,26 +670,4 @@ impl App {
         }
         Vec::new()
     }
-}
-
-/// The sidebar rows of an organization (a folded group's sessions are not listed).
-pub fn rows_of(o: &Organization) -> Vec<Row> {
-    let mut groups: Vec<&crate::model::Group> = o.groups.iter().collect();
-    groups.sort_by_key(|g| (g.kind != GroupKind::Default, g.sort_order));
-    let mut by_group: HashMap<&str, Vec<&crate::model::Session>> = HashMap::new();
-    for s in &o.sessions {
-        by_group.entry(s.group_id.as_str()).or_default().push(s);
-    }
-    let mut rows = Vec::with_capacity(o.groups.len() + o.sessions.len());
-    for g in groups {
-        rows.push(Row::Group(g.id.clone()));
-        if o.ui.collapsed_groups.contains(&g.id) {
-            continue;
-        }
-        if let Some(list) = by_group.get_mut(g.id.as_str()) {
-            list.sort_by_key(|s| s.order);
-            rows.extend(list.iter().map(|s| Row::Session(s.id.clone())));
-        }
-    }
-    rows
 }

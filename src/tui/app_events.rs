@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::app::{App, RunPosition, ShownRun};
 use super::command::{AppEvent, Command};
 use super::cycle_view::CycleView;
-use super::dialogs::{Confirm, ConfirmAction, Dialog, Notice};
+use super::dialogs::ConfirmAction;
 use crate::engine::events::{EngineEvent, EventKind, RunKey};
 use crate::workspace::{ExportOutcome, LoadedRun};
 
@@ -53,7 +53,7 @@ impl App {
                 Vec::new()
             }
             AppEvent::Refused { title, error } => {
-                self.dialogs.push(Dialog::Notice(Notice::error(title, error)));
+                self.dialogs.error(title, error);
                 Vec::new()
             }
             AppEvent::ExportPlanned { group_id, result } => {
@@ -62,17 +62,17 @@ impl App {
             }
             AppEvent::Exported { group_id, result } => {
                 match result {
-                    Ok(text) => self.dialogs.push(Dialog::Notice(Notice::info("Saved as preset", text))),
-                    Err(ExportOutcome::WouldOverwrite { files }) => self.dialogs.push(Dialog::Confirm(Confirm::new(
+                    Ok(text) => self.dialogs.info("Saved as preset", text),
+                    Err(ExportOutcome::WouldOverwrite { files }) => self.dialogs.confirm(
                         "Replace files?",
                         format!(
                             "These files exist with different content and would be replaced:\n{}\nReplace them?",
                             files.iter().map(|f| format!("  {f}")).collect::<Vec<_>>().join("\n")
                         ),
                         ConfirmAction::ExportOverwrite(group_id),
-                    ))),
+                    ),
                     Err(ExportOutcome::Failed(e)) => {
-                        self.dialogs.push(Dialog::Notice(Notice::error("Save as preset failed", e)))
+                        self.dialogs.error("Save as preset failed", e)
                     }
                 }
                 Vec::new()
@@ -209,14 +209,12 @@ impl App {
             }
             (RunKey::Chat { .. }, None) => {}
             (RunKey::Team { .. }, Some(e)) if outcome.is_none() => {
-                self.dialogs
-                    .push(Dialog::Notice(Notice::error("Run failed", e.clone())));
+                self.dialogs.error("Run failed", e.clone());
             }
             (RunKey::Team { .. }, Some(e)) => self.flash(format!("the run failed: {e}"), true),
             (RunKey::Team { .. }, None) => {}
             (RunKey::Reflection { .. }, Some(e)) if outcome.is_none() => {
-                self.dialogs
-                    .push(Dialog::Notice(Notice::error("Reflection failed", e.clone())));
+                self.dialogs.error("Reflection failed", e.clone());
             }
             (RunKey::Reflection { .. }, Some(e)) => self.flash(format!("the reflection failed: {e}"), true),
             (RunKey::Reflection { .. }, None) => self.flash(

@@ -3,7 +3,7 @@
 
 use super::app::App;
 use super::command::Command;
-use super::dialogs::{Confirm, ConfirmAction, Dialog, Notice};
+use super::dialogs::ConfirmAction;
 use super::runs::Pending;
 use crate::engine::events::RunKey;
 use crate::model::Mode;
@@ -26,13 +26,13 @@ impl App {
         if let Some((session_id, session_name)) = self.edits.evaluator(&group_id) {
             let mode = self.org.read(|o| o.group(&group_id).map(|g| g.mode));
             if mode == Some(Mode::OrchestratorReflect) {
-                self.dialogs.push(Dialog::Confirm(Confirm::new(
+                self.dialogs.confirm(
                     "Evaluator off",
                     format!(
                         "Remove the evaluator `{session_name}` and its transcript? The orchestrator will then judge its own work."
                     ),
                     ConfirmAction::RemoveEvaluator(group_id, session_id),
-                )));
+                );
                 return Vec::new();
             }
         }
@@ -92,17 +92,15 @@ impl App {
                     })
                     .collect::<Vec<_>>()
                     .join("\n");
-                self.dialogs.push(Dialog::Confirm(Confirm::new(
+                self.dialogs.confirm(
                     "Save as preset",
                     format!(
                         "Saving writes these files (\"change\": it exists and is replaced if its content differs):\n{list}\nSave?"
                     ),
                     ConfirmAction::Export(group_id),
-                )));
+                );
             }
-            Err(e) => self
-                .dialogs
-                .push(Dialog::Notice(Notice::error("Save as preset failed", e))),
+            Err(e) => self.dialogs.error("Save as preset failed", e),
         }
     }
 }
@@ -182,7 +180,7 @@ impl App {
         if self.composer.text() == goal {
             self.composer.take();
         }
-        self.history.record(&goal);
+        self.composer.record(&goal);
         if let Some(v) = self.views.get_mut(&session_id) {
             v.follow();
         }

@@ -4,9 +4,10 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::Action;
-use super::app::{App, Focus, Row};
+use super::app::{App, Focus};
 use super::command::Command;
 use super::search::{self, TranscriptSearch};
+use super::sidebar::Row;
 
 impl App {
     /// Folds (`Some(true)`), unfolds (`Some(false)`) or toggles the selected group, or the
@@ -17,28 +18,12 @@ impl App {
             self.flash(format!("folding works in the sidebar ({key} to it)"), true);
             return Vec::new();
         }
-        let (group_id, on_session) = match self.selected_row() {
-            Some(Row::Group(id)) => (id, false),
-            Some(Row::Session(id)) => match self.org.read(|o| o.session(&id).map(|s| s.group_id.clone())) {
-                Some(g) => (g, true),
-                None => return Vec::new(),
-            },
-            None => return Vec::new(),
-        };
-        let folded = self.org.read(|o| o.ui.collapsed_groups.contains(&group_id));
-        let fold = collapse.unwrap_or(!folded);
-        if fold == folded {
+        let Some(fold) = self.org.read(|o| self.sidebar.fold(o, collapse)) else {
             return Vec::new();
-        }
-        self.edits.set_folded(&group_id, fold);
-        if let Some(i) = self
-            .rows()
-            .iter()
-            .position(|r| *r == Row::Group(group_id.clone()))
-        {
-            self.cursor = i;
-        }
-        if on_session {
+        };
+        self.edits.set_folded(&fold.group_id, fold.fold);
+        self.select_row(&Row::Group(fold.group_id));
+        if fold.from_session {
             return self.on_selection_changed();
         }
         Vec::new()
@@ -115,7 +100,7 @@ impl App {
     /// Jumps to the next (or previous) line with a match, wrapping round. The first jump
     /// starts from the top of the window.
     pub(super) fn search_step(&mut self, forward: bool) {
-        let inner = self.layout.get().transcript_inner();
+        let inner = self.layout.transcript_inner();
         let Some(s) = self.search.as_mut().filter(|s| !s.editing) else {
             return;
         };

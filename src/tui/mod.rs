@@ -25,6 +25,7 @@ pub mod render;
 pub mod runs;
 mod runtime;
 pub mod search;
+pub mod sidebar;
 pub mod terminal;
 pub mod transcript_view;
 pub mod widgets;

@@ -8,11 +8,12 @@ use ratatui::layout::Rect;
 use ratatui::style::Color;
 
 use super::action::Action;
-use super::app::{App, Focus, Row};
+use super::app::{App, Focus};
 use super::cycle_view::CycleView;
 use super::layout::{FrameLayout, LayoutInput};
 use super::runs::Pending;
-use super::widgets::{cycle_panel, sidebar, status, transcript};
+use super::sidebar::{self, Row};
+use super::widgets::{cycle_panel, status, transcript};
 
 /// The cycle panel is shown for a selected team.
 fn shows_panel(app: &App) -> bool {
@@ -26,30 +27,30 @@ pub fn layout(app: &App, area: Rect) -> FrameLayout {
         LayoutInput {
             show_panel: shows_panel(app),
             composer: &app.composer,
-            sidebar_cursor: app.cursor,
+            sidebar_cursor: app.sidebar.cursor,
         },
     )
 }
 
-pub fn draw(frame: &mut Frame<'_>, app: &App, no_color: bool) {
+pub fn draw(frame: &mut Frame<'_>, app: &mut App, no_color: bool) {
     let area = frame.area();
     let layout = layout(app, area);
     // Kept for what happens before the next frame: clicks land on what was drawn.
-    app.layout.set(layout);
+    app.layout = layout;
+    let app = &*app;
     let rows = app.rows();
     app.org.read(|org| {
         let props = sidebar::Props {
             org,
             rows: &rows,
-            cursor: app.cursor,
             offset: layout.sidebar_offset,
             focused: app.focus == Focus::Sidebar,
             tick: app.tick,
             activity: app,
         };
-        sidebar::render(frame, layout.sidebar, &props);
+        app.sidebar.render(frame, layout.sidebar, &props);
     });
-    if let Some(props) = transcript_props(app, rows.get(app.cursor)) {
+    if let Some(props) = transcript_props(app, rows.get(app.sidebar.cursor)) {
         transcript::render(frame, layout.transcript, &props);
     }
     if let (Some(panel), Some(group)) = (layout.panel, app.selected_group_id()) {
@@ -71,9 +72,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, no_color: bool) {
     app.composer
         .render(frame, layout.composer, app.focus == Focus::Composer);
     status::render(frame, layout.status, &status_props(app));
-    if let Some(dialog) = app.dialogs.last() {
-        dialog.render(frame, area, &app.keymap);
-    }
+    app.dialogs.render(frame, area, &app.keymap);
     if no_color {
         strip_colours(frame);
     }

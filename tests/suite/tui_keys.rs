@@ -3,9 +3,10 @@
 use crossterm::event::KeyCode;
 use huddle::engine::events::RunKey;
 use huddle::model::{Message, Role};
-use huddle::tui::app::{Focus, Row};
+use huddle::tui::app::Focus;
 use huddle::tui::command::{AppEvent, Command};
 use huddle::tui::dialogs::Dialog;
+use huddle::tui::sidebar::Row;
 
 use super::tui_support::{
     alt, app_with_team, app_with_team_and_config, ch, ctrl, empty_app, key, new_app, render, run_started,
@@ -313,9 +314,9 @@ fn save_as_preset_asks_before_replacing_files() {
 
 #[test]
 fn no_color_keeps_modifiers_and_drops_colours() {
-    let (app, _) = app_with_team(TEAM);
+    let (mut app, _) = app_with_team(TEAM);
     let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 30)).unwrap();
-    t.draw(|f| huddle::tui::render::draw(f, &app, true)).unwrap();
+    t.draw(|f| huddle::tui::render::draw(f, &mut app, true)).unwrap();
     let buffer = t.backend().buffer();
     assert!(
         buffer

@@ -6,9 +6,10 @@ use huddle::engine::events::{EventKind, RunKey};
 use huddle::model::{Message, Mode};
 use huddle::store::LoadedTranscript;
 use huddle::tui::App;
-use huddle::tui::app::{Focus, Row};
+use huddle::tui::app::Focus;
 use huddle::tui::command::{AppEvent, Command};
 use huddle::tui::dialogs::Dialog;
+use huddle::tui::sidebar::Row;
 use ratatui::style::Modifier;
 
 use super::tui_support::{
@@ -230,7 +231,7 @@ fn up_and_down_recall_sent_prompts_without_breaking_multiline_editing() {
     assert_eq!(app.composer.text(), "aX\nbY");
     // Sending a recalled prompt to a team records it once more; history is for the whole run.
     let (mut team, _) = app_with_team("Research Panel");
-    team.history = app.history.clone();
+    team.composer.history = app.composer.history.clone();
     team.handle_key(ch('i'));
     team.handle_key(up());
     assert_eq!(team.composer.text(), "second\nline");

@@ -2,7 +2,6 @@
 //! from the app (no pane sees the app), and keeps no state of its own.
 
 pub mod cycle_panel;
-pub mod sidebar;
 pub mod status;
 pub mod transcript;
 
