@@ -20,9 +20,10 @@ use super::mouse::{MouseTarget, WHEEL_LINES};
 use super::runs::{Pending, Runs};
 use super::search::TranscriptSearch;
 use super::sidebar::{Row, Sidebar, rows_of};
+use super::team_panel::{Browse, TeamPanel};
 use super::transcript_view::TranscriptView;
 use crate::config::Config;
-use crate::engine::events::{RunId, RunKey};
+use crate::engine::events::RunKey;
 use crate::model::{GroupId, SessionId};
 use crate::presets::Catalog;
 use crate::store::OrgView;
@@ -36,24 +37,6 @@ pub enum Focus {
     Composer,
 }
 
-/// An earlier run of a team shown instead of the latest (browsed with the run keys).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ShownRun {
-    pub run_id: RunId,
-    /// 0-based position among the group's runs on disk, oldest first, of `total`.
-    pub index: usize,
-    pub total: usize,
-    pub view: CycleView,
-}
-
-/// Where a group's newest run stands among its runs on disk (for browsing back).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunPosition {
-    pub run_id: RunId,
-    pub index: usize,
-    pub total: usize,
-}
-
 pub struct App {
     /// The organization, read-only: every change goes through `edits`.
     pub org: OrgView,
@@ -64,16 +47,9 @@ pub struct App {
     pub focus: Focus,
     pub sidebar: Sidebar,
     pub views: HashMap<SessionId, TranscriptView>,
-    /// Each team's newest run (live, or replayed from its run file after a restart).
-    pub cycles: HashMap<GroupId, CycleView>,
-    /// Where each team's newest run stands among its runs on disk.
-    pub latest_runs: HashMap<GroupId, RunPosition>,
-    /// An earlier run being looked at, per team.
-    pub shown_runs: HashMap<GroupId, ShownRun>,
+    pub team_panel: TeamPanel,
     /// Every run in progress (chats, team runs, reflections), from the engine's events.
     pub runs: Runs,
-    /// Teams whose newest run file was asked for (read once, when first shown).
-    runs_requested: HashSet<GroupId>,
     pub unread: HashSet<SessionId>,
     pub composer: Composer,
     pub dialogs: DialogStack,
@@ -106,11 +82,8 @@ impl App {
             focus: Focus::Sidebar,
             sidebar: Sidebar::default(),
             views: HashMap::new(),
-            cycles: HashMap::new(),
-            latest_runs: HashMap::new(),
-            shown_runs: HashMap::new(),
+            team_panel: TeamPanel::default(),
             runs: Runs::default(),
-            runs_requested: HashSet::new(),
             unread: HashSet::new(),
             composer: Composer::default(),
             dialogs: DialogStack::default(),
@@ -123,13 +96,7 @@ impl App {
             search: None,
         };
         let interrupted: Vec<(GroupId, String, u32, u32)> = app.org.read(|o| {
-            for g in &o.groups {
-                if let Some(r) = &g.reflection {
-                    let mut view = CycleView::from_persisted(r, g.mode);
-                    view.team_slug = crate::naming::team_slug(&g.name);
-                    app.cycles.insert(g.id.clone(), view);
-                }
-            }
+            app.team_panel = TeamPanel::from_org(o);
             o.groups
                 .iter()
                 .filter_map(|g| {
@@ -233,33 +200,24 @@ impl App {
             self.flash("select a team to browse its runs", true);
             return Vec::new();
         };
-        let Some(latest) = self.latest_runs.get(&group_id) else {
-            self.flash("this team has no earlier runs on disk", true);
-            return Vec::new();
-        };
-        let current = self.shown_runs.get(&group_id).map_or(latest.index, |r| r.index);
-        let Some(target) = current.checked_add_signed(step).filter(|i| *i <= latest.index) else {
-            self.flash("this is the team's first run on disk", false);
-            return Vec::new();
-        };
-        if target == latest.index {
-            if self.shown_runs.remove(&group_id).is_none() {
-                self.flash("this is the team's newest run", false);
+        match self.team_panel.browse(&group_id, step) {
+            Browse::Load(at) => {
+                return vec![Command::LoadRun {
+                    group_id,
+                    which: WhichRun::At(at),
+                }];
             }
-            return Vec::new();
+            Browse::Newest => {}
+            Browse::NoRuns => self.flash("this team has no earlier runs on disk", true),
+            Browse::AtEnd { newest: false } => self.flash("this is the team's first run on disk", false),
+            Browse::AtEnd { newest: true } => self.flash("this is the team's newest run", false),
         }
-        vec![Command::LoadRun {
-            group_id,
-            which: WhichRun::At(target),
-        }]
+        Vec::new()
     }
 
     /// The run of a team to show: an earlier one being browsed, else the newest.
     pub fn shown_cycle(&self, group_id: &str) -> Option<&CycleView> {
-        self.shown_runs
-            .get(group_id)
-            .map(|r| &r.view)
-            .or_else(|| self.cycles.get(group_id))
+        self.team_panel.shown_cycle(group_id)
     }
 
     pub fn handle_key(&mut self, key: KeyEvent) -> Vec<Command> {
@@ -422,29 +380,12 @@ impl App {
         let group = self.selected_group_id();
         let session = self.selected_session_id();
         let mut commands = Vec::new();
-        if let Some(g) = group.as_ref() {
-            if !self.cycles.contains_key(g) {
-                // A team's saved cycle (after a restart): its scores and tokens, before its run
-                // file is read.
-                let saved = self.org.read(|o| {
-                    o.group(g).and_then(|g| {
-                        g.reflection
-                            .as_ref()
-                            .map(|r| (CycleView::from_persisted(r, g.mode), g.name.clone()))
-                    })
-                });
-                if let Some((mut view, name)) = saved {
-                    view.team_slug = crate::naming::team_slug(&name);
-                    self.cycles.insert(g.clone(), view);
-                }
-            }
-            if self.is_team(g) && self.runs_requested.insert(g.clone()) {
-                // The step-by-step timeline of its newest run, from the run file.
-                commands.push(Command::LoadRun {
-                    group_id: g.clone(),
-                    which: WhichRun::Newest,
-                });
-            }
+        if let Some(g) = group.as_ref()
+            && let Some(load) = self
+                .org
+                .read(|o| o.group(g).and_then(|g| self.team_panel.on_selected(g)))
+        {
+            commands.push(load);
         }
         if self
             .search
@@ -497,13 +438,12 @@ impl App {
         if self.is_team(&group_id) {
             self.composer.send();
             if self.team_running(&group_id) {
-                let cycle = self.cycles.entry(group_id.clone()).or_default();
-                cycle.queued.push(text.clone());
+                self.team_panel.queue(&group_id, text.clone());
                 self.flash("queued for the orchestrator's next plan", false);
                 return vec![Command::QueueMessage { group_id, text }];
             }
             // Back to the newest run: the new one appears there.
-            self.shown_runs.remove(&group_id);
+            self.team_panel.show_newest(&group_id);
             return vec![Command::RunGroup {
                 group_id,
                 prompt: text,
@@ -552,8 +492,8 @@ impl App {
             self.flash("pausing after the step in flight…", false);
             return vec![Command::Pause { key }];
         }
-        if self.cycles.get(&group_id).is_some_and(|c| c.interrupted) {
-            self.shown_runs.remove(&group_id);
+        if self.team_panel.interrupted(&group_id) {
+            self.team_panel.show_newest(&group_id);
             return vec![Command::ResumeCycle { group_id }];
         }
         self.flash("no cycle is running in this group", true);

@@ -370,9 +370,7 @@ impl App {
             ConfirmAction::RemoveEvaluator(group_id, _) => self.remove_evaluator(&group_id),
             ConfirmAction::DeleteGroup(id) => match self.edits.delete_group(&id) {
                 Ok(removal) => {
-                    self.cycles.remove(&id);
-                    self.shown_runs.remove(&id);
-                    self.latest_runs.remove(&id);
+                    self.team_panel.forget(&id);
                     for s in &removal.sessions {
                         self.views.remove(s);
                     }

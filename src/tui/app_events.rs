@@ -4,10 +4,10 @@
 
 use std::time::Instant;
 
-use super::app::{App, RunPosition, ShownRun};
+use super::app::App;
 use super::command::{AppEvent, Command};
-use super::cycle_view::CycleView;
 use super::dialogs::ConfirmAction;
+use super::team_panel::replay;
 use crate::engine::events::{EngineEvent, EventKind, RunKey};
 use crate::workspace::{ExportOutcome, LoadedRun};
 
@@ -143,46 +143,15 @@ impl App {
     /// its group, too.
     fn follow_team_run(&mut self, event: &EngineEvent, now: Instant) {
         let id = &event.group_id;
-        let team = self.is_team(id);
         if matches!(event.kind, EventKind::Message { .. } | EventKind::Notice { .. })
-            || !(team || self.cycles.contains_key(id))
+            || !(self.is_team(id) || self.team_panel.knows(id))
         {
             return;
         }
-        if let EventKind::RunStarted {
-            key: RunKey::Team { .. },
-        } = &event.kind
-        {
-            // A new run: it is the newest, one more on disk.
-            self.shown_runs.remove(id);
-            let position = match self.latest_runs.get(id) {
-                Some(p) => RunPosition {
-                    run_id: event.run_id.clone().unwrap_or_default(),
-                    index: p.total,
-                    total: p.total + 1,
-                },
-                None => RunPosition {
-                    run_id: event.run_id.clone().unwrap_or_default(),
-                    index: 0,
-                    total: 1,
-                },
-            };
-            self.latest_runs.insert(id.clone(), position);
-        }
-        let cycle = self.cycles.entry(id.clone()).or_default();
-        cycle.team_slug = crate::naming::team_slug(&event.group);
-        cycle.apply(event, now);
-        if matches!(event.kind, EventKind::CycleStarted { .. }) {
-            // A resumed cycle keeps the scores and tokens of its earlier iterations.
-            let saved = self.org.read(|o| {
-                o.group(id)
-                    .and_then(|g| g.reflection.clone())
-                    .filter(|r| r.active && r.completed_iterations > 0)
-            });
-            if let (Some(r), Some(cycle)) = (saved, self.cycles.get_mut(id)) {
-                cycle.seed_history(&r);
-            }
-        }
+        let org = &self.org;
+        self.team_panel.follow(event, now, || {
+            org.read(|o| o.group(id).and_then(|g| g.reflection.clone()))
+        });
     }
 
     /// Tells the user how a run they cannot see the end of ended (a failure, a reflection's
@@ -238,65 +207,14 @@ impl App {
                 return;
             }
         };
+        let (name, resumable) = self.org.read(|o| {
+            o.group(&group_id).map_or((String::new(), false), |g| {
+                let interrupted = g.reflection.as_ref().is_some_and(|r| r.is_interrupted());
+                (g.name.clone(), interrupted)
+            })
+        });
+        let view = replay(&loaded, &name, resumable);
         let live = self.team_running(&group_id);
-        let newest = loaded.index + 1 == loaded.total;
-        let view = self.replay(&group_id, &loaded);
-        if newest {
-            if live {
-                return;
-            }
-            self.latest_runs.insert(
-                group_id.clone(),
-                RunPosition {
-                    run_id: loaded.run_id.clone(),
-                    index: loaded.index,
-                    total: loaded.total,
-                },
-            );
-            self.shown_runs.remove(&group_id);
-            self.cycles.insert(group_id, view);
-        } else {
-            self.shown_runs.insert(
-                group_id,
-                ShownRun {
-                    run_id: loaded.run_id,
-                    index: loaded.index,
-                    total: loaded.total,
-                    view,
-                },
-            );
-        }
-    }
-
-    /// A cycle view rebuilt from a run's recorded events.
-    fn replay(&self, group_id: &str, loaded: &LoadedRun) -> CycleView {
-        let now = Instant::now();
-        let mut view = CycleView::default();
-        let name = self
-            .org
-            .read(|o| o.group(group_id).map(|g| g.name.clone()))
-            .unwrap_or_default();
-        view.team_slug = crate::naming::team_slug(&name);
-        let mut ended = false;
-        for record in &loaded.records {
-            ended |= matches!(record.event.kind, EventKind::RunEnded { .. });
-            view.apply(&record.event, now);
-        }
-        if let Some(first) = loaded.records.first() {
-            view.recorded_at = Some(first.at);
-        }
-        if !ended {
-            // The process ended while this run was going (a crash, or quitting mid-cycle).
-            let resumable = self.org.read(|o| {
-                o.group(group_id)
-                    .and_then(|g| g.reflection.as_ref())
-                    .is_some_and(|r| r.is_interrupted())
-            });
-            view.mark_cut_short(resumable && loaded.index + 1 == loaded.total);
-        }
-        if loaded.skipped > 0 {
-            view.note_skipped(loaded.skipped);
-        }
-        view
+        self.team_panel.on_run_loaded(group_id, &loaded, view, live);
     }
 }

@@ -26,6 +26,7 @@ pub mod runs;
 mod runtime;
 pub mod search;
 pub mod sidebar;
+pub mod team_panel;
 pub mod terminal;
 pub mod transcript_view;
 pub mod widgets;

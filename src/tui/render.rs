@@ -13,7 +13,8 @@ use super::cycle_view::CycleView;
 use super::layout::{FrameLayout, LayoutInput};
 use super::runs::Pending;
 use super::sidebar::{self, Row};
-use super::widgets::{cycle_panel, status, transcript};
+use super::team_panel::{self, PanelKeys};
+use super::widgets::{status, transcript};
 
 /// The cycle panel is shown for a selected team.
 fn shows_panel(app: &App) -> bool {
@@ -53,21 +54,19 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, no_color: bool) {
     if let Some(props) = transcript_props(app, rows.get(app.sidebar.cursor)) {
         transcript::render(frame, layout.transcript, &props);
     }
-    if let (Some(panel), Some(group)) = (layout.panel, app.selected_group_id()) {
-        let default = CycleView::default();
+    if let (Some(panel), Some(group_id)) = (layout.panel, app.selected_group_id()) {
         let kept = app
             .org
-            .read(|o| o.group(&group).map_or(0, |g| g.pending_messages.len()));
-        let props = cycle_panel::Props {
-            cycle: app.shown_cycle(&group).unwrap_or(&default),
-            // An earlier run being looked at is not the one going.
-            running: app.team_running(&group) && !app.shown_runs.contains_key(&group),
-            pause_requested: app.team_pending(&group) == Some(Pending::Pausing),
+            .read(|o| o.group(&group_id).map_or(0, |g| g.pending_messages.len()));
+        let props = team_panel::Props {
+            running: app.team_running(&group_id),
+            pause_requested: app.team_pending(&group_id) == Some(Pending::Pausing),
             kept,
             tick: app.tick,
-            pause_key: app.keymap.key_label(Action::TogglePauseCycle),
+            keys: panel_keys(app),
+            group_id,
         };
-        cycle_panel::render(frame, panel, &props);
+        app.team_panel.render(frame, panel, &props);
     }
     app.composer
         .render(frame, layout.composer, app.focus == Focus::Composer);
@@ -131,6 +130,16 @@ fn transcript_props<'a>(app: &'a App, row: Option<&Row>) -> Option<transcript::P
     })
 }
 
+/// The keys the team panel and the timeline name.
+fn panel_keys(app: &App) -> PanelKeys {
+    let key = |a| app.keymap.key_label(a);
+    PanelKeys {
+        pause: key(Action::TogglePauseCycle),
+        older: key(Action::OlderRun),
+        newer: key(Action::NewerRun),
+    }
+}
+
 fn status_props(app: &App) -> status::Props<'_> {
     let reflecting = app.selected_session_id().is_some_and(|s| app.reflecting(&s));
     let running = app.selected_group_id().is_some_and(|g| app.team_running(&g));
@@ -152,7 +161,7 @@ impl sidebar::Activity for App {
     }
 
     fn cycle(&self, group_id: &str) -> Option<&CycleView> {
-        self.cycles.get(group_id)
+        self.team_panel.cycles.get(group_id)
     }
 
     fn session_busy(&self, session_id: &str) -> bool {

@@ -88,7 +88,10 @@ fn sending_while_a_cycle_runs_queues_the_message() {
             text: "also consider cost".into()
         }]
     );
-    assert_eq!(app.cycles[&id].queued, vec!["also consider cost".to_string()]);
+    assert_eq!(
+        app.team_panel.cycles[&id].queued,
+        vec!["also consider cost".to_string()]
+    );
     let t = render(&mut app, 100, 30);
     assert!(
         screen_text(&t).contains("queued: 1 message"),

@@ -99,7 +99,7 @@ fn renames_work_while_busy_and_the_run_stays_on_screen() {
         },
     );
     assert!(app.team_running(&id));
-    assert_eq!(app.cycles[&id].workers.len(), 1);
+    assert_eq!(app.team_panel.cycles[&id].workers.len(), 1);
     run_ended(&mut app, &run, RunKey::team(&id), None);
     assert!(!app.team_running(&id) && !app.group_busy(&id));
 }
@@ -289,8 +289,12 @@ fn reflect_team_with_history() -> (App, String) {
 #[test]
 fn a_resumed_cycle_keeps_its_scores_and_tokens() {
     let (mut app, id) = reflect_team_with_history();
-    assert_eq!(app.cycles[&id].scores, vec![0.4, 0.6], "seeded after a restart");
-    assert_eq!(app.cycles[&id].usage.total(), 1234);
+    assert_eq!(
+        app.team_panel.cycles[&id].scores,
+        vec![0.4, 0.6],
+        "seeded after a restart"
+    );
+    assert_eq!(app.team_panel.cycles[&id].usage.total(), 1234);
     engine_event(
         &mut app,
         &id,
@@ -300,7 +304,7 @@ fn a_resumed_cycle_keeps_its_scores_and_tokens() {
             max_iterations: 4,
         },
     );
-    let cycle = &app.cycles[&id];
+    let cycle = &app.team_panel.cycles[&id];
     assert_eq!(cycle.scores, vec![0.4, 0.6]);
     assert_eq!(cycle.usage.total(), 1234);
     assert_eq!(cycle.iteration, 2);
@@ -320,7 +324,7 @@ fn a_fresh_cycle_starts_with_no_scores() {
             max_iterations: 4,
         },
     );
-    assert!(app.cycles[&id].scores.is_empty());
+    assert!(app.team_panel.cycles[&id].scores.is_empty());
 }
 
 #[test]
@@ -330,7 +334,7 @@ fn the_queue_count_clears_when_the_plan_takes_it_and_kept_messages_show() {
     app.handle_key(ch('i'));
     type_text(&mut app, "also check cost");
     app.handle_key(key(KeyCode::Enter));
-    assert_eq!(app.cycles[&id].queued.len(), 1);
+    assert_eq!(app.team_panel.cycles[&id].queued.len(), 1);
     engine_event(
         &mut app,
         &id,
@@ -340,7 +344,7 @@ fn the_queue_count_clears_when_the_plan_takes_it_and_kept_messages_show() {
             phase: Phase::Plan,
         },
     );
-    assert!(app.cycles[&id].queued.is_empty());
+    assert!(app.team_panel.cycles[&id].queued.is_empty());
 
     // Messages the engine kept for the next run (it writes them into the group).
     let mut org = Organization::default();
@@ -651,7 +655,7 @@ fn broadcast_workers_get_their_token_counts() {
             message: None,
         },
     );
-    let workers = &app.cycles[&id].workers;
+    let workers = &app.team_panel.cycles[&id].workers;
     assert_eq!(workers.len(), 1, "{workers:?}");
     assert_eq!((workers[0].name.as_str(), workers[0].tokens), ("security", 123));
 }

@@ -1,7 +1,6 @@
 //! The panes of the main screen. Each draws from a small props struct that the renderer fills
 //! from the app (no pane sees the app), and keeps no state of its own.
 
-pub mod cycle_panel;
 pub mod status;
 pub mod transcript;
 

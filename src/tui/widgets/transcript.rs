@@ -276,7 +276,7 @@ fn render_group(
         ),
         Some(cycle) => {
             for entry in &cycle.timeline {
-                let style = super::cycle_panel::kind_style(&entry.kind);
+                let style = crate::tui::team_panel::kind_style(&entry.kind);
                 let text = sanitize::display(&entry.text).into_owned();
                 wrap_line_into(
                     Line::from(Span::styled(text, style)),
