@@ -4,7 +4,6 @@
 //! through the application layer ([`Edits`]). No terminal and no engine here, so tests drive it
 //! directly.
 
-use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use crossterm::event::{KeyEvent, KeyEventKind, MouseEvent};
@@ -18,10 +17,9 @@ use super::keymap::Keymap;
 use super::layout::{FrameLayout, Pane};
 use super::mouse::{MouseTarget, WHEEL_LINES};
 use super::runs::{Pending, Runs};
-use super::search::TranscriptSearch;
 use super::sidebar::{Row, Sidebar, rows_of};
 use super::team_panel::{Browse, TeamPanel};
-use super::transcript_view::TranscriptView;
+use super::transcript_pane::TranscriptPane;
 use crate::config::Config;
 use crate::engine::events::RunKey;
 use crate::model::{GroupId, SessionId};
@@ -46,11 +44,10 @@ pub struct App {
     pub keymap: Keymap,
     pub focus: Focus,
     pub sidebar: Sidebar,
-    pub views: HashMap<SessionId, TranscriptView>,
+    pub transcripts: TranscriptPane,
     pub team_panel: TeamPanel,
     /// Every run in progress (chats, team runs, reflections), from the engine's events.
     pub runs: Runs,
-    pub unread: HashSet<SessionId>,
     pub composer: Composer,
     pub dialogs: DialogStack,
     pub catalog: Option<Catalog>,
@@ -64,8 +61,6 @@ pub struct App {
     pub layout: FrameLayout,
     /// False while the mouse is left to the terminal (its own text selection works).
     pub mouse_capture: bool,
-    /// The `/` search in the selected session's transcript, while active.
-    pub search: Option<TranscriptSearch>,
 }
 
 impl App {
@@ -81,10 +76,9 @@ impl App {
             keymap,
             focus: Focus::Sidebar,
             sidebar: Sidebar::default(),
-            views: HashMap::new(),
+            transcripts: TranscriptPane::default(),
             team_panel: TeamPanel::default(),
             runs: Runs::default(),
-            unread: HashSet::new(),
             composer: Composer::default(),
             dialogs: DialogStack::default(),
             catalog: None,
@@ -93,7 +87,6 @@ impl App {
             tick: 0,
             layout: FrameLayout::default(),
             mouse_capture: true,
-            search: None,
         };
         let interrupted: Vec<(GroupId, String, u32, u32)> = app.org.read(|o| {
             app.team_panel = TeamPanel::from_org(o);
@@ -237,15 +230,20 @@ impl App {
                 return commands;
             }
         }
-        if self.search.as_ref().is_some_and(|s| s.editing) {
+        if self.transcripts.typing_search() {
             // Ctrl-C leaves the search line, as it closes a dialog.
             let commands = match global {
                 Some(Action::Quit) => {
-                    self.search = None;
+                    self.transcripts.search = None;
                     Vec::new()
                 }
                 Some(action) => self.perform(action),
-                None => self.search_input(key),
+                None => {
+                    if self.transcripts.search_input(key) {
+                        self.search_step(true);
+                    }
+                    Vec::new()
+                }
             };
             self.refresh_placeholder();
             return commands;
@@ -262,6 +260,7 @@ impl App {
             }
         } else {
             let search = self
+                .transcripts
                 .search
                 .as_ref()
                 .and_then(|_| self.keymap.lookup(Context::Search, &key));
@@ -337,7 +336,7 @@ impl App {
             Action::Search => self.start_search(),
             Action::SearchNext => self.search_step(true),
             Action::SearchPrev => self.search_step(false),
-            Action::LeaveSearch => self.search = None,
+            Action::LeaveSearch => self.transcripts.search = None,
             Action::HistoryPrev => self.composer.recall_older(),
             Action::HistoryNext => self.composer.recall_newer(),
             Action::ReflectSession => self.open_reflect(),
@@ -387,22 +386,10 @@ impl App {
         {
             commands.push(load);
         }
-        if self
-            .search
-            .as_ref()
-            .is_some_and(|s| Some(&s.session_id) != session.as_ref())
-        {
-            self.search = None;
-        }
+        let load = self.transcripts.show(session.as_deref());
         self.edits.select(group.as_deref(), session.as_deref());
-        let Some(id) = session else {
-            return commands;
-        };
-        self.unread.remove(&id);
-        if !self.views.contains_key(&id) {
-            // Read from disk once; from then on the engine's events keep it current.
-            self.views.insert(id.clone(), TranscriptView::default());
-            commands.push(Command::LoadTranscript { session_id: id });
+        if let Some(session_id) = session.filter(|_| load) {
+            commands.push(Command::LoadTranscript { session_id });
         }
         commands
     }
@@ -415,12 +402,8 @@ impl App {
 
     /// Scrolls the transcript on screen; positive is up (older text).
     fn scroll(&mut self, lines: isize) {
-        if let Some(v) = self.selected_session_id().and_then(|id| self.views.get_mut(&id)) {
-            if lines > 0 {
-                v.scroll_up(lines as usize);
-            } else {
-                v.scroll_down(lines.unsigned_abs());
-            }
+        if let Some(id) = self.selected_session_id() {
+            self.transcripts.scroll(&id, lines);
         }
     }
 
@@ -454,9 +437,7 @@ impl App {
             return Vec::new();
         };
         self.composer.send();
-        if let Some(view) = self.views.get_mut(&session_id) {
-            view.follow();
-        }
+        self.transcripts.follow(&session_id);
         if self.session_busy(&session_id) {
             self.flash(
                 "queued: the session answers when its turn in flight is done",

@@ -371,9 +371,7 @@ impl App {
             ConfirmAction::DeleteGroup(id) => match self.edits.delete_group(&id) {
                 Ok(removal) => {
                     self.team_panel.forget(&id);
-                    for s in &removal.sessions {
-                        self.views.remove(s);
-                    }
+                    self.transcripts.forget(&removal.sessions);
                     let mut commands = self.on_selection_changed();
                     commands.push(Command::RemoveFiles(removal));
                     commands
@@ -385,7 +383,7 @@ impl App {
             },
             ConfirmAction::DeleteSession(id) => match self.edits.delete_session(&id) {
                 Ok(removal) => {
-                    self.views.remove(&id);
+                    self.transcripts.forget([&id]);
                     let mut commands = self.on_selection_changed();
                     commands.push(Command::RemoveFiles(removal));
                     commands

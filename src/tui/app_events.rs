@@ -16,17 +16,7 @@ impl App {
         let commands = match event {
             AppEvent::Engine(e) => self.handle_engine_event(e),
             AppEvent::TranscriptLoaded { session_id, result } => {
-                let view = self.views.entry(session_id).or_default();
-                match result {
-                    Ok(loaded) => {
-                        view.set_messages(loaded.messages);
-                        view.load_error = None;
-                    }
-                    Err(e) => {
-                        view.set_messages(Vec::new());
-                        view.load_error = Some(e);
-                    }
-                }
+                self.transcripts.loaded(session_id, result);
                 Vec::new()
             }
             AppEvent::RunLoaded { group_id, result } => {
@@ -87,53 +77,13 @@ impl App {
         if let Some(ended) = self.runs.apply(&event) {
             self.on_run_ended(&ended, &event);
         }
-        match &event.kind {
-            EventKind::Delta {
-                session_id,
-                generation,
-                text,
-                ..
-            } => {
-                if let Some(view) = self.views.get_mut(session_id) {
-                    view.delta(*generation, text);
-                }
-                // Streaming text goes to no timeline.
-                return Vec::new();
-            }
-            EventKind::TurnStarted {
-                session_id,
-                generation,
-                prompt,
-                ..
-            } => {
-                if let Some(view) = self.views.get_mut(session_id) {
-                    if let Some(p) = prompt {
-                        view.add((**p).clone());
-                    }
-                    view.turn_started(*generation);
-                }
-            }
-            EventKind::TurnFinished {
-                session_id,
-                generation,
-                message,
-                ..
-            } => {
-                if let Some(view) = self.views.get_mut(session_id) {
-                    view.turn_finished(*generation, message.as_deref().cloned());
-                }
-                if self.selected_session_id().as_deref() != Some(session_id.as_str()) {
-                    self.unread.insert(session_id.clone());
-                }
-            }
-            EventKind::Notice {
-                session_id, message, ..
-            } => {
-                if let (Some(view), Some(m)) = (self.views.get_mut(session_id), message) {
-                    view.add((**m).clone());
-                }
-            }
-            _ => {}
+        let (org, sidebar) = (&self.org, &self.sidebar);
+        self.transcripts.on_event(&event.kind, |id| {
+            org.read(|o| sidebar.selected_session_id(o)).as_deref() == Some(id)
+        });
+        if matches!(event.kind, EventKind::Delta { .. }) {
+            // Streaming text goes to no timeline.
+            return Vec::new();
         }
         self.follow_team_run(&event, now);
         Vec::new()

@@ -53,9 +53,7 @@ impl App {
     pub(super) fn remove_evaluator(&mut self, group_id: &str) -> Vec<Command> {
         match self.edits.remove_evaluator(group_id) {
             Ok(EvaluatorSwitch::Removed(removal)) => {
-                for s in &removal.sessions {
-                    self.views.remove(s);
-                }
+                self.transcripts.forget(&removal.sessions);
                 self.flash("evaluator off: the orchestrator judges its own work", false);
                 let mut commands = self.on_selection_changed();
                 commands.push(Command::RemoveFiles(removal));
@@ -141,13 +139,7 @@ impl App {
         let goal = if !typed.trim().is_empty() {
             Some(typed)
         } else {
-            self.views.get(&id).and_then(|v| {
-                v.messages
-                    .iter()
-                    .rev()
-                    .find(|m| m.role == crate::model::MessageRole::User)
-                    .map(|m| m.text.clone())
-            })
+            self.transcripts.last_prompt(&id)
         };
         let Some(goal) = goal else {
             self.flash("write the goal in the composer first (or chat once)", true);
@@ -181,9 +173,7 @@ impl App {
             self.composer.take();
         }
         self.composer.record(&goal);
-        if let Some(v) = self.views.get_mut(&session_id) {
-            v.follow();
-        }
+        self.transcripts.follow(&session_id);
         Ok(vec![Command::ReflectSession {
             session_id,
             goal,

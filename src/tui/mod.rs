@@ -28,6 +28,7 @@ pub mod search;
 pub mod sidebar;
 pub mod team_panel;
 pub mod terminal;
+pub mod transcript_pane;
 pub mod transcript_view;
 pub mod widgets;
 

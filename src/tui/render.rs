@@ -14,7 +14,8 @@ use super::layout::{FrameLayout, LayoutInput};
 use super::runs::Pending;
 use super::sidebar::{self, Row};
 use super::team_panel::{self, PanelKeys};
-use super::widgets::{status, transcript};
+use super::transcript_pane as transcript;
+use super::widgets::status;
 
 /// The cycle panel is shown for a selected team.
 fn shows_panel(app: &App) -> bool {
@@ -52,7 +53,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, no_color: bool) {
         app.sidebar.render(frame, layout.sidebar, &props);
     });
     if let Some(props) = transcript_props(app, rows.get(app.sidebar.cursor)) {
-        transcript::render(frame, layout.transcript, &props);
+        app.transcripts.render(frame, layout.transcript, &props);
     }
     if let (Some(panel), Some(group_id)) = (layout.panel, app.selected_group_id()) {
         let kept = app
@@ -87,15 +88,10 @@ fn transcript_props<'a>(app: &'a App, row: Option<&Row>) -> Option<transcript::P
                 .read(|o| o.session(id).map(|s| (s.name.clone(), s.role, s.model.clone())))
                 .unwrap_or_default();
             transcript::Subject::Session {
+                id: id.clone(),
                 name,
                 role,
                 model,
-                view: app.views.get(id),
-                search: app
-                    .search
-                    .as_ref()
-                    .filter(|s| s.session_id == *id)
-                    .map(|s| s.query.as_str()),
             }
         }
         Some(Row::Group(id)) => transcript::Subject::Group {
@@ -113,7 +109,8 @@ fn transcript_props<'a>(app: &'a App, row: Option<&Row>) -> Option<transcript::P
                         .collect(),
                 })
             })?,
-            cycle: app.shown_cycle(id),
+            cycle: app.team_panel.shown_cycle(id),
+            run: app.team_panel.run_label(id, &panel_keys(app)),
         },
     };
     let key = |a| app.keymap.key_label(a);
@@ -147,7 +144,7 @@ fn status_props(app: &App) -> status::Props<'_> {
         keymap: &app.keymap,
         composer_focused: app.focus == Focus::Composer,
         run_controls: reflecting || running,
-        search: app.search.as_ref(),
+        search: app.transcripts.search.as_ref(),
         flash: app.flash.as_ref(),
         mouse_capture: app.mouse_capture,
         running: app.running_count(),
@@ -169,7 +166,7 @@ impl sidebar::Activity for App {
     }
 
     fn unread(&self, session_id: &str) -> bool {
-        self.unread.contains(session_id)
+        self.transcripts.unread.contains(session_id)
     }
 }
 

@@ -174,7 +174,7 @@ fn a_plain_session_chats_and_streams_live() {
         "{text}"
     );
     // The finished turn's event carried the stored answer: nothing is read from disk again.
-    let view = app.views.get(&id).expect("view");
+    let view = app.transcripts.views.get(&id).expect("view");
     assert_eq!(view.messages.len(), 2);
     assert!(view.streaming.is_none());
 }
@@ -193,12 +193,15 @@ fn a_new_session_asks_for_its_transcript() {
             session_id: id.clone()
         }]
     );
-    assert!(!app.views[&id].loaded, "loading until the read comes back");
+    assert!(
+        !app.transcripts.views[&id].loaded,
+        "loading until the read comes back"
+    );
     app.handle_app_event(AppEvent::TranscriptLoaded {
         session_id: id.clone(),
         result: Ok(Default::default()),
     });
-    assert!(app.views[&id].loaded);
+    assert!(app.transcripts.views[&id].loaded);
     assert!(!screen_text(&render(&mut app, 80, 24)).contains("loading"));
 }
 

@@ -263,7 +263,7 @@ fn slash_searches_the_transcript_and_n_moves_between_matches() {
             .contains("/needle")
     );
     app.handle_key(key(KeyCode::Enter));
-    let search = app.search.clone().expect("search is active");
+    let search = app.transcripts.search.clone().expect("search is active");
     assert!(!search.editing);
     // From the window (the end of the transcript) the search wraps round to the first match.
     assert_eq!(search.position, Some((1, 2)));
@@ -278,17 +278,26 @@ fn slash_searches_the_transcript_and_n_moves_between_matches() {
     assert!(!buffer[(x + 6, y)].modifier.contains(Modifier::REVERSED));
 
     app.handle_key(ch('n'));
-    assert_eq!(app.search.as_ref().and_then(|s| s.position), Some((2, 2)));
+    assert_eq!(
+        app.transcripts.search.as_ref().and_then(|s| s.position),
+        Some((2, 2))
+    );
     let text = screen_text(&render(&mut app, 100, 30));
     assert!(text.contains("a needle in the middle"), "{text}");
     assert!(!text.contains("where is the NEEDLE?"), "{text}");
     app.handle_key(ch('n'));
-    assert_eq!(app.search.as_ref().and_then(|s| s.position), Some((1, 2)));
+    assert_eq!(
+        app.transcripts.search.as_ref().and_then(|s| s.position),
+        Some((1, 2))
+    );
     app.handle_key(ch('N'));
-    assert_eq!(app.search.as_ref().and_then(|s| s.position), Some((2, 2)));
+    assert_eq!(
+        app.transcripts.search.as_ref().and_then(|s| s.position),
+        Some((2, 2))
+    );
     // Esc leaves the search; `n` is the new-team key again.
     app.handle_key(key(KeyCode::Esc));
-    assert!(app.search.is_none());
+    assert!(app.transcripts.search.is_none());
     assert_eq!(app.handle_key(ch('n')), vec![Command::LoadCatalog]);
 
     // No match: said in the status line.
@@ -304,7 +313,7 @@ fn slash_searches_the_transcript_and_n_moves_between_matches() {
     // Ctrl-C while typing leaves the search, not huddle.
     app.handle_key(ch('/'));
     app.handle_key(ctrl('c'));
-    assert!(app.search.is_none() && !app.should_quit);
+    assert!(app.transcripts.search.is_none() && !app.should_quit);
 }
 
 /// The (column, row) of `needle` in a screen dump (ASCII-only lines before it are assumed).
