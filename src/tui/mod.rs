@@ -11,6 +11,7 @@ mod app_dialogs;
 mod app_events;
 mod app_team;
 mod app_tools;
+pub mod cells;
 pub mod command;
 pub mod composer;
 pub mod cycle_view;

@@ -13,7 +13,7 @@ use super::cycle_view::CycleView;
 use super::layout::{FrameLayout, LayoutInput};
 use super::runs::Pending;
 use super::sidebar::{self, Row};
-use super::team_panel::{self, PanelKeys};
+use super::team_panel::{self, PanelKeys, TeamPanel};
 use super::transcript_pane as transcript;
 use super::widgets::status;
 
@@ -39,7 +39,6 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, no_color: bool) {
     let layout = layout(app, area);
     // Kept for what happens before the next frame: clicks land on what was drawn.
     app.layout = layout;
-    let app = &*app;
     let rows = app.rows();
     app.org.read(|org| {
         let props = sidebar::Props {
@@ -52,9 +51,11 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, no_color: bool) {
         };
         app.sidebar.render(frame, layout.sidebar, &props);
     });
-    if let Some(props) = transcript_props(app, rows.get(app.sidebar.cursor)) {
+    // The transcript pane keeps its layouts as it draws; the rest is only read.
+    if let Some(props) = transcript_props(app, &app.team_panel, rows.get(app.sidebar.cursor)) {
         app.transcripts.render(frame, layout.transcript, &props);
     }
+    let app = &*app;
     if let (Some(panel), Some(group_id)) = (layout.panel, app.selected_group_id()) {
         let kept = app
             .org
@@ -79,7 +80,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, no_color: bool) {
 }
 
 /// The centre pane's props for the selected row; None for a group that is gone.
-fn transcript_props<'a>(app: &'a App, row: Option<&Row>) -> Option<transcript::Props<'a>> {
+fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> Option<transcript::Props<'a>> {
     let subject = match row {
         None => transcript::Subject::Nothing,
         Some(Row::Session(id)) => {
@@ -109,8 +110,8 @@ fn transcript_props<'a>(app: &'a App, row: Option<&Row>) -> Option<transcript::P
                         .collect(),
                 })
             })?,
-            cycle: app.team_panel.shown_cycle(id),
-            run: app.team_panel.run_label(id, &panel_keys(app)),
+            cycle: panel.shown_cycle(id),
+            run: panel.run_label(id, &panel_keys(app)),
         },
     };
     let key = |a| app.keymap.key_label(a);

@@ -10,13 +10,13 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
-use ratatui::text::{Line, Span};
+use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Wrap};
 
+use super::cells::{Cell, CellScroll};
 use super::cycle_view::CycleView;
-use super::markdown::wrap_line_into;
 use super::search::{self, TranscriptSearch};
-use super::team_panel::RunLabel;
+use super::team_panel::{RunLabel, kind_style};
 use super::transcript_view::TranscriptView;
 use super::widgets::pane;
 use crate::engine::events::EventKind;
@@ -293,12 +293,14 @@ pub struct GroupInfo {
 }
 
 impl TranscriptPane {
-    pub fn render(&self, frame: &mut Frame<'_>, area: Rect, props: &Props<'_>) {
+    /// Draws the selected session's transcript (its layouts are kept for the next frame), the
+    /// selected group, or the welcome text.
+    pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect, props: &Props<'_>) {
         render(self, frame, area, props);
     }
 }
 
-fn render(pane_state: &TranscriptPane, frame: &mut Frame<'_>, area: Rect, props: &Props<'_>) {
+fn render(pane_state: &mut TranscriptPane, frame: &mut Frame<'_>, area: Rect, props: &Props<'_>) {
     let focused = props.focused;
     match &props.subject {
         Subject::Session {
@@ -313,7 +315,7 @@ fn render(pane_state: &TranscriptPane, frame: &mut Frame<'_>, area: Rect, props:
                 .as_ref()
                 .filter(|s| s.session_id == *id)
                 .map(|s| s.query.as_str());
-            render_session(frame, area, title, pane_state.views.get(id), search, props);
+            render_session(frame, area, title, pane_state.views.get_mut(id), search, props);
         }
         Subject::Group { group, cycle, run } => render_group(frame, area, group, *cycle, run.as_ref(), props),
         Subject::Nothing => {
@@ -366,7 +368,7 @@ fn render_session(
     frame: &mut Frame<'_>,
     area: Rect,
     title: String,
-    view: Option<&TranscriptView>,
+    view: Option<&mut TranscriptView>,
     search: Option<&str>,
     props: &Props<'_>,
 ) {
@@ -464,20 +466,21 @@ fn render_group(
     let block = pane(title, props.focused);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let dim = Style::default().add_modifier(Modifier::DIM);
-    let mut lines: Vec<Line<'static>> = Vec::new();
     if !team {
-        if members.is_empty() {
-            lines = welcome(props);
+        let lines = if members.is_empty() {
+            welcome(props)
         } else {
-            lines.push(Line::raw(format!(
+            vec![Line::raw(format!(
                 "{} session(s). Select one to see its transcript.",
                 members.len()
-            )));
-        }
+            ))]
+        };
         frame.render_widget(Paragraph::new(lines), inner);
         return;
     }
+    let dim = Style::default().add_modifier(Modifier::DIM);
+    // The notes above the timeline: the team, which run is shown, then its entries.
+    let mut notes: Vec<(String, Style)> = Vec::new();
     let mut header = format!("{} member(s)", members.len());
     if mode == Mode::OrchestratorReflect {
         header.push_str(&format!(" · max {max_iterations} iterations"));
@@ -485,7 +488,7 @@ fn render_group(
     if let Some(r) = repo {
         header.push_str(&format!(" · {}", sanitize::display(&r.display().to_string())));
     }
-    lines.push(Line::styled(header, dim));
+    notes.push((header, dim));
     let team = naming::team_slug(name);
     let members_line = members
         .iter()
@@ -498,44 +501,31 @@ fn render_group(
         })
         .collect::<Vec<_>>()
         .join(", ");
-    wrap_line_into(
-        Line::styled(members_line, dim),
-        inner.width.max(1) as usize,
-        &mut lines,
-    );
+    notes.push((members_line, dim));
     if let Some(run) = run {
-        wrap_line_into(
-            Line::styled(run.text.clone(), run.style()),
-            inner.width.max(1) as usize,
-            &mut lines,
-        );
+        notes.push((run.text.clone(), run.style()));
     }
-    lines.push(Line::default());
-    match cycle.filter(|c| !c.timeline.is_empty()) {
-        // Wrapped: a rebound key's name can be long.
-        None => wrap_line_into(
-            Line::raw(format!(
+    notes.push((String::new(), Style::default()));
+    let timeline = cycle.map_or(&[][..], |c| &c.timeline[..]);
+    if timeline.is_empty() {
+        notes.push((
+            format!(
                 "No runs yet. Write a prompt below and press {} to run the team ({mode}).",
                 props.keys.send
-            )),
-            inner.width.max(1) as usize,
-            &mut lines,
-        ),
-        Some(cycle) => {
-            for entry in &cycle.timeline {
-                let style = super::team_panel::kind_style(&entry.kind);
-                let text = sanitize::display(&entry.text).into_owned();
-                wrap_line_into(
-                    Line::from(Span::styled(text, style)),
-                    inner.width.max(1) as usize,
-                    &mut lines,
-                );
-            }
-        }
+            ),
+            Style::default(),
+        ));
     }
-    // Follow the newest entries.
-    let skip = lines.len().saturating_sub(inner.height as usize);
-    let lines: Vec<Line<'static>> = lines.into_iter().skip(skip).collect();
+    let cells: Vec<Cell<'_>> = notes
+        .iter()
+        .map(|(text, style)| Cell::Timeline { text, style: *style })
+        .chain(timeline.iter().map(|entry| Cell::Timeline {
+            text: &entry.text,
+            style: kind_style(&entry.kind),
+        }))
+        .collect();
+    // Laid out fresh each frame (a few hundred short lines at most), following the newest.
+    let (lines, _) = CellScroll::default().visible_lines(&cells[..], inner.width, inner.height as usize);
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
