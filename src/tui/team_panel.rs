@@ -13,6 +13,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
+use unicode_width::UnicodeWidthStr;
 
 use super::command::Command;
 use super::cycle_view::{CycleView, TimelineKind, WorkerState, outcome_kind, phase_name, seconds};
@@ -251,19 +252,14 @@ impl TeamPanel {
                 parts.push(format!("{} older", keys.older));
             }
             parts.push(format!("{} newer", keys.newer));
-            return Some(RunLabel {
-                text: parts.join(" · "),
-                earlier: true,
-            });
+            return Some(RunLabel { parts, earlier: true });
         }
         let latest = self.latest_runs.get(group_id).filter(|p| p.index > 0)?;
         Some(RunLabel {
-            text: format!(
-                "run {} of {} · {} older",
-                latest.index + 1,
-                latest.total,
-                keys.older
-            ),
+            parts: vec![
+                format!("run {} of {}", latest.index + 1, latest.total),
+                format!("{} older", keys.older),
+            ],
             earlier: false,
         })
     }
@@ -272,12 +268,33 @@ impl TeamPanel {
 /// Which run is shown, as the panel and the timeline say it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunLabel {
-    pub text: String,
+    /// Which run, when it was recorded, the keys: shown joined by ` · `.
+    pub parts: Vec<String>,
     /// An earlier run, not the newest, is shown.
     pub earlier: bool,
 }
 
 impl RunLabel {
+    pub fn text(&self) -> String {
+        self.parts.join(" · ")
+    }
+
+    /// The label in lines of at most `width` columns where it can, broken only between its
+    /// parts (a key and its word stay together).
+    pub fn packed(&self, width: usize) -> Vec<String> {
+        let mut lines: Vec<String> = Vec::new();
+        for part in &self.parts {
+            match lines.last_mut() {
+                Some(line) if line.width() + " · ".width() + part.width() <= width => {
+                    line.push_str(" · ");
+                    line.push_str(part);
+                }
+                _ => lines.push(part.clone()),
+            }
+        }
+        lines
+    }
+
     /// Drawn to stand out while an earlier run is shown, dim otherwise.
     pub fn style(&self) -> Style {
         if self.earlier {
@@ -384,11 +401,9 @@ fn render(
     let width = inner.width as usize;
     let mut lines = Vec::new();
     if let Some(label) = label {
-        wrap_line_into(
-            Line::styled(label.text.clone(), label.style()),
-            width.max(1),
-            &mut lines,
-        );
+        for line in label.packed(width) {
+            wrap_line_into(Line::styled(line, label.style()), width.max(1), &mut lines);
+        }
     }
     lines.extend(cycle_lines(props, cycle, running, width));
     frame.render_widget(Paragraph::new(lines), inner);
@@ -543,7 +558,7 @@ mod tests {
         let newest = loaded(2, 3, at);
         panel.on_run_loaded("g".into(), &newest, replay(&newest, "Team", false), false);
         assert_eq!(
-            panel.run_label("g", &keys()).map(|l| l.text),
+            panel.run_label("g", &keys()).map(|l| l.text()),
             Some("run 3 of 3 · < older".into())
         );
         assert_eq!(panel.browse("g", 1), Browse::AtEnd { newest: true });
@@ -554,8 +569,15 @@ mod tests {
         let label = panel.run_label("g", &keys()).expect("a label");
         assert!(label.earlier);
         assert_eq!(
-            label.text,
+            label.text(),
             format!("run 2 of 3 · {} · < older · > newer", local_time(at))
+        );
+        assert_eq!(
+            label.packed(30),
+            [
+                format!("run 2 of 3 · {}", local_time(at)),
+                "< older · > newer".into()
+            ]
         );
         assert_eq!(panel.browse("g", -1), Browse::Load(0));
         let first = loaded(0, 3, at);
@@ -563,7 +585,7 @@ mod tests {
         assert!(
             panel
                 .run_label("g", &keys())
-                .is_some_and(|l| l.text.starts_with("run 1 of 3") && !l.text.contains("older"))
+                .is_some_and(|l| l.text().starts_with("run 1 of 3") && !l.text().contains("older"))
         );
         assert_eq!(panel.browse("g", -1), Browse::AtEnd { newest: false });
         assert_eq!(panel.browse("g", 1), Browse::Load(1));

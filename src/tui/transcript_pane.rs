@@ -503,7 +503,8 @@ fn render_group(
         .join(", ");
     notes.push((members_line, dim));
     if let Some(run) = run {
-        notes.push((run.text.clone(), run.style()));
+        let width = inner.width as usize;
+        notes.extend(run.packed(width).into_iter().map(|line| (line, run.style())));
     }
     notes.push((String::new(), Style::default()));
     let timeline = cycle.map_or(&[][..], |c| &c.timeline[..]);
