@@ -2,15 +2,15 @@
 
 use crossterm::event::KeyCode;
 use huddle::engine::events::RunKey;
-use huddle::model::{Message, Role};
+use huddle::model::{Message, Organization, Role, reconcile};
 use huddle::tui::app::Focus;
 use huddle::tui::command::{AppEvent, Command};
 use huddle::tui::dialogs::Dialog;
 use huddle::tui::sidebar::Row;
 
 use super::tui_support::{
-    alt, app_with_team, app_with_team_and_config, ch, ctrl, empty_app, key, new_app, render, run_started,
-    screen_text, turn, type_text,
+    alt, app_with_team, app_with_team_and_config, ch, config, ctrl, empty_app, key, new_app, render,
+    run_started, screen_text, turn, type_text,
 };
 
 const TEAM: &str = "Research Panel";
@@ -378,4 +378,20 @@ fn hints_name_the_keys_as_rebound_in_config() {
     let text = screen_text(&render(&mut team, 100, 30));
     let status = text.lines().last().unwrap_or_default();
     assert!(status.starts_with("Ctrl-S send"), "{status}");
+}
+
+#[test]
+fn a_plain_key_given_to_a_global_action_is_still_text_in_the_composer() {
+    let mut config = config();
+    config.keys.insert(
+        "toggle_pause_cycle".into(),
+        huddle::config::KeyList::One("p".into()),
+    );
+    let mut org = Organization::default();
+    reconcile::reconcile(&mut org);
+    let (mut app, _) = new_app(org, config.clone());
+    assert!(app.dialogs.is_empty(), "no key configuration error");
+    app.handle_key(ch('i'));
+    type_text(&mut app, "please pause");
+    assert_eq!(app.composer.text(), "please pause");
 }

@@ -4,39 +4,17 @@
 use crossterm::event::KeyCode;
 use huddle::engine::events::{EventKind, RunKey};
 use huddle::model::{Message, Mode};
-use huddle::store::LoadedTranscript;
 use huddle::tui::App;
 use huddle::tui::app::Focus;
-use huddle::tui::command::{AppEvent, Command};
+use huddle::tui::command::Command;
 use huddle::tui::dialogs::Dialog;
 use huddle::tui::sidebar::Row;
 use ratatui::style::Modifier;
 
 use super::tui_support::{
-    alt, app_with_team, ch, config, ctrl, empty_app, engine_event, key, new_app, render, run_ended,
-    run_started, screen_text, type_text,
+    alt, app_with_session, app_with_team, ch, config, ctrl, empty_app, engine_event, key, new_app, render,
+    run_ended, run_started, screen_text, type_text,
 };
-
-/// An app with a plain session `scratch` selected, its transcript `messages`, focus on the sidebar.
-fn app_with_session(messages: Vec<Message>) -> (App, String) {
-    let mut app = empty_app();
-    app.handle_key(ch('N'));
-    for _ in 0..20 {
-        app.handle_key(key(KeyCode::Backspace));
-    }
-    type_text(&mut app, "scratch");
-    app.handle_key(key(KeyCode::Enter));
-    let id = app.selected_session_id().expect("the new session is selected");
-    app.handle_app_event(AppEvent::TranscriptLoaded {
-        session_id: id.clone(),
-        result: Ok(LoadedTranscript {
-            messages,
-            warnings: Vec::new(),
-        }),
-    });
-    app.handle_key(key(KeyCode::Esc));
-    (app, id)
-}
 
 fn sidebar_line(app: &mut App, needle: &str) -> String {
     let t = render(app, 120, 32);
