@@ -68,8 +68,10 @@ impl App {
     /// interrupted cycles are offered for resumption.
     pub fn new(edits: Edits, config: Config, repo: PathBuf, notices: Vec<String>) -> (App, Vec<Command>) {
         let (keymap, key_errors) = Keymap::with_overrides(&config.keys);
+        let org = edits.view();
         let mut app = App {
-            org: edits.view(),
+            team_panel: org.read(TeamPanel::from_org),
+            org,
             edits,
             config,
             repo,
@@ -77,7 +79,6 @@ impl App {
             focus: Focus::Sidebar,
             sidebar: Sidebar::default(),
             transcripts: TranscriptPane::default(),
-            team_panel: TeamPanel::default(),
             runs: Runs::default(),
             composer: Composer::default(),
             dialogs: DialogStack::default(),
@@ -89,7 +90,6 @@ impl App {
             mouse_capture: true,
         };
         let interrupted: Vec<(GroupId, String, u32, u32)> = app.org.read(|o| {
-            app.team_panel = TeamPanel::from_org(o);
             o.groups
                 .iter()
                 .filter_map(|g| {

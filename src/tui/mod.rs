@@ -4,6 +4,14 @@
 //! task) changes its state and emits [`command::Command`]s; the runtime executes them against the
 //! engine and feeds engine events and results back as [`command::AppEvent`]s. Frames are drawn
 //! on demand ([`frame::FrameRequester`]), never on a busy timer.
+//!
+//! The screen is made of components, each owning its state, its logic and its drawing: the
+//! [`sidebar::Sidebar`] (selection, folding), the [`transcript_pane::TranscriptPane`]
+//! (transcripts, unread marks, search; messages and timelines are drawn as [`cells::Cell`]s), the
+//! [`composer::Composer`] (text, prompt history), the [`team_panel::TeamPanel`] (each team's
+//! runs, the cycle panel) and the [`dialogs::DialogStack`]. The app keeps focus, routes keys,
+//! mouse and events to them, and holds what they share: the organization (read-only), the
+//! edits, the runs, the keymap and the layout.
 
 pub mod action;
 pub mod app;

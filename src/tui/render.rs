@@ -1,5 +1,6 @@
-//! One frame of the whole screen from `&App`: the layout, computed once and kept in the app
-//! for the mouse and paging, then each pane from props filled here, so no pane sees the app.
+//! One frame of the whole screen: the layout, computed once and kept in the app for the mouse
+//! and paging, then each component draws its own state with props filled here from the rest
+//! of the app (no component sees the app; the transcript pane keeps its layouts as it draws).
 //! Colours are dropped when `NO_COLOR` is set (modifiers such as reverse and bold stay, so the
 //! selection remains visible).
 
