@@ -463,7 +463,11 @@ fn render_group(
     } else {
         format!(" {} ", sanitize::display(name))
     };
-    let block = pane(title, props.focused);
+    let mut block = pane(title, props.focused);
+    if let Some(run) = run {
+        // On the border, so it stays in sight however far the timeline has scrolled.
+        block = block.title_bottom(Line::styled(format!(" {} ", run.text()), run.style()));
+    }
     let inner = block.inner(area);
     frame.render_widget(block, area);
     if !team {
@@ -479,7 +483,7 @@ fn render_group(
         return;
     }
     let dim = Style::default().add_modifier(Modifier::DIM);
-    // The notes above the timeline: the team, which run is shown, then its entries.
+    // The notes above the timeline (the team), then its entries.
     let mut notes: Vec<(String, Style)> = Vec::new();
     let mut header = format!("{} member(s)", members.len());
     if mode == Mode::OrchestratorReflect {
@@ -502,10 +506,6 @@ fn render_group(
         .collect::<Vec<_>>()
         .join(", ");
     notes.push((members_line, dim));
-    if let Some(run) = run {
-        let width = inner.width as usize;
-        notes.extend(run.packed(width).into_iter().map(|line| (line, run.style())));
-    }
     notes.push((String::new(), Style::default()));
     let timeline = cycle.map_or(&[][..], |c| &c.timeline[..]);
     if timeline.is_empty() {
