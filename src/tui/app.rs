@@ -4,28 +4,25 @@
 //! through the application layer ([`Edits`]). No terminal and no engine here, so tests drive it
 //! directly.
 
-use std::cell::Cell;
-use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use crossterm::event::{KeyEvent, KeyEventKind, MouseEvent};
-use ratatui::layout::Rect;
 
 use super::action::{Action, Context};
 use super::command::Command;
 use super::composer::Composer;
 use super::cycle_view::CycleView;
-use super::dialogs::{ConfirmAction, Dialog, Notice, Outcome};
-use super::history::PromptHistory;
+use super::dialogs::{ConfirmAction, Dialog, DialogStack, Routed};
 use super::keymap::Keymap;
 use super::layout::{FrameLayout, Pane};
 use super::mouse::{MouseTarget, WHEEL_LINES};
 use super::runs::{Pending, Runs};
-use super::search::TranscriptSearch;
-use super::transcript_view::TranscriptView;
+use super::sidebar::{Row, Sidebar, rows_of};
+use super::team_panel::{Browse, TeamPanel};
+use super::transcript_pane::TranscriptPane;
 use crate::config::Config;
-use crate::engine::events::{RunId, RunKey};
-use crate::model::{GroupId, GroupKind, Organization, SessionId};
+use crate::engine::events::RunKey;
+use crate::model::{GroupId, SessionId};
 use crate::presets::Catalog;
 use crate::store::OrgView;
 use crate::workspace::{Edits, WhichRun};
@@ -38,27 +35,6 @@ pub enum Focus {
     Composer,
 }
 
-/// A row of the sidebar tree (defined with the sidebar, which draws it).
-pub use super::widgets::sidebar::Row;
-
-/// An earlier run of a team shown instead of the latest (browsed with the run keys).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ShownRun {
-    pub run_id: RunId,
-    /// 0-based position among the group's runs on disk, oldest first, of `total`.
-    pub index: usize,
-    pub total: usize,
-    pub view: CycleView,
-}
-
-/// Where a group's newest run stands among its runs on disk (for browsing back).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunPosition {
-    pub run_id: RunId,
-    pub index: usize,
-    pub total: usize,
-}
-
 pub struct App {
     /// The organization, read-only: every change goes through `edits`.
     pub org: OrgView,
@@ -67,39 +43,24 @@ pub struct App {
     pub repo: PathBuf,
     pub keymap: Keymap,
     pub focus: Focus,
-    /// Index into [`App::rows`].
-    pub cursor: usize,
-    pub views: HashMap<SessionId, TranscriptView>,
-    /// Each team's newest run (live, or replayed from its run file after a restart).
-    pub cycles: HashMap<GroupId, CycleView>,
-    /// Where each team's newest run stands among its runs on disk.
-    pub latest_runs: HashMap<GroupId, RunPosition>,
-    /// An earlier run being looked at, per team.
-    pub shown_runs: HashMap<GroupId, ShownRun>,
+    pub sidebar: Sidebar,
+    pub transcripts: TranscriptPane,
+    pub team_panel: TeamPanel,
     /// Every run in progress (chats, team runs, reflections), from the engine's events.
     pub runs: Runs,
-    /// Teams whose newest run file was asked for (read once, when first shown).
-    runs_requested: HashSet<GroupId>,
-    pub unread: HashSet<SessionId>,
     pub composer: Composer,
-    pub dialogs: Vec<Dialog>,
+    pub dialogs: DialogStack,
     pub catalog: Option<Catalog>,
     /// A one-line message in the status line until the next key.
     pub flash: Option<(String, bool)>,
     pub should_quit: bool,
     /// Advanced by the runtime on each frame while something is busy (spinner phase).
     pub tick: usize,
-    /// The terminal's size at the last frame. Nothing reads it: the geometry is [`App::layout`].
-    pub screen: Rect,
-    /// Where each pane was drawn in the last frame (set by the draw, which only reads the
-    /// rest of the app): mouse hit-tests, paging and search scroll use it.
-    pub layout: Cell<FrameLayout>,
+    /// Where each pane was drawn in the last frame (set by the draw): mouse hit-tests, paging
+    /// and search scroll use it.
+    pub layout: FrameLayout,
     /// False while the mouse is left to the terminal (its own text selection works).
     pub mouse_capture: bool,
-    /// Prompts sent from this run, recalled with Up/Down in the composer.
-    pub history: PromptHistory,
-    /// The `/` search in the selected session's transcript, while active.
-    pub search: Option<TranscriptSearch>,
 }
 
 impl App {
@@ -107,41 +68,28 @@ impl App {
     /// interrupted cycles are offered for resumption.
     pub fn new(edits: Edits, config: Config, repo: PathBuf, notices: Vec<String>) -> (App, Vec<Command>) {
         let (keymap, key_errors) = Keymap::with_overrides(&config.keys);
+        let org = edits.view();
         let mut app = App {
-            org: edits.view(),
+            team_panel: org.read(TeamPanel::from_org),
+            org,
             edits,
             config,
             repo,
             keymap,
             focus: Focus::Sidebar,
-            cursor: 0,
-            views: HashMap::new(),
-            cycles: HashMap::new(),
-            latest_runs: HashMap::new(),
-            shown_runs: HashMap::new(),
+            sidebar: Sidebar::default(),
+            transcripts: TranscriptPane::default(),
             runs: Runs::default(),
-            runs_requested: HashSet::new(),
-            unread: HashSet::new(),
             composer: Composer::default(),
-            dialogs: Vec::new(),
+            dialogs: DialogStack::default(),
             catalog: None,
             flash: None,
             should_quit: false,
             tick: 0,
-            screen: Rect::new(0, 0, 80, 24),
-            layout: Cell::default(),
+            layout: FrameLayout::default(),
             mouse_capture: true,
-            history: PromptHistory::default(),
-            search: None,
         };
         let interrupted: Vec<(GroupId, String, u32, u32)> = app.org.read(|o| {
-            for g in &o.groups {
-                if let Some(r) = &g.reflection {
-                    let mut view = CycleView::from_persisted(r, g.mode);
-                    view.team_slug = crate::naming::team_slug(&g.name);
-                    app.cycles.insert(g.id.clone(), view);
-                }
-            }
             o.groups
                 .iter()
                 .filter_map(|g| {
@@ -156,35 +104,22 @@ impl App {
                 .collect()
         });
         for (id, name, done, max) in interrupted {
-            app.dialogs.push(Dialog::Confirm(super::dialogs::Confirm::new(
+            app.dialogs.confirm(
                 "Interrupted cycle",
                 format!(
                     "The cycle of `{name}` was interrupted after iteration {done}/{max}.\nResume it now? (Later: select the team and press the pause key.)"
                 ),
                 ConfirmAction::ResumeCycle(id),
-            )));
+            );
         }
         for e in key_errors {
-            app.dialogs
-                .push(Dialog::Notice(Notice::error("Key configuration", e.to_string())));
+            app.dialogs.error("Key configuration", e.to_string());
         }
         for n in notices {
-            app.dialogs.push(Dialog::Notice(Notice::error("Data", n)));
+            app.dialogs.error("Data", n);
         }
         // Restore the last selection.
-        let (group, session) = app
-            .org
-            .read(|o| (o.ui.selected_group.clone(), o.ui.selected_session.clone()));
-        let rows = app.rows();
-        // The session, or its group when that is folded.
-        let wanted = [session.map(Row::Session), group.map(Row::Group)];
-        if let Some(i) = wanted
-            .into_iter()
-            .flatten()
-            .find_map(|w| rows.iter().position(|r| *r == w))
-        {
-            app.cursor = i;
-        }
+        app.org.read(|o| app.sidebar.restore(o));
         let mut commands = vec![Command::LoadCatalog];
         commands.extend(app.on_selection_changed());
         app.refresh_placeholder();
@@ -198,22 +133,16 @@ impl App {
     }
 
     pub fn selected_row(&self) -> Option<Row> {
-        self.rows().get(self.cursor).cloned()
+        self.org.read(|o| self.sidebar.selected_row(o))
     }
 
     /// The group of the selected row.
     pub fn selected_group_id(&self) -> Option<GroupId> {
-        match self.selected_row()? {
-            Row::Group(id) => Some(id),
-            Row::Session(id) => self.org.read(|o| o.session(&id).map(|s| s.group_id.clone())),
-        }
+        self.org.read(|o| self.sidebar.selected_group_id(o))
     }
 
     pub fn selected_session_id(&self) -> Option<SessionId> {
-        match self.selected_row()? {
-            Row::Session(id) => Some(id),
-            Row::Group(_) => None,
-        }
+        self.org.read(|o| self.sidebar.selected_session_id(o))
     }
 
     pub fn is_team(&self, group_id: &str) -> bool {
@@ -264,33 +193,24 @@ impl App {
             self.flash("select a team to browse its runs", true);
             return Vec::new();
         };
-        let Some(latest) = self.latest_runs.get(&group_id) else {
-            self.flash("this team has no earlier runs on disk", true);
-            return Vec::new();
-        };
-        let current = self.shown_runs.get(&group_id).map_or(latest.index, |r| r.index);
-        let Some(target) = current.checked_add_signed(step).filter(|i| *i <= latest.index) else {
-            self.flash("this is the team's first run on disk", false);
-            return Vec::new();
-        };
-        if target == latest.index {
-            if self.shown_runs.remove(&group_id).is_none() {
-                self.flash("this is the team's newest run", false);
+        match self.team_panel.browse(&group_id, step) {
+            Browse::Load(at) => {
+                return vec![Command::LoadRun {
+                    group_id,
+                    which: WhichRun::At(at),
+                }];
             }
-            return Vec::new();
+            Browse::Newest => {}
+            Browse::NoRuns => self.flash("this team has no earlier runs on disk", true),
+            Browse::AtEnd { newest: false } => self.flash("this is the team's first run on disk", false),
+            Browse::AtEnd { newest: true } => self.flash("this is the team's newest run", false),
         }
-        vec![Command::LoadRun {
-            group_id,
-            which: WhichRun::At(target),
-        }]
+        Vec::new()
     }
 
     /// The run of a team to show: an earlier one being browsed, else the newest.
     pub fn shown_cycle(&self, group_id: &str) -> Option<&CycleView> {
-        self.shown_runs
-            .get(group_id)
-            .map(|r| &r.view)
-            .or_else(|| self.cycles.get(group_id))
+        self.team_panel.shown_cycle(group_id)
     }
 
     pub fn handle_key(&mut self, key: KeyEvent) -> Vec<Command> {
@@ -299,35 +219,31 @@ impl App {
         }
         self.flash = None;
         let global = self.keymap.lookup(Context::Global, &key);
-        if let Some(dialog) = self.dialogs.last_mut() {
-            if global == Some(Action::Quit) {
-                self.dialogs.pop();
-                return Vec::new();
+        match self.dialogs.handle_key(&key, global == Some(Action::Quit)) {
+            Routed::NotOpen => {}
+            routed => {
+                let commands = match routed {
+                    Routed::Done(result) => self.on_dialog_result(result),
+                    _ => Vec::new(),
+                };
+                self.refresh_placeholder();
+                return commands;
             }
-            let outcome = dialog.handle_key(&key);
-            let commands = match outcome {
-                Outcome::Stay => Vec::new(),
-                Outcome::Close => {
-                    self.dialogs.pop();
-                    Vec::new()
-                }
-                Outcome::Done(result) => {
-                    self.dialogs.pop();
-                    self.on_dialog_result(result)
-                }
-            };
-            self.refresh_placeholder();
-            return commands;
         }
-        if self.search.as_ref().is_some_and(|s| s.editing) {
+        if self.transcripts.typing_search() {
             // Ctrl-C leaves the search line, as it closes a dialog.
             let commands = match global {
                 Some(Action::Quit) => {
-                    self.search = None;
+                    self.transcripts.search = None;
                     Vec::new()
                 }
                 Some(action) => self.perform(action),
-                None => self.search_input(key),
+                None => {
+                    if self.transcripts.search_input(key) {
+                        self.search_step(true);
+                    }
+                    Vec::new()
+                }
             };
             self.refresh_placeholder();
             return commands;
@@ -344,6 +260,7 @@ impl App {
             }
         } else {
             let search = self
+                .transcripts
                 .search
                 .as_ref()
                 .and_then(|_| self.keymap.lookup(Context::Search, &key));
@@ -357,9 +274,7 @@ impl App {
     }
 
     pub fn handle_paste(&mut self, text: &str) {
-        if let Some(d) = self.dialogs.last_mut() {
-            d.handle_paste(text);
-        } else {
+        if !self.dialogs.paste(text) {
             self.focus = Focus::Composer;
             self.composer.paste(text);
         }
@@ -421,9 +336,9 @@ impl App {
             Action::Search => self.start_search(),
             Action::SearchNext => self.search_step(true),
             Action::SearchPrev => self.search_step(false),
-            Action::LeaveSearch => self.search = None,
-            Action::HistoryPrev => self.composer.recall_older(&mut self.history),
-            Action::HistoryNext => self.composer.recall_newer(&mut self.history),
+            Action::LeaveSearch => self.transcripts.search = None,
+            Action::HistoryPrev => self.composer.recall_older(),
+            Action::HistoryNext => self.composer.recall_newer(),
             Action::ReflectSession => self.open_reflect(),
             Action::OlderRun => return self.browse_runs(-1),
             Action::NewerRun => return self.browse_runs(1),
@@ -433,11 +348,11 @@ impl App {
 
     fn request_quit(&mut self) -> Vec<Command> {
         if self.anything_running() {
-            self.dialogs.push(Dialog::Confirm(super::dialogs::Confirm::new(
+            self.dialogs.confirm(
                 "Quit",
                 "A run is in progress. Quit anyway? A reflect cycle is kept as interrupted and can be resumed after a restart.",
                 ConfirmAction::Quit,
-            )));
+            );
             Vec::new()
         } else {
             self.should_quit = true;
@@ -446,83 +361,49 @@ impl App {
     }
 
     pub fn move_cursor(&mut self, delta: isize) -> Vec<Command> {
-        let n = self.rows().len();
-        if n == 0 {
-            return Vec::new();
+        if self.org.read(|o| self.sidebar.move_by(o, delta)) {
+            self.on_selection_changed()
+        } else {
+            Vec::new()
         }
-        let next = (self.cursor as isize + delta).clamp(0, n as isize - 1) as usize;
-        if next == self.cursor {
-            return Vec::new();
-        }
-        self.cursor = next;
-        self.on_selection_changed()
+    }
+
+    /// Puts the sidebar's cursor on `row` (if it is listed).
+    pub(super) fn select_row(&mut self, row: &Row) {
+        self.org.read(|o| self.sidebar.select(o, row));
     }
 
     /// Remembers the selection and loads the transcript now on screen.
     pub fn on_selection_changed(&mut self) -> Vec<Command> {
-        let n = self.rows().len();
-        self.cursor = self.cursor.min(n.saturating_sub(1));
+        self.org.read(|o| self.sidebar.clamp(o));
         let group = self.selected_group_id();
         let session = self.selected_session_id();
         let mut commands = Vec::new();
-        if let Some(g) = group.as_ref() {
-            if !self.cycles.contains_key(g) {
-                // A team's saved cycle (after a restart): its scores and tokens, before its run
-                // file is read.
-                let saved = self.org.read(|o| {
-                    o.group(g).and_then(|g| {
-                        g.reflection
-                            .as_ref()
-                            .map(|r| (CycleView::from_persisted(r, g.mode), g.name.clone()))
-                    })
-                });
-                if let Some((mut view, name)) = saved {
-                    view.team_slug = crate::naming::team_slug(&name);
-                    self.cycles.insert(g.clone(), view);
-                }
-            }
-            if self.is_team(g) && self.runs_requested.insert(g.clone()) {
-                // The step-by-step timeline of its newest run, from the run file.
-                commands.push(Command::LoadRun {
-                    group_id: g.clone(),
-                    which: WhichRun::Newest,
-                });
-            }
-        }
-        if self
-            .search
-            .as_ref()
-            .is_some_and(|s| Some(&s.session_id) != session.as_ref())
+        if let Some(g) = group.as_ref()
+            && let Some(load) = self
+                .org
+                .read(|o| o.group(g).and_then(|g| self.team_panel.on_selected(g)))
         {
-            self.search = None;
+            commands.push(load);
         }
+        let load = self.transcripts.show(session.as_deref());
         self.edits.select(group.as_deref(), session.as_deref());
-        let Some(id) = session else {
-            return commands;
-        };
-        self.unread.remove(&id);
-        if !self.views.contains_key(&id) {
-            // Read from disk once; from then on the engine's events keep it current.
-            self.views.insert(id.clone(), TranscriptView::default());
-            commands.push(Command::LoadTranscript { session_id: id });
+        if let Some(session_id) = session.filter(|_| load) {
+            commands.push(Command::LoadTranscript { session_id });
         }
         commands
     }
 
     /// Lines a page scrolls: the transcript's height on screen, less one line kept for context.
     fn page(&self) -> usize {
-        let height = self.layout.get().transcript_inner().height as usize;
+        let height = self.layout.transcript_inner().height as usize;
         height.saturating_sub(1).max(1)
     }
 
     /// Scrolls the transcript on screen; positive is up (older text).
     fn scroll(&mut self, lines: isize) {
-        if let Some(v) = self.selected_session_id().and_then(|id| self.views.get_mut(&id)) {
-            if lines > 0 {
-                v.scroll_up(lines as usize);
-            } else {
-                v.scroll_down(lines.unsigned_abs());
-            }
+        if let Some(id) = self.selected_session_id() {
+            self.transcripts.scroll(&id, lines);
         }
     }
 
@@ -538,16 +419,14 @@ impl App {
             return Vec::new();
         };
         if self.is_team(&group_id) {
-            self.composer.take();
-            self.history.record(&text);
+            self.composer.send();
             if self.team_running(&group_id) {
-                let cycle = self.cycles.entry(group_id.clone()).or_default();
-                cycle.queued.push(text.clone());
+                self.team_panel.queue(&group_id, text.clone());
                 self.flash("queued for the orchestrator's next plan", false);
                 return vec![Command::QueueMessage { group_id, text }];
             }
             // Back to the newest run: the new one appears there.
-            self.shown_runs.remove(&group_id);
+            self.team_panel.show_newest(&group_id);
             return vec![Command::RunGroup {
                 group_id,
                 prompt: text,
@@ -557,11 +436,8 @@ impl App {
             self.flash("select a session (or create one with the new-session key)", true);
             return Vec::new();
         };
-        self.composer.take();
-        self.history.record(&text);
-        if let Some(view) = self.views.get_mut(&session_id) {
-            view.follow();
-        }
+        self.composer.send();
+        self.transcripts.follow(&session_id);
         if self.session_busy(&session_id) {
             self.flash(
                 "queued: the session answers when its turn in flight is done",
@@ -597,8 +473,8 @@ impl App {
             self.flash("pausing after the step in flight…", false);
             return vec![Command::Pause { key }];
         }
-        if self.cycles.get(&group_id).is_some_and(|c| c.interrupted) {
-            self.shown_runs.remove(&group_id);
+        if self.team_panel.interrupted(&group_id) {
+            self.team_panel.show_newest(&group_id);
             return vec![Command::ResumeCycle { group_id }];
         }
         self.flash("no cycle is running in this group", true);
@@ -695,15 +571,14 @@ impl App {
         if !self.dialogs.is_empty() {
             return Vec::new();
         }
-        match super::mouse::hit_test(&self.layout.get(), &ev) {
+        match super::mouse::hit_test(&self.layout, &ev) {
             Some(MouseTarget::ScrollUp(Pane::Sidebar)) => return self.move_cursor(-1),
             Some(MouseTarget::ScrollDown(Pane::Sidebar)) => return self.move_cursor(1),
             Some(MouseTarget::ScrollUp(Pane::Transcript)) => self.scroll(WHEEL_LINES),
             Some(MouseTarget::ScrollDown(Pane::Transcript)) => self.scroll(-WHEEL_LINES),
             Some(MouseTarget::SidebarRow(i)) => {
                 self.focus = Focus::Sidebar;
-                if i != self.cursor && i < self.rows().len() {
-                    self.cursor = i;
+                if self.org.read(|o| self.sidebar.click(o, i)) {
                     let commands = self.on_selection_changed();
                     self.refresh_placeholder();
                     return commands;
@@ -716,26 +591,4 @@ impl App {
         }
         Vec::new()
     }
-}
-
-/// The sidebar rows of an organization (a folded group's sessions are not listed).
-pub fn rows_of(o: &Organization) -> Vec<Row> {
-    let mut groups: Vec<&crate::model::Group> = o.groups.iter().collect();
-    groups.sort_by_key(|g| (g.kind != GroupKind::Default, g.sort_order));
-    let mut by_group: HashMap<&str, Vec<&crate::model::Session>> = HashMap::new();
-    for s in &o.sessions {
-        by_group.entry(s.group_id.as_str()).or_default().push(s);
-    }
-    let mut rows = Vec::with_capacity(o.groups.len() + o.sessions.len());
-    for g in groups {
-        rows.push(Row::Group(g.id.clone()));
-        if o.ui.collapsed_groups.contains(&g.id) {
-            continue;
-        }
-        if let Some(list) = by_group.get_mut(g.id.as_str()) {
-            list.sort_by_key(|s| s.order);
-            rows.extend(list.iter().map(|s| Row::Session(s.id.clone())));
-        }
-    }
-    rows
 }

@@ -1,11 +1,11 @@
 //! Opening dialogs and acting on their results.
 
-use super::app::{App, Focus, Row};
+use super::app::{App, Focus};
 use super::command::Command;
 use super::dialogs::{
-    Confirm, ConfirmAction, Dialog, DialogResult, ListItem, ListPicker, Notice, PickPurpose, TextInput,
-    TextPurpose,
+    ConfirmAction, Dialog, DialogResult, ListItem, ListPicker, PickPurpose, TextInput, TextPurpose,
 };
+use super::sidebar::Row;
 use crate::model::{MAX_ITERATIONS, Mode, Tier};
 use crate::workspace::EditError;
 
@@ -84,17 +84,13 @@ impl App {
             }
         }
         let errors = catalog.errors.len();
-        for d in self.dialogs.iter_mut() {
-            if let Dialog::Picker(p) = d
-                && p.purpose == PickPurpose::Preset
-            {
-                p.set_items(items.clone());
-                p.empty_text = if errors > 0 {
-                    format!("no presets ({errors} could not be loaded)")
-                } else {
-                    "no presets".into()
-                };
-            }
+        for p in self.dialogs.pickers(&PickPurpose::Preset) {
+            p.set_items(items.clone());
+            p.empty_text = if errors > 0 {
+                format!("no presets ({errors} could not be loaded)")
+            } else {
+                "no presets".into()
+            };
         }
     }
 
@@ -134,7 +130,7 @@ impl App {
 
     /// Says why an action is refused, in a popup.
     pub(super) fn refuse(&mut self, title: &str, why: &str) {
-        self.dialogs.push(Dialog::Notice(Notice::error(title, why)));
+        self.dialogs.error(title, why);
     }
 
     pub(super) fn open_model_picker(&mut self) {
@@ -298,11 +294,9 @@ impl App {
                     return;
                 }
                 match self.edits.describe_delete_group(&id) {
-                    Ok(text) => self.dialogs.push(Dialog::Confirm(Confirm::new(
-                        "Delete",
-                        text,
-                        ConfirmAction::DeleteGroup(id),
-                    ))),
+                    Ok(text) => self
+                        .dialogs
+                        .confirm("Delete", text, ConfirmAction::DeleteGroup(id)),
                     Err(e) => self.flash(e.to_string(), true),
                 }
             }
@@ -320,11 +314,11 @@ impl App {
                     );
                     return;
                 }
-                self.dialogs.push(Dialog::Confirm(Confirm::new(
+                self.dialogs.confirm(
                     "Delete",
                     format!("Delete session `{name}` and its transcript?"),
                     ConfirmAction::DeleteSession(id),
-                )));
+                );
             }
             None => {}
         }
@@ -337,7 +331,7 @@ impl App {
                 match self.start_reflection(id, goal, &text) {
                     Ok(commands) => commands,
                     Err(e) => {
-                        self.dialogs.push(Dialog::Notice(Notice::error("Not started", e)));
+                        self.dialogs.error("Not started", e);
                         Vec::new()
                     }
                 }
@@ -345,14 +339,14 @@ impl App {
             DialogResult::Text(purpose, text) => match self.apply_text(purpose, text) {
                 Ok(commands) => commands,
                 Err(e) => {
-                    self.dialogs.push(Dialog::Notice(Notice::error("Not changed", e)));
+                    self.dialogs.error("Not changed", e);
                     Vec::new()
                 }
             },
             DialogResult::Picked(purpose, value) => match self.apply_pick(purpose, value) {
                 Ok(commands) => commands,
                 Err(e) => {
-                    self.dialogs.push(Dialog::Notice(Notice::error("Not changed", e)));
+                    self.dialogs.error("Not changed", e);
                     Vec::new()
                 }
             },
@@ -376,12 +370,8 @@ impl App {
             ConfirmAction::RemoveEvaluator(group_id, _) => self.remove_evaluator(&group_id),
             ConfirmAction::DeleteGroup(id) => match self.edits.delete_group(&id) {
                 Ok(removal) => {
-                    self.cycles.remove(&id);
-                    self.shown_runs.remove(&id);
-                    self.latest_runs.remove(&id);
-                    for s in &removal.sessions {
-                        self.views.remove(s);
-                    }
+                    self.team_panel.forget(&id);
+                    self.transcripts.forget(&removal.sessions);
                     let mut commands = self.on_selection_changed();
                     commands.push(Command::RemoveFiles(removal));
                     commands
@@ -393,7 +383,7 @@ impl App {
             },
             ConfirmAction::DeleteSession(id) => match self.edits.delete_session(&id) {
                 Ok(removal) => {
-                    self.views.remove(&id);
+                    self.transcripts.forget([&id]);
                     let mut commands = self.on_selection_changed();
                     commands.push(Command::RemoveFiles(removal));
                     commands
@@ -413,13 +403,7 @@ impl App {
             TextPurpose::RenameSession(id) => self.edits.rename_session(&id, &text).map_err(text_err)?,
             TextPurpose::NewSession(group_id) => {
                 let new_id = self.edits.create_session(&group_id, &text).map_err(text_err)?;
-                if let Some(i) = self
-                    .rows()
-                    .iter()
-                    .position(|r| *r == Row::Session(new_id.clone()))
-                {
-                    self.cursor = i;
-                }
+                self.select_row(&Row::Session(new_id));
                 self.focus = Focus::Composer;
                 // Its (empty) transcript is read like any other, so the pane is never left
                 // "loading".
@@ -444,15 +428,13 @@ impl App {
                     .ok_or_else(|| format!("no preset named `{value}`"))?
                     .clone();
                 let id = self.edits.create_team(&preset);
-                if let Some(i) = self.rows().iter().position(|r| *r == Row::Group(id.clone())) {
-                    self.cursor = i;
-                }
+                self.select_row(&Row::Group(id));
                 self.focus = Focus::Composer;
                 if !preset.warnings.is_empty() {
-                    self.dialogs.push(Dialog::Notice(Notice::info(
+                    self.dialogs.info(
                         format!("{} created, with warnings", preset.name),
                         preset.warnings.join("\n"),
-                    )));
+                    );
                 }
                 Ok(self.on_selection_changed())
             }

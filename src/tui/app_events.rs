@@ -4,10 +4,10 @@
 
 use std::time::Instant;
 
-use super::app::{App, RunPosition, ShownRun};
+use super::app::App;
 use super::command::{AppEvent, Command};
-use super::cycle_view::CycleView;
-use super::dialogs::{Confirm, ConfirmAction, Dialog, Notice};
+use super::dialogs::ConfirmAction;
+use super::team_panel::replay;
 use crate::engine::events::{EngineEvent, EventKind, RunKey};
 use crate::workspace::{ExportOutcome, LoadedRun};
 
@@ -16,17 +16,7 @@ impl App {
         let commands = match event {
             AppEvent::Engine(e) => self.handle_engine_event(e),
             AppEvent::TranscriptLoaded { session_id, result } => {
-                let view = self.views.entry(session_id).or_default();
-                match result {
-                    Ok(loaded) => {
-                        view.set_messages(loaded.messages);
-                        view.load_error = None;
-                    }
-                    Err(e) => {
-                        view.set_messages(Vec::new());
-                        view.load_error = Some(e);
-                    }
-                }
+                self.transcripts.loaded(session_id, result);
                 Vec::new()
             }
             AppEvent::RunLoaded { group_id, result } => {
@@ -53,7 +43,7 @@ impl App {
                 Vec::new()
             }
             AppEvent::Refused { title, error } => {
-                self.dialogs.push(Dialog::Notice(Notice::error(title, error)));
+                self.dialogs.error(title, error);
                 Vec::new()
             }
             AppEvent::ExportPlanned { group_id, result } => {
@@ -62,17 +52,17 @@ impl App {
             }
             AppEvent::Exported { group_id, result } => {
                 match result {
-                    Ok(text) => self.dialogs.push(Dialog::Notice(Notice::info("Saved as preset", text))),
-                    Err(ExportOutcome::WouldOverwrite { files }) => self.dialogs.push(Dialog::Confirm(Confirm::new(
+                    Ok(text) => self.dialogs.info("Saved as preset", text),
+                    Err(ExportOutcome::WouldOverwrite { files }) => self.dialogs.confirm(
                         "Replace files?",
                         format!(
                             "These files exist with different content and would be replaced:\n{}\nReplace them?",
                             files.iter().map(|f| format!("  {f}")).collect::<Vec<_>>().join("\n")
                         ),
                         ConfirmAction::ExportOverwrite(group_id),
-                    ))),
+                    ),
                     Err(ExportOutcome::Failed(e)) => {
-                        self.dialogs.push(Dialog::Notice(Notice::error("Save as preset failed", e)))
+                        self.dialogs.error("Save as preset failed", e)
                     }
                 }
                 Vec::new()
@@ -87,53 +77,13 @@ impl App {
         if let Some(ended) = self.runs.apply(&event) {
             self.on_run_ended(&ended, &event);
         }
-        match &event.kind {
-            EventKind::Delta {
-                session_id,
-                generation,
-                text,
-                ..
-            } => {
-                if let Some(view) = self.views.get_mut(session_id) {
-                    view.delta(*generation, text);
-                }
-                // Streaming text goes to no timeline.
-                return Vec::new();
-            }
-            EventKind::TurnStarted {
-                session_id,
-                generation,
-                prompt,
-                ..
-            } => {
-                if let Some(view) = self.views.get_mut(session_id) {
-                    if let Some(p) = prompt {
-                        view.add((**p).clone());
-                    }
-                    view.turn_started(*generation);
-                }
-            }
-            EventKind::TurnFinished {
-                session_id,
-                generation,
-                message,
-                ..
-            } => {
-                if let Some(view) = self.views.get_mut(session_id) {
-                    view.turn_finished(*generation, message.as_deref().cloned());
-                }
-                if self.selected_session_id().as_deref() != Some(session_id.as_str()) {
-                    self.unread.insert(session_id.clone());
-                }
-            }
-            EventKind::Notice {
-                session_id, message, ..
-            } => {
-                if let (Some(view), Some(m)) = (self.views.get_mut(session_id), message) {
-                    view.add((**m).clone());
-                }
-            }
-            _ => {}
+        let (org, sidebar) = (&self.org, &self.sidebar);
+        self.transcripts.on_event(&event.kind, |id| {
+            org.read(|o| sidebar.selected_session_id(o)).as_deref() == Some(id)
+        });
+        if matches!(event.kind, EventKind::Delta { .. }) {
+            // Streaming text goes to no timeline.
+            return Vec::new();
         }
         self.follow_team_run(&event, now);
         Vec::new()
@@ -143,46 +93,15 @@ impl App {
     /// its group, too.
     fn follow_team_run(&mut self, event: &EngineEvent, now: Instant) {
         let id = &event.group_id;
-        let team = self.is_team(id);
         if matches!(event.kind, EventKind::Message { .. } | EventKind::Notice { .. })
-            || !(team || self.cycles.contains_key(id))
+            || !(self.is_team(id) || self.team_panel.knows(id))
         {
             return;
         }
-        if let EventKind::RunStarted {
-            key: RunKey::Team { .. },
-        } = &event.kind
-        {
-            // A new run: it is the newest, one more on disk.
-            self.shown_runs.remove(id);
-            let position = match self.latest_runs.get(id) {
-                Some(p) => RunPosition {
-                    run_id: event.run_id.clone().unwrap_or_default(),
-                    index: p.total,
-                    total: p.total + 1,
-                },
-                None => RunPosition {
-                    run_id: event.run_id.clone().unwrap_or_default(),
-                    index: 0,
-                    total: 1,
-                },
-            };
-            self.latest_runs.insert(id.clone(), position);
-        }
-        let cycle = self.cycles.entry(id.clone()).or_default();
-        cycle.team_slug = crate::naming::team_slug(&event.group);
-        cycle.apply(event, now);
-        if matches!(event.kind, EventKind::CycleStarted { .. }) {
-            // A resumed cycle keeps the scores and tokens of its earlier iterations.
-            let saved = self.org.read(|o| {
-                o.group(id)
-                    .and_then(|g| g.reflection.clone())
-                    .filter(|r| r.active && r.completed_iterations > 0)
-            });
-            if let (Some(r), Some(cycle)) = (saved, self.cycles.get_mut(id)) {
-                cycle.seed_history(&r);
-            }
-        }
+        let org = &self.org;
+        self.team_panel.follow(event, now, || {
+            org.read(|o| o.group(id).and_then(|g| g.reflection.clone()))
+        });
     }
 
     /// Tells the user how a run they cannot see the end of ended (a failure, a reflection's
@@ -209,14 +128,12 @@ impl App {
             }
             (RunKey::Chat { .. }, None) => {}
             (RunKey::Team { .. }, Some(e)) if outcome.is_none() => {
-                self.dialogs
-                    .push(Dialog::Notice(Notice::error("Run failed", e.clone())));
+                self.dialogs.error("Run failed", e.clone());
             }
             (RunKey::Team { .. }, Some(e)) => self.flash(format!("the run failed: {e}"), true),
             (RunKey::Team { .. }, None) => {}
             (RunKey::Reflection { .. }, Some(e)) if outcome.is_none() => {
-                self.dialogs
-                    .push(Dialog::Notice(Notice::error("Reflection failed", e.clone())));
+                self.dialogs.error("Reflection failed", e.clone());
             }
             (RunKey::Reflection { .. }, Some(e)) => self.flash(format!("the reflection failed: {e}"), true),
             (RunKey::Reflection { .. }, None) => self.flash(
@@ -240,65 +157,14 @@ impl App {
                 return;
             }
         };
+        let (name, resumable) = self.org.read(|o| {
+            o.group(&group_id).map_or((String::new(), false), |g| {
+                let interrupted = g.reflection.as_ref().is_some_and(|r| r.is_interrupted());
+                (g.name.clone(), interrupted)
+            })
+        });
+        let view = replay(&loaded, &name, resumable);
         let live = self.team_running(&group_id);
-        let newest = loaded.index + 1 == loaded.total;
-        let view = self.replay(&group_id, &loaded);
-        if newest {
-            if live {
-                return;
-            }
-            self.latest_runs.insert(
-                group_id.clone(),
-                RunPosition {
-                    run_id: loaded.run_id.clone(),
-                    index: loaded.index,
-                    total: loaded.total,
-                },
-            );
-            self.shown_runs.remove(&group_id);
-            self.cycles.insert(group_id, view);
-        } else {
-            self.shown_runs.insert(
-                group_id,
-                ShownRun {
-                    run_id: loaded.run_id,
-                    index: loaded.index,
-                    total: loaded.total,
-                    view,
-                },
-            );
-        }
-    }
-
-    /// A cycle view rebuilt from a run's recorded events.
-    fn replay(&self, group_id: &str, loaded: &LoadedRun) -> CycleView {
-        let now = Instant::now();
-        let mut view = CycleView::default();
-        let name = self
-            .org
-            .read(|o| o.group(group_id).map(|g| g.name.clone()))
-            .unwrap_or_default();
-        view.team_slug = crate::naming::team_slug(&name);
-        let mut ended = false;
-        for record in &loaded.records {
-            ended |= matches!(record.event.kind, EventKind::RunEnded { .. });
-            view.apply(&record.event, now);
-        }
-        if let Some(first) = loaded.records.first() {
-            view.recorded_at = Some(first.at);
-        }
-        if !ended {
-            // The process ended while this run was going (a crash, or quitting mid-cycle).
-            let resumable = self.org.read(|o| {
-                o.group(group_id)
-                    .and_then(|g| g.reflection.as_ref())
-                    .is_some_and(|r| r.is_interrupted())
-            });
-            view.mark_cut_short(resumable && loaded.index + 1 == loaded.total);
-        }
-        if loaded.skipped > 0 {
-            view.note_skipped(loaded.skipped);
-        }
-        view
+        self.team_panel.on_run_loaded(group_id, &loaded, view, live);
     }
 }

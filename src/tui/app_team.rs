@@ -3,7 +3,7 @@
 
 use super::app::App;
 use super::command::Command;
-use super::dialogs::{Confirm, ConfirmAction, Dialog, Notice};
+use super::dialogs::ConfirmAction;
 use super::runs::Pending;
 use crate::engine::events::RunKey;
 use crate::model::Mode;
@@ -26,13 +26,13 @@ impl App {
         if let Some((session_id, session_name)) = self.edits.evaluator(&group_id) {
             let mode = self.org.read(|o| o.group(&group_id).map(|g| g.mode));
             if mode == Some(Mode::OrchestratorReflect) {
-                self.dialogs.push(Dialog::Confirm(Confirm::new(
+                self.dialogs.confirm(
                     "Evaluator off",
                     format!(
                         "Remove the evaluator `{session_name}` and its transcript? The orchestrator will then judge its own work."
                     ),
                     ConfirmAction::RemoveEvaluator(group_id, session_id),
-                )));
+                );
                 return Vec::new();
             }
         }
@@ -53,9 +53,7 @@ impl App {
     pub(super) fn remove_evaluator(&mut self, group_id: &str) -> Vec<Command> {
         match self.edits.remove_evaluator(group_id) {
             Ok(EvaluatorSwitch::Removed(removal)) => {
-                for s in &removal.sessions {
-                    self.views.remove(s);
-                }
+                self.transcripts.forget(&removal.sessions);
                 self.flash("evaluator off: the orchestrator judges its own work", false);
                 let mut commands = self.on_selection_changed();
                 commands.push(Command::RemoveFiles(removal));
@@ -92,17 +90,15 @@ impl App {
                     })
                     .collect::<Vec<_>>()
                     .join("\n");
-                self.dialogs.push(Dialog::Confirm(Confirm::new(
+                self.dialogs.confirm(
                     "Save as preset",
                     format!(
                         "Saving writes these files (\"change\": it exists and is replaced if its content differs):\n{list}\nSave?"
                     ),
                     ConfirmAction::Export(group_id),
-                )));
+                );
             }
-            Err(e) => self
-                .dialogs
-                .push(Dialog::Notice(Notice::error("Save as preset failed", e))),
+            Err(e) => self.dialogs.error("Save as preset failed", e),
         }
     }
 }
@@ -143,13 +139,7 @@ impl App {
         let goal = if !typed.trim().is_empty() {
             Some(typed)
         } else {
-            self.views.get(&id).and_then(|v| {
-                v.messages
-                    .iter()
-                    .rev()
-                    .find(|m| m.role == crate::model::MessageRole::User)
-                    .map(|m| m.text.clone())
-            })
+            self.transcripts.last_prompt(&id)
         };
         let Some(goal) = goal else {
             self.flash("write the goal in the composer first (or chat once)", true);
@@ -182,10 +172,8 @@ impl App {
         if self.composer.text() == goal {
             self.composer.take();
         }
-        self.history.record(&goal);
-        if let Some(v) = self.views.get_mut(&session_id) {
-            v.follow();
-        }
+        self.composer.record(&goal);
+        self.transcripts.follow(&session_id);
         Ok(vec![Command::ReflectSession {
             session_id,
             goal,

@@ -1,12 +1,10 @@
 //! Everyday tools on top of the main screen: folding groups in the sidebar, copying text out
-//! (OSC 52), and `/` search in a transcript.
-
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+//! (OSC 52), and `/` search in a transcript; each asks its pane and says how it went.
 
 use super::action::Action;
-use super::app::{App, Focus, Row};
+use super::app::{App, Focus};
 use super::command::Command;
-use super::search::{self, TranscriptSearch};
+use super::sidebar::Row;
 
 impl App {
     /// Folds (`Some(true)`), unfolds (`Some(false)`) or toggles the selected group, or the
@@ -17,28 +15,12 @@ impl App {
             self.flash(format!("folding works in the sidebar ({key} to it)"), true);
             return Vec::new();
         }
-        let (group_id, on_session) = match self.selected_row() {
-            Some(Row::Group(id)) => (id, false),
-            Some(Row::Session(id)) => match self.org.read(|o| o.session(&id).map(|s| s.group_id.clone())) {
-                Some(g) => (g, true),
-                None => return Vec::new(),
-            },
-            None => return Vec::new(),
-        };
-        let folded = self.org.read(|o| o.ui.collapsed_groups.contains(&group_id));
-        let fold = collapse.unwrap_or(!folded);
-        if fold == folded {
+        let Some(fold) = self.org.read(|o| self.sidebar.fold(o, collapse)) else {
             return Vec::new();
-        }
-        self.edits.set_folded(&group_id, fold);
-        if let Some(i) = self
-            .rows()
-            .iter()
-            .position(|r| *r == Row::Group(group_id.clone()))
-        {
-            self.cursor = i;
-        }
-        if on_session {
+        };
+        self.edits.set_folded(&fold.group_id, fold.fold);
+        self.select_row(&Row::Group(fold.group_id));
+        if fold.from_session {
             return self.on_selection_changed();
         }
         Vec::new()
@@ -51,14 +33,8 @@ impl App {
             self.flash("select a session to copy from", true);
             return Vec::new();
         };
-        let text = self.views.get(&id).and_then(|v| {
-            let in_view = (v.scroll_from_bottom() > 0)
-                .then(|| v.top_message())
-                .flatten()
-                .map(|m| m.text.clone());
-            in_view.or_else(|| v.last_answer().map(str::to_string))
-        });
-        match text.filter(|t| !t.is_empty()) {
+        let text = self.transcripts.copy_text(&id);
+        match text {
             None => {
                 self.flash("no answer to copy yet", true);
                 Vec::new()
@@ -84,65 +60,16 @@ impl App {
             return;
         };
         self.focus = Focus::Transcript;
-        self.search = Some(TranscriptSearch::new(id));
+        self.transcripts.start_search(id);
     }
 
-    /// A key while the search query is typed.
-    pub(super) fn search_input(&mut self, key: KeyEvent) -> Vec<Command> {
-        let Some(s) = self.search.as_mut() else {
-            return Vec::new();
-        };
-        let modified = key
-            .modifiers
-            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
-        match key.code {
-            KeyCode::Esc => self.search = None,
-            KeyCode::Enter if s.query.is_empty() => self.search = None,
-            KeyCode::Enter => {
-                s.editing = false;
-                s.current = None;
-                self.search_step(true);
-            }
-            KeyCode::Backspace => {
-                s.query.pop();
-            }
-            KeyCode::Char(c) if !modified => s.query.push(c),
-            _ => {}
-        }
-        Vec::new()
-    }
-
-    /// Jumps to the next (or previous) line with a match, wrapping round. The first jump
-    /// starts from the top of the window.
+    /// Jumps to the next (or previous) match in the window drawn last.
     pub(super) fn search_step(&mut self, forward: bool) {
-        let inner = self.layout.get().transcript_inner();
-        let Some(s) = self.search.as_mut().filter(|s| !s.editing) else {
-            return;
-        };
-        let Some(view) = self.views.get(&s.session_id) else {
-            return;
-        };
-        let lines = view.all_lines(inner.width);
-        let matches = search::matching_lines(&lines, &s.query);
-        let height = inner.height as usize;
-        let from = s.current.or_else(|| {
-            // Just above the window's top line, so a match on screen is found first.
-            let top = lines.len().saturating_sub(view.scroll_from_bottom() + height);
-            if forward {
-                top.checked_sub(1)
-            } else {
-                Some(top + height)
-            }
-        });
-        let Some(target) = search::step(&matches, from, forward) else {
-            s.position = None;
-            let query = s.query.clone();
+        if let Err(query) = self
+            .transcripts
+            .search_step(forward, self.layout.transcript_inner())
+        {
             self.flash(format!("no match for `{query}`"), true);
-            return;
-        };
-        s.current = Some(target);
-        let index = matches.iter().position(|&m| m == target).unwrap_or(0);
-        s.position = Some((index + 1, matches.len()));
-        view.set_scroll_from_bottom(search::scroll_to_show(target, lines.len(), height));
+        }
     }
 }

@@ -1,6 +1,6 @@
-//! The composer: a soft-wrapping tui-textarea, and the recall of sent prompts in it. The app
-//! routes huddle's keys (send, newline, pause, stop, quit) before a key ever reaches the
-//! textarea, whose own defaults would take them.
+//! The composer: a soft-wrapping tui-textarea, and the prompts sent from this run, recalled in
+//! it with Up/Down. The app routes huddle's keys (send, newline, pause, stop, quit) before a
+//! key ever reaches the textarea, whose own defaults would take them.
 
 use crossterm::event::KeyEvent;
 use ratatui::Frame;
@@ -23,6 +23,8 @@ pub fn for_textarea(text: &str) -> String {
 
 pub struct Composer {
     pub area: TextArea<'static>,
+    /// Prompts sent from this run (to any session or team), for recall.
+    pub history: PromptHistory,
 }
 
 impl Default for Composer {
@@ -31,7 +33,10 @@ impl Default for Composer {
         area.set_wrap_mode(WrapMode::WordOrGlyph);
         area.set_cursor_line_style(Style::default());
         area.set_placeholder_style(Style::default().add_modifier(Modifier::DIM));
-        Composer { area }
+        Composer {
+            area,
+            history: PromptHistory::default(),
+        }
     }
 }
 
@@ -51,6 +56,18 @@ impl Composer {
         self.area.cut();
         self.area.clear();
         text
+    }
+
+    /// Takes the text out to send it; it is remembered for recall.
+    pub fn send(&mut self) -> String {
+        let text = self.take();
+        self.history.record(&text);
+        text
+    }
+
+    /// Remembers a prompt sent from elsewhere (a reflection's goal) for recall.
+    pub fn record(&mut self, prompt: &str) {
+        self.history.record(prompt);
     }
 
     /// Replaces the text (a recalled prompt); the cursor goes to its end.
@@ -106,10 +123,11 @@ impl Composer {
 
     /// Up: on the first line, with nothing typed (or a recalled prompt left as it was), the
     /// prompt sent before; otherwise the cursor moves up.
-    pub fn recall_older(&mut self, history: &mut PromptHistory) {
+    pub fn recall_older(&mut self) {
         let (first, _) = self.cursor_on_edges();
-        if first && history.may_browse(&self.text()) {
-            if let Some(text) = history.older().map(str::to_string) {
+        let text = self.text();
+        if first && self.history.may_browse(&text) {
+            if let Some(text) = self.history.older().map(str::to_string) {
                 self.set_text(&text);
             }
             return;
@@ -119,10 +137,11 @@ impl Composer {
 
     /// Down: on the last line of a recalled prompt, the next one (after the newest, an empty
     /// composer); otherwise the cursor moves down.
-    pub fn recall_newer(&mut self, history: &mut PromptHistory) {
+    pub fn recall_newer(&mut self) {
         let (_, last) = self.cursor_on_edges();
-        if last && history.browsing() && history.may_browse(&self.text()) {
-            if let Some(next) = history.newer().map(str::to_string) {
+        let text = self.text();
+        if last && self.history.browsing() && self.history.may_browse(&text) {
+            if let Some(next) = self.history.newer().map(str::to_string) {
                 self.set_text(&next);
             }
             return;
@@ -152,9 +171,30 @@ impl Composer {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn textarea_text_is_sanitised_but_keeps_tabs() {
-        let text = super::for_textarea("a\tb\x1b[31mred\x1b[0m\u{202E}x\r\ny\x07");
+        let text = for_textarea("a\tb\x1b[31mred\x1b[0m\u{202E}x\r\ny\x07");
         assert_eq!(text, "a\tbredx\ny");
+    }
+
+    #[test]
+    fn sent_text_is_recalled_and_a_draft_is_not_replaced() {
+        let mut c = Composer::default();
+        c.set_text("first");
+        assert_eq!(c.send(), "first");
+        assert!(c.is_empty());
+        c.record("a goal");
+        c.recall_older();
+        assert_eq!(c.text(), "a goal");
+        c.recall_older();
+        assert_eq!(c.text(), "first");
+        c.recall_newer();
+        c.recall_newer();
+        assert_eq!(c.text(), "", "past the newest");
+        c.set_text("draft");
+        c.recall_older();
+        assert_eq!(c.text(), "draft", "typed text stays");
     }
 }

@@ -6,7 +6,8 @@
 use ratatui::layout::{Position, Rect};
 
 use super::composer::Composer;
-use super::widgets::{inner, sidebar};
+use super::sidebar;
+use super::widgets::inner;
 
 /// Smallest screen that shows the cycle panel.
 pub const MIN_PANEL: (u16, u16) = (80, 24);

@@ -4,6 +4,14 @@
 //! task) changes its state and emits [`command::Command`]s; the runtime executes them against the
 //! engine and feeds engine events and results back as [`command::AppEvent`]s. Frames are drawn
 //! on demand ([`frame::FrameRequester`]), never on a busy timer.
+//!
+//! The screen is made of components, each owning its state, its logic and its drawing: the
+//! [`sidebar::Sidebar`] (selection, folding), the [`transcript_pane::TranscriptPane`]
+//! (transcripts, unread marks, search; messages and timelines are drawn as [`cells::Cell`]s), the
+//! [`composer::Composer`] (text, prompt history), the [`team_panel::TeamPanel`] (each team's
+//! runs, the cycle panel) and the [`dialogs::DialogStack`]. The app keeps focus, routes keys,
+//! mouse and events to them, and holds what they share: the organization (read-only), the
+//! edits, the runs, the keymap and the layout.
 
 pub mod action;
 pub mod app;
@@ -11,6 +19,7 @@ mod app_dialogs;
 mod app_events;
 mod app_team;
 mod app_tools;
+pub mod cells;
 pub mod command;
 pub mod composer;
 pub mod cycle_view;
@@ -25,7 +34,10 @@ pub mod render;
 pub mod runs;
 mod runtime;
 pub mod search;
+pub mod sidebar;
+pub mod team_panel;
 pub mod terminal;
+pub mod transcript_pane;
 pub mod transcript_view;
 pub mod widgets;
 

@@ -5,7 +5,7 @@
 use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
 
 use super::layout::{FrameLayout, Pane};
-use super::widgets::sidebar;
+use super::sidebar;
 
 /// Lines the wheel scrolls a transcript per notch.
 pub const WHEEL_LINES: isize = 3;

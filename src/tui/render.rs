@@ -1,5 +1,6 @@
-//! One frame of the whole screen from `&App`: the layout, computed once and kept in the app
-//! for the mouse and paging, then each pane from props filled here, so no pane sees the app.
+//! One frame of the whole screen: the layout, computed once and kept in the app for the mouse
+//! and paging, then each component draws its own state with props filled here from the rest
+//! of the app (no component sees the app; the transcript pane keeps its layouts as it draws).
 //! Colours are dropped when `NO_COLOR` is set (modifiers such as reverse and bold stay, so the
 //! selection remains visible).
 
@@ -8,11 +9,14 @@ use ratatui::layout::Rect;
 use ratatui::style::Color;
 
 use super::action::Action;
-use super::app::{App, Focus, Row};
+use super::app::{App, Focus};
 use super::cycle_view::CycleView;
 use super::layout::{FrameLayout, LayoutInput};
 use super::runs::Pending;
-use super::widgets::{cycle_panel, sidebar, status, transcript};
+use super::sidebar::{self, Row};
+use super::team_panel::{self, PanelKeys, TeamPanel};
+use super::transcript_pane as transcript;
+use super::widgets::status;
 
 /// The cycle panel is shown for a selected team.
 fn shows_panel(app: &App) -> bool {
@@ -26,61 +30,58 @@ pub fn layout(app: &App, area: Rect) -> FrameLayout {
         LayoutInput {
             show_panel: shows_panel(app),
             composer: &app.composer,
-            sidebar_cursor: app.cursor,
+            sidebar_cursor: app.sidebar.cursor,
         },
     )
 }
 
-pub fn draw(frame: &mut Frame<'_>, app: &App, no_color: bool) {
+pub fn draw(frame: &mut Frame<'_>, app: &mut App, no_color: bool) {
     let area = frame.area();
     let layout = layout(app, area);
     // Kept for what happens before the next frame: clicks land on what was drawn.
-    app.layout.set(layout);
+    app.layout = layout;
     let rows = app.rows();
     app.org.read(|org| {
         let props = sidebar::Props {
             org,
             rows: &rows,
-            cursor: app.cursor,
             offset: layout.sidebar_offset,
             focused: app.focus == Focus::Sidebar,
             tick: app.tick,
             activity: app,
         };
-        sidebar::render(frame, layout.sidebar, &props);
+        app.sidebar.render(frame, layout.sidebar, &props);
     });
-    if let Some(props) = transcript_props(app, rows.get(app.cursor)) {
-        transcript::render(frame, layout.transcript, &props);
+    // The transcript pane keeps its layouts as it draws; the rest is only read.
+    if let Some(props) = transcript_props(app, &app.team_panel, rows.get(app.sidebar.cursor)) {
+        app.transcripts.render(frame, layout.transcript, &props);
     }
-    if let (Some(panel), Some(group)) = (layout.panel, app.selected_group_id()) {
-        let default = CycleView::default();
+    let app = &*app;
+    if let (Some(panel), Some(group_id)) = (layout.panel, app.selected_group_id()) {
         let kept = app
             .org
-            .read(|o| o.group(&group).map_or(0, |g| g.pending_messages.len()));
-        let props = cycle_panel::Props {
-            cycle: app.shown_cycle(&group).unwrap_or(&default),
-            // An earlier run being looked at is not the one going.
-            running: app.team_running(&group) && !app.shown_runs.contains_key(&group),
-            pause_requested: app.team_pending(&group) == Some(Pending::Pausing),
+            .read(|o| o.group(&group_id).map_or(0, |g| g.pending_messages.len()));
+        let props = team_panel::Props {
+            running: app.team_running(&group_id),
+            pause_requested: app.team_pending(&group_id) == Some(Pending::Pausing),
             kept,
             tick: app.tick,
-            pause_key: app.keymap.key_label(Action::TogglePauseCycle),
+            keys: panel_keys(app),
+            group_id,
         };
-        cycle_panel::render(frame, panel, &props);
+        app.team_panel.render(frame, panel, &props);
     }
     app.composer
         .render(frame, layout.composer, app.focus == Focus::Composer);
     status::render(frame, layout.status, &status_props(app));
-    if let Some(dialog) = app.dialogs.last() {
-        dialog.render(frame, area, &app.keymap);
-    }
+    app.dialogs.render(frame, area, &app.keymap);
     if no_color {
         strip_colours(frame);
     }
 }
 
 /// The centre pane's props for the selected row; None for a group that is gone.
-fn transcript_props<'a>(app: &'a App, row: Option<&Row>) -> Option<transcript::Props<'a>> {
+fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> Option<transcript::Props<'a>> {
     let subject = match row {
         None => transcript::Subject::Nothing,
         Some(Row::Session(id)) => {
@@ -89,15 +90,10 @@ fn transcript_props<'a>(app: &'a App, row: Option<&Row>) -> Option<transcript::P
                 .read(|o| o.session(id).map(|s| (s.name.clone(), s.role, s.model.clone())))
                 .unwrap_or_default();
             transcript::Subject::Session {
+                id: id.clone(),
                 name,
                 role,
                 model,
-                view: app.views.get(id),
-                search: app
-                    .search
-                    .as_ref()
-                    .filter(|s| s.session_id == *id)
-                    .map(|s| s.query.as_str()),
             }
         }
         Some(Row::Group(id)) => transcript::Subject::Group {
@@ -115,7 +111,8 @@ fn transcript_props<'a>(app: &'a App, row: Option<&Row>) -> Option<transcript::P
                         .collect(),
                 })
             })?,
-            cycle: app.shown_cycle(id),
+            cycle: panel.shown_cycle(id),
+            run: panel.run_label(id, &panel_keys(app)),
         },
     };
     let key = |a| app.keymap.key_label(a);
@@ -132,6 +129,16 @@ fn transcript_props<'a>(app: &'a App, row: Option<&Row>) -> Option<transcript::P
     })
 }
 
+/// The keys the team panel and the timeline name.
+fn panel_keys(app: &App) -> PanelKeys {
+    let key = |a| app.keymap.key_label(a);
+    PanelKeys {
+        pause: key(Action::TogglePauseCycle),
+        older: key(Action::OlderRun),
+        newer: key(Action::NewerRun),
+    }
+}
+
 fn status_props(app: &App) -> status::Props<'_> {
     let reflecting = app.selected_session_id().is_some_and(|s| app.reflecting(&s));
     let running = app.selected_group_id().is_some_and(|g| app.team_running(&g));
@@ -139,7 +146,7 @@ fn status_props(app: &App) -> status::Props<'_> {
         keymap: &app.keymap,
         composer_focused: app.focus == Focus::Composer,
         run_controls: reflecting || running,
-        search: app.search.as_ref(),
+        search: app.transcripts.search.as_ref(),
         flash: app.flash.as_ref(),
         mouse_capture: app.mouse_capture,
         running: app.running_count(),
@@ -153,7 +160,7 @@ impl sidebar::Activity for App {
     }
 
     fn cycle(&self, group_id: &str) -> Option<&CycleView> {
-        self.cycles.get(group_id)
+        self.team_panel.cycles.get(group_id)
     }
 
     fn session_busy(&self, session_id: &str) -> bool {
@@ -161,7 +168,7 @@ impl sidebar::Activity for App {
     }
 
     fn unread(&self, session_id: &str) -> bool {
-        self.unread.contains(session_id)
+        self.transcripts.unread.contains(session_id)
     }
 }
 

@@ -116,9 +116,7 @@ async fn event_loop(
             },
             Some(event) = app_rx.recv() => app.handle_app_event(event),
             Some(()) = draws.recv() => {
-                let size = guard.terminal.size()?;
-                app.screen = ratatui::layout::Rect::new(0, 0, size.width, size.height);
-                guard.terminal.draw(|f| super::render::draw(f, &app, no_color))?;
+                guard.terminal.draw(|f| super::render::draw(f, &mut app, no_color))?;
                 if app.anything_running() {
                     app.tick = app.tick.wrapping_add(1);
                     frames.schedule_frame_in(BUSY_FRAME);

@@ -145,11 +145,11 @@ async fn after_a_restart_the_last_runs_timeline_is_on_screen_and_earlier_runs_ca
         group_id: group_id.clone(),
         result: Ok(first),
     });
-    assert!(app.shown_runs.contains_key(&group_id));
+    assert!(app.team_panel.shown_runs.contains_key(&group_id));
     assert_ne!(timeline(&app, &group_id), live_timeline, "the first run is shown");
     assert!(app.handle_key(ch('[')).is_empty(), "nothing before the first run");
     assert!(app.handle_key(ch(']')).is_empty());
-    assert!(!app.shown_runs.contains_key(&group_id));
+    assert!(!app.team_panel.shown_runs.contains_key(&group_id));
     assert_eq!(timeline(&app, &group_id), live_timeline);
 }
 

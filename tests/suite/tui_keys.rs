@@ -2,14 +2,15 @@
 
 use crossterm::event::KeyCode;
 use huddle::engine::events::RunKey;
-use huddle::model::{Message, Role};
-use huddle::tui::app::{Focus, Row};
+use huddle::model::{Message, Organization, Role, reconcile};
+use huddle::tui::app::Focus;
 use huddle::tui::command::{AppEvent, Command};
 use huddle::tui::dialogs::Dialog;
+use huddle::tui::sidebar::Row;
 
 use super::tui_support::{
-    alt, app_with_team, app_with_team_and_config, ch, ctrl, empty_app, key, new_app, render, run_started,
-    screen_text, turn, type_text,
+    alt, app_with_team, app_with_team_and_config, ch, config, ctrl, empty_app, key, new_app, render,
+    run_started, screen_text, turn, type_text,
 };
 
 const TEAM: &str = "Research Panel";
@@ -87,7 +88,10 @@ fn sending_while_a_cycle_runs_queues_the_message() {
             text: "also consider cost".into()
         }]
     );
-    assert_eq!(app.cycles[&id].queued, vec!["also consider cost".to_string()]);
+    assert_eq!(
+        app.team_panel.cycles[&id].queued,
+        vec!["also consider cost".to_string()]
+    );
     let t = render(&mut app, 100, 30);
     assert!(
         screen_text(&t).contains("queued: 1 message"),
@@ -170,7 +174,7 @@ fn a_plain_session_chats_and_streams_live() {
         "{text}"
     );
     // The finished turn's event carried the stored answer: nothing is read from disk again.
-    let view = app.views.get(&id).expect("view");
+    let view = app.transcripts.views.get(&id).expect("view");
     assert_eq!(view.messages.len(), 2);
     assert!(view.streaming.is_none());
 }
@@ -189,12 +193,15 @@ fn a_new_session_asks_for_its_transcript() {
             session_id: id.clone()
         }]
     );
-    assert!(!app.views[&id].loaded, "loading until the read comes back");
+    assert!(
+        !app.transcripts.views[&id].loaded,
+        "loading until the read comes back"
+    );
     app.handle_app_event(AppEvent::TranscriptLoaded {
         session_id: id.clone(),
         result: Ok(Default::default()),
     });
-    assert!(app.views[&id].loaded);
+    assert!(app.transcripts.views[&id].loaded);
     assert!(!screen_text(&render(&mut app, 80, 24)).contains("loading"));
 }
 
@@ -313,9 +320,9 @@ fn save_as_preset_asks_before_replacing_files() {
 
 #[test]
 fn no_color_keeps_modifiers_and_drops_colours() {
-    let (app, _) = app_with_team(TEAM);
+    let (mut app, _) = app_with_team(TEAM);
     let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 30)).unwrap();
-    t.draw(|f| huddle::tui::render::draw(f, &app, true)).unwrap();
+    t.draw(|f| huddle::tui::render::draw(f, &mut app, true)).unwrap();
     let buffer = t.backend().buffer();
     assert!(
         buffer
@@ -371,4 +378,20 @@ fn hints_name_the_keys_as_rebound_in_config() {
     let text = screen_text(&render(&mut team, 100, 30));
     let status = text.lines().last().unwrap_or_default();
     assert!(status.starts_with("Ctrl-S send"), "{status}");
+}
+
+#[test]
+fn a_plain_key_given_to_a_global_action_is_still_text_in_the_composer() {
+    let mut config = config();
+    config.keys.insert(
+        "toggle_pause_cycle".into(),
+        huddle::config::KeyList::One("p".into()),
+    );
+    let mut org = Organization::default();
+    reconcile::reconcile(&mut org);
+    let (mut app, _) = new_app(org, config.clone());
+    assert!(app.dialogs.is_empty(), "no key configuration error");
+    app.handle_key(ch('i'));
+    type_text(&mut app, "please pause");
+    assert_eq!(app.composer.text(), "please pause");
 }

@@ -48,7 +48,7 @@ fn clicks_land_where_the_composer_was_drawn(app: &mut App, width: u16, text: &st
         screen_text(&t)
     );
     // The rectangle kept for hit-tests is the one drawn.
-    let kept = app.layout.get().composer;
+    let kept = app.layout.composer;
     assert_eq!(
         (kept.y, kept.bottom()),
         (rows.start, rows.end),
@@ -98,7 +98,7 @@ fn wrapped_multi_line_input_is_hit_where_it_is_drawn() {
 #[test]
 fn a_click_in_a_scrolled_sidebar_selects_the_row_drawn_there() {
     use huddle::model::{Organization, Session, reconcile};
-    use huddle::tui::app::Row;
+    use huddle::tui::sidebar::Row;
 
     use super::tui_support::{config, new_app};
 
@@ -114,11 +114,11 @@ fn a_click_in_a_scrolled_sidebar_selects_the_row_drawn_there() {
     org.ui.selected_session = org.sessions.last().map(|s| s.id.clone());
     let (mut app, _) = new_app(org, config());
     let t = render(&mut app, 80, 24);
-    let offset = app.layout.get().sidebar_offset;
+    let offset = app.layout.sidebar_offset;
     assert!(offset > 0, "the sidebar is scrolled");
     let top_line = screen_text(&t).lines().nth(1).unwrap_or_default().to_string();
     app.handle_mouse(click(5, 1));
-    assert_eq!(app.cursor, offset);
+    assert_eq!(app.sidebar.cursor, offset);
     let Some(Row::Session(id)) = app.selected_row() else {
         panic!("a session row")
     };

@@ -256,3 +256,109 @@ fn session_transcript_with_markdown() {
     let t = render(&mut app, 100, 30);
     tui_snapshot!("session_transcript_100x30", screen_text(&t));
 }
+
+/// A run file of the team as `read_run` returns it: `kinds` recorded at `at`.
+fn run_file(
+    group_id: &str,
+    index: usize,
+    total: usize,
+    at: chrono::DateTime<chrono::Utc>,
+    kinds: Vec<EventKind>,
+) -> huddle::workspace::LoadedRun {
+    let run_id = format!("run-{index}");
+    let records = kinds
+        .into_iter()
+        .map(|kind| huddle::engine::events::RunRecord {
+            at,
+            event: huddle::engine::events::EngineEvent {
+                group_id: group_id.to_string(),
+                group: TEAM.into(),
+                run_id: Some(run_id.clone()),
+                kind,
+            },
+        })
+        .collect();
+    huddle::workspace::LoadedRun {
+        run_id,
+        records,
+        index,
+        total,
+        skipped: 0,
+    }
+}
+
+#[test]
+fn team_browsing_an_earlier_run() {
+    let (mut app, id) = app_with_team(TEAM);
+    let at = |s| chrono::DateTime::from_timestamp(s, 0).expect("a time");
+    let (earlier_at, newest_at) = (at(1_795_000_000), at(1_795_090_000));
+    let mut earlier = first_iteration(&app, &id);
+    earlier.extend([
+        EventKind::Evaluation {
+            iteration: 1,
+            score: 0.91,
+            rationale: "the edge cases are covered".into(),
+            trend: None,
+            usage: Default::default(),
+            duration_ms: 0,
+        },
+        EventKind::CycleFinished {
+            outcome: CycleOutcome::GoalMet,
+            iterations: 1,
+            summary: "done".into(),
+        },
+        EventKind::RunEnded {
+            key: RunKey::team(&id),
+            outcome: Some(CycleOutcome::GoalMet),
+            iterations: 1,
+            failed: None,
+        },
+    ]);
+    let newest = vec![
+        EventKind::RunStarted {
+            key: RunKey::team(&id),
+        },
+        EventKind::CycleStarted {
+            mode: Mode::OrchestratorReflect,
+            max_iterations: 4,
+        },
+        EventKind::RunEnded {
+            key: RunKey::team(&id),
+            outcome: None,
+            iterations: 0,
+            failed: Some("the provider is down".into()),
+        },
+    ];
+    // The newest of seven runs, read when the team was first shown.
+    app.handle_app_event(AppEvent::RunLoaded {
+        group_id: id.clone(),
+        result: Ok(Some(run_file(&id, 6, 7, newest_at, newest))),
+    });
+    let text = screen_text(&render(&mut app, 120, 32));
+    assert_eq!(
+        text.matches("run 7 of 7 · [ older").count(),
+        2,
+        "the panel and the timeline say which run:\n{text}"
+    );
+    assert_eq!(
+        app.handle_key(super::tui_support::ch('[')),
+        vec![huddle::tui::command::Command::LoadRun {
+            group_id: id.clone(),
+            which: huddle::workspace::WhichRun::At(5),
+        }]
+    );
+    app.handle_app_event(AppEvent::RunLoaded {
+        group_id: id.clone(),
+        result: Ok(Some(run_file(&id, 5, 7, earlier_at, earlier))),
+    });
+    let text = screen_text(&render(&mut app, 120, 32));
+    // Recorded at, in the local time zone: replaced so the snapshot holds in any zone.
+    let when = huddle::tui::team_panel::local_time(earlier_at);
+    let label = format!("run 6 of 7 · {when} · [ older · ] newer");
+    assert!(text.contains(&label), "{label}:\n{text}");
+    assert!(text.contains("score 0.91"), "the earlier run's timeline:\n{text}");
+    tui_snapshot!("team_earlier_run_120x32", text.replace(&when, "YYYY-MM-DD HH:MM"));
+    // `]` goes back to the newest run: nothing to read.
+    assert!(app.handle_key(super::tui_support::ch(']')).is_empty());
+    assert!(screen_text(&render(&mut app, 120, 32)).contains("run 7 of 7 · [ older"));
+}

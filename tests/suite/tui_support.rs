@@ -11,9 +11,10 @@ use huddle::model::{CycleOutcome, Message};
 use huddle::model::{Organization, reconcile};
 use huddle::presets::builtin::load_builtins;
 use huddle::presets::{Catalog, create_team_group};
-use huddle::store::OrgHandle;
+use huddle::store::{LoadedTranscript, OrgHandle};
 use huddle::tui::App;
 use huddle::tui::command::{AppEvent, Command};
+use huddle::tui::dialogs::Dialog;
 use huddle::workspace::Edits;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -187,6 +188,53 @@ pub fn alt(code: KeyCode) -> KeyEvent {
 /// Types text key by key; returns every command produced.
 pub fn type_text(app: &mut App, text: &str) -> Vec<Command> {
     text.chars().flat_map(|c| app.handle_key(ch(c))).collect()
+}
+
+/// Sends a prompt to the selected team and announces its run, as the engine would; returns
+/// the run's id.
+pub fn start_run(app: &mut App, group_id: &str) -> String {
+    app.handle_key(ch('i'));
+    type_text(app, "review this");
+    app.handle_key(key(KeyCode::Enter));
+    app.handle_key(key(KeyCode::Esc));
+    run_started(app, RunKey::team(group_id))
+}
+
+/// The title of the notice on top, if a notice is on top.
+pub fn notice_title(app: &App) -> Option<String> {
+    match app.dialogs.last() {
+        Some(Dialog::Notice(n)) => Some(n.title.clone()),
+        _ => None,
+    }
+}
+
+/// An app with a plain session `scratch` selected, its transcript `messages`, focus on the
+/// sidebar.
+pub fn app_with_session(messages: Vec<Message>) -> (App, String) {
+    let mut app = empty_app();
+    app.handle_key(ch('N'));
+    for _ in 0..20 {
+        app.handle_key(key(KeyCode::Backspace));
+    }
+    type_text(&mut app, "scratch");
+    app.handle_key(key(KeyCode::Enter));
+    let id = app.selected_session_id().expect("the new session is selected");
+    app.handle_app_event(AppEvent::TranscriptLoaded {
+        session_id: id.clone(),
+        result: Ok(LoadedTranscript {
+            messages,
+            warnings: Vec::new(),
+        }),
+    });
+    app.handle_key(key(KeyCode::Esc));
+    (app, id)
+}
+
+/// The id of the default group.
+pub fn default_group(app: &App) -> String {
+    app.org
+        .read(|o| o.default_group().map(|g| g.id.clone()))
+        .unwrap_or_default()
 }
 
 /// Draws one frame of `app` on a `width` x `height` screen (which also records its layout).

@@ -4,38 +4,17 @@
 use crossterm::event::KeyCode;
 use huddle::engine::events::{EventKind, RunKey};
 use huddle::model::{Message, Mode};
-use huddle::store::LoadedTranscript;
 use huddle::tui::App;
-use huddle::tui::app::{Focus, Row};
-use huddle::tui::command::{AppEvent, Command};
+use huddle::tui::app::Focus;
+use huddle::tui::command::Command;
 use huddle::tui::dialogs::Dialog;
+use huddle::tui::sidebar::Row;
 use ratatui::style::Modifier;
 
 use super::tui_support::{
-    alt, app_with_team, ch, config, ctrl, empty_app, engine_event, key, new_app, render, run_ended,
-    run_started, screen_text, type_text,
+    alt, app_with_session, app_with_team, ch, config, ctrl, empty_app, engine_event, key, new_app, render,
+    run_ended, run_started, screen_text, type_text,
 };
-
-/// An app with a plain session `scratch` selected, its transcript `messages`, focus on the sidebar.
-fn app_with_session(messages: Vec<Message>) -> (App, String) {
-    let mut app = empty_app();
-    app.handle_key(ch('N'));
-    for _ in 0..20 {
-        app.handle_key(key(KeyCode::Backspace));
-    }
-    type_text(&mut app, "scratch");
-    app.handle_key(key(KeyCode::Enter));
-    let id = app.selected_session_id().expect("the new session is selected");
-    app.handle_app_event(AppEvent::TranscriptLoaded {
-        session_id: id.clone(),
-        result: Ok(LoadedTranscript {
-            messages,
-            warnings: Vec::new(),
-        }),
-    });
-    app.handle_key(key(KeyCode::Esc));
-    (app, id)
-}
 
 fn sidebar_line(app: &mut App, needle: &str) -> String {
     let t = render(app, 120, 32);
@@ -230,7 +209,7 @@ fn up_and_down_recall_sent_prompts_without_breaking_multiline_editing() {
     assert_eq!(app.composer.text(), "aX\nbY");
     // Sending a recalled prompt to a team records it once more; history is for the whole run.
     let (mut team, _) = app_with_team("Research Panel");
-    team.history = app.history.clone();
+    team.composer.history = app.composer.history.clone();
     team.handle_key(ch('i'));
     team.handle_key(up());
     assert_eq!(team.composer.text(), "second\nline");
@@ -262,7 +241,7 @@ fn slash_searches_the_transcript_and_n_moves_between_matches() {
             .contains("/needle")
     );
     app.handle_key(key(KeyCode::Enter));
-    let search = app.search.clone().expect("search is active");
+    let search = app.transcripts.search.clone().expect("search is active");
     assert!(!search.editing);
     // From the window (the end of the transcript) the search wraps round to the first match.
     assert_eq!(search.position, Some((1, 2)));
@@ -277,17 +256,26 @@ fn slash_searches_the_transcript_and_n_moves_between_matches() {
     assert!(!buffer[(x + 6, y)].modifier.contains(Modifier::REVERSED));
 
     app.handle_key(ch('n'));
-    assert_eq!(app.search.as_ref().and_then(|s| s.position), Some((2, 2)));
+    assert_eq!(
+        app.transcripts.search.as_ref().and_then(|s| s.position),
+        Some((2, 2))
+    );
     let text = screen_text(&render(&mut app, 100, 30));
     assert!(text.contains("a needle in the middle"), "{text}");
     assert!(!text.contains("where is the NEEDLE?"), "{text}");
     app.handle_key(ch('n'));
-    assert_eq!(app.search.as_ref().and_then(|s| s.position), Some((1, 2)));
+    assert_eq!(
+        app.transcripts.search.as_ref().and_then(|s| s.position),
+        Some((1, 2))
+    );
     app.handle_key(ch('N'));
-    assert_eq!(app.search.as_ref().and_then(|s| s.position), Some((2, 2)));
+    assert_eq!(
+        app.transcripts.search.as_ref().and_then(|s| s.position),
+        Some((2, 2))
+    );
     // Esc leaves the search; `n` is the new-team key again.
     app.handle_key(key(KeyCode::Esc));
-    assert!(app.search.is_none());
+    assert!(app.transcripts.search.is_none());
     assert_eq!(app.handle_key(ch('n')), vec![Command::LoadCatalog]);
 
     // No match: said in the status line.
@@ -303,7 +291,7 @@ fn slash_searches_the_transcript_and_n_moves_between_matches() {
     // Ctrl-C while typing leaves the search, not huddle.
     app.handle_key(ch('/'));
     app.handle_key(ctrl('c'));
-    assert!(app.search.is_none() && !app.should_quit);
+    assert!(app.transcripts.search.is_none() && !app.should_quit);
 }
 
 /// The (column, row) of `needle` in a screen dump (ASCII-only lines before it are assumed).

@@ -5,6 +5,7 @@ pub mod confirm;
 pub mod help;
 pub mod list;
 pub mod notice;
+pub mod stack;
 pub mod text_input;
 
 use crossterm::event::KeyEvent;
@@ -17,6 +18,7 @@ pub use confirm::Confirm;
 pub use help::Help;
 pub use list::{ListItem, ListPicker};
 pub use notice::Notice;
+pub use stack::{DialogStack, Routed};
 pub use text_input::TextInput;
 
 /// What a confirmed dialog asks for.

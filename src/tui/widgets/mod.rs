@@ -1,10 +1,7 @@
-//! The panes of the main screen. Each draws from a small props struct that the renderer fills
-//! from the app (no pane sees the app), and keeps no state of its own.
+//! What the panes share (a bordered pane, the spinner), and the status line, which keeps no
+//! state of its own: it draws from props the renderer fills.
 
-pub mod cycle_panel;
-pub mod sidebar;
 pub mod status;
-pub mod transcript;
 
 /// Braille spinner frames, advanced by `App::tick`.
 pub const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];

@@ -1,0 +1,142 @@
+//! The stack of open popups: the top one gets every key and is drawn over the screen; a
+//! finished one hands its result to the app.
+
+use crossterm::event::KeyEvent;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+
+use super::{Confirm, ConfirmAction, Dialog, DialogResult, ListPicker, Notice, Outcome, PickPurpose};
+use crate::tui::keymap::Keymap;
+
+#[derive(Default)]
+pub struct DialogStack {
+    open: Vec<Dialog>,
+}
+
+/// What became of a key offered to the stack.
+#[derive(Debug, PartialEq)]
+pub enum Routed {
+    /// No dialog is open: the key is the app's.
+    NotOpen,
+    /// A dialog took it (and may have closed without a result).
+    Taken,
+    /// The top dialog finished with this result (and is closed).
+    Done(DialogResult),
+}
+
+impl DialogStack {
+    pub fn push(&mut self, dialog: Dialog) {
+        self.open.push(dialog);
+    }
+
+    /// An error popup.
+    pub fn error(&mut self, title: impl Into<String>, text: impl Into<String>) {
+        self.push(Dialog::Notice(Notice::error(title, text)));
+    }
+
+    /// An information popup.
+    pub fn info(&mut self, title: impl Into<String>, text: impl Into<String>) {
+        self.push(Dialog::Notice(Notice::info(title, text)));
+    }
+
+    /// A yes/no question; `action` is the result of a yes.
+    pub fn confirm(&mut self, title: impl Into<String>, text: impl Into<String>, action: ConfirmAction) {
+        self.push(Dialog::Confirm(Confirm::new(title, text, action)));
+    }
+
+    /// The dialog on top (the one shown and given keys).
+    pub fn last(&self) -> Option<&Dialog> {
+        self.open.last()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.open.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.open.len()
+    }
+
+    pub fn clear(&mut self) {
+        self.open.clear();
+    }
+
+    /// Offers a key to the top dialog. `close` (the quit key) closes it whatever it is, so a
+    /// popup never traps the user.
+    pub fn handle_key(&mut self, key: &KeyEvent, close: bool) -> Routed {
+        let Some(top) = self.open.last_mut() else {
+            return Routed::NotOpen;
+        };
+        let outcome = if close {
+            Outcome::Close
+        } else {
+            top.handle_key(key)
+        };
+        match outcome {
+            Outcome::Stay => Routed::Taken,
+            Outcome::Close => {
+                self.open.pop();
+                Routed::Taken
+            }
+            Outcome::Done(result) => {
+                self.open.pop();
+                Routed::Done(result)
+            }
+        }
+    }
+
+    /// Pasted text for the top dialog; false when none is open.
+    pub fn paste(&mut self, text: &str) -> bool {
+        match self.open.last_mut() {
+            Some(d) => {
+                d.handle_paste(text);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The open pickers for `purpose` (to fill them when their items arrive).
+    pub fn pickers(&mut self, purpose: &PickPurpose) -> impl Iterator<Item = &mut ListPicker> {
+        self.open.iter_mut().filter_map(move |d| match d {
+            Dialog::Picker(p) if p.purpose == *purpose => Some(p),
+            _ => None,
+        })
+    }
+
+    /// Draws the top dialog over `area`.
+    pub fn render(&self, frame: &mut Frame<'_>, area: Rect, keymap: &Keymap) {
+        if let Some(dialog) = self.open.last() {
+            dialog.render(frame, area, keymap);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::{KeyCode, KeyModifiers};
+
+    use super::*;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn the_top_dialog_takes_keys_and_hands_back_its_result() {
+        let mut stack = DialogStack::default();
+        assert_eq!(stack.handle_key(&key(KeyCode::Enter), false), Routed::NotOpen);
+        stack.error("first", "below");
+        stack.confirm("Quit", "Quit anyway?", ConfirmAction::Quit);
+        assert_eq!(stack.len(), 2);
+        assert_eq!(
+            stack.handle_key(&key(KeyCode::Char('y')), false),
+            Routed::Done(DialogResult::Confirmed(ConfirmAction::Quit))
+        );
+        assert!(matches!(stack.last(), Some(Dialog::Notice(_))));
+        // The quit key closes any dialog, without a result.
+        assert_eq!(stack.handle_key(&key(KeyCode::Char('y')), true), Routed::Taken);
+        assert!(stack.is_empty());
+        assert!(!stack.paste("text"));
+    }
+}

@@ -1,0 +1,406 @@
+//! The sidebar: the tree of groups and sessions and its cursor (the selection), folding, and
+//! its drawing: mode, role, model, busy spinner, repo-preset marker, unread marker, cycle state;
+//! a folded group (▸) shows its session count and spins while any of its sessions is busy. The
+//! sidebar also says which row a screen line shows. It reads the organization; a fold is
+//! carried out by the app (through `Edits`), then the cursor lands on the folded group.
+
+use std::collections::HashMap;
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::widgets::{inner, pane, spinner};
+use crate::model::{Group, GroupId, GroupKind, Mode, Organization, Role, Session, SessionId};
+use crate::naming;
+use crate::text::sanitize;
+use crate::tui::cycle_view::CycleView;
+
+/// A row of the sidebar tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Row {
+    Group(GroupId),
+    Session(SessionId),
+}
+
+/// The sidebar's state: which row is selected.
+#[derive(Debug, Default)]
+pub struct Sidebar {
+    /// Index into [`rows_of`] the organization.
+    pub cursor: usize,
+}
+
+/// A fold the sidebar asks the app to carry out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fold {
+    pub group_id: GroupId,
+    /// Fold (true) or unfold.
+    pub fold: bool,
+    /// The cursor was on one of the group's sessions (the selection changes to the group).
+    pub from_session: bool,
+}
+
+impl Sidebar {
+    pub fn selected_row(&self, o: &Organization) -> Option<Row> {
+        rows_of(o).get(self.cursor).cloned()
+    }
+
+    /// The group of the selected row.
+    pub fn selected_group_id(&self, o: &Organization) -> Option<GroupId> {
+        match self.selected_row(o)? {
+            Row::Group(id) => Some(id),
+            Row::Session(id) => o.session(&id).map(|s| s.group_id.clone()),
+        }
+    }
+
+    pub fn selected_session_id(&self, o: &Organization) -> Option<SessionId> {
+        match self.selected_row(o)? {
+            Row::Session(id) => Some(id),
+            Row::Group(_) => None,
+        }
+    }
+
+    /// Puts the cursor on the remembered selection: the session, or its group when that is
+    /// folded (or the session is gone).
+    pub fn restore(&mut self, o: &Organization) {
+        let wanted = [
+            o.ui.selected_session.clone().map(Row::Session),
+            o.ui.selected_group.clone().map(Row::Group),
+        ];
+        let rows = rows_of(o);
+        if let Some(i) = wanted
+            .into_iter()
+            .flatten()
+            .find_map(|w| rows.iter().position(|r| *r == w))
+        {
+            self.cursor = i;
+        }
+    }
+
+    /// Puts the cursor on `row` if it is listed; true if it was.
+    pub fn select(&mut self, o: &Organization, row: &Row) -> bool {
+        match rows_of(o).iter().position(|r| r == row) {
+            Some(i) => {
+                self.cursor = i;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Moves the cursor by `delta` rows, stopping at the ends; true if it moved.
+    pub fn move_by(&mut self, o: &Organization, delta: isize) -> bool {
+        let n = rows_of(o).len();
+        if n == 0 {
+            return false;
+        }
+        let next = (self.cursor as isize + delta).clamp(0, n as isize - 1) as usize;
+        let moved = next != self.cursor;
+        self.cursor = next;
+        moved
+    }
+
+    /// A click on row `i`: true if that selects another row.
+    pub fn click(&mut self, o: &Organization, i: usize) -> bool {
+        if i == self.cursor || i >= rows_of(o).len() {
+            return false;
+        }
+        self.cursor = i;
+        true
+    }
+
+    /// Keeps the cursor on a row after rows went away.
+    pub fn clamp(&mut self, o: &Organization) {
+        self.cursor = self.cursor.min(rows_of(o).len().saturating_sub(1));
+    }
+
+    /// The fold that folds (`Some(true)`), unfolds (`Some(false)`) or toggles the selected
+    /// group, or the group of the selected session; None when nothing would change.
+    pub fn fold(&self, o: &Organization, collapse: Option<bool>) -> Option<Fold> {
+        let (group_id, from_session) = match self.selected_row(o)? {
+            Row::Group(id) => (id, false),
+            Row::Session(id) => (o.session(&id)?.group_id.clone(), true),
+        };
+        let folded = o.ui.collapsed_groups.contains(&group_id);
+        let fold = collapse.unwrap_or(!folded);
+        (fold != folded).then_some(Fold {
+            group_id,
+            fold,
+            from_session,
+        })
+    }
+}
+
+/// The sidebar rows of an organization: each group (by sort order, the default group first),
+/// then its sessions unless the group is folded.
+pub fn rows_of(o: &Organization) -> Vec<Row> {
+    let mut groups: Vec<&Group> = o.groups.iter().collect();
+    groups.sort_by_key(|g| (g.kind != GroupKind::Default, g.sort_order));
+    let mut by_group: HashMap<&str, Vec<&Session>> = HashMap::new();
+    for s in &o.sessions {
+        by_group.entry(s.group_id.as_str()).or_default().push(s);
+    }
+    let mut rows = Vec::with_capacity(o.groups.len() + o.sessions.len());
+    for g in groups {
+        rows.push(Row::Group(g.id.clone()));
+        if o.ui.collapsed_groups.contains(&g.id) {
+            continue;
+        }
+        if let Some(list) = by_group.get_mut(g.id.as_str()) {
+            list.sort_by_key(|s| s.order);
+            rows.extend(list.iter().map(|s| Row::Session(s.id.clone())));
+        }
+    }
+    rows
+}
+
+/// What is going on right now, per group and session, as the sidebar marks it. The app
+/// answers from its run state; the sidebar never sees the app. Answers must not lock the
+/// organization: the sidebar asks while it reads it.
+pub trait Activity {
+    fn group_running(&self, group_id: &str) -> bool;
+    fn cycle(&self, group_id: &str) -> Option<&CycleView>;
+    fn session_busy(&self, session_id: &str) -> bool;
+    fn unread(&self, session_id: &str) -> bool;
+}
+
+/// What the sidebar draws.
+pub struct Props<'a> {
+    pub org: &'a Organization,
+    pub rows: &'a [Row],
+    /// The first row on screen (from the frame's layout).
+    pub offset: usize,
+    pub focused: bool,
+    pub tick: usize,
+    pub activity: &'a dyn Activity,
+}
+
+/// The first row shown so that `cursor` is visible in `height` rows.
+pub fn first_row(cursor: usize, height: usize) -> usize {
+    (cursor + 1).saturating_sub(height.max(1))
+}
+
+/// The index of the row drawn on screen line `y` of the sidebar at `area` (inside its border),
+/// or None on the border. The index may be past the last row (empty space below the tree).
+pub fn row_at(area: Rect, offset: usize, y: u16) -> Option<usize> {
+    let inner = inner(area);
+    (y >= inner.y && y < inner.bottom()).then(|| offset + (y - inner.y) as usize)
+}
+
+pub fn mode_short(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Broadcast => "broadcast",
+        Mode::Sequential => "sequential",
+        Mode::Orchestrator => "orch",
+        Mode::OrchestratorReflect => "reflect",
+    }
+}
+
+impl Sidebar {
+    pub fn render(&self, frame: &mut Frame<'_>, area: Rect, props: &Props<'_>) {
+        render(frame, area, props, self.cursor);
+    }
+}
+
+fn render(frame: &mut Frame<'_>, area: Rect, props: &Props<'_>, cursor: usize) {
+    if area.width == 0 {
+        return;
+    }
+    let block = pane(" Groups ".into(), props.focused);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let lines: Vec<Line<'static>> = props
+        .rows
+        .iter()
+        .enumerate()
+        .skip(props.offset)
+        .take(inner.height as usize)
+        .map(|(i, row)| {
+            let line = row_line(props, row);
+            match (i == cursor, props.focused) {
+                (false, _) => line,
+                (true, true) => line.style(Style::default().add_modifier(Modifier::REVERSED)),
+                (true, false) => line.style(Style::default().add_modifier(Modifier::UNDERLINED)),
+            }
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// One row of the tree.
+fn row_line(props: &Props<'_>, row: &Row) -> Line<'static> {
+    let Props {
+        org: o,
+        tick,
+        activity,
+        ..
+    } = *props;
+    let dim = Style::default().add_modifier(Modifier::DIM);
+    let mut spans: Vec<Span<'static>> = Vec::new();
+    match row {
+        Row::Group(id) => {
+            let Some(g) = o.group(id) else {
+                return Line::default();
+            };
+            let cycle = activity.cycle(id);
+            let folded = o.ui.collapsed_groups.contains(id);
+            let members: Vec<&str> = o
+                .sessions
+                .iter()
+                .filter(|s| s.group_id == *id)
+                .map(|s| s.id.as_str())
+                .collect();
+            let state = if activity.group_running(id) {
+                if cycle.is_some_and(|c| c.paused) {
+                    "⏸ ".to_string()
+                } else {
+                    format!("{} ", spinner(tick))
+                }
+            } else if cycle.is_some_and(|c| c.interrupted) {
+                "! ".to_string()
+            } else if folded && members.iter().any(|s| activity.session_busy(s)) {
+                // The busy sessions are hidden: the group spins for them.
+                format!("{} ", spinner(tick))
+            } else if folded {
+                "▸ ".to_string()
+            } else {
+                "▾ ".to_string()
+            };
+            spans.push(Span::raw(state));
+            let name = sanitize::display(&g.name).into_owned();
+            spans.push(Span::styled(name, Style::default().add_modifier(Modifier::BOLD)));
+            if g.source_preset.as_deref().is_some_and(|p| p.starts_with("repo:")) {
+                spans.push(Span::styled(" ◈", Style::default().fg(Color::Cyan)));
+            }
+            if folded {
+                spans.push(Span::styled(format!(" ({})", members.len()), dim));
+                if members.iter().any(|s| activity.unread(s)) {
+                    spans.push(Span::styled(" ●", Style::default().fg(Color::Cyan)));
+                }
+            }
+            if g.is_team() {
+                spans.push(Span::styled(format!(" {}", mode_short(g.mode)), dim));
+            } else if g.kind == GroupKind::Repo {
+                spans.push(Span::styled(" repo", dim));
+            }
+        }
+        Row::Session(id) => {
+            let Some(s) = o.session(id) else {
+                return Line::default();
+            };
+            let busy = activity.session_busy(id);
+            spans.push(Span::raw(if busy {
+                format!("  {} ", spinner(tick))
+            } else {
+                "  · ".to_string()
+            }));
+            // Team members' names repeat the team's; show the distinct part.
+            let team = o
+                .group(&s.group_id)
+                .filter(|g| g.is_team())
+                .map(|g| naming::team_slug(&g.name))
+                .unwrap_or_default();
+            let shown = naming::strip_team_prefix(&s.name, &team);
+            spans.push(Span::raw(sanitize::display(shown).into_owned()));
+            // The role, unless the name already says it.
+            match s.role {
+                Role::Orchestrator if shown != "orchestrator" => {
+                    spans.push(Span::styled(" orch", Style::default().fg(Color::Cyan)))
+                }
+                Role::Evaluator if shown != "evaluator" => {
+                    spans.push(Span::styled(" eval", Style::default().fg(Color::Cyan)))
+                }
+                _ => {}
+            }
+            if activity.unread(id) {
+                spans.push(Span::styled(" ●", Style::default().fg(Color::Cyan)));
+            }
+            spans.push(Span::styled(format!(" {}", sanitize::display(&s.model)), dim));
+        }
+    }
+    Line::from(spans)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The default group with two sessions, and a team with one, in that order.
+    fn org() -> (Organization, GroupId, SessionId) {
+        let mut o = Organization::default();
+        crate::model::reconcile::reconcile(&mut o);
+        let default = o.default_group().map(|g| g.id.clone()).unwrap_or_default();
+        let mut team = Group::new("Team", GroupKind::Team);
+        team.sort_order = 1;
+        let team_id = team.id.clone();
+        o.groups.push(team);
+        for (i, (name, group)) in [("a", &default), ("b", &default), ("t-w", &team_id)]
+            .into_iter()
+            .enumerate()
+        {
+            let mut s = Session::new(name, group, "sim/demo");
+            s.order = i as i64;
+            o.sessions.push(s);
+        }
+        let worker = o.sessions[2].id.clone();
+        (o, team_id, worker)
+    }
+
+    #[test]
+    fn the_cursor_moves_within_the_rows_and_restores_the_selection() {
+        let (mut o, team, worker) = org();
+        let mut sidebar = Sidebar::default();
+        assert_eq!(rows_of(&o).len(), 5);
+        assert!(!sidebar.move_by(&o, -1), "already at the top");
+        assert!(sidebar.move_by(&o, 10));
+        assert_eq!(sidebar.selected_row(&o), Some(Row::Session(worker.clone())));
+        assert_eq!(sidebar.selected_group_id(&o), Some(team.clone()));
+        assert!(!sidebar.click(&o, 4), "the row already selected");
+        assert!(!sidebar.click(&o, 9), "below the last row");
+        // A folded group hides its sessions: the remembered session restores to its group.
+        o.ui.selected_session = Some(worker);
+        o.ui.selected_group = Some(team.clone());
+        o.ui.collapsed_groups.push(team.clone());
+        let mut restored = Sidebar::default();
+        restored.restore(&o);
+        assert_eq!(restored.selected_row(&o), Some(Row::Group(team)));
+        assert_eq!(restored.selected_session_id(&o), None);
+    }
+
+    #[test]
+    fn folding_asks_for_the_group_of_the_selection_and_only_for_a_change() {
+        let (o, team, worker) = org();
+        let mut sidebar = Sidebar::default();
+        assert!(sidebar.select(&o, &Row::Session(worker)));
+        let fold = sidebar.fold(&o, None).expect("a fold");
+        assert_eq!(
+            fold,
+            Fold {
+                group_id: team.clone(),
+                fold: true,
+                from_session: true
+            }
+        );
+        assert_eq!(sidebar.fold(&o, Some(false)), None, "already unfolded");
+        assert!(sidebar.select(&o, &Row::Group(team)));
+        assert!(!sidebar.fold(&o, Some(true)).expect("a fold").from_session);
+    }
+
+    #[test]
+    fn first_row_keeps_the_cursor_visible() {
+        assert_eq!(first_row(0, 10), 0);
+        assert_eq!(first_row(9, 10), 0);
+        assert_eq!(first_row(10, 10), 1);
+    }
+
+    #[test]
+    fn row_at_skips_the_border_and_counts_from_the_offset() {
+        let area = Rect::new(0, 2, 20, 6);
+        assert_eq!(row_at(area, 0, 2), None, "top border");
+        assert_eq!(row_at(area, 0, 3), Some(0));
+        assert_eq!(row_at(area, 5, 6), Some(8));
+        assert_eq!(row_at(area, 0, 7), None, "bottom border");
+    }
+}

@@ -1,0 +1,641 @@
+//! The team panel: each team's runs as the UI shows them (the newest, live or replayed from
+//! its run file, and an earlier one being browsed), and the cycle panel that draws the one
+//! shown: iteration i/N and phase, which run of how many, each worker's state, duration and
+//! tokens, the score sparkline and trend, stall warnings, pending adjustments, paused or
+//! interrupted.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+use chrono::{DateTime, Local, Utc};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use unicode_width::UnicodeWidthStr;
+
+use super::command::Command;
+use super::cycle_view::{CycleView, TimelineKind, WorkerState, outcome_kind, phase_name, seconds};
+use super::markdown::wrap_line_into;
+use super::widgets::{pane, spinner};
+use crate::engine::events::{EngineEvent, EventKind, RunId, RunKey};
+use crate::model::{Group, GroupId, Organization, ReflectionCycle};
+use crate::text::sanitize;
+use crate::workspace::{LoadedRun, WhichRun};
+
+/// An earlier run of a team shown instead of the newest (browsed with the run keys).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShownRun {
+    pub run_id: RunId,
+    /// 0-based position among the group's runs on disk, oldest first, of `total`.
+    pub index: usize,
+    pub total: usize,
+    pub view: CycleView,
+}
+
+/// Where a group's newest run stands among its runs on disk (for browsing back).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPosition {
+    pub run_id: RunId,
+    pub index: usize,
+    pub total: usize,
+}
+
+/// The team panel's state: per team, its runs as shown.
+#[derive(Debug, Default)]
+pub struct TeamPanel {
+    /// Each team's newest run (live, or replayed from its run file after a restart).
+    pub cycles: HashMap<GroupId, CycleView>,
+    /// Where each team's newest run stands among its runs on disk.
+    pub latest_runs: HashMap<GroupId, RunPosition>,
+    /// An earlier run being looked at, per team.
+    pub shown_runs: HashMap<GroupId, ShownRun>,
+    /// Teams whose newest run file was asked for (read once, when first shown).
+    requested: HashSet<GroupId>,
+}
+
+/// Where browsing a team's runs leads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Browse {
+    /// Read the run at this position on disk.
+    Load(usize),
+    /// Back on the newest run (nothing to read).
+    Newest,
+    /// The team has no runs on disk.
+    NoRuns,
+    /// Already on the first (`false`) or the newest (`true`) run.
+    AtEnd { newest: bool },
+}
+
+/// The keys named in the panel (from the keymap, which can rebind them).
+#[derive(Debug, Clone, Default)]
+pub struct PanelKeys {
+    pub pause: String,
+    pub older: String,
+    pub newer: String,
+}
+
+impl TeamPanel {
+    /// The cycles saved in the organization (scores, tokens, an interrupted cycle), before any
+    /// run file is read.
+    pub fn from_org(o: &Organization) -> TeamPanel {
+        let mut panel = TeamPanel::default();
+        for g in &o.groups {
+            panel.seed_saved(g);
+        }
+        panel
+    }
+
+    /// A group's saved cycle as its newest run, unless one is known already.
+    fn seed_saved(&mut self, g: &Group) {
+        if self.cycles.contains_key(&g.id) {
+            return;
+        }
+        if let Some(r) = &g.reflection {
+            let mut view = CycleView::from_persisted(r, g.mode);
+            view.team_slug = crate::naming::team_slug(&g.name);
+            self.cycles.insert(g.id.clone(), view);
+        }
+    }
+
+    /// A group was selected: its saved cycle is shown, and a team's newest run file is asked
+    /// for the first time.
+    pub fn on_selected(&mut self, g: &Group) -> Option<Command> {
+        self.seed_saved(g);
+        (g.is_team() && self.requested.insert(g.id.clone())).then(|| Command::LoadRun {
+            group_id: g.id.clone(),
+            which: WhichRun::Newest,
+        })
+    }
+
+    /// True once the group has a cycle view (its events are followed even if it is no team).
+    pub fn knows(&self, group_id: &str) -> bool {
+        self.cycles.contains_key(group_id)
+    }
+
+    /// The run of a team to show: an earlier one being browsed, else the newest.
+    pub fn shown_cycle(&self, group_id: &str) -> Option<&CycleView> {
+        self.shown_runs
+            .get(group_id)
+            .map(|r| &r.view)
+            .or_else(|| self.cycles.get(group_id))
+    }
+
+    /// True while an earlier run of the team is shown.
+    pub fn browsing(&self, group_id: &str) -> bool {
+        self.shown_runs.contains_key(group_id)
+    }
+
+    /// Shows the newest run again (a new one starts there).
+    pub fn show_newest(&mut self, group_id: &str) {
+        self.shown_runs.remove(group_id);
+    }
+
+    /// True when the team's newest cycle was interrupted and can be resumed.
+    pub fn interrupted(&self, group_id: &str) -> bool {
+        self.cycles.get(group_id).is_some_and(|c| c.interrupted)
+    }
+
+    /// A message queued for the running team's next plan.
+    pub fn queue(&mut self, group_id: &str, text: String) {
+        self.cycles
+            .entry(group_id.to_string())
+            .or_default()
+            .queued
+            .push(text);
+    }
+
+    /// Drops everything of a deleted group.
+    pub fn forget(&mut self, group_id: &str) {
+        self.cycles.remove(group_id);
+        self.shown_runs.remove(group_id);
+        self.latest_runs.remove(group_id);
+        self.requested.remove(group_id);
+    }
+
+    /// Moves the shown run of a team one earlier (`-1`) or later (`1`) among its runs on disk.
+    pub fn browse(&mut self, group_id: &str, step: isize) -> Browse {
+        let Some(latest) = self.latest_runs.get(group_id) else {
+            return Browse::NoRuns;
+        };
+        let current = self.shown_runs.get(group_id).map_or(latest.index, |r| r.index);
+        let Some(target) = current.checked_add_signed(step) else {
+            return Browse::AtEnd { newest: false };
+        };
+        if target < latest.index {
+            return Browse::Load(target);
+        }
+        match self.shown_runs.remove(group_id) {
+            Some(_) if target == latest.index => Browse::Newest,
+            _ => Browse::AtEnd { newest: true },
+        }
+    }
+
+    /// Follows one engine event of a team (or of a group that has a cycle view). `saved` is
+    /// the group's persisted cycle, asked for when a cycle starts (a resumed one keeps the
+    /// scores and tokens of its earlier iterations).
+    pub fn follow(
+        &mut self,
+        event: &EngineEvent,
+        now: Instant,
+        saved: impl FnOnce() -> Option<ReflectionCycle>,
+    ) {
+        let id = &event.group_id;
+        if let EventKind::RunStarted {
+            key: RunKey::Team { .. },
+        } = &event.kind
+        {
+            // A new run: it is the newest, one more on disk.
+            self.shown_runs.remove(id);
+            let (index, total) = match self.latest_runs.get(id) {
+                Some(p) => (p.total, p.total + 1),
+                None => (0, 1),
+            };
+            self.latest_runs.insert(
+                id.clone(),
+                RunPosition {
+                    run_id: event.run_id.clone().unwrap_or_default(),
+                    index,
+                    total,
+                },
+            );
+        }
+        let cycle = self.cycles.entry(id.clone()).or_default();
+        cycle.team_slug = crate::naming::team_slug(&event.group);
+        cycle.apply(event, now);
+        if matches!(event.kind, EventKind::CycleStarted { .. })
+            && let Some(r) = saved().filter(|r| r.active && r.completed_iterations > 0)
+        {
+            cycle.seed_history(&r);
+        }
+    }
+
+    /// A run file read back as `view`: the newest becomes the team's timeline (unless a live
+    /// run has begun meanwhile: `live`); an earlier one is shown until the user goes back.
+    pub fn on_run_loaded(&mut self, group_id: GroupId, loaded: &LoadedRun, view: CycleView, live: bool) {
+        if loaded.index + 1 < loaded.total {
+            self.shown_runs.insert(
+                group_id,
+                ShownRun {
+                    run_id: loaded.run_id.clone(),
+                    index: loaded.index,
+                    total: loaded.total,
+                    view,
+                },
+            );
+            return;
+        }
+        if live {
+            return;
+        }
+        self.latest_runs.insert(
+            group_id.clone(),
+            RunPosition {
+                run_id: loaded.run_id.clone(),
+                index: loaded.index,
+                total: loaded.total,
+            },
+        );
+        self.shown_runs.remove(&group_id);
+        self.cycles.insert(group_id, view);
+    }
+
+    /// Which of a team's runs on disk is shown and the keys to the others, e.g.
+    /// `run 2 of 7 · 2026-11-23 21:40 · [ older · ] newer` (recorded at, in local time), or
+    /// `run 7 of 7 · [ older` for the newest; None while there is no other run to go to.
+    pub fn run_label(&self, group_id: &str, keys: &PanelKeys) -> Option<RunLabel> {
+        if let Some(shown) = self.shown_runs.get(group_id) {
+            let mut parts = vec![format!("run {} of {}", shown.index + 1, shown.total)];
+            parts.extend(shown.view.recorded_at.map(local_time));
+            if shown.index > 0 {
+                parts.push(format!("{} older", keys.older));
+            }
+            parts.push(format!("{} newer", keys.newer));
+            return Some(RunLabel { parts, earlier: true });
+        }
+        let latest = self.latest_runs.get(group_id).filter(|p| p.index > 0)?;
+        Some(RunLabel {
+            parts: vec![
+                format!("run {} of {}", latest.index + 1, latest.total),
+                format!("{} older", keys.older),
+            ],
+            earlier: false,
+        })
+    }
+}
+
+/// Which run is shown, as the panel and the timeline say it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunLabel {
+    /// Which run, when it was recorded, the keys: shown joined by ` · `.
+    pub parts: Vec<String>,
+    /// An earlier run, not the newest, is shown.
+    pub earlier: bool,
+}
+
+impl RunLabel {
+    pub fn text(&self) -> String {
+        self.parts.join(" · ")
+    }
+
+    /// The label in lines of at most `width` columns where it can, broken only between its
+    /// parts (a key and its word stay together).
+    pub fn packed(&self, width: usize) -> Vec<String> {
+        let mut lines: Vec<String> = Vec::new();
+        for part in &self.parts {
+            match lines.last_mut() {
+                Some(line) if line.width() + " · ".width() + part.width() <= width => {
+                    line.push_str(" · ");
+                    line.push_str(part);
+                }
+                _ => lines.push(part.clone()),
+            }
+        }
+        lines
+    }
+
+    /// Drawn to stand out while an earlier run is shown, dim otherwise.
+    pub fn style(&self) -> Style {
+        if self.earlier {
+            Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+        } else {
+            Style::default().add_modifier(Modifier::DIM)
+        }
+    }
+}
+
+/// When a run was recorded, in the local time zone, to the minute.
+pub fn local_time(at: DateTime<Utc>) -> String {
+    at.with_timezone(&Local).format("%Y-%m-%d %H:%M").to_string()
+}
+
+/// A cycle view rebuilt from a run's recorded events. `team_name` names the members without
+/// their team prefix; `resumable`: the process stopped during this run and its cycle can be
+/// resumed.
+pub fn replay(loaded: &LoadedRun, team_name: &str, resumable: bool) -> CycleView {
+    let now = Instant::now();
+    let mut view = CycleView::default();
+    view.team_slug = crate::naming::team_slug(team_name);
+    let mut ended = false;
+    for record in &loaded.records {
+        ended |= matches!(record.event.kind, EventKind::RunEnded { .. });
+        view.apply(&record.event, now);
+    }
+    if let Some(first) = loaded.records.first() {
+        view.recorded_at = Some(first.at);
+    }
+    if !ended {
+        // The process ended while this run was going (a crash, or quitting mid-cycle).
+        view.mark_cut_short(resumable && loaded.index + 1 == loaded.total);
+    }
+    if loaded.skipped > 0 {
+        view.note_skipped(loaded.skipped);
+    }
+    view
+}
+
+/// The colour of a timeline entry or an outcome (dropped under `NO_COLOR` by the renderer).
+pub fn kind_style(kind: &TimelineKind) -> Style {
+    match kind {
+        TimelineKind::Heading => Style::default().add_modifier(Modifier::BOLD),
+        TimelineKind::Info => Style::default(),
+        TimelineKind::Good => Style::default().fg(Color::Green),
+        TimelineKind::Bad => Style::default().fg(Color::Red),
+        TimelineKind::Warn => Style::default().fg(Color::Yellow),
+    }
+}
+
+/// Scores 0..1 as block characters.
+pub fn sparkline(scores: &[f64]) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    scores
+        .iter()
+        .map(|s| BARS[((s.clamp(0.0, 1.0) * 7.0).round() as usize).min(7)])
+        .collect()
+}
+
+/// What the cycle panel draws besides the team's runs.
+pub struct Props {
+    pub group_id: GroupId,
+    /// The team's run is in progress in this process.
+    pub running: bool,
+    /// A pause was asked for and the step in flight has not ended.
+    pub pause_requested: bool,
+    /// Messages kept for the team's next run.
+    pub kept: usize,
+    pub tick: usize,
+    pub keys: PanelKeys,
+}
+
+impl TeamPanel {
+    /// Draws the cycle panel of the run shown.
+    pub fn render(&self, frame: &mut Frame<'_>, area: Rect, props: &Props) {
+        let default = CycleView::default();
+        let cycle = self.shown_cycle(&props.group_id).unwrap_or(&default);
+        // An earlier run being looked at is not the one going.
+        let running = props.running && !self.browsing(&props.group_id);
+        let label = self.run_label(&props.group_id, &props.keys);
+        render(frame, area, props, cycle, running, label.as_ref());
+    }
+}
+
+fn render(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    props: &Props,
+    cycle: &CycleView,
+    running: bool,
+    label: Option<&RunLabel>,
+) {
+    let state = if running && cycle.paused {
+        "paused"
+    } else if running {
+        "running"
+    } else {
+        cycle.state_label()
+    };
+    let block = pane(format!(" Cycle · {state} "), false);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let width = inner.width as usize;
+    let mut lines = Vec::new();
+    if let Some(label) = label {
+        for line in label.packed(width) {
+            wrap_line_into(Line::styled(line, label.style()), width.max(1), &mut lines);
+        }
+    }
+    lines.extend(cycle_lines(props, cycle, running, width));
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec<Line<'static>> {
+    let pause_key = &props.keys.pause;
+    let dim = Style::default().add_modifier(Modifier::DIM);
+    let warn = Style::default().fg(Color::Yellow);
+    let mut out = Vec::new();
+    let mut head = if c.iteration == 0 && c.mode.is_none() {
+        "not run yet".to_string()
+    } else {
+        format!("iteration {}/{}", c.iteration, c.max_iterations.max(c.iteration))
+    };
+    if let Some(p) = c.phase.filter(|_| running) {
+        head.push_str(&format!(" · {}", phase_name(p)));
+    }
+    if c.usage.total() > 0 {
+        head.push_str(&format!(" · {} tok", c.usage.total()));
+    }
+    out.push(Line::styled(head, Style::default().add_modifier(Modifier::BOLD)));
+    if running && c.paused {
+        out.push(Line::styled(format!("⏸ paused — {pause_key} resumes"), warn));
+    } else if running && props.pause_requested {
+        out.push(Line::styled("pausing after the step in flight…", warn));
+    } else if !running && c.interrupted {
+        out.push(Line::styled(format!("! interrupted — {pause_key} resumes"), warn));
+    } else if let (false, Some(o)) = (running, c.outcome) {
+        out.push(Line::styled(
+            format!("finished: {o}"),
+            kind_style(&outcome_kind(o)),
+        ));
+    }
+    if !c.scores.is_empty() {
+        let last = c.scores.last().copied().unwrap_or_default();
+        let trend = c.trend.map(|t| format!(" {t}")).unwrap_or_default();
+        out.push(Line::from(vec![
+            Span::raw("score "),
+            Span::styled(sparkline(&c.scores), Style::default().fg(Color::Cyan)),
+            Span::raw(format!(" {last:.2}{trend}")),
+        ]));
+    }
+    if !c.queued.is_empty() {
+        out.push(Line::styled(
+            format!("queued: {} message(s)", c.queued.len()),
+            dim,
+        ));
+    }
+    let kept = props.kept;
+    if kept > 0 {
+        out.push(Line::styled(format!("kept for the next run: {kept}"), dim));
+    }
+    let now = Instant::now();
+    for w in &c.workers {
+        let (mark, style) = match w.state {
+            WorkerState::Assigned => ("·".to_string(), dim),
+            WorkerState::Running => (spinner(props.tick).to_string(), Style::default()),
+            WorkerState::Done => ("✓".to_string(), Style::default().fg(Color::Green)),
+            WorkerState::Failed => ("✗".to_string(), Style::default().fg(Color::Red)),
+        };
+        let duration = match (w.duration_ms, w.started) {
+            (Some(ms), _) => seconds(ms),
+            (None, Some(t)) if w.state == WorkerState::Running => {
+                seconds(now.saturating_duration_since(t).as_millis() as u64)
+            }
+            _ => String::new(),
+        };
+        let tokens = if w.tokens > 0 {
+            format!(" {}t", w.tokens)
+        } else {
+            String::new()
+        };
+        out.push(Line::from(vec![
+            Span::styled(format!("{mark} "), style),
+            Span::raw(sanitize::display(&w.name).into_owned()),
+            Span::styled(format!(" {duration}{tokens}"), dim),
+        ]));
+    }
+    for s in c.stall_warnings.iter().rev().take(2) {
+        out.push(Line::styled(format!("⚠ {s}"), warn));
+    }
+    for a in c.adjustments.iter().rev().take(3) {
+        let text: String = sanitize::display(a)
+            .chars()
+            .take(width.saturating_sub(2).max(1))
+            .collect();
+        out.push(Line::styled(format!("→ {text}"), warn));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::events::RunRecord;
+    use crate::model::Mode;
+
+    #[test]
+    fn sparkline_maps_scores_to_bars() {
+        assert_eq!(sparkline(&[0.0, 0.5, 1.0, 7.0]), "▁▅██");
+    }
+
+    fn keys() -> PanelKeys {
+        PanelKeys {
+            pause: "P".into(),
+            older: "<".into(),
+            newer: ">".into(),
+        }
+    }
+
+    fn event(kind: EventKind) -> EngineEvent {
+        EngineEvent {
+            group_id: "g".into(),
+            group: "Team".into(),
+            run_id: Some("r".into()),
+            kind,
+        }
+    }
+
+    /// Run `index` of `total` on disk, recorded at `at`: one started cycle.
+    fn loaded(index: usize, total: usize, at: DateTime<Utc>) -> LoadedRun {
+        let records = [
+            EventKind::RunStarted {
+                key: RunKey::team("g"),
+            },
+            EventKind::CycleStarted {
+                mode: Mode::Broadcast,
+                max_iterations: 1,
+            },
+        ]
+        .into_iter()
+        .map(|kind| RunRecord {
+            at,
+            event: event(kind),
+        })
+        .collect();
+        LoadedRun {
+            run_id: format!("run-{index}"),
+            records,
+            index,
+            total,
+            skipped: 0,
+        }
+    }
+
+    #[test]
+    fn browsing_walks_the_runs_on_disk_and_the_label_says_which_is_shown() {
+        let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+        let mut panel = TeamPanel::default();
+        assert_eq!(panel.browse("g", -1), Browse::NoRuns);
+        let newest = loaded(2, 3, at);
+        panel.on_run_loaded("g".into(), &newest, replay(&newest, "Team", false), false);
+        assert_eq!(
+            panel.run_label("g", &keys()).map(|l| l.text()),
+            Some("run 3 of 3 · < older".into())
+        );
+        assert_eq!(panel.browse("g", 1), Browse::AtEnd { newest: true });
+        assert_eq!(panel.browse("g", -1), Browse::Load(1));
+        let middle = loaded(1, 3, at);
+        panel.on_run_loaded("g".into(), &middle, replay(&middle, "Team", false), false);
+        assert!(panel.browsing("g"));
+        let label = panel.run_label("g", &keys()).expect("a label");
+        assert!(label.earlier);
+        assert_eq!(
+            label.text(),
+            format!("run 2 of 3 · {} · < older · > newer", local_time(at))
+        );
+        assert_eq!(
+            label.packed(30),
+            [
+                format!("run 2 of 3 · {}", local_time(at)),
+                "< older · > newer".into()
+            ]
+        );
+        assert_eq!(panel.browse("g", -1), Browse::Load(0));
+        let first = loaded(0, 3, at);
+        panel.on_run_loaded("g".into(), &first, replay(&first, "Team", false), false);
+        assert!(
+            panel
+                .run_label("g", &keys())
+                .is_some_and(|l| l.text().starts_with("run 1 of 3") && !l.text().contains("older"))
+        );
+        assert_eq!(panel.browse("g", -1), Browse::AtEnd { newest: false });
+        assert_eq!(panel.browse("g", 1), Browse::Load(1));
+        // From the run before the newest, the next step is the newest itself: nothing to read.
+        panel.on_run_loaded("g".into(), &middle, replay(&middle, "Team", false), false);
+        assert_eq!(panel.browse("g", 1), Browse::Newest);
+        assert!(!panel.browsing("g"));
+    }
+
+    #[test]
+    fn a_new_run_is_the_newest_and_a_late_read_does_not_replace_it() {
+        let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+        let mut panel = TeamPanel::default();
+        let newest = loaded(0, 1, at);
+        panel.on_run_loaded("g".into(), &newest, replay(&newest, "Team", false), false);
+        assert_eq!(panel.run_label("g", &keys()), None, "one run: nowhere to go");
+        let now = Instant::now();
+        panel.follow(
+            &event(EventKind::RunStarted {
+                key: RunKey::team("g"),
+            }),
+            now,
+            || None,
+        );
+        assert_eq!(
+            panel.latest_runs.get("g").map(|p| (p.index, p.total)),
+            Some((1, 2))
+        );
+        panel.follow(
+            &event(EventKind::CycleStarted {
+                mode: Mode::Orchestrator,
+                max_iterations: 1,
+            }),
+            now,
+            || None,
+        );
+        // The newest run file read back while the live run goes: the live view stays.
+        let stale = loaded(0, 1, at);
+        panel.on_run_loaded("g".into(), &stale, replay(&stale, "Team", false), true);
+        assert_eq!(panel.cycles["g"].mode, Some(Mode::Orchestrator));
+        assert!(panel.cycles["g"].running);
+    }
+
+    #[test]
+    fn a_replayed_run_without_its_end_was_cut_short() {
+        let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+        let run = loaded(0, 1, at);
+        let view = replay(&run, "Team", true);
+        assert_eq!(view.recorded_at, Some(at));
+        assert!(view.interrupted && !view.running);
+        assert!(!replay(&run, "Team", false).interrupted);
+    }
+}

@@ -1,0 +1,609 @@
+//! The transcript pane (the centre of the screen): each session's transcript as the UI holds
+//! it, which sessions have unread answers, and the `/` search; it draws the selected
+//! session's transcript (Markdown, streaming, scrollable), or, for a selected team, its members
+//! and the timeline of the run shown.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Paragraph, Wrap};
+
+use super::cells::{Cell, CellScroll};
+use super::cycle_view::CycleView;
+use super::search::{self, TranscriptSearch};
+use super::team_panel::{RunLabel, kind_style};
+use super::transcript_view::TranscriptView;
+use super::widgets::pane;
+use crate::engine::events::EventKind;
+use crate::model::{MessageRole, Mode, Role, SessionId};
+use crate::naming;
+use crate::store::LoadedTranscript;
+use crate::text::sanitize;
+
+/// The pane's state: the transcripts shown so far, unread marks, the search.
+#[derive(Debug, Default)]
+pub struct TranscriptPane {
+    /// Each session's transcript, once shown (read from disk then, kept current by events).
+    pub views: HashMap<SessionId, TranscriptView>,
+    /// Sessions with an answer the user has not looked at.
+    pub unread: HashSet<SessionId>,
+    /// The `/` search in the selected session's transcript, while active.
+    pub search: Option<TranscriptSearch>,
+}
+
+impl TranscriptPane {
+    /// The selection changed to `session` (None: a group row). A search of another session
+    /// ends and the session's unread mark goes. True when its transcript is to be read from
+    /// disk (the first time it is shown; from then on the engine's events keep it current).
+    pub fn show(&mut self, session: Option<&str>) -> bool {
+        if self
+            .search
+            .as_ref()
+            .is_some_and(|s| Some(s.session_id.as_str()) != session)
+        {
+            self.search = None;
+        }
+        let Some(id) = session else {
+            return false;
+        };
+        self.unread.remove(id);
+        if self.views.contains_key(id) {
+            return false;
+        }
+        self.views.insert(id.to_string(), TranscriptView::default());
+        true
+    }
+
+    /// A transcript read from disk (or why it could not be).
+    pub fn loaded(&mut self, session_id: SessionId, result: Result<LoadedTranscript, String>) {
+        let view = self.views.entry(session_id).or_default();
+        match result {
+            Ok(loaded) => {
+                view.set_messages(loaded.messages);
+                view.load_error = None;
+            }
+            Err(e) => {
+                view.set_messages(Vec::new());
+                view.load_error = Some(e);
+            }
+        }
+    }
+
+    /// An engine event for a transcript shown so far: a prompt, streamed text, a stored answer
+    /// or notice. A finished turn of a session not on screen (`on_screen` says) marks it
+    /// unread.
+    pub fn on_event(&mut self, kind: &EventKind, on_screen: impl FnOnce(&str) -> bool) {
+        match kind {
+            EventKind::Delta {
+                session_id,
+                generation,
+                text,
+                ..
+            } => {
+                if let Some(view) = self.views.get_mut(session_id) {
+                    view.delta(*generation, text);
+                }
+            }
+            EventKind::TurnStarted {
+                session_id,
+                generation,
+                prompt,
+                ..
+            } => {
+                if let Some(view) = self.views.get_mut(session_id) {
+                    if let Some(p) = prompt {
+                        view.add((**p).clone());
+                    }
+                    view.turn_started(*generation);
+                }
+            }
+            EventKind::TurnFinished {
+                session_id,
+                generation,
+                message,
+                ..
+            } => {
+                if let Some(view) = self.views.get_mut(session_id) {
+                    view.turn_finished(*generation, message.as_deref().cloned());
+                }
+                if !on_screen(session_id) {
+                    self.unread.insert(session_id.clone());
+                }
+            }
+            EventKind::Notice {
+                session_id, message, ..
+            } => {
+                if let (Some(view), Some(m)) = (self.views.get_mut(session_id), message) {
+                    view.add((**m).clone());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Scrolls a session's transcript; positive is up (older text).
+    pub fn scroll(&mut self, session_id: &str, lines: isize) {
+        if let Some(v) = self.views.get_mut(session_id) {
+            if lines > 0 {
+                v.scroll_up(lines as usize);
+            } else {
+                v.scroll_down(lines.unsigned_abs());
+            }
+        }
+    }
+
+    /// Back to the bottom of a session's transcript (something was just sent to it).
+    pub fn follow(&mut self, session_id: &str) {
+        if let Some(v) = self.views.get_mut(session_id) {
+            v.follow();
+        }
+    }
+
+    /// Drops the transcripts of deleted sessions.
+    pub fn forget<'a>(&mut self, sessions: impl IntoIterator<Item = &'a SessionId>) {
+        for s in sessions {
+            self.views.remove(s);
+            self.unread.remove(s);
+        }
+    }
+
+    /// What the copy key copies: scrolled up, the message at the top of the window, else the
+    /// last answer (raw transcript text).
+    pub fn copy_text(&self, session_id: &str) -> Option<String> {
+        let v = self.views.get(session_id)?;
+        let in_view = (v.scroll_from_bottom() > 0)
+            .then(|| v.top_message())
+            .flatten()
+            .map(|m| m.text.clone());
+        in_view
+            .or_else(|| v.last_answer().map(str::to_string))
+            .filter(|t| !t.is_empty())
+    }
+
+    /// The session's last prompt (the goal a reflection starts from when none is typed).
+    pub fn last_prompt(&self, session_id: &str) -> Option<String> {
+        self.views.get(session_id).and_then(|v| {
+            v.messages
+                .iter()
+                .rev()
+                .find(|m| m.role == MessageRole::User)
+                .map(|m| m.text.clone())
+        })
+    }
+
+    /// Opens the search line for a session's transcript.
+    pub fn start_search(&mut self, session_id: SessionId) {
+        self.search = Some(TranscriptSearch::new(session_id));
+    }
+
+    /// True while the search query is being typed (keys are text).
+    pub fn typing_search(&self) -> bool {
+        self.search.as_ref().is_some_and(|s| s.editing)
+    }
+
+    /// A key while the search query is typed. True when the query was submitted: the first
+    /// match is to be jumped to.
+    pub fn search_input(&mut self, key: KeyEvent) -> bool {
+        let Some(s) = self.search.as_mut() else {
+            return false;
+        };
+        let modified = key
+            .modifiers
+            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+        match key.code {
+            KeyCode::Esc => self.search = None,
+            KeyCode::Enter if s.query.is_empty() => self.search = None,
+            KeyCode::Enter => {
+                s.editing = false;
+                s.current = None;
+                return true;
+            }
+            KeyCode::Backspace => {
+                s.query.pop();
+            }
+            KeyCode::Char(c) if !modified => s.query.push(c),
+            _ => {}
+        }
+        false
+    }
+
+    /// Jumps to the next (or previous) line with a match in a window of `inner`'s size,
+    /// wrapping round. The first jump starts from the top of the window. Err: the query, which
+    /// nothing matches.
+    pub fn search_step(&mut self, forward: bool, inner: Rect) -> Result<(), String> {
+        let Some(s) = self.search.as_mut().filter(|s| !s.editing) else {
+            return Ok(());
+        };
+        let Some(view) = self.views.get_mut(&s.session_id) else {
+            return Ok(());
+        };
+        let lines = view.all_lines(inner.width);
+        let matches = search::matching_lines(&lines, &s.query);
+        let height = inner.height as usize;
+        let from = s.current.or_else(|| {
+            // Just above the window's top line, so a match on screen is found first.
+            let top = lines.len().saturating_sub(view.scroll_from_bottom() + height);
+            if forward {
+                top.checked_sub(1)
+            } else {
+                Some(top + height)
+            }
+        });
+        let Some(target) = search::step(&matches, from, forward) else {
+            s.position = None;
+            return Err(s.query.clone());
+        };
+        s.current = Some(target);
+        let index = matches.iter().position(|&m| m == target).unwrap_or(0);
+        s.position = Some((index + 1, matches.len()));
+        view.set_scroll_from_bottom(search::scroll_to_show(target, lines.len(), height));
+        Ok(())
+    }
+}
+
+/// What the centre pane draws.
+pub struct Props<'a> {
+    pub subject: Subject<'a>,
+    pub focused: bool,
+    pub keys: Keys,
+    pub default_model: String,
+}
+
+/// The keys the pane's text tells the user to press (from the keymap, which can rebind them).
+pub struct Keys {
+    pub new_team: String,
+    pub new_session: String,
+    pub help: String,
+    pub send: String,
+}
+
+/// What is selected.
+pub enum Subject<'a> {
+    /// Nothing: the welcome text.
+    Nothing,
+    Session {
+        id: SessionId,
+        name: String,
+        role: Role,
+        model: String,
+    },
+    Group {
+        group: GroupInfo,
+        /// The run shown (from the team panel).
+        cycle: Option<&'a CycleView>,
+        /// Which run that is, when the team has others.
+        run: Option<RunLabel>,
+    },
+}
+
+/// A group as the pane shows it.
+pub struct GroupInfo {
+    pub name: String,
+    pub team: bool,
+    pub mode: Mode,
+    pub max_iterations: u32,
+    pub repo: Option<PathBuf>,
+    /// Each member's name and role.
+    pub members: Vec<(String, Role)>,
+}
+
+impl TranscriptPane {
+    /// Draws the selected session's transcript (its layouts are kept for the next frame), the
+    /// selected group, or the welcome text.
+    pub fn render(&mut self, frame: &mut Frame<'_>, area: Rect, props: &Props<'_>) {
+        render(self, frame, area, props);
+    }
+}
+
+fn render(pane_state: &mut TranscriptPane, frame: &mut Frame<'_>, area: Rect, props: &Props<'_>) {
+    let focused = props.focused;
+    match &props.subject {
+        Subject::Session {
+            id,
+            name,
+            role,
+            model,
+        } => {
+            let title = session_title(name, *role, model);
+            let search = pane_state
+                .search
+                .as_ref()
+                .filter(|s| s.session_id == *id)
+                .map(|s| s.query.as_str());
+            render_session(frame, area, title, pane_state.views.get_mut(id), search, props);
+        }
+        Subject::Group { group, cycle, run } => render_group(frame, area, group, *cycle, run.as_ref(), props),
+        Subject::Nothing => {
+            let block = pane(" huddle ".into(), focused);
+            let inner = block.inner(area);
+            frame.render_widget(block, area);
+            frame.render_widget(Paragraph::new(welcome(props)), inner);
+        }
+    }
+}
+
+fn welcome(props: &Props<'_>) -> Vec<Line<'static>> {
+    let keys = &props.keys;
+    let dim = Style::default().add_modifier(Modifier::DIM);
+    vec![
+        Line::styled(
+            "Welcome to huddle.",
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
+        Line::default(),
+        Line::raw(format!("  {:<6} new team from a preset", keys.new_team)),
+        Line::raw(format!(
+            "  {:<6} new plain session (chat with one model)",
+            keys.new_session
+        )),
+        Line::raw(format!("  {:<6} all keys", keys.help)),
+        Line::default(),
+        Line::styled(
+            format!("Default model: {}", sanitize::display(&props.default_model)),
+            dim,
+        ),
+    ]
+}
+
+fn session_title(name: &str, role: Role, model: &str) -> String {
+    let sim = if model.starts_with("sim/") {
+        " (simulated)"
+    } else {
+        ""
+    };
+    format!(
+        " {} · {} · {}{sim} ",
+        sanitize::display(name),
+        role,
+        sanitize::display(model)
+    )
+}
+
+fn render_session(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    title: String,
+    view: Option<&mut TranscriptView>,
+    search: Option<&str>,
+    props: &Props<'_>,
+) {
+    let block = pane(title, props.focused);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let dim = Style::default().add_modifier(Modifier::DIM);
+    let Some(view) = view else {
+        frame.render_widget(Paragraph::new(Line::styled("loading…", dim)), inner);
+        return;
+    };
+    if let Some(e) = &view.load_error {
+        frame.render_widget(
+            Paragraph::new(Line::styled(
+                format!("cannot read the transcript: {}", sanitize::display(e)),
+                Style::default().fg(Color::Red),
+            )),
+            inner,
+        );
+        return;
+    }
+    if !view.loaded && view.messages.is_empty() && view.streaming.is_none() {
+        frame.render_widget(Paragraph::new(Line::styled("loading…", dim)), inner);
+        return;
+    }
+    if view.messages.is_empty() && view.streaming.is_none() {
+        frame.render_widget(
+            Paragraph::new(Line::styled(
+                format!(
+                    "No messages yet. Write in the composer below and press {}.",
+                    props.keys.send
+                ),
+                dim,
+            ))
+            .wrap(Wrap { trim: true }),
+            inner,
+        );
+        return;
+    }
+    let (mut lines, scroll) = view.visible_lines(inner.width, inner.height as usize);
+    if let Some(query) = search.filter(|q| !q.is_empty()) {
+        let mark = Style::default()
+            .fg(Color::Yellow)
+            .add_modifier(Modifier::REVERSED);
+        lines = lines
+            .into_iter()
+            .map(|l| search::highlight(l, query, mark))
+            .collect();
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+    if scroll > 0 && inner.width > 12 {
+        let tag = format!(" ↑{scroll} ");
+        let x = inner.right().saturating_sub(tag.chars().count() as u16);
+        frame.render_widget(
+            Paragraph::new(Line::styled(tag, dim)),
+            Rect::new(x, area.y, inner.right() - x, 1),
+        );
+        if view.new_below() && area.height > 1 {
+            // New text arrived below while the reader looks further up; PgDn/End gets there.
+            let tag = " ↓ new ";
+            let x = inner.right().saturating_sub(tag.chars().count() as u16);
+            frame.render_widget(
+                Paragraph::new(Line::styled(
+                    tag,
+                    Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+                )),
+                Rect::new(x, area.bottom() - 1, inner.right() - x, 1),
+            );
+        }
+    }
+}
+
+fn render_group(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    group: &GroupInfo,
+    cycle: Option<&CycleView>,
+    run: Option<&RunLabel>,
+    props: &Props<'_>,
+) {
+    let GroupInfo {
+        name,
+        team,
+        mode,
+        max_iterations,
+        repo,
+        members,
+    } = group;
+    let (team, mode) = (*team, *mode);
+    let title = if team {
+        format!(" {} · {mode} · timeline ", sanitize::display(name))
+    } else {
+        format!(" {} ", sanitize::display(name))
+    };
+    let mut block = pane(title, props.focused);
+    if let Some(run) = run {
+        // On the border, so it stays in sight however far the timeline has scrolled.
+        block = block.title_bottom(Line::styled(format!(" {} ", run.text()), run.style()));
+    }
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if !team {
+        let lines = if members.is_empty() {
+            welcome(props)
+        } else {
+            vec![Line::raw(format!(
+                "{} session(s). Select one to see its transcript.",
+                members.len()
+            ))]
+        };
+        frame.render_widget(Paragraph::new(lines), inner);
+        return;
+    }
+    let dim = Style::default().add_modifier(Modifier::DIM);
+    // The notes above the timeline (the team), then its entries.
+    let mut notes: Vec<(String, Style)> = Vec::new();
+    let mut header = format!("{} member(s)", members.len());
+    if mode == Mode::OrchestratorReflect {
+        header.push_str(&format!(" · max {max_iterations} iterations"));
+    }
+    if let Some(r) = repo {
+        header.push_str(&format!(" · {}", sanitize::display(&r.display().to_string())));
+    }
+    notes.push((header, dim));
+    let team = naming::team_slug(name);
+    let members_line = members
+        .iter()
+        .map(|(n, r)| {
+            let n = naming::strip_team_prefix(n, &team);
+            match r {
+                Role::Worker => sanitize::display(n).into_owned(),
+                other => format!("{} ({other})", sanitize::display(n)),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    notes.push((members_line, dim));
+    notes.push((String::new(), Style::default()));
+    let timeline = cycle.map_or(&[][..], |c| &c.timeline[..]);
+    if timeline.is_empty() {
+        notes.push((
+            format!(
+                "No runs yet. Write a prompt below and press {} to run the team ({mode}).",
+                props.keys.send
+            ),
+            Style::default(),
+        ));
+    }
+    let cells: Vec<Cell<'_>> = notes
+        .iter()
+        .map(|(text, style)| Cell::Timeline { text, style: *style })
+        .chain(timeline.iter().map(|entry| Cell::Timeline {
+            text: &entry.text,
+            style: kind_style(&entry.kind),
+        }))
+        .collect();
+    // Laid out fresh each frame (a few hundred short lines at most), following the newest.
+    let (lines, _) = CellScroll::default().visible_lines(&cells[..], inner.width, inner.height as usize);
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Message;
+
+    fn finished(session_id: &str, answer: &str) -> EventKind {
+        EventKind::TurnFinished {
+            session_id: session_id.into(),
+            session: session_id.into(),
+            generation: 1,
+            success: true,
+            interrupted: false,
+            duration_ms: 1,
+            usage: None,
+            error: None,
+            message: Some(Box::new(Message::assistant(answer))),
+        }
+    }
+
+    fn loaded(messages: Vec<Message>) -> Result<LoadedTranscript, String> {
+        Ok(LoadedTranscript {
+            messages,
+            warnings: Vec::new(),
+        })
+    }
+
+    #[test]
+    fn a_transcript_is_read_once_and_answers_elsewhere_are_unread() {
+        let mut pane = TranscriptPane::default();
+        assert!(pane.show(Some("a")), "first shown: read it");
+        assert!(!pane.show(Some("a")));
+        assert!(pane.show(Some("b")));
+        pane.loaded("a".into(), loaded(vec![Message::user("q")]));
+        pane.loaded("b".into(), loaded(Vec::new()));
+        pane.on_event(&finished("a", "for a"), |id| id == "b");
+        pane.on_event(&finished("b", "for b"), |id| id == "b");
+        assert!(pane.unread.contains("a") && !pane.unread.contains("b"));
+        assert_eq!(pane.copy_text("a").as_deref(), Some("for a"));
+        assert_eq!(pane.last_prompt("a").as_deref(), Some("q"));
+        assert!(!pane.show(Some("a")));
+        assert!(pane.unread.is_empty(), "looked at");
+        pane.forget([&"a".to_string()]);
+        assert!(pane.show(Some("a")), "deleted and shown again: read again");
+    }
+
+    #[test]
+    fn the_search_jumps_between_matches_and_ends_with_its_session() {
+        let mut pane = TranscriptPane::default();
+        pane.show(Some("a"));
+        let mut messages: Vec<Message> = (0..40)
+            .map(|i| Message::assistant(format!("filler {i}")))
+            .collect();
+        messages.insert(5, Message::assistant("the needle"));
+        pane.loaded("a".into(), loaded(messages));
+        let window = Rect::new(0, 0, 40, 10);
+        pane.start_search("a".into());
+        assert!(pane.typing_search());
+        for c in "NEEDLE".chars() {
+            assert!(!pane.search_input(KeyEvent::from(KeyCode::Char(c))));
+        }
+        assert!(pane.search_input(KeyEvent::from(KeyCode::Enter)));
+        assert_eq!(pane.search_step(true, window), Ok(()));
+        assert_eq!(pane.search.as_ref().and_then(|s| s.position), Some((1, 1)));
+        assert!(
+            pane.views["a"].scroll_from_bottom() > 0,
+            "scrolled up to the match"
+        );
+        pane.start_search("a".into());
+        for c in "zebra".chars() {
+            pane.search_input(KeyEvent::from(KeyCode::Char(c)));
+        }
+        pane.search_input(KeyEvent::from(KeyCode::Enter));
+        assert_eq!(pane.search_step(true, window), Err("zebra".into()));
+        pane.show(Some("b"));
+        assert!(pane.search.is_none(), "another session shown");
+    }
+}
