@@ -2,13 +2,14 @@
 //! final answer to stdout, or NDJSON events to stdout with `--events`. Exit codes follow SPEC
 //! section 9.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use tokio::sync::mpsc;
 
+use crate::cli::{OutputError, note, print_out};
 use crate::config::{Config, Paths};
 use crate::engine::events::{EngineEvent, EventKind, Phase};
 use crate::engine::{Engine, EngineError, ReflectionRequest, RunOverrides, RunReport};
@@ -16,6 +17,9 @@ use crate::model::{CycleOutcome, Mode};
 use crate::presets::Catalog;
 use crate::text::sanitize;
 use crate::workspace::{Edits, Workspace};
+
+/// Set when `--events` output could not be written (the run goes on; the exit code tells).
+static STDOUT_LOST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// What `huddle run` was asked to do.
 #[derive(Debug, Clone)]
@@ -101,7 +105,7 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
     let workspace =
         Workspace::open(paths, &config, request.repo.clone()).map_err(|e| other(e.to_string()))?;
     for notice in &workspace.notices {
-        eprintln!("huddle: {notice}");
+        note(format_args!("huddle: {notice}"));
     }
     let Workspace {
         edits,
@@ -159,7 +163,7 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
     let _ = done_tx.send(());
     let _ = printer.await;
     if let Err(e) = flushed {
-        eprintln!("huddle: could not save: {e}");
+        note(format_args!("huddle: could not save: {e}"));
     }
     let report = result.map_err(|e| match e {
         // A --mode the team cannot run in is a usage error.
@@ -167,7 +171,9 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
         e => other(e.to_string()),
     })?;
     if report.simulated {
-        eprintln!("huddle: note: these answers are SIMULATED by the offline sim provider, not a real model");
+        note(format_args!(
+            "huddle: note: these answers are SIMULATED by the offline sim provider, not a real model"
+        ));
     }
     // Said once: a run whose summary (printed as progress) already names the failure is not
     // reported twice.
@@ -176,12 +182,19 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
         .as_ref()
         .filter(|why| request.events || !report.summary.contains(why.as_str()))
     {
-        eprintln!("huddle: the run failed: {}", sanitize::display(why));
+        note(format_args!("huddle: the run failed: {}", sanitize::display(why)));
     }
-    if !request.events && !report.final_text.is_empty() {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", sanitize::display(report.final_text.trim_end()));
-        let _ = out.flush();
+    if !request.events
+        && !report.final_text.is_empty()
+        && let Err(e) = print_out(&format!("{}\n", sanitize::display(report.final_text.trim_end())))
+    {
+        if let OutputError::Failed(_) = e {
+            note(format_args!("huddle: {e} (the run's result is saved)"));
+        }
+        return Ok(e.exit_code());
+    }
+    if STDOUT_LOST.load(Ordering::SeqCst) {
+        return Ok(OutputError::Closed.exit_code());
     }
     match signalled.load(Ordering::SeqCst) {
         0 => Ok(exit_code(&report)),
@@ -246,7 +259,7 @@ async fn stop_on_signal(engine: Engine, signalled: Arc<AtomicU8>) {
         _ = wait(&mut term) => (15, "SIGTERM"),
         _ = wait(&mut hup) => (1, "SIGHUP"),
     };
-    eprintln!("\nhuddle: stopping ({name})...");
+    note(format_args!("\nhuddle: stopping ({name})..."));
     signalled.store(number, Ordering::SeqCst);
     // Also stops a run that had not registered yet when the signal came.
     engine.interrupt();
@@ -287,7 +300,7 @@ fn choose_target(
     if let Some(name) = &request.preset {
         let catalog = Catalog::load(paths, config, Some(&request.repo));
         for e in &catalog.errors {
-            eprintln!("huddle: warning: {e}");
+            note(format_args!("huddle: warning: {e}"));
         }
         let Some(preset) = catalog.find(name) else {
             let known: Vec<&str> = catalog.presets.iter().map(|p| p.name.as_str()).collect();
@@ -297,7 +310,7 @@ fn choose_target(
             )));
         };
         for w in &preset.warnings {
-            eprintln!("huddle: warning: {}", sanitize::display(w));
+            note(format_args!("huddle: warning: {}", sanitize::display(w)));
         }
         return Ok(Target::Group(edits.create_team(preset)));
     }
@@ -347,15 +360,20 @@ fn print_event(event: &EngineEvent, ndjson: bool, color: bool) {
             if event.kind.is_streaming() {
                 return;
             }
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{}", event.to_ndjson());
-            let _ = out.flush();
+            // String fields are model and tool output: cleaned like the plain output.
+            let raw = event.to_ndjson();
+            let line = sanitize::json_line(&raw);
+            if print_out(&format!("{line}\n")).is_err() {
+                // Standard output is gone (closed pipe, full disk): the run still finishes and
+                // saves; its exit code says so.
+                STDOUT_LOST.store(true, Ordering::SeqCst);
+            }
         } else if let Some(line) = progress_line(event) {
             let line = sanitize::display(&line).into_owned();
             if color && line.starts_with("──") {
-                eprintln!("\x1b[1m{line}\x1b[0m");
+                note(format_args!("\x1b[1m{line}\x1b[0m"));
             } else {
-                eprintln!("{line}");
+                note(format_args!("{line}"));
             }
         }
     }

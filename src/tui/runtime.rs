@@ -67,7 +67,7 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
     let flushed = tokio::task::spawn_blocking(move || engine.flush()).await;
     if let Ok(Err(e)) = flushed {
         tracing::error!(error = %e, "could not save on exit");
-        eprintln!("huddle: could not save on exit: {e}");
+        crate::cli::note(format_args!("huddle: could not save on exit: {e}"));
     }
     result
 }

@@ -221,3 +221,65 @@ fn a_repo_that_does_not_exist_is_a_usage_error_before_anything_runs() {
         }
     }
 }
+
+/// `huddle run` with its stderr full or closed still finishes, saves and writes its answer; with
+/// its stdout closed it finishes and saves, and the exit code says the output was lost.
+#[test]
+fn huddle_run_survives_a_full_stderr_and_a_closed_stdout() {
+    let home = tempfile::tempdir().unwrap();
+    for stderr in [dev_full(), closed_pipe()] {
+        let out = huddle_with(
+            home.path(),
+            &["run", "--model", "sim/x", "Say hi"],
+            Stdio::piped(),
+            stderr,
+        );
+        assert_no_panic(&out, "run with a broken stderr");
+        assert_eq!(out.status.code(), Some(0));
+        assert!(
+            text(&out.stdout).contains("Say hi"),
+            "the answer: {}",
+            text(&out.stdout)
+        );
+    }
+    for args in [
+        &["run", "--model", "sim/x", "Say hi"][..],
+        &["run", "--model", "sim/x", "--events", "Say hi"],
+    ] {
+        let out = huddle_with(home.path(), args, closed_pipe(), Stdio::piped());
+        assert_no_panic(&out, &format!("{args:?}"));
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {}", text(&out.stderr));
+    }
+    // Every run's session was saved although nobody read the answers.
+    let org = huddle::store::OrganizationFile::new(home.path().join("organization.json"))
+        .inspect()
+        .expect("readable")
+        .expect("saved");
+    assert_eq!(
+        org.sessions.iter().filter(|s| s.name.starts_with("run-")).count(),
+        4
+    );
+}
+
+/// `--events` lines are cleaned like the plain output: a prompt (echoed by the sim) holding C1
+/// controls, a bidi override and a zero-width space comes out without them.
+#[test]
+fn events_output_is_sanitised() {
+    let home = tempfile::tempdir().unwrap();
+    let prompt = "look\u{9b}31m here \u{202e}reversed\u{200b}";
+    let out = huddle_with(
+        home.path(),
+        &["run", "--model", "sim/x", "--events", prompt],
+        Stdio::piped(),
+        Stdio::piped(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("look"), "{stdout}");
+    for bad in ['\u{9b}', '\u{202e}', '\u{200b}'] {
+        assert!(!stdout.contains(bad), "{bad:?} in {stdout}");
+    }
+    for line in stdout.lines() {
+        serde_json::from_str::<serde_json::Value>(line).expect("still JSON");
+    }
+}
