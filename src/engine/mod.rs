@@ -632,6 +632,10 @@ impl EngineShared {
     /// is on disk. A failing disk is tried three times; then the error names the file and the
     /// OS error.
     pub async fn checkpoint(&self) -> Result<(), StoreError> {
+        if !self.org.unsaved() {
+            // Everything is on disk already: no thread hop.
+            return Ok(());
+        }
         let org = self.org.clone();
         let written = tokio::task::spawn_blocking(move || {
             let mut result = org.flush();

@@ -79,6 +79,11 @@ impl OrgHandle {
         self.read(Organization::clone)
     }
 
+    /// True while a change is not on disk yet (always false in memory).
+    pub fn unsaved(&self) -> bool {
+        self.inner.saver.as_ref().is_some_and(Saver::unsaved)
+    }
+
     /// Waits until every change so far is on disk.
     pub fn flush(&self) -> Result<(), StoreError> {
         match &self.inner.saver {

@@ -195,6 +195,12 @@ impl Saver {
         }
     }
 
+    /// True while a change is not on disk yet (or the last write failed).
+    pub fn unsaved(&self) -> bool {
+        let state = self.shared.lock();
+        state.finished < state.requested || state.last_error.is_some()
+    }
+
     /// How many times the file was written (for tests and diagnostics).
     pub fn writes(&self) -> u64 {
         self.shared.lock().writes

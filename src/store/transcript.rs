@@ -3,9 +3,11 @@
 //! Lines are never rewritten, so a crash can at worst tear the line being written; loading
 //! ignores such a line with a warning and keeps everything before it.
 
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::model::Message;
 
@@ -114,8 +116,8 @@ enum WriterMsg {
     Load(String, LoadReply),
 }
 
-/// Appends transcript lines on a background thread, so a turn never waits on the disk. Lines
-/// queued together are written with one sync per session.
+/// Appends transcript lines on a background thread, so a turn never waits on the disk. Files
+/// stay open; lines are synced in groups (see [`SYNC_WINDOW`]).
 pub struct TranscriptWriter {
     tx: Option<std::sync::mpsc::Sender<WriterMsg>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -184,8 +186,112 @@ impl Drop for TranscriptWriter {
     }
 }
 
+/// Lines written but not yet synced wait at most this long: a group commit, many lines and
+/// one `fdatasync` per file, instead of one per message. A flush or a read waits for its sync.
+const SYNC_WINDOW: Duration = Duration::from_millis(20);
+/// Transcript files the writer keeps open (the sessions active now, in practice).
+const OPEN_MAX: usize = 128;
+
+/// The writer's open files: each opened once (its torn-line check done then), the folder
+/// created once, and which have lines not yet synced.
+#[derive(Default)]
+struct OpenTranscripts {
+    dir_ready: bool,
+    files: HashMap<String, fs::File>,
+    unsynced: HashSet<String>,
+    unsynced_since: Option<Instant>,
+}
+
+impl OpenTranscripts {
+    fn file(&mut self, transcripts: &Transcripts, session_id: &str) -> Result<&mut fs::File, StoreError> {
+        if !self.files.contains_key(session_id) {
+            if !self.dir_ready {
+                let dir = transcripts.dir();
+                create_private_dir(dir).map_err(|e| StoreError::io("cannot create", dir, e))?;
+                self.dir_ready = true;
+            }
+            if self.files.len() >= OPEN_MAX {
+                self.sync();
+                self.files.clear();
+            }
+            let path = transcripts.path(session_id)?;
+            let mut file = private_file()
+                .read(true)
+                .append(true)
+                .create(true)
+                .open(&path)
+                .map_err(|e| StoreError::io("cannot open", &path, e))?;
+            // After a torn write the file ends mid-line: start on a fresh line so the next
+            // message is not glued to the fragment.
+            if ends_without_newline(&mut file).map_err(|e| StoreError::io("cannot read", &path, e))? {
+                file.write_all(b"\n")
+                    .map_err(|e| StoreError::io("cannot append to", &path, e))?;
+            }
+            self.files.insert(session_id.to_string(), file);
+        }
+        self.files
+            .get_mut(session_id)
+            .ok_or_else(|| StoreError::SaveFailed(format!("transcript {session_id} is not open")))
+    }
+
+    fn append(
+        &mut self,
+        transcripts: &Transcripts,
+        session_id: &str,
+        messages: &[Message],
+    ) -> Result<(), StoreError> {
+        let mut lines = Vec::new();
+        for message in messages {
+            serde_json::to_writer(&mut lines, message).map_err(|e| StoreError::Serialize(e.to_string()))?;
+            lines.push(b'\n');
+        }
+        let written = self.file(transcripts, session_id)?.write_all(&lines);
+        if let Err(e) = written {
+            // Reopened next time (the file may have been moved or its disk remounted).
+            self.files.remove(session_id);
+            return Err(StoreError::io(
+                "cannot append to",
+                transcripts.path(session_id).unwrap_or_default(),
+                e,
+            ));
+        }
+        self.unsynced.insert(session_id.to_string());
+        self.unsynced_since.get_or_insert_with(Instant::now);
+        Ok(())
+    }
+
+    /// Syncs every file with unsynced lines.
+    fn sync(&mut self) {
+        for id in self.unsynced.drain() {
+            if let Some(file) = self.files.get(&id)
+                && let Err(e) = file.sync_data()
+            {
+                tracing::error!(session = %id, error = %e, "cannot sync a transcript");
+            }
+        }
+        self.unsynced_since = None;
+    }
+}
+
 fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMsg>) {
-    while let Ok(first) = rx.recv() {
+    use std::sync::mpsc::RecvTimeoutError;
+    let mut open = OpenTranscripts::default();
+    loop {
+        // With lines waiting for their sync, wait for more only until the window closes.
+        let first = match open.unsynced_since {
+            None => match rx.recv() {
+                Ok(m) => m,
+                Err(_) => break,
+            },
+            Some(since) => match rx.recv_timeout(SYNC_WINDOW.saturating_sub(since.elapsed())) {
+                Ok(m) => m,
+                Err(RecvTimeoutError::Timeout) => {
+                    open.sync();
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            },
+        };
         let mut batch: Vec<(String, Vec<Message>)> = Vec::new();
         let mut waiting = Vec::new();
         let mut loads = Vec::new();
@@ -202,9 +308,13 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
             take(more);
         }
         for (id, messages) in &batch {
-            if let Err(e) = transcripts.append_all(id, messages) {
+            if let Err(e) = open.append(transcripts, id, messages) {
                 tracing::error!(session = %id, error = %e, "cannot append to transcript");
             }
+        }
+        let window_closed = open.unsynced_since.is_some_and(|t| t.elapsed() >= SYNC_WINDOW);
+        if !waiting.is_empty() || window_closed {
+            open.sync();
         }
         for done in waiting {
             let _ = done.send(());
@@ -214,6 +324,8 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
             let _ = reply.send(transcripts.load(&id));
         }
     }
+    // Closing: what was written is synced before the writer is gone.
+    open.sync();
 }
 
 fn ends_without_newline(file: &mut fs::File) -> std::io::Result<bool> {
@@ -363,5 +475,38 @@ mod tests {
         assert_eq!(loaded.messages.last().unwrap().text, "m199");
         assert!(writer.load(&t, "never").unwrap().messages.is_empty());
         assert!(writer.load(&t, "../x").is_err());
+    }
+
+    #[test]
+    fn the_writer_keeps_files_open_starts_after_a_torn_line_and_syncs_on_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transcripts::new(dir.path().join("sessions"));
+        // A crash tore the last line of one transcript.
+        t.append("torn", &Message::user("before")).unwrap();
+        let path = t.path("torn").unwrap();
+        let mut text = fs::read_to_string(&path).unwrap();
+        text.push_str("{\"role\":\"us");
+        fs::write(&path, text).unwrap();
+        let writer = TranscriptWriter::new(t.clone());
+        for k in 0..50 {
+            for s in ["torn", "a", "b"] {
+                writer.append(s, Message::assistant(format!("{s}{k}")));
+            }
+        }
+        writer.flush();
+        let torn = t.load("torn").unwrap();
+        assert_eq!(
+            torn.messages.len(),
+            51,
+            "the fragment is skipped, nothing glued to it"
+        );
+        assert_eq!(torn.warnings.len(), 1);
+        for s in ["a", "b"] {
+            let loaded = t.load(s).unwrap();
+            assert_eq!(loaded.messages.len(), 50);
+            assert_eq!(loaded.messages[49].text, format!("{s}49"));
+        }
+        drop(writer);
+        assert_eq!(t.load("a").unwrap().messages.len(), 50);
     }
 }
