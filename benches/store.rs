@@ -43,7 +43,7 @@ fn bench_save(c: &mut Criterion) {
         b.iter(|| file.save(&org).expect("save"))
     });
     group.bench_function("serialize_2000_sessions", |b| {
-        b.iter(|| serde_json::to_vec_pretty(&org).expect("json"))
+        b.iter(|| serde_json::to_vec(&org).expect("json"))
     });
     let saver = Saver::new(OrganizationFile::new(dir.path().join("queued.json")));
     group.bench_function("saver_handoff_2000_sessions (clone + queue)", |b| {

@@ -180,7 +180,7 @@ impl OrganizationFile {
 
     /// Writes the organization atomically, keeping the previous version as `.bak`.
     pub fn save(&self, org: &Organization) -> Result<(), StoreError> {
-        let bytes = serde_json::to_vec_pretty(org).map_err(|e| StoreError::Serialize(e.to_string()))?;
+        let bytes = serde_json::to_vec(org).map_err(|e| StoreError::Serialize(e.to_string()))?;
         self.save_bytes(&bytes)
     }
 

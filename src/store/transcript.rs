@@ -191,6 +191,10 @@ impl Drop for TranscriptWriter {
 const SYNC_WINDOW: Duration = Duration::from_millis(20);
 /// Transcript files the writer keeps open (the sessions active now, in practice).
 const OPEN_MAX: usize = 128;
+/// After writing, the writer lets lines gather this long before it looks again: senders then
+/// find it not waiting and need not wake it (a wake-up per message costs the engine more than
+/// the write itself).
+const LINGER: Duration = Duration::from_millis(2);
 
 /// The writer's open files: each opened once (its torn-line check done then), the folder
 /// created once, and which have lines not yet synced.
@@ -313,15 +317,20 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
             }
         }
         let window_closed = open.unsynced_since.is_some_and(|t| t.elapsed() >= SYNC_WINDOW);
-        if !waiting.is_empty() || window_closed {
+        let flushed = !waiting.is_empty();
+        if flushed || window_closed {
             open.sync();
         }
         for done in waiting {
             let _ = done.send(());
         }
         // A load sees the lines queued before it (and, harmlessly, those queued with it).
+        let answered = !loads.is_empty();
         for (id, reply) in loads {
             let _ = reply.send(transcripts.load(&id));
+        }
+        if !batch.is_empty() && !answered && !flushed {
+            std::thread::sleep(LINGER);
         }
     }
     // Closing: what was written is synced before the writer is gone.
