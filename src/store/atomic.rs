@@ -33,7 +33,10 @@ fn write_atomic_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), St
             .map_err(|e| StoreError::io("cannot create", &tmp, e))?;
         f.write_all(bytes)
             .map_err(|e| StoreError::io("cannot write", &tmp, e))?;
-        f.sync_all().map_err(|e| StoreError::io("cannot sync", &tmp, e))?;
+        // The data and the size: what a reader needs (the rename and the folder sync make the
+        // name durable).
+        f.sync_data()
+            .map_err(|e| StoreError::io("cannot sync", &tmp, e))?;
         fs::rename(&tmp, path).map_err(|e| StoreError::io("cannot replace", path, e))?;
         sync_dir(dir);
         Ok(())
