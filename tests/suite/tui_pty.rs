@@ -164,10 +164,22 @@ fn create_run_pause_resume_quit_and_restart() {
     app.key("q");
     app.wait_exit();
 
-    // Everything is back after a restart: the team, and the orchestrator's transcript.
+    // Everything is back after a restart: the team, the step-by-step timeline of its last run
+    // (read back from its run file), the earlier run one key away, and the orchestrator's
+    // transcript.
     let mut again = Huddle::start(home.path(), repo.path());
     again.wait_for("Code Review Team");
     again.wait_for("finished: goal_met");
+    again.wait_for("run 2 of 2");
+    let timeline = again.wait_for("  synthesize");
+    assert!(
+        timeline.contains("  collect") && timeline.contains("Now check the error paths"),
+        "the steps of the last run: {timeline}"
+    );
+    again.key("[");
+    again.wait_for("run 1 of 2");
+    again.key("]");
+    again.wait_for("run 2 of 2");
     again.key("j");
     again.wait_for("orchestrator · sim/slow-300ms");
     again.wait_for("Cycle finished");
