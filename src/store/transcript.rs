@@ -68,17 +68,7 @@ impl Transcripts {
             serde_json::to_writer(&mut line, message).map_err(|e| StoreError::Serialize(e.to_string()))?;
             line.push(b'\n');
         }
-        let mut file = private_file()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(&path)
-            .map_err(|e| StoreError::io("cannot open", &path, e))?;
-        // After a torn write the file ends mid-line: start on a fresh line so this message is
-        // not glued to the fragment.
-        if ends_without_newline(&mut file).map_err(|e| StoreError::io("cannot read", &path, e))? {
-            line.insert(0, b'\n');
-        }
+        let mut file = open_for_append(&path)?;
         file.write_all(&line)
             .map_err(|e| StoreError::io("cannot append to", &path, e))?;
         file.sync_data()
@@ -218,19 +208,7 @@ impl OpenTranscripts {
                 self.sync();
                 self.files.clear();
             }
-            let path = transcripts.path(session_id)?;
-            let mut file = private_file()
-                .read(true)
-                .append(true)
-                .create(true)
-                .open(&path)
-                .map_err(|e| StoreError::io("cannot open", &path, e))?;
-            // After a torn write the file ends mid-line: start on a fresh line so the next
-            // message is not glued to the fragment.
-            if ends_without_newline(&mut file).map_err(|e| StoreError::io("cannot read", &path, e))? {
-                file.write_all(b"\n")
-                    .map_err(|e| StoreError::io("cannot append to", &path, e))?;
-            }
+            let file = open_for_append(&transcripts.path(session_id)?)?;
             self.files.insert(session_id.to_string(), file);
         }
         self.files
@@ -335,6 +313,22 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
     }
     // Closing: what was written is synced before the writer is gone.
     open.sync();
+}
+
+/// Opens a transcript to append to (created 0600). After a torn write the file ends mid-line:
+/// a newline is added first, so the next message is not glued to the fragment.
+fn open_for_append(path: &Path) -> Result<fs::File, StoreError> {
+    let mut file = private_file()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| StoreError::io("cannot open", path, e))?;
+    if ends_without_newline(&mut file).map_err(|e| StoreError::io("cannot read", path, e))? {
+        file.write_all(b"\n")
+            .map_err(|e| StoreError::io("cannot append to", path, e))?;
+    }
+    Ok(file)
 }
 
 fn ends_without_newline(file: &mut fs::File) -> std::io::Result<bool> {

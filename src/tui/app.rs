@@ -459,11 +459,7 @@ impl App {
         };
         let key = RunKey::team(&group_id);
         if let Some(run) = self.runs.team(&group_id) {
-            let paused = match run.pending {
-                Some(Pending::Pausing) => true,
-                Some(Pending::Resuming) => false,
-                _ => run.paused,
-            };
+            let paused = run.paused_as_shown();
             if paused {
                 self.runs.request(&key, Pending::Resuming);
                 self.flash("resuming", false);

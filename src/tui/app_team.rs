@@ -186,11 +186,7 @@ impl App {
         let Some(run) = self.runs.reflection(&session_id) else {
             return Vec::new();
         };
-        let paused = match run.pending {
-            Some(Pending::Pausing) => true,
-            Some(Pending::Resuming) => false,
-            _ => run.paused,
-        };
+        let paused = run.paused_as_shown();
         if paused {
             self.runs.request(&key, Pending::Resuming);
             self.flash("resuming the reflection", false);

@@ -27,6 +27,18 @@ pub struct RunState {
     pub turns: HashSet<SessionId>,
 }
 
+impl RunState {
+    /// Paused as the user sees it: what they asked for while the engine has not confirmed it
+    /// yet, else what the engine confirmed.
+    pub fn paused_as_shown(&self) -> bool {
+        match self.pending {
+            Some(Pending::Pausing) => true,
+            Some(Pending::Resuming) => false,
+            _ => self.paused,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Runs {
     runs: HashMap<RunId, RunState>,

@@ -404,6 +404,15 @@ impl TeamCycle<'_, '_> {
         }
     }
 
+    /// The answer so far: the last synthesis without its sentinel lines.
+    fn final_text(&self) -> String {
+        self.state
+            .last_synthesis
+            .as_deref()
+            .map(strip_sentinel_lines)
+            .unwrap_or_default()
+    }
+
     /// The process is ending from outside: the cycle is saved as it stands (active, after its
     /// last completed iteration), so `huddle run --resume` or the TUI can continue it.
     async fn leave_interrupted(mut self) -> RunReport {
@@ -416,12 +425,7 @@ impl TeamCycle<'_, '_> {
                 self.state.max_iterations
             ),
         });
-        let final_text = self
-            .state
-            .last_synthesis
-            .as_deref()
-            .map(strip_sentinel_lines)
-            .unwrap_or_default();
+        let final_text = self.final_text();
         let outcome = if saved {
             CycleOutcome::Cancelled
         } else {
@@ -462,12 +466,7 @@ impl TeamCycle<'_, '_> {
             iterations: self.state.iteration,
             summary: summary.clone(),
         });
-        let final_text = self
-            .state
-            .last_synthesis
-            .as_deref()
-            .map(strip_sentinel_lines)
-            .unwrap_or_default();
+        let final_text = self.final_text();
         let mut report = self
             .run
             .report(outcome, self.state.iteration, final_text, summary);
