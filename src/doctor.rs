@@ -34,6 +34,7 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
     let _ = writeln!(out, "  config dir    {}", paths.config_dir.display());
     let _ = writeln!(out, "  data dir      {}", paths.data_dir.display());
     let _ = writeln!(out, "  logs          {}", paths.logs_dir().display());
+    let _ = writeln!(out, "  run timelines {}", paths.runs_dir().display());
 
     let _ = writeln!(out, "\nConfig");
     let config = match Config::load(paths) {
@@ -64,6 +65,7 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
     if let Some(config) = &config {
         let _ = writeln!(out, "  default model {}", config.default_model());
         let _ = writeln!(out, "  max concurrency {}", config.max_concurrency);
+        let _ = writeln!(out, "  runs kept     {} per group", config.runs_kept);
         let _ = writeln!(
             out,
             "  timeouts      {} s for the next chunk of an answer, {} s to connect",
@@ -194,6 +196,17 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
         })
         .unwrap_or(0);
     let _ = writeln!(out, "  transcripts   {transcripts}");
+    // One folder of run files per group that has run.
+    let run_files: usize = std::fs::read_dir(paths.runs_dir())
+        .map(|groups| {
+            groups
+                .filter_map(Result::ok)
+                .filter_map(|g| std::fs::read_dir(g.path()).ok())
+                .map(|runs| runs.filter_map(Result::ok).count())
+                .sum()
+        })
+        .unwrap_or(0);
+    let _ = writeln!(out, "  run files     {run_files}");
     match problems.len() {
         0 => _ = writeln!(out, "\nSummary: no problems found"),
         n => {
