@@ -18,9 +18,6 @@ use crate::presets::Catalog;
 use crate::text::sanitize;
 use crate::workspace::{Edits, Workspace};
 
-/// Set when `--events` output could not be written (the run goes on; the exit code tells).
-static STDOUT_LOST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
 /// What `huddle run` was asked to do.
 #[derive(Debug, Clone)]
 pub struct RunRequest {
@@ -161,7 +158,9 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
     let flushed = engine.flush();
     // Every event of the run was sent before it returned: let the printer write them all.
     let _ = done_tx.send(());
-    let _ = printer.await;
+    // Standard output gone (closed pipe, full disk): the run finished and saved; the exit code
+    // says the output was lost.
+    let stdout_lost = printer.await.unwrap_or(false);
     if let Err(e) = flushed {
         note(format_args!("huddle: could not save: {e}"));
     }
@@ -193,7 +192,7 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
         }
         return Ok(e.exit_code());
     }
-    if STDOUT_LOST.load(Ordering::SeqCst) {
+    if stdout_lost {
         return Ok(OutputError::Closed.exit_code());
     }
     match signalled.load(Ordering::SeqCst) {
@@ -330,13 +329,15 @@ fn choose_target(
 }
 
 /// Prints events as NDJSON on stdout, or as human progress on stderr, until `done` says the run
-/// is over and everything queued has been printed.
+/// is over and everything queued has been printed. True when standard output could not be
+/// written.
 async fn print_events(
     mut events: mpsc::UnboundedReceiver<EngineEvent>,
     mut done: tokio::sync::oneshot::Receiver<()>,
     ndjson: bool,
-) {
+) -> bool {
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let mut lost = false;
     loop {
         let event = tokio::select! {
             biased;
@@ -346,37 +347,34 @@ async fn print_events(
             },
             _ = &mut done => break,
         };
-        print_event(&event, ndjson, color);
+        lost |= !print_event(&event, ndjson, color);
     }
     // After `done`, drain without waiting.
     while let Ok(event) = events.try_recv() {
-        print_event(&event, ndjson, color);
+        lost |= !print_event(&event, ndjson, color);
     }
+    lost
 }
 
-fn print_event(event: &EngineEvent, ndjson: bool, color: bool) {
-    {
-        if ndjson {
-            if event.kind.is_streaming() {
-                return;
-            }
-            // String fields are model and tool output: cleaned like the plain output.
-            let raw = event.to_ndjson();
-            let line = sanitize::json_line(&raw);
-            if print_out(&format!("{line}\n")).is_err() {
-                // Standard output is gone (closed pipe, full disk): the run still finishes and
-                // saves; its exit code says so.
-                STDOUT_LOST.store(true, Ordering::SeqCst);
-            }
-        } else if let Some(line) = progress_line(event) {
-            let line = sanitize::display(&line).into_owned();
-            if color && line.starts_with("──") {
-                note(format_args!("\x1b[1m{line}\x1b[0m"));
-            } else {
-                note(format_args!("{line}"));
-            }
+/// Prints one event; false when standard output could not be written.
+fn print_event(event: &EngineEvent, ndjson: bool, color: bool) -> bool {
+    if ndjson {
+        if event.kind.is_streaming() {
+            return true;
+        }
+        // String fields are model and tool output: cleaned like the plain output.
+        let raw = event.to_ndjson();
+        return print_out(&format!("{}\n", sanitize::json_line(&raw))).is_ok();
+    }
+    if let Some(line) = progress_line(event) {
+        let line = sanitize::display(&line).into_owned();
+        if color && line.starts_with("──") {
+            note(format_args!("\x1b[1m{line}\x1b[0m"));
+        } else {
+            note(format_args!("{line}"));
         }
     }
+    true
 }
 
 fn first_line(text: &str, max: usize) -> String {

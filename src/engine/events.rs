@@ -242,21 +242,6 @@ impl EventKind {
         }
     }
 
-    /// The session the event is about, if it is about one.
-    pub fn session_id(&self) -> Option<&str> {
-        match self {
-            EventKind::Message { session_id, .. }
-            | EventKind::Delta { session_id, .. }
-            | EventKind::TurnStarted { session_id, .. }
-            | EventKind::TurnFinished { session_id, .. }
-            | EventKind::Notice { session_id, .. }
-            | EventKind::Assignment { session_id, .. }
-            | EventKind::WorkerFinished { session_id, .. } => Some(session_id),
-            EventKind::RunStarted { key } | EventKind::RunEnded { key, .. } => key.session_id(),
-            _ => None,
-        }
-    }
-
     /// Streaming events: many per turn, shown live, never stored in a run log.
     pub fn is_streaming(&self) -> bool {
         matches!(self, EventKind::Delta { .. } | EventKind::TurnStarted { .. })
@@ -281,11 +266,6 @@ impl RunRecord {
 }
 
 impl EngineEvent {
-    /// The group's display name.
-    pub fn group(&self) -> &str {
-        &self.group
-    }
-
     /// One NDJSON line (no trailing newline).
     pub fn to_ndjson(&self) -> String {
         // Serialising these plain structs cannot fail; fall back to an error object regardless.

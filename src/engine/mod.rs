@@ -23,7 +23,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{CycleOutcome, GroupId, Mode, SessionId, Usage};
+use crate::model::{CycleOutcome, Mode, SessionId, Usage};
 use crate::providers::Providers;
 use crate::store::{LoadedTranscript, OrgHandle, StoreError, TranscriptWriter, Transcripts};
 
@@ -438,12 +438,6 @@ impl Engine {
         chats || reflection
     }
 
-    pub fn stop_all(&self) {
-        for run in lock(&self.shared.runs).values() {
-            run.control.cancel.cancel();
-        }
-    }
-
     /// Stops everything for good (Ctrl-C in `huddle run`, quitting the TUI): running and
     /// queued turns are cancelled, and runs started afterwards end at once as cancelled.
     pub fn shutdown(&self) {
@@ -680,18 +674,5 @@ impl EngineShared {
         let rx = self.submit(session_id, prompt, options);
         rx.await
             .unwrap_or_else(|_| TurnResult::failed(session_id, "the session stopped".into(), None))
-    }
-}
-
-/// Ids of the engine's runs, for tests and front ends that want to know what is registered.
-pub type ActiveRunKeys = Vec<(RunId, RunKey, GroupId)>;
-
-impl Engine {
-    /// Every registered run: id, key and group.
-    pub fn runs(&self) -> ActiveRunKeys {
-        lock(&self.shared.runs)
-            .values()
-            .map(|r| (r.run_id(), r.key.clone(), r.emitter.group_id.clone()))
-            .collect()
     }
 }

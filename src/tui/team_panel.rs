@@ -19,7 +19,7 @@ use super::command::Command;
 use super::cycle_view::{CycleView, TimelineKind, WorkerState, outcome_kind, phase_name, seconds};
 use super::markdown::wrap_line_into;
 use super::widgets::{pane, spinner};
-use crate::engine::events::{EngineEvent, EventKind, RunId, RunKey};
+use crate::engine::events::{EngineEvent, EventKind, RunKey};
 use crate::model::{Group, GroupId, Organization, ReflectionCycle};
 use crate::text::sanitize;
 use crate::workspace::{LoadedRun, WhichRun};
@@ -27,7 +27,6 @@ use crate::workspace::{LoadedRun, WhichRun};
 /// An earlier run of a team shown instead of the newest (browsed with the run keys).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShownRun {
-    pub run_id: RunId,
     /// 0-based position among the group's runs on disk, oldest first, of `total`.
     pub index: usize,
     pub total: usize,
@@ -37,7 +36,6 @@ pub struct ShownRun {
 /// Where a group's newest run stands among its runs on disk (for browsing back).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunPosition {
-    pub run_id: RunId,
     pub index: usize,
     pub total: usize,
 }
@@ -192,17 +190,13 @@ impl TeamPanel {
                 Some(p) => (p.total, p.total + 1),
                 None => (0, 1),
             };
-            self.latest_runs.insert(
-                id.clone(),
-                RunPosition {
-                    run_id: event.run_id.clone().unwrap_or_default(),
-                    index,
-                    total,
-                },
-            );
+            self.latest_runs.insert(id.clone(), RunPosition { index, total });
         }
         let cycle = self.cycles.entry(id.clone()).or_default();
-        cycle.team_slug = crate::naming::team_slug(&event.group);
+        // Names in a run's events are those at its start: the slug is taken once per cycle.
+        if cycle.team_slug.is_empty() || matches!(event.kind, EventKind::CycleStarted { .. }) {
+            cycle.team_slug = crate::naming::team_slug(&event.group);
+        }
         cycle.apply(event, now);
         if matches!(event.kind, EventKind::CycleStarted { .. })
             && let Some(r) = saved().filter(|r| r.active && r.completed_iterations > 0)
@@ -218,7 +212,6 @@ impl TeamPanel {
             self.shown_runs.insert(
                 group_id,
                 ShownRun {
-                    run_id: loaded.run_id.clone(),
                     index: loaded.index,
                     total: loaded.total,
                     view,
@@ -232,7 +225,6 @@ impl TeamPanel {
         self.latest_runs.insert(
             group_id.clone(),
             RunPosition {
-                run_id: loaded.run_id.clone(),
                 index: loaded.index,
                 total: loaded.total,
             },

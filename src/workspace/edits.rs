@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::model::limits::parse_max_iterations;
-use crate::model::{GroupId, GroupKind, Mode, Organization, Preset, Role, Session, SessionId, reconcile};
+use crate::model::{GroupId, GroupKind, Mode, Preset, Role, Session, SessionId, reconcile};
 use crate::naming::{member_session_name, team_slug};
 use crate::presets::create_team_group;
 use crate::store::{OrgHandle, OrgView, RunFiles, Transcripts};
@@ -112,20 +112,12 @@ impl Edits {
         self.org.view()
     }
 
-    pub fn config(&self) -> &Config {
-        &self.config
-    }
-
     fn group_busy(&self, group_id: &str) -> bool {
         self.engine.as_ref().is_some_and(|e| e.group_busy(group_id))
     }
 
     fn session_busy(&self, session_id: &str) -> bool {
         self.engine.as_ref().is_some_and(|e| e.session_busy(session_id))
-    }
-
-    fn group_name(&self, o: &Organization, group_id: &str) -> String {
-        o.group(group_id).map(|g| g.name.clone()).unwrap_or_default()
     }
 
     /// A plain session in `group_id`, working in the group's repo (or the front end's).
@@ -400,7 +392,10 @@ impl Edits {
             ));
         }
         if self.group_busy(group_id) {
-            let name = self.org.read(|o| self.group_name(o, group_id));
+            let name = self
+                .org
+                .read(|o| o.group(group_id).map(|g| g.name.clone()))
+                .unwrap_or_default();
             return Err(EditError::Busy {
                 what: format!("team `{name}`"),
                 action: "switch the evaluator",
@@ -453,7 +448,7 @@ impl Edits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Group, GroupKind};
+    use crate::model::{Group, GroupKind, Organization};
 
     fn edits() -> (Edits, GroupId) {
         let mut org = Organization::default();
