@@ -3,6 +3,7 @@ mod cli_limits;
 mod engine_fixture;
 mod engine_modes;
 mod engine_reflect;
+mod engine_runs;
 mod engine_single;
 mod fake_llm_server;
 mod headless;
