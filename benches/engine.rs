@@ -49,6 +49,7 @@ impl Provider for NullProvider {
                 finish_reason: Some("stop".into()),
                 duration: Duration::ZERO,
                 simulated: true,
+                tool_calls: Vec::new(),
             })
         })
     }

@@ -67,6 +67,7 @@ impl Provider for CountingProvider {
                 finish_reason: Some("stop".into()),
                 duration: Duration::ZERO,
                 simulated: true,
+                tool_calls: Vec::new(),
             })
         })
     }

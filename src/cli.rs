@@ -64,6 +64,10 @@ pub struct RunArgs {
     /// Print NDJSON events on stdout.
     #[arg(long)]
     pub events: bool,
+    /// Run tool calls whose MCP server has `approval: ask` (by default they are denied, since
+    /// nobody is there to approve them).
+    #[arg(long)]
+    pub approve_tools: bool,
     /// The prompt; `-` reads it from standard input.
     #[arg(required_unless_present = "resume", conflicts_with = "resume")]
     pub prompt: Option<String>,

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::tools::mcp::McpServerConfig;
+
 /// Where huddle keeps its files.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Paths {
@@ -165,6 +167,12 @@ pub struct Config {
     pub keys: BTreeMap<String, KeyList>,
     /// Run files (`runs/<group-id>/<run-id>.jsonl`) kept per group; older ones are removed.
     pub runs_kept: usize,
+    /// MCP servers sessions may use, by name (the prefix of their tools' names).
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// Model → tools → model rounds per turn before the model must answer.
+    pub max_tool_rounds: u32,
+    /// Bytes of one tool result sent back to the model; the rest is cut (and the cut marked).
+    pub tool_result_max_bytes: usize,
 }
 
 impl Default for Config {
@@ -177,6 +185,9 @@ impl Default for Config {
             connect_timeout_secs: 10,
             keys: BTreeMap::new(),
             runs_kept: crate::store::DEFAULT_RUNS_KEPT,
+            mcp_servers: BTreeMap::new(),
+            max_tool_rounds: crate::tools::limits::DEFAULT_MAX_TOOL_ROUNDS,
+            tool_result_max_bytes: crate::tools::limits::DEFAULT_RESULT_MAX_BYTES,
         }
     }
 }
@@ -275,6 +286,21 @@ impl Config {
                 )));
             }
         }
+        if !crate::tools::limits::MAX_TOOL_ROUNDS.contains(&self.max_tool_rounds) {
+            return Err(invalid(format!(
+                "max_tool_rounds: {} is out of range; use {} to {}",
+                self.max_tool_rounds,
+                crate::tools::limits::MAX_TOOL_ROUNDS.start(),
+                crate::tools::limits::MAX_TOOL_ROUNDS.end()
+            )));
+        }
+        if self.tool_result_max_bytes < 256 {
+            return Err(invalid(
+                "tool_result_max_bytes: must be at least 256 (bytes of a tool result sent to the model)"
+                    .into(),
+            ));
+        }
+        crate::tools::mcp::config::validate_all(&self.mcp_servers).map_err(invalid)?;
         if self.runs_kept == 0 {
             return Err(invalid(
                 "runs_kept: must be at least 1 (the latest run of each group is always kept)".into(),

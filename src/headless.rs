@@ -16,6 +16,7 @@ use crate::engine::{Engine, EngineError, ReflectionRequest, RunOverrides, RunRep
 use crate::model::{CycleOutcome, Mode};
 use crate::presets::Catalog;
 use crate::text::sanitize;
+use crate::tools::ApprovalPolicy;
 use crate::workspace::{Edits, Workspace};
 
 /// What `huddle run` was asked to do.
@@ -27,6 +28,8 @@ pub struct RunRequest {
     pub max_iterations: Option<u32>,
     pub model: Option<String>,
     pub events: bool,
+    /// Approve tool calls that ask (`--approve-tools`); otherwise they are denied.
+    pub approve_tools: bool,
     /// Empty with `resume`.
     pub prompt: String,
     /// Continue the group's interrupted cycle instead of starting a run.
@@ -99,8 +102,13 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
             .resolve(model)
             .map_err(|e| usage(format!("--model: {e}")))?;
     }
+    let approval = if request.approve_tools {
+        ApprovalPolicy::ApproveAll
+    } else {
+        ApprovalPolicy::DenyAll
+    };
     let workspace =
-        Workspace::open(paths, &config, request.repo.clone()).map_err(|e| other(e.to_string()))?;
+        Workspace::open(paths, &config, request.repo.clone(), approval).map_err(|e| other(e.to_string()))?;
     for notice in &workspace.notices {
         note(format_args!("huddle: {notice}"));
     }

@@ -18,5 +18,6 @@ pub mod presets;
 pub mod providers;
 pub mod store;
 pub mod text;
+pub mod tools;
 pub mod tui;
 pub mod workspace;

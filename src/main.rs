@@ -153,6 +153,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 max_iterations: args.max_iterations,
                 model: args.model,
                 events: args.events,
+                approve_tools: args.approve_tools,
                 prompt: args.prompt.unwrap_or_default(),
                 resume: args.resume,
                 discard_interrupted: args.discard_interrupted,

@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::model::{CycleOutcome, GroupId, Message, Mode, Role, SessionId, Trend, Usage};
+use crate::tools::Decision;
 
 /// A run's id: `<UTC time to the millisecond>-<random>`, so sorting ids sorts runs by start.
 pub type RunId = String;
@@ -177,6 +178,53 @@ pub enum EventKind {
         #[serde(skip)]
         message: Option<Box<Message>>,
     },
+    /// A session's model called a tool. `step` (in memory only) is the stored assistant
+    /// message that made this round's calls; it rides on the round's first call.
+    ToolCall {
+        session_id: SessionId,
+        session: String,
+        generation: u64,
+        call_id: String,
+        name: String,
+        arguments: String,
+        #[serde(skip)]
+        step: Option<Box<Message>>,
+    },
+    /// A call waits for the user's approval (answer with `Engine::answer_approval`).
+    ToolApprovalRequested {
+        session_id: SessionId,
+        session: String,
+        approval_id: u64,
+        call_id: String,
+        server: String,
+        tool: String,
+        arguments: String,
+    },
+    /// How an approval was settled: by the user, or by `huddle run`'s rule (`reason`).
+    ToolApprovalDecided {
+        session_id: SessionId,
+        session: String,
+        approval_id: u64,
+        call_id: String,
+        decision: Decision,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A tool call ended. `first_line` is the start of what the model got back; `message`
+    /// (in memory only) the stored `tool` message.
+    ToolResult {
+        session_id: SessionId,
+        session: String,
+        generation: u64,
+        call_id: String,
+        name: String,
+        ok: bool,
+        duration_ms: u64,
+        size: u64,
+        first_line: String,
+        #[serde(skip)]
+        message: Option<Box<Message>>,
+    },
     Evaluation {
         iteration: u32,
         score: f64,
@@ -230,6 +278,10 @@ impl EventKind {
             EventKind::TurnStarted { .. } => "turn_started",
             EventKind::TurnFinished { .. } => "turn_finished",
             EventKind::Notice { .. } => "notice",
+            EventKind::ToolCall { .. } => "tool_call",
+            EventKind::ToolApprovalRequested { .. } => "tool_approval_requested",
+            EventKind::ToolApprovalDecided { .. } => "tool_approval_decided",
+            EventKind::ToolResult { .. } => "tool_result",
             EventKind::Evaluation { .. } => "evaluation",
             EventKind::EvaluationUnparsed { .. } => "evaluation_unparsed",
             EventKind::StallWarning { .. } => "stall_warning",

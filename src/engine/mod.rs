@@ -14,6 +14,7 @@ mod run;
 pub mod session;
 mod sink;
 mod team;
+mod tool_round;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::model::{CycleOutcome, Mode, SessionId, Usage};
 use crate::providers::Providers;
 use crate::store::{LoadedTranscript, OrgHandle, StoreError, TranscriptWriter, Transcripts};
+use crate::tools::{ApprovalPolicy, Approvals, Decision, Toolbox};
 
 use events::{EventKind, RunId, RunKey};
 pub use session::{TurnJob, TurnResult};
@@ -38,6 +40,14 @@ pub struct EngineOptions {
     pub max_concurrency: usize,
     /// Wait before retrying an iteration that failed (SPEC: 2 s).
     pub error_backoff: Duration,
+    /// The tool servers sessions may use.
+    pub tools: Toolbox,
+    /// What happens to calls whose server asks for approval.
+    pub approval: ApprovalPolicy,
+    /// Tool rounds per turn for sessions that set none.
+    pub max_tool_rounds: u32,
+    /// Bytes of a tool result sent back to the model.
+    pub tool_result_max_bytes: usize,
 }
 
 impl Default for EngineOptions {
@@ -45,6 +55,10 @@ impl Default for EngineOptions {
         EngineOptions {
             max_concurrency: 8,
             error_backoff: Duration::from_secs(2),
+            tools: Toolbox::default(),
+            approval: ApprovalPolicy::default(),
+            max_tool_rounds: crate::tools::limits::DEFAULT_MAX_TOOL_ROUNDS,
+            tool_result_max_bytes: crate::tools::limits::DEFAULT_RESULT_MAX_BYTES,
         }
     }
 }
@@ -198,6 +212,7 @@ pub(crate) struct EngineShared {
     pub writer: TranscriptWriter,
     pub events: EventSink,
     pub options: EngineOptions,
+    pub approvals: Approvals,
     actors: Mutex<HashMap<SessionId, session::SessionQueue>>,
     runs: Mutex<HashMap<RunId, Arc<ActiveRun>>>,
     /// Turns queued or in flight, per session.
@@ -230,6 +245,7 @@ impl Engine {
                 transcripts,
                 events,
                 options,
+                approvals: Approvals::default(),
                 actors: Mutex::new(HashMap::new()),
                 runs: Mutex::new(HashMap::new()),
                 turns: Mutex::new(HashMap::new()),
@@ -431,6 +447,16 @@ impl Engine {
         self.with_runs(key, |r| r.control.cancel.cancel())
     }
 
+    /// Answers a `tool_approval_requested` event; false when nothing waits on it any more.
+    pub fn answer_approval(&self, approval_id: u64, decision: Decision) -> bool {
+        self.shared.approvals.answer(approval_id, decision)
+    }
+
+    /// Stops the tool servers (their processes end). Call once, on exit.
+    pub async fn shutdown_tools(&self) {
+        self.shared.options.tools.shutdown().await;
+    }
+
     /// Stops a session's chat turns (in flight and queued) and its reflection.
     pub fn stop_session(&self, session_id: &str) -> bool {
         let chats = self.stop(&RunKey::chat(session_id));
@@ -536,6 +562,13 @@ impl Drop for RunGuard {
 }
 
 impl EngineShared {
+    /// Stops the run `run_id` (a "deny and stop" answer to a tool approval).
+    pub fn stop_run(&self, run_id: &str) {
+        if let Some(run) = lock(&self.runs).get(run_id) {
+            run.control.cancel.cancel();
+        }
+    }
+
     /// Registers a run under `key`: refused while another team run of the group or reflection
     /// of the session is registered. Emits `run_started`.
     fn register(self: &Arc<Self>, key: RunKey) -> Result<RunGuard, EngineError> {

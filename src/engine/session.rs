@@ -8,11 +8,25 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{Message, MessageRole, Role, Usage};
+use crate::model::{Message, MessageRole, Role, ToolChoice, ToolResultInfo, Usage};
 use crate::providers::{ChatMessage, ChatRole, ErrorKind, TurnRequest};
+use crate::tools::Offer;
+use crate::tools::limits::{first_line, rounds_exhausted_note};
 
 use super::EngineShared;
 use super::events::{EngineEvent, EventKind, RunId};
+use super::tool_round::CallContext;
+
+fn sum_usage(total: Option<Usage>, more: Option<Usage>) -> Option<Usage> {
+    match (total, more) {
+        (None, more) => more,
+        (Some(t), None) => Some(t),
+        (Some(mut t), Some(m)) => {
+            t.add(m);
+            Some(t)
+        }
+    }
+}
 
 /// How much earlier conversation a turn carries (the newest part is kept).
 const HISTORY_MAX_CHARS: usize = 120_000;
@@ -121,6 +135,9 @@ struct SessionInfo {
     model: String,
     system: Option<String>,
     working_dir: Option<std::path::PathBuf>,
+    /// MCP servers the session may use.
+    tools: Vec<String>,
+    max_tool_rounds: Option<u32>,
 }
 
 impl Actor {
@@ -136,6 +153,8 @@ impl Actor {
                 model: s.model.clone(),
                 system: s.system_prompt.clone().filter(|p| !p.trim().is_empty()),
                 working_dir: s.repo.clone().or_else(|| group.and_then(|g| g.repo.clone())),
+                tools: s.tools.clone(),
+                max_tool_rounds: s.max_tool_rounds,
             })
         })
     }
@@ -151,16 +170,7 @@ impl Actor {
         let id = self.session_id.clone();
         let loaded = tokio::task::spawn_blocking(move || shared.writer.load(&shared.transcripts, &id)).await;
         let history = match loaded {
-            Ok(Ok(loaded)) => loaded
-                .messages
-                .into_iter()
-                .filter(|m| m.error.is_none() && !m.text.trim().is_empty())
-                .filter_map(|m| match m.role {
-                    MessageRole::User => Some(ChatMessage::user(m.text)),
-                    MessageRole::Assistant => Some(ChatMessage::assistant(m.text)),
-                    _ => None,
-                })
-                .collect(),
+            Ok(Ok(loaded)) => chat_history(&loaded.messages),
             Ok(Err(e)) => {
                 tracing::warn!(session = %self.session_id, error = %e, "cannot read transcript; starting without history");
                 Vec::new()
@@ -220,6 +230,7 @@ impl Actor {
         let mut user = Message::user(prompt.clone());
         user.iteration = options.iteration;
         self.shared.writer.append(&self.session_id, user.clone());
+        let user_message = user.clone();
         self.emit(
             &info,
             &options.run_id,
@@ -232,35 +243,22 @@ impl Actor {
         );
 
         let started = Instant::now();
-        let request = TurnRequest {
-            model: String::new(),
-            system: info.system.clone(),
-            messages,
-            working_dir: info.working_dir.clone(),
-            turn_timeout: options.timeout,
-        };
         let outcome = match self.shared.providers.for_slug(&slug) {
             Ok((provider, model)) => {
-                let request = TurnRequest { model, ..request };
-                let mut forward = |delta: &str| {
-                    self.emit(
-                        &info,
-                        &options.run_id,
-                        EventKind::Delta {
-                            session_id: self.session_id.clone(),
-                            session: info.name.clone(),
-                            generation,
-                            text: delta.to_string(),
-                        },
-                    )
+                let mut request = TurnRequest {
+                    model,
+                    system: info.system.clone(),
+                    messages,
+                    working_dir: info.working_dir.clone(),
+                    turn_timeout: options.timeout,
+                    ..TurnRequest::default()
                 };
-                provider
-                    .stream_turn(request, &mut forward, options.cancel.clone())
+                self.tool_loop(&info, options, generation, provider.as_ref(), &mut request)
                     .await
             }
-            Err(e) => Err(e),
+            Err(e) => (Err(e), Vec::new()),
         };
-
+        let (outcome, steps) = outcome;
         let mut result = match outcome {
             Ok(out) => TurnResult {
                 session: info.name.clone(),
@@ -290,14 +288,164 @@ impl Actor {
         if result.duration.is_zero() {
             result.duration = started.elapsed();
         }
-        self.record(&info, &prompt, options, &result, generation);
+        self.record(&info, user_message, steps, options, &result, generation);
         result
+    }
+
+    /// Model → tools → model until an answer without calls, the round limit (then the model is
+    /// told to answer), a failure or a stop. Returns the final answer (usage summed over the
+    /// loop) and the messages stored on the way (assistant steps with calls, tool results).
+    async fn tool_loop(
+        &self,
+        info: &SessionInfo,
+        options: &TurnOptions,
+        generation: u64,
+        provider: &dyn crate::providers::Provider,
+        request: &mut TurnRequest,
+    ) -> (
+        Result<crate::providers::TurnOutput, crate::providers::ProviderError>,
+        Vec<Message>,
+    ) {
+        let offer = if info.tools.is_empty() || provider.kind() == crate::config::ProviderKind::Command {
+            Offer::default()
+        } else {
+            self.shared.options.tools.offer(&info.tools).await
+        };
+        for problem in &offer.problems {
+            self.emit(
+                info,
+                &options.run_id,
+                EventKind::Warning {
+                    message: format!("{}: {problem}", info.name),
+                },
+            );
+        }
+        request.tools = offer.specs.clone();
+        let max_rounds = info
+            .max_tool_rounds
+            .unwrap_or(self.shared.options.max_tool_rounds)
+            .max(1);
+        let context = CallContext {
+            shared: &self.shared,
+            session_id: &self.session_id,
+            session: &info.name,
+            group_id: &info.group_id,
+            group: &info.group,
+            run_id: &options.run_id,
+            cancel: &options.cancel,
+        };
+        let mut steps = Vec::new();
+        let mut usage: Option<Usage> = None;
+        let mut rounds = 0u32;
+        loop {
+            request.tool_choice = if rounds >= max_rounds {
+                ToolChoice::None
+            } else {
+                ToolChoice::Auto
+            };
+            let mut forward = |delta: &str| {
+                self.emit(
+                    info,
+                    &options.run_id,
+                    EventKind::Delta {
+                        session_id: self.session_id.clone(),
+                        session: info.name.clone(),
+                        generation,
+                        text: delta.to_string(),
+                    },
+                )
+            };
+            let mut out = match provider
+                .stream_turn(request.clone(), &mut forward, options.cancel.clone())
+                .await
+            {
+                Ok(out) => out,
+                Err(e) => return (Err(e), steps),
+            };
+            usage = sum_usage(usage, out.usage);
+            if out.tool_calls.is_empty() || rounds >= max_rounds || request.tools.is_empty() {
+                out.usage = usage;
+                out.tool_calls.clear();
+                return (Ok(out), steps);
+            }
+            rounds += 1;
+            let calls = std::mem::take(&mut out.tool_calls);
+            let mut step = Message::assistant(out.text.clone());
+            step.model = Some(format!("{}/{}", provider.name(), request.model));
+            step.iteration = options.iteration;
+            step.tool_calls = calls.clone();
+            self.shared.writer.append(&self.session_id, step.clone());
+            request
+                .messages
+                .push(ChatMessage::assistant_calls(out.text, calls.clone()));
+            let mut step_event = Some(Box::new(step.clone()));
+            steps.push(step);
+            for call in &calls {
+                context.emit(EventKind::ToolCall {
+                    session_id: self.session_id.clone(),
+                    session: info.name.clone(),
+                    generation,
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                    step: step_event.take(),
+                });
+            }
+            let results = context.run_round(&offer, &calls).await;
+            let last = results.len().saturating_sub(1);
+            for (i, r) in results.into_iter().enumerate() {
+                let mut text = r.text;
+                if i == last && rounds >= max_rounds {
+                    // Said inside the last result, so the history the model sees next turn is
+                    // exactly this one.
+                    text.push_str("\n\n[huddle] ");
+                    text.push_str(&rounds_exhausted_note(max_rounds));
+                }
+                let mut message = Message::tool(
+                    text.clone(),
+                    ToolResultInfo {
+                        call_id: r.call.id.clone(),
+                        name: r.call.name.clone(),
+                        is_error: r.is_error,
+                        duration_ms: r.duration.as_millis() as u64,
+                        size: r.size,
+                    },
+                );
+                message.iteration = options.iteration;
+                self.shared.writer.append(&self.session_id, message.clone());
+                context.emit(EventKind::ToolResult {
+                    session_id: self.session_id.clone(),
+                    session: info.name.clone(),
+                    generation,
+                    call_id: r.call.id.clone(),
+                    name: r.call.name.clone(),
+                    ok: !r.is_error,
+                    duration_ms: r.duration.as_millis() as u64,
+                    size: r.size,
+                    first_line: first_line(&text, 120),
+                    message: Some(Box::new(message.clone())),
+                });
+                request.messages.push(ChatMessage::tool_result(
+                    &r.call.id,
+                    &r.call.name,
+                    r.is_error,
+                    text,
+                ));
+                steps.push(message);
+            }
+            if options.cancel.is_cancelled() {
+                let mut e = crate::providers::ProviderError::cancelled(provider.name());
+                e.partial_text = String::new();
+                return (Err(e), steps);
+            }
+        }
     }
 
     fn record(
         &mut self,
         info: &SessionInfo,
-        prompt: &str,
+        user: Message,
+        steps: Vec<Message>,
         options: &TurnOptions,
         result: &TurnResult,
         generation: u64,
@@ -311,14 +459,16 @@ impl Actor {
         answer.iteration = options.iteration;
         self.shared.writer.append(&self.session_id, answer.clone());
 
-        if result.success && !result.text.trim().is_empty() {
-            let history = self.history();
-            history.push(ChatMessage::user(prompt.to_string()));
-            history.push(ChatMessage::assistant(result.text.clone()));
-            // Only the newest part is ever sent; the transcript on disk keeps everything.
-            if history.len() > 2 * HISTORY_MAX_MESSAGES {
-                history.drain(..history.len() - HISTORY_MAX_MESSAGES);
-            }
+        // The same rule as reading the transcript back, so a restart changes nothing.
+        let mut turn = Vec::with_capacity(steps.len() + 2);
+        turn.push(user);
+        turn.extend(steps);
+        turn.push(answer.clone());
+        let history = self.history();
+        history.extend(chat_history(&turn));
+        // Only the newest part is ever sent; the transcript on disk keeps everything.
+        if history.len() > 4 * HISTORY_MAX_MESSAGES {
+            history.drain(..history.len() - 2 * HISTORY_MAX_MESSAGES);
         }
         if let Some(usage) = result.usage {
             let id = &self.session_id;
@@ -362,19 +512,75 @@ impl Actor {
     }
 }
 
-/// The newest part of the conversation that fits the budget, starting on a user message.
+/// What a model is sent of a stored conversation: user and assistant messages and tool
+/// results, without failed answers and empty ones (an answer that called tools is kept, empty
+/// or not). Calls whose result never got stored (a crash mid-call) are answered as lost, so
+/// every call in the history has its result, as both APIs require.
+pub fn chat_history(messages: &[Message]) -> Vec<ChatMessage> {
+    let mut out: Vec<ChatMessage> = Vec::new();
+    let mut open_calls: Vec<crate::model::ToolCall> = Vec::new();
+    let close_open = |out: &mut Vec<ChatMessage>, open: &mut Vec<crate::model::ToolCall>| {
+        for call in open.drain(..) {
+            out.push(ChatMessage::tool_result(
+                &call.id,
+                &call.name,
+                true,
+                "lost: huddle stopped before this tool call finished",
+            ));
+        }
+    };
+    for m in messages {
+        match m.role {
+            MessageRole::Tool => {
+                let Some(info) = &m.tool_result else { continue };
+                let Some(i) = open_calls.iter().position(|c| c.id == info.call_id) else {
+                    continue;
+                };
+                open_calls.remove(i);
+                out.push(ChatMessage::tool_result(
+                    &info.call_id,
+                    &info.name,
+                    info.is_error,
+                    m.text.clone(),
+                ));
+            }
+            MessageRole::User if !m.text.trim().is_empty() => {
+                close_open(&mut out, &mut open_calls);
+                out.push(ChatMessage::user(m.text.clone()));
+            }
+            MessageRole::Assistant if m.error.is_none() && !m.tool_calls.is_empty() => {
+                close_open(&mut out, &mut open_calls);
+                out.push(ChatMessage::assistant_calls(m.text.clone(), m.tool_calls.clone()));
+                open_calls = m.tool_calls.clone();
+            }
+            MessageRole::Assistant if m.error.is_none() && !m.text.trim().is_empty() => {
+                close_open(&mut out, &mut open_calls);
+                out.push(ChatMessage::assistant(m.text.clone()));
+            }
+            _ => {}
+        }
+    }
+    close_open(&mut out, &mut open_calls);
+    out
+}
+
+/// The newest part of the conversation that fits the budget, starting on a user message (so
+/// a tool exchange is never cut in half). Tool results count toward the size, not the count.
 fn bounded_history(history: &[ChatMessage]) -> Vec<ChatMessage> {
     let mut total = 0;
+    let mut count = 0;
     let mut start = history.len();
-    for (i, m) in history.iter().enumerate().rev().take(HISTORY_MAX_MESSAGES) {
-        total += m.content.len();
-        if total > HISTORY_MAX_CHARS {
+    for (i, m) in history.iter().enumerate().rev() {
+        total += m.content.len() + m.tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>();
+        if m.role != ChatRole::Tool {
+            count += 1;
+        }
+        if total > HISTORY_MAX_CHARS || count > HISTORY_MAX_MESSAGES {
             break;
         }
-        start = i;
-    }
-    while start < history.len() && history[start].role != ChatRole::User {
-        start += 1;
+        if m.role == ChatRole::User {
+            start = i;
+        }
     }
     history[start..].to_vec()
 }

@@ -125,6 +125,8 @@ string_enum!(
         User => "user",
         Assistant => "assistant",
         System => "system",
+        /// A tool's result, sent back to the model (`tool_result` says which call).
+        Tool => "tool",
         /// Something huddle itself recorded (a cycle summary, an error, a warning).
         Notice => "notice",
     }

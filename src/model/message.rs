@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::MessageRole;
+use super::tool::{ToolCall, ToolResultInfo};
 
 /// Token counts reported by a provider (absent when the server gives none).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,6 +62,12 @@ pub struct Message {
     /// The reflect-cycle iteration this message belongs to, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iteration: Option<u32>,
+    /// The tools an assistant message called (its text, if any, came before them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// On a `tool` message: which call this answers, and how it went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_result: Option<ToolResultInfo>,
 }
 
 impl Message {
@@ -77,6 +84,8 @@ impl Message {
             interrupted: false,
             error: None,
             iteration: None,
+            tool_calls: Vec::new(),
+            tool_result: None,
         }
     }
 
@@ -90,6 +99,13 @@ impl Message {
 
     pub fn notice(text: impl Into<String>) -> Self {
         Message::new(MessageRole::Notice, text)
+    }
+
+    /// A tool's result as sent back to the model.
+    pub fn tool(text: impl Into<String>, info: ToolResultInfo) -> Self {
+        let mut m = Message::new(MessageRole::Tool, text);
+        m.tool_result = Some(info);
+        m
     }
 }
 

@@ -8,6 +8,7 @@ mod organization;
 mod preset;
 pub mod reconcile;
 mod reflection;
+mod tool;
 
 pub use enums::{GroupKind, MessageRole, Mode, ProviderKind, Role, Tier};
 pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS, MaxIterationsError};
@@ -18,3 +19,4 @@ pub use organization::{
 };
 pub use preset::{Preset, PresetAgent, PresetWorker};
 pub use reflection::{CycleOutcome, Evaluation, ReflectionCycle, Trend};
+pub use tool::{ToolCall, ToolChoice, ToolResultInfo, ToolSpec, empty_object_schema};

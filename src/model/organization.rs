@@ -176,6 +176,12 @@ pub struct Session {
     pub member_role: Option<String>,
     #[serde(default)]
     pub usage: Usage,
+    /// The MCP servers whose tools this session may call (config.yaml `mcp_servers:` names).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// Tool rounds per turn; `None` = config.yaml's `max_tool_rounds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tool_rounds: Option<u32>,
 }
 
 impl Session {
@@ -195,6 +201,8 @@ impl Session {
             display_name: None,
             member_role: None,
             usage: Usage::default(),
+            tools: Vec::new(),
+            max_tool_rounds: None,
         }
     }
 

@@ -51,6 +51,12 @@ pub struct PresetAgent {
     /// System prompt for this agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
+    /// The MCP servers (config.yaml `mcp_servers:` names) this agent may use.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// Tool rounds per turn (default: config.yaml's `max_tool_rounds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tool_rounds: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -66,4 +72,10 @@ pub struct PresetWorker {
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
+    /// The MCP servers (config.yaml `mcp_servers:` names) this agent may use.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// Tool rounds per turn (default: config.yaml's `max_tool_rounds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tool_rounds: Option<u32>,
 }

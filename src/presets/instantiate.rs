@@ -82,6 +82,8 @@ pub fn create_team_group(
             org.sessions[i].system_prompt = orchestrator_prompt;
         }
         org.sessions[i].display_name = o.display_name.clone();
+        org.sessions[i].tools = o.tools.clone();
+        org.sessions[i].max_tool_rounds = o.max_tool_rounds;
     }
     for w in &preset.workers {
         let i = add(
@@ -94,6 +96,8 @@ pub fn create_team_group(
         s.system_prompt = w.system_prompt.clone();
         s.display_name = w.display_name.clone();
         s.member_role = w.role.clone();
+        s.tools = w.tools.clone();
+        s.max_tool_rounds = w.max_tool_rounds;
     }
     if preset.mode == Mode::OrchestratorReflect
         && let Some(e) = &preset.evaluator
@@ -105,6 +109,8 @@ pub fn create_team_group(
             e.model.as_deref(),
         );
         org.sessions[i].system_prompt = e.prompt.clone();
+        org.sessions[i].tools = e.tools.clone();
+        org.sessions[i].max_tool_rounds = e.max_tool_rounds;
         group.evaluator_id = Some(org.sessions[i].id.clone());
     }
     org.groups.push(group);
@@ -127,6 +133,8 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
                 .orchestrator_prompt
                 .clone()
                 .or_else(|| s.system_prompt.clone()),
+            tools: s.tools.clone(),
+            max_tool_rounds: s.max_tool_rounds,
         })
         .or_else(|| group.mode.has_orchestrator().then(PresetAgent::default));
     let evaluator_session = org.evaluator_of(group_id);
@@ -134,6 +142,8 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         display_name: s.display_name.clone(),
         model: Some(s.model.clone()),
         prompt: s.system_prompt.clone(),
+        tools: s.tools.clone(),
+        max_tool_rounds: s.max_tool_rounds,
     });
     let evaluator_id = evaluator_session.map(|s| s.id.as_str());
     let workers = sessions
@@ -145,6 +155,8 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
             role: s.member_role.clone(),
             model: Some(s.model.clone()),
             system_prompt: s.system_prompt.clone(),
+            tools: s.tools.clone(),
+            max_tool_rounds: s.max_tool_rounds,
         })
         .collect();
     Some(Preset {

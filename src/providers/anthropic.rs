@@ -65,6 +65,7 @@ impl AnthropicProvider {
                 let role = match m.role {
                     ChatRole::User => "user",
                     ChatRole::Assistant => "assistant",
+                    ChatRole::Tool => "user",
                 };
                 json!({"role": role, "content": m.content})
             })

@@ -141,6 +141,7 @@ impl CommandProvider {
             return Ok(Finished {
                 usage: None,
                 finish_reason: Some("stop".to_string()),
+                ..Finished::default()
             });
         }
         let how = match status.code() {

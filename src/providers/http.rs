@@ -184,6 +184,7 @@ pub(crate) async fn run_attempts<D: StreamDecoder>(
                 return Ok(Finished {
                     usage: decoder.usage(),
                     finish_reason: decoder.finish_reason(),
+                    ..Finished::default()
                 });
             }
             Err(mut e) => {

@@ -25,7 +25,7 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ProviderKind, split_slug};
-use crate::model::Usage;
+use crate::model::{ToolCall, ToolChoice, ToolSpec, Usage};
 
 pub use error::{ErrorKind, ProviderError};
 pub use probe::{ProbeResult, ProbeStatus, probe};
@@ -35,6 +35,8 @@ pub use retry::RetryPolicy;
 pub enum ChatRole {
     User,
     Assistant,
+    /// A tool's result (OpenAI `role: tool`; Anthropic a `tool_result` block in a user turn).
+    Tool,
 }
 
 impl ChatRole {
@@ -42,33 +44,66 @@ impl ChatRole {
         match self {
             ChatRole::User => "user",
             ChatRole::Assistant => "assistant",
+            ChatRole::Tool => "tool",
         }
     }
+}
+
+/// Which call a tool message answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResultRef {
+    pub call_id: String,
+    pub name: String,
+    pub is_error: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChatMessage {
     pub role: ChatRole,
     pub content: String,
+    /// The calls an assistant message made (after its text).
+    pub tool_calls: Vec<ToolCall>,
+    /// On a tool message: the call it answers.
+    pub result_of: Option<ToolResultRef>,
 }
 
 impl ChatMessage {
-    pub fn user(content: impl Into<String>) -> ChatMessage {
+    fn plain(role: ChatRole, content: String) -> ChatMessage {
         ChatMessage {
-            role: ChatRole::User,
-            content: content.into(),
+            role,
+            content,
+            tool_calls: Vec::new(),
+            result_of: None,
         }
     }
+    pub fn user(content: impl Into<String>) -> ChatMessage {
+        ChatMessage::plain(ChatRole::User, content.into())
+    }
     pub fn assistant(content: impl Into<String>) -> ChatMessage {
+        ChatMessage::plain(ChatRole::Assistant, content.into())
+    }
+    /// An assistant message that called tools (its text may be empty).
+    pub fn assistant_calls(content: impl Into<String>, calls: Vec<ToolCall>) -> ChatMessage {
         ChatMessage {
-            role: ChatRole::Assistant,
-            content: content.into(),
+            tool_calls: calls,
+            ..ChatMessage::plain(ChatRole::Assistant, content.into())
+        }
+    }
+    /// A tool's result for the call `call_id`.
+    pub fn tool_result(call_id: &str, name: &str, is_error: bool, content: impl Into<String>) -> ChatMessage {
+        ChatMessage {
+            result_of: Some(ToolResultRef {
+                call_id: call_id.to_string(),
+                name: name.to_string(),
+                is_error,
+            }),
+            ..ChatMessage::plain(ChatRole::Tool, content.into())
         }
     }
 }
 
 /// One turn: the conversation so far, ending with the user message to answer.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct TurnRequest {
     /// The model part of the slug (after `<provider>/`).
     pub model: String,
@@ -78,6 +113,9 @@ pub struct TurnRequest {
     pub working_dir: Option<PathBuf>,
     /// The whole turn, retries included; `None` = no limit (the read timeout still applies).
     pub turn_timeout: Option<Duration>,
+    /// Tools the model may call (empty: none declared).
+    pub tools: Vec<ToolSpec>,
+    pub tool_choice: ToolChoice,
 }
 
 impl TurnRequest {
@@ -110,6 +148,8 @@ pub struct TurnOutput {
     pub duration: Duration,
     /// Produced by the offline simulator, not a real model.
     pub simulated: bool,
+    /// The tools the model asked to call, in the order it asked (empty for a final answer).
+    pub tool_calls: Vec<ToolCall>,
 }
 
 /// Receives each text delta as it arrives.
@@ -249,8 +289,21 @@ pub fn render_plain_prompt(req: &TurnRequest) -> String {
     for m in &req.messages {
         out.push('[');
         out.push_str(m.role.as_str());
+        if let Some(r) = &m.result_of {
+            out.push(' ');
+            out.push_str(&r.name);
+            if r.is_error {
+                out.push_str(" error");
+            }
+        }
         out.push_str("]\n");
         out.push_str(m.content.trim_end());
+        for call in &m.tool_calls {
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(&format!("(called {} with {})\n", call.name, call.arguments));
+        }
         out.push_str("\n\n");
     }
     out
@@ -261,6 +314,7 @@ pub fn render_plain_prompt(req: &TurnRequest) -> String {
 pub(crate) struct Finished {
     pub usage: Option<Usage>,
     pub finish_reason: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
 }
 
 /// Sleeps for `limit`, or forever when there is none.
@@ -306,6 +360,7 @@ pub(crate) fn conclude(
             finish_reason: f.finish_reason,
             duration: started.elapsed(),
             simulated,
+            tool_calls: f.tool_calls,
         }),
         Err(mut e) => {
             e.partial_text = text;

@@ -60,6 +60,7 @@ impl OpenAiProvider {
             let role = match m.role {
                 ChatRole::User => "user",
                 ChatRole::Assistant => "assistant",
+                ChatRole::Tool => "user",
             };
             messages.push(json!({"role": role, "content": m.content}));
         }

@@ -56,6 +56,7 @@ impl SimProvider {
             Ok(Finished {
                 usage: Some(usage),
                 finish_reason: Some("stop".to_string()),
+                ..Finished::default()
             })
         };
         let result = guarded(&self.name, &cancel, req.turn_timeout, work).await;

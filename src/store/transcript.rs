@@ -100,7 +100,7 @@ impl Transcripts {
 type LoadReply = std::sync::mpsc::Sender<Result<LoadedTranscript, StoreError>>;
 
 enum WriterMsg {
-    Append(String, Message),
+    Append(String, Box<Message>),
     Flush(std::sync::mpsc::Sender<()>),
     /// Reads a transcript after every line queued before this message is written.
     Load(String, LoadReply),
@@ -126,7 +126,7 @@ impl TranscriptWriter {
 
     pub fn append(&self, session_id: &str, message: Message) {
         let sent = self.tx.as_ref().is_some_and(|tx| {
-            tx.send(WriterMsg::Append(session_id.to_string(), message))
+            tx.send(WriterMsg::Append(session_id.to_string(), Box::new(message)))
                 .is_ok()
         });
         if !sent {
@@ -279,8 +279,8 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
         let mut loads = Vec::new();
         let mut take = |msg: WriterMsg| match msg {
             WriterMsg::Append(id, m) => match batch.iter_mut().find(|(s, _)| *s == id) {
-                Some((_, list)) => list.push(m),
-                None => batch.push((id, vec![m])),
+                Some((_, list)) => list.push(*m),
+                None => batch.push((id, vec![*m])),
             },
             WriterMsg::Flush(done) => waiting.push(done),
             WriterMsg::Load(id, reply) => loads.push((id, reply)),

@@ -265,6 +265,7 @@ fn message_header(m: &Message) -> Line<'static> {
         MessageRole::User => "you",
         MessageRole::Assistant => "assistant",
         MessageRole::System => "system",
+        MessageRole::Tool => "tool",
         MessageRole::Notice => "huddle",
     };
     header(who, bold, &extra.join(" · "))

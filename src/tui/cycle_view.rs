@@ -380,7 +380,11 @@ impl CycleView {
             EventKind::RunStarted { .. }
             | EventKind::Message { .. }
             | EventKind::Notice { .. }
-            | EventKind::Delta { .. } => {}
+            | EventKind::Delta { .. }
+            | EventKind::ToolCall { .. }
+            | EventKind::ToolApprovalRequested { .. }
+            | EventKind::ToolApprovalDecided { .. }
+            | EventKind::ToolResult { .. } => {}
         }
     }
 

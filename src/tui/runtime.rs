@@ -20,6 +20,7 @@ use crate::config::{Config, Paths};
 use crate::engine::{Engine, EngineError, ReflectionRequest, RunOverrides};
 use crate::presets::Catalog;
 use crate::store::RunFiles;
+use crate::tools::ApprovalPolicy;
 use crate::workspace::{Edits, Exporter, Workspace, read_run};
 
 /// Frame interval while something is busy (spinner, running worker durations).
@@ -41,7 +42,7 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
         notices,
         lock: _lock,
         ..
-    } = Workspace::open(paths, &config, repo.clone())?;
+    } = Workspace::open(paths, &config, repo.clone(), ApprovalPolicy::Ask)?;
     let notices: Vec<String> = notices
         .iter()
         .filter(|n| n.is_serious())

@@ -19,6 +19,7 @@ use crate::providers::{ProviderError, Providers};
 use crate::store::{
     DataDirLock, OrgHandle, OrgView, OrganizationFile, RunFiles, RunLog, StoreError, StoreNotice, Transcripts,
 };
+use crate::tools::ApprovalPolicy;
 
 pub use edits::{EditError, Edits, EvaluatorSwitch, Removal};
 pub use export::{ExportOutcome, Exporter};
@@ -50,7 +51,14 @@ pub struct Workspace {
 impl Workspace {
     /// Takes the lock (a second instance gets "already running (pid N)"), loads the
     /// organization and starts the engine. `repo` is where new sessions work.
-    pub fn open(paths: &Paths, config: &Config, repo: PathBuf) -> Result<Workspace, OpenError> {
+    /// `approval` is what the front end does with tool calls that ask (the TUI asks the user,
+    /// `huddle run` denies or, with `--approve-tools`, approves).
+    pub fn open(
+        paths: &Paths,
+        config: &Config,
+        repo: PathBuf,
+        approval: ApprovalPolicy,
+    ) -> Result<Workspace, OpenError> {
         let lock = DataDirLock::acquire(&paths.lock_file())?;
         let loaded = OrganizationFile::new(paths.organization_file()).load()?;
         let providers = Providers::from_config(config)?;
@@ -66,6 +74,10 @@ impl Workspace {
             sink,
             EngineOptions {
                 max_concurrency: config.max_concurrency,
+                tools: crate::tools::mcp::toolbox(config, &repo),
+                approval,
+                max_tool_rounds: config.max_tool_rounds,
+                tool_result_max_bytes: config.tool_result_max_bytes,
                 ..EngineOptions::default()
             },
         );

@@ -128,6 +128,7 @@ pub async fn team(mode: Mode, workers: &[&str], evaluator: bool, max_iterations:
         EngineOptions {
             max_concurrency: 8,
             error_backoff: Duration::from_millis(10),
+            ..EngineOptions::default()
         },
     );
     Fixture {

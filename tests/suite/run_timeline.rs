@@ -8,6 +8,7 @@ use huddle::config::{Config, Paths};
 use huddle::engine::RunOverrides;
 use huddle::engine::events::{EngineEvent, EventKind};
 use huddle::presets::Catalog;
+use huddle::tools::ApprovalPolicy;
 use huddle::tui::App;
 use huddle::tui::command::{AppEvent, Command};
 use huddle::workspace::{WhichRun, Workspace, read_run};
@@ -22,7 +23,13 @@ fn config() -> Config {
 }
 
 fn open(home: &Path) -> Workspace {
-    Workspace::open(&Paths::single(home.to_path_buf()), &config(), home.join("repo")).expect("workspace")
+    Workspace::open(
+        &Paths::single(home.to_path_buf()),
+        &config(),
+        home.join("repo"),
+        ApprovalPolicy::Ask,
+    )
+    .expect("workspace")
 }
 
 /// Every event the engine has sent so far.
@@ -163,7 +170,8 @@ async fn old_run_files_beyond_the_configured_count_are_pruned() {
         .find("Research Panel")
         .expect("preset")
         .clone();
-    let mut ws = Workspace::open(&paths, &config, home.path().join("repo")).expect("workspace");
+    let mut ws =
+        Workspace::open(&paths, &config, home.path().join("repo"), ApprovalPolicy::Ask).expect("workspace");
     let group_id = ws.edits.create_team(&preset);
     for k in 0..4 {
         ws.engine

@@ -52,6 +52,7 @@ impl Extras {
                 display_name: e.display_name.clone(),
                 model: None,
                 prompt: e.prompt.as_deref().map(str::trim).map(str::to_string),
+                ..PresetAgent::default()
             });
         Extras {
             emoji: preset.emoji.clone(),

@@ -138,6 +138,7 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
             name: worker_name,
             model,
             system_prompt: Some(prompt).filter(|p| !p.is_empty()),
+            ..PresetWorker::default()
         });
     }
     if workers.is_empty() {
@@ -209,6 +210,7 @@ fn coordinator(
         display_name: Some(name),
         model,
         prompt: Some(prompt).filter(|p| !p.is_empty()),
+        ..PresetAgent::default()
     }
 }
 

@@ -320,6 +320,7 @@ mod tests {
             role: Some(role.into()).filter(|r: &String| !r.is_empty()),
             model: None,
             system_prompt: Some("You are someone. Go.".into()),
+            ..PresetWorker::default()
         }
     }
 

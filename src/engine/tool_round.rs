@@ -1,0 +1,187 @@
+//! One round of a turn's tool loop: the calls a model asked for, run in parallel. Each call is
+//! checked (known tool, valid arguments), approved (per the server's rule and the front end's
+//! policy), run under the turn's cancellation, capped and turned into the text the model gets
+//! back. Nothing a model or tool sends can fail the turn: every problem becomes a tool error.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::model::ToolCall;
+use crate::tools::approval::{DENIED_BY_USER, DENIED_HEADLESS};
+use crate::tools::limits::cap_result;
+use crate::tools::{Approval, ApprovalPolicy, Decision, Offer, ToolError, schema, split_name};
+
+use super::EngineShared;
+use super::events::{EngineEvent, EventKind, RunId};
+
+/// What one call came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallResult {
+    pub call: ToolCall,
+    /// The text sent back to the model (capped).
+    pub text: String,
+    pub is_error: bool,
+    pub duration: Duration,
+    /// Bytes the tool returned before the cap.
+    pub size: u64,
+}
+
+/// Who is calling: enough to emit the round's events and find its run.
+pub(crate) struct CallContext<'a> {
+    pub shared: &'a Arc<EngineShared>,
+    pub session_id: &'a str,
+    pub session: &'a str,
+    pub group_id: &'a str,
+    pub group: &'a str,
+    pub run_id: &'a Option<RunId>,
+    pub cancel: &'a CancellationToken,
+}
+
+impl CallContext<'_> {
+    pub fn emit(&self, kind: EventKind) {
+        self.shared.events.emit(EngineEvent {
+            group_id: self.group_id.to_string(),
+            group: self.group.to_string(),
+            run_id: self.run_id.clone(),
+            kind,
+        });
+    }
+
+    /// Runs every call of the round at once; results come back in the calls' order.
+    pub async fn run_round(&self, offer: &Offer, calls: &[ToolCall]) -> Vec<CallResult> {
+        futures::future::join_all(calls.iter().map(|call| self.run_call(offer, call))).await
+    }
+
+    async fn run_call(&self, offer: &Offer, call: &ToolCall) -> CallResult {
+        let started = Instant::now();
+        let (text, is_error, size) = match self.attempt(offer, call).await {
+            Ok((text, is_error)) => {
+                let size = text.len() as u64;
+                (
+                    cap_result(&text, self.shared.options.tool_result_max_bytes),
+                    is_error,
+                    size,
+                )
+            }
+            Err(message) => {
+                let size = message.len() as u64;
+                (message, true, size)
+            }
+        };
+        CallResult {
+            call: call.clone(),
+            text,
+            is_error,
+            duration: started.elapsed(),
+            size,
+        }
+    }
+
+    /// The tool's text and whether it is an error; `Err` for a call that never reached the
+    /// tool (the message says why, for the model).
+    async fn attempt(&self, offer: &Offer, call: &ToolCall) -> Result<(String, bool), String> {
+        let Some(spec) = offer.spec(&call.name) else {
+            let known: Vec<&str> = offer.specs.iter().map(|s| s.name.as_str()).collect();
+            return Err(format!(
+                "unknown tool `{}`; the tools you can call are: {}",
+                call.name,
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ));
+        };
+        let arguments = schema::parse_arguments(&call.arguments, &spec.input_schema)
+            .map_err(|problem| format!("invalid arguments for `{}`: {problem}", call.name))?;
+        let (server, tool) = split_name(&call.name).ok_or_else(|| format!("unknown tool `{}`", call.name))?;
+        let source = self
+            .shared
+            .options
+            .tools
+            .get(server)
+            .ok_or_else(|| format!("tool server `{server}` is not configured"))?;
+        if source.approval() == Approval::Ask {
+            self.approve(server, tool, call).await?;
+        }
+        if self.cancel.is_cancelled() {
+            return Err(cancelled_note());
+        }
+        match source.call(tool, arguments, self.cancel.clone()).await {
+            Ok(output) => Ok((output.text, output.is_error)),
+            Err(ToolError::Cancelled) => Err(cancelled_note()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Waits for the user's (or the front end's) approval of `call`.
+    async fn approve(&self, server: &str, tool: &str, call: &ToolCall) -> Result<(), String> {
+        let approvals = &self.shared.approvals;
+        if approvals.granted(self.session_id, &call.name) {
+            return Ok(());
+        }
+        let settle = |approval_id: u64, decision: Decision, reason: Option<&str>| {
+            self.emit(EventKind::ToolApprovalDecided {
+                session_id: self.session_id.to_string(),
+                session: self.session.to_string(),
+                approval_id,
+                call_id: call.id.clone(),
+                decision,
+                reason: reason.map(str::to_string),
+            });
+        };
+        let decision = match self.shared.options.approval {
+            ApprovalPolicy::ApproveAll => {
+                settle(0, Decision::ApproveOnce, Some("--approve-tools"));
+                return Ok(());
+            }
+            ApprovalPolicy::DenyAll => {
+                settle(0, Decision::Deny, Some(DENIED_HEADLESS));
+                return Err(DENIED_HEADLESS.to_string());
+            }
+            ApprovalPolicy::Ask => {
+                let (approval_id, answer) = approvals.request();
+                self.emit(EventKind::ToolApprovalRequested {
+                    session_id: self.session_id.to_string(),
+                    session: self.session.to_string(),
+                    approval_id,
+                    call_id: call.id.clone(),
+                    server: server.to_string(),
+                    tool: tool.to_string(),
+                    arguments: call.arguments.clone(),
+                });
+                let decision = tokio::select! {
+                    _ = self.cancel.cancelled() => None,
+                    answer = answer => answer.ok(),
+                };
+                let Some(decision) = decision else {
+                    approvals.withdraw(approval_id);
+                    settle(approval_id, Decision::Deny, Some("the run was stopped"));
+                    return Err(cancelled_note());
+                };
+                settle(approval_id, decision, None);
+                decision
+            }
+        };
+        match decision {
+            Decision::ApproveOnce => Ok(()),
+            Decision::ApproveForSession => {
+                approvals.grant(self.session_id, &call.name);
+                Ok(())
+            }
+            Decision::Deny => Err(DENIED_BY_USER.to_string()),
+            Decision::DenyAndStop => {
+                if let Some(run_id) = self.run_id {
+                    self.shared.stop_run(run_id);
+                }
+                Err(DENIED_BY_USER.to_string())
+            }
+        }
+    }
+}
+
+fn cancelled_note() -> String {
+    "cancelled: the run was stopped before this tool finished".to_string()
+}

@@ -1,0 +1,67 @@
+//! How far a tool loop may go and how much of a result goes back to the model.
+
+/// Model → tools → model rounds in one turn before the model must answer (`max_tool_rounds`).
+pub const DEFAULT_MAX_TOOL_ROUNDS: u32 = 25;
+/// The accepted range of `max_tool_rounds`.
+pub const MAX_TOOL_ROUNDS: std::ops::RangeInclusive<u32> = 1..=200;
+/// Bytes of one tool result sent back to the model (`tool_result_max_bytes`).
+pub const DEFAULT_RESULT_MAX_BYTES: usize = 32 * 1024;
+
+/// The message the model gets instead of more tools once the rounds are used up.
+pub fn rounds_exhausted_note(rounds: u32) -> String {
+    format!(
+        "You have used all {rounds} tool rounds allowed for this turn; no more tools will run. \
+         Give your final answer now from what you have."
+    )
+}
+
+/// `text` cut to at most `max` bytes (on a character boundary), the cut marked so the model
+/// knows it did not see everything.
+pub fn cap_result(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while end > 0 && !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[… cut: {} more bytes of {} not shown]",
+        &text[..end],
+        text.len() - end,
+        text.len()
+    )
+}
+
+/// The first non-empty line, at most `max` characters (for events and compact cells).
+pub fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let mut out: String = line.chars().take(max).collect();
+    if line.chars().count() > max {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_over_the_cap_are_cut_on_a_char_boundary_and_marked() {
+        assert_eq!(cap_result("short", 10), "short");
+        let cut = cap_result("ééééé", 5);
+        assert!(cut.starts_with("éé\n[… cut: 6 more bytes of 10"), "{cut}");
+        let big = "x".repeat(100_000);
+        let cut = cap_result(&big, DEFAULT_RESULT_MAX_BYTES);
+        assert!(cut.len() < DEFAULT_RESULT_MAX_BYTES + 100);
+        assert!(cut.contains("67232 more bytes"), "{}", &cut[cut.len() - 60..]);
+    }
+
+    #[test]
+    fn first_line_skips_blank_lines_and_shortens() {
+        assert_eq!(first_line("\n  \n hello world \nmore", 80), "hello world");
+        assert_eq!(first_line("abcdef", 3), "abc…");
+        assert_eq!(first_line("", 3), "");
+    }
+}
