@@ -17,6 +17,7 @@ use crate::model::{CycleOutcome, Mode};
 use crate::presets::Catalog;
 use crate::text::sanitize;
 use crate::tools::ApprovalPolicy;
+use crate::tools::limits::first_line;
 use crate::workspace::{Edits, Workspace};
 
 /// What `huddle run` was asked to do.
@@ -163,6 +164,8 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
         },
     };
     stopper.abort();
+    // MCP server processes end with the run.
+    engine.shutdown_tools().await;
     let flushed = engine.flush();
     // Every event of the run was sent before it returned: let the printer write them all.
     let _ = done_tx.send(());
@@ -385,14 +388,6 @@ fn print_event(event: &EngineEvent, ndjson: bool, color: bool) -> bool {
     true
 }
 
-fn first_line(text: &str, max: usize) -> String {
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-    match line.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &line[..cut]),
-        None => line.to_string(),
-    }
-}
-
 /// One human line for an event (None for events not worth a line).
 pub fn progress_line(event: &EngineEvent) -> Option<String> {
     let group = &event.group;
@@ -465,6 +460,30 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
         } => {
             format!("   ✗ {session}: {}", first_line(e, 120))
         }
+        EventKind::ToolCall {
+            session,
+            name,
+            arguments,
+            ..
+        } => format!("   ⚙ {session}: {name} {}", first_line(arguments, 80)),
+        EventKind::ToolResult {
+            name,
+            ok,
+            duration_ms,
+            first_line: said,
+            ..
+        } => format!(
+            "     {} {name} ({:.1}s) {}",
+            if *ok { "✓" } else { "✗" },
+            *duration_ms as f64 / 1000.0,
+            first_line(said, 100)
+        ),
+        EventKind::ToolApprovalDecided {
+            session,
+            decision,
+            reason: Some(reason),
+            ..
+        } if !decision.approves() => format!("   ! {session}: tool call {reason}"),
         _ => return None,
     })
 }

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod instantiate;
 pub mod models;
 pub mod squad;
+pub mod tools;
 pub mod user;
 pub mod yaml;
 

@@ -31,6 +31,7 @@ pub fn parse_preset(text: &str, path: &Path, tier: Tier, config: &Config) -> Res
     preset.tier = Some(tier);
     preset.source = Some(path.display().to_string());
     check_preset_models(&mut preset, config, tier);
+    super::tools::check_preset_tools(&mut preset, config, tier);
     Ok(preset)
 }
 
@@ -131,6 +132,34 @@ fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetEr
             0,
             "worker_timeout_secs: must be at least 1".into(),
         ));
+    }
+    let mut rounds: Vec<(String, u32)> = Vec::new();
+    for (who, agent) in [
+        ("orchestrator", &preset.orchestrator),
+        ("evaluator", &preset.evaluator),
+    ] {
+        if let Some(n) = agent.as_ref().and_then(|a| a.max_tool_rounds) {
+            rounds.push((format!("{who}.max_tool_rounds"), n));
+        }
+    }
+    for (i, w) in preset.workers.iter().enumerate() {
+        if let Some(n) = w.max_tool_rounds {
+            rounds.push((format!("workers[{i}].max_tool_rounds"), n));
+        }
+    }
+    let allowed = crate::tools::limits::MAX_TOOL_ROUNDS;
+    for (nth, (key, n)) in rounds.iter().enumerate() {
+        if !allowed.contains(n) {
+            return Err(err(
+                "max_tool_rounds",
+                nth,
+                format!(
+                    "{key}: {n} is out of range; use {} to {}",
+                    allowed.start(),
+                    allowed.end()
+                ),
+            ));
+        }
     }
     let mut slugs: Vec<(String, &str)> = Vec::new();
     if let Some(m) = preset.orchestrator.as_ref().and_then(|o| o.model.as_deref()) {

@@ -14,6 +14,7 @@ pub mod retry;
 pub mod secrets;
 pub mod sim;
 mod sim_text;
+mod sim_tools;
 pub mod sse;
 
 use std::collections::BTreeMap;

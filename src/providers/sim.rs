@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use super::sim_text::{SimPrompt, answer, stable_hash};
+use super::sim_tools;
 use super::{
     DeltaSink, Finished, Provider, ProviderError, TextSink, TurnOutput, TurnRequest, conclude, guarded,
     render_plain_prompt,
@@ -41,7 +42,15 @@ impl SimProvider {
         let started = Instant::now();
         let mut sink = TextSink::new(deltas);
         let work = async {
-            let (text, usage) = simulate(&req);
+            let call = sim_tools::call_for(&req);
+            let (text, mut usage) = match &call {
+                Some(call) => (sim_tools::call_preamble(call), Usage::default()),
+                None => simulate(&req),
+            };
+            if call.is_some() {
+                usage.input_tokens = estimate_tokens(&render_plain_prompt(&req));
+                usage.output_tokens = estimate_tokens(&text);
+            }
             let latency = latency_of(&req.model);
             let pieces = split_pieces(&text, DELTAS);
             let pause = latency / u32::try_from(pieces.len().max(1)).unwrap_or(1);
@@ -53,10 +62,11 @@ impl SimProvider {
                 }
                 sink.push(piece);
             }
+            let finish_reason = if call.is_some() { "tool_calls" } else { "stop" };
             Ok(Finished {
                 usage: Some(usage),
-                finish_reason: Some("stop".to_string()),
-                ..Finished::default()
+                finish_reason: Some(finish_reason.to_string()),
+                tool_calls: call.into_iter().collect(),
             })
         };
         let result = guarded(&self.name, &cancel, req.turn_timeout, work).await;
@@ -89,7 +99,12 @@ pub fn simulate(req: &TurnRequest) -> (String, Usage) {
         user: req.last_user_text(),
     };
     let full = render_plain_prompt(req);
-    let text = answer(&prompt, stable_hash(&[system, &full]));
+    let mut text = answer(&prompt, stable_hash(&[system, &full]));
+    // What the tools said opens the answer, so the markers parsed from the rest (plans,
+    // scores, sentinels) stay where the protocol expects them.
+    if let Some(note) = sim_tools::results_note(req) {
+        text = format!("{note}\n\n{text}");
+    }
     let usage = Usage {
         input_tokens: estimate_tokens(system) + estimate_tokens(&full),
         output_tokens: estimate_tokens(&text),

@@ -32,6 +32,30 @@ pub fn strip_front_matter(text: &str) -> &str {
     text
 }
 
+/// The `tools:` a charter's front matter lists (`tools: ["read", "git"]` or `tools: git, time`),
+/// as written. Unreadable front matter lists none.
+pub fn front_matter_tools(text: &str) -> Vec<String> {
+    let t = text.trim_start_matches('\u{feff}');
+    let Some(rest) = t.strip_prefix("---\n") else {
+        return Vec::new();
+    };
+    let body = strip_front_matter(text);
+    let front = &rest[..rest.len().saturating_sub(body.len())];
+    let Ok(value) = serde_yaml::from_str::<serde_yaml::Value>(front.trim_end().trim_end_matches("---"))
+    else {
+        return Vec::new();
+    };
+    match value.get("tools") {
+        Some(serde_yaml::Value::Sequence(items)) => items
+            .iter()
+            .filter_map(serde_yaml::Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        Some(serde_yaml::Value::String(list)) => list.split(',').map(|s| s.trim().to_string()).collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The model a charter prefers: `**Preferred:** <model>` (or `Preferred: <model>`) in its
 /// `## Model` section; `auto` (the coordinator decides) means none.
 pub fn model_hint(text: &str) -> Option<String> {
@@ -139,6 +163,18 @@ pub fn role_from_prompt(prompt: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn front_matter_tools_are_read_in_either_form() {
+        let charter = "---\nname: maria\ntools: [\"read\", \"git\"]\ntier: 2\n---\n# Maria\n";
+        assert_eq!(front_matter_tools(charter), vec!["read", "git"]);
+        assert_eq!(
+            front_matter_tools("---\ntools: git, time\n---\nbody"),
+            vec!["git", "time"]
+        );
+        assert!(front_matter_tools("# no front matter\ntools: [x]").is_empty());
+        assert!(front_matter_tools("---\ntools: [unclosed\n---\nbody").is_empty());
+    }
 
     #[test]
     fn front_matter_is_dropped() {

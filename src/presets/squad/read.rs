@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::model::{Mode, Preset, PresetAgent, PresetWorker, Tier};
 
 use super::SquadError;
-use super::charter::{charter_prompt, charter_role, model_hint, role_prompt};
+use super::charter::{charter_prompt, charter_role, front_matter_tools, model_hint, role_prompt};
 use super::extras::{EXTRAS_FILE, Extras};
 use super::roster::{Member, TeamDoc, is_coordinator, is_special, parse_team, squash};
 use super::safety::{Refusal, TeamDir, TextFile};
@@ -113,19 +113,20 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         }
         let charter = find_charter(&team, &folders, &m, &worker_name, &mut warnings);
         let who = format!("worker `{worker_name}`");
-        let (prompt, hint) = match &charter {
+        let (prompt, hint, tools) = match &charter {
             Some(c) => {
                 let (prompt, cut) = charter_prompt(&c.text);
                 if cut {
                     cut_charters.push(c.label.clone());
                 }
-                (prompt, model_hint(&c.text))
+                (prompt, model_hint(&c.text), front_matter_tools(&c.text))
             }
             None => {
                 no_charter.push(worker_name.clone());
-                (role_prompt(&m.name, &m.role, &name), None)
+                (role_prompt(&m.name, &m.role, &name), None, Vec::new())
             }
         };
+        let tools = crate::presets::tools::checked(tools, config, Tier::Repo, &who, &mut warnings);
         let hint = overrides
             .get(&squash(&worker_name))
             .or_else(|| overrides.get(&squash(&m.name)))
@@ -138,6 +139,7 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
             name: worker_name,
             model,
             system_prompt: Some(prompt).filter(|p| !p.is_empty()),
+            tools,
             ..PresetWorker::default()
         });
     }
