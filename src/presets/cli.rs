@@ -157,6 +157,7 @@ fn show_text(p: &Preset, config: &Config) -> String {
             resolved(a.model.as_deref(), config),
             first_line(a.prompt.as_deref())
         ));
+        out.push_str(&tools_line("  ", &a.tools, a.max_tool_rounds));
     }
     out.push_str(&format!("workers ({}):\n", p.workers.len()));
     for w in &p.workers {
@@ -170,6 +171,7 @@ fn show_text(p: &Preset, config: &Config) -> String {
             resolved(w.model.as_deref(), config),
             first_line(w.system_prompt.as_deref())
         ));
+        out.push_str(&tools_line("      ", &w.tools, w.max_tool_rounds));
     }
     out.push_str(&format!(
         "shared context: {}\n",
@@ -188,10 +190,19 @@ fn show_text(p: &Preset, config: &Config) -> String {
     out
 }
 
+/// `tools: git, time (max 10 rounds)`, or nothing for an agent without tools.
+fn tools_line(indent: &str, tools: &[String], rounds: Option<u32>) -> String {
+    if tools.is_empty() {
+        return String::new();
+    }
+    let rounds = rounds.map_or_else(String::new, |n| format!(" (max {n} rounds)"));
+    format!("{indent}tools: {}{rounds}\n", tools.join(", "))
+}
+
 /// The JSON object of one preset; `full` adds prompts and contexts.
 pub fn preset_json(p: &Preset, config: &Config, full: bool) -> Value {
     let agent = |a: &crate::model::PresetAgent| {
-        let mut v = json!({ "model": resolved(a.model.as_deref(), config) });
+        let mut v = json!({ "model": resolved(a.model.as_deref(), config), "tools": a.tools });
         if let Some(name) = &a.display_name {
             v["display_name"] = json!(name);
         }
@@ -209,6 +220,7 @@ pub fn preset_json(p: &Preset, config: &Config, full: bool) -> Value {
                 "display_name": w.display_name.as_deref().unwrap_or(&w.name),
                 "role": w.role,
                 "model": resolved(w.model.as_deref(), config),
+                "tools": w.tools,
             });
             if full {
                 v["system_prompt"] = json!(w.system_prompt);

@@ -198,6 +198,28 @@ mod tests {
     }
 
     #[test]
+    fn workers_and_the_orchestrator_name_tool_servers_and_round_limits() {
+        let text = "name: Fixers\nmode: orchestrator\norchestrator: { tools: [git] }\nworkers:\n  - { name: a, tools: [git, time, git], max_tool_rounds: 10 }\n  - { name: b }\n";
+        let p = parse(text).unwrap();
+        assert_eq!(p.orchestrator.as_ref().unwrap().tools, vec!["git"]);
+        assert_eq!(p.workers[0].tools, vec!["git", "time"], "duplicates dropped");
+        assert_eq!(p.workers[0].max_tool_rounds, Some(10));
+        assert!(p.workers[1].tools.is_empty());
+        assert!(
+            p.warnings.iter().any(|w| w.contains("git, time not configured")),
+            "{:?}",
+            p.warnings
+        );
+        let bad =
+            "name: X\nmode: broadcast\nworkers:\n  - { name: a }\n  - { name: b, max_tool_rounds: 0 }\n";
+        let err = parse(bad).unwrap_err().to_string();
+        assert!(
+            err.contains("line 5") && err.contains("workers[1].max_tool_rounds: 0 is out of range"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn spec_example_loads_with_fallbacks_for_unconfigured_providers() {
         let p = parse(
             r#"

@@ -29,6 +29,7 @@ use super::engine_fixture::HANG_GUARD;
 struct Notes {
     approval: Approval,
     calls: AtomicUsize,
+    lists: AtomicUsize,
 }
 
 impl ToolSource for Notes {
@@ -39,6 +40,7 @@ impl ToolSource for Notes {
         self.approval
     }
     fn list(&self) -> BoxFuture<'_, Result<Vec<ToolSpec>, ToolError>> {
+        self.lists.fetch_add(1, Ordering::SeqCst);
         Box::pin(async {
             Ok(vec![ToolSpec {
                 name: "lookup".into(),
@@ -104,6 +106,7 @@ fn team(mode: Mode, approval: Approval, policy: ApprovalPolicy) -> Team {
     let notes = Arc::new(Notes {
         approval,
         calls: AtomicUsize::new(0),
+        lists: AtomicUsize::new(0),
     });
     let (sink, events) = EventSink::channel();
     let engine = Engine::new(
@@ -346,4 +349,45 @@ async fn a_stop_while_a_call_waits_for_approval_ends_the_run_and_records_the_cal
         let results = messages.iter().filter(|m| m.role == MessageRole::Tool).count();
         assert_eq!(calls, results, "every stored call has its stored result");
     }
+}
+
+#[tokio::test]
+async fn a_command_session_is_offered_no_tools() {
+    let mut t = team(Mode::Broadcast, Approval::Auto, ApprovalPolicy::ApproveAll);
+    let config = huddle::config::Config::parse(
+        "providers:\n  - { name: cat, kind: command, command: [cat] }\n",
+        std::path::Path::new("c.yaml"),
+    )
+    .expect("config");
+    let providers = Providers::from_config(&config).expect("providers");
+    t.org.update(|o| {
+        for s in o.sessions.iter_mut() {
+            s.model = "cat/any".into();
+        }
+    });
+    let (sink, events) = EventSink::channel();
+    t.engine = Engine::new(
+        providers,
+        t.org.clone(),
+        Transcripts::new(t._dir.path().join("sessions")),
+        sink,
+        EngineOptions {
+            tools: Toolbox::new([t.notes.clone() as Arc<dyn ToolSource>]),
+            ..EngineOptions::default()
+        },
+    );
+    t.events = events;
+    let (report, events) = t.run_answering(Decision::ApproveOnce).await;
+    assert!(report.failed.is_none(), "{:?}", report.failed);
+    assert_eq!(count(&events, "tool_call"), 0);
+    assert!(
+        report.final_text.contains("Compare the two designs"),
+        "cat echoes the prompt: {}",
+        report.final_text
+    );
+    assert_eq!(
+        t.notes.lists.load(Ordering::SeqCst),
+        0,
+        "tools were never even listed for it"
+    );
 }
