@@ -5,6 +5,7 @@ mod engine_modes;
 mod engine_reflect;
 mod engine_runs;
 mod engine_single;
+mod engine_tool_loop;
 mod fake_llm_server;
 mod headless;
 mod headless_resume;
