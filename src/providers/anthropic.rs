@@ -516,6 +516,7 @@ impl StreamDecoder for AnthropicDecoder {
 mod tests {
     use super::*;
     use crate::providers::ChatMessage;
+    use crate::providers::http::test_fixtures::{call, read_spec, tool_history, whole_answer};
     use crate::providers::sse::parse_all;
 
     fn replay(capture: &[u8]) -> (String, AnthropicDecoder, Option<StreamError>) {
@@ -610,14 +611,6 @@ mod tests {
             b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
         );
         assert_eq!(err.unwrap().kind, ErrorKind::Overloaded);
-    }
-
-    fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
-        ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments: arguments.into(),
-        }
     }
 
     fn event(value: serde_json::Value) -> String {
@@ -732,19 +725,14 @@ mod tests {
 
     #[test]
     fn a_whole_answer_with_tool_use() {
-        let mut d = AnthropicDecoder::new();
-        let mut text = String::new();
-        let mut forward = |t: &str| text.push_str(t);
-        let mut sink = TextSink::new(&mut forward);
         let body = json!({"type":"message","stop_reason":"tool_use","content":[
             {"type":"text","text":"Reading."},
             {"type":"tool_use","id":"t1","name":"fs__read","input":{"path":"a"}},
             {"type":"tool_use","id":"t2","name":"fs__list","input":{}}]});
-        d.on_json_body(&body, &mut sink).unwrap();
-        drop(sink);
+        let (text, calls) = whole_answer(&mut AnthropicDecoder::new(), body);
         assert_eq!(text, "Reading.");
         assert_eq!(
-            StreamDecoder::take_tool_calls(&mut d),
+            calls,
             vec![
                 call("t1", "fs__read", r#"{"path":"a"}"#),
                 call("t2", "fs__list", "{}")
@@ -786,24 +774,6 @@ mod tests {
         assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
     }
 
-    fn tool_history() -> Vec<ChatMessage> {
-        vec![
-            ChatMessage::user("read a and b"),
-            ChatMessage::assistant_calls(
-                "",
-                vec![
-                    call("t1", "fs__read", r#"{"path":"a"}"#),
-                    call("t2", "fs__read", ""),
-                ],
-            ),
-            ChatMessage::tool_result("t1", "fs__read", false, "A"),
-            ChatMessage::tool_result("t2", "fs__read", true, "no such file"),
-            ChatMessage::assistant_calls("One more.", vec![call("t3", "fs__list", "{not json")]),
-            ChatMessage::tool_result("t3", "fs__list", true, "invalid arguments"),
-            ChatMessage::user("and then?"),
-        ]
-    }
-
     fn provider() -> AnthropicProvider {
         AnthropicProvider::new(
             &ProviderConfig::new("a", ProviderKind::Anthropic),
@@ -815,11 +785,7 @@ mod tests {
     #[test]
     fn request_body_declares_tools_and_sends_tool_blocks_in_alternating_turns() {
         let mut req = TurnRequest::new("claude", tool_history());
-        req.tools = vec![crate::model::ToolSpec {
-            name: "fs__read".into(),
-            description: "Reads a file".into(),
-            input_schema: json!({"type":"object","properties":{"path":{"type":"string"}}}),
-        }];
+        req.tools = vec![read_spec()];
         let body = provider().request_body(&req);
         assert_eq!(
             body["tools"],
@@ -832,16 +798,16 @@ mod tests {
             json!([
                 {"role":"user","content":"read a and b"},
                 {"role":"assistant","content":[
-                    {"type":"tool_use","id":"t1","name":"fs__read","input":{"path":"a"}},
-                    {"type":"tool_use","id":"t2","name":"fs__read","input":{}}]},
+                    {"type":"tool_use","id":"c1","name":"fs__read","input":{"path":"a"}},
+                    {"type":"tool_use","id":"c2","name":"fs__read","input":{}}]},
                 {"role":"user","content":[
-                    {"type":"tool_result","tool_use_id":"t1","content":"A"},
-                    {"type":"tool_result","tool_use_id":"t2","content":"no such file","is_error":true}]},
+                    {"type":"tool_result","tool_use_id":"c1","content":"A"},
+                    {"type":"tool_result","tool_use_id":"c2","content":"no such file","is_error":true}]},
                 {"role":"assistant","content":[
                     {"type":"text","text":"One more."},
-                    {"type":"tool_use","id":"t3","name":"fs__list","input":{}}]},
+                    {"type":"tool_use","id":"c3","name":"fs__list","input":{}}]},
                 {"role":"user","content":[
-                    {"type":"tool_result","tool_use_id":"t3","content":"invalid arguments","is_error":true},
+                    {"type":"tool_result","tool_use_id":"c3","content":"invalid arguments","is_error":true},
                     {"type":"text","text":"and then?"}]},
             ])
         );

@@ -568,6 +568,62 @@ fn mentions_quota(text: &str) -> bool {
     t.contains("quota") || t.contains("billing") || t.contains("credit balance")
 }
 
+/// What the providers' tests of tool exchanges share.
+#[cfg(test)]
+pub(crate) mod test_fixtures {
+    use crate::model::{ToolCall, ToolSpec};
+    use crate::providers::ChatMessage;
+
+    pub fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    /// Feeds a whole (non-streamed) JSON answer to `decoder`; its text and calls.
+    pub fn whole_answer(
+        decoder: &mut impl super::StreamDecoder,
+        body: serde_json::Value,
+    ) -> (String, Vec<ToolCall>) {
+        let mut text = String::new();
+        let mut forward = |t: &str| text.push_str(t);
+        let mut sink = crate::providers::TextSink::new(&mut forward);
+        decoder.on_json_body(&body, &mut sink).expect("a valid answer");
+        drop(sink);
+        (text, decoder.take_tool_calls())
+    }
+
+    pub fn read_spec() -> ToolSpec {
+        ToolSpec {
+            name: "fs__read".into(),
+            description: "Reads a file".into(),
+            input_schema: serde_json::json!({"type":"object","properties":{"path":{"type":"string"}}}),
+        }
+    }
+
+    /// Two calls (one without arguments) and their results, one call with broken arguments and
+    /// its error, then the user again.
+    pub fn tool_history() -> Vec<ChatMessage> {
+        vec![
+            ChatMessage::user("read a and b"),
+            ChatMessage::assistant_calls(
+                "",
+                vec![
+                    call("c1", "fs__read", r#"{"path":"a"}"#),
+                    call("c2", "fs__read", ""),
+                ],
+            ),
+            ChatMessage::tool_result("c1", "fs__read", false, "A"),
+            ChatMessage::tool_result("c2", "fs__read", true, "no such file"),
+            ChatMessage::assistant_calls("One more.", vec![call("c3", "fs__list", "{not json")]),
+            ChatMessage::tool_result("c3", "fs__list", true, "invalid arguments"),
+            ChatMessage::user("and then?"),
+        ]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

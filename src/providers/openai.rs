@@ -395,6 +395,7 @@ impl StreamDecoder for OpenAiDecoder {
 mod tests {
     use super::*;
     use crate::providers::ChatMessage;
+    use crate::providers::http::test_fixtures::{call, read_spec, tool_history, whole_answer};
     use crate::providers::sse::parse_all;
 
     /// Replays a capture; returns the text, the decoder and the first error.
@@ -460,14 +461,6 @@ mod tests {
         assert!(err.is_none());
         assert_eq!(text, "Simulated ");
         assert!(!d.is_complete(), "no [DONE] and no finish reason");
-    }
-
-    fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
-        ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments: arguments.into(),
-        }
     }
 
     /// One `data:` chunk whose delta carries these tool-call pieces.
@@ -581,17 +574,15 @@ mod tests {
     #[test]
     fn a_whole_answer_with_tool_calls() {
         let mut d = OpenAiDecoder::new();
-        let mut text = String::new();
-        let mut forward = |t: &str| text.push_str(t);
-        let mut sink = TextSink::new(&mut forward);
         let body = json!({"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,
             "tool_calls":[
                 {"id":"c1","type":"function","function":{"name":"a","arguments":"{\"k\":1}"}},
                 {"id":"c2","type":"function","function":{"name":"b","arguments":{"k":2}}}]}}]});
-        d.on_json_body(&body, &mut sink).unwrap();
+        let (text, calls) = whole_answer(&mut d, body);
+        assert_eq!(text, "");
         assert_eq!(d.finish_reason().as_deref(), Some("tool_calls"));
         assert_eq!(
-            StreamDecoder::take_tool_calls(&mut d),
+            calls,
             vec![call("c1", "a", "{\"k\":1}"), call("c2", "b", "{\"k\":2}")]
         );
     }
@@ -657,36 +648,19 @@ mod tests {
         assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
     }
 
-    fn tool_history() -> Vec<ChatMessage> {
-        vec![
-            ChatMessage::user("read a and b"),
-            ChatMessage::assistant_calls(
-                "",
-                vec![
-                    call("c1", "fs__read", r#"{"path":"a"}"#),
-                    call("c2", "fs__read", ""),
-                ],
-            ),
-            ChatMessage::tool_result("c1", "fs__read", false, "A"),
-            ChatMessage::tool_result("c2", "fs__read", true, "no such file"),
-            ChatMessage::assistant_calls("One more.", vec![call("c3", "fs__list", "{not json")]),
-            ChatMessage::tool_result("c3", "fs__list", true, "invalid arguments"),
-        ]
+    fn provider() -> OpenAiProvider {
+        OpenAiProvider::new(
+            &ProviderConfig::new("o", ProviderKind::Openai),
+            ProviderOptions::default(),
+        )
+        .unwrap()
     }
 
     #[test]
     fn request_body_declares_tools_and_sends_the_tool_exchanges() {
-        let p = OpenAiProvider::new(
-            &ProviderConfig::new("o", ProviderKind::Openai),
-            ProviderOptions::default(),
-        )
-        .unwrap();
+        let p = provider();
         let mut req = TurnRequest::new("gpt-x", tool_history());
-        req.tools = vec![crate::model::ToolSpec {
-            name: "fs__read".into(),
-            description: "Reads a file".into(),
-            input_schema: json!({"type":"object","properties":{"path":{"type":"string"}}}),
-        }];
+        req.tools = vec![read_spec()];
         let body = p.request_body(&req);
         assert_eq!(
             body["tools"],
@@ -706,6 +680,7 @@ mod tests {
                 {"role":"assistant","content":"One more.","tool_calls":[
                     {"id":"c3","type":"function","function":{"name":"fs__list","arguments":"{not json"}}]},
                 {"role":"tool","tool_call_id":"c3","content":"invalid arguments"},
+                {"role":"user","content":"and then?"},
             ])
         );
         req.tool_choice = ToolChoice::None;
@@ -714,11 +689,7 @@ mod tests {
 
     #[test]
     fn without_tools_the_tool_history_is_plain_text() {
-        let p = OpenAiProvider::new(
-            &ProviderConfig::new("o", ProviderKind::Openai),
-            ProviderOptions::default(),
-        )
-        .unwrap();
+        let p = provider();
         let body = p.request_body(&TurnRequest::new("gpt-x", tool_history()));
         assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
         assert_eq!(
@@ -730,6 +701,7 @@ mod tests {
                 {"role":"user","content":"[error from fs__read] no such file"},
                 {"role":"assistant","content":"One more.\n(called fs__list with {not json)"},
                 {"role":"user","content":"[error from fs__list] invalid arguments"},
+                {"role":"user","content":"and then?"},
             ])
         );
     }
