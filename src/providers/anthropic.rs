@@ -4,6 +4,9 @@
 //! are ignored, as Anthropic asks, but every event must be valid JSON: one that is not (a broken
 //! `ping` included) is a protocol error, the same rule as for OpenAI streams. The stream is
 //! complete only at `message_stop`.
+//!
+//! A `tool_use` content block (`content_block_start` with its id and name) gets its input as
+//! `input_json_delta` pieces keyed by the block's `index`; no piece at all means `{}`.
 
 use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};

@@ -4,6 +4,11 @@
 //! `choices: null` or missing, a usage chunk with an empty choice, `: ping` comments, and errors
 //! sent as `data: {"error": ...}` inside a 200 stream. A stream is complete only with `[DONE]`
 //! or a finish reason; a clean end without either is a truncation error.
+//!
+//! Tool calls stream as `delta.tool_calls` pieces keyed by `index` (the first with `id` and
+//! `function.name`, later ones with `function.arguments` text), possibly between text deltas;
+//! they are put together by the shared call assembler (`http.rs`) and handed over,
+//! complete and in index order, when the answer ends.
 
 use futures::future::BoxFuture;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
