@@ -337,6 +337,8 @@ impl Actor {
         let mut steps = Vec::new();
         let mut usage: Option<Usage> = None;
         let mut rounds = 0u32;
+        // The turn's duration is the whole loop's (every round and tool), not the last request's.
+        let loop_started = Instant::now();
         loop {
             request.tool_choice = if rounds >= max_rounds {
                 ToolChoice::None
@@ -365,6 +367,7 @@ impl Actor {
             usage = sum_usage(usage, out.usage);
             if out.tool_calls.is_empty() || rounds >= max_rounds || request.tools.is_empty() {
                 out.usage = usage;
+                out.duration = loop_started.elapsed();
                 out.tool_calls.clear();
                 return (Ok(out), steps);
             }

@@ -4,6 +4,9 @@
 //! are ignored, as Anthropic asks, but every event must be valid JSON: one that is not (a broken
 //! `ping` included) is a protocol error, the same rule as for OpenAI streams. The stream is
 //! complete only at `message_stop`.
+//!
+//! A `tool_use` content block (`content_block_start` with its id and name) gets its input as
+//! `input_json_delta` pieces keyed by the block's `index`; no piece at all means `{}`.
 
 use futures::future::BoxFuture;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -14,11 +17,11 @@ use tokio_util::sync::CancellationToken;
 use super::error::{
     ErrorKind, ProviderError, StreamError, classify_in_band, error_codes_from_json, not_json, snippet,
 };
-use super::http::{self, Endpoint, StreamDecoder};
+use super::http::{self, CallAssembler, Endpoint, StreamDecoder};
 use super::sse::SseEvent;
 use super::{ChatRole, DeltaSink, Provider, ProviderOptions, TextSink, TurnOutput, TurnRequest};
 use crate::config::{ProviderConfig, ProviderKind};
-use crate::model::Usage;
+use crate::model::{ToolCall, ToolChoice, Usage};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const API_VERSION: &str = "2023-06-01";
@@ -56,19 +59,46 @@ impl AnthropicProvider {
         })
     }
 
-    /// The JSON body of a streamed request.
+    /// The JSON body of a streamed request. Tool exchanges become `tool_use` blocks in the
+    /// assistant turn and `tool_result` blocks in the next user turn; consecutive messages of
+    /// one role are merged into one turn (the API wants user and assistant to alternate). Only
+    /// a request that declares tools carries them: without, the history's calls and results are
+    /// plain text (the API refuses tool blocks without the tools' definitions).
     pub fn request_body(&self, req: &TurnRequest) -> serde_json::Value {
-        let messages: Vec<_> = req
-            .messages
-            .iter()
-            .map(|m| {
-                let role = match m.role {
-                    ChatRole::User => "user",
-                    ChatRole::Assistant => "assistant",
-                    ChatRole::Tool => "user",
-                };
-                json!({"role": role, "content": m.content})
-            })
+        let with_tools = !req.tools.is_empty();
+        let mut turns: Vec<(&'static str, Vec<serde_json::Value>)> = Vec::new();
+        for m in &req.messages {
+            let (role, blocks) = match m.role {
+                ChatRole::User => ("user", vec![text_block(&m.content)]),
+                ChatRole::Assistant if with_tools && !m.tool_calls.is_empty() => {
+                    let mut blocks = vec![text_block(&m.content)];
+                    blocks.extend(m.tool_calls.iter().map(|c| {
+                        json!({"type": "tool_use", "id": c.id, "name": c.name,
+                            "input": input_object(&c.arguments)})
+                    }));
+                    ("assistant", blocks)
+                }
+                ChatRole::Assistant => ("assistant", vec![text_block(&http::plain_text(m))]),
+                ChatRole::Tool => match &m.result_of {
+                    Some(r) if with_tools => {
+                        let mut block =
+                            json!({"type": "tool_result", "tool_use_id": r.call_id, "content": m.content});
+                        if r.is_error {
+                            block["is_error"] = json!(true);
+                        }
+                        ("user", vec![block])
+                    }
+                    _ => ("user", vec![text_block(&http::plain_text(m))]),
+                },
+            };
+            match turns.last_mut() {
+                Some((last, existing)) if *last == role => existing.extend(blocks),
+                _ => turns.push((role, blocks)),
+            }
+        }
+        let messages: Vec<_> = turns
+            .into_iter()
+            .map(|(role, blocks)| json!({"role": role, "content": turn_content(blocks)}))
             .collect();
         let mut body = json!({
             "model": req.model,
@@ -78,6 +108,20 @@ impl AnthropicProvider {
         });
         if let Some(system) = &req.system {
             body["system"] = json!(system);
+        }
+        if with_tools {
+            let tools: Vec<_> = req
+                .tools
+                .iter()
+                .map(
+                    |t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}),
+                )
+                .collect();
+            body["tools"] = json!(tools);
+            body["tool_choice"] = match req.tool_choice {
+                ToolChoice::Auto => json!({"type": "auto"}),
+                ToolChoice::None => json!({"type": "none"}),
+            };
         }
         body
     }
@@ -143,6 +187,36 @@ impl Provider for AnthropicProvider {
     }
 }
 
+fn text_block(text: &str) -> serde_json::Value {
+    json!({"type": "text", "text": text})
+}
+
+/// A turn's content: a lone text block as the plain string it is; otherwise the blocks, less
+/// blank text blocks (which the API refuses).
+fn turn_content(blocks: Vec<serde_json::Value>) -> serde_json::Value {
+    let blank =
+        |b: &serde_json::Value| b["type"] == "text" && b["text"].as_str().is_none_or(|t| t.trim().is_empty());
+    let mut kept: Vec<_> = blocks.iter().filter(|b| !blank(b)).cloned().collect();
+    match kept.as_slice() {
+        [] => blocks
+            .into_iter()
+            .next()
+            .map(|b| b["text"].clone())
+            .unwrap_or_else(|| json!("")),
+        [only] if only["type"] == "text" => kept.swap_remove(0)["text"].take(),
+        _ => serde_json::Value::Array(kept),
+    }
+}
+
+/// A stored call's arguments as the object `tool_use.input` must be (`{}` when they are not
+/// one: the model sent invalid JSON, and was told so in the result).
+fn input_object(arguments: &str) -> serde_json::Value {
+    match serde_json::from_str::<serde_json::Value>(arguments) {
+        Ok(value @ serde_json::Value::Object(_)) => value,
+        _ => json!({}),
+    }
+}
+
 #[derive(Deserialize, Default)]
 struct WireUsage {
     #[serde(default)]
@@ -164,7 +238,17 @@ struct MessageStartInner {
 }
 
 #[derive(Deserialize)]
+struct BlockStart {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default)]
+    content_block: Option<ContentBlock>,
+}
+
+#[derive(Deserialize)]
 struct BlockDelta {
+    #[serde(default)]
+    index: Option<u64>,
     #[serde(default)]
     delta: Option<BlockDeltaInner>,
 }
@@ -175,6 +259,8 @@ struct BlockDeltaInner {
     kind: Option<String>,
     #[serde(default)]
     text: Option<String>,
+    #[serde(default)]
+    partial_json: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -208,6 +294,13 @@ struct ContentBlock {
     kind: Option<String>,
     #[serde(default)]
     text: Option<String>,
+    /// `tool_use` blocks.
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    input: Option<serde_json::Value>,
 }
 
 /// The Messages stream state machine.
@@ -218,6 +311,10 @@ pub struct AnthropicDecoder {
     input_tokens: u64,
     output_tokens: u64,
     saw_usage: bool,
+    /// `tool_use` blocks by content index, their `input_json_delta` pieces concatenated.
+    calls: CallAssembler,
+    /// A block's `input` given whole at its start (used only if no piece follows).
+    start_inputs: std::collections::BTreeMap<u64, String>,
 }
 
 impl AnthropicDecoder {
@@ -242,13 +339,32 @@ impl AnthropicDecoder {
                     self.merge_usage(u);
                 }
             }
+            "content_block_start" => {
+                let start: BlockStart = parse(&name, &event.data)?;
+                if let Some(block) = start.content_block
+                    && block.kind.as_deref() == Some("tool_use")
+                {
+                    let index = start
+                        .index
+                        .unwrap_or_else(|| self.calls.last_index().map_or(0, |i| i + 1));
+                    self.start_tool_use(index, block);
+                }
+            }
             "content_block_delta" => {
                 let delta: BlockDelta = parse(&name, &event.data)?;
-                if let Some(d) = delta.delta
-                    && d.kind.as_deref().is_none_or(|k| k == "text_delta")
-                    && let Some(text) = d.text
-                {
-                    emit(&text);
+                match delta.delta {
+                    Some(d) if d.kind.as_deref() == Some("input_json_delta") => {
+                        let index = delta.index.or(self.calls.last_index()).unwrap_or(0);
+                        self.start_inputs.remove(&index);
+                        self.calls
+                            .push_arguments(index, d.partial_json.as_deref().unwrap_or(""));
+                    }
+                    Some(d) if d.kind.as_deref().is_none_or(|k| k == "text_delta") => {
+                        if let Some(text) = d.text {
+                            emit(&text);
+                        }
+                    }
+                    _ => {}
                 }
             }
             "message_delta" => {
@@ -276,7 +392,7 @@ impl AnthropicDecoder {
                     format!("reported an error mid-stream: {}", snippet(&message, 300)),
                 ));
             }
-            // ping, content_block_start/stop, thinking and anything new: nothing to do, once
+            // ping, content_block_stop, thinking and anything new: nothing to do, once
             // the event is known to be JSON.
             _ => {
                 serde_json::from_str::<serde::de::IgnoredAny>(&event.data)
@@ -295,6 +411,31 @@ impl AnthropicDecoder {
             self.output_tokens = o;
         }
         self.saw_usage |= u.input_tokens.is_some() || u.output_tokens.is_some();
+    }
+
+    fn start_tool_use(&mut self, index: u64, block: ContentBlock) {
+        self.calls
+            .identify(index, block.id.as_deref(), block.name.as_deref());
+        if let Some(input) = block
+            .input
+            .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
+        {
+            self.start_inputs.insert(index, input.to_string());
+        }
+    }
+
+    /// The `tool_use` blocks so far, finished (in block order; empty input is `{}`).
+    pub fn take_tool_calls(&mut self) -> Vec<ToolCall> {
+        for (index, input) in std::mem::take(&mut self.start_inputs) {
+            self.calls.push_arguments(index, &input);
+        }
+        let mut calls = self.calls.finish();
+        for call in &mut calls {
+            if call.arguments.trim().is_empty() {
+                call.arguments = "{}".to_string();
+            }
+        }
+        calls
     }
 
     pub fn usage(&self) -> Option<Usage> {
@@ -342,11 +483,15 @@ impl StreamDecoder for AnthropicDecoder {
                 format!("sent an unexpected JSON answer ({e})"),
             )
         })?;
-        for block in whole.content {
-            if block.kind.as_deref().is_none_or(|k| k == "text")
-                && let Some(text) = block.text
-            {
-                sink.push(&text);
+        for (index, block) in whole.content.into_iter().enumerate() {
+            match block.kind.as_deref() {
+                Some("tool_use") => self.start_tool_use(index as u64, block),
+                None | Some("text") => {
+                    if let Some(text) = block.text {
+                        sink.push(&text);
+                    }
+                }
+                Some(_) => {}
             }
         }
         if let Some(u) = whole.usage {
@@ -362,6 +507,9 @@ impl StreamDecoder for AnthropicDecoder {
     fn finish_reason(&self) -> Option<String> {
         self.stop_reason.clone()
     }
+    fn take_tool_calls(&mut self) -> Vec<ToolCall> {
+        AnthropicDecoder::take_tool_calls(self)
+    }
     fn end_marker(&self) -> &'static str {
         "`message_stop`"
     }
@@ -370,6 +518,8 @@ impl StreamDecoder for AnthropicDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::providers::ChatMessage;
+    use crate::providers::http::test_fixtures::{call, read_spec, tool_history, whole_answer};
     use crate::providers::sse::parse_all;
 
     fn replay(capture: &[u8]) -> (String, AnthropicDecoder, Option<StreamError>) {
@@ -466,12 +616,131 @@ mod tests {
         assert_eq!(err.unwrap().kind, ErrorKind::Overloaded);
     }
 
+    fn event(value: serde_json::Value) -> String {
+        format!("event: {}\ndata: {value}\n\n", value["type"].as_str().unwrap())
+    }
+
+    fn tool_start(index: u64, id: &str, name: &str) -> String {
+        event(json!({"type":"content_block_start","index":index,
+            "content_block":{"type":"tool_use","id":id,"name":name,"input":{}}}))
+    }
+
+    fn json_piece(index: u64, piece: &str) -> String {
+        event(json!({"type":"content_block_delta","index":index,
+            "delta":{"type":"input_json_delta","partial_json":piece}}))
+    }
+
+    fn text_block(index: u64, text: &str) -> String {
+        [
+            event(
+                json!({"type":"content_block_start","index":index,"content_block":{"type":"text","text":""}}),
+            ),
+            event(
+                json!({"type":"content_block_delta","index":index,"delta":{"type":"text_delta","text":text}}),
+            ),
+            stop(index),
+        ]
+        .concat()
+    }
+
+    fn stop(index: u64) -> String {
+        event(json!({"type":"content_block_stop","index":index}))
+    }
+
+    fn tool_use_end() -> String {
+        [
+            event(json!({"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}})),
+            event(json!({"type":"message_stop"})),
+        ]
+        .concat()
+    }
+
     #[test]
-    fn tool_use_stream_emits_no_text() {
-        let (text, d, err) = replay(include_bytes!("testdata/llmock-anthropic-stream-tool-use.sse"));
+    fn llmock_tool_use_capture_gives_the_exact_call() {
+        // The third-party capture shared/reference/llm-captures/llmock-anthropic-stream-tool-use.sse.
+        let (text, mut d, err) = replay(include_bytes!("testdata/llmock-anthropic-stream-tool-use.sse"));
         assert!(err.is_none());
         assert_eq!(text, "");
+        assert!(d.is_complete());
         assert_eq!(d.stop_reason().as_deref(), Some("tool_use"));
+        assert_eq!(
+            d.take_tool_calls(),
+            vec![call(
+                "toolu_26d1734bed5d4d22939ef780",
+                "read_file",
+                r#"{"path": "src/main.rs"}"#
+            )]
+        );
+    }
+
+    #[test]
+    fn parallel_tool_use_blocks_between_text_blocks_split_anywhere() {
+        let body = [
+            text_block(0, "Let me look. "),
+            tool_start(1, "toolu_a", "fs__read"),
+            json_piece(1, ""),
+            json_piece(1, "{\"path\": \"a\\"),
+            json_piece(1, "\"b\"}"),
+            stop(1),
+            text_block(2, "And more."),
+            tool_start(3, "toolu_b", "fs__list"),
+            stop(3),
+            tool_use_end(),
+        ]
+        .concat();
+        let (text, mut d, err) = replay(body.as_bytes());
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(text, "Let me look. And more.");
+        let calls = d.take_tool_calls();
+        assert_eq!(
+            calls,
+            vec![
+                call("toolu_a", "fs__read", r#"{"path": "a\"b"}"#),
+                call("toolu_b", "fs__list", "{}"),
+            ],
+            "an empty input is the empty object"
+        );
+        let parsed: serde_json::Value = serde_json::from_str(&calls[0].arguments).unwrap();
+        assert_eq!(parsed["path"], "a\"b");
+        assert_eq!(d.stop_reason().as_deref(), Some("tool_use"));
+    }
+
+    #[test]
+    fn an_input_given_at_the_start_counts_when_no_piece_follows() {
+        let body = [
+            event(json!({"type":"content_block_start","index":0,
+                "content_block":{"type":"tool_use","id":"t1","name":"a","input":{"k":1}}})),
+            stop(0),
+            event(json!({"type":"content_block_start","index":1,
+                "content_block":{"type":"tool_use","name":"b","input":{"k":2}}})),
+            json_piece(1, "{\"k\":3}"),
+            stop(1),
+            tool_use_end(),
+        ]
+        .concat();
+        let (_, mut d, err) = replay(body.as_bytes());
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(
+            d.take_tool_calls(),
+            vec![call("t1", "a", "{\"k\":1}"), call("call_1", "b", "{\"k\":3}")]
+        );
+    }
+
+    #[test]
+    fn a_whole_answer_with_tool_use() {
+        let body = json!({"type":"message","stop_reason":"tool_use","content":[
+            {"type":"text","text":"Reading."},
+            {"type":"tool_use","id":"t1","name":"fs__read","input":{"path":"a"}},
+            {"type":"tool_use","id":"t2","name":"fs__list","input":{}}]});
+        let (text, calls) = whole_answer(&mut AnthropicDecoder::new(), body);
+        assert_eq!(text, "Reading.");
+        assert_eq!(
+            calls,
+            vec![
+                call("t1", "fs__read", r#"{"path":"a"}"#),
+                call("t2", "fs__list", "{}")
+            ]
+        );
     }
 
     #[test]
@@ -498,12 +767,77 @@ mod tests {
             ProviderOptions::default(),
         )
         .unwrap();
-        let mut req = TurnRequest::new("claude", vec![super::super::ChatMessage::user("hi")]);
+        let mut req = TurnRequest::new("claude", vec![ChatMessage::user("hi")]);
         req.system = Some("sys".into());
         let body = p.request_body(&req);
         assert_eq!(body["max_tokens"], DEFAULT_MAX_TOKENS);
         assert_eq!(body["system"], "sys");
         assert_eq!(body["stream"], true);
         assert_eq!(body["messages"][0], json!({"role":"user","content":"hi"}));
+        assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
+    }
+
+    fn provider() -> AnthropicProvider {
+        AnthropicProvider::new(
+            &ProviderConfig::new("a", ProviderKind::Anthropic),
+            ProviderOptions::default(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn request_body_declares_tools_and_sends_tool_blocks_in_alternating_turns() {
+        let mut req = TurnRequest::new("claude", tool_history());
+        req.tools = vec![read_spec()];
+        let body = provider().request_body(&req);
+        assert_eq!(
+            body["tools"],
+            json!([{"name":"fs__read","description":"Reads a file",
+                "input_schema":{"type":"object","properties":{"path":{"type":"string"}}}}])
+        );
+        assert_eq!(body["tool_choice"], json!({"type":"auto"}));
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role":"user","content":"read a and b"},
+                {"role":"assistant","content":[
+                    {"type":"tool_use","id":"c1","name":"fs__read","input":{"path":"a"}},
+                    {"type":"tool_use","id":"c2","name":"fs__read","input":{}}]},
+                {"role":"user","content":[
+                    {"type":"tool_result","tool_use_id":"c1","content":"A"},
+                    {"type":"tool_result","tool_use_id":"c2","content":"no such file","is_error":true}]},
+                {"role":"assistant","content":[
+                    {"type":"text","text":"One more."},
+                    {"type":"tool_use","id":"c3","name":"fs__list","input":{}}]},
+                {"role":"user","content":[
+                    {"type":"tool_result","tool_use_id":"c3","content":"invalid arguments","is_error":true},
+                    {"type":"text","text":"and then?"}]},
+            ])
+        );
+        req.tool_choice = ToolChoice::None;
+        assert_eq!(
+            provider().request_body(&req)["tool_choice"],
+            json!({"type":"none"})
+        );
+    }
+
+    #[test]
+    fn without_tools_the_tool_history_is_plain_text_in_alternating_turns() {
+        let body = provider().request_body(&TurnRequest::new("claude", tool_history()));
+        assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role":"user","content":"read a and b"},
+                {"role":"assistant","content":"(called fs__read with {\"path\":\"a\"})\n(called fs__read with {})"},
+                {"role":"user","content":[
+                    {"type":"text","text":"[result of fs__read] A"},
+                    {"type":"text","text":"[error from fs__read] no such file"}]},
+                {"role":"assistant","content":"One more.\n(called fs__list with {not json)"},
+                {"role":"user","content":[
+                    {"type":"text","text":"[error from fs__list] invalid arguments"},
+                    {"type":"text","text":"and then?"}]},
+            ])
+        );
     }
 }

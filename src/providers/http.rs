@@ -11,11 +11,13 @@ use super::error::{
 use super::retry::retry_after_from_headers;
 use super::secrets::Secrets;
 use super::sse::{SseEvent, SseParser};
-use super::{DeltaSink, Finished, ProviderOptions, TextSink, TurnOutput, TurnRequest, conclude, guarded};
+use super::{
+    ChatMessage, DeltaSink, Finished, ProviderOptions, TextSink, TurnOutput, TurnRequest, conclude, guarded,
+};
 use crate::config::ProviderConfig;
-use crate::model::Usage;
+use crate::model::{ToolCall, Usage};
 
-/// A wire protocol's stream state machine: SSE events in, text deltas out.
+/// A wire protocol's stream state machine: SSE events in, text deltas and tool calls out.
 pub(crate) trait StreamDecoder: Send {
     fn on_event(&mut self, event: &SseEvent, sink: &mut TextSink<'_>) -> Result<(), StreamError>;
     /// The terminal marker arrived: stop reading.
@@ -26,8 +28,110 @@ pub(crate) trait StreamDecoder: Send {
     fn on_json_body(&mut self, body: &serde_json::Value, sink: &mut TextSink<'_>) -> Result<(), StreamError>;
     fn usage(&self) -> Option<Usage>;
     fn finish_reason(&self) -> Option<String>;
+    /// The tool calls the answer made, complete and in the model's order (called once, after
+    /// a successful attempt).
+    fn take_tool_calls(&mut self) -> Vec<ToolCall>;
     /// How the protocol marks the end, for the truncation message.
     fn end_marker(&self) -> &'static str;
+}
+
+/// Tool calls as they stream in pieces, keyed by the wire's index (OpenAI's `tool_calls[].index`,
+/// Anthropic's content block `index`). Ids and names are taken from the first piece that has
+/// them; argument pieces are concatenated as raw text, whatever they split (a string, an
+/// escape): the JSON is only read once the call is complete.
+#[derive(Debug, Default)]
+pub(crate) struct CallAssembler {
+    calls: std::collections::BTreeMap<u64, PartialCall>,
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+impl CallAssembler {
+    /// The highest index seen so far.
+    pub fn last_index(&self) -> Option<u64> {
+        self.calls.keys().next_back().copied()
+    }
+
+    /// The index of a call whose id is already known.
+    pub fn index_of_id(&self, id: &str) -> Option<u64> {
+        self.calls.iter().find(|(_, c)| c.id == id).map(|(i, _)| *i)
+    }
+
+    /// Adds what a piece says of call `index`'s identity (a call is created by its first piece).
+    pub fn identify(&mut self, index: u64, id: Option<&str>, name: Option<&str>) {
+        let call = self.calls.entry(index).or_default();
+        if let Some(id) = id.filter(|s| !s.is_empty())
+            && call.id.is_empty()
+        {
+            call.id = id.to_string();
+        }
+        if let Some(name) = name.filter(|s| !s.is_empty())
+            && call.name.is_empty()
+        {
+            call.name = name.to_string();
+        }
+    }
+
+    pub fn push_arguments(&mut self, index: u64, piece: &str) {
+        self.calls.entry(index).or_default().arguments.push_str(piece);
+    }
+
+    /// The complete calls in index order. A call without a name cannot be answered and is
+    /// dropped (logged); one without an id gets `call_<n>`, unique within the answer.
+    pub fn finish(&mut self) -> Vec<ToolCall> {
+        let calls = std::mem::take(&mut self.calls);
+        let mut out: Vec<ToolCall> = Vec::with_capacity(calls.len());
+        let mut generated = 0;
+        for (index, call) in calls {
+            if call.name.is_empty() {
+                tracing::warn!(
+                    index,
+                    id = %call.id,
+                    "the model sent a tool call without a name; it is ignored"
+                );
+                continue;
+            }
+            let mut id = call.id;
+            while id.is_empty() || out.iter().any(|c| c.id == id) {
+                generated += 1;
+                id = format!("call_{generated}");
+            }
+            out.push(ToolCall {
+                id,
+                name: call.name,
+                arguments: call.arguments,
+            });
+        }
+        out
+    }
+}
+
+/// A message as plain text, for a request that declares no tools (a server rejects tool calls
+/// and results without the tools' definitions): calls as `(called X with {...})` lines after
+/// the text, a result as `[result of X] ...`.
+pub(crate) fn plain_text(m: &ChatMessage) -> String {
+    let mut text = m.content.clone();
+    if let Some(r) = &m.result_of {
+        let label = if r.is_error { "error from" } else { "result of" };
+        return format!("[{label} {}] {text}", r.name);
+    }
+    for call in &m.tool_calls {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        let arguments = if call.arguments.trim().is_empty() {
+            "{}"
+        } else {
+            call.arguments.as_str()
+        };
+        text.push_str(&format!("(called {} with {arguments})", call.name));
+    }
+    text
 }
 
 /// One HTTP provider's fixed request parts.
@@ -148,6 +252,7 @@ pub(crate) async fn stream_turn<D: StreamDecoder>(
             auth: &auth,
             body: &body,
             model: &req.model,
+            tools_sent: !req.tools.is_empty(),
             secrets: &secrets,
         };
         run_attempts(&attempt, make_decoder, &mut sink).await
@@ -166,6 +271,8 @@ pub(crate) struct Attempt<'a> {
     pub auth: &'a HeaderMap,
     pub body: &'a [u8],
     pub model: &'a str,
+    /// The request declared tools (a refusal may be about them).
+    pub tools_sent: bool,
     pub secrets: &'a Secrets,
 }
 
@@ -184,7 +291,7 @@ pub(crate) async fn run_attempts<D: StreamDecoder>(
                 return Ok(Finished {
                     usage: decoder.usage(),
                     finish_reason: decoder.finish_reason(),
-                    ..Finished::default()
+                    tool_calls: decoder.take_tool_calls(),
                 });
             }
             Err(mut e) => {
@@ -218,6 +325,7 @@ async fn one_attempt<D: StreamDecoder>(
         auth,
         body,
         model,
+        tools_sent,
         secrets,
     } = *attempt;
     let read_timeout = ep.options.read_timeout;
@@ -243,7 +351,7 @@ async fn one_attempt<D: StreamDecoder>(
         };
         // Redacted before it is parsed or shortened, so no piece of a key survives a cut.
         let text = secrets.redact(&text);
-        return Err(status_error(ep, model, status.as_u16(), &text).with_retry_after(retry_after));
+        return Err(status_error(ep, model, status.as_u16(), &text, tools_sent).with_retry_after(retry_after));
     }
     let content_type = resp
         .headers()
@@ -367,8 +475,15 @@ fn transport_error(ep: &Endpoint, e: &reqwest::Error) -> ProviderError {
     ProviderError::new(ErrorKind::Connection, &ep.provider, message)
 }
 
-/// A non-2xx answer as an error whose message says what to do.
-pub(crate) fn status_error(ep: &Endpoint, model: &str, status: u16, body: &str) -> ProviderError {
+/// A non-2xx answer as an error whose message says what to do. `tools_sent`: the request
+/// declared tools, so a refusal that speaks of them means the model or server cannot take them.
+pub(crate) fn status_error(
+    ep: &Endpoint,
+    model: &str,
+    status: u16,
+    body: &str,
+    tools_sent: bool,
+) -> ProviderError {
     let json: Option<serde_json::Value> = serde_json::from_str(body).ok();
     let server_says = json
         .as_ref()
@@ -376,7 +491,14 @@ pub(crate) fn status_error(ep: &Endpoint, model: &str, status: u16, body: &str) 
         .unwrap_or_else(|| body.to_string());
     let codes = json.as_ref().map(error_codes_from_json).unwrap_or_default();
     let p = &ep.provider;
+    let all = format!("{codes} {server_says}");
     let (kind, advice) = match status {
+        400 | 404 | 422 if tools_sent && !mentions_context_length(&all) && refuses_tools(&all) => (
+            ErrorKind::Config,
+            format!(
+                "model `{model}` (or this server) does not accept tool definitions; pick a model that supports tool calling, or remove `tools:` from the session or its preset"
+            ),
+        ),
         401 => (ErrorKind::Auth, ep.key_advice()),
         403 => (
             ErrorKind::Permission,
@@ -402,7 +524,7 @@ pub(crate) fn status_error(ep: &Endpoint, model: &str, status: u16, body: &str) 
             "rate limited: wait a little, or lower max_concurrency in config.yaml".to_string(),
         ),
         408 | 409 => (ErrorKind::Server, "the server gave up on the request".to_string()),
-        400..=499 if mentions_context_length(&format!("{codes} {server_says}")) => (
+        400..=499 if mentions_context_length(&all) => (
             ErrorKind::ContextTooLong,
             format!(
                 "the conversation is too long for model `{model}`: start a new session or pick a model with a larger context"
@@ -430,9 +552,76 @@ pub(crate) fn status_error(ep: &Endpoint, model: &str, status: u16, body: &str) 
     ProviderError::new(kind, p, message).with_status(status)
 }
 
+/// Does a refusal speak of tools as such (not of a tool exchange in the history, which is a
+/// malformed request, not a model without tools)?
+fn refuses_tools(text: &str) -> bool {
+    let t = text.to_lowercase();
+    let about_tools = ["tool", "function"].iter().any(|w| t.contains(w));
+    let about_history = ["tool_result", "tool_use_id", "tool_call_id", "tool_use` ids"]
+        .iter()
+        .any(|w| t.contains(w));
+    about_tools && !about_history
+}
+
 fn mentions_quota(text: &str) -> bool {
     let t = text.to_lowercase();
     t.contains("quota") || t.contains("billing") || t.contains("credit balance")
+}
+
+/// What the providers' tests of tool exchanges share.
+#[cfg(test)]
+pub(crate) mod test_fixtures {
+    use crate::model::{ToolCall, ToolSpec};
+    use crate::providers::ChatMessage;
+
+    pub fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    /// Feeds a whole (non-streamed) JSON answer to `decoder`; its text and calls.
+    pub fn whole_answer(
+        decoder: &mut impl super::StreamDecoder,
+        body: serde_json::Value,
+    ) -> (String, Vec<ToolCall>) {
+        let mut text = String::new();
+        let mut forward = |t: &str| text.push_str(t);
+        let mut sink = crate::providers::TextSink::new(&mut forward);
+        decoder.on_json_body(&body, &mut sink).expect("a valid answer");
+        drop(sink);
+        (text, decoder.take_tool_calls())
+    }
+
+    pub fn read_spec() -> ToolSpec {
+        ToolSpec {
+            name: "fs__read".into(),
+            description: "Reads a file".into(),
+            input_schema: serde_json::json!({"type":"object","properties":{"path":{"type":"string"}}}),
+        }
+    }
+
+    /// Two calls (one without arguments) and their results, one call with broken arguments and
+    /// its error, then the user again.
+    pub fn tool_history() -> Vec<ChatMessage> {
+        vec![
+            ChatMessage::user("read a and b"),
+            ChatMessage::assistant_calls(
+                "",
+                vec![
+                    call("c1", "fs__read", r#"{"path":"a"}"#),
+                    call("c2", "fs__read", ""),
+                ],
+            ),
+            ChatMessage::tool_result("c1", "fs__read", false, "A"),
+            ChatMessage::tool_result("c2", "fs__read", true, "no such file"),
+            ChatMessage::assistant_calls("One more.", vec![call("c3", "fs__list", "{not json")]),
+            ChatMessage::tool_result("c3", "fs__list", true, "invalid arguments"),
+            ChatMessage::user("and then?"),
+        ]
+    }
 }
 
 #[cfg(test)]
@@ -459,6 +648,7 @@ mod tests {
             "gpt",
             401,
             r#"{"error":{"message":"Incorrect API key","code":"invalid_api_key"}}"#,
+            false,
         );
         assert_eq!(e.kind, ErrorKind::Auth);
         assert!(
@@ -468,23 +658,170 @@ mod tests {
         );
         assert!(e.message.contains("Incorrect API key"), "{e}");
 
-        let e = status_error(&endpoint(None), "gpt", 401, "");
+        let e = status_error(&endpoint(None), "gpt", 401, "", false);
         assert!(e.message.contains("set api_key_env"), "{e}");
 
         let quota = r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota"}}"#;
-        assert_eq!(status_error(&ep, "m", 429, quota).kind, ErrorKind::QuotaExhausted);
+        assert_eq!(
+            status_error(&ep, "m", 429, quota, false).kind,
+            ErrorKind::QuotaExhausted
+        );
         let litellm_429 = include_str!("testdata/litellm-openai-429.http");
         let body = litellm_429.split("\n\n").nth(1).unwrap_or_default();
-        assert_eq!(status_error(&ep, "m", 429, body).kind, ErrorKind::RateLimited);
         assert_eq!(
-            status_error(&ep, "m", 400, r#"{"error":{"message":"This model's maximum context length is 8192 tokens","code":"context_length_exceeded"}}"#).kind,
+            status_error(&ep, "m", 429, body, false).kind,
+            ErrorKind::RateLimited
+        );
+        assert_eq!(
+            status_error(&ep, "m", 400, r#"{"error":{"message":"This model's maximum context length is 8192 tokens","code":"context_length_exceeded"}}"#, false).kind,
             ErrorKind::ContextTooLong
         );
-        assert_eq!(status_error(&ep, "m", 400, "{}").kind, ErrorKind::BadRequest);
-        assert_eq!(status_error(&ep, "m", 404, "").kind, ErrorKind::NotFound);
-        assert_eq!(status_error(&ep, "m", 529, "").kind, ErrorKind::Overloaded);
-        assert_eq!(status_error(&ep, "m", 503, "").kind, ErrorKind::Server);
-        assert_eq!(status_error(&ep, "m", 500, "oops").status, Some(500));
+        assert_eq!(
+            status_error(&ep, "m", 400, "{}", false).kind,
+            ErrorKind::BadRequest
+        );
+        assert_eq!(status_error(&ep, "m", 404, "", false).kind, ErrorKind::NotFound);
+        assert_eq!(status_error(&ep, "m", 529, "", false).kind, ErrorKind::Overloaded);
+        assert_eq!(status_error(&ep, "m", 503, "", false).kind, ErrorKind::Server);
+        assert_eq!(status_error(&ep, "m", 500, "oops", false).status, Some(500));
+    }
+
+    #[test]
+    fn a_refusal_of_tools_names_the_provider_and_model_and_says_what_to_do() {
+        let ep = endpoint(Some("OPENAI_API_KEY"));
+        let refusals = [
+            (
+                400,
+                r#"{"error":"registry.ollama.ai/library/gemma:2b does not support tools"}"#,
+            ),
+            (
+                400,
+                r#"{"object":"error","message":"\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set","type":"BadRequestError","code":400}"#,
+            ),
+            (
+                404,
+                r#"{"error":{"message":"No endpoints found that support tool use.","code":404}}"#,
+            ),
+            (
+                422,
+                r#"{"detail":"Unrecognized request argument supplied: functions"}"#,
+            ),
+        ];
+        for (status, body) in refusals {
+            let e = status_error(&ep, "small-model", status, body, true);
+            assert_eq!(e.kind, ErrorKind::Config, "{status} {body}");
+            assert_eq!(e.status, Some(status));
+            for needle in [
+                "provider `openai`",
+                "model `small-model`",
+                "does not accept tool definitions",
+                "remove `tools:`",
+            ] {
+                assert!(e.message.contains(needle), "{needle}: {e}");
+            }
+            // Without tools in the request the same answer is what it always was.
+            assert_ne!(
+                status_error(&ep, "m", status, body, false).kind,
+                ErrorKind::Config
+            );
+        }
+        // Unrelated refusals keep their meaning, tools or not.
+        let unrelated = [
+            (
+                400,
+                r#"{"error":{"message":"messages.1: `tool_use` ids were found without `tool_result` blocks immediately after"}}"#,
+                ErrorKind::BadRequest,
+            ),
+            (
+                400,
+                r#"{"error":{"message":"Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'. tool_call_id missing"}}"#,
+                ErrorKind::BadRequest,
+            ),
+            (
+                400,
+                r#"{"error":{"message":"This model's maximum context length is 8192 tokens (tool definitions included)"}}"#,
+                ErrorKind::ContextTooLong,
+            ),
+            (
+                400,
+                r#"{"error":{"message":"temperature must be at most 2"}}"#,
+                ErrorKind::BadRequest,
+            ),
+            (
+                404,
+                r#"{"error":{"message":"model not found"}}"#,
+                ErrorKind::NotFound,
+            ),
+            (
+                401,
+                r#"{"error":{"message":"no key for tools"}}"#,
+                ErrorKind::Auth,
+            ),
+            (
+                500,
+                r#"{"error":{"message":"function crashed"}}"#,
+                ErrorKind::Server,
+            ),
+        ];
+        for (status, body, kind) in unrelated {
+            assert_eq!(status_error(&ep, "m", status, body, true).kind, kind, "{body}");
+        }
+    }
+
+    #[test]
+    fn calls_assemble_in_index_order_with_ids_made_up_and_nameless_ones_dropped() {
+        let mut a = CallAssembler::default();
+        a.identify(2, Some("call_b"), Some("b"));
+        a.identify(0, None, Some("a"));
+        a.push_arguments(0, "{\"x\": \"a\\");
+        a.push_arguments(0, "\"b\"}");
+        a.identify(0, Some("late"), Some("ignored"));
+        a.identify(1, Some("call_nameless"), None);
+        a.push_arguments(1, "{}");
+        a.identify(3, Some("call_b"), Some("c"));
+        assert_eq!(a.last_index(), Some(3));
+        assert_eq!(a.index_of_id("call_b"), Some(2));
+        let calls = a.finish();
+        let got: Vec<(&str, &str, &str)> = calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("late", "a", "{\"x\": \"a\\\"b\"}"),
+                ("call_b", "b", ""),
+                ("call_1", "c", ""),
+            ]
+        );
+        assert!(a.finish().is_empty(), "finish leaves nothing behind");
+    }
+
+    #[test]
+    fn history_without_tools_is_plain_text() {
+        use crate::providers::ChatMessage;
+        let calls = vec![ToolCall {
+            id: "c1".into(),
+            name: "fs__read".into(),
+            arguments: "{\"path\":\"a\"}".into(),
+        }];
+        assert_eq!(
+            plain_text(&ChatMessage::assistant_calls("Let me look.", calls.clone())),
+            "Let me look.\n(called fs__read with {\"path\":\"a\"})"
+        );
+        assert_eq!(
+            plain_text(&ChatMessage::assistant_calls("", calls)),
+            "(called fs__read with {\"path\":\"a\"})"
+        );
+        assert_eq!(
+            plain_text(&ChatMessage::tool_result("c1", "fs__read", false, "hello")),
+            "[result of fs__read] hello"
+        );
+        assert_eq!(
+            plain_text(&ChatMessage::tool_result("c1", "fs__read", true, "no such file")),
+            "[error from fs__read] no such file"
+        );
+        assert_eq!(plain_text(&ChatMessage::user("hi")), "hi");
     }
 
     #[test]

@@ -4,6 +4,11 @@
 //! `choices: null` or missing, a usage chunk with an empty choice, `: ping` comments, and errors
 //! sent as `data: {"error": ...}` inside a 200 stream. A stream is complete only with `[DONE]`
 //! or a finish reason; a clean end without either is a truncation error.
+//!
+//! Tool calls stream as `delta.tool_calls` pieces keyed by `index` (the first with `id` and
+//! `function.name`, later ones with `function.arguments` text), possibly between text deltas;
+//! they are put together by the shared call assembler (`http.rs`) and handed over,
+//! complete and in index order, when the answer ends.
 
 use futures::future::BoxFuture;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
@@ -15,11 +20,11 @@ use super::error::{
     ErrorKind, ProviderError, StreamError, classify_in_band, error_codes_from_json, error_message_from_json,
     not_json, snippet,
 };
-use super::http::{self, Endpoint, StreamDecoder};
+use super::http::{self, CallAssembler, Endpoint, StreamDecoder};
 use super::sse::SseEvent;
 use super::{ChatRole, DeltaSink, Provider, ProviderOptions, TextSink, TurnOutput, TurnRequest};
 use crate::config::{ProviderConfig, ProviderKind};
-use crate::model::Usage;
+use crate::model::{ToolCall, ToolChoice, Usage};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
@@ -50,19 +55,48 @@ impl OpenAiProvider {
         })
     }
 
-    /// The JSON body of a streamed request.
+    /// The JSON body of a streamed request. Tools (and the tool exchanges of the history) are
+    /// sent only when the request declares tools; without them the history's calls and
+    /// results are plain text, which every server takes.
     pub fn request_body(&self, req: &TurnRequest) -> serde_json::Value {
+        let with_tools = !req.tools.is_empty();
         let mut messages = Vec::with_capacity(req.messages.len() + 1);
         if let Some(system) = &req.system {
             messages.push(json!({"role": "system", "content": system}));
         }
         for m in &req.messages {
-            let role = match m.role {
-                ChatRole::User => "user",
-                ChatRole::Assistant => "assistant",
-                ChatRole::Tool => "user",
-            };
-            messages.push(json!({"role": role, "content": m.content}));
+            messages.push(match m.role {
+                ChatRole::User => json!({"role": "user", "content": m.content}),
+                ChatRole::Assistant if with_tools && !m.tool_calls.is_empty() => {
+                    let calls: Vec<_> = m
+                        .tool_calls
+                        .iter()
+                        .map(|c| {
+                            // A call without arguments is sent as the empty object it means.
+                            let arguments = if c.arguments.trim().is_empty() {
+                                "{}"
+                            } else {
+                                c.arguments.as_str()
+                            };
+                            json!({"id": c.id, "type": "function",
+                                "function": {"name": c.name, "arguments": arguments}})
+                        })
+                        .collect();
+                    let content = if m.content.is_empty() {
+                        serde_json::Value::Null
+                    } else {
+                        json!(m.content)
+                    };
+                    json!({"role": "assistant", "content": content, "tool_calls": calls})
+                }
+                ChatRole::Assistant => json!({"role": "assistant", "content": http::plain_text(m)}),
+                ChatRole::Tool => match &m.result_of {
+                    Some(r) if with_tools => {
+                        json!({"role": "tool", "tool_call_id": r.call_id, "content": m.content})
+                    }
+                    _ => json!({"role": "user", "content": http::plain_text(m)}),
+                },
+            });
         }
         let mut body = json!({
             "model": req.model,
@@ -72,6 +106,21 @@ impl OpenAiProvider {
         });
         if let Some(max) = self.max_tokens {
             body["max_tokens"] = json!(max);
+        }
+        if with_tools {
+            let tools: Vec<_> = req
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": t.input_schema}})
+                })
+                .collect();
+            body["tools"] = json!(tools);
+            body["tool_choice"] = json!(match req.tool_choice {
+                ToolChoice::Auto => "auto",
+                ToolChoice::None => "none",
+            });
         }
         body
     }
@@ -159,6 +208,28 @@ struct Choice {
 struct Delta {
     #[serde(default)]
     content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<WireCall>>,
+}
+
+/// A piece of a tool call: the first names it, later ones carry `function.arguments` pieces.
+#[derive(Deserialize)]
+struct WireCall {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<WireFunction>,
+}
+
+#[derive(Deserialize)]
+struct WireFunction {
+    #[serde(default)]
+    name: Option<String>,
+    /// A string as the API says; a server that sends an object gets it written out as JSON.
+    #[serde(default)]
+    arguments: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -175,6 +246,7 @@ pub struct OpenAiDecoder {
     done: bool,
     finish_reason: Option<String>,
     usage: Option<Usage>,
+    calls: CallAssembler,
 }
 
 impl OpenAiDecoder {
@@ -214,14 +286,52 @@ impl OpenAiDecoder {
             });
         }
         if let Some(choice) = chunk.choices.unwrap_or_default().into_iter().next() {
-            if let Some(text) = choice.delta.or(choice.message).and_then(|d| d.content) {
-                emit(&text);
+            let whole = choice.delta.is_none() && choice.message.is_some();
+            if let Some(delta) = choice.delta.or(choice.message) {
+                if let Some(text) = delta.content {
+                    emit(&text);
+                }
+                for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
+                    self.apply_call(call, whole.then_some(position as u64));
+                }
             }
             if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
                 self.finish_reason = Some(reason);
             }
         }
         Ok(())
+    }
+
+    /// One piece of a call. `position`: the call's place in a whole (non-streamed) answer,
+    /// whose calls need no index. A streamed piece without an index belongs to the call its id
+    /// names, starts a new call when its id is new, and otherwise continues the last call.
+    fn apply_call(&mut self, call: WireCall, position: Option<u64>) {
+        let id = call.id.as_deref().filter(|s| !s.is_empty());
+        let index = call.index.or(position).unwrap_or_else(|| {
+            match (
+                id.and_then(|id| self.calls.index_of_id(id)),
+                self.calls.last_index(),
+            ) {
+                (Some(known), _) => known,
+                (None, Some(last)) if id.is_some() => last + 1,
+                (None, last) => last.unwrap_or(0),
+            }
+        });
+        let (name, arguments) = match call.function {
+            Some(f) => (f.name, f.arguments),
+            None => (None, None),
+        };
+        self.calls.identify(index, id, name.as_deref());
+        match arguments {
+            Some(serde_json::Value::String(piece)) => self.calls.push_arguments(index, &piece),
+            Some(serde_json::Value::Null) | None => {}
+            Some(object) => self.calls.push_arguments(index, &object.to_string()),
+        }
+    }
+
+    /// The calls streamed so far, finished (in index order, ids filled in).
+    pub fn take_tool_calls(&mut self) -> Vec<ToolCall> {
+        self.calls.finish()
     }
 
     pub fn usage(&self) -> Option<Usage> {
@@ -278,6 +388,9 @@ impl StreamDecoder for OpenAiDecoder {
     fn finish_reason(&self) -> Option<String> {
         self.finish_reason.clone()
     }
+    fn take_tool_calls(&mut self) -> Vec<ToolCall> {
+        OpenAiDecoder::take_tool_calls(self)
+    }
     fn end_marker(&self) -> &'static str {
         "`[DONE]` or a finish reason"
     }
@@ -286,6 +399,8 @@ impl StreamDecoder for OpenAiDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::providers::ChatMessage;
+    use crate::providers::http::test_fixtures::{call, read_spec, tool_history, whole_answer};
     use crate::providers::sse::parse_all;
 
     /// Replays a capture; returns the text, the decoder and the first error.
@@ -353,12 +468,128 @@ mod tests {
         assert!(!d.is_complete(), "no [DONE] and no finish reason");
     }
 
+    /// One `data:` chunk whose delta carries these tool-call pieces.
+    fn calls_chunk(pieces: serde_json::Value) -> String {
+        format!(
+            "data: {}\n\n",
+            json!({"choices":[{"index":0,"delta":{"tool_calls":pieces},"finish_reason":null}]})
+        )
+    }
+
+    fn text_chunk(text: &str) -> String {
+        format!(
+            "data: {}\n\n",
+            json!({"choices":[{"index":0,"delta":{"content":text}}]})
+        )
+    }
+
+    const TOOL_CALLS_END: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n";
+
     #[test]
-    fn tool_call_stream_has_no_text_but_completes() {
-        let (text, d, err) = replay(include_bytes!("testdata/llmock-openai-stream-tool-call.sse"));
+    fn llmock_tool_call_capture_gives_the_exact_call() {
+        // The third-party capture shared/reference/llm-captures/llmock-openai-stream-tool-call.sse.
+        let (text, mut d, err) = replay(include_bytes!("testdata/llmock-openai-stream-tool-call.sse"));
         assert!(err.is_none());
         assert_eq!(text, "");
+        assert!(d.is_done());
         assert_eq!(d.finish_reason().as_deref(), Some("tool_calls"));
+        assert_eq!(
+            d.take_tool_calls(),
+            vec![call(
+                "call_411b9253e28546bfa97c3fa8",
+                "read_file",
+                r#"{"path": "src/main.rs"}"#
+            )]
+        );
+    }
+
+    #[test]
+    fn parallel_calls_split_anywhere_with_text_between_come_out_whole_in_index_order() {
+        // `{"path": "a\"b"}` split inside the escape, and inside the string.
+        let body = [
+            text_chunk("Let me look. "),
+            calls_chunk(json!([{"index":0,"id":"call_a","type":"function","function":{"name":"fs__read","arguments":""}}])),
+            calls_chunk(json!([{"index":0,"function":{"arguments":"{\"path\": \"a\\"}}])),
+            calls_chunk(json!([{"index":1,"id":"call_b","type":"function","function":{"name":"fs__list","arguments":"{\"di"}}])),
+            text_chunk("And more."),
+            calls_chunk(json!([{"index":0,"function":{"arguments":"\"b\"}"}}])),
+            calls_chunk(json!([{"index":1,"function":{"arguments":"r\": \"\\u00e9\"}"}}])),
+            TOOL_CALLS_END.to_string(),
+        ]
+        .concat();
+        let (text, mut d, err) = replay(body.as_bytes());
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(text, "Let me look. And more.");
+        let calls = d.take_tool_calls();
+        assert_eq!(
+            calls,
+            vec![
+                call("call_a", "fs__read", r#"{"path": "a\"b"}"#),
+                call("call_b", "fs__list", r#"{"dir": "\u00e9"}"#),
+            ]
+        );
+        let parsed: serde_json::Value = serde_json::from_str(&calls[0].arguments).unwrap();
+        assert_eq!(parsed["path"], "a\"b");
+        // Index order, not arrival order.
+        let body = [
+            calls_chunk(json!([{"index":1,"id":"second","function":{"name":"b","arguments":"{}"}}])),
+            calls_chunk(json!([{"index":0,"id":"first","function":{"name":"a","arguments":"{}"}}])),
+            TOOL_CALLS_END.to_string(),
+        ]
+        .concat();
+        let (_, mut d, _) = replay(body.as_bytes());
+        let ids: Vec<String> = d.take_tool_calls().into_iter().map(|c| c.id).collect();
+        assert_eq!(ids, ["first", "second"]);
+    }
+
+    #[test]
+    fn a_call_without_id_gets_one_and_a_call_without_name_is_dropped() {
+        let body = [
+            calls_chunk(json!([{"index":0,"function":{"name":"a","arguments":"{}"}}])),
+            calls_chunk(json!([{"index":1,"id":"call_x","function":{"arguments":"{}"}}])),
+            calls_chunk(json!([{"index":2,"function":{"name":"c"}}])),
+            TOOL_CALLS_END.to_string(),
+        ]
+        .concat();
+        let (_, mut d, err) = replay(body.as_bytes());
+        assert!(err.is_none());
+        assert_eq!(
+            d.take_tool_calls(),
+            vec![call("call_1", "a", "{}"), call("call_2", "c", "")]
+        );
+    }
+
+    #[test]
+    fn pieces_without_an_index_follow_their_id_or_the_last_call() {
+        let body = [
+            calls_chunk(json!([{"id":"c1","function":{"name":"a","arguments":"{\"x\":"}}])),
+            calls_chunk(json!([{"function":{"arguments":"1}"}}])),
+            calls_chunk(json!([{"id":"c2","function":{"name":"b","arguments":"{"}}])),
+            calls_chunk(json!([{"id":"c2","function":{"arguments":"}"}}])),
+            TOOL_CALLS_END.to_string(),
+        ]
+        .concat();
+        let (_, mut d, _) = replay(body.as_bytes());
+        assert_eq!(
+            d.take_tool_calls(),
+            vec![call("c1", "a", "{\"x\":1}"), call("c2", "b", "{}")]
+        );
+    }
+
+    #[test]
+    fn a_whole_answer_with_tool_calls() {
+        let mut d = OpenAiDecoder::new();
+        let body = json!({"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,
+            "tool_calls":[
+                {"id":"c1","type":"function","function":{"name":"a","arguments":"{\"k\":1}"}},
+                {"id":"c2","type":"function","function":{"name":"b","arguments":{"k":2}}}]}}]});
+        let (text, calls) = whole_answer(&mut d, body);
+        assert_eq!(text, "");
+        assert_eq!(d.finish_reason().as_deref(), Some("tool_calls"));
+        assert_eq!(
+            calls,
+            vec![call("c1", "a", "{\"k\":1}"), call("c2", "b", "{\"k\":2}")]
+        );
     }
 
     #[test]
@@ -410,7 +641,7 @@ mod tests {
         let mut cfg = ProviderConfig::new("o", ProviderKind::Openai);
         cfg.max_tokens = Some(77);
         let p = OpenAiProvider::new(&cfg, ProviderOptions::default()).unwrap();
-        let mut req = TurnRequest::new("gpt-x", vec![super::super::ChatMessage::user("hi")]);
+        let mut req = TurnRequest::new("gpt-x", vec![ChatMessage::user("hi")]);
         req.system = Some("sys".into());
         let body = p.request_body(&req);
         assert_eq!(body["model"], "gpt-x");
@@ -419,5 +650,64 @@ mod tests {
         assert_eq!(body["max_tokens"], 77);
         assert_eq!(body["messages"][0], json!({"role":"system","content":"sys"}));
         assert_eq!(body["messages"][1], json!({"role":"user","content":"hi"}));
+        assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
+    }
+
+    fn provider() -> OpenAiProvider {
+        OpenAiProvider::new(
+            &ProviderConfig::new("o", ProviderKind::Openai),
+            ProviderOptions::default(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn request_body_declares_tools_and_sends_the_tool_exchanges() {
+        let p = provider();
+        let mut req = TurnRequest::new("gpt-x", tool_history());
+        req.tools = vec![read_spec()];
+        let body = p.request_body(&req);
+        assert_eq!(
+            body["tools"],
+            json!([{"type":"function","function":{"name":"fs__read","description":"Reads a file",
+                "parameters":{"type":"object","properties":{"path":{"type":"string"}}}}}])
+        );
+        assert_eq!(body["tool_choice"], "auto");
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role":"user","content":"read a and b"},
+                {"role":"assistant","content":null,"tool_calls":[
+                    {"id":"c1","type":"function","function":{"name":"fs__read","arguments":"{\"path\":\"a\"}"}},
+                    {"id":"c2","type":"function","function":{"name":"fs__read","arguments":"{}"}}]},
+                {"role":"tool","tool_call_id":"c1","content":"A"},
+                {"role":"tool","tool_call_id":"c2","content":"no such file"},
+                {"role":"assistant","content":"One more.","tool_calls":[
+                    {"id":"c3","type":"function","function":{"name":"fs__list","arguments":"{not json"}}]},
+                {"role":"tool","tool_call_id":"c3","content":"invalid arguments"},
+                {"role":"user","content":"and then?"},
+            ])
+        );
+        req.tool_choice = ToolChoice::None;
+        assert_eq!(p.request_body(&req)["tool_choice"], "none");
+    }
+
+    #[test]
+    fn without_tools_the_tool_history_is_plain_text() {
+        let p = provider();
+        let body = p.request_body(&TurnRequest::new("gpt-x", tool_history()));
+        assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role":"user","content":"read a and b"},
+                {"role":"assistant","content":"(called fs__read with {\"path\":\"a\"})\n(called fs__read with {})"},
+                {"role":"user","content":"[result of fs__read] A"},
+                {"role":"user","content":"[error from fs__read] no such file"},
+                {"role":"assistant","content":"One more.\n(called fs__list with {not json)"},
+                {"role":"user","content":"[error from fs__list] invalid arguments"},
+                {"role":"user","content":"and then?"},
+            ])
+        );
     }
 }

@@ -11,6 +11,19 @@
 //! ```
 //! Replies are taken per model in order; a model with no script left gets the `"*"` script,
 //! then the default reply (`fake answer from <model>`). Every request is recorded.
+//!
+//! Tool calls stream as each API does (OpenAI `delta.tool_calls` pieces keyed by `index`,
+//! `finish_reason: tool_calls`; Anthropic `tool_use` blocks with `input_json_delta` pieces,
+//! `stop_reason: tool_use`), from [`Piece`]s in wire order, so arguments can be split anywhere
+//! and text can come before or between calls:
+//! ```ignore
+//! llm.script("gpt-x", vec![
+//!     Reply::tool_call("call_1", "fs__read", r#"{"path": "a"}"#),
+//!     Reply::text("done"),
+//! ]);
+//! let second = &llm.requests_for("gpt-x")[1];
+//! assert_eq!(second.tool_results()[0].call_id, "call_1");
+//! ```
 
 #![allow(dead_code)]
 
@@ -43,10 +56,61 @@ pub enum StreamEnd {
     RawEvent(String),
 }
 
+/// One piece of a streamed answer, in the order it goes on the wire.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Piece {
+    Text(String),
+    /// Opens the next tool call (calls are numbered from 0 in the order they open). A `None`
+    /// field is left out of the wire, as a faulty server would.
+    Call {
+        id: Option<String>,
+        name: Option<String>,
+    },
+    /// A piece of the raw arguments text of call number `call`.
+    Args {
+        call: usize,
+        text: String,
+    },
+}
+
+impl Piece {
+    pub fn text(text: &str) -> Piece {
+        Piece::Text(text.to_string())
+    }
+    pub fn call(id: &str, name: &str) -> Piece {
+        Piece::Call {
+            id: Some(id.to_string()),
+            name: Some(name.to_string()),
+        }
+    }
+    pub fn args(call: usize, text: &str) -> Piece {
+        Piece::Args {
+            call,
+            text: text.to_string(),
+        }
+    }
+    /// Call number `call`: opened, then its arguments in these pieces.
+    pub fn whole_call(call: usize, id: &str, name: &str, args: &[&str]) -> Vec<Piece> {
+        let mut out = vec![Piece::call(id, name)];
+        out.extend(args.iter().map(|a| Piece::args(call, a)));
+        out
+    }
+}
+
+/// `text` in two pieces cut near the middle (on a character boundary).
+fn halves(text: &str) -> Vec<&str> {
+    let mut mid = text.len() / 2;
+    while !text.is_char_boundary(mid) {
+        mid += 1;
+    }
+    let (a, b) = text.split_at(mid);
+    [a, b].into_iter().filter(|p| !p.is_empty()).collect()
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
     Stream {
-        chunks: Vec<String>,
+        chunks: Vec<Piece>,
         end: StreamEnd,
         usage: (u64, u64),
         chunk_delay: Duration,
@@ -78,7 +142,11 @@ impl Reply {
     }
 
     pub fn chunks<S: Into<String>>(chunks: impl IntoIterator<Item = S>) -> Reply {
-        let chunks: Vec<String> = chunks.into_iter().map(Into::into).collect();
+        Reply::pieces(chunks.into_iter().map(|c| Piece::Text(c.into())).collect())
+    }
+
+    /// A complete answer of these pieces (text and tool calls).
+    pub fn pieces(chunks: Vec<Piece>) -> Reply {
         let output = chunks.len() as u64;
         Reply::Stream {
             chunks,
@@ -87,6 +155,21 @@ impl Reply {
             chunk_delay: Duration::ZERO,
             pings: 0,
         }
+    }
+
+    /// An answer that calls one tool, its arguments streamed in two pieces.
+    pub fn tool_call(id: &str, name: &str, arguments: &str) -> Reply {
+        Reply::tool_calls(&[(id, name, arguments)])
+    }
+
+    /// An answer that calls these tools at once (`(id, name, arguments)`), each call's
+    /// arguments streamed in two pieces after every call has been opened.
+    pub fn tool_calls(calls: &[(&str, &str, &str)]) -> Reply {
+        let mut pieces: Vec<Piece> = calls.iter().map(|(id, name, _)| Piece::call(id, name)).collect();
+        for (i, (_, _, arguments)) in calls.iter().enumerate() {
+            pieces.extend(halves(arguments).into_iter().map(|a| Piece::args(i, a)));
+        }
+        Reply::pieces(pieces)
     }
 
     /// An HTTP error status with the API's usual error body.
@@ -182,7 +265,8 @@ impl RecordedRequest {
     pub fn api(&self) -> Api {
         api_of(&self.path)
     }
-    /// The text of every message (system included), in order.
+    /// The text of every message (system included), in order; of a message made of blocks,
+    /// its text blocks joined.
     pub fn prompt_texts(&self) -> Vec<String> {
         let json = self.json();
         let mut out = Vec::new();
@@ -190,10 +274,105 @@ impl RecordedRequest {
             out.push(s.to_string());
         }
         for m in json["messages"].as_array().into_iter().flatten() {
-            out.push(m["content"].as_str().unwrap_or("").to_string());
+            let text = match &m["content"] {
+                Value::Array(blocks) => blocks
+                    .iter()
+                    .filter(|b| b["type"] == "text")
+                    .filter_map(|b| b["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                other => other.as_str().unwrap_or("").to_string(),
+            };
+            out.push(text);
         }
         out
     }
+
+    /// The `messages` array as sent.
+    pub fn messages(&self) -> Vec<Value> {
+        self.json()["messages"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The tool names the request declared (either API's shape).
+    pub fn tool_names(&self) -> Vec<String> {
+        let json = self.json();
+        json["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["function"]["name"].as_str().or(t["name"].as_str()))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// `tool_choice` as sent: `"auto"` / `"none"` for OpenAI, the `type` for Anthropic; empty
+    /// when absent.
+    pub fn tool_choice(&self) -> String {
+        let choice = &self.json()["tool_choice"];
+        choice
+            .as_str()
+            .or(choice["type"].as_str())
+            .unwrap_or("")
+            .to_string()
+    }
+
+    /// Every tool result the request carries, in order: OpenAI `role: tool` messages,
+    /// Anthropic `tool_result` blocks.
+    pub fn tool_results(&self) -> Vec<WireResult> {
+        let mut out = Vec::new();
+        for m in self.messages() {
+            if m["role"] == "tool" {
+                out.push(WireResult {
+                    call_id: m["tool_call_id"].as_str().unwrap_or("").to_string(),
+                    content: m["content"].as_str().unwrap_or("").to_string(),
+                    is_error: None,
+                });
+            }
+            for b in m["content"].as_array().into_iter().flatten() {
+                if b["type"] == "tool_result" {
+                    out.push(WireResult {
+                        call_id: b["tool_use_id"].as_str().unwrap_or("").to_string(),
+                        content: b["content"].as_str().unwrap_or("").to_string(),
+                        is_error: Some(b["is_error"].as_bool().unwrap_or(false)),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Every tool call the request's history carries, as `(id, name, arguments)`: OpenAI
+    /// `tool_calls` (arguments as sent), Anthropic `tool_use` blocks (the input written out).
+    pub fn history_calls(&self) -> Vec<(String, String, String)> {
+        let mut out = Vec::new();
+        for m in self.messages() {
+            for c in m["tool_calls"].as_array().into_iter().flatten() {
+                out.push((
+                    c["id"].as_str().unwrap_or("").to_string(),
+                    c["function"]["name"].as_str().unwrap_or("").to_string(),
+                    c["function"]["arguments"].as_str().unwrap_or("").to_string(),
+                ));
+            }
+            for b in m["content"].as_array().into_iter().flatten() {
+                if b["type"] == "tool_use" {
+                    out.push((
+                        b["id"].as_str().unwrap_or("").to_string(),
+                        b["name"].as_str().unwrap_or("").to_string(),
+                        b["input"].to_string(),
+                    ));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A tool result as a request carried it. `is_error`: Anthropic's flag (OpenAI has none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireResult {
+    pub call_id: String,
+    pub content: String,
+    pub is_error: Option<bool>,
 }
 
 fn api_of(path: &str) -> Api {
@@ -423,14 +602,34 @@ async fn respond(
             socket.shutdown().await
         }
         Reply::Stream { chunks, usage, .. } if !wants_stream => {
-            let text = chunks.concat();
+            let (text, calls) = whole_answer(&chunks);
             let body = match api {
-                Api::Anthropic => json!({"type":"message","role":"assistant","model":model,
-                    "content":[{"type":"text","text":text}],"stop_reason":"end_turn",
-                    "usage":{"input_tokens":usage.0,"output_tokens":usage.1}}),
-                _ => json!({"object":"chat.completion","model":model,
-                    "choices":[{"index":0,"message":{"role":"assistant","content":text},"finish_reason":"stop"}],
-                    "usage":{"prompt_tokens":usage.0,"completion_tokens":usage.1}}),
+                Api::Anthropic => {
+                    let mut content = vec![json!({"type":"text","text":text})];
+                    content.extend(calls.iter().map(|(id, name, arguments)| {
+                        let input: Value = serde_json::from_str(arguments).unwrap_or(json!({}));
+                        json!({"type":"tool_use","id":id,"name":name,"input":input})
+                    }));
+                    let stop = if calls.is_empty() { "end_turn" } else { "tool_use" };
+                    json!({"type":"message","role":"assistant","model":model,
+                        "content":content,"stop_reason":stop,
+                        "usage":{"input_tokens":usage.0,"output_tokens":usage.1}})
+                }
+                _ => {
+                    let mut message = json!({"role":"assistant","content":text});
+                    if !calls.is_empty() {
+                        message["tool_calls"] = calls
+                            .iter()
+                            .map(|(id, name, arguments)| {
+                                json!({"id":id,"type":"function","function":{"name":name,"arguments":arguments}})
+                            })
+                            .collect();
+                    }
+                    let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
+                    json!({"object":"chat.completion","model":model,
+                        "choices":[{"index":0,"message":message,"finish_reason":finish}],
+                        "usage":{"prompt_tokens":usage.0,"completion_tokens":usage.1}})
+                }
             }
             .to_string();
             let head = format!(
@@ -453,7 +652,7 @@ async fn respond(
                     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
                 )
                 .await?;
-            let sse = Sse { api, model, usage };
+            let mut sse = Sse::new(api, model, usage);
             for _ in 0..pings {
                 write_chunk(socket, ": ping\n\n").await?;
             }
@@ -462,7 +661,7 @@ async fn respond(
                 if i > 0 && !chunk_delay.is_zero() {
                     tokio::time::sleep(chunk_delay).await;
                 }
-                write_chunk(socket, &sse.delta(piece)).await?;
+                write_chunk(socket, &sse.piece(piece)).await?;
             }
             match end {
                 StreamEnd::Complete => write_chunk(socket, &sse.finish(include_usage)).await?,
@@ -471,7 +670,7 @@ async fn respond(
                     write_chunk(socket, &sse.finish(include_usage)).await?;
                 }
                 StreamEnd::Malformed => {
-                    let event = sse.delta("lost words");
+                    let event = sse.text_event(0, "lost words");
                     let cut = &event[..event.len() / 2];
                     write_chunk(socket, &format!("{}\n\n", cut.trim_end())).await?;
                     write_chunk(socket, &sse.finish(include_usage)).await?;
@@ -503,52 +702,172 @@ async fn write_chunk(socket: &mut TcpStream, data: &str) -> std::io::Result<()> 
     socket.flush().await
 }
 
-/// SSE events of one API.
+/// The text and the `(id, name, arguments)` calls of a scripted answer, for a whole (not
+/// streamed) reply.
+fn whole_answer(pieces: &[Piece]) -> (String, Vec<(String, String, String)>) {
+    let mut text = String::new();
+    let mut calls: Vec<(String, String, String)> = Vec::new();
+    for piece in pieces {
+        match piece {
+            Piece::Text(t) => text.push_str(t),
+            Piece::Call { id, name } => calls.push((
+                id.clone().unwrap_or_default(),
+                name.clone().unwrap_or_default(),
+                String::new(),
+            )),
+            Piece::Args { call, text } => {
+                if let Some(c) = calls.get_mut(*call) {
+                    c.2.push_str(text);
+                }
+            }
+        }
+    }
+    (text, calls)
+}
+
+/// SSE events of one API, for one answer: Anthropic content blocks are opened as pieces need
+/// them (a text block, a `tool_use` block per call) and closed before the next one.
 struct Sse<'a> {
     api: Api,
     model: &'a str,
     usage: (u64, u64),
+    /// The open Anthropic content block: its index and whether it is text.
+    open: Option<(usize, bool)>,
+    blocks: usize,
+    /// The content index (Anthropic) of each call opened so far.
+    call_blocks: Vec<usize>,
 }
 
-impl Sse<'_> {
+impl<'a> Sse<'a> {
+    fn new(api: Api, model: &'a str, usage: (u64, u64)) -> Sse<'a> {
+        Sse {
+            api,
+            model,
+            usage,
+            open: None,
+            blocks: 0,
+            call_blocks: Vec::new(),
+        }
+    }
+
     fn start(&self) -> String {
         match self.api {
             Api::Anthropic => {
                 let start = json!({"type":"message_start","message":{"id":"msg_fake","type":"message","role":"assistant",
                     "content":[],"model":self.model,"stop_reason":null,
                     "usage":{"input_tokens":self.usage.0,"output_tokens":1}}});
-                let block =
-                    json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}});
                 format!(
-                    "event: message_start\ndata: {start}\n\nevent: content_block_start\ndata: {block}\n\nevent: ping\ndata: {{\"type\": \"ping\"}}\n\n"
+                    "event: message_start\ndata: {start}\n\nevent: ping\ndata: {{\"type\": \"ping\"}}\n\n"
                 )
             }
             _ => self.openai_chunk(json!({"role":"assistant","content":""}), Value::Null),
         }
     }
 
-    fn delta(&self, text: &str) -> String {
+    fn piece(&mut self, piece: &Piece) -> String {
+        match (self.api, piece) {
+            (Api::Anthropic, Piece::Text(text)) => {
+                let mut out = String::new();
+                let index = match self.open {
+                    Some((index, true)) => index,
+                    _ => {
+                        out.push_str(&self.close_block());
+                        let index = self.open_block(true);
+                        let block = json!({"type":"content_block_start","index":index,
+                            "content_block":{"type":"text","text":""}});
+                        out.push_str(&format!("event: content_block_start\ndata: {block}\n\n"));
+                        index
+                    }
+                };
+                out.push_str(&self.text_event(index, text));
+                out
+            }
+            (Api::Anthropic, Piece::Call { id, name }) => {
+                let mut out = self.close_block();
+                let index = self.open_block(false);
+                self.call_blocks.push(index);
+                let mut block = json!({"type":"tool_use","input":{}});
+                if let Some(id) = id {
+                    block["id"] = json!(id);
+                }
+                if let Some(name) = name {
+                    block["name"] = json!(name);
+                }
+                let start = json!({"type":"content_block_start","index":index,"content_block":block});
+                out.push_str(&format!("event: content_block_start\ndata: {start}\n\n"));
+                out
+            }
+            (Api::Anthropic, Piece::Args { call, text }) => {
+                let index = self.call_blocks.get(*call).copied().unwrap_or(*call);
+                let d = json!({"type":"content_block_delta","index":index,
+                    "delta":{"type":"input_json_delta","partial_json":text}});
+                format!("event: content_block_delta\ndata: {d}\n\n")
+            }
+            (_, Piece::Text(text)) => self.openai_chunk(json!({ "content": text }), Value::Null),
+            (_, Piece::Call { id, name }) => {
+                let index = self.call_blocks.len();
+                self.call_blocks.push(index);
+                let mut function = json!({"arguments": ""});
+                if let Some(name) = name {
+                    function["name"] = json!(name);
+                }
+                let mut call = json!({"index":index,"type":"function","function":function});
+                if let Some(id) = id {
+                    call["id"] = json!(id);
+                }
+                self.openai_chunk(json!({"tool_calls":[call]}), Value::Null)
+            }
+            (_, Piece::Args { call, text }) => self.openai_chunk(
+                json!({"tool_calls":[{"index":call,"function":{"arguments":text}}]}),
+                Value::Null,
+            ),
+        }
+    }
+
+    /// An Anthropic text delta of block `index` (or an OpenAI text chunk).
+    fn text_event(&self, index: usize, text: &str) -> String {
         match self.api {
             Api::Anthropic => {
-                let d =
-                    json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":text}});
+                let d = json!({"type":"content_block_delta","index":index,"delta":{"type":"text_delta","text":text}});
                 format!("event: content_block_delta\ndata: {d}\n\n")
             }
             _ => self.openai_chunk(json!({ "content": text }), Value::Null),
         }
     }
 
-    fn finish(&self, include_usage: bool) -> String {
+    fn open_block(&mut self, text: bool) -> usize {
+        let index = self.blocks;
+        self.blocks += 1;
+        self.open = Some((index, text));
+        index
+    }
+
+    fn close_block(&mut self) -> String {
+        match self.open.take() {
+            Some((index, _)) => {
+                format!(
+                    "event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":{index}}}\n\n"
+                )
+            }
+            None => String::new(),
+        }
+    }
+
+    fn finish(&mut self, include_usage: bool) -> String {
+        let called = !self.call_blocks.is_empty();
         match self.api {
             Api::Anthropic => {
-                let d = json!({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},
+                let stop = if called { "tool_use" } else { "end_turn" };
+                let d = json!({"type":"message_delta","delta":{"stop_reason":stop,"stop_sequence":null},
                     "usage":{"output_tokens":self.usage.1}});
                 format!(
-                    "event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":0}}\n\nevent: message_delta\ndata: {d}\n\nevent: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
+                    "{}event: message_delta\ndata: {d}\n\nevent: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n",
+                    self.close_block()
                 )
             }
             _ => {
-                let mut out = self.openai_chunk(json!({}), json!("stop"));
+                let finish = if called { "tool_calls" } else { "stop" };
+                let mut out = self.openai_chunk(json!({}), json!(finish));
                 if include_usage {
                     let u = json!({"id":"chatcmpl-fake","object":"chat.completion.chunk","model":self.model,"choices":[],
                         "usage":{"prompt_tokens":self.usage.0,"completion_tokens":self.usage.1,"total_tokens":self.usage.0 + self.usage.1}});
