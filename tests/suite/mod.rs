@@ -26,6 +26,7 @@ mod squad_support;
 mod squad_writeback;
 mod store_crash;
 mod store_hardening;
+mod tools_llmock;
 mod tools_wire;
 mod tui_dialogs;
 mod tui_keys;

@@ -22,7 +22,7 @@ const INSTALL_HINT: &str = "llmock is needed for the provider conformance tests:
      (installs the pinned llmock into .ci/.venv) and/or set HUDDLE_LLMOCK=/path/to/bin/llmock; \
      set HUDDLE_SKIP_LLMOCK=1 to skip these tests";
 
-struct Llmock {
+pub(super) struct Llmock {
     child: tokio::process::Child,
     base: String,
     http: reqwest::Client,
@@ -30,7 +30,7 @@ struct Llmock {
 
 impl Llmock {
     /// Starts llmock, or returns `None` when skipping was asked for. Panics when it is missing.
-    async fn start(extra_args: &[&str]) -> Option<Llmock> {
+    pub(super) async fn start(extra_args: &[&str]) -> Option<Llmock> {
         let Some(program) = llmock_path() else {
             if std::env::var("HUDDLE_SKIP_LLMOCK").is_ok_and(|v| v == "1") {
                 eprintln!("\n*** SKIPPED: llmock conformance test (HUDDLE_SKIP_LLMOCK=1) ***\n");
@@ -70,7 +70,7 @@ impl Llmock {
         panic!("llmock did not answer on {base} within 20 s");
     }
 
-    fn provider(&self, kind: ProviderKind, read_timeout: Duration) -> Arc<dyn Provider> {
+    pub(super) fn provider(&self, kind: ProviderKind, read_timeout: Duration) -> Arc<dyn Provider> {
         let mut p = ProviderConfig::new("llmock", kind);
         p.base_url = Some(match kind {
             ProviderKind::Anthropic => format!("{}/anthropic", self.base),
@@ -94,7 +94,7 @@ impl Llmock {
             .expect("llmock provider")
     }
 
-    async fn scenario(&self, behaviors: Value) {
+    pub(super) async fn scenario(&self, behaviors: Value) {
         let resp = self
             .http
             .post(format!("{}/_llmock/scenario", self.base))
