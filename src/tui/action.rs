@@ -41,7 +41,7 @@ actions! {
     FocusPrev => "focus_prev", "move focus to the previous pane";
     MoveUp => "move_up", "move up";
     MoveDown => "move_down", "move down";
-    Select => "select", "select / open";
+    Select => "select", "select / open (tool call: expand / collapse)";
     FocusComposer => "focus_composer", "write in the composer";
     Send => "send", "send the message";
     Newline => "newline", "insert a newline";
@@ -74,6 +74,8 @@ actions! {
     ReflectSession => "reflect_session", "reflect: the session improves its answer";
     OlderRun => "older_run", "team: show its previous run (from the run files)";
     NewerRun => "newer_run", "team: show its next run, back to the newest";
+    PrevToolCall => "prev_tool_call", "select the tool call above (first: the newest)";
+    NextToolCall => "next_tool_call", "select the tool call below";
 }
 
 /// Where a key is read: the keymap has one table per context.

@@ -307,7 +307,12 @@ impl App {
                     return self.move_cursor(if down { 1 } else { -1 });
                 }
             }
-            Action::Select | Action::FocusComposer => self.focus = Focus::Composer,
+            Action::Select => {
+                if !(self.focus == Focus::Transcript && self.toggle_tool_call()) {
+                    self.focus = Focus::Composer;
+                }
+            }
+            Action::FocusComposer => self.focus = Focus::Composer,
             Action::LeaveComposer => self.focus = Focus::Sidebar,
             Action::Newline => self.composer.insert_newline(),
             Action::Send => return self.send(),
@@ -342,6 +347,8 @@ impl App {
             Action::ReflectSession => self.open_reflect(),
             Action::OlderRun => return self.browse_runs(-1),
             Action::NewerRun => return self.browse_runs(1),
+            Action::PrevToolCall => self.select_tool_call(true),
+            Action::NextToolCall => self.select_tool_call(false),
         }
         Vec::new()
     }

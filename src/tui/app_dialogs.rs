@@ -343,6 +343,13 @@ impl App {
                     Vec::new()
                 }
             },
+            DialogResult::Approval {
+                approval_id,
+                decision,
+            } => vec![Command::AnswerApproval {
+                approval_id,
+                decision,
+            }],
             DialogResult::Picked(purpose, value) => match self.apply_pick(purpose, value) {
                 Ok(commands) => commands,
                 Err(e) => {

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::app::App;
 use super::command::{AppEvent, Command};
-use super::dialogs::ConfirmAction;
+use super::dialogs::{ApprovalRequest, ConfirmAction};
 use super::team_panel::replay;
 use crate::engine::events::{EngineEvent, EventKind, RunKey};
 use crate::workspace::{ExportOutcome, LoadedRun};
@@ -77,6 +77,7 @@ impl App {
         if let Some(ended) = self.runs.apply(&event) {
             self.on_run_ended(&ended, &event);
         }
+        self.follow_approvals(&event);
         let (org, sidebar) = (&self.org, &self.sidebar);
         self.transcripts.on_event(&event.kind, |id| {
             org.read(|o| sidebar.selected_session_id(o)).as_deref() == Some(id)
@@ -87,6 +88,25 @@ impl App {
         }
         self.follow_team_run(&event, now);
         Vec::new()
+    }
+
+    /// A call waiting for approval joins the popup's queue; one settled elsewhere (its run
+    /// stopped) leaves it, as do those of a run that ended.
+    fn follow_approvals(&mut self, event: &EngineEvent) {
+        match &event.kind {
+            EventKind::ToolApprovalRequested { .. } => {
+                if let Some(request) = ApprovalRequest::from_event(event) {
+                    self.dialogs.request_approval(request);
+                }
+            }
+            EventKind::ToolApprovalDecided { approval_id, .. } => {
+                self.dialogs.settle_approvals(|r| r.approval_id == *approval_id);
+            }
+            EventKind::RunEnded { .. } if event.run_id.is_some() => {
+                self.dialogs.settle_approvals(|r| r.run_id == event.run_id);
+            }
+            _ => {}
+        }
     }
 
     /// The cycle view of a team follows its run's events; a session's reflection, shown with

@@ -1,5 +1,6 @@
 //! Everyday tools on top of the main screen: folding groups in the sidebar, copying text out
-//! (OSC 52), and `/` search in a transcript; each asks its pane and says how it went.
+//! (OSC 52), `/` search in a transcript and its tool cursor; each asks its pane and says how
+//! it went.
 
 use super::action::Action;
 use super::app::{App, Focus};
@@ -51,6 +52,29 @@ impl App {
                 vec![Command::CopyToClipboard { text }]
             }
         }
+    }
+
+    /// Moves the selected session's tool cursor to the call above (`up`) or below; focus goes
+    /// to the transcript, where Enter expands the call.
+    pub(super) fn select_tool_call(&mut self, up: bool) {
+        let Some(id) = self.selected_session_id() else {
+            self.flash("select a session to go through its tool calls", true);
+            return;
+        };
+        let height = self.layout.transcript_inner().height as usize;
+        if self.transcripts.select_tool(&id, up, height) {
+            self.focus = Focus::Transcript;
+        } else {
+            self.flash("no tool calls in this transcript", true);
+        }
+    }
+
+    /// Expands or collapses the tool call under the selected session's tool cursor; false
+    /// when there is none.
+    pub(super) fn toggle_tool_call(&mut self) -> bool {
+        let height = self.layout.transcript_inner().height as usize;
+        self.selected_session_id()
+            .is_some_and(|id| self.transcripts.toggle_tool(&id, height))
     }
 
     /// Opens the search line for the selected session's transcript.

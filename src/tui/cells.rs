@@ -1,6 +1,7 @@
-//! The one cell type of the transcript pane: a stored message, the answer streaming in, or a
-//! line of a team's timeline. Every cell is cut into pieces (a head, its body's blocks, a foot)
-//! that are laid out one by one, so a long answer is laid out only where it is seen. A
+//! The one cell type of the transcript pane: a stored message, the answer streaming in, a tool
+//! call (see [`super::tool_cell`]) or a line of a team's timeline. Every cell is cut into
+//! pieces (a head, its body's blocks, a foot) that are laid out one by one, so a long answer
+//! is laid out only where it is seen. A
 //! [`CellScroll`] holds a pane's scroll position and its layouts per width: it walks back
 //! from the newest cell and lays out only the pieces that reach into the window.
 
@@ -11,6 +12,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::markdown;
+use super::tool_cell::{self, ToolCell};
 use crate::model::{Message, MessageRole};
 use crate::text::sanitize;
 
@@ -24,6 +26,8 @@ pub enum Cell<'a> {
     Streaming { generation: u64, text: &'a str },
     /// A line of a team's timeline (or of the notes above it), wrapped, in `style`.
     Timeline { text: &'a str, style: Style },
+    /// A tool call of an assistant step, with its result.
+    Tool(ToolCell<'a>),
 }
 
 /// The cells of a pane, oldest first.
@@ -71,7 +75,7 @@ impl Layout {
             Cow::Borrowed(_) => None,
             Cow::Owned(s) => Some(s),
         };
-        let blocks = cut(clean.as_deref().unwrap_or(body(cell)));
+        let blocks = cut(cell, clean.as_deref().unwrap_or(body(cell)));
         let pieces = vec![None; blocks.len() + 2];
         Layout {
             clean,
@@ -86,7 +90,7 @@ impl Layout {
         if self.pieces[i].is_none() {
             let n = self.blocks.len();
             let lines = if i == 0 {
-                head(cell)
+                head(cell, width)
             } else if i <= n {
                 let text = self.clean.as_deref().unwrap_or(body(cell));
                 block_lines(cell, &text[self.blocks[i - 1].clone()], i < n, width)
@@ -123,9 +127,9 @@ impl Layout {
         let committed = clean.rfind('\n').map_or(0, |i| i + 1);
         if self.stream != Some((generation, committed)) {
             let same_turn = self.stream.is_some_and(|(g, _)| g == generation);
-            let blocks = cut(&clean[..committed]);
+            let blocks = cut(cell, &clean[..committed]);
             let mut pieces = vec![None; blocks.len() + 2];
-            pieces[0] = Some(head(cell));
+            pieces[0] = Some(head(cell, width));
             // Finished blocks (all but the last) of the same turn are laid out once.
             let finished = if same_turn {
                 self.blocks.len().saturating_sub(1)
@@ -170,19 +174,23 @@ fn body<'a>(cell: &Cell<'a>) -> &'a str {
         Cell::Message(m) => &m.text,
         Cell::Streaming { .. } => "",
         Cell::Timeline { text, .. } => text,
+        Cell::Tool(t) => t.body(),
     }
 }
 
-/// A body's blocks: one, or pieces of about [`PIECE_BYTES`] cut between Markdown blocks.
-fn cut(body: &str) -> Vec<Range<usize>> {
-    if body.len() > 2 * PIECE_BYTES {
+/// A body's blocks: one, or pieces of about [`PIECE_BYTES`] cut between Markdown blocks (a
+/// tool's result, plain text, between lines).
+fn cut(cell: &Cell<'_>, body: &str) -> Vec<Range<usize>> {
+    if let Cell::Tool(_) = cell {
+        tool_cell::cut_lines(body, PIECE_BYTES)
+    } else if body.len() > 2 * PIECE_BYTES {
         markdown::split_blocks(body, PIECE_BYTES)
     } else {
         std::iter::once(0..body.len()).collect()
     }
 }
 
-fn head(cell: &Cell<'_>) -> Vec<Line<'static>> {
+fn head(cell: &Cell<'_>, width: u16) -> Vec<Line<'static>> {
     match cell {
         Cell::Message(m) => vec![message_header(m)],
         Cell::Streaming { .. } => vec![header(
@@ -191,11 +199,15 @@ fn head(cell: &Cell<'_>) -> Vec<Line<'static>> {
             "streaming…",
         )],
         Cell::Timeline { .. } => Vec::new(),
+        Cell::Tool(t) => t.head(width),
     }
 }
 
 /// One block of a body; a block that is not the last is followed by a blank line.
 fn block_lines(cell: &Cell<'_>, text: &str, more: bool, width: u16) -> Vec<Line<'static>> {
+    if let Cell::Tool(_) = cell {
+        return tool_cell::body_lines(text, width);
+    }
     if let Cell::Timeline { style, .. } = cell {
         let mut lines = Vec::new();
         markdown::wrap_line_into(
@@ -215,8 +227,10 @@ fn block_lines(cell: &Cell<'_>, text: &str, more: bool, width: u16) -> Vec<Line<
 /// After a message's body: its error, if any, and a blank line. A streaming cell's foot (the
 /// text after its last newline) is laid out by [`Layout::lay_out_open`].
 fn foot(cell: &Cell<'_>, width: u16) -> Vec<Line<'static>> {
-    let Cell::Message(m) = cell else {
-        return Vec::new();
+    let m = match cell {
+        Cell::Message(m) => m,
+        Cell::Tool(t) => return t.foot(),
+        _ => return Vec::new(),
     };
     let mut out = Vec::new();
     if let Some(e) = &m.error {
@@ -298,6 +312,9 @@ pub struct CellScroll {
     /// The closed cell whose line was at the top of the window at the last frame (None: the
     /// open cell, or nothing drawn yet).
     top_cell: Option<usize>,
+    /// Closed cells changed in place since the last frame (a tool call's result arrived, a cell
+    /// was expanded), with their line count before, when it was known.
+    changed: Vec<(usize, Option<usize>)>,
 }
 
 impl CellScroll {
@@ -305,6 +322,67 @@ impl CellScroll {
     pub fn clear(&mut self) {
         self.closed.clear();
         self.open = None;
+        self.changed.clear();
+    }
+
+    /// The open cell's text started again (a streaming answer only grows, except when a tool
+    /// round took what it had): its layout is made anew.
+    pub fn restart_open(&mut self) {
+        self.open = None;
+    }
+
+    /// Closed cell `i` changed: it is laid out again when next seen. Scrolled up, a change at
+    /// or below the window's top line moves the text below it, not the text read.
+    pub fn invalidate(&mut self, i: usize) {
+        let Some(slot) = self.closed.get_mut(i) else {
+            return;
+        };
+        let before = slot.take().and_then(|l| {
+            l.pieces
+                .iter()
+                .map(|p| p.as_ref().map(Vec::len))
+                .sum::<Option<usize>>()
+        });
+        if !self.changed.iter().any(|(j, _)| *j == i) {
+            self.changed.push((i, before));
+        }
+    }
+
+    /// Scrolls (at the width last drawn, in a window `height` lines high) the least that shows
+    /// closed cell `i` whole, or its top when it is taller than the window.
+    pub fn scroll_to_cell(&mut self, cells: &(impl Cells + ?Sized), i: usize, height: usize) {
+        let (width, count) = (self.width, cells.count());
+        if width == 0 || height == 0 || i >= count {
+            return;
+        }
+        self.closed.resize_with(count, || None);
+        let open_lines: usize = self
+            .open
+            .as_ref()
+            .map_or(0, |l| l.pieces.iter().flatten().map(Vec::len).sum());
+        let mut lines = |j: usize| {
+            let cell = cells.get(j);
+            self.closed[j]
+                .get_or_insert_with(|| Layout::new(&cell))
+                .line_count(&cell, width)
+        };
+        // Lines below the cell, and the cell's own.
+        let below = open_lines + (i + 1..count).map(&mut lines).sum::<usize>();
+        let own = lines(i);
+        let top_at_top = (below + own).saturating_sub(height);
+        let target = if own >= height {
+            top_at_top
+        } else {
+            self.scroll_from_bottom.clamp(top_at_top, below)
+        };
+        self.set_scroll_from_bottom(target);
+        // Measured against the cells as they are now: nothing is appended since.
+        self.changed.clear();
+        self.anchor = Some(Anchor {
+            width,
+            closed: count,
+            open_lines,
+        });
     }
 
     pub fn scroll_up(&mut self, lines: usize) {
@@ -389,6 +467,7 @@ impl CellScroll {
             open_lines,
         });
         let scrolled = self.scroll_from_bottom;
+        let changed = std::mem::take(&mut self.changed);
         if let Some(a) = previous.filter(|a| scrolled > 0 && a.width == width && a.closed <= closed) {
             let mut added = open_lines as isize - a.open_lines as isize;
             for i in a.closed..closed {
@@ -396,6 +475,17 @@ impl CellScroll {
                 added += self.closed[i]
                     .get_or_insert_with(|| Layout::new(&cell))
                     .line_count(&cell, width) as isize;
+            }
+            let top = self.top_cell;
+            for (i, before) in changed {
+                let Some(before) = before.filter(|_| i < a.closed && top.is_some_and(|t| i >= t)) else {
+                    continue;
+                };
+                let cell = cells.get(i);
+                let now = self.closed[i]
+                    .get_or_insert_with(|| Layout::new(&cell))
+                    .line_count(&cell, width);
+                added += now as isize - before as isize;
             }
             if added != 0 {
                 self.scroll_from_bottom = scrolled.saturating_add_signed(added).max(1);

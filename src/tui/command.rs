@@ -8,6 +8,7 @@ use crate::engine::events::{EngineEvent, RunKey};
 use crate::model::{GroupId, SessionId};
 use crate::presets::Catalog;
 use crate::store::LoadedTranscript;
+use crate::tools::Decision;
 use crate::workspace::{ExportOutcome, LoadedRun, Removal, WhichRun};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -77,6 +78,11 @@ pub enum Command {
     },
     /// Mouse capture on (huddle gets clicks and the wheel) or off (the terminal selects text).
     SetMouseCapture(bool),
+    /// The user's answer to a tool call waiting for approval (`Engine::answer_approval`).
+    AnswerApproval {
+        approval_id: u64,
+        decision: Decision,
+    },
     /// One session improving its own answer, in the background.
     ReflectSession {
         session_id: SessionId,

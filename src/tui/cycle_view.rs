@@ -28,6 +28,27 @@ pub struct WorkerRow {
     pub started: Option<Instant>,
     pub duration_ms: Option<u64>,
     pub tokens: u64,
+    /// The member's tool calls in flight.
+    pub tools: Vec<ToolInFlight>,
+}
+
+/// A tool call a member's turn is running (or waiting to run).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolInFlight {
+    pub call_id: String,
+    /// As the model sees it (`git__git_status`).
+    pub name: String,
+    /// Waits for the user's approval.
+    pub waiting: bool,
+}
+
+/// A call of this run waiting for the user's approval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaitingApproval {
+    pub approval_id: u64,
+    pub session_id: String,
+    pub session: String,
+    pub tool: String,
 }
 
 /// One line of a team's round or cycle history.
@@ -66,6 +87,8 @@ pub struct CycleView {
     pub usage: Usage,
     pub started: Option<Instant>,
     pub timeline: Vec<TimelineEntry>,
+    /// Calls of the run waiting for the user's approval: the run waits with them.
+    pub approvals: Vec<WaitingApproval>,
     /// The worker list still shows the previous iteration until the first new assignment.
     workers_stale: bool,
     /// The team's slug: `<team-slug>-` is removed from member names for display (set by the
@@ -178,6 +201,7 @@ impl CycleView {
                     started: None,
                     duration_ms: None,
                     tokens: 0,
+                    tools: Vec::new(),
                 });
                 self.workers.len() - 1
             }
@@ -257,6 +281,7 @@ impl CycleView {
                 usage,
                 ..
             } => {
+                self.turn_over(session_id);
                 if let Some(u) = usage {
                     self.usage.add(*u);
                     // The usage can come before the worker's row (broadcast, sequential).
@@ -347,6 +372,7 @@ impl CycleView {
             EventKind::CycleFinished {
                 outcome, iterations, ..
             } => {
+                self.no_tools_in_flight();
                 self.running = false;
                 self.paused = false;
                 self.interrupted = false;
@@ -366,10 +392,12 @@ impl CycleView {
                 failed: Some(why),
                 ..
             } => {
+                self.no_tools_in_flight();
                 self.running = false;
                 self.push(TimelineKind::Bad, format!("not run: {}", first_line(why)));
             }
             EventKind::RunEnded { .. } => {
+                self.no_tools_in_flight();
                 // A run that ended without finishing its cycle (its task was dropped).
                 if self.running {
                     self.running = false;
@@ -377,19 +405,105 @@ impl CycleView {
                     self.phase = None;
                 }
             }
+            EventKind::ToolCall {
+                session_id,
+                call_id,
+                name,
+                ..
+            } => {
+                if let Some(w) = self.workers.iter_mut().find(|w| w.session_id == *session_id) {
+                    w.tools.push(ToolInFlight {
+                        call_id: call_id.clone(),
+                        name: name.clone(),
+                        waiting: false,
+                    });
+                }
+            }
+            EventKind::ToolApprovalRequested {
+                session_id,
+                session,
+                approval_id,
+                call_id,
+                server,
+                tool,
+                ..
+            } => {
+                self.set_waiting(session_id, call_id, true);
+                self.approvals.push(WaitingApproval {
+                    approval_id: *approval_id,
+                    session_id: session_id.clone(),
+                    session: self.short(session).to_string(),
+                    tool: crate::tools::qualified_name(server, tool),
+                });
+            }
+            EventKind::ToolApprovalDecided {
+                session_id,
+                session,
+                approval_id,
+                call_id,
+                decision,
+                reason,
+            } => {
+                self.set_waiting(session_id, call_id, false);
+                let asked = self.approvals.iter().position(|a| a.approval_id == *approval_id);
+                let tool = asked.map(|i| self.approvals.remove(i).tool);
+                if !decision.approves() {
+                    let reason = reason.as_ref().map(|r| format!(" ({})", first_line(r)));
+                    let text = format!(
+                        "  ✋ {}: {} {}{}",
+                        self.short(session),
+                        tool.as_deref().unwrap_or("a tool call"),
+                        decision.label(),
+                        reason.unwrap_or_default()
+                    );
+                    self.push(TimelineKind::Warn, text);
+                }
+            }
+            EventKind::ToolResult {
+                session_id, call_id, ..
+            } => {
+                if let Some(w) = self.workers.iter_mut().find(|w| w.session_id == *session_id) {
+                    w.tools.retain(|t| t.call_id != *call_id);
+                }
+            }
             EventKind::RunStarted { .. }
             | EventKind::Message { .. }
             | EventKind::Notice { .. }
-            | EventKind::Delta { .. }
-            | EventKind::ToolCall { .. }
-            | EventKind::ToolApprovalRequested { .. }
-            | EventKind::ToolApprovalDecided { .. }
-            | EventKind::ToolResult { .. } => {}
+            | EventKind::Delta { .. } => {}
         }
+    }
+
+    /// Marks a member's call as waiting for approval, or not.
+    fn set_waiting(&mut self, session_id: &str, call_id: &str, waiting: bool) {
+        let calls = self
+            .workers
+            .iter_mut()
+            .filter(|w| w.session_id == session_id)
+            .flat_map(|w| w.tools.iter_mut());
+        for t in calls.filter(|t| t.call_id == call_id) {
+            t.waiting = waiting;
+        }
+    }
+
+    /// A member's turn ended: none of its calls is in flight.
+    fn turn_over(&mut self, session_id: &str) {
+        for w in self.workers.iter_mut().filter(|w| w.session_id == session_id) {
+            w.tools.clear();
+        }
+        self.approvals.retain(|a| a.session_id != session_id);
+    }
+
+    /// The run is over (or was cut short): no call is in flight or waits.
+    fn no_tools_in_flight(&mut self) {
+        for w in &mut self.workers {
+            w.tools.clear();
+        }
+        self.approvals.clear();
     }
 
     /// A run read back from its file that has no end: the process stopped during it.
     pub fn mark_cut_short(&mut self, resumable: bool) {
+        self.no_tools_in_flight();
         self.running = false;
         self.paused = false;
         self.phase = None;

@@ -223,6 +223,8 @@ impl Default for Keymap {
             (ReflectSession, vec![K::ch('R')]),
             (OlderRun, vec![K::ch('[')]),
             (NewerRun, vec![K::ch(']')]),
+            (PrevToolCall, vec![K::ch('t')]),
+            (NextToolCall, vec![K::ch('T')]),
         ];
         let search = vec![
             (SearchNext, vec![K::ch('n')]),

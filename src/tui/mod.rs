@@ -9,9 +9,11 @@
 //! [`sidebar::Sidebar`] (selection, folding), the [`transcript_pane::TranscriptPane`]
 //! (transcripts, unread marks, search; messages and timelines are drawn as [`cells::Cell`]s), the
 //! [`composer::Composer`] (text, prompt history), the [`team_panel::TeamPanel`] (each team's
-//! runs, the cycle panel) and the [`dialogs::DialogStack`]. The app keeps focus, routes keys,
-//! mouse and events to them, and holds what they share: the organization (read-only), the
-//! edits, the runs, the keymap and the layout.
+//! runs, the cycle panel, each member's tool call in flight) and the [`dialogs::DialogStack`]
+//! (with the tool approval popup and its queue). A tool call is a [`tool_cell::ToolCell`] of
+//! the transcript, made from stored messages alike live and after a restart. The app keeps
+//! focus, routes keys, mouse and events to them, and holds what they share: the organization
+//! (read-only), the edits, the runs, the keymap and the layout.
 
 pub mod action;
 pub mod app;
@@ -37,6 +39,7 @@ pub mod search;
 pub mod sidebar;
 pub mod team_panel;
 pub mod terminal;
+pub mod tool_cell;
 pub mod transcript_pane;
 pub mod transcript_view;
 pub mod widgets;

@@ -150,6 +150,7 @@ fn status_props(app: &App) -> status::Props<'_> {
         flash: app.flash.as_ref(),
         mouse_capture: app.mouse_capture,
         running: app.running_count(),
+        approvals: app.dialogs.approvals().map_or(0, |a| a.waiting().count()),
     }
 }
 
@@ -169,6 +170,12 @@ impl sidebar::Activity for App {
 
     fn unread(&self, session_id: &str) -> bool {
         self.transcripts.unread.contains(session_id)
+    }
+
+    fn awaiting_approval(&self, session_id: &str) -> bool {
+        self.dialogs
+            .approvals()
+            .is_some_and(|a| a.waiting().any(|r| r.session_id == session_id))
     }
 }
 

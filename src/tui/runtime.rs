@@ -246,6 +246,15 @@ impl Executor {
             Command::StopSession { session_id } => {
                 engine.stop_session(&session_id);
             }
+            Command::AnswerApproval {
+                approval_id,
+                decision,
+            } => {
+                if !engine.answer_approval(approval_id, decision) {
+                    // Settled meanwhile (its run stopped): its decided event says so.
+                    tracing::debug!(approval_id, "approval answered after it was settled");
+                }
+            }
             Command::ReflectSession {
                 session_id,
                 goal,

@@ -1,6 +1,7 @@
 //! The sidebar: the tree of groups and sessions and its cursor (the selection), folding, and
 //! its drawing: mode, role, model, busy spinner, repo-preset marker, unread marker, cycle state;
-//! a folded group (▸) shows its session count and spins while any of its sessions is busy. The
+//! a folded group (▸) shows its session count and spins while any of its sessions is busy; `?`
+//! marks a session (or folded group) whose tool call waits for the user's approval. The
 //! sidebar also says which row a screen line shows. It reads the organization; a fold is
 //! carried out by the app (through `Edits`), then the cursor lands on the folded group.
 
@@ -164,6 +165,8 @@ pub trait Activity {
     fn cycle(&self, group_id: &str) -> Option<&CycleView>;
     fn session_busy(&self, session_id: &str) -> bool;
     fn unread(&self, session_id: &str) -> bool;
+    /// A tool call of the session waits for the user's approval.
+    fn awaiting_approval(&self, session_id: &str) -> bool;
 }
 
 /// What the sidebar draws.
@@ -279,6 +282,9 @@ fn row_line(props: &Props<'_>, row: &Row) -> Line<'static> {
                 if members.iter().any(|s| activity.unread(s)) {
                     spans.push(Span::styled(" ●", Style::default().fg(Color::Cyan)));
                 }
+                if members.iter().any(|s| activity.awaiting_approval(s)) {
+                    spans.push(approval_mark());
+                }
             }
             if g.is_team() {
                 spans.push(Span::styled(format!(" {}", mode_short(g.mode)), dim));
@@ -317,10 +323,21 @@ fn row_line(props: &Props<'_>, row: &Row) -> Line<'static> {
             if activity.unread(id) {
                 spans.push(Span::styled(" ●", Style::default().fg(Color::Cyan)));
             }
+            if activity.awaiting_approval(id) {
+                spans.push(approval_mark());
+            }
             spans.push(Span::styled(format!(" {}", sanitize::display(&s.model)), dim));
         }
     }
     Line::from(spans)
+}
+
+/// After a session waiting for the user's approval of a tool call (or its folded group).
+fn approval_mark() -> Span<'static> {
+    Span::styled(
+        " ?",
+        Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+    )
 }
 
 #[cfg(test)]

@@ -418,6 +418,23 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
         head.push_str(&format!(" · {} tok", c.usage.total()));
     }
     out.push(Line::styled(head, Style::default().add_modifier(Modifier::BOLD)));
+    if let Some(first) = c.approvals.first().filter(|_| running) {
+        // The run waits until the popup is answered.
+        let more = match c.approvals.len() {
+            1 => String::new(),
+            n => format!(" (+{} more)", n - 1),
+        };
+        let text = format!(
+            "? waits for your approval: {} · {}{more}",
+            sanitize::display(&first.session),
+            sanitize::display(&first.tool)
+        );
+        wrap_line_into(
+            Line::styled(text, warn.add_modifier(Modifier::BOLD)),
+            width.max(1),
+            &mut out,
+        );
+    }
     if running && c.paused {
         out.push(Line::styled(format!("⏸ paused — {pause_key} resumes"), warn));
     } else if running && props.pause_requested {
@@ -474,6 +491,22 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
             Span::raw(sanitize::display(&w.name).into_owned()),
             Span::styled(format!(" {duration}{tokens}"), dim),
         ]));
+        // Below the member, while its turn has a call in flight: which, or that it waits.
+        if w.tools.iter().any(|t| t.waiting) {
+            out.push(Line::styled(
+                "  waiting for approval",
+                warn.add_modifier(Modifier::BOLD),
+            ));
+        } else if let Some(t) = w.tools.first() {
+            let more = match w.tools.len() {
+                1 => String::new(),
+                n => format!(" +{}", n - 1),
+            };
+            out.push(Line::styled(
+                format!("  ⚙ {}{more}", sanitize::display(&t.name)),
+                Style::default().fg(Color::Cyan),
+            ));
+        }
     }
     for s in c.stall_warnings.iter().rev().take(2) {
         out.push(Line::styled(format!("⚠ {s}"), warn));

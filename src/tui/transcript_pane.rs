@@ -17,10 +17,11 @@ use super::cells::{Cell, CellScroll};
 use super::cycle_view::CycleView;
 use super::search::{self, TranscriptSearch};
 use super::team_panel::{RunLabel, kind_style};
-use super::transcript_view::TranscriptView;
+use super::tool_cell::ToolLive;
+use super::transcript_view::{LiveCalls, TranscriptView};
 use super::widgets::pane;
 use crate::engine::events::EventKind;
-use crate::model::{MessageRole, Mode, Role, SessionId};
+use crate::model::{Message, MessageRole, Mode, Role, SessionId, ToolResultInfo};
 use crate::naming;
 use crate::store::LoadedTranscript;
 use crate::text::sanitize;
@@ -34,6 +35,8 @@ pub struct TranscriptPane {
     pub unread: HashSet<SessionId>,
     /// The `/` search in the selected session's transcript, while active.
     pub search: Option<TranscriptSearch>,
+    /// Tool calls in flight of sessions not shown yet (handed to their view when shown).
+    unseen: HashMap<SessionId, LiveCalls>,
 }
 
 impl TranscriptPane {
@@ -55,7 +58,8 @@ impl TranscriptPane {
         if self.views.contains_key(id) {
             return false;
         }
-        self.views.insert(id.to_string(), TranscriptView::default());
+        let live = self.unseen.remove(id).unwrap_or_default();
+        self.views.insert(id.to_string(), TranscriptView::with_live(live));
         true
     }
 
@@ -75,8 +79,9 @@ impl TranscriptPane {
     }
 
     /// An engine event for a transcript shown so far: a prompt, streamed text, a stored answer
-    /// or notice. A finished turn of a session not on screen (`on_screen` says) marks it
-    /// unread.
+    /// or notice, a tool call, its approval and its result (of a session not shown yet, what
+    /// its calls are doing is kept for when it is). A finished turn of a session not on screen
+    /// (`on_screen` says) marks it unread.
     pub fn on_event(&mut self, kind: &EventKind, on_screen: impl FnOnce(&str) -> bool) {
         match kind {
             EventKind::Delta {
@@ -111,6 +116,7 @@ impl TranscriptPane {
                 if let Some(view) = self.views.get_mut(session_id) {
                     view.turn_finished(*generation, message.as_deref().cloned());
                 }
+                self.unseen.remove(session_id);
                 if !on_screen(session_id) {
                     self.unread.insert(session_id.clone());
                 }
@@ -122,8 +128,82 @@ impl TranscriptPane {
                     view.add((**m).clone());
                 }
             }
+            EventKind::ToolCall {
+                session_id,
+                generation,
+                call_id,
+                step,
+                ..
+            } => match self.views.get_mut(session_id) {
+                Some(view) => view.tool_call(*generation, call_id, step.as_deref().cloned()),
+                None => self
+                    .unseen_calls(session_id)
+                    .apply(call_id, Some(ToolLive::Running)),
+            },
+            EventKind::ToolApprovalRequested {
+                session_id, call_id, ..
+            } => self.tool_approval(session_id, call_id, true),
+            EventKind::ToolApprovalDecided {
+                session_id, call_id, ..
+            } => self.tool_approval(session_id, call_id, false),
+            EventKind::ToolResult {
+                session_id,
+                call_id,
+                name,
+                ok,
+                duration_ms,
+                size,
+                first_line,
+                message,
+                ..
+            } => match self.views.get_mut(session_id) {
+                Some(view) => {
+                    // The stored message; from an event that lost it, what the event says.
+                    let message = message.as_deref().cloned().unwrap_or_else(|| {
+                        Message::tool(
+                            first_line.clone(),
+                            ToolResultInfo {
+                                call_id: call_id.clone(),
+                                name: name.clone(),
+                                is_error: !ok,
+                                duration_ms: *duration_ms,
+                                size: *size,
+                            },
+                        )
+                    });
+                    view.tool_result(call_id, message);
+                }
+                None => self.unseen_calls(session_id).apply(call_id, None),
+            },
             _ => {}
         }
+    }
+
+    fn unseen_calls(&mut self, session_id: &str) -> &mut LiveCalls {
+        self.unseen.entry(session_id.to_string()).or_default()
+    }
+
+    fn tool_approval(&mut self, session_id: &str, call_id: &str, waiting: bool) {
+        match self.views.get_mut(session_id) {
+            Some(view) => view.tool_approval(call_id, waiting),
+            None => {
+                self.unseen_calls(session_id).approval(call_id, waiting);
+            }
+        }
+    }
+
+    /// Moves a session's tool cursor up or down (see [`TranscriptView::select_tool`]).
+    pub fn select_tool(&mut self, session_id: &str, up: bool, height: usize) -> bool {
+        self.views
+            .get_mut(session_id)
+            .is_some_and(|v| v.select_tool(up, height))
+    }
+
+    /// Expands or collapses the tool call under a session's tool cursor; false when none is.
+    pub fn toggle_tool(&mut self, session_id: &str, height: usize) -> bool {
+        self.views
+            .get_mut(session_id)
+            .is_some_and(|v| v.toggle_selected(height))
     }
 
     /// Scrolls a session's transcript; positive is up (older text).
@@ -149,6 +229,7 @@ impl TranscriptPane {
         for s in sessions {
             self.views.remove(s);
             self.unread.remove(s);
+            self.unseen.remove(s);
         }
     }
 

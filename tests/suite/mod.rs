@@ -37,4 +37,5 @@ mod tui_sanitize;
 mod tui_snapshots;
 mod tui_streaming;
 mod tui_support;
+mod tui_tool_calls;
 mod tui_tools;

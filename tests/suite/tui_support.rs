@@ -7,11 +7,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use huddle::config::Config;
 use huddle::engine::events::{EngineEvent, EventKind, RunKey};
-use huddle::model::{CycleOutcome, Message};
+use huddle::model::{CycleOutcome, Message, ToolCall};
 use huddle::model::{Organization, reconcile};
 use huddle::presets::builtin::load_builtins;
 use huddle::presets::{Catalog, create_team_group};
 use huddle::store::{LoadedTranscript, OrgHandle};
+use huddle::tools::Decision;
 use huddle::tui::App;
 use huddle::tui::command::{AppEvent, Command};
 use huddle::tui::dialogs::Dialog;
@@ -113,17 +114,128 @@ pub fn run_ended(app: &mut App, run_id: &str, key: RunKey, failed: Option<&str>)
     )
 }
 
+/// The id of the session named `name`.
+pub fn session_id(app: &App, name: &str) -> String {
+    app.org
+        .read(|o| o.session_by_name(name).map(|s| s.id.clone()))
+        .unwrap_or_else(|| panic!("no session `{name}`"))
+}
+
+/// The group id and the name of a session (what events about it carry).
+pub fn session_names(app: &App, session_id: &str) -> (String, String) {
+    app.org
+        .read(|o| {
+            o.session(session_id)
+                .map(|s| (s.group_id.clone(), s.name.clone()))
+        })
+        .unwrap_or_default()
+}
+
+/// An engine event about session `session_id` in run `run_id`: `kind` is made from the
+/// session's name.
+pub fn session_event(
+    app: &mut App,
+    run_id: &str,
+    session_id: &str,
+    kind: impl FnOnce(String) -> EventKind,
+) -> Vec<Command> {
+    let (group_id, session) = session_names(app, session_id);
+    engine_event(app, &group_id, Some(run_id), kind(session))
+}
+
+/// A model's call of a tool in turn `generation`; `step` (the stored assistant message) rides
+/// on the round's first call.
+pub fn tool_call(
+    app: &mut App,
+    run_id: &str,
+    session_id: &str,
+    generation: u64,
+    call: &ToolCall,
+    step: Option<&Message>,
+) -> Vec<Command> {
+    session_event(app, run_id, session_id, |session| EventKind::ToolCall {
+        session_id: session_id.into(),
+        session,
+        generation,
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+        step: step.map(|m| Box::new(m.clone())),
+    })
+}
+
+/// A call waits for approval as request `approval_id` (its name `<server>__<tool>` split).
+pub fn approval_requested(
+    app: &mut App,
+    run_id: &str,
+    session_id: &str,
+    approval_id: u64,
+    call: &ToolCall,
+) -> Vec<Command> {
+    let (server, tool) = call.name.split_once("__").unwrap_or(("", &call.name));
+    let (server, tool) = (server.to_string(), tool.to_string());
+    session_event(app, run_id, session_id, |session| {
+        EventKind::ToolApprovalRequested {
+            session_id: session_id.into(),
+            session,
+            approval_id,
+            call_id: call.id.clone(),
+            server,
+            tool,
+            arguments: call.arguments.clone(),
+        }
+    })
+}
+
+/// How request `approval_id` was settled (`reason`: not by the user).
+pub fn approval_decided(
+    app: &mut App,
+    run_id: &str,
+    session_id: &str,
+    approval_id: u64,
+    call_id: &str,
+    decision: Decision,
+    reason: Option<&str>,
+) -> Vec<Command> {
+    session_event(app, run_id, session_id, |session| {
+        EventKind::ToolApprovalDecided {
+            session_id: session_id.into(),
+            session,
+            approval_id,
+            call_id: call_id.into(),
+            decision,
+            reason: reason.map(str::to_string),
+        }
+    })
+}
+
+/// A call's end, with its stored `tool` message `result`.
+pub fn tool_result(
+    app: &mut App,
+    run_id: &str,
+    session_id: &str,
+    generation: u64,
+    result: &Message,
+) -> Vec<Command> {
+    let info = result.tool_result.clone().expect("a tool message");
+    session_event(app, run_id, session_id, |session| EventKind::ToolResult {
+        session_id: session_id.into(),
+        session,
+        generation,
+        call_id: info.call_id.clone(),
+        name: info.name.clone(),
+        ok: !info.is_error,
+        duration_ms: info.duration_ms,
+        size: info.size,
+        first_line: result.text.lines().next().unwrap_or_default().to_string(),
+        message: Some(Box::new(result.clone())),
+    })
+}
+
 /// A session's turn as the engine reports it: started (with the stored prompt), streamed,
 /// finished (with the stored answer).
 pub fn turn(app: &mut App, run_id: &str, session_id: &str, generation: u64, prompt: &str, answer: &str) {
-    let group_id = app
-        .org
-        .read(|o| o.session(session_id).map(|s| s.group_id.clone()))
-        .unwrap_or_default();
-    let session = app
-        .org
-        .read(|o| o.session(session_id).map(|s| s.name.clone()))
-        .unwrap_or_default();
+    let (group_id, session) = session_names(app, session_id);
     engine_event(
         app,
         &group_id,

@@ -1,6 +1,7 @@
 //! Popups, kept as a stack: the top one gets every key. Each dialog handles its keys and
 //! reports an outcome; the app acts on a finished dialog's result.
 
+pub mod approval;
 pub mod confirm;
 pub mod help;
 pub mod list;
@@ -13,7 +14,9 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 
 use crate::model::{GroupId, SessionId};
+use crate::tools::Decision;
 
+pub use approval::{ApprovalRequest, Approvals};
 pub use confirm::Confirm;
 pub use help::Help;
 pub use list::{ListItem, ListPicker};
@@ -76,6 +79,11 @@ pub enum DialogResult {
     Confirmed(ConfirmAction),
     Text(TextPurpose, String),
     Picked(PickPurpose, String),
+    /// The user's answer to a tool approval request.
+    Approval {
+        approval_id: u64,
+        decision: Decision,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -85,6 +93,8 @@ pub enum Outcome {
     /// Closed without a result (Esc, "no").
     Close,
     Done(DialogResult),
+    /// A result, and the dialog stays open (the approval popup with more requests queued).
+    Reply(DialogResult),
 }
 
 pub enum Dialog {
@@ -93,16 +103,27 @@ pub enum Dialog {
     Text(Box<TextInput>),
     Picker(ListPicker),
     Notice(Notice),
+    Approval(Box<Approvals>),
 }
 
 impl Dialog {
     pub fn handle_key(&mut self, key: &KeyEvent) -> Outcome {
         match self {
+            Dialog::Approval(d) => d.handle_key(key),
             Dialog::Help(d) => d.handle_key(key),
             Dialog::Confirm(d) => d.handle_key(key),
             Dialog::Text(d) => d.handle_key(key),
             Dialog::Picker(d) => d.handle_key(key),
             Dialog::Notice(d) => d.handle_key(key),
+        }
+    }
+
+    /// The quit key on the dialog: it closes, without a result, except the approval popup,
+    /// which denies (a waiting call is never left unanswered).
+    pub fn on_close(&mut self) -> Outcome {
+        match self {
+            Dialog::Approval(d) => d.on_close(),
+            _ => Outcome::Close,
         }
     }
 
@@ -121,6 +142,7 @@ impl Dialog {
             Dialog::Text(d) => d.render(frame, area),
             Dialog::Picker(d) => d.render(frame, area),
             Dialog::Notice(d) => d.render(frame, area),
+            Dialog::Approval(d) => d.render(frame, area),
         }
     }
 }

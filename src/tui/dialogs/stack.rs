@@ -5,7 +5,10 @@ use crossterm::event::KeyEvent;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
-use super::{Confirm, ConfirmAction, Dialog, DialogResult, ListPicker, Notice, Outcome, PickPurpose};
+use super::{
+    ApprovalRequest, Approvals, Confirm, ConfirmAction, Dialog, DialogResult, ListPicker, Notice, Outcome,
+    PickPurpose,
+};
 use crate::tui::keymap::Keymap;
 
 #[derive(Default)]
@@ -44,6 +47,43 @@ impl DialogStack {
         self.push(Dialog::Confirm(Confirm::new(title, text, action)));
     }
 
+    /// A tool call waits for the user: into the approval popup's queue. A new popup goes under
+    /// the dialogs open (the one in use keeps its keys; the popup shows once they close).
+    pub fn request_approval(&mut self, request: ApprovalRequest) {
+        match self.approvals_mut() {
+            Some(a) => a.push(request),
+            None => self
+                .open
+                .insert(0, Dialog::Approval(Box::new(Approvals::new(request)))),
+        }
+    }
+
+    /// Drops the approval requests settled elsewhere (`settled` says which); the popup closes
+    /// when none is left.
+    pub fn settle_approvals(&mut self, settled: impl Fn(&ApprovalRequest) -> bool) {
+        let empty = self
+            .approvals_mut()
+            .is_some_and(|a| a.settle(settled) && a.is_empty());
+        if empty {
+            self.open.retain(|d| !matches!(d, Dialog::Approval(_)));
+        }
+    }
+
+    /// The approval popup's queue, if requests wait.
+    pub fn approvals(&self) -> Option<&Approvals> {
+        self.open.iter().find_map(|d| match d {
+            Dialog::Approval(a) => Some(&**a),
+            _ => None,
+        })
+    }
+
+    fn approvals_mut(&mut self) -> Option<&mut Approvals> {
+        self.open.iter_mut().find_map(|d| match d {
+            Dialog::Approval(a) => Some(&mut **a),
+            _ => None,
+        })
+    }
+
     /// The dialog on top (the one shown and given keys).
     pub fn last(&self) -> Option<&Dialog> {
         self.open.last()
@@ -62,13 +102,13 @@ impl DialogStack {
     }
 
     /// Offers a key to the top dialog. `close` (the quit key) closes it whatever it is, so a
-    /// popup never traps the user.
+    /// popup never traps the user (the approval popup denies the request shown).
     pub fn handle_key(&mut self, key: &KeyEvent, close: bool) -> Routed {
         let Some(top) = self.open.last_mut() else {
             return Routed::NotOpen;
         };
         let outcome = if close {
-            Outcome::Close
+            top.on_close()
         } else {
             top.handle_key(key)
         };
@@ -82,6 +122,7 @@ impl DialogStack {
                 self.open.pop();
                 Routed::Done(result)
             }
+            Outcome::Reply(result) => Routed::Done(result),
         }
     }
 

@@ -25,6 +25,8 @@ pub struct Props<'a> {
     pub mouse_capture: bool,
     /// Runs and reflections going in this process.
     pub running: usize,
+    /// Tool calls waiting for the user's approval (the popup may be under another dialog).
+    pub approvals: usize,
 }
 
 fn label(a: Action) -> &'static str {
@@ -136,6 +138,14 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, props: &Props<'_>) {
 
 fn flash_or_hints(props: &Props<'_>, spans: &mut Vec<Span<'static>>) {
     let dim = Style::default().add_modifier(Modifier::DIM);
+    if props.approvals > 0 && props.flash.is_none() {
+        // Said even while another dialog hides the approval popup.
+        spans.push(Span::styled(
+            format!("? {} tool call(s) wait for your approval", props.approvals),
+            Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+        ));
+        return;
+    }
     match props.flash {
         Some((text, error)) => {
             let style = if *error {
