@@ -183,5 +183,5 @@ impl CallContext<'_> {
 }
 
 fn cancelled_note() -> String {
-    "cancelled: the run was stopped before this tool finished".to_string()
+    crate::tools::CANCELLED_RESULT.to_string()
 }

@@ -20,6 +20,9 @@ use crate::model::ToolSpec;
 
 pub use approval::{Approval, ApprovalPolicy, Approvals, Decision};
 
+/// What a call a stop cut short returns to the model (and how front ends recognise it).
+pub const CANCELLED_RESULT: &str = "cancelled: the run was stopped before this tool finished";
+
 /// Between a server's name and its tool's in the name a model sees.
 pub const NAME_SEPARATOR: &str = "__";
 

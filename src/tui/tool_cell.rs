@@ -65,8 +65,8 @@ impl ToolStatus {
     }
 }
 
-/// How the engine's tool loop answers a call a stop cut short (`engine/tool_round.rs`).
-const CANCELLED_PREFIX: &str = "cancelled: the run was stopped";
+/// How the engine's tool loop answers a call a stop cut short.
+const CANCELLED_PREFIX: &str = crate::tools::CANCELLED_RESULT;
 
 /// Lines of pretty arguments an expanded cell shows (the rest is counted).
 const ARGUMENT_LINES_MAX: usize = 200;

@@ -357,7 +357,6 @@ fn a_restart_draws_the_same_tool_cells_as_the_live_view() {
 fn each_answer_in_the_approval_popup_sends_exactly_its_decision() {
     let answers = [
         (ch('y'), Decision::ApproveOnce),
-        (key(KeyCode::Enter), Decision::ApproveOnce),
         (ch('a'), Decision::ApproveForSession),
         (ch('n'), Decision::Deny),
         (key(KeyCode::Esc), Decision::Deny),
@@ -384,7 +383,7 @@ fn each_answer_in_the_approval_popup_sends_exactly_its_decision() {
             "server  git",
             "tool    git_status",
             r#""repo": ".""#,
-            "y/Enter approve once",
+            "y approve once",
             "a approve this tool for this session",
             "n/Esc deny",
             "s deny and stop the run",
@@ -392,7 +391,15 @@ fn each_answer_in_the_approval_popup_sends_exactly_its_decision() {
             assert!(popup.contains(needed), "`{needed}` in\n{popup}");
         }
         // Modal: other keys reach neither the composer nor the app.
-        for other in [ch('i'), ch('x'), ch('q'), ctrl('x'), key(KeyCode::Tab)] {
+        // Enter too: a popup can open while you type, and Enter must not run a tool.
+        for other in [
+            ch('i'),
+            ch('x'),
+            ch('q'),
+            ctrl('x'),
+            key(KeyCode::Tab),
+            key(KeyCode::Enter),
+        ] {
             assert!(app.handle_key(other).is_empty());
         }
         assert!(app.composer.text().is_empty());

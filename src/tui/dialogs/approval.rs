@@ -2,7 +2,8 @@
 //! (and its group), the server, the tool and the arguments (pretty JSON, sanitised, scrolled
 //! with ↑/↓ when long), and takes one of four answers:
 //!
-//! - `y` or Enter: approve once;
+//! - `y`: approve once (not Enter: a popup can open while you type, and an Enter meant for
+//!   the composer must never run a tool);
 //! - `a`: approve this tool for this session (until huddle exits);
 //! - `n` or Esc: deny (the safe default: Esc, like the quit key, never lets a call run);
 //! - `s`: deny and stop the run the call belongs to.
@@ -136,7 +137,7 @@ impl Approvals {
             return Outcome::Stay;
         }
         let decision = match key.code {
-            KeyCode::Char('y' | 'Y') | KeyCode::Enter => Decision::ApproveOnce,
+            KeyCode::Char('y' | 'Y') => Decision::ApproveOnce,
             KeyCode::Char('a' | 'A') => Decision::ApproveForSession,
             KeyCode::Char('n' | 'N') | KeyCode::Esc => Decision::Deny,
             KeyCode::Char('s' | 'S') => Decision::DenyAndStop,
@@ -217,7 +218,7 @@ impl Approvals {
         }
         let keys = vec![
             keys_line(&[
-                (&["y", "Enter"], "approve once"),
+                (&["y"], "approve once"),
                 (&["a"], "approve this tool for this session"),
             ]),
             keys_line(&[(&["n", "Esc"], "deny"), (&["s"], "deny and stop the run")]),
