@@ -8,6 +8,7 @@ mod engine_single;
 mod fake_llm_server;
 mod headless;
 mod headless_resume;
+mod mcp_servers;
 mod presets_catalog;
 mod providers_command;
 mod providers_http;
