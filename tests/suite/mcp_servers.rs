@@ -737,3 +737,68 @@ async fn start_errors_are_clear_and_never_show_secret_values() {
         "{e:?}"
     );
 }
+
+// ---- streamable HTTP -------------------------------------------------------------------
+
+/// A streamable-HTTP server on the official Python SDK (installed beside the reference
+/// servers): one tool that returns a request header's value.
+const HTTP_SERVER: &str = r#"
+import sys
+from mcp.server.mcpserver import MCPServer, Context
+
+server = MCPServer("web")
+
+@server.tool()
+def echo_header(name: str, ctx: Context) -> str:
+    """Returns the value of one request header."""
+    return (ctx.headers or {}).get(name.lower(), "<absent>")
+
+server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
+"#;
+
+#[tokio::test]
+async fn an_http_server_is_reached_with_headers_from_the_environment() {
+    let Some(time) = reference_server("HUDDLE_MCP_TIME", "mcp-server-time") else {
+        return;
+    };
+    // The venv's Python has the SDK (a dependency of the reference servers).
+    let python = time.with_file_name("python3");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = dir.path().join("http_server.py");
+    std::fs::write(&script, HTTP_SERVER).expect("script");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let _server = tokio::process::Command::new(&python)
+        .arg(&script)
+        .arg(port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the HTTP server starts");
+    guarded("the HTTP server's port", async {
+        while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+
+    // The header's value comes from a variable every test process has (none is set here:
+    // changing the environment of a multi-threaded test binary is unsound).
+    let expected = std::env::var("PATH").expect("PATH is set");
+    let mut config = stdio(&[]);
+    config.command.clear();
+    config.url = Some(format!("http://127.0.0.1:{port}/mcp"));
+    config.headers_env.insert("X-Api-Token".into(), "PATH".into());
+    let source = McpSource::new("web", config, dir.path());
+    assert_eq!(source.describe(), format!("http http://127.0.0.1:{port}/mcp"));
+    assert_eq!(tool_names(&source).await, ["echo_header"]);
+    let out = call(&source, "echo_header", json!({"name": "X-Api-Token"}))
+        .await
+        .expect("the call succeeds");
+    assert_eq!(out.text, expected);
+    assert!(!out.is_error);
+    source.shutdown().await;
+}
