@@ -38,7 +38,10 @@ pub struct McpSource {
 #[derive(Default)]
 struct State {
     live: Option<Arc<Connection>>,
+    /// Starts that ended (connected, failed or timed out).
     starts: u32,
+    /// Why the last start failed, if it did.
+    start_failure: Option<String>,
     /// Why the server is no longer started; every later use fails with it.
     given_up: Option<String>,
 }
@@ -94,31 +97,40 @@ impl McpSource {
             return Err(self.failed(why.clone()));
         }
         if state.starts >= MAX_STARTS {
-            let why =
-                "it stopped again after a restart and is not restarted again (restart huddle to try again)";
-            state.given_up = Some(why.to_string());
+            let why = match &state.start_failure {
+                Some(last) => format!(
+                    "it failed to start {MAX_STARTS} times and is not tried again (restart huddle to try again); last time: {last}"
+                ),
+                None => "it stopped again after a restart and is not restarted again (restart huddle to try again)".into(),
+            };
+            state.given_up = Some(why.clone());
             return Err(self.failed(why));
         }
-        state.starts += 1;
+        // A start abandoned half-way (the caller cancelled) is not counted.
         let started = tokio::time::timeout(self.timeout, self.start()).await;
-        match started {
+        state.starts += 1;
+        let (failure, reason) = match started {
             Ok(Ok(connection)) => {
                 let connection = Arc::new(connection);
                 state.live = Some(Arc::clone(&connection));
-                Ok(connection)
+                state.start_failure = None;
+                return Ok(connection);
             }
-            Ok(Err(message)) => {
-                tracing::warn!(server = %self.name, "mcp server could not start: {message}");
-                Err(ToolError::Start {
+            Ok(Err(message)) => (
+                ToolError::Start {
                     server: self.name.clone(),
-                    message,
-                })
-            }
-            Err(_) => {
-                tracing::warn!(server = %self.name, "mcp server did not start within {:?}", self.timeout);
-                Err(self.timed_out())
-            }
-        }
+                    message: message.clone(),
+                },
+                message,
+            ),
+            Err(_) => (
+                self.timed_out(),
+                format!("it did not answer within {}s", self.timeout.as_secs()),
+            ),
+        };
+        tracing::warn!(server = %self.name, "mcp server could not start: {reason}");
+        state.start_failure = Some(reason);
+        Err(failure)
     }
 
     /// Connects (the MCP handshake) and fetches the tool list.
@@ -224,10 +236,10 @@ impl McpSource {
         }
     }
 
-    /// The error for a failed request; a closed connection is marked dead (the next use
-    /// restarts the server, once).
+    /// The error for a failed request; a closed connection is marked dead at once (the next
+    /// use restarts the server, once). A failed send alone (one HTTP request) is not a death.
     fn service_failure(&self, connection: &Connection, e: &ServiceError) -> ToolError {
-        if matches!(e, ServiceError::TransportClosed | ServiceError::TransportSend(_)) {
+        if matches!(e, ServiceError::TransportClosed) {
             connection.closed.cancel();
         }
         match e {
@@ -380,9 +392,10 @@ fn describe_init_error(e: &ClientInitializeError) -> String {
 
 fn describe_service_error(e: &ServiceError) -> String {
     match e {
-        ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+        ServiceError::TransportClosed => {
             "the server stopped or closed its connection (see huddle's log for its stderr)".into()
         }
+        ServiceError::TransportSend(e) => format!("the request could not be sent: {e}"),
         ServiceError::McpError(e) => format!("{} (error {})", e.message, e.code.0),
         ServiceError::UnexpectedResponse => "the server sent an answer of the wrong kind".into(),
         other => other.to_string(),
