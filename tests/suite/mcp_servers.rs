@@ -6,7 +6,6 @@
 //! The reference servers come from `HUDDLE_MCP_TIME` / `HUDDLE_MCP_GIT` or `.ci/.venv/bin`.
 //! Missing, their tests FAIL when `CI` is set; elsewhere they print a skip note.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,7 +18,7 @@ use huddle::model::{Group, GroupKind, Organization, Session, ToolCall, reconcile
 use huddle::providers::{ChatRole, DeltaSink, Provider, ProviderError, Providers, TurnOutput, TurnRequest};
 use huddle::store::{OrgHandle, Transcripts};
 use huddle::tools::mcp::{McpServerConfig, McpSource};
-use huddle::tools::{Approval, ApprovalPolicy, ToolError, ToolOutput, ToolSource, Toolbox};
+use huddle::tools::{ApprovalPolicy, ToolError, ToolOutput, ToolSource, Toolbox};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -57,15 +56,7 @@ fn reference_server(var: &str, name: &str) -> Option<PathBuf> {
 }
 
 fn stdio(command: &[&str]) -> McpServerConfig {
-    McpServerConfig {
-        command: command.iter().map(|s| s.to_string()).collect(),
-        env: BTreeMap::new(),
-        cwd: None,
-        url: None,
-        headers_env: BTreeMap::new(),
-        approval: Approval::Auto,
-        timeout_secs: 60,
-    }
+    McpServerConfig::stdio(command.iter().copied())
 }
 
 fn args(value: Value) -> Map<String, Value> {
@@ -712,6 +703,18 @@ async fn start_errors_are_clear_and_never_show_secret_values() {
     let text = e.to_string();
     assert!(text.contains("cannot run `huddle-no-such-mcp-server`"), "{text}");
     assert!(!text.contains("s3cret"), "{text}");
+    // Tried once more, then given up with the reason (no spawning on every turn).
+    let second = guarded("list", source.list()).await;
+    assert!(matches!(second, Err(ToolError::Start { .. })), "{second:?}");
+    for _ in 0..2 {
+        let e = guarded("list", source.list()).await.expect_err("given up");
+        let text = e.to_string();
+        assert!(
+            text.contains("failed to start 2 times and is not tried again")
+                && text.contains("last time: cannot run `huddle-no-such-mcp-server`"),
+            "{text}"
+        );
+    }
 
     let mut elsewhere = stdio(&["python3"]);
     elsewhere.cwd = Some("not/here".into());
@@ -724,9 +727,7 @@ async fn start_errors_are_clear_and_never_show_secret_values() {
         "{e}"
     );
 
-    let mut web = stdio(&[]);
-    web.command.clear();
-    web.url = Some("http://127.0.0.1:9/mcp".into());
+    let mut web = McpServerConfig::http("http://127.0.0.1:9/mcp");
     web.headers_env
         .insert("Authorization".into(), "HUDDLE_TEST_UNSET_TOKEN_VAR".into());
     let e = guarded("list", McpSource::new("web", web, dir.path()).list())
@@ -788,9 +789,7 @@ async fn an_http_server_is_reached_with_headers_from_the_environment() {
     // The header's value comes from a variable every test process has (none is set here:
     // changing the environment of a multi-threaded test binary is unsound).
     let expected = std::env::var("PATH").expect("PATH is set");
-    let mut config = stdio(&[]);
-    config.command.clear();
-    config.url = Some(format!("http://127.0.0.1:{port}/mcp"));
+    let mut config = McpServerConfig::http(format!("http://127.0.0.1:{port}/mcp"));
     config.headers_env.insert("X-Api-Token".into(), "PATH".into());
     let source = McpSource::new("web", config, dir.path());
     assert_eq!(source.describe(), format!("http http://127.0.0.1:{port}/mcp"));

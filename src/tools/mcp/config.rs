@@ -39,6 +39,29 @@ pub fn default_timeout_secs() -> u64 {
     60
 }
 
+impl McpServerConfig {
+    /// A stdio server running `command` (program, then arguments); everything else default.
+    pub fn stdio(command: impl IntoIterator<Item = impl Into<String>>) -> McpServerConfig {
+        McpServerConfig {
+            command: command.into_iter().map(Into::into).collect(),
+            env: BTreeMap::new(),
+            cwd: None,
+            url: None,
+            headers_env: BTreeMap::new(),
+            approval: Approval::default(),
+            timeout_secs: default_timeout_secs(),
+        }
+    }
+
+    /// A streamable-HTTP server at `url`; everything else default.
+    pub fn http(url: impl Into<String>) -> McpServerConfig {
+        McpServerConfig {
+            url: Some(url.into()),
+            ..McpServerConfig::stdio(Vec::<String>::new())
+        }
+    }
+}
+
 /// Checks every server entry; the message names the key (`mcp_servers.git.command`).
 pub fn validate_all(servers: &BTreeMap<String, McpServerConfig>) -> Result<(), String> {
     servers
