@@ -110,6 +110,8 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
             }
         }
 
+        mcp_section(&mut out, &mut problems, config, repo, probe);
+
         let _ = writeln!(out, "\nPresets (repo {})", repo.display());
         let catalog = Catalog::load(paths, config, Some(repo));
         for tier in [
@@ -225,6 +227,61 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
     }
 }
 
+/// Tool names shown per server; the rest are counted.
+const TOOLS_SHOWN: usize = 8;
+
+/// `MCP servers`: with `probe`, each configured server is started (within its timeout), its
+/// tools counted and named, and stopped again; one that cannot be used is a problem.
+fn mcp_section(out: &mut String, problems: &mut Vec<String>, config: &Config, repo: &Path, probe: bool) {
+    let _ = writeln!(out, "\nMCP servers");
+    if config.mcp_servers.is_empty() {
+        let _ = writeln!(out, "  none configured (mcp_servers: in config.yaml)");
+        return;
+    }
+    if !probe {
+        for (name, server) in &config.mcp_servers {
+            let via = crate::tools::mcp::McpSource::new(name, server.clone(), repo).describe();
+            let _ = writeln!(out, "  {name:<12} {via} (not started)");
+        }
+        return;
+    }
+    let checks = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt.block_on(crate::tools::mcp::check_all(config, repo)),
+        Err(e) => {
+            problems.push("the MCP servers could not be checked".into());
+            let _ = writeln!(out, "  cannot start them: {e}");
+            return;
+        }
+    };
+    for check in checks {
+        match &check.tools {
+            Ok(tools) => {
+                let mut names = tools
+                    .iter()
+                    .take(TOOLS_SHOWN)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                if tools.len() > TOOLS_SHOWN {
+                    names.push_str(&format!(", … {} more", tools.len() - TOOLS_SHOWN));
+                }
+                let _ = writeln!(
+                    out,
+                    "  ok {:<12} {}, {} tool{}: {names}",
+                    check.name,
+                    check.via,
+                    tools.len(),
+                    if tools.len() == 1 { "" } else { "s" }
+                );
+            }
+            Err(e) => {
+                problems.push(format!("MCP server `{}` is not usable", check.name));
+                let _ = writeln!(out, "  !! {:<12} {}: {e}", check.name, check.via);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,6 +350,47 @@ mod tests {
             ),
             "{}",
             r.text
+        );
+    }
+
+    #[test]
+    fn an_mcp_server_that_cannot_start_is_a_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::single(dir.path().to_path_buf());
+        std::fs::write(
+            paths.config_file(),
+            "mcp_servers:\n  broken: { command: [\"huddle-no-such-mcp-server-xyz\"], timeout_secs: 5 }\n  elsewhere: { command: [\"true\"], cwd: no-such-dir }\n",
+        )
+        .unwrap();
+        let r = report(&paths, dir.path(), true);
+        assert!(!r.ok, "{}", r.text);
+        assert_eq!(
+            r.problems,
+            [
+                "MCP server `broken` is not usable",
+                "MCP server `elsewhere` is not usable"
+            ],
+            "{}",
+            r.text
+        );
+        assert!(
+            r.text.contains("!! broken       stdio huddle-no-such-mcp-server-xyz: tool server `broken` could not start: cannot run `huddle-no-such-mcp-server-xyz`"),
+            "{}",
+            r.text
+        );
+        assert!(
+            r.text
+                .contains("no-such-dir (mcp_servers.elsewhere.cwd) does not exist"),
+            "{}",
+            r.text
+        );
+        let unprobed = report(&paths, dir.path(), false);
+        assert!(
+            unprobed
+                .text
+                .contains("broken       stdio huddle-no-such-mcp-server-xyz (not started)"),
+            "{}",
+            unprobed.text
         );
     }
 }

@@ -1,16 +1,53 @@
 //! MCP servers as tool sources, through the official Rust SDK (`rmcp`).
 
 pub mod config;
+mod convert;
+mod source;
+mod stderr;
 
 pub use config::McpServerConfig;
+pub use source::McpSource;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::config::Config;
-use crate::tools::Toolbox;
+use crate::tools::{ToolError, ToolSource, Toolbox};
 
 /// The configured MCP servers as tool sources (none started yet: each starts on first use).
 pub fn toolbox(config: &Config, repo: &Path) -> Toolbox {
-    let _ = (config, repo);
-    Toolbox::default()
+    Toolbox::new(
+        config.mcp_servers.iter().map(|(name, server)| {
+            Arc::new(McpSource::new(name, server.clone(), repo)) as Arc<dyn ToolSource>
+        }),
+    )
+}
+
+/// What starting one server found (`huddle doctor`).
+#[derive(Debug, Clone)]
+pub struct ServerCheck {
+    pub name: String,
+    /// How it is reached (`stdio mcp-server-git`).
+    pub via: String,
+    /// Its tools' names, or why it could not be used.
+    pub tools: Result<Vec<String>, ToolError>,
+}
+
+/// Starts every configured server at once (each within its `timeout_secs`), lists its tools
+/// and stops it again.
+pub async fn check_all(config: &Config, repo: &Path) -> Vec<ServerCheck> {
+    futures::future::join_all(config.mcp_servers.iter().map(|(name, server)| async move {
+        let source = McpSource::new(name, server.clone(), repo);
+        let tools = source
+            .list()
+            .await
+            .map(|tools| tools.into_iter().map(|t| t.name).collect());
+        source.shutdown().await;
+        ServerCheck {
+            name: name.clone(),
+            via: source.describe(),
+            tools,
+        }
+    }))
+    .await
 }
