@@ -165,7 +165,7 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
     };
     stopper.abort();
     // MCP server processes end with the run.
-    engine.shutdown_tools().await;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(3), engine.shutdown_tools()).await;
     let flushed = engine.flush();
     // Every event of the run was sent before it returned: let the printer write them all.
     let _ = done_tx.send(());
@@ -478,12 +478,6 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
             *duration_ms as f64 / 1000.0,
             first_line(said, 100)
         ),
-        EventKind::ToolApprovalDecided {
-            session,
-            decision,
-            reason: Some(reason),
-            ..
-        } if !decision.approves() => format!("   ! {session}: tool call {reason}"),
         _ => return None,
     })
 }

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::model::{Message, MessageRole, Role, ToolChoice, ToolResultInfo, Usage};
 use crate::providers::{ChatMessage, ChatRole, ErrorKind, TurnRequest};
 use crate::tools::Offer;
-use crate::tools::limits::{first_line, rounds_exhausted_note};
+use crate::tools::limits::{result_line, rounds_exhausted_note};
 
 use super::EngineShared;
 use super::events::{EngineEvent, EventKind, RunId};
@@ -425,7 +425,7 @@ impl Actor {
                     ok: !r.is_error,
                     duration_ms: r.duration.as_millis() as u64,
                     size: r.size,
-                    first_line: first_line(&text, 120),
+                    first_line: result_line(&text, 120),
                     message: Some(Box::new(message.clone())),
                 });
                 request.messages.push(ChatMessage::tool_result(

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use super::sim_text::stable_hash;
 use super::{ChatRole, TurnRequest};
 use crate::model::{ToolCall, ToolChoice};
-use crate::tools::limits::first_line;
+use crate::tools::limits::result_line;
 
 /// The call the sim makes now, if any.
 pub fn call_for(req: &TurnRequest) -> Option<ToolCall> {
@@ -46,7 +46,7 @@ pub fn results_note(req: &TurnRequest) -> Option<String> {
         .filter_map(|m| {
             let r = m.result_of.as_ref()?;
             let what = if r.is_error { "failed" } else { "said" };
-            Some(format!("`{}` {what}: {}", r.name, first_line(&m.content, 100)))
+            Some(format!("`{}` {what}: {}", r.name, result_line(&m.content, 100)))
         })
         .collect();
     (!lines.is_empty()).then(|| format!("From my tools: {}", lines.join("; ")))

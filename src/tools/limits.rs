@@ -33,6 +33,22 @@ pub fn cap_result(text: &str, max: usize) -> String {
     )
 }
 
+/// One line that says what a tool result is: JSON compacted onto one line (its first line
+/// alone is often just `{`), else the first non-empty line; at most `max` characters.
+pub fn result_line(text: &str, max: usize) -> String {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with(['{', '[']) {
+        // Only the head is parsed: a result may be large, the line is short.
+        let head = &trimmed[..trimmed.len().min(64 * 1024)];
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(head) {
+            return first_line(&value.to_string(), max);
+        }
+        let folded: String = head.split_whitespace().collect::<Vec<_>>().join(" ");
+        return first_line(&folded, max);
+    }
+    first_line(text, max)
+}
+
 /// The first non-empty line, at most `max` characters (for events and compact cells).
 pub fn first_line(text: &str, max: usize) -> String {
     let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
@@ -56,6 +72,17 @@ mod tests {
         let cut = cap_result(&big, DEFAULT_RESULT_MAX_BYTES);
         assert!(cut.len() < DEFAULT_RESULT_MAX_BYTES + 100);
         assert!(cut.contains("67232 more bytes"), "{}", &cut[cut.len() - 60..]);
+    }
+
+    #[test]
+    fn a_json_result_is_summed_up_on_one_line() {
+        let pretty = "{\n  \"timezone\": \"UTC\",\n  \"datetime\": \"2026-11-24T01:00:00+00:00\"\n}";
+        assert_eq!(
+            result_line(pretty, 200),
+            r#"{"datetime":"2026-11-24T01:00:00+00:00","timezone":"UTC"}"#
+        );
+        assert_eq!(result_line("[1,\n 2", 20), "[1, 2");
+        assert_eq!(result_line("plain\nmore", 20), "plain");
     }
 
     #[test]

@@ -65,11 +65,15 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
     let result = event_loop(&mut guard, app, initial, executor, engine_events, no_color).await;
     drop(guard);
     // Everything said so far goes to disk; running cycles stay "interrupted" and resumable.
-    let flushed = tokio::task::spawn_blocking(move || engine.flush()).await;
+    let flushing = engine.clone();
+    let flushed = tokio::task::spawn_blocking(move || flushing.flush()).await;
     if let Ok(Err(e)) = flushed {
         tracing::error!(error = %e, "could not save on exit");
         crate::cli::note(format_args!("huddle: could not save on exit: {e}"));
     }
+    // MCP server processes end with huddle (bounded: one that will not stop is killed when the
+    // runtime goes).
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(3), engine.shutdown_tools()).await;
     result
 }
 

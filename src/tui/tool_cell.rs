@@ -162,7 +162,7 @@ impl<'a> ToolCell<'a> {
                 .result
                 .filter(|_| matches!(status, ToolStatus::Ok | ToolStatus::Error))
             {
-                let first = crate::tools::limits::first_line(&sanitize::display(&m.text), width);
+                let first = crate::tools::limits::result_line(&sanitize::display(&m.text), width);
                 if !first.is_empty() {
                     out.push(Line::styled(
                         format!("  ↳ {}", fit(&first, width.saturating_sub(4).max(1))),
