@@ -31,7 +31,7 @@ const INSTALL_HINT: &str = "the MCP server tests need mcp-server-time and mcp-se
 
 /// The executable of a reference server: `$var`, else `.ci/.venv/bin/<name>`. `None` (with a
 /// printed note) when absent outside CI; absent under CI, the test fails.
-fn reference_server(var: &str, name: &str) -> Option<PathBuf> {
+pub(super) fn reference_server(var: &str, name: &str) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(var).filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
         assert!(

@@ -10,6 +10,7 @@ mod engine_tools_sim;
 mod fake_llm_server;
 mod headless;
 mod headless_resume;
+mod headless_tools;
 mod mcp_servers;
 mod presets_catalog;
 mod providers_command;
