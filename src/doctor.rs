@@ -246,7 +246,7 @@ fn mcp_section(out: &mut String, problems: &mut Vec<String>, config: &Config, re
         return;
     }
     let checks = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt.block_on(crate::tools::mcp::check_all(config, repo)),
+        Ok(rt) => rt.block_on(crate::tools::mcp::check_all(&config.mcp_servers, repo)),
         Err(e) => {
             problems.push("the MCP servers could not be checked".into());
             let _ = writeln!(out, "  cannot start them: {e}");

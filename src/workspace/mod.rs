@@ -74,7 +74,7 @@ impl Workspace {
             sink,
             EngineOptions {
                 max_concurrency: config.max_concurrency,
-                tools: crate::tools::mcp::toolbox(config, &repo),
+                tools: crate::tools::mcp::toolbox(&config.mcp_servers, &repo),
                 approval,
                 max_tool_rounds: config.max_tool_rounds,
                 tool_result_max_bytes: config.tool_result_max_bytes,

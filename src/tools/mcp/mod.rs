@@ -8,16 +8,19 @@ mod stderr;
 pub use config::McpServerConfig;
 pub use source::McpSource;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::config::Config;
 use crate::tools::{ToolError, ToolSource, Toolbox};
 
+/// config.yaml's `mcp_servers:`, by name.
+pub type McpServers = BTreeMap<String, McpServerConfig>;
+
 /// The configured MCP servers as tool sources (none started yet: each starts on first use).
-pub fn toolbox(config: &Config, repo: &Path) -> Toolbox {
+pub fn toolbox(servers: &McpServers, repo: &Path) -> Toolbox {
     Toolbox::new(
-        config.mcp_servers.iter().map(|(name, server)| {
+        servers.iter().map(|(name, server)| {
             Arc::new(McpSource::new(name, server.clone(), repo)) as Arc<dyn ToolSource>
         }),
     )
@@ -35,8 +38,8 @@ pub struct ServerCheck {
 
 /// Starts every configured server at once (each within its `timeout_secs`), lists its tools
 /// and stops it again.
-pub async fn check_all(config: &Config, repo: &Path) -> Vec<ServerCheck> {
-    futures::future::join_all(config.mcp_servers.iter().map(|(name, server)| async move {
+pub async fn check_all(servers: &McpServers, repo: &Path) -> Vec<ServerCheck> {
+    futures::future::join_all(servers.iter().map(|(name, server)| async move {
         let source = McpSource::new(name, server.clone(), repo);
         let tools = source
             .list()
