@@ -13,6 +13,7 @@ mod headless_resume;
 mod headless_tools;
 mod mcp_servers;
 mod presets_catalog;
+mod providers_agents;
 mod providers_command;
 mod providers_http;
 mod providers_litellm;
