@@ -1,5 +1,6 @@
 mod cli_hardening;
 mod cli_limits;
+mod engine_agents;
 mod engine_fixture;
 mod engine_modes;
 mod engine_reflect;
