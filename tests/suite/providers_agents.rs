@@ -74,7 +74,7 @@ impl Replay {
         self.result.as_ref().expect("the turn succeeds")
     }
     fn err(&self) -> &ProviderError {
-        self.result.as_ref().err().expect("the turn fails")
+        self.result.as_ref().expect_err("the turn fails")
     }
 }
 
