@@ -14,11 +14,10 @@ use huddle::engine::{Engine, EngineOptions, EventSink};
 use huddle::model::{AgentSession, Message, MessageRole, Organization, Session, reconcile};
 use huddle::providers::{ChatRole, Providers};
 use huddle::store::{OrgHandle, OrganizationFile, Transcripts};
-use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::engine_fixture::HANG_GUARD;
-use super::providers_agents::{fixture, replay_command};
+use super::providers_agents::{fixture, replay_command, runs};
 
 const TOOL_USE_SESSION: &str = "40e7b02d-c0f9-4876-9010-f514d4eb0603";
 const PARTIAL_SESSION: &str = "7c1f0a52-5d0e-4b8e-9a51-2f0b7c3e9d11";
@@ -114,20 +113,7 @@ impl Agent {
 
     /// Every run of the stand-in agent: its arguments and stdin.
     fn runs(&self) -> Vec<(Vec<String>, String)> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| {
-                let v: Value = serde_json::from_str(l).expect("log line");
-                let argv = v["argv"]
-                    .as_array()
-                    .expect("argv")
-                    .iter()
-                    .map(|a| a.as_str().unwrap_or_default().to_string())
-                    .collect();
-                (argv, v["stdin"].as_str().unwrap_or_default().to_string())
-            })
-            .collect()
+        runs(&self.log)
     }
 }
 

@@ -46,7 +46,7 @@ fn provider(agent: AgentKind, options: &[&str]) -> Arc<dyn Provider> {
 }
 
 /// Every run the stand-in logged: its arguments and stdin.
-fn runs(log: &Path) -> Vec<(Vec<String>, String)> {
+pub fn runs(log: &Path) -> Vec<(Vec<String>, String)> {
     std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
