@@ -50,6 +50,7 @@ impl Provider for NullProvider {
                 duration: Duration::ZERO,
                 simulated: true,
                 tool_calls: Vec::new(),
+                agent: None,
             })
         })
     }

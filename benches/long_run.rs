@@ -68,6 +68,7 @@ impl Provider for CountingProvider {
                 duration: Duration::ZERO,
                 simulated: true,
                 tool_calls: Vec::new(),
+                agent: None,
             })
         })
     }

@@ -62,6 +62,7 @@ impl Provider for LoopProvider {
                 duration: Duration::ZERO,
                 simulated: true,
                 tool_calls: call.into_iter().collect(),
+                agent: None,
             })
         })
     }

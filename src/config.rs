@@ -90,6 +90,7 @@ impl Paths {
 }
 
 pub use crate::model::ProviderKind;
+use crate::model::{AgentFormat, AgentKind};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -113,6 +114,13 @@ pub struct ProviderConfig {
     /// Models offered in pickers; any model name is accepted in a slug.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<String>,
+    /// How a `command` provider's stdout is read: `text` (default) or a CLI agent's JSON events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<AgentFormat>,
+    /// A ready-made CLI agent (`claude`, `codex`, `gemini`) for the `command` kind: fills in
+    /// `command` (when not given) and `format` (when not given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentKind>,
 }
 
 impl ProviderConfig {
@@ -126,6 +134,30 @@ impl ProviderConfig {
             command: Vec::new(),
             max_tokens: None,
             models: Vec::new(),
+            format: None,
+            agent: None,
+        }
+    }
+
+    /// How this provider's stdout is read (`text` unless `format` or `agent` says otherwise).
+    pub fn output_format(&self) -> AgentFormat {
+        self.format
+            .or(self.agent.map(AgentKind::format))
+            .unwrap_or_default()
+    }
+
+    /// Fills in what `agent:` implies and the provider did not say itself.
+    fn apply_agent_preset(&mut self) {
+        let Some(agent) = self.agent else { return };
+        if self.kind != ProviderKind::Command {
+            return;
+        }
+        if self.command.is_empty() {
+            self.command = agent.command();
+        }
+        self.format.get_or_insert(agent.format());
+        if self.models.is_empty() {
+            self.models = agent.model_aliases().iter().map(|m| m.to_string()).collect();
         }
     }
 
@@ -230,6 +262,9 @@ impl Config {
             serde_path_to_error::deserialize(de).map_err(|e| yaml_error(path, e))?
         };
         config.validate(path)?;
+        for p in &mut config.providers {
+            p.apply_agent_preset();
+        }
         config.add_sim();
         Ok(config)
     }
@@ -337,9 +372,20 @@ impl Config {
                     p.name
                 )));
             }
-            if p.kind == ProviderKind::Command && p.command.is_empty() {
+            if p.kind != ProviderKind::Command {
+                for (key, set) in [("format", p.format.is_some()), ("agent", p.agent.is_some())] {
+                    if set {
+                        return Err(invalid(format!(
+                            "providers[{i}].{key}: only a provider of kind command reads an agent's output; provider `{}` is of kind {}",
+                            p.name,
+                            p.kind.as_str()
+                        )));
+                    }
+                }
+            }
+            if p.kind == ProviderKind::Command && p.command.is_empty() && p.agent.is_none() {
                 return Err(invalid(format!(
-                    "providers[{i}].command: provider `{}` of kind command needs a program, e.g. command: [\"claude\", \"-p\"]",
+                    "providers[{i}].command: provider `{}` of kind command needs a program, e.g. command: [\"my-agent\", \"--model\", \"{{model}}\"], or a ready-made agent: agent: claude | codex | gemini",
                     p.name
                 )));
             }

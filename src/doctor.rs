@@ -86,7 +86,18 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
                     };
                     format!("{url}, {key}")
                 }
-                ProviderKind::Command => format!("runs {:?}", p.command),
+                ProviderKind::Command => match p.agent {
+                    Some(agent) => format!(
+                        "agent {}: runs {:?}, reads {}",
+                        agent.as_str(),
+                        p.command,
+                        p.output_format().as_str()
+                    ),
+                    None if p.output_format().is_structured() => {
+                        format!("runs {:?}, reads {}", p.command, p.output_format().as_str())
+                    }
+                    None => format!("runs {:?}", p.command),
+                },
                 ProviderKind::Sim => "built-in offline simulator (answers are simulated)".into(),
             };
             let _ = writeln!(out, "  {:<12} {:<9} {detail}", p.name, p.kind.as_str());

@@ -5,6 +5,7 @@
 //! session's reflection). A run is registered before its future is returned, so it can be
 //! paused or stopped at once; `run_started` and `run_ended` frame its events.
 
+mod agent_steps;
 mod cycle;
 pub mod events;
 mod modes;

@@ -8,12 +8,13 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{Message, MessageRole, Role, ToolChoice, ToolResultInfo, Usage};
+use crate::model::{AgentSession, Message, MessageRole, Role, ToolChoice, ToolResultInfo, Usage};
 use crate::providers::{ChatMessage, ChatRole, ErrorKind, TurnRequest};
 use crate::tools::Offer;
 use crate::tools::limits::{result_line, rounds_exhausted_note};
 
 use super::EngineShared;
+use super::agent_steps::{AgentRecorder, StepContext};
 use super::events::{EngineEvent, EventKind, RunId};
 use super::tool_round::CallContext;
 
@@ -65,6 +66,8 @@ pub struct TurnResult {
     pub duration: Duration,
     pub simulated: bool,
     pub model: String,
+    /// What the turn cost, when the provider said (a CLI agent's `total_cost_usd`).
+    pub cost_usd: Option<f64>,
 }
 
 impl TurnResult {
@@ -80,6 +83,7 @@ impl TurnResult {
             duration: Duration::ZERO,
             simulated: false,
             model: String::new(),
+            cost_usd: None,
         }
     }
 
@@ -138,6 +142,8 @@ struct SessionInfo {
     /// MCP servers the session may use.
     tools: Vec<String>,
     max_tool_rounds: Option<u32>,
+    /// The CLI agent's own conversation from the last turn.
+    agent_session: Option<AgentSession>,
 }
 
 impl Actor {
@@ -155,6 +161,7 @@ impl Actor {
                 working_dir: s.repo.clone().or_else(|| group.and_then(|g| g.repo.clone())),
                 tools: s.tools.clone(),
                 max_tool_rounds: s.max_tool_rounds,
+                agent_session: s.agent_session.clone(),
             })
         })
     }
@@ -271,6 +278,7 @@ impl Actor {
                 duration: out.duration,
                 simulated: out.simulated,
                 model: slug.clone(),
+                cost_usd: out.agent.as_ref().and_then(|a| a.cost_usd),
             },
             Err(e) => TurnResult {
                 session: info.name.clone(),
@@ -283,6 +291,7 @@ impl Actor {
                 duration: started.elapsed(),
                 simulated: slug.starts_with("sim/"),
                 model: slug.clone(),
+                cost_usd: None,
             },
         };
         if result.duration.is_zero() {
@@ -335,6 +344,29 @@ impl Actor {
             cancel: &options.cancel,
         };
         let mut steps = Vec::new();
+        // A CLI agent runs its own tools: its steps are recorded as they happen.
+        let is_command = provider.kind() == crate::config::ProviderKind::Command;
+        let mut agent = is_command.then(|| {
+            AgentRecorder::new(StepContext {
+                shared: Arc::clone(&self.shared),
+                session_id: self.session_id.clone(),
+                session: info.name.clone(),
+                group_id: info.group_id.clone(),
+                group: info.group.clone(),
+                run_id: options.run_id.clone(),
+                generation,
+                iteration: options.iteration,
+                model: format!("{}/{}", provider.name(), request.model),
+            })
+        });
+        if let Some(recorder) = &agent {
+            request.agent_activity = Some(recorder.sink());
+            request.agent_session_id = info
+                .agent_session
+                .as_ref()
+                .filter(|s| s.provider == provider.name())
+                .map(|s| s.id.clone());
+        }
         let mut usage: Option<Usage> = None;
         let mut rounds = 0u32;
         // The turn's duration is the whole loop's (every round and tool), not the last request's.
@@ -357,10 +389,30 @@ impl Actor {
                     },
                 )
             };
-            let mut out = match provider
+            let result = provider
                 .stream_turn(request.clone(), &mut forward, options.cancel.clone())
-                .await
-            {
+                .await;
+            if let Some(recorder) = agent.take() {
+                let why = if options.cancel.is_cancelled() {
+                    "cancelled"
+                } else {
+                    "no result: the agent's turn ended first"
+                };
+                let recorded = recorder.finish(why);
+                steps.extend(recorded.steps);
+                self.update_agent_session(
+                    info,
+                    provider.name(),
+                    recorded.session_id,
+                    recorded.stale,
+                    result.is_ok(),
+                );
+            } else if result.is_ok() && !is_command && rounds == 0 {
+                // The agent's own conversation misses this exchange: the next agent turn sends
+                // the transcript.
+                self.update_agent_session(info, provider.name(), None, false, true);
+            }
+            let mut out = match result {
                 Ok(out) => out,
                 Err(e) => return (Err(e), steps),
             };
@@ -444,6 +496,36 @@ impl Actor {
         }
     }
 
+    /// Keeps the agent session a turn reported (or forgets the stored one when it is gone, or
+    /// when a turn succeeded without it), so the next turn resumes only a conversation the
+    /// agent saw whole.
+    fn update_agent_session(
+        &self,
+        info: &SessionInfo,
+        provider: &str,
+        reported: Option<String>,
+        stale: bool,
+        success: bool,
+    ) {
+        let next = match reported {
+            Some(id) => Some(AgentSession {
+                provider: provider.to_string(),
+                id,
+            }),
+            None if stale || success => None,
+            None => info.agent_session.clone(),
+        };
+        if next == info.agent_session {
+            return;
+        }
+        let id = &self.session_id;
+        self.shared.org.update(|org| {
+            if let Some(s) = org.session_mut(id) {
+                s.agent_session = next;
+            }
+        });
+    }
+
     fn record(
         &mut self,
         info: &SessionInfo,
@@ -460,6 +542,7 @@ impl Actor {
         answer.interrupted = result.interrupted;
         answer.error = result.error.clone();
         answer.iteration = options.iteration;
+        answer.cost_usd = result.cost_usd;
         self.shared.writer.append(&self.session_id, answer.clone());
 
         // The same rule as reading the transcript back, so a restart changes nothing.
@@ -519,8 +602,20 @@ impl Actor {
 /// results, without failed answers and empty ones (an answer that called tools is kept, empty
 /// or not). Calls whose result never got stored (a crash mid-call) are answered as lost, so
 /// every call in the history has its result, as both APIs require.
+///
+/// Steps a CLI agent carried out itself (`by_agent`) are not tool calls of this conversation
+/// (their tools were never declared to any model): they become plain text, the agent's words
+/// and one line per call with the first line of its result, at the start of the answer that
+/// followed them.
 pub fn chat_history(messages: &[Message]) -> Vec<ChatMessage> {
     let mut out: Vec<ChatMessage> = Vec::new();
+    let mut agent_text = String::new();
+    let flush_agent = |out: &mut Vec<ChatMessage>, agent_text: &mut String| {
+        if !agent_text.trim().is_empty() {
+            out.push(ChatMessage::assistant(agent_text.trim_end().to_string()));
+        }
+        agent_text.clear();
+    };
     let mut open_calls: Vec<crate::model::ToolCall> = Vec::new();
     let close_open = |out: &mut Vec<ChatMessage>, open: &mut Vec<crate::model::ToolCall>| {
         for call in open.drain(..) {
@@ -533,6 +628,14 @@ pub fn chat_history(messages: &[Message]) -> Vec<ChatMessage> {
         }
     };
     for m in messages {
+        if m.by_agent {
+            agent_step_text(m, &mut agent_text);
+            continue;
+        }
+        match m.role {
+            MessageRole::Assistant if m.error.is_none() && !agent_text.is_empty() => {}
+            _ => flush_agent(&mut out, &mut agent_text),
+        }
         match m.role {
             MessageRole::Tool => {
                 let Some(info) = &m.tool_result else { continue };
@@ -553,17 +656,53 @@ pub fn chat_history(messages: &[Message]) -> Vec<ChatMessage> {
             }
             MessageRole::Assistant if m.error.is_none() && !m.tool_calls.is_empty() => {
                 close_open(&mut out, &mut open_calls);
-                out.push(ChatMessage::assistant_calls(m.text.clone(), m.tool_calls.clone()));
+                let text = with_agent_text(&mut agent_text, &m.text);
+                out.push(ChatMessage::assistant_calls(text, m.tool_calls.clone()));
                 open_calls = m.tool_calls.clone();
             }
-            MessageRole::Assistant if m.error.is_none() && !m.text.trim().is_empty() => {
+            MessageRole::Assistant
+                if m.error.is_none() && !(m.text.trim().is_empty() && agent_text.is_empty()) =>
+            {
                 close_open(&mut out, &mut open_calls);
-                out.push(ChatMessage::assistant(m.text.clone()));
+                let text = with_agent_text(&mut agent_text, &m.text);
+                out.push(ChatMessage::assistant(text));
             }
             _ => {}
         }
     }
+    flush_agent(&mut out, &mut agent_text);
     close_open(&mut out, &mut open_calls);
+    out
+}
+
+/// A CLI agent's step as text: its words, `[ran <tool> <arguments>]`, `[→ <result's first
+/// line>]`.
+fn agent_step_text(m: &Message, out: &mut String) {
+    if !m.text.trim().is_empty() {
+        out.push_str(m.text.trim_end());
+        out.push('\n');
+    }
+    for call in &m.tool_calls {
+        out.push_str(&format!(
+            "[ran {} {}]\n",
+            call.name,
+            result_line(&call.arguments, 200)
+        ));
+    }
+    if let Some(info) = &m.tool_result {
+        let mark = if info.is_error { "✗" } else { "→" };
+        out.push_str(&format!("[{mark} {}]\n", result_line(&m.text, 200)));
+    }
+}
+
+/// `text` preceded by the agent's steps that came before it (taken).
+fn with_agent_text(agent_text: &mut String, text: &str) -> String {
+    if agent_text.is_empty() {
+        return text.to_string();
+    }
+    let mut out = std::mem::take(agent_text);
+    out.push('\n');
+    out.push_str(text);
     out
 }
 

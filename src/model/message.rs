@@ -68,6 +68,13 @@ pub struct Message {
     /// On a `tool` message: which call this answers, and how it went.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_result: Option<ToolResultInfo>,
+    /// A tool step a CLI agent carried out itself (an assistant message with its call, or the
+    /// call's result), recorded to show it: never sent to a model as a tool call.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub by_agent: bool,
+    /// What the turn cost, when the provider said (Claude Code's `total_cost_usd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 impl Message {
@@ -86,6 +93,8 @@ impl Message {
             iteration: None,
             tool_calls: Vec::new(),
             tool_result: None,
+            by_agent: false,
+            cost_usd: None,
         }
     }
 

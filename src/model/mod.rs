@@ -1,6 +1,7 @@
 //! The domain model: plain serde types persisted as JSON (organization, transcripts) and YAML
 //! (presets). No I/O lives here.
 
+pub mod agent;
 mod enums;
 pub mod limits;
 mod message;
@@ -10,6 +11,7 @@ pub mod reconcile;
 mod reflection;
 mod tool;
 
+pub use agent::{AgentFormat, AgentKind, AgentSession};
 pub use enums::{GroupKind, MessageRole, Mode, ProviderKind, Role, Tier};
 pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS, MaxIterationsError};
 pub use message::{Message, Usage};

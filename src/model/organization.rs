@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::{DEFAULT_MAX_ITERATIONS, GroupKind, Mode, ReflectionCycle, Role, Usage};
+use super::{AgentSession, DEFAULT_MAX_ITERATIONS, GroupKind, Mode, ReflectionCycle, Role, Usage};
 
 /// A group id: a UUID string.
 pub type GroupId = String;
@@ -182,6 +182,10 @@ pub struct Session {
     /// Tool rounds per turn; `None` = config.yaml's `max_tool_rounds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tool_rounds: Option<u32>,
+    /// The CLI agent's own conversation (provider and session/thread id) from the last turn,
+    /// resumed by the next turn on that provider instead of re-sending the transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_session: Option<AgentSession>,
 }
 
 impl Session {
@@ -203,6 +207,7 @@ impl Session {
             usage: Usage::default(),
             tools: Vec::new(),
             max_tool_rounds: None,
+            agent_session: None,
         }
     }
 

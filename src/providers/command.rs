@@ -1,11 +1,17 @@
 //! The `command` kind: a local program run once per turn, without a shell.
 //!
-//! The conversation goes to stdin as labelled plain text; stdout is streamed back as the answer.
-//! `{model}` in an argument is replaced by the slug's model part. The program runs in its own
-//! process group, and the whole group is killed when the turn is cancelled or times out, so
-//! helpers it started die with it. A non-zero exit is an error quoting the end of stderr.
+//! The conversation goes to stdin as labelled plain text; stdout is read as the answer: as
+//! plain text (`format: text`), or as a CLI agent's JSON events (`claude-stream-json`,
+//! `codex-json`, `gemini-stream-json`: text deltas, the agent's own tool steps, usage, cost and
+//! its session id, see [`super::agent`]). With a stored agent session the agent is run with its
+//! resume flag and gets only the new prompt; if it no longer knows the session, the turn runs
+//! again fresh with the whole conversation. `{model}` in an argument is replaced by the slug's
+//! model part. The program runs in its own process group, and the whole group is killed when
+//! the turn is cancelled or times out, so helpers it started die with it. A non-zero exit is an
+//! error quoting the end of stderr.
 
-use std::process::Stdio;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -13,11 +19,15 @@ use futures::future::BoxFuture;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
+use super::agent::{AgentTurn, looks_like_auth_failure, looks_like_unknown_session, resume_args};
 use super::error::{ErrorKind, ProviderError};
+use super::secrets::Secrets;
 use super::{
-    DeltaSink, Finished, Provider, TextSink, TurnOutput, TurnRequest, conclude, guarded, render_plain_prompt,
+    AgentActivity, DeltaSink, Finished, Provider, TextSink, TurnOutput, TurnRequest, conclude, guarded,
+    render_plain_prompt,
 };
 use crate::config::{ProviderConfig, ProviderKind};
+use crate::model::{AgentFormat, AgentKind};
 
 /// How much of stderr is kept for the error message.
 const STDERR_KEEP_BYTES: usize = 64 * 1024;
@@ -26,21 +36,47 @@ const STDERR_QUOTED_LINES: usize = 12;
 /// After the program exits, how long its stdout/stderr may stay open (held by a child it left
 /// behind) before the group is killed and reading stops.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
+/// Gemini CLI's exit code for an authentication error (its headless reference).
+const GEMINI_AUTH_EXIT: i32 = 41;
+/// Environment variables whose values (the agents' keys) never appear in an error message.
+const AGENT_KEY_VARS: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "CODEX_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+];
 
 pub struct CommandProvider {
     name: String,
     program: String,
     args: Vec<String>,
+    format: AgentFormat,
+    agent: Option<AgentKind>,
+}
+
+/// How the program ended.
+struct Exit {
+    status: ExitStatus,
+    /// The last lines of stderr.
+    stderr: String,
 }
 
 impl CommandProvider {
     pub fn new(cfg: &ProviderConfig) -> Result<CommandProvider, ProviderError> {
-        let Some((program, args)) = cfg.command.split_first() else {
+        let command = if cfg.command.is_empty() {
+            cfg.agent.map(AgentKind::command).unwrap_or_default()
+        } else {
+            cfg.command.clone()
+        };
+        let Some((program, args)) = command.split_first() else {
             return Err(ProviderError::new(
                 ErrorKind::Config,
                 &cfg.name,
                 format!(
-                    "provider `{}` of kind command needs a program, e.g. command: [\"claude\", \"-p\"]",
+                    "provider `{}` of kind command needs a program, e.g. command: [\"my-agent\"], or agent: claude | codex | gemini",
                     cfg.name
                 ),
             ));
@@ -49,7 +85,14 @@ impl CommandProvider {
             name: cfg.name.clone(),
             program: program.clone(),
             args: args.to_vec(),
+            format: cfg.output_format(),
+            agent: cfg.agent,
         })
+    }
+
+    /// How stdout is read.
+    pub fn format(&self) -> AgentFormat {
+        self.format
     }
 
     /// The program and arguments for one turn, `{model}` filled in.
@@ -66,20 +109,240 @@ impl CommandProvider {
     ) -> Result<TurnOutput, ProviderError> {
         let started = Instant::now();
         let mut sink = TextSink::new(deltas);
-        let result = guarded(&self.name, &cancel, req.turn_timeout, self.run(&req, &mut sink)).await;
+        let result = if self.format.is_structured() {
+            guarded(
+                &self.name,
+                &cancel,
+                req.turn_timeout,
+                self.run_agent(&req, &mut sink),
+            )
+            .await
+        } else {
+            guarded(
+                &self.name,
+                &cancel,
+                req.turn_timeout,
+                self.run_text(&req, &mut sink),
+            )
+            .await
+        };
         conclude(result, sink.text, started, false)
     }
 
-    async fn run(&self, req: &TurnRequest, sink: &mut TextSink<'_>) -> Result<Finished, ProviderError> {
+    /// Plain text: stdout is the answer.
+    async fn run_text(&self, req: &TurnRequest, sink: &mut TextSink<'_>) -> Result<Finished, ProviderError> {
         let (program, args) = self.argv(&req.model);
-        let mut cmd = tokio::process::Command::new(&program);
-        cmd.args(&args)
+        let mut utf8 = Utf8Decoder::default();
+        let exit = self
+            .run_process(
+                &program,
+                &args,
+                render_plain_prompt(req),
+                req.working_dir.as_deref(),
+                &mut |bytes: &[u8]| sink.push(&utf8.push(bytes)),
+            )
+            .await;
+        sink.push(&utf8.finish());
+        let exit = exit?;
+        if exit.status.success() {
+            return Ok(Finished {
+                usage: None,
+                finish_reason: Some("stop".to_string()),
+                ..Finished::default()
+            });
+        }
+        Err(self.exit_error(ErrorKind::Process, &program, &args, &exit))
+    }
+
+    /// A CLI agent's JSON events; with a stored session, resumed (and run fresh if the agent no
+    /// longer knows it).
+    async fn run_agent(&self, req: &TurnRequest, sink: &mut TextSink<'_>) -> Result<Finished, ProviderError> {
+        let resume = req
+            .agent_session_id
+            .as_deref()
+            .map(str::trim)
+            .filter(|id| !id.is_empty());
+        let Some(id) = resume else {
+            return self.run_agent_once(req, sink, None).await.map_err(|(e, _)| e);
+        };
+        let result = match self.run_agent_once(req, sink, Some(id)).await {
+            Err((e, true)) => e,
+            other => return other.map_err(|(e, _)| e),
+        };
+        let why = result.message.lines().next().unwrap_or_default().to_string();
+        if let Some(activity) = &req.agent_activity {
+            activity.send(AgentActivity::ResumeFailed(format!(
+                "{}: the agent's session {id} could not be resumed; started a new one with the conversation so far",
+                self.name
+            )));
+        }
+        let mut finished = self.run_agent_once(req, sink, None).await.map_err(|(e, _)| e)?;
+        if let Some(report) = &mut finished.agent {
+            report.resume_failed = Some(why);
+        }
+        Ok(finished)
+    }
+
+    /// One run of the agent. On failure, whether it failed because it does not know the session
+    /// it was asked to resume (nothing was shown then).
+    async fn run_agent_once(
+        &self,
+        req: &TurnRequest,
+        sink: &mut TextSink<'_>,
+        resume: Option<&str>,
+    ) -> Result<Finished, (ProviderError, bool)> {
+        let (program, mut args) = self.argv(&req.model);
+        let Some(mut turn) = AgentTurn::new(self.format, req.agent_activity.clone()) else {
+            return Err((
+                self.error(ErrorKind::Config, "no parser for this format".into()),
+                false,
+            ));
+        };
+        let prompt = match resume {
+            Some(id) => {
+                args = resume_args(self.format, &args, id);
+                turn = turn.resuming();
+                req.last_user_text().to_string()
+            }
+            None => render_plain_prompt(req),
+        };
+        let exit = self
+            .run_process(
+                &program,
+                &args,
+                prompt,
+                req.working_dir.as_deref(),
+                &mut |bytes: &[u8]| turn.push_bytes(bytes, sink),
+            )
+            .await
+            .map_err(|e| (e, false))?;
+        let cut = turn.finish(sink);
+        let blank = turn.is_blank(sink);
+        turn.close_open("the agent ended without reporting this call's result");
+        if turn.stray_lines > 0 {
+            tracing::debug!(provider = %self.name, lines = turn.stray_lines, "agent output lines that were not JSON events");
+        }
+        // A resume the agent refused is tried again fresh only if nothing was shown yet.
+        self.agent_outcome(turn, &program, &args, exit, cut, resume.is_some())
+            .map_err(|(e, unknown)| (e, unknown && blank))
+    }
+
+    fn agent_outcome(
+        &self,
+        turn: AgentTurn,
+        program: &str,
+        args: &[String],
+        exit: Exit,
+        cut: Option<usize>,
+        resuming: bool,
+    ) -> Result<Finished, (ProviderError, bool)> {
+        let agent = self.agent_name(program);
+        let how = describe_status(&exit.status);
+        let gemini_auth =
+            self.format == AgentFormat::GeminiStreamJson && exit.status.code() == Some(GEMINI_AUTH_EXIT);
+        let unknown = |text: &str| resuming && looks_like_unknown_session(text);
+        match (&turn.outcome, exit.status.success()) {
+            (Some(Ok(())), true) => Ok(Finished {
+                usage: turn.usage,
+                finish_reason: Some("stop".to_string()),
+                tool_calls: Vec::new(),
+                agent: Some(turn.report),
+            }),
+            (Some(Ok(())), false) => Err((
+                self.exit_error(ErrorKind::Process, program, args, &exit),
+                unknown(&exit.stderr),
+            )),
+            (Some(Err(said)), _) => {
+                let both = format!("{said}\n{}", exit.stderr);
+                Err((
+                    self.reported_error(&agent, said, &how, gemini_auth || looks_like_auth_failure(said)),
+                    unknown(&both),
+                ))
+            }
+            (None, _) if cut.is_some() => {
+                let mut message = format!(
+                    "truncated output: `{agent}`'s output stopped in the middle of a JSON line ({} bytes discarded) before its result line; it {how}",
+                    cut.unwrap_or_default()
+                );
+                if !exit.status.success() && !exit.stderr.is_empty() {
+                    message.push_str(&format!("; stderr ends with:\n{}", exit.stderr));
+                }
+                Err((self.error(ErrorKind::Truncated, message), false))
+            }
+            (None, true) => {
+                let mut message = format!("truncated output: `{agent}` exited without its result line");
+                if let Some(failure) = &turn.failure {
+                    message.push_str(&format!("; it reported: {failure}"));
+                }
+                Err((self.error(ErrorKind::Truncated, message), false))
+            }
+            (None, false) => {
+                let said = turn.failure.clone().unwrap_or_default();
+                let both = format!("{said}\n{}", exit.stderr);
+                if gemini_auth || looks_like_auth_failure(&both) {
+                    let reason = if said.is_empty() {
+                        exit.stderr.clone()
+                    } else {
+                        said
+                    };
+                    return Err((self.reported_error(&agent, &reason, &how, true), false));
+                }
+                if !said.is_empty() {
+                    return Err((self.reported_error(&agent, &said, &how, false), unknown(&both)));
+                }
+                Err((
+                    self.exit_error(ErrorKind::Process, program, args, &exit),
+                    unknown(&both),
+                ))
+            }
+        }
+    }
+
+    /// The agent said what went wrong.
+    fn reported_error(&self, agent: &str, said: &str, how: &str, auth: bool) -> ProviderError {
+        let said = said.trim();
+        if auth {
+            return self.error(
+                ErrorKind::Auth,
+                format!(
+                    "`{agent}` is not logged in or its credentials were refused: {said}. Log in (run `{agent}` once in a terminal) or set its API key, then try again"
+                ),
+            );
+        }
+        self.error(
+            ErrorKind::Process,
+            format!("`{agent}` reported an error (it {how}): {said}"),
+        )
+    }
+
+    /// What to call the agent in messages: its preset's name or the program.
+    fn agent_name(&self, program: &str) -> String {
+        match self.agent {
+            Some(a) => a.as_str().to_string(),
+            None => Path::new(program)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| program.to_string()),
+        }
+    }
+
+    /// Runs the program with `stdin_text` on stdin, handing stdout to `out` as it arrives.
+    async fn run_process(
+        &self,
+        program: &str,
+        args: &[String],
+        stdin_text: String,
+        working_dir: Option<&Path>,
+        out: &mut (dyn FnMut(&[u8]) + Send),
+    ) -> Result<Exit, ProviderError> {
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .process_group(0);
-        if let Some(dir) = &req.working_dir {
+        if let Some(dir) = working_dir {
             if !dir.is_dir() {
                 return Err(self.error(
                     ErrorKind::Config,
@@ -88,16 +351,15 @@ impl CommandProvider {
             }
             cmd.current_dir(dir);
         }
-        let mut child = cmd.spawn().map_err(|e| self.spawn_error(&program, &e))?;
+        let mut child = cmd.spawn().map_err(|e| self.spawn_error(program, &e))?;
         // Armed until the program has been waited for: dropping this (cancel, timeout, panic)
         // kills the whole group.
         let mut group = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()));
 
         if let Some(mut stdin) = child.stdin.take() {
-            let prompt = render_plain_prompt(req);
             // A program that never reads stdin closes it early: a broken pipe is fine.
             tokio::spawn(async move {
-                let _ = stdin.write_all(prompt.as_bytes()).await;
+                let _ = stdin.write_all(stdin_text.as_bytes()).await;
                 let _ = stdin.shutdown().await;
             });
         }
@@ -113,7 +375,7 @@ impl CommandProvider {
             ));
         };
 
-        let read_out = stream_stdout(stdout, sink);
+        let read_out = read_stdout(stdout, out);
         tokio::pin!(read_out);
         let status = tokio::select! {
             read = &mut read_out => {
@@ -136,51 +398,64 @@ impl CommandProvider {
         {
             tracing::debug!(provider = %self.name, "stderr still open after exit; quoting what arrived");
         }
+        let stderr = stderr_tail.lock().map(|t| last_lines(&t)).unwrap_or_default();
+        Ok(Exit { status, stderr })
+    }
 
-        if status.success() {
-            return Ok(Finished {
-                usage: None,
-                finish_reason: Some("stop".to_string()),
-                ..Finished::default()
-            });
-        }
-        let how = match status.code() {
-            Some(code) => format!("exited with status {code}"),
-            None => {
-                use std::os::unix::process::ExitStatusExt;
-                match status.signal() {
-                    Some(sig) => format!("was killed by signal {sig}"),
-                    None => "failed".to_string(),
-                }
-            }
-        };
-        let tail = stderr_tail.lock().map(|t| last_lines(&t)).unwrap_or_default();
-        let quoted = if tail.is_empty() {
+    /// A non-zero exit, quoting the end of stderr.
+    fn exit_error(&self, kind: ErrorKind, program: &str, args: &[String], exit: &Exit) -> ProviderError {
+        let quoted = if exit.stderr.is_empty() {
             "(nothing on stderr)".to_string()
         } else {
-            format!("stderr ends with:\n{tail}")
+            format!("stderr ends with:\n{}", exit.stderr)
         };
-        Err(self.error(
-            ErrorKind::Process,
-            format!("`{}` {how}; {quoted}", display_command(&program, &args)),
-        ))
+        self.error(
+            kind,
+            format!(
+                "`{}` {}; {quoted}",
+                display_command(program, args),
+                describe_status(&exit.status)
+            ),
+        )
     }
 
     fn error(&self, kind: ErrorKind, message: String) -> ProviderError {
-        ProviderError::new(kind, &self.name, format!("provider `{}`: {message}", self.name))
+        let message = format!("provider `{}`: {message}", self.name);
+        let secrets = Secrets::new(AGENT_KEY_VARS.iter().filter_map(|v| std::env::var(v).ok()));
+        ProviderError::new(kind, &self.name, secrets.redact(&message).into_owned())
     }
 
     fn spawn_error(&self, program: &str, e: &std::io::Error) -> ProviderError {
         let message = match e.kind() {
-            std::io::ErrorKind::NotFound => format!(
-                "program `{program}` not found: install it or fix `command` for this provider in config.yaml"
-            ),
+            std::io::ErrorKind::NotFound => {
+                return ProviderError::new(
+                    ErrorKind::Config,
+                    &self.name,
+                    format!(
+                        "`{program}` is not installed or not on PATH (provider `{}`): install it or fix `command` for this provider in config.yaml",
+                        self.name
+                    ),
+                );
+            }
             std::io::ErrorKind::PermissionDenied => {
                 format!("program `{program}` is not executable (permission denied)")
             }
             _ => format!("cannot start `{program}`: {e}"),
         };
         self.error(ErrorKind::Config, message)
+    }
+}
+
+fn describe_status(status: &ExitStatus) -> String {
+    match status.code() {
+        Some(code) => format!("exited with status {code}"),
+        None => {
+            use std::os::unix::process::ExitStatusExt;
+            match status.signal() {
+                Some(sig) => format!("was killed by signal {sig}"),
+                None => "failed".to_string(),
+            }
+        }
     }
 }
 
@@ -225,16 +500,17 @@ impl Drop for GroupKiller {
     }
 }
 
-async fn stream_stdout(mut stdout: impl AsyncRead + Unpin, sink: &mut TextSink<'_>) -> std::io::Result<()> {
+async fn read_stdout(
+    mut stdout: impl AsyncRead + Unpin,
+    out: &mut (dyn FnMut(&[u8]) + Send),
+) -> std::io::Result<()> {
     let mut buf = vec![0u8; 8192];
-    let mut utf8 = Utf8Decoder::default();
     loop {
         let n = stdout.read(&mut buf).await?;
         if n == 0 {
-            sink.push(&utf8.finish());
             return Ok(());
         }
-        sink.push(&utf8.push(&buf[..n]));
+        out(&buf[..n]);
     }
 }
 

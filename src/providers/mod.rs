@@ -4,6 +4,7 @@
 //! A turn streams text deltas through a callback, then ends with exactly one result: a
 //! [`TurnOutput`] or a [`ProviderError`] that carries any text already streamed.
 
+pub mod agent;
 pub mod anthropic;
 pub mod command;
 pub mod error;
@@ -117,6 +118,79 @@ pub struct TurnRequest {
     /// Tools the model may call (empty: none declared).
     pub tools: Vec<ToolSpec>,
     pub tool_choice: ToolChoice,
+    /// For a `command` provider reading a CLI agent's JSON: the agent's own session id from the
+    /// previous turn. The agent resumes it and gets only the new prompt.
+    pub agent_session_id: Option<String>,
+    /// Told of a CLI agent's steps as they happen (its tool calls and their results).
+    pub agent_activity: Option<AgentActivitySink>,
+}
+
+/// What a CLI agent did, reported while its turn runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentActivity {
+    /// The agent's own session (or thread) id.
+    Session(String),
+    /// The agent called one of its tools; `text` is what it wrote since its previous step.
+    Call { text: String, call: ToolCall },
+    /// A call ended.
+    Result {
+        call_id: String,
+        name: String,
+        output: String,
+        is_error: bool,
+    },
+    /// The stored session could not be resumed (the agent no longer knows it); the turn runs
+    /// again fresh with the whole conversation. The text says so, for the user.
+    ResumeFailed(String),
+}
+
+/// Receives [`AgentActivity`] as it happens (called on the turn's task: keep it quick).
+#[derive(Clone)]
+pub struct AgentActivitySink(pub Arc<dyn Fn(AgentActivity) + Send + Sync>);
+
+impl AgentActivitySink {
+    pub fn new(f: impl Fn(AgentActivity) + Send + Sync + 'static) -> AgentActivitySink {
+        AgentActivitySink(Arc::new(f))
+    }
+    pub fn send(&self, activity: AgentActivity) {
+        (self.0)(activity)
+    }
+}
+
+impl std::fmt::Debug for AgentActivitySink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AgentActivitySink")
+    }
+}
+
+impl PartialEq for AgentActivitySink {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// One tool call a CLI agent made and finished during a turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentStep {
+    /// What the agent wrote before the call (since its previous step).
+    pub text: String,
+    pub call: ToolCall,
+    pub result: String,
+    pub is_error: bool,
+}
+
+/// What a CLI agent's structured output said besides its answer.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AgentReport {
+    /// The agent's own session (thread) id: resume it next turn.
+    pub session_id: Option<String>,
+    /// Its tool calls, in order, each with its result.
+    pub steps: Vec<AgentStep>,
+    pub cost_usd: Option<f64>,
+    /// The turn continued the stored session (only the new prompt was sent).
+    pub resumed: bool,
+    /// The stored session could not be resumed (why); the turn ran fresh with the transcript.
+    pub resume_failed: Option<String>,
 }
 
 impl TurnRequest {
@@ -151,6 +225,9 @@ pub struct TurnOutput {
     pub simulated: bool,
     /// The tools the model asked to call, in the order it asked (empty for a final answer).
     pub tool_calls: Vec<ToolCall>,
+    /// From a CLI agent's structured output: its session id, the steps it took, its cost.
+    /// `text` is then what it wrote after its last step.
+    pub agent: Option<AgentReport>,
 }
 
 /// Receives each text delta as it arrives.
@@ -316,6 +393,7 @@ pub(crate) struct Finished {
     pub usage: Option<Usage>,
     pub finish_reason: Option<String>,
     pub tool_calls: Vec<ToolCall>,
+    pub agent: Option<AgentReport>,
 }
 
 /// Sleeps for `limit`, or forever when there is none.
@@ -362,6 +440,7 @@ pub(crate) fn conclude(
             duration: started.elapsed(),
             simulated,
             tool_calls: f.tool_calls,
+            agent: f.agent,
         }),
         Err(mut e) => {
             e.partial_text = text;

@@ -17,8 +17,12 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 pub enum ProbeStatus {
     /// The built-in simulator.
     Local,
-    /// A `command` provider's program, found (with its path) or not.
-    Program { found: Option<PathBuf> },
+    /// A `command` provider's program, found (with its path) or not; for a ready-made agent,
+    /// the first line of its `--version` when it answered quickly.
+    Program {
+        found: Option<PathBuf>,
+        version: Option<String>,
+    },
     /// The server answered the models request; `models` when it listed them.
     Reachable { models: Option<usize> },
     /// The server answered with an error status (401: key refused, 404: wrong base_url...).
@@ -43,7 +47,7 @@ impl ProbeResult {
     pub fn ok(&self) -> bool {
         match &self.status {
             ProbeStatus::Local | ProbeStatus::Reachable { .. } => true,
-            ProbeStatus::Program { found } => found.is_some(),
+            ProbeStatus::Program { found, .. } => found.is_some(),
             _ => false,
         }
     }
@@ -52,8 +56,17 @@ impl ProbeResult {
     pub fn describe(&self) -> String {
         let what = match &self.status {
             ProbeStatus::Local => "built in, offline (simulated answers)".to_string(),
-            ProbeStatus::Program { found: Some(path) } => format!("program found at {}", path.display()),
-            ProbeStatus::Program { found: None } => format!("program `{}` not found on PATH", self.target),
+            ProbeStatus::Program {
+                found: Some(path),
+                version,
+            } => match version {
+                Some(v) => format!("program found at {} ({v})", path.display()),
+                None => format!("program found at {}", path.display()),
+            },
+            ProbeStatus::Program { found: None, .. } => match agent_install_hint(&self.target) {
+                Some(hint) => format!("`{}` is not installed or not on PATH; {hint}", self.target),
+                None => format!("program `{}` not found on PATH", self.target),
+            },
             ProbeStatus::Reachable { models: Some(n) } => {
                 format!("reachable at {} ({n} models)", self.target)
             }
@@ -86,7 +99,11 @@ async fn probe_one(p: &ProviderConfig) -> ProbeResult {
         ProviderKind::Command => {
             let program = p.command.first().cloned().unwrap_or_default();
             let found = find_program(&program);
-            result(program, ProbeStatus::Program { found })
+            let version = match (&found, p.agent) {
+                (Some(path), Some(_)) => program_version(path).await,
+                _ => None,
+            };
+            result(program, ProbeStatus::Program { found, version })
         }
         ProviderKind::Openai | ProviderKind::Anthropic => {
             let url = match p.kind {
@@ -163,6 +180,39 @@ async fn probe_http(p: &ProviderConfig, url: &str) -> ProbeStatus {
     }
 }
 
+/// How long `<agent> --version` may take before doctor moves on without it.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The first line `<program> --version` prints, if it answers quickly and successfully.
+async fn program_version(path: &Path) -> Option<String> {
+    let mut cmd = tokio::process::Command::new(path);
+    cmd.arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(VERSION_TIMEOUT, cmd.output())
+        .await
+        .ok()?
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    let line: String = text.lines().next()?.trim().chars().take(80).collect();
+    (!line.is_empty()).then_some(line)
+}
+
+/// How to get a ready-made agent's program, by its name.
+fn agent_install_hint(program: &str) -> Option<&'static str> {
+    match program {
+        "claude" => Some("install Claude Code (npm install -g @anthropic-ai/claude-code)"),
+        "codex" => Some("install Codex (npm install -g @openai/codex)"),
+        "gemini" => Some("install Gemini CLI (npm install -g @google/gemini-cli)"),
+        _ => None,
+    }
+}
+
 /// The program's path: as given when it contains `/`, else the first match on PATH.
 pub fn find_program(program: &str) -> Option<PathBuf> {
     if program.is_empty() {
@@ -193,6 +243,48 @@ mod tests {
         assert!(find_program("/bin/sh").is_some());
         assert_eq!(find_program("huddle-no-such-program-xyz"), None);
         assert_eq!(find_program(""), None);
+    }
+
+    #[tokio::test]
+    async fn an_agents_version_is_shown_and_a_missing_agent_says_how_to_get_it() {
+        let mut config = Config::default();
+        let mut c = ProviderConfig::new("c", ProviderKind::Command);
+        c.agent = Some(crate::model::AgentKind::Claude);
+        // `sh --version` fails on dash and answers on bash: either way the probe ends.
+        c.command = vec!["sh".into()];
+        config.providers.push(c);
+        let mut missing = ProviderConfig::new("m", ProviderKind::Command);
+        missing.agent = Some(crate::model::AgentKind::Codex);
+        missing.command = vec!["codex-huddle-missing".into()];
+        config.providers.push(missing);
+        let results = probe(&config).await;
+        assert!(results[0].ok(), "{results:?}");
+        assert!(!results[1].ok());
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("claude");
+        std::fs::write(&fake, "#!/bin/sh\necho '2.1.7 (Claude Code)'\n").unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        assert_eq!(
+            program_version(&fake).await.as_deref(),
+            Some("2.1.7 (Claude Code)")
+        );
+        let line = ProbeResult {
+            provider: "claude".into(),
+            kind: ProviderKind::Command,
+            target: "claude".into(),
+            status: ProbeStatus::Program {
+                found: None,
+                version: None,
+            },
+        }
+        .describe();
+        assert!(
+            line.contains("`claude` is not installed or not on PATH"),
+            "{line}"
+        );
     }
 
     #[tokio::test]

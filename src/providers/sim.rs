@@ -67,6 +67,7 @@ impl SimProvider {
                 usage: Some(usage),
                 finish_reason: Some(finish_reason.to_string()),
                 tool_calls: call.into_iter().collect(),
+                agent: None,
             })
         };
         let result = guarded(&self.name, &cancel, req.turn_timeout, work).await;

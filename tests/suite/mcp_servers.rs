@@ -270,6 +270,7 @@ impl Provider for ScriptedModel {
                 duration: Duration::ZERO,
                 simulated: false,
                 tool_calls,
+                agent: None,
             })
         })
     }

@@ -1,5 +1,6 @@
 mod cli_hardening;
 mod cli_limits;
+mod engine_agents;
 mod engine_fixture;
 mod engine_modes;
 mod engine_reflect;
@@ -13,6 +14,7 @@ mod headless_resume;
 mod headless_tools;
 mod mcp_servers;
 mod presets_catalog;
+mod providers_agents;
 mod providers_command;
 mod providers_http;
 mod providers_litellm;

@@ -219,7 +219,7 @@ async fn missing_program_and_missing_directory_are_named() {
     assert_eq!(err.kind, ErrorKind::Config);
     assert!(
         err.message
-            .contains("program `huddle-no-such-agent-xyz` not found"),
+            .contains("`huddle-no-such-agent-xyz` is not installed or not on PATH (provider `agent`)"),
         "{err}"
     );
 
