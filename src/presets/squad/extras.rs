@@ -132,6 +132,7 @@ mod tests {
             workers: Vec::new(),
             shared_context: None,
             routing_context: None,
+            worktrees: Default::default(),
             tier: None,
             source: None,
             warnings: Vec::new(),

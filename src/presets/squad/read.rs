@@ -180,6 +180,7 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         workers,
         shared_context,
         routing_context,
+        worktrees: Default::default(),
         tier: Some(Tier::Repo),
         source: Some(dir.display().to_string()),
         warnings,
