@@ -296,6 +296,10 @@ fn apply_extras(team: &TeamDir, preset: &mut Preset, config: &Config) {
             .and_then(|m| check_model(&m, config, Tier::Repo, "evaluator", warnings));
         preset.evaluator = Some(e);
     }
+    // Only a strategy: worktree paths and branches are always made by huddle, in its data dir.
+    if let Some(w) = extras.worktrees {
+        preset.worktrees = w;
+    }
 }
 
 /// The repository folder's name, for the team name `<repo> squad` when team.md gives none.
