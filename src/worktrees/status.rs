@@ -134,24 +134,31 @@ pub(crate) fn count_changes(git: &Git) -> Result<usize, WorktreeError> {
 }
 
 /// Commits on `branch` that HEAD and branches outside `huddle/` do not have (after `base`, when
-/// known), counted in `repo`.
+/// known), counted in `repo`. A commit whose change HEAD already has (cherry-picked) is not
+/// counted.
 pub(crate) fn unmerged_commits(repo: &Git, branch: &str, base: &str) -> Result<u32, WorktreeError> {
-    let mut args: Vec<OsString> = vec![
-        "rev-list".into(),
-        "--count".into(),
-        format!("refs/heads/{branch}").into(),
-    ];
+    let branch_ref = format!("refs/heads/{branch}");
+    let mut args: Vec<OsString> = vec!["rev-list".into(), branch_ref.clone().into()];
     if !base.is_empty() {
         args.push(format!("^{base}").into());
     }
     args.push("--not".into());
-    if repo.check(&["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])? {
+    let has_head = repo.check(&["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])?;
+    if has_head {
         args.push("HEAD".into());
     }
     args.push(format!("--exclude={}*", branch_prefix()).into());
     args.push("--branches".into());
-    let n = repo.text(&args)?;
-    Ok(n.trim().parse().unwrap_or(0))
+    let out = repo.text(&args)?;
+    let unreached: Vec<&str> = out.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    if unreached.is_empty() || !has_head {
+        return Ok(unreached.len() as u32);
+    }
+    // Of those, the ones whose change is not on HEAD's side either (patch ids).
+    let range = format!("HEAD...{branch_ref}");
+    let fresh = repo.text(&["rev-list", "--right-only", "--cherry-pick", range.as_str()])?;
+    let fresh: Vec<&str> = fresh.lines().map(str::trim).collect();
+    Ok(unreached.iter().filter(|c| fresh.contains(c)).count() as u32)
 }
 
 /// The state of one worktree (blocking: a few git calls).
