@@ -10,6 +10,7 @@
 //! (slugs of names, under the data dir); a recorded path outside the data dir's worktrees folder
 //! or a branch outside `huddle/` is never removed.
 
+pub mod cli;
 mod create;
 mod diff;
 mod error;
