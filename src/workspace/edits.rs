@@ -454,11 +454,30 @@ impl Edits {
         })
     }
 
-    /// What deleting the group would do, for a confirmation.
+    /// What deleting the group would do, for a confirmation (no git: whether its worktrees hold
+    /// work is [`Edits::worktrees_at_risk`]).
     pub fn describe_delete_group(&self, group_id: &str) -> Result<String, EditError> {
         self.org
-            .read(|o| reconcile::describe_delete(o, group_id))
-            .map_err(|e| EditError::Invalid(e.to_string()))
+            .read(|o| {
+                let text = reconcile::describe_delete(o, group_id)?;
+                let ids: Vec<SessionId> = o.sessions_in(group_id).iter().map(|s| s.id.clone()).collect();
+                let n = orphaned_by(o, &ids).len();
+                Ok(if n == 0 || !o.group(group_id).is_some_and(|g| g.is_team()) {
+                    text
+                } else {
+                    format!(
+                        "{text}; and its {n} git worktree(s) with their branches (any holding uncommitted changes or unmerged commits are kept unless you choose to remove them)"
+                    )
+                })
+            })
+            .map_err(|e: reconcile::DeleteError| EditError::Invalid(e.to_string()))
+    }
+
+    /// Every session with a worktree (of `group_id`, or all) with its branch, uncommitted
+    /// changes and commits ahead: what the sidebar shows. Blocking (git): call it off the UI
+    /// thread (`spawn_blocking`).
+    pub fn worktree_statuses(&self, group_id: Option<&str>) -> Vec<worktrees::SessionWorktree> {
+        worktrees::session_statuses(&self.org.snapshot(), group_id)
     }
 
     /// Deletes a group: a team with its sessions, any other group's sessions move to the
