@@ -620,6 +620,12 @@ fn deleting_a_team_removes_clean_worktrees_and_keeps_those_with_work_unless_told
         ]
     );
 
+    let asked = ed.describe_delete_group(&gid).unwrap();
+    assert!(asked.contains("and its 4 git worktree(s)"), "{asked}");
+    let shown = ed.worktree_statuses(Some(&gid));
+    assert_eq!(shown.len(), 4);
+    let implementer = shown.iter().find(|s| s.session == "crew-implementer").unwrap();
+    assert_eq!(implementer.status.as_ref().unwrap().changes, 1);
     let removal = ed.delete_group(&gid).unwrap();
     assert_eq!(removal.worktrees.len(), 4);
     assert_eq!(
@@ -1029,6 +1035,21 @@ fn a_team_with_worktrees_needs_a_git_repository_and_a_conflicting_cli_merge_chan
             .is_none_or(|o| o.group_by_name("Coding Team").is_none()),
         "no team recorded"
     );
+    // Without git at all.
+    let no_git = Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(["run", "--preset", "Coding Team", "--model", "sim/x", "Go"])
+        .env("HUDDLE_HOME", &e.home)
+        .env("PATH", &plain)
+        .current_dir(&e.repo)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(no_git.status.code(), Some(2), "{}", text(&no_git.stderr));
+    assert!(
+        text(&no_git.stderr).contains("git is not installed or not on PATH"),
+        "{}",
+        text(&no_git.stderr)
+    );
     let shared = huddle(
         &e,
         &[
@@ -1093,4 +1114,92 @@ fn a_team_with_worktrees_needs_a_git_repository_and_a_conflicting_cli_merge_chan
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(git(&e.repo, &["rev-parse", "HEAD"]), head);
     assert_eq!(status(&e.repo), "");
+}
+
+/// `huddle worktrees merge` on a terminal (a pseudo-terminal): it lists the commits, asks
+/// `[y/N]`, and merges only on `y`.
+fn merge_on_a_terminal(e: &Env, session: &str, answer: &str) -> (u32, String) {
+    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    use std::io::{Read, Write};
+    use std::sync::{Arc, Mutex};
+    let pty = native_pty_system()
+        .openpty(PtySize {
+            rows: 30,
+            cols: 200,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .expect("open a pty");
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_huddle"));
+    cmd.args(["worktrees", "merge", "--session", session]);
+    cmd.cwd(&e.repo);
+    cmd.env("HUDDLE_HOME", &e.home);
+    let mut child = pty.slave.spawn_command(cmd).expect("start huddle");
+    drop(pty.slave);
+    let mut reader = pty.master.try_clone_reader().expect("pty reader");
+    let mut writer = pty.master.take_writer().expect("pty writer");
+    let seen = Arc::new(Mutex::new(String::new()));
+    let sink = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    // However long a busy machine takes; the limit only ends a hang.
+    let hang_guard = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !seen.lock().unwrap().contains("[y/N]") {
+        assert!(
+            std::time::Instant::now() < hang_guard,
+            "never asked: {}",
+            seen.lock().unwrap()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    writer.write_all(answer.as_bytes()).unwrap();
+    writer.flush().unwrap();
+    let status = child.wait().expect("huddle ends");
+    let text = seen.lock().unwrap().clone();
+    (status.exit_code(), text)
+}
+
+#[test]
+fn on_a_terminal_merge_asks_and_only_y_merges() {
+    let e = env();
+    let out = huddle(
+        &e,
+        &[
+            "run",
+            "--preset",
+            "Research Panel",
+            "--worktrees",
+            "fully_isolated",
+            "--model",
+            "sim/x",
+            "Go",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let w = saved_worktree(&e, "research-panel-skeptic");
+    std::fs::write(w.path.join("doubts.md"), "- is it needed?\n").unwrap();
+    commit_all(&w.path, "Write down the doubts");
+    let head = git(&e.repo, &["rev-parse", "HEAD"]);
+    for no in ["n\n", "\n", "maybe\n"] {
+        let (code, shown) = merge_on_a_terminal(&e, "research-panel-skeptic", no);
+        assert!(shown.contains("Write down the doubts"), "{shown}");
+        assert!(
+            shown.contains("Merge these 1 commit(s) into main? [y/N]"),
+            "{shown}"
+        );
+        assert_eq!(code, 1, "{no:?}: {shown}");
+        assert!(shown.contains("not merged"), "{shown}");
+        assert_eq!(git(&e.repo, &["rev-parse", "HEAD"]), head, "{no:?}");
+    }
+    let (code, shown) = merge_on_a_terminal(&e, "research-panel-skeptic", "y\n");
+    assert_eq!(code, 0, "{shown}");
+    assert!(shown.contains("merged 1 commit(s)"), "{shown}");
+    assert!(e.repo.join("doubts.md").exists());
 }
