@@ -124,8 +124,12 @@ fn list(paths: &Paths, repo: &Path, group: Option<&str>) -> Result<u8, Failure> 
     let only = group.map(|g| group_id(&org, g)).transpose()?;
     let states = session_statuses(&org, only.as_deref());
     let mut out = String::new();
-    let mut groups: Vec<&str> = states.iter().map(|s| s.group_id.as_str()).collect();
-    groups.dedup();
+    let mut groups: Vec<&str> = Vec::new();
+    for s in &states {
+        if !groups.contains(&s.group_id.as_str()) {
+            groups.push(&s.group_id);
+        }
+    }
     for gid in groups {
         let (name, strategy) = org
             .group(gid)

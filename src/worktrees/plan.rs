@@ -34,22 +34,9 @@ pub struct PlannedWorktree {
 /// Lower-case ASCII letters and digits, every other run of characters one `-`, at most `max`
 /// long, no `-` at either end; `fallback` when nothing is left.
 pub fn ascii_slug(text: &str, max: usize, fallback: &str) -> String {
-    let mut out = String::with_capacity(text.len().min(max));
-    let mut gap = false;
-    for c in text.chars() {
-        if c.is_ascii_alphanumeric() {
-            if gap && !out.is_empty() {
-                out.push('-');
-            }
-            gap = false;
-            out.push(c.to_ascii_lowercase());
-        } else {
-            gap = true;
-        }
-        if out.len() >= max {
-            break;
-        }
-    }
+    // `naming::slug` keeps letters of any script; here anything but ASCII is a gap.
+    let ascii: String = text.chars().map(|c| if c.is_ascii() { c } else { ' ' }).collect();
+    let mut out = crate::naming::slug(&ascii);
     out.truncate(max);
     let trimmed = out.trim_matches('-');
     if trimmed.is_empty() {

@@ -37,25 +37,15 @@ impl WorktreeStatus {
 
     /// `2 changed files, 3 commits ahead (3 unmerged)`, `clean`, `gone`.
     pub fn describe(&self) -> String {
+        let changes = (self.changes > 0).then(|| counted(self.changes, "uncommitted change"));
+        let unmerged = (self.unmerged > 0).then(|| counted(self.unmerged as usize, "unmerged commit"));
         if !self.exists {
-            return if self.unmerged > 0 {
-                format!(
-                    "folder gone; its branch has {} unmerged commit{}",
-                    self.unmerged,
-                    plural(self.unmerged as usize)
-                )
-            } else {
-                "folder gone".to_string()
+            return match unmerged {
+                Some(u) => format!("folder gone; its branch has {u}"),
+                None => "folder gone".to_string(),
             };
         }
-        let mut parts = Vec::new();
-        if self.changes > 0 {
-            parts.push(format!(
-                "{} uncommitted change{}",
-                self.changes,
-                plural(self.changes)
-            ));
-        }
+        let mut parts: Vec<String> = changes.into_iter().collect();
         if self.ahead > 0 {
             let merged = if self.unmerged == 0 {
                 ", merged".to_string()
@@ -65,16 +55,11 @@ impl WorktreeStatus {
                 ", unmerged".to_string()
             };
             parts.push(format!(
-                "{} commit{} ahead{merged}",
-                self.ahead,
-                plural(self.ahead as usize)
+                "{} ahead{merged}",
+                counted(self.ahead as usize, "commit")
             ));
-        } else if self.unmerged > 0 {
-            parts.push(format!(
-                "{} unmerged commit{}",
-                self.unmerged,
-                plural(self.unmerged as usize)
-            ));
+        } else {
+            parts.extend(unmerged);
         }
         if let Some(other) = self.checked_out.as_ref().filter(|b| **b != self.worktree.branch) {
             parts.push(format!("on branch {other}"));
@@ -88,27 +73,19 @@ impl WorktreeStatus {
 
     /// What removing it would lose, for a refusal (`2 uncommitted changes and 1 unmerged commit`).
     pub fn work(&self) -> String {
-        let mut parts = Vec::new();
-        if self.changes > 0 {
-            parts.push(format!(
-                "{} uncommitted change{}",
-                self.changes,
-                plural(self.changes)
-            ));
-        }
-        if self.unmerged > 0 {
-            parts.push(format!(
-                "{} unmerged commit{}",
-                self.unmerged,
-                plural(self.unmerged as usize)
-            ));
-        }
-        parts.join(" and ")
+        let changes = (self.changes > 0).then(|| counted(self.changes, "uncommitted change"));
+        let unmerged = (self.unmerged > 0).then(|| counted(self.unmerged as usize, "unmerged commit"));
+        changes
+            .into_iter()
+            .chain(unmerged)
+            .collect::<Vec<_>>()
+            .join(" and ")
     }
 }
 
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
+/// `1 commit`, `2 commits`.
+fn counted(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 /// Entries of `git status --porcelain -z` (a rename's second path is not an entry).

@@ -93,6 +93,17 @@ fn edits(e: &Env, config: &Config) -> Edits {
         .with_worktrees_root(e.paths.worktrees_dir())
 }
 
+/// A home, a repository, and the `TEAM` crew made there with `strategy`.
+fn crew(strategy: WorktreeStrategy) -> (Env, Config, Edits, String) {
+    let e = env();
+    let config = config("");
+    let ed = edits(&e, &config);
+    let gid = ed
+        .create_team_with(&preset(TEAM, &config), strategy)
+        .expect("team made");
+    (e, config, ed, gid)
+}
+
 fn session_worktree(edits: &Edits, name: &str) -> Worktree {
     edits
         .view()
@@ -424,11 +435,7 @@ async fn cwd_session_servers_run_once_per_worktree_and_sessions_reach_their_own(
 
 #[test]
 fn a_diff_shows_committed_uncommitted_and_new_files_and_a_merge_brings_the_commits_back() {
-    let e = env();
-    let config = config("");
-    let ed = edits(&e, &config);
-    ed.create_team_with(&preset(TEAM, &config), WorktreeStrategy::FullyIsolated)
-        .unwrap();
+    let (e, _config, ed, _gid) = crew(WorktreeStrategy::FullyIsolated);
     let w = session_worktree(&ed, "crew-implementer");
     std::fs::write(w.path.join("feature.rs"), "pub fn greet() {}\n").unwrap();
     commit_all(&w.path, "Add greet");
@@ -519,11 +526,7 @@ fn a_diff_shows_committed_uncommitted_and_new_files_and_a_merge_brings_the_commi
 
 #[test]
 fn a_conflict_is_aborted_and_the_repository_is_exactly_as_before() {
-    let e = env();
-    let config = config("");
-    let ed = edits(&e, &config);
-    ed.create_team_with(&preset(TEAM, &config), WorktreeStrategy::FullyIsolated)
-        .unwrap();
+    let (e, _config, ed, _gid) = crew(WorktreeStrategy::FullyIsolated);
     let w = session_worktree(&ed, "crew-implementer");
     std::fs::write(w.path.join("README.md"), "hello from the worker\nsecond line\n").unwrap();
     commit_all(&w.path, "Worker greeting");
@@ -685,12 +688,7 @@ fn deleting_a_team_removes_clean_worktrees_and_keeps_those_with_work_unless_told
 
 #[test]
 fn removing_one_worktree_refuses_work_unless_forced_and_never_touches_what_huddle_did_not_make() {
-    let e = env();
-    let config = config("");
-    let ed = edits(&e, &config);
-    let gid = ed
-        .create_team_with(&preset(TEAM, &config), WorktreeStrategy::OrchestratorIsolated)
-        .unwrap();
+    let (e, _config, ed, gid) = crew(WorktreeStrategy::OrchestratorIsolated);
     let workers = session_worktree(&ed, "crew-tester");
     std::fs::write(workers.path.join("wip.rs"), "x\n").unwrap();
     let id = ed
@@ -846,6 +844,15 @@ fn saved_worktree(e: &Env, name: &str) -> Worktree {
         .session_by_name(name)
         .and_then(|s| s.worktree.clone())
         .unwrap_or_else(|| panic!("{name} has no worktree"))
+}
+
+/// `huddle run --preset PRESET --model sim/x [extra] Go`, which must succeed.
+fn run_on_sim(e: &Env, preset: &str, extra: &[&str]) {
+    let mut args = vec!["run", "--preset", preset, "--model", "sim/x"];
+    args.extend_from_slice(extra);
+    args.push("Go");
+    let out = huddle(e, &args);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
 }
 
 #[test]
@@ -1050,37 +1057,13 @@ fn a_team_with_worktrees_needs_a_git_repository_and_a_conflicting_cli_merge_chan
         "{}",
         text(&no_git.stderr)
     );
-    let shared = huddle(
+    run_on_sim(
         &e,
-        &[
-            "run",
-            "--preset",
-            "Coding Team",
-            "--repo",
-            &plain_arg,
-            "--worktrees",
-            "shared",
-            "--model",
-            "sim/x",
-            "Go",
-        ],
+        "Coding Team",
+        &["--repo", &plain_arg, "--worktrees", "shared"],
     );
-    assert_eq!(shared.status.code(), Some(0), "{}", text(&shared.stderr));
 
-    let out = huddle(
-        &e,
-        &[
-            "run",
-            "--preset",
-            "Research Panel",
-            "--worktrees",
-            "group_shared",
-            "--model",
-            "sim/x",
-            "Go",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    run_on_sim(&e, "Research Panel", &["--worktrees", "group_shared"]);
     let w = saved_worktree(&e, "research-panel-analyst");
     std::fs::write(w.path.join("README.md"), "hello from the panel\nsecond line\n").unwrap();
     commit_all(&w.path, "Panel greeting");
@@ -1169,20 +1152,7 @@ fn merge_on_a_terminal(e: &Env, session: &str, answer: &str) -> (u32, String) {
 #[test]
 fn on_a_terminal_merge_asks_and_only_y_merges() {
     let e = env();
-    let out = huddle(
-        &e,
-        &[
-            "run",
-            "--preset",
-            "Research Panel",
-            "--worktrees",
-            "fully_isolated",
-            "--model",
-            "sim/x",
-            "Go",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    run_on_sim(&e, "Research Panel", &["--worktrees", "fully_isolated"]);
     let w = saved_worktree(&e, "research-panel-skeptic");
     std::fs::write(w.path.join("doubts.md"), "- is it needed?\n").unwrap();
     commit_all(&w.path, "Write down the doubts");
