@@ -1123,7 +1123,7 @@ fn merge_on_a_terminal(e: &Env, session: &str, answer: &str) -> (u32, String) {
     let mut writer = pty.master.take_writer().expect("pty writer");
     let seen = Arc::new(Mutex::new(String::new()));
     let sink = Arc::clone(&seen);
-    std::thread::spawn(move || {
+    let reading = std::thread::spawn(move || {
         let mut buf = [0u8; 4096];
         while let Ok(n) = reader.read(&mut buf) {
             if n == 0 {
@@ -1145,6 +1145,10 @@ fn merge_on_a_terminal(e: &Env, session: &str, answer: &str) -> (u32, String) {
     writer.write_all(answer.as_bytes()).unwrap();
     writer.flush().unwrap();
     let status = child.wait().expect("huddle ends");
+    // Everything it wrote: the reader ends when the terminal closes with the process.
+    drop(writer);
+    drop(pty.master);
+    reading.join().expect("reader");
     let text = seen.lock().unwrap().clone();
     (status.exit_code(), text)
 }
