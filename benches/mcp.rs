@@ -37,7 +37,7 @@ fn bench_round_trip(c: &mut Criterion) {
         .cloned()
         .expect("an object");
     // Started (and its tools listed) before measuring.
-    let tools = rt.block_on(source.list()).expect("mcp-server-time starts");
+    let tools = rt.block_on(source.list(None)).expect("mcp-server-time starts");
     assert!(tools.iter().any(|t| t.name == "get_current_time"));
 
     let mut group = c.benchmark_group("mcp");
@@ -45,14 +45,19 @@ fn bench_round_trip(c: &mut Criterion) {
     group.bench_function("time_get_current_time_round_trip", |b| {
         b.iter(|| {
             let out = rt
-                .block_on(source.call("get_current_time", arguments.clone(), CancellationToken::new()))
+                .block_on(source.call(
+                    "get_current_time",
+                    arguments.clone(),
+                    None,
+                    CancellationToken::new(),
+                ))
                 .expect("the call succeeds");
             assert!(!out.is_error);
             out
         })
     });
     group.bench_function("list_cached", |b| {
-        b.iter(|| rt.block_on(source.list()).expect("listed"))
+        b.iter(|| rt.block_on(source.list(None)).expect("listed"))
     });
     group.finish();
     rt.block_on(source.shutdown());

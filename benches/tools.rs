@@ -77,7 +77,10 @@ impl ToolSource for Null {
     fn approval(&self) -> Approval {
         Approval::Auto
     }
-    fn list(&self) -> BoxFuture<'_, Result<Vec<ToolSpec>, ToolError>> {
+    fn list<'a>(
+        &'a self,
+        _workdir: Option<&'a std::path::Path>,
+    ) -> BoxFuture<'a, Result<Vec<ToolSpec>, ToolError>> {
         Box::pin(async {
             Ok(vec![ToolSpec {
                 name: "echo".into(),
@@ -90,6 +93,7 @@ impl ToolSource for Null {
         &'a self,
         _tool: &'a str,
         arguments: Map<String, Value>,
+        _workdir: Option<&'a std::path::Path>,
         _cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {

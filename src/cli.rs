@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::model::Mode;
 use crate::model::limits::parse_max_iterations;
+use crate::model::{Mode, WorktreeStrategy};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -34,6 +34,68 @@ pub enum Command {
     Squad(SquadCommand),
     /// Show paths, config, providers and the organization's state.
     Doctor,
+    /// Team worktrees: list them, review a diff, merge one back, remove them.
+    #[command(subcommand)]
+    Worktrees(WorktreesCommand),
+}
+
+/// Which worktrees: a team's or a session's.
+#[derive(Debug, Clone, Args)]
+#[group(required = true, multiple = false)]
+pub struct WorktreeTarget {
+    /// Every worktree of this team group.
+    #[arg(long)]
+    pub group: Option<String>,
+    /// The worktree of this session.
+    #[arg(long)]
+    pub session: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorktreesCommand {
+    /// Every team worktree with its sessions, branch and state (uncommitted changes, commits
+    /// ahead, merged or not), and any huddle did not record.
+    List {
+        /// Only this team group's.
+        #[arg(long)]
+        group: Option<String>,
+    },
+    /// What a worktree changed since its base commit (committed or not): files, then the patch.
+    Diff {
+        #[command(flatten)]
+        target: WorktreeTarget,
+        /// Only the list of files.
+        #[arg(long)]
+        stat: bool,
+    },
+    /// Bring a worktree's commits into the repository's current branch: lists them, then asks
+    /// (y/N); a conflict is aborted and the repository left as it was.
+    Merge {
+        #[command(flatten)]
+        target: WorktreeTarget,
+        /// Cherry-pick the commits instead of a merge commit.
+        #[arg(long)]
+        cherry_pick: bool,
+        /// Do not ask (needed when standard input is not a terminal).
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Remove worktrees and their branches; refused when they hold uncommitted changes or
+    /// unmerged commits, unless --force.
+    Remove {
+        /// Every worktree of this team group.
+        #[arg(long, conflicts_with_all = ["session", "path"], required_unless_present_any = ["session", "path"])]
+        group: Option<String>,
+        /// The worktree of this session.
+        #[arg(long, conflicts_with = "path")]
+        session: Option<String>,
+        /// A worktree folder no session records (as `huddle doctor` reports it).
+        #[arg(long, value_name = "DIR")]
+        path: Option<PathBuf>,
+        /// Remove even when that throws uncommitted changes or unmerged commits away.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -64,6 +126,10 @@ pub struct RunArgs {
     /// Print NDJSON events on stdout.
     #[arg(long)]
     pub events: bool,
+    /// With --preset: how the team shares git worktrees (shared, group_shared,
+    /// orchestrator_isolated, fully_isolated) instead of the preset's `worktrees:`.
+    #[arg(long, value_name = "STRATEGY", requires = "preset", value_parser = parse_strategy)]
+    pub worktrees: Option<WorktreeStrategy>,
     /// Run tool calls whose MCP server has `approval: ask` (by default they are denied, since
     /// nobody is there to approve them).
     #[arg(long)]
@@ -148,6 +214,10 @@ pub fn note(line: std::fmt::Arguments<'_>) {
     let _ = err.write_fmt(line);
     let _ = err.write_all(b"\n");
     let _ = err.flush();
+}
+
+fn parse_strategy(s: &str) -> Result<WorktreeStrategy, String> {
+    s.parse::<WorktreeStrategy>().map_err(|e| e.to_string())
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {

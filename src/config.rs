@@ -87,6 +87,10 @@ impl Paths {
     pub fn runs_dir(&self) -> PathBuf {
         self.data_dir.join("runs")
     }
+    /// Team worktrees: `worktrees/<repo-slug>/<team-slug>-<role>-<4 hex>`.
+    pub fn worktrees_dir(&self) -> PathBuf {
+        self.data_dir.join("worktrees")
+    }
 }
 
 pub use crate::model::ProviderKind;

@@ -220,6 +220,7 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
         })
         .unwrap_or(0);
     let _ = writeln!(out, "  run files     {run_files}");
+    worktrees_section(&mut out, &mut problems, paths, repo);
     match problems.len() {
         0 => _ = writeln!(out, "\nSummary: no problems found"),
         n => {
@@ -235,6 +236,54 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
         text: out,
         ok: problems.is_empty(),
         problems,
+    }
+}
+
+/// `Worktrees`: how many teams and worktrees, and what reconciling found (vanished worktrees,
+/// ones no session records): each finding is a problem, reported and never deleted.
+fn worktrees_section(out: &mut String, problems: &mut Vec<String>, paths: &Paths, repo: &Path) {
+    let _ = writeln!(out, "\nWorktrees ({})", paths.worktrees_dir().display());
+    let org = OrganizationFile::new(paths.organization_file())
+        .inspect()
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let recorded = crate::worktrees::distinct(org.sessions.iter().filter_map(|s| s.worktree.as_ref()));
+    let teams = org.groups.iter().filter(|g| !g.worktrees.is_shared()).count();
+    if recorded.is_empty() && !paths.worktrees_dir().exists() {
+        let _ = writeln!(out, "  none");
+        return;
+    }
+    let git = std::process::Command::new("git")
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .output();
+    match git {
+        Ok(o) if o.status.success() => {
+            let _ = writeln!(
+                out,
+                "  git           {}",
+                String::from_utf8_lossy(&o.stdout).trim()
+            );
+        }
+        _ => {
+            problems.push("git is missing (team worktrees need it)".into());
+            let _ = writeln!(out, "  !! git is not installed or not on PATH");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  recorded      {} worktree(s) of {teams} team(s)",
+        recorded.len()
+    );
+    let found = crate::worktrees::reconcile(&paths.worktrees_dir(), &org, &[repo.to_path_buf()]);
+    for line in found.lines() {
+        let _ = writeln!(out, "  !! {line}");
+    }
+    match found.findings.len() {
+        0 => {}
+        1 => problems.push("a worktree needs a look".into()),
+        n => problems.push(format!("{n} worktrees need a look")),
     }
 }
 

@@ -13,7 +13,7 @@ use crate::cli::{OutputError, note, print_out};
 use crate::config::{Config, Paths};
 use crate::engine::events::{EngineEvent, EventKind, Phase};
 use crate::engine::{Engine, EngineError, ReflectionRequest, RunOverrides, RunReport};
-use crate::model::{CycleOutcome, Mode};
+use crate::model::{CycleOutcome, Mode, WorktreeStrategy};
 use crate::presets::Catalog;
 use crate::text::sanitize;
 use crate::tools::ApprovalPolicy;
@@ -38,6 +38,8 @@ pub struct RunRequest {
     /// Record the group's interrupted cycle as cancelled and start over.
     pub discard_interrupted: bool,
     pub repo: PathBuf,
+    /// With `preset`: the worktree strategy instead of the preset's `worktrees:`.
+    pub worktrees: Option<WorktreeStrategy>,
 }
 
 /// A failure before or around the run, with the exit code it maps to.
@@ -322,7 +324,25 @@ fn choose_target(
         for w in &preset.warnings {
             note(format_args!("huddle: warning: {}", sanitize::display(w)));
         }
-        return Ok(Target::Group(edits.create_team(preset)));
+        let strategy = request.worktrees.unwrap_or(preset.worktrees);
+        if !strategy.is_shared() {
+            note(format_args!(
+                "huddle: making the team's git worktrees ({strategy}) under {}",
+                paths.worktrees_dir().display()
+            ));
+        }
+        // Blocking (git) but brief, and nothing else runs yet.
+        return edits
+            .create_team_with(preset, strategy)
+            .map(Target::Group)
+            .map_err(|e| {
+                let hint = if strategy.is_shared() {
+                    String::new()
+                } else {
+                    " (or run it without worktrees: --worktrees shared)".to_string()
+                };
+                usage(format!("cannot create team `{}`: {e}{hint}", preset.name))
+            });
     }
     let org = edits.view();
     if let Some(name) = &request.group {

@@ -136,6 +136,10 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
             cli::print_out(&text)?;
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Worktrees(cmd)) => {
+            let code = huddle::worktrees::cli::run(paths, &repo, cmd)?;
+            Ok(ExitCode::from(code))
+        }
         Some(Command::Doctor) => {
             let report = huddle::doctor::report(paths, &repo, true);
             cli::print_out(&report.text)?;
@@ -158,6 +162,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 resume: args.resume,
                 discard_interrupted: args.discard_interrupted,
                 repo,
+                worktrees: args.worktrees,
             };
             let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
             let code = match runtime.block_on(huddle::headless::run(paths, request)) {

@@ -157,8 +157,8 @@ impl Actor {
                 group: group.map(|g| g.name.clone()).unwrap_or_default(),
                 role: s.role,
                 model: s.model.clone(),
-                system: s.system_prompt.clone().filter(|p| !p.trim().is_empty()),
-                working_dir: s.repo.clone().or_else(|| group.and_then(|g| g.repo.clone())),
+                system: crate::worktrees::system_prompt_with_note(org, s),
+                working_dir: s.working_dir(group),
                 tools: s.tools.clone(),
                 max_tool_rounds: s.max_tool_rounds,
                 agent_session: s.agent_session.clone(),
@@ -318,7 +318,11 @@ impl Actor {
         let offer = if info.tools.is_empty() || provider.kind() == crate::config::ProviderKind::Command {
             Offer::default()
         } else {
-            self.shared.options.tools.offer(&info.tools).await
+            self.shared
+                .options
+                .tools
+                .offer(&info.tools, info.working_dir.as_deref())
+                .await
         };
         for problem in &offer.problems {
             self.emit(
@@ -342,6 +346,7 @@ impl Actor {
             group: &info.group,
             run_id: &options.run_id,
             cancel: &options.cancel,
+            workdir: info.working_dir.as_deref(),
         };
         let mut steps = Vec::new();
         // A CLI agent runs its own tools: its steps are recorded as they happen.

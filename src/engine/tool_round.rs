@@ -37,6 +37,8 @@ pub(crate) struct CallContext<'a> {
     pub group: &'a str,
     pub run_id: &'a Option<RunId>,
     pub cancel: &'a CancellationToken,
+    /// The session's working directory (its worktree, if any): `cwd: session` servers run there.
+    pub workdir: Option<&'a std::path::Path>,
 }
 
 impl CallContext<'_> {
@@ -109,7 +111,10 @@ impl CallContext<'_> {
         if self.cancel.is_cancelled() {
             return Err(cancelled_note());
         }
-        match source.call(tool, arguments, self.cancel.clone()).await {
+        match source
+            .call(tool, arguments, self.workdir, self.cancel.clone())
+            .await
+        {
             Ok(output) => Ok((output.text, output.is_error)),
             Err(ToolError::Cancelled) => Err(cancelled_note()),
             Err(e) => Err(e.to_string()),

@@ -155,6 +155,29 @@ string_enum!(
     }
 );
 
+string_enum!(
+    /// How a team's members share git worktrees (preset `worktrees:`, stored on the group).
+    #[derive(Default)]
+    WorktreeStrategy, "worktree strategy" {
+        /// Everyone works in the repository itself.
+        #[default]
+        Shared => "shared",
+        /// One worktree for the whole team.
+        GroupShared => "group_shared",
+        /// One worktree for the orchestrator (and evaluator), one shared by the workers.
+        OrchestratorIsolated => "orchestrator_isolated",
+        /// One worktree for the orchestrator (and evaluator) and one per worker.
+        FullyIsolated => "fully_isolated",
+    }
+);
+
+impl WorktreeStrategy {
+    /// True for `shared` (no worktree is made): lets serde leave the default out of files.
+    pub fn is_shared(&self) -> bool {
+        *self == WorktreeStrategy::Shared
+    }
+}
+
 impl Mode {
     /// True for the two modes driven by an orchestrator session.
     pub fn has_orchestrator(self) -> bool {

@@ -10,9 +10,10 @@ mod preset;
 pub mod reconcile;
 mod reflection;
 mod tool;
+mod worktree;
 
 pub use agent::{AgentFormat, AgentKind, AgentSession};
-pub use enums::{GroupKind, MessageRole, Mode, ProviderKind, Role, Tier};
+pub use enums::{GroupKind, MessageRole, Mode, ProviderKind, Role, Tier, WorktreeStrategy};
 pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS, MaxIterationsError};
 pub use message::{Message, Usage};
 pub use organization::{
@@ -22,3 +23,4 @@ pub use organization::{
 pub use preset::{Preset, PresetAgent, PresetWorker};
 pub use reflection::{CycleOutcome, Evaluation, ReflectionCycle, Trend};
 pub use tool::{ToolCall, ToolChoice, ToolResultInfo, ToolSpec, empty_object_schema};
+pub use worktree::{Worktree, is_plain_relative};

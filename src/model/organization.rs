@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::{AgentSession, DEFAULT_MAX_ITERATIONS, GroupKind, Mode, ReflectionCycle, Role, Usage};
+use super::{
+    AgentSession, DEFAULT_MAX_ITERATIONS, GroupKind, Mode, ReflectionCycle, Role, Usage, Worktree,
+    WorktreeStrategy,
+};
 
 /// A group id: a UUID string.
 pub type GroupId = String;
@@ -99,6 +102,9 @@ pub struct Group {
     /// Messages the user sent while a run was ending, given to the next run (never dropped).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_messages: Vec<String>,
+    /// How the team's members share git worktrees (the records are on its sessions).
+    #[serde(default, skip_serializing_if = "WorktreeStrategy::is_shared")]
+    pub worktrees: WorktreeStrategy,
 }
 
 pub fn default_max_iterations() -> u32 {
@@ -132,6 +138,7 @@ impl Group {
             reflection: None,
             usage: Usage::default(),
             pending_messages: Vec::new(),
+            worktrees: WorktreeStrategy::Shared,
         }
     }
 
@@ -186,6 +193,9 @@ pub struct Session {
     /// resumed by the next turn on that provider instead of re-sending the transcript.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_session: Option<AgentSession>,
+    /// The git worktree the session works in (see [`Session::working_dir`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<Worktree>,
 }
 
 impl Session {
@@ -208,6 +218,7 @@ impl Session {
             tools: Vec::new(),
             max_tool_rounds: None,
             agent_session: None,
+            worktree: None,
         }
     }
 

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Mode, Tier};
+use super::{Mode, Tier, WorktreeStrategy};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +27,9 @@ pub struct Preset {
     pub shared_context: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routing_context: Option<String>,
+    /// How the team's members share git worktrees (default `shared`: all in the repository).
+    #[serde(default, skip_serializing_if = "WorktreeStrategy::is_shared")]
+    pub worktrees: WorktreeStrategy,
 
     /// Where the preset was found; set by the loader, never read from YAML.
     #[serde(skip)]

@@ -27,6 +27,7 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         "planning-team.yaml",
         include_str!("../../presets/planning-team.yaml"),
     ),
+    ("coding-team.yaml", include_str!("../../presets/coding-team.yaml")),
 ];
 
 /// Every built-in preset. A broken one is a bug in huddle itself (a unit test loads them all),
@@ -86,6 +87,18 @@ mod tests {
         assert_eq!(names, ["implementer", "challenger"]);
         let review = presets.iter().find(|p| p.name == "Code Review Team").unwrap();
         assert!(review.evaluator.is_some() && review.mode == Mode::OrchestratorReflect);
+        let coding = presets.iter().find(|p| p.name == "Coding Team").unwrap();
+        assert_eq!(coding.worktrees, crate::model::WorktreeStrategy::FullyIsolated);
+        assert_eq!(coding.mode, Mode::OrchestratorReflect);
+        let names: Vec<&str> = coding.workers.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["implementer", "tester", "reviewer"]);
+        assert!(
+            presets
+                .iter()
+                .filter(|p| p.name != "Coding Team")
+                .all(|p| p.worktrees.is_shared()),
+            "only the Coding Team asks for worktrees"
+        );
     }
 
     #[test]

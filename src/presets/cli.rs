@@ -143,6 +143,12 @@ fn show_text(p: &Preset, config: &Config) -> String {
     if let Some(n) = max_iterations(p) {
         out.push_str(&format!("max iterations: {n}\n"));
     }
+    if !p.worktrees.is_shared() {
+        out.push_str(&format!(
+            "worktrees: {} (each git worktree on its own huddle/ branch)\n",
+            p.worktrees
+        ));
+    }
     for (label, agent) in [("orchestrator", &p.orchestrator), ("evaluator", &p.evaluator)] {
         let Some(a) = agent else {
             continue;
@@ -240,6 +246,7 @@ pub fn preset_json(p: &Preset, config: &Config, full: bool) -> Value {
         "orchestrator": p.orchestrator.as_ref().map(agent),
         "evaluator": p.evaluator.as_ref().map(agent),
         "max_iterations": max_iterations(p),
+        "worktrees": p.worktrees.as_str(),
     });
     if full {
         v["shared_context"] = json!(p.shared_context);

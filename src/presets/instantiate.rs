@@ -171,6 +171,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         workers,
         shared_context: group.shared_context.clone(),
         routing_context: group.routing_context.clone(),
+        worktrees: group.worktrees,
         tier: None,
         source: None,
         warnings: Vec::new(),

@@ -34,6 +34,9 @@ pub enum StoreNotice {
     Repaired { path: PathBuf, what: String },
     /// Reconciliation changed something (sessions re-homed, duplicates renamed, ...).
     Reconciled(String),
+    /// A team worktree vanished, or one no session records was found (reported, never
+    /// deleted): the text says which and what to do.
+    Worktree(String),
 }
 
 impl fmt::Display for StoreNotice {
@@ -62,6 +65,7 @@ impl fmt::Display for StoreNotice {
             ),
             StoreNotice::Repaired { path, what } => write!(f, "{}: {what}", path.display()),
             StoreNotice::Reconciled(what) => write!(f, "organization repaired: {what}"),
+            StoreNotice::Worktree(what) => f.write_str(what),
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod mcp;
 pub mod schema;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,13 +54,17 @@ pub trait ToolSource: Send + Sync {
     fn name(&self) -> &str;
     /// Whether calls need the user's approval first.
     fn approval(&self) -> Approval;
-    /// The tools it offers now (names without the server prefix). May start the server.
-    fn list(&self) -> BoxFuture<'_, Result<Vec<ToolSpec>, ToolError>>;
-    /// Calls `tool` with an arguments object; cancelling `cancel` abandons the call at once.
+    /// The tools it offers now (names without the server prefix) to a session working in
+    /// `workdir` (its worktree or repo; `None` when unknown). May start the server (one per
+    /// working directory for MCP servers with `cwd: session`).
+    fn list<'a>(&'a self, workdir: Option<&'a Path>) -> BoxFuture<'a, Result<Vec<ToolSpec>, ToolError>>;
+    /// Calls `tool` with an arguments object for a session working in `workdir`; cancelling
+    /// `cancel` abandons the call at once.
     fn call<'a>(
         &'a self,
         tool: &'a str,
         arguments: serde_json::Map<String, serde_json::Value>,
+        workdir: Option<&'a Path>,
         cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
     /// Stops it (a server process); called on exit.
@@ -101,14 +106,14 @@ impl Toolbox {
         self.sources.get(server)
     }
 
-    /// The tools of `servers` as a model sees them. A server that cannot list its tools (or
-    /// is not configured) is left out and reported in `problems`, so one broken server does
-    /// not silence a session.
-    pub async fn offer(&self, servers: &[String]) -> Offer {
+    /// The tools of `servers` as a model sees them, for a session working in `workdir`. A
+    /// server that cannot list its tools (or is not configured) is left out and reported in
+    /// `problems`, so one broken server does not silence a session.
+    pub async fn offer(&self, servers: &[String], workdir: Option<&Path>) -> Offer {
         let mut offer = Offer::default();
         let listed = futures::future::join_all(servers.iter().map(|name| async move {
             match self.sources.get(name) {
-                Some(source) => (name, Some(source.list().await)),
+                Some(source) => (name, Some(source.list(workdir).await)),
                 None => (name, None),
             }
         }))

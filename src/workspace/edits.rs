@@ -9,10 +9,14 @@ use std::path::PathBuf;
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::model::limits::parse_max_iterations;
-use crate::model::{GroupId, GroupKind, Mode, Preset, Role, Session, SessionId, reconcile};
+use crate::model::{
+    GroupId, GroupKind, Mode, Organization, Preset, Role, Session, SessionId, Worktree, WorktreeStrategy,
+    reconcile,
+};
 use crate::naming::{member_session_name, team_slug};
 use crate::presets::create_team_group;
 use crate::store::{OrgHandle, OrgView, RunFiles, Transcripts};
+use crate::worktrees::{self, Removed, WorktreeError};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EditError {
@@ -30,6 +34,15 @@ pub enum EditError {
     Busy { what: String, action: &'static str },
     #[error("{0}")]
     Model(String),
+    /// A git worktree operation failed or was refused (the text says why and what to do).
+    #[error("{0}")]
+    Worktree(String),
+}
+
+impl From<WorktreeError> for EditError {
+    fn from(e: WorktreeError) -> Self {
+        EditError::Worktree(e.to_string())
+    }
 }
 
 /// Files that belonged to deleted sessions and groups, to remove with [`Edits::remove_files`].
@@ -38,6 +51,43 @@ pub struct Removal {
     pub sessions: Vec<SessionId>,
     /// A deleted group whose run files go too.
     pub group: Option<GroupId>,
+    /// Worktrees no remaining session works in. Clean ones are removed with their branches;
+    /// what happens to those holding work is `worktrees_with_work`.
+    pub worktrees: Vec<Worktree>,
+    /// What to do with worktrees holding uncommitted changes or unmerged commits: kept unless
+    /// the user chose to remove them (ask with [`Edits::worktrees_at_risk`] first).
+    pub worktrees_with_work: WorktreeChoice,
+}
+
+/// The user's choice for worktrees that hold work when their sessions are deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WorktreeChoice {
+    /// Leave them (folder and branch) where they are; they are reported as not recorded at the
+    /// next start, until removed.
+    #[default]
+    Keep,
+    /// Remove them too, throwing their work away.
+    Remove,
+}
+
+/// A worktree that holds work (or could not be checked, which counts the same), with the
+/// sessions that work in it: what to ask about before deleting them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AtRisk {
+    pub worktree: Worktree,
+    pub sessions: Vec<String>,
+    /// `2 uncommitted changes and 1 unmerged commit`, or why it could not be checked.
+    pub why: String,
+}
+
+/// What [`Edits::remove_files`] did with the removal's worktrees.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RemovalReport {
+    pub removed: Vec<Removed>,
+    /// Kept because they hold work (and the choice was to keep them), with what they hold.
+    pub kept: Vec<(Worktree, String)>,
+    /// Could not be removed, with why (nothing was lost: they are still there).
+    pub failed: Vec<(Worktree, String)>,
 }
 
 /// A group's evaluator after [`Edits::toggle_evaluator`].
@@ -64,6 +114,8 @@ pub struct Edits {
     repo: PathBuf,
     transcripts: Option<Transcripts>,
     runs: Option<RunFiles>,
+    /// The data dir's `worktrees/` folder; without it no worktree is made or removed.
+    worktrees_root: Option<PathBuf>,
 }
 
 /// True when `name` can name a session: not empty, no `/` (it is part of model slugs and paths
@@ -91,6 +143,7 @@ impl Edits {
             repo,
             transcripts: Some(transcripts),
             runs: Some(runs),
+            worktrees_root: None,
         }
     }
 
@@ -104,7 +157,20 @@ impl Edits {
             repo,
             transcripts: None,
             runs: None,
+            worktrees_root: None,
         }
+    }
+
+    /// Where team worktrees live (`Paths::worktrees_dir`): needed to make or remove any.
+    pub fn with_worktrees_root(mut self, root: PathBuf) -> Edits {
+        self.worktrees_root = Some(root);
+        self
+    }
+
+    fn worktrees_root(&self) -> Result<&std::path::Path, EditError> {
+        self.worktrees_root
+            .as_deref()
+            .ok_or_else(|| EditError::Worktree("no worktrees folder is configured for this workspace".into()))
     }
 
     /// The organization, read-only.
@@ -160,11 +226,199 @@ impl Edits {
         })
     }
 
-    /// A team group from a preset, with its orchestrator, workers and evaluator.
+    /// A team group from a preset, with its orchestrator, workers and evaluator, all working
+    /// in the repository (`shared`) whatever the preset's `worktrees:` says: this makes no
+    /// worktree and runs no git. For a strategy, use [`Edits::create_team_with`].
     pub fn create_team(&self, preset: &Preset) -> GroupId {
         let (config, repo) = (&self.config, &self.repo);
         self.org
             .update(|o| create_team_group(o, preset, config, Some(repo)))
+    }
+
+    /// A team group from a preset whose members work in git worktrees per `strategy` (the
+    /// new-team dialog offers `preset.worktrees` first). Every worktree is made (`git worktree
+    /// add` on a new `huddle/…` branch from the repository's HEAD; a detached HEAD is fine) before
+    /// the team is recorded, and the organization is then saved at once; a failure makes
+    /// nothing (worktrees already made are removed again). `shared` is [`Edits::create_team`].
+    /// Blocking (git): call it off the UI thread.
+    pub fn create_team_with(
+        &self,
+        preset: &Preset,
+        strategy: WorktreeStrategy,
+    ) -> Result<GroupId, EditError> {
+        if strategy.is_shared() {
+            return Ok(self.create_team(preset));
+        }
+        let root = std::path::absolute(self.worktrees_root()?)
+            .map_err(|e| EditError::Worktree(format!("cannot resolve the worktrees folder: {e}")))?;
+        let head = worktrees::repo_head(&self.repo)?;
+        let (config, repo) = (&self.config, &self.repo);
+        // The team as it will be, to name its worktrees; recorded only once they exist.
+        let mut scratch = self.org.snapshot();
+        let draft = create_team_group(&mut scratch, preset, config, Some(repo));
+        let plan = worktrees::plan_team(
+            &scratch,
+            &draft,
+            strategy,
+            &worktrees::repo_dir(&root, &head.toplevel),
+            worktrees::random_suffix,
+        );
+        let members: Vec<SessionId> = scratch.sessions_in(&draft).iter().map(|s| s.id.clone()).collect();
+        let made = worktrees::create_worktrees(&head, &plan)?;
+        // Members by their place in the team (the real team is made again below).
+        let places: Vec<(usize, Worktree)> = plan
+            .iter()
+            .zip(&made)
+            .flat_map(|(p, w)| {
+                p.sessions
+                    .iter()
+                    .filter_map(|id| members.iter().position(|m| m == id))
+                    .map(move |i| (i, w.clone()))
+            })
+            .collect();
+        let group_id = self.org.update(|o| {
+            let id = create_team_group(o, preset, config, Some(repo));
+            let ids: Vec<SessionId> = o.sessions_in(&id).iter().map(|s| s.id.clone()).collect();
+            for (i, w) in places {
+                if let Some(s) = ids.get(i).and_then(|sid| o.session_mut(sid)) {
+                    s.worktree = Some(w);
+                }
+            }
+            if let Some(g) = o.group_mut(&id) {
+                g.worktrees = strategy;
+            }
+            id
+        });
+        // A crash from here on leaves a recorded team, not orphaned worktrees.
+        if let Err(e) = self.org.flush() {
+            tracing::warn!(error = %e, "cannot save the organization after making worktrees");
+        }
+        Ok(group_id)
+    }
+
+    /// Worktrees that would lose work if removed (uncommitted changes, unmerged commits, or
+    /// they could not be checked), among those deleting the group would remove: ask the user
+    /// to keep or remove them when this is not empty. Blocking (git).
+    pub fn worktrees_at_risk(&self, group_id: &str) -> Vec<AtRisk> {
+        let org = self.org.snapshot();
+        let ids: Vec<SessionId> = org.sessions_in(group_id).iter().map(|s| s.id.clone()).collect();
+        at_risk(&org, &orphaned_by(&org, &ids))
+    }
+
+    /// Removes the session's worktree (and its branch) and forgets it on every session that
+    /// worked there (they then work in the repository). Refused while any of them is busy, and,
+    /// without `force`, when the worktree holds uncommitted changes or unmerged commits. A
+    /// worktree whose folder is gone is forgotten (its branch deleted when nothing is unmerged).
+    /// Blocking (git).
+    pub fn remove_worktree(&self, session_id: &str, force: bool) -> Result<Removed, EditError> {
+        let worktree = self
+            .org
+            .read(|o| o.session(session_id).map(|s| s.worktree.clone()))
+            .ok_or(EditError::NoSuchSession)?
+            .ok_or_else(|| EditError::Invalid("this session has no worktree".into()))?;
+        let mut removed = self.remove_worktrees(std::slice::from_ref(&worktree), force)?;
+        Ok(removed.remove(0))
+    }
+
+    /// Removes every worktree of the group's sessions, as [`Edits::remove_worktree`] does;
+    /// without `force`, nothing is removed when any of them holds work. The team then works in
+    /// the repository (`shared`). Blocking (git).
+    pub fn remove_group_worktrees(&self, group_id: &str, force: bool) -> Result<Vec<Removed>, EditError> {
+        let records = self.org.read(|o| {
+            o.group(group_id).map(|_| {
+                worktrees::distinct(o.sessions_in(group_id).iter().filter_map(|s| s.worktree.as_ref()))
+            })
+        });
+        let records = records.ok_or(EditError::NoSuchGroup)?;
+        let removed = self.remove_worktrees(&records, force)?;
+        self.org.update(|o| {
+            if let Some(g) = o.group_mut(group_id) {
+                g.worktrees = WorktreeStrategy::Shared;
+            }
+        });
+        Ok(removed)
+    }
+
+    fn remove_worktrees(&self, records: &[Worktree], force: bool) -> Result<Vec<Removed>, EditError> {
+        let root = self.worktrees_root()?.to_path_buf();
+        let users = |o: &Organization, w: &Worktree| -> Vec<(SessionId, GroupId)> {
+            o.sessions
+                .iter()
+                .filter(|s| s.worktree.as_ref().is_some_and(|x| x.path == w.path))
+                .map(|s| (s.id.clone(), s.group_id.clone()))
+                .collect()
+        };
+        for w in records {
+            let busy = self.org.read(|o| users(o, w));
+            if busy
+                .iter()
+                .any(|(s, g)| self.session_busy(s) || self.group_busy(g))
+            {
+                return Err(EditError::Busy {
+                    what: format!("a session working in {}", w.path.display()),
+                    action: "remove its worktree",
+                });
+            }
+        }
+        if !force {
+            let org = self.org.snapshot();
+            let risky = at_risk(&org, records);
+            if !risky.is_empty() {
+                let list: Vec<String> = risky
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "{} ({}): {}",
+                            r.worktree.path.display(),
+                            r.sessions.join(", "),
+                            r.why
+                        )
+                    })
+                    .collect();
+                return Err(EditError::Worktree(format!(
+                    "nothing was removed: {}; force the removal to throw this work away",
+                    list.join("; ")
+                )));
+            }
+        }
+        let mut removed = Vec::new();
+        for w in records {
+            let done = worktrees::remove(&root, w, force)?;
+            self.org.update(|o| {
+                for s in o.sessions.iter_mut() {
+                    if s.worktree.as_ref().is_some_and(|x| x.path == w.path) {
+                        s.worktree = None;
+                    }
+                }
+            });
+            removed.push(done);
+        }
+        if let Err(e) = self.org.flush() {
+            tracing::warn!(error = %e, "cannot save the organization after removing worktrees");
+        }
+        Ok(removed)
+    }
+
+    /// Removes a worktree no session records (an orphan that reconciling reported), given by
+    /// its folder inside the worktrees folder; without `force` only when it holds no work.
+    /// Blocking (git).
+    pub fn remove_orphan_worktree(&self, path: &std::path::Path, force: bool) -> Result<Removed, EditError> {
+        let root = self.worktrees_root()?;
+        let path =
+            std::path::absolute(path).map_err(|e| EditError::Invalid(format!("{}: {e}", path.display())))?;
+        if let Some(name) = self.org.read(|o| {
+            o.sessions
+                .iter()
+                .find(|s| s.worktree.as_ref().is_some_and(|w| w.path == path))
+                .map(|s| s.name.clone())
+        }) {
+            return Err(EditError::Invalid(format!(
+                "{} is the worktree of session `{name}`: remove it with --session",
+                path.display()
+            )));
+        }
+        let worktree = worktrees::orphan(root, &path)?;
+        Ok(worktrees::remove(root, &worktree, force)?)
     }
 
     /// Renames a group (also while it runs: runs and events know it by id).
@@ -200,11 +454,30 @@ impl Edits {
         })
     }
 
-    /// What deleting the group would do, for a confirmation.
+    /// What deleting the group would do, for a confirmation (no git: whether its worktrees hold
+    /// work is [`Edits::worktrees_at_risk`]).
     pub fn describe_delete_group(&self, group_id: &str) -> Result<String, EditError> {
         self.org
-            .read(|o| reconcile::describe_delete(o, group_id))
-            .map_err(|e| EditError::Invalid(e.to_string()))
+            .read(|o| {
+                let text = reconcile::describe_delete(o, group_id)?;
+                let ids: Vec<SessionId> = o.sessions_in(group_id).iter().map(|s| s.id.clone()).collect();
+                let n = orphaned_by(o, &ids).len();
+                Ok(if n == 0 || !o.group(group_id).is_some_and(|g| g.is_team()) {
+                    text
+                } else {
+                    format!(
+                        "{text}; and its {n} git worktree(s) with their branches (any holding uncommitted changes or unmerged commits are kept unless you choose to remove them)"
+                    )
+                })
+            })
+            .map_err(|e: reconcile::DeleteError| EditError::Invalid(e.to_string()))
+    }
+
+    /// Every session with a worktree (of `group_id`, or all) with its branch, uncommitted
+    /// changes and commits ahead: what the sidebar shows. Blocking (git): call it off the UI
+    /// thread (`spawn_blocking`).
+    pub fn worktree_statuses(&self, group_id: Option<&str>) -> Vec<worktrees::SessionWorktree> {
+        worktrees::session_statuses(&self.org.snapshot(), group_id)
     }
 
     /// Deletes a group: a team with its sessions, any other group's sessions move to the
@@ -216,13 +489,20 @@ impl Edits {
                 action: "delete it",
             });
         }
-        let deleted = self
+        let (deleted, worktrees) = self
             .org
-            .update(|o| reconcile::delete_group(o, group_id))
-            .map_err(|e| EditError::Invalid(e.to_string()))?;
+            .update(|o| {
+                let theirs =
+                    worktrees::distinct(o.sessions_in(group_id).iter().filter_map(|s| s.worktree.as_ref()));
+                let deleted = reconcile::delete_group(o, group_id)?;
+                Ok((deleted, unused(o, theirs)))
+            })
+            .map_err(|e: reconcile::DeleteError| EditError::Invalid(e.to_string()))?;
         Ok(Removal {
             sessions: deleted.removed_sessions,
             group: Some(group_id.to_string()),
+            worktrees,
+            worktrees_with_work: WorktreeChoice::Keep,
         })
     }
 
@@ -239,23 +519,53 @@ impl Edits {
                 action: "delete it",
             });
         }
-        self.org.update(|o| {
+        let worktrees = self.org.update(|o| {
+            let gone = orphaned_by(o, &[session_id.to_string()]);
             o.sessions.retain(|s| s.id != session_id);
             if let Some(g) = o.group_mut(&group_id)
                 && g.evaluator_id.as_deref() == Some(session_id)
             {
                 g.evaluator_id = None;
             }
+            gone
         });
         Ok(Removal {
             sessions: vec![session_id.to_string()],
             group: None,
+            worktrees,
+            worktrees_with_work: WorktreeChoice::Keep,
         })
     }
 
-    /// Deletes the files of what was removed (blocking: call it off the UI thread). Failures
-    /// are logged: the organization no longer refers to the files.
-    pub fn remove_files(&self, removal: &Removal) {
+    /// Deletes the files of what was removed (blocking: call it off the UI thread): the
+    /// transcripts, the run files, and the removal's worktrees: clean ones with their branches,
+    /// those holding work only when `worktrees_with_work` is [`WorktreeChoice::Remove`] (each
+    /// is checked again here, so work done since the question is never lost by default).
+    /// Failures are logged and reported; the organization no longer refers to the files.
+    pub fn remove_files(&self, removal: &Removal) -> RemovalReport {
+        let mut report = RemovalReport::default();
+        if !removal.worktrees.is_empty() {
+            match self.worktrees_root() {
+                Ok(root) => {
+                    let force = removal.worktrees_with_work == WorktreeChoice::Remove;
+                    for w in &removal.worktrees {
+                        match worktrees::remove(root, w, force) {
+                            Ok(done) => report.removed.push(done),
+                            Err(WorktreeError::HasWork { what, .. }) => report.kept.push((w.clone(), what)),
+                            Err(e) => {
+                                tracing::warn!(path = %w.path.display(), error = %e, "cannot remove a worktree");
+                                report.failed.push((w.clone(), e.to_string()));
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    for w in &removal.worktrees {
+                        report.failed.push((w.clone(), e.to_string()));
+                    }
+                }
+            }
+        }
         if let Some(t) = &self.transcripts {
             for id in &removal.sessions {
                 if let Err(e) = t.remove(id) {
@@ -268,6 +578,7 @@ impl Edits {
         {
             tracing::warn!(group = %group, error = %e, "cannot delete run files");
         }
+        report
     }
 
     fn check_model(&self, slug: &str) -> Result<(), EditError> {
@@ -369,15 +680,19 @@ impl Edits {
         let (session_id, _) = self
             .evaluator(group_id)
             .ok_or_else(|| EditError::Invalid("this team has no evaluator".into()))?;
-        self.org.update(|o| {
+        let worktrees = self.org.update(|o| {
+            let gone = orphaned_by(o, std::slice::from_ref(&session_id));
             o.sessions.retain(|s| s.id != session_id);
             if let Some(g) = o.group_mut(group_id) {
                 g.evaluator_id = None;
             }
+            gone
         });
         Ok(EvaluatorSwitch::Removed(Removal {
             sessions: vec![session_id],
             group: None,
+            worktrees,
+            worktrees_with_work: WorktreeChoice::Keep,
         }))
     }
 
@@ -443,6 +758,62 @@ impl Edits {
             }
         });
     }
+}
+
+/// The worktrees of the sessions `ids` that no other session works in (they go when those
+/// sessions are deleted).
+fn orphaned_by(org: &Organization, ids: &[SessionId]) -> Vec<Worktree> {
+    let theirs = worktrees::distinct(
+        org.sessions
+            .iter()
+            .filter(|s| ids.contains(&s.id))
+            .filter_map(|s| s.worktree.as_ref()),
+    );
+    theirs
+        .into_iter()
+        .filter(|w| {
+            !org.sessions
+                .iter()
+                .any(|s| !ids.contains(&s.id) && s.worktree.as_ref().is_some_and(|x| x.path == w.path))
+        })
+        .collect()
+}
+
+/// Those of `records` no session of `org` works in.
+fn unused(org: &Organization, records: Vec<Worktree>) -> Vec<Worktree> {
+    records
+        .into_iter()
+        .filter(|w| {
+            !org.sessions
+                .iter()
+                .any(|s| s.worktree.as_ref().is_some_and(|x| x.path == w.path))
+        })
+        .collect()
+}
+
+/// Which of `records` hold work (or cannot be checked), with their sessions. Blocking (git).
+fn at_risk(org: &Organization, records: &[Worktree]) -> Vec<AtRisk> {
+    records
+        .iter()
+        .filter_map(|w| {
+            let why = match worktrees::status(w) {
+                Ok(st) if st.has_work() => st.work(),
+                Ok(_) => return None,
+                Err(e) => format!("could not be checked: {e}"),
+            };
+            let sessions = org
+                .sessions
+                .iter()
+                .filter(|s| s.worktree.as_ref().is_some_and(|x| x.path == w.path))
+                .map(|s| s.name.clone())
+                .collect();
+            Some(AtRisk {
+                worktree: w.clone(),
+                sessions,
+                why,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

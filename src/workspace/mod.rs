@@ -21,7 +21,7 @@ use crate::store::{
 };
 use crate::tools::ApprovalPolicy;
 
-pub use edits::{EditError, Edits, EvaluatorSwitch, Removal};
+pub use edits::{AtRisk, EditError, Edits, EvaluatorSwitch, Removal, RemovalReport, WorktreeChoice};
 pub use export::{ExportOutcome, Exporter};
 pub use history::{LoadedRun, WhichRun, read_run};
 
@@ -42,7 +42,8 @@ pub struct Workspace {
     pub events: UnboundedReceiver<EngineEvent>,
     /// Where run timelines are stored (to show earlier runs).
     pub runs: RunFiles,
-    /// What loading the organization had to repair or recover; the user is told.
+    /// What loading the organization had to repair or recover, and worktrees that vanished or
+    /// that no session records; the user is told.
     pub notices: Vec<StoreNotice>,
     /// Held for as long as the workspace is open.
     pub lock: DataDirLock,
@@ -81,6 +82,15 @@ impl Workspace {
                 ..EngineOptions::default()
             },
         );
+        // Worktrees vanished or not recorded (a crash between `git worktree add` and the save)
+        // are reported, never deleted. No git runs when no team ever had a worktree.
+        let mut notices = loaded.notices;
+        let found = crate::worktrees::reconcile(
+            &paths.worktrees_dir(),
+            &org.snapshot(),
+            std::slice::from_ref(&repo),
+        );
+        notices.extend(found.lines().into_iter().map(StoreNotice::Worktree));
         let edits = Edits::new(
             org.clone(),
             engine.clone(),
@@ -88,14 +98,15 @@ impl Workspace {
             repo,
             transcripts,
             runs.clone(),
-        );
+        )
+        .with_worktrees_root(paths.worktrees_dir());
         Ok(Workspace {
             org: org.view(),
             edits,
             engine,
             events,
             runs,
-            notices: loaded.notices,
+            notices,
             lock,
         })
     }

@@ -64,7 +64,10 @@ impl ToolSource for Fs {
         Approval::Auto
     }
 
-    fn list(&self) -> BoxFuture<'_, Result<Vec<ToolSpec>, ToolError>> {
+    fn list<'a>(
+        &'a self,
+        _workdir: Option<&'a std::path::Path>,
+    ) -> BoxFuture<'a, Result<Vec<ToolSpec>, ToolError>> {
         let path = json!({"type":"object","properties":{"path":{"type":"string"}},"required":["path"]});
         let none = json!({"type":"object","properties":{}});
         let specs = vec![
@@ -91,6 +94,7 @@ impl ToolSource for Fs {
         &'a self,
         tool: &'a str,
         arguments: Map<String, Value>,
+        _workdir: Option<&'a std::path::Path>,
         cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {

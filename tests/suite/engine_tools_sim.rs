@@ -39,7 +39,10 @@ impl ToolSource for Notes {
     fn approval(&self) -> Approval {
         self.approval
     }
-    fn list(&self) -> BoxFuture<'_, Result<Vec<ToolSpec>, ToolError>> {
+    fn list<'a>(
+        &'a self,
+        _workdir: Option<&'a std::path::Path>,
+    ) -> BoxFuture<'a, Result<Vec<ToolSpec>, ToolError>> {
         self.lists.fetch_add(1, Ordering::SeqCst);
         Box::pin(async {
             Ok(vec![ToolSpec {
@@ -53,6 +56,7 @@ impl ToolSource for Notes {
         &'a self,
         tool: &'a str,
         arguments: Map<String, Value>,
+        _workdir: Option<&'a std::path::Path>,
         _cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         self.calls.fetch_add(1, Ordering::SeqCst);

@@ -75,13 +75,13 @@ async fn guarded<T>(what: &str, f: impl Future<Output = T>) -> T {
 async fn call(source: &McpSource, tool: &str, arguments: Value) -> Result<ToolOutput, ToolError> {
     guarded(
         &format!("call {tool}"),
-        source.call(tool, args(arguments), CancellationToken::new()),
+        source.call(tool, args(arguments), None, CancellationToken::new()),
     )
     .await
 }
 
 async fn tool_names(source: &McpSource) -> Vec<String> {
-    let tools = guarded("list", source.list())
+    let tools = guarded("list", source.list(None))
         .await
         .expect("the tools are listed");
     tools.into_iter().map(|t| t.name).collect()
@@ -551,7 +551,7 @@ fn running(pid: u32) -> bool {
 async fn concurrent_first_uses_start_one_server_and_the_list_is_cached() {
     let fake = Fake::start("plain", 60);
     assert!(fake.starts().is_empty(), "nothing starts before the first use");
-    let lists = futures::future::join_all((0..5).map(|_| fake.source.list())).await;
+    let lists = futures::future::join_all((0..5).map(|_| fake.source.list(None))).await;
     for l in &lists {
         assert_eq!(l.as_ref().map(Vec::len), Ok(5), "{l:?}");
     }
@@ -619,7 +619,7 @@ async fn a_server_that_dies_mid_call_is_restarted_once_then_given_up() {
             matches!(&later, Err(ToolError::Failed { message, .. }) if message.contains("not restarted again")),
             "{later:?}"
         );
-        let listed = guarded("list", fake.source.list()).await;
+        let listed = guarded("list", fake.source.list(None)).await;
         assert!(listed.is_err(), "{listed:?}");
     }
     assert_eq!(fake.starts().len(), 2, "{:?}", fake.log());
@@ -643,7 +643,7 @@ async fn a_call_that_never_answers_times_out_and_a_cancelled_one_returns_at_once
     let (result, ()) = tokio::join!(
         guarded(
             "the cancelled call",
-            fake.source.call("hang", args(json!({})), cancel.clone())
+            fake.source.call("hang", args(json!({})), None, cancel.clone())
         ),
         async {
             fake.until_logged("call hang", 2).await;
@@ -663,7 +663,7 @@ async fn garbage_on_stdout_is_skipped_and_a_server_that_only_prints_garbage_is_a
     assert_eq!(echo.map(|o| o.text), Ok("through the noise".to_string()));
 
     let broken = Fake::start("garbage-exit", 60);
-    let listed = guarded("list", broken.source.list()).await;
+    let listed = guarded("list", broken.source.list(None)).await;
     assert!(
         matches!(&listed, Err(ToolError::Start { message, .. }) if message.contains("closed the connection")),
         "{listed:?}"
@@ -678,7 +678,7 @@ async fn shutdown_stops_the_process_and_dropping_the_source_kills_it() {
     assert!(running(pid));
     guarded("shutdown", fake.source.shutdown()).await;
     assert!(!running(pid), "the server still runs after shutdown");
-    let after = guarded("list", fake.source.list()).await;
+    let after = guarded("list", fake.source.list(None)).await;
     assert!(matches!(after, Err(ToolError::Failed { .. })), "{after:?}");
 
     let dropped = Fake::start("plain", 60);
@@ -700,15 +700,17 @@ async fn start_errors_are_clear_and_never_show_secret_values() {
     let mut missing = stdio(&["huddle-no-such-mcp-server"]);
     missing.env.insert("API_TOKEN".into(), "s3cret-env-value".into());
     let source = McpSource::new("missing", missing, dir.path());
-    let e = guarded("list", source.list()).await.expect_err("no such program");
+    let e = guarded("list", source.list(None))
+        .await
+        .expect_err("no such program");
     let text = e.to_string();
     assert!(text.contains("cannot run `huddle-no-such-mcp-server`"), "{text}");
     assert!(!text.contains("s3cret"), "{text}");
     // Tried once more, then given up with the reason (no spawning on every turn).
-    let second = guarded("list", source.list()).await;
+    let second = guarded("list", source.list(None)).await;
     assert!(matches!(second, Err(ToolError::Start { .. })), "{second:?}");
     for _ in 0..2 {
-        let e = guarded("list", source.list()).await.expect_err("given up");
+        let e = guarded("list", source.list(None)).await.expect_err("given up");
         let text = e.to_string();
         assert!(
             text.contains("failed to start 2 times and is not tried again")
@@ -719,9 +721,12 @@ async fn start_errors_are_clear_and_never_show_secret_values() {
 
     let mut elsewhere = stdio(&["python3"]);
     elsewhere.cwd = Some("not/here".into());
-    let e = guarded("list", McpSource::new("elsewhere", elsewhere, dir.path()).list())
-        .await
-        .expect_err("no such dir");
+    let e = guarded(
+        "list",
+        McpSource::new("elsewhere", elsewhere, dir.path()).list(None),
+    )
+    .await
+    .expect_err("no such dir");
     assert!(
         e.to_string()
             .contains("not/here (mcp_servers.elsewhere.cwd) does not exist"),
@@ -731,7 +736,7 @@ async fn start_errors_are_clear_and_never_show_secret_values() {
     let mut web = McpServerConfig::http("http://127.0.0.1:9/mcp");
     web.headers_env
         .insert("Authorization".into(), "HUDDLE_TEST_UNSET_TOKEN_VAR".into());
-    let e = guarded("list", McpSource::new("web", web, dir.path()).list())
+    let e = guarded("list", McpSource::new("web", web, dir.path()).list(None))
         .await
         .expect_err("the variable is unset");
     assert!(

@@ -43,3 +43,4 @@ mod tui_streaming;
 mod tui_support;
 mod tui_tool_calls;
 mod tui_tools;
+mod worktrees;

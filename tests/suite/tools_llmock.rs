@@ -33,7 +33,10 @@ impl ToolSource for Weather {
     fn approval(&self) -> Approval {
         Approval::Auto
     }
-    fn list(&self) -> BoxFuture<'_, Result<Vec<ToolSpec>, ToolError>> {
+    fn list<'a>(
+        &'a self,
+        _workdir: Option<&'a std::path::Path>,
+    ) -> BoxFuture<'a, Result<Vec<ToolSpec>, ToolError>> {
         Box::pin(async {
             Ok(vec![ToolSpec {
                 name: "get_weather".into(),
@@ -50,6 +53,7 @@ impl ToolSource for Weather {
         &'a self,
         _tool: &'a str,
         arguments: Map<String, Value>,
+        _workdir: Option<&'a std::path::Path>,
         _cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         self.calls.lock().expect("calls").push(arguments);

@@ -216,6 +216,58 @@ pub fn worker_prompt(task: &WorkerTask<'_>) -> String {
     out
 }
 
+/// Where a session with a git worktree works (see [`worktree_note`]).
+#[derive(Debug, Clone, Copy)]
+pub struct WorktreeNote<'a> {
+    /// The directory it works in.
+    pub path: &'a std::path::Path,
+    pub branch: &'a str,
+    pub base_commit: &'a str,
+    /// Team members in the same worktree, by session name.
+    pub shared_with: &'a [&'a str],
+    /// Other members' branches (session name, branch), given to the team's lead.
+    pub other_branches: &'a [(&'a str, &'a str)],
+}
+
+/// The note added to a session's system prompt when it works in its own git worktree: where,
+/// on which branch, that git is safe there and its work should be committed there, who shares
+/// it, and (for the lead) the other members' branches.
+pub fn worktree_note(note: &WorktreeNote<'_>) -> String {
+    let mut out = String::from(
+        "## Your workspace
+",
+    );
+    let _ = write!(
+        out,
+        "You are in your own git worktree at {}, on branch `{}` (started from commit {}). \
+         Git is safe to use there: it does not touch the main checkout or anyone else's work. \
+         Commit your work there, on that branch, with clear messages; ",
+        note.path.display(),
+        note.branch,
+        note.base_commit.get(..12).unwrap_or(note.base_commit),
+    );
+    if note.shared_with.is_empty() {
+        out.push_str("other members have their own worktrees.\n");
+    } else {
+        let _ = writeln!(
+            out,
+            "you share this worktree with {}, so commit often and do not undo their changes.",
+            note.shared_with.join(", ")
+        );
+    }
+    if !note.other_branches.is_empty() {
+        out.push_str("The other members work on these branches (same repository):\n");
+        for (member, branch) in note.other_branches {
+            let _ = writeln!(out, "- {member}: `{branch}`");
+        }
+        out.push_str(
+            "You can look at their work with `git log <branch>` or `git diff HEAD...<branch>` and \
+             bring it into yours with `git merge <branch>`.\n",
+        );
+    }
+    out
+}
+
 fn worker_results(out: &mut String, results: &[WorkerResult]) {
     out.push_str("\n## Worker results\n");
     for result in results {

@@ -5,7 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{DEFAULT_MAX_ITERATIONS, Mode, Preset, PresetAgent, default_worker_timeout_secs};
+use crate::model::{
+    DEFAULT_MAX_ITERATIONS, Mode, Preset, PresetAgent, WorktreeStrategy, default_worker_timeout_secs,
+};
 
 /// The file's name in the team folder.
 pub const EXTRAS_FILE: &str = "huddle.yaml";
@@ -29,6 +31,9 @@ pub struct Extras {
     /// The team has an evaluator (`orchestrator_reflect` only), with this prompt and model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evaluator: Option<PresetAgent>,
+    /// How the team shares git worktrees (a strategy only: huddle makes every path itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktrees: Option<WorktreeStrategy>,
 }
 
 impl Extras {
@@ -62,6 +67,7 @@ impl Extras {
                 .filter(|&t| t != default_worker_timeout_secs()),
             orchestrator_prompt,
             evaluator,
+            worktrees: Some(preset.worktrees).filter(|w| !w.is_shared()),
         }
     }
 
@@ -132,6 +138,7 @@ mod tests {
             workers: Vec::new(),
             shared_context: None,
             routing_context: None,
+            worktrees: WorktreeStrategy::OrchestratorIsolated,
             tier: None,
             source: None,
             warnings: Vec::new(),
@@ -145,8 +152,10 @@ mod tests {
             None,
             "no model in a repo"
         );
+        assert_eq!(extras.worktrees, Some(WorktreeStrategy::OrchestratorIsolated));
         let text = extras.to_yaml().unwrap();
         assert!(text.starts_with("# huddle's settings"), "{text}");
+        assert!(text.contains("worktrees: orchestrator_isolated"), "{text}");
         assert_eq!(Extras::parse(&text).unwrap(), extras);
 
         // What the folder already says is not repeated; a mode without an evaluator has none.
@@ -154,6 +163,7 @@ mod tests {
         preset.mode = Mode::Broadcast;
         preset.emoji = None;
         preset.max_iterations = None;
+        preset.worktrees = WorktreeStrategy::Shared;
         let none = Extras::of(&preset, None);
         assert!(none.is_empty(), "{none:?}");
         assert_eq!(Extras::parse(&none.to_yaml().unwrap()).unwrap(), none);

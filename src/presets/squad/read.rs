@@ -180,6 +180,7 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         workers,
         shared_context,
         routing_context,
+        worktrees: Default::default(),
         tier: Some(Tier::Repo),
         source: Some(dir.display().to_string()),
         warnings,
@@ -294,6 +295,10 @@ fn apply_extras(team: &TeamDir, preset: &mut Preset, config: &Config) {
             .model
             .and_then(|m| check_model(&m, config, Tier::Repo, "evaluator", warnings));
         preset.evaluator = Some(e);
+    }
+    // Only a strategy: worktree paths and branches are always made by huddle, in its data dir.
+    if let Some(w) = extras.worktrees {
+        preset.worktrees = w;
     }
 }
 

@@ -19,7 +19,8 @@ pub struct McpServerConfig {
     /// Extra environment for a stdio server.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
-    /// Where a stdio server runs: `repo` (the repository huddle was opened in) or a directory.
+    /// Where a stdio server runs: `repo` (the repository huddle was opened in), `session` (each
+    /// session's working directory, its worktree: one server per directory) or a directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// A streamable-HTTP endpoint.
@@ -129,7 +130,7 @@ fn validate(name: &str, server: &McpServerConfig) -> Result<(), String> {
     }
     if server.cwd.as_deref().is_some_and(|c| c.trim().is_empty()) {
         return Err(format!(
-            "{}: is empty; use `repo` (the repository huddle was opened in) or a directory",
+            "{}: is empty; use `repo` (the repository huddle was opened in), `session` (each session's worktree) or a directory",
             key("cwd")
         ));
     }
@@ -162,10 +163,11 @@ fn validate(name: &str, server: &McpServerConfig) -> Result<(), String> {
 }
 
 /// Where a stdio server runs: `None` (huddle's own working directory) when `cwd:` is not set;
-/// the repository for `repo`; a relative directory is taken from the repository.
+/// the repository for `repo` (and for `session` when no session is known, e.g. `huddle
+/// doctor`); a relative directory is taken from the repository.
 pub fn resolve_cwd(cwd: Option<&str>, repo: &Path) -> Option<PathBuf> {
     let cwd = cwd?.trim();
-    Some(if cwd == "repo" {
+    Some(if cwd == "repo" || cwd == "session" {
         repo.to_path_buf()
     } else {
         repo.join(cwd)

@@ -42,7 +42,7 @@ pub async fn check_all(servers: &McpServers, repo: &Path) -> Vec<ServerCheck> {
     futures::future::join_all(servers.iter().map(|(name, server)| async move {
         let source = McpSource::new(name, server.clone(), repo);
         let tools = source
-            .list()
+            .list(None)
             .await
             .map(|tools| tools.into_iter().map(|t| t.name).collect());
         source.shutdown().await;

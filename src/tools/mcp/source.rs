@@ -1,6 +1,8 @@
 //! One configured MCP server as a [`ToolSource`]: started on first use, shared by every session
 //! of the workspace, its tool list cached until the server says it changed, restarted once if
-//! it dies, every start and call bounded by its `timeout_secs`.
+//! it dies, every start and call bounded by its `timeout_secs`. A stdio server with
+//! `cwd: session` runs once per distinct working directory of the sessions that use it (each
+//! session's worktree), each instance with its own start and restart budget.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -32,6 +34,16 @@ pub struct McpSource {
     config: McpServerConfig,
     repo: PathBuf,
     timeout: Duration,
+    /// One instance per working directory for `cwd: session`, else one (keyed `None`).
+    slots: Mutex<Vec<(Option<PathBuf>, Arc<Slot>)>>,
+    /// Set by a shutdown: every later use fails.
+    shut_down: std::sync::atomic::AtomicBool,
+}
+
+/// One instance of the server: where it runs and its state.
+struct Slot {
+    /// Its working directory (`None`: huddle's own).
+    dir: Option<PathBuf>,
     state: tokio::sync::Mutex<State>,
 }
 
@@ -55,8 +67,42 @@ impl McpSource {
             timeout: Duration::from_secs(config.timeout_secs.max(1)),
             config,
             repo: repo.to_path_buf(),
-            state: tokio::sync::Mutex::new(State::default()),
+            slots: Mutex::new(Vec::new()),
+            shut_down: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// True for a stdio server with `cwd: session` (one instance per working directory).
+    pub fn per_session(&self) -> bool {
+        self.config.url.is_none() && self.config.cwd.as_deref().map(str::trim) == Some("session")
+    }
+
+    /// The instance for a caller working in `workdir`: its own for `cwd: session` (the repo
+    /// when the caller has none), else the one shared by everyone.
+    fn slot(&self, workdir: Option<&Path>) -> Arc<Slot> {
+        let (key, dir) = if self.per_session() {
+            let dir = workdir.map_or_else(|| self.repo.clone(), Path::to_path_buf);
+            (Some(dir.clone()), Some(dir))
+        } else {
+            (None, resolve_cwd(self.config.cwd.as_deref(), &self.repo))
+        };
+        let mut slots = lock(&self.slots);
+        if let Some((_, slot)) = slots.iter().find(|(k, _)| *k == key) {
+            return Arc::clone(slot);
+        }
+        let state = State {
+            given_up: self
+                .shut_down
+                .load(Ordering::SeqCst)
+                .then(|| "it was shut down".to_string()),
+            ..State::default()
+        };
+        let slot = Arc::new(Slot {
+            dir,
+            state: tokio::sync::Mutex::new(state),
+        });
+        slots.push((key, Arc::clone(&slot)));
+        slot
     }
 
     /// How the server is reached, for people (`stdio mcp-server-git`, `http https://…`).
@@ -84,8 +130,8 @@ impl McpSource {
 
     /// The running connection, started (or restarted once) if need be. Concurrent first uses
     /// wait for one start.
-    async fn connection(&self) -> Result<Arc<Connection>, ToolError> {
-        let mut state = self.state.lock().await;
+    async fn connection(&self, slot: &Slot) -> Result<Arc<Connection>, ToolError> {
+        let mut state = slot.state.lock().await;
         if let Some(live) = &state.live {
             if live.is_alive() {
                 return Ok(Arc::clone(live));
@@ -107,7 +153,7 @@ impl McpSource {
             return Err(self.failed(why));
         }
         // A start abandoned half-way (the caller cancelled) is not counted.
-        let started = tokio::time::timeout(self.timeout, self.start()).await;
+        let started = tokio::time::timeout(self.timeout, self.start(slot.dir.as_deref())).await;
         state.starts += 1;
         let (failure, reason) = match started {
             Ok(Ok(connection)) => {
@@ -134,7 +180,7 @@ impl McpSource {
     }
 
     /// Connects (the MCP handshake) and fetches the tool list.
-    async fn start(&self) -> Result<Connection, String> {
+    async fn start(&self, dir: Option<&Path>) -> Result<Connection, String> {
         let changes = Arc::new(AtomicU64::new(0));
         let handler = Handler {
             server: self.name.clone(),
@@ -152,7 +198,7 @@ impl McpSource {
                 rmcp::service::serve_client_with_ct(handler, transport, stop.clone()).await
             }
             None => {
-                let transport = self.spawn()?;
+                let transport = self.spawn(dir)?;
                 rmcp::service::serve_client_with_ct(handler, transport, stop.clone()).await
             }
         }
@@ -178,18 +224,18 @@ impl McpSource {
             ServiceError::McpError(e) => format!("it could not list its tools: {}", e.message),
             other => format!("it could not list its tools: {}", describe_service_error(&other)),
         })?;
-        tracing::info!(server = %self.name, via = %self.describe(), "mcp server started");
+        tracing::info!(server = %self.name, via = %self.describe(), dir = ?dir, "mcp server started");
         Ok(connection)
     }
 
     /// Starts the program (no shell) with its environment and directory; stderr to the log.
-    fn spawn(&self) -> Result<TokioChildProcess, String> {
+    fn spawn(&self, dir: Option<&Path>) -> Result<TokioChildProcess, String> {
         let Some((program, args)) = self.config.command.split_first() else {
             return Err("no command: configured".into());
         };
         let mut command = tokio::process::Command::new(program);
         command.args(args).envs(&self.config.env).kill_on_drop(true);
-        if let Some(dir) = resolve_cwd(self.config.cwd.as_deref(), &self.repo) {
+        if let Some(dir) = dir {
             if !dir.is_dir() {
                 return Err(format!(
                     "its directory {} (mcp_servers.{}.cwd) does not exist",
@@ -209,8 +255,8 @@ impl McpSource {
         Ok(process)
     }
 
-    async fn list_tools(&self) -> Result<Vec<ToolSpec>, ToolError> {
-        let connection = self.connection().await?;
+    async fn list_tools(&self, workdir: Option<&Path>) -> Result<Vec<ToolSpec>, ToolError> {
+        let connection = self.connection(&self.slot(workdir)).await?;
         if let Some(tools) = connection.cached_tools() {
             return Ok(tools);
         }
@@ -225,8 +271,9 @@ impl McpSource {
         &self,
         tool: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
+        workdir: Option<&Path>,
     ) -> Result<ToolOutput, ToolError> {
-        let connection = self.connection().await?;
+        let connection = self.connection(&self.slot(workdir)).await?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         // Dropping the call (timeout, cancellation) sends the server `notifications/cancelled`.
         match tokio::time::timeout(self.timeout, connection.peer.call_tool(params)).await {
@@ -248,10 +295,21 @@ impl McpSource {
         }
     }
 
-    /// Stops the server and waits (a bounded while) for it to end; later uses fail.
+    /// Stops every instance of the server and waits (a bounded while) for them to end; later
+    /// uses fail.
     async fn stop(&self) {
+        let slots: Vec<Arc<Slot>> = {
+            let slots = lock(&self.slots);
+            // Under the lock: an instance for a directory not seen yet is born shut down.
+            self.shut_down.store(true, Ordering::SeqCst);
+            slots.iter().map(|(_, s)| Arc::clone(s)).collect()
+        };
+        futures::future::join_all(slots.iter().map(|slot| self.stop_slot(slot))).await;
+    }
+
+    async fn stop_slot(&self, slot: &Slot) {
         let live = {
-            let mut state = self.state.lock().await;
+            let mut state = slot.state.lock().await;
             state.given_up = Some("it was shut down".into());
             state.live.take()
         };
@@ -276,21 +334,22 @@ impl ToolSource for McpSource {
         self.config.approval
     }
 
-    fn list(&self) -> BoxFuture<'_, Result<Vec<ToolSpec>, ToolError>> {
-        Box::pin(self.list_tools())
+    fn list<'a>(&'a self, workdir: Option<&'a Path>) -> BoxFuture<'a, Result<Vec<ToolSpec>, ToolError>> {
+        Box::pin(self.list_tools(workdir))
     }
 
     fn call<'a>(
         &'a self,
         tool: &'a str,
         arguments: serde_json::Map<String, serde_json::Value>,
+        workdir: Option<&'a Path>,
         cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => Err(ToolError::Cancelled),
-                result = self.call_tool(tool, arguments) => result,
+                result = self.call_tool(tool, arguments, workdir) => result,
             }
         })
     }
