@@ -22,3 +22,4 @@ pub mod tools;
 pub mod tui;
 pub mod workspace;
 pub mod worktrees;
+pub mod worktrees_cli;

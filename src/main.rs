@@ -137,7 +137,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Worktrees(cmd)) => {
-            let code = huddle::worktrees::cli::run(paths, &repo, cmd)?;
+            let code = huddle::worktrees_cli::run(paths, &repo, cmd)?;
             Ok(ExitCode::from(code))
         }
         Some(Command::Doctor) => {

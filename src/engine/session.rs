@@ -157,7 +157,7 @@ impl Actor {
                 group: group.map(|g| g.name.clone()).unwrap_or_default(),
                 role: s.role,
                 model: s.model.clone(),
-                system: crate::worktrees::system_prompt_with_note(org, s),
+                system: super::protocol::system_prompt_with_note(org, s),
                 working_dir: s.working_dir(group),
                 tools: s.tools.clone(),
                 max_tool_rounds: s.max_tool_rounds,

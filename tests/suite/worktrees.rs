@@ -330,7 +330,7 @@ async fn each_workers_command_agent_writes_in_its_own_worktree_and_is_told_where
     // The lead hears of the workers' branches.
     let org = ws.org.read(Organization::clone);
     let lead = org.session_by_name("builders-orchestrator").unwrap();
-    let note = huddle::worktrees::system_prompt_with_note(&org, lead).unwrap();
+    let note = huddle::engine::protocol::system_prompt_with_note(&org, lead).unwrap();
     assert!(
         note.contains(&implementer.branch) && note.contains(&tester.branch),
         "{note}"

@@ -268,6 +268,51 @@ pub fn worktree_note(note: &WorktreeNote<'_>) -> String {
     out
 }
 
+/// A session's system prompt with its worktree note added (see
+/// [`worktree_note`]): where it works, on which branch, who shares it,
+/// and, for a team's lead, the other members' branches. `None` when it has neither.
+pub fn system_prompt_with_note(
+    org: &crate::model::Organization,
+    session: &crate::model::Session,
+) -> Option<String> {
+    let own = session
+        .system_prompt
+        .as_deref()
+        .map(str::trim)
+        .filter(|p| !p.is_empty());
+    let Some(wt) = &session.worktree else {
+        return own.map(str::to_string);
+    };
+    let team = org.sessions_in(&session.group_id);
+    let shared_with: Vec<&str> = team
+        .iter()
+        .filter(|s| s.id != session.id && s.worktree.as_ref().is_some_and(|o| o.path == wt.path))
+        .map(|s| s.name.as_str())
+        .collect();
+    let others: Vec<(&str, &str)> = if session.role == crate::model::Role::Worker {
+        Vec::new()
+    } else {
+        team.iter()
+            .filter(|s| s.id != session.id)
+            .filter_map(|s| {
+                let w = s.worktree.as_ref().filter(|o| o.path != wt.path)?;
+                Some((s.name.as_str(), w.branch.as_str()))
+            })
+            .collect()
+    };
+    let note = worktree_note(&WorktreeNote {
+        path: &wt.working_dir(),
+        branch: &wt.branch,
+        base_commit: &wt.base_commit,
+        shared_with: &shared_with,
+        other_branches: &others,
+    });
+    Some(match own {
+        Some(p) => format!("{p}\n\n{note}"),
+        None => note,
+    })
+}
+
 fn worker_results(out: &mut String, results: &[WorkerResult]) {
     out.push_str("\n## Worker results\n");
     for result in results {

@@ -15,7 +15,9 @@ use crate::store::{DataDirLock, OrgHandle, OrganizationFile};
 use crate::text::sanitize;
 use crate::workspace::{EditError, Edits};
 
-use super::{MergeMethod, WorktreeError, distinct, merge, merge_plan, reconcile, session_statuses};
+use crate::worktrees::{
+    MergeMethod, WorktreeError, distinct, merge, merge_plan, reconcile, session_statuses,
+};
 
 const USAGE: u8 = 2;
 const FAILED: u8 = 1;
@@ -176,7 +178,7 @@ fn show_diff(paths: &Paths, target: &WorktreeTarget, stat: bool) -> Result<u8, F
     // sanitised like everything else huddle prints.
     let raw = !std::io::stdout().is_terminal();
     for w in targets(&org, target)? {
-        let d = super::diff(&w).map_err(|e| failed(e.to_string()))?;
+        let d = crate::worktrees::diff(&w).map_err(|e| failed(e.to_string()))?;
         let mut head = format!(
             "# {} ({}) against {} · {} file{}\n",
             w.branch,
@@ -187,7 +189,8 @@ fn show_diff(paths: &Paths, target: &WorktreeTarget, stat: bool) -> Result<u8, F
         );
         for f in &d.files {
             let from = match &f.kind {
-                super::ChangeKind::Renamed { from } | super::ChangeKind::Copied { from } => {
+                crate::worktrees::ChangeKind::Renamed { from }
+                | crate::worktrees::ChangeKind::Copied { from } => {
                     format!(" (from {from})")
                 }
                 _ => String::new(),
@@ -203,7 +206,7 @@ fn show_diff(paths: &Paths, target: &WorktreeTarget, stat: bool) -> Result<u8, F
             if d.truncated {
                 patch.push_str(&format!(
                     "# (cut at {} bytes; see the rest with git in {})\n",
-                    super::PATCH_MAX_BYTES,
+                    crate::worktrees::PATCH_MAX_BYTES,
                     w.path.display()
                 ));
             }
