@@ -25,6 +25,8 @@ use crate::workspace::{Edits, Exporter, Workspace, read_run};
 
 /// Frame interval while something is busy (spinner, running worker durations).
 const BUSY_FRAME: Duration = Duration::from_millis(120);
+/// How often the selected team's worktree statuses are refreshed without a reason to.
+const WORKTREE_REFRESH: Duration = Duration::from_secs(5);
 /// Engine events handled before the loop looks at the terminal again.
 const EVENT_BATCH: usize = 512;
 
@@ -89,6 +91,10 @@ async fn event_loop(
     executor.app_tx = app_tx;
     let (frames, mut draws) = FrameRequester::start();
     let mut terminal_events = EventStream::new();
+    // The selected team's worktrees are looked at again every few seconds (not on frames).
+    let mut worktree_ticks = tokio::time::interval(WORKTREE_REFRESH);
+    worktree_ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    worktree_ticks.tick().await;
     executor.execute_all(initial);
     frames.schedule_frame();
     loop {
@@ -120,6 +126,13 @@ async fn event_loop(
                 commands
             },
             Some(event) = app_rx.recv() => app.handle_app_event(event),
+            _ = worktree_ticks.tick() => {
+                let commands = app.handle_app_event(AppEvent::WorktreeTick);
+                if commands.is_empty() {
+                    continue;
+                }
+                commands
+            },
             Some(()) = draws.recv() => {
                 guard.terminal.draw(|f| super::render::draw(f, &mut app, no_color))?;
                 if app.anything_running() {
@@ -311,7 +324,73 @@ impl Executor {
             }
             Command::RemoveFiles(removal) => {
                 let edits = self.edits.clone();
-                tokio::task::spawn_blocking(move || edits.remove_files(&removal));
+                tokio::task::spawn_blocking(move || {
+                    let report = edits.remove_files(&removal);
+                    if !removal.worktrees.is_empty() {
+                        Self::send(&tx, AppEvent::FilesRemoved(report));
+                    }
+                });
+            }
+            Command::CheckGit => {
+                let repo = self.repo.clone();
+                tokio::task::spawn_blocking(move || {
+                    let result = crate::worktrees::repo_head(&repo)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string());
+                    Self::send(&tx, AppEvent::GitChecked(result));
+                });
+            }
+            Command::CreateTeam { preset, strategy } => {
+                let edits = self.edits.clone();
+                tokio::task::spawn_blocking(move || {
+                    let result = edits
+                        .create_team_with(&preset, strategy)
+                        .map_err(|e| e.to_string());
+                    Self::send(
+                        &tx,
+                        AppEvent::TeamCreated {
+                            preset: preset.name.clone(),
+                            warnings: preset.warnings.clone(),
+                            result,
+                        },
+                    );
+                });
+            }
+            Command::RefreshWorktrees { group_id } => {
+                let edits = self.edits.clone();
+                tokio::task::spawn_blocking(move || {
+                    let statuses = edits.worktree_statuses(group_id.as_deref());
+                    Self::send(&tx, AppEvent::WorktreeStatuses { group_id, statuses });
+                });
+            }
+            Command::LoadDiff { request, worktrees } => {
+                tokio::task::spawn_blocking(move || {
+                    let diffs = worktrees
+                        .iter()
+                        .map(|w| crate::worktrees::diff(w).map_err(|e| e.to_string()))
+                        .collect();
+                    Self::send(&tx, AppEvent::DiffLoaded { request, diffs });
+                });
+            }
+            Command::PlanMerge { worktree } => {
+                tokio::task::spawn_blocking(move || {
+                    let result = crate::worktrees::merge_plan(&worktree).map_err(|e| e.to_string());
+                    Self::send(&tx, AppEvent::MergePlanned { result });
+                });
+            }
+            Command::Merge { plan, method } => {
+                tokio::task::spawn_blocking(move || {
+                    let branch = plan.worktree.branch.clone();
+                    let result = crate::worktrees::merge(&plan, method);
+                    Self::send(&tx, AppEvent::Merged { branch, result });
+                });
+            }
+            Command::CheckDeleteRisk { group_id } => {
+                let edits = self.edits.clone();
+                tokio::task::spawn_blocking(move || {
+                    let at_risk = edits.worktrees_at_risk(&group_id);
+                    Self::send(&tx, AppEvent::DeleteRiskChecked { group_id, at_risk });
+                });
             }
             // Carried out by the event loop, which owns the terminal.
             Command::CopyToClipboard { .. } | Command::SetMouseCapture(_) | Command::Quit => {}
