@@ -47,4 +47,4 @@ pub mod widgets;
 pub mod worktree_marks;
 
 pub use app::App;
-pub use runtime::run;
+pub use runtime::{run, run_blocking};

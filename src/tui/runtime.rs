@@ -4,7 +4,7 @@
 
 use std::future::Future;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -322,78 +322,73 @@ impl Executor {
                     Self::send(&tx, AppEvent::Exported { group_id, result });
                 });
             }
-            Command::RemoveFiles(removal) => {
-                let edits = self.edits.clone();
+            command @ (Command::RemoveFiles(_)
+            | Command::CheckGit
+            | Command::CreateTeam { .. }
+            | Command::RefreshWorktrees { .. }
+            | Command::LoadDiff { .. }
+            | Command::PlanMerge { .. }
+            | Command::Merge { .. }
+            | Command::CheckDeleteRisk { .. }) => {
+                let (edits, repo) = (self.edits.clone(), self.repo.clone());
                 tokio::task::spawn_blocking(move || {
-                    let report = edits.remove_files(&removal);
-                    if !removal.worktrees.is_empty() {
-                        Self::send(&tx, AppEvent::FilesRemoved(report));
+                    if let Some(event) = run_blocking(&edits, &repo, command) {
+                        Self::send(&tx, event);
                     }
-                });
-            }
-            Command::CheckGit => {
-                let repo = self.repo.clone();
-                tokio::task::spawn_blocking(move || {
-                    let result = crate::worktrees::repo_head(&repo)
-                        .map(|_| ())
-                        .map_err(|e| e.to_string());
-                    Self::send(&tx, AppEvent::GitChecked(result));
-                });
-            }
-            Command::CreateTeam { preset, strategy } => {
-                let edits = self.edits.clone();
-                tokio::task::spawn_blocking(move || {
-                    let result = edits
-                        .create_team_with(&preset, strategy)
-                        .map_err(|e| e.to_string());
-                    Self::send(
-                        &tx,
-                        AppEvent::TeamCreated {
-                            preset: preset.name.clone(),
-                            warnings: preset.warnings.clone(),
-                            result,
-                        },
-                    );
-                });
-            }
-            Command::RefreshWorktrees { group_id } => {
-                let edits = self.edits.clone();
-                tokio::task::spawn_blocking(move || {
-                    let statuses = edits.worktree_statuses(group_id.as_deref());
-                    Self::send(&tx, AppEvent::WorktreeStatuses { group_id, statuses });
-                });
-            }
-            Command::LoadDiff { request, worktrees } => {
-                tokio::task::spawn_blocking(move || {
-                    let diffs = worktrees
-                        .iter()
-                        .map(|w| crate::worktrees::diff(w).map_err(|e| e.to_string()))
-                        .collect();
-                    Self::send(&tx, AppEvent::DiffLoaded { request, diffs });
-                });
-            }
-            Command::PlanMerge { worktree } => {
-                tokio::task::spawn_blocking(move || {
-                    let result = crate::worktrees::merge_plan(&worktree).map_err(|e| e.to_string());
-                    Self::send(&tx, AppEvent::MergePlanned { result });
-                });
-            }
-            Command::Merge { plan, method } => {
-                tokio::task::spawn_blocking(move || {
-                    let branch = plan.worktree.branch.clone();
-                    let result = crate::worktrees::merge(&plan, method);
-                    Self::send(&tx, AppEvent::Merged { branch, result });
-                });
-            }
-            Command::CheckDeleteRisk { group_id } => {
-                let edits = self.edits.clone();
-                tokio::task::spawn_blocking(move || {
-                    let at_risk = edits.worktrees_at_risk(&group_id);
-                    Self::send(&tx, AppEvent::DeleteRiskChecked { group_id, at_risk });
                 });
             }
             // Carried out by the event loop, which owns the terminal.
             Command::CopyToClipboard { .. } | Command::SetMouseCapture(_) | Command::Quit => {}
         }
     }
+}
+
+/// Carries out a command that touches files or runs git (blocking: the runtime calls it on a
+/// blocking thread) and returns what the app is told, if anything. Public so that tests run
+/// exactly what the runtime runs, against a real repository.
+pub fn run_blocking(edits: &Edits, repo: &Path, command: Command) -> Option<AppEvent> {
+    Some(match command {
+        Command::RemoveFiles(removal) => {
+            let report = edits.remove_files(&removal);
+            if removal.worktrees.is_empty() {
+                return None;
+            }
+            AppEvent::FilesRemoved(report)
+        }
+        Command::CheckGit => AppEvent::GitChecked(
+            crate::worktrees::repo_head(repo)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        ),
+        Command::CreateTeam { preset, strategy } => AppEvent::TeamCreated {
+            result: edits
+                .create_team_with(&preset, strategy)
+                .map_err(|e| e.to_string()),
+            preset: preset.name,
+            warnings: preset.warnings,
+        },
+        Command::RefreshWorktrees { group_id } => AppEvent::WorktreeStatuses {
+            statuses: edits.worktree_statuses(group_id.as_deref()),
+            group_id,
+        },
+        Command::LoadDiff { request, worktrees } => AppEvent::DiffLoaded {
+            request,
+            diffs: worktrees
+                .iter()
+                .map(|w| crate::worktrees::diff(w).map_err(|e| e.to_string()))
+                .collect(),
+        },
+        Command::PlanMerge { worktree } => AppEvent::MergePlanned {
+            result: crate::worktrees::merge_plan(&worktree).map_err(|e| e.to_string()),
+        },
+        Command::Merge { plan, method } => AppEvent::Merged {
+            branch: plan.worktree.branch.clone(),
+            result: crate::worktrees::merge(&plan, method),
+        },
+        Command::CheckDeleteRisk { group_id } => AppEvent::DeleteRiskChecked {
+            at_risk: edits.worktrees_at_risk(&group_id),
+            group_id,
+        },
+        _ => return None,
+    })
 }

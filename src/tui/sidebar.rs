@@ -224,7 +224,7 @@ fn render(frame: &mut Frame<'_>, area: Rect, props: &Props<'_>, cursor: usize) {
         .skip(props.offset)
         .take(inner.height as usize)
         .map(|(i, row)| {
-            let line = row_line(props, row);
+            let line = row_line(props, row, inner.width as usize);
             match (i == cursor, props.focused) {
                 (false, _) => line,
                 (true, true) => line.style(Style::default().add_modifier(Modifier::REVERSED)),
@@ -236,7 +236,7 @@ fn render(frame: &mut Frame<'_>, area: Rect, props: &Props<'_>, cursor: usize) {
 }
 
 /// One row of the tree.
-fn row_line(props: &Props<'_>, row: &Row) -> Line<'static> {
+fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
     let Props {
         org: o,
         tick,
@@ -334,11 +334,15 @@ fn row_line(props: &Props<'_>, row: &Row) -> Line<'static> {
             }
             if let Some(wt) = &s.worktree {
                 spans.extend(worktree_spans(activity.worktree_mark(id)));
-                let branch = short_branch(wt.label(), &team);
-                spans.push(Span::styled(
-                    format!(" ⎇{}", sanitize::display(branch)),
-                    Style::default().fg(Color::Magenta),
-                ));
+                // The branch when it fits; else just the mark (the diff view names it).
+                let branch = sanitize::display(short_branch(wt.label(), &team)).into_owned();
+                let used: usize = spans.iter().map(Span::width).sum();
+                let shown = if used + 2 + branch.chars().count() <= width {
+                    format!(" ⎇{branch}")
+                } else {
+                    " ⎇".to_string()
+                };
+                spans.push(Span::styled(shown, Style::default().fg(Color::Magenta)));
             }
             spans.push(Span::styled(format!(" {}", sanitize::display(&s.model)), dim));
         }
@@ -346,7 +350,8 @@ fn row_line(props: &Props<'_>, row: &Row) -> Line<'static> {
     Line::from(spans)
 }
 
-/// A worktree's state after its session's name: `±` uncommitted changes, `↑N` unmerged
+/// A worktree's state after its session's name (then its branch, the part after `huddle/`
+/// less the team's name, or only `⎇` when that does not fit): `±` uncommitted changes, `↑N` unmerged
 /// commits, `✗` its folder is gone, `!` it could not be looked at; nothing when clean or not
 /// looked at yet.
 fn worktree_spans(mark: Option<&Mark>) -> Vec<Span<'static>> {
