@@ -343,15 +343,22 @@ impl App {
                 removal.worktrees_with_work = worktrees;
                 self.team_panel.forget(id);
                 self.transcripts.forget(&removal.sessions);
-                let mut commands = self.on_selection_changed();
-                commands.push(Command::RemoveFiles(removal));
-                commands
+                self.files_go(removal)
             }
-            Err(e) => {
-                self.refuse("Not deleted", &e.to_string());
-                Vec::new()
-            }
+            Err(e) => self.not_deleted(&e),
         }
+    }
+
+    /// After a deletion: the selection moves on, and the files go (in the runtime).
+    fn files_go(&mut self, removal: crate::workspace::Removal) -> Vec<Command> {
+        let mut commands = self.on_selection_changed();
+        commands.push(Command::RemoveFiles(removal));
+        commands
+    }
+
+    fn not_deleted(&mut self, e: &EditError) -> Vec<Command> {
+        self.refuse("Not deleted", &e.to_string());
+        Vec::new()
     }
 
     pub(super) fn on_dialog_result(&mut self, result: DialogResult) -> Vec<Command> {
@@ -411,14 +418,9 @@ impl App {
             ConfirmAction::DeleteSession(id) => match self.edits.delete_session(&id) {
                 Ok(removal) => {
                     self.transcripts.forget([&id]);
-                    let mut commands = self.on_selection_changed();
-                    commands.push(Command::RemoveFiles(removal));
-                    commands
+                    self.files_go(removal)
                 }
-                Err(e) => {
-                    self.refuse("Not deleted", &e.to_string());
-                    Vec::new()
-                }
+                Err(e) => self.not_deleted(&e),
             },
         }
     }

@@ -90,7 +90,11 @@ impl Choice {
         let text = sanitize::display(&self.message).into_owned();
         let width = 76u16.min(area.width);
         let inner = width.saturating_sub(4).max(1) as usize;
-        let body: usize = text.lines().map(|l| l.chars().count() / inner + 1).sum();
+        // Word wrapping can take a line more than the count says (a long path): room for it.
+        let body: usize = text
+            .lines()
+            .map(|l| l.chars().count() / inner + 1 + usize::from(l.chars().count() > inner))
+            .sum();
         let height = (body as u16).saturating_add(4 + self.options.len() as u16);
         let rect = centered(area, width, height);
         frame.render_widget(Clear, rect);

@@ -298,12 +298,7 @@ impl DiffView {
     }
 
     pub fn render(&self, frame: &mut Frame<'_>, area: Rect) {
-        let rect = Rect {
-            x: area.x + 1.min(area.width),
-            y: area.y,
-            width: area.width.saturating_sub(2),
-            height: area.height,
-        };
+        let rect = area;
         frame.render_widget(Clear, rect);
         let block = popup_block(&format!("Diff · {}", self.title));
         let inner = block.inner(rect);
