@@ -76,6 +76,8 @@ actions! {
     NewerRun => "newer_run", "team: show its next run, back to the newest";
     PrevToolCall => "prev_tool_call", "select the tool call above (first: the newest)";
     NextToolCall => "next_tool_call", "select the tool call below";
+    ViewDiff => "view_diff", "diff of the session's worktree (on a team: each worktree)";
+    MergeWorktree => "merge_worktree", "bring a worktree's commits back (merge / cherry-pick; asks)";
 }
 
 /// Where a key is read: the keymap has one table per context.

@@ -20,6 +20,7 @@ use super::runs::{Pending, Runs};
 use super::sidebar::{Row, Sidebar, rows_of};
 use super::team_panel::{Browse, TeamPanel};
 use super::transcript_pane::TranscriptPane;
+use super::worktree_marks::WorktreeMarks;
 use crate::config::Config;
 use crate::engine::events::RunKey;
 use crate::model::{GroupId, SessionId};
@@ -61,6 +62,8 @@ pub struct App {
     pub layout: FrameLayout,
     /// False while the mouse is left to the terminal (its own text selection works).
     pub mouse_capture: bool,
+    /// Worktree statuses for the sidebar, refreshes in flight, whether git can be used.
+    pub worktrees: WorktreeMarks,
 }
 
 impl App {
@@ -88,6 +91,7 @@ impl App {
             tick: 0,
             layout: FrameLayout::default(),
             mouse_capture: true,
+            worktrees: WorktreeMarks::default(),
         };
         let interrupted: Vec<(GroupId, String, u32, u32)> = app.org.read(|o| {
             o.groups
@@ -121,6 +125,7 @@ impl App {
         // Restore the last selection.
         app.org.read(|o| app.sidebar.restore(o));
         let mut commands = vec![Command::LoadCatalog];
+        commands.extend(app.worktree_startup());
         commands.extend(app.on_selection_changed());
         app.refresh_placeholder();
         (app, commands)
@@ -328,7 +333,7 @@ impl App {
             Action::SetMode => self.open_mode_picker(),
             Action::SetMaxIterations => self.open_max_iterations(),
             Action::ToggleEvaluator => return self.toggle_evaluator(),
-            Action::Delete => self.open_delete(),
+            Action::Delete => return self.open_delete(),
             Action::SaveGroupAsPreset => return self.save_as_preset(),
             Action::ToggleCollapse => return self.fold(None),
             Action::CollapseGroup => return self.fold(Some(true)),
@@ -349,6 +354,8 @@ impl App {
             Action::NewerRun => return self.browse_runs(1),
             Action::PrevToolCall => self.select_tool_call(true),
             Action::NextToolCall => self.select_tool_call(false),
+            Action::ViewDiff => return self.open_diff(),
+            Action::MergeWorktree => return self.merge_selected(),
         }
         Vec::new()
     }
@@ -398,6 +405,7 @@ impl App {
         if let Some(session_id) = session.filter(|_| load) {
             commands.push(Command::LoadTranscript { session_id });
         }
+        commands.extend(self.worktrees_on_selection(group.as_ref()));
         commands
     }
 

@@ -7,7 +7,7 @@ use super::dialogs::{
 };
 use super::sidebar::Row;
 use crate::model::{MAX_ITERATIONS, Mode, Tier};
-use crate::workspace::EditError;
+use crate::workspace::{EditError, WorktreeChoice};
 
 const PRESET_PICKER_TITLE: &str = "New team from a preset";
 
@@ -283,7 +283,7 @@ impl App {
         ))));
     }
 
-    pub(super) fn open_delete(&mut self) {
+    pub(super) fn open_delete(&mut self) -> Vec<Command> {
         match self.selected_row() {
             Some(Row::Group(id)) => {
                 if self.group_busy(&id) {
@@ -291,7 +291,10 @@ impl App {
                         "Cannot delete now",
                         "This group (or one of its sessions) is running. Stop it first (the stop key), then delete.",
                     );
-                    return;
+                    return Vec::new();
+                }
+                if self.is_team(&id) && self.has_worktrees(Some(&id)) {
+                    return self.delete_group_with_worktrees(id);
                 }
                 match self.edits.describe_delete_group(&id) {
                     Ok(text) => self
@@ -301,27 +304,61 @@ impl App {
                 }
             }
             Some(Row::Session(id)) => {
-                let Some((name, group)) = self
-                    .org
-                    .read(|o| o.session(&id).map(|s| (s.name.clone(), s.group_id.clone())))
-                else {
-                    return;
+                let Some((name, group, branch)) = self.org.read(|o| {
+                    o.session(&id).map(|s| {
+                        (
+                            s.name.clone(),
+                            s.group_id.clone(),
+                            s.worktree.as_ref().map(|w| w.branch.clone()),
+                        )
+                    })
+                }) else {
+                    return Vec::new();
                 };
                 if self.session_busy(&id) || self.team_running(&group) {
                     self.refuse(
                         "Cannot delete now",
                         "This session (or its team) has a turn in flight. Stop it first (the stop key), then delete.",
                     );
-                    return;
+                    return Vec::new();
                 }
+                let worktree = branch
+                    .map(|b| format!("\nIts worktree ({b}), if no other session works there, is removed with its branch when it holds no work, and kept when it does."))
+                    .unwrap_or_default();
                 self.dialogs.confirm(
                     "Delete",
-                    format!("Delete session `{name}` and its transcript?"),
+                    format!("Delete session `{name}` and its transcript?{worktree}"),
                     ConfirmAction::DeleteSession(id),
                 );
             }
             None => {}
         }
+        Vec::new()
+    }
+
+    /// Deletes a group; worktrees holding work go only when `worktrees` says so.
+    pub(super) fn delete_group(&mut self, id: &str, worktrees: WorktreeChoice) -> Vec<Command> {
+        match self.edits.delete_group(id) {
+            Ok(mut removal) => {
+                removal.worktrees_with_work = worktrees;
+                self.team_panel.forget(id);
+                self.transcripts.forget(&removal.sessions);
+                self.files_go(removal)
+            }
+            Err(e) => self.not_deleted(&e),
+        }
+    }
+
+    /// After a deletion: the selection moves on, and the files go (in the runtime).
+    fn files_go(&mut self, removal: crate::workspace::Removal) -> Vec<Command> {
+        let mut commands = self.on_selection_changed();
+        commands.push(Command::RemoveFiles(removal));
+        commands
+    }
+
+    fn not_deleted(&mut self, e: &EditError) -> Vec<Command> {
+        self.refuse("Not deleted", &e.to_string());
+        Vec::new()
     }
 
     pub(super) fn on_dialog_result(&mut self, result: DialogResult) -> Vec<Command> {
@@ -350,6 +387,8 @@ impl App {
                 approval_id,
                 decision,
             }],
+            DialogResult::Chose(action, option) => self.on_chose(action, option),
+            DialogResult::MergeWorktree(worktree) => vec![self.plan_merge(worktree)],
             DialogResult::Picked(purpose, value) => match self.apply_pick(purpose, value) {
                 Ok(commands) => commands,
                 Err(e) => {
@@ -375,30 +414,13 @@ impl App {
                 }]
             }
             ConfirmAction::RemoveEvaluator(group_id, _) => self.remove_evaluator(&group_id),
-            ConfirmAction::DeleteGroup(id) => match self.edits.delete_group(&id) {
-                Ok(removal) => {
-                    self.team_panel.forget(&id);
-                    self.transcripts.forget(&removal.sessions);
-                    let mut commands = self.on_selection_changed();
-                    commands.push(Command::RemoveFiles(removal));
-                    commands
-                }
-                Err(e) => {
-                    self.refuse("Not deleted", &e.to_string());
-                    Vec::new()
-                }
-            },
+            ConfirmAction::DeleteGroup(id) => self.delete_group(&id, WorktreeChoice::Keep),
             ConfirmAction::DeleteSession(id) => match self.edits.delete_session(&id) {
                 Ok(removal) => {
                     self.transcripts.forget([&id]);
-                    let mut commands = self.on_selection_changed();
-                    commands.push(Command::RemoveFiles(removal));
-                    commands
+                    self.files_go(removal)
                 }
-                Err(e) => {
-                    self.refuse("Not deleted", &e.to_string());
-                    Vec::new()
-                }
+                Err(e) => self.not_deleted(&e),
             },
         }
     }
@@ -434,17 +456,9 @@ impl App {
                     .find(&value)
                     .ok_or_else(|| format!("no preset named `{value}`"))?
                     .clone();
-                let id = self.edits.create_team(&preset);
-                self.select_row(&Row::Group(id));
-                self.focus = Focus::Composer;
-                if !preset.warnings.is_empty() {
-                    self.dialogs.info(
-                        format!("{} created, with warnings", preset.name),
-                        preset.warnings.join("\n"),
-                    );
-                }
-                Ok(self.on_selection_changed())
+                Ok(self.on_preset_picked(preset))
             }
+            PickPurpose::Strategy(preset) => self.on_strategy_picked(&preset, &value),
             PickPurpose::Model(id) => {
                 self.edits
                     .set_session_model(&id, &value)

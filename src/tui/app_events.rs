@@ -67,6 +67,7 @@ impl App {
                 }
                 Vec::new()
             }
+            worktree_event => self.handle_worktree_event(worktree_event),
         };
         self.refresh_placeholder();
         commands
@@ -87,7 +88,10 @@ impl App {
             return Vec::new();
         }
         self.follow_team_run(&event, now);
-        Vec::new()
+        match &event.kind {
+            EventKind::TurnFinished { session_id, .. } => self.worktrees_on_turn(session_id),
+            _ => Vec::new(),
+        }
     }
 
     /// A call waiting for approval joins the popup's queue; one settled elsewhere (its run

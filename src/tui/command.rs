@@ -5,11 +5,12 @@
 //! tests can drive the app without a terminal or an engine.
 
 use crate::engine::events::{EngineEvent, RunKey};
-use crate::model::{GroupId, SessionId};
+use crate::model::{GroupId, Preset, SessionId, Worktree, WorktreeStrategy};
 use crate::presets::Catalog;
 use crate::store::LoadedTranscript;
 use crate::tools::Decision;
-use crate::workspace::{ExportOutcome, LoadedRun, Removal, WhichRun};
+use crate::workspace::{AtRisk, ExportOutcome, LoadedRun, Removal, RemovalReport, WhichRun};
+use crate::worktrees::{MergeMethod, MergeOutcome, MergePlan, SessionWorktree, WorktreeDiff, WorktreeError};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
@@ -70,8 +71,46 @@ pub enum Command {
         group_id: GroupId,
         confirmed: bool,
     },
-    /// Delete the files of deleted sessions and groups (transcripts, run files).
+    /// Delete the files of deleted sessions and groups (transcripts, run files, worktrees);
+    /// when worktrees were among them, what became of them comes back as
+    /// [`AppEvent::FilesRemoved`].
     RemoveFiles(Removal),
+    /// Is the repository a git repository with a commit (`worktrees::repo_head`)? Answered by
+    /// [`AppEvent::GitChecked`]; the new-team dialog offers worktree strategies only then.
+    CheckGit,
+    /// A team from a preset whose members work in git worktrees (`Edits::create_team_with`,
+    /// blocking: `git worktree add` per worktree); answered by [`AppEvent::TeamCreated`].
+    CreateTeam {
+        preset: Box<Preset>,
+        strategy: WorktreeStrategy,
+    },
+    /// The worktree statuses of a group's sessions (or every session's), for the sidebar;
+    /// answered by [`AppEvent::WorktreeStatuses`].
+    RefreshWorktrees {
+        group_id: Option<GroupId>,
+    },
+    /// Each worktree against its base commit, for the diff view `request`; answered by
+    /// [`AppEvent::DiffLoaded`].
+    LoadDiff {
+        request: u64,
+        worktrees: Vec<Worktree>,
+    },
+    /// What merging the worktree's branch would bring (`worktrees::merge_plan`); answered by
+    /// [`AppEvent::MergePlanned`].
+    PlanMerge {
+        worktree: Worktree,
+    },
+    /// Merge or cherry-pick exactly what the confirmed plan listed; answered by
+    /// [`AppEvent::Merged`].
+    Merge {
+        plan: Box<MergePlan>,
+        method: MergeMethod,
+    },
+    /// Which of the group's worktrees hold work deleting it would lose
+    /// (`Edits::worktrees_at_risk`); answered by [`AppEvent::DeleteRiskChecked`].
+    CheckDeleteRisk {
+        group_id: GroupId,
+    },
     /// Put text on the clipboard through the terminal (OSC 52).
     CopyToClipboard {
         text: String,
@@ -120,4 +159,37 @@ pub enum AppEvent {
         group_id: GroupId,
         result: Result<Vec<(String, bool)>, String>,
     },
+    /// Whether the repository can have worktrees (`Err`: why not, e.g. not a git repository).
+    GitChecked(Result<(), String>),
+    /// A team with worktrees was made (or nothing was: why).
+    TeamCreated {
+        preset: String,
+        warnings: Vec<String>,
+        result: Result<GroupId, String>,
+    },
+    /// Worktree statuses of a group's sessions (`None`: of every session).
+    WorktreeStatuses {
+        group_id: Option<GroupId>,
+        statuses: Vec<SessionWorktree>,
+    },
+    /// Time to look at the selected team's worktrees again (sent every few seconds).
+    WorktreeTick,
+    /// The diffs of a diff view's worktrees, in the order asked.
+    DiffLoaded {
+        request: u64,
+        diffs: Vec<Result<WorktreeDiff, String>>,
+    },
+    MergePlanned {
+        result: Result<MergePlan, String>,
+    },
+    Merged {
+        branch: String,
+        result: Result<MergeOutcome, WorktreeError>,
+    },
+    DeleteRiskChecked {
+        group_id: GroupId,
+        at_risk: Vec<AtRisk>,
+    },
+    /// What removing a deletion's worktrees did (removed, kept with work, failed).
+    FilesRemoved(RemovalReport),
 }

@@ -225,6 +225,8 @@ impl Default for Keymap {
             (NewerRun, vec![K::ch(']')]),
             (PrevToolCall, vec![K::ch('t')]),
             (NextToolCall, vec![K::ch('T')]),
+            (ViewDiff, vec![K::ch('D')]),
+            (MergeWorktree, vec![K::ch('B')]),
         ];
         let search = vec![
             (SearchNext, vec![K::ch('n')]),
@@ -329,6 +331,15 @@ impl Keymap {
     /// The bindings of a context, in help order.
     pub fn bindings(&self, context: Context) -> &[(Action, Vec<KeyBinding>)] {
         self.tables.get(&context).map_or(&[], Vec::as_slice)
+    }
+
+    /// The keys of an action in a context (none when it has no binding there).
+    pub fn keys_of(&self, context: Context, action: Action) -> Vec<KeyBinding> {
+        self.bindings(context)
+            .iter()
+            .find(|(a, _)| *a == action)
+            .map(|(_, keys)| keys.clone())
+            .unwrap_or_default()
     }
 
     /// The keys of an action in a context, joined for display (`j/↓`).

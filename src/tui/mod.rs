@@ -21,6 +21,7 @@ mod app_dialogs;
 mod app_events;
 mod app_team;
 mod app_tools;
+mod app_worktrees;
 pub mod cells;
 pub mod command;
 pub mod composer;
@@ -43,6 +44,7 @@ pub mod tool_cell;
 pub mod transcript_pane;
 pub mod transcript_view;
 pub mod widgets;
+pub mod worktree_marks;
 
 pub use app::App;
-pub use runtime::run;
+pub use runtime::{run, run_blocking};

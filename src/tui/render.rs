@@ -151,6 +151,8 @@ fn status_props(app: &App) -> status::Props<'_> {
         mouse_capture: app.mouse_capture,
         running: app.running_count(),
         approvals: app.dialogs.approvals().map_or(0, |a| a.waiting().count()),
+        worktrees: app.selected_worktrees().is_some(),
+        creating: app.worktrees.creating.len(),
     }
 }
 
@@ -170,6 +172,10 @@ impl sidebar::Activity for App {
 
     fn unread(&self, session_id: &str) -> bool {
         self.transcripts.unread.contains(session_id)
+    }
+
+    fn worktree_mark(&self, session_id: &str) -> Option<&super::worktree_marks::Mark> {
+        self.worktrees.mark(session_id)
     }
 
     fn awaiting_approval(&self, session_id: &str) -> bool {

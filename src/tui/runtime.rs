@@ -4,7 +4,7 @@
 
 use std::future::Future;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -25,6 +25,8 @@ use crate::workspace::{Edits, Exporter, Workspace, read_run};
 
 /// Frame interval while something is busy (spinner, running worker durations).
 const BUSY_FRAME: Duration = Duration::from_millis(120);
+/// How often the selected team's worktree statuses are refreshed without a reason to.
+const WORKTREE_REFRESH: Duration = Duration::from_secs(5);
 /// Engine events handled before the loop looks at the terminal again.
 const EVENT_BATCH: usize = 512;
 
@@ -89,6 +91,10 @@ async fn event_loop(
     executor.app_tx = app_tx;
     let (frames, mut draws) = FrameRequester::start();
     let mut terminal_events = EventStream::new();
+    // The selected team's worktrees are looked at again every few seconds (not on frames).
+    let mut worktree_ticks = tokio::time::interval(WORKTREE_REFRESH);
+    worktree_ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    worktree_ticks.tick().await;
     executor.execute_all(initial);
     frames.schedule_frame();
     loop {
@@ -120,6 +126,13 @@ async fn event_loop(
                 commands
             },
             Some(event) = app_rx.recv() => app.handle_app_event(event),
+            _ = worktree_ticks.tick() => {
+                let commands = app.handle_app_event(AppEvent::WorktreeTick);
+                if commands.is_empty() {
+                    continue;
+                }
+                commands
+            },
             Some(()) = draws.recv() => {
                 guard.terminal.draw(|f| super::render::draw(f, &mut app, no_color))?;
                 if app.anything_running() {
@@ -309,12 +322,73 @@ impl Executor {
                     Self::send(&tx, AppEvent::Exported { group_id, result });
                 });
             }
-            Command::RemoveFiles(removal) => {
-                let edits = self.edits.clone();
-                tokio::task::spawn_blocking(move || edits.remove_files(&removal));
+            command @ (Command::RemoveFiles(_)
+            | Command::CheckGit
+            | Command::CreateTeam { .. }
+            | Command::RefreshWorktrees { .. }
+            | Command::LoadDiff { .. }
+            | Command::PlanMerge { .. }
+            | Command::Merge { .. }
+            | Command::CheckDeleteRisk { .. }) => {
+                let (edits, repo) = (self.edits.clone(), self.repo.clone());
+                tokio::task::spawn_blocking(move || {
+                    if let Some(event) = run_blocking(&edits, &repo, command) {
+                        Self::send(&tx, event);
+                    }
+                });
             }
             // Carried out by the event loop, which owns the terminal.
             Command::CopyToClipboard { .. } | Command::SetMouseCapture(_) | Command::Quit => {}
         }
     }
+}
+
+/// Carries out a command that touches files or runs git (blocking: the runtime calls it on a
+/// blocking thread) and returns what the app is told, if anything. Public so that tests run
+/// exactly what the runtime runs, against a real repository.
+pub fn run_blocking(edits: &Edits, repo: &Path, command: Command) -> Option<AppEvent> {
+    Some(match command {
+        Command::RemoveFiles(removal) => {
+            let report = edits.remove_files(&removal);
+            if removal.worktrees.is_empty() {
+                return None;
+            }
+            AppEvent::FilesRemoved(report)
+        }
+        Command::CheckGit => AppEvent::GitChecked(
+            crate::worktrees::repo_head(repo)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        ),
+        Command::CreateTeam { preset, strategy } => AppEvent::TeamCreated {
+            result: edits
+                .create_team_with(&preset, strategy)
+                .map_err(|e| e.to_string()),
+            preset: preset.name,
+            warnings: preset.warnings,
+        },
+        Command::RefreshWorktrees { group_id } => AppEvent::WorktreeStatuses {
+            statuses: edits.worktree_statuses(group_id.as_deref()),
+            group_id,
+        },
+        Command::LoadDiff { request, worktrees } => AppEvent::DiffLoaded {
+            request,
+            diffs: worktrees
+                .iter()
+                .map(|w| crate::worktrees::diff(w).map_err(|e| e.to_string()))
+                .collect(),
+        },
+        Command::PlanMerge { worktree } => AppEvent::MergePlanned {
+            result: crate::worktrees::merge_plan(&worktree).map_err(|e| e.to_string()),
+        },
+        Command::Merge { plan, method } => AppEvent::Merged {
+            branch: plan.worktree.branch.clone(),
+            result: crate::worktrees::merge(&plan, method),
+        },
+        Command::CheckDeleteRisk { group_id } => AppEvent::DeleteRiskChecked {
+            at_risk: edits.worktrees_at_risk(&group_id),
+            group_id,
+        },
+        _ => return None,
+    })
 }

@@ -18,6 +18,7 @@ use crate::model::{Group, GroupId, GroupKind, Mode, Organization, Role, Session,
 use crate::naming;
 use crate::text::sanitize;
 use crate::tui::cycle_view::CycleView;
+use crate::tui::worktree_marks::{Mark, short_branch};
 
 /// A row of the sidebar tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,6 +168,8 @@ pub trait Activity {
     fn unread(&self, session_id: &str) -> bool;
     /// A tool call of the session waits for the user's approval.
     fn awaiting_approval(&self, session_id: &str) -> bool;
+    /// The state of the session's worktree, when it has been looked at.
+    fn worktree_mark(&self, session_id: &str) -> Option<&Mark>;
 }
 
 /// What the sidebar draws.
@@ -221,7 +224,7 @@ fn render(frame: &mut Frame<'_>, area: Rect, props: &Props<'_>, cursor: usize) {
         .skip(props.offset)
         .take(inner.height as usize)
         .map(|(i, row)| {
-            let line = row_line(props, row);
+            let line = row_line(props, row, inner.width as usize);
             match (i == cursor, props.focused) {
                 (false, _) => line,
                 (true, true) => line.style(Style::default().add_modifier(Modifier::REVERSED)),
@@ -233,7 +236,7 @@ fn render(frame: &mut Frame<'_>, area: Rect, props: &Props<'_>, cursor: usize) {
 }
 
 /// One row of the tree.
-fn row_line(props: &Props<'_>, row: &Row) -> Line<'static> {
+fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
     let Props {
         org: o,
         tick,
@@ -288,6 +291,9 @@ fn row_line(props: &Props<'_>, row: &Row) -> Line<'static> {
             }
             if g.is_team() {
                 spans.push(Span::styled(format!(" {}", mode_short(g.mode)), dim));
+                if !g.worktrees.is_shared() {
+                    spans.push(Span::styled(" ⎇", Style::default().fg(Color::Magenta)));
+                }
             } else if g.kind == GroupKind::Repo {
                 spans.push(Span::styled(" repo", dim));
             }
@@ -326,10 +332,49 @@ fn row_line(props: &Props<'_>, row: &Row) -> Line<'static> {
             if activity.awaiting_approval(id) {
                 spans.push(approval_mark());
             }
+            if let Some(wt) = &s.worktree {
+                spans.extend(worktree_spans(activity.worktree_mark(id)));
+                // The branch when it fits; else just the mark (the diff view names it).
+                let branch = sanitize::display(short_branch(wt.label(), &team)).into_owned();
+                let used: usize = spans.iter().map(Span::width).sum();
+                let shown = if used + 2 + branch.chars().count() <= width {
+                    format!(" ⎇{branch}")
+                } else {
+                    " ⎇".to_string()
+                };
+                spans.push(Span::styled(shown, Style::default().fg(Color::Magenta)));
+            }
             spans.push(Span::styled(format!(" {}", sanitize::display(&s.model)), dim));
         }
     }
     Line::from(spans)
+}
+
+/// A worktree's state after its session's name (then its branch, the part after `huddle/`
+/// less the team's name, or only `⎇` when that does not fit): `±` uncommitted changes, `↑N` unmerged
+/// commits, `✗` its folder is gone, `!` it could not be looked at; nothing when clean or not
+/// looked at yet.
+fn worktree_spans(mark: Option<&Mark>) -> Vec<Span<'static>> {
+    let Some(m) = mark else {
+        return Vec::new();
+    };
+    let mut spans = Vec::new();
+    if m.error.is_some() {
+        spans.push(Span::styled(" !", Style::default().fg(Color::Red)));
+    }
+    if m.gone {
+        spans.push(Span::styled(" ✗", Style::default().fg(Color::Red)));
+    }
+    if m.changes > 0 {
+        spans.push(Span::styled(" ±", Style::default().fg(Color::Yellow)));
+    }
+    if m.unmerged > 0 {
+        spans.push(Span::styled(
+            format!(" ↑{}", m.unmerged),
+            Style::default().fg(Color::Green),
+        ));
+    }
+    spans
 }
 
 /// After a session waiting for the user's approval of a tool call (or its folded group).

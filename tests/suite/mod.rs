@@ -43,4 +43,5 @@ mod tui_streaming;
 mod tui_support;
 mod tui_tool_calls;
 mod tui_tools;
+mod tui_worktrees;
 mod worktrees;

@@ -2,7 +2,9 @@
 //! reports an outcome; the app acts on a finished dialog's result.
 
 pub mod approval;
+pub mod choice;
 pub mod confirm;
+pub mod diff_view;
 pub mod help;
 pub mod list;
 pub mod notice;
@@ -13,11 +15,13 @@ use crossterm::event::KeyEvent;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
-use crate::model::{GroupId, SessionId};
+use crate::model::{GroupId, SessionId, Worktree};
 use crate::tools::Decision;
 
 pub use approval::{ApprovalRequest, Approvals};
+pub use choice::{Choice, ChoiceAction, ChoiceOption};
 pub use confirm::Confirm;
+pub use diff_view::DiffView;
 pub use help::Help;
 pub use list::{ListItem, ListPicker};
 pub use notice::Notice;
@@ -72,6 +76,8 @@ pub enum PickPurpose {
     /// Every session of a group.
     GroupModel(GroupId),
     Mode(GroupId),
+    /// The worktree strategy of a team from this preset (by name).
+    Strategy(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -84,6 +90,10 @@ pub enum DialogResult {
         approval_id: u64,
         decision: Decision,
     },
+    /// The option chosen in a [`Choice`] (confirmed with `y`).
+    Chose(ChoiceAction, usize),
+    /// The merge key in the diff view: bring this worktree's work back (asks first).
+    MergeWorktree(Worktree),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -104,6 +114,8 @@ pub enum Dialog {
     Picker(ListPicker),
     Notice(Notice),
     Approval(Box<Approvals>),
+    Choice(Box<Choice>),
+    Diff(Box<DiffView>),
 }
 
 impl Dialog {
@@ -115,6 +127,8 @@ impl Dialog {
             Dialog::Text(d) => d.handle_key(key),
             Dialog::Picker(d) => d.handle_key(key),
             Dialog::Notice(d) => d.handle_key(key),
+            Dialog::Choice(d) => d.handle_key(key),
+            Dialog::Diff(d) => d.handle_key(key),
         }
     }
 
@@ -143,6 +157,8 @@ impl Dialog {
             Dialog::Picker(d) => d.render(frame, area),
             Dialog::Notice(d) => d.render(frame, area),
             Dialog::Approval(d) => d.render(frame, area),
+            Dialog::Choice(d) => d.render(frame, area),
+            Dialog::Diff(d) => d.render(frame, area),
         }
     }
 }

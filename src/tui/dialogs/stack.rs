@@ -145,6 +145,14 @@ impl DialogStack {
         })
     }
 
+    /// The open diff view waiting for `request`'s diffs.
+    pub fn diff_view(&mut self, request: u64) -> Option<&mut super::DiffView> {
+        self.open.iter_mut().find_map(|d| match d {
+            Dialog::Diff(v) if v.request == request => Some(&mut **v),
+            _ => None,
+        })
+    }
+
     /// Draws the top dialog over `area`.
     pub fn render(&self, frame: &mut Frame<'_>, area: Rect, keymap: &Keymap) {
         if let Some(dialog) = self.open.last() {

@@ -27,6 +27,10 @@ pub struct Props<'a> {
     pub running: usize,
     /// Tool calls waiting for the user's approval (the popup may be under another dialog).
     pub approvals: usize,
+    /// The selection works in git worktrees: the diff and merge keys are hinted.
+    pub worktrees: bool,
+    /// Teams whose worktrees are being made.
+    pub creating: usize,
 }
 
 fn label(a: Action) -> &'static str {
@@ -45,6 +49,8 @@ fn label(a: Action) -> &'static str {
         Action::SearchNext => "next",
         Action::SearchPrev => "previous",
         Action::LeaveSearch => "leave search",
+        Action::ViewDiff => "diff",
+        Action::MergeWorktree => "bring back",
         _ => a.name(),
     }
 }
@@ -76,8 +82,15 @@ pub fn hints(props: &Props<'_>) -> Vec<(String, &'static str)> {
         &[]
     };
     let global = run_controls.iter().map(|a| (Context::Global, *a));
+    let worktree_keys: &[Action] = if props.worktrees && !props.composer_focused {
+        &[Action::ViewDiff, Action::MergeWorktree]
+    } else {
+        &[]
+    };
+    let worktree = worktree_keys.iter().map(|a| (Context::Navigation, *a));
     let local = actions.iter().map(|a| (context, *a));
     global
+        .chain(worktree)
         .chain(local)
         .filter_map(|(c, a)| Some((keymap.first_key(c, a)?, label(a))))
         .collect()
@@ -120,6 +133,9 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, props: &Props<'_>) {
     let mut right = String::new();
     if !props.mouse_capture {
         right.push_str("mouse: off ");
+    }
+    if props.creating > 0 {
+        right.push_str("making worktrees… ");
     }
     let running = props.running;
     if running > 0 {
