@@ -15,6 +15,21 @@ pub struct DataDirLock {
     path: PathBuf,
 }
 
+/// A lock just released can still look held for a moment: a process forked by another thread
+/// (git, an MCP server) holds copies of every descriptor until it execs. A few short retries
+/// tell that moment from another huddle holding the folder.
+fn try_lock_briefly(file: &std::fs::File) -> Result<(), std::fs::TryLockError> {
+    for _ in 0..4 {
+        match file.try_lock() {
+            Err(std::fs::TryLockError::WouldBlock) => {
+                std::thread::sleep(std::time::Duration::from_millis(25));
+            }
+            other => return other,
+        }
+    }
+    file.try_lock()
+}
+
 impl DataDirLock {
     /// Takes the lock or says which process holds it. Holding it, no other huddle writes in the
     /// folder, so the folder is then made private and cleared of what interrupted saves left
@@ -30,7 +45,7 @@ impl DataDirLock {
             .truncate(false)
             .open(path)
             .map_err(|e| StoreError::io("cannot open lock file", path, e))?;
-        match file.try_lock() {
+        match try_lock_briefly(&file) {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
                 let mut pid = String::new();
