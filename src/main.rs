@@ -167,14 +167,14 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                     failure.code
                 }
             };
-            // Session actors park on their queues; don't wait for them.
+            // Tasks still running (a detached turn ending) are not waited for.
             runtime.shutdown_background();
             Ok(ExitCode::from(code))
         }
         None => {
             let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
             let result = runtime.block_on(huddle::tui::run(paths, repo));
-            // Session actors and a running cycle park on their queues; don't wait for them.
+            // A running cycle and turns still ending are not waited for.
             runtime.shutdown_background();
             result?;
             Ok(ExitCode::SUCCESS)

@@ -21,7 +21,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::model::{CycleOutcome, Mode, SessionId, Usage};
@@ -30,7 +30,7 @@ use crate::store::{LoadedTranscript, OrgHandle, StoreError, TranscriptWriter, Tr
 use crate::tools::{ApprovalPolicy, Approvals, Decision, Toolbox};
 
 use events::{EventKind, RunId, RunKey};
-pub use session::{TurnJob, TurnResult};
+pub use session::TurnResult;
 use sink::Emitter;
 pub use sink::EventSink;
 
@@ -213,7 +213,8 @@ pub(crate) struct EngineShared {
     pub events: EventSink,
     pub options: EngineOptions,
     pub approvals: Approvals,
-    actors: Mutex<HashMap<SessionId, session::SessionQueue>>,
+    /// Each session's state between turns (see [`session::run_turn`]).
+    sessions: Mutex<HashMap<SessionId, session::SessionSlot>>,
     runs: Mutex<HashMap<RunId, Arc<ActiveRun>>>,
     /// Turns queued or in flight, per session.
     turns: Mutex<HashMap<SessionId, usize>>,
@@ -246,7 +247,7 @@ impl Engine {
                 events,
                 options,
                 approvals: Approvals::default(),
-                actors: Mutex::new(HashMap::new()),
+                sessions: Mutex::new(HashMap::new()),
                 runs: Mutex::new(HashMap::new()),
                 turns: Mutex::new(HashMap::new()),
                 shutdown: CancellationToken::new(),
@@ -628,33 +629,6 @@ impl EngineShared {
         }
     }
 
-    /// Queues a turn on the session's actor (started on first use).
-    pub fn submit(
-        self: &Arc<Self>,
-        session_id: &str,
-        prompt: String,
-        options: session::TurnOptions,
-    ) -> oneshot::Receiver<TurnResult> {
-        let (reply, rx) = oneshot::channel();
-        let job = TurnJob {
-            prompt,
-            options,
-            reply,
-        };
-        *lock(&self.turns).entry(session_id.to_string()).or_default() += 1;
-        let mut actors = lock(&self.actors);
-        let queue = actors
-            .entry(session_id.to_string())
-            .or_insert_with(|| session::spawn(Arc::clone(self), session_id.to_string()));
-        if let Err(mpsc::error::SendError(job)) = queue.send(job) {
-            // The actor ended (it never should); start a fresh one and hand it the job.
-            let fresh = session::spawn(Arc::clone(self), session_id.to_string());
-            let _ = fresh.send(job);
-            actors.insert(session_id.to_string(), fresh);
-        }
-        rx
-    }
-
     /// Writes the organization through before a step is reported: what an event says is done
     /// is on disk. A failing disk is tried three times; then the error names the file and the
     /// OS error.
@@ -686,7 +660,7 @@ impl EngineShared {
         self.interrupted.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// Called by the actor when a job is done (whatever its result).
+    /// Called when a turn is done (whatever its result).
     pub fn turn_done(&self, session_id: &str) {
         let mut turns = lock(&self.turns);
         if let Some(n) = turns.get_mut(session_id) {
@@ -697,15 +671,15 @@ impl EngineShared {
         }
     }
 
-    /// Runs a turn and waits for it; a vanished actor becomes a failed result.
+    /// Runs a turn of the session once its earlier turns are done, and waits for it.
     pub async fn turn(
         self: &Arc<Self>,
         session_id: &str,
         prompt: String,
         options: session::TurnOptions,
     ) -> TurnResult {
-        let rx = self.submit(session_id, prompt, options);
-        rx.await
-            .unwrap_or_else(|_| TurnResult::failed(session_id, "the session stopped".into(), None))
+        *lock(&self.turns).entry(session_id.to_string()).or_default() += 1;
+        let slot = Arc::clone(lock(&self.sessions).entry(session_id.to_string()).or_default());
+        session::run_turn(Arc::clone(self), slot, session_id.to_string(), prompt, options).await
     }
 }
