@@ -409,8 +409,14 @@ impl Actor<'_> {
                     },
                 )
             };
+            // Without tools this is the only round: the request is handed over, not copied.
+            let sent = if request.tools.is_empty() {
+                std::mem::take(request)
+            } else {
+                request.clone()
+            };
             let mut out = match provider
-                .stream_turn(request.clone(), &mut forward, options.cancel.clone())
+                .stream_turn(sent, &mut forward, options.cancel.clone())
                 .await
             {
                 Ok(out) => out,
@@ -655,7 +661,7 @@ mod tests {
         ];
         let kept = bounded_history(&history);
         assert_eq!(kept.len(), 2);
-        assert_eq!(kept[0].content, "q");
+        assert_eq!(&*kept[0].content, "q");
         assert_eq!(bounded_history(&history[2..]).len(), 2);
         assert!(bounded_history(&[]).is_empty());
         let many: Vec<ChatMessage> = (0..500)
@@ -668,6 +674,6 @@ mod tests {
             .collect();
         let kept = bounded_history(&many);
         assert_eq!(kept.len(), HISTORY_MAX_MESSAGES);
-        assert_eq!(kept.last().unwrap().content, "a499");
+        assert_eq!(&*kept.last().unwrap().content, "a499");
     }
 }
