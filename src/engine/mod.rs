@@ -270,7 +270,7 @@ impl Engine {
         let guard = self.shared.register(RunKey::chat(session_id))?;
         let shared = Arc::clone(&self.shared);
         let session_id = session_id.to_string();
-        Ok(async move {
+        Ok(sink::batched(async move {
             let result = shared
                 .turn(
                     &session_id,
@@ -293,7 +293,7 @@ impl Engine {
                 .flatten();
             guard.finish(Some(outcome), 1, failed);
             result
-        })
+        }))
     }
 
     /// A plain chat turn, waited for (`huddle run` with a session).
@@ -368,11 +368,11 @@ impl Engine {
         let guard = self.shared.register(RunKey::team(group_id))?;
         let shared = Arc::clone(&self.shared);
         let group_id = group_id.to_string();
-        Ok(async move {
+        Ok(sink::batched(async move {
             let result = modes::run(&shared, &guard.run, &group_id, prompt, &overrides, resume).await;
             guard.finish_with(&result);
             result
-        })
+        }))
     }
 
     /// Registers one session improving its own answer until it says it is done (SPEC section
@@ -385,11 +385,11 @@ impl Engine {
         let guard = self.shared.register(RunKey::reflection(session_id))?;
         let shared = Arc::clone(&self.shared);
         let session_id = session_id.to_string();
-        Ok(async move {
+        Ok(sink::batched(async move {
             let result = reflect_session::run(&shared, &guard.run, &session_id, request).await;
             guard.finish_with(&result);
             result
-        })
+        }))
     }
 
     pub async fn reflect_session(

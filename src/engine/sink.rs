@@ -1,4 +1,13 @@
 //! Where events go: the front end's channel, and the run log for everything but streaming.
+//!
+//! Events emitted while the engine's own futures are polled ([`batched`]) are handed to the
+//! front end's channel together when the poll ends, in the order they were emitted: a front
+//! end waiting on another thread is then woken once per step of a run, not once per event (a
+//! wake-up across threads costs more than the work that makes the event).
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::pin;
 
 use tokio::sync::mpsc;
 
@@ -37,8 +46,24 @@ impl EventSink {
         {
             log.append(&event.group_id, run_id, RunRecord::now(event.clone()));
         }
-        // A consumer that went away (the UI quitting) must not stop the engine.
-        let _ = self.tx.send(event);
+        let mut event = Some(event);
+        // (No thread-local any more: the thread is ending, send at once.)
+        let _ = HELD.try_with(|held| {
+            let mut held = held.borrow_mut();
+            if held.depth == 0 {
+                return;
+            }
+            if !held.tx.as_ref().is_some_and(|tx| tx.same_channel(&self.tx)) {
+                // Another engine's events are held: they go first, in order.
+                held.hand_over();
+                held.tx = Some(self.tx.clone());
+            }
+            held.events.extend(event.take());
+        });
+        if let Some(event) = event {
+            // A consumer that went away (the UI quitting) must not stop the engine.
+            let _ = self.tx.send(event);
+        }
     }
 
     /// Writes every queued run-log line to disk.
@@ -66,5 +91,129 @@ impl Emitter {
             run_id: self.run_id.clone(),
             kind,
         });
+    }
+}
+
+/// Events emitted on this thread during a poll of [`batched`] futures, not yet handed over.
+struct Held {
+    /// Nested polls under way.
+    depth: usize,
+    /// The channel the held events go to.
+    tx: Option<mpsc::UnboundedSender<EngineEvent>>,
+    events: Vec<EngineEvent>,
+}
+
+impl Held {
+    fn hand_over(&mut self) {
+        if let Some(tx) = &self.tx {
+            for event in self.events.drain(..) {
+                // A consumer that went away (the UI quitting) must not stop the engine.
+                let _ = tx.send(event);
+            }
+        }
+    }
+}
+
+thread_local! {
+    static HELD: RefCell<Held> = const {
+        RefCell::new(Held {
+            depth: 0,
+            tx: None,
+            events: Vec::new(),
+        })
+    };
+}
+
+/// One poll's hold on this thread's events: the outermost hands them over when it ends (also
+/// when the poll panics).
+struct Hold;
+
+impl Hold {
+    fn new() -> Hold {
+        HELD.with(|held| held.borrow_mut().depth += 1);
+        Hold
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        HELD.with(|held| {
+            let mut held = held.borrow_mut();
+            held.depth -= 1;
+            if held.depth == 0 {
+                held.hand_over();
+                // Not kept past the poll: a sink (and its channel) may be dropped meanwhile.
+                held.tx = None;
+            }
+        });
+    }
+}
+
+/// Runs an engine future whose events are handed over at the end of each of its polls (see
+/// the module's doc): still in order and before the future yields, so nothing waits on them.
+pub(crate) async fn batched<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    std::future::poll_fn(|cx| {
+        let _hold = Hold::new();
+        future.as_mut().poll(cx)
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(iteration: u32) -> EngineEvent {
+        EngineEvent {
+            group_id: "g".into(),
+            group: "team".into(),
+            run_id: Some("r".into()),
+            kind: EventKind::IterationStarted { iteration },
+        }
+    }
+
+    fn iterations(rx: &mut mpsc::UnboundedReceiver<EngineEvent>) -> Vec<u32> {
+        std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|e| match e.kind {
+                EventKind::IterationStarted { iteration } => iteration,
+                _ => 0,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn events_of_a_poll_are_handed_over_in_order_when_it_ends() {
+        let (sink, rx) = EventSink::channel();
+        let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+        let (other, mut other_rx) = EventSink::channel();
+        let (tx, wait) = tokio::sync::oneshot::channel::<()>();
+        let probe = std::sync::Arc::clone(&rx);
+        let task = tokio::spawn(batched(async move {
+            sink.emit(event(1));
+            sink.emit(event(2));
+            assert!(probe.lock().unwrap().is_empty(), "held while the poll runs");
+            // Another engine's event: what was held goes first.
+            other.emit(event(10));
+            assert_eq!(probe.lock().unwrap().len(), 2);
+            sink.emit(event(3));
+            // Yields here: what was emitted so far is handed over first.
+            let _ = wait.await;
+            sink.emit(event(4));
+            // Nested: handed over by the outermost poll only.
+            batched(async { sink.emit(event(5)) }).await;
+        }));
+        while rx.lock().unwrap().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(iterations(&mut rx.lock().unwrap()), [1, 2, 3]);
+        assert_eq!(iterations(&mut other_rx), [10]);
+        tx.send(()).unwrap();
+        task.await.unwrap();
+        assert_eq!(iterations(&mut rx.lock().unwrap()), [4, 5]);
+        // Outside a batched future an event goes out at once.
+        let (sink, mut rx) = EventSink::channel();
+        sink.emit(event(7));
+        assert_eq!(iterations(&mut rx), [7]);
     }
 }
