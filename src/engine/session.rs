@@ -276,13 +276,11 @@ impl Actor<'_> {
             .clone()
             .unwrap_or_else(|| info.model.clone());
         self.load_history().await;
-        let mut messages = bounded_history(self.history());
-        messages.push(ChatMessage::user(prompt.clone()));
-
-        let mut user = Message::user(prompt.clone());
+        let mut user = Message::user(prompt);
         user.iteration = options.iteration;
+        let mut messages = bounded_history(self.history());
+        messages.push(ChatMessage::user(user.text.as_str()));
         self.shared.writer.append(self.session_id, user.clone());
-        let user_message = user.clone();
         self.emit(
             &info,
             &options.run_id,
@@ -290,7 +288,7 @@ impl Actor<'_> {
                 session_id: self.session_id.to_string(),
                 session: info.name.clone(),
                 generation,
-                prompt: Some(Box::new(user)),
+                prompt: Some(Box::new(user.clone())),
             },
         );
 
@@ -340,7 +338,7 @@ impl Actor<'_> {
         if result.duration.is_zero() {
             result.duration = started.elapsed();
         }
-        self.record(&info, user_message, steps, options, &result, generation);
+        self.record(&info, &user, steps, options, &result, generation);
         result
     }
 
@@ -505,7 +503,7 @@ impl Actor<'_> {
     fn record(
         &mut self,
         info: &SessionInfo,
-        user: Message,
+        user: &Message,
         steps: Vec<Message>,
         options: &TurnOptions,
         result: &TurnResult,
@@ -521,12 +519,12 @@ impl Actor<'_> {
         self.shared.writer.append(self.session_id, answer.clone());
 
         // The same rule as reading the transcript back, so a restart changes nothing.
-        let mut turn = Vec::with_capacity(steps.len() + 2);
-        turn.push(user);
-        turn.extend(steps);
-        turn.push(answer.clone());
+        let turn = std::iter::once(user)
+            .chain(&steps)
+            .chain(std::iter::once(&answer));
+        let added = chat_history(turn);
         let history = self.history();
-        history.extend(chat_history(&turn));
+        history.extend(added);
         // Only the newest part is ever sent; the transcript on disk keeps everything.
         if history.len() > 4 * HISTORY_MAX_MESSAGES {
             history.drain(..history.len() - 2 * HISTORY_MAX_MESSAGES);
@@ -577,7 +575,7 @@ impl Actor<'_> {
 /// results, without failed answers and empty ones (an answer that called tools is kept, empty
 /// or not). Calls whose result never got stored (a crash mid-call) are answered as lost, so
 /// every call in the history has its result, as both APIs require.
-pub fn chat_history(messages: &[Message]) -> Vec<ChatMessage> {
+pub fn chat_history<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<ChatMessage> {
     let mut out: Vec<ChatMessage> = Vec::new();
     let mut open_calls: Vec<crate::model::ToolCall> = Vec::new();
     let close_open = |out: &mut Vec<ChatMessage>, open: &mut Vec<crate::model::ToolCall>| {
@@ -602,21 +600,24 @@ pub fn chat_history(messages: &[Message]) -> Vec<ChatMessage> {
                     &info.call_id,
                     &info.name,
                     info.is_error,
-                    m.text.clone(),
+                    m.text.as_str(),
                 ));
             }
             MessageRole::User if !m.text.trim().is_empty() => {
                 close_open(&mut out, &mut open_calls);
-                out.push(ChatMessage::user(m.text.clone()));
+                out.push(ChatMessage::user(m.text.as_str()));
             }
             MessageRole::Assistant if m.error.is_none() && !m.tool_calls.is_empty() => {
                 close_open(&mut out, &mut open_calls);
-                out.push(ChatMessage::assistant_calls(m.text.clone(), m.tool_calls.clone()));
+                out.push(ChatMessage::assistant_calls(
+                    m.text.as_str(),
+                    m.tool_calls.clone(),
+                ));
                 open_calls = m.tool_calls.clone();
             }
             MessageRole::Assistant if m.error.is_none() && !m.text.trim().is_empty() => {
                 close_open(&mut out, &mut open_calls);
-                out.push(ChatMessage::assistant(m.text.clone()));
+                out.push(ChatMessage::assistant(m.text.as_str()));
             }
             _ => {}
         }
