@@ -3,16 +3,18 @@
 //! Events emitted while the engine's own futures are polled ([`batched`]) are handed to the
 //! front end's channel together when the poll ends, in the order they were emitted: a front
 //! end waiting on another thread is then woken once per step of a run, not once per event (a
-//! wake-up across threads costs more than the work that makes the event).
+//! wake-up across threads costs more than the work that makes the event). Their run-log lines
+//! go to the run log's writer together too.
 
 use std::cell::RefCell;
 use std::future::Future;
 use std::pin::pin;
+use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
 use crate::model::GroupId;
-use crate::store::RunLog;
+use crate::store::{RunLine, RunLog};
 
 use super::events::{EngineEvent, EventKind, RunId, RunRecord};
 
@@ -20,7 +22,7 @@ use super::events::{EngineEvent, EventKind, RunId, RunRecord};
 #[derive(Clone)]
 pub struct EventSink {
     tx: mpsc::UnboundedSender<EngineEvent>,
-    log: Option<RunLog<RunRecord>>,
+    log: Option<Arc<RunLog<RunRecord>>>,
 }
 
 impl EventSink {
@@ -36,31 +38,50 @@ impl EventSink {
 
     /// Also appends every non-streaming event of a run to its run file.
     pub fn with_run_log(mut self, log: RunLog<RunRecord>) -> EventSink {
-        self.log = Some(log);
+        self.log = Some(Arc::new(log));
         self
     }
 
+    /// True for clones of one sink (the same channel and run log).
+    fn same(&self, other: &EventSink) -> bool {
+        let same_log = match (&self.log, &other.log) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        same_log && self.tx.same_channel(&other.tx)
+    }
+
     pub fn emit(&self, event: EngineEvent) {
-        if let (Some(log), Some(run_id)) = (&self.log, &event.run_id)
-            && !event.kind.is_streaming()
-        {
-            log.append(&event.group_id, run_id, RunRecord::now(event.clone()));
-        }
-        let mut event = Some(event);
+        let line = match (&self.log, &event.run_id) {
+            (Some(_), Some(run_id)) if !event.kind.is_streaming() => Some((
+                event.group_id.clone(),
+                run_id.clone(),
+                RunRecord::now(event.clone()),
+            )),
+            _ => None,
+        };
+        let mut held_back = Some((event, line));
         // (No thread-local any more: the thread is ending, send at once.)
         let _ = HELD.try_with(|held| {
             let mut held = held.borrow_mut();
             if held.depth == 0 {
                 return;
             }
-            if !held.tx.as_ref().is_some_and(|tx| tx.same_channel(&self.tx)) {
+            if !held.sink.as_ref().is_some_and(|sink| sink.same(self)) {
                 // Another engine's events are held: they go first, in order.
                 held.hand_over();
-                held.tx = Some(self.tx.clone());
+                held.sink = Some(self.clone());
             }
-            held.events.extend(event.take());
+            if let Some((event, line)) = held_back.take() {
+                held.events.push(event);
+                held.lines.extend(line);
+            }
         });
-        if let Some(event) = event {
+        if let Some((event, line)) = held_back {
+            if let (Some(log), Some(line)) = (&self.log, line) {
+                log.append_all(vec![line]);
+            }
             // A consumer that went away (the UI quitting) must not stop the engine.
             let _ = self.tx.send(event);
         }
@@ -98,18 +119,21 @@ impl Emitter {
 struct Held {
     /// Nested polls under way.
     depth: usize,
-    /// The channel the held events go to.
-    tx: Option<mpsc::UnboundedSender<EngineEvent>>,
+    /// Where the held events go.
+    sink: Option<EventSink>,
     events: Vec<EngineEvent>,
+    lines: Vec<RunLine<RunRecord>>,
 }
 
 impl Held {
     fn hand_over(&mut self) {
-        if let Some(tx) = &self.tx {
-            for event in self.events.drain(..) {
-                // A consumer that went away (the UI quitting) must not stop the engine.
-                let _ = tx.send(event);
-            }
+        let Some(sink) = &self.sink else { return };
+        if let Some(log) = &sink.log {
+            log.append_all(std::mem::take(&mut self.lines));
+        }
+        for event in self.events.drain(..) {
+            // A consumer that went away (the UI quitting) must not stop the engine.
+            let _ = sink.tx.send(event);
         }
     }
 }
@@ -118,8 +142,9 @@ thread_local! {
     static HELD: RefCell<Held> = const {
         RefCell::new(Held {
             depth: 0,
-            tx: None,
+            sink: None,
             events: Vec::new(),
+            lines: Vec::new(),
         })
     };
 }
@@ -143,7 +168,7 @@ impl Drop for Hold {
             if held.depth == 0 {
                 held.hand_over();
                 // Not kept past the poll: a sink (and its channel) may be dropped meanwhile.
-                held.tx = None;
+                held.sink = None;
             }
         });
     }
@@ -215,5 +240,33 @@ mod tests {
         let (sink, mut rx) = EventSink::channel();
         sink.emit(event(7));
         assert_eq!(iterations(&mut rx), [7]);
+    }
+
+    #[tokio::test]
+    async fn held_events_reach_the_run_log_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = crate::store::RunFiles::new(dir.path());
+        let log = RunLog::start(files.clone(), 10);
+        let (sink, mut rx) = EventSink::channel();
+        let sink = sink.with_run_log(log.clone());
+        batched(async {
+            for k in 1..=3 {
+                sink.emit(event(k));
+            }
+        })
+        .await;
+        sink.emit(event(4));
+        log.flush();
+        let lines = files.read_lines("g", "r").unwrap();
+        let logged: Vec<u32> = lines
+            .iter()
+            .map(|l| serde_json::from_str::<RunRecord>(l).unwrap())
+            .map(|r| match r.event.kind {
+                EventKind::IterationStarted { iteration } => iteration,
+                _ => 0,
+            })
+            .collect();
+        assert_eq!(logged, [1, 2, 3, 4]);
+        assert_eq!(iterations(&mut rx), [1, 2, 3, 4]);
     }
 }
