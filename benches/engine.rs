@@ -4,7 +4,8 @@
 //! chat turn, and the same turn on the zero-latency sim for comparison.
 //!
 //! Transcripts and run files go to a temporary directory under `HUDDLE_BENCH_DIR` or
-//! `target/bench-data`: the disk users have, never a tmpfs `/tmp`.
+//! `target/bench-data`: the disk users have, never a tmpfs `/tmp`. The allocator is huddle's own
+//! (the binary's global allocator), so the figures are what `huddle` does.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -59,6 +60,10 @@ impl Provider for NullProvider {
     }
 }
 use huddle::store::{OrgHandle, RunFiles, RunLog, Transcripts};
+
+/// huddle's own allocator (the binary's), so the figures are what `huddle` does.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// A temporary directory on the disk users have (see the module doc).
 fn bench_dir() -> tempfile::TempDir {

@@ -17,6 +17,10 @@ use huddle::tools::{Approval, ToolError, ToolOutput, ToolSource, Toolbox};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+/// huddle's own allocator (the binary's), so the figures are what `huddle` does.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const ROUNDS: usize = 20;
 
 /// Calls `null__echo` until the turn has `ROUNDS` results, then answers.
