@@ -52,12 +52,12 @@ impl EventSink {
         same_log && self.tx.same_channel(&other.tx)
     }
 
-    pub fn emit(&self, event: EngineEvent) {
+    pub fn emit(&self, mut event: EngineEvent) {
         let line = match (&self.log, &event.run_id) {
             (Some(_), Some(run_id)) if !event.kind.is_streaming() => Some((
                 event.group_id.clone(),
                 run_id.clone(),
-                RunRecord::now(event.clone()),
+                RunRecord::now(event.for_log()),
             )),
             _ => None,
         };
