@@ -142,15 +142,18 @@ pub(crate) fn run_turn(
     })
 }
 
-/// A future that, dropped before it finished, runs on to its end as a task of its own.
+/// A future that, dropped before it finished, runs on to its end as a task of its own (on the
+/// runtime it was made on, whichever thread drops it).
 pub(crate) struct Detached<T: Send + 'static> {
     future: Option<BoxFuture<'static, T>>,
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl<T: Send + 'static> Detached<T> {
     fn new(future: impl Future<Output = T> + Send + 'static) -> Detached<T> {
         Detached {
             future: Some(Box::pin(future)),
+            runtime: tokio::runtime::Handle::try_current().ok(),
         }
     }
 }
@@ -175,9 +178,7 @@ impl<T: Send + 'static> Future for Detached<T> {
 
 impl<T: Send + 'static> Drop for Detached<T> {
     fn drop(&mut self) {
-        if let Some(future) = self.future.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
+        if let (Some(future), Some(runtime)) = (self.future.take(), &self.runtime) {
             runtime.spawn(future);
         }
     }
