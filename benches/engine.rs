@@ -1,8 +1,13 @@
 //! Engine overhead with a provider that costs nothing (what huddle adds per agent message, goal
-//! well under 20 µs and flat in team size), real parallelism with a 200 ms sim (16 workers in
-//! one round, goal ≤ 230 ms), the session actor's cost per turn, and the same turn on the
-//! zero-latency sim for comparison.
+//! well under 20 µs and flat in team size; also with the run log every front end has), real
+//! parallelism with a 200 ms sim (16 workers in one round, goal ≤ 230 ms), a session's cost per
+//! chat turn, and the same turn on the zero-latency sim for comparison.
+//!
+//! Transcripts and run files go to a temporary directory under `HUDDLE_BENCH_DIR` or
+//! `target/bench-data`: the disk users have, never a tmpfs `/tmp`. The allocator is huddle's own
+//! (the binary's global allocator), so the figures are what `huddle` does.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -55,7 +60,20 @@ impl Provider for NullProvider {
         })
     }
 }
-use huddle::store::{OrgHandle, Transcripts};
+use huddle::store::{OrgHandle, RunFiles, RunLog, Transcripts};
+
+/// huddle's own allocator (the binary's), so the figures are what `huddle` does.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// A temporary directory on the disk users have (see the module doc).
+fn bench_dir() -> tempfile::TempDir {
+    let base = std::env::var_os("HUDDLE_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target/bench-data"));
+    std::fs::create_dir_all(&base).expect("bench dir");
+    tempfile::tempdir_in(&base).expect("temp dir")
+}
 
 struct Bench {
     rt: tokio::runtime::Runtime,
@@ -65,12 +83,12 @@ struct Bench {
     _dir: tempfile::TempDir,
 }
 
-fn team(mode: Mode, workers: usize, model: &str, concurrency: usize) -> Bench {
+fn team(mode: Mode, workers: usize, model: &str, concurrency: usize, run_log: bool) -> Bench {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = bench_dir();
     let mut org = Organization::default();
     reconcile::reconcile(&mut org);
     let mut group = Group::new("bench", GroupKind::Team);
@@ -95,6 +113,11 @@ fn team(mode: Mode, workers: usize, model: &str, concurrency: usize) -> Bench {
         .map(|s| s.id.clone())
         .expect("a session");
     let (sink, mut events) = EventSink::channel();
+    let sink = if run_log {
+        sink.with_run_log(RunLog::start(RunFiles::new(dir.path().join("runs")), 50))
+    } else {
+        sink
+    };
     let engine = rt.block_on(async {
         // A consumer, as the TUI or the headless printer would be.
         tokio::spawn(async move { while events.recv().await.is_some() {} });
@@ -124,10 +147,16 @@ fn team(mode: Mode, workers: usize, model: &str, concurrency: usize) -> Bench {
 }
 
 fn bench_overhead(c: &mut Criterion) {
-    let mut group = c.benchmark_group("engine_overhead_per_message");
+    overhead(c, "engine_overhead_per_message", false);
+    // As the TUI and `huddle run` have it: every run's events also go to its run file.
+    overhead(c, "engine_overhead_with_run_log", true);
+}
+
+fn overhead(c: &mut Criterion, name: &str, run_log: bool) {
+    let mut group = c.benchmark_group(name);
     group.sample_size(20).measurement_time(Duration::from_secs(4));
     for workers in [4usize, 16, 64] {
-        let b = team(Mode::Orchestrator, workers, "null/zero", 64);
+        let b = team(Mode::Orchestrator, workers, "null/zero", 64, run_log);
         // plan + one answer per worker + synthesis
         let messages = (workers + 2) as u32;
         group.bench_with_input(BenchmarkId::from_parameter(workers), &workers, |bench, _| {
@@ -153,7 +182,7 @@ fn bench_overhead(c: &mut Criterion) {
 fn bench_parallel_round(c: &mut Criterion) {
     let mut group = c.benchmark_group("parallel_round");
     group.sample_size(10).measurement_time(Duration::from_secs(5));
-    let b = team(Mode::Broadcast, 16, "sim/slow-200ms", 16);
+    let b = team(Mode::Broadcast, 16, "sim/slow-200ms", 16, false);
     group.bench_function("16_workers_at_200ms", |bench| {
         bench.iter(|| {
             b.rt.block_on(b.engine.run_group(
@@ -170,11 +199,11 @@ fn bench_parallel_round(c: &mut Criterion) {
 fn bench_session_turn(c: &mut Criterion) {
     let mut group = c.benchmark_group("session_actor");
     group.sample_size(30).measurement_time(Duration::from_secs(3));
-    let b = team(Mode::Broadcast, 1, "null/zero", 1);
+    let b = team(Mode::Broadcast, 1, "null/zero", 1, false);
     group.bench_function("turn_with_null_provider", |bench| {
         bench.iter(|| b.rt.block_on(b.engine.ask(&b.first_session, "hi".into(), None)))
     });
-    let sim = team(Mode::Broadcast, 1, "sim/zero", 1);
+    let sim = team(Mode::Broadcast, 1, "sim/zero", 1, false);
     group.bench_function("turn_with_zero_latency_sim", |bench| {
         bench.iter(|| {
             sim.rt

@@ -19,6 +19,10 @@ use huddle::providers::{DeltaSink, Provider, ProviderError, Providers, TurnOutpu
 use huddle::store::{OrgHandle, OrganizationFile, Transcripts};
 use tokio_util::sync::CancellationToken;
 
+/// huddle's own allocator (the binary's), so the figures are what `huddle` does.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const WORKERS: usize = 58;
 const ITERATIONS: u32 = 100;
 

@@ -7,6 +7,10 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use huddle::engine::protocol::{check_stall, parse_assignments};
 use huddle::text::sanitize::display;
 
+/// huddle's own allocator (the binary's), so the figures are what `huddle` does.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const WORKERS: [&str; 4] = [
     "dev-team-backend",
     "dev-team-frontend",

@@ -9,6 +9,10 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use huddle::config::Config;
 use huddle::presets::squad::discover;
 
+/// huddle's own allocator (the binary's), so the figures are what `huddle` does.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A repo whose `.squad/` has `members` workers, each with a charter.
 fn team_repo(dir: &Path, members: usize) {
     let squad = dir.join(".squad");

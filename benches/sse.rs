@@ -7,6 +7,10 @@ use huddle::providers::anthropic::AnthropicDecoder;
 use huddle::providers::openai::OpenAiDecoder;
 use huddle::providers::sse::SseParser;
 
+/// huddle's own allocator (the binary's), so the figures are what `huddle` does.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const CHUNKS: usize = 20_000;
 const READ: usize = 16 * 1024;
 

@@ -7,6 +7,10 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use huddle::model::{Group, GroupKind, Mode, Organization, Role, Session, reconcile};
 use huddle::store::{OrganizationFile, Saver};
 
+/// huddle's own allocator (the binary's), so the figures are what `huddle` does.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn big_organization() -> Organization {
     let mut org = Organization::default();
     reconcile::reconcile(&mut org);

@@ -17,6 +17,10 @@ use huddle::tools::{Approval, ToolError, ToolOutput, ToolSource, Toolbox};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+/// huddle's own allocator (the binary's), so the figures are what `huddle` does.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const ROUNDS: usize = 20;
 
 /// Calls `null__echo` until the turn has `ROUNDS` results, then answers.
@@ -122,7 +126,13 @@ fn bench_setup() -> Bench {
         .enable_all()
         .build()
         .expect("runtime");
-    let dir = tempfile::tempdir().expect("temp dir");
+    // Transcripts on the disk users have (never a tmpfs /tmp): `HUDDLE_BENCH_DIR` or
+    // `target/bench-data`.
+    let base = std::env::var_os("HUDDLE_BENCH_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from("target/bench-data"));
+    std::fs::create_dir_all(&base).expect("bench dir");
+    let dir = tempfile::tempdir_in(&base).expect("temp dir");
     let mut org = Organization::default();
     reconcile::reconcile(&mut org);
     let group = Group::new("bench", GroupKind::Default);

@@ -16,6 +16,10 @@ use huddle::workspace::Edits;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
+/// huddle's own allocator (the binary's), so the figures are what `huddle` does.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn config() -> Config {
     Config::parse("default_model: sim/demo\n", Path::new("config.yaml")).unwrap()
 }

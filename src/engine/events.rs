@@ -298,6 +298,31 @@ impl EventKind {
     pub fn is_streaming(&self) -> bool {
         matches!(self, EventKind::Delta { .. } | EventKind::TurnStarted { .. })
     }
+
+    /// The stored message an event carries in memory only (never serialised), if any.
+    fn in_memory(&mut self) -> Option<&mut Option<Box<Message>>> {
+        match self {
+            EventKind::TurnStarted { prompt: m, .. }
+            | EventKind::TurnFinished { message: m, .. }
+            | EventKind::Notice { message: m, .. }
+            | EventKind::ToolCall { step: m, .. }
+            | EventKind::ToolResult { message: m, .. } => Some(m),
+            _ => None,
+        }
+    }
+}
+
+impl EngineEvent {
+    /// A copy for a run file: what serialises is the same, the in-memory message is left out
+    /// (not copied only to be skipped).
+    pub(crate) fn for_log(&mut self) -> EngineEvent {
+        let kept = self.kind.in_memory().and_then(Option::take);
+        let copy = self.clone();
+        if let Some(slot) = self.kind.in_memory() {
+            *slot = kept;
+        }
+        copy
+    }
 }
 
 /// One line of a run file: the event and when it happened.
@@ -336,6 +361,32 @@ impl EngineEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_log_copy_serialises_the_same_without_the_in_memory_message() {
+        let mut e = event(EventKind::TurnFinished {
+            session_id: "s".into(),
+            session: "a".into(),
+            generation: 3,
+            success: true,
+            interrupted: false,
+            duration_ms: 7,
+            usage: None,
+            error: None,
+            message: Some(Box::new(Message::assistant("the answer"))),
+        });
+        let copy = e.for_log();
+        assert!(matches!(
+            &copy.kind,
+            EventKind::TurnFinished { message: None, .. }
+        ));
+        assert!(
+            matches!(&e.kind, EventKind::TurnFinished { message: Some(m), .. } if m.text == "the answer")
+        );
+        assert_eq!(copy.to_ndjson(), e.to_ndjson());
+        let mut plain = event(EventKind::Warning { message: "w".into() });
+        assert_eq!(plain.for_log(), plain);
+    }
 
     fn event(kind: EventKind) -> EngineEvent {
         EngineEvent {

@@ -22,7 +22,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::model::{CycleOutcome, Mode, SessionId, Usage};
@@ -31,7 +31,7 @@ use crate::store::{LoadedTranscript, OrgHandle, StoreError, TranscriptWriter, Tr
 use crate::tools::{ApprovalPolicy, Approvals, Decision, Toolbox};
 
 use events::{EventKind, RunId, RunKey};
-pub use session::{TurnJob, TurnResult};
+pub use session::TurnResult;
 use sink::Emitter;
 pub use sink::EventSink;
 
@@ -199,11 +199,25 @@ impl ActiveRun {
     }
 }
 
-/// A new run id: sortable by start time, unique.
+/// A new run id: sortable by start time, unique: `<UTC time to the millisecond>-<32 random
+/// bits>` (from the per-thread generator: no system call, no format string parsed per run).
 fn new_run_id() -> RunId {
-    let now = chrono::Utc::now();
-    let random = uuid::Uuid::new_v4().simple().to_string();
-    format!("{}-{}", now.format("%Y%m%dT%H%M%S%3fZ"), &random[..8])
+    run_id_at(chrono::Utc::now(), fastrand::u32(..))
+}
+
+fn run_id_at(now: chrono::DateTime<chrono::Utc>, random: u32) -> RunId {
+    use chrono::{Datelike, Timelike};
+    format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}{:03}Z-{random:08x}",
+        now.year(),
+        now.month(),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        // As chrono's `%S%3f` writes a leap second: 60.
+        now.second() + now.nanosecond() / 1_000_000_000,
+        now.nanosecond() % 1_000_000_000 / 1_000_000,
+    )
 }
 
 pub(crate) struct EngineShared {
@@ -214,7 +228,8 @@ pub(crate) struct EngineShared {
     pub events: EventSink,
     pub options: EngineOptions,
     pub approvals: Approvals,
-    actors: Mutex<HashMap<SessionId, session::SessionQueue>>,
+    /// Each session's state between turns (see [`session::run_turn`]).
+    sessions: Mutex<HashMap<SessionId, session::SessionSlot>>,
     runs: Mutex<HashMap<RunId, Arc<ActiveRun>>>,
     /// Turns queued or in flight, per session.
     turns: Mutex<HashMap<SessionId, usize>>,
@@ -247,7 +262,7 @@ impl Engine {
                 events,
                 options,
                 approvals: Approvals::default(),
-                actors: Mutex::new(HashMap::new()),
+                sessions: Mutex::new(HashMap::new()),
                 runs: Mutex::new(HashMap::new()),
                 turns: Mutex::new(HashMap::new()),
                 shutdown: CancellationToken::new(),
@@ -270,7 +285,7 @@ impl Engine {
         let guard = self.shared.register(RunKey::chat(session_id))?;
         let shared = Arc::clone(&self.shared);
         let session_id = session_id.to_string();
-        Ok(async move {
+        Ok(sink::batched(async move {
             let result = shared
                 .turn(
                     &session_id,
@@ -293,7 +308,7 @@ impl Engine {
                 .flatten();
             guard.finish(Some(outcome), 1, failed);
             result
-        })
+        }))
     }
 
     /// A plain chat turn, waited for (`huddle run` with a session).
@@ -368,11 +383,11 @@ impl Engine {
         let guard = self.shared.register(RunKey::team(group_id))?;
         let shared = Arc::clone(&self.shared);
         let group_id = group_id.to_string();
-        Ok(async move {
+        Ok(sink::batched(async move {
             let result = modes::run(&shared, &guard.run, &group_id, prompt, &overrides, resume).await;
             guard.finish_with(&result);
             result
-        })
+        }))
     }
 
     /// Registers one session improving its own answer until it says it is done (SPEC section
@@ -385,11 +400,11 @@ impl Engine {
         let guard = self.shared.register(RunKey::reflection(session_id))?;
         let shared = Arc::clone(&self.shared);
         let session_id = session_id.to_string();
-        Ok(async move {
+        Ok(sink::batched(async move {
             let result = reflect_session::run(&shared, &guard.run, &session_id, request).await;
             guard.finish_with(&result);
             result
-        })
+        }))
     }
 
     pub async fn reflect_session(
@@ -629,33 +644,6 @@ impl EngineShared {
         }
     }
 
-    /// Queues a turn on the session's actor (started on first use).
-    pub fn submit(
-        self: &Arc<Self>,
-        session_id: &str,
-        prompt: String,
-        options: session::TurnOptions,
-    ) -> oneshot::Receiver<TurnResult> {
-        let (reply, rx) = oneshot::channel();
-        let job = TurnJob {
-            prompt,
-            options,
-            reply,
-        };
-        *lock(&self.turns).entry(session_id.to_string()).or_default() += 1;
-        let mut actors = lock(&self.actors);
-        let queue = actors
-            .entry(session_id.to_string())
-            .or_insert_with(|| session::spawn(Arc::clone(self), session_id.to_string()));
-        if let Err(mpsc::error::SendError(job)) = queue.send(job) {
-            // The actor ended (it never should); start a fresh one and hand it the job.
-            let fresh = session::spawn(Arc::clone(self), session_id.to_string());
-            let _ = fresh.send(job);
-            actors.insert(session_id.to_string(), fresh);
-        }
-        rx
-    }
-
     /// Writes the organization through before a step is reported: what an event says is done
     /// is on disk. A failing disk is tried three times; then the error names the file and the
     /// OS error.
@@ -687,7 +675,7 @@ impl EngineShared {
         self.interrupted.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// Called by the actor when a job is done (whatever its result).
+    /// Called when a turn is done (whatever its result).
     pub fn turn_done(&self, session_id: &str) {
         let mut turns = lock(&self.turns);
         if let Some(n) = turns.get_mut(session_id) {
@@ -698,15 +686,39 @@ impl EngineShared {
         }
     }
 
-    /// Runs a turn and waits for it; a vanished actor becomes a failed result.
+    /// Runs a turn of the session once its earlier turns are done, and waits for it.
     pub async fn turn(
         self: &Arc<Self>,
         session_id: &str,
         prompt: String,
         options: session::TurnOptions,
     ) -> TurnResult {
-        let rx = self.submit(session_id, prompt, options);
-        rx.await
-            .unwrap_or_else(|_| TurnResult::failed(session_id, "the session stopped".into(), None))
+        *lock(&self.turns).entry(session_id.to_string()).or_default() += 1;
+        let slot = Arc::clone(lock(&self.sessions).entry(session_id.to_string()).or_default());
+        session::run_turn(Arc::clone(self), slot, session_id.to_string(), prompt, options).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{NaiveDate, TimeZone, Utc};
+
+    #[test]
+    fn run_ids_are_the_start_time_to_the_millisecond_and_random_hex() {
+        let day = NaiveDate::from_ymd_opt(2026, 3, 7).unwrap();
+        for time in [
+            day.and_hms_milli_opt(0, 0, 0, 0).unwrap(),
+            day.and_hms_milli_opt(9, 5, 7, 42).unwrap(),
+            day.and_hms_nano_opt(23, 59, 59, 999_999_999).unwrap(),
+            // A leap second.
+            day.and_hms_milli_opt(23, 59, 59, 1_500).unwrap(),
+        ] {
+            let at = Utc.from_utc_datetime(&time);
+            let expected = format!("{}-00c0ffee", at.format("%Y%m%dT%H%M%S%3fZ"));
+            assert_eq!(super::run_id_at(at, 0xc0ffee), expected);
+        }
+        let (a, b) = (super::new_run_id(), super::new_run_id());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), "20260307T000000000Z-00c0ffee".len());
     }
 }

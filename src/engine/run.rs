@@ -168,7 +168,7 @@ impl<'a> Run<'a> {
                 let result = match timeout {
                     None => turn.await,
                     // The provider enforces the timeout; the outer one is a backstop for a stuck
-                    // provider, and cancels the turn so its actor moves on.
+                    // provider, and cancels the turn so the session moves on.
                     Some(timeout) => {
                         match tokio::time::timeout(timeout.saturating_add(Duration::from_secs(5)), turn).await
                         {

@@ -1,11 +1,16 @@
-//! A session is an actor: one task with a queue that runs one turn at a time, so a session can
-//! never have two turns in flight. A turn streams deltas as events and ends with exactly one
-//! [`TurnResult`]; the session is idle again before anyone is told the turn finished.
+//! A session runs one turn at a time: its turns wait for its state in the order they were
+//! submitted, so a session can never have two turns in flight. A turn runs in the task of
+//! whoever asked for it, streams deltas as events and ends with exactly one [`TurnResult`]; the
+//! session is idle again before anyone is told the turn finished.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{mpsc, oneshot};
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::model::{AgentSession, Message, MessageRole, Role, ToolChoice, ToolResultInfo, Usage};
@@ -43,13 +48,6 @@ pub struct TurnOptions {
     pub timeout: Option<Duration>,
     /// A model slug used instead of the session's own for this turn (`huddle run --model`).
     pub model_override: Option<String>,
-}
-
-/// One queued turn.
-pub struct TurnJob {
-    pub prompt: String,
-    pub options: TurnOptions,
-    pub reply: oneshot::Sender<TurnResult>,
 }
 
 /// How a turn ended.
@@ -101,33 +99,100 @@ impl TurnResult {
     }
 }
 
-/// The sending side of a session's queue.
-pub type SessionQueue = mpsc::UnboundedSender<TurnJob>;
-
-/// Starts the actor of `session_id`; it lives as long as its queue has senders.
-pub(crate) fn spawn(shared: Arc<EngineShared>, session_id: String) -> SessionQueue {
-    let (tx, mut rx) = mpsc::unbounded_channel::<TurnJob>();
-    tokio::spawn(async move {
-        let mut actor = Actor {
-            shared,
-            session_id,
-            history: None,
-            generation: 0,
-        };
-        while let Some(job) = rx.recv().await {
-            actor.run(job).await;
-        }
-        tracing::debug!("session actor ended");
-    });
-    tx
-}
-
-struct Actor {
-    shared: Arc<EngineShared>,
-    session_id: String,
-    /// The conversation, loaded from the transcript on the first turn.
+/// A session between turns: its conversation (read from the transcript on its first turn) and
+/// its turn count. One per session, behind an async mutex that hands it out first come, first
+/// served: a session runs one turn at a time, in the order its turns were submitted.
+#[derive(Default)]
+pub(crate) struct SessionState {
     history: Option<Vec<ChatMessage>>,
     generation: u64,
+}
+
+/// A session's state, shared by the turns that wait for it.
+pub(crate) type SessionSlot = Arc<tokio::sync::Mutex<SessionState>>;
+
+/// One turn of a session, run in the caller's task once the session's earlier turns are done:
+/// no hand-off to a task of the session's own, whose wake-ups (two per turn, across threads)
+/// cost more than the turn itself. A caller that stops waiting does not cut the turn short:
+/// what is left of it runs on as a task of its own (see [`Detached`]), so every turn that was
+/// submitted is run, recorded, reported and counted done, as with a queue.
+pub(crate) fn run_turn(
+    shared: Arc<EngineShared>,
+    slot: SessionSlot,
+    session_id: String,
+    prompt: String,
+    options: TurnOptions,
+) -> Detached<TurnResult> {
+    Detached::new(async move {
+        let mut state = slot.lock().await;
+        let mut actor = Actor {
+            shared: &shared,
+            session_id: &session_id,
+            state: &mut state,
+        };
+        let turn = std::panic::AssertUnwindSafe(actor.turn(prompt, &options));
+        let result = match turn.catch_unwind().await {
+            Ok(result) => result,
+            Err(_) => {
+                tracing::error!(session = %session_id, "a turn panicked; the session starts over from its transcript");
+                state.history = None;
+                TurnResult::failed(&session_id, "the session stopped".into(), None)
+            }
+        };
+        // Idle again (the next turn may start) before the caller hears of the result.
+        shared.turn_done(&session_id);
+        drop(state);
+        result
+    })
+}
+
+/// A future that, dropped before it finished, runs on to its end as a task of its own (on the
+/// runtime it was made on, whichever thread drops it).
+pub(crate) struct Detached<T: Send + 'static> {
+    future: Option<BoxFuture<'static, T>>,
+    runtime: Option<tokio::runtime::Handle>,
+}
+
+impl<T: Send + 'static> Detached<T> {
+    fn new(future: impl Future<Output = T> + Send + 'static) -> Detached<T> {
+        Detached {
+            future: Some(Box::pin(future)),
+            runtime: tokio::runtime::Handle::try_current().ok(),
+        }
+    }
+}
+
+impl<T: Send + 'static> Future for Detached<T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        // Taken out while it is polled: a future that panics is not run on by `drop`.
+        let Some(mut future) = self.future.take() else {
+            return Poll::Pending;
+        };
+        match future.as_mut().poll(cx) {
+            Poll::Ready(output) => Poll::Ready(output),
+            Poll::Pending => {
+                self.future = Some(future);
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl<T: Send + 'static> Drop for Detached<T> {
+    fn drop(&mut self) {
+        if let (Some(future), Some(runtime)) = (self.future.take(), &self.runtime) {
+            runtime.spawn(future);
+        }
+    }
+}
+
+/// A turn in progress: the session's state, held for the turn.
+struct Actor<'a> {
+    shared: &'a Arc<EngineShared>,
+    session_id: &'a str,
+    state: &'a mut SessionState,
 }
 
 /// What a turn needs to know about its session, read once at its start.
@@ -146,10 +211,10 @@ struct SessionInfo {
     agent_session: Option<AgentSession>,
 }
 
-impl Actor {
+impl Actor<'_> {
     fn info(&self) -> Option<SessionInfo> {
         self.shared.org.read(|org| {
-            let s = org.session(&self.session_id)?;
+            let s = org.session(self.session_id)?;
             let group = org.group(&s.group_id);
             Some(SessionInfo {
                 name: s.name.clone(),
@@ -170,11 +235,11 @@ impl Actor {
     /// thread, through the transcript writer (so queued lines are in it), never holding up the
     /// runtime's threads.
     async fn load_history(&mut self) {
-        if self.history.is_some() {
+        if self.state.history.is_some() {
             return;
         }
-        let shared = Arc::clone(&self.shared);
-        let id = self.session_id.clone();
+        let shared = Arc::clone(self.shared);
+        let id = self.session_id.to_string();
         let loaded = tokio::task::spawn_blocking(move || shared.writer.load(&shared.transcripts, &id)).await;
         let history = match loaded {
             Ok(Ok(loaded)) => chat_history(&loaded.messages),
@@ -187,11 +252,11 @@ impl Actor {
                 Vec::new()
             }
         };
-        self.history = Some(history);
+        self.state.history = Some(history);
     }
 
     fn history(&mut self) -> &mut Vec<ChatMessage> {
-        self.history.get_or_insert_with(Vec::new)
+        self.state.history.get_or_insert_with(Vec::new)
     }
 
     /// One event of this session's turn.
@@ -204,24 +269,12 @@ impl Actor {
         });
     }
 
-    async fn run(&mut self, job: TurnJob) {
-        let TurnJob {
-            prompt,
-            options,
-            reply,
-        } = job;
-        let result = self.turn(prompt, &options).await;
-        // Idle again (the loop takes the next job) before the caller hears of the result.
-        self.shared.turn_done(&self.session_id);
-        let _ = reply.send(result);
-    }
-
     async fn turn(&mut self, prompt: String, options: &TurnOptions) -> TurnResult {
-        self.generation += 1;
-        let generation = self.generation;
+        self.state.generation += 1;
+        let generation = self.state.generation;
         let Some(info) = self.info() else {
             return TurnResult::failed(
-                &self.session_id,
+                self.session_id,
                 "the session no longer exists".into(),
                 Some(ErrorKind::Config),
             );
@@ -231,21 +284,19 @@ impl Actor {
             .clone()
             .unwrap_or_else(|| info.model.clone());
         self.load_history().await;
-        let mut messages = bounded_history(self.history());
-        messages.push(ChatMessage::user(prompt.clone()));
-
-        let mut user = Message::user(prompt.clone());
+        let mut user = Message::user(prompt);
         user.iteration = options.iteration;
-        self.shared.writer.append(&self.session_id, user.clone());
-        let user_message = user.clone();
+        let mut messages = bounded_history(self.history());
+        messages.push(ChatMessage::user(user.text.as_str()));
+        self.shared.writer.append(self.session_id, user.clone());
         self.emit(
             &info,
             &options.run_id,
             EventKind::TurnStarted {
-                session_id: self.session_id.clone(),
+                session_id: self.session_id.to_string(),
                 session: info.name.clone(),
                 generation,
-                prompt: Some(Box::new(user)),
+                prompt: Some(Box::new(user.clone())),
             },
         );
 
@@ -297,7 +348,7 @@ impl Actor {
         if result.duration.is_zero() {
             result.duration = started.elapsed();
         }
-        self.record(&info, user_message, steps, options, &result, generation);
+        self.record(&info, &user, steps, options, &result, generation);
         result
     }
 
@@ -339,8 +390,8 @@ impl Actor {
             .unwrap_or(self.shared.options.max_tool_rounds)
             .max(1);
         let context = CallContext {
-            shared: &self.shared,
-            session_id: &self.session_id,
+            shared: self.shared,
+            session_id: self.session_id,
             session: &info.name,
             group_id: &info.group_id,
             group: &info.group,
@@ -353,8 +404,8 @@ impl Actor {
         let is_command = provider.kind() == crate::config::ProviderKind::Command;
         let mut agent = is_command.then(|| {
             AgentRecorder::new(StepContext {
-                shared: Arc::clone(&self.shared),
-                session_id: self.session_id.clone(),
+                shared: Arc::clone(self.shared),
+                session_id: self.session_id.to_string(),
                 session: info.name.clone(),
                 group_id: info.group_id.clone(),
                 group: info.group.clone(),
@@ -387,15 +438,21 @@ impl Actor {
                     info,
                     &options.run_id,
                     EventKind::Delta {
-                        session_id: self.session_id.clone(),
+                        session_id: self.session_id.to_string(),
                         session: info.name.clone(),
                         generation,
                         text: delta.to_string(),
                     },
                 )
             };
+            // Without tools this is the only round: the request is handed over, not copied.
+            let sent = if request.tools.is_empty() {
+                std::mem::take(request)
+            } else {
+                request.clone()
+            };
             let result = provider
-                .stream_turn(request.clone(), &mut forward, options.cancel.clone())
+                .stream_turn(sent, &mut forward, options.cancel.clone())
                 .await;
             if let Some(recorder) = agent.take() {
                 let why = if options.cancel.is_cancelled() {
@@ -434,7 +491,7 @@ impl Actor {
             step.model = Some(format!("{}/{}", provider.name(), request.model));
             step.iteration = options.iteration;
             step.tool_calls = calls.clone();
-            self.shared.writer.append(&self.session_id, step.clone());
+            self.shared.writer.append(self.session_id, step.clone());
             request
                 .messages
                 .push(ChatMessage::assistant_calls(out.text, calls.clone()));
@@ -442,7 +499,7 @@ impl Actor {
             steps.push(step);
             for call in &calls {
                 context.emit(EventKind::ToolCall {
-                    session_id: self.session_id.clone(),
+                    session_id: self.session_id.to_string(),
                     session: info.name.clone(),
                     generation,
                     call_id: call.id.clone(),
@@ -472,9 +529,9 @@ impl Actor {
                     },
                 );
                 message.iteration = options.iteration;
-                self.shared.writer.append(&self.session_id, message.clone());
+                self.shared.writer.append(self.session_id, message.clone());
                 context.emit(EventKind::ToolResult {
-                    session_id: self.session_id.clone(),
+                    session_id: self.session_id.to_string(),
                     session: info.name.clone(),
                     generation,
                     call_id: r.call.id.clone(),
@@ -534,7 +591,7 @@ impl Actor {
     fn record(
         &mut self,
         info: &SessionInfo,
-        user: Message,
+        user: &Message,
         steps: Vec<Message>,
         options: &TurnOptions,
         result: &TurnResult,
@@ -548,21 +605,21 @@ impl Actor {
         answer.error = result.error.clone();
         answer.iteration = options.iteration;
         answer.cost_usd = result.cost_usd;
-        self.shared.writer.append(&self.session_id, answer.clone());
+        self.shared.writer.append(self.session_id, answer.clone());
 
         // The same rule as reading the transcript back, so a restart changes nothing.
-        let mut turn = Vec::with_capacity(steps.len() + 2);
-        turn.push(user);
-        turn.extend(steps);
-        turn.push(answer.clone());
+        let turn = std::iter::once(user)
+            .chain(&steps)
+            .chain(std::iter::once(&answer));
+        let added = chat_history(turn);
         let history = self.history();
-        history.extend(chat_history(&turn));
+        history.extend(added);
         // Only the newest part is ever sent; the transcript on disk keeps everything.
         if history.len() > 4 * HISTORY_MAX_MESSAGES {
             history.drain(..history.len() - 2 * HISTORY_MAX_MESSAGES);
         }
         if let Some(usage) = result.usage {
-            let id = &self.session_id;
+            let id = self.session_id;
             self.shared.org.update(|org| {
                 let group_id = org.session_mut(id).map(|s| {
                     s.usage.add(usage);
@@ -577,7 +634,7 @@ impl Actor {
             info,
             &options.run_id,
             EventKind::TurnFinished {
-                session_id: self.session_id.clone(),
+                session_id: self.session_id.to_string(),
                 session: info.name.clone(),
                 generation,
                 success: result.success,
@@ -593,7 +650,7 @@ impl Actor {
                 info,
                 &options.run_id,
                 EventKind::Message {
-                    session_id: self.session_id.clone(),
+                    session_id: self.session_id.to_string(),
                     session: info.name.clone(),
                     role: info.role,
                     text: result.text.clone(),
@@ -612,7 +669,7 @@ impl Actor {
 /// (their tools were never declared to any model): they become plain text, the agent's words
 /// and one line per call with the first line of its result, at the start of the answer that
 /// followed them.
-pub fn chat_history(messages: &[Message]) -> Vec<ChatMessage> {
+pub fn chat_history<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<ChatMessage> {
     let mut out: Vec<ChatMessage> = Vec::new();
     let mut agent_text = String::new();
     let flush_agent = |out: &mut Vec<ChatMessage>, agent_text: &mut String| {
@@ -652,12 +709,12 @@ pub fn chat_history(messages: &[Message]) -> Vec<ChatMessage> {
                     &info.call_id,
                     &info.name,
                     info.is_error,
-                    m.text.clone(),
+                    m.text.as_str(),
                 ));
             }
             MessageRole::User if !m.text.trim().is_empty() => {
                 close_open(&mut out, &mut open_calls);
-                out.push(ChatMessage::user(m.text.clone()));
+                out.push(ChatMessage::user(m.text.as_str()));
             }
             MessageRole::Assistant if m.error.is_none() && !m.tool_calls.is_empty() => {
                 close_open(&mut out, &mut open_calls);
@@ -747,7 +804,7 @@ mod tests {
         ];
         let kept = bounded_history(&history);
         assert_eq!(kept.len(), 2);
-        assert_eq!(kept[0].content, "q");
+        assert_eq!(&*kept[0].content, "q");
         assert_eq!(bounded_history(&history[2..]).len(), 2);
         assert!(bounded_history(&[]).is_empty());
         let many: Vec<ChatMessage> = (0..500)
@@ -760,6 +817,6 @@ mod tests {
             .collect();
         let kept = bounded_history(&many);
         assert_eq!(kept.len(), HISTORY_MAX_MESSAGES);
-        assert_eq!(kept.last().unwrap().content, "a499");
+        assert_eq!(&*kept.last().unwrap().content, "a499");
     }
 }

@@ -1,9 +1,20 @@
 //! Where events go: the front end's channel, and the run log for everything but streaming.
+//!
+//! Events emitted while the engine's own futures are polled ([`batched`]) are handed to the
+//! front end's channel together when the poll ends, in the order they were emitted: a front
+//! end waiting on another thread is then woken once per step of a run, not once per event (a
+//! wake-up across threads costs more than the work that makes the event). Their run-log lines
+//! go to the run log's writer together too.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
 use crate::model::GroupId;
-use crate::store::RunLog;
+use crate::store::{RunLine, RunLog};
 
 use super::events::{EngineEvent, EventKind, RunId, RunRecord};
 
@@ -11,7 +22,7 @@ use super::events::{EngineEvent, EventKind, RunId, RunRecord};
 #[derive(Clone)]
 pub struct EventSink {
     tx: mpsc::UnboundedSender<EngineEvent>,
-    log: Option<RunLog<RunRecord>>,
+    log: Option<Arc<RunLog<RunRecord>>>,
 }
 
 impl EventSink {
@@ -27,18 +38,53 @@ impl EventSink {
 
     /// Also appends every non-streaming event of a run to its run file.
     pub fn with_run_log(mut self, log: RunLog<RunRecord>) -> EventSink {
-        self.log = Some(log);
+        self.log = Some(Arc::new(log));
         self
     }
 
-    pub fn emit(&self, event: EngineEvent) {
-        if let (Some(log), Some(run_id)) = (&self.log, &event.run_id)
-            && !event.kind.is_streaming()
-        {
-            log.append(&event.group_id, run_id, RunRecord::now(event.clone()));
+    /// True for clones of one sink (the same channel and run log).
+    fn same(&self, other: &EventSink) -> bool {
+        let same_log = match (&self.log, &other.log) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        same_log && self.tx.same_channel(&other.tx)
+    }
+
+    pub fn emit(&self, mut event: EngineEvent) {
+        let line = match (&self.log, &event.run_id) {
+            (Some(_), Some(run_id)) if !event.kind.is_streaming() => Some((
+                event.group_id.clone(),
+                run_id.clone(),
+                RunRecord::now(event.for_log()),
+            )),
+            _ => None,
+        };
+        let mut held_back = Some((event, line));
+        // (No thread-local any more: the thread is ending, send at once.)
+        let _ = HELD.try_with(|held| {
+            let mut held = held.borrow_mut();
+            if held.depth == 0 {
+                return;
+            }
+            if !held.sink.as_ref().is_some_and(|sink| sink.same(self)) {
+                // Another engine's events are held: they go first, in order.
+                held.hand_over();
+                held.sink = Some(self.clone());
+            }
+            if let Some((event, line)) = held_back.take() {
+                held.events.push(event);
+                held.lines.extend(line);
+            }
+        });
+        if let Some((event, line)) = held_back {
+            if let (Some(log), Some(line)) = (&self.log, line) {
+                log.append_all(vec![line]);
+            }
+            // A consumer that went away (the UI quitting) must not stop the engine.
+            let _ = self.tx.send(event);
         }
-        // A consumer that went away (the UI quitting) must not stop the engine.
-        let _ = self.tx.send(event);
     }
 
     /// Writes every queued run-log line to disk.
@@ -66,5 +112,161 @@ impl Emitter {
             run_id: self.run_id.clone(),
             kind,
         });
+    }
+}
+
+/// Events emitted on this thread during a poll of [`batched`] futures, not yet handed over.
+struct Held {
+    /// Nested polls under way.
+    depth: usize,
+    /// Where the held events go.
+    sink: Option<EventSink>,
+    events: Vec<EngineEvent>,
+    lines: Vec<RunLine<RunRecord>>,
+}
+
+impl Held {
+    fn hand_over(&mut self) {
+        let Some(sink) = &self.sink else { return };
+        if let Some(log) = &sink.log {
+            log.append_all(std::mem::take(&mut self.lines));
+        }
+        for event in self.events.drain(..) {
+            // A consumer that went away (the UI quitting) must not stop the engine.
+            let _ = sink.tx.send(event);
+        }
+    }
+}
+
+thread_local! {
+    static HELD: RefCell<Held> = const {
+        RefCell::new(Held {
+            depth: 0,
+            sink: None,
+            events: Vec::new(),
+            lines: Vec::new(),
+        })
+    };
+}
+
+/// One poll's hold on this thread's events: the outermost hands them over when it ends (also
+/// when the poll panics).
+struct Hold;
+
+impl Hold {
+    fn new() -> Hold {
+        HELD.with(|held| held.borrow_mut().depth += 1);
+        Hold
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        HELD.with(|held| {
+            let mut held = held.borrow_mut();
+            held.depth -= 1;
+            if held.depth == 0 {
+                held.hand_over();
+                // Not kept past the poll: a sink (and its channel) may be dropped meanwhile.
+                held.sink = None;
+            }
+        });
+    }
+}
+
+/// Runs an engine future whose events are handed over at the end of each of its polls (see
+/// the module's doc): still in order and before the future yields, so nothing waits on them.
+pub(crate) async fn batched<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    std::future::poll_fn(|cx| {
+        let _hold = Hold::new();
+        future.as_mut().poll(cx)
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(iteration: u32) -> EngineEvent {
+        EngineEvent {
+            group_id: "g".into(),
+            group: "team".into(),
+            run_id: Some("r".into()),
+            kind: EventKind::IterationStarted { iteration },
+        }
+    }
+
+    fn iterations(rx: &mut mpsc::UnboundedReceiver<EngineEvent>) -> Vec<u32> {
+        std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|e| match e.kind {
+                EventKind::IterationStarted { iteration } => iteration,
+                _ => 0,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn events_of_a_poll_are_handed_over_in_order_when_it_ends() {
+        let (sink, rx) = EventSink::channel();
+        let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+        let (other, mut other_rx) = EventSink::channel();
+        let (tx, wait) = tokio::sync::oneshot::channel::<()>();
+        let probe = std::sync::Arc::clone(&rx);
+        let task = tokio::spawn(batched(async move {
+            sink.emit(event(1));
+            sink.emit(event(2));
+            assert!(probe.lock().unwrap().is_empty(), "held while the poll runs");
+            // Another engine's event: what was held goes first.
+            other.emit(event(10));
+            assert_eq!(probe.lock().unwrap().len(), 2);
+            sink.emit(event(3));
+            // Yields here: what was emitted so far is handed over first.
+            let _ = wait.await;
+            sink.emit(event(4));
+            // Nested: handed over by the outermost poll only.
+            batched(async { sink.emit(event(5)) }).await;
+        }));
+        while rx.lock().unwrap().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(iterations(&mut rx.lock().unwrap()), [1, 2, 3]);
+        assert_eq!(iterations(&mut other_rx), [10]);
+        tx.send(()).unwrap();
+        task.await.unwrap();
+        assert_eq!(iterations(&mut rx.lock().unwrap()), [4, 5]);
+        // Outside a batched future an event goes out at once.
+        let (sink, mut rx) = EventSink::channel();
+        sink.emit(event(7));
+        assert_eq!(iterations(&mut rx), [7]);
+    }
+
+    #[tokio::test]
+    async fn held_events_reach_the_run_log_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = crate::store::RunFiles::new(dir.path());
+        let log = RunLog::start(files.clone(), 10);
+        let (sink, mut rx) = EventSink::channel();
+        let sink = sink.with_run_log(log.clone());
+        batched(async {
+            for k in 1..=3 {
+                sink.emit(event(k));
+            }
+        })
+        .await;
+        sink.emit(event(4));
+        log.flush();
+        let lines = files.read_lines("g", "r").unwrap();
+        let logged: Vec<u32> = lines
+            .iter()
+            .map(|l| serde_json::from_str::<RunRecord>(l).unwrap())
+            .map(|r| match r.event.kind {
+                EventKind::IterationStarted { iteration } => iteration,
+                _ => 0,
+            })
+            .collect();
+        assert_eq!(logged, [1, 2, 3, 4]);
+        assert_eq!(iterations(&mut rx), [1, 2, 3, 4]);
     }
 }

@@ -34,6 +34,17 @@ impl Usage {
     }
 }
 
+/// 32 lowercase hex digits (what `format!("{:032x}")` writes, without the formatter's cost: a
+/// message id is made for every message).
+fn hex_id(bits: u128) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = DIGITS[(bits >> (4 * (31 - i)) & 0xf) as usize];
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// A message in a session's conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
@@ -81,7 +92,7 @@ impl Message {
     pub fn new(role: MessageRole, text: impl Into<String>) -> Self {
         Message {
             // 128 random bits from a per-thread generator: unique in practice, no system call.
-            id: Some(format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))),
+            id: Some(hex_id(fastrand::u128(..))),
             role,
             text: text.into(),
             at: Utc::now(),
@@ -121,6 +132,19 @@ impl Message {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn message_ids_are_32_lowercase_hex_digits() {
+        for bits in [0, 1, u128::MAX, 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210] {
+            assert_eq!(hex_id(bits), format!("{bits:032x}"));
+        }
+        let id = Message::user("x").id.unwrap();
+        assert_eq!(id.len(), 32);
+        assert!(
+            id.bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
+    }
 
     #[test]
     fn minimal_line_reads_with_defaults() {

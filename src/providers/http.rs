@@ -115,7 +115,7 @@ impl CallAssembler {
 /// and results without the tools' definitions): calls as `(called X with {...})` lines after
 /// the text, a result as `[result of X] ...`.
 pub(crate) fn plain_text(m: &ChatMessage) -> String {
-    let mut text = m.content.clone();
+    let mut text = m.content.to_string();
     if let Some(r) = &m.result_of {
         let label = if r.is_error { "error from" } else { "result of" };
         return format!("[{label} {}] {text}", r.name);

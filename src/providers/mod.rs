@@ -62,7 +62,8 @@ pub struct ToolResultRef {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChatMessage {
     pub role: ChatRole,
-    pub content: String,
+    /// Shared, not copied: a session's history is handed to every turn's request.
+    pub content: Arc<str>,
     /// The calls an assistant message made (after its text).
     pub tool_calls: Vec<ToolCall>,
     /// On a tool message: the call it answers.
@@ -70,7 +71,7 @@ pub struct ChatMessage {
 }
 
 impl ChatMessage {
-    fn plain(role: ChatRole, content: String) -> ChatMessage {
+    fn plain(role: ChatRole, content: Arc<str>) -> ChatMessage {
         ChatMessage {
             role,
             content,
@@ -78,21 +79,26 @@ impl ChatMessage {
             result_of: None,
         }
     }
-    pub fn user(content: impl Into<String>) -> ChatMessage {
+    pub fn user(content: impl Into<Arc<str>>) -> ChatMessage {
         ChatMessage::plain(ChatRole::User, content.into())
     }
-    pub fn assistant(content: impl Into<String>) -> ChatMessage {
+    pub fn assistant(content: impl Into<Arc<str>>) -> ChatMessage {
         ChatMessage::plain(ChatRole::Assistant, content.into())
     }
     /// An assistant message that called tools (its text may be empty).
-    pub fn assistant_calls(content: impl Into<String>, calls: Vec<ToolCall>) -> ChatMessage {
+    pub fn assistant_calls(content: impl Into<Arc<str>>, calls: Vec<ToolCall>) -> ChatMessage {
         ChatMessage {
             tool_calls: calls,
             ..ChatMessage::plain(ChatRole::Assistant, content.into())
         }
     }
     /// A tool's result for the call `call_id`.
-    pub fn tool_result(call_id: &str, name: &str, is_error: bool, content: impl Into<String>) -> ChatMessage {
+    pub fn tool_result(
+        call_id: &str,
+        name: &str,
+        is_error: bool,
+        content: impl Into<Arc<str>>,
+    ) -> ChatMessage {
         ChatMessage {
             result_of: Some(ToolResultRef {
                 call_id: call_id.to_string(),
@@ -208,7 +214,7 @@ impl TurnRequest {
             .iter()
             .rev()
             .find(|m| m.role == ChatRole::User)
-            .map(|m| m.content.as_str())
+            .map(|m| &*m.content)
             .unwrap_or("")
     }
 }
@@ -356,7 +362,7 @@ impl Providers {
 /// the sim reads. A single user message with no system prompt is passed through unlabelled.
 pub fn render_plain_prompt(req: &TurnRequest) -> String {
     if req.system.is_none() && req.messages.len() == 1 {
-        return req.messages[0].content.clone();
+        return req.messages[0].content.to_string();
     }
     let mut out = String::new();
     if let Some(system) = &req.system {

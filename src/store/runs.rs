@@ -10,6 +10,7 @@ use std::fs::{self, File};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -137,12 +138,11 @@ impl RunFiles {
     }
 }
 
+/// One record for a run's file: its group, its run, the record.
+pub type RunLine<T> = (String, String, T);
+
 enum LogMsg<T> {
-    Line {
-        group_id: String,
-        run_id: String,
-        record: T,
-    },
+    Lines(Vec<RunLine<T>>),
     Flush(Sender<()>),
 }
 
@@ -173,16 +173,16 @@ impl<T: Serialize + Send + 'static> RunLog<T> {
 
     /// Queues one record for a run's file.
     pub fn append(&self, group_id: &str, run_id: &str, record: T) {
-        let msg = LogMsg::Line {
-            group_id: group_id.to_string(),
-            run_id: run_id.to_string(),
-            record,
-        };
-        if self.tx.send(msg).is_err() {
-            tracing::warn!(
-                run = run_id,
-                "run log writer is gone; a timeline line was not saved"
-            );
+        self.append_all(vec![(group_id.to_string(), run_id.to_string(), record)]);
+    }
+
+    /// Queues records, in order, with one hand-over to the writer.
+    pub fn append_all(&self, lines: Vec<RunLine<T>>) {
+        if lines.is_empty() {
+            return;
+        }
+        if self.tx.send(LogMsg::Lines(lines)).is_err() {
+            tracing::warn!("run log writer is gone; timeline lines were not saved");
         }
     }
 
@@ -198,35 +198,41 @@ impl<T: Serialize + Send + 'static> RunLog<T> {
 /// Open run files, keyed by (group, run).
 type OpenFiles = HashMap<(String, String), File>;
 
+/// After writing, the writer lets lines gather this long before it looks again: senders then
+/// find it not waiting and need not wake it (as the transcript writer does). Lines are synced
+/// only on a flush, which is answered at once.
+const LINGER: Duration = Duration::from_millis(2);
+
 fn write_loop<T: Serialize>(files: &RunFiles, keep: usize, rx: &Receiver<LogMsg<T>>) {
     let mut open: OpenFiles = HashMap::new();
     while let Ok(first) = rx.recv() {
         let mut batch: Vec<((String, String), Vec<u8>)> = Vec::new();
+        // Where each run's lines are in `batch` (a backlog may hold many runs).
+        let mut index: HashMap<(String, String), usize> = HashMap::new();
         let mut waiting = Vec::new();
         let mut take = |msg: LogMsg<T>| match msg {
-            LogMsg::Line {
-                group_id,
-                run_id,
-                record,
-            } => {
-                let line = match serde_json::to_string(&record) {
-                    Ok(line) => line,
-                    Err(e) => {
-                        tracing::error!(error = %e, "cannot serialise a run record");
-                        return;
-                    }
-                };
-                let key = (group_id, run_id);
-                let buf = match batch.iter_mut().find(|(k, _)| *k == key) {
-                    Some((_, buf)) => buf,
-                    None => {
-                        batch.push((key, Vec::new()));
-                        let last = batch.len() - 1;
-                        &mut batch[last].1
-                    }
-                };
-                buf.extend_from_slice(line.as_bytes());
-                buf.push(b'\n');
+            LogMsg::Lines(lines) => {
+                for (group_id, run_id, record) in lines {
+                    let line = match serde_json::to_string(&record) {
+                        Ok(line) => line,
+                        Err(e) => {
+                            tracing::error!(error = %e, "cannot serialise a run record");
+                            continue;
+                        }
+                    };
+                    let key = (group_id, run_id);
+                    let at = match batch.last() {
+                        // Consecutive lines of one run: no lookup.
+                        Some((last, _)) if *last == key => batch.len() - 1,
+                        _ => *index.entry(key.clone()).or_insert_with(|| {
+                            batch.push((key, Vec::new()));
+                            batch.len() - 1
+                        }),
+                    };
+                    let buf = &mut batch[at].1;
+                    buf.extend_from_slice(line.as_bytes());
+                    buf.push(b'\n');
+                }
             }
             LogMsg::Flush(done) => waiting.push(done),
         };
@@ -234,6 +240,7 @@ fn write_loop<T: Serialize>(files: &RunFiles, keep: usize, rx: &Receiver<LogMsg<
         while let Ok(more) = rx.try_recv() {
             take(more);
         }
+        let wrote = !batch.is_empty();
         for (key, bytes) in batch {
             if let Err(e) = write_run(files, keep, &mut open, key, &bytes) {
                 tracing::error!(error = %e, "cannot write a run file");
@@ -248,7 +255,21 @@ fn write_loop<T: Serialize>(files: &RunFiles, keep: usize, rx: &Receiver<LogMsg<
             for done in waiting {
                 let _ = done.send(());
             }
+        } else if wrote {
+            std::thread::sleep(LINGER);
         }
+    }
+}
+
+/// Opens a run file to append to (created 0600), and whether it is new: one system call for a
+/// new file, no check of the folder first.
+fn open_run_file(path: &Path) -> std::io::Result<(File, bool)> {
+    match private_file().create_new(true).append(true).open(path) {
+        Ok(file) => Ok((file, true)),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            private_file().append(true).open(path).map(|file| (file, false))
+        }
+        Err(e) => Err(e),
     }
 }
 
@@ -266,13 +287,15 @@ fn write_run(
         }
         let path = files.path(&key.0, &key.1)?;
         let dir = files.group_dir(&key.0)?;
-        create_private_dir(&dir).map_err(|e| StoreError::io("cannot create", &dir, e))?;
-        let new = !path.exists();
-        let file = private_file()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| StoreError::io("cannot open", &path, e))?;
+        let (file, new) = match open_run_file(&path) {
+            // The group's folder is not there yet (or was deleted with the group).
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                create_private_dir(&dir).map_err(|e| StoreError::io("cannot create", &dir, e))?;
+                open_run_file(&path)
+            }
+            opened => opened,
+        }
+        .map_err(|e| StoreError::io("cannot open", &path, e))?;
         if new {
             match files.prune(&key.0, &key.1, keep) {
                 Ok(0) => {}

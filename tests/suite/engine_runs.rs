@@ -1,14 +1,16 @@
 //! The run lifecycle of the engine contract: `run_started` and `run_ended` frame every run
 //! exactly once (also when its future is dropped unpolled), a second team run of a group is
-//! refused, and `stop_session` stops a session's chat turns.
+//! refused, `stop_session` stops a session's chat turns, and a turn whose caller stops waiting
+//! still finishes and is recorded.
 
 use std::time::Duration;
 
 use huddle::engine::events::{EngineEvent, EventKind, RunKey};
-use huddle::engine::{EngineError, RunOverrides};
+use huddle::engine::{EngineError, RunOverrides, TurnResult};
 use huddle::model::{CycleOutcome, Mode};
+use tokio::task::JoinHandle;
 
-use super::engine_fixture::{HANG_GUARD, team};
+use super::engine_fixture::{Fixture, HANG_GUARD, team};
 use super::fake_llm_server::Reply;
 
 fn lifecycle(events: &[EngineEvent]) -> Vec<(&'static str, Option<String>)> {
@@ -17,6 +19,28 @@ fn lifecycle(events: &[EngineEvent]) -> Vec<(&'static str, Option<String>)> {
         .filter(|e| matches!(e.kind, EventKind::RunStarted { .. } | EventKind::RunEnded { .. }))
         .map(|e| (e.kind.name(), e.run_id.clone()))
         .collect()
+}
+
+/// A chat "hello" with worker `a` (answered with `reply`), started and waited for until its
+/// request is out: the session's id and the chat's task.
+async fn chat_in_flight(f: &Fixture, reply: Reply) -> (String, JoinHandle<TurnResult>) {
+    f.server.script("w-a", vec![reply]);
+    let id = f.session_id("t-a");
+    let chat = tokio::spawn(
+        f.engine
+            .start_chat(&id, "hello".into(), None)
+            .expect("registered"),
+    );
+    f.wait_for_requests("w-a", 1).await;
+    (id, chat)
+}
+
+/// The key and outcome of the first `run_ended`.
+fn run_ended(events: &[EngineEvent]) -> Option<(RunKey, Option<CycleOutcome>)> {
+    events.iter().find_map(|e| match &e.kind {
+        EventKind::RunEnded { key, outcome, .. } => Some((key.clone(), *outcome)),
+        _ => None,
+    })
 }
 
 #[tokio::test]
@@ -41,31 +65,21 @@ async fn a_run_dropped_before_it_ran_still_ends_once_and_a_second_team_run_is_re
     assert_eq!(seen.len(), 2, "{seen:?}");
     assert_eq!((seen[0].0, seen[1].0), ("run_started", "run_ended"));
     assert_eq!(seen[0].1, seen[1].1, "one run id");
-    let ended = events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::RunEnded { outcome, .. } => Some(*outcome),
-            _ => None,
-        })
-        .expect("run_ended");
-    assert_eq!(ended, Some(CycleOutcome::Cancelled));
+    assert_eq!(
+        run_ended(&events).expect("run_ended").1,
+        Some(CycleOutcome::Cancelled)
+    );
     assert!(f.server.requests_for("w-a").is_empty(), "nothing ran");
 }
 
 #[tokio::test]
 async fn stop_session_stops_its_chat_turn_and_the_run_ends_cancelled() {
     let mut f = team(Mode::Broadcast, &["a"], false, 1).await;
-    f.server.script(
-        "w-a",
-        vec![Reply::chunks(["slow ", "answer ", "still ", "coming"]).chunk_delay(Duration::from_millis(500))],
-    );
-    let id = f.session_id("t-a");
-    let chat = tokio::spawn(
-        f.engine
-            .start_chat(&id, "hello".into(), None)
-            .expect("registered"),
-    );
-    f.wait_for_requests("w-a", 1).await;
+    let (id, chat) = chat_in_flight(
+        &f,
+        Reply::chunks(["slow ", "answer ", "still ", "coming"]).chunk_delay(Duration::from_millis(500)),
+    )
+    .await;
     assert!(f.engine.session_busy(&id));
     assert!(f.engine.stop_session(&id));
     let result = tokio::time::timeout(HANG_GUARD, chat)
@@ -76,13 +90,95 @@ async fn stop_session_stops_its_chat_turn_and_the_run_ends_cancelled() {
     assert!(!f.engine.session_busy(&id));
     assert!(!f.engine.stop_session(&id), "nothing left to stop");
     let events = f.drain();
-    let ended = events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::RunEnded { key, outcome, .. } => Some((key.clone(), *outcome)),
-            _ => None,
-        })
-        .expect("run_ended");
+    let ended = run_ended(&events).expect("run_ended");
     assert_eq!(ended, (RunKey::chat(&id), Some(CycleOutcome::Cancelled)));
     assert_eq!(lifecycle(&events).len(), 2);
+}
+
+#[tokio::test]
+async fn a_turn_whose_caller_stops_waiting_still_finishes_and_is_recorded() {
+    let mut f = team(Mode::Broadcast, &["a"], false, 1).await;
+    let (id, chat) = chat_in_flight(
+        &f,
+        Reply::chunks(["a slow ", "answer"]).chunk_delay(Duration::from_millis(100)),
+    )
+    .await;
+    // The chat's future is dropped mid-turn: its run ends, the turn goes on by itself.
+    chat.abort();
+    let finished = f
+        .events_until("the turn's end", |e| {
+            matches!(e.kind, EventKind::TurnFinished { .. })
+        })
+        .await;
+    let ended = run_ended(&finished).expect("run_ended before the turn's end");
+    assert_eq!(ended.1, Some(CycleOutcome::Cancelled));
+    match &finished.last().expect("turn_finished").kind {
+        EventKind::TurnFinished { success, message, .. } => {
+            assert!(success);
+            assert_eq!(message.as_ref().map(|m| m.text.as_str()), Some("a slow answer"));
+        }
+        other => panic!("{other:?}"),
+    }
+    // Read through the writer: every line queued so far is in it.
+    let stored = f.engine.load_transcript(&id).expect("transcript").messages;
+    let texts: Vec<&str> = stored.iter().map(|m| m.text.as_str()).collect();
+    assert_eq!(texts, ["hello", "a slow answer"]);
+    // Counted done: the session is idle again.
+    tokio::time::timeout(HANG_GUARD, async {
+        while f.engine.session_busy(&id) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the session is idle again");
+}
+
+#[tokio::test]
+async fn chats_sent_at_once_to_one_session_run_one_at_a_time_in_order() {
+    let mut f = team(Mode::Broadcast, &["a"], false, 1).await;
+    f.server.script(
+        "w-a",
+        ["first", "second", "third"]
+            .into_iter()
+            .map(|a| Reply::chunks([a]).chunk_delay(Duration::from_millis(20)))
+            .collect(),
+    );
+    let id = f.session_id("t-a");
+    let chats: Vec<_> = ["one", "two", "three"]
+        .into_iter()
+        .map(|p| tokio::spawn(f.engine.start_chat(&id, p.into(), None).expect("registered")))
+        .collect();
+    let mut answers = Vec::new();
+    for chat in chats {
+        let result = tokio::time::timeout(HANG_GUARD, chat)
+            .await
+            .expect("each chat ends")
+            .expect("joins");
+        answers.push(result.text);
+    }
+    assert_eq!(answers, ["first", "second", "third"]);
+    // Each request carries the turns before it: none overlapped, none was reordered.
+    let requests = f.server.requests_for("w-a");
+    // (After the session's system prompt.)
+    let seen: Vec<Vec<String>> = requests
+        .iter()
+        .map(|r| r.prompt_texts().into_iter().skip(1).collect())
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            vec!["one"],
+            vec!["one", "first", "two"],
+            vec!["one", "first", "two", "second", "three"],
+        ]
+    );
+    let started: Vec<u64> = f
+        .drain()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::TurnStarted { generation, .. } => Some(*generation),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, [1, 2, 3]);
 }

@@ -271,7 +271,7 @@ impl Loop {
         let mut history = chat_history(&messages);
         let last = history.pop().expect("the final answer");
         assert_eq!(
-            (last.content.as_str(), last.tool_calls.len()),
+            (&*last.content, last.tool_calls.len()),
             (final_text, 0),
             "{:?}",
             self.api
