@@ -17,7 +17,7 @@ pub use enums::{GroupKind, MessageRole, Mode, ProviderKind, Role, Tier, Worktree
 pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS, MaxIterationsError};
 pub use message::{Message, Usage};
 pub use organization::{
-    Group, GroupId, Organization, Session, SessionId, UiPrefs, default_max_iterations,
+    Group, GroupId, KeptEvaluator, Organization, Session, SessionId, UiPrefs, default_max_iterations,
     default_worker_timeout_secs,
 };
 pub use preset::{Preset, PresetAgent, PresetWorker};

@@ -11,6 +11,16 @@ use super::{
     WorktreeStrategy,
 };
 
+/// An evaluator's settings kept while it is switched off.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeptEvaluator {
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+}
+
 /// A group id: a UUID string.
 pub type GroupId = String;
 /// A session id: a UUID string; also the name of its transcript file.
@@ -86,6 +96,10 @@ pub struct Group {
     /// The evaluator session, by id (a rename keeps it the evaluator).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evaluator_id: Option<SessionId>,
+    /// What the evaluator was set up with when it was switched off, so switching it on again
+    /// brings it back as it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluator_kept: Option<KeptEvaluator>,
     /// The evaluator by *name*, as files written before ids had it: resolved into
     /// `evaluator_id` when the organization is loaded, never written.
     #[serde(default, rename = "evaluator", skip_serializing)]
@@ -133,6 +147,7 @@ impl Group {
             max_iterations: default_max_iterations(),
             worker_timeout_secs: default_worker_timeout_secs(),
             evaluator_id: None,
+            evaluator_kept: None,
             legacy_evaluator_name: None,
             source_preset: None,
             reflection: None,

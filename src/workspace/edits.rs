@@ -10,8 +10,8 @@ use crate::config::Config;
 use crate::engine::Engine;
 use crate::model::limits::parse_max_iterations;
 use crate::model::{
-    GroupId, GroupKind, Mode, Organization, Preset, Role, Session, SessionId, Worktree, WorktreeStrategy,
-    reconcile,
+    GroupId, GroupKind, KeptEvaluator, Mode, Organization, Preset, Role, Session, SessionId, Worktree,
+    WorktreeStrategy, reconcile,
 };
 use crate::naming::{member_session_name, team_slug};
 use crate::presets::create_team_group;
@@ -655,7 +655,18 @@ impl Edits {
             }
             let g = o.group(group_id).ok_or(EditError::NoSuchGroup)?;
             let name = o.unique_session_name(&member_session_name(&team_slug(&g.name), "evaluator"));
+            // Back as it was when switched off (its model only while its provider is configured).
+            let kept = g.evaluator_kept.clone();
+            let model = kept
+                .as_ref()
+                .map(|k| k.model.clone())
+                .filter(|m| self.config.resolve(m).is_ok())
+                .unwrap_or(model);
             let mut s = Session::new(name.clone(), group_id, model.clone());
+            if let Some(k) = kept {
+                s.system_prompt = k.system_prompt;
+                s.tools = k.tools;
+            }
             s.role = Role::Evaluator;
             s.team = true;
             s.order = o.next_session_order(group_id);
@@ -664,6 +675,7 @@ impl Edits {
             o.sessions.push(s);
             if let Some(g) = o.group_mut(group_id) {
                 g.evaluator_id = Some(session_id.clone());
+                g.evaluator_kept = None;
             }
             Ok(EvaluatorSwitch::Added {
                 session_id,
@@ -682,9 +694,15 @@ impl Edits {
             .ok_or_else(|| EditError::Invalid("this team has no evaluator".into()))?;
         let worktrees = self.org.update(|o| {
             let gone = orphaned_by(o, std::slice::from_ref(&session_id));
+            let kept = o.session(&session_id).map(|s| KeptEvaluator {
+                model: s.model.clone(),
+                system_prompt: s.system_prompt.clone(),
+                tools: s.tools.clone(),
+            });
             o.sessions.retain(|s| s.id != session_id);
             if let Some(g) = o.group_mut(group_id) {
                 g.evaluator_id = None;
+                g.evaluator_kept = kept;
             }
             gone
         });
@@ -878,6 +896,35 @@ mod tests {
         assert_eq!(removal.sessions, [session_id]);
         assert_eq!(e.evaluator(&gid), None);
         assert!(e.view().read(|o| o.group(&gid).unwrap().evaluator_id.is_none()));
+    }
+
+    #[test]
+    fn switching_the_evaluator_off_and_on_keeps_its_prompt_model_and_tools() {
+        let (e, gid) = edits();
+        let EvaluatorSwitch::Added { session_id, .. } = e.add_evaluator(&gid).unwrap() else {
+            panic!("expected an evaluator to be added");
+        };
+        e.set_system_prompt(&session_id, "Judge strictly.").unwrap();
+        e.org.update(|o| {
+            let s = o.session_mut(&session_id).unwrap();
+            s.model = "sim/judge".into();
+            s.tools = vec!["git".into()];
+        });
+        e.remove_evaluator(&gid).unwrap();
+        let EvaluatorSwitch::Added {
+            session_id, model, ..
+        } = e.add_evaluator(&gid).unwrap()
+        else {
+            panic!("expected an evaluator to be added");
+        };
+        assert_eq!(model, "sim/judge");
+        let (prompt, tools) = e.view().read(|o| {
+            let s = o.session(&session_id).unwrap();
+            (s.system_prompt.clone(), s.tools.clone())
+        });
+        assert_eq!(prompt.as_deref(), Some("Judge strictly."));
+        assert_eq!(tools, vec!["git"]);
+        assert!(e.view().read(|o| o.group(&gid).unwrap().evaluator_kept.is_none()));
     }
 
     #[test]
