@@ -43,11 +43,13 @@ pub enum ConfirmAction {
 }
 
 impl ConfirmAction {
-    /// Deletes or overwrites something: Enter (the easy key) answers no; only `y` confirms.
+    /// Deletes or overwrites something, or quits while runs are in progress: Enter (the easy
+    /// key) answers no; only `y` confirms.
     pub fn is_destructive(&self) -> bool {
         matches!(
             self,
-            ConfirmAction::DeleteGroup(_)
+            ConfirmAction::Quit
+                | ConfirmAction::DeleteGroup(_)
                 | ConfirmAction::DeleteSession(_)
                 | ConfirmAction::ExportOverwrite(_)
                 | ConfirmAction::Export(_)

@@ -178,6 +178,10 @@ mod tests {
         stack.error("first", "below");
         stack.confirm("Quit", "Quit anyway?", ConfirmAction::Quit);
         assert_eq!(stack.len(), 2);
+        // Enter is the safe answer: quitting cuts runs off, so only `y` quits.
+        assert_eq!(stack.handle_key(&key(KeyCode::Enter), false), Routed::Taken);
+        assert_eq!(stack.len(), 1);
+        stack.confirm("Quit", "Quit anyway?", ConfirmAction::Quit);
         assert_eq!(
             stack.handle_key(&key(KeyCode::Char('y')), false),
             Routed::Done(DialogResult::Confirmed(ConfirmAction::Quit))
