@@ -33,6 +33,12 @@ impl TextInput {
         area.set_cursor_line_style(Style::default());
         area.move_cursor(tui_textarea::CursorMove::Bottom);
         area.move_cursor(tui_textarea::CursorMove::End);
+        // A one-line field opens with its value selected: typing replaces it, an arrow key
+        // keeps it for editing. (A system prompt is edited, not replaced.)
+        if !multiline && !initial.is_empty() {
+            area.set_selection_style(Style::default().add_modifier(Modifier::REVERSED));
+            area.select_all();
+        }
         TextInput {
             title: title.into(),
             purpose,
@@ -104,6 +110,38 @@ impl TextInput {
                 Style::default().add_modifier(Modifier::DIM),
             )),
             hint,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn press(input: &mut TextInput, code: KeyCode) {
+        input.handle_key(&KeyEvent::new(code, KeyModifiers::NONE));
+    }
+
+    #[test]
+    fn a_one_line_field_opens_selected_so_typing_replaces_and_an_arrow_keeps_it() {
+        let purpose = TextPurpose::RenameGroup("g".into());
+        let mut replaced = TextInput::new("Rename", purpose.clone(), "old name", false);
+        for c in "new".chars() {
+            press(&mut replaced, KeyCode::Char(c));
+        }
+        assert_eq!(replaced.text(), "new");
+
+        let mut edited = TextInput::new("Rename", purpose.clone(), "old name", false);
+        press(&mut edited, KeyCode::End);
+        press(&mut edited, KeyCode::Char('!'));
+        assert_eq!(edited.text(), "old name!");
+
+        let mut prompt = TextInput::new("System prompt", purpose, "line one", true);
+        press(&mut prompt, KeyCode::Char('x'));
+        assert_eq!(
+            prompt.text(),
+            "line onex",
+            "a multi-line editor is never replaced wholesale"
         );
     }
 }
