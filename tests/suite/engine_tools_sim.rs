@@ -30,6 +30,8 @@ struct Notes {
     approval: Approval,
     calls: AtomicUsize,
     lists: AtomicUsize,
+    /// Bytes of filler after the note (a large result).
+    padding: usize,
 }
 
 impl ToolSource for Notes {
@@ -63,8 +65,9 @@ impl ToolSource for Notes {
         Box::pin(async move {
             Ok(ToolOutput {
                 text: format!(
-                    "NOTE on {}: {tool} found it",
-                    arguments["topic"].as_str().unwrap_or("?")
+                    "NOTE on {}: {tool} found it{}",
+                    arguments["topic"].as_str().unwrap_or("?"),
+                    "x".repeat(self.padding)
                 ),
                 is_error: false,
             })
@@ -111,6 +114,7 @@ fn team(mode: Mode, approval: Approval, policy: ApprovalPolicy) -> Team {
         approval,
         calls: AtomicUsize::new(0),
         lists: AtomicUsize::new(0),
+        padding: 0,
     });
     let (sink, events) = EventSink::channel();
     let engine = Engine::new(
@@ -394,4 +398,53 @@ async fn a_command_session_is_offered_no_tools() {
         0,
         "tools were never even listed for it"
     );
+}
+
+#[tokio::test]
+async fn a_large_result_is_capped_before_the_model_sees_it_and_its_full_size_reported() {
+    let mut t = team(Mode::Broadcast, Approval::Auto, ApprovalPolicy::ApproveAll);
+    let notes = Arc::new(Notes {
+        approval: Approval::Auto,
+        calls: AtomicUsize::new(0),
+        lists: AtomicUsize::new(0),
+        padding: 10_000,
+    });
+    let (sink, events) = EventSink::channel();
+    t.engine = Engine::new(
+        Providers::from_config(&huddle::config::Config::default()).expect("providers"),
+        t.org.clone(),
+        Transcripts::new(t._dir.path().join("sessions")),
+        sink,
+        EngineOptions {
+            tools: Toolbox::new([notes.clone() as Arc<dyn ToolSource>]),
+            tool_result_max_bytes: 1024,
+            ..EngineOptions::default()
+        },
+    );
+    t.events = events;
+    let (report, events) = t.run_answering(Decision::ApproveOnce).await;
+    assert!(report.failed.is_none(), "{:?}", report.failed);
+    let sizes: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolResult { size, .. } => Some(*size),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sizes.len(), 2);
+    assert!(
+        sizes.iter().all(|&n| n > 10_000),
+        "the size before the cap: {sizes:?}"
+    );
+    t.engine.flush().expect("flush");
+    for (id, _) in t.session_ids() {
+        let messages = t.engine.load_transcript(&id).expect("transcript").messages;
+        let sent = messages
+            .iter()
+            .find(|m| m.role == MessageRole::Tool)
+            .expect("a tool result");
+        assert!(sent.text.len() < 1024 + 100, "capped: {} bytes", sent.text.len());
+        assert!(sent.text.contains("[… cut:"), "the cut is marked");
+        assert_eq!(sent.tool_result.as_ref().map(|r| r.size), Some(sizes[0]));
+    }
 }
