@@ -15,9 +15,9 @@ use crate::engine::events::{EngineEvent, EventKind, Phase};
 use crate::engine::{Engine, EngineError, ReflectionRequest, RunOverrides, RunReport};
 use crate::model::{CycleOutcome, Mode, WorktreeStrategy};
 use crate::presets::Catalog;
+use crate::text::first_line;
 use crate::text::sanitize;
 use crate::tools::ApprovalPolicy;
-use crate::tools::limits::first_line;
 use crate::workspace::{Edits, Workspace};
 
 /// What `huddle run` was asked to do.

@@ -2,6 +2,16 @@
 
 pub mod sanitize;
 
+/// The first non-empty line, at most `max` characters (for events, progress lines and compact cells), `…` marking a cut.
+pub fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let mut out: String = line.chars().take(max).collect();
+    if line.chars().count() > max {
+        out.push('…');
+    }
+    out
+}
+
 /// What kind of JSON value this is, as a message names it (`a string`, `a number`...).
 pub fn json_kind(value: &serde_json::Value) -> &'static str {
     use serde_json::Value;
@@ -12,5 +22,17 @@ pub fn json_kind(value: &serde_json::Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "a list",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_line_skips_blank_lines_and_shortens() {
+        assert_eq!(first_line("\n  \n hello world \nmore", 80), "hello world");
+        assert_eq!(first_line("abcdef", 3), "abc…");
+        assert_eq!(first_line("", 3), "");
     }
 }

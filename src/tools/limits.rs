@@ -1,5 +1,7 @@
 //! How far a tool loop may go and how much of a result goes back to the model.
 
+use crate::text::first_line;
+
 /// Model → tools → model rounds in one turn before the model must answer (`max_tool_rounds`).
 pub const DEFAULT_MAX_TOOL_ROUNDS: u32 = 25;
 /// The accepted range of `max_tool_rounds`.
@@ -49,16 +51,6 @@ pub fn result_line(text: &str, max: usize) -> String {
     first_line(text, max)
 }
 
-/// The first non-empty line, at most `max` characters (for events and compact cells).
-pub fn first_line(text: &str, max: usize) -> String {
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-    let mut out: String = line.chars().take(max).collect();
-    if line.chars().count() > max {
-        out.push('…');
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,12 +75,5 @@ mod tests {
         );
         assert_eq!(result_line("[1,\n 2", 20), "[1, 2");
         assert_eq!(result_line("plain\nmore", 20), "plain");
-    }
-
-    #[test]
-    fn first_line_skips_blank_lines_and_shortens() {
-        assert_eq!(first_line("\n  \n hello world \nmore", 80), "hello world");
-        assert_eq!(first_line("abcdef", 3), "abc…");
-        assert_eq!(first_line("", 3), "");
     }
 }

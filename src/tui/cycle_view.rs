@@ -575,12 +575,7 @@ pub fn seconds(ms: u64) -> String {
 }
 
 fn first_line(text: &str) -> String {
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
-    let mut out: String = line.chars().take(120).collect();
-    if line.chars().count() > 120 {
-        out.push('…');
-    }
-    out
+    crate::text::first_line(text, 120)
 }
 
 #[cfg(test)]
