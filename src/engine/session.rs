@@ -551,9 +551,10 @@ impl Actor<'_> {
                 steps.push(message);
             }
             if options.cancel.is_cancelled() {
-                let mut e = crate::providers::ProviderError::cancelled(provider.name());
-                e.partial_text = String::new();
-                return (Err(e), steps);
+                return (
+                    Err(crate::providers::ProviderError::cancelled(provider.name())),
+                    steps,
+                );
             }
         }
     }

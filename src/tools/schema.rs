@@ -17,14 +17,17 @@ pub fn parse_arguments(raw: &str, schema: &Value) -> Result<Map<String, Value>, 
         serde_json::from_str(raw)
             .map_err(|e| format!("the arguments are not valid JSON ({e}); send one JSON object"))?
     };
-    let Value::Object(args) = value else {
+    if !value.is_object() {
         return Err(format!(
             "the arguments must be a JSON object, not {}",
             type_name(&value)
         ));
-    };
-    check(&Value::Object(args.clone()), schema, "arguments")?;
-    Ok(args)
+    }
+    check(&value, schema, "arguments")?;
+    match value {
+        Value::Object(args) => Ok(args),
+        _ => Ok(Map::new()),
+    }
 }
 
 /// Checks `value` against `schema` at `path`; the first problem found.

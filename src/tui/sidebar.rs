@@ -18,7 +18,7 @@ use crate::model::{Group, GroupId, GroupKind, Mode, Organization, Role, Session,
 use crate::naming;
 use crate::text::sanitize;
 use crate::tui::cycle_view::CycleView;
-use crate::tui::worktree_marks::{Mark, short_branch};
+use crate::tui::worktree_marks::Mark;
 
 /// A row of the sidebar tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -335,7 +335,8 @@ fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
             if let Some(wt) = &s.worktree {
                 spans.extend(worktree_spans(activity.worktree_mark(id)));
                 // The branch when it fits; else just the mark (the diff view names it).
-                let branch = sanitize::display(short_branch(wt.label(), &team)).into_owned();
+                let branch =
+                    sanitize::display(crate::naming::strip_team_prefix(wt.label(), &team)).into_owned();
                 let used: usize = spans.iter().map(Span::width).sum();
                 let shown = if used + 2 + branch.chars().count() <= width {
                     format!(" ⎇{branch}")

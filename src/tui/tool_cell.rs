@@ -162,7 +162,10 @@ impl<'a> ToolCell<'a> {
                 .result
                 .filter(|_| matches!(status, ToolStatus::Ok | ToolStatus::Error))
             {
-                let first = crate::tools::limits::result_line(&sanitize::display(&m.text), width);
+                // One line is cut from the result first: cleaning a large result whole for it would
+                // cost a full pass per layout.
+                let first =
+                    sanitize::display(&crate::tools::limits::result_line(&m.text, width)).into_owned();
                 if !first.is_empty() {
                     out.push(Line::styled(
                         format!("  ↳ {}", fit(&first, width.saturating_sub(4).max(1))),

@@ -115,19 +115,6 @@ impl WorktreeMarks {
     }
 }
 
-/// The short form of a branch for the sidebar: the part after `huddle/`, less the team's slug
-/// (`coding-team-implementer-0a1b` in team `coding-team` is `implementer-0a1b`).
-pub fn short_branch<'a>(label: &'a str, team_slug: &str) -> &'a str {
-    if team_slug.is_empty() {
-        return label;
-    }
-    label
-        .strip_prefix(team_slug)
-        .and_then(|rest| rest.strip_prefix('-'))
-        .filter(|rest| !rest.is_empty())
-        .unwrap_or(label)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,12 +129,5 @@ mod tests {
         let again = m.on_statuses(g.clone(), &[]);
         assert_eq!(again, vec![Command::RefreshWorktrees { group_id: g.clone() }]);
         assert!(m.on_statuses(g, &[]).is_empty(), "nothing asked meanwhile");
-    }
-
-    #[test]
-    fn short_branches_drop_the_team_slug() {
-        assert_eq!(short_branch("crew-implementer-0a1b", "crew"), "implementer-0a1b");
-        assert_eq!(short_branch("other-x-0a1b", "crew"), "other-x-0a1b");
-        assert_eq!(short_branch("crew", "crew"), "crew");
     }
 }
