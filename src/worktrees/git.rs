@@ -42,8 +42,11 @@ impl Git {
 
     fn command<S: AsRef<OsStr>>(&self, args: &[S]) -> Command {
         let mut cmd = Command::new("git");
+        // Paths unquoted (`core.quotePath=false`): the patch and the `-z` file list then name a
+        // non-ASCII path the same way.
         cmd.arg("-C")
             .arg(&self.dir)
+            .args(["-c", "core.quotePath=false"])
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -106,7 +106,7 @@ pub fn looks_like_auth_failure(text: &str) -> bool {
         "login required",
         "please log in",
         "unauthorized",
-        "401",
+        "status 401",
         "authentication_error",
         "authentication_failed",
         "authentication failed",
@@ -142,6 +142,8 @@ pub(crate) struct AgentTurn {
     activity: Option<AgentActivitySink>,
     /// Bytes of a line whose end has not arrived.
     pending: Vec<u8>,
+    /// The rest of a line dropped for its length is skipped up to its newline.
+    skipping_line: bool,
     scratch: Vec<Event>,
     pub report: AgentReport,
     pub usage: Option<Usage>,
@@ -163,6 +165,7 @@ impl AgentTurn {
             parser: parser(format)?,
             activity,
             pending: Vec::new(),
+            skipping_line: false,
             scratch: Vec::new(),
             report: AgentReport::default(),
             usage: None,
@@ -194,6 +197,15 @@ impl AgentTurn {
     /// Bytes of stdout as they arrive: every complete line is handled now.
     pub fn push_bytes(&mut self, bytes: &[u8], sink: &mut TextSink<'_>) {
         let mut rest = bytes;
+        if self.skipping_line {
+            match rest.iter().position(|&b| b == b'\n') {
+                Some(nl) => {
+                    self.skipping_line = false;
+                    rest = &rest[nl + 1..];
+                }
+                None => return,
+            }
+        }
         while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
             if self.pending.is_empty() {
                 self.line(&rest[..nl], sink);
@@ -211,6 +223,7 @@ impl AgentTurn {
             );
             self.pending.clear();
             self.stray_lines += 1;
+            self.skipping_line = true;
             return;
         }
         self.pending.extend_from_slice(rest);
@@ -418,6 +431,18 @@ mod tests {
     }
 
     #[test]
+    fn an_over_long_line_is_dropped_whole_and_counted_once() {
+        let mut forward = |_: &str| {};
+        let mut sink = TextSink::new(&mut forward);
+        let mut turn = AgentTurn::new(AgentFormat::GeminiStreamJson, None).unwrap();
+        turn.push_bytes(&vec![b'x'; MAX_LINE_BYTES + 1], &mut sink);
+        // The same line goes on in the next read, then a real event follows.
+        turn.push_bytes(b"\"tail\":1}\n{\"type\":\"init\",\"session_id\":\"s-2\"}\n", &mut sink);
+        assert_eq!(turn.stray_lines, 1, "the line's rest is not a second stray line");
+        assert_eq!(turn.report.session_id.as_deref(), Some("s-2"));
+    }
+
+    #[test]
     fn a_cut_last_line_is_reported_not_parsed() {
         let mut forward = |_: &str| {};
         let mut sink = TextSink::new(&mut forward);
@@ -456,6 +481,8 @@ mod tests {
     fn auth_and_unknown_session_wording() {
         assert!(looks_like_auth_failure("Invalid API key · Please run /login"));
         assert!(looks_like_auth_failure("unexpected status 401 Unauthorized"));
+        assert!(looks_like_auth_failure("request failed with status 401"));
+        assert!(!looks_like_auth_failure("test failed at line 401 of parser.rs"));
         assert!(looks_like_auth_failure("[API Error: API_KEY_INVALID]"));
         assert!(!looks_like_auth_failure("tests failed"));
         assert!(looks_like_unknown_session(
