@@ -437,7 +437,10 @@ mod tests {
         let mut turn = AgentTurn::new(AgentFormat::GeminiStreamJson, None).unwrap();
         turn.push_bytes(&vec![b'x'; MAX_LINE_BYTES + 1], &mut sink);
         // The same line goes on in the next read, then a real event follows.
-        turn.push_bytes(b"\"tail\":1}\n{\"type\":\"init\",\"session_id\":\"s-2\"}\n", &mut sink);
+        turn.push_bytes(
+            b"\"tail\":1}\n{\"type\":\"init\",\"session_id\":\"s-2\"}\n",
+            &mut sink,
+        );
         assert_eq!(turn.stray_lines, 1, "the line's rest is not a second stray line");
         assert_eq!(turn.report.session_id.as_deref(), Some("s-2"));
     }
