@@ -123,6 +123,14 @@ pub struct RunArgs {
     /// Use this model for every session of the run.
     #[arg(long, value_name = "SLUG")]
     pub model: Option<String>,
+    /// End the run with `budget_exhausted` (exit code 6) after SECS seconds (over the team's
+    /// `max_duration_secs`).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_duration: Option<u64>,
+    /// End the run with `budget_exhausted` (exit code 6) once it has used N tokens (over the
+    /// team's `token_budget`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub token_budget: Option<u64>,
     /// Print NDJSON events on stdout.
     #[arg(long)]
     pub events: bool,

@@ -13,7 +13,7 @@ use crate::cli::{OutputError, note, print_out};
 use crate::config::{Config, Paths};
 use crate::engine::events::{EngineEvent, EventKind, Phase};
 use crate::engine::{Engine, EngineError, ReflectionRequest, RunOverrides, RunReport};
-use crate::model::{CycleOutcome, Mode, WorktreeStrategy};
+use crate::model::{CycleOutcome, Mode, RunBudget, WorktreeStrategy};
 use crate::presets::Catalog;
 use crate::text::first_line;
 use crate::text::sanitize;
@@ -28,6 +28,8 @@ pub struct RunRequest {
     pub mode: Option<Mode>,
     pub max_iterations: Option<u32>,
     pub model: Option<String>,
+    /// Limits of this run over the team's (`--max-duration`, `--token-budget`).
+    pub budget: RunBudget,
     pub events: bool,
     /// Approve tool calls that ask (`--approve-tools`); otherwise they are denied.
     pub approve_tools: bool,
@@ -64,10 +66,14 @@ fn other(message: impl Into<String>) -> RunFailure {
     }
 }
 
-/// The exit code of a finished run (SPEC section 9).
+/// Exit code of a run whose state could not be saved.
+pub const EXIT_SAVE_FAILED: u8 = 7;
+
+/// The exit code of a finished run (SPEC section 9, with issue 14's `budget_exhausted` = 6 and
+/// `save_failed` moved to 7).
 pub fn exit_code(report: &RunReport) -> u8 {
     if report.outcome == CycleOutcome::SaveFailed {
-        return 6;
+        return EXIT_SAVE_FAILED;
     }
     if report.failed.is_some() {
         return 1;
@@ -77,7 +83,8 @@ pub fn exit_code(report: &RunReport) -> u8 {
         CycleOutcome::MaxIterations => 3,
         CycleOutcome::Stalled => 4,
         CycleOutcome::ErrorBudget => 5,
-        CycleOutcome::SaveFailed => 6,
+        CycleOutcome::BudgetExhausted => 6,
+        CycleOutcome::SaveFailed => EXIT_SAVE_FAILED,
         CycleOutcome::Cancelled => 130,
     }
 }
@@ -134,7 +141,7 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
     };
     if let Ok(Err(e)) = flushed {
         return Err(RunFailure {
-            code: 6,
+            code: EXIT_SAVE_FAILED,
             message: e.to_string(),
         });
     }
@@ -148,6 +155,7 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
         mode: request.mode,
         max_iterations: request.max_iterations,
         model: request.model.clone(),
+        budget: request.budget,
     };
     let result = match &target {
         Target::Group(id) if resume => engine.resume_cycle(id, overrides).await,
@@ -530,16 +538,17 @@ mod tests {
             CycleOutcome::Stalled,
             CycleOutcome::ErrorBudget,
             CycleOutcome::Cancelled,
+            CycleOutcome::BudgetExhausted,
         ]
         .into_iter()
         .map(|o| exit_code(&report(o)))
         .collect();
-        assert_eq!(codes, [0, 0, 3, 4, 5, 130]);
+        assert_eq!(codes, [0, 0, 3, 4, 5, 130, 6]);
         let mut unsaved = report(CycleOutcome::SaveFailed);
         unsaved.failed = Some("could not save".into());
         assert_eq!(
             exit_code(&unsaved),
-            6,
+            7,
             "a save failure wins over the generic failure"
         );
         let mut failed = report(CycleOutcome::Completed);

@@ -162,6 +162,10 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 mode: args.mode,
                 max_iterations: args.max_iterations,
                 model: args.model,
+                budget: huddle::model::RunBudget {
+                    max_duration_secs: args.max_duration,
+                    token_budget: args.token_budget,
+                },
                 events: args.events,
                 approve_tools: args.approve_tools,
                 prompt: args.prompt.unwrap_or_default(),

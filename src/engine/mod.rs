@@ -6,6 +6,7 @@
 //! paused or stopped at once; `run_started` and `run_ended` frame its events.
 
 mod agent_steps;
+mod budget;
 mod cycle;
 pub mod events;
 mod modes;
@@ -25,7 +26,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{CycleOutcome, Mode, SessionId, Usage};
+use crate::model::{CycleOutcome, Mode, RunBudget, SessionId, Usage};
 use crate::providers::Providers;
 use crate::store::{LoadedTranscript, OrgHandle, StoreError, TranscriptWriter, Transcripts};
 use crate::tools::{ApprovalPolicy, Approvals, Decision, Toolbox};
@@ -49,6 +50,8 @@ pub struct EngineOptions {
     pub max_tool_rounds: u32,
     /// Bytes of a tool result sent back to the model.
     pub tool_result_max_bytes: usize,
+    /// The budget of team runs whose group sets none (config.yaml `budget:`).
+    pub default_budget: RunBudget,
 }
 
 impl Default for EngineOptions {
@@ -60,6 +63,7 @@ impl Default for EngineOptions {
             approval: ApprovalPolicy::default(),
             max_tool_rounds: crate::tools::limits::DEFAULT_MAX_TOOL_ROUNDS,
             tool_result_max_bytes: crate::tools::limits::DEFAULT_RESULT_MAX_BYTES,
+            default_budget: RunBudget::default(),
         }
     }
 }
@@ -89,6 +93,8 @@ pub struct RunOverrides {
     pub max_iterations: Option<u32>,
     /// A model slug used by every session of this run.
     pub model: Option<String>,
+    /// Limits of this run, each over the group's (`huddle run --max-duration/--token-budget`).
+    pub budget: RunBudget,
 }
 
 /// How a run ended.
@@ -122,6 +128,7 @@ pub(crate) struct RunControl {
     pub cancel: CancellationToken,
     pub paused: watch::Sender<bool>,
     pub queued: Mutex<Vec<String>>,
+    pub budget: budget::BudgetState,
 }
 
 impl RunControl {
@@ -130,6 +137,7 @@ impl RunControl {
             cancel: shutdown.child_token(),
             paused: watch::channel(false).0,
             queued: Mutex::new(Vec::new()),
+            budget: budget::BudgetState::default(),
         }
     }
 

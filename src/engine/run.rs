@@ -70,6 +70,9 @@ impl<'a> Run<'a> {
         let options = self.turn_options(iteration, None);
         let result = self.shared.turn(&member.id, prompt, options).await;
         self.account(&result);
+        if let Some(u) = result.usage {
+            self.control().count_tokens(u, self.emitter());
+        }
         result
     }
 
@@ -160,6 +163,7 @@ impl<'a> Run<'a> {
             let shared = Arc::clone(self.shared);
             let options = self.turn_options(Some(iteration), timeout);
             let emitter = self.emitter().clone();
+            let active = self.active;
             async move {
                 let _permit = semaphore.acquire_owned().await;
                 let started = Instant::now();
@@ -185,6 +189,10 @@ impl<'a> Run<'a> {
                     }
                 };
                 let duration = started.elapsed();
+                // Counted as each turn ends, so a spent budget stops the others at once.
+                if let Some(u) = result.usage {
+                    active.control.count_tokens(u, &emitter);
+                }
                 emitter.emit(EventKind::WorkerFinished {
                     iteration,
                     worker: member.name.clone(),

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::model::{GroupKind, Mode, Role, Session};
+use crate::model::{GroupKind, Mode, Role, RunBudget, Session};
 
 use super::protocol::WorkerInfo;
 use super::{EngineError, EngineShared, RunOverrides};
@@ -36,6 +36,8 @@ pub(crate) struct Team {
     pub max_iterations: u32,
     pub worker_timeout: Duration,
     pub model_override: Option<String>,
+    /// This run's limits: the run's own, else the group's, else config.yaml's.
+    pub budget: RunBudget,
 }
 
 impl Team {
@@ -92,6 +94,10 @@ impl Team {
                 // Clamped so that deadlines stay representable (a week is "no limit" here).
                 worker_timeout: Duration::from_secs(group.worker_timeout_secs.clamp(1, 7 * 24 * 3600)),
                 model_override: overrides.model.clone(),
+                budget: overrides
+                    .budget
+                    .or(group.budget)
+                    .or(shared.options.default_budget),
             })
         })
     }

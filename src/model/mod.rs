@@ -2,6 +2,7 @@
 //! (presets). No I/O lives here.
 
 pub mod agent;
+mod budget;
 mod enums;
 pub mod limits;
 mod message;
@@ -13,6 +14,7 @@ mod tool;
 mod worktree;
 
 pub use agent::{AgentFormat, AgentKind, AgentSession};
+pub use budget::{BudgetError, BudgetExceeded, BudgetLimit, RunBudget};
 pub use enums::{GroupKind, MessageRole, Mode, ProviderKind, Role, Tier, WorktreeStrategy};
 pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS, MaxIterationsError};
 pub use message::{Message, Usage};

@@ -48,6 +48,7 @@ pub fn create_team_group(
     if let Some(t) = preset.worker_timeout_secs {
         group.worker_timeout_secs = t;
     }
+    group.budget = preset.budget();
     group.source_preset = Some(format!(
         "{}:{}",
         preset.tier.map_or("user", |t| t.as_str()),
@@ -166,6 +167,8 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         mode: group.mode,
         max_iterations: Some(group.max_iterations),
         worker_timeout_secs: Some(group.worker_timeout_secs),
+        max_duration_secs: group.budget.max_duration_secs,
+        token_budget: group.budget.token_budget,
         orchestrator,
         evaluator,
         workers,

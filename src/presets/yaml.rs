@@ -133,6 +133,9 @@ fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetEr
             "worker_timeout_secs: must be at least 1".into(),
         ));
     }
+    if let Err(e) = preset.budget().validate() {
+        return Err(err(e.key, 0, e.to_string()));
+    }
     let mut rounds: Vec<(String, u32)> = Vec::new();
     for (who, agent) in [
         ("orchestrator", &preset.orchestrator),
@@ -323,6 +326,31 @@ routing_context: "optional: given to the orchestrator when planning"
         }
         let p = parse("name: X\nmode: broadcast\nmax_iterations: 100\nworkers: [{name: a}]\n").unwrap();
         assert_eq!(p.max_iterations, Some(100));
+    }
+
+    #[test]
+    fn budget_keys_must_be_positive_whole_numbers_naming_file_line_and_key() {
+        for key in ["max_duration_secs", "token_budget"] {
+            let text = format!("name: X\nmode: broadcast\n{key}: 0\nworkers: [{{name: a}}]\n");
+            let e = parse(&text).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!(
+                    "/p/team.yaml line 3: {key}: must be a positive whole number"
+                )),
+                "{e}"
+            );
+            let text = format!("name: X\nmode: broadcast\n{key}: -5\nworkers: [{{name: a}}]\n");
+            let e = parse(&text).unwrap_err().to_string();
+            assert!(e.contains(key), "{e}");
+        }
+        let p = parse(
+            "name: X\nmode: broadcast\nmax_duration_secs: 600\ntoken_budget: 50000\nworkers: [{name: a}]\n",
+        )
+        .unwrap();
+        assert_eq!(p.budget().max_duration_secs, Some(600));
+        assert_eq!(p.budget().token_budget, Some(50000));
+        let again = parse(&preset_to_yaml(&p).unwrap()).unwrap();
+        assert_eq!(again.budget(), p.budget());
     }
 
     #[test]

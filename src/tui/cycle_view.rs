@@ -555,7 +555,9 @@ impl CycleView {
 pub fn outcome_kind(o: CycleOutcome) -> TimelineKind {
     match o {
         CycleOutcome::GoalMet | CycleOutcome::Completed => TimelineKind::Good,
-        CycleOutcome::MaxIterations | CycleOutcome::Stalled => TimelineKind::Warn,
+        CycleOutcome::MaxIterations | CycleOutcome::Stalled | CycleOutcome::BudgetExhausted => {
+            TimelineKind::Warn
+        }
         CycleOutcome::ErrorBudget | CycleOutcome::Cancelled | CycleOutcome::SaveFailed => TimelineKind::Bad,
     }
 }

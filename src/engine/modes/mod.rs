@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::model::{CycleOutcome, Mode};
 
+use super::budget::within_time_limit;
 use super::run::Run;
 use super::team::Team;
 use super::{ActiveRun, EngineError, EngineShared, RunOverrides, RunReport};
@@ -40,11 +41,15 @@ pub(crate) async fn run(
             failed: Some(e.to_string()),
         });
     }
+    active.control.set_budget(team.budget);
     let mut run = Run::new(shared, active, team);
-    match run.team.mode {
-        Mode::Broadcast => broadcast::run(&mut run, prompt).await,
-        Mode::Sequential => sequential::run(&mut run, prompt).await,
-        Mode::Orchestrator => orchestrator::run(&mut run, prompt).await,
-        Mode::OrchestratorReflect => orchestrator_reflect::run(&mut run, prompt, resume).await,
-    }
+    let work = async {
+        match run.team.mode {
+            Mode::Broadcast => broadcast::run(&mut run, prompt).await,
+            Mode::Sequential => sequential::run(&mut run, prompt).await,
+            Mode::Orchestrator => orchestrator::run(&mut run, prompt).await,
+            Mode::OrchestratorReflect => orchestrator_reflect::run(&mut run, prompt, resume).await,
+        }
+    };
+    within_time_limit(&active.control, &active.emitter, work).await
 }

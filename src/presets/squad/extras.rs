@@ -126,6 +126,8 @@ mod tests {
             mode: Mode::OrchestratorReflect,
             max_iterations: Some(4),
             worker_timeout_secs: Some(600),
+            max_duration_secs: None,
+            token_budget: None,
             orchestrator: Some(PresetAgent {
                 prompt: Some("Lead well.\n".into()),
                 ..PresetAgent::default()

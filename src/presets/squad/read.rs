@@ -175,6 +175,8 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         mode,
         max_iterations: None,
         worker_timeout_secs: None,
+        max_duration_secs: None,
+        token_budget: None,
         orchestrator,
         evaluator: None,
         workers,
