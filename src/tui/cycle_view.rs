@@ -1,7 +1,7 @@
 //! A team's live cycle as the UI shows it: built from the persisted cycle state at start, then
 //! kept current by engine events. Pure state; the cycle panel and the timeline draw it.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
@@ -86,6 +86,12 @@ pub struct CycleView {
     pub queued: Vec<String>,
     pub usage: Usage,
     pub started: Option<Instant>,
+    /// Since when the run is paused (while it is), and how long earlier pauses lasted: a
+    /// run's duration leaves its pauses out.
+    pub paused_since: Option<Instant>,
+    pub paused_total: Duration,
+    /// When the run finished (its duration stops there).
+    pub ended: Option<Instant>,
     pub timeline: Vec<TimelineEntry>,
     /// Calls of the run waiting for the user's approval: the run waits with them.
     pub approvals: Vec<WaitingApproval>,
@@ -362,10 +368,12 @@ impl CycleView {
             }
             EventKind::CyclePaused => {
                 self.paused = true;
+                self.paused_since.get_or_insert(now);
                 self.push(TimelineKind::Warn, "  paused".into());
             }
             EventKind::CycleResumed => {
                 self.paused = false;
+                self.end_pause(now);
                 self.stall_warnings.clear();
                 self.push(TimelineKind::Info, "  resumed".into());
             }
@@ -375,6 +383,8 @@ impl CycleView {
                 self.no_tools_in_flight();
                 self.running = false;
                 self.paused = false;
+                self.end_pause(now);
+                self.ended = Some(now);
                 self.interrupted = false;
                 self.phase = None;
                 self.outcome = Some(*outcome);
@@ -404,6 +414,8 @@ impl CycleView {
                     self.paused = false;
                     self.phase = None;
                 }
+                self.end_pause(now);
+                self.ended.get_or_insert(now);
             }
             EventKind::ToolCall {
                 session_id,
@@ -471,6 +483,29 @@ impl CycleView {
             | EventKind::Notice { .. }
             | EventKind::Delta { .. } => {}
         }
+    }
+
+    /// A pause ended at `now`: its length is added to the paused time.
+    fn end_pause(&mut self, now: Instant) {
+        if let Some(since) = self.paused_since.take() {
+            self.paused_total += now.saturating_duration_since(since);
+        }
+    }
+
+    /// How long the run has been working (or worked, once finished) as of `now`, pauses left
+    /// out; None for a run not started in this process.
+    pub fn active_time(&self, now: Instant) -> Option<Duration> {
+        let started = self.started?;
+        let until = self.ended.unwrap_or(now);
+        let paused_now = self
+            .paused_since
+            .map_or(Duration::ZERO, |s| until.saturating_duration_since(s));
+        Some(
+            until
+                .saturating_duration_since(started)
+                .saturating_sub(self.paused_total)
+                .saturating_sub(paused_now),
+        )
     }
 
     /// Marks a member's call as waiting for approval, or not.
@@ -591,6 +626,39 @@ mod tests {
             run_id: Some("r".into()),
             kind,
         }
+    }
+
+    #[test]
+    fn the_run_time_leaves_pauses_out_and_stops_at_the_end() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut v = CycleView::default();
+        assert_eq!(v.active_time(at(5)), None, "not started here");
+        v.apply(
+            &ev(EventKind::CycleStarted {
+                mode: Mode::Broadcast,
+                max_iterations: 1,
+            }),
+            t0,
+        );
+        assert_eq!(v.active_time(at(10)), Some(Duration::from_secs(10)));
+        v.apply(&ev(EventKind::CyclePaused), at(10));
+        assert_eq!(v.active_time(at(40)), Some(Duration::from_secs(10)), "paused");
+        v.apply(&ev(EventKind::CycleResumed), at(40));
+        assert_eq!(v.active_time(at(45)), Some(Duration::from_secs(15)));
+        v.apply(
+            &ev(EventKind::CycleFinished {
+                outcome: CycleOutcome::Completed,
+                iterations: 1,
+                summary: String::new(),
+            }),
+            at(50),
+        );
+        assert_eq!(
+            v.active_time(at(500)),
+            Some(Duration::from_secs(20)),
+            "stopped at the end"
+        );
     }
 
     #[test]

@@ -58,10 +58,13 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, no_color: bool) {
     }
     let app = &*app;
     if let (Some(panel), Some(group_id)) = (layout.panel, app.selected_group_id()) {
-        let kept = app
-            .org
-            .read(|o| o.group(&group_id).map_or(0, |g| g.pending_messages.len()));
+        let (kept, budget) = app.org.read(|o| {
+            o.group(&group_id)
+                .map(|g| (g.pending_messages.len(), g.budget))
+                .unwrap_or_default()
+        });
         let props = team_panel::Props {
+            budget: budget.or(app.config.budget),
             running: app.team_running(&group_id),
             pause_requested: app.team_pending(&group_id) == Some(Pending::Pausing),
             kept,

@@ -20,7 +20,7 @@ use super::cycle_view::{CycleView, TimelineKind, WorkerState, outcome_kind, phas
 use super::markdown::wrap_line_into;
 use super::widgets::{pane, spinner};
 use crate::engine::events::{EngineEvent, EventKind, RunKey};
-use crate::model::{Group, GroupId, Organization, ReflectionCycle};
+use crate::model::{Group, GroupId, Organization, ReflectionCycle, RunBudget};
 use crate::text::sanitize;
 use crate::workspace::{LoadedRun, WhichRun};
 
@@ -358,6 +358,8 @@ pub struct Props {
     pub kept: usize,
     pub tick: usize,
     pub keys: PanelKeys,
+    /// The team's run budget (none: no budget line).
+    pub budget: RunBudget,
 }
 
 impl TeamPanel {
@@ -418,6 +420,10 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
         head.push_str(&format!(" · {} tok", c.usage.total()));
     }
     out.push(Line::styled(head, Style::default().add_modifier(Modifier::BOLD)));
+    if let Some((text, near)) = budget_line(&props.budget, c, Instant::now()) {
+        let style = if near { warn } else { dim };
+        wrap_line_into(Line::styled(text, style), width.max(1), &mut out);
+    }
     if let Some(first) = c.approvals.first().filter(|_| running) {
         // The run waits until the popup is answered.
         let more = match c.approvals.len() {
@@ -521,11 +527,63 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
     out
 }
 
+/// `budget: 1m 05s / 30m 00s · 12000 / 50000 tok` for a team with a budget: the run's time
+/// (pauses left out) and tokens against each limit set, and whether one is at 80 % or more.
+pub fn budget_line(budget: &RunBudget, c: &CycleView, now: Instant) -> Option<(String, bool)> {
+    if budget.is_empty() {
+        return None;
+    }
+    let mut parts = Vec::new();
+    let mut near = false;
+    if let Some(limit) = budget.max_duration() {
+        let used = c.active_time(now).unwrap_or_default();
+        near |= used.as_secs_f64() >= 0.8 * limit.as_secs_f64();
+        parts.push(format!(
+            "{} / {}",
+            crate::engine::protocol::format_duration(used),
+            crate::engine::protocol::format_duration(limit)
+        ));
+    }
+    if let Some(limit) = budget.token_budget {
+        let used = c.usage.total();
+        near |= used as f64 >= 0.8 * limit as f64;
+        parts.push(format!("{used} / {limit} tok"));
+    }
+    Some((format!("budget: {}", parts.join(" · ")), near))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::events::RunRecord;
     use crate::model::Mode;
+
+    #[test]
+    fn the_budget_line_shows_time_and_tokens_against_the_limits() {
+        let now = Instant::now();
+        let mut c = CycleView::default();
+        c.started = Some(now - std::time::Duration::from_secs(65));
+        c.usage.input_tokens = 12_000;
+        assert_eq!(budget_line(&RunBudget::default(), &c, now), None);
+        let budget = RunBudget {
+            max_duration_secs: Some(1800),
+            token_budget: Some(50_000),
+        };
+        assert_eq!(
+            budget_line(&budget, &c, now),
+            Some(("budget: 1m 05s / 30m 00s · 12000 / 50000 tok".into(), false))
+        );
+        c.usage.output_tokens = 30_000;
+        assert_eq!(budget_line(&budget, &c, now).map(|(_, near)| near), Some(true));
+        let tokens_only = RunBudget {
+            max_duration_secs: None,
+            token_budget: Some(100),
+        };
+        assert_eq!(
+            budget_line(&tokens_only, &c, now).map(|(t, _)| t),
+            Some("budget: 42000 / 100 tok".into())
+        );
+    }
 
     #[test]
     fn sparkline_maps_scores_to_bars() {
