@@ -259,6 +259,12 @@ pub enum EventKind {
         iterations: u32,
         summary: String,
     },
+    /// A team run's result, as `huddle run` prints it: the final synthesis, the sequential
+    /// final answer, or each broadcast answer under its member's name. Sent before `run_ended`
+    /// when the run has one.
+    RunResult {
+        text: String,
+    },
 }
 
 impl EventKind {
@@ -291,6 +297,7 @@ impl EventKind {
             EventKind::CyclePaused => "cycle_paused",
             EventKind::CycleResumed => "cycle_resumed",
             EventKind::CycleFinished { .. } => "cycle_finished",
+            EventKind::RunResult { .. } => "run_result",
         }
     }
 

@@ -559,6 +559,13 @@ impl RunGuard {
     }
 
     fn finish_with(self, result: &Result<RunReport, EngineError>) {
+        if let (RunKey::Team { .. }, Ok(report)) = (&self.run.key, result)
+            && !report.final_text.trim().is_empty()
+        {
+            self.run.emitter.emit(EventKind::RunResult {
+                text: report.final_text.clone(),
+            });
+        }
         match result {
             Ok(report) => self.finish(Some(report.outcome), report.iterations, report.failed.clone()),
             Err(e) => self.finish(None, 0, Some(e.to_string())),

@@ -60,10 +60,12 @@ actions! {
     StopCycle => "stop_cycle", "stop the run (or the session's chat) now";
     PageUp => "page_up", "scroll the transcript up";
     PageDown => "page_down", "scroll the transcript down";
+    ScrollTop => "scroll_top", "top of the transcript or team timeline";
+    ScrollBottom => "scroll_bottom", "bottom (newest) of the transcript or timeline";
     ToggleCollapse => "toggle_collapse", "fold / unfold the selected group";
     CollapseGroup => "collapse_group", "fold the group (on a session: its group)";
     ExpandGroup => "expand_group", "unfold the group";
-    CopyAnswer => "copy_answer", "copy the last answer (scrolled up: top message)";
+    CopyAnswer => "copy_answer", "copy the last answer (team: its result)";
     ToggleMouse => "toggle_mouse", "mouse on/off (off: the terminal selects text)";
     Search => "search", "search the session's transcript";
     SearchNext => "search_next", "next match";

@@ -19,7 +19,7 @@ use super::mouse::{MouseTarget, WHEEL_LINES};
 use super::runs::{Pending, Runs};
 use super::sidebar::{Row, Sidebar, rows_of};
 use super::team_panel::{Browse, TeamPanel};
-use super::transcript_pane::TranscriptPane;
+use super::transcript_pane::{Edge, TranscriptPane};
 use super::worktree_marks::WorktreeMarks;
 use crate::config::Config;
 use crate::engine::events::RunKey;
@@ -323,6 +323,7 @@ impl App {
             Action::Send => return self.send(),
             Action::PageUp => self.scroll(self.page() as isize),
             Action::PageDown => self.scroll(-(self.page() as isize)),
+            Action::ScrollTop | Action::ScrollBottom => self.scroll_to_edge(action == Action::ScrollTop),
             Action::TogglePauseCycle => return self.toggle_pause(),
             Action::StopCycle => return self.stop(),
             Action::NewGroupFromPreset => return self.open_preset_picker(),
@@ -419,6 +420,17 @@ impl App {
     fn scroll(&mut self, lines: isize) {
         if let Some(id) = self.selected_session_id() {
             self.transcripts.scroll(&id, lines);
+        } else if let Some(id) = self.selected_group_id().filter(|g| self.is_team(g)) {
+            self.transcripts.scroll_timeline(&id, lines);
+        }
+    }
+
+    /// To the top or the bottom of the selected transcript or team timeline.
+    fn scroll_to_edge(&mut self, top: bool) {
+        if let Some(id) = self.selected_session_id() {
+            self.transcripts.to_edge(Edge::Session(&id), top);
+        } else if let Some(id) = self.selected_group_id().filter(|g| self.is_team(g)) {
+            self.transcripts.to_edge(Edge::Timeline(&id), top);
         }
     }
 

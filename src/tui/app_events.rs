@@ -83,8 +83,9 @@ impl App {
         self.transcripts.on_event(&event.kind, |id| {
             org.read(|o| sidebar.selected_session_id(o)).as_deref() == Some(id)
         });
-        if matches!(event.kind, EventKind::Delta { .. }) {
-            // Streaming text goes to no timeline.
+        if let EventKind::Delta { session_id, text, .. } = &event.kind {
+            // Streaming text goes to no timeline; a team member's row shows its last line.
+            self.team_panel.on_delta(&event.group_id, session_id, text);
             return Vec::new();
         }
         self.follow_team_run(&event, now);

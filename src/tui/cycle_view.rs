@@ -30,6 +30,8 @@ pub struct WorkerRow {
     pub tokens: u64,
     /// The member's tool calls in flight.
     pub tools: Vec<ToolInFlight>,
+    /// While its turn streams: the end of what it is writing (its last line, bounded).
+    pub live: String,
 }
 
 /// A tool call a member's turn is running (or waiting to run).
@@ -102,6 +104,8 @@ pub struct CycleView {
     pub team_slug: String,
     /// When the run shown was recorded (a run read back from its file).
     pub recorded_at: Option<DateTime<Utc>>,
+    /// The run's result (`run_result`): drawn as Markdown under the timeline, copied by `y`.
+    pub result: Option<String>,
 }
 
 impl CycleView {
@@ -208,6 +212,7 @@ impl CycleView {
                     duration_ms: None,
                     tokens: 0,
                     tools: Vec::new(),
+                    live: String::new(),
                 });
                 self.workers.len() - 1
             }
@@ -478,6 +483,9 @@ impl CycleView {
                     w.tools.retain(|t| t.call_id != *call_id);
                 }
             }
+            EventKind::RunResult { text } => {
+                self.result = Some(text.clone());
+            }
             EventKind::RunStarted { .. }
             | EventKind::Message { .. }
             | EventKind::Notice { .. }
@@ -520,10 +528,22 @@ impl CycleView {
         }
     }
 
+    /// Streamed text of a member's turn: the row keeps the last line of it.
+    pub fn on_delta(&mut self, session_id: &str, text: &str) {
+        if let Some(w) = self
+            .workers
+            .iter_mut()
+            .find(|w| w.session_id == session_id && w.state == WorkerState::Running)
+        {
+            keep_last_line(&mut w.live, text);
+        }
+    }
+
     /// A member's turn ended: none of its calls is in flight.
     fn turn_over(&mut self, session_id: &str) {
         for w in self.workers.iter_mut().filter(|w| w.session_id == session_id) {
             w.tools.clear();
+            w.live.clear();
         }
         self.approvals.retain(|a| a.session_id != session_id);
     }
@@ -607,6 +627,25 @@ pub fn phase_name(p: Phase) -> &'static str {
     }
 }
 
+/// Characters of a streaming line a worker row keeps (its end).
+const LIVE_MAX_CHARS: usize = 240;
+
+/// Appends `text` to `live` and keeps only the last line with text in it (at most
+/// [`LIVE_MAX_CHARS`] of its end): the cost per delta does not grow with the answer.
+pub fn keep_last_line(live: &mut String, text: &str) {
+    live.push_str(text);
+    let body = live.trim_end_matches(['\n', '\r']);
+    if let Some(i) = body.rfind('\n') {
+        live.drain(..=i);
+    }
+    let chars = live.chars().count();
+    if chars > LIVE_MAX_CHARS
+        && let Some((cut, _)) = live.char_indices().nth(chars - LIVE_MAX_CHARS)
+    {
+        live.drain(..cut);
+    }
+}
+
 pub fn seconds(ms: u64) -> String {
     format!("{:.1}s", ms as f64 / 1000.0)
 }
@@ -626,6 +665,20 @@ mod tests {
             run_id: Some("r".into()),
             kind,
         }
+    }
+
+    #[test]
+    fn a_live_line_keeps_the_last_line_of_the_stream_bounded() {
+        let mut live = String::new();
+        keep_last_line(&mut live, "first line\nsecond ");
+        assert_eq!(live, "second ");
+        keep_last_line(&mut live, "half\n");
+        assert_eq!(live.trim(), "second half", "a line just ended is still shown");
+        keep_last_line(&mut live, "third");
+        assert_eq!(live, "third");
+        keep_last_line(&mut live, &"é".repeat(1000));
+        assert_eq!(live.chars().count(), LIVE_MAX_CHARS);
+        assert!(live.chars().all(|c| c == 'é'));
     }
 
     #[test]

@@ -214,6 +214,8 @@ impl Default for Keymap {
             (StopCycle, vec![K::ch('x')]),
             (PageUp, vec![K::plain(KeyCode::PageUp)]),
             (PageDown, vec![K::plain(KeyCode::PageDown)]),
+            (ScrollTop, vec![K::ch('g'), K::plain(KeyCode::Home)]),
+            (ScrollBottom, vec![K::ch('G'), K::plain(KeyCode::End)]),
             (ToggleCollapse, vec![K::ch(' ')]),
             (CollapseGroup, vec![K::ch('h'), K::plain(KeyCode::Left)]),
             (ExpandGroup, vec![K::ch('l'), K::plain(KeyCode::Right)]),

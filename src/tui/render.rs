@@ -100,6 +100,7 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
             }
         }
         Some(Row::Group(id)) => transcript::Subject::Group {
+            id: id.clone(),
             group: app.org.read(|o| {
                 o.group(id).map(|g| transcript::GroupInfo {
                     name: g.name.clone(),

@@ -205,6 +205,13 @@ impl TeamPanel {
         }
     }
 
+    /// Streamed text of a member of a team whose run is followed (the panel shows its end).
+    pub fn on_delta(&mut self, group_id: &str, session_id: &str, text: &str) {
+        if let Some(c) = self.cycles.get_mut(group_id) {
+            c.on_delta(session_id, text);
+        }
+    }
+
     /// A run file read back as `view`: the newest becomes the team's timeline (unless a live
     /// run has begun meanwhile: `live`); an earlier one is shown until the user goes back.
     pub fn on_run_loaded(&mut self, group_id: GroupId, loaded: &LoadedRun, view: CycleView, live: bool) {
@@ -497,7 +504,9 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
             Span::raw(sanitize::display(&w.name).into_owned()),
             Span::styled(format!(" {duration}{tokens}"), dim),
         ]));
-        // Below the member, while its turn has a call in flight: which, or that it waits.
+        // Below the member, while its turn has a call in flight: which, or that it waits;
+        // else what it is writing.
+        let live = w.live.trim();
         if w.tools.iter().any(|t| t.waiting) {
             out.push(Line::styled(
                 "  waiting for approval",
@@ -512,6 +521,8 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
                 format!("  ⚙ {}{more}", sanitize::display(&t.name)),
                 Style::default().fg(Color::Cyan),
             ));
+        } else if w.state == WorkerState::Running && !live.is_empty() {
+            out.push(Line::styled(live_tail(live, width.saturating_sub(4)), dim));
         }
     }
     for s in c.stall_warnings.iter().rev().take(2) {
@@ -525,6 +536,25 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
         out.push(Line::styled(format!("→ {text}"), warn));
     }
     out
+}
+
+/// `  › ` and the end of a streaming line that fits in `room` columns (`…` where cut).
+fn live_tail(live: &str, room: usize) -> String {
+    let clean = sanitize::display(live);
+    let clean = clean.trim();
+    let mut tail: Vec<char> = Vec::new();
+    let mut used = 0;
+    for c in clean.chars().rev() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w > room.saturating_sub(1) {
+            tail.push('…');
+            break;
+        }
+        used += w;
+        tail.push(c);
+    }
+    tail.reverse();
+    format!("  › {}", tail.into_iter().collect::<String>())
 }
 
 /// `budget: 1m 05s / 30m 00s · 12000 / 50000 tok` for a team with a budget: the run's time
@@ -557,6 +587,13 @@ mod tests {
     use super::*;
     use crate::engine::events::RunRecord;
     use crate::model::Mode;
+
+    #[test]
+    fn the_live_tail_is_the_end_of_the_line_that_fits() {
+        assert_eq!(live_tail("short", 20), "  › short");
+        assert_eq!(live_tail("a long line of streamed text", 10), "  › …amed text");
+        assert_eq!(live_tail("\x1b[31mred\x1b[0m", 20), "  › red");
+    }
 
     #[test]
     fn the_budget_line_shows_time_and_tokens_against_the_limits() {

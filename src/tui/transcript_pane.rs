@@ -21,7 +21,7 @@ use super::tool_cell::ToolLive;
 use super::transcript_view::{LiveCalls, TranscriptView};
 use super::widgets::pane;
 use crate::engine::events::EventKind;
-use crate::model::{Message, MessageRole, Mode, Role, SessionId, ToolResultInfo};
+use crate::model::{GroupId, Message, MessageRole, Mode, Role, SessionId, ToolResultInfo};
 use crate::naming;
 use crate::store::LoadedTranscript;
 use crate::text::sanitize;
@@ -37,6 +37,8 @@ pub struct TranscriptPane {
     pub search: Option<TranscriptSearch>,
     /// Tool calls in flight of sessions not shown yet (handed to their view when shown).
     unseen: HashMap<SessionId, LiveCalls>,
+    /// Each team timeline's scroll position (its cells are laid out afresh every frame).
+    timelines: HashMap<GroupId, CellScroll>,
 }
 
 impl TranscriptPane {
@@ -217,6 +219,47 @@ impl TranscriptPane {
         }
     }
 
+    /// Scrolls a team's timeline; positive is up (older entries).
+    pub fn scroll_timeline(&mut self, group_id: &str, lines: isize) {
+        let scroll = self.timelines.entry(group_id.to_string()).or_default();
+        if lines > 0 {
+            scroll.scroll_up(lines as usize);
+        } else {
+            scroll.scroll_down(lines.unsigned_abs());
+        }
+    }
+
+    /// To the top (`top`) or the bottom of a session's transcript (`Row::Session`) or a team's
+    /// timeline.
+    pub fn to_edge(&mut self, subject: Edge<'_>, top: bool) {
+        match subject {
+            Edge::Session(id) => {
+                if let Some(v) = self.views.get_mut(id) {
+                    if top {
+                        v.scroll_up(usize::MAX);
+                    } else {
+                        v.follow();
+                    }
+                }
+            }
+            Edge::Timeline(id) => {
+                let scroll = self.timelines.entry(id.to_string()).or_default();
+                if top {
+                    scroll.scroll_up(usize::MAX);
+                } else {
+                    scroll.set_scroll_from_bottom(0);
+                }
+            }
+        }
+    }
+
+    /// Lines a team's timeline is scrolled up from its newest entry.
+    pub fn timeline_scroll(&self, group_id: &str) -> usize {
+        self.timelines
+            .get(group_id)
+            .map_or(0, CellScroll::scroll_from_bottom)
+    }
+
     /// Back to the bottom of a session's transcript (something was just sent to it).
     pub fn follow(&mut self, session_id: &str) {
         if let Some(v) = self.views.get_mut(session_id) {
@@ -343,6 +386,13 @@ pub struct Keys {
     pub send: String,
 }
 
+/// What `Home`/`End` (`g`/`G`) move through.
+#[derive(Debug, Clone, Copy)]
+pub enum Edge<'a> {
+    Session(&'a str),
+    Timeline(&'a str),
+}
+
 /// What is selected.
 pub enum Subject<'a> {
     /// Nothing: the welcome text.
@@ -354,6 +404,7 @@ pub enum Subject<'a> {
         model: String,
     },
     Group {
+        id: GroupId,
         group: GroupInfo,
         /// The run shown (from the team panel).
         cycle: Option<&'a CycleView>,
@@ -398,7 +449,15 @@ fn render(pane_state: &mut TranscriptPane, frame: &mut Frame<'_>, area: Rect, pr
                 .map(|s| s.query.as_str());
             render_session(frame, area, title, pane_state.views.get_mut(id), search, props);
         }
-        Subject::Group { group, cycle, run } => render_group(frame, area, group, *cycle, run.as_ref(), props),
+        Subject::Group {
+            id,
+            group,
+            cycle,
+            run,
+        } => {
+            let scroll = pane_state.timelines.entry(id.clone()).or_default();
+            render_group(frame, area, group, *cycle, run.as_ref(), scroll, props);
+        }
         Subject::Nothing => {
             let block = pane(" huddle ".into(), focused);
             let inner = block.inner(area);
@@ -528,6 +587,7 @@ fn render_group(
     group: &GroupInfo,
     cycle: Option<&CycleView>,
     run: Option<&RunLabel>,
+    scroll: &mut CellScroll,
     props: &Props<'_>,
 ) {
     let GroupInfo {
@@ -598,6 +658,20 @@ fn render_group(
             Style::default(),
         ));
     }
+    let result = cycle.and_then(|c| c.result.as_deref());
+    let result_cells = result.into_iter().flat_map(|text| {
+        [
+            Cell::Timeline {
+                text: "",
+                style: Style::default(),
+            },
+            Cell::Timeline {
+                text: "── result ──",
+                style: Style::default().add_modifier(Modifier::BOLD),
+            },
+            Cell::Markdown(text),
+        ]
+    });
     let cells: Vec<Cell<'_>> = notes
         .iter()
         .map(|(text, style)| Cell::Timeline { text, style: *style })
@@ -605,9 +679,12 @@ fn render_group(
             text: &entry.text,
             style: kind_style(&entry.kind),
         }))
+        .chain(result_cells)
         .collect();
-    // Laid out fresh each frame (a few hundred short lines at most), following the newest.
-    let (lines, _) = CellScroll::default().visible_lines(&cells[..], inner.width, inner.height as usize);
+    // Laid out fresh each frame (a few hundred short lines and the result, only the visible
+    // part), at the reader's scroll position (0 follows the newest).
+    scroll.clear();
+    let (lines, _) = scroll.visible_lines(&cells[..], inner.width, inner.height as usize);
     frame.render_widget(Paragraph::new(lines), inner);
 }
 

@@ -11,9 +11,10 @@ use crate::model::{CycleOutcome, Evaluation, Mode, ReflectionCycle, Usage};
 use super::super::cycle::{self, CycleContext, CycleLoop, Step};
 use super::super::events::{EventKind, Phase};
 use super::super::protocol::{
-    AdjustmentInput, Assignment, LastEvaluation, PlanFormat, PlanMode, Replan, TeamContext, evaluator_prompt,
-    nudge_prompt, parse_evaluator_reply, parse_self_evaluation, pending_adjustments, planning_prompt,
-    replan_prompt, strip_sentinel_lines, synthesis_prompt, synthesis_self_eval_prompt, trend,
+    AdjustmentInput, Assignment, EarlierResult, LastEvaluation, PlanFormat, PlanMode, Replan, TeamContext,
+    WorkerResult, cycle_synthesis_prompt, evaluator_prompt, nudge_prompt, parse_evaluator_reply,
+    parse_self_evaluation, pending_adjustments, planning_prompt, replan_prompt, strip_sentinel_lines,
+    synthesis_self_eval_prompt, trend,
 };
 use super::super::run::Run;
 use super::super::session::TurnResult;
@@ -34,6 +35,9 @@ struct TeamCycle<'r, 'a> {
     base_duration_ms: u64,
     /// Why the state could not be written, when it could not.
     save_error: Option<String>,
+    /// Each worker's latest successful answer in this run and its iteration, in team order:
+    /// a synthesis covers the workers its iteration did not assign too.
+    latest: Vec<EarlierResult>,
 }
 
 pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result<RunReport, EngineError> {
@@ -78,6 +82,7 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
         nudged: false,
         attempt_started: (Instant::now(), Usage::default()),
         save_error: None,
+        latest: Vec::new(),
     };
     cycle.state.active = true;
     cycle.state.outcome = None;
@@ -301,9 +306,10 @@ impl TeamCycle<'_, '_> {
 
         self.phase(iteration, Phase::Synthesize);
         let max = self.state.max_iterations;
+        let earlier = self.remember(&results, iteration);
         let prompt = match self.evaluator {
-            Some(_) => synthesis_prompt(&goal, &results),
-            None => synthesis_self_eval_prompt(&goal, &results, iteration, max),
+            Some(_) => cycle_synthesis_prompt(&goal, &results, &earlier),
+            None => synthesis_self_eval_prompt(&goal, &results, &earlier, iteration, max),
         };
         let orchestrator = self.orchestrator.clone();
         let synthesis = self.run.turn(&orchestrator, prompt, Some(iteration)).await;
@@ -402,6 +408,32 @@ impl TeamCycle<'_, '_> {
         } else {
             Step::Continue
         }
+    }
+
+    /// Keeps this iteration's successful answers as each worker's latest; returns the latest
+    /// earlier answer of every worker this iteration did not hear from.
+    fn remember(&mut self, results: &[WorkerResult], iteration: u32) -> Vec<EarlierResult> {
+        let earlier: Vec<EarlierResult> = self
+            .latest
+            .iter()
+            .filter(|e| !results.iter().any(|r| r.success && r.name == e.name))
+            .cloned()
+            .collect();
+        for r in results.iter().filter(|r| r.success) {
+            let text = r.text.clone();
+            match self.latest.iter_mut().find(|e| e.name == r.name) {
+                Some(e) => {
+                    e.iteration = iteration;
+                    e.text = text;
+                }
+                None => self.latest.push(EarlierResult {
+                    name: r.name.clone(),
+                    iteration,
+                    text,
+                }),
+            }
+        }
+        earlier
     }
 
     /// The answer so far: the last synthesis without its sentinel lines.
