@@ -47,7 +47,8 @@ actions! {
     Newline => "newline", "insert a newline";
     LeaveComposer => "leave_composer", "leave the composer";
     NewGroupFromPreset => "new_group_from_preset", "new team from a preset";
-    NewSession => "new_session", "new session";
+    NewSession => "new_session", "new plain session";
+    AddMember => "add_member", "add a member to the team (name, model, prompt)";
     Rename => "rename", "rename the selection";
     SetModel => "set_model", "choose the model (on a team: every member's)";
     EditSystemPrompt => "edit_system_prompt", "edit the session's system prompt";

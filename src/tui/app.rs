@@ -328,6 +328,7 @@ impl App {
             Action::StopCycle => return self.stop(),
             Action::NewGroupFromPreset => return self.open_preset_picker(),
             Action::NewSession => self.open_new_session(),
+            Action::AddMember => self.open_add_member(),
             Action::Rename => self.open_rename(),
             Action::SetModel => self.open_model_picker(),
             Action::EditSystemPrompt => self.open_system_prompt(),

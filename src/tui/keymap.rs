@@ -202,6 +202,7 @@ impl Default for Keymap {
             (FocusComposer, vec![K::ch('i')]),
             (NewGroupFromPreset, vec![K::ch('n')]),
             (NewSession, vec![K::ch('N')]),
+            (AddMember, vec![K::ch('A')]),
             (Rename, vec![K::ch('r')]),
             (SetModel, vec![K::ch('m')]),
             (EditSystemPrompt, vec![K::ch('e')]),

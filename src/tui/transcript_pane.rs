@@ -598,7 +598,9 @@ fn render_group(
         repo,
         members,
     } = group;
-    let (team, mode) = (*team, *mode);
+    // A run in progress shows the mode it runs in (a `--mode` override, say).
+    let mode = cycle.filter(|c| c.running).and_then(|c| c.mode).unwrap_or(*mode);
+    let team = *team;
     let title = if team {
         format!(" {} · {mode} · timeline ", sanitize::display(name))
     } else {

@@ -37,6 +37,7 @@ mod tools_wire;
 mod tui_dialogs;
 mod tui_keys;
 mod tui_layout;
+mod tui_members;
 mod tui_pty;
 mod tui_reading;
 mod tui_runs;
