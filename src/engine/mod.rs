@@ -129,6 +129,8 @@ pub(crate) struct RunControl {
     pub paused: watch::Sender<bool>,
     pub queued: Mutex<Vec<String>>,
     pub budget: budget::BudgetState,
+    /// Time spent paused so far (durations leave it out).
+    paused_for: Mutex<Duration>,
 }
 
 impl RunControl {
@@ -138,6 +140,7 @@ impl RunControl {
             paused: watch::channel(false).0,
             queued: Mutex::new(Vec::new()),
             budget: budget::BudgetState::default(),
+            paused_for: Mutex::new(Duration::ZERO),
         }
     }
 
@@ -151,6 +154,11 @@ impl RunControl {
 
     pub fn cancelled(&self) -> bool {
         self.cancel.is_cancelled()
+    }
+
+    /// How long the run has been paused so far.
+    pub fn paused_for(&self) -> Duration {
+        *lock(&self.paused_for)
     }
 
     /// Sleeps, waking early (false) if the run is stopped.
@@ -171,9 +179,12 @@ impl RunControl {
         }
         on_pause(true);
         emitter.emit(EventKind::CyclePaused);
+        let since = tokio::time::Instant::now();
+        let count_pause = || *lock(&self.paused_for) += since.elapsed();
         loop {
             tokio::select! {
                 _ = self.cancel.cancelled() => {
+                    count_pause();
                     on_pause(false);
                     return None;
                 }
@@ -184,6 +195,7 @@ impl RunControl {
                 }
             }
         }
+        count_pause();
         on_pause(false);
         emitter.emit(EventKind::CycleResumed);
         (!self.cancelled()).then_some(true)

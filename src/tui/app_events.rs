@@ -89,6 +89,8 @@ impl App {
             return Vec::new();
         }
         self.follow_team_run(&event, now);
+        // After the team's view followed (a plan takes the queued messages there).
+        self.settle_flash();
         match &event.kind {
             EventKind::TurnFinished { session_id, .. } => self.worktrees_on_turn(session_id),
             _ => Vec::new(),

@@ -43,6 +43,7 @@ mod tui_reading;
 mod tui_runs;
 mod tui_sanitize;
 mod tui_snapshots;
+mod tui_status;
 mod tui_streaming;
 mod tui_support;
 mod tui_tool_calls;

@@ -29,8 +29,9 @@ struct TeamCycle<'r, 'a> {
     /// Messages carried over from before a restart, given to the next plan.
     carried: Vec<String>,
     nudged: bool,
-    /// When the current attempt at an iteration started, and the run's usage then.
-    attempt_started: (Instant, Usage),
+    /// When the current attempt at an iteration started, and the run's usage and paused time
+    /// then.
+    attempt_started: (Instant, Usage, Duration),
     base_usage: Usage,
     base_duration_ms: u64,
     /// Why the state could not be written, when it could not.
@@ -80,7 +81,7 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
         orchestrator,
         evaluator,
         nudged: false,
-        attempt_started: (Instant::now(), Usage::default()),
+        attempt_started: (Instant::now(), Usage::default(), Duration::ZERO),
         save_error: None,
         latest: Vec::new(),
     };
@@ -114,7 +115,7 @@ impl CycleLoop for TeamCycle<'_, '_> {
     }
 
     async fn iterate(&mut self, iteration: u32) -> Step {
-        self.attempt_started = (Instant::now(), self.run.usage);
+        self.attempt_started = (Instant::now(), self.run.usage, self.run.control().paused_for());
         self.iteration(iteration).await
     }
 
@@ -124,7 +125,7 @@ impl CycleLoop for TeamCycle<'_, '_> {
         let mut usage = self.base_usage;
         usage.add(self.run.usage);
         self.state.usage = usage;
-        self.state.duration_ms = self.base_duration_ms + self.run.started.elapsed().as_millis() as u64;
+        self.state.duration_ms = self.base_duration_ms + self.run.active_time().as_millis() as u64;
         let mut queued = self.carried.clone();
         queued.extend(self.run.control().peek_queued());
         self.state.queued_messages = queued;
@@ -354,7 +355,8 @@ impl TeamCycle<'_, '_> {
         };
         let previous_score = self.state.last_evaluation.as_ref().map(|e| e.score);
         let direction = previous_score.map(|p| trend(p, score));
-        let (started, usage_before) = self.attempt_started;
+        let (started, usage_before, paused_before) = self.attempt_started;
+        let paused = self.run.control().paused_for().saturating_sub(paused_before);
         let evaluation = Evaluation {
             iteration,
             score,
@@ -363,7 +365,7 @@ impl TeamCycle<'_, '_> {
             at: Utc::now(),
             trend: direction,
             usage: self.run.usage.since(usage_before),
-            duration_ms: started.elapsed().as_millis() as u64,
+            duration_ms: started.elapsed().saturating_sub(paused).as_millis() as u64,
         };
         let (usage, duration_ms) = (evaluation.usage, evaluation.duration_ms);
         self.state.evaluations.push(evaluation.clone());
