@@ -91,10 +91,16 @@ impl App {
         self.follow_team_run(&event, now);
         // After the team's view followed (a plan takes the queued messages there).
         self.settle_flash();
-        match &event.kind {
+        let mut commands = match &event.kind {
             EventKind::TurnFinished { session_id, .. } => self.worktrees_on_turn(session_id),
             _ => Vec::new(),
+        };
+        if self.config.notify != super::notify::NotifyMode::Off
+            && let Some(n) = super::notify::decide(&event)
+        {
+            commands.push(Command::Notify(n));
         }
+        commands
     }
 
     /// A call waiting for approval joins the popup's queue; one settled elsewhere (its run

@@ -33,6 +33,7 @@ pub mod keymap;
 pub mod layout;
 pub mod markdown;
 mod mouse;
+pub mod notify;
 pub mod render;
 pub mod runs;
 mod runtime;

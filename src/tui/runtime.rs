@@ -90,6 +90,7 @@ async fn event_loop(
     let (app_tx, mut app_rx) = mpsc::unbounded_channel();
     executor.app_tx = app_tx;
     let (frames, mut draws) = FrameRequester::start();
+    let terminal_kind = super::notify::TerminalKind::detect(|k| std::env::var(k).ok());
     let mut terminal_events = EventStream::new();
     // The selected team's worktrees are looked at again every few seconds (not on frames).
     let mut worktree_ticks = tokio::time::interval(WORKTREE_REFRESH);
@@ -142,7 +143,7 @@ async fn event_loop(
                 continue;
             }
         };
-        let commands = run_terminal_commands(guard, &mut app, commands);
+        let commands = run_terminal_commands(guard, &mut app, commands, &terminal_kind);
         executor.execute_all(commands);
         if app.should_quit {
             return Ok(());
@@ -152,7 +153,12 @@ async fn event_loop(
 }
 
 /// Carries out the commands that talk to the terminal itself; returns the others.
-fn run_terminal_commands(guard: &mut TerminalGuard, app: &mut App, commands: Vec<Command>) -> Vec<Command> {
+fn run_terminal_commands(
+    guard: &mut TerminalGuard,
+    app: &mut App,
+    commands: Vec<Command>,
+    terminal_kind: &super::notify::TerminalKind,
+) -> Vec<Command> {
     let mut rest = Vec::with_capacity(commands.len());
     for command in commands {
         let result = match &command {
@@ -161,6 +167,11 @@ fn run_terminal_commands(guard: &mut TerminalGuard, app: &mut App, commands: Vec
             }
             Command::SetMouseCapture(on) => {
                 super::terminal::set_mouse_capture(guard.terminal.backend_mut(), *on)
+            }
+            Command::Notify(n) => {
+                let bytes = super::notify::sequence(app.config.notify, n, *terminal_kind);
+                let out = guard.terminal.backend_mut();
+                std::io::Write::write_all(out, bytes.as_bytes()).and_then(|()| std::io::Write::flush(out))
             }
             _ => {
                 rest.push(command);
@@ -338,7 +349,10 @@ impl Executor {
                 });
             }
             // Carried out by the event loop, which owns the terminal.
-            Command::CopyToClipboard { .. } | Command::SetMouseCapture(_) | Command::Quit => {}
+            Command::CopyToClipboard { .. }
+            | Command::SetMouseCapture(_)
+            | Command::Notify(_)
+            | Command::Quit => {}
         }
     }
 }

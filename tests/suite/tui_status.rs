@@ -110,3 +110,31 @@ fn a_paused_reflection_says_paused_and_stops_spinning() {
     engine_event(&mut app, &group, Some(&run), EventKind::CycleResumed);
     assert!(spinning(&mut app));
 }
+
+#[test]
+fn a_finished_run_notifies_unless_notify_is_off() {
+    use huddle::tui::command::Command;
+    let finish = |app: &mut huddle::tui::App, team: &str| {
+        let run = start_cycle(app, team, Mode::Broadcast);
+        run_ended(app, &run, RunKey::team(team), None)
+    };
+    let (mut app, team) = app_with_team("Research Panel");
+    let commands = finish(&mut app, &team);
+    assert!(
+        commands
+            .iter()
+            .any(|c| matches!(c, Command::Notify(n) if n.title.contains("finished"))),
+        "{commands:?}"
+    );
+    let config = huddle::config::Config::parse(
+        "default_model: sim/demo\nnotify: off\n",
+        std::path::Path::new("config.yaml"),
+    )
+    .expect("config");
+    let (mut quiet, team) = super::tui_support::app_with_team_and_config("Research Panel", config);
+    let commands = finish(&mut quiet, &team);
+    assert!(
+        !commands.iter().any(|c| matches!(c, Command::Notify(_))),
+        "{commands:?}"
+    );
+}
