@@ -174,6 +174,7 @@ impl CycleLoop for SessionCycle<'_> {
                 .await;
                 if let Some(u) = used {
                     self.state.usage.add(u);
+                    self.active.control.count_tokens(u, &self.active.emitter);
                 }
                 match verdict {
                     Ok(PassFail::Pass) => (1.0, true, "PASS".to_string()),
