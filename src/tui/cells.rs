@@ -30,6 +30,8 @@ pub enum Cell<'a> {
     Tool(ToolCell<'a>),
     /// Markdown with no header (a team run's result under its timeline).
     Markdown(&'a str),
+    /// Lines laid out already (a broadcast's answers side by side), at the pane's width.
+    Lines(&'a [Line<'static>]),
 }
 
 /// The cells of a pane, oldest first.
@@ -176,6 +178,7 @@ fn body<'a>(cell: &Cell<'a>) -> &'a str {
         Cell::Message(m) => &m.text,
         Cell::Streaming { .. } => "",
         Cell::Timeline { text, .. } | Cell::Markdown(text) => text,
+        Cell::Lines(_) => "",
         Cell::Tool(t) => t.body(),
     }
 }
@@ -201,6 +204,7 @@ fn head(cell: &Cell<'_>, width: u16) -> Vec<Line<'static>> {
             "streaming…",
         )],
         Cell::Timeline { .. } | Cell::Markdown(_) => Vec::new(),
+        Cell::Lines(lines) => lines.to_vec(),
         Cell::Tool(t) => t.head(width),
     }
 }

@@ -35,6 +35,7 @@ pub mod markdown;
 mod mouse;
 pub mod notify;
 pub mod render;
+pub mod result_columns;
 pub mod runs;
 mod runtime;
 pub mod search;

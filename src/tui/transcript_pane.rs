@@ -39,6 +39,60 @@ pub struct TranscriptPane {
     unseen: HashMap<SessionId, LiveCalls>,
     /// Each team timeline's scroll position (its cells are laid out afresh every frame).
     timelines: HashMap<GroupId, CellScroll>,
+    /// A broadcast result laid out in columns, per team: kept while its text and the width
+    /// stay the same, so a frame does not lay the answers out again.
+    columns: HashMap<GroupId, ColumnsCache>,
+}
+
+#[derive(Debug)]
+struct ColumnsCache {
+    text_hash: u64,
+    width: u16,
+    /// None: the answers do not fit side by side at this width.
+    lines: Option<Vec<Line<'static>>>,
+}
+
+/// A broadcast result's answers side by side at `width`, laid out once per text and width.
+fn result_columns<'c>(
+    cache: &'c mut HashMap<GroupId, ColumnsCache>,
+    group_id: &str,
+    cycle: Option<&CycleView>,
+    members: &[(String, Role)],
+    team_name: &str,
+    width: u16,
+) -> Option<&'c [Line<'static>]> {
+    use std::hash::{Hash, Hasher};
+    let Some(c) = cycle.filter(|c| c.mode == Some(Mode::Broadcast)) else {
+        cache.remove(group_id);
+        return None;
+    };
+    let text = c.result.as_deref()?;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    let text_hash = hasher.finish();
+    let fresh = cache
+        .get(group_id)
+        .is_some_and(|k| k.text_hash == text_hash && k.width == width);
+    if !fresh {
+        let clean = sanitize::display(text);
+        let slug = naming::team_slug(team_name);
+        let names: Vec<&str> = members
+            .iter()
+            .map(|(n, _)| naming::strip_team_prefix(n, &slug))
+            .filter(|n| clean.contains(&format!("## {n}\n")))
+            .collect();
+        let lines = super::result_columns::split(&clean, &names)
+            .and_then(|parts| super::result_columns::lay_out(&parts, width as usize));
+        cache.insert(
+            group_id.to_string(),
+            ColumnsCache {
+                text_hash,
+                width,
+                lines,
+            },
+        );
+    }
+    cache.get(group_id).and_then(|k| k.lines.as_deref())
 }
 
 impl TranscriptPane {
@@ -456,7 +510,20 @@ fn render(pane_state: &mut TranscriptPane, frame: &mut Frame<'_>, area: Rect, pr
             run,
         } => {
             let scroll = pane_state.timelines.entry(id.clone()).or_default();
-            render_group(frame, area, group, *cycle, run.as_ref(), scroll, props);
+            let columns = result_columns(
+                &mut pane_state.columns,
+                id,
+                *cycle,
+                &group.members,
+                &group.name,
+                area.width.saturating_sub(2),
+            );
+            let shown = ShownRun {
+                cycle: *cycle,
+                label: run.as_ref(),
+                columns,
+            };
+            render_group(frame, area, group, shown, scroll, props);
         }
         Subject::Nothing => {
             let block = pane(" huddle ".into(), focused);
@@ -581,15 +648,26 @@ fn render_session(
     }
 }
 
+/// The run a team's pane shows: its view, which run it is, its result in columns (broadcast).
+struct ShownRun<'a> {
+    cycle: Option<&'a CycleView>,
+    label: Option<&'a RunLabel>,
+    columns: Option<&'a [Line<'static>]>,
+}
+
 fn render_group(
     frame: &mut Frame<'_>,
     area: Rect,
     group: &GroupInfo,
-    cycle: Option<&CycleView>,
-    run: Option<&RunLabel>,
+    shown: ShownRun<'_>,
     scroll: &mut CellScroll,
     props: &Props<'_>,
 ) {
+    let ShownRun {
+        cycle,
+        label: run,
+        columns,
+    } = shown;
     let GroupInfo {
         name,
         team,
@@ -671,7 +749,10 @@ fn render_group(
                 text: "── result ──",
                 style: Style::default().add_modifier(Modifier::BOLD),
             },
-            Cell::Markdown(text),
+            match columns {
+                Some(lines) => Cell::Lines(lines),
+                None => Cell::Markdown(text),
+            },
         ]
     });
     let cells: Vec<Cell<'_>> = notes

@@ -124,6 +124,18 @@ fn the_team_view_ends_with_the_result_as_markdown_and_y_copies_it() {
         app.handle_key(ch('y')),
         vec![Command::CopyToClipboard { text: result.into() }]
     );
+    // Wide enough: the broadcast's answers side by side, each rendered in its column.
+    let wide = screen_text(&render(&mut app, 240, 50));
+    assert!(
+        wide.lines()
+            .any(|l| l.contains("analyst") && l.contains("│ skeptic")),
+        "{wide}"
+    );
+    assert!(
+        wide.lines()
+            .any(|l| l.contains("Use retries with backoff.") && l.contains("measure first")),
+        "{wide}"
+    );
 }
 
 #[test]
