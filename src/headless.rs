@@ -106,6 +106,11 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
     if request.prompt.trim().is_empty() && !request.resume {
         return Err(usage("the prompt is empty"));
     }
+    if request.preset.is_none() && request.group.is_none() && !request.budget.is_empty() {
+        return Err(usage(
+            "--max-duration and --token-budget limit team runs: add --preset or --group (a single session's reflection uses its group's or config.yaml's budget)",
+        ));
+    }
     let config = Config::load(paths).map_err(|e| other(e.to_string()))?.config;
     if let Some(model) = &request.model {
         config

@@ -223,6 +223,9 @@ fn huddle_run_exits_with_6_when_the_budget_is_spent() {
     );
     let refused = huddle(home.path(), &["run", "--token-budget", "0", "x"]);
     assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    let no_team = huddle(home.path(), &["run", "--token-budget", "10", "x"]);
+    assert_eq!(no_team.status.code(), Some(2), "{}", text(&no_team.stderr));
+    assert!(text(&no_team.stderr).contains("add --preset or --group"));
 }
 
 /// Time paused is left out of a run's duration (and of its time budget), on the paused clock.
