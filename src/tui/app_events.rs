@@ -83,9 +83,16 @@ impl App {
         self.transcripts.on_event(&event.kind, |id| {
             org.read(|o| sidebar.selected_session_id(o)).as_deref() == Some(id)
         });
-        if let EventKind::Delta { session_id, text, .. } = &event.kind {
+        if let EventKind::Delta {
+            session_id,
+            session,
+            text,
+            ..
+        } = &event.kind
+        {
             // Streaming text goes to no timeline; a team member's row shows its last line.
-            self.team_panel.on_delta(&event.group_id, session_id, text);
+            self.team_panel
+                .on_delta(&event.group_id, session_id, session, text);
             return Vec::new();
         }
         self.follow_team_run(&event, now);

@@ -106,6 +106,9 @@ pub struct CycleView {
     pub recorded_at: Option<DateTime<Utc>>,
     /// The run's result (`run_result`): drawn as Markdown under the timeline, copied by `y`.
     pub result: Option<String>,
+    /// A member without a worker row (the orchestrator planning or synthesizing, the
+    /// evaluator) streaming: its session, short name and the end of its line.
+    pub lead_live: Option<(String, String, String)>,
 }
 
 impl CycleView {
@@ -529,14 +532,24 @@ impl CycleView {
     }
 
     /// Streamed text of a member's turn: the row keeps the last line of it.
-    pub fn on_delta(&mut self, session_id: &str, text: &str) {
+    pub fn on_delta(&mut self, session_id: &str, session: &str, text: &str) {
         if let Some(w) = self
             .workers
             .iter_mut()
             .find(|w| w.session_id == session_id && w.state == WorkerState::Running)
         {
             keep_last_line(&mut w.live, text);
+            return;
         }
+        if !self.running || self.workers.iter().any(|w| w.session_id == session_id) {
+            return;
+        }
+        let name = self.short(session).to_string();
+        let live = self.lead_live.get_or_insert_with(Default::default);
+        if live.0 != session_id {
+            *live = (session_id.to_string(), name, String::new());
+        }
+        keep_last_line(&mut live.2, text);
     }
 
     /// A member's turn ended: none of its calls is in flight.
@@ -545,11 +558,15 @@ impl CycleView {
             w.tools.clear();
             w.live.clear();
         }
+        if self.lead_live.as_ref().is_some_and(|l| l.0 == session_id) {
+            self.lead_live = None;
+        }
         self.approvals.retain(|a| a.session_id != session_id);
     }
 
     /// The run is over (or was cut short): no call is in flight or waits.
     fn no_tools_in_flight(&mut self) {
+        self.lead_live = None;
         for w in &mut self.workers {
             w.tools.clear();
         }

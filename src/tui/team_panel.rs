@@ -206,9 +206,9 @@ impl TeamPanel {
     }
 
     /// Streamed text of a member of a team whose run is followed (the panel shows its end).
-    pub fn on_delta(&mut self, group_id: &str, session_id: &str, text: &str) {
+    pub fn on_delta(&mut self, group_id: &str, session_id: &str, session: &str, text: &str) {
         if let Some(c) = self.cycles.get_mut(group_id) {
-            c.on_delta(session_id, text);
+            c.on_delta(session_id, session, text);
         }
     }
 
@@ -427,6 +427,16 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
         head.push_str(&format!(" · {} tok", c.usage.total()));
     }
     out.push(Line::styled(head, Style::default().add_modifier(Modifier::BOLD)));
+    if let Some((_, name, live)) = c.lead_live.as_ref().filter(|l| running && !l.2.trim().is_empty()) {
+        // The orchestrator (or evaluator) writing: who, and the end of its line.
+        let name = sanitize::display(name);
+        let room = width.saturating_sub(name.width() + 5);
+        let tail = live_tail(live.trim(), room);
+        out.push(Line::styled(
+            format!("✎ {name}{}", tail.trim_start_matches(' ').replacen('›', " ›", 1)),
+            dim,
+        ));
+    }
     if let Some((text, near)) = budget_line(&props.budget, c, Instant::now()) {
         let style = if near { warn } else { dim };
         wrap_line_into(Line::styled(text, style), width.max(1), &mut out);

@@ -216,3 +216,45 @@ fn a_running_members_row_shows_what_it_is_writing() {
         "gone when the turn ends: {text}"
     );
 }
+
+#[test]
+fn the_orchestrator_writing_shows_in_the_panel_until_its_turn_ends() {
+    let (mut app, id) = app_with_team("Code Review Team");
+    let run = start_cycle(&mut app, &id, Mode::OrchestratorReflect);
+    let lead = session_id(&app, "code-review-team-orchestrator");
+    engine_event(
+        &mut app,
+        &id,
+        Some(&run),
+        EventKind::Delta {
+            session_id: lead.clone(),
+            session: "code-review-team-orchestrator".into(),
+            generation: 1,
+            text: "Plan:\n@worker:security check the".into(),
+        },
+    );
+    let text = screen_text(&render(&mut app, 200, 60));
+    assert!(
+        text.contains("✎ orchestrator › ") && text.contains("check the│"),
+        "the end of the line it writes: {text}"
+    );
+    assert!(!text.contains("Plan:"), "only its last line");
+    engine_event(
+        &mut app,
+        &id,
+        Some(&run),
+        EventKind::TurnFinished {
+            session_id: lead,
+            session: "code-review-team-orchestrator".into(),
+            generation: 1,
+            success: true,
+            interrupted: false,
+            duration_ms: 5,
+            usage: None,
+            error: None,
+            message: None,
+        },
+    );
+    let text = screen_text(&render(&mut app, 200, 60));
+    assert!(!text.contains("✎ orchestrator"), "{text}");
+}
