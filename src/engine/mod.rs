@@ -122,6 +122,8 @@ pub(crate) struct RunControl {
     pub cancel: CancellationToken,
     pub paused: watch::Sender<bool>,
     pub queued: Mutex<Vec<String>>,
+    /// Stopped by [`Engine::interrupt_run`]: a reflect cycle is saved as interrupted.
+    pub interrupted: std::sync::atomic::AtomicBool,
 }
 
 impl RunControl {
@@ -130,6 +132,7 @@ impl RunControl {
             cancel: shutdown.child_token(),
             paused: watch::channel(false).0,
             queued: Mutex::new(Vec::new()),
+            interrupted: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -143,6 +146,11 @@ impl RunControl {
 
     pub fn cancelled(&self) -> bool {
         self.cancel.is_cancelled()
+    }
+
+    /// True when the run was stopped as interrupted ([`Engine::interrupt_run`]).
+    pub fn interrupted(&self) -> bool {
+        self.interrupted.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Sleeps, waking early (false) if the run is stopped.
@@ -273,6 +281,18 @@ impl Engine {
 
     pub fn org(&self) -> &OrgHandle {
         &self.shared.org
+    }
+
+    /// What tool calls that ask get in the runs of one group or session (`None`: the engine's
+    /// policy again).
+    pub fn set_scoped_approval(&self, scope_id: &str, policy: Option<ApprovalPolicy>) {
+        self.shared.approvals.set_scoped(scope_id, policy);
+    }
+
+    /// Every event of one group from now on, besides the front end's channel, until the
+    /// receiver is dropped: how a run handed over by `huddle run` is streamed back to it.
+    pub fn watch_group(&self, group_id: &str) -> tokio::sync::mpsc::UnboundedReceiver<events::EngineEvent> {
+        self.shared.events.watch(group_id)
     }
 
     /// A plain chat turn with one session, registered as a run now; the future runs it.
@@ -494,6 +514,17 @@ impl Engine {
             .interrupted
             .store(true, std::sync::atomic::Ordering::SeqCst);
         self.shared.shutdown.cancel();
+    }
+
+    /// Stops one run as [`Engine::interrupt`] stops them all: a reflect cycle is saved as
+    /// interrupted (resumable). For a run handed over by a `huddle run` that got a signal.
+    pub fn interrupt_run(&self, key: &RunKey) -> bool {
+        self.with_runs(key, |r| {
+            r.control
+                .interrupted
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            r.control.cancel.cancel();
+        })
     }
 
     /// Queues a user message for the orchestrator's next planning step. Returns false when the

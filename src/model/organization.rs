@@ -119,6 +119,10 @@ pub struct Group {
     /// How the team's members share git worktrees (the records are on its sessions).
     #[serde(default, skip_serializing_if = "WorktreeStrategy::is_shared")]
     pub worktrees: WorktreeStrategy,
+    /// Set when `huddle run` made the group, and again whenever a headless run uses it: a
+    /// headless leftover that `huddle runs prune` removes once it is old enough.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headless_at: Option<DateTime<Utc>>,
 }
 
 pub fn default_max_iterations() -> u32 {
@@ -154,6 +158,7 @@ impl Group {
             usage: Usage::default(),
             pending_messages: Vec::new(),
             worktrees: WorktreeStrategy::Shared,
+            headless_at: None,
         }
     }
 
@@ -211,6 +216,10 @@ pub struct Session {
     /// The git worktree the session works in (see [`Session::working_dir`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<Worktree>,
+    /// Set when `huddle run` made the session for a one-shot question: a headless leftover
+    /// (see [`Group::headless_at`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headless_at: Option<DateTime<Utc>>,
 }
 
 impl Session {
@@ -234,6 +243,7 @@ impl Session {
             max_tool_rounds: None,
             agent_session: None,
             worktree: None,
+            headless_at: None,
         }
     }
 

@@ -21,6 +21,11 @@ pub use crate::naming::team_slug;
 
 /// Creates a `team` group from `preset` in `org` (with its orchestrator, workers and evaluator)
 /// and returns its id. Models left to the default get `config`'s default model.
+/// `<tier>:<name>`: how a team records the preset it came from.
+pub fn source_preset_of(preset: &Preset) -> String {
+    format!("{}:{}", preset.tier.map_or("user", |t| t.as_str()), preset.name)
+}
+
 pub fn create_team_group(
     org: &mut Organization,
     preset: &Preset,
@@ -48,11 +53,7 @@ pub fn create_team_group(
     if let Some(t) = preset.worker_timeout_secs {
         group.worker_timeout_secs = t;
     }
-    group.source_preset = Some(format!(
-        "{}:{}",
-        preset.tier.map_or("user", |t| t.as_str()),
-        preset.name
-    ));
+    group.source_preset = Some(source_preset_of(preset));
     let team = team_slug(&group.name);
     let group_id = group.id.clone();
 

@@ -356,6 +356,7 @@ impl App {
             Action::NextToolCall => self.select_tool_call(false),
             Action::ViewDiff => return self.open_diff(),
             Action::MergeWorktree => return self.merge_selected(),
+            Action::PruneHeadless => self.open_prune(),
         }
         Vec::new()
     }

@@ -414,6 +414,7 @@ impl App {
                 }]
             }
             ConfirmAction::RemoveEvaluator(group_id, _) => self.remove_evaluator(&group_id),
+            ConfirmAction::PruneHeadless(leftovers) => self.prune_confirmed(leftovers),
             ConfirmAction::DeleteGroup(id) => self.delete_group(&id, WorktreeChoice::Keep),
             ConfirmAction::DeleteSession(id) => match self.edits.delete_session(&id) {
                 Ok(removal) => {

@@ -19,6 +19,7 @@ pub mod action;
 pub mod app;
 mod app_dialogs;
 mod app_events;
+mod app_prune;
 mod app_team;
 mod app_tools;
 mod app_worktrees;

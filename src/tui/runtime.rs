@@ -52,6 +52,20 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
         .collect();
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let exporter = Exporter::new(edits.view(), paths.clone(), repo.clone());
+    // `huddle run` on this data dir hands its runs to us while we are open.
+    let _run_server = match crate::handoff::server::listen(
+        paths,
+        config.clone(),
+        edits.clone(),
+        engine.clone(),
+        repo.clone(),
+    ) {
+        Ok(server) => Some(server),
+        Err(e) => {
+            tracing::warn!(error = %e, "runs from `huddle run` cannot be handed over");
+            None
+        }
+    };
     let (app, initial) = App::new(edits.clone(), config.clone(), repo.clone(), notices);
     let executor = Executor {
         engine: engine.clone(),

@@ -217,3 +217,60 @@ fn a_cycle_cut_short_by_quitting_is_offered_for_resume() {
     again.key("q");
     again.wait_exit();
 }
+
+/// `huddle run` in another process while the TUI is open: the run is handed to the TUI, shows
+/// there, the shell gets the answer and the exit code; then the TUI prunes it (`P`, `y`).
+#[test]
+fn huddle_run_hands_its_run_to_the_open_tui_which_then_prunes_it() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), "default_model: sim/demo\n").unwrap();
+    let mut app = Huddle::start(home.path(), repo.path());
+    app.wait_for("Welcome to huddle");
+    // The TUI listens once it has opened the data dir.
+    let socket = home.path().join("huddle.sock");
+    let start = Instant::now();
+    while !socket.exists() {
+        assert!(start.elapsed() < DEADLINE, "the TUI never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args([
+            "run",
+            "--preset",
+            "Code Review Team",
+            "--max-iterations",
+            "1",
+            "Review the login handler",
+        ])
+        .env("HUDDLE_HOME", home.path())
+        .current_dir(repo.path())
+        .output()
+        .expect("run huddle run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("handed to the huddle open on this data dir"),
+        "{err}"
+    );
+    // One iteration of a reflect cycle ends at its max iterations unless the goal was met.
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(3)),
+        "{:?}: {err}",
+        out.status
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("login handler"));
+    // (The sidebar cuts the name at this width.)
+    app.wait_for("Code Review Team · ru");
+
+    app.key("P");
+    app.wait_for("Prune headless runs");
+    app.wait_for("Remove 1 leftover");
+    app.key("y");
+    app.wait_for("pruned 1 leftover");
+    let screen = app.text();
+    assert!(!screen.contains("Code Review Team · ru"), "{screen}");
+    app.key("q");
+    app.wait_exit();
+    assert!(!socket.exists(), "the socket goes with the TUI");
+}

@@ -40,6 +40,8 @@ pub enum ConfirmAction {
     Export(GroupId),
     /// Turn a reflect team's evaluator off: remove this session.
     RemoveEvaluator(GroupId, SessionId),
+    /// Remove these headless leftovers (`huddle run`'s teams and one-shot sessions).
+    PruneHeadless(Vec<crate::workspace::Leftover>),
 }
 
 impl ConfirmAction {
@@ -54,6 +56,7 @@ impl ConfirmAction {
                 | ConfirmAction::ExportOverwrite(_)
                 | ConfirmAction::Export(_)
                 | ConfirmAction::RemoveEvaluator(..)
+                | ConfirmAction::PruneHeadless(_)
         )
     }
 }
