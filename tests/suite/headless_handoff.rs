@@ -24,12 +24,14 @@ struct Host {
 impl Host {
     /// A data dir held open like the TUI holds it (with `model` as the default), listening.
     fn open(model: &str) -> Host {
+        Host::with_config(&format!("default_model: {model}\n"), |_| {})
+    }
+
+    /// The same with this `config.yaml`, after `prepare` wrote other files into the home.
+    fn with_config(config: &str, prepare: impl FnOnce(&Path)) -> Host {
         let home = tempfile::tempdir().unwrap();
-        std::fs::write(
-            home.path().join("config.yaml"),
-            format!("default_model: {model}\n"),
-        )
-        .unwrap();
+        std::fs::write(home.path().join("config.yaml"), config).unwrap();
+        prepare(home.path());
         let paths = Paths::single(home.path().to_path_buf());
         let config = Config::load(&paths).unwrap().config;
         let workspace = Workspace::open(&paths, &config, home.path().to_path_buf(), ApprovalPolicy::Ask)
@@ -54,15 +56,22 @@ impl Host {
     }
 
     /// The binary, run in another thread so the host's engine keeps running on this runtime.
+    /// A run that waits forever (on an approval nobody gives) fails the test.
     async fn run(&self, args: &[&str]) -> Output {
         let home = self.path().to_path_buf();
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        tokio::task::spawn_blocking(move || {
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            huddle(&home, &args)
-        })
-        .await
-        .unwrap()
+        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+            .args(&args)
+            .env("HUDDLE_HOME", &home)
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .current_dir(&home)
+            .kill_on_drop(true)
+            .output();
+        tokio::time::timeout(Duration::from_secs(120), child)
+            .await
+            .unwrap_or_else(|_| panic!("`huddle {}` never ended", args.join(" ")))
+            .expect("run huddle")
     }
 
     fn seen(&mut self) -> Vec<EngineEvent> {
@@ -221,6 +230,61 @@ async fn ctrl_c_stops_the_handed_run_and_leaves_its_cycle_resumable() {
             .map(|r| r.is_interrupted())
     });
     assert_eq!(interrupted, Some(true), "resumable, as after a local Ctrl-C");
+}
+
+/// Tool calls that ask are settled by the rule of `huddle run` (denied, or `--approve-tools`),
+/// never put to the open TUI's user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_approvals_of_a_handed_run_follow_huddle_run() {
+    let Some(program) = super::mcp_servers::reference_server("HUDDLE_MCP_TIME", "mcp-server-time") else {
+        return;
+    };
+    let config = format!(
+        "default_model: sim/default\nmcp_servers:\n  time:\n    command: [\"{}\"]\n",
+        program.display()
+    );
+    let mut host = Host::with_config(&config, |home| {
+        std::fs::create_dir_all(home.join("presets")).unwrap();
+        std::fs::write(
+            home.join("presets/clock.yaml"),
+            "name: Clock Team\nmode: broadcast\nworkers:\n  - { name: one, tools: [time] }\n  - { name: two, tools: [time] }\n",
+        )
+        .unwrap();
+    });
+    let denied = host
+        .run(&["run", "--preset", "Clock Team", "What time is it?"])
+        .await;
+    let err = stderr(&denied);
+    assert_eq!(denied.status.code(), Some(0), "{err}");
+    assert!(err.contains("handed to the huddle open"), "{err}");
+    assert_eq!(
+        err.matches("denied: huddle run does not run tools that need approval")
+            .count(),
+        2,
+        "{err}"
+    );
+    let approved = host
+        .run(&[
+            "run",
+            "--preset",
+            "Clock Team",
+            "--approve-tools",
+            "--events",
+            "And now?",
+        ])
+        .await;
+    let events = ndjson(&approved);
+    let results: Vec<_> = events.iter().filter(|e| e["event"] == "tool_result").collect();
+    assert_eq!(results.len(), 2, "{events:?}");
+    assert!(results.iter().all(|r| r["ok"] == true), "{results:?}");
+    assert!(
+        !host
+            .seen()
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::ToolApprovalRequested { .. })),
+        "nothing was asked in the open huddle"
+    );
+    host.workspace.engine.shutdown_tools().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
