@@ -124,7 +124,7 @@ impl App {
         }
         // Restore the last selection.
         app.org.read(|o| app.sidebar.restore(o));
-        let mut commands = vec![Command::LoadCatalog];
+        let mut commands = vec![Command::LoadCatalog, Command::LoadInputs];
         commands.extend(app.worktree_startup());
         commands.extend(app.on_selection_changed());
         app.refresh_placeholder();
@@ -224,6 +224,9 @@ impl App {
         }
         self.flash = None;
         let global = self.keymap.lookup(Context::Global, &key);
+        if let Some(commands) = self.open_editor_for_dialog(&key) {
+            return commands;
+        }
         match self.dialogs.handle_key(&key, global == Some(Action::Quit)) {
             Routed::NotOpen => {}
             routed => {
@@ -253,7 +256,9 @@ impl App {
             self.refresh_placeholder();
             return commands;
         }
-        let commands = if let Some(action) = global {
+        let commands = if global == Some(Action::Quit) && self.clear_composer_instead_of_quitting() {
+            Vec::new()
+        } else if let Some(action) = global {
             self.perform(action)
         } else if self.focus == Focus::Composer {
             match self.keymap.lookup(Context::Composer, &key) {
@@ -349,6 +354,7 @@ impl App {
             Action::LeaveSearch => self.transcripts.search = None,
             Action::HistoryPrev => self.composer.recall_older(),
             Action::HistoryNext => self.composer.recall_newer(),
+            Action::OpenEditor => return self.open_editor_for_composer(),
             Action::ReflectSession => self.open_reflect(),
             Action::OlderRun => return self.browse_runs(-1),
             Action::NewerRun => return self.browse_runs(1),
@@ -401,6 +407,8 @@ impl App {
             commands.push(load);
         }
         let load = self.transcripts.show(session.as_deref());
+        self.composer
+            .switch_target(session.clone().or_else(|| group.clone()));
         self.edits.select(group.as_deref(), session.as_deref());
         if let Some(session_id) = session.filter(|_| load) {
             commands.push(Command::LoadTranscript { session_id });

@@ -67,6 +67,14 @@ impl App {
                 }
                 Vec::new()
             }
+            AppEvent::Edited { target, result } => {
+                self.on_edited(target, result);
+                Vec::new()
+            }
+            AppEvent::InputsLoaded(inputs) => {
+                self.on_inputs_loaded(inputs);
+                Vec::new()
+            }
             worktree_event => self.handle_worktree_event(worktree_event),
         };
         self.refresh_placeholder();

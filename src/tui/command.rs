@@ -128,7 +128,30 @@ pub enum Command {
         goal: String,
         max_iterations: u32,
     },
+    /// Edit text in `$VISUAL` / `$EDITOR`, the TUI suspended meanwhile (carried out by the event
+    /// loop, which owns the terminal); answered by [`AppEvent::Edited`].
+    OpenEditor {
+        target: EditorTarget,
+        text: String,
+    },
+    /// Read the drafts and prompt history saved by earlier runs; answered by
+    /// [`AppEvent::InputsLoaded`].
+    LoadInputs,
+    /// Write the composer's drafts (`drafts.json`) and prompt history (`history.jsonl`) in the
+    /// background, debounced; the newest snapshot wins.
+    SaveInputs {
+        drafts: Option<std::collections::BTreeMap<String, String>>,
+        history: Option<Vec<String>>,
+    },
     Quit,
+}
+
+/// Whose text `$EDITOR` edits.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EditorTarget {
+    Composer,
+    /// The text dialog open for this purpose (the system prompt editor).
+    Dialog(crate::tui::dialogs::TextPurpose),
 }
 
 /// Results and events delivered to the UI task.
@@ -192,4 +215,11 @@ pub enum AppEvent {
     },
     /// What removing a deletion's worktrees did (removed, kept with work, failed).
     FilesRemoved(RemovalReport),
+    /// The text back from `$EDITOR`, or why not (the text shown before is kept then).
+    Edited {
+        target: EditorTarget,
+        result: Result<String, String>,
+    },
+    /// The drafts and prompt history saved by earlier runs (read at start).
+    InputsLoaded(crate::store::Inputs),
 }

@@ -58,6 +58,23 @@ impl Help {
             lines.push(Line::default());
         }
         lines.push(Line::styled(
+            "Text fields (the composer, dialogs)",
+            Style::default().add_modifier(Modifier::BOLD),
+        ));
+        let quit = keymap.key_label(crate::tui::action::Action::Quit);
+        let clear = format!("{quit} (with text)");
+        for (keys, what) in crate::tui::widgets::text_edit::HELP
+            .iter()
+            .copied()
+            .chain([(clear.as_str(), "clear the composer (Ctrl-Y: back); again: quit")])
+        {
+            lines.push(Line::from(vec![
+                Span::styled(format!("  {keys:<18} "), Style::default().fg(Color::Cyan)),
+                Span::raw(what.to_string()),
+            ]));
+        }
+        lines.push(Line::default());
+        lines.push(Line::styled(
             "Dialogs: ↑/↓ move · type to search · Enter accept · Esc cancel",
             Style::default().add_modifier(Modifier::DIM),
         ));
