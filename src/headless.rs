@@ -148,6 +148,7 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
         mode: request.mode,
         max_iterations: request.max_iterations,
         model: request.model.clone(),
+        ..RunOverrides::default()
     };
     let result = match &target {
         Target::Group(id) if resume => engine.resume_cycle(id, overrides).await,

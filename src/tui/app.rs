@@ -124,7 +124,7 @@ impl App {
         }
         // Restore the last selection.
         app.org.read(|o| app.sidebar.restore(o));
-        let mut commands = vec![Command::LoadCatalog, Command::LoadInputs];
+        let mut commands = vec![Command::LoadCatalog, Command::LoadInputs, Command::ListRepoFiles];
         commands.extend(app.worktree_startup());
         commands.extend(app.on_selection_changed());
         app.refresh_placeholder();
@@ -260,6 +260,10 @@ impl App {
             Vec::new()
         } else if let Some(action) = global {
             self.perform(action)
+        } else if self.focus == Focus::Composer
+            && let Some(commands) = self.completion_key(&key)
+        {
+            commands
         } else if self.focus == Focus::Composer {
             match self.keymap.lookup(Context::Composer, &key) {
                 Some(action) => self.perform(action),
@@ -280,6 +284,8 @@ impl App {
             }
         };
         self.refresh_placeholder();
+        let mut commands = commands;
+        commands.extend(self.sync_attachments());
         commands
     }
 
@@ -432,7 +438,7 @@ impl App {
 
     /// The composer's text to its target: a team runs (or queues while running), a session
     /// chats.
-    fn send(&mut self) -> Vec<Command> {
+    pub(super) fn send_text(&mut self) -> Vec<Command> {
         let text = self.composer.text();
         if text.trim().is_empty() {
             return Vec::new();

@@ -71,6 +71,11 @@ impl App {
                 self.on_edited(target, result);
                 Vec::new()
             }
+            AppEvent::RepoFiles(files) => {
+                self.composer.attach.set_files(files);
+                self.sync_attachments()
+            }
+            AppEvent::AttachmentRead { name, result } => self.on_attachment_read(&name, result),
             AppEvent::InputsLoaded(inputs) => {
                 self.on_inputs_loaded(inputs);
                 Vec::new()

@@ -134,6 +134,19 @@ pub enum Command {
         target: EditorTarget,
         text: String,
     },
+    /// The repository's files, for `@` completion; answered by [`AppEvent::RepoFiles`].
+    ListRepoFiles,
+    /// Read a file named with `@` in the composer (or `@diff`); answered by
+    /// [`AppEvent::AttachmentRead`].
+    ReadAttachment {
+        name: String,
+    },
+    /// A `Chat` or `RunGroup` with files attached (the content to the model, path and hash to
+    /// the transcript).
+    Attached {
+        attachments: Vec<crate::attachments::Attachment>,
+        send: Box<Command>,
+    },
     /// Read the drafts and prompt history saved by earlier runs; answered by
     /// [`AppEvent::InputsLoaded`].
     LoadInputs,
@@ -219,6 +232,13 @@ pub enum AppEvent {
     Edited {
         target: EditorTarget,
         result: Result<String, String>,
+    },
+    /// The repository's files (for `@` completion).
+    RepoFiles(Vec<String>),
+    /// A file named with `@` was read (or why it cannot be attached).
+    AttachmentRead {
+        name: String,
+        result: Result<crate::attachments::Attachment, String>,
     },
     /// The drafts and prompt history saved by earlier runs (read at start).
     InputsLoaded(crate::store::Inputs),

@@ -41,6 +41,8 @@ pub struct Composer {
     restored: bool,
     /// The revisions last handed to the saver (drafts, history).
     saved: (u64, u64),
+    /// The files named with `@` in the text, and the completion of an `@word`.
+    pub attach: super::composer_attachments::ComposerAttachments,
 }
 
 impl Default for Composer {
@@ -57,6 +59,7 @@ impl Default for Composer {
             revision: 0,
             restored: false,
             saved: (0, 0),
+            attach: Default::default(),
         }
     }
 }
@@ -208,6 +211,35 @@ impl Composer {
         self.revision += 1;
     }
 
+    /// The word before the cursor on its line (from the last space to the cursor).
+    pub fn word_at_cursor(&self) -> Option<String> {
+        let tui_textarea::DataCursor(row, col) = self.area.cursor();
+        let line = self.area.lines().get(row)?;
+        let before: String = line.chars().take(col).collect();
+        let word = before.rsplit(char::is_whitespace).next().unwrap_or("");
+        (!word.is_empty()).then(|| word.to_string())
+    }
+
+    /// The word being typed: the one before the cursor when the cursor ends the text.
+    pub fn typing_word(&self) -> Option<String> {
+        let tui_textarea::DataCursor(row, col) = self.area.cursor();
+        let lines = self.area.lines();
+        let at_end = row + 1 == lines.len() && lines.get(row).is_some_and(|l| l.chars().count() == col);
+        if at_end { self.word_at_cursor() } else { None }
+    }
+
+    /// Replaces the word before the cursor (a completion).
+    pub fn replace_word_at_cursor(&mut self, with: &str) {
+        let Some(word) = self.word_at_cursor() else {
+            return;
+        };
+        for _ in 0..word.chars().count() {
+            self.area.delete_char();
+        }
+        self.area.insert_str(with);
+        self.revision += 1;
+    }
+
     /// The cursor's line and whether it is the first and the last line of the text.
     pub fn cursor_on_edges(&self) -> (bool, bool) {
         let row = self.area.cursor().0;
@@ -241,9 +273,14 @@ impl Composer {
         }
     }
 
+    /// Rows the composer needs at `width`: the text's and one per attachment listed under it.
+    pub fn rows(&self, width: u16, max: u16) -> u16 {
+        self.text_rows(width, max) + self.attach.rows()
+    }
+
     /// Rows the text needs at `width` (soft-wrapped), between 1 and `max`. A line exactly as
     /// wide as the box takes one row (the cursor after it stays on that row).
-    pub fn rows(&self, width: u16, max: u16) -> u16 {
+    fn text_rows(&self, width: u16, max: u16) -> u16 {
         let w = width.max(1) as usize;
         let rows: usize = self
             .area
@@ -292,6 +329,18 @@ impl Composer {
         let block = super::widgets::pane(" Message ".into(), focused);
         let inner = block.inner(area);
         frame.render_widget(block, area);
+        let listed = self.attach.rows().min(inner.height.saturating_sub(1));
+        let [inner, listed_area] = ratatui::layout::Layout::vertical([
+            ratatui::layout::Constraint::Min(1),
+            ratatui::layout::Constraint::Length(listed),
+        ])
+        .areas(inner);
+        if listed > 0 {
+            frame.render_widget(Paragraph::new(self.attach.lines()), listed_area);
+        }
+        if focused {
+            self.render_completion(frame, area);
+        }
         if focused {
             frame.render_widget(&self.area, inner);
         } else if self.is_empty() {
@@ -303,6 +352,45 @@ impl Composer {
         } else {
             frame.render_widget(Paragraph::new(self.text()).wrap(Wrap { trim: false }), inner);
         }
+    }
+}
+
+impl Composer {
+    /// The completions of an `@word`, in a box just above the composer, the current one marked.
+    fn render_completion(&self, frame: &mut Frame<'_>, composer: Rect) {
+        let Some(c) = &self.attach.completion else {
+            return;
+        };
+        let height = (c.candidates.len() as u16 + 2).min(composer.y);
+        if height < 3 {
+            return;
+        }
+        let width = c
+            .candidates
+            .iter()
+            .map(|s| unicode_width::UnicodeWidthStr::width(s.as_str()) as u16 + 4)
+            .max()
+            .unwrap_or(10)
+            .clamp(24, composer.width);
+        let rect = Rect::new(composer.x, composer.y - height, width, height);
+        let lines: Vec<ratatui::text::Line<'static>> = c
+            .candidates
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let text = format!("@{}", crate::text::sanitize::display(s));
+                if i == c.index {
+                    ratatui::text::Line::styled(text, Style::default().add_modifier(Modifier::REVERSED))
+                } else {
+                    ratatui::text::Line::raw(text)
+                }
+            })
+            .collect();
+        frame.render_widget(ratatui::widgets::Clear, rect);
+        frame.render_widget(
+            Paragraph::new(lines).block(super::widgets::pane(" Tab next · Esc close ".into(), true)),
+            rect,
+        );
     }
 }
 

@@ -26,6 +26,7 @@ mod app_worktrees;
 pub mod cells;
 pub mod command;
 pub mod composer;
+pub mod composer_attachments;
 pub mod cycle_view;
 pub mod dialogs;
 pub mod editor;

@@ -388,6 +388,38 @@ impl Executor {
                     }
                 });
             }
+            Command::ListRepoFiles => {
+                let repo = self.repo.clone();
+                tokio::task::spawn_blocking(move || {
+                    Self::send(&tx, AppEvent::RepoFiles(crate::attachments::list_files(&repo)));
+                });
+            }
+            Command::ReadAttachment { name } => {
+                let repo = self.repo.clone();
+                tokio::task::spawn_blocking(move || {
+                    let result = crate::attachments::read_file(&repo, &name).map_err(|e| e.to_string());
+                    Self::send(&tx, AppEvent::AttachmentRead { name, result });
+                });
+            }
+            Command::Attached { attachments, send } => match *send {
+                Command::Chat { session_id, prompt } => {
+                    match engine.start_chat_with(&session_id, prompt, None, attachments) {
+                        Ok(turn) => Self::spawn(turn),
+                        Err(e) => self.refused("Not sent", e),
+                    }
+                }
+                Command::RunGroup { group_id, prompt } => {
+                    let overrides = RunOverrides {
+                        attachments,
+                        ..RunOverrides::default()
+                    };
+                    match engine.start_group(&group_id, prompt, overrides) {
+                        Ok(run) => Self::spawn(run),
+                        Err(e) => self.refused("Run not started", e),
+                    }
+                }
+                other => self.execute(other),
+            },
             Command::LoadInputs => {
                 let files = self.input_files.clone();
                 tokio::task::spawn_blocking(move || {

@@ -1,6 +1,7 @@
 mod cli_hardening;
 mod cli_limits;
 mod engine_agents;
+mod engine_attachments;
 mod engine_fixture;
 mod engine_modes;
 mod engine_reflect;

@@ -164,3 +164,63 @@ fn ctrl_o_edits_the_system_prompt() {
         .read(|o| o.session(&session).and_then(|s| s.system_prompt.clone()));
     assert_eq!(prompt.as_deref(), Some("be very brief"));
 }
+
+#[test]
+fn at_files_are_completed_read_off_the_ui_thread_and_sent_attached() {
+    let (mut app, session) = app_with_session(Vec::new());
+    app.handle_app_event(AppEvent::RepoFiles(vec!["src/a.rs".into(), "README.md".into()]));
+    app.handle_key(ch('i'));
+    type_text(&mut app, "see @sr");
+    app.handle_key(key(KeyCode::Tab));
+    assert_eq!(app.composer.text(), "see @src/a.rs", "Tab completes");
+    assert_eq!(app.focus, Focus::Composer, "Tab on an @word does not move focus");
+    let reads = type_text(&mut app, " and @bad.bin");
+    assert_eq!(
+        reads,
+        vec![Command::ReadAttachment {
+            name: "src/a.rs".into()
+        }]
+    );
+    // Enter: the last word is read first; the text stays until everything is read.
+    let commands = app.handle_key(key(KeyCode::Enter));
+    assert_eq!(
+        commands,
+        vec![Command::ReadAttachment {
+            name: "bad.bin".into()
+        }]
+    );
+    assert!(!app.composer.is_empty());
+    let a = huddle::attachments::Attachment::new("src/a.rs", "fn a() {}".into());
+    app.handle_app_event(AppEvent::AttachmentRead {
+        name: "src/a.rs".into(),
+        result: Ok(a.clone()),
+    });
+    app.handle_app_event(AppEvent::AttachmentRead {
+        name: "bad.bin".into(),
+        result: Err("@bad.bin: a binary file, refused".into()),
+    });
+    assert!(!app.composer.is_empty(), "a refused file keeps the text");
+    let (flash, error) = app.flash.clone().expect("says why");
+    assert!(error && flash.contains("binary"), "{flash}");
+    let t = super::tui_support::render(&mut app, 100, 30);
+    let screen = super::tui_support::screen_text(&t);
+    assert!(
+        screen.contains("⊕ src/a.rs") && screen.contains("✗ @bad.bin: a binary file"),
+        "{screen}"
+    );
+    // Without the bad file it goes, attached.
+    for _ in 0.." and @bad.bin".len() {
+        app.handle_key(key(KeyCode::Backspace));
+    }
+    let sent = app.handle_key(key(KeyCode::Enter));
+    assert_eq!(
+        sent,
+        vec![Command::Attached {
+            attachments: vec![a],
+            send: Box::new(Command::Chat {
+                session_id: session,
+                prompt: "see @src/a.rs".into()
+            }),
+        }]
+    );
+}
