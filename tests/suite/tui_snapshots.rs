@@ -257,6 +257,29 @@ fn session_transcript_with_markdown() {
     tui_snapshot!("session_transcript_100x30", screen_text(&t));
 }
 
+#[test]
+fn transcript_links_tables_and_fences() {
+    let (mut app, _) = app_with_team(TEAM);
+    let commands = app.perform(Action::MoveDown);
+    let Some(huddle::tui::command::Command::LoadTranscript { session_id }) = commands.first().cloned() else {
+        panic!("selecting a session loads its transcript: {commands:?}");
+    };
+    let answer = Message::assistant(
+        "See [the guide](https://example.org/guide).\n\n| check | result | time |\n|---|:---:|---:|\n| login | pass | 1.2s |\n| tokens | **fail** | 30s |\n\n```\ncargo test\n```\n",
+    );
+    app.handle_app_event(AppEvent::TranscriptLoaded {
+        session_id,
+        result: Ok(huddle::store::LoadedTranscript {
+            messages: vec![Message::user("Summarise"), answer],
+            warnings: Vec::new(),
+        }),
+    });
+    let t = render(&mut app, 80, 32);
+    let text = screen_text(&t);
+    assert!(text.contains("the guide (https://example.org/guide)"), "{text}");
+    tui_snapshot!("transcript_markdown_80x32", text);
+}
+
 /// A run file of the team as `read_run` returns it: `kinds` recorded at `at`.
 fn run_file(
     group_id: &str,
