@@ -121,6 +121,44 @@ fn team_mid_cycle() {
     tui_snapshot!("team_mid_cycle_120x32", screen_text(&t));
 }
 
+/// Wide terminals are used: the sidebar and the panel grow, a long task wraps, and after a
+/// rename the members' rows still show their roles.
+#[test]
+fn team_on_wide_screens_after_a_rename() {
+    let (mut app, id) = app_with_team(TEAM);
+    let mut events = first_iteration(&app, &id);
+    let long_task = "Check every edge case of the login handler: empty passwords, unicode user names, expired tokens, clock skew between servers, replayed requests and what the handler logs when any of them fails";
+    if let Some(EventKind::Assignment { task, .. }) = events
+        .iter_mut()
+        .find(|e| matches!(e, EventKind::Assignment { .. }))
+    {
+        *task = long_task.into();
+    }
+    feed(&mut app, &id, events);
+    app.perform(Action::Rename);
+    for _ in 0..30 {
+        app.handle_key(super::tui_support::key(crossterm::event::KeyCode::Backspace));
+    }
+    super::tui_support::type_text(&mut app, "Reviewers");
+    app.handle_key(super::tui_support::key(crossterm::event::KeyCode::Enter));
+    for (w, h) in [(80, 24), (120, 40), (200, 60)] {
+        let t = render(&mut app, w, h);
+        let text = screen_text(&t);
+        assert!(text.contains("Reviewers"), "{text}");
+        if w == 200 {
+            assert!(
+                text.contains("· security") && text.contains("· correctness"),
+                "{text}"
+            );
+            assert!(
+                text.contains("logs when any of them fails"),
+                "the task wraps: {text}"
+            );
+        }
+        tui_snapshot!(format!("team_renamed_{w}x{h}"), text);
+    }
+}
+
 #[test]
 fn team_paused() {
     let (mut app, id) = app_with_team(TEAM);
