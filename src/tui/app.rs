@@ -604,8 +604,10 @@ impl App {
             Some(MouseTarget::SidebarRow(i)) => {
                 self.focus = Focus::Sidebar;
                 if self.org.read(|o| self.sidebar.click(o, i)) {
-                    let commands = self.on_selection_changed();
+                    let mut commands = self.on_selection_changed();
                     self.refresh_placeholder();
+                    // Another target's draft: its `@` files.
+                    commands.extend(self.sync_attachments());
                     return commands;
                 }
             }

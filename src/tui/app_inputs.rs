@@ -195,6 +195,11 @@ impl App {
         if let Some(first) = inputs.problems.first() {
             self.flash(format!("drafts / prompt history: {first}"), true);
         }
-        self.composer.restore(inputs.drafts, inputs.history);
+        // Drafts of deleted sessions and groups go (nothing can show them again).
+        let mut drafts = inputs.drafts;
+        self.org.read(|o| {
+            drafts.retain(|id, _| o.session(id).is_some() || o.group(id).is_some());
+        });
+        self.composer.restore(drafts, inputs.history);
     }
 }

@@ -66,6 +66,7 @@ fn drafts_and_history_of_earlier_runs_come_back() {
     let (mut app, team) = app_with_team(TEAM);
     let mut drafts = BTreeMap::new();
     drafts.insert(team.clone(), "unsent yesterday".to_string());
+    drafts.insert("a-deleted-session".to_string(), "gone".to_string());
     app.handle_app_event(AppEvent::InputsLoaded(Inputs {
         drafts,
         history: vec!["an old prompt".into()],
@@ -78,7 +79,9 @@ fn drafts_and_history_of_earlier_runs_come_back() {
     assert_eq!(app.composer.text(), "an old prompt");
     // Something to save now: the draft (the recalled prompt), and the history as loaded.
     let (drafts, history) = app.composer.unsaved().expect("changes to save");
-    assert_eq!(drafts.expect("drafts")[&team], "an old prompt");
+    let drafts = drafts.expect("drafts");
+    assert_eq!(drafts[&team], "an old prompt");
+    assert!(!drafts.contains_key("a-deleted-session"), "{drafts:?}");
     assert_eq!(history.expect("history"), vec!["an old prompt".to_string()]);
 }
 
