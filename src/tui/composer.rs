@@ -371,7 +371,8 @@ impl Composer {
             .map(|s| unicode_width::UnicodeWidthStr::width(s.as_str()) as u16 + 4)
             .max()
             .unwrap_or(10)
-            .clamp(24, composer.width);
+            .max(24)
+            .min(composer.width);
         let rect = Rect::new(composer.x, composer.y - height, width, height);
         let lines: Vec<ratatui::text::Line<'static>> = c
             .candidates

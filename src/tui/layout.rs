@@ -75,7 +75,7 @@ impl FrameLayout {
         let (transcript, panel) = if !input.show_panel || !fits {
             (centre, None)
         } else if area.width >= WIDE {
-            let w = (centre.width * 2 / 5).clamp(36, 64).min(centre.width / 2);
+            let w = (centre.width / 5 * 2).clamp(36, 64).min(centre.width / 2);
             (
                 Rect::new(centre.x, centre.y, centre.width - w, centre.height),
                 Some(Rect::new(centre.x + centre.width - w, centre.y, w, centre.height)),

@@ -227,3 +227,18 @@ fn at_files_are_completed_read_off_the_ui_thread_and_sent_attached() {
         }]
     );
 }
+
+#[test]
+fn the_completion_list_draws_on_any_screen() {
+    let (mut app, _) = app_with_session(Vec::new());
+    app.handle_app_event(AppEvent::RepoFiles(vec!["a.rs".into(), "b.rs".into()]));
+    app.handle_key(ch('i'));
+    type_text(&mut app, "@");
+    app.handle_key(key(KeyCode::Tab));
+    assert!(app.composer.attach.completion.is_some());
+    for (w, h) in [(12, 8), (20, 10), (80, 24)] {
+        super::tui_support::render(&mut app, w, h);
+    }
+    let t = super::tui_support::render(&mut app, 80, 24);
+    assert!(super::tui_support::screen_text(&t).contains("@b.rs"));
+}
