@@ -235,6 +235,7 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
         mode: request.mode,
         max_iterations: request.max_iterations,
         model: request.model.clone(),
+        ..RunOverrides::default()
     };
     let result = match &target {
         Target::Group(id) if resume => engine.resume_cycle(id, overrides).await,

@@ -89,6 +89,8 @@ pub struct RunOverrides {
     pub max_iterations: Option<u32>,
     /// A model slug used by every session of this run.
     pub model: Option<String>,
+    /// Files attached to the prompt, sent to every member as shared context for this run.
+    pub attachments: Vec<crate::attachments::Attachment>,
 }
 
 /// How a run ended.
@@ -302,6 +304,17 @@ impl Engine {
         prompt: String,
         model_override: Option<String>,
     ) -> Result<impl Future<Output = TurnResult> + Send + 'static, EngineError> {
+        self.start_chat_with(session_id, prompt, model_override, Vec::new())
+    }
+
+    /// [`Engine::start_chat`] with files attached to the prompt.
+    pub fn start_chat_with(
+        &self,
+        session_id: &str,
+        prompt: String,
+        model_override: Option<String>,
+        attachments: Vec<crate::attachments::Attachment>,
+    ) -> Result<impl Future<Output = TurnResult> + Send + 'static, EngineError> {
         let guard = self.shared.register(RunKey::chat(session_id))?;
         let shared = Arc::clone(&self.shared);
         let session_id = session_id.to_string();
@@ -314,6 +327,7 @@ impl Engine {
                         run_id: Some(guard.run.run_id()),
                         cancel: guard.run.control.cancel.child_token(),
                         model_override,
+                        attachments,
                         ..session::TurnOptions::default()
                     },
                 )

@@ -48,6 +48,8 @@ pub struct TurnOptions {
     pub timeout: Option<Duration>,
     /// A model slug used instead of the session's own for this turn (`huddle run --model`).
     pub model_override: Option<String>,
+    /// Files sent with the prompt (the transcript keeps their path, size and hash).
+    pub attachments: Vec<crate::attachments::Attachment>,
 }
 
 /// How a turn ended.
@@ -284,10 +286,11 @@ impl Actor<'_> {
             .clone()
             .unwrap_or_else(|| info.model.clone());
         self.load_history().await;
-        let mut user = Message::user(prompt);
+        let sent = crate::attachments::with_context(&prompt, &options.attachments);
+        let mut user = Message::user(crate::attachments::with_references(&prompt, &options.attachments));
         user.iteration = options.iteration;
         let mut messages = bounded_history(self.history());
-        messages.push(ChatMessage::user(user.text.as_str()));
+        messages.push(ChatMessage::user(sent.as_str()));
         self.shared.writer.append(self.session_id, user.clone());
         self.emit(
             &info,

@@ -71,6 +71,7 @@ actions! {
     LeaveSearch => "leave_search", "leave the search";
     HistoryPrev => "history_prev", "earlier prompt (empty composer, or first line)";
     HistoryNext => "history_next", "later prompt (on the last line)";
+    OpenEditor => "open_editor", "edit the text in $VISUAL / $EDITOR (also the system prompt)";
     ReflectSession => "reflect_session", "reflect: the session improves its answer";
     OlderRun => "older_run", "team: show its previous run (from the run files)";
     NewerRun => "newer_run", "team: show its next run, back to the newest";

@@ -124,7 +124,7 @@ impl App {
         }
         // Restore the last selection.
         app.org.read(|o| app.sidebar.restore(o));
-        let mut commands = vec![Command::LoadCatalog];
+        let mut commands = vec![Command::LoadCatalog, Command::LoadInputs, Command::ListRepoFiles];
         commands.extend(app.worktree_startup());
         commands.extend(app.on_selection_changed());
         app.refresh_placeholder();
@@ -224,6 +224,9 @@ impl App {
         }
         self.flash = None;
         let global = self.keymap.lookup(Context::Global, &key);
+        if let Some(commands) = self.open_editor_for_dialog(&key) {
+            return commands;
+        }
         match self.dialogs.handle_key(&key, global == Some(Action::Quit)) {
             Routed::NotOpen => {}
             routed => {
@@ -253,8 +256,14 @@ impl App {
             self.refresh_placeholder();
             return commands;
         }
-        let commands = if let Some(action) = global {
+        let commands = if global == Some(Action::Quit) && self.clear_composer_instead_of_quitting() {
+            Vec::new()
+        } else if let Some(action) = global {
             self.perform(action)
+        } else if self.focus == Focus::Composer
+            && let Some(commands) = self.completion_key(&key)
+        {
+            commands
         } else if self.focus == Focus::Composer {
             match self.keymap.lookup(Context::Composer, &key) {
                 Some(action) => self.perform(action),
@@ -275,6 +284,8 @@ impl App {
             }
         };
         self.refresh_placeholder();
+        let mut commands = commands;
+        commands.extend(self.sync_attachments());
         commands
     }
 
@@ -349,6 +360,7 @@ impl App {
             Action::LeaveSearch => self.transcripts.search = None,
             Action::HistoryPrev => self.composer.recall_older(),
             Action::HistoryNext => self.composer.recall_newer(),
+            Action::OpenEditor => return self.open_editor_for_composer(),
             Action::ReflectSession => self.open_reflect(),
             Action::OlderRun => return self.browse_runs(-1),
             Action::NewerRun => return self.browse_runs(1),
@@ -402,6 +414,8 @@ impl App {
             commands.push(load);
         }
         let load = self.transcripts.show(session.as_deref());
+        self.composer
+            .switch_target(session.clone().or_else(|| group.clone()));
         self.edits.select(group.as_deref(), session.as_deref());
         if let Some(session_id) = session.filter(|_| load) {
             commands.push(Command::LoadTranscript { session_id });
@@ -425,7 +439,7 @@ impl App {
 
     /// The composer's text to its target: a team runs (or queues while running), a session
     /// chats.
-    fn send(&mut self) -> Vec<Command> {
+    pub(super) fn send_text(&mut self) -> Vec<Command> {
         let text = self.composer.text();
         if text.trim().is_empty() {
             return Vec::new();
@@ -591,8 +605,10 @@ impl App {
             Some(MouseTarget::SidebarRow(i)) => {
                 self.focus = Focus::Sidebar;
                 if self.org.read(|o| self.sidebar.click(o, i)) {
-                    let commands = self.on_selection_changed();
+                    let mut commands = self.on_selection_changed();
                     self.refresh_placeholder();
+                    // Another target's draft: its `@` files.
+                    commands.extend(self.sync_attachments());
                     return commands;
                 }
             }

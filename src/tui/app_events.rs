@@ -67,6 +67,19 @@ impl App {
                 }
                 Vec::new()
             }
+            AppEvent::Edited { target, result } => {
+                self.on_edited(target, result);
+                Vec::new()
+            }
+            AppEvent::RepoFiles(files) => {
+                self.composer.attach.set_files(files);
+                self.sync_attachments()
+            }
+            AppEvent::AttachmentRead { name, result } => self.on_attachment_read(&name, result),
+            AppEvent::InputsLoaded(inputs) => {
+                self.on_inputs_loaded(inputs);
+                Vec::new()
+            }
             worktree_event => self.handle_worktree_event(worktree_event),
         };
         self.refresh_placeholder();

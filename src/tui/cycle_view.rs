@@ -256,7 +256,12 @@ impl CycleView {
                 }
                 self.worker(session_id, worker).state = WorkerState::Assigned;
                 let worker = self.short(worker).to_string();
-                self.push(TimelineKind::Info, format!("  → {worker}: {}", first_line(task)));
+                // The whole task (its lines joined): the timeline wraps it to the width.
+                let task = task.split_whitespace().collect::<Vec<_>>().join(" ");
+                self.push(
+                    TimelineKind::Info,
+                    format!("  → {worker}: {}", crate::text::first_line(&task, 2000)),
+                );
             }
             EventKind::AssignmentDropped { name, reason, .. } => {
                 self.push(

@@ -245,6 +245,7 @@ impl Default for Keymap {
             (PageDown, vec![K::plain(KeyCode::PageDown)]),
             (HistoryPrev, vec![K::plain(KeyCode::Up)]),
             (HistoryNext, vec![K::plain(KeyCode::Down)]),
+            (OpenEditor, vec![K::ctrl('o')]),
         ];
         let mut tables = BTreeMap::new();
         tables.insert(Context::Global, global);

@@ -145,6 +145,14 @@ impl DialogStack {
         })
     }
 
+    /// The open text dialog for `purpose` (to put `$EDITOR`'s text in it).
+    pub fn text_input(&mut self, purpose: &super::TextPurpose) -> Option<&mut super::TextInput> {
+        self.open.iter_mut().find_map(|d| match d {
+            Dialog::Text(t) if t.purpose == *purpose => Some(&mut **t),
+            _ => None,
+        })
+    }
+
     /// The open diff view waiting for `request`'s diffs.
     pub fn diff_view(&mut self, request: u64) -> Option<&mut super::DiffView> {
         self.open.iter_mut().find_map(|d| match d {
