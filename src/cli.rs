@@ -142,6 +142,13 @@ pub struct RunArgs {
     /// nobody is there to approve them).
     #[arg(long)]
     pub approve_tools: bool,
+    /// A relay asks about each draft on this terminal (y send / e edit / n reject); without it a
+    /// relay runs only in full_auto approval.
+    #[arg(long)]
+    pub approve: bool,
+    /// A relay's approval mode for this run: manual, semi_auto or full_auto.
+    #[arg(long, value_name = "MODE", value_parser = parse_approval)]
+    pub approval: Option<crate::model::ApprovalMode>,
     /// The prompt; `-` reads it from standard input.
     #[arg(required_unless_present = "resume", conflicts_with = "resume")]
     pub prompt: Option<String>,
@@ -226,6 +233,18 @@ pub fn note(line: std::fmt::Arguments<'_>) {
 
 fn parse_strategy(s: &str) -> Result<WorktreeStrategy, String> {
     s.parse::<WorktreeStrategy>().map_err(|e| e.to_string())
+}
+
+fn parse_approval(s: &str) -> Result<crate::model::ApprovalMode, String> {
+    use crate::model::ApprovalMode;
+    match s.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+        "manual" => Ok(ApprovalMode::Manual),
+        "semi_auto" => Ok(ApprovalMode::SemiAuto),
+        "full_auto" => Ok(ApprovalMode::FullAuto),
+        _ => Err(format!(
+            "unknown approval mode `{s}` (expected one of: manual, semi_auto, full_auto)"
+        )),
+    }
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {

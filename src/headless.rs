@@ -33,6 +33,10 @@ pub struct RunRequest {
     pub events: bool,
     /// Approve tool calls that ask (`--approve-tools`); otherwise they are denied.
     pub approve_tools: bool,
+    /// A relay asks about each draft on the terminal (`--approve`).
+    pub approve: bool,
+    /// A relay's approval mode for this run (`--approval`).
+    pub approval: Option<crate::model::ApprovalMode>,
     /// Empty with `resume`.
     pub prompt: String,
     /// Continue the group's interrupted cycle instead of starting a run.
@@ -134,6 +138,25 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
         Target::Group(id) => interrupted_cycle(&edits, id, &request)?,
         Target::Session(_) => false,
     };
+    // A relay whose drafts wait for a person runs only with someone at the terminal.
+    let relay = match &target {
+        Target::Group(id) => engine
+            .org()
+            .read(|o| crate::headless_relay::relay_approval(o, id, request.mode, request.approval)),
+        Target::Session(_) => None,
+    };
+    if let Some((name, approval)) = &relay {
+        crate::headless_relay::check_approval(
+            name,
+            *approval,
+            request.approve,
+            crate::headless_relay::on_terminal(),
+        )
+        .map_err(usage)?;
+    }
+    let approver = relay
+        .filter(|(_, a)| *a != crate::model::ApprovalMode::FullAuto)
+        .map(|_| engine.clone());
     // What is reported from here on refers to a group that is on disk.
     let flushed = {
         let engine = engine.clone();
@@ -147,7 +170,7 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
     }
 
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
-    let printer = tokio::spawn(print_events(events, done_rx, request.events));
+    let printer = tokio::spawn(print_events(events, done_rx, request.events, approver));
     let signalled = Arc::new(AtomicU8::new(0));
     let stopper = tokio::spawn(stop_on_signal(engine.clone(), Arc::clone(&signalled)));
 
@@ -155,6 +178,7 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
         mode: request.mode,
         max_iterations: request.max_iterations,
         model: request.model.clone(),
+        relay_approval: request.approval,
         budget: request.budget,
     };
     let result = match &target {
@@ -332,6 +356,16 @@ fn choose_target(
         for w in &preset.warnings {
             note(format_args!("huddle: warning: {}", sanitize::display(w)));
         }
+        // A relay that could not run here is refused before its team is made.
+        if let (Mode::Relay, Some(relay)) = (request.mode.unwrap_or(preset.mode), &preset.relay) {
+            crate::headless_relay::check_approval(
+                &preset.name,
+                request.approval.unwrap_or(relay.approval),
+                request.approve,
+                crate::headless_relay::on_terminal(),
+            )
+            .map_err(usage)?;
+        }
         let strategy = request.worktrees.unwrap_or(preset.worktrees);
         if !strategy.is_shared() {
             note(format_args!(
@@ -374,6 +408,7 @@ async fn print_events(
     mut events: mpsc::UnboundedReceiver<EngineEvent>,
     mut done: tokio::sync::oneshot::Receiver<()>,
     ndjson: bool,
+    approver: Option<Engine>,
 ) -> bool {
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let mut lost = false;
@@ -387,6 +422,14 @@ async fn print_events(
             _ = &mut done => break,
         };
         lost |= !print_event(&event, ndjson, color);
+        // `--approve`: a draft waiting for a person is asked about here (the run ending, e.g.
+        // on Ctrl-C, ends the question).
+        if let (Some(engine), EventKind::RelayDraft { waiting: true, .. }) = (&approver, &event.kind) {
+            tokio::select! {
+                _ = crate::headless_relay::answer_draft(engine, &event) => {}
+                _ = &mut done => break,
+            }
+        }
     }
     // After `done`, drain without waiting.
     while let Ok(event) = events.try_recv() {
@@ -506,7 +549,7 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
             *duration_ms as f64 / 1000.0,
             first_line(said, 100)
         ),
-        _ => return None,
+        other => return crate::headless_relay::progress_line(other),
     })
 }
 

@@ -11,6 +11,7 @@ pub mod config;
 pub mod doctor;
 pub mod engine;
 pub mod headless;
+pub mod headless_relay;
 pub mod logging;
 pub mod model;
 pub mod naming;

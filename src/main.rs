@@ -168,6 +168,8 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 },
                 events: args.events,
                 approve_tools: args.approve_tools,
+                approve: args.approve,
+                approval: args.approval,
                 prompt: args.prompt.unwrap_or_default(),
                 resume: args.resume,
                 discard_interrupted: args.discard_interrupted,

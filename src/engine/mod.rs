@@ -93,6 +93,8 @@ pub struct RunOverrides {
     pub max_iterations: Option<u32>,
     /// A model slug used by every session of this run.
     pub model: Option<String>,
+    /// A relay's approval mode for this run (`huddle run --approval`).
+    pub relay_approval: Option<crate::model::ApprovalMode>,
     /// Limits of this run, each over the group's (`huddle run --max-duration/--token-budget`).
     pub budget: RunBudget,
 }
@@ -128,6 +130,8 @@ pub(crate) struct RunControl {
     pub cancel: CancellationToken,
     pub paused: watch::Sender<bool>,
     pub queued: Mutex<Vec<String>>,
+    /// A relay waiting for the user's answer to a draft (see [`Engine::answer_relay`]).
+    pub relay_answer: Mutex<Option<tokio::sync::oneshot::Sender<crate::model::DraftAnswer>>>,
     pub budget: budget::BudgetState,
 }
 
@@ -137,6 +141,7 @@ impl RunControl {
             cancel: shutdown.child_token(),
             paused: watch::channel(false).0,
             queued: Mutex::new(Vec::new()),
+            relay_answer: Mutex::new(None),
             budget: budget::BudgetState::default(),
         }
     }
@@ -474,6 +479,18 @@ impl Engine {
     /// Answers a `tool_approval_requested` event; false when nothing waits on it any more.
     pub fn answer_approval(&self, approval_id: u64, decision: Decision) -> bool {
         self.shared.approvals.answer(approval_id, decision)
+    }
+
+    /// Answers the group's relay waiting on the user (a `relay_draft` with `waiting`, or a
+    /// take-over); false when it waits for nothing.
+    pub fn answer_relay(&self, group_id: &str, answer: crate::model::DraftAnswer) -> bool {
+        let mut answered = false;
+        self.with_runs(&RunKey::team(group_id), |r| {
+            if let Some(tx) = lock(&r.control.relay_answer).take() {
+                answered |= tx.send(answer.clone()).is_ok();
+            }
+        });
+        answered
     }
 
     /// Stops the tool servers (their processes end). Call once, on exit.

@@ -48,6 +48,11 @@ pub struct TurnOptions {
     pub timeout: Option<Duration>,
     /// A model slug used instead of the session's own for this turn (`huddle run --model`).
     pub model_override: Option<String>,
+    /// Send only the system prompt and this prompt, not the session's earlier conversation
+    /// (the prompt carries what the turn needs, e.g. a relay driver's folded history).
+    pub fresh: bool,
+    /// Stored on the prompt's message: a relayed message's trace id and hop count.
+    pub relay: Option<crate::model::RelayMeta>,
 }
 
 /// How a turn ended.
@@ -286,7 +291,12 @@ impl Actor<'_> {
         self.load_history().await;
         let mut user = Message::user(prompt);
         user.iteration = options.iteration;
-        let mut messages = bounded_history(self.history());
+        user.relay = options.relay.clone();
+        let mut messages = if options.fresh {
+            Vec::new()
+        } else {
+            bounded_history(self.history())
+        };
         messages.push(ChatMessage::user(user.text.as_str()));
         self.shared.writer.append(self.session_id, user.clone());
         self.emit(
@@ -420,7 +430,7 @@ impl Actor<'_> {
             request.agent_session_id = info
                 .agent_session
                 .as_ref()
-                .filter(|s| s.provider == provider.name())
+                .filter(|s| s.provider == provider.name() && !options.fresh)
                 .map(|s| s.id.clone());
         }
         let mut usage: Option<Usage> = None;

@@ -119,6 +119,12 @@ pub struct Group {
     /// How the team's members share git worktrees (the records are on its sessions).
     #[serde(default, skip_serializing_if = "WorktreeStrategy::is_shared")]
     pub worktrees: WorktreeStrategy,
+    /// A relay team's settings (mode `relay`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay: Option<super::RelaySettings>,
+    /// The current or last relay run's state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay_state: Option<super::RelayRecord>,
     /// Limits of each run of the group (none by default).
     #[serde(default, skip_serializing_if = "RunBudget::is_empty")]
     pub budget: RunBudget,
@@ -157,6 +163,8 @@ impl Group {
             usage: Usage::default(),
             pending_messages: Vec::new(),
             worktrees: WorktreeStrategy::Shared,
+            relay: None,
+            relay_state: None,
             budget: RunBudget::default(),
         }
     }

@@ -48,6 +48,7 @@ pub fn create_team_group(
     if let Some(t) = preset.worker_timeout_secs {
         group.worker_timeout_secs = t;
     }
+    group.relay = preset.relay.clone();
     group.budget = preset.budget();
     group.source_preset = Some(format!(
         "{}:{}",
@@ -175,6 +176,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         shared_context: group.shared_context.clone(),
         routing_context: group.routing_context.clone(),
         worktrees: group.worktrees,
+        relay: group.relay.clone(),
         tier: None,
         source: None,
         warnings: Vec::new(),

@@ -164,6 +164,33 @@ fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetEr
             ));
         }
     }
+    if preset.mode == Mode::Relay {
+        let Some(relay) = &preset.relay else {
+            return Err(err(
+                "mode:",
+                0,
+                "relay: mode relay needs a `relay:` entry (driver, counterpart)".into(),
+            ));
+        };
+        let members: Vec<&str> = preset.workers.iter().map(|w| w.name.as_str()).collect();
+        if let Some(problem) = relay.problem(&members) {
+            let key = problem.split(':').next().unwrap_or("relay");
+            let needle = key
+                .rsplit('.')
+                .next()
+                .unwrap_or("relay")
+                .split('[')
+                .next()
+                .unwrap_or("relay")
+                .to_string();
+            return Err(err(&needle, 0, problem));
+        }
+    } else if preset.relay.is_some() {
+        preset.warnings.push(format!(
+            "relay: only used by mode relay; ignored in mode {}",
+            preset.mode
+        ));
+    }
     let mut slugs: Vec<(String, &str)> = Vec::new();
     if let Some(m) = preset.orchestrator.as_ref().and_then(|o| o.model.as_deref()) {
         slugs.push(("orchestrator.model".into(), m));

@@ -13,6 +13,8 @@ pub enum PromptKind {
     Planning,
     Worker,
     FollowUp,
+    /// A relay driver drafting its next outbound message.
+    RelayDriver,
     Chat,
 }
 
@@ -47,7 +49,9 @@ impl SimPrompt<'_> {
 }
 
 pub fn classify(p: &SimPrompt) -> PromptKind {
-    if p.has_heading("## Synthesis to evaluate") {
+    if heading_index(p.user, "## Relay objective").is_some() {
+        PromptKind::RelayDriver
+    } else if p.has_heading("## Synthesis to evaluate") {
         PromptKind::Evaluator
     } else if p.has_heading("## Answer to evaluate") {
         PromptKind::SingleEvaluator
@@ -82,6 +86,7 @@ pub fn answer(p: &SimPrompt, seed: u64) -> String {
         PromptKind::Planning => planning(p, &mut rng),
         PromptKind::Worker => worker(p, &mut rng),
         PromptKind::FollowUp => follow_up(p, &mut rng),
+        PromptKind::RelayDriver => relay_driver(p),
         PromptKind::Chat => chat(p, &mut rng),
     }
 }
@@ -324,6 +329,51 @@ fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
         "{opener}: \"{said}\". This is huddle's offline simulator (simulated answer, no model was called); \
          configure a real provider in config.yaml for real answers.\n"
     )
+}
+
+/// The turn a relay driver drafts: third turn (or the last allowed) closes the relay.
+const SIM_RELAY_TURNS: u32 = 3;
+
+/// A relay driver's draft: deterministic from the turn, the objective, the counterpart's last
+/// message and a rejection note; from turn 3 (or the last turn allowed) it closes the relay.
+fn relay_driver(p: &SimPrompt) -> String {
+    let objective = summary(&p.section("## Relay objective").unwrap_or_default(), 80);
+    let (turn, max) = relay_turn(p.user);
+    let latest = p
+        .section("## Latest counterpart message")
+        .map(|t| summary(&t, 60));
+    let note = p
+        .section("## The user rejected your last draft")
+        .map(|t| summary(t.lines().next().unwrap_or(""), 60));
+    if turn > SIM_RELAY_TURNS.min(max) {
+        return format!(
+            "Report: after {} turns toward \"{objective}\" the counterpart's last word was \"{}\". \
+             (Simulated by huddle's offline simulator.)\n[[RELAY_COMPLETE]]\n",
+            turn - 1,
+            latest.unwrap_or_default()
+        );
+    }
+    let mut text = match (turn, &latest) {
+        (1, _) | (_, None) => format!("Hello. On behalf of my user: {objective}. What can you offer?"),
+        (_, Some(said)) => {
+            format!("Thanks for \"{said}\". Turn {turn}: can you meet us halfway on {objective}?")
+        }
+    };
+    if let Some(note) = note {
+        text = format!("(revised: {note}) {text}");
+    }
+    format!("{text} (Simulated relay draft.)\n")
+}
+
+/// `Turn: <n> of <max>` in a relay driver prompt.
+fn relay_turn(text: &str) -> (u32, u32) {
+    let line = text.lines().find_map(|l| l.trim().strip_prefix("Turn: "));
+    let mut numbers = line
+        .unwrap_or("")
+        .split(" of ")
+        .map(|n| n.trim().parse::<u32>().unwrap_or(1));
+    let turn = numbers.next().unwrap_or(1);
+    (turn, numbers.next().unwrap_or(u32::MAX))
 }
 
 struct Worker {

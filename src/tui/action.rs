@@ -78,6 +78,7 @@ actions! {
     NextToolCall => "next_tool_call", "select the tool call below";
     ViewDiff => "view_diff", "diff of the session's worktree (on a team: each worktree)";
     MergeWorktree => "merge_worktree", "bring a worktree's commits back (merge / cherry-pick; asks)";
+    RelayDraft => "relay_draft", "relay: review the draft waiting for you, or hand a take-over back";
 }
 
 /// Where a key is read: the keymap has one table per context.

@@ -356,6 +356,7 @@ impl App {
             Action::NextToolCall => self.select_tool_call(false),
             Action::ViewDiff => return self.open_diff(),
             Action::MergeWorktree => return self.merge_selected(),
+            Action::RelayDraft => self.open_relay_draft(),
         }
         Vec::new()
     }
@@ -435,6 +436,13 @@ impl App {
         };
         if self.is_team(&group_id) {
             self.composer.send();
+            if self.relay_taken_over(&group_id) {
+                self.flash("sent to the counterpart (yours)", false);
+                return vec![Command::AnswerRelay {
+                    group_id,
+                    answer: crate::model::DraftAnswer::Yours(text),
+                }];
+            }
             if self.team_running(&group_id) {
                 self.team_panel.queue(&group_id, text.clone());
                 self.flash("queued for the orchestrator's next plan", false);

@@ -227,6 +227,7 @@ impl Default for Keymap {
             (NextToolCall, vec![K::ch('T')]),
             (ViewDiff, vec![K::ch('D')]),
             (MergeWorktree, vec![K::ch('B')]),
+            (RelayDraft, vec![K::ch('v')]),
         ];
         let search = vec![
             (SearchNext, vec![K::ch('n')]),

@@ -5,6 +5,9 @@ mod broadcast;
 mod one_pass;
 mod orchestrator;
 mod orchestrator_reflect;
+mod relay;
+mod relay_history;
+mod relay_review;
 mod sequential;
 
 use std::sync::Arc;
@@ -24,6 +27,28 @@ pub(crate) async fn run(
     prompt: String,
     overrides: &RunOverrides,
     resume: bool,
+) -> Result<RunReport, EngineError> {
+    run_linked(
+        shared,
+        active,
+        group_id,
+        prompt,
+        overrides,
+        resume,
+        relay::RelayLink::default(),
+    )
+    .await
+}
+
+/// A team run that may be a link in a chain of relays (`link` says where).
+pub(crate) async fn run_linked(
+    shared: &Arc<EngineShared>,
+    active: &ActiveRun,
+    group_id: &str,
+    prompt: String,
+    overrides: &RunOverrides,
+    resume: bool,
+    link: relay::RelayLink,
 ) -> Result<RunReport, EngineError> {
     let team = Team::read(shared, group_id, overrides)?;
     team.check_runnable()?;
@@ -49,6 +74,7 @@ pub(crate) async fn run(
             Mode::Sequential => sequential::run(&mut run, prompt).await,
             Mode::Orchestrator => orchestrator::run(&mut run, prompt).await,
             Mode::OrchestratorReflect => orchestrator_reflect::run(&mut run, prompt, resume).await,
+            Mode::Relay => relay::run(&mut run, prompt, overrides, link).await,
         }
     };
     within_time_limit(&active.control, &active.emitter, work).await

@@ -141,6 +141,7 @@ mod tests {
             shared_context: None,
             routing_context: None,
             worktrees: WorktreeStrategy::OrchestratorIsolated,
+            relay: None,
             tier: None,
             source: None,
             warnings: Vec::new(),

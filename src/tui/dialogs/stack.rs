@@ -32,6 +32,11 @@ impl DialogStack {
         self.open.push(dialog);
     }
 
+    /// Keeps only the dialogs `keep` says yes to.
+    pub fn retain(&mut self, keep: impl FnMut(&Dialog) -> bool) {
+        self.open.retain(keep);
+    }
+
     /// An error popup.
     pub fn error(&mut self, title: impl Into<String>, text: impl Into<String>) {
         self.push(Dialog::Notice(Notice::error(title, text)));

@@ -1,0 +1,225 @@
+//! A relay's run as the UI shows it: its state, turn, the draft waiting for you, whether you
+//! took it over, and the banner saying why it ended. Kept in the group's [`CycleView`] from the
+//! relay events; pure state plus the panel lines.
+
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+
+use crate::engine::events::EventKind;
+use crate::model::{RelayPhase, RelayRecord};
+use crate::text::sanitize;
+
+use super::cycle_view::{CycleView, TimelineKind};
+
+/// A draft waiting for the user's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaitingDraft {
+    pub turn: u32,
+    pub text: String,
+    /// Why it waits (manual approval, a review rule).
+    pub review: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RelayView {
+    pub state: RelayPhase,
+    pub turn: u32,
+    pub max_turns: u32,
+    pub reason: Option<String>,
+    pub taken_over: bool,
+    pub draft: Option<WaitingDraft>,
+}
+
+impl RelayView {
+    /// The view of the relay state saved with a group.
+    pub fn from_record(r: &RelayRecord) -> RelayView {
+        RelayView {
+            state: r.state,
+            turn: r.turn,
+            max_turns: r.max_turns,
+            reason: r.reason.clone(),
+            taken_over: r.taken_over && !r.state.is_final(),
+            draft: None,
+        }
+    }
+
+    /// The user is asked something: a draft to approve, or (taken over) their own message.
+    pub fn waits_for_you(&self) -> bool {
+        !self.state.is_final() && (self.draft.is_some() || self.taken_over)
+    }
+}
+
+/// Applies a relay event to the group's view (other events are ignored).
+pub fn apply(view: &mut CycleView, kind: &EventKind) {
+    let clean = |t: &str| sanitize::display(&crate::text::first_line(t, 120)).into_owned();
+    match kind {
+        EventKind::RelayState {
+            state,
+            turn,
+            max_turns,
+            reason,
+        } => {
+            let relay = view.relay.get_or_insert_with(RelayView::default);
+            relay.state = *state;
+            relay.turn = *turn;
+            relay.max_turns = *max_turns;
+            relay.reason = reason.clone();
+            if *state != RelayPhase::ReadyToSend {
+                relay.draft = None;
+            }
+            if state.is_final() {
+                relay.taken_over = false;
+                let kind = match state {
+                    RelayPhase::Completed => TimelineKind::Good,
+                    RelayPhase::Error => TimelineKind::Bad,
+                    _ => TimelineKind::Warn,
+                };
+                let why = reason
+                    .as_deref()
+                    .map(|r| format!(": {}", clean(r)))
+                    .unwrap_or_default();
+                view.push(kind, format!("■ relay {state}{why}"));
+            }
+        }
+        EventKind::RelayDraft {
+            turn,
+            text,
+            waiting,
+            review,
+            ..
+        } => {
+            let relay = view.relay.get_or_insert_with(RelayView::default);
+            if *waiting {
+                relay.draft = Some(WaitingDraft {
+                    turn: *turn,
+                    text: sanitize::display(text).into_owned(),
+                    review: review.clone(),
+                });
+                let why = review
+                    .as_deref()
+                    .map(|r| format!(" ({})", clean(r)))
+                    .unwrap_or_default();
+                view.push(TimelineKind::Warn, format!("  ? draft {turn} waits for you{why}"));
+            }
+        }
+        EventKind::RelayTakeOver { active, .. } => {
+            let relay = view.relay.get_or_insert_with(RelayView::default);
+            relay.taken_over = *active;
+            relay.draft = None;
+            let text = if *active {
+                "  ✍ you took over: your messages go to the counterpart"
+            } else {
+                "  ↺ handed back to the driver"
+            };
+            view.push(TimelineKind::Info, text.into());
+        }
+        EventKind::RelaySent {
+            turn, sent_as, text, ..
+        } => {
+            if let Some(relay) = view.relay.as_mut() {
+                relay.draft = None;
+            }
+            view.push(
+                TimelineKind::Info,
+                format!("  → turn {turn} [{}] {}", sent_as.as_str(), clean(text)),
+            );
+        }
+        EventKind::RelayReply { turn, text, .. } => {
+            view.push(TimelineKind::Good, format!("  ← turn {turn} {}", clean(text)));
+        }
+        EventKind::RelayAudit { .. } => {}
+        _ => {}
+    }
+}
+
+/// The relay's lines in the cycle panel: state and turn, what it waits for, why it ended.
+pub fn panel_lines(view: &CycleView, review_key: &str) -> Vec<Line<'static>> {
+    let Some(relay) = &view.relay else {
+        return Vec::new();
+    };
+    let warn = Style::default().fg(Color::Yellow);
+    let mut out = vec![Line::styled(
+        format!(
+            "relay · {} · turn {}/{}",
+            relay.state, relay.turn, relay.max_turns
+        ),
+        Style::default().add_modifier(Modifier::BOLD),
+    )];
+    if relay.state.is_final() {
+        let style = match relay.state {
+            RelayPhase::Completed => Style::default().fg(Color::Green),
+            RelayPhase::Error => Style::default().fg(Color::Red),
+            _ => warn,
+        };
+        if let Some(reason) = &relay.reason {
+            out.push(Line::styled(
+                sanitize::display(&crate::text::first_line(reason, 200)).into_owned(),
+                style.add_modifier(Modifier::BOLD),
+            ));
+        }
+    } else if relay.taken_over {
+        out.push(Line::styled(
+            format!("✍ taken over: type in the composer · {review_key} to hand back"),
+            warn.add_modifier(Modifier::BOLD),
+        ));
+    } else if let Some(d) = &relay.draft {
+        out.push(Line::styled(
+            format!("? draft {} waits for you · {review_key} to review", d.turn),
+            warn.add_modifier(Modifier::BOLD),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::SentAs;
+
+    #[test]
+    fn events_build_the_view_and_the_banner() {
+        let mut v = CycleView::default();
+        apply(
+            &mut v,
+            &EventKind::RelayDraft {
+                session_id: "s".into(),
+                turn: 1,
+                text: "offer 400\x1b[31m".into(),
+                waiting: true,
+                review: Some("manual approval".into()),
+            },
+        );
+        let relay = v.relay.clone().unwrap();
+        assert_eq!(relay.draft.as_ref().unwrap().text, "offer 400");
+        apply(
+            &mut v,
+            &EventKind::RelaySent {
+                turn: 1,
+                sent_as: SentAs::Edited,
+                trace_id: "t".into(),
+                hop: 1,
+                text: "offer 420".into(),
+            },
+        );
+        assert!(v.relay.as_ref().unwrap().draft.is_none());
+        assert!(v.timeline.iter().any(|e| e.text.contains("[edited] offer 420")));
+        apply(
+            &mut v,
+            &EventKind::RelayState {
+                state: RelayPhase::Stopped,
+                turn: 8,
+                max_turns: 8,
+                reason: Some("limit reached: max_turns (8)".into()),
+            },
+        );
+        assert!(
+            v.timeline
+                .last()
+                .unwrap()
+                .text
+                .contains("■ relay stopped: limit reached: max_turns (8)")
+        );
+        let lines = panel_lines(&v, "a");
+        assert!(lines.iter().any(|l| l.to_string().contains("max_turns (8)")));
+    }
+}
