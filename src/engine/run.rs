@@ -82,6 +82,9 @@ impl<'a> Run<'a> {
         };
         let result = self.shared.turn(&member.id, prompt, options).await;
         self.account(&result);
+        if let Some(u) = result.usage {
+            self.control().count_tokens(u, self.emitter());
+        }
         result
     }
 

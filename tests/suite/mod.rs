@@ -5,6 +5,7 @@ mod engine_budgets;
 mod engine_fixture;
 mod engine_modes;
 mod engine_reflect;
+mod engine_relay;
 mod engine_runs;
 mod engine_single;
 mod engine_tool_loop;

@@ -66,7 +66,12 @@ pub(crate) async fn run_linked(
             failed: Some(e.to_string()),
         });
     }
-    active.control.set_budget(team.budget);
+    let mut budget = team.budget;
+    if team.mode == Mode::Relay && budget.max_duration_secs.is_none() {
+        // A relay talks to someone else's agent: it never runs unbounded.
+        budget.max_duration_secs = Some(crate::model::relay::DEFAULT_MAX_DURATION_SECS);
+    }
+    active.control.set_budget(budget);
     let mut run = Run::new(shared, active, team);
     let work = async {
         match run.team.mode {

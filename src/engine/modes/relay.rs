@@ -10,7 +10,6 @@
 
 use std::time::Instant;
 
-use crate::model::relay::DEFAULT_MAX_DURATION_SECS;
 use crate::model::{
     ApprovalMode, CycleOutcome, DraftAnswer, Mode, RelayMeta, RelayPhase, RelayRecord, RelaySettings, SentAs,
 };
@@ -218,7 +217,6 @@ impl Relay {
     async fn converse(&mut self, run: &mut Run<'_>) -> Ending {
         let mut history: Vec<Exchange> = Vec::new();
         let mut rejection: Option<String> = None;
-        let max_duration = std::time::Duration::from_secs(DEFAULT_MAX_DURATION_SECS);
         loop {
             if let Some(ending) = self.checkpoint(run).await {
                 return ending;
@@ -228,15 +226,6 @@ impl Relay {
                     state: RelayPhase::Stopped,
                     outcome: CycleOutcome::MaxIterations,
                     reason: format!("limit reached: max_turns ({})", self.settings.max_turns),
-                    failed: None,
-                };
-            }
-            // TODO(budgets): the generic run budget replaces this once it is merged.
-            if run.started.elapsed() >= max_duration {
-                return Ending {
-                    state: RelayPhase::Stopped,
-                    outcome: CycleOutcome::MaxIterations,
-                    reason: format!("limit reached: max_duration_secs ({})", max_duration.as_secs()),
                     failed: None,
                 };
             }
@@ -483,8 +472,8 @@ impl Relay {
         Some(Ending {
             state: RelayPhase::Error,
             outcome: CycleOutcome::ErrorBudget,
-            reason: reason.clone(),
-            failed: Some(reason),
+            reason,
+            failed: None,
         })
     }
 
@@ -531,6 +520,7 @@ impl Relay {
                     Ok(report) => {
                         run.usage.add(report.usage);
                         run.simulated |= report.simulated;
+                        run.control().count_tokens(report.usage, run.emitter());
                         match report.failed {
                             Some(why) => Err(format!("group `{name}`: {why}")),
                             None if report.final_text.trim().is_empty() => {
@@ -579,6 +569,15 @@ impl Relay {
 }
 
 fn stopped_ending(run: &Run<'_>) -> Ending {
+    // The run budget (time or tokens) stops a run the way the stop key does.
+    if let Some(spent) = run.control().budget_exhausted() {
+        return Ending {
+            state: RelayPhase::Stopped,
+            outcome: CycleOutcome::BudgetExhausted,
+            reason: format!("limit reached: {spent}"),
+            failed: None,
+        };
+    }
     let reason = if run.shared.interrupting() {
         "interrupted (huddle was stopped)"
     } else {
