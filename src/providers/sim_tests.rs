@@ -303,3 +303,16 @@ fn a_relay_driver_drafts_deterministically_then_completes() {
     let short = ask(None, "## Relay objective\nx\n\nTurn: 3 of 2\n");
     assert!(short.contains("[[RELAY_COMPLETE]]"), "{short}");
 }
+
+#[test]
+fn a_negotiation_counterparty_counters_deterministically() {
+    let system = Some("You are the other side of a negotiation: a seller.");
+    let first = ask(system, "Hello. What can you offer?");
+    assert!(first.contains("My asking price is"), "{first}");
+    let counter = ask(system, "We offer 400 for it.");
+    assert_eq!(counter, ask(system, "We offer 400 for it."));
+    assert!(
+        counter.starts_with("400 is too low for me. I can do 4"),
+        "{counter}"
+    );
+}

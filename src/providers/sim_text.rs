@@ -286,6 +286,9 @@ fn follow_up(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
 }
 
 fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
+    if p.system.to_lowercase().contains("negotiation") {
+        return counterparty(p);
+    }
     let said = summary(p.user, 80);
     let opener = pick(rng, &["Noted", "Understood", "Got it", "Thanks"]);
     let focus = p
@@ -356,13 +359,39 @@ fn relay_driver(p: &SimPrompt) -> String {
     let mut text = match (turn, &latest) {
         (1, _) | (_, None) => format!("Hello. On behalf of my user: {objective}. What can you offer?"),
         (_, Some(said)) => {
-            format!("Thanks for \"{said}\". Turn {turn}: can you meet us halfway on {objective}?")
+            format!(
+                "You said: \"{said}\". We can offer {} for it; can you meet us there?",
+                300 + 50 * turn
+            )
         }
     };
     if let Some(note) = note {
         text = format!("(revised: {note}) {text}");
     }
     format!("{text} (Simulated relay draft.)\n")
+}
+
+/// The other side of a negotiation (a relay's counterpart): a counter-offer that comes down
+/// as the offers it hears go up, deterministic from the message.
+fn counterparty(p: &SimPrompt) -> String {
+    let offered: Vec<u32> = p
+        .user
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .filter(|n| (10..100_000).contains(n))
+        .collect();
+    let step = (stable_hash(&[p.user]) % 4) as u32 * 10;
+    let text = match offered.last() {
+        Some(n) => format!(
+            "{n} is too low for me. I can do {}, and delivery is included.",
+            n + 50 + step
+        ),
+        None => format!(
+            "Thanks for reaching out. My asking price is {}; what do you have in mind?",
+            480 + step
+        ),
+    };
+    format!("{text} (Simulated counterparty.)\n")
 }
 
 /// `Turn: <n> of <max>` in a relay driver prompt.

@@ -435,14 +435,10 @@ impl App {
             return Vec::new();
         };
         if self.is_team(&group_id) {
-            self.composer.send();
-            if self.relay_taken_over(&group_id) {
-                self.flash("sent to the counterpart (yours)", false);
-                return vec![Command::AnswerRelay {
-                    group_id,
-                    answer: crate::model::DraftAnswer::Yours(text),
-                }];
+            if let Some(commands) = self.relay_send(&group_id, &text) {
+                return commands;
             }
+            self.composer.send();
             if self.team_running(&group_id) {
                 self.team_panel.queue(&group_id, text.clone());
                 self.flash("queued for the orchestrator's next plan", false);
@@ -564,7 +560,17 @@ impl App {
                         .map(|g| (g.is_team(), g.name.clone(), g.mode))
                         .unwrap_or((false, String::new(), Default::default()))
                 });
-                if team && self.team_running(&gid) {
+                if self.relay_taken_over(&gid) {
+                    format!(
+                        "Your message to the counterpart (taken over; {} hands back)…",
+                        key(Action::RelayDraft)
+                    )
+                } else if team && self.team_running(&gid) && mode == crate::model::Mode::Relay {
+                    format!(
+                        "The relay is running ({} answers a waiting draft)",
+                        key(Action::RelayDraft)
+                    )
+                } else if team && self.team_running(&gid) {
                     "Queue a message for the orchestrator's next plan…".to_string()
                 } else if team {
                     format!("Prompt for {} ({mode})…", crate::text::sanitize::display(&name))

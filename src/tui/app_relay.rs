@@ -56,6 +56,32 @@ impl App {
                 .is_some_and(|r| r.taken_over && !r.state.is_final())
     }
 
+    /// The composer's text for a running relay: the user's own message while taken over;
+    /// otherwise nothing is sent (a relay reads no queued messages) and the user is told why.
+    /// None when the group is no running relay.
+    pub(super) fn relay_send(&mut self, group_id: &str, text: &str) -> Option<Vec<Command>> {
+        if self.relay_taken_over(group_id) {
+            self.composer.send();
+            self.flash("sent to the counterpart (yours)", false);
+            return Some(vec![Command::AnswerRelay {
+                group_id: group_id.to_string(),
+                answer: DraftAnswer::Yours(text.to_string()),
+            }]);
+        }
+        let relay = self.org.read(|o| o.group(group_id).map(|g| g.mode)) == Some(crate::model::Mode::Relay);
+        if relay && self.team_running(group_id) {
+            let key = self.keymap.key_label(super::action::Action::RelayDraft);
+            self.flash(
+                format!(
+                    "the relay is running: {key} answers its draft (t there takes it over to write yourself)"
+                ),
+                true,
+            );
+            return Some(Vec::new());
+        }
+        None
+    }
+
     /// A draft waiting for you opens its popup; a draft settled (sent, run over) closes it.
     pub(super) fn follow_relay(&mut self, event: &EngineEvent) {
         let group_id = &event.group_id;

@@ -32,13 +32,22 @@ pub struct RelayView {
 
 impl RelayView {
     /// The view of the relay state saved with a group.
+    /// A run that never reached an end (huddle was killed) is shown stopped, as interrupted.
     pub fn from_record(r: &RelayRecord) -> RelayView {
+        let (state, reason) = if r.state.is_final() {
+            (r.state, r.reason.clone())
+        } else {
+            (
+                RelayPhase::Stopped,
+                Some(format!("interrupted in {} (huddle ended)", r.state)),
+            )
+        };
         RelayView {
-            state: r.state,
+            state,
             turn: r.turn,
             max_turns: r.max_turns,
-            reason: r.reason.clone(),
-            taken_over: r.taken_over && !r.state.is_final(),
+            reason,
+            taken_over: false,
             draft: None,
         }
     }
@@ -59,6 +68,8 @@ pub fn apply(view: &mut CycleView, kind: &EventKind) {
             max_turns,
             reason,
         } => {
+            // The panel's iteration counter follows the turns.
+            view.iteration = *turn;
             let relay = view.relay.get_or_insert_with(RelayView::default);
             relay.state = *state;
             relay.turn = *turn;
@@ -127,13 +138,28 @@ pub fn apply(view: &mut CycleView, kind: &EventKind) {
         EventKind::RelayReply { turn, text, .. } => {
             view.push(TimelineKind::Good, format!("  ← turn {turn} {}", clean(text)));
         }
-        EventKind::RelayAudit { .. } => {}
+        EventKind::RelayAudit {
+            turn,
+            status,
+            failure,
+            ..
+        } if status != "ok" => {
+            let why = failure
+                .as_deref()
+                .map(|f| format!(": {}", clean(f)))
+                .unwrap_or_default();
+            let text = match status.as_str() {
+                "rejected" => format!("  ✗ draft {turn} rejected: the driver drafts again"),
+                other => format!("  ✗ turn {turn} {}{why}", other.replace('_', " ")),
+            };
+            view.push(TimelineKind::Bad, text);
+        }
         _ => {}
     }
 }
 
 /// The relay's lines in the cycle panel: state and turn, what it waits for, why it ended.
-pub fn panel_lines(view: &CycleView, review_key: &str) -> Vec<Line<'static>> {
+pub fn panel_lines(view: &CycleView, review_key: &str, width: usize) -> Vec<Line<'static>> {
     let Some(relay) = &view.relay else {
         return Vec::new();
     };
@@ -152,19 +178,23 @@ pub fn panel_lines(view: &CycleView, review_key: &str) -> Vec<Line<'static>> {
             _ => warn,
         };
         if let Some(reason) = &relay.reason {
-            out.push(Line::styled(
-                sanitize::display(&crate::text::first_line(reason, 200)).into_owned(),
-                style.add_modifier(Modifier::BOLD),
-            ));
+            crate::tui::markdown::wrap_line_into(
+                Line::styled(
+                    sanitize::display(&crate::text::first_line(reason, 300)).into_owned(),
+                    style.add_modifier(Modifier::BOLD),
+                ),
+                width.max(1),
+                &mut out,
+            );
         }
     } else if relay.taken_over {
         out.push(Line::styled(
-            format!("✍ taken over: type in the composer · {review_key} to hand back"),
+            format!("✍ you write · {review_key} hands back"),
             warn.add_modifier(Modifier::BOLD),
         ));
     } else if let Some(d) = &relay.draft {
         out.push(Line::styled(
-            format!("? draft {} waits for you · {review_key} to review", d.turn),
+            format!("? draft {} waits · {review_key} reviews", d.turn),
             warn.add_modifier(Modifier::BOLD),
         ));
     }
@@ -219,7 +249,7 @@ mod tests {
                 .text
                 .contains("■ relay stopped: limit reached: max_turns (8)")
         );
-        let lines = panel_lines(&v, "a");
+        let lines = panel_lines(&v, "a", 80);
         assert!(lines.iter().any(|l| l.to_string().contains("max_turns (8)")));
     }
 }

@@ -426,7 +426,7 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
         head.push_str(&format!(" · {} tok", c.usage.total()));
     }
     out.push(Line::styled(head, Style::default().add_modifier(Modifier::BOLD)));
-    out.extend(super::relay_view::panel_lines(c, &props.keys.relay_review));
+    out.extend(super::relay_view::panel_lines(c, &props.keys.relay_review, width));
     if let Some(first) = c.approvals.first().filter(|_| running) {
         // The run waits until the popup is answered.
         let more = match c.approvals.len() {

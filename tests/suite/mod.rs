@@ -38,6 +38,7 @@ mod tui_dialogs;
 mod tui_keys;
 mod tui_layout;
 mod tui_pty;
+mod tui_relay;
 mod tui_runs;
 mod tui_sanitize;
 mod tui_snapshots;
