@@ -387,4 +387,54 @@ routing_context: "optional: given to the orchestrator when planning"
         let again = parse(&preset_to_yaml(&p).unwrap()).unwrap();
         assert_eq!(p, again);
     }
+
+    #[test]
+    fn relay_settings_are_checked_naming_file_line_and_key() {
+        let base = "name: R\nmode: relay\nworkers: [{name: me}, {name: them}]\n";
+        let p = parse(&format!(
+            "{base}relay: {{ driver: me, counterpart: them, approval: full_auto }}\n"
+        ))
+        .unwrap();
+        let relay = p.relay.clone().unwrap();
+        assert_eq!(relay.approval, crate::model::ApprovalMode::FullAuto);
+        assert_eq!(relay.max_turns, 8);
+        let again = parse(&preset_to_yaml(&p).unwrap()).unwrap();
+        assert_eq!(again.relay, p.relay);
+        for (relay, expected) in [
+            ("", "mode relay needs a `relay:` entry"),
+            (
+                "relay: { driver: me, counterpart: ME }\n",
+                "cannot talk to itself",
+            ),
+            (
+                "relay: { driver: ghost, counterpart: them }\n",
+                "relay.driver: `ghost` is not a member",
+            ),
+            (
+                "relay: { driver: me, counterpart: them, max_turns: 0 }\n",
+                "relay.max_turns: 0 is out of range",
+            ),
+            (
+                "relay:\n  driver: me\n  counterpart: them\n  review:\n    patterns: ['(oops']\n",
+                "relay.review.patterns[0]",
+            ),
+            (
+                "relay: { driver: me, counterpart: them, approval: sometimes }\n",
+                "approval",
+            ),
+        ] {
+            let e = parse(&format!("{base}{relay}")).unwrap_err().to_string();
+            assert!(e.contains(expected), "{relay}: {e}");
+            assert!(e.contains("/p/team.yaml"), "{e}");
+        }
+        let e = parse(&format!(
+            "{base}relay:\n  driver: me\n  counterpart: them\n  review:\n    patterns: ['(oops']\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("line 8"), "the pattern's line: {e}");
+        // A relay in another mode is a warning.
+        let p = parse("name: B\nmode: broadcast\nworkers: [{name: a}, {name: b}]\nrelay: { driver: a, counterpart: b }\n").unwrap();
+        assert!(p.warnings.iter().any(|w| w.contains("only used by mode relay")));
+    }
 }

@@ -12,6 +12,7 @@ mod engine_tool_loop;
 mod engine_tools_sim;
 mod fake_llm_server;
 mod headless;
+mod headless_relay;
 mod headless_resume;
 mod headless_tools;
 mod mcp_servers;
