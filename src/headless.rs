@@ -464,7 +464,9 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
     let group = &event.group;
     Some(match &event.kind {
         EventKind::CycleStarted { mode, max_iterations } => {
-            if *max_iterations > 1 {
+            if *mode == Mode::Relay {
+                format!("huddle: `{group}` runs in relay mode (at most {max_iterations} turns)")
+            } else if *max_iterations > 1 {
                 format!("huddle: `{group}` runs in {mode} mode (at most {max_iterations} iterations)")
             } else {
                 format!("huddle: `{group}` runs in {mode} mode")

@@ -58,6 +58,21 @@ impl RelayView {
     }
 }
 
+/// A relay read back from its run file that never reached an end (huddle was killed or quit
+/// mid-run) is shown stopped, as interrupted.
+pub fn settle_replayed(view: &mut CycleView) {
+    if let Some(relay) = view.relay.as_mut()
+        && !relay.state.is_final()
+    {
+        let reason = format!("interrupted in {} (huddle ended)", relay.state);
+        relay.state = RelayPhase::Stopped;
+        relay.reason = Some(reason.clone());
+        relay.draft = None;
+        relay.taken_over = false;
+        view.push(TimelineKind::Warn, format!("■ relay stopped: {reason}"));
+    }
+}
+
 /// Applies a relay event to the group's view (other events are ignored).
 pub fn apply(view: &mut CycleView, kind: &EventKind) {
     let clean = |t: &str| sanitize::display(&crate::text::first_line(t, 120)).into_owned();

@@ -215,7 +215,10 @@ impl TeamPanel {
 
     /// A run file read back as `view`: the newest becomes the team's timeline (unless a live
     /// run has begun meanwhile: `live`); an earlier one is shown until the user goes back.
-    pub fn on_run_loaded(&mut self, group_id: GroupId, loaded: &LoadedRun, view: CycleView, live: bool) {
+    pub fn on_run_loaded(&mut self, group_id: GroupId, loaded: &LoadedRun, mut view: CycleView, live: bool) {
+        if !live {
+            super::relay_view::settle_replayed(&mut view);
+        }
         if loaded.index + 1 < loaded.total {
             self.shown_runs.insert(
                 group_id,
