@@ -315,7 +315,7 @@ async fn pause_holds_the_next_send_resume_continues_stop_keeps_everything() {
     next_draft(&mut f, &mut seen).await;
     let key = RunKey::team(f.group_id.clone());
     assert!(f.engine.pause(&key));
-    answer(&f, DraftAnswer::Approve).await;
+    // The pause shows at once, while the draft waits.
     f.events_until("the pause", |e| {
         matches!(
             e.kind,
@@ -326,6 +326,9 @@ async fn pause_holds_the_next_send_resume_continues_stop_keeps_everything() {
         )
     })
     .await;
+    answer(&f, DraftAnswer::Approve).await;
+    // Time for a wrong send to happen (this decides nothing by itself: the assert below does).
+    tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(
         f.server.requests_for(THEM).is_empty(),
         "nothing is sent while paused"

@@ -431,15 +431,46 @@ impl Relay {
     }
 
     /// Waits for the user's answer (None: the run was stopped).
-    async fn ask_user(&self, run: &Run<'_>) -> Option<DraftAnswer> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
+    async fn ask_user(&mut self, run: &Run<'_>) -> Option<DraftAnswer> {
+        let (tx, mut rx) = tokio::sync::oneshot::channel();
         *lock(&run.control().relay_answer) = Some(tx);
-        let answer = tokio::select! {
-            _ = run.control().cancel.cancelled() => None,
-            answer = rx => answer.ok(),
+        let waiting = self.record.state;
+        let mut pause = run.control().paused.subscribe();
+        // A pause while the user is asked takes effect at once (shown as paused); an answer
+        // given meanwhile is held until the resume: nothing is sent while paused.
+        let mut shown_paused = false;
+        let mut answer: Option<DraftAnswer> = None;
+        let result = loop {
+            let paused = *pause.borrow_and_update();
+            if paused != shown_paused {
+                shown_paused = paused;
+                if paused {
+                    self.set_state(run, RelayPhase::Paused, Some("paused by you".into()));
+                    run.emit(EventKind::CyclePaused);
+                } else {
+                    self.set_state(run, waiting, None);
+                    run.emit(EventKind::CycleResumed);
+                }
+            }
+            if answer.is_some() && !paused {
+                break answer;
+            }
+            tokio::select! {
+                _ = run.control().cancel.cancelled() => break None,
+                given = &mut rx, if answer.is_none() => match given {
+                    Ok(a) => answer = Some(a),
+                    Err(_) => break None,
+                },
+                changed = pause.changed() => {
+                    if changed.is_err() {
+                        // The run's controls are gone: nothing will resume it.
+                        break None;
+                    }
+                }
+            }
         };
         lock(&run.control().relay_answer).take();
-        answer
+        result
     }
 
     fn take_over(&mut self, run: &Run<'_>, active: bool) {
