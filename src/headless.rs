@@ -154,9 +154,12 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
         )
         .map_err(usage)?;
     }
-    let approver = relay
-        .filter(|(_, a)| *a != crate::model::ApprovalMode::FullAuto)
-        .map(|_| engine.clone());
+    // Drafts that wait (this relay's, or one behind it as its counterpart) are asked about with
+    // --approve; without it nobody can answer them.
+    let approver = crate::headless_relay::Approver {
+        engine: engine.clone(),
+        ask: request.approve && crate::headless_relay::on_terminal(),
+    };
     // What is reported from here on refers to a group that is on disk.
     let flushed = {
         let engine = engine.clone();
@@ -408,7 +411,7 @@ async fn print_events(
     mut events: mpsc::UnboundedReceiver<EngineEvent>,
     mut done: tokio::sync::oneshot::Receiver<()>,
     ndjson: bool,
-    approver: Option<Engine>,
+    approver: crate::headless_relay::Approver,
 ) -> bool {
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let mut lost = false;
@@ -424,9 +427,9 @@ async fn print_events(
         lost |= !print_event(&event, ndjson, color);
         // `--approve`: a draft waiting for a person is asked about here (the run ending, e.g.
         // on Ctrl-C, ends the question).
-        if let (Some(engine), EventKind::RelayDraft { waiting: true, .. }) = (&approver, &event.kind) {
+        if let EventKind::RelayDraft { waiting: true, .. } = &event.kind {
             tokio::select! {
-                _ = crate::headless_relay::answer_draft(engine, &event) => {}
+                _ = approver.answer(&event) => {}
                 _ = &mut done => break,
             }
         }

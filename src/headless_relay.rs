@@ -52,9 +52,34 @@ pub fn on_terminal() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
+/// Who answers drafts that wait in `huddle run`.
+pub struct Approver {
+    pub engine: Engine,
+    /// `--approve` on a terminal: ask the person there.
+    pub ask: bool,
+}
+
+impl Approver {
+    /// Answers a draft that waits: asks on the terminal, or, with nobody to ask (a relay in
+    /// manual approval behind a full_auto one), stops that relay's run and says why.
+    pub async fn answer(&self, event: &EngineEvent) {
+        if self.ask {
+            answer_draft(&self.engine, event).await;
+            return;
+        }
+        crate::cli::note(format_args!(
+            "huddle: a draft of relay `{}` waits for a person and nobody can answer it here \
+             (use --approve on a terminal): stopping that relay",
+            sanitize::display(&event.group)
+        ));
+        self.engine
+            .stop(&crate::engine::events::RunKey::team(event.group_id.clone()));
+    }
+}
+
 /// Answers a draft that waits, asking on the terminal (off the async threads). Returns when
 /// answered; a closed standard input stops the relay.
-pub async fn answer_draft(engine: &Engine, event: &EngineEvent) {
+async fn answer_draft(engine: &Engine, event: &EngineEvent) {
     let EventKind::RelayDraft {
         turn,
         text,

@@ -507,3 +507,28 @@ async fn oversized_history_is_folded_before_each_driver_turn() {
     assert!(last.contains("### You (turn 3, auto-sent)\nthird"), "{last}");
     assert!(!last.contains("### You (turn 1"), "{last}");
 }
+
+#[tokio::test]
+async fn a_group_counterpart_answers_in_its_own_mode() {
+    let f = relay(|s| s.counterpart = "panel".into()).await;
+    f.org.update(|o| {
+        let mut g = Group::new("panel", GroupKind::Team);
+        g.mode = Mode::Broadcast;
+        let mut s = Session::new("panel-expert", &g.id, "openai/w-expert");
+        s.team = true;
+        o.sessions.push(s);
+        o.groups.push(g);
+    });
+    f.server.script(
+        ME,
+        vec![
+            Reply::text("What do you think?"),
+            Reply::text("thanks\n[[RELAY_COMPLETE]]"),
+        ],
+    );
+    f.server.script("w-expert", vec![Reply::text("I think yes")]);
+    let report = f.run("Ask the panel").await;
+    assert_eq!(report.outcome, CycleOutcome::GoalMet);
+    assert_eq!(f.prompts("w-expert"), vec!["What do you think?".to_string()]);
+    assert!(f.prompts(ME)[1].contains("I think yes"), "{}", f.prompts(ME)[1]);
+}

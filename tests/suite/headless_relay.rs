@@ -211,3 +211,40 @@ fn approve_asks_about_each_draft_on_the_terminal() {
         assert!(text.contains(part), "`{part}` missing:\n{text}");
     }
 }
+
+/// A manual relay behind a full_auto one, with nobody to ask: it is stopped with a note, and
+/// the run ends instead of waiting forever.
+#[test]
+fn a_waiting_draft_with_nobody_to_ask_stops_that_relay() {
+    let home = home();
+    let presets = home.path().join("presets");
+    std::fs::create_dir_all(&presets).expect("presets dir");
+    std::fs::write(
+        presets.join("manual.yaml"),
+        "name: Seller\nmode: relay\nrelay: { driver: agent, counterpart: shop, approval: manual }\nworkers: [{name: agent}, {name: shop}]\n",
+    )
+    .expect("preset");
+    std::fs::write(
+        presets.join("chain.yaml"),
+        "name: Chain\nmode: relay\nrelay: { driver: me, counterpart: Seller, approval: full_auto, max_failures: 1 }\nworkers: [{name: me}]\n",
+    )
+    .expect("preset");
+    // Makes the group `Seller` (this run in full_auto; the group stays manual).
+    let made = huddle(
+        home.path(),
+        &["run", "--preset", "Seller", "--approval", "full_auto", "hi"],
+    );
+    assert_eq!(
+        made.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let out = huddle(home.path(), &["run", "--preset", "Chain", "Ask the seller"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{err}");
+    assert!(
+        err.contains("waits for a person and nobody can answer it"),
+        "{err}"
+    );
+}
