@@ -96,8 +96,9 @@ impl App {
         if let EventKind::RelayDraft { waiting: true, .. } = &event.kind
             && let Some(popup) = self.relay_popup(group_id)
         {
+            // Under a dialog in use (a draft must not take keys meant for it).
             self.dialogs.retain(|d| !matches!(d, Dialog::RelayDraft(_)));
-            self.dialogs.push(Dialog::RelayDraft(Box::new(popup)));
+            self.dialogs.push_under(Dialog::RelayDraft(Box::new(popup)));
         }
     }
 

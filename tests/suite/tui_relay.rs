@@ -191,3 +191,23 @@ fn the_banner_names_the_limit_that_ended_the_relay() {
         "{screen}"
     );
 }
+
+#[test]
+fn a_draft_arriving_while_a_dialog_is_open_waits_under_it() {
+    let (mut app, gid) = app_with_team(PRESET);
+    let run = start_run(&mut app, &gid);
+    app.handle_key(ch('r'));
+    assert!(
+        matches!(app.dialogs.last(), Some(Dialog::Text(_))),
+        "the rename field"
+    );
+    draft(&mut app, &gid, &run, 1, "Offer 400");
+    assert!(
+        matches!(app.dialogs.last(), Some(Dialog::Text(_))),
+        "still on top"
+    );
+    // `y` is typed into the field, not taken as an approval.
+    assert!(answers(&type_text(&mut app, "y")).is_empty());
+    app.handle_key(key(KeyCode::Esc));
+    assert!(popup_open(&app), "the draft shows once the field closes");
+}
