@@ -303,6 +303,17 @@ fn apply_extras(team: &TeamDir, preset: &mut Preset, config: &Config) {
     if let Some(w) = extras.worktrees {
         preset.worktrees = w;
     }
+    // A relay's settings (checked when it runs: its driver and counterpart must be found).
+    if let Some(r) = extras.relay {
+        if preset.mode == Mode::Relay {
+            preset.relay = Some(r);
+        } else {
+            warnings.push(format!(
+                "huddle.yaml: relay: only used by mode relay; ignored in mode {}",
+                preset.mode
+            ));
+        }
+    }
 }
 
 /// The repository folder's name, for the team name `<repo> squad` when team.md gives none.
