@@ -30,7 +30,10 @@ impl App {
         }
         let name = self
             .org
-            .read(|o| o.group(group_id).map(|g| g.name.clone()))
+            .read(|o| {
+                o.group(group_id)
+                    .map(|g| crate::text::sanitize::display(&g.name).into_owned())
+            })
             .unwrap_or_default();
         Some(match &relay.draft {
             Some(d) if !relay.taken_over => RelayDraftPopup::draft(
