@@ -59,6 +59,17 @@ fn the_negotiator_runs_headless_in_full_auto_to_completion() {
             .any(|e| e["event"] == "relay_state" && e["state"] == "completed"),
         "{stdout}"
     );
+    // The state is on disk with the group (what a restarted huddle shows).
+    let org: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path().join("organization.json")).expect("org"))
+            .expect("org json");
+    let relay = org["groups"]
+        .as_array()
+        .and_then(|g| g.iter().find(|g| g["mode"] == "relay"))
+        .map(|g| g["relay_state"].clone())
+        .expect("a relay group");
+    assert_eq!(relay["state"], "completed", "{relay}");
+    assert_eq!(relay["turn"], 3, "{relay}");
     // The run file has the audit lines too.
     let runs = home.path().join("runs");
     let mut audit = 0;
