@@ -213,6 +213,9 @@ pub struct Config {
     pub max_tool_rounds: u32,
     /// Bytes of one tool result sent back to the model; the rest is cut (and the cut marked).
     pub tool_result_max_bytes: usize,
+    /// The budget of team runs whose team sets none (`budget: {max_duration_secs, token_budget}`).
+    #[serde(skip_serializing_if = "crate::model::RunBudget::is_empty")]
+    pub budget: crate::model::RunBudget,
 }
 
 impl Default for Config {
@@ -228,6 +231,7 @@ impl Default for Config {
             mcp_servers: BTreeMap::new(),
             max_tool_rounds: crate::tools::limits::DEFAULT_MAX_TOOL_ROUNDS,
             tool_result_max_bytes: crate::tools::limits::DEFAULT_RESULT_MAX_BYTES,
+            budget: crate::model::RunBudget::default(),
         }
     }
 }
@@ -343,6 +347,9 @@ impl Config {
                     .into(),
             ));
         }
+        self.budget
+            .validate()
+            .map_err(|e| invalid(format!("budget.{e}")))?;
         crate::tools::mcp::config::validate_all(&self.mcp_servers).map_err(invalid)?;
         if self.runs_kept == 0 {
             return Err(invalid(
@@ -533,6 +540,20 @@ providers:
             .to_string();
         assert_eq!(err.matches("providers[0].kind").count(), 1, "{err}");
         assert!(err.contains("openai, anthropic, command, sim"), "{err}");
+    }
+
+    #[test]
+    fn a_default_budget_is_read_and_zero_is_refused_naming_the_key() {
+        let c = parse("budget:\n  max_duration_secs: 900\n  token_budget: 200000\n").unwrap();
+        assert_eq!(c.budget.max_duration_secs, Some(900));
+        assert_eq!(c.budget.token_budget, Some(200_000));
+        let err = parse("budget: { token_budget: 0 }\n").unwrap_err().to_string();
+        assert!(
+            err.contains("budget.token_budget: must be a positive whole number"),
+            "{err}"
+        );
+        let err = parse("budget: { tokens: 5 }\n").unwrap_err().to_string();
+        assert!(err.contains("tokens"), "{err}");
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod doctor;
 pub mod engine;
 pub mod handoff;
 pub mod headless;
+pub mod headless_relay;
 pub mod logging;
 pub mod model;
 pub mod naming;

@@ -6,6 +6,7 @@
 //! paused or stopped at once; `run_started` and `run_ended` frame its events.
 
 mod agent_steps;
+mod budget;
 mod cycle;
 pub mod events;
 mod modes;
@@ -25,7 +26,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{CycleOutcome, Mode, SessionId, Usage};
+use crate::model::{CycleOutcome, Mode, RunBudget, SessionId, Usage};
 use crate::providers::Providers;
 use crate::store::{LoadedTranscript, OrgHandle, StoreError, TranscriptWriter, Transcripts};
 use crate::tools::{ApprovalPolicy, Approvals, Decision, Toolbox};
@@ -49,6 +50,8 @@ pub struct EngineOptions {
     pub max_tool_rounds: u32,
     /// Bytes of a tool result sent back to the model.
     pub tool_result_max_bytes: usize,
+    /// The budget of team runs whose group sets none (config.yaml `budget:`).
+    pub default_budget: RunBudget,
 }
 
 impl Default for EngineOptions {
@@ -60,6 +63,7 @@ impl Default for EngineOptions {
             approval: ApprovalPolicy::default(),
             max_tool_rounds: crate::tools::limits::DEFAULT_MAX_TOOL_ROUNDS,
             tool_result_max_bytes: crate::tools::limits::DEFAULT_RESULT_MAX_BYTES,
+            default_budget: RunBudget::default(),
         }
     }
 }
@@ -91,6 +95,10 @@ pub struct RunOverrides {
     pub model: Option<String>,
     /// Files attached to the prompt, sent to every member as shared context for this run.
     pub attachments: Vec<crate::attachments::Attachment>,
+    /// A relay's approval mode for this run (`huddle run --approval`).
+    pub relay_approval: Option<crate::model::ApprovalMode>,
+    /// Limits of this run, each over the group's (`huddle run --max-duration/--token-budget`).
+    pub budget: RunBudget,
 }
 
 /// How a run ended.
@@ -126,6 +134,9 @@ pub(crate) struct RunControl {
     pub queued: Mutex<Vec<String>>,
     /// Stopped by [`Engine::interrupt_run`]: a reflect cycle is saved as interrupted.
     pub interrupted: std::sync::atomic::AtomicBool,
+    /// A relay waiting for the user's answer to a draft (see [`Engine::answer_relay`]).
+    pub relay_answer: Mutex<Option<tokio::sync::oneshot::Sender<crate::model::DraftAnswer>>>,
+    pub budget: budget::BudgetState,
 }
 
 impl RunControl {
@@ -135,6 +146,8 @@ impl RunControl {
             paused: watch::channel(false).0,
             queued: Mutex::new(Vec::new()),
             interrupted: std::sync::atomic::AtomicBool::new(false),
+            relay_answer: Mutex::new(None),
+            budget: budget::BudgetState::default(),
         }
     }
 
@@ -500,6 +513,18 @@ impl Engine {
     /// Answers a `tool_approval_requested` event; false when nothing waits on it any more.
     pub fn answer_approval(&self, approval_id: u64, decision: Decision) -> bool {
         self.shared.approvals.answer(approval_id, decision)
+    }
+
+    /// Answers the group's relay waiting on the user (a `relay_draft` with `waiting`, or a
+    /// take-over); false when it waits for nothing.
+    pub fn answer_relay(&self, group_id: &str, answer: crate::model::DraftAnswer) -> bool {
+        let mut answered = false;
+        self.with_runs(&RunKey::team(group_id), |r| {
+            if let Some(tx) = lock(&r.control.relay_answer).take() {
+                answered |= tx.send(answer.clone()).is_ok();
+            }
+        });
+        answered
     }
 
     /// Stops the tool servers (their processes end). Call once, on exit.

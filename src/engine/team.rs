@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::model::{GroupKind, Mode, Role, Session};
+use crate::model::{GroupKind, Mode, Role, RunBudget, Session};
 
 use super::protocol::WorkerInfo;
 use super::{EngineError, EngineShared, RunOverrides};
@@ -38,6 +38,8 @@ pub(crate) struct Team {
     pub model_override: Option<String>,
     /// Files attached to this run's prompt: every member's turn carries them.
     pub attachments: Vec<crate::attachments::Attachment>,
+    /// This run's limits: the run's own, else the group's, else config.yaml's.
+    pub budget: RunBudget,
 }
 
 impl Team {
@@ -95,6 +97,10 @@ impl Team {
                 worker_timeout: Duration::from_secs(group.worker_timeout_secs.clamp(1, 7 * 24 * 3600)),
                 model_override: overrides.model.clone(),
                 attachments: overrides.attachments.clone(),
+                budget: overrides
+                    .budget
+                    .or(group.budget)
+                    .or(shared.options.default_budget),
             })
         })
     }

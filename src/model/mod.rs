@@ -2,6 +2,7 @@
 //! (presets). No I/O lives here.
 
 pub mod agent;
+mod budget;
 mod enums;
 pub mod limits;
 mod message;
@@ -9,10 +10,12 @@ mod organization;
 mod preset;
 pub mod reconcile;
 mod reflection;
+pub mod relay;
 mod tool;
 mod worktree;
 
 pub use agent::{AgentFormat, AgentKind, AgentSession};
+pub use budget::{BudgetError, BudgetExceeded, BudgetLimit, RunBudget};
 pub use enums::{GroupKind, MessageRole, Mode, ProviderKind, Role, Tier, WorktreeStrategy};
 pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS, MaxIterationsError};
 pub use message::{Message, Usage};
@@ -22,5 +25,6 @@ pub use organization::{
 };
 pub use preset::{Preset, PresetAgent, PresetWorker};
 pub use reflection::{CycleOutcome, Evaluation, ReflectionCycle, Trend};
+pub use relay::{ApprovalMode, DraftAnswer, RelayMeta, RelayPhase, RelayRecord, RelaySettings, SentAs};
 pub use tool::{ToolCall, ToolChoice, ToolResultInfo, ToolSpec, empty_object_schema};
 pub use worktree::{Worktree, is_plain_relative};

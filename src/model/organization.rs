@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AgentSession, DEFAULT_MAX_ITERATIONS, GroupKind, Mode, ReflectionCycle, Role, Usage, Worktree,
+    AgentSession, DEFAULT_MAX_ITERATIONS, GroupKind, Mode, ReflectionCycle, Role, RunBudget, Usage, Worktree,
     WorktreeStrategy,
 };
 
@@ -123,6 +123,15 @@ pub struct Group {
     /// headless leftover that `huddle runs prune` removes once it is old enough.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headless_at: Option<DateTime<Utc>>,
+    /// A relay team's settings (mode `relay`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay: Option<super::RelaySettings>,
+    /// The current or last relay run's state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay_state: Option<super::RelayRecord>,
+    /// Limits of each run of the group (none by default).
+    #[serde(default, skip_serializing_if = "RunBudget::is_empty")]
+    pub budget: RunBudget,
 }
 
 pub fn default_max_iterations() -> u32 {
@@ -159,6 +168,9 @@ impl Group {
             pending_messages: Vec::new(),
             worktrees: WorktreeStrategy::Shared,
             headless_at: None,
+            relay: None,
+            relay_state: None,
+            budget: RunBudget::default(),
         }
     }
 

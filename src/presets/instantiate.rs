@@ -53,6 +53,8 @@ pub fn create_team_group(
     if let Some(t) = preset.worker_timeout_secs {
         group.worker_timeout_secs = t;
     }
+    group.relay = preset.relay.clone();
+    group.budget = preset.budget();
     group.source_preset = Some(source_preset_of(preset));
     let team = team_slug(&group.name);
     let group_id = group.id.clone();
@@ -167,12 +169,15 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         mode: group.mode,
         max_iterations: Some(group.max_iterations),
         worker_timeout_secs: Some(group.worker_timeout_secs),
+        max_duration_secs: group.budget.max_duration_secs,
+        token_budget: group.budget.token_budget,
         orchestrator,
         evaluator,
         workers,
         shared_context: group.shared_context.clone(),
         routing_context: group.routing_context.clone(),
         worktrees: group.worktrees,
+        relay: group.relay.clone(),
         tier: None,
         source: None,
         warnings: Vec::new(),

@@ -80,6 +80,7 @@ actions! {
     ViewDiff => "view_diff", "diff of the session's worktree (on a team: each worktree)";
     MergeWorktree => "merge_worktree", "bring a worktree's commits back (merge / cherry-pick; asks)";
     PruneHeadless => "prune_headless", "remove the teams and sessions `huddle run` made (asks)";
+    RelayDraft => "relay_draft", "relay: review the draft waiting for you, or hand a take-over back";
 }
 
 /// Where a key is read: the keymap has one table per context.

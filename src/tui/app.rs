@@ -369,6 +369,7 @@ impl App {
             Action::ViewDiff => return self.open_diff(),
             Action::MergeWorktree => return self.merge_selected(),
             Action::PruneHeadless => self.open_prune(),
+            Action::RelayDraft => self.open_relay_draft(),
         }
         Vec::new()
     }
@@ -449,6 +450,9 @@ impl App {
             return Vec::new();
         };
         if self.is_team(&group_id) {
+            if let Some(commands) = self.relay_send(&group_id, &text) {
+                return commands;
+            }
             self.composer.send();
             if self.team_running(&group_id) {
                 self.team_panel.queue(&group_id, text.clone());
@@ -571,7 +575,17 @@ impl App {
                         .map(|g| (g.is_team(), g.name.clone(), g.mode))
                         .unwrap_or((false, String::new(), Default::default()))
                 });
-                if team && self.team_running(&gid) {
+                if self.relay_taken_over(&gid) {
+                    format!(
+                        "Your message to the counterpart (taken over; {} hands back)…",
+                        key(Action::RelayDraft)
+                    )
+                } else if team && self.team_running(&gid) && mode == crate::model::Mode::Relay {
+                    format!(
+                        "The relay is running ({} answers a waiting draft)",
+                        key(Action::RelayDraft)
+                    )
+                } else if team && self.team_running(&gid) {
                     "Queue a message for the orchestrator's next plan…".to_string()
                 } else if team {
                     format!("Prompt for {} ({mode})…", crate::text::sanitize::display(&name))

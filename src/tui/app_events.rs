@@ -101,6 +101,7 @@ impl App {
             return Vec::new();
         }
         self.follow_team_run(&event, now);
+        self.follow_relay(&event);
         match &event.kind {
             EventKind::TurnFinished { session_id, .. } => self.worktrees_on_turn(session_id),
             _ => Vec::new(),

@@ -122,6 +122,11 @@ pub enum Command {
         approval_id: u64,
         decision: Decision,
     },
+    /// The user's answer to a relay waiting on them (`Engine::answer_relay`).
+    AnswerRelay {
+        group_id: GroupId,
+        answer: crate::model::DraftAnswer,
+    },
     /// One session improving its own answer, in the background.
     ReflectSession {
         session_id: SessionId,

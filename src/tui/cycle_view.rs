@@ -96,6 +96,8 @@ pub struct CycleView {
     pub team_slug: String,
     /// When the run shown was recorded (a run read back from its file).
     pub recorded_at: Option<DateTime<Utc>>,
+    /// A relay's state (mode `relay`).
+    pub relay: Option<super::relay_view::RelayView>,
 }
 
 impl CycleView {
@@ -172,7 +174,7 @@ impl CycleView {
         matches!(self.mode, Some(Mode::Broadcast | Mode::Sequential))
     }
 
-    fn push(&mut self, kind: TimelineKind, text: String) {
+    pub(super) fn push(&mut self, kind: TimelineKind, text: String) {
         self.timeline.push(TimelineEntry { kind, text });
         if self.timeline.len() > TIMELINE_MAX {
             let excess = self.timeline.len() - TIMELINE_MAX;
@@ -471,6 +473,12 @@ impl CycleView {
                     w.tools.retain(|t| t.call_id != *call_id);
                 }
             }
+            EventKind::RelayState { .. }
+            | EventKind::RelayDraft { .. }
+            | EventKind::RelayTakeOver { .. }
+            | EventKind::RelaySent { .. }
+            | EventKind::RelayReply { .. }
+            | EventKind::RelayAudit { .. } => super::relay_view::apply(self, &event.kind),
             EventKind::RunStarted { .. }
             | EventKind::Message { .. }
             | EventKind::Notice { .. }
@@ -560,7 +568,9 @@ impl CycleView {
 pub fn outcome_kind(o: CycleOutcome) -> TimelineKind {
     match o {
         CycleOutcome::GoalMet | CycleOutcome::Completed => TimelineKind::Good,
-        CycleOutcome::MaxIterations | CycleOutcome::Stalled => TimelineKind::Warn,
+        CycleOutcome::MaxIterations | CycleOutcome::Stalled | CycleOutcome::BudgetExhausted => {
+            TimelineKind::Warn
+        }
         CycleOutcome::ErrorBudget | CycleOutcome::Cancelled | CycleOutcome::SaveFailed => TimelineKind::Bad,
     }
 }

@@ -228,6 +228,7 @@ impl Default for Keymap {
             (ViewDiff, vec![K::ch('D')]),
             (MergeWorktree, vec![K::ch('B')]),
             (PruneHeadless, vec![K::ch('P')]),
+            (RelayDraft, vec![K::ch('v')]),
         ];
         let search = vec![
             (SearchNext, vec![K::ch('n')]),

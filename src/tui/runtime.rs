@@ -337,6 +337,12 @@ impl Executor {
                     tracing::debug!(approval_id, "approval answered after it was settled");
                 }
             }
+            Command::AnswerRelay { group_id, answer } => {
+                if !engine.answer_relay(&group_id, answer) {
+                    // Its run stopped, or it was answered already: its events say so.
+                    tracing::debug!(group = %group_id, "relay answered while it waited for nothing");
+                }
+            }
             Command::ReflectSession {
                 session_id,
                 goal,

@@ -32,6 +32,17 @@ impl DialogStack {
         self.open.push(dialog);
     }
 
+    /// Opens `dialog` under those open (the one in use keeps its keys; it shows once they
+    /// close), or on top when none is.
+    pub fn push_under(&mut self, dialog: Dialog) {
+        self.open.insert(0, dialog);
+    }
+
+    /// Keeps only the dialogs `keep` says yes to.
+    pub fn retain(&mut self, keep: impl FnMut(&Dialog) -> bool) {
+        self.open.retain(keep);
+    }
+
     /// An error popup.
     pub fn error(&mut self, title: impl Into<String>, text: impl Into<String>) {
         self.push(Dialog::Notice(Notice::error(title, text)));
