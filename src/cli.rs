@@ -37,6 +37,45 @@ pub enum Command {
     /// Team worktrees: list them, review a diff, merge one back, remove them.
     #[command(subcommand)]
     Worktrees(WorktreesCommand),
+    /// What `huddle run` left behind: prune old headless teams and sessions.
+    #[command(subcommand)]
+    Runs(RunsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// Remove the teams and one-shot sessions `huddle run` made that no headless run used for
+    /// this long (their transcripts and run files go; worktrees holding work are kept).
+    Prune {
+        /// An age: `30m`, `12h`, `7d`, `2w`.
+        #[arg(long, value_name = "AGE", value_parser = parse_age)]
+        older_than: chrono::Duration,
+        /// Only list what would go.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+/// `30m`, `12h`, `7d`, `2w` (also `s`): a positive number and one unit.
+pub fn parse_age(text: &str) -> Result<chrono::Duration, String> {
+    let text = text.trim();
+    let expected =
+        || format!("`{text}` is not an age: expected a number and a unit, like 30m, 12h, 7d or 2w");
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(expected)?;
+    let (number, unit) = text.split_at(split);
+    let n: i64 = number.parse().map_err(|_| expected())?;
+    let seconds = match unit.trim() {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => return Err(expected()),
+    };
+    n.checked_mul(seconds)
+        .and_then(chrono::Duration::try_seconds)
+        .filter(|d| *d > chrono::Duration::zero())
+        .ok_or_else(expected)
 }
 
 /// Which worktrees: a team's or a session's.
@@ -142,6 +181,13 @@ pub struct RunArgs {
     /// nobody is there to approve them).
     #[arg(long)]
     pub approve_tools: bool,
+    /// A relay asks about each draft on this terminal (y send / e edit / n reject); without it a
+    /// relay runs only in full_auto approval.
+    #[arg(long)]
+    pub approve: bool,
+    /// A relay's approval mode for this run: manual, semi_auto or full_auto.
+    #[arg(long, value_name = "MODE", value_parser = parse_approval)]
+    pub approval: Option<crate::model::ApprovalMode>,
     /// The prompt; `-` reads it from standard input.
     #[arg(required_unless_present = "resume", conflicts_with = "resume")]
     pub prompt: Option<String>,
@@ -224,8 +270,60 @@ pub fn note(line: std::fmt::Arguments<'_>) {
     let _ = err.flush();
 }
 
+/// Where a command's two kinds of output go: this process's standard output and error, or, for
+/// a run handed to a huddle that is already open, back over its socket to the `huddle run` that
+/// asked (which writes them to its own).
+#[derive(Debug, Clone)]
+pub enum RunOutput {
+    Terminal,
+    Remote(tokio::sync::mpsc::UnboundedSender<OutputLine>),
+}
+
+/// One piece of output of a handed-over run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputLine {
+    /// For standard output, as is.
+    Out(String),
+    /// One line for standard error.
+    Err(String),
+}
+
+impl RunOutput {
+    /// [`note`]: one line for standard error.
+    pub fn note(&self, line: std::fmt::Arguments<'_>) {
+        match self {
+            RunOutput::Terminal => note(line),
+            RunOutput::Remote(tx) => {
+                let _ = tx.send(OutputLine::Err(line.to_string()));
+            }
+        }
+    }
+
+    /// [`print_out`]; a remote reader that went away is a closed output.
+    pub fn print(&self, text: &str) -> Result<(), OutputError> {
+        match self {
+            RunOutput::Terminal => print_out(text),
+            RunOutput::Remote(tx) => tx
+                .send(OutputLine::Out(text.to_string()))
+                .map_err(|_| OutputError::Closed),
+        }
+    }
+}
+
 fn parse_strategy(s: &str) -> Result<WorktreeStrategy, String> {
     s.parse::<WorktreeStrategy>().map_err(|e| e.to_string())
+}
+
+fn parse_approval(s: &str) -> Result<crate::model::ApprovalMode, String> {
+    use crate::model::ApprovalMode;
+    match s.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+        "manual" => Ok(ApprovalMode::Manual),
+        "semi_auto" => Ok(ApprovalMode::SemiAuto),
+        "full_auto" => Ok(ApprovalMode::FullAuto),
+        _ => Err(format!(
+            "unknown approval mode `{s}` (expected one of: manual, semi_auto, full_auto)"
+        )),
+    }
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -235,6 +333,24 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ages_need_a_number_and_a_unit() {
+        assert_eq!(parse_age("7d"), Ok(chrono::Duration::days(7)));
+        assert_eq!(parse_age("2w"), Ok(chrono::Duration::days(14)));
+        assert_eq!(parse_age("30m"), Ok(chrono::Duration::minutes(30)));
+        assert_eq!(parse_age(" 12h "), Ok(chrono::Duration::hours(12)));
+        for bad in ["7", "d", "0d", "-1d", "7 days", "7y", "99999999999999999w", ""] {
+            let err = parse_age(bad).unwrap_err();
+            assert!(err.contains("not an age"), "{bad}: {err}");
+        }
+        let cli =
+            Cli::try_parse_from(["huddle", "runs", "prune", "--older-than", "7d", "--dry-run"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Some(Command::Runs(RunsCommand::Prune { dry_run: true, .. }))
+        ));
+    }
 
     #[test]
     fn run_takes_mode_flags_in_any_case() {

@@ -87,6 +87,10 @@ impl Paths {
     pub fn runs_dir(&self) -> PathBuf {
         self.data_dir.join("runs")
     }
+    /// Where an open huddle takes runs handed over by `huddle run` (owner-only).
+    pub fn run_socket(&self) -> PathBuf {
+        self.data_dir.join("huddle.sock")
+    }
     /// Team worktrees: `worktrees/<repo-slug>/<team-slug>-<role>-<4 hex>`.
     pub fn worktrees_dir(&self) -> PathBuf {
         self.data_dir.join("worktrees")

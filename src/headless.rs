@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use tokio::sync::mpsc;
 
-use crate::cli::{OutputError, note, print_out};
+use crate::cli::{OutputError, RunOutput, note};
 use crate::config::{Config, Paths};
-use crate::engine::events::{EngineEvent, EventKind, Phase};
+use crate::engine::events::{EngineEvent, EventKind, Phase, RunKey};
 use crate::engine::{Engine, EngineError, ReflectionRequest, RunOverrides, RunReport};
 use crate::model::{CycleOutcome, Mode, RunBudget, WorktreeStrategy};
 use crate::presets::Catalog;
@@ -20,8 +20,10 @@ use crate::text::sanitize;
 use crate::tools::ApprovalPolicy;
 use crate::workspace::{Edits, Workspace};
 
-/// What `huddle run` was asked to do.
-#[derive(Debug, Clone)]
+/// What `huddle run` was asked to do (also what it hands to a huddle that is already open, so
+/// fields added later need a default).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct RunRequest {
     pub preset: Option<String>,
     pub group: Option<String>,
@@ -33,6 +35,10 @@ pub struct RunRequest {
     pub events: bool,
     /// Approve tool calls that ask (`--approve-tools`); otherwise they are denied.
     pub approve_tools: bool,
+    /// A relay asks about each draft on the terminal (`--approve`).
+    pub approve: bool,
+    /// A relay's approval mode for this run (`--approval`).
+    pub approval: Option<crate::model::ApprovalMode>,
     /// Empty with `resume`.
     pub prompt: String,
     /// Continue the group's interrupted cycle instead of starting a run.
@@ -95,7 +101,9 @@ enum Target {
     Session(String),
 }
 
-pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailure> {
+/// Reads a prompt of `-` from standard input and checks the request is complete: before it is
+/// run here or handed to a huddle that is already open.
+pub fn prepare(mut request: RunRequest) -> Result<RunRequest, RunFailure> {
     if request.prompt == "-" {
         let mut text = String::new();
         std::io::stdin()
@@ -111,12 +119,13 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
             "--max-duration and --token-budget limit team runs: add --preset or --group (a single session's reflection uses its group's or config.yaml's budget)",
         ));
     }
+    Ok(request)
+}
+
+/// Runs a prepared request in this process: opens the data dir (its lock, organization and
+/// engine) and drives the run to its end.
+pub async fn run(paths: &Paths, request: RunRequest) -> Result<u8, RunFailure> {
     let config = Config::load(paths).map_err(|e| other(e.to_string()))?.config;
-    if let Some(model) = &request.model {
-        config
-            .resolve(model)
-            .map_err(|e| usage(format!("--model: {e}")))?;
-    }
     let approval = if request.approve_tools {
         ApprovalPolicy::ApproveAll
     } else {
@@ -134,10 +143,76 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
         lock: _lock,
         ..
     } = workspace;
-    let target = choose_target(paths, &config, &edits, &request)?;
+    let host = Host {
+        paths,
+        config: &config,
+        edits: &edits,
+        engine: &engine,
+    };
+    execute(&host, &request, Front::Terminal(events)).await
+}
+
+/// What a run is driven with: the data dir's open workspace, in this process or in the huddle
+/// a run was handed to.
+pub struct Host<'a> {
+    pub paths: &'a Paths,
+    pub config: &'a Config,
+    pub edits: &'a Edits,
+    pub engine: &'a Engine,
+}
+
+/// Who asked for the run and sees it.
+pub enum Front {
+    /// This process's terminal: the workspace's own events, stopped by this process's signals.
+    Terminal(mpsc::UnboundedReceiver<EngineEvent>),
+    /// A `huddle run` that handed its run over: its output goes back through `output`, and
+    /// `stop` brings the signal that stopped it (its receiver dropping means it went away).
+    Remote {
+        output: RunOutput,
+        stop: tokio::sync::oneshot::Receiver<u8>,
+    },
+}
+
+/// Drives one request to its end on `host` and returns the exit code.
+pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Result<u8, RunFailure> {
+    let Host {
+        paths,
+        config,
+        edits,
+        engine,
+    } = *host;
+    let out = match &front {
+        Front::Terminal(_) => RunOutput::Terminal,
+        Front::Remote { output, .. } => output.clone(),
+    };
+    if let Some(model) = &request.model {
+        config
+            .resolve(model)
+            .map_err(|e| usage(format!("--model: {e}")))?;
+    }
+    // Only a run in this process has a terminal to ask about relay drafts on (`--approve`).
+    let on_terminal = matches!(front, Front::Terminal(_)) && crate::headless_relay::on_terminal();
+    let target = choose_target(paths, config, edits, request, &out, on_terminal)?;
     let resume = match &target {
-        Target::Group(id) => interrupted_cycle(&edits, id, &request)?,
+        Target::Group(id) => interrupted_cycle(edits, id, request)?,
         Target::Session(_) => false,
+    };
+    // A relay whose drafts wait for a person runs only with someone at the terminal.
+    let relay = match &target {
+        Target::Group(id) => engine
+            .org()
+            .read(|o| crate::headless_relay::relay_approval(o, id, request.mode, request.approval)),
+        Target::Session(_) => None,
+    };
+    if let Some((name, approval)) = &relay {
+        crate::headless_relay::check_approval(name, *approval, request.approve, on_terminal)
+            .map_err(usage)?;
+    }
+    // Drafts that wait (this relay's, or one behind it as its counterpart) are asked about with
+    // --approve; without it nobody can answer them.
+    let approver = crate::headless_relay::Approver {
+        engine: engine.clone(),
+        ask: request.approve && on_terminal,
     };
     // What is reported from here on refers to a group that is on disk.
     let flushed = {
@@ -151,16 +226,59 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
         });
     }
 
-    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
-    let printer = tokio::spawn(print_events(events, done_rx, request.events));
     let signalled = Arc::new(AtomicU8::new(0));
-    let stopper = tokio::spawn(stop_on_signal(engine.clone(), Arc::clone(&signalled)));
+    let (events, stopper, scope) = match front {
+        Front::Terminal(events) => (
+            events,
+            tokio::spawn(stop_on_signal(engine.clone(), Arc::clone(&signalled))),
+            None,
+        ),
+        Front::Remote { stop, .. } => {
+            // Its events, as the TUI sees them too; tool calls that ask are treated as
+            // `huddle run` treats them, not asked in the TUI.
+            let (scope, run_key) = match &target {
+                Target::Group(id) => (id.clone(), RunKey::team(id)),
+                Target::Session(id) => (id.clone(), RunKey::chat(id)),
+            };
+            let group_id = match &target {
+                Target::Group(id) => id.clone(),
+                Target::Session(id) => edits
+                    .view()
+                    .read(|o| o.session(id).map(|s| s.group_id.clone()))
+                    .unwrap_or_default(),
+            };
+            let events = engine.watch_group(&group_id);
+            let policy = if request.approve_tools {
+                ApprovalPolicy::ApproveAll
+            } else {
+                ApprovalPolicy::DenyAll
+            };
+            engine.set_scoped_approval(&scope, Some(policy));
+            let stopper = tokio::spawn(stop_on_request(
+                engine.clone(),
+                run_key,
+                stop,
+                Arc::clone(&signalled),
+            ));
+            (events, stopper, Some(scope))
+        }
+    };
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    let printer = tokio::spawn(print_events(
+        events,
+        done_rx,
+        request.events,
+        out.clone(),
+        approver,
+    ));
 
     let overrides = RunOverrides {
         mode: request.mode,
         max_iterations: request.max_iterations,
         model: request.model.clone(),
+        relay_approval: request.approval,
         budget: request.budget,
+        ..RunOverrides::default()
     };
     let result = match &target {
         Target::Group(id) if resume => engine.resume_cycle(id, overrides).await,
@@ -175,12 +293,17 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
                 };
                 engine.reflect_session(id, reflection).await
             }
-            _ => one_shot(&engine, id, &request).await,
+            _ => one_shot(engine, id, request).await,
         },
     };
     stopper.abort();
-    // MCP server processes end with the run.
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(3), engine.shutdown_tools()).await;
+    match &scope {
+        Some(scope) => engine.set_scoped_approval(scope, None),
+        // MCP server processes end with the run (a huddle a run was handed to keeps its own).
+        None => {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(3), engine.shutdown_tools()).await;
+        }
+    }
     let flushed = engine.flush();
     // Every event of the run was sent before it returned: let the printer write them all.
     let _ = done_tx.send(());
@@ -188,7 +311,7 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
     // says the output was lost.
     let stdout_lost = printer.await.unwrap_or(false);
     if let Err(e) = flushed {
-        note(format_args!("huddle: could not save: {e}"));
+        out.note(format_args!("huddle: could not save: {e}"));
     }
     let report = result.map_err(|e| match e {
         // A --mode the team cannot run in is a usage error.
@@ -196,7 +319,7 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
         e => other(e.to_string()),
     })?;
     if report.simulated {
-        note(format_args!(
+        out.note(format_args!(
             "huddle: note: these answers are SIMULATED by the offline sim provider, not a real model"
         ));
     }
@@ -207,14 +330,14 @@ pub async fn run(paths: &Paths, mut request: RunRequest) -> Result<u8, RunFailur
         .as_ref()
         .filter(|why| request.events || !report.summary.contains(why.as_str()))
     {
-        note(format_args!("huddle: the run failed: {}", sanitize::display(why)));
+        out.note(format_args!("huddle: the run failed: {}", sanitize::display(why)));
     }
     if !request.events
         && !report.final_text.is_empty()
-        && let Err(e) = print_out(&format!("{}\n", sanitize::display(report.final_text.trim_end())))
+        && let Err(e) = out.print(&format!("{}\n", sanitize::display(report.final_text.trim_end())))
     {
         if let OutputError::Failed(_) = e {
-            note(format_args!("huddle: {e} (the run's result is saved)"));
+            out.note(format_args!("huddle: {e} (the run's result is saved)"));
         }
         return Ok(e.exit_code());
     }
@@ -290,6 +413,28 @@ async fn stop_on_signal(engine: Engine, signalled: Arc<AtomicU8>) {
     engine.interrupt();
 }
 
+/// Stops the handed-over run when its `huddle run` asks (its Ctrl-C, SIGTERM, SIGHUP) or goes
+/// away: the run belongs to the command that started it.
+async fn stop_on_request(
+    engine: Engine,
+    run_key: RunKey,
+    stop: tokio::sync::oneshot::Receiver<u8>,
+    signalled: Arc<AtomicU8>,
+) {
+    // Gone without a word (killed): as a hang-up.
+    let signal = stop.await.unwrap_or(1);
+    signalled.store(signal, Ordering::SeqCst);
+    // As a signal ends a local run: a reflect cycle stays resumable.
+    match &run_key {
+        RunKey::Chat { session_id } => {
+            engine.stop_session(session_id);
+        }
+        key => {
+            engine.interrupt_run(key);
+        }
+    }
+}
+
 async fn one_shot(engine: &Engine, session_id: &str, request: &RunRequest) -> Result<RunReport, EngineError> {
     let started = std::time::Instant::now();
     let result = engine
@@ -321,11 +466,13 @@ fn choose_target(
     config: &Config,
     edits: &Edits,
     request: &RunRequest,
+    out: &RunOutput,
+    on_terminal: bool,
 ) -> Result<Target, RunFailure> {
     if let Some(name) = &request.preset {
         let catalog = Catalog::load(paths, config, Some(&request.repo));
         for e in &catalog.errors {
-            note(format_args!("huddle: warning: {e}"));
+            out.note(format_args!("huddle: warning: {e}"));
         }
         let Some(preset) = catalog.find(name) else {
             let known: Vec<&str> = catalog.presets.iter().map(|p| p.name.as_str()).collect();
@@ -335,18 +482,28 @@ fn choose_target(
             )));
         };
         for w in &preset.warnings {
-            note(format_args!("huddle: warning: {}", sanitize::display(w)));
+            out.note(format_args!("huddle: warning: {}", sanitize::display(w)));
+        }
+        // A relay that could not run here is refused before its team is made.
+        if let (Mode::Relay, Some(relay)) = (request.mode.unwrap_or(preset.mode), &preset.relay) {
+            crate::headless_relay::check_approval(
+                &preset.name,
+                request.approval.unwrap_or(relay.approval),
+                request.approve,
+                on_terminal,
+            )
+            .map_err(usage)?;
         }
         let strategy = request.worktrees.unwrap_or(preset.worktrees);
         if !strategy.is_shared() {
-            note(format_args!(
+            out.note(format_args!(
                 "huddle: making the team's git worktrees ({strategy}) under {}",
                 paths.worktrees_dir().display()
             ));
         }
         // Blocking (git) but brief, and nothing else runs yet.
         return edits
-            .create_team_with(preset, strategy)
+            .create_headless_team(preset, strategy)
             .map(Target::Group)
             .map_err(|e| {
                 let hint = if strategy.is_shared() {
@@ -361,6 +518,7 @@ fn choose_target(
     if let Some(name) = &request.group {
         return org
             .read(|o| o.group_by_name(name).map(|g| g.id.clone()))
+            .inspect(|id| edits.touch_headless(id))
             .map(Target::Group)
             .ok_or_else(|| {
                 let known = org.read(|o| o.groups.iter().map(|g| g.name.clone()).collect::<Vec<_>>());
@@ -379,8 +537,13 @@ async fn print_events(
     mut events: mpsc::UnboundedReceiver<EngineEvent>,
     mut done: tokio::sync::oneshot::Receiver<()>,
     ndjson: bool,
+    out: RunOutput,
+    approver: crate::headless_relay::Approver,
 ) -> bool {
-    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    // Colour only on this process's own terminal.
+    let color = matches!(out, RunOutput::Terminal)
+        && std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none();
     let mut lost = false;
     loop {
         let event = tokio::select! {
@@ -391,31 +554,39 @@ async fn print_events(
             },
             _ = &mut done => break,
         };
-        lost |= !print_event(&event, ndjson, color);
+        lost |= !print_event(&event, ndjson, color, &out);
+        // `--approve`: a draft waiting for a person is asked about here (the run ending, e.g.
+        // on Ctrl-C, ends the question).
+        if let EventKind::RelayDraft { waiting: true, .. } = &event.kind {
+            tokio::select! {
+                _ = approver.answer(&event) => {}
+                _ = &mut done => break,
+            }
+        }
     }
     // After `done`, drain without waiting.
     while let Ok(event) = events.try_recv() {
-        lost |= !print_event(&event, ndjson, color);
+        lost |= !print_event(&event, ndjson, color, &out);
     }
     lost
 }
 
 /// Prints one event; false when standard output could not be written.
-fn print_event(event: &EngineEvent, ndjson: bool, color: bool) -> bool {
+fn print_event(event: &EngineEvent, ndjson: bool, color: bool, out: &RunOutput) -> bool {
     if ndjson {
         if event.kind.is_streaming() {
             return true;
         }
         // String fields are model and tool output: cleaned like the plain output.
         let raw = event.to_ndjson();
-        return print_out(&format!("{}\n", sanitize::json_line(&raw))).is_ok();
+        return out.print(&format!("{}\n", sanitize::json_line(&raw))).is_ok();
     }
     if let Some(line) = progress_line(event) {
         let line = sanitize::display(&line).into_owned();
         if color && line.starts_with("──") {
-            note(format_args!("\x1b[1m{line}\x1b[0m"));
+            out.note(format_args!("\x1b[1m{line}\x1b[0m"));
         } else {
-            note(format_args!("{line}"));
+            out.note(format_args!("{line}"));
         }
     }
     true
@@ -426,7 +597,9 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
     let group = &event.group;
     Some(match &event.kind {
         EventKind::CycleStarted { mode, max_iterations } => {
-            if *max_iterations > 1 {
+            if *mode == Mode::Relay {
+                format!("huddle: `{group}` runs in relay mode (at most {max_iterations} turns)")
+            } else if *max_iterations > 1 {
                 format!("huddle: `{group}` runs in {mode} mode (at most {max_iterations} iterations)")
             } else {
                 format!("huddle: `{group}` runs in {mode} mode")
@@ -511,7 +684,7 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
             *duration_ms as f64 / 1000.0,
             first_line(said, 100)
         ),
-        _ => return None,
+        other => return crate::headless_relay::progress_line(other),
     })
 }
 

@@ -64,6 +64,27 @@ fn main() -> ExitCode {
     }
 }
 
+/// `huddle run`: handed to the huddle open on this data dir when there is one (the run shows
+/// there live), else run in this process.
+async fn run_here_or_there(
+    paths: &Paths,
+    request: huddle::headless::RunRequest,
+) -> Result<u8, huddle::headless::RunFailure> {
+    use huddle::handoff::client::{Handover, hand_over};
+    let request = huddle::headless::prepare(request)?;
+    // `--approve` asks on this terminal, which a run handed over cannot do.
+    if request.approve && huddle::handoff::client::listening(paths).await {
+        return Err(huddle::headless::RunFailure {
+            code: 2,
+            message: "`--approve` answers relay drafts on this terminal, which a run handed to the huddle open on this data dir cannot do: answer them there (`v`), or quit it first".into(),
+        });
+    }
+    match hand_over(paths, &request).await? {
+        Handover::Ran(code) => Ok(code),
+        Handover::NotListening => huddle::headless::run(paths, request).await,
+    }
+}
+
 /// The error and its causes on one line, each cause once: most of huddle's errors already quote
 /// their cause (`cannot write X: File exists`), which `{:#}` would repeat.
 fn describe(e: &anyhow::Error) -> String {
@@ -146,6 +167,10 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
             let code = huddle::worktrees_cli::run(paths, &repo, cmd)?;
             Ok(ExitCode::from(code))
         }
+        Some(Command::Runs(cmd)) => {
+            let code = huddle::runs_cli::run(paths, &repo, cmd)?;
+            Ok(ExitCode::from(code))
+        }
         Some(Command::Doctor) => {
             let report = huddle::doctor::report(paths, &repo, true);
             cli::print_out(&report.text)?;
@@ -168,6 +193,8 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 },
                 events: args.events,
                 approve_tools: args.approve_tools,
+                approve: args.approve,
+                approval: args.approval,
                 prompt: args.prompt.unwrap_or_default(),
                 resume: args.resume,
                 discard_interrupted: args.discard_interrupted,
@@ -175,7 +202,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 worktrees: args.worktrees,
             };
             let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-            let code = match runtime.block_on(huddle::headless::run(paths, request)) {
+            let code = match runtime.block_on(run_here_or_there(paths, request)) {
                 Ok(code) => code,
                 Err(failure) => {
                     cli::note(format_args!("huddle: {failure}"));

@@ -93,6 +93,10 @@ pub struct RunOverrides {
     pub max_iterations: Option<u32>,
     /// A model slug used by every session of this run.
     pub model: Option<String>,
+    /// Files attached to the prompt, sent to every member as shared context for this run.
+    pub attachments: Vec<crate::attachments::Attachment>,
+    /// A relay's approval mode for this run (`huddle run --approval`).
+    pub relay_approval: Option<crate::model::ApprovalMode>,
     /// Limits of this run, each over the group's (`huddle run --max-duration/--token-budget`).
     pub budget: RunBudget,
 }
@@ -128,6 +132,10 @@ pub(crate) struct RunControl {
     pub cancel: CancellationToken,
     pub paused: watch::Sender<bool>,
     pub queued: Mutex<Vec<String>>,
+    /// Stopped by [`Engine::interrupt_run`]: a reflect cycle is saved as interrupted.
+    pub interrupted: std::sync::atomic::AtomicBool,
+    /// A relay waiting for the user's answer to a draft (see [`Engine::answer_relay`]).
+    pub relay_answer: Mutex<Option<tokio::sync::oneshot::Sender<crate::model::DraftAnswer>>>,
     pub budget: budget::BudgetState,
     /// Time spent paused so far (durations leave it out).
     paused_for: Mutex<Duration>,
@@ -139,6 +147,8 @@ impl RunControl {
             cancel: shutdown.child_token(),
             paused: watch::channel(false).0,
             queued: Mutex::new(Vec::new()),
+            interrupted: std::sync::atomic::AtomicBool::new(false),
+            relay_answer: Mutex::new(None),
             budget: budget::BudgetState::default(),
             paused_for: Mutex::new(Duration::ZERO),
         }
@@ -159,6 +169,11 @@ impl RunControl {
     /// How long the run has been paused so far.
     pub fn paused_for(&self) -> Duration {
         *lock(&self.paused_for)
+    }
+
+    /// True when the run was stopped as interrupted ([`Engine::interrupt_run`]).
+    pub fn interrupted(&self) -> bool {
+        self.interrupted.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Sleeps, waking early (false) if the run is stopped.
@@ -295,12 +310,35 @@ impl Engine {
         &self.shared.org
     }
 
+    /// What tool calls that ask get in the runs of one group or session (`None`: the engine's
+    /// policy again).
+    pub fn set_scoped_approval(&self, scope_id: &str, policy: Option<ApprovalPolicy>) {
+        self.shared.approvals.set_scoped(scope_id, policy);
+    }
+
+    /// Every event of one group from now on, besides the front end's channel, until the
+    /// receiver is dropped: how a run handed over by `huddle run` is streamed back to it.
+    pub fn watch_group(&self, group_id: &str) -> tokio::sync::mpsc::UnboundedReceiver<events::EngineEvent> {
+        self.shared.events.watch(group_id)
+    }
+
     /// A plain chat turn with one session, registered as a run now; the future runs it.
     pub fn start_chat(
         &self,
         session_id: &str,
         prompt: String,
         model_override: Option<String>,
+    ) -> Result<impl Future<Output = TurnResult> + Send + 'static, EngineError> {
+        self.start_chat_with(session_id, prompt, model_override, Vec::new())
+    }
+
+    /// [`Engine::start_chat`] with files attached to the prompt.
+    pub fn start_chat_with(
+        &self,
+        session_id: &str,
+        prompt: String,
+        model_override: Option<String>,
+        attachments: Vec<crate::attachments::Attachment>,
     ) -> Result<impl Future<Output = TurnResult> + Send + 'static, EngineError> {
         let guard = self.shared.register(RunKey::chat(session_id))?;
         let shared = Arc::clone(&self.shared);
@@ -314,6 +352,7 @@ impl Engine {
                         run_id: Some(guard.run.run_id()),
                         cancel: guard.run.control.cancel.child_token(),
                         model_override,
+                        attachments,
                         ..session::TurnOptions::default()
                     },
                 )
@@ -488,6 +527,18 @@ impl Engine {
         self.shared.approvals.answer(approval_id, decision)
     }
 
+    /// Answers the group's relay waiting on the user (a `relay_draft` with `waiting`, or a
+    /// take-over); false when it waits for nothing.
+    pub fn answer_relay(&self, group_id: &str, answer: crate::model::DraftAnswer) -> bool {
+        let mut answered = false;
+        self.with_runs(&RunKey::team(group_id), |r| {
+            if let Some(tx) = lock(&r.control.relay_answer).take() {
+                answered |= tx.send(answer.clone()).is_ok();
+            }
+        });
+        answered
+    }
+
     /// Stops the tool servers (their processes end). Call once, on exit.
     pub async fn shutdown_tools(&self) {
         self.shared.options.tools.shutdown().await;
@@ -514,6 +565,17 @@ impl Engine {
             .interrupted
             .store(true, std::sync::atomic::Ordering::SeqCst);
         self.shared.shutdown.cancel();
+    }
+
+    /// Stops one run as [`Engine::interrupt`] stops them all: a reflect cycle is saved as
+    /// interrupted (resumable). For a run handed over by a `huddle run` that got a signal.
+    pub fn interrupt_run(&self, key: &RunKey) -> bool {
+        self.with_runs(key, |r| {
+            r.control
+                .interrupted
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            r.control.cancel.cancel();
+        })
     }
 
     /// Queues a user message for the orchestrator's next planning step. Returns false when the

@@ -67,7 +67,31 @@ impl<'a> Run<'a> {
             cancel: self.control().cancel.child_token(),
             timeout,
             model_override: self.team.model_override.clone(),
+            attachments: self.team.attachments.clone(),
+            ..TurnOptions::default()
         }
+    }
+
+    /// One turn of a member with extra options (a fresh context, relay metadata), counted in
+    /// the run's totals.
+    pub async fn turn_with(
+        &mut self,
+        member: &Member,
+        prompt: String,
+        fresh: bool,
+        relay: Option<crate::model::RelayMeta>,
+    ) -> TurnResult {
+        let options = TurnOptions {
+            fresh,
+            relay,
+            ..self.turn_options(None, None)
+        };
+        let result = self.shared.turn(&member.id, prompt, options).await;
+        self.account(&result);
+        if let Some(u) = result.usage {
+            self.control().count_tokens(u, self.emitter());
+        }
+        result
     }
 
     /// One turn of a member, counted in the run's totals.

@@ -48,6 +48,13 @@ pub struct TurnOptions {
     pub timeout: Option<Duration>,
     /// A model slug used instead of the session's own for this turn (`huddle run --model`).
     pub model_override: Option<String>,
+    /// Files sent with the prompt (the transcript keeps their path, size and hash).
+    pub attachments: Vec<crate::attachments::Attachment>,
+    /// Send only the system prompt and this prompt, not the session's earlier conversation
+    /// (the prompt carries what the turn needs, e.g. a relay driver's folded history).
+    pub fresh: bool,
+    /// Stored on the prompt's message: a relayed message's trace id and hop count.
+    pub relay: Option<crate::model::RelayMeta>,
 }
 
 /// How a turn ended.
@@ -284,10 +291,16 @@ impl Actor<'_> {
             .clone()
             .unwrap_or_else(|| info.model.clone());
         self.load_history().await;
-        let mut user = Message::user(prompt);
+        let sent = crate::attachments::with_context(&prompt, &options.attachments);
+        let mut user = Message::user(crate::attachments::with_references(&prompt, &options.attachments));
         user.iteration = options.iteration;
-        let mut messages = bounded_history(self.history());
-        messages.push(ChatMessage::user(user.text.as_str()));
+        user.relay = options.relay.clone();
+        let mut messages = if options.fresh {
+            Vec::new()
+        } else {
+            bounded_history(self.history())
+        };
+        messages.push(ChatMessage::user(sent.as_str()));
         self.shared.writer.append(self.session_id, user.clone());
         self.emit(
             &info,
@@ -420,7 +433,7 @@ impl Actor<'_> {
             request.agent_session_id = info
                 .agent_session
                 .as_ref()
-                .filter(|s| s.provider == provider.name())
+                .filter(|s| s.provider == provider.name() && !options.fresh)
                 .map(|s| s.id.clone());
         }
         let mut usage: Option<Usage> = None;

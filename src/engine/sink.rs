@@ -9,7 +9,8 @@
 use std::cell::RefCell;
 use std::future::Future;
 use std::pin::pin;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
@@ -23,11 +24,59 @@ use super::events::{EngineEvent, EventKind, RunId, RunRecord};
 pub struct EventSink {
     tx: mpsc::UnboundedSender<EngineEvent>,
     log: Option<Arc<RunLog<RunRecord>>>,
+    watchers: Arc<Watchers>,
+}
+
+/// Second consumers of one group's events besides the front end: a `huddle run` whose run was
+/// handed to this process streams them to its own terminal.
+#[derive(Default)]
+struct Watchers {
+    /// How many are registered, read without the lock: no watcher (the usual case) costs one
+    /// atomic load per event.
+    count: AtomicUsize,
+    list: Mutex<Vec<(GroupId, mpsc::UnboundedSender<EngineEvent>)>>,
+}
+
+impl Watchers {
+    fn deliver(&self, event: &EngineEvent) {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let mut list = self
+            .list
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A watcher that went away is dropped here.
+        list.retain(|(group_id, tx)| {
+            if *group_id == event.group_id {
+                tx.send(event.clone()).is_ok()
+            } else {
+                !tx.is_closed()
+            }
+        });
+        self.count.store(list.len(), Ordering::Release);
+    }
+
+    fn add(&self, group_id: GroupId) -> mpsc::UnboundedReceiver<EngineEvent> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut list = self
+            .list
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        list.retain(|(_, tx)| !tx.is_closed());
+        list.push((group_id, tx));
+        self.count.store(list.len(), Ordering::Release);
+        rx
+    }
 }
 
 impl EventSink {
     pub fn new(tx: mpsc::UnboundedSender<EngineEvent>) -> EventSink {
-        EventSink { tx, log: None }
+        EventSink {
+            tx,
+            log: None,
+            watchers: Arc::default(),
+        }
     }
 
     /// A sink plus the receiving end.
@@ -42,6 +91,12 @@ impl EventSink {
         self
     }
 
+    /// Every event of one group from now on, until the receiver is dropped (in emission order;
+    /// streaming pieces included).
+    pub fn watch(&self, group_id: &str) -> mpsc::UnboundedReceiver<EngineEvent> {
+        self.watchers.add(group_id.to_string())
+    }
+
     /// True for clones of one sink (the same channel and run log).
     fn same(&self, other: &EventSink) -> bool {
         let same_log = match (&self.log, &other.log) {
@@ -53,6 +108,7 @@ impl EventSink {
     }
 
     pub fn emit(&self, mut event: EngineEvent) {
+        self.watchers.deliver(&event);
         let line = match (&self.log, &event.run_id) {
             (Some(_), Some(run_id)) if !event.kind.is_streaming() => Some((
                 event.group_id.clone(),

@@ -36,6 +36,8 @@ pub(crate) struct Team {
     pub max_iterations: u32,
     pub worker_timeout: Duration,
     pub model_override: Option<String>,
+    /// Files attached to this run's prompt: every member's turn carries them.
+    pub attachments: Vec<crate::attachments::Attachment>,
     /// This run's limits: the run's own, else the group's, else config.yaml's.
     pub budget: RunBudget,
 }
@@ -94,6 +96,7 @@ impl Team {
                 // Clamped so that deadlines stay representable (a week is "no limit" here).
                 worker_timeout: Duration::from_secs(group.worker_timeout_secs.clamp(1, 7 * 24 * 3600)),
                 model_override: overrides.model.clone(),
+                attachments: overrides.attachments.clone(),
                 budget: overrides
                     .budget
                     .or(group.budget)

@@ -137,7 +137,8 @@ impl CallContext<'_> {
                 reason: reason.map(str::to_string),
             });
         };
-        let decision = match self.shared.options.approval {
+        let policy = approvals.policy_for(self.group_id, self.session_id, self.shared.options.approval);
+        let decision = match policy {
             ApprovalPolicy::ApproveAll => {
                 settle(0, Decision::ApproveOnce, Some("--approve-tools"));
                 return Ok(());

@@ -94,6 +94,8 @@ string_enum!(
         Sequential => "sequential",
         Orchestrator => "orchestrator",
         OrchestratorReflect => "orchestrator_reflect",
+        /// A driver session talks to a counterpart on the user's behalf (see `model::relay`).
+        Relay => "relay",
     }
 );
 

@@ -86,6 +86,9 @@ pub struct Message {
     /// What the turn cost, when the provider said (Claude Code's `total_cost_usd`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// A message relayed between a relay's driver and counterpart: its trace id and hop count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay: Option<super::RelayMeta>,
 }
 
 impl Message {
@@ -106,6 +109,7 @@ impl Message {
             tool_result: None,
             by_agent: false,
             cost_usd: None,
+            relay: None,
         }
     }
 

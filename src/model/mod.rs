@@ -10,6 +10,7 @@ mod organization;
 mod preset;
 pub mod reconcile;
 mod reflection;
+pub mod relay;
 mod tool;
 mod worktree;
 
@@ -24,5 +25,6 @@ pub use organization::{
 };
 pub use preset::{Preset, PresetAgent, PresetWorker};
 pub use reflection::{CycleOutcome, Evaluation, ReflectionCycle, Trend};
+pub use relay::{ApprovalMode, DraftAnswer, RelayMeta, RelayPhase, RelayRecord, RelaySettings, SentAs};
 pub use tool::{ToolCall, ToolChoice, ToolResultInfo, ToolSpec, empty_object_schema};
 pub use worktree::{Worktree, is_plain_relative};

@@ -119,6 +119,16 @@ pub struct Group {
     /// How the team's members share git worktrees (the records are on its sessions).
     #[serde(default, skip_serializing_if = "WorktreeStrategy::is_shared")]
     pub worktrees: WorktreeStrategy,
+    /// Set when `huddle run` made the group, and again whenever a headless run uses it: a
+    /// headless leftover that `huddle runs prune` removes once it is old enough.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headless_at: Option<DateTime<Utc>>,
+    /// A relay team's settings (mode `relay`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay: Option<super::RelaySettings>,
+    /// The current or last relay run's state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay_state: Option<super::RelayRecord>,
     /// Limits of each run of the group (none by default).
     #[serde(default, skip_serializing_if = "RunBudget::is_empty")]
     pub budget: RunBudget,
@@ -157,6 +167,9 @@ impl Group {
             usage: Usage::default(),
             pending_messages: Vec::new(),
             worktrees: WorktreeStrategy::Shared,
+            headless_at: None,
+            relay: None,
+            relay_state: None,
             budget: RunBudget::default(),
         }
     }
@@ -215,6 +228,10 @@ pub struct Session {
     /// The git worktree the session works in (see [`Session::working_dir`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<Worktree>,
+    /// Set when `huddle run` made the session for a one-shot question: a headless leftover
+    /// (see [`Group::headless_at`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headless_at: Option<DateTime<Utc>>,
 }
 
 impl Session {
@@ -238,6 +255,7 @@ impl Session {
             max_tool_rounds: None,
             agent_session: None,
             worktree: None,
+            headless_at: None,
         }
     }
 

@@ -36,6 +36,9 @@ pub struct Preset {
     /// How the team's members share git worktrees (default `shared`: all in the repository).
     #[serde(default, skip_serializing_if = "WorktreeStrategy::is_shared")]
     pub worktrees: WorktreeStrategy,
+    /// Mode `relay`: who drafts, who answers, how drafts are approved, the limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay: Option<super::RelaySettings>,
 
     /// Where the preset was found; set by the loader, never read from YAML.
     #[serde(skip)]

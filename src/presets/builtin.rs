@@ -28,6 +28,7 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         include_str!("../../presets/planning-team.yaml"),
     ),
     ("coding-team.yaml", include_str!("../../presets/coding-team.yaml")),
+    ("negotiator.yaml", include_str!("../../presets/negotiator.yaml")),
 ];
 
 /// Every built-in preset. A broken one is a bug in huddle itself (a unit test loads them all),

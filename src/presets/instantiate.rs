@@ -21,6 +21,11 @@ pub use crate::naming::team_slug;
 
 /// Creates a `team` group from `preset` in `org` (with its orchestrator, workers and evaluator)
 /// and returns its id. Models left to the default get `config`'s default model.
+/// `<tier>:<name>`: how a team records the preset it came from.
+pub fn source_preset_of(preset: &Preset) -> String {
+    format!("{}:{}", preset.tier.map_or("user", |t| t.as_str()), preset.name)
+}
+
 pub fn create_team_group(
     org: &mut Organization,
     preset: &Preset,
@@ -48,12 +53,9 @@ pub fn create_team_group(
     if let Some(t) = preset.worker_timeout_secs {
         group.worker_timeout_secs = t;
     }
+    group.relay = preset.relay.clone();
     group.budget = preset.budget();
-    group.source_preset = Some(format!(
-        "{}:{}",
-        preset.tier.map_or("user", |t| t.as_str()),
-        preset.name
-    ));
+    group.source_preset = Some(source_preset_of(preset));
     let team = team_slug(&group.name);
     let group_id = group.id.clone();
 
@@ -175,6 +177,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         shared_context: group.shared_context.clone(),
         routing_context: group.routing_context.clone(),
         worktrees: group.worktrees,
+        relay: group.relay.clone(),
         tier: None,
         source: None,
         warnings: Vec::new(),

@@ -164,6 +164,33 @@ fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetEr
             ));
         }
     }
+    if preset.mode == Mode::Relay {
+        let Some(relay) = &preset.relay else {
+            return Err(err(
+                "mode:",
+                0,
+                "relay: mode relay needs a `relay:` entry (driver, counterpart)".into(),
+            ));
+        };
+        let members: Vec<&str> = preset.workers.iter().map(|w| w.name.as_str()).collect();
+        if let Some(problem) = relay.problem(&members) {
+            let key = problem.split(':').next().unwrap_or("relay");
+            let needle = key
+                .rsplit('.')
+                .next()
+                .unwrap_or("relay")
+                .split('[')
+                .next()
+                .unwrap_or("relay")
+                .to_string();
+            return Err(err(&needle, 0, problem));
+        }
+    } else if preset.relay.is_some() {
+        preset.warnings.push(format!(
+            "relay: only used by mode relay; ignored in mode {}",
+            preset.mode
+        ));
+    }
     let mut slugs: Vec<(String, &str)> = Vec::new();
     if let Some(m) = preset.orchestrator.as_ref().and_then(|o| o.model.as_deref()) {
         slugs.push(("orchestrator.model".into(), m));
@@ -359,5 +386,55 @@ routing_context: "optional: given to the orchestrator when planning"
         let p = parse(text).unwrap();
         let again = parse(&preset_to_yaml(&p).unwrap()).unwrap();
         assert_eq!(p, again);
+    }
+
+    #[test]
+    fn relay_settings_are_checked_naming_file_line_and_key() {
+        let base = "name: R\nmode: relay\nworkers: [{name: me}, {name: them}]\n";
+        let p = parse(&format!(
+            "{base}relay: {{ driver: me, counterpart: them, approval: full_auto }}\n"
+        ))
+        .unwrap();
+        let relay = p.relay.clone().unwrap();
+        assert_eq!(relay.approval, crate::model::ApprovalMode::FullAuto);
+        assert_eq!(relay.max_turns, 8);
+        let again = parse(&preset_to_yaml(&p).unwrap()).unwrap();
+        assert_eq!(again.relay, p.relay);
+        for (relay, expected) in [
+            ("", "mode relay needs a `relay:` entry"),
+            (
+                "relay: { driver: me, counterpart: ME }\n",
+                "cannot talk to itself",
+            ),
+            (
+                "relay: { driver: ghost, counterpart: them }\n",
+                "relay.driver: `ghost` is not a member",
+            ),
+            (
+                "relay: { driver: me, counterpart: them, max_turns: 0 }\n",
+                "relay.max_turns: 0 is out of range",
+            ),
+            (
+                "relay:\n  driver: me\n  counterpart: them\n  review:\n    patterns: ['(oops']\n",
+                "relay.review.patterns[0]",
+            ),
+            (
+                "relay: { driver: me, counterpart: them, approval: sometimes }\n",
+                "approval",
+            ),
+        ] {
+            let e = parse(&format!("{base}{relay}")).unwrap_err().to_string();
+            assert!(e.contains(expected), "{relay}: {e}");
+            assert!(e.contains("/p/team.yaml"), "{e}");
+        }
+        let e = parse(&format!(
+            "{base}relay:\n  driver: me\n  counterpart: them\n  review:\n    patterns: ['(oops']\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("line 8"), "the pattern's line: {e}");
+        // A relay in another mode is a warning.
+        let p = parse("name: B\nmode: broadcast\nworkers: [{name: a}, {name: b}]\nrelay: { driver: a, counterpart: b }\n").unwrap();
+        assert!(p.warnings.iter().any(|w| w.contains("only used by mode relay")));
     }
 }

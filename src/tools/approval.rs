@@ -75,6 +75,9 @@ pub struct Approvals {
     pending: Mutex<HashMap<u64, oneshot::Sender<Decision>>>,
     /// (session id, tool name as the model sees it) approved for the session.
     granted: Mutex<HashSet<(String, String)>>,
+    /// Policies that replace the engine's for one group's or session's runs (by id): a run
+    /// handed over by `huddle run` keeps that command's rule (deny, or `--approve-tools`).
+    scoped: Mutex<HashMap<String, ApprovalPolicy>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -115,11 +118,48 @@ impl Approvals {
     pub fn pending(&self) -> usize {
         lock(&self.pending).len()
     }
+
+    /// Sets (or with `None` clears) the policy for the runs of one group or session.
+    pub fn set_scoped(&self, scope_id: &str, policy: Option<ApprovalPolicy>) {
+        let mut scoped = lock(&self.scoped);
+        match policy {
+            Some(p) => scoped.insert(scope_id.to_string(), p),
+            None => scoped.remove(scope_id),
+        };
+    }
+
+    /// The policy for a call of `session_id` in `group_id`: the session's own, else the
+    /// group's, else `default`.
+    pub fn policy_for(&self, group_id: &str, session_id: &str, default: ApprovalPolicy) -> ApprovalPolicy {
+        let scoped = lock(&self.scoped);
+        if scoped.is_empty() {
+            return default;
+        }
+        scoped
+            .get(session_id)
+            .or_else(|| scoped.get(group_id))
+            .copied()
+            .unwrap_or(default)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scoped_policy_wins_for_its_group_or_session_only() {
+        let approvals = Approvals::default();
+        let ask = ApprovalPolicy::Ask;
+        assert_eq!(approvals.policy_for("g", "s", ask), ask);
+        approvals.set_scoped("g", Some(ApprovalPolicy::DenyAll));
+        approvals.set_scoped("s2", Some(ApprovalPolicy::ApproveAll));
+        assert_eq!(approvals.policy_for("g", "s", ask), ApprovalPolicy::DenyAll);
+        assert_eq!(approvals.policy_for("g", "s2", ask), ApprovalPolicy::ApproveAll);
+        assert_eq!(approvals.policy_for("other", "s", ask), ask);
+        approvals.set_scoped("g", None);
+        assert_eq!(approvals.policy_for("g", "s", ask), ask);
+    }
 
     #[tokio::test]
     async fn an_answer_reaches_the_waiting_request_once() {

@@ -127,7 +127,7 @@ impl App {
         }
         // Restore the last selection.
         app.org.read(|o| app.sidebar.restore(o));
-        let mut commands = vec![Command::LoadCatalog];
+        let mut commands = vec![Command::LoadCatalog, Command::LoadInputs, Command::ListRepoFiles];
         commands.extend(app.worktree_startup());
         commands.extend(app.on_selection_changed());
         app.refresh_placeholder();
@@ -237,6 +237,9 @@ impl App {
         }
         self.flash = None;
         let global = self.keymap.lookup(Context::Global, &key);
+        if let Some(commands) = self.open_editor_for_dialog(&key) {
+            return commands;
+        }
         match self.dialogs.handle_key(&key, global == Some(Action::Quit)) {
             Routed::NotOpen => {}
             routed => {
@@ -266,8 +269,14 @@ impl App {
             self.refresh_placeholder();
             return commands;
         }
-        let commands = if let Some(action) = global {
+        let commands = if global == Some(Action::Quit) && self.clear_composer_instead_of_quitting() {
+            Vec::new()
+        } else if let Some(action) = global {
             self.perform(action)
+        } else if self.focus == Focus::Composer
+            && let Some(commands) = self.completion_key(&key)
+        {
+            commands
         } else if self.focus == Focus::Composer {
             match self.keymap.lookup(Context::Composer, &key) {
                 Some(action) => self.perform(action),
@@ -288,6 +297,8 @@ impl App {
             }
         };
         self.refresh_placeholder();
+        let mut commands = commands;
+        commands.extend(self.sync_attachments());
         commands
     }
 
@@ -364,6 +375,7 @@ impl App {
             Action::LeaveSearch => self.transcripts.search = None,
             Action::HistoryPrev => self.composer.recall_older(),
             Action::HistoryNext => self.composer.recall_newer(),
+            Action::OpenEditor => return self.open_editor_for_composer(),
             Action::ReflectSession => self.open_reflect(),
             Action::OlderRun => return self.browse_runs(-1),
             Action::NewerRun => return self.browse_runs(1),
@@ -371,6 +383,8 @@ impl App {
             Action::NextToolCall => self.select_tool_call(false),
             Action::ViewDiff => return self.open_diff(),
             Action::MergeWorktree => return self.merge_selected(),
+            Action::PruneHeadless => self.open_prune(),
+            Action::RelayDraft => self.open_relay_draft(),
         }
         Vec::new()
     }
@@ -416,6 +430,8 @@ impl App {
             commands.push(load);
         }
         let load = self.transcripts.show(session.as_deref());
+        self.composer
+            .switch_target(session.clone().or_else(|| group.clone()));
         self.edits.select(group.as_deref(), session.as_deref());
         if let Some(session_id) = session.filter(|_| load) {
             commands.push(Command::LoadTranscript { session_id });
@@ -450,7 +466,7 @@ impl App {
 
     /// The composer's text to its target: a team runs (or queues while running), a session
     /// chats.
-    fn send(&mut self) -> Vec<Command> {
+    pub(super) fn send_text(&mut self) -> Vec<Command> {
         let text = self.composer.text();
         if text.trim().is_empty() {
             return Vec::new();
@@ -460,6 +476,9 @@ impl App {
             return Vec::new();
         };
         if self.is_team(&group_id) {
+            if let Some(commands) = self.relay_send(&group_id, &text) {
+                return commands;
+            }
             self.composer.send();
             if self.team_running(&group_id) {
                 self.team_panel.queue(&group_id, text.clone());
@@ -620,7 +639,17 @@ impl App {
                         .map(|g| (g.is_team(), g.name.clone(), g.mode))
                         .unwrap_or((false, String::new(), Default::default()))
                 });
-                if team && self.team_running(&gid) {
+                if self.relay_taken_over(&gid) {
+                    format!(
+                        "Your message to the counterpart (taken over; {} hands back)…",
+                        key(Action::RelayDraft)
+                    )
+                } else if team && self.team_running(&gid) && mode == crate::model::Mode::Relay {
+                    format!(
+                        "The relay is running ({} answers a waiting draft)",
+                        key(Action::RelayDraft)
+                    )
+                } else if team && self.team_running(&gid) {
                     "Queue a message for the orchestrator's next plan…".to_string()
                 } else if team {
                     format!("Prompt for {} ({mode})…", crate::text::sanitize::display(&name))
@@ -654,8 +683,10 @@ impl App {
             Some(MouseTarget::SidebarRow(i)) => {
                 self.focus = Focus::Sidebar;
                 if self.org.read(|o| self.sidebar.click(o, i)) {
-                    let commands = self.on_selection_changed();
+                    let mut commands = self.on_selection_changed();
                     self.refresh_placeholder();
+                    // Another target's draft: its `@` files.
+                    commands.extend(self.sync_attachments());
                     return commands;
                 }
             }

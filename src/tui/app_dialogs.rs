@@ -280,6 +280,9 @@ impl App {
                     Mode::OrchestratorReflect => {
                         "plan, dispatch, synthesize, evaluate; repeat until the goal is met"
                     }
+                    Mode::Relay => {
+                        "a driver talks to a counterpart for you, each draft approved (needs relay: settings)"
+                    }
                 }
                 .into(),
                 value: m.to_string(),
@@ -408,6 +411,9 @@ impl App {
                     }
                 }
             }
+            DialogResult::Text(TextPurpose::RelayEdit(id), text) => self.on_relay_text(id, text, true),
+            DialogResult::Text(TextPurpose::RelayNote(id), text) => self.on_relay_text(id, text, false),
+            DialogResult::Relay { group_id, choice } => self.on_relay_choice(group_id, choice),
             DialogResult::Text(purpose, text) => match self.apply_text(purpose, text) {
                 Ok(commands) => commands,
                 Err(e) => {
@@ -449,6 +455,7 @@ impl App {
                 }]
             }
             ConfirmAction::RemoveEvaluator(group_id, _) => self.remove_evaluator(&group_id),
+            ConfirmAction::PruneHeadless(leftovers) => self.prune_confirmed(leftovers),
             ConfirmAction::DeleteGroup(id) => self.delete_group(&id, WorktreeChoice::Keep),
             ConfirmAction::DeleteSession(id) => match self.edits.delete_session(&id) {
                 Ok(removal) => {
@@ -479,8 +486,8 @@ impl App {
                 }
                 self.edits.set_max_iterations(&id, &text).map_err(text_err)?;
             }
-            // Started by `on_dialog_result`.
-            TextPurpose::ReflectIterations(..) => {}
+            // Started or answered by `on_dialog_result`.
+            TextPurpose::ReflectIterations(..) | TextPurpose::RelayEdit(_) | TextPurpose::RelayNote(_) => {}
             TextPurpose::SystemPrompt(id) => self.edits.set_system_prompt(&id, &text).map_err(text_err)?,
             TextPurpose::MemberName(group_id) => {
                 let name = text.trim().to_string();

@@ -67,6 +67,19 @@ impl App {
                 }
                 Vec::new()
             }
+            AppEvent::Edited { target, result } => {
+                self.on_edited(target, result);
+                Vec::new()
+            }
+            AppEvent::RepoFiles(files) => {
+                self.composer.attach.set_files(files);
+                self.sync_attachments()
+            }
+            AppEvent::AttachmentRead { name, result } => self.on_attachment_read(&name, result),
+            AppEvent::InputsLoaded(inputs) => {
+                self.on_inputs_loaded(inputs);
+                Vec::new()
+            }
             worktree_event => self.handle_worktree_event(worktree_event),
         };
         self.refresh_placeholder();
@@ -96,6 +109,7 @@ impl App {
             return Vec::new();
         }
         self.follow_team_run(&event, now);
+        self.follow_relay(&event);
         // After the team's view followed (a plan takes the queued messages there).
         self.settle_flash();
         let mut commands = match &event.kind {

@@ -281,6 +281,16 @@ fn message_header(m: &Message) -> Line<'static> {
     if m.interrupted {
         extra.push("interrupted".into());
     }
+    if let Some(r) = &m.relay {
+        // A relayed message says how it was sent (auto-sent, approved, edited, yours).
+        extra.push(format!(
+            "relay turn {}{}",
+            r.turn,
+            r.sent_as
+                .map(|s| format!(" · {}", s.as_str()))
+                .unwrap_or_default()
+        ));
+    }
     let who = match m.role {
         MessageRole::User => "you",
         MessageRole::Assistant => "assistant",

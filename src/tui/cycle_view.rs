@@ -109,6 +109,8 @@ pub struct CycleView {
     /// A member without a worker row (the orchestrator planning or synthesizing, the
     /// evaluator) streaming: its session, short name and the end of its line.
     pub lead_live: Option<(String, String, String)>,
+    /// A relay's state (mode `relay`).
+    pub relay: Option<super::relay_view::RelayView>,
 }
 
 impl CycleView {
@@ -185,7 +187,7 @@ impl CycleView {
         matches!(self.mode, Some(Mode::Broadcast | Mode::Sequential))
     }
 
-    fn push(&mut self, kind: TimelineKind, text: String) {
+    pub(super) fn push(&mut self, kind: TimelineKind, text: String) {
         self.timeline.push(TimelineEntry { kind, text });
         if self.timeline.len() > TIMELINE_MAX {
             let excess = self.timeline.len() - TIMELINE_MAX;
@@ -270,7 +272,12 @@ impl CycleView {
                 }
                 self.worker(session_id, worker).state = WorkerState::Assigned;
                 let worker = self.short(worker).to_string();
-                self.push(TimelineKind::Info, format!("  → {worker}: {}", first_line(task)));
+                // The whole task (its lines joined): the timeline wraps it to the width.
+                let task = task.split_whitespace().collect::<Vec<_>>().join(" ");
+                self.push(
+                    TimelineKind::Info,
+                    format!("  → {worker}: {}", crate::text::first_line(&task, 2000)),
+                );
             }
             EventKind::AssignmentDropped { name, reason, .. } => {
                 self.push(
@@ -489,6 +496,12 @@ impl CycleView {
             EventKind::RunResult { text } => {
                 self.result = Some(text.clone());
             }
+            EventKind::RelayState { .. }
+            | EventKind::RelayDraft { .. }
+            | EventKind::RelayTakeOver { .. }
+            | EventKind::RelaySent { .. }
+            | EventKind::RelayReply { .. }
+            | EventKind::RelayAudit { .. } => super::relay_view::apply(self, &event.kind),
             EventKind::RunStarted { .. }
             | EventKind::Message { .. }
             | EventKind::Notice { .. }

@@ -230,6 +230,8 @@ impl Default for Keymap {
             (NextToolCall, vec![K::ch('T')]),
             (ViewDiff, vec![K::ch('D')]),
             (MergeWorktree, vec![K::ch('B')]),
+            (PruneHeadless, vec![K::ch('P')]),
+            (RelayDraft, vec![K::ch('v')]),
         ];
         let search = vec![
             (SearchNext, vec![K::ch('n')]),
@@ -247,6 +249,7 @@ impl Default for Keymap {
             (PageDown, vec![K::plain(KeyCode::PageDown)]),
             (HistoryPrev, vec![K::plain(KeyCode::Up)]),
             (HistoryNext, vec![K::plain(KeyCode::Down)]),
+            (OpenEditor, vec![K::ctrl('o')]),
         ];
         let mut tables = BTreeMap::new();
         tables.insert(Context::Global, global);

@@ -140,6 +140,7 @@ fn panel_keys(app: &App) -> PanelKeys {
         pause: key(Action::TogglePauseCycle),
         older: key(Action::OlderRun),
         newer: key(Action::NewerRun),
+        relay_review: key(Action::RelayDraft),
     }
 }
 

@@ -384,6 +384,12 @@ impl TranscriptPane {
             KeyCode::Backspace => {
                 s.query.pop();
             }
+            // Readline keys of a one-line field without a cursor: the query's end is the cursor.
+            KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => s.query.clear(),
+            KeyCode::Char('w') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                let kept = s.query.trim_end().rfind(char::is_whitespace).map_or(0, |i| i + 1);
+                s.query.truncate(kept);
+            }
             KeyCode::Char(c) if !modified => s.query.push(c),
             _ => {}
         }

@@ -265,6 +265,7 @@ impl Edits {
                 o.unique_session_name(&format!("run-{}", chrono::Local::now().format("%Y%m%d-%H%M%S")));
             let mut session = Session::new(name, &group, model);
             session.repo = Some(repo);
+            session.headless_at = Some(chrono::Utc::now());
             session.order = o.next_session_order(&group);
             let id = session.id.clone();
             o.sessions.push(session);
@@ -279,6 +280,42 @@ impl Edits {
         let (config, repo) = (&self.config, &self.repo);
         self.org
             .update(|o| create_team_group(o, preset, config, Some(repo)))
+    }
+
+    /// A team `huddle run` made from `preset` (with [`Edits::create_team_with`]), named so it is
+    /// recognisable in the sidebar (`<preset> · run <month day hh:mm>`; its members' names
+    /// follow, so they stay unique and short in the sidebar) and stamped as a headless leftover.
+    pub fn create_headless_team(
+        &self,
+        preset: &Preset,
+        strategy: WorktreeStrategy,
+    ) -> Result<GroupId, EditError> {
+        let now = chrono::Local::now();
+        let mut named = preset.clone();
+        named.name = self
+            .org
+            .read(|o| o.unique_group_name(&headless_team_name(&preset.name, &now)));
+        let id = self.create_team_with(&named, strategy)?;
+        self.org.update(|o| {
+            if let Some(g) = o.group_mut(&id) {
+                g.headless_at = Some(now.with_timezone(&chrono::Utc));
+                // Still the preset it came from.
+                g.source_preset = Some(crate::presets::source_preset_of(preset));
+            }
+        });
+        Ok(id)
+    }
+
+    /// Records that a headless run used the group now, when `huddle run` made it: `huddle runs
+    /// prune` counts a leftover's age from its last use.
+    pub fn touch_headless(&self, group_id: &str) {
+        self.org.update(|o| {
+            if let Some(g) = o.group_mut(group_id)
+                && g.headless_at.is_some()
+            {
+                g.headless_at = Some(chrono::Utc::now());
+            }
+        });
     }
 
     /// A team group from a preset whose members work in git worktrees per `strategy` (the
@@ -880,9 +917,24 @@ fn at_risk(org: &Organization, records: &[Worktree]) -> Vec<AtRisk> {
         .collect()
 }
 
+/// `<preset> · run <month day hh:mm>`: what a team made by `huddle run` is called.
+fn headless_team_name(preset: &str, at: &chrono::DateTime<chrono::Local>) -> String {
+    format!("{preset} · run {}", at.format("%b %d %H:%M"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_headless_team_is_named_after_its_preset_and_time() {
+        use chrono::TimeZone;
+        let at = chrono::Local.with_ymd_and_hms(2026, 11, 24, 9, 5, 0).unwrap();
+        assert_eq!(
+            headless_team_name("Code Review Team", &at),
+            "Code Review Team · run Nov 24 09:05"
+        );
+    }
     use crate::model::{Group, GroupKind, Organization};
 
     fn edits() -> (Edits, GroupId) {

@@ -7,6 +7,7 @@
 mod edits;
 mod export;
 mod history;
+mod prune;
 
 use std::path::PathBuf;
 
@@ -24,6 +25,7 @@ use crate::tools::ApprovalPolicy;
 pub use edits::{AtRisk, EditError, Edits, EvaluatorSwitch, Removal, RemovalReport, WorktreeChoice};
 pub use export::{ExportOutcome, Exporter};
 pub use history::{LoadedRun, WhichRun, read_run};
+pub use prune::{Leftover, PruneReport, headless_leftovers, prune};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {

@@ -11,7 +11,7 @@ use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system}
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
-struct Huddle {
+pub(super) struct Huddle {
     screen: Arc<Mutex<vt100::Parser>>,
     writer: Box<dyn Write + Send>,
     child: Box<dyn Child + Send + Sync>,
@@ -19,7 +19,12 @@ struct Huddle {
 }
 
 impl Huddle {
-    fn start(home: &Path, repo: &Path) -> Huddle {
+    pub(super) fn start(home: &Path, repo: &Path) -> Huddle {
+        Huddle::start_with(home, repo, &[])
+    }
+
+    /// [`Huddle::start`] with more environment variables (`EDITOR`, say).
+    pub(super) fn start_with(home: &Path, repo: &Path, env: &[(&str, &str)]) -> Huddle {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows: 30,
@@ -33,6 +38,9 @@ impl Huddle {
         cmd.env("HUDDLE_HOME", home);
         cmd.env("TERM", "xterm-256color");
         cmd.env_remove("NO_COLOR");
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
         let child = pty.slave.spawn_command(cmd).expect("start huddle");
         drop(pty.slave);
         let mut reader = pty.master.try_clone_reader().expect("pty reader");
@@ -56,12 +64,12 @@ impl Huddle {
         }
     }
 
-    fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         self.screen.lock().unwrap().screen().contents()
     }
 
     /// Polls the screen until it contains `needle`; the screen at the deadline is in the panic.
-    fn wait_for(&self, needle: &str) -> String {
+    pub(super) fn wait_for(&self, needle: &str) -> String {
         let start = Instant::now();
         loop {
             let text = self.text();
@@ -78,19 +86,19 @@ impl Huddle {
 
     /// Sends bytes as one keystroke, then lets the app read them alone (an Esc followed at once
     /// by a key would be read as Alt+key).
-    fn key(&mut self, bytes: &str) {
+    pub(super) fn key(&mut self, bytes: &str) {
         self.writer.write_all(bytes.as_bytes()).expect("write to the pty");
         self.writer.flush().expect("flush the pty");
         std::thread::sleep(Duration::from_millis(120));
     }
 
-    fn type_text(&mut self, text: &str) {
+    pub(super) fn type_text(&mut self, text: &str) {
         self.writer.write_all(text.as_bytes()).expect("write to the pty");
         self.writer.flush().expect("flush the pty");
         std::thread::sleep(Duration::from_millis(120));
     }
 
-    fn wait_exit(&mut self) {
+    pub(super) fn wait_exit(&mut self) {
         let start = Instant::now();
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -117,8 +125,8 @@ impl Drop for Huddle {
     }
 }
 
-const ESC: &str = "\x1b";
-const ENTER: &str = "\r";
+pub(super) const ESC: &str = "\x1b";
+pub(super) const ENTER: &str = "\r";
 const CTRL_P: &str = "\x10";
 const PAGE_DOWN: &str = "\x1b[6~";
 
@@ -223,4 +231,61 @@ fn a_cycle_cut_short_by_quitting_is_offered_for_resume() {
     again.wait_for("Cycle · finished");
     again.key("q");
     again.wait_exit();
+}
+
+/// `huddle run` in another process while the TUI is open: the run is handed to the TUI, shows
+/// there, the shell gets the answer and the exit code; then the TUI prunes it (`P`, `y`).
+#[test]
+fn huddle_run_hands_its_run_to_the_open_tui_which_then_prunes_it() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), "default_model: sim/demo\n").unwrap();
+    let mut app = Huddle::start(home.path(), repo.path());
+    app.wait_for("Welcome to huddle");
+    // The TUI listens once it has opened the data dir.
+    let socket = home.path().join("huddle.sock");
+    let start = Instant::now();
+    while !socket.exists() {
+        assert!(start.elapsed() < DEADLINE, "the TUI never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args([
+            "run",
+            "--preset",
+            "Code Review Team",
+            "--max-iterations",
+            "1",
+            "Review the login handler",
+        ])
+        .env("HUDDLE_HOME", home.path())
+        .current_dir(repo.path())
+        .output()
+        .expect("run huddle run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("handed to the huddle open on this data dir"),
+        "{err}"
+    );
+    // One iteration of a reflect cycle ends at its max iterations unless the goal was met.
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(3)),
+        "{:?}: {err}",
+        out.status
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("login handler"));
+    // (The sidebar cuts the name at this width.)
+    app.wait_for("Code Review Team · ru");
+
+    app.key("P");
+    app.wait_for("Prune headless runs");
+    app.wait_for("Remove 1 leftover");
+    app.key("y");
+    app.wait_for("pruned 1 leftover");
+    let screen = app.text();
+    assert!(!screen.contains("Code Review Team · ru"), "{screen}");
+    app.key("q");
+    app.wait_exit();
+    assert!(!socket.exists(), "the socket goes with the TUI");
 }

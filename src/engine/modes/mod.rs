@@ -5,6 +5,9 @@ mod broadcast;
 mod one_pass;
 mod orchestrator;
 mod orchestrator_reflect;
+mod relay;
+mod relay_history;
+mod relay_review;
 mod sequential;
 
 use std::sync::Arc;
@@ -25,6 +28,28 @@ pub(crate) async fn run(
     overrides: &RunOverrides,
     resume: bool,
 ) -> Result<RunReport, EngineError> {
+    run_linked(
+        shared,
+        active,
+        group_id,
+        prompt,
+        overrides,
+        resume,
+        relay::RelayLink::default(),
+    )
+    .await
+}
+
+/// A team run that may be a link in a chain of relays (`link` says where).
+pub(crate) async fn run_linked(
+    shared: &Arc<EngineShared>,
+    active: &ActiveRun,
+    group_id: &str,
+    prompt: String,
+    overrides: &RunOverrides,
+    resume: bool,
+    link: relay::RelayLink,
+) -> Result<RunReport, EngineError> {
     let team = Team::read(shared, group_id, overrides)?;
     team.check_runnable()?;
     // The group (e.g. just created by `huddle run --preset`) is on disk before its run is
@@ -41,7 +66,12 @@ pub(crate) async fn run(
             failed: Some(e.to_string()),
         });
     }
-    active.control.set_budget(team.budget);
+    let mut budget = team.budget;
+    if team.mode == Mode::Relay && budget.max_duration_secs.is_none() {
+        // A relay talks to someone else's agent: it never runs unbounded.
+        budget.max_duration_secs = Some(crate::model::relay::DEFAULT_MAX_DURATION_SECS);
+    }
+    active.control.set_budget(budget);
     let mut run = Run::new(shared, active, team);
     let work = async {
         match run.team.mode {
@@ -49,6 +79,7 @@ pub(crate) async fn run(
             Mode::Sequential => sequential::run(&mut run, prompt).await,
             Mode::Orchestrator => orchestrator::run(&mut run, prompt).await,
             Mode::OrchestratorReflect => orchestrator_reflect::run(&mut run, prompt, resume).await,
+            Mode::Relay => relay::run(&mut run, prompt, overrides, link).await,
         }
     };
     within_time_limit(&active.control, &active.emitter, work).await

@@ -483,7 +483,9 @@ impl TeamCycle<'_, '_> {
                 }
             });
         }
-        if outcome == CycleOutcome::Cancelled && self.run.shared.interrupting() {
+        if outcome == CycleOutcome::Cancelled
+            && (self.run.shared.interrupting() || self.run.control().interrupted())
+        {
             return self.leave_interrupted().await;
         }
         cycle::conclude(&mut self.state, outcome);

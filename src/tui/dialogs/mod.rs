@@ -8,6 +8,7 @@ pub mod diff_view;
 pub mod help;
 pub mod list;
 pub mod notice;
+pub mod relay_draft;
 pub mod stack;
 pub mod text_input;
 
@@ -25,6 +26,7 @@ pub use diff_view::DiffView;
 pub use help::Help;
 pub use list::{ListItem, ListPicker};
 pub use notice::Notice;
+pub use relay_draft::{RelayChoice, RelayDraftPopup};
 pub use stack::{DialogStack, Routed};
 pub use text_input::TextInput;
 
@@ -40,6 +42,8 @@ pub enum ConfirmAction {
     Export(GroupId),
     /// Turn a reflect team's evaluator off: remove this session.
     RemoveEvaluator(GroupId, SessionId),
+    /// Remove these headless leftovers (`huddle run`'s teams and one-shot sessions).
+    PruneHeadless(Vec<crate::workspace::Leftover>),
 }
 
 impl ConfirmAction {
@@ -54,6 +58,7 @@ impl ConfirmAction {
                 | ConfirmAction::ExportOverwrite(_)
                 | ConfirmAction::Export(_)
                 | ConfirmAction::RemoveEvaluator(..)
+                | ConfirmAction::PruneHeadless(_)
         )
     }
 }
@@ -72,6 +77,10 @@ pub enum TextPurpose {
     MemberName(GroupId),
     /// A new team member's system prompt, last step: (team, name, model).
     MemberPrompt(GroupId, String, String),
+    /// A relay draft, edited: sent when saved.
+    RelayEdit(GroupId),
+    /// The note for a rejected relay draft.
+    RelayNote(GroupId),
 }
 
 /// What a picked list entry is for.
@@ -102,6 +111,11 @@ pub enum DialogResult {
     Chose(ChoiceAction, usize),
     /// The merge key in the diff view: bring this worktree's work back (asks first).
     MergeWorktree(Worktree),
+    /// An answer in the relay draft popup.
+    Relay {
+        group_id: GroupId,
+        choice: RelayChoice,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -124,6 +138,7 @@ pub enum Dialog {
     Approval(Box<Approvals>),
     Choice(Box<Choice>),
     Diff(Box<DiffView>),
+    RelayDraft(Box<RelayDraftPopup>),
 }
 
 impl Dialog {
@@ -137,6 +152,7 @@ impl Dialog {
             Dialog::Notice(d) => d.handle_key(key),
             Dialog::Choice(d) => d.handle_key(key),
             Dialog::Diff(d) => d.handle_key(key),
+            Dialog::RelayDraft(d) => d.handle_key(key),
         }
     }
 
@@ -167,6 +183,7 @@ impl Dialog {
             Dialog::Approval(d) => d.render(frame, area),
             Dialog::Choice(d) => d.render(frame, area),
             Dialog::Diff(d) => d.render(frame, area),
+            Dialog::RelayDraft(d) => d.render(frame, area),
         }
     }
 }
