@@ -528,6 +528,58 @@ impl Engine {
         self.shared.writer.load(&self.shared.transcripts, session_id)
     }
 
+    /// Starts a new conversation for each of the sessions: a mark is appended to each
+    /// transcript (the earlier messages stay there, to read back) and their next turns are sent
+    /// nothing from before it. Refused, changing nothing, while any of them has a turn queued or
+    /// in flight. Each mark is also reported as a `notice`.
+    pub fn new_conversation(&self, session_ids: &[SessionId]) -> Result<(), EngineError> {
+        let names = self.shared.org.read(|o| {
+            session_ids
+                .iter()
+                .map(|id| {
+                    let s = o
+                        .session(id)
+                        .ok_or_else(|| EngineError::NoSuchSession(id.clone()))?;
+                    let group = o.group(&s.group_id).map(|g| g.name.clone()).unwrap_or_default();
+                    Ok((s.name.clone(), s.group_id.clone(), group))
+                })
+                .collect::<Result<Vec<_>, EngineError>>()
+        })?;
+        let slots: Vec<session::SessionSlot> = {
+            let mut sessions = lock(&self.shared.sessions);
+            session_ids
+                .iter()
+                .map(|id| Arc::clone(sessions.entry(id.clone()).or_default()))
+                .collect()
+        };
+        // Held together, so no turn starts between the check and the marks.
+        let mut states = Vec::with_capacity(slots.len());
+        for (id, slot) in session_ids.iter().zip(&slots) {
+            match slot.try_lock() {
+                Ok(state) if !self.session_busy(id) => states.push(state),
+                _ => return Err(EngineError::AlreadyRunning(id.clone())),
+            }
+        }
+        for ((id, state), (session, group_id, group)) in session_ids.iter().zip(states.iter_mut()).zip(names)
+        {
+            let mark = crate::model::Message::conversation_start();
+            self.shared.writer.append(id, mark.clone());
+            state.forget();
+            self.shared.events.emit(events::EngineEvent {
+                group_id,
+                group,
+                run_id: None,
+                kind: events::EventKind::Notice {
+                    session_id: id.clone(),
+                    session,
+                    text: mark.text.clone(),
+                    message: Some(Box::new(mark)),
+                },
+            });
+        }
+        Ok(())
+    }
+
     /// Writes every queued transcript line, run-log line and organization change to disk.
     pub fn flush(&self) -> Result<(), StoreError> {
         self.shared.writer.flush();

@@ -48,6 +48,9 @@ pub struct TurnOptions {
     pub timeout: Option<Duration>,
     /// A model slug used instead of the session's own for this turn (`huddle run --model`).
     pub model_override: Option<String>,
+    /// The turn sees only what its run said so far (a team with `memory: run`), not the
+    /// session's earlier conversation.
+    pub history_from_run_start: bool,
 }
 
 /// How a turn ended.
@@ -106,6 +109,35 @@ impl TurnResult {
 pub(crate) struct SessionState {
     history: Option<Vec<ChatMessage>>,
     generation: u64,
+    /// Where the history of the run in progress starts: its id and an index into `history`
+    /// (for turns that see only their run).
+    run_start: Option<(RunId, usize)>,
+}
+
+impl SessionState {
+    /// Forgets the conversation held in memory: the next turn reads it from the transcript
+    /// again (after a new conversation was started there).
+    pub(crate) fn forget(&mut self) {
+        self.history = None;
+        self.run_start = None;
+    }
+
+    /// What a turn is sent of the history: everything since the conversation began, or with
+    /// `from_run_start` only what was said since the run began.
+    fn visible(&mut self, run_id: Option<&RunId>, from_run_start: bool) -> Vec<ChatMessage> {
+        let history = self.history.get_or_insert_with(Vec::new);
+        let start = match (run_id, from_run_start) {
+            (Some(run), true) => match &self.run_start {
+                Some((current, index)) if current == run => (*index).min(history.len()),
+                _ => {
+                    self.run_start = Some((run.clone(), history.len()));
+                    history.len()
+                }
+            },
+            _ => 0,
+        };
+        bounded_history(&history[start..])
+    }
 }
 
 /// A session's state, shared by the turns that wait for it.
@@ -135,7 +167,7 @@ pub(crate) fn run_turn(
             Ok(result) => result,
             Err(_) => {
                 tracing::error!(session = %session_id, "a turn panicked; the session starts over from its transcript");
-                state.history = None;
+                state.forget();
                 TurnResult::failed(&session_id, "the session stopped".into(), None)
             }
         };
@@ -286,7 +318,9 @@ impl Actor<'_> {
         self.load_history().await;
         let mut user = Message::user(prompt);
         user.iteration = options.iteration;
-        let mut messages = bounded_history(self.history());
+        let mut messages = self
+            .state
+            .visible(options.run_id.as_ref(), options.history_from_run_start);
         messages.push(ChatMessage::user(user.text.as_str()));
         self.shared.writer.append(self.session_id, user.clone());
         self.emit(
@@ -617,7 +651,11 @@ impl Actor<'_> {
         history.extend(added);
         // Only the newest part is ever sent; the transcript on disk keeps everything.
         if history.len() > 4 * HISTORY_MAX_MESSAGES {
-            history.drain(..history.len() - 2 * HISTORY_MAX_MESSAGES);
+            let dropped = history.len() - 2 * HISTORY_MAX_MESSAGES;
+            history.drain(..dropped);
+            if let Some((_, start)) = &mut self.state.run_start {
+                *start = start.saturating_sub(dropped);
+            }
         }
         if let Some(usage) = result.usage {
             let id = self.session_id;
@@ -662,7 +700,7 @@ impl Actor<'_> {
 }
 
 /// What a model is sent of a stored conversation: user and assistant messages and tool
-/// results, without failed answers and empty ones (an answer that called tools is kept, empty
+/// results since the last conversation start, without failed answers and empty ones (an answer that called tools is kept, empty
 /// or not). Calls whose result never got stored (a crash mid-call) are answered as lost, so
 /// every call in the history has its result, as both APIs require.
 ///
@@ -691,6 +729,12 @@ pub fn chat_history<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<
         }
     };
     for m in messages {
+        if m.conversation_start {
+            out.clear();
+            agent_text.clear();
+            open_calls.clear();
+            continue;
+        }
         if m.by_agent {
             agent_step_text(m, &mut agent_text);
             continue;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::model::{GroupKind, Mode, Role, Session};
+use crate::model::{GroupKind, Memory, Mode, Role, Session};
 
 use super::protocol::WorkerInfo;
 use super::{EngineError, EngineShared, RunOverrides};
@@ -36,6 +36,9 @@ pub(crate) struct Team {
     pub max_iterations: u32,
     pub worker_timeout: Duration,
     pub model_override: Option<String>,
+    /// What members remember between runs (a plain group run as a team keeps its
+    /// conversations).
+    pub memory: Memory,
 }
 
 impl Team {
@@ -92,6 +95,11 @@ impl Team {
                 // Clamped so that deadlines stay representable (a week is "no limit" here).
                 worker_timeout: Duration::from_secs(group.worker_timeout_secs.clamp(1, 7 * 24 * 3600)),
                 model_override: overrides.model.clone(),
+                memory: if group.kind == GroupKind::Team {
+                    group.memory
+                } else {
+                    Memory::Conversation
+                },
             })
         })
     }

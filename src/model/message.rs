@@ -86,6 +86,10 @@ pub struct Message {
     /// What the turn cost, when the provider said (Claude Code's `total_cost_usd`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// A notice that starts a new conversation: a model is sent nothing from before it (the
+    /// earlier messages stay in the file, to read back).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub conversation_start: bool,
 }
 
 impl Message {
@@ -106,6 +110,7 @@ impl Message {
             tool_result: None,
             by_agent: false,
             cost_usd: None,
+            conversation_start: false,
         }
     }
 
@@ -119,6 +124,13 @@ impl Message {
 
     pub fn notice(text: impl Into<String>) -> Self {
         Message::new(MessageRole::Notice, text)
+    }
+
+    /// The mark that starts a new conversation in a transcript.
+    pub fn conversation_start() -> Self {
+        let mut m = Message::notice("new conversation (earlier ones: [ and ])");
+        m.conversation_start = true;
+        m
     }
 
     /// A tool's result as sent back to the model.

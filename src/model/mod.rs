@@ -13,7 +13,7 @@ mod tool;
 mod worktree;
 
 pub use agent::{AgentFormat, AgentKind, AgentSession};
-pub use enums::{GroupKind, MessageRole, Mode, ProviderKind, Role, Tier, WorktreeStrategy};
+pub use enums::{GroupKind, Memory, MessageRole, Mode, ProviderKind, Role, Tier, WorktreeStrategy};
 pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS, MaxIterationsError};
 pub use message::{Message, Usage};
 pub use organization::{

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AgentSession, DEFAULT_MAX_ITERATIONS, GroupKind, Mode, ReflectionCycle, Role, Usage, Worktree,
+    AgentSession, DEFAULT_MAX_ITERATIONS, GroupKind, Memory, Mode, ReflectionCycle, Role, Usage, Worktree,
     WorktreeStrategy,
 };
 
@@ -119,6 +119,9 @@ pub struct Group {
     /// How the team's members share git worktrees (the records are on its sessions).
     #[serde(default, skip_serializing_if = "WorktreeStrategy::is_shared")]
     pub worktrees: WorktreeStrategy,
+    /// What members remember between team runs.
+    #[serde(default, skip_serializing_if = "Memory::is_run")]
+    pub memory: Memory,
 }
 
 pub fn default_max_iterations() -> u32 {
@@ -154,6 +157,7 @@ impl Group {
             usage: Usage::default(),
             pending_messages: Vec::new(),
             worktrees: WorktreeStrategy::Shared,
+            memory: Memory::Run,
         }
     }
 

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Mode, Tier, WorktreeStrategy};
+use super::{Memory, Mode, Tier, WorktreeStrategy};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -30,6 +30,9 @@ pub struct Preset {
     /// How the team's members share git worktrees (default `shared`: all in the repository).
     #[serde(default, skip_serializing_if = "WorktreeStrategy::is_shared")]
     pub worktrees: WorktreeStrategy,
+    /// What members remember between runs (default `run`: each run starts fresh).
+    #[serde(default, skip_serializing_if = "Memory::is_run")]
+    pub memory: Memory,
 
     /// Where the preset was found; set by the loader, never read from YAML.
     #[serde(skip)]

@@ -48,6 +48,7 @@ pub fn create_team_group(
     if let Some(t) = preset.worker_timeout_secs {
         group.worker_timeout_secs = t;
     }
+    group.memory = preset.memory;
     group.source_preset = Some(format!(
         "{}:{}",
         preset.tier.map_or("user", |t| t.as_str()),
@@ -172,6 +173,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         shared_context: group.shared_context.clone(),
         routing_context: group.routing_context.clone(),
         worktrees: group.worktrees,
+        memory: group.memory,
         tier: None,
         source: None,
         warnings: Vec::new(),

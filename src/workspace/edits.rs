@@ -10,8 +10,8 @@ use crate::config::Config;
 use crate::engine::Engine;
 use crate::model::limits::parse_max_iterations;
 use crate::model::{
-    GroupId, GroupKind, KeptEvaluator, Mode, Organization, Preset, Role, Session, SessionId, Worktree,
-    WorktreeStrategy, reconcile,
+    GroupId, GroupKind, KeptEvaluator, Memory, Mode, Organization, Preset, Role, Session, SessionId,
+    Worktree, WorktreeStrategy, reconcile,
 };
 use crate::naming::{member_session_name, team_slug};
 use crate::presets::create_team_group;
@@ -615,6 +615,69 @@ impl Edits {
             let g = o.group_mut(group_id).ok_or(EditError::NoSuchGroup)?;
             g.mode = mode;
             Ok(())
+        })
+    }
+
+    /// What the team's members remember between runs (applies from its next run).
+    pub fn set_memory(&self, group_id: &str, memory: Memory) -> Result<(), EditError> {
+        self.org.update(|o| {
+            let g = o.group_mut(group_id).ok_or(EditError::NoSuchGroup)?;
+            g.memory = memory;
+            Ok(())
+        })
+    }
+
+    /// Starts a new conversation for a session: its next turn is sent nothing from before
+    /// (the transcript keeps everything, marked where the new one begins). Refused while busy.
+    pub fn new_session_conversation(&self, session_id: &str) -> Result<(), EditError> {
+        self.view()
+            .read(|o| o.session(session_id).map(|_| ()))
+            .ok_or(EditError::NoSuchSession)?;
+        if self.session_busy(session_id) {
+            return Err(self.busy_session(session_id, "start a new conversation"));
+        }
+        self.mark_new_conversation(&[session_id.to_string()])
+    }
+
+    /// Starts a new conversation for every member of a group. Refused while it is busy.
+    pub fn new_group_conversation(&self, group_id: &str) -> Result<usize, EditError> {
+        let (name, members) = self
+            .view()
+            .read(|o| {
+                let g = o.group(group_id)?;
+                let members: Vec<SessionId> = o.sessions_in(group_id).iter().map(|s| s.id.clone()).collect();
+                Some((g.name.clone(), members))
+            })
+            .ok_or(EditError::NoSuchGroup)?;
+        if self.group_busy(group_id) {
+            return Err(EditError::Busy {
+                what: name,
+                action: "start a new conversation",
+            });
+        }
+        self.mark_new_conversation(&members)?;
+        Ok(members.len())
+    }
+
+    fn busy_session(&self, session_id: &str, action: &'static str) -> EditError {
+        let what = self
+            .view()
+            .read(|o| o.session(session_id).map(|s| s.name.clone()))
+            .unwrap_or_default();
+        EditError::Busy { what, action }
+    }
+
+    fn mark_new_conversation(&self, sessions: &[SessionId]) -> Result<(), EditError> {
+        let engine = self
+            .engine
+            .as_ref()
+            .ok_or_else(|| EditError::Invalid("no engine keeps these conversations".into()))?;
+        engine.new_conversation(sessions).map_err(|e| match e {
+            crate::engine::EngineError::AlreadyRunning(id) => {
+                self.busy_session(&id, "start a new conversation")
+            }
+            crate::engine::EngineError::NoSuchSession(_) => EditError::NoSuchSession,
+            other => EditError::Invalid(other.to_string()),
         })
     }
 

@@ -2,6 +2,7 @@ mod cli_hardening;
 mod cli_limits;
 mod engine_agents;
 mod engine_fixture;
+mod engine_memory;
 mod engine_modes;
 mod engine_reflect;
 mod engine_runs;
