@@ -2,6 +2,7 @@
 //! (presets). No I/O lives here.
 
 pub mod agent;
+pub mod context;
 mod enums;
 pub mod limits;
 mod message;

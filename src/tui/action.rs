@@ -72,12 +72,14 @@ actions! {
     HistoryPrev => "history_prev", "earlier prompt (empty composer, or first line)";
     HistoryNext => "history_next", "later prompt (on the last line)";
     ReflectSession => "reflect_session", "reflect: the session improves its answer";
-    OlderRun => "older_run", "team: show its previous run (from the run files)";
-    NewerRun => "newer_run", "team: show its next run, back to the newest";
+    OlderRun => "older_run", "previous run (team) / conversation (session)";
+    NewerRun => "newer_run", "next run (team) / conversation (session)";
     PrevToolCall => "prev_tool_call", "select the tool call above (first: the newest)";
     NextToolCall => "next_tool_call", "select the tool call below";
     ViewDiff => "view_diff", "diff of the session's worktree (on a team: each worktree)";
     MergeWorktree => "merge_worktree", "bring a worktree's commits back (merge / cherry-pick; asks)";
+    NewConversation => "new_conversation", "new conversation (session or team; the old one is kept)";
+    ToggleMemory => "toggle_memory", "team memory between runs: run / conversation";
 }
 
 /// Where a key is read: the keymap has one table per context.

@@ -350,12 +350,16 @@ impl App {
             Action::HistoryPrev => self.composer.recall_older(),
             Action::HistoryNext => self.composer.recall_newer(),
             Action::ReflectSession => self.open_reflect(),
+            Action::OlderRun if self.browse_conversations(-1) => {}
+            Action::NewerRun if self.browse_conversations(1) => {}
             Action::OlderRun => return self.browse_runs(-1),
             Action::NewerRun => return self.browse_runs(1),
             Action::PrevToolCall => self.select_tool_call(true),
             Action::NextToolCall => self.select_tool_call(false),
             Action::ViewDiff => return self.open_diff(),
             Action::MergeWorktree => return self.merge_selected(),
+            Action::NewConversation => return self.new_conversation(),
+            Action::ToggleMemory => return self.toggle_memory(),
         }
         Vec::new()
     }

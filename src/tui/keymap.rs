@@ -227,6 +227,8 @@ impl Default for Keymap {
             (NextToolCall, vec![K::ch('T')]),
             (ViewDiff, vec![K::ch('D')]),
             (MergeWorktree, vec![K::ch('B')]),
+            (NewConversation, vec![K::ch('C')]),
+            (ToggleMemory, vec![K::ch('K')]),
         ];
         let search = vec![
             (SearchNext, vec![K::ch('n')]),

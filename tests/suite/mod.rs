@@ -33,6 +33,7 @@ mod store_crash;
 mod store_hardening;
 mod tools_llmock;
 mod tools_wire;
+mod tui_conversation;
 mod tui_dialogs;
 mod tui_keys;
 mod tui_layout;

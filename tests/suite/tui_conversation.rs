@@ -1,0 +1,167 @@
+//! Context control in the TUI: `C` starts a new conversation (the old one is kept and `[` / `]`
+//! read it back, also after a restart), `K` switches a team's memory, and the context meter
+//! warns before a conversation overflows the model's window.
+
+use std::path::Path;
+
+use huddle::engine::events::EngineEvent;
+use huddle::model::{Memory, Message, Usage};
+use huddle::tui::App;
+use huddle::tui::command::{AppEvent, Command};
+use huddle::workspace::Workspace;
+
+use super::run_timeline::{config, open};
+use super::tui_support::{app_with_session, app_with_team, ch, notice_title, render, screen_text};
+
+/// A workspace in `home` with a plain session `chat`.
+fn workspace_with_session(home: &Path) -> (Workspace, String) {
+    let ws = open(home);
+    let group = ws
+        .org
+        .read(|o| o.default_group().map(|g| g.id.clone()))
+        .expect("group");
+    let id = ws.edits.create_session(&group, "chat").expect("session");
+    (ws, id)
+}
+
+/// An app over the workspace with session `id` selected and its transcript read.
+fn app_on(ws: &Workspace, home: &Path, id: &str) -> App {
+    let (mut app, mut commands) = App::new(ws.edits.clone(), config(), home.join("repo"), Vec::new());
+    for _ in 0..10 {
+        if app.selected_session_id().as_deref() == Some(id) {
+            break;
+        }
+        commands.extend(app.handle_key(ch('j')));
+    }
+    assert_eq!(app.selected_session_id().as_deref(), Some(id));
+    let asked = commands
+        .iter()
+        .any(|c| matches!(c, Command::LoadTranscript { session_id } if session_id == id));
+    assert!(asked, "{commands:?}");
+    app.handle_app_event(AppEvent::TranscriptLoaded {
+        session_id: id.to_string(),
+        result: ws.engine.load_transcript(id).map_err(|e| e.to_string()),
+    });
+    app
+}
+
+/// Asserts the screen shows `present` and not `absent`; returns it.
+fn shows(app: &mut App, present: &str, absent: &str) -> String {
+    let screen = screen_text(&render(app, 100, 30));
+    assert!(screen.contains(present) && !screen.contains(absent), "{screen}");
+    screen
+}
+
+fn feed(app: &mut App, events: &mut tokio::sync::mpsc::UnboundedReceiver<EngineEvent>) {
+    while let Ok(e) = events.try_recv() {
+        app.handle_app_event(AppEvent::Engine(e));
+    }
+}
+
+#[tokio::test]
+async fn new_conversation_keeps_the_old_one_to_browse_also_after_a_restart() {
+    let home = tempfile::tempdir().expect("home");
+    let (mut ws, id) = workspace_with_session(home.path());
+    ws.engine
+        .ask(&id, "FIRST QUESTION".into(), None)
+        .await
+        .expect("asked");
+    let mut app = app_on(&ws, home.path(), &id);
+    feed(&mut app, &mut ws.events);
+    assert!(screen_text(&render(&mut app, 100, 30)).contains("FIRST QUESTION"));
+
+    app.handle_key(ch('C'));
+    assert!(
+        app.flash
+            .as_ref()
+            .is_some_and(|(t, e)| !e && t.contains("new conversation")),
+        "{:?}",
+        app.flash
+    );
+    feed(&mut app, &mut ws.events);
+    ws.engine
+        .ask(&id, "SECOND QUESTION".into(), None)
+        .await
+        .expect("asked");
+    feed(&mut app, &mut ws.events);
+    shows(&mut app, "SECOND QUESTION", "FIRST QUESTION");
+
+    // `[` reads the earlier conversation, `]` comes back.
+    app.handle_key(ch('['));
+    let screen = shows(&mut app, "FIRST QUESTION", "SECOND QUESTION");
+    assert!(screen.contains("conversation 1/2 (read-only"), "{screen}");
+    app.handle_key(ch('['));
+    assert!(
+        app.flash
+            .as_ref()
+            .is_some_and(|(t, _)| t.contains("first conversation"))
+    );
+    app.handle_key(ch(']'));
+    shows(&mut app, "SECOND QUESTION", "(read-only");
+
+    // After a restart: the same, read from the transcript file.
+    ws.engine.flush().expect("flush");
+    drop(app);
+    drop(ws);
+    let ws = open(home.path());
+    let mut app = app_on(&ws, home.path(), &id);
+    shows(&mut app, "SECOND QUESTION", "FIRST QUESTION");
+    app.handle_key(ch('['));
+    let screen = screen_text(&render(&mut app, 100, 30));
+    assert!(screen.contains("FIRST QUESTION"), "{screen}");
+}
+
+#[tokio::test]
+async fn new_conversation_is_refused_while_the_session_is_busy() {
+    let home = tempfile::tempdir().expect("home");
+    let (mut ws, id) = workspace_with_session(home.path());
+    let mut app = app_on(&ws, home.path(), &id);
+    // Registered (busy) but not run yet.
+    let chat = ws.engine.start_chat(&id, "hello".into(), None).expect("chat");
+    feed(&mut app, &mut ws.events);
+    app.handle_key(ch('C'));
+    assert_eq!(
+        notice_title(&app).as_deref(),
+        Some("Cannot start a new conversation now")
+    );
+    drop(chat);
+    ws.engine.flush().expect("flush");
+    let stored = ws.engine.load_transcript(&id).expect("read").messages;
+    assert!(stored.iter().all(|m| !m.conversation_start), "{stored:?}");
+}
+
+#[test]
+fn memory_key_switches_a_teams_memory_and_the_team_view_says_which() {
+    let (mut app, gid) = app_with_team("Code Review Team");
+    let memory = |app: &App| app.org.read(|o| o.group(&gid).map(|g| g.memory));
+    assert_eq!(memory(&app), Some(Memory::Run), "teams start with run memory");
+    assert!(screen_text(&render(&mut app, 120, 32)).contains("memory: run"));
+    app.handle_key(ch('K'));
+    assert_eq!(memory(&app), Some(Memory::Conversation));
+    assert!(screen_text(&render(&mut app, 120, 32)).contains("memory: conversation"));
+    app.handle_key(ch('K'));
+    assert_eq!(memory(&app), Some(Memory::Run));
+}
+
+#[test]
+fn the_context_meter_warns_before_the_window_overflows() {
+    let answer = |input: u64| {
+        let mut m = Message::assistant("an answer");
+        m.usage = Some(Usage {
+            input_tokens: input,
+            output_tokens: 100,
+        });
+        m
+    };
+    // sim models pretend to a 32k window.
+    let (mut app, _) = app_with_session(vec![Message::user("q"), answer(10_000)]);
+    let screen = screen_text(&render(&mut app, 100, 30));
+    assert!(screen.contains("context 10.1k/32.0k · 31%"), "{screen}");
+    assert!(!screen.contains("new conversation"), "{screen}");
+    let (mut app, _) = app_with_session(vec![Message::user("q"), answer(27_000)]);
+    let screen = screen_text(&render(&mut app, 100, 30));
+    assert!(screen.contains("84% full · C new conversation"), "{screen}");
+    let (mut app, _) = app_with_session(vec![Message::user("q"), answer(31_000)]);
+    let screen = screen_text(&render(&mut app, 100, 30));
+    assert!(screen.contains("about to overflow"), "{screen}");
+}
