@@ -294,6 +294,7 @@ impl Engine {
                         run_id: Some(guard.run.run_id()),
                         cancel: guard.run.control.cancel.child_token(),
                         model_override,
+                        direct: true,
                         ..session::TurnOptions::default()
                     },
                 )
@@ -526,6 +527,38 @@ impl Engine {
     /// blocking read: call it off the UI thread). Forces nothing else to disk.
     pub fn load_transcript(&self, session_id: &str) -> Result<LoadedTranscript, StoreError> {
         self.shared.writer.load(&self.shared.transcripts, session_id)
+    }
+
+    /// Leaves a note for a session's next turn (whichever starts it: a team run or a chat); it
+    /// is kept in the organization until then. Reported as `member_note` (in the team's run,
+    /// when one is going).
+    pub fn note_member(&self, session_id: &str, text: String) -> Result<(), EngineError> {
+        let found = self.shared.org.update(|o| {
+            let s = o.session_mut(session_id)?;
+            s.pending_notes.push(text.clone());
+            let (name, group_id) = (s.name.clone(), s.group_id.clone());
+            let group = o.group(&group_id).map(|g| g.name.clone()).unwrap_or_default();
+            Some((name, group_id, group))
+        });
+        let Some((session, group_id, group)) = found else {
+            return Err(EngineError::NoSuchSession(session_id.to_string()));
+        };
+        let run_id = lock(&self.shared.runs)
+            .values()
+            .find(|r| r.key == RunKey::team(&group_id))
+            .and_then(|r| r.emitter.run_id.clone());
+        self.shared.events.emit(events::EngineEvent {
+            group_id,
+            group,
+            run_id,
+            kind: events::EventKind::MemberNote {
+                session_id: session_id.to_string(),
+                session,
+                text,
+                delivered: false,
+            },
+        });
+        Ok(())
     }
 
     /// Starts a new conversation for each of the sessions: a mark is appended to each

@@ -123,6 +123,7 @@ impl CycleLoop for SessionCycle<'_> {
             timeout: None,
             model_override: self.request.model_override.clone(),
             history_from_run_start: false,
+            direct: false,
         };
         let answer = self.shared.turn(self.session_id, prompt, options).await;
         if let Some(u) = answer.usage {

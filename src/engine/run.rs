@@ -63,6 +63,7 @@ impl<'a> Run<'a> {
             timeout,
             model_override: self.team.model_override.clone(),
             history_from_run_start: self.team.memory == crate::model::Memory::Run,
+            direct: false,
         }
     }
 

@@ -51,6 +51,8 @@ pub struct TurnOptions {
     /// The turn sees only what its run said so far (a team with `memory: run`), not the
     /// session's earlier conversation.
     pub history_from_run_start: bool,
+    /// A chat the user started with this session alone (on a team member: a direct chat).
+    pub direct: bool,
 }
 
 /// How a turn ended.
@@ -241,6 +243,8 @@ struct SessionInfo {
     max_tool_rounds: Option<u32>,
     /// The CLI agent's own conversation from the last turn.
     agent_session: Option<AgentSession>,
+    /// A member of a team.
+    team: bool,
 }
 
 impl Actor<'_> {
@@ -259,6 +263,7 @@ impl Actor<'_> {
                 tools: s.tools.clone(),
                 max_tool_rounds: s.max_tool_rounds,
                 agent_session: s.agent_session.clone(),
+                team: group.is_some_and(|g| g.is_team()),
             })
         })
     }
@@ -316,8 +321,10 @@ impl Actor<'_> {
             .clone()
             .unwrap_or_else(|| info.model.clone());
         self.load_history().await;
+        let prompt = self.with_notes(&info, options, prompt);
         let mut user = Message::user(prompt);
         user.iteration = options.iteration;
+        user.direct = options.direct && info.team;
         let mut messages = self
             .state
             .visible(options.run_id.as_ref(), options.history_from_run_start);
@@ -384,6 +391,33 @@ impl Actor<'_> {
         }
         self.record(&info, &user, steps, options, &result, generation);
         result
+    }
+
+    /// The prompt with the notes the user left for this session's next turn (taken, and
+    /// reported as delivered) before it.
+    fn with_notes(&self, info: &SessionInfo, options: &TurnOptions, prompt: String) -> String {
+        let id = self.session_id;
+        let notes = self.shared.org.update(|o| {
+            o.session_mut(id)
+                .map(|s| std::mem::take(&mut s.pending_notes))
+                .unwrap_or_default()
+        });
+        if notes.is_empty() {
+            return prompt;
+        }
+        for text in &notes {
+            self.emit(
+                info,
+                &options.run_id,
+                EventKind::MemberNote {
+                    session_id: id.to_string(),
+                    session: info.name.clone(),
+                    text: text.clone(),
+                    delivered: true,
+                },
+            );
+        }
+        super::protocol::prompt_with_notes(&notes, &prompt)
     }
 
     /// Model → tools → model until an answer without calls, the round limit (then the model is

@@ -90,6 +90,9 @@ pub struct Message {
     /// earlier messages stay in the file, to read back).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub conversation_start: bool,
+    /// A prompt of a direct chat with a team member (not part of a team run).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub direct: bool,
 }
 
 impl Message {
@@ -111,6 +114,7 @@ impl Message {
             by_agent: false,
             cost_usd: None,
             conversation_start: false,
+            direct: false,
         }
     }
 

@@ -215,6 +215,10 @@ pub struct Session {
     /// The git worktree the session works in (see [`Session::working_dir`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<Worktree>,
+    /// Notes the user left for this member's next turn (`@member text`): given to it with its
+    /// next prompt, then gone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_notes: Vec<String>,
 }
 
 impl Session {
@@ -238,6 +242,7 @@ impl Session {
             max_tool_rounds: None,
             agent_session: None,
             worktree: None,
+            pending_notes: Vec::new(),
         }
     }
 

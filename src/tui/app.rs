@@ -437,7 +437,10 @@ impl App {
             self.flash("nothing selected: create a team with the new-team key", true);
             return Vec::new();
         };
-        if self.is_team(&group_id) {
+        if self.is_team(&group_id) && self.selected_session_id().is_none() {
+            if let Some(commands) = self.note_for_member(&group_id, &text) {
+                return commands;
+            }
             self.composer.send();
             if self.team_running(&group_id) {
                 self.team_panel.queue(&group_id, text.clone());
@@ -560,7 +563,20 @@ impl App {
                         .map(|g| (g.is_team(), g.name.clone(), g.mode))
                         .unwrap_or((false, String::new(), Default::default()))
                 });
-                if team && self.team_running(&gid) {
+                let member = self.selected_session_id().filter(|_| team);
+                self.composer.title = member.as_ref().map(|sid| {
+                    let name = self
+                        .org
+                        .read(|o| o.session(sid).map(|s| s.name.clone()))
+                        .unwrap_or_default();
+                    format!(
+                        " Direct chat with {} (not a team run) ",
+                        crate::text::sanitize::display(&name)
+                    )
+                });
+                if member.is_some() {
+                    "Message this member alone (its own conversation; select the team to run it)…".to_string()
+                } else if team && self.team_running(&gid) {
                     "Queue a message for the orchestrator's next plan…".to_string()
                 } else if team {
                     format!("Prompt for {} ({mode})…", crate::text::sanitize::display(&name))

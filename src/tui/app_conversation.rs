@@ -1,5 +1,6 @@
 //! Context control from the TUI: a new conversation for a session or a team, browsing a
-//! session's earlier conversations, and what a team's members remember between runs.
+//! session's earlier conversations, what a team's members remember between runs, and notes
+//! for one member (`@member text`).
 
 use super::app::App;
 use super::command::Command;
@@ -78,6 +79,33 @@ impl App {
         true
     }
 
+    /// `@member text` in a team's composer: a note for that member's next turn. None when the
+    /// text is not one (it is sent to the team as usual).
+    pub(super) fn note_for_member(&mut self, group_id: &str, text: &str) -> Option<Vec<Command>> {
+        let members: Vec<(String, String)> = self.org.read(|o| {
+            o.sessions_in(group_id)
+                .iter()
+                .map(|s| (s.id.clone(), s.name.clone()))
+                .collect()
+        });
+        let team = self
+            .org
+            .read(|o| o.group(group_id).map(|g| crate::naming::team_slug(&g.name)))
+            .unwrap_or_default();
+        let (session_id, note) = member_note(text, &members, &team)?;
+        let name = members
+            .iter()
+            .find(|(id, _)| *id == session_id)
+            .map(|(_, n)| crate::naming::strip_team_prefix(n, &team).to_string())
+            .unwrap_or_default();
+        self.composer.send();
+        self.flash(format!("note for {name}'s next turn"), false);
+        Some(vec![Command::NoteMember {
+            session_id,
+            text: note,
+        }])
+    }
+
     fn is_team_member(&self, session_id: &str) -> bool {
         self.org.read(|o| {
             o.session(session_id)
@@ -94,5 +122,51 @@ pub fn memory_text(memory: Memory) -> &'static str {
         Memory::Conversation => {
             "memory: conversation — members keep their conversation from run to run (from the next run)"
         }
+    }
+}
+
+/// `@name rest`: the member (id) whose full or short name (without the team prefix) is
+/// `name`, ignoring case, and the note. None when the text is not addressed to a member or the
+/// note is empty.
+pub fn member_note(text: &str, members: &[(String, String)], team_slug: &str) -> Option<(String, String)> {
+    let rest = text.trim_start().strip_prefix('@')?;
+    let (name, note) = rest.split_once(char::is_whitespace)?;
+    let note = note.trim();
+    if note.is_empty() {
+        return None;
+    }
+    let wanted = name.to_lowercase();
+    members
+        .iter()
+        .find(|(_, full)| {
+            full.to_lowercase() == wanted
+                || crate::naming::strip_team_prefix(full, team_slug).to_lowercase() == wanted
+        })
+        .map(|(id, _)| (id.clone(), note.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_note_names_a_member_by_its_short_or_full_name() {
+        let members = vec![
+            ("1".to_string(), "review-security".to_string()),
+            ("2".to_string(), "review-tests".to_string()),
+        ];
+        let note = |t: &str| member_note(t, &members, "review");
+        assert_eq!(
+            note("@security look at auth"),
+            Some(("1".into(), "look at auth".into()))
+        );
+        assert_eq!(
+            note("  @Review-Tests  add one\nfor x "),
+            Some(("2".into(), "add one\nfor x".into()))
+        );
+        assert_eq!(note("@security"), None, "no note");
+        assert_eq!(note("@security   "), None);
+        assert_eq!(note("@src/main.rs explain"), None, "not a member");
+        assert_eq!(note("security: hi"), None);
     }
 }

@@ -275,6 +275,9 @@ fn message_header(m: &Message) -> Line<'static> {
     if m.interrupted {
         extra.push("interrupted".into());
     }
+    if m.direct {
+        extra.push("direct chat (not a team run)".into());
+    }
     let who = match m.role {
         MessageRole::User => "you",
         MessageRole::Assistant => "assistant",

@@ -34,6 +34,11 @@ pub enum Command {
         group_id: GroupId,
         text: String,
     },
+    /// A note for a team member's next turn (`@member text` in the team's composer).
+    NoteMember {
+        session_id: SessionId,
+        text: String,
+    },
     /// Pause a run after the step in flight (confirmed by a `cycle_paused` event).
     Pause {
         key: RunKey,

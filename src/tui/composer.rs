@@ -25,6 +25,8 @@ pub struct Composer {
     pub area: TextArea<'static>,
     /// Prompts sent from this run (to any session or team), for recall.
     pub history: PromptHistory,
+    /// The box's title when it is not " Message " (a direct chat with a team member).
+    pub title: Option<String>,
 }
 
 impl Default for Composer {
@@ -36,6 +38,7 @@ impl Default for Composer {
         Composer {
             area,
             history: PromptHistory::default(),
+            title: None,
         }
     }
 }
@@ -152,7 +155,8 @@ impl Composer {
     /// Draws the composer in its box: the textarea with its cursor while focused, else the text
     /// (or the dim placeholder saying where it goes).
     pub fn render(&self, frame: &mut Frame<'_>, area: Rect, focused: bool) {
-        let block = super::widgets::pane(" Message ".into(), focused);
+        let title = self.title.as_deref().unwrap_or(" Message ");
+        let block = super::widgets::pane(title.to_string(), focused);
         let inner = block.inner(area);
         frame.render_widget(block, area);
         if focused {

@@ -242,6 +242,11 @@ impl Executor {
                     Err(e) => self.refused("Not resumed", e),
                 }
             }
+            Command::NoteMember { session_id, text } => {
+                if let Err(e) = engine.note_member(&session_id, text) {
+                    self.refused("Note not left", e);
+                }
+            }
             Command::QueueMessage { group_id, text } => {
                 if !engine.queue_message(&group_id, text.clone()) {
                     // The run ended in between: the message starts a new one.

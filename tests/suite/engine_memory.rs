@@ -159,3 +159,59 @@ async fn a_new_conversation_is_refused_while_the_session_runs() {
     let stored = f.transcripts.load(&f.session_id("t-a")).unwrap().messages;
     assert!(stored.iter().all(|m| !m.conversation_start));
 }
+
+#[tokio::test]
+async fn a_note_goes_with_the_members_next_turn_only_and_the_timeline_hears_of_it() {
+    let mut f = team(Mode::Broadcast, &["a", "b"], false, 1).await;
+    let a = f.session_id("t-a");
+    f.engine
+        .note_member(&a, "mind the edge cases".into())
+        .expect("a member");
+    assert!(f.engine.note_member("nobody", "x".into()).is_err());
+    f.run("q1").await;
+    f.run("q2").await;
+    let a_prompts = f.prompts("w-a");
+    assert!(
+        a_prompts[0].contains("mind the edge cases") && a_prompts[0].ends_with("q1"),
+        "{a_prompts:?}"
+    );
+    assert_eq!(a_prompts[1], "q2", "given once");
+    assert!(f.prompts("w-b").iter().all(|p| !p.contains("edge cases")));
+    let notes: Vec<bool> = f
+        .drain()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            huddle::engine::events::EventKind::MemberNote {
+                session_id,
+                delivered,
+                ..
+            } if *session_id == a => Some(*delivered),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(notes, [false, true]);
+    assert!(f.org.read(|o| o.session(&a).unwrap().pending_notes.is_empty()));
+}
+
+#[tokio::test]
+async fn a_chat_with_a_team_member_is_marked_direct_and_a_team_run_is_not() {
+    let f = team(Mode::Broadcast, &["a"], false, 1).await;
+    let a = f.session_id("t-a");
+    f.run("team question").await;
+    let chat = f.engine.start_chat(&a, "just you".into(), None).expect("chat");
+    chat.await;
+    f.engine.flush().unwrap();
+    let stored = f.transcripts.load(&a).unwrap().messages;
+    let direct: Vec<(String, bool)> = stored
+        .iter()
+        .filter(|m| m.role == huddle::model::MessageRole::User)
+        .map(|m| (m.text.clone(), m.direct))
+        .collect();
+    assert_eq!(
+        direct,
+        [
+            ("team question".to_string(), false),
+            ("just you".to_string(), true)
+        ]
+    );
+}

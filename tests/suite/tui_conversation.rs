@@ -4,14 +4,18 @@
 
 use std::path::Path;
 
-use huddle::engine::events::EngineEvent;
+use crossterm::event::KeyCode;
+use huddle::engine::events::{EngineEvent, EventKind};
 use huddle::model::{Memory, Message, Usage};
 use huddle::tui::App;
 use huddle::tui::command::{AppEvent, Command};
 use huddle::workspace::Workspace;
 
 use super::run_timeline::{config, open};
-use super::tui_support::{app_with_session, app_with_team, ch, notice_title, render, screen_text};
+use super::tui_support::{
+    app_with_session, app_with_team, ch, engine_event, key, notice_title, render, screen_text, session_id,
+    type_text,
+};
 
 /// A workspace in `home` with a plain session `chat`.
 fn workspace_with_session(home: &Path) -> (Workspace, String) {
@@ -164,4 +168,75 @@ fn the_context_meter_warns_before_the_window_overflows() {
     let (mut app, _) = app_with_session(vec![Message::user("q"), answer(31_000)]);
     let screen = screen_text(&render(&mut app, 100, 30));
     assert!(screen.contains("about to overflow"), "{screen}");
+}
+
+#[test]
+fn typing_to_a_selected_team_member_chats_with_it_alone() {
+    let (mut app, gid) = app_with_team("Code Review Team");
+    assert_eq!(app.selected_session_id(), None, "the team row");
+    app.handle_key(ch('j'));
+    let member = app.selected_session_id().expect("a member");
+    let screen = screen_text(&render(&mut app, 120, 32));
+    assert!(screen.contains("Direct chat with code-review-team-"), "{screen}");
+    app.handle_key(ch('i'));
+    type_text(&mut app, "just you");
+    let commands = app.handle_key(key(KeyCode::Enter));
+    assert_eq!(
+        commands,
+        vec![Command::Chat {
+            session_id: member,
+            prompt: "just you".into()
+        }]
+    );
+    assert!(!app.team_running(&gid));
+    // Back on the team row the composer runs the team again.
+    app.handle_key(key(KeyCode::Esc));
+    app.handle_key(ch('k'));
+    let screen = screen_text(&render(&mut app, 120, 32));
+    assert!(!screen.contains("Direct chat"), "{screen}");
+    app.handle_key(ch('i'));
+    type_text(&mut app, "everyone");
+    let commands = app.handle_key(key(KeyCode::Enter));
+    assert!(
+        matches!(&commands[..], [Command::RunGroup { .. }]),
+        "{commands:?}"
+    );
+}
+
+#[test]
+fn at_member_in_the_team_composer_leaves_a_note_and_the_timeline_shows_it() {
+    let (mut app, gid) = app_with_team("Code Review Team");
+    let security = session_id(&app, "code-review-team-security");
+    app.handle_key(ch('i'));
+    type_text(&mut app, "@security check the auth path");
+    let commands = app.handle_key(key(KeyCode::Enter));
+    assert_eq!(
+        commands,
+        vec![Command::NoteMember {
+            session_id: security.clone(),
+            text: "check the auth path".into()
+        }]
+    );
+    assert!(app.composer.is_empty());
+    // Not a member: the text goes to the team as a prompt.
+    type_text(&mut app, "@nobody hello");
+    let commands = app.handle_key(key(KeyCode::Enter));
+    assert!(
+        matches!(&commands[..], [Command::RunGroup { .. }]),
+        "{commands:?}"
+    );
+    engine_event(
+        &mut app,
+        &gid,
+        None,
+        EventKind::MemberNote {
+            session_id: security,
+            session: "code-review-team-security".into(),
+            text: "check the auth path".into(),
+            delivered: false,
+        },
+    );
+    app.handle_key(key(KeyCode::Esc));
+    let screen = screen_text(&render(&mut app, 120, 32));
+    assert!(screen.contains("✎ note for security's next turn"), "{screen}");
 }
