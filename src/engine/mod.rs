@@ -25,7 +25,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{CycleOutcome, Mode, SessionId, Usage};
+use crate::model::{CycleOutcome, Message, Mode, SessionId, Usage};
 use crate::providers::Providers;
 use crate::store::{LoadedTranscript, OrgHandle, StoreError, TranscriptWriter, Transcripts};
 use crate::tools::{ApprovalPolicy, Approvals, Decision, Toolbox};
@@ -566,6 +566,20 @@ impl Engine {
     /// nothing from before it. Refused, changing nothing, while any of them has a turn queued or
     /// in flight. Each mark is also reported as a `notice`.
     pub fn new_conversation(&self, session_ids: &[SessionId]) -> Result<(), EngineError> {
+        self.mark(session_ids, Message::conversation_start)
+    }
+
+    /// Takes back a session's last exchange, from its user message `from` on (regenerate, or
+    /// edit and send again): a mark is appended to the transcript (the exchange stays there,
+    /// shown as superseded) and the next turn is sent the conversation without it. Refused,
+    /// changing nothing, while the session has a turn queued or in flight.
+    pub fn supersede(&self, session_id: &str, from: &str, why: &str) -> Result<(), EngineError> {
+        self.mark(&[session_id.to_string()], || Message::superseding(from, why))
+    }
+
+    /// Appends a mark to each session's transcript and forgets the conversation held in
+    /// memory (the next turn reads it back under the mark's rule); reported as `notice`s.
+    fn mark(&self, session_ids: &[SessionId], make: impl Fn() -> Message) -> Result<(), EngineError> {
         let names = self.shared.org.read(|o| {
             session_ids
                 .iter()
@@ -595,7 +609,7 @@ impl Engine {
         }
         for ((id, state), (session, group_id, group)) in session_ids.iter().zip(states.iter_mut()).zip(names)
         {
-            let mark = crate::model::Message::conversation_start();
+            let mark = make();
             self.shared.writer.append(id, mark.clone());
             state.forget();
             self.shared.events.emit(events::EngineEvent {

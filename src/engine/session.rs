@@ -734,7 +734,8 @@ impl Actor<'_> {
 }
 
 /// What a model is sent of a stored conversation: user and assistant messages and tool
-/// results since the last conversation start, without failed answers and empty ones (an answer that called tools is kept, empty
+/// results since the last conversation start, less exchanges taken back (`supersedes`),
+/// without failed answers and empty ones (an answer that called tools is kept, empty
 /// or not). Calls whose result never got stored (a crash mid-call) are answered as lost, so
 /// every call in the history has its result, as both APIs require.
 ///
@@ -762,13 +763,26 @@ pub fn chat_history<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<
             ));
         }
     };
+    // Where each user message's exchange began in `out`, for a later `supersedes`.
+    let mut starts: Vec<(&str, usize)> = Vec::new();
     for m in messages {
         if m.conversation_start {
             out.clear();
             agent_text.clear();
             open_calls.clear();
+            starts.clear();
             continue;
         }
+        if let Some(from) = &m.supersedes {
+            if let Some(i) = starts.iter().rposition(|(id, _)| *id == from.as_str()) {
+                out.truncate(starts[i].1);
+                starts.truncate(i);
+                agent_text.clear();
+                open_calls.clear();
+            }
+            continue;
+        }
+
         if m.by_agent {
             agent_step_text(m, &mut agent_text);
             continue;
@@ -793,6 +807,9 @@ pub fn chat_history<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<
             }
             MessageRole::User if !m.text.trim().is_empty() => {
                 close_open(&mut out, &mut open_calls);
+                if let Some(id) = &m.id {
+                    starts.push((id.as_str(), out.len()));
+                }
                 out.push(ChatMessage::user(m.text.as_str()));
             }
             MessageRole::Assistant if m.error.is_none() && !m.tool_calls.is_empty() => {
@@ -871,6 +888,35 @@ fn bounded_history(history: &[ChatMessage]) -> Vec<ChatMessage> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_supersedes_mark_takes_back_its_exchange_with_its_tool_calls() {
+        let q1 = Message::user("q1");
+        let mut step = Message::assistant("");
+        step.tool_calls = vec![crate::model::ToolCall {
+            id: "c1".into(),
+            name: "t".into(),
+            arguments: "{}".into(),
+        }];
+        let q2 = Message::user("q2");
+        let messages = vec![
+            q1.clone(),
+            Message::assistant("a1"),
+            q2.clone(),
+            step,
+            Message::superseding(q2.id.as_deref().unwrap(), "again"),
+            Message::user("q2 again"),
+            Message::assistant("a2"),
+        ];
+        let texts: Vec<String> = chat_history(&messages)
+            .iter()
+            .map(|m| m.content.to_string())
+            .collect();
+        assert_eq!(texts, ["q1", "a1", "q2 again", "a2"]);
+        // An id it does not know (another conversation's) changes nothing.
+        let unknown = [q1, Message::superseding("nope", "x"), Message::assistant("a")];
+        assert_eq!(chat_history(&unknown).len(), 2);
+    }
 
     #[test]
     fn history_keeps_the_newest_turns_and_starts_with_a_user_message() {

@@ -90,6 +90,14 @@ pub struct Message {
     /// earlier messages stay in the file, to read back).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub conversation_start: bool,
+    /// A notice that takes back the exchange starting at this user message (its id) up to
+    /// the notice: it was regenerated or edited and sent again. Those messages stay in the
+    /// file (marked superseded when shown); a model is never sent them again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<String>,
+    /// Shown as superseded (in memory only: worked out from the `supersedes` notices).
+    #[serde(skip)]
+    pub superseded: bool,
     /// A prompt of a direct chat with a team member (not part of a team run).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub direct: bool,
@@ -115,6 +123,8 @@ impl Message {
             cost_usd: None,
             conversation_start: false,
             direct: false,
+            supersedes: None,
+            superseded: false,
         }
     }
 
@@ -134,6 +144,14 @@ impl Message {
     pub fn conversation_start() -> Self {
         let mut m = Message::notice("new conversation (earlier ones: [ and ])");
         m.conversation_start = true;
+        m
+    }
+
+    /// The mark that takes back the exchange from user message `from` on (see
+    /// [`Message::supersedes`]).
+    pub fn superseding(from: &str, why: &str) -> Self {
+        let mut m = Message::notice(why);
+        m.supersedes = Some(from.to_string());
         m
     }
 

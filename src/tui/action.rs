@@ -80,6 +80,9 @@ actions! {
     MergeWorktree => "merge_worktree", "bring a worktree's commits back (merge / cherry-pick; asks)";
     NewConversation => "new_conversation", "new conversation (session or team; the old one is kept)";
     ToggleMemory => "toggle_memory", "team memory between runs: run / conversation";
+    Regenerate => "regenerate", "ask the last prompt again (the old answer is kept, superseded)";
+    EditResend => "edit_resend", "edit the last prompt; Enter sends it in place of the last exchange";
+    ForkSession => "fork_session", "fork: a copy of the session and its conversation";
 }
 
 /// Where a key is read: the keymap has one table per context.

@@ -360,6 +360,9 @@ impl App {
             Action::MergeWorktree => return self.merge_selected(),
             Action::NewConversation => return self.new_conversation(),
             Action::ToggleMemory => return self.toggle_memory(),
+            Action::Regenerate => return self.regenerate(),
+            Action::EditResend => self.edit_resend(),
+            Action::ForkSession => return self.fork_session(),
         }
         Vec::new()
     }
@@ -458,6 +461,9 @@ impl App {
             self.flash("select a session (or create one with the new-session key)", true);
             return Vec::new();
         };
+        if let Some(commands) = self.send_resend(&session_id, &text) {
+            return commands;
+        }
         self.composer.send();
         self.transcripts.follow(&session_id);
         if self.session_busy(&session_id) {
@@ -574,6 +580,9 @@ impl App {
                         crate::text::sanitize::display(&name)
                     )
                 });
+                if let Some(title) = self.resend_title() {
+                    self.composer.title = Some(title);
+                }
                 if member.is_some() {
                     "Message this member alone (its own conversation; select the team to run it)…".to_string()
                 } else if team && self.team_running(&gid) {

@@ -106,6 +106,134 @@ impl App {
         }])
     }
 
+    /// `u`: asks the selected session's last prompt again; the old answer stays in the
+    /// transcript, superseded.
+    pub(super) fn regenerate(&mut self) -> Vec<Command> {
+        let Some((session_id, (from, prompt))) = self.last_exchange_of_selected() else {
+            return Vec::new();
+        };
+        self.ask_again(
+            session_id,
+            &from,
+            prompt,
+            "regenerated: the exchange above is superseded",
+        )
+    }
+
+    /// `U`: the selected session's last prompt in the composer, to edit; Enter sends it in
+    /// place of the last exchange.
+    pub(super) fn edit_resend(&mut self) {
+        let Some((session_id, (from, prompt))) = self.last_exchange_of_selected() else {
+            return;
+        };
+        if self.session_busy(&session_id) {
+            self.refuse(
+                "Cannot resend now",
+                "The session is answering. Stop it or wait for it to finish, then edit the prompt.",
+            );
+            return;
+        }
+        self.composer.set_text(&prompt);
+        self.transcripts.resend = Some((session_id, from));
+        self.focus = super::app::Focus::Composer;
+        self.flash(
+            "edit the prompt; Enter sends it in place of the last exchange",
+            false,
+        );
+    }
+
+    /// Enter while the last prompt is edited (`U`) for this session: the edited text replaces
+    /// the last exchange. None when no edit is pending for it.
+    pub(super) fn send_resend(&mut self, session_id: &str, text: &str) -> Option<Vec<Command>> {
+        let (sid, from) = self.transcripts.resend.take()?;
+        if sid != session_id {
+            return None;
+        }
+        self.composer.send();
+        Some(self.ask_again(
+            sid,
+            &from,
+            text.to_string(),
+            "edited and sent again: the exchange above is superseded",
+        ))
+    }
+
+    /// The composer's title while a resend is pending for the selected session.
+    pub(super) fn resend_title(&self) -> Option<String> {
+        let (sid, _) = self.transcripts.resend.as_ref()?;
+        (self.selected_session_id().as_deref() == Some(sid.as_str()))
+            .then(|| " Edit and resend (replaces the last exchange; Enter sends) ".to_string())
+    }
+
+    fn last_exchange_of_selected(&mut self) -> Option<(String, (String, String))> {
+        let Some(Row::Session(session_id)) = self.selected_row() else {
+            self.flash("select a session first", true);
+            return None;
+        };
+        match self.transcripts.last_exchange(&session_id) {
+            Some(exchange) => Some((session_id, exchange)),
+            None => {
+                self.flash("nothing to ask again: no prompt in this conversation", true);
+                None
+            }
+        }
+    }
+
+    /// Takes back the exchange from `from` on and sends `prompt` in its place.
+    fn ask_again(&mut self, session_id: String, from: &str, prompt: String, why: &str) -> Vec<Command> {
+        match self.edits.supersede_last_exchange(&session_id, from, why) {
+            Ok(()) => {
+                self.transcripts.follow(&session_id);
+                vec![Command::Chat { session_id, prompt }]
+            }
+            Err(e @ EditError::Busy { .. }) => {
+                self.refuse("Cannot ask again now", &e.to_string());
+                Vec::new()
+            }
+            Err(e) => {
+                self.flash(e.to_string(), true);
+                Vec::new()
+            }
+        }
+    }
+
+    /// `F`: a copy of the selected session and its conversation (made off the UI thread).
+    pub(super) fn fork_session(&mut self) -> Vec<Command> {
+        let Some(Row::Session(session_id)) = self.selected_row() else {
+            self.flash("select a session to fork", true);
+            return Vec::new();
+        };
+        if self.session_busy(&session_id) {
+            self.refuse(
+                "Cannot fork now",
+                "The session is answering. Stop it or wait for it to finish, then fork it.",
+            );
+            return Vec::new();
+        }
+        self.flash("forking…", false);
+        vec![Command::ForkSession { session_id }]
+    }
+
+    /// A fork was made: it is selected.
+    pub(super) fn on_forked(&mut self, result: Result<String, String>) -> Vec<Command> {
+        match result {
+            Ok(id) => {
+                let name = self
+                    .org
+                    .read(|o| o.session(&id).map(|s| s.name.clone()))
+                    .unwrap_or_default();
+                self.select_row(&Row::Session(id));
+                let commands = self.on_selection_changed();
+                self.flash(format!("forked as {name} (r renames it)"), false);
+                commands
+            }
+            Err(e) => {
+                self.refuse("Fork failed", &e);
+                Vec::new()
+            }
+        }
+    }
+
     fn is_team_member(&self, session_id: &str) -> bool {
         self.org.read(|o| {
             o.session(session_id)

@@ -67,6 +67,7 @@ impl App {
                 }
                 Vec::new()
             }
+            AppEvent::Forked { result } => self.on_forked(result),
             worktree_event => self.handle_worktree_event(worktree_event),
         };
         self.refresh_placeholder();

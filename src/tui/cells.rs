@@ -278,6 +278,9 @@ fn message_header(m: &Message) -> Line<'static> {
     if m.direct {
         extra.push("direct chat (not a team run)".into());
     }
+    if m.superseded {
+        extra.push("superseded (not sent again)".into());
+    }
     let who = match m.role {
         MessageRole::User => "you",
         MessageRole::Assistant => "assistant",

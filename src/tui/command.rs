@@ -34,6 +34,11 @@ pub enum Command {
         group_id: GroupId,
         text: String,
     },
+    /// A copy of a session under a new name (blocking: reads and writes its transcript);
+    /// answered by [`AppEvent::Forked`].
+    ForkSession {
+        session_id: SessionId,
+    },
     /// A note for a team member's next turn (`@member text` in the team's composer).
     NoteMember {
         session_id: SessionId,
@@ -197,4 +202,8 @@ pub enum AppEvent {
     },
     /// What removing a deletion's worktrees did (removed, kept with work, failed).
     FilesRemoved(RemovalReport),
+    /// A fork was made (its id) or why not.
+    Forked {
+        result: Result<SessionId, String>,
+    },
 }

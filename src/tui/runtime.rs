@@ -334,7 +334,8 @@ impl Executor {
             | Command::LoadDiff { .. }
             | Command::PlanMerge { .. }
             | Command::Merge { .. }
-            | Command::CheckDeleteRisk { .. }) => {
+            | Command::CheckDeleteRisk { .. }
+            | Command::ForkSession { .. }) => {
                 let (edits, repo) = (self.edits.clone(), self.repo.clone());
                 tokio::task::spawn_blocking(move || {
                     if let Some(event) = run_blocking(&edits, &repo, command) {
@@ -393,6 +394,9 @@ pub fn run_blocking(edits: &Edits, repo: &Path, command: Command) -> Option<AppE
         Command::CheckDeleteRisk { group_id } => AppEvent::DeleteRiskChecked {
             at_risk: edits.worktrees_at_risk(&group_id),
             group_id,
+        },
+        Command::ForkSession { session_id } => AppEvent::Forked {
+            result: edits.fork_session(&session_id).map_err(|e| e.to_string()),
         },
         _ => return None,
     })

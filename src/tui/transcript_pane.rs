@@ -40,6 +40,8 @@ pub struct TranscriptPane {
     unseen: HashMap<SessionId, LiveCalls>,
     /// An earlier conversation of a session shown instead of its current one (`[` / `]`).
     pub browsing: Option<Browsing>,
+    /// The last prompt being edited to send again (`U`): its session and message id.
+    pub resend: Option<(SessionId, String)>,
 }
 
 /// An earlier conversation on screen, read-only.
@@ -302,6 +304,17 @@ impl TranscriptPane {
         in_view
             .or_else(|| v.last_answer().map(str::to_string))
             .filter(|t| !t.is_empty())
+    }
+
+    /// The session's last exchange that can be asked again: its user message's id and text
+    /// (in the current conversation, not taken back already).
+    pub fn last_exchange(&self, session_id: &str) -> Option<(String, String)> {
+        let view = self.views.get(session_id)?;
+        view.messages
+            .iter()
+            .rev()
+            .find(|m| m.role == MessageRole::User && !m.superseded && !m.text.trim().is_empty())
+            .and_then(|m| Some((m.id.clone()?, m.text.clone())))
     }
 
     /// The session's last prompt (the goal a reflection starts from when none is typed).

@@ -170,6 +170,7 @@ impl TranscriptView {
         let current = messages.split_off(start);
         self.earlier = messages;
         self.messages = current;
+        mark_superseded(&mut self.messages);
         self.loaded = true;
         self.reindex();
         for m in std::mem::take(&mut self.pending) {
@@ -360,6 +361,16 @@ impl TranscriptView {
         if known {
             return;
         }
+        if let Some(from) = &message.supersedes
+            && let Some(at) = self.messages.iter().rposition(|m| m.id.as_deref() == Some(from))
+        {
+            for m in &mut self.messages[at..] {
+                m.superseded = true;
+            }
+            self.messages.push(message);
+            self.reindex();
+            return;
+        }
         if message.conversation_start {
             // A new conversation begins: the current one joins the earlier ones.
             self.earlier.append(&mut self.messages);
@@ -466,6 +477,23 @@ impl TranscriptView {
     pub fn visible_lines(&mut self, width: u16, height: usize) -> (Vec<Line<'static>>, usize) {
         let cells = cells!(self);
         self.scroll.visible_lines(&cells, width, height)
+    }
+}
+
+/// Marks the messages each `supersedes` notice takes back (from its user message to it).
+fn mark_superseded(messages: &mut [Message]) {
+    for end in 0..messages.len() {
+        let Some(from) = messages[end].supersedes.clone() else {
+            continue;
+        };
+        if let Some(start) = messages[..end]
+            .iter()
+            .rposition(|m| m.id.as_deref() == Some(&from))
+        {
+            for m in &mut messages[start..end] {
+                m.superseded = true;
+            }
+        }
     }
 }
 

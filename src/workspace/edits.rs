@@ -659,6 +659,76 @@ impl Edits {
         Ok(members.len())
     }
 
+    /// Takes back a session's last exchange (from its user message `from` on) so that it can
+    /// be asked again (regenerate, or an edited prompt): the exchange stays in the transcript,
+    /// superseded. Refused while the session is busy.
+    pub fn supersede_last_exchange(&self, session_id: &str, from: &str, why: &str) -> Result<(), EditError> {
+        self.view()
+            .read(|o| o.session(session_id).map(|_| ()))
+            .ok_or(EditError::NoSuchSession)?;
+        if self.session_busy(session_id) {
+            return Err(self.busy_session(session_id, "regenerate or resend"));
+        }
+        let engine = self
+            .engine
+            .as_ref()
+            .ok_or_else(|| EditError::Invalid("no engine keeps these conversations".into()))?;
+        engine.supersede(session_id, from, why).map_err(|e| match e {
+            crate::engine::EngineError::AlreadyRunning(id) => self.busy_session(&id, "regenerate or resend"),
+            crate::engine::EngineError::NoSuchSession(_) => EditError::NoSuchSession,
+            other => EditError::Invalid(other.to_string()),
+        })
+    }
+
+    /// A copy of a session under a new name (`<name>-fork`, made unique): its model, system
+    /// prompt and tools, and its whole transcript, written atomically before the session is
+    /// added (so a failure adds nothing). A plain session's fork joins its group; a team
+    /// member's becomes a plain session in the default group. Refused while the session is
+    /// busy. Blocking (it reads and writes the transcript): call it off the UI thread.
+    pub fn fork_session(&self, session_id: &str) -> Result<SessionId, EditError> {
+        let original = self
+            .view()
+            .read(|o| {
+                let s = o.session(session_id)?;
+                let group = o.group(&s.group_id)?;
+                let target = if group.is_team() {
+                    o.default_group()?.id.clone()
+                } else {
+                    group.id.clone()
+                };
+                Some((s.clone(), s.working_dir(Some(group)), target))
+            })
+            .ok_or(EditError::NoSuchSession)?;
+        let (original, workdir, target) = original;
+        if self.session_busy(session_id) {
+            return Err(self.busy_session(session_id, "fork it"));
+        }
+        let (Some(engine), Some(transcripts)) = (&self.engine, &self.transcripts) else {
+            return Err(EditError::Invalid("no engine keeps these conversations".into()));
+        };
+        let messages = engine
+            .load_transcript(session_id)
+            .map_err(|e| EditError::Invalid(format!("cannot read the transcript: {e}")))?
+            .messages;
+        let mut fork = Session::new(String::new(), &target, original.model.clone());
+        fork.system_prompt = original.system_prompt.clone();
+        fork.tools = original.tools.clone();
+        fork.max_tool_rounds = original.max_tool_rounds;
+        fork.repo = workdir.or_else(|| Some(self.repo.clone()));
+        transcripts
+            .create_with(&fork.id, &messages)
+            .map_err(|e| EditError::Invalid(format!("cannot write the fork's transcript: {e}")))?;
+        let base = format!("{}-fork", original.name);
+        Ok(self.org.update(|o| {
+            fork.name = o.unique_session_name(&base);
+            fork.order = o.next_session_order(&target);
+            let id = fork.id.clone();
+            o.sessions.push(fork);
+            o.ui.collapsed_groups.retain(|g| *g != target);
+            id
+        }))
+    }
+
     fn busy_session(&self, session_id: &str, action: &'static str) -> EditError {
         let what = self
             .view()

@@ -215,3 +215,46 @@ async fn a_chat_with_a_team_member_is_marked_direct_and_a_team_run_is_not() {
         ]
     );
 }
+
+/// The texts of the messages a request to `model` sent (the system prompt left out).
+fn sent_texts(f: &Fixture, model: &str, request: usize) -> Vec<String> {
+    f.server.requests_for(model)[request]
+        .messages()
+        .iter()
+        .skip(1)
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_superseded_exchange_is_kept_in_the_file_and_never_sent_again() {
+    let f = team(Mode::Broadcast, &["a"], false, 1).await;
+    let a = f.session_id("t-a");
+    f.server.script(
+        "w-a",
+        vec![
+            Reply::text("answer one"),
+            Reply::text("answer again"),
+            Reply::text("answer three"),
+        ],
+    );
+    let chat = |text: &str| f.engine.start_chat(&a, text.into(), None).expect("chat");
+    chat("one").await;
+    f.engine.flush().unwrap();
+    let first = f.transcripts.load(&a).unwrap().messages[0].id.clone().unwrap();
+    f.engine.supersede(&a, &first, "regenerated").expect("idle");
+    chat("one, better").await;
+    chat("three").await;
+    assert_eq!(sent_texts(&f, "w-a", 1), ["one, better"]);
+    assert_eq!(sent_texts(&f, "w-a", 2), ["one, better", "answer again", "three"]);
+    f.engine.flush().unwrap();
+    let stored: Vec<String> = f
+        .transcripts
+        .load(&a)
+        .unwrap()
+        .messages
+        .iter()
+        .map(|m| m.text.clone())
+        .collect();
+    assert_eq!(stored[..3], ["one", "answer one", "regenerated"], "never lost");
+}

@@ -240,3 +240,133 @@ fn at_member_in_the_team_composer_leaves_a_note_and_the_timeline_shows_it() {
     let screen = screen_text(&render(&mut app, 120, 32));
     assert!(screen.contains("✎ note for security's next turn"), "{screen}");
 }
+
+fn home_repo() -> std::path::PathBuf {
+    std::path::PathBuf::from("/nonexistent-repo")
+}
+
+/// Carries out what the app asked of the engine (chats, forks) and feeds back what came of it.
+async fn carry_out(app: &mut App, ws: &mut Workspace, commands: Vec<Command>) {
+    for command in commands {
+        match command {
+            Command::Chat { session_id, prompt } => {
+                ws.engine
+                    .start_chat(&session_id, prompt, None)
+                    .expect("chat")
+                    .await;
+            }
+            Command::ForkSession { .. } => {
+                let event = huddle::tui::run_blocking(&ws.edits, &home_repo(), command).expect("an answer");
+                let more = app.handle_app_event(event);
+                Box::pin(carry_out(app, ws, more)).await;
+            }
+            Command::LoadTranscript { session_id } => {
+                app.handle_app_event(AppEvent::TranscriptLoaded {
+                    result: ws.engine.load_transcript(&session_id).map_err(|e| e.to_string()),
+                    session_id,
+                });
+            }
+            _ => {}
+        }
+    }
+    feed(app, &mut ws.events);
+}
+
+#[tokio::test]
+async fn regenerate_edit_and_resend_and_fork_keep_every_answer() {
+    let home = tempfile::tempdir().expect("home");
+    let (mut ws, id) = workspace_with_session(home.path());
+    let mut app = app_on(&ws, home.path(), &id);
+    app.handle_key(ch('i'));
+    type_text(&mut app, "FIRST PROMPT");
+    let commands = app.handle_key(key(KeyCode::Enter));
+    carry_out(&mut app, &mut ws, commands).await;
+    app.handle_key(key(KeyCode::Esc));
+
+    // `u`: the same prompt again; the old exchange is kept, marked superseded.
+    let commands = app.handle_key(ch('u'));
+    assert_eq!(
+        commands,
+        vec![Command::Chat {
+            session_id: id.clone(),
+            prompt: "FIRST PROMPT".into()
+        }]
+    );
+    carry_out(&mut app, &mut ws, commands).await;
+    let screen = screen_text(&render(&mut app, 120, 40));
+    assert_eq!(screen.matches("FIRST PROMPT").count(), 4, "{screen}");
+    assert!(screen.contains("superseded (not sent again)"), "{screen}");
+
+    // `U`: the last prompt in the composer; Enter sends the edited text in its place.
+    app.handle_key(ch('U'));
+    assert_eq!(app.composer.text(), "FIRST PROMPT");
+    assert!(screen_text(&render(&mut app, 120, 40)).contains("Edit and resend"));
+    type_text(&mut app, " EDITED");
+    let commands = app.handle_key(key(KeyCode::Enter));
+    assert_eq!(
+        commands,
+        vec![Command::Chat {
+            session_id: id.clone(),
+            prompt: "FIRST PROMPT EDITED".into()
+        }]
+    );
+    carry_out(&mut app, &mut ws, commands).await;
+    app.handle_key(key(KeyCode::Esc));
+    ws.engine.flush().expect("flush");
+    let stored = ws.engine.load_transcript(&id).expect("read").messages;
+    let prompts = stored
+        .iter()
+        .filter(|m| m.role == huddle::model::MessageRole::User)
+        .count();
+    let answers = stored
+        .iter()
+        .filter(|m| m.role == huddle::model::MessageRole::Assistant)
+        .count();
+    assert_eq!((prompts, answers), (3, 3), "nothing lost");
+    assert_eq!(stored.iter().filter(|m| m.supersedes.is_some()).count(), 2);
+
+    // `F`: a copy with the whole transcript, selected; the original is unchanged.
+    let commands = app.handle_key(ch('F'));
+    assert_eq!(
+        commands,
+        vec![Command::ForkSession {
+            session_id: id.clone()
+        }]
+    );
+    carry_out(&mut app, &mut ws, commands).await;
+    let fork = app.selected_session_id().expect("the fork is selected");
+    assert_ne!(fork, id);
+    let name = app.org.read(|o| o.session(&fork).map(|s| s.name.clone()));
+    assert_eq!(name.as_deref(), Some("chat-fork"));
+    let copied = ws.engine.load_transcript(&fork).expect("read").messages;
+    assert_eq!(copied, stored);
+    let screen = screen_text(&render(&mut app, 120, 40));
+    assert!(screen.contains("FIRST PROMPT EDITED"), "{screen}");
+    // The fork goes its own way: a question there is not in the original.
+    app.handle_key(ch('i'));
+    type_text(&mut app, "ONLY IN THE FORK");
+    let commands = app.handle_key(key(KeyCode::Enter));
+    carry_out(&mut app, &mut ws, commands).await;
+    ws.engine.flush().expect("flush");
+    let original = ws.engine.load_transcript(&id).expect("read").messages;
+    assert!(original.iter().all(|m| !m.text.contains("ONLY IN THE FORK")));
+}
+
+#[tokio::test]
+async fn regenerate_and_fork_are_refused_while_the_session_is_busy() {
+    let home = tempfile::tempdir().expect("home");
+    let (mut ws, id) = workspace_with_session(home.path());
+    ws.engine
+        .ask(&id, "a question".into(), None)
+        .await
+        .expect("asked");
+    let mut app = app_on(&ws, home.path(), &id);
+    let chat = ws.engine.start_chat(&id, "another".into(), None).expect("chat");
+    feed(&mut app, &mut ws.events);
+    assert!(app.handle_key(ch('u')).is_empty());
+    assert_eq!(notice_title(&app).as_deref(), Some("Cannot ask again now"));
+    app.handle_key(key(KeyCode::Esc));
+    assert!(app.handle_key(ch('F')).is_empty());
+    assert_eq!(notice_title(&app).as_deref(), Some("Cannot fork now"));
+    drop(chat);
+}
