@@ -557,6 +557,7 @@ impl App {
 
     /// The composer's placeholder says where the text goes.
     pub fn refresh_placeholder(&mut self) {
+        self.composer.title = None;
         let key = |a| self.keymap.key_label(a);
         let text = match self.selected_group_id() {
             None => format!(
