@@ -117,6 +117,16 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
                         .iter()
                         .map(|s| (s.name.clone(), s.role))
                         .collect(),
+                    contexts: o
+                        .sessions_in(id)
+                        .iter()
+                        .map(|s| {
+                            let view = app.transcripts.views.get(&s.id).filter(|v| v.loaded)?;
+                            let system = s.system_prompt.as_deref().map_or(0, str::len);
+                            let tokens = crate::model::context::next_request_tokens(&view.messages, system);
+                            Some((tokens, app.config.context_window(&s.model)))
+                        })
+                        .collect(),
                 })
             })?,
             cycle: panel.shown_cycle(id),

@@ -451,6 +451,52 @@ pub struct GroupInfo {
     pub members: Vec<(String, Role)>,
     /// What members remember between runs.
     pub memory: crate::model::Memory,
+    /// Each member's next request in tokens and its model's window, when its transcript is
+    /// loaded (in the order of `members`).
+    pub contexts: Vec<Option<(u64, Option<u64>)>>,
+}
+
+/// The team's context line: each member whose transcript is loaded, with its tokens against
+/// its window, coloured by the fullest. None when no member's transcript is loaded.
+fn members_context_line(
+    members: &[(String, Role)],
+    contexts: &[Option<(u64, Option<u64>)>],
+    team: &str,
+) -> Option<(String, Style)> {
+    let mut worst = ContextLevel::Fine;
+    let parts: Vec<String> = members
+        .iter()
+        .zip(contexts)
+        .filter_map(|((name, _), context)| {
+            let (tokens, window) = (*context)?;
+            let name = sanitize::display(naming::strip_team_prefix(name, team)).into_owned();
+            Some(match window {
+                Some(window) => {
+                    let (percent, level) = context::context_level(tokens, window);
+                    if level != ContextLevel::Fine
+                        && (worst == ContextLevel::Fine || level == ContextLevel::Full)
+                    {
+                        worst = level;
+                    }
+                    format!(
+                        "{name} {}/{} {percent}%",
+                        short_count(tokens),
+                        short_count(window)
+                    )
+                }
+                None => format!("{name} ~{}", short_count(tokens)),
+            })
+        })
+        .collect();
+    if parts.is_empty() {
+        return None;
+    }
+    let style = match worst {
+        ContextLevel::Fine => Style::default().add_modifier(Modifier::DIM),
+        ContextLevel::Warn => Style::default().fg(Color::Yellow),
+        ContextLevel::Full => Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
+    };
+    Some((format!("context: {}", parts.join(" · ")), style))
 }
 
 impl TranscriptPane {
@@ -678,6 +724,7 @@ fn render_group(
         repo,
         members,
         memory,
+        contexts,
     } = group;
     let (team, mode) = (*team, *mode);
     let title = if team {
@@ -729,6 +776,7 @@ fn render_group(
         .collect::<Vec<_>>()
         .join(", ");
     notes.push((members_line, dim));
+    notes.extend(members_context_line(members, contexts, &team));
     notes.push((String::new(), Style::default()));
     let timeline = cycle.map_or(&[][..], |c| &c.timeline[..]);
     if timeline.is_empty() {

@@ -370,3 +370,29 @@ async fn regenerate_and_fork_are_refused_while_the_session_is_busy() {
     assert_eq!(notice_title(&app).as_deref(), Some("Cannot fork now"));
     drop(chat);
 }
+
+#[test]
+fn the_team_view_shows_the_context_of_each_member_read_so_far() {
+    let (mut app, _) = app_with_team("Code Review Team");
+    assert!(!screen_text(&render(&mut app, 120, 32)).contains("context:"));
+    app.handle_key(ch('j'));
+    let member = app.selected_session_id().expect("a member");
+    let mut answer = Message::assistant("an answer");
+    answer.usage = Some(Usage {
+        input_tokens: 27_000,
+        output_tokens: 100,
+    });
+    app.handle_app_event(AppEvent::TranscriptLoaded {
+        session_id: member,
+        result: Ok(huddle::store::LoadedTranscript {
+            messages: vec![Message::user("q"), answer],
+            warnings: Vec::new(),
+        }),
+    });
+    app.handle_key(ch('k'));
+    let screen = screen_text(&render(&mut app, 120, 32));
+    assert!(
+        screen.contains("context: orchestrator 27.1k/32.0k 84%"),
+        "{screen}"
+    );
+}
