@@ -129,6 +129,10 @@ pub struct ProviderConfig {
     /// `command` (when not given) and `format` (when not given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentKind>,
+    /// Context windows in tokens of this provider's models (for the context meter), by model
+    /// name; well-known models need none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub context_window: BTreeMap<String, u64>,
 }
 
 impl ProviderConfig {
@@ -142,6 +146,7 @@ impl ProviderConfig {
             command: Vec::new(),
             max_tokens: None,
             models: Vec::new(),
+            context_window: BTreeMap::new(),
             format: None,
             agent: None,
         }
@@ -440,6 +445,15 @@ impl Config {
         self.providers.iter().find(|p| p.name == name)
     }
 
+    /// The context window of a model slug in tokens, when config.yaml or the table of
+    /// well-known models knows it.
+    pub fn context_window(&self, slug: &str) -> Option<u64> {
+        let (provider, model) = split_slug(slug).ok()?;
+        self.provider(provider)
+            .and_then(|p| p.context_window.get(model).copied())
+            .or_else(|| crate::model::context::known_context_window(provider, model))
+    }
+
     /// Splits a slug into its provider and model; an unknown provider is an error.
     pub fn resolve<'a>(&self, slug: &'a str) -> Result<(&ProviderConfig, &'a str), ConfigError> {
         let (provider, model) = split_slug(slug)?;
@@ -510,6 +524,19 @@ mod tests {
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::parse(text, Path::new("/cfg/config.yaml"))
+    }
+
+    #[test]
+    fn context_windows_come_from_the_provider_then_the_table_of_known_models() {
+        let c = parse(
+            "providers:\n  - { name: ollama, kind: openai, base_url: \"http://127.0.0.1:1/v1\", context_window: { qwen3:8b: 8192 } }\n",
+        )
+        .unwrap();
+        assert_eq!(c.context_window("ollama/qwen3:8b"), Some(8192));
+        assert_eq!(c.context_window("ollama/qwen3:14b"), Some(40_960));
+        assert_eq!(c.context_window("ollama/unheard-of"), None);
+        assert_eq!(c.context_window("not a slug"), None);
+        assert!(parse("providers:\n  - { name: o, kind: openai, context_window: { m: lots } }\n").is_err());
     }
 
     #[test]

@@ -172,6 +172,14 @@ pub enum EventKind {
         #[serde(skip)]
         message: Option<Box<Message>>,
     },
+    /// A note the user left for a member's next turn (`delivered: false`), or given to it
+    /// with that turn's prompt (`delivered: true`).
+    MemberNote {
+        session_id: SessionId,
+        session: String,
+        text: String,
+        delivered: bool,
+    },
     /// A notice written into a session's transcript (e.g. a cycle's completion summary).
     Notice {
         session_id: SessionId,
@@ -339,6 +347,7 @@ impl EventKind {
             EventKind::TurnStarted { .. } => "turn_started",
             EventKind::TurnFinished { .. } => "turn_finished",
             EventKind::Notice { .. } => "notice",
+            EventKind::MemberNote { .. } => "member_note",
             EventKind::ToolCall { .. } => "tool_call",
             EventKind::ToolApprovalRequested { .. } => "tool_approval_requested",
             EventKind::ToolApprovalDecided { .. } => "tool_approval_decided",

@@ -139,6 +139,8 @@ impl CycleLoop for SessionCycle<'_> {
             cancel: self.active.control.cancel.child_token(),
             timeout: None,
             model_override: self.request.model_override.clone(),
+            history_from_run_start: false,
+            direct: false,
             ..TurnOptions::default()
         };
         let answer = self.shared.turn(self.session_id, prompt, options).await;

@@ -68,6 +68,8 @@ impl<'a> Run<'a> {
             timeout,
             model_override: self.team.model_override.clone(),
             attachments: self.team.attachments.clone(),
+            history_from_run_start: self.team.memory == crate::model::Memory::Run,
+            direct: false,
             ..TurnOptions::default()
         }
     }

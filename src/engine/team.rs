@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::model::{GroupKind, Mode, Role, RunBudget, Session};
+use crate::model::{GroupKind, Memory, Mode, Role, RunBudget, Session};
 
 use super::protocol::WorkerInfo;
 use super::{EngineError, EngineShared, RunOverrides};
@@ -22,6 +22,8 @@ pub(crate) struct Member {
 pub(crate) struct Team {
     pub group_id: String,
     pub name: String,
+    /// The prefix of its members' names (kept across renames).
+    pub members_slug: String,
     pub mode: Mode,
     pub orchestrator: Option<Member>,
     pub workers: Vec<Member>,
@@ -40,6 +42,9 @@ pub(crate) struct Team {
     pub attachments: Vec<crate::attachments::Attachment>,
     /// This run's limits: the run's own, else the group's, else config.yaml's.
     pub budget: RunBudget,
+    /// What members remember between runs (a plain group run as a team keeps its
+    /// conversations).
+    pub memory: Memory,
 }
 
 impl Team {
@@ -79,6 +84,7 @@ impl Team {
             Ok(Team {
                 group_id: group.id.clone(),
                 name: group.name.clone(),
+                members_slug: group.members_slug(),
                 mode,
                 orchestrator,
                 workers,
@@ -101,6 +107,11 @@ impl Team {
                     .budget
                     .or(group.budget)
                     .or(shared.options.default_budget),
+                memory: if group.kind == GroupKind::Team {
+                    group.memory
+                } else {
+                    Memory::Conversation
+                },
             })
         })
     }
@@ -116,9 +127,10 @@ impl Team {
         self.workers.iter().map(|w| w.name.as_str()).collect()
     }
 
-    /// The team name as session names carry it (`<team-slug>-<worker>`).
+    /// The team name as session names carry it (`<team-slug>-<worker>`), as it was when they
+    /// were made.
     pub fn slug(&self) -> String {
-        crate::naming::team_slug(&self.name)
+        self.members_slug.clone()
     }
 
     /// Why the team cannot run in its mode, if it cannot.

@@ -173,6 +173,25 @@ string_enum!(
     }
 );
 
+string_enum!(
+    /// What a team's members remember between runs (preset `memory:`, stored on the group).
+    #[derive(Default)]
+    Memory, "memory" {
+        /// Each run starts from the system prompt and the group's shared context.
+        #[default]
+        Run => "run",
+        /// Members keep their conversation from run to run.
+        Conversation => "conversation",
+    }
+);
+
+impl Memory {
+    /// True for `run` (the default): lets serde leave it out of files.
+    pub fn is_run(&self) -> bool {
+        *self == Memory::Run
+    }
+}
+
 impl WorktreeStrategy {
     /// True for `shared` (no worktree is made): lets serde leave the default out of files.
     pub fn is_shared(&self) -> bool {

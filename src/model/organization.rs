@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AgentSession, DEFAULT_MAX_ITERATIONS, GroupKind, Mode, ReflectionCycle, Role, RunBudget, Usage, Worktree,
-    WorktreeStrategy,
+    AgentSession, DEFAULT_MAX_ITERATIONS, GroupKind, Memory, Mode, ReflectionCycle, Role, RunBudget, Usage,
+    Worktree, WorktreeStrategy,
 };
 
 /// An evaluator's settings kept while it is switched off.
@@ -119,6 +119,11 @@ pub struct Group {
     /// How the team's members share git worktrees (the records are on its sessions).
     #[serde(default, skip_serializing_if = "WorktreeStrategy::is_shared")]
     pub worktrees: WorktreeStrategy,
+    /// The slug its members' names were made with (`<slug>-<role>`), kept when the team is
+    /// renamed so members are still found and shown by their role; `None` in files written
+    /// before it was kept: the name's slug then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member_slug: Option<String>,
     /// Set when `huddle run` made the group, and again whenever a headless run uses it: a
     /// headless leftover that `huddle runs prune` removes once it is old enough.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -132,6 +137,9 @@ pub struct Group {
     /// Limits of each run of the group (none by default).
     #[serde(default, skip_serializing_if = "RunBudget::is_empty")]
     pub budget: RunBudget,
+    /// What members remember between team runs.
+    #[serde(default, skip_serializing_if = "Memory::is_run")]
+    pub memory: Memory,
 }
 
 pub fn default_max_iterations() -> u32 {
@@ -167,15 +175,25 @@ impl Group {
             usage: Usage::default(),
             pending_messages: Vec::new(),
             worktrees: WorktreeStrategy::Shared,
+            member_slug: None,
             headless_at: None,
             relay: None,
             relay_state: None,
             budget: RunBudget::default(),
+            memory: Memory::Run,
         }
     }
 
     pub fn is_team(&self) -> bool {
         self.kind == GroupKind::Team
+    }
+
+    /// The prefix of its members' names (`<slug>-<role>`): the one they were made with, also
+    /// after a rename.
+    pub fn members_slug(&self) -> String {
+        self.member_slug
+            .clone()
+            .unwrap_or_else(|| crate::naming::team_slug(&self.name))
     }
 }
 
@@ -232,6 +250,10 @@ pub struct Session {
     /// (see [`Group::headless_at`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headless_at: Option<DateTime<Utc>>,
+    /// Notes the user left for this member's next turn (`@member text`): given to it with its
+    /// next prompt, then gone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_notes: Vec<String>,
 }
 
 impl Session {
@@ -256,6 +278,7 @@ impl Session {
             agent_session: None,
             worktree: None,
             headless_at: None,
+            pending_notes: Vec::new(),
         }
     }
 

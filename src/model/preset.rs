@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Mode, RunBudget, Tier, WorktreeStrategy};
+use super::{Memory, Mode, RunBudget, Tier, WorktreeStrategy};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -39,6 +39,9 @@ pub struct Preset {
     /// Mode `relay`: who drafts, who answers, how drafts are approved, the limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relay: Option<super::RelaySettings>,
+    /// What members remember between runs (default `run`: each run starts fresh).
+    #[serde(default, skip_serializing_if = "Memory::is_run")]
+    pub memory: Memory,
 
     /// Where the preset was found; set by the loader, never read from YAML.
     #[serde(skip)]

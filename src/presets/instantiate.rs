@@ -22,7 +22,7 @@ pub use crate::naming::team_slug;
 /// Creates a `team` group from `preset` in `org` (with its orchestrator, workers and evaluator)
 /// and returns its id. Models left to the default get `config`'s default model.
 /// `<tier>:<name>`: how a team records the preset it came from.
-pub fn source_preset_of(preset: &Preset) -> String {
+fn source_preset_of(preset: &Preset) -> String {
     format!("{}:{}", preset.tier.map_or("user", |t| t.as_str()), preset.name)
 }
 
@@ -55,8 +55,10 @@ pub fn create_team_group(
     }
     group.relay = preset.relay.clone();
     group.budget = preset.budget();
+    group.memory = preset.memory;
     group.source_preset = Some(source_preset_of(preset));
     let team = team_slug(&group.name);
+    group.member_slug = Some(team.clone());
     let group_id = group.id.clone();
 
     let mut order = 0;
@@ -124,7 +126,7 @@ pub fn create_team_group(
 /// concrete models. `None` when there is no such group.
 pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
     let group = org.group(group_id)?;
-    let team = team_slug(&group.name);
+    let team = group.members_slug();
     let sessions = org.sessions_in(group_id);
     let orchestrator = sessions
         .iter()
@@ -178,6 +180,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         routing_context: group.routing_context.clone(),
         worktrees: group.worktrees,
         relay: group.relay.clone(),
+        memory: group.memory,
         tier: None,
         source: None,
         warnings: Vec::new(),

@@ -381,6 +381,19 @@ routing_context: "optional: given to the orchestrator when planning"
     }
 
     #[test]
+    fn memory_defaults_to_run_and_names_a_bad_value() {
+        let p = parse("name: X\nmode: broadcast\nworkers: [{name: a}]\n").unwrap();
+        assert_eq!(p.memory, crate::model::Memory::Run);
+        let p = parse("name: X\nmode: broadcast\nmemory: conversation\nworkers: [{name: a}]\n").unwrap();
+        assert_eq!(p.memory, crate::model::Memory::Conversation);
+        assert!(preset_to_yaml(&p).unwrap().contains("memory: conversation"));
+        let e = parse("name: X\nmode: broadcast\nmemory: forever\nworkers: [{name: a}]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 3") && e.contains("forever"), "{e}");
+    }
+
+    #[test]
     fn yaml_round_trip_keeps_every_field() {
         let text = "name: T\ndescription: d\nmode: sequential\nworkers:\n  - { name: a, display_name: A, role: Lead, system_prompt: p }\nshared_context: s\n";
         let p = parse(text).unwrap();

@@ -377,6 +377,8 @@ impl App {
             Action::HistoryNext => self.composer.recall_newer(),
             Action::OpenEditor => return self.open_editor_for_composer(),
             Action::ReflectSession => self.open_reflect(),
+            Action::OlderRun if self.browse_conversations(-1) => {}
+            Action::NewerRun if self.browse_conversations(1) => {}
             Action::OlderRun => return self.browse_runs(-1),
             Action::NewerRun => return self.browse_runs(1),
             Action::PrevToolCall => self.select_tool_call(true),
@@ -385,6 +387,11 @@ impl App {
             Action::MergeWorktree => return self.merge_selected(),
             Action::PruneHeadless => self.open_prune(),
             Action::RelayDraft => self.open_relay_draft(),
+            Action::NewConversation => return self.new_conversation(),
+            Action::ToggleMemory => return self.toggle_memory(),
+            Action::Regenerate => return self.regenerate(),
+            Action::EditResend => self.edit_resend(),
+            Action::ForkSession => return self.fork_session(),
         }
         Vec::new()
     }
@@ -475,8 +482,13 @@ impl App {
             self.flash("nothing selected: create a team with the new-team key", true);
             return Vec::new();
         };
-        if self.is_team(&group_id) {
-            if let Some(commands) = self.relay_send(&group_id, &text) {
+        if self.is_team(&group_id)
+            && let Some(commands) = self.relay_send(&group_id, &text)
+        {
+            return commands;
+        }
+        if self.is_team(&group_id) && self.selected_session_id().is_none() {
+            if let Some(commands) = self.note_for_member(&group_id, &text) {
                 return commands;
             }
             self.composer.send();
@@ -499,6 +511,9 @@ impl App {
             self.flash("select a session (or create one with the new-session key)", true);
             return Vec::new();
         };
+        if let Some(commands) = self.send_resend(&session_id, &text) {
+            return commands;
+        }
         self.composer.send();
         self.transcripts.follow(&session_id);
         if self.session_busy(&session_id) {
@@ -627,6 +642,7 @@ impl App {
 
     /// The composer's placeholder says where the text goes.
     pub fn refresh_placeholder(&mut self) {
+        self.composer.title = None;
         let key = |a| self.keymap.key_label(a);
         let text = match self.selected_group_id() {
             None => format!(
@@ -639,6 +655,20 @@ impl App {
                         .map(|g| (g.is_team(), g.name.clone(), g.mode))
                         .unwrap_or((false, String::new(), Default::default()))
                 });
+                let member = self.selected_session_id().filter(|_| team);
+                self.composer.title = member.as_ref().map(|sid| {
+                    let name = self
+                        .org
+                        .read(|o| o.session(sid).map(|s| s.name.clone()))
+                        .unwrap_or_default();
+                    format!(
+                        " Direct chat with {} (not a team run) ",
+                        crate::text::sanitize::display(&name)
+                    )
+                });
+                if let Some(title) = self.resend_title() {
+                    self.composer.title = Some(title);
+                }
                 if self.relay_taken_over(&gid) {
                     format!(
                         "Your message to the counterpart (taken over; {} hands back)…",
@@ -649,6 +679,8 @@ impl App {
                         "The relay is running ({} answers a waiting draft)",
                         key(Action::RelayDraft)
                     )
+                } else if member.is_some() {
+                    "Message this member alone (its own conversation; select the team to run it)…".to_string()
                 } else if team && self.team_running(&gid) {
                     "Queue a message for the orchestrator's next plan…".to_string()
                 } else if team {

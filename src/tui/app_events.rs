@@ -80,6 +80,7 @@ impl App {
                 self.on_inputs_loaded(inputs);
                 Vec::new()
             }
+            AppEvent::Forked { result } => self.on_forked(result),
             worktree_event => self.handle_worktree_event(worktree_event),
         };
         self.refresh_placeholder();

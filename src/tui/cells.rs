@@ -291,6 +291,12 @@ fn message_header(m: &Message) -> Line<'static> {
                 .unwrap_or_default()
         ));
     }
+    if m.direct {
+        extra.push("direct chat (not a team run)".into());
+    }
+    if m.superseded {
+        extra.push("superseded (not sent again)".into());
+    }
     let who = match m.role {
         MessageRole::User => "you",
         MessageRole::Assistant => "assistant",

@@ -37,6 +37,16 @@ pub enum Command {
         group_id: GroupId,
         text: String,
     },
+    /// A copy of a session under a new name (blocking: reads and writes its transcript);
+    /// answered by [`AppEvent::Forked`].
+    ForkSession {
+        session_id: SessionId,
+    },
+    /// A note for a team member's next turn (`@member text` in the team's composer).
+    NoteMember {
+        session_id: SessionId,
+        text: String,
+    },
     /// Pause a run after the step in flight (confirmed by a `cycle_paused` event).
     Pause {
         key: RunKey,
@@ -250,4 +260,8 @@ pub enum AppEvent {
     },
     /// The drafts and prompt history saved by earlier runs (read at start).
     InputsLoaded(crate::store::Inputs),
+    /// A fork was made (its id) or why not.
+    Forked {
+        result: Result<SessionId, String>,
+    },
 }

@@ -43,6 +43,8 @@ pub struct Composer {
     saved: (u64, u64),
     /// The files named with `@` in the text, and the completion of an `@word`.
     pub attach: super::composer_attachments::ComposerAttachments,
+    /// The box's title when it is not " Message " (a direct chat with a team member).
+    pub title: Option<String>,
 }
 
 impl Default for Composer {
@@ -60,6 +62,7 @@ impl Default for Composer {
             restored: false,
             saved: (0, 0),
             attach: Default::default(),
+            title: None,
         }
     }
 }
@@ -326,7 +329,8 @@ impl Composer {
     /// Draws the composer in its box: the textarea with its cursor while focused, else the text
     /// (or the dim placeholder saying where it goes).
     pub fn render(&self, frame: &mut Frame<'_>, area: Rect, focused: bool) {
-        let block = super::widgets::pane(" Message ".into(), focused);
+        let title = self.title.as_deref().unwrap_or(" Message ");
+        let block = super::widgets::pane(title.to_string(), focused);
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let listed = self.attach.rows().min(inner.height.saturating_sub(1));

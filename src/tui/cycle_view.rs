@@ -502,6 +502,20 @@ impl CycleView {
             | EventKind::RelaySent { .. }
             | EventKind::RelayReply { .. }
             | EventKind::RelayAudit { .. } => super::relay_view::apply(self, &event.kind),
+            EventKind::MemberNote {
+                session,
+                text,
+                delivered,
+                ..
+            } => {
+                let who = self.short(session).to_string();
+                let line = if *delivered {
+                    format!("  ✎ {who} got your note: {}", first_line(text))
+                } else {
+                    format!("  ✎ note for {who}'s next turn: {}", first_line(text))
+                };
+                self.push(TimelineKind::Info, line);
+            }
             EventKind::RunStarted { .. }
             | EventKind::Message { .. }
             | EventKind::Notice { .. }

@@ -232,6 +232,11 @@ impl Default for Keymap {
             (MergeWorktree, vec![K::ch('B')]),
             (PruneHeadless, vec![K::ch('P')]),
             (RelayDraft, vec![K::ch('v')]),
+            (NewConversation, vec![K::ch('C')]),
+            (ToggleMemory, vec![K::ch('K')]),
+            (Regenerate, vec![K::ch('u')]),
+            (EditResend, vec![K::ch('U')]),
+            (ForkSession, vec![K::ch('F')]),
         ];
         let search = vec![
             (SearchNext, vec![K::ch('n')]),

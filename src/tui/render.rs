@@ -88,15 +88,22 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
     let subject = match row {
         None => transcript::Subject::Nothing,
         Some(Row::Session(id)) => {
-            let (name, role, model) = app
+            let (name, role, model, system_chars) = app
                 .org
-                .read(|o| o.session(id).map(|s| (s.name.clone(), s.role, s.model.clone())))
+                .read(|o| {
+                    o.session(id).map(|s| {
+                        let system = s.system_prompt.as_deref().map_or(0, str::len);
+                        (s.name.clone(), s.role, s.model.clone(), system)
+                    })
+                })
                 .unwrap_or_default();
             transcript::Subject::Session {
                 id: id.clone(),
+                window: app.config.context_window(&model),
                 name,
                 role,
                 model,
+                system_chars,
             }
         }
         Some(Row::Group(id)) => transcript::Subject::Group {
@@ -108,10 +115,21 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
                     mode: g.mode,
                     max_iterations: g.max_iterations,
                     repo: g.repo.clone(),
+                    memory: g.memory,
                     members: o
                         .sessions_in(id)
                         .iter()
                         .map(|s| (s.name.clone(), s.role))
+                        .collect(),
+                    contexts: o
+                        .sessions_in(id)
+                        .iter()
+                        .map(|s| {
+                            let view = app.transcripts.views.get(&s.id).filter(|v| v.loaded)?;
+                            let system = s.system_prompt.as_deref().map_or(0, str::len);
+                            let tokens = crate::model::context::next_request_tokens(&view.messages, system);
+                            Some((tokens, app.config.context_window(&s.model)))
+                        })
                         .collect(),
                 })
             })?,
@@ -128,6 +146,9 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
             new_session: key(Action::NewSession),
             help: key(Action::Help),
             send: key(Action::Send),
+            new_conversation: key(Action::NewConversation),
+            older: key(Action::OlderRun),
+            newer: key(Action::NewerRun),
         },
         default_model: app.config.default_model(),
     })

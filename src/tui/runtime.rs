@@ -318,6 +318,11 @@ impl Executor {
                     Err(e) => self.refused("Not resumed", e),
                 }
             }
+            Command::NoteMember { session_id, text } => {
+                if let Err(e) = engine.note_member(&session_id, text) {
+                    self.refused("Note not left", e);
+                }
+            }
             Command::QueueMessage { group_id, text } => {
                 if !engine.queue_message(&group_id, text.clone()) {
                     // The run ended in between: the message starts a new one.
@@ -411,7 +416,8 @@ impl Executor {
             | Command::LoadDiff { .. }
             | Command::PlanMerge { .. }
             | Command::Merge { .. }
-            | Command::CheckDeleteRisk { .. }) => {
+            | Command::CheckDeleteRisk { .. }
+            | Command::ForkSession { .. }) => {
                 let (edits, repo) = (self.edits.clone(), self.repo.clone());
                 tokio::task::spawn_blocking(move || {
                     if let Some(event) = run_blocking(&edits, &repo, command) {
@@ -517,6 +523,9 @@ pub fn run_blocking(edits: &Edits, repo: &Path, command: Command) -> Option<AppE
         Command::CheckDeleteRisk { group_id } => AppEvent::DeleteRiskChecked {
             at_risk: edits.worktrees_at_risk(&group_id),
             group_id,
+        },
+        Command::ForkSession { session_id } => AppEvent::Forked {
+            result: edits.fork_session(&session_id).map_err(|e| e.to_string()),
         },
         _ => return None,
     })

@@ -319,7 +319,7 @@ fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
             let team = o
                 .group(&s.group_id)
                 .filter(|g| g.is_team())
-                .map(|g| naming::team_slug(&g.name))
+                .map(|g| g.members_slug())
                 .unwrap_or_default();
             let shown = if team.is_empty() {
                 s.name.as_str()

@@ -94,13 +94,13 @@ impl TeamPanel {
         }
         if let Some(r) = &g.reflection {
             let mut view = CycleView::from_persisted(r, g.mode);
-            view.team_slug = crate::naming::team_slug(&g.name);
+            view.team_slug = g.members_slug();
             self.cycles.insert(g.id.clone(), view);
         } else if let Some(r) = &g.relay_state {
             let mut view = CycleView::default();
             view.mode = Some(g.mode);
             view.relay = Some(super::relay_view::RelayView::from_record(r));
-            view.team_slug = crate::naming::team_slug(&g.name);
+            view.team_slug = g.members_slug();
             self.cycles.insert(g.id.clone(), view);
         }
     }

@@ -19,7 +19,7 @@ pub use evaluation::{
 pub use names::{FUZZY_MIN_MARGIN, FUZZY_MIN_SIMILARITY, WorkerResolver};
 pub use prompts::{
     EARLIER_RESULT_MAX_CHARS, EarlierResult, LastEvaluation, PlanMode, Replan, TeamContext, WorkerTask,
-    WorktreeNote, cycle_synthesis_prompt, evaluator_prompt, nudge_prompt, planning_prompt,
+    WorktreeNote, cycle_synthesis_prompt, evaluator_prompt, nudge_prompt, planning_prompt, prompt_with_notes,
     reflection_evaluator_prompt, reflection_followup_prompt, replan_prompt, sequential_prompt,
     synthesis_prompt, synthesis_self_eval_prompt, system_prompt_with_note, worker_prompt, worktree_note,
 };

@@ -146,6 +146,7 @@ mod tests {
             routing_context: None,
             worktrees: WorktreeStrategy::OrchestratorIsolated,
             relay: None,
+            memory: Default::default(),
             tier: None,
             source: None,
             warnings: Vec::new(),

@@ -184,6 +184,7 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         routing_context,
         worktrees: Default::default(),
         relay: None,
+        memory: Default::default(),
         tier: Some(Tier::Repo),
         source: Some(dir.display().to_string()),
         warnings,
