@@ -231,7 +231,7 @@ fn huddle_run_exits_with_6_when_the_budget_is_spent() {
 /// Time paused is left out of a run's duration (and of its time budget), on the paused clock.
 #[tokio::test(start_paused = true)]
 async fn a_pause_counts_neither_in_the_duration_nor_against_the_time_limit() {
-    let f = team(Mode::OrchestratorReflect, &["a"], false, 1).await;
+    let mut f = team(Mode::OrchestratorReflect, &["a"], false, 1).await;
     f.org.update(|o| {
         for s in &mut o.sessions {
             s.model = "sim/slow-2s".into();
@@ -251,6 +251,18 @@ async fn a_pause_counts_neither_in_the_duration_nor_against_the_time_limit() {
     let key = huddle::engine::events::RunKey::team(&f.group_id);
     assert!(f.engine.pause(&key));
     let handle = tokio::spawn(run);
+    // Until the engine has paused the run, the clock moves in small steps only: a save on a
+    // blocking thread lets a paused clock jump to the next timer, which must not be the long
+    // sleep below while the run still counts time.
+    let mut paused = false;
+    for _ in 0..200_000 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        if std::iter::from_fn(|| f.events.try_recv().ok()).any(|e| matches!(e.kind, EventKind::CyclePaused)) {
+            paused = true;
+            break;
+        }
+    }
+    assert!(paused, "the run never paused");
     tokio::time::sleep(Duration::from_secs(600)).await;
     assert!(f.engine.resume(&key));
     let report = handle.await.expect("joined").expect("ran");
