@@ -122,6 +122,7 @@ impl CycleLoop for SessionCycle<'_> {
             cancel: self.active.control.cancel.child_token(),
             timeout: None,
             model_override: self.request.model_override.clone(),
+            ..TurnOptions::default()
         };
         let answer = self.shared.turn(self.session_id, prompt, options).await;
         if let Some(u) = answer.usage {

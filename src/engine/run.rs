@@ -62,6 +62,7 @@ impl<'a> Run<'a> {
             cancel: self.control().cancel.child_token(),
             timeout,
             model_override: self.team.model_override.clone(),
+            handoff_to: None,
         }
     }
 

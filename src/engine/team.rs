@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::model::{GroupKind, Mode, Role, Session};
+use crate::model::{FlowLinks, GroupKind, Mode, Role, Session, check_flow};
 
 use super::protocol::WorkerInfo;
 use super::{EngineError, EngineShared, RunOverrides};
@@ -15,6 +15,8 @@ pub(crate) struct Member {
     pub name: String,
     pub model: String,
     pub system_prompt: Option<String>,
+    /// Mode `flow`: where this member passes work (session ids).
+    pub flow: FlowLinks,
 }
 
 /// The team, read once when a run starts.
@@ -36,6 +38,8 @@ pub(crate) struct Team {
     pub max_iterations: u32,
     pub worker_timeout: Duration,
     pub model_override: Option<String>,
+    /// Mode `flow`: the session the prompt goes to first.
+    pub flow_entry: Option<String>,
 }
 
 impl Team {
@@ -54,6 +58,7 @@ impl Team {
                 name: s.name.clone(),
                 model: overrides.model.clone().unwrap_or_else(|| s.model.clone()),
                 system_prompt: s.system_prompt.clone(),
+                flow: s.flow.clone(),
             };
             let orchestrator = sessions
                 .iter()
@@ -92,6 +97,7 @@ impl Team {
                 // Clamped so that deadlines stay representable (a week is "no limit" here).
                 worker_timeout: Duration::from_secs(group.worker_timeout_secs.clamp(1, 7 * 24 * 3600)),
                 model_override: overrides.model.clone(),
+                flow_entry: group.flow_entry.clone(),
             })
         })
     }
@@ -105,6 +111,11 @@ impl Team {
 
     pub fn worker_names(&self) -> Vec<&str> {
         self.workers.iter().map(|w| w.name.as_str()).collect()
+    }
+
+    /// A participant by session id.
+    pub fn participant(&self, id: &str) -> Option<&Member> {
+        self.participants.iter().find(|m| m.id == id)
     }
 
     /// The team name as session names carry it (`<team-slug>-<worker>`).
@@ -123,6 +134,20 @@ impl Team {
             return Err(not_runnable(
                 "it has no sessions that answer in this mode (an orchestrator or evaluator only plans and judges)",
             ));
+        }
+        if self.mode == Mode::Flow {
+            // Links name sessions by id: one removed since the team was made shows up here.
+            let members: Vec<(&str, &FlowLinks)> = self
+                .participants
+                .iter()
+                .map(|m| (m.id.as_str(), &m.flow))
+                .collect();
+            if let Err(e) = check_flow(self.flow_entry.as_deref(), &members) {
+                let named = self.participants.iter().fold(e.to_string(), |text, m| {
+                    text.replace(&format!("`{}`", m.id), &format!("`{}`", m.name))
+                });
+                return Err(not_runnable(&named));
+            }
         }
         if self.mode.has_orchestrator() {
             if self.orchestrator.is_none() {

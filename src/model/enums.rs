@@ -94,6 +94,8 @@ string_enum!(
         Sequential => "sequential",
         Orchestrator => "orchestrator",
         OrchestratorReflect => "orchestrator_reflect",
+        /// The prompt enters at the `entry:` member and follows handoffs, routes and advisors.
+        Flow => "flow",
     }
 );
 

@@ -3,6 +3,7 @@
 
 pub mod agent;
 mod enums;
+pub mod flow;
 pub mod limits;
 mod message;
 mod organization;
@@ -14,6 +15,7 @@ mod worktree;
 
 pub use agent::{AgentFormat, AgentKind, AgentSession};
 pub use enums::{GroupKind, MessageRole, Mode, ProviderKind, Role, Tier, WorktreeStrategy};
+pub use flow::{FlowLinks, RouterSpec, check_flow};
 pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS, MaxIterationsError};
 pub use message::{Message, Usage};
 pub use organization::{

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AgentSession, DEFAULT_MAX_ITERATIONS, GroupKind, Mode, ReflectionCycle, Role, Usage, Worktree,
+    AgentSession, DEFAULT_MAX_ITERATIONS, FlowLinks, GroupKind, Mode, ReflectionCycle, Role, Usage, Worktree,
     WorktreeStrategy,
 };
 
@@ -123,6 +123,9 @@ pub struct Group {
     /// headless leftover that `huddle runs prune` removes once it is old enough.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headless_at: Option<DateTime<Utc>>,
+    /// Mode `flow`: the session the prompt goes to first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_entry: Option<SessionId>,
 }
 
 pub fn default_max_iterations() -> u32 {
@@ -159,6 +162,7 @@ impl Group {
             pending_messages: Vec::new(),
             worktrees: WorktreeStrategy::Shared,
             headless_at: None,
+            flow_entry: None,
         }
     }
 
@@ -220,6 +224,9 @@ pub struct Session {
     /// (see [`Group::headless_at`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headless_at: Option<DateTime<Utc>>,
+    /// Mode `flow`: where this member passes work (handoff, router, advisors), by session id.
+    #[serde(default, skip_serializing_if = "FlowLinks::is_empty")]
+    pub flow: FlowLinks,
 }
 
 impl Session {
@@ -244,6 +251,7 @@ impl Session {
             agent_session: None,
             worktree: None,
             headless_at: None,
+            flow: FlowLinks::default(),
         }
     }
 

@@ -10,7 +10,8 @@ use std::path::Path;
 use crate::config::Config;
 use crate::model::limits::clamp_max_iterations;
 use crate::model::{
-    Group, GroupId, GroupKind, Mode, Organization, Preset, PresetAgent, PresetWorker, Role, Session,
+    FlowLinks, Group, GroupId, GroupKind, Mode, Organization, Preset, PresetAgent, PresetWorker, Role,
+    RouterSpec, Session,
 };
 use crate::naming::{member_session_name, worker_handle, worker_slug};
 
@@ -86,6 +87,7 @@ pub fn create_team_group(
         org.sessions[i].tools = o.tools.clone();
         org.sessions[i].max_tool_rounds = o.max_tool_rounds;
     }
+    let mut worker_ids: Vec<(String, String)> = Vec::new();
     for w in &preset.workers {
         let i = add(
             org,
@@ -99,7 +101,9 @@ pub fn create_team_group(
         s.member_role = w.role.clone();
         s.tools = w.tools.clone();
         s.max_tool_rounds = w.max_tool_rounds;
+        worker_ids.push((w.name.clone(), s.id.clone()));
     }
+    link_flow(org, &mut group, preset, &worker_ids);
     if preset.mode == Mode::OrchestratorReflect
         && let Some(e) = &preset.evaluator
     {
@@ -116,6 +120,31 @@ pub fn create_team_group(
     }
     org.groups.push(group);
     group_id
+}
+
+/// A flow preset's links (worker names) stored on the new sessions and group as session ids,
+/// so a later rename of a session changes nothing. A name that names no worker (a preset built
+/// in code; parsed ones are checked) is left out.
+fn link_flow(org: &mut Organization, group: &mut Group, preset: &Preset, worker_ids: &[(String, String)]) {
+    let id_of = |name: &str| {
+        worker_ids
+            .iter()
+            .find(|(n, _)| n.trim().eq_ignore_ascii_case(name.trim()))
+            .map(|(_, id)| id.clone())
+    };
+    group.flow_entry = preset.entry.as_deref().and_then(id_of);
+    for (w, (_, id)) in preset.workers.iter().zip(worker_ids) {
+        let links = FlowLinks {
+            handoff: w.handoff.as_deref().and_then(id_of),
+            router: w.router.as_ref().map(|r| RouterSpec {
+                destinations: r.destinations.iter().filter_map(|d| id_of(d)).collect(),
+            }),
+            advisors: w.advisors.iter().filter_map(|a| id_of(a)).collect(),
+        };
+        if let Some(s) = org.sessions.iter_mut().find(|s| s.id == *id) {
+            s.flow = links;
+        }
+    }
 }
 
 /// The team group `group_id` as a preset (user tier, no source). Models are the sessions'
@@ -147,6 +176,13 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         max_tool_rounds: s.max_tool_rounds,
     });
     let evaluator_id = evaluator_session.map(|s| s.id.as_str());
+    // Flow links name sessions by id; a preset names workers by handle.
+    let handle_of = |id: &str| {
+        sessions
+            .iter()
+            .find(|s| s.id == id)
+            .map(|s| worker_handle(&s.name, &team))
+    };
     let workers = sessions
         .iter()
         .filter(|s| s.role == Role::Worker && Some(s.id.as_str()) != evaluator_id)
@@ -158,6 +194,11 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
             system_prompt: s.system_prompt.clone(),
             tools: s.tools.clone(),
             max_tool_rounds: s.max_tool_rounds,
+            handoff: s.flow.handoff.as_deref().and_then(handle_of),
+            router: s.flow.router.as_ref().map(|r| RouterSpec {
+                destinations: r.destinations.iter().filter_map(|d| handle_of(d)).collect(),
+            }),
+            advisors: s.flow.advisors.iter().filter_map(|a| handle_of(a)).collect(),
         })
         .collect();
     Some(Preset {
@@ -173,6 +214,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         shared_context: group.shared_context.clone(),
         routing_context: group.routing_context.clone(),
         worktrees: group.worktrees,
+        entry: group.flow_entry.as_deref().and_then(handle_of),
         tier: None,
         source: None,
         warnings: Vec::new(),

@@ -13,6 +13,8 @@ pub enum PromptKind {
     Planning,
     Worker,
     FollowUp,
+    /// A flow router without tools: it answers with an `@handoff:` line.
+    Router,
     Chat,
 }
 
@@ -66,6 +68,8 @@ pub fn classify(p: &SimPrompt) -> PromptKind {
         PromptKind::Worker
     } else if p.contains("[[REFLECTION_COMPLETE]]") {
         PromptKind::FollowUp
+    } else if p.has_heading("## ROUTING") {
+        PromptKind::Router
     } else {
         PromptKind::Chat
     }
@@ -82,6 +86,7 @@ pub fn answer(p: &SimPrompt, seed: u64) -> String {
         PromptKind::Planning => planning(p, &mut rng),
         PromptKind::Worker => worker(p, &mut rng),
         PromptKind::FollowUp => follow_up(p, &mut rng),
+        PromptKind::Router => router(p),
         PromptKind::Chat => chat(p, &mut rng),
     }
 }
@@ -278,6 +283,41 @@ fn follow_up(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
     } else {
         format!("Revised answer (iteration {n}): I {improvement}, and one more pass will make it complete.\n")
     }
+}
+
+/// A flow router's destinations, from its prompt's `Destinations:` line.
+pub fn router_destinations(text: &str) -> Vec<String> {
+    text.lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix(crate::engine::protocol::flow::DESTINATIONS_LINE)
+        })
+        .map(|l| {
+            l.split(',')
+                .map(|d| d.trim().to_string())
+                .filter(|d| !d.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The destination the sim routes `request` to: picked by a hash of the request, so the same
+/// request always goes the same way.
+pub fn sim_route(request: &str, destinations: &[String]) -> Option<String> {
+    let n = destinations.len() as u64;
+    (n > 0).then(|| destinations[(stable_hash(&[request]) % n) as usize].clone())
+}
+
+/// A router without tools: the `@handoff:` line and a note for the destination.
+fn router(p: &SimPrompt) -> String {
+    let request = p.user.split("\n## ROUTING").next().unwrap_or(p.user);
+    let Some(to) = sim_route(request, &router_destinations(p.user)) else {
+        return format!("I will answer this myself: {}", summary(request, 80));
+    };
+    format!(
+        "This is one for {to}.\n@handoff:{to}\nThe user asks: {}",
+        summary(request, 80)
+    )
 }
 
 fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {

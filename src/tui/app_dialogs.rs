@@ -249,6 +249,7 @@ impl App {
                     Mode::OrchestratorReflect => {
                         "plan, dispatch, synthesize, evaluate; repeat until the goal is met"
                     }
+                    Mode::Flow => "enters at the entry member; handoffs, routers, advisors",
                 }
                 .into(),
                 value: m.to_string(),

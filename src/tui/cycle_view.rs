@@ -169,7 +169,39 @@ impl CycleView {
 
     /// Broadcast and sequential runs have no assignments: their rows come from the turns.
     fn rows_from_turns(&self) -> bool {
-        matches!(self.mode, Some(Mode::Broadcast | Mode::Sequential))
+        matches!(self.mode, Some(Mode::Broadcast | Mode::Sequential | Mode::Flow))
+    }
+
+    /// Mode `flow`: one timeline entry per hop (route and its message, advisor report,
+    /// handoff, answer) with its time and tokens; the member's row gets its time.
+    fn flow_hop(&mut self, hop: &EventKind) {
+        let EventKind::FlowHop {
+            from_id,
+            from,
+            success,
+            duration_ms,
+            ..
+        } = hop
+        else {
+            return;
+        };
+        let Some(line) = crate::engine::protocol::flow::hop_line(hop) else {
+            return;
+        };
+        let row = self.worker(from_id, from);
+        row.duration_ms = Some(*duration_ms);
+        row.state = if *success {
+            WorkerState::Done
+        } else {
+            WorkerState::Failed
+        };
+        let kind = if *success {
+            TimelineKind::Info
+        } else {
+            TimelineKind::Bad
+        };
+        let text = crate::text::sanitize::display(&line).into_owned();
+        self.push(kind, format!("  {text}"));
     }
 
     fn push(&mut self, kind: TimelineKind, text: String) {
@@ -360,6 +392,7 @@ impl CycleView {
                     format!("  error in iteration {iteration}: {}", first_line(message)),
                 );
             }
+            EventKind::FlowHop { .. } => self.flow_hop(&event.kind),
             EventKind::CyclePaused => {
                 self.paused = true;
                 self.push(TimelineKind::Warn, "  paused".into());

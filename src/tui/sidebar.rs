@@ -201,6 +201,7 @@ pub fn mode_short(mode: Mode) -> &'static str {
         Mode::Sequential => "sequential",
         Mode::Orchestrator => "orch",
         Mode::OrchestratorReflect => "reflect",
+        Mode::Flow => "flow",
     }
 }
 

@@ -2,6 +2,7 @@
 //! is a new file here plus a line in [`run`].
 
 mod broadcast;
+mod flow;
 mod one_pass;
 mod orchestrator;
 mod orchestrator_reflect;
@@ -46,5 +47,6 @@ pub(crate) async fn run(
         Mode::Sequential => sequential::run(&mut run, prompt).await,
         Mode::Orchestrator => orchestrator::run(&mut run, prompt).await,
         Mode::OrchestratorReflect => orchestrator_reflect::run(&mut run, prompt, resume).await,
+        Mode::Flow => flow::run(&mut run, prompt).await,
     }
 }

@@ -139,6 +139,7 @@ mod tests {
             shared_context: None,
             routing_context: None,
             worktrees: WorktreeStrategy::OrchestratorIsolated,
+            entry: None,
             tier: None,
             source: None,
             warnings: Vec::new(),

@@ -181,6 +181,7 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         shared_context,
         routing_context,
         worktrees: Default::default(),
+        entry: None,
         tier: Some(Tier::Repo),
         source: Some(dir.display().to_string()),
         warnings,
