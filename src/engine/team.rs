@@ -143,9 +143,10 @@ impl Team {
                 .map(|m| (m.id.as_str(), &m.flow))
                 .collect();
             if let Err(e) = check_flow(self.flow_entry.as_deref(), &members) {
-                let named = self.participants.iter().fold(e.to_string(), |text, m| {
-                    text.replace(&format!("`{}`", m.id), &format!("`{}`", m.name))
-                });
+                let named = self
+                    .participants
+                    .iter()
+                    .fold(e.to_string(), |text, m| text.replace(m.id.as_str(), &m.name));
                 return Err(not_runnable(&named));
             }
         }
