@@ -582,9 +582,10 @@ impl Actor<'_> {
                     None,
                 );
             }
-            if handoff.is_some() {
-                // The router has passed the request on: its turn ends here, its words so far
-                // are its answer.
+            if let Some(choice) = &handoff {
+                // The router has passed the request on: its turn ends here (its words so far
+                // are in the step above); its answer says where the request went.
+                out.text = handed_off_text(choice);
                 out.usage = usage;
                 out.duration = loop_started.elapsed();
                 return (Ok(out), steps, handoff);
@@ -691,6 +692,14 @@ impl Actor<'_> {
                 },
             );
         }
+    }
+}
+
+/// A router's answer once `handoff_to` ended its turn.
+fn handed_off_text(choice: &RouteChoice) -> String {
+    match &choice.message {
+        Some(message) => format!("[handed off to `{}`: {message}]", choice.agent),
+        None => format!("[handed off to `{}`]", choice.agent),
     }
 }
 

@@ -321,7 +321,13 @@ fn router(p: &SimPrompt) -> String {
 }
 
 fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
-    let said = summary(p.user, 80);
+    // A flow member's input opens with the request under a heading.
+    let user = p
+        .user
+        .trim_start()
+        .strip_prefix("## ORIGINAL USER REQUEST")
+        .map_or(p.user, str::trim_start);
+    let said = summary(user, 80);
     let opener = pick(rng, &["Noted", "Understood", "Got it", "Thanks"]);
     let focus = p
         .system
@@ -332,11 +338,12 @@ fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
     // A session with a role (a broadcast panel member, a step of a sequential chain) answers in
     // that role, and builds on the earlier answers of the round when it is shown them.
     if let Some(focus) = focus {
-        let request = summary(p.user.split("\n## ").next().unwrap_or(p.user), 80);
+        let request = summary(user.split("\n## ").next().unwrap_or(user), 80);
         let earlier: Vec<String> = p
             .user
             .lines()
             .filter_map(|l| l.strip_prefix("### "))
+            .map(|l| l.strip_prefix("From ").unwrap_or(l))
             .map(|l| l.split(" (").next().unwrap_or(l).trim().to_string())
             .collect();
         let building = if earlier.is_empty() {

@@ -56,6 +56,13 @@ fn route_call(req: &TurnRequest, prompt: &str, hash: u64) -> Option<ToolCall> {
 
 /// What the sim says before calling.
 pub fn call_preamble(call: &ToolCall) -> String {
+    if call.name == crate::engine::protocol::flow::HANDOFF_TOOL {
+        let agent = serde_json::from_str::<Value>(&call.arguments)
+            .ok()
+            .and_then(|v| v["agent"].as_str().map(str::to_string))
+            .unwrap_or_default();
+        return format!("This is one for {agent}.");
+    }
     format!("Let me check with `{}` first.", call.name)
 }
 

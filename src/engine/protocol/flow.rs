@@ -116,9 +116,11 @@ pub fn router_prompt(request: &str, destinations: &[String]) -> String {
     )
 }
 
+const ORIGINAL_REQUEST: &str = "## ORIGINAL USER REQUEST";
+
 /// A routed member's input: the original request and, when given, the router's message.
 pub fn routed_prompt(request: &str, router: &str, message: Option<&str>) -> String {
-    let mut out = format!("## ORIGINAL USER REQUEST\n\n{}\n", request.trim());
+    let mut out = format!("{ORIGINAL_REQUEST}\n\n{}\n", request.trim());
     if let Some(message) = message.map(str::trim).filter(|m| !m.is_empty()) {
         out.push_str(&format!(
             "\n## MESSAGE FROM AGENT `{router}` WHO ROUTED THIS REQUEST TO YOU\n\n{message}\n"
@@ -128,11 +130,15 @@ pub fn routed_prompt(request: &str, router: &str, message: Option<&str>) -> Stri
 }
 
 /// An advised member's input: the request and every advisor's report, raw, in advisor order.
+/// An input that already has its `## ORIGINAL USER REQUEST` section (a routed one) keeps it
+/// rather than nesting it under another.
 pub fn advised_prompt(request: &str, reports: &[(String, String)]) -> String {
-    let mut out = format!(
-        "## ORIGINAL USER REQUEST\n\n{}\n\n## ANALYSIS GATHERED\n",
-        request.trim()
-    );
+    let request = request.trim();
+    let mut out = if request.starts_with(ORIGINAL_REQUEST) {
+        format!("{request}\n\n## ANALYSIS GATHERED\n")
+    } else {
+        format!("{ORIGINAL_REQUEST}\n\n{request}\n\n## ANALYSIS GATHERED\n")
+    };
     for (name, report) in reports {
         out.push_str(&format!("\n### From {name}\n\n{}\n", report.trim()));
     }
@@ -264,6 +270,13 @@ mod tests {
         assert_eq!(
             p,
             "## ORIGINAL USER REQUEST\n\nq\n\n## ANALYSIS GATHERED\n\n### From a\n\nA says\n\n### From b\n\nB says\n"
+        );
+        let routed = routed_prompt("q", "r", Some("m"));
+        let nested = advised_prompt(&routed, &[("a".into(), "A".into())]);
+        assert_eq!(nested.matches("## ORIGINAL USER REQUEST").count(), 1, "{nested}");
+        assert!(
+            nested.starts_with(routed.trim()) && nested.ends_with("### From a\n\nA\n"),
+            "{nested}"
         );
         assert!(advisor_failure_report("a", "timed out after 5s").contains("`a` failed: timed out"));
         assert!(router_prompt("q", &dests()).contains("billing, tech"));
