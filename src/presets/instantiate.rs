@@ -250,6 +250,38 @@ mod tests {
     }
 
     #[test]
+    fn a_flow_team_stores_its_links_by_session_id_and_gives_them_back_by_name() {
+        let config = Config::from_env(|_| None);
+        let text = "name: Desk\nmode: flow\nentry: Triage\nworkers:\n  - name: Triage\n    router: { destinations: [tech] }\n  - name: tech\n    advisors: [sec]\n    handoff: ok\n  - name: sec\n  - name: ok\n";
+        let preset = crate::presets::parse_preset(text, Path::new("d.yaml"), Tier::User, &config).unwrap();
+        let mut org = Organization::default();
+        let id = create_team_group(&mut org, &preset, &config, None);
+        let id_of = |name: &str| org.session_by_name(name).unwrap().id.clone();
+        assert_eq!(org.group(&id).unwrap().flow_entry, Some(id_of("desk-triage")));
+        let tech = org.session_by_name("desk-tech").unwrap();
+        assert_eq!(tech.flow.advisors, vec![id_of("desk-sec")]);
+        assert_eq!(tech.flow.handoff, Some(id_of("desk-ok")));
+        let triage = org.session_by_name("desk-triage").unwrap();
+        assert_eq!(
+            triage.flow.router.as_ref().unwrap().destinations,
+            vec![id_of("desk-tech")]
+        );
+        let back = preset_from_group(&org, &id).unwrap();
+        assert_eq!(back.entry.as_deref(), Some("triage"));
+        assert_eq!(back.workers[1].advisors, vec!["sec"]);
+        assert_eq!(back.workers[1].handoff.as_deref(), Some("ok"));
+        assert_eq!(
+            back.workers[0].router.as_ref().unwrap().destinations,
+            vec!["tech"]
+        );
+        let yaml = crate::presets::preset_to_yaml(&back).unwrap();
+        assert!(
+            crate::presets::parse_preset(&yaml, Path::new("b.yaml"), Tier::User, &config).is_ok(),
+            "{yaml}"
+        );
+    }
+
+    #[test]
     fn group_has_named_sessions_in_order() {
         let mut org = Organization::default();
         let config = Config::from_env(|_| None);
