@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::model::{FlowLinks, GroupKind, Mode, Role, Session, check_flow};
+use crate::model::{FlowLinks, GroupKind, Mode, Role, RouterSpec, Session, check_flow};
 
 use super::protocol::WorkerInfo;
 use super::{EngineError, EngineShared, RunOverrides};
@@ -136,18 +136,30 @@ impl Team {
             ));
         }
         if self.mode == Mode::Flow {
-            // Links name sessions by id: one removed since the team was made shows up here.
-            let members: Vec<(&str, &FlowLinks)> = self
+            // Links name sessions by id; the check and its message use names (a link to a
+            // session removed since the team was made is named as such).
+            let name_of = |id: &str| {
+                self.participant(id)
+                    .map_or_else(|| format!("(removed session {id})"), |m| m.name.clone())
+            };
+            let named: Vec<(String, FlowLinks)> = self
                 .participants
                 .iter()
-                .map(|m| (m.id.as_str(), &m.flow))
+                .map(|m| {
+                    let links = FlowLinks {
+                        handoff: m.flow.handoff.as_deref().map(name_of),
+                        router: m.flow.router.as_ref().map(|r| RouterSpec {
+                            destinations: r.destinations.iter().map(|d| name_of(d)).collect(),
+                        }),
+                        advisors: m.flow.advisors.iter().map(|a| name_of(a)).collect(),
+                    };
+                    (m.name.clone(), links)
+                })
                 .collect();
-            if let Err(e) = check_flow(self.flow_entry.as_deref(), &members) {
-                let named = self
-                    .participants
-                    .iter()
-                    .fold(e.to_string(), |text, m| text.replace(m.id.as_str(), &m.name));
-                return Err(not_runnable(&named));
+            let members: Vec<(&str, &FlowLinks)> = named.iter().map(|(n, l)| (n.as_str(), l)).collect();
+            let entry = self.flow_entry.as_deref().map(name_of);
+            if let Err(e) = check_flow(entry.as_deref(), &members) {
+                return Err(not_runnable(&e.to_string()));
             }
         }
         if self.mode.has_orchestrator() {

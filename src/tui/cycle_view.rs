@@ -625,6 +625,48 @@ mod tests {
     }
 
     #[test]
+    fn a_flow_hop_is_a_timeline_line_and_times_its_member() {
+        let now = Instant::now();
+        let mut v = CycleView::default();
+        v.apply(
+            &ev(EventKind::CycleStarted {
+                mode: Mode::Flow,
+                max_iterations: 1,
+            }),
+            now,
+        );
+        let hop = |from: &str, kind, message: Option<&str>, success| EventKind::FlowHop {
+            from: from.into(),
+            from_id: format!("s-{from}"),
+            to: Some("tech".into()),
+            to_id: Some("s-tech".into()),
+            kind,
+            message: message.map(str::to_string),
+            success,
+            duration_ms: 1500,
+            tokens: 42,
+        };
+        use crate::engine::events::HopKind;
+        v.apply(
+            &ev(hop("triage", HopKind::Route, Some("disk \u{1b}[31mfull"), true)),
+            now,
+        );
+        v.apply(&ev(hop("sec", HopKind::Advisor, Some("timed out"), false)), now);
+        let lines: Vec<&str> = v.timeline.iter().map(|e| e.text.as_str()).collect();
+        assert!(
+            lines.contains(&"  triage ⇒ tech (route, 1.5s, 42 tok): disk full"),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"  ✗ sec advised tech (1.5s, 42 tok): timed out"),
+            "{lines:?}"
+        );
+        assert_eq!(v.timeline.last().map(|e| e.kind.clone()), Some(TimelineKind::Bad));
+        let sec = v.workers.iter().find(|w| w.session_id == "s-sec").unwrap();
+        assert_eq!((sec.state, sec.duration_ms), (WorkerState::Failed, Some(1500)));
+    }
+
+    #[test]
     fn events_drive_the_view_to_finished() {
         let now = Instant::now();
         let mut v = CycleView::default();

@@ -140,6 +140,14 @@ async fn a_cycle_or_a_missing_entry_is_refused_before_anything_runs() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("entry"), "{err}");
+    f.org
+        .update(|o| o.group_mut(&f.group_id).unwrap().flow_entry = Some("gone-id".into()));
+    let err = f
+        .engine
+        .run_group(&f.group_id, "go".into(), Default::default())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("(removed session gone-id)"), "{err}");
 }
 
 #[tokio::test]
