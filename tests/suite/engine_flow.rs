@@ -401,3 +401,34 @@ async fn a_failing_member_fails_the_run_with_its_error() {
     assert!(report.failed.is_some(), "{report:?}");
     assert!(f.prompts("w-b").is_empty(), "nothing is handed on");
 }
+
+#[tokio::test]
+async fn a_router_on_the_anthropic_api_gets_the_tool_and_its_error_too() {
+    let f = flow(&["r", "x"], "r", &[("r", router(&["x"]))]).await;
+    let router_id = f.session_id("t-r");
+    f.org
+        .update(|o| o.session_mut(&router_id).unwrap().model = "anthropic/w-r".into());
+    f.server.script(
+        "w-r",
+        vec![
+            Reply::tool_call("toolu_1", "handoff_to", r#"{"agent":"nobody"}"#),
+            Reply::tool_call(
+                "toolu_2",
+                "handoff_to",
+                r#"{"agent":"x","message":"over to you"}"#,
+            ),
+        ],
+    );
+    f.server.script("w-x", vec![Reply::text("X ANSWER")]);
+    let report = f.run("question").await;
+    assert_eq!(report.final_text, "X ANSWER");
+    let requests = f.server.requests_for("w-r");
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].json()["tools"][0]["name"], "handoff_to");
+    assert!(
+        requests[1].tool_results()[0]
+            .content
+            .contains("`nobody` is not a destination")
+    );
+    assert!(f.prompts("w-x")[0].contains("over to you"));
+}
