@@ -432,3 +432,25 @@ async fn a_router_on_the_anthropic_api_gets_the_tool_and_its_error_too() {
     );
     assert!(f.prompts("w-x")[0].contains("over to you"));
 }
+
+#[tokio::test]
+async fn stopping_a_flow_cancels_it_and_hands_nothing_on() {
+    let f = flow(&["a", "b"], "a", &[("a", handoff("b"))]).await;
+    f.server.script(
+        "w-a",
+        vec![Reply::chunks(["partial ", "answer"]).chunk_delay(Duration::from_secs(3600))],
+    );
+    let run = f.spawn_run("go");
+    f.wait_for_requests("w-a", 1).await;
+    assert!(
+        f.engine
+            .stop(&huddle::engine::events::RunKey::team(f.group_id.clone()))
+    );
+    let report = tokio::time::timeout(super::engine_fixture::HANG_GUARD, run)
+        .await
+        .expect("the stopped run ends")
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::Cancelled);
+    assert!(report.failed.is_none(), "a stop is not a failure");
+    assert!(f.prompts("w-b").is_empty());
+}
