@@ -36,6 +36,7 @@ mod store_hardening;
 mod tools_llmock;
 mod tools_wire;
 mod tui_dialogs;
+mod tui_flow;
 mod tui_keys;
 mod tui_layout;
 mod tui_pty;
