@@ -241,7 +241,7 @@ async fn an_invalid_destination_is_a_tool_error_and_the_router_retries() {
 
 #[tokio::test]
 async fn the_text_form_routes_with_a_handoff_line_and_its_message() {
-    let f = flow(&["r", "x", "y"], "r", &[("r", router(&["x", "y"]))]).await;
+    let mut f = flow(&["r", "x", "y"], "r", &[("r", router(&["x", "y"]))]).await;
     f.server.script(
         "w-r",
         vec![
@@ -265,6 +265,15 @@ async fn the_text_form_routes_with_a_handoff_line_and_its_message() {
     assert!(
         x.contains("urgent thing") && x.contains("The user is in a hurry."),
         "{x}"
+    );
+    assert_eq!(
+        hops(&f.drain()),
+        [
+            ("r".to_string(), None, HopKind::Route, false),
+            hop("r", Some("x"), HopKind::Route),
+            hop("x", None, HopKind::Answer),
+        ],
+        "the miss is a failed hop, then the route"
     );
 }
 

@@ -144,7 +144,8 @@ impl Walk<'_, '_> {
             to_id: to.map(|m| m.id.clone()),
             kind,
             message,
-            success: turn.success,
+            // A route without a destination is a router naming none of its own: a miss.
+            success: turn.success && (kind != HopKind::Route || to.is_some()),
             duration_ms: turn.duration.as_millis() as u64,
             tokens: turn.usage.map_or(0, |u| u.total()),
         });
