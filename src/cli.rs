@@ -162,6 +162,14 @@ pub struct RunArgs {
     /// Use this model for every session of the run.
     #[arg(long, value_name = "SLUG")]
     pub model: Option<String>,
+    /// End the run with `budget_exhausted` (exit code 6) after SECS seconds (over the team's
+    /// `max_duration_secs`).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_duration: Option<u64>,
+    /// End the run with `budget_exhausted` (exit code 6) once it has used N tokens (over the
+    /// team's `token_budget`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub token_budget: Option<u64>,
     /// Print NDJSON events on stdout.
     #[arg(long)]
     pub events: bool,
@@ -173,6 +181,13 @@ pub struct RunArgs {
     /// nobody is there to approve them).
     #[arg(long)]
     pub approve_tools: bool,
+    /// A relay asks about each draft on this terminal (y send / e edit / n reject); without it a
+    /// relay runs only in full_auto approval.
+    #[arg(long)]
+    pub approve: bool,
+    /// A relay's approval mode for this run: manual, semi_auto or full_auto.
+    #[arg(long, value_name = "MODE", value_parser = parse_approval)]
+    pub approval: Option<crate::model::ApprovalMode>,
     /// The prompt; `-` reads it from standard input.
     #[arg(required_unless_present = "resume", conflicts_with = "resume")]
     pub prompt: Option<String>,
@@ -297,6 +312,18 @@ impl RunOutput {
 
 fn parse_strategy(s: &str) -> Result<WorktreeStrategy, String> {
     s.parse::<WorktreeStrategy>().map_err(|e| e.to_string())
+}
+
+fn parse_approval(s: &str) -> Result<crate::model::ApprovalMode, String> {
+    use crate::model::ApprovalMode;
+    match s.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+        "manual" => Ok(ApprovalMode::Manual),
+        "semi_auto" => Ok(ApprovalMode::SemiAuto),
+        "full_auto" => Ok(ApprovalMode::FullAuto),
+        _ => Err(format!(
+            "unknown approval mode `{s}` (expected one of: manual, semi_auto, full_auto)"
+        )),
+    }
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {

@@ -129,6 +129,10 @@ pub struct ProviderConfig {
     /// `command` (when not given) and `format` (when not given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentKind>,
+    /// Context windows in tokens of this provider's models (for the context meter), by model
+    /// name; well-known models need none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub context_window: BTreeMap<String, u64>,
 }
 
 impl ProviderConfig {
@@ -142,6 +146,7 @@ impl ProviderConfig {
             command: Vec::new(),
             max_tokens: None,
             models: Vec::new(),
+            context_window: BTreeMap::new(),
             format: None,
             agent: None,
         }
@@ -213,6 +218,9 @@ pub struct Config {
     pub max_tool_rounds: u32,
     /// Bytes of one tool result sent back to the model; the rest is cut (and the cut marked).
     pub tool_result_max_bytes: usize,
+    /// The budget of team runs whose team sets none (`budget: {max_duration_secs, token_budget}`).
+    #[serde(skip_serializing_if = "crate::model::RunBudget::is_empty")]
+    pub budget: crate::model::RunBudget,
 }
 
 impl Default for Config {
@@ -228,6 +236,7 @@ impl Default for Config {
             mcp_servers: BTreeMap::new(),
             max_tool_rounds: crate::tools::limits::DEFAULT_MAX_TOOL_ROUNDS,
             tool_result_max_bytes: crate::tools::limits::DEFAULT_RESULT_MAX_BYTES,
+            budget: crate::model::RunBudget::default(),
         }
     }
 }
@@ -343,6 +352,9 @@ impl Config {
                     .into(),
             ));
         }
+        self.budget
+            .validate()
+            .map_err(|e| invalid(format!("budget.{e}")))?;
         crate::tools::mcp::config::validate_all(&self.mcp_servers).map_err(invalid)?;
         if self.runs_kept == 0 {
             return Err(invalid(
@@ -415,6 +427,15 @@ impl Config {
 
     pub fn provider(&self, name: &str) -> Option<&ProviderConfig> {
         self.providers.iter().find(|p| p.name == name)
+    }
+
+    /// The context window of a model slug in tokens, when config.yaml or the table of
+    /// well-known models knows it.
+    pub fn context_window(&self, slug: &str) -> Option<u64> {
+        let (provider, model) = split_slug(slug).ok()?;
+        self.provider(provider)
+            .and_then(|p| p.context_window.get(model).copied())
+            .or_else(|| crate::model::context::known_context_window(provider, model))
     }
 
     /// Splits a slug into its provider and model; an unknown provider is an error.
@@ -490,6 +511,19 @@ mod tests {
     }
 
     #[test]
+    fn context_windows_come_from_the_provider_then_the_table_of_known_models() {
+        let c = parse(
+            "providers:\n  - { name: ollama, kind: openai, base_url: \"http://127.0.0.1:1/v1\", context_window: { qwen3:8b: 8192 } }\n",
+        )
+        .unwrap();
+        assert_eq!(c.context_window("ollama/qwen3:8b"), Some(8192));
+        assert_eq!(c.context_window("ollama/qwen3:14b"), Some(40_960));
+        assert_eq!(c.context_window("ollama/unheard-of"), None);
+        assert_eq!(c.context_window("not a slug"), None);
+        assert!(parse("providers:\n  - { name: o, kind: openai, context_window: { m: lots } }\n").is_err());
+    }
+
+    #[test]
     fn spec_example_parses() {
         let c = parse(
             r#"
@@ -533,6 +567,20 @@ providers:
             .to_string();
         assert_eq!(err.matches("providers[0].kind").count(), 1, "{err}");
         assert!(err.contains("openai, anthropic, command, sim"), "{err}");
+    }
+
+    #[test]
+    fn a_default_budget_is_read_and_zero_is_refused_naming_the_key() {
+        let c = parse("budget:\n  max_duration_secs: 900\n  token_budget: 200000\n").unwrap();
+        assert_eq!(c.budget.max_duration_secs, Some(900));
+        assert_eq!(c.budget.token_budget, Some(200_000));
+        let err = parse("budget: { token_budget: 0 }\n").unwrap_err().to_string();
+        assert!(
+            err.contains("budget.token_budget: must be a positive whole number"),
+            "{err}"
+        );
+        let err = parse("budget: { tokens: 5 }\n").unwrap_err().to_string();
+        assert!(err.contains("tokens"), "{err}");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::cli::{OutputError, RunOutput, note};
 use crate::config::{Config, Paths};
 use crate::engine::events::{EngineEvent, EventKind, Phase, RunKey};
 use crate::engine::{Engine, EngineError, ReflectionRequest, RunOverrides, RunReport};
-use crate::model::{CycleOutcome, Mode, WorktreeStrategy};
+use crate::model::{CycleOutcome, Mode, RunBudget, WorktreeStrategy};
 use crate::presets::Catalog;
 use crate::text::first_line;
 use crate::text::sanitize;
@@ -30,9 +30,15 @@ pub struct RunRequest {
     pub mode: Option<Mode>,
     pub max_iterations: Option<u32>,
     pub model: Option<String>,
+    /// Limits of this run over the team's (`--max-duration`, `--token-budget`).
+    pub budget: RunBudget,
     pub events: bool,
     /// Approve tool calls that ask (`--approve-tools`); otherwise they are denied.
     pub approve_tools: bool,
+    /// A relay asks about each draft on the terminal (`--approve`).
+    pub approve: bool,
+    /// A relay's approval mode for this run (`--approval`).
+    pub approval: Option<crate::model::ApprovalMode>,
     /// Empty with `resume`.
     pub prompt: String,
     /// Continue the group's interrupted cycle instead of starting a run.
@@ -66,10 +72,14 @@ fn other(message: impl Into<String>) -> RunFailure {
     }
 }
 
-/// The exit code of a finished run (SPEC section 9).
+/// Exit code of a run whose state could not be saved.
+pub const EXIT_SAVE_FAILED: u8 = 7;
+
+/// The exit code of a finished run (SPEC section 9, with issue 14's `budget_exhausted` = 6 and
+/// `save_failed` moved to 7).
 pub fn exit_code(report: &RunReport) -> u8 {
     if report.outcome == CycleOutcome::SaveFailed {
-        return 6;
+        return EXIT_SAVE_FAILED;
     }
     if report.failed.is_some() {
         return 1;
@@ -79,7 +89,8 @@ pub fn exit_code(report: &RunReport) -> u8 {
         CycleOutcome::MaxIterations => 3,
         CycleOutcome::Stalled => 4,
         CycleOutcome::ErrorBudget => 5,
-        CycleOutcome::SaveFailed => 6,
+        CycleOutcome::BudgetExhausted => 6,
+        CycleOutcome::SaveFailed => EXIT_SAVE_FAILED,
         CycleOutcome::Cancelled => 130,
     }
 }
@@ -174,10 +185,29 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
             .resolve(model)
             .map_err(|e| usage(format!("--model: {e}")))?;
     }
-    let target = choose_target(paths, config, edits, request, &out)?;
+    // Only a run in this process has a terminal to ask about relay drafts on (`--approve`).
+    let on_terminal = matches!(front, Front::Terminal(_)) && crate::headless_relay::on_terminal();
+    let target = choose_target(paths, config, edits, request, &out, on_terminal)?;
     let resume = match &target {
         Target::Group(id) => interrupted_cycle(edits, id, request)?,
         Target::Session(_) => false,
+    };
+    // A relay whose drafts wait for a person runs only with someone at the terminal.
+    let relay = match &target {
+        Target::Group(id) => engine
+            .org()
+            .read(|o| crate::headless_relay::relay_approval(o, id, request.mode, request.approval)),
+        Target::Session(_) => None,
+    };
+    if let Some((name, approval)) = &relay {
+        crate::headless_relay::check_approval(name, *approval, request.approve, on_terminal)
+            .map_err(usage)?;
+    }
+    // Drafts that wait (this relay's, or one behind it as its counterpart) are asked about with
+    // --approve; without it nobody can answer them.
+    let approver = crate::headless_relay::Approver {
+        engine: engine.clone(),
+        ask: request.approve && on_terminal,
     };
     // What is reported from here on refers to a group that is on disk.
     let flushed = {
@@ -186,7 +216,7 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     };
     if let Ok(Err(e)) = flushed {
         return Err(RunFailure {
-            code: 6,
+            code: EXIT_SAVE_FAILED,
             message: e.to_string(),
         });
     }
@@ -229,12 +259,21 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
         }
     };
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
-    let printer = tokio::spawn(print_events(events, done_rx, request.events, out.clone()));
+    let printer = tokio::spawn(print_events(
+        events,
+        done_rx,
+        request.events,
+        out.clone(),
+        approver,
+    ));
 
     let overrides = RunOverrides {
         mode: request.mode,
         max_iterations: request.max_iterations,
         model: request.model.clone(),
+        relay_approval: request.approval,
+        budget: request.budget,
+        ..RunOverrides::default()
     };
     let result = match &target {
         Target::Group(id) if resume => engine.resume_cycle(id, overrides).await,
@@ -423,6 +462,7 @@ fn choose_target(
     edits: &Edits,
     request: &RunRequest,
     out: &RunOutput,
+    on_terminal: bool,
 ) -> Result<Target, RunFailure> {
     if let Some(name) = &request.preset {
         let catalog = Catalog::load(paths, config, Some(&request.repo));
@@ -438,6 +478,16 @@ fn choose_target(
         };
         for w in &preset.warnings {
             out.note(format_args!("huddle: warning: {}", sanitize::display(w)));
+        }
+        // A relay that could not run here is refused before its team is made.
+        if let (Mode::Relay, Some(relay)) = (request.mode.unwrap_or(preset.mode), &preset.relay) {
+            crate::headless_relay::check_approval(
+                &preset.name,
+                request.approval.unwrap_or(relay.approval),
+                request.approve,
+                on_terminal,
+            )
+            .map_err(usage)?;
         }
         let strategy = request.worktrees.unwrap_or(preset.worktrees);
         if !strategy.is_shared() {
@@ -483,6 +533,7 @@ async fn print_events(
     mut done: tokio::sync::oneshot::Receiver<()>,
     ndjson: bool,
     out: RunOutput,
+    approver: crate::headless_relay::Approver,
 ) -> bool {
     // Colour only on this process's own terminal.
     let color = matches!(out, RunOutput::Terminal)
@@ -499,6 +550,14 @@ async fn print_events(
             _ = &mut done => break,
         };
         lost |= !print_event(&event, ndjson, color, &out);
+        // `--approve`: a draft waiting for a person is asked about here (the run ending, e.g.
+        // on Ctrl-C, ends the question).
+        if let EventKind::RelayDraft { waiting: true, .. } = &event.kind {
+            tokio::select! {
+                _ = approver.answer(&event) => {}
+                _ = &mut done => break,
+            }
+        }
     }
     // After `done`, drain without waiting.
     while let Ok(event) = events.try_recv() {
@@ -533,7 +592,9 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
     let group = &event.group;
     Some(match &event.kind {
         EventKind::CycleStarted { mode, max_iterations } => {
-            if *max_iterations > 1 {
+            if *mode == Mode::Relay {
+                format!("huddle: `{group}` runs in relay mode (at most {max_iterations} turns)")
+            } else if *max_iterations > 1 {
                 format!("huddle: `{group}` runs in {mode} mode (at most {max_iterations} iterations)")
             } else {
                 format!("huddle: `{group}` runs in {mode} mode")
@@ -619,7 +680,7 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
             first_line(said, 100)
         ),
         EventKind::FlowHop { .. } => format!("   {}", crate::engine::protocol::flow::hop_line(&event.kind)?),
-        _ => return None,
+        other => return crate::headless_relay::progress_line(other),
     })
 }
 
@@ -651,16 +712,17 @@ mod tests {
             CycleOutcome::Stalled,
             CycleOutcome::ErrorBudget,
             CycleOutcome::Cancelled,
+            CycleOutcome::BudgetExhausted,
         ]
         .into_iter()
         .map(|o| exit_code(&report(o)))
         .collect();
-        assert_eq!(codes, [0, 0, 3, 4, 5, 130]);
+        assert_eq!(codes, [0, 0, 3, 4, 5, 130, 6]);
         let mut unsaved = report(CycleOutcome::SaveFailed);
         unsaved.failed = Some("could not save".into());
         assert_eq!(
             exit_code(&unsaved),
-            6,
+            7,
             "a save failure wins over the generic failure"
         );
         let mut failed = report(CycleOutcome::Completed);

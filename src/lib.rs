@@ -6,12 +6,14 @@
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod attachments;
 pub mod cli;
 pub mod config;
 pub mod doctor;
 pub mod engine;
 pub mod handoff;
 pub mod headless;
+pub mod headless_relay;
 pub mod logging;
 pub mod model;
 pub mod naming;

@@ -72,6 +72,13 @@ async fn run_here_or_there(
 ) -> Result<u8, huddle::headless::RunFailure> {
     use huddle::handoff::client::{Handover, hand_over};
     let request = huddle::headless::prepare(request)?;
+    // `--approve` asks on this terminal, which a run handed over cannot do.
+    if request.approve && huddle::handoff::client::listening(paths).await {
+        return Err(huddle::headless::RunFailure {
+            code: 2,
+            message: "`--approve` answers relay drafts on this terminal, which a run handed to the huddle open on this data dir cannot do: answer them there (`v`), or quit it first".into(),
+        });
+    }
     match hand_over(paths, &request).await? {
         Handover::Ran(code) => Ok(code),
         Handover::NotListening => huddle::headless::run(paths, request).await,
@@ -180,8 +187,14 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 mode: args.mode,
                 max_iterations: args.max_iterations,
                 model: args.model,
+                budget: huddle::model::RunBudget {
+                    max_duration_secs: args.max_duration,
+                    token_budget: args.token_budget,
+                },
                 events: args.events,
                 approve_tools: args.approve_tools,
+                approve: args.approve,
+                approval: args.approval,
                 prompt: args.prompt.unwrap_or_default(),
                 resume: args.resume,
                 discard_interrupted: args.discard_interrupted,

@@ -55,6 +55,11 @@ pub(crate) struct CycleContext<'a> {
 /// Iterates until the goal is met, the iterations run out, the answers stall, errors pile up or
 /// the run is stopped.
 pub(crate) async fn drive<L: CycleLoop>(cycle: &mut L, cx: &CycleContext<'_>) -> CycleOutcome {
+    let outcome = drive_until_done(cycle, cx).await;
+    cx.control.settle(outcome)
+}
+
+async fn drive_until_done<L: CycleLoop>(cycle: &mut L, cx: &CycleContext<'_>) -> CycleOutcome {
     loop {
         if !checkpoint(cycle, cx).await {
             return CycleOutcome::Cancelled;

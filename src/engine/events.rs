@@ -10,7 +10,9 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::model::{CycleOutcome, GroupId, Message, Mode, Role, SessionId, Trend, Usage};
+use crate::model::{
+    ApprovalMode, CycleOutcome, GroupId, Message, Mode, RelayPhase, Role, SentAs, SessionId, Trend, Usage,
+};
 use crate::tools::Decision;
 
 /// A run's id: `<UTC time to the millisecond>-<random>`, so sorting ids sorts runs by start.
@@ -170,6 +172,14 @@ pub enum EventKind {
         #[serde(skip)]
         message: Option<Box<Message>>,
     },
+    /// A note the user left for a member's next turn (`delivered: false`), or given to it
+    /// with that turn's prompt (`delivered: true`).
+    MemberNote {
+        session_id: SessionId,
+        session: String,
+        text: String,
+        delivered: bool,
+    },
     /// A notice written into a session's transcript (e.g. a cycle's completion summary).
     Notice {
         session_id: SessionId,
@@ -259,6 +269,59 @@ pub enum EventKind {
         iterations: u32,
         summary: String,
     },
+    /// A relay changed state; `reason` says why it ended, paused or waits (a limit, an error).
+    RelayState {
+        state: RelayPhase,
+        turn: u32,
+        max_turns: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// The driver drafted the next outbound message. `waiting`: it waits for the user
+    /// (`Engine::answer_relay`); `review` says why, when a review rule fired.
+    RelayDraft {
+        session_id: SessionId,
+        turn: u32,
+        text: String,
+        waiting: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        review: Option<String>,
+    },
+    /// The user took the relay over (`active`: they write the outbound messages) or handed it
+    /// back to the driver.
+    RelayTakeOver {
+        turn: u32,
+        active: bool,
+    },
+    /// A message went to the counterpart, with its trace id and hop count.
+    RelaySent {
+        turn: u32,
+        sent_as: SentAs,
+        trace_id: String,
+        hop: u32,
+        text: String,
+    },
+    /// The counterpart answered.
+    RelayReply {
+        turn: u32,
+        trace_id: String,
+        hop: u32,
+        text: String,
+    },
+    /// One audit line per relay turn (never any message text or key).
+    RelayAudit {
+        turn: u32,
+        approval: ApprovalMode,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sent_as: Option<SentAs>,
+        trace_id: String,
+        hop: u32,
+        draft_ms: u64,
+        remote_ms: u64,
+        status: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure: Option<String>,
+    },
     /// Mode `flow`: a member's turn is done and passed work on (`to`), or, with kind `answer`,
     /// gave the run its answer. `duration_ms` and `tokens` are that turn's.
     FlowHop {
@@ -309,6 +372,7 @@ impl EventKind {
             EventKind::TurnStarted { .. } => "turn_started",
             EventKind::TurnFinished { .. } => "turn_finished",
             EventKind::Notice { .. } => "notice",
+            EventKind::MemberNote { .. } => "member_note",
             EventKind::ToolCall { .. } => "tool_call",
             EventKind::ToolApprovalRequested { .. } => "tool_approval_requested",
             EventKind::ToolApprovalDecided { .. } => "tool_approval_decided",
@@ -323,6 +387,12 @@ impl EventKind {
             EventKind::CycleResumed => "cycle_resumed",
             EventKind::CycleFinished { .. } => "cycle_finished",
             EventKind::FlowHop { .. } => "flow_hop",
+            EventKind::RelayState { .. } => "relay_state",
+            EventKind::RelayDraft { .. } => "relay_draft",
+            EventKind::RelayTakeOver { .. } => "relay_take_over",
+            EventKind::RelaySent { .. } => "relay_sent",
+            EventKind::RelayReply { .. } => "relay_reply",
+            EventKind::RelayAudit { .. } => "relay_audit",
         }
     }
 
@@ -508,6 +578,47 @@ mod tests {
             },
             EventKind::CyclePaused,
             EventKind::CycleResumed,
+            EventKind::RelayState {
+                state: RelayPhase::WaitingRemote,
+                turn: 2,
+                max_turns: 8,
+                reason: None,
+            },
+            EventKind::RelayDraft {
+                session_id: "s".into(),
+                turn: 1,
+                text: "hello".into(),
+                waiting: true,
+                review: Some("manual".into()),
+            },
+            EventKind::RelayTakeOver {
+                turn: 1,
+                active: true,
+            },
+            EventKind::RelaySent {
+                turn: 1,
+                sent_as: SentAs::Edited,
+                trace_id: "t".into(),
+                hop: 1,
+                text: "x".into(),
+            },
+            EventKind::RelayReply {
+                turn: 1,
+                trace_id: "t".into(),
+                hop: 1,
+                text: "y".into(),
+            },
+            EventKind::RelayAudit {
+                turn: 1,
+                approval: ApprovalMode::SemiAuto,
+                sent_as: Some(SentAs::AutoSent),
+                trace_id: "t".into(),
+                hop: 1,
+                draft_ms: 3,
+                remote_ms: 4,
+                status: "ok".into(),
+                failure: None,
+            },
         ];
         for kind in kinds {
             let e = event(kind);

@@ -6,6 +6,7 @@
 //! paused or stopped at once; `run_started` and `run_ended` frame its events.
 
 mod agent_steps;
+mod budget;
 mod cycle;
 pub mod events;
 mod modes;
@@ -25,7 +26,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{CycleOutcome, Mode, SessionId, Usage};
+use crate::model::{CycleOutcome, Message, Mode, RunBudget, SessionId, Usage};
 use crate::providers::Providers;
 use crate::store::{LoadedTranscript, OrgHandle, StoreError, TranscriptWriter, Transcripts};
 use crate::tools::{ApprovalPolicy, Approvals, Decision, Toolbox};
@@ -49,6 +50,8 @@ pub struct EngineOptions {
     pub max_tool_rounds: u32,
     /// Bytes of a tool result sent back to the model.
     pub tool_result_max_bytes: usize,
+    /// The budget of team runs whose group sets none (config.yaml `budget:`).
+    pub default_budget: RunBudget,
 }
 
 impl Default for EngineOptions {
@@ -60,6 +63,7 @@ impl Default for EngineOptions {
             approval: ApprovalPolicy::default(),
             max_tool_rounds: crate::tools::limits::DEFAULT_MAX_TOOL_ROUNDS,
             tool_result_max_bytes: crate::tools::limits::DEFAULT_RESULT_MAX_BYTES,
+            default_budget: RunBudget::default(),
         }
     }
 }
@@ -89,6 +93,12 @@ pub struct RunOverrides {
     pub max_iterations: Option<u32>,
     /// A model slug used by every session of this run.
     pub model: Option<String>,
+    /// Files attached to the prompt, sent to every member as shared context for this run.
+    pub attachments: Vec<crate::attachments::Attachment>,
+    /// A relay's approval mode for this run (`huddle run --approval`).
+    pub relay_approval: Option<crate::model::ApprovalMode>,
+    /// Limits of this run, each over the group's (`huddle run --max-duration/--token-budget`).
+    pub budget: RunBudget,
 }
 
 /// How a run ended.
@@ -124,6 +134,9 @@ pub(crate) struct RunControl {
     pub queued: Mutex<Vec<String>>,
     /// Stopped by [`Engine::interrupt_run`]: a reflect cycle is saved as interrupted.
     pub interrupted: std::sync::atomic::AtomicBool,
+    /// A relay waiting for the user's answer to a draft (see [`Engine::answer_relay`]).
+    pub relay_answer: Mutex<Option<tokio::sync::oneshot::Sender<crate::model::DraftAnswer>>>,
+    pub budget: budget::BudgetState,
 }
 
 impl RunControl {
@@ -133,6 +146,8 @@ impl RunControl {
             paused: watch::channel(false).0,
             queued: Mutex::new(Vec::new()),
             interrupted: std::sync::atomic::AtomicBool::new(false),
+            relay_answer: Mutex::new(None),
+            budget: budget::BudgetState::default(),
         }
     }
 
@@ -302,6 +317,17 @@ impl Engine {
         prompt: String,
         model_override: Option<String>,
     ) -> Result<impl Future<Output = TurnResult> + Send + 'static, EngineError> {
+        self.start_chat_with(session_id, prompt, model_override, Vec::new())
+    }
+
+    /// [`Engine::start_chat`] with files attached to the prompt.
+    pub fn start_chat_with(
+        &self,
+        session_id: &str,
+        prompt: String,
+        model_override: Option<String>,
+        attachments: Vec<crate::attachments::Attachment>,
+    ) -> Result<impl Future<Output = TurnResult> + Send + 'static, EngineError> {
         let guard = self.shared.register(RunKey::chat(session_id))?;
         let shared = Arc::clone(&self.shared);
         let session_id = session_id.to_string();
@@ -314,6 +340,8 @@ impl Engine {
                         run_id: Some(guard.run.run_id()),
                         cancel: guard.run.control.cancel.child_token(),
                         model_override,
+                        attachments,
+                        direct: true,
                         ..session::TurnOptions::default()
                     },
                 )
@@ -488,6 +516,18 @@ impl Engine {
         self.shared.approvals.answer(approval_id, decision)
     }
 
+    /// Answers the group's relay waiting on the user (a `relay_draft` with `waiting`, or a
+    /// take-over); false when it waits for nothing.
+    pub fn answer_relay(&self, group_id: &str, answer: crate::model::DraftAnswer) -> bool {
+        let mut answered = false;
+        self.with_runs(&RunKey::team(group_id), |r| {
+            if let Some(tx) = lock(&r.control.relay_answer).take() {
+                answered |= tx.send(answer.clone()).is_ok();
+            }
+        });
+        answered
+    }
+
     /// Stops the tool servers (their processes end). Call once, on exit.
     pub async fn shutdown_tools(&self) {
         self.shared.options.tools.shutdown().await;
@@ -557,6 +597,104 @@ impl Engine {
     /// blocking read: call it off the UI thread). Forces nothing else to disk.
     pub fn load_transcript(&self, session_id: &str) -> Result<LoadedTranscript, StoreError> {
         self.shared.writer.load(&self.shared.transcripts, session_id)
+    }
+
+    /// Leaves a note for a session's next turn (whichever starts it: a team run or a chat); it
+    /// is kept in the organization until then. Reported as `member_note` (in the team's run,
+    /// when one is going).
+    pub fn note_member(&self, session_id: &str, text: String) -> Result<(), EngineError> {
+        let found = self.shared.org.update(|o| {
+            let s = o.session_mut(session_id)?;
+            s.pending_notes.push(text.clone());
+            let (name, group_id) = (s.name.clone(), s.group_id.clone());
+            let group = o.group(&group_id).map(|g| g.name.clone()).unwrap_or_default();
+            Some((name, group_id, group))
+        });
+        let Some((session, group_id, group)) = found else {
+            return Err(EngineError::NoSuchSession(session_id.to_string()));
+        };
+        let run_id = lock(&self.shared.runs)
+            .values()
+            .find(|r| r.key == RunKey::team(&group_id))
+            .and_then(|r| r.emitter.run_id.clone());
+        self.shared.events.emit(events::EngineEvent {
+            group_id,
+            group,
+            run_id,
+            kind: events::EventKind::MemberNote {
+                session_id: session_id.to_string(),
+                session,
+                text,
+                delivered: false,
+            },
+        });
+        Ok(())
+    }
+
+    /// Starts a new conversation for each of the sessions: a mark is appended to each
+    /// transcript (the earlier messages stay there, to read back) and their next turns are sent
+    /// nothing from before it. Refused, changing nothing, while any of them has a turn queued or
+    /// in flight. Each mark is also reported as a `notice`.
+    pub fn new_conversation(&self, session_ids: &[SessionId]) -> Result<(), EngineError> {
+        self.mark(session_ids, Message::conversation_start)
+    }
+
+    /// Takes back a session's last exchange, from its user message `from` on (regenerate, or
+    /// edit and send again): a mark is appended to the transcript (the exchange stays there,
+    /// shown as superseded) and the next turn is sent the conversation without it. Refused,
+    /// changing nothing, while the session has a turn queued or in flight.
+    pub fn supersede(&self, session_id: &str, from: &str, why: &str) -> Result<(), EngineError> {
+        self.mark(&[session_id.to_string()], || Message::superseding(from, why))
+    }
+
+    /// Appends a mark to each session's transcript and forgets the conversation held in
+    /// memory (the next turn reads it back under the mark's rule); reported as `notice`s.
+    fn mark(&self, session_ids: &[SessionId], make: impl Fn() -> Message) -> Result<(), EngineError> {
+        let names = self.shared.org.read(|o| {
+            session_ids
+                .iter()
+                .map(|id| {
+                    let s = o
+                        .session(id)
+                        .ok_or_else(|| EngineError::NoSuchSession(id.clone()))?;
+                    let group = o.group(&s.group_id).map(|g| g.name.clone()).unwrap_or_default();
+                    Ok((s.name.clone(), s.group_id.clone(), group))
+                })
+                .collect::<Result<Vec<_>, EngineError>>()
+        })?;
+        let slots: Vec<session::SessionSlot> = {
+            let mut sessions = lock(&self.shared.sessions);
+            session_ids
+                .iter()
+                .map(|id| Arc::clone(sessions.entry(id.clone()).or_default()))
+                .collect()
+        };
+        // Held together, so no turn starts between the check and the marks.
+        let mut states = Vec::with_capacity(slots.len());
+        for (id, slot) in session_ids.iter().zip(&slots) {
+            match slot.try_lock() {
+                Ok(state) if !self.session_busy(id) => states.push(state),
+                _ => return Err(EngineError::AlreadyRunning(id.clone())),
+            }
+        }
+        for ((id, state), (session, group_id, group)) in session_ids.iter().zip(states.iter_mut()).zip(names)
+        {
+            let mark = make();
+            self.shared.writer.append(id, mark.clone());
+            state.forget();
+            self.shared.events.emit(events::EngineEvent {
+                group_id,
+                group,
+                run_id: None,
+                kind: events::EventKind::Notice {
+                    session_id: id.clone(),
+                    session,
+                    text: mark.text.clone(),
+                    message: Some(Box::new(mark)),
+                },
+            });
+        }
+        Ok(())
     }
 
     /// Writes every queued transcript line, run-log line and organization change to disk.

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::model::{Evaluation, Message, Mode, ReflectionCycle, Usage};
 use crate::providers::{ChatMessage, TurnRequest};
 
+use super::budget::within_time_limit;
 use super::cycle::{self, CycleContext, CycleLoop, Step};
 use super::events::{EventKind, Phase};
 use super::protocol::{
@@ -73,10 +74,23 @@ pub(crate) async fn run(
         emitter: &active.emitter,
         backoff: shared.options.error_backoff,
     };
-    let outcome = cycle::drive(&mut cycle, &cx).await;
+    // The session's group's budget (or config.yaml's) holds for its reflection too.
+    let budget = shared
+        .org
+        .read(|o| {
+            o.session(session_id)
+                .and_then(|s| o.group(&s.group_id))
+                .map(|g| g.budget)
+        })
+        .unwrap_or_default()
+        .or(shared.options.default_budget);
+    active.control.set_budget(budget);
+    let outcome = within_time_limit(&active.control, &active.emitter, cycle::drive(&mut cycle, &cx)).await;
     cycle.state.duration_ms = started.elapsed().as_millis() as u64;
     cycle::conclude(&mut cycle.state, outcome);
-    let summary = cycle::summary(&cycle.state, outcome);
+    let summary = active
+        .control
+        .annotate_summary(cycle::summary(&cycle.state, outcome));
     let notice = Message::notice(summary.clone());
     shared.writer.append(session_id, notice.clone());
     active.emitter.emit(EventKind::Notice {
@@ -122,11 +136,14 @@ impl CycleLoop for SessionCycle<'_> {
             cancel: self.active.control.cancel.child_token(),
             timeout: None,
             model_override: self.request.model_override.clone(),
+            history_from_run_start: false,
+            direct: false,
             ..TurnOptions::default()
         };
         let answer = self.shared.turn(self.session_id, prompt, options).await;
         if let Some(u) = answer.usage {
             self.state.usage.add(u);
+            self.active.control.count_tokens(u, &self.active.emitter);
         }
         self.simulated |= answer.simulated;
         if answer.success {

@@ -55,15 +55,40 @@ impl<'a> Run<'a> {
     }
 
     /// Options of a turn of this run.
-    fn turn_options(&self, iteration: Option<u32>, timeout: Option<Duration>) -> TurnOptions {
+    pub fn turn_options(&self, iteration: Option<u32>, timeout: Option<Duration>) -> TurnOptions {
         TurnOptions {
             run_id: self.active.emitter.run_id.clone(),
             iteration,
             cancel: self.control().cancel.child_token(),
             timeout,
             model_override: self.team.model_override.clone(),
-            handoff_to: None,
+            attachments: self.team.attachments.clone(),
+            history_from_run_start: self.team.memory == crate::model::Memory::Run,
+            direct: false,
+            ..TurnOptions::default()
         }
+    }
+
+    /// One turn of a member with extra options (a fresh context, relay metadata), counted in
+    /// the run's totals.
+    pub async fn turn_with(
+        &mut self,
+        member: &Member,
+        prompt: String,
+        fresh: bool,
+        relay: Option<crate::model::RelayMeta>,
+    ) -> TurnResult {
+        let options = TurnOptions {
+            fresh,
+            relay,
+            ..self.turn_options(None, None)
+        };
+        let result = self.shared.turn(&member.id, prompt, options).await;
+        self.account(&result);
+        if let Some(u) = result.usage {
+            self.control().count_tokens(u, self.emitter());
+        }
+        result
     }
 
     /// One turn of a member, counted in the run's totals.
@@ -71,6 +96,9 @@ impl<'a> Run<'a> {
         let options = self.turn_options(iteration, None);
         let result = self.shared.turn(&member.id, prompt, options).await;
         self.account(&result);
+        if let Some(u) = result.usage {
+            self.control().count_tokens(u, self.emitter());
+        }
         result
     }
 
@@ -161,6 +189,7 @@ impl<'a> Run<'a> {
             let shared = Arc::clone(self.shared);
             let options = self.turn_options(Some(iteration), timeout);
             let emitter = self.emitter().clone();
+            let active = self.active;
             async move {
                 let _permit = semaphore.acquire_owned().await;
                 let started = Instant::now();
@@ -186,6 +215,10 @@ impl<'a> Run<'a> {
                     }
                 };
                 let duration = started.elapsed();
+                // Counted as each turn ends, so a spent budget stops the others at once.
+                if let Some(u) = result.usage {
+                    active.control.count_tokens(u, &emitter);
+                }
                 emitter.emit(EventKind::WorkerFinished {
                     iteration,
                     worker: member.name.clone(),

@@ -49,6 +49,18 @@ pub struct TurnOptions {
     pub timeout: Option<Duration>,
     /// A model slug used instead of the session's own for this turn (`huddle run --model`).
     pub model_override: Option<String>,
+    /// Files sent with the prompt (the transcript keeps their path, size and hash).
+    pub attachments: Vec<crate::attachments::Attachment>,
+    /// Send only the system prompt and this prompt, not the session's earlier conversation
+    /// (the prompt carries what the turn needs, e.g. a relay driver's folded history).
+    pub fresh: bool,
+    /// Stored on the prompt's message: a relayed message's trace id and hop count.
+    pub relay: Option<crate::model::RelayMeta>,
+    /// The turn sees only what its run said so far (a team with `memory: run`), not the
+    /// session's earlier conversation.
+    pub history_from_run_start: bool,
+    /// A chat the user started with this session alone (on a team member: a direct chat).
+    pub direct: bool,
     /// A flow router's destinations: the turn offers the built-in `handoff_to` tool, and a valid
     /// call ends the turn with [`TurnResult::handoff`] set.
     pub handoff_to: Option<Vec<String>>,
@@ -113,6 +125,35 @@ impl TurnResult {
 pub(crate) struct SessionState {
     history: Option<Vec<ChatMessage>>,
     generation: u64,
+    /// Where the history of the run in progress starts: its id and an index into `history`
+    /// (for turns that see only their run).
+    run_start: Option<(RunId, usize)>,
+}
+
+impl SessionState {
+    /// Forgets the conversation held in memory: the next turn reads it from the transcript
+    /// again (after a new conversation was started there).
+    pub(crate) fn forget(&mut self) {
+        self.history = None;
+        self.run_start = None;
+    }
+
+    /// What a turn is sent of the history: everything since the conversation began, or with
+    /// `from_run_start` only what was said since the run began.
+    fn visible(&mut self, run_id: Option<&RunId>, from_run_start: bool) -> Vec<ChatMessage> {
+        let history = self.history.get_or_insert_with(Vec::new);
+        let start = match (run_id, from_run_start) {
+            (Some(run), true) => match &self.run_start {
+                Some((current, index)) if current == run => (*index).min(history.len()),
+                _ => {
+                    self.run_start = Some((run.clone(), history.len()));
+                    history.len()
+                }
+            },
+            _ => 0,
+        };
+        bounded_history(&history[start..])
+    }
 }
 
 /// A session's state, shared by the turns that wait for it.
@@ -142,7 +183,7 @@ pub(crate) fn run_turn(
             Ok(result) => result,
             Err(_) => {
                 tracing::error!(session = %session_id, "a turn panicked; the session starts over from its transcript");
-                state.history = None;
+                state.forget();
                 TurnResult::failed(&session_id, "the session stopped".into(), None)
             }
         };
@@ -216,6 +257,8 @@ struct SessionInfo {
     max_tool_rounds: Option<u32>,
     /// The CLI agent's own conversation from the last turn.
     agent_session: Option<AgentSession>,
+    /// A member of a team.
+    team: bool,
 }
 
 impl Actor<'_> {
@@ -234,6 +277,7 @@ impl Actor<'_> {
                 tools: s.tools.clone(),
                 max_tool_rounds: s.max_tool_rounds,
                 agent_session: s.agent_session.clone(),
+                team: group.is_some_and(|g| g.is_team()),
             })
         })
     }
@@ -291,10 +335,19 @@ impl Actor<'_> {
             .clone()
             .unwrap_or_else(|| info.model.clone());
         self.load_history().await;
-        let mut user = Message::user(prompt);
+        let prompt = self.with_notes(&info, options, prompt);
+        let sent = crate::attachments::with_context(&prompt, &options.attachments);
+        let mut user = Message::user(crate::attachments::with_references(&prompt, &options.attachments));
         user.iteration = options.iteration;
-        let mut messages = bounded_history(self.history());
-        messages.push(ChatMessage::user(user.text.as_str()));
+        user.relay = options.relay.clone();
+        user.direct = options.direct && info.team;
+        let mut messages = if options.fresh {
+            Vec::new()
+        } else {
+            self.state
+                .visible(options.run_id.as_ref(), options.history_from_run_start)
+        };
+        messages.push(ChatMessage::user(sent.as_str()));
         self.shared.writer.append(self.session_id, user.clone());
         self.emit(
             &info,
@@ -359,6 +412,33 @@ impl Actor<'_> {
         }
         self.record(&info, &user, steps, options, &result, generation);
         result
+    }
+
+    /// The prompt with the notes the user left for this session's next turn (taken, and
+    /// reported as delivered) before it.
+    fn with_notes(&self, info: &SessionInfo, options: &TurnOptions, prompt: String) -> String {
+        let id = self.session_id;
+        let notes = self.shared.org.update(|o| {
+            o.session_mut(id)
+                .map(|s| std::mem::take(&mut s.pending_notes))
+                .unwrap_or_default()
+        });
+        if notes.is_empty() {
+            return prompt;
+        }
+        for text in &notes {
+            self.emit(
+                info,
+                &options.run_id,
+                EventKind::MemberNote {
+                    session_id: id.to_string(),
+                    session: info.name.clone(),
+                    text: text.clone(),
+                    delivered: true,
+                },
+            );
+        }
+        super::protocol::prompt_with_notes(&notes, &prompt)
     }
 
     /// Model → tools → model until an answer without calls, the round limit (then the model is
@@ -438,7 +518,7 @@ impl Actor<'_> {
             request.agent_session_id = info
                 .agent_session
                 .as_ref()
-                .filter(|s| s.provider == provider.name())
+                .filter(|s| s.provider == provider.name() && !options.fresh)
                 .map(|s| s.id.clone());
         }
         let mut usage: Option<Usage> = None;
@@ -651,7 +731,11 @@ impl Actor<'_> {
         history.extend(added);
         // Only the newest part is ever sent; the transcript on disk keeps everything.
         if history.len() > 4 * HISTORY_MAX_MESSAGES {
-            history.drain(..history.len() - 2 * HISTORY_MAX_MESSAGES);
+            let dropped = history.len() - 2 * HISTORY_MAX_MESSAGES;
+            history.drain(..dropped);
+            if let Some((_, start)) = &mut self.state.run_start {
+                *start = start.saturating_sub(dropped);
+            }
         }
         if let Some(usage) = result.usage {
             let id = self.session_id;
@@ -704,7 +788,8 @@ fn handed_off_text(choice: &RouteChoice) -> String {
 }
 
 /// What a model is sent of a stored conversation: user and assistant messages and tool
-/// results, without failed answers and empty ones (an answer that called tools is kept, empty
+/// results since the last conversation start, less exchanges taken back (`supersedes`),
+/// without failed answers and empty ones (an answer that called tools is kept, empty
 /// or not). Calls whose result never got stored (a crash mid-call) are answered as lost, so
 /// every call in the history has its result, as both APIs require.
 ///
@@ -732,7 +817,26 @@ pub fn chat_history<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<
             ));
         }
     };
+    // Where each user message's exchange began in `out`, for a later `supersedes`.
+    let mut starts: Vec<(&str, usize)> = Vec::new();
     for m in messages {
+        if m.conversation_start {
+            out.clear();
+            agent_text.clear();
+            open_calls.clear();
+            starts.clear();
+            continue;
+        }
+        if let Some(from) = &m.supersedes {
+            if let Some(i) = starts.iter().rposition(|(id, _)| *id == from.as_str()) {
+                out.truncate(starts[i].1);
+                starts.truncate(i);
+                agent_text.clear();
+                open_calls.clear();
+            }
+            continue;
+        }
+
         if m.by_agent {
             agent_step_text(m, &mut agent_text);
             continue;
@@ -757,6 +861,9 @@ pub fn chat_history<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<
             }
             MessageRole::User if !m.text.trim().is_empty() => {
                 close_open(&mut out, &mut open_calls);
+                if let Some(id) = &m.id {
+                    starts.push((id.as_str(), out.len()));
+                }
                 out.push(ChatMessage::user(m.text.as_str()));
             }
             MessageRole::Assistant if m.error.is_none() && !m.tool_calls.is_empty() => {
@@ -835,6 +942,35 @@ fn bounded_history(history: &[ChatMessage]) -> Vec<ChatMessage> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_supersedes_mark_takes_back_its_exchange_with_its_tool_calls() {
+        let q1 = Message::user("q1");
+        let mut step = Message::assistant("");
+        step.tool_calls = vec![crate::model::ToolCall {
+            id: "c1".into(),
+            name: "t".into(),
+            arguments: "{}".into(),
+        }];
+        let q2 = Message::user("q2");
+        let messages = vec![
+            q1.clone(),
+            Message::assistant("a1"),
+            q2.clone(),
+            step,
+            Message::superseding(q2.id.as_deref().unwrap(), "again"),
+            Message::user("q2 again"),
+            Message::assistant("a2"),
+        ];
+        let texts: Vec<String> = chat_history(&messages)
+            .iter()
+            .map(|m| m.content.to_string())
+            .collect();
+        assert_eq!(texts, ["q1", "a1", "q2 again", "a2"]);
+        // An id it does not know (another conversation's) changes nothing.
+        let unknown = [q1, Message::superseding("nope", "x"), Message::assistant("a")];
+        assert_eq!(chat_history(&unknown).len(), 2);
+    }
 
     #[test]
     fn history_keeps_the_newest_turns_and_starts_with_a_user_message() {

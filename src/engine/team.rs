@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::model::{FlowLinks, GroupKind, Mode, Role, RouterSpec, Session, check_flow};
+use crate::model::{FlowLinks, GroupKind, Memory, Mode, Role, RouterSpec, RunBudget, Session, check_flow};
 
 use super::protocol::WorkerInfo;
 use super::{EngineError, EngineShared, RunOverrides};
@@ -24,6 +24,8 @@ pub(crate) struct Member {
 pub(crate) struct Team {
     pub group_id: String,
     pub name: String,
+    /// The prefix of its members' names (kept across renames).
+    pub members_slug: String,
     pub mode: Mode,
     pub orchestrator: Option<Member>,
     pub workers: Vec<Member>,
@@ -40,6 +42,13 @@ pub(crate) struct Team {
     pub model_override: Option<String>,
     /// Mode `flow`: the session the prompt goes to first.
     pub flow_entry: Option<String>,
+    /// Files attached to this run's prompt: every member's turn carries them.
+    pub attachments: Vec<crate::attachments::Attachment>,
+    /// This run's limits: the run's own, else the group's, else config.yaml's.
+    pub budget: RunBudget,
+    /// What members remember between runs (a plain group run as a team keeps its
+    /// conversations).
+    pub memory: Memory,
 }
 
 impl Team {
@@ -80,6 +89,7 @@ impl Team {
             Ok(Team {
                 group_id: group.id.clone(),
                 name: group.name.clone(),
+                members_slug: group.members_slug(),
                 mode,
                 orchestrator,
                 workers,
@@ -98,6 +108,16 @@ impl Team {
                 worker_timeout: Duration::from_secs(group.worker_timeout_secs.clamp(1, 7 * 24 * 3600)),
                 model_override: overrides.model.clone(),
                 flow_entry: group.flow_entry.clone(),
+                attachments: overrides.attachments.clone(),
+                budget: overrides
+                    .budget
+                    .or(group.budget)
+                    .or(shared.options.default_budget),
+                memory: if group.kind == GroupKind::Team {
+                    group.memory
+                } else {
+                    Memory::Conversation
+                },
             })
         })
     }
@@ -118,9 +138,10 @@ impl Team {
         self.participants.iter().find(|m| m.id == id)
     }
 
-    /// The team name as session names carry it (`<team-slug>-<worker>`).
+    /// The team name as session names carry it (`<team-slug>-<worker>`), as it was when they
+    /// were made.
     pub fn slug(&self) -> String {
-        crate::naming::team_slug(&self.name)
+        self.members_slug.clone()
     }
 
     /// Why the team cannot run in its mode, if it cannot.

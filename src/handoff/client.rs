@@ -22,6 +22,11 @@ pub enum Handover {
     Ran(u8),
 }
 
+/// True when a huddle listens on the data dir's socket.
+pub async fn listening(paths: &Paths) -> bool {
+    UnixStream::connect(paths.run_socket()).await.is_ok()
+}
+
 /// Hands `request` to the huddle listening on the data dir's socket and streams its output to
 /// this process's standard output and error until the run ends. Ctrl-C, SIGTERM and SIGHUP are
 /// passed on as a stop.

@@ -94,6 +94,8 @@ string_enum!(
         Sequential => "sequential",
         Orchestrator => "orchestrator",
         OrchestratorReflect => "orchestrator_reflect",
+        /// A driver session talks to a counterpart on the user's behalf (see `model::relay`).
+        Relay => "relay",
         /// The prompt enters at the `entry:` member and follows handoffs, routes and advisors.
         Flow => "flow",
     }
@@ -172,6 +174,25 @@ string_enum!(
         FullyIsolated => "fully_isolated",
     }
 );
+
+string_enum!(
+    /// What a team's members remember between runs (preset `memory:`, stored on the group).
+    #[derive(Default)]
+    Memory, "memory" {
+        /// Each run starts from the system prompt and the group's shared context.
+        #[default]
+        Run => "run",
+        /// Members keep their conversation from run to run.
+        Conversation => "conversation",
+    }
+);
+
+impl Memory {
+    /// True for `run` (the default): lets serde leave it out of files.
+    pub fn is_run(&self) -> bool {
+        *self == Memory::Run
+    }
+}
 
 impl WorktreeStrategy {
     /// True for `shared` (no worktree is made): lets serde leave the default out of files.

@@ -86,6 +86,24 @@ pub struct Message {
     /// What the turn cost, when the provider said (Claude Code's `total_cost_usd`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// A message relayed between a relay's driver and counterpart: its trace id and hop count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay: Option<super::RelayMeta>,
+    /// A notice that starts a new conversation: a model is sent nothing from before it (the
+    /// earlier messages stay in the file, to read back).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub conversation_start: bool,
+    /// A notice that takes back the exchange starting at this user message (its id) up to
+    /// the notice: it was regenerated or edited and sent again. Those messages stay in the
+    /// file (marked superseded when shown); a model is never sent them again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<String>,
+    /// Shown as superseded (in memory only: worked out from the `supersedes` notices).
+    #[serde(skip)]
+    pub superseded: bool,
+    /// A prompt of a direct chat with a team member (not part of a team run).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub direct: bool,
 }
 
 impl Message {
@@ -106,6 +124,11 @@ impl Message {
             tool_result: None,
             by_agent: false,
             cost_usd: None,
+            relay: None,
+            conversation_start: false,
+            direct: false,
+            supersedes: None,
+            superseded: false,
         }
     }
 
@@ -119,6 +142,21 @@ impl Message {
 
     pub fn notice(text: impl Into<String>) -> Self {
         Message::new(MessageRole::Notice, text)
+    }
+
+    /// The mark that starts a new conversation in a transcript.
+    pub fn conversation_start() -> Self {
+        let mut m = Message::notice("new conversation (earlier ones: [ and ])");
+        m.conversation_start = true;
+        m
+    }
+
+    /// The mark that takes back the exchange from user message `from` on (see
+    /// [`Message::supersedes`]).
+    pub fn superseding(from: &str, why: &str) -> Self {
+        let mut m = Message::notice(why);
+        m.supersedes = Some(from.to_string());
+        m
     }
 
     /// A tool's result as sent back to the model.

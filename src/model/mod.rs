@@ -2,6 +2,8 @@
 //! (presets). No I/O lives here.
 
 pub mod agent;
+mod budget;
+pub mod context;
 mod enums;
 pub mod flow;
 pub mod limits;
@@ -10,11 +12,13 @@ mod organization;
 mod preset;
 pub mod reconcile;
 mod reflection;
+pub mod relay;
 mod tool;
 mod worktree;
 
 pub use agent::{AgentFormat, AgentKind, AgentSession};
-pub use enums::{GroupKind, MessageRole, Mode, ProviderKind, Role, Tier, WorktreeStrategy};
+pub use budget::{BudgetError, BudgetExceeded, BudgetLimit, RunBudget};
+pub use enums::{GroupKind, Memory, MessageRole, Mode, ProviderKind, Role, Tier, WorktreeStrategy};
 pub use flow::{FlowLinks, RouterSpec, check_flow};
 pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS, MaxIterationsError};
 pub use message::{Message, Usage};
@@ -24,5 +28,6 @@ pub use organization::{
 };
 pub use preset::{Preset, PresetAgent, PresetWorker};
 pub use reflection::{CycleOutcome, Evaluation, ReflectionCycle, Trend};
+pub use relay::{ApprovalMode, DraftAnswer, RelayMeta, RelayPhase, RelayRecord, RelaySettings, SentAs};
 pub use tool::{ToolCall, ToolChoice, ToolResultInfo, ToolSpec, empty_object_schema};
 pub use worktree::{Worktree, is_plain_relative};

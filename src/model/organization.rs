@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AgentSession, DEFAULT_MAX_ITERATIONS, FlowLinks, GroupKind, Mode, ReflectionCycle, Role, Usage, Worktree,
-    WorktreeStrategy,
+    AgentSession, DEFAULT_MAX_ITERATIONS, FlowLinks, GroupKind, Memory, Mode, ReflectionCycle, Role,
+    RunBudget, Usage, Worktree, WorktreeStrategy,
 };
 
 /// An evaluator's settings kept while it is switched off.
@@ -119,10 +119,27 @@ pub struct Group {
     /// How the team's members share git worktrees (the records are on its sessions).
     #[serde(default, skip_serializing_if = "WorktreeStrategy::is_shared")]
     pub worktrees: WorktreeStrategy,
+    /// The slug its members' names were made with (`<slug>-<role>`), kept when the team is
+    /// renamed so members are still found and shown by their role; `None` in files written
+    /// before it was kept: the name's slug then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member_slug: Option<String>,
     /// Set when `huddle run` made the group, and again whenever a headless run uses it: a
     /// headless leftover that `huddle runs prune` removes once it is old enough.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headless_at: Option<DateTime<Utc>>,
+    /// A relay team's settings (mode `relay`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay: Option<super::RelaySettings>,
+    /// The current or last relay run's state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay_state: Option<super::RelayRecord>,
+    /// Limits of each run of the group (none by default).
+    #[serde(default, skip_serializing_if = "RunBudget::is_empty")]
+    pub budget: RunBudget,
+    /// What members remember between team runs.
+    #[serde(default, skip_serializing_if = "Memory::is_run")]
+    pub memory: Memory,
     /// Mode `flow`: the session the prompt goes to first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_entry: Option<SessionId>,
@@ -161,13 +178,26 @@ impl Group {
             usage: Usage::default(),
             pending_messages: Vec::new(),
             worktrees: WorktreeStrategy::Shared,
+            member_slug: None,
             headless_at: None,
+            relay: None,
+            relay_state: None,
+            budget: RunBudget::default(),
+            memory: Memory::Run,
             flow_entry: None,
         }
     }
 
     pub fn is_team(&self) -> bool {
         self.kind == GroupKind::Team
+    }
+
+    /// The prefix of its members' names (`<slug>-<role>`): the one they were made with, also
+    /// after a rename.
+    pub fn members_slug(&self) -> String {
+        self.member_slug
+            .clone()
+            .unwrap_or_else(|| crate::naming::team_slug(&self.name))
     }
 }
 
@@ -224,6 +254,10 @@ pub struct Session {
     /// (see [`Group::headless_at`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headless_at: Option<DateTime<Utc>>,
+    /// Notes the user left for this member's next turn (`@member text`): given to it with its
+    /// next prompt, then gone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_notes: Vec<String>,
     /// Mode `flow`: where this member passes work (handoff, router, advisors), by session id.
     #[serde(default, skip_serializing_if = "FlowLinks::is_empty")]
     pub flow: FlowLinks,
@@ -251,6 +285,7 @@ impl Session {
             agent_session: None,
             worktree: None,
             headless_at: None,
+            pending_notes: Vec::new(),
             flow: FlowLinks::default(),
         }
     }

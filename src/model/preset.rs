@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Mode, RouterSpec, Tier, WorktreeStrategy};
+use super::{Memory, Mode, RouterSpec, RunBudget, Tier, WorktreeStrategy};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -17,6 +17,12 @@ pub struct Preset {
     pub max_iterations: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_timeout_secs: Option<u64>,
+    /// A run's time limit in seconds (the group's `budget`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_duration_secs: Option<u64>,
+    /// The tokens a run may use (the group's `budget`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_budget: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub orchestrator: Option<PresetAgent>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -30,6 +36,12 @@ pub struct Preset {
     /// How the team's members share git worktrees (default `shared`: all in the repository).
     #[serde(default, skip_serializing_if = "WorktreeStrategy::is_shared")]
     pub worktrees: WorktreeStrategy,
+    /// Mode `relay`: who drafts, who answers, how drafts are approved, the limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay: Option<super::RelaySettings>,
+    /// What members remember between runs (default `run`: each run starts fresh).
+    #[serde(default, skip_serializing_if = "Memory::is_run")]
+    pub memory: Memory,
     /// Mode `flow`: the worker the prompt goes to first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry: Option<String>,
@@ -43,6 +55,16 @@ pub struct Preset {
     /// Problems found while loading (model fallbacks, capped files, ...), shown with it.
     #[serde(skip)]
     pub warnings: Vec<String>,
+}
+
+impl Preset {
+    /// The team-level budget keys as a group's budget.
+    pub fn budget(&self) -> RunBudget {
+        RunBudget {
+            max_duration_secs: self.max_duration_secs,
+            token_budget: self.token_budget,
+        }
+    }
 }
 
 /// The orchestrator or evaluator of a preset.

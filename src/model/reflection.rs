@@ -50,6 +50,7 @@ simple_enum!(
         Cancelled => "cancelled",
         Completed => "completed",
         SaveFailed => "save_failed",
+        BudgetExhausted => "budget_exhausted",
     }
 );
 

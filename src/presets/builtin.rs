@@ -28,6 +28,7 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         include_str!("../../presets/planning-team.yaml"),
     ),
     ("coding-team.yaml", include_str!("../../presets/coding-team.yaml")),
+    ("negotiator.yaml", include_str!("../../presets/negotiator.yaml")),
     (
         "help-desk-flow.yaml",
         include_str!("../../presets/help-desk-flow.yaml"),

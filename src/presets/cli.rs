@@ -143,6 +143,12 @@ fn show_text(p: &Preset, config: &Config) -> String {
     if let Some(n) = max_iterations(p) {
         out.push_str(&format!("max iterations: {n}\n"));
     }
+    if let Some(r) = &p.relay {
+        out.push_str(&format!(
+            "relay: {} → {} · approval {} · max turns {} · max failures {} · max hops {}\n",
+            r.driver, r.counterpart, r.approval, r.max_turns, r.max_failures, r.max_hops
+        ));
+    }
     if !p.worktrees.is_shared() {
         out.push_str(&format!(
             "worktrees: {} (each git worktree on its own huddle/ branch)\n",

@@ -23,7 +23,7 @@ pub use crate::naming::team_slug;
 /// Creates a `team` group from `preset` in `org` (with its orchestrator, workers and evaluator)
 /// and returns its id. Models left to the default get `config`'s default model.
 /// `<tier>:<name>`: how a team records the preset it came from.
-pub fn source_preset_of(preset: &Preset) -> String {
+fn source_preset_of(preset: &Preset) -> String {
     format!("{}:{}", preset.tier.map_or("user", |t| t.as_str()), preset.name)
 }
 
@@ -54,8 +54,12 @@ pub fn create_team_group(
     if let Some(t) = preset.worker_timeout_secs {
         group.worker_timeout_secs = t;
     }
+    group.relay = preset.relay.clone();
+    group.budget = preset.budget();
+    group.memory = preset.memory;
     group.source_preset = Some(source_preset_of(preset));
     let team = team_slug(&group.name);
+    group.member_slug = Some(team.clone());
     let group_id = group.id.clone();
 
     let mut order = 0;
@@ -151,7 +155,7 @@ fn link_flow(org: &mut Organization, group: &mut Group, preset: &Preset, worker_
 /// concrete models. `None` when there is no such group.
 pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
     let group = org.group(group_id)?;
-    let team = team_slug(&group.name);
+    let team = group.members_slug();
     let sessions = org.sessions_in(group_id);
     let orchestrator = sessions
         .iter()
@@ -208,12 +212,16 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         mode: group.mode,
         max_iterations: Some(group.max_iterations),
         worker_timeout_secs: Some(group.worker_timeout_secs),
+        max_duration_secs: group.budget.max_duration_secs,
+        token_budget: group.budget.token_budget,
         orchestrator,
         evaluator,
         workers,
         shared_context: group.shared_context.clone(),
         routing_context: group.routing_context.clone(),
         worktrees: group.worktrees,
+        relay: group.relay.clone(),
+        memory: group.memory,
         entry: group.flow_entry.as_deref().and_then(handle_of),
         tier: None,
         source: None,

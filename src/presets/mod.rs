@@ -15,7 +15,7 @@ pub mod yaml;
 use std::path::PathBuf;
 
 pub use catalog::{Catalog, CatalogError};
-pub use instantiate::{create_team_group, preset_from_group, source_preset_of};
+pub use instantiate::{create_team_group, preset_from_group};
 pub use yaml::{parse_preset, preset_to_yaml};
 
 /// A preset file that cannot be used.

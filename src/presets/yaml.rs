@@ -135,6 +135,9 @@ fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetEr
             "worker_timeout_secs: must be at least 1".into(),
         ));
     }
+    if let Err(e) = preset.budget().validate() {
+        return Err(err(e.key, 0, e.to_string()));
+    }
     let mut rounds: Vec<(String, u32)> = Vec::new();
     for (who, agent) in [
         ("orchestrator", &preset.orchestrator),
@@ -162,6 +165,33 @@ fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetEr
                 ),
             ));
         }
+    }
+    if preset.mode == Mode::Relay {
+        let Some(relay) = &preset.relay else {
+            return Err(err(
+                "mode:",
+                0,
+                "relay: mode relay needs a `relay:` entry (driver, counterpart)".into(),
+            ));
+        };
+        let members: Vec<&str> = preset.workers.iter().map(|w| w.name.as_str()).collect();
+        if let Some(problem) = relay.problem(&members) {
+            let key = problem.split(':').next().unwrap_or("relay");
+            let needle = key
+                .rsplit('.')
+                .next()
+                .unwrap_or("relay")
+                .split('[')
+                .next()
+                .unwrap_or("relay")
+                .to_string();
+            return Err(err(&needle, 0, problem));
+        }
+    } else if preset.relay.is_some() {
+        preset.warnings.push(format!(
+            "relay: only used by mode relay; ignored in mode {}",
+            preset.mode
+        ));
     }
     let mut slugs: Vec<(String, &str)> = Vec::new();
     if let Some(m) = preset.orchestrator.as_ref().and_then(|o| o.model.as_deref()) {
@@ -438,10 +468,98 @@ routing_context: "optional: given to the orchestrator when planning"
     }
 
     #[test]
+    fn budget_keys_must_be_positive_whole_numbers_naming_file_line_and_key() {
+        for key in ["max_duration_secs", "token_budget"] {
+            let text = format!("name: X\nmode: broadcast\n{key}: 0\nworkers: [{{name: a}}]\n");
+            let e = parse(&text).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!(
+                    "/p/team.yaml line 3: {key}: must be a positive whole number"
+                )),
+                "{e}"
+            );
+            let text = format!("name: X\nmode: broadcast\n{key}: -5\nworkers: [{{name: a}}]\n");
+            let e = parse(&text).unwrap_err().to_string();
+            assert!(e.contains(key), "{e}");
+        }
+        let p = parse(
+            "name: X\nmode: broadcast\nmax_duration_secs: 600\ntoken_budget: 50000\nworkers: [{name: a}]\n",
+        )
+        .unwrap();
+        assert_eq!(p.budget().max_duration_secs, Some(600));
+        assert_eq!(p.budget().token_budget, Some(50000));
+        let again = parse(&preset_to_yaml(&p).unwrap()).unwrap();
+        assert_eq!(again.budget(), p.budget());
+    }
+
+    #[test]
+    fn memory_defaults_to_run_and_names_a_bad_value() {
+        let p = parse("name: X\nmode: broadcast\nworkers: [{name: a}]\n").unwrap();
+        assert_eq!(p.memory, crate::model::Memory::Run);
+        let p = parse("name: X\nmode: broadcast\nmemory: conversation\nworkers: [{name: a}]\n").unwrap();
+        assert_eq!(p.memory, crate::model::Memory::Conversation);
+        assert!(preset_to_yaml(&p).unwrap().contains("memory: conversation"));
+        let e = parse("name: X\nmode: broadcast\nmemory: forever\nworkers: [{name: a}]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 3") && e.contains("forever"), "{e}");
+    }
+
+    #[test]
     fn yaml_round_trip_keeps_every_field() {
         let text = "name: T\ndescription: d\nmode: sequential\nworkers:\n  - { name: a, display_name: A, role: Lead, system_prompt: p }\nshared_context: s\n";
         let p = parse(text).unwrap();
         let again = parse(&preset_to_yaml(&p).unwrap()).unwrap();
         assert_eq!(p, again);
+    }
+
+    #[test]
+    fn relay_settings_are_checked_naming_file_line_and_key() {
+        let base = "name: R\nmode: relay\nworkers: [{name: me}, {name: them}]\n";
+        let p = parse(&format!(
+            "{base}relay: {{ driver: me, counterpart: them, approval: full_auto }}\n"
+        ))
+        .unwrap();
+        let relay = p.relay.clone().unwrap();
+        assert_eq!(relay.approval, crate::model::ApprovalMode::FullAuto);
+        assert_eq!(relay.max_turns, 8);
+        let again = parse(&preset_to_yaml(&p).unwrap()).unwrap();
+        assert_eq!(again.relay, p.relay);
+        for (relay, expected) in [
+            ("", "mode relay needs a `relay:` entry"),
+            (
+                "relay: { driver: me, counterpart: ME }\n",
+                "cannot talk to itself",
+            ),
+            (
+                "relay: { driver: ghost, counterpart: them }\n",
+                "relay.driver: `ghost` is not a member",
+            ),
+            (
+                "relay: { driver: me, counterpart: them, max_turns: 0 }\n",
+                "relay.max_turns: 0 is out of range",
+            ),
+            (
+                "relay:\n  driver: me\n  counterpart: them\n  review:\n    patterns: ['(oops']\n",
+                "relay.review.patterns[0]",
+            ),
+            (
+                "relay: { driver: me, counterpart: them, approval: sometimes }\n",
+                "approval",
+            ),
+        ] {
+            let e = parse(&format!("{base}{relay}")).unwrap_err().to_string();
+            assert!(e.contains(expected), "{relay}: {e}");
+            assert!(e.contains("/p/team.yaml"), "{e}");
+        }
+        let e = parse(&format!(
+            "{base}relay:\n  driver: me\n  counterpart: them\n  review:\n    patterns: ['(oops']\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("line 8"), "the pattern's line: {e}");
+        // A relay in another mode is a warning.
+        let p = parse("name: B\nmode: broadcast\nworkers: [{name: a}, {name: b}]\nrelay: { driver: a, counterpart: b }\n").unwrap();
+        assert!(p.warnings.iter().any(|w| w.contains("only used by mode relay")));
     }
 }

@@ -276,3 +276,43 @@ fn a_session_with_a_role_answers_in_it_and_builds_on_earlier_answers() {
     let plain = ask(None, "hello");
     assert!(plain.contains("simulat"), "{plain}");
 }
+
+#[test]
+fn a_relay_driver_drafts_deterministically_then_completes() {
+    let prompt = |turn: u32, extra: &str| {
+        format!("## Relay objective\nBuy the bike for 400\n\n## Your part\n...\n\nTurn: {turn} of 8\n{extra}")
+    };
+    assert_eq!(kind_of(&prompt(1, "")), PromptKind::RelayDriver);
+    let first = ask(None, &prompt(1, ""));
+    assert_eq!(first, ask(None, &prompt(1, "")));
+    assert!(first.contains("Buy the bike for 400"), "{first}");
+    assert!(!first.contains("[[RELAY_COMPLETE]]"));
+    let second = ask(
+        None,
+        &prompt(2, "\n## Latest counterpart message\n450 is my price\n"),
+    );
+    assert!(second.contains("450 is my price"), "{second}");
+    let revised = ask(
+        None,
+        &prompt(2, "\n## The user rejected your last draft\nbe firmer\n"),
+    );
+    assert!(revised.starts_with("(revised: be firmer)"), "{revised}");
+    let last = ask(None, &prompt(4, "\n## Latest counterpart message\ndeal at 420\n"));
+    assert!(last.trim_end().ends_with("[[RELAY_COMPLETE]]"), "{last}");
+    // A relay allowed two turns closes after them.
+    let short = ask(None, "## Relay objective\nx\n\nTurn: 3 of 2\n");
+    assert!(short.contains("[[RELAY_COMPLETE]]"), "{short}");
+}
+
+#[test]
+fn a_negotiation_counterparty_counters_deterministically() {
+    let system = Some("You are the other side of a negotiation: a seller.");
+    let first = ask(system, "Hello. What can you offer?");
+    assert!(first.contains("My asking price is"), "{first}");
+    let counter = ask(system, "We offer 400 for it.");
+    assert_eq!(counter, ask(system, "We offer 400 for it."));
+    assert!(
+        counter.starts_with("400 is too low for me. I can do 4"),
+        "{counter}"
+    );
+}

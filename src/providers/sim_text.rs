@@ -13,6 +13,8 @@ pub enum PromptKind {
     Planning,
     Worker,
     FollowUp,
+    /// A relay driver drafting its next outbound message.
+    RelayDriver,
     /// A flow router without tools: it answers with an `@handoff:` line.
     Router,
     Chat,
@@ -49,7 +51,9 @@ impl SimPrompt<'_> {
 }
 
 pub fn classify(p: &SimPrompt) -> PromptKind {
-    if p.has_heading("## Synthesis to evaluate") {
+    if heading_index(p.user, "## Relay objective").is_some() {
+        PromptKind::RelayDriver
+    } else if p.has_heading("## Synthesis to evaluate") {
         PromptKind::Evaluator
     } else if p.has_heading("## Answer to evaluate") {
         PromptKind::SingleEvaluator
@@ -86,6 +90,7 @@ pub fn answer(p: &SimPrompt, seed: u64) -> String {
         PromptKind::Planning => planning(p, &mut rng),
         PromptKind::Worker => worker(p, &mut rng),
         PromptKind::FollowUp => follow_up(p, &mut rng),
+        PromptKind::RelayDriver => relay_driver(p),
         PromptKind::Router => router(p),
         PromptKind::Chat => chat(p, &mut rng),
     }
@@ -321,6 +326,9 @@ fn router(p: &SimPrompt) -> String {
 }
 
 fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
+    if p.system.to_lowercase().contains("negotiation") {
+        return counterparty(p);
+    }
     // A flow member's input opens with the request under a heading.
     let user = p
         .user
@@ -371,6 +379,77 @@ fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
         "{opener}: \"{said}\". This is huddle's offline simulator (simulated answer, no model was called); \
          configure a real provider in config.yaml for real answers.\n"
     )
+}
+
+/// The turn a relay driver drafts: third turn (or the last allowed) closes the relay.
+const SIM_RELAY_TURNS: u32 = 3;
+
+/// A relay driver's draft: deterministic from the turn, the objective, the counterpart's last
+/// message and a rejection note; from turn 3 (or the last turn allowed) it closes the relay.
+fn relay_driver(p: &SimPrompt) -> String {
+    let objective = summary(&p.section("## Relay objective").unwrap_or_default(), 80);
+    let (turn, max) = relay_turn(p.user);
+    let latest = p
+        .section("## Latest counterpart message")
+        .map(|t| summary(&t, 60));
+    let note = p
+        .section("## The user rejected your last draft")
+        .map(|t| summary(t.lines().next().unwrap_or(""), 60));
+    if turn > SIM_RELAY_TURNS.min(max) {
+        return format!(
+            "Report: after {} turns toward \"{objective}\" the counterpart's last word was \"{}\". \
+             (Simulated by huddle's offline simulator.)\n[[RELAY_COMPLETE]]\n",
+            turn - 1,
+            latest.unwrap_or_default()
+        );
+    }
+    let mut text = match (turn, &latest) {
+        (1, _) | (_, None) => format!("Hello. On behalf of my user: {objective}. What can you offer?"),
+        (_, Some(said)) => {
+            format!(
+                "You said: \"{said}\". We can offer {} for it; can you meet us there?",
+                300 + 50 * turn
+            )
+        }
+    };
+    if let Some(note) = note {
+        text = format!("(revised: {note}) {text}");
+    }
+    format!("{text} (Simulated relay draft.)\n")
+}
+
+/// The other side of a negotiation (a relay's counterpart): a counter-offer that comes down
+/// as the offers it hears go up, deterministic from the message.
+fn counterparty(p: &SimPrompt) -> String {
+    let offered: Vec<u32> = p
+        .user
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .filter(|n| (10..100_000).contains(n))
+        .collect();
+    let step = (stable_hash(&[p.user]) % 4) as u32 * 10;
+    let text = match offered.last() {
+        Some(n) => format!(
+            "{n} is too low for me. I can do {}, and delivery is included.",
+            n + 50 + step
+        ),
+        None => format!(
+            "Thanks for reaching out. My asking price is {}; what do you have in mind?",
+            480 + step
+        ),
+    };
+    format!("{text} (Simulated counterparty.)\n")
+}
+
+/// `Turn: <n> of <max>` in a relay driver prompt.
+fn relay_turn(text: &str) -> (u32, u32) {
+    let line = text.lines().find_map(|l| l.trim().strip_prefix("Turn: "));
+    let mut numbers = line
+        .unwrap_or("")
+        .split(" of ")
+        .map(|n| n.trim().parse::<u32>().unwrap_or(1));
+    let turn = numbers.next().unwrap_or(1);
+    (turn, numbers.next().unwrap_or(u32::MAX))
 }
 
 struct Worker {

@@ -4,6 +4,7 @@
 
 mod atomic;
 mod handle;
+mod inputs;
 mod lock;
 mod org_json;
 mod organization;
@@ -17,6 +18,7 @@ use std::path::PathBuf;
 
 pub use atomic::write_atomic;
 pub use handle::{OrgHandle, OrgView};
+pub use inputs::{HISTORY_LIMIT, InputFiles, Inputs};
 pub use lock::DataDirLock;
 pub use org_json::{FORMAT_VERSION, ParsedOrganization, Unreadable, parse as parse_organization};
 pub use organization::{LoadedOrganization, OrganizationFile, StoreNotice};

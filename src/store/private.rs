@@ -75,7 +75,7 @@ pub fn prepare_data_dir(dir: &Path) -> Result<Prepared, StoreError> {
 /// huddle writes. Anything else in the folder (a `config.yaml` when `HUDDLE_HOME` holds both)
 /// is the user's.
 fn is_own_file(name: &str) -> bool {
-    name.starts_with("organization.json") || name == "huddle.lock"
+    name.starts_with("organization.json") || ["huddle.lock", "drafts.json", "history.jsonl"].contains(&name)
 }
 
 /// A temporary file of an organization save: `.organization.json.tmp-<pid>` (the atomic write)
@@ -85,9 +85,15 @@ fn is_stale_temp(name: &str) -> bool {
     if name == "organization.json.bak.tmp" {
         return true;
     }
-    name.strip_prefix(".organization.json.tmp-")
-        .and_then(|pid| pid.parse::<u32>().ok())
-        .is_some_and(|pid| pid != std::process::id())
+    [
+        ".organization.json.tmp-",
+        ".drafts.json.tmp-",
+        ".history.jsonl.tmp-",
+    ]
+    .iter()
+    .find_map(|prefix| name.strip_prefix(prefix))
+    .and_then(|pid| pid.parse::<u32>().ok())
+    .is_some_and(|pid| pid != std::process::id())
 }
 
 /// Tightens a folder's files and sub-folders, `depth` levels down (`runs/<group>/<run>.jsonl`).

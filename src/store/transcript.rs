@@ -86,6 +86,26 @@ impl Transcripts {
         Ok(parse_lines(&text, &path))
     }
 
+    /// Writes a whole transcript at once, atomically (a reader sees no file or all of it): a
+    /// fork's copy. Refused when the session has a transcript already.
+    pub fn create_with(&self, session_id: &str, messages: &[Message]) -> Result<(), StoreError> {
+        let path = self.path(session_id)?;
+        if path.exists() {
+            return Err(StoreError::io(
+                "refusing to replace the transcript",
+                &path,
+                std::io::Error::new(ErrorKind::AlreadyExists, "it exists already"),
+            ));
+        }
+        create_private_dir(&self.dir).map_err(|e| StoreError::io("cannot create", &self.dir, e))?;
+        let mut bytes = Vec::new();
+        for message in messages {
+            serde_json::to_writer(&mut bytes, message).map_err(|e| StoreError::Serialize(e.to_string()))?;
+            bytes.push(b'\n');
+        }
+        super::atomic::write_atomic_private(&path, &bytes)
+    }
+
     /// Deletes a session's transcript (used when its team is deleted).
     pub fn remove(&self, session_id: &str) -> Result<(), StoreError> {
         let path = self.path(session_id)?;
@@ -372,6 +392,24 @@ fn parse_lines(text: &str, path: &Path) -> LoadedTranscript {
 mod tests {
     use super::*;
     use std::fs::OpenOptions;
+
+    #[test]
+    fn a_copy_is_written_whole_once_and_never_over_a_transcript() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transcripts::new(dir.path().join("sessions"));
+        let messages = vec![Message::user("q"), Message::assistant("a")];
+        t.create_with("copy", &messages).unwrap();
+        assert_eq!(t.load("copy").unwrap().messages, messages);
+        let mode = fs::metadata(t.path("copy").unwrap())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(t.create_with("copy", &[]).is_err(), "never replaced");
+        assert_eq!(t.load("copy").unwrap().messages.len(), 2);
+        assert!(t.create_with("../x", &messages).is_err());
+    }
 
     #[test]
     fn appends_and_loads_in_order() {

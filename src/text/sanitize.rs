@@ -32,6 +32,12 @@ pub fn display(s: &str) -> Cow<'_, str> {
     }
 }
 
+/// [`display`] for text that is edited and kept (a composer, a text field, a stored prompt):
+/// tabs survive, since an editor draws them itself and they may be sent or saved.
+pub fn editable(text: &str) -> String {
+    text.split('\t').map(display).collect::<Vec<_>>().join("\t")
+}
+
 /// True for characters that are dropped wherever they stand.
 pub fn is_invisible_or_control(c: char) -> bool {
     (c.is_control() && c != '\n') || is_bidi_control(c) || is_zero_width(c)

@@ -71,14 +71,21 @@ actions! {
     LeaveSearch => "leave_search", "leave the search";
     HistoryPrev => "history_prev", "earlier prompt (empty composer, or first line)";
     HistoryNext => "history_next", "later prompt (on the last line)";
+    OpenEditor => "open_editor", "edit the text in $VISUAL / $EDITOR (also the system prompt)";
     ReflectSession => "reflect_session", "reflect: the session improves its answer";
-    OlderRun => "older_run", "team: show its previous run (from the run files)";
-    NewerRun => "newer_run", "team: show its next run, back to the newest";
+    OlderRun => "older_run", "previous run (team) / conversation (session)";
+    NewerRun => "newer_run", "next run (team) / conversation (session)";
     PrevToolCall => "prev_tool_call", "select the tool call above (first: the newest)";
     NextToolCall => "next_tool_call", "select the tool call below";
     ViewDiff => "view_diff", "diff of the session's worktree (on a team: each worktree)";
     MergeWorktree => "merge_worktree", "bring a worktree's commits back (merge / cherry-pick; asks)";
     PruneHeadless => "prune_headless", "remove the teams and sessions `huddle run` made (asks)";
+    RelayDraft => "relay_draft", "relay: review the draft waiting for you, or hand a take-over back";
+    NewConversation => "new_conversation", "new conversation (session or team; the old one is kept)";
+    ToggleMemory => "toggle_memory", "team memory between runs: run / conversation";
+    Regenerate => "regenerate", "ask the last prompt again (the old answer is kept, superseded)";
+    EditResend => "edit_resend", "edit the last prompt; Enter sends it in place of the last exchange";
+    ForkSession => "fork_session", "fork: a copy of the session and its conversation";
 }
 
 /// Where a key is read: the keymap has one table per context.

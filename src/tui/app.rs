@@ -124,7 +124,7 @@ impl App {
         }
         // Restore the last selection.
         app.org.read(|o| app.sidebar.restore(o));
-        let mut commands = vec![Command::LoadCatalog];
+        let mut commands = vec![Command::LoadCatalog, Command::LoadInputs, Command::ListRepoFiles];
         commands.extend(app.worktree_startup());
         commands.extend(app.on_selection_changed());
         app.refresh_placeholder();
@@ -224,6 +224,9 @@ impl App {
         }
         self.flash = None;
         let global = self.keymap.lookup(Context::Global, &key);
+        if let Some(commands) = self.open_editor_for_dialog(&key) {
+            return commands;
+        }
         match self.dialogs.handle_key(&key, global == Some(Action::Quit)) {
             Routed::NotOpen => {}
             routed => {
@@ -253,8 +256,14 @@ impl App {
             self.refresh_placeholder();
             return commands;
         }
-        let commands = if let Some(action) = global {
+        let commands = if global == Some(Action::Quit) && self.clear_composer_instead_of_quitting() {
+            Vec::new()
+        } else if let Some(action) = global {
             self.perform(action)
+        } else if self.focus == Focus::Composer
+            && let Some(commands) = self.completion_key(&key)
+        {
+            commands
         } else if self.focus == Focus::Composer {
             match self.keymap.lookup(Context::Composer, &key) {
                 Some(action) => self.perform(action),
@@ -275,6 +284,8 @@ impl App {
             }
         };
         self.refresh_placeholder();
+        let mut commands = commands;
+        commands.extend(self.sync_attachments());
         commands
     }
 
@@ -349,7 +360,10 @@ impl App {
             Action::LeaveSearch => self.transcripts.search = None,
             Action::HistoryPrev => self.composer.recall_older(),
             Action::HistoryNext => self.composer.recall_newer(),
+            Action::OpenEditor => return self.open_editor_for_composer(),
             Action::ReflectSession => self.open_reflect(),
+            Action::OlderRun if self.browse_conversations(-1) => {}
+            Action::NewerRun if self.browse_conversations(1) => {}
             Action::OlderRun => return self.browse_runs(-1),
             Action::NewerRun => return self.browse_runs(1),
             Action::PrevToolCall => self.select_tool_call(true),
@@ -357,6 +371,12 @@ impl App {
             Action::ViewDiff => return self.open_diff(),
             Action::MergeWorktree => return self.merge_selected(),
             Action::PruneHeadless => self.open_prune(),
+            Action::RelayDraft => self.open_relay_draft(),
+            Action::NewConversation => return self.new_conversation(),
+            Action::ToggleMemory => return self.toggle_memory(),
+            Action::Regenerate => return self.regenerate(),
+            Action::EditResend => self.edit_resend(),
+            Action::ForkSession => return self.fork_session(),
         }
         Vec::new()
     }
@@ -402,6 +422,8 @@ impl App {
             commands.push(load);
         }
         let load = self.transcripts.show(session.as_deref());
+        self.composer
+            .switch_target(session.clone().or_else(|| group.clone()));
         self.edits.select(group.as_deref(), session.as_deref());
         if let Some(session_id) = session.filter(|_| load) {
             commands.push(Command::LoadTranscript { session_id });
@@ -425,7 +447,7 @@ impl App {
 
     /// The composer's text to its target: a team runs (or queues while running), a session
     /// chats.
-    fn send(&mut self) -> Vec<Command> {
+    pub(super) fn send_text(&mut self) -> Vec<Command> {
         let text = self.composer.text();
         if text.trim().is_empty() {
             return Vec::new();
@@ -434,7 +456,15 @@ impl App {
             self.flash("nothing selected: create a team with the new-team key", true);
             return Vec::new();
         };
-        if self.is_team(&group_id) {
+        if self.is_team(&group_id)
+            && let Some(commands) = self.relay_send(&group_id, &text)
+        {
+            return commands;
+        }
+        if self.is_team(&group_id) && self.selected_session_id().is_none() {
+            if let Some(commands) = self.note_for_member(&group_id, &text) {
+                return commands;
+            }
             self.composer.send();
             if self.team_running(&group_id) {
                 self.team_panel.queue(&group_id, text.clone());
@@ -452,6 +482,9 @@ impl App {
             self.flash("select a session (or create one with the new-session key)", true);
             return Vec::new();
         };
+        if let Some(commands) = self.send_resend(&session_id, &text) {
+            return commands;
+        }
         self.composer.send();
         self.transcripts.follow(&session_id);
         if self.session_busy(&session_id) {
@@ -545,6 +578,7 @@ impl App {
 
     /// The composer's placeholder says where the text goes.
     pub fn refresh_placeholder(&mut self) {
+        self.composer.title = None;
         let key = |a| self.keymap.key_label(a);
         let text = match self.selected_group_id() {
             None => format!(
@@ -557,7 +591,33 @@ impl App {
                         .map(|g| (g.is_team(), g.name.clone(), g.mode))
                         .unwrap_or((false, String::new(), Default::default()))
                 });
-                if team && self.team_running(&gid) {
+                let member = self.selected_session_id().filter(|_| team);
+                self.composer.title = member.as_ref().map(|sid| {
+                    let name = self
+                        .org
+                        .read(|o| o.session(sid).map(|s| s.name.clone()))
+                        .unwrap_or_default();
+                    format!(
+                        " Direct chat with {} (not a team run) ",
+                        crate::text::sanitize::display(&name)
+                    )
+                });
+                if let Some(title) = self.resend_title() {
+                    self.composer.title = Some(title);
+                }
+                if self.relay_taken_over(&gid) {
+                    format!(
+                        "Your message to the counterpart (taken over; {} hands back)…",
+                        key(Action::RelayDraft)
+                    )
+                } else if team && self.team_running(&gid) && mode == crate::model::Mode::Relay {
+                    format!(
+                        "The relay is running ({} answers a waiting draft)",
+                        key(Action::RelayDraft)
+                    )
+                } else if member.is_some() {
+                    "Message this member alone (its own conversation; select the team to run it)…".to_string()
+                } else if team && self.team_running(&gid) {
                     "Queue a message for the orchestrator's next plan…".to_string()
                 } else if team {
                     format!("Prompt for {} ({mode})…", crate::text::sanitize::display(&name))
@@ -591,8 +651,10 @@ impl App {
             Some(MouseTarget::SidebarRow(i)) => {
                 self.focus = Focus::Sidebar;
                 if self.org.read(|o| self.sidebar.click(o, i)) {
-                    let commands = self.on_selection_changed();
+                    let mut commands = self.on_selection_changed();
                     self.refresh_placeholder();
+                    // Another target's draft: its `@` files.
+                    commands.extend(self.sync_attachments());
                     return commands;
                 }
             }

@@ -249,6 +249,9 @@ impl App {
                     Mode::OrchestratorReflect => {
                         "plan, dispatch, synthesize, evaluate; repeat until the goal is met"
                     }
+                    Mode::Relay => {
+                        "a driver talks to a counterpart for you, each draft approved (needs relay: settings)"
+                    }
                     Mode::Flow => "enters at the entry member; handoffs, routers, advisors",
                 }
                 .into(),
@@ -374,6 +377,9 @@ impl App {
                     }
                 }
             }
+            DialogResult::Text(TextPurpose::RelayEdit(id), text) => self.on_relay_text(id, text, true),
+            DialogResult::Text(TextPurpose::RelayNote(id), text) => self.on_relay_text(id, text, false),
+            DialogResult::Relay { group_id, choice } => self.on_relay_choice(group_id, choice),
             DialogResult::Text(purpose, text) => match self.apply_text(purpose, text) {
                 Ok(commands) => commands,
                 Err(e) => {
@@ -443,8 +449,8 @@ impl App {
             TextPurpose::MaxIterations(id) => {
                 self.edits.set_max_iterations(&id, &text).map_err(text_err)?;
             }
-            // Started by `on_dialog_result`.
-            TextPurpose::ReflectIterations(..) => {}
+            // Started or answered by `on_dialog_result`.
+            TextPurpose::ReflectIterations(..) | TextPurpose::RelayEdit(_) | TextPurpose::RelayNote(_) => {}
             TextPurpose::SystemPrompt(id) => self.edits.set_system_prompt(&id, &text).map_err(text_err)?,
         }
         Ok(Vec::new())

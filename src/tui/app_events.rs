@@ -67,6 +67,20 @@ impl App {
                 }
                 Vec::new()
             }
+            AppEvent::Edited { target, result } => {
+                self.on_edited(target, result);
+                Vec::new()
+            }
+            AppEvent::RepoFiles(files) => {
+                self.composer.attach.set_files(files);
+                self.sync_attachments()
+            }
+            AppEvent::AttachmentRead { name, result } => self.on_attachment_read(&name, result),
+            AppEvent::InputsLoaded(inputs) => {
+                self.on_inputs_loaded(inputs);
+                Vec::new()
+            }
+            AppEvent::Forked { result } => self.on_forked(result),
             worktree_event => self.handle_worktree_event(worktree_event),
         };
         self.refresh_placeholder();
@@ -88,6 +102,7 @@ impl App {
             return Vec::new();
         }
         self.follow_team_run(&event, now);
+        self.follow_relay(&event);
         match &event.kind {
             EventKind::TurnFinished { session_id, .. } => self.worktrees_on_turn(session_id),
             _ => Vec::new(),

@@ -275,6 +275,22 @@ fn message_header(m: &Message) -> Line<'static> {
     if m.interrupted {
         extra.push("interrupted".into());
     }
+    if let Some(r) = &m.relay {
+        // A relayed message says how it was sent (auto-sent, approved, edited, yours).
+        extra.push(format!(
+            "relay turn {}{}",
+            r.turn,
+            r.sent_as
+                .map(|s| format!(" · {}", s.as_str()))
+                .unwrap_or_default()
+        ));
+    }
+    if m.direct {
+        extra.push("direct chat (not a team run)".into());
+    }
+    if m.superseded {
+        extra.push("superseded (not sent again)".into());
+    }
     let who = match m.role {
         MessageRole::User => "you",
         MessageRole::Assistant => "assistant",

@@ -34,6 +34,16 @@ pub enum Command {
         group_id: GroupId,
         text: String,
     },
+    /// A copy of a session under a new name (blocking: reads and writes its transcript);
+    /// answered by [`AppEvent::Forked`].
+    ForkSession {
+        session_id: SessionId,
+    },
+    /// A note for a team member's next turn (`@member text` in the team's composer).
+    NoteMember {
+        session_id: SessionId,
+        text: String,
+    },
     /// Pause a run after the step in flight (confirmed by a `cycle_paused` event).
     Pause {
         key: RunKey,
@@ -122,13 +132,54 @@ pub enum Command {
         approval_id: u64,
         decision: Decision,
     },
+    /// The user's answer to a relay waiting on them (`Engine::answer_relay`).
+    AnswerRelay {
+        group_id: GroupId,
+        answer: crate::model::DraftAnswer,
+    },
     /// One session improving its own answer, in the background.
     ReflectSession {
         session_id: SessionId,
         goal: String,
         max_iterations: u32,
     },
+    /// Edit text in `$VISUAL` / `$EDITOR`, the TUI suspended meanwhile (carried out by the event
+    /// loop, which owns the terminal); answered by [`AppEvent::Edited`].
+    OpenEditor {
+        target: EditorTarget,
+        text: String,
+    },
+    /// The repository's files, for `@` completion; answered by [`AppEvent::RepoFiles`].
+    ListRepoFiles,
+    /// Read a file named with `@` in the composer (or `@diff`); answered by
+    /// [`AppEvent::AttachmentRead`].
+    ReadAttachment {
+        name: String,
+    },
+    /// A `Chat` or `RunGroup` with files attached (the content to the model, path and hash to
+    /// the transcript).
+    Attached {
+        attachments: Vec<crate::attachments::Attachment>,
+        send: Box<Command>,
+    },
+    /// Read the drafts and prompt history saved by earlier runs; answered by
+    /// [`AppEvent::InputsLoaded`].
+    LoadInputs,
+    /// Write the composer's drafts (`drafts.json`) and prompt history (`history.jsonl`) in the
+    /// background, debounced; the newest snapshot wins.
+    SaveInputs {
+        drafts: Option<std::collections::BTreeMap<String, String>>,
+        history: Option<Vec<String>>,
+    },
     Quit,
+}
+
+/// Whose text `$EDITOR` edits.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EditorTarget {
+    Composer,
+    /// The text dialog open for this purpose (the system prompt editor).
+    Dialog(crate::tui::dialogs::TextPurpose),
 }
 
 /// Results and events delivered to the UI task.
@@ -192,4 +243,22 @@ pub enum AppEvent {
     },
     /// What removing a deletion's worktrees did (removed, kept with work, failed).
     FilesRemoved(RemovalReport),
+    /// The text back from `$EDITOR`, or why not (the text shown before is kept then).
+    Edited {
+        target: EditorTarget,
+        result: Result<String, String>,
+    },
+    /// The repository's files (for `@` completion).
+    RepoFiles(Vec<String>),
+    /// A file named with `@` was read (or why it cannot be attached).
+    AttachmentRead {
+        name: String,
+        result: Result<crate::attachments::Attachment, String>,
+    },
+    /// The drafts and prompt history saved by earlier runs (read at start).
+    InputsLoaded(crate::store::Inputs),
+    /// A fork was made (its id) or why not.
+    Forked {
+        result: Result<SessionId, String>,
+    },
 }

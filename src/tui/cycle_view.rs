@@ -96,6 +96,8 @@ pub struct CycleView {
     pub team_slug: String,
     /// When the run shown was recorded (a run read back from its file).
     pub recorded_at: Option<DateTime<Utc>>,
+    /// A relay's state (mode `relay`).
+    pub relay: Option<super::relay_view::RelayView>,
 }
 
 impl CycleView {
@@ -204,7 +206,7 @@ impl CycleView {
         self.push(kind, format!("  {text}"));
     }
 
-    fn push(&mut self, kind: TimelineKind, text: String) {
+    pub(super) fn push(&mut self, kind: TimelineKind, text: String) {
         self.timeline.push(TimelineEntry { kind, text });
         if self.timeline.len() > TIMELINE_MAX {
             let excess = self.timeline.len() - TIMELINE_MAX;
@@ -288,7 +290,12 @@ impl CycleView {
                 }
                 self.worker(session_id, worker).state = WorkerState::Assigned;
                 let worker = self.short(worker).to_string();
-                self.push(TimelineKind::Info, format!("  → {worker}: {}", first_line(task)));
+                // The whole task (its lines joined): the timeline wraps it to the width.
+                let task = task.split_whitespace().collect::<Vec<_>>().join(" ");
+                self.push(
+                    TimelineKind::Info,
+                    format!("  → {worker}: {}", crate::text::first_line(&task, 2000)),
+                );
             }
             EventKind::AssignmentDropped { name, reason, .. } => {
                 self.push(
@@ -499,6 +506,26 @@ impl CycleView {
                     w.tools.retain(|t| t.call_id != *call_id);
                 }
             }
+            EventKind::RelayState { .. }
+            | EventKind::RelayDraft { .. }
+            | EventKind::RelayTakeOver { .. }
+            | EventKind::RelaySent { .. }
+            | EventKind::RelayReply { .. }
+            | EventKind::RelayAudit { .. } => super::relay_view::apply(self, &event.kind),
+            EventKind::MemberNote {
+                session,
+                text,
+                delivered,
+                ..
+            } => {
+                let who = self.short(session).to_string();
+                let line = if *delivered {
+                    format!("  ✎ {who} got your note: {}", first_line(text))
+                } else {
+                    format!("  ✎ note for {who}'s next turn: {}", first_line(text))
+                };
+                self.push(TimelineKind::Info, line);
+            }
             EventKind::RunStarted { .. }
             | EventKind::Message { .. }
             | EventKind::Notice { .. }
@@ -588,7 +615,9 @@ impl CycleView {
 pub fn outcome_kind(o: CycleOutcome) -> TimelineKind {
     match o {
         CycleOutcome::GoalMet | CycleOutcome::Completed => TimelineKind::Good,
-        CycleOutcome::MaxIterations | CycleOutcome::Stalled => TimelineKind::Warn,
+        CycleOutcome::MaxIterations | CycleOutcome::Stalled | CycleOutcome::BudgetExhausted => {
+            TimelineKind::Warn
+        }
         CycleOutcome::ErrorBudget | CycleOutcome::Cancelled | CycleOutcome::SaveFailed => TimelineKind::Bad,
     }
 }

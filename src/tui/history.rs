@@ -1,6 +1,7 @@
-//! Prompts sent from this huddle run, for recalling with Up/Down in the composer. One list for
-//! the whole run (not per session): sending the same prompt to another session or team is the
-//! common case. Kept in memory only; nothing is written to disk.
+//! Prompts sent, for recalling with Up/Down in the composer. One list (not per session):
+//! sending the same prompt to another session or team is the common case. The runtime saves
+//! it to `history.jsonl` in the data dir when [`PromptHistory::revision`] changes, and it is
+//! restored at start.
 
 /// The sent prompts, oldest first, and where browsing is.
 #[derive(Debug, Default, Clone)]
@@ -8,10 +9,12 @@ pub struct PromptHistory {
     entries: Vec<String>,
     /// The entry shown in the composer while browsing (None: not browsing).
     position: Option<usize>,
+    /// Bumped when an entry is added (the saver compares it).
+    revision: u64,
 }
 
 /// At most this many prompts are kept.
-const LIMIT: usize = 200;
+const LIMIT: usize = crate::store::HISTORY_LIMIT;
 
 impl PromptHistory {
     /// Records a sent prompt (a repeat of the newest one is not recorded twice) and stops
@@ -25,6 +28,27 @@ impl PromptHistory {
         if self.entries.len() > LIMIT {
             self.entries.remove(0);
         }
+        self.revision += 1;
+    }
+
+    /// Puts the prompts of earlier runs (oldest first) before those sent in this one.
+    pub fn restore(&mut self, earlier: Vec<String>) {
+        let mut entries = earlier;
+        entries.append(&mut self.entries);
+        let excess = entries.len().saturating_sub(LIMIT);
+        entries.drain(..excess);
+        self.entries = entries;
+        self.position = None;
+    }
+
+    /// The prompts, oldest first.
+    pub fn entries(&self) -> &[String] {
+        &self.entries
+    }
+
+    /// Changes when a prompt is recorded.
+    pub fn revision(&self) -> u64 {
+        self.revision
     }
 
     pub fn len(&self) -> usize {

@@ -228,6 +228,12 @@ impl Default for Keymap {
             (ViewDiff, vec![K::ch('D')]),
             (MergeWorktree, vec![K::ch('B')]),
             (PruneHeadless, vec![K::ch('P')]),
+            (RelayDraft, vec![K::ch('v')]),
+            (NewConversation, vec![K::ch('C')]),
+            (ToggleMemory, vec![K::ch('K')]),
+            (Regenerate, vec![K::ch('u')]),
+            (EditResend, vec![K::ch('U')]),
+            (ForkSession, vec![K::ch('F')]),
         ];
         let search = vec![
             (SearchNext, vec![K::ch('n')]),
@@ -245,6 +251,7 @@ impl Default for Keymap {
             (PageDown, vec![K::plain(KeyCode::PageDown)]),
             (HistoryPrev, vec![K::plain(KeyCode::Up)]),
             (HistoryNext, vec![K::plain(KeyCode::Down)]),
+            (OpenEditor, vec![K::ctrl('o')]),
         ];
         let mut tables = BTreeMap::new();
         tables.insert(Context::Global, global);

@@ -62,10 +62,12 @@ impl FrameLayout {
         let composer = Rect::new(area.x, area.y + main_h, area.width, composer_h);
         let status = Rect::new(area.x, area.y + main_h + composer_h, area.width, status_h);
 
+        // The sidebar and the panel grow with the width (a wide terminal cuts nothing), the
+        // transcript keeps the rest.
         let sidebar_w = if area.width < 40 {
             0
         } else {
-            (area.width / 4).clamp(18, 32)
+            (area.width / 4).clamp(18, 48)
         };
         let sidebar = Rect::new(main.x, main.y, sidebar_w, main.height);
         let centre = Rect::new(main.x + sidebar_w, main.y, main.width - sidebar_w, main.height);
@@ -73,7 +75,7 @@ impl FrameLayout {
         let (transcript, panel) = if !input.show_panel || !fits {
             (centre, None)
         } else if area.width >= WIDE {
-            let w = 36.min(centre.width / 2);
+            let w = (centre.width / 5 * 2).clamp(36, 64).min(centre.width / 2);
             (
                 Rect::new(centre.x, centre.y, centre.width - w, centre.height),
                 Some(Rect::new(centre.x + centre.width - w, centre.y, w, centre.height)),
@@ -127,6 +129,33 @@ impl Default for FrameLayout {
                 sidebar_cursor: 0,
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod wide_tests {
+    use super::*;
+
+    #[test]
+    fn the_sidebar_and_panel_grow_with_the_width() {
+        let at = |w, h| {
+            FrameLayout::compute(
+                Rect::new(0, 0, w, h),
+                LayoutInput {
+                    show_panel: true,
+                    composer: &Composer::default(),
+                    sidebar_cursor: 0,
+                },
+            )
+        };
+        let (narrow, mid, wide) = (at(80, 24), at(120, 40), at(200, 60));
+        assert_eq!(narrow.sidebar.width, 20);
+        assert_eq!(mid.sidebar.width, 30);
+        assert_eq!(wide.sidebar.width, 48);
+        let panel = |l: FrameLayout| l.panel.map(|p| p.width);
+        assert_eq!(panel(mid), Some(36));
+        assert_eq!(panel(wide), Some(60));
+        assert!(wide.transcript.width >= 90, "{:?}", wide.transcript);
     }
 }
 

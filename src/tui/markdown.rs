@@ -1,6 +1,8 @@
 //! Markdown to styled, wrapped lines for the transcript (pulldown-cmark). Input must already be
 //! sanitised. Styles follow the house rules: default foreground, bold/italic for emphasis, one
-//! accent (cyan) for code, dim for secondary marks.
+//! accent (cyan) for code, dim for secondary marks. A link keeps its URL (`text (url)`), a
+//! fenced code block shows both its fences (an indented one neither), and a table is drawn as
+//! a table: aligned columns between rules, cut to the width.
 
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Color, Modifier, Style};
@@ -10,7 +12,7 @@ use unicode_width::UnicodeWidthStr;
 /// Renders `src` as lines no wider than `width` columns.
 pub fn render(src: &str, width: u16) -> Vec<Line<'static>> {
     let mut out = Vec::new();
-    for line in logical_lines(src) {
+    for line in logical_lines(src, width.max(1) as usize) {
         wrap_line_into(line, width.max(1) as usize, &mut out);
     }
     out
@@ -171,8 +173,23 @@ struct Writer {
     lists: Vec<Option<u64>>,
     quote_depth: usize,
     code_block: bool,
+    /// For each open code block: whether it is fenced (its fences are shown).
+    fenced: Vec<bool>,
     /// The marker (`- `, `3. `) waiting for the first line of a list item.
     marker: Option<String>,
+    /// Each open link's URL and where its text starts in `spans`.
+    links: Vec<(String, usize)>,
+    /// The table being read (rows of cells), drawn when it ends.
+    table: Option<Table>,
+    /// The width lines are laid out for (a table is cut to it).
+    width: usize,
+}
+
+/// A table's cells as read, and its columns' alignments.
+struct Table {
+    alignments: Vec<pulldown_cmark::Alignment>,
+    rows: Vec<Vec<Vec<Span<'static>>>>,
+    row: Vec<Vec<Span<'static>>>,
 }
 
 impl Writer {
@@ -245,6 +262,35 @@ impl Writer {
         }
     }
 
+    /// A code fence line, dim.
+    fn fence_line(&mut self, fence: String) {
+        let mut line = self.prefix();
+        line.push(Span::styled(fence, Style::default().add_modifier(Modifier::DIM)));
+        self.out.push(Line::from(line));
+    }
+
+    /// The end of a link: its URL after its text, unless the text is the URL already.
+    fn end_link(&mut self) {
+        let Some((url, start)) = self.links.pop() else {
+            return;
+        };
+        let text: String = self
+            .spans
+            .get(start..)
+            .unwrap_or_default()
+            .iter()
+            .map(|s| s.content.as_ref())
+            .collect();
+        let bare = |u: &str| u.trim_start_matches("mailto:").to_string();
+        if url.is_empty() || text == url || bare(&text) == bare(&url) {
+            return;
+        }
+        self.spans.push(Span::styled(
+            format!(" ({url})"),
+            Style::default().add_modifier(Modifier::DIM),
+        ));
+    }
+
     fn flush_code_line(&mut self) {
         let mut line = self.prefix();
         line.push(Span::raw("  "));
@@ -253,8 +299,8 @@ impl Writer {
     }
 }
 
-/// Markdown to unwrapped lines.
-fn logical_lines(src: &str) -> Vec<Line<'static>> {
+/// Markdown to unwrapped lines (a table is laid out for `width` already).
+fn logical_lines(src: &str, width: usize) -> Vec<Line<'static>> {
     let mut w = Writer {
         out: Vec::new(),
         spans: Vec::new(),
@@ -262,7 +308,11 @@ fn logical_lines(src: &str) -> Vec<Line<'static>> {
         lists: Vec::new(),
         quote_depth: 0,
         code_block: false,
+        fenced: Vec::new(),
         marker: None,
+        links: Vec::new(),
+        table: None,
+        width,
     };
     let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
     for event in Parser::new_ext(src, options) {
@@ -291,15 +341,13 @@ fn logical_lines(src: &str) -> Vec<Line<'static>> {
                 Tag::CodeBlock(kind) => {
                     w.flush();
                     w.code_block = true;
-                    if let CodeBlockKind::Fenced(lang) = kind
-                        && !lang.is_empty()
-                    {
-                        let mut line = w.prefix();
-                        line.push(Span::styled(
-                            format!("```{lang}"),
-                            Style::default().add_modifier(Modifier::DIM),
-                        ));
-                        w.out.push(Line::from(line));
+                    // A fenced block shows both fences (the closing one at its end), so where
+                    // the code starts and stops is plain; an indented block shows neither.
+                    if let CodeBlockKind::Fenced(lang) = kind {
+                        w.fence_line(format!("```{lang}"));
+                        w.fenced.push(true);
+                    } else {
+                        w.fenced.push(false);
                     }
                 }
                 Tag::List(start) => {
@@ -321,10 +369,20 @@ fn logical_lines(src: &str) -> Vec<Line<'static>> {
                 Tag::Emphasis => w.push_style(Style::default().add_modifier(Modifier::ITALIC)),
                 Tag::Strong => w.push_style(Style::default().add_modifier(Modifier::BOLD)),
                 Tag::Strikethrough => w.push_style(Style::default().add_modifier(Modifier::CROSSED_OUT)),
-                Tag::Link { .. } => w.push_style(Style::default().add_modifier(Modifier::UNDERLINED)),
+                Tag::Link { dest_url, .. } => {
+                    w.links.push((dest_url.into_string(), w.spans.len()));
+                    w.push_style(Style::default().add_modifier(Modifier::UNDERLINED));
+                }
                 Tag::Image { .. } => w.push_style(Style::default().add_modifier(Modifier::DIM)),
-                Tag::Table(_) | Tag::TableHead | Tag::TableRow => w.flush(),
-                Tag::TableCell => {}
+                Tag::Table(alignments) => {
+                    w.flush();
+                    w.table = Some(Table {
+                        alignments,
+                        rows: Vec::new(),
+                        row: Vec::new(),
+                    });
+                }
+                Tag::TableHead | Tag::TableRow | Tag::TableCell => w.spans.clear(),
                 _ => {}
             },
             Event::End(tag) => match tag {
@@ -343,6 +401,9 @@ fn logical_lines(src: &str) -> Vec<Line<'static>> {
                         w.flush_code_line();
                     }
                     w.code_block = false;
+                    if w.fenced.pop() == Some(true) {
+                        w.fence_line("```".to_string());
+                    }
                     w.blank();
                 }
                 TagEnd::List(_) => {
@@ -351,19 +412,38 @@ fn logical_lines(src: &str) -> Vec<Line<'static>> {
                     w.blank();
                 }
                 TagEnd::Item => w.flush(),
-                TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough | TagEnd::Link | TagEnd::Image => {
+                TagEnd::Link => {
+                    w.styles.pop();
+                    w.end_link();
+                }
+                TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough | TagEnd::Image => {
                     w.styles.pop();
                 }
-                TagEnd::TableCell => w
-                    .spans
-                    .push(Span::styled(" │ ", Style::default().add_modifier(Modifier::DIM))),
-                TagEnd::TableHead | TagEnd::TableRow => {
-                    if w.spans.last().is_some_and(|s| s.content == " │ ") {
-                        w.spans.pop();
+                TagEnd::TableCell => {
+                    let cell = std::mem::take(&mut w.spans);
+                    if let Some(t) = w.table.as_mut() {
+                        t.row.push(cell);
                     }
-                    w.flush();
                 }
-                TagEnd::Table => w.blank(),
+                TagEnd::TableHead | TagEnd::TableRow => {
+                    if let Some(t) = w.table.as_mut() {
+                        let row = std::mem::take(&mut t.row);
+                        t.rows.push(row);
+                    }
+                }
+                TagEnd::Table => {
+                    if let Some(t) = w.table.take() {
+                        let prefix = w.prefix();
+                        for line in
+                            table_lines(&t, w.width.saturating_sub(Line::from(prefix.clone()).width()))
+                        {
+                            let mut spans = prefix.clone();
+                            spans.extend(line.spans);
+                            w.out.push(Line::from(spans));
+                        }
+                    }
+                    w.blank();
+                }
                 _ => {}
             },
             Event::Text(t) => w.text(&t),
@@ -387,6 +467,101 @@ fn logical_lines(src: &str) -> Vec<Line<'static>> {
         w.out.pop();
     }
     w.out
+}
+
+/// A table as lines no wider than `width`: the header, a rule, the rows; columns aligned as the
+/// Markdown says, separated by `│`. Too wide, the widest columns give way (to 3 columns each at
+/// least) and cut cells end in `…`.
+fn table_lines(table: &Table, width: usize) -> Vec<Line<'static>> {
+    let columns = table.rows.iter().map(Vec::len).max().unwrap_or(0);
+    if columns == 0 {
+        return Vec::new();
+    }
+    let cell_width = |c: &Vec<Span<'static>>| c.iter().map(Span::width).sum::<usize>();
+    let mut widths: Vec<usize> = (0..columns)
+        .map(|i| {
+            table
+                .rows
+                .iter()
+                .filter_map(|r| r.get(i))
+                .map(cell_width)
+                .max()
+                .unwrap_or(0)
+                .max(1)
+        })
+        .collect();
+    // Each column is padded by one space either side; columns are separated by `│`.
+    let total = |w: &[usize]| w.iter().sum::<usize>() + columns * 2 + columns.saturating_sub(1);
+    while total(&widths) > width {
+        let Some((i, widest)) = widths.iter().copied().enumerate().max_by_key(|(_, w)| *w) else {
+            break;
+        };
+        if widest <= 3 {
+            break;
+        }
+        widths[i] -= 1;
+    }
+    let dim = Style::default().add_modifier(Modifier::DIM);
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    let mut lines = Vec::new();
+    for (r, row) in table.rows.iter().enumerate() {
+        let mut spans: Vec<Span<'static>> = Vec::new();
+        for (i, w) in widths.iter().enumerate() {
+            if i > 0 {
+                spans.push(Span::styled("│", dim));
+            }
+            let empty = Vec::new();
+            let cell = row.get(i).unwrap_or(&empty);
+            let mut content = cut_spans(cell, *w);
+            if r == 0 {
+                for s in &mut content {
+                    s.style = s.style.patch(bold);
+                }
+            }
+            let used: usize = content.iter().map(Span::width).sum();
+            let pad = w - used.min(*w);
+            let (left, right) = match table.alignments.get(i) {
+                Some(pulldown_cmark::Alignment::Right) => (pad, 0),
+                Some(pulldown_cmark::Alignment::Center) => (pad / 2, pad - pad / 2),
+                _ => (0, pad),
+            };
+            spans.push(Span::raw(" ".repeat(left + 1)));
+            spans.extend(content);
+            spans.push(Span::raw(" ".repeat(right + 1)));
+        }
+        lines.push(Line::from(spans));
+        if r == 0 {
+            let rule: Vec<String> = widths.iter().map(|w| "─".repeat(w + 2)).collect();
+            lines.push(Line::styled(rule.join("┼"), dim));
+        }
+    }
+    lines
+}
+
+/// `spans` cut to `width` columns, `…` marking a cut.
+fn cut_spans(spans: &[Span<'static>], width: usize) -> Vec<Span<'static>> {
+    let total: usize = spans.iter().map(Span::width).sum();
+    if total <= width {
+        return spans.to_vec();
+    }
+    let mut out = Vec::new();
+    let mut used = 0;
+    let room = width.saturating_sub(1);
+    'spans: for s in spans {
+        let mut piece = String::new();
+        for c in s.content.chars() {
+            let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+            if used + cw > room {
+                out.push(Span::styled(piece, s.style));
+                break 'spans;
+            }
+            piece.push(c);
+            used += cw;
+        }
+        out.push(Span::styled(piece, s.style));
+    }
+    out.push(Span::raw("…"));
+    out
 }
 
 #[cfg(test)]
@@ -421,6 +596,7 @@ mod tests {
                 "",
                 "```rust",
                 "  fn main() {}",
+                "```",
             ]
         );
         assert!(
@@ -456,6 +632,47 @@ mod tests {
         // A fence is never split, however long.
         let code = format!("```\n{}```\n", "x\n\ny\n".repeat(500));
         assert_eq!(split_blocks(&code, 10).len(), 1);
+    }
+
+    #[test]
+    fn links_keep_their_url_and_fences_show_both_or_neither() {
+        let lines = render("See [the docs](https://example.org/d) or <https://x.org>.", 80);
+        assert_eq!(
+            texts(&lines),
+            vec!["See the docs (https://example.org/d) or https://x.org."]
+        );
+        assert_eq!(
+            texts(&render("```\nplain\n```", 40)),
+            vec!["```", "  plain", "```"]
+        );
+        assert_eq!(
+            texts(&render("```py\nx = 1\n```", 40)),
+            vec!["```py", "  x = 1", "```"]
+        );
+        assert_eq!(texts(&render("    indented", 40)), vec!["  indented"]);
+    }
+
+    #[test]
+    fn tables_are_aligned_ruled_and_cut_to_the_width() {
+        let src = "| name | score | note |\n|:---|---:|:---:|\n| alpha | 1 | ok |\n| b | 100 | fine |\n";
+        let lines = render(src, 80);
+        assert_eq!(
+            texts(&lines),
+            vec![
+                " name  │ score │ note ",
+                "───────┼───────┼──────",
+                " alpha │     1 │  ok  ",
+                " b     │   100 │ fine ",
+            ]
+        );
+        let narrow = render(
+            "| a long header | b |\n|---|---|\n| a very long cell indeed | x |\n",
+            20,
+        );
+        for l in &narrow {
+            assert!(l.width() <= 20, "{l:?}");
+        }
+        assert!(texts(&narrow)[2].contains('…'), "{:?}", texts(&narrow));
     }
 
     #[test]

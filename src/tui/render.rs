@@ -85,15 +85,22 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
     let subject = match row {
         None => transcript::Subject::Nothing,
         Some(Row::Session(id)) => {
-            let (name, role, model) = app
+            let (name, role, model, system_chars) = app
                 .org
-                .read(|o| o.session(id).map(|s| (s.name.clone(), s.role, s.model.clone())))
+                .read(|o| {
+                    o.session(id).map(|s| {
+                        let system = s.system_prompt.as_deref().map_or(0, str::len);
+                        (s.name.clone(), s.role, s.model.clone(), system)
+                    })
+                })
                 .unwrap_or_default();
             transcript::Subject::Session {
                 id: id.clone(),
+                window: app.config.context_window(&model),
                 name,
                 role,
                 model,
+                system_chars,
             }
         }
         Some(Row::Group(id)) => transcript::Subject::Group {
@@ -104,10 +111,21 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
                     mode: g.mode,
                     max_iterations: g.max_iterations,
                     repo: g.repo.clone(),
+                    memory: g.memory,
                     members: o
                         .sessions_in(id)
                         .iter()
                         .map(|s| (s.name.clone(), s.role))
+                        .collect(),
+                    contexts: o
+                        .sessions_in(id)
+                        .iter()
+                        .map(|s| {
+                            let view = app.transcripts.views.get(&s.id).filter(|v| v.loaded)?;
+                            let system = s.system_prompt.as_deref().map_or(0, str::len);
+                            let tokens = crate::model::context::next_request_tokens(&view.messages, system);
+                            Some((tokens, app.config.context_window(&s.model)))
+                        })
                         .collect(),
                 })
             })?,
@@ -124,6 +142,9 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
             new_session: key(Action::NewSession),
             help: key(Action::Help),
             send: key(Action::Send),
+            new_conversation: key(Action::NewConversation),
+            older: key(Action::OlderRun),
+            newer: key(Action::NewerRun),
         },
         default_model: app.config.default_model(),
     })
@@ -136,6 +157,7 @@ fn panel_keys(app: &App) -> PanelKeys {
         pause: key(Action::TogglePauseCycle),
         older: key(Action::OlderRun),
         newer: key(Action::NewerRun),
+        relay_review: key(Action::RelayDraft),
     }
 }
 

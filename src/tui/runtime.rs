@@ -76,6 +76,8 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
         config,
         repo,
         app_tx: mpsc::unbounded_channel().0,
+        input_files: crate::store::InputFiles::new(&paths.data_dir),
+        input_saver: None,
     };
     let mut guard = TerminalGuard::enter().context("cannot set up the terminal")?;
     let result = event_loop(&mut guard, app, initial, executor, engine_events, no_color).await;
@@ -102,7 +104,17 @@ async fn event_loop(
     no_color: bool,
 ) -> anyhow::Result<()> {
     let (app_tx, mut app_rx) = mpsc::unbounded_channel();
-    executor.app_tx = app_tx;
+    executor.app_tx = app_tx.clone();
+    let saver = super::input_saver::InputSaver::start(executor.input_files.clone(), move |error| {
+        Executor::send(
+            &app_tx,
+            AppEvent::Refused {
+                title: "Drafts not saved".into(),
+                error,
+            },
+        )
+    });
+    executor.input_saver = Some(saver.clone());
     let (frames, mut draws) = FrameRequester::start();
     let mut terminal_events = EventStream::new();
     // The selected team's worktrees are looked at again every few seconds (not on frames).
@@ -156,13 +168,49 @@ async fn event_loop(
                 continue;
             }
         };
-        let commands = run_terminal_commands(guard, &mut app, commands);
+        let mut commands = run_terminal_commands(guard, &mut app, commands);
+        while let Some(i) = commands
+            .iter()
+            .position(|c| matches!(c, Command::OpenEditor { .. }))
+        {
+            if let Command::OpenEditor { target, text } = commands.remove(i) {
+                let result = run_editor(guard, &mut terminal_events, app.mouse_capture, text).await;
+                commands.extend(app.handle_app_event(AppEvent::Edited { target, result }));
+            }
+        }
+        if let Some((drafts, history)) = app.composer.unsaved() {
+            commands.push(Command::SaveInputs { drafts, history });
+        }
         executor.execute_all(commands);
         if app.should_quit {
+            // What was typed and not sent is on disk before huddle goes.
+            if let Some((drafts, history)) = app.composer.all_inputs() {
+                saver.flush(drafts, history).await;
+            }
             return Ok(());
         }
         frames.schedule_frame();
     }
+}
+
+/// Hands the terminal to `$VISUAL` / `$EDITOR` for `text` and takes it back. The event stream is
+/// replaced first, so that its reader thread stops and never takes the editor's keys.
+async fn run_editor(
+    guard: &mut TerminalGuard,
+    events: &mut EventStream,
+    mouse_capture: bool,
+    text: String,
+) -> Result<String, String> {
+    let editor = super::editor::editor_command(|name| std::env::var(name).ok())?;
+    *events = EventStream::new();
+    super::terminal::restore();
+    let result = tokio::task::spawn_blocking(move || super::editor::edit_blocking(&editor, &text))
+        .await
+        .unwrap_or_else(|e| Err(format!("the editor task failed: {e}; the text is kept")));
+    if let Err(e) = super::terminal::resume(&mut guard.terminal, mouse_capture) {
+        tracing::warn!(error = %e, "cannot take the terminal back after the editor");
+    }
+    result
 }
 
 /// Carries out the commands that talk to the terminal itself; returns the others.
@@ -199,6 +247,9 @@ struct Executor {
     config: Config,
     repo: PathBuf,
     app_tx: mpsc::UnboundedSender<AppEvent>,
+    input_files: crate::store::InputFiles,
+    /// Started with the event loop.
+    input_saver: Option<super::input_saver::InputSaver>,
 }
 
 impl Executor {
@@ -256,6 +307,11 @@ impl Executor {
                     Err(e) => self.refused("Not resumed", e),
                 }
             }
+            Command::NoteMember { session_id, text } => {
+                if let Err(e) = engine.note_member(&session_id, text) {
+                    self.refused("Note not left", e);
+                }
+            }
             Command::QueueMessage { group_id, text } => {
                 if !engine.queue_message(&group_id, text.clone()) {
                     // The run ended in between: the message starts a new one.
@@ -284,6 +340,12 @@ impl Executor {
                 if !engine.answer_approval(approval_id, decision) {
                     // Settled meanwhile (its run stopped): its decided event says so.
                     tracing::debug!(approval_id, "approval answered after it was settled");
+                }
+            }
+            Command::AnswerRelay { group_id, answer } => {
+                if !engine.answer_relay(&group_id, answer) {
+                    // Its run stopped, or it was answered already: its events say so.
+                    tracing::debug!(group = %group_id, "relay answered while it waited for nothing");
                 }
             }
             Command::ReflectSession {
@@ -343,7 +405,8 @@ impl Executor {
             | Command::LoadDiff { .. }
             | Command::PlanMerge { .. }
             | Command::Merge { .. }
-            | Command::CheckDeleteRisk { .. }) => {
+            | Command::CheckDeleteRisk { .. }
+            | Command::ForkSession { .. }) => {
                 let (edits, repo) = (self.edits.clone(), self.repo.clone());
                 tokio::task::spawn_blocking(move || {
                     if let Some(event) = run_blocking(&edits, &repo, command) {
@@ -351,8 +414,54 @@ impl Executor {
                     }
                 });
             }
+            Command::ListRepoFiles => {
+                let repo = self.repo.clone();
+                tokio::task::spawn_blocking(move || {
+                    Self::send(&tx, AppEvent::RepoFiles(crate::attachments::list_files(&repo)));
+                });
+            }
+            Command::ReadAttachment { name } => {
+                let repo = self.repo.clone();
+                tokio::task::spawn_blocking(move || {
+                    let result = crate::attachments::read_file(&repo, &name).map_err(|e| e.to_string());
+                    Self::send(&tx, AppEvent::AttachmentRead { name, result });
+                });
+            }
+            Command::Attached { attachments, send } => match *send {
+                Command::Chat { session_id, prompt } => {
+                    match engine.start_chat_with(&session_id, prompt, None, attachments) {
+                        Ok(turn) => Self::spawn(turn),
+                        Err(e) => self.refused("Not sent", e),
+                    }
+                }
+                Command::RunGroup { group_id, prompt } => {
+                    let overrides = RunOverrides {
+                        attachments,
+                        ..RunOverrides::default()
+                    };
+                    match engine.start_group(&group_id, prompt, overrides) {
+                        Ok(run) => Self::spawn(run),
+                        Err(e) => self.refused("Run not started", e),
+                    }
+                }
+                other => self.execute(other),
+            },
+            Command::LoadInputs => {
+                let files = self.input_files.clone();
+                tokio::task::spawn_blocking(move || {
+                    Self::send(&tx, AppEvent::InputsLoaded(files.load()));
+                });
+            }
+            Command::SaveInputs { drafts, history } => {
+                if let Some(saver) = &self.input_saver {
+                    saver.save(drafts, history);
+                }
+            }
             // Carried out by the event loop, which owns the terminal.
-            Command::CopyToClipboard { .. } | Command::SetMouseCapture(_) | Command::Quit => {}
+            Command::CopyToClipboard { .. }
+            | Command::SetMouseCapture(_)
+            | Command::OpenEditor { .. }
+            | Command::Quit => {}
         }
     }
 }
@@ -402,6 +511,9 @@ pub fn run_blocking(edits: &Edits, repo: &Path, command: Command) -> Option<AppE
         Command::CheckDeleteRisk { group_id } => AppEvent::DeleteRiskChecked {
             at_risk: edits.worktrees_at_risk(&group_id),
             group_id,
+        },
+        Command::ForkSession { session_id } => AppEvent::Forked {
+            result: edits.fork_session(&session_id).map_err(|e| e.to_string()),
         },
         _ => return None,
     })

@@ -201,6 +201,7 @@ pub fn mode_short(mode: Mode) -> &'static str {
         Mode::Sequential => "sequential",
         Mode::Orchestrator => "orch",
         Mode::OrchestratorReflect => "reflect",
+        Mode::Relay => "relay",
         Mode::Flow => "flow",
     }
 }
@@ -313,9 +314,18 @@ fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
             let team = o
                 .group(&s.group_id)
                 .filter(|g| g.is_team())
-                .map(|g| naming::team_slug(&g.name))
+                .map(|g| g.members_slug())
                 .unwrap_or_default();
-            let shown = naming::strip_team_prefix(&s.name, &team);
+            let shown = if team.is_empty() {
+                s.name.as_str()
+            } else {
+                let siblings = o
+                    .sessions
+                    .iter()
+                    .filter(|m| m.group_id == s.group_id)
+                    .map(|m| m.name.as_str());
+                member_label(&s.name, &team, siblings)
+            };
             spans.push(Span::raw(sanitize::display(shown).into_owned()));
             // The role, unless the name already says it.
             match s.role {
@@ -380,6 +390,37 @@ fn worktree_spans(mark: Option<&Mark>) -> Vec<Span<'static>> {
 }
 
 /// After a session waiting for the user's approval of a tool call (or its folded group).
+/// A team member's distinct part of its name: without the team's slug (`<team-slug>-<role>`),
+/// or, when the team was renamed after the member was made, without the prefix the members'
+/// names share (up to a `-`), so that rows stay distinguishable.
+fn member_label<'a>(name: &'a str, team_slug: &str, siblings: impl Iterator<Item = &'a str>) -> &'a str {
+    let stripped = naming::strip_team_prefix(name, team_slug);
+    if stripped.len() < name.len() {
+        return stripped;
+    }
+    let mut common: Option<&str> = None;
+    let mut others = 0;
+    for sibling in siblings.filter(|n| *n != name) {
+        others += 1;
+        let prefix = common.unwrap_or(name);
+        let shared = prefix
+            .char_indices()
+            .zip(sibling.chars())
+            .take_while(|((_, a), b)| a == b)
+            .last()
+            .map_or(0, |((i, c), _)| i + c.len_utf8());
+        common = Some(&name[..shared]);
+    }
+    let Some(common) = common.filter(|_| others > 0) else {
+        return name;
+    };
+    // Only whole words of the prefix: up to its last `-`.
+    match common.rfind('-') {
+        Some(i) if i + 1 < name.len() => &name[i + 1..],
+        _ => name,
+    }
+}
+
 fn approval_mark() -> Span<'static> {
     Span::styled(
         " ?",
@@ -390,6 +431,26 @@ fn approval_mark() -> Span<'static> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn member_rows_stay_distinct_after_a_team_rename() {
+        let names = [
+            "code-review-team-orchestrator",
+            "code-review-team-security",
+            "code-review-team-style",
+        ];
+        let label = |n: &'static str, slug: &str| member_label(n, slug, names.iter().copied());
+        assert_eq!(label(names[1], "code-review-team"), "security");
+        // Renamed to "Reviewers": the slug no longer matches; the shared prefix goes.
+        assert_eq!(label(names[1], "reviewers"), "security");
+        assert_eq!(label(names[2], "reviewers"), "style");
+        assert_eq!(label(names[0], "reviewers"), "orchestrator");
+        // A lone member keeps its name.
+        assert_eq!(
+            member_label("x-solo", "other", std::iter::once("x-solo")),
+            "x-solo"
+        );
+    }
 
     /// The default group with two sessions, and a team with one, in that order.
     fn org() -> (Organization, GroupId, SessionId) {

@@ -72,6 +72,8 @@ pub struct PanelKeys {
     pub pause: String,
     pub older: String,
     pub newer: String,
+    /// Opens a relay's waiting draft (or its take-over).
+    pub relay_review: String,
 }
 
 impl TeamPanel {
@@ -92,7 +94,13 @@ impl TeamPanel {
         }
         if let Some(r) = &g.reflection {
             let mut view = CycleView::from_persisted(r, g.mode);
-            view.team_slug = crate::naming::team_slug(&g.name);
+            view.team_slug = g.members_slug();
+            self.cycles.insert(g.id.clone(), view);
+        } else if let Some(r) = &g.relay_state {
+            let mut view = CycleView::default();
+            view.mode = Some(g.mode);
+            view.relay = Some(super::relay_view::RelayView::from_record(r));
+            view.team_slug = g.members_slug();
             self.cycles.insert(g.id.clone(), view);
         }
     }
@@ -207,7 +215,10 @@ impl TeamPanel {
 
     /// A run file read back as `view`: the newest becomes the team's timeline (unless a live
     /// run has begun meanwhile: `live`); an earlier one is shown until the user goes back.
-    pub fn on_run_loaded(&mut self, group_id: GroupId, loaded: &LoadedRun, view: CycleView, live: bool) {
+    pub fn on_run_loaded(&mut self, group_id: GroupId, loaded: &LoadedRun, mut view: CycleView, live: bool) {
+        if !live {
+            super::relay_view::settle_replayed(&mut view);
+        }
         if loaded.index + 1 < loaded.total {
             self.shown_runs.insert(
                 group_id,
@@ -418,6 +429,7 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
         head.push_str(&format!(" · {} tok", c.usage.total()));
     }
     out.push(Line::styled(head, Style::default().add_modifier(Modifier::BOLD)));
+    out.extend(super::relay_view::panel_lines(c, &props.keys.relay_review, width));
     if let Some(first) = c.approvals.first().filter(|_| running) {
         // The run waits until the popup is answered.
         let more = match c.approvals.len() {
@@ -537,6 +549,7 @@ mod tests {
             pause: "P".into(),
             older: "<".into(),
             newer: ">".into(),
+            relay_review: "v".into(),
         }
     }
 

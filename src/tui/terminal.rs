@@ -68,6 +68,23 @@ pub fn restore() {
     let _ = disable_raw_mode();
 }
 
+/// Takes the terminal back after [`restore`] (an external editor ran): raw mode, the alternate
+/// screen, paste and focus reports, the mouse as it was, and a full repaint.
+pub fn resume(terminal: &mut Tui, mouse_capture: bool) -> io::Result<()> {
+    enable_raw_mode()?;
+    execute!(
+        terminal.backend_mut(),
+        EnterAlternateScreen,
+        EnableBracketedPaste,
+        EnableFocusChange
+    )?;
+    set_mouse_capture(terminal.backend_mut(), mouse_capture)?;
+    // `resize` clears and forgets the last frame without asking the terminal where its cursor
+    // is (`clear` does, and the answer can be lost right after the editor).
+    let size = terminal.size()?;
+    terminal.resize(ratatui::layout::Rect::new(0, 0, size.width, size.height))
+}
+
 /// Restores the terminal when the UI thread (the one calling this) panics, then lets the
 /// previous hook report. A panic on any other thread (a worker task the runtime survives)
 /// leaves the screen alone and only goes to the previous hook.

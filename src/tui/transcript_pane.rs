@@ -21,6 +21,7 @@ use super::tool_cell::ToolLive;
 use super::transcript_view::{LiveCalls, TranscriptView};
 use super::widgets::pane;
 use crate::engine::events::EventKind;
+use crate::model::context::{self, ContextLevel};
 use crate::model::{Message, MessageRole, Mode, Role, SessionId, ToolResultInfo};
 use crate::naming;
 use crate::store::LoadedTranscript;
@@ -37,6 +38,20 @@ pub struct TranscriptPane {
     pub search: Option<TranscriptSearch>,
     /// Tool calls in flight of sessions not shown yet (handed to their view when shown).
     unseen: HashMap<SessionId, LiveCalls>,
+    /// An earlier conversation of a session shown instead of its current one (`[` / `]`).
+    pub browsing: Option<Browsing>,
+    /// The last prompt being edited to send again (`U`): its session and message id.
+    pub resend: Option<(SessionId, String)>,
+}
+
+/// An earlier conversation on screen, read-only.
+#[derive(Debug)]
+pub struct Browsing {
+    pub session_id: SessionId,
+    /// Which one (0: the first) of how many earlier ones.
+    pub index: usize,
+    pub count: usize,
+    pub view: TranscriptView,
 }
 
 impl TranscriptPane {
@@ -50,6 +65,13 @@ impl TranscriptPane {
             .is_some_and(|s| Some(s.session_id.as_str()) != session)
         {
             self.search = None;
+        }
+        if self
+            .browsing
+            .as_ref()
+            .is_some_and(|b| Some(b.session_id.as_str()) != session)
+        {
+            self.browsing = None;
         }
         let Some(id) = session else {
             return false;
@@ -206,9 +228,44 @@ impl TranscriptPane {
             .is_some_and(|v| v.toggle_selected(height))
     }
 
+    /// Steps through a session's conversations: `-1` to the one before the conversation
+    /// shown, `1` to the next (after the last earlier one: the current one again). What to
+    /// say about it, or None when there is nowhere to go.
+    pub fn browse(&mut self, session_id: &str, step: isize) -> Option<String> {
+        let view = self.views.get(session_id)?;
+        let count = view.earlier_count();
+        let shown = match &self.browsing {
+            Some(b) if b.session_id == session_id => b.index,
+            _ => count,
+        };
+        let next = shown.checked_add_signed(step)?.min(count);
+        if next == shown {
+            return None;
+        }
+        if next == count {
+            self.browsing = None;
+            return Some("the current conversation".into());
+        }
+        self.browsing = Some(Browsing {
+            session_id: session_id.to_string(),
+            index: next,
+            count,
+            view: view.earlier_view(next)?,
+        });
+        Some(format!("conversation {}/{} (read-only)", next + 1, count + 1))
+    }
+
+    /// The view on screen for a session: an earlier conversation being browsed, or its own.
+    fn shown_mut(&mut self, session_id: &str) -> Option<&mut TranscriptView> {
+        match &mut self.browsing {
+            Some(b) if b.session_id == session_id => Some(&mut b.view),
+            _ => self.views.get_mut(session_id),
+        }
+    }
+
     /// Scrolls a session's transcript; positive is up (older text).
     pub fn scroll(&mut self, session_id: &str, lines: isize) {
-        if let Some(v) = self.views.get_mut(session_id) {
+        if let Some(v) = self.shown_mut(session_id) {
             if lines > 0 {
                 v.scroll_up(lines as usize);
             } else {
@@ -219,6 +276,9 @@ impl TranscriptPane {
 
     /// Back to the bottom of a session's transcript (something was just sent to it).
     pub fn follow(&mut self, session_id: &str) {
+        if self.browsing.as_ref().is_some_and(|b| b.session_id == session_id) {
+            self.browsing = None;
+        }
         if let Some(v) = self.views.get_mut(session_id) {
             v.follow();
         }
@@ -244,6 +304,17 @@ impl TranscriptPane {
         in_view
             .or_else(|| v.last_answer().map(str::to_string))
             .filter(|t| !t.is_empty())
+    }
+
+    /// The session's last exchange that can be asked again: its user message's id and text
+    /// (in the current conversation, not taken back already).
+    pub fn last_exchange(&self, session_id: &str) -> Option<(String, String)> {
+        let view = self.views.get(session_id)?;
+        view.messages
+            .iter()
+            .rev()
+            .find(|m| m.role == MessageRole::User && !m.superseded && !m.text.trim().is_empty())
+            .and_then(|m| Some((m.id.clone()?, m.text.clone())))
     }
 
     /// The session's last prompt (the goal a reflection starts from when none is typed).
@@ -286,6 +357,12 @@ impl TranscriptPane {
             }
             KeyCode::Backspace => {
                 s.query.pop();
+            }
+            // Readline keys of a one-line field without a cursor: the query's end is the cursor.
+            KeyCode::Char('u') if key.modifiers.contains(KeyModifiers::CONTROL) => s.query.clear(),
+            KeyCode::Char('w') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                let kept = s.query.trim_end().rfind(char::is_whitespace).map_or(0, |i| i + 1);
+                s.query.truncate(kept);
             }
             KeyCode::Char(c) if !modified => s.query.push(c),
             _ => {}
@@ -341,6 +418,9 @@ pub struct Keys {
     pub new_session: String,
     pub help: String,
     pub send: String,
+    pub new_conversation: String,
+    pub older: String,
+    pub newer: String,
 }
 
 /// What is selected.
@@ -352,6 +432,10 @@ pub enum Subject<'a> {
         name: String,
         role: Role,
         model: String,
+        /// The model's context window in tokens, when known.
+        window: Option<u64>,
+        /// Characters of the system prompt the session sends.
+        system_chars: usize,
     },
     Group {
         group: GroupInfo,
@@ -371,6 +455,54 @@ pub struct GroupInfo {
     pub repo: Option<PathBuf>,
     /// Each member's name and role.
     pub members: Vec<(String, Role)>,
+    /// What members remember between runs.
+    pub memory: crate::model::Memory,
+    /// Each member's next request in tokens and its model's window, when its transcript is
+    /// loaded (in the order of `members`).
+    pub contexts: Vec<Option<(u64, Option<u64>)>>,
+}
+
+/// The team's context line: each member whose transcript is loaded, with its tokens against
+/// its window, coloured by the fullest. None when no member's transcript is loaded.
+fn members_context_line(
+    members: &[(String, Role)],
+    contexts: &[Option<(u64, Option<u64>)>],
+    team: &str,
+) -> Option<(String, Style)> {
+    let mut worst = ContextLevel::Fine;
+    let parts: Vec<String> = members
+        .iter()
+        .zip(contexts)
+        .filter_map(|((name, _), context)| {
+            let (tokens, window) = (*context)?;
+            let name = sanitize::display(naming::strip_team_prefix(name, team)).into_owned();
+            Some(match window {
+                Some(window) => {
+                    let (percent, level) = context::context_level(tokens, window);
+                    if level != ContextLevel::Fine
+                        && (worst == ContextLevel::Fine || level == ContextLevel::Full)
+                    {
+                        worst = level;
+                    }
+                    format!(
+                        "{name} {}/{} {percent}%",
+                        short_count(tokens),
+                        short_count(window)
+                    )
+                }
+                None => format!("{name} ~{}", short_count(tokens)),
+            })
+        })
+        .collect();
+    if parts.is_empty() {
+        return None;
+    }
+    let style = match worst {
+        ContextLevel::Fine => Style::default().add_modifier(Modifier::DIM),
+        ContextLevel::Warn => Style::default().fg(Color::Yellow),
+        ContextLevel::Full => Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
+    };
+    Some((format!("context: {}", parts.join(" · ")), style))
 }
 
 impl TranscriptPane {
@@ -389,14 +521,32 @@ fn render(pane_state: &mut TranscriptPane, frame: &mut Frame<'_>, area: Rect, pr
             name,
             role,
             model,
+            window,
+            system_chars,
         } => {
-            let title = session_title(name, *role, model);
+            let mut title = session_title(name, *role, model);
+            let meter = pane_state.views.get(id).map(|v| {
+                let tokens = context::next_request_tokens(&v.messages, *system_chars);
+                meter_line(tokens, *window, &props.keys.new_conversation)
+            });
             let search = pane_state
                 .search
                 .as_ref()
                 .filter(|s| s.session_id == *id)
                 .map(|s| s.query.as_str());
-            render_session(frame, area, title, pane_state.views.get_mut(id), search, props);
+            let view = match &mut pane_state.browsing {
+                Some(b) if b.session_id == *id => {
+                    title.push_str(&format!(
+                        "· conversation {}/{} (read-only; {} newer) ",
+                        b.index + 1,
+                        b.count + 1,
+                        props.keys.newer
+                    ));
+                    Some(&mut b.view)
+                }
+                _ => pane_state.views.get_mut(id),
+            };
+            render_session(frame, area, title, view, meter, search, props);
         }
         Subject::Group { group, cycle, run } => render_group(frame, area, group, *cycle, run.as_ref(), props),
         Subject::Nothing => {
@@ -445,15 +595,57 @@ fn session_title(name: &str, role: Role, model: &str) -> String {
     )
 }
 
+/// The context meter: the next request's tokens against the model's window, yellow with a
+/// hint from 80 %, red from 95 %.
+pub fn meter_line(tokens: u64, window: Option<u64>, new_conversation_key: &str) -> Line<'static> {
+    let Some(window) = window else {
+        return Line::styled(
+            format!(" context ~{} tokens ", short_count(tokens)),
+            Style::default().add_modifier(Modifier::DIM),
+        );
+    };
+    let (percent, level) = context::context_level(tokens, window);
+    let size = format!("{}/{}", short_count(tokens), short_count(window));
+    match level {
+        ContextLevel::Fine => Line::styled(
+            format!(" context {size} · {percent}% "),
+            Style::default().add_modifier(Modifier::DIM),
+        ),
+        ContextLevel::Warn => Line::styled(
+            format!(" context {size} · {percent}% full · {new_conversation_key} new conversation "),
+            Style::default().fg(Color::Yellow),
+        ),
+        ContextLevel::Full => Line::styled(
+            format!(
+                " context {size} · {percent}% · about to overflow: {new_conversation_key} new conversation "
+            ),
+            Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
+        ),
+    }
+}
+
+/// `950`, `12.3k`, `1.0M`.
+fn short_count(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1_000.0),
+        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
+}
+
 fn render_session(
     frame: &mut Frame<'_>,
     area: Rect,
     title: String,
     view: Option<&mut TranscriptView>,
+    meter: Option<Line<'static>>,
     search: Option<&str>,
     props: &Props<'_>,
 ) {
-    let block = pane(title, props.focused);
+    let mut block = pane(title, props.focused);
+    if let Some(meter) = meter {
+        block = block.title_bottom(meter);
+    }
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let dim = Style::default().add_modifier(Modifier::DIM);
@@ -537,6 +729,8 @@ fn render_group(
         max_iterations,
         repo,
         members,
+        memory,
+        contexts,
     } = group;
     let (team, mode) = (*team, *mode);
     let title = if team {
@@ -570,6 +764,7 @@ fn render_group(
     if mode == Mode::OrchestratorReflect {
         header.push_str(&format!(" · max {max_iterations} iterations"));
     }
+    header.push_str(&format!(" · memory: {memory}"));
     if let Some(r) = repo {
         header.push_str(&format!(" · {}", sanitize::display(&r.display().to_string())));
     }
@@ -587,6 +782,7 @@ fn render_group(
         .collect::<Vec<_>>()
         .join(", ");
     notes.push((members_line, dim));
+    notes.extend(members_context_line(members, contexts, &team));
     notes.push((String::new(), Style::default()));
     let timeline = cycle.map_or(&[][..], |c| &c.timeline[..]);
     if timeline.is_empty() {

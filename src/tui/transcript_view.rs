@@ -90,6 +90,9 @@ pub struct TranscriptView {
     /// those the file already had, once it is loaded.
     pending: Vec<Message>,
     scroll: CellScroll,
+    /// The conversations before the current one (each begins at a conversation mark, except
+    /// perhaps the first): read-only, kept to browse. `messages` holds the current one.
+    pub earlier: Vec<Message>,
 }
 
 /// The transcript's cells: its messages and tool calls, and the answer streaming in below them.
@@ -161,18 +164,41 @@ const DEDUP_WINDOW: usize = 256;
 impl TranscriptView {
     /// The transcript as read from disk; messages that arrived by event meanwhile follow,
     /// those the file already had skipped.
-    pub fn set_messages(&mut self, messages: Vec<Message>) {
-        self.messages = messages;
+    pub fn set_messages(&mut self, mut messages: Vec<Message>) {
+        // Only the current conversation is shown; the ones before it are kept to browse.
+        let start = messages.iter().rposition(|m| m.conversation_start).unwrap_or(0);
+        let current = messages.split_off(start);
+        self.earlier = messages;
+        self.messages = current;
+        mark_superseded(&mut self.messages);
         self.loaded = true;
+        self.reindex();
+        for m in std::mem::take(&mut self.pending) {
+            self.add(m);
+        }
+    }
+
+    /// Makes every cell again.
+    fn reindex(&mut self) {
         self.scroll.clear();
         self.entries.clear();
         self.selected = None;
         for i in 0..self.messages.len() {
             self.index(i);
         }
-        for m in std::mem::take(&mut self.pending) {
-            self.add(m);
-        }
+    }
+
+    /// How many conversations came before the current one.
+    pub fn earlier_count(&self) -> usize {
+        conversation_ranges(&self.earlier).len()
+    }
+
+    /// A view of earlier conversation `index` (0: the first), read-only.
+    pub fn earlier_view(&self, index: usize) -> Option<TranscriptView> {
+        let range = conversation_ranges(&self.earlier).get(index)?.clone();
+        let mut view = TranscriptView::default();
+        view.set_messages(self.earlier[range].to_vec());
+        Some(view)
     }
 
     /// Makes the cells of message `at` (just appended).
@@ -332,10 +358,28 @@ impl TranscriptView {
                 .rev()
                 .take(DEDUP_WINDOW)
                 .any(|m| m.id == message.id);
-        if !known {
-            self.messages.push(message);
-            self.index(self.messages.len() - 1);
+        if known {
+            return;
         }
+        if let Some(from) = &message.supersedes
+            && let Some(at) = self.messages.iter().rposition(|m| m.id.as_deref() == Some(from))
+        {
+            for m in &mut self.messages[at..] {
+                m.superseded = true;
+            }
+            self.messages.push(message);
+            self.reindex();
+            return;
+        }
+        if message.conversation_start {
+            // A new conversation begins: the current one joins the earlier ones.
+            self.earlier.append(&mut self.messages);
+            self.messages.push(message);
+            self.reindex();
+            return;
+        }
+        self.messages.push(message);
+        self.index(self.messages.len() - 1);
     }
 
     /// A turn started: its streaming tail begins empty.
@@ -436,6 +480,41 @@ impl TranscriptView {
     }
 }
 
+/// Marks the messages each `supersedes` notice takes back (from its user message to it).
+fn mark_superseded(messages: &mut [Message]) {
+    for end in 0..messages.len() {
+        let Some(from) = messages[end].supersedes.clone() else {
+            continue;
+        };
+        if let Some(start) = messages[..end]
+            .iter()
+            .rposition(|m| m.id.as_deref() == Some(&from))
+        {
+            for m in &mut messages[start..end] {
+                m.superseded = true;
+            }
+        }
+    }
+}
+
+/// The conversations of a transcript: from each conversation mark to the next (the messages
+/// before the first mark, if any, are the first conversation).
+fn conversation_ranges(messages: &[Message]) -> Vec<std::ops::Range<usize>> {
+    let mut starts: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(i, m)| m.conversation_start || *i == 0)
+        .map(|(i, _)| i)
+        .collect();
+    starts.dedup();
+    let ends = starts
+        .iter()
+        .skip(1)
+        .copied()
+        .chain(std::iter::once(messages.len()));
+    starts.iter().zip(ends).map(|(&s, e)| s..e).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -446,6 +525,33 @@ mod tests {
             .iter()
             .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
             .collect()
+    }
+
+    #[test]
+    fn only_the_current_conversation_is_shown_and_earlier_ones_are_kept() {
+        let mut v = TranscriptView::default();
+        v.set_messages(vec![
+            Message::user("one"),
+            Message::conversation_start(),
+            Message::user("two"),
+            Message::conversation_start(),
+            Message::user("three"),
+        ]);
+        let texts = |v: &TranscriptView| v.messages.iter().map(|m| m.text.clone()).collect::<Vec<_>>();
+        assert_eq!(texts(&v)[1..], ["three"]);
+        assert_eq!(v.earlier_count(), 2);
+        assert_eq!(texts(&v.earlier_view(0).unwrap()), ["one"]);
+        assert_eq!(texts(&v.earlier_view(1).unwrap())[1..], ["two"]);
+        assert!(v.earlier_view(2).is_none());
+        // A mark arriving by event starts a new one live.
+        v.add(Message::conversation_start());
+        v.add(Message::user("four"));
+        assert_eq!(texts(&v)[1..], ["four"]);
+        assert_eq!(v.earlier_count(), 3);
+        assert_eq!(texts(&v.earlier_view(2).unwrap())[1..], ["three"]);
+        // A transcript that starts with a mark has no empty conversation before it.
+        v.set_messages(vec![Message::conversation_start(), Message::user("x")]);
+        assert_eq!(v.earlier_count(), 0);
     }
 
     #[test]

@@ -10,10 +10,10 @@ use crate::config::Config;
 use crate::engine::Engine;
 use crate::model::limits::parse_max_iterations;
 use crate::model::{
-    GroupId, GroupKind, KeptEvaluator, Mode, Organization, Preset, Role, Session, SessionId, Worktree,
-    WorktreeStrategy, reconcile,
+    GroupId, GroupKind, KeptEvaluator, Memory, Mode, Organization, Preset, Role, Session, SessionId,
+    Worktree, WorktreeStrategy, reconcile,
 };
-use crate::naming::{member_session_name, team_slug};
+use crate::naming::member_session_name;
 use crate::presets::create_team_group;
 use crate::store::{OrgHandle, OrgView, RunFiles, Transcripts};
 use crate::worktrees::{self, Removed, WorktreeError};
@@ -237,24 +237,21 @@ impl Edits {
     }
 
     /// A team `huddle run` made from `preset` (with [`Edits::create_team_with`]), named so it is
-    /// recognisable in the sidebar (`<preset> · run <month day hh:mm>`; its members' names
-    /// follow, so they stay unique and short in the sidebar) and stamped as a headless leftover.
+    /// recognisable in the sidebar (`<preset> · run <month day hh:mm>`) and stamped as a
+    /// headless leftover. Its members keep the names the preset gives them (`<team>-<role>`),
+    /// which scripts use (`huddle worktrees diff --session`).
     pub fn create_headless_team(
         &self,
         preset: &Preset,
         strategy: WorktreeStrategy,
     ) -> Result<GroupId, EditError> {
+        let id = self.create_team_with(preset, strategy)?;
         let now = chrono::Local::now();
-        let mut named = preset.clone();
-        named.name = self
-            .org
-            .read(|o| o.unique_group_name(&headless_team_name(&preset.name, &now)));
-        let id = self.create_team_with(&named, strategy)?;
         self.org.update(|o| {
+            let name = o.unique_group_name(&headless_team_name(&preset.name, &now));
             if let Some(g) = o.group_mut(&id) {
+                g.name = name;
                 g.headless_at = Some(now.with_timezone(&chrono::Utc));
-                // Still the preset it came from.
-                g.source_preset = Some(crate::presets::source_preset_of(preset));
             }
         });
         Ok(id)
@@ -655,6 +652,139 @@ impl Edits {
         })
     }
 
+    /// What the team's members remember between runs (applies from its next run).
+    pub fn set_memory(&self, group_id: &str, memory: Memory) -> Result<(), EditError> {
+        self.org.update(|o| {
+            let g = o.group_mut(group_id).ok_or(EditError::NoSuchGroup)?;
+            g.memory = memory;
+            Ok(())
+        })
+    }
+
+    /// Starts a new conversation for a session: its next turn is sent nothing from before
+    /// (the transcript keeps everything, marked where the new one begins). Refused while busy.
+    pub fn new_session_conversation(&self, session_id: &str) -> Result<(), EditError> {
+        self.view()
+            .read(|o| o.session(session_id).map(|_| ()))
+            .ok_or(EditError::NoSuchSession)?;
+        if self.session_busy(session_id) {
+            return Err(self.busy_session(session_id, "start a new conversation"));
+        }
+        self.mark_new_conversation(&[session_id.to_string()])
+    }
+
+    /// Starts a new conversation for every member of a group. Refused while it is busy.
+    pub fn new_group_conversation(&self, group_id: &str) -> Result<usize, EditError> {
+        let (name, members) = self
+            .view()
+            .read(|o| {
+                let g = o.group(group_id)?;
+                let members: Vec<SessionId> = o.sessions_in(group_id).iter().map(|s| s.id.clone()).collect();
+                Some((g.name.clone(), members))
+            })
+            .ok_or(EditError::NoSuchGroup)?;
+        if self.group_busy(group_id) {
+            return Err(EditError::Busy {
+                what: name,
+                action: "start a new conversation",
+            });
+        }
+        self.mark_new_conversation(&members)?;
+        Ok(members.len())
+    }
+
+    /// Takes back a session's last exchange (from its user message `from` on) so that it can
+    /// be asked again (regenerate, or an edited prompt): the exchange stays in the transcript,
+    /// superseded. Refused while the session is busy.
+    pub fn supersede_last_exchange(&self, session_id: &str, from: &str, why: &str) -> Result<(), EditError> {
+        self.view()
+            .read(|o| o.session(session_id).map(|_| ()))
+            .ok_or(EditError::NoSuchSession)?;
+        if self.session_busy(session_id) {
+            return Err(self.busy_session(session_id, "regenerate or resend"));
+        }
+        let engine = self
+            .engine
+            .as_ref()
+            .ok_or_else(|| EditError::Invalid("no engine keeps these conversations".into()))?;
+        engine.supersede(session_id, from, why).map_err(|e| match e {
+            crate::engine::EngineError::AlreadyRunning(id) => self.busy_session(&id, "regenerate or resend"),
+            crate::engine::EngineError::NoSuchSession(_) => EditError::NoSuchSession,
+            other => EditError::Invalid(other.to_string()),
+        })
+    }
+
+    /// A copy of a session under a new name (`<name>-fork`, made unique): its model, system
+    /// prompt and tools, and its whole transcript, written atomically before the session is
+    /// added (so a failure adds nothing). A plain session's fork joins its group; a team
+    /// member's becomes a plain session in the default group. Refused while the session is
+    /// busy. Blocking (it reads and writes the transcript): call it off the UI thread.
+    pub fn fork_session(&self, session_id: &str) -> Result<SessionId, EditError> {
+        let original = self
+            .view()
+            .read(|o| {
+                let s = o.session(session_id)?;
+                let group = o.group(&s.group_id)?;
+                let target = if group.is_team() {
+                    o.default_group()?.id.clone()
+                } else {
+                    group.id.clone()
+                };
+                Some((s.clone(), s.working_dir(Some(group)), target))
+            })
+            .ok_or(EditError::NoSuchSession)?;
+        let (original, workdir, target) = original;
+        if self.session_busy(session_id) {
+            return Err(self.busy_session(session_id, "fork it"));
+        }
+        let (Some(engine), Some(transcripts)) = (&self.engine, &self.transcripts) else {
+            return Err(EditError::Invalid("no engine keeps these conversations".into()));
+        };
+        let messages = engine
+            .load_transcript(session_id)
+            .map_err(|e| EditError::Invalid(format!("cannot read the transcript: {e}")))?
+            .messages;
+        let mut fork = Session::new(String::new(), &target, original.model.clone());
+        fork.system_prompt = original.system_prompt.clone();
+        fork.tools = original.tools.clone();
+        fork.max_tool_rounds = original.max_tool_rounds;
+        fork.repo = workdir.or_else(|| Some(self.repo.clone()));
+        transcripts
+            .create_with(&fork.id, &messages)
+            .map_err(|e| EditError::Invalid(format!("cannot write the fork's transcript: {e}")))?;
+        let base = format!("{}-fork", original.name);
+        Ok(self.org.update(|o| {
+            fork.name = o.unique_session_name(&base);
+            fork.order = o.next_session_order(&target);
+            let id = fork.id.clone();
+            o.sessions.push(fork);
+            o.ui.collapsed_groups.retain(|g| *g != target);
+            id
+        }))
+    }
+
+    fn busy_session(&self, session_id: &str, action: &'static str) -> EditError {
+        let what = self
+            .view()
+            .read(|o| o.session(session_id).map(|s| s.name.clone()))
+            .unwrap_or_default();
+        EditError::Busy { what, action }
+    }
+
+    fn mark_new_conversation(&self, sessions: &[SessionId]) -> Result<(), EditError> {
+        let engine = self
+            .engine
+            .as_ref()
+            .ok_or_else(|| EditError::Invalid("no engine keeps these conversations".into()))?;
+        engine.new_conversation(sessions).map_err(|e| match e {
+            crate::engine::EngineError::AlreadyRunning(id) => {
+                self.busy_session(&id, "start a new conversation")
+            }
+            crate::engine::EngineError::NoSuchSession(_) => EditError::NoSuchSession,
+            other => EditError::Invalid(other.to_string()),
+        })
+    }
+
     /// The team's max iterations, from text a person typed.
     pub fn set_max_iterations(&self, group_id: &str, text: &str) -> Result<u32, EditError> {
         let n = parse_max_iterations(text).map_err(|e| EditError::Invalid(e.to_string()))?;
@@ -691,7 +821,7 @@ impl Edits {
                 return Err(EditError::Invalid("this team has an evaluator already".into()));
             }
             let g = o.group(group_id).ok_or(EditError::NoSuchGroup)?;
-            let name = o.unique_session_name(&member_session_name(&team_slug(&g.name), "evaluator"));
+            let name = o.unique_session_name(&member_session_name(&g.members_slug(), "evaluator"));
             // Back as it was when switched off (its model only while its provider is configured).
             let kept = g.evaluator_kept.clone();
             let model = kept

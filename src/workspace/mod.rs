@@ -81,6 +81,7 @@ impl Workspace {
                 approval,
                 max_tool_rounds: config.max_tool_rounds,
                 tool_result_max_bytes: config.tool_result_max_bytes,
+                default_budget: config.budget,
                 ..EngineOptions::default()
             },
         );

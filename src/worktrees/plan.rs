@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::model::{Organization, Role, SessionId, WorktreeStrategy};
-use crate::naming::{team_slug, worker_handle};
+use crate::naming::worker_handle;
 
 /// Every branch huddle makes starts with this; huddle never deletes any other branch.
 pub fn branch_prefix() -> &'static str {
@@ -85,7 +85,7 @@ pub fn plan_team(
     let Some(group) = org.group(group_id) else {
         return Vec::new();
     };
-    let team = ascii_slug(&team_slug(&group.name), PART_MAX, "team");
+    let team = ascii_slug(&group.members_slug(), PART_MAX, "team");
     let evaluator = org.evaluator_of(group_id).map(|s| s.id.clone());
     let sessions = org.sessions_in(group_id);
     let orchestrator: Vec<SessionId> = sessions
@@ -106,7 +106,7 @@ pub fn plan_team(
             let handle = if Some(&s.id) == evaluator.as_ref() {
                 "evaluator".to_string()
             } else {
-                worker_handle(&s.name, &team_slug(&group.name))
+                worker_handle(&s.name, &group.members_slug())
             };
             (s.id.clone(), handle)
         })

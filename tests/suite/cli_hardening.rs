@@ -58,14 +58,8 @@ pub(super) fn team_group_in_repo(tmp: &Path) -> (PathBuf, PathBuf) {
 /// `huddle squad export` of that group into `repo`.
 pub(super) fn export_research_panel(home: &Path, repo: &Path) -> Output {
     let repo_arg = repo.display().to_string();
-    let args = [
-        "squad",
-        "export",
-        "--group",
-        "Research Panel",
-        "--repo",
-        &repo_arg,
-    ];
+    let team = super::headless::team_made_by_run(home, "Research Panel");
+    let args = ["squad", "export", "--group", &team, "--repo", &repo_arg];
     huddle_with(home, &args, Stdio::piped(), Stdio::piped())
 }
 

@@ -107,16 +107,17 @@ fn a_stored_max_iterations_out_of_range_is_clamped_when_loaded() {
     // An organization saved by hand (or by an older huddle) with a value out of range.
     let file = organization(home.path());
     let mut json: serde_json::Value = serde_json::from_slice(&std::fs::read(file.path()).unwrap()).unwrap();
+    let team = super::headless::team_made_by_run(home.path(), "Code Review Team");
     for group in json["groups"].as_array_mut().unwrap() {
-        if group["name"] == "Code Review Team" {
+        if group["name"] == team.as_str() {
             group["max_iterations"] = 500.into();
         }
     }
     std::fs::write(file.path(), serde_json::to_vec(&json).unwrap()).unwrap();
 
-    let again = run(home.path(), &["--group", "Code Review Team", "--events"], true);
+    let again = run(home.path(), &["--group", &team, "--events"], true);
     assert_eq!(started_with(&again), 100, "the run used the clamped value");
     let org = file.inspect().unwrap().unwrap();
-    let group = org.groups.iter().find(|g| g.name == "Code Review Team").unwrap();
+    let group = org.groups.iter().find(|g| g.name == team).unwrap();
     assert_eq!(group.max_iterations, 100, "and it was saved");
 }

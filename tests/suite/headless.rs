@@ -56,6 +56,21 @@ pub(super) fn ndjson(out: &Output) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The name of the team the last `huddle run --preset PRESET` made (`<preset> · run <time>`).
+pub(super) fn team_made_by_run(home: &Path, preset: &str) -> String {
+    let org = OrganizationFile::new(home.join("organization.json"))
+        .inspect()
+        .expect("readable")
+        .expect("saved");
+    let prefix = format!("{preset} · run ");
+    org.groups
+        .iter()
+        .filter(|g| g.name.starts_with(&prefix))
+        .max_by_key(|g| g.headless_at)
+        .map(|g| g.name.clone())
+        .unwrap_or_else(|| panic!("no team made by a run of {preset}"))
+}
+
 pub(super) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -99,7 +114,11 @@ fn every_builtin_preset_runs_to_a_sensible_end_on_the_sim() {
         5,
         "each run persisted its team"
     );
-    let reflect = org.groups.iter().find(|g| g.name == "Code Review Team").unwrap();
+    let reflect = org
+        .groups
+        .iter()
+        .find(|g| g.name.starts_with("Code Review Team · run "))
+        .unwrap();
     let cycle = reflect.reflection.as_ref().unwrap();
     assert!(cycle.goal_met && !cycle.active);
     assert!(
@@ -225,12 +244,13 @@ fn reusing_a_group_and_overriding_the_mode() {
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let team = team_made_by_run(home.path(), "Planning Team");
     let out = huddle(
         home.path(),
         &[
             "run",
             "--group",
-            "Planning Team",
+            &team,
             "--mode",
             "orchestrator_reflect",
             "--max-iterations",
@@ -347,7 +367,8 @@ fn squad_export_writes_into_the_groups_own_repo() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     // Run from HUDDLE_HOME (not the repo) without --repo.
-    let out = huddle(home.path(), &["squad", "export", "--group", "Planning Team"]);
+    let team = team_made_by_run(home.path(), "Planning Team");
+    let out = huddle(home.path(), &["squad", "export", "--group", &team]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
         repo.path().join(".squad/team.md").is_file(),

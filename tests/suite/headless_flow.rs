@@ -3,7 +3,7 @@
 
 use huddle::store::OrganizationFile;
 
-use super::headless::{huddle, ndjson, text};
+use super::headless::{huddle, ndjson, team_made_by_run, text};
 
 #[test]
 fn the_help_desk_flow_runs_one_request_to_its_end_on_the_sim() {
@@ -31,19 +31,26 @@ fn the_help_desk_flow_runs_one_request_to_its_end_on_the_sim() {
         .inspect()
         .unwrap()
         .unwrap();
-    let group = org
-        .groups
-        .iter()
-        .find(|g| g.name.starts_with("Help Desk Flow"))
-        .unwrap();
+    let team = team_made_by_run(home.path(), "Help Desk Flow");
+    let group = org.groups.iter().find(|g| g.name == team).unwrap();
     let entry = group.flow_entry.as_deref().expect("the entry is stored");
     let dispatcher = org.sessions.iter().find(|s| s.id == entry).unwrap();
     assert!(dispatcher.name.ends_with("dispatcher"), "{}", dispatcher.name);
     assert_eq!(dispatcher.flow.router.as_ref().unwrap().destinations.len(), 2);
 
+    // The same team again (a new `--preset` run would make a second team, its members named
+    // `dispatcher-2` and so on).
     let out = huddle(
         home.path(),
-        &[&args[..], &["--events", "Refund my last invoice please"]].concat(),
+        &[
+            "run",
+            "--group",
+            &team,
+            "--model",
+            "sim/x",
+            "--events",
+            "Refund my last invoice please",
+        ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let hops: Vec<serde_json::Value> = ndjson(&out)

@@ -81,6 +81,7 @@ fn sigterm_keeps_the_cycle_resumable_and_resume_continues_it() {
     let home = tempfile::tempdir().expect("home");
     let (code, events) = signal_after_first_evaluation(home.path(), libc::SIGTERM);
     assert_eq!(code, Some(143));
+    let team = super::headless::team_made_by_run(home.path(), TEAM);
     // Every iteration whose evaluation was printed is on disk.
     let evaluated: Vec<u64> = events
         .iter()
@@ -106,7 +107,7 @@ fn sigterm_keeps_the_cycle_resumable_and_resume_continues_it() {
     // A new prompt would overwrite it: refused, and the state is untouched.
     let out = huddle(
         home.path(),
-        &["run", "--group", TEAM, "--model", "sim/x", "Another task"],
+        &["run", "--group", &team, "--model", "sim/x", "Another task"],
     );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let why = text(&out.stderr);
@@ -117,7 +118,7 @@ fn sigterm_keeps_the_cycle_resumable_and_resume_continues_it() {
     assert_eq!(cycle(home.path()), saved);
 
     // Resume: the next iteration, the same goal, the earlier evaluations kept.
-    let out = huddle(home.path(), &["run", "--group", TEAM, "--resume", "--events"]);
+    let out = huddle(home.path(), &["run", "--group", &team, "--resume", "--events"]);
     assert!(matches!(out.status.code(), Some(0 | 3)), "{}", text(&out.stderr));
     let resumed = ndjson(&out);
     let first = resumed
@@ -134,7 +135,7 @@ fn sigterm_keeps_the_cycle_resumable_and_resume_continues_it() {
     assert_eq!(done.evaluations[..saved.evaluations.len()], saved.evaluations[..]);
 
     // Nothing left to resume.
-    let out = huddle(home.path(), &["run", "--group", TEAM, "--resume"]);
+    let out = huddle(home.path(), &["run", "--group", &team, "--resume"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("no interrupted cycle"),
@@ -147,6 +148,7 @@ fn sigterm_keeps_the_cycle_resumable_and_resume_continues_it() {
 fn sighup_exits_129_and_discarding_starts_over() {
     let home = tempfile::tempdir().expect("home");
     let (code, _) = signal_after_first_evaluation(home.path(), libc::SIGHUP);
+    let team = super::headless::team_made_by_run(home.path(), TEAM);
     assert_eq!(code, Some(129));
     assert!(cycle(home.path()).is_interrupted());
     let out = huddle(
@@ -154,7 +156,7 @@ fn sighup_exits_129_and_discarding_starts_over() {
         &[
             "run",
             "--group",
-            TEAM,
+            &team,
             "--model",
             "sim/x",
             "--discard-interrupted",
@@ -180,6 +182,7 @@ fn sighup_exits_129_and_discarding_starts_over() {
 fn kill_9_after_reported_iterations_loses_none_and_resumes_headlessly() {
     let home = tempfile::tempdir().expect("home");
     let (code, events) = signal_after_first_evaluation(home.path(), libc::SIGKILL);
+    let team = super::headless::team_made_by_run(home.path(), TEAM);
     assert_eq!(code, None, "killed");
     fn evaluated(events: &[Value]) -> impl Iterator<Item = u64> + '_ {
         events
@@ -203,7 +206,7 @@ fn kill_9_after_reported_iterations_loses_none_and_resumes_headlessly() {
         }
         let (code, events) = signal_after_evaluation(
             home.path(),
-            &["run", "--group", TEAM, "--resume", "--events"],
+            &["run", "--group", &team, "--resume", "--events"],
             libc::SIGKILL,
         );
         reported.extend(evaluated(&events));

@@ -70,7 +70,13 @@ fn huddle_run_denies_asking_tools_unless_told_to_approve_them() {
 
     let out = huddle(
         home.path(),
-        &["run", "--group", "Clock Team", "--events", "And now?"],
+        &[
+            "run",
+            "--group",
+            &super::headless::team_made_by_run(home.path(), "Clock Team"),
+            "--events",
+            "And now?",
+        ],
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let events = events(&out.stdout);

@@ -18,11 +18,11 @@ use super::tui_support::{ch, render, screen_text};
 
 const TEAM: &str = "Code Review Team";
 
-fn config() -> Config {
+pub fn config() -> Config {
     Config::parse("default_model: sim/demo\n", Path::new("config.yaml")).expect("config")
 }
 
-fn open(home: &Path) -> Workspace {
+pub fn open(home: &Path) -> Workspace {
     Workspace::open(
         &Paths::single(home.to_path_buf()),
         &config(),

@@ -86,7 +86,8 @@ fn a_flow_team_runs_from_the_composer_and_its_timeline_shows_every_hop() {
     ] {
         engine_event(&mut app, &gid, run, event);
     }
-    let text = screen_text(&render(&mut app, 160, 40));
+    // Wide enough that the route line (with its message) is not wrapped next to the side panels.
+    let text = screen_text(&render(&mut app, 200, 40));
     for line in [
         "dispatcher ⇒ engineer (route, 2.3s, 321 tok): Looks like a bad deploy",
         "✓ security advised engineer (2.3s, 321 tok)",

@@ -11,7 +11,7 @@ use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system}
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
-struct Huddle {
+pub(super) struct Huddle {
     screen: Arc<Mutex<vt100::Parser>>,
     writer: Box<dyn Write + Send>,
     child: Box<dyn Child + Send + Sync>,
@@ -19,7 +19,12 @@ struct Huddle {
 }
 
 impl Huddle {
-    fn start(home: &Path, repo: &Path) -> Huddle {
+    pub(super) fn start(home: &Path, repo: &Path) -> Huddle {
+        Huddle::start_with(home, repo, &[])
+    }
+
+    /// [`Huddle::start`] with more environment variables (`EDITOR`, say).
+    pub(super) fn start_with(home: &Path, repo: &Path, env: &[(&str, &str)]) -> Huddle {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows: 30,
@@ -33,6 +38,9 @@ impl Huddle {
         cmd.env("HUDDLE_HOME", home);
         cmd.env("TERM", "xterm-256color");
         cmd.env_remove("NO_COLOR");
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
         let child = pty.slave.spawn_command(cmd).expect("start huddle");
         drop(pty.slave);
         let mut reader = pty.master.try_clone_reader().expect("pty reader");
@@ -56,12 +64,12 @@ impl Huddle {
         }
     }
 
-    fn text(&self) -> String {
+    pub(super) fn text(&self) -> String {
         self.screen.lock().unwrap().screen().contents()
     }
 
     /// Polls the screen until it contains `needle`; the screen at the deadline is in the panic.
-    fn wait_for(&self, needle: &str) -> String {
+    pub(super) fn wait_for(&self, needle: &str) -> String {
         let start = Instant::now();
         loop {
             let text = self.text();
@@ -78,19 +86,19 @@ impl Huddle {
 
     /// Sends bytes as one keystroke, then lets the app read them alone (an Esc followed at once
     /// by a key would be read as Alt+key).
-    fn key(&mut self, bytes: &str) {
+    pub(super) fn key(&mut self, bytes: &str) {
         self.writer.write_all(bytes.as_bytes()).expect("write to the pty");
         self.writer.flush().expect("flush the pty");
         std::thread::sleep(Duration::from_millis(120));
     }
 
-    fn type_text(&mut self, text: &str) {
+    pub(super) fn type_text(&mut self, text: &str) {
         self.writer.write_all(text.as_bytes()).expect("write to the pty");
         self.writer.flush().expect("flush the pty");
         std::thread::sleep(Duration::from_millis(120));
     }
 
-    fn wait_exit(&mut self) {
+    pub(super) fn wait_exit(&mut self) {
         let start = Instant::now();
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -117,8 +125,8 @@ impl Drop for Huddle {
     }
 }
 
-const ESC: &str = "\x1b";
-const ENTER: &str = "\r";
+pub(super) const ESC: &str = "\x1b";
+pub(super) const ENTER: &str = "\r";
 const CTRL_P: &str = "\x10";
 
 #[test]

@@ -121,6 +121,44 @@ fn team_mid_cycle() {
     tui_snapshot!("team_mid_cycle_120x32", screen_text(&t));
 }
 
+/// Wide terminals are used: the sidebar and the panel grow, a long task wraps, and after a
+/// rename the members' rows still show their roles.
+#[test]
+fn team_on_wide_screens_after_a_rename() {
+    let (mut app, id) = app_with_team(TEAM);
+    let mut events = first_iteration(&app, &id);
+    let long_task = "Check every edge case of the login handler: empty passwords, unicode user names, expired tokens, clock skew between servers, replayed requests and what the handler logs when any of them fails";
+    if let Some(EventKind::Assignment { task, .. }) = events
+        .iter_mut()
+        .find(|e| matches!(e, EventKind::Assignment { .. }))
+    {
+        *task = long_task.into();
+    }
+    feed(&mut app, &id, events);
+    app.perform(Action::Rename);
+    for _ in 0..30 {
+        app.handle_key(super::tui_support::key(crossterm::event::KeyCode::Backspace));
+    }
+    super::tui_support::type_text(&mut app, "Reviewers");
+    app.handle_key(super::tui_support::key(crossterm::event::KeyCode::Enter));
+    for (w, h) in [(80, 24), (120, 40), (200, 60)] {
+        let t = render(&mut app, w, h);
+        let text = screen_text(&t);
+        assert!(text.contains("Reviewers"), "{text}");
+        if w == 200 {
+            assert!(
+                text.contains("· security") && text.contains("· correctness"),
+                "{text}"
+            );
+            assert!(
+                text.contains("logs when any of them fails"),
+                "the task wraps: {text}"
+            );
+        }
+        tui_snapshot!(format!("team_renamed_{w}x{h}"), text);
+    }
+}
+
 #[test]
 fn team_paused() {
     let (mut app, id) = app_with_team(TEAM);
@@ -255,6 +293,29 @@ fn session_transcript_with_markdown() {
     });
     let t = render(&mut app, 100, 30);
     tui_snapshot!("session_transcript_100x30", screen_text(&t));
+}
+
+#[test]
+fn transcript_links_tables_and_fences() {
+    let (mut app, _) = app_with_team(TEAM);
+    let commands = app.perform(Action::MoveDown);
+    let Some(huddle::tui::command::Command::LoadTranscript { session_id }) = commands.first().cloned() else {
+        panic!("selecting a session loads its transcript: {commands:?}");
+    };
+    let answer = Message::assistant(
+        "See [the guide](https://example.org/guide).\n\n| check | result | time |\n|---|:---:|---:|\n| login | pass | 1.2s |\n| tokens | **fail** | 30s |\n\n```\ncargo test\n```\n",
+    );
+    app.handle_app_event(AppEvent::TranscriptLoaded {
+        session_id,
+        result: Ok(huddle::store::LoadedTranscript {
+            messages: vec![Message::user("Summarise"), answer],
+            warnings: Vec::new(),
+        }),
+    });
+    let t = render(&mut app, 80, 32);
+    let text = screen_text(&t);
+    assert!(text.contains("the guide (https://example.org/guide)"), "{text}");
+    tui_snapshot!("transcript_markdown_80x32", text);
 }
 
 /// A run file of the team as `read_run` returns it: `kinds` recorded at `at`.

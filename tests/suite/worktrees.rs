@@ -846,6 +846,18 @@ fn saved_worktree(e: &Env, name: &str) -> Worktree {
         .unwrap_or_else(|| panic!("{name} has no worktree"))
 }
 
+/// The name of the team the last `huddle run --preset PRESET` made (`<preset> · run <time>`).
+fn made_by_run(e: &Env, preset: &str) -> String {
+    let prefix = format!("{preset} · run ");
+    saved(e)
+        .groups
+        .iter()
+        .filter(|g| g.name.starts_with(&prefix))
+        .max_by_key(|g| g.headless_at)
+        .map(|g| g.name.clone())
+        .unwrap_or_else(|| panic!("no team made by a run of {preset}"))
+}
+
 /// `huddle run --preset PRESET --model sim/x [extra] Go`, which must succeed.
 fn run_on_sim(e: &Env, preset: &str, extra: &[&str]) {
     let mut args = vec!["run", "--preset", preset, "--model", "sim/x"];
@@ -872,7 +884,8 @@ fn the_coding_team_runs_on_the_sim_in_worktrees_and_the_cli_lists_diffs_merges_a
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("making the team's git worktrees (fully_isolated)"));
     let org = saved(&e);
-    let group = org.group_by_name("Coding Team").unwrap();
+    let team = made_by_run(&e, "Coding Team");
+    let group = org.group_by_name(&team).unwrap();
     assert_eq!(group.worktrees, WorktreeStrategy::FullyIsolated);
     let trees = worktrees::distinct(org.sessions.iter().filter_map(|s| s.worktree.as_ref()));
     assert_eq!(
@@ -884,7 +897,10 @@ fn the_coding_team_runs_on_the_sim_in_worktrees_and_the_cli_lists_diffs_merges_a
     let list = huddle(&e, &["worktrees", "list"]);
     assert_eq!(list.status.code(), Some(0), "{}", text(&list.stderr));
     let listed = text(&list.stdout);
-    assert!(listed.starts_with("Coding Team · fully_isolated\n"), "{listed}");
+    assert!(
+        listed.starts_with(&format!("{team} · fully_isolated\n")),
+        "{listed}"
+    );
     assert_eq!(listed.matches("  clean\n").count(), 4, "{listed}");
     assert!(
         listed.contains("coding-team-orchestrator, coding-team-evaluator"),
@@ -904,7 +920,7 @@ fn the_coding_team_runs_on_the_sim_in_worktrees_and_the_cli_lists_diffs_merges_a
     let shown = text(&diff.stdout);
     assert!(shown.contains("#  A verbose.rs"), "{shown}");
     assert!(shown.contains("+pub const VERBOSE: bool = true;"), "{shown}");
-    let stat = text(&huddle(&e, &["worktrees", "diff", "--group", "Coding Team", "--stat"]).stdout);
+    let stat = text(&huddle(&e, &["worktrees", "diff", "--group", &team, "--stat"]).stdout);
     assert_eq!(stat.matches("# huddle/").count(), 4, "{stat}");
     assert!(!stat.contains("+pub const"), "{stat}");
 
@@ -926,7 +942,7 @@ fn the_coding_team_runs_on_the_sim_in_worktrees_and_the_cli_lists_diffs_merges_a
         text(&asked.stderr)
     );
     assert_eq!(git(&e.repo, &["rev-parse", "HEAD"]), before, "nothing merged");
-    let merged = huddle(&e, &["worktrees", "merge", "--group", "Coding Team", "--yes"]);
+    let merged = huddle(&e, &["worktrees", "merge", "--group", &team, "--yes"]);
     assert_eq!(merged.status.code(), Some(0), "{}", text(&merged.stderr));
     assert!(text(&merged.stdout).contains("merged 1 commit(s) of huddle/coding-team-implementer-"));
     assert!(e.repo.join("verbose.rs").exists());
@@ -950,7 +966,7 @@ fn the_coding_team_runs_on_the_sim_in_worktrees_and_the_cli_lists_diffs_merges_a
     // Remove: refused while the tester's worktree holds work (nothing removed), then forced.
     let tester = saved_worktree(&e, "coding-team-tester");
     std::fs::write(tester.path.join("wip_test.rs"), "#[test] fn t() {}\n").unwrap();
-    let refused = huddle(&e, &["worktrees", "remove", "--group", "Coding Team"]);
+    let refused = huddle(&e, &["worktrees", "remove", "--group", &team]);
     assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
     assert!(
         text(&refused.stderr).contains("1 uncommitted change"),
@@ -984,7 +1000,7 @@ fn the_coding_team_runs_on_the_sim_in_worktrees_and_the_cli_lists_diffs_merges_a
         text(&forced.stdout)
     );
     assert!(!tester.path.exists());
-    let rest = huddle(&e, &["worktrees", "remove", "--group", "Coding Team"]);
+    let rest = huddle(&e, &["worktrees", "remove", "--group", &team]);
     assert_eq!(rest.status.code(), Some(0), "{}", text(&rest.stderr));
     assert_eq!(
         text(&rest.stdout).matches("removed ").count(),
@@ -1039,7 +1055,7 @@ fn a_team_with_worktrees_needs_a_git_repository_and_a_conflicting_cli_merge_chan
         OrganizationFile::new(e.paths.organization_file())
             .inspect()
             .unwrap()
-            .is_none_or(|o| o.group_by_name("Coding Team").is_none()),
+            .is_none_or(|o| o.groups.iter().all(|g| !g.name.starts_with("Coding Team"))),
         "no team recorded"
     );
     // Without git at all.
@@ -1069,7 +1085,8 @@ fn a_team_with_worktrees_needs_a_git_repository_and_a_conflicting_cli_merge_chan
     commit_all(&w.path, "Panel greeting");
     std::fs::write(e.repo.join("README.md"), "hello from main\nsecond line\n").unwrap();
     let head = commit_all(&e.repo, "Main greeting");
-    let out = huddle(&e, &["worktrees", "merge", "--group", "Research Panel", "--yes"]);
+    let panel = made_by_run(&e, "Research Panel");
+    let out = huddle(&e, &["worktrees", "merge", "--group", &panel, "--yes"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("conflict in README.md"),
@@ -1085,14 +1102,7 @@ fn a_team_with_worktrees_needs_a_git_repository_and_a_conflicting_cli_merge_chan
     assert_eq!(status(&e.repo), "");
     let out = huddle(
         &e,
-        &[
-            "worktrees",
-            "merge",
-            "--group",
-            "Research Panel",
-            "--cherry-pick",
-            "--yes",
-        ],
+        &["worktrees", "merge", "--group", &panel, "--cherry-pick", "--yes"],
     );
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(git(&e.repo, &["rev-parse", "HEAD"]), head);

@@ -169,18 +169,19 @@ impl Walk<'_, '_> {
         cancel: &CancellationToken,
         handoff_to: Option<Vec<String>>,
     ) -> TurnResult {
+        // The run's options (attachments, the team's memory), under this walk's cancel token.
         let options = TurnOptions {
-            run_id: self.run.active.emitter.run_id.clone(),
-            iteration: Some(1),
             cancel: cancel.child_token(),
-            timeout: None,
-            model_override: self.run.team.model_override.clone(),
             handoff_to,
+            ..self.run.turn_options(Some(1), None)
         };
         let started = Instant::now();
         let mut result = self.run.shared.turn(&member.id, prompt, options).await;
         if result.duration.is_zero() {
             result.duration = started.elapsed();
+        }
+        if let Some(u) = result.usage {
+            self.run.control().count_tokens(u, self.run.emitter());
         }
         result
     }

@@ -6,12 +6,16 @@ mod flow;
 mod one_pass;
 mod orchestrator;
 mod orchestrator_reflect;
+mod relay;
+mod relay_history;
+mod relay_review;
 mod sequential;
 
 use std::sync::Arc;
 
 use crate::model::{CycleOutcome, Mode};
 
+use super::budget::within_time_limit;
 use super::run::Run;
 use super::team::Team;
 use super::{ActiveRun, EngineError, EngineShared, RunOverrides, RunReport};
@@ -24,6 +28,28 @@ pub(crate) async fn run(
     prompt: String,
     overrides: &RunOverrides,
     resume: bool,
+) -> Result<RunReport, EngineError> {
+    run_linked(
+        shared,
+        active,
+        group_id,
+        prompt,
+        overrides,
+        resume,
+        relay::RelayLink::default(),
+    )
+    .await
+}
+
+/// A team run that may be a link in a chain of relays (`link` says where).
+pub(crate) async fn run_linked(
+    shared: &Arc<EngineShared>,
+    active: &ActiveRun,
+    group_id: &str,
+    prompt: String,
+    overrides: &RunOverrides,
+    resume: bool,
+    link: relay::RelayLink,
 ) -> Result<RunReport, EngineError> {
     let team = Team::read(shared, group_id, overrides)?;
     team.check_runnable()?;
@@ -41,12 +67,22 @@ pub(crate) async fn run(
             failed: Some(e.to_string()),
         });
     }
-    let mut run = Run::new(shared, active, team);
-    match run.team.mode {
-        Mode::Broadcast => broadcast::run(&mut run, prompt).await,
-        Mode::Sequential => sequential::run(&mut run, prompt).await,
-        Mode::Orchestrator => orchestrator::run(&mut run, prompt).await,
-        Mode::OrchestratorReflect => orchestrator_reflect::run(&mut run, prompt, resume).await,
-        Mode::Flow => flow::run(&mut run, prompt).await,
+    let mut budget = team.budget;
+    if team.mode == Mode::Relay && budget.max_duration_secs.is_none() {
+        // A relay talks to someone else's agent: it never runs unbounded.
+        budget.max_duration_secs = Some(crate::model::relay::DEFAULT_MAX_DURATION_SECS);
     }
+    active.control.set_budget(budget);
+    let mut run = Run::new(shared, active, team);
+    let work = async {
+        match run.team.mode {
+            Mode::Broadcast => broadcast::run(&mut run, prompt).await,
+            Mode::Sequential => sequential::run(&mut run, prompt).await,
+            Mode::Orchestrator => orchestrator::run(&mut run, prompt).await,
+            Mode::OrchestratorReflect => orchestrator_reflect::run(&mut run, prompt, resume).await,
+            Mode::Relay => relay::run(&mut run, prompt, overrides, link).await,
+            Mode::Flow => flow::run(&mut run, prompt).await,
+        }
+    };
+    within_time_limit(&active.control, &active.emitter, work).await
 }

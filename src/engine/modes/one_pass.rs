@@ -42,6 +42,7 @@ fn finish_with(
     note_to: Option<&Member>,
     failure: Option<&str>,
 ) -> RunReport {
+    let outcome = run.control().settle(outcome);
     let summary = match failure {
         Some(why) => format!("Run failed: {why}"),
         None => completion_summary(&SummaryInput {
@@ -55,6 +56,7 @@ fn finish_with(
             per_iteration: Vec::new(),
         }),
     };
+    let summary = run.control().annotate_summary(summary);
     if let Some(member) = note_to {
         run.note(member, &summary);
     }

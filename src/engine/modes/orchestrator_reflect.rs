@@ -461,7 +461,10 @@ impl TeamCycle<'_, '_> {
         } else {
             CycleOutcome::SaveFailed
         };
-        let summary = cycle::summary(&self.state, outcome);
+        let summary = self
+            .run
+            .control()
+            .annotate_summary(cycle::summary(&self.state, outcome));
         self.run.note(&self.orchestrator, &summary);
         self.run.emit(EventKind::CycleFinished {
             outcome,

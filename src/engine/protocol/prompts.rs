@@ -341,6 +341,17 @@ const SYNTHESIS_INSTRUCTIONS: &str = "\n## What to write\n\
     not describe the process.\n";
 
 /// The orchestrator combines the worker results into one answer.
+/// A member's prompt with the notes the user left for it (`@member text`) before it.
+pub fn prompt_with_notes(notes: &[String], prompt: &str) -> String {
+    let mut out = String::from("## A note from the user, for you alone\n");
+    for note in notes {
+        let _ = writeln!(out, "- {}", note.trim());
+    }
+    out.push('\n');
+    out.push_str(prompt);
+    out
+}
+
 pub fn synthesis_prompt(request: &str, results: &[WorkerResult]) -> String {
     let mut out =
         String::with_capacity(2048 + request.len() + results.iter().map(|r| r.text.len()).sum::<usize>());

@@ -258,3 +258,12 @@ fn sequential_labels_earlier_answers() {
     assert!(has_line(&p, "### second (failed)") && p.contains("error: 500"));
     assert_eq!(sim_kind(&p), "chat");
 }
+
+#[test]
+fn notes_come_before_the_prompt_one_line_each() {
+    let text = prompt_with_notes(&["check the tests ".into(), "be brief".into()], "Your task: X");
+    assert_eq!(
+        text,
+        "## A note from the user, for you alone\n- check the tests\n- be brief\n\nYour task: X"
+    );
+}

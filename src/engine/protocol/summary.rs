@@ -58,6 +58,7 @@ pub fn outcome_sentence(outcome: CycleOutcome, max_iterations: u32) -> String {
         CycleOutcome::Cancelled => "cancelled before the goal was met".to_string(),
         CycleOutcome::Completed => "completed".to_string(),
         CycleOutcome::SaveFailed => "stopped because its state could not be saved".to_string(),
+        CycleOutcome::BudgetExhausted => "stopped because its budget ran out".to_string(),
     }
 }
 

@@ -34,6 +34,9 @@ pub struct Extras {
     /// How the team shares git worktrees (a strategy only: huddle makes every path itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktrees: Option<WorktreeStrategy>,
+    /// A relay team's settings (mode `relay`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay: Option<crate::model::RelaySettings>,
 }
 
 impl Extras {
@@ -68,6 +71,7 @@ impl Extras {
             orchestrator_prompt,
             evaluator,
             worktrees: Some(preset.worktrees).filter(|w| !w.is_shared()),
+            relay: preset.relay.clone().filter(|_| preset.mode == Mode::Relay),
         }
     }
 
@@ -126,6 +130,8 @@ mod tests {
             mode: Mode::OrchestratorReflect,
             max_iterations: Some(4),
             worker_timeout_secs: Some(600),
+            max_duration_secs: None,
+            token_budget: None,
             orchestrator: Some(PresetAgent {
                 prompt: Some("Lead well.\n".into()),
                 ..PresetAgent::default()
@@ -139,6 +145,8 @@ mod tests {
             shared_context: None,
             routing_context: None,
             worktrees: WorktreeStrategy::OrchestratorIsolated,
+            relay: None,
+            memory: Default::default(),
             entry: None,
             tier: None,
             source: None,
@@ -177,5 +185,17 @@ mod tests {
         assert!(err.contains("flavour"), "{err}");
         let err = Extras::parse("evaluator: { prompt: 5, colour: red }\n").unwrap_err();
         assert!(err.contains("evaluator"), "{err}");
+    }
+
+    #[test]
+    fn a_relays_settings_are_written_and_read_back() {
+        let config = crate::config::Config::from_env(|_| None);
+        let (builtins, _) = crate::presets::builtin::load_builtins(&config);
+        let negotiator = builtins.iter().find(|p| p.name == "Negotiator").unwrap();
+        let extras = Extras::of(negotiator, None);
+        assert_eq!(extras.relay, negotiator.relay);
+        let back = Extras::parse(&extras.to_yaml().unwrap()).unwrap();
+        assert_eq!(back.relay, negotiator.relay);
+        assert!(back.relay.unwrap().review.patterns[0].contains("we accept"));
     }
 }

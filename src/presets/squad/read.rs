@@ -175,12 +175,16 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         mode,
         max_iterations: None,
         worker_timeout_secs: None,
+        max_duration_secs: None,
+        token_budget: None,
         orchestrator,
         evaluator: None,
         workers,
         shared_context,
         routing_context,
         worktrees: Default::default(),
+        relay: None,
+        memory: Default::default(),
         entry: None,
         tier: Some(Tier::Repo),
         source: Some(dir.display().to_string()),
@@ -300,6 +304,17 @@ fn apply_extras(team: &TeamDir, preset: &mut Preset, config: &Config) {
     // Only a strategy: worktree paths and branches are always made by huddle, in its data dir.
     if let Some(w) = extras.worktrees {
         preset.worktrees = w;
+    }
+    // A relay's settings (checked when it runs: its driver and counterpart must be found).
+    if let Some(r) = extras.relay {
+        if preset.mode == Mode::Relay {
+            preset.relay = Some(r);
+        } else {
+            warnings.push(format!(
+                "huddle.yaml: relay: only used by mode relay; ignored in mode {}",
+                preset.mode
+            ));
+        }
     }
 }
 

@@ -11,6 +11,16 @@ use super::{Outcome, centered, popup_block};
 use crate::tui::action::Context;
 use crate::tui::keymap::Keymap;
 
+/// What the sidebar's marks mean (drawn in `sidebar.rs`).
+pub const SIDEBAR_MARKS: &[(&str, &str)] = &[
+    ("●", "new output you have not seen yet"),
+    ("?", "a tool call waits for your approval"),
+    ("◈", "a team made from the repo's Squad folder (.squad/)"),
+    ("▾ / ▸", "group unfolded / folded (with its session count)"),
+    ("⠋ / ⏸ / !", "running / paused / cycle interrupted (resumable)"),
+    ("± ↑N ✗ ⎇", "worktree: changes, unmerged commits, gone, branch"),
+];
+
 #[derive(Default)]
 pub struct Help {
     pub scroll: u16,
@@ -58,6 +68,34 @@ impl Help {
             lines.push(Line::default());
         }
         lines.push(Line::styled(
+            "Text fields (the composer, dialogs)",
+            Style::default().add_modifier(Modifier::BOLD),
+        ));
+        let quit = keymap.key_label(crate::tui::action::Action::Quit);
+        let clear = format!("{quit} (with text)");
+        for (keys, what) in crate::tui::widgets::text_edit::HELP
+            .iter()
+            .copied()
+            .chain([(clear.as_str(), "clear the composer (Ctrl-Y: back); again: quit")])
+        {
+            lines.push(Line::from(vec![
+                Span::styled(format!("  {keys:<18} "), Style::default().fg(Color::Cyan)),
+                Span::raw(what.to_string()),
+            ]));
+        }
+        lines.push(Line::default());
+        lines.push(Line::styled(
+            "Sidebar marks",
+            Style::default().add_modifier(Modifier::BOLD),
+        ));
+        for (mark, what) in SIDEBAR_MARKS {
+            lines.push(Line::from(vec![
+                Span::styled(format!("  {mark:<18} "), Style::default().fg(Color::Cyan)),
+                Span::raw(*what),
+            ]));
+        }
+        lines.push(Line::default());
+        lines.push(Line::styled(
             "Dialogs: ↑/↓ move · type to search · Enter accept · Esc cancel",
             Style::default().add_modifier(Modifier::DIM),
         ));
@@ -78,5 +116,28 @@ impl Help {
                 .block(popup_block("Keys (j/k scroll · any other key closes)")),
             rect,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_explains_the_sidebar_marks_and_the_text_keys() {
+        let text: String = Help::lines(&Keymap::default())
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>() + "\n")
+            .collect();
+        for needle in [
+            "● ",
+            "new output",
+            "◈ ",
+            "Squad folder",
+            "Ctrl-Z / Ctrl-R",
+            "Ctrl-C (with text)",
+        ] {
+            assert!(text.contains(needle), "{needle}:\n{text}");
+        }
     }
 }

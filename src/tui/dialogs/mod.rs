@@ -8,6 +8,7 @@ pub mod diff_view;
 pub mod help;
 pub mod list;
 pub mod notice;
+pub mod relay_draft;
 pub mod stack;
 pub mod text_input;
 
@@ -25,6 +26,7 @@ pub use diff_view::DiffView;
 pub use help::Help;
 pub use list::{ListItem, ListPicker};
 pub use notice::Notice;
+pub use relay_draft::{RelayChoice, RelayDraftPopup};
 pub use stack::{DialogStack, Routed};
 pub use text_input::TextInput;
 
@@ -71,6 +73,10 @@ pub enum TextPurpose {
     SystemPrompt(SessionId),
     /// Max iterations of a single-session reflection towards this goal.
     ReflectIterations(SessionId, String),
+    /// A relay draft, edited: sent when saved.
+    RelayEdit(GroupId),
+    /// The note for a rejected relay draft.
+    RelayNote(GroupId),
 }
 
 /// What a picked list entry is for.
@@ -99,6 +105,11 @@ pub enum DialogResult {
     Chose(ChoiceAction, usize),
     /// The merge key in the diff view: bring this worktree's work back (asks first).
     MergeWorktree(Worktree),
+    /// An answer in the relay draft popup.
+    Relay {
+        group_id: GroupId,
+        choice: RelayChoice,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -121,6 +132,7 @@ pub enum Dialog {
     Approval(Box<Approvals>),
     Choice(Box<Choice>),
     Diff(Box<DiffView>),
+    RelayDraft(Box<RelayDraftPopup>),
 }
 
 impl Dialog {
@@ -134,6 +146,7 @@ impl Dialog {
             Dialog::Notice(d) => d.handle_key(key),
             Dialog::Choice(d) => d.handle_key(key),
             Dialog::Diff(d) => d.handle_key(key),
+            Dialog::RelayDraft(d) => d.handle_key(key),
         }
     }
 
@@ -164,6 +177,7 @@ impl Dialog {
             Dialog::Approval(d) => d.render(frame, area),
             Dialog::Choice(d) => d.render(frame, area),
             Dialog::Diff(d) => d.render(frame, area),
+            Dialog::RelayDraft(d) => d.render(frame, area),
         }
     }
 }

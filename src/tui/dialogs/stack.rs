@@ -32,6 +32,17 @@ impl DialogStack {
         self.open.push(dialog);
     }
 
+    /// Opens `dialog` under those open (the one in use keeps its keys; it shows once they
+    /// close), or on top when none is.
+    pub fn push_under(&mut self, dialog: Dialog) {
+        self.open.insert(0, dialog);
+    }
+
+    /// Keeps only the dialogs `keep` says yes to.
+    pub fn retain(&mut self, keep: impl FnMut(&Dialog) -> bool) {
+        self.open.retain(keep);
+    }
+
     /// An error popup.
     pub fn error(&mut self, title: impl Into<String>, text: impl Into<String>) {
         self.push(Dialog::Notice(Notice::error(title, text)));
@@ -141,6 +152,14 @@ impl DialogStack {
     pub fn pickers(&mut self, purpose: &PickPurpose) -> impl Iterator<Item = &mut ListPicker> {
         self.open.iter_mut().filter_map(move |d| match d {
             Dialog::Picker(p) if p.purpose == *purpose => Some(p),
+            _ => None,
+        })
+    }
+
+    /// The open text dialog for `purpose` (to put `$EDITOR`'s text in it).
+    pub fn text_input(&mut self, purpose: &super::TextPurpose) -> Option<&mut super::TextInput> {
+        self.open.iter_mut().find_map(|d| match d {
+            Dialog::Text(t) if t.purpose == *purpose => Some(&mut **t),
             _ => None,
         })
     }

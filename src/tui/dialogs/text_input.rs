@@ -61,6 +61,19 @@ impl TextInput {
         }
     }
 
+    /// The text from `$EDITOR` replaces the field's (undoable with Ctrl-Z).
+    pub fn replace_text(&mut self, text: &str) {
+        let text = crate::tui::composer::for_textarea(text.strip_suffix('\n').unwrap_or(text));
+        self.area.select_all();
+        self.area.cut();
+        self.area.insert_str(if self.multiline {
+            text
+        } else {
+            text.replace('\n', " ")
+        });
+        self.error = None;
+    }
+
     pub fn handle_key(&mut self, key: &KeyEvent) -> Outcome {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         match key.code {
@@ -75,7 +88,7 @@ impl TextInput {
             KeyCode::Char('m') | KeyCode::Char('j') if ctrl && !self.multiline => return Outcome::Stay,
             _ => {}
         }
-        self.area.input(*key);
+        crate::tui::widgets::text_edit::edit(&mut self.area, *key);
         self.error = None;
         Outcome::Stay
     }
@@ -101,7 +114,7 @@ impl TextInput {
         frame.render_widget(&self.area, field);
         let hint_text = match (&self.error, self.multiline) {
             (Some(e), _) => crate::text::sanitize::display(e).into_owned(),
-            (None, true) => "Ctrl-S save · Enter newline · Esc cancel".to_string(),
+            (None, true) => "Ctrl-S save · Enter newline · Ctrl-O $EDITOR · Esc cancel".to_string(),
             (None, false) => "Enter accept · Esc cancel".to_string(),
         };
         frame.render_widget(

@@ -2,6 +2,7 @@
 //! state of its own: it draws from props the renderer fills.
 
 pub mod status;
+pub mod text_edit;
 
 /// Braille spinner frames, advanced by `App::tick`.
 pub const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];

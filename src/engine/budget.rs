@@ -1,0 +1,248 @@
+//! Enforcing a run's budget (see [`crate::model::RunBudget`]): the tokens of every finished turn
+//! are counted as they arrive, and a watchdog ends the run when its time (not counting pauses)
+//! is up. A spent budget stops the run like the stop key does (in-flight requests are
+//! cancelled, partial answers kept); the run then ends with `budget_exhausted` instead of
+//! `cancelled`.
+
+use std::future::Future;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::model::{BudgetExceeded, CycleOutcome, RunBudget, Usage};
+
+use super::events::EventKind;
+use super::sink::Emitter;
+use super::{RunControl, lock};
+
+/// A run's budget and what it has used so far.
+#[derive(Default)]
+pub(crate) struct BudgetState {
+    limits: Mutex<RunBudget>,
+    tokens: AtomicU64,
+    exhausted: Mutex<Option<BudgetExceeded>>,
+}
+
+impl RunControl {
+    /// Sets the limits of this run (once, when its team is read).
+    pub fn set_budget(&self, budget: RunBudget) {
+        *lock(&self.budget.limits) = budget;
+    }
+
+    pub fn budget(&self) -> RunBudget {
+        *lock(&self.budget.limits)
+    }
+
+    /// Counts a finished turn's tokens; a spent token budget ends the run.
+    pub fn count_tokens(&self, usage: Usage, emitter: &Emitter) {
+        let total = self
+            .budget
+            .tokens
+            .fetch_add(usage.total(), Ordering::SeqCst)
+            .saturating_add(usage.total());
+        if let Some(spent) = self.budget().exceeded(Duration::ZERO, total) {
+            self.exhaust(spent, emitter);
+        }
+    }
+
+    /// Ends the run because of `spent` (the first limit reached is the one reported).
+    pub fn exhaust(&self, spent: BudgetExceeded, emitter: &Emitter) {
+        {
+            let mut exhausted = lock(&self.budget.exhausted);
+            if exhausted.is_some() || self.cancelled() {
+                return;
+            }
+            *exhausted = Some(spent);
+        }
+        tracing::info!(%spent, "run budget exhausted");
+        emitter.emit(EventKind::Warning {
+            message: spent.to_string(),
+        });
+        self.cancel.cancel();
+    }
+
+    /// Which limit ended the run, if one did.
+    pub fn budget_exhausted(&self) -> Option<BudgetExceeded> {
+        *lock(&self.budget.exhausted)
+    }
+
+    /// The outcome of a run that ended with `outcome`: a run stopped by its budget was not
+    /// cancelled by anyone, it ran out.
+    pub fn settle(&self, outcome: CycleOutcome) -> CycleOutcome {
+        if outcome == CycleOutcome::Cancelled && self.budget_exhausted().is_some() {
+            CycleOutcome::BudgetExhausted
+        } else {
+            outcome
+        }
+    }
+
+    /// A completion summary with the budget's figures added when the budget ended the run.
+    pub fn annotate_summary(&self, summary: String) -> String {
+        match self.budget_exhausted() {
+            Some(spent) => format!("{summary}\n{}", capitalized(&spent.to_string())),
+            None => summary,
+        }
+    }
+}
+
+fn capitalized(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// Runs `work` under the run's time limit: when the limit is reached the run is stopped (the
+/// work then ends on its own, keeping what it has). Time spent paused does not count.
+pub(crate) async fn within_time_limit<T>(
+    control: &RunControl,
+    emitter: &Emitter,
+    work: impl Future<Output = T>,
+) -> T {
+    let Some(limit) = control.budget().max_duration() else {
+        return work.await;
+    };
+    let work = std::pin::pin!(work);
+    let mut work = work;
+    tokio::select! {
+        out = &mut work => return out,
+        used = time_limit(control, limit) => {
+            control.exhaust(
+                BudgetExceeded {
+                    limit: crate::model::BudgetLimit::Duration,
+                    allowed: limit.as_secs(),
+                    used: used.as_secs(),
+                },
+                emitter,
+            );
+        }
+    }
+    work.await
+}
+
+/// Waits until the run has been running (not paused) for `limit`; returns the time counted.
+async fn time_limit(control: &RunControl, limit: Duration) -> Duration {
+    let mut paused = control.paused.subscribe();
+    let mut used = Duration::ZERO;
+    loop {
+        if *paused.borrow_and_update() {
+            if paused.changed().await.is_err() {
+                // The sender lives as long as the run: nothing will resume it.
+                std::future::pending::<()>().await;
+            }
+            continue;
+        }
+        let since = Instant::now();
+        tokio::select! {
+            _ = tokio::time::sleep(limit.saturating_sub(used)) => return limit.max(used + since.elapsed()),
+            changed = paused.changed() => {
+                used += since.elapsed();
+                if changed.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::sink::EventSink;
+
+    fn control() -> (RunControl, Emitter) {
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let (sink, _events) = EventSink::channel();
+        let emitter = Emitter {
+            sink,
+            group_id: "g".into(),
+            group: "G".into(),
+            run_id: Some("r".into()),
+        };
+        (RunControl::new(&shutdown), emitter)
+    }
+
+    fn tokens(n: u64) -> Usage {
+        Usage {
+            input_tokens: n,
+            output_tokens: 0,
+        }
+    }
+
+    #[test]
+    fn tokens_over_the_budget_stop_the_run_and_settle_as_exhausted() {
+        let (control, emitter) = control();
+        control.set_budget(RunBudget {
+            max_duration_secs: None,
+            token_budget: Some(100),
+        });
+        control.count_tokens(tokens(60), &emitter);
+        assert!(!control.cancelled());
+        assert_eq!(control.settle(CycleOutcome::Completed), CycleOutcome::Completed);
+        control.count_tokens(tokens(50), &emitter);
+        assert!(control.cancelled());
+        assert_eq!(
+            control.settle(CycleOutcome::Cancelled),
+            CycleOutcome::BudgetExhausted
+        );
+        assert_eq!(control.budget_exhausted().map(|s| s.used), Some(110));
+        assert!(
+            control
+                .annotate_summary("Cycle finished.".into())
+                .ends_with("\nBudget exhausted: the run used 110 tokens of its token budget of 100")
+        );
+    }
+
+    #[test]
+    fn a_stop_is_not_a_spent_budget() {
+        let (control, emitter) = control();
+        control.set_budget(RunBudget {
+            max_duration_secs: None,
+            token_budget: Some(10),
+        });
+        control.cancel.cancel();
+        control.count_tokens(tokens(50), &emitter);
+        assert_eq!(control.settle(CycleOutcome::Cancelled), CycleOutcome::Cancelled);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_time_limit_stops_the_work_and_skips_paused_time() {
+        let (control, emitter) = control();
+        control.set_budget(RunBudget {
+            max_duration_secs: Some(10),
+            token_budget: None,
+        });
+        let started = Instant::now();
+        let work = async {
+            // Paused from 2 s to 7 s: 5 s that do not count.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            control.paused.send_replace(true);
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            control.paused.send_replace(false);
+            control.cancel.cancelled().await;
+            started.elapsed()
+        };
+        let ended_after = within_time_limit(&control, &emitter, work).await;
+        assert_eq!(ended_after.as_secs(), 15);
+        assert_eq!(
+            control.settle(CycleOutcome::Cancelled),
+            CycleOutcome::BudgetExhausted
+        );
+        assert_eq!(control.budget_exhausted().map(|s| s.allowed), Some(10));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn work_done_in_time_is_untouched() {
+        let (control, emitter) = control();
+        control.set_budget(RunBudget {
+            max_duration_secs: Some(10),
+            token_budget: None,
+        });
+        let out = within_time_limit(&control, &emitter, async { 7 }).await;
+        assert_eq!(out, 7);
+        assert!(!control.cancelled());
+    }
+}
