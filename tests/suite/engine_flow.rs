@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use huddle::engine::EngineError;
+use huddle::attachments::Attachment;
 use huddle::engine::events::{EngineEvent, EventKind, HopKind};
-use huddle::model::{CycleOutcome, FlowLinks, Mode, RouterSpec};
+use huddle::engine::{EngineError, RunOverrides};
+use huddle::model::{CycleOutcome, FlowLinks, Memory, Mode, RouterSpec, RunBudget};
 
 use super::engine_fixture::{Fixture, team};
 use super::fake_llm_server::Reply;
@@ -462,4 +463,72 @@ async fn stopping_a_flow_cancels_it_and_hands_nothing_on() {
     assert_eq!(report.outcome, CycleOutcome::Cancelled);
     assert!(report.failed.is_none(), "a stop is not a failure");
     assert!(f.prompts("w-b").is_empty());
+}
+
+#[tokio::test]
+async fn a_flow_over_its_token_budget_ends_exhausted_and_hands_nothing_on() {
+    let f = flow(&["a", "b"], "a", &[("a", handoff("b"))]).await;
+    f.org.update(|o| {
+        o.group_mut(&f.group_id).unwrap().budget = RunBudget {
+            max_duration_secs: None,
+            token_budget: Some(50),
+        }
+    });
+    f.server.script("w-a", vec![Reply::text("A BODY").usage(60, 0)]);
+    f.server.script("w-b", vec![Reply::text("B FINAL")]);
+    let report = f.run("go").await;
+    assert_eq!(report.outcome, CycleOutcome::BudgetExhausted);
+    assert!(report.failed.is_none(), "a spent budget is not a failure");
+    assert!(report.summary.contains("budget of 50"), "{}", report.summary);
+    assert!(
+        f.server.requests_for("w-b").is_empty(),
+        "the next member is not asked once the budget is spent"
+    );
+}
+
+#[tokio::test]
+async fn every_member_of_a_flow_gets_the_runs_attachment() {
+    let f = flow(&["a", "b"], "a", &[("a", handoff("b"))]).await;
+    f.server.script("w-a", vec![Reply::text("A BODY")]);
+    f.server.script("w-b", vec![Reply::text("B FINAL")]);
+    let overrides = RunOverrides {
+        attachments: vec![Attachment::new(
+            "src/lib.rs",
+            "pub fn ATTACHED_MARKER() {}\n".into(),
+        )],
+        ..RunOverrides::default()
+    };
+    let report = f
+        .engine
+        .run_group(&f.group_id, "review".into(), overrides)
+        .await
+        .expect("the run");
+    assert_eq!(report.final_text, "B FINAL");
+    for model in ["w-a", "w-b"] {
+        let prompts = f.prompts(model);
+        assert!(prompts[0].contains("ATTACHED_MARKER"), "{model}: {}", prompts[0]);
+    }
+}
+
+/// Messages of the entry member's request in the second of two runs, per team `memory`.
+async fn second_flow_request_messages(memory: Memory) -> usize {
+    let f = flow(&["a"], "a", &[]).await;
+    f.org
+        .update(|o| o.group_mut(&f.group_id).unwrap().memory = memory);
+    f.server.script(
+        "w-a",
+        vec![Reply::text("first answer"), Reply::text("second answer")],
+    );
+    f.run("first question").await;
+    f.run("second question").await;
+    let requests = f.server.requests_for("w-a");
+    assert_eq!(requests.len(), 2);
+    requests[1].messages().len()
+}
+
+#[tokio::test]
+async fn a_flow_member_remembers_earlier_runs_only_with_memory_conversation() {
+    // OpenAI's shape: the system prompt, then the conversation.
+    assert_eq!(second_flow_request_messages(Memory::Run).await, 2);
+    assert_eq!(second_flow_request_messages(Memory::Conversation).await, 4);
 }
