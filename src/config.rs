@@ -198,6 +198,19 @@ impl KeyList {
     }
 }
 
+/// How huddle gets the user's attention.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NotifyMode {
+    /// Nothing.
+    Off,
+    /// The terminal bell (BEL): tmux marks the window, many terminals flash or beep.
+    #[default]
+    Bell,
+    /// A desktop notification (OSC 9, or OSC 777 where the terminal speaks that) and the bell.
+    Osc,
+}
+
 /// The contents of `config.yaml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -221,6 +234,8 @@ pub struct Config {
     /// The budget of team runs whose team sets none (`budget: {max_duration_secs, token_budget}`).
     #[serde(skip_serializing_if = "crate::model::RunBudget::is_empty")]
     pub budget: crate::model::RunBudget,
+    /// How the TUI tells you a run finished, failed or waits for you (`bell`, `osc`, `off`).
+    pub notify: NotifyMode,
 }
 
 impl Default for Config {
@@ -237,6 +252,7 @@ impl Default for Config {
             max_tool_rounds: crate::tools::limits::DEFAULT_MAX_TOOL_ROUNDS,
             tool_result_max_bytes: crate::tools::limits::DEFAULT_RESULT_MAX_BYTES,
             budget: crate::model::RunBudget::default(),
+            notify: NotifyMode::default(),
         }
     }
 }
@@ -581,6 +597,15 @@ providers:
         );
         let err = parse("budget: { tokens: 5 }\n").unwrap_err().to_string();
         assert!(err.contains("tokens"), "{err}");
+    }
+
+    #[test]
+    fn notify_is_bell_by_default_and_named_values_only() {
+        assert_eq!(parse("").unwrap().notify, NotifyMode::Bell);
+        assert_eq!(parse("notify: osc\n").unwrap().notify, NotifyMode::Osc);
+        assert_eq!(parse("notify: off\n").unwrap().notify, NotifyMode::Off);
+        let err = parse("notify: loud\n").unwrap_err().to_string();
+        assert!(err.contains("notify") && err.contains("loud"), "{err}");
     }
 
     #[test]

@@ -114,6 +114,11 @@ pub fn prepare(mut request: RunRequest) -> Result<RunRequest, RunFailure> {
     if request.prompt.trim().is_empty() && !request.resume {
         return Err(usage("the prompt is empty"));
     }
+    if request.preset.is_none() && request.group.is_none() && !request.budget.is_empty() {
+        return Err(usage(
+            "--max-duration and --token-budget limit team runs: add --preset or --group (a single session's reflection uses its group's or config.yaml's budget)",
+        ));
+    }
     Ok(request)
 }
 

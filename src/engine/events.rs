@@ -269,6 +269,12 @@ pub enum EventKind {
         iterations: u32,
         summary: String,
     },
+    /// A team run's result, as `huddle run` prints it: the final synthesis, the sequential
+    /// final answer, or each broadcast answer under its member's name. Sent before `run_ended`
+    /// when the run has one.
+    RunResult {
+        text: String,
+    },
     /// A relay changed state; `reason` says why it ended, paused or waits (a limit, an error).
     RelayState {
         state: RelayPhase,
@@ -387,6 +393,7 @@ impl EventKind {
             EventKind::CycleResumed => "cycle_resumed",
             EventKind::CycleFinished { .. } => "cycle_finished",
             EventKind::FlowHop { .. } => "flow_hop",
+            EventKind::RunResult { .. } => "run_result",
             EventKind::RelayState { .. } => "relay_state",
             EventKind::RelayDraft { .. } => "relay_draft",
             EventKind::RelayTakeOver { .. } => "relay_take_over",

@@ -137,6 +137,8 @@ pub(crate) struct RunControl {
     /// A relay waiting for the user's answer to a draft (see [`Engine::answer_relay`]).
     pub relay_answer: Mutex<Option<tokio::sync::oneshot::Sender<crate::model::DraftAnswer>>>,
     pub budget: budget::BudgetState,
+    /// Time spent paused so far (durations leave it out).
+    paused_for: Mutex<Duration>,
 }
 
 impl RunControl {
@@ -148,6 +150,7 @@ impl RunControl {
             interrupted: std::sync::atomic::AtomicBool::new(false),
             relay_answer: Mutex::new(None),
             budget: budget::BudgetState::default(),
+            paused_for: Mutex::new(Duration::ZERO),
         }
     }
 
@@ -161,6 +164,11 @@ impl RunControl {
 
     pub fn cancelled(&self) -> bool {
         self.cancel.is_cancelled()
+    }
+
+    /// How long the run has been paused so far.
+    pub fn paused_for(&self) -> Duration {
+        *lock(&self.paused_for)
     }
 
     /// True when the run was stopped as interrupted ([`Engine::interrupt_run`]).
@@ -186,9 +194,12 @@ impl RunControl {
         }
         on_pause(true);
         emitter.emit(EventKind::CyclePaused);
+        let since = tokio::time::Instant::now();
+        let count_pause = || *lock(&self.paused_for) += since.elapsed();
         loop {
             tokio::select! {
                 _ = self.cancel.cancelled() => {
+                    count_pause();
                     on_pause(false);
                     return None;
                 }
@@ -199,6 +210,7 @@ impl RunControl {
                 }
             }
         }
+        count_pause();
         on_pause(false);
         emitter.emit(EventKind::CycleResumed);
         (!self.cancelled()).then_some(true)
@@ -720,6 +732,13 @@ impl RunGuard {
     }
 
     fn finish_with(self, result: &Result<RunReport, EngineError>) {
+        if let (RunKey::Team { .. }, Ok(report)) = (&self.run.key, result)
+            && !report.final_text.trim().is_empty()
+        {
+            self.run.emitter.emit(EventKind::RunResult {
+                text: report.final_text.clone(),
+            });
+        }
         match result {
             Ok(report) => self.finish(Some(report.outcome), report.iterations, report.failed.clone()),
             Err(e) => self.finish(None, 0, Some(e.to_string())),

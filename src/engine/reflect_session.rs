@@ -86,7 +86,10 @@ pub(crate) async fn run(
         .or(shared.options.default_budget);
     active.control.set_budget(budget);
     let outcome = within_time_limit(&active.control, &active.emitter, cycle::drive(&mut cycle, &cx)).await;
-    cycle.state.duration_ms = started.elapsed().as_millis() as u64;
+    cycle.state.duration_ms = started
+        .elapsed()
+        .saturating_sub(active.control.paused_for())
+        .as_millis() as u64;
     cycle::conclude(&mut cycle.state, outcome);
     let summary = active
         .control
@@ -110,7 +113,7 @@ pub(crate) async fn run(
         final_text: strip_sentinel_lines(&cycle.last_answer),
         summary,
         usage: cycle.state.usage,
-        duration: started.elapsed(),
+        duration: started.elapsed().saturating_sub(active.control.paused_for()),
         simulated: cycle.simulated,
         failed: None,
     })
@@ -174,6 +177,7 @@ impl CycleLoop for SessionCycle<'_> {
                 .await;
                 if let Some(u) = used {
                     self.state.usage.add(u);
+                    self.active.control.count_tokens(u, &self.active.emitter);
                 }
                 match verdict {
                     Ok(PassFail::Pass) => (1.0, true, "PASS".to_string()),

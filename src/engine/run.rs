@@ -38,6 +38,11 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// How long the run has worked: its time since it started, pauses left out.
+    pub fn active_time(&self) -> Duration {
+        self.started.elapsed().saturating_sub(self.control().paused_for())
+    }
+
     pub fn control(&self) -> &RunControl {
         &self.active.control
     }
@@ -286,7 +291,7 @@ impl<'a> Run<'a> {
             final_text,
             summary,
             usage: self.usage,
-            duration: self.started.elapsed(),
+            duration: self.active_time(),
             simulated: self.simulated,
             failed: None,
         }

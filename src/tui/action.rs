@@ -47,7 +47,8 @@ actions! {
     Newline => "newline", "insert a newline";
     LeaveComposer => "leave_composer", "leave the composer";
     NewGroupFromPreset => "new_group_from_preset", "new team from a preset";
-    NewSession => "new_session", "new session";
+    NewSession => "new_session", "new plain session";
+    AddMember => "add_member", "add a member to the team (name, model, prompt)";
     Rename => "rename", "rename the selection";
     SetModel => "set_model", "choose the model (on a team: every member's)";
     EditSystemPrompt => "edit_system_prompt", "edit the session's system prompt";
@@ -60,10 +61,12 @@ actions! {
     StopCycle => "stop_cycle", "stop the run (or the session's chat) now";
     PageUp => "page_up", "scroll the transcript up";
     PageDown => "page_down", "scroll the transcript down";
+    ScrollTop => "scroll_top", "top of the transcript or team timeline";
+    ScrollBottom => "scroll_bottom", "bottom (newest) of the transcript or timeline";
     ToggleCollapse => "toggle_collapse", "fold / unfold the selected group";
     CollapseGroup => "collapse_group", "fold the group (on a session: its group)";
     ExpandGroup => "expand_group", "unfold the group";
-    CopyAnswer => "copy_answer", "copy the last answer (scrolled up: top message)";
+    CopyAnswer => "copy_answer", "copy the last answer (team: its result)";
     ToggleMouse => "toggle_mouse", "mouse on/off (off: the terminal selects text)";
     Search => "search", "search the session's transcript";
     SearchNext => "search_next", "next match";

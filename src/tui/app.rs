@@ -19,7 +19,7 @@ use super::mouse::{MouseTarget, WHEEL_LINES};
 use super::runs::{Pending, Runs};
 use super::sidebar::{Row, Sidebar, rows_of};
 use super::team_panel::{Browse, TeamPanel};
-use super::transcript_pane::TranscriptPane;
+use super::transcript_pane::{Edge, TranscriptPane};
 use super::worktree_marks::WorktreeMarks;
 use crate::config::Config;
 use crate::engine::events::RunKey;
@@ -54,6 +54,8 @@ pub struct App {
     pub catalog: Option<Catalog>,
     /// A one-line message in the status line until the next key.
     pub flash: Option<(String, bool)>,
+    /// The state a flash reports ("pausing…", "stopping", "queued…"): it goes when that ends.
+    flash_tie: Option<FlashTie>,
     pub should_quit: bool,
     /// Advanced by the runtime on each frame while something is busy (spinner phase).
     pub tick: usize,
@@ -87,6 +89,7 @@ impl App {
             dialogs: DialogStack::default(),
             catalog: None,
             flash: None,
+            flash_tie: None,
             should_quit: false,
             tick: 0,
             layout: FrameLayout::default(),
@@ -162,6 +165,16 @@ impl App {
     /// How many runs are going.
     pub fn running_count(&self) -> usize {
         self.runs.iter().count()
+    }
+
+    /// Runs the engine confirmed paused.
+    pub fn paused_count(&self) -> usize {
+        self.runs.iter().filter(|r| r.paused).count()
+    }
+
+    /// The session's reflection is paused (confirmed by the engine).
+    pub fn reflection_paused(&self, session_id: &str) -> bool {
+        self.runs.reflection(session_id).is_some_and(|r| r.paused)
     }
 
     /// True while a turn of this session is in flight or queued (a chat, a reflection or a
@@ -334,10 +347,12 @@ impl App {
             Action::Send => return self.send(),
             Action::PageUp => self.scroll(self.page() as isize),
             Action::PageDown => self.scroll(-(self.page() as isize)),
+            Action::ScrollTop | Action::ScrollBottom => self.scroll_to_edge(action == Action::ScrollTop),
             Action::TogglePauseCycle => return self.toggle_pause(),
             Action::StopCycle => return self.stop(),
             Action::NewGroupFromPreset => return self.open_preset_picker(),
             Action::NewSession => self.open_new_session(),
+            Action::AddMember => self.open_add_member(),
             Action::Rename => self.open_rename(),
             Action::SetModel => self.open_model_picker(),
             Action::EditSystemPrompt => self.open_system_prompt(),
@@ -442,6 +457,17 @@ impl App {
     fn scroll(&mut self, lines: isize) {
         if let Some(id) = self.selected_session_id() {
             self.transcripts.scroll(&id, lines);
+        } else if let Some(id) = self.selected_group_id().filter(|g| self.is_team(g)) {
+            self.transcripts.scroll_timeline(&id, lines);
+        }
+    }
+
+    /// To the top or the bottom of the selected transcript or team timeline.
+    fn scroll_to_edge(&mut self, top: bool) {
+        if let Some(id) = self.selected_session_id() {
+            self.transcripts.to_edge(Edge::Session(&id), top);
+        } else if let Some(id) = self.selected_group_id().filter(|g| self.is_team(g)) {
+            self.transcripts.to_edge(Edge::Timeline(&id), top);
         }
     }
 
@@ -468,7 +494,10 @@ impl App {
             self.composer.send();
             if self.team_running(&group_id) {
                 self.team_panel.queue(&group_id, text.clone());
-                self.flash("queued for the orchestrator's next plan", false);
+                self.flash_until(
+                    "queued for the orchestrator's next plan",
+                    FlashTie::Queued(group_id.clone()),
+                );
                 return vec![Command::QueueMessage { group_id, text }];
             }
             // Back to the newest run: the new one appears there.
@@ -511,11 +540,14 @@ impl App {
             let paused = run.paused_as_shown();
             if paused {
                 self.runs.request(&key, Pending::Resuming);
-                self.flash("resuming", false);
+                self.flash_until("resuming", FlashTie::Pending(key.clone()));
                 return vec![Command::Resume { key }];
             }
             self.runs.request(&key, Pending::Pausing);
-            self.flash("pausing after the step in flight…", false);
+            self.flash_until(
+                "pausing after the step in flight…",
+                FlashTie::Pending(key.clone()),
+            );
             return vec![Command::Pause { key }];
         }
         if self.team_panel.interrupted(&group_id) {
@@ -535,7 +567,7 @@ impl App {
         if self.selected_session_id().is_none() && self.team_running(&group_id) {
             let key = RunKey::team(&group_id);
             self.runs.request(&key, Pending::Stopping);
-            self.flash("stopping", false);
+            self.flash_until("stopping", FlashTie::Pending(key.clone()));
             return vec![Command::Stop { key }];
         }
         let busy: Vec<SessionId> = match self.selected_session_id() {
@@ -545,7 +577,7 @@ impl App {
                     // A team member's turn belongs to the team's run.
                     let key = RunKey::team(&group_id);
                     self.runs.request(&key, Pending::Stopping);
-                    self.flash("stopping the team's run", false);
+                    self.flash_until("stopping the team's run", FlashTie::Pending(key.clone()));
                     return vec![Command::Stop { key }];
                 }
                 own_run.then_some(id).into_iter().collect()
@@ -562,7 +594,7 @@ impl App {
             self.flash("nothing is running here", true);
             return Vec::new();
         }
-        self.flash("stopping", false);
+        self.flash_until("stopping", FlashTie::Busy(busy.clone()));
         busy.into_iter()
             .map(|session_id| {
                 self.runs
@@ -572,7 +604,39 @@ impl App {
             .collect()
     }
 
+    /// A flash that stays until the state it reports changes (see [`App::settle_flash`]).
+    pub(super) fn flash_until(&mut self, text: &str, tie: FlashTie) {
+        self.flash(text, false);
+        self.flash_tie = Some(tie);
+    }
+
+    /// Clears a flash whose state is over: the pause or stop the engine confirmed (or the
+    /// run ended), the queued messages a plan took, the sessions no longer busy.
+    pub(super) fn settle_flash(&mut self) {
+        let over = match &self.flash_tie {
+            None => return,
+            Some(tie) => flash_over(
+                tie,
+                |key| self.runs.get(key).and_then(|r| r.pending),
+                |group_id| {
+                    self.team_running(group_id)
+                        && self
+                            .team_panel
+                            .cycles
+                            .get(group_id)
+                            .is_some_and(|c| !c.queued.is_empty())
+                },
+                |session_id| self.session_busy(session_id),
+            ),
+        };
+        if over {
+            self.flash = None;
+            self.flash_tie = None;
+        }
+    }
+
     pub fn flash(&mut self, text: impl Into<String>, error: bool) {
+        self.flash_tie = None;
         self.flash = Some((text.into(), error));
     }
 
@@ -664,5 +728,63 @@ impl App {
             _ => {}
         }
         Vec::new()
+    }
+}
+
+/// What a flash reports, to clear it when that is over.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum FlashTie {
+    /// A pause, resume or stop of this run the engine has not confirmed yet.
+    Pending(RunKey),
+    /// Messages queued for this team's next plan.
+    Queued(GroupId),
+    /// These sessions are being stopped.
+    Busy(Vec<SessionId>),
+}
+
+/// True when the state `tie` reports is over: `pending` is a run's unconfirmed request (None:
+/// confirmed, or the run is gone), `queued` whether the team still has messages waiting for a
+/// plan, `busy` whether a session still works.
+pub(super) fn flash_over(
+    tie: &FlashTie,
+    pending: impl Fn(&RunKey) -> Option<Pending>,
+    queued: impl Fn(&str) -> bool,
+    busy: impl Fn(&str) -> bool,
+) -> bool {
+    match tie {
+        FlashTie::Pending(key) => pending(key).is_none(),
+        FlashTie::Queued(group_id) => !queued(group_id),
+        FlashTie::Busy(sessions) => !sessions.iter().any(|s| busy(s)),
+    }
+}
+
+#[cfg(test)]
+mod flash_tests {
+    use super::*;
+
+    #[test]
+    fn a_flash_ends_with_the_state_it_reports() {
+        let key = RunKey::team("g");
+        let pending = |p: Option<Pending>| move |_: &RunKey| p;
+        let tie = FlashTie::Pending(key);
+        assert!(!flash_over(
+            &tie,
+            pending(Some(Pending::Pausing)),
+            |_| true,
+            |_| true
+        ));
+        assert!(
+            flash_over(&tie, pending(None), |_| true, |_| true),
+            "confirmed or ended"
+        );
+        let queued = FlashTie::Queued("g".into());
+        assert!(!flash_over(&queued, pending(None), |_| true, |_| false));
+        assert!(
+            flash_over(&queued, pending(None), |_| false, |_| false),
+            "the plan took them"
+        );
+        let busy = FlashTie::Busy(vec!["a".into(), "b".into()]);
+        assert!(!flash_over(&busy, pending(None), |_| false, |s| s == "b"));
+        assert!(flash_over(&busy, pending(None), |_| false, |_| false));
     }
 }

@@ -11,6 +11,9 @@ use crate::workspace::{EditError, WorktreeChoice};
 
 const PRESET_PICKER_TITLE: &str = "New team from a preset";
 
+/// Why the mode and max iterations cannot change now: the run in progress keeps its own.
+const RUNNING_REFUSAL: &str = "the team is running: mode and max iterations change after it (x stops)";
+
 impl App {
     pub(super) fn open_preset_picker(&mut self) -> Vec<Command> {
         let mut picker = ListPicker::new(PRESET_PICKER_TITLE, PickPurpose::Preset, Vec::new());
@@ -94,15 +97,34 @@ impl App {
         }
     }
 
+    /// A new plain session: in the selected plain group, else (a team is selected) in the
+    /// default group. Team members are added with their own action.
     pub(super) fn open_new_session(&mut self) {
-        let Some(group_id) = self.selected_group_id() else {
-            return;
+        let group_id = match self.selected_group_id() {
+            Some(id) if !self.is_team(&id) => id,
+            _ => match self.org.read(|o| o.default_group().map(|g| g.id.clone())) {
+                Some(id) => id,
+                None => return,
+            },
         };
         let suggestion = self.org.read(|o| o.unique_session_name("session"));
         self.dialogs.push(Dialog::Text(Box::new(TextInput::new(
             "New session: name",
             TextPurpose::NewSession(group_id),
             &suggestion,
+            false,
+        ))));
+    }
+
+    /// Adding a member to the selected team: its name first.
+    pub(super) fn open_add_member(&mut self) {
+        let Some(group_id) = self.selected_team() else {
+            return;
+        };
+        self.dialogs.push(Dialog::Text(Box::new(TextInput::new(
+            "Add a team member: name",
+            TextPurpose::MemberName(group_id),
+            "member",
             false,
         ))));
     }
@@ -142,6 +164,11 @@ impl App {
             Some(Row::Group(id)) => (PickPurpose::GroupModel(id), None),
             None => return,
         };
+        self.push_model_picker(purpose, current);
+    }
+
+    /// The model picker (configured providers' models, or a typed slug) for `purpose`.
+    fn push_model_picker(&mut self, purpose: PickPurpose, current: Option<String>) {
         let mut models: Vec<String> = vec![self.config.default_model()];
         let mut add = |m: String| {
             if !m.is_empty() && !models.contains(&m) {
@@ -231,6 +258,10 @@ impl App {
         let Some(id) = self.selected_team() else {
             return;
         };
+        if self.team_running(&id) {
+            self.flash(RUNNING_REFUSAL, true);
+            return;
+        }
         let current = self.org.read(|o| o.group(&id).map(|g| g.mode));
         let items = Mode::ALL
             .iter()
@@ -270,6 +301,10 @@ impl App {
         let Some(id) = self.selected_team() else {
             return;
         };
+        if self.team_running(&id) {
+            self.flash(RUNNING_REFUSAL, true);
+            return;
+        }
         let current = self
             .org
             .read(|o| o.group(&id).map(|g| g.max_iterations))
@@ -447,11 +482,36 @@ impl App {
                 return Ok(self.on_selection_changed());
             }
             TextPurpose::MaxIterations(id) => {
+                if self.team_running(&id) {
+                    return Err(RUNNING_REFUSAL.into());
+                }
                 self.edits.set_max_iterations(&id, &text).map_err(text_err)?;
             }
             // Started or answered by `on_dialog_result`.
             TextPurpose::ReflectIterations(..) | TextPurpose::RelayEdit(_) | TextPurpose::RelayNote(_) => {}
             TextPurpose::SystemPrompt(id) => self.edits.set_system_prompt(&id, &text).map_err(text_err)?,
+            TextPurpose::MemberName(group_id) => {
+                let name = text.trim().to_string();
+                if name.is_empty() || name.contains('/') {
+                    return Err("a member needs a name without `/`".into());
+                }
+                // The default model is listed first.
+                self.push_model_picker(PickPurpose::MemberModel(group_id, name), None);
+            }
+            TextPurpose::MemberPrompt(group_id, name, model) => {
+                let id = self
+                    .edits
+                    .add_member(&group_id, &name, &model, &text)
+                    .map_err(text_err)?;
+                let note = if self.team_running(&group_id) {
+                    " (it joins from the team's next run)"
+                } else {
+                    ""
+                };
+                self.flash(format!("member added{note}"), false);
+                self.select_row(&Row::Session(id));
+                return Ok(self.on_selection_changed());
+            }
         }
         Ok(Vec::new())
     }
@@ -481,10 +541,22 @@ impl App {
             }
             PickPurpose::Mode(id) => {
                 let mode = value.parse::<Mode>().map_err(|e| e.to_string())?;
-                self.edits.set_mode(&id, mode).map_err(|e| e.to_string())?;
                 if self.team_running(&id) {
-                    self.flash(format!("mode {mode} applies from the team's next run"), false);
+                    return Err(RUNNING_REFUSAL.into());
                 }
+                self.edits.set_mode(&id, mode).map_err(|e| e.to_string())?;
+                Ok(Vec::new())
+            }
+            PickPurpose::MemberModel(group_id, name) => {
+                if !self.config.serves(&value) {
+                    return Err(format!("`{value}` names no configured provider"));
+                }
+                self.dialogs.push(Dialog::Text(Box::new(TextInput::new(
+                    format!("System prompt of {name} (Ctrl-S adds the member)"),
+                    TextPurpose::MemberPrompt(group_id, name, value),
+                    "",
+                    true,
+                ))));
                 Ok(Vec::new())
             }
         }

@@ -97,16 +97,32 @@ impl App {
         self.transcripts.on_event(&event.kind, |id| {
             org.read(|o| sidebar.selected_session_id(o)).as_deref() == Some(id)
         });
-        if matches!(event.kind, EventKind::Delta { .. }) {
-            // Streaming text goes to no timeline.
+        if let EventKind::Delta {
+            session_id,
+            session,
+            text,
+            ..
+        } = &event.kind
+        {
+            // Streaming text goes to no timeline; a team member's row shows its last line.
+            self.team_panel
+                .on_delta(&event.group_id, session_id, session, text);
             return Vec::new();
         }
         self.follow_team_run(&event, now);
         self.follow_relay(&event);
-        match &event.kind {
+        // After the team's view followed (a plan takes the queued messages there).
+        self.settle_flash();
+        let mut commands = match &event.kind {
             EventKind::TurnFinished { session_id, .. } => self.worktrees_on_turn(session_id),
             _ => Vec::new(),
+        };
+        if self.config.notify != super::notify::NotifyMode::Off
+            && let Some(n) = super::notify::decide(&event)
+        {
+            commands.push(Command::Notify(n));
         }
+        commands
     }
 
     /// A call waiting for approval joins the popup's queue; one settled elsewhere (its run

@@ -189,11 +189,17 @@ impl App {
         let paused = run.paused_as_shown();
         if paused {
             self.runs.request(&key, Pending::Resuming);
-            self.flash("resuming the reflection", false);
+            self.flash_until(
+                "resuming the reflection",
+                super::app::FlashTie::Pending(key.clone()),
+            );
             vec![Command::Resume { key }]
         } else {
             self.runs.request(&key, Pending::Pausing);
-            self.flash("pausing the reflection after the step in flight…", false);
+            self.flash_until(
+                "pausing the reflection after the step in flight…",
+                super::app::FlashTie::Pending(key.clone()),
+            );
             vec![Command::Pause { key }]
         }
     }

@@ -29,12 +29,19 @@ impl App {
 
     /// Copies the selected session's last answer, or, scrolled up, the message at the top of
     /// the window: its raw transcript text, to the clipboard through the terminal (OSC 52).
+    /// On a team, copies the result of the run shown.
     pub(super) fn copy_answer(&mut self) -> Vec<Command> {
-        let Some(id) = self.selected_session_id() else {
-            self.flash("select a session to copy from", true);
-            return Vec::new();
+        let text = match (self.selected_session_id(), self.selected_group_id()) {
+            (Some(id), _) => self.transcripts.copy_text(&id),
+            (None, Some(group_id)) if self.is_team(&group_id) => self
+                .team_panel
+                .shown_cycle(&group_id)
+                .and_then(|c| c.result.clone()),
+            _ => {
+                self.flash("select a session or a team to copy from", true);
+                return Vec::new();
+            }
         };
-        let text = self.transcripts.copy_text(&id);
         match text {
             None => {
                 self.flash("no answer to copy yet", true);

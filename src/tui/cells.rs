@@ -28,6 +28,10 @@ pub enum Cell<'a> {
     Timeline { text: &'a str, style: Style },
     /// A tool call of an assistant step, with its result.
     Tool(ToolCell<'a>),
+    /// Markdown with no header (a team run's result under its timeline).
+    Markdown(&'a str),
+    /// Lines laid out already (a broadcast's answers side by side), at the pane's width.
+    Lines(&'a [Line<'static>]),
 }
 
 /// The cells of a pane, oldest first.
@@ -173,7 +177,8 @@ fn body<'a>(cell: &Cell<'a>) -> &'a str {
     match *cell {
         Cell::Message(m) => &m.text,
         Cell::Streaming { .. } => "",
-        Cell::Timeline { text, .. } => text,
+        Cell::Timeline { text, .. } | Cell::Markdown(text) => text,
+        Cell::Lines(_) => "",
         Cell::Tool(t) => t.body(),
     }
 }
@@ -198,7 +203,8 @@ fn head(cell: &Cell<'_>, width: u16) -> Vec<Line<'static>> {
             Style::default().add_modifier(Modifier::BOLD),
             "streaming…",
         )],
-        Cell::Timeline { .. } => Vec::new(),
+        Cell::Timeline { .. } | Cell::Markdown(_) => Vec::new(),
+        Cell::Lines(lines) => lines.to_vec(),
         Cell::Tool(t) => t.head(width),
     }
 }
@@ -538,6 +544,9 @@ impl CellScroll {
             usize::MAX
         };
         let scroll = self.scroll_from_bottom.min(self.max_scroll);
+        // Kept clamped, so that scrolling down from "the top" (a jump by usize::MAX) moves at
+        // once.
+        self.scroll_from_bottom = scroll;
         let end = count - scroll;
         let start = end.saturating_sub(height);
         let piece = |(ci, pi): (usize, usize)| -> &[Line<'static>] {

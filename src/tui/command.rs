@@ -14,6 +14,9 @@ use crate::worktrees::{MergeMethod, MergeOutcome, MergePlan, SessionWorktree, Wo
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
+    /// Get the user's attention (bell / desktop notification), written by the event loop
+    /// between frames.
+    Notify(super::notify::Notification),
     /// A plain chat turn with one session.
     Chat {
         session_id: SessionId,

@@ -1,7 +1,7 @@
 //! A team's live cycle as the UI shows it: built from the persisted cycle state at start, then
 //! kept current by engine events. Pure state; the cycle panel and the timeline draw it.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
@@ -30,6 +30,8 @@ pub struct WorkerRow {
     pub tokens: u64,
     /// The member's tool calls in flight.
     pub tools: Vec<ToolInFlight>,
+    /// While its turn streams: the end of what it is writing (its last line, bounded).
+    pub live: String,
 }
 
 /// A tool call a member's turn is running (or waiting to run).
@@ -86,6 +88,12 @@ pub struct CycleView {
     pub queued: Vec<String>,
     pub usage: Usage,
     pub started: Option<Instant>,
+    /// Since when the run is paused (while it is), and how long earlier pauses lasted: a
+    /// run's duration leaves its pauses out.
+    pub paused_since: Option<Instant>,
+    pub paused_total: Duration,
+    /// When the run finished (its duration stops there).
+    pub ended: Option<Instant>,
     pub timeline: Vec<TimelineEntry>,
     /// Calls of the run waiting for the user's approval: the run waits with them.
     pub approvals: Vec<WaitingApproval>,
@@ -96,6 +104,11 @@ pub struct CycleView {
     pub team_slug: String,
     /// When the run shown was recorded (a run read back from its file).
     pub recorded_at: Option<DateTime<Utc>>,
+    /// The run's result (`run_result`): drawn as Markdown under the timeline, copied by `y`.
+    pub result: Option<String>,
+    /// A member without a worker row (the orchestrator planning or synthesizing, the
+    /// evaluator) streaming: its session, short name and the end of its line.
+    pub lead_live: Option<(String, String, String)>,
     /// A relay's state (mode `relay`).
     pub relay: Option<super::relay_view::RelayView>,
 }
@@ -236,6 +249,7 @@ impl CycleView {
                     duration_ms: None,
                     tokens: 0,
                     tools: Vec::new(),
+                    live: String::new(),
                 });
                 self.workers.len() - 1
             }
@@ -402,10 +416,12 @@ impl CycleView {
             EventKind::FlowHop { .. } => self.flow_hop(&event.kind),
             EventKind::CyclePaused => {
                 self.paused = true;
+                self.paused_since.get_or_insert(now);
                 self.push(TimelineKind::Warn, "  paused".into());
             }
             EventKind::CycleResumed => {
                 self.paused = false;
+                self.end_pause(now);
                 self.stall_warnings.clear();
                 self.push(TimelineKind::Info, "  resumed".into());
             }
@@ -415,6 +431,8 @@ impl CycleView {
                 self.no_tools_in_flight();
                 self.running = false;
                 self.paused = false;
+                self.end_pause(now);
+                self.ended = Some(now);
                 self.interrupted = false;
                 self.phase = None;
                 self.outcome = Some(*outcome);
@@ -444,6 +462,8 @@ impl CycleView {
                     self.paused = false;
                     self.phase = None;
                 }
+                self.end_pause(now);
+                self.ended.get_or_insert(now);
             }
             EventKind::ToolCall {
                 session_id,
@@ -506,6 +526,9 @@ impl CycleView {
                     w.tools.retain(|t| t.call_id != *call_id);
                 }
             }
+            EventKind::RunResult { text } => {
+                self.result = Some(text.clone());
+            }
             EventKind::RelayState { .. }
             | EventKind::RelayDraft { .. }
             | EventKind::RelayTakeOver { .. }
@@ -533,6 +556,29 @@ impl CycleView {
         }
     }
 
+    /// A pause ended at `now`: its length is added to the paused time.
+    fn end_pause(&mut self, now: Instant) {
+        if let Some(since) = self.paused_since.take() {
+            self.paused_total += now.saturating_duration_since(since);
+        }
+    }
+
+    /// How long the run has been working (or worked, once finished) as of `now`, pauses left
+    /// out; None for a run not started in this process.
+    pub fn active_time(&self, now: Instant) -> Option<Duration> {
+        let started = self.started?;
+        let until = self.ended.unwrap_or(now);
+        let paused_now = self
+            .paused_since
+            .map_or(Duration::ZERO, |s| until.saturating_duration_since(s));
+        Some(
+            until
+                .saturating_duration_since(started)
+                .saturating_sub(self.paused_total)
+                .saturating_sub(paused_now),
+        )
+    }
+
     /// Marks a member's call as waiting for approval, or not.
     fn set_waiting(&mut self, session_id: &str, call_id: &str, waiting: bool) {
         let calls = self
@@ -545,16 +591,42 @@ impl CycleView {
         }
     }
 
+    /// Streamed text of a member's turn: the row keeps the last line of it.
+    pub fn on_delta(&mut self, session_id: &str, session: &str, text: &str) {
+        if let Some(w) = self
+            .workers
+            .iter_mut()
+            .find(|w| w.session_id == session_id && w.state == WorkerState::Running)
+        {
+            keep_last_line(&mut w.live, text);
+            return;
+        }
+        if !self.running || self.workers.iter().any(|w| w.session_id == session_id) {
+            return;
+        }
+        let name = self.short(session).to_string();
+        let live = self.lead_live.get_or_insert_with(Default::default);
+        if live.0 != session_id {
+            *live = (session_id.to_string(), name, String::new());
+        }
+        keep_last_line(&mut live.2, text);
+    }
+
     /// A member's turn ended: none of its calls is in flight.
     fn turn_over(&mut self, session_id: &str) {
         for w in self.workers.iter_mut().filter(|w| w.session_id == session_id) {
             w.tools.clear();
+            w.live.clear();
+        }
+        if self.lead_live.as_ref().is_some_and(|l| l.0 == session_id) {
+            self.lead_live = None;
         }
         self.approvals.retain(|a| a.session_id != session_id);
     }
 
     /// The run is over (or was cut short): no call is in flight or waits.
     fn no_tools_in_flight(&mut self) {
+        self.lead_live = None;
         for w in &mut self.workers {
             w.tools.clear();
         }
@@ -632,6 +704,25 @@ pub fn phase_name(p: Phase) -> &'static str {
     }
 }
 
+/// Characters of a streaming line a worker row keeps (its end).
+const LIVE_MAX_CHARS: usize = 240;
+
+/// Appends `text` to `live` and keeps only the last line with text in it (at most
+/// [`LIVE_MAX_CHARS`] of its end): the cost per delta does not grow with the answer.
+pub fn keep_last_line(live: &mut String, text: &str) {
+    live.push_str(text);
+    let body = live.trim_end_matches(['\n', '\r']);
+    if let Some(i) = body.rfind('\n') {
+        live.drain(..=i);
+    }
+    let chars = live.chars().count();
+    if chars > LIVE_MAX_CHARS
+        && let Some((cut, _)) = live.char_indices().nth(chars - LIVE_MAX_CHARS)
+    {
+        live.drain(..cut);
+    }
+}
+
 pub fn seconds(ms: u64) -> String {
     format!("{:.1}s", ms as f64 / 1000.0)
 }
@@ -693,6 +784,53 @@ mod tests {
         assert_eq!(v.timeline.last().map(|e| e.kind.clone()), Some(TimelineKind::Bad));
         let sec = v.workers.iter().find(|w| w.session_id == "s-sec").unwrap();
         assert_eq!((sec.state, sec.duration_ms), (WorkerState::Failed, Some(1500)));
+    }
+
+    #[test]
+    fn a_live_line_keeps_the_last_line_of_the_stream_bounded() {
+        let mut live = String::new();
+        keep_last_line(&mut live, "first line\nsecond ");
+        assert_eq!(live, "second ");
+        keep_last_line(&mut live, "half\n");
+        assert_eq!(live.trim(), "second half", "a line just ended is still shown");
+        keep_last_line(&mut live, "third");
+        assert_eq!(live, "third");
+        keep_last_line(&mut live, &"é".repeat(1000));
+        assert_eq!(live.chars().count(), LIVE_MAX_CHARS);
+        assert!(live.chars().all(|c| c == 'é'));
+    }
+
+    #[test]
+    fn the_run_time_leaves_pauses_out_and_stops_at_the_end() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut v = CycleView::default();
+        assert_eq!(v.active_time(at(5)), None, "not started here");
+        v.apply(
+            &ev(EventKind::CycleStarted {
+                mode: Mode::Broadcast,
+                max_iterations: 1,
+            }),
+            t0,
+        );
+        assert_eq!(v.active_time(at(10)), Some(Duration::from_secs(10)));
+        v.apply(&ev(EventKind::CyclePaused), at(10));
+        assert_eq!(v.active_time(at(40)), Some(Duration::from_secs(10)), "paused");
+        v.apply(&ev(EventKind::CycleResumed), at(40));
+        assert_eq!(v.active_time(at(45)), Some(Duration::from_secs(15)));
+        v.apply(
+            &ev(EventKind::CycleFinished {
+                outcome: CycleOutcome::Completed,
+                iterations: 1,
+                summary: String::new(),
+            }),
+            at(50),
+        );
+        assert_eq!(
+            v.active_time(at(500)),
+            Some(Duration::from_secs(20)),
+            "stopped at the end"
+        );
     }
 
     #[test]

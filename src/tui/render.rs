@@ -58,10 +58,13 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, no_color: bool) {
     }
     let app = &*app;
     if let (Some(panel), Some(group_id)) = (layout.panel, app.selected_group_id()) {
-        let kept = app
-            .org
-            .read(|o| o.group(&group_id).map_or(0, |g| g.pending_messages.len()));
+        let (kept, budget) = app.org.read(|o| {
+            o.group(&group_id)
+                .map(|g| (g.pending_messages.len(), g.budget))
+                .unwrap_or_default()
+        });
         let props = team_panel::Props {
+            budget: budget.or(app.config.budget),
             running: app.team_running(&group_id),
             pause_requested: app.team_pending(&group_id) == Some(Pending::Pausing),
             kept,
@@ -104,6 +107,7 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
             }
         }
         Some(Row::Group(id)) => transcript::Subject::Group {
+            id: id.clone(),
             group: app.org.read(|o| {
                 o.group(id).map(|g| transcript::GroupInfo {
                     name: g.name.clone(),
@@ -164,14 +168,23 @@ fn panel_keys(app: &App) -> PanelKeys {
 fn status_props(app: &App) -> status::Props<'_> {
     let reflecting = app.selected_session_id().is_some_and(|s| app.reflecting(&s));
     let running = app.selected_group_id().is_some_and(|g| app.team_running(&g));
+    let selection_paused = match app.selected_session_id() {
+        Some(s) if reflecting => app.reflection_paused(&s),
+        _ => app
+            .selected_group_id()
+            .and_then(|g| app.team_panel.cycles.get(&g).map(|c| c.running && c.paused))
+            .unwrap_or(false),
+    };
     status::Props {
         keymap: &app.keymap,
         composer_focused: app.focus == Focus::Composer,
         run_controls: reflecting || running,
+        selection_paused,
         search: app.transcripts.search.as_ref(),
         flash: app.flash.as_ref(),
         mouse_capture: app.mouse_capture,
-        running: app.running_count(),
+        running: app.running_count() - app.paused_count(),
+        paused: app.paused_count(),
         approvals: app.dialogs.approvals().map_or(0, |a| a.waiting().count()),
         worktrees: app.selected_worktrees().is_some(),
         creating: app.worktrees.creating.len(),
@@ -190,6 +203,10 @@ impl sidebar::Activity for App {
 
     fn session_busy(&self, session_id: &str) -> bool {
         App::session_busy(self, session_id)
+    }
+
+    fn session_paused(&self, session_id: &str) -> bool {
+        self.reflection_paused(session_id)
     }
 
     fn unread(&self, session_id: &str) -> bool {

@@ -116,6 +116,7 @@ async fn event_loop(
     });
     executor.input_saver = Some(saver.clone());
     let (frames, mut draws) = FrameRequester::start();
+    let terminal_kind = super::notify::TerminalKind::detect(|k| std::env::var(k).ok());
     let mut terminal_events = EventStream::new();
     // The selected team's worktrees are looked at again every few seconds (not on frames).
     let mut worktree_ticks = tokio::time::interval(WORKTREE_REFRESH);
@@ -168,7 +169,7 @@ async fn event_loop(
                 continue;
             }
         };
-        let mut commands = run_terminal_commands(guard, &mut app, commands);
+        let mut commands = run_terminal_commands(guard, &mut app, commands, &terminal_kind);
         while let Some(i) = commands
             .iter()
             .position(|c| matches!(c, Command::OpenEditor { .. }))
@@ -214,7 +215,12 @@ async fn run_editor(
 }
 
 /// Carries out the commands that talk to the terminal itself; returns the others.
-fn run_terminal_commands(guard: &mut TerminalGuard, app: &mut App, commands: Vec<Command>) -> Vec<Command> {
+fn run_terminal_commands(
+    guard: &mut TerminalGuard,
+    app: &mut App,
+    commands: Vec<Command>,
+    terminal_kind: &super::notify::TerminalKind,
+) -> Vec<Command> {
     let mut rest = Vec::with_capacity(commands.len());
     for command in commands {
         let result = match &command {
@@ -223,6 +229,11 @@ fn run_terminal_commands(guard: &mut TerminalGuard, app: &mut App, commands: Vec
             }
             Command::SetMouseCapture(on) => {
                 super::terminal::set_mouse_capture(guard.terminal.backend_mut(), *on)
+            }
+            Command::Notify(n) => {
+                let bytes = super::notify::sequence(app.config.notify, n, *terminal_kind);
+                let out = guard.terminal.backend_mut();
+                std::io::Write::write_all(out, bytes.as_bytes()).and_then(|()| std::io::Write::flush(out))
             }
             _ => {
                 rest.push(command);
@@ -460,6 +471,7 @@ impl Executor {
             // Carried out by the event loop, which owns the terminal.
             Command::CopyToClipboard { .. }
             | Command::SetMouseCapture(_)
+            | Command::Notify(_)
             | Command::OpenEditor { .. }
             | Command::Quit => {}
         }

@@ -165,6 +165,10 @@ pub trait Activity {
     fn group_running(&self, group_id: &str) -> bool;
     fn cycle(&self, group_id: &str) -> Option<&CycleView>;
     fn session_busy(&self, session_id: &str) -> bool;
+    /// The session's own run (a reflection) is paused: no spinner.
+    fn session_paused(&self, _session_id: &str) -> bool {
+        false
+    }
     fn unread(&self, session_id: &str) -> bool;
     /// A tool call of the session waits for the user's approval.
     fn awaiting_approval(&self, session_id: &str) -> bool;
@@ -305,7 +309,9 @@ fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
                 return Line::default();
             };
             let busy = activity.session_busy(id);
-            spans.push(Span::raw(if busy {
+            spans.push(Span::raw(if activity.session_paused(id) {
+                "  ⏸ ".to_string()
+            } else if busy {
                 format!("  {} ", spinner(tick))
             } else {
                 "  · ".to_string()

@@ -20,7 +20,7 @@ use super::cycle_view::{CycleView, TimelineKind, WorkerState, outcome_kind, phas
 use super::markdown::wrap_line_into;
 use super::widgets::{pane, spinner};
 use crate::engine::events::{EngineEvent, EventKind, RunKey};
-use crate::model::{Group, GroupId, Organization, ReflectionCycle};
+use crate::model::{Group, GroupId, Organization, ReflectionCycle, RunBudget};
 use crate::text::sanitize;
 use crate::workspace::{LoadedRun, WhichRun};
 
@@ -213,6 +213,13 @@ impl TeamPanel {
         }
     }
 
+    /// Streamed text of a member of a team whose run is followed (the panel shows its end).
+    pub fn on_delta(&mut self, group_id: &str, session_id: &str, session: &str, text: &str) {
+        if let Some(c) = self.cycles.get_mut(group_id) {
+            c.on_delta(session_id, session, text);
+        }
+    }
+
     /// A run file read back as `view`: the newest becomes the team's timeline (unless a live
     /// run has begun meanwhile: `live`); an earlier one is shown until the user goes back.
     pub fn on_run_loaded(&mut self, group_id: GroupId, loaded: &LoadedRun, mut view: CycleView, live: bool) {
@@ -369,6 +376,8 @@ pub struct Props {
     pub kept: usize,
     pub tick: usize,
     pub keys: PanelKeys,
+    /// The team's run budget (none: no budget line).
+    pub budget: RunBudget,
 }
 
 impl TeamPanel {
@@ -429,6 +438,20 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
         head.push_str(&format!(" · {} tok", c.usage.total()));
     }
     out.push(Line::styled(head, Style::default().add_modifier(Modifier::BOLD)));
+    if let Some((_, name, live)) = c.lead_live.as_ref().filter(|l| running && !l.2.trim().is_empty()) {
+        // The orchestrator (or evaluator) writing: who, and the end of its line.
+        let name = sanitize::display(name);
+        let room = width.saturating_sub(name.width() + 5);
+        let tail = live_tail(live.trim(), room);
+        out.push(Line::styled(
+            format!("✎ {name}{}", tail.trim_start_matches(' ').replacen('›', " ›", 1)),
+            dim,
+        ));
+    }
+    if let Some((text, near)) = budget_line(&props.budget, c, Instant::now()) {
+        let style = if near { warn } else { dim };
+        wrap_line_into(Line::styled(text, style), width.max(1), &mut out);
+    }
     out.extend(super::relay_view::panel_lines(c, &props.keys.relay_review, width));
     if let Some(first) = c.approvals.first().filter(|_| running) {
         // The run waits until the popup is answered.
@@ -503,7 +526,9 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
             Span::raw(sanitize::display(&w.name).into_owned()),
             Span::styled(format!(" {duration}{tokens}"), dim),
         ]));
-        // Below the member, while its turn has a call in flight: which, or that it waits.
+        // Below the member, while its turn has a call in flight: which, or that it waits;
+        // else what it is writing.
+        let live = w.live.trim();
         if w.tools.iter().any(|t| t.waiting) {
             out.push(Line::styled(
                 "  waiting for approval",
@@ -518,6 +543,8 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
                 format!("  ⚙ {}{more}", sanitize::display(&t.name)),
                 Style::default().fg(Color::Cyan),
             ));
+        } else if w.state == WorkerState::Running && !live.is_empty() {
+            out.push(Line::styled(live_tail(live, width.saturating_sub(4)), dim));
         }
     }
     for s in c.stall_warnings.iter().rev().take(2) {
@@ -533,11 +560,89 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
     out
 }
 
+/// `  › ` and the end of a streaming line that fits in `room` columns (`…` where cut).
+fn live_tail(live: &str, room: usize) -> String {
+    let clean = sanitize::display(live);
+    let clean = clean.trim();
+    let mut tail: Vec<char> = Vec::new();
+    let mut used = 0;
+    for c in clean.chars().rev() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w > room.saturating_sub(1) {
+            tail.push('…');
+            break;
+        }
+        used += w;
+        tail.push(c);
+    }
+    tail.reverse();
+    format!("  › {}", tail.into_iter().collect::<String>())
+}
+
+/// `budget: 1m 05s / 30m 00s · 12000 / 50000 tok` for a team with a budget: the run's time
+/// (pauses left out) and tokens against each limit set, and whether one is at 80 % or more.
+pub fn budget_line(budget: &RunBudget, c: &CycleView, now: Instant) -> Option<(String, bool)> {
+    if budget.is_empty() {
+        return None;
+    }
+    let mut parts = Vec::new();
+    let mut near = false;
+    if let Some(limit) = budget.max_duration() {
+        let used = c.active_time(now).unwrap_or_default();
+        near |= used.as_secs_f64() >= 0.8 * limit.as_secs_f64();
+        parts.push(format!(
+            "{} / {}",
+            crate::engine::protocol::format_duration(used),
+            crate::engine::protocol::format_duration(limit)
+        ));
+    }
+    if let Some(limit) = budget.token_budget {
+        let used = c.usage.total();
+        near |= used as f64 >= 0.8 * limit as f64;
+        parts.push(format!("{used} / {limit} tok"));
+    }
+    Some((format!("budget: {}", parts.join(" · ")), near))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::events::RunRecord;
     use crate::model::Mode;
+
+    #[test]
+    fn the_live_tail_is_the_end_of_the_line_that_fits() {
+        assert_eq!(live_tail("short", 20), "  › short");
+        assert_eq!(live_tail("a long line of streamed text", 10), "  › …amed text");
+        assert_eq!(live_tail("\x1b[31mred\x1b[0m", 20), "  › red");
+    }
+
+    #[test]
+    fn the_budget_line_shows_time_and_tokens_against_the_limits() {
+        let now = Instant::now();
+        let mut c = CycleView::default();
+        c.started = Some(now - std::time::Duration::from_secs(65));
+        c.usage.input_tokens = 12_000;
+        assert_eq!(budget_line(&RunBudget::default(), &c, now), None);
+        let budget = RunBudget {
+            max_duration_secs: Some(1800),
+            token_budget: Some(50_000),
+        };
+        assert_eq!(
+            budget_line(&budget, &c, now),
+            Some(("budget: 1m 05s / 30m 00s · 12000 / 50000 tok".into(), false))
+        );
+        c.usage.output_tokens = 30_000;
+        assert_eq!(budget_line(&budget, &c, now).map(|(_, near)| near), Some(true));
+        let tokens_only = RunBudget {
+            max_duration_secs: None,
+            token_budget: Some(100),
+        };
+        assert_eq!(
+            budget_line(&tokens_only, &c, now).map(|(t, _)| t),
+            Some("budget: 42000 / 100 tok".into())
+        );
+    }
 
     #[test]
     fn sparkline_maps_scores_to_bars() {

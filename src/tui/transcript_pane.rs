@@ -22,7 +22,7 @@ use super::transcript_view::{LiveCalls, TranscriptView};
 use super::widgets::pane;
 use crate::engine::events::EventKind;
 use crate::model::context::{self, ContextLevel};
-use crate::model::{Message, MessageRole, Mode, Role, SessionId, ToolResultInfo};
+use crate::model::{GroupId, Message, MessageRole, Mode, Role, SessionId, ToolResultInfo};
 use crate::naming;
 use crate::store::LoadedTranscript;
 use crate::text::sanitize;
@@ -38,6 +38,11 @@ pub struct TranscriptPane {
     pub search: Option<TranscriptSearch>,
     /// Tool calls in flight of sessions not shown yet (handed to their view when shown).
     unseen: HashMap<SessionId, LiveCalls>,
+    /// Each team timeline's scroll position (its cells are laid out afresh every frame).
+    timelines: HashMap<GroupId, CellScroll>,
+    /// A broadcast result laid out in columns, per team: kept while its text and the width
+    /// stay the same, so a frame does not lay the answers out again.
+    columns: HashMap<GroupId, ColumnsCache>,
     /// An earlier conversation of a session shown instead of its current one (`[` / `]`).
     pub browsing: Option<Browsing>,
     /// The last prompt being edited to send again (`U`): its session and message id.
@@ -52,6 +57,57 @@ pub struct Browsing {
     pub index: usize,
     pub count: usize,
     pub view: TranscriptView,
+}
+
+#[derive(Debug)]
+struct ColumnsCache {
+    text_hash: u64,
+    width: u16,
+    /// None: the answers do not fit side by side at this width.
+    lines: Option<Vec<Line<'static>>>,
+}
+
+/// A broadcast result's answers side by side at `width`, laid out once per text and width.
+fn result_columns<'c>(
+    cache: &'c mut HashMap<GroupId, ColumnsCache>,
+    group_id: &str,
+    cycle: Option<&CycleView>,
+    members: &[(String, Role)],
+    team_name: &str,
+    width: u16,
+) -> Option<&'c [Line<'static>]> {
+    use std::hash::{Hash, Hasher};
+    let Some(c) = cycle.filter(|c| c.mode == Some(Mode::Broadcast)) else {
+        cache.remove(group_id);
+        return None;
+    };
+    let text = c.result.as_deref()?;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    let text_hash = hasher.finish();
+    let fresh = cache
+        .get(group_id)
+        .is_some_and(|k| k.text_hash == text_hash && k.width == width);
+    if !fresh {
+        let clean = sanitize::display(text);
+        let slug = naming::team_slug(team_name);
+        let names: Vec<&str> = members
+            .iter()
+            .map(|(n, _)| naming::strip_team_prefix(n, &slug))
+            .filter(|n| clean.contains(&format!("## {n}\n")))
+            .collect();
+        let lines = super::result_columns::split(&clean, &names)
+            .and_then(|parts| super::result_columns::lay_out(&parts, width as usize));
+        cache.insert(
+            group_id.to_string(),
+            ColumnsCache {
+                text_hash,
+                width,
+                lines,
+            },
+        );
+    }
+    cache.get(group_id).and_then(|k| k.lines.as_deref())
 }
 
 impl TranscriptPane {
@@ -274,6 +330,47 @@ impl TranscriptPane {
         }
     }
 
+    /// Scrolls a team's timeline; positive is up (older entries).
+    pub fn scroll_timeline(&mut self, group_id: &str, lines: isize) {
+        let scroll = self.timelines.entry(group_id.to_string()).or_default();
+        if lines > 0 {
+            scroll.scroll_up(lines as usize);
+        } else {
+            scroll.scroll_down(lines.unsigned_abs());
+        }
+    }
+
+    /// To the top (`top`) or the bottom of a session's transcript (`Row::Session`) or a team's
+    /// timeline.
+    pub fn to_edge(&mut self, subject: Edge<'_>, top: bool) {
+        match subject {
+            Edge::Session(id) => {
+                if let Some(v) = self.views.get_mut(id) {
+                    if top {
+                        v.scroll_up(usize::MAX);
+                    } else {
+                        v.follow();
+                    }
+                }
+            }
+            Edge::Timeline(id) => {
+                let scroll = self.timelines.entry(id.to_string()).or_default();
+                if top {
+                    scroll.scroll_up(usize::MAX);
+                } else {
+                    scroll.set_scroll_from_bottom(0);
+                }
+            }
+        }
+    }
+
+    /// Lines a team's timeline is scrolled up from its newest entry.
+    pub fn timeline_scroll(&self, group_id: &str) -> usize {
+        self.timelines
+            .get(group_id)
+            .map_or(0, CellScroll::scroll_from_bottom)
+    }
+
     /// Back to the bottom of a session's transcript (something was just sent to it).
     pub fn follow(&mut self, session_id: &str) {
         if self.browsing.as_ref().is_some_and(|b| b.session_id == session_id) {
@@ -423,6 +520,13 @@ pub struct Keys {
     pub newer: String,
 }
 
+/// What `Home`/`End` (`g`/`G`) move through.
+#[derive(Debug, Clone, Copy)]
+pub enum Edge<'a> {
+    Session(&'a str),
+    Timeline(&'a str),
+}
+
 /// What is selected.
 pub enum Subject<'a> {
     /// Nothing: the welcome text.
@@ -438,6 +542,7 @@ pub enum Subject<'a> {
         system_chars: usize,
     },
     Group {
+        id: GroupId,
         group: GroupInfo,
         /// The run shown (from the team panel).
         cycle: Option<&'a CycleView>,
@@ -548,7 +653,28 @@ fn render(pane_state: &mut TranscriptPane, frame: &mut Frame<'_>, area: Rect, pr
             };
             render_session(frame, area, title, view, meter, search, props);
         }
-        Subject::Group { group, cycle, run } => render_group(frame, area, group, *cycle, run.as_ref(), props),
+        Subject::Group {
+            id,
+            group,
+            cycle,
+            run,
+        } => {
+            let scroll = pane_state.timelines.entry(id.clone()).or_default();
+            let columns = result_columns(
+                &mut pane_state.columns,
+                id,
+                *cycle,
+                &group.members,
+                &group.name,
+                area.width.saturating_sub(2),
+            );
+            let shown = ShownRun {
+                cycle: *cycle,
+                label: run.as_ref(),
+                columns,
+            };
+            render_group(frame, area, group, shown, scroll, props);
+        }
         Subject::Nothing => {
             let block = pane(" huddle ".into(), focused);
             let inner = block.inner(area);
@@ -714,14 +840,26 @@ fn render_session(
     }
 }
 
+/// The run a team's pane shows: its view, which run it is, its result in columns (broadcast).
+struct ShownRun<'a> {
+    cycle: Option<&'a CycleView>,
+    label: Option<&'a RunLabel>,
+    columns: Option<&'a [Line<'static>]>,
+}
+
 fn render_group(
     frame: &mut Frame<'_>,
     area: Rect,
     group: &GroupInfo,
-    cycle: Option<&CycleView>,
-    run: Option<&RunLabel>,
+    shown: ShownRun<'_>,
+    scroll: &mut CellScroll,
     props: &Props<'_>,
 ) {
+    let ShownRun {
+        cycle,
+        label: run,
+        columns,
+    } = shown;
     let GroupInfo {
         name,
         team,
@@ -732,7 +870,9 @@ fn render_group(
         memory,
         contexts,
     } = group;
-    let (team, mode) = (*team, *mode);
+    // A run in progress shows the mode it runs in (a `--mode` override, say).
+    let mode = cycle.filter(|c| c.running).and_then(|c| c.mode).unwrap_or(*mode);
+    let team = *team;
     let title = if team {
         format!(" {} · {mode} · timeline ", sanitize::display(name))
     } else {
@@ -794,6 +934,23 @@ fn render_group(
             Style::default(),
         ));
     }
+    let result = cycle.and_then(|c| c.result.as_deref());
+    let result_cells = result.into_iter().flat_map(|text| {
+        [
+            Cell::Timeline {
+                text: "",
+                style: Style::default(),
+            },
+            Cell::Timeline {
+                text: "── result ──",
+                style: Style::default().add_modifier(Modifier::BOLD),
+            },
+            match columns {
+                Some(lines) => Cell::Lines(lines),
+                None => Cell::Markdown(text),
+            },
+        ]
+    });
     let cells: Vec<Cell<'_>> = notes
         .iter()
         .map(|(text, style)| Cell::Timeline { text, style: *style })
@@ -801,9 +958,12 @@ fn render_group(
             text: &entry.text,
             style: kind_style(&entry.kind),
         }))
+        .chain(result_cells)
         .collect();
-    // Laid out fresh each frame (a few hundred short lines at most), following the newest.
-    let (lines, _) = CellScroll::default().visible_lines(&cells[..], inner.width, inner.height as usize);
+    // Laid out fresh each frame (a few hundred short lines and the result, only the visible
+    // part), at the reader's scroll position (0 follows the newest).
+    scroll.clear();
+    let (lines, _) = scroll.visible_lines(&cells[..], inner.width, inner.height as usize);
     frame.render_widget(Paragraph::new(lines), inner);
 }
 

@@ -210,6 +210,52 @@ impl Edits {
         })
     }
 
+    /// A new member of a team: `<team-slug>-<name>` (unless `name` has the prefix already),
+    /// a worker on `model` with `system_prompt` (blank: none). A run in progress is not
+    /// changed (it read its team when it started); the next run includes the member.
+    pub fn add_member(
+        &self,
+        group_id: &str,
+        name: &str,
+        model: &str,
+        system_prompt: &str,
+    ) -> Result<SessionId, EditError> {
+        let name = name.trim();
+        valid_session_name(name)?;
+        let model = model.trim();
+        self.config
+            .resolve(model)
+            .map_err(|e| EditError::Invalid(format!("model: {e}")))?;
+        let repo = self.repo.clone();
+        self.org.update(|o| {
+            let group = o.group(group_id).ok_or(EditError::NoSuchGroup)?;
+            if !group.is_team() {
+                return Err(EditError::Invalid(
+                    "members are added to a team; use the new-session key for a plain session".into(),
+                ));
+            }
+            let slug = crate::naming::team_slug(&group.name);
+            let full = if crate::naming::strip_team_prefix(name, &slug) != name {
+                name.to_string()
+            } else {
+                crate::naming::member_session_name(&slug, name)
+            };
+            if o.session_by_name(&full).is_some() {
+                return Err(EditError::SessionNameTaken(full));
+            }
+            let mut s = Session::new(&full, group_id, model);
+            s.repo = group.repo.clone().or(Some(repo));
+            s.team = true;
+            s.role = Role::Worker;
+            s.system_prompt = Some(system_prompt.to_string()).filter(|t| !t.trim().is_empty());
+            s.order = o.next_session_order(group_id);
+            let id = s.id.clone();
+            o.sessions.push(s);
+            o.ui.collapsed_groups.retain(|g| g != group_id);
+            Ok(id)
+        })
+    }
+
     /// A session for one headless question, in the default group, named after the time.
     pub fn create_run_session(&self, model: &str) -> SessionId {
         let repo = self.repo.clone();

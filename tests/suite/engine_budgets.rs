@@ -223,4 +223,42 @@ fn huddle_run_exits_with_6_when_the_budget_is_spent() {
     );
     let refused = huddle(home.path(), &["run", "--token-budget", "0", "x"]);
     assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    let no_team = huddle(home.path(), &["run", "--token-budget", "10", "x"]);
+    assert_eq!(no_team.status.code(), Some(2), "{}", text(&no_team.stderr));
+    assert!(text(&no_team.stderr).contains("add --preset or --group"));
+}
+
+/// Time paused is left out of a run's duration (and of its time budget), on the paused clock.
+#[tokio::test(start_paused = true)]
+async fn a_pause_counts_neither_in_the_duration_nor_against_the_time_limit() {
+    let f = team(Mode::OrchestratorReflect, &["a"], false, 1).await;
+    f.org.update(|o| {
+        for s in &mut o.sessions {
+            s.model = "sim/slow-2s".into();
+        }
+    });
+    set_budget(
+        &f,
+        RunBudget {
+            max_duration_secs: Some(60),
+            token_budget: None,
+        },
+    );
+    let run = f
+        .engine
+        .start_group(&f.group_id, "Do it".into(), RunOverrides::default())
+        .expect("registered");
+    let key = huddle::engine::events::RunKey::team(&f.group_id);
+    assert!(f.engine.pause(&key));
+    let handle = tokio::spawn(run);
+    tokio::time::sleep(Duration::from_secs(600)).await;
+    assert!(f.engine.resume(&key));
+    let report = handle.await.expect("joined").expect("ran");
+    assert_ne!(
+        report.outcome,
+        CycleOutcome::BudgetExhausted,
+        "ten minutes paused are not over a one-minute limit"
+    );
+    assert!(report.duration < Duration::from_secs(60), "{:?}", report.duration);
+    assert!(!report.summary.contains("10m"), "{}", report.summary);
 }

@@ -242,6 +242,7 @@ pub fn names(events: &[EngineEvent]) -> Vec<String> {
                     | "notice"
                     | "run_started"
                     | "run_ended"
+                    | "run_result"
             )
         })
         .collect()

@@ -24,7 +24,7 @@ async fn broadcast_sends_the_prompt_to_everyone_and_survives_a_failure() {
     assert!(report.final_text.contains("answer from a"));
     assert!(report.final_text.contains("answer from c"));
     assert!(
-        report.final_text.contains("t-b") && report.final_text.contains("failed"),
+        report.final_text.contains("## b\n") && report.final_text.contains("failed"),
         "{}",
         report.final_text
     );

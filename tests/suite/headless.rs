@@ -157,7 +157,10 @@ fn events_are_ndjson_with_event_and_group() {
     let last = lines.last().unwrap();
     assert_eq!(last["event"], "run_ended");
     assert_eq!(last["outcome"], "goal_met");
-    let finished = &lines[lines.len() - 2];
+    let result = &lines[lines.len() - 2];
+    assert_eq!(result["event"], "run_result");
+    assert!(result["text"].as_str().is_some_and(|t| !t.is_empty()));
+    let finished = &lines[lines.len() - 3];
     assert_eq!(finished["event"], "cycle_finished");
     assert_eq!(finished["outcome"], "goal_met");
     // Session events name their session by id too.

@@ -98,6 +98,22 @@ pub fn run_started(app: &mut App, key: RunKey) -> String {
     run_id
 }
 
+/// A team run of `mode` announced as the engine does (`run_started`, `cycle_started` of one
+/// iteration); returns the run's id.
+pub fn start_cycle(app: &mut App, group_id: &str, mode: huddle::model::Mode) -> String {
+    let run = run_started(app, RunKey::team(group_id));
+    engine_event(
+        app,
+        group_id,
+        Some(&run),
+        EventKind::CycleStarted {
+            mode,
+            max_iterations: 1,
+        },
+    );
+    run
+}
+
 /// What the engine announces when a run ends.
 pub fn run_ended(app: &mut App, run_id: &str, key: RunKey, failed: Option<&str>) -> Vec<Command> {
     let group_id = group_of(app, &key);

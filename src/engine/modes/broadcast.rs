@@ -17,9 +17,14 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         .collect();
     let finished = run.parallel(jobs, 1, None).await;
     phase(run, Phase::Collect);
+    // Each answer under its member's name (without the team prefix every name carries).
+    let slug = run.team.slug();
     let final_text = finished
         .iter()
-        .map(|(r, _)| format!("## {}\n\n{}", r.session, r.text_or_error().trim()))
+        .map(|(r, _)| {
+            let name = crate::naming::strip_team_prefix(&r.session, &slug);
+            format!("## {name}\n\n{}", r.text_or_error().trim())
+        })
         .collect::<Vec<_>>()
         .join("\n\n");
     let results: Vec<_> = finished.iter().map(|(r, _)| r).collect();

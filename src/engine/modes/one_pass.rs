@@ -51,7 +51,7 @@ fn finish_with(
             max_iterations: 1,
             scores: Vec::new(),
             trend: None,
-            duration: run.started.elapsed(),
+            duration: run.active_time(),
             usage: run.usage,
             per_iteration: Vec::new(),
         }),

@@ -11,9 +11,10 @@ use crate::model::{CycleOutcome, Evaluation, Mode, ReflectionCycle, Usage};
 use super::super::cycle::{self, CycleContext, CycleLoop, Step};
 use super::super::events::{EventKind, Phase};
 use super::super::protocol::{
-    AdjustmentInput, Assignment, LastEvaluation, PlanFormat, PlanMode, Replan, TeamContext, evaluator_prompt,
-    nudge_prompt, parse_evaluator_reply, parse_self_evaluation, pending_adjustments, planning_prompt,
-    replan_prompt, strip_sentinel_lines, synthesis_prompt, synthesis_self_eval_prompt, trend,
+    AdjustmentInput, Assignment, EarlierResult, LastEvaluation, PlanFormat, PlanMode, Replan, TeamContext,
+    WorkerResult, cycle_synthesis_prompt, evaluator_prompt, nudge_prompt, parse_evaluator_reply,
+    parse_self_evaluation, pending_adjustments, planning_prompt, replan_prompt, strip_sentinel_lines,
+    synthesis_self_eval_prompt, trend,
 };
 use super::super::run::Run;
 use super::super::session::TurnResult;
@@ -28,12 +29,16 @@ struct TeamCycle<'r, 'a> {
     /// Messages carried over from before a restart, given to the next plan.
     carried: Vec<String>,
     nudged: bool,
-    /// When the current attempt at an iteration started, and the run's usage then.
-    attempt_started: (Instant, Usage),
+    /// When the current attempt at an iteration started, and the run's usage and paused time
+    /// then.
+    attempt_started: (Instant, Usage, Duration),
     base_usage: Usage,
     base_duration_ms: u64,
     /// Why the state could not be written, when it could not.
     save_error: Option<String>,
+    /// Each worker's latest successful answer in this run and its iteration, in team order:
+    /// a synthesis covers the workers its iteration did not assign too.
+    latest: Vec<EarlierResult>,
 }
 
 pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result<RunReport, EngineError> {
@@ -76,8 +81,9 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
         orchestrator,
         evaluator,
         nudged: false,
-        attempt_started: (Instant::now(), Usage::default()),
+        attempt_started: (Instant::now(), Usage::default(), Duration::ZERO),
         save_error: None,
+        latest: Vec::new(),
     };
     cycle.state.active = true;
     cycle.state.outcome = None;
@@ -109,7 +115,7 @@ impl CycleLoop for TeamCycle<'_, '_> {
     }
 
     async fn iterate(&mut self, iteration: u32) -> Step {
-        self.attempt_started = (Instant::now(), self.run.usage);
+        self.attempt_started = (Instant::now(), self.run.usage, self.run.control().paused_for());
         self.iteration(iteration).await
     }
 
@@ -119,7 +125,7 @@ impl CycleLoop for TeamCycle<'_, '_> {
         let mut usage = self.base_usage;
         usage.add(self.run.usage);
         self.state.usage = usage;
-        self.state.duration_ms = self.base_duration_ms + self.run.started.elapsed().as_millis() as u64;
+        self.state.duration_ms = self.base_duration_ms + self.run.active_time().as_millis() as u64;
         let mut queued = self.carried.clone();
         queued.extend(self.run.control().peek_queued());
         self.state.queued_messages = queued;
@@ -301,9 +307,10 @@ impl TeamCycle<'_, '_> {
 
         self.phase(iteration, Phase::Synthesize);
         let max = self.state.max_iterations;
+        let earlier = self.remember(&results, iteration);
         let prompt = match self.evaluator {
-            Some(_) => synthesis_prompt(&goal, &results),
-            None => synthesis_self_eval_prompt(&goal, &results, iteration, max),
+            Some(_) => cycle_synthesis_prompt(&goal, &results, &earlier),
+            None => synthesis_self_eval_prompt(&goal, &results, &earlier, iteration, max),
         };
         let orchestrator = self.orchestrator.clone();
         let synthesis = self.run.turn(&orchestrator, prompt, Some(iteration)).await;
@@ -348,7 +355,8 @@ impl TeamCycle<'_, '_> {
         };
         let previous_score = self.state.last_evaluation.as_ref().map(|e| e.score);
         let direction = previous_score.map(|p| trend(p, score));
-        let (started, usage_before) = self.attempt_started;
+        let (started, usage_before, paused_before) = self.attempt_started;
+        let paused = self.run.control().paused_for().saturating_sub(paused_before);
         let evaluation = Evaluation {
             iteration,
             score,
@@ -357,7 +365,7 @@ impl TeamCycle<'_, '_> {
             at: Utc::now(),
             trend: direction,
             usage: self.run.usage.since(usage_before),
-            duration_ms: started.elapsed().as_millis() as u64,
+            duration_ms: started.elapsed().saturating_sub(paused).as_millis() as u64,
         };
         let (usage, duration_ms) = (evaluation.usage, evaluation.duration_ms);
         self.state.evaluations.push(evaluation.clone());
@@ -402,6 +410,32 @@ impl TeamCycle<'_, '_> {
         } else {
             Step::Continue
         }
+    }
+
+    /// Keeps this iteration's successful answers as each worker's latest; returns the latest
+    /// earlier answer of every worker this iteration did not hear from.
+    fn remember(&mut self, results: &[WorkerResult], iteration: u32) -> Vec<EarlierResult> {
+        let earlier: Vec<EarlierResult> = self
+            .latest
+            .iter()
+            .filter(|e| !results.iter().any(|r| r.success && r.name == e.name))
+            .cloned()
+            .collect();
+        for r in results.iter().filter(|r| r.success) {
+            let text = r.text.clone();
+            match self.latest.iter_mut().find(|e| e.name == r.name) {
+                Some(e) => {
+                    e.iteration = iteration;
+                    e.text = text;
+                }
+                None => self.latest.push(EarlierResult {
+                    name: r.name.clone(),
+                    iteration,
+                    text,
+                }),
+            }
+        }
+        earlier
     }
 
     /// The answer so far: the last synthesis without its sentinel lines.

@@ -340,6 +340,42 @@ const SYNTHESIS_INSTRUCTIONS: &str = "\n## What to write\n\
     what conflicts, and fill or flag what a failed worker left missing. Write it for the user; do \
     not describe the process.\n";
 
+/// A worker's latest answer from an earlier iteration of a cycle, given to a synthesis whose
+/// iteration did not assign that worker (so the answer covers every worker's contribution).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EarlierResult {
+    pub name: String,
+    pub iteration: u32,
+    pub text: String,
+}
+
+/// Characters of an earlier answer given to a synthesis; the rest is cut (and the cut said),
+/// so the prompt stays bounded however long the cycle runs.
+pub const EARLIER_RESULT_MAX_CHARS: usize = 2_000;
+
+fn earlier_results(out: &mut String, earlier: &[EarlierResult]) {
+    if earlier.is_empty() {
+        return;
+    }
+    out.push_str(
+        "\n## Earlier contributions\nWorkers not assigned in this iteration, with their latest \
+         answer from an earlier one (long answers shortened). Keep what is still relevant.\n",
+    );
+    for e in earlier {
+        let _ = writeln!(out, "\n### {} (iteration {})", e.name, e.iteration);
+        let text = sanitize_worker_text(&e.text);
+        let text = text.trim();
+        match text.char_indices().nth(EARLIER_RESULT_MAX_CHARS) {
+            Some((cut, _)) => {
+                let _ = writeln!(out, "{}\n[… shortened]", &text[..cut]);
+            }
+            None => {
+                let _ = writeln!(out, "{text}");
+            }
+        }
+    }
+}
+
 /// The orchestrator combines the worker results into one answer.
 /// A member's prompt with the notes the user left for it (`@member text`) before it.
 pub fn prompt_with_notes(notes: &[String], prompt: &str) -> String {
@@ -353,11 +389,18 @@ pub fn prompt_with_notes(notes: &[String], prompt: &str) -> String {
 }
 
 pub fn synthesis_prompt(request: &str, results: &[WorkerResult]) -> String {
+    cycle_synthesis_prompt(request, results, &[])
+}
+
+/// The synthesis of a reflect iteration: this iteration's results, then the latest earlier
+/// answer of each worker it did not assign.
+pub fn cycle_synthesis_prompt(request: &str, results: &[WorkerResult], earlier: &[EarlierResult]) -> String {
     let mut out =
         String::with_capacity(2048 + request.len() + results.iter().map(|r| r.text.len()).sum::<usize>());
     out.push_str("You are the orchestrator. Your workers have finished their tasks.\n");
     section(&mut out, "Request", request);
     worker_results(&mut out, results);
+    earlier_results(&mut out, earlier);
     out.push_str(SYNTHESIS_INSTRUCTIONS);
     out
 }
@@ -366,10 +409,11 @@ pub fn synthesis_prompt(request: &str, results: &[WorkerResult]) -> String {
 pub fn synthesis_self_eval_prompt(
     request: &str,
     results: &[WorkerResult],
+    earlier: &[EarlierResult],
     iteration: u32,
     max_iterations: u32,
 ) -> String {
-    let mut out = synthesis_prompt(request, results);
+    let mut out = cycle_synthesis_prompt(request, results, earlier);
     out.push_str("\n## Self-evaluation\n");
     iteration_line(&mut out, iteration, max_iterations);
     let _ = writeln!(

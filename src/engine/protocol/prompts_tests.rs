@@ -198,8 +198,44 @@ fn synthesis_labels_results_and_neutralises_worker_sentinels() {
 }
 
 #[test]
+fn a_cycle_synthesis_also_gets_the_latest_earlier_answer_of_workers_not_assigned_now() {
+    let earlier = [
+        EarlierResult {
+            name: "team-docs".into(),
+            iteration: 1,
+            text: "The docs part UNIQUE_EARLIER.\n[[GROUP_REFLECT_COMPLETE]]".into(),
+        },
+        EarlierResult {
+            name: "team-long".into(),
+            iteration: 2,
+            text: "x".repeat(EARLIER_RESULT_MAX_CHARS + 500),
+        },
+    ];
+    let p = cycle_synthesis_prompt("Build it.", &results(), &earlier);
+    assert!(has_line(&p, "## Earlier contributions"), "{p}");
+    assert!(
+        has_line(&p, "### team-docs (iteration 1)") && p.contains("UNIQUE_EARLIER"),
+        "{p}"
+    );
+    assert!(
+        !p.contains("[[GROUP_REFLECT_COMPLETE]]"),
+        "earlier sentinels are neutralised"
+    );
+    assert!(has_line(&p, "[… shortened]"));
+    assert!(!p.contains(&"x".repeat(EARLIER_RESULT_MAX_CHARS + 1)), "bounded");
+    assert!(p.find("## Earlier contributions") < p.find("## What to write"));
+    assert_eq!(sim_kind(&p), "synthesis");
+    let self_eval = synthesis_self_eval_prompt("Build it.", &results(), &earlier, 3, 5);
+    assert!(self_eval.contains("UNIQUE_EARLIER") && self_eval.contains("[[NEEDS_ITERATION]]"));
+    assert_eq!(
+        synthesis_prompt("Build it.", &results()),
+        cycle_synthesis_prompt("Build it.", &results(), &[])
+    );
+}
+
+#[test]
 fn synthesis_with_self_evaluation_has_both_sentinels() {
-    let p = synthesis_self_eval_prompt("Build it.", &results(), 3, 5);
+    let p = synthesis_self_eval_prompt("Build it.", &results(), &[], 3, 5);
     assert!(p.contains("[[GROUP_REFLECT_COMPLETE]]") && p.contains("[[NEEDS_ITERATION]]"));
     assert!(has_line(&p, "Iteration: 3 of 5"));
     assert!(has_line(&p, "### team-backend (ok, 12.3s)"));

@@ -73,6 +73,10 @@ pub enum TextPurpose {
     SystemPrompt(SessionId),
     /// Max iterations of a single-session reflection towards this goal.
     ReflectIterations(SessionId, String),
+    /// A new team member's name (then its model, then its system prompt).
+    MemberName(GroupId),
+    /// A new team member's system prompt, last step: (team, name, model).
+    MemberPrompt(GroupId, String, String),
     /// A relay draft, edited: sent when saved.
     RelayEdit(GroupId),
     /// The note for a rejected relay draft.
@@ -89,6 +93,8 @@ pub enum PickPurpose {
     Mode(GroupId),
     /// The worktree strategy of a team from this preset (by name).
     Strategy(String),
+    /// A new team member's model: (team, name).
+    MemberModel(GroupId, String),
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -19,12 +19,16 @@ pub struct Props<'a> {
     pub composer_focused: bool,
     /// The selection's run or reflection is going: pause and stop are hinted first.
     pub run_controls: bool,
+    /// That run is paused: the pause key is hinted as resume.
+    pub selection_paused: bool,
     pub search: Option<&'a TranscriptSearch>,
     /// A one-line message (and whether it is an error), shown instead of the hints.
     pub flash: Option<&'a (String, bool)>,
     pub mouse_capture: bool,
-    /// Runs and reflections going in this process.
+    /// Runs and reflections going in this process (not paused).
     pub running: usize,
+    /// Runs and reflections paused (confirmed by the engine).
+    pub paused: usize,
     /// Tool calls waiting for the user's approval (the popup may be under another dialog).
     pub approvals: usize,
     /// The selection works in git worktrees: the diff and merge keys are hinted.
@@ -92,7 +96,13 @@ pub fn hints(props: &Props<'_>) -> Vec<(String, &'static str)> {
     global
         .chain(worktree)
         .chain(local)
-        .filter_map(|(c, a)| Some((keymap.first_key(c, a)?, label(a))))
+        .filter_map(|(c, a)| {
+            let what = match a {
+                Action::TogglePauseCycle if props.selection_paused => "resume",
+                _ => label(a),
+            };
+            Some((keymap.first_key(c, a)?, what))
+        })
         .collect()
 }
 
@@ -140,6 +150,9 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, props: &Props<'_>) {
     let running = props.running;
     if running > 0 {
         right.push_str(&format!("{running} running "));
+    }
+    if props.paused > 0 {
+        right.push_str(&format!("{} paused ", props.paused));
     }
     if !right.is_empty() {
         let w = right.chars().count() as u16;

@@ -1,0 +1,143 @@
+//! `N` always makes a plain session; `A` adds a member to a team (name, model, system prompt);
+//! the mode and max iterations do not change under a run in progress (issue 15 item 8).
+
+use crossterm::event::KeyCode;
+use huddle::engine::events::{EventKind, RunKey};
+use huddle::model::{GroupKind, Mode, Role};
+
+use super::tui_support::{
+    app_with_team, ch, ctrl, default_group, engine_event, key, render, run_ended, screen_text, start_cycle,
+    type_text,
+};
+
+fn clear_field(app: &mut huddle::tui::App) {
+    for _ in 0..30 {
+        app.handle_key(key(KeyCode::Backspace));
+    }
+}
+
+fn flash(app: &huddle::tui::App) -> String {
+    app.flash.as_ref().map(|(t, _)| t.clone()).unwrap_or_default()
+}
+
+#[test]
+fn n_on_a_team_makes_a_plain_session_outside_it() {
+    let (mut app, team) = app_with_team("Research Panel");
+    let members_before = app.org.read(|o| o.sessions_in(&team).len());
+    app.handle_key(ch('N'));
+    clear_field(&mut app);
+    type_text(&mut app, "notes");
+    app.handle_key(key(KeyCode::Enter));
+    let (group, is_team, role) = app
+        .org
+        .read(|o| {
+            o.session_by_name("notes")
+                .map(|s| (s.group_id.clone(), s.team, s.role))
+        })
+        .expect("created");
+    assert_eq!(group, default_group(&app));
+    assert!(!is_team && role == Role::Worker);
+    assert_eq!(app.org.read(|o| o.sessions_in(&team).len()), members_before);
+    assert_eq!(
+        app.org.read(|o| o.group(&group).map(|g| g.kind)),
+        Some(GroupKind::Default)
+    );
+}
+
+#[test]
+fn a_adds_a_member_with_its_name_model_and_system_prompt() {
+    let (mut app, team) = app_with_team("Research Panel");
+    app.handle_key(ch('A'));
+    let text = screen_text(&render(&mut app, 80, 24));
+    assert!(text.contains("Add a team member: name"), "{text}");
+    clear_field(&mut app);
+    type_text(&mut app, "economist");
+    app.handle_key(key(KeyCode::Enter));
+    // The model picker: a typed slug.
+    type_text(&mut app, "sim/slow-200ms");
+    app.handle_key(key(KeyCode::Enter));
+    let text = screen_text(&render(&mut app, 80, 24));
+    assert!(text.contains("System prompt of economist"), "{text}");
+    type_text(&mut app, "You weigh costs.");
+    app.handle_key(ctrl('s'));
+    let member = app
+        .org
+        .read(|o| o.session_by_name("research-panel-economist").cloned())
+        .expect("the member was added");
+    assert_eq!(member.group_id, team);
+    assert!(member.team && member.role == Role::Worker);
+    assert_eq!(member.model, "sim/slow-200ms");
+    assert_eq!(member.system_prompt.as_deref(), Some("You weigh costs."));
+    assert_eq!(app.selected_session_id(), Some(member.id));
+    assert!(app.dialogs.is_empty());
+}
+
+#[test]
+fn a_refuses_an_unknown_model_and_a_outside_a_team_says_so() {
+    let (mut app, _) = app_with_team("Research Panel");
+    app.handle_key(ch('A'));
+    clear_field(&mut app);
+    type_text(&mut app, "x");
+    app.handle_key(key(KeyCode::Enter));
+    type_text(&mut app, "nowhere/model");
+    app.handle_key(key(KeyCode::Enter));
+    let text = screen_text(&render(&mut app, 100, 30));
+    assert!(text.contains("names no configured provider"), "{text}");
+    assert!(app.org.read(|o| o.session_by_name("research-panel-x").is_none()));
+
+    let mut plain = super::tui_support::empty_app();
+    plain.handle_key(ch('A'));
+    assert!(plain.dialogs.is_empty());
+    assert!(flash(&plain).contains("select a team first"));
+}
+
+#[test]
+fn mode_and_max_iterations_are_refused_while_the_team_runs() {
+    let (mut app, team) = app_with_team("Research Panel");
+    let run = start_cycle(&mut app, &team, Mode::Broadcast);
+    app.handle_key(ch('M'));
+    assert!(app.dialogs.is_empty(), "no mode picker during a run");
+    assert!(flash(&app).contains("the team is running"), "{}", flash(&app));
+    app.handle_key(ch('I'));
+    assert!(app.dialogs.is_empty());
+    assert!(flash(&app).contains("max iterations"));
+    engine_event(
+        &mut app,
+        &team,
+        Some(&run),
+        EventKind::CycleFinished {
+            outcome: huddle::model::CycleOutcome::Completed,
+            iterations: 1,
+            summary: String::new(),
+        },
+    );
+    run_ended(&mut app, &run, RunKey::team(&team), None);
+    app.handle_key(ch('M'));
+    assert!(!app.dialogs.is_empty(), "allowed once the run has ended");
+}
+
+#[test]
+fn a_mode_picked_just_before_a_run_started_is_refused() {
+    let (mut app, team) = app_with_team("Research Panel");
+    app.handle_key(ch('M'));
+    assert!(!app.dialogs.is_empty());
+    start_cycle(&mut app, &team, Mode::Broadcast);
+    // The picker is still open: choosing now changes nothing under the run.
+    type_text(&mut app, "sequential");
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(
+        app.org.read(|o| o.group(&team).map(|g| g.mode)),
+        Some(Mode::Broadcast)
+    );
+    let text = screen_text(&render(&mut app, 100, 30));
+    assert!(text.contains("the team is running"), "{text}");
+}
+
+#[test]
+fn the_header_shows_the_mode_the_run_is_in() {
+    let (mut app, team) = app_with_team("Research Panel");
+    // A run started with another mode (`huddle run --mode`, say).
+    start_cycle(&mut app, &team, Mode::Sequential);
+    let text = screen_text(&render(&mut app, 120, 30));
+    assert!(text.contains("Research Panel · sequential · timeline"), "{text}");
+}
