@@ -111,7 +111,7 @@ impl App {
             RelayChoice::Answer(answer) => vec![Command::AnswerRelay { group_id, answer }],
             RelayChoice::Edit(draft) => {
                 self.dialogs.push(Dialog::Text(Box::new(TextInput::new(
-                    "Edit the draft (Ctrl-S sends it)",
+                    "Edit the draft (Ctrl-S sends it; Ctrl-O: in $EDITOR)",
                     TextPurpose::RelayEdit(group_id),
                     &draft,
                     true,

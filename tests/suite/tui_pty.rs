@@ -13,6 +13,8 @@ const DEADLINE: Duration = Duration::from_secs(60);
 
 pub(super) struct Huddle {
     screen: Arc<Mutex<vt100::Parser>>,
+    /// Every byte huddle wrote, for what the screen does not show (OSC 52, the bell).
+    raw: Arc<Mutex<Vec<u8>>>,
     writer: Box<dyn Write + Send>,
     child: Box<dyn Child + Send + Sync>,
     _master: Box<dyn MasterPty + Send>,
@@ -47,6 +49,8 @@ impl Huddle {
         let writer = pty.master.take_writer().expect("pty writer");
         let screen = Arc::new(Mutex::new(vt100::Parser::new(30, 100, 0)));
         let sink = Arc::clone(&screen);
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let raw_sink = Arc::clone(&raw);
         std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
             while let Ok(n) = reader.read(&mut buf) {
@@ -54,10 +58,12 @@ impl Huddle {
                     break;
                 }
                 sink.lock().unwrap().process(&buf[..n]);
+                raw_sink.lock().unwrap().extend_from_slice(&buf[..n]);
             }
         });
         Huddle {
             screen,
+            raw,
             writer,
             child,
             _master: pty.master,
@@ -66,6 +72,16 @@ impl Huddle {
 
     pub(super) fn text(&self) -> String {
         self.screen.lock().unwrap().screen().contents()
+    }
+
+    /// What huddle put on the clipboard with OSC 52 so far, decoded, newest last.
+    pub(super) fn clipboard(&self) -> Vec<String> {
+        let raw = String::from_utf8_lossy(&self.raw.lock().unwrap()).into_owned();
+        raw.split("\x1b]52;c;")
+            .skip(1)
+            .filter_map(|rest| rest.split('\x07').next())
+            .map(|b64| String::from_utf8_lossy(&base64_decode(b64)).into_owned())
+            .collect()
     }
 
     /// Polls the screen until it contains `needle`; the screen at the deadline is in the panic.
@@ -288,4 +304,82 @@ fn huddle_run_hands_its_run_to_the_open_tui_which_then_prunes_it() {
     app.key("q");
     app.wait_exit();
     assert!(!socket.exists(), "the socket goes with the TUI");
+}
+
+/// Standard base64 (what OSC 52 carries), without padding checks.
+fn base64_decode(text: &str) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = Vec::new();
+    let (mut acc, mut bits) = (0u32, 0);
+    for c in text.bytes().filter(|c| *c != b'=') {
+        let Some(v) = ALPHABET.iter().position(|a| *a == c) else {
+            continue;
+        };
+        acc = (acc << 6) | v as u32;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    out
+}
+
+/// Issue 15's walk through: attach a file with `@` (Tab completes it), run a team on it, read
+/// the team's result at the end of its timeline and copy it with `y`.
+#[test]
+fn attach_a_file_run_a_team_and_copy_its_result() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), "default_model: sim/demo\n").unwrap();
+    std::fs::write(
+        repo.path().join("notes-about-bananas.txt"),
+        "BANANA-42 is the code word\n",
+    )
+    .unwrap();
+    let mut app = Huddle::start(home.path(), repo.path());
+    app.wait_for("Welcome to huddle");
+
+    app.key("n");
+    app.wait_for("New team from a preset");
+    app.type_text("research panel");
+    app.wait_for("Three independent perspectives");
+    app.key(ENTER);
+    app.wait_for("Prompt for Research Panel");
+
+    app.type_text("Summarise @notes-about-ban");
+    app.key("\t");
+    app.wait_for("@notes-about-bananas.txt");
+    app.type_text(" for me");
+    app.wait_for("⊕ notes-about-bananas.txt");
+    app.key(ENTER);
+    app.wait_for("finished: completed");
+    // The timeline ends with the result (its heading scrolled off by the answers under it).
+    app.wait_for("## skeptic");
+
+    app.key(ESC);
+    app.key("y");
+    let start = Instant::now();
+    let copied = loop {
+        if let Some(text) = app.clipboard().pop() {
+            break text;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "nothing was copied; screen:\n{}",
+            app.text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // The result of the run: every member's answer to the prompt (the sim quotes it).
+    assert!(
+        copied.contains("Summarise @notes-about-bananas.txt for me"),
+        "{copied}"
+    );
+    assert!(
+        copied.matches("Summarise").count() >= 3,
+        "the three members' answers: {copied}"
+    );
+    app.key("q");
+    app.wait_exit();
 }
