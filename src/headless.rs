@@ -684,6 +684,7 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
             *duration_ms as f64 / 1000.0,
             first_line(said, 100)
         ),
+        EventKind::FlowHop { .. } => format!("   {}", crate::engine::protocol::flow::hop_line(&event.kind)?),
         other => return crate::headless_relay::progress_line(other),
     })
 }

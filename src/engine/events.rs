@@ -328,6 +328,37 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         failure: Option<String>,
     },
+    /// Mode `flow`: a member's turn is done and passed work on (`to`), or, with kind `answer`,
+    /// gave the run its answer. `duration_ms` and `tokens` are that turn's.
+    FlowHop {
+        from: String,
+        from_id: SessionId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        to: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        to_id: Option<SessionId>,
+        kind: HopKind,
+        /// A router's note to its destination, or why an advisor failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        success: bool,
+        duration_ms: u64,
+        tokens: u64,
+    },
+}
+
+/// How a flow hop passed work on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HopKind {
+    /// The member's answer became the next member's input.
+    Handoff,
+    /// A router chose the next member.
+    Route,
+    /// An advisor's analysis went to the member it advises.
+    Advisor,
+    /// The member owns the run's answer.
+    Answer,
 }
 
 impl EventKind {
@@ -361,6 +392,7 @@ impl EventKind {
             EventKind::CyclePaused => "cycle_paused",
             EventKind::CycleResumed => "cycle_resumed",
             EventKind::CycleFinished { .. } => "cycle_finished",
+            EventKind::FlowHop { .. } => "flow_hop",
             EventKind::RunResult { .. } => "run_result",
             EventKind::RelayState { .. } => "relay_state",
             EventKind::RelayDraft { .. } => "relay_draft",

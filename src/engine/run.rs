@@ -60,7 +60,7 @@ impl<'a> Run<'a> {
     }
 
     /// Options of a turn of this run.
-    fn turn_options(&self, iteration: Option<u32>, timeout: Option<Duration>) -> TurnOptions {
+    pub fn turn_options(&self, iteration: Option<u32>, timeout: Option<Duration>) -> TurnOptions {
         TurnOptions {
             run_id: self.active.emitter.run_id.clone(),
             iteration,

@@ -21,6 +21,7 @@ use crate::tools::limits::{result_line, rounds_exhausted_note};
 use super::EngineShared;
 use super::agent_steps::{AgentRecorder, StepContext};
 use super::events::{EngineEvent, EventKind, RunId};
+use super::protocol::flow::{RouteChoice, handoff_tool};
 use super::tool_round::CallContext;
 
 fn sum_usage(total: Option<Usage>, more: Option<Usage>) -> Option<Usage> {
@@ -60,6 +61,9 @@ pub struct TurnOptions {
     pub history_from_run_start: bool,
     /// A chat the user started with this session alone (on a team member: a direct chat).
     pub direct: bool,
+    /// A flow router's destinations: the turn offers the built-in `handoff_to` tool, and a valid
+    /// call ends the turn with [`TurnResult::handoff`] set.
+    pub handoff_to: Option<Vec<String>>,
 }
 
 /// How a turn ended.
@@ -78,6 +82,8 @@ pub struct TurnResult {
     pub model: String,
     /// What the turn cost, when the provider said (a CLI agent's `total_cost_usd`).
     pub cost_usd: Option<f64>,
+    /// A router's `handoff_to` call that ended the turn.
+    pub handoff: Option<RouteChoice>,
 }
 
 impl TurnResult {
@@ -94,6 +100,7 @@ impl TurnResult {
             simulated: false,
             model: String::new(),
             cost_usd: None,
+            handoff: None,
         }
     }
 
@@ -367,9 +374,9 @@ impl Actor<'_> {
                 self.tool_loop(&info, options, generation, provider.as_ref(), &mut request)
                     .await
             }
-            Err(e) => (Err(e), Vec::new()),
+            Err(e) => (Err(e), Vec::new(), None),
         };
-        let (outcome, steps) = outcome;
+        let (outcome, steps, handoff) = outcome;
         let mut result = match outcome {
             Ok(out) => TurnResult {
                 session: info.name.clone(),
@@ -383,6 +390,7 @@ impl Actor<'_> {
                 simulated: out.simulated,
                 model: slug.clone(),
                 cost_usd: out.agent.as_ref().and_then(|a| a.cost_usd),
+                handoff,
             },
             Err(e) => TurnResult {
                 session: info.name.clone(),
@@ -396,6 +404,7 @@ impl Actor<'_> {
                 simulated: slug.starts_with("sim/"),
                 model: slug.clone(),
                 cost_usd: None,
+                handoff: None,
             },
         };
         if result.duration.is_zero() {
@@ -445,6 +454,7 @@ impl Actor<'_> {
     ) -> (
         Result<crate::providers::TurnOutput, crate::providers::ProviderError>,
         Vec<Message>,
+        Option<RouteChoice>,
     ) {
         let offer = if info.tools.is_empty() || provider.kind() == crate::config::ProviderKind::Command {
             Offer::default()
@@ -465,6 +475,14 @@ impl Actor<'_> {
             );
         }
         request.tools = offer.specs.clone();
+        let destinations = options
+            .handoff_to
+            .as_deref()
+            .filter(|_| provider.kind() != crate::config::ProviderKind::Command);
+        if let Some(destinations) = destinations {
+            request.tools.push(handoff_tool(destinations));
+        }
+        let mut handoff: Option<RouteChoice> = None;
         let max_rounds = info
             .max_tool_rounds
             .unwrap_or(self.shared.options.max_tool_rounds)
@@ -556,14 +574,14 @@ impl Actor<'_> {
             }
             let mut out = match result {
                 Ok(out) => out,
-                Err(e) => return (Err(e), steps),
+                Err(e) => return (Err(e), steps, None),
             };
             usage = sum_usage(usage, out.usage);
             if out.tool_calls.is_empty() || rounds >= max_rounds || request.tools.is_empty() {
                 out.usage = usage;
                 out.duration = loop_started.elapsed();
                 out.tool_calls.clear();
-                return (Ok(out), steps);
+                return (Ok(out), steps, None);
             }
             rounds += 1;
             let calls = std::mem::take(&mut out.tool_calls);
@@ -574,7 +592,7 @@ impl Actor<'_> {
             self.shared.writer.append(self.session_id, step.clone());
             request
                 .messages
-                .push(ChatMessage::assistant_calls(out.text, calls.clone()));
+                .push(ChatMessage::assistant_calls(out.text.clone(), calls.clone()));
             let mut step_event = Some(Box::new(step.clone()));
             steps.push(step);
             for call in &calls {
@@ -588,7 +606,14 @@ impl Actor<'_> {
                     step: step_event.take(),
                 });
             }
-            let results = context.run_round(&offer, &calls).await;
+            let results = match destinations {
+                Some(destinations) => {
+                    let (results, chosen) = context.run_round_routing(&offer, &calls, destinations).await;
+                    handoff = handoff.or(chosen);
+                    results
+                }
+                None => context.run_round(&offer, &calls).await,
+            };
             let last = results.len().saturating_sub(1);
             for (i, r) in results.into_iter().enumerate() {
                 let mut text = r.text;
@@ -634,7 +659,16 @@ impl Actor<'_> {
                 return (
                     Err(crate::providers::ProviderError::cancelled(provider.name())),
                     steps,
+                    None,
                 );
+            }
+            if let Some(choice) = &handoff {
+                // The router has passed the request on: its turn ends here (its words so far
+                // are in the step above); its answer says where the request went.
+                out.text = handed_off_text(choice);
+                out.usage = usage;
+                out.duration = loop_started.elapsed();
+                return (Ok(out), steps, handoff);
             }
         }
     }
@@ -742,6 +776,14 @@ impl Actor<'_> {
                 },
             );
         }
+    }
+}
+
+/// A router's answer once `handoff_to` ended its turn.
+fn handed_off_text(choice: &RouteChoice) -> String {
+    match &choice.message {
+        Some(message) => format!("[handed off to `{}`: {message}]", choice.agent),
+        None => format!("[handed off to `{}`]", choice.agent),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::model::{GroupKind, Memory, Mode, Role, RunBudget, Session};
+use crate::model::{FlowLinks, GroupKind, Memory, Mode, Role, RouterSpec, RunBudget, Session, check_flow};
 
 use super::protocol::WorkerInfo;
 use super::{EngineError, EngineShared, RunOverrides};
@@ -15,6 +15,8 @@ pub(crate) struct Member {
     pub name: String,
     pub model: String,
     pub system_prompt: Option<String>,
+    /// Mode `flow`: where this member passes work (session ids).
+    pub flow: FlowLinks,
 }
 
 /// The team, read once when a run starts.
@@ -38,6 +40,8 @@ pub(crate) struct Team {
     pub max_iterations: u32,
     pub worker_timeout: Duration,
     pub model_override: Option<String>,
+    /// Mode `flow`: the session the prompt goes to first.
+    pub flow_entry: Option<String>,
     /// Files attached to this run's prompt: every member's turn carries them.
     pub attachments: Vec<crate::attachments::Attachment>,
     /// This run's limits: the run's own, else the group's, else config.yaml's.
@@ -63,6 +67,7 @@ impl Team {
                 name: s.name.clone(),
                 model: overrides.model.clone().unwrap_or_else(|| s.model.clone()),
                 system_prompt: s.system_prompt.clone(),
+                flow: s.flow.clone(),
             };
             let orchestrator = sessions
                 .iter()
@@ -102,6 +107,7 @@ impl Team {
                 // Clamped so that deadlines stay representable (a week is "no limit" here).
                 worker_timeout: Duration::from_secs(group.worker_timeout_secs.clamp(1, 7 * 24 * 3600)),
                 model_override: overrides.model.clone(),
+                flow_entry: group.flow_entry.clone(),
                 attachments: overrides.attachments.clone(),
                 budget: overrides
                     .budget
@@ -127,6 +133,11 @@ impl Team {
         self.workers.iter().map(|w| w.name.as_str()).collect()
     }
 
+    /// A participant by session id.
+    pub fn participant(&self, id: &str) -> Option<&Member> {
+        self.participants.iter().find(|m| m.id == id)
+    }
+
     /// The team name as session names carry it (`<team-slug>-<worker>`), as it was when they
     /// were made.
     pub fn slug(&self) -> String {
@@ -144,6 +155,33 @@ impl Team {
             return Err(not_runnable(
                 "it has no sessions that answer in this mode (an orchestrator or evaluator only plans and judges)",
             ));
+        }
+        if self.mode == Mode::Flow {
+            // Links name sessions by id; the check and its message use names (a link to a
+            // session removed since the team was made is named as such).
+            let name_of = |id: &str| {
+                self.participant(id)
+                    .map_or_else(|| format!("(removed session {id})"), |m| m.name.clone())
+            };
+            let named: Vec<(String, FlowLinks)> = self
+                .participants
+                .iter()
+                .map(|m| {
+                    let links = FlowLinks {
+                        handoff: m.flow.handoff.as_deref().map(name_of),
+                        router: m.flow.router.as_ref().map(|r| RouterSpec {
+                            destinations: r.destinations.iter().map(|d| name_of(d)).collect(),
+                        }),
+                        advisors: m.flow.advisors.iter().map(|a| name_of(a)).collect(),
+                    };
+                    (m.name.clone(), links)
+                })
+                .collect();
+            let members: Vec<(&str, &FlowLinks)> = named.iter().map(|(n, l)| (n.as_str(), l)).collect();
+            let entry = self.flow_entry.as_deref().map(name_of);
+            if let Err(e) = check_flow(entry.as_deref(), &members) {
+                return Err(not_runnable(&e.to_string()));
+            }
         }
         if self.mode.has_orchestrator() {
             if self.orchestrator.is_none() {

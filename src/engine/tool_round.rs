@@ -15,6 +15,7 @@ use crate::tools::{Approval, ApprovalPolicy, Decision, Offer, ToolError, schema,
 
 use super::EngineShared;
 use super::events::{EngineEvent, EventKind, RunId};
+use super::protocol::flow::{HANDOFF_TOOL, RouteChoice, parse_handoff_call};
 
 /// What one call came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +55,43 @@ impl CallContext<'_> {
     /// Runs every call of the round at once; results come back in the calls' order.
     pub async fn run_round(&self, offer: &Offer, calls: &[ToolCall]) -> Vec<CallResult> {
         futures::future::join_all(calls.iter().map(|call| self.run_call(offer, call))).await
+    }
+
+    /// A router's round: `handoff_to` calls are read here (the first valid one is the choice;
+    /// an invalid one is a tool error, so the model can retry), the others run as usual.
+    pub async fn run_round_routing(
+        &self,
+        offer: &Offer,
+        calls: &[ToolCall],
+        destinations: &[String],
+    ) -> (Vec<CallResult>, Option<RouteChoice>) {
+        let others: Vec<ToolCall> = calls.iter().filter(|c| c.name != HANDOFF_TOOL).cloned().collect();
+        let mut ran = self.run_round(offer, &others).await.into_iter();
+        let mut chosen: Option<RouteChoice> = None;
+        let mut results = Vec::with_capacity(calls.len());
+        for call in calls {
+            if call.name != HANDOFF_TOOL {
+                results.extend(ran.next());
+                continue;
+            }
+            let (text, is_error) = match parse_handoff_call(&call.arguments, destinations) {
+                Ok(choice) if chosen.is_none() => {
+                    let text = format!("Handed off to `{}`.", choice.agent);
+                    chosen = Some(choice);
+                    (text, false)
+                }
+                Ok(_) => ("Ignored: the request was already handed off.".to_string(), true),
+                Err(error) => (error, true),
+            };
+            results.push(CallResult {
+                call: call.clone(),
+                size: text.len() as u64,
+                text,
+                is_error,
+                duration: Duration::ZERO,
+            });
+        }
+        (results, chosen)
     }
 
     async fn run_call(&self, offer: &Offer, call: &ToolCall) -> CallResult {

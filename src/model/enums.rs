@@ -96,6 +96,8 @@ string_enum!(
         OrchestratorReflect => "orchestrator_reflect",
         /// A driver session talks to a counterpart on the user's behalf (see `model::relay`).
         Relay => "relay",
+        /// The prompt enters at the `entry:` member and follows handoffs, routes and advisors.
+        Flow => "flow",
     }
 );
 

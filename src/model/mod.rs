@@ -5,6 +5,7 @@ pub mod agent;
 mod budget;
 pub mod context;
 mod enums;
+pub mod flow;
 pub mod limits;
 mod message;
 mod organization;
@@ -18,6 +19,7 @@ mod worktree;
 pub use agent::{AgentFormat, AgentKind, AgentSession};
 pub use budget::{BudgetError, BudgetExceeded, BudgetLimit, RunBudget};
 pub use enums::{GroupKind, Memory, MessageRole, Mode, ProviderKind, Role, Tier, WorktreeStrategy};
+pub use flow::{FlowLinks, RouterSpec, check_flow};
 pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS, MaxIterationsError};
 pub use message::{Message, Usage};
 pub use organization::{

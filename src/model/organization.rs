@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AgentSession, DEFAULT_MAX_ITERATIONS, GroupKind, Memory, Mode, ReflectionCycle, Role, RunBudget, Usage,
-    Worktree, WorktreeStrategy,
+    AgentSession, DEFAULT_MAX_ITERATIONS, FlowLinks, GroupKind, Memory, Mode, ReflectionCycle, Role,
+    RunBudget, Usage, Worktree, WorktreeStrategy,
 };
 
 /// An evaluator's settings kept while it is switched off.
@@ -140,6 +140,9 @@ pub struct Group {
     /// What members remember between team runs.
     #[serde(default, skip_serializing_if = "Memory::is_run")]
     pub memory: Memory,
+    /// Mode `flow`: the session the prompt goes to first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_entry: Option<SessionId>,
 }
 
 pub fn default_max_iterations() -> u32 {
@@ -181,6 +184,7 @@ impl Group {
             relay_state: None,
             budget: RunBudget::default(),
             memory: Memory::Run,
+            flow_entry: None,
         }
     }
 
@@ -254,6 +258,9 @@ pub struct Session {
     /// next prompt, then gone.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_notes: Vec<String>,
+    /// Mode `flow`: where this member passes work (handoff, router, advisors), by session id.
+    #[serde(default, skip_serializing_if = "FlowLinks::is_empty")]
+    pub flow: FlowLinks,
 }
 
 impl Session {
@@ -279,6 +286,7 @@ impl Session {
             worktree: None,
             headless_at: None,
             pending_notes: Vec::new(),
+            flow: FlowLinks::default(),
         }
     }
 

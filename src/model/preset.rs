@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Memory, Mode, RunBudget, Tier, WorktreeStrategy};
+use super::{Memory, Mode, RouterSpec, RunBudget, Tier, WorktreeStrategy};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -42,6 +42,9 @@ pub struct Preset {
     /// What members remember between runs (default `run`: each run starts fresh).
     #[serde(default, skip_serializing_if = "Memory::is_run")]
     pub memory: Memory,
+    /// Mode `flow`: the worker the prompt goes to first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
 
     /// Where the preset was found; set by the loader, never read from YAML.
     #[serde(skip)]
@@ -103,4 +106,13 @@ pub struct PresetWorker {
     /// Tool rounds per turn (default: config.yaml's `max_tool_rounds`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tool_rounds: Option<u32>,
+    /// Mode `flow`: the worker this one's answer goes to (its answer alone is that one's input).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<String>,
+    /// Mode `flow`: this worker ends by passing the request to one of these with `handoff_to`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router: Option<RouterSpec>,
+    /// Mode `flow`: workers run in parallel on the same input before this one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub advisors: Vec<String>,
 }

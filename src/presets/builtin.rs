@@ -29,6 +29,10 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
     ),
     ("coding-team.yaml", include_str!("../../presets/coding-team.yaml")),
     ("negotiator.yaml", include_str!("../../presets/negotiator.yaml")),
+    (
+        "help-desk-flow.yaml",
+        include_str!("../../presets/help-desk-flow.yaml"),
+    ),
 ];
 
 /// Every built-in preset. A broken one is a bug in huddle itself (a unit test loads them all),
@@ -100,6 +104,22 @@ mod tests {
                 .all(|p| p.worktrees.is_shared()),
             "only the Coding Team asks for worktrees"
         );
+    }
+
+    #[test]
+    fn the_flow_builtin_routes_to_specialists_with_advisors_and_an_approver() {
+        let (presets, _) = load_builtins(&Config::from_env(|_| None));
+        let flow = presets.iter().find(|p| p.name == "Help Desk Flow").unwrap();
+        assert_eq!(flow.mode, Mode::Flow);
+        assert_eq!(flow.entry.as_deref(), Some("dispatcher"));
+        let dispatcher = &flow.workers[0];
+        assert_eq!(
+            dispatcher.router.as_ref().unwrap().destinations,
+            ["billing", "engineer"]
+        );
+        let engineer = flow.workers.iter().find(|w| w.name == "engineer").unwrap();
+        assert_eq!(engineer.advisors, ["security", "operations"]);
+        assert_eq!(engineer.handoff.as_deref(), Some("approver"));
     }
 
     #[test]

@@ -171,6 +171,9 @@ fn show_text(p: &Preset, config: &Config) -> String {
         ));
         out.push_str(&tools_line("  ", &a.tools, a.max_tool_rounds));
     }
+    if let Some(entry) = &p.entry {
+        out.push_str(&format!("entry: {entry}\n"));
+    }
     out.push_str(&format!("workers ({}):\n", p.workers.len()));
     for w in &p.workers {
         let label = match &w.display_name {
@@ -184,6 +187,7 @@ fn show_text(p: &Preset, config: &Config) -> String {
             first_line(w.system_prompt.as_deref())
         ));
         out.push_str(&tools_line("      ", &w.tools, w.max_tool_rounds));
+        out.push_str(&flow_line("      ", w));
     }
     out.push_str(&format!(
         "shared context: {}\n",
@@ -200,6 +204,24 @@ fn show_text(p: &Preset, config: &Config) -> String {
         }
     }
     out
+}
+
+/// `routes to: a, b · advisors: c · hands off to: d`, or nothing for a worker without links.
+fn flow_line(indent: &str, w: &crate::model::PresetWorker) -> String {
+    let mut parts = Vec::new();
+    if let Some(r) = &w.router {
+        parts.push(format!("routes to: {}", r.destinations.join(", ")));
+    }
+    if !w.advisors.is_empty() {
+        parts.push(format!("advisors: {}", w.advisors.join(", ")));
+    }
+    if let Some(h) = &w.handoff {
+        parts.push(format!("hands off to: {h}"));
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!("{indent}{}\n", parts.join(" · "))
 }
 
 /// `tools: git, time (max 10 rounds)`, or nothing for an agent without tools.
@@ -237,6 +259,15 @@ pub fn preset_json(p: &Preset, config: &Config, full: bool) -> Value {
             if full {
                 v["system_prompt"] = json!(w.system_prompt);
             }
+            if let Some(h) = &w.handoff {
+                v["handoff"] = json!(h);
+            }
+            if let Some(r) = &w.router {
+                v["router"] = json!({ "destinations": r.destinations });
+            }
+            if !w.advisors.is_empty() {
+                v["advisors"] = json!(w.advisors);
+            }
             v
         })
         .collect();
@@ -254,6 +285,9 @@ pub fn preset_json(p: &Preset, config: &Config, full: bool) -> Value {
         "max_iterations": max_iterations(p),
         "worktrees": p.worktrees.as_str(),
     });
+    if let Some(entry) = &p.entry {
+        v["entry"] = json!(entry);
+    }
     if full {
         v["shared_context"] = json!(p.shared_context);
         v["routing_context"] = json!(p.routing_context);

@@ -10,7 +10,8 @@ use std::path::Path;
 use crate::config::Config;
 use crate::model::limits::clamp_max_iterations;
 use crate::model::{
-    Group, GroupId, GroupKind, Mode, Organization, Preset, PresetAgent, PresetWorker, Role, Session,
+    FlowLinks, Group, GroupId, GroupKind, Mode, Organization, Preset, PresetAgent, PresetWorker, Role,
+    RouterSpec, Session,
 };
 use crate::naming::{member_session_name, worker_handle, worker_slug};
 
@@ -90,6 +91,7 @@ pub fn create_team_group(
         org.sessions[i].tools = o.tools.clone();
         org.sessions[i].max_tool_rounds = o.max_tool_rounds;
     }
+    let mut worker_ids: Vec<(String, String)> = Vec::new();
     for w in &preset.workers {
         let i = add(
             org,
@@ -103,7 +105,9 @@ pub fn create_team_group(
         s.member_role = w.role.clone();
         s.tools = w.tools.clone();
         s.max_tool_rounds = w.max_tool_rounds;
+        worker_ids.push((w.name.clone(), s.id.clone()));
     }
+    link_flow(org, &mut group, preset, &worker_ids);
     if preset.mode == Mode::OrchestratorReflect
         && let Some(e) = &preset.evaluator
     {
@@ -120,6 +124,31 @@ pub fn create_team_group(
     }
     org.groups.push(group);
     group_id
+}
+
+/// A flow preset's links (worker names) stored on the new sessions and group as session ids,
+/// so a later rename of a session changes nothing. A name that names no worker (a preset built
+/// in code; parsed ones are checked) is left out.
+fn link_flow(org: &mut Organization, group: &mut Group, preset: &Preset, worker_ids: &[(String, String)]) {
+    let id_of = |name: &str| {
+        worker_ids
+            .iter()
+            .find(|(n, _)| n.trim().eq_ignore_ascii_case(name.trim()))
+            .map(|(_, id)| id.clone())
+    };
+    group.flow_entry = preset.entry.as_deref().and_then(id_of);
+    for (w, (_, id)) in preset.workers.iter().zip(worker_ids) {
+        let links = FlowLinks {
+            handoff: w.handoff.as_deref().and_then(id_of),
+            router: w.router.as_ref().map(|r| RouterSpec {
+                destinations: r.destinations.iter().filter_map(|d| id_of(d)).collect(),
+            }),
+            advisors: w.advisors.iter().filter_map(|a| id_of(a)).collect(),
+        };
+        if let Some(s) = org.sessions.iter_mut().find(|s| s.id == *id) {
+            s.flow = links;
+        }
+    }
 }
 
 /// The team group `group_id` as a preset (user tier, no source). Models are the sessions'
@@ -151,6 +180,13 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         max_tool_rounds: s.max_tool_rounds,
     });
     let evaluator_id = evaluator_session.map(|s| s.id.as_str());
+    // Flow links name sessions by id; a preset names workers by handle.
+    let handle_of = |id: &str| {
+        sessions
+            .iter()
+            .find(|s| s.id == id)
+            .map(|s| worker_handle(&s.name, &team))
+    };
     let workers = sessions
         .iter()
         .filter(|s| s.role == Role::Worker && Some(s.id.as_str()) != evaluator_id)
@@ -162,6 +198,11 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
             system_prompt: s.system_prompt.clone(),
             tools: s.tools.clone(),
             max_tool_rounds: s.max_tool_rounds,
+            handoff: s.flow.handoff.as_deref().and_then(handle_of),
+            router: s.flow.router.as_ref().map(|r| RouterSpec {
+                destinations: r.destinations.iter().filter_map(|d| handle_of(d)).collect(),
+            }),
+            advisors: s.flow.advisors.iter().filter_map(|a| handle_of(a)).collect(),
         })
         .collect();
     Some(Preset {
@@ -181,6 +222,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         worktrees: group.worktrees,
         relay: group.relay.clone(),
         memory: group.memory,
+        entry: group.flow_entry.as_deref().and_then(handle_of),
         tier: None,
         source: None,
         warnings: Vec::new(),
@@ -213,6 +255,38 @@ mod tests {
             &Config::from_env(|_| None),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_flow_team_stores_its_links_by_session_id_and_gives_them_back_by_name() {
+        let config = Config::from_env(|_| None);
+        let text = "name: Desk\nmode: flow\nentry: Triage\nworkers:\n  - name: Triage\n    router: { destinations: [tech] }\n  - name: tech\n    advisors: [sec]\n    handoff: ok\n  - name: sec\n  - name: ok\n";
+        let preset = crate::presets::parse_preset(text, Path::new("d.yaml"), Tier::User, &config).unwrap();
+        let mut org = Organization::default();
+        let id = create_team_group(&mut org, &preset, &config, None);
+        let id_of = |name: &str| org.session_by_name(name).unwrap().id.clone();
+        assert_eq!(org.group(&id).unwrap().flow_entry, Some(id_of("desk-triage")));
+        let tech = org.session_by_name("desk-tech").unwrap();
+        assert_eq!(tech.flow.advisors, vec![id_of("desk-sec")]);
+        assert_eq!(tech.flow.handoff, Some(id_of("desk-ok")));
+        let triage = org.session_by_name("desk-triage").unwrap();
+        assert_eq!(
+            triage.flow.router.as_ref().unwrap().destinations,
+            vec![id_of("desk-tech")]
+        );
+        let back = preset_from_group(&org, &id).unwrap();
+        assert_eq!(back.entry.as_deref(), Some("triage"));
+        assert_eq!(back.workers[1].advisors, vec!["sec"]);
+        assert_eq!(back.workers[1].handoff.as_deref(), Some("ok"));
+        assert_eq!(
+            back.workers[0].router.as_ref().unwrap().destinations,
+            vec!["tech"]
+        );
+        let yaml = crate::presets::preset_to_yaml(&back).unwrap();
+        assert!(
+            crate::presets::parse_preset(&yaml, Path::new("b.yaml"), Tier::User, &config).is_ok(),
+            "{yaml}"
+        );
     }
 
     #[test]

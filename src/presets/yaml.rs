@@ -4,8 +4,9 @@
 use std::path::Path;
 
 use crate::config::{Config, ConfigError, split_slug, yaml_error};
+use crate::model::flow::FlowError;
 use crate::model::limits::check_max_iterations;
-use crate::model::{Mode, Preset, Tier};
+use crate::model::{FlowLinks, Mode, Preset, Tier, check_flow};
 
 use super::PresetError;
 use super::models::check_preset_models;
@@ -123,6 +124,7 @@ fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetEr
             preset.mode
         ));
     }
+    check_preset_flow(preset, text, path)?;
     if let Some(Err(e)) = preset.max_iterations.map(check_max_iterations) {
         return Err(err("max_iterations", 0, format!("max_iterations: {e}")));
     }
@@ -211,6 +213,65 @@ fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetEr
                 format!("{key}: `{slug}` is not of the form <provider>/<model>"),
             ));
         }
+    }
+    Ok(())
+}
+
+/// Mode `flow`: the entry and the workers' links follow [`check_flow`] (the error names the
+/// member and the line of its name). Links in another mode are ignored, with a warning.
+fn check_preset_flow(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetError> {
+    let linked: Vec<&str> = preset
+        .workers
+        .iter()
+        .filter(|w| w.handoff.is_some() || w.router.is_some() || !w.advisors.is_empty())
+        .map(|w| w.name.as_str())
+        .collect();
+    if preset.mode != Mode::Flow {
+        if !linked.is_empty() {
+            let warning = format!(
+                "handoff/router/advisors of {} are only used in mode flow; ignored in mode {}",
+                linked.join(", "),
+                preset.mode
+            );
+            preset.warnings.push(warning);
+        }
+        if preset.entry.is_some() {
+            let warning = format!("entry: only used in mode flow; ignored in mode {}", preset.mode);
+            preset.warnings.push(warning);
+        }
+        return Ok(());
+    }
+    let links: Vec<(String, FlowLinks)> = preset
+        .workers
+        .iter()
+        .map(|w| {
+            let links = FlowLinks {
+                handoff: w.handoff.clone(),
+                router: w.router.clone(),
+                advisors: w.advisors.clone(),
+            };
+            (w.name.clone(), links)
+        })
+        .collect();
+    let members: Vec<(&str, &FlowLinks)> = links.iter().map(|(n, l)| (n.as_str(), l)).collect();
+    check_flow(preset.entry.as_deref(), &members).map_err(|e| {
+        let location = match e.member() {
+            Some(member) if !matches!(e, FlowError::UnknownEntry(_)) => {
+                line_of(text, &format!("name: {member}"), 0)
+            }
+            _ => line_of(text, "entry:", 0),
+        };
+        let location = if location.is_empty() {
+            line_of(text, "mode:", 0)
+        } else {
+            location
+        };
+        invalid(path, &location, e.to_string())
+    })?;
+    if preset.orchestrator.is_some() || preset.evaluator.is_some() {
+        preset
+            .warnings
+            .push("orchestrator/evaluator: mode flow runs only its workers; they take no part".into());
     }
     Ok(())
 }
@@ -353,6 +414,57 @@ routing_context: "optional: given to the orchestrator when planning"
         }
         let p = parse("name: X\nmode: broadcast\nmax_iterations: 100\nworkers: [{name: a}]\n").unwrap();
         assert_eq!(p.max_iterations, Some(100));
+    }
+
+    const FLOW: &str = "name: Desk\nmode: flow\nentry: triage\nworkers:\n  - name: triage\n    router: { destinations: [billing, tech] }\n  - name: billing\n  - name: tech\n    advisors: [security]\n    handoff: approver\n  - name: security\n  - name: approver\n";
+
+    #[test]
+    fn a_flow_preset_loads_with_its_links() {
+        let p = parse(FLOW).unwrap();
+        assert_eq!(p.mode, Mode::Flow);
+        assert_eq!(p.entry.as_deref(), Some("triage"));
+        let tech = &p.workers[2];
+        assert_eq!(tech.handoff.as_deref(), Some("approver"));
+        assert_eq!(tech.advisors, vec!["security"]);
+        assert_eq!(
+            p.workers[0].router.as_ref().unwrap().destinations,
+            vec!["billing", "tech"]
+        );
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+        assert_eq!(parse(&preset_to_yaml(&p).unwrap()).unwrap(), p);
+    }
+
+    #[test]
+    fn flow_errors_name_the_file_line_and_member() {
+        let cycle = FLOW.replace("  - name: approver\n", "  - name: approver\n    handoff: tech\n");
+        let err = parse(&cycle).unwrap_err().to_string();
+        assert!(err.starts_with("/p/team.yaml line"), "{err}");
+        assert!(err.contains("tech → approver → tech is a cycle"), "{err}");
+        let unknown = FLOW.replace("advisors: [security]", "advisors: [legal]");
+        let err = parse(&unknown).unwrap_err().to_string();
+        assert!(
+            err.starts_with("/p/team.yaml line 8:") && err.contains("member `tech`: advisors names `legal`"),
+            "{err}"
+        );
+        let no_dest = FLOW.replace("[billing, tech]", "[]");
+        let err = parse(&no_dest).unwrap_err().to_string();
+        assert!(
+            err.contains("line 5") && err.contains("router has no destinations"),
+            "{err}"
+        );
+        let no_entry = FLOW.replace("entry: triage\n", "");
+        let err = parse(&no_entry).unwrap_err().to_string();
+        assert!(err.contains("needs an `entry:`"), "{err}");
+        let bad_entry = FLOW.replace("entry: triage", "entry: nobody");
+        let err = parse(&bad_entry).unwrap_err().to_string();
+        assert!(err.contains("line 3") && err.contains("`nobody`"), "{err}");
+    }
+
+    #[test]
+    fn flow_links_outside_flow_mode_are_a_warning() {
+        let p = parse(&FLOW.replace("mode: flow", "mode: sequential")).unwrap();
+        assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
+        assert!(p.warnings[0].contains("triage, tech"), "{:?}", p.warnings);
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub enum PromptKind {
     FollowUp,
     /// A relay driver drafting its next outbound message.
     RelayDriver,
+    /// A flow router without tools: it answers with an `@handoff:` line.
+    Router,
     Chat,
 }
 
@@ -70,6 +72,8 @@ pub fn classify(p: &SimPrompt) -> PromptKind {
         PromptKind::Worker
     } else if p.contains("[[REFLECTION_COMPLETE]]") {
         PromptKind::FollowUp
+    } else if p.has_heading("## ROUTING") {
+        PromptKind::Router
     } else {
         PromptKind::Chat
     }
@@ -87,6 +91,7 @@ pub fn answer(p: &SimPrompt, seed: u64) -> String {
         PromptKind::Worker => worker(p, &mut rng),
         PromptKind::FollowUp => follow_up(p, &mut rng),
         PromptKind::RelayDriver => relay_driver(p),
+        PromptKind::Router => router(p),
         PromptKind::Chat => chat(p, &mut rng),
     }
 }
@@ -285,11 +290,52 @@ fn follow_up(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
     }
 }
 
+/// A flow router's destinations, from its prompt's `Destinations:` line.
+pub fn router_destinations(text: &str) -> Vec<String> {
+    text.lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix(crate::engine::protocol::flow::DESTINATIONS_LINE)
+        })
+        .map(|l| {
+            l.split(',')
+                .map(|d| d.trim().to_string())
+                .filter(|d| !d.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The destination the sim routes `request` to: picked by a hash of the request, so the same
+/// request always goes the same way.
+pub fn sim_route(request: &str, destinations: &[String]) -> Option<String> {
+    let n = destinations.len() as u64;
+    (n > 0).then(|| destinations[(stable_hash(&[request]) % n) as usize].clone())
+}
+
+/// A router without tools: the `@handoff:` line and a note for the destination.
+fn router(p: &SimPrompt) -> String {
+    let request = p.user.split("\n## ROUTING").next().unwrap_or(p.user);
+    let Some(to) = sim_route(request, &router_destinations(p.user)) else {
+        return format!("I will answer this myself: {}", summary(request, 80));
+    };
+    format!(
+        "This is one for {to}.\n@handoff:{to}\nThe user asks: {}",
+        summary(request, 80)
+    )
+}
+
 fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
     if p.system.to_lowercase().contains("negotiation") {
         return counterparty(p);
     }
-    let said = summary(p.user, 80);
+    // A flow member's input opens with the request under a heading.
+    let user = p
+        .user
+        .trim_start()
+        .strip_prefix("## ORIGINAL USER REQUEST")
+        .map_or(p.user, str::trim_start);
+    let said = summary(user, 80);
     let opener = pick(rng, &["Noted", "Understood", "Got it", "Thanks"]);
     let focus = p
         .system
@@ -300,11 +346,12 @@ fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
     // A session with a role (a broadcast panel member, a step of a sequential chain) answers in
     // that role, and builds on the earlier answers of the round when it is shown them.
     if let Some(focus) = focus {
-        let request = summary(p.user.split("\n## ").next().unwrap_or(p.user), 80);
+        let request = summary(user.split("\n## ").next().unwrap_or(user), 80);
         let earlier: Vec<String> = p
             .user
             .lines()
             .filter_map(|l| l.strip_prefix("### "))
+            .map(|l| l.strip_prefix("From ").unwrap_or(l))
             .map(|l| l.split(" (").next().unwrap_or(l).trim().to_string())
             .collect();
         let building = if earlier.is_empty() {

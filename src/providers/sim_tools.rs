@@ -20,6 +20,10 @@ pub fn call_for(req: &TurnRequest) -> Option<ToolCall> {
     }
     let prompt = req.last_user_text();
     let hash = stable_hash(&[prompt]);
+    // A flow router passes the request on at once.
+    if let Some(call) = route_call(req, prompt, hash) {
+        return Some(call);
+    }
     let spec = &req.tools[(hash % req.tools.len() as u64) as usize];
     let arguments = plausible_arguments(&spec.input_schema, prompt);
     Some(ToolCall {
@@ -29,8 +33,36 @@ pub fn call_for(req: &TurnRequest) -> Option<ToolCall> {
     })
 }
 
+/// The `handoff_to` call of a flow router: the same destination as the text form would pick,
+/// and a note quoting the request.
+fn route_call(req: &TurnRequest, prompt: &str, hash: u64) -> Option<ToolCall> {
+    use crate::engine::protocol::flow::HANDOFF_TOOL;
+    let spec = req.tools.iter().find(|t| t.name == HANDOFF_TOOL)?;
+    let destinations: Vec<String> = spec.input_schema["properties"]["agent"]["enum"]
+        .as_array()?
+        .iter()
+        .filter_map(|d| d.as_str().map(str::to_string))
+        .collect();
+    let request = prompt.split("\n## ROUTING").next().unwrap_or(prompt);
+    let agent = super::sim_text::sim_route(request, &destinations)?;
+    let words: Vec<&str> = request.split_whitespace().take(12).collect();
+    let arguments = json!({ "agent": agent, "message": format!("The user asks: {}", words.join(" ")) });
+    Some(ToolCall {
+        id: format!("sim_call_{:08x}", hash as u32),
+        name: HANDOFF_TOOL.to_string(),
+        arguments: arguments.to_string(),
+    })
+}
+
 /// What the sim says before calling.
 pub fn call_preamble(call: &ToolCall) -> String {
+    if call.name == crate::engine::protocol::flow::HANDOFF_TOOL {
+        let agent = serde_json::from_str::<Value>(&call.arguments)
+            .ok()
+            .and_then(|v| v["agent"].as_str().map(str::to_string))
+            .unwrap_or_default();
+        return format!("This is one for {agent}.");
+    }
     format!("Let me check with `{}` first.", call.name)
 }
 

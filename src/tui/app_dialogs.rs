@@ -283,6 +283,7 @@ impl App {
                     Mode::Relay => {
                         "a driver talks to a counterpart for you, each draft approved (needs relay: settings)"
                     }
+                    Mode::Flow => "enters at the entry member; handoffs, routers, advisors",
                 }
                 .into(),
                 value: m.to_string(),

@@ -184,7 +184,39 @@ impl CycleView {
 
     /// Broadcast and sequential runs have no assignments: their rows come from the turns.
     fn rows_from_turns(&self) -> bool {
-        matches!(self.mode, Some(Mode::Broadcast | Mode::Sequential))
+        matches!(self.mode, Some(Mode::Broadcast | Mode::Sequential | Mode::Flow))
+    }
+
+    /// Mode `flow`: one timeline entry per hop (route and its message, advisor report,
+    /// handoff, answer) with its time and tokens; the member's row gets its time.
+    fn flow_hop(&mut self, hop: &EventKind) {
+        let EventKind::FlowHop {
+            from_id,
+            from,
+            success,
+            duration_ms,
+            ..
+        } = hop
+        else {
+            return;
+        };
+        let Some(line) = crate::engine::protocol::flow::hop_line(hop) else {
+            return;
+        };
+        let row = self.worker(from_id, from);
+        row.duration_ms = Some(*duration_ms);
+        row.state = if *success {
+            WorkerState::Done
+        } else {
+            WorkerState::Failed
+        };
+        let kind = if *success {
+            TimelineKind::Info
+        } else {
+            TimelineKind::Bad
+        };
+        let text = crate::text::sanitize::display(&line).into_owned();
+        self.push(kind, format!("  {text}"));
     }
 
     pub(super) fn push(&mut self, kind: TimelineKind, text: String) {
@@ -381,6 +413,7 @@ impl CycleView {
                     format!("  error in iteration {iteration}: {}", first_line(message)),
                 );
             }
+            EventKind::FlowHop { .. } => self.flow_hop(&event.kind),
             EventKind::CyclePaused => {
                 self.paused = true;
                 self.paused_since.get_or_insert(now);
@@ -709,6 +742,48 @@ mod tests {
             run_id: Some("r".into()),
             kind,
         }
+    }
+
+    #[test]
+    fn a_flow_hop_is_a_timeline_line_and_times_its_member() {
+        let now = Instant::now();
+        let mut v = CycleView::default();
+        v.apply(
+            &ev(EventKind::CycleStarted {
+                mode: Mode::Flow,
+                max_iterations: 1,
+            }),
+            now,
+        );
+        let hop = |from: &str, kind, message: Option<&str>, success| EventKind::FlowHop {
+            from: from.into(),
+            from_id: format!("s-{from}"),
+            to: Some("tech".into()),
+            to_id: Some("s-tech".into()),
+            kind,
+            message: message.map(str::to_string),
+            success,
+            duration_ms: 1500,
+            tokens: 42,
+        };
+        use crate::engine::events::HopKind;
+        v.apply(
+            &ev(hop("triage", HopKind::Route, Some("disk \u{1b}[31mfull"), true)),
+            now,
+        );
+        v.apply(&ev(hop("sec", HopKind::Advisor, Some("timed out"), false)), now);
+        let lines: Vec<&str> = v.timeline.iter().map(|e| e.text.as_str()).collect();
+        assert!(
+            lines.contains(&"  triage ⇒ tech (route, 1.5s, 42 tok): disk full"),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"  ✗ sec advised tech (1.5s, 42 tok): timed out"),
+            "{lines:?}"
+        );
+        assert_eq!(v.timeline.last().map(|e| e.kind.clone()), Some(TimelineKind::Bad));
+        let sec = v.workers.iter().find(|w| w.session_id == "s-sec").unwrap();
+        assert_eq!((sec.state, sec.duration_ms), (WorkerState::Failed, Some(1500)));
     }
 
     #[test]

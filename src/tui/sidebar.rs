@@ -206,6 +206,7 @@ pub fn mode_short(mode: Mode) -> &'static str {
         Mode::Orchestrator => "orch",
         Mode::OrchestratorReflect => "reflect",
         Mode::Relay => "relay",
+        Mode::Flow => "flow",
     }
 }
 

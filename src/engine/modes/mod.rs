@@ -2,6 +2,7 @@
 //! is a new file here plus a line in [`run`].
 
 mod broadcast;
+mod flow;
 mod one_pass;
 mod orchestrator;
 mod orchestrator_reflect;
@@ -80,6 +81,7 @@ pub(crate) async fn run_linked(
             Mode::Orchestrator => orchestrator::run(&mut run, prompt).await,
             Mode::OrchestratorReflect => orchestrator_reflect::run(&mut run, prompt, resume).await,
             Mode::Relay => relay::run(&mut run, prompt, overrides, link).await,
+            Mode::Flow => flow::run(&mut run, prompt).await,
         }
     };
     within_time_limit(&active.control, &active.emitter, work).await

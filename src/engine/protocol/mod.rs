@@ -4,6 +4,7 @@
 
 pub mod assignments;
 pub mod evaluation;
+pub mod flow;
 pub mod names;
 pub mod prompts;
 pub mod sentinels;

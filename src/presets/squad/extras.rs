@@ -147,6 +147,7 @@ mod tests {
             worktrees: WorktreeStrategy::OrchestratorIsolated,
             relay: None,
             memory: Default::default(),
+            entry: None,
             tier: None,
             source: None,
             warnings: Vec::new(),

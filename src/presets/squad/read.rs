@@ -185,6 +185,7 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         worktrees: Default::default(),
         relay: None,
         memory: Default::default(),
+        entry: None,
         tier: Some(Tier::Repo),
         source: Some(dir.display().to_string()),
         warnings,

@@ -1,0 +1,318 @@
+//! The text of a flow (issue 12), as pure functions: what a routed member, an advised member and
+//! a router are given, the built-in `handoff_to` tool, and reading a router's choice from a
+//! tool call or from its text (`@handoff:<agent>` line, for sessions without native tools).
+
+use serde_json::{Value, json};
+
+use crate::model::ToolSpec;
+
+use super::super::events::{EventKind, HopKind};
+
+/// The built-in tool a router ends with.
+pub const HANDOFF_TOOL: &str = "handoff_to";
+
+/// A router's choice: the destination and its optional note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteChoice {
+    pub agent: String,
+    pub message: Option<String>,
+}
+
+/// The `handoff_to` tool, its `agent` an enum of the router's destinations.
+pub fn handoff_tool(destinations: &[String]) -> ToolSpec {
+    ToolSpec {
+        name: HANDOFF_TOOL.to_string(),
+        description: "Send the user's request, and an optional note, to the selected agent. \
+                      Call it once, at the end: the selected agent answers the user."
+            .to_string(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "agent": { "type": "string", "enum": destinations },
+                "message": { "type": "string", "description": "Optional context for the next agent" }
+            },
+            "required": ["agent"]
+        }),
+    }
+}
+
+/// The destination named (ignoring case) among `destinations`, in its canonical spelling.
+fn destination<'a>(agent: &str, destinations: &'a [String]) -> Option<&'a String> {
+    let wanted = agent.trim().trim_matches('`');
+    destinations.iter().find(|d| d.eq_ignore_ascii_case(wanted))
+}
+
+fn unknown_destination(agent: &str, destinations: &[String]) -> String {
+    format!(
+        "`{}` is not a destination; choose one of: {}",
+        agent.trim(),
+        destinations.join(", ")
+    )
+}
+
+/// Reads a `handoff_to` call's arguments; `Err` is the tool error the model gets back.
+pub fn parse_handoff_call(arguments: &str, destinations: &[String]) -> Result<RouteChoice, String> {
+    let value: Value = serde_json::from_str(arguments)
+        .map_err(|e| format!("handoff_to: the arguments are not a JSON object ({e})"))?;
+    let Some(agent) = value.get("agent").and_then(Value::as_str) else {
+        return Err(format!(
+            "handoff_to: `agent` is required; choose one of: {}",
+            destinations.join(", ")
+        ));
+    };
+    let agent = destination(agent, destinations).ok_or_else(|| unknown_destination(agent, destinations))?;
+    let message = value
+        .get("message")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(str::to_string);
+    Ok(RouteChoice {
+        agent: agent.clone(),
+        message,
+    })
+}
+
+/// What a router's text says: no `@handoff:` line (it answered itself), a valid choice (the
+/// lines after it are the message), or an unknown destination (the error for a retry).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TextRoute {
+    Answer,
+    Route(RouteChoice),
+    Invalid(String),
+}
+
+pub fn parse_text_route(text: &str, destinations: &[String]) -> TextRoute {
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let Some(agent) = line.trim().strip_prefix("@handoff:") else {
+            continue;
+        };
+        let Some(agent) = destination(agent, destinations) else {
+            return TextRoute::Invalid(unknown_destination(agent, destinations));
+        };
+        let rest: Vec<&str> = lines.collect();
+        let message = rest.join("\n").trim().to_string();
+        return TextRoute::Route(RouteChoice {
+            agent: agent.clone(),
+            message: (!message.is_empty()).then_some(message),
+        });
+    }
+    TextRoute::Answer
+}
+
+/// The line of a router's prompt that lists its destinations (the sim reads it too).
+pub const DESTINATIONS_LINE: &str = "Destinations: ";
+
+/// What a router is told besides the request: how to pass it on, in both forms.
+pub fn router_prompt(request: &str, destinations: &[String]) -> String {
+    format!(
+        "{request}\n\n## ROUTING\n{DESTINATIONS_LINE}{}\nYou route this request to the agent best \
+         placed to answer it. When you know which, call the `{HANDOFF_TOOL}` tool with that agent \
+         and, if useful, a message for it. Without tools, end your reply with a line \
+         `@handoff:<agent>` followed by the optional message. If you answer the request yourself \
+         instead, your answer is final.",
+        destinations.join(", ")
+    )
+}
+
+const ORIGINAL_REQUEST: &str = "## ORIGINAL USER REQUEST";
+
+/// A routed member's input: the original request and, when given, the router's message.
+pub fn routed_prompt(request: &str, router: &str, message: Option<&str>) -> String {
+    let mut out = format!("{ORIGINAL_REQUEST}\n\n{}\n", request.trim());
+    if let Some(message) = message.map(str::trim).filter(|m| !m.is_empty()) {
+        out.push_str(&format!(
+            "\n## MESSAGE FROM AGENT `{router}` WHO ROUTED THIS REQUEST TO YOU\n\n{message}\n"
+        ));
+    }
+    out
+}
+
+/// An advised member's input: the request and every advisor's report, raw, in advisor order.
+/// An input that already has its `## ORIGINAL USER REQUEST` section (a routed one) keeps it
+/// rather than nesting it under another.
+pub fn advised_prompt(request: &str, reports: &[(String, String)]) -> String {
+    let request = request.trim();
+    let mut out = if request.starts_with(ORIGINAL_REQUEST) {
+        format!("{request}\n\n## ANALYSIS GATHERED\n")
+    } else {
+        format!("{ORIGINAL_REQUEST}\n\n{request}\n\n## ANALYSIS GATHERED\n")
+    };
+    for (name, report) in reports {
+        out.push_str(&format!("\n### From {name}\n\n{}\n", report.trim()));
+    }
+    out
+}
+
+/// What stands in for an advisor that failed or timed out.
+pub fn advisor_failure_report(advisor: &str, error: &str) -> String {
+    format!(
+        "[advisor `{advisor}` failed: {}; no analysis from it. Decide without it.]",
+        error.trim()
+    )
+}
+
+/// One line for a `flow_hop` event (headless progress, the TUI timeline); `None` for other
+/// events. Names and the message's first line come from models: callers sanitise for display.
+pub fn hop_line(event: &EventKind) -> Option<String> {
+    let EventKind::FlowHop {
+        from,
+        to,
+        kind,
+        message,
+        success,
+        duration_ms,
+        tokens,
+        ..
+    } = event
+    else {
+        return None;
+    };
+    let cost = format!("{:.1}s, {tokens} tok", *duration_ms as f64 / 1000.0);
+    let note = message
+        .as_deref()
+        .map(|m| format!(": {}", crate::text::first_line(m, 90)))
+        .unwrap_or_default();
+    let mark = if *success { "✓" } else { "✗" };
+    Some(match (kind, to) {
+        (HopKind::Route, Some(to)) => format!("{from} ⇒ {to} (route, {cost}){note}"),
+        (HopKind::Route, None) => format!("✗ {from}: no such destination{note}; asked again ({cost})"),
+        (HopKind::Handoff, Some(to)) => format!("{from} → {to} (handoff, {cost})"),
+        (HopKind::Advisor, Some(to)) => format!("{mark} {from} advised {to} ({cost}){note}"),
+        (HopKind::Answer, _) if *success => format!("✓ {from} answered ({cost})"),
+        (_, _) => format!("{mark} {from} ({kind:?}, {cost}){note}").to_lowercase(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dests() -> Vec<String> {
+        vec!["billing".into(), "tech".into()]
+    }
+
+    #[test]
+    fn the_tool_offers_an_enum_of_destinations() {
+        let spec = handoff_tool(&dests());
+        assert_eq!(spec.name, "handoff_to");
+        assert_eq!(
+            spec.input_schema["properties"]["agent"]["enum"],
+            json!(["billing", "tech"])
+        );
+        assert_eq!(spec.input_schema["required"], json!(["agent"]));
+    }
+
+    #[test]
+    fn a_call_names_a_destination_or_is_a_tool_error() {
+        assert_eq!(
+            parse_handoff_call(r#"{"agent":"Tech","message":" disk full "}"#, &dests()),
+            Ok(RouteChoice {
+                agent: "tech".into(),
+                message: Some("disk full".into())
+            })
+        );
+        assert_eq!(
+            parse_handoff_call(r#"{"agent":"billing","message":""}"#, &dests())
+                .unwrap()
+                .message,
+            None
+        );
+        let err = parse_handoff_call(r#"{"agent":"legal"}"#, &dests()).unwrap_err();
+        assert_eq!(err, "`legal` is not a destination; choose one of: billing, tech");
+        assert!(
+            parse_handoff_call("{}", &dests())
+                .unwrap_err()
+                .contains("required")
+        );
+        assert!(parse_handoff_call("not json", &dests()).is_err());
+    }
+
+    #[test]
+    fn the_text_form_reads_a_handoff_line_and_its_message() {
+        assert_eq!(
+            parse_text_route(
+                "Looks like a bug.\n@handoff:tech\nThe user's disk\nis full.\n",
+                &dests()
+            ),
+            TextRoute::Route(RouteChoice {
+                agent: "tech".into(),
+                message: Some("The user's disk\nis full.".into())
+            })
+        );
+        assert_eq!(
+            parse_text_route("@handoff: billing", &dests()),
+            TextRoute::Route(RouteChoice {
+                agent: "billing".into(),
+                message: None
+            })
+        );
+        assert_eq!(parse_text_route("I can answer: 42.", &dests()), TextRoute::Answer);
+        assert!(matches!(
+            parse_text_route("@handoff:legal", &dests()),
+            TextRoute::Invalid(_)
+        ));
+    }
+
+    #[test]
+    fn routed_and_advised_prompts_have_their_sections() {
+        assert_eq!(
+            routed_prompt(" hi ", "triage", None),
+            "## ORIGINAL USER REQUEST\n\nhi\n"
+        );
+        let p = routed_prompt("hi", "triage", Some("be brief"));
+        assert!(p.contains("## MESSAGE FROM AGENT `triage` WHO ROUTED THIS REQUEST TO YOU\n\nbe brief"));
+        let p = advised_prompt(
+            "q",
+            &[("a".into(), "A says".into()), ("b".into(), "B says".into())],
+        );
+        assert_eq!(
+            p,
+            "## ORIGINAL USER REQUEST\n\nq\n\n## ANALYSIS GATHERED\n\n### From a\n\nA says\n\n### From b\n\nB says\n"
+        );
+        let routed = routed_prompt("q", "r", Some("m"));
+        let nested = advised_prompt(&routed, &[("a".into(), "A".into())]);
+        assert_eq!(nested.matches("## ORIGINAL USER REQUEST").count(), 1, "{nested}");
+        assert!(
+            nested.starts_with(routed.trim()) && nested.ends_with("### From a\n\nA\n"),
+            "{nested}"
+        );
+        assert!(advisor_failure_report("a", "timed out after 5s").contains("`a` failed: timed out"));
+        assert!(router_prompt("q", &dests()).contains("billing, tech"));
+    }
+
+    #[test]
+    fn hops_read_as_one_line() {
+        let hop = |kind, to: Option<&str>, message: Option<&str>, success| EventKind::FlowHop {
+            from: "triage".into(),
+            from_id: "s1".into(),
+            to: to.map(str::to_string),
+            to_id: None,
+            kind,
+            message: message.map(str::to_string),
+            success,
+            duration_ms: 1234,
+            tokens: 56,
+        };
+        let line = |e| hop_line(&e).unwrap();
+        assert_eq!(
+            line(hop(HopKind::Route, Some("tech"), Some("disk\nfull"), true)),
+            "triage ⇒ tech (route, 1.2s, 56 tok): disk"
+        );
+        assert_eq!(
+            line(hop(HopKind::Handoff, Some("tech"), None, true)),
+            "triage → tech (handoff, 1.2s, 56 tok)"
+        );
+        assert_eq!(
+            line(hop(HopKind::Advisor, Some("tech"), Some("timed out"), false)),
+            "✗ triage advised tech (1.2s, 56 tok): timed out"
+        );
+        assert_eq!(
+            line(hop(HopKind::Answer, None, None, true)),
+            "✓ triage answered (1.2s, 56 tok)"
+        );
+        assert!(line(hop(HopKind::Answer, None, Some("boom"), false)).starts_with("✗ triage (answer"));
+        assert!(hop_line(&EventKind::CyclePaused).is_none());
+    }
+}
