@@ -418,6 +418,14 @@ impl Actor<'_> {
     /// reported as delivered) before it.
     fn with_notes(&self, info: &SessionInfo, options: &TurnOptions, prompt: String) -> String {
         let id = self.session_id;
+        // A write (and a save) only when there is a note: this runs for every turn.
+        let waiting = self
+            .shared
+            .org
+            .read(|o| o.session(id).is_some_and(|s| !s.pending_notes.is_empty()));
+        if !waiting {
+            return prompt;
+        }
         let notes = self.shared.org.update(|o| {
             o.session_mut(id)
                 .map(|s| std::mem::take(&mut s.pending_notes))
