@@ -154,9 +154,15 @@ impl App {
             return;
         }
         let org = &self.org;
-        self.team_panel.follow(event, now, || {
-            org.read(|o| o.group(id).and_then(|g| g.reflection.clone()))
-        });
+        self.team_panel.follow(
+            event,
+            now,
+            || org.read(|o| o.group(id).and_then(|g| g.reflection.clone())),
+            || {
+                org.read(|o| o.group(id).map(|g| g.members_slug()))
+                    .unwrap_or_else(|| crate::naming::team_slug(&event.group))
+            },
+        );
     }
 
     /// Tells the user how a run they cannot see the end of ended (a failure, a reflection's
@@ -212,13 +218,13 @@ impl App {
                 return;
             }
         };
-        let (name, resumable) = self.org.read(|o| {
+        let (slug, resumable) = self.org.read(|o| {
             o.group(&group_id).map_or((String::new(), false), |g| {
                 let interrupted = g.reflection.as_ref().is_some_and(|r| r.is_interrupted());
-                (g.name.clone(), interrupted)
+                (g.members_slug(), interrupted)
             })
         });
-        let view = replay(&loaded, &name, resumable);
+        let view = replay(&loaded, &slug, resumable);
         let live = self.team_running(&group_id);
         self.team_panel.on_run_loaded(group_id, &loaded, view, live);
     }

@@ -395,7 +395,6 @@ fn worktree_spans(mark: Option<&Mark>) -> Vec<Span<'static>> {
     spans
 }
 
-/// After a session waiting for the user's approval of a tool call (or its folded group).
 /// A team member's distinct part of its name: without the team's slug (`<team-slug>-<role>`),
 /// or, when the team was renamed after the member was made, without the prefix the members'
 /// names share (up to a `-`), so that rows stay distinguishable.
@@ -427,6 +426,7 @@ fn member_label<'a>(name: &'a str, team_slug: &str, siblings: impl Iterator<Item
     }
 }
 
+/// After a session waiting for the user's approval of a tool call (or its folded group).
 fn approval_mark() -> Span<'static> {
     Span::styled(
         " ?",

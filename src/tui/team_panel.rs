@@ -180,12 +180,14 @@ impl TeamPanel {
 
     /// Follows one engine event of a team (or of a group that has a cycle view). `saved` is
     /// the group's persisted cycle, asked for when a cycle starts (a resumed one keeps the
-    /// scores and tokens of its earlier iterations).
+    /// scores and tokens of its earlier iterations); `members_slug` the prefix of its members'
+    /// names (kept across renames), asked for once per cycle.
     pub fn follow(
         &mut self,
         event: &EngineEvent,
         now: Instant,
         saved: impl FnOnce() -> Option<ReflectionCycle>,
+        members_slug: impl FnOnce() -> String,
     ) {
         let id = &event.group_id;
         if let EventKind::RunStarted {
@@ -203,7 +205,7 @@ impl TeamPanel {
         let cycle = self.cycles.entry(id.clone()).or_default();
         // Names in a run's events are those at its start: the slug is taken once per cycle.
         if cycle.team_slug.is_empty() || matches!(event.kind, EventKind::CycleStarted { .. }) {
-            cycle.team_slug = crate::naming::team_slug(&event.group);
+            cycle.team_slug = members_slug();
         }
         cycle.apply(event, now);
         if matches!(event.kind, EventKind::CycleStarted { .. })
@@ -320,13 +322,13 @@ pub fn local_time(at: DateTime<Utc>) -> String {
     at.with_timezone(&Local).format("%Y-%m-%d %H:%M").to_string()
 }
 
-/// A cycle view rebuilt from a run's recorded events. `team_name` names the members without
-/// their team prefix; `resumable`: the process stopped during this run and its cycle can be
-/// resumed.
-pub fn replay(loaded: &LoadedRun, team_name: &str, resumable: bool) -> CycleView {
+/// A cycle view rebuilt from a run's recorded events. `members_slug` (the prefix of the
+/// members' names) lets it name them without it; `resumable`: the process stopped during this
+/// run and its cycle can be resumed.
+pub fn replay(loaded: &LoadedRun, members_slug: &str, resumable: bool) -> CycleView {
     let now = Instant::now();
     let mut view = CycleView::default();
-    view.team_slug = crate::naming::team_slug(team_name);
+    view.team_slug = members_slug.to_string();
     let mut ended = false;
     for record in &loaded.records {
         ended |= matches!(record.event.kind, EventKind::RunEnded { .. });
@@ -699,7 +701,7 @@ mod tests {
         let mut panel = TeamPanel::default();
         assert_eq!(panel.browse("g", -1), Browse::NoRuns);
         let newest = loaded(2, 3, at);
-        panel.on_run_loaded("g".into(), &newest, replay(&newest, "Team", false), false);
+        panel.on_run_loaded("g".into(), &newest, replay(&newest, "team", false), false);
         assert_eq!(
             panel.run_label("g", &keys()).map(|l| l.text()),
             Some("run 3 of 3 · < older".into())
@@ -707,7 +709,7 @@ mod tests {
         assert_eq!(panel.browse("g", 1), Browse::AtEnd { newest: true });
         assert_eq!(panel.browse("g", -1), Browse::Load(1));
         let middle = loaded(1, 3, at);
-        panel.on_run_loaded("g".into(), &middle, replay(&middle, "Team", false), false);
+        panel.on_run_loaded("g".into(), &middle, replay(&middle, "team", false), false);
         assert!(panel.browsing("g"));
         let label = panel.run_label("g", &keys()).expect("a label");
         assert!(label.earlier);
@@ -724,7 +726,7 @@ mod tests {
         );
         assert_eq!(panel.browse("g", -1), Browse::Load(0));
         let first = loaded(0, 3, at);
-        panel.on_run_loaded("g".into(), &first, replay(&first, "Team", false), false);
+        panel.on_run_loaded("g".into(), &first, replay(&first, "team", false), false);
         assert!(
             panel
                 .run_label("g", &keys())
@@ -733,7 +735,7 @@ mod tests {
         assert_eq!(panel.browse("g", -1), Browse::AtEnd { newest: false });
         assert_eq!(panel.browse("g", 1), Browse::Load(1));
         // From the run before the newest, the next step is the newest itself: nothing to read.
-        panel.on_run_loaded("g".into(), &middle, replay(&middle, "Team", false), false);
+        panel.on_run_loaded("g".into(), &middle, replay(&middle, "team", false), false);
         assert_eq!(panel.browse("g", 1), Browse::Newest);
         assert!(!panel.browsing("g"));
     }
@@ -743,7 +745,7 @@ mod tests {
         let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
         let mut panel = TeamPanel::default();
         let newest = loaded(0, 1, at);
-        panel.on_run_loaded("g".into(), &newest, replay(&newest, "Team", false), false);
+        panel.on_run_loaded("g".into(), &newest, replay(&newest, "team", false), false);
         assert_eq!(panel.run_label("g", &keys()), None, "one run: nowhere to go");
         let now = Instant::now();
         panel.follow(
@@ -752,6 +754,7 @@ mod tests {
             }),
             now,
             || None,
+            || "team".into(),
         );
         assert_eq!(
             panel.latest_runs.get("g").map(|p| (p.index, p.total)),
@@ -764,10 +767,11 @@ mod tests {
             }),
             now,
             || None,
+            || "team".into(),
         );
         // The newest run file read back while the live run goes: the live view stays.
         let stale = loaded(0, 1, at);
-        panel.on_run_loaded("g".into(), &stale, replay(&stale, "Team", false), true);
+        panel.on_run_loaded("g".into(), &stale, replay(&stale, "team", false), true);
         assert_eq!(panel.cycles["g"].mode, Some(Mode::Orchestrator));
         assert!(panel.cycles["g"].running);
     }
@@ -776,9 +780,9 @@ mod tests {
     fn a_replayed_run_without_its_end_was_cut_short() {
         let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
         let run = loaded(0, 1, at);
-        let view = replay(&run, "Team", true);
+        let view = replay(&run, "team", true);
         assert_eq!(view.recorded_at, Some(at));
         assert!(view.interrupted && !view.running);
-        assert!(!replay(&run, "Team", false).interrupted);
+        assert!(!replay(&run, "team", false).interrupted);
     }
 }
