@@ -293,10 +293,7 @@ fn follow_up(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
 /// A flow router's destinations, from its prompt's `Destinations:` line.
 pub fn router_destinations(text: &str) -> Vec<String> {
     text.lines()
-        .find_map(|l| {
-            l.trim()
-                .strip_prefix(crate::engine::protocol::flow::DESTINATIONS_LINE)
-        })
+        .find_map(|l| l.trim().strip_prefix(crate::model::flow::DESTINATIONS_LINE))
         .map(|l| {
             l.split(',')
                 .map(|d| d.trim().to_string())

@@ -36,7 +36,7 @@ pub fn call_for(req: &TurnRequest) -> Option<ToolCall> {
 /// The `handoff_to` call of a flow router: the same destination as the text form would pick,
 /// and a note quoting the request.
 fn route_call(req: &TurnRequest, prompt: &str, hash: u64) -> Option<ToolCall> {
-    use crate::engine::protocol::flow::HANDOFF_TOOL;
+    use crate::model::flow::HANDOFF_TOOL;
     let spec = req.tools.iter().find(|t| t.name == HANDOFF_TOOL)?;
     let destinations: Vec<String> = spec.input_schema["properties"]["agent"]["enum"]
         .as_array()?
@@ -56,7 +56,7 @@ fn route_call(req: &TurnRequest, prompt: &str, hash: u64) -> Option<ToolCall> {
 
 /// What the sim says before calling.
 pub fn call_preamble(call: &ToolCall) -> String {
-    if call.name == crate::engine::protocol::flow::HANDOFF_TOOL {
+    if call.name == crate::model::flow::HANDOFF_TOOL {
         let agent = serde_json::from_str::<Value>(&call.arguments)
             .ok()
             .and_then(|v| v["agent"].as_str().map(str::to_string))

@@ -53,15 +53,7 @@ pub struct WaitingApproval {
     pub tool: String,
 }
 
-/// One line of a team's round or cycle history.
-#[derive(Debug, Clone, PartialEq)]
-pub enum TimelineKind {
-    Heading,
-    Info,
-    Good,
-    Bad,
-    Warn,
-}
+pub use super::timeline_kind::TimelineKind;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct TimelineEntry {
@@ -534,7 +526,15 @@ impl CycleView {
             | EventKind::RelayTakeOver { .. }
             | EventKind::RelaySent { .. }
             | EventKind::RelayReply { .. }
-            | EventKind::RelayAudit { .. } => super::relay_view::apply(self, &event.kind),
+            | EventKind::RelayAudit { .. } => {
+                let update = super::relay_view::apply(&mut self.relay, &event.kind);
+                if let Some(turn) = update.iteration {
+                    self.iteration = turn;
+                }
+                for (kind, text) in update.lines {
+                    self.push(kind, text);
+                }
+            }
             EventKind::MemberNote {
                 session,
                 text,

@@ -50,6 +50,7 @@ pub mod search;
 pub mod sidebar;
 pub mod team_panel;
 pub mod terminal;
+mod timeline_kind;
 pub mod tool_cell;
 pub mod transcript_pane;
 pub mod transcript_view;

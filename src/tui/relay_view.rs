@@ -1,6 +1,6 @@
 //! A relay's run as the UI shows it: its state, turn, the draft waiting for you, whether you
-//! took it over, and the banner saying why it ended. Kept in the group's [`CycleView`] from the
-//! relay events; pure state plus the panel lines.
+//! took it over, and the banner saying why it ended. Kept in the group's cycle view from the
+//! relay events; pure state, the timeline lines each event adds, and the panel lines.
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
@@ -9,7 +9,7 @@ use crate::engine::events::EventKind;
 use crate::model::{RelayPhase, RelayRecord};
 use crate::text::sanitize;
 
-use super::cycle_view::{CycleView, TimelineKind};
+use super::timeline_kind::TimelineKind;
 
 /// A draft waiting for the user's answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,23 +59,30 @@ impl RelayView {
 }
 
 /// A relay read back from its run file that never reached an end (huddle was killed or quit
-/// mid-run) is shown stopped, as interrupted.
-pub fn settle_replayed(view: &mut CycleView) {
-    if let Some(relay) = view.relay.as_mut()
-        && !relay.state.is_final()
-    {
-        let reason = format!("interrupted in {} (huddle ended)", relay.state);
-        relay.state = RelayPhase::Stopped;
-        relay.reason = Some(reason.clone());
-        relay.draft = None;
-        relay.taken_over = false;
-        view.push(TimelineKind::Warn, format!("■ relay stopped: {reason}"));
-    }
+/// mid-run) is shown stopped, as interrupted; the timeline line that says so.
+pub fn settle_replayed(relay: &mut Option<RelayView>) -> Option<String> {
+    let relay = relay.as_mut().filter(|r| !r.state.is_final())?;
+    let reason = format!("interrupted in {} (huddle ended)", relay.state);
+    relay.state = RelayPhase::Stopped;
+    relay.reason = Some(reason.clone());
+    relay.draft = None;
+    relay.taken_over = false;
+    Some(format!("■ relay stopped: {reason}"))
 }
 
-/// Applies a relay event to the group's view (other events are ignored).
-pub fn apply(view: &mut CycleView, kind: &EventKind) {
+/// What a relay event changes beyond the relay's own state.
+#[derive(Debug, Default)]
+pub struct RelayUpdate {
+    /// The panel's iteration counter follows the turns.
+    pub iteration: Option<u32>,
+    /// Lines for the timeline, in order.
+    pub lines: Vec<(TimelineKind, String)>,
+}
+
+/// Applies a relay event to the group's relay state (other events are ignored).
+pub fn apply(relay_slot: &mut Option<RelayView>, kind: &EventKind) -> RelayUpdate {
     let clean = |t: &str| sanitize::display(&crate::text::first_line(t, 120)).into_owned();
+    let mut update = RelayUpdate::default();
     match kind {
         EventKind::RelayState {
             state,
@@ -83,9 +90,8 @@ pub fn apply(view: &mut CycleView, kind: &EventKind) {
             max_turns,
             reason,
         } => {
-            // The panel's iteration counter follows the turns.
-            view.iteration = *turn;
-            let relay = view.relay.get_or_insert_with(RelayView::default);
+            update.iteration = Some(*turn);
+            let relay = relay_slot.get_or_insert_with(RelayView::default);
             relay.state = *state;
             relay.turn = *turn;
             relay.max_turns = *max_turns;
@@ -104,7 +110,7 @@ pub fn apply(view: &mut CycleView, kind: &EventKind) {
                     .as_deref()
                     .map(|r| format!(": {}", clean(r)))
                     .unwrap_or_default();
-                view.push(kind, format!("■ relay {state}{why}"));
+                update.lines.push((kind, format!("■ relay {state}{why}")));
             }
         }
         EventKind::RelayDraft {
@@ -114,7 +120,7 @@ pub fn apply(view: &mut CycleView, kind: &EventKind) {
             review,
             ..
         } => {
-            let relay = view.relay.get_or_insert_with(RelayView::default);
+            let relay = relay_slot.get_or_insert_with(RelayView::default);
             if *waiting {
                 relay.draft = Some(WaitingDraft {
                     turn: *turn,
@@ -125,11 +131,13 @@ pub fn apply(view: &mut CycleView, kind: &EventKind) {
                     .as_deref()
                     .map(|r| format!(" ({})", clean(r)))
                     .unwrap_or_default();
-                view.push(TimelineKind::Warn, format!("  ? draft {turn} waits for you{why}"));
+                update
+                    .lines
+                    .push((TimelineKind::Warn, format!("  ? draft {turn} waits for you{why}")));
             }
         }
         EventKind::RelayTakeOver { active, .. } => {
-            let relay = view.relay.get_or_insert_with(RelayView::default);
+            let relay = relay_slot.get_or_insert_with(RelayView::default);
             relay.taken_over = *active;
             relay.draft = None;
             let text = if *active {
@@ -137,21 +145,23 @@ pub fn apply(view: &mut CycleView, kind: &EventKind) {
             } else {
                 "  ↺ handed back to the driver"
             };
-            view.push(TimelineKind::Info, text.into());
+            update.lines.push((TimelineKind::Info, text.into()));
         }
         EventKind::RelaySent {
             turn, sent_as, text, ..
         } => {
-            if let Some(relay) = view.relay.as_mut() {
+            if let Some(relay) = relay_slot.as_mut() {
                 relay.draft = None;
             }
-            view.push(
+            update.lines.push((
                 TimelineKind::Info,
                 format!("  → turn {turn} [{}] {}", sent_as.as_str(), clean(text)),
-            );
+            ));
         }
         EventKind::RelayReply { turn, text, .. } => {
-            view.push(TimelineKind::Good, format!("  ← turn {turn} {}", clean(text)));
+            update
+                .lines
+                .push((TimelineKind::Good, format!("  ← turn {turn} {}", clean(text))));
         }
         EventKind::RelayAudit {
             turn,
@@ -167,15 +177,16 @@ pub fn apply(view: &mut CycleView, kind: &EventKind) {
                 "rejected" => format!("  ✗ draft {turn} rejected: the driver drafts again"),
                 other => format!("  ✗ turn {turn} {}{why}", other.replace('_', " ")),
             };
-            view.push(TimelineKind::Bad, text);
+            update.lines.push((TimelineKind::Bad, text));
         }
         _ => {}
     }
+    update
 }
 
 /// The relay's lines in the cycle panel: state and turn, what it waits for, why it ended.
-pub fn panel_lines(view: &CycleView, review_key: &str, width: usize) -> Vec<Line<'static>> {
-    let Some(relay) = &view.relay else {
+pub fn panel_lines(relay: Option<&RelayView>, review_key: &str, width: usize) -> Vec<Line<'static>> {
+    let Some(relay) = relay else {
         return Vec::new();
     };
     let warn = Style::default().fg(Color::Yellow);
@@ -221,10 +232,15 @@ mod tests {
     use super::*;
     use crate::model::SentAs;
 
+    fn lines(update: RelayUpdate) -> Vec<String> {
+        update.lines.into_iter().map(|(_, text)| text).collect()
+    }
+
     #[test]
     fn events_build_the_view_and_the_banner() {
-        let mut v = CycleView::default();
-        apply(
+        let mut v: Option<RelayView> = None;
+        let mut timeline: Vec<String> = Vec::new();
+        timeline.extend(lines(apply(
             &mut v,
             &EventKind::RelayDraft {
                 session_id: "s".into(),
@@ -233,10 +249,10 @@ mod tests {
                 waiting: true,
                 review: Some("manual approval".into()),
             },
-        );
-        let relay = v.relay.clone().unwrap();
+        )));
+        let relay = v.clone().unwrap();
         assert_eq!(relay.draft.as_ref().unwrap().text, "offer 400");
-        apply(
+        timeline.extend(lines(apply(
             &mut v,
             &EventKind::RelaySent {
                 turn: 1,
@@ -245,10 +261,10 @@ mod tests {
                 hop: 1,
                 text: "offer 420".into(),
             },
-        );
-        assert!(v.relay.as_ref().unwrap().draft.is_none());
-        assert!(v.timeline.iter().any(|e| e.text.contains("[edited] offer 420")));
-        apply(
+        )));
+        assert!(v.as_ref().unwrap().draft.is_none());
+        assert!(timeline.iter().any(|e| e.contains("[edited] offer 420")));
+        timeline.extend(lines(apply(
             &mut v,
             &EventKind::RelayState {
                 state: RelayPhase::Stopped,
@@ -256,15 +272,14 @@ mod tests {
                 max_turns: 8,
                 reason: Some("limit reached: max_turns (8)".into()),
             },
-        );
+        )));
         assert!(
-            v.timeline
+            timeline
                 .last()
                 .unwrap()
-                .text
                 .contains("■ relay stopped: limit reached: max_turns (8)")
         );
-        let lines = panel_lines(&v, "a", 80);
+        let lines = panel_lines(v.as_ref(), "a", 80);
         assert!(lines.iter().any(|l| l.to_string().contains("max_turns (8)")));
     }
 }

@@ -225,8 +225,8 @@ impl TeamPanel {
     /// A run file read back as `view`: the newest becomes the team's timeline (unless a live
     /// run has begun meanwhile: `live`); an earlier one is shown until the user goes back.
     pub fn on_run_loaded(&mut self, group_id: GroupId, loaded: &LoadedRun, mut view: CycleView, live: bool) {
-        if !live {
-            super::relay_view::settle_replayed(&mut view);
+        if !live && let Some(line) = super::relay_view::settle_replayed(&mut view.relay) {
+            view.push(super::cycle_view::TimelineKind::Warn, line);
         }
         if loaded.index + 1 < loaded.total {
             self.shown_runs.insert(
@@ -454,7 +454,11 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
         let style = if near { warn } else { dim };
         wrap_line_into(Line::styled(text, style), width.max(1), &mut out);
     }
-    out.extend(super::relay_view::panel_lines(c, &props.keys.relay_review, width));
+    out.extend(super::relay_view::panel_lines(
+        c.relay.as_ref(),
+        &props.keys.relay_review,
+        width,
+    ));
     if let Some(first) = c.approvals.first().filter(|_| running) {
         // The run waits until the popup is answered.
         let more = match c.approvals.len() {

@@ -8,8 +8,7 @@ use crate::model::ToolSpec;
 
 use super::super::events::{EventKind, HopKind};
 
-/// The built-in tool a router ends with.
-pub const HANDOFF_TOOL: &str = "handoff_to";
+pub use crate::model::flow::{DESTINATIONS_LINE, HANDOFF_TOOL};
 
 /// A router's choice: the destination and its optional note.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,9 +99,6 @@ pub fn parse_text_route(text: &str, destinations: &[String]) -> TextRoute {
     }
     TextRoute::Answer
 }
-
-/// The line of a router's prompt that lists its destinations (the sim reads it too).
-pub const DESTINATIONS_LINE: &str = "Destinations: ";
 
 /// What a router is told besides the request: how to pass it on, in both forms.
 pub fn router_prompt(request: &str, destinations: &[String]) -> String {
