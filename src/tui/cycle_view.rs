@@ -184,7 +184,10 @@ impl CycleView {
 
     /// Broadcast and sequential runs have no assignments: their rows come from the turns.
     fn rows_from_turns(&self) -> bool {
-        matches!(self.mode, Some(Mode::Broadcast | Mode::Sequential | Mode::Flow))
+        matches!(
+            self.mode,
+            Some(Mode::Broadcast | Mode::Sequential | Mode::Flow | Mode::Pipeline)
+        )
     }
 
     /// Mode `flow`: one timeline entry per hop (route and its message, advisor report,
@@ -414,6 +417,19 @@ impl CycleView {
                 );
             }
             EventKind::FlowHop { .. } => self.flow_hop(&event.kind),
+            EventKind::PhaseTransition { .. }
+            | EventKind::Handoff { .. }
+            | EventKind::HandoffRejected { .. } => {
+                if let Some(line) = crate::engine::protocol::pipeline::pipeline_line(&event.kind) {
+                    let kind = if matches!(event.kind, EventKind::HandoffRejected { .. }) {
+                        TimelineKind::Warn
+                    } else {
+                        TimelineKind::Info
+                    };
+                    let text = crate::text::sanitize::display(&line).into_owned();
+                    self.push(kind, format!("  {text}"));
+                }
+            }
             EventKind::CyclePaused => {
                 self.paused = true;
                 self.paused_since.get_or_insert(now);

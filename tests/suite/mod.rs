@@ -7,6 +7,7 @@ mod engine_fixture;
 mod engine_flow;
 mod engine_memory;
 mod engine_modes;
+mod engine_pipeline;
 mod engine_reflect;
 mod engine_relay;
 mod engine_runs;
