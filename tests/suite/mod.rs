@@ -18,6 +18,7 @@ mod fake_llm_server;
 mod headless;
 mod headless_flow;
 mod headless_handoff;
+mod headless_pipeline;
 mod headless_relay;
 mod headless_resume;
 mod headless_tools;
