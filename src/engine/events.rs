@@ -359,6 +359,9 @@ pub enum EventKind {
         to_member_id: Option<SessionId>,
         reason: String,
         handoff_count: u32,
+        /// The move goes back to an earlier stage (a return edge).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        back: bool,
     },
     /// Mode `pipeline`: a member (or the supervisor) handed the conversation to `to` (a member,
     /// or `human`).

@@ -96,6 +96,9 @@ pub struct ConversationState {
     /// while parked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active: Option<String>,
+    /// The active member's name as the team calls it (for display).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_name: Option<String>,
     /// Handed to `human`: waiting for the user.
     #[serde(default)]
     pub parked: bool,
@@ -124,32 +127,49 @@ impl ConversationState {
         }
         self.phase = Some(to_phase.to_string());
         self.active = to_member.map(str::to_string);
+        self.active_name = None;
         self.parked = to_member.is_none();
     }
 
     /// `intake → handling → review ↩ handling`: the phases in order, a return marked `↩`.
     pub fn strip(&self, spec: &PipelineSpec) -> String {
-        let mut out = String::new();
-        let first = self.history.first().and_then(|t| t.from_phase.clone());
-        if let Some(p) = first {
-            out.push_str(&p);
-        }
-        for t in &self.history {
-            let index = |p: &str| spec.stages.iter().position(|s| s.phase == p);
-            let back = match (t.from_phase.as_deref().and_then(index), index(&t.to_phase)) {
-                (Some(a), Some(b)) => b < a,
-                _ => false,
-            };
-            if !out.is_empty() {
-                out.push_str(if back { " ↩ " } else { " → " });
-            }
-            out.push_str(&t.to_phase);
-            if t.to_member.is_none() {
-                out.push_str(" (parked)");
-            }
-        }
-        out
+        let steps: Vec<StripStep> = self
+            .history
+            .iter()
+            .map(|t| StripStep {
+                to: t.to_phase.clone(),
+                back: spec.is_return(t.from_phase.as_deref(), &t.to_phase),
+                parked: t.to_member.is_none(),
+            })
+            .collect();
+        let first = self.history.first().and_then(|t| t.from_phase.as_deref());
+        strip(first, &steps)
     }
+}
+
+/// One move of a phase strip.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StripStep {
+    pub to: String,
+    /// A return to an earlier stage.
+    pub back: bool,
+    pub parked: bool,
+}
+
+/// `intake → handling → review ↩ handling → handling (parked)` from where it started and its
+/// moves.
+pub fn strip(first: Option<&str>, steps: &[StripStep]) -> String {
+    let mut out = first.unwrap_or_default().to_string();
+    for step in steps {
+        if !out.is_empty() {
+            out.push_str(if step.back { " ↩ " } else { " → " });
+        }
+        out.push_str(&step.to);
+        if step.parked {
+            out.push_str(" (parked)");
+        }
+    }
+    out
 }
 
 /// Why a pipeline cannot run; names the stage or member at fault.
@@ -270,6 +290,14 @@ pub fn check_pipeline(spec: &PipelineSpec, members: &[&str]) -> Result<(), Pipel
 }
 
 impl PipelineSpec {
+    /// Whether a move from `from` to `to` goes back to an earlier stage.
+    pub fn is_return(&self, from: Option<&str>, to: &str) -> bool {
+        match (from.and_then(|p| self.stage_of(p)), self.stage_of(to)) {
+            (Some(a), Some(b)) => b < a,
+            _ => false,
+        }
+    }
+
     /// The stage of `phase`, by index.
     pub fn stage_of(&self, phase: &str) -> Option<usize> {
         self.stages.iter().position(|s| same(&s.phase, phase))

@@ -111,6 +111,8 @@ pub struct CycleView {
     pub lead_live: Option<(String, String, String)>,
     /// A relay's state (mode `relay`).
     pub relay: Option<super::relay_view::RelayView>,
+    /// A pipeline team's conversation: phase strip, active member, last moves.
+    pub pipeline: Option<super::pipeline_view::PipelineView>,
 }
 
 impl CycleView {
@@ -267,9 +269,12 @@ impl CycleView {
                 // Each run has its own timeline (earlier runs are browsed from their files).
                 let team_slug = std::mem::take(&mut self.team_slug);
                 let recorded_at = self.recorded_at.take();
+                // A pipeline's conversation goes on across runs.
+                let pipeline = self.pipeline.take();
                 *self = CycleView {
                     team_slug,
                     recorded_at,
+                    pipeline,
                     mode: Some(*mode),
                     max_iterations: *max_iterations,
                     running: true,
@@ -420,6 +425,11 @@ impl CycleView {
             EventKind::PhaseTransition { .. }
             | EventKind::Handoff { .. }
             | EventKind::HandoffRejected { .. } => {
+                if matches!(event.kind, EventKind::PhaseTransition { .. }) {
+                    self.pipeline
+                        .get_or_insert_with(Default::default)
+                        .apply(&event.kind);
+                }
                 if let Some(line) = crate::engine::protocol::pipeline::pipeline_line(&event.kind) {
                     let kind = if matches!(event.kind, EventKind::HandoffRejected { .. }) {
                         TimelineKind::Warn

@@ -96,6 +96,19 @@ impl TeamPanel {
             let mut view = CycleView::from_persisted(r, g.mode);
             view.team_slug = g.members_slug();
             self.cycles.insert(g.id.clone(), view);
+        } else if let Some(state) = g
+            .pipeline_state
+            .as_ref()
+            .filter(|_| g.mode == crate::model::Mode::Pipeline)
+        {
+            let mut view = CycleView::default();
+            view.mode = Some(g.mode);
+            view.pipeline = Some(super::pipeline_view::PipelineView::from_state(
+                state,
+                g.pipeline.as_ref(),
+            ));
+            view.team_slug = g.members_slug();
+            self.cycles.insert(g.id.clone(), view);
         } else if let Some(r) = &g.relay_state {
             let mut view = CycleView::default();
             view.mode = Some(g.mode);
@@ -453,6 +466,7 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
         wrap_line_into(Line::styled(text, style), width.max(1), &mut out);
     }
     out.extend(super::relay_view::panel_lines(c, &props.keys.relay_review, width));
+    out.extend(super::pipeline_view::panel_lines(c, width));
     if let Some(first) = c.approvals.first().filter(|_| running) {
         // The run waits until the popup is answered.
         let more = match c.approvals.len() {

@@ -50,6 +50,7 @@ mod tui_inputs;
 mod tui_keys;
 mod tui_layout;
 mod tui_members;
+mod tui_pipeline;
 mod tui_pty;
 mod tui_pty_inputs;
 mod tui_reading;

@@ -169,12 +169,14 @@ impl Pipe {
                 .unwrap_or_else(|| self.spec.stages[0].phase.clone()),
         };
         let to_member = to.and_then(|i| self.member(run, i));
+        let back = self.spec.is_return(from_phase.as_deref(), &to_phase);
         self.state.transition(
             &to_phase,
             to_member.as_ref().map(|m| m.id.as_str()),
             reason,
             Utc::now(),
         );
+        self.state.active_name = to_member.as_ref().map(|m| self.handle(m));
         self.persist(run);
         run.emit(EventKind::PhaseTransition {
             from_phase,
@@ -184,6 +186,7 @@ impl Pipe {
             to_member_id: to_member.map(|m| m.id),
             reason: reason.to_string(),
             handoff_count: self.state.handoff_count,
+            back,
         });
     }
 
