@@ -340,9 +340,22 @@ impl CycleView {
                 session_id,
                 session,
                 usage,
+                success,
+                duration_ms,
                 ..
             } => {
                 self.turn_over(session_id);
+                if self.mode == Some(Mode::Pipeline) {
+                    // A pipeline has no worker results: a member's row is done with its turn
+                    // (it may run again later in the same message).
+                    let w = self.worker(session_id, session);
+                    w.state = if *success {
+                        WorkerState::Done
+                    } else {
+                        WorkerState::Failed
+                    };
+                    w.duration_ms = Some(w.duration_ms.unwrap_or(0).saturating_add(*duration_ms));
+                }
                 if let Some(u) = usage {
                     self.usage.add(*u);
                     // The usage can come before the worker's row (broadcast, sequential).

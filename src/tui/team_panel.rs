@@ -261,6 +261,11 @@ impl TeamPanel {
             },
         );
         self.shown_runs.remove(&group_id);
+        // A pipeline's conversation spans runs: the view seeded from the saved state (or kept
+        // from live events) stays, rather than the moves of the newest run alone.
+        if let Some(kept) = self.cycles.get(&group_id).and_then(|c| c.pipeline.clone()) {
+            view.pipeline = Some(kept);
+        }
         self.cycles.insert(group_id, view);
     }
 

@@ -75,7 +75,36 @@ fn a_pipeline_team_shows_its_phase_strip_and_who_holds_the_conversation() {
     ] {
         engine_event(&mut app, &gid, run, event);
     }
+    let triage = session_id(&app, "support-desk-triage");
+    let turn = |finished: bool| {
+        if finished {
+            EventKind::TurnFinished {
+                session_id: triage.clone(),
+                session: "support-desk-triage".into(),
+                generation: 1,
+                success: true,
+                interrupted: false,
+                duration_ms: 1200,
+                usage: None,
+                error: None,
+                message: None,
+            }
+        } else {
+            EventKind::TurnStarted {
+                session_id: triage.clone(),
+                session: "support-desk-triage".into(),
+                generation: 1,
+                prompt: None,
+            }
+        }
+    };
+    engine_event(&mut app, &gid, run, turn(false));
+    engine_event(&mut app, &gid, run, turn(true));
     let text = screen_text(&render(&mut app, 200, 50));
+    assert!(
+        text.contains("✓ triage 1.2s"),
+        "a member's row is done with its turn:\n{text}"
+    );
     for line in [
         "pipeline · handling · handler",
         "intake → handling → review ↩ handling",
