@@ -32,6 +32,8 @@ pub struct PipelineView {
     phase: Option<String>,
     active: Option<String>,
     parked: bool,
+    /// Every kept move is listed (toggled by the user), not only the last few.
+    pub expanded: bool,
 }
 
 impl PipelineView {
@@ -55,6 +57,7 @@ impl PipelineView {
             phase: state.phase.clone(),
             active: state.active_name.clone(),
             parked: state.parked,
+            expanded: false,
         };
         view.trim();
         view
@@ -113,7 +116,7 @@ impl PipelineView {
 }
 
 /// The panel lines of a pipeline's view (nothing for other teams).
-pub fn panel_lines(view: &CycleView, width: usize) -> Vec<Line<'static>> {
+pub fn panel_lines(view: &CycleView, history_key: &str, width: usize) -> Vec<Line<'static>> {
     let Some(p) = &view.pipeline else {
         return Vec::new();
     };
@@ -133,11 +136,23 @@ pub fn panel_lines(view: &CycleView, width: usize) -> Vec<Line<'static>> {
     if !p.moves.is_empty() {
         wrap(p.strip(), Style::default().fg(Color::Cyan), &mut out);
     }
-    let start = p.moves.len().saturating_sub(RECENT);
+    let start = if p.expanded {
+        0
+    } else {
+        p.moves.len().saturating_sub(RECENT)
+    };
     for m in &p.moves[start..] {
         let from = m.from.as_deref().unwrap_or("start");
         let reason = crate::text::first_line(&m.reason, 120);
         wrap(format!("  {from} → {}: {reason}", m.step.to), dim, &mut out);
+    }
+    if p.moves.len() > RECENT {
+        let hint = if p.expanded {
+            format!("{history_key} shows the last {RECENT} moves")
+        } else {
+            format!("{history_key} shows all {} moves", p.moves.len())
+        };
+        wrap(hint, dim, &mut out);
     }
     out
 }

@@ -471,7 +471,11 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
         wrap_line_into(Line::styled(text, style), width.max(1), &mut out);
     }
     out.extend(super::relay_view::panel_lines(c, &props.keys.relay_review, width));
-    out.extend(super::pipeline_view::panel_lines(c, width));
+    out.extend(super::pipeline_view::panel_lines(
+        c,
+        &props.keys.relay_review,
+        width,
+    ));
     if let Some(first) = c.approvals.first().filter(|_| running) {
         // The run waits until the popup is answered.
         let more = match c.approvals.len() {

@@ -113,6 +113,14 @@ fn a_pipeline_team_shows_its_phase_strip_and_who_holds_the_conversation() {
     ] {
         assert!(text.contains(line), "missing `{line}`:\n{text}");
     }
+    assert!(text.contains("v shows all 4 moves"), "{text}");
+    assert!(!text.contains("start → intake: ready for intake"), "{text}");
+    app.handle_key(ch('v'));
+    let text = screen_text(&render(&mut app, 200, 50));
+    assert!(
+        text.contains("start → intake: ready for intake") && text.contains("v shows the last 3 moves"),
+        "v lists the whole history:\n{text}"
+    );
     let park = moved(&app, Some("handling"), "handling", None, false);
     engine_event(&mut app, &gid, run, park);
     let text = screen_text(&render(&mut app, 200, 50));
