@@ -106,6 +106,9 @@ pub struct ConversationState {
     pub handoff_count: u32,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<PhaseTransition>,
+    /// Exchanges the supervisor has not been shown yet (given with its next look).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub supervisor_backlog: Vec<String>,
 }
 
 /// The most transitions a state keeps (the oldest go first): the history stays small.

@@ -416,3 +416,30 @@ async fn handoffs_per_message_are_bounded() {
             .any(|(_, e)| e.contains("8 handoffs for one message"))
     );
 }
+
+#[tokio::test]
+async fn exchanges_wait_for_the_supervisors_next_look_across_messages() {
+    let mut spec = desk();
+    spec.supervisor = Some("boss".into());
+    let f = pipeline(spec).await;
+    f.server.script(
+        "w-triage",
+        vec![Reply::text("Which product?"), handoff("handler", "product X")],
+    );
+    f.server.script("w-boss", vec![Reply::text("OK")]);
+    f.server.script("w-handler", vec![Reply::text("Handled")]);
+    f.run("first message").await;
+    assert!(f.prompts("w-boss").is_empty(), "no handoff, no look");
+    assert_eq!(state(&f).supervisor_backlog.len(), 1);
+    f.run("second message").await;
+    let boss = &f.prompts("w-boss")[0];
+    assert!(
+        boss.contains("User: first message\ntriage (intake): Which product?")
+            && boss.contains("User: second message"),
+        "{boss}"
+    );
+    // Shown exchanges are gone; the handler's answer (no handoff) waits for the next look.
+    let backlog = state(&f).supervisor_backlog;
+    assert_eq!(backlog.len(), 1, "{backlog:?}");
+    assert!(backlog[0].contains("handler (handling): Handled"), "{backlog:?}");
+}

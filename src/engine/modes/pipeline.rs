@@ -4,9 +4,9 @@
 //! the stage that parked the conversation, else the first stage. The member answers, or hands
 //! the conversation on with `handoff_conversation` (or an `@handoff_conversation:` block) to a
 //! member its stage's `next` / `can_return_to` allow, who runs at once on the same request with
-//! the summary before it; `human` parks the conversation for the user. The supervisor is told
-//! every exchange (as notes on its next prompt) and, at each handoff or every turn, may
-//! redirect. Handoffs per message are bounded.
+//! the summary before it; `human` parks the conversation for the user. The supervisor is given
+//! every exchange (kept with the state until its next look) and, at each handoff or every turn,
+//! may redirect. Handoffs per message are bounded.
 
 use chrono::Utc;
 
@@ -27,8 +27,8 @@ use super::one_pass::{finish, phase, start, with_pending};
 
 /// Handoffs one user message may cause: a backstop against members passing it around forever.
 pub const MAX_HANDOFFS_PER_MESSAGE: u32 = 8;
-/// The exchanges a supervisor's pending notes keep (the oldest go first).
-const SUPERVISOR_NOTES_MAX: usize = 20;
+/// The exchanges kept for the supervisor's next look (the oldest go first).
+const SUPERVISOR_BACKLOG_MAX: usize = 20;
 
 pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, EngineError> {
     let (prompt, pending) = with_pending(run, prompt);
@@ -200,19 +200,16 @@ impl Pipe {
         });
     }
 
-    /// Tells the supervisor (as a note on its next prompt) what just happened.
-    fn tell_supervisor(&self, run: &Run<'_>, supervisor: Option<&Member>, text: String) {
-        let Some(supervisor) = supervisor else {
+    /// Keeps an exchange for the supervisor's next look (persisted, the last ones only).
+    fn tell_supervisor(&mut self, run: &Run<'_>, supervisor: Option<&Member>, text: String) {
+        if supervisor.is_none() {
             return;
-        };
-        let id = supervisor.id.clone();
-        run.shared.org.update(|o| {
-            if let Some(s) = o.session_mut(&id) {
-                s.pending_notes.push(text);
-                let excess = s.pending_notes.len().saturating_sub(SUPERVISOR_NOTES_MAX);
-                s.pending_notes.drain(..excess);
-            }
-        });
+        }
+        let backlog = &mut self.state.supervisor_backlog;
+        backlog.push(text);
+        let excess = backlog.len().saturating_sub(SUPERVISOR_BACKLOG_MAX);
+        backlog.drain(..excess);
+        self.persist(run);
     }
 
     async fn turn(
@@ -272,10 +269,14 @@ impl Pipe {
     }
 
     /// The supervisor's look after `event`: a redirect it asked for (to any stage), or `None`.
-    async fn supervise(&self, run: &mut Run<'_>, supervisor: &Member, event: String) -> Option<Accepted> {
+    async fn supervise(&mut self, run: &mut Run<'_>, supervisor: &Member, event: String) -> Option<Accepted> {
         let all: Vec<usize> = (0..self.spec.stages.len()).collect();
         let targets = self.targets(run, &all);
-        let prompt = supervisor_prompt(&[event], &targets);
+        // Every exchange since its last look goes into its history with this prompt.
+        let mut exchanges = std::mem::take(&mut self.state.supervisor_backlog);
+        exchanges.push(event);
+        self.persist(run);
+        let prompt = supervisor_prompt(&exchanges, &targets);
         let turn = self.turn(run, supervisor, prompt, targets).await;
         if !turn.success {
             run.emit(EventKind::Warning {
