@@ -685,6 +685,12 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
             first_line(said, 100)
         ),
         EventKind::FlowHop { .. } => format!("   {}", crate::engine::protocol::flow::hop_line(&event.kind)?),
+        EventKind::PhaseTransition { .. } | EventKind::Handoff { .. } | EventKind::HandoffRejected { .. } => {
+            format!(
+                "   {}",
+                crate::engine::protocol::pipeline::pipeline_line(&event.kind)?
+            )
+        }
         other => return crate::headless_relay::progress_line(other),
     })
 }

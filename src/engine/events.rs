@@ -345,6 +345,45 @@ pub enum EventKind {
         duration_ms: u64,
         tokens: u64,
     },
+    /// Mode `pipeline`: the conversation moved to another phase (a message routed to it, or a
+    /// handoff). `to_member` `None`: parked for the user. `handoff_count` is the total so far.
+    PhaseTransition {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from_phase: Option<String>,
+        to_phase: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from_member: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        to_member: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        to_member_id: Option<SessionId>,
+        reason: String,
+        handoff_count: u32,
+        /// The move goes back to an earlier stage (a return edge).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        back: bool,
+    },
+    /// Mode `pipeline`: a member (or the supervisor) handed the conversation to `to` (a member,
+    /// or `human`).
+    Handoff {
+        from: String,
+        from_id: SessionId,
+        to: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        to_id: Option<SessionId>,
+        reason: String,
+        summary: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        by_supervisor: bool,
+    },
+    /// Mode `pipeline`: a handoff to a target the pipeline does not allow from here (the model
+    /// got `error` back as a tool error).
+    HandoffRejected {
+        from: String,
+        from_id: SessionId,
+        target: String,
+        error: String,
+    },
 }
 
 /// How a flow hop passed work on.
@@ -393,6 +432,9 @@ impl EventKind {
             EventKind::CycleResumed => "cycle_resumed",
             EventKind::CycleFinished { .. } => "cycle_finished",
             EventKind::FlowHop { .. } => "flow_hop",
+            EventKind::PhaseTransition { .. } => "phase_transition",
+            EventKind::Handoff { .. } => "handoff",
+            EventKind::HandoffRejected { .. } => "handoff_rejected",
             EventKind::RunResult { .. } => "run_result",
             EventKind::RelayState { .. } => "relay_state",
             EventKind::RelayDraft { .. } => "relay_draft",

@@ -22,6 +22,9 @@ use super::EngineShared;
 use super::agent_steps::{AgentRecorder, StepContext};
 use super::events::{EngineEvent, EventKind, RunId};
 use super::protocol::flow::{RouteChoice, handoff_tool};
+use super::protocol::pipeline::{
+    CONVERSATION_HANDOFF_TOOL, HandoffRequest, conversation_handoff_tool, parse_conversation_call,
+};
 use super::tool_round::CallContext;
 
 fn sum_usage(total: Option<Usage>, more: Option<Usage>) -> Option<Usage> {
@@ -64,6 +67,10 @@ pub struct TurnOptions {
     /// A flow router's destinations: the turn offers the built-in `handoff_to` tool, and a valid
     /// call ends the turn with [`TurnResult::handoff`] set.
     pub handoff_to: Option<Vec<String>>,
+    /// A pipeline member's allowed handoff targets: the turn offers the built-in
+    /// `handoff_conversation` tool; a call naming another target is a tool error (kept in
+    /// [`TurnResult::handoff_rejections`]), a valid one ends the turn.
+    pub conversation_handoff: Option<Vec<String>>,
 }
 
 /// How a turn ended.
@@ -84,6 +91,10 @@ pub struct TurnResult {
     pub cost_usd: Option<f64>,
     /// A router's `handoff_to` call that ended the turn.
     pub handoff: Option<RouteChoice>,
+    /// A pipeline member's valid `handoff_conversation` call that ended the turn.
+    pub conversation_handoff: Option<HandoffRequest>,
+    /// `handoff_conversation` calls refused during the turn: (arguments, error).
+    pub handoff_rejections: Vec<(String, String)>,
 }
 
 impl TurnResult {
@@ -101,6 +112,8 @@ impl TurnResult {
             model: String::new(),
             cost_usd: None,
             handoff: None,
+            conversation_handoff: None,
+            handoff_rejections: Vec::new(),
         }
     }
 
@@ -374,9 +387,14 @@ impl Actor<'_> {
                 self.tool_loop(&info, options, generation, provider.as_ref(), &mut request)
                     .await
             }
-            Err(e) => (Err(e), Vec::new(), None),
+            Err(e) => (Err(e), Vec::new(), Builtins::default()),
         };
-        let (outcome, steps, handoff) = outcome;
+        let (outcome, steps, builtins) = outcome;
+        let Builtins {
+            route: handoff,
+            conversation,
+            rejections,
+        } = builtins;
         let mut result = match outcome {
             Ok(out) => TurnResult {
                 session: info.name.clone(),
@@ -391,6 +409,8 @@ impl Actor<'_> {
                 model: slug.clone(),
                 cost_usd: out.agent.as_ref().and_then(|a| a.cost_usd),
                 handoff,
+                conversation_handoff: conversation,
+                handoff_rejections: rejections,
             },
             Err(e) => TurnResult {
                 session: info.name.clone(),
@@ -405,6 +425,8 @@ impl Actor<'_> {
                 model: slug.clone(),
                 cost_usd: None,
                 handoff: None,
+                conversation_handoff: None,
+                handoff_rejections: rejections,
             },
         };
         if result.duration.is_zero() {
@@ -462,7 +484,7 @@ impl Actor<'_> {
     ) -> (
         Result<crate::providers::TurnOutput, crate::providers::ProviderError>,
         Vec<Message>,
-        Option<RouteChoice>,
+        Builtins,
     ) {
         let offer = if info.tools.is_empty() || provider.kind() == crate::config::ProviderKind::Command {
             Offer::default()
@@ -490,7 +512,14 @@ impl Actor<'_> {
         if let Some(destinations) = destinations {
             request.tools.push(handoff_tool(destinations));
         }
-        let mut handoff: Option<RouteChoice> = None;
+        let targets = options
+            .conversation_handoff
+            .as_deref()
+            .filter(|_| provider.kind() != crate::config::ProviderKind::Command);
+        if let Some(targets) = targets {
+            request.tools.push(conversation_handoff_tool(targets));
+        }
+        let mut builtins = Builtins::default();
         let max_rounds = info
             .max_tool_rounds
             .unwrap_or(self.shared.options.max_tool_rounds)
@@ -582,14 +611,14 @@ impl Actor<'_> {
             }
             let mut out = match result {
                 Ok(out) => out,
-                Err(e) => return (Err(e), steps, None),
+                Err(e) => return (Err(e), steps, builtins),
             };
             usage = sum_usage(usage, out.usage);
             if out.tool_calls.is_empty() || rounds >= max_rounds || request.tools.is_empty() {
                 out.usage = usage;
                 out.duration = loop_started.elapsed();
                 out.tool_calls.clear();
-                return (Ok(out), steps, None);
+                return (Ok(out), steps, builtins);
             }
             rounds += 1;
             let calls = std::mem::take(&mut out.tool_calls);
@@ -614,13 +643,23 @@ impl Actor<'_> {
                     step: step_event.take(),
                 });
             }
-            let results = match destinations {
-                Some(destinations) => {
+            let results = match (destinations, targets) {
+                (Some(destinations), _) => {
                     let (results, chosen) = context.run_round_routing(&offer, &calls, destinations).await;
-                    handoff = handoff.or(chosen);
+                    builtins.route = builtins.route.or(chosen);
                     results
                 }
-                None => context.run_round(&offer, &calls).await,
+                (None, Some(targets)) => {
+                    let (results, chosen, rejected) = context
+                        .run_round_builtin(&offer, &calls, CONVERSATION_HANDOFF_TOOL, |args| {
+                            parse_conversation_call(args, targets)
+                        })
+                        .await;
+                    builtins.conversation = builtins.conversation.or(chosen);
+                    builtins.rejections.extend(rejected);
+                    results
+                }
+                (None, None) => context.run_round(&offer, &calls).await,
             };
             let last = results.len().saturating_sub(1);
             for (i, r) in results.into_iter().enumerate() {
@@ -667,16 +706,22 @@ impl Actor<'_> {
                 return (
                     Err(crate::providers::ProviderError::cancelled(provider.name())),
                     steps,
-                    None,
+                    builtins,
                 );
             }
-            if let Some(choice) = &handoff {
+            if let Some(choice) = &builtins.route {
                 // The router has passed the request on: its turn ends here (its words so far
                 // are in the step above); its answer says where the request went.
                 out.text = handed_off_text(choice);
                 out.usage = usage;
                 out.duration = loop_started.elapsed();
-                return (Ok(out), steps, handoff);
+                return (Ok(out), steps, builtins);
+            }
+            if builtins.conversation.is_some() {
+                // A pipeline member handed the conversation on: its words so far are its answer.
+                out.usage = usage;
+                out.duration = loop_started.elapsed();
+                return (Ok(out), steps, builtins);
             }
         }
     }
@@ -785,6 +830,14 @@ impl Actor<'_> {
             );
         }
     }
+}
+
+/// What the built-in tools of a turn came to.
+#[derive(Default)]
+struct Builtins {
+    route: Option<RouteChoice>,
+    conversation: Option<HandoffRequest>,
+    rejections: Vec<(String, String)>,
 }
 
 /// A router's answer once `handoff_to` ended its turn.

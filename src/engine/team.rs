@@ -42,6 +42,8 @@ pub(crate) struct Team {
     pub model_override: Option<String>,
     /// Mode `flow`: the session the prompt goes to first.
     pub flow_entry: Option<String>,
+    /// Mode `pipeline`: the stages, supervisor and rules (members by session id).
+    pub pipeline: Option<crate::model::PipelineSpec>,
     /// Files attached to this run's prompt: every member's turn carries them.
     pub attachments: Vec<crate::attachments::Attachment>,
     /// This run's limits: the run's own, else the group's, else config.yaml's.
@@ -108,6 +110,7 @@ impl Team {
                 worker_timeout: Duration::from_secs(group.worker_timeout_secs.clamp(1, 7 * 24 * 3600)),
                 model_override: overrides.model.clone(),
                 flow_entry: group.flow_entry.clone(),
+                pipeline: group.pipeline.clone(),
                 attachments: overrides.attachments.clone(),
                 budget: overrides
                     .budget
@@ -180,6 +183,15 @@ impl Team {
             let members: Vec<(&str, &FlowLinks)> = named.iter().map(|(n, l)| (n.as_str(), l)).collect();
             let entry = self.flow_entry.as_deref().map(name_of);
             if let Err(e) = check_flow(entry.as_deref(), &members) {
+                return Err(not_runnable(&e.to_string()));
+            }
+        }
+        if self.mode == Mode::Pipeline {
+            let Some(spec) = &self.pipeline else {
+                return Err(not_runnable("it has no pipeline stages"));
+            };
+            let ids: Vec<&str> = self.participants.iter().map(|m| m.id.as_str()).collect();
+            if let Err(e) = crate::model::check_pipeline(spec, &ids) {
                 return Err(not_runnable(&e.to_string()));
             }
         }

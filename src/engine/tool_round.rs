@@ -65,23 +65,44 @@ impl CallContext<'_> {
         calls: &[ToolCall],
         destinations: &[String],
     ) -> (Vec<CallResult>, Option<RouteChoice>) {
-        let others: Vec<ToolCall> = calls.iter().filter(|c| c.name != HANDOFF_TOOL).cloned().collect();
+        let (results, chosen, _) = self
+            .run_round_builtin(offer, calls, HANDOFF_TOOL, |args| {
+                parse_handoff_call(args, destinations)
+            })
+            .await;
+        (results, chosen)
+    }
+
+    /// A round with a built-in tool `tool` read by `parse` (the first valid call is the choice;
+    /// an invalid one is a tool error, so the model can retry, and is returned with its
+    /// arguments); the other calls run as usual.
+    pub async fn run_round_builtin<T>(
+        &self,
+        offer: &Offer,
+        calls: &[ToolCall],
+        tool: &str,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> (Vec<CallResult>, Option<T>, Vec<(String, String)>) {
+        let others: Vec<ToolCall> = calls.iter().filter(|c| c.name != tool).cloned().collect();
         let mut ran = self.run_round(offer, &others).await.into_iter();
-        let mut chosen: Option<RouteChoice> = None;
+        let mut chosen: Option<T> = None;
+        let mut rejected = Vec::new();
         let mut results = Vec::with_capacity(calls.len());
         for call in calls {
-            if call.name != HANDOFF_TOOL {
+            if call.name != tool {
                 results.extend(ran.next());
                 continue;
             }
-            let (text, is_error) = match parse_handoff_call(&call.arguments, destinations) {
+            let (text, is_error) = match parse(&call.arguments) {
                 Ok(choice) if chosen.is_none() => {
-                    let text = format!("Handed off to `{}`.", choice.agent);
                     chosen = Some(choice);
-                    (text, false)
+                    ("Handed off.".to_string(), false)
                 }
                 Ok(_) => ("Ignored: the request was already handed off.".to_string(), true),
-                Err(error) => (error, true),
+                Err(error) => {
+                    rejected.push((call.arguments.clone(), error.clone()));
+                    (error, true)
+                }
             };
             results.push(CallResult {
                 call: call.clone(),
@@ -91,7 +112,7 @@ impl CallContext<'_> {
                 duration: Duration::ZERO,
             });
         }
-        (results, chosen)
+        (results, chosen, rejected)
     }
 
     async fn run_call(&self, offer: &Offer, call: &ToolCall) -> CallResult {

@@ -98,6 +98,8 @@ string_enum!(
         Relay => "relay",
         /// The prompt enters at the `entry:` member and follows handoffs, routes and advisors.
         Flow => "flow",
+        /// Stages with phases; the conversation moves along them by handoffs (`model::pipeline`).
+        Pipeline => "pipeline",
     }
 );
 

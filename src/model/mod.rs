@@ -9,6 +9,7 @@ pub mod flow;
 pub mod limits;
 mod message;
 mod organization;
+pub mod pipeline;
 mod preset;
 pub mod reconcile;
 mod reflection;
@@ -25,6 +26,9 @@ pub use message::{Message, Usage};
 pub use organization::{
     Group, GroupId, KeptEvaluator, Organization, Session, SessionId, UiPrefs, default_max_iterations,
     default_worker_timeout_secs,
+};
+pub use pipeline::{
+    ConversationState, PhaseTransition, PipelineSpec, PipelineStage, RoutingRule, Supervise, check_pipeline,
 };
 pub use preset::{Preset, PresetAgent, PresetWorker};
 pub use reflection::{CycleOutcome, Evaluation, ReflectionCycle, Trend};

@@ -143,6 +143,12 @@ pub struct Group {
     /// Mode `flow`: the session the prompt goes to first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_entry: Option<SessionId>,
+    /// Mode `pipeline`: the stages, supervisor and rules (members by session id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<super::PipelineSpec>,
+    /// Mode `pipeline`: where the conversation is (phase, active member, history).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline_state: Option<super::ConversationState>,
 }
 
 pub fn default_max_iterations() -> u32 {
@@ -185,6 +191,8 @@ impl Group {
             budget: RunBudget::default(),
             memory: Memory::Run,
             flow_entry: None,
+            pipeline: None,
+            pipeline_state: None,
         }
     }
 

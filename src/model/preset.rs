@@ -45,6 +45,18 @@ pub struct Preset {
     /// Mode `flow`: the worker the prompt goes to first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry: Option<String>,
+    /// Mode `pipeline`: the stages (phase, member, next, can_return_to), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<super::PipelineStage>,
+    /// Mode `pipeline`: the worker that watches every exchange and may redirect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supervisor: Option<String>,
+    /// Mode `pipeline`: when the supervisor looks (`at_handoff`, default, or `every_turn`).
+    #[serde(default, skip_serializing_if = "super::Supervise::is_default")]
+    pub supervise: super::Supervise,
+    /// Mode `pipeline`: routing rules for a message no member holds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<super::RoutingRule>,
 
     /// Where the preset was found; set by the loader, never read from YAML.
     #[serde(skip)]

@@ -33,6 +33,10 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         "help-desk-flow.yaml",
         include_str!("../../presets/help-desk-flow.yaml"),
     ),
+    (
+        "support-desk-pipeline.yaml",
+        include_str!("../../presets/support-desk-pipeline.yaml"),
+    ),
 ];
 
 /// Every built-in preset. A broken one is a bug in huddle itself (a unit test loads them all),
@@ -120,6 +124,17 @@ mod tests {
         let engineer = flow.workers.iter().find(|w| w.name == "engineer").unwrap();
         assert_eq!(engineer.advisors, ["security", "operations"]);
         assert_eq!(engineer.handoff.as_deref(), Some("approver"));
+    }
+
+    #[test]
+    fn the_pipeline_builtin_is_a_support_desk_with_a_return_and_a_supervisor() {
+        let (presets, _) = load_builtins(&Config::from_env(|_| None));
+        let desk = presets.iter().find(|p| p.name == "Support Desk").unwrap();
+        assert_eq!(desk.mode, Mode::Pipeline);
+        let phases: Vec<&str> = desk.stages.iter().map(|s| s.phase.as_str()).collect();
+        assert_eq!(phases, ["intake", "handling", "review", "resolution"]);
+        assert_eq!(desk.stages[2].can_return_to, ["handling"]);
+        assert_eq!(desk.supervisor.as_deref(), Some("supervisor"));
     }
 
     #[test]

@@ -174,6 +174,17 @@ fn show_text(p: &Preset, config: &Config) -> String {
     if let Some(entry) = &p.entry {
         out.push_str(&format!("entry: {entry}\n"));
     }
+    if !p.stages.is_empty() {
+        let phases: Vec<String> = p
+            .stages
+            .iter()
+            .map(|s| format!("{} ({})", s.phase, s.member))
+            .collect();
+        out.push_str(&format!("stages: {}\n", phases.join(" → ")));
+        if let Some(s) = &p.supervisor {
+            out.push_str(&format!("supervisor: {s}\n"));
+        }
+    }
     out.push_str(&format!("workers ({}):\n", p.workers.len()));
     for w in &p.workers {
         let label = match &w.display_name {
@@ -287,6 +298,11 @@ pub fn preset_json(p: &Preset, config: &Config, full: bool) -> Value {
     });
     if let Some(entry) = &p.entry {
         v["entry"] = json!(entry);
+    }
+    if !p.stages.is_empty() {
+        v["stages"] = json!(p.stages);
+        v["supervisor"] = json!(p.supervisor);
+        v["rules"] = json!(p.rules);
     }
     if full {
         v["shared_context"] = json!(p.shared_context);

@@ -10,8 +10,8 @@ use std::path::Path;
 use crate::config::Config;
 use crate::model::limits::clamp_max_iterations;
 use crate::model::{
-    FlowLinks, Group, GroupId, GroupKind, Mode, Organization, Preset, PresetAgent, PresetWorker, Role,
-    RouterSpec, Session,
+    FlowLinks, Group, GroupId, GroupKind, Mode, Organization, PipelineSpec, PipelineStage, Preset,
+    PresetAgent, PresetWorker, Role, RouterSpec, Session,
 };
 use crate::naming::{member_session_name, worker_handle, worker_slug};
 
@@ -108,6 +108,7 @@ pub fn create_team_group(
         worker_ids.push((w.name.clone(), s.id.clone()));
     }
     link_flow(org, &mut group, preset, &worker_ids);
+    link_pipeline(&mut group, preset, &worker_ids);
     if preset.mode == Mode::OrchestratorReflect
         && let Some(e) = &preset.evaluator
     {
@@ -148,6 +149,42 @@ fn link_flow(org: &mut Organization, group: &mut Group, preset: &Preset, worker_
         if let Some(s) = org.sessions.iter_mut().find(|s| s.id == *id) {
             s.flow = links;
         }
+    }
+}
+
+/// A pipeline preset's stages and supervisor (worker names) stored on the group by session id.
+fn link_pipeline(group: &mut Group, preset: &Preset, worker_ids: &[(String, String)]) {
+    if preset.mode != Mode::Pipeline {
+        return;
+    }
+    let spec = PipelineSpec {
+        stages: preset.stages.clone(),
+        supervisor: preset.supervisor.clone(),
+        supervise: preset.supervise,
+        rules: preset.rules.clone(),
+    };
+    let id_of = |name: &str| {
+        worker_ids
+            .iter()
+            .find(|(n, _)| n.trim().eq_ignore_ascii_case(name.trim()))
+            .map_or_else(|| name.to_string(), |(_, id)| id.clone())
+    };
+    group.pipeline = Some(map_pipeline_members(&spec, id_of));
+}
+
+/// `spec` with every member reference (stage members, the supervisor) mapped.
+fn map_pipeline_members(spec: &PipelineSpec, map: impl Fn(&str) -> String) -> PipelineSpec {
+    PipelineSpec {
+        stages: spec
+            .stages
+            .iter()
+            .map(|s| PipelineStage {
+                member: map(&s.member),
+                ..s.clone()
+            })
+            .collect(),
+        supervisor: spec.supervisor.as_deref().map(&map),
+        ..spec.clone()
     }
 }
 
@@ -205,6 +242,11 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
             advisors: s.flow.advisors.iter().filter_map(|a| handle_of(a)).collect(),
         })
         .collect();
+    let pipeline = group
+        .pipeline
+        .as_ref()
+        .map(|p| map_pipeline_members(p, |id| handle_of(id).unwrap_or_else(|| id.to_string())))
+        .unwrap_or_default();
     Some(Preset {
         name: preset_name_of(group),
         description: group.description.clone(),
@@ -223,6 +265,10 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         relay: group.relay.clone(),
         memory: group.memory,
         entry: group.flow_entry.as_deref().and_then(handle_of),
+        stages: pipeline.stages,
+        supervisor: pipeline.supervisor,
+        supervise: pipeline.supervise,
+        rules: pipeline.rules,
         tier: None,
         source: None,
         warnings: Vec::new(),

@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::config::{Config, ConfigError, split_slug, yaml_error};
 use crate::model::flow::FlowError;
 use crate::model::limits::check_max_iterations;
-use crate::model::{FlowLinks, Mode, Preset, Tier, check_flow};
+use crate::model::{FlowLinks, Mode, PipelineSpec, Preset, Tier, check_flow, check_pipeline};
 
 use super::PresetError;
 use super::models::check_preset_models;
@@ -125,6 +125,7 @@ fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetEr
         ));
     }
     check_preset_flow(preset, text, path)?;
+    check_preset_pipeline(preset, text, path)?;
     if let Some(Err(e)) = preset.max_iterations.map(check_max_iterations) {
         return Err(err("max_iterations", 0, format!("max_iterations: {e}")));
     }
@@ -272,6 +273,53 @@ fn check_preset_flow(preset: &mut Preset, text: &str, path: &Path) -> Result<(),
         preset
             .warnings
             .push("orchestrator/evaluator: mode flow runs only its workers; they take no part".into());
+    }
+    Ok(())
+}
+
+/// Mode `pipeline`: the stages, supervisor and rules follow [`check_pipeline`] (the error
+/// names the stage or member and the line it is on). Stages in another mode are a warning.
+fn check_preset_pipeline(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetError> {
+    let declared = !preset.stages.is_empty() || preset.supervisor.is_some() || !preset.rules.is_empty();
+    if preset.mode != Mode::Pipeline {
+        if declared {
+            let warning = format!(
+                "stages/supervisor/rules: only used in mode pipeline; ignored in mode {}",
+                preset.mode
+            );
+            preset.warnings.push(warning);
+        }
+        return Ok(());
+    }
+    let spec = PipelineSpec {
+        stages: preset.stages.clone(),
+        supervisor: preset.supervisor.clone(),
+        supervise: preset.supervise,
+        rules: preset.rules.clone(),
+    };
+    let names: Vec<&str> = preset.workers.iter().map(|w| w.name.as_str()).collect();
+    check_pipeline(&spec, &names).map_err(|e| {
+        // A phase declared twice is at its second declaration.
+        let nth = usize::from(matches!(
+            e,
+            crate::model::pipeline::PipelineError::DuplicatePhase(_)
+        ));
+        let location = e
+            .subject()
+            .map(|subject| line_of(text, &subject, nth))
+            .filter(|l| !l.is_empty())
+            .unwrap_or_else(|| line_of(text, "stages:", 0));
+        let location = if location.is_empty() {
+            line_of(text, "mode:", 0)
+        } else {
+            location
+        };
+        invalid(path, &location, e.to_string())
+    })?;
+    if preset.orchestrator.is_some() || preset.evaluator.is_some() {
+        preset.warnings.push(
+            "orchestrator/evaluator: mode pipeline runs only its stages' workers; they take no part".into(),
+        );
     }
     Ok(())
 }
@@ -458,6 +506,63 @@ routing_context: "optional: given to the orchestrator when planning"
         let bad_entry = FLOW.replace("entry: triage", "entry: nobody");
         let err = parse(&bad_entry).unwrap_err().to_string();
         assert!(err.contains("line 3") && err.contains("`nobody`"), "{err}");
+    }
+
+    const PIPELINE: &str = "name: Desk\nmode: pipeline\nworkers:\n  - name: triage\n  - name: handler\n  - name: reviewer\n  - name: boss\nstages:\n  - phase: intake\n    member: triage\n    next: handling\n  - phase: handling\n    member: handler\n    next: review\n  - phase: review\n    member: reviewer\n    can_return_to: [handling]\nsupervisor: boss\nsupervise: every_turn\nrules:\n  - to: handling\n    intent: \"refund|invoice\"\n    priority: 2\n";
+
+    #[test]
+    fn a_pipeline_preset_loads_and_round_trips() {
+        let p = parse(PIPELINE).unwrap();
+        assert_eq!(p.mode, Mode::Pipeline);
+        assert_eq!(p.stages.len(), 3);
+        assert_eq!(p.stages[2].can_return_to, vec!["handling"]);
+        assert_eq!(p.supervisor.as_deref(), Some("boss"));
+        assert_eq!(p.supervise, crate::model::Supervise::EveryTurn);
+        assert_eq!(p.rules[0].priority, 2);
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+        assert_eq!(parse(&preset_to_yaml(&p).unwrap()).unwrap(), p);
+    }
+
+    #[test]
+    fn pipeline_errors_name_the_file_line_and_stage() {
+        let ghost = PIPELINE.replace("member: handler", "member: ghost");
+        let err = parse(&ghost).unwrap_err().to_string();
+        assert!(
+            err.starts_with("/p/team.yaml line 13:") && err.contains("stage `handling`: member `ghost`"),
+            "{err}"
+        );
+        let limbo = PIPELINE.replace("can_return_to: [handling]", "can_return_to: [limbo]");
+        let err = parse(&limbo).unwrap_err().to_string();
+        assert!(
+            err.contains("line 15") && err.contains("stage `review`: can_return_to names phase `limbo`"),
+            "{err}"
+        );
+        let twice = PIPELINE.replace("phase: review", "phase: intake");
+        let err = parse(&twice).unwrap_err().to_string();
+        assert!(
+            err.contains("line 15") && err.contains("`intake`: the phase is declared twice"),
+            "{err}"
+        );
+        let regex = PIPELINE.replace("refund|invoice", "refund(");
+        let err = parse(&regex).unwrap_err().to_string();
+        assert!(
+            err.contains("line 22") && err.contains("rule 1 has a bad intent regex"),
+            "{err}"
+        );
+        let boss = PIPELINE.replace("supervisor: boss", "supervisor: nobody");
+        assert!(
+            parse(&boss)
+                .unwrap_err()
+                .to_string()
+                .contains("supervisor: `nobody`")
+        );
+        let none = "name: D\nmode: pipeline\nworkers:\n  - name: a\n";
+        assert!(
+            parse(none)
+                .unwrap_err()
+                .to_string()
+                .contains("at least one stage")
+        );
     }
 
     #[test]

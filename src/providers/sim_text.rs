@@ -17,6 +17,10 @@ pub enum PromptKind {
     RelayDriver,
     /// A flow router without tools: it answers with an `@handoff:` line.
     Router,
+    /// A pipeline member: its handoff in the text form, when it hands off.
+    PipelineMember,
+    /// A pipeline's supervisor: it never redirects.
+    Supervisor,
     Chat,
 }
 
@@ -74,6 +78,10 @@ pub fn classify(p: &SimPrompt) -> PromptKind {
         PromptKind::FollowUp
     } else if p.has_heading("## ROUTING") {
         PromptKind::Router
+    } else if super::sim_pipeline::is_supervision(p.user) {
+        PromptKind::Supervisor
+    } else if super::sim_pipeline::choice(p.user).is_some() {
+        PromptKind::PipelineMember
     } else {
         PromptKind::Chat
     }
@@ -92,6 +100,8 @@ pub fn answer(p: &SimPrompt, seed: u64) -> String {
         PromptKind::FollowUp => follow_up(p, &mut rng),
         PromptKind::RelayDriver => relay_driver(p),
         PromptKind::Router => router(p),
+        PromptKind::PipelineMember => super::sim_pipeline::text_reply(p.user).unwrap_or_default(),
+        PromptKind::Supervisor => "OK".to_string(),
         PromptKind::Chat => chat(p, &mut rng),
     }
 }
@@ -332,6 +342,12 @@ fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
         .trim_start()
         .strip_prefix("## ORIGINAL USER REQUEST")
         .map_or(p.user, str::trim_start);
+    // A pipeline member's input carries a context line and the pipeline's instructions.
+    let user = if p.user.contains("\n## PIPELINE") {
+        super::sim_pipeline::request_of(user)
+    } else {
+        user
+    };
     let said = summary(user, 80);
     let opener = pick(rng, &["Noted", "Understood", "Got it", "Thanks"]);
     let focus = p

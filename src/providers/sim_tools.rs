@@ -20,6 +20,18 @@ pub fn call_for(req: &TurnRequest) -> Option<ToolCall> {
     }
     let prompt = req.last_user_text();
     let hash = stable_hash(&[prompt]);
+    // A pipeline member hands the conversation on, or answers: it calls nothing else.
+    if req
+        .tools
+        .iter()
+        .any(|t| t.name == crate::model::pipeline::CONVERSATION_HANDOFF_TOOL)
+    {
+        return super::sim_pipeline::choice(prompt).map(|h| ToolCall {
+            id: format!("sim_call_{:08x}", hash as u32),
+            name: crate::model::pipeline::CONVERSATION_HANDOFF_TOOL.to_string(),
+            arguments: json!({ "target": h.target, "reason": h.reason, "summary": h.summary }).to_string(),
+        });
+    }
     // A flow router passes the request on at once.
     if let Some(call) = route_call(req, prompt, hash) {
         return Some(call);
@@ -56,6 +68,10 @@ fn route_call(req: &TurnRequest, prompt: &str, hash: u64) -> Option<ToolCall> {
 
 /// What the sim says before calling.
 pub fn call_preamble(call: &ToolCall) -> String {
+    if call.name == crate::model::pipeline::CONVERSATION_HANDOFF_TOOL {
+        let target = crate::model::pipeline::call_target(&call.arguments);
+        return format!("Passing this on to {target}.");
+    }
     if call.name == crate::model::flow::HANDOFF_TOOL {
         let agent = serde_json::from_str::<Value>(&call.arguments)
             .ok()

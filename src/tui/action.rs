@@ -83,7 +83,7 @@ actions! {
     ViewDiff => "view_diff", "diff of the session's worktree (on a team: each worktree)";
     MergeWorktree => "merge_worktree", "bring a worktree's commits back (merge / cherry-pick; asks)";
     PruneHeadless => "prune_headless", "remove the teams and sessions `huddle run` made (asks)";
-    RelayDraft => "relay_draft", "relay: review the draft waiting for you, or hand a take-over back";
+    RelayDraft => "relay_draft", "relay: review the draft waiting for you, or hand a take-over back; pipeline: show / hide the whole phase history";
     NewConversation => "new_conversation", "new conversation (session or team; the old one is kept)";
     ToggleMemory => "toggle_memory", "team memory between runs: run / conversation";
     Regenerate => "regenerate", "ask the last prompt again (the old answer is kept, superseded)";

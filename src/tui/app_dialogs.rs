@@ -284,6 +284,7 @@ impl App {
                         "a driver talks to a counterpart for you, each draft approved (needs relay: settings)"
                     }
                     Mode::Flow => "enters at the entry member; handoffs, routers, advisors",
+                    Mode::Pipeline => "stages with phases; members hand the conversation on",
                 }
                 .into(),
                 value: m.to_string(),

@@ -17,6 +17,16 @@ impl App {
             self.flash("select a relay team", true);
             return;
         };
+        // On a pipeline team the same key shows or hides the whole phase history.
+        if let Some(p) = self
+            .team_panel
+            .cycles
+            .get_mut(&group_id)
+            .and_then(|c| c.pipeline.as_mut())
+        {
+            p.expanded = !p.expanded;
+            return;
+        }
         match self.relay_popup(&group_id) {
             Some(popup) => self.dialogs.push(Dialog::RelayDraft(Box::new(popup))),
             None => self.flash("no relay draft waits for you here", true),

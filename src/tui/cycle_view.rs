@@ -103,6 +103,8 @@ pub struct CycleView {
     pub lead_live: Option<(String, String, String)>,
     /// A relay's state (mode `relay`).
     pub relay: Option<super::relay_view::RelayView>,
+    /// A pipeline team's conversation: phase strip, active member, last moves.
+    pub pipeline: Option<super::pipeline_view::PipelineView>,
 }
 
 impl CycleView {
@@ -176,7 +178,10 @@ impl CycleView {
 
     /// Broadcast and sequential runs have no assignments: their rows come from the turns.
     fn rows_from_turns(&self) -> bool {
-        matches!(self.mode, Some(Mode::Broadcast | Mode::Sequential | Mode::Flow))
+        matches!(
+            self.mode,
+            Some(Mode::Broadcast | Mode::Sequential | Mode::Flow | Mode::Pipeline)
+        )
     }
 
     /// Mode `flow`: one timeline entry per hop (route and its message, advisor report,
@@ -256,9 +261,12 @@ impl CycleView {
                 // Each run has its own timeline (earlier runs are browsed from their files).
                 let team_slug = std::mem::take(&mut self.team_slug);
                 let recorded_at = self.recorded_at.take();
+                // A pipeline's conversation goes on across runs.
+                let pipeline = self.pipeline.take();
                 *self = CycleView {
                     team_slug,
                     recorded_at,
+                    pipeline,
                     mode: Some(*mode),
                     max_iterations: *max_iterations,
                     running: true,
@@ -324,9 +332,22 @@ impl CycleView {
                 session_id,
                 session,
                 usage,
+                success,
+                duration_ms,
                 ..
             } => {
                 self.turn_over(session_id);
+                if self.mode == Some(Mode::Pipeline) {
+                    // A pipeline has no worker results: a member's row is done with its turn
+                    // (it may run again later in the same message).
+                    let w = self.worker(session_id, session);
+                    w.state = if *success {
+                        WorkerState::Done
+                    } else {
+                        WorkerState::Failed
+                    };
+                    w.duration_ms = Some(w.duration_ms.unwrap_or(0).saturating_add(*duration_ms));
+                }
                 if let Some(u) = usage {
                     self.usage.add(*u);
                     // The usage can come before the worker's row (broadcast, sequential).
@@ -406,6 +427,24 @@ impl CycleView {
                 );
             }
             EventKind::FlowHop { .. } => self.flow_hop(&event.kind),
+            EventKind::PhaseTransition { .. }
+            | EventKind::Handoff { .. }
+            | EventKind::HandoffRejected { .. } => {
+                if matches!(event.kind, EventKind::PhaseTransition { .. }) {
+                    self.pipeline
+                        .get_or_insert_with(Default::default)
+                        .apply(&event.kind);
+                }
+                if let Some(line) = crate::engine::protocol::pipeline::pipeline_line(&event.kind) {
+                    let kind = if matches!(event.kind, EventKind::HandoffRejected { .. }) {
+                        TimelineKind::Warn
+                    } else {
+                        TimelineKind::Info
+                    };
+                    let text = crate::text::sanitize::display(&line).into_owned();
+                    self.push(kind, format!("  {text}"));
+                }
+            }
             EventKind::CyclePaused => {
                 self.paused = true;
                 self.paused_since.get_or_insert(now);

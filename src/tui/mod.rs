@@ -41,6 +41,7 @@ pub mod layout;
 pub mod markdown;
 mod mouse;
 pub mod notify;
+pub mod pipeline_view;
 pub mod relay_view;
 pub mod render;
 pub mod result_columns;

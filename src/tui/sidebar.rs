@@ -207,6 +207,7 @@ pub fn mode_short(mode: Mode) -> &'static str {
         Mode::OrchestratorReflect => "reflect",
         Mode::Relay => "relay",
         Mode::Flow => "flow",
+        Mode::Pipeline => "pipeline",
     }
 }
 

@@ -96,6 +96,19 @@ impl TeamPanel {
             let mut view = CycleView::from_persisted(r, g.mode);
             view.team_slug = g.members_slug();
             self.cycles.insert(g.id.clone(), view);
+        } else if let Some(state) = g
+            .pipeline_state
+            .as_ref()
+            .filter(|_| g.mode == crate::model::Mode::Pipeline)
+        {
+            let mut view = CycleView::default();
+            view.mode = Some(g.mode);
+            view.pipeline = Some(super::pipeline_view::PipelineView::from_state(
+                state,
+                g.pipeline.as_ref(),
+            ));
+            view.team_slug = g.members_slug();
+            self.cycles.insert(g.id.clone(), view);
         } else if let Some(r) = &g.relay_state {
             let mut view = CycleView::default();
             view.mode = Some(g.mode);
@@ -250,6 +263,11 @@ impl TeamPanel {
             },
         );
         self.shown_runs.remove(&group_id);
+        // A pipeline's conversation spans runs: the view seeded from the saved state (or kept
+        // from live events) stays, rather than the moves of the newest run alone.
+        if let Some(kept) = self.cycles.get(&group_id).and_then(|c| c.pipeline.clone()) {
+            view.pipeline = Some(kept);
+        }
         self.cycles.insert(group_id, view);
     }
 
@@ -456,6 +474,11 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
     }
     out.extend(super::relay_view::panel_lines(
         c.relay.as_ref(),
+        &props.keys.relay_review,
+        width,
+    ));
+    out.extend(super::pipeline_view::panel_lines(
+        c.pipeline.as_ref(),
         &props.keys.relay_review,
         width,
     ));

@@ -6,6 +6,7 @@ mod flow;
 mod one_pass;
 mod orchestrator;
 mod orchestrator_reflect;
+mod pipeline;
 mod relay;
 mod relay_history;
 mod relay_review;
@@ -82,6 +83,7 @@ pub(crate) async fn run_linked(
             Mode::OrchestratorReflect => orchestrator_reflect::run(&mut run, prompt, resume).await,
             Mode::Relay => relay::run(&mut run, prompt, overrides, link).await,
             Mode::Flow => flow::run(&mut run, prompt).await,
+            Mode::Pipeline => pipeline::run(&mut run, prompt).await,
         }
     };
     within_time_limit(&active.control, &active.emitter, work).await

@@ -6,6 +6,7 @@ pub mod assignments;
 pub mod evaluation;
 pub mod flow;
 pub mod names;
+pub mod pipeline;
 pub mod prompts;
 pub mod sentinels;
 pub mod stall;

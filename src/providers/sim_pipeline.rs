@@ -1,0 +1,84 @@
+//! How the sim plays a pipeline member, deterministically: it hands the conversation to its
+//! stage's `next` member, except that a stage with a return edge sends a first answer back once
+//! ("Please revise"), and the member asked to revise marks its next handoff "(revised)". A stage
+//! with nowhere to go answers; the supervisor never redirects. The same choice drives the tool
+//! call and the text form.
+
+use crate::model::pipeline::HUMAN;
+use crate::model::pipeline::{HandoffRequest, TARGETS_LINE, TEXT_HANDOFF};
+
+const REVISE: &str = "Please revise";
+pub(crate) const REVISED: &str = "(revised)";
+const CONTEXT: &str = "[Context from previous agent (";
+
+/// The user's request inside a member's prompt (without the context line and the pipeline
+/// instructions).
+pub fn request_of(prompt: &str) -> &str {
+    let body = prompt.split("\n## PIPELINE").next().unwrap_or(prompt).trim();
+    match body.strip_prefix(CONTEXT) {
+        Some(rest) => rest.split_once("\n\n").map_or("", |(_, r)| r).trim(),
+        None => body,
+    }
+}
+
+/// Whether the prompt is the supervisor's look.
+pub fn is_supervision(prompt: &str) -> bool {
+    prompt.lines().any(|l| l.trim() == "## SUPERVISION")
+}
+
+/// The handoff the sim makes from this member prompt, if any.
+pub fn choice(prompt: &str) -> Option<HandoffRequest> {
+    if is_supervision(prompt) || !prompt.contains("\n## PIPELINE") {
+        return None;
+    }
+    let targets: Vec<&str> = prompt
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(TARGETS_LINE))?
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty() && *t != HUMAN)
+        .collect();
+    let (first, last) = (targets.first()?, targets.last()?);
+    let context = prompt
+        .trim_start()
+        .strip_prefix(CONTEXT)
+        .and_then(|c| c.lines().next())
+        .unwrap_or("");
+    let request: String = request_of(prompt).chars().take(60).collect();
+    let request = request.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (target, reason, summary) = if context.contains(REVISE) {
+        (
+            first,
+            "revised as asked",
+            format!("{REVISED} The answer to \"{request}\" now covers the missing steps."),
+        )
+    } else if targets.len() > 1 && !context.contains(REVISED) {
+        (
+            last,
+            "needs another pass",
+            format!("{REVISE}: add the missing steps for \"{request}\"."),
+        )
+    } else {
+        (
+            first,
+            "ready for the next stage",
+            format!("Handled \"{request}\"; ready for {first}."),
+        )
+    };
+    Some(HandoffRequest {
+        target: target.to_string(),
+        reason: reason.to_string(),
+        summary,
+        next_phase: None,
+    })
+}
+
+/// The text form of a member's reply: a line of its own, then the handoff block; or `None`
+/// when it does not hand off.
+pub fn text_reply(prompt: &str) -> Option<String> {
+    let h = choice(prompt)?;
+    Some(format!(
+        "Passing this on to {}.\n{TEXT_HANDOFF}{}\nreason: {}\n{}",
+        h.target, h.target, h.reason, h.summary
+    ))
+}
