@@ -61,8 +61,22 @@ pub struct TimelineEntry {
     pub text: String,
 }
 
+/// One advisor's report reaching the member it advises (a flow hop).
+struct AdvisorHop<'a> {
+    advisor: &'a str,
+    member: &'a str,
+    member_id: &'a str,
+    success: bool,
+    duration_ms: u64,
+    tokens: u64,
+    failure: Option<&'a str>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CycleView {
+    /// The timeline line that gathers a flow member's advisors side by side (the member's
+    /// session id and the line's index), while it is the last line.
+    advisors_line: Option<(String, usize)>,
     pub mode: Option<Mode>,
     pub max_iterations: u32,
     pub iteration: u32,
@@ -212,8 +226,66 @@ impl CycleView {
         } else {
             TimelineKind::Bad
         };
+        if let EventKind::FlowHop {
+            kind: crate::engine::events::HopKind::Advisor,
+            to: Some(to),
+            to_id: Some(to_id),
+            message,
+            tokens,
+            ..
+        } = hop
+        {
+            self.advisor_hop(AdvisorHop {
+                advisor: from,
+                member: to,
+                member_id: to_id,
+                success: *success,
+                duration_ms: *duration_ms,
+                tokens: *tokens,
+                failure: message.as_deref().filter(|_| !*success),
+            });
+            return;
+        }
         let text = crate::text::sanitize::display(&line).into_owned();
         self.push(kind, format!("  {text}"));
+    }
+
+    /// An advisor's report: on one line with the other advisors of the same member, side by
+    /// side (`advisors of engineer: ✓ security (…)  │  ✗ operations (…): why`).
+    fn advisor_hop(&mut self, hop: AdvisorHop<'_>) {
+        let mark = if hop.success { "✓" } else { "✗" };
+        let why = hop
+            .failure
+            .map(|m| format!(": {}", crate::text::first_line(m, 80)))
+            .unwrap_or_default();
+        let part = format!(
+            "{mark} {} ({:.1}s, {} tok){why}",
+            self.short(hop.advisor),
+            hop.duration_ms as f64 / 1000.0,
+            hop.tokens
+        );
+        let part = crate::text::sanitize::display(&part).into_owned();
+        let last = self.timeline.len().checked_sub(1);
+        match &self.advisors_line {
+            Some((id, at)) if id == hop.member_id && Some(*at) == last => {
+                let entry = &mut self.timeline[*at];
+                entry.text.push_str("  │  ");
+                entry.text.push_str(&part);
+                if !hop.success {
+                    entry.kind = TimelineKind::Bad;
+                }
+            }
+            _ => {
+                let member = crate::text::sanitize::display(self.short(hop.member)).into_owned();
+                let kind = if hop.success {
+                    TimelineKind::Info
+                } else {
+                    TimelineKind::Bad
+                };
+                self.push(kind, format!("  advisors of {member}: {part}"));
+                self.advisors_line = Some((hop.member_id.to_string(), self.timeline.len() - 1));
+            }
+        }
     }
 
     pub(super) fn push(&mut self, kind: TimelineKind, text: String) {
@@ -810,6 +882,7 @@ mod tests {
             &ev(hop("triage", HopKind::Route, Some("disk \u{1b}[31mfull"), true)),
             now,
         );
+        v.apply(&ev(hop("ops", HopKind::Advisor, None, true)), now);
         v.apply(&ev(hop("sec", HopKind::Advisor, Some("timed out"), false)), now);
         let lines: Vec<&str> = v.timeline.iter().map(|e| e.text.as_str()).collect();
         assert!(
@@ -817,7 +890,7 @@ mod tests {
             "{lines:?}"
         );
         assert!(
-            lines.contains(&"  ✗ sec advised tech (1.5s, 42 tok): timed out"),
+            lines.contains(&"  advisors of tech: ✓ ops (1.5s, 42 tok)  │  ✗ sec (1.5s, 42 tok): timed out"),
             "{lines:?}"
         );
         assert_eq!(v.timeline.last().map(|e| e.kind.clone()), Some(TimelineKind::Bad));
