@@ -494,8 +494,12 @@ impl App {
             self.composer.send();
             if self.team_running(&group_id) {
                 self.team_panel.queue(&group_id, text.clone());
+                let mode = self
+                    .org
+                    .read(|o| o.group(&group_id).map(|g| g.mode))
+                    .unwrap_or_default();
                 self.flash_until(
-                    "queued for the orchestrator's next plan",
+                    &format!("queued for {}", queued_for(mode)),
                     FlashTie::Queued(group_id.clone()),
                 );
                 return vec![Command::QueueMessage { group_id, text }];
@@ -682,7 +686,7 @@ impl App {
                 } else if member.is_some() {
                     "Message this member alone (its own conversation; select the team to run it)…".to_string()
                 } else if team && self.team_running(&gid) {
-                    "Queue a message for the orchestrator's next plan…".to_string()
+                    format!("Queue a message for {}…", queued_for(mode))
                 } else if team {
                     format!("Prompt for {} ({mode})…", crate::text::sanitize::display(&name))
                 } else if let Some(sid) = self.selected_session_id() {
@@ -758,6 +762,16 @@ pub(super) fn flash_over(
     }
 }
 
+/// Where a message sent to a running team goes: the orchestrator reads it when it next plans;
+/// in the other modes it opens the team's next run (the run going now cannot take it).
+fn queued_for(mode: crate::model::Mode) -> &'static str {
+    if mode.has_orchestrator() {
+        "the orchestrator's next plan"
+    } else {
+        "the team's next run"
+    }
+}
+
 #[cfg(test)]
 mod flash_tests {
     use super::*;
@@ -786,5 +800,23 @@ mod flash_tests {
         let busy = FlashTie::Busy(vec!["a".into(), "b".into()]);
         assert!(!flash_over(&busy, pending(None), |_| false, |s| s == "b"));
         assert!(flash_over(&busy, pending(None), |_| false, |_| false));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::queued_for;
+    use crate::model::Mode;
+
+    #[test]
+    fn a_queued_message_goes_where_the_mode_reads_it() {
+        assert_eq!(
+            queued_for(Mode::OrchestratorReflect),
+            "the orchestrator's next plan"
+        );
+        assert_eq!(queued_for(Mode::Orchestrator), "the orchestrator's next plan");
+        for mode in [Mode::Broadcast, Mode::Sequential, Mode::Flow, Mode::Pipeline] {
+            assert_eq!(queued_for(mode), "the team's next run", "{mode}");
+        }
     }
 }
