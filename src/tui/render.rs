@@ -111,6 +111,7 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
             group: app.org.read(|o| {
                 o.group(id).map(|g| transcript::GroupInfo {
                     name: g.name.clone(),
+                    members_slug: g.members_slug(),
                     team: g.is_team(),
                     mode: g.mode,
                     max_iterations: g.max_iterations,

@@ -554,6 +554,8 @@ pub enum Subject<'a> {
 /// A group as the pane shows it.
 pub struct GroupInfo {
     pub name: String,
+    /// The prefix of its members' names (kept across renames).
+    pub members_slug: String,
     pub team: bool,
     pub mode: Mode,
     pub max_iterations: u32,
@@ -862,6 +864,7 @@ fn render_group(
     } = shown;
     let GroupInfo {
         name,
+        members_slug,
         team,
         mode,
         max_iterations,
@@ -904,16 +907,19 @@ fn render_group(
     if mode == Mode::OrchestratorReflect {
         header.push_str(&format!(" · max {max_iterations} iterations"));
     }
-    header.push_str(&format!(" · memory: {memory}"));
+    // A pipeline's members always keep their conversation: the setting does not apply.
+    if mode != Mode::Pipeline {
+        header.push_str(&format!(" · memory: {memory}"));
+    }
     if let Some(r) = repo {
         header.push_str(&format!(" · {}", sanitize::display(&r.display().to_string())));
     }
     notes.push((header, dim));
-    let team = naming::team_slug(name);
+    let team = members_slug.as_str();
     let members_line = members
         .iter()
         .map(|(n, r)| {
-            let n = naming::strip_team_prefix(n, &team);
+            let n = naming::strip_team_prefix(n, team);
             match r {
                 Role::Worker => sanitize::display(n).into_owned(),
                 other => format!("{} ({other})", sanitize::display(n)),
@@ -922,7 +928,7 @@ fn render_group(
         .collect::<Vec<_>>()
         .join(", ");
     notes.push((members_line, dim));
-    notes.extend(members_context_line(members, contexts, &team));
+    notes.extend(members_context_line(members, contexts, team));
     notes.push((String::new(), Style::default()));
     let timeline = cycle.map_or(&[][..], |c| &c.timeline[..]);
     if timeline.is_empty() {

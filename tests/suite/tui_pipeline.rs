@@ -114,6 +114,8 @@ fn a_pipeline_team_shows_its_phase_strip_and_who_holds_the_conversation() {
         assert!(text.contains(line), "missing `{line}`:\n{text}");
     }
     assert!(text.contains("v shows all 4 moves"), "{text}");
+    // A pipeline's members keep their conversation whatever `memory:` says: not shown.
+    assert!(text.contains("member(s)") && !text.contains("memory:"), "{text}");
     assert!(!text.contains("start → intake: ready for intake"), "{text}");
     app.handle_key(ch('v'));
     let text = screen_text(&render(&mut app, 200, 50));
