@@ -455,3 +455,25 @@ impl OrganizationFileView {
             .unwrap()
     }
 }
+
+/// `--approve` asks about relay drafts on this terminal, which a handed-over run cannot: with a
+/// huddle open it is refused before anything is made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_on_the_terminal_is_refused_next_to_an_open_huddle() {
+    let host = Host::open("sim/demo");
+    let out = host
+        .run(&["run", "--preset", "Negotiator", "--approve", "Buy a bike"])
+        .await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("`--approve` answers relay drafts on this terminal"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        host.workspace
+            .org
+            .read(|o| o.groups.iter().all(|g| g.headless_at.is_none())),
+        "nothing was made"
+    );
+}
