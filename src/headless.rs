@@ -126,13 +126,8 @@ pub fn prepare(mut request: RunRequest) -> Result<RunRequest, RunFailure> {
 /// engine) and drives the run to its end.
 pub async fn run(paths: &Paths, request: RunRequest) -> Result<u8, RunFailure> {
     let config = Config::load(paths).map_err(|e| other(e.to_string()))?.config;
-    let approval = if request.approve_tools {
-        ApprovalPolicy::ApproveAll
-    } else {
-        ApprovalPolicy::DenyAll
-    };
-    let workspace =
-        Workspace::open(paths, &config, request.repo.clone(), approval).map_err(|e| other(e.to_string()))?;
+    let workspace = Workspace::open(paths, &config, request.repo.clone(), tool_policy(&request))
+        .map_err(|e| other(e.to_string()))?;
     for notice in &workspace.notices {
         note(format_args!("huddle: {notice}"));
     }
@@ -150,6 +145,16 @@ pub async fn run(paths: &Paths, request: RunRequest) -> Result<u8, RunFailure> {
         engine: &engine,
     };
     execute(&host, &request, Front::Terminal(events)).await
+}
+
+/// What `huddle run` does with tool calls that ask: nobody is there to answer, so they are
+/// denied unless `--approve-tools` said to run them.
+fn tool_policy(request: &RunRequest) -> ApprovalPolicy {
+    if request.approve_tools {
+        ApprovalPolicy::ApproveAll
+    } else {
+        ApprovalPolicy::DenyAll
+    }
 }
 
 /// What a run is driven with: the data dir's open workspace, in this process or in the huddle
@@ -236,24 +241,18 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
         Front::Remote { stop, .. } => {
             // Its events, as the TUI sees them too; tool calls that ask are treated as
             // `huddle run` treats them, not asked in the TUI.
-            let (scope, run_key) = match &target {
-                Target::Group(id) => (id.clone(), RunKey::team(id)),
-                Target::Session(id) => (id.clone(), RunKey::chat(id)),
-            };
-            let group_id = match &target {
-                Target::Group(id) => id.clone(),
-                Target::Session(id) => edits
-                    .view()
-                    .read(|o| o.session(id).map(|s| s.group_id.clone()))
-                    .unwrap_or_default(),
+            let (scope, run_key, group_id) = match &target {
+                Target::Group(id) => (id.clone(), RunKey::team(id), id.clone()),
+                Target::Session(id) => {
+                    let group_id = edits
+                        .view()
+                        .read(|o| o.session(id).map(|s| s.group_id.clone()))
+                        .unwrap_or_default();
+                    (id.clone(), RunKey::chat(id), group_id)
+                }
             };
             let events = engine.watch_group(&group_id);
-            let policy = if request.approve_tools {
-                ApprovalPolicy::ApproveAll
-            } else {
-                ApprovalPolicy::DenyAll
-            };
-            engine.set_scoped_approval(&scope, Some(policy));
+            engine.set_scoped_approval(&scope, Some(tool_policy(request)));
             let stopper = tokio::spawn(stop_on_request(
                 engine.clone(),
                 run_key,

@@ -10,8 +10,7 @@ use crate::cli::{OutputError, note, print_out};
 use crate::config::Paths;
 use crate::headless::{RunFailure, RunRequest};
 
-use super::protocol::{self, ClientMessage, PROTOCOL, ServerMessage};
-use super::server::read_line;
+use super::protocol::{self, ClientMessage, PROTOCOL, ServerMessage, read_line};
 
 /// What came of trying to hand a run over.
 #[derive(Debug, PartialEq, Eq)]

@@ -1,6 +1,9 @@
 //! The socket's messages: one JSON object per line each way.
 
+use std::io;
+
 use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt};
 
 use crate::cli::OutputLine;
 use crate::headless::RunRequest;
@@ -62,6 +65,22 @@ pub fn encode<T: Serialize>(message: &T) -> String {
 /// A received line as a message, or what was wrong with it.
 pub fn decode<'a, T: Deserialize<'a>>(line: &'a str) -> Result<T, String> {
     serde_json::from_str(line.trim_end()).map_err(|e| format!("unreadable message: {e}"))
+}
+
+/// Reads one line of at most [`MAX_LINE`] bytes; `None` at the end of the stream.
+pub async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> io::Result<Option<String>> {
+    let mut bytes = Vec::new();
+    let mut limited = AsyncReadExt::take(&mut *reader, MAX_LINE as u64 + 1);
+    let n = limited.read_until(b'\n', &mut bytes).await?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if bytes.len() > MAX_LINE {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "line too long"));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 
@@ -17,7 +17,7 @@ use crate::engine::Engine;
 use crate::headless::{self, Front, Host, RunRequest};
 use crate::workspace::Edits;
 
-use super::protocol::{self, ClientMessage, MAX_LINE, PROTOCOL, ServerMessage};
+use super::protocol::{self, ClientMessage, PROTOCOL, ServerMessage, read_line};
 
 /// How long a connection may take to say what it wants.
 const FIRST_LINE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -116,22 +116,6 @@ fn bind(path: &Path) -> Result<UnixListener, ListenError> {
     // The data dir is owner-only already; the socket is too.
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io_error)?;
     Ok(listener)
-}
-
-/// Reads one line of at most [`MAX_LINE`] bytes; `None` at the end of the stream.
-pub(super) async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> io::Result<Option<String>> {
-    let mut bytes = Vec::new();
-    let mut limited = AsyncReadExt::take(&mut *reader, MAX_LINE as u64 + 1);
-    let n = limited.read_until(b'\n', &mut bytes).await?;
-    if n == 0 {
-        return Ok(None);
-    }
-    if bytes.len() > MAX_LINE {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "line too long"));
-    }
-    String::from_utf8(bytes)
-        .map(Some)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))
 }
 
 async fn send(writer: &mut tokio::net::unix::OwnedWriteHalf, message: &ServerMessage) -> io::Result<()> {

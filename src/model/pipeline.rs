@@ -33,14 +33,18 @@ pub const CONVERSATION_HANDOFF_TOOL: &str = "handoff_conversation";
 pub fn call_target(arguments: &str) -> String {
     serde_json::from_str::<serde_json::Value>(arguments)
         .ok()
-        .and_then(|v| {
-            v.get("target")
-                .and_then(serde_json::Value::as_str)
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-        })
+        .and_then(|v| text_field(&v, "target"))
         .unwrap_or_else(|| "(none)".into())
+}
+
+/// A call argument's text, trimmed; `None` when missing, not a string or blank.
+pub fn text_field(value: &serde_json::Value, key: &str) -> Option<String> {
+    value
+        .get(key)
+        .and_then(serde_json::Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
 }
 
 /// One stage: its phase, the member that works in it, and where it may hand the conversation.

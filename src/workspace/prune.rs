@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 
 use crate::model::Organization;
 
-use super::edits::{EditError, Edits, RemovalReport};
+use super::edits::{Edits, RemovalReport};
 
 /// A group or session `huddle run` made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,7 +103,7 @@ pub fn prune(edits: &Edits, leftovers: &[Leftover]) -> PruneReport {
                 report.files.failed.extend(files.failed);
                 report.removed.push(leftover.clone());
             }
-            Err(e @ EditError::Busy { .. }) => report.skipped.push((leftover.clone(), e.to_string())),
+            // Running now (busy) or gone meanwhile: kept, with why.
             Err(e) => report.skipped.push((leftover.clone(), e.to_string())),
         }
     }

@@ -846,18 +846,6 @@ fn saved_worktree(e: &Env, name: &str) -> Worktree {
         .unwrap_or_else(|| panic!("{name} has no worktree"))
 }
 
-/// The name of the team the last `huddle run --preset PRESET` made (`<preset> · run <time>`).
-fn made_by_run(e: &Env, preset: &str) -> String {
-    let prefix = format!("{preset} · run ");
-    saved(e)
-        .groups
-        .iter()
-        .filter(|g| g.name.starts_with(&prefix))
-        .max_by_key(|g| g.headless_at)
-        .map(|g| g.name.clone())
-        .unwrap_or_else(|| panic!("no team made by a run of {preset}"))
-}
-
 /// `huddle run --preset PRESET --model sim/x [extra] Go`, which must succeed.
 fn run_on_sim(e: &Env, preset: &str, extra: &[&str]) {
     let mut args = vec!["run", "--preset", preset, "--model", "sim/x"];
@@ -884,7 +872,7 @@ fn the_coding_team_runs_on_the_sim_in_worktrees_and_the_cli_lists_diffs_merges_a
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("making the team's git worktrees (fully_isolated)"));
     let org = saved(&e);
-    let team = made_by_run(&e, "Coding Team");
+    let team = super::headless::team_made_by_run(&e.home, "Coding Team");
     let group = org.group_by_name(&team).unwrap();
     assert_eq!(group.worktrees, WorktreeStrategy::FullyIsolated);
     let trees = worktrees::distinct(org.sessions.iter().filter_map(|s| s.worktree.as_ref()));
@@ -1085,7 +1073,7 @@ fn a_team_with_worktrees_needs_a_git_repository_and_a_conflicting_cli_merge_chan
     commit_all(&w.path, "Panel greeting");
     std::fs::write(e.repo.join("README.md"), "hello from main\nsecond line\n").unwrap();
     let head = commit_all(&e.repo, "Main greeting");
-    let panel = made_by_run(&e, "Research Panel");
+    let panel = super::headless::team_made_by_run(&e.home, "Research Panel");
     let out = huddle(&e, &["worktrees", "merge", "--group", &panel, "--yes"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use crate::model::ToolSpec;
-use crate::model::pipeline::HUMAN;
+use crate::model::pipeline::{HUMAN, text_field};
 
 use super::super::events::EventKind;
 
@@ -51,15 +51,6 @@ pub fn check_target(target: &str, allowed: &[String]) -> Result<String, String> 
                 allowed.join(", ")
             )
         })
-}
-
-fn text_field(value: &Value, key: &str) -> Option<String> {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
 }
 
 /// Reads a `handoff_conversation` call; `Err` is the tool error the model gets back.
