@@ -225,6 +225,7 @@ fn streaming(c: &mut Criterion) {
             group_id: default_id.clone(),
             group: group_name.clone(),
             run_id: Some("run".into()),
+            execution: None,
             kind,
         })
     };

@@ -236,6 +236,10 @@ pub struct Config {
     pub budget: crate::model::RunBudget,
     /// How the TUI tells you a run finished, failed or waits for you (`bell`, `osc`, `off`).
     pub notify: NotifyMode,
+    /// Mode `dispatch`'s guardrails where a team sets none (`dispatch: {max_concurrent_agents,
+    /// agent_timeout_secs, max_budget_secs}`).
+    #[serde(skip_serializing_if = "crate::model::DispatchLimits::is_empty")]
+    pub dispatch: crate::model::DispatchLimits,
 }
 
 impl Default for Config {
@@ -253,6 +257,7 @@ impl Default for Config {
             tool_result_max_bytes: crate::tools::limits::DEFAULT_RESULT_MAX_BYTES,
             budget: crate::model::RunBudget::default(),
             notify: NotifyMode::default(),
+            dispatch: crate::model::DispatchLimits::default(),
         }
     }
 }
@@ -371,6 +376,15 @@ impl Config {
         self.budget
             .validate()
             .map_err(|e| invalid(format!("budget.{e}")))?;
+        self.dispatch
+            .validate()
+            .map_err(|e| invalid(format!("dispatch.{e}")))?;
+        if !self.dispatch.sub_agents.is_empty() {
+            return Err(invalid(
+                "dispatch.sub_agents: an allow-list belongs to a team (its preset), not to config.yaml"
+                    .into(),
+            ));
+        }
         crate::tools::mcp::config::validate_all(&self.mcp_servers).map_err(invalid)?;
         if self.runs_kept == 0 {
             return Err(invalid(
@@ -583,6 +597,22 @@ providers:
             .to_string();
         assert_eq!(err.matches("providers[0].kind").count(), 1, "{err}");
         assert!(err.contains("openai, anthropic, command, sim"), "{err}");
+    }
+
+    #[test]
+    fn dispatch_guardrails_are_read_and_checked_naming_the_key() {
+        let c = parse("dispatch:\n  max_concurrent_agents: 3\n  agent_timeout_secs: 60\n").unwrap();
+        assert_eq!(c.dispatch.max_concurrent(), 3);
+        assert_eq!(c.dispatch.agent_timeout().as_secs(), 60);
+        let err = parse("dispatch: { max_budget_secs: 0 }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("dispatch.max_budget_secs: 0 is out of range"),
+            "{err}"
+        );
+        let err = parse("dispatch: { sub_agents: [a] }\n").unwrap_err().to_string();
+        assert!(err.contains("dispatch.sub_agents"), "{err}");
     }
 
     #[test]

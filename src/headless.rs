@@ -746,6 +746,7 @@ mod tests {
             group_id: "gid".into(),
             group: "g".into(),
             run_id: None,
+            execution: None,
             kind,
         };
         let line = progress_line(&event(EventKind::Assignment {

@@ -26,6 +26,8 @@ pub(crate) struct StepContext {
     pub iteration: Option<u32>,
     /// The slug of the turn's model.
     pub model: String,
+    /// The execution the turn is part of.
+    pub execution: Option<super::events::ExecutionTag>,
 }
 
 #[derive(Default)]
@@ -92,6 +94,7 @@ impl StepContext {
             group_id: self.group_id.clone(),
             group: self.group.clone(),
             run_id: self.run_id.clone(),
+            execution: self.execution.clone(),
             kind,
         });
     }

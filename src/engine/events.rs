@@ -11,7 +11,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::model::{
-    ApprovalMode, CycleOutcome, GroupId, Message, Mode, RelayPhase, Role, SentAs, SessionId, Trend, Usage,
+    ApprovalMode, BroadcastKind, CycleOutcome, ExecutionKind, ExecutionStatus, GroupId, Message, Mode,
+    RelayPhase, Role, SentAs, SessionId, Trend, Usage,
 };
 use crate::tools::Decision;
 
@@ -83,8 +84,20 @@ pub struct EngineEvent {
     pub group: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<RunId>,
+    /// The execution the event belongs to (modes `dispatch` and `team`): its id and its
+    /// parent's, so consumers can nest a sub-agent's events under its orchestrator.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<ExecutionTag>,
     #[serde(flatten)]
     pub kind: EventKind,
+}
+
+/// Which execution an event belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ExecutionTag {
+    pub execution_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_execution_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -384,6 +397,55 @@ pub enum EventKind {
         target: String,
         error: String,
     },
+    /// Modes `dispatch` and `team`: an execution (the event's `execution_id`) began: a
+    /// dispatched sub-agent (`queued` when it waits for a place), a clarification, the
+    /// orchestrator or supervisor itself, a member's turn.
+    ExecutionStarted {
+        kind: ExecutionKind,
+        /// Its member's handle (the preset name).
+        member: String,
+        session_id: SessionId,
+        task: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        queued: bool,
+    },
+    /// A queued execution got its place and runs now.
+    ExecutionRunning,
+    /// An execution is over. `result` is its answer (capped), `error` why it failed.
+    ExecutionFinished {
+        status: ExecutionStatus,
+        duration_ms: u64,
+        tokens: u64,
+        tool_calls: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// Mode `team`: a member (or the supervisor) broadcast to the team. `turn` is the sender's
+    /// turn; `last` marks a member's final broadcast (it has left the team).
+    TeamBroadcast {
+        from: String,
+        from_id: SessionId,
+        kind: BroadcastKind,
+        message: String,
+        turn: u32,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        last: bool,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        supervisor: bool,
+        at: DateTime<Utc>,
+    },
+    /// A message added to a turn in progress before its next model call (a sub-agent's pushed
+    /// result, a note that the orchestrator must conclude).
+    TurnInput {
+        session_id: SessionId,
+        session: String,
+        generation: u64,
+        text: String,
+        #[serde(skip)]
+        message: Option<Box<Message>>,
+    },
 }
 
 /// How a flow hop passed work on.
@@ -442,6 +504,11 @@ impl EventKind {
             EventKind::RelaySent { .. } => "relay_sent",
             EventKind::RelayReply { .. } => "relay_reply",
             EventKind::RelayAudit { .. } => "relay_audit",
+            EventKind::ExecutionStarted { .. } => "execution_started",
+            EventKind::ExecutionRunning => "execution_running",
+            EventKind::ExecutionFinished { .. } => "execution_finished",
+            EventKind::TeamBroadcast { .. } => "team_broadcast",
+            EventKind::TurnInput { .. } => "turn_input",
         }
     }
 
@@ -457,7 +524,8 @@ impl EventKind {
             | EventKind::TurnFinished { message: m, .. }
             | EventKind::Notice { message: m, .. }
             | EventKind::ToolCall { step: m, .. }
-            | EventKind::ToolResult { message: m, .. } => Some(m),
+            | EventKind::ToolResult { message: m, .. }
+            | EventKind::TurnInput { message: m, .. } => Some(m),
             _ => None,
         }
     }
@@ -544,6 +612,7 @@ mod tests {
             group_id: "gid".into(),
             group: "g".into(),
             run_id: Some("r1".into()),
+            execution: None,
             kind,
         }
     }

@@ -9,6 +9,7 @@ mod agent_steps;
 mod budget;
 mod cycle;
 pub mod events;
+mod executions;
 mod modes;
 pub mod protocol;
 mod reflect_session;
@@ -52,6 +53,8 @@ pub struct EngineOptions {
     pub tool_result_max_bytes: usize,
     /// The budget of team runs whose group sets none (config.yaml `budget:`).
     pub default_budget: RunBudget,
+    /// Mode `dispatch`'s guardrails where a group sets none (config.yaml `dispatch:`).
+    pub default_dispatch: crate::model::DispatchLimits,
 }
 
 impl Default for EngineOptions {
@@ -64,6 +67,7 @@ impl Default for EngineOptions {
             max_tool_rounds: crate::tools::limits::DEFAULT_MAX_TOOL_ROUNDS,
             tool_result_max_bytes: crate::tools::limits::DEFAULT_RESULT_MAX_BYTES,
             default_budget: RunBudget::default(),
+            default_dispatch: crate::model::DispatchLimits::default(),
         }
     }
 }
@@ -633,6 +637,7 @@ impl Engine {
             group_id,
             group,
             run_id,
+            execution: None,
             kind: events::EventKind::MemberNote {
                 session_id: session_id.to_string(),
                 session,
@@ -698,6 +703,7 @@ impl Engine {
                 group_id,
                 group,
                 run_id: None,
+                execution: None,
                 kind: events::EventKind::Notice {
                     session_id: id.clone(),
                     session,

@@ -13,14 +13,16 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{AgentSession, Message, MessageRole, Role, ToolChoice, ToolResultInfo, Usage};
+use crate::model::{
+    AgentSession, Message, MessageRole, Role, ToolCall, ToolChoice, ToolResultInfo, ToolSpec, Usage,
+};
 use crate::providers::{ChatMessage, ChatRole, ErrorKind, TurnRequest};
 use crate::tools::Offer;
 use crate::tools::limits::{result_line, rounds_exhausted_note};
 
 use super::EngineShared;
 use super::agent_steps::{AgentRecorder, StepContext};
-use super::events::{EngineEvent, EventKind, RunId};
+use super::events::{EngineEvent, EventKind, ExecutionTag, RunId};
 use super::protocol::flow::{RouteChoice, handoff_tool};
 use super::protocol::pipeline::{
     CONVERSATION_HANDOFF_TOOL, HandoffRequest, conversation_handoff_tool, parse_conversation_call,
@@ -71,6 +73,54 @@ pub struct TurnOptions {
     /// `handoff_conversation` tool; a call naming another target is a tool error (kept in
     /// [`TurnResult::handoff_rejections`]), a valid one ends the turn.
     pub conversation_handoff: Option<Vec<String>>,
+    /// Built-in tools a mode lends the turn and what it adds before each model call (modes
+    /// `dispatch` and `team`).
+    pub hooks: Option<TurnHooks>,
+    /// Added to the session's system prompt for this turn (a dispatch catalog, a sub-agent's
+    /// focus block).
+    pub system_extra: Option<String>,
+    /// The execution the turn is part of: its events and messages carry it.
+    pub execution: Option<ExecutionTag>,
+}
+
+/// What a mode lends a turn: tools the model may call (answered by the mode, not a server) and
+/// messages added before each model call (results pushed while the turn runs).
+pub trait TurnTools: Send + Sync {
+    /// The tools offered (besides the session's own).
+    fn specs(&self) -> Vec<ToolSpec>;
+    /// Answers a call of one of them.
+    fn call<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, LentAnswer>;
+    /// Before each model call: what to add to the conversation, and whether the model must
+    /// answer now, without tools.
+    fn before_call(&self) -> BeforeCall;
+}
+
+/// A lent tool's answer to one call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LentAnswer {
+    pub text: String,
+    pub is_error: bool,
+    /// The turn ends after this round (a member's broadcast, a supervisor's decision).
+    pub ends_turn: bool,
+}
+
+/// What a mode adds before a model call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BeforeCall {
+    /// User messages added to the conversation, in order.
+    pub inputs: Vec<String>,
+    /// The model must answer now, without tools (a cap or a budget was reached).
+    pub conclude: bool,
+}
+
+/// A mode's lent tools, shared by the turns it runs.
+#[derive(Clone)]
+pub struct TurnHooks(pub Arc<dyn TurnTools>);
+
+impl std::fmt::Debug for TurnHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TurnHooks")
+    }
 }
 
 /// How a turn ended.
@@ -95,6 +145,8 @@ pub struct TurnResult {
     pub conversation_handoff: Option<HandoffRequest>,
     /// `handoff_conversation` calls refused during the turn: (arguments, error).
     pub handoff_rejections: Vec<(String, String)>,
+    /// Tool calls the model made during the turn.
+    pub tool_calls: u32,
 }
 
 impl TurnResult {
@@ -114,6 +166,7 @@ impl TurnResult {
             handoff: None,
             conversation_handoff: None,
             handoff_rejections: Vec::new(),
+            tool_calls: 0,
         }
     }
 
@@ -190,6 +243,7 @@ pub(crate) fn run_turn(
             shared: &shared,
             session_id: &session_id,
             state: &mut state,
+            execution: options.execution.clone(),
         };
         let turn = std::panic::AssertUnwindSafe(actor.turn(prompt, &options));
         let result = match turn.catch_unwind().await {
@@ -254,6 +308,8 @@ struct Actor<'a> {
     shared: &'a Arc<EngineShared>,
     session_id: &'a str,
     state: &'a mut SessionState,
+    /// The execution the turn is part of (its events and messages carry it).
+    execution: Option<ExecutionTag>,
 }
 
 /// What a turn needs to know about its session, read once at its start.
@@ -329,6 +385,7 @@ impl Actor<'_> {
             group_id: info.group_id.clone(),
             group: info.group.clone(),
             run_id: run_id.clone(),
+            execution: self.execution.clone(),
             kind,
         });
     }
@@ -352,6 +409,7 @@ impl Actor<'_> {
         let sent = crate::attachments::with_context(&prompt, &options.attachments);
         let mut user = Message::user(crate::attachments::with_references(&prompt, &options.attachments));
         user.iteration = options.iteration;
+        user.execution_id = self.execution_id();
         user.relay = options.relay.clone();
         user.direct = options.direct && info.team;
         let mut messages = if options.fresh {
@@ -376,9 +434,13 @@ impl Actor<'_> {
         let started = Instant::now();
         let outcome = match self.shared.providers.for_slug(&slug) {
             Ok((provider, model)) => {
+                let system = match (&info.system, &options.system_extra) {
+                    (Some(own), Some(extra)) => Some(format!("{own}\n\n{extra}")),
+                    (own, extra) => own.clone().or_else(|| extra.clone()),
+                };
                 let mut request = TurnRequest {
                     model,
-                    system: info.system.clone(),
+                    system,
                     messages,
                     working_dir: info.working_dir.clone(),
                     turn_timeout: options.timeout,
@@ -390,6 +452,7 @@ impl Actor<'_> {
             Err(e) => (Err(e), Vec::new(), Builtins::default()),
         };
         let (outcome, steps, builtins) = outcome;
+        let tool_calls = steps.iter().map(|m| m.tool_calls.len() as u32).sum();
         let Builtins {
             route: handoff,
             conversation,
@@ -411,6 +474,7 @@ impl Actor<'_> {
                 handoff,
                 conversation_handoff: conversation,
                 handoff_rejections: rejections,
+                tool_calls,
             },
             Err(e) => TurnResult {
                 session: info.name.clone(),
@@ -427,6 +491,7 @@ impl Actor<'_> {
                 handoff: None,
                 conversation_handoff: None,
                 handoff_rejections: rejections,
+                tool_calls,
             },
         };
         if result.duration.is_zero() {
@@ -519,6 +584,14 @@ impl Actor<'_> {
         if let Some(targets) = targets {
             request.tools.push(conversation_handoff_tool(targets));
         }
+        // A CLI agent runs its own tools: a mode talks to it in text instead.
+        let hooks = options
+            .hooks
+            .as_ref()
+            .filter(|_| provider.kind() != crate::config::ProviderKind::Command);
+        if let Some(hooks) = hooks {
+            request.tools.extend(hooks.0.specs());
+        }
         let mut builtins = Builtins::default();
         let max_rounds = info
             .max_tool_rounds
@@ -533,6 +606,7 @@ impl Actor<'_> {
             run_id: &options.run_id,
             cancel: &options.cancel,
             workdir: info.working_dir.as_deref(),
+            execution: self.execution.as_ref(),
         };
         let mut steps = Vec::new();
         // A CLI agent runs its own tools: its steps are recorded as they happen.
@@ -548,6 +622,7 @@ impl Actor<'_> {
                 generation,
                 iteration: options.iteration,
                 model: format!("{}/{}", provider.name(), request.model),
+                execution: self.execution.clone(),
             })
         });
         if let Some(recorder) = &agent {
@@ -562,8 +637,16 @@ impl Actor<'_> {
         let mut rounds = 0u32;
         // The turn's duration is the whole loop's (every round and tool), not the last request's.
         let loop_started = Instant::now();
+        let mut concluding = false;
         loop {
-            request.tool_choice = if rounds >= max_rounds {
+            if let Some(hooks) = hooks {
+                let before = hooks.0.before_call();
+                for text in before.inputs {
+                    self.add_input(info, options, generation, request, &mut steps, text);
+                }
+                concluding |= before.conclude;
+            }
+            request.tool_choice = if rounds >= max_rounds || concluding {
                 ToolChoice::None
             } else {
                 ToolChoice::Auto
@@ -614,7 +697,7 @@ impl Actor<'_> {
                 Err(e) => return (Err(e), steps, builtins),
             };
             usage = sum_usage(usage, out.usage);
-            if out.tool_calls.is_empty() || rounds >= max_rounds || request.tools.is_empty() {
+            if out.tool_calls.is_empty() || rounds >= max_rounds || request.tools.is_empty() || concluding {
                 out.usage = usage;
                 out.duration = loop_started.elapsed();
                 out.tool_calls.clear();
@@ -625,6 +708,7 @@ impl Actor<'_> {
             let mut step = Message::assistant(out.text.clone());
             step.model = Some(format!("{}/{}", provider.name(), request.model));
             step.iteration = options.iteration;
+            step.execution_id = self.execution_id();
             step.tool_calls = calls.clone();
             self.shared.writer.append(self.session_id, step.clone());
             request
@@ -643,6 +727,7 @@ impl Actor<'_> {
                     step: step_event.take(),
                 });
             }
+            let mut lent_end = false;
             let results = match (destinations, targets) {
                 (Some(destinations), _) => {
                     let (results, chosen) = context.run_round_routing(&offer, &calls, destinations).await;
@@ -659,7 +744,14 @@ impl Actor<'_> {
                     builtins.rejections.extend(rejected);
                     results
                 }
-                (None, None) => context.run_round(&offer, &calls).await,
+                (None, None) => match hooks {
+                    Some(hooks) => {
+                        let (results, ends) = context.run_round_lent(&offer, &calls, hooks).await;
+                        lent_end = ends;
+                        results
+                    }
+                    None => context.run_round(&offer, &calls).await,
+                },
             };
             let last = results.len().saturating_sub(1);
             for (i, r) in results.into_iter().enumerate() {
@@ -681,6 +773,7 @@ impl Actor<'_> {
                     },
                 );
                 message.iteration = options.iteration;
+                message.execution_id = self.execution_id();
                 self.shared.writer.append(self.session_id, message.clone());
                 context.emit(EventKind::ToolResult {
                     session_id: self.session_id.to_string(),
@@ -717,13 +810,47 @@ impl Actor<'_> {
                 out.duration = loop_started.elapsed();
                 return (Ok(out), steps, builtins);
             }
-            if builtins.conversation.is_some() {
-                // A pipeline member handed the conversation on: its words so far are its answer.
+            if builtins.conversation.is_some() || lent_end {
+                // A pipeline member handed the conversation on, a team member broadcast: its
+                // words so far are its answer.
                 out.usage = usage;
                 out.duration = loop_started.elapsed();
                 return (Ok(out), steps, builtins);
             }
         }
+    }
+
+    fn execution_id(&self) -> Option<String> {
+        self.execution.as_ref().map(|e| e.execution_id.clone())
+    }
+
+    /// A message a mode adds to the turn before its next model call: stored, sent, shown.
+    fn add_input(
+        &self,
+        info: &SessionInfo,
+        options: &TurnOptions,
+        generation: u64,
+        request: &mut TurnRequest,
+        steps: &mut Vec<Message>,
+        text: String,
+    ) {
+        let mut message = Message::user(text.clone());
+        message.iteration = options.iteration;
+        message.execution_id = self.execution_id();
+        self.shared.writer.append(self.session_id, message.clone());
+        request.messages.push(ChatMessage::user(text.as_str()));
+        self.emit(
+            info,
+            &options.run_id,
+            EventKind::TurnInput {
+                session_id: self.session_id.to_string(),
+                session: info.name.clone(),
+                generation,
+                text,
+                message: Some(Box::new(message.clone())),
+            },
+        );
+        steps.push(message);
     }
 
     /// Keeps the agent session a turn reported (or forgets the stored one when it is gone, or
@@ -773,6 +900,7 @@ impl Actor<'_> {
         answer.error = result.error.clone();
         answer.iteration = options.iteration;
         answer.cost_usd = result.cost_usd;
+        answer.execution_id = self.execution_id();
         self.shared.writer.append(self.session_id, answer.clone());
 
         // The same rule as reading the transcript back, so a restart changes nothing.

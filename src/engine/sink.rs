@@ -162,10 +162,16 @@ pub(crate) struct Emitter {
 
 impl Emitter {
     pub fn emit(&self, kind: EventKind) {
+        self.emit_in(None, kind);
+    }
+
+    /// An event of one execution of the run.
+    pub fn emit_in(&self, execution: Option<super::events::ExecutionTag>, kind: EventKind) {
         self.sink.emit(EngineEvent {
             group_id: self.group_id.clone(),
             group: self.group.clone(),
             run_id: self.run_id.clone(),
+            execution,
             kind,
         });
     }
@@ -250,6 +256,7 @@ mod tests {
             group_id: "g".into(),
             group: "team".into(),
             run_id: Some("r".into()),
+            execution: None,
             kind: EventKind::IterationStarted { iteration },
         }
     }

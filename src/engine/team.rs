@@ -17,6 +17,10 @@ pub(crate) struct Member {
     pub system_prompt: Option<String>,
     /// Mode `flow`: where this member passes work (session ids).
     pub flow: FlowLinks,
+    /// What the member is for (its preset `role:`), for a dispatch catalog.
+    pub role: Option<String>,
+    /// The MCP servers it may use.
+    pub tools: Vec<String>,
 }
 
 /// The team, read once when a run starts.
@@ -51,6 +55,10 @@ pub(crate) struct Team {
     /// What members remember between runs (a plain group run as a team keeps its
     /// conversations).
     pub memory: Memory,
+    /// Mode `dispatch`: the group's guardrails over config.yaml's.
+    pub dispatch: crate::model::DispatchLimits,
+    /// Mode `team`: the turn limits.
+    pub team_limits: crate::model::TeamLimits,
 }
 
 impl Team {
@@ -70,6 +78,8 @@ impl Team {
                 model: overrides.model.clone().unwrap_or_else(|| s.model.clone()),
                 system_prompt: s.system_prompt.clone(),
                 flow: s.flow.clone(),
+                role: s.member_role.clone(),
+                tools: s.tools.clone(),
             };
             let orchestrator = sessions
                 .iter()
@@ -121,6 +131,8 @@ impl Team {
                 } else {
                     Memory::Conversation
                 },
+                dispatch: group.dispatch.or(&shared.options.default_dispatch),
+                team_limits: group.team_limits,
             })
         })
     }

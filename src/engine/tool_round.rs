@@ -14,8 +14,9 @@ use crate::tools::limits::cap_result;
 use crate::tools::{Approval, ApprovalPolicy, Decision, Offer, ToolError, schema, split_name};
 
 use super::EngineShared;
-use super::events::{EngineEvent, EventKind, RunId};
+use super::events::{EngineEvent, EventKind, ExecutionTag, RunId};
 use super::protocol::flow::{HANDOFF_TOOL, RouteChoice, parse_handoff_call};
+use super::session::TurnHooks;
 
 /// What one call came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +41,8 @@ pub(crate) struct CallContext<'a> {
     pub cancel: &'a CancellationToken,
     /// The session's working directory (its worktree, if any): `cwd: session` servers run there.
     pub workdir: Option<&'a std::path::Path>,
+    /// The execution the turn is part of.
+    pub execution: Option<&'a ExecutionTag>,
 }
 
 impl CallContext<'_> {
@@ -48,6 +51,7 @@ impl CallContext<'_> {
             group_id: self.group_id.to_string(),
             group: self.group.to_string(),
             run_id: self.run_id.clone(),
+            execution: self.execution.cloned(),
             kind,
         });
     }
@@ -113,6 +117,52 @@ impl CallContext<'_> {
             });
         }
         (results, chosen, rejected)
+    }
+
+    /// A round with a mode's lent tools: their calls are answered by the mode, one after the
+    /// other in the model's order (a dispatch's ids follow it), while the others run as usual.
+    /// True when a lent answer ends the turn.
+    pub async fn run_round_lent(
+        &self,
+        offer: &Offer,
+        calls: &[ToolCall],
+        hooks: &TurnHooks,
+    ) -> (Vec<CallResult>, bool) {
+        let lent: Vec<String> = hooks.0.specs().into_iter().map(|s| s.name).collect();
+        let is_lent = |c: &ToolCall| lent.iter().any(|n| *n == c.name);
+        let others: Vec<ToolCall> = calls.iter().filter(|c| !is_lent(c)).cloned().collect();
+        let answer_lent = async {
+            let mut answers = Vec::new();
+            for call in calls.iter().filter(|c| is_lent(c)) {
+                let started = Instant::now();
+                let answer = hooks.0.call(call).await;
+                answers.push((answer, started.elapsed()));
+            }
+            answers
+        };
+        let (ran, answers) = futures::join!(self.run_round(offer, &others), answer_lent);
+        let mut ran = ran.into_iter();
+        let mut answers = answers.into_iter();
+        let mut ends = false;
+        let mut results = Vec::with_capacity(calls.len());
+        for call in calls {
+            if !is_lent(call) {
+                results.extend(ran.next());
+                continue;
+            }
+            let Some((answer, duration)) = answers.next() else {
+                continue;
+            };
+            ends |= answer.ends_turn;
+            results.push(CallResult {
+                call: call.clone(),
+                size: answer.text.len() as u64,
+                text: answer.text,
+                is_error: answer.is_error,
+                duration,
+            });
+        }
+        (results, ends)
     }
 
     async fn run_call(&self, offer: &Offer, call: &ToolCall) -> CallResult {

@@ -100,6 +100,11 @@ string_enum!(
         Flow => "flow",
         /// Stages with phases; the conversation moves along them by handoffs (`model::pipeline`).
         Pipeline => "pipeline",
+        /// A tool-using orchestrator dispatches members as sub-agents; results come back by
+        /// themselves (`model::dispatch`).
+        Dispatch => "dispatch",
+        /// Members deliberate through broadcasts; the supervisor (the orchestrator) decides.
+        Team => "team",
     }
 );
 
@@ -204,9 +209,12 @@ impl WorktreeStrategy {
 }
 
 impl Mode {
-    /// True for the two modes driven by an orchestrator session.
+    /// True for the modes driven by an orchestrator session (in `team` it is the supervisor).
     pub fn has_orchestrator(self) -> bool {
-        matches!(self, Mode::Orchestrator | Mode::OrchestratorReflect)
+        matches!(
+            self,
+            Mode::Orchestrator | Mode::OrchestratorReflect | Mode::Dispatch | Mode::Team
+        )
     }
 }
 

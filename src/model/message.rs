@@ -104,6 +104,10 @@ pub struct Message {
     /// A prompt of a direct chat with a team member (not part of a team run).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub direct: bool,
+    /// The execution (a dispatched sub-agent's task, a team member's turn) this message is
+    /// part of: the trace tree and the TUI's sub-agent cards find its transcript by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_id: Option<String>,
 }
 
 impl Message {
@@ -127,6 +131,7 @@ impl Message {
             relay: None,
             conversation_start: false,
             direct: false,
+            execution_id: None,
             supersedes: None,
             superseded: false,
         }

@@ -4,6 +4,7 @@
 pub mod agent;
 mod budget;
 pub mod context;
+pub mod dispatch;
 mod enums;
 pub mod flow;
 pub mod limits;
@@ -19,6 +20,7 @@ mod worktree;
 
 pub use agent::{AgentFormat, AgentKind, AgentSession};
 pub use budget::{BudgetError, BudgetExceeded, BudgetLimit, RunBudget};
+pub use dispatch::{BroadcastKind, DispatchLimits, ExecutionKind, ExecutionStatus, TeamLimits};
 pub use enums::{GroupKind, Memory, MessageRole, Mode, ProviderKind, Role, Tier, WorktreeStrategy};
 pub use flow::{FlowLinks, RouterSpec, check_flow};
 pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS, MaxIterationsError};

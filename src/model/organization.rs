@@ -149,6 +149,12 @@ pub struct Group {
     /// Mode `pipeline`: where the conversation is (phase, active member, history).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipeline_state: Option<super::ConversationState>,
+    /// Mode `dispatch`: the team's guardrails (unset ones come from config.yaml, then defaults).
+    #[serde(default, skip_serializing_if = "super::DispatchLimits::is_empty")]
+    pub dispatch: super::DispatchLimits,
+    /// Mode `team`: the members' and the supervisor's turn limits.
+    #[serde(default, skip_serializing_if = "super::TeamLimits::is_empty")]
+    pub team_limits: super::TeamLimits,
 }
 
 pub fn default_max_iterations() -> u32 {
@@ -193,6 +199,8 @@ impl Group {
             flow_entry: None,
             pipeline: None,
             pipeline_state: None,
+            dispatch: Default::default(),
+            team_limits: Default::default(),
         }
     }
 

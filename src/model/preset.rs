@@ -57,6 +57,24 @@ pub struct Preset {
     /// Mode `pipeline`: routing rules for a message no member holds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<super::RoutingRule>,
+    /// Mode `dispatch`: sub-agents running at once (more wait in a queue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_agents: Option<u32>,
+    /// Mode `dispatch`: each sub-agent's time limit in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_timeout_secs: Option<u64>,
+    /// Mode `dispatch`: the orchestrator's time in seconds before it must conclude.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_budget_secs: Option<u64>,
+    /// Mode `dispatch`: the workers the orchestrator may dispatch (default: all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sub_agents: Vec<String>,
+    /// Mode `team`: turns each member may take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member_max_turns: Option<u32>,
+    /// Mode `team`: turns the supervisor may take (bounds the whole team).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supervisor_max_turns: Option<u32>,
 
     /// Where the preset was found; set by the loader, never read from YAML.
     #[serde(skip)]
@@ -70,6 +88,34 @@ pub struct Preset {
 }
 
 impl Preset {
+    /// The `dispatch` guardrail keys as a group's.
+    pub fn dispatch_limits(&self) -> super::DispatchLimits {
+        super::DispatchLimits {
+            max_concurrent_agents: self.max_concurrent_agents,
+            agent_timeout_secs: self.agent_timeout_secs,
+            max_budget_secs: self.max_budget_secs,
+            sub_agents: self.sub_agents.clone(),
+        }
+    }
+
+    /// The `team` turn limits as a group's.
+    pub fn team_limits(&self) -> super::TeamLimits {
+        super::TeamLimits {
+            member_max_turns: self.member_max_turns,
+            supervisor_max_turns: self.supervisor_max_turns,
+        }
+    }
+
+    /// Sets the `dispatch` and `team` keys from a group's limits (saving a team as a preset).
+    pub fn set_limits(&mut self, dispatch: &super::DispatchLimits, team: super::TeamLimits) {
+        self.max_concurrent_agents = dispatch.max_concurrent_agents;
+        self.agent_timeout_secs = dispatch.agent_timeout_secs;
+        self.max_budget_secs = dispatch.max_budget_secs;
+        self.sub_agents = dispatch.sub_agents.clone();
+        self.member_max_turns = team.member_max_turns;
+        self.supervisor_max_turns = team.supervisor_max_turns;
+    }
+
     /// The team-level budget keys as a group's budget.
     pub fn budget(&self) -> RunBudget {
         RunBudget {

@@ -56,6 +56,8 @@ pub fn create_team_group(
     }
     group.relay = preset.relay.clone();
     group.budget = preset.budget();
+    group.dispatch = preset.dispatch_limits();
+    group.team_limits = preset.team_limits();
     group.memory = preset.memory;
     group.source_preset = Some(source_preset_of(preset));
     let team = team_slug(&group.name);
@@ -269,6 +271,12 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         supervisor: pipeline.supervisor,
         supervise: pipeline.supervise,
         rules: pipeline.rules,
+        max_concurrent_agents: group.dispatch.max_concurrent_agents,
+        agent_timeout_secs: group.dispatch.agent_timeout_secs,
+        max_budget_secs: group.dispatch.max_budget_secs,
+        sub_agents: group.dispatch.sub_agents.clone(),
+        member_max_turns: group.team_limits.member_max_turns,
+        supervisor_max_turns: group.team_limits.supervisor_max_turns,
         tier: None,
         source: None,
         warnings: Vec::new(),

@@ -139,6 +139,7 @@ fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetEr
     if let Err(e) = preset.budget().validate() {
         return Err(err(e.key, 0, e.to_string()));
     }
+    check_preset_dispatch(preset, text, path)?;
     let mut rounds: Vec<(String, u32)> = Vec::new();
     for (who, agent) in [
         ("orchestrator", &preset.orchestrator),
@@ -279,6 +280,55 @@ fn check_preset_flow(preset: &mut Preset, text: &str, path: &Path) -> Result<(),
 
 /// Mode `pipeline`: the stages, supervisor and rules follow [`check_pipeline`] (the error
 /// names the stage or member and the line it is on). Stages in another mode are a warning.
+/// Mode `dispatch`'s guardrails and mode `team`'s turn limits: in range, the allow-list naming
+/// workers; set in another mode they are ignored with a warning.
+fn check_preset_dispatch(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetError> {
+    let err = |needle: &str, message: String| invalid(path, &line_of(text, needle, 0), message);
+    let dispatch = preset.dispatch_limits();
+    let team = preset.team_limits();
+    if let Err(e) = dispatch.validate() {
+        return Err(err(e.key, e.to_string()));
+    }
+    if let Err(e) = team.validate() {
+        return Err(err(e.key, e.to_string()));
+    }
+    for (i, name) in dispatch.sub_agents.iter().enumerate() {
+        if !preset
+            .workers
+            .iter()
+            .any(|w| w.name.eq_ignore_ascii_case(name.trim()))
+        {
+            let names: Vec<&str> = preset.workers.iter().map(|w| w.name.as_str()).collect();
+            return Err(err(
+                "sub_agents",
+                format!(
+                    "sub_agents[{i}]: `{name}` is not a worker of this preset (workers: {})",
+                    names.join(", ")
+                ),
+            ));
+        }
+    }
+    if preset.mode != Mode::Dispatch && !dispatch.is_empty() {
+        preset.warnings.push(format!(
+            "max_concurrent_agents/agent_timeout_secs/max_budget_secs/sub_agents: only used in mode dispatch; ignored in mode {}",
+            preset.mode
+        ));
+    }
+    if preset.mode != Mode::Team && !team.is_empty() {
+        preset.warnings.push(format!(
+            "member_max_turns/supervisor_max_turns: only used in mode team; ignored in mode {}",
+            preset.mode
+        ));
+    }
+    if preset.mode == Mode::Team && preset.supervisor.is_some() {
+        return Err(err(
+            "supervisor:",
+            "supervisor: in mode team the supervisor is the `orchestrator:` entry".into(),
+        ));
+    }
+    Ok(())
+}
+
 fn check_preset_pipeline(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetError> {
     let declared = !preset.stages.is_empty() || preset.supervisor.is_some() || !preset.rules.is_empty();
     if preset.mode != Mode::Pipeline {

@@ -12,6 +12,14 @@ pub fn first_line(text: &str, max: usize) -> String {
     out
 }
 
+/// At most `max` characters of `text`, `…` marking a cut.
+pub fn truncate_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((end, _)) => format!("{}…", &text[..end]),
+    }
+}
+
 /// What kind of JSON value this is, as a message names it (`a string`, `a number`...).
 pub fn json_kind(value: &serde_json::Value) -> &'static str {
     use serde_json::Value;
@@ -28,6 +36,12 @@ pub fn json_kind(value: &serde_json::Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn truncate_keeps_short_text_and_cuts_long_text_on_a_character() {
+        assert_eq!(truncate_chars("abc", 3), "abc");
+        assert_eq!(truncate_chars("äbcd", 2), "äb…");
+    }
 
     #[test]
     fn first_line_skips_blank_lines_and_shortens() {

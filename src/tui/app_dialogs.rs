@@ -285,6 +285,10 @@ impl App {
                     }
                     Mode::Flow => "enters at the entry member; handoffs, routers, advisors",
                     Mode::Pipeline => "stages with phases; members hand the conversation on",
+                    Mode::Dispatch => {
+                        "the orchestrator dispatches members as sub-agents with tools; results come back by themselves"
+                    }
+                    Mode::Team => "members deliberate by broadcasts; the supervisor (orchestrator) decides",
                 }
                 .into(),
                 value: m.to_string(),

@@ -663,7 +663,12 @@ impl CycleView {
             EventKind::RunStarted { .. }
             | EventKind::Message { .. }
             | EventKind::Notice { .. }
-            | EventKind::Delta { .. } => {}
+            | EventKind::Delta { .. }
+            | EventKind::ExecutionStarted { .. }
+            | EventKind::ExecutionRunning
+            | EventKind::ExecutionFinished { .. }
+            | EventKind::TeamBroadcast { .. }
+            | EventKind::TurnInput { .. } => {}
         }
     }
 
@@ -851,6 +856,7 @@ mod tests {
             group_id: "gid".into(),
             group: "t".into(),
             run_id: Some("r".into()),
+            execution: None,
             kind,
         }
     }

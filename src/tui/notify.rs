@@ -125,6 +125,7 @@ mod tests {
             group_id: "g".into(),
             group: "Review".into(),
             run_id: Some("r".into()),
+            execution: None,
             kind,
         }
     }

@@ -156,6 +156,7 @@ mod tests {
             group_id: group.into(),
             group: "G".into(),
             run_id: Some(run.into()),
+            execution: None,
             kind,
         }
     }

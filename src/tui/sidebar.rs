@@ -208,6 +208,8 @@ pub fn mode_short(mode: Mode) -> &'static str {
         Mode::Relay => "relay",
         Mode::Flow => "flow",
         Mode::Pipeline => "pipeline",
+        Mode::Dispatch => "dispatch",
+        Mode::Team => "team",
     }
 }
 

@@ -692,6 +692,7 @@ mod tests {
             group_id: "g".into(),
             group: "Team".into(),
             run_id: Some("r".into()),
+            execution: None,
             kind,
         }
     }

@@ -74,6 +74,7 @@ mod tests {
             group_id: "g".into(),
             group: "G".into(),
             run_id: Some("r".into()),
+            execution: None,
             kind,
         })
     }

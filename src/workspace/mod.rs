@@ -82,6 +82,7 @@ impl Workspace {
                 max_tool_rounds: config.max_tool_rounds,
                 tool_result_max_bytes: config.tool_result_max_bytes,
                 default_budget: config.budget,
+                default_dispatch: config.dispatch.clone(),
                 ..EngineOptions::default()
             },
         );

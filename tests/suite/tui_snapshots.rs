@@ -335,6 +335,7 @@ fn run_file(
                 group_id: group_id.to_string(),
                 group: TEAM.into(),
                 run_id: Some(run_id.clone()),
+                execution: None,
                 kind,
             },
         })

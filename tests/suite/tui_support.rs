@@ -74,6 +74,7 @@ pub fn engine_event(app: &mut App, group_id: &str, run_id: Option<&str>, kind: E
         group_id: group_id.to_string(),
         group,
         run_id: run_id.map(str::to_string),
+        execution: None,
         kind,
     }))
 }

@@ -2,6 +2,8 @@
 //! is a new file here plus a line in [`run`].
 
 mod broadcast;
+mod deliberation;
+mod dispatch;
 mod flow;
 mod one_pass;
 mod orchestrator;
@@ -84,6 +86,8 @@ pub(crate) async fn run_linked(
             Mode::Relay => relay::run(&mut run, prompt, overrides, link).await,
             Mode::Flow => flow::run(&mut run, prompt).await,
             Mode::Pipeline => pipeline::run(&mut run, prompt).await,
+            Mode::Dispatch => dispatch::run(&mut run, prompt).await,
+            Mode::Team => deliberation::run(&mut run, prompt).await,
         }
     };
     within_time_limit(&active.control, &active.emitter, work).await

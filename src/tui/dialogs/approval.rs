@@ -292,6 +292,7 @@ mod tests {
             group_id: "g".into(),
             group: "Team".into(),
             run_id: None,
+            execution: None,
             kind: EventKind::ToolApprovalRequested {
                 session_id: format!("s{id}"),
                 session: "dev".into(),
