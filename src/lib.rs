@@ -23,6 +23,7 @@ pub mod runs_cli;
 pub mod store;
 pub mod text;
 pub mod tools;
+pub mod trace;
 pub mod tui;
 pub mod workspace;
 pub mod worktrees;
