@@ -3,6 +3,7 @@
 //! broadcasts. `tree` builds it from events (live or a run file's records), `render` prints it
 //! as text or JSON. `huddle trace` (`trace_cli.rs`) and the TUI's trace view read it.
 
+pub mod render;
 pub mod tree;
 
 pub use tree::{NodeId, NodeKind, RunState, RunSummary, Trace, TraceBuilder, TraceItem, TraceNode};

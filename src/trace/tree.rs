@@ -645,7 +645,11 @@ impl TraceBuilder {
             }
         }
         // Children that started before this node did (out of order in a file) move under it.
-        if let Some(adopted) = self.orphans.remove(&id) {
+        // One that is this node's own ancestor (ids naming each other in a damaged file) stays a
+        // root: every node stays reachable and the tree stays a tree.
+        if let Some(mut adopted) = self.orphans.remove(&id) {
+            let ancestors = self.ancestors(index);
+            adopted.retain(|a| !ancestors.contains(a));
             self.trace.roots.retain(|r| !adopted.contains(r));
             let children = &mut self.trace.nodes[index].children;
             children.extend(adopted);
@@ -653,6 +657,26 @@ impl TraceBuilder {
         }
         self.by_id.insert(id, index);
         index
+    }
+
+    /// The node and its known ancestors (bounded: a tree has no longer chain).
+    fn ancestors(&self, index: NodeId) -> Vec<NodeId> {
+        let mut chain = vec![index];
+        let mut current = index;
+        while chain.len() <= self.trace.nodes.len() {
+            let parent = self.trace.nodes[current]
+                .parent
+                .as_ref()
+                .and_then(|p| self.by_id.get(p));
+            match parent {
+                Some(&p) if !chain.contains(&p) => {
+                    chain.push(p);
+                    current = p;
+                }
+                _ => break,
+            }
+        }
+        chain
     }
 
     /// The turn node of a session's turn (modes without executions), made when first seen.
@@ -1031,6 +1055,31 @@ pub(crate) mod tests {
         let trace = b.into_trace();
         assert_eq!(trace.roots, vec![2]);
         assert_eq!(trace.nodes[2].children, vec![0, 1]);
+        // Ids that name each other (a damaged file) leave every node reachable.
+        let mut b = TraceBuilder::new();
+        b.apply(
+            &ev(
+                started(ExecutionKind::SubAgent, "a", "x", false),
+                Some(("exec-1", Some("exec-1"))),
+            ),
+            t(1),
+        );
+        b.apply(
+            &ev(
+                started(ExecutionKind::SubAgent, "b", "y", false),
+                Some(("exec-2", Some("exec-3"))),
+            ),
+            t(2),
+        );
+        b.apply(
+            &ev(
+                started(ExecutionKind::SubAgent, "c", "z", false),
+                Some(("exec-3", Some("exec-2"))),
+            ),
+            t(3),
+        );
+        let trace = b.into_trace();
+        assert_eq!(trace.walk().len(), 3, "{:?}", trace.roots);
         // A finish for an execution whose start is lost still shows.
         let mut b = TraceBuilder::new();
         b.apply(
