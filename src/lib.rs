@@ -24,6 +24,7 @@ pub mod store;
 pub mod text;
 pub mod tools;
 pub mod trace;
+pub mod trace_cli;
 pub mod tui;
 pub mod workspace;
 pub mod worktrees;

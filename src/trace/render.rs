@@ -362,7 +362,9 @@ Incidents · run run-1 · dispatch · completed · 9.0s · 360 tokens
         assert!(!text.contains("second line"), "{text}");
         assert!(text.contains("exec-6 evil (sub_agent) interrupted"), "{text}");
         assert!(
-            text.starts_with("Incidents · run run-1 · dispatch · interrupted (no end recorded) · 150 tokens\n"),
+            text.starts_with(
+                "Incidents · run run-1 · dispatch · interrupted (no end recorded) · 150 tokens\n"
+            ),
             "{text}"
         );
         let json = json(&trace);

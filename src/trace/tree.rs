@@ -332,12 +332,17 @@ impl TraceBuilder {
     pub fn from_lines<S: AsRef<str>>(lines: &[S]) -> Trace {
         let mut builder = TraceBuilder::new();
         for line in lines {
-            match serde_json::from_str::<RunRecord>(line.as_ref()) {
-                Ok(r) => builder.apply(&r.event, r.at),
-                Err(_) => builder.skip_line(),
-            }
+            builder.apply_line(line.as_ref());
         }
         builder.finish()
+    }
+
+    /// Takes one line of a run file: a record, or a line that cannot be read (counted).
+    pub fn apply_line(&mut self, line: &str) {
+        match serde_json::from_str::<RunRecord>(line) {
+            Ok(r) => self.apply(&r.event, r.at),
+            Err(_) => self.skip_line(),
+        }
     }
 
     /// The tree so far (nodes still going are `running` or `queued`).
