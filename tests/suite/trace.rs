@@ -67,8 +67,16 @@ fn started(kind: &str, member: &str, task: &str) -> Value {
     json!({"kind": kind, "member": member, "session_id": format!("sid-{member}"), "task": task})
 }
 
-fn finished(status: &str, ms: u64, tokens: u64, result: Option<&str>, error: Option<&str>) -> Value {
-    let mut v = json!({"status": status, "duration_ms": ms, "tokens": tokens, "tool_calls": 0});
+fn finished(
+    kind: &str,
+    member: &str,
+    status: &str,
+    ms: u64,
+    tokens: u64,
+    result: Option<&str>,
+    error: Option<&str>,
+) -> Value {
+    let mut v = json!({"kind": kind, "member": member, "status": status, "duration_ms": ms, "tokens": tokens, "tool_calls": 0});
     if let Some(r) = result {
         v["result"] = json!(r);
     }
@@ -180,6 +188,8 @@ fn dispatch_run(home: &Path, g: &str) {
             "execution_finished",
             sub("exec-2"),
             finished(
+                "sub_agent",
+                "logs",
                 "completed",
                 4000,
                 900,
@@ -195,6 +205,8 @@ fn dispatch_run(home: &Path, g: &str) {
             "execution_finished",
             sub("exec-3"),
             finished(
+                "sub_agent",
+                "metrics",
                 "cancelled",
                 5000,
                 120,
@@ -208,7 +220,15 @@ fn dispatch_run(home: &Path, g: &str) {
             8,
             "execution_finished",
             sub("exec-4"),
-            finished("completed", 3000, 300, Some("v2.3 deployed at 09:58"), None),
+            finished(
+                "sub_agent",
+                "deploys",
+                "completed",
+                3000,
+                300,
+                Some("v2.3 deployed at 09:58"),
+                None,
+            ),
         ),
         line(
             g,
@@ -224,7 +244,15 @@ fn dispatch_run(home: &Path, g: &str) {
             10,
             "execution_finished",
             Some(("exec-5", Some("exec-2"))),
-            finished("completed", 1000, 80, Some("The orders pool"), None),
+            finished(
+                "clarification",
+                "logs",
+                "completed",
+                1000,
+                80,
+                Some("The orders pool"),
+                None,
+            ),
         ),
         line(
             g,
@@ -233,6 +261,8 @@ fn dispatch_run(home: &Path, g: &str) {
             "execution_finished",
             o,
             finished(
+                "orchestrator",
+                "lead",
                 "completed",
                 12000,
                 1500,
@@ -287,7 +317,15 @@ fn crashed_run(home: &Path, g: &str) {
             3,
             "execution_finished",
             Some(("exec-2", Some("exec-1"))),
-            finished("completed", 2000, 50, Some("nothing odd"), None),
+            finished(
+                "sub_agent",
+                "logs",
+                "completed",
+                2000,
+                50,
+                Some("nothing odd"),
+                None,
+            ),
         ),
     ]);
     lines.push(r#"{"at":"2026-11-24T06:00:04Z","group_id":"#.to_string());
@@ -514,4 +552,75 @@ fn unknown_groups_and_runs_are_usage_errors_that_say_what_exists() {
     let (code, _, err) = trace(home.path(), &["--run", "20261124T08"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("has no run `20261124T08`"), "{err}");
+}
+
+#[test]
+fn a_dispatch_run_the_sim_played_traces_its_sub_agents_under_the_orchestrator() {
+    let home = tempfile::tempdir().unwrap();
+    let out = huddle(
+        home.path(),
+        &[
+            "run",
+            "--preset",
+            "Incident Investigation",
+            "--model",
+            "sim/x",
+            "Checkout is slow since 10:00",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let team = team_made_by_run(home.path(), "Incident Investigation");
+    let (code, out, err) = trace(home.path(), &["--group", &team, "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["run"]["mode"], "dispatch");
+    assert_eq!(v["run"]["state"], "ended");
+    let roots = v["children"].as_array().unwrap();
+    assert_eq!(roots.len(), 1, "one orchestrator at the root: {out}");
+    assert_eq!(roots[0]["kind"], "orchestrator");
+    assert_eq!(roots[0]["status"], "completed");
+    let subs = roots[0]["children"].as_array().unwrap();
+    // The sim dispatches two, follows up on the first result, dispatches a sweep and cancels it
+    // (unless the sweep beat the cancel to its end: then it completed).
+    let statuses: Vec<(&str, &str)> = subs
+        .iter()
+        .map(|s| (s["kind"].as_str().unwrap(), s["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(statuses.len(), 4, "{out}");
+    assert!(
+        statuses[..3].iter().all(|&s| s == ("sub_agent", "completed")),
+        "{out}"
+    );
+    assert!(
+        statuses[3] == ("sub_agent", "cancelled") || statuses[3] == ("sub_agent", "completed"),
+        "{out}"
+    );
+    assert!(subs.iter().all(|s| s["parent"] == roots[0]["id"]));
+    let dispatches = roots[0]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["name"] == "dispatch_agent" && i["ok"] == true)
+        .count();
+    assert_eq!(dispatches, 4, "{out}");
+    let tokens: u64 = std::iter::once(&roots[0])
+        .chain(subs)
+        .map(|n| n["tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(v["run"]["tokens"].as_u64(), Some(tokens));
+
+    let (code, out, _) = trace(home.path(), &[]);
+    assert_eq!(code, Some(0));
+    assert!(
+        out.contains("└── exec-1 orchestrator (orchestrator) completed"),
+        "{out}"
+    );
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("    ├── exec-") || l.starts_with("    └── exec-"))
+            .count(),
+        4,
+        "{out}"
+    );
+    assert!(out.contains("    ├── tool dispatch_agent ok"), "{out}");
 }
