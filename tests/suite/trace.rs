@@ -128,6 +128,17 @@ fn dispatch_run(home: &Path, g: &str) {
     let mut lines = opening(g, r);
     lines.extend([
         line(g, r, 1, "tool_call", o, tool("lead", "d1", "dispatch_agent")),
+        line(g, r, 1, "tool_result", o, {
+            let mut v = tool_done(
+                "lead",
+                "d1",
+                "dispatch_agent",
+                true,
+                r#"{"execution_id":"exec-2","status":"accepted"}"#,
+            );
+            v["duration_ms"] = json!(0);
+            v
+        }),
         line(
             g,
             r,
@@ -359,18 +370,17 @@ fn a_nested_dispatch_run_prints_as_a_tree() {
     dispatch_run(home.path(), &g);
     let (code, out, err) = trace(home.path(), &["--group", "incidents", "--run", "20261124T06"]);
     assert_eq!(code, Some(0), "{err}");
-    let expected = "\
-Incidents · run 20261124T060000000Z-d15a7c00 · dispatch · completed · 12.0s · 2900 tokens
+    let expected = r#"Incidents · run 20261124T060000000Z-d15a7c00 · dispatch · completed · 12.0s · 2900 tokens
   result: Root cause: the orders DB pool
 └── exec-1 lead (orchestrator) completed 12.0s 1500 tok — Root cause: the orders DB pool
-    ├── tool dispatch_agent (no result)
+    ├── tool dispatch_agent ok 0ms — {"execution_id":"exec-2","status":"accepted"}
     ├── exec-2 logs (sub_agent) completed 4.0s 900 tok — DB pool exhausted at 10:02
     │   ├── tool logs.search ok 40ms — 412 timeouts
     │   ├── tool logs.tail failed 40ms — permission denied
     │   └── exec-5 logs (clarification) completed 1.0s 80 tok — The orders pool
     ├── exec-3 metrics (sub_agent) cancelled 5.0s 120 tok — error: cancelled by the orchestrator
     └── exec-4 deploys (sub_agent, queued) completed 3.0s 300 tok — v2.3 deployed at 09:58
-";
+"#;
     assert_eq!(out, expected, "\n{out}");
 
     let (code, out, err) = trace(home.path(), &["--group", "Incidents", "--json"]);
