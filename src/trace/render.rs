@@ -214,7 +214,8 @@ pub fn text(trace: &Trace) -> String {
     // Depth-first with an explicit stack: (depth, prefix of this entry, entry, is it the last).
     // Past TEXT_DEPTH_MAX the indentation stops growing (a damaged file could chain thousands).
     let mut stack: Vec<Pending<'_>> = Vec::new();
-    push_level(&mut stack, 0, "", entries(trace, &trace.run.items, &trace.roots));
+    let roots: Vec<NodeId> = trace.roots.iter().copied().collect();
+    push_level(&mut stack, 0, "", entries(trace, &trace.run.items, &roots));
     while let Some((depth, prefix, entry, last)) = stack.pop() {
         let branch = if last { "└── " } else { "├── " };
         match entry {

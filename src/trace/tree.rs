@@ -12,7 +12,7 @@
 //! - A node that never finished when the run ended, or when a file ends without `run_ended`
 //!   ([`TraceBuilder::close`]), is `interrupted`: a crashed run still reads as a tree.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -219,8 +219,9 @@ impl Default for RunSummary {
 pub struct Trace {
     pub run: RunSummary,
     pub nodes: Vec<TraceNode>,
-    /// The nodes with no (known) parent, in start order.
-    pub roots: Vec<NodeId>,
+    /// The nodes with no (known) parent, in start order (a set: a damaged file's child that
+    /// came before its parent leaves it in O(log n)).
+    pub roots: BTreeSet<NodeId>,
     /// Lines of the run file that could not be read (a line torn by a crash).
     pub skipped_lines: usize,
 }
@@ -286,6 +287,9 @@ pub struct TraceBuilder {
     last_turn: HashMap<String, NodeId>,
     /// Each session's latest execution (a broadcast without a tag goes there).
     last_execution: HashMap<String, NodeId>,
+    /// Union-find over nodes (each entry a node above it, or itself at the top of its tree):
+    /// what tells an adoption that would close a cycle, in near O(1).
+    tree_top: Vec<NodeId>,
     /// Tool call items by owner and call id.
     tool_items: HashMap<(Owner, String), usize>,
     /// Nodes whose parent has not started (yet): parent id → children.
@@ -345,6 +349,11 @@ impl TraceBuilder {
     /// The tree so far (nodes still going are `running` or `queued`).
     pub fn trace(&self) -> &Trace {
         &self.trace
+    }
+
+    /// The node of an execution id (`exec-3`) or turn id (`turn-2`), in O(1).
+    pub fn node_id(&self, id: &str) -> Option<NodeId> {
+        self.by_id.get(id).copied()
     }
 
     /// The tree so far, leaving nodes that are still going as they are (a run in progress).
@@ -642,10 +651,14 @@ impl TraceBuilder {
         let mut node = TraceNode::new(id.clone(), kind, at);
         node.parent = parent.clone();
         self.trace.nodes.push(node);
+        self.tree_top.push(index);
         match parent.as_ref().and_then(|p| self.by_id.get(p)) {
-            Some(&p) => self.trace.nodes[p].children.push(index),
+            Some(&p) => {
+                self.trace.nodes[p].children.push(index);
+                self.tree_top[index] = p;
+            }
             None => {
-                self.trace.roots.push(index);
+                self.trace.roots.insert(index);
                 if let Some(p) = parent {
                     self.orphans.entry(p).or_default().push(index);
                 }
@@ -655,9 +668,14 @@ impl TraceBuilder {
         // One that is this node's own ancestor (ids naming each other in a damaged file) stays a
         // root: every node stays reachable and the tree stays a tree.
         if let Some(mut adopted) = self.orphans.remove(&id) {
-            let ancestors = self.ancestors(index);
-            adopted.retain(|a| !ancestors.contains(a));
-            self.trace.roots.retain(|r| !adopted.contains(r));
+            // An orphan is the top of its own tree: it is this node's ancestor only if it is
+            // the top of this node's tree.
+            let top = self.top_of(index);
+            adopted.retain(|&a| a != top);
+            for &a in &adopted {
+                self.trace.roots.remove(&a);
+                self.tree_top[a] = index;
+            }
             let children = &mut self.trace.nodes[index].children;
             children.extend(adopted);
             children.sort_unstable();
@@ -666,24 +684,14 @@ impl TraceBuilder {
         index
     }
 
-    /// The node and its known ancestors (bounded: a tree has no longer chain).
-    fn ancestors(&self, index: NodeId) -> Vec<NodeId> {
-        let mut chain = vec![index];
-        let mut current = index;
-        while chain.len() <= self.trace.nodes.len() {
-            let parent = self.trace.nodes[current]
-                .parent
-                .as_ref()
-                .and_then(|p| self.by_id.get(p));
-            match parent {
-                Some(&p) if !chain.contains(&p) => {
-                    chain.push(p);
-                    current = p;
-                }
-                _ => break,
-            }
+    /// The top of the tree a node is in (path halving keeps the chains short).
+    fn top_of(&mut self, mut index: NodeId) -> NodeId {
+        while self.tree_top[index] != index {
+            let above = self.tree_top[self.tree_top[index]];
+            self.tree_top[index] = above;
+            index = above;
         }
-        chain
+        index
     }
 
     /// The turn node of a session's turn (modes without executions), made when first seen.
@@ -943,7 +951,7 @@ pub(crate) mod tests {
         assert_eq!(trace.run.duration_ms, Some(9000));
         assert_eq!(trace.run.tokens, 120 + 30 + 10 + 200);
         assert_eq!(trace.run.result.as_deref(), Some("Root cause: pool"));
-        assert_eq!(trace.roots, vec![0]);
+        assert_eq!(trace.roots, BTreeSet::from([0]));
         let walk: Vec<(usize, &str)> = trace
             .walk()
             .into_iter()
@@ -1062,7 +1070,7 @@ pub(crate) mod tests {
             t(3),
         );
         let trace = b.into_trace();
-        assert_eq!(trace.roots, vec![2]);
+        assert_eq!(trace.roots, BTreeSet::from([2]));
         assert_eq!(trace.nodes[2].children, vec![0, 1]);
         // Ids that name each other (a damaged file) leave every node reachable.
         let mut b = TraceBuilder::new();
@@ -1105,6 +1113,51 @@ pub(crate) mod tests {
         assert_eq!(
             trace.nodes[0].started,
             Some(t(5) - chrono::Duration::milliseconds(500))
+        );
+    }
+
+    #[test]
+    fn children_before_their_parents_by_the_thousand_still_make_one_chain() {
+        let n = 20_000u32;
+        let mut b = TraceBuilder::new();
+        for i in (1..=n).rev() {
+            let id = format!("exec-{i}");
+            let parent = (i > 1).then(|| format!("exec-{}", i - 1));
+            b.apply(
+                &ev(
+                    started(ExecutionKind::SubAgent, "a", "x", false),
+                    Some((&id, parent.as_deref())),
+                ),
+                t(i64::from(n - i)),
+            );
+        }
+        assert_eq!(b.node_id("exec-1"), Some(n as usize - 1));
+        let trace = b.finish();
+        assert_eq!(trace.roots.len(), 1);
+        let walk = trace.walk();
+        assert_eq!(walk.len(), n as usize);
+        assert_eq!(walk.last().map(|&(depth, _)| depth), Some(n as usize - 1));
+        // Many orphans at once, then their parents: each leaves the roots in O(log n).
+        let mut b = TraceBuilder::new();
+        let sub = |id: &str, parent: Option<&str>| {
+            ev(
+                started(ExecutionKind::SubAgent, "a", "x", false),
+                Some((id, parent)),
+            )
+        };
+        for i in 0..n {
+            b.apply(&sub(&format!("child-{i}"), Some(&format!("parent-{i}"))), t(0));
+        }
+        for i in 0..n {
+            b.apply(&sub(&format!("parent-{i}"), None), t(1));
+        }
+        let trace = b.finish();
+        assert_eq!(trace.roots.len(), n as usize);
+        assert!(
+            trace
+                .roots
+                .iter()
+                .all(|&r| trace.nodes[r].id.starts_with("parent-") && trace.nodes[r].children.len() == 1)
         );
     }
 
@@ -1208,7 +1261,7 @@ pub(crate) mod tests {
         b.apply(&e(tool_call("lead", "c9", "read")), t(5));
         let trace = b.finish();
         assert_eq!(trace.run.mode, Some(Mode::Orchestrator));
-        assert_eq!(trace.roots, vec![0, 1, 2]);
+        assert_eq!(trace.roots, BTreeSet::from([0, 1, 2]));
         let logs = &trace.nodes[0];
         assert_eq!((logs.id.as_str(), logs.kind), ("turn-1", NodeKind::Turn));
         assert_eq!(logs.task.as_deref(), Some("Read the logs"));
