@@ -304,7 +304,7 @@ pub fn json(trace: &Trace) -> String {
 #[cfg(test)]
 mod tests {
     use super::super::tree::TraceBuilder;
-    use super::super::tree::tests::{dispatch_records, ev, finished, started, t};
+    use super::super::tree::tests::{chain, dispatch_records, ev, finished, started, t};
     use super::*;
     use crate::engine::events::RunRecord;
     use crate::model::{ExecutionKind, ExecutionStatus};
@@ -398,16 +398,8 @@ Incidents · run run-1 · dispatch · completed · 9.0s · 360 tokens
     #[test]
     fn a_very_deep_chain_prints_without_overflowing() {
         let mut b = TraceBuilder::new();
-        for i in 1..=5000u32 {
-            let id = format!("exec-{i}");
-            let parent = (i > 1).then(|| format!("exec-{}", i - 1));
-            b.apply(
-                &ev(
-                    started(ExecutionKind::SubAgent, "a", "x", false),
-                    Some((&id, parent.as_deref())),
-                ),
-                t(i64::from(i)),
-            );
+        for (at, event) in chain(1..=5000) {
+            b.apply(&event, t(at));
         }
         let trace = b.finish();
         let v: serde_json::Value = serde_json::from_str(&json(&trace)).unwrap();

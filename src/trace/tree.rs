@@ -1116,20 +1116,28 @@ pub(crate) mod tests {
         );
     }
 
+    /// Sub-agents `exec-i`, each the child of `exec-(i-1)`, started in the order given.
+    pub(crate) fn chain(order: impl Iterator<Item = u32>) -> Vec<(i64, EngineEvent)> {
+        order
+            .enumerate()
+            .map(|(k, i)| {
+                let id = format!("exec-{i}");
+                let parent = (i > 1).then(|| format!("exec-{}", i - 1));
+                let event = ev(
+                    started(ExecutionKind::SubAgent, "a", "x", false),
+                    Some((&id, parent.as_deref())),
+                );
+                (k as i64, event)
+            })
+            .collect()
+    }
+
     #[test]
     fn children_before_their_parents_by_the_thousand_still_make_one_chain() {
         let n = 20_000u32;
         let mut b = TraceBuilder::new();
-        for i in (1..=n).rev() {
-            let id = format!("exec-{i}");
-            let parent = (i > 1).then(|| format!("exec-{}", i - 1));
-            b.apply(
-                &ev(
-                    started(ExecutionKind::SubAgent, "a", "x", false),
-                    Some((&id, parent.as_deref())),
-                ),
-                t(i64::from(n - i)),
-            );
+        for (at, event) in chain((1..=n).rev()) {
+            b.apply(&event, t(at));
         }
         assert_eq!(b.node_id("exec-1"), Some(n as usize - 1));
         let trace = b.finish();
