@@ -1,6 +1,6 @@
 //! Building a run's trace tree from its events, one at a time (the TUI feeds live events; a run
 //! file's records go through the same path). Pure: no I/O, no clock (every event comes with its
-//! time), O(1) work per event (maps by id, never a rescan).
+//! time), O(log n) work at most per event (maps by id, never a rescan).
 //!
 //! - Executions (`execution_started` / `execution_running` / `execution_finished`, ids in the
 //!   event's `execution` tag) become nodes nested by `parent_execution_id`, children in start
