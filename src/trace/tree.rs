@@ -184,7 +184,7 @@ pub struct RunSummary {
     pub ended: Option<DateTime<Utc>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
-    /// The tokens of every finished node.
+    /// The tokens the run's turns used (in a file without turn ends: its executions' tokens).
     pub tokens: u64,
     /// The first line of the run's result.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -298,6 +298,20 @@ pub struct TraceBuilder {
     pending_task: HashMap<String, String>,
     turns: u32,
     last_at: Option<DateTime<Utc>>,
+    /// Tokens of every turn that ended (`None` before the first).
+    turn_tokens: Option<u64>,
+    /// Tokens of every execution that ended, a supervisor's (the sum of its team's) aside.
+    execution_tokens: u64,
+}
+
+/// A line whose event has a field `at` of its own (`team_broadcast`): the record's `at` and the
+/// event's are the same key, which a [`RunRecord`] cannot read back; the event can, and the
+/// last `at` (the event's) stands for the record's.
+fn event_with_its_own_at(line: &str) -> Option<(DateTime<Utc>, EngineEvent)> {
+    let value: serde_json::Value = serde_json::from_str(line).ok()?;
+    let at = value.get("at")?.as_str()?.parse::<DateTime<Utc>>().ok()?;
+    let event = serde_json::from_value::<EngineEvent>(value).ok()?;
+    Some((at, event))
 }
 
 fn capped_line(text: &str) -> Option<String> {
@@ -342,7 +356,10 @@ impl TraceBuilder {
     pub fn apply_line(&mut self, line: &str) {
         match serde_json::from_str::<RunRecord>(line) {
             Ok(r) => self.apply(&r.event, r.at),
-            Err(_) => self.skip_line(),
+            Err(_) => match event_with_its_own_at(line) {
+                Some((at, event)) => self.apply(&event, at),
+                None => self.skip_line(),
+            },
         }
     }
 
@@ -390,9 +407,20 @@ impl TraceBuilder {
         self.open_turns.clear();
     }
 
+    /// The run's tokens: what its turns used, or, in a file without turn ends, what its
+    /// executions report.
+    fn total_tokens(&mut self) {
+        self.trace.run.tokens = self.turn_tokens.unwrap_or(self.execution_tokens);
+    }
+
     /// Takes one event that happened at `at`.
     pub fn apply(&mut self, event: &EngineEvent, at: DateTime<Utc>) {
         self.note_run(event, at);
+        if let EventKind::TurnFinished { usage, .. } = &event.kind {
+            let used = usage.map_or(0, |u| u.total());
+            self.turn_tokens = Some(self.turn_tokens.unwrap_or(0).saturating_add(used));
+            self.total_tokens();
+        }
         let tag = event.execution.as_ref();
         match &event.kind {
             EventKind::RunStarted { .. } => self.trace.run.started = Some(at),
@@ -488,7 +516,11 @@ impl TraceBuilder {
                 node.tool_calls = *tool_calls;
                 node.result = result.as_deref().and_then(capped_line);
                 node.error = error.as_deref().and_then(capped_line);
-                self.trace.run.tokens = self.trace.run.tokens.saturating_add(*tokens);
+                // A supervisor's execution sums its team's turns: not counted again.
+                if node.kind != NodeKind::Execution(ExecutionKind::Supervisor) {
+                    self.execution_tokens = self.execution_tokens.saturating_add(*tokens);
+                    self.total_tokens();
+                }
             }
             EventKind::TurnStarted {
                 session_id,
@@ -526,7 +558,6 @@ impl TraceBuilder {
                 node.duration_ms = Some(*duration_ms);
                 node.tokens = tokens;
                 node.error = error.as_deref().and_then(capped_line);
-                self.trace.run.tokens = self.trace.run.tokens.saturating_add(tokens);
             }
             EventKind::Message { session_id, text, .. } if tag.is_none() => {
                 // The answer of the session's turn that just finished.
@@ -1167,6 +1198,92 @@ pub(crate) mod tests {
                 .iter()
                 .all(|&r| trace.nodes[r].id.starts_with("parent-") && trace.nodes[r].children.len() == 1)
         );
+    }
+
+    #[test]
+    fn a_broadcast_line_as_the_run_log_writes_it_reads_back() {
+        let record = RunRecord {
+            at: t(3),
+            event: ev(
+                EventKind::TeamBroadcast {
+                    from: "a".into(),
+                    from_id: "sid-a".into(),
+                    kind: BroadcastKind::Failure,
+                    message: "cannot reach the DB".into(),
+                    turn: 2,
+                    last: true,
+                    supervisor: false,
+                    at: t(2),
+                },
+                Some(("exec-2", Some("exec-1"))),
+            ),
+        };
+        let line = serde_json::to_string(&record).unwrap();
+        let mut b = TraceBuilder::new();
+        b.apply(
+            &ev(
+                started(ExecutionKind::Supervisor, "chair", "decide", false),
+                Some(("exec-1", None)),
+            ),
+            t(0),
+        );
+        b.apply(
+            &ev(
+                started(ExecutionKind::MemberTurn, "a", "turn 2", false),
+                Some(("exec-2", Some("exec-1"))),
+            ),
+            t(1),
+        );
+        b.apply_line(&line);
+        let trace = b.finish();
+        assert_eq!(trace.skipped_lines, 0, "{line}");
+        assert!(matches!(
+            &trace.nodes[1].items[..],
+            [TraceItem::Broadcast {
+                kind: BroadcastKind::Failure,
+                last: true,
+                turn: 2,
+                ..
+            }]
+        ));
+    }
+
+    #[test]
+    fn run_tokens_are_the_turns_or_else_the_executions_without_a_supervisors_sum() {
+        let mut b = TraceBuilder::new();
+        let supervisor = Some(("exec-1", None));
+        let member = Some(("exec-2", Some("exec-1")));
+        b.apply(
+            &ev(
+                started(ExecutionKind::Supervisor, "chair", "decide", false),
+                supervisor,
+            ),
+            t(0),
+        );
+        b.apply(
+            &ev(started(ExecutionKind::MemberTurn, "a", "turn 1", false), member),
+            t(0),
+        );
+        b.apply(
+            &ev(finished(ExecutionStatus::Completed, 10, 15, "x"), member),
+            t(1),
+        );
+        assert_eq!(b.trace().run.tokens, 15);
+        let mut sum = finished(ExecutionStatus::Completed, 10, 15, "x");
+        if let EventKind::ExecutionFinished { kind, .. } = &mut sum {
+            *kind = ExecutionKind::Supervisor;
+        }
+        b.apply(&ev(sum, supervisor), t(2));
+        assert_eq!(
+            b.trace().run.tokens,
+            15,
+            "the supervisor's sum is not added again"
+        );
+        assert_eq!(b.trace().nodes[0].tokens, 15);
+        // Once turns report their usage, they count.
+        b.apply(&ev(turn_finished("a", 1, 10, None), member), t(1));
+        b.apply(&ev(turn_finished("chair", 1, 10, None), supervisor), t(1));
+        assert_eq!(b.trace().run.tokens, 30);
     }
 
     #[test]
