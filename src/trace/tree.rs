@@ -1201,54 +1201,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_broadcast_line_as_the_run_log_writes_it_reads_back() {
-        let record = RunRecord {
-            at: t(3),
-            event: ev(
-                EventKind::TeamBroadcast {
-                    from: "a".into(),
-                    from_id: "sid-a".into(),
-                    kind: BroadcastKind::Failure,
-                    message: "cannot reach the DB".into(),
-                    turn: 2,
-                    last: true,
-                    supervisor: false,
-                    at: t(2),
-                },
-                Some(("exec-2", Some("exec-1"))),
-            ),
-        };
-        let line = serde_json::to_string(&record).unwrap();
-        let mut b = TraceBuilder::new();
-        b.apply(
-            &ev(
-                started(ExecutionKind::Supervisor, "chair", "decide", false),
-                Some(("exec-1", None)),
-            ),
-            t(0),
-        );
-        b.apply(
-            &ev(
-                started(ExecutionKind::MemberTurn, "a", "turn 2", false),
-                Some(("exec-2", Some("exec-1"))),
-            ),
-            t(1),
-        );
-        b.apply_line(&line);
-        let trace = b.finish();
-        assert_eq!(trace.skipped_lines, 0, "{line}");
-        assert!(matches!(
-            &trace.nodes[1].items[..],
-            [TraceItem::Broadcast {
-                kind: BroadcastKind::Failure,
-                last: true,
-                turn: 2,
-                ..
-            }]
-        ));
-    }
-
-    #[test]
     fn run_tokens_are_the_turns_or_else_the_executions_without_a_supervisors_sum() {
         let mut b = TraceBuilder::new();
         let supervisor = Some(("exec-1", None));
@@ -1287,7 +1239,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn broadcasts_go_under_the_senders_execution() {
+    fn broadcasts_go_under_the_senders_execution_also_read_from_a_line() {
         let mut b = TraceBuilder::new();
         b.apply(
             &ev(
@@ -1303,12 +1255,12 @@ pub(crate) mod tests {
             ),
             t(1),
         );
-        let broadcast = |tagged: bool| {
+        let broadcast = |tagged: bool, kind: BroadcastKind| {
             ev(
                 EventKind::TeamBroadcast {
                     from: "a".into(),
                     from_id: "sid-a".into(),
-                    kind: BroadcastKind::Update,
+                    kind,
                     message: "found it".into(),
                     turn: 1,
                     last: !tagged,
@@ -1318,10 +1270,26 @@ pub(crate) mod tests {
                 tagged.then_some(("exec-2", Some("exec-1"))),
             )
         };
-        b.apply(&broadcast(true), t(2));
-        b.apply(&broadcast(false), t(3));
+        b.apply(&broadcast(true, BroadcastKind::Update), t(2));
+        b.apply(&broadcast(false, BroadcastKind::Update), t(3));
+        // As the run log writes it: the event's own `at` and the record's are one key.
+        let line = serde_json::to_string(&RunRecord {
+            at: t(4),
+            event: broadcast(true, BroadcastKind::Failure),
+        })
+        .unwrap();
+        b.apply_line(&line);
         let trace = b.into_trace();
-        assert_eq!(trace.nodes[1].items.len(), 2);
+        assert_eq!(trace.skipped_lines, 0, "{line}");
+        assert_eq!(trace.nodes[1].items.len(), 3);
+        assert!(matches!(
+            trace.nodes[1].items[2],
+            TraceItem::Broadcast {
+                kind: BroadcastKind::Failure,
+                turn: 1,
+                ..
+            }
+        ));
         assert!(trace.run.items.is_empty());
     }
 
