@@ -1238,23 +1238,19 @@ pub(crate) mod tests {
         assert_eq!(b.trace().run.tokens, 30);
     }
 
+    /// A team run's start: supervisor `exec-1` and its member `a`'s turn `exec-2`.
+    pub(crate) fn supervisor_and_member() -> TraceBuilder {
+        let mut b = TraceBuilder::new();
+        let supervisor = started(ExecutionKind::Supervisor, "chair", "decide", false);
+        b.apply(&ev(supervisor, Some(("exec-1", None))), t(0));
+        let member = started(ExecutionKind::MemberTurn, "a", "turn 1", false);
+        b.apply(&ev(member, Some(("exec-2", Some("exec-1")))), t(1));
+        b
+    }
+
     #[test]
     fn broadcasts_go_under_the_senders_execution_also_read_from_a_line() {
-        let mut b = TraceBuilder::new();
-        b.apply(
-            &ev(
-                started(ExecutionKind::Supervisor, "chair", "decide", false),
-                Some(("exec-1", None)),
-            ),
-            t(0),
-        );
-        b.apply(
-            &ev(
-                started(ExecutionKind::MemberTurn, "a", "turn 1", false),
-                Some(("exec-2", Some("exec-1"))),
-            ),
-            t(1),
-        );
+        let mut b = supervisor_and_member();
         let broadcast = |tagged: bool, kind: BroadcastKind| {
             ev(
                 EventKind::TeamBroadcast {
