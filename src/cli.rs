@@ -51,11 +51,10 @@ pub enum Command {
 /// `huddle trace`: which run, and how to print it.
 #[derive(Debug, Args)]
 pub struct TraceArgs {
-    /// The team group: its name, or the start of only one group's name; default: the group of
-    /// the most recent run.
+    /// The team group: its name, or the start of only one group's name; default: any group.
     #[arg(long, value_name = "NAME")]
     pub group: Option<String>,
-    /// The run: its id or a unique prefix of it; default: the group's newest run.
+    /// The run: its id or a prefix only one run starts with; default: the newest run.
     #[arg(long, value_name = "ID")]
     pub run: Option<String>,
     /// Print the tree as JSON (nodes nested under `children`).

@@ -58,42 +58,38 @@ fn tree_text(paths: &Paths, args: &TraceArgs) -> Result<String, Failure> {
         .map_err(|reason| failed(format!("{} is unreadable: {reason}", file.path().display())))?
         .unwrap_or_default();
     let runs = RunFiles::new(paths.runs_dir());
-    let list = |group: &Group| {
-        runs.list(&group.id)
-            .map_err(|e| failed(format!("cannot list the runs of group `{}`: {e}", group.name)))
+    // The runs to choose from, oldest first: the group's, or every group's (run ids start with
+    // their start time, so they sort across groups too).
+    let group = args
+        .group
+        .as_deref()
+        .map(|name| pick_group(&org, name))
+        .transpose()?;
+    let mut candidates: Vec<RunRef<'_>> = Vec::new();
+    for g in group.map_or(org.groups.as_slice(), std::slice::from_ref) {
+        let ids = runs
+            .list(&g.id)
+            .map_err(|e| failed(format!("cannot list the runs of group `{}`: {e}", g.name)))?;
+        candidates.extend(ids.into_iter().map(|id| RunRef { id, group: g }));
+    }
+    candidates.sort_by(|a, b| a.id.cmp(&b.id));
+    let scope = match group {
+        Some(g) => format!("group `{}`", g.name),
+        None => "any group".to_string(),
     };
-    let (group, ids) = match &args.group {
-        Some(name) => {
-            let group = pick_group(&org, name)?;
-            (group, list(group)?)
-        }
-        None => {
-            let mut newest: Option<(&Group, Vec<String>)> = None;
-            for group in &org.groups {
-                let ids = list(group)?;
-                let later = match (&newest, ids.last()) {
-                    (_, None) => false,
-                    (None, Some(_)) => true,
-                    (Some((_, best)), Some(last)) => best.last().is_none_or(|b| last > b),
-                };
-                if later {
-                    newest = Some((group, ids));
-                }
-            }
-            newest.ok_or_else(|| {
-                usage("no runs yet: a team's runs are traced once it has run (`huddle run --preset NAME …`, or in the TUI)")
-            })?
-        }
-    };
-    let run_id = match &args.run {
-        Some(wanted) => pick_run(&ids, wanted).map_err(|e| usage(e.message(&group.name, wanted)))?,
-        None => ids.last().ok_or_else(|| {
-            usage(format!(
-                "group `{}` has no runs yet (old runs are pruned; run it with `huddle run --group \"{}\" …`)",
-                group.name, group.name
-            ))
+    let chosen = match &args.run {
+        Some(wanted) => pick_run(&candidates, wanted).map_err(|e| usage(e.message(&scope, wanted)))?,
+        None => candidates.last().ok_or_else(|| {
+            usage(match group {
+                Some(g) => format!(
+                    "group `{}` has no runs yet (old runs are pruned; run it with `huddle run --group \"{}\" …`)",
+                    g.name, g.name
+                ),
+                None => "no runs yet: a team's runs are traced once it has run (`huddle run --preset NAME …`, or in the TUI)".to_string(),
+            })
         })?,
     };
+    let (group, run_id) = (chosen.group, &chosen.id);
     let lines = runs
         .read_lines(&group.id, run_id)
         .map_err(|e| failed(e.to_string()))?;
@@ -116,6 +112,19 @@ fn tree_text(paths: &Paths, args: &TraceArgs) -> Result<String, Failure> {
     })
 }
 
+/// A run file: its id and its group.
+#[derive(Debug, Clone, PartialEq)]
+struct RunRef<'a> {
+    id: String,
+    group: &'a Group,
+}
+
+impl AsRef<str> for RunRef<'_> {
+    fn as_ref(&self) -> &str {
+        &self.id
+    }
+}
+
 /// Why a `--run` names no run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum RunPick<'a> {
@@ -126,14 +135,18 @@ enum RunPick<'a> {
 }
 
 impl RunPick<'_> {
-    fn message(&self, group: &str, wanted: &str) -> String {
+    /// The message, `scope` saying where the runs were looked for (`group `X``, `any group`).
+    fn message(&self, scope: &str, wanted: &str) -> String {
         match self {
+            RunPick::Unknown(newest) if newest.is_empty() => {
+                format!("no run `{wanted}` in {scope}: there are no runs yet")
+            }
             RunPick::Unknown(newest) => format!(
-                "group `{group}` has no run `{wanted}` (its newest: {}; old runs are pruned)",
+                "no run `{wanted}` in {scope} (the newest: {}; old runs are pruned)",
                 newest.join(", ")
             ),
             RunPick::Ambiguous(n, some) => format!(
-                "`{wanted}` starts {n} runs of group `{group}` ({}{}): give more of the id",
+                "`{wanted}` starts {n} runs in {scope} ({}{}): give more of the id",
                 some.join(", "),
                 if *n > some.len() { ", …" } else { "" }
             ),
@@ -141,24 +154,24 @@ impl RunPick<'_> {
     }
 }
 
-/// The run `wanted` names among `ids` (oldest first): its full id, or a prefix of one only.
-fn pick_run<'a>(ids: &'a [String], wanted: &str) -> Result<&'a String, RunPick<'a>> {
+/// The run `wanted` names among `runs` (oldest first): its full id, or a prefix of one only.
+fn pick_run<'a, T: AsRef<str>>(runs: &'a [T], wanted: &str) -> Result<&'a T, RunPick<'a>> {
     let wanted = wanted.trim();
-    if let Some(exact) = ids.iter().find(|id| id.as_str() == wanted) {
+    if let Some(exact) = runs.iter().find(|r| r.as_ref() == wanted) {
         return Ok(exact);
     }
-    let matching: Vec<&String> = ids
+    let matching: Vec<&T> = runs
         .iter()
-        .filter(|id| !wanted.is_empty() && id.starts_with(wanted))
+        .filter(|r| !wanted.is_empty() && r.as_ref().starts_with(wanted))
         .collect();
-    match matching.as_slice() {
-        [one] => Ok(one),
-        [] => Err(RunPick::Unknown(
-            ids.iter().rev().take(LISTED_MAX).map(String::as_str).collect(),
+    match matching.len() {
+        1 => Ok(matching[0]),
+        0 => Err(RunPick::Unknown(
+            runs.iter().rev().take(LISTED_MAX).map(AsRef::as_ref).collect(),
         )),
-        several => Err(RunPick::Ambiguous(
-            several.len(),
-            several.iter().take(LISTED_MAX).map(|s| s.as_str()).collect(),
+        n => Err(RunPick::Ambiguous(
+            n,
+            matching.into_iter().take(LISTED_MAX).map(AsRef::as_ref).collect(),
         )),
     }
 }
@@ -266,8 +279,8 @@ mod tests {
         );
         assert!(
             ambiguous
-                .message("Ops", "20260102")
-                .starts_with("`20260102` starts 3 runs of group `Ops`")
+                .message("group `Ops`", "20260102")
+                .starts_with("`20260102` starts 3 runs in group `Ops` (")
         );
         let unknown = pick_run(&ids, "1999").unwrap_err();
         assert_eq!(
@@ -275,6 +288,12 @@ mod tests {
             RunPick::Unknown(vec!["20260102-bc2", "20260102-bc", "20260102-bb", "20260101-aa"])
         );
         assert!(matches!(pick_run(&ids, ""), Err(RunPick::Unknown(_))));
+        let none: Vec<String> = Vec::new();
+        let nothing = pick_run(&none, "2026").unwrap_err();
+        assert_eq!(
+            nothing.message("any group", "2026"),
+            "no run `2026` in any group: there are no runs yet"
+        );
     }
 
     #[test]

@@ -15,13 +15,17 @@ const CRASHED_RUN: &str = "20261124T070000000Z-c4a5ed00";
 
 /// A data dir with one team group, `Incidents`; its id.
 fn home_with_group(home: &Path) -> String {
-    let mut org = Organization::default();
-    let group = Group::new("Incidents", GroupKind::Team);
+    add_group(home, "Incidents")
+}
+
+/// A team group added to the data dir's organization; its id.
+fn add_group(home: &Path, name: &str) -> String {
+    let file = OrganizationFile::new(home.join("organization.json"));
+    let mut org: Organization = file.inspect().unwrap().unwrap_or_default();
+    let group = Group::new(name, GroupKind::Team);
     let id = group.id.clone();
     org.groups.push(group);
-    OrganizationFile::new(home.join("organization.json"))
-        .save(&org)
-        .unwrap();
+    file.save(&org).unwrap();
     id
 }
 
@@ -542,15 +546,40 @@ fn unknown_groups_and_runs_are_usage_errors_that_say_what_exists() {
     assert_eq!(code, Some(2));
     assert!(
         err.contains(&format!(
-            "group `Incidents` has no run `2025` (its newest: {CRASHED_RUN}, {DISPATCH_RUN}"
+            "no run `2025` in group `Incidents` (the newest: {CRASHED_RUN}, {DISPATCH_RUN}"
         )),
         "{err}"
     );
 
-    let (code, _, err) = trace(home.path(), &["--run", "20261124T0"]);
+    let (code, _, err) = trace(home.path(), &["--group", "Incidents", "--run", "20261124T0"]);
     assert_eq!(code, Some(2));
     assert!(
-        err.contains("`20261124T0` starts 2 runs of group `Incidents`"),
+        err.contains("`20261124T0` starts 2 runs in group `Incidents` ("),
+        "{err}"
+    );
+
+    // Without --group, --run looks in every group.
+    let ops = add_group(home.path(), "Ops");
+    let ops_run = "20261124T100000000Z-0b500000";
+    let key = json!({"key": {"kind": "team", "group_id": ops}});
+    write_run(
+        home.path(),
+        &ops,
+        ops_run,
+        &[line(&ops, ops_run, 0, "run_started", None, key)],
+    );
+    let (code, out, err) = trace(home.path(), &["--run", "20261124T1"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(&format!("run {ops_run}")), "{out}");
+    let (code, _, err) = trace(home.path(), &["--run", "20261124T"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("`20261124T` starts 3 runs in any group ("), "{err}");
+    let (code, _, err) = trace(home.path(), &["--run", "nope"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains(&format!(
+            "no run `nope` in any group (the newest: {ops_run}, {CRASHED_RUN}"
+        )),
         "{err}"
     );
 
@@ -561,7 +590,7 @@ fn unknown_groups_and_runs_are_usage_errors_that_say_what_exists() {
     std::os::unix::fs::symlink(&outside, dir.join("20261124T080000000Z-11111111.jsonl")).unwrap();
     let (code, _, err) = trace(home.path(), &["--run", "20261124T08"]);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("has no run `20261124T08`"), "{err}");
+    assert!(err.contains("no run `20261124T08` in any group"), "{err}");
 }
 
 #[test]
