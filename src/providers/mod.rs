@@ -15,6 +15,7 @@ pub mod retry;
 pub mod secrets;
 pub mod sim;
 pub(crate) mod sim_pipeline;
+pub(crate) mod sim_team;
 mod sim_text;
 mod sim_tools;
 pub mod sse;
