@@ -665,6 +665,13 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
         } => {
             format!("   ✗ {session}: {}", first_line(e, 120))
         }
+        // A team member's broadcast has its own line (`team_broadcast`): its call and the
+        // acknowledgement are left out.
+        EventKind::ToolCall { name, .. } | EventKind::ToolResult { name, .. }
+            if name == crate::model::dispatch::BROADCAST_TOOL =>
+        {
+            return None;
+        }
         EventKind::ToolCall {
             session,
             name,
@@ -684,6 +691,10 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
             first_line(said, 100)
         ),
         EventKind::FlowHop { .. } => format!("   {}", crate::engine::protocol::flow::hop_line(&event.kind)?),
+        EventKind::TeamBroadcast { .. } => format!(
+            "   {}",
+            crate::engine::protocol::team_talk::broadcast_line(&event.kind)?
+        ),
         EventKind::PhaseTransition { .. } | EventKind::Handoff { .. } | EventKind::HandoffRejected { .. } => {
             format!(
                 "   {}",
