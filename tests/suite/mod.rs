@@ -12,6 +12,7 @@ mod engine_reflect;
 mod engine_relay;
 mod engine_runs;
 mod engine_single;
+mod engine_team_mode;
 mod engine_tool_loop;
 mod engine_tools_sim;
 mod fake_llm_server;
