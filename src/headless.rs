@@ -662,13 +662,14 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
             success: false,
             error: Some(e),
             ..
-        } => {
+        } if event.execution.is_none() => {
             format!("   ✗ {session}: {}", first_line(e, 120))
         }
-        // A team member's broadcast has its own line (`team_broadcast`): its call and the
-        // acknowledgement are left out.
+        // A team member's broadcast has its own line (`team_broadcast`), a dispatch is printed
+        // as its execution (`⇢ exec-2 …`): their tool calls and answers are left out.
         EventKind::ToolCall { name, .. } | EventKind::ToolResult { name, .. }
-            if name == crate::model::dispatch::BROADCAST_TOOL =>
+            if name == crate::model::dispatch::BROADCAST_TOOL
+                || name == crate::model::dispatch::DISPATCH_TOOL =>
         {
             return None;
         }
@@ -695,6 +696,15 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
             "   {}",
             crate::engine::protocol::team_talk::broadcast_line(&event.kind)?
         ),
+        EventKind::ExecutionStarted { .. }
+        | EventKind::ExecutionRunning
+        | EventKind::ExecutionFinished { .. } => {
+            let id = event.execution.as_ref().map_or("", |t| t.execution_id.as_str());
+            format!(
+                "   {}",
+                crate::engine::protocol::dispatch::execution_line(id, &event.kind)?
+            )
+        }
         EventKind::PhaseTransition { .. } | EventKind::Handoff { .. } | EventKind::HandoffRejected { .. } => {
             format!(
                 "   {}",

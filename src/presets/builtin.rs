@@ -41,6 +41,10 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         "deliberation-panel.yaml",
         include_str!("../../presets/deliberation-panel.yaml"),
     ),
+    (
+        "incident-investigation.yaml",
+        include_str!("../../presets/incident-investigation.yaml"),
+    ),
 ];
 
 /// Every built-in preset. A broken one is a bug in huddle itself (a unit test loads them all),
