@@ -512,3 +512,85 @@ async fn stop_cancels_every_member_and_keeps_the_partial_answers() {
         "a stop is no failure of the members"
     );
 }
+
+/// Swaps the engine of `f` for one that also has a `command` provider `agent` running
+/// `sh <dir>/<model>.sh` (the model names the script).
+fn with_cli_agents(f: &mut Fixture, dir: &std::path::Path, scripts: &[(&str, &str)]) {
+    let mut providers = String::new();
+    for (model, body) in scripts {
+        let path = dir.join(format!("{model}.sh"));
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("script");
+        providers.push_str(&format!(
+            "  - {{ name: {model}, kind: command, command: [\"sh\", \"{}\"] }}\n",
+            path.display()
+        ));
+    }
+    let config = huddle::config::Config::parse(
+        &format!(
+            "providers:\n  - {{ name: openai, kind: openai, base_url: \"{}\" }}\n{providers}",
+            f.server.openai_base()
+        ),
+        std::path::Path::new("test-config.yaml"),
+    )
+    .expect("config");
+    let (sink, events) = huddle::engine::EventSink::channel();
+    f.engine = huddle::engine::Engine::new(
+        super::engine_fixture::fast_providers(&config),
+        f.org.clone(),
+        f.transcripts.clone(),
+        sink,
+        huddle::engine::EngineOptions::default(),
+    );
+    f.events = events;
+}
+
+#[tokio::test]
+async fn cli_agents_deliberate_in_the_text_form() {
+    let mut f = deliberation(&["a", "b"], limits(4, 4)).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let d = dir.path().display().to_string();
+    with_cli_agents(
+        &mut f,
+        dir.path(),
+        &[
+            (
+                "cli-a",
+                &format!("cat > {d}/a-prompt.txt\nprintf 'A: costs matter.\\n[final]\\n'"),
+            ),
+            (
+                "cli-chair",
+                &format!(
+                    "cat > /dev/null\nif [ -e {d}/once ]; then printf 'FINAL from the chair\\n'; else touch {d}/once; printf 'Noted.\\n@broadcast: focus on cost\\n'; fi"
+                ),
+            ),
+        ],
+    );
+    let (a, chair) = (f.session_id("t-a"), f.session_id("t-orchestrator"));
+    f.org.update(|o| {
+        o.session_mut(&a).unwrap().model = "cli-a/x".into();
+        o.session_mut(&chair).unwrap().model = "cli-chair/x".into();
+    });
+    f.server
+        .script("w-b", vec![says("B: view", false), says("B: done", true)]);
+    let report = f.run("Decide").await;
+    assert!(report.failed.is_none(), "{:?}", report.failed);
+    assert_eq!(report.final_text.trim(), "FINAL from the chair");
+    let a_prompt = std::fs::read_to_string(dir.path().join("a-prompt.txt")).unwrap();
+    assert!(
+        a_prompt.contains("End your answer with a line `[final]`"),
+        "{a_prompt}"
+    );
+    assert!(!a_prompt.contains("Call `team_broadcast`"), "{a_prompt}");
+    let heard = broadcasts(&f.drain());
+    let from_a = heard.iter().find(|h| h.from == "a").expect("a's broadcast");
+    assert_eq!(from_a.message, "A: costs matter.");
+    assert!(from_a.last);
+    let chair_said = heard
+        .iter()
+        .find(|h| h.supervisor)
+        .expect("the chair's broadcast");
+    assert_eq!(chair_said.message, "focus on cost");
+    let b_second = &f.prompts("w-b")[1];
+    assert!(b_second.contains("### a · update · final · turn 1"), "{b_second}");
+    assert!(b_second.contains("> focus on cost"), "{b_second}");
+}
