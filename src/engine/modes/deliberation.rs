@@ -186,11 +186,11 @@ fn member_is_due(state: SeatState, seen: usize, id: &str, log: &[Broadcast]) -> 
     }
 }
 
-/// Whether the supervisor (given the log before `seen` at its last turn) takes its turn now:
-/// every member still in the team (`active`: the index of its latest broadcast) has broadcast
-/// since, or none is left.
-fn supervisor_is_due(running: bool, seen: usize, mut active: impl Iterator<Item = Option<usize>>) -> bool {
-    !running && active.all(|last| last.is_some_and(|i| i >= seen))
+/// Whether the supervisor takes its turn now: every member still in the team (`active`: the
+/// index of its latest broadcast) has broadcast since its last turn ended (`since`: the log's
+/// length then), or none is left.
+fn supervisor_is_due(running: bool, since: usize, mut active: impl Iterator<Item = Option<usize>>) -> bool {
+    !running && active.all(|last| last.is_some_and(|i| i >= since))
 }
 
 /// A member's place in the team, or the supervisor's.
@@ -318,6 +318,9 @@ struct Deliberation {
     log: Vec<Broadcast>,
     executions: Executions,
     root: ExecutionTag,
+    /// Where the current cycle starts in the log: after the supervisor's last broadcast (a
+    /// member's broadcast made while the supervisor was deciding does not answer it).
+    cycle_from: usize,
     member_turns: u32,
     supervisor_turns: u32,
     /// Tool calls of every turn (the root execution's count).
@@ -341,6 +344,7 @@ impl Deliberation {
             chair,
             request,
             log: Vec::new(),
+            cycle_from: 0,
             executions,
             root,
             member_turns: run.team.team_limits.member_turns(),
@@ -405,7 +409,7 @@ impl Deliberation {
     fn supervisor_due(&self) -> bool {
         supervisor_is_due(
             self.chair.state == SeatState::Running,
-            self.chair.seen,
+            self.cycle_from,
             self.seats.iter().filter(|s| s.active()).map(|s| s.last_broadcast),
         )
     }
@@ -622,6 +626,7 @@ impl Deliberation {
                 at: Utc::now(),
             };
             self.publish(tag, broadcast);
+            self.cycle_from = self.log.len();
             self.end_turn(run, tag, &turn);
             return if run.cancelled() {
                 Decision::Stopped(String::new())
@@ -777,7 +782,7 @@ mod tests {
     }
 
     #[test]
-    fn the_supervisor_is_due_when_every_active_member_broadcast_since_its_last_turn() {
+    fn the_supervisor_is_due_when_every_active_member_broadcast_since_its_last_turn_ended() {
         assert!(
             !supervisor_is_due(false, 0, [Some(0), None].into_iter()),
             "one has not spoken"
