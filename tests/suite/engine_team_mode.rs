@@ -594,3 +594,38 @@ async fn cli_agents_deliberate_in_the_text_form() {
     assert!(b_second.contains("### a · update · final · turn 1"), "{b_second}");
     assert!(b_second.contains("> focus on cost"), "{b_second}");
 }
+
+#[tokio::test]
+async fn a_spent_token_budget_stops_the_deliberation() {
+    let mut f = deliberation(&["a", "b"], limits(4, 4)).await;
+    f.org.update(|o| {
+        o.group_mut(&f.group_id).unwrap().budget = huddle::model::RunBudget {
+            token_budget: Some(30),
+            max_duration_secs: None,
+        }
+    });
+    // a's view spends the budget while b is still thinking.
+    f.server.script("w-a", vec![says("A1", false).usage(40, 5)]);
+    f.server.script(
+        "w-b",
+        vec![says("B1", false).chunk_delay(Duration::from_secs(3600))],
+    );
+    let run = f.spawn_run("Decide");
+    let report = tokio::time::timeout(HANG_GUARD, run)
+        .await
+        .expect("the budget ends the run")
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::BudgetExhausted);
+    assert!(report.failed.is_none());
+    let events = f.drain();
+    let ends = statuses(&events);
+    let execs = started(&events);
+    assert_eq!(ends.len(), execs.len(), "every execution ended");
+    let b_turn = execs
+        .iter()
+        .find(|(_, (kind, member, ..))| *kind == ExecutionKind::MemberTurn && member == "b")
+        .map(|(id, _)| id)
+        .unwrap();
+    assert_eq!(ends[b_turn], ExecutionStatus::Cancelled);
+    assert!(f.prompts(ORCH).is_empty(), "the supervisor never ran");
+}
