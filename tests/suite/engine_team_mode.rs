@@ -629,3 +629,23 @@ async fn a_spent_token_budget_stops_the_deliberation() {
     assert_eq!(ends[b_turn], ExecutionStatus::Cancelled);
     assert!(f.prompts(ORCH).is_empty(), "the supervisor never ran");
 }
+
+#[tokio::test]
+async fn a_message_sent_to_the_running_team_reaches_the_supervisor() {
+    let f = deliberation(&["a"], limits(4, 4)).await;
+    f.server.script(
+        "w-a",
+        vec![says("A: view", true).chunk_delay(Duration::from_millis(200))],
+    );
+    f.server.script(ORCH, vec![Reply::text("DONE")]);
+    let run = f.spawn_run("Decide");
+    f.wait_for_requests("w-a", 1).await;
+    assert!(f.engine.queue_message(&f.group_id, "Keep it cheap".into()));
+    let report = tokio::time::timeout(HANG_GUARD, run).await.unwrap().unwrap();
+    assert_eq!(report.final_text, "DONE");
+    let sup = &f.prompts(ORCH)[0];
+    assert!(
+        sup.contains("## From the user (sent while the team was deliberating)\n- Keep it cheap\n"),
+        "{sup}"
+    );
+}

@@ -532,6 +532,7 @@ impl Deliberation {
             max_cycles: self.supervisor_turns,
             conclude,
             text_form: chair.text_form,
+            from_user: &run.control().take_queued(),
         });
         chair.seen = self.log.len();
         chair.state = SeatState::Running;

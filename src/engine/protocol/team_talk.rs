@@ -382,6 +382,9 @@ pub fn member_next_prompt(
     out
 }
 
+/// Heads the messages the user sent while the team deliberated (the supervisor gets them).
+pub const USER_HEADING: &str = "## From the user (sent while the team was deliberating)";
+
 /// What the supervisor's turn is given.
 #[derive(Debug, Clone)]
 pub struct SupervisorTurn<'a> {
@@ -395,6 +398,8 @@ pub struct SupervisorTurn<'a> {
     /// It must answer now: its last turn, or every member has left.
     pub conclude: bool,
     pub text_form: bool,
+    /// Messages the user sent to the running team since its last turn.
+    pub from_user: &'a [String],
 }
 
 pub fn supervisor_prompt(t: &SupervisorTurn<'_>) -> String {
@@ -406,6 +411,16 @@ pub fn supervisor_prompt(t: &SupervisorTurn<'_>) -> String {
     if let Some(block) = t.block {
         out.push_str(block.trim_end());
         out.push_str("\n\n");
+    }
+    if !t.from_user.is_empty() {
+        out.push_str(USER_HEADING);
+        out.push('\n');
+        for m in t.from_user {
+            out.push_str("- ");
+            out.push_str(m.trim());
+            out.push('\n');
+        }
+        out.push('\n');
     }
     out.push_str(SUPERVISION_HEADING);
     out.push('\n');
@@ -687,10 +702,25 @@ mod tests {
             max_cycles: 4,
             conclude: false,
             text_form: false,
+            from_user: &[],
         });
         assert!(
             s.starts_with("Should we move?\n\n## Team broadcasts\n\nx\n\n## Team supervision\nYou supervise"),
             "{s}"
+        );
+        let told = supervisor_prompt(&SupervisorTurn {
+            first: None,
+            block: None,
+            active: &active,
+            cycle: 2,
+            max_cycles: 4,
+            conclude: false,
+            text_form: false,
+            from_user: &["Keep it cheap ".to_string()],
+        });
+        assert!(
+            told.starts_with("## From the user (sent while the team was deliberating)\n- Keep it cheap\n\n## Team supervision\n"),
+            "{told}"
         );
         assert!(s.ends_with("Members still in the team: a.\nCycle: 1 of 4"), "{s}");
         let last = supervisor_prompt(&SupervisorTurn {
@@ -701,6 +731,7 @@ mod tests {
             max_cycles: 4,
             conclude: true,
             text_form: true,
+            from_user: &[],
         });
         assert!(
             last.starts_with("## Team supervision\nConclude now: every member has left"),
@@ -856,6 +887,7 @@ mod sim_tests {
                 max_cycles: 5,
                 conclude,
                 text_form: false,
+                from_user: &[],
             })
         };
         let one = turn(1, false, true);
