@@ -649,3 +649,29 @@ async fn a_message_sent_to_the_running_team_reaches_the_supervisor() {
         "{sup}"
     );
 }
+
+#[tokio::test]
+async fn a_failed_supervisor_fails_the_run() {
+    let mut f = deliberation(&["a", "b"], limits(4, 4)).await;
+    for m in ["a", "b"] {
+        f.server
+            .script(&format!("w-{m}"), vec![says("view", false), says("done", true)]);
+    }
+    f.server.script(ORCH, vec![guides("Go on"), Reply::status(500)]);
+    let report = tokio::time::timeout(HANG_GUARD, f.spawn_run("Decide"))
+        .await
+        .unwrap()
+        .unwrap();
+    let failure = report.failed.expect("the run failed");
+    assert!(failure.contains("500"), "{failure}");
+    let events = f.drain();
+    let execs = started(&events);
+    let ends = statuses(&events);
+    assert_eq!(ends.len(), execs.len(), "every execution ended");
+    let root = execs
+        .iter()
+        .find(|(_, (kind, ..))| *kind == ExecutionKind::Supervisor)
+        .map(|(id, _)| id)
+        .unwrap();
+    assert_eq!(ends[root], ExecutionStatus::Failed);
+}
