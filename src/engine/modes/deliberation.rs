@@ -32,13 +32,14 @@ use super::super::lock;
 use super::super::protocol::team_talk::{
     Broadcast, Delivery, MemberIntro, Peer, Said, SupervisorTurn, acknowledgement, broadcast_tool,
     broadcasts_block, deliveries, failure_message, member_first_prompt, member_next_prompt,
-    parse_broadcast_call, parse_member_text, parse_supervisor_text, supervisor_prompt, turn_limit_message,
+    parse_broadcast_call, parse_member_text, parse_supervisor_text, supervisor_prompt, team_tally,
+    turn_limit_message,
 };
 use super::super::run::Run;
 use super::super::session::{BeforeCall, LentAnswer, TurnHooks, TurnOptions, TurnResult, TurnTools};
 use super::super::team::Member;
 use super::super::{EngineError, RunReport};
-use super::one_pass::{failed_pass, finish, phase, start, with_pending};
+use super::one_pass::{Steps, failed_pass, finish, finish_steps, phase, start, with_pending};
 
 pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, EngineError> {
     let (prompt, pending) = with_pending(run, prompt);
@@ -71,11 +72,32 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
             },
         },
     );
+    let steps = || Steps {
+        taken: team.chair.turns.max(1),
+        allowed: team.supervisor_turns,
+        more: Some(team_tally(
+            team.seats.len(),
+            team.seats.iter().map(|s| s.turns).sum(),
+            team.chair.turns,
+            &team.log,
+        )),
+    };
     let report = match end {
-        End::Answer(text) => finish(run, CycleOutcome::Completed, text, Some(&supervisor)),
+        End::Answer(text) => {
+            let steps = steps();
+            finish_steps(run, CycleOutcome::Completed, text, Some(&supervisor), None, steps)
+        }
         End::Stopped(text) => {
             run.restore_pending(pending);
-            return Ok(finish(run, CycleOutcome::Cancelled, text, Some(&supervisor)));
+            let steps = steps();
+            return Ok(finish_steps(
+                run,
+                CycleOutcome::Cancelled,
+                text,
+                Some(&supervisor),
+                None,
+                steps,
+            ));
         }
         End::Failed(turn) => {
             run.restore_pending(pending);

@@ -490,6 +490,23 @@ pub fn turn_limit_message(name: &str, max: u32) -> String {
     format!("member {name} reached its turn limit ({max} turns) and is no longer in the team.")
 }
 
+/// The team's line in the completion summary: `Team: 3 members, 8 member turns, 2 supervisor
+/// turns; 10 broadcasts (3 final, 1 failure, 1 from the supervisor)`.
+pub fn team_tally(members: usize, member_turns: u32, supervisor_turns: u32, log: &[Broadcast]) -> String {
+    let finals = log
+        .iter()
+        .filter(|b| b.last && b.kind == BroadcastKind::Update)
+        .count();
+    let failures = log.iter().filter(|b| b.kind == BroadcastKind::Failure).count();
+    let supervisor = log.iter().filter(|b| b.supervisor).count();
+    format!(
+        "Team: {members} members, {member_turns} member turns, {supervisor_turns} supervisor turns; \
+         {} broadcasts ({finals} final, {failures} failure{}, {supervisor} from the supervisor)",
+        log.len(),
+        if failures == 1 { "" } else { "s" }
+    )
+}
+
 /// One line for a `team_broadcast` event (headless progress); `None` for other events. The
 /// message comes from a model: callers sanitise for display.
 pub fn broadcast_line(event: &EventKind) -> Option<String> {
@@ -738,6 +755,22 @@ mod tests {
             "{last}"
         );
         assert!(!last.contains("@broadcast:"), "{last}");
+    }
+
+    #[test]
+    fn the_tally_counts_turns_and_broadcasts_by_type() {
+        let mut last = b("a", "done", 2);
+        last.last = true;
+        let mut failed = b("b", "member b failed", 1);
+        failed.kind = BroadcastKind::Failure;
+        failed.last = true;
+        let mut chair = b("chair", "go on", 1);
+        chair.supervisor = true;
+        let log = [b("a", "view", 1), chair, last, failed];
+        assert_eq!(
+            team_tally(2, 3, 2, &log),
+            "Team: 2 members, 3 member turns, 2 supervisor turns; 4 broadcasts (1 final, 1 failure, 1 from the supervisor)"
+        );
     }
 
     #[test]
