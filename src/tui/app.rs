@@ -381,6 +381,8 @@ impl App {
             Action::NewerRun if self.browse_conversations(1) => {}
             Action::OlderRun => return self.browse_runs(-1),
             Action::NewerRun => return self.browse_runs(1),
+            Action::PrevToolCall if self.select_card(true) => {}
+            Action::NextToolCall if self.select_card(false) => {}
             Action::PrevToolCall => self.select_tool_call(true),
             Action::NextToolCall => self.select_tool_call(false),
             Action::ViewDiff => return self.open_diff(),
@@ -392,6 +394,8 @@ impl App {
             Action::Regenerate => return self.regenerate(),
             Action::EditResend => self.edit_resend(),
             Action::ForkSession => return self.fork_session(),
+            Action::ToggleCard => self.toggle_card(),
+            Action::TraceView => self.flash("the trace view is not there yet", true),
         }
         Vec::new()
     }

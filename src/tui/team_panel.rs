@@ -141,6 +141,14 @@ impl TeamPanel {
             .or_else(|| self.cycles.get(group_id))
     }
 
+    /// The run of a team shown, to change what is drawn of it (its cards).
+    pub fn shown_cycle_mut(&mut self, group_id: &str) -> Option<&mut CycleView> {
+        match self.shown_runs.get_mut(group_id) {
+            Some(r) => Some(&mut r.view),
+            None => self.cycles.get_mut(group_id),
+        }
+    }
+
     /// True while an earlier run of the team is shown.
     pub fn browsing(&self, group_id: &str) -> bool {
         self.shown_runs.contains_key(group_id)
@@ -229,9 +237,9 @@ impl TeamPanel {
     }
 
     /// Streamed text of a member of a team whose run is followed (the panel shows its end).
-    pub fn on_delta(&mut self, group_id: &str, session_id: &str, session: &str, text: &str) {
-        if let Some(c) = self.cycles.get_mut(group_id) {
-            c.on_delta(session_id, session, text);
+    pub fn on_delta(&mut self, event: &EngineEvent, session_id: &str, session: &str, text: &str) {
+        if let Some(c) = self.cycles.get_mut(&event.group_id) {
+            c.on_delta(session_id, session, text, event.execution.as_ref());
         }
     }
 
@@ -367,13 +375,7 @@ pub fn replay(loaded: &LoadedRun, members_slug: &str, resumable: bool) -> CycleV
 
 /// The colour of a timeline entry or an outcome (dropped under `NO_COLOR` by the renderer).
 pub fn kind_style(kind: &TimelineKind) -> Style {
-    match kind {
-        TimelineKind::Heading => Style::default().add_modifier(Modifier::BOLD),
-        TimelineKind::Info => Style::default(),
-        TimelineKind::Good => Style::default().fg(Color::Green),
-        TimelineKind::Bad => Style::default().fg(Color::Red),
-        TimelineKind::Warn => Style::default().fg(Color::Yellow),
-    }
+    kind.style()
 }
 
 /// Scores 0..1 as block characters.
@@ -482,6 +484,9 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
         &props.keys.relay_review,
         width,
     ));
+    if let Some(line) = super::execution_cards::summary(&c.cards) {
+        wrap_line_into(Line::styled(line, dim), width.max(1), &mut out);
+    }
     if let Some(first) = c.approvals.first().filter(|_| running) {
         // The run waits until the popup is answered.
         let more = match c.approvals.len() {

@@ -201,6 +201,11 @@ impl TranscriptPane {
             }
             EventKind::Notice {
                 session_id, message, ..
+            }
+            // A message added to a turn in progress (a sub-agent's pushed result): stored in
+            // the transcript like a tool result, so shown where it came in.
+            | EventKind::TurnInput {
+                session_id, message, ..
             } => {
                 if let (Some(view), Some(m)) = (self.views.get_mut(session_id), message) {
                     view.add((**m).clone());
@@ -940,6 +945,22 @@ fn render_group(
             Style::default(),
         ));
     }
+    // A sub-agent card's line is made each frame (its duration ticks while it runs).
+    let cards = cycle.map(|c| &c.cards);
+    let now = std::time::Instant::now();
+    let headers: Vec<Option<(String, Style)>> = timeline
+        .iter()
+        .map(|entry| {
+            let card = cards?.get(entry.card.as_deref()?)?;
+            let selected = cards?.selected.as_deref() == Some(card.id.as_str());
+            let style = if selected {
+                card.style().add_modifier(Modifier::REVERSED)
+            } else {
+                card.style()
+            };
+            Some((card.header(now), style))
+        })
+        .collect();
     let result = cycle.and_then(|c| c.result.as_deref());
     let result_cells = result.into_iter().flat_map(|text| {
         [
@@ -957,15 +978,29 @@ fn render_group(
             },
         ]
     });
-    let cells: Vec<Cell<'_>> = notes
+    let mut cells: Vec<Cell<'_>> = notes
         .iter()
         .map(|(text, style)| Cell::Timeline { text, style: *style })
-        .chain(timeline.iter().map(|entry| Cell::Timeline {
-            text: &entry.text,
-            style: kind_style(&entry.kind),
-        }))
-        .chain(result_cells)
         .collect();
+    for (entry, header) in timeline.iter().zip(&headers) {
+        let card = entry.card.as_deref().and_then(|id| cards?.get(id));
+        match (header, card) {
+            (Some((text, style)), Some(card)) => {
+                cells.push(Cell::Timeline { text, style: *style });
+                if card.expanded {
+                    cells.extend(
+                        card.body_lines()
+                            .map(|(text, style)| Cell::Timeline { text, style }),
+                    );
+                }
+            }
+            _ => cells.push(Cell::Timeline {
+                text: &entry.text,
+                style: kind_style(&entry.kind),
+            }),
+        }
+    }
+    cells.extend(result_cells);
     // Laid out fresh each frame (a few hundred short lines and the result, only the visible
     // part), at the reader's scroll position (0 follows the newest).
     scroll.clear();
