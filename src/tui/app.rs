@@ -66,6 +66,8 @@ pub struct App {
     pub mouse_capture: bool,
     /// Worktree statuses for the sidebar, refreshes in flight, whether git can be used.
     pub worktrees: WorktreeMarks,
+    /// The trace view of a team's run, while open (drawn over the centre; takes the keys).
+    pub trace_view: Option<super::trace_view::TraceView>,
 }
 
 impl App {
@@ -95,6 +97,7 @@ impl App {
             layout: FrameLayout::default(),
             mouse_capture: true,
             worktrees: WorktreeMarks::default(),
+            trace_view: None,
         };
         let interrupted: Vec<(GroupId, String, u32, u32)> = app.org.read(|o| {
             o.groups
@@ -251,6 +254,9 @@ impl App {
                 return commands;
             }
         }
+        if let Some(commands) = self.trace_view_key(&key, global) {
+            return commands;
+        }
         if self.transcripts.typing_search() {
             // Ctrl-C leaves the search line, as it closes a dialog.
             let commands = match global {
@@ -395,7 +401,7 @@ impl App {
             Action::EditResend => self.edit_resend(),
             Action::ForkSession => return self.fork_session(),
             Action::ToggleCard => self.toggle_card(),
-            Action::TraceView => self.flash("the trace view is not there yet", true),
+            Action::TraceView => self.open_trace(),
         }
         Vec::new()
     }

@@ -1,7 +1,12 @@
 //! The sub-agent card keys on a team (modes `dispatch` and `team`): walk the cards of the run
-//! shown and expand or collapse one.
+//! shown and expand or collapse one; the trace view of the run shown.
 
+use crossterm::event::KeyEvent;
+
+use super::action::Action;
 use super::app::{App, Focus};
+use super::command::Command;
+use super::trace_view::{TraceKey, TraceView};
 
 impl App {
     /// The team whose timeline is on screen (a team row selected, not one of its sessions).
@@ -44,5 +49,31 @@ impl App {
         if toggled.is_none() {
             self.flash("no sub-agent cards in this run", true);
         }
+    }
+
+    /// Opens the trace view of the selected team's run shown (its newest, or the earlier one
+    /// browsed).
+    pub(super) fn open_trace(&mut self) {
+        match self.selected_group_id().filter(|g| self.is_team(g)) {
+            Some(group_id) => self.trace_view = Some(TraceView::new(group_id)),
+            None => self.flash("select a team to see the trace of its run", true),
+        }
+    }
+
+    /// A key while the trace view is open: it scrolls or closes the view (global keys still
+    /// work: the view stays open over them). None when the view is not open.
+    pub(super) fn trace_view_key(&mut self, key: &KeyEvent, global: Option<Action>) -> Option<Vec<Command>> {
+        let view = self.trace_view.as_mut()?;
+        if let Some(action) = global {
+            if action == Action::Quit {
+                self.trace_view = None;
+                return Some(Vec::new());
+            }
+            return Some(self.perform(action));
+        }
+        if view.handle_key(key) == TraceKey::Close {
+            self.trace_view = None;
+        }
+        Some(Vec::new())
     }
 }

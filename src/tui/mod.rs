@@ -55,6 +55,7 @@ pub mod team_panel;
 pub mod terminal;
 mod timeline_kind;
 pub mod tool_cell;
+pub mod trace_view;
 pub mod transcript_pane;
 pub mod transcript_view;
 pub mod widgets;

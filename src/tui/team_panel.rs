@@ -51,6 +51,8 @@ pub struct TeamPanel {
     pub shown_runs: HashMap<GroupId, ShownRun>,
     /// Teams whose newest run file was asked for (read once, when first shown).
     requested: HashSet<GroupId>,
+    /// The trace trees of the runs shown (the trace view draws them).
+    pub traces: super::trace_view::RunTraces,
 }
 
 /// Where browsing a team's runs leads.
@@ -157,6 +159,7 @@ impl TeamPanel {
     /// Shows the newest run again (a new one starts there).
     pub fn show_newest(&mut self, group_id: &str) {
         self.shown_runs.remove(group_id);
+        self.traces.show_newest(group_id);
     }
 
     /// True when the team's newest cycle was interrupted and can be resumed.
@@ -179,6 +182,7 @@ impl TeamPanel {
         self.shown_runs.remove(group_id);
         self.latest_runs.remove(group_id);
         self.requested.remove(group_id);
+        self.traces.forget(group_id);
     }
 
     /// Moves the shown run of a team one earlier (`-1`) or later (`1`) among its runs on disk.
@@ -223,6 +227,7 @@ impl TeamPanel {
             };
             self.latest_runs.insert(id.clone(), RunPosition { index, total });
         }
+        self.traces.follow(event);
         let cycle = self.cycles.entry(id.clone()).or_default();
         // Names in a run's events are those at its start: the slug is taken once per cycle.
         if cycle.team_slug.is_empty() || matches!(event.kind, EventKind::CycleStarted { .. }) {
@@ -246,6 +251,7 @@ impl TeamPanel {
     /// A run file read back as `view`: the newest becomes the team's timeline (unless a live
     /// run has begun meanwhile: `live`); an earlier one is shown until the user goes back.
     pub fn on_run_loaded(&mut self, group_id: GroupId, loaded: &LoadedRun, mut view: CycleView, live: bool) {
+        self.traces.on_run_loaded(&group_id, loaded, live);
         if !live && let Some(line) = super::relay_view::settle_replayed(&mut view.relay) {
             view.push(super::cycle_view::TimelineKind::Warn, line);
         }

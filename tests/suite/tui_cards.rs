@@ -71,7 +71,7 @@ fn finished(
 
 /// A dispatch run: the orchestrator (exec-1) dispatches the security reviewer (exec-2, which
 /// streams, calls a tool and completes), the correctness reviewer (exec-3, which fails) and
-/// the maintainability reviewer (exec-4, queued). Returns the orchestrator's session id.
+/// the maintainability reviewer (exec-4, queued). Returns the run's id.
 fn dispatch_run(app: &mut App, gid: &str) -> String {
     let run = start_cycle(app, gid, Mode::Dispatch);
     let (orch, _) = member(app, gid, |_, r| r == Role::Orchestrator);
@@ -229,7 +229,7 @@ fn dispatch_run(app: &mut App, gid: &str) -> String {
             message: Some(Box::new(Message::user(text))),
         },
     );
-    orch
+    run
 }
 
 #[test]
@@ -434,4 +434,68 @@ fn a_dispatch_run_with_cards_snapshot() {
     app.handle_key(key(KeyCode::Tab));
     let t = render(&mut app, 120, 36);
     tui_snapshot!("team_dispatch_cards_120x36", screen_text(&t));
+}
+
+#[test]
+fn the_trace_view_shows_the_runs_tree_scrolls_and_closes() {
+    let (mut app, gid) = app_with_team(TEAM);
+    app.handle_key(ch('O'));
+    let screen = screen_text(&render(&mut app, 140, 40));
+    assert!(
+        screen.contains("Trace · Code Review Team · newest run"),
+        "{screen}"
+    );
+    assert!(screen.contains("No run to trace yet"), "{screen}");
+    app.handle_key(key(KeyCode::Esc));
+    let run = dispatch_run(&mut app, &gid);
+    app.handle_key(ch('O'));
+    let screen = screen_text(&render(&mut app, 140, 40));
+    for line in [
+        "Code Review Team · run",
+        "exec-1 lead (orchestrator) running",
+        "exec-2 security (sub_agent) completed 3.1s 800 tok — Passwords are hashed.",
+        "exec-3 correctness (sub_agent) failed 1.2s 90 tok 1 tool calls — error: the model refused",
+        "exec-4 maintainability (sub_agent, queued) queued",
+    ] {
+        assert!(screen.contains(line), "`{line}`: {screen}");
+    }
+    // Live: a later event shows at the next frame.
+    tagged(
+        &mut app,
+        &gid,
+        &run,
+        Some(("exec-4", Some("exec-1"))),
+        finished(ExecutionStatus::Cancelled, 10, 0, None, None),
+    );
+    let screen = screen_text(&render(&mut app, 140, 40));
+    assert!(
+        screen.contains("exec-4 maintainability (sub_agent, queued) cancelled"),
+        "{screen}"
+    );
+    // Keys scroll it and do nothing else; Esc closes it.
+    let before = app.selected_group_id();
+    app.handle_key(ch('j'));
+    app.handle_key(ch('d'));
+    assert!(app.dialogs.is_empty(), "keys stay in the view");
+    assert_eq!(app.selected_group_id(), before);
+    app.handle_key(key(KeyCode::Esc));
+    assert!(app.trace_view.is_none());
+    let screen = screen_text(&render(&mut app, 140, 40));
+    assert!(!screen.contains("Trace ·"), "{screen}");
+}
+
+#[test]
+fn a_trace_view_snapshot() {
+    let (mut app, gid) = app_with_team(TEAM);
+    dispatch_run(&mut app, &gid);
+    app.handle_key(ch('O'));
+    let text = screen_text(&render(&mut app, 120, 30));
+    // The run's id is made per test process.
+    let run = text
+        .split("run run-")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .map(|n| format!("run run-{n}"))
+        .unwrap_or_default();
+    tui_snapshot!("team_trace_view_120x30", text.replace(&run, "run run-N"));
 }
