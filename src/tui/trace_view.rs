@@ -28,7 +28,7 @@ use crate::workspace::LoadedRun;
 #[derive(Debug)]
 enum RunTrace {
     Live(Box<TraceBuilder>),
-    Read(Trace),
+    Read(Box<Trace>),
 }
 
 impl RunTrace {
@@ -104,7 +104,7 @@ impl RunTraces {
             builder.skip_line();
         }
         let kept = Kept {
-            trace: RunTrace::Read(builder.finish()),
+            trace: RunTrace::Read(Box::new(builder.finish())),
             version: self.next_version(),
         };
         if earlier {
