@@ -662,8 +662,14 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
             success: false,
             error: Some(e),
             ..
-        } => {
+        } if event.execution.is_none() => {
             format!("   ✗ {session}: {}", first_line(e, 120))
+        }
+        // A dispatch is printed as its execution (`⇢ exec-2 …`), not as the tool call.
+        EventKind::ToolCall { name, .. } | EventKind::ToolResult { name, .. }
+            if name == crate::model::dispatch::DISPATCH_TOOL =>
+        {
+            return None;
         }
         EventKind::ToolCall {
             session,
@@ -684,6 +690,15 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
             first_line(said, 100)
         ),
         EventKind::FlowHop { .. } => format!("   {}", crate::engine::protocol::flow::hop_line(&event.kind)?),
+        EventKind::ExecutionStarted { .. }
+        | EventKind::ExecutionRunning
+        | EventKind::ExecutionFinished { .. } => {
+            let id = event.execution.as_ref().map_or("", |t| t.execution_id.as_str());
+            format!(
+                "   {}",
+                crate::engine::protocol::dispatch::execution_line(id, &event.kind)?
+            )
+        }
         EventKind::PhaseTransition { .. } | EventKind::Handoff { .. } | EventKind::HandoffRejected { .. } => {
             format!(
                 "   {}",

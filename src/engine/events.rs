@@ -411,8 +411,11 @@ pub enum EventKind {
     },
     /// A queued execution got its place and runs now.
     ExecutionRunning,
-    /// An execution is over. `result` is its answer (capped), `error` why it failed.
+    /// An execution is over. `result` is its answer (capped), `error` why it failed; `kind`
+    /// and `member` repeat its start's, so a consumer without state can print it.
     ExecutionFinished {
+        kind: ExecutionKind,
+        member: String,
         status: ExecutionStatus,
         duration_ms: u64,
         tokens: u64,

@@ -2,6 +2,8 @@
 //! `exec-2`, …), and their start, start of work and end reported as events, which the run file
 //! keeps: `huddle trace` and the TUI build the tree from them.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -18,6 +20,8 @@ pub const RESULT_MAX_CHARS: usize = 4000;
 pub(crate) struct Executions {
     emitter: Emitter,
     next: AtomicU32,
+    /// Each started execution's kind and member, for its end's event.
+    started: Mutex<HashMap<String, (ExecutionKind, String)>>,
 }
 
 /// What started an execution.
@@ -67,6 +71,7 @@ impl Executions {
         Executions {
             emitter,
             next: AtomicU32::new(1),
+            started: Mutex::new(HashMap::new()),
         }
     }
 
@@ -77,6 +82,10 @@ impl Executions {
             execution_id: format!("exec-{n}"),
             parent_execution_id: start.parent.map(str::to_string),
         };
+        self.started
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(tag.execution_id.clone(), (start.kind, start.member.to_string()));
         self.emit(
             &tag,
             EventKind::ExecutionStarted {
@@ -97,9 +106,18 @@ impl Executions {
 
     pub fn finish(&self, tag: &ExecutionTag, finish: Finish) {
         let cap = |text: String| crate::text::truncate_chars(&text, RESULT_MAX_CHARS);
+        let (kind, member) = self
+            .started
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&tag.execution_id)
+            .cloned()
+            .unwrap_or((ExecutionKind::SubAgent, String::new()));
         self.emit(
             tag,
             EventKind::ExecutionFinished {
+                kind,
+                member,
                 status: finish.status.unwrap_or(ExecutionStatus::Completed),
                 duration_ms: finish.duration.as_millis() as u64,
                 tokens: finish.tokens,

@@ -58,6 +58,7 @@ pub(crate) struct Team {
     /// Mode `dispatch`: the group's guardrails over config.yaml's.
     pub dispatch: crate::model::DispatchLimits,
     /// Mode `team`: the turn limits.
+    #[allow(dead_code)] // read by mode `team` (being written on its own branch)
     pub team_limits: crate::model::TeamLimits,
 }
 

@@ -129,7 +129,7 @@ impl CallContext<'_> {
         hooks: &TurnHooks,
     ) -> (Vec<CallResult>, bool) {
         let lent: Vec<String> = hooks.0.specs().into_iter().map(|s| s.name).collect();
-        let is_lent = |c: &ToolCall| lent.iter().any(|n| *n == c.name);
+        let is_lent = |c: &ToolCall| lent.contains(&c.name);
         let others: Vec<ToolCall> = calls.iter().filter(|c| !is_lent(c)).cloned().collect();
         let answer_lent = async {
             let mut answers = Vec::new();
@@ -194,6 +194,12 @@ impl CallContext<'_> {
     /// tool (the message says why, for the model).
     async fn attempt(&self, offer: &Offer, call: &ToolCall) -> Result<(String, bool), String> {
         let Some(spec) = offer.spec(&call.name) else {
+            if crate::model::dispatch::is_orchestration_tool(&call.name) {
+                return Err(format!(
+                    "`{}` is only for the orchestrator: a sub-agent cannot dispatch or manage sub-agents (depth 1)",
+                    call.name
+                ));
+            }
             let known: Vec<&str> = offer.specs.iter().map(|s| s.name.as_str()).collect();
             return Err(format!(
                 "unknown tool `{}`; the tools you can call are: {}",

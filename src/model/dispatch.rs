@@ -16,9 +16,16 @@ pub const ASK_TOOL: &str = "ask_agent";
 /// A team member's (and the supervisor's) one tool.
 pub const BROADCAST_TOOL: &str = "team_broadcast";
 
+/// True for the orchestrator's tools (a sub-agent calling one gets a clear tool error: depth 1).
+pub fn is_orchestration_tool(name: &str) -> bool {
+    [DISPATCH_TOOL, CANCEL_TOOL, LIST_TOOL, ASK_TOOL].contains(&name)
+}
+
 /// How a pushed result opens (the orchestrator's conversation gets it as a user message).
 pub const COMPLETED_PREFIX: &str = "[Sub-agent completed]";
 pub const FAILED_PREFIX: &str = "[Sub-agent failed]";
+/// The heading a sub-agent's task is under.
+pub const TASK_HEADING: &str = "## Task";
 /// How a clarification request opens (seed 000's sub-agent clarification).
 pub const CLARIFICATION_HEADER: &str = "## CLARIFICATION REQUEST FROM";
 /// The heading of the broadcasts injected into a member's or the supervisor's next turn.

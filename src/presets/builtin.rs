@@ -37,6 +37,10 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         "support-desk-pipeline.yaml",
         include_str!("../../presets/support-desk-pipeline.yaml"),
     ),
+    (
+        "incident-investigation.yaml",
+        include_str!("../../presets/incident-investigation.yaml"),
+    ),
 ];
 
 /// Every built-in preset. A broken one is a bug in huddle itself (a unit test loads them all),

@@ -14,6 +14,7 @@ pub mod probe;
 pub mod retry;
 pub mod secrets;
 pub mod sim;
+mod sim_dispatch;
 pub(crate) mod sim_pipeline;
 mod sim_text;
 mod sim_tools;

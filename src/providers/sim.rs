@@ -42,12 +42,31 @@ impl SimProvider {
         let started = Instant::now();
         let mut sink = TextSink::new(deltas);
         let work = async {
-            let call = sim_tools::call_for(&req);
-            let (text, mut usage) = match &call {
-                Some(call) => (sim_tools::call_preamble(call), Usage::default()),
-                None => simulate(&req),
+            let (calls, text, mut usage) = match super::sim_dispatch::play(&req) {
+                Some(super::sim_dispatch::Play::Calls(calls)) => {
+                    let text = format!("Dispatching {} sub-agent(s).", calls.len());
+                    (calls, text, Usage::default())
+                }
+                Some(super::sim_dispatch::Play::Say(text)) => {
+                    let usage = Usage {
+                        input_tokens: estimate_tokens(&render_plain_prompt(&req)),
+                        output_tokens: estimate_tokens(&text),
+                    };
+                    (Vec::new(), text, usage)
+                }
+                None => match sim_tools::call_for(&req) {
+                    Some(call) => (
+                        vec![call.clone()],
+                        sim_tools::call_preamble(&call),
+                        Usage::default(),
+                    ),
+                    None => {
+                        let (text, usage) = simulate(&req);
+                        (Vec::new(), text, usage)
+                    }
+                },
             };
-            if call.is_some() {
+            if !calls.is_empty() {
                 usage.input_tokens = estimate_tokens(&render_plain_prompt(&req));
                 usage.output_tokens = estimate_tokens(&text);
             }
@@ -62,11 +81,11 @@ impl SimProvider {
                 }
                 sink.push(piece);
             }
-            let finish_reason = if call.is_some() { "tool_calls" } else { "stop" };
+            let finish_reason = if calls.is_empty() { "stop" } else { "tool_calls" };
             Ok(Finished {
                 usage: Some(usage),
                 finish_reason: Some(finish_reason.to_string()),
-                tool_calls: call.into_iter().collect(),
+                tool_calls: calls,
                 agent: None,
             })
         };

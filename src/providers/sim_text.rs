@@ -342,6 +342,17 @@ fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
         .trim_start()
         .strip_prefix("## ORIGINAL USER REQUEST")
         .map_or(p.user, str::trim_start);
+    // A dispatched sub-agent's input ends with its task (or a clarification) under a heading.
+    let user = user
+        .rsplit_once(&format!("{}\n", crate::model::dispatch::TASK_HEADING))
+        .map_or(user, |(_, task)| task.trim_start());
+    let user = match user
+        .trim_start()
+        .strip_prefix(crate::model::dispatch::CLARIFICATION_HEADER)
+    {
+        Some(rest) => rest.split_once('\n').map_or(rest, |(_, q)| q.trim_start()),
+        None => user,
+    };
     // A pipeline member's input carries a context line and the pipeline's instructions.
     let user = if p.user.contains("\n## PIPELINE") {
         super::sim_pipeline::request_of(user)

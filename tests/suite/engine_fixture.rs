@@ -64,6 +64,22 @@ pub fn fast_providers(config: &Config) -> Providers {
 /// A team `t` in `mode` with workers on models `w-<name>` (openai), an orchestrator on `orch`
 /// (openai) and, if asked, an evaluator on `eval` (anthropic).
 pub async fn team(mode: Mode, workers: &[&str], evaluator: bool, max_iterations: u32) -> Fixture {
+    let options = EngineOptions {
+        max_concurrency: 8,
+        error_backoff: Duration::from_millis(10),
+        ..EngineOptions::default()
+    };
+    team_with(mode, workers, evaluator, max_iterations, options).await
+}
+
+/// [`team`] with its engine's options (tool servers, defaults) given.
+pub async fn team_with(
+    mode: Mode,
+    workers: &[&str],
+    evaluator: bool,
+    max_iterations: u32,
+    options: EngineOptions,
+) -> Fixture {
     let server = FakeLlm::start().await;
     let dir = tempfile::tempdir().expect("temp dir");
     let mut org = Organization::default();
@@ -125,11 +141,7 @@ pub async fn team(mode: Mode, workers: &[&str], evaluator: bool, max_iterations:
         org.clone(),
         transcripts.clone(),
         sink,
-        EngineOptions {
-            max_concurrency: 8,
-            error_backoff: Duration::from_millis(10),
-            ..EngineOptions::default()
-        },
+        options,
     );
     Fixture {
         server,

@@ -3,6 +3,7 @@ mod cli_limits;
 mod engine_agents;
 mod engine_attachments;
 mod engine_budgets;
+mod engine_dispatch;
 mod engine_fixture;
 mod engine_flow;
 mod engine_memory;

@@ -1,6 +1,292 @@
-//! Mode `dispatch` (placeholder while it is written).
+//! Mode `dispatch` (issue 13, seed 003): the orchestrator is a tool-using session that
+//! dispatches members as sub-agents (`dispatch_agent`, `cancel_agent`, `list_agents`,
+//! `ask_agent`). Sub-agents run concurrently under the guardrails; each result is pushed into the
+//! orchestrator's conversation as a user message before its next model call. An answer without
+//! tool calls while sub-agents run is a wait: the next result wakes the orchestrator. An answer
+//! with nothing pending is the run's answer. Stop cancels everyone and keeps partial answers.
+//!
+//! One task drives it all: the orchestrator's turn and the sub-agents' turns are polled
+//! together here, so the run needs no task of its own per sub-agent.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+
+use crate::config::ProviderKind;
+use crate::model::{CycleOutcome, ExecutionKind, ExecutionStatus, Mode};
+use crate::naming::worker_handle;
+
+use super::super::events::{EventKind, Phase};
+use super::super::executions::{Executions, Finish, Start};
+use super::super::protocol::dispatch::{CatalogEntry, focus_block, orchestrator_system, parse_text_calls};
 use super::super::run::Run;
+use super::super::session::{TurnHooks, TurnOptions, TurnResult};
 use super::super::{EngineError, RunReport};
-pub(super) async fn run(_run: &mut Run<'_>, _prompt: String) -> Result<RunReport, EngineError> {
-    Err(EngineError::NoSuchGroup("dispatch".into()))
+use super::dispatch_board::{Board, BoardSetup, Candidate, Job};
+use super::one_pass::{Steps, finish_steps, phase, with_pending};
+
+/// A sub-agent turn in flight: its board index, its result, whether it timed out.
+type Running = FuturesUnordered<BoxFuture<'static, (usize, TurnResult, bool)>>;
+
+pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, EngineError> {
+    let Some(orchestrator) = run.team.orchestrator.clone() else {
+        return Err(EngineError::NotRunnable {
+            group: run.team.name.clone(),
+            mode: Mode::Dispatch,
+            reason: "it has no orchestrator session".into(),
+        });
+    };
+    let (prompt, pending) = with_pending(run, prompt);
+    run.emit(EventKind::CycleStarted {
+        mode: Mode::Dispatch,
+        max_iterations: run.team.max_iterations,
+    });
+    run.emit(EventKind::IterationStarted { iteration: 1 });
+    phase(run, Phase::Dispatch);
+
+    let slug = run.team.slug();
+    let handle = worker_handle(&orchestrator.name, &slug);
+    let text_form = matches!(
+        run.shared.providers.for_slug(&orchestrator.model),
+        Ok((provider, _)) if provider.kind() == ProviderKind::Command
+    );
+    let executions = Arc::new(Executions::new(run.emitter().clone()));
+    let root = executions.start(Start {
+        kind: ExecutionKind::Orchestrator,
+        parent: None,
+        member: &handle,
+        session_id: &orchestrator.id,
+        task: &crate::text::first_line(&prompt, 200),
+        queued: false,
+    });
+    let candidates: Vec<Candidate> = run
+        .team
+        .workers
+        .iter()
+        .map(|w| Candidate {
+            handle: worker_handle(&w.name, &slug),
+            session_id: w.id.clone(),
+        })
+        .collect();
+    let limits = run.team.dispatch.clone();
+    let catalog: Vec<CatalogEntry> = run
+        .team
+        .workers
+        .iter()
+        .zip(&candidates)
+        .filter(|(_, c)| limits.allows(&c.handle))
+        .map(|(w, c)| CatalogEntry {
+            name: c.handle.clone(),
+            description: w.role.clone().or_else(|| w.system_prompt.clone()),
+            tools: w.tools.clone(),
+        })
+        .collect();
+    let system = orchestrator_system(run.team.orchestrator_prompt.as_deref(), &catalog, text_form);
+    let board = Arc::new(Board::new(BoardSetup {
+        executions: Arc::clone(&executions),
+        candidates,
+        limits: limits.clone(),
+        orchestrator: handle.clone(),
+        orchestrator_tag: root.clone(),
+        shared_context: run.team.shared_context.clone(),
+        max_calls: run.team.max_iterations,
+        result_max_bytes: run.shared.options.tool_result_max_bytes,
+        run_cancel: run.control().cancel.clone(),
+    }));
+    let hooks = TurnHooks(Arc::clone(&board) as Arc<dyn super::super::session::TurnTools>);
+    let focus = focus_block(&handle);
+    let started = Instant::now();
+    let budget_at = tokio::time::Instant::now() + limits.max_budget();
+    let budget_note = format!("The time budget of {}s is spent", limits.max_budget().as_secs());
+
+    let mut running: Running = FuturesUnordered::new();
+    let mut own = Finish::default();
+    let mut next_prompt = prompt;
+    let mut answer: Option<String> = None;
+    let mut failure: Option<String> = None;
+    'run: loop {
+        if text_form {
+            // No tools to lend: the turn is one model call, counted here.
+            board.count_call();
+            let inputs = board.take_inputs();
+            if !inputs.is_empty() {
+                next_prompt = format!("{next_prompt}\n\n{}", inputs.join("\n\n"));
+            }
+        }
+        let options = TurnOptions {
+            hooks: (!text_form).then(|| hooks.clone()),
+            system_extra: Some(system.clone()),
+            execution: Some(root.clone()),
+            ..run.turn_options(Some(1), None)
+        };
+        let turn = run
+            .shared
+            .turn(&orchestrator.id, std::mem::take(&mut next_prompt), options);
+        tokio::pin!(turn);
+        let result = loop {
+            start_jobs(run, &board, &focus, &mut running);
+            tokio::select! {
+                result = &mut turn => break result,
+                Some((index, result, timed_out)) = running.next(), if !running.is_empty() => {
+                    sub_agent_done(run, &board, index, &result, timed_out);
+                }
+                _ = board.changed.notified() => {}
+                _ = tokio::time::sleep_until(budget_at), if !board.concluding() => board.conclude(&budget_note),
+            }
+            forward_user_messages(run, &board);
+        };
+        run.account(&result);
+        if let Some(u) = result.usage {
+            run.control().count_tokens(u, run.emitter());
+            own.tokens += u.total();
+        }
+        own.tool_calls += result.tool_calls;
+        if run.cancelled() || result.cancelled() {
+            break 'run;
+        }
+        if !result.success {
+            failure = Some(
+                result
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| "the orchestrator failed".into()),
+            );
+            break 'run;
+        }
+        let mut said = Vec::new();
+        if text_form && !board.told_to_conclude() {
+            for call in parse_text_calls(&result.text) {
+                said.push(match board.handle(call) {
+                    Ok(text) | Err(text) => format!("[huddle] {text}"),
+                });
+            }
+        }
+        if board.told_to_conclude() {
+            answer = Some(result.text);
+            break 'run;
+        }
+        // Between turns: what waits for the orchestrator opens its next turn; with nothing
+        // waiting and nothing running, its answer is the run's.
+        loop {
+            forward_user_messages(run, &board);
+            said.extend(board.take_inputs());
+            if !said.is_empty() {
+                next_prompt = said.join("\n\n");
+                continue 'run;
+            }
+            if !board.pending() {
+                answer = Some(result.text);
+                break 'run;
+            }
+            start_jobs(run, &board, &focus, &mut running);
+            let cancel = run.control().cancel.clone();
+            tokio::select! {
+                Some((index, result, timed_out)) = running.next(), if !running.is_empty() => {
+                    sub_agent_done(run, &board, index, &result, timed_out);
+                }
+                _ = board.changed.notified() => {}
+                _ = cancel.cancelled() => break 'run,
+                _ = tokio::time::sleep_until(budget_at), if !board.concluding() => board.conclude(&budget_note),
+            }
+        }
+    }
+
+    // Whatever still runs is cancelled and waited for, so every execution ends reported with
+    // what it had said (the cascade of a stop).
+    board.cancel_all();
+    start_jobs(run, &board, &focus, &mut running);
+    while let Some((index, result, timed_out)) = running.next().await {
+        sub_agent_done(run, &board, index, &result, timed_out);
+    }
+    let cancelled = run.cancelled() && answer.is_none();
+    own.status = Some(if cancelled {
+        ExecutionStatus::Cancelled
+    } else if failure.is_some() {
+        ExecutionStatus::Failed
+    } else {
+        ExecutionStatus::Completed
+    });
+    own.duration = started.elapsed().saturating_sub(run.control().paused_for());
+    own.result = answer.clone();
+    own.error = failure.clone();
+    executions.finish(&root, own);
+
+    if cancelled || failure.is_some() {
+        run.restore_pending(pending);
+    }
+    let outcome = if cancelled {
+        CycleOutcome::Cancelled
+    } else {
+        CycleOutcome::Completed
+    };
+    if let Some(error) = &failure {
+        run.emit(EventKind::Error {
+            iteration: 1,
+            message: error.clone(),
+        });
+    }
+    let steps = Steps {
+        taken: board.calls().max(1),
+        allowed: run.team.max_iterations,
+        more: Some(board.tally()),
+    };
+    Ok(finish_steps(
+        run,
+        outcome,
+        answer.unwrap_or_default(),
+        Some(&orchestrator),
+        failure.as_deref(),
+        steps,
+    ))
+}
+
+/// Starts the sub-agent turns the board scheduled.
+fn start_jobs(run: &Run<'_>, board: &Board, focus: &str, running: &mut Running) {
+    let timeout = run.team.dispatch.agent_timeout();
+    for job in board.take_jobs() {
+        let Job {
+            index,
+            tag,
+            session_id,
+            prompt,
+            cancel,
+        } = job;
+        let options = TurnOptions {
+            system_extra: Some(focus.to_string()),
+            execution: Some(tag),
+            cancel: cancel.clone(),
+            ..run.turn_options(Some(1), None)
+        };
+        let shared = Arc::clone(run.shared);
+        running.push(Box::pin(async move {
+            let turn = shared.turn(&session_id, prompt, options);
+            match tokio::time::timeout(timeout, turn).await {
+                Ok(result) => (index, result, false),
+                Err(_) => {
+                    // The turn runs on (detached) until the cancellation reaches it.
+                    cancel.cancel();
+                    let error = format!("timed out after {}s", timeout.as_secs());
+                    (index, TurnResult::failed(&session_id, error, None), true)
+                }
+            }
+        }));
+    }
+}
+
+fn sub_agent_done(run: &mut Run<'_>, board: &Board, index: usize, result: &TurnResult, timed_out: bool) {
+    run.account(result);
+    if let Some(u) = result.usage {
+        run.control().count_tokens(u, run.emitter());
+    }
+    board.complete(index, result, timed_out);
+}
+
+/// Messages the user sent to the running team reach the orchestrator with the next results.
+fn forward_user_messages(run: &Run<'_>, board: &Board) {
+    for message in run.control().take_queued() {
+        board.push_input(format!("[From the user] {}", message.trim()));
+    }
 }

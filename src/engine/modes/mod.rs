@@ -4,6 +4,7 @@
 mod broadcast;
 mod deliberation;
 mod dispatch;
+mod dispatch_board;
 mod flow;
 mod one_pass;
 mod orchestrator;

@@ -42,19 +42,47 @@ fn finish_with(
     note_to: Option<&Member>,
     failure: Option<&str>,
 ) -> RunReport {
+    let steps = Steps {
+        taken: 1,
+        allowed: 1,
+        more: None,
+    };
+    finish_steps(run, outcome, final_text, note_to, failure, steps)
+}
+
+/// How many steps a run took of how many it was allowed, and a line more for its summary.
+pub(super) struct Steps {
+    pub taken: u32,
+    pub allowed: u32,
+    pub more: Option<String>,
+}
+
+/// Ends a run of one cycle that took several steps (a dispatch's orchestrator calls).
+pub(super) fn finish_steps(
+    run: &Run<'_>,
+    outcome: CycleOutcome,
+    final_text: String,
+    note_to: Option<&Member>,
+    failure: Option<&str>,
+    steps: Steps,
+) -> RunReport {
     let outcome = run.control().settle(outcome);
     let summary = match failure {
         Some(why) => format!("Run failed: {why}"),
         None => completion_summary(&SummaryInput {
             outcome,
-            iterations: 1,
-            max_iterations: 1,
+            iterations: steps.taken,
+            max_iterations: steps.allowed,
             scores: Vec::new(),
             trend: None,
             duration: run.active_time(),
             usage: run.usage,
             per_iteration: Vec::new(),
         }),
+    };
+    let summary = match steps.more {
+        Some(line) => format!("{}\n{line}", summary.trim_end()),
+        None => summary,
     };
     let summary = run.control().annotate_summary(summary);
     if let Some(member) = note_to {
@@ -65,7 +93,7 @@ fn finish_with(
         iterations: 1,
         summary: summary.clone(),
     });
-    let mut report = run.report(outcome, 1, final_text, summary);
+    let mut report = run.report(outcome, steps.taken, final_text, summary);
     report.failed = failure.map(str::to_string);
     report
 }

@@ -1,0 +1,417 @@
+//! Mode `dispatch`'s words: the orchestrator's catalog and rules, a sub-agent's focus block and
+//! task, pushed results, the orchestration tools' schemas, and reading their calls (native or
+//! the text form of sessions without tools).
+
+use serde_json::{Value, json};
+
+use crate::model::ToolSpec;
+use crate::model::dispatch::{
+    ASK_TOOL, CANCEL_TOOL, CATALOG_HEADING, CLARIFICATION_HEADER, COMPLETED_PREFIX, DISPATCH_TOOL,
+    FAILED_PREFIX, LIST_TOOL, TASK_HEADING,
+};
+
+/// A member the orchestrator may dispatch, as its catalog shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CatalogEntry {
+    /// The handle `dispatch_agent` takes (the preset name).
+    pub name: String,
+    /// Its role, else the first line of its system prompt.
+    pub description: Option<String>,
+    /// The MCP servers it may use.
+    pub tools: Vec<String>,
+}
+
+/// One orchestration request, from a tool call or a text line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DispatchCall {
+    Dispatch { name: String, task: String },
+    Cancel { execution_id: String },
+    List,
+    Ask { execution_id: String, question: String },
+}
+
+/// What the orchestrator's system prompt gets for this run: its own instructions, the catalog,
+/// how results arrive and, for a session without tools, the text form.
+pub fn orchestrator_system(instructions: Option<&str>, catalog: &[CatalogEntry], text_form: bool) -> String {
+    let mut out = String::new();
+    if let Some(own) = instructions.map(str::trim).filter(|s| !s.is_empty()) {
+        out.push_str(own);
+        out.push_str("\n\n");
+    }
+    out.push_str(
+        "You are the orchestrator of a team. You do the work by dispatching sub-agents, each for one \
+         focused task, and you answer the user once you know enough.\n\n",
+    );
+    out.push_str(CATALOG_HEADING);
+    out.push_str("\n\n");
+    if text_form {
+        out.push_str("You can dispatch these agents with an `@dispatch` line.");
+    } else {
+        out.push_str(&format!(
+            "You can dispatch these agents with the `{DISPATCH_TOOL}` tool."
+        ));
+    }
+    out.push_str(" Results are delivered automatically when each sub-agent finishes — do not poll.\n\n");
+    for entry in catalog {
+        out.push_str(&format!("- **{}**", entry.name));
+        if let Some(d) = entry
+            .description
+            .as_deref()
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+        {
+            out.push_str(": ");
+            out.push_str(&crate::text::first_line(d, 160));
+        }
+        out.push('\n');
+        if entry.tools.is_empty() {
+            out.push_str("  Tools: none (pure reasoning)\n");
+        } else {
+            out.push_str(&format!("  Tools: {}\n", entry.tools.join(", ")));
+        }
+    }
+    out.push_str("\n## How to work\n\n");
+    out.push_str(
+        "- Dispatch independent tasks at once; each sub-agent works in parallel and sees only its task.\n\
+         - A result arrives as a message `[Sub-agent completed] <name> (<id>): …` or `[Sub-agent failed] …`.\n\
+         - With nothing to do until results arrive, reply briefly without dispatching: you are woken with the next result.\n\
+         - React to early results: dispatch follow-ups, cancel what you no longer need.\n\
+         - Ask a finished sub-agent a follow-up question about its answer instead of starting over.\n\
+         - When you know enough, give your final answer to the user (no dispatching).\n",
+    );
+    if text_form {
+        out.push_str(
+            "\nYou call these by writing lines of their own:\n\
+             - `@dispatch <name>: <task>` starts a sub-agent and gives its execution id.\n\
+             - `@cancel <execution id>` stops one.\n\
+             - `@ask <execution id>: <question>` asks a finished one a follow-up question.\n\
+             - `@list` lists every dispatched sub-agent and its status.\n",
+        );
+    } else {
+        out.push_str(&format!(
+            "\nTools: `{DISPATCH_TOOL}(name, task)` returns an execution id at once; \
+             `{CANCEL_TOOL}(execution_id)`; `{ASK_TOOL}(execution_id, question)`; `{LIST_TOOL}()`.\n"
+        ));
+    }
+    out
+}
+
+/// The block a sub-agent's system prompt gets: what it is for.
+pub fn focus_block(orchestrator: &str) -> String {
+    format!(
+        "## You were dispatched\n\n\
+         You are a sub-agent dispatched by the orchestrator `{orchestrator}` for one task.\n\
+         - Focus on your task only; do not investigate unrelated areas.\n\
+         - Your final answer goes back to the orchestrator automatically.\n\
+         - Be concise: what you found, the key evidence, the relevant details.\n\
+         - Use your tools if you have any; otherwise reason."
+    )
+}
+
+/// A sub-agent's prompt: the team's shared context, then its task.
+pub fn task_prompt(shared_context: Option<&str>, task: &str) -> String {
+    match shared_context.map(str::trim).filter(|c| !c.is_empty()) {
+        Some(context) => format!(
+            "## Shared context\n\n{context}\n\n{TASK_HEADING}\n\n{}",
+            task.trim()
+        ),
+        None => format!("{TASK_HEADING}\n\n{}", task.trim()),
+    }
+}
+
+/// A follow-up question to a finished sub-agent (seed 000's clarification).
+pub fn clarification_prompt(orchestrator: &str, question: &str) -> String {
+    format!("{CLARIFICATION_HEADER} {orchestrator}\n\n{}", question.trim())
+}
+
+/// A sub-agent's result as the orchestrator gets it.
+pub fn pushed_result(name: &str, execution_id: &str, outcome: Result<&str, &str>) -> String {
+    match outcome {
+        Ok(text) => format!("{COMPLETED_PREFIX} {name} ({execution_id}): {}", text.trim()),
+        Err(error) => format!("{FAILED_PREFIX} {name} ({execution_id}): {}", error.trim()),
+    }
+}
+
+/// Said to the orchestrator when it must conclude (a cap or the time budget).
+pub fn conclude_note(why: &str) -> String {
+    format!("[huddle] {why}. Do not dispatch anything more: give your final answer now, from what you have.")
+}
+
+/// The orchestration tools, `dispatch_agent`'s `name` limited to `allowed`.
+pub fn tool_specs(allowed: &[String]) -> Vec<ToolSpec> {
+    vec![
+        ToolSpec {
+            name: DISPATCH_TOOL.to_string(),
+            description: "Start a sub-agent on one task. Returns its execution id at once; its result \
+                          arrives by itself as a message when it finishes."
+                .to_string(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "name": { "type": "string", "enum": allowed, "description": "The sub-agent" },
+                    "task": { "type": "string", "description": "What it should do, self-contained" }
+                },
+                "required": ["name", "task"]
+            }),
+        },
+        ToolSpec {
+            name: CANCEL_TOOL.to_string(),
+            description: "Stop a sub-agent. Returns cancelled, already_completed or not_found.".to_string(),
+            input_schema: json!({
+                "type": "object",
+                "properties": { "execution_id": { "type": "string" } },
+                "required": ["execution_id"]
+            }),
+        },
+        ToolSpec {
+            name: LIST_TOOL.to_string(),
+            description: "List every dispatched sub-agent with its status.".to_string(),
+            input_schema: json!({ "type": "object", "properties": {} }),
+        },
+        ToolSpec {
+            name: ASK_TOOL.to_string(),
+            description: "Ask a finished sub-agent a follow-up question; it answers in its own \
+                          conversation and the answer arrives by itself."
+                .to_string(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "execution_id": { "type": "string" },
+                    "question": { "type": "string" }
+                },
+                "required": ["execution_id", "question"]
+            }),
+        },
+    ]
+}
+
+fn text_arg(args: &Value, key: &str) -> Result<String, String> {
+    match args.get(key) {
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+        Some(Value::String(_)) => Err(format!("`{key}` must not be empty")),
+        Some(other) => Err(format!(
+            "`{key}` must be a string, got {}",
+            crate::text::json_kind(other)
+        )),
+        None => Err(format!("missing `{key}`")),
+    }
+}
+
+/// A native call of one of the orchestration tools; `Err` is the tool error the model gets.
+pub fn parse_call(tool: &str, arguments: &str) -> Result<DispatchCall, String> {
+    let args: Value = if arguments.trim().is_empty() {
+        json!({})
+    } else {
+        serde_json::from_str(arguments).map_err(|e| format!("arguments are not JSON: {e}"))?
+    };
+    if !args.is_object() {
+        return Err("arguments must be a JSON object".into());
+    }
+    match tool {
+        DISPATCH_TOOL => Ok(DispatchCall::Dispatch {
+            name: text_arg(&args, "name")?,
+            task: text_arg(&args, "task")?,
+        }),
+        CANCEL_TOOL => Ok(DispatchCall::Cancel {
+            execution_id: text_arg(&args, "execution_id")?,
+        }),
+        LIST_TOOL => Ok(DispatchCall::List),
+        ASK_TOOL => Ok(DispatchCall::Ask {
+            execution_id: text_arg(&args, "execution_id")?,
+            question: text_arg(&args, "question")?,
+        }),
+        other => Err(format!("`{other}` is not an orchestration tool")),
+    }
+}
+
+/// The text form's requests in an answer, in order; lines that only look like one are left.
+pub fn parse_text_calls(text: &str) -> Vec<DispatchCall> {
+    let mut calls = Vec::new();
+    for line in text.lines().map(str::trim) {
+        let Some(rest) = line.strip_prefix('@') else {
+            continue;
+        };
+        let (word, rest) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        let rest = rest.trim();
+        let split = |s: &str| {
+            s.split_once(':')
+                .map(|(a, b)| (a.trim().to_string(), b.trim().to_string()))
+        };
+        let call = match word.to_ascii_lowercase().as_str() {
+            "dispatch" => split(rest)
+                .filter(|(n, t)| !n.is_empty() && !t.is_empty())
+                .map(|(name, task)| DispatchCall::Dispatch { name, task }),
+            "cancel" if !rest.is_empty() => Some(DispatchCall::Cancel {
+                execution_id: rest.trim_matches('`').to_string(),
+            }),
+            "list" if rest.is_empty() => Some(DispatchCall::List),
+            "ask" => split(rest)
+                .filter(|(i, q)| !i.is_empty() && !q.is_empty())
+                .map(|(id, question)| DispatchCall::Ask {
+                    execution_id: id.trim_matches('`').to_string(),
+                    question,
+                }),
+            _ => None,
+        };
+        calls.extend(call);
+    }
+    calls
+}
+
+/// One progress line for an execution event of a dispatched sub-agent or a clarification
+/// (`huddle run`'s output); the orchestrator's own execution and team turns have none.
+pub fn execution_line(execution_id: &str, kind: &crate::engine::events::EventKind) -> Option<String> {
+    use crate::engine::events::EventKind;
+    use crate::model::ExecutionKind;
+    let shown = |k: &ExecutionKind| matches!(k, ExecutionKind::SubAgent | ExecutionKind::Clarification);
+    let clean =
+        |t: &str, max: usize| crate::text::sanitize::display(&crate::text::first_line(t, max)).into_owned();
+    match kind {
+        EventKind::ExecutionStarted {
+            kind,
+            member,
+            task,
+            queued,
+            ..
+        } if shown(kind) => {
+            let what = if *kind == ExecutionKind::Clarification {
+                "asked"
+            } else {
+                "dispatched"
+            };
+            let queued = if *queued { " (queued)" } else { "" };
+            Some(format!(
+                "⇢ {execution_id} {}{queued} {what}: {}",
+                clean(member, 40),
+                clean(task, 100)
+            ))
+        }
+        EventKind::ExecutionRunning => Some(format!("⇢ {execution_id} starts (it had waited for a place)")),
+        EventKind::ExecutionFinished {
+            kind,
+            member,
+            status,
+            duration_ms,
+            tokens,
+            result,
+            error,
+            ..
+        } if shown(kind) => {
+            let mark = match status {
+                crate::model::ExecutionStatus::Completed => "✓",
+                crate::model::ExecutionStatus::Cancelled => "⊘",
+                _ => "✗",
+            };
+            let said = error.as_deref().or(result.as_deref()).unwrap_or("");
+            Some(format!(
+                "⇠ {execution_id} {} {mark} {status} ({:.1}s, {tokens} tok){}{}",
+                clean(member, 40),
+                *duration_ms as f64 / 1000.0,
+                if said.trim().is_empty() { "" } else { ": " },
+                clean(said, 100)
+            ))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog() -> Vec<CatalogEntry> {
+        vec![
+            CatalogEntry {
+                name: "logs".into(),
+                description: Some("Reads logs\nmore".into()),
+                tools: vec!["loki".into()],
+            },
+            CatalogEntry {
+                name: "metrics".into(),
+                description: None,
+                tools: Vec::new(),
+            },
+        ]
+    }
+
+    #[test]
+    fn the_catalog_lists_members_with_their_tools_and_says_results_come_by_themselves() {
+        let s = orchestrator_system(Some("Be calm."), &catalog(), false);
+        assert!(s.starts_with("Be calm.\n\n"));
+        assert!(s.contains("- **logs**: Reads logs\n  Tools: loki\n"));
+        assert!(s.contains("- **metrics**\n  Tools: none (pure reasoning)\n"));
+        assert!(s.contains("do not poll"));
+        assert!(s.contains("dispatch_agent(name, task)"));
+        assert!(!s.contains("@dispatch"));
+        let text = orchestrator_system(None, &catalog(), true);
+        assert!(text.contains("`@dispatch <name>: <task>`"));
+    }
+
+    #[test]
+    fn native_calls_are_read_and_bad_arguments_are_tool_errors() {
+        assert_eq!(
+            parse_call(DISPATCH_TOOL, r#"{"name":"logs","task":"find 5xx"}"#),
+            Ok(DispatchCall::Dispatch {
+                name: "logs".into(),
+                task: "find 5xx".into()
+            })
+        );
+        assert_eq!(parse_call(LIST_TOOL, ""), Ok(DispatchCall::List));
+        assert_eq!(
+            parse_call(CANCEL_TOOL, r#"{"execution_id": 3}"#),
+            Err("`execution_id` must be a string, got a number".into())
+        );
+        assert_eq!(
+            parse_call(DISPATCH_TOOL, r#"{"name":"logs"}"#),
+            Err("missing `task`".into())
+        );
+        assert!(
+            parse_call(ASK_TOOL, "not json")
+                .unwrap_err()
+                .starts_with("arguments are not JSON")
+        );
+    }
+
+    #[test]
+    fn text_lines_are_read_in_order_and_prose_is_left_alone() {
+        let calls = parse_text_calls(
+            "I will look.\n@dispatch logs: find the 5xx errors\n@ask exec-2: which host?\n@cancel `exec-3`\n@list\n@mention someone\n@dispatch nobody\n",
+        );
+        assert_eq!(
+            calls,
+            vec![
+                DispatchCall::Dispatch {
+                    name: "logs".into(),
+                    task: "find the 5xx errors".into()
+                },
+                DispatchCall::Ask {
+                    execution_id: "exec-2".into(),
+                    question: "which host?".into()
+                },
+                DispatchCall::Cancel {
+                    execution_id: "exec-3".into()
+                },
+                DispatchCall::List,
+            ]
+        );
+    }
+
+    #[test]
+    fn pushed_results_and_prompts_have_their_fixed_openings() {
+        assert_eq!(
+            pushed_result("logs", "exec-2", Ok(" found it ")),
+            "[Sub-agent completed] logs (exec-2): found it"
+        );
+        assert_eq!(
+            pushed_result("logs", "exec-2", Err("timed out after 300s")),
+            "[Sub-agent failed] logs (exec-2): timed out after 300s"
+        );
+        assert_eq!(
+            clarification_prompt("lead", "which host?"),
+            "## CLARIFICATION REQUEST FROM lead\n\nwhich host?"
+        );
+        assert_eq!(task_prompt(None, " look "), "## Task\n\nlook");
+        assert!(task_prompt(Some("ctx"), "t").starts_with("## Shared context\n\nctx"));
+        assert!(focus_block("lead").contains("dispatched by the orchestrator `lead`"));
+    }
+}
