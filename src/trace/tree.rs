@@ -35,12 +35,10 @@ pub enum NodeKind {
     Execution(ExecutionKind),
     /// A member's turn in a mode that records no executions.
     Turn,
-    /// An execution whose start is not in the file (only its end is).
-    Unknown,
 }
 
 impl NodeKind {
-    /// As JSON writes it: the execution kind's name, `turn` or `unknown`.
+    /// As JSON writes it: the execution kind's name, or `turn`.
     pub fn as_str(self) -> &'static str {
         match self {
             NodeKind::Execution(kind) => match kind {
@@ -52,7 +50,6 @@ impl NodeKind {
                 ExecutionKind::MemberTurn => "member_turn",
             },
             NodeKind::Turn => "turn",
-            NodeKind::Unknown => "unknown",
         }
     }
 }
@@ -446,6 +443,8 @@ impl TraceBuilder {
                 }
             }
             EventKind::ExecutionFinished {
+                kind,
+                member,
                 status,
                 duration_ms,
                 tokens,
@@ -454,14 +453,20 @@ impl TraceBuilder {
                 error,
             } => {
                 let Some(tag) = tag else { return };
+                // An end whose start is not in the file still shows, started `duration` earlier.
                 let id = match self.by_id.get(&tag.execution_id) {
                     Some(&id) => id,
-                    None => self.add_node(
-                        tag.execution_id.clone(),
-                        NodeKind::Unknown,
-                        tag.parent_execution_id.clone(),
-                        at,
-                    ),
+                    None => {
+                        let started = at - chrono::Duration::milliseconds(*duration_ms as i64);
+                        let id = self.add_node(
+                            tag.execution_id.clone(),
+                            NodeKind::Execution(*kind),
+                            tag.parent_execution_id.clone(),
+                            started,
+                        );
+                        self.trace.nodes[id].member = member.clone();
+                        id
+                    }
                 };
                 let node = &mut self.trace.nodes[id];
                 if node.status.is_finished() && node.ended.is_some() {
@@ -470,9 +475,6 @@ impl TraceBuilder {
                 node.status = *status;
                 node.ended = Some(at);
                 node.duration_ms = Some(*duration_ms);
-                if node.kind == NodeKind::Unknown {
-                    node.started = Some(at - chrono::Duration::milliseconds(*duration_ms as i64));
-                }
                 node.tokens = *tokens;
                 node.tool_calls = *tool_calls;
                 node.result = result.as_deref().and_then(capped_line);
@@ -771,6 +773,8 @@ pub(crate) mod tests {
 
     pub(crate) fn finished(status: ExecutionStatus, ms: u64, tokens: u64, result: &str) -> EventKind {
         EventKind::ExecutionFinished {
+            kind: ExecutionKind::SubAgent,
+            member: "m".into(),
             status,
             duration_ms: ms,
             tokens,
@@ -1095,7 +1099,8 @@ pub(crate) mod tests {
             t(5),
         );
         let trace = b.finish();
-        assert_eq!(trace.nodes[0].kind, NodeKind::Unknown);
+        assert_eq!(trace.nodes[0].kind, NodeKind::Execution(ExecutionKind::SubAgent));
+        assert_eq!(trace.nodes[0].member, "m");
         assert_eq!(trace.nodes[0].status, ExecutionStatus::Failed);
         assert_eq!(
             trace.nodes[0].started,

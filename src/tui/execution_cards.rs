@@ -315,6 +315,7 @@ impl ExecutionCards {
                 tool_calls,
                 result,
                 error,
+                ..
             } => {
                 if let Some(card) = self.card_of(tag) {
                     card.commit_live();
@@ -644,6 +645,8 @@ mod tests {
             &ev(
                 Some(("exec-2", Some("exec-1"))),
                 EventKind::ExecutionFinished {
+                    kind: ExecutionKind::SubAgent,
+                    member: "log-analyzer".into(),
                     status: ExecutionStatus::Failed,
                     duration_ms: 4200,
                     tokens: 800,

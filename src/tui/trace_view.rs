@@ -374,6 +374,8 @@ mod tests {
                 event: ev(
                     Some("exec-2"),
                     EventKind::ExecutionFinished {
+                        kind: ExecutionKind::SubAgent,
+                        member: "logs".into(),
                         status: ExecutionStatus::Completed,
                         duration_ms: 1500,
                         tokens: 90,

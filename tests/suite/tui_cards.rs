@@ -60,6 +60,8 @@ fn finished(
     error: Option<&str>,
 ) -> EventKind {
     EventKind::ExecutionFinished {
+        kind: ExecutionKind::SubAgent,
+        member: String::new(),
         status,
         duration_ms: ms,
         tokens,
