@@ -26,6 +26,8 @@ const ANSWER_LINES_MAX: usize = 80;
 const LIVE_MAX_CHARS: usize = 4000;
 /// Characters of a line in a card (task, tool arguments, results).
 const LINE_MAX_CHARS: usize = 400;
+/// A card's transcript is indented under its line.
+const INDENT: &str = "      ";
 
 /// One line a card's transcript shows, sanitised when made.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,15 +79,16 @@ impl ExecutionCard {
         let lines: Vec<&str> = clean.trim().lines().collect();
         self.answered = true;
         for line in lines.iter().take(ANSWER_LINES_MAX) {
+            let line = line.strip_prefix(INDENT).unwrap_or(line);
             self.push(
                 TimelineKind::Info,
-                crate::text::truncate_chars(line, LINE_MAX_CHARS),
+                format!("{INDENT}{}", crate::text::truncate_chars(line, LINE_MAX_CHARS)),
             );
         }
         if lines.len() > ANSWER_LINES_MAX {
             self.push(
                 TimelineKind::Info,
-                format!("… {} more line(s)", lines.len() - ANSWER_LINES_MAX),
+                format!("{INDENT}… {} more line(s)", lines.len() - ANSWER_LINES_MAX),
             );
         }
     }
@@ -385,12 +388,7 @@ impl ExecutionCards {
                 }
                 Vec::new()
             }
-            EventKind::TurnFinished {
-                message,
-                error,
-                usage,
-                ..
-            } => {
+            EventKind::TurnFinished { message, usage, .. } => {
                 if let Some(card) = self.card_of(tag) {
                     match message.as_deref().filter(|m| !m.text.trim().is_empty()) {
                         Some(m) => {
@@ -399,12 +397,7 @@ impl ExecutionCards {
                         }
                         None => card.commit_live(),
                     }
-                    if let Some(e) = error {
-                        card.push(
-                            TimelineKind::Bad,
-                            format!("      ✗ {}", sanitize::display(&crate::text::first_line(e, 200))),
-                        );
-                    }
+                    // An error is the execution's: its end says it.
                     if let Some(u) = usage.filter(|_| card.status == ExecutionStatus::Running) {
                         card.tokens = card.tokens.saturating_add(u.total());
                     }
@@ -422,29 +415,22 @@ impl ExecutionCards {
                     );
                     return Vec::new();
                 }
-                let line = match pushed_result(text) {
-                    Some((failed, name, id)) => CardTimelineLine {
-                        kind: if failed {
-                            TimelineKind::Bad
-                        } else {
-                            TimelineKind::Good
-                        },
-                        text: sanitize::display(&format!(
-                            "  ⇠ {} from {name} ({id})",
-                            if failed { "failure" } else { "result" }
-                        ))
-                        .into_owned(),
-                        card: None,
-                    },
-                    None => CardTimelineLine {
+                let lines = pushed_lines(text);
+                if lines.is_empty() {
+                    // A note (the orchestrator must conclude, a message of yours).
+                    return vec![CardTimelineLine {
                         kind: TimelineKind::Info,
                         text: sanitize::display(&format!("  ⇠ {}", crate::text::first_line(text, 160)))
                             .into_owned(),
                         card: None,
-                    },
-                };
-                vec![line]
+                    }];
+                }
+                lines
             }
+            // Results that came while the orchestrator was idle open its next turn.
+            EventKind::TurnStarted {
+                prompt: Some(prompt), ..
+            } if self.card_of(tag).is_none() => pushed_lines(&prompt.text),
             EventKind::TeamBroadcast {
                 from,
                 kind,
@@ -476,7 +462,17 @@ impl ExecutionCards {
         let Some(card) = self.card_of(tag) else {
             return false;
         };
-        card.live.push_str(text);
+        if card.live.is_empty() {
+            card.live.push_str(INDENT);
+        }
+        // Each line of the stream is indented as it comes (the view borrows it as it is).
+        for (i, part) in text.split('\n').enumerate() {
+            if i > 0 {
+                card.live.push('\n');
+                card.live.push_str(INDENT);
+            }
+            card.live.push_str(part);
+        }
         let chars = card.live.chars().count();
         if chars > LIVE_MAX_CHARS
             && let Some((cut, _)) = card.live.char_indices().nth(chars - LIVE_MAX_CHARS)
@@ -529,6 +525,27 @@ impl ExecutionCards {
         card.expanded = !card.expanded;
         Some(id)
     }
+}
+
+/// A line `⇠ result from log-analyzer (exec-2)` (or `⇠ failure from …`) per result pushed
+/// in `text`.
+fn pushed_lines(text: &str) -> Vec<CardTimelineLine> {
+    text.lines()
+        .filter_map(pushed_result)
+        .map(|(failed, name, id)| CardTimelineLine {
+            kind: if failed {
+                TimelineKind::Bad
+            } else {
+                TimelineKind::Good
+            },
+            text: sanitize::display(&format!(
+                "  ⇠ {} from {name} ({id})",
+                if failed { "failure" } else { "result" }
+            ))
+            .into_owned(),
+            card: None,
+        })
+        .collect()
 }
 
 /// `[Sub-agent completed] log-analyzer (exec-2): …`: failed or not, the name and the id.
@@ -639,7 +656,7 @@ mod tests {
         ));
         assert_eq!(
             cards.get("exec-2").map(|c| c.live.as_str()),
-            Some("Found \u{1b}[31m5xx")
+            Some("      Found \u{1b}[31m5xx")
         );
         cards.apply(
             &ev(
@@ -665,7 +682,7 @@ mod tests {
         );
         let texts: Vec<&str> = card.lines.iter().map(|l| l.text.as_str()).collect();
         assert!(
-            texts.contains(&"Found 5xx"),
+            texts.contains(&"      Found 5xx"),
             "streamed text kept, sanitised: {texts:?}"
         );
         assert!(texts.contains(&"      ✗ failed: boom"), "{texts:?}");
@@ -698,6 +715,26 @@ mod tests {
             same,
         );
         assert_eq!(lines[0].text, "  ⇠ result from log-analyzer (exec-2)");
+        // Results that waited for an idle orchestrator open its next turn, several at once.
+        let prompt = "[Sub-agent completed] a (exec-3): fine\nmore\n\n[Sub-agent failed] b (exec-4): boom";
+        let lines = cards.apply(
+            &ev(
+                Some(("exec-1", None)),
+                EventKind::TurnStarted {
+                    session_id: "o".into(),
+                    session: "o".into(),
+                    generation: 2,
+                    prompt: Some(Box::new(Message::user(prompt))),
+                },
+            ),
+            Instant::now(),
+            same,
+        );
+        let texts: Vec<&str> = lines.iter().map(|l| l.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            ["  ⇠ result from a (exec-3)", "  ⇠ failure from b (exec-4)"]
+        );
     }
 
     #[test]
