@@ -23,12 +23,15 @@ impl App {
         let Some(group_id) = self.team_on_screen() else {
             return false;
         };
-        let moved = self
-            .team_panel
-            .shown_cycle_mut(&group_id)
-            .is_some_and(|c| c.cards.select_step(up));
-        if moved {
+        let selected = self.team_panel.shown_cycle_mut(&group_id).and_then(|c| {
+            c.cards
+                .select_step(up)
+                .then(|| c.cards.selected.clone())
+                .flatten()
+        });
+        if let Some(card) = selected {
             self.focus = Focus::Transcript;
+            self.transcripts.reveal_card = Some((group_id, card));
         } else {
             self.flash("no sub-agent cards in this run", true);
         }
@@ -46,8 +49,9 @@ impl App {
             .team_panel
             .shown_cycle_mut(&group_id)
             .and_then(|c| c.cards.toggle_selected());
-        if toggled.is_none() {
-            self.flash("no sub-agent cards in this run", true);
+        match toggled {
+            Some(card) => self.transcripts.reveal_card = Some((group_id, card)),
+            None => self.flash("no sub-agent cards in this run", true),
         }
     }
 

@@ -47,6 +47,9 @@ pub struct TranscriptPane {
     pub browsing: Option<Browsing>,
     /// The last prompt being edited to send again (`U`): its session and message id.
     pub resend: Option<(SessionId, String)>,
+    /// A sub-agent card to scroll into view in a team's timeline at the next frame (it was
+    /// just selected or expanded): the team and the card's execution id.
+    pub reveal_card: Option<(GroupId, String)>,
 }
 
 /// An earlier conversation on screen, read-only.
@@ -679,6 +682,10 @@ fn render(pane_state: &mut TranscriptPane, frame: &mut Frame<'_>, area: Rect, pr
                 cycle: *cycle,
                 label: run.as_ref(),
                 columns,
+                reveal: pane_state
+                    .reveal_card
+                    .take_if(|(g, _)| g == id)
+                    .map(|(_, card)| card),
             };
             render_group(frame, area, group, shown, scroll, props);
         }
@@ -852,6 +859,8 @@ struct ShownRun<'a> {
     cycle: Option<&'a CycleView>,
     label: Option<&'a RunLabel>,
     columns: Option<&'a [Line<'static>]>,
+    /// A card to scroll into view (its execution id).
+    reveal: Option<String>,
 }
 
 fn render_group(
@@ -866,6 +875,7 @@ fn render_group(
         cycle,
         label: run,
         columns,
+        reveal,
     } = shown;
     let GroupInfo {
         name,
@@ -982,16 +992,22 @@ fn render_group(
         .iter()
         .map(|(text, style)| Cell::Timeline { text, style: *style })
         .collect();
+    // The cells of the card to bring into view: its line and its last.
+    let mut revealed: Option<(usize, usize)> = None;
     for (entry, header) in timeline.iter().zip(&headers) {
         let card = entry.card.as_deref().and_then(|id| cards?.get(id));
         match (header, card) {
             (Some((text, style)), Some(card)) => {
+                let at = cells.len();
                 cells.push(Cell::Timeline { text, style: *style });
                 if card.expanded {
                     cells.extend(
                         card.body_lines()
                             .map(|(text, style)| Cell::Timeline { text, style }),
                     );
+                }
+                if reveal.as_deref() == Some(card.id.as_str()) {
+                    revealed = Some((at, cells.len() - 1));
                 }
             }
             _ => cells.push(Cell::Timeline {
@@ -1004,6 +1020,11 @@ fn render_group(
     // Laid out fresh each frame (a few hundred short lines and the result, only the visible
     // part), at the reader's scroll position (0 follows the newest).
     scroll.clear();
+    if let Some((head, last)) = revealed {
+        // The card's end in view, then its line (which wins when the card is taller).
+        scroll.scroll_to_cell(&cells[..], last, inner.height as usize);
+        scroll.scroll_to_cell(&cells[..], head, inner.height as usize);
+    }
     let (lines, _) = scroll.visible_lines(&cells[..], inner.width, inner.height as usize);
     frame.render_widget(Paragraph::new(lines), inner);
 }

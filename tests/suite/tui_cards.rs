@@ -501,3 +501,31 @@ fn a_trace_view_snapshot() {
         .unwrap_or_default();
     tui_snapshot!("team_trace_view_120x30", text.replace(&run, "run run-N"));
 }
+
+#[test]
+fn a_selected_card_is_scrolled_into_view() {
+    let (mut app, gid) = app_with_team(TEAM);
+    let run = start_cycle(&mut app, &gid, Mode::Dispatch);
+    let (sec, _) = member(&app, &gid, |n, _| n.ends_with("-security"));
+    for n in 2..40 {
+        let id = format!("exec-{n}");
+        tagged(
+            &mut app,
+            &gid,
+            &run,
+            Some((&id, Some("exec-1"))),
+            started(ExecutionKind::SubAgent, "security", &sec, &format!("task {n}"), true),
+        );
+    }
+    let screen = screen_text(&render(&mut app, 140, 30));
+    assert!(screen.contains("exec-39 security"), "follows the newest: {screen}");
+    assert!(!screen.contains("exec-2 security"), "{screen}");
+    for _ in 0..40 {
+        app.handle_key(ch('t'));
+    }
+    let screen = screen_text(&render(&mut app, 140, 30));
+    assert!(screen.contains("▸ exec-2 security · queued — task 2"), "{screen}");
+    app.handle_key(ch('o'));
+    let screen = screen_text(&render(&mut app, 140, 30));
+    assert!(screen.contains("task: task 2"), "{screen}");
+}
