@@ -26,6 +26,9 @@ const ANSWER_LINES_MAX: usize = 80;
 const LIVE_MAX_CHARS: usize = 4000;
 /// Characters of a line in a card (task, tool arguments, results).
 const LINE_MAX_CHARS: usize = 400;
+/// Cards that keep their transcript (the newest): an older card keeps its line only, so a
+/// long team run does not hold every turn's text.
+const CARDS_WITH_TRANSCRIPT: usize = 200;
 /// A card's transcript is indented under its line.
 const INDENT: &str = "      ";
 
@@ -296,6 +299,16 @@ impl ExecutionCards {
                     None => {
                         self.by_id.insert(id.clone(), self.cards.len());
                         self.cards.push(card);
+                        if let Some(old) = self
+                            .cards
+                            .len()
+                            .checked_sub(CARDS_WITH_TRANSCRIPT + 1)
+                            .and_then(|i| self.cards.get_mut(i))
+                        {
+                            old.dropped += old.lines.len();
+                            old.lines = VecDeque::new();
+                            old.live = String::new();
+                        }
                     }
                 }
                 vec![CardTimelineLine {
@@ -769,6 +782,14 @@ mod tests {
         assert_eq!(card.lines.len(), CARD_LINES_MAX);
         assert_eq!(card.dropped, 51);
         assert_eq!(card.live.chars().count(), LIVE_MAX_CHARS);
+        // Only the newest cards keep a transcript.
+        for n in 3..(CARDS_WITH_TRANSCRIPT as u32 + 3) {
+            cards.apply(&started(&format!("exec-{n}"), "a", "t"), now, same);
+        }
+        let card = cards.get("exec-2").expect("a card");
+        assert!(card.lines.is_empty() && card.live.is_empty());
+        assert_eq!(card.dropped, 51 + CARD_LINES_MAX);
+        assert!(cards.get("exec-3").is_some_and(|c| !c.lines.is_empty()));
     }
 
     #[test]

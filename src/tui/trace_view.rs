@@ -213,7 +213,7 @@ impl TraceView {
         };
         let block = pane(
             format!(
-                " Trace · {} · {which} · Esc closes ",
+                " Trace · {} · {which} · j/k PgUp/PgDn scroll · Esc closes ",
                 crate::text::sanitize::display(team)
             ),
             true,

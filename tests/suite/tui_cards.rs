@@ -514,11 +514,20 @@ fn a_selected_card_is_scrolled_into_view() {
             &gid,
             &run,
             Some((&id, Some("exec-1"))),
-            started(ExecutionKind::SubAgent, "security", &sec, &format!("task {n}"), true),
+            started(
+                ExecutionKind::SubAgent,
+                "security",
+                &sec,
+                &format!("task {n}"),
+                true,
+            ),
         );
     }
     let screen = screen_text(&render(&mut app, 140, 30));
-    assert!(screen.contains("exec-39 security"), "follows the newest: {screen}");
+    assert!(
+        screen.contains("exec-39 security"),
+        "follows the newest: {screen}"
+    );
     assert!(!screen.contains("exec-2 security"), "{screen}");
     for _ in 0..40 {
         app.handle_key(ch('t'));
