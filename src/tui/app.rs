@@ -721,6 +721,9 @@ impl App {
         if !self.dialogs.is_empty() {
             return Vec::new();
         }
+        if self.trace_view_mouse(&ev) {
+            return Vec::new();
+        }
         match super::mouse::hit_test(&self.layout, &ev) {
             Some(MouseTarget::ScrollUp(Pane::Sidebar)) => return self.move_cursor(-1),
             Some(MouseTarget::ScrollDown(Pane::Sidebar)) => return self.move_cursor(1),

@@ -80,4 +80,20 @@ impl App {
         }
         Some(Vec::new())
     }
+
+    /// The mouse while the trace view is open: the wheel scrolls it, nothing under it is
+    /// clicked. False when it is not open.
+    pub(super) fn trace_view_mouse(&mut self, ev: &crossterm::event::MouseEvent) -> bool {
+        use super::mouse::{MouseTarget, WHEEL_LINES};
+        let Some(view) = self.trace_view.as_mut() else {
+            return false;
+        };
+        let lines = WHEEL_LINES.unsigned_abs();
+        match super::mouse::hit_test(&self.layout, ev) {
+            Some(MouseTarget::ScrollUp(_)) => view.scroll = view.scroll.saturating_sub(lines),
+            Some(MouseTarget::ScrollDown(_)) => view.scroll = view.scroll.saturating_add(lines),
+            _ => {}
+        }
+        true
+    }
 }

@@ -538,3 +538,27 @@ fn a_selected_card_is_scrolled_into_view() {
     let screen = screen_text(&render(&mut app, 140, 30));
     assert!(screen.contains("task: task 2"), "{screen}");
 }
+
+#[test]
+fn the_mouse_scrolls_the_open_trace_view_and_clicks_nothing_under_it() {
+    use crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+    let (mut app, gid) = app_with_team(TEAM);
+    dispatch_run(&mut app, &gid);
+    app.handle_key(ch('O'));
+    render(&mut app, 120, 10);
+    let at = |kind, column, row| MouseEvent {
+        kind,
+        column,
+        row,
+        modifiers: KeyModifiers::NONE,
+    };
+    app.handle_mouse(at(MouseEventKind::ScrollDown, 60, 5));
+    assert_eq!(app.trace_view.as_ref().map(|v| v.scroll), Some(3));
+    // A click on the sidebar under the view selects nothing.
+    let before = app.selected_row();
+    app.handle_mouse(at(MouseEventKind::Down(MouseButton::Left), 5, 1));
+    assert_eq!(app.selected_row(), before);
+    let screen = screen_text(&render(&mut app, 120, 10));
+    assert!(screen.contains("exec-3 correctness"), "scrolled down: {screen}");
+    assert!(!screen.contains("exec-1 lead"), "{screen}");
+}
