@@ -149,6 +149,28 @@ fn show_text(p: &Preset, config: &Config) -> String {
             r.driver, r.counterpart, r.approval, r.max_turns, r.max_failures, r.max_hops
         ));
     }
+    if p.mode == crate::model::Mode::Dispatch {
+        let d = p.dispatch_limits().or(&config.dispatch);
+        let allowed = if d.sub_agents.is_empty() {
+            "all workers".to_string()
+        } else {
+            d.sub_agents.join(", ")
+        };
+        out.push_str(&format!(
+            "dispatch: {} sub-agents at once · {}s each · {}s to conclude · may dispatch {allowed}\n",
+            d.max_concurrent(),
+            d.agent_timeout().as_secs(),
+            d.max_budget().as_secs()
+        ));
+    }
+    if p.mode == crate::model::Mode::Team {
+        let t = p.team_limits();
+        out.push_str(&format!(
+            "team: the orchestrator supervises · {} turns per member · {} supervisor turns\n",
+            t.member_turns(),
+            t.supervisor_turns()
+        ));
+    }
     if !p.worktrees.is_shared() {
         out.push_str(&format!(
             "worktrees: {} (each git worktree on its own huddle/ branch)\n",

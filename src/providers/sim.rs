@@ -70,7 +70,7 @@ impl SimProvider {
                 usage.input_tokens = estimate_tokens(&render_plain_prompt(&req));
                 usage.output_tokens = estimate_tokens(&text);
             }
-            let latency = latency_of(&req.model);
+            let latency = latency_of(&req.model) * super::sim_dispatch::latency_factor(&req);
             let pieces = split_pieces(&text, DELTAS);
             let pause = latency / u32::try_from(pieces.len().max(1)).unwrap_or(1);
             for piece in pieces {

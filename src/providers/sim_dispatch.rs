@@ -11,6 +11,19 @@ use super::{ChatRole, TurnRequest};
 use crate::model::dispatch::{CANCEL_TOOL, COMPLETED_PREFIX, DISPATCH_TOOL, FAILED_PREFIX};
 use crate::model::{ToolCall, ToolChoice};
 
+/// The task of the broad sweep the sim's orchestrator dispatches and then cancels.
+const SWEEP_TASK: &str = "Sweep everything else around:";
+
+/// How much longer than its model's latency a sim answer takes: a sweep is slow (four times),
+/// so the orchestrator's cancel reaches it while it runs.
+pub fn latency_factor(req: &TurnRequest) -> u32 {
+    if req.last_user_text().contains(SWEEP_TASK) {
+        4
+    } else {
+        1
+    }
+}
+
 /// The sim's move: calls, or words without a call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Play {
@@ -162,7 +175,7 @@ pub fn play(req: &TurnRequest) -> Option<Play> {
         let (first, said) = &seen.results[0];
         return Some(Play::Calls(vec![
             dispatch(pick(2), format!("Follow up on what {first} found: {said}"), 2),
-            dispatch(pick(3), format!("Sweep everything else around: {about}"), 3),
+            dispatch(pick(3), format!("{SWEEP_TASK} {about}"), 3),
         ]));
     }
     // The follow-up makes the sweep unnecessary: cancel it while it runs.

@@ -17,6 +17,7 @@ mod engine_tool_loop;
 mod engine_tools_sim;
 mod fake_llm_server;
 mod headless;
+mod headless_dispatch;
 mod headless_flow;
 mod headless_handoff;
 mod headless_pipeline;

@@ -240,3 +240,45 @@ fn this_repository_team_loads() {
     assert!(team.routing_context.as_deref().unwrap().contains("@worker:"));
     assert!(team.shared_context.as_deref().unwrap().contains("unwrap"));
 }
+
+#[test]
+fn dispatch_guardrails_are_read_shown_checked_and_kept_through_a_team() {
+    let e = env();
+    let text = "name: Probe\nmode: dispatch\nmax_concurrent_agents: 3\nagent_timeout_secs: 90\nsub_agents: [Logs]\norchestrator: { prompt: lead }\nworkers: [{name: logs}, {name: metrics}]\n";
+    write(&e.paths.presets_dir(), "probe.yaml", text);
+    let c = Catalog::load(&e.paths, &config(), None);
+    assert!(c.errors.is_empty(), "{:?}", c.errors);
+    let shown = presets_show(&c, &config(), "probe", false).unwrap();
+    assert!(
+        shown.contains("dispatch: 3 sub-agents at once · 90s each · 600s to conclude · may dispatch Logs"),
+        "{shown}"
+    );
+    let preset = c.find("probe").unwrap();
+    assert!(preset.warnings.is_empty(), "{:?}", preset.warnings);
+    let mut org = huddle::model::Organization::default();
+    let id = huddle::presets::create_team_group(&mut org, preset, &config(), None);
+    let group = org.group(&id).unwrap();
+    assert_eq!(group.dispatch.max_concurrent_agents, Some(3));
+    let back = huddle::presets::preset_from_group(&org, &id).unwrap();
+    assert_eq!(back.dispatch_limits(), preset.dispatch_limits());
+
+    // An allow-list naming no worker, a zero limit: errors naming the file, line and key.
+    for (bad, expected) in [
+        ("sub_agents: [ghost]\n", "sub_agents[0]: `ghost` is not a worker"),
+        ("max_budget_secs: 0\n", "max_budget_secs: 0 is out of range"),
+    ] {
+        write(
+            &e.paths.presets_dir(),
+            "bad.yaml",
+            &format!("name: Bad\nmode: dispatch\norchestrator: {{}}\nworkers: [{{name: logs}}]\n{bad}"),
+        );
+        let c = Catalog::load(&e.paths, &config(), None);
+        let err = c
+            .errors
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(err.contains("bad.yaml line 5") && err.contains(expected), "{err}");
+    }
+}

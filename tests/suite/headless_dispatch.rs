@@ -1,0 +1,162 @@
+//! `huddle run` with a dispatch team on the sim, the real binary: the multi-phase play is
+//! printed one line per execution, `--events` nests the executions, and a run killed mid-way
+//! leaves a readable run file and a team that runs again.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use super::headless::{huddle, ndjson, team_made_by_run, text};
+
+const PRESET: &str = "Incident Investigation";
+
+#[test]
+fn the_incident_team_dispatches_reacts_cancels_and_concludes_on_the_sim() {
+    let home = tempfile::tempdir().unwrap();
+    let args = ["run", "--preset", PRESET, "--model", "sim/slow-100ms"];
+    let out = huddle(
+        home.path(),
+        &[&args[..], &["Alert: checkout latency doubled"]].concat(),
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("runs in dispatch mode"), "{stderr}");
+    for line in [
+        "⇢ exec-2 log-analyzer dispatched: ",
+        "⇢ exec-3 metrics-checker dispatched: ",
+        "⇢ exec-4 deploy-historian dispatched: Follow up on what",
+        "⇢ exec-5 k8s-inspector dispatched: ",
+        "cancel_agent (0.0s) cancelled",
+        "⇠ exec-5 k8s-inspector ⊘ cancelled",
+        "⇠ exec-4 deploy-historian ✓ completed",
+        "Sub-agents: 4 dispatched — 3 completed, 1 cancelled",
+    ] {
+        assert!(stderr.contains(line), "missing `{line}`: {stderr}");
+    }
+    assert!(
+        !stderr.contains("dispatch_agent {"),
+        "dispatches are printed as executions"
+    );
+    assert!(stdout.contains("## Findings"), "{stdout}");
+    assert!(
+        stdout.contains("**deploy-historian**"),
+        "the follow-up's result is used"
+    );
+
+    // Again on the same team with `--events`: every execution nests under the orchestrator's.
+    let team = team_made_by_run(home.path(), PRESET);
+    let out = huddle(
+        home.path(),
+        &[
+            "run",
+            "--group",
+            &team,
+            "--model",
+            "sim/slow-100ms",
+            "--events",
+            "Alert: again",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events = ndjson(&out);
+    let started: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "execution_started")
+        .collect();
+    assert_eq!(started[0]["kind"], "orchestrator");
+    assert!(started[0].get("parent_execution_id").is_none());
+    let root = started[0]["execution_id"].as_str().unwrap();
+    assert!(started.len() >= 4);
+    for e in &started[1..] {
+        assert_eq!(e["kind"], "sub_agent");
+        assert_eq!(e["parent_execution_id"], root);
+    }
+    let finished = events
+        .iter()
+        .filter(|e| e["event"] == "execution_finished")
+        .count();
+    assert_eq!(finished, started.len(), "every execution ends");
+    assert!(
+        events.iter().any(|e| e["event"] == "turn_input"
+            && e["text"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("[Sub-agent completed]")),
+        "pushed results are events"
+    );
+}
+
+/// The run files of `home`, every line of each.
+fn run_lines(home: &std::path::Path) -> Vec<String> {
+    let mut lines = Vec::new();
+    for group in std::fs::read_dir(home.join("runs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        for file in std::fs::read_dir(group.path()).into_iter().flatten().flatten() {
+            let text = std::fs::read_to_string(file.path()).unwrap_or_default();
+            lines.extend(text.lines().map(str::to_string));
+        }
+    }
+    lines
+}
+
+#[test]
+fn a_run_killed_mid_dispatch_leaves_a_readable_run_file_and_a_team_that_runs_again() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args([
+            "run",
+            "--preset",
+            PRESET,
+            "--model",
+            "sim/slow-2s",
+            "--events",
+            "Alert: disk full",
+        ])
+        .env("HUDDLE_HOME", home.path())
+        .current_dir(home.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start huddle");
+    let stdout = child.stdout.take().expect("stdout");
+    for line in BufReader::new(stdout).lines() {
+        let event: Value = serde_json::from_str(&line.expect("a line")).expect("NDJSON");
+        if event["event"] == "execution_started" && event["kind"] == "sub_agent" {
+            // SAFETY: plain kill(2) on our own child's pid.
+            unsafe {
+                libc::kill(child.id() as i32, libc::SIGKILL);
+            }
+            break;
+        }
+    }
+    let _ = child.wait();
+    let lines = run_lines(home.path());
+    assert!(!lines.is_empty(), "the run file is there");
+    let readable: Vec<Value> = lines
+        .iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(readable.len() + 1 >= lines.len(), "at most a torn last line");
+    assert!(
+        readable
+            .iter()
+            .any(|e| e["event"] == "execution_started" && e["kind"] == "orchestrator")
+    );
+    assert!(
+        !readable.iter().any(|e| e["event"] == "run_ended"),
+        "it never ended"
+    );
+
+    // Nothing claims the team is still running: it runs again, to its end.
+    let team = team_made_by_run(home.path(), PRESET);
+    let out = huddle(
+        home.path(),
+        &["run", "--group", &team, "--model", "sim/x", "Alert: again"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("## Findings"));
+}
