@@ -702,6 +702,41 @@ mod tests {
     }
 
     #[test]
+    fn a_card_read_back_from_a_run_file_shows_its_result() {
+        // A run file has no deltas and no stored answers: the execution's result stands in.
+        let now = Instant::now();
+        let mut cards = ExecutionCards::default();
+        cards.apply(&started("exec-2", "a", "t"), now, same);
+        cards.apply(
+            &ev(
+                Some(("exec-2", Some("exec-1"))),
+                EventKind::ExecutionFinished {
+                    kind: ExecutionKind::SubAgent,
+                    member: "a".into(),
+                    status: ExecutionStatus::Completed,
+                    duration_ms: 10,
+                    tokens: 5,
+                    tool_calls: 0,
+                    result: Some("line one\nline \u{1b}[1mtwo".into()),
+                    error: None,
+                },
+            ),
+            now,
+            same,
+        );
+        let card = cards.get("exec-2").expect("a card");
+        let texts: Vec<&str> = card.lines.iter().map(|l| l.text.as_str()).collect();
+        assert_eq!(texts, ["      task: t", "      line one", "      line two"]);
+        // A run file that ends without the execution's end: it never finished.
+        cards.apply(&started("exec-3", "b", "t"), now, same);
+        cards.cut_short();
+        assert_eq!(
+            cards.get("exec-3").map(|c| c.status),
+            Some(ExecutionStatus::Interrupted)
+        );
+    }
+
+    #[test]
     fn a_pushed_result_is_read_for_its_name_and_id() {
         assert_eq!(
             pushed_result("[Sub-agent completed] log-analyzer (exec-2): found it"),
