@@ -188,7 +188,6 @@ fn dispatch_run(app: &mut App, gid: &str) -> String {
             usage: Some(Usage {
                 input_tokens: 500,
                 output_tokens: 300,
-                ..Usage::default()
             }),
             error: None,
             message: Some(Box::new(Message::assistant(
