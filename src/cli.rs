@@ -40,6 +40,27 @@ pub enum Command {
     /// What `huddle run` left behind: prune old headless teams and sessions.
     #[command(subcommand)]
     Runs(RunsCommand),
+    /// Print a team run's trace tree: who did what, with status, duration and tokens.
+    ///
+    /// The run's executions (modes dispatch and team) nested by parent, or one node per member
+    /// turn (the other modes), each with its status, duration, tokens, tool calls and the first
+    /// line of its result. Read-only: it works next to an open huddle.
+    Trace(TraceArgs),
+}
+
+/// `huddle trace`: which run, and how to print it.
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// The team group: its name, or the start of only one group's name; default: the group of
+    /// the most recent run.
+    #[arg(long, value_name = "NAME")]
+    pub group: Option<String>,
+    /// The run: its id or a unique prefix of it; default: the group's newest run.
+    #[arg(long, value_name = "ID")]
+    pub run: Option<String>,
+    /// Print the tree as JSON (nodes nested under `children`).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -427,6 +448,26 @@ mod tests {
             };
             assert_eq!(run.max_iterations, good.parse().ok());
         }
+    }
+
+    #[test]
+    fn trace_takes_a_group_a_run_and_json() {
+        let cli =
+            Cli::try_parse_from(["huddle", "trace", "--group", "Ops", "--run", "2026", "--json"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Some(Command::Trace(TraceArgs { group: Some(g), run: Some(r), json: true })) if g == "Ops" && r == "2026"
+        ));
+        let cli = Cli::try_parse_from(["huddle", "trace"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Some(Command::Trace(TraceArgs {
+                group: None,
+                run: None,
+                json: false
+            }))
+        ));
+        assert!(Cli::try_parse_from(["huddle", "trace", "--run"]).is_err());
     }
 
     #[test]

@@ -23,6 +23,8 @@ pub mod runs_cli;
 pub mod store;
 pub mod text;
 pub mod tools;
+pub mod trace;
+pub mod trace_cli;
 pub mod tui;
 pub mod workspace;
 pub mod worktrees;

@@ -171,6 +171,10 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
             let code = huddle::runs_cli::run(paths, &repo, cmd)?;
             Ok(ExitCode::from(code))
         }
+        Some(Command::Trace(args)) => {
+            let code = huddle::trace_cli::run(paths, &args)?;
+            Ok(ExitCode::from(code))
+        }
         Some(Command::Doctor) => {
             let report = huddle::doctor::report(paths, &repo, true);
             cli::print_out(&report.text)?;

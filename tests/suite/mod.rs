@@ -47,6 +47,8 @@ mod store_hardening;
 mod team_results;
 mod tools_llmock;
 mod tools_wire;
+mod trace;
+mod tui_cards;
 mod tui_conversation;
 mod tui_dialogs;
 mod tui_flow;

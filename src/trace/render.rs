@@ -1,0 +1,438 @@
+//! A trace tree as text (`├──` / `└──`, one line per node and item) and as JSON (nodes nested
+//! under `children`). Everything a model, a tool or a file wrote is made safe to print
+//! ([`sanitize::display`], [`sanitize::json_line`]) and cut to one line.
+
+use std::fmt::Write as _;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::tree::{NodeId, RunState, RunSummary, Trace, TraceItem, TraceNode};
+use crate::text::{first_line, sanitize};
+
+/// The most characters of a result, task or message on a node's line.
+const TEXT_MAX: usize = 100;
+/// How deep JSON nests before it lists the rest of a branch flat (a damaged file could chain
+/// executions deeper than a serializer's stack allows).
+const JSON_DEPTH_MAX: usize = 32;
+/// How deep the text indents.
+const TEXT_DEPTH_MAX: usize = 32;
+
+/// One line of untrusted text, safe to print.
+fn clean(text: &str, max: usize) -> String {
+    first_line(&sanitize::display(text), max)
+}
+
+/// `850ms`, `3.2s`, `2m05s`, `1h02m`.
+pub fn duration(ms: u64) -> String {
+    match ms {
+        0..1000 => format!("{ms}ms"),
+        1000..60_000 => format!("{:.1}s", ms as f64 / 1000.0),
+        60_000..3_600_000 => format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60),
+        _ => format!("{}h{:02}m", ms / 3_600_000, ms / 60_000 % 60),
+    }
+}
+
+/// The run's line: group, run id, mode, state or outcome, duration, tokens.
+fn run_line(run: &RunSummary) -> String {
+    let mut parts = vec![clean(&run.group, TEXT_MAX)];
+    if let Some(id) = &run.run_id {
+        parts.push(format!("run {}", clean(id, TEXT_MAX)));
+    }
+    if let Some(mode) = run.mode {
+        parts.push(mode.to_string());
+    }
+    parts.push(match (run.state, run.outcome) {
+        (RunState::Running, _) => "in progress".to_string(),
+        (RunState::Interrupted, _) => "interrupted (no end recorded)".to_string(),
+        (RunState::Ended, Some(outcome)) => outcome.as_str().to_string(),
+        (RunState::Ended, None) => "ended".to_string(),
+    });
+    if let Some(ms) = run.duration_ms {
+        parts.push(duration(ms));
+    }
+    parts.push(format!("{} tokens", run.tokens));
+    parts.join(" · ")
+}
+
+/// A node's line: id, member, kind, status, duration, tokens, then its result (or error, or
+/// task).
+fn node_line(node: &TraceNode) -> String {
+    let mut line = format!("{} {}", clean(&node.id, TEXT_MAX), clean(&node.member, TEXT_MAX));
+    let kind = node.kind.as_str();
+    match (node.kind, node.queued) {
+        (super::NodeKind::Turn, _) => {}
+        (_, true) => {
+            let _ = write!(line, " ({kind}, queued)");
+        }
+        (_, false) => {
+            let _ = write!(line, " ({kind})");
+        }
+    }
+    let _ = write!(line, " {}", node.status);
+    if let Some(ms) = node.duration_ms {
+        let _ = write!(line, " {}", duration(ms));
+    }
+    if node.tokens > 0 {
+        let _ = write!(line, " {} tok", node.tokens);
+    }
+    if node.tool_calls > 0 && node.items.is_empty() {
+        let _ = write!(line, " {} tool calls", node.tool_calls);
+    }
+    let text = match (&node.result, &node.error, &node.task) {
+        (Some(result), _, _) => Some(clean(result, TEXT_MAX)),
+        (None, Some(error), _) => Some(format!("error: {}", clean(error, TEXT_MAX))),
+        (None, None, Some(task)) => Some(format!("task: {}", clean(task, TEXT_MAX))),
+        (None, None, None) => None,
+    };
+    if let Some(text) = text {
+        let _ = write!(line, " — {text}");
+    }
+    line
+}
+
+fn item_line(item: &TraceItem) -> String {
+    match item {
+        TraceItem::ToolCall {
+            name,
+            ok,
+            duration_ms,
+            first_line,
+            ..
+        } => {
+            let mut line = format!("tool {}", clean(name, TEXT_MAX));
+            line.push_str(match ok {
+                Some(true) => " ok",
+                Some(false) => " failed",
+                None => " (no result)",
+            });
+            if let Some(ms) = duration_ms {
+                let _ = write!(line, " {}", duration(*ms));
+            }
+            if let Some(text) = first_line
+                .as_deref()
+                .map(|t| clean(t, TEXT_MAX))
+                .filter(|t| !t.is_empty())
+            {
+                let _ = write!(line, " — {text}");
+            }
+            line
+        }
+        TraceItem::Broadcast {
+            from,
+            kind,
+            message,
+            turn,
+            last,
+            supervisor,
+            ..
+        } => {
+            let who = if *supervisor { "supervisor " } else { "" };
+            let kind = match kind {
+                crate::model::BroadcastKind::Update => "update",
+                crate::model::BroadcastKind::Failure => "failure",
+            };
+            let last = if *last { ", final" } else { "" };
+            format!(
+                "broadcast from {who}{} ({kind}{last}, turn {turn}): {}",
+                clean(from, TEXT_MAX),
+                clean(message, TEXT_MAX)
+            )
+        }
+    }
+}
+
+fn item_at(item: &TraceItem) -> DateTime<Utc> {
+    match item {
+        TraceItem::ToolCall { at, .. } | TraceItem::Broadcast { at, .. } => *at,
+    }
+}
+
+/// What goes under a node: its items and children, merged by time (items first on a tie).
+enum Entry<'a> {
+    Item(&'a TraceItem),
+    Node(NodeId),
+}
+
+fn entries<'a>(trace: &'a Trace, items: &'a [TraceItem], children: &[NodeId]) -> Vec<Entry<'a>> {
+    let mut out = Vec::with_capacity(items.len() + children.len());
+    let (mut i, mut c) = (0, 0);
+    while i < items.len() || c < children.len() {
+        let child_start = children
+            .get(c)
+            .and_then(|&n| trace.node(n))
+            .and_then(|n| n.started);
+        let take_item = match (items.get(i), child_start) {
+            (Some(item), Some(start)) => item_at(item) <= start,
+            (Some(_), None) => c >= children.len(),
+            (None, _) => false,
+        };
+        if take_item {
+            out.push(Entry::Item(&items[i]));
+            i += 1;
+        } else {
+            out.push(Entry::Node(children[c]));
+            c += 1;
+        }
+    }
+    out
+}
+
+/// An entry still to print: its depth, the prefix of its line, whether it is its level's last.
+type Pending<'a> = (usize, String, Entry<'a>, bool);
+
+/// Puts a level's entries on the stack so that the first is popped first.
+fn push_level<'a>(stack: &mut Vec<Pending<'a>>, depth: usize, prefix: &str, level: Vec<Entry<'a>>) {
+    let n = level.len();
+    for (k, e) in level.into_iter().enumerate().rev() {
+        stack.push((depth, prefix.to_string(), e, k + 1 == n));
+    }
+}
+
+/// The tree as text: the run's line, then every node and item under it.
+pub fn text(trace: &Trace) -> String {
+    let mut out = run_line(&trace.run);
+    out.push('\n');
+    if let Some(result) = &trace.run.result {
+        let _ = writeln!(out, "  result: {}", clean(result, TEXT_MAX));
+    }
+    if let Some(failed) = &trace.run.failed {
+        let _ = writeln!(out, "  failed: {}", clean(failed, TEXT_MAX));
+    }
+    if trace.skipped_lines > 0 {
+        let _ = writeln!(
+            out,
+            "  ({} unreadable line{} of the run file skipped)",
+            trace.skipped_lines,
+            if trace.skipped_lines == 1 { "" } else { "s" }
+        );
+    }
+    if trace.nodes.is_empty() && trace.run.items.is_empty() {
+        out.push_str("  (no executions or member turns recorded)\n");
+        return out;
+    }
+    // Depth-first with an explicit stack: (depth, prefix of this entry, entry, is it the last).
+    // Past TEXT_DEPTH_MAX the indentation stops growing (a damaged file could chain thousands).
+    let mut stack: Vec<Pending<'_>> = Vec::new();
+    push_level(&mut stack, 0, "", entries(trace, &trace.run.items, &trace.roots));
+    while let Some((depth, prefix, entry, last)) = stack.pop() {
+        let branch = if last { "└── " } else { "├── " };
+        match entry {
+            Entry::Item(item) => {
+                let _ = writeln!(out, "{prefix}{branch}{}", item_line(item));
+            }
+            Entry::Node(id) => {
+                let Some(node) = trace.node(id) else { continue };
+                let _ = writeln!(out, "{prefix}{branch}{}", node_line(node));
+                let below = if depth + 1 < TEXT_DEPTH_MAX {
+                    format!("{prefix}{}", if last { "    " } else { "│   " })
+                } else {
+                    prefix
+                };
+                push_level(
+                    &mut stack,
+                    depth + 1,
+                    &below,
+                    entries(trace, &node.items, &node.children),
+                );
+            }
+        }
+    }
+    out
+}
+
+#[derive(Serialize)]
+struct JsonTrace<'a> {
+    run: &'a RunSummary,
+    skipped_lines: usize,
+    children: Vec<JsonNode<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonNode<'a> {
+    #[serde(flatten)]
+    node: &'a TraceNode,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    children: Vec<JsonNode<'a>>,
+}
+
+fn json_node(trace: &Trace, id: NodeId, depth: usize) -> Option<JsonNode<'_>> {
+    let node = trace.node(id)?;
+    let children = if depth + 1 < JSON_DEPTH_MAX {
+        node.children
+            .iter()
+            .filter_map(|&c| json_node(trace, c, depth + 1))
+            .collect()
+    } else {
+        // The rest of the branch, flat, in display order.
+        let mut flat = Vec::new();
+        let mut stack: Vec<NodeId> = node.children.iter().rev().copied().collect();
+        while let Some(c) = stack.pop() {
+            if let Some(n) = trace.node(c) {
+                flat.push(JsonNode {
+                    node: n,
+                    children: Vec::new(),
+                });
+                stack.extend(n.children.iter().rev());
+            }
+        }
+        flat
+    };
+    Some(JsonNode { node, children })
+}
+
+/// The tree as JSON: `{"run": …, "skipped_lines": n, "children": [node…]}`, each node with
+/// its own `children`; strings cleaned as `--events` lines are.
+pub fn json(trace: &Trace) -> String {
+    let doc = JsonTrace {
+        run: &trace.run,
+        skipped_lines: trace.skipped_lines,
+        children: trace
+            .roots
+            .iter()
+            .filter_map(|&r| json_node(trace, r, 0))
+            .collect(),
+    };
+    // Plain structs of strings and numbers: serialising cannot fail; say so if it ever did.
+    let text = serde_json::to_string_pretty(&doc).unwrap_or_else(|e| {
+        serde_json::json!({ "error": format!("cannot serialise the trace: {e}") }).to_string()
+    });
+    sanitize::json_line(&text).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tree::TraceBuilder;
+    use super::super::tree::tests::{dispatch_records, ev, finished, started, t};
+    use super::*;
+    use crate::engine::events::RunRecord;
+    use crate::model::{ExecutionKind, ExecutionStatus};
+
+    #[test]
+    fn durations_read_at_a_glance() {
+        assert_eq!(duration(850), "850ms");
+        assert_eq!(duration(3240), "3.2s");
+        assert_eq!(duration(125_000), "2m05s");
+        assert_eq!(duration(3_720_000), "1h02m");
+    }
+
+    #[test]
+    fn the_text_tree_nests_nodes_and_items_with_branches() {
+        let trace = TraceBuilder::from_records(&dispatch_records(true));
+        let text = text(&trace);
+        let expected = "\
+Incidents · run run-1 · dispatch · completed · 9.0s · 360 tokens
+  result: Root cause: pool
+└── exec-1 lead (orchestrator) completed 8.0s 200 tok — Root cause: pool
+    ├── exec-2 logs (sub_agent) completed 3.0s 120 tok — DB pool exhausted
+    │   ├── tool grep ok 12ms — found 3 errors
+    │   └── exec-5 logs (clarification) completed 1.0s 10 tok — the orders pool
+    ├── exec-3 metrics (sub_agent) cancelled 4.0s 30 tok — task: Check latency
+    └── exec-4 deploys (sub_agent, queued) interrupted — task: List deploys
+";
+        assert_eq!(text, expected, "\n{text}");
+    }
+
+    #[test]
+    fn untrusted_text_is_cleaned_and_cut_to_one_line() {
+        let mut records = dispatch_records(false);
+        records.push(RunRecord {
+            at: t(7),
+            event: ev(
+                finished(
+                    ExecutionStatus::Failed,
+                    10,
+                    0,
+                    "\u{1b}]0;pwned\u{7}\u{1b}[31mred\u{1b}[0m answer\nsecond line",
+                ),
+                Some(("exec-5", Some("exec-2"))),
+            ),
+        });
+        records.push(RunRecord {
+            at: t(8),
+            event: ev(
+                started(ExecutionKind::SubAgent, "evil\u{1b}[2J\u{202e}", "x", false),
+                Some(("exec-6", Some("exec-1"))),
+            ),
+        });
+        let trace = TraceBuilder::from_records(&records);
+        let text = text(&trace);
+        assert!(!text.contains('\u{1b}') && !text.contains('\u{202e}'), "{text:?}");
+        assert!(text.contains("— red answer\n"), "{text}");
+        assert!(!text.contains("second line"), "{text}");
+        assert!(text.contains("exec-6 evil (sub_agent) interrupted"), "{text}");
+        assert!(
+            text.starts_with(
+                "Incidents · run run-1 · dispatch · interrupted (no end recorded) · 150 tokens\n"
+            ),
+            "{text}"
+        );
+        let json = json(&trace);
+        assert!(!json.contains("\\u001b") && !json.contains('\u{1b}'), "{json}");
+    }
+
+    #[test]
+    fn json_nests_children_and_keeps_statuses() {
+        let trace = TraceBuilder::from_records(&dispatch_records(true));
+        let v: serde_json::Value = serde_json::from_str(&json(&trace)).unwrap();
+        assert_eq!(v["run"]["mode"], "dispatch");
+        assert_eq!(v["run"]["state"], "ended");
+        assert_eq!(v["run"]["outcome"], "completed");
+        assert_eq!(v["run"]["tokens"], 360);
+        let orchestrator = &v["children"][0];
+        assert_eq!(orchestrator["id"], "exec-1");
+        assert_eq!(orchestrator["kind"], "orchestrator");
+        let subs = orchestrator["children"].as_array().unwrap();
+        let ids: Vec<&str> = subs.iter().map(|s| s["id"].as_str().unwrap()).collect();
+        assert_eq!(ids, ["exec-2", "exec-3", "exec-4"]);
+        assert_eq!(subs[0]["children"][0]["kind"], "clarification");
+        assert_eq!(subs[0]["items"][0]["item"], "tool_call");
+        assert_eq!(subs[0]["items"][0]["ok"], true);
+        assert_eq!(subs[1]["status"], "cancelled");
+        assert_eq!(subs[2]["status"], "interrupted");
+        assert_eq!(subs[2]["queued"], true);
+        assert_eq!(subs[0]["parent"], "exec-1");
+    }
+
+    #[test]
+    fn a_very_deep_chain_prints_without_overflowing() {
+        let mut b = TraceBuilder::new();
+        for i in 1..=5000u32 {
+            let id = format!("exec-{i}");
+            let parent = (i > 1).then(|| format!("exec-{}", i - 1));
+            b.apply(
+                &ev(
+                    started(ExecutionKind::SubAgent, "a", "x", false),
+                    Some((&id, parent.as_deref())),
+                ),
+                t(i64::from(i)),
+            );
+        }
+        let trace = b.finish();
+        let v: serde_json::Value = serde_json::from_str(&json(&trace)).unwrap();
+        let mut node = &v["children"][0];
+        let mut depth = 1;
+        while let Some(c) = node["children"].as_array().filter(|c| c.len() == 1) {
+            node = &c[0];
+            depth += 1;
+        }
+        assert_eq!(depth, JSON_DEPTH_MAX);
+        assert_eq!(node["children"].as_array().unwrap().len(), 5000 - JSON_DEPTH_MAX);
+        let text = text(&trace);
+        assert_eq!(text.lines().count(), 5001);
+        assert!(
+            text.lines().all(|l| l.chars().count() < 4 * TEXT_DEPTH_MAX + 60),
+            "indentation is capped"
+        );
+    }
+
+    #[test]
+    fn an_empty_run_says_so() {
+        let trace = TraceBuilder::from_records(&dispatch_records(true)[..2]);
+        assert!(
+            text(&trace).ends_with("(no executions or member turns recorded)\n"),
+            "{}",
+            text(&trace)
+        );
+    }
+}

@@ -1,0 +1,1229 @@
+//! Building a run's trace tree from its events, one at a time (the TUI feeds live events; a run
+//! file's records go through the same path). Pure: no I/O, no clock (every event comes with its
+//! time), O(1) work per event (maps by id, never a rescan).
+//!
+//! - Executions (`execution_started` / `execution_running` / `execution_finished`, ids in the
+//!   event's `execution` tag) become nodes nested by `parent_execution_id`, children in start
+//!   order. Tool calls and results carrying an execution's tag are leaf items under it; a team
+//!   broadcast is an item under its sender's execution.
+//! - Events without a tag (the modes that record no executions: broadcast, sequential,
+//!   orchestrator, flow, pipeline, relay) give one `turn` node per member turn, keyed by session
+//!   and generation, with the turn's tool calls; the answer that follows a turn gives its result.
+//! - A node that never finished when the run ended, or when a file ends without `run_ended`
+//!   ([`TraceBuilder::close`]), is `interrupted`: a crashed run still reads as a tree.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::engine::events::{EngineEvent, EventKind, RunRecord};
+use crate::model::{BroadcastKind, CycleOutcome, ExecutionKind, ExecutionStatus, Mode};
+use crate::text::{first_line, truncate_chars};
+
+/// The most of a task (or a broadcast's message) a node keeps.
+pub const TASK_MAX_CHARS: usize = 1000;
+/// The most of a result's or an error's first line a node keeps.
+pub const LINE_MAX_CHARS: usize = 200;
+
+/// A node's index in [`Trace::nodes`].
+pub type NodeId = usize;
+
+/// What a node is: an execution's kind, or a member turn of a mode without executions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NodeKind {
+    Execution(ExecutionKind),
+    /// A member's turn in a mode that records no executions.
+    Turn,
+}
+
+impl NodeKind {
+    /// As JSON writes it: the execution kind's name, or `turn`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeKind::Execution(kind) => match kind {
+                ExecutionKind::Orchestrator => "orchestrator",
+                ExecutionKind::SubAgent => "sub_agent",
+                ExecutionKind::Clarification => "clarification",
+                ExecutionKind::Supervisor => "supervisor",
+                ExecutionKind::SupervisorTurn => "supervisor_turn",
+                ExecutionKind::MemberTurn => "member_turn",
+            },
+            NodeKind::Turn => "turn",
+        }
+    }
+}
+
+impl Serialize for NodeKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// A leaf under a node (or under the run, when it belongs to none): a tool call, a broadcast.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "item", rename_all = "snake_case")]
+pub enum TraceItem {
+    ToolCall {
+        call_id: String,
+        name: String,
+        /// `None` while the call has no result (or never got one).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        ok: Option<bool>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<u64>,
+        /// The first line of what the model got back.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        first_line: Option<String>,
+        at: DateTime<Utc>,
+    },
+    Broadcast {
+        from: String,
+        kind: BroadcastKind,
+        message: String,
+        turn: u32,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        last: bool,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        supervisor: bool,
+        at: DateTime<Utc>,
+    },
+}
+
+/// One execution (or member turn) of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceNode {
+    /// The execution id (`exec-3`), or `turn-N` for a member turn of a mode without executions.
+    pub id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    pub kind: NodeKind,
+    /// The member's handle (an execution's) or session name (a turn's).
+    pub member: String,
+    pub session_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    pub status: ExecutionStatus,
+    /// It waited for a place before it ran (the concurrency cap).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub queued: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    pub tokens: u64,
+    pub tool_calls: u32,
+    /// The first line of its answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Tool calls and broadcasts, in the order they happened.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<TraceItem>,
+    /// Its children's indices, in start order (JSON nests them instead).
+    #[serde(skip)]
+    pub children: Vec<NodeId>,
+}
+
+impl TraceNode {
+    fn new(id: String, kind: NodeKind, at: DateTime<Utc>) -> TraceNode {
+        TraceNode {
+            id,
+            parent: None,
+            kind,
+            member: String::new(),
+            session_id: String::new(),
+            task: None,
+            status: ExecutionStatus::Running,
+            queued: false,
+            started: Some(at),
+            ended: None,
+            duration_ms: None,
+            tokens: 0,
+            tool_calls: 0,
+            result: None,
+            error: None,
+            items: Vec::new(),
+            children: Vec::new(),
+        }
+    }
+}
+
+/// Where the run as a whole is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    /// No `run_ended` yet, and the events may still come.
+    Running,
+    Ended,
+    /// The file ended without `run_ended`: the process ended under the run.
+    Interrupted,
+}
+
+/// The run at the root of the tree.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSummary {
+    pub group: String,
+    pub group_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+    pub state: RunState,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<CycleOutcome>,
+    /// Why the run could not do its work.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// The tokens of every finished node.
+    pub tokens: u64,
+    /// The first line of the run's result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// Tool calls and broadcasts that belong to no node.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<TraceItem>,
+}
+
+impl Default for RunSummary {
+    fn default() -> RunSummary {
+        RunSummary {
+            group: String::new(),
+            group_id: String::new(),
+            run_id: None,
+            mode: None,
+            state: RunState::Running,
+            outcome: None,
+            failed: None,
+            started: None,
+            ended: None,
+            duration_ms: None,
+            tokens: 0,
+            result: None,
+            items: Vec::new(),
+        }
+    }
+}
+
+/// A run's tree: the run, its nodes (in start order) and the top-level ones.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trace {
+    pub run: RunSummary,
+    pub nodes: Vec<TraceNode>,
+    /// The nodes with no (known) parent, in start order.
+    pub roots: Vec<NodeId>,
+    /// Lines of the run file that could not be read (a line torn by a crash).
+    pub skipped_lines: usize,
+}
+
+impl Trace {
+    pub fn node(&self, id: NodeId) -> Option<&TraceNode> {
+        self.nodes.get(id)
+    }
+
+    /// The node of an execution id (`exec-3`) or turn id (`turn-2`). Linear: for lookups from
+    /// outside; the builder keeps its own map.
+    pub fn find(&self, id: &str) -> Option<NodeId> {
+        self.nodes.iter().position(|n| n.id == id)
+    }
+
+    /// Every node depth-first in display order, with its depth (0 for a root).
+    pub fn walk(&self) -> Vec<(usize, NodeId)> {
+        let mut out = Vec::with_capacity(self.nodes.len());
+        let mut stack: Vec<(usize, NodeId)> = self.roots.iter().rev().map(|&r| (0, r)).collect();
+        while let Some((depth, id)) = stack.pop() {
+            out.push((depth, id));
+            if let Some(node) = self.nodes.get(id) {
+                stack.extend(node.children.iter().rev().map(|&c| (depth + 1, c)));
+            }
+        }
+        out
+    }
+
+    /// How many nodes have each status, in [`ExecutionStatus`] order, leaving out zeros.
+    pub fn status_counts(&self) -> Vec<(ExecutionStatus, usize)> {
+        const ORDER: [ExecutionStatus; 7] = [
+            ExecutionStatus::Completed,
+            ExecutionStatus::Running,
+            ExecutionStatus::Queued,
+            ExecutionStatus::Failed,
+            ExecutionStatus::Cancelled,
+            ExecutionStatus::TimedOut,
+            ExecutionStatus::Interrupted,
+        ];
+        ORDER
+            .iter()
+            .map(|&s| (s, self.nodes.iter().filter(|n| n.status == s).count()))
+            .filter(|&(_, n)| n > 0)
+            .collect()
+    }
+}
+
+/// Where a tool call or broadcast goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Owner {
+    Node(NodeId),
+    Run,
+}
+
+/// Builds a [`Trace`] event by event.
+#[derive(Debug, Default)]
+pub struct TraceBuilder {
+    trace: Trace,
+    by_id: HashMap<String, NodeId>,
+    /// Member turns in progress (modes without executions): (session id, generation).
+    open_turns: HashMap<(String, u64), NodeId>,
+    /// Each session's latest turn node (its answer follows `turn_finished`).
+    last_turn: HashMap<String, NodeId>,
+    /// Each session's latest execution (a broadcast without a tag goes there).
+    last_execution: HashMap<String, NodeId>,
+    /// Tool call items by owner and call id.
+    tool_items: HashMap<(Owner, String), usize>,
+    /// Nodes whose parent has not started (yet): parent id → children.
+    orphans: HashMap<String, Vec<NodeId>>,
+    /// A worker's assignment, for its next turn (orchestrator modes).
+    pending_task: HashMap<String, String>,
+    turns: u32,
+    last_at: Option<DateTime<Utc>>,
+}
+
+fn capped_line(text: &str) -> Option<String> {
+    let line = first_line(text, LINE_MAX_CHARS);
+    (!line.is_empty()).then_some(line)
+}
+
+fn capped_text(text: &str) -> Option<String> {
+    let text = text.trim();
+    (!text.is_empty()).then(|| truncate_chars(text, TASK_MAX_CHARS))
+}
+
+fn millis_between(from: DateTime<Utc>, to: DateTime<Utc>) -> u64 {
+    u64::try_from((to - from).num_milliseconds()).unwrap_or(0)
+}
+
+impl TraceBuilder {
+    pub fn new() -> TraceBuilder {
+        TraceBuilder::default()
+    }
+
+    /// A run file's records, read to the end: what never finished is interrupted.
+    pub fn from_records(records: &[RunRecord]) -> Trace {
+        let mut builder = TraceBuilder::new();
+        for r in records {
+            builder.apply(&r.event, r.at);
+        }
+        builder.finish()
+    }
+
+    /// A run file's lines, read to the end; lines that are not records (torn by a crash) are
+    /// skipped and counted.
+    pub fn from_lines<S: AsRef<str>>(lines: &[S]) -> Trace {
+        let mut builder = TraceBuilder::new();
+        for line in lines {
+            builder.apply_line(line.as_ref());
+        }
+        builder.finish()
+    }
+
+    /// Takes one line of a run file: a record, or a line that cannot be read (counted).
+    pub fn apply_line(&mut self, line: &str) {
+        match serde_json::from_str::<RunRecord>(line) {
+            Ok(r) => self.apply(&r.event, r.at),
+            Err(_) => self.skip_line(),
+        }
+    }
+
+    /// The tree so far (nodes still going are `running` or `queued`).
+    pub fn trace(&self) -> &Trace {
+        &self.trace
+    }
+
+    /// The tree so far, leaving nodes that are still going as they are (a run in progress).
+    pub fn into_trace(self) -> Trace {
+        self.trace
+    }
+
+    /// The tree of a finished file: [`close`](Self::close)d.
+    pub fn finish(mut self) -> Trace {
+        self.close();
+        self.trace
+    }
+
+    /// Counts a line that could not be read.
+    pub fn skip_line(&mut self) {
+        self.trace.skipped_lines += 1;
+    }
+
+    /// No more events will come: a run without `run_ended` was interrupted, and every node still
+    /// going never finished.
+    pub fn close(&mut self) {
+        if self.trace.run.state == RunState::Running {
+            self.trace.run.state = RunState::Interrupted;
+        }
+        self.interrupt_open();
+    }
+
+    fn interrupt_open(&mut self) {
+        for node in &mut self.trace.nodes {
+            if !node.status.is_finished() {
+                node.status = ExecutionStatus::Interrupted;
+            }
+        }
+        self.open_turns.clear();
+    }
+
+    /// Takes one event that happened at `at`.
+    pub fn apply(&mut self, event: &EngineEvent, at: DateTime<Utc>) {
+        self.note_run(event, at);
+        let tag = event.execution.as_ref();
+        match &event.kind {
+            EventKind::RunStarted { .. } => self.trace.run.started = Some(at),
+            EventKind::CycleStarted { mode, .. } => self.trace.run.mode = Some(*mode),
+            EventKind::CycleFinished { outcome, .. } => self.trace.run.outcome = Some(*outcome),
+            EventKind::RunResult { text } => self.trace.run.result = capped_line(text),
+            EventKind::RunEnded { outcome, failed, .. } => {
+                let run = &mut self.trace.run;
+                if run.state == RunState::Ended {
+                    return;
+                }
+                run.state = RunState::Ended;
+                run.ended = Some(at);
+                run.outcome = outcome.or(run.outcome);
+                run.failed = failed.as_deref().and_then(capped_line);
+                run.duration_ms = run.started.map(|s| millis_between(s, at));
+                self.interrupt_open();
+            }
+            EventKind::Assignment { session_id, task, .. } => {
+                if let Some(task) = capped_text(task) {
+                    self.pending_task.insert(session_id.clone(), task);
+                }
+            }
+            EventKind::ExecutionStarted {
+                kind,
+                member,
+                session_id,
+                task,
+                queued,
+            } => {
+                let Some(tag) = tag else { return };
+                if self.by_id.contains_key(&tag.execution_id) {
+                    return;
+                }
+                let id = self.add_node(
+                    tag.execution_id.clone(),
+                    NodeKind::Execution(*kind),
+                    tag.parent_execution_id.clone(),
+                    at,
+                );
+                let node = &mut self.trace.nodes[id];
+                node.member = member.clone();
+                node.session_id = session_id.clone();
+                node.task = capped_text(task);
+                node.queued = *queued;
+                if *queued {
+                    node.status = ExecutionStatus::Queued;
+                }
+                self.last_execution.insert(session_id.clone(), id);
+            }
+            EventKind::ExecutionRunning => {
+                if let Some(node) = tag.and_then(|t| self.by_id.get(&t.execution_id)) {
+                    let node = &mut self.trace.nodes[*node];
+                    if node.status == ExecutionStatus::Queued {
+                        node.status = ExecutionStatus::Running;
+                    }
+                }
+            }
+            EventKind::ExecutionFinished {
+                kind,
+                member,
+                status,
+                duration_ms,
+                tokens,
+                tool_calls,
+                result,
+                error,
+            } => {
+                let Some(tag) = tag else { return };
+                // An end whose start is not in the file still shows, started `duration` earlier.
+                let id = match self.by_id.get(&tag.execution_id) {
+                    Some(&id) => id,
+                    None => {
+                        let started = at - chrono::Duration::milliseconds(*duration_ms as i64);
+                        let id = self.add_node(
+                            tag.execution_id.clone(),
+                            NodeKind::Execution(*kind),
+                            tag.parent_execution_id.clone(),
+                            started,
+                        );
+                        self.trace.nodes[id].member = member.clone();
+                        id
+                    }
+                };
+                let node = &mut self.trace.nodes[id];
+                if node.status.is_finished() && node.ended.is_some() {
+                    return;
+                }
+                node.status = *status;
+                node.ended = Some(at);
+                node.duration_ms = Some(*duration_ms);
+                node.tokens = *tokens;
+                node.tool_calls = *tool_calls;
+                node.result = result.as_deref().and_then(capped_line);
+                node.error = error.as_deref().and_then(capped_line);
+                self.trace.run.tokens = self.trace.run.tokens.saturating_add(*tokens);
+            }
+            EventKind::TurnStarted {
+                session_id,
+                session,
+                generation,
+                ..
+            } if tag.is_none() => {
+                self.turn(session_id, session, *generation, at);
+            }
+            EventKind::TurnFinished {
+                session_id,
+                session,
+                generation,
+                success,
+                duration_ms,
+                usage,
+                error,
+                ..
+            } if tag.is_none() => {
+                let id = match self.open_turns.remove(&(session_id.clone(), *generation)) {
+                    Some(id) => id,
+                    None => self.new_turn(session_id, session, at),
+                };
+                let tokens = usage.map_or(0, |u| u.total());
+                let node = &mut self.trace.nodes[id];
+                node.status = if *success {
+                    ExecutionStatus::Completed
+                } else if error.as_deref().is_some_and(|e| e.contains("was cancelled")) {
+                    ExecutionStatus::Cancelled
+                } else {
+                    ExecutionStatus::Failed
+                };
+                node.started = Some(at - chrono::Duration::milliseconds(*duration_ms as i64));
+                node.ended = Some(at);
+                node.duration_ms = Some(*duration_ms);
+                node.tokens = tokens;
+                node.error = error.as_deref().and_then(capped_line);
+                self.trace.run.tokens = self.trace.run.tokens.saturating_add(tokens);
+            }
+            EventKind::Message { session_id, text, .. } if tag.is_none() => {
+                // The answer of the session's turn that just finished.
+                if let Some(&id) = self.last_turn.get(session_id) {
+                    let node = &mut self.trace.nodes[id];
+                    if node.status.is_finished() && node.result.is_none() {
+                        node.result = capped_line(text);
+                    }
+                }
+            }
+            EventKind::ToolCall {
+                session_id,
+                session,
+                generation,
+                call_id,
+                name,
+                ..
+            } => {
+                let owner = self.tool_owner(tag, session_id, session, *generation, at);
+                let item = TraceItem::ToolCall {
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    ok: None,
+                    duration_ms: None,
+                    first_line: None,
+                    at,
+                };
+                let index = self.push_item(owner, item);
+                self.tool_items.insert((owner, call_id.clone()), index);
+                if let Owner::Node(id) = owner
+                    && self.trace.nodes[id].kind == NodeKind::Turn
+                {
+                    self.trace.nodes[id].tool_calls += 1;
+                }
+            }
+            EventKind::ToolResult {
+                session_id,
+                session,
+                generation,
+                call_id,
+                name,
+                ok,
+                duration_ms,
+                first_line: line,
+                ..
+            } => {
+                let owner = self.tool_owner(tag, session_id, session, *generation, at);
+                let index = match self.tool_items.get(&(owner, call_id.clone())) {
+                    Some(&i) => i,
+                    None => {
+                        let item = TraceItem::ToolCall {
+                            call_id: call_id.clone(),
+                            name: name.clone(),
+                            ok: None,
+                            duration_ms: None,
+                            first_line: None,
+                            at,
+                        };
+                        self.push_item(owner, item)
+                    }
+                };
+                if let Some(TraceItem::ToolCall {
+                    ok: o,
+                    duration_ms: d,
+                    first_line: f,
+                    ..
+                }) = self.items_mut(owner).get_mut(index)
+                {
+                    *o = Some(*ok);
+                    *d = Some(*duration_ms);
+                    *f = capped_line(line);
+                }
+            }
+            EventKind::TeamBroadcast {
+                from,
+                from_id,
+                kind,
+                message,
+                turn,
+                last,
+                supervisor,
+                at: sent,
+            } => {
+                let owner = tag
+                    .and_then(|t| self.by_id.get(&t.execution_id))
+                    .or_else(|| self.last_execution.get(from_id))
+                    .or_else(|| self.last_turn.get(from_id))
+                    .map_or(Owner::Run, |&id| Owner::Node(id));
+                let item = TraceItem::Broadcast {
+                    from: from.clone(),
+                    kind: *kind,
+                    message: capped_text(message).unwrap_or_default(),
+                    turn: *turn,
+                    last: *last,
+                    supervisor: *supervisor,
+                    at: *sent,
+                };
+                self.push_item(owner, item);
+            }
+            _ => {}
+        }
+    }
+
+    /// The run's names and times, from whichever event comes first.
+    fn note_run(&mut self, event: &EngineEvent, at: DateTime<Utc>) {
+        let run = &mut self.trace.run;
+        if run.group_id.is_empty() {
+            run.group_id = event.group_id.clone();
+            run.group = event.group.clone();
+        }
+        if run.run_id.is_none() {
+            run.run_id = event.run_id.clone();
+        }
+        if run.started.is_none() {
+            run.started = Some(at);
+        }
+        self.last_at = Some(at);
+    }
+
+    fn add_node(&mut self, id: String, kind: NodeKind, parent: Option<String>, at: DateTime<Utc>) -> NodeId {
+        let index = self.trace.nodes.len();
+        let mut node = TraceNode::new(id.clone(), kind, at);
+        node.parent = parent.clone();
+        self.trace.nodes.push(node);
+        match parent.as_ref().and_then(|p| self.by_id.get(p)) {
+            Some(&p) => self.trace.nodes[p].children.push(index),
+            None => {
+                self.trace.roots.push(index);
+                if let Some(p) = parent {
+                    self.orphans.entry(p).or_default().push(index);
+                }
+            }
+        }
+        // Children that started before this node did (out of order in a file) move under it.
+        // One that is this node's own ancestor (ids naming each other in a damaged file) stays a
+        // root: every node stays reachable and the tree stays a tree.
+        if let Some(mut adopted) = self.orphans.remove(&id) {
+            let ancestors = self.ancestors(index);
+            adopted.retain(|a| !ancestors.contains(a));
+            self.trace.roots.retain(|r| !adopted.contains(r));
+            let children = &mut self.trace.nodes[index].children;
+            children.extend(adopted);
+            children.sort_unstable();
+        }
+        self.by_id.insert(id, index);
+        index
+    }
+
+    /// The node and its known ancestors (bounded: a tree has no longer chain).
+    fn ancestors(&self, index: NodeId) -> Vec<NodeId> {
+        let mut chain = vec![index];
+        let mut current = index;
+        while chain.len() <= self.trace.nodes.len() {
+            let parent = self.trace.nodes[current]
+                .parent
+                .as_ref()
+                .and_then(|p| self.by_id.get(p));
+            match parent {
+                Some(&p) if !chain.contains(&p) => {
+                    chain.push(p);
+                    current = p;
+                }
+                _ => break,
+            }
+        }
+        chain
+    }
+
+    /// The turn node of a session's turn (modes without executions), made when first seen.
+    fn turn(&mut self, session_id: &str, session: &str, generation: u64, at: DateTime<Utc>) -> NodeId {
+        if let Some(&id) = self.open_turns.get(&(session_id.to_string(), generation)) {
+            return id;
+        }
+        let id = self.new_turn(session_id, session, at);
+        self.open_turns.insert((session_id.to_string(), generation), id);
+        id
+    }
+
+    fn new_turn(&mut self, session_id: &str, session: &str, at: DateTime<Utc>) -> NodeId {
+        self.turns += 1;
+        let id = self.add_node(format!("turn-{}", self.turns), NodeKind::Turn, None, at);
+        let node = &mut self.trace.nodes[id];
+        node.member = session.to_string();
+        node.session_id = session_id.to_string();
+        node.task = self.pending_task.remove(session_id);
+        self.last_turn.insert(session_id.to_string(), id);
+        id
+    }
+
+    fn tool_owner(
+        &mut self,
+        tag: Option<&crate::engine::events::ExecutionTag>,
+        session_id: &str,
+        session: &str,
+        generation: u64,
+        at: DateTime<Utc>,
+    ) -> Owner {
+        match tag {
+            Some(t) => self
+                .by_id
+                .get(&t.execution_id)
+                .map_or(Owner::Run, |&id| Owner::Node(id)),
+            None => Owner::Node(self.turn(session_id, session, generation, at)),
+        }
+    }
+
+    fn items_mut(&mut self, owner: Owner) -> &mut Vec<TraceItem> {
+        match owner {
+            Owner::Node(id) => &mut self.trace.nodes[id].items,
+            Owner::Run => &mut self.trace.run.items,
+        }
+    }
+
+    fn push_item(&mut self, owner: Owner, item: TraceItem) -> usize {
+        let items = self.items_mut(owner);
+        items.push(item);
+        items.len() - 1
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::engine::events::{ExecutionTag, RunKey};
+    use crate::model::Usage;
+
+    pub(crate) fn t(secs: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 + secs, 0).unwrap()
+    }
+
+    pub(crate) fn ev(kind: EventKind, exec: Option<(&str, Option<&str>)>) -> EngineEvent {
+        EngineEvent {
+            group_id: "gid".into(),
+            group: "Incidents".into(),
+            run_id: Some("run-1".into()),
+            execution: exec.map(|(id, parent)| ExecutionTag {
+                execution_id: id.into(),
+                parent_execution_id: parent.map(str::to_string),
+            }),
+            kind,
+        }
+    }
+
+    pub(crate) fn started(kind: ExecutionKind, member: &str, task: &str, queued: bool) -> EventKind {
+        EventKind::ExecutionStarted {
+            kind,
+            member: member.into(),
+            session_id: format!("sid-{member}"),
+            task: task.into(),
+            queued,
+        }
+    }
+
+    pub(crate) fn finished(status: ExecutionStatus, ms: u64, tokens: u64, result: &str) -> EventKind {
+        EventKind::ExecutionFinished {
+            kind: ExecutionKind::SubAgent,
+            member: "m".into(),
+            status,
+            duration_ms: ms,
+            tokens,
+            tool_calls: 0,
+            result: (!result.is_empty()).then(|| result.to_string()),
+            error: None,
+        }
+    }
+
+    fn tool_call(member: &str, call: &str, name: &str) -> EventKind {
+        EventKind::ToolCall {
+            session_id: format!("sid-{member}"),
+            session: member.into(),
+            generation: 1,
+            call_id: call.into(),
+            name: name.into(),
+            arguments: "{}".into(),
+            step: None,
+        }
+    }
+
+    fn tool_result(member: &str, call: &str, name: &str, ok: bool) -> EventKind {
+        EventKind::ToolResult {
+            session_id: format!("sid-{member}"),
+            session: member.into(),
+            generation: 1,
+            call_id: call.into(),
+            name: name.into(),
+            ok,
+            duration_ms: 12,
+            size: 3,
+            first_line: "found 3 errors\nmore".into(),
+            message: None,
+        }
+    }
+
+    fn run_ended() -> EventKind {
+        EventKind::RunEnded {
+            key: RunKey::team("gid"),
+            outcome: Some(CycleOutcome::Completed),
+            iterations: 1,
+            failed: None,
+        }
+    }
+
+    /// A dispatch run: orchestrator exec-1 with sub-agents exec-2 (tools), exec-3 (cancelled),
+    /// exec-4 (queued, then ran) and a clarification exec-5 of exec-2.
+    pub(crate) fn dispatch_records(ended: bool) -> Vec<RunRecord> {
+        use ExecutionKind::*;
+        use ExecutionStatus::*;
+        let o = Some(("exec-1", None));
+        let mut r = vec![
+            (
+                0,
+                ev(
+                    EventKind::RunStarted {
+                        key: RunKey::team("gid"),
+                    },
+                    None,
+                ),
+            ),
+            (
+                0,
+                ev(
+                    EventKind::CycleStarted {
+                        mode: Mode::Dispatch,
+                        max_iterations: 5,
+                    },
+                    None,
+                ),
+            ),
+            (
+                0,
+                ev(started(Orchestrator, "lead", "Why is checkout slow?", false), o),
+            ),
+            (
+                1,
+                ev(
+                    started(SubAgent, "logs", "Read the logs", false),
+                    Some(("exec-2", Some("exec-1"))),
+                ),
+            ),
+            (
+                1,
+                ev(
+                    started(SubAgent, "metrics", "Check latency", false),
+                    Some(("exec-3", Some("exec-1"))),
+                ),
+            ),
+            (
+                1,
+                ev(
+                    started(SubAgent, "deploys", "List deploys", true),
+                    Some(("exec-4", Some("exec-1"))),
+                ),
+            ),
+            (
+                2,
+                ev(tool_call("logs", "c1", "grep"), Some(("exec-2", Some("exec-1")))),
+            ),
+            (
+                3,
+                ev(
+                    tool_result("logs", "c1", "grep", true),
+                    Some(("exec-2", Some("exec-1"))),
+                ),
+            ),
+            (
+                4,
+                ev(
+                    finished(Completed, 3000, 120, "DB pool exhausted\nat 10:02"),
+                    Some(("exec-2", Some("exec-1"))),
+                ),
+            ),
+            (
+                4,
+                ev(EventKind::ExecutionRunning, Some(("exec-4", Some("exec-1")))),
+            ),
+            (
+                5,
+                ev(
+                    finished(Cancelled, 4000, 30, ""),
+                    Some(("exec-3", Some("exec-1"))),
+                ),
+            ),
+            (
+                6,
+                ev(
+                    started(Clarification, "logs", "Which pool?", false),
+                    Some(("exec-5", Some("exec-2"))),
+                ),
+            ),
+        ];
+        if ended {
+            r.extend([
+                (
+                    7,
+                    ev(
+                        finished(Completed, 1000, 10, "the orders pool"),
+                        Some(("exec-5", Some("exec-2"))),
+                    ),
+                ),
+                (8, ev(finished(Completed, 8000, 200, "Root cause: pool"), o)),
+                (
+                    8,
+                    ev(
+                        EventKind::RunResult {
+                            text: "Root cause: pool".into(),
+                        },
+                        None,
+                    ),
+                ),
+                (9, ev(run_ended(), None)),
+            ]);
+        }
+        r.into_iter()
+            .map(|(s, event)| RunRecord { at: t(s), event })
+            .collect()
+    }
+
+    #[test]
+    fn executions_nest_by_parent_with_statuses_times_and_tool_calls() {
+        let trace = TraceBuilder::from_records(&dispatch_records(true));
+        assert_eq!(trace.run.mode, Some(Mode::Dispatch));
+        assert_eq!(trace.run.state, RunState::Ended);
+        assert_eq!(trace.run.duration_ms, Some(9000));
+        assert_eq!(trace.run.tokens, 120 + 30 + 10 + 200);
+        assert_eq!(trace.run.result.as_deref(), Some("Root cause: pool"));
+        assert_eq!(trace.roots, vec![0]);
+        let walk: Vec<(usize, &str)> = trace
+            .walk()
+            .into_iter()
+            .map(|(d, i)| (d, trace.nodes[i].id.as_str()))
+            .collect();
+        assert_eq!(
+            walk,
+            [
+                (0, "exec-1"),
+                (1, "exec-2"),
+                (2, "exec-5"),
+                (1, "exec-3"),
+                (1, "exec-4")
+            ]
+        );
+        let logs = &trace.nodes[trace.find("exec-2").unwrap()];
+        assert_eq!(logs.status, ExecutionStatus::Completed);
+        assert_eq!(logs.result.as_deref(), Some("DB pool exhausted"));
+        assert_eq!(
+            (logs.started, logs.ended, logs.duration_ms),
+            (Some(t(1)), Some(t(4)), Some(3000))
+        );
+        assert!(matches!(
+            &logs.items[..],
+            [TraceItem::ToolCall { name, ok: Some(true), duration_ms: Some(12), first_line: Some(f), .. }]
+                if name == "grep" && f == "found 3 errors"
+        ));
+        assert_eq!(
+            trace.nodes[trace.find("exec-3").unwrap()].status,
+            ExecutionStatus::Cancelled
+        );
+        // exec-4 queued, ran, and the run ended without its finish.
+        let deploys = &trace.nodes[trace.find("exec-4").unwrap()];
+        assert!(deploys.queued);
+        assert_eq!(deploys.status, ExecutionStatus::Interrupted);
+        assert_eq!(
+            trace.nodes[trace.find("exec-5").unwrap()].kind,
+            NodeKind::Execution(ExecutionKind::Clarification)
+        );
+    }
+
+    #[test]
+    fn a_live_tree_keeps_running_nodes_and_a_closed_one_interrupts_them() {
+        let records = dispatch_records(false);
+        let mut b = TraceBuilder::new();
+        for r in &records[..6] {
+            b.apply(&r.event, r.at);
+        }
+        let deploys = b.trace().find("exec-4").unwrap();
+        assert_eq!(b.trace().nodes[deploys].status, ExecutionStatus::Queued);
+        for r in &records[6..] {
+            b.apply(&r.event, r.at);
+        }
+        assert_eq!(b.trace().nodes[deploys].status, ExecutionStatus::Running);
+        assert_eq!(b.trace().run.state, RunState::Running);
+        let trace = b.finish();
+        assert_eq!(trace.run.state, RunState::Interrupted);
+        let statuses: Vec<(&str, ExecutionStatus)> = trace
+            .walk()
+            .into_iter()
+            .map(|(_, i)| (trace.nodes[i].id.as_str(), trace.nodes[i].status))
+            .collect();
+        use ExecutionStatus::*;
+        assert_eq!(
+            statuses,
+            [
+                ("exec-1", Interrupted),
+                ("exec-2", Completed),
+                ("exec-5", Interrupted),
+                ("exec-3", Cancelled),
+                ("exec-4", Interrupted)
+            ]
+        );
+        assert_eq!(
+            trace.status_counts(),
+            [(Completed, 1), (Cancelled, 1), (Interrupted, 3)]
+        );
+    }
+
+    #[test]
+    fn torn_lines_are_skipped_and_counted() {
+        let mut lines: Vec<String> = dispatch_records(false)
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap())
+            .collect();
+        lines.insert(3, "not json".into());
+        lines.push("{\"at\":\"2026-".into());
+        let trace = TraceBuilder::from_lines(&lines);
+        assert_eq!(trace.skipped_lines, 2);
+        assert_eq!(trace.nodes.len(), 5);
+        assert_eq!(trace.run.state, RunState::Interrupted);
+    }
+
+    #[test]
+    fn a_child_seen_before_its_parent_moves_under_it_in_start_order() {
+        let mut b = TraceBuilder::new();
+        b.apply(
+            &ev(
+                started(ExecutionKind::SubAgent, "a", "x", false),
+                Some(("exec-2", Some("exec-1"))),
+            ),
+            t(1),
+        );
+        b.apply(
+            &ev(
+                started(ExecutionKind::SubAgent, "b", "y", false),
+                Some(("exec-3", Some("exec-1"))),
+            ),
+            t(2),
+        );
+        b.apply(
+            &ev(
+                started(ExecutionKind::Orchestrator, "o", "z", false),
+                Some(("exec-1", None)),
+            ),
+            t(3),
+        );
+        let trace = b.into_trace();
+        assert_eq!(trace.roots, vec![2]);
+        assert_eq!(trace.nodes[2].children, vec![0, 1]);
+        // Ids that name each other (a damaged file) leave every node reachable.
+        let mut b = TraceBuilder::new();
+        b.apply(
+            &ev(
+                started(ExecutionKind::SubAgent, "a", "x", false),
+                Some(("exec-1", Some("exec-1"))),
+            ),
+            t(1),
+        );
+        b.apply(
+            &ev(
+                started(ExecutionKind::SubAgent, "b", "y", false),
+                Some(("exec-2", Some("exec-3"))),
+            ),
+            t(2),
+        );
+        b.apply(
+            &ev(
+                started(ExecutionKind::SubAgent, "c", "z", false),
+                Some(("exec-3", Some("exec-2"))),
+            ),
+            t(3),
+        );
+        let trace = b.into_trace();
+        assert_eq!(trace.walk().len(), 3, "{:?}", trace.roots);
+        // A finish for an execution whose start is lost still shows.
+        let mut b = TraceBuilder::new();
+        b.apply(
+            &ev(
+                finished(ExecutionStatus::Failed, 500, 1, ""),
+                Some(("exec-9", None)),
+            ),
+            t(5),
+        );
+        let trace = b.finish();
+        assert_eq!(trace.nodes[0].kind, NodeKind::Execution(ExecutionKind::SubAgent));
+        assert_eq!(trace.nodes[0].member, "m");
+        assert_eq!(trace.nodes[0].status, ExecutionStatus::Failed);
+        assert_eq!(
+            trace.nodes[0].started,
+            Some(t(5) - chrono::Duration::milliseconds(500))
+        );
+    }
+
+    #[test]
+    fn broadcasts_go_under_the_senders_execution() {
+        let mut b = TraceBuilder::new();
+        b.apply(
+            &ev(
+                started(ExecutionKind::Supervisor, "chair", "decide", false),
+                Some(("exec-1", None)),
+            ),
+            t(0),
+        );
+        b.apply(
+            &ev(
+                started(ExecutionKind::MemberTurn, "a", "turn 1", false),
+                Some(("exec-2", Some("exec-1"))),
+            ),
+            t(1),
+        );
+        let broadcast = |tagged: bool| {
+            ev(
+                EventKind::TeamBroadcast {
+                    from: "a".into(),
+                    from_id: "sid-a".into(),
+                    kind: BroadcastKind::Update,
+                    message: "found it".into(),
+                    turn: 1,
+                    last: !tagged,
+                    supervisor: false,
+                    at: t(2),
+                },
+                tagged.then_some(("exec-2", Some("exec-1"))),
+            )
+        };
+        b.apply(&broadcast(true), t(2));
+        b.apply(&broadcast(false), t(3));
+        let trace = b.into_trace();
+        assert_eq!(trace.nodes[1].items.len(), 2);
+        assert!(trace.run.items.is_empty());
+    }
+
+    fn turn_finished(member: &str, generation: u64, ms: u64, error: Option<&str>) -> EventKind {
+        EventKind::TurnFinished {
+            session_id: format!("sid-{member}"),
+            session: member.into(),
+            generation,
+            success: error.is_none(),
+            interrupted: false,
+            duration_ms: ms,
+            usage: Some(Usage {
+                input_tokens: 10,
+                output_tokens: 5,
+            }),
+            error: error.map(str::to_string),
+            message: None,
+        }
+    }
+
+    #[test]
+    fn runs_without_executions_get_one_node_per_member_turn() {
+        let mut b = TraceBuilder::new();
+        let e = |k| ev(k, None);
+        b.apply(
+            &e(EventKind::CycleStarted {
+                mode: Mode::Orchestrator,
+                max_iterations: 1,
+            }),
+            t(0),
+        );
+        b.apply(
+            &e(EventKind::Assignment {
+                iteration: 1,
+                worker: "logs".into(),
+                session_id: "sid-logs".into(),
+                task: "Read the logs".into(),
+            }),
+            t(0),
+        );
+        b.apply(&e(tool_call("logs", "c1", "grep")), t(1));
+        b.apply(&e(tool_result("logs", "c1", "grep", false)), t(2));
+        b.apply(&e(turn_finished("logs", 1, 3000, None)), t(3));
+        b.apply(
+            &e(EventKind::Message {
+                session_id: "sid-logs".into(),
+                session: "logs".into(),
+                role: crate::model::Role::Worker,
+                text: "\nAll quiet\nsecond".into(),
+            }),
+            t(3),
+        );
+        b.apply(
+            &e(turn_finished(
+                "metrics",
+                4,
+                1000,
+                Some("turn on provider `sim` was cancelled"),
+            )),
+            t(4),
+        );
+        b.apply(&e(tool_call("lead", "c9", "read")), t(5));
+        let trace = b.finish();
+        assert_eq!(trace.run.mode, Some(Mode::Orchestrator));
+        assert_eq!(trace.roots, vec![0, 1, 2]);
+        let logs = &trace.nodes[0];
+        assert_eq!((logs.id.as_str(), logs.kind), ("turn-1", NodeKind::Turn));
+        assert_eq!(logs.task.as_deref(), Some("Read the logs"));
+        assert_eq!(logs.status, ExecutionStatus::Completed);
+        assert_eq!(
+            (logs.started, logs.duration_ms, logs.tokens, logs.tool_calls),
+            (Some(t(0)), Some(3000), 15, 1)
+        );
+        assert_eq!(logs.result.as_deref(), Some("All quiet"));
+        assert!(matches!(
+            &logs.items[..],
+            [TraceItem::ToolCall { ok: Some(false), .. }]
+        ));
+        assert_eq!(trace.nodes[1].status, ExecutionStatus::Cancelled);
+        assert_eq!(trace.nodes[2].status, ExecutionStatus::Interrupted);
+        assert_eq!(trace.run.tokens, 30);
+    }
+}

@@ -1,0 +1,295 @@
+//! `huddle trace`: prints a team run's trace tree from its run file. It only reads (the
+//! organization file as saved and the run file), so it works next to an open huddle, even on a
+//! run that is still going.
+
+use crate::cli::{OutputError, TraceArgs, note, print_out};
+use crate::config::Paths;
+use crate::model::{Group, Organization};
+use crate::store::{DataDirLock, OrganizationFile, RunFiles};
+use crate::text::sanitize;
+use crate::trace::{RunState, TraceBuilder, render};
+
+/// Exit code of a usage error: an unknown group or run, no runs yet.
+const USAGE: u8 = 2;
+/// Exit code of a failure to read.
+const FAILED: u8 = 1;
+/// How many names or run ids an error message lists at most.
+const LISTED_MAX: usize = 5;
+
+/// Why there is no tree to print, and the exit code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+fn usage(message: impl Into<String>) -> Failure {
+    Failure {
+        code: USAGE,
+        message: message.into(),
+    }
+}
+
+fn failed(message: impl Into<String>) -> Failure {
+    Failure {
+        code: FAILED,
+        message: message.into(),
+    }
+}
+
+/// Runs `huddle trace`; the exit code, or standard output lost.
+pub fn run(paths: &Paths, args: &TraceArgs) -> Result<u8, OutputError> {
+    match tree_text(paths, args) {
+        Ok(text) => {
+            print_out(&text)?;
+            Ok(0)
+        }
+        Err(f) => {
+            note(format_args!("huddle: {}", sanitize::display(&f.message)));
+            Ok(f.code)
+        }
+    }
+}
+
+fn tree_text(paths: &Paths, args: &TraceArgs) -> Result<String, Failure> {
+    let file = OrganizationFile::new(paths.organization_file());
+    let org = file
+        .inspect()
+        .map_err(|reason| failed(format!("{} is unreadable: {reason}", file.path().display())))?
+        .unwrap_or_default();
+    let runs = RunFiles::new(paths.runs_dir());
+    let list = |group: &Group| {
+        runs.list(&group.id)
+            .map_err(|e| failed(format!("cannot list the runs of group `{}`: {e}", group.name)))
+    };
+    let (group, ids) = match &args.group {
+        Some(name) => {
+            let group = pick_group(&org, name)?;
+            (group, list(group)?)
+        }
+        None => {
+            let mut newest: Option<(&Group, Vec<String>)> = None;
+            for group in &org.groups {
+                let ids = list(group)?;
+                let later = match (&newest, ids.last()) {
+                    (_, None) => false,
+                    (None, Some(_)) => true,
+                    (Some((_, best)), Some(last)) => best.last().is_none_or(|b| last > b),
+                };
+                if later {
+                    newest = Some((group, ids));
+                }
+            }
+            newest.ok_or_else(|| {
+                usage("no runs yet: a team's runs are traced once it has run (`huddle run --preset NAME …`, or in the TUI)")
+            })?
+        }
+    };
+    let run_id = match &args.run {
+        Some(wanted) => pick_run(&ids, wanted).map_err(|e| usage(e.message(&group.name, wanted)))?,
+        None => ids.last().ok_or_else(|| {
+            usage(format!(
+                "group `{}` has no runs yet (old runs are pruned; run it with `huddle run --group \"{}\" …`)",
+                group.name, group.name
+            ))
+        })?,
+    };
+    let lines = runs
+        .read_lines(&group.id, run_id)
+        .map_err(|e| failed(e.to_string()))?;
+    let mut builder = TraceBuilder::new();
+    for line in &lines {
+        builder.apply_line(line);
+    }
+    // A file without its end is a run still going only while a huddle holds the data dir.
+    let trace = if builder.trace().run.state == RunState::Running
+        && DataDirLock::holder(&paths.lock_file()).is_some()
+    {
+        builder.into_trace()
+    } else {
+        builder.finish()
+    };
+    Ok(if args.json {
+        format!("{}\n", render::json(&trace))
+    } else {
+        render::text(&trace)
+    })
+}
+
+/// Why a `--run` names no run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum RunPick<'a> {
+    /// No id is or starts with it; the newest few ids, newest first.
+    Unknown(Vec<&'a str>),
+    /// It starts several ids: the first few of them.
+    Ambiguous(usize, Vec<&'a str>),
+}
+
+impl RunPick<'_> {
+    fn message(&self, group: &str, wanted: &str) -> String {
+        match self {
+            RunPick::Unknown(newest) => format!(
+                "group `{group}` has no run `{wanted}` (its newest: {}; old runs are pruned)",
+                newest.join(", ")
+            ),
+            RunPick::Ambiguous(n, some) => format!(
+                "`{wanted}` starts {n} runs of group `{group}` ({}{}): give more of the id",
+                some.join(", "),
+                if *n > some.len() { ", …" } else { "" }
+            ),
+        }
+    }
+}
+
+/// The run `wanted` names among `ids` (oldest first): its full id, or a prefix of one only.
+fn pick_run<'a>(ids: &'a [String], wanted: &str) -> Result<&'a String, RunPick<'a>> {
+    let wanted = wanted.trim();
+    if let Some(exact) = ids.iter().find(|id| id.as_str() == wanted) {
+        return Ok(exact);
+    }
+    let matching: Vec<&String> = ids
+        .iter()
+        .filter(|id| !wanted.is_empty() && id.starts_with(wanted))
+        .collect();
+    match matching.as_slice() {
+        [one] => Ok(one),
+        [] => Err(RunPick::Unknown(
+            ids.iter().rev().take(LISTED_MAX).map(String::as_str).collect(),
+        )),
+        several => Err(RunPick::Ambiguous(
+            several.len(),
+            several.iter().take(LISTED_MAX).map(|s| s.as_str()).collect(),
+        )),
+    }
+}
+
+/// The group named `name` (ignoring case), or the only one whose name starts with it
+/// (headless teams are named `<preset> · run <time>`).
+fn pick_group<'a>(org: &'a Organization, name: &str) -> Result<&'a Group, Failure> {
+    if let Some(group) = org.group_by_name(name) {
+        return Ok(group);
+    }
+    let wanted = name.trim().to_lowercase();
+    let starting: Vec<&Group> = org
+        .groups
+        .iter()
+        .filter(|g| !wanted.is_empty() && g.name.to_lowercase().starts_with(&wanted))
+        .collect();
+    match starting.as_slice() {
+        [one] => Ok(one),
+        [] => Err(usage(unknown_group(org, name))),
+        several => {
+            let names: Vec<String> = several
+                .iter()
+                .take(LISTED_MAX)
+                .map(|g| format!("`{}`", g.name))
+                .collect();
+            Err(usage(format!(
+                "`{name}` starts the names of {} groups ({}{}): give more of the name",
+                several.len(),
+                names.join(", "),
+                if several.len() > LISTED_MAX { ", …" } else { "" }
+            )))
+        }
+    }
+}
+
+/// "no group named …", with the names closest to it (or the groups there are).
+fn unknown_group(org: &Organization, name: &str) -> String {
+    let names: Vec<&str> = org.groups.iter().map(|g| g.name.as_str()).collect();
+    if names.is_empty() {
+        return format!("no group named `{name}` (there are no groups yet)");
+    }
+    let near = near_names(&names, name);
+    if !near.is_empty() {
+        let quoted: Vec<String> = near.iter().map(|n| format!("`{n}`")).collect();
+        return format!("no group named `{name}` (did you mean {}?)", quoted.join(", "));
+    }
+    let more = names.len().saturating_sub(LISTED_MAX);
+    let listed = names[..names.len().min(LISTED_MAX)].join(", ");
+    if more > 0 {
+        format!("no group named `{name}` (groups: {listed} and {more} more)")
+    } else {
+        format!("no group named `{name}` (groups: {listed})")
+    }
+}
+
+/// The names most like `wanted` (ignoring case; one containing the other counts as close),
+/// closest first, at most a few.
+fn near_names<'a>(names: &[&'a str], wanted: &str) -> Vec<&'a str> {
+    let wanted = wanted.trim().to_lowercase();
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    let mut scored: Vec<(f64, &str)> = names
+        .iter()
+        .map(|&n| {
+            let lower = n.to_lowercase();
+            let score = if lower.contains(&wanted) || wanted.contains(&lower) {
+                1.0
+            } else {
+                // A misspelt start of a long name (`planing` for `Planning Team · run …`)
+                // counts as much as a misspelt whole name.
+                let start: String = lower.chars().take(wanted.chars().count()).collect();
+                strsim::normalized_damerau_levenshtein(&wanted, &lower)
+                    .max(strsim::normalized_damerau_levenshtein(&wanted, &start))
+            };
+            (score, n)
+        })
+        .filter(|&(score, _)| score >= 0.6)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    scored.into_iter().take(LISTED_MAX).map(|(_, n)| n).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_run_is_named_by_its_id_or_a_unique_prefix() {
+        let ids = ids(&["20260101-aa", "20260102-bb", "20260102-bc", "20260102-bc2"]);
+        assert_eq!(pick_run(&ids, "20260101").unwrap(), "20260101-aa");
+        assert_eq!(
+            pick_run(&ids, "20260102-bc").unwrap(),
+            "20260102-bc",
+            "an exact id wins"
+        );
+        let ambiguous = pick_run(&ids, "20260102").unwrap_err();
+        assert_eq!(
+            ambiguous,
+            RunPick::Ambiguous(3, vec!["20260102-bb", "20260102-bc", "20260102-bc2"])
+        );
+        assert!(
+            ambiguous
+                .message("Ops", "20260102")
+                .starts_with("`20260102` starts 3 runs of group `Ops`")
+        );
+        let unknown = pick_run(&ids, "1999").unwrap_err();
+        assert_eq!(
+            unknown,
+            RunPick::Unknown(vec!["20260102-bc2", "20260102-bc", "20260102-bb", "20260101-aa"])
+        );
+        assert!(matches!(pick_run(&ids, ""), Err(RunPick::Unknown(_))));
+    }
+
+    #[test]
+    fn near_names_come_closest_first() {
+        let names = ["Incident Investigation · run 06:10", "Code Review", "Ops", "Docs"];
+        assert_eq!(near_names(&names, "code reveiw"), ["Code Review"]);
+        assert_eq!(
+            near_names(&names, "incident"),
+            ["Incident Investigation · run 06:10"]
+        );
+        assert_eq!(near_names(&names, "ops"), ["Ops"]);
+        assert_eq!(
+            near_names(&names, "incidnet"),
+            ["Incident Investigation · run 06:10"]
+        );
+        assert!(near_names(&names, "zzzzzz").is_empty());
+    }
+}

@@ -1,0 +1,636 @@
+//! `huddle trace` as a user runs it: the real binary on run files written by hand (a nested
+//! dispatch run, a crashed run) and on runs the sim played.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use huddle::model::{Group, GroupKind, Organization};
+use huddle::store::{DataDirLock, OrganizationFile};
+
+use super::headless::{huddle, team_made_by_run, text};
+
+const DISPATCH_RUN: &str = "20261124T060000000Z-d15a7c00";
+const CRASHED_RUN: &str = "20261124T070000000Z-c4a5ed00";
+
+/// A data dir with one team group, `Incidents`; its id.
+fn home_with_group(home: &Path) -> String {
+    let mut org = Organization::default();
+    let group = Group::new("Incidents", GroupKind::Team);
+    let id = group.id.clone();
+    org.groups.push(group);
+    OrganizationFile::new(home.join("organization.json"))
+        .save(&org)
+        .unwrap();
+    id
+}
+
+/// One run file line, as the engine writes it: the record's time, the envelope (ids, the
+/// execution tag flattened), the event's name and fields.
+fn line(
+    group_id: &str,
+    run: &str,
+    secs: u32,
+    event: &str,
+    exec: Option<(&str, Option<&str>)>,
+    fields: Value,
+) -> String {
+    let mut v = json!({
+        "at": format!("2026-11-24T06:00:{secs:02}Z"),
+        "group_id": group_id,
+        "group": "Incidents",
+        "run_id": run,
+        "event": event,
+    });
+    let obj = v.as_object_mut().unwrap();
+    if let Some((id, parent)) = exec {
+        obj.insert("execution_id".into(), json!(id));
+        if let Some(p) = parent {
+            obj.insert("parent_execution_id".into(), json!(p));
+        }
+    }
+    if let Value::Object(extra) = fields {
+        obj.extend(extra);
+    }
+    v.to_string()
+}
+
+fn write_run(home: &Path, group_id: &str, run: &str, lines: &[String]) {
+    let dir = home.join("runs").join(group_id);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut text = lines.join("\n");
+    text.push('\n');
+    std::fs::write(dir.join(format!("{run}.jsonl")), text).unwrap();
+}
+
+fn started(kind: &str, member: &str, task: &str) -> Value {
+    json!({"kind": kind, "member": member, "session_id": format!("sid-{member}"), "task": task})
+}
+
+fn finished(
+    kind: &str,
+    member: &str,
+    status: &str,
+    ms: u64,
+    tokens: u64,
+    result: Option<&str>,
+    error: Option<&str>,
+) -> Value {
+    let mut v = json!({"kind": kind, "member": member, "status": status, "duration_ms": ms, "tokens": tokens, "tool_calls": 0});
+    if let Some(r) = result {
+        v["result"] = json!(r);
+    }
+    if let Some(e) = error {
+        v["error"] = json!(e);
+    }
+    v
+}
+
+fn tool(member: &str, call: &str, name: &str) -> Value {
+    json!({"session_id": format!("sid-{member}"), "session": member, "generation": 1, "call_id": call, "name": name, "arguments": "{}"})
+}
+
+fn tool_done(member: &str, call: &str, name: &str, ok: bool, first_line: &str) -> Value {
+    json!({"session_id": format!("sid-{member}"), "session": member, "generation": 1, "call_id": call, "name": name,
+           "ok": ok, "duration_ms": 40, "size": 10, "first_line": first_line})
+}
+
+/// How a dispatch run's file opens: the run, its mode, the orchestrator's execution (exec-1).
+fn opening(g: &str, r: &str) -> Vec<String> {
+    let key = json!({"key": {"kind": "team", "group_id": g}});
+    vec![
+        line(g, r, 0, "run_started", None, key),
+        line(
+            g,
+            r,
+            0,
+            "cycle_started",
+            None,
+            json!({"mode": "dispatch", "max_iterations": 10}),
+        ),
+        line(
+            g,
+            r,
+            0,
+            "execution_started",
+            Some(("exec-1", None)),
+            started("orchestrator", "lead", "Why is checkout slow?"),
+        ),
+    ]
+}
+
+/// Orchestrator exec-1 dispatches logs (exec-2, two tool calls), metrics (exec-3, cancelled)
+/// and deploys (exec-4, queued first); then asks logs a clarification (exec-5).
+fn dispatch_run(home: &Path, g: &str) {
+    let r = DISPATCH_RUN;
+    let o = Some(("exec-1", None));
+    let sub = |id| Some((id, Some("exec-1")));
+    let mut lines = opening(g, r);
+    lines.extend([
+        line(g, r, 1, "tool_call", o, tool("lead", "d1", "dispatch_agent")),
+        line(g, r, 1, "tool_result", o, {
+            let mut v = tool_done(
+                "lead",
+                "d1",
+                "dispatch_agent",
+                true,
+                r#"{"execution_id":"exec-2","status":"accepted"}"#,
+            );
+            v["duration_ms"] = json!(0);
+            v
+        }),
+        line(
+            g,
+            r,
+            1,
+            "execution_started",
+            sub("exec-2"),
+            started("sub_agent", "logs", "Read the checkout logs"),
+        ),
+        line(
+            g,
+            r,
+            1,
+            "execution_started",
+            sub("exec-3"),
+            started("sub_agent", "metrics", "Check p99 latency"),
+        ),
+        {
+            let mut v = started("sub_agent", "deploys", "List today's deploys");
+            v["queued"] = json!(true);
+            line(g, r, 1, "execution_started", sub("exec-4"), v)
+        },
+        line(
+            g,
+            r,
+            2,
+            "tool_call",
+            sub("exec-2"),
+            tool("logs", "c1", "logs.search"),
+        ),
+        line(
+            g,
+            r,
+            3,
+            "tool_result",
+            sub("exec-2"),
+            tool_done("logs", "c1", "logs.search", true, "412 timeouts\nmore"),
+        ),
+        line(
+            g,
+            r,
+            3,
+            "tool_call",
+            sub("exec-2"),
+            tool("logs", "c2", "logs.tail"),
+        ),
+        line(
+            g,
+            r,
+            4,
+            "tool_result",
+            sub("exec-2"),
+            tool_done("logs", "c2", "logs.tail", false, "permission denied"),
+        ),
+        line(
+            g,
+            r,
+            5,
+            "execution_finished",
+            sub("exec-2"),
+            finished(
+                "sub_agent",
+                "logs",
+                "completed",
+                4000,
+                900,
+                Some("DB pool exhausted at 10:02\ndetails"),
+                None,
+            ),
+        ),
+        line(g, r, 5, "execution_running", sub("exec-4"), json!({})),
+        line(
+            g,
+            r,
+            6,
+            "execution_finished",
+            sub("exec-3"),
+            finished(
+                "sub_agent",
+                "metrics",
+                "cancelled",
+                5000,
+                120,
+                None,
+                Some("cancelled by the orchestrator"),
+            ),
+        ),
+        line(
+            g,
+            r,
+            8,
+            "execution_finished",
+            sub("exec-4"),
+            finished(
+                "sub_agent",
+                "deploys",
+                "completed",
+                3000,
+                300,
+                Some("v2.3 deployed at 09:58"),
+                None,
+            ),
+        ),
+        line(
+            g,
+            r,
+            9,
+            "execution_started",
+            Some(("exec-5", Some("exec-2"))),
+            started("clarification", "logs", "Which pool?"),
+        ),
+        line(
+            g,
+            r,
+            10,
+            "execution_finished",
+            Some(("exec-5", Some("exec-2"))),
+            finished(
+                "clarification",
+                "logs",
+                "completed",
+                1000,
+                80,
+                Some("The orders pool"),
+                None,
+            ),
+        ),
+        line(
+            g,
+            r,
+            12,
+            "execution_finished",
+            o,
+            finished(
+                "orchestrator",
+                "lead",
+                "completed",
+                12000,
+                1500,
+                Some("Root cause: the orders DB pool"),
+                None,
+            ),
+        ),
+        line(
+            g,
+            r,
+            12,
+            "run_result",
+            None,
+            json!({"text": "Root cause: the orders DB pool"}),
+        ),
+        line(
+            g,
+            r,
+            12,
+            "run_ended",
+            None,
+            json!({"key": {"kind": "team", "group_id": g}, "outcome": "completed", "iterations": 1}),
+        ),
+    ]);
+    write_run(home, g, r, &lines);
+}
+
+/// A run whose process died: exec-2 finished, exec-1 and exec-3 never did, the last line is torn.
+fn crashed_run(home: &Path, g: &str) {
+    let r = CRASHED_RUN;
+    let mut lines = opening(g, r);
+    lines.extend([
+        line(
+            g,
+            r,
+            1,
+            "execution_started",
+            Some(("exec-2", Some("exec-1"))),
+            started("sub_agent", "logs", "Read the logs"),
+        ),
+        line(
+            g,
+            r,
+            1,
+            "execution_started",
+            Some(("exec-3", Some("exec-1"))),
+            started("sub_agent", "metrics", "Check latency"),
+        ),
+        line(
+            g,
+            r,
+            3,
+            "execution_finished",
+            Some(("exec-2", Some("exec-1"))),
+            finished(
+                "sub_agent",
+                "logs",
+                "completed",
+                2000,
+                50,
+                Some("nothing odd"),
+                None,
+            ),
+        ),
+    ]);
+    lines.push(r#"{"at":"2026-11-24T06:00:04Z","group_id":"#.to_string());
+    write_run(home, g, r, &lines);
+}
+
+fn trace(home: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut all = vec!["trace"];
+    all.extend_from_slice(args);
+    let out = huddle(home, &all);
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+fn find<'a>(nodes: &'a Value, id: &str) -> &'a Value {
+    fn walk<'a>(v: &'a Value, id: &str) -> Option<&'a Value> {
+        v.as_array()?.iter().find_map(|n| {
+            if n["id"] == id {
+                Some(n)
+            } else {
+                walk(&n["children"], id)
+            }
+        })
+    }
+    walk(nodes, id).unwrap_or_else(|| panic!("no node {id} in {nodes:#}"))
+}
+
+#[test]
+fn a_nested_dispatch_run_prints_as_a_tree() {
+    let home = tempfile::tempdir().unwrap();
+    let g = home_with_group(home.path());
+    dispatch_run(home.path(), &g);
+    let (code, out, err) = trace(home.path(), &["--group", "incidents", "--run", "20261124T06"]);
+    assert_eq!(code, Some(0), "{err}");
+    let expected = r#"Incidents · run 20261124T060000000Z-d15a7c00 · dispatch · completed · 12.0s · 2900 tokens
+  result: Root cause: the orders DB pool
+└── exec-1 lead (orchestrator) completed 12.0s 1500 tok — Root cause: the orders DB pool
+    ├── tool dispatch_agent ok 0ms — {"execution_id":"exec-2","status":"accepted"}
+    ├── exec-2 logs (sub_agent) completed 4.0s 900 tok — DB pool exhausted at 10:02
+    │   ├── tool logs.search ok 40ms — 412 timeouts
+    │   ├── tool logs.tail failed 40ms — permission denied
+    │   └── exec-5 logs (clarification) completed 1.0s 80 tok — The orders pool
+    ├── exec-3 metrics (sub_agent) cancelled 5.0s 120 tok — error: cancelled by the orchestrator
+    └── exec-4 deploys (sub_agent, queued) completed 3.0s 300 tok — v2.3 deployed at 09:58
+"#;
+    assert_eq!(out, expected, "\n{out}");
+
+    let (code, out, err) = trace(home.path(), &["--group", "Incidents", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["run"]["run_id"], DISPATCH_RUN);
+    assert_eq!(v["run"]["state"], "ended");
+    assert_eq!(v["run"]["mode"], "dispatch");
+    assert_eq!(v["run"]["tokens"], 2900);
+    let roots = v["children"].as_array().unwrap();
+    assert_eq!(roots.len(), 1);
+    let subs: Vec<&str> = roots[0]["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(subs, ["exec-2", "exec-3", "exec-4"]);
+    let c = &v["children"];
+    assert_eq!(find(c, "exec-3")["status"], "cancelled");
+    assert_eq!(find(c, "exec-4")["queued"], true);
+    assert_eq!(find(c, "exec-5")["kind"], "clarification");
+    assert_eq!(find(c, "exec-5")["parent"], "exec-2");
+    let tools = find(c, "exec-2")["items"].as_array().unwrap();
+    assert_eq!(tools.len(), 2);
+    assert_eq!(
+        (tools[1]["name"].as_str(), tools[1]["ok"].as_bool()),
+        (Some("logs.tail"), Some(false))
+    );
+    assert_eq!(find(c, "exec-2")["started"], "2026-11-24T06:00:01Z");
+    assert_eq!(find(c, "exec-2")["duration_ms"], 4000);
+}
+
+#[test]
+fn a_crashed_run_reads_as_a_tree_with_interrupted_executions() {
+    let home = tempfile::tempdir().unwrap();
+    let g = home_with_group(home.path());
+    dispatch_run(home.path(), &g);
+    crashed_run(home.path(), &g);
+    // No --group and no --run: the most recent run (the crashed one).
+    let (code, out, err) = trace(home.path(), &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.starts_with(&format!(
+            "Incidents · run {CRASHED_RUN} · dispatch · interrupted (no end recorded)"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("(1 unreadable line of the run file skipped)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("└── exec-1 lead (orchestrator) interrupted — task: Why is checkout slow?"),
+        "{out}"
+    );
+    assert!(
+        out.contains("    ├── exec-2 logs (sub_agent) completed 2.0s 50 tok — nothing odd"),
+        "{out}"
+    );
+    assert!(
+        out.contains("    └── exec-3 metrics (sub_agent) interrupted — task: Check latency"),
+        "{out}"
+    );
+
+    let (code, out, _) = trace(home.path(), &["--json"]);
+    assert_eq!(code, Some(0));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["run"]["state"], "interrupted");
+    assert_eq!(v["skipped_lines"], 1);
+    assert_eq!(find(&v["children"], "exec-1")["status"], "interrupted");
+    assert_eq!(find(&v["children"], "exec-3")["status"], "interrupted");
+    assert_eq!(find(&v["children"], "exec-2")["status"], "completed");
+}
+
+#[test]
+fn a_run_without_its_end_next_to_an_open_huddle_is_in_progress() {
+    let home = tempfile::tempdir().unwrap();
+    let g = home_with_group(home.path());
+    crashed_run(home.path(), &g);
+    // What an open huddle holds; the run may still be going.
+    let _lock = DataDirLock::acquire(&home.path().join("huddle.lock")).unwrap();
+    let (code, out, err) = trace(home.path(), &["--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["run"]["state"], "running");
+    assert_eq!(find(&v["children"], "exec-3")["status"], "running");
+    let (_, out, _) = trace(home.path(), &[]);
+    assert!(out.contains(" · in progress · "), "{out}");
+}
+
+#[test]
+fn a_mode_without_executions_shows_its_member_turns() {
+    let home = tempfile::tempdir().unwrap();
+    let out = huddle(
+        home.path(),
+        &[
+            "run",
+            "--preset",
+            "Research Panel",
+            "--model",
+            "sim/x",
+            "Compare two caching strategies",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let team = team_made_by_run(home.path(), "Research Panel");
+    let (code, out, err) = trace(home.path(), &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with(&format!("{team} · run ")), "{out}");
+    assert!(out.contains(" · broadcast · completed · "), "{out}");
+    let turns: Vec<&str> = out.lines().filter(|l| l.contains(" turn-")).collect();
+    assert_eq!(turns.len(), 3, "one node per member turn:\n{out}");
+    assert!(
+        turns
+            .iter()
+            .all(|l| l.contains(" completed ") && l.contains(" tok — ")),
+        "{out}"
+    );
+
+    let (code, out, _) = trace(home.path(), &["--group", &team, "--json"]);
+    assert_eq!(code, Some(0));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let nodes = v["children"].as_array().unwrap();
+    assert_eq!(nodes.len(), 3);
+    assert!(
+        nodes
+            .iter()
+            .all(|n| n["kind"] == "turn" && n["status"] == "completed")
+    );
+    let total: u64 = nodes.iter().map(|n| n["tokens"].as_u64().unwrap()).sum();
+    assert!(total > 0);
+    assert_eq!(v["run"]["tokens"].as_u64(), Some(total));
+}
+
+#[test]
+fn unknown_groups_and_runs_are_usage_errors_that_say_what_exists() {
+    let home = tempfile::tempdir().unwrap();
+    let (code, out, err) = trace(home.path(), &[]);
+    assert_eq!(code, Some(2));
+    assert!(out.is_empty());
+    assert!(err.contains("no runs yet"), "{err}");
+
+    let g = home_with_group(home.path());
+    let (code, _, err) = trace(home.path(), &["--group", "Incidents"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("group `Incidents` has no runs yet"), "{err}");
+
+    dispatch_run(home.path(), &g);
+    crashed_run(home.path(), &g);
+    let (code, _, err) = trace(home.path(), &["--group", "Incidnets"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("no group named `Incidnets` (did you mean `Incidents`?)"),
+        "{err}"
+    );
+
+    let (code, _, err) = trace(home.path(), &["--group", "Incidents", "--run", "2025"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains(&format!(
+            "group `Incidents` has no run `2025` (its newest: {CRASHED_RUN}, {DISPATCH_RUN}"
+        )),
+        "{err}"
+    );
+
+    let (code, _, err) = trace(home.path(), &["--run", "20261124T0"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("`20261124T0` starts 2 runs of group `Incidents`"),
+        "{err}"
+    );
+
+    // A run file that is a symbolic link is not followed.
+    let dir = home.path().join("runs").join(&g);
+    let outside = home.path().join("outside.jsonl");
+    std::fs::write(&outside, "{}\n").unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("20261124T080000000Z-11111111.jsonl")).unwrap();
+    let (code, _, err) = trace(home.path(), &["--run", "20261124T08"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("has no run `20261124T08`"), "{err}");
+}
+
+#[test]
+fn a_dispatch_run_the_sim_played_traces_its_sub_agents_under_the_orchestrator() {
+    let home = tempfile::tempdir().unwrap();
+    let out = huddle(
+        home.path(),
+        &[
+            "run",
+            "--preset",
+            "Incident Investigation",
+            "--model",
+            "sim/x",
+            "Checkout is slow since 10:00",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let team = team_made_by_run(home.path(), "Incident Investigation");
+    let (code, out, err) = trace(home.path(), &["--group", &team, "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["run"]["mode"], "dispatch");
+    assert_eq!(v["run"]["state"], "ended");
+    let roots = v["children"].as_array().unwrap();
+    assert_eq!(roots.len(), 1, "one orchestrator at the root: {out}");
+    assert_eq!(roots[0]["kind"], "orchestrator");
+    assert_eq!(roots[0]["status"], "completed");
+    let subs = roots[0]["children"].as_array().unwrap();
+    // The sim dispatches two, follows up on the first result, dispatches a sweep and cancels it
+    // (unless the sweep beat the cancel to its end: then it completed).
+    let statuses: Vec<(&str, &str)> = subs
+        .iter()
+        .map(|s| (s["kind"].as_str().unwrap(), s["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(statuses.len(), 4, "{out}");
+    assert!(
+        statuses[..3].iter().all(|&s| s == ("sub_agent", "completed")),
+        "{out}"
+    );
+    assert!(
+        statuses[3] == ("sub_agent", "cancelled") || statuses[3] == ("sub_agent", "completed"),
+        "{out}"
+    );
+    assert!(subs.iter().all(|s| s["parent"] == roots[0]["id"]));
+    let dispatches = roots[0]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["name"] == "dispatch_agent" && i["ok"] == true)
+        .count();
+    assert_eq!(dispatches, 4, "{out}");
+    let tokens: u64 = std::iter::once(&roots[0])
+        .chain(subs)
+        .map(|n| n["tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(v["run"]["tokens"].as_u64(), Some(tokens));
+
+    let (code, out, _) = trace(home.path(), &[]);
+    assert_eq!(code, Some(0));
+    assert!(
+        out.contains("└── exec-1 orchestrator (orchestrator) completed"),
+        "{out}"
+    );
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("    ├── exec-") || l.starts_with("    └── exec-"))
+            .count(),
+        4,
+        "{out}"
+    );
+    assert!(out.contains("    ├── tool dispatch_agent ok"), "{out}");
+}
