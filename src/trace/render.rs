@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::tree::{NodeId, RunState, RunSummary, Trace, TraceItem, TraceNode};
+use crate::model::dispatch::BROADCAST_TOOL;
 use crate::text::{first_line, sanitize};
 
 /// The most characters of a result, task or message on a node's line.
@@ -148,6 +149,12 @@ fn item_at(item: &TraceItem) -> DateTime<Utc> {
     }
 }
 
+/// A `team_broadcast` call that went through: the broadcast's own line says it all (the JSON
+/// keeps both).
+fn said_by_its_broadcast(item: &TraceItem) -> bool {
+    matches!(item, TraceItem::ToolCall { name, ok: Some(true), .. } if name == BROADCAST_TOOL)
+}
+
 /// What goes under a node: its items and children, merged by time (items first on a tie).
 enum Entry<'a> {
     Item(&'a TraceItem),
@@ -168,7 +175,9 @@ fn entries<'a>(trace: &'a Trace, items: &'a [TraceItem], children: &[NodeId]) ->
             (None, _) => false,
         };
         if take_item {
-            out.push(Entry::Item(&items[i]));
+            if !said_by_its_broadcast(&items[i]) {
+                out.push(Entry::Item(&items[i]));
+            }
             i += 1;
         } else {
             out.push(Entry::Node(children[c]));
@@ -214,7 +223,8 @@ pub fn text(trace: &Trace) -> String {
     // Depth-first with an explicit stack: (depth, prefix of this entry, entry, is it the last).
     // Past TEXT_DEPTH_MAX the indentation stops growing (a damaged file could chain thousands).
     let mut stack: Vec<Pending<'_>> = Vec::new();
-    push_level(&mut stack, 0, "", entries(trace, &trace.run.items, &trace.roots));
+    let roots: Vec<NodeId> = trace.roots.iter().copied().collect();
+    push_level(&mut stack, 0, "", entries(trace, &trace.run.items, &roots));
     while let Some((depth, prefix, entry, last)) = stack.pop() {
         let branch = if last { "└── " } else { "├── " };
         match entry {
@@ -303,7 +313,9 @@ pub fn json(trace: &Trace) -> String {
 #[cfg(test)]
 mod tests {
     use super::super::tree::TraceBuilder;
-    use super::super::tree::tests::{dispatch_records, ev, finished, started, t};
+    use super::super::tree::tests::{
+        chain, dispatch_records, ev, finished, started, supervisor_and_member, t,
+    };
     use super::*;
     use crate::engine::events::RunRecord;
     use crate::model::{ExecutionKind, ExecutionStatus};
@@ -397,16 +409,8 @@ Incidents · run run-1 · dispatch · completed · 9.0s · 360 tokens
     #[test]
     fn a_very_deep_chain_prints_without_overflowing() {
         let mut b = TraceBuilder::new();
-        for i in 1..=5000u32 {
-            let id = format!("exec-{i}");
-            let parent = (i > 1).then(|| format!("exec-{}", i - 1));
-            b.apply(
-                &ev(
-                    started(ExecutionKind::SubAgent, "a", "x", false),
-                    Some((&id, parent.as_deref())),
-                ),
-                t(i64::from(i)),
-            );
+        for (at, event) in chain(1..=5000) {
+            b.apply(&event, t(at));
         }
         let trace = b.finish();
         let v: serde_json::Value = serde_json::from_str(&json(&trace)).unwrap();
@@ -424,6 +428,60 @@ Incidents · run run-1 · dispatch · completed · 9.0s · 360 tokens
             text.lines().all(|l| l.chars().count() < 4 * TEXT_DEPTH_MAX + 60),
             "indentation is capped"
         );
+    }
+
+    #[test]
+    fn a_broadcast_shows_once_and_a_failed_broadcast_call_shows() {
+        use crate::engine::events::EventKind;
+        use crate::model::BroadcastKind;
+        let member = Some(("exec-2", Some("exec-1")));
+        let call = |id: &str| EventKind::ToolCall {
+            session_id: "sid-a".into(),
+            session: "a".into(),
+            generation: 1,
+            call_id: id.into(),
+            name: BROADCAST_TOOL.into(),
+            arguments: "{}".into(),
+            step: None,
+        };
+        let result = |id: &str, ok: bool| EventKind::ToolResult {
+            session_id: "sid-a".into(),
+            session: "a".into(),
+            generation: 1,
+            call_id: id.into(),
+            name: BROADCAST_TOOL.into(),
+            ok,
+            duration_ms: 0,
+            size: 1,
+            first_line: if ok { "Broadcast sent" } else { "message is empty" }.into(),
+            message: None,
+        };
+        let mut b = supervisor_and_member();
+        b.apply(&ev(call("c1"), member), t(1));
+        b.apply(&ev(result("c1", false), member), t(1));
+        b.apply(&ev(call("c2"), member), t(2));
+        b.apply(&ev(result("c2", true), member), t(2));
+        let broadcast = EventKind::TeamBroadcast {
+            from: "a".into(),
+            from_id: "sid-a".into(),
+            kind: BroadcastKind::Update,
+            message: "found it\nmore".into(),
+            turn: 1,
+            last: true,
+            supervisor: false,
+            at: t(2),
+        };
+        b.apply(&ev(broadcast, member), t(2));
+        let text = text(&b.into_trace());
+        assert!(
+            text.contains("        ├── tool team_broadcast failed 0ms — message is empty\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("        └── broadcast from a (update, final, turn 1): found it\n"),
+            "{text}"
+        );
+        assert!(!text.contains("Broadcast sent"), "{text}");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Building a run's trace tree from its events, one at a time (the TUI feeds live events; a run
 //! file's records go through the same path). Pure: no I/O, no clock (every event comes with its
-//! time), O(1) work per event (maps by id, never a rescan).
+//! time), O(log n) work at most per event (maps by id, never a rescan).
 //!
 //! - Executions (`execution_started` / `execution_running` / `execution_finished`, ids in the
 //!   event's `execution` tag) become nodes nested by `parent_execution_id`, children in start
@@ -12,7 +12,7 @@
 //! - A node that never finished when the run ended, or when a file ends without `run_ended`
 //!   ([`TraceBuilder::close`]), is `interrupted`: a crashed run still reads as a tree.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -184,7 +184,7 @@ pub struct RunSummary {
     pub ended: Option<DateTime<Utc>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
-    /// The tokens of every finished node.
+    /// The tokens the run's turns used (in a file without turn ends: its executions' tokens).
     pub tokens: u64,
     /// The first line of the run's result.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -219,8 +219,9 @@ impl Default for RunSummary {
 pub struct Trace {
     pub run: RunSummary,
     pub nodes: Vec<TraceNode>,
-    /// The nodes with no (known) parent, in start order.
-    pub roots: Vec<NodeId>,
+    /// The nodes with no (known) parent, in start order (a set: a damaged file's child that
+    /// came before its parent leaves it in O(log n)).
+    pub roots: BTreeSet<NodeId>,
     /// Lines of the run file that could not be read (a line torn by a crash).
     pub skipped_lines: usize,
 }
@@ -286,6 +287,9 @@ pub struct TraceBuilder {
     last_turn: HashMap<String, NodeId>,
     /// Each session's latest execution (a broadcast without a tag goes there).
     last_execution: HashMap<String, NodeId>,
+    /// Union-find over nodes (each entry a node above it, or itself at the top of its tree):
+    /// what tells an adoption that would close a cycle, in near O(1).
+    tree_top: Vec<NodeId>,
     /// Tool call items by owner and call id.
     tool_items: HashMap<(Owner, String), usize>,
     /// Nodes whose parent has not started (yet): parent id → children.
@@ -294,6 +298,20 @@ pub struct TraceBuilder {
     pending_task: HashMap<String, String>,
     turns: u32,
     last_at: Option<DateTime<Utc>>,
+    /// Tokens of every turn that ended (`None` before the first).
+    turn_tokens: Option<u64>,
+    /// Tokens of every execution that ended, a supervisor's (the sum of its team's) aside.
+    execution_tokens: u64,
+}
+
+/// A line whose event has a field `at` of its own (`team_broadcast`): the record's `at` and the
+/// event's are the same key, which a [`RunRecord`] cannot read back; the event can, and the
+/// last `at` (the event's) stands for the record's.
+fn event_with_its_own_at(line: &str) -> Option<(DateTime<Utc>, EngineEvent)> {
+    let value: serde_json::Value = serde_json::from_str(line).ok()?;
+    let at = value.get("at")?.as_str()?.parse::<DateTime<Utc>>().ok()?;
+    let event = serde_json::from_value::<EngineEvent>(value).ok()?;
+    Some((at, event))
 }
 
 fn capped_line(text: &str) -> Option<String> {
@@ -338,13 +356,21 @@ impl TraceBuilder {
     pub fn apply_line(&mut self, line: &str) {
         match serde_json::from_str::<RunRecord>(line) {
             Ok(r) => self.apply(&r.event, r.at),
-            Err(_) => self.skip_line(),
+            Err(_) => match event_with_its_own_at(line) {
+                Some((at, event)) => self.apply(&event, at),
+                None => self.skip_line(),
+            },
         }
     }
 
     /// The tree so far (nodes still going are `running` or `queued`).
     pub fn trace(&self) -> &Trace {
         &self.trace
+    }
+
+    /// The node of an execution id (`exec-3`) or turn id (`turn-2`), in O(1).
+    pub fn node_id(&self, id: &str) -> Option<NodeId> {
+        self.by_id.get(id).copied()
     }
 
     /// The tree so far, leaving nodes that are still going as they are (a run in progress).
@@ -381,9 +407,20 @@ impl TraceBuilder {
         self.open_turns.clear();
     }
 
+    /// The run's tokens: what its turns used, or, in a file without turn ends, what its
+    /// executions report.
+    fn total_tokens(&mut self) {
+        self.trace.run.tokens = self.turn_tokens.unwrap_or(self.execution_tokens);
+    }
+
     /// Takes one event that happened at `at`.
     pub fn apply(&mut self, event: &EngineEvent, at: DateTime<Utc>) {
         self.note_run(event, at);
+        if let EventKind::TurnFinished { usage, .. } = &event.kind {
+            let used = usage.map_or(0, |u| u.total());
+            self.turn_tokens = Some(self.turn_tokens.unwrap_or(0).saturating_add(used));
+            self.total_tokens();
+        }
         let tag = event.execution.as_ref();
         match &event.kind {
             EventKind::RunStarted { .. } => self.trace.run.started = Some(at),
@@ -479,7 +516,11 @@ impl TraceBuilder {
                 node.tool_calls = *tool_calls;
                 node.result = result.as_deref().and_then(capped_line);
                 node.error = error.as_deref().and_then(capped_line);
-                self.trace.run.tokens = self.trace.run.tokens.saturating_add(*tokens);
+                // A supervisor's execution sums its team's turns: not counted again.
+                if node.kind != NodeKind::Execution(ExecutionKind::Supervisor) {
+                    self.execution_tokens = self.execution_tokens.saturating_add(*tokens);
+                    self.total_tokens();
+                }
             }
             EventKind::TurnStarted {
                 session_id,
@@ -517,7 +558,6 @@ impl TraceBuilder {
                 node.duration_ms = Some(*duration_ms);
                 node.tokens = tokens;
                 node.error = error.as_deref().and_then(capped_line);
-                self.trace.run.tokens = self.trace.run.tokens.saturating_add(tokens);
             }
             EventKind::Message { session_id, text, .. } if tag.is_none() => {
                 // The answer of the session's turn that just finished.
@@ -642,10 +682,14 @@ impl TraceBuilder {
         let mut node = TraceNode::new(id.clone(), kind, at);
         node.parent = parent.clone();
         self.trace.nodes.push(node);
+        self.tree_top.push(index);
         match parent.as_ref().and_then(|p| self.by_id.get(p)) {
-            Some(&p) => self.trace.nodes[p].children.push(index),
+            Some(&p) => {
+                self.trace.nodes[p].children.push(index);
+                self.tree_top[index] = p;
+            }
             None => {
-                self.trace.roots.push(index);
+                self.trace.roots.insert(index);
                 if let Some(p) = parent {
                     self.orphans.entry(p).or_default().push(index);
                 }
@@ -655,9 +699,14 @@ impl TraceBuilder {
         // One that is this node's own ancestor (ids naming each other in a damaged file) stays a
         // root: every node stays reachable and the tree stays a tree.
         if let Some(mut adopted) = self.orphans.remove(&id) {
-            let ancestors = self.ancestors(index);
-            adopted.retain(|a| !ancestors.contains(a));
-            self.trace.roots.retain(|r| !adopted.contains(r));
+            // An orphan is the top of its own tree: it is this node's ancestor only if it is
+            // the top of this node's tree.
+            let top = self.top_of(index);
+            adopted.retain(|&a| a != top);
+            for &a in &adopted {
+                self.trace.roots.remove(&a);
+                self.tree_top[a] = index;
+            }
             let children = &mut self.trace.nodes[index].children;
             children.extend(adopted);
             children.sort_unstable();
@@ -666,24 +715,14 @@ impl TraceBuilder {
         index
     }
 
-    /// The node and its known ancestors (bounded: a tree has no longer chain).
-    fn ancestors(&self, index: NodeId) -> Vec<NodeId> {
-        let mut chain = vec![index];
-        let mut current = index;
-        while chain.len() <= self.trace.nodes.len() {
-            let parent = self.trace.nodes[current]
-                .parent
-                .as_ref()
-                .and_then(|p| self.by_id.get(p));
-            match parent {
-                Some(&p) if !chain.contains(&p) => {
-                    chain.push(p);
-                    current = p;
-                }
-                _ => break,
-            }
+    /// The top of the tree a node is in (path halving keeps the chains short).
+    fn top_of(&mut self, mut index: NodeId) -> NodeId {
+        while self.tree_top[index] != index {
+            let above = self.tree_top[self.tree_top[index]];
+            self.tree_top[index] = above;
+            index = above;
         }
-        chain
+        index
     }
 
     /// The turn node of a session's turn (modes without executions), made when first seen.
@@ -943,7 +982,7 @@ pub(crate) mod tests {
         assert_eq!(trace.run.duration_ms, Some(9000));
         assert_eq!(trace.run.tokens, 120 + 30 + 10 + 200);
         assert_eq!(trace.run.result.as_deref(), Some("Root cause: pool"));
-        assert_eq!(trace.roots, vec![0]);
+        assert_eq!(trace.roots, BTreeSet::from([0]));
         let walk: Vec<(usize, &str)> = trace
             .walk()
             .into_iter()
@@ -1062,7 +1101,7 @@ pub(crate) mod tests {
             t(3),
         );
         let trace = b.into_trace();
-        assert_eq!(trace.roots, vec![2]);
+        assert_eq!(trace.roots, BTreeSet::from([2]));
         assert_eq!(trace.nodes[2].children, vec![0, 1]);
         // Ids that name each other (a damaged file) leave every node reachable.
         let mut b = TraceBuilder::new();
@@ -1108,29 +1147,116 @@ pub(crate) mod tests {
         );
     }
 
+    /// Sub-agents `exec-i`, each the child of `exec-(i-1)`, started in the order given.
+    pub(crate) fn chain(order: impl Iterator<Item = u32>) -> Vec<(i64, EngineEvent)> {
+        order
+            .enumerate()
+            .map(|(k, i)| {
+                let id = format!("exec-{i}");
+                let parent = (i > 1).then(|| format!("exec-{}", i - 1));
+                let event = ev(
+                    started(ExecutionKind::SubAgent, "a", "x", false),
+                    Some((&id, parent.as_deref())),
+                );
+                (k as i64, event)
+            })
+            .collect()
+    }
+
     #[test]
-    fn broadcasts_go_under_the_senders_execution() {
+    fn children_before_their_parents_by_the_thousand_still_make_one_chain() {
+        let n = 20_000u32;
         let mut b = TraceBuilder::new();
+        for (at, event) in chain((1..=n).rev()) {
+            b.apply(&event, t(at));
+        }
+        assert_eq!(b.node_id("exec-1"), Some(n as usize - 1));
+        let trace = b.finish();
+        assert_eq!(trace.roots.len(), 1);
+        let walk = trace.walk();
+        assert_eq!(walk.len(), n as usize);
+        assert_eq!(walk.last().map(|&(depth, _)| depth), Some(n as usize - 1));
+        // Many orphans at once, then their parents: each leaves the roots in O(log n).
+        let mut b = TraceBuilder::new();
+        let sub = |id: &str, parent: Option<&str>| {
+            ev(
+                started(ExecutionKind::SubAgent, "a", "x", false),
+                Some((id, parent)),
+            )
+        };
+        for i in 0..n {
+            b.apply(&sub(&format!("child-{i}"), Some(&format!("parent-{i}"))), t(0));
+        }
+        for i in 0..n {
+            b.apply(&sub(&format!("parent-{i}"), None), t(1));
+        }
+        let trace = b.finish();
+        assert_eq!(trace.roots.len(), n as usize);
+        assert!(
+            trace
+                .roots
+                .iter()
+                .all(|&r| trace.nodes[r].id.starts_with("parent-") && trace.nodes[r].children.len() == 1)
+        );
+    }
+
+    #[test]
+    fn run_tokens_are_the_turns_or_else_the_executions_without_a_supervisors_sum() {
+        let mut b = TraceBuilder::new();
+        let supervisor = Some(("exec-1", None));
+        let member = Some(("exec-2", Some("exec-1")));
         b.apply(
             &ev(
                 started(ExecutionKind::Supervisor, "chair", "decide", false),
-                Some(("exec-1", None)),
+                supervisor,
             ),
             t(0),
         );
         b.apply(
-            &ev(
-                started(ExecutionKind::MemberTurn, "a", "turn 1", false),
-                Some(("exec-2", Some("exec-1"))),
-            ),
+            &ev(started(ExecutionKind::MemberTurn, "a", "turn 1", false), member),
+            t(0),
+        );
+        b.apply(
+            &ev(finished(ExecutionStatus::Completed, 10, 15, "x"), member),
             t(1),
         );
-        let broadcast = |tagged: bool| {
+        assert_eq!(b.trace().run.tokens, 15);
+        let mut sum = finished(ExecutionStatus::Completed, 10, 15, "x");
+        if let EventKind::ExecutionFinished { kind, .. } = &mut sum {
+            *kind = ExecutionKind::Supervisor;
+        }
+        b.apply(&ev(sum, supervisor), t(2));
+        assert_eq!(
+            b.trace().run.tokens,
+            15,
+            "the supervisor's sum is not added again"
+        );
+        assert_eq!(b.trace().nodes[0].tokens, 15);
+        // Once turns report their usage, they count.
+        b.apply(&ev(turn_finished("a", 1, 10, None), member), t(1));
+        b.apply(&ev(turn_finished("chair", 1, 10, None), supervisor), t(1));
+        assert_eq!(b.trace().run.tokens, 30);
+    }
+
+    /// A team run's start: supervisor `exec-1` and its member `a`'s turn `exec-2`.
+    pub(crate) fn supervisor_and_member() -> TraceBuilder {
+        let mut b = TraceBuilder::new();
+        let supervisor = started(ExecutionKind::Supervisor, "chair", "decide", false);
+        b.apply(&ev(supervisor, Some(("exec-1", None))), t(0));
+        let member = started(ExecutionKind::MemberTurn, "a", "turn 1", false);
+        b.apply(&ev(member, Some(("exec-2", Some("exec-1")))), t(1));
+        b
+    }
+
+    #[test]
+    fn broadcasts_go_under_the_senders_execution_also_read_from_a_line() {
+        let mut b = supervisor_and_member();
+        let broadcast = |tagged: bool, kind: BroadcastKind| {
             ev(
                 EventKind::TeamBroadcast {
                     from: "a".into(),
                     from_id: "sid-a".into(),
-                    kind: BroadcastKind::Update,
+                    kind,
                     message: "found it".into(),
                     turn: 1,
                     last: !tagged,
@@ -1140,10 +1266,26 @@ pub(crate) mod tests {
                 tagged.then_some(("exec-2", Some("exec-1"))),
             )
         };
-        b.apply(&broadcast(true), t(2));
-        b.apply(&broadcast(false), t(3));
+        b.apply(&broadcast(true, BroadcastKind::Update), t(2));
+        b.apply(&broadcast(false, BroadcastKind::Update), t(3));
+        // As the run log writes it: the event's own `at` and the record's are one key.
+        let line = serde_json::to_string(&RunRecord {
+            at: t(4),
+            event: broadcast(true, BroadcastKind::Failure),
+        })
+        .unwrap();
+        b.apply_line(&line);
         let trace = b.into_trace();
-        assert_eq!(trace.nodes[1].items.len(), 2);
+        assert_eq!(trace.skipped_lines, 0, "{line}");
+        assert_eq!(trace.nodes[1].items.len(), 3);
+        assert!(matches!(
+            trace.nodes[1].items[2],
+            TraceItem::Broadcast {
+                kind: BroadcastKind::Failure,
+                turn: 1,
+                ..
+            }
+        ));
         assert!(trace.run.items.is_empty());
     }
 
@@ -1208,7 +1350,7 @@ pub(crate) mod tests {
         b.apply(&e(tool_call("lead", "c9", "read")), t(5));
         let trace = b.finish();
         assert_eq!(trace.run.mode, Some(Mode::Orchestrator));
-        assert_eq!(trace.roots, vec![0, 1, 2]);
+        assert_eq!(trace.roots, BTreeSet::from([0, 1, 2]));
         let logs = &trace.nodes[0];
         assert_eq!((logs.id.as_str(), logs.kind), ("turn-1", NodeKind::Turn));
         assert_eq!(logs.task.as_deref(), Some("Read the logs"));

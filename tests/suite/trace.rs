@@ -634,3 +634,164 @@ fn a_dispatch_run_the_sim_played_traces_its_sub_agents_under_the_orchestrator() 
     );
     assert!(out.contains("    ├── tool dispatch_agent ok"), "{out}");
 }
+
+/// A team run as the engine writes it: supervisor exec-1, member turns under it, broadcasts
+/// (whose own `at` repeats the record's key), the supervisor's sum of tokens.
+#[test]
+fn a_team_run_shows_member_turns_and_their_broadcasts_under_the_supervisor() {
+    let home = tempfile::tempdir().unwrap();
+    let g = home_with_group(home.path());
+    let r = "20261124T090000000Z-7ea40000";
+    let member = |id: &'static str| Some((id, Some("exec-1")));
+    let turn_ended = |member: &str, tokens: u64| {
+        json!({"session_id": format!("sid-{member}"), "session": member, "generation": 1, "success": true,
+               "interrupted": false, "duration_ms": 1000, "usage": {"input_tokens": tokens, "output_tokens": 0}, "error": null})
+    };
+    let broadcast = |exec: &'static str, from: &str, secs: u32, message: &str, last: bool| {
+        // Written as serde writes the event inside a record: two `at` keys.
+        let mut l = line(
+            &g,
+            r,
+            secs,
+            "team_broadcast",
+            member(exec),
+            json!({"from": from, "from_id": format!("sid-{from}"), "kind": "update", "message": message, "turn": 1, "last": last}),
+        );
+        l.pop();
+        format!("{l},\"at\":\"2026-11-24T06:00:{secs:02}.5Z\"}}")
+    };
+    let lines = [
+        line(
+            &g,
+            r,
+            0,
+            "cycle_started",
+            None,
+            json!({"mode": "team", "max_iterations": 12}),
+        ),
+        line(
+            &g,
+            r,
+            0,
+            "execution_started",
+            Some(("exec-1", None)),
+            started("supervisor", "chair", "Rust for billing?"),
+        ),
+        line(
+            &g,
+            r,
+            0,
+            "execution_started",
+            member("exec-2"),
+            started("member_turn", "advocate", "turn 1"),
+        ),
+        line(
+            &g,
+            r,
+            0,
+            "execution_started",
+            member("exec-3"),
+            started("member_turn", "skeptic", "turn 1"),
+        ),
+        line(
+            &g,
+            r,
+            1,
+            "turn_finished",
+            member("exec-2"),
+            turn_ended("advocate", 100),
+        ),
+        broadcast("exec-2", "advocate", 1, "Safer money code\nmore", true),
+        line(
+            &g,
+            r,
+            1,
+            "execution_finished",
+            member("exec-2"),
+            finished(
+                "member_turn",
+                "advocate",
+                "completed",
+                1000,
+                100,
+                Some("Shared."),
+                None,
+            ),
+        ),
+        line(
+            &g,
+            r,
+            2,
+            "turn_finished",
+            member("exec-3"),
+            turn_ended("skeptic", 50),
+        ),
+        broadcast("exec-3", "skeptic", 2, "Hiring cost", true),
+        line(
+            &g,
+            r,
+            2,
+            "execution_finished",
+            member("exec-3"),
+            finished(
+                "member_turn",
+                "skeptic",
+                "completed",
+                2000,
+                50,
+                Some("Shared."),
+                None,
+            ),
+        ),
+        line(
+            &g,
+            r,
+            3,
+            "turn_finished",
+            Some(("exec-1", None)),
+            turn_ended("chair", 30),
+        ),
+        line(
+            &g,
+            r,
+            3,
+            "execution_finished",
+            Some(("exec-1", None)),
+            finished(
+                "supervisor",
+                "chair",
+                "completed",
+                3000,
+                180,
+                Some("Adopt it for new services"),
+                None,
+            ),
+        ),
+        line(
+            &g,
+            r,
+            3,
+            "run_ended",
+            None,
+            json!({"key": {"kind": "team", "group_id": g}, "outcome": "completed", "iterations": 1}),
+        ),
+    ];
+    write_run(home.path(), &g, r, &lines);
+    let (code, out, err) = trace(home.path(), &["--group", "Incidents"]);
+    assert_eq!(code, Some(0), "{err}");
+    let expected = "\
+Incidents · run 20261124T090000000Z-7ea40000 · team · completed · 3.0s · 180 tokens
+└── exec-1 chair (supervisor) completed 3.0s 180 tok — Adopt it for new services
+    ├── exec-2 advocate (member_turn) completed 1.0s 100 tok — Shared.
+    │   └── broadcast from advocate (update, final, turn 1): Safer money code
+    └── exec-3 skeptic (member_turn) completed 2.0s 50 tok — Shared.
+        └── broadcast from skeptic (update, final, turn 1): Hiring cost
+";
+    assert_eq!(out, expected, "\n{out}");
+    let (_, out, _) = trace(home.path(), &["--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["skipped_lines"], 0);
+    let broadcast = &find(&v["children"], "exec-3")["items"][0];
+    assert_eq!(broadcast["item"], "broadcast");
+    assert_eq!(broadcast["at"], "2026-11-24T06:00:02.500Z");
+}
