@@ -665,9 +665,11 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
         } if event.execution.is_none() => {
             format!("   ✗ {session}: {}", first_line(e, 120))
         }
-        // A dispatch is printed as its execution (`⇢ exec-2 …`), not as the tool call.
+        // A team member's broadcast has its own line (`team_broadcast`), a dispatch is printed
+        // as its execution (`⇢ exec-2 …`): their tool calls and answers are left out.
         EventKind::ToolCall { name, .. } | EventKind::ToolResult { name, .. }
-            if name == crate::model::dispatch::DISPATCH_TOOL =>
+            if name == crate::model::dispatch::BROADCAST_TOOL
+                || name == crate::model::dispatch::DISPATCH_TOOL =>
         {
             return None;
         }
@@ -690,6 +692,10 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
             first_line(said, 100)
         ),
         EventKind::FlowHop { .. } => format!("   {}", crate::engine::protocol::flow::hop_line(&event.kind)?),
+        EventKind::TeamBroadcast { .. } => format!(
+            "   {}",
+            crate::engine::protocol::team_talk::broadcast_line(&event.kind)?
+        ),
         EventKind::ExecutionStarted { .. }
         | EventKind::ExecutionRunning
         | EventKind::ExecutionFinished { .. } => {

@@ -38,6 +38,10 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         include_str!("../../presets/support-desk-pipeline.yaml"),
     ),
     (
+        "deliberation-panel.yaml",
+        include_str!("../../presets/deliberation-panel.yaml"),
+    ),
+    (
         "incident-investigation.yaml",
         include_str!("../../presets/incident-investigation.yaml"),
     ),
@@ -139,6 +143,18 @@ mod tests {
         assert_eq!(phases, ["intake", "handling", "review", "resolution"]);
         assert_eq!(desk.stages[2].can_return_to, ["handling"]);
         assert_eq!(desk.supervisor.as_deref(), Some("supervisor"));
+    }
+
+    #[test]
+    fn the_team_builtin_is_a_panel_of_three_perspectives_with_a_chair() {
+        let (presets, _) = load_builtins(&Config::from_env(|_| None));
+        let panel = presets.iter().find(|p| p.name == "Deliberation Panel").unwrap();
+        assert_eq!(panel.mode, Mode::Team);
+        let names: Vec<&str> = panel.workers.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["advocate", "skeptic", "pragmatist"]);
+        assert!(panel.orchestrator.as_ref().is_some_and(|o| o.prompt.is_some()));
+        let limits = panel.team_limits();
+        assert_eq!((limits.member_turns(), limits.supervisor_turns()), (4, 3));
     }
 
     #[test]

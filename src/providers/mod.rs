@@ -16,6 +16,7 @@ pub mod secrets;
 pub mod sim;
 mod sim_dispatch;
 pub(crate) mod sim_pipeline;
+pub(crate) mod sim_team;
 mod sim_text;
 mod sim_tools;
 pub mod sse;

@@ -119,7 +119,8 @@ pub fn simulate(req: &TurnRequest) -> (String, Usage) {
         user: req.last_user_text(),
     };
     let full = render_plain_prompt(req);
-    let mut text = answer(&prompt, stable_hash(&[system, &full]));
+    let mut text =
+        super::sim_team::text(req).unwrap_or_else(|| answer(&prompt, stable_hash(&[system, &full])));
     // What the tools said opens the answer, so the markers parsed from the rest (plans,
     // scores, sentinels) stay where the protocol expects them.
     if let Some(note) = sim_tools::results_note(req) {

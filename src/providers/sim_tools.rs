@@ -32,6 +32,19 @@ pub fn call_for(req: &TurnRequest) -> Option<ToolCall> {
             arguments: json!({ "target": h.target, "reason": h.reason, "summary": h.summary }).to_string(),
         });
     }
+    // A team member broadcasts (its only way to share); the supervisor broadcasts back or
+    // answers.
+    if req
+        .tools
+        .iter()
+        .any(|t| t.name == crate::model::dispatch::BROADCAST_TOOL)
+    {
+        return super::sim_team::call_arguments(req).map(|arguments| ToolCall {
+            id: format!("sim_call_{:08x}", hash as u32),
+            name: crate::model::dispatch::BROADCAST_TOOL.to_string(),
+            arguments,
+        });
+    }
     // A flow router passes the request on at once.
     if let Some(call) = route_call(req, prompt, hash) {
         return Some(call);
@@ -78,6 +91,9 @@ pub fn call_preamble(call: &ToolCall) -> String {
             .and_then(|v| v["agent"].as_str().map(str::to_string))
             .unwrap_or_default();
         return format!("This is one for {agent}.");
+    }
+    if call.name == crate::model::dispatch::BROADCAST_TOOL {
+        return "Sharing this with the team.".to_string();
     }
     format!("Let me check with `{}` first.", call.name)
 }

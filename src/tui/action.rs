@@ -78,8 +78,8 @@ actions! {
     ReflectSession => "reflect_session", "reflect: the session improves its answer";
     OlderRun => "older_run", "previous run (team) / conversation (session)";
     NewerRun => "newer_run", "next run (team) / conversation (session)";
-    PrevToolCall => "prev_tool_call", "select the tool call above (first: the newest)";
-    NextToolCall => "next_tool_call", "select the tool call below";
+    PrevToolCall => "prev_tool_call", "select the tool call above (first: the newest); on a team: the sub-agent card above";
+    NextToolCall => "next_tool_call", "select the tool call below; on a team: the sub-agent card below";
     ViewDiff => "view_diff", "diff of the session's worktree (on a team: each worktree)";
     MergeWorktree => "merge_worktree", "bring a worktree's commits back (merge / cherry-pick; asks)";
     PruneHeadless => "prune_headless", "remove the teams and sessions `huddle run` made (asks)";
@@ -89,6 +89,8 @@ actions! {
     Regenerate => "regenerate", "ask the last prompt again (the old answer is kept, superseded)";
     EditResend => "edit_resend", "edit the last prompt; Enter sends it in place of the last exchange";
     ForkSession => "fork_session", "fork: a copy of the session and its conversation";
+    ToggleCard => "toggle_card", "team: expand / collapse the selected sub-agent card (none selected: the newest)";
+    TraceView => "trace_view", "team: the trace tree of the run shown (executions, status, time, tokens)";
 }
 
 /// Where a key is read: the keymap has one table per context.

@@ -66,6 +66,8 @@ pub struct App {
     pub mouse_capture: bool,
     /// Worktree statuses for the sidebar, refreshes in flight, whether git can be used.
     pub worktrees: WorktreeMarks,
+    /// The trace view of a team's run, while open (drawn over the centre; takes the keys).
+    pub trace_view: Option<super::trace_view::TraceView>,
 }
 
 impl App {
@@ -95,6 +97,7 @@ impl App {
             layout: FrameLayout::default(),
             mouse_capture: true,
             worktrees: WorktreeMarks::default(),
+            trace_view: None,
         };
         let interrupted: Vec<(GroupId, String, u32, u32)> = app.org.read(|o| {
             o.groups
@@ -251,6 +254,9 @@ impl App {
                 return commands;
             }
         }
+        if let Some(commands) = self.trace_view_key(&key, global) {
+            return commands;
+        }
         if self.transcripts.typing_search() {
             // Ctrl-C leaves the search line, as it closes a dialog.
             let commands = match global {
@@ -381,6 +387,8 @@ impl App {
             Action::NewerRun if self.browse_conversations(1) => {}
             Action::OlderRun => return self.browse_runs(-1),
             Action::NewerRun => return self.browse_runs(1),
+            Action::PrevToolCall if self.select_card(true) => {}
+            Action::NextToolCall if self.select_card(false) => {}
             Action::PrevToolCall => self.select_tool_call(true),
             Action::NextToolCall => self.select_tool_call(false),
             Action::ViewDiff => return self.open_diff(),
@@ -392,6 +400,8 @@ impl App {
             Action::Regenerate => return self.regenerate(),
             Action::EditResend => self.edit_resend(),
             Action::ForkSession => return self.fork_session(),
+            Action::ToggleCard => self.toggle_card(),
+            Action::TraceView => self.open_trace(),
         }
         Vec::new()
     }
@@ -709,6 +719,9 @@ impl App {
     /// A mouse event on the last frame drawn.
     pub fn handle_mouse(&mut self, ev: MouseEvent) -> Vec<Command> {
         if !self.dialogs.is_empty() {
+            return Vec::new();
+        }
+        if self.trace_view_mouse(&ev) {
             return Vec::new();
         }
         match super::mouse::hit_test(&self.layout, &ev) {

@@ -105,8 +105,7 @@ impl App {
         } = &event.kind
         {
             // Streaming text goes to no timeline; a team member's row shows its last line.
-            self.team_panel
-                .on_delta(&event.group_id, session_id, session, text);
+            self.team_panel.on_delta(&event, session_id, session, text);
             return Vec::new();
         }
         self.follow_team_run(&event, now);

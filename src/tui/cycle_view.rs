@@ -59,6 +59,8 @@ pub use super::timeline_kind::TimelineKind;
 pub struct TimelineEntry {
     pub kind: TimelineKind,
     pub text: String,
+    /// The sub-agent card anchored here (its execution id): the line is drawn from the card.
+    pub card: Option<String>,
 }
 
 /// One advisor's report reaching the member it advises (a flow hop).
@@ -119,6 +121,8 @@ pub struct CycleView {
     pub relay: Option<super::relay_view::RelayView>,
     /// A pipeline team's conversation: phase strip, active member, last moves.
     pub pipeline: Option<super::pipeline_view::PipelineView>,
+    /// Modes `dispatch` and `team`: a card per sub-agent execution or member turn.
+    pub cards: super::execution_cards::ExecutionCards,
 }
 
 impl CycleView {
@@ -289,7 +293,11 @@ impl CycleView {
     }
 
     pub(super) fn push(&mut self, kind: TimelineKind, text: String) {
-        self.timeline.push(TimelineEntry { kind, text });
+        self.push_entry(kind, text, None);
+    }
+
+    fn push_entry(&mut self, kind: TimelineKind, text: String, card: Option<String>) {
+        self.timeline.push(TimelineEntry { kind, text, card });
         if self.timeline.len() > TIMELINE_MAX {
             let excess = self.timeline.len() - TIMELINE_MAX;
             self.timeline.drain(..excess);
@@ -670,6 +678,11 @@ impl CycleView {
             | EventKind::TeamBroadcast { .. }
             | EventKind::TurnInput { .. } => {}
         }
+        let slug = &self.team_slug;
+        let short = |name: &str| crate::naming::strip_team_prefix(name, slug).to_string();
+        for line in self.cards.apply(event, now, short) {
+            self.push_entry(line.kind, line.text, line.card);
+        }
     }
 
     /// A pause ended at `now`: its length is added to the paused time.
@@ -708,7 +721,16 @@ impl CycleView {
     }
 
     /// Streamed text of a member's turn: the row keeps the last line of it.
-    pub fn on_delta(&mut self, session_id: &str, session: &str, text: &str) {
+    pub fn on_delta(
+        &mut self,
+        session_id: &str,
+        session: &str,
+        text: &str,
+        execution: Option<&crate::engine::events::ExecutionTag>,
+    ) {
+        if self.cards.delta(execution, text) {
+            return;
+        }
         if let Some(w) = self
             .workers
             .iter_mut()
@@ -752,6 +774,7 @@ impl CycleView {
     /// A run read back from its file that has no end: the process stopped during it.
     pub fn mark_cut_short(&mut self, resumable: bool) {
         self.no_tools_in_flight();
+        self.cards.cut_short();
         self.running = false;
         self.paused = false;
         self.phase = None;

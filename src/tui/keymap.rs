@@ -237,6 +237,8 @@ impl Default for Keymap {
             (Regenerate, vec![K::ch('u')]),
             (EditResend, vec![K::ch('U')]),
             (ForkSession, vec![K::ch('F')]),
+            (ToggleCard, vec![K::ch('o')]),
+            (TraceView, vec![K::ch('O')]),
         ];
         let search = vec![
             (SearchNext, vec![K::ch('n')]),

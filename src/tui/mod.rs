@@ -17,6 +17,7 @@
 
 pub mod action;
 pub mod app;
+mod app_cards;
 mod app_conversation;
 mod app_dialogs;
 mod app_events;
@@ -33,6 +34,7 @@ pub mod composer_attachments;
 pub mod cycle_view;
 pub mod dialogs;
 pub mod editor;
+pub mod execution_cards;
 pub mod frame;
 pub mod history;
 mod input_saver;
@@ -53,6 +55,7 @@ pub mod team_panel;
 pub mod terminal;
 mod timeline_kind;
 pub mod tool_cell;
+pub mod trace_view;
 pub mod transcript_pane;
 pub mod transcript_view;
 pub mod widgets;

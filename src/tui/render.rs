@@ -56,6 +56,13 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, no_color: bool) {
     if let Some(props) = transcript_props(app, &app.team_panel, rows.get(app.sidebar.cursor)) {
         app.transcripts.render(frame, layout.transcript, &props);
     }
+    let trace_area = layout
+        .panel
+        .map_or(layout.transcript, |p| layout.transcript.union(p));
+    if let Some(view) = app.trace_view.as_mut() {
+        let browsing = app.team_panel.browsing(&view.group_id);
+        view.prepare(&app.team_panel.traces, browsing, trace_area);
+    }
     let app = &*app;
     if let (Some(panel), Some(group_id)) = (layout.panel, app.selected_group_id()) {
         let (kept, budget) = app.org.read(|o| {
@@ -77,6 +84,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, no_color: bool) {
     app.composer
         .render(frame, layout.composer, app.focus == Focus::Composer);
     status::render(frame, layout.status, &status_props(app));
+    draw_trace(frame, app, trace_area);
     app.dialogs.render(frame, area, &app.keymap);
     if no_color {
         strip_colours(frame);
@@ -230,5 +238,16 @@ fn strip_colours(frame: &mut Frame<'_>) {
     for cell in buffer.content.iter_mut() {
         cell.fg = Color::Reset;
         cell.bg = Color::Reset;
+    }
+}
+
+/// The trace view, while open, over the centre pane and the cycle panel.
+fn draw_trace(frame: &mut ratatui::Frame<'_>, app: &App, area: Rect) {
+    if let Some(view) = &app.trace_view {
+        let team = app
+            .org
+            .read(|o| o.group(&view.group_id).map(|g| g.name.clone()))
+            .unwrap_or_default();
+        view.render(frame, area, &team);
     }
 }

@@ -51,6 +51,8 @@ pub struct TeamPanel {
     pub shown_runs: HashMap<GroupId, ShownRun>,
     /// Teams whose newest run file was asked for (read once, when first shown).
     requested: HashSet<GroupId>,
+    /// The trace trees of the runs shown (the trace view draws them).
+    pub traces: super::trace_view::RunTraces,
 }
 
 /// Where browsing a team's runs leads.
@@ -141,6 +143,14 @@ impl TeamPanel {
             .or_else(|| self.cycles.get(group_id))
     }
 
+    /// The run of a team shown, to change what is drawn of it (its cards).
+    pub fn shown_cycle_mut(&mut self, group_id: &str) -> Option<&mut CycleView> {
+        match self.shown_runs.get_mut(group_id) {
+            Some(r) => Some(&mut r.view),
+            None => self.cycles.get_mut(group_id),
+        }
+    }
+
     /// True while an earlier run of the team is shown.
     pub fn browsing(&self, group_id: &str) -> bool {
         self.shown_runs.contains_key(group_id)
@@ -149,6 +159,7 @@ impl TeamPanel {
     /// Shows the newest run again (a new one starts there).
     pub fn show_newest(&mut self, group_id: &str) {
         self.shown_runs.remove(group_id);
+        self.traces.show_newest(group_id);
     }
 
     /// True when the team's newest cycle was interrupted and can be resumed.
@@ -171,6 +182,7 @@ impl TeamPanel {
         self.shown_runs.remove(group_id);
         self.latest_runs.remove(group_id);
         self.requested.remove(group_id);
+        self.traces.forget(group_id);
     }
 
     /// Moves the shown run of a team one earlier (`-1`) or later (`1`) among its runs on disk.
@@ -215,6 +227,7 @@ impl TeamPanel {
             };
             self.latest_runs.insert(id.clone(), RunPosition { index, total });
         }
+        self.traces.follow(event);
         let cycle = self.cycles.entry(id.clone()).or_default();
         // Names in a run's events are those at its start: the slug is taken once per cycle.
         if cycle.team_slug.is_empty() || matches!(event.kind, EventKind::CycleStarted { .. }) {
@@ -229,15 +242,16 @@ impl TeamPanel {
     }
 
     /// Streamed text of a member of a team whose run is followed (the panel shows its end).
-    pub fn on_delta(&mut self, group_id: &str, session_id: &str, session: &str, text: &str) {
-        if let Some(c) = self.cycles.get_mut(group_id) {
-            c.on_delta(session_id, session, text);
+    pub fn on_delta(&mut self, event: &EngineEvent, session_id: &str, session: &str, text: &str) {
+        if let Some(c) = self.cycles.get_mut(&event.group_id) {
+            c.on_delta(session_id, session, text, event.execution.as_ref());
         }
     }
 
     /// A run file read back as `view`: the newest becomes the team's timeline (unless a live
     /// run has begun meanwhile: `live`); an earlier one is shown until the user goes back.
     pub fn on_run_loaded(&mut self, group_id: GroupId, loaded: &LoadedRun, mut view: CycleView, live: bool) {
+        self.traces.on_run_loaded(&group_id, loaded, live);
         if !live && let Some(line) = super::relay_view::settle_replayed(&mut view.relay) {
             view.push(super::cycle_view::TimelineKind::Warn, line);
         }
@@ -367,13 +381,7 @@ pub fn replay(loaded: &LoadedRun, members_slug: &str, resumable: bool) -> CycleV
 
 /// The colour of a timeline entry or an outcome (dropped under `NO_COLOR` by the renderer).
 pub fn kind_style(kind: &TimelineKind) -> Style {
-    match kind {
-        TimelineKind::Heading => Style::default().add_modifier(Modifier::BOLD),
-        TimelineKind::Info => Style::default(),
-        TimelineKind::Good => Style::default().fg(Color::Green),
-        TimelineKind::Bad => Style::default().fg(Color::Red),
-        TimelineKind::Warn => Style::default().fg(Color::Yellow),
-    }
+    kind.style()
 }
 
 /// Scores 0..1 as block characters.
@@ -482,6 +490,9 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
         &props.keys.relay_review,
         width,
     ));
+    if let Some(line) = super::execution_cards::summary(&c.cards) {
+        wrap_line_into(Line::styled(line, dim), width.max(1), &mut out);
+    }
     if let Some(first) = c.approvals.first().filter(|_| running) {
         // The run waits until the popup is answered.
         let more = match c.approvals.len() {

@@ -9,3 +9,17 @@ pub enum TimelineKind {
     Bad,
     Warn,
 }
+
+impl TimelineKind {
+    /// The colour of a line of this kind (dropped under `NO_COLOR` by the renderer).
+    pub fn style(&self) -> ratatui::style::Style {
+        use ratatui::style::{Color, Modifier, Style};
+        match self {
+            TimelineKind::Heading => Style::default().add_modifier(Modifier::BOLD),
+            TimelineKind::Info => Style::default(),
+            TimelineKind::Good => Style::default().fg(Color::Green),
+            TimelineKind::Bad => Style::default().fg(Color::Red),
+            TimelineKind::Warn => Style::default().fg(Color::Yellow),
+        }
+    }
+}

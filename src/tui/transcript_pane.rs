@@ -47,6 +47,9 @@ pub struct TranscriptPane {
     pub browsing: Option<Browsing>,
     /// The last prompt being edited to send again (`U`): its session and message id.
     pub resend: Option<(SessionId, String)>,
+    /// A sub-agent card to scroll into view in a team's timeline at the next frame (it was
+    /// just selected or expanded): the team and the card's execution id.
+    pub reveal_card: Option<(GroupId, String)>,
 }
 
 /// An earlier conversation on screen, read-only.
@@ -200,6 +203,11 @@ impl TranscriptPane {
                 }
             }
             EventKind::Notice {
+                session_id, message, ..
+            }
+            // A message added to a turn in progress (a sub-agent's pushed result): stored in
+            // the transcript like a tool result, so shown where it came in.
+            | EventKind::TurnInput {
                 session_id, message, ..
             } => {
                 if let (Some(view), Some(m)) = (self.views.get_mut(session_id), message) {
@@ -674,6 +682,10 @@ fn render(pane_state: &mut TranscriptPane, frame: &mut Frame<'_>, area: Rect, pr
                 cycle: *cycle,
                 label: run.as_ref(),
                 columns,
+                reveal: pane_state
+                    .reveal_card
+                    .take_if(|(g, _)| g == id)
+                    .map(|(_, card)| card),
             };
             render_group(frame, area, group, shown, scroll, props);
         }
@@ -847,6 +859,8 @@ struct ShownRun<'a> {
     cycle: Option<&'a CycleView>,
     label: Option<&'a RunLabel>,
     columns: Option<&'a [Line<'static>]>,
+    /// A card to scroll into view (its execution id).
+    reveal: Option<String>,
 }
 
 fn render_group(
@@ -861,6 +875,7 @@ fn render_group(
         cycle,
         label: run,
         columns,
+        reveal,
     } = shown;
     let GroupInfo {
         name,
@@ -940,6 +955,22 @@ fn render_group(
             Style::default(),
         ));
     }
+    // A sub-agent card's line is made each frame (its duration ticks while it runs).
+    let cards = cycle.map(|c| &c.cards);
+    let now = std::time::Instant::now();
+    let headers: Vec<Option<(String, Style)>> = timeline
+        .iter()
+        .map(|entry| {
+            let card = cards?.get(entry.card.as_deref()?)?;
+            let selected = cards?.selected.as_deref() == Some(card.id.as_str());
+            let style = if selected {
+                card.style().add_modifier(Modifier::REVERSED)
+            } else {
+                card.style()
+            };
+            Some((card.header(now), style))
+        })
+        .collect();
     let result = cycle.and_then(|c| c.result.as_deref());
     let result_cells = result.into_iter().flat_map(|text| {
         [
@@ -957,18 +988,43 @@ fn render_group(
             },
         ]
     });
-    let cells: Vec<Cell<'_>> = notes
+    let mut cells: Vec<Cell<'_>> = notes
         .iter()
         .map(|(text, style)| Cell::Timeline { text, style: *style })
-        .chain(timeline.iter().map(|entry| Cell::Timeline {
-            text: &entry.text,
-            style: kind_style(&entry.kind),
-        }))
-        .chain(result_cells)
         .collect();
+    // The cells of the card to bring into view: its line and its last.
+    let mut revealed: Option<(usize, usize)> = None;
+    for (entry, header) in timeline.iter().zip(&headers) {
+        let card = entry.card.as_deref().and_then(|id| cards?.get(id));
+        match (header, card) {
+            (Some((text, style)), Some(card)) => {
+                let at = cells.len();
+                cells.push(Cell::Timeline { text, style: *style });
+                if card.expanded {
+                    cells.extend(
+                        card.body_lines()
+                            .map(|(text, style)| Cell::Timeline { text, style }),
+                    );
+                }
+                if reveal.as_deref() == Some(card.id.as_str()) {
+                    revealed = Some((at, cells.len() - 1));
+                }
+            }
+            _ => cells.push(Cell::Timeline {
+                text: &entry.text,
+                style: kind_style(&entry.kind),
+            }),
+        }
+    }
+    cells.extend(result_cells);
     // Laid out fresh each frame (a few hundred short lines and the result, only the visible
     // part), at the reader's scroll position (0 follows the newest).
     scroll.clear();
+    if let Some((head, last)) = revealed {
+        // The card's end in view, then its line (which wins when the card is taller).
+        scroll.scroll_to_cell(&cells[..], last, inner.height as usize);
+        scroll.scroll_to_cell(&cells[..], head, inner.height as usize);
+    }
     let (lines, _) = scroll.visible_lines(&cells[..], inner.width, inner.height as usize);
     frame.render_widget(Paragraph::new(lines), inner);
 }

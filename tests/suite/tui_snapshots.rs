@@ -245,7 +245,9 @@ fn team_at_80x24_keeps_every_pane() {
 #[test]
 fn preset_picker() {
     let (mut app, _) = app_with_team(TEAM);
-    let builtin = huddle::presets::builtin::load_builtins(&super::tui_support::config()).0;
+    // The first nine built-ins: a new built-in preset does not scroll the other tiers away.
+    let mut builtin = huddle::presets::builtin::load_builtins(&super::tui_support::config()).0;
+    builtin.truncate(9);
     let mut repo = builtin[0].clone();
     repo.name = "demo-repo squad".into();
     repo.description = Some("The repository's own Squad team".into());

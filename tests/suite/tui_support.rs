@@ -66,6 +66,17 @@ pub fn app_with_team_and_config(preset: &str, config: Config) -> (App, String) {
 /// An engine event of `group_id` (its current name for display) in run `run_id`, as the engine
 /// sends it.
 pub fn engine_event(app: &mut App, group_id: &str, run_id: Option<&str>, kind: EventKind) -> Vec<Command> {
+    tagged_event(app, group_id, run_id, None, kind)
+}
+
+/// [`engine_event`] of execution `execution` (modes `dispatch` and `team`).
+pub fn tagged_event(
+    app: &mut App,
+    group_id: &str,
+    run_id: Option<&str>,
+    execution: Option<huddle::engine::events::ExecutionTag>,
+    kind: EventKind,
+) -> Vec<Command> {
     let group = app
         .org
         .read(|o| o.group(group_id).map(|g| g.name.clone()))
@@ -74,7 +85,7 @@ pub fn engine_event(app: &mut App, group_id: &str, run_id: Option<&str>, kind: E
         group_id: group_id.to_string(),
         group,
         run_id: run_id.map(str::to_string),
-        execution: None,
+        execution,
         kind,
     }))
 }

@@ -263,6 +263,14 @@ impl Board {
         else {
             return "not_found";
         };
+        if let Some(pos) = state.to_start.iter().position(|&i| i == index) {
+            // Scheduled but not started yet: it never runs.
+            state.to_start.remove(pos);
+            state.running = state.running.saturating_sub(1);
+            self.end_unstarted(&mut state, index);
+            self.schedule(&mut state);
+            return "cancelled";
+        }
         match state.entries[index].status {
             ExecutionStatus::Running => {
                 let entry = &mut state.entries[index];
@@ -418,6 +426,11 @@ impl Board {
     }
 
     fn cancel_outstanding(&self, state: &mut State) {
+        let unstarted: Vec<usize> = state.to_start.drain(..).collect();
+        state.running = state.running.saturating_sub(unstarted.len());
+        for index in unstarted {
+            self.end_unstarted(state, index);
+        }
         for entry in state
             .entries
             .iter_mut()
@@ -686,6 +699,21 @@ mod tests {
         assert_eq!(board.cancel("exec-9"), "not_found");
         assert!(!board.pending());
         assert!(board.take_jobs().is_empty(), "the queued one never starts");
+    }
+
+    #[test]
+    fn a_dispatch_cancelled_before_its_turn_started_never_runs_and_frees_its_place() {
+        let (board, _rx) = board(1, &["a", "b"]);
+        dispatch(&board, "a").unwrap();
+        dispatch(&board, "b").unwrap();
+        assert_eq!(board.cancel("exec-2"), "cancelled");
+        let jobs = board.take_jobs();
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(jobs[0].tag.execution_id, "exec-3", "b got the place");
+        board.conclude("enough");
+        assert!(board.take_jobs().is_empty());
+        assert!(board.pending(), "b still runs until its turn sees the cancel");
+        assert!(jobs[0].cancel.is_cancelled());
     }
 
     #[test]

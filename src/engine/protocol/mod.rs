@@ -12,6 +12,7 @@ pub mod prompts;
 pub mod sentinels;
 pub mod stall;
 pub mod summary;
+pub mod team_talk;
 pub mod types;
 
 pub use assignments::{Assignment, Dropped, ParsedPlan, PlanFormat, TASK_SEPARATOR, parse_assignments};

@@ -1,0 +1,217 @@
+//! How the sim plays mode `team` (a deliberation), deterministically, from the words of
+//! `model::deliberation` in its prompts. A member: its first turn broadcasts a short view in
+//! its role; a turn that sees the supervisor's broadcast broadcasts its final word; a second
+//! turn that sees only the others' broadcasts answers them once, a later one has nothing more
+//! to add (final). The supervisor: its first cycle broadcasts back "focus on …"; later (or
+//! when it must conclude) it answers with a summary of the broadcasts, the final answer. The
+//! same choices drive the `team_broadcast` call and the text form.
+
+use serde_json::json;
+
+use super::sim_text::stable_hash;
+use super::{ChatRole, TurnRequest};
+use crate::model::deliberation::{
+    CONCLUDE_LINE, CYCLE_LINE, SUPERVISION_HEADING, TEAM_HEADING, TEXT_BROADCAST, TEXT_FINAL, TURN_LINE,
+    count_after, member_name, parse_heading_line,
+};
+use crate::model::dispatch::BROADCASTS_HEADING;
+
+/// What a member's views are about, picked by its name.
+const ANGLES: &[&str] = &[
+    "the first thing to settle is what success looks like and how we will measure it",
+    "the biggest risk is the cost nobody has counted yet",
+    "the quickest win is a small, reversible trial before any commitment",
+    "the people affected need a say before we decide",
+    "the evidence so far is thin; two independent sources would settle it",
+    "the simplest option that meets the need is usually the right first step",
+];
+
+/// One broadcast read back from a block: who, whether the supervisor sent it, its first line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Heard {
+    from: String,
+    supervisor: bool,
+    message: String,
+}
+
+/// The broadcasts of the block in `prompt`, in order.
+fn heard(prompt: &str) -> Vec<Heard> {
+    let Some(start) = prompt.find(BROADCASTS_HEADING) else {
+        return Vec::new();
+    };
+    let mut out: Vec<Heard> = Vec::new();
+    for line in prompt[start..].lines() {
+        if let Some(h) = parse_heading_line(line) {
+            out.push(Heard {
+                from: h.from,
+                supervisor: h.supervisor,
+                message: String::new(),
+            });
+        } else if let (Some(last), Some(quoted)) = (out.last_mut(), line.strip_prefix('>')) {
+            if last.message.is_empty() && !quoted.trim().is_empty() {
+                last.message = quoted.trim().to_string();
+            }
+        } else if line.starts_with("## ") && !out.is_empty() {
+            break;
+        }
+    }
+    out
+}
+
+/// The text of the user messages of the conversation, newest first.
+fn user_texts(req: &TurnRequest) -> impl Iterator<Item = &str> {
+    req.messages
+        .iter()
+        .rev()
+        .filter(|m| m.role == ChatRole::User)
+        .map(|m| &*m.content)
+}
+
+/// The request as a first prompt carries it (before its first `## ` heading).
+fn request_in(text: &str) -> String {
+    let body = text.split("\n## ").next().unwrap_or(text);
+    let body = if body.starts_with("## ") { "" } else { body };
+    let words: Vec<&str> = body.split_whitespace().take(12).collect();
+    let mut out = words.join(" ").replace('"', "'");
+    if body.split_whitespace().count() > 12 {
+        out.push('…');
+    }
+    out
+}
+
+fn first_words(text: &str, n: usize) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut out = words[..words.len().min(n)].join(" ");
+    if words.len() > n {
+        out.push('…');
+    }
+    out
+}
+
+/// What the sim does in a team turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Move {
+    /// Broadcast `message` (`last`: a member's final one).
+    Broadcast { message: String, last: bool },
+    /// Answer: the supervisor's final answer.
+    Answer(String),
+}
+
+/// The sim's move for this request, when it is a team turn.
+pub fn decide(req: &TurnRequest) -> Option<Move> {
+    let prompt = req.last_user_text();
+    if prompt.contains(SUPERVISION_HEADING) {
+        return Some(supervise(req, prompt));
+    }
+    let turn = count_after(prompt, TURN_LINE)?;
+    Some(member(req, prompt, turn))
+}
+
+fn member(req: &TurnRequest, prompt: &str, turn: u32) -> Move {
+    let name = user_texts(req)
+        .find_map(member_name)
+        .unwrap_or("member")
+        .to_string();
+    let angle = ANGLES[(stable_hash(&[&name]) % ANGLES.len() as u64) as usize];
+    let heard = heard(prompt);
+    let (message, last) = if let Some(chair) = heard.iter().find(|h| h.supervisor) {
+        (
+            format!(
+                "Taking {}'s point (\"{}\"): my final word as {name} is that {angle}.",
+                chair.from,
+                first_words(&chair.message, 10)
+            ),
+            true,
+        )
+    } else if prompt.contains(TEAM_HEADING) {
+        let request = request_in(prompt);
+        (format!("As {name}, on \"{request}\": {angle}."), false)
+    } else if turn == 2 && !heard.is_empty() {
+        let names: Vec<&str> = heard.iter().map(|h| h.from.as_str()).collect();
+        (
+            format!("Having read {}: I still hold that {angle}.", names.join(" and ")),
+            false,
+        )
+    } else {
+        (format!("Nothing more to add from {name}: {angle}."), true)
+    };
+    Move::Broadcast { message, last }
+}
+
+fn supervise(req: &TurnRequest, prompt: &str) -> Move {
+    let cycle = count_after(prompt, CYCLE_LINE).unwrap_or(1);
+    let heard = heard(prompt);
+    if cycle == 1 && !prompt.contains(CONCLUDE_LINE) {
+        let names: Vec<&str> = heard.iter().map(|h| h.from.as_str()).collect();
+        let who = if names.is_empty() {
+            "everyone".to_string()
+        } else {
+            names.join(", ")
+        };
+        return Move::Broadcast {
+            message: format!(
+                "Thanks, {who}. Focus on what we should do first and what it costs; say where you still disagree."
+            ),
+            last: false,
+        };
+    }
+    // The request is in the supervisor's first prompt (earlier in its conversation).
+    let request = user_texts(req)
+        .filter(|t| count_after(t, CYCLE_LINE) == Some(1))
+        .map(request_in)
+        .next()
+        .unwrap_or_default();
+    let mut answer = String::from("## Final answer\n\n");
+    if !request.is_empty() {
+        answer.push_str(&format!("On \"{request}\", the team's view:\n\n"));
+    }
+    for h in heard.iter().filter(|h| !h.supervisor) {
+        answer.push_str(&format!("- **{}**: {}\n", h.from, first_words(&h.message, 24)));
+    }
+    if heard.is_empty() {
+        answer.push_str("- (no new broadcasts this cycle)\n");
+    }
+    answer.push_str(
+        "\nRecommendation: start with a small, measurable trial, count its cost, and revisit the decision with its results.",
+    );
+    Move::Answer(answer)
+}
+
+/// The `team_broadcast` call's arguments, when the sim broadcasts now.
+pub fn call_arguments(req: &TurnRequest) -> Option<String> {
+    match decide(req)? {
+        Move::Broadcast { message, last } => Some(json!({ "message": message, "final": last }).to_string()),
+        Move::Answer(_) => None,
+    }
+}
+
+/// The sim's text answer to a team turn: the supervisor's final answer, or the text form
+/// (a member's broadcast with `[final]` on its last line; the supervisor's `@broadcast:` line).
+pub fn text(req: &TurnRequest) -> Option<String> {
+    Some(match decide(req)? {
+        Move::Answer(answer) => answer,
+        Move::Broadcast { message, last } => {
+            let prompt = req.last_user_text();
+            if prompt.contains(SUPERVISION_HEADING) {
+                if !req.tools.is_empty() {
+                    // Offered the tool but told to answer (its last round): it concludes.
+                    return match supervise_final(req) {
+                        Move::Answer(a) => Some(a),
+                        Move::Broadcast { .. } => None,
+                    };
+                }
+                format!("Thanks, all.\n{TEXT_BROADCAST} {message}")
+            } else if last {
+                format!("{message}\n{TEXT_FINAL}")
+            } else {
+                message
+            }
+        }
+    })
+}
+
+/// The supervisor's final answer whatever its cycle.
+fn supervise_final(req: &TurnRequest) -> Move {
+    let prompt = format!("{}\n{CONCLUDE_LINE}", req.last_user_text());
+    supervise(req, &prompt)
+}
