@@ -824,3 +824,60 @@ Incidents · run 20261124T090000000Z-7ea40000 · team · completed · 3.0s · 18
     assert_eq!(broadcast["item"], "broadcast");
     assert_eq!(broadcast["at"], "2026-11-24T06:00:02.500Z");
 }
+
+#[test]
+fn a_team_run_the_sim_played_traces_member_turns_and_broadcasts() {
+    let home = tempfile::tempdir().unwrap();
+    let out = huddle(
+        home.path(),
+        &[
+            "run",
+            "--preset",
+            "Deliberation Panel",
+            "--model",
+            "sim/x",
+            "Should billing move to Rust?",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let (code, out, err) = trace(home.path(), &["--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["run"]["mode"], "team");
+    assert_eq!(v["run"]["state"], "ended");
+    assert_eq!(v["skipped_lines"], 0, "every broadcast line reads back");
+    let roots = v["children"].as_array().unwrap();
+    assert_eq!(roots.len(), 1, "{out}");
+    assert_eq!(roots[0]["kind"], "supervisor");
+    let turns = roots[0]["children"].as_array().unwrap();
+    // A member still deliberating when the supervisor answers is cancelled.
+    assert!(
+        turns
+            .iter()
+            .all(|t| t["status"] == "completed" || t["status"] == "cancelled"),
+        "{out}"
+    );
+    let members = turns.iter().filter(|t| t["kind"] == "member_turn").count();
+    let supervisor_turns = turns.iter().filter(|t| t["kind"] == "supervisor_turn").count();
+    assert!(members >= 3 && supervisor_turns >= 1, "{out}");
+    // Member turns broadcast; a member's last one (if it got there) is final.
+    let broadcasts: Vec<&Value> = turns
+        .iter()
+        .flat_map(|t| t["items"].as_array().into_iter().flatten())
+        .filter(|i| i["item"] == "broadcast")
+        .collect();
+    assert!(broadcasts.len() >= members, "{out}");
+    let finals = broadcasts.iter().filter(|b| b["last"] == true).count();
+    assert!((1..=3).contains(&finals), "{out}");
+    // The supervisor's execution sums the run: the run's tokens are not that sum twice.
+    assert_eq!(v["run"]["tokens"], roots[0]["tokens"], "{out}");
+
+    let (_, out, _) = trace(home.path(), &[]);
+    assert!(out.contains("└── exec-1 "), "{out}");
+    assert!(out.contains(" (supervisor) completed"), "{out}");
+    assert!(out.contains("(update, final, turn "), "{out}");
+    assert!(
+        !out.contains("tool team_broadcast ok"),
+        "shown as its broadcast: {out}"
+    );
+}
