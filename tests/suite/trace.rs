@@ -664,8 +664,8 @@ fn a_dispatch_run_the_sim_played_traces_its_sub_agents_under_the_orchestrator() 
     assert!(out.contains("    ├── tool dispatch_agent ok"), "{out}");
 }
 
-/// A team run as the engine writes it: supervisor exec-1, member turns under it, broadcasts
-/// (whose own `at` repeats the record's key), the supervisor's sum of tokens.
+/// A team run as the engine writes it: supervisor exec-1, member and supervisor turns under it,
+/// broadcasts (whose own `at` repeats the record's key), the supervisor's sum of tokens.
 #[test]
 fn a_team_run_shows_member_turns_and_their_broadcasts_under_the_supervisor() {
     let home = tempfile::tempdir().unwrap();
@@ -775,10 +775,34 @@ fn a_team_run_shows_member_turns_and_their_broadcasts_under_the_supervisor() {
         line(
             &g,
             r,
+            2,
+            "execution_started",
+            member("exec-4"),
+            started("supervisor_turn", "chair", "cycle 1"),
+        ),
+        line(
+            &g,
+            r,
             3,
             "turn_finished",
-            Some(("exec-1", None)),
+            member("exec-4"),
             turn_ended("chair", 30),
+        ),
+        line(
+            &g,
+            r,
+            3,
+            "execution_finished",
+            member("exec-4"),
+            finished(
+                "supervisor_turn",
+                "chair",
+                "completed",
+                1000,
+                30,
+                Some("Adopt it for new services"),
+                None,
+            ),
         ),
         line(
             &g,
@@ -813,8 +837,9 @@ Incidents · run 20261124T090000000Z-7ea40000 · team · completed · 3.0s · 18
 └── exec-1 chair (supervisor) completed 3.0s 180 tok — Adopt it for new services
     ├── exec-2 advocate (member_turn) completed 1.0s 100 tok — Shared.
     │   └── broadcast from advocate (update, final, turn 1): Safer money code
-    └── exec-3 skeptic (member_turn) completed 2.0s 50 tok — Shared.
-        └── broadcast from skeptic (update, final, turn 1): Hiring cost
+    ├── exec-3 skeptic (member_turn) completed 2.0s 50 tok — Shared.
+    │   └── broadcast from skeptic (update, final, turn 1): Hiring cost
+    └── exec-4 chair (supervisor_turn) completed 1.0s 30 tok — Adopt it for new services
 ";
     assert_eq!(out, expected, "\n{out}");
     let (_, out, _) = trace(home.path(), &["--json"]);
