@@ -184,7 +184,7 @@ pub struct RunSummary {
     pub ended: Option<DateTime<Utc>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
-    /// The tokens of every finished node but a supervisor's (the sum of its team's turns).
+    /// The tokens the run's turns used (in a file without turn ends: its executions' tokens).
     pub tokens: u64,
     /// The first line of the run's result.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -298,6 +298,10 @@ pub struct TraceBuilder {
     pending_task: HashMap<String, String>,
     turns: u32,
     last_at: Option<DateTime<Utc>>,
+    /// Tokens of every turn that ended (`None` before the first).
+    turn_tokens: Option<u64>,
+    /// Tokens of every execution that ended, a supervisor's (the sum of its team's) aside.
+    execution_tokens: u64,
 }
 
 /// A line whose event has a field `at` of its own (`team_broadcast`): the record's `at` and the
@@ -403,9 +407,20 @@ impl TraceBuilder {
         self.open_turns.clear();
     }
 
+    /// The run's tokens: what its turns used, or, in a file without turn ends, what its
+    /// executions report.
+    fn total_tokens(&mut self) {
+        self.trace.run.tokens = self.turn_tokens.unwrap_or(self.execution_tokens);
+    }
+
     /// Takes one event that happened at `at`.
     pub fn apply(&mut self, event: &EngineEvent, at: DateTime<Utc>) {
         self.note_run(event, at);
+        if let EventKind::TurnFinished { usage, .. } = &event.kind {
+            let used = usage.map_or(0, |u| u.total());
+            self.turn_tokens = Some(self.turn_tokens.unwrap_or(0).saturating_add(used));
+            self.total_tokens();
+        }
         let tag = event.execution.as_ref();
         match &event.kind {
             EventKind::RunStarted { .. } => self.trace.run.started = Some(at),
@@ -503,7 +518,8 @@ impl TraceBuilder {
                 node.error = error.as_deref().and_then(capped_line);
                 // A supervisor's execution sums its team's turns: not counted again.
                 if node.kind != NodeKind::Execution(ExecutionKind::Supervisor) {
-                    self.trace.run.tokens = self.trace.run.tokens.saturating_add(*tokens);
+                    self.execution_tokens = self.execution_tokens.saturating_add(*tokens);
+                    self.total_tokens();
                 }
             }
             EventKind::TurnStarted {
@@ -542,7 +558,6 @@ impl TraceBuilder {
                 node.duration_ms = Some(*duration_ms);
                 node.tokens = tokens;
                 node.error = error.as_deref().and_then(capped_line);
-                self.trace.run.tokens = self.trace.run.tokens.saturating_add(tokens);
             }
             EventKind::Message { session_id, text, .. } if tag.is_none() => {
                 // The answer of the session's turn that just finished.
@@ -1186,9 +1201,21 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn run_tokens_leave_out_a_supervisors_sum() {
-        let mut b = supervisor_and_member();
+    fn run_tokens_are_the_turns_or_else_the_executions_without_a_supervisors_sum() {
+        let mut b = TraceBuilder::new();
+        let supervisor = Some(("exec-1", None));
         let member = Some(("exec-2", Some("exec-1")));
+        b.apply(
+            &ev(
+                started(ExecutionKind::Supervisor, "chair", "decide", false),
+                supervisor,
+            ),
+            t(0),
+        );
+        b.apply(
+            &ev(started(ExecutionKind::MemberTurn, "a", "turn 1", false), member),
+            t(0),
+        );
         b.apply(
             &ev(finished(ExecutionStatus::Completed, 10, 15, "x"), member),
             t(1),
@@ -1198,13 +1225,17 @@ pub(crate) mod tests {
         if let EventKind::ExecutionFinished { kind, .. } = &mut sum {
             *kind = ExecutionKind::Supervisor;
         }
-        b.apply(&ev(sum, Some(("exec-1", None))), t(2));
+        b.apply(&ev(sum, supervisor), t(2));
         assert_eq!(
             b.trace().run.tokens,
             15,
             "the supervisor's sum is not added again"
         );
         assert_eq!(b.trace().nodes[0].tokens, 15);
+        // Once turns report their usage, they count.
+        b.apply(&ev(turn_finished("a", 1, 10, None), member), t(1));
+        b.apply(&ev(turn_finished("chair", 1, 10, None), supervisor), t(1));
+        assert_eq!(b.trace().run.tokens, 30);
     }
 
     /// A team run's start: supervisor `exec-1` and its member `a`'s turn `exec-2`.
