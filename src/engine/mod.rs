@@ -10,6 +10,7 @@ mod budget;
 mod cycle;
 pub mod events;
 mod executions;
+mod lent_tools;
 mod modes;
 pub mod protocol;
 mod reflect_session;

@@ -13,9 +13,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{
-    AgentSession, Message, MessageRole, Role, ToolCall, ToolChoice, ToolResultInfo, ToolSpec, Usage,
-};
+use crate::model::{AgentSession, Message, MessageRole, Role, ToolChoice, ToolResultInfo, Usage};
 use crate::providers::{ChatMessage, ChatRole, ErrorKind, TurnRequest};
 use crate::tools::Offer;
 use crate::tools::limits::{result_line, rounds_exhausted_note};
@@ -23,6 +21,7 @@ use crate::tools::limits::{result_line, rounds_exhausted_note};
 use super::EngineShared;
 use super::agent_steps::{AgentRecorder, StepContext};
 use super::events::{EngineEvent, EventKind, ExecutionTag, RunId};
+use super::lent_tools::TurnHooks;
 use super::protocol::flow::{RouteChoice, handoff_tool};
 use super::protocol::pipeline::{
     CONVERSATION_HANDOFF_TOOL, HandoffRequest, conversation_handoff_tool, parse_conversation_call,
@@ -81,46 +80,6 @@ pub struct TurnOptions {
     pub system_extra: Option<String>,
     /// The execution the turn is part of: its events and messages carry it.
     pub execution: Option<ExecutionTag>,
-}
-
-/// What a mode lends a turn: tools the model may call (answered by the mode, not a server) and
-/// messages added before each model call (results pushed while the turn runs).
-pub trait TurnTools: Send + Sync {
-    /// The tools offered (besides the session's own).
-    fn specs(&self) -> Vec<ToolSpec>;
-    /// Answers a call of one of them.
-    fn call<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, LentAnswer>;
-    /// Before each model call: what to add to the conversation, and whether the model must
-    /// answer now, without tools.
-    fn before_call(&self) -> BeforeCall;
-}
-
-/// A lent tool's answer to one call.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LentAnswer {
-    pub text: String,
-    pub is_error: bool,
-    /// The turn ends after this round (a member's broadcast, a supervisor's decision).
-    pub ends_turn: bool,
-}
-
-/// What a mode adds before a model call.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct BeforeCall {
-    /// User messages added to the conversation, in order.
-    pub inputs: Vec<String>,
-    /// The model must answer now, without tools (a cap or a budget was reached).
-    pub conclude: bool,
-}
-
-/// A mode's lent tools, shared by the turns it runs.
-#[derive(Clone)]
-pub struct TurnHooks(pub Arc<dyn TurnTools>);
-
-impl std::fmt::Debug for TurnHooks {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("TurnHooks")
-    }
 }
 
 /// How a turn ended.

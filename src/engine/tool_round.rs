@@ -15,8 +15,8 @@ use crate::tools::{Approval, ApprovalPolicy, Decision, Offer, ToolError, schema,
 
 use super::EngineShared;
 use super::events::{EngineEvent, EventKind, ExecutionTag, RunId};
+use super::lent_tools::TurnHooks;
 use super::protocol::flow::{HANDOFF_TOOL, RouteChoice, parse_handoff_call};
-use super::session::TurnHooks;
 
 /// What one call came to.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -71,6 +71,46 @@ pub(super) fn team_made_by_run(home: &Path, preset: &str) -> String {
         .unwrap_or_else(|| panic!("no team made by a run of {preset}"))
 }
 
+/// Runs the team a `huddle run --preset <preset>` made once more, on `sim/slow-100ms` with
+/// `--events`, and returns the events it printed (the run must succeed).
+pub(super) fn second_run_events(home: &Path, preset: &str, prompt: &str) -> Vec<serde_json::Value> {
+    let team = team_made_by_run(home, preset);
+    let out = huddle(
+        home,
+        &[
+            "run",
+            "--group",
+            &team,
+            "--model",
+            "sim/slow-100ms",
+            "--events",
+            prompt,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    ndjson(&out)
+}
+
+/// The executions a run started: the root's id (it must be of `root_kind`, without a parent)
+/// and the others, each checked to be its child.
+pub(super) fn executions_under_root<'e>(
+    events: &'e [serde_json::Value],
+    root_kind: &str,
+) -> (String, Vec<&'e serde_json::Value>) {
+    let started: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["event"] == "execution_started")
+        .collect();
+    let root = started.first().expect("a root execution");
+    assert_eq!(root["kind"], root_kind);
+    assert!(root.get("parent_execution_id").is_none());
+    let id = root["execution_id"].as_str().unwrap_or_default().to_string();
+    for e in &started[1..] {
+        assert_eq!(e["parent_execution_id"], id.as_str(), "{e}");
+    }
+    (id, started[1..].to_vec())
+}
+
 pub(super) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::headless::{huddle, ndjson, team_made_by_run, text};
+use super::headless::{executions_under_root, huddle, second_run_events, text};
 
 const PRESET: &str = "Deliberation Panel";
 
@@ -41,32 +41,11 @@ fn the_panel_deliberates_and_the_chair_answers_on_the_sim() {
 
     // Again on the same team with `--events`: every turn nests under the supervisor's
     // execution and every broadcast is inside a turn.
-    let team = team_made_by_run(home.path(), PRESET);
-    let out = huddle(
-        home.path(),
-        &[
-            "run",
-            "--group",
-            &team,
-            "--model",
-            "sim/slow-100ms",
-            "--events",
-            "Should we hire?",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let events = ndjson(&out);
-    let started: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["event"] == "execution_started")
-        .collect();
-    assert_eq!(started[0]["kind"], "supervisor");
-    assert!(started[0].get("parent_execution_id").is_none());
-    let root = started[0]["execution_id"].as_str().unwrap();
-    let turns: Vec<&str> = started[1..]
+    let events = second_run_events(home.path(), PRESET, "Should we hire?");
+    let (root, children) = executions_under_root(&events, "supervisor");
+    let turns: Vec<&str> = children
         .iter()
         .map(|e| {
-            assert_eq!(e["parent_execution_id"], root);
             assert!(
                 e["kind"] == "member_turn" || e["kind"] == "supervisor_turn",
                 "{e}"
@@ -82,13 +61,13 @@ fn the_panel_deliberates_and_the_chair_answers_on_the_sim() {
         .iter()
         .filter(|e| e["event"] == "execution_finished")
         .count();
-    assert_eq!(finished, started.len(), "every execution ends");
+    assert_eq!(finished, children.len() + 1, "every execution ends");
     let broadcasts: Vec<&Value> = events.iter().filter(|e| e["event"] == "team_broadcast").collect();
     assert!(broadcasts.len() >= 7, "{broadcasts:?}");
     for b in &broadcasts {
         let id = b["execution_id"].as_str().expect("a broadcast's execution");
         assert!(turns.contains(&id), "{b}");
-        assert_eq!(b["parent_execution_id"], root);
+        assert_eq!(b["parent_execution_id"], root.as_str());
         assert!(
             b["at"].is_string() && b["turn"].is_u64() && b["kind"] == "update",
             "{b}"

@@ -28,6 +28,7 @@ use crate::naming::worker_handle;
 
 use super::super::events::{EventKind, ExecutionTag, Phase};
 use super::super::executions::{Executions, Finish, Start};
+use super::super::lent_tools::{BeforeCall, LentAnswer, TurnHooks, TurnTools};
 use super::super::lock;
 use super::super::protocol::team_talk::{
     Broadcast, Delivery, MemberIntro, Peer, Said, SupervisorTurn, acknowledgement, broadcast_tool,
@@ -36,7 +37,7 @@ use super::super::protocol::team_talk::{
     turn_limit_message,
 };
 use super::super::run::Run;
-use super::super::session::{BeforeCall, LentAnswer, TurnHooks, TurnOptions, TurnResult, TurnTools};
+use super::super::session::{TurnOptions, TurnResult};
 use super::super::team::Member;
 use super::super::{EngineError, RunReport};
 use super::one_pass::{Steps, failed_pass, finish, finish_steps, phase, start, with_pending};

@@ -21,9 +21,10 @@ use crate::naming::worker_handle;
 
 use super::super::events::{EventKind, Phase};
 use super::super::executions::{Executions, Finish, Start};
+use super::super::lent_tools::{TurnHooks, TurnTools};
 use super::super::protocol::dispatch::{CatalogEntry, focus_block, orchestrator_system, parse_text_calls};
 use super::super::run::Run;
-use super::super::session::{TurnHooks, TurnOptions, TurnResult};
+use super::super::session::{TurnOptions, TurnResult};
 use super::super::{EngineError, RunReport};
 use super::dispatch_board::{Board, BoardSetup, Candidate, Job};
 use super::one_pass::{Steps, finish_steps, phase, with_pending};
@@ -96,7 +97,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         result_max_bytes: run.shared.options.tool_result_max_bytes,
         run_cancel: run.control().cancel.clone(),
     }));
-    let hooks = TurnHooks(Arc::clone(&board) as Arc<dyn super::super::session::TurnTools>);
+    let hooks = TurnHooks(Arc::clone(&board) as Arc<dyn TurnTools>);
     let focus = focus_block(&handle);
     let started = Instant::now();
     let budget_at = tokio::time::Instant::now() + limits.max_budget();

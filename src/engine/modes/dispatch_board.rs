@@ -18,10 +18,11 @@ use crate::tools::limits::cap_result;
 
 use super::super::events::ExecutionTag;
 use super::super::executions::{Executions, Finish, Start};
+use super::super::lent_tools::{BeforeCall, LentAnswer, TurnTools};
 use super::super::protocol::dispatch::{
     DispatchCall, clarification_prompt, conclude_note, parse_call, pushed_result, task_prompt, tool_specs,
 };
-use super::super::session::{BeforeCall, LentAnswer, TurnResult, TurnTools};
+use super::super::session::TurnResult;
 
 /// A member the orchestrator may dispatch.
 #[derive(Debug, Clone)]

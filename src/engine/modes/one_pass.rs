@@ -90,7 +90,7 @@ pub(super) fn finish_steps(
     }
     run.emit(EventKind::CycleFinished {
         outcome,
-        iterations: 1,
+        iterations: steps.taken,
         summary: summary.clone(),
     });
     let mut report = run.report(outcome, steps.taken, final_text, summary);
