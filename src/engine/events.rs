@@ -437,7 +437,8 @@ pub enum EventKind {
         last: bool,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         supervisor: bool,
-        at: DateTime<Utc>,
+        /// When it was sent (named apart from a run file line's own `at`).
+        sent_at: DateTime<Utc>,
     },
     /// A message added to a turn in progress before its next model call (a sub-agent's pushed
     /// result, a note that the orchestrator must conclude).
@@ -740,14 +741,59 @@ mod tests {
                 status: "ok".into(),
                 failure: None,
             },
+            EventKind::ExecutionStarted {
+                kind: ExecutionKind::SubAgent,
+                member: "logs".into(),
+                session_id: "s".into(),
+                task: "look".into(),
+                queued: true,
+            },
+            EventKind::ExecutionRunning,
+            EventKind::ExecutionFinished {
+                kind: ExecutionKind::SubAgent,
+                member: "logs".into(),
+                status: ExecutionStatus::TimedOut,
+                duration_ms: 5,
+                tokens: 7,
+                tool_calls: 1,
+                result: Some("half".into()),
+                error: Some("timed out after 1s".into()),
+            },
+            EventKind::TeamBroadcast {
+                from: "skeptic".into(),
+                from_id: "s".into(),
+                kind: BroadcastKind::Failure,
+                message: "gone".into(),
+                turn: 2,
+                last: true,
+                supervisor: false,
+                sent_at: Utc::now(),
+            },
+            EventKind::TurnInput {
+                session_id: "s".into(),
+                session: "lead".into(),
+                generation: 3,
+                text: "[Sub-agent completed] logs (exec-2): ok".into(),
+                message: None,
+            },
         ];
         for kind in kinds {
-            let e = event(kind);
+            let mut e = event(kind);
+            e.execution = Some(ExecutionTag {
+                execution_id: "exec-2".into(),
+                parent_execution_id: Some("exec-1".into()),
+            });
             let line = e.to_ndjson();
             let v: serde_json::Value = serde_json::from_str(&line).unwrap();
             assert_eq!(v["event"], e.kind.name(), "{line}");
+            assert_eq!(v["parent_execution_id"], "exec-1", "{line}");
             let back: EngineEvent = serde_json::from_str(&line).unwrap();
             assert_eq!(back, e, "{line}");
+            // A run file line (the event and its time) reads back too: no field clashes.
+            let record = RunRecord::now(e.clone());
+            let back: RunRecord = serde_json::from_str(&serde_json::to_string(&record).unwrap())
+                .unwrap_or_else(|err| panic!("{line}: {err}"));
+            assert_eq!(back, record);
         }
     }
 

@@ -47,6 +47,18 @@ fn not_plain(what: &'static str, id: &str) -> StoreError {
     )
 }
 
+/// A group's run folder that is a symbolic link is not read (it could point anywhere).
+fn refuse_symlink(dir: &Path) -> Result<(), StoreError> {
+    match fs::symlink_metadata(dir) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(StoreError::io(
+            "refusing to read",
+            dir,
+            std::io::Error::new(ErrorKind::InvalidInput, "a symbolic link, not a run folder"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl RunFiles {
     pub fn new(dir: impl Into<PathBuf>) -> RunFiles {
         RunFiles { dir: dir.into() }
@@ -73,6 +85,7 @@ impl RunFiles {
     /// The group's run ids, oldest first. A group without runs has none.
     pub fn list(&self, group_id: &str) -> Result<Vec<String>, StoreError> {
         let dir = self.group_dir(group_id)?;
+        refuse_symlink(&dir)?;
         let entries = match fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
@@ -94,6 +107,7 @@ impl RunFiles {
     /// The lines of one run file, and the lines that could not be read (a torn last line after a
     /// crash), which stay in the file untouched.
     pub fn read_lines(&self, group_id: &str, run_id: &str) -> Result<Vec<String>, StoreError> {
+        refuse_symlink(&self.group_dir(group_id)?)?;
         let path = self.path(group_id, run_id)?;
         let meta = fs::symlink_metadata(&path).map_err(|e| StoreError::io("cannot read", &path, e))?;
         if meta.file_type().is_symlink() {
@@ -370,6 +384,20 @@ mod tests {
         log.append("../escape", "r", json!({}));
         log.flush();
         assert!(!dir.path().parent().unwrap().join("escape").exists());
+    }
+
+    #[test]
+    fn a_group_folder_that_is_a_symbolic_link_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        fs::create_dir_all(&elsewhere).unwrap();
+        fs::write(elsewhere.join("r.jsonl"), "{}\n").unwrap();
+        let files = RunFiles::new(dir.path().join("runs"));
+        fs::create_dir_all(files.dir()).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, files.dir().join("g")).unwrap();
+        let err = files.list("g").unwrap_err().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        assert!(files.read_lines("g", "r").is_err());
     }
 
     #[test]

@@ -469,7 +469,7 @@ Incidents · run run-1 · dispatch · completed · 9.0s · 360 tokens
             turn: 1,
             last: true,
             supervisor: false,
-            at: t(2),
+            sent_at: t(2),
         };
         b.apply(&ev(broadcast, member), t(2));
         let text = text(&b.into_trace());

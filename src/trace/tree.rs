@@ -304,16 +304,6 @@ pub struct TraceBuilder {
     execution_tokens: u64,
 }
 
-/// A line whose event has a field `at` of its own (`team_broadcast`): the record's `at` and the
-/// event's are the same key, which a [`RunRecord`] cannot read back; the event can, and the
-/// last `at` (the event's) stands for the record's.
-fn event_with_its_own_at(line: &str) -> Option<(DateTime<Utc>, EngineEvent)> {
-    let value: serde_json::Value = serde_json::from_str(line).ok()?;
-    let at = value.get("at")?.as_str()?.parse::<DateTime<Utc>>().ok()?;
-    let event = serde_json::from_value::<EngineEvent>(value).ok()?;
-    Some((at, event))
-}
-
 fn capped_line(text: &str) -> Option<String> {
     let line = first_line(text, LINE_MAX_CHARS);
     (!line.is_empty()).then_some(line)
@@ -356,10 +346,7 @@ impl TraceBuilder {
     pub fn apply_line(&mut self, line: &str) {
         match serde_json::from_str::<RunRecord>(line) {
             Ok(r) => self.apply(&r.event, r.at),
-            Err(_) => match event_with_its_own_at(line) {
-                Some((at, event)) => self.apply(&event, at),
-                None => self.skip_line(),
-            },
+            Err(_) => self.skip_line(),
         }
     }
 
@@ -639,7 +626,7 @@ impl TraceBuilder {
                 turn,
                 last,
                 supervisor,
-                at: sent,
+                sent_at: sent,
             } => {
                 let owner = tag
                     .and_then(|t| self.by_id.get(&t.execution_id))
@@ -1261,7 +1248,7 @@ pub(crate) mod tests {
                     turn: 1,
                     last: !tagged,
                     supervisor: false,
-                    at: t(2),
+                    sent_at: t(2),
                 },
                 tagged.then_some(("exec-2", Some("exec-1"))),
             )

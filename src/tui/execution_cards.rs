@@ -866,7 +866,7 @@ mod tests {
                     turn: 1,
                     last,
                     supervisor,
-                    at,
+                    sent_at: at,
                 },
             )
         };

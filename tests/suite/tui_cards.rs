@@ -368,7 +368,7 @@ fn team_broadcasts_are_timeline_lines() {
         turn: 1,
         last,
         supervisor,
-        at,
+        sent_at: at,
     };
     let turn = Some(("exec-2", Some("exec-1")));
     tagged(

@@ -57,7 +57,7 @@ impl Broadcast {
             turn: self.turn,
             last: self.last,
             supervisor: self.supervisor,
-            at: self.at,
+            sent_at: self.at,
         }
     }
 }
