@@ -69,7 +69,7 @@ fn the_panel_deliberates_and_the_chair_answers_on_the_sim() {
         assert!(turns.contains(&id), "{b}");
         assert_eq!(b["parent_execution_id"], root.as_str());
         assert!(
-            b["at"].is_string() && b["turn"].is_u64() && b["kind"] == "update",
+            b["sent_at"].is_string() && b["turn"].is_u64() && b["kind"] == "update",
             "{b}"
         );
     }

@@ -665,7 +665,7 @@ fn a_dispatch_run_the_sim_played_traces_its_sub_agents_under_the_orchestrator() 
 }
 
 /// A team run as the engine writes it: supervisor exec-1, member and supervisor turns under it,
-/// broadcasts (whose own `at` repeats the record's key), the supervisor's sum of tokens.
+/// broadcasts, the supervisor's sum of tokens.
 #[test]
 fn a_team_run_shows_member_turns_and_their_broadcasts_under_the_supervisor() {
     let home = tempfile::tempdir().unwrap();
@@ -677,17 +677,15 @@ fn a_team_run_shows_member_turns_and_their_broadcasts_under_the_supervisor() {
                "interrupted": false, "duration_ms": 1000, "usage": {"input_tokens": tokens, "output_tokens": 0}, "error": null})
     };
     let broadcast = |exec: &'static str, from: &str, secs: u32, message: &str, last: bool| {
-        // Written as serde writes the event inside a record: two `at` keys.
-        let mut l = line(
+        line(
             &g,
             r,
             secs,
             "team_broadcast",
             member(exec),
-            json!({"from": from, "from_id": format!("sid-{from}"), "kind": "update", "message": message, "turn": 1, "last": last}),
-        );
-        l.pop();
-        format!("{l},\"at\":\"2026-11-24T06:00:{secs:02}.5Z\"}}")
+            json!({"from": from, "from_id": format!("sid-{from}"), "kind": "update", "message": message,
+                   "turn": 1, "last": last, "sent_at": format!("2026-11-24T06:00:{secs:02}.5Z")}),
+        )
     };
     let lines = [
         line(
