@@ -277,6 +277,11 @@ pub struct Session {
     /// Mode `flow`: where this member passes work (handoff, router, advisors), by session id.
     #[serde(default, skip_serializing_if = "FlowLinks::is_empty")]
     pub flow: FlowLinks,
+    /// The name a team member goes by in its team's prompts and tools (its preset name's slug:
+    /// `log-analyzer`), kept when its session name had to be made unique (`…-log-analyzer-2`)
+    /// or is renamed; `None` for sessions made before it was kept, or added to a team later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle: Option<String>,
 }
 
 impl Session {
@@ -303,6 +308,7 @@ impl Session {
             headless_at: None,
             pending_notes: Vec::new(),
             flow: FlowLinks::default(),
+            handle: None,
         }
     }
 

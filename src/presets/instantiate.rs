@@ -92,6 +92,7 @@ pub fn create_team_group(
         org.sessions[i].display_name = o.display_name.clone();
         org.sessions[i].tools = o.tools.clone();
         org.sessions[i].max_tool_rounds = o.max_tool_rounds;
+        org.sessions[i].handle = Some("orchestrator".into());
     }
     let mut worker_ids: Vec<(String, String)> = Vec::new();
     for w in &preset.workers {
@@ -105,6 +106,7 @@ pub fn create_team_group(
         s.system_prompt = w.system_prompt.clone();
         s.display_name = w.display_name.clone();
         s.member_role = w.role.clone();
+        s.handle = Some(worker_slug(&w.name));
         s.tools = w.tools.clone();
         s.max_tool_rounds = w.max_tool_rounds;
         worker_ids.push((w.name.clone(), s.id.clone()));
@@ -121,6 +123,7 @@ pub fn create_team_group(
             e.model.as_deref(),
         );
         org.sessions[i].system_prompt = e.prompt.clone();
+        org.sessions[i].handle = Some("evaluator".into());
         org.sessions[i].tools = e.tools.clone();
         org.sessions[i].max_tool_rounds = e.max_tool_rounds;
         group.evaluator_id = Some(org.sessions[i].id.clone());

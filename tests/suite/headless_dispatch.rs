@@ -137,3 +137,34 @@ fn a_run_killed_mid_dispatch_leaves_a_readable_run_file_and_a_team_that_runs_aga
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("## Findings"));
 }
+
+#[test]
+fn a_second_team_from_the_same_preset_still_calls_its_members_by_their_preset_names() {
+    let home = tempfile::tempdir().unwrap();
+    let args = [
+        "run",
+        "--preset",
+        PRESET,
+        "--model",
+        "sim/x",
+        "--events",
+        "Alert: one",
+    ];
+    for _ in 0..2 {
+        let out = huddle(home.path(), &args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let members: Vec<String> = super::headless::ndjson(&out)
+            .iter()
+            .filter(|e| e["event"] == "execution_started" && e["kind"] == "sub_agent")
+            .map(|e| e["member"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert!(members.contains(&"log-analyzer".to_string()), "{members:?}");
+        assert!(members.iter().all(|m| !m.ends_with("-2")), "{members:?}");
+    }
+    // The second team's sessions had to be named apart from the first's.
+    let org = huddle::store::OrganizationFile::new(home.path().join("organization.json"))
+        .inspect()
+        .unwrap()
+        .unwrap();
+    assert!(org.sessions.iter().any(|s| s.name.ends_with("log-analyzer-2")));
+}

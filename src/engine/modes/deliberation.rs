@@ -24,7 +24,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::model::context::{known_context_window, tokens_of_text};
 use crate::model::{BroadcastKind, CycleOutcome, ExecutionKind, ExecutionStatus, ToolCall, ToolSpec};
-use crate::naming::worker_handle;
 
 use super::super::events::{EventKind, ExecutionTag, Phase};
 use super::super::executions::{Executions, Finish, Start};
@@ -248,7 +247,7 @@ impl Seat {
             .and_then(|(provider, model)| known_context_window(provider, model));
         Seat {
             member: member.clone(),
-            name: worker_handle(&member.name, &run.team.slug()),
+            name: member.handle.clone(),
             text_form,
             window,
             in_use: tokens_of_text(member.system_prompt.as_deref().map_or(0, str::len)),

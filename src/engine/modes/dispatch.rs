@@ -17,7 +17,6 @@ use futures::stream::FuturesUnordered;
 
 use crate::config::ProviderKind;
 use crate::model::{CycleOutcome, ExecutionKind, ExecutionStatus, Mode};
-use crate::naming::worker_handle;
 
 use super::super::events::{EventKind, Phase};
 use super::super::executions::{Executions, Finish, Start};
@@ -48,8 +47,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     run.emit(EventKind::IterationStarted { iteration: 1 });
     phase(run, Phase::Dispatch);
 
-    let slug = run.team.slug();
-    let handle = worker_handle(&orchestrator.name, &slug);
+    let handle = orchestrator.handle.clone();
     let text_form = matches!(
         run.shared.providers.for_slug(&orchestrator.model),
         Ok((provider, _)) if provider.kind() == ProviderKind::Command
@@ -68,7 +66,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         .workers
         .iter()
         .map(|w| Candidate {
-            handle: worker_handle(&w.name, &slug),
+            handle: w.handle.clone(),
             session_id: w.id.clone(),
         })
         .collect();

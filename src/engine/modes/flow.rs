@@ -13,7 +13,6 @@ use futures::future::{BoxFuture, FutureExt, join_all};
 use tokio_util::sync::CancellationToken;
 
 use crate::model::{CycleOutcome, Usage};
-use crate::naming::worker_handle;
 
 use super::super::events::{EventKind, HopKind, Phase};
 use super::super::protocol::flow::{
@@ -52,7 +51,6 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     let walk = Walk {
         run,
         turns: AtomicU32::new(0),
-        slug: run.team.slug(),
     };
     let cancel = run.control().cancel.child_token();
     let leg = walk.member(&entry, prompt, 0, cancel, None).await;
@@ -120,13 +118,12 @@ impl Leg {
 struct Walk<'r, 'a> {
     run: &'r Run<'a>,
     turns: AtomicU32,
-    slug: String,
 }
 
 impl Walk<'_, '_> {
     /// The handle a member goes by in prompts and in `handoff_to` (its preset name).
     fn handle(&self, member: &Member) -> String {
-        worker_handle(&member.name, &self.slug)
+        member.handle.clone()
     }
 
     fn hop(

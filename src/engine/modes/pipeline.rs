@@ -12,7 +12,6 @@ use chrono::Utc;
 
 use crate::model::pipeline::{HUMAN, Routed, route};
 use crate::model::{ConversationState, CycleOutcome, PipelineSpec, Supervise};
-use crate::naming::worker_handle;
 
 use super::super::events::{EventKind, Phase};
 use super::super::protocol::pipeline::{
@@ -46,11 +45,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         .org
         .read(|o| o.group(&group_id).and_then(|g| g.pipeline_state.clone()))
         .unwrap_or_default();
-    let mut pipe = Pipe {
-        slug: run.team.slug(),
-        spec,
-        state,
-    };
+    let mut pipe = Pipe { spec, state };
     let outcome = pipe.converse(run, &prompt).await;
     let cancelled = run.cancelled();
     if cancelled || outcome.is_err() {
@@ -82,7 +77,6 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
 struct Pipe {
     spec: PipelineSpec,
     state: ConversationState,
-    slug: String,
 }
 
 /// A handoff checked against the pipeline: the stage it goes to (`None`: parked for the user).
@@ -99,7 +93,7 @@ impl Pipe {
     }
 
     fn handle(&self, member: &Member) -> String {
-        worker_handle(&member.name, &self.slug)
+        member.handle.clone()
     }
 
     fn handle_of(&self, run: &Run<'_>, id: Option<&str>) -> Option<String> {
