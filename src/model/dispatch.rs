@@ -24,6 +24,8 @@ pub fn is_orchestration_tool(name: &str) -> bool {
 /// How a pushed result opens (the orchestrator's conversation gets it as a user message).
 pub const COMPLETED_PREFIX: &str = "[Sub-agent completed]";
 pub const FAILED_PREFIX: &str = "[Sub-agent failed]";
+/// The heading of the block a dispatched sub-agent's system prompt gets.
+pub const FOCUS_HEADING: &str = "## You were dispatched";
 /// The heading a sub-agent's task is under.
 pub const TASK_HEADING: &str = "## Task";
 /// How a clarification request opens (seed 000's sub-agent clarification).

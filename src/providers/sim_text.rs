@@ -361,10 +361,13 @@ fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
     };
     let said = summary(user, 80);
     let opener = pick(rng, &["Noted", "Understood", "Got it", "Thanks"]);
+    // huddle's block for a dispatched sub-agent is not its role (one without a prompt of its
+    // own has only that block).
     let focus = p
         .system
         .lines()
         .map(str::trim)
+        .take_while(|l| *l != crate::model::dispatch::FOCUS_HEADING)
         .find(|l| !l.is_empty())
         .map(|l| summary(l, 80));
     // A session with a role (a broadcast panel member, a step of a sequential chain) answers in

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::model::ToolSpec;
 use crate::model::dispatch::{
     ASK_TOOL, CANCEL_TOOL, CATALOG_HEADING, CLARIFICATION_HEADER, COMPLETED_PREFIX, DISPATCH_TOOL,
-    FAILED_PREFIX, LIST_TOOL, TASK_HEADING,
+    FAILED_PREFIX, FOCUS_HEADING, LIST_TOOL, TASK_HEADING,
 };
 
 /// A member the orchestrator may dispatch, as its catalog shows it.
@@ -99,7 +99,7 @@ pub fn orchestrator_system(instructions: Option<&str>, catalog: &[CatalogEntry],
 /// The block a sub-agent's system prompt gets: what it is for.
 pub fn focus_block(orchestrator: &str) -> String {
     format!(
-        "## You were dispatched\n\n\
+        "{FOCUS_HEADING}\n\n\
          You are a sub-agent dispatched by the orchestrator `{orchestrator}` for one task.\n\
          - Focus on your task only; do not investigate unrelated areas.\n\
          - Your final answer goes back to the orchestrator automatically.\n\
