@@ -17,8 +17,9 @@ pub trait TurnTools: Send + Sync {
     /// Answers a call of one of them.
     fn call<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, LentAnswer>;
     /// Before each model call: what to add to the conversation, and whether the model must
-    /// answer now, without tools.
-    fn before_call(&self) -> BeforeCall;
+    /// answer now, without tools. It may wait (for cancelled sub-agents to stop, so what they
+    /// said comes with the order to conclude).
+    fn before_call(&self) -> BoxFuture<'_, BeforeCall>;
 }
 
 /// A lent tool's answer to one call.

@@ -599,7 +599,7 @@ impl Actor<'_> {
         let mut concluding = false;
         loop {
             if let Some(hooks) = hooks {
-                let before = hooks.0.before_call();
+                let before = hooks.0.before_call().await;
                 for text in before.inputs {
                     self.add_input(info, options, generation, request, &mut steps, text);
                 }

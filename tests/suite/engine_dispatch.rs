@@ -309,8 +309,8 @@ async fn past_the_concurrency_cap_a_dispatch_queues_until_a_place_frees() {
     assert_eq!(finished(&events, "exec-7"), Some(ExecutionStatus::Completed));
 }
 
-/// A team whose one sub-agent never answers: the orchestrator dispatches it, waits, and
-/// answers `conclusion` when it is woken.
+/// A team whose one sub-agent says a word and never finishes: the orchestrator dispatches it,
+/// waits, and answers `conclusion` when it is woken.
 async fn one_stuck_sub_agent(limits: DispatchLimits, conclusion: &str) -> Fixture {
     let f = dispatch_team(&["stuck"], limits).await;
     f.server.script(
@@ -321,8 +321,10 @@ async fn one_stuck_sub_agent(limits: DispatchLimits, conclusion: &str) -> Fixtur
             Reply::text(conclusion),
         ],
     );
-    f.server
-        .script("w-stuck", vec![Reply::Hang(Duration::from_secs(60))]);
+    f.server.script(
+        "w-stuck",
+        vec![Reply::chunks(["PARTIAL ", "never comes"]).chunk_delay(Duration::from_secs(60))],
+    );
     f
 }
 
@@ -339,7 +341,7 @@ async fn a_sub_agent_past_its_timeout_fails_and_the_orchestrator_is_told() {
     assert!(
         inputs
             .iter()
-            .any(|i| i == "[Sub-agent failed] stuck (exec-2): timed out after 1s"),
+            .any(|i| i == "[Sub-agent failed] stuck (exec-2): timed out after 1s; partial answer: PARTIAL"),
         "{inputs:#?}"
     );
     assert_eq!(finished(&f.drain(), "exec-2"), Some(ExecutionStatus::TimedOut));
@@ -356,6 +358,13 @@ async fn when_the_time_budget_is_spent_sub_agents_stop_and_the_orchestrator_conc
     assert_eq!(report.final_text, "CONCLUSION without the stuck one");
     let last = f.server.requests_for(ORCH).last().unwrap().clone();
     assert_eq!(last.tool_choice(), "none", "no more dispatching");
+    // Woken while waiting: the cut sub-agent's words and the order open its last turn.
+    let prompt = last.prompt_texts().pop().unwrap_or_default();
+    assert_eq!(
+        prompt,
+        "[Sub-agent failed] stuck (exec-2): cancelled: The time budget of 1s is spent; partial answer: PARTIAL\n\n\
+         [huddle] The time budget of 1s is spent. Do not dispatch anything more: give your final answer now, from what you have."
+    );
     assert!(
         last.prompt_texts()
             .iter()
@@ -580,4 +589,51 @@ async fn stop_during_dispatch_cancels_everyone_and_keeps_partial_answers() {
         assert!(answer.text.starts_with("PARTIAL"), "{name}: {:?}", answer.text);
         assert!(answer.execution_id.is_some());
     }
+}
+
+#[tokio::test]
+async fn a_pause_holds_the_orchestrator_while_running_sub_agents_finish_and_report() {
+    let mut f = dispatch_team(&["a"], DispatchLimits::default()).await;
+    f.server.script(
+        ORCH,
+        vec![
+            calls(&[dispatch("c1", "a", "work")]),
+            Reply::text("waiting"),
+            Reply::text("done after the pause"),
+        ],
+    );
+    f.server.script(
+        "w-a",
+        vec![Reply::chunks(["slow ", "answer"]).chunk_delay(Duration::from_millis(800))],
+    );
+    let run = f.spawn_run("go");
+    f.wait_for_requests(ORCH, 2).await;
+    let key = huddle::engine::events::RunKey::team(&f.group_id);
+    assert!(f.engine.pause(&key));
+    // Both happen, in either order (the sub-agent may end before the orchestrator's turn in
+    // flight does): the pause, and the sub-agent's end.
+    let (mut paused, mut reported) = (false, false);
+    f.events_until("the pause and the sub-agent's end", |e| {
+        paused |= matches!(e.kind, EventKind::CyclePaused);
+        reported |= matches!(e.kind, EventKind::ExecutionFinished { .. })
+            && e.execution.as_ref().is_some_and(|t| t.execution_id == "exec-2");
+        paused && reported
+    })
+    .await;
+    assert_eq!(
+        f.server.requests_for(ORCH).len(),
+        2,
+        "the orchestrator is not woken while paused"
+    );
+    assert!(f.engine.resume(&key));
+    let report = tokio::time::timeout(super::engine_fixture::HANG_GUARD, run)
+        .await
+        .expect("the run ends")
+        .expect("no panic");
+    assert_eq!(report.final_text, "done after the pause");
+    assert!(
+        orchestrator_inputs(&f)
+            .iter()
+            .any(|i| i == "[Sub-agent completed] a (exec-2): slow answer")
+    );
 }

@@ -176,11 +176,12 @@ impl TurnTools for BroadcastTool {
         Box::pin(std::future::ready(answer))
     }
 
-    fn before_call(&self) -> BeforeCall {
-        BeforeCall {
+    fn before_call(&self) -> BoxFuture<'_, BeforeCall> {
+        let before = BeforeCall {
             inputs: Vec::new(),
             conclude: self.conclude,
-        }
+        };
+        Box::pin(async move { before })
     }
 }
 
@@ -659,7 +660,9 @@ impl Deliberation {
         }
         self.end_turn(run, tag, &turn);
         if run.cancelled() {
-            Decision::Stopped(turn.text)
+            // Only a concluding turn's words are an answer; a cut one could be the start of a
+            // broadcast.
+            Decision::Stopped(if conclude { turn.text } else { String::new() })
         } else if !turn.success {
             Decision::Failed(Box::new(turn))
         } else {
@@ -748,14 +751,14 @@ impl Deliberation {
     }
 
     /// The run was stopped: every turn is cancelled (the run's token); waits for them to end.
-    /// A supervisor's partial answer is what the run keeps.
+    /// A concluding supervisor's partial answer is what the run keeps.
     async fn stop(&mut self, run: &mut Run<'_>, mut running: Running, mut text: String) -> End {
         while let Some(done) = running.next().await {
             match done {
                 Done::Member(_, ended) => self.end_turn(run, &ended.tag, &ended.turn),
-                Done::Supervisor(ended, _) => {
+                Done::Supervisor(ended, conclude) => {
                     self.end_turn(run, &ended.tag, &ended.turn);
-                    if text.is_empty() {
+                    if text.is_empty() && conclude {
                         text = ended.turn.text;
                     }
                 }

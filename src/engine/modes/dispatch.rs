@@ -98,7 +98,10 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     let hooks = TurnHooks(Arc::clone(&board) as Arc<dyn TurnTools>);
     let focus = focus_block(&handle);
     let started = Instant::now();
-    let budget_at = tokio::time::Instant::now() + limits.max_budget();
+    // The time budget leaves paused time out: its deadline moves by every pause.
+    let budget_start = tokio::time::Instant::now() + limits.max_budget();
+    let active = run.active;
+    let budget_at = || budget_start + active.control.paused_for();
     let budget_note = format!("The time budget of {}s is spent", limits.max_budget().as_secs());
 
     let mut running: Running = FuturesUnordered::new();
@@ -107,6 +110,9 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     let mut answer: Option<String> = None;
     let mut failure: Option<String> = None;
     'run: loop {
+        if !pause_point(run, &board, &mut running).await {
+            break 'run;
+        }
         if text_form {
             // No tools to lend: the turn is one model call, counted here.
             board.count_call();
@@ -133,7 +139,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
                     sub_agent_done(run, &board, index, &result, timed_out);
                 }
                 _ = board.changed.notified() => {}
-                _ = tokio::time::sleep_until(budget_at), if !board.concluding() => board.conclude(&budget_note),
+                _ = tokio::time::sleep_until(budget_at()), if !board.concluding() => board.conclude(&budget_note),
             }
             forward_user_messages(run, &board);
         };
@@ -180,6 +186,9 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
                 answer = Some(result.text);
                 break 'run;
             }
+            if !pause_point(run, &board, &mut running).await {
+                break 'run;
+            }
             start_jobs(run, &board, &focus, &mut running);
             let cancel = run.control().cancel.clone();
             tokio::select! {
@@ -188,7 +197,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
                 }
                 _ = board.changed.notified() => {}
                 _ = cancel.cancelled() => break 'run,
-                _ = tokio::time::sleep_until(budget_at), if !board.concluding() => board.conclude(&budget_note),
+                _ = tokio::time::sleep_until(budget_at()), if !board.concluding() => board.conclude(&budget_note),
             }
         }
     }
@@ -242,6 +251,22 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     ))
 }
 
+/// Holds the orchestrator while the run is paused (the sub-agents already running go on and
+/// report); false when the run was stopped meanwhile.
+async fn pause_point(run: &mut Run<'_>, board: &Board, running: &mut Running) -> bool {
+    let active = run.active;
+    let wait = active.control.wait_if_paused(&active.emitter, |_| {});
+    tokio::pin!(wait);
+    loop {
+        tokio::select! {
+            resumed = &mut wait => return resumed.is_some(),
+            Some((index, result, timed_out)) = running.next(), if !running.is_empty() => {
+                sub_agent_done(run, board, index, &result, timed_out);
+            }
+        }
+    }
+}
+
 /// Starts the sub-agent turns the board scheduled.
 fn start_jobs(run: &Run<'_>, board: &Board, focus: &str, running: &mut Running) {
     let timeout = run.team.dispatch.agent_timeout();
@@ -262,13 +287,14 @@ fn start_jobs(run: &Run<'_>, board: &Board, focus: &str, running: &mut Running) 
         let shared = Arc::clone(run.shared);
         running.push(Box::pin(async move {
             let turn = shared.turn(&session_id, prompt, options);
-            match tokio::time::timeout(timeout, turn).await {
-                Ok(result) => (index, result, false),
-                Err(_) => {
-                    // The turn runs on (detached) until the cancellation reaches it.
+            tokio::pin!(turn);
+            tokio::select! {
+                result = &mut turn => (index, result, false),
+                _ = tokio::time::sleep(timeout) => {
+                    // Cut off, then waited for: it stops at once and its partial answer (and
+                    // its events, in order) are what it ends with.
                     cancel.cancel();
-                    let error = format!("timed out after {}s", timeout.as_secs());
-                    (index, TurnResult::failed(&session_id, error, None), true)
+                    (index, turn.await, true)
                 }
             }
         }));

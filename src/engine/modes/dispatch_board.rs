@@ -41,10 +41,18 @@ struct Entry {
     prompt: String,
     status: ExecutionStatus,
     cancel: CancellationToken,
-    /// Cancelled by the orchestrator, a conclusion or a stop: its end is not pushed.
-    cancel_requested: bool,
+    /// Why it was cancelled, if it was.
+    cancelled_by: Option<CancelledBy>,
     started: Option<Instant>,
     duration: Duration,
+}
+
+/// Who cancelled an execution: the orchestrator's own `cancel_agent` (its end is not pushed),
+/// or a conclusion or stop (its partial answer is pushed, for the conclusion).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CancelledBy {
+    Orchestrator,
+    Conclusion,
 }
 
 /// A sub-agent turn the mode's loop is to start now.
@@ -61,7 +69,10 @@ struct State {
     entries: Vec<Entry>,
     queue: VecDeque<usize>,
     to_start: Vec<usize>,
+    /// Executions holding a place (running, or about to start).
     running: usize,
+    /// The same per member (a member is one session: one task at a time).
+    member_running: Vec<u32>,
     /// Messages for the orchestrator's next model call, in arrival order.
     inputs: VecDeque<String>,
     /// The orchestrator's model calls so far.
@@ -76,6 +87,8 @@ pub(super) struct Board {
     state: Mutex<State>,
     /// Something changed the loop must look at (a dispatch to start, an input).
     pub changed: Notify,
+    /// An execution holding a place ended (a conclusion waits for all of them).
+    settled: Notify,
     executions: Arc<Executions>,
     candidates: Vec<Candidate>,
     limits: DispatchLimits,
@@ -111,8 +124,12 @@ impl Board {
             .filter(|h| setup.limits.allows(h))
             .collect();
         Board {
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                member_running: vec![0; setup.candidates.len()],
+                ..State::default()
+            }),
             changed: Notify::new(),
+            settled: Notify::new(),
             specs: tool_specs(&allowed),
             executions: setup.executions,
             candidates: setup.candidates,
@@ -208,7 +225,7 @@ impl Board {
             prompt,
             status: ExecutionStatus::Queued,
             cancel: self.run_cancel.child_token(),
-            cancel_requested: false,
+            cancelled_by: None,
             started: None,
             duration: Duration::ZERO,
         });
@@ -233,6 +250,10 @@ impl Board {
 
     fn begin(&self, state: &mut State, index: usize) {
         state.running += 1;
+        let member = state.entries[index].member;
+        if let Some(n) = state.member_running.get_mut(member) {
+            *n += 1;
+        }
         let entry = &mut state.entries[index];
         entry.status = ExecutionStatus::Running;
         entry.started = Some(Instant::now());
@@ -267,7 +288,7 @@ impl Board {
         if let Some(pos) = state.to_start.iter().position(|&i| i == index) {
             // Scheduled but not started yet: it never runs.
             state.to_start.remove(pos);
-            state.running = state.running.saturating_sub(1);
+            release(&mut state, index);
             self.end_unstarted(&mut state, index);
             self.schedule(&mut state);
             return "cancelled";
@@ -275,7 +296,7 @@ impl Board {
         match state.entries[index].status {
             ExecutionStatus::Running => {
                 let entry = &mut state.entries[index];
-                entry.cancel_requested = true;
+                entry.cancelled_by = Some(CancelledBy::Orchestrator);
                 entry.cancel.cancel();
                 "cancelled"
             }
@@ -292,7 +313,7 @@ impl Board {
     fn end_unstarted(&self, state: &mut State, index: usize) {
         let entry = &mut state.entries[index];
         entry.status = ExecutionStatus::Cancelled;
-        entry.cancel_requested = true;
+        entry.cancelled_by.get_or_insert(CancelledBy::Conclusion);
         self.executions.finish(
             &entry.tag,
             Finish {
@@ -360,13 +381,14 @@ impl Board {
     /// cancelled on purpose) and the next queued one gets its place.
     pub fn complete(&self, index: usize, turn: &TurnResult, timed_out: bool) {
         let mut state = self.lock();
+        let conclusion = state.conclude.clone();
         let Some(entry) = state.entries.get_mut(index) else {
             return;
         };
         let mut finish = Finish::of_turn(turn);
         if timed_out {
             finish.status = Some(ExecutionStatus::TimedOut);
-        } else if entry.cancel_requested && !turn.success {
+        } else if entry.cancelled_by.is_some() && !turn.success {
             finish.status = Some(ExecutionStatus::Cancelled);
         }
         let status = finish.status.unwrap_or(ExecutionStatus::Completed);
@@ -381,11 +403,15 @@ impl Board {
                 &entry.tag.execution_id,
                 Ok(&cap_result(&turn.text, self.result_max_bytes)),
             )),
-            ExecutionStatus::Cancelled if entry.cancel_requested => None,
+            ExecutionStatus::Cancelled if entry.cancelled_by == Some(CancelledBy::Orchestrator) => None,
             _ => {
                 let mut error = turn.error.clone().unwrap_or_else(|| "it failed".into());
                 if timed_out {
                     error = format!("timed out after {}s", self.limits.agent_timeout().as_secs());
+                } else if status == ExecutionStatus::Cancelled
+                    && let Some(why) = &conclusion
+                {
+                    error = format!("cancelled: {why}");
                 }
                 if !turn.text.trim().is_empty() {
                     error.push_str("; partial answer: ");
@@ -394,11 +420,12 @@ impl Board {
                 Some(pushed_result(handle, &entry.tag.execution_id, Err(&error)))
             }
         };
-        state.running = state.running.saturating_sub(1);
+        release(&mut state, index);
         state.inputs.extend(pushed);
         self.schedule(&mut state);
         drop(state);
         self.changed.notify_one();
+        self.settled.notify_waiters();
     }
 
     /// A message for the orchestrator's next model call (a message from the user).
@@ -428,8 +455,8 @@ impl Board {
 
     fn cancel_outstanding(&self, state: &mut State) {
         let unstarted: Vec<usize> = state.to_start.drain(..).collect();
-        state.running = state.running.saturating_sub(unstarted.len());
         for index in unstarted {
+            release(state, index);
             self.end_unstarted(state, index);
         }
         for entry in state
@@ -437,7 +464,7 @@ impl Board {
             .iter_mut()
             .filter(|e| e.status == ExecutionStatus::Running)
         {
-            entry.cancel_requested = true;
+            entry.cancelled_by.get_or_insert(CancelledBy::Conclusion);
             entry.cancel.cancel();
         }
         let queued: Vec<usize> = state.queue.drain(..).collect();
@@ -465,8 +492,10 @@ impl Board {
     pub fn take_inputs(&self) -> Vec<String> {
         let mut state = self.lock();
         let mut inputs: Vec<String> = state.inputs.drain(..).collect();
+        // The order to conclude comes once what it cancelled has stopped, with what they said.
         if let Some(why) = state.conclude.clone()
             && !state.told_to_conclude
+            && state.running == 0
         {
             state.told_to_conclude = true;
             inputs.push(conclude_note(&why));
@@ -516,10 +545,16 @@ impl Board {
 }
 
 fn busy(state: &State, member: usize) -> bool {
-    state
-        .entries
-        .iter()
-        .any(|e| e.member == member && e.status == ExecutionStatus::Running)
+    state.member_running.get(member).is_some_and(|n| *n > 0)
+}
+
+/// An execution gives its place back.
+fn release(state: &mut State, index: usize) {
+    state.running = state.running.saturating_sub(1);
+    let member = state.entries[index].member;
+    if let Some(n) = state.member_running.get_mut(member) {
+        *n = n.saturating_sub(1);
+    }
 }
 
 fn find<'s>(state: &'s State, execution_id: &str) -> Option<&'s Entry> {
@@ -547,13 +582,29 @@ impl TurnTools for Board {
         Box::pin(async move { answer })
     }
 
-    fn before_call(&self) -> BeforeCall {
-        self.count_call();
-        let inputs = self.take_inputs();
-        BeforeCall {
-            inputs,
-            conclude: self.told_to_conclude(),
-        }
+    fn before_call(&self) -> BoxFuture<'_, BeforeCall> {
+        Box::pin(async move {
+            self.count_call();
+            // Told to conclude: first what was cancelled stops (the run's loop reports each
+            // end meanwhile), so its partial answer comes with the order.
+            loop {
+                let settled = self.settled.notified();
+                tokio::pin!(settled);
+                settled.as_mut().enable();
+                {
+                    let state = self.lock();
+                    if state.conclude.is_none() || state.told_to_conclude || state.running == 0 {
+                        break;
+                    }
+                }
+                settled.await;
+            }
+            let inputs = self.take_inputs();
+            BeforeCall {
+                inputs,
+                conclude: self.told_to_conclude(),
+            }
+        })
     }
 }
 
@@ -765,23 +816,39 @@ mod tests {
         assert_eq!(job.prompt, "## CLARIFICATION REQUEST FROM lead\n\nwhich host?");
     }
 
-    #[test]
-    fn the_last_call_concludes_once_cancelling_what_runs() {
+    #[tokio::test]
+    async fn the_last_call_concludes_once_what_it_cancelled_stopped_with_what_it_said() {
         let (board, _rx) = board(2, &["a"]);
         dispatch(&board, "a").unwrap();
         let jobs = board.take_jobs();
-        assert!(!board.before_call().conclude);
-        assert!(!board.before_call().conclude);
+        assert!(!board.before_call().await.conclude);
+        assert!(!board.before_call().await.conclude);
         let third = board.before_call();
-        assert!(third.conclude);
-        assert_eq!(third.inputs.len(), 1);
-        assert!(third.inputs[0].contains("max_iterations 3"));
+        tokio::pin!(third);
+        assert!(
+            futures::poll!(third.as_mut()).is_pending(),
+            "it waits for the cancelled sub-agent"
+        );
         assert!(jobs[0].cancel.is_cancelled());
+        let mut cut = TurnResult::failed(
+            "a",
+            "cancelled".into(),
+            Some(crate::providers::ErrorKind::Cancelled),
+        );
+        cut.text = "half way".into();
+        board.complete(jobs[0].index, &cut, false);
+        let third = third.await;
+        assert!(third.conclude);
+        assert_eq!(
+            third.inputs[0],
+            "[Sub-agent failed] a (exec-2): cancelled: This is your last step (max_iterations 3); partial answer: half way"
+        );
+        assert!(third.inputs[1].contains("give your final answer now"));
         assert!(
             dispatch(&board, "a")
                 .unwrap_err()
                 .starts_with("nothing more can be dispatched")
         );
-        assert!(board.before_call().inputs.is_empty(), "told once");
+        assert!(board.before_call().await.inputs.is_empty(), "told once");
     }
 }

@@ -500,11 +500,22 @@ pub fn team_tally(members: usize, member_turns: u32, supervisor_turns: u32, log:
     let failures = log.iter().filter(|b| b.kind == BroadcastKind::Failure).count();
     let supervisor = log.iter().filter(|b| b.supervisor).count();
     format!(
-        "Team: {members} members, {member_turns} member turns, {supervisor_turns} supervisor turns; \
-         {} broadcasts ({finals} final, {failures} failure{}, {supervisor} from the supervisor)",
-        log.len(),
-        if failures == 1 { "" } else { "s" }
+        "Team: {}, {}, {}; {} ({finals} final, {}, {supervisor} from the supervisor)",
+        counted(members as u64, "member"),
+        counted(u64::from(member_turns), "member turn"),
+        counted(u64::from(supervisor_turns), "supervisor turn"),
+        counted(log.len() as u64, "broadcast"),
+        counted(failures as u64, "failure"),
     )
+}
+
+/// `1 member`, `2 members`.
+fn counted(n: u64, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
 }
 
 /// One line for a `team_broadcast` event (headless progress); `None` for other events. The
@@ -770,6 +781,10 @@ mod tests {
         assert_eq!(
             team_tally(2, 3, 2, &log),
             "Team: 2 members, 3 member turns, 2 supervisor turns; 4 broadcasts (1 final, 1 failure, 1 from the supervisor)"
+        );
+        assert_eq!(
+            team_tally(1, 1, 1, &log[..1]),
+            "Team: 1 member, 1 member turn, 1 supervisor turn; 1 broadcast (0 final, 0 failures, 0 from the supervisor)"
         );
     }
 
