@@ -778,10 +778,12 @@ pub(super) fn flash_over(
 /// Where a message sent to a running team goes: the orchestrator reads it when it next plans;
 /// in the other modes it opens the team's next run (the run going now cannot take it).
 fn queued_for(mode: crate::model::Mode) -> &'static str {
-    if mode.has_orchestrator() {
-        "the orchestrator's next plan"
-    } else {
-        "the team's next run"
+    use crate::model::Mode;
+    match mode {
+        Mode::Dispatch => "the orchestrator, with the next sub-agent result",
+        Mode::Team => "the supervisor's next turn",
+        m if m.has_orchestrator() => "the orchestrator's next plan",
+        _ => "the team's next run",
     }
 }
 
@@ -831,5 +833,10 @@ mod tests {
         for mode in [Mode::Broadcast, Mode::Sequential, Mode::Flow, Mode::Pipeline] {
             assert_eq!(queued_for(mode), "the team's next run", "{mode}");
         }
+        assert_eq!(
+            queued_for(Mode::Dispatch),
+            "the orchestrator, with the next sub-agent result"
+        );
+        assert_eq!(queued_for(Mode::Team), "the supervisor's next turn");
     }
 }
