@@ -637,3 +637,33 @@ async fn a_pause_holds_the_orchestrator_while_running_sub_agents_finish_and_repo
             .any(|i| i == "[Sub-agent completed] a (exec-2): slow answer")
     );
 }
+
+#[tokio::test]
+async fn a_cli_agent_orchestrator_dispatches_in_the_text_form() {
+    let mut f = dispatch_team(&["a"], DispatchLimits::default()).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let d = dir.path().display().to_string();
+    // Later prompts carry the earlier ones: the most advanced state is matched first.
+    let lead = format!(
+        "p=$(cat)\nprintf '%s' \"$p\" > {d}/last.txt\ncase \"$p\" in\n  *'(exec-2): found it'*) printf 'ANSWER from the lead\\n';;\n  *'\"execution_id\": \"exec-2\"'*) printf 'Waiting.\\n';;\n  *) printf 'On it.\\n@dispatch a: find it\\n@dispatch ghost: x\\n';;\nesac"
+    );
+    f.with_cli_agents(dir.path(), &[("cli-lead", &lead)]);
+    let lead_id = f.session_id("t-orchestrator");
+    f.org
+        .update(|o| o.session_mut(&lead_id).unwrap().model = "cli-lead/x".into());
+    f.server.script("w-a", vec![Reply::text("found it")]);
+    let report = f.run("go").await;
+    assert!(report.failed.is_none(), "{:?}", report.failed);
+    assert_eq!(report.final_text.trim(), "ANSWER from the lead");
+    let last = std::fs::read_to_string(dir.path().join("last.txt")).unwrap();
+    for said in [
+        "`@dispatch <name>: <task>`",
+        "[huddle] {\"execution_id\": \"exec-2\", \"status\": \"accepted\"}",
+        "[huddle] `ghost` is not a sub-agent you may dispatch; choose one of: a",
+        "[Sub-agent completed] a (exec-2): found it",
+    ] {
+        assert!(last.contains(said), "{said} in {last}");
+    }
+    assert_eq!(f.prompts("w-a").last().unwrap(), "## Task\n\nfind it");
+    assert_eq!(finished(&f.drain(), "exec-2"), Some(ExecutionStatus::Completed));
+}

@@ -178,6 +178,37 @@ impl Fixture {
         })
     }
 
+    /// Swaps the engine for one that also has a `command` provider per script, named `model`
+    /// and running `sh <dir>/<model>.sh` (a CLI agent without native tools).
+    pub fn with_cli_agents(&mut self, dir: &Path, scripts: &[(&str, &str)]) {
+        let mut providers = String::new();
+        for (model, body) in scripts {
+            let path = dir.join(format!("{model}.sh"));
+            std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("script");
+            providers.push_str(&format!(
+                "  - {{ name: {model}, kind: command, command: [\"sh\", \"{}\"] }}\n",
+                path.display()
+            ));
+        }
+        let config = Config::parse(
+            &format!(
+                "providers:\n  - {{ name: openai, kind: openai, base_url: \"{}\" }}\n{providers}",
+                self.server.openai_base()
+            ),
+            Path::new("test-config.yaml"),
+        )
+        .expect("config");
+        let (sink, events) = EventSink::channel();
+        self.engine = Engine::new(
+            fast_providers(&config),
+            self.org.clone(),
+            self.transcripts.clone(),
+            sink,
+            EngineOptions::default(),
+        );
+        self.events = events;
+    }
+
     /// Waits until `model` has received at least `n` requests.
     pub async fn wait_for_requests(&self, model: &str, n: usize) {
         while self.server.requests_for(model).len() < n {

@@ -513,44 +513,12 @@ async fn stop_cancels_every_member_and_keeps_the_partial_answers() {
     );
 }
 
-/// Swaps the engine of `f` for one that also has a `command` provider `agent` running
-/// `sh <dir>/<model>.sh` (the model names the script).
-fn with_cli_agents(f: &mut Fixture, dir: &std::path::Path, scripts: &[(&str, &str)]) {
-    let mut providers = String::new();
-    for (model, body) in scripts {
-        let path = dir.join(format!("{model}.sh"));
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("script");
-        providers.push_str(&format!(
-            "  - {{ name: {model}, kind: command, command: [\"sh\", \"{}\"] }}\n",
-            path.display()
-        ));
-    }
-    let config = huddle::config::Config::parse(
-        &format!(
-            "providers:\n  - {{ name: openai, kind: openai, base_url: \"{}\" }}\n{providers}",
-            f.server.openai_base()
-        ),
-        std::path::Path::new("test-config.yaml"),
-    )
-    .expect("config");
-    let (sink, events) = huddle::engine::EventSink::channel();
-    f.engine = huddle::engine::Engine::new(
-        super::engine_fixture::fast_providers(&config),
-        f.org.clone(),
-        f.transcripts.clone(),
-        sink,
-        huddle::engine::EngineOptions::default(),
-    );
-    f.events = events;
-}
-
 #[tokio::test]
 async fn cli_agents_deliberate_in_the_text_form() {
     let mut f = deliberation(&["a", "b"], limits(4, 4)).await;
     let dir = tempfile::tempdir().expect("dir");
     let d = dir.path().display().to_string();
-    with_cli_agents(
-        &mut f,
+    f.with_cli_agents(
         dir.path(),
         &[
             (

@@ -769,6 +769,20 @@ mod tests {
     }
 
     #[test]
+    fn list_agents_gives_every_execution_with_its_status_and_task() {
+        let (board, _rx) = board(1, &["a", "b"]);
+        assert_eq!(board.list(), "No sub-agents dispatched yet.");
+        dispatch(&board, "a").unwrap();
+        dispatch(&board, "b").unwrap();
+        let listed = board.list();
+        let lines: Vec<&str> = listed.lines().collect();
+        assert_eq!(lines.len(), 2);
+        assert!(lines[0].starts_with("exec-2 a: running"), "{listed}");
+        assert!(lines[0].ends_with(" — task for a"), "{listed}");
+        assert_eq!(lines[1], "exec-3 b: queued — task for b");
+    }
+
+    #[test]
     fn the_allow_list_and_unknown_names_are_tool_errors() {
         let (mut board, _rx) = board(2, &["a", "b"]);
         board.limits.sub_agents = vec!["a".into()];
