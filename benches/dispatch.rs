@@ -6,7 +6,8 @@
 //! waits and answers; transcripts and run files go to `HUDDLE_BENCH_DIR` or
 //! `target/bench-data` (the disk users have).
 
-use std::path::PathBuf;
+mod support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -86,14 +87,6 @@ impl Provider for NullDispatcher {
     }
 }
 
-fn bench_dir() -> tempfile::TempDir {
-    let base = std::env::var_os("HUDDLE_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("target/bench-data"));
-    std::fs::create_dir_all(&base).expect("bench dir");
-    tempfile::tempdir_in(&base).expect("temp dir")
-}
-
 struct Bench {
     rt: tokio::runtime::Runtime,
     engine: Engine,
@@ -108,7 +101,7 @@ fn team(members: usize, model: &str) -> Bench {
         .enable_all()
         .build()
         .expect("runtime");
-    let dir = bench_dir();
+    let dir = support::bench_dir();
     let mut org = Organization::default();
     reconcile::reconcile(&mut org);
     let mut group = Group::new("bench", GroupKind::Team);

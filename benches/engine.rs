@@ -7,7 +7,8 @@
 //! `target/bench-data`: the disk users have, never a tmpfs `/tmp`. The allocator is huddle's own
 //! (the binary's global allocator), so the figures are what `huddle` does.
 
-use std::path::PathBuf;
+mod support;
+
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -66,15 +67,6 @@ use huddle::store::{OrgHandle, RunFiles, RunLog, Transcripts};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// A temporary directory on the disk users have (see the module doc).
-fn bench_dir() -> tempfile::TempDir {
-    let base = std::env::var_os("HUDDLE_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("target/bench-data"));
-    std::fs::create_dir_all(&base).expect("bench dir");
-    tempfile::tempdir_in(&base).expect("temp dir")
-}
-
 struct Bench {
     rt: tokio::runtime::Runtime,
     engine: Engine,
@@ -88,7 +80,7 @@ fn team(mode: Mode, workers: usize, model: &str, concurrency: usize, run_log: bo
         .enable_all()
         .build()
         .expect("runtime");
-    let dir = bench_dir();
+    let dir = support::bench_dir();
     let mut org = Organization::default();
     reconcile::reconcile(&mut org);
     let mut group = Group::new("bench", GroupKind::Team);

@@ -105,7 +105,7 @@ impl Executions {
     }
 
     pub fn finish(&self, tag: &ExecutionTag, finish: Finish) {
-        let cap = |text: String| crate::text::truncate_chars(&text, RESULT_MAX_CHARS);
+        let cap = |text: String| crate::text::cap_chars(&text, RESULT_MAX_CHARS);
         let (kind, member) = self
             .started
             .lock()

@@ -548,9 +548,16 @@ impl Actor<'_> {
             .hooks
             .as_ref()
             .filter(|_| provider.kind() != crate::config::ProviderKind::Command);
-        if let Some(hooks) = hooks {
-            request.tools.extend(hooks.0.specs());
-        }
+        // Which calls the mode answers: read once per turn, not per round.
+        let lent: Vec<String> = match hooks {
+            Some(hooks) => {
+                let specs = hooks.0.specs();
+                let names = specs.iter().map(|s| s.name.clone()).collect();
+                request.tools.extend(specs);
+                names
+            }
+            None => Vec::new(),
+        };
         let mut builtins = Builtins::default();
         let max_rounds = info
             .max_tool_rounds
@@ -705,7 +712,7 @@ impl Actor<'_> {
                 }
                 (None, None) => match hooks {
                     Some(hooks) => {
-                        let (results, ends) = context.run_round_lent(&offer, &calls, hooks).await;
+                        let (results, ends) = context.run_round_lent(&offer, &calls, hooks, &lent).await;
                         lent_end = ends;
                         results
                     }

@@ -119,16 +119,16 @@ impl CallContext<'_> {
         (results, chosen, rejected)
     }
 
-    /// A round with a mode's lent tools: their calls are answered by the mode, one after the
-    /// other in the model's order (a dispatch's ids follow it), while the others run as usual.
-    /// True when a lent answer ends the turn.
+    /// A round with a mode's lent tools (named `lent`): their calls are answered by the mode,
+    /// one after the other in the model's order (a dispatch's ids follow it), while the others
+    /// run as usual. True when a lent answer ends the turn.
     pub async fn run_round_lent(
         &self,
         offer: &Offer,
         calls: &[ToolCall],
         hooks: &TurnHooks,
+        lent: &[String],
     ) -> (Vec<CallResult>, bool) {
-        let lent: Vec<String> = hooks.0.specs().into_iter().map(|s| s.name).collect();
         let is_lent = |c: &ToolCall| lent.contains(&c.name);
         let others: Vec<ToolCall> = calls.iter().filter(|c| !is_lent(c)).cloned().collect();
         let answer_lent = async {

@@ -12,11 +12,25 @@ pub fn first_line(text: &str, max: usize) -> String {
     out
 }
 
-/// At most `max` characters of `text`, `…` marking a cut.
-pub fn truncate_chars(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        None => text.to_string(),
-        Some((end, _)) => format!("{}…", &text[..end]),
+/// Keeps the last `max` characters of `s` (a live line that must not grow with the stream).
+pub fn keep_last_chars(s: &mut String, max: usize) {
+    let chars = s.chars().count();
+    if chars > max
+        && let Some((cut, _)) = s.char_indices().nth(chars - max)
+    {
+        s.drain(..cut);
+    }
+}
+
+/// `s` cut to at most `max` characters, with `…` when cut.
+pub fn cap_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_string(),
+        Some((cut, _)) => {
+            let mut out = s[..cut].trim_end().to_string();
+            out.push('…');
+            out
+        }
     }
 }
 
@@ -38,9 +52,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn truncate_keeps_short_text_and_cuts_long_text_on_a_character() {
-        assert_eq!(truncate_chars("abc", 3), "abc");
-        assert_eq!(truncate_chars("äbcd", 2), "äb…");
+    fn keep_last_chars_keeps_the_end_on_a_character() {
+        let mut s = "ab€cd".to_string();
+        keep_last_chars(&mut s, 3);
+        assert_eq!(s, "€cd");
+        keep_last_chars(&mut s, 5);
+        assert_eq!(s, "€cd");
+    }
+
+    #[test]
+    fn cap_chars_respects_char_boundaries() {
+        assert_eq!(cap_chars("héllo wörld", 5), "héllo…");
+        assert_eq!(cap_chars("short", 10), "short");
+        assert_eq!(cap_chars("äbcd", 2), "äb…");
     }
 
     #[test]

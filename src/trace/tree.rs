@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::engine::events::{EngineEvent, EventKind, RunRecord};
 use crate::model::{BroadcastKind, CycleOutcome, ExecutionKind, ExecutionStatus, Mode};
-use crate::text::{first_line, truncate_chars};
+use crate::text::{cap_chars, first_line};
 
 /// The most of a task (or a broadcast's message) a node keeps.
 pub const TASK_MAX_CHARS: usize = 1000;
@@ -311,7 +311,7 @@ fn capped_line(text: &str) -> Option<String> {
 
 fn capped_text(text: &str) -> Option<String> {
     let text = text.trim();
-    (!text.is_empty()).then(|| truncate_chars(text, TASK_MAX_CHARS))
+    (!text.is_empty()).then(|| cap_chars(text, TASK_MAX_CHARS))
 }
 
 fn millis_between(from: DateTime<Utc>, to: DateTime<Utc>) -> u64 {
@@ -787,6 +787,18 @@ pub(crate) mod tests {
         }
     }
 
+    /// `b` sees execution `exec` (its id and parent) start at second `secs`.
+    fn start(
+        b: &mut TraceBuilder,
+        kind: ExecutionKind,
+        member: &str,
+        task: &str,
+        exec: (&str, Option<&str>),
+        secs: i64,
+    ) {
+        b.apply(&ev(started(kind, member, task, false), Some(exec)), t(secs));
+    }
+
     pub(crate) fn started(kind: ExecutionKind, member: &str, task: &str, queued: bool) -> EventKind {
         EventKind::ExecutionStarted {
             kind,
@@ -1066,52 +1078,51 @@ pub(crate) mod tests {
     #[test]
     fn a_child_seen_before_its_parent_moves_under_it_in_start_order() {
         let mut b = TraceBuilder::new();
-        b.apply(
-            &ev(
-                started(ExecutionKind::SubAgent, "a", "x", false),
-                Some(("exec-2", Some("exec-1"))),
-            ),
-            t(1),
+        start(
+            &mut b,
+            ExecutionKind::SubAgent,
+            "a",
+            "x",
+            ("exec-2", Some("exec-1")),
+            1,
         );
-        b.apply(
-            &ev(
-                started(ExecutionKind::SubAgent, "b", "y", false),
-                Some(("exec-3", Some("exec-1"))),
-            ),
-            t(2),
+        start(
+            &mut b,
+            ExecutionKind::SubAgent,
+            "b",
+            "y",
+            ("exec-3", Some("exec-1")),
+            2,
         );
-        b.apply(
-            &ev(
-                started(ExecutionKind::Orchestrator, "o", "z", false),
-                Some(("exec-1", None)),
-            ),
-            t(3),
-        );
+        start(&mut b, ExecutionKind::Orchestrator, "o", "z", ("exec-1", None), 3);
         let trace = b.into_trace();
         assert_eq!(trace.roots, BTreeSet::from([2]));
         assert_eq!(trace.nodes[2].children, vec![0, 1]);
         // Ids that name each other (a damaged file) leave every node reachable.
         let mut b = TraceBuilder::new();
-        b.apply(
-            &ev(
-                started(ExecutionKind::SubAgent, "a", "x", false),
-                Some(("exec-1", Some("exec-1"))),
-            ),
-            t(1),
+        start(
+            &mut b,
+            ExecutionKind::SubAgent,
+            "a",
+            "x",
+            ("exec-1", Some("exec-1")),
+            1,
         );
-        b.apply(
-            &ev(
-                started(ExecutionKind::SubAgent, "b", "y", false),
-                Some(("exec-2", Some("exec-3"))),
-            ),
-            t(2),
+        start(
+            &mut b,
+            ExecutionKind::SubAgent,
+            "b",
+            "y",
+            ("exec-2", Some("exec-3")),
+            2,
         );
-        b.apply(
-            &ev(
-                started(ExecutionKind::SubAgent, "c", "z", false),
-                Some(("exec-3", Some("exec-2"))),
-            ),
-            t(3),
+        start(
+            &mut b,
+            ExecutionKind::SubAgent,
+            "c",
+            "z",
+            ("exec-3", Some("exec-2")),
+            3,
         );
         let trace = b.into_trace();
         assert_eq!(trace.walk().len(), 3, "{:?}", trace.roots);

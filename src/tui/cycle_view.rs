@@ -854,12 +854,7 @@ pub fn keep_last_line(live: &mut String, text: &str) {
     if let Some(i) = body.rfind('\n') {
         live.drain(..=i);
     }
-    let chars = live.chars().count();
-    if chars > LIVE_MAX_CHARS
-        && let Some((cut, _)) = live.char_indices().nth(chars - LIVE_MAX_CHARS)
-    {
-        live.drain(..cut);
-    }
+    crate::text::keep_last_chars(live, LIVE_MAX_CHARS);
 }
 
 pub fn seconds(ms: u64) -> String {

@@ -85,7 +85,7 @@ impl ExecutionCard {
             let line = line.strip_prefix(INDENT).unwrap_or(line);
             self.push(
                 TimelineKind::Info,
-                format!("{INDENT}{}", crate::text::truncate_chars(line, LINE_MAX_CHARS)),
+                format!("{INDENT}{}", crate::text::cap_chars(line, LINE_MAX_CHARS)),
             );
         }
         if lines.len() > ANSWER_LINES_MAX {
@@ -289,7 +289,7 @@ impl ExecutionCards {
                     TimelineKind::Heading,
                     format!(
                         "      task: {}",
-                        sanitize::display(&crate::text::truncate_chars(&whole, LINE_MAX_CHARS))
+                        sanitize::display(&crate::text::cap_chars(&whole, LINE_MAX_CHARS))
                     ),
                 );
                 let id = tag.execution_id.clone();
@@ -486,12 +486,7 @@ impl ExecutionCards {
             }
             card.live.push_str(part);
         }
-        let chars = card.live.chars().count();
-        if chars > LIVE_MAX_CHARS
-            && let Some((cut, _)) = card.live.char_indices().nth(chars - LIVE_MAX_CHARS)
-        {
-            card.live.drain(..cut);
-        }
+        crate::text::keep_last_chars(&mut card.live, LIVE_MAX_CHARS);
         true
     }
 

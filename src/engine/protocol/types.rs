@@ -46,7 +46,10 @@ impl WorkerInfo {
         if lines.is_empty() {
             return None;
         }
-        Some(cap_chars(&lines.join(" "), SPECIALIZATION_LINE_MAX_CHARS))
+        Some(crate::text::cap_chars(
+            &lines.join(" "),
+            SPECIALIZATION_LINE_MAX_CHARS,
+        ))
     }
 }
 
@@ -69,18 +72,6 @@ pub struct WorkerResult {
 impl WorkerResult {
     pub fn status(&self) -> &'static str {
         if self.success { "ok" } else { "failed" }
-    }
-}
-
-/// `s` cut to at most `max` characters, with `…` when cut.
-pub fn cap_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        None => s.to_string(),
-        Some((cut, _)) => {
-            let mut out = s[..cut].trim_end().to_string();
-            out.push('…');
-            out
-        }
     }
 }
 
@@ -130,11 +121,5 @@ mod tests {
             long.specialization_line().unwrap().chars().count(),
             SPECIALIZATION_LINE_MAX_CHARS + 1
         );
-    }
-
-    #[test]
-    fn cap_chars_respects_char_boundaries() {
-        assert_eq!(cap_chars("héllo wörld", 5), "héllo…");
-        assert_eq!(cap_chars("short", 10), "short");
     }
 }
