@@ -104,7 +104,7 @@ pub struct TraceNode {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
     pub status: ExecutionStatus,
-    /// It waited for a place before it ran (the concurrency cap).
+    /// It waited before it ran (the concurrency cap, or its member was busy).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub queued: bool,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -286,7 +286,7 @@ pub fn execution_line(execution_id: &str, kind: &crate::engine::events::EventKin
                 clean(task, 100)
             ))
         }
-        EventKind::ExecutionRunning => Some(format!("⇢ {execution_id} starts (it had waited for a place)")),
+        EventKind::ExecutionRunning => Some(format!("⇢ {execution_id} starts (it was queued)")),
         EventKind::ExecutionFinished {
             kind,
             member,
