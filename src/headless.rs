@@ -548,7 +548,7 @@ async fn print_events(
         && std::io::stderr().is_terminal()
         && std::env::var_os("NO_COLOR").is_none();
     let mut lost: Option<OutputError> = None;
-    let mut print = |event: &EngineEvent, lost: &mut Option<OutputError>| {
+    let print = |event: &EngineEvent, lost: &mut Option<OutputError>| {
         if lost.is_none() {
             *lost = print_event(event, ndjson, color, &out).err();
         }
