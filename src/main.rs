@@ -177,7 +177,8 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Doctor) => {
             let report = huddle::doctor::report(paths, &repo, true);
-            cli::print_out(&report.text)?;
+            // What servers and files said is in it: nothing reaches the terminal raw.
+            cli::print_out(&huddle::text::sanitize::display(&report.text))?;
             Ok(if report.ok {
                 ExitCode::SUCCESS
             } else {

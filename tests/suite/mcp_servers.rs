@@ -433,6 +433,11 @@ def tool(name):
 
 log("start %d" % os.getpid())
 tools = [tool("echo"), tool("die"), tool("hang"), tool("add_tool"), tool("count_lists")]
+if mode == "hostile-names":
+    # Names that would reach a terminal (a clipboard write, a screen clear) or that no model
+    # API takes, then a thousand more tools.
+    tools += [tool("\x1b]52;c;cGF5bG9hZA==\x07clip"), tool("\x1b[2J\x1b[Hclear"), tool("has space"),
+              tool("dotted.name"), tool("echo")] + [tool("bulk_%d" % k) for k in range(1000)]
 lists = 0
 
 def send(message):
@@ -545,6 +550,85 @@ fn running(pid: u32) -> bool {
             .next()
             .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
     })
+}
+
+/// A server whose tool names a model cannot take (escape sequences, a space, a dot, one twice)
+/// and that lists a thousand tools: a session is offered the good names only, at most
+/// `max_tools` of them, and told why the rest are missing.
+#[tokio::test]
+async fn tool_names_a_model_cannot_take_are_left_out_and_a_long_list_is_capped() {
+    let fake = Fake::start("hostile-names", 60);
+    assert_eq!(
+        tool_names(&fake.source).await.len(),
+        1010,
+        "the server lists them all"
+    );
+    let toolbox = Toolbox::new([Arc::new(fake.source) as Arc<dyn ToolSource>]);
+    let offer = guarded("offer", toolbox.offer(&["hostile-names".to_string()], None)).await;
+    assert_eq!(offer.specs.len(), huddle::tools::DEFAULT_MAX_TOOLS);
+    assert!(
+        offer.specs.iter().all(|s| huddle::tools::is_wire_name(&s.name)),
+        "{:?}",
+        offer.specs.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+    assert_eq!(offer.specs[0].name, "hostile-names__echo");
+    let problems = offer.problems.join("\n");
+    assert!(
+        problems.contains("offers 4 tools whose name a model cannot take, left out: `clip`, `clear`, `has space`, `dotted.name`"),
+        "{problems}"
+    );
+    assert!(problems.contains("lists `echo` more than once"), "{problems}");
+    assert!(
+        problems.contains("offers 1005 tools; only the first 64 are declared to models (mcp_servers.hostile-names.max_tools)"),
+        "{problems}"
+    );
+    assert!(
+        !problems.contains('\u{1b}') && !problems.contains("52;c"),
+        "{problems:?}"
+    );
+}
+
+/// `huddle doctor` with that server: nothing it names reaches the terminal raw, and it says
+/// what a model is not offered.
+#[test]
+fn doctor_shows_hostile_tool_names_safely_and_says_what_is_left_out() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = dir.path().join("fake_mcp.py");
+    std::fs::write(&script, FAKE_SERVER).expect("script");
+    std::fs::write(
+        dir.path().join("config.yaml"),
+        format!(
+            "default_model: sim/x\nmcp_servers:\n  hostile: {{ command: [python3, {:?}, hostile-names, {:?}], max_tools: 100 }}\n",
+            script.to_string_lossy(),
+            dir.path().to_string_lossy()
+        ),
+    )
+    .expect("config");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .arg("doctor")
+        .env("HUDDLE_HOME", dir.path())
+        .current_dir(dir.path())
+        .output()
+        .expect("doctor runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "raw escapes: {text:?}"
+    );
+    assert!(
+        !text.contains("52;c") && !text.contains("[2J"),
+        "payloads: {text:?}"
+    );
+    assert!(text.contains("ok hostile"), "{text}");
+    assert!(text.contains("1010 tools: echo, die, hang"), "{text}");
+    assert!(
+        text.contains("note: tool server `hostile` offers 4 tools whose name a model cannot take"),
+        "{text}"
+    );
+    assert!(
+        text.contains("offers 1005 tools; only the first 100 are declared to models"),
+        "{text}"
+    );
 }
 
 #[tokio::test]

@@ -357,6 +357,10 @@ impl ToolSource for McpSource {
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(self.stop())
     }
+
+    fn max_tools(&self) -> usize {
+        self.config.max_tools
+    }
 }
 
 /// One started server.
