@@ -241,38 +241,3 @@ mod tests {
         assert!(s.contains("a\n\nb") && s.contains("reply `OK`"), "{s}");
     }
 }
-
-/// The sim's side of pipelines, read against the prompts built here.
-#[cfg(test)]
-mod sim_tests {
-    use super::*;
-    use crate::providers::sim_pipeline::{REVISED, choice, request_of, text_reply};
-
-    fn prompt(context: Option<&str>, targets: &[&str]) -> String {
-        let targets: Vec<String> = targets.iter().map(|s| s.to_string()).collect();
-        member_prompt("My printer is on fire", context, "x", &targets)
-    }
-
-    #[test]
-    fn the_sim_walks_the_desk_with_one_return() {
-        let triage = choice(&prompt(None, &["handler", "human"])).unwrap();
-        assert_eq!(triage.target, "handler");
-        let c = context_line("triage", &triage.summary);
-        let handler = choice(&prompt(Some(&c), &["reviewer", "human"])).unwrap();
-        assert_eq!(handler.target, "reviewer");
-        let c = context_line("handler", &handler.summary);
-        let review = choice(&prompt(Some(&c), &["resolver", "handler", "human"])).unwrap();
-        assert_eq!(review.target, "handler", "the first review sends it back");
-        let c = context_line("reviewer", &review.summary);
-        let again = choice(&prompt(Some(&c), &["reviewer", "human"])).unwrap();
-        assert!(again.summary.starts_with(REVISED));
-        let c = context_line("handler", &again.summary);
-        let review = choice(&prompt(Some(&c), &["resolver", "handler", "human"])).unwrap();
-        assert_eq!(review.target, "resolver");
-        assert_eq!(choice(&prompt(None, &["human"])), None, "the last stage answers");
-        assert_eq!(request_of(&prompt(Some(&c), &["x"])), "My printer is on fire");
-        let text = text_reply(&prompt(None, &["handler", "human"])).unwrap();
-        assert_eq!(parse_text_handoff(&text).unwrap().target, "handler");
-        assert_eq!(choice("## SUPERVISION\nHandoff targets: a\n\n## PIPELINE"), None);
-    }
-}

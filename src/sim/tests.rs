@@ -316,3 +316,21 @@ fn a_negotiation_counterparty_counters_deterministically() {
         "{counter}"
     );
 }
+
+#[test]
+fn the_registry_has_the_simulator_by_default_and_for_each_sim_provider() {
+    let providers = providers(&Config::default()).unwrap();
+    let (p, model) = providers.for_slug("sim/slow-200ms").unwrap();
+    assert_eq!(
+        (p.name(), p.kind(), model.as_str()),
+        ("sim", ProviderKind::Sim, "slow-200ms")
+    );
+    let config = Config::parse(
+        "providers:\n  - { name: sim, kind: sim }\n  - { name: c, kind: command, command: [\"cat\"] }\n",
+        std::path::Path::new("c.yaml"),
+    )
+    .unwrap();
+    let providers = providers_with_options(&config, ProviderOptions::default()).unwrap();
+    assert_eq!(providers.names().collect::<Vec<_>>(), ["c", "sim"]);
+    assert_eq!(providers.get("sim").map(|p| p.kind()), Some(ProviderKind::Sim));
+}

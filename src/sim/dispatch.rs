@@ -6,10 +6,10 @@
 
 use serde_json::{Value, json};
 
-use super::sim_text::stable_hash;
-use super::{ChatRole, TurnRequest};
+use super::text::stable_hash;
 use crate::model::dispatch::{CANCEL_TOOL, COMPLETED_PREFIX, DISPATCH_TOOL, FAILED_PREFIX};
 use crate::model::{ToolCall, ToolChoice};
+use crate::providers::{ChatRole, TurnRequest};
 
 /// The task of the broad sweep the sim's orchestrator dispatches and then cancels.
 const SWEEP_TASK: &str = "Sweep everything else around:";

@@ -4,9 +4,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::sim_text::stable_hash;
-use super::{ChatRole, TurnRequest};
+use super::text::stable_hash;
 use crate::model::{ToolCall, ToolChoice};
+use crate::providers::{ChatRole, TurnRequest};
 use crate::tools::limits::result_line;
 
 /// The call the sim makes now, if any.
@@ -26,7 +26,7 @@ pub fn call_for(req: &TurnRequest) -> Option<ToolCall> {
         .iter()
         .any(|t| t.name == crate::model::pipeline::CONVERSATION_HANDOFF_TOOL)
     {
-        return super::sim_pipeline::choice(prompt).map(|h| ToolCall {
+        return super::pipeline::choice(prompt).map(|h| ToolCall {
             id: format!("sim_call_{:08x}", hash as u32),
             name: crate::model::pipeline::CONVERSATION_HANDOFF_TOOL.to_string(),
             arguments: json!({ "target": h.target, "reason": h.reason, "summary": h.summary }).to_string(),
@@ -39,7 +39,7 @@ pub fn call_for(req: &TurnRequest) -> Option<ToolCall> {
         .iter()
         .any(|t| t.name == crate::model::dispatch::BROADCAST_TOOL)
     {
-        return super::sim_team::call_arguments(req).map(|arguments| ToolCall {
+        return super::team::call_arguments(req).map(|arguments| ToolCall {
             id: format!("sim_call_{:08x}", hash as u32),
             name: crate::model::dispatch::BROADCAST_TOOL.to_string(),
             arguments,
@@ -69,7 +69,7 @@ fn route_call(req: &TurnRequest, prompt: &str, hash: u64) -> Option<ToolCall> {
         .filter_map(|d| d.as_str().map(str::to_string))
         .collect();
     let request = prompt.split("\n## ROUTING").next().unwrap_or(prompt);
-    let agent = super::sim_text::sim_route(request, &destinations)?;
+    let agent = super::text::sim_route(request, &destinations)?;
     let words: Vec<&str> = request.split_whitespace().take(12).collect();
     let arguments = json!({ "agent": agent, "message": format!("The user asks: {}", words.join(" ")) });
     Some(ToolCall {

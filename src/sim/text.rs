@@ -78,9 +78,9 @@ pub fn classify(p: &SimPrompt) -> PromptKind {
         PromptKind::FollowUp
     } else if p.has_heading("## ROUTING") {
         PromptKind::Router
-    } else if super::sim_pipeline::is_supervision(p.user) {
+    } else if super::pipeline::is_supervision(p.user) {
         PromptKind::Supervisor
-    } else if super::sim_pipeline::choice(p.user).is_some() {
+    } else if super::pipeline::choice(p.user).is_some() {
         PromptKind::PipelineMember
     } else {
         PromptKind::Chat
@@ -100,7 +100,7 @@ pub fn answer(p: &SimPrompt, seed: u64) -> String {
         PromptKind::FollowUp => follow_up(p, &mut rng),
         PromptKind::RelayDriver => relay_driver(p),
         PromptKind::Router => router(p),
-        PromptKind::PipelineMember => super::sim_pipeline::text_reply(p.user).unwrap_or_default(),
+        PromptKind::PipelineMember => super::pipeline::text_reply(p.user).unwrap_or_default(),
         PromptKind::Supervisor => "OK".to_string(),
         PromptKind::Chat => chat(p, &mut rng),
     }
@@ -355,7 +355,7 @@ fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
     };
     // A pipeline member's input carries a context line and the pipeline's instructions.
     let user = if p.user.contains("\n## PIPELINE") {
-        super::sim_pipeline::request_of(user)
+        super::pipeline::request_of(user)
     } else {
         user
     };

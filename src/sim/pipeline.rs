@@ -8,7 +8,7 @@ use crate::model::pipeline::HUMAN;
 use crate::model::pipeline::{HandoffRequest, TARGETS_LINE, TEXT_HANDOFF};
 
 const REVISE: &str = "Please revise";
-pub(crate) const REVISED: &str = "(revised)";
+const REVISED: &str = "(revised)";
 const CONTEXT: &str = "[Context from previous agent (";
 
 /// The user's request inside a member's prompt (without the context line and the pipeline
@@ -81,4 +81,39 @@ pub fn text_reply(prompt: &str) -> Option<String> {
         "Passing this on to {}.\n{TEXT_HANDOFF}{}\nreason: {}\n{}",
         h.target, h.target, h.reason, h.summary
     ))
+}
+
+/// The sim's side of pipelines, read against the prompts the protocol builds.
+#[cfg(test)]
+mod tests {
+    use super::{REVISED, choice, request_of, text_reply};
+    use crate::engine::protocol::pipeline::{context_line, member_prompt, parse_text_handoff};
+
+    fn prompt(context: Option<&str>, targets: &[&str]) -> String {
+        let targets: Vec<String> = targets.iter().map(|s| s.to_string()).collect();
+        member_prompt("My printer is on fire", context, "x", &targets)
+    }
+
+    #[test]
+    fn the_sim_walks_the_desk_with_one_return() {
+        let triage = choice(&prompt(None, &["handler", "human"])).unwrap();
+        assert_eq!(triage.target, "handler");
+        let c = context_line("triage", &triage.summary);
+        let handler = choice(&prompt(Some(&c), &["reviewer", "human"])).unwrap();
+        assert_eq!(handler.target, "reviewer");
+        let c = context_line("handler", &handler.summary);
+        let review = choice(&prompt(Some(&c), &["resolver", "handler", "human"])).unwrap();
+        assert_eq!(review.target, "handler", "the first review sends it back");
+        let c = context_line("reviewer", &review.summary);
+        let again = choice(&prompt(Some(&c), &["reviewer", "human"])).unwrap();
+        assert!(again.summary.starts_with(REVISED));
+        let c = context_line("handler", &again.summary);
+        let review = choice(&prompt(Some(&c), &["resolver", "handler", "human"])).unwrap();
+        assert_eq!(review.target, "resolver");
+        assert_eq!(choice(&prompt(None, &["human"])), None, "the last stage answers");
+        assert_eq!(request_of(&prompt(Some(&c), &["x"])), "My printer is on fire");
+        let text = text_reply(&prompt(None, &["handler", "human"])).unwrap();
+        assert_eq!(parse_text_handoff(&text).unwrap().target, "handler");
+        assert_eq!(choice("## SUPERVISION\nHandoff targets: a\n\n## PIPELINE"), None);
+    }
 }
