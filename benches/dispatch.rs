@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use huddle::config::{Config, ProviderKind};
+use huddle::engine::protocol::dispatch::DISPATCH_TOOL;
 use huddle::engine::{Engine, EngineOptions, EventSink, RunOverrides};
-use huddle::model::dispatch::DISPATCH_TOOL;
 use huddle::model::{
     DispatchLimits, Group, GroupKind, Mode, Organization, Role, Session, ToolCall, Usage, reconcile,
 };

@@ -194,7 +194,7 @@ impl CallContext<'_> {
     /// tool (the message says why, for the model).
     async fn attempt(&self, offer: &Offer, call: &ToolCall) -> Result<(String, bool), String> {
         let Some(spec) = offer.spec(&call.name) else {
-            if crate::model::dispatch::is_orchestration_tool(&call.name) {
+            if super::protocol::dispatch::is_orchestration_tool(&call.name) {
                 return Err(format!(
                     "`{}` is only for the orchestrator: a sub-agent cannot dispatch or manage sub-agents (depth 1)",
                     call.name

@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use super::text::stable_hash;
-use crate::model::dispatch::{CANCEL_TOOL, COMPLETED_PREFIX, DISPATCH_TOOL, FAILED_PREFIX};
+use crate::engine::protocol::dispatch::{CANCEL_TOOL, COMPLETED_PREFIX, DISPATCH_TOOL, FAILED_PREFIX};
 use crate::model::{ToolCall, ToolChoice};
 use crate::providers::{ChatRole, TurnRequest};
 

@@ -4,8 +4,8 @@
 //! with nowhere to go answers; the supervisor never redirects. The same choice drives the tool
 //! call and the text form.
 
-use crate::model::pipeline::HUMAN;
-use crate::model::pipeline::{HandoffRequest, TARGETS_LINE, TEXT_HANDOFF};
+use crate::engine::protocol::pipeline::HUMAN;
+use crate::engine::protocol::pipeline::{HandoffRequest, TARGETS_LINE, TEXT_HANDOFF};
 
 const REVISE: &str = "Please revise";
 const REVISED: &str = "(revised)";

@@ -9,11 +9,11 @@
 use serde_json::json;
 
 use super::text::stable_hash;
-use crate::model::deliberation::{
+use crate::engine::protocol::team_talk::BROADCASTS_HEADING;
+use crate::engine::protocol::team_talk::{
     CONCLUDE_LINE, CYCLE_LINE, SUPERVISION_HEADING, TEAM_HEADING, TEXT_BROADCAST, TEXT_FINAL, TURN_LINE,
     count_after, member_name, parse_heading_line,
 };
-use crate::model::dispatch::BROADCASTS_HEADING;
 use crate::providers::{ChatRole, TurnRequest};
 
 /// What a member's views are about, picked by its name.

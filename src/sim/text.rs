@@ -303,7 +303,10 @@ fn follow_up(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
 /// A flow router's destinations, from its prompt's `Destinations:` line.
 pub fn router_destinations(text: &str) -> Vec<String> {
     text.lines()
-        .find_map(|l| l.trim().strip_prefix(crate::model::flow::DESTINATIONS_LINE))
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix(crate::engine::protocol::flow::DESTINATIONS_LINE)
+        })
         .map(|l| {
             l.split(',')
                 .map(|d| d.trim().to_string())
@@ -344,11 +347,11 @@ fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
         .map_or(p.user, str::trim_start);
     // A dispatched sub-agent's input ends with its task (or a clarification) under a heading.
     let user = user
-        .rsplit_once(&format!("{}\n", crate::model::dispatch::TASK_HEADING))
+        .rsplit_once(&format!("{}\n", crate::engine::protocol::dispatch::TASK_HEADING))
         .map_or(user, |(_, task)| task.trim_start());
     let user = match user
         .trim_start()
-        .strip_prefix(crate::model::dispatch::CLARIFICATION_HEADER)
+        .strip_prefix(crate::engine::protocol::dispatch::CLARIFICATION_HEADER)
     {
         Some(rest) => rest.split_once('\n').map_or(rest, |(_, q)| q.trim_start()),
         None => user,
@@ -367,7 +370,7 @@ fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
         .system
         .lines()
         .map(str::trim)
-        .take_while(|l| *l != crate::model::dispatch::FOCUS_HEADING)
+        .take_while(|l| *l != crate::engine::protocol::dispatch::FOCUS_HEADING)
         .find(|l| !l.is_empty())
         .map(|l| summary(l, 80));
     // A session with a role (a broadcast panel member, a step of a sequential chain) answers in

@@ -24,11 +24,11 @@ pub fn call_for(req: &TurnRequest) -> Option<ToolCall> {
     if req
         .tools
         .iter()
-        .any(|t| t.name == crate::model::pipeline::CONVERSATION_HANDOFF_TOOL)
+        .any(|t| t.name == crate::engine::protocol::pipeline::CONVERSATION_HANDOFF_TOOL)
     {
         return super::pipeline::choice(prompt).map(|h| ToolCall {
             id: format!("sim_call_{:08x}", hash as u32),
-            name: crate::model::pipeline::CONVERSATION_HANDOFF_TOOL.to_string(),
+            name: crate::engine::protocol::pipeline::CONVERSATION_HANDOFF_TOOL.to_string(),
             arguments: json!({ "target": h.target, "reason": h.reason, "summary": h.summary }).to_string(),
         });
     }
@@ -37,11 +37,11 @@ pub fn call_for(req: &TurnRequest) -> Option<ToolCall> {
     if req
         .tools
         .iter()
-        .any(|t| t.name == crate::model::dispatch::BROADCAST_TOOL)
+        .any(|t| t.name == crate::engine::protocol::team_talk::BROADCAST_TOOL)
     {
         return super::team::call_arguments(req).map(|arguments| ToolCall {
             id: format!("sim_call_{:08x}", hash as u32),
-            name: crate::model::dispatch::BROADCAST_TOOL.to_string(),
+            name: crate::engine::protocol::team_talk::BROADCAST_TOOL.to_string(),
             arguments,
         });
     }
@@ -61,7 +61,7 @@ pub fn call_for(req: &TurnRequest) -> Option<ToolCall> {
 /// The `handoff_to` call of a flow router: the same destination as the text form would pick,
 /// and a note quoting the request.
 fn route_call(req: &TurnRequest, prompt: &str, hash: u64) -> Option<ToolCall> {
-    use crate::model::flow::HANDOFF_TOOL;
+    use crate::engine::protocol::flow::HANDOFF_TOOL;
     let spec = req.tools.iter().find(|t| t.name == HANDOFF_TOOL)?;
     let destinations: Vec<String> = spec.input_schema["properties"]["agent"]["enum"]
         .as_array()?
@@ -81,18 +81,18 @@ fn route_call(req: &TurnRequest, prompt: &str, hash: u64) -> Option<ToolCall> {
 
 /// What the sim says before calling.
 pub fn call_preamble(call: &ToolCall) -> String {
-    if call.name == crate::model::pipeline::CONVERSATION_HANDOFF_TOOL {
-        let target = crate::model::pipeline::call_target(&call.arguments);
+    if call.name == crate::engine::protocol::pipeline::CONVERSATION_HANDOFF_TOOL {
+        let target = crate::engine::protocol::pipeline::call_target(&call.arguments);
         return format!("Passing this on to {target}.");
     }
-    if call.name == crate::model::flow::HANDOFF_TOOL {
+    if call.name == crate::engine::protocol::flow::HANDOFF_TOOL {
         let agent = serde_json::from_str::<Value>(&call.arguments)
             .ok()
             .and_then(|v| v["agent"].as_str().map(str::to_string))
             .unwrap_or_default();
         return format!("This is one for {agent}.");
     }
-    if call.name == crate::model::dispatch::BROADCAST_TOOL {
+    if call.name == crate::engine::protocol::team_talk::BROADCAST_TOOL {
         return "Sharing this with the team.".to_string();
     }
     format!("Let me check with `{}` first.", call.name)

@@ -10,12 +10,12 @@
 
 use chrono::Utc;
 
-use crate::model::pipeline::{HUMAN, Routed, route};
+use crate::model::pipeline::{Routed, route};
 use crate::model::{ConversationState, CycleOutcome, PipelineSpec, Supervise};
 
 use super::super::events::{EventKind, Phase};
 use super::super::protocol::pipeline::{
-    HandoffRequest, call_target, check_target, context_line, member_prompt, parse_text_handoff,
+    HUMAN, HandoffRequest, call_target, check_target, context_line, member_prompt, parse_text_handoff,
     supervisor_prompt, without_text_handoff,
 };
 use super::super::run::Run;

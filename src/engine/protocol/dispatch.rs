@@ -5,10 +5,29 @@
 use serde_json::{Value, json};
 
 use crate::model::ToolSpec;
-use crate::model::dispatch::{
-    ASK_TOOL, CANCEL_TOOL, CATALOG_HEADING, CLARIFICATION_HEADER, COMPLETED_PREFIX, DISPATCH_TOOL,
-    FAILED_PREFIX, FOCUS_HEADING, LIST_TOOL, TASK_HEADING,
-};
+
+/// The orchestrator's tools (plain names: no MCP tool has a name without a `.`).
+pub const DISPATCH_TOOL: &str = "dispatch_agent";
+pub const CANCEL_TOOL: &str = "cancel_agent";
+pub const LIST_TOOL: &str = "list_agents";
+pub const ASK_TOOL: &str = "ask_agent";
+
+/// True for the orchestrator's tools (a sub-agent calling one gets a clear tool error: depth 1).
+pub fn is_orchestration_tool(name: &str) -> bool {
+    [DISPATCH_TOOL, CANCEL_TOOL, LIST_TOOL, ASK_TOOL].contains(&name)
+}
+
+/// How a pushed result opens (the orchestrator's conversation gets it as a user message).
+pub const COMPLETED_PREFIX: &str = "[Sub-agent completed]";
+pub const FAILED_PREFIX: &str = "[Sub-agent failed]";
+/// The heading of the block a dispatched sub-agent's system prompt gets.
+pub const FOCUS_HEADING: &str = "## You were dispatched";
+/// The heading a sub-agent's task is under.
+pub const TASK_HEADING: &str = "## Task";
+/// How a clarification request opens (seed 000's sub-agent clarification).
+pub const CLARIFICATION_HEADER: &str = "## CLARIFICATION REQUEST FROM";
+/// The heading of the catalog in the orchestrator's system prompt.
+pub const CATALOG_HEADING: &str = "## Available sub-agents";
 
 /// A member the orchestrator may dispatch, as its catalog shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]

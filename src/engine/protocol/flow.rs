@@ -8,7 +8,11 @@ use crate::model::ToolSpec;
 
 use super::super::events::{EventKind, HopKind};
 
-pub use crate::model::flow::{DESTINATIONS_LINE, HANDOFF_TOOL};
+/// The built-in tool a router ends with (the engine offers it, the sim calls it).
+pub const HANDOFF_TOOL: &str = "handoff_to";
+
+/// The line of a router's prompt that lists its destinations (the sim reads it too).
+pub const DESTINATIONS_LINE: &str = "Destinations: ";
 
 /// A router's choice: the destination and its optional note.
 #[derive(Debug, Clone, PartialEq, Eq)]
