@@ -81,7 +81,7 @@ impl SimProvider {
                     (Vec::new(), text, usage)
                 }
                 None => match tools::call_for(&req) {
-                    Some(call) => (vec![call.clone()], tools::call_preamble(&call), Usage::default()),
+                    Some((call, preamble)) => (vec![call], preamble, Usage::default()),
                     None => {
                         let (text, usage) = simulate(&req);
                         (Vec::new(), text, usage)

@@ -4,18 +4,30 @@
 //! with nowhere to go answers; the supervisor never redirects. The same choice drives the tool
 //! call and the text form.
 
-use crate::engine::protocol::pipeline::HUMAN;
-use crate::engine::protocol::pipeline::{HandoffRequest, TARGETS_LINE, TEXT_HANDOFF};
+use crate::engine::protocol::pipeline::{
+    CONTEXT_PREFIX, HUMAN, HandoffRequest, PIPELINE_HEADING, SUPERVISION_HEADING, TARGETS_LINE, TEXT_HANDOFF,
+    TEXT_REASON,
+};
 
+/// What the sim's reviewer asks for, and how the revised answer says it was revised.
 const REVISE: &str = "Please revise";
 const REVISED: &str = "(revised)";
-const CONTEXT: &str = "[Context from previous agent (";
+
+/// The pipeline's instructions after a member's request, as they open.
+fn instructions() -> String {
+    format!("\n{PIPELINE_HEADING}")
+}
+
+/// Whether the prompt is a member's (it carries the pipeline's instructions).
+pub fn is_member(prompt: &str) -> bool {
+    prompt.contains(&instructions())
+}
 
 /// The user's request inside a member's prompt (without the context line and the pipeline
 /// instructions).
 pub fn request_of(prompt: &str) -> &str {
-    let body = prompt.split("\n## PIPELINE").next().unwrap_or(prompt).trim();
-    match body.strip_prefix(CONTEXT) {
+    let body = prompt.split(&instructions()).next().unwrap_or(prompt).trim();
+    match body.strip_prefix(CONTEXT_PREFIX) {
         Some(rest) => rest.split_once("\n\n").map_or("", |(_, r)| r).trim(),
         None => body,
     }
@@ -23,12 +35,12 @@ pub fn request_of(prompt: &str) -> &str {
 
 /// Whether the prompt is the supervisor's look.
 pub fn is_supervision(prompt: &str) -> bool {
-    prompt.lines().any(|l| l.trim() == "## SUPERVISION")
+    prompt.lines().any(|l| l.trim() == SUPERVISION_HEADING)
 }
 
 /// The handoff the sim makes from this member prompt, if any.
 pub fn choice(prompt: &str) -> Option<HandoffRequest> {
-    if is_supervision(prompt) || !prompt.contains("\n## PIPELINE") {
+    if is_supervision(prompt) || !is_member(prompt) {
         return None;
     }
     let targets: Vec<&str> = prompt
@@ -41,7 +53,7 @@ pub fn choice(prompt: &str) -> Option<HandoffRequest> {
     let (first, last) = (targets.first()?, targets.last()?);
     let context = prompt
         .trim_start()
-        .strip_prefix(CONTEXT)
+        .strip_prefix(CONTEXT_PREFIX)
         .and_then(|c| c.lines().next())
         .unwrap_or("");
     let request: String = request_of(prompt).chars().take(60).collect();
@@ -78,7 +90,7 @@ pub fn choice(prompt: &str) -> Option<HandoffRequest> {
 pub fn text_reply(prompt: &str) -> Option<String> {
     let h = choice(prompt)?;
     Some(format!(
-        "Passing this on to {}.\n{TEXT_HANDOFF}{}\nreason: {}\n{}",
+        "Passing this on to {}.\n{TEXT_HANDOFF}{}\n{TEXT_REASON} {}\n{}",
         h.target, h.target, h.reason, h.summary
     ))
 }

@@ -6,13 +6,10 @@
 //! when it must conclude) it answers with a summary of the broadcasts, the final answer. The
 //! same choices drive the `team_broadcast` call and the text form.
 
-use serde_json::json;
-
 use super::text::stable_hash;
-use crate::engine::protocol::team_talk::BROADCASTS_HEADING;
 use crate::engine::protocol::team_talk::{
     CONCLUDE_LINE, CYCLE_LINE, SUPERVISION_HEADING, TEAM_HEADING, TEXT_BROADCAST, TEXT_FINAL, TURN_LINE,
-    count_after, member_name, parse_heading_line,
+    broadcast_arguments, count_after, member_name, read_block,
 };
 use crate::providers::{ChatRole, TurnRequest};
 
@@ -36,26 +33,19 @@ struct Heard {
 
 /// The broadcasts of the block in `prompt`, in order.
 fn heard(prompt: &str) -> Vec<Heard> {
-    let Some(start) = prompt.find(BROADCASTS_HEADING) else {
-        return Vec::new();
-    };
-    let mut out: Vec<Heard> = Vec::new();
-    for line in prompt[start..].lines() {
-        if let Some(h) = parse_heading_line(line) {
-            out.push(Heard {
-                from: h.from,
-                supervisor: h.supervisor,
-                message: String::new(),
-            });
-        } else if let (Some(last), Some(quoted)) = (out.last_mut(), line.strip_prefix('>')) {
-            if last.message.is_empty() && !quoted.trim().is_empty() {
-                last.message = quoted.trim().to_string();
-            }
-        } else if line.starts_with("## ") && !out.is_empty() {
-            break;
-        }
-    }
-    out
+    read_block(prompt)
+        .into_iter()
+        .map(|(h, message)| Heard {
+            from: h.from,
+            supervisor: h.supervisor,
+            message: message
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("")
+                .to_string(),
+        })
+        .collect()
 }
 
 /// The text of the user messages of the conversation, newest first.
@@ -180,7 +170,7 @@ fn supervise(req: &TurnRequest, prompt: &str) -> Move {
 /// The `team_broadcast` call's arguments, when the sim broadcasts now.
 pub fn call_arguments(req: &TurnRequest) -> Option<String> {
     match decide(req)? {
-        Move::Broadcast { message, last } => Some(json!({ "message": message, "final": last }).to_string()),
+        Move::Broadcast { message, last } => Some(broadcast_arguments(&message, last)),
         Move::Answer(_) => None,
     }
 }

@@ -1,6 +1,16 @@
-//! What the offline simulator says: it recognises each prompt kind by the markers of
-//! PROMPT_CONTRACT.md (case-insensitively, headings on their own line) and answers the way a
-//! cooperative model would. Pure functions: the same prompt and seed give the same text.
+//! What the offline simulator says: it recognises each prompt kind by the markers the
+//! protocol writes (`engine::protocol`'s constants, case-insensitively, headings on their own
+//! line) and answers the way a cooperative model would. Pure functions: the same prompt and
+//! seed give the same text.
+
+use crate::engine::protocol::assignments::{END_MARKER, WORKER_MARKER};
+use crate::engine::protocol::evaluation::{FAIL, PASS, RATIONALE_LABEL, SCORE_LABEL, parse_evaluator_reply};
+use crate::engine::protocol::prompts::{
+    ANSWER_HEADING, ANSWER_TO_EVALUATE_HEADING, LAST_EVALUATION_HEADING, ORIGINAL_REQUEST_HEADING,
+    PREVIOUS_SYNTHESIS_HEADING, REQUEST_HEADING, SYNTHESIS_TO_EVALUATE_HEADING, WORKER_RESULTS_HEADING,
+    WORKERS_HEADING, YOUR_TASK_HEADING, parse_iteration, parse_result_heading, parse_worker_line,
+};
+use crate::engine::protocol::{Sentinel, dispatch, flow, pipeline, relay};
 
 /// The prompt kinds of the contract, in the order they are checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,35 +58,35 @@ impl SimPrompt<'_> {
         section(self.user, heading).or_else(|| section(self.system, heading))
     }
     fn iteration(&self) -> u32 {
-        iteration(self.user)
-            .or_else(|| iteration(self.system))
+        parse_iteration(self.user)
+            .or_else(|| parse_iteration(self.system))
             .unwrap_or(1)
     }
 }
 
 pub fn classify(p: &SimPrompt) -> PromptKind {
-    if heading_index(p.user, "## Relay objective").is_some() {
+    if heading_index(p.user, relay::OBJECTIVE_HEADING).is_some() {
         PromptKind::RelayDriver
-    } else if p.has_heading("## Synthesis to evaluate") {
+    } else if p.has_heading(SYNTHESIS_TO_EVALUATE_HEADING) {
         PromptKind::Evaluator
-    } else if p.has_heading("## Answer to evaluate") {
+    } else if p.has_heading(ANSWER_TO_EVALUATE_HEADING) {
         PromptKind::SingleEvaluator
-    } else if p.has_heading("## Worker results") && p.contains("[[NEEDS_ITERATION]]") {
+    } else if p.has_heading(WORKER_RESULTS_HEADING) && p.contains(Sentinel::NeedsIteration.as_str()) {
         PromptKind::SynthesisSelfEval
-    } else if p.has_heading("## Worker results") {
+    } else if p.has_heading(WORKER_RESULTS_HEADING) {
         PromptKind::Synthesis
-    } else if p.has_heading("## Workers")
-        && (p.contains("@worker:")
-            || p.has_heading("## Previous synthesis")
-            || p.has_heading("## Last evaluation"))
+    } else if p.has_heading(WORKERS_HEADING)
+        && (p.contains(WORKER_MARKER)
+            || p.has_heading(PREVIOUS_SYNTHESIS_HEADING)
+            || p.has_heading(LAST_EVALUATION_HEADING))
     {
         // A replan without the format reminder is still a replan.
         PromptKind::Planning
-    } else if p.has_heading("## Your task") {
+    } else if p.has_heading(YOUR_TASK_HEADING) {
         PromptKind::Worker
-    } else if p.contains("[[REFLECTION_COMPLETE]]") {
+    } else if p.contains(Sentinel::ReflectionComplete.as_str()) {
         PromptKind::FollowUp
-    } else if p.has_heading("## ROUTING") {
+    } else if p.has_heading(flow::ROUTING_HEADING) {
         PromptKind::Router
     } else if super::pipeline::is_supervision(p.user) {
         PromptKind::Supervisor
@@ -101,7 +111,7 @@ pub fn answer(p: &SimPrompt, seed: u64) -> String {
         PromptKind::RelayDriver => relay_driver(p),
         PromptKind::Router => router(p),
         PromptKind::PipelineMember => super::pipeline::text_reply(p.user).unwrap_or_default(),
-        PromptKind::Supervisor => "OK".to_string(),
+        PromptKind::Supervisor => pipeline::NO_REDIRECT.to_string(),
         PromptKind::Chat => chat(p, &mut rng),
     }
 }
@@ -115,35 +125,35 @@ pub fn evaluator_score(n: u32) -> f64 {
 fn evaluator(p: &SimPrompt) -> String {
     let n = p.iteration();
     let score = evaluator_score(n);
-    let request = summary(&p.section("## Request").unwrap_or_default(), 80);
+    let request = summary(&p.section(REQUEST_HEADING).unwrap_or_default(), 80);
     let (rationale, sentinel) = if score >= 0.9 {
         (
             format!("iteration {n} answers \"{request}\" completely and the worker contributions agree"),
-            "[[GROUP_REFLECT_COMPLETE]]",
+            Sentinel::GroupReflectComplete,
         )
     } else {
         (
             format!(
                 "iteration {n} covers the main points of \"{request}\" but needs more concrete detail and one clear recommendation"
             ),
-            "[[NEEDS_ITERATION]]",
+            Sentinel::NeedsIteration,
         )
     };
-    format!("SCORE: {score:.2}\nRATIONALE: {rationale}.\n{sentinel}\n")
+    format!("{SCORE_LABEL}: {score:.2}\n{RATIONALE_LABEL}: {rationale}.\n{sentinel}\n")
 }
 
 fn single_evaluator(p: &SimPrompt) -> String {
     if p.iteration() >= 2 {
-        "PASS\nThe answer now addresses the request directly.\n".to_string()
+        format!("{PASS}\nThe answer now addresses the request directly.\n")
     } else {
-        "FAIL: the answer is too general; add concrete steps and an example.\n".to_string()
+        format!("{FAIL}: the answer is too general; add concrete steps and an example.\n")
     }
 }
 
 fn synthesis(p: &SimPrompt, rng: &mut fastrand::Rng, self_evaluate: bool) -> String {
     let n = p.iteration();
-    let request = summary(&p.section("## Request").unwrap_or_default(), 100);
-    let results = worker_results(&p.section("## Worker results").unwrap_or_default());
+    let request = summary(&p.section(REQUEST_HEADING).unwrap_or_default(), 100);
+    let results = worker_results(&p.section(WORKER_RESULTS_HEADING).unwrap_or_default());
     let mut out = format!("Combined answer, iteration {n}, to \"{request}\".\n\n");
     if results.is_empty() {
         out.push_str("No worker produced a result this round, so this rests on the request alone.\n");
@@ -168,9 +178,9 @@ fn synthesis(p: &SimPrompt, rng: &mut fastrand::Rng, self_evaluate: bool) -> Str
     out.push_str(&format!("\nTaken together (pass {n}): {closing}.\n"));
     if self_evaluate {
         if n >= 2 {
-            out.push_str("[[GROUP_REFLECT_COMPLETE]]\n");
+            out.push_str(&format!("{}\n", Sentinel::GroupReflectComplete));
         } else {
-            out.push_str("[[NEEDS_ITERATION]]\n");
+            out.push_str(&format!("{}\n", Sentinel::NeedsIteration));
             out.push_str("Make the recommendations concrete and resolve where the workers differ.\n");
         }
     }
@@ -178,9 +188,9 @@ fn synthesis(p: &SimPrompt, rng: &mut fastrand::Rng, self_evaluate: bool) -> Str
 }
 
 fn planning(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
-    let workers = workers(&p.section("## Workers").unwrap_or_default());
-    let request = summary(&p.section("## Request").unwrap_or_default(), 100);
-    let is_replan = p.has_heading("## Previous synthesis") || p.has_heading("## Last evaluation");
+    let workers = workers(&p.section(WORKERS_HEADING).unwrap_or_default());
+    let request = summary(&p.section(REQUEST_HEADING).unwrap_or_default(), 100);
+    let is_replan = p.has_heading(PREVIOUS_SYNTHESIS_HEADING) || p.has_heading(LAST_EVALUATION_HEADING);
     if workers.is_empty() {
         return format!("No workers are listed, so I will answer \"{request}\" directly in the synthesis.\n");
     }
@@ -203,20 +213,23 @@ fn planning(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
                 ),
                 summary(&w.specialization, 80)
             );
-            out.push_str(&format!("@worker:{}\n{task}\n@end\n\n", w.name));
+            out.push_str(&format!("{WORKER_MARKER}{}\n{task}\n{END_MARKER}\n\n", w.name));
         }
         return out;
     }
 
     let n = p.iteration();
-    let evaluation = p.section("## Last evaluation").unwrap_or_default();
-    let score = score_in(&evaluation);
+    let evaluation = parse_evaluator_reply(&p.section(LAST_EVALUATION_HEADING).unwrap_or_default());
+    let score = (!evaluation.unparsed).then_some(evaluation.score);
     // With an evaluator, its score ends the cycle (0.94 at iteration 3); this is the fallback.
     if n > 3 || score.is_some_and(|s| s >= 0.9) {
         return "The goal is met: the last synthesis answers the request, so no further assignments are needed.\n"
             .to_string();
     }
-    let feedback = feedback_line(&evaluation);
+    let feedback = match summary(&evaluation.rationale, 160) {
+        none if none.is_empty() => "add more concrete detail".to_string(),
+        line => line,
+    };
     let mut chosen: Vec<&Worker> = workers.iter().filter(|_| rng.bool()).collect();
     if chosen.is_empty() {
         chosen.push(&workers[rng.usize(..workers.len())]);
@@ -228,7 +241,7 @@ fn planning(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
     );
     for w in chosen {
         out.push_str(&format!(
-            "@worker:{}\nRevise your part of \"{request}\" to address this feedback: {feedback}\n@end\n\n",
+            "{WORKER_MARKER}{}\nRevise your part of \"{request}\" to address this feedback: {feedback}\n{END_MARKER}\n\n",
             w.name
         ));
     }
@@ -236,8 +249,8 @@ fn planning(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
 }
 
 fn worker(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
-    let task = summary(&p.section("## Your task").unwrap_or_default(), 160);
-    let request = summary(&p.section("## Original request").unwrap_or_default(), 100);
+    let task = summary(&p.section(YOUR_TASK_HEADING).unwrap_or_default(), 160);
+    let request = summary(&p.section(ORIGINAL_REQUEST_HEADING).unwrap_or_default(), 100);
     let focus = p
         .system
         .lines()
@@ -293,7 +306,8 @@ fn follow_up(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
     );
     if n >= 2 {
         format!(
-            "Revised answer (iteration {n}): I {improvement}; the answer is now complete.\n[[REFLECTION_COMPLETE]]\n"
+            "Revised answer (iteration {n}): I {improvement}; the answer is now complete.\n{}\n",
+            Sentinel::ReflectionComplete
         )
     } else {
         format!("Revised answer (iteration {n}): I {improvement}, and one more pass will make it complete.\n")
@@ -303,10 +317,7 @@ fn follow_up(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
 /// A flow router's destinations, from its prompt's `Destinations:` line.
 pub fn router_destinations(text: &str) -> Vec<String> {
     text.lines()
-        .find_map(|l| {
-            l.trim()
-                .strip_prefix(crate::engine::protocol::flow::DESTINATIONS_LINE)
-        })
+        .find_map(|l| l.trim().strip_prefix(flow::DESTINATIONS_LINE))
         .map(|l| {
             l.split(',')
                 .map(|d| d.trim().to_string())
@@ -323,14 +334,23 @@ pub fn sim_route(request: &str, destinations: &[String]) -> Option<String> {
     (n > 0).then(|| destinations[(stable_hash(&[request]) % n) as usize].clone())
 }
 
+/// The request in a router's prompt (before its routing instructions).
+pub fn request_before_routing(prompt: &str) -> &str {
+    prompt
+        .split(&format!("\n{}", flow::ROUTING_HEADING))
+        .next()
+        .unwrap_or(prompt)
+}
+
 /// A router without tools: the `@handoff:` line and a note for the destination.
 fn router(p: &SimPrompt) -> String {
-    let request = p.user.split("\n## ROUTING").next().unwrap_or(p.user);
+    let request = request_before_routing(p.user);
     let Some(to) = sim_route(request, &router_destinations(p.user)) else {
         return format!("I will answer this myself: {}", summary(request, 80));
     };
     format!(
-        "This is one for {to}.\n@handoff:{to}\nThe user asks: {}",
+        "This is one for {to}.\n{}{to}\nThe user asks: {}",
+        flow::TEXT_ROUTE,
         summary(request, 80)
     )
 }
@@ -343,21 +363,18 @@ fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
     let user = p
         .user
         .trim_start()
-        .strip_prefix("## ORIGINAL USER REQUEST")
+        .strip_prefix(flow::ORIGINAL_REQUEST)
         .map_or(p.user, str::trim_start);
     // A dispatched sub-agent's input ends with its task (or a clarification) under a heading.
     let user = user
-        .rsplit_once(&format!("{}\n", crate::engine::protocol::dispatch::TASK_HEADING))
+        .rsplit_once(&format!("{}\n", dispatch::TASK_HEADING))
         .map_or(user, |(_, task)| task.trim_start());
-    let user = match user
-        .trim_start()
-        .strip_prefix(crate::engine::protocol::dispatch::CLARIFICATION_HEADER)
-    {
+    let user = match user.trim_start().strip_prefix(dispatch::CLARIFICATION_HEADER) {
         Some(rest) => rest.split_once('\n').map_or(rest, |(_, q)| q.trim_start()),
         None => user,
     };
     // A pipeline member's input carries a context line and the pipeline's instructions.
-    let user = if p.user.contains("\n## PIPELINE") {
+    let user = if super::pipeline::is_member(p.user) {
         super::pipeline::request_of(user)
     } else {
         user
@@ -370,7 +387,7 @@ fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
         .system
         .lines()
         .map(str::trim)
-        .take_while(|l| *l != crate::engine::protocol::dispatch::FOCUS_HEADING)
+        .take_while(|l| *l != dispatch::FOCUS_HEADING)
         .find(|l| !l.is_empty())
         .map(|l| summary(l, 80));
     // A session with a role (a broadcast panel member, a step of a sequential chain) answers in
@@ -380,8 +397,10 @@ fn chat(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
         let earlier: Vec<String> = p
             .user
             .lines()
-            .filter_map(|l| l.strip_prefix("### "))
-            .map(|l| l.strip_prefix("From ").unwrap_or(l))
+            .filter_map(|l| {
+                l.strip_prefix(flow::REPORT_HEADING)
+                    .or_else(|| l.strip_prefix(ANSWER_HEADING))
+            })
             .map(|l| l.split(" (").next().unwrap_or(l).trim().to_string())
             .collect();
         let building = if earlier.is_empty() {
@@ -417,20 +436,19 @@ const SIM_RELAY_TURNS: u32 = 3;
 /// A relay driver's draft: deterministic from the turn, the objective, the counterpart's last
 /// message and a rejection note; from turn 3 (or the last turn allowed) it closes the relay.
 fn relay_driver(p: &SimPrompt) -> String {
-    let objective = summary(&p.section("## Relay objective").unwrap_or_default(), 80);
-    let (turn, max) = relay_turn(p.user);
-    let latest = p
-        .section("## Latest counterpart message")
-        .map(|t| summary(&t, 60));
+    let objective = summary(&p.section(relay::OBJECTIVE_HEADING).unwrap_or_default(), 80);
+    let (turn, max) = relay::parse_turn_line(p.user).unwrap_or((1, u32::MAX));
+    let latest = p.section(relay::LATEST_REPLY_HEADING).map(|t| summary(&t, 60));
     let note = p
-        .section("## The user rejected your last draft")
+        .section(relay::REJECTION_HEADING)
         .map(|t| summary(t.lines().next().unwrap_or(""), 60));
     if turn > SIM_RELAY_TURNS.min(max) {
         return format!(
             "Report: after {} turns toward \"{objective}\" the counterpart's last word was \"{}\". \
-             (Simulated by huddle's offline simulator.)\n[[RELAY_COMPLETE]]\n",
+             (Simulated by huddle's offline simulator.)\n{}\n",
             turn - 1,
-            latest.unwrap_or_default()
+            latest.unwrap_or_default(),
+            relay::RELAY_COMPLETE
         );
     }
     let mut text = match (turn, &latest) {
@@ -471,48 +489,18 @@ fn counterparty(p: &SimPrompt) -> String {
     format!("{text} (Simulated counterparty.)\n")
 }
 
-/// `Turn: <n> of <max>` in a relay driver prompt.
-fn relay_turn(text: &str) -> (u32, u32) {
-    let line = text.lines().find_map(|l| l.trim().strip_prefix("Turn: "));
-    let mut numbers = line
-        .unwrap_or("")
-        .split(" of ")
-        .map(|n| n.trim().parse::<u32>().unwrap_or(1));
-    let turn = numbers.next().unwrap_or(1);
-    (turn, numbers.next().unwrap_or(u32::MAX))
-}
-
 struct Worker {
     name: String,
     specialization: String,
 }
 
-/// ``- `name` (model: slug): specialization`` lines.
+/// The workers listed under the planning prompt's heading.
 fn workers(section: &str) -> Vec<Worker> {
-    let mut out = Vec::new();
-    for line in section.lines() {
-        let line = line.trim();
-        let Some(rest) = line.strip_prefix("- ").or_else(|| line.strip_prefix("* ")) else {
-            continue;
-        };
-        let Some(rest) = rest.strip_prefix('`') else {
-            continue;
-        };
-        let Some((name, after)) = rest.split_once('`') else {
-            continue;
-        };
-        let specialization = match after.find("):") {
-            Some(i) => &after[i + 2..],
-            None => after.split_once(':').map(|(_, s)| s).unwrap_or(""),
-        };
-        if !name.trim().is_empty() {
-            out.push(Worker {
-                name: name.trim().to_string(),
-                specialization: specialization.trim().to_string(),
-            });
-        }
-    }
-    out
+    section
+        .lines()
+        .filter_map(parse_worker_line)
+        .map(|(name, specialization)| Worker { name, specialization })
+        .collect()
 }
 
 struct WorkerResult {
@@ -521,26 +509,14 @@ struct WorkerResult {
     body: String,
 }
 
-/// `### name (status, duration)` headings and the text under each.
+/// The results under the synthesis prompt's heading, each with the text under it.
 fn worker_results(section: &str) -> Vec<WorkerResult> {
     let mut out: Vec<WorkerResult> = Vec::new();
     for line in section.lines() {
-        if let Some(head) = line.trim().strip_prefix("### ") {
-            let (name, status) = match head.rfind(" (") {
-                Some(i) => {
-                    let inside = head[i + 2..].trim_end_matches(')');
-                    let status = inside.split(',').next().unwrap_or("").trim();
-                    (&head[..i], status)
-                }
-                None => (head, ""),
-            };
+        if let Some((name, status)) = parse_result_heading(line) {
             out.push(WorkerResult {
                 name: name.trim().to_string(),
-                status: if status.is_empty() {
-                    "done".into()
-                } else {
-                    status.to_string()
-                },
+                status: status.unwrap_or("done").to_string(),
                 body: String::new(),
             });
         } else if let Some(last) = out.last_mut() {
@@ -568,50 +544,6 @@ fn section(text: &str, heading: &str) -> Option<String> {
         .take_while(|l| !l.trim_start().starts_with("## "))
         .collect();
     Some(body.join("\n").trim().to_string())
-}
-
-/// `Iteration: <n> of <max>` anywhere in the text.
-pub fn iteration(text: &str) -> Option<u32> {
-    let lower = text.to_lowercase();
-    let mut from = 0;
-    while let Some(i) = lower[from..].find("iteration:") {
-        let rest = lower[from + i + "iteration:".len()..].trim_start();
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        if let Ok(n) = digits.parse::<u32>()
-            && rest[digits.len()..].trim_start().starts_with("of")
-        {
-            return Some(n);
-        }
-        from += i + 1;
-    }
-    None
-}
-
-/// The first number after "score" in an evaluation.
-fn score_in(text: &str) -> Option<f64> {
-    let lower = text.to_lowercase();
-    let i = lower.find("score")?;
-    let rest = &lower[i + 5..];
-    let start = rest.find(|c: char| c.is_ascii_digit())?;
-    let number: String = rest[start..]
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '.')
-        .collect();
-    number.trim_end_matches('.').parse().ok()
-}
-
-/// The evaluation's advice in one line: its RATIONALE, else its first line that is not a score.
-fn feedback_line(evaluation: &str) -> String {
-    let lines = || evaluation.lines().map(str::trim).filter(|l| !l.is_empty());
-    let rationale = lines().find_map(|l| {
-        l.get(..10)
-            .filter(|p| p.eq_ignore_ascii_case("rationale:"))
-            .map(|_| l[10..].trim())
-    });
-    let line = rationale
-        .or_else(|| lines().find(|l| !l.to_lowercase().starts_with("score") && !l.starts_with("[[")))
-        .unwrap_or("add more concrete detail");
-    summary(line, 160)
 }
 
 fn first_sentence(text: &str) -> String {

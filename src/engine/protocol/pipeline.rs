@@ -18,6 +18,29 @@ pub const TEXT_HANDOFF: &str = "@handoff_conversation:";
 /// The line of a member's prompt that lists where it may hand off (the sim reads it too).
 pub const TARGETS_LINE: &str = "Handoff targets: ";
 
+/// The text form's lines after the handoff line: `reason: ...`, `next_phase: ...`.
+pub const TEXT_REASON: &str = "reason:";
+pub const TEXT_NEXT_PHASE: &str = "next_phase:";
+
+/// Heads how a member hands the conversation on (after the context line and the request).
+pub const PIPELINE_HEADING: &str = "## PIPELINE";
+/// Heads the supervisor's instructions.
+pub const SUPERVISION_HEADING: &str = "## SUPERVISION";
+/// Opens the note a receiving member sees before the request: `[Context from previous agent
+/// (<from>)]: <summary>`.
+pub const CONTEXT_PREFIX: &str = "[Context from previous agent (";
+/// What the supervisor answers when it does not redirect.
+pub const NO_REDIRECT: &str = "OK";
+
+/// A `handoff_conversation` call's arguments.
+pub fn conversation_handoff_arguments(h: &HandoffRequest) -> String {
+    let mut args = json!({ "target": h.target, "reason": h.reason, "summary": h.summary });
+    if let Some(phase) = &h.next_phase {
+        args["next_phase"] = json!(phase);
+    }
+    args.to_string()
+}
+
 /// A handoff a member asked for (its target not yet checked against the pipeline).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HandoffRequest {
@@ -119,9 +142,9 @@ pub fn parse_text_handoff(text: &str) -> Option<HandoffRequest> {
     let mut summary = Vec::new();
     for line in lines {
         let trimmed = line.trim();
-        if let Some(reason) = trimmed.strip_prefix("reason:") {
+        if let Some(reason) = trimmed.strip_prefix(TEXT_REASON) {
             request.reason = reason.trim().to_string();
-        } else if let Some(phase) = trimmed.strip_prefix("next_phase:") {
+        } else if let Some(phase) = trimmed.strip_prefix(TEXT_NEXT_PHASE) {
             request.next_phase = Some(phase.trim().to_string()).filter(|p| !p.is_empty());
         } else {
             summary.push(line);
@@ -142,7 +165,7 @@ pub fn without_text_handoff(text: &str) -> String {
 
 /// The handoff note a receiving member sees before the request.
 pub fn context_line(from: &str, summary: &str) -> String {
-    format!("[Context from previous agent ({from})]: {}", summary.trim())
+    format!("{CONTEXT_PREFIX}{from})]: {}", summary.trim())
 }
 
 /// What a member is given: the context from the member that handed over (if any), the user's
@@ -155,10 +178,11 @@ pub fn member_prompt(request: &str, context: Option<&str>, phase: &str, targets:
     }
     out.push_str(request.trim());
     out.push_str(&format!(
-        "\n\n## PIPELINE\nPhase: {phase}\n{TARGETS_LINE}{}\nAnswer the user. When the conversation \
-         belongs with another agent (or should wait for the user: `{HUMAN}`), call the \
-         `{CONVERSATION_HANDOFF_TOOL}` tool with target, reason and summary. Without tools, end \
-         your reply with a line `{TEXT_HANDOFF}<target>`, then `reason: ...` and the summary.",
+        "\n\n{PIPELINE_HEADING}\nPhase: {phase}\n{TARGETS_LINE}{}\nAnswer the user. When the \
+         conversation belongs with another agent (or should wait for the user: `{HUMAN}`), call \
+         the `{CONVERSATION_HANDOFF_TOOL}` tool with target, reason and summary. Without tools, \
+         end your reply with a line `{TEXT_HANDOFF}<target>`, then `{TEXT_REASON} ...` and the \
+         summary.",
         targets.join(", ")
     ));
     out
@@ -167,9 +191,10 @@ pub fn member_prompt(request: &str, context: Option<&str>, phase: &str, targets:
 /// What the supervisor is given: the exchanges since it last looked, and how to redirect.
 pub fn supervisor_prompt(exchanges: &[String], targets: &[String]) -> String {
     format!(
-        "## PIPELINE EXCHANGES\n\n{}\n\n## SUPERVISION\n{TARGETS_LINE}{}\nYou supervise this \
-         conversation. To redirect it, call `{CONVERSATION_HANDOFF_TOOL}` (or end with a line \
-         `{TEXT_HANDOFF}<target>`, then `reason: ...` and a summary). Otherwise reply `OK`.",
+        "## PIPELINE EXCHANGES\n\n{}\n\n{SUPERVISION_HEADING}\n{TARGETS_LINE}{}\nYou supervise \
+         this conversation. To redirect it, call `{CONVERSATION_HANDOFF_TOOL}` (or end with a line \
+         `{TEXT_HANDOFF}<target>`, then `{TEXT_REASON} ...` and a summary). Otherwise reply \
+         `{NO_REDIRECT}`.",
         exchanges.join("\n\n"),
         targets.join(", ")
     )

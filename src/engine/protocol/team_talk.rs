@@ -196,6 +196,11 @@ pub fn broadcast_tool(member: bool) -> ToolSpec {
     }
 }
 
+/// A `team_broadcast` call's arguments (`last`: a member's final one).
+pub fn broadcast_arguments(message: &str, last: bool) -> String {
+    json!({ "message": message, "final": last }).to_string()
+}
+
 /// Reads a `team_broadcast` call; `Err` is the tool error the model gets back.
 pub fn parse_broadcast_call(arguments: &str, member: bool) -> Result<Said, String> {
     let value: Value = serde_json::from_str(arguments)
@@ -346,6 +351,29 @@ pub fn broadcasts_block(deliveries: &[Delivery<'_>]) -> String {
                 ));
             }
         }
+    }
+    out
+}
+
+/// Reads the block of [`broadcasts_block`] in `text` back: each broadcast's heading and its
+/// message (unquoted), in order. The block ends at the next `## ` heading.
+pub fn read_block(text: &str) -> Vec<(BroadcastHeading, String)> {
+    let Some(start) = text.find(BROADCASTS_HEADING) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(BroadcastHeading, String)> = Vec::new();
+    for line in text[start..].lines() {
+        if let Some(heading) = parse_heading_line(line) {
+            out.push((heading, String::new()));
+        } else if let (Some((_, message)), Some(quoted)) = (out.last_mut(), line.strip_prefix('>')) {
+            message.push_str(quoted.strip_prefix(' ').unwrap_or(quoted));
+            message.push('\n');
+        } else if line.starts_with("## ") && !out.is_empty() {
+            break;
+        }
+    }
+    for (_, message) in &mut out {
+        message.truncate(message.trim_end().len());
     }
     out
 }
@@ -727,6 +755,21 @@ mod tests {
         let headings: Vec<_> = block.lines().filter_map(parse_heading_line).collect();
         assert_eq!(headings.len(), 3, "a quoted heading is not a broadcast");
         assert!(headings[1].supervisor && headings[2].last);
+        let read = read_block(&format!(
+            "{block}\n## Team supervision\n### chair · update · turn 9 · x\n"
+        ));
+        let messages: Vec<(&str, &str)> = read.iter().map(|(h, m)| (h.from.as_str(), m.as_str())).collect();
+        assert_eq!(
+            messages,
+            [
+                ("skeptic", "Costs are unknown.\n### not a heading"),
+                ("chair", "Focus on cost."),
+                ("optimist", "member optimist failed")
+            ],
+            "the block ends at the next heading"
+        );
+        assert!(read_block("no block").is_empty());
+        assert!(parse_broadcast_call(&broadcast_arguments("m", true), true).is_ok_and(|s| s.last));
     }
 
     #[test]
