@@ -1,14 +1,20 @@
-//! The built-in `sim` provider: offline and deterministic. It plays orchestrator, worker and
-//! evaluator by the markers of PROMPT_CONTRACT.md (see `text`), seeded by a hash of the
-//! whole prompt. `sim/slow-200ms` spreads 200 ms of latency over its deltas; any other model
-//! answers at once. Usage is an estimate in words (no tokenizer offline).
+//! The built-in `sim` provider: offline and deterministic, seeded by a hash of the whole prompt.
+//! `sim/slow-200ms` spreads 200 ms of latency over its deltas; any other model answers at once.
+//! Usage is an estimate in words (no tokenizer offline).
 //!
-//! It sits above the engine: it reads the prompts the engine writes with `engine::protocol`'s
-//! own words and parsers, one player per mode that needs one (`dispatch.rs`, `pipeline.rs`,
-//! `team.rs`, ...). The provider registry gets it from here ([`providers`]).
+//! It sits above the engine and plays every mode: it reads the prompts the engine writes with
+//! `engine::protocol`'s own constants and readers (no prompt words copied here). `text.rs` tells
+//! a prompt's kind and hands it to the player of its mode, beside each other here: `cycle.rs`
+//! (orchestrator, orchestrator_reflect, a session's reflection), `chat.rs` (broadcast,
+//! sequential, plain chat), `relay.rs`, `flow.rs`, `pipeline.rs`, `dispatch.rs`, `team.rs`;
+//! `tools.rs` plays tool use. The provider registry gets it from here ([`providers`]).
 
+mod chat;
+mod cycle;
 mod dispatch;
+mod flow;
 mod pipeline;
+mod relay;
 mod team;
 mod text;
 mod tools;
@@ -27,7 +33,8 @@ use crate::providers::{
 };
 use text::{SimPrompt, answer, stable_hash};
 
-pub use text::{PromptKind, classify, evaluator_score};
+pub use cycle::evaluator_score;
+pub use text::{PromptKind, classify};
 
 /// Every provider of `config`, the simulator among them (a config without one still gets
 /// `sim`): what front ends, tests and benches open.

@@ -1,5 +1,5 @@
 //! How the sim plays mode `team` (a deliberation), deterministically, from the words of
-//! `model::deliberation` in its prompts. A member: its first turn broadcasts a short view in
+//! `protocol::team_talk` in its prompts. A member: its first turn broadcasts a short view in
 //! its role; a turn that sees the supervisor's broadcast broadcasts its final word; a second
 //! turn that sees only the others' broadcasts answers them once, a later one has nothing more
 //! to add (final). The supervisor: its first cycle broadcasts back "focus on …"; later (or

@@ -43,18 +43,11 @@ pub fn call_for(req: &TurnRequest) -> Option<(ToolCall, String)> {
             (call(team_talk::BROADCAST_TOOL, arguments), preamble)
         });
     }
-    // A flow router passes the request on at once: the same destination as the text form would
-    // pick, and a note quoting the request.
-    if let Some(spec) = offered(flow::HANDOFF_TOOL) {
-        let request = super::text::request_before_routing(prompt);
-        if let Some(agent) = super::text::sim_route(request, &flow::destinations(spec)) {
-            let words: Vec<&str> = request.split_whitespace().take(12).collect();
-            let arguments = flow::handoff_arguments(&agent, &format!("The user asks: {}", words.join(" ")));
-            return Some((
-                call(flow::HANDOFF_TOOL, arguments),
-                format!("This is one for {agent}."),
-            ));
-        }
+    // A flow router passes the request on at once.
+    if let Some((arguments, preamble)) =
+        offered(flow::HANDOFF_TOOL).and_then(|spec| super::flow::call(spec, prompt))
+    {
+        return Some((call(flow::HANDOFF_TOOL, arguments), preamble));
     }
     let spec = &req.tools[(hash % req.tools.len() as u64) as usize];
     let arguments = plausible_arguments(&spec.input_schema, prompt);
