@@ -3,7 +3,7 @@
 //! a flow member, a dispatched sub-agent: it answers in that role and builds on the earlier
 //! answers it is shown), and a negotiation's counterpart (see `relay`).
 
-use super::text::{SimPrompt, pick, summary};
+use super::prompt::{SimPrompt, pick, summary};
 use crate::engine::protocol::prompts::ANSWER_HEADING;
 use crate::engine::protocol::{dispatch, flow};
 

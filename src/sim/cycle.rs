@@ -4,7 +4,7 @@
 //! the evaluator's score rises with the iteration (0.60, 0.77, 0.94), so a reflect cycle meets
 //! its goal at iteration 3.
 
-use super::text::{SimPrompt, pick, summary};
+use super::prompt::{SimPrompt, pick, summary};
 use crate::engine::protocol::Sentinel;
 use crate::engine::protocol::assignments::{END_MARKER, WORKER_MARKER};
 use crate::engine::protocol::evaluation::{FAIL, PASS, RATIONALE_LABEL, SCORE_LABEL, parse_evaluator_reply};

@@ -4,7 +4,7 @@
 //! the rest, then answers with what came back. A request saying "all hands" dispatches every sub-agent at once (the
 //! benchmark's fan-out).
 
-use super::text::stable_hash;
+use super::prompt::stable_hash;
 use crate::engine::protocol::dispatch::{
     CANCEL_TOOL, CANCELLED, DISPATCH_TOOL, DispatchCall, cancel_arguments, dispatch_arguments, dispatchable,
     parse_call, parse_dispatch_result, parse_pushed_result,

@@ -2,7 +2,7 @@
 //! destination a hash of the request picks, by the `handoff_to` tool when it is offered, else in
 //! the text form. (A routed or advised member answers as any session does: see `chat`.)
 
-use super::text::{SimPrompt, stable_hash, summary};
+use super::prompt::{SimPrompt, stable_hash, summary};
 use crate::engine::protocol::flow::{
     DESTINATIONS_LINE, ROUTING_HEADING, TEXT_ROUTE, destinations, handoff_arguments,
 };

@@ -14,6 +14,7 @@ mod cycle;
 mod dispatch;
 mod flow;
 mod pipeline;
+mod prompt;
 mod relay;
 mod team;
 mod text;
@@ -31,7 +32,8 @@ use crate::providers::{
     DeltaSink, Finished, Provider, ProviderError, ProviderOptions, Providers, TextSink, TurnOutput,
     TurnRequest, conclude, guarded, render_plain_prompt,
 };
-use text::{SimPrompt, answer, stable_hash};
+use prompt::{SimPrompt, stable_hash};
+use text::answer;
 
 pub use cycle::evaluator_score;
 pub use text::{PromptKind, classify};

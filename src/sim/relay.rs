@@ -2,7 +2,7 @@
 //! at its third turn (or the last one allowed); a negotiation's counterpart counters each offer
 //! it hears. Deterministic from the prompt (`protocol::relay`'s headings).
 
-use super::text::{SimPrompt, stable_hash, summary};
+use super::prompt::{SimPrompt, stable_hash, summary};
 use crate::engine::protocol::relay::{
     LATEST_REPLY_HEADING, OBJECTIVE_HEADING, REJECTION_HEADING, RELAY_COMPLETE, parse_turn_line,
 };

@@ -6,7 +6,7 @@
 //! when it must conclude) it answers with a summary of the broadcasts, the final answer. The
 //! same choices drive the `team_broadcast` call and the text form.
 
-use super::text::stable_hash;
+use super::prompt::stable_hash;
 use crate::engine::protocol::team_talk::{
     CONCLUDE_LINE, CYCLE_LINE, SUPERVISION_HEADING, TEAM_HEADING, TEXT_BROADCAST, TEXT_FINAL, TURN_LINE,
     broadcast_arguments, count_after, member_name, read_block,

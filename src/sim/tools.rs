@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::text::stable_hash;
+use super::prompt::stable_hash;
 use crate::engine::protocol::{flow, pipeline, team_talk};
 use crate::model::{ToolCall, ToolChoice};
 use crate::providers::{ChatRole, TurnRequest};
