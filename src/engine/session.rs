@@ -54,13 +54,12 @@ pub struct TurnOptions {
     /// Send only the system prompt and this prompt, not the session's earlier conversation
     /// (the prompt carries what the turn needs, e.g. a relay driver's folded history).
     pub fresh: bool,
-    /// Stored on the prompt's message: a relayed message's trace id and hop count.
-    pub relay: Option<crate::model::RelayMeta>,
+    /// Put on the stored prompt message (a relayed message's trace id and hop count, a direct
+    /// chat's mark).
+    pub stamp: Option<PromptStamp>,
     /// The turn sees only what its run said so far (a team with `memory: run`), not the
     /// session's earlier conversation.
     pub history_from_run_start: bool,
-    /// A chat the user started with this session alone (on a team member: a direct chat).
-    pub direct: bool,
     /// Built-in tools a mode lends the turn and what it adds before each model call (read back
     /// by the mode after the turn). Not lent to a provider that takes no tool declarations.
     pub hooks: Option<TurnHooks>,
@@ -69,6 +68,27 @@ pub struct TurnOptions {
     pub system_extra: Option<String>,
     /// The execution the turn is part of: its events and messages carry it.
     pub execution: Option<ExecutionTag>,
+}
+
+/// Marks put on a turn's stored prompt message by whoever asked for the turn: the turn applies
+/// them without knowing what they are.
+#[derive(Clone)]
+pub struct PromptStamp(Arc<dyn Fn(&mut Message) + Send + Sync>);
+
+impl PromptStamp {
+    pub fn new(stamp: impl Fn(&mut Message) + Send + Sync + 'static) -> PromptStamp {
+        PromptStamp(Arc::new(stamp))
+    }
+
+    pub fn apply(&self, message: &mut Message) {
+        (self.0)(message)
+    }
+}
+
+impl std::fmt::Debug for PromptStamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PromptStamp")
+    }
 }
 
 /// How a turn ended.
@@ -265,8 +285,6 @@ struct SessionInfo {
     max_tool_rounds: Option<u32>,
     /// The CLI agent's own conversation from the last turn.
     agent_session: Option<AgentSession>,
-    /// A member of a team.
-    team: bool,
 }
 
 impl Actor<'_> {
@@ -285,7 +303,6 @@ impl Actor<'_> {
                 tools: s.tools.clone(),
                 max_tool_rounds: s.max_tool_rounds,
                 agent_session: s.agent_session.clone(),
-                team: group.is_some_and(|g| g.is_team()),
             })
         })
     }
@@ -349,8 +366,9 @@ impl Actor<'_> {
         let mut user = Message::user(crate::attachments::with_references(&prompt, &options.attachments));
         user.iteration = options.iteration;
         user.execution_id = self.execution_id();
-        user.relay = options.relay.clone();
-        user.direct = options.direct && info.team;
+        if let Some(stamp) = &options.stamp {
+            stamp.apply(&mut user);
+        }
         let mut messages = if options.fresh {
             Vec::new()
         } else {
