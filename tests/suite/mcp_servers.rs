@@ -629,7 +629,7 @@ async fn a_servers_echo_of_its_env_values_is_redacted_everywhere() {
         ],
         requests: Mutex::new(Vec::new()),
     });
-    let mut providers = Providers::from_config(&Config::default()).expect("providers");
+    let mut providers = huddle::sim::providers(&Config::default()).expect("providers");
     providers.insert(model.clone());
     let dir = tempfile::tempdir().expect("temp dir");
     let mut org = Organization::default();
