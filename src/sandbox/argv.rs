@@ -1,0 +1,210 @@
+//! A [`Profile`] as `bwrap` arguments: pure, so every rule is a unit test.
+//!
+//! Mount order matters (a later mount covers an earlier one): the whole file system
+//! read-only, a fresh `/dev` and `/proc`, a private `/tmp`, the hidden directories and files,
+//! then what is revealed again read-only, then what is writable, then what stays read-only
+//! inside the writable paths. Namespaces and the environment come last, then the command.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use super::profile::{PRIVATE_TMP, Profile};
+use super::settings::Network;
+
+/// How this machine's bwrap must be called (found by [`super::probe`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Flavor {
+    /// Namespaces need a user namespace first (root without `CAP_SYS_ADMIN`, e.g. a container).
+    pub unshare_user: bool,
+    /// A fresh `/proc` cannot be mounted: the host's is bound read-only instead (weaker: other
+    /// processes are visible).
+    pub host_proc: bool,
+}
+
+/// The arguments of `bwrap` that run `program args` confined by `profile`.
+pub fn bwrap_args(profile: &Profile, flavor: Flavor, program: &str, args: &[String]) -> Vec<OsString> {
+    let mut out = Args::default();
+    out.flags(&["--new-session", "--die-with-parent"]);
+    if flavor.unshare_user {
+        out.flags(&["--unshare-user"]);
+    }
+    out.pair("--ro-bind", "/", "/");
+    out.one("--dev", "/dev");
+    if flavor.host_proc {
+        out.pair("--ro-bind", "/proc", "/proc");
+    } else {
+        out.one("--proc", "/proc");
+    }
+    out.one("--tmpfs", PRIVATE_TMP);
+    for dir in by_depth(&profile.hidden_dirs) {
+        // Under /tmp it is gone already (and its mount point could not be made).
+        if !dir.starts_with(PRIVATE_TMP) {
+            out.one("--tmpfs", dir);
+        }
+    }
+    for file in by_depth(&profile.hidden_files) {
+        if !file.starts_with(PRIVATE_TMP) {
+            out.pair("--ro-bind", "/dev/null", file);
+        }
+    }
+    for p in by_depth(&profile.reveal) {
+        out.same("--ro-bind-try", p);
+    }
+    for p in by_depth(&profile.writable) {
+        // The working directory must be there; an extra path may not exist (yet).
+        let flag = if p == profile.workdir.as_path() {
+            "--bind"
+        } else {
+            "--bind-try"
+        };
+        out.same(flag, p);
+    }
+    for p in by_depth(&profile.protected) {
+        out.same("--ro-bind-try", p);
+    }
+    out.flags(&["--unshare-pid", "--unshare-ipc", "--unshare-uts"]);
+    if profile.network == Network::Off {
+        out.flags(&["--unshare-net"]);
+    }
+    out.env("TMPDIR", PRIVATE_TMP);
+    if profile.git_env {
+        // Auto-gc would pack refs and objects, which a sandboxed member may not write.
+        out.env("GIT_CONFIG_COUNT", "1");
+        out.env("GIT_CONFIG_KEY_0", "gc.auto");
+        out.env("GIT_CONFIG_VALUE_0", "0");
+    }
+    out.one("--chdir", &profile.workdir);
+    out.flags(&["--"]);
+    out.0.push(program.into());
+    out.0.extend(args.iter().map(OsString::from));
+    out.0
+}
+
+/// Parents before their children (stable otherwise), so an inner mount is not covered.
+fn by_depth(paths: &[std::path::PathBuf]) -> Vec<&Path> {
+    let mut sorted: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
+    sorted.sort_by_key(|p| p.components().count());
+    sorted
+}
+
+#[derive(Default)]
+struct Args(Vec<OsString>);
+
+impl Args {
+    fn flags(&mut self, flags: &[&str]) {
+        self.0.extend(flags.iter().map(OsString::from));
+    }
+    fn one(&mut self, flag: &str, value: impl AsRef<std::ffi::OsStr>) {
+        self.0.push(flag.into());
+        self.0.push(value.as_ref().to_os_string());
+    }
+    fn pair(&mut self, flag: &str, a: impl AsRef<std::ffi::OsStr>, b: impl AsRef<std::ffi::OsStr>) {
+        self.one(flag, a);
+        self.0.push(b.as_ref().to_os_string());
+    }
+    fn same(&mut self, flag: &str, p: &Path) {
+        self.pair(flag, p, p);
+    }
+    fn env(&mut self, key: &str, value: &str) {
+        self.pair("--setenv", key, value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::settings::SandboxMode;
+    use std::path::PathBuf;
+
+    fn profile() -> Profile {
+        Profile {
+            mode: SandboxMode::WorkspaceWrite,
+            network: Network::On,
+            workdir: PathBuf::from("/data/huddle/worktrees/r/t-dev"),
+            hidden_dirs: vec![
+                PathBuf::from("/data/huddle"),
+                PathBuf::from("/home/u/.ssh"),
+                PathBuf::from("/tmp/h"),
+            ],
+            hidden_files: vec![PathBuf::from("/home/u/.netrc")],
+            reveal: vec![PathBuf::from("/tmp/t/agent.sh")],
+            writable: vec![
+                PathBuf::from("/data/huddle/worktrees/r/t-dev"),
+                PathBuf::from("/repo/.git/worktrees/t-dev"),
+                PathBuf::from("/repo/.git/objects"),
+            ],
+            protected: vec![PathBuf::from("/repo/.git/worktrees/t-dev/config.worktree")],
+            ensure_dirs: vec![],
+            git_env: true,
+        }
+    }
+
+    fn text(args: &[OsString]) -> String {
+        args.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn workspace_write_mounts_in_order() {
+        let args = text(&bwrap_args(
+            &profile(),
+            Flavor::default(),
+            "sh",
+            &["agent.sh".into()],
+        ));
+        let expected = [
+            "--new-session --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp",
+            "--tmpfs /data/huddle --tmpfs /home/u/.ssh --ro-bind /dev/null /home/u/.netrc",
+            "--ro-bind-try /tmp/t/agent.sh /tmp/t/agent.sh",
+            "--bind-try /repo/.git/objects /repo/.git/objects",
+            "--bind-try /repo/.git/worktrees/t-dev /repo/.git/worktrees/t-dev",
+            "--bind /data/huddle/worktrees/r/t-dev /data/huddle/worktrees/r/t-dev",
+            "--ro-bind-try /repo/.git/worktrees/t-dev/config.worktree /repo/.git/worktrees/t-dev/config.worktree",
+            "--unshare-pid --unshare-ipc --unshare-uts --setenv TMPDIR /tmp",
+            "--setenv GIT_CONFIG_COUNT 1 --setenv GIT_CONFIG_KEY_0 gc.auto --setenv GIT_CONFIG_VALUE_0 0",
+            "--chdir /data/huddle/worktrees/r/t-dev -- sh agent.sh",
+        ]
+        .join(" ");
+        assert_eq!(args, expected);
+        assert!(!args.contains("--tmpfs /tmp/h"), "under /tmp: hidden already");
+    }
+
+    #[test]
+    fn network_off_and_the_fallback_flavors() {
+        let mut p = profile();
+        p.network = Network::Off;
+        p.git_env = false;
+        let flavor = Flavor {
+            unshare_user: true,
+            host_proc: true,
+        };
+        let args = text(&bwrap_args(&p, flavor, "true", &[]));
+        assert!(
+            args.starts_with("--new-session --die-with-parent --unshare-user --ro-bind / /"),
+            "{args}"
+        );
+        assert!(
+            args.contains("--ro-bind /proc /proc") && !args.contains("--proc"),
+            "{args}"
+        );
+        assert!(
+            args.contains("--unshare-uts --unshare-net --setenv TMPDIR /tmp --chdir"),
+            "{args}"
+        );
+        assert!(!args.contains("GIT_CONFIG"), "{args}");
+        assert!(args.ends_with("-- true"), "{args}");
+    }
+
+    #[test]
+    fn read_only_binds_nothing_writable() {
+        let mut p = profile();
+        p.mode = SandboxMode::ReadOnly;
+        p.writable.clear();
+        p.protected.clear();
+        let args = text(&bwrap_args(&p, Flavor::default(), "x", &[]));
+        assert!(!args.contains("--bind "), "{args}");
+        assert!(!args.contains("--bind-try"), "{args}");
+    }
+}
