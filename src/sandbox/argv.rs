@@ -36,31 +36,15 @@ pub fn bwrap_args(profile: &Profile, flavor: Flavor, program: &str, args: &[Stri
         out.one("--proc", "/proc");
     }
     out.one("--tmpfs", PRIVATE_TMP);
-    for dir in by_depth(&profile.hidden_dirs) {
-        // Under /tmp it is gone already (and its mount point could not be made).
-        if !dir.starts_with(PRIVATE_TMP) {
-            out.one("--tmpfs", dir);
+    for (path, layer) in layers(profile) {
+        match layer {
+            Layer::HiddenDir => out.one("--tmpfs", path),
+            Layer::HiddenFile => out.pair("--ro-bind", "/dev/null", path),
+            Layer::Reveal | Layer::Protected => out.same("--ro-bind-try", path),
+            // The working directory must be there; an extra path may not exist (yet).
+            Layer::Writable if path == profile.workdir.as_path() => out.same("--bind", path),
+            Layer::Writable => out.same("--bind-try", path),
         }
-    }
-    for file in by_depth(&profile.hidden_files) {
-        if !file.starts_with(PRIVATE_TMP) {
-            out.pair("--ro-bind", "/dev/null", file);
-        }
-    }
-    for p in by_depth(&profile.reveal) {
-        out.same("--ro-bind-try", p);
-    }
-    for p in by_depth(&profile.writable) {
-        // The working directory must be there; an extra path may not exist (yet).
-        let flag = if p == profile.workdir.as_path() {
-            "--bind"
-        } else {
-            "--bind-try"
-        };
-        out.same(flag, p);
-    }
-    for p in by_depth(&profile.protected) {
-        out.same("--ro-bind-try", p);
     }
     out.flags(&["--unshare-pid", "--unshare-ipc", "--unshare-uts"]);
     if profile.network == Network::Off {
@@ -80,11 +64,50 @@ pub fn bwrap_args(profile: &Profile, flavor: Flavor, program: &str, args: &[Stri
     out.0
 }
 
-/// Parents before their children (stable otherwise), so an inner mount is not covered.
-fn by_depth(paths: &[std::path::PathBuf]) -> Vec<&Path> {
-    let mut sorted: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
-    sorted.sort_by_key(|p| p.components().count());
-    sorted
+/// What a mount does to its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Layer {
+    HiddenDir,
+    HiddenFile,
+    Reveal,
+    Writable,
+    Protected,
+}
+
+/// Every mount after the private /tmp, the most specific last: a mount covers what was
+/// mounted below it before, so parents go first and the deepest rule wins (a hidden `.ssh`
+/// inside a revealed home, a writable worktree inside the hidden data dir, read-only hooks
+/// inside a writable checkout). At one path the later layer wins.
+fn layers(profile: &Profile) -> Vec<(&Path, Layer)> {
+    let under_tmp = |p: &Path| p.starts_with(PRIVATE_TMP);
+    let opened: Vec<&Path> = profile
+        .reveal
+        .iter()
+        .chain(&profile.writable)
+        .map(|p| p.as_path())
+        .collect();
+    // Under /tmp a hidden path is gone already, unless something around it is opened again.
+    let visible = |p: &Path| !under_tmp(p) || opened.iter().any(|o| p.starts_with(o) && p != *o);
+    let mut all: Vec<(&Path, Layer)> = Vec::new();
+    all.extend(
+        profile
+            .hidden_dirs
+            .iter()
+            .filter(|p| visible(p))
+            .map(|p| (p.as_path(), Layer::HiddenDir)),
+    );
+    all.extend(
+        profile
+            .hidden_files
+            .iter()
+            .filter(|p| visible(p))
+            .map(|p| (p.as_path(), Layer::HiddenFile)),
+    );
+    all.extend(profile.reveal.iter().map(|p| (p.as_path(), Layer::Reveal)));
+    all.extend(profile.writable.iter().map(|p| (p.as_path(), Layer::Writable)));
+    all.extend(profile.protected.iter().map(|p| (p.as_path(), Layer::Protected)));
+    all.sort_by_key(|(p, layer)| (p.components().count(), *layer));
+    all
 }
 
 #[derive(Default)]
@@ -169,6 +192,24 @@ mod tests {
         .join(" ");
         assert_eq!(args, expected);
         assert!(!args.contains("--tmpfs /tmp/h"), "under /tmp: hidden already");
+    }
+
+    #[test]
+    fn the_deepest_rule_wins_whatever_its_kind() {
+        let mut p = profile();
+        // A home in /tmp revealed (a script's argument names it): its .ssh stays hidden.
+        p.hidden_dirs = vec![PathBuf::from("/tmp/x/home/.ssh"), PathBuf::from("/tmp/y/.ssh")];
+        p.reveal = vec![PathBuf::from("/tmp/x/home")];
+        p.writable = vec![PathBuf::from("/tmp/x/home/.ssh/sockets")];
+        p.protected.clear();
+        p.hidden_files.clear();
+        p.workdir = PathBuf::from("/tmp/x/home/.ssh/sockets");
+        let args = text(&bwrap_args(&p, Flavor::default(), "x", &[]));
+        assert!(
+            args.contains("--tmpfs /tmp --ro-bind-try /tmp/x/home /tmp/x/home --tmpfs /tmp/x/home/.ssh --bind /tmp/x/home/.ssh/sockets"),
+            "{args}"
+        );
+        assert!(!args.contains("/tmp/y"), "{args}");
     }
 
     #[test]

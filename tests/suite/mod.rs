@@ -35,6 +35,8 @@ mod providers_http;
 mod providers_litellm;
 mod providers_llmock;
 mod run_timeline;
+mod sandbox_confine;
+mod sandbox_support;
 mod secrets_redaction;
 mod squad_corpus;
 mod squad_export_guards;
