@@ -155,6 +155,12 @@ pub struct Group {
     /// Mode `team`: the members' and the supervisor's turn limits.
     #[serde(default, skip_serializing_if = "super::TeamLimits::is_empty")]
     pub team_limits: super::TeamLimits,
+    /// The team's sandbox (its preset's), over config.yaml's.
+    #[serde(default, skip_serializing_if = "crate::sandbox::SandboxSettings::is_empty")]
+    pub sandbox: crate::sandbox::SandboxSettings,
+    /// The team's hooks (its preset's), added to config.yaml's.
+    #[serde(default, skip_serializing_if = "crate::hooks::Hooks::is_empty")]
+    pub hooks: crate::hooks::Hooks,
 }
 
 pub fn default_max_iterations() -> u32 {
@@ -201,6 +207,8 @@ impl Group {
             pipeline_state: None,
             dispatch: Default::default(),
             team_limits: Default::default(),
+            sandbox: Default::default(),
+            hooks: Default::default(),
         }
     }
 
@@ -282,6 +290,12 @@ pub struct Session {
     /// or is renamed; `None` for sessions made before it was kept, or added to a team later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handle: Option<String>,
+    /// The member's own sandbox (its preset's), over its team's.
+    #[serde(default, skip_serializing_if = "crate::sandbox::SandboxSettings::is_empty")]
+    pub sandbox: crate::sandbox::SandboxSettings,
+    /// The member's own hooks (its preset's), added to its team's.
+    #[serde(default, skip_serializing_if = "crate::hooks::Hooks::is_empty")]
+    pub hooks: crate::hooks::Hooks,
 }
 
 impl Session {
@@ -309,6 +323,8 @@ impl Session {
             pending_notes: Vec::new(),
             flow: FlowLinks::default(),
             handle: None,
+            sandbox: Default::default(),
+            hooks: Default::default(),
         }
     }
 
