@@ -121,7 +121,7 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
             }
         }
 
-        mcp_section(&mut out, &mut problems, config, repo, probe);
+        mcp_section(&mut out, &mut problems, config, paths, repo, probe);
         sandbox_section(&mut out, &mut problems, config, paths);
         hooks_section(&mut out, config);
 
@@ -397,7 +397,22 @@ const TOOLS_SHOWN: usize = 8;
 
 /// `MCP servers`: with `probe`, each configured server is started (within its timeout), its
 /// tools counted and named, and stopped again; one that cannot be used is a problem.
-fn mcp_section(out: &mut String, problems: &mut Vec<String>, config: &Config, repo: &Path, probe: bool) {
+fn mcp_section(
+    out: &mut String,
+    problems: &mut Vec<String>,
+    config: &Config,
+    paths: &Paths,
+    repo: &Path,
+    probe: bool,
+) {
+    let baseline = crate::sandbox::Baseline {
+        config: config.sandbox.clone(),
+        cli: None,
+        host: std::sync::Arc::new(crate::sandbox::Host::from_env(
+            Some(paths.data_dir.clone()),
+            Some(paths.config_dir.clone()),
+        )),
+    };
     let _ = writeln!(out, "\nMCP servers");
     if config.mcp_servers.is_empty() {
         let _ = writeln!(out, "  none configured (mcp_servers: in config.yaml)");
@@ -411,7 +426,7 @@ fn mcp_section(out: &mut String, problems: &mut Vec<String>, config: &Config, re
         return;
     }
     let checks = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt.block_on(crate::tools::mcp::check_all(&config.mcp_servers, repo)),
+        Ok(rt) => rt.block_on(crate::tools::mcp::check_all(&config.mcp_servers, repo, &baseline)),
         Err(e) => {
             problems.push("the MCP servers could not be checked".into());
             let _ = writeln!(out, "  cannot start them: {e}");

@@ -48,6 +48,8 @@ pub struct RunRequest {
     pub repo: PathBuf,
     /// With `preset`: the worktree strategy instead of the preset's `worktrees:`.
     pub worktrees: Option<WorktreeStrategy>,
+    /// `--sandbox`: the sandbox mode over every level, for this run.
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
 }
 
 /// A failure before or around the run, with the exit code it maps to.
@@ -126,8 +128,14 @@ pub fn prepare(mut request: RunRequest) -> Result<RunRequest, RunFailure> {
 /// engine) and drives the run to its end.
 pub async fn run(paths: &Paths, request: RunRequest) -> Result<u8, RunFailure> {
     let config = Config::load(paths).map_err(|e| other(e.to_string()))?.config;
-    let workspace = Workspace::open(paths, &config, request.repo.clone(), tool_policy(&request))
-        .map_err(|e| other(e.to_string()))?;
+    let workspace = Workspace::open_sandboxed(
+        paths,
+        &config,
+        request.repo.clone(),
+        tool_policy(&request),
+        request.sandbox,
+    )
+    .map_err(|e| other(e.to_string()))?;
     for notice in &workspace.notices {
         note(format_args!("huddle: {notice}"));
     }
@@ -198,6 +206,10 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     // Only a run in this process has a terminal to ask about relay drafts on (`--approve`).
     let on_terminal = matches!(front, Front::Terminal(_)) && crate::headless_relay::on_terminal();
     let target = choose_target(paths, config, edits, request, &out, on_terminal)?;
+    if let (Some(_), Target::Group(id)) = (&request.preset, &target) {
+        // A team made now: its worktrees' hooks (copy .env, install dependencies) run first.
+        engine.worktree_created_hooks(id).await;
+    }
     let resume = match &target {
         Target::Group(id) => interrupted_cycle(edits, id, request)?,
         Target::Session(_) => false,
@@ -253,6 +265,9 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
             };
             let events = engine.watch_group(&group_id);
             engine.set_scoped_approval(&scope, Some(tool_policy(request)));
+            // Its `--sandbox` applies to its members' processes and hooks (the open huddle's
+            // MCP servers keep their own).
+            engine.set_scoped_sandbox(&scope, request.sandbox);
             let stopper = tokio::spawn(stop_on_request(
                 engine.clone(),
                 run_key,
@@ -297,7 +312,10 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     };
     stopper.abort();
     match &scope {
-        Some(scope) => engine.set_scoped_approval(scope, None),
+        Some(scope) => {
+            engine.set_scoped_approval(scope, None);
+            engine.set_scoped_sandbox(scope, None);
+        }
         // MCP server processes end with the run (a huddle a run was handed to keeps its own).
         None => {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(3), engine.shutdown_tools()).await;
@@ -651,6 +669,12 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
         }
         EventKind::Adjustment { text, .. } => format!("   suggestion: {text}"),
         EventKind::Warning { message, .. } => format!("   ! {message}"),
+        EventKind::HookBlocked { .. }
+        | EventKind::HookFailed { .. }
+        | EventKind::SandboxRefused { .. }
+        | EventKind::SandboxDenied { .. } => {
+            format!("   ⛔ {}", crate::engine::guard::denial_line(&event.kind)?)
+        }
         EventKind::Error {
             iteration, message, ..
         } => format!("   ✗ error in iteration {iteration}: {message}"),

@@ -70,6 +70,29 @@ impl Status {
     }
 }
 
+/// What every process's sandbox starts from: config.yaml's `sandbox:`, the command line's mode
+/// (`huddle run --sandbox`, over every level) and the machine.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Baseline {
+    pub config: SandboxSettings,
+    pub cli: Option<SandboxMode>,
+    pub host: Arc<Host>,
+}
+
+impl Baseline {
+    /// The sandbox of a process whose more specific levels (team, member, MCP server) are
+    /// `levels`, lowest first; `cli` replaces the command line's mode when given (a run
+    /// handed over with its own `--sandbox`).
+    pub fn sandbox(&self, levels: &[(&str, &SandboxSettings)], cli: Option<SandboxMode>) -> Sandbox {
+        let mut all: Vec<(&str, &SandboxSettings)> = vec![("config.yaml", &self.config)];
+        all.extend_from_slice(levels);
+        Sandbox::new(
+            Policy::resolve(&all, cli.or(self.cli), self.host.home.as_deref()),
+            self.host.clone(),
+        )
+    }
+}
+
 /// The sandbox of one session (or MCP server, or hook): its policy and the machine's facts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sandbox {
@@ -206,6 +229,11 @@ const DENIAL_MARKERS: &[&str] = &[
     "bwrap: ",
 ];
 
+/// True for an error that says a required sandbox was missing (a process was not started).
+pub fn is_refusal(message: &str) -> bool {
+    message.contains("the sandbox is required (")
+}
+
 /// The first line of `stderr` that says the sandbox stopped something (a write to a
 /// read-only place, the network), for the event and the transcript.
 pub fn denial_in(stderr: &str) -> Option<String> {
@@ -279,6 +307,25 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(cmd.as_std().get_program(), "true");
+    }
+
+    #[test]
+    fn the_baseline_puts_config_first_and_the_command_line_last() {
+        let base = Baseline {
+            config: SandboxSettings::mode(SandboxMode::ReadOnly),
+            cli: Some(SandboxMode::WorkspaceWrite),
+            host: Arc::default(),
+        };
+        let off = SandboxSettings::mode(SandboxMode::Off);
+        let s = base.sandbox(&[("team", &off)], None);
+        assert_eq!(
+            (s.policy.mode, s.policy.decided_by.as_deref()),
+            (SandboxMode::WorkspaceWrite, Some("--sandbox"))
+        );
+        let s = base.sandbox(&[("team", &off)], Some(SandboxMode::Off));
+        assert!(s.policy.is_off());
+        let s = Baseline::default().sandbox(&[("team", &off)], None);
+        assert!(s.policy.is_off());
     }
 
     #[test]

@@ -129,6 +129,18 @@ pub async fn availability_async(configured: Option<&Path>) -> Availability {
         })
 }
 
+/// What the probe found for `configured` (or the default) bwrap, if it ran already; never
+/// probes (a missing program is known at once).
+pub fn known(configured: Option<&Path>) -> Option<Availability> {
+    match bwrap_program(configured) {
+        Ok(program) => cached(&program),
+        Err(reason) => Some(Availability::Unusable {
+            program: None,
+            reason,
+        }),
+    }
+}
+
 fn cached(program: &Path) -> Option<Availability> {
     CACHE
         .lock()

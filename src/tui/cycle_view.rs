@@ -498,6 +498,19 @@ impl CycleView {
             EventKind::Warning { message, .. } => {
                 self.push(TimelineKind::Warn, format!("  warning: {}", first_line(message)));
             }
+            EventKind::HookBlocked { .. }
+            | EventKind::HookFailed { .. }
+            | EventKind::SandboxRefused { .. }
+            | EventKind::SandboxDenied { .. } => {
+                if let Some(line) = crate::engine::guard::denial_line(&event.kind) {
+                    let kind = if matches!(event.kind, EventKind::HookFailed { .. }) {
+                        TimelineKind::Warn
+                    } else {
+                        TimelineKind::Bad
+                    };
+                    self.push(kind, format!("  ⛔ {line}"));
+                }
+            }
             EventKind::Error {
                 iteration, message, ..
             } => {
