@@ -63,12 +63,24 @@ fn setup(fresh: &str, resume_options: &[&str], stored: Option<AgentSession>) -> 
         Duration::from_millis(5),
     );
     let (sink, events) = EventSink::channel();
+    // The stand-in agent runs in its sandbox (the default) and logs its runs to the temp dir,
+    // which is let in.
+    let sandbox = huddle::sandbox::Baseline {
+        config: huddle::sandbox::SandboxSettings {
+            allow_write: vec![dir.path().display().to_string()],
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     let engine = Engine::new(
         Providers::from_config(&config).expect("providers"),
         org.clone(),
         Transcripts::new(dir.path().join("sessions")),
         sink,
-        EngineOptions::default(),
+        EngineOptions {
+            sandbox,
+            ..EngineOptions::default()
+        },
     );
     Agent {
         engine,

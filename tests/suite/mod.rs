@@ -36,6 +36,7 @@ mod providers_litellm;
 mod providers_llmock;
 mod run_timeline;
 mod sandbox_confine;
+mod sandbox_engine;
 mod sandbox_support;
 mod secrets_redaction;
 mod squad_corpus;
