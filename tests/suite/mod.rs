@@ -27,6 +27,7 @@ mod headless_relay;
 mod headless_resume;
 mod headless_team;
 mod headless_tools;
+mod hooks;
 mod mcp_servers;
 mod presets_catalog;
 mod providers_agents;
