@@ -16,9 +16,11 @@ use ratatui::widgets::Paragraph;
 use unicode_width::UnicodeWidthStr;
 
 use super::command::Command;
-use super::cycle_view::{CycleView, TimelineKind, WorkerState, outcome_kind, phase_name, seconds};
+use super::cycle_view::{CycleView, TimelineKind, WorkerState};
 use super::markdown::wrap_line_into;
 use super::widgets::{pane, spinner};
+use crate::describe::cycle::{outcome_tone, phase_name};
+use crate::describe::duration;
 use crate::engine::events::{EngineEvent, EventKind, RunKey};
 use crate::model::{Group, GroupId, Organization, ReflectionCycle, RunBudget};
 use crate::text::sanitize;
@@ -253,7 +255,7 @@ impl TeamPanel {
     pub fn on_run_loaded(&mut self, group_id: GroupId, loaded: &LoadedRun, mut view: CycleView, live: bool) {
         self.traces.on_run_loaded(&group_id, loaded, live);
         if !live && let Some(line) = super::relay_view::settle_replayed(&mut view.relay) {
-            view.push(super::cycle_view::TimelineKind::Warn, line);
+            view.push(line.tone, line.text);
         }
         if loaded.index + 1 < loaded.total {
             self.shown_runs.insert(
@@ -381,7 +383,7 @@ pub fn replay(loaded: &LoadedRun, members_slug: &str, resumable: bool) -> CycleV
 
 /// The colour of a timeline entry or an outcome (dropped under `NO_COLOR` by the renderer).
 pub fn kind_style(kind: &TimelineKind) -> Style {
-    kind.style()
+    super::timeline_kind::style(*kind)
 }
 
 /// Scores 0..1 as block characters.
@@ -519,7 +521,7 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
     } else if let (false, Some(o)) = (running, c.outcome) {
         out.push(Line::styled(
             format!("finished: {o}"),
-            kind_style(&outcome_kind(o)),
+            kind_style(&outcome_tone(o)),
         ));
     }
     if !c.scores.is_empty() {
@@ -549,10 +551,10 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
             WorkerState::Done => ("✓".to_string(), Style::default().fg(Color::Green)),
             WorkerState::Failed => ("✗".to_string(), Style::default().fg(Color::Red)),
         };
-        let duration = match (w.duration_ms, w.started) {
-            (Some(ms), _) => seconds(ms),
+        let time = match (w.duration_ms, w.started) {
+            (Some(ms), _) => duration(ms),
             (None, Some(t)) if w.state == WorkerState::Running => {
-                seconds(now.saturating_duration_since(t).as_millis() as u64)
+                duration(now.saturating_duration_since(t).as_millis() as u64)
             }
             _ => String::new(),
         };
@@ -564,7 +566,7 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
         out.push(Line::from(vec![
             Span::styled(format!("{mark} "), style),
             Span::raw(sanitize::display(&w.name).into_owned()),
-            Span::styled(format!(" {duration}{tokens}"), dim),
+            Span::styled(format!(" {time}{tokens}"), dim),
         ]));
         // Below the member, while its turn has a call in flight: which, or that it waits;
         // else what it is writing.
@@ -588,7 +590,7 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
         }
     }
     for s in c.stall_warnings.iter().rev().take(2) {
-        out.push(Line::styled(format!("⚠ {s}"), warn));
+        out.push(Line::styled(s.clone(), warn));
     }
     for a in c.adjustments.iter().rev().take(3) {
         let text: String = sanitize::display(a)
