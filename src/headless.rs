@@ -11,8 +11,8 @@ use tokio::sync::mpsc;
 
 use crate::cli::{OutputError, RunOutput, note};
 use crate::config::{Config, Paths};
-use crate::describe::{Line, Tone, describe};
-use crate::engine::events::{EngineEvent, EventKind, RunKey};
+use crate::describe::{Line, Names, Tone, describe_as};
+use crate::engine::events::{EngineEvent, EventKind, Phase, RunKey};
 use crate::engine::{Engine, EngineError, ReflectionRequest, RunOverrides, RunReport};
 use crate::model::{CycleOutcome, Mode, RunBudget, WorktreeStrategy};
 use crate::presets::Catalog;
@@ -545,6 +545,20 @@ async fn print_events(
         && std::io::stderr().is_terminal()
         && std::env::var_os("NO_COLOR").is_none();
     let mut lost = false;
+    // How each group names its members (`<members slug>-<member>`), read once.
+    let mut named: std::collections::HashMap<String, Names> = std::collections::HashMap::new();
+    let mut names = |event: &EngineEvent| -> Names {
+        named
+            .entry(event.group_id.clone())
+            .or_insert_with(|| {
+                approver
+                    .engine
+                    .org()
+                    .read(|o| o.group(&event.group_id).map(|g| Names::team(g.members_slug())))
+                    .unwrap_or_else(|| Names::of_group(&event.group))
+            })
+            .clone()
+    };
     loop {
         let event = tokio::select! {
             biased;
@@ -554,7 +568,7 @@ async fn print_events(
             },
             _ = &mut done => break,
         };
-        lost |= !print_event(&event, ndjson, color, &out);
+        lost |= !print_event(&event, &names(&event), ndjson, color, &out);
         // `--approve`: a draft waiting for a person is asked about here (the run ending, e.g.
         // on Ctrl-C, ends the question).
         if let EventKind::RelayDraft { waiting: true, .. } = &event.kind {
@@ -566,13 +580,13 @@ async fn print_events(
     }
     // After `done`, drain without waiting.
     while let Ok(event) = events.try_recv() {
-        lost |= !print_event(&event, ndjson, color, &out);
+        lost |= !print_event(&event, &names(&event), ndjson, color, &out);
     }
     lost
 }
 
 /// Prints one event; false when standard output could not be written.
-fn print_event(event: &EngineEvent, ndjson: bool, color: bool, out: &RunOutput) -> bool {
+fn print_event(event: &EngineEvent, names: &Names, ndjson: bool, color: bool, out: &RunOutput) -> bool {
     if ndjson {
         if event.kind.is_streaming() {
             return true;
@@ -581,7 +595,7 @@ fn print_event(event: &EngineEvent, ndjson: bool, color: bool, out: &RunOutput) 
         let raw = event.to_ndjson();
         return out.print(&format!("{}\n", sanitize::json_line(&raw))).is_ok();
     }
-    if let Some(line) = progress(event) {
+    if let Some(line) = progress(event, names) {
         let text = sanitize::display(&line.text).into_owned();
         let colour = match line.tone {
             Tone::Heading => "\x1b[1m",
@@ -604,20 +618,26 @@ const PROGRESS_MAX: usize = 120;
 /// One human line for an event (None for events not worth a line): [`describe`]'s words, laid
 /// out for a log.
 pub fn progress_line(event: &EngineEvent) -> Option<String> {
-    progress(event).map(|l| l.text)
+    progress(event, &Names::of_group(&event.group)).map(|l| l.text)
 }
 
-/// [`progress_line`] with its tone (the colour on a terminal).
-fn progress(event: &EngineEvent) -> Option<Line> {
+/// [`progress_line`] with its tone (the colour on a terminal), member names read with `names`.
+fn progress(event: &EngineEvent, names: &Names) -> Option<Line> {
     // Said elsewhere here: a run's end (the summary and the exit code say it), a draft that
-    // waits (asked about on the terminal), an approval (its call's result says it).
+    // waits (asked about on the terminal); an orchestrator's dispatching and collecting are
+    // its executions' lines.
     if matches!(
         event.kind,
-        EventKind::RunEnded { .. } | EventKind::RelayDraft { .. }
+        EventKind::RunEnded { .. }
+            | EventKind::RelayDraft { .. }
+            | EventKind::Phase {
+                phase: Phase::Dispatch | Phase::Collect,
+                ..
+            }
     ) {
         return None;
     }
-    let Line { text, tone } = describe(event)?;
+    let Line { text, tone } = describe_as(&event.kind, event.execution.as_ref(), names)?;
     let text = crate::text::cap_chars(&text, PROGRESS_MAX);
     let text = match &event.kind {
         EventKind::CycleStarted { .. } => format!("huddle: `{}`: {text}", event.group),

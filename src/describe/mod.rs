@@ -24,7 +24,7 @@ use crate::engine::events::{EngineEvent, EventKind, ExecutionTag};
 use crate::text::sanitize;
 
 /// The most characters of a quoted text (a message, a result, a reason) a line keeps.
-pub const QUOTE_MAX: usize = 200;
+pub const QUOTE_MAX: usize = 100;
 
 /// How a line reads: its colour in a terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -8,10 +8,19 @@ pub fn is_broadcast(name: &str) -> bool {
     name == crate::model::dispatch::BROADCAST_TOOL
 }
 
-/// A dispatch's and a team's own tools: what they do has events of its own (an execution's
-/// start, a broadcast), which say it; their calls and results are not worded again.
+/// The tools of a mode whose calls have events of their own, which say what they did: a
+/// dispatch (an execution's start), a clarification (its start), a broadcast, a flow's route
+/// (its hop), a pipeline's handoff. Their calls and results are not worded again.
 pub fn said_by_its_own_event(name: &str) -> bool {
-    is_broadcast(name) || name == crate::model::dispatch::DISPATCH_TOOL
+    use crate::model::{dispatch, flow, pipeline};
+    is_broadcast(name)
+        || [
+            dispatch::DISPATCH_TOOL,
+            dispatch::ASK_TOOL,
+            flow::HANDOFF_TOOL,
+            pipeline::CONVERSATION_HANDOFF_TOOL,
+        ]
+        .contains(&name)
 }
 
 /// `⚙ grep({"pattern":"x"})`: a call inside a member's own view (a card).

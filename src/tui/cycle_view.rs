@@ -567,7 +567,7 @@ impl CycleView {
             return;
         };
         let text = match &event.kind {
-            EventKind::CycleStarted { .. } => format!("── {text} ──"),
+            EventKind::CycleStarted { .. } => format!("── {text}"),
             EventKind::IterationStarted { .. }
             | EventKind::CycleFinished { .. }
             | EventKind::RunEnded { .. }
@@ -790,7 +790,7 @@ mod tests {
             ),
             "{lines:?}"
         );
-        assert_eq!(v.timeline.last().map(|e| e.kind.clone()), Some(TimelineKind::Bad));
+        assert_eq!(v.timeline.last().map(|e| e.kind), Some(TimelineKind::Bad));
         let sec = v.workers.iter().find(|w| w.session_id == "s-sec").unwrap();
         assert_eq!((sec.state, sec.duration_ms), (WorkerState::Failed, Some(1500)));
     }
