@@ -641,10 +641,10 @@ fn progress(event: &EngineEvent, names: &Names) -> Option<Line> {
     let text = crate::text::cap_chars(&text, PROGRESS_MAX);
     let text = match &event.kind {
         EventKind::CycleStarted { .. } => format!("huddle: `{}`: {text}", event.group),
-        EventKind::IterationStarted { .. }
-        | EventKind::CyclePaused
-        | EventKind::CycleResumed
-        | EventKind::RelayState { .. } => format!("── {text}"),
+        EventKind::IterationStarted { .. } | EventKind::CyclePaused | EventKind::CycleResumed => {
+            format!("── {text}")
+        }
+        EventKind::RelayState { .. } => text,
         EventKind::CycleFinished { summary, .. } => format!("── {text}\n{}", summary.trim_end()),
         EventKind::ExecutionStarted { .. } | EventKind::ExecutionRunning => format!("   ⇢ {text}"),
         EventKind::ExecutionFinished { .. } => format!("   ⇠ {text}"),

@@ -9,6 +9,10 @@
 //! - Events without a tag (the modes that record no executions: broadcast, sequential,
 //!   orchestrator, flow, pipeline, relay) give one `turn` node per member turn, keyed by session
 //!   and generation, with the turn's tool calls; the answer that follows a turn gives its result.
+//!   A flow's hop and a pipeline's handoff are items under the sender's turn, a pipeline's phase
+//!   transition an item of the run.
+//! - A node's status, time, tokens and tool calls are [`Execution`]'s fold (the TUI's cards keep
+//!   the same): see `describe::executions` for the token rule.
 //! - A node that never finished when the run ended, or when a file ends without `run_ended`
 //!   ([`TraceBuilder::close`]), is `interrupted`: a crashed run still reads as a tree.
 
@@ -1209,6 +1213,44 @@ pub(crate) mod tests {
             error: error.map(str::to_string),
             message: None,
         }
+    }
+
+    #[test]
+    fn a_hop_goes_under_its_senders_turn_and_a_phase_transition_is_the_runs() {
+        let mut b = TraceBuilder::new();
+        let e = |k| ev(k, None);
+        b.apply(&e(turn_finished("triage", 1, 1000, None)), t(1));
+        let hop = EventKind::FlowHop {
+            from: "triage".into(),
+            from_id: "sid-triage".into(),
+            to: Some("tech".into()),
+            to_id: None,
+            kind: crate::engine::events::HopKind::Route,
+            message: None,
+            success: true,
+            duration_ms: 1000,
+            tokens: 15,
+        };
+        b.apply(&e(hop.clone()), t(1));
+        let moved = EventKind::PhaseTransition {
+            from_phase: None,
+            to_phase: "intake".into(),
+            from_member: None,
+            to_member: None,
+            to_member_id: None,
+            reason: "parked".into(),
+            handoff_count: 0,
+            back: false,
+        };
+        b.apply(&e(moved), t(2));
+        let trace = b.finish();
+        assert!(matches!(&trace.nodes[0].items[..], [TraceItem::Event { event, .. }] if *event == hop));
+        assert!(matches!(&trace.run.items[..], [TraceItem::Event { .. }]));
+        let json = serde_json::to_value(&trace.run.items[0]).unwrap();
+        assert_eq!(json["item"], "event");
+        assert_eq!(json["event"], "phase_transition");
+        assert_eq!(json["to_phase"], "intake");
+        assert!(json["at"].is_string(), "{json}");
     }
 
     #[test]

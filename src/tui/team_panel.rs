@@ -621,7 +621,7 @@ fn live_tail(live: &str, room: usize) -> String {
     format!("  › {}", tail.into_iter().collect::<String>())
 }
 
-/// `budget: 1m 05s / 30m 00s · 12000 / 50000 tok` for a team with a budget: the run's time
+/// `budget: 1m05s / 30m00s · 12000 / 50000 tok` for a team with a budget: the run's time
 /// (pauses left out) and tokens against each limit set, and whether one is at 80 % or more.
 pub fn budget_line(budget: &RunBudget, c: &CycleView, now: Instant) -> Option<(String, bool)> {
     if budget.is_empty() {
@@ -634,8 +634,8 @@ pub fn budget_line(budget: &RunBudget, c: &CycleView, now: Instant) -> Option<(S
         near |= used.as_secs_f64() >= 0.8 * limit.as_secs_f64();
         parts.push(format!(
             "{} / {}",
-            crate::engine::protocol::format_duration(used),
-            crate::engine::protocol::format_duration(limit)
+            duration(used.as_millis() as u64),
+            duration(limit.as_millis() as u64)
         ));
     }
     if let Some(limit) = budget.token_budget {
@@ -672,7 +672,7 @@ mod tests {
         };
         assert_eq!(
             budget_line(&budget, &c, now),
-            Some(("budget: 1m 05s / 30m 00s · 12000 / 50000 tok".into(), false))
+            Some(("budget: 1m05s / 30m00s · 12000 / 50000 tok".into(), false))
         );
         c.usage.output_tokens = 30_000;
         assert_eq!(budget_line(&budget, &c, now).map(|(_, near)| near), Some(true));
