@@ -2,7 +2,7 @@
 //! (status, time, tokens, tool calls, result) that both the trace tree and the TUI's cards
 //! keep, and its line, so an execution reads the same in `huddle run`, the timeline and
 //! `huddle trace`. Also the words of an execution's start and of a result pushed to an
-//! orchestrator.
+//! orchestrator (read with the protocol's own reader).
 //!
 //! The token rule: while an execution runs, its tokens and tool calls are its own turns' as
 //! they end (`turn_finished` and `tool_call` events tagged with it); its end
@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::{Line, Tone, counted, duration, quote};
 use crate::engine::events::{EventKind, ExecutionTag};
-use crate::model::dispatch::{COMPLETED_PREFIX, FAILED_PREFIX};
+use crate::engine::protocol::dispatch::parse_pushed_result;
 use crate::model::{ExecutionKind, ExecutionStatus};
 
 /// The most of a task an execution keeps.
@@ -341,32 +341,23 @@ pub fn event_line(id: &str, event: &EventKind) -> Option<Line> {
     }
 }
 
-/// `[Sub-agent completed] log-analyzer (exec-2): …`: failed or not, the name and the id.
-pub fn pushed_result(text: &str) -> Option<(bool, &str, &str)> {
-    let (failed, rest) = match text.strip_prefix(COMPLETED_PREFIX) {
-        Some(rest) => (false, rest),
-        None => (true, text.strip_prefix(FAILED_PREFIX)?),
-    };
-    let head = rest.trim_start().lines().next()?;
-    let open = head.find(" (")?;
-    let close = open + head[open..].find(')')?;
-    Some((failed, head[..open].trim(), &head[open + 2..close]))
-}
-
 /// What reached an orchestrator's turn: `⇠ result from log-analyzer (exec-2)` (or `⇠ failure
 /// from …`) per result pushed in `text`, else, when `note` is set, the text itself (`⇠ …`: the
 /// order to conclude, a message of yours).
 pub fn arrived(text: &str, note: bool) -> Vec<Line> {
     let pushed: Vec<Line> = text
         .lines()
-        .filter_map(pushed_result)
-        .map(|(failed, name, id)| {
-            let (tone, what) = if failed {
-                (Tone::Bad, "failure")
-            } else {
+        .filter_map(parse_pushed_result)
+        .map(|pushed| {
+            let (tone, what) = if pushed.completed {
                 (Tone::Good, "result")
+            } else {
+                (Tone::Bad, "failure")
             };
-            Line::new(tone, format!("⇠ {what} from {name} ({id})"))
+            Line::new(
+                tone,
+                format!("⇠ {what} from {} ({})", pushed.name, pushed.execution_id),
+            )
         })
         .collect();
     if pushed.is_empty() && note {
@@ -484,16 +475,7 @@ mod tests {
     }
 
     #[test]
-    fn pushed_results_are_read_for_their_name_and_id() {
-        assert_eq!(
-            pushed_result("[Sub-agent completed] log-analyzer (exec-2): found it"),
-            Some((false, "log-analyzer", "exec-2"))
-        );
-        assert_eq!(
-            pushed_result("[Sub-agent failed] m (exec-9): timed out"),
-            Some((true, "m", "exec-9"))
-        );
-        assert_eq!(pushed_result("conclude now"), None);
+    fn pushed_results_say_whose_and_how_they_ended() {
         let lines: Vec<String> = arrived(
             "[Sub-agent completed] a (exec-3): fine\nmore\n\n[Sub-agent failed] b (exec-4): boom",
             true,

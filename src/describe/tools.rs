@@ -5,14 +5,14 @@ use crate::tools::Decision;
 
 /// A member's `team_broadcast` call: a broadcast that went through is said by its broadcast.
 pub fn is_broadcast(name: &str) -> bool {
-    name == crate::model::dispatch::BROADCAST_TOOL
+    name == crate::engine::protocol::team_talk::BROADCAST_TOOL
 }
 
 /// The tools of a mode whose calls have events of their own, which say what they did: a
 /// dispatch (an execution's start), a clarification (its start), a broadcast, a flow's route
 /// (its hop), a pipeline's handoff. Their calls and results are not worded again.
 pub fn said_by_its_own_event(name: &str) -> bool {
-    use crate::model::{dispatch, flow, pipeline};
+    use crate::engine::protocol::{dispatch, flow, pipeline};
     is_broadcast(name)
         || [
             dispatch::DISPATCH_TOOL,

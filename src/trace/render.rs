@@ -262,7 +262,7 @@ mod tests {
     };
     use super::*;
     use crate::engine::events::RunRecord;
-    use crate::model::dispatch::BROADCAST_TOOL;
+    use crate::engine::protocol::team_talk::BROADCAST_TOOL;
     use crate::model::{ExecutionKind, ExecutionStatus};
 
     #[test]
