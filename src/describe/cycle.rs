@@ -12,11 +12,13 @@ const TASK_MAX: usize = 2000;
 /// `dispatch run`, `orchestrator_reflect run (at most 4 iterations)`, `relay run (at most 8
 /// turns)`.
 pub fn run_started(mode: Mode, max_iterations: u32) -> Line {
-    let limit = match mode {
-        // A relay counts turns.
-        Mode::Relay => format!(" (at most {max_iterations} turns)"),
-        _ if max_iterations > 1 => format!(" (at most {max_iterations} iterations)"),
-        _ => String::new(),
+    // A relay counts turns (always said), the other modes iterations (said when more than one).
+    let limit = if mode == Mode::Relay {
+        format!(" (at most {max_iterations} turns)")
+    } else if max_iterations > 1 {
+        format!(" (at most {max_iterations} iterations)")
+    } else {
+        String::new()
     };
     Line::new(Tone::Heading, format!("{mode} run{limit}"))
 }
