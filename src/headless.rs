@@ -13,7 +13,7 @@ use crate::cli::{OutputError, RunOutput, note};
 use crate::config::{Config, Paths};
 use crate::engine::events::{EngineEvent, EventKind, Phase, RunKey};
 use crate::engine::{Engine, EngineError, ReflectionRequest, RunOverrides, RunReport};
-use crate::model::{CycleOutcome, Mode, RunBudget, WorktreeStrategy};
+use crate::model::{Counts, CycleOutcome, Mode, RunBudget, WorktreeStrategy};
 use crate::presets::Catalog;
 use crate::text::first_line;
 use crate::text::sanitize;
@@ -357,7 +357,7 @@ fn interrupted_cycle(edits: &Edits, group_id: &str, request: &RunRequest) -> Res
         let g = o.group(group_id);
         let name = g.map(|g| g.name.clone()).unwrap_or_default();
         let r = g
-            .and_then(|g| g.reflection.as_ref())
+            .and_then(|g| g.state.orchestrator_reflect.as_ref())
             .filter(|r| r.is_interrupted())
             .map(|r| (r.completed_iterations, r.max_iterations, r.goal.clone()));
         (name, r)
@@ -484,15 +484,14 @@ fn choose_target(
             out.note(format_args!("huddle: warning: {}", sanitize::display(w)));
         }
         // A relay that could not run here is refused before its team is made.
-        if let (Mode::Relay, Some(relay)) = (request.mode.unwrap_or(preset.mode), &preset.relay) {
-            crate::headless_relay::check_approval(
-                &preset.name,
-                request.approval.unwrap_or(relay.approval),
-                request.approve,
-                on_terminal,
-            )
-            .map_err(usage)?;
-        }
+        crate::headless_relay::check_preset(
+            preset,
+            request.mode,
+            request.approval,
+            request.approve,
+            on_terminal,
+        )
+        .map_err(usage)?;
         let strategy = request.worktrees.unwrap_or(preset.worktrees);
         if !strategy.is_shared() {
             out.note(format_args!(
@@ -596,10 +595,10 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
     let group = &event.group;
     Some(match &event.kind {
         EventKind::CycleStarted { mode, max_iterations } => {
-            if *mode == Mode::Relay {
-                format!("huddle: `{group}` runs in relay mode (at most {max_iterations} turns)")
-            } else if *max_iterations > 1 {
-                format!("huddle: `{group}` runs in {mode} mode (at most {max_iterations} iterations)")
+            let counts = mode.spec().counts;
+            if counts == Counts::Turns || *max_iterations > 1 {
+                let unit = counts.word();
+                format!("huddle: `{group}` runs in {mode} mode (at most {max_iterations} {unit})")
             } else {
                 format!("huddle: `{group}` runs in {mode} mode")
             }

@@ -208,16 +208,6 @@ impl WorktreeStrategy {
     }
 }
 
-impl Mode {
-    /// True for the modes driven by an orchestrator session (in `team` it is the supervisor).
-    pub fn has_orchestrator(self) -> bool {
-        matches!(
-            self,
-            Mode::Orchestrator | Mode::OrchestratorReflect | Mode::Dispatch | Mode::Team
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -194,12 +194,9 @@ impl CycleView {
         );
     }
 
-    /// Broadcast and sequential runs have no assignments: their rows come from the turns.
+    /// Runs without assignments (broadcast, sequential, ...): their rows come from the turns.
     fn rows_from_turns(&self) -> bool {
-        matches!(
-            self.mode,
-            Some(Mode::Broadcast | Mode::Sequential | Mode::Flow | Mode::Pipeline)
-        )
+        self.mode.is_some_and(|m| m.spec().rows_from_turns)
     }
 
     /// Mode `flow`: one timeline entry per hop (route and its message, advisor report,
@@ -417,8 +414,8 @@ impl CycleView {
                 ..
             } => {
                 self.turn_over(session_id);
-                if self.mode == Some(Mode::Pipeline) {
-                    // A pipeline has no worker results: a member's row is done with its turn
+                if self.mode.is_some_and(|m| m.spec().row_done_with_turn) {
+                    // No worker results come (a pipeline): a member's row is done with its turn
                     // (it may run again later in the same message).
                     let w = self.worker(session_id, session);
                     w.state = if *success {

@@ -94,27 +94,20 @@ impl TeamPanel {
         if self.cycles.contains_key(&g.id) {
             return;
         }
-        if let Some(r) = &g.reflection {
+        if let Some(r) = &g.state.orchestrator_reflect {
             let mut view = CycleView::from_persisted(r, g.mode);
             view.team_slug = g.members_slug();
             self.cycles.insert(g.id.clone(), view);
-        } else if let Some(state) = g
-            .pipeline_state
-            .as_ref()
-            .filter(|_| g.mode == crate::model::Mode::Pipeline)
-        {
+        } else if let Some(pipeline) = super::pipeline_view::PipelineView::saved(g) {
             let mut view = CycleView::default();
             view.mode = Some(g.mode);
-            view.pipeline = Some(super::pipeline_view::PipelineView::from_state(
-                state,
-                g.pipeline.as_ref(),
-            ));
+            view.pipeline = Some(pipeline);
             view.team_slug = g.members_slug();
             self.cycles.insert(g.id.clone(), view);
-        } else if let Some(r) = &g.relay_state {
+        } else if let Some(relay) = super::relay_view::RelayView::saved(g) {
             let mut view = CycleView::default();
             view.mode = Some(g.mode);
-            view.relay = Some(super::relay_view::RelayView::from_record(r));
+            view.relay = Some(relay);
             view.team_slug = g.members_slug();
             self.cycles.insert(g.id.clone(), view);
         }

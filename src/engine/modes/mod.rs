@@ -72,9 +72,8 @@ pub(crate) async fn run_linked(
         });
     }
     let mut budget = team.budget;
-    if team.mode == Mode::Relay && budget.max_duration_secs.is_none() {
-        // A relay talks to someone else's agent: it never runs unbounded.
-        budget.max_duration_secs = Some(crate::model::relay::DEFAULT_MAX_DURATION_SECS);
+    if budget.max_duration_secs.is_none() {
+        budget.max_duration_secs = team.mode.spec().default_max_duration_secs;
     }
     active.control.set_budget(budget);
     let mut run = Run::new(shared, active, team);
