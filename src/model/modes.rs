@@ -1,18 +1,46 @@
-//! The mode table: everything the rest of the program asks of a mode, one row per mode
-//! ([`spec`]), and the group's per-mode settings and run state ([`ModeSettings`], [`ModeState`]),
-//! one field per mode that has any, named after it.
+//! The modes ([`Mode`]) and their table: everything the rest of the program asks of a mode, one
+//! row per mode ([`spec`]), and the group's per-mode settings and run state ([`ModeSettings`],
+//! [`ModeState`]), one field per mode that has any, named after it.
 //!
 //! A question about a mode that is not a genuine behaviour of that mode's own files (its engine
 //! file, its protocol, its view) is a field here: no `match` over modes elsewhere falls back with
 //! `_ =>`. The true list of what a new mode touches is in `engine/modes/mod.rs`.
 
-use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
 
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+use super::enums::{UnknownVariant, string_enum};
 use super::flow::FlowSettings;
 use super::{
-    ConversationState, DispatchLimits, Mode, PipelineSpec, Preset, ReflectionCycle, RelayRecord,
-    RelaySettings, TeamLimits,
+    ConversationState, DispatchLimits, PipelineSpec, Preset, ReflectionCycle, RelayRecord, RelaySettings,
+    TeamLimits,
 };
+
+string_enum!(
+    /// How a team group runs one user prompt (SPEC section 2).
+    #[derive(Default)]
+    Mode, "mode" {
+        #[default]
+        Broadcast => "broadcast",
+        Sequential => "sequential",
+        Orchestrator => "orchestrator",
+        OrchestratorReflect => "orchestrator_reflect",
+        /// A driver session talks to a counterpart on the user's behalf (see `model::relay`).
+        Relay => "relay",
+        /// The prompt enters at the `entry:` member and follows handoffs, routes and advisors.
+        Flow => "flow",
+        /// Stages with phases; the conversation moves along them by handoffs (`model::pipeline`).
+        Pipeline => "pipeline",
+        /// A tool-using orchestrator dispatches members as sub-agents; results come back by
+        /// themselves (`model::dispatch`).
+        Dispatch => "dispatch",
+        /// Members deliberate through broadcasts; the supervisor (the orchestrator) decides.
+        Team => "team",
+    }
+);
 
 /// What a run's `max_iterations` (its `cycle_started` event) counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
