@@ -126,6 +126,27 @@ pub struct CycleView {
 }
 
 impl CycleView {
+    /// The view of a group's last run as `organization.json` keeps it (its mode's saved state),
+    /// if it keeps one.
+    pub fn saved(g: &crate::model::Group) -> Option<CycleView> {
+        let mut view = if let Some(r) = &g.state.orchestrator_reflect {
+            CycleView::from_persisted(r, g.mode)
+        } else if let Some(pipeline) = super::pipeline_view::PipelineView::saved(g) {
+            CycleView {
+                pipeline: Some(pipeline),
+                ..CycleView::default()
+            }
+        } else {
+            CycleView {
+                relay: Some(super::relay_view::RelayView::saved(g)?),
+                ..CycleView::default()
+            }
+        };
+        view.mode = Some(g.mode);
+        view.team_slug = g.members_slug();
+        Some(view)
+    }
+
     /// The view of a cycle read from `organization.json` (nothing is running yet).
     pub fn from_persisted(r: &ReflectionCycle, mode: Mode) -> CycleView {
         let mut v = CycleView {

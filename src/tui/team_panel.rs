@@ -94,21 +94,7 @@ impl TeamPanel {
         if self.cycles.contains_key(&g.id) {
             return;
         }
-        if let Some(r) = &g.state.orchestrator_reflect {
-            let mut view = CycleView::from_persisted(r, g.mode);
-            view.team_slug = g.members_slug();
-            self.cycles.insert(g.id.clone(), view);
-        } else if let Some(pipeline) = super::pipeline_view::PipelineView::saved(g) {
-            let mut view = CycleView::default();
-            view.mode = Some(g.mode);
-            view.pipeline = Some(pipeline);
-            view.team_slug = g.members_slug();
-            self.cycles.insert(g.id.clone(), view);
-        } else if let Some(relay) = super::relay_view::RelayView::saved(g) {
-            let mut view = CycleView::default();
-            view.mode = Some(g.mode);
-            view.relay = Some(relay);
-            view.team_slug = g.members_slug();
+        if let Some(view) = CycleView::saved(g) {
             self.cycles.insert(g.id.clone(), view);
         }
     }
