@@ -31,7 +31,8 @@
 //! - Settings of each member (like a flow's links): a field of `Session`
 //!   (`src/model/organization.rs`) and of `Member` (`src/engine/team.rs`).
 //! - Options of one run (like a relay's `--approval`): `RunOverrides` (`src/engine/mod.rs`)
-//!   and the flag in `src/cli.rs`.
+//!   and the flag in `src/cli.rs`. Defaults in config.yaml (like dispatch's guardrails):
+//!   `src/config.rs`, `EngineOptions` (`src/engine/mod.rs`) and `Team::read`.
 //!
 //! So a mode built from what exists touches 7 files (4 of them in `src/`); one with its own
 //! protocol and sim player 11; one with its own settings, events and view about 20.
