@@ -349,6 +349,13 @@ impl Engine {
         let shared = Arc::clone(&self.shared);
         let session_id = session_id.to_string();
         Ok(sink::batched(async move {
+            // On a team member, a chat with it alone is marked direct (not part of a team run).
+            let in_team = shared.org.read(|o| {
+                o.session(&session_id)
+                    .and_then(|s| o.group(&s.group_id))
+                    .is_some_and(|g| g.is_team())
+            });
+            let stamp = in_team.then(|| session::PromptStamp::new(|m| m.direct = true));
             let result = shared
                 .turn(
                     &session_id,
@@ -358,7 +365,7 @@ impl Engine {
                         cancel: guard.run.control.cancel.child_token(),
                         model_override,
                         attachments,
-                        direct: true,
+                        stamp,
                         ..session::TurnOptions::default()
                     },
                 )

@@ -242,11 +242,56 @@ pub struct TurnOutput {
 /// Receives each text delta as it arrives.
 pub type DeltaSink<'a> = &'a mut (dyn FnMut(&str) + Send);
 
+/// What a provider can do, as the engine asks it (never by testing its kind). A field added
+/// later (prompt caching, streaming, ...) gets its value for HTTP model APIs in
+/// [`Capabilities::HTTP`]; a provider that differs says so in its [`Provider::capabilities`],
+/// starting from `..Capabilities::HTTP`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// It runs its own tools (a CLI agent): huddle's tool servers are not declared to it, its
+    /// steps are reported as they happen (`TurnRequest::agent_activity`) and it keeps its own
+    /// conversation between turns (`TurnRequest::agent_session_id`).
+    pub runs_own_tools: bool,
+    /// No tool is declared to it natively: the tools a mode lends a turn are not declared
+    /// either, the mode offers their text form instead (written into the prompt, read back from
+    /// the answer by the mode).
+    pub text_tools: bool,
+}
+
+impl Capabilities {
+    /// An HTTP model API's (and the simulator's): tools declared natively, huddle runs them.
+    pub const HTTP: Capabilities = Capabilities {
+        runs_own_tools: false,
+        text_tools: false,
+    };
+
+    /// A CLI agent's: it runs its own tools and takes a mode's tools in their text form.
+    pub const CLI_AGENT: Capabilities = Capabilities {
+        runs_own_tools: true,
+        text_tools: true,
+    };
+
+    /// huddle's tool servers are declared to it and run by huddle.
+    pub fn takes_huddle_tools(&self) -> bool {
+        !self.runs_own_tools && !self.text_tools
+    }
+}
+
+impl Default for Capabilities {
+    fn default() -> Capabilities {
+        Capabilities::HTTP
+    }
+}
+
 /// A configured provider. Object-safe: the engine holds `Arc<dyn Provider>`.
 pub trait Provider: Send + Sync {
     /// The configured name (the part of a slug before `/`).
     fn name(&self) -> &str;
     fn kind(&self) -> ProviderKind;
+    /// What it can do (see [`Capabilities`]); an HTTP model API's unless it says otherwise.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::HTTP
+    }
     /// Runs one turn: deltas go to `deltas` as they arrive; the result comes once. Cancelling
     /// `cancel` ends the turn at once with [`ErrorKind::Cancelled`] (HTTP request dropped,
     /// process group killed).

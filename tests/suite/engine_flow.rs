@@ -198,6 +198,24 @@ async fn a_router_calls_handoff_to_and_the_destination_gets_the_request_and_the_
         _ => None,
     });
     assert_eq!(message.as_deref(), Some("Check the disk first."));
+    // The router's call is answered, and its answer says where the request went.
+    let said = |name: &str| {
+        events.iter().find_map(|e| match &e.kind {
+            EventKind::Message { session, text, .. } if session == name => Some(text.clone()),
+            _ => None,
+        })
+    };
+    assert_eq!(
+        said("t-r").as_deref(),
+        Some("[handed off to `y`: Check the disk first.]")
+    );
+    let result = events.iter().find_map(|e| match &e.kind {
+        EventKind::ToolResult {
+            name, ok, first_line, ..
+        } if name == "handoff_to" => Some((*ok, first_line.clone())),
+        _ => None,
+    });
+    assert_eq!(result, Some((true, "Handed off.".to_string())));
 }
 
 #[tokio::test]

@@ -573,11 +573,7 @@ impl TurnTools for Board {
                 text,
                 ..LentAnswer::default()
             },
-            Err(text) => LentAnswer {
-                text,
-                is_error: true,
-                ends_turn: false,
-            },
+            Err(text) => LentAnswer::error(text),
         };
         Box::pin(async move { answer })
     }

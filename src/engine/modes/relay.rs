@@ -16,6 +16,7 @@ use crate::model::{
 
 use super::super::events::{EventKind, RunKey};
 use super::super::run::Run;
+use super::super::session::PromptStamp;
 use super::super::team::Member;
 use super::super::{EngineError, RunOverrides, RunReport, TurnResult, lock};
 use super::relay_history::{DriverTurn, Exchange, driver_prompt, fold, split_complete};
@@ -512,7 +513,9 @@ impl Relay {
     async fn send(&self, run: &mut Run<'_>, text: String, meta: RelayMeta) -> Result<String, String> {
         match &self.counterpart {
             Counterpart::Member(member) => {
-                let result: TurnResult = run.turn_with(member, text, false, Some(meta)).await;
+                // The stored message carries the relay's trace id and hop count.
+                let stamp = PromptStamp::new(move |m| m.relay = Some(meta.clone()));
+                let result: TurnResult = run.turn_with(member, text, false, Some(stamp)).await;
                 if result.success && !result.text.trim().is_empty() {
                     Ok(result.text)
                 } else {
