@@ -186,10 +186,10 @@ fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetEr
     Ok(())
 }
 
-/// The keys of one mode set on a preset of another ([`crate::model::ModeSpec::preset_keys`],
-/// [`crate::model::ModeSpec::worker_keys`]) are ignored, with a warning; a key the preset's mode refuses
-/// ([`crate::model::ModeSpec::refused_keys`]) is an error. A key counts as set when it would be written
-/// (a value other than its default).
+/// The keys of one mode set on a preset of another (its row's `preset_keys` and `worker_keys`
+/// in [`crate::model::ModeSpec`]) are ignored, with a warning; a key the preset's mode refuses
+/// (`refused_keys`) is an error. A key counts as set when it would be written (a value other
+/// than its default).
 fn check_mode_keys(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetError> {
     let Ok(serde_json::Value::Object(keys)) = serde_json::to_value(&*preset) else {
         return Ok(());
@@ -242,7 +242,7 @@ fn check_mode_keys(preset: &mut Preset, text: &str, path: &Path) -> Result<(), P
     Ok(())
 }
 
-/// The preset's mode's own settings, checked by its model file ([`crate::model::ModeSpec::check_preset`]);
+/// The preset's mode's own settings, checked by its model file (its row's `check_preset`);
 /// the error is on the line the check points at, else on the `mode:` line. In a mode where only
 /// workers take part, an orchestrator or evaluator is a warning.
 fn check_mode_settings(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetError> {
