@@ -667,8 +667,8 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
         // A team member's broadcast has its own line (`team_broadcast`), a dispatch is printed
         // as its execution (`⇢ exec-2 …`): their tool calls and answers are left out.
         EventKind::ToolCall { name, .. } | EventKind::ToolResult { name, .. }
-            if name == crate::model::dispatch::BROADCAST_TOOL
-                || name == crate::model::dispatch::DISPATCH_TOOL =>
+            if name == crate::engine::protocol::team_talk::BROADCAST_TOOL
+                || name == crate::engine::protocol::dispatch::DISPATCH_TOOL =>
         {
             return None;
         }

@@ -20,6 +20,7 @@ pub mod naming;
 pub mod presets;
 pub mod providers;
 pub mod runs_cli;
+pub mod sim;
 pub mod store;
 pub mod text;
 pub mod tools;

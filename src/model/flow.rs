@@ -5,12 +5,6 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The built-in tool a router ends with (the engine offers it, the sim calls it).
-pub const HANDOFF_TOOL: &str = "handoff_to";
-
-/// The line of a router's prompt that lists its destinations (the sim reads it too).
-pub const DESTINATIONS_LINE: &str = "Destinations: ";
-
 /// A router's choices (`router: { destinations: [...] }`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -4,7 +4,6 @@
 pub mod agent;
 mod budget;
 pub mod context;
-pub mod deliberation;
 pub mod dispatch;
 mod enums;
 pub mod flow;

@@ -5,9 +5,6 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The sentinel a driver ends its last message with.
-pub const RELAY_COMPLETE: &str = "[[RELAY_COMPLETE]]";
-
 pub const DEFAULT_MAX_TURNS: u32 = 8;
 pub const DEFAULT_MAX_FAILURES: u32 = 3;
 pub const DEFAULT_MAX_HISTORY_TURNS: usize = 6;

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::tree::{NodeId, RunState, RunSummary, Trace, TraceItem, TraceNode};
-use crate::model::dispatch::BROADCAST_TOOL;
+use crate::engine::protocol::team_talk::BROADCAST_TOOL;
 use crate::text::{first_line, sanitize};
 
 /// The most characters of a result, task or message on a node's line.

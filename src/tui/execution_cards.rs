@@ -14,7 +14,7 @@ use ratatui::style::{Color, Modifier, Style};
 
 use super::timeline_kind::TimelineKind;
 use crate::engine::events::{EngineEvent, EventKind, ExecutionTag};
-use crate::model::dispatch::{COMPLETED_PREFIX, FAILED_PREFIX};
+use crate::engine::protocol::dispatch::{COMPLETED_PREFIX, FAILED_PREFIX};
 use crate::model::{BroadcastKind, ExecutionKind, ExecutionStatus, Message};
 use crate::text::sanitize;
 

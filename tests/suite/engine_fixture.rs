@@ -45,7 +45,7 @@ pub fn config_for(server: &FakeLlm) -> Config {
 }
 
 pub fn fast_providers(config: &Config) -> Providers {
-    Providers::with_options(
+    huddle::sim::providers_with_options(
         config,
         ProviderOptions {
             read_timeout: Duration::from_secs(10),

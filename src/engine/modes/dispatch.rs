@@ -333,7 +333,7 @@ impl TurnTools for SubAgentTools {
     }
 
     fn refusal(&self, name: &str) -> Option<String> {
-        crate::model::dispatch::is_orchestration_tool(name).then(|| {
+        super::super::protocol::dispatch::is_orchestration_tool(name).then(|| {
             format!(
                 "`{name}` is only for the orchestrator: a sub-agent cannot dispatch or manage sub-agents (depth 1)"
             )

@@ -20,8 +20,8 @@
 //! When it has them:
 //!
 //! - Prompts and reply parsing of its own: `src/engine/protocol/<mode>.rs` and its `mod` line.
-//! - A way the simulator plays it: `src/sim/<mode>.rs`, its `mod` line and its call in
-//!   `src/sim/mod.rs`.
+//! - A way the simulator plays it: `src/sim/<mode>.rs` and its `mod` line in `src/sim/mod.rs`;
+//!   its prompts' kind in `src/sim/text.rs`, which hands them to it.
 //! - Settings or state of its own: their types, preset checks (its row's `check_preset`) and
 //!   summary in `src/model/<mode>.rs` and its `mod` line; its preset keys in
 //!   `src/model/preset.rs`.
@@ -35,7 +35,7 @@
 //!   `src/config.rs`, `EngineOptions` (`src/engine/mod.rs`) and `Team::read`.
 //!
 //! So a mode built from what exists touches 7 files (4 of them in `src/`); one with its own
-//! protocol and sim player 11; one with its own settings, events and view about 20.
+//! protocol and sim player 12; one with its own settings, events and view about 20.
 
 mod broadcast;
 mod deliberation;

@@ -12,13 +12,13 @@ use std::sync::Arc;
 
 use chrono::Utc;
 
-use crate::model::pipeline::{HUMAN, Routed, route};
+use crate::model::pipeline::{Routed, route};
 use crate::model::{ConversationState, CycleOutcome, PipelineSpec, Supervise};
 
 use super::super::events::{EventKind, Phase};
 use super::super::lent_tools::{Choice, HandoffTool, TurnHooks, TurnTools};
 use super::super::protocol::pipeline::{
-    HandoffRequest, call_target, check_target, context_line, conversation_handoff_tool, member_prompt,
+    HUMAN, HandoffRequest, call_target, check_target, context_line, conversation_handoff_tool, member_prompt,
     parse_conversation_call, parse_text_handoff, supervisor_prompt, without_text_handoff,
 };
 use super::super::run::Run;
