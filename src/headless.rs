@@ -358,7 +358,7 @@ fn interrupted_cycle(edits: &Edits, group_id: &str, request: &RunRequest) -> Res
         let g = o.group(group_id);
         let name = g.map(|g| g.name.clone()).unwrap_or_default();
         let r = g
-            .and_then(|g| g.reflection.as_ref())
+            .and_then(|g| g.state.orchestrator_reflect.as_ref())
             .filter(|r| r.is_interrupted())
             .map(|r| (r.completed_iterations, r.max_iterations, r.goal.clone()));
         (name, r)
@@ -485,15 +485,14 @@ fn choose_target(
             out.note(format_args!("huddle: warning: {}", sanitize::display(w)));
         }
         // A relay that could not run here is refused before its team is made.
-        if let (Mode::Relay, Some(relay)) = (request.mode.unwrap_or(preset.mode), &preset.relay) {
-            crate::headless_relay::check_approval(
-                &preset.name,
-                request.approval.unwrap_or(relay.approval),
-                request.approve,
-                on_terminal,
-            )
-            .map_err(usage)?;
-        }
+        crate::headless_relay::check_preset(
+            preset,
+            request.mode,
+            request.approval,
+            request.approve,
+            on_terminal,
+        )
+        .map_err(usage)?;
         let strategy = request.worktrees.unwrap_or(preset.worktrees);
         if !strategy.is_shared() {
             out.note(format_args!(

@@ -31,6 +31,26 @@ pub fn check_approval(
     }
 }
 
+/// Why a team made from `preset` could not run headless as a relay here, if it could not
+/// (refused before its team is made). `mode`: the run's `--mode`.
+pub fn check_preset(
+    preset: &crate::model::Preset,
+    mode: Option<Mode>,
+    approval: Option<ApprovalMode>,
+    approve: bool,
+    terminal: bool,
+) -> Result<(), String> {
+    match (mode.unwrap_or(preset.mode), &preset.relay) {
+        (Mode::Relay, Some(relay)) => check_approval(
+            &preset.name,
+            approval.unwrap_or(relay.approval),
+            approve,
+            terminal,
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// The relay settings a headless run of this group would use: its approval mode, when it runs
 /// as a relay.
 pub fn relay_approval(
@@ -43,7 +63,7 @@ pub fn relay_approval(
     if mode.unwrap_or(group.mode) != Mode::Relay {
         return None;
     }
-    let settings = group.relay.as_ref()?;
+    let settings = group.settings.relay.as_ref()?;
     Some((group.name.clone(), approval.unwrap_or(settings.approval)))
 }
 

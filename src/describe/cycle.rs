@@ -3,20 +3,19 @@
 
 use super::{Line, Tone, colon_quote, duration, quote};
 use crate::engine::events::Phase;
-use crate::model::{CycleOutcome, Mode, Trend};
+use crate::model::{Counts, CycleOutcome, Mode, Trend};
 
 /// The most characters of an assignment's task (its lines joined): a front end that wraps
 /// shows it whole, one that does not cuts the line.
 const TASK_MAX: usize = 2000;
 
 /// `dispatch run`, `orchestrator_reflect run (at most 4 iterations)`, `relay run (at most 8
-/// turns)`.
+/// turns)`: the limit in what the mode counts (turns are always said, iterations when more
+/// than one).
 pub fn run_started(mode: Mode, max_iterations: u32) -> Line {
-    // A relay counts turns (always said), the other modes iterations (said when more than one).
-    let limit = if mode == Mode::Relay {
-        format!(" (at most {max_iterations} turns)")
-    } else if max_iterations > 1 {
-        format!(" (at most {max_iterations} iterations)")
+    let counts = mode.spec().counts;
+    let limit = if counts == Counts::Turns || max_iterations > 1 {
+        format!(" (at most {max_iterations} {})", counts.word())
     } else {
         String::new()
     };

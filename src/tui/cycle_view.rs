@@ -116,6 +116,27 @@ pub struct CycleView {
 }
 
 impl CycleView {
+    /// The view of a group's last run as `organization.json` keeps it (its mode's saved state),
+    /// if it keeps one.
+    pub fn saved(g: &crate::model::Group) -> Option<CycleView> {
+        let mut view = if let Some(r) = &g.state.orchestrator_reflect {
+            CycleView::from_persisted(r, g.mode)
+        } else if let Some(pipeline) = super::pipeline_view::PipelineView::saved(g) {
+            CycleView {
+                pipeline: Some(pipeline),
+                ..CycleView::default()
+            }
+        } else {
+            CycleView {
+                relay: Some(super::relay_view::RelayView::saved(g)?),
+                ..CycleView::default()
+            }
+        };
+        view.mode = Some(g.mode);
+        view.team_slug = g.members_slug();
+        Some(view)
+    }
+
     /// The view of a cycle read from `organization.json` (nothing is running yet).
     pub fn from_persisted(r: &ReflectionCycle, mode: Mode) -> CycleView {
         let mut v = CycleView {
@@ -179,12 +200,9 @@ impl CycleView {
         );
     }
 
-    /// Broadcast and sequential runs have no assignments: their rows come from the turns.
+    /// Runs without assignments (broadcast, sequential, ...): their rows come from the turns.
     fn rows_from_turns(&self) -> bool {
-        matches!(
-            self.mode,
-            Some(Mode::Broadcast | Mode::Sequential | Mode::Flow | Mode::Pipeline)
-        )
+        self.mode.is_some_and(|m| m.spec().rows_from_turns)
     }
 
     /// Mode `flow`: the member's row gets its hop's time and state.
@@ -344,8 +362,8 @@ impl CycleView {
                 ..
             } => {
                 self.turn_over(session_id);
-                if self.mode == Some(Mode::Pipeline) {
-                    // A pipeline has no worker results: a member's row is done with its turn
+                if self.mode.is_some_and(|m| m.spec().row_done_with_turn) {
+                    // No worker results come (a pipeline): a member's row is done with its turn
                     // (it may run again later in the same message).
                     let w = self.worker(session_id, session);
                     w.state = if *success {

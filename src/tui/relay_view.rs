@@ -31,6 +31,11 @@ pub struct RelayView {
 impl RelayView {
     /// The view of the relay state saved with a group.
     /// A run that never reached an end (huddle was killed) is shown stopped, as interrupted.
+    /// A team's saved relay run.
+    pub fn saved(g: &crate::model::Group) -> Option<RelayView> {
+        g.state.relay.as_ref().map(RelayView::from_record)
+    }
+
     pub fn from_record(r: &RelayRecord) -> RelayView {
         let (state, reason) = if r.state.is_final() {
             (r.state, r.reason.clone())

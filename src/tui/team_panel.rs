@@ -96,28 +96,7 @@ impl TeamPanel {
         if self.cycles.contains_key(&g.id) {
             return;
         }
-        if let Some(r) = &g.reflection {
-            let mut view = CycleView::from_persisted(r, g.mode);
-            view.team_slug = g.members_slug();
-            self.cycles.insert(g.id.clone(), view);
-        } else if let Some(state) = g
-            .pipeline_state
-            .as_ref()
-            .filter(|_| g.mode == crate::model::Mode::Pipeline)
-        {
-            let mut view = CycleView::default();
-            view.mode = Some(g.mode);
-            view.pipeline = Some(super::pipeline_view::PipelineView::from_state(
-                state,
-                g.pipeline.as_ref(),
-            ));
-            view.team_slug = g.members_slug();
-            self.cycles.insert(g.id.clone(), view);
-        } else if let Some(r) = &g.relay_state {
-            let mut view = CycleView::default();
-            view.mode = Some(g.mode);
-            view.relay = Some(super::relay_view::RelayView::from_record(r));
-            view.team_slug = g.members_slug();
+        if let Some(view) = CycleView::saved(g) {
             self.cycles.insert(g.id.clone(), view);
         }
     }

@@ -99,7 +99,7 @@ pub async fn team_with(
         order += 1;
         org.sessions.push(s);
     };
-    if mode.has_orchestrator() {
+    if mode.spec().has_orchestrator {
         add(
             &mut org,
             "t-orchestrator",

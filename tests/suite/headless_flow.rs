@@ -33,7 +33,7 @@ fn the_help_desk_flow_runs_one_request_to_its_end_on_the_sim() {
         .unwrap();
     let team = team_made_by_run(home.path(), "Help Desk Flow");
     let group = org.groups.iter().find(|g| g.name == team).unwrap();
-    let entry = group.flow_entry.as_deref().expect("the entry is stored");
+    let entry = group.settings.flow.entry.as_deref().expect("the entry is stored");
     let dispatcher = org.sessions.iter().find(|s| s.id == entry).unwrap();
     assert!(dispatcher.name.ends_with("dispatcher"), "{}", dispatcher.name);
     assert_eq!(dispatcher.flow.router.as_ref().unwrap().destinations.len(), 2);

@@ -35,7 +35,7 @@ fn the_support_desk_runs_a_request_to_its_end_and_continues_the_conversation() {
             .unwrap()
             .unwrap();
         let group = org.groups.iter().find(|g| g.name == team).unwrap();
-        group.pipeline_state.clone().expect("the state is stored")
+        group.state.pipeline.clone().expect("the state is stored")
     };
     let first = state(home.path());
     assert_eq!(first.phase.as_deref(), Some("resolution"));
