@@ -553,7 +553,7 @@ impl Engine {
     ) -> Result<impl Future<Output = Result<RunReport, EngineError>> + Send + 'static, EngineError> {
         let goal = self.shared.org.read(|o| {
             o.group(group_id)
-                .and_then(|g| g.reflection.as_ref())
+                .and_then(|g| g.state.orchestrator_reflect.as_ref())
                 .filter(|r| r.is_interrupted())
                 .map(|r| r.goal.clone())
         });
@@ -736,7 +736,10 @@ impl Engine {
         });
         if queued {
             self.shared.org.update(|o| {
-                if let Some(r) = o.group_mut(group_id).and_then(|g| g.reflection.as_mut()) {
+                if let Some(r) = o
+                    .group_mut(group_id)
+                    .and_then(|g| g.state.orchestrator_reflect.as_mut())
+                {
                     r.queued_messages.push(text);
                 }
             });

@@ -1,6 +1,9 @@
 //! Providers: one streaming turn against an LLM (OpenAI-compatible or Anthropic HTTP, a local
 //! program, or the offline simulator), with retries, timeouts and cancellation.
 //!
+//! The simulator plays every mode, so it lives above the engine (`crate::sim`): [`Providers`]
+//! is given the constructor of its `sim` providers ([`Simulator`]) and knows nothing of it.
+//!
 //! A turn streams text deltas through a callback, then ends with exactly one result: a
 //! [`TurnOutput`] or a [`ProviderError`] that carries any text already streamed.
 
@@ -13,12 +16,6 @@ pub mod openai;
 pub mod probe;
 pub mod retry;
 pub mod secrets;
-pub mod sim;
-mod sim_dispatch;
-pub(crate) mod sim_pipeline;
-pub(crate) mod sim_team;
-mod sim_text;
-mod sim_tools;
 pub mod sse;
 
 use std::collections::BTreeMap;
@@ -361,25 +358,39 @@ impl std::fmt::Debug for Providers {
     }
 }
 
+/// Builds a `kind: sim` provider under the given name. The simulator lives above the engine
+/// (`crate::sim::provider`); tests below it pass a scripted one.
+pub type Simulator = fn(name: &str) -> Arc<dyn Provider>;
+
+/// The name of the simulator every registry has, configured or not.
+pub const SIM: &str = "sim";
+
 impl Providers {
-    pub fn from_config(config: &Config) -> Result<Providers, ProviderError> {
-        Providers::with_options(config, ProviderOptions::from_config(config))
+    /// Every provider of `config` (with config.yaml's timeouts), `sim` providers built by
+    /// `simulator`.
+    pub fn from_config(config: &Config, simulator: Simulator) -> Result<Providers, ProviderError> {
+        Providers::with_options(config, ProviderOptions::from_config(config), simulator)
     }
 
     /// As [`Self::from_config`], with explicit timeouts and retry policy (tests use short ones).
-    pub fn with_options(config: &Config, options: ProviderOptions) -> Result<Providers, ProviderError> {
+    /// A config without a provider named `sim` still gets one.
+    pub fn with_options(
+        config: &Config,
+        options: ProviderOptions,
+        simulator: Simulator,
+    ) -> Result<Providers, ProviderError> {
         let mut providers = Providers::default();
         for p in &config.providers {
             let provider: Arc<dyn Provider> = match p.kind {
                 ProviderKind::Openai => Arc::new(openai::OpenAiProvider::new(p, options)?),
                 ProviderKind::Anthropic => Arc::new(anthropic::AnthropicProvider::new(p, options)?),
                 ProviderKind::Command => Arc::new(command::CommandProvider::new(p)?),
-                ProviderKind::Sim => Arc::new(sim::SimProvider::new(&p.name)),
+                ProviderKind::Sim => simulator(&p.name),
             };
             providers.insert(provider);
         }
-        if !providers.by_name.contains_key("sim") {
-            providers.insert(Arc::new(sim::SimProvider::new("sim")));
+        if !providers.by_name.contains_key(SIM) {
+            providers.insert(simulator(SIM));
         }
         Ok(providers)
     }
@@ -539,9 +550,33 @@ impl<'a> TextSink<'a> {
 mod tests {
     use super::*;
 
+    /// A stand-in for the simulator, which lives above this layer.
+    struct Stub(String);
+
+    impl Provider for Stub {
+        fn name(&self) -> &str {
+            &self.0
+        }
+        fn kind(&self) -> ProviderKind {
+            ProviderKind::Sim
+        }
+        fn stream_turn<'a>(
+            &'a self,
+            _req: TurnRequest,
+            _deltas: DeltaSink<'a>,
+            _cancel: CancellationToken,
+        ) -> BoxFuture<'a, Result<TurnOutput, ProviderError>> {
+            Box::pin(async { Err(ProviderError::new(ErrorKind::Config, "stub", "a stub")) })
+        }
+    }
+
+    fn stub(name: &str) -> Arc<dyn Provider> {
+        Arc::new(Stub(name.to_string()))
+    }
+
     #[test]
     fn registry_resolves_slugs_and_always_has_sim() {
-        let providers = Providers::from_config(&Config::default()).unwrap();
+        let providers = Providers::from_config(&Config::default(), stub).unwrap();
         let (p, model) = providers.for_slug("sim/slow-200ms").unwrap();
         assert_eq!(
             (p.name(), p.kind(), model.as_str()),
@@ -560,7 +595,7 @@ mod tests {
             std::path::Path::new("c.yaml"),
         )
         .unwrap();
-        let providers = Providers::from_config(&config).unwrap();
+        let providers = Providers::from_config(&config, stub).unwrap();
         let kinds: Vec<_> = ["o", "a", "c", "sim"]
             .iter()
             .map(|n| providers.get(n).map(|p| p.kind()))

@@ -12,7 +12,6 @@ use huddle::config::Config;
 use huddle::engine::events::{EngineEvent, EventKind};
 use huddle::engine::{Engine, EngineOptions, EventSink};
 use huddle::model::{Group, GroupKind, Organization, Session, Worktree, reconcile};
-use huddle::providers::Providers;
 use huddle::sandbox::{Baseline, SandboxSettings};
 use huddle::store::{OrgHandle, Transcripts};
 use huddle::tools::ToolSource;
@@ -45,7 +44,7 @@ fn team(m: Machine, command: &[String], config: SandboxSettings, member: Sandbox
         "providers:\n  - {{ name: agent, kind: command, command: {} }}\n",
         serde_json::to_string(command).expect("json")
     );
-    let providers = Providers::from_config(&Config::parse(&yaml, Path::new("c.yaml")).expect("config"))
+    let providers = huddle::sim::providers(&Config::parse(&yaml, Path::new("c.yaml")).expect("config"))
         .expect("providers");
     let mut org = Organization::default();
     reconcile::reconcile(&mut org);

@@ -365,8 +365,8 @@ impl Deliberation {
             cycle_from: 0,
             executions,
             root,
-            member_turns: run.team.team_limits.member_turns(),
-            supervisor_turns: run.team.team_limits.supervisor_turns(),
+            member_turns: run.team.settings.team.member_turns(),
+            supervisor_turns: run.team.settings.team.supervisor_turns(),
             tool_calls: 0,
         }
     }

@@ -69,7 +69,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
             session_id: w.id.clone(),
         })
         .collect();
-    let limits = run.team.dispatch.clone();
+    let limits = run.team.settings.dispatch.clone();
     let catalog: Vec<CatalogEntry> = run
         .team
         .workers
@@ -268,7 +268,7 @@ async fn pause_point(run: &mut Run<'_>, board: &Board, running: &mut Running) ->
 
 /// Starts the sub-agent turns the board scheduled.
 fn start_jobs(run: &Run<'_>, board: &Board, focus: &str, running: &mut Running) {
-    let timeout = run.team.dispatch.agent_timeout();
+    let timeout = run.team.settings.dispatch.agent_timeout();
     let lent = TurnHooks(Arc::new(SubAgentTools));
     for job in board.take_jobs() {
         let Job {
@@ -333,7 +333,7 @@ impl TurnTools for SubAgentTools {
     }
 
     fn refusal(&self, name: &str) -> Option<String> {
-        crate::model::dispatch::is_orchestration_tool(name).then(|| {
+        super::super::protocol::dispatch::is_orchestration_tool(name).then(|| {
             format!(
                 "`{name}` is only for the orchestrator: a sub-agent cannot dispatch or manage sub-agents (depth 1)"
             )

@@ -12,18 +12,18 @@ use std::sync::Arc;
 
 use chrono::Utc;
 
-use crate::model::pipeline::{HUMAN, Routed, route};
+use crate::model::pipeline::{Routed, route};
 use crate::model::{ConversationState, CycleOutcome, PipelineSpec, Supervise};
 
 use super::super::events::{EventKind, Phase};
 use super::super::lent_tools::{Choice, HandoffTool, TurnHooks, TurnTools};
 use super::super::protocol::pipeline::{
-    HandoffRequest, call_target, check_target, context_line, conversation_handoff_tool, member_prompt,
+    HUMAN, HandoffRequest, call_target, check_target, context_line, conversation_handoff_tool, member_prompt,
     parse_conversation_call, parse_text_handoff, supervisor_prompt, without_text_handoff,
 };
 use super::super::run::Run;
 use super::super::session::{TurnOptions, TurnResult};
-use super::super::team::Member;
+use super::super::team::{Member, Team};
 use super::super::{EngineError, RunReport};
 use super::one_pass::{finish, phase, start, with_pending};
 
@@ -33,10 +33,11 @@ pub const MAX_HANDOFFS_PER_MESSAGE: u32 = 8;
 const SUPERVISOR_BACKLOG_MAX: usize = 20;
 
 pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, EngineError> {
+    check(&run.team)?;
     let (prompt, pending) = with_pending(run, prompt);
     start(run);
     phase(run, Phase::Dispatch);
-    let Some(spec) = run.team.pipeline.clone() else {
+    let Some(spec) = run.team.settings.pipeline.clone() else {
         run.restore_pending(pending);
         let mut report = finish(run, CycleOutcome::Completed, String::new(), None);
         report.failed = Some("the team has no pipeline stages".into());
@@ -46,7 +47,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     let state = run
         .shared
         .org
-        .read(|o| o.group(&group_id).and_then(|g| g.pipeline_state.clone()))
+        .read(|o| o.group(&group_id).and_then(|g| g.state.pipeline.clone()))
         .unwrap_or_default();
     let mut pipe = Pipe { spec, state };
     let outcome = pipe.converse(run, &prompt).await;
@@ -192,7 +193,7 @@ impl Pipe {
         let group_id = run.team.group_id.clone();
         run.shared.org.update(|o| {
             if let Some(g) = o.group_mut(&group_id) {
-                g.pipeline_state = Some(state);
+                g.state.pipeline = Some(state);
             }
         });
     }
@@ -405,6 +406,16 @@ fn handoff_conversation(targets: Vec<String>) -> HandoffTool<HandoffRequest> {
     HandoffTool::new(conversation_handoff_tool(&targets), move |arguments| {
         parse_conversation_call(arguments, &targets)
     })
+}
+
+/// Refuses a pipeline that cannot run before anything does: it has stages that follow
+/// [`crate::model::check_pipeline`] (members by session id).
+fn check(team: &Team) -> Result<(), EngineError> {
+    let Some(spec) = &team.settings.pipeline else {
+        return Err(team.not_runnable("it has no pipeline stages"));
+    };
+    let ids: Vec<&str> = team.participants.iter().map(|m| m.id.as_str()).collect();
+    crate::model::check_pipeline(spec, &ids).map_err(|e| team.not_runnable(&e.to_string()))
 }
 
 #[cfg(test)]

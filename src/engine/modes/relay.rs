@@ -74,7 +74,7 @@ pub(super) async fn run(
     let mut settings = run
         .shared
         .org
-        .read(|o| o.group(&group_id).and_then(|g| g.relay.clone()))
+        .read(|o| o.group(&group_id).and_then(|g| g.settings.relay.clone()))
         .ok_or_else(|| not_runnable("it has no `relay:` settings (driver, counterpart)".into()))?;
     if let Some(approval) = overrides.relay_approval {
         settings.approval = approval;
@@ -203,7 +203,7 @@ impl Relay {
         let group_id = run.team.group_id.clone();
         run.shared.org.update(|o| {
             if let Some(g) = o.group_mut(&group_id) {
-                g.relay_state = Some(record);
+                g.state.relay = Some(record);
             }
         });
         run.emit(EventKind::RelayState {
