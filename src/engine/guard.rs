@@ -17,6 +17,10 @@ use crate::sandbox::{Sandbox, SandboxMode};
 use super::events::{EventKind, RunId, RunKey};
 use super::{ActiveRun, EngineShared};
 
+/// Characters of each iteration_finished hook's output the evaluator gets (the end is kept:
+/// a test run's summary is last).
+const CHECKS_MAX_CHARS: usize = 8_000;
+
 /// A session's (or a team's) sandbox and hooks, and what a hook is told about it.
 #[derive(Debug, Clone)]
 pub(crate) struct Guard {
@@ -227,6 +231,50 @@ impl EngineShared {
         guard
             .after(HookEvent::RunFinished, &input, &|kind| run.emitter.emit(kind))
             .await;
+    }
+
+    /// The iteration_finished hooks of a team run (its team's and config.yaml's), with the
+    /// workers' results; what they said, for the evaluator (empty when nothing).
+    pub(crate) async fn iteration_finished_hooks(
+        &self,
+        run: &ActiveRun,
+        group_id: &str,
+        iteration: u32,
+        results: &[crate::engine::protocol::WorkerResult],
+    ) -> String {
+        let guard = self
+            .org
+            .read(|org| org.group(group_id).map(|g| Guard::of_group(self, g)));
+        let Some(guard) = guard.filter(|g| g.watches(HookEvent::IterationFinished, None)) else {
+            return String::new();
+        };
+        let mut input = guard.input(HookEvent::IterationFinished, &run.emitter.run_id, Some(iteration));
+        input.results = Some(serde_json::Value::Array(
+            results
+                .iter()
+                .map(|r| {
+                    serde_json::json!({
+                        "member": r.name,
+                        "success": r.success,
+                        "text": r.text,
+                    })
+                })
+                .collect(),
+        ));
+        let emit = |kind| run.emitter.emit(kind);
+        let runs = guard.run(HookEvent::IterationFinished, &input, &emit).await;
+        for (hook, reason) in crate::hooks::decide::feedback(&runs).objections {
+            emit(EventKind::HookBlocked {
+                session_id: None,
+                session: None,
+                hook_event: HookEvent::IterationFinished.key().to_string(),
+                hook,
+                tool: None,
+                call_id: None,
+                reason,
+            });
+        }
+        crate::hooks::decide::evaluator_notes(&runs, CHECKS_MAX_CHARS)
     }
 
     /// The `--sandbox` of a run handed over by `huddle run` for this group or session, if any.

@@ -386,7 +386,12 @@ impl CommandProvider {
                     &needed_paths(&self.program, &self.args),
                 )
                 .await
-                .map_err(|e| self.error(ErrorKind::Config, e.to_string()))?,
+                .map_err(|e| match e {
+                    crate::sandbox::SandboxError::NoProgram(_) => {
+                        self.spawn_error(program, &std::io::Error::from(std::io::ErrorKind::NotFound))
+                    }
+                    other => self.error(ErrorKind::Config, other.to_string()),
+                })?,
         };
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())

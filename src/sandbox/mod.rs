@@ -35,6 +35,9 @@ pub enum SandboxError {
     /// A path the sandbox binds could not be made ready.
     #[error("the sandbox could not be prepared: {0}")]
     Prepare(String),
+    /// The program is not there (looked up on PATH as the process would).
+    #[error("cannot run `{0}`: it is not installed or not on PATH")]
+    NoProgram(String),
 }
 
 /// What a launch under a policy comes to.
@@ -201,6 +204,10 @@ impl Sandbox {
                 _ => Ok(plain()),
             };
         };
+        // Inside, a missing program is only bwrap's exit status: say it as a spawn would.
+        if profile::find_program(program).is_none() {
+            return Err(SandboxError::NoProgram(program.to_string()));
+        }
         let here;
         let workdir = match workdir {
             Some(d) => d,

@@ -277,3 +277,62 @@ async fn a_turn_finished_hook_sees_the_answer_and_its_objection_is_in_the_transc
         "the reason is in the transcript"
     );
 }
+
+/// The team's tests as an iteration_finished hook: what they print (here a failing run, exit
+/// 1) goes into the evaluator's request beside the synthesis of the workers' results; the hook
+/// saw those results.
+#[tokio::test]
+async fn an_iteration_finished_hooks_output_reaches_the_evaluators_request() {
+    use super::engine_fixture::{EVAL, ORCH, team};
+    let f = team(huddle::model::Mode::OrchestratorReflect, &["alpha"], true, 1).await;
+    let repo = f.dir.path().join("repo");
+    std::fs::create_dir_all(&repo).expect("repo");
+    let hooks: Hooks = serde_yaml::from_str(
+        "iteration_finished:\n  - command: [sh, -c, \"cat > results.json; echo 'TESTS: 41 passed, 1 failed (test_login)'; exit 1\"]\n",
+    )
+    .expect("hooks");
+    f.org.update(|o| {
+        let g = o.group_mut(&f.group_id).expect("group");
+        g.repo = Some(repo.clone());
+        g.hooks = hooks;
+    });
+    f.server.script(
+        ORCH,
+        vec![
+            Reply::text("Plan.\n@worker:alpha\nFix the login.\n@end\n"),
+            Reply::text("Synthesis: the login is fixed."),
+        ],
+    );
+    f.server
+        .script("w-alpha", vec![Reply::text("I fixed the login form validation.")]);
+    f.server
+        .script(EVAL, vec![Reply::text("SCORE: 0.4\nRATIONALE: a test fails")]);
+    let report = f.run("Fix the login").await;
+    assert!(report.failed.is_none(), "{:?}", report.failed);
+    let asked = f.prompts(EVAL);
+    assert_eq!(asked.len(), 1);
+    let request = &asked[0];
+    for said in [
+        "## Checks run after this iteration",
+        "(it exited with status 1)",
+        "TESTS: 41 passed, 1 failed (test_login)",
+        "Synthesis: the login is fixed.",
+    ] {
+        assert!(
+            request.contains(said),
+            "`{said}` in the evaluator's request:\n{request}"
+        );
+    }
+    let seen: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo.join("results.json")).expect("input"))
+            .expect("json");
+    assert_eq!(seen["hook_event_name"], "IterationFinished");
+    assert_eq!(seen["iteration"], 1);
+    assert_eq!(seen["results"][0]["text"], "I fixed the login form validation.");
+    assert!(
+        seen["results"][0]["member"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with("alpha")
+    );
+}
