@@ -477,6 +477,47 @@ impl Actor<'_> {
         }
     }
 
+    /// The post_tool_use hooks of the tool calls a CLI agent made itself, once its turn is
+    /// over (its stream reports them, but huddle cannot hold them up: the agent runs them).
+    /// They see each call and its result; an objection is reported and written into the
+    /// transcript, it cannot reach the agent's finished turn.
+    async fn agent_steps_hooks(&self, info: &SessionInfo, options: &TurnOptions, steps: &[Message]) {
+        if info.guard.hooks.post_tool_use.is_empty() {
+            return;
+        }
+        let calls = steps.iter().flat_map(|m| m.tool_calls.iter());
+        for call in calls {
+            if !info.guard.watches(HookEvent::PostToolUse, Some(&call.name)) {
+                continue;
+            }
+            let result = steps
+                .iter()
+                .find(|m| m.tool_result.as_ref().is_some_and(|r| r.call_id == call.id));
+            let mut input = info
+                .guard
+                .input(HookEvent::PostToolUse, &options.run_id, options.iteration)
+                .with_call(&call.name, &call.arguments, &call.id);
+            input.tool_response = result.map(|m| {
+                serde_json::json!({
+                    "text": m.text,
+                    "is_error": m.tool_result.as_ref().is_some_and(|r| r.is_error),
+                })
+            });
+            let emit = |kind| self.emit(info, &options.run_id, kind);
+            let feedback = info.guard.after(HookEvent::PostToolUse, &input, &emit).await;
+            for (hook, reason) in feedback.objections {
+                self.notice(
+                    info,
+                    options,
+                    format!(
+                        "post_tool_use hook `{hook}` objected to the agent's `{}`: {reason}",
+                        call.name
+                    ),
+                );
+            }
+        }
+    }
+
     /// A notice written into this session's transcript, and its event.
     fn notice(&self, info: &SessionInfo, options: &TurnOptions, text: String) {
         let mut notice = Message::notice(text.clone());
@@ -699,6 +740,7 @@ impl Actor<'_> {
                     "no result: the agent's turn ended first"
                 };
                 let recorded = recorder.finish(why);
+                self.agent_steps_hooks(info, options, &recorded.steps).await;
                 steps.extend(recorded.steps);
                 self.update_agent_session(
                     info,

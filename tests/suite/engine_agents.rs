@@ -325,3 +325,46 @@ async fn a_failed_agent_turn_keeps_its_steps_and_every_call_has_a_result() {
     // The session id arrived before the cut: kept, so the next turn resumes.
     assert_eq!(agent.stored(), claude(TOOL_USE_SESSION));
 }
+
+/// A CLI agent runs its own tools: a post_tool_use hook sees each of its calls with the
+/// result once its turn is over (before, huddle cannot hold them up), and an objection is
+/// reported and written into the transcript.
+#[tokio::test]
+async fn a_post_tool_use_hook_sees_the_agents_own_calls_after_its_turn() {
+    let mut agent = setup("claude-tool-use.jsonl", &[], None);
+    let dir = agent.log.parent().expect("dir").to_path_buf();
+    let hooks: huddle::hooks::Hooks = serde_yaml::from_str(&format!(
+        "post_tool_use:\n  - matcher: Bash\n    command: [sh, -c, \"cat > {}/post.json; echo 'no ls here' >&2; exit 2\"]\n",
+        dir.display()
+    ))
+    .expect("hooks");
+    let id = agent.session_id.clone();
+    agent
+        .org
+        .update(|o| o.session_mut(&id).expect("session").hooks = hooks);
+    let turn = agent.ask("List the files", None).await;
+    assert!(turn.success, "{:?}", turn.error);
+    let seen: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("post.json")).expect("input")).expect("json");
+    assert_eq!(seen["hook_event_name"], "PostToolUse");
+    assert_eq!(seen["tool_name"], "Bash");
+    assert!(
+        seen["tool_response"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("total 1976"),
+        "{seen}"
+    );
+    let events = agent.drain();
+    assert!(events.iter().any(|e| matches!(
+        &e.kind,
+        EventKind::HookBlocked { hook_event, tool: Some(tool), reason, .. }
+            if hook_event == "post_tool_use" && tool == "Bash" && reason == "no ls here"
+    )));
+    assert!(
+        agent
+            .transcript()
+            .iter()
+            .any(|m| m.text.contains("objected to the agent's `Bash`: no ls here"))
+    );
+}
