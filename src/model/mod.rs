@@ -28,7 +28,7 @@ pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS, MaxIterationsError};
 pub use message::{Message, Usage};
 pub use organization::{
     Group, GroupId, KeptEvaluator, Organization, Session, SessionId, UiPrefs, default_max_iterations,
-    default_worker_timeout_secs,
+    default_worker_timeout_secs, member_handles,
 };
 pub use pipeline::{
     ConversationState, PhaseTransition, PipelineSpec, PipelineStage, RoutingRule, Supervise, check_pipeline,
