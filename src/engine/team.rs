@@ -148,15 +148,20 @@ impl Team {
         })
     }
 
+    /// The workers as an orchestrator's prompt lists them: by handle (what `@worker:` names).
     pub fn worker_infos(&self) -> Vec<WorkerInfo> {
         self.workers
             .iter()
-            .map(|w| WorkerInfo::new(w.name.clone(), w.model.clone(), w.system_prompt.clone()))
+            .map(|w| WorkerInfo::new(w.handle.clone(), w.model.clone(), w.system_prompt.clone()))
             .collect()
     }
 
     pub fn worker_names(&self) -> Vec<&str> {
         self.workers.iter().map(|w| w.name.as_str()).collect()
+    }
+
+    pub fn worker_handles(&self) -> Vec<&str> {
+        self.workers.iter().map(|w| w.handle.as_str()).collect()
     }
 
     /// A participant by session id.

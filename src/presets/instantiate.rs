@@ -1,9 +1,9 @@
 //! A preset becomes a team group with its sessions, and a team group becomes a preset again.
 //!
 //! Session names are `<team-slug>-<worker>` (`<team-slug>-orchestrator`, `<team-slug>-evaluator`),
-//! made unique in the organization (see [`crate::naming`]). The engine resolves `@worker:<name>`
-//! against session names with the `<team-slug>-` prefix removed, so the worker's preset name
-//! stays its handle.
+//! made unique in the organization (see [`crate::naming`]). Each member keeps its preset name's
+//! slug as its handle (`Session::handle`), what the team's prompts list and `@worker:`, `relay:`
+//! and a saved preset name it by, also when its session name had to be made unique.
 
 use std::path::Path;
 

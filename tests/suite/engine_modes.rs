@@ -87,7 +87,7 @@ async fn orchestrator_plans_dispatches_in_parallel_and_synthesizes() {
 
     let plan = &f.prompts(ORCH)[0];
     assert!(
-        plan.contains("Explain the thing") && plan.contains("t-alpha") && plan.contains("t-beta"),
+        plan.contains("Explain the thing") && plan.contains("- `alpha`") && plan.contains("- `beta`"),
         "{plan}"
     );
     assert!(
@@ -121,6 +121,57 @@ async fn orchestrator_plans_dispatches_in_parallel_and_synthesizes() {
         })
         .collect();
     assert_eq!(phases, ["Plan", "Dispatch", "Collect", "Synthesize"]);
+}
+
+#[tokio::test]
+async fn a_second_team_from_a_preset_is_planned_by_handle() {
+    // The second team made from a preset: its session names were made unique, its members'
+    // handles (their preset names) were kept.
+    let mut f = team(Mode::Orchestrator, &["alpha", "beta"], false, 1).await;
+    f.org.update(|o| {
+        for s in o.sessions.iter_mut() {
+            if let Some(handle) = s.name.strip_prefix("t-") {
+                s.handle = Some(handle.to_string());
+                s.name = format!("{}-2", s.name);
+            }
+        }
+    });
+    f.server.script(
+        ORCH,
+        vec![
+            Reply::text("@worker:alpha\nPart A.\n@end\n@worker:t-beta-2\nPart B.\n@end\n"),
+            Reply::text("COMBINED"),
+        ],
+    );
+    f.server.script("w-alpha", vec![Reply::text("alpha result text")]);
+    f.server.script("w-beta", vec![Reply::text("beta result text")]);
+    let report = f.run("Explain").await;
+    assert_eq!(report.final_text, "COMBINED");
+    let plan = &f.prompts(ORCH)[0];
+    assert!(
+        plan.contains("- `alpha`") && plan.contains("- `beta`") && !plan.contains("alpha-2"),
+        "the workers are listed by handle: {plan}"
+    );
+    assert!(
+        f.prompts("w-alpha")[0].contains("Part A."),
+        "`@worker:alpha` reached the worker"
+    );
+    assert!(
+        f.prompts("w-beta")[0].contains("Part B."),
+        "a session name is still accepted"
+    );
+    let synth = &f.prompts(ORCH)[1];
+    assert!(
+        synth.contains("### alpha (") && synth.contains("### beta ("),
+        "results come back under the handles: {synth}"
+    );
+    let events = f.drain();
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::AssignmentDropped { .. })),
+        "nothing dropped"
+    );
 }
 
 #[tokio::test]
