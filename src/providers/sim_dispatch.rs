@@ -114,13 +114,19 @@ fn read(req: &TurnRequest) -> Seen {
                     else {
                         continue;
                     };
+                    // `<name> (<id>):`, then what it said quoted (`> ` lines).
                     let rest = rest.trim();
-                    let name = rest.split(' ').next().unwrap_or("").to_string();
-                    let said = rest.split_once("): ").map_or(rest, |(_, s)| s);
-                    if let Some(id) = execution_id(rest) {
+                    let (head, quoted) = rest.split_once('\n').unwrap_or((rest, ""));
+                    let name = head.split(' ').next().unwrap_or("").to_string();
+                    let said: String = quoted
+                        .lines()
+                        .map(|l| l.strip_prefix('>').map_or(l, str::trim_start))
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    if let Some(id) = execution_id(head) {
                         seen.finished.push(id);
                     }
-                    seen.results.push((name, crate::text::first_line(said, 100)));
+                    seen.results.push((name, crate::text::first_line(&said, 100)));
                 }
             }
         }
@@ -259,7 +265,7 @@ mod tests {
         );
         messages.push(ChatMessage::assistant("Waiting"));
         messages.push(ChatMessage::user(
-            "[Sub-agent completed] logs (exec-2): 2,847 errors",
+            "[Sub-agent completed] logs (exec-2):\n> 2,847 errors",
         ));
         let react = calls(play(&request(messages.clone(), &names)));
         assert_eq!(react.len(), 2);
@@ -293,12 +299,14 @@ mod tests {
             "cancelled".to_string(),
         ));
         messages.push(ChatMessage::user(
-            "[Sub-agent completed] metrics (exec-3): p99 up",
+            "[Sub-agent completed] metrics (exec-3):\n> p99 up",
         ));
         assert!(
             matches!(play(&request(messages.clone(), &names)), Some(Play::Say(s)) if s.starts_with("Waiting for 1 "))
         );
-        messages.push(ChatMessage::user("[Sub-agent completed] k8s (exec-4): OOMKilled"));
+        messages.push(ChatMessage::user(
+            "[Sub-agent completed] k8s (exec-4):\n> OOMKilled",
+        ));
         let Some(Play::Say(answer)) = play(&request(messages, &names)) else {
             panic!("expected the final answer");
         };

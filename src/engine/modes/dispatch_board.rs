@@ -703,7 +703,7 @@ mod tests {
         assert_eq!(next[0].tag.execution_id, "exec-4", "the first queued one");
         assert_eq!(
             board.take_inputs(),
-            vec!["[Sub-agent completed] a (exec-2): found".to_string()]
+            vec!["[Sub-agent completed] a (exec-2):\n> found".to_string()]
         );
         let events = kinds(&mut rx);
         assert!(
@@ -804,8 +804,8 @@ mod tests {
         assert_eq!(
             board.take_inputs(),
             vec![
-                "[Sub-agent failed] a (exec-2): HTTP 500; partial answer: half".to_string(),
-                "[Sub-agent failed] b (exec-3): timed out after 300s".to_string(),
+                "[Sub-agent failed] a (exec-2):\n> HTTP 500; partial answer: half".to_string(),
+                "[Sub-agent failed] b (exec-3):\n> timed out after 300s".to_string(),
             ]
         );
     }
@@ -855,7 +855,7 @@ mod tests {
         assert!(third.conclude);
         assert_eq!(
             third.inputs[0],
-            "[Sub-agent failed] a (exec-2): cancelled: This is your last step (max_iterations 3); partial answer: half way"
+            "[Sub-agent failed] a (exec-2):\n> cancelled: This is your last step (max_iterations 3); partial answer: half way"
         );
         assert!(third.inputs[1].contains("give your final answer now"));
         assert!(
