@@ -92,6 +92,7 @@ pub fn exit_code(report: &RunReport) -> u8 {
         CycleOutcome::BudgetExhausted => 6,
         CycleOutcome::SaveFailed => EXIT_SAVE_FAILED,
         CycleOutcome::Cancelled => 130,
+        CycleOutcome::Failed => 1,
     }
 }
 
@@ -744,11 +745,12 @@ mod tests {
             CycleOutcome::ErrorBudget,
             CycleOutcome::Cancelled,
             CycleOutcome::BudgetExhausted,
+            CycleOutcome::Failed,
         ]
         .into_iter()
         .map(|o| exit_code(&report(o)))
         .collect();
-        assert_eq!(codes, [0, 0, 3, 4, 5, 130, 6]);
+        assert_eq!(codes, [0, 0, 3, 4, 5, 130, 6, 1]);
         let mut unsaved = report(CycleOutcome::SaveFailed);
         unsaved.failed = Some("could not save".into());
         assert_eq!(

@@ -829,7 +829,10 @@ pub fn outcome_kind(o: CycleOutcome) -> TimelineKind {
         CycleOutcome::MaxIterations | CycleOutcome::Stalled | CycleOutcome::BudgetExhausted => {
             TimelineKind::Warn
         }
-        CycleOutcome::ErrorBudget | CycleOutcome::Cancelled | CycleOutcome::SaveFailed => TimelineKind::Bad,
+        CycleOutcome::ErrorBudget
+        | CycleOutcome::Cancelled
+        | CycleOutcome::SaveFailed
+        | CycleOutcome::Failed => TimelineKind::Bad,
     }
 }
 

@@ -281,13 +281,20 @@ async fn a_round_where_everyone_failed_says_so_once() {
     assert!(why.starts_with("every session failed"), "{why}");
     assert!(report.summary.starts_with("Run failed"), "{}", report.summary);
     assert!(!report.summary.contains("completed"), "{}", report.summary);
-    let finished = f
-        .drain()
-        .into_iter()
-        .find_map(|e| match e.kind {
-            EventKind::CycleFinished { summary, .. } => Some(summary),
+    assert_eq!(report.outcome, CycleOutcome::Failed);
+    let events = f.drain();
+    let (outcome, finished) = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::CycleFinished { outcome, summary, .. } => Some((*outcome, summary.clone())),
             _ => None,
         })
         .expect("cycle_finished");
     assert_eq!(finished, report.summary);
+    assert_eq!(outcome, CycleOutcome::Failed, "cycle_finished says it failed");
+    let ended = events.iter().find_map(|e| match &e.kind {
+        EventKind::RunEnded { outcome, .. } => Some(*outcome),
+        _ => None,
+    });
+    assert_eq!(ended, Some(Some(CycleOutcome::Failed)));
 }
