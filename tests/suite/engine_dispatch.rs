@@ -254,6 +254,141 @@ async fn a_sub_agents_answer_cannot_pass_for_huddles_own_lines() {
 }
 
 #[tokio::test]
+async fn waiting_for_a_slow_sub_agent_costs_no_iteration() {
+    // Three phases under max_iterations 4: dispatch two, react to the first result with a
+    // follow-up, answer once the slow one reports. Three waits on the way cost nothing.
+    let f = dispatch_team(&["logs", "metrics", "k8s"], DispatchLimits::default()).await;
+    f.org
+        .update(|o| o.group_mut(&f.group_id).unwrap().max_iterations = 4);
+    let step = Duration::from_millis(300);
+    f.server.script(
+        ORCH,
+        vec![
+            calls(&[
+                dispatch("c1", "logs", "find the errors"),
+                dispatch("c2", "metrics", "check latency"),
+            ]),
+            Reply::text("Waiting for the sub-agents."),
+            calls(&[dispatch("c3", "k8s", "check the pods")]),
+            Reply::text("Waiting for the sub-agents."),
+            Reply::text("Waiting for metrics."),
+            Reply::text("ROOT CAUSE: payments-db OOMKilled"),
+        ],
+    );
+    f.server.script(
+        "w-logs",
+        vec![Reply::chunks(["errors ", "from payments-db"]).chunk_delay(step)],
+    );
+    f.server.script(
+        "w-k8s",
+        vec![Reply::chunks(["payments-db-0 ", "OOMKilled"]).chunk_delay(step)],
+    );
+    f.server.script(
+        "w-metrics",
+        vec![Reply::chunks(["p99 ", "up"]).chunk_delay(8 * step)],
+    );
+    let report = f.run("Alert: 5xx").await;
+    assert_eq!(
+        report.final_text, "ROOT CAUSE: payments-db OOMKilled",
+        "{}",
+        report.summary
+    );
+    assert!(
+        report.summary.contains("3 dispatched — 3 completed"),
+        "the slow one was not cut off: {}",
+        report.summary
+    );
+    assert!(report.summary.contains("Iterations: 3/4"), "{}", report.summary);
+}
+
+#[tokio::test]
+async fn a_wait_is_never_the_final_answer() {
+    let f = dispatch_team(&["logs"], DispatchLimits::default()).await;
+    let wait = "Waiting for the remaining sub-agents.";
+    f.server.script(
+        ORCH,
+        vec![
+            calls(&[dispatch("c1", "logs", "find the errors")]),
+            Reply::text(wait),
+            // Woken by the result, it waits again, for nothing.
+            Reply::text(wait),
+            Reply::text("ROOT CAUSE: disk full"),
+        ],
+    );
+    f.server.script(
+        "w-logs",
+        vec![Reply::chunks(["disk ", "full"]).chunk_delay(Duration::from_millis(300))],
+    );
+    let report = f.run("Alert").await;
+    assert_eq!(report.final_text, "ROOT CAUSE: disk full");
+    let last = f.server.requests_for(ORCH).last().unwrap().prompt_texts();
+    assert!(
+        last.last().is_some_and(|t| t.contains("No sub-agent is running")),
+        "asked for its answer: {last:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_last_step_waits_for_what_runs_and_a_wait_then_is_no_answer_either() {
+    let f = dispatch_team(&["logs", "metrics", "k8s"], DispatchLimits::default()).await;
+    f.org
+        .update(|o| o.group_mut(&f.group_id).unwrap().max_iterations = 3);
+    let wait = "Waiting for the remaining sub-agents.";
+    let step = Duration::from_millis(300);
+    f.server.script(
+        ORCH,
+        vec![
+            calls(&[
+                dispatch("c1", "logs", "find the errors"),
+                dispatch("c2", "metrics", "check latency"),
+            ]),
+            Reply::text(wait),
+            // Woken by the first result: a follow-up, its second step.
+            calls(&[dispatch("c3", "k8s", "check the pods")]),
+            // Its last step: it is told to conclude once metrics and k8s reported (neither is
+            // cut off), and waits all the same.
+            Reply::text(wait),
+        ],
+    );
+    f.server.script(
+        "w-logs",
+        vec![Reply::chunks(["disk ", "full on db-1"]).chunk_delay(step)],
+    );
+    f.server.script(
+        "w-metrics",
+        vec![Reply::chunks(["p99 ", "up"]).chunk_delay(4 * step)],
+    );
+    f.server.script(
+        "w-k8s",
+        vec![Reply::chunks(["db-1 ", "evicted"]).chunk_delay(step)],
+    );
+    let report = f.run("Alert").await;
+    assert!(
+        report.summary.contains("3 dispatched — 3 completed"),
+        "the last step cut nobody off: {}",
+        report.summary
+    );
+    let last = f.server.requests_for(ORCH).last().unwrap().prompt_texts();
+    let told = last.join("\n");
+    assert!(
+        told.contains("> p99 up")
+            && told.contains("> db-1 evicted")
+            && told.contains("This is your last step"),
+        "{told}"
+    );
+    assert!(
+        report
+            .final_text
+            .starts_with("The orchestrator gave no final answer")
+            && report
+                .final_text
+                .contains("- **metrics** (exec-3, completed): p99 up"),
+        "{}",
+        report.final_text
+    );
+}
+
+#[tokio::test]
 async fn cancel_answers_cancelled_already_completed_and_not_found() {
     let f = dispatch_team(&["slow", "fast"], DispatchLimits::default()).await;
     f.server.script(
