@@ -58,6 +58,10 @@ async fn a_run_dropped_before_it_ran_still_ends_once_and_a_second_team_run_is_re
         .err()
         .expect("refused");
     assert!(matches!(second, EngineError::AlreadyRunning(_)), "{second}");
+    assert!(
+        second.to_string().starts_with("group `t` is already running"),
+        "quoted once: {second}"
+    );
     drop(run);
     assert!(!f.engine.is_running(&key));
     let events = f.drain();
