@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use huddle::config::{Config, ProviderKind};
+use huddle::engine::protocol::dispatch::DISPATCH_TOOL;
 use huddle::engine::{Engine, EngineOptions, EventSink, RunOverrides};
-use huddle::model::dispatch::DISPATCH_TOOL;
 use huddle::model::{
     DispatchLimits, Group, GroupKind, Mode, Organization, Role, Session, ToolCall, Usage, reconcile,
 };
-use huddle::providers::{ChatRole, DeltaSink, Provider, ProviderError, Providers, TurnOutput, TurnRequest};
+use huddle::providers::{ChatRole, DeltaSink, Provider, ProviderError, TurnOutput, TurnRequest};
 use huddle::store::{OrgHandle, RunFiles, RunLog, Transcripts};
 use tokio_util::sync::CancellationToken;
 
@@ -107,7 +107,7 @@ fn team(members: usize, model: &str) -> Bench {
     let mut group = Group::new("bench", GroupKind::Team);
     group.mode = Mode::Dispatch;
     group.max_iterations = 10;
-    group.dispatch = DispatchLimits {
+    group.settings.dispatch = DispatchLimits {
         max_concurrent_agents: Some(members as u32),
         ..DispatchLimits::default()
     };
@@ -126,7 +126,7 @@ fn team(members: usize, model: &str) -> Bench {
     let sink = sink.with_run_log(RunLog::start(RunFiles::new(dir.path().join("runs")), 50));
     let engine = rt.block_on(async {
         tokio::spawn(async move { while events.recv().await.is_some() {} });
-        let mut providers = Providers::from_config(&Config::default()).expect("providers");
+        let mut providers = huddle::sim::providers(&Config::default()).expect("providers");
         providers.insert(Arc::new(NullDispatcher));
         Engine::new(
             providers,

@@ -17,7 +17,7 @@ use huddle::config::ProviderKind;
 use huddle::engine::{Engine, EngineOptions, EventSink, RunOverrides};
 use huddle::model::Usage;
 use huddle::model::{Group, GroupKind, Mode, Organization, Role, Session, reconcile};
-use huddle::providers::{DeltaSink, Provider, ProviderError, Providers, TurnOutput, TurnRequest};
+use huddle::providers::{DeltaSink, Provider, ProviderError, TurnOutput, TurnRequest};
 use tokio_util::sync::CancellationToken;
 
 /// A provider that costs nothing: a fixed plan when asked to plan, else a short answer. With it
@@ -87,7 +87,7 @@ fn team(mode: Mode, workers: usize, model: &str, concurrency: usize, run_log: bo
     group.mode = mode;
     let gid = group.id.clone();
     org.groups.push(group);
-    if mode.has_orchestrator() {
+    if mode.spec().has_orchestrator {
         let mut o = Session::new("bench-orchestrator", &gid, model);
         o.role = Role::Orchestrator;
         org.sessions.push(o);
@@ -113,7 +113,7 @@ fn team(mode: Mode, workers: usize, model: &str, concurrency: usize, run_log: bo
     let engine = rt.block_on(async {
         // A consumer, as the TUI or the headless printer would be.
         tokio::spawn(async move { while events.recv().await.is_some() {} });
-        let mut providers = Providers::from_config(&Config::default()).expect("providers");
+        let mut providers = huddle::sim::providers(&Config::default()).expect("providers");
         let plan: String = (0..workers)
             .map(|k| format!("@worker:bench-worker-{k}\nDo part {k}.\n@end\n"))
             .collect();

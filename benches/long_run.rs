@@ -15,7 +15,7 @@ use huddle::config::{Config, ProviderKind};
 use huddle::engine::events::EventKind;
 use huddle::engine::{Engine, EngineOptions, EventSink, RunOverrides};
 use huddle::model::{Group, GroupKind, Mode, Organization, Role, Session, Usage, reconcile};
-use huddle::providers::{DeltaSink, Provider, ProviderError, Providers, TurnOutput, TurnRequest};
+use huddle::providers::{DeltaSink, Provider, ProviderError, TurnOutput, TurnRequest};
 use huddle::store::{OrgHandle, OrganizationFile, Transcripts};
 use tokio_util::sync::CancellationToken;
 
@@ -144,7 +144,7 @@ fn main() {
             }
             at
         });
-        let mut providers = Providers::from_config(&Config::default()).expect("providers");
+        let mut providers = huddle::sim::providers(&Config::default()).expect("providers");
         let plan: String = (0..WORKERS)
             .map(|k| format!("@worker:long-worker-{k}\nDo part {k}.\n@end\n"))
             .collect();

@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use huddle::config::{Config, ProviderKind};
 use huddle::engine::{Engine, EngineOptions, EventSink};
 use huddle::model::{Group, GroupKind, Organization, Session, ToolCall, ToolSpec, Usage, reconcile};
-use huddle::providers::{ChatRole, DeltaSink, Provider, ProviderError, Providers, TurnOutput, TurnRequest};
+use huddle::providers::{ChatRole, DeltaSink, Provider, ProviderError, TurnOutput, TurnRequest};
 use huddle::store::{OrgHandle, Transcripts};
 use huddle::tools::{Approval, ToolError, ToolOutput, ToolSource, Toolbox};
 use serde_json::{Map, Value, json};
@@ -147,7 +147,7 @@ fn bench_setup() -> Bench {
     let (sink, mut events) = EventSink::channel();
     let engine = rt.block_on(async {
         tokio::spawn(async move { while events.recv().await.is_some() {} });
-        let mut providers = Providers::from_config(&Config::default()).expect("providers");
+        let mut providers = huddle::sim::providers(&Config::default()).expect("providers");
         providers.insert(Arc::new(LoopProvider));
         Engine::new(
             providers,

@@ -170,7 +170,12 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
             let interrupted = org
                 .groups
                 .iter()
-                .filter(|g| g.reflection.as_ref().is_some_and(|r| r.is_interrupted()))
+                .filter(|g| {
+                    g.state
+                        .orchestrator_reflect
+                        .as_ref()
+                        .is_some_and(|r| r.is_interrupted())
+                })
                 .count();
             let _ = writeln!(
                 out,

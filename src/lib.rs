@@ -9,6 +9,7 @@
 pub mod attachments;
 pub mod cli;
 pub mod config;
+pub mod describe;
 pub mod doctor;
 pub mod engine;
 pub mod handoff;
@@ -20,6 +21,7 @@ pub mod naming;
 pub mod presets;
 pub mod providers;
 pub mod runs_cli;
+pub mod sim;
 pub mod store;
 pub mod text;
 pub mod tools;

@@ -350,6 +350,13 @@ impl Engine {
         let shared = Arc::clone(&self.shared);
         let session_id = session_id.to_string();
         Ok(sink::batched(async move {
+            // On a team member, a chat with it alone is marked direct (not part of a team run).
+            let in_team = shared.org.read(|o| {
+                o.session(&session_id)
+                    .and_then(|s| o.group(&s.group_id))
+                    .is_some_and(|g| g.is_team())
+            });
+            let stamp = in_team.then(|| session::PromptStamp::new(|m| m.direct = true));
             let result = shared
                 .turn(
                     &session_id,
@@ -359,7 +366,7 @@ impl Engine {
                         cancel: guard.run.control.cancel.child_token(),
                         model_override,
                         attachments,
-                        direct: true,
+                        stamp,
                         ..session::TurnOptions::default()
                     },
                 )
@@ -416,7 +423,7 @@ impl Engine {
     ) -> Result<impl Future<Output = Result<RunReport, EngineError>> + Send + 'static, EngineError> {
         let goal = self.shared.org.read(|o| {
             o.group(group_id)
-                .and_then(|g| g.reflection.as_ref())
+                .and_then(|g| g.state.orchestrator_reflect.as_ref())
                 .filter(|r| r.is_interrupted())
                 .map(|r| r.goal.clone())
         });
@@ -593,7 +600,10 @@ impl Engine {
         });
         if queued {
             self.shared.org.update(|o| {
-                if let Some(r) = o.group_mut(group_id).and_then(|g| g.reflection.as_mut()) {
+                if let Some(r) = o
+                    .group_mut(group_id)
+                    .and_then(|g| g.state.orchestrator_reflect.as_mut())
+                {
                     r.queued_messages.push(text);
                 }
             });

@@ -140,7 +140,6 @@ impl CycleLoop for SessionCycle<'_> {
             timeout: None,
             model_override: self.request.model_override.clone(),
             history_from_run_start: false,
-            direct: false,
             ..TurnOptions::default()
         };
         let answer = self.shared.turn(self.session_id, prompt, options).await;

@@ -14,7 +14,7 @@ use super::events::EventKind;
 use super::protocol::{
     Assignment, ParsedPlan, WorkerResolver, WorkerResult, WorkerTask, parse_assignments_for, worker_prompt,
 };
-use super::session::TurnOptions;
+use super::session::{PromptStamp, TurnOptions};
 use super::sink::Emitter;
 use super::team::{Member, Team};
 use super::{ActiveRun, EngineShared, RunControl, RunReport, TurnResult};
@@ -71,23 +71,22 @@ impl<'a> Run<'a> {
             model_override: self.team.model_override.clone(),
             attachments: self.team.attachments.clone(),
             history_from_run_start: self.team.memory == crate::model::Memory::Run,
-            direct: false,
             ..TurnOptions::default()
         }
     }
 
-    /// One turn of a member with extra options (a fresh context, relay metadata), counted in
-    /// the run's totals.
+    /// One turn of a member with extra options (a fresh context, a stamp on the stored prompt),
+    /// counted in the run's totals.
     pub async fn turn_with(
         &mut self,
         member: &Member,
         prompt: String,
         fresh: bool,
-        relay: Option<crate::model::RelayMeta>,
+        stamp: Option<PromptStamp>,
     ) -> TurnResult {
         let options = TurnOptions {
             fresh,
-            relay,
+            stamp,
             ..self.turn_options(None, None)
         };
         let result = self.shared.turn(&member.id, prompt, options).await;

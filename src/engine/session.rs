@@ -22,11 +22,7 @@ use super::EngineShared;
 use super::agent_steps::{AgentRecorder, StepContext};
 use super::events::{EngineEvent, EventKind, ExecutionTag, RunId};
 use super::lent_tools::TurnHooks;
-use super::protocol::flow::{RouteChoice, handoff_tool};
-use super::protocol::pipeline::{
-    CONVERSATION_HANDOFF_TOOL, HandoffRequest, conversation_handoff_tool, parse_conversation_call,
-};
-use super::tool_round::CallContext;
+use super::tool_round::{CallContext, Lent};
 
 fn sum_usage(total: Option<Usage>, more: Option<Usage>) -> Option<Usage> {
     match (total, more) {
@@ -58,28 +54,41 @@ pub struct TurnOptions {
     /// Send only the system prompt and this prompt, not the session's earlier conversation
     /// (the prompt carries what the turn needs, e.g. a relay driver's folded history).
     pub fresh: bool,
-    /// Stored on the prompt's message: a relayed message's trace id and hop count.
-    pub relay: Option<crate::model::RelayMeta>,
+    /// Put on the stored prompt message (a relayed message's trace id and hop count, a direct
+    /// chat's mark).
+    pub stamp: Option<PromptStamp>,
     /// The turn sees only what its run said so far (a team with `memory: run`), not the
     /// session's earlier conversation.
     pub history_from_run_start: bool,
-    /// A chat the user started with this session alone (on a team member: a direct chat).
-    pub direct: bool,
-    /// A flow router's destinations: the turn offers the built-in `handoff_to` tool, and a valid
-    /// call ends the turn with [`TurnResult::handoff`] set.
-    pub handoff_to: Option<Vec<String>>,
-    /// A pipeline member's allowed handoff targets: the turn offers the built-in
-    /// `handoff_conversation` tool; a call naming another target is a tool error (kept in
-    /// [`TurnResult::handoff_rejections`]), a valid one ends the turn.
-    pub conversation_handoff: Option<Vec<String>>,
-    /// Built-in tools a mode lends the turn and what it adds before each model call (modes
-    /// `dispatch` and `team`).
+    /// Built-in tools a mode lends the turn and what it adds before each model call (read back
+    /// by the mode after the turn). Not lent to a provider that takes no tool declarations.
     pub hooks: Option<TurnHooks>,
     /// Added to the session's system prompt for this turn (a dispatch catalog, a sub-agent's
     /// focus block).
     pub system_extra: Option<String>,
     /// The execution the turn is part of: its events and messages carry it.
     pub execution: Option<ExecutionTag>,
+}
+
+/// Marks put on a turn's stored prompt message by whoever asked for the turn: the turn applies
+/// them without knowing what they are.
+#[derive(Clone)]
+pub struct PromptStamp(Arc<dyn Fn(&mut Message) + Send + Sync>);
+
+impl PromptStamp {
+    pub fn new(stamp: impl Fn(&mut Message) + Send + Sync + 'static) -> PromptStamp {
+        PromptStamp(Arc::new(stamp))
+    }
+
+    pub fn apply(&self, message: &mut Message) {
+        (self.0)(message)
+    }
+}
+
+impl std::fmt::Debug for PromptStamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PromptStamp")
+    }
 }
 
 /// How a turn ended.
@@ -98,12 +107,6 @@ pub struct TurnResult {
     pub model: String,
     /// What the turn cost, when the provider said (a CLI agent's `total_cost_usd`).
     pub cost_usd: Option<f64>,
-    /// A router's `handoff_to` call that ended the turn.
-    pub handoff: Option<RouteChoice>,
-    /// A pipeline member's valid `handoff_conversation` call that ended the turn.
-    pub conversation_handoff: Option<HandoffRequest>,
-    /// `handoff_conversation` calls refused during the turn: (arguments, error).
-    pub handoff_rejections: Vec<(String, String)>,
     /// Tool calls the model made during the turn.
     pub tool_calls: u32,
 }
@@ -122,9 +125,6 @@ impl TurnResult {
             simulated: false,
             model: String::new(),
             cost_usd: None,
-            handoff: None,
-            conversation_handoff: None,
-            handoff_rejections: Vec::new(),
             tool_calls: 0,
         }
     }
@@ -285,8 +285,6 @@ struct SessionInfo {
     max_tool_rounds: Option<u32>,
     /// The CLI agent's own conversation from the last turn.
     agent_session: Option<AgentSession>,
-    /// A member of a team.
-    team: bool,
 }
 
 impl Actor<'_> {
@@ -305,7 +303,6 @@ impl Actor<'_> {
                 tools: s.tools.clone(),
                 max_tool_rounds: s.max_tool_rounds,
                 agent_session: s.agent_session.clone(),
-                team: group.is_some_and(|g| g.is_team()),
             })
         })
     }
@@ -369,8 +366,9 @@ impl Actor<'_> {
         let mut user = Message::user(crate::attachments::with_references(&prompt, &options.attachments));
         user.iteration = options.iteration;
         user.execution_id = self.execution_id();
-        user.relay = options.relay.clone();
-        user.direct = options.direct && info.team;
+        if let Some(stamp) = &options.stamp {
+            stamp.apply(&mut user);
+        }
         let mut messages = if options.fresh {
             Vec::new()
         } else {
@@ -408,15 +406,10 @@ impl Actor<'_> {
                 self.tool_loop(&info, options, generation, provider.as_ref(), &mut request)
                     .await
             }
-            Err(e) => (Err(e), Vec::new(), Builtins::default()),
+            Err(e) => (Err(e), Vec::new()),
         };
-        let (outcome, steps, builtins) = outcome;
+        let (outcome, steps) = outcome;
         let tool_calls = steps.iter().map(|m| m.tool_calls.len() as u32).sum();
-        let Builtins {
-            route: handoff,
-            conversation,
-            rejections,
-        } = builtins;
         let mut result = match outcome {
             Ok(out) => TurnResult {
                 session: info.name.clone(),
@@ -430,9 +423,6 @@ impl Actor<'_> {
                 simulated: out.simulated,
                 model: slug.clone(),
                 cost_usd: out.agent.as_ref().and_then(|a| a.cost_usd),
-                handoff,
-                conversation_handoff: conversation,
-                handoff_rejections: rejections,
                 tool_calls,
             },
             Err(e) => TurnResult {
@@ -447,9 +437,6 @@ impl Actor<'_> {
                 simulated: slug.starts_with("sim/"),
                 model: slug.clone(),
                 cost_usd: None,
-                handoff: None,
-                conversation_handoff: None,
-                handoff_rejections: rejections,
                 tool_calls,
             },
         };
@@ -508,9 +495,9 @@ impl Actor<'_> {
     ) -> (
         Result<crate::providers::TurnOutput, crate::providers::ProviderError>,
         Vec<Message>,
-        Builtins,
     ) {
-        let offer = if info.tools.is_empty() || provider.kind() == crate::config::ProviderKind::Command {
+        let capabilities = provider.capabilities();
+        let offer = if info.tools.is_empty() || !capabilities.takes_huddle_tools() {
             Offer::default()
         } else {
             self.shared
@@ -529,36 +516,18 @@ impl Actor<'_> {
             );
         }
         request.tools = offer.specs.clone();
-        let destinations = options
-            .handoff_to
-            .as_deref()
-            .filter(|_| provider.kind() != crate::config::ProviderKind::Command);
-        if let Some(destinations) = destinations {
-            request.tools.push(handoff_tool(destinations));
-        }
-        let targets = options
-            .conversation_handoff
-            .as_deref()
-            .filter(|_| provider.kind() != crate::config::ProviderKind::Command);
-        if let Some(targets) = targets {
-            request.tools.push(conversation_handoff_tool(targets));
-        }
-        // A CLI agent runs its own tools: a mode talks to it in text instead.
-        let hooks = options
-            .hooks
-            .as_ref()
-            .filter(|_| provider.kind() != crate::config::ProviderKind::Command);
+        // Without tool declarations (a CLI agent) a mode talks to the model in text instead.
+        let hooks = options.hooks.as_ref().filter(|_| !capabilities.text_tools);
         // Which calls the mode answers: read once per turn, not per round.
-        let lent: Vec<String> = match hooks {
-            Some(hooks) => {
-                let specs = hooks.0.specs();
-                let names = specs.iter().map(|s| s.name.clone()).collect();
-                request.tools.extend(specs);
-                names
+        let lent = hooks.map(|hooks| {
+            let specs = hooks.0.specs();
+            let names = specs.iter().map(|s| s.name.clone()).collect();
+            request.tools.extend(specs);
+            Lent {
+                tools: hooks.0.as_ref(),
+                names,
             }
-            None => Vec::new(),
-        };
-        let mut builtins = Builtins::default();
+        });
         let max_rounds = info
             .max_tool_rounds
             .unwrap_or(self.shared.options.max_tool_rounds)
@@ -576,8 +545,7 @@ impl Actor<'_> {
         };
         let mut steps = Vec::new();
         // A CLI agent runs its own tools: its steps are recorded as they happen.
-        let is_command = provider.kind() == crate::config::ProviderKind::Command;
-        let mut agent = is_command.then(|| {
+        let mut agent = capabilities.runs_own_tools.then(|| {
             AgentRecorder::new(StepContext {
                 shared: Arc::clone(self.shared),
                 session_id: self.session_id.to_string(),
@@ -653,21 +621,21 @@ impl Actor<'_> {
                     recorded.stale,
                     result.is_ok(),
                 );
-            } else if result.is_ok() && !is_command && rounds == 0 {
+            } else if result.is_ok() && !capabilities.runs_own_tools && rounds == 0 {
                 // The agent's own conversation misses this exchange: the next agent turn sends
                 // the transcript.
                 self.update_agent_session(info, provider.name(), None, false, true);
             }
             let mut out = match result {
                 Ok(out) => out,
-                Err(e) => return (Err(e), steps, builtins),
+                Err(e) => return (Err(e), steps),
             };
             usage = sum_usage(usage, out.usage);
             if out.tool_calls.is_empty() || rounds >= max_rounds || request.tools.is_empty() || concluding {
                 out.usage = usage;
                 out.duration = loop_started.elapsed();
                 out.tool_calls.clear();
-                return (Ok(out), steps, builtins);
+                return (Ok(out), steps);
             }
             rounds += 1;
             let calls = std::mem::take(&mut out.tool_calls);
@@ -693,34 +661,9 @@ impl Actor<'_> {
                     step: step_event.take(),
                 });
             }
-            let mut lent_end = false;
-            let results = match (destinations, targets) {
-                (Some(destinations), _) => {
-                    let (results, chosen) = context.run_round_routing(&offer, &calls, destinations).await;
-                    builtins.route = builtins.route.or(chosen);
-                    results
-                }
-                (None, Some(targets)) => {
-                    let (results, chosen, rejected) = context
-                        .run_round_builtin(&offer, &calls, CONVERSATION_HANDOFF_TOOL, |args| {
-                            parse_conversation_call(args, targets)
-                        })
-                        .await;
-                    builtins.conversation = builtins.conversation.or(chosen);
-                    builtins.rejections.extend(rejected);
-                    results
-                }
-                (None, None) => match hooks {
-                    Some(hooks) => {
-                        let (results, ends) = context.run_round_lent(&offer, &calls, hooks, &lent).await;
-                        lent_end = ends;
-                        results
-                    }
-                    None => context.run_round(&offer, &calls).await,
-                },
-            };
-            let last = results.len().saturating_sub(1);
-            for (i, r) in results.into_iter().enumerate() {
+            let round = context.run_round(&offer, &calls, lent.as_ref()).await;
+            let last = round.results.len().saturating_sub(1);
+            for (i, r) in round.results.into_iter().enumerate() {
                 let mut text = r.text;
                 if i == last && rounds >= max_rounds {
                     // Said inside the last result, so the history the model sees next turn is
@@ -765,23 +708,18 @@ impl Actor<'_> {
                 return (
                     Err(crate::providers::ProviderError::cancelled(provider.name())),
                     steps,
-                    builtins,
                 );
             }
-            if let Some(choice) = &builtins.route {
-                // The router has passed the request on: its turn ends here (its words so far
-                // are in the step above); its answer says where the request went.
-                out.text = handed_off_text(choice);
+            if round.ends_turn {
+                // A lent tool ended the turn (a handoff, a broadcast): the model's words so far
+                // (in the step above) are its answer, unless the tool gave the answer (a router's
+                // note of where the request went).
+                if let Some(answer) = round.answer {
+                    out.text = answer;
+                }
                 out.usage = usage;
                 out.duration = loop_started.elapsed();
-                return (Ok(out), steps, builtins);
-            }
-            if builtins.conversation.is_some() || lent_end {
-                // A pipeline member handed the conversation on, a team member broadcast: its
-                // words so far are its answer.
-                out.usage = usage;
-                out.duration = loop_started.elapsed();
-                return (Ok(out), steps, builtins);
+                return (Ok(out), steps);
             }
         }
     }
@@ -923,22 +861,6 @@ impl Actor<'_> {
                 },
             );
         }
-    }
-}
-
-/// What the built-in tools of a turn came to.
-#[derive(Default)]
-struct Builtins {
-    route: Option<RouteChoice>,
-    conversation: Option<HandoffRequest>,
-    rejections: Vec<(String, String)>,
-}
-
-/// A router's answer once `handoff_to` ended its turn.
-fn handed_off_text(choice: &RouteChoice) -> String {
-    match &choice.message {
-        Some(message) => format!("[handed off to `{}`: {message}]", choice.agent),
-        None => format!("[handed off to `{}`]", choice.agent),
     }
 }
 

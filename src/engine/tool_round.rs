@@ -15,8 +15,7 @@ use crate::tools::{Approval, ApprovalPolicy, Decision, Offer, ToolError, schema,
 
 use super::EngineShared;
 use super::events::{EngineEvent, EventKind, ExecutionTag, RunId};
-use super::lent_tools::TurnHooks;
-use super::protocol::flow::{HANDOFF_TOOL, RouteChoice, parse_handoff_call};
+use super::lent_tools::TurnTools;
 
 /// What one call came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +27,22 @@ pub struct CallResult {
     pub duration: Duration,
     /// Bytes the tool returned before the cap.
     pub size: u64,
+}
+
+/// The tools a mode lent the turn, with their names (read once per turn, not per round).
+pub(crate) struct Lent<'a> {
+    pub tools: &'a dyn TurnTools,
+    pub names: Vec<String>,
+}
+
+/// What one round came to.
+pub(crate) struct Round {
+    /// One result per call, in the calls' order.
+    pub results: Vec<CallResult>,
+    /// A lent tool's answer ends the turn after this round.
+    pub ends_turn: bool,
+    /// The turn's answer a lent tool gave, in place of the model's words so far.
+    pub answer: Option<String>,
 }
 
 /// Who is calling: enough to emit the round's events and find its run.
@@ -56,105 +71,48 @@ impl CallContext<'_> {
         });
     }
 
-    /// Runs every call of the round at once; results come back in the calls' order.
-    pub async fn run_round(&self, offer: &Offer, calls: &[ToolCall]) -> Vec<CallResult> {
-        futures::future::join_all(calls.iter().map(|call| self.run_call(offer, call))).await
-    }
-
-    /// A router's round: `handoff_to` calls are read here (the first valid one is the choice;
-    /// an invalid one is a tool error, so the model can retry), the others run as usual.
-    pub async fn run_round_routing(
-        &self,
-        offer: &Offer,
-        calls: &[ToolCall],
-        destinations: &[String],
-    ) -> (Vec<CallResult>, Option<RouteChoice>) {
-        let (results, chosen, _) = self
-            .run_round_builtin(offer, calls, HANDOFF_TOOL, |args| {
-                parse_handoff_call(args, destinations)
-            })
-            .await;
-        (results, chosen)
-    }
-
-    /// A round with a built-in tool `tool` read by `parse` (the first valid call is the choice;
-    /// an invalid one is a tool error, so the model can retry, and is returned with its
-    /// arguments); the other calls run as usual.
-    pub async fn run_round_builtin<T>(
-        &self,
-        offer: &Offer,
-        calls: &[ToolCall],
-        tool: &str,
-        parse: impl Fn(&str) -> Result<T, String>,
-    ) -> (Vec<CallResult>, Option<T>, Vec<(String, String)>) {
-        let others: Vec<ToolCall> = calls.iter().filter(|c| c.name != tool).cloned().collect();
-        let mut ran = self.run_round(offer, &others).await.into_iter();
-        let mut chosen: Option<T> = None;
-        let mut rejected = Vec::new();
-        let mut results = Vec::with_capacity(calls.len());
-        for call in calls {
-            if call.name != tool {
-                results.extend(ran.next());
-                continue;
-            }
-            let (text, is_error) = match parse(&call.arguments) {
-                Ok(choice) if chosen.is_none() => {
-                    chosen = Some(choice);
-                    ("Handed off.".to_string(), false)
-                }
-                Ok(_) => ("Ignored: the request was already handed off.".to_string(), true),
-                Err(error) => {
-                    rejected.push((call.arguments.clone(), error.clone()));
-                    (error, true)
-                }
-            };
-            results.push(CallResult {
-                call: call.clone(),
-                size: text.len() as u64,
-                text,
-                is_error,
-                duration: Duration::ZERO,
-            });
-        }
-        (results, chosen, rejected)
-    }
-
-    /// A round with a mode's lent tools (named `lent`): their calls are answered by the mode,
-    /// one after the other in the model's order (a dispatch's ids follow it), while the others
-    /// run as usual. True when a lent answer ends the turn.
-    pub async fn run_round_lent(
-        &self,
-        offer: &Offer,
-        calls: &[ToolCall],
-        hooks: &TurnHooks,
-        lent: &[String],
-    ) -> (Vec<CallResult>, bool) {
-        let is_lent = |c: &ToolCall| lent.contains(&c.name);
-        let others: Vec<ToolCall> = calls.iter().filter(|c| !is_lent(c)).cloned().collect();
+    /// Runs one round: the calls of tools a mode lent the turn are answered by the mode, one
+    /// after the other in the model's order (a dispatch's ids follow it), while the others run
+    /// at once. Results come back in the calls' order.
+    pub async fn run_round(&self, offer: &Offer, calls: &[ToolCall], lent: Option<&Lent<'_>>) -> Round {
+        let is_lent = |c: &ToolCall| lent.is_some_and(|l| l.names.contains(&c.name));
+        let others = calls
+            .iter()
+            .filter(|c| !is_lent(c))
+            .map(|call| self.run_call(offer, call, lent));
         let answer_lent = async {
             let mut answers = Vec::new();
+            let Some(lent) = lent else {
+                return answers;
+            };
             for call in calls.iter().filter(|c| is_lent(c)) {
                 let started = Instant::now();
-                let answer = hooks.0.call(call).await;
+                let answer = lent.tools.call(call).await;
                 answers.push((answer, started.elapsed()));
             }
             answers
         };
-        let (ran, answers) = futures::join!(self.run_round(offer, &others), answer_lent);
+        let (ran, answers) = futures::join!(futures::future::join_all(others), answer_lent);
         let mut ran = ran.into_iter();
         let mut answers = answers.into_iter();
-        let mut ends = false;
-        let mut results = Vec::with_capacity(calls.len());
+        let mut round = Round {
+            results: Vec::with_capacity(calls.len()),
+            ends_turn: false,
+            answer: None,
+        };
         for call in calls {
             if !is_lent(call) {
-                results.extend(ran.next());
+                round.results.extend(ran.next());
                 continue;
             }
             let Some((answer, duration)) = answers.next() else {
                 continue;
             };
-            ends |= answer.ends_turn;
-            results.push(CallResult {
+            round.ends_turn |= answer.ends_turn;
+            if answer.ends_turn && round.answer.is_none() {
+                round.answer = answer.answer;
+            }
+            round.results.push(CallResult {
                 call: call.clone(),
                 size: answer.text.len() as u64,
                 text: answer.text,
@@ -162,12 +120,12 @@ impl CallContext<'_> {
                 duration,
             });
         }
-        (results, ends)
+        round
     }
 
-    async fn run_call(&self, offer: &Offer, call: &ToolCall) -> CallResult {
+    async fn run_call(&self, offer: &Offer, call: &ToolCall, lent: Option<&Lent<'_>>) -> CallResult {
         let started = Instant::now();
-        let (text, is_error, size) = match self.attempt(offer, call).await {
+        let (text, is_error, size) = match self.attempt(offer, call, lent).await {
             Ok((text, is_error)) => {
                 let size = text.len() as u64;
                 (
@@ -192,13 +150,15 @@ impl CallContext<'_> {
 
     /// The tool's text and whether it is an error; `Err` for a call that never reached the
     /// tool (the message says why, for the model).
-    async fn attempt(&self, offer: &Offer, call: &ToolCall) -> Result<(String, bool), String> {
+    async fn attempt(
+        &self,
+        offer: &Offer,
+        call: &ToolCall,
+        lent: Option<&Lent<'_>>,
+    ) -> Result<(String, bool), String> {
         let Some(spec) = offer.spec(&call.name) else {
-            if crate::model::dispatch::is_orchestration_tool(&call.name) {
-                return Err(format!(
-                    "`{}` is only for the orchestrator: a sub-agent cannot dispatch or manage sub-agents (depth 1)",
-                    call.name
-                ));
+            if let Some(refusal) = lent.and_then(|l| l.tools.refusal(&call.name)) {
+                return Err(refusal);
             }
             let known: Vec<&str> = offer.specs.iter().map(|s| s.name.as_str()).collect();
             return Err(format!(

@@ -1,39 +1,12 @@
 //! Mode `dispatch` (a tool-using orchestrator that dispatches sub-agents and gets their results
 //! pushed back) and mode `team` (members deliberate through broadcasts, a supervisor decides):
-//! their limits as presets, groups and config.yaml spell them, the names of their built-in tools
-//! and the words huddle puts into conversations (the sim reads them too), and the executions a
-//! run records.
+//! their limits as presets, groups and config.yaml spell them, and the executions a run
+//! records. Their tool names and the words huddle puts into conversations are the protocol's
+//! (`engine::protocol::dispatch`, `engine::protocol::team_talk`).
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-
-/// The orchestrator's tools (plain names: no MCP tool has a name without a `.`).
-pub const DISPATCH_TOOL: &str = "dispatch_agent";
-pub const CANCEL_TOOL: &str = "cancel_agent";
-pub const LIST_TOOL: &str = "list_agents";
-pub const ASK_TOOL: &str = "ask_agent";
-/// A team member's (and the supervisor's) one tool.
-pub const BROADCAST_TOOL: &str = "team_broadcast";
-
-/// True for the orchestrator's tools (a sub-agent calling one gets a clear tool error: depth 1).
-pub fn is_orchestration_tool(name: &str) -> bool {
-    [DISPATCH_TOOL, CANCEL_TOOL, LIST_TOOL, ASK_TOOL].contains(&name)
-}
-
-/// How a pushed result opens (the orchestrator's conversation gets it as a user message).
-pub const COMPLETED_PREFIX: &str = "[Sub-agent completed]";
-pub const FAILED_PREFIX: &str = "[Sub-agent failed]";
-/// The heading of the block a dispatched sub-agent's system prompt gets.
-pub const FOCUS_HEADING: &str = "## You were dispatched";
-/// The heading a sub-agent's task is under.
-pub const TASK_HEADING: &str = "## Task";
-/// How a clarification request opens (seed 000's sub-agent clarification).
-pub const CLARIFICATION_HEADER: &str = "## CLARIFICATION REQUEST FROM";
-/// The heading of the broadcasts injected into a member's or the supervisor's next turn.
-pub const BROADCASTS_HEADING: &str = "## Team broadcasts";
-/// The heading of the catalog in the orchestrator's system prompt.
-pub const CATALOG_HEADING: &str = "## Available sub-agents";
 
 pub const DEFAULT_MAX_CONCURRENT_AGENTS: u32 = 5;
 pub const DEFAULT_AGENT_TIMEOUT_SECS: u64 = 300;
@@ -139,6 +112,21 @@ impl DispatchLimits {
         )
     }
 
+    /// The guardrails in one line (`presets show`), defaults filled in.
+    pub fn summary(&self) -> String {
+        let allowed = if self.sub_agents.is_empty() {
+            "all workers".to_string()
+        } else {
+            self.sub_agents.join(", ")
+        };
+        format!(
+            "dispatch: {} sub-agents at once · {}s each · {}s to conclude · may dispatch {allowed}",
+            self.max_concurrent(),
+            self.agent_timeout().as_secs(),
+            self.max_budget().as_secs()
+        )
+    }
+
     /// True when the allow-list lets the orchestrator dispatch `name` (ignoring case).
     pub fn allows(&self, name: &str) -> bool {
         self.sub_agents.is_empty() || self.sub_agents.iter().any(|a| a.eq_ignore_ascii_case(name))
@@ -160,6 +148,15 @@ impl TeamLimits {
             "supervisor_max_turns",
             self.supervisor_max_turns.map(u64::from),
             u64::from(LIMIT_MAX),
+        )
+    }
+
+    /// The limits in one line (`presets show`), defaults filled in.
+    pub fn summary(&self) -> String {
+        format!(
+            "team: the orchestrator supervises · {} turns per member · {} supervisor turns",
+            self.member_turns(),
+            self.supervisor_turns()
         )
     }
 

@@ -4,12 +4,12 @@
 pub mod agent;
 mod budget;
 pub mod context;
-pub mod deliberation;
 pub mod dispatch;
 mod enums;
 pub mod flow;
 pub mod limits;
 mod message;
+pub mod modes;
 mod organization;
 pub mod pipeline;
 mod preset;
@@ -22,10 +22,11 @@ mod worktree;
 pub use agent::{AgentFormat, AgentKind, AgentSession};
 pub use budget::{BudgetError, BudgetExceeded, BudgetLimit, RunBudget};
 pub use dispatch::{BroadcastKind, DispatchLimits, ExecutionKind, ExecutionStatus, TeamLimits};
-pub use enums::{GroupKind, Memory, MessageRole, Mode, ProviderKind, Role, Tier, WorktreeStrategy};
-pub use flow::{FlowLinks, RouterSpec, check_flow};
+pub use enums::{GroupKind, Memory, MessageRole, ProviderKind, Role, Tier, WorktreeStrategy};
+pub use flow::{FlowLinks, FlowSettings, RouterSpec, check_flow};
 pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS, MaxIterationsError};
 pub use message::{Message, Usage};
+pub use modes::{Counts, Mode, ModeSettings, ModeSpec, ModeState, PresetProblem, spec};
 pub use organization::{
     Group, GroupId, KeptEvaluator, Organization, Session, SessionId, UiPrefs, default_max_iterations,
     default_worker_timeout_secs, member_handles,

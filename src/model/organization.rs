@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AgentSession, DEFAULT_MAX_ITERATIONS, FlowLinks, GroupKind, Memory, Mode, ReflectionCycle, Role,
+    AgentSession, DEFAULT_MAX_ITERATIONS, FlowLinks, GroupKind, Memory, Mode, ModeSettings, ModeState, Role,
     RunBudget, Usage, Worktree, WorktreeStrategy,
 };
 
@@ -107,9 +107,6 @@ pub struct Group {
     /// `<tier>:<name>` of the preset the team was created from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_preset: Option<String>,
-    /// The current or last cycle's state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reflection: Option<ReflectionCycle>,
     /// Tokens used by the group's sessions, rolled up.
     #[serde(default)]
     pub usage: Usage,
@@ -128,33 +125,20 @@ pub struct Group {
     /// headless leftover that `huddle runs prune` removes once it is old enough.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headless_at: Option<DateTime<Utc>>,
-    /// A relay team's settings (mode `relay`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub relay: Option<super::RelaySettings>,
-    /// The current or last relay run's state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub relay_state: Option<super::RelayRecord>,
     /// Limits of each run of the group (none by default).
     #[serde(default, skip_serializing_if = "RunBudget::is_empty")]
     pub budget: RunBudget,
     /// What members remember between team runs.
     #[serde(default, skip_serializing_if = "Memory::is_run")]
     pub memory: Memory,
-    /// Mode `flow`: the session the prompt goes to first.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flow_entry: Option<SessionId>,
-    /// Mode `pipeline`: the stages, supervisor and rules (members by session id).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pipeline: Option<super::PipelineSpec>,
-    /// Mode `pipeline`: where the conversation is (phase, active member, history).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pipeline_state: Option<super::ConversationState>,
-    /// Mode `dispatch`: the team's guardrails (unset ones come from config.yaml, then defaults).
-    #[serde(default, skip_serializing_if = "super::DispatchLimits::is_empty")]
-    pub dispatch: super::DispatchLimits,
-    /// Mode `team`: the members' and the supervisor's turn limits.
-    #[serde(default, skip_serializing_if = "super::TeamLimits::is_empty")]
-    pub team_limits: super::TeamLimits,
+    /// The settings of the modes that have any (flattened: `relay`, `flow_entry`, `pipeline`,
+    /// `dispatch`, `team_limits`).
+    #[serde(flatten)]
+    pub settings: ModeSettings,
+    /// Where the current or last run of its mode is (flattened: `reflection`, `relay_state`,
+    /// `pipeline_state`).
+    #[serde(flatten)]
+    pub state: ModeState,
 }
 
 pub fn default_max_iterations() -> u32 {
@@ -186,21 +170,15 @@ impl Group {
             evaluator_kept: None,
             legacy_evaluator_name: None,
             source_preset: None,
-            reflection: None,
             usage: Usage::default(),
             pending_messages: Vec::new(),
             worktrees: WorktreeStrategy::Shared,
             member_slug: None,
             headless_at: None,
-            relay: None,
-            relay_state: None,
             budget: RunBudget::default(),
             memory: Memory::Run,
-            flow_entry: None,
-            pipeline: None,
-            pipeline_state: None,
-            dispatch: Default::default(),
-            team_limits: Default::default(),
+            settings: ModeSettings::default(),
+            state: ModeState::default(),
         }
     }
 
@@ -452,7 +430,131 @@ impl Organization {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+    use crate::model::{ApprovalMode, ConversationState, PipelineSpec, RelayRecord, RelaySettings};
+
+    /// A team group as huddle wrote it while its per-mode settings and state were fields of their
+    /// own (`relay`, `relay_state`, `flow_entry`, `pipeline`, `pipeline_state`, `dispatch`,
+    /// `team_limits`, `reflection`), every one of them set.
+    fn old_group() -> serde_json::Value {
+        let reflection = crate::model::ReflectionCycle {
+            goal: "ship it".into(),
+            iteration: 2,
+            completed_iterations: 1,
+            active: true,
+            ..Default::default()
+        };
+        json!({
+            "id": "g1",
+            "name": "Desk",
+            "kind": "team",
+            "sort_order": 3,
+            "mode": "pipeline",
+            "max_iterations": 7,
+            "worker_timeout_secs": 90,
+            "reflection": serde_json::to_value(&reflection).unwrap(),
+            "usage": { "input_tokens": 10, "output_tokens": 20 },
+            "member_slug": "desk",
+            "relay": {
+                "driver": "a",
+                "counterpart": "b",
+                "approval": "semi_auto",
+                "max_turns": 8,
+                "max_failures": 3,
+                "max_history_turns": 20,
+                "max_history_chars": 20000,
+                "max_hops": 4
+            },
+            "relay_state": {
+                "objective": "buy",
+                "state": "waiting_local",
+                "turn": 2,
+                "max_turns": 8,
+                "approval": "manual",
+                "trace_id": "t1",
+                "consecutive_failures": 0,
+                "taken_over": false
+            },
+            "memory": "conversation",
+            "flow_entry": "s1",
+            "pipeline": {
+                "stages": [
+                    { "phase": "intake", "member": "s1", "next": "review" },
+                    { "phase": "review", "member": "s2", "can_return_to": ["intake"] }
+                ],
+                "supervisor": "s2",
+                "supervise": "every_turn"
+            },
+            "pipeline_state": {
+                "phase": "review",
+                "active": "s2",
+                "parked": false,
+                "handoff_count": 1
+            },
+            "dispatch": { "max_concurrent_agents": 3, "sub_agents": ["a"] },
+            "team_limits": { "member_max_turns": 4 }
+        })
+    }
+
+    #[test]
+    fn a_group_written_before_mode_settings_reads_into_them_and_writes_the_same_keys() {
+        let old = old_group();
+        let group: Group = serde_json::from_value(old.clone()).unwrap();
+        let relay = group.settings.relay.as_ref().expect("relay settings");
+        assert_eq!(
+            (relay.driver.as_str(), relay.approval),
+            ("a", ApprovalMode::SemiAuto)
+        );
+        assert_eq!(group.settings.flow.entry.as_deref(), Some("s1"));
+        let pipeline: &PipelineSpec = group.settings.pipeline.as_ref().expect("pipeline");
+        assert_eq!(pipeline.stages[1].can_return_to, ["intake"]);
+        assert_eq!(group.settings.dispatch.max_concurrent_agents, Some(3));
+        assert_eq!(group.settings.team.member_max_turns, Some(4));
+        let record: &RelayRecord = group.state.relay.as_ref().expect("relay state");
+        assert_eq!(record.turn, 2);
+        let conversation: &ConversationState = group.state.pipeline.as_ref().expect("pipeline state");
+        assert_eq!(conversation.active.as_deref(), Some("s2"));
+        let cycle = group.state.orchestrator_reflect.as_ref().expect("reflection");
+        assert_eq!((cycle.goal.as_str(), cycle.iteration), ("ship it", 2));
+        assert_eq!((group.max_iterations, group.memory), (7, Memory::Conversation));
+
+        let again = serde_json::to_value(&group).unwrap();
+        let keys =
+            |v: &serde_json::Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+        assert_eq!(
+            keys(&again),
+            keys(&old),
+            "the same field names, no more, no fewer"
+        );
+        assert_eq!(again, old, "every value written back as it was read");
+    }
+
+    #[test]
+    fn a_group_without_mode_settings_writes_none_of_their_keys() {
+        let group = Group::new("Plain", GroupKind::Team);
+        let written = serde_json::to_value(&group).unwrap();
+        for key in [
+            "relay",
+            "relay_state",
+            "flow_entry",
+            "pipeline",
+            "pipeline_state",
+            "dispatch",
+            "team_limits",
+            "reflection",
+        ] {
+            assert!(written.get(key).is_none(), "{key} written: {written}");
+        }
+        let back: Group = serde_json::from_value(written).unwrap();
+        assert_eq!(back, group);
+        let relay = RelaySettings::new("a", "b");
+        let mut group = group;
+        group.settings.relay = Some(relay.clone());
+        let written = serde_json::to_value(&group).unwrap();
+        assert_eq!(written["relay"], serde_json::to_value(&relay).unwrap());
+    }
 
     fn session(name: &str, handle: Option<&str>) -> Session {
         let mut s = Session::new(name, "g", "sim/x");

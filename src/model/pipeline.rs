@@ -6,47 +6,6 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-/// The target of a handoff that parks the conversation for the user.
-pub const HUMAN: &str = "human";
-
-/// The text form's line prefix (`@handoff_conversation:<target>`).
-pub const TEXT_HANDOFF: &str = "@handoff_conversation:";
-
-/// The line of a member's prompt that lists where it may hand off (the sim reads it too).
-pub const TARGETS_LINE: &str = "Handoff targets: ";
-
-/// A handoff a member asked for (its target not yet checked against the pipeline).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HandoffRequest {
-    pub target: String,
-    pub reason: String,
-    pub summary: String,
-    pub next_phase: Option<String>,
-}
-
-/// The built-in tool a pipeline member hands the conversation on with (the engine offers it,
-/// the sim calls it).
-pub const CONVERSATION_HANDOFF_TOOL: &str = "handoff_conversation";
-
-/// The target a `handoff_conversation` call's arguments name (`(none)` when they name none),
-/// for reporting a rejected one.
-pub fn call_target(arguments: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(arguments)
-        .ok()
-        .and_then(|v| text_field(&v, "target"))
-        .unwrap_or_else(|| "(none)".into())
-}
-
-/// A call argument's text, trimmed; `None` when missing, not a string or blank.
-pub fn text_field(value: &serde_json::Value, key: &str) -> Option<String> {
-    value
-        .get(key)
-        .and_then(serde_json::Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-}
-
 /// One stage: its phase, the member that works in it, and where it may hand the conversation.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -331,6 +290,22 @@ pub fn check_pipeline(spec: &PipelineSpec, members: &[&str]) -> Result<(), Pipel
 }
 
 impl PipelineSpec {
+    /// The spec with every member reference (stage members, the supervisor) mapped.
+    pub fn map_members(&self, map: impl Fn(&str) -> String) -> PipelineSpec {
+        PipelineSpec {
+            stages: self
+                .stages
+                .iter()
+                .map(|s| PipelineStage {
+                    member: map(&s.member),
+                    ..s.clone()
+                })
+                .collect(),
+            supervisor: self.supervisor.as_deref().map(&map),
+            ..self.clone()
+        }
+    }
+
     /// Whether a move from `from` to `to` goes back to an earlier stage.
     pub fn is_return(&self, from: Option<&str>, to: &str) -> bool {
         match (from.and_then(|p| self.stage_of(p)), self.stage_of(to)) {
@@ -423,6 +398,22 @@ pub fn route(spec: &PipelineSpec, state: &ConversationState, message: &str) -> (
         Some(i) if state.parked => (i, Routed::Resume),
         _ => (0, Routed::Default),
     }
+}
+
+/// A pipeline preset's stages, supervisor and rules, held to [`check_pipeline`]; the problem
+/// points at the stage or member at fault (a phase declared twice: its second declaration),
+/// else at the `stages:` line.
+pub fn check_preset(preset: &super::Preset) -> Result<(), super::PresetProblem> {
+    let names: Vec<&str> = preset.workers.iter().map(|w| w.name.as_str()).collect();
+    check_pipeline(&preset.pipeline_spec(), &names).map_err(|e| {
+        let nth = usize::from(matches!(e, PipelineError::DuplicatePhase(_)));
+        let mut at: Vec<(String, usize)> = e.subject().map(|s| (s, nth)).into_iter().collect();
+        at.push(("stages:".to_string(), 0));
+        super::PresetProblem {
+            message: e.to_string(),
+            at,
+        }
+    })
 }
 
 #[cfg(test)]

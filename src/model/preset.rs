@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Memory, Mode, RouterSpec, RunBudget, Tier, WorktreeStrategy};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Preset {
     pub name: String,
@@ -114,6 +114,24 @@ impl Preset {
         self.sub_agents = dispatch.sub_agents.clone();
         self.member_max_turns = team.member_max_turns;
         self.supervisor_max_turns = team.supervisor_max_turns;
+    }
+
+    /// The `pipeline` keys as a spec (members by preset name).
+    pub fn pipeline_spec(&self) -> super::PipelineSpec {
+        super::PipelineSpec {
+            stages: self.stages.clone(),
+            supervisor: self.supervisor.clone(),
+            supervise: self.supervise,
+            rules: self.rules.clone(),
+        }
+    }
+
+    /// Sets the `pipeline` keys from a spec.
+    pub fn set_pipeline(&mut self, spec: super::PipelineSpec) {
+        self.stages = spec.stages;
+        self.supervisor = spec.supervisor;
+        self.supervise = spec.supervise;
+        self.rules = spec.rules;
     }
 
     /// The team-level budget keys as a group's budget.

@@ -10,8 +10,8 @@ use std::path::Path;
 use crate::config::Config;
 use crate::model::limits::clamp_max_iterations;
 use crate::model::{
-    FlowLinks, Group, GroupId, GroupKind, Mode, Organization, PipelineSpec, PipelineStage, Preset,
-    PresetAgent, PresetWorker, Role, RouterSpec, Session,
+    FlowLinks, Group, GroupId, GroupKind, ModeSettings, Organization, Preset, PresetAgent, PresetWorker,
+    Role, RouterSpec, Session,
 };
 use crate::naming::{member_session_name, worker_handle, worker_slug};
 
@@ -41,7 +41,7 @@ pub fn create_team_group(
     // In the orchestrator modes the orchestrator prompt goes into planning (the group field);
     // in the others an orchestrator is an ordinary participant and it is its system prompt.
     let orchestrator_prompt = preset.orchestrator.as_ref().and_then(|o| o.prompt.clone());
-    if preset.mode.has_orchestrator() {
+    if preset.mode.spec().has_orchestrator {
         group.orchestrator_prompt = orchestrator_prompt.clone();
     }
     group.shared_context = preset.shared_context.clone();
@@ -54,10 +54,7 @@ pub fn create_team_group(
     if let Some(t) = preset.worker_timeout_secs {
         group.worker_timeout_secs = t;
     }
-    group.relay = preset.relay.clone();
     group.budget = preset.budget();
-    group.dispatch = preset.dispatch_limits();
-    group.team_limits = preset.team_limits();
     group.memory = preset.memory;
     group.source_preset = Some(source_preset_of(preset));
     let team = team_slug(&group.name);
@@ -86,7 +83,7 @@ pub fn create_team_group(
             Role::Orchestrator,
             o.model.as_deref(),
         );
-        if !preset.mode.has_orchestrator() {
+        if !preset.mode.spec().has_orchestrator {
             org.sessions[i].system_prompt = orchestrator_prompt;
         }
         org.sessions[i].display_name = o.display_name.clone();
@@ -111,9 +108,15 @@ pub fn create_team_group(
         s.max_tool_rounds = w.max_tool_rounds;
         worker_ids.push((w.name.clone(), s.id.clone()));
     }
-    link_flow(org, &mut group, preset, &worker_ids);
-    link_pipeline(&mut group, preset, &worker_ids);
-    if preset.mode == Mode::OrchestratorReflect
+    let id_of = |name: &str| {
+        worker_ids
+            .iter()
+            .find(|(n, _)| n.trim().eq_ignore_ascii_case(name.trim()))
+            .map(|(_, id)| id.clone())
+    };
+    group.settings = ModeSettings::from_preset(preset, id_of);
+    link_flow(org, preset, &worker_ids);
+    if preset.mode.spec().has_evaluator
         && let Some(e) = &preset.evaluator
     {
         let i = add(
@@ -132,17 +135,16 @@ pub fn create_team_group(
     group_id
 }
 
-/// A flow preset's links (worker names) stored on the new sessions and group as session ids,
-/// so a later rename of a session changes nothing. A name that names no worker (a preset built
-/// in code; parsed ones are checked) is left out.
-fn link_flow(org: &mut Organization, group: &mut Group, preset: &Preset, worker_ids: &[(String, String)]) {
+/// A flow preset's links (worker names) stored on the new sessions as session ids, so a later
+/// rename of a session changes nothing. A name that names no worker (a preset built in code;
+/// parsed ones are checked) is left out.
+fn link_flow(org: &mut Organization, preset: &Preset, worker_ids: &[(String, String)]) {
     let id_of = |name: &str| {
         worker_ids
             .iter()
             .find(|(n, _)| n.trim().eq_ignore_ascii_case(name.trim()))
             .map(|(_, id)| id.clone())
     };
-    group.flow_entry = preset.entry.as_deref().and_then(id_of);
     for (w, (_, id)) in preset.workers.iter().zip(worker_ids) {
         let links = FlowLinks {
             handoff: w.handoff.as_deref().and_then(id_of),
@@ -154,42 +156,6 @@ fn link_flow(org: &mut Organization, group: &mut Group, preset: &Preset, worker_
         if let Some(s) = org.sessions.iter_mut().find(|s| s.id == *id) {
             s.flow = links;
         }
-    }
-}
-
-/// A pipeline preset's stages and supervisor (worker names) stored on the group by session id.
-fn link_pipeline(group: &mut Group, preset: &Preset, worker_ids: &[(String, String)]) {
-    if preset.mode != Mode::Pipeline {
-        return;
-    }
-    let spec = PipelineSpec {
-        stages: preset.stages.clone(),
-        supervisor: preset.supervisor.clone(),
-        supervise: preset.supervise,
-        rules: preset.rules.clone(),
-    };
-    let id_of = |name: &str| {
-        worker_ids
-            .iter()
-            .find(|(n, _)| n.trim().eq_ignore_ascii_case(name.trim()))
-            .map_or_else(|| name.to_string(), |(_, id)| id.clone())
-    };
-    group.pipeline = Some(map_pipeline_members(&spec, id_of));
-}
-
-/// `spec` with every member reference (stage members, the supervisor) mapped.
-fn map_pipeline_members(spec: &PipelineSpec, map: impl Fn(&str) -> String) -> PipelineSpec {
-    PipelineSpec {
-        stages: spec
-            .stages
-            .iter()
-            .map(|s| PipelineStage {
-                member: map(&s.member),
-                ..s.clone()
-            })
-            .collect(),
-        supervisor: spec.supervisor.as_deref().map(&map),
-        ..spec.clone()
     }
 }
 
@@ -212,7 +178,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
             tools: s.tools.clone(),
             max_tool_rounds: s.max_tool_rounds,
         })
-        .or_else(|| group.mode.has_orchestrator().then(PresetAgent::default));
+        .or_else(|| group.mode.spec().has_orchestrator.then(PresetAgent::default));
     let evaluator_session = org.evaluator_of(group_id);
     let evaluator = evaluator_session.map(|s| PresetAgent {
         display_name: s.display_name.clone(),
@@ -244,12 +210,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
             advisors: s.flow.advisors.iter().filter_map(|a| handle_of(a)).collect(),
         })
         .collect();
-    let pipeline = group
-        .pipeline
-        .as_ref()
-        .map(|p| map_pipeline_members(p, |id| handle_of(id).unwrap_or_else(|| id.to_string())))
-        .unwrap_or_default();
-    Some(Preset {
+    let mut preset = Preset {
         name: preset_name_of(group),
         description: group.description.clone(),
         emoji: group.emoji.clone(),
@@ -264,23 +225,11 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         shared_context: group.shared_context.clone(),
         routing_context: group.routing_context.clone(),
         worktrees: group.worktrees,
-        relay: group.relay.clone(),
         memory: group.memory,
-        entry: group.flow_entry.as_deref().and_then(handle_of),
-        stages: pipeline.stages,
-        supervisor: pipeline.supervisor,
-        supervise: pipeline.supervise,
-        rules: pipeline.rules,
-        max_concurrent_agents: group.dispatch.max_concurrent_agents,
-        agent_timeout_secs: group.dispatch.agent_timeout_secs,
-        max_budget_secs: group.dispatch.max_budget_secs,
-        sub_agents: group.dispatch.sub_agents.clone(),
-        member_max_turns: group.team_limits.member_max_turns,
-        supervisor_max_turns: group.team_limits.supervisor_max_turns,
-        tier: None,
-        source: None,
-        warnings: Vec::new(),
-    })
+        ..Preset::default()
+    };
+    group.settings.to_preset(&mut preset, handle_of);
+    Some(preset)
 }
 
 /// The preset name a group was made from (`source_preset` is `<tier>:<name>`), else its name.
@@ -319,7 +268,10 @@ mod tests {
         let mut org = Organization::default();
         let id = create_team_group(&mut org, &preset, &config, None);
         let id_of = |name: &str| org.session_by_name(name).unwrap().id.clone();
-        assert_eq!(org.group(&id).unwrap().flow_entry, Some(id_of("desk-triage")));
+        assert_eq!(
+            org.group(&id).unwrap().settings.flow.entry,
+            Some(id_of("desk-triage"))
+        );
         let tech = org.session_by_name("desk-tech").unwrap();
         assert_eq!(tech.flow.advisors, vec![id_of("desk-sec")]);
         assert_eq!(tech.flow.handoff, Some(id_of("desk-ok")));

@@ -466,6 +466,9 @@ impl Provider for CommandProvider {
     fn kind(&self) -> ProviderKind {
         ProviderKind::Command
     }
+    fn capabilities(&self) -> super::Capabilities {
+        super::Capabilities::CLI_AGENT
+    }
     fn stream_turn<'a>(
         &'a self,
         req: TurnRequest,

@@ -1,6 +1,9 @@
 //! Providers: one streaming turn against an LLM (OpenAI-compatible or Anthropic HTTP, a local
 //! program, or the offline simulator), with retries, timeouts and cancellation.
 //!
+//! The simulator plays every mode, so it lives above the engine (`crate::sim`): [`Providers`]
+//! is given the constructor of its `sim` providers ([`Simulator`]) and knows nothing of it.
+//!
 //! A turn streams text deltas through a callback, then ends with exactly one result: a
 //! [`TurnOutput`] or a [`ProviderError`] that carries any text already streamed.
 
@@ -13,12 +16,6 @@ pub mod openai;
 pub mod probe;
 pub mod retry;
 pub mod secrets;
-pub mod sim;
-mod sim_dispatch;
-pub(crate) mod sim_pipeline;
-pub(crate) mod sim_team;
-mod sim_text;
-mod sim_tools;
 pub mod sse;
 
 use std::collections::BTreeMap;
@@ -242,11 +239,56 @@ pub struct TurnOutput {
 /// Receives each text delta as it arrives.
 pub type DeltaSink<'a> = &'a mut (dyn FnMut(&str) + Send);
 
+/// What a provider can do, as the engine asks it (never by testing its kind). A field added
+/// later (prompt caching, streaming, ...) gets its value for HTTP model APIs in
+/// [`Capabilities::HTTP`]; a provider that differs says so in its [`Provider::capabilities`],
+/// starting from `..Capabilities::HTTP`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// It runs its own tools (a CLI agent): huddle's tool servers are not declared to it, its
+    /// steps are reported as they happen (`TurnRequest::agent_activity`) and it keeps its own
+    /// conversation between turns (`TurnRequest::agent_session_id`).
+    pub runs_own_tools: bool,
+    /// No tool is declared to it natively: the tools a mode lends a turn are not declared
+    /// either, the mode offers their text form instead (written into the prompt, read back from
+    /// the answer by the mode).
+    pub text_tools: bool,
+}
+
+impl Capabilities {
+    /// An HTTP model API's (and the simulator's): tools declared natively, huddle runs them.
+    pub const HTTP: Capabilities = Capabilities {
+        runs_own_tools: false,
+        text_tools: false,
+    };
+
+    /// A CLI agent's: it runs its own tools and takes a mode's tools in their text form.
+    pub const CLI_AGENT: Capabilities = Capabilities {
+        runs_own_tools: true,
+        text_tools: true,
+    };
+
+    /// huddle's tool servers are declared to it and run by huddle.
+    pub fn takes_huddle_tools(&self) -> bool {
+        !self.runs_own_tools && !self.text_tools
+    }
+}
+
+impl Default for Capabilities {
+    fn default() -> Capabilities {
+        Capabilities::HTTP
+    }
+}
+
 /// A configured provider. Object-safe: the engine holds `Arc<dyn Provider>`.
 pub trait Provider: Send + Sync {
     /// The configured name (the part of a slug before `/`).
     fn name(&self) -> &str;
     fn kind(&self) -> ProviderKind;
+    /// What it can do (see [`Capabilities`]); an HTTP model API's unless it says otherwise.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::HTTP
+    }
     /// Runs one turn: deltas go to `deltas` as they arrive; the result comes once. Cancelling
     /// `cancel` ends the turn at once with [`ErrorKind::Cancelled`] (HTTP request dropped,
     /// process group killed).
@@ -307,25 +349,39 @@ impl std::fmt::Debug for Providers {
     }
 }
 
+/// Builds a `kind: sim` provider under the given name. The simulator lives above the engine
+/// (`crate::sim::provider`); tests below it pass a scripted one.
+pub type Simulator = fn(name: &str) -> Arc<dyn Provider>;
+
+/// The name of the simulator every registry has, configured or not.
+pub const SIM: &str = "sim";
+
 impl Providers {
-    pub fn from_config(config: &Config) -> Result<Providers, ProviderError> {
-        Providers::with_options(config, ProviderOptions::from_config(config))
+    /// Every provider of `config` (with config.yaml's timeouts), `sim` providers built by
+    /// `simulator`.
+    pub fn from_config(config: &Config, simulator: Simulator) -> Result<Providers, ProviderError> {
+        Providers::with_options(config, ProviderOptions::from_config(config), simulator)
     }
 
     /// As [`Self::from_config`], with explicit timeouts and retry policy (tests use short ones).
-    pub fn with_options(config: &Config, options: ProviderOptions) -> Result<Providers, ProviderError> {
+    /// A config without a provider named `sim` still gets one.
+    pub fn with_options(
+        config: &Config,
+        options: ProviderOptions,
+        simulator: Simulator,
+    ) -> Result<Providers, ProviderError> {
         let mut providers = Providers::default();
         for p in &config.providers {
             let provider: Arc<dyn Provider> = match p.kind {
                 ProviderKind::Openai => Arc::new(openai::OpenAiProvider::new(p, options)?),
                 ProviderKind::Anthropic => Arc::new(anthropic::AnthropicProvider::new(p, options)?),
                 ProviderKind::Command => Arc::new(command::CommandProvider::new(p)?),
-                ProviderKind::Sim => Arc::new(sim::SimProvider::new(&p.name)),
+                ProviderKind::Sim => simulator(&p.name),
             };
             providers.insert(provider);
         }
-        if !providers.by_name.contains_key("sim") {
-            providers.insert(Arc::new(sim::SimProvider::new("sim")));
+        if !providers.by_name.contains_key(SIM) {
+            providers.insert(simulator(SIM));
         }
         Ok(providers)
     }
@@ -485,9 +541,33 @@ impl<'a> TextSink<'a> {
 mod tests {
     use super::*;
 
+    /// A stand-in for the simulator, which lives above this layer.
+    struct Stub(String);
+
+    impl Provider for Stub {
+        fn name(&self) -> &str {
+            &self.0
+        }
+        fn kind(&self) -> ProviderKind {
+            ProviderKind::Sim
+        }
+        fn stream_turn<'a>(
+            &'a self,
+            _req: TurnRequest,
+            _deltas: DeltaSink<'a>,
+            _cancel: CancellationToken,
+        ) -> BoxFuture<'a, Result<TurnOutput, ProviderError>> {
+            Box::pin(async { Err(ProviderError::new(ErrorKind::Config, "stub", "a stub")) })
+        }
+    }
+
+    fn stub(name: &str) -> Arc<dyn Provider> {
+        Arc::new(Stub(name.to_string()))
+    }
+
     #[test]
     fn registry_resolves_slugs_and_always_has_sim() {
-        let providers = Providers::from_config(&Config::default()).unwrap();
+        let providers = Providers::from_config(&Config::default(), stub).unwrap();
         let (p, model) = providers.for_slug("sim/slow-200ms").unwrap();
         assert_eq!(
             (p.name(), p.kind(), model.as_str()),
@@ -506,7 +586,7 @@ mod tests {
             std::path::Path::new("c.yaml"),
         )
         .unwrap();
-        let providers = Providers::from_config(&config).unwrap();
+        let providers = Providers::from_config(&config, stub).unwrap();
         let kinds: Vec<_> = ["o", "a", "c", "sim"]
             .iter()
             .map(|n| providers.get(n).map(|p| p.kind()))

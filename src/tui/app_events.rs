@@ -160,7 +160,7 @@ impl App {
         self.team_panel.follow(
             event,
             now,
-            || org.read(|o| o.group(id).and_then(|g| g.reflection.clone())),
+            || org.read(|o| o.group(id).and_then(|g| g.state.orchestrator_reflect.clone())),
             || {
                 org.read(|o| o.group(id).map(|g| g.members_slug()))
                     .unwrap_or_else(|| crate::naming::team_slug(&event.group))
@@ -223,7 +223,11 @@ impl App {
         };
         let (slug, resumable) = self.org.read(|o| {
             o.group(&group_id).map_or((String::new(), false), |g| {
-                let interrupted = g.reflection.as_ref().is_some_and(|r| r.is_interrupted());
+                let interrupted = g
+                    .state
+                    .orchestrator_reflect
+                    .as_ref()
+                    .is_some_and(|r| r.is_interrupted());
                 (g.members_slug(), interrupted)
             })
         });

@@ -80,7 +80,7 @@ fn result_columns<'c>(
     width: u16,
 ) -> Option<&'c [Line<'static>]> {
     use std::hash::{Hash, Hasher};
-    let Some(c) = cycle.filter(|c| c.mode == Some(Mode::Broadcast)) else {
+    let Some(c) = cycle.filter(|c| c.mode.is_some_and(|m| m.spec().answers_side_by_side)) else {
         cache.remove(group_id);
         return None;
     };
@@ -919,11 +919,11 @@ fn render_group(
     // The notes above the timeline (the team), then its entries.
     let mut notes: Vec<(String, Style)> = Vec::new();
     let mut header = format!("{} member(s)", members.len());
-    if mode == Mode::OrchestratorReflect {
+    if mode.spec().iterates {
         header.push_str(&format!(" · max {max_iterations} iterations"));
     }
-    // A pipeline's members always keep their conversation: the setting does not apply.
-    if mode != Mode::Pipeline {
+    // Where members always keep their conversation (a pipeline) the setting does not apply.
+    if mode.spec().uses_memory {
         header.push_str(&format!(" · memory: {memory}"));
     }
     if let Some(r) = repo {
@@ -962,7 +962,7 @@ fn render_group(
         .iter()
         .map(|entry| {
             let card = cards?.get(entry.card.as_deref()?)?;
-            let selected = cards?.selected.as_deref() == Some(card.id.as_str());
+            let selected = cards?.selected.as_deref() == Some(card.exec.id.as_str());
             let style = if selected {
                 card.style().add_modifier(Modifier::REVERSED)
             } else {
@@ -1006,7 +1006,7 @@ fn render_group(
                             .map(|(text, style)| Cell::Timeline { text, style }),
                     );
                 }
-                if reveal.as_deref() == Some(card.id.as_str()) {
+                if reveal.as_deref() == Some(card.exec.id.as_str()) {
                     revealed = Some((at, cells.len() - 1));
                 }
             }

@@ -935,14 +935,15 @@ impl Edits {
     }
 
     fn check_evaluator_switch(&self, group_id: &str) -> Result<(), EditError> {
-        let mode = self
+        let (kind, mode) = self
             .org
             .read(|o| o.group(group_id).map(|g| (g.kind, g.mode)))
             .ok_or(EditError::NoSuchGroup)?;
-        if mode != (GroupKind::Team, Mode::OrchestratorReflect) {
-            return Err(EditError::Invalid(
-                "an evaluator scores orchestrator_reflect cycles only: set that mode first".into(),
-            ));
+        if kind != GroupKind::Team || !mode.spec().has_evaluator {
+            return Err(EditError::Invalid(format!(
+                "an evaluator scores {} cycles only: set that mode first",
+                crate::model::modes::evaluator_modes()
+            )));
         }
         if self.group_busy(group_id) {
             let name = self
@@ -968,7 +969,12 @@ impl Edits {
         }
         self.org.update(|o| {
             let g = o.group_mut(group_id).ok_or(EditError::NoSuchGroup)?;
-            if let Some(r) = g.reflection.as_mut().filter(|r| r.is_interrupted()) {
+            if let Some(r) = g
+                .state
+                .orchestrator_reflect
+                .as_mut()
+                .filter(|r| r.is_interrupted())
+            {
                 r.active = false;
                 r.paused = false;
                 r.outcome = Some(crate::model::CycleOutcome::Cancelled);

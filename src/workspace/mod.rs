@@ -16,7 +16,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use crate::config::{Config, Paths};
 use crate::engine::events::EngineEvent;
 use crate::engine::{Engine, EngineOptions, EventSink};
-use crate::providers::{ProviderError, Providers};
+use crate::providers::ProviderError;
 use crate::store::{
     DataDirLock, OrgHandle, OrgView, OrganizationFile, RunFiles, RunLog, StoreError, StoreNotice, Transcripts,
 };
@@ -64,7 +64,7 @@ impl Workspace {
     ) -> Result<Workspace, OpenError> {
         let lock = DataDirLock::acquire(&paths.lock_file())?;
         let loaded = OrganizationFile::new(paths.organization_file()).load()?;
-        let providers = Providers::from_config(config)?;
+        let providers = crate::sim::providers(config)?;
         let org = OrgHandle::persistent(loaded.org, OrganizationFile::new(paths.organization_file()));
         let runs = RunFiles::new(paths.runs_dir());
         let (sink, events) = EventSink::channel();

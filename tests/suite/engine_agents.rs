@@ -12,7 +12,7 @@ use huddle::engine::events::{EngineEvent, EventKind};
 use huddle::engine::session::{TurnResult, chat_history};
 use huddle::engine::{Engine, EngineOptions, EventSink};
 use huddle::model::{AgentSession, Message, MessageRole, Organization, Session, reconcile};
-use huddle::providers::{ChatRole, Providers};
+use huddle::providers::ChatRole;
 use huddle::store::{OrgHandle, OrganizationFile, Transcripts};
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -64,7 +64,7 @@ fn setup(fresh: &str, resume_options: &[&str], stored: Option<AgentSession>) -> 
     );
     let (sink, events) = EventSink::channel();
     let engine = Engine::new(
-        Providers::from_config(&config).expect("providers"),
+        huddle::sim::providers(&config).expect("providers"),
         org.clone(),
         Transcripts::new(dir.path().join("sessions")),
         sink,

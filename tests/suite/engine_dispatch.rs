@@ -25,7 +25,7 @@ async fn dispatch_team(workers: &[&str], limits: DispatchLimits) -> Fixture {
 
 fn set_limits(f: &Fixture, limits: DispatchLimits) {
     f.org
-        .update(|o| o.group_mut(&f.group_id).unwrap().dispatch = limits);
+        .update(|o| o.group_mut(&f.group_id).unwrap().settings.dispatch = limits);
 }
 
 fn dispatch(id: &str, name: &str, task: &str) -> (String, String, String) {

@@ -45,7 +45,7 @@ pub fn config_for(server: &FakeLlm) -> Config {
 }
 
 pub fn fast_providers(config: &Config) -> Providers {
-    Providers::with_options(
+    huddle::sim::providers_with_options(
         config,
         ProviderOptions {
             read_timeout: Duration::from_secs(10),
@@ -99,7 +99,7 @@ pub async fn team_with(
         order += 1;
         org.sessions.push(s);
     };
-    if mode.has_orchestrator() {
+    if mode.spec().has_orchestrator {
         add(
             &mut org,
             "t-orchestrator",

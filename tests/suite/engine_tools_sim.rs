@@ -13,7 +13,6 @@ use huddle::engine::{Engine, EngineOptions, EventSink, RunOverrides};
 use huddle::model::{
     CycleOutcome, Group, GroupKind, MessageRole, Mode, Organization, Role, Session, ToolSpec, reconcile,
 };
-use huddle::providers::Providers;
 use huddle::store::{OrgHandle, Transcripts};
 use huddle::tools::{
     Approval, ApprovalPolicy, Decision, ToolError, ToolOutput, ToolSource, Toolbox, approval::DENIED_BY_USER,
@@ -99,7 +98,7 @@ fn team(mode: Mode, approval: Approval, policy: ApprovalPolicy) -> Team {
         s.tools = vec!["notes".into()];
         org.sessions.push(s);
     };
-    if mode.has_orchestrator() {
+    if mode.spec().has_orchestrator {
         add(&mut org, "crew-orchestrator", Role::Orchestrator);
     }
     add(&mut org, "crew-alpha", Role::Worker);
@@ -118,7 +117,7 @@ fn team(mode: Mode, approval: Approval, policy: ApprovalPolicy) -> Team {
     });
     let (sink, events) = EventSink::channel();
     let engine = Engine::new(
-        Providers::from_config(&huddle::config::Config::default()).expect("providers"),
+        huddle::sim::providers(&huddle::config::Config::default()).expect("providers"),
         org.clone(),
         Transcripts::new(dir.path().join("sessions")),
         sink,
@@ -367,7 +366,7 @@ async fn a_command_session_is_offered_no_tools() {
         std::path::Path::new("c.yaml"),
     )
     .expect("config");
-    let providers = Providers::from_config(&config).expect("providers");
+    let providers = huddle::sim::providers(&config).expect("providers");
     t.org.update(|o| {
         for s in o.sessions.iter_mut() {
             s.model = "cat/any".into();
@@ -411,7 +410,7 @@ async fn a_large_result_is_capped_before_the_model_sees_it_and_its_full_size_rep
     });
     let (sink, events) = EventSink::channel();
     t.engine = Engine::new(
-        Providers::from_config(&huddle::config::Config::default()).expect("providers"),
+        huddle::sim::providers(&huddle::config::Config::default()).expect("providers"),
         t.org.clone(),
         Transcripts::new(t._dir.path().join("sessions")),
         sink,

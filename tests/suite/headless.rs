@@ -159,7 +159,7 @@ fn every_builtin_preset_runs_to_a_sensible_end_on_the_sim() {
         .iter()
         .find(|g| g.name.starts_with("Code Review Team · run "))
         .unwrap();
-    let cycle = reflect.reflection.as_ref().unwrap();
+    let cycle = reflect.state.orchestrator_reflect.as_ref().unwrap();
     assert!(cycle.goal_met && !cycle.active);
     assert!(
         home.path().join("sessions").read_dir().unwrap().count() > 5,
@@ -380,12 +380,16 @@ fn ctrl_c_stops_the_run_keeps_the_cycle_resumable_and_exits_130() {
     let out = interrupt_when(home.path(), &args, |org| {
         org.groups
             .iter()
-            .any(|g| g.reflection.as_ref().is_some_and(|r| r.active))
+            .any(|g| g.state.orchestrator_reflect.as_ref().is_some_and(|r| r.active))
     });
     let org_file = OrganizationFile::new(home.path().join("organization.json"));
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     let org = org_file.inspect().unwrap().unwrap();
-    let cycle = org.groups.iter().find_map(|g| g.reflection.clone()).unwrap();
+    let cycle = org
+        .groups
+        .iter()
+        .find_map(|g| g.state.orchestrator_reflect.clone())
+        .unwrap();
     // Stopped from outside, not finished: `huddle run --group … --resume` continues it.
     assert!(cycle.is_interrupted(), "{cycle:?}");
     assert!(!cycle.cancelled);

@@ -103,7 +103,7 @@ async fn a_run_is_handed_to_the_open_huddle_which_shows_it_live() {
         "{err}"
     );
     assert!(
-        err.contains("runs in broadcast mode"),
+        err.contains("broadcast run"),
         "progress as a local run prints it: {err}"
     );
     let answer = text(&out.stdout);
@@ -270,7 +270,7 @@ async fn ctrl_c_stops_the_handed_run_and_leaves_its_cycle_resumable() {
     let started = |o: &huddle::model::Organization| {
         o.groups
             .iter()
-            .any(|g| g.headless_at.is_some() && g.reflection.is_some())
+            .any(|g| g.headless_at.is_some() && g.state.orchestrator_reflect.is_some())
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while !host.workspace.org.read(started) {
@@ -291,7 +291,7 @@ async fn ctrl_c_stops_the_handed_run_and_leaves_its_cycle_resumable() {
         o.groups
             .iter()
             .find(|g| g.headless_at.is_some())
-            .and_then(|g| g.reflection.as_ref())
+            .and_then(|g| g.state.orchestrator_reflect.as_ref())
             .map(|r| r.is_interrupted())
     });
     assert_eq!(interrupted, Some(true), "resumable, as after a local Ctrl-C");

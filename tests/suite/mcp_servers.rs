@@ -15,7 +15,7 @@ use huddle::config::{Config, Paths, ProviderKind};
 use huddle::engine::events::{EngineEvent, EventKind};
 use huddle::engine::{Engine, EngineOptions, EventSink};
 use huddle::model::{Group, GroupKind, Organization, Session, ToolCall, reconcile};
-use huddle::providers::{ChatRole, DeltaSink, Provider, ProviderError, Providers, TurnOutput, TurnRequest};
+use huddle::providers::{ChatRole, DeltaSink, Provider, ProviderError, TurnOutput, TurnRequest};
 use huddle::store::{OrgHandle, Transcripts};
 use huddle::tools::mcp::{McpServerConfig, McpSource};
 use huddle::tools::{ApprovalPolicy, ToolError, ToolOutput, ToolSource, Toolbox};
@@ -309,7 +309,7 @@ async fn a_session_calls_the_real_servers_and_the_results_reach_the_model() {
         ],
         requests: Mutex::new(Vec::new()),
     });
-    let mut providers = Providers::from_config(&Config::default()).expect("providers");
+    let mut providers = huddle::sim::providers(&Config::default()).expect("providers");
     providers.insert(model.clone());
 
     let dir = tempfile::tempdir().expect("temp dir");

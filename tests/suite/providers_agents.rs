@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use huddle::config::{Config, ProviderConfig, ProviderKind};
 use huddle::model::{AgentFormat, AgentKind, Usage};
 use huddle::providers::{
-    AgentActivity, AgentActivitySink, ChatMessage, ErrorKind, Provider, ProviderError, Providers, TurnOutput,
+    AgentActivity, AgentActivitySink, ChatMessage, ErrorKind, Provider, ProviderError, TurnOutput,
     TurnRequest,
 };
 use serde_json::Value;
@@ -39,7 +39,7 @@ fn provider(agent: AgentKind, options: &[&str]) -> Arc<dyn Provider> {
     p.command = replay_command(options);
     let mut config = Config::default();
     config.providers.push(p);
-    Providers::from_config(&config)
+    huddle::sim::providers(&config)
         .expect("providers")
         .get("agent")
         .expect("agent")
@@ -461,7 +461,7 @@ async fn a_missing_agent_binary_is_named() {
     p.command = vec!["huddle-no-such-claude".into(), "-p".into()];
     let mut config = Config::default();
     config.providers.push(p);
-    let provider = Providers::from_config(&config)
+    let provider = huddle::sim::providers(&config)
         .expect("providers")
         .get("claude-work")
         .expect("provider");

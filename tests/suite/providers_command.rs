@@ -6,9 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use huddle::config::{Config, ProviderConfig, ProviderKind};
-use huddle::providers::{
-    ChatMessage, ErrorKind, Provider, ProviderError, Providers, TurnOutput, TurnRequest,
-};
+use huddle::providers::{ChatMessage, ErrorKind, Provider, ProviderError, TurnOutput, TurnRequest};
 use tokio_util::sync::CancellationToken;
 
 /// A script run as `sh <path> <args>` (no exec bit needed, no "text file busy" race).
@@ -24,7 +22,7 @@ fn agent(dir: &Path, body: &str, args: &[&str]) -> Arc<dyn Provider> {
 fn provider_from(p: ProviderConfig) -> Arc<dyn Provider> {
     let mut config = Config::default();
     config.providers.push(p);
-    Providers::from_config(&config)
+    huddle::sim::providers(&config)
         .expect("providers")
         .get("agent")
         .expect("agent")

@@ -7,8 +7,8 @@ use std::time::Duration;
 use huddle::config::{Config, ProviderConfig, ProviderKind};
 use huddle::model::Usage;
 use huddle::providers::{
-    ChatMessage, ErrorKind, ProbeStatus, Provider, ProviderError, ProviderOptions, Providers, RetryPolicy,
-    TurnOutput, TurnRequest, probe,
+    ChatMessage, ErrorKind, ProbeStatus, Provider, ProviderError, ProviderOptions, RetryPolicy, TurnOutput,
+    TurnRequest, probe,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -49,7 +49,7 @@ fn provider_with(llm: &FakeLlm, api: Api, opts: ProviderOptions) -> Arc<dyn Prov
     };
     let mut config = Config::default();
     config.providers.push(config_for(kind, &base));
-    let providers = Providers::with_options(&config, opts).expect("providers");
+    let providers = huddle::sim::providers_with_options(&config, opts).expect("providers");
     providers.get("fake").expect("fake provider")
 }
 
@@ -86,7 +86,7 @@ async fn openai_streams_text_and_usage_with_the_expected_request() {
     cfg.headers.insert("X-Title".into(), "huddle tests".into());
     let mut config = Config::default();
     config.providers.push(cfg);
-    let p = Providers::with_options(&config, options(Duration::from_secs(5)))
+    let p = huddle::sim::providers_with_options(&config, options(Duration::from_secs(5)))
         .expect("providers")
         .get("fake")
         .expect("fake");
@@ -266,7 +266,8 @@ async fn connection_refused_is_retried_and_explained() {
         ProviderKind::Openai,
         &format!("http://127.0.0.1:{port}/v1"),
     ));
-    let providers = Providers::with_options(&config, options(Duration::from_secs(2))).expect("providers");
+    let providers =
+        huddle::sim::providers_with_options(&config, options(Duration::from_secs(2))).expect("providers");
     let p = providers.get("fake").expect("fake");
     let err = turn(p.as_ref(), request("m")).await.0.expect_err("refused");
     assert_eq!(err.kind, ErrorKind::Connection);
@@ -485,7 +486,7 @@ async fn missing_key_variable_fails_before_any_request() {
     cfg.api_key_env = Some("HUDDLE_TEST_NO_SUCH_KEY_VARIABLE".into());
     let mut config = Config::default();
     config.providers.push(cfg);
-    let p = Providers::with_options(&config, options(Duration::from_secs(2)))
+    let p = huddle::sim::providers_with_options(&config, options(Duration::from_secs(2)))
         .expect("providers")
         .get("fake")
         .expect("fake");

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use huddle::config::{Config, ProviderConfig, ProviderKind};
 use huddle::providers::{
-    ChatMessage, ErrorKind, ProbeStatus, Provider, ProviderError, ProviderOptions, Providers, RetryPolicy,
-    TurnOutput, TurnRequest, probe,
+    ChatMessage, ErrorKind, ProbeStatus, Provider, ProviderError, ProviderOptions, RetryPolicy, TurnOutput,
+    TurnRequest, probe,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -148,7 +148,7 @@ async fn litellm_proxy_openai_and_anthropic_kinds() {
             ..RetryPolicy::default()
         },
     };
-    let providers = Providers::with_options(&config, options).expect("providers");
+    let providers = huddle::sim::providers_with_options(&config, options).expect("providers");
     let openai = providers.get("litellm").expect("openai kind");
     let anthropic = providers.get("litellm-anthropic").expect("anthropic kind");
 

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use huddle::config::{Config, ProviderConfig, ProviderKind};
 use huddle::providers::{
-    ChatMessage, ErrorKind, ProbeStatus, Provider, ProviderError, ProviderOptions, Providers, RetryPolicy,
-    TurnOutput, TurnRequest, probe,
+    ChatMessage, ErrorKind, ProbeStatus, Provider, ProviderError, ProviderOptions, RetryPolicy, TurnOutput,
+    TurnRequest, probe,
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -88,7 +88,7 @@ impl Llmock {
                 ..RetryPolicy::default()
             },
         };
-        Providers::with_options(&config, options)
+        huddle::sim::providers_with_options(&config, options)
             .expect("providers")
             .get("llmock")
             .expect("llmock provider")

@@ -9,8 +9,7 @@ use std::time::Duration;
 use huddle::config::{Config, ProviderConfig, ProviderKind};
 use huddle::model::{ToolCall, ToolChoice, ToolSpec};
 use huddle::providers::{
-    ChatMessage, ErrorKind, Provider, ProviderError, ProviderOptions, Providers, RetryPolicy, TurnOutput,
-    TurnRequest,
+    ChatMessage, ErrorKind, Provider, ProviderError, ProviderOptions, RetryPolicy, TurnOutput, TurnRequest,
 };
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -40,7 +39,7 @@ fn provider(llm: &FakeLlm, api: Api) -> Arc<dyn Provider> {
             max_retry_after: Duration::from_millis(5),
         },
     };
-    Providers::with_options(&config, options)
+    huddle::sim::providers_with_options(&config, options)
         .expect("providers")
         .get("fake")
         .expect("fake provider")

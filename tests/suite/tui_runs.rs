@@ -143,7 +143,7 @@ fn reflect_team_with_history() -> (App, String) {
         "usage": {"input_tokens": 1000, "output_tokens": 234}
     }))
     .expect("reflection state");
-    org.group_mut(&id).expect("team").reflection = Some(reflection);
+    org.group_mut(&id).expect("team").state.orchestrator_reflect = Some(reflection);
     org.ui.selected_group = Some(id.clone());
     let (mut app, _) = new_app(org, config());
     app.dialogs.clear();

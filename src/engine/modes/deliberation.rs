@@ -153,26 +153,21 @@ impl TurnTools for BroadcastTool {
 
     fn call<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, LentAnswer> {
         let answer = match parse_broadcast_call(&call.arguments, self.member) {
-            Err(text) => LentAnswer {
-                text,
-                is_error: true,
-                ends_turn: false,
-            },
+            Err(text) => LentAnswer::error(text),
             Ok(said) => {
                 let mut slot = lock(&self.said);
                 if slot.is_some() {
                     LentAnswer {
-                        text: "Ignored: you already broadcast in this turn.".into(),
-                        is_error: true,
                         ends_turn: true,
+                        ..LentAnswer::error("Ignored: you already broadcast in this turn.")
                     }
                 } else {
                     let text = acknowledgement(&said, !self.member, self.readers);
                     *slot = Some(said);
                     LentAnswer {
                         text,
-                        is_error: false,
                         ends_turn: true,
+                        ..LentAnswer::default()
                     }
                 }
             }
@@ -246,7 +241,7 @@ impl Seat {
             .shared
             .providers
             .for_slug(&member.model)
-            .is_ok_and(|(p, _)| p.kind() == crate::config::ProviderKind::Command);
+            .is_ok_and(|(p, _)| p.capabilities().text_tools);
         let window = crate::config::split_slug(&member.model)
             .ok()
             .and_then(|(provider, model)| known_context_window(provider, model));
@@ -374,8 +369,8 @@ impl Deliberation {
             cycle_from: 0,
             executions,
             root,
-            member_turns: run.team.team_limits.member_turns(),
-            supervisor_turns: run.team.team_limits.supervisor_turns(),
+            member_turns: run.team.settings.team.member_turns(),
+            supervisor_turns: run.team.settings.team.supervisor_turns(),
             tool_calls: 0,
         }
     }

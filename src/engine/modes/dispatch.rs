@@ -21,12 +21,11 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 
-use crate::config::ProviderKind;
-use crate::model::{CycleOutcome, ExecutionKind, ExecutionStatus, Mode};
+use crate::model::{CycleOutcome, ExecutionKind, ExecutionStatus, Mode, ToolCall, ToolSpec};
 
 use super::super::events::{EventKind, Phase};
 use super::super::executions::{Executions, Finish, Start};
-use super::super::lent_tools::{TurnHooks, TurnTools};
+use super::super::lent_tools::{LentAnswer, TurnHooks, TurnTools};
 use super::super::protocol::dispatch::{CatalogEntry, focus_block, orchestrator_system, parse_text_calls};
 use super::super::run::Run;
 use super::super::session::{TurnOptions, TurnResult};
@@ -68,7 +67,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     let handle = orchestrator.handle.clone();
     let text_form = matches!(
         run.shared.providers.for_slug(&orchestrator.model),
-        Ok((provider, _)) if provider.kind() == ProviderKind::Command
+        Ok((provider, _)) if provider.capabilities().text_tools
     );
     let executions = Arc::new(Executions::new(run.emitter().clone()));
     let root = executions.start(Start {
@@ -88,7 +87,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
             session_id: w.id.clone(),
         })
         .collect();
-    let limits = run.team.dispatch.clone();
+    let limits = run.team.settings.dispatch.clone();
     let catalog: Vec<CatalogEntry> = run
         .team
         .workers
@@ -317,7 +316,8 @@ async fn pause_point(run: &mut Run<'_>, board: &Board, running: &mut Running) ->
 
 /// Starts the sub-agent turns the board scheduled.
 fn start_jobs(run: &Run<'_>, board: &Board, focus: &str, running: &mut Running) {
-    let timeout = run.team.dispatch.agent_timeout();
+    let timeout = run.team.settings.dispatch.agent_timeout();
+    let lent = TurnHooks(Arc::new(SubAgentTools));
     for job in board.take_jobs() {
         let Job {
             index,
@@ -328,6 +328,7 @@ fn start_jobs(run: &Run<'_>, board: &Board, focus: &str, running: &mut Running) 
         } = job;
         let options = TurnOptions {
             system_extra: Some(focus.to_string()),
+            hooks: Some(lent.clone()),
             execution: Some(tag),
             cancel: cancel.clone(),
             ..run.turn_options(Some(1), None)
@@ -361,5 +362,43 @@ fn sub_agent_done(run: &mut Run<'_>, board: &Board, index: usize, result: &TurnR
 fn forward_user_messages(run: &Run<'_>, board: &Board) {
     for message in run.control().take_queued() {
         board.push_input(format!("[From the user] {}", message.trim()));
+    }
+}
+
+/// What a sub-agent is lent: no tool, only the word for its call of one of the orchestrator's
+/// tools (a sub-agent cannot dispatch: depth 1).
+struct SubAgentTools;
+
+impl TurnTools for SubAgentTools {
+    fn specs(&self) -> Vec<ToolSpec> {
+        Vec::new()
+    }
+
+    fn call<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, LentAnswer> {
+        // Never called: a call of a tool not offered is refused before it is answered.
+        let answer = LentAnswer::error(self.refusal(&call.name).unwrap_or_default());
+        Box::pin(std::future::ready(answer))
+    }
+
+    fn refusal(&self, name: &str) -> Option<String> {
+        super::super::protocol::dispatch::is_orchestration_tool(name).then(|| {
+            format!(
+                "`{name}` is only for the orchestrator: a sub-agent cannot dispatch or manage sub-agents (depth 1)"
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sub_agent_is_lent_no_tool_only_the_refusal_of_the_orchestrators() {
+        let lent = SubAgentTools;
+        assert!(lent.specs().is_empty());
+        let refusal = lent.refusal("dispatch_agent").unwrap();
+        assert!(refusal.contains("only for the orchestrator") && refusal.contains("depth 1"));
+        assert_eq!(lent.refusal("probe__ping"), None);
     }
 }

@@ -20,7 +20,8 @@ use super::super::events::ExecutionTag;
 use super::super::executions::{Executions, Finish, Start};
 use super::super::lent_tools::{BeforeCall, LentAnswer, TurnTools};
 use super::super::protocol::dispatch::{
-    DispatchCall, clarification_prompt, conclude_note, parse_call, pushed_result, task_prompt, tool_specs,
+    CANCELLED, DispatchCall, clarification_prompt, conclude_note, dispatch_result, parse_call, pushed_result,
+    task_prompt, tool_specs,
 };
 use super::super::session::TurnResult;
 
@@ -247,10 +248,7 @@ impl Board {
         };
         drop(state);
         self.changed.notify_one();
-        Ok(format!(
-            "{{\"execution_id\": \"{}\", \"status\": \"{status}\"}}",
-            tag.execution_id
-        ))
+        Ok(dispatch_result(&tag.execution_id, status))
     }
 
     fn has_place(&self, state: &State, member: usize) -> bool {
@@ -300,19 +298,19 @@ impl Board {
             release(&mut state, index);
             self.end_unstarted(&mut state, index);
             self.schedule(&mut state);
-            return "cancelled";
+            return CANCELLED;
         }
         match state.entries[index].status {
             ExecutionStatus::Running => {
                 let entry = &mut state.entries[index];
                 entry.cancelled_by = Some(CancelledBy::Orchestrator);
                 entry.cancel.cancel();
-                "cancelled"
+                CANCELLED
             }
             ExecutionStatus::Queued => {
                 state.queue.retain(|&i| i != index);
                 self.end_unstarted(&mut state, index);
-                "cancelled"
+                CANCELLED
             }
             _ => "already_completed",
         }
@@ -659,11 +657,7 @@ impl TurnTools for Board {
                 text,
                 ..LentAnswer::default()
             },
-            Err(text) => LentAnswer {
-                text,
-                is_error: true,
-                ends_turn: false,
-            },
+            Err(text) => LentAnswer::error(text),
         };
         Box::pin(async move { answer })
     }

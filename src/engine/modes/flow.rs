@@ -6,21 +6,24 @@
 //! The member at the end of the walk owns the answer. Every turn is reported as a `flow_hop`
 //! with its time and tokens; all of them roll up into the run's totals.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::future::{BoxFuture, FutureExt, join_all};
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{CycleOutcome, Usage};
+use crate::model::{CycleOutcome, FlowLinks, RouterSpec, Usage, check_flow};
 
 use super::super::events::{EventKind, HopKind, Phase};
+use super::super::lent_tools::{HandoffTool, TurnHooks, TurnTools};
 use super::super::protocol::flow::{
-    TextRoute, advised_prompt, advisor_failure_report, parse_text_route, routed_prompt, router_prompt,
+    RouteChoice, TextRoute, advised_prompt, advisor_failure_report, handoff_tool, parse_handoff_call,
+    parse_text_route, routed_prompt, router_prompt,
 };
 use super::super::run::Run;
 use super::super::session::{TurnOptions, TurnResult};
-use super::super::team::Member;
+use super::super::team::{Member, Team};
 use super::super::{EngineError, RunReport};
 use super::one_pass::{finish_with, phase, start, with_pending};
 
@@ -32,17 +35,20 @@ const MAX_TURNS: u32 = 64;
 const ROUTE_RETRIES: u32 = 2;
 
 pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, EngineError> {
+    check(&run.team)?;
     let (prompt, pending) = with_pending(run, prompt);
     start(run);
     phase(run, Phase::Dispatch);
     let entry = run
         .team
-        .flow_entry
+        .settings
+        .flow
+        .entry
         .as_deref()
         .and_then(|id| run.team.participant(id))
         .cloned();
     let Some(entry) = entry else {
-        // check_runnable saw the entry; it can only be gone if the team changed since.
+        // `check` saw the entry; it can only be gone if the team changed since.
         run.restore_pending(pending);
         return Ok(finish_with(
             run,
@@ -158,17 +164,18 @@ impl Walk<'_, '_> {
         self.hop(member, reports_to, kind, message, turn);
     }
 
+    /// A member's turn; a router's is lent its `handoff_to` tool (`route`).
     async fn turn(
         &self,
         member: &Member,
         prompt: String,
         cancel: &CancellationToken,
-        handoff_to: Option<Vec<String>>,
+        route: Option<&Arc<RouteTool>>,
     ) -> TurnResult {
         // The run's options (attachments, the team's memory), under this walk's cancel token.
         let options = TurnOptions {
             cancel: cancel.child_token(),
-            handoff_to,
+            hooks: route.map(|tool| TurnHooks(Arc::clone(tool) as Arc<dyn TurnTools>)),
             ..self.run.turn_options(Some(1), None)
         };
         let started = Instant::now();
@@ -237,9 +244,11 @@ impl Walk<'_, '_> {
             };
             let names: Vec<String> = destinations.iter().map(|(n, _)| n.clone()).collect();
             let mut prompt = router_prompt(&input, &names);
+            let tool = Arc::new(route_tool(&names));
             let mut retries = 0;
             loop {
-                let turn = self.turn(member, prompt, &cancel, Some(names.clone())).await;
+                let turn = self.turn(member, prompt, &cancel, Some(&tool)).await;
+                let chosen = tool.take().chosen;
                 if let Some(u) = turn.usage {
                     usage.add(u);
                 }
@@ -248,8 +257,9 @@ impl Walk<'_, '_> {
                     self.end(member, reports_to, &turn);
                     return Leg::failed(turn.text_or_error(), usage, simulated);
                 }
-                let route = match &turn.handoff {
-                    Some(choice) => TextRoute::Route(choice.clone()),
+                // The tool call, else the text form (a CLI agent's `@handoff:` line).
+                let route = match chosen {
+                    Some(choice) => TextRoute::Route(choice),
                     None => parse_text_route(&turn.text, &names),
                 };
                 match route {
@@ -374,4 +384,100 @@ impl Walk<'_, '_> {
 
 fn duration_ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A router's lent `handoff_to` tool.
+type RouteTool = HandoffTool<RouteChoice>;
+
+/// The `handoff_to` tool lent to a router: its first call naming one of `destinations` is the
+/// route and ends the turn, whose answer then says where the request went; a call naming none
+/// is a tool error the router can retry.
+fn route_tool(destinations: &[String]) -> RouteTool {
+    let names = destinations.to_vec();
+    HandoffTool::new(handoff_tool(destinations), move |arguments| {
+        parse_handoff_call(arguments, &names)
+    })
+    .answering(handed_off_text)
+}
+
+/// A router's answer once `handoff_to` ended its turn.
+fn handed_off_text(choice: &RouteChoice) -> String {
+    match &choice.message {
+        Some(message) => format!("[handed off to `{}`: {message}]", choice.agent),
+        None => format!("[handed off to `{}`]", choice.agent),
+    }
+}
+
+/// Refuses a flow that cannot run before anything does: its links follow [`check_flow`]. Links
+/// name sessions by id; the check and its message use names (a link to a session removed since
+/// the team was made is named as such).
+fn check(team: &Team) -> Result<(), EngineError> {
+    let name_of = |id: &str| {
+        team.participant(id)
+            .map_or_else(|| format!("(removed session {id})"), |m| m.name.clone())
+    };
+    let named: Vec<(String, FlowLinks)> = team
+        .participants
+        .iter()
+        .map(|m| {
+            let links = FlowLinks {
+                handoff: m.flow.handoff.as_deref().map(name_of),
+                router: m.flow.router.as_ref().map(|r| RouterSpec {
+                    destinations: r.destinations.iter().map(|d| name_of(d)).collect(),
+                }),
+                advisors: m.flow.advisors.iter().map(|a| name_of(a)).collect(),
+            };
+            (m.name.clone(), links)
+        })
+        .collect();
+    let members: Vec<(&str, &FlowLinks)> = named.iter().map(|(n, l)| (n.as_str(), l)).collect();
+    let entry = team.settings.flow.entry.as_deref().map(name_of);
+    check_flow(entry.as_deref(), &members).map_err(|e| team.not_runnable(&e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::lent_tools::{ALREADY_HANDED_OFF, HANDED_OFF};
+
+    #[test]
+    fn the_route_tool_takes_the_first_destination_named_and_answers_for_the_router() {
+        let tool = route_tool(&["billing".to_string(), "tech".to_string()]);
+        let specs = tool.specs();
+        assert_eq!(specs.len(), 1);
+        assert_eq!(specs[0].name, crate::engine::protocol::flow::HANDOFF_TOOL);
+        let wrong = tool.answer(r#"{"agent":"legal"}"#);
+        assert!(wrong.is_error && !wrong.ends_turn);
+        assert_eq!(
+            wrong.text,
+            "`legal` is not a destination; choose one of: billing, tech"
+        );
+        let routed = tool.answer(r#"{"agent":"Tech","message":"disk full"}"#);
+        assert_eq!(
+            (routed.text.as_str(), routed.is_error, routed.ends_turn),
+            (HANDED_OFF, false, true)
+        );
+        assert_eq!(
+            routed.answer.as_deref(),
+            Some("[handed off to `tech`: disk full]")
+        );
+        let again = tool.answer(r#"{"agent":"billing"}"#);
+        assert_eq!((again.text.as_str(), again.is_error), (ALREADY_HANDED_OFF, true));
+        let choice = tool.take();
+        assert_eq!(
+            choice.chosen,
+            Some(RouteChoice {
+                agent: "tech".into(),
+                message: Some("disk full".into())
+            })
+        );
+        assert_eq!(choice.rejected.len(), 1);
+        assert_eq!(
+            handed_off_text(&RouteChoice {
+                agent: "billing".into(),
+                message: None
+            }),
+            "[handed off to `billing`]"
+        );
+    }
 }

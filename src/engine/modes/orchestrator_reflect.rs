@@ -50,10 +50,10 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
         });
     };
     let evaluator = run.team.evaluator.clone();
-    let previous = run
-        .shared
-        .org
-        .read(|o| o.group(&run.team.group_id).and_then(|g| g.reflection.clone()));
+    let previous = run.shared.org.read(|o| {
+        o.group(&run.team.group_id)
+            .and_then(|g| g.state.orchestrator_reflect.clone())
+    });
     let state = match previous.filter(|_| resume) {
         Some(mut s) => {
             // Continue after the last completed iteration.
@@ -133,9 +133,9 @@ impl CycleLoop for TeamCycle<'_, '_> {
         let gid = &self.run.team.group_id;
         self.run.shared.org.update(|o| {
             if let Some(g) = o.group_mut(gid) {
-                match &mut g.reflection {
+                match &mut g.state.orchestrator_reflect {
                     Some(saved) => state.sync_into(saved),
-                    None => g.reflection = Some(state.clone()),
+                    None => g.state.orchestrator_reflect = Some(state.clone()),
                 }
             }
         });
@@ -145,7 +145,10 @@ impl CycleLoop for TeamCycle<'_, '_> {
         self.state.paused = paused;
         let gid = &self.run.team.group_id;
         self.run.shared.org.update(|o| {
-            if let Some(r) = o.group_mut(gid).and_then(|g| g.reflection.as_mut()) {
+            if let Some(r) = o
+                .group_mut(gid)
+                .and_then(|g| g.state.orchestrator_reflect.as_mut())
+            {
                 r.paused = paused;
             }
         });

@@ -8,19 +8,22 @@
 //! every exchange (kept with the state until its next look) and, at each handoff or every turn,
 //! may redirect. Handoffs per message are bounded.
 
+use std::sync::Arc;
+
 use chrono::Utc;
 
-use crate::model::pipeline::{HUMAN, Routed, route};
+use crate::model::pipeline::{Routed, route};
 use crate::model::{ConversationState, CycleOutcome, PipelineSpec, Supervise};
 
 use super::super::events::{EventKind, Phase};
+use super::super::lent_tools::{Choice, HandoffTool, TurnHooks, TurnTools};
 use super::super::protocol::pipeline::{
-    HandoffRequest, call_target, check_target, context_line, member_prompt, parse_text_handoff,
-    supervisor_prompt, without_text_handoff,
+    HUMAN, HandoffRequest, call_target, check_target, context_line, conversation_handoff_tool, member_prompt,
+    parse_conversation_call, parse_text_handoff, supervisor_prompt, without_text_handoff,
 };
 use super::super::run::Run;
 use super::super::session::{TurnOptions, TurnResult};
-use super::super::team::Member;
+use super::super::team::{Member, Team};
 use super::super::{EngineError, RunReport};
 use super::one_pass::{finish_with, phase, start, with_pending};
 
@@ -30,10 +33,11 @@ pub const MAX_HANDOFFS_PER_MESSAGE: u32 = 8;
 const SUPERVISOR_BACKLOG_MAX: usize = 20;
 
 pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, EngineError> {
+    check(&run.team)?;
     let (prompt, pending) = with_pending(run, prompt);
     start(run);
     phase(run, Phase::Dispatch);
-    let Some(spec) = run.team.pipeline.clone() else {
+    let Some(spec) = run.team.settings.pipeline.clone() else {
         run.restore_pending(pending);
         return Ok(finish_with(
             run,
@@ -47,7 +51,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     let state = run
         .shared
         .org
-        .read(|o| o.group(&group_id).and_then(|g| g.pipeline_state.clone()))
+        .read(|o| o.group(&group_id).and_then(|g| g.state.pipeline.clone()))
         .unwrap_or_default();
     let mut pipe = Pipe { spec, state };
     let outcome = pipe.converse(run, &prompt).await;
@@ -188,7 +192,7 @@ impl Pipe {
         let group_id = run.team.group_id.clone();
         run.shared.org.update(|o| {
             if let Some(g) = o.group_mut(&group_id) {
-                g.pipeline_state = Some(state);
+                g.state.pipeline = Some(state);
             }
         });
     }
@@ -205,15 +209,18 @@ impl Pipe {
         self.persist(run);
     }
 
+    /// A member's (or the supervisor's) turn, lent `handoff_conversation` to `targets`: its end
+    /// and what its calls of the tool came to.
     async fn turn(
         &self,
         run: &mut Run<'_>,
         member: &Member,
         prompt: String,
         targets: Vec<String>,
-    ) -> TurnResult {
+    ) -> (TurnResult, Choice<HandoffRequest>) {
+        let tool = Arc::new(handoff_conversation(targets));
         let options = TurnOptions {
-            conversation_handoff: Some(targets),
+            hooks: Some(TurnHooks(Arc::clone(&tool) as Arc<dyn TurnTools>)),
             // The conversation goes on across messages: members keep their history.
             history_from_run_start: false,
             ..run.turn_options(Some(1), None)
@@ -223,7 +230,7 @@ impl Pipe {
         if let Some(u) = result.usage {
             run.control().count_tokens(u, run.emitter());
         }
-        result
+        (result, tool.take())
     }
 
     /// The handoff a turn asked for (tool call, else text form) checked against `stages`; a
@@ -233,15 +240,14 @@ impl Pipe {
         run: &Run<'_>,
         member: &Member,
         turn: &TurnResult,
+        calls: Choice<HandoffRequest>,
         stages: &[usize],
     ) -> Option<Accepted> {
-        for (arguments, error) in &turn.handoff_rejections {
-            self.rejected(run, member, call_target(arguments), error.clone());
+        for (arguments, error) in calls.rejected {
+            self.rejected(run, member, call_target(&arguments), error);
         }
-        let request = turn
-            .conversation_handoff
-            .clone()
-            .or_else(|| parse_text_handoff(&turn.text))?;
+        // The tool call, else the text form (a CLI agent's `@handoff_conversation:` block).
+        let request = calls.chosen.or_else(|| parse_text_handoff(&turn.text))?;
         let target = request.target.clone();
         match self.accept(run, request, stages) {
             Ok(accepted) => Some(accepted),
@@ -270,14 +276,14 @@ impl Pipe {
         exchanges.push(event);
         self.persist(run);
         let prompt = supervisor_prompt(&exchanges, &targets);
-        let turn = self.turn(run, supervisor, prompt, targets).await;
+        let (turn, calls) = self.turn(run, supervisor, prompt, targets).await;
         if !turn.success {
             run.emit(EventKind::Warning {
                 message: format!("supervisor {}: {}", self.handle(supervisor), turn.text_or_error()),
             });
             return None;
         }
-        let mut accepted = self.handoff_of(run, supervisor, &turn, &all)?;
+        let mut accepted = self.handoff_of(run, supervisor, &turn, calls, &all)?;
         accepted.by_supervisor = true;
         Some(accepted)
     }
@@ -311,14 +317,14 @@ impl Pipe {
                 &self.spec.stages[stage].phase,
                 &targets,
             );
-            let turn = self.turn(run, &member, input, targets).await;
+            let (turn, calls) = self.turn(run, &member, input, targets).await;
             if run.cancelled() {
                 return Err("cancelled".into());
             }
             if !turn.success {
                 return Err(turn.text_or_error());
             }
-            let mut handoff = self.handoff_of(run, &member, &turn, &allowed);
+            let mut handoff = self.handoff_of(run, &member, &turn, calls, &allowed);
             let said = without_text_handoff(&turn.text);
             let name = self.handle(&member);
             let mut exchange = format!("{name} ({}): {}", self.spec.stages[stage].phase, said);
@@ -387,5 +393,62 @@ impl Pipe {
             context = Some(context_line(&from_name, &accepted.request.summary));
             stage = next;
         }
+    }
+}
+
+/// The `handoff_conversation` tool lent to a member (or the supervisor): its first call naming
+/// one of `targets` is the handoff and ends the turn (the member's words so far are its answer);
+/// a call naming another target is a tool error the model can learn from, kept for the
+/// `handoff_rejected` events. Whether the pipeline accepts the handoff (its phase) is checked
+/// after the turn.
+fn handoff_conversation(targets: Vec<String>) -> HandoffTool<HandoffRequest> {
+    HandoffTool::new(conversation_handoff_tool(&targets), move |arguments| {
+        parse_conversation_call(arguments, &targets)
+    })
+}
+
+/// Refuses a pipeline that cannot run before anything does: it has stages that follow
+/// [`crate::model::check_pipeline`] (members by session id).
+fn check(team: &Team) -> Result<(), EngineError> {
+    let Some(spec) = &team.settings.pipeline else {
+        return Err(team.not_runnable("it has no pipeline stages"));
+    };
+    let ids: Vec<&str> = team.participants.iter().map(|m| m.id.as_str()).collect();
+    crate::model::check_pipeline(spec, &ids).map_err(|e| team.not_runnable(&e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::lent_tools::HANDED_OFF;
+
+    #[test]
+    fn the_handoff_tool_keeps_the_handoff_and_every_refused_call() {
+        let tool = handoff_conversation(vec!["reviewer".into(), HUMAN.into()]);
+        assert_eq!(
+            tool.specs()[0].name,
+            crate::engine::protocol::pipeline::CONVERSATION_HANDOFF_TOOL
+        );
+        let refused = r#"{"target":"resolver","reason":"r","summary":"s"}"#;
+        let wrong = tool.answer(refused);
+        assert!(wrong.is_error && !wrong.ends_turn);
+        assert_eq!(
+            wrong.text,
+            "`resolver` is not an allowed handoff target from this phase; allowed: reviewer, human"
+        );
+        let ok = tool.answer(r#"{"target":"Reviewer","reason":"done","summary":"fixed"}"#);
+        assert_eq!(
+            (ok.text.as_str(), ok.is_error, ok.ends_turn),
+            (HANDED_OFF, false, true)
+        );
+        assert_eq!(ok.answer, None, "the member's words are its answer");
+        let calls = tool.take();
+        let chosen = calls.chosen.unwrap();
+        assert_eq!(
+            (chosen.target.as_str(), chosen.summary.as_str()),
+            ("reviewer", "fixed")
+        );
+        assert_eq!(calls.rejected.len(), 1);
+        assert_eq!(call_target(&calls.rejected[0].0), "resolver");
     }
 }

@@ -16,6 +16,7 @@ use crate::model::{
 
 use super::super::events::{EventKind, RunKey};
 use super::super::run::Run;
+use super::super::session::PromptStamp;
 use super::super::team::Member;
 use super::super::{EngineError, RunOverrides, RunReport, TurnResult, lock};
 use super::relay_history::{DriverTurn, Exchange, driver_prompt, fold, split_complete};
@@ -73,7 +74,7 @@ pub(super) async fn run(
     let mut settings = run
         .shared
         .org
-        .read(|o| o.group(&group_id).and_then(|g| g.relay.clone()))
+        .read(|o| o.group(&group_id).and_then(|g| g.settings.relay.clone()))
         .ok_or_else(|| not_runnable("it has no `relay:` settings (driver, counterpart)".into()))?;
     if let Some(approval) = overrides.relay_approval {
         settings.approval = approval;
@@ -213,7 +214,7 @@ impl Relay {
         let group_id = run.team.group_id.clone();
         run.shared.org.update(|o| {
             if let Some(g) = o.group_mut(&group_id) {
-                g.relay_state = Some(record);
+                g.state.relay = Some(record);
             }
         });
         run.emit(EventKind::RelayState {
@@ -523,7 +524,9 @@ impl Relay {
     async fn send(&self, run: &mut Run<'_>, text: String, meta: RelayMeta) -> Result<String, String> {
         match &self.counterpart {
             Counterpart::Member(member) => {
-                let result: TurnResult = run.turn_with(member, text, false, Some(meta)).await;
+                // The stored message carries the relay's trace id and hop count.
+                let stamp = PromptStamp::new(move |m| m.relay = Some(meta.clone()));
+                let result: TurnResult = run.turn_with(member, text, false, Some(stamp)).await;
                 if result.success && !result.text.trim().is_empty() {
                     Ok(result.text)
                 } else {

@@ -2,8 +2,10 @@
 //! exchanges folded into a deterministic `history_summary`, the latest counterpart message
 //! always verbatim) and the driver's prompt built from it. Pure functions.
 
+use super::super::protocol::relay::{
+    LATEST_REPLY_HEADING, OBJECTIVE_HEADING, REJECTION_HEADING, RELAY_COMPLETE, turn_line,
+};
 use crate::model::SentAs;
-use crate::model::relay::RELAY_COMPLETE;
 
 /// One exchange: what went out and what came back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,17 +120,16 @@ pub(crate) struct DriverTurn<'a> {
     pub rejection: Option<&'a str>,
 }
 
-/// The driver's prompt. Headings are the contract the sim reads (`## Relay objective`).
+/// The driver's prompt. Its headings are the protocol's (`protocol::relay`): the sim reads them.
 pub(crate) fn driver_prompt(t: &DriverTurn<'_>) -> String {
     let mut out = format!(
-        "## Relay objective\n{}\n\n## Your part\nYou speak for the user with `{}` (the counterpart), \
+        "{OBJECTIVE_HEADING}\n{}\n\n## Your part\nYou speak for the user with `{}` (the counterpart), \
          one message at a time. Write only the next message to send to them, nothing else. When the \
          objective is met, or cannot be met, write your closing report to the user instead and end \
-         it with {RELAY_COMPLETE} on its own line (that message is not sent).\n\nTurn: {} of {}\n",
+         it with {RELAY_COMPLETE} on its own line (that message is not sent).\n\n{}\n",
         t.objective.trim(),
         t.counterpart,
-        t.turn,
-        t.max_turns
+        turn_line(t.turn, t.max_turns)
     );
     if let Some(summary) = &t.history.summary {
         out.push_str(&format!("\n## History summary\n{summary}\n"));
@@ -148,11 +149,11 @@ pub(crate) fn driver_prompt(t: &DriverTurn<'_>) -> String {
         }
     }
     if let Some(reply) = &t.history.latest_reply {
-        out.push_str(&format!("\n## Latest counterpart message\n{reply}\n"));
+        out.push_str(&format!("\n{LATEST_REPLY_HEADING}\n{reply}\n"));
     }
     if let Some(note) = t.rejection {
         out.push_str(&format!(
-            "\n## The user rejected your last draft\n{}\nDraft the message again with this in mind.\n",
+            "\n{REJECTION_HEADING}\n{}\nDraft the message again with this in mind.\n",
             note.trim()
         ));
     }

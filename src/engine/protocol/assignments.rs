@@ -65,6 +65,11 @@ impl ParsedPlan {
 /// The line that separates two tasks given to the same worker.
 pub const TASK_SEPARATOR: &str = "\n---\n";
 
+/// Opens an assignment block (`@worker:<name>`, at the start of a line).
+pub const WORKER_MARKER: &str = "@worker:";
+/// Closes one, on a line of its own (or ending an inline task).
+pub const END_MARKER: &str = "@end";
+
 /// How many lines starting with `[` are tried as a JSON plan before giving up (bounds the work
 /// on a reply full of Markdown links or sentinels).
 const MAX_JSON_CANDIDATES: usize = 8;
@@ -314,7 +319,7 @@ fn parse_blocks<'r, 'w>(text: &str, mut plan: PlanBuilder<'r, 'w>) -> ParsedPlan
         let line_start = offset;
         offset += line.len();
         let content = line.trim_end_matches(['\n', '\r']);
-        if let Some(after_marker) = marker_end(content, "@worker:") {
+        if let Some(after_marker) = marker_end(content, WORKER_MARKER) {
             saw_block = true;
             if let Some(block) = open.take() {
                 close_block(&mut plan, &mut commentary, text, block, line_start);
@@ -449,14 +454,14 @@ fn marker_end(line: &str, marker: &str) -> Option<usize> {
 /// A line that is only `@end` (ignoring case, whitespace and emphasis).
 fn is_end_line(line: &str) -> bool {
     line.trim_matches(|c: char| c.is_whitespace() || matches!(c, '`' | '*' | '_'))
-        .eq_ignore_ascii_case("@end")
+        .eq_ignore_ascii_case(END_MARKER)
 }
 
 /// If `line` ends with a blank + `@end`, the byte offset where that `@end` starts.
 fn inline_end(line: &str) -> Option<usize> {
     let trimmed = line.trim_end();
-    let start = trimmed.len().checked_sub(4)?;
-    if !trimmed.is_char_boundary(start) || !trimmed[start..].eq_ignore_ascii_case("@end") {
+    let start = trimmed.len().checked_sub(END_MARKER.len())?;
+    if !trimmed.is_char_boundary(start) || !trimmed[start..].eq_ignore_ascii_case(END_MARKER) {
         return None;
     }
     (start > 0 && trimmed[..start].ends_with([' ', '\t'])).then_some(start)

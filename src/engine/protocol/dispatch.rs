@@ -5,10 +5,31 @@
 use serde_json::{Value, json};
 
 use crate::model::ToolSpec;
-use crate::model::dispatch::{
-    ASK_TOOL, CANCEL_TOOL, CATALOG_HEADING, CLARIFICATION_HEADER, COMPLETED_PREFIX, DISPATCH_TOOL,
-    FAILED_PREFIX, FOCUS_HEADING, LIST_TOOL, TASK_HEADING,
-};
+
+/// The orchestrator's tools (plain names: no MCP tool has a name without a `.`).
+pub const DISPATCH_TOOL: &str = "dispatch_agent";
+pub const CANCEL_TOOL: &str = "cancel_agent";
+pub const LIST_TOOL: &str = "list_agents";
+pub const ASK_TOOL: &str = "ask_agent";
+
+/// True for the orchestrator's tools (a sub-agent calling one gets a clear tool error: depth 1).
+pub fn is_orchestration_tool(name: &str) -> bool {
+    [DISPATCH_TOOL, CANCEL_TOOL, LIST_TOOL, ASK_TOOL].contains(&name)
+}
+
+/// How a pushed result opens (the orchestrator's conversation gets it as a user message).
+pub const COMPLETED_PREFIX: &str = "[Sub-agent completed]";
+pub const FAILED_PREFIX: &str = "[Sub-agent failed]";
+/// The heading of the block a dispatched sub-agent's system prompt gets.
+pub const FOCUS_HEADING: &str = "## You were dispatched";
+/// The heading a sub-agent's task is under.
+pub const TASK_HEADING: &str = "## Task";
+/// How a clarification request opens (seed 000's sub-agent clarification).
+pub const CLARIFICATION_HEADER: &str = "## CLARIFICATION REQUEST FROM";
+/// The heading of the catalog in the orchestrator's system prompt.
+pub const CATALOG_HEADING: &str = "## Available sub-agents";
+/// What `cancel_agent` answers when it stopped the sub-agent.
+pub const CANCELLED: &str = "cancelled";
 
 /// A member the orchestrator may dispatch, as its catalog shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,6 +160,59 @@ pub fn pushed_result(name: &str, execution_id: &str, outcome: Result<&str, &str>
     out
 }
 
+/// A pushed result read back (see [`pushed_result`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushedResult {
+    pub name: String,
+    pub execution_id: String,
+    /// It completed (else it failed).
+    pub completed: bool,
+    /// Its answer, or why it failed.
+    pub text: String,
+}
+
+/// Reads a [`pushed_result`]; `None` for any other text.
+pub fn parse_pushed_result(text: &str) -> Option<PushedResult> {
+    let (completed, rest) = match text.strip_prefix(COMPLETED_PREFIX) {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix(FAILED_PREFIX)?),
+    };
+    // `<name> (<id>):` on the heading line, then what it said quoted (`> ` lines).
+    let rest = rest.trim_start();
+    let (head, quoted) = rest.split_once('\n').unwrap_or((rest, ""));
+    let (name, rest) = head.split_once(" (")?;
+    let (execution_id, on_head) = rest.split_once("):")?;
+    let unquoted: Vec<&str> = quoted
+        .lines()
+        .map(|l| l.strip_prefix("> ").or_else(|| l.strip_prefix('>')).unwrap_or(l))
+        .collect();
+    let text = match on_head.trim() {
+        "" => unquoted.join("\n"),
+        head => std::iter::once(head)
+            .chain(unquoted)
+            .collect::<Vec<_>>()
+            .join("\n"),
+    };
+    Some(PushedResult {
+        name: name.to_string(),
+        execution_id: execution_id.to_string(),
+        completed,
+        text: text.trim().to_string(),
+    })
+}
+
+/// What `dispatch_agent` answers at once: the new execution's id and whether it started
+/// (`accepted`) or waits for a place (`queued`).
+pub fn dispatch_result(execution_id: &str, status: &str) -> String {
+    format!("{{\"execution_id\": \"{execution_id}\", \"status\": \"{status}\"}}")
+}
+
+/// The execution id in a [`dispatch_result`]; `None` for a tool error.
+pub fn parse_dispatch_result(text: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(text).ok()?;
+    value.get("execution_id")?.as_str().map(str::to_string)
+}
+
 /// Said to the orchestrator when it must conclude (a cap or the time budget).
 pub fn conclude_note(why: &str) -> String {
     format!("[huddle] {why}. Do not dispatch anything more: give your final answer now, from what you have.")
@@ -190,6 +264,24 @@ pub fn tool_specs(allowed: &[String]) -> Vec<ToolSpec> {
             }),
         },
     ]
+}
+
+/// The members a `dispatch_agent` spec lets the orchestrator dispatch (its `name` enum).
+pub fn dispatchable(spec: &ToolSpec) -> Vec<String> {
+    spec.input_schema["properties"]["name"]["enum"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+/// A `dispatch_agent` call's arguments.
+pub fn dispatch_arguments(name: &str, task: &str) -> String {
+    json!({ "name": name, "task": task }).to_string()
+}
+
+/// A `cancel_agent` call's arguments.
+pub fn cancel_arguments(execution_id: &str) -> String {
+    json!({ "execution_id": execution_id }).to_string()
 }
 
 fn text_arg(args: &Value, key: &str) -> Result<String, String> {
@@ -263,63 +355,6 @@ pub fn parse_text_calls(text: &str) -> Vec<DispatchCall> {
         calls.extend(call);
     }
     calls
-}
-
-/// One progress line for an execution event of a dispatched sub-agent or a clarification
-/// (`huddle run`'s output); the orchestrator's own execution and team turns have none.
-pub fn execution_line(execution_id: &str, kind: &crate::engine::events::EventKind) -> Option<String> {
-    use crate::engine::events::EventKind;
-    use crate::model::ExecutionKind;
-    let shown = |k: &ExecutionKind| matches!(k, ExecutionKind::SubAgent | ExecutionKind::Clarification);
-    let clean =
-        |t: &str, max: usize| crate::text::sanitize::display(&crate::text::first_line(t, max)).into_owned();
-    match kind {
-        EventKind::ExecutionStarted {
-            kind,
-            member,
-            task,
-            queued,
-            ..
-        } if shown(kind) => {
-            let what = if *kind == ExecutionKind::Clarification {
-                "asked"
-            } else {
-                "dispatched"
-            };
-            let queued = if *queued { " (queued)" } else { "" };
-            Some(format!(
-                "⇢ {execution_id} {}{queued} {what}: {}",
-                clean(member, 40),
-                clean(task, 100)
-            ))
-        }
-        EventKind::ExecutionRunning => Some(format!("⇢ {execution_id} starts (it was queued)")),
-        EventKind::ExecutionFinished {
-            kind,
-            member,
-            status,
-            duration_ms,
-            tokens,
-            result,
-            error,
-            ..
-        } if shown(kind) => {
-            let mark = match status {
-                crate::model::ExecutionStatus::Completed => "✓",
-                crate::model::ExecutionStatus::Cancelled => "⊘",
-                _ => "✗",
-            };
-            let said = error.as_deref().or(result.as_deref()).unwrap_or("");
-            Some(format!(
-                "⇠ {execution_id} {} {mark} {status} ({:.1}s, {tokens} tok){}{}",
-                clean(member, 40),
-                *duration_ms as f64 / 1000.0,
-                if said.trim().is_empty() { "" } else { ": " },
-                clean(said, 100)
-            ))
-        }
-        _ => None,
-    }
 }
 
 #[cfg(test)]
@@ -440,5 +475,43 @@ mod tests {
         assert_eq!(task_prompt(None, " look "), "## Task\n\nlook");
         assert!(task_prompt(Some("ctx"), "t").starts_with("## Shared context\n\nctx"));
         assert!(focus_block("lead").contains("dispatched by the orchestrator `lead`"));
+    }
+
+    #[test]
+    fn pushed_results_and_dispatch_answers_read_back() {
+        assert_eq!(
+            parse_pushed_result(&pushed_result("logs", "exec-2", Ok("2 errors\nmore"))),
+            Some(PushedResult {
+                name: "logs".into(),
+                execution_id: "exec-2".into(),
+                completed: true,
+                text: "2 errors\nmore".into(),
+            })
+        );
+        let failed = parse_pushed_result(&pushed_result("k8s", "exec-9", Err("boom"))).unwrap();
+        assert!(!failed.completed && failed.text == "boom");
+        assert_eq!(parse_pushed_result("an answer"), None);
+        let accepted = dispatch_result("exec-4", "accepted");
+        assert_eq!(
+            accepted,
+            "{\"execution_id\": \"exec-4\", \"status\": \"accepted\"}"
+        );
+        assert_eq!(parse_dispatch_result(&accepted).as_deref(), Some("exec-4"));
+        assert_eq!(parse_dispatch_result("`x` is not allowed"), None);
+        let spec = &tool_specs(&["a".into(), "b".into()])[0];
+        assert_eq!(dispatchable(spec), ["a", "b"]);
+        assert_eq!(
+            parse_call(DISPATCH_TOOL, &dispatch_arguments("a", "look")),
+            Ok(DispatchCall::Dispatch {
+                name: "a".into(),
+                task: "look".into()
+            })
+        );
+        assert_eq!(
+            parse_call(CANCEL_TOOL, &cancel_arguments("exec-3")),
+            Ok(DispatchCall::Cancel {
+                execution_id: "exec-3".into()
+            })
+        );
     }
 }

@@ -4,6 +4,13 @@
 
 use super::sentinels::{Sentinel, find_ascii_ci, has_sentinel, last_team_verdict, line_sentinel};
 
+/// The labels of an evaluator's reply (`SCORE: 0.8`, `RATIONALE: ...`), read ignoring case.
+pub const SCORE_LABEL: &str = "SCORE";
+pub const RATIONALE_LABEL: &str = "RATIONALE";
+/// A single agent's evaluator answers `PASS`, or `FAIL: <what is missing>`.
+pub const PASS: &str = "PASS";
+pub const FAIL: &str = "FAIL";
+
 /// A score at or above this means the goal is met.
 pub const GOAL_MET_SCORE: f64 = 0.9;
 /// The score recorded for an evaluator reply with no readable score.
@@ -41,7 +48,7 @@ pub fn parse_evaluator_reply(reply: &str) -> EvaluatorVerdict {
     let needs_iteration = verdict == Some(Sentinel::NeedsIteration);
     let (score, rationale, unparsed) = match find_score(reply) {
         Some((score, line_start, line_end)) => {
-            let rationale = match find_labelled(reply, "rationale") {
+            let rationale = match find_labelled(reply, RATIONALE_LABEL) {
                 Some(start) => up_to_sentinel(&reply[start..]).to_string(),
                 None => {
                     // No RATIONALE label: whatever surrounds the score line is the reason.
@@ -78,7 +85,7 @@ fn find_score(reply: &str) -> Option<(f64, usize, usize)> {
     for line in reply.split_inclusive('\n') {
         let start = offset;
         offset += line.len();
-        if let Some(score) = label_value(line, "score").and_then(|at| parse_score(&line[at..])) {
+        if let Some(score) = label_value(line, SCORE_LABEL).and_then(|at| parse_score(&line[at..])) {
             return Some((score, start, offset));
         }
     }
@@ -263,10 +270,10 @@ pub fn parse_pass_fail(reply: &str) -> PassFail {
         .trim()
         .trim_matches(|c: char| matches!(c, '*' | '_' | '`'))
         .trim();
-    if word_prefix(line, "pass").is_some() {
+    if word_prefix(line, PASS).is_some() {
         return PassFail::Pass;
     }
-    if let Some(after) = word_prefix(line, "fail") {
+    if let Some(after) = word_prefix(line, FAIL) {
         let after =
             after.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, ':' | '*' | '_' | '-'));
         let mut feedback = after.trim().to_string();

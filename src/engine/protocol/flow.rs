@@ -6,9 +6,36 @@ use serde_json::{Value, json};
 
 use crate::model::ToolSpec;
 
-use super::super::events::{EventKind, HopKind};
+/// The built-in tool a router ends with (the engine offers it, the sim calls it).
+pub const HANDOFF_TOOL: &str = "handoff_to";
 
-pub use crate::model::flow::{DESTINATIONS_LINE, HANDOFF_TOOL};
+/// The line of a router's prompt that lists its destinations (the sim reads it too).
+pub const DESTINATIONS_LINE: &str = "Destinations: ";
+
+/// Heads what a router is told besides the request (its destinations and how to pass it on).
+pub const ROUTING_HEADING: &str = "## ROUTING";
+
+/// The text form of a router's choice: a line `@handoff:<agent>`, the message after it.
+pub const TEXT_ROUTE: &str = "@handoff:";
+
+/// Opens a routed or advised member's input: the request under this heading.
+pub const ORIGINAL_REQUEST: &str = "## ORIGINAL USER REQUEST";
+
+/// Heads one advisor's report in an advised member's input: `### From <advisor>`.
+pub const REPORT_HEADING: &str = "### From ";
+
+/// The destinations a `handoff_to` spec offers (its `agent` enum).
+pub fn destinations(spec: &ToolSpec) -> Vec<String> {
+    spec.input_schema["properties"]["agent"]["enum"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|d| d.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+/// A `handoff_to` call's arguments.
+pub fn handoff_arguments(agent: &str, message: &str) -> String {
+    json!({ "agent": agent, "message": message }).to_string()
+}
 
 /// A router's choice: the destination and its optional note.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,7 +111,7 @@ pub enum TextRoute {
 pub fn parse_text_route(text: &str, destinations: &[String]) -> TextRoute {
     let mut lines = text.lines();
     while let Some(line) = lines.next() {
-        let Some(agent) = line.trim().strip_prefix("@handoff:") else {
+        let Some(agent) = line.trim().strip_prefix(TEXT_ROUTE) else {
             continue;
         };
         let Some(agent) = destination(agent, destinations) else {
@@ -103,16 +130,14 @@ pub fn parse_text_route(text: &str, destinations: &[String]) -> TextRoute {
 /// What a router is told besides the request: how to pass it on, in both forms.
 pub fn router_prompt(request: &str, destinations: &[String]) -> String {
     format!(
-        "{request}\n\n## ROUTING\n{DESTINATIONS_LINE}{}\nYou route this request to the agent best \
-         placed to answer it. When you know which, call the `{HANDOFF_TOOL}` tool with that agent \
-         and, if useful, a message for it. Without tools, end your reply with a line \
-         `@handoff:<agent>` followed by the optional message. If you answer the request yourself \
+        "{request}\n\n{ROUTING_HEADING}\n{DESTINATIONS_LINE}{}\nYou route this request to the agent \
+         best placed to answer it. When you know which, call the `{HANDOFF_TOOL}` tool with that \
+         agent and, if useful, a message for it. Without tools, end your reply with a line \
+         `{TEXT_ROUTE}<agent>` followed by the optional message. If you answer the request yourself \
          instead, your answer is final.",
         destinations.join(", ")
     )
 }
-
-const ORIGINAL_REQUEST: &str = "## ORIGINAL USER REQUEST";
 
 /// A routed member's input: the original request and, when given, the router's message.
 pub fn routed_prompt(request: &str, router: &str, message: Option<&str>) -> String {
@@ -136,7 +161,7 @@ pub fn advised_prompt(request: &str, reports: &[(String, String)]) -> String {
         format!("{ORIGINAL_REQUEST}\n\n{request}\n\n## ANALYSIS GATHERED\n")
     };
     for (name, report) in reports {
-        out.push_str(&format!("\n### From {name}\n\n{}\n", report.trim()));
+        out.push_str(&format!("\n{REPORT_HEADING}{name}\n\n{}\n", report.trim()));
     }
     out
 }
@@ -147,38 +172,6 @@ pub fn advisor_failure_report(advisor: &str, error: &str) -> String {
         "[advisor `{advisor}` failed: {}; no analysis from it. Decide without it.]",
         error.trim()
     )
-}
-
-/// One line for a `flow_hop` event (headless progress, the TUI timeline); `None` for other
-/// events. Names and the message's first line come from models: callers sanitise for display.
-pub fn hop_line(event: &EventKind) -> Option<String> {
-    let EventKind::FlowHop {
-        from,
-        to,
-        kind,
-        message,
-        success,
-        duration_ms,
-        tokens,
-        ..
-    } = event
-    else {
-        return None;
-    };
-    let cost = format!("{:.1}s, {tokens} tok", *duration_ms as f64 / 1000.0);
-    let note = message
-        .as_deref()
-        .map(|m| format!(": {}", crate::text::first_line(m, 90)))
-        .unwrap_or_default();
-    let mark = if *success { "✓" } else { "✗" };
-    Some(match (kind, to) {
-        (HopKind::Route, Some(to)) => format!("{from} ⇒ {to} (route, {cost}){note}"),
-        (HopKind::Route, None) => format!("✗ {from}: no such destination{note}; asked again ({cost})"),
-        (HopKind::Handoff, Some(to)) => format!("{from} → {to} (handoff, {cost})"),
-        (HopKind::Advisor, Some(to)) => format!("{mark} {from} advised {to} ({cost}){note}"),
-        (HopKind::Answer, _) if *success => format!("✓ {from} answered ({cost})"),
-        (_, _) => format!("{mark} {from} ({kind:?}, {cost}){note}").to_lowercase(),
-    })
 }
 
 #[cfg(test)]
@@ -276,39 +269,5 @@ mod tests {
         );
         assert!(advisor_failure_report("a", "timed out after 5s").contains("`a` failed: timed out"));
         assert!(router_prompt("q", &dests()).contains("billing, tech"));
-    }
-
-    #[test]
-    fn hops_read_as_one_line() {
-        let hop = |kind, to: Option<&str>, message: Option<&str>, success| EventKind::FlowHop {
-            from: "triage".into(),
-            from_id: "s1".into(),
-            to: to.map(str::to_string),
-            to_id: None,
-            kind,
-            message: message.map(str::to_string),
-            success,
-            duration_ms: 1234,
-            tokens: 56,
-        };
-        let line = |e| hop_line(&e).unwrap();
-        assert_eq!(
-            line(hop(HopKind::Route, Some("tech"), Some("disk\nfull"), true)),
-            "triage ⇒ tech (route, 1.2s, 56 tok): disk"
-        );
-        assert_eq!(
-            line(hop(HopKind::Handoff, Some("tech"), None, true)),
-            "triage → tech (handoff, 1.2s, 56 tok)"
-        );
-        assert_eq!(
-            line(hop(HopKind::Advisor, Some("tech"), Some("timed out"), false)),
-            "✗ triage advised tech (1.2s, 56 tok): timed out"
-        );
-        assert_eq!(
-            line(hop(HopKind::Answer, None, None, true)),
-            "✓ triage answered (1.2s, 56 tok)"
-        );
-        assert!(line(hop(HopKind::Answer, None, Some("boom"), false)).starts_with("✗ triage (answer"));
-        assert!(hop_line(&EventKind::CyclePaused).is_none());
     }
 }

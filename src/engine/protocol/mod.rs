@@ -9,6 +9,7 @@ pub mod flow;
 pub mod names;
 pub mod pipeline;
 pub mod prompts;
+pub mod relay;
 pub mod sentinels;
 pub mod stall;
 pub mod summary;

@@ -1,18 +1,75 @@
 //! The text of a pipeline (issue 12), as pure functions: the built-in `handoff_conversation`
 //! tool, reading a handoff from a tool call or from a member's text (an
 //! `@handoff_conversation:<target>` line, for sessions without native tools), what a member and
-//! the supervisor are given, and one line per pipeline event.
+//! the supervisor are given. (A pipeline's events in words for people are `describe::pipeline`'s.)
 
 use serde_json::{Value, json};
 
 use crate::model::ToolSpec;
-use crate::model::pipeline::{HUMAN, text_field};
 
-use super::super::events::EventKind;
+/// The target of a handoff that parks the conversation for the user.
+pub const HUMAN: &str = "human";
 
-pub use crate::model::pipeline::{
-    CONVERSATION_HANDOFF_TOOL, HandoffRequest, TARGETS_LINE, TEXT_HANDOFF, call_target,
-};
+/// The text form's line prefix (`@handoff_conversation:<target>`).
+pub const TEXT_HANDOFF: &str = "@handoff_conversation:";
+
+/// The line of a member's prompt that lists where it may hand off (the sim reads it too).
+pub const TARGETS_LINE: &str = "Handoff targets: ";
+
+/// The text form's lines after the handoff line: `reason: ...`, `next_phase: ...`.
+pub const TEXT_REASON: &str = "reason:";
+pub const TEXT_NEXT_PHASE: &str = "next_phase:";
+
+/// Heads how a member hands the conversation on (after the context line and the request).
+pub const PIPELINE_HEADING: &str = "## PIPELINE";
+/// Heads the supervisor's instructions.
+pub const SUPERVISION_HEADING: &str = "## SUPERVISION";
+/// Opens the note a receiving member sees before the request: `[Context from previous agent
+/// (<from>)]: <summary>`.
+pub const CONTEXT_PREFIX: &str = "[Context from previous agent (";
+/// What the supervisor answers when it does not redirect.
+pub const NO_REDIRECT: &str = "OK";
+
+/// A `handoff_conversation` call's arguments.
+pub fn conversation_handoff_arguments(h: &HandoffRequest) -> String {
+    let mut args = json!({ "target": h.target, "reason": h.reason, "summary": h.summary });
+    if let Some(phase) = &h.next_phase {
+        args["next_phase"] = json!(phase);
+    }
+    args.to_string()
+}
+
+/// A handoff a member asked for (its target not yet checked against the pipeline).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HandoffRequest {
+    pub target: String,
+    pub reason: String,
+    pub summary: String,
+    pub next_phase: Option<String>,
+}
+
+/// The built-in tool a pipeline member hands the conversation on with (the engine offers it,
+/// the sim calls it).
+pub const CONVERSATION_HANDOFF_TOOL: &str = "handoff_conversation";
+
+/// The target a `handoff_conversation` call's arguments name (`(none)` when they name none),
+/// for reporting a rejected one.
+pub fn call_target(arguments: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(arguments)
+        .ok()
+        .and_then(|v| text_field(&v, "target"))
+        .unwrap_or_else(|| "(none)".into())
+}
+
+/// A call argument's text, trimmed; `None` when missing, not a string or blank.
+pub fn text_field(value: &serde_json::Value, key: &str) -> Option<String> {
+    value
+        .get(key)
+        .and_then(serde_json::Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
 
 /// The `handoff_conversation` tool. `target` is a free string (not an enum) so that a target
 /// the pipeline does not allow comes back as a tool error the model can learn from.
@@ -83,9 +140,9 @@ pub fn parse_text_handoff(text: &str) -> Option<HandoffRequest> {
     let mut summary = Vec::new();
     for line in lines {
         let trimmed = line.trim();
-        if let Some(reason) = trimmed.strip_prefix("reason:") {
+        if let Some(reason) = trimmed.strip_prefix(TEXT_REASON) {
             request.reason = reason.trim().to_string();
-        } else if let Some(phase) = trimmed.strip_prefix("next_phase:") {
+        } else if let Some(phase) = trimmed.strip_prefix(TEXT_NEXT_PHASE) {
             request.next_phase = Some(phase.trim().to_string()).filter(|p| !p.is_empty());
         } else {
             summary.push(line);
@@ -106,7 +163,7 @@ pub fn without_text_handoff(text: &str) -> String {
 
 /// The handoff note a receiving member sees before the request.
 pub fn context_line(from: &str, summary: &str) -> String {
-    format!("[Context from previous agent ({from})]: {}", summary.trim())
+    format!("{CONTEXT_PREFIX}{from})]: {}", summary.trim())
 }
 
 /// What a member is given: the context from the member that handed over (if any), the user's
@@ -119,10 +176,11 @@ pub fn member_prompt(request: &str, context: Option<&str>, phase: &str, targets:
     }
     out.push_str(request.trim());
     out.push_str(&format!(
-        "\n\n## PIPELINE\nPhase: {phase}\n{TARGETS_LINE}{}\nAnswer the user. When the conversation \
-         belongs with another agent (or should wait for the user: `{HUMAN}`), call the \
-         `{CONVERSATION_HANDOFF_TOOL}` tool with target, reason and summary. Without tools, end \
-         your reply with a line `{TEXT_HANDOFF}<target>`, then `reason: ...` and the summary.",
+        "\n\n{PIPELINE_HEADING}\nPhase: {phase}\n{TARGETS_LINE}{}\nAnswer the user. When the \
+         conversation belongs with another agent (or should wait for the user: `{HUMAN}`), call \
+         the `{CONVERSATION_HANDOFF_TOOL}` tool with target, reason and summary. Without tools, \
+         end your reply with a line `{TEXT_HANDOFF}<target>`, then `{TEXT_REASON} ...` and the \
+         summary.",
         targets.join(", ")
     ));
     out
@@ -131,52 +189,13 @@ pub fn member_prompt(request: &str, context: Option<&str>, phase: &str, targets:
 /// What the supervisor is given: the exchanges since it last looked, and how to redirect.
 pub fn supervisor_prompt(exchanges: &[String], targets: &[String]) -> String {
     format!(
-        "## PIPELINE EXCHANGES\n\n{}\n\n## SUPERVISION\n{TARGETS_LINE}{}\nYou supervise this \
-         conversation. To redirect it, call `{CONVERSATION_HANDOFF_TOOL}` (or end with a line \
-         `{TEXT_HANDOFF}<target>`, then `reason: ...` and a summary). Otherwise reply `OK`.",
+        "## PIPELINE EXCHANGES\n\n{}\n\n{SUPERVISION_HEADING}\n{TARGETS_LINE}{}\nYou supervise \
+         this conversation. To redirect it, call `{CONVERSATION_HANDOFF_TOOL}` (or end with a line \
+         `{TEXT_HANDOFF}<target>`, then `{TEXT_REASON} ...` and a summary). Otherwise reply \
+         `{NO_REDIRECT}`.",
         exchanges.join("\n\n"),
         targets.join(", ")
     )
-}
-
-/// One line for a pipeline event (headless progress, the TUI timeline); `None` for other
-/// events. Names and reasons come from models: callers sanitise for display.
-pub fn pipeline_line(event: &EventKind) -> Option<String> {
-    Some(match event {
-        EventKind::PhaseTransition {
-            from_phase,
-            to_phase,
-            to_member,
-            reason,
-            ..
-        } => {
-            let from = from_phase.as_deref().unwrap_or("start");
-            let who = to_member.as_deref().unwrap_or("parked for you");
-            format!(
-                "phase {from} → {to_phase} ({who}): {}",
-                crate::text::first_line(reason, 90)
-            )
-        }
-        EventKind::Handoff {
-            from,
-            to,
-            reason,
-            by_supervisor,
-            ..
-        } => {
-            let by = if *by_supervisor { " (supervisor)" } else { "" };
-            format!("{from} ⇒ {to}{by}: {}", crate::text::first_line(reason, 90))
-        }
-        EventKind::HandoffRejected {
-            from, target, error, ..
-        } => {
-            format!(
-                "✗ {from} ⇒ {target} rejected: {}",
-                crate::text::first_line(error, 90)
-            )
-        }
-        _ => return None,
-    })
 }
 
 #[cfg(test)]
@@ -239,40 +258,5 @@ mod tests {
         assert!(p.contains("Handoff targets: reviewer, human"), "{p}");
         let s = supervisor_prompt(&["a".into(), "b".into()], &allowed());
         assert!(s.contains("a\n\nb") && s.contains("reply `OK`"), "{s}");
-    }
-}
-
-/// The sim's side of pipelines, read against the prompts built here.
-#[cfg(test)]
-mod sim_tests {
-    use super::*;
-    use crate::providers::sim_pipeline::{REVISED, choice, request_of, text_reply};
-
-    fn prompt(context: Option<&str>, targets: &[&str]) -> String {
-        let targets: Vec<String> = targets.iter().map(|s| s.to_string()).collect();
-        member_prompt("My printer is on fire", context, "x", &targets)
-    }
-
-    #[test]
-    fn the_sim_walks_the_desk_with_one_return() {
-        let triage = choice(&prompt(None, &["handler", "human"])).unwrap();
-        assert_eq!(triage.target, "handler");
-        let c = context_line("triage", &triage.summary);
-        let handler = choice(&prompt(Some(&c), &["reviewer", "human"])).unwrap();
-        assert_eq!(handler.target, "reviewer");
-        let c = context_line("handler", &handler.summary);
-        let review = choice(&prompt(Some(&c), &["resolver", "handler", "human"])).unwrap();
-        assert_eq!(review.target, "handler", "the first review sends it back");
-        let c = context_line("reviewer", &review.summary);
-        let again = choice(&prompt(Some(&c), &["reviewer", "human"])).unwrap();
-        assert!(again.summary.starts_with(REVISED));
-        let c = context_line("handler", &again.summary);
-        let review = choice(&prompt(Some(&c), &["resolver", "handler", "human"])).unwrap();
-        assert_eq!(review.target, "resolver");
-        assert_eq!(choice(&prompt(None, &["human"])), None, "the last stage answers");
-        assert_eq!(request_of(&prompt(Some(&c), &["x"])), "My printer is on fire");
-        let text = text_reply(&prompt(None, &["handler", "human"])).unwrap();
-        assert_eq!(parse_text_handoff(&text).unwrap().target, "handler");
-        assert_eq!(choice("## SUPERVISION\nHandoff targets: a\n\n## PIPELINE"), None);
     }
 }

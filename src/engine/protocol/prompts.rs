@@ -1,11 +1,35 @@
-//! Prompt builders (SPEC section 3). Every prompt carries the markers of
-//! PROMPT_CONTRACT.md (`## Workers`, `## Request`, `## Your task`, `Iteration: <n> of <max>`, ...)
-//! so the offline `sim` provider can tell what it is asked; the wording around them is ours.
+//! Prompt builders (SPEC section 3). Every prompt carries the markers below (`## Workers`,
+//! `## Request`, `## Your task`, `Iteration: <n> of <max>`, ...) so the offline simulator
+//! (`crate::sim`) can tell what it is asked, with these constants and the readers here; the
+//! wording around them is ours.
 
 use std::fmt::Write as _;
 
+use super::assignments::{END_MARKER, WORKER_MARKER};
+use super::evaluation::{FAIL, PASS, RATIONALE_LABEL, SCORE_LABEL};
 use super::sentinels::{Sentinel, sanitize_worker_text, strip_sentinel_lines};
 use super::types::{WorkerInfo, WorkerResult, format_duration};
+
+/// The user's request, in the orchestrator's, the synthesis' and the evaluator's prompts.
+pub const REQUEST_HEADING: &str = "## Request";
+/// The team's workers, one [`worker_line`] each.
+pub const WORKERS_HEADING: &str = "## Workers";
+/// A replan's previous answer and its evaluation.
+pub const PREVIOUS_SYNTHESIS_HEADING: &str = "## Previous synthesis";
+pub const LAST_EVALUATION_HEADING: &str = "## Last evaluation";
+/// A worker's prompt: the team's request (context), then its own task.
+pub const ORIGINAL_REQUEST_HEADING: &str = "## Original request";
+pub const YOUR_TASK_HEADING: &str = "## Your task";
+/// The synthesis' inputs, one [`result_heading`] each.
+pub const WORKER_RESULTS_HEADING: &str = "## Worker results";
+/// What a team's evaluator judges.
+pub const SYNTHESIS_TO_EVALUATE_HEADING: &str = "## Synthesis to evaluate";
+/// What a single agent's evaluator judges.
+pub const ANSWER_TO_EVALUATE_HEADING: &str = "## Answer to evaluate";
+/// Opens one earlier answer in a sequential prompt: `### <name>` (`### <name> (failed)`).
+pub const ANSWER_HEADING: &str = "### ";
+/// The cycle's count, on a line of its own: `Iteration: 2 of 5`.
+pub const ITERATION_LINE: &str = "Iteration: ";
 
 /// What a worker without a system prompt is told it is.
 pub const GENERIC_WORKER_INSTRUCTION: &str =
@@ -61,31 +85,68 @@ fn present(text: Option<&str>) -> Option<&str> {
 }
 
 fn section(out: &mut String, heading: &str, body: &str) {
-    let _ = write!(out, "\n## {heading}\n{}\n", body.trim());
+    let _ = write!(out, "\n{heading}\n{}\n", body.trim());
 }
 
 fn iteration_line(out: &mut String, iteration: u32, max_iterations: u32) {
-    let _ = writeln!(out, "Iteration: {iteration} of {max_iterations}");
+    let _ = writeln!(out, "{ITERATION_LINE}{iteration} of {max_iterations}");
 }
 
-/// `## Workers` with one line per worker: ``- `<name>` (model: <slug>): <first line>``.
+/// The iteration of the first `Iteration: <n> of <max>` in `text` (anywhere, ignoring case).
+pub fn parse_iteration(text: &str) -> Option<u32> {
+    let lower = text.to_lowercase();
+    let label = ITERATION_LINE.trim_end().to_lowercase();
+    let mut from = 0;
+    while let Some(i) = lower[from..].find(&label) {
+        let rest = lower[from + i + label.len()..].trim_start();
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if let Ok(n) = digits.parse::<u32>()
+            && rest[digits.len()..].trim_start().starts_with("of")
+        {
+            return Some(n);
+        }
+        from += i + 1;
+    }
+    None
+}
+
+/// One worker under [`WORKERS_HEADING`]: ``- `<name>` (model: <slug>): <first line>``.
+fn worker_line(out: &mut String, worker: &WorkerInfo) {
+    let what = worker
+        .specialization_line()
+        .unwrap_or_else(|| "general-purpose worker".to_string());
+    let _ = writeln!(out, "- `{}` (model: {}): {what}", worker.name, worker.model);
+}
+
+/// Reads a [`worker_line`] (a `* ` bullet too): the worker's name and what it does.
+pub fn parse_worker_line(line: &str) -> Option<(String, String)> {
+    let line = line.trim();
+    let rest = line.strip_prefix("- ").or_else(|| line.strip_prefix("* "))?;
+    let rest = rest.strip_prefix('`')?;
+    let (name, after) = rest.split_once('`')?;
+    let specialization = match after.find("):") {
+        Some(i) => &after[i + 2..],
+        None => after.split_once(':').map(|(_, s)| s).unwrap_or(""),
+    };
+    let name = name.trim();
+    (!name.is_empty()).then(|| (name.to_string(), specialization.trim().to_string()))
+}
+
 fn workers_section(out: &mut String, workers: &[WorkerInfo]) {
-    out.push_str("\n## Workers\n");
+    let _ = write!(out, "\n{WORKERS_HEADING}\n");
     for worker in workers {
-        let what = worker
-            .specialization_line()
-            .unwrap_or_else(|| "general-purpose worker".to_string());
-        let _ = writeln!(out, "- `{}` (model: {}): {what}", worker.name, worker.model);
+        worker_line(out, worker);
     }
 }
 
 fn assignment_format(out: &mut String) {
-    out.push_str(
+    let _ = write!(
+        out,
         "\n## Assignment format\n\
          Give each task to a worker with a block, using the worker name exactly as listed:\n\n\
-         @worker:<name>\n\
+         {WORKER_MARKER}<name>\n\
          <task, one or more lines>\n\
-         @end\n\n\
+         {END_MARKER}\n\n\
          Each task must stand on its own: a worker sees the user's request and its own task, not \
          the other workers' tasks. Text outside the blocks is your commentary.\n",
     );
@@ -103,7 +164,7 @@ fn orchestrator_preamble(out: &mut String, ctx: &TeamContext<'_>) {
 }
 
 fn team_sections(out: &mut String, ctx: &TeamContext<'_>) {
-    section(out, "Request", ctx.request);
+    section(out, REQUEST_HEADING, ctx.request);
     if !ctx.queued_messages.is_empty() {
         out.push_str("\n## Messages from the user\nThe user added these while the team was working; take them into account:\n");
         for message in ctx.queued_messages {
@@ -112,7 +173,7 @@ fn team_sections(out: &mut String, ctx: &TeamContext<'_>) {
     }
     workers_section(out, ctx.workers);
     if let Some(routing) = present(ctx.routing_context) {
-        section(out, "Routing", routing);
+        section(out, "## Routing", routing);
     }
 }
 
@@ -151,10 +212,10 @@ pub fn replan_prompt(ctx: &TeamContext<'_>, replan: &Replan<'_>) -> String {
     team_sections(&mut out, ctx);
     section(
         &mut out,
-        "Previous synthesis",
+        PREVIOUS_SYNTHESIS_HEADING,
         &strip_sentinel_lines(replan.previous_synthesis),
     );
-    out.push_str("\n## Last evaluation\n");
+    let _ = write!(out, "\n{LAST_EVALUATION_HEADING}\n");
     match replan.last_evaluation {
         LastEvaluation::Evaluator { score, rationale } => {
             let _ = writeln!(
@@ -189,7 +250,7 @@ pub fn nudge_prompt(ctx: &TeamContext<'_>) -> String {
         "Your previous reply assigned no task to any worker, but this team works by delegation: \
          you must give at least one worker a task. Reply with assignment blocks now.\n",
     );
-    section(&mut out, "Request", ctx.request);
+    section(&mut out, REQUEST_HEADING, ctx.request);
     workers_section(&mut out, ctx.workers);
     assignment_format(&mut out);
     out
@@ -202,17 +263,17 @@ pub fn worker_prompt(task: &WorkerTask<'_>) -> String {
     out.push_str(present(task.system_prompt).unwrap_or(GENERIC_WORKER_INSTRUCTION));
     out.push('\n');
     if let Some(shared) = present(task.shared_context) {
-        section(&mut out, "Team context", shared);
+        section(&mut out, "## Team context", shared);
     }
     section(
         &mut out,
-        "Original request",
+        ORIGINAL_REQUEST_HEADING,
         &format!(
             "(Context: the request the team as a whole is working on. Do your task, not all of it.)\n\n{}",
             task.request.trim()
         ),
     );
-    section(&mut out, "Your task", task.task);
+    section(&mut out, YOUR_TASK_HEADING, task.task);
     out
 }
 
@@ -313,16 +374,33 @@ pub fn system_prompt_with_note(
     })
 }
 
+/// Heads one worker's result: `### <name> (<status>, <duration>)`.
+fn result_heading(result: &WorkerResult) -> String {
+    format!(
+        "### {} ({}, {})",
+        result.name,
+        result.status(),
+        format_duration(result.duration)
+    )
+}
+
+/// Reads a [`result_heading`]: the worker's name and its status (`None` without one).
+pub fn parse_result_heading(line: &str) -> Option<(&str, Option<&str>)> {
+    let head = line.trim().strip_prefix("### ")?;
+    Some(match head.rfind(" (") {
+        Some(i) => {
+            let inside = head[i + 2..].trim_end_matches(')');
+            let status = inside.split(',').next().unwrap_or("").trim();
+            (&head[..i], Some(status).filter(|s| !s.is_empty()))
+        }
+        None => (head, None),
+    })
+}
+
 fn worker_results(out: &mut String, results: &[WorkerResult]) {
-    out.push_str("\n## Worker results\n");
+    let _ = write!(out, "\n{WORKER_RESULTS_HEADING}\n");
     for result in results {
-        let _ = writeln!(
-            out,
-            "\n### {} ({}, {})",
-            result.name,
-            result.status(),
-            format_duration(result.duration)
-        );
+        let _ = writeln!(out, "\n{}", result_heading(result));
         let text = sanitize_worker_text(&result.text);
         let text = text.trim();
         if text.is_empty() {
@@ -398,7 +476,7 @@ pub fn cycle_synthesis_prompt(request: &str, results: &[WorkerResult], earlier: 
     let mut out =
         String::with_capacity(2048 + request.len() + results.iter().map(|r| r.text.len()).sum::<usize>());
     out.push_str("You are the orchestrator. Your workers have finished their tasks.\n");
-    section(&mut out, "Request", request);
+    section(&mut out, REQUEST_HEADING, request);
     worker_results(&mut out, results);
     earlier_results(&mut out, earlier);
     out.push_str(SYNTHESIS_INSTRUCTIONS);
@@ -432,18 +510,18 @@ pub fn evaluator_prompt(request: &str, synthesis: &str, iteration: u32, max_iter
     let mut out = String::with_capacity(1024 + request.len() + synthesis.len());
     out.push_str("You are an independent evaluator. Judge how well the answer below meets the request.\n");
     iteration_line(&mut out, iteration, max_iterations);
-    section(&mut out, "Request", request);
+    section(&mut out, REQUEST_HEADING, request);
     section(
         &mut out,
-        "Synthesis to evaluate",
+        SYNTHESIS_TO_EVALUATE_HEADING,
         &strip_sentinel_lines(synthesis),
     );
     let _ = writeln!(
         out,
         "\n## How to answer\n\
          Reply in exactly this format:\n\n\
-         SCORE: <a number from 0.0 to 1.0>\n\
-         RATIONALE: <what is good, what is missing or wrong>\n\n\
+         {SCORE_LABEL}: <a number from 0.0 to 1.0>\n\
+         {RATIONALE_LABEL}: <what is good, what is missing or wrong>\n\n\
          Then a last line containing only {complete} if the goal is fully met (a score of 0.9 or \
          more), otherwise only {needs}.",
         complete = Sentinel::GroupReflectComplete,
@@ -462,9 +540,9 @@ pub fn reflection_followup_prompt(
     let mut out = String::with_capacity(1024 + goal.len());
     out.push_str("Review your previous answer against the goal and improve it.\n");
     iteration_line(&mut out, iteration, max_iterations);
-    section(&mut out, "Goal", goal);
+    section(&mut out, "## Goal", goal);
     if let Some(feedback) = present(evaluator_feedback) {
-        section(&mut out, "Evaluator feedback", feedback);
+        section(&mut out, "## Evaluator feedback", feedback);
     }
     let _ = writeln!(
         out,
@@ -480,12 +558,13 @@ pub fn reflection_evaluator_prompt(goal: &str, answer: &str, iteration: u32, max
     let mut out = String::with_capacity(512 + goal.len() + answer.len());
     out.push_str("You are an independent evaluator. Judge whether the answer below fully meets the goal.\n");
     iteration_line(&mut out, iteration, max_iterations);
-    section(&mut out, "Goal", goal);
-    section(&mut out, "Answer to evaluate", answer);
-    out.push_str(
+    section(&mut out, "## Goal", goal);
+    section(&mut out, ANSWER_TO_EVALUATE_HEADING, answer);
+    let _ = writeln!(
+        out,
         "\n## How to answer\n\
-         The first line of your reply must be either PASS (the goal is fully met) or \
-         FAIL: <what is wrong or missing> (one line; details may follow on the next lines).\n",
+         The first line of your reply must be either {PASS} (the goal is fully met) or \
+         {FAIL}: <what is wrong or missing> (one line; details may follow on the next lines)."
     );
     out
 }
@@ -502,9 +581,14 @@ pub fn sequential_prompt(prompt: &str, earlier: &[WorkerResult]) -> String {
     out.push_str("\n\n## Earlier answers in this round\n");
     for answer in earlier {
         if answer.success {
-            let _ = writeln!(out, "\n### {}\n{}", answer.name, answer.text.trim());
+            let _ = writeln!(out, "\n{ANSWER_HEADING}{}\n{}", answer.name, answer.text.trim());
         } else {
-            let _ = writeln!(out, "\n### {} (failed)\n{}", answer.name, answer.text.trim());
+            let _ = writeln!(
+                out,
+                "\n{ANSWER_HEADING}{} (failed)\n{}",
+                answer.name,
+                answer.text.trim()
+            );
         }
     }
     out.push_str(

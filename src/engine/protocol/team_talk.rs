@@ -2,21 +2,120 @@
 //! reading its calls, the text form for sessions without native tools (a member's whole answer
 //! is its broadcast, `[final]` on its last line; the supervisor broadcasts back with an
 //! `@broadcast:` line), the markdown block of broadcasts a turn is given (with a broadcast that
-//! would overflow the reader's context replaced by a diagnostic), every prompt, and one line
-//! per `team_broadcast` event.
+//! would overflow the reader's context replaced by a diagnostic), and every prompt. (A broadcast
+//! in words for people is `describe::team`'s.)
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use crate::model::context::tokens_of_text;
-use crate::model::deliberation::{
-    BroadcastHeading, CONCLUDE_LINE, CYCLE_LINE, SUPERVISION_HEADING, TEAM_HEADING, TEXT_BROADCAST,
-    TEXT_FINAL, TURN_LINE, YOU_ARE, heading_line, kind_label,
-};
-use crate::model::dispatch::{BROADCAST_TOOL, BROADCASTS_HEADING};
 use crate::model::{BroadcastKind, ToolSpec};
 
 use super::super::events::EventKind;
+
+/// A team member's (and the supervisor's) one tool.
+pub const BROADCAST_TOOL: &str = "team_broadcast";
+/// The heading of the broadcasts injected into a member's or the supervisor's next turn.
+pub const BROADCASTS_HEADING: &str = "## Team broadcasts";
+/// Heads the block a member's first turn gets: how the team works.
+pub const TEAM_HEADING: &str = "## How this team works";
+/// Heads every supervisor turn's instructions.
+pub const SUPERVISION_HEADING: &str = "## Team supervision";
+/// Names the member in its first turn: ``You are member `skeptic` ``.
+pub const YOU_ARE: &str = "You are member `";
+/// A member's turn count, on a line of its own: `Your turn: 2 of 6`.
+pub const TURN_LINE: &str = "Your turn: ";
+/// The supervisor's cycle count, on a line of its own: `Cycle: 1 of 12`.
+pub const CYCLE_LINE: &str = "Cycle: ";
+/// The supervisor's last turn (or every member has left): it must answer now.
+pub const CONCLUDE_LINE: &str = "Conclude now:";
+/// The text form (sessions without native tools): the supervisor broadcasts back with a line
+/// starting with this.
+pub const TEXT_BROADCAST: &str = "@broadcast:";
+/// The text form: a member's answer whose last line is this is its final broadcast.
+pub const TEXT_FINAL: &str = "[final]";
+/// The label of the supervisor's broadcasts in a broadcast's heading.
+pub const SUPERVISOR_LABEL: &str = "supervisor";
+/// The label of a member's final broadcast in its heading.
+pub const FINAL_LABEL: &str = "final";
+/// Opens a broadcast's heading inside the block.
+pub const HEADING_PREFIX: &str = "### ";
+/// Separates the parts of a broadcast's heading.
+const SEPARATOR: &str = " · ";
+
+/// What a broadcast's heading says: who, its type, its turn and time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BroadcastHeading {
+    pub from: String,
+    pub kind: BroadcastKind,
+    pub turn: u32,
+    /// A member's final broadcast (it has left the team).
+    pub last: bool,
+    pub supervisor: bool,
+    /// When it was made, as shown (`06:13:47 UTC`).
+    pub at: String,
+}
+
+/// A broadcast's type as its heading (and a headless line) spells it.
+pub fn kind_label(kind: BroadcastKind) -> &'static str {
+    match kind {
+        BroadcastKind::Update => "update",
+        BroadcastKind::Failure => "failure",
+    }
+}
+
+/// `### skeptic · update · final · turn 2 · 06:13:47 UTC` (the supervisor's carry
+/// `supervisor`).
+pub fn heading_line(h: &BroadcastHeading) -> String {
+    let mut parts = vec![h.from.clone(), kind_label(h.kind).to_string()];
+    if h.supervisor {
+        parts.push(SUPERVISOR_LABEL.to_string());
+    }
+    if h.last {
+        parts.push(FINAL_LABEL.to_string());
+    }
+    parts.push(format!("turn {}", h.turn));
+    parts.push(h.at.clone());
+    format!("{HEADING_PREFIX}{}", parts.join(SEPARATOR))
+}
+
+/// Reads a line written by [`heading_line`]; `None` for any other line.
+pub fn parse_heading_line(line: &str) -> Option<BroadcastHeading> {
+    let rest = line.trim().strip_prefix(HEADING_PREFIX)?;
+    let parts: Vec<&str> = rest.split(SEPARATOR).collect();
+    let (from, kind) = (parts.first()?, parts.get(1)?);
+    let kind = match *kind {
+        "update" => BroadcastKind::Update,
+        "failure" => BroadcastKind::Failure,
+        _ => return None,
+    };
+    let turn_at = parts.iter().position(|p| p.starts_with("turn "))?;
+    let turn = parts[turn_at].strip_prefix("turn ")?.parse().ok()?;
+    let labels = &parts[2..turn_at];
+    Some(BroadcastHeading {
+        from: from.to_string(),
+        kind,
+        turn,
+        last: labels.contains(&FINAL_LABEL),
+        supervisor: labels.contains(&SUPERVISOR_LABEL),
+        at: parts[turn_at + 1..].join(SEPARATOR),
+    })
+}
+
+/// `n` of `Your turn: n of m` (or `Cycle: n of m`) in `text` after `prefix`.
+pub fn count_after(text: &str, prefix: &str) -> Option<u32> {
+    text.lines().find_map(|l| {
+        let rest = l.trim().strip_prefix(prefix)?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
+}
+
+/// The member named by [`YOU_ARE`] in a first turn.
+pub fn member_name(text: &str) -> Option<&str> {
+    let start = text.find(YOU_ARE)? + YOU_ARE.len();
+    let rest = &text[start..];
+    Some(&rest[..rest.find('`')?])
+}
 
 /// One broadcast, as the team's log keeps it (in order).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,6 +194,11 @@ pub fn broadcast_tool(member: bool) -> ToolSpec {
             "required": ["message"]
         }),
     }
+}
+
+/// A `team_broadcast` call's arguments (`last`: a member's final one).
+pub fn broadcast_arguments(message: &str, last: bool) -> String {
+    json!({ "message": message, "final": last }).to_string()
 }
 
 /// Reads a `team_broadcast` call; `Err` is the tool error the model gets back.
@@ -243,6 +347,29 @@ pub fn broadcasts_block(deliveries: &[Delivery<'_>]) -> String {
                 ));
             }
         }
+    }
+    out
+}
+
+/// Reads the block of [`broadcasts_block`] in `text` back: each broadcast's heading and its
+/// message (unquoted), in order. The block ends at the next `## ` heading.
+pub fn read_block(text: &str) -> Vec<(BroadcastHeading, String)> {
+    let Some(start) = text.find(BROADCASTS_HEADING) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(BroadcastHeading, String)> = Vec::new();
+    for line in text[start..].lines() {
+        if let Some(heading) = parse_heading_line(line) {
+            out.push((heading, String::new()));
+        } else if let (Some((_, message)), Some(quoted)) = (out.last_mut(), line.strip_prefix('>')) {
+            message.push_str(quoted.strip_prefix(' ').unwrap_or(quoted));
+            message.push('\n');
+        } else if line.starts_with("## ") && !out.is_empty() {
+            break;
+        }
+    }
+    for (_, message) in &mut out {
+        message.truncate(message.trim_end().len());
     }
     out
 }
@@ -514,46 +641,45 @@ fn counted(n: u64, what: &str) -> String {
     }
 }
 
-/// One line for a `team_broadcast` event (headless progress); `None` for other events. The
-/// message comes from a model: callers sanitise for display.
-pub fn broadcast_line(event: &EventKind) -> Option<String> {
-    let EventKind::TeamBroadcast {
-        from,
-        kind,
-        message,
-        turn,
-        last,
-        supervisor,
-        ..
-    } = event
-    else {
-        return None;
-    };
-    let mut labels = Vec::new();
-    if *supervisor {
-        labels.push("supervisor".to_string());
-    }
-    labels.push(format!("turn {turn}"));
-    labels.push(kind_label(*kind).to_string());
-    if *last && *kind != BroadcastKind::Failure {
-        labels.push("final".to_string());
-    }
-    let mark = if *kind == BroadcastKind::Failure {
-        "✗"
-    } else {
-        "📣"
-    };
-    Some(format!(
-        "{mark} {from} ({}): {}",
-        labels.join(", "),
-        crate::text::first_line(message, 100)
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::deliberation::parse_heading_line;
+
+    #[test]
+    fn headings_read_back_as_written() {
+        let h = BroadcastHeading {
+            from: "skeptic".into(),
+            kind: BroadcastKind::Update,
+            turn: 2,
+            last: true,
+            supervisor: false,
+            at: "06:13:47 UTC".into(),
+        };
+        let line = heading_line(&h);
+        assert_eq!(line, "### skeptic · update · final · turn 2 · 06:13:47 UTC");
+        assert_eq!(parse_heading_line(&line), Some(h));
+        let chair = BroadcastHeading {
+            from: "chair".into(),
+            kind: BroadcastKind::Update,
+            turn: 1,
+            last: false,
+            supervisor: true,
+            at: "x".into(),
+        };
+        assert_eq!(parse_heading_line(&heading_line(&chair)), Some(chair));
+        assert_eq!(parse_heading_line("### Not a broadcast"), None);
+        assert_eq!(parse_heading_line("skeptic · update · turn 1 · x"), None);
+    }
+
+    #[test]
+    fn counts_and_names_are_read_from_their_lines() {
+        let text = "You are member `critic` of a team.\nYour turn: 3 of 6\nCycle: 2 of 12";
+        assert_eq!(count_after(text, TURN_LINE), Some(3));
+        assert_eq!(count_after(text, CYCLE_LINE), Some(2));
+        assert_eq!(member_name(text), Some("critic"));
+        assert_eq!(count_after("nothing", TURN_LINE), None);
+        assert_eq!(member_name("You are member `unclosed"), None);
+    }
 
     fn b(from: &str, message: &str, turn: u32) -> Broadcast {
         Broadcast {
@@ -589,6 +715,21 @@ mod tests {
         let headings: Vec<_> = block.lines().filter_map(parse_heading_line).collect();
         assert_eq!(headings.len(), 3, "a quoted heading is not a broadcast");
         assert!(headings[1].supervisor && headings[2].last);
+        let read = read_block(&format!(
+            "{block}\n## Team supervision\n### chair · update · turn 9 · x\n"
+        ));
+        let messages: Vec<(&str, &str)> = read.iter().map(|(h, m)| (h.from.as_str(), m.as_str())).collect();
+        assert_eq!(
+            messages,
+            [
+                ("skeptic", "Costs are unknown.\n### not a heading"),
+                ("chair", "Focus on cost."),
+                ("optimist", "member optimist failed")
+            ],
+            "the block ends at the next heading"
+        );
+        assert!(read_block("no block").is_empty());
+        assert!(parse_broadcast_call(&broadcast_arguments("m", true), true).is_ok_and(|s| s.last));
     }
 
     #[test]
@@ -781,180 +922,6 @@ mod tests {
         assert_eq!(
             team_tally(1, 1, 1, &log[..1]),
             "Team: 1 member, 1 member turn, 1 supervisor turn; 1 broadcast (0 final, 0 failures, 0 from the supervisor)"
-        );
-    }
-
-    #[test]
-    fn broadcast_lines_mark_the_supervisor_finals_and_failures() {
-        let mut x = b("skeptic", "Costs are unknown.\nmore", 1);
-        assert_eq!(
-            broadcast_line(&x.event()).unwrap(),
-            "📣 skeptic (turn 1, update): Costs are unknown."
-        );
-        x.last = true;
-        assert_eq!(
-            broadcast_line(&x.event()).unwrap(),
-            "📣 skeptic (turn 1, update, final): Costs are unknown."
-        );
-        x.kind = BroadcastKind::Failure;
-        assert!(
-            broadcast_line(&x.event())
-                .unwrap()
-                .starts_with("✗ skeptic (turn 1, failure):")
-        );
-        x.supervisor = true;
-        x.kind = BroadcastKind::Update;
-        x.last = false;
-        assert!(
-            broadcast_line(&x.event())
-                .unwrap()
-                .starts_with("📣 skeptic (supervisor, turn 1, update):")
-        );
-        assert_eq!(broadcast_line(&EventKind::CyclePaused), None);
-    }
-}
-
-/// The sim's side of a deliberation, read against the prompts built here.
-#[cfg(test)]
-mod sim_tests {
-    use super::*;
-    use crate::providers::sim_team::{Move, call_arguments, decide, text};
-    use crate::providers::{ChatMessage, TurnRequest};
-
-    fn request(prompts: &[&str], tools: bool) -> TurnRequest {
-        let mut req = TurnRequest::new("m", prompts.iter().map(|p| ChatMessage::user(*p)).collect());
-        if tools {
-            req.tools = vec![broadcast_tool(true)];
-        }
-        req
-    }
-
-    fn first(name: &str) -> String {
-        let others = [Peer {
-            name: "other".into(),
-            role: None,
-        }];
-        member_first_prompt(
-            "Should we move the office?",
-            None,
-            &MemberIntro {
-                name,
-                role: None,
-                others: &others,
-                supervisor: "chair",
-                max_turns: 4,
-                text_form: false,
-            },
-        )
-    }
-
-    fn chair_says(text: &str) -> Broadcast {
-        Broadcast {
-            from: "chair".into(),
-            from_id: "c".into(),
-            kind: BroadcastKind::Update,
-            message: text.into(),
-            turn: 1,
-            last: false,
-            supervisor: true,
-            at: Utc::now(),
-        }
-    }
-
-    fn peer_says(from: &str, text: &str) -> Broadcast {
-        Broadcast {
-            supervisor: false,
-            from: from.into(),
-            ..chair_says(text)
-        }
-    }
-
-    #[test]
-    fn a_member_gives_its_view_answers_peers_once_and_ends_on_the_supervisors_word() {
-        let one = first("skeptic");
-        let Some(Move::Broadcast { message, last }) = decide(&request(&[&one], true)) else {
-            panic!("a first turn broadcasts")
-        };
-        assert!(
-            message.starts_with("As skeptic, on \"Should we move the office?\":"),
-            "{message}"
-        );
-        assert!(!last);
-        let args = call_arguments(&request(&[&one], true)).unwrap();
-        assert!(parse_broadcast_call(&args, true).is_ok());
-        let peers = peer_says("optimist", "Moving is cheap.");
-        let block = broadcasts_block(&deliveries(&[&peers], 0, None));
-        let two = member_next_prompt(Some(&block), false, 2, 4, false);
-        let Some(Move::Broadcast { message, last }) = decide(&request(&[&one, &two], true)) else {
-            panic!()
-        };
-        assert!(message.starts_with("Having read optimist:") && !last, "{message}");
-        let three = member_next_prompt(Some(&block), false, 3, 4, false);
-        assert!(matches!(
-            decide(&request(&[&one, &two, &three], true)),
-            Some(Move::Broadcast { last: true, .. })
-        ));
-        let chair = chair_says("Focus on cost.");
-        let block = broadcasts_block(&deliveries(&[&peers, &chair], 0, None));
-        let two = member_next_prompt(Some(&block), false, 2, 4, false);
-        let Some(Move::Broadcast { message, last }) = decide(&request(&[&one, &two], true)) else {
-            panic!()
-        };
-        assert!(
-            message.contains("Taking chair's point (\"Focus on cost.\")") && last,
-            "{message}"
-        );
-        let written = text(&request(&[&one, &two], false)).unwrap();
-        assert_eq!(
-            parse_member_text(&written).map(|s| s.last),
-            Some(true),
-            "{written}"
-        );
-        assert_eq!(decide(&request(&["just a chat"], true)), None);
-    }
-
-    #[test]
-    fn the_supervisor_broadcasts_back_once_then_answers_with_a_summary() {
-        let peers = [Peer {
-            name: "skeptic".into(),
-            role: None,
-        }];
-        let active = vec!["skeptic".to_string()];
-        let said = peer_says("skeptic", "Costs are unknown.");
-        let block = broadcasts_block(&deliveries(&[&said], 0, None));
-        let turn = |cycle: u32, conclude: bool, first: bool| {
-            supervisor_prompt(&SupervisorTurn {
-                first: first.then_some(("Should we move the office?", None, peers.as_slice())),
-                block: Some(&block),
-                active: &active,
-                cycle,
-                max_cycles: 5,
-                conclude,
-                text_form: false,
-                from_user: &[],
-            })
-        };
-        let one = turn(1, false, true);
-        let Some(Move::Broadcast { message, .. }) = decide(&request(&[&one], true)) else {
-            panic!("the first cycle broadcasts back")
-        };
-        assert!(message.contains("Focus on"), "{message}");
-        let text_form = text(&request(&[&one], false)).unwrap();
-        assert!(
-            parse_supervisor_text(&text_form).unwrap().contains("Focus on"),
-            "{text_form}"
-        );
-        let two = turn(2, false, false);
-        let Some(Move::Answer(answer)) = decide(&request(&[&one, &two], true)) else {
-            panic!("the second cycle answers")
-        };
-        assert!(answer.contains("On \"Should we move the office?\""), "{answer}");
-        assert!(answer.contains("- **skeptic**: Costs are unknown."), "{answer}");
-        assert_eq!(call_arguments(&request(&[&one, &two], true)), None);
-        let forced = turn(1, true, true);
-        assert!(
-            matches!(decide(&request(&[&forced], true)), Some(Move::Answer(_))),
-            "told to conclude"
         );
     }
 }

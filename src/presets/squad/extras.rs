@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::{
-    DEFAULT_MAX_ITERATIONS, Mode, Preset, PresetAgent, WorktreeStrategy, default_worker_timeout_secs,
+    DEFAULT_MAX_ITERATIONS, Preset, PresetAgent, WorktreeStrategy, default_worker_timeout_secs,
 };
 
 /// The file's name in the team folder.
@@ -49,12 +49,12 @@ impl Extras {
             .and_then(|o| o.prompt.as_deref())
             .map(str::trim)
             .filter(|p| !p.is_empty() && Some(*p) != coordinator_prompt.map(str::trim))
-            .filter(|_| preset.mode.has_orchestrator())
+            .filter(|_| preset.mode.spec().has_orchestrator)
             .map(str::to_string);
         let evaluator = preset
             .evaluator
             .as_ref()
-            .filter(|_| preset.mode == Mode::OrchestratorReflect)
+            .filter(|_| preset.mode.spec().has_evaluator)
             .map(|e| PresetAgent {
                 // Models are the user's choice of provider; a repo team names none.
                 display_name: e.display_name.clone(),
@@ -71,7 +71,10 @@ impl Extras {
             orchestrator_prompt,
             evaluator,
             worktrees: Some(preset.worktrees).filter(|w| !w.is_shared()),
-            relay: preset.relay.clone().filter(|_| preset.mode == Mode::Relay),
+            relay: preset
+                .relay
+                .clone()
+                .filter(|_| preset.mode.spec().reads_key("relay")),
         }
     }
 
@@ -120,6 +123,7 @@ impl Extras {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Mode;
 
     #[test]
     fn only_what_differs_from_the_defaults_is_written_and_read_back() {

@@ -4,12 +4,13 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
+use crate::model::modes::{ignored_keys, key_mode};
 use crate::model::{Mode, Preset, PresetAgent, PresetWorker, Tier};
 
 use super::SquadError;
 use super::charter::{charter_prompt, charter_role, front_matter_tools, model_hint, role_prompt};
 use super::extras::{EXTRAS_FILE, Extras};
-use super::roster::{Member, TeamDoc, is_coordinator, is_special, parse_team, squash};
+use super::roster::{Member, SQUAD_DEFAULT_MODE, TeamDoc, is_coordinator, is_special, parse_team, squash};
 use super::safety::{Refusal, TeamDir, TextFile};
 use crate::model::limits::check_max_iterations;
 use crate::naming::slug;
@@ -63,11 +64,11 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
     let doc = parse_team(&file.text);
     let name = team_name(doc.title.as_deref(), &repo_name(&team.repo));
     let mode = match doc.mode.as_deref().map(str::parse::<Mode>) {
-        None => Mode::OrchestratorReflect,
+        None => SQUAD_DEFAULT_MODE,
         Some(Ok(m)) => m,
         Some(Err(e)) => {
-            warnings.push(format!("team.md: {e}; using orchestrator_reflect"));
-            Mode::OrchestratorReflect
+            warnings.push(format!("team.md: {e}; using {SQUAD_DEFAULT_MODE}"));
+            SQUAD_DEFAULT_MODE
         }
     };
 
@@ -164,7 +165,8 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         ));
     }
     let orchestrator = mode
-        .has_orchestrator()
+        .spec()
+        .has_orchestrator
         .then(|| coordinator(&team, &folders, &doc, &overrides, config, &mut warnings));
     let routing_context = context_file(&team, "routing.md", &mut warnings);
     let shared_context = context_file(&team, "decisions.md", &mut warnings);
@@ -302,10 +304,7 @@ fn apply_extras(team: &TeamDir, preset: &mut Preset, config: &Config) {
     if let (Some(prompt), Some(o)) = (extras.orchestrator_prompt, preset.orchestrator.as_mut()) {
         o.prompt = Some(prompt);
     }
-    if let Some(mut e) = extras
-        .evaluator
-        .filter(|_| preset.mode == Mode::OrchestratorReflect)
-    {
+    if let Some(mut e) = extras.evaluator.filter(|_| preset.mode.spec().has_evaluator) {
         e.model = e
             .model
             .and_then(|m| check_model(&m, config, Tier::Repo, "evaluator", warnings));
@@ -317,13 +316,12 @@ fn apply_extras(team: &TeamDir, preset: &mut Preset, config: &Config) {
     }
     // A relay's settings (checked when it runs: its driver and counterpart must be found).
     if let Some(r) = extras.relay {
-        if preset.mode == Mode::Relay {
-            preset.relay = Some(r);
-        } else {
-            warnings.push(format!(
-                "huddle.yaml: relay: only used by mode relay; ignored in mode {}",
-                preset.mode
-            ));
+        match key_mode("relay").filter(|owner| *owner != preset.mode) {
+            None => preset.relay = Some(r),
+            Some(owner) => warnings.push(format!(
+                "huddle.yaml: {}",
+                ignored_keys("relay", owner, preset.mode)
+            )),
         }
     }
 }

@@ -4,13 +4,14 @@
 
 use serde_json::{Map, Value, json};
 
-use super::sim_text::stable_hash;
-use super::{ChatRole, TurnRequest};
+use super::prompt::stable_hash;
+use crate::engine::protocol::{flow, pipeline, team_talk};
 use crate::model::{ToolCall, ToolChoice};
+use crate::providers::{ChatRole, TurnRequest};
 use crate::tools::limits::result_line;
 
-/// The call the sim makes now, if any.
-pub fn call_for(req: &TurnRequest) -> Option<ToolCall> {
+/// The call the sim makes now, if any, and what it says before it.
+pub fn call_for(req: &TurnRequest) -> Option<(ToolCall, String)> {
     if req.tools.is_empty() || req.tool_choice == ToolChoice::None {
         return None;
     }
@@ -20,82 +21,38 @@ pub fn call_for(req: &TurnRequest) -> Option<ToolCall> {
     }
     let prompt = req.last_user_text();
     let hash = stable_hash(&[prompt]);
+    let call = |name: &str, arguments: String| ToolCall {
+        id: format!("sim_call_{:08x}", hash as u32),
+        name: name.to_string(),
+        arguments,
+    };
+    let offered = |name: &str| req.tools.iter().find(|t| t.name == name);
     // A pipeline member hands the conversation on, or answers: it calls nothing else.
-    if req
-        .tools
-        .iter()
-        .any(|t| t.name == crate::model::pipeline::CONVERSATION_HANDOFF_TOOL)
-    {
-        return super::sim_pipeline::choice(prompt).map(|h| ToolCall {
-            id: format!("sim_call_{:08x}", hash as u32),
-            name: crate::model::pipeline::CONVERSATION_HANDOFF_TOOL.to_string(),
-            arguments: json!({ "target": h.target, "reason": h.reason, "summary": h.summary }).to_string(),
+    if offered(pipeline::CONVERSATION_HANDOFF_TOOL).is_some() {
+        return super::pipeline::choice(prompt).map(|h| {
+            let preamble = format!("Passing this on to {}.", h.target);
+            let arguments = pipeline::conversation_handoff_arguments(&h);
+            (call(pipeline::CONVERSATION_HANDOFF_TOOL, arguments), preamble)
         });
     }
     // A team member broadcasts (its only way to share); the supervisor broadcasts back or
     // answers.
-    if req
-        .tools
-        .iter()
-        .any(|t| t.name == crate::model::dispatch::BROADCAST_TOOL)
-    {
-        return super::sim_team::call_arguments(req).map(|arguments| ToolCall {
-            id: format!("sim_call_{:08x}", hash as u32),
-            name: crate::model::dispatch::BROADCAST_TOOL.to_string(),
-            arguments,
+    if offered(team_talk::BROADCAST_TOOL).is_some() {
+        return super::team::call_arguments(req).map(|arguments| {
+            let preamble = "Sharing this with the team.".to_string();
+            (call(team_talk::BROADCAST_TOOL, arguments), preamble)
         });
     }
     // A flow router passes the request on at once.
-    if let Some(call) = route_call(req, prompt, hash) {
-        return Some(call);
+    if let Some((arguments, preamble)) =
+        offered(flow::HANDOFF_TOOL).and_then(|spec| super::flow::call(spec, prompt))
+    {
+        return Some((call(flow::HANDOFF_TOOL, arguments), preamble));
     }
     let spec = &req.tools[(hash % req.tools.len() as u64) as usize];
     let arguments = plausible_arguments(&spec.input_schema, prompt);
-    Some(ToolCall {
-        id: format!("sim_call_{:08x}", hash as u32),
-        name: spec.name.clone(),
-        arguments: arguments.to_string(),
-    })
-}
-
-/// The `handoff_to` call of a flow router: the same destination as the text form would pick,
-/// and a note quoting the request.
-fn route_call(req: &TurnRequest, prompt: &str, hash: u64) -> Option<ToolCall> {
-    use crate::model::flow::HANDOFF_TOOL;
-    let spec = req.tools.iter().find(|t| t.name == HANDOFF_TOOL)?;
-    let destinations: Vec<String> = spec.input_schema["properties"]["agent"]["enum"]
-        .as_array()?
-        .iter()
-        .filter_map(|d| d.as_str().map(str::to_string))
-        .collect();
-    let request = prompt.split("\n## ROUTING").next().unwrap_or(prompt);
-    let agent = super::sim_text::sim_route(request, &destinations)?;
-    let words: Vec<&str> = request.split_whitespace().take(12).collect();
-    let arguments = json!({ "agent": agent, "message": format!("The user asks: {}", words.join(" ")) });
-    Some(ToolCall {
-        id: format!("sim_call_{:08x}", hash as u32),
-        name: HANDOFF_TOOL.to_string(),
-        arguments: arguments.to_string(),
-    })
-}
-
-/// What the sim says before calling.
-pub fn call_preamble(call: &ToolCall) -> String {
-    if call.name == crate::model::pipeline::CONVERSATION_HANDOFF_TOOL {
-        let target = crate::model::pipeline::call_target(&call.arguments);
-        return format!("Passing this on to {target}.");
-    }
-    if call.name == crate::model::flow::HANDOFF_TOOL {
-        let agent = serde_json::from_str::<Value>(&call.arguments)
-            .ok()
-            .and_then(|v| v["agent"].as_str().map(str::to_string))
-            .unwrap_or_default();
-        return format!("This is one for {agent}.");
-    }
-    if call.name == crate::model::dispatch::BROADCAST_TOOL {
-        return "Sharing this with the team.".to_string();
-    }
-    format!("Let me check with `{}` first.", call.name)
+    let preamble = format!("Let me check with `{}` first.", spec.name);
+    Some((call(&spec.name, arguments.to_string()), preamble))
 }
 
 /// One line per tool result of this turn (after the last user message), to open the answer.
@@ -223,8 +180,8 @@ mod tests {
             vec![git_status(), time()],
             vec![ChatMessage::user("what changed?")],
         );
-        let call = call_for(&req).unwrap();
-        assert_eq!(call_for(&req), Some(call.clone()), "deterministic");
+        let (call, preamble) = call_for(&req).unwrap();
+        assert_eq!(call_for(&req), Some((call.clone(), preamble)), "deterministic");
         let spec = req.tools.iter().find(|t| t.name == call.name).unwrap();
         let args = crate::tools::schema::parse_arguments(&call.arguments, &spec.input_schema).unwrap();
         assert!(
@@ -240,7 +197,7 @@ mod tests {
                     vec![ChatMessage::user(format!("q{i}"))],
                 ))
             })
-            .map(|c| c.name)
+            .map(|(c, _)| c.name)
             .collect();
         assert_eq!(names.len(), 2, "{names:?}");
     }

@@ -316,3 +316,141 @@ fn a_negotiation_counterparty_counters_deterministically() {
         "{counter}"
     );
 }
+
+#[test]
+fn the_registry_has_the_simulator_by_default_and_for_each_sim_provider() {
+    let providers = providers(&Config::default()).unwrap();
+    let (p, model) = providers.for_slug("sim/slow-200ms").unwrap();
+    assert_eq!(
+        (p.name(), p.kind(), model.as_str()),
+        ("sim", ProviderKind::Sim, "slow-200ms")
+    );
+    let config = Config::parse(
+        "providers:\n  - { name: sim, kind: sim }\n  - { name: c, kind: command, command: [\"cat\"] }\n",
+        std::path::Path::new("c.yaml"),
+    )
+    .unwrap();
+    let providers = providers_with_options(&config, ProviderOptions::default()).unwrap();
+    assert_eq!(providers.names().collect::<Vec<_>>(), ["c", "sim"]);
+    assert_eq!(providers.get("sim").map(|p| p.kind()), Some(ProviderKind::Sim));
+}
+
+/// Every prompt of the cycle modes and of a single session's reflection, as the protocol builds
+/// it, is seen as what it is (the check order of `classify`).
+#[test]
+fn every_prompt_the_protocol_builds_is_seen_as_what_it_is() {
+    use crate::engine::protocol::prompts::*;
+    use crate::engine::protocol::{WorkerInfo, WorkerResult};
+
+    let workers = [
+        WorkerInfo::new("team-backend", "sim/fast", Some("You write Rust.".into())),
+        WorkerInfo::new("team-tester", "openai/gpt-4o", None),
+    ];
+    let ctx = TeamContext {
+        request: "Build a URL shortener.",
+        workers: &workers,
+        routing_context: None,
+        orchestrator_prompt: None,
+        queued_messages: &[],
+    };
+    let results = [WorkerResult {
+        name: "team-backend".into(),
+        success: true,
+        duration: Duration::from_secs(3),
+        text: "Here is the API.".into(),
+    }];
+    let replan = |last_evaluation| Replan {
+        previous_synthesis: "It works.",
+        last_evaluation,
+        iteration: 2,
+        max_iterations: 5,
+    };
+    let kind = |prompt: &str| kind_of(prompt);
+    assert_eq!(
+        kind(&planning_prompt(&ctx, PlanMode::SinglePass)),
+        PromptKind::Planning
+    );
+    for evaluation in [
+        LastEvaluation::Evaluator {
+            score: 0.6,
+            rationale: "No tests.",
+        },
+        LastEvaluation::SelfEvaluation {
+            score: 0.4,
+            feedback: "Add tests.",
+        },
+        LastEvaluation::None,
+    ] {
+        assert_eq!(
+            kind(&replan_prompt(&ctx, &replan(evaluation))),
+            PromptKind::Planning
+        );
+    }
+    assert_eq!(kind(&nudge_prompt(&ctx)), PromptKind::Planning);
+    let task = WorkerTask {
+        system_prompt: None,
+        shared_context: None,
+        request: "Build a URL shortener.",
+        task: "Write the API.",
+    };
+    assert_eq!(kind(&worker_prompt(&task)), PromptKind::Worker);
+    assert_eq!(
+        kind(&synthesis_prompt("Build it.", &results)),
+        PromptKind::Synthesis
+    );
+    assert_eq!(
+        kind(&synthesis_self_eval_prompt("Build it.", &results, &[], 3, 5)),
+        PromptKind::SynthesisSelfEval
+    );
+    assert_eq!(
+        kind(&evaluator_prompt("Build it.", "The answer.", 2, 5)),
+        PromptKind::Evaluator
+    );
+    assert_eq!(
+        kind(&reflection_followup_prompt(
+            "Write a haiku.",
+            2,
+            4,
+            Some("Too long.")
+        )),
+        PromptKind::FollowUp
+    );
+    assert_eq!(
+        kind(&reflection_evaluator_prompt(
+            "Write a haiku.",
+            "An old pond...",
+            1,
+            3
+        )),
+        PromptKind::SingleEvaluator
+    );
+    assert_eq!(
+        kind(&sequential_prompt("Name a colour.", &results)),
+        PromptKind::Chat
+    );
+
+    // What the sim reads from them: the workers, their results, the iteration, the feedback.
+    let plan = ask(None, &planning_prompt(&ctx, PlanMode::SinglePass));
+    assert!(
+        blocks(&plan).len() == 2 && plan.contains("You write Rust."),
+        "{plan}"
+    );
+    let synthesis = ask(None, &synthesis_prompt("Build it.", &results));
+    assert!(
+        synthesis.contains("- team-backend (ok): \"Here is the API.\""),
+        "{synthesis}"
+    );
+    let evaluation = ask(None, &evaluator_prompt("Build it.", "The answer.", 3, 5));
+    assert!(evaluation.starts_with("SCORE: 0.94"), "{evaluation}");
+    let again = ask(
+        None,
+        &replan_prompt(
+            &ctx,
+            &replan(LastEvaluation::Evaluator {
+                score: 0.6,
+                rationale: "No tests.",
+            }),
+        ),
+    );
+    assert!(again.contains("to address this feedback: No tests."), "{again}");
+}

@@ -1,23 +1,58 @@
-//! The built-in `sim` provider: offline and deterministic. It plays orchestrator, worker and
-//! evaluator by the markers of PROMPT_CONTRACT.md (see `sim_text`), seeded by a hash of the
-//! whole prompt. `sim/slow-200ms` spreads 200 ms of latency over its deltas; any other model
-//! answers at once. Usage is an estimate in words (no tokenizer offline).
+//! The built-in `sim` provider: offline and deterministic, seeded by a hash of the whole prompt.
+//! `sim/slow-200ms` spreads 200 ms of latency over its deltas; any other model answers at once.
+//! Usage is an estimate in words (no tokenizer offline).
+//!
+//! It sits above the engine and plays every mode: it reads the prompts the engine writes with
+//! `engine::protocol`'s own constants and readers (no prompt words copied here). `text.rs` tells
+//! a prompt's kind and hands it to the player of its mode, beside each other here: `cycle.rs`
+//! (orchestrator, orchestrator_reflect, a session's reflection), `chat.rs` (broadcast,
+//! sequential, plain chat), `relay.rs`, `flow.rs`, `pipeline.rs`, `dispatch.rs`, `team.rs`;
+//! `tools.rs` plays tool use. The provider registry gets it from here ([`providers`]).
 
+mod chat;
+mod cycle;
+mod dispatch;
+mod flow;
+mod pipeline;
+mod prompt;
+mod relay;
+mod team;
+mod text;
+mod tools;
+
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::sim_text::{SimPrompt, answer, stable_hash};
-use super::sim_tools;
-use super::{
-    DeltaSink, Finished, Provider, ProviderError, TextSink, TurnOutput, TurnRequest, conclude, guarded,
-    render_plain_prompt,
-};
-use crate::config::ProviderKind;
+use crate::config::{Config, ProviderKind};
 use crate::model::Usage;
+use crate::providers::{
+    DeltaSink, Finished, Provider, ProviderError, ProviderOptions, Providers, TextSink, TurnOutput,
+    TurnRequest, conclude, guarded, render_plain_prompt,
+};
+use prompt::{SimPrompt, stable_hash};
+use text::answer;
 
-pub use super::sim_text::{PromptKind, classify, evaluator_score};
+pub use cycle::evaluator_score;
+pub use text::{PromptKind, classify};
+
+/// Every provider of `config`, the simulator among them (a config without one still gets
+/// `sim`): what front ends, tests and benches open.
+pub fn providers(config: &Config) -> Result<Providers, ProviderError> {
+    Providers::from_config(config, provider)
+}
+
+/// As [`providers`], with explicit timeouts and retry policy (tests use short ones).
+pub fn providers_with_options(config: &Config, options: ProviderOptions) -> Result<Providers, ProviderError> {
+    Providers::with_options(config, options, provider)
+}
+
+/// A `kind: sim` provider named `name` (the registry's [`crate::providers::Simulator`]).
+pub fn provider(name: &str) -> Arc<dyn Provider> {
+    Arc::new(SimProvider::new(name))
+}
 
 /// Deltas per answer (fewer for short answers).
 const DELTAS: usize = 6;
@@ -42,24 +77,20 @@ impl SimProvider {
         let started = Instant::now();
         let mut sink = TextSink::new(deltas);
         let work = async {
-            let (calls, text, mut usage) = match super::sim_dispatch::play(&req) {
-                Some(super::sim_dispatch::Play::Calls(calls)) => {
+            let (calls, text, mut usage) = match dispatch::play(&req) {
+                Some(dispatch::Play::Calls(calls)) => {
                     let text = format!("Dispatching {} sub-agent(s).", calls.len());
                     (calls, text, Usage::default())
                 }
-                Some(super::sim_dispatch::Play::Say(text)) => {
+                Some(dispatch::Play::Say(text)) => {
                     let usage = Usage {
                         input_tokens: estimate_tokens(&render_plain_prompt(&req)),
                         output_tokens: estimate_tokens(&text),
                     };
                     (Vec::new(), text, usage)
                 }
-                None => match sim_tools::call_for(&req) {
-                    Some(call) => (
-                        vec![call.clone()],
-                        sim_tools::call_preamble(&call),
-                        Usage::default(),
-                    ),
+                None => match tools::call_for(&req) {
+                    Some((call, preamble)) => (vec![call], preamble, Usage::default()),
                     None => {
                         let (text, usage) = simulate(&req);
                         (Vec::new(), text, usage)
@@ -70,7 +101,7 @@ impl SimProvider {
                 usage.input_tokens = estimate_tokens(&render_plain_prompt(&req));
                 usage.output_tokens = estimate_tokens(&text);
             }
-            let latency = latency_of(&req.model) * super::sim_dispatch::latency_factor(&req);
+            let latency = latency_of(&req.model) * dispatch::latency_factor(&req);
             let pieces = split_pieces(&text, DELTAS);
             let pause = latency / u32::try_from(pieces.len().max(1)).unwrap_or(1);
             for piece in pieces {
@@ -119,11 +150,10 @@ pub fn simulate(req: &TurnRequest) -> (String, Usage) {
         user: req.last_user_text(),
     };
     let full = render_plain_prompt(req);
-    let mut text =
-        super::sim_team::text(req).unwrap_or_else(|| answer(&prompt, stable_hash(&[system, &full])));
+    let mut text = team::text(req).unwrap_or_else(|| answer(&prompt, stable_hash(&[system, &full])));
     // What the tools said opens the answer, so the markers parsed from the rest (plans,
     // scores, sentinels) stay where the protocol expects them.
-    if let Some(note) = sim_tools::results_note(req) {
+    if let Some(note) = tools::results_note(req) {
         text = format!("{note}\n\n{text}");
     }
     let usage = Usage {
@@ -181,5 +211,4 @@ fn split_pieces(text: &str, n: usize) -> Vec<&str> {
 }
 
 #[cfg(test)]
-#[path = "sim_tests.rs"]
 mod tests;

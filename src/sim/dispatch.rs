@@ -4,12 +4,13 @@
 //! the rest, then answers with what came back. A request saying "all hands" dispatches every sub-agent at once (the
 //! benchmark's fan-out).
 
-use serde_json::{Value, json};
-
-use super::sim_text::stable_hash;
-use super::{ChatRole, TurnRequest};
-use crate::model::dispatch::{CANCEL_TOOL, COMPLETED_PREFIX, DISPATCH_TOOL, FAILED_PREFIX};
+use super::prompt::stable_hash;
+use crate::engine::protocol::dispatch::{
+    CANCEL_TOOL, CANCELLED, DISPATCH_TOOL, DispatchCall, cancel_arguments, dispatch_arguments, dispatchable,
+    parse_call, parse_dispatch_result, parse_pushed_result,
+};
 use crate::model::{ToolCall, ToolChoice};
+use crate::providers::{ChatRole, TurnRequest};
 
 /// The task of the broad sweep the sim's orchestrator dispatches and then cancels.
 const SWEEP_TASK: &str = "Sweep everything else around:";
@@ -46,15 +47,10 @@ struct Seen {
     cancel_asked: bool,
 }
 
+/// Whether a user message is huddle's (pushed results and huddle's notes open with `[`), not
+/// the user's request.
 fn is_pushed(text: &str) -> bool {
     text.starts_with('[')
-}
-
-/// `exec-N` in a text, the first one.
-fn execution_id(text: &str) -> Option<String> {
-    let at = text.find("exec-")?;
-    let digits: String = text[at + 5..].chars().take_while(char::is_ascii_digit).collect();
-    (!digits.is_empty()).then(|| format!("exec-{digits}"))
 }
 
 fn read(req: &TurnRequest) -> Seen {
@@ -79,16 +75,16 @@ fn read(req: &TurnRequest) -> Seen {
         match m.role {
             ChatRole::Assistant => {
                 for call in &m.tool_calls {
-                    if call.name == DISPATCH_TOOL {
-                        let name = serde_json::from_str::<Value>(&call.arguments)
-                            .ok()
-                            .and_then(|v| v["name"].as_str().map(str::to_string))
-                            .unwrap_or_default();
-                        calls.push((call.id.clone(), name.clone()));
-                        seen.dispatched.push((name, None));
-                    } else if call.name == CANCEL_TOOL {
-                        seen.cancel_asked = true;
-                        cancels.push((call.id.clone(), execution_id(&call.arguments).unwrap_or_default()));
+                    match parse_call(&call.name, &call.arguments) {
+                        Ok(DispatchCall::Dispatch { name, .. }) => {
+                            calls.push((call.id.clone(), name.clone()));
+                            seen.dispatched.push((name, None));
+                        }
+                        Ok(DispatchCall::Cancel { execution_id }) => {
+                            seen.cancel_asked = true;
+                            cancels.push((call.id.clone(), execution_id));
+                        }
+                        _ => {}
                     }
                 }
             }
@@ -98,35 +94,19 @@ fn read(req: &TurnRequest) -> Seen {
                     && let Some(i) = calls.iter().position(|(id, _)| *id == of.call_id)
                     && let Some(slot) = seen.dispatched.get_mut(i)
                 {
-                    slot.1 = execution_id(&m.content);
+                    slot.1 = parse_dispatch_result(&m.content);
                 } else if of.name == CANCEL_TOOL
-                    && m.content.trim() == "cancelled"
+                    && m.content.trim() == CANCELLED
                     && let Some((_, id)) = cancels.iter().find(|(call, _)| *call == of.call_id)
                 {
                     seen.cancelled.push(id.clone());
                 }
             }
             ChatRole::User => {
-                for line in m.content.split("\n\n") {
-                    let Some(rest) = line
-                        .strip_prefix(COMPLETED_PREFIX)
-                        .or_else(|| line.strip_prefix(FAILED_PREFIX))
-                    else {
-                        continue;
-                    };
-                    // `<name> (<id>):`, then what it said quoted (`> ` lines).
-                    let rest = rest.trim();
-                    let (head, quoted) = rest.split_once('\n').unwrap_or((rest, ""));
-                    let name = head.split(' ').next().unwrap_or("").to_string();
-                    let said: String = quoted
-                        .lines()
-                        .map(|l| l.strip_prefix('>').map_or(l, str::trim_start))
-                        .collect::<Vec<_>>()
-                        .join("\n");
-                    if let Some(id) = execution_id(head) {
-                        seen.finished.push(id);
-                    }
-                    seen.results.push((name, crate::text::first_line(&said, 100)));
+                for pushed in m.content.split("\n\n").filter_map(parse_pushed_result) {
+                    seen.finished.push(pushed.execution_id);
+                    seen.results
+                        .push((pushed.name, crate::text::first_line(&pushed.text, 100)));
                 }
             }
         }
@@ -138,17 +118,14 @@ fn dispatch(name: &str, task: String, n: usize) -> ToolCall {
     ToolCall {
         id: format!("sim_dispatch_{:08x}_{n}", stable_hash(&[name, &task]) as u32),
         name: DISPATCH_TOOL.to_string(),
-        arguments: json!({ "name": name, "task": task }).to_string(),
+        arguments: dispatch_arguments(name, &task),
     }
 }
 
 /// The orchestrator's move, when the dispatch tools are offered.
 pub fn play(req: &TurnRequest) -> Option<Play> {
     let spec = req.tools.iter().find(|t| t.name == DISPATCH_TOOL)?;
-    let names: Vec<String> = spec.input_schema["properties"]["name"]["enum"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-        .unwrap_or_default();
+    let names = dispatchable(spec);
     let seen = read(req);
     let words: Vec<&str> = seen.request.split_whitespace().take(12).collect();
     let about = words.join(" ");
@@ -193,7 +170,7 @@ pub fn play(req: &TurnRequest) -> Option<Play> {
         return Some(Play::Calls(vec![ToolCall {
             id: format!("sim_cancel_{id}"),
             name: CANCEL_TOOL.to_string(),
-            arguments: json!({ "execution_id": id }).to_string(),
+            arguments: cancel_arguments(&id),
         }]));
     }
     if pending > 0 && req.tool_choice != ToolChoice::None {
@@ -220,17 +197,14 @@ pub fn play(req: &TurnRequest) -> Option<Play> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ToolSpec;
+    use crate::engine::protocol::dispatch::tool_specs;
     use crate::providers::ChatMessage;
 
     fn request(messages: Vec<ChatMessage>, names: &[&str]) -> TurnRequest {
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
         TurnRequest {
             messages,
-            tools: vec![ToolSpec {
-                name: DISPATCH_TOOL.into(),
-                description: String::new(),
-                input_schema: json!({"type":"object","properties":{"name":{"type":"string","enum": names}}}),
-            }],
+            tools: tool_specs(&names),
             ..TurnRequest::default()
         }
     }

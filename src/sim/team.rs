@@ -1,20 +1,17 @@
 //! How the sim plays mode `team` (a deliberation), deterministically, from the words of
-//! `model::deliberation` in its prompts. A member: its first turn broadcasts a short view in
+//! `protocol::team_talk` in its prompts. A member: its first turn broadcasts a short view in
 //! its role; a turn that sees the supervisor's broadcast broadcasts its final word; a second
 //! turn that sees only the others' broadcasts answers them once, a later one has nothing more
 //! to add (final). The supervisor: its first cycle broadcasts back "focus on …"; later (or
 //! when it must conclude) it answers with a summary of the broadcasts, the final answer. The
 //! same choices drive the `team_broadcast` call and the text form.
 
-use serde_json::json;
-
-use super::sim_text::stable_hash;
-use super::{ChatRole, TurnRequest};
-use crate::model::deliberation::{
+use super::prompt::stable_hash;
+use crate::engine::protocol::team_talk::{
     CONCLUDE_LINE, CYCLE_LINE, SUPERVISION_HEADING, TEAM_HEADING, TEXT_BROADCAST, TEXT_FINAL, TURN_LINE,
-    count_after, member_name, parse_heading_line,
+    broadcast_arguments, count_after, member_name, read_block,
 };
-use crate::model::dispatch::BROADCASTS_HEADING;
+use crate::providers::{ChatRole, TurnRequest};
 
 /// What a member's views are about, picked by its name.
 const ANGLES: &[&str] = &[
@@ -36,26 +33,19 @@ struct Heard {
 
 /// The broadcasts of the block in `prompt`, in order.
 fn heard(prompt: &str) -> Vec<Heard> {
-    let Some(start) = prompt.find(BROADCASTS_HEADING) else {
-        return Vec::new();
-    };
-    let mut out: Vec<Heard> = Vec::new();
-    for line in prompt[start..].lines() {
-        if let Some(h) = parse_heading_line(line) {
-            out.push(Heard {
-                from: h.from,
-                supervisor: h.supervisor,
-                message: String::new(),
-            });
-        } else if let (Some(last), Some(quoted)) = (out.last_mut(), line.strip_prefix('>')) {
-            if last.message.is_empty() && !quoted.trim().is_empty() {
-                last.message = quoted.trim().to_string();
-            }
-        } else if line.starts_with("## ") && !out.is_empty() {
-            break;
-        }
-    }
-    out
+    read_block(prompt)
+        .into_iter()
+        .map(|(h, message)| Heard {
+            from: h.from,
+            supervisor: h.supervisor,
+            message: message
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("")
+                .to_string(),
+        })
+        .collect()
 }
 
 /// The text of the user messages of the conversation, newest first.
@@ -180,7 +170,7 @@ fn supervise(req: &TurnRequest, prompt: &str) -> Move {
 /// The `team_broadcast` call's arguments, when the sim broadcasts now.
 pub fn call_arguments(req: &TurnRequest) -> Option<String> {
     match decide(req)? {
-        Move::Broadcast { message, last } => Some(json!({ "message": message, "final": last }).to_string()),
+        Move::Broadcast { message, last } => Some(broadcast_arguments(&message, last)),
         Move::Answer(_) => None,
     }
 }
@@ -214,4 +204,151 @@ pub fn text(req: &TurnRequest) -> Option<String> {
 fn supervise_final(req: &TurnRequest) -> Move {
     let prompt = format!("{}\n{CONCLUDE_LINE}", req.last_user_text());
     supervise(req, &prompt)
+}
+
+/// The sim's side of a deliberation, read against the prompts the protocol builds.
+#[cfg(test)]
+mod tests {
+    use super::{Move, call_arguments, decide, text};
+    use crate::engine::protocol::team_talk::*;
+    use crate::model::BroadcastKind;
+    use crate::providers::{ChatMessage, TurnRequest};
+    use chrono::Utc;
+
+    fn request(prompts: &[&str], tools: bool) -> TurnRequest {
+        let mut req = TurnRequest::new("m", prompts.iter().map(|p| ChatMessage::user(*p)).collect());
+        if tools {
+            req.tools = vec![broadcast_tool(true)];
+        }
+        req
+    }
+
+    fn first(name: &str) -> String {
+        let others = [Peer {
+            name: "other".into(),
+            role: None,
+        }];
+        member_first_prompt(
+            "Should we move the office?",
+            None,
+            &MemberIntro {
+                name,
+                role: None,
+                others: &others,
+                supervisor: "chair",
+                max_turns: 4,
+                text_form: false,
+            },
+        )
+    }
+
+    fn chair_says(text: &str) -> Broadcast {
+        Broadcast {
+            from: "chair".into(),
+            from_id: "c".into(),
+            kind: BroadcastKind::Update,
+            message: text.into(),
+            turn: 1,
+            last: false,
+            supervisor: true,
+            at: Utc::now(),
+        }
+    }
+
+    fn peer_says(from: &str, text: &str) -> Broadcast {
+        Broadcast {
+            supervisor: false,
+            from: from.into(),
+            ..chair_says(text)
+        }
+    }
+
+    #[test]
+    fn a_member_gives_its_view_answers_peers_once_and_ends_on_the_supervisors_word() {
+        let one = first("skeptic");
+        let Some(Move::Broadcast { message, last }) = decide(&request(&[&one], true)) else {
+            panic!("a first turn broadcasts")
+        };
+        assert!(
+            message.starts_with("As skeptic, on \"Should we move the office?\":"),
+            "{message}"
+        );
+        assert!(!last);
+        let args = call_arguments(&request(&[&one], true)).unwrap();
+        assert!(parse_broadcast_call(&args, true).is_ok());
+        let peers = peer_says("optimist", "Moving is cheap.");
+        let block = broadcasts_block(&deliveries(&[&peers], 0, None));
+        let two = member_next_prompt(Some(&block), false, 2, 4, false);
+        let Some(Move::Broadcast { message, last }) = decide(&request(&[&one, &two], true)) else {
+            panic!()
+        };
+        assert!(message.starts_with("Having read optimist:") && !last, "{message}");
+        let three = member_next_prompt(Some(&block), false, 3, 4, false);
+        assert!(matches!(
+            decide(&request(&[&one, &two, &three], true)),
+            Some(Move::Broadcast { last: true, .. })
+        ));
+        let chair = chair_says("Focus on cost.");
+        let block = broadcasts_block(&deliveries(&[&peers, &chair], 0, None));
+        let two = member_next_prompt(Some(&block), false, 2, 4, false);
+        let Some(Move::Broadcast { message, last }) = decide(&request(&[&one, &two], true)) else {
+            panic!()
+        };
+        assert!(
+            message.contains("Taking chair's point (\"Focus on cost.\")") && last,
+            "{message}"
+        );
+        let written = text(&request(&[&one, &two], false)).unwrap();
+        assert_eq!(
+            parse_member_text(&written).map(|s| s.last),
+            Some(true),
+            "{written}"
+        );
+        assert_eq!(decide(&request(&["just a chat"], true)), None);
+    }
+
+    #[test]
+    fn the_supervisor_broadcasts_back_once_then_answers_with_a_summary() {
+        let peers = [Peer {
+            name: "skeptic".into(),
+            role: None,
+        }];
+        let active = vec!["skeptic".to_string()];
+        let said = peer_says("skeptic", "Costs are unknown.");
+        let block = broadcasts_block(&deliveries(&[&said], 0, None));
+        let turn = |cycle: u32, conclude: bool, first: bool| {
+            supervisor_prompt(&SupervisorTurn {
+                first: first.then_some(("Should we move the office?", None, peers.as_slice())),
+                block: Some(&block),
+                active: &active,
+                cycle,
+                max_cycles: 5,
+                conclude,
+                text_form: false,
+                from_user: &[],
+            })
+        };
+        let one = turn(1, false, true);
+        let Some(Move::Broadcast { message, .. }) = decide(&request(&[&one], true)) else {
+            panic!("the first cycle broadcasts back")
+        };
+        assert!(message.contains("Focus on"), "{message}");
+        let text_form = text(&request(&[&one], false)).unwrap();
+        assert!(
+            parse_supervisor_text(&text_form).unwrap().contains("Focus on"),
+            "{text_form}"
+        );
+        let two = turn(2, false, false);
+        let Some(Move::Answer(answer)) = decide(&request(&[&one, &two], true)) else {
+            panic!("the second cycle answers")
+        };
+        assert!(answer.contains("On \"Should we move the office?\""), "{answer}");
+        assert!(answer.contains("- **skeptic**: Costs are unknown."), "{answer}");
+        assert_eq!(call_arguments(&request(&[&one, &two], true)), None);
+        let forced = turn(1, true, true);
+        assert!(
+            matches!(decide(&request(&[&forced], true)), Some(Move::Answer(_))),
+            "told to conclude"
+        );
+    }
 }
