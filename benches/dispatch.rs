@@ -107,7 +107,7 @@ fn team(members: usize, model: &str) -> Bench {
     let mut group = Group::new("bench", GroupKind::Team);
     group.mode = Mode::Dispatch;
     group.max_iterations = 10;
-    group.dispatch = DispatchLimits {
+    group.settings.dispatch = DispatchLimits {
         max_concurrent_agents: Some(members as u32),
         ..DispatchLimits::default()
     };

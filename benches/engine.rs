@@ -87,7 +87,7 @@ fn team(mode: Mode, workers: usize, model: &str, concurrency: usize, run_log: bo
     group.mode = mode;
     let gid = group.id.clone();
     org.groups.push(group);
-    if mode.has_orchestrator() {
+    if mode.spec().has_orchestrator {
         let mut o = Session::new("bench-orchestrator", &gid, model);
         o.role = Role::Orchestrator;
         org.sessions.push(o);

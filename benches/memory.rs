@@ -43,8 +43,7 @@ struct Measured {
 fn measure(home: &Path, args: &[&str]) -> Measured {
     let started = Instant::now();
     // Another build to compare (e.g. one with the system allocator): `HUDDLE_BENCH_BIN`.
-    let binary = std::env::var_os("HUDDLE_BENCH_BIN")
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_huddle").into());
+    let binary = std::env::var_os("HUDDLE_BENCH_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_huddle").into());
     let child = Command::new(binary)
         .args(args)
         .env("HUDDLE_HOME", home)
@@ -158,7 +157,12 @@ fn team_run(llm: &FakeLlm, workers: usize, iterations: usize) -> (Measured, usiz
     }
     let measured = measure(
         home,
-        &["run", "--preset", &format!("Memory {workers}"), "Write the report"],
+        &[
+            "run",
+            "--preset",
+            &format!("Memory {workers}"),
+            "Write the report",
+        ],
     );
     if std::env::var_os("HUDDLE_BENCH_KEEP").is_some() {
         println!("    data kept in {}", dir.keep().display());
@@ -182,7 +186,11 @@ fn report(what: &str, m: &Measured, goal_mib: Option<f64>, expected: i32) {
         m.code
     );
     if std::env::var_os("MIMALLOC_SHOW_STATS").is_some() {
-        let stats: Vec<&str> = m.stderr.lines().filter(|l| !l.starts_with("huddle") && !l.starts_with("  ") || l.contains(':')).collect();
+        let stats: Vec<&str> = m
+            .stderr
+            .lines()
+            .filter(|l| !l.starts_with("huddle") && !l.starts_with("  ") || l.contains(':'))
+            .collect();
         println!("{}", stats[stats.len().saturating_sub(40)..].join("\n"));
     }
     if m.code != Some(expected) {
@@ -210,7 +218,12 @@ fn main() {
         }
     );
     let dir = support::bench_dir();
-    report("presets list", &measure(dir.path(), &["presets", "list"]), None, 0);
+    report(
+        "presets list",
+        &measure(dir.path(), &["presets", "list"]),
+        None,
+        0,
+    );
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -220,9 +233,19 @@ fn main() {
     let llm = rt.block_on(FakeLlm::start());
     let _guard = rt.enter();
     let (m, messages) = team_run(&llm, 4, 33);
-    report(&format!("{messages}-message run (4 workers × 33 iterations)"), &m, Some(20.0), 3);
+    report(
+        &format!("{messages}-message run (4 workers × 33 iterations)"),
+        &m,
+        Some(20.0),
+        3,
+    );
     if std::env::var("HUDDLE_BENCH_MEMORY").as_deref() != Ok("small") {
         let (m, messages) = team_run(&llm, 58, 100);
-        report(&format!("{messages}-message run (58 workers × 100 iterations)"), &m, Some(20.0), 3);
+        report(
+            &format!("{messages}-message run (58 workers × 100 iterations)"),
+            &m,
+            Some(20.0),
+            3,
+        );
     }
 }

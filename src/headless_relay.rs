@@ -31,6 +31,26 @@ pub fn check_approval(
     }
 }
 
+/// Why a team made from `preset` could not run headless as a relay here, if it could not
+/// (refused before its team is made). `mode`: the run's `--mode`.
+pub fn check_preset(
+    preset: &crate::model::Preset,
+    mode: Option<Mode>,
+    approval: Option<ApprovalMode>,
+    approve: bool,
+    terminal: bool,
+) -> Result<(), String> {
+    match (mode.unwrap_or(preset.mode), &preset.relay) {
+        (Mode::Relay, Some(relay)) => check_approval(
+            &preset.name,
+            approval.unwrap_or(relay.approval),
+            approve,
+            terminal,
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// The relay settings a headless run of this group would use: its approval mode, when it runs
 /// as a relay.
 pub fn relay_approval(
@@ -43,7 +63,7 @@ pub fn relay_approval(
     if mode.unwrap_or(group.mode) != Mode::Relay {
         return None;
     }
-    let settings = group.relay.as_ref()?;
+    let settings = group.settings.relay.as_ref()?;
     Some((group.name.clone(), approval.unwrap_or(settings.approval)))
 }
 
@@ -190,25 +210,6 @@ fn edit(draft: &str) -> Result<String, String> {
     });
     let _ = std::fs::remove_file(&path);
     result
-}
-
-/// One progress line for a relay event (None for those not worth a line).
-pub fn progress_line(kind: &EventKind) -> Option<String> {
-    let line = |t: &str| crate::text::first_line(t, 90);
-    Some(match kind {
-        EventKind::RelayState {
-            state, reason, turn, ..
-        } if state.is_final() => format!(
-            "── relay {state} after {turn} turn(s){}",
-            reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
-        ),
-        EventKind::RelaySent {
-            turn, sent_as, text, ..
-        } => format!("   → turn {turn} [{}] {}", sent_as.as_str(), line(text)),
-        EventKind::RelayReply { turn, text, .. } => format!("   ← turn {turn} {}", line(text)),
-        EventKind::RelayTakeOver { active: false, .. } => "   ↺ handed back to the driver".into(),
-        _ => return None,
-    })
 }
 
 #[cfg(test)]

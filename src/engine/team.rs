@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::model::{FlowLinks, GroupKind, Memory, Mode, Role, RouterSpec, RunBudget, Session, check_flow};
+use crate::model::{FlowLinks, GroupKind, Memory, Mode, ModeSettings, Role, RunBudget, Session};
 
 use crate::naming::worker_handle;
 
@@ -48,10 +48,6 @@ pub(crate) struct Team {
     pub max_iterations: u32,
     pub worker_timeout: Duration,
     pub model_override: Option<String>,
-    /// Mode `flow`: the session the prompt goes to first.
-    pub flow_entry: Option<String>,
-    /// Mode `pipeline`: the stages, supervisor and rules (members by session id).
-    pub pipeline: Option<crate::model::PipelineSpec>,
     /// Files attached to this run's prompt: every member's turn carries them.
     pub attachments: Vec<crate::attachments::Attachment>,
     /// This run's limits: the run's own, else the group's, else config.yaml's.
@@ -59,41 +55,8 @@ pub(crate) struct Team {
     /// What members remember between runs (a plain group run as a team keeps its
     /// conversations).
     pub memory: Memory,
-    /// Mode `dispatch`: the group's guardrails over config.yaml's.
-    pub dispatch: crate::model::DispatchLimits,
-    /// Mode `team`: the turn limits.
-    #[allow(dead_code)] // read by mode `team` (being written on its own branch)
-    pub team_limits: crate::model::TeamLimits,
-}
-
-/// Each member's handle, by session id: the one kept on its session when the team was made,
-/// else its session name less the team's prefix; a kept handle another member also has (an edited
-/// file) gives way to the names.
-fn member_handles(sessions: &[&Session], slug: &str) -> Vec<(String, String)> {
-    let kept: Vec<Option<String>> = sessions
-        .iter()
-        .map(|s| {
-            s.handle
-                .as_deref()
-                .map(crate::naming::slug)
-                .filter(|h| !h.is_empty())
-        })
-        .collect();
-    let mut uses: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    for h in kept.iter().flatten() {
-        *uses.entry(h.as_str()).or_default() += 1;
-    }
-    sessions
-        .iter()
-        .zip(&kept)
-        .map(|(s, h)| {
-            let handle = match h {
-                Some(h) if uses.get(h.as_str()) == Some(&1) => h.clone(),
-                _ => worker_handle(&s.name, slug),
-            };
-            (s.id.clone(), handle)
-        })
-        .collect()
+    /// The settings of its mode (the group's; dispatch's guardrails over config.yaml's).
+    pub settings: ModeSettings,
 }
 
 impl Team {
@@ -108,7 +71,7 @@ impl Team {
                 .ok_or_else(|| EngineError::NoSuchGroup(group_id.to_string()))?;
             let sessions = org.sessions_in(group_id);
             let slug = group.members_slug();
-            let handles = member_handles(&sessions, &slug);
+            let handles = crate::model::member_handles(&sessions, &slug);
             let member = |s: &Session| Member {
                 handle: handles
                     .iter()
@@ -150,7 +113,7 @@ impl Team {
                 participants: sessions
                     .iter()
                     .filter(|s| Some(s.id.as_str()) != evaluator_id)
-                    .filter(|s| !(s.role == Role::Orchestrator && group.mode.has_orchestrator()))
+                    .filter(|s| !(s.role == Role::Orchestrator && group.mode.spec().has_orchestrator))
                     .map(|s| member(s))
                     .collect(),
                 orchestrator_prompt: group.orchestrator_prompt.clone(),
@@ -160,8 +123,6 @@ impl Team {
                 // Clamped so that deadlines stay representable (a week is "no limit" here).
                 worker_timeout: Duration::from_secs(group.worker_timeout_secs.clamp(1, 7 * 24 * 3600)),
                 model_override: overrides.model.clone(),
-                flow_entry: group.flow_entry.clone(),
-                pipeline: group.pipeline.clone(),
                 attachments: overrides.attachments.clone(),
                 budget: overrides
                     .budget
@@ -172,21 +133,28 @@ impl Team {
                 } else {
                     Memory::Conversation
                 },
-                dispatch: group.dispatch.or(&shared.options.default_dispatch),
-                team_limits: group.team_limits,
+                settings: ModeSettings {
+                    dispatch: group.settings.dispatch.or(&shared.options.default_dispatch),
+                    ..group.settings.clone()
+                },
             })
         })
     }
 
+    /// The workers as an orchestrator's prompt lists them: by handle (what `@worker:` names).
     pub fn worker_infos(&self) -> Vec<WorkerInfo> {
         self.workers
             .iter()
-            .map(|w| WorkerInfo::new(w.name.clone(), w.model.clone(), w.system_prompt.clone()))
+            .map(|w| WorkerInfo::new(w.handle.clone(), w.model.clone(), w.system_prompt.clone()))
             .collect()
     }
 
     pub fn worker_names(&self) -> Vec<&str> {
         self.workers.iter().map(|w| w.name.as_str()).collect()
+    }
+
+    pub fn worker_handles(&self) -> Vec<&str> {
+        self.workers.iter().map(|w| w.handle.as_str()).collect()
     }
 
     /// A participant by session id.
@@ -200,55 +168,25 @@ impl Team {
         self.members_slug.clone()
     }
 
-    /// Why the team cannot run in its mode, if it cannot.
-    pub fn check_runnable(&self) -> Result<(), EngineError> {
-        let not_runnable = |reason: &str| EngineError::NotRunnable {
+    /// The error of a team that cannot run in its mode, for `reason`.
+    pub fn not_runnable(&self, reason: &str) -> EngineError {
+        EngineError::NotRunnable {
             group: self.name.clone(),
             mode: self.mode,
             reason: reason.to_string(),
-        };
-        if self.participants.is_empty() && !self.mode.has_orchestrator() {
+        }
+    }
+
+    /// Why the team cannot run in its mode, if it cannot (what every mode asks; a mode's own
+    /// settings are checked by its file when its run starts).
+    pub fn check_runnable(&self) -> Result<(), EngineError> {
+        let not_runnable = |reason: &str| self.not_runnable(reason);
+        if self.participants.is_empty() && !self.mode.spec().has_orchestrator {
             return Err(not_runnable(
                 "it has no sessions that answer in this mode (an orchestrator or evaluator only plans and judges)",
             ));
         }
-        if self.mode == Mode::Flow {
-            // Links name sessions by id; the check and its message use names (a link to a
-            // session removed since the team was made is named as such).
-            let name_of = |id: &str| {
-                self.participant(id)
-                    .map_or_else(|| format!("(removed session {id})"), |m| m.name.clone())
-            };
-            let named: Vec<(String, FlowLinks)> = self
-                .participants
-                .iter()
-                .map(|m| {
-                    let links = FlowLinks {
-                        handoff: m.flow.handoff.as_deref().map(name_of),
-                        router: m.flow.router.as_ref().map(|r| RouterSpec {
-                            destinations: r.destinations.iter().map(|d| name_of(d)).collect(),
-                        }),
-                        advisors: m.flow.advisors.iter().map(|a| name_of(a)).collect(),
-                    };
-                    (m.name.clone(), links)
-                })
-                .collect();
-            let members: Vec<(&str, &FlowLinks)> = named.iter().map(|(n, l)| (n.as_str(), l)).collect();
-            let entry = self.flow_entry.as_deref().map(name_of);
-            if let Err(e) = check_flow(entry.as_deref(), &members) {
-                return Err(not_runnable(&e.to_string()));
-            }
-        }
-        if self.mode == Mode::Pipeline {
-            let Some(spec) = &self.pipeline else {
-                return Err(not_runnable("it has no pipeline stages"));
-            };
-            let ids: Vec<&str> = self.participants.iter().map(|m| m.id.as_str()).collect();
-            if let Err(e) = crate::model::check_pipeline(spec, &ids) {
-                return Err(not_runnable(&e.to_string()));
-            }
-        }
-        if self.mode.has_orchestrator() {
+        if self.mode.spec().has_orchestrator {
             if self.orchestrator.is_none() {
                 return Err(not_runnable("it has no orchestrator session"));
             }
@@ -257,33 +195,5 @@ impl Team {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn session(name: &str, handle: Option<&str>) -> Session {
-        let mut s = Session::new(name, "g", "sim/x");
-        s.handle = handle.map(str::to_string);
-        s
-    }
-
-    #[test]
-    fn members_go_by_their_kept_handles_else_by_their_names_less_the_team_prefix() {
-        let kept = session("incident-log-analyzer-2", Some("log-analyzer"));
-        let added_later = session("incident-scribe", None);
-        let (a, b) = (session("x-one", Some("dup")), session("x-two", Some("DUP")));
-        let sessions = [&kept, &added_later, &a, &b];
-        let handles: Vec<String> = member_handles(&sessions, "incident")
-            .into_iter()
-            .map(|(_, h)| h)
-            .collect();
-        assert_eq!(
-            handles,
-            ["log-analyzer", "scribe", "x-one", "x-two"],
-            "a handle two members claim gives way to their names"
-        );
     }
 }

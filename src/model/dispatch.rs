@@ -112,6 +112,21 @@ impl DispatchLimits {
         )
     }
 
+    /// The guardrails in one line (`presets show`), defaults filled in.
+    pub fn summary(&self) -> String {
+        let allowed = if self.sub_agents.is_empty() {
+            "all workers".to_string()
+        } else {
+            self.sub_agents.join(", ")
+        };
+        format!(
+            "dispatch: {} sub-agents at once · {}s each · {}s to conclude · may dispatch {allowed}",
+            self.max_concurrent(),
+            self.agent_timeout().as_secs(),
+            self.max_budget().as_secs()
+        )
+    }
+
     /// True when the allow-list lets the orchestrator dispatch `name` (ignoring case).
     pub fn allows(&self, name: &str) -> bool {
         self.sub_agents.is_empty() || self.sub_agents.iter().any(|a| a.eq_ignore_ascii_case(name))
@@ -133,6 +148,15 @@ impl TeamLimits {
             "supervisor_max_turns",
             self.supervisor_max_turns.map(u64::from),
             u64::from(LIMIT_MAX),
+        )
+    }
+
+    /// The limits in one line (`presets show`), defaults filled in.
+    pub fn summary(&self) -> String {
+        format!(
+            "team: the orchestrator supervises · {} turns per member · {} supervisor turns",
+            self.member_turns(),
+            self.supervisor_turns()
         )
     }
 

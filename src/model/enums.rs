@@ -85,28 +85,8 @@ macro_rules! string_enum {
     };
 }
 
-string_enum!(
-    /// How a team group runs one user prompt (SPEC section 2).
-    #[derive(Default)]
-    Mode, "mode" {
-        #[default]
-        Broadcast => "broadcast",
-        Sequential => "sequential",
-        Orchestrator => "orchestrator",
-        OrchestratorReflect => "orchestrator_reflect",
-        /// A driver session talks to a counterpart on the user's behalf (see `model::relay`).
-        Relay => "relay",
-        /// The prompt enters at the `entry:` member and follows handoffs, routes and advisors.
-        Flow => "flow",
-        /// Stages with phases; the conversation moves along them by handoffs (`model::pipeline`).
-        Pipeline => "pipeline",
-        /// A tool-using orchestrator dispatches members as sub-agents; results come back by
-        /// themselves (`model::dispatch`).
-        Dispatch => "dispatch",
-        /// Members deliberate through broadcasts; the supervisor (the orchestrator) decides.
-        Team => "team",
-    }
-);
+/// For enums declared beside what they are about (`Mode`, in the mode table).
+pub(super) use string_enum;
 
 string_enum!(
     /// A session's part in its team.
@@ -208,19 +188,10 @@ impl WorktreeStrategy {
     }
 }
 
-impl Mode {
-    /// True for the modes driven by an orchestrator session (in `team` it is the supervisor).
-    pub fn has_orchestrator(self) -> bool {
-        matches!(
-            self,
-            Mode::Orchestrator | Mode::OrchestratorReflect | Mode::Dispatch | Mode::Team
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Mode;
 
     #[test]
     fn parses_ignoring_case_and_dashes() {

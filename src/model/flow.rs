@@ -42,6 +42,14 @@ impl FlowLinks {
     }
 }
 
+/// A flow team's settings on its group (see [`super::ModeSettings`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowSettings {
+    /// The session the prompt goes to first.
+    #[serde(rename = "flow_entry", default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
+}
+
 /// Why a flow cannot run; names the member at fault.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FlowError {
@@ -171,6 +179,34 @@ fn find_cycle(edges: &[Vec<usize>]) -> Option<Vec<usize>> {
         }
     }
     None
+}
+
+/// A flow preset's entry and its workers' links, held to [`check_flow`]; the problem points at
+/// the line of the member at fault, or at the `entry:` line.
+pub fn check_preset(preset: &super::Preset) -> Result<(), super::PresetProblem> {
+    let links: Vec<(String, FlowLinks)> = preset
+        .workers
+        .iter()
+        .map(|w| {
+            let links = FlowLinks {
+                handoff: w.handoff.clone(),
+                router: w.router.clone(),
+                advisors: w.advisors.clone(),
+            };
+            (w.name.clone(), links)
+        })
+        .collect();
+    let members: Vec<(&str, &FlowLinks)> = links.iter().map(|(n, l)| (n.as_str(), l)).collect();
+    check_flow(preset.entry.as_deref(), &members).map_err(|e| {
+        let at = match e.member() {
+            Some(member) if !matches!(e, FlowError::UnknownEntry(_)) => format!("name: {member}"),
+            _ => "entry:".to_string(),
+        };
+        super::PresetProblem {
+            message: e.to_string(),
+            at: vec![(at, 0)],
+        }
+    })
 }
 
 #[cfg(test)]

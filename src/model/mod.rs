@@ -9,6 +9,7 @@ mod enums;
 pub mod flow;
 pub mod limits;
 mod message;
+pub mod modes;
 mod organization;
 pub mod pipeline;
 mod preset;
@@ -21,13 +22,14 @@ mod worktree;
 pub use agent::{AgentFormat, AgentKind, AgentSession};
 pub use budget::{BudgetError, BudgetExceeded, BudgetLimit, RunBudget};
 pub use dispatch::{BroadcastKind, DispatchLimits, ExecutionKind, ExecutionStatus, TeamLimits};
-pub use enums::{GroupKind, Memory, MessageRole, Mode, ProviderKind, Role, Tier, WorktreeStrategy};
-pub use flow::{FlowLinks, RouterSpec, check_flow};
+pub use enums::{GroupKind, Memory, MessageRole, ProviderKind, Role, Tier, WorktreeStrategy};
+pub use flow::{FlowLinks, FlowSettings, RouterSpec, check_flow};
 pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS, MaxIterationsError};
 pub use message::{Message, Usage};
+pub use modes::{Counts, Mode, ModeSettings, ModeSpec, ModeState, PresetProblem, spec};
 pub use organization::{
     Group, GroupId, KeptEvaluator, Organization, Session, SessionId, UiPrefs, default_max_iterations,
-    default_worker_timeout_secs,
+    default_worker_timeout_secs, member_handles,
 };
 pub use pipeline::{
     ConversationState, PhaseTransition, PipelineSpec, PipelineStage, RoutingRule, Supervise, check_pipeline,

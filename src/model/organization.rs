@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AgentSession, DEFAULT_MAX_ITERATIONS, FlowLinks, GroupKind, Memory, Mode, ReflectionCycle, Role,
+    AgentSession, DEFAULT_MAX_ITERATIONS, FlowLinks, GroupKind, Memory, Mode, ModeSettings, ModeState, Role,
     RunBudget, Usage, Worktree, WorktreeStrategy,
 };
 
@@ -107,9 +107,6 @@ pub struct Group {
     /// `<tier>:<name>` of the preset the team was created from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_preset: Option<String>,
-    /// The current or last cycle's state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reflection: Option<ReflectionCycle>,
     /// Tokens used by the group's sessions, rolled up.
     #[serde(default)]
     pub usage: Usage,
@@ -128,33 +125,26 @@ pub struct Group {
     /// headless leftover that `huddle runs prune` removes once it is old enough.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headless_at: Option<DateTime<Utc>>,
-    /// A relay team's settings (mode `relay`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub relay: Option<super::RelaySettings>,
-    /// The current or last relay run's state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub relay_state: Option<super::RelayRecord>,
     /// Limits of each run of the group (none by default).
     #[serde(default, skip_serializing_if = "RunBudget::is_empty")]
     pub budget: RunBudget,
     /// What members remember between team runs.
     #[serde(default, skip_serializing_if = "Memory::is_run")]
     pub memory: Memory,
-    /// Mode `flow`: the session the prompt goes to first.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flow_entry: Option<SessionId>,
-    /// Mode `pipeline`: the stages, supervisor and rules (members by session id).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pipeline: Option<super::PipelineSpec>,
-    /// Mode `pipeline`: where the conversation is (phase, active member, history).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pipeline_state: Option<super::ConversationState>,
-    /// Mode `dispatch`: the team's guardrails (unset ones come from config.yaml, then defaults).
-    #[serde(default, skip_serializing_if = "super::DispatchLimits::is_empty")]
-    pub dispatch: super::DispatchLimits,
-    /// Mode `team`: the members' and the supervisor's turn limits.
-    #[serde(default, skip_serializing_if = "super::TeamLimits::is_empty")]
-    pub team_limits: super::TeamLimits,
+    /// The settings of the modes that have any (flattened: `relay`, `flow_entry`, `pipeline`,
+    /// `dispatch`, `team_limits`).
+    #[serde(flatten)]
+    pub settings: ModeSettings,
+    /// Where the current or last run of its mode is (flattened: `reflection`, `relay_state`,
+    /// `pipeline_state`).
+    #[serde(flatten)]
+    pub state: ModeState,
+    /// The team's sandbox (its preset's), over config.yaml's.
+    #[serde(default, skip_serializing_if = "crate::sandbox::SandboxSettings::is_empty")]
+    pub sandbox: crate::sandbox::SandboxSettings,
+    /// The team's hooks (its preset's), added to config.yaml's.
+    #[serde(default, skip_serializing_if = "crate::hooks::Hooks::is_empty")]
+    pub hooks: crate::hooks::Hooks,
 }
 
 pub fn default_max_iterations() -> u32 {
@@ -186,21 +176,17 @@ impl Group {
             evaluator_kept: None,
             legacy_evaluator_name: None,
             source_preset: None,
-            reflection: None,
             usage: Usage::default(),
             pending_messages: Vec::new(),
             worktrees: WorktreeStrategy::Shared,
             member_slug: None,
             headless_at: None,
-            relay: None,
-            relay_state: None,
             budget: RunBudget::default(),
             memory: Memory::Run,
-            flow_entry: None,
-            pipeline: None,
-            pipeline_state: None,
-            dispatch: Default::default(),
-            team_limits: Default::default(),
+            settings: ModeSettings::default(),
+            state: ModeState::default(),
+            sandbox: Default::default(),
+            hooks: Default::default(),
         }
     }
 
@@ -282,6 +268,12 @@ pub struct Session {
     /// or is renamed; `None` for sessions made before it was kept, or added to a team later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handle: Option<String>,
+    /// The member's own sandbox (its preset's), over its team's.
+    #[serde(default, skip_serializing_if = "crate::sandbox::SandboxSettings::is_empty")]
+    pub sandbox: crate::sandbox::SandboxSettings,
+    /// The member's own hooks (its preset's), added to its team's.
+    #[serde(default, skip_serializing_if = "crate::hooks::Hooks::is_empty")]
+    pub hooks: crate::hooks::Hooks,
 }
 
 impl Session {
@@ -309,6 +301,8 @@ impl Session {
             pending_notes: Vec::new(),
             flow: FlowLinks::default(),
             handle: None,
+            sandbox: Default::default(),
+            hooks: Default::default(),
         }
     }
 
@@ -316,6 +310,37 @@ impl Session {
     pub fn is_team_member(&self) -> bool {
         self.team || matches!(self.role, Role::Orchestrator | Role::Evaluator)
     }
+}
+
+/// Each member's handle (the name it goes by in its team's prompts, tools and settings), by
+/// session id, for a team's sessions whose names carry the prefix `slug`: the one kept on its session when the team was made,
+/// else its session name less the team's prefix; a kept handle another member also has (an edited
+/// file) gives way to the names.
+pub fn member_handles(sessions: &[&Session], slug: &str) -> Vec<(String, String)> {
+    let kept: Vec<Option<String>> = sessions
+        .iter()
+        .map(|s| {
+            s.handle
+                .as_deref()
+                .map(crate::naming::slug)
+                .filter(|h| !h.is_empty())
+        })
+        .collect();
+    let mut uses: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for h in kept.iter().flatten() {
+        *uses.entry(h.as_str()).or_default() += 1;
+    }
+    sessions
+        .iter()
+        .zip(&kept)
+        .map(|(s, h)| {
+            let handle = match h {
+                Some(h) if uses.get(h.as_str()) == Some(&1) => h.clone(),
+                _ => crate::naming::worker_handle(&s.name, slug),
+            };
+            (s.id.clone(), handle)
+        })
+        .collect()
 }
 
 impl Organization {
@@ -371,6 +396,12 @@ impl Organization {
         self.groups.iter().find(|g| g.kind == GroupKind::Default)
     }
 
+    /// [`member_handles`] of a group's sessions, by session id.
+    pub fn member_handles(&self, group_id: &str) -> Vec<(SessionId, String)> {
+        let slug = self.group(group_id).map(Group::members_slug).unwrap_or_default();
+        member_handles(&self.sessions_in(group_id), &slug)
+    }
+
     /// `base`, or `base-2`, `base-3`, ... : the first name no session has yet.
     pub fn unique_session_name(&self, base: &str) -> String {
         let taken = |n: &str| self.sessions.iter().any(|s| s.name == n);
@@ -410,5 +441,157 @@ impl Organization {
             .map(|s| s.order)
             .max()
             .map_or(0, |m| m.saturating_add(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::{ApprovalMode, ConversationState, PipelineSpec, RelayRecord, RelaySettings};
+
+    /// A team group as huddle wrote it while its per-mode settings and state were fields of their
+    /// own (`relay`, `relay_state`, `flow_entry`, `pipeline`, `pipeline_state`, `dispatch`,
+    /// `team_limits`, `reflection`), every one of them set.
+    fn old_group() -> serde_json::Value {
+        let reflection = crate::model::ReflectionCycle {
+            goal: "ship it".into(),
+            iteration: 2,
+            completed_iterations: 1,
+            active: true,
+            ..Default::default()
+        };
+        json!({
+            "id": "g1",
+            "name": "Desk",
+            "kind": "team",
+            "sort_order": 3,
+            "mode": "pipeline",
+            "max_iterations": 7,
+            "worker_timeout_secs": 90,
+            "reflection": serde_json::to_value(&reflection).unwrap(),
+            "usage": { "input_tokens": 10, "output_tokens": 20 },
+            "member_slug": "desk",
+            "relay": {
+                "driver": "a",
+                "counterpart": "b",
+                "approval": "semi_auto",
+                "max_turns": 8,
+                "max_failures": 3,
+                "max_history_turns": 20,
+                "max_history_chars": 20000,
+                "max_hops": 4
+            },
+            "relay_state": {
+                "objective": "buy",
+                "state": "waiting_local",
+                "turn": 2,
+                "max_turns": 8,
+                "approval": "manual",
+                "trace_id": "t1",
+                "consecutive_failures": 0,
+                "taken_over": false
+            },
+            "memory": "conversation",
+            "flow_entry": "s1",
+            "pipeline": {
+                "stages": [
+                    { "phase": "intake", "member": "s1", "next": "review" },
+                    { "phase": "review", "member": "s2", "can_return_to": ["intake"] }
+                ],
+                "supervisor": "s2",
+                "supervise": "every_turn"
+            },
+            "pipeline_state": {
+                "phase": "review",
+                "active": "s2",
+                "parked": false,
+                "handoff_count": 1
+            },
+            "dispatch": { "max_concurrent_agents": 3, "sub_agents": ["a"] },
+            "team_limits": { "member_max_turns": 4 }
+        })
+    }
+
+    #[test]
+    fn a_group_written_before_mode_settings_reads_into_them_and_writes_the_same_keys() {
+        let old = old_group();
+        let group: Group = serde_json::from_value(old.clone()).unwrap();
+        let relay = group.settings.relay.as_ref().expect("relay settings");
+        assert_eq!(
+            (relay.driver.as_str(), relay.approval),
+            ("a", ApprovalMode::SemiAuto)
+        );
+        assert_eq!(group.settings.flow.entry.as_deref(), Some("s1"));
+        let pipeline: &PipelineSpec = group.settings.pipeline.as_ref().expect("pipeline");
+        assert_eq!(pipeline.stages[1].can_return_to, ["intake"]);
+        assert_eq!(group.settings.dispatch.max_concurrent_agents, Some(3));
+        assert_eq!(group.settings.team.member_max_turns, Some(4));
+        let record: &RelayRecord = group.state.relay.as_ref().expect("relay state");
+        assert_eq!(record.turn, 2);
+        let conversation: &ConversationState = group.state.pipeline.as_ref().expect("pipeline state");
+        assert_eq!(conversation.active.as_deref(), Some("s2"));
+        let cycle = group.state.orchestrator_reflect.as_ref().expect("reflection");
+        assert_eq!((cycle.goal.as_str(), cycle.iteration), ("ship it", 2));
+        assert_eq!((group.max_iterations, group.memory), (7, Memory::Conversation));
+
+        let again = serde_json::to_value(&group).unwrap();
+        let keys =
+            |v: &serde_json::Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+        assert_eq!(
+            keys(&again),
+            keys(&old),
+            "the same field names, no more, no fewer"
+        );
+        assert_eq!(again, old, "every value written back as it was read");
+    }
+
+    #[test]
+    fn a_group_without_mode_settings_writes_none_of_their_keys() {
+        let group = Group::new("Plain", GroupKind::Team);
+        let written = serde_json::to_value(&group).unwrap();
+        for key in [
+            "relay",
+            "relay_state",
+            "flow_entry",
+            "pipeline",
+            "pipeline_state",
+            "dispatch",
+            "team_limits",
+            "reflection",
+        ] {
+            assert!(written.get(key).is_none(), "{key} written: {written}");
+        }
+        let back: Group = serde_json::from_value(written).unwrap();
+        assert_eq!(back, group);
+        let relay = RelaySettings::new("a", "b");
+        let mut group = group;
+        group.settings.relay = Some(relay.clone());
+        let written = serde_json::to_value(&group).unwrap();
+        assert_eq!(written["relay"], serde_json::to_value(&relay).unwrap());
+    }
+
+    fn session(name: &str, handle: Option<&str>) -> Session {
+        let mut s = Session::new(name, "g", "sim/x");
+        s.handle = handle.map(str::to_string);
+        s
+    }
+
+    #[test]
+    fn members_go_by_their_kept_handles_else_by_their_names_less_the_team_prefix() {
+        let kept = session("incident-log-analyzer-2", Some("log-analyzer"));
+        let added_later = session("incident-scribe", None);
+        let (a, b) = (session("x-one", Some("dup")), session("x-two", Some("DUP")));
+        let sessions = [&kept, &added_later, &a, &b];
+        let handles: Vec<String> = member_handles(&sessions, "incident")
+            .into_iter()
+            .map(|(_, h)| h)
+            .collect();
+        assert_eq!(
+            handles,
+            ["log-analyzer", "scribe", "x-one", "x-two"],
+            "a handle two members claim gives way to their names"
+        );
     }
 }

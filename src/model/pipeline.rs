@@ -290,6 +290,22 @@ pub fn check_pipeline(spec: &PipelineSpec, members: &[&str]) -> Result<(), Pipel
 }
 
 impl PipelineSpec {
+    /// The spec with every member reference (stage members, the supervisor) mapped.
+    pub fn map_members(&self, map: impl Fn(&str) -> String) -> PipelineSpec {
+        PipelineSpec {
+            stages: self
+                .stages
+                .iter()
+                .map(|s| PipelineStage {
+                    member: map(&s.member),
+                    ..s.clone()
+                })
+                .collect(),
+            supervisor: self.supervisor.as_deref().map(&map),
+            ..self.clone()
+        }
+    }
+
     /// Whether a move from `from` to `to` goes back to an earlier stage.
     pub fn is_return(&self, from: Option<&str>, to: &str) -> bool {
         match (from.and_then(|p| self.stage_of(p)), self.stage_of(to)) {
@@ -382,6 +398,22 @@ pub fn route(spec: &PipelineSpec, state: &ConversationState, message: &str) -> (
         Some(i) if state.parked => (i, Routed::Resume),
         _ => (0, Routed::Default),
     }
+}
+
+/// A pipeline preset's stages, supervisor and rules, held to [`check_pipeline`]; the problem
+/// points at the stage or member at fault (a phase declared twice: its second declaration),
+/// else at the `stages:` line.
+pub fn check_preset(preset: &super::Preset) -> Result<(), super::PresetProblem> {
+    let names: Vec<&str> = preset.workers.iter().map(|w| w.name.as_str()).collect();
+    check_pipeline(&preset.pipeline_spec(), &names).map_err(|e| {
+        let nth = usize::from(matches!(e, PipelineError::DuplicatePhase(_)));
+        let mut at: Vec<(String, usize)> = e.subject().map(|s| (s, nth)).into_iter().collect();
+        at.push(("stages:".to_string(), 0));
+        super::PresetProblem {
+            message: e.to_string(),
+            at,
+        }
+    })
 }
 
 #[cfg(test)]

@@ -305,6 +305,47 @@ pub struct RelayRecord {
     pub reason: Option<String>,
 }
 
+impl RelaySettings {
+    /// The settings in one line (`presets show`).
+    pub fn summary(&self) -> String {
+        format!(
+            "relay: {} → {} · approval {} · max turns {} · max failures {} · max hops {}",
+            self.driver, self.counterpart, self.approval, self.max_turns, self.max_failures, self.max_hops
+        )
+    }
+}
+
+/// A relay preset needs its `relay:` entry, held to [`RelaySettings::problem`]; the problem
+/// points at the line of the key at fault.
+pub fn check_preset(preset: &super::Preset) -> Result<(), super::PresetProblem> {
+    let Some(relay) = &preset.relay else {
+        return Err(super::PresetProblem {
+            message: "relay: mode relay needs a `relay:` entry (driver, counterpart)".into(),
+            at: vec![("mode:".into(), 0)],
+        });
+    };
+    let members: Vec<&str> = preset.workers.iter().map(|w| w.name.as_str()).collect();
+    match relay.problem(&members) {
+        None => Ok(()),
+        Some(problem) => {
+            // `relay.review.patterns[0]: …` is on the line of `patterns`.
+            let key = problem.split(':').next().unwrap_or("relay");
+            let needle = key
+                .rsplit('.')
+                .next()
+                .unwrap_or("relay")
+                .split('[')
+                .next()
+                .unwrap_or("relay")
+                .to_string();
+            Err(super::PresetProblem {
+                message: problem,
+                at: vec![(needle, 0)],
+            })
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

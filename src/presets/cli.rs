@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use unicode_width::UnicodeWidthStr;
 
 use crate::config::Config;
-use crate::model::{DEFAULT_MAX_ITERATIONS, Mode, Preset};
+use crate::model::{DEFAULT_MAX_ITERATIONS, Preset};
 
 use super::catalog::Catalog;
 use super::models::resolved;
@@ -118,10 +118,12 @@ fn size(text: Option<&str>) -> String {
     text.map_or_else(|| "none".into(), |t| format!("{} characters", t.chars().count()))
 }
 
+/// The preset's `max_iterations`; its default where the mode iterates.
 fn max_iterations(p: &Preset) -> Option<u32> {
-    match p.mode {
-        Mode::OrchestratorReflect => Some(p.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS)),
-        _ => p.max_iterations,
+    if p.mode.spec().iterates {
+        Some(p.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS))
+    } else {
+        p.max_iterations
     }
 }
 
@@ -143,33 +145,11 @@ fn show_text(p: &Preset, config: &Config) -> String {
     if let Some(n) = max_iterations(p) {
         out.push_str(&format!("max iterations: {n}\n"));
     }
-    if let Some(r) = &p.relay {
-        out.push_str(&format!(
-            "relay: {} → {} · approval {} · max turns {} · max failures {} · max hops {}\n",
-            r.driver, r.counterpart, r.approval, r.max_turns, r.max_failures, r.max_hops
-        ));
-    }
-    if p.mode == crate::model::Mode::Dispatch {
-        let d = p.dispatch_limits().or(&config.dispatch);
-        let allowed = if d.sub_agents.is_empty() {
-            "all workers".to_string()
-        } else {
-            d.sub_agents.join(", ")
-        };
-        out.push_str(&format!(
-            "dispatch: {} sub-agents at once · {}s each · {}s to conclude · may dispatch {allowed}\n",
-            d.max_concurrent(),
-            d.agent_timeout().as_secs(),
-            d.max_budget().as_secs()
-        ));
-    }
-    if p.mode == crate::model::Mode::Team {
-        let t = p.team_limits();
-        out.push_str(&format!(
-            "team: the orchestrator supervises · {} turns per member · {} supervisor turns\n",
-            t.member_turns(),
-            t.supervisor_turns()
-        ));
+    // The mode's own settings (unset guardrails from config.yaml, then the defaults).
+    let mut settings = crate::model::ModeSettings::from_preset(p, |name| Some(name.to_string()));
+    settings.dispatch = settings.dispatch.or(&config.dispatch);
+    if let Some(line) = (p.mode.spec().settings_line)(&settings) {
+        out.push_str(&format!("{line}\n"));
     }
     if !p.worktrees.is_shared() {
         out.push_str(&format!(

@@ -1,17 +1,17 @@
 //! A preset becomes a team group with its sessions, and a team group becomes a preset again.
 //!
 //! Session names are `<team-slug>-<worker>` (`<team-slug>-orchestrator`, `<team-slug>-evaluator`),
-//! made unique in the organization (see [`crate::naming`]). The engine resolves `@worker:<name>`
-//! against session names with the `<team-slug>-` prefix removed, so the worker's preset name
-//! stays its handle.
+//! made unique in the organization (see [`crate::naming`]). Each member keeps its preset name's
+//! slug as its handle (`Session::handle`), what the team's prompts list and `@worker:`, `relay:`
+//! and a saved preset name it by, also when its session name had to be made unique.
 
 use std::path::Path;
 
 use crate::config::Config;
 use crate::model::limits::clamp_max_iterations;
 use crate::model::{
-    FlowLinks, Group, GroupId, GroupKind, Mode, Organization, PipelineSpec, PipelineStage, Preset,
-    PresetAgent, PresetWorker, Role, RouterSpec, Session,
+    FlowLinks, Group, GroupId, GroupKind, ModeSettings, Organization, Preset, PresetAgent, PresetWorker,
+    Role, RouterSpec, Session,
 };
 use crate::naming::{member_session_name, worker_handle, worker_slug};
 
@@ -41,7 +41,7 @@ pub fn create_team_group(
     // In the orchestrator modes the orchestrator prompt goes into planning (the group field);
     // in the others an orchestrator is an ordinary participant and it is its system prompt.
     let orchestrator_prompt = preset.orchestrator.as_ref().and_then(|o| o.prompt.clone());
-    if preset.mode.has_orchestrator() {
+    if preset.mode.spec().has_orchestrator {
         group.orchestrator_prompt = orchestrator_prompt.clone();
     }
     group.shared_context = preset.shared_context.clone();
@@ -54,11 +54,10 @@ pub fn create_team_group(
     if let Some(t) = preset.worker_timeout_secs {
         group.worker_timeout_secs = t;
     }
-    group.relay = preset.relay.clone();
     group.budget = preset.budget();
-    group.dispatch = preset.dispatch_limits();
-    group.team_limits = preset.team_limits();
     group.memory = preset.memory;
+    group.sandbox = preset.sandbox.clone();
+    group.hooks = preset.hooks.clone();
     group.source_preset = Some(source_preset_of(preset));
     let team = team_slug(&group.name);
     group.member_slug = Some(team.clone());
@@ -86,13 +85,15 @@ pub fn create_team_group(
             Role::Orchestrator,
             o.model.as_deref(),
         );
-        if !preset.mode.has_orchestrator() {
+        if !preset.mode.spec().has_orchestrator {
             org.sessions[i].system_prompt = orchestrator_prompt;
         }
         org.sessions[i].display_name = o.display_name.clone();
         org.sessions[i].tools = o.tools.clone();
         org.sessions[i].max_tool_rounds = o.max_tool_rounds;
         org.sessions[i].handle = Some("orchestrator".into());
+        org.sessions[i].sandbox = o.sandbox.clone();
+        org.sessions[i].hooks = o.hooks.clone();
     }
     let mut worker_ids: Vec<(String, String)> = Vec::new();
     for w in &preset.workers {
@@ -109,11 +110,19 @@ pub fn create_team_group(
         s.handle = Some(worker_slug(&w.name));
         s.tools = w.tools.clone();
         s.max_tool_rounds = w.max_tool_rounds;
+        s.sandbox = w.sandbox.clone();
+        s.hooks = w.hooks.clone();
         worker_ids.push((w.name.clone(), s.id.clone()));
     }
-    link_flow(org, &mut group, preset, &worker_ids);
-    link_pipeline(&mut group, preset, &worker_ids);
-    if preset.mode == Mode::OrchestratorReflect
+    let id_of = |name: &str| {
+        worker_ids
+            .iter()
+            .find(|(n, _)| n.trim().eq_ignore_ascii_case(name.trim()))
+            .map(|(_, id)| id.clone())
+    };
+    group.settings = ModeSettings::from_preset(preset, id_of);
+    link_flow(org, preset, &worker_ids);
+    if preset.mode.spec().has_evaluator
         && let Some(e) = &preset.evaluator
     {
         let i = add(
@@ -126,23 +135,24 @@ pub fn create_team_group(
         org.sessions[i].handle = Some("evaluator".into());
         org.sessions[i].tools = e.tools.clone();
         org.sessions[i].max_tool_rounds = e.max_tool_rounds;
+        org.sessions[i].sandbox = e.sandbox.clone();
+        org.sessions[i].hooks = e.hooks.clone();
         group.evaluator_id = Some(org.sessions[i].id.clone());
     }
     org.groups.push(group);
     group_id
 }
 
-/// A flow preset's links (worker names) stored on the new sessions and group as session ids,
-/// so a later rename of a session changes nothing. A name that names no worker (a preset built
-/// in code; parsed ones are checked) is left out.
-fn link_flow(org: &mut Organization, group: &mut Group, preset: &Preset, worker_ids: &[(String, String)]) {
+/// A flow preset's links (worker names) stored on the new sessions as session ids, so a later
+/// rename of a session changes nothing. A name that names no worker (a preset built in code;
+/// parsed ones are checked) is left out.
+fn link_flow(org: &mut Organization, preset: &Preset, worker_ids: &[(String, String)]) {
     let id_of = |name: &str| {
         worker_ids
             .iter()
             .find(|(n, _)| n.trim().eq_ignore_ascii_case(name.trim()))
             .map(|(_, id)| id.clone())
     };
-    group.flow_entry = preset.entry.as_deref().and_then(id_of);
     for (w, (_, id)) in preset.workers.iter().zip(worker_ids) {
         let links = FlowLinks {
             handoff: w.handoff.as_deref().and_then(id_of),
@@ -154,42 +164,6 @@ fn link_flow(org: &mut Organization, group: &mut Group, preset: &Preset, worker_
         if let Some(s) = org.sessions.iter_mut().find(|s| s.id == *id) {
             s.flow = links;
         }
-    }
-}
-
-/// A pipeline preset's stages and supervisor (worker names) stored on the group by session id.
-fn link_pipeline(group: &mut Group, preset: &Preset, worker_ids: &[(String, String)]) {
-    if preset.mode != Mode::Pipeline {
-        return;
-    }
-    let spec = PipelineSpec {
-        stages: preset.stages.clone(),
-        supervisor: preset.supervisor.clone(),
-        supervise: preset.supervise,
-        rules: preset.rules.clone(),
-    };
-    let id_of = |name: &str| {
-        worker_ids
-            .iter()
-            .find(|(n, _)| n.trim().eq_ignore_ascii_case(name.trim()))
-            .map_or_else(|| name.to_string(), |(_, id)| id.clone())
-    };
-    group.pipeline = Some(map_pipeline_members(&spec, id_of));
-}
-
-/// `spec` with every member reference (stage members, the supervisor) mapped.
-fn map_pipeline_members(spec: &PipelineSpec, map: impl Fn(&str) -> String) -> PipelineSpec {
-    PipelineSpec {
-        stages: spec
-            .stages
-            .iter()
-            .map(|s| PipelineStage {
-                member: map(&s.member),
-                ..s.clone()
-            })
-            .collect(),
-        supervisor: spec.supervisor.as_deref().map(&map),
-        ..spec.clone()
     }
 }
 
@@ -211,8 +185,10 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
                 .or_else(|| s.system_prompt.clone()),
             tools: s.tools.clone(),
             max_tool_rounds: s.max_tool_rounds,
+            sandbox: s.sandbox.clone(),
+            hooks: s.hooks.clone(),
         })
-        .or_else(|| group.mode.has_orchestrator().then(PresetAgent::default));
+        .or_else(|| group.mode.spec().has_orchestrator.then(PresetAgent::default));
     let evaluator_session = org.evaluator_of(group_id);
     let evaluator = evaluator_session.map(|s| PresetAgent {
         display_name: s.display_name.clone(),
@@ -220,20 +196,19 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         prompt: s.system_prompt.clone(),
         tools: s.tools.clone(),
         max_tool_rounds: s.max_tool_rounds,
+        sandbox: s.sandbox.clone(),
+        hooks: s.hooks.clone(),
     });
     let evaluator_id = evaluator_session.map(|s| s.id.as_str());
-    // Flow links name sessions by id; a preset names workers by handle.
-    let handle_of = |id: &str| {
-        sessions
-            .iter()
-            .find(|s| s.id == id)
-            .map(|s| worker_handle(&s.name, &team))
-    };
+    // Flow links name sessions by id; a preset names workers by handle (the one kept on the
+    // session: a second team from one preset has unique session names but the same handles).
+    let handles = org.member_handles(group_id);
+    let handle_of = |id: &str| handles.iter().find(|(s, _)| s == id).map(|(_, h)| h.clone());
     let workers = sessions
         .iter()
         .filter(|s| s.role == Role::Worker && Some(s.id.as_str()) != evaluator_id)
         .map(|s| PresetWorker {
-            name: worker_handle(&s.name, &team),
+            name: handle_of(&s.id).unwrap_or_else(|| worker_handle(&s.name, &team)),
             display_name: s.display_name.clone(),
             role: s.member_role.clone(),
             model: Some(s.model.clone()),
@@ -245,14 +220,11 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
                 destinations: r.destinations.iter().filter_map(|d| handle_of(d)).collect(),
             }),
             advisors: s.flow.advisors.iter().filter_map(|a| handle_of(a)).collect(),
+            sandbox: s.sandbox.clone(),
+            hooks: s.hooks.clone(),
         })
         .collect();
-    let pipeline = group
-        .pipeline
-        .as_ref()
-        .map(|p| map_pipeline_members(p, |id| handle_of(id).unwrap_or_else(|| id.to_string())))
-        .unwrap_or_default();
-    Some(Preset {
+    let mut preset = Preset {
         name: preset_name_of(group),
         description: group.description.clone(),
         emoji: group.emoji.clone(),
@@ -267,23 +239,13 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         shared_context: group.shared_context.clone(),
         routing_context: group.routing_context.clone(),
         worktrees: group.worktrees,
-        relay: group.relay.clone(),
         memory: group.memory,
-        entry: group.flow_entry.as_deref().and_then(handle_of),
-        stages: pipeline.stages,
-        supervisor: pipeline.supervisor,
-        supervise: pipeline.supervise,
-        rules: pipeline.rules,
-        max_concurrent_agents: group.dispatch.max_concurrent_agents,
-        agent_timeout_secs: group.dispatch.agent_timeout_secs,
-        max_budget_secs: group.dispatch.max_budget_secs,
-        sub_agents: group.dispatch.sub_agents.clone(),
-        member_max_turns: group.team_limits.member_max_turns,
-        supervisor_max_turns: group.team_limits.supervisor_max_turns,
-        tier: None,
-        source: None,
-        warnings: Vec::new(),
-    })
+        sandbox: group.sandbox.clone(),
+        hooks: group.hooks.clone(),
+        ..Preset::default()
+    };
+    group.settings.to_preset(&mut preset, handle_of);
+    Some(preset)
 }
 
 /// The preset name a group was made from (`source_preset` is `<tier>:<name>`), else its name.
@@ -322,7 +284,10 @@ mod tests {
         let mut org = Organization::default();
         let id = create_team_group(&mut org, &preset, &config, None);
         let id_of = |name: &str| org.session_by_name(name).unwrap().id.clone();
-        assert_eq!(org.group(&id).unwrap().flow_entry, Some(id_of("desk-triage")));
+        assert_eq!(
+            org.group(&id).unwrap().settings.flow.entry,
+            Some(id_of("desk-triage"))
+        );
         let tech = org.session_by_name("desk-tech").unwrap();
         assert_eq!(tech.flow.advisors, vec![id_of("desk-sec")]);
         assert_eq!(tech.flow.handoff, Some(id_of("desk-ok")));
@@ -418,6 +383,25 @@ mod tests {
         let back = preset_from_group(&org, &id).unwrap();
         assert_eq!(back.name, "Review Crew");
         assert_eq!(back.workers[1].name, "tests");
+    }
+
+    #[test]
+    fn a_team_whose_session_names_were_made_unique_gives_back_its_members_by_handle() {
+        // `huddle run --preset` renames each team it makes, so the next one is named after the
+        // preset again and its sessions get suffixes (`review-crew-tests-2`).
+        let mut org = Organization::default();
+        let config = Config::from_env(|_| None);
+        let first = create_team_group(&mut org, &preset(), &config, None);
+        org.group_mut(&first).unwrap().name = "Review Crew · run 1".into();
+        let id = create_team_group(&mut org, &preset(), &config, None);
+        assert!(
+            org.sessions_in(&id)
+                .iter()
+                .any(|s| s.name == "review-crew-tests-2")
+        );
+        let back = preset_from_group(&org, &id).unwrap();
+        let names: Vec<&str> = back.workers.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["sec-ops", "tests"]);
     }
 
     #[test]

@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use crate::config::{Config, ConfigError, split_slug, yaml_error};
-use crate::model::flow::FlowError;
 use crate::model::limits::check_max_iterations;
-use crate::model::{FlowLinks, Mode, PipelineSpec, Preset, Tier, check_flow, check_pipeline};
+use crate::model::modes::ignored_keys;
+use crate::model::{Mode, Preset, Tier};
 
 use super::PresetError;
 use super::models::check_preset_models;
@@ -47,6 +47,33 @@ fn invalid(path: &Path, location: &str, message: String) -> PresetError {
         location: location.to_string(),
         message,
     }
+}
+
+/// The `sandbox:` and `hooks:` of the team and of each member; the error's first part is what
+/// to look for in the text (for the line).
+fn check_sandbox_and_hooks(preset: &Preset) -> Result<(), (&'static str, String)> {
+    let mut levels: Vec<(String, &crate::sandbox::SandboxSettings, &crate::hooks::Hooks)> =
+        vec![(String::new(), &preset.sandbox, &preset.hooks)];
+    for (who, agent) in [
+        ("orchestrator.", &preset.orchestrator),
+        ("evaluator.", &preset.evaluator),
+    ] {
+        if let Some(a) = agent {
+            levels.push((who.to_string(), &a.sandbox, &a.hooks));
+        }
+    }
+    for (i, w) in preset.workers.iter().enumerate() {
+        levels.push((format!("workers[{i}]."), &w.sandbox, &w.hooks));
+    }
+    for (prefix, sandbox, hooks) in levels {
+        sandbox
+            .validate(&format!("{prefix}sandbox"))
+            .map_err(|e| ("sandbox:", e))?;
+        hooks
+            .validate(&format!("{prefix}hooks"))
+            .map_err(|e| ("hooks:", e))?;
+    }
+    Ok(())
 }
 
 /// ` line L` of the `nth` (0-based) line containing `needle`, or nothing when not found.
@@ -108,7 +135,7 @@ fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetEr
     for w in &mut preset.workers {
         w.name = w.name.trim().to_string();
     }
-    if preset.mode.has_orchestrator() && preset.orchestrator.is_none() {
+    if preset.mode.spec().has_orchestrator && preset.orchestrator.is_none() {
         return Err(err(
             "mode:",
             0,
@@ -118,14 +145,8 @@ fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetEr
             ),
         ));
     }
-    if preset.evaluator.is_some() && preset.mode != Mode::OrchestratorReflect {
-        preset.warnings.push(format!(
-            "evaluator: only used by orchestrator_reflect; ignored in mode {}",
-            preset.mode
-        ));
-    }
-    check_preset_flow(preset, text, path)?;
-    check_preset_pipeline(preset, text, path)?;
+    check_mode_keys(preset, text, path)?;
+    check_mode_settings(preset, text, path)?;
     if let Some(Err(e)) = preset.max_iterations.map(check_max_iterations) {
         return Err(err("max_iterations", 0, format!("max_iterations: {e}")));
     }
@@ -139,7 +160,8 @@ fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetEr
     if let Err(e) = preset.budget().validate() {
         return Err(err(e.key, 0, e.to_string()));
     }
-    check_preset_dispatch(preset, text, path)?;
+    check_limits(preset, text, path)?;
+    check_sandbox_and_hooks(preset).map_err(|(needle, message)| err(needle, 0, message))?;
     let mut rounds: Vec<(String, u32)> = Vec::new();
     for (who, agent) in [
         ("orchestrator", &preset.orchestrator),
@@ -168,33 +190,6 @@ fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetEr
             ));
         }
     }
-    if preset.mode == Mode::Relay {
-        let Some(relay) = &preset.relay else {
-            return Err(err(
-                "mode:",
-                0,
-                "relay: mode relay needs a `relay:` entry (driver, counterpart)".into(),
-            ));
-        };
-        let members: Vec<&str> = preset.workers.iter().map(|w| w.name.as_str()).collect();
-        if let Some(problem) = relay.problem(&members) {
-            let key = problem.split(':').next().unwrap_or("relay");
-            let needle = key
-                .rsplit('.')
-                .next()
-                .unwrap_or("relay")
-                .split('[')
-                .next()
-                .unwrap_or("relay")
-                .to_string();
-            return Err(err(&needle, 0, problem));
-        }
-    } else if preset.relay.is_some() {
-        preset.warnings.push(format!(
-            "relay: only used by mode relay; ignored in mode {}",
-            preset.mode
-        ));
-    }
     let mut slugs: Vec<(String, &str)> = Vec::new();
     if let Some(m) = preset.orchestrator.as_ref().and_then(|o| o.model.as_deref()) {
         slugs.push(("orchestrator.model".into(), m));
@@ -219,77 +214,96 @@ fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetEr
     Ok(())
 }
 
-/// Mode `flow`: the entry and the workers' links follow [`check_flow`] (the error names the
-/// member and the line of its name). Links in another mode are ignored, with a warning.
-fn check_preset_flow(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetError> {
-    let linked: Vec<&str> = preset
-        .workers
-        .iter()
-        .filter(|w| w.handoff.is_some() || w.router.is_some() || !w.advisors.is_empty())
-        .map(|w| w.name.as_str())
-        .collect();
-    if preset.mode != Mode::Flow {
-        if !linked.is_empty() {
-            let warning = format!(
-                "handoff/router/advisors of {} are only used in mode flow; ignored in mode {}",
+/// The keys of one mode set on a preset of another (its row's `preset_keys` and `worker_keys`
+/// in [`crate::model::ModeSpec`]) are ignored, with a warning; a key the preset's mode refuses
+/// (`refused_keys`) is an error. A key counts as set when it would be written (a value other
+/// than its default).
+fn check_mode_keys(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetError> {
+    let Ok(serde_json::Value::Object(keys)) = serde_json::to_value(&*preset) else {
+        return Ok(());
+    };
+    for (key, why) in preset.mode.spec().refused_keys {
+        if keys.contains_key(*key) {
+            let location = line_of(text, &format!("{key}:"), 0);
+            return Err(invalid(path, &location, format!("{key}: {why}")));
+        }
+    }
+    let workers: Vec<&serde_json::Map<String, serde_json::Value>> = keys
+        .get("workers")
+        .and_then(serde_json::Value::as_array)
+        .map(|list| list.iter().filter_map(serde_json::Value::as_object).collect())
+        .unwrap_or_default();
+    for owner in Mode::ALL.iter().copied().filter(|m| *m != preset.mode) {
+        let row = owner.spec();
+        let worker_keys: Vec<&str> = row
+            .worker_keys
+            .iter()
+            .copied()
+            .filter(|k| workers.iter().any(|w| w.contains_key(*k)))
+            .collect();
+        if !worker_keys.is_empty() {
+            let linked: Vec<&str> = preset
+                .workers
+                .iter()
+                .zip(&workers)
+                .filter(|(_, w)| worker_keys.iter().any(|k| w.contains_key(*k)))
+                .map(|(p, _)| p.name.as_str())
+                .collect();
+            preset.warnings.push(format!(
+                "{} of {} are only used in mode {owner}; ignored in mode {}",
+                worker_keys.join("/"),
                 linked.join(", "),
                 preset.mode
-            );
+            ));
+        }
+        let set: Vec<&str> = row
+            .preset_keys
+            .iter()
+            .copied()
+            .filter(|k| keys.contains_key(*k))
+            .collect();
+        if !set.is_empty() {
+            let warning = ignored_keys(&set.join("/"), owner, preset.mode);
             preset.warnings.push(warning);
         }
-        if preset.entry.is_some() {
-            let warning = format!("entry: only used in mode flow; ignored in mode {}", preset.mode);
-            preset.warnings.push(warning);
-        }
-        return Ok(());
-    }
-    let links: Vec<(String, FlowLinks)> = preset
-        .workers
-        .iter()
-        .map(|w| {
-            let links = FlowLinks {
-                handoff: w.handoff.clone(),
-                router: w.router.clone(),
-                advisors: w.advisors.clone(),
-            };
-            (w.name.clone(), links)
-        })
-        .collect();
-    let members: Vec<(&str, &FlowLinks)> = links.iter().map(|(n, l)| (n.as_str(), l)).collect();
-    check_flow(preset.entry.as_deref(), &members).map_err(|e| {
-        let location = match e.member() {
-            Some(member) if !matches!(e, FlowError::UnknownEntry(_)) => {
-                line_of(text, &format!("name: {member}"), 0)
-            }
-            _ => line_of(text, "entry:", 0),
-        };
-        let location = if location.is_empty() {
-            line_of(text, "mode:", 0)
-        } else {
-            location
-        };
-        invalid(path, &location, e.to_string())
-    })?;
-    if preset.orchestrator.is_some() || preset.evaluator.is_some() {
-        preset
-            .warnings
-            .push("orchestrator/evaluator: mode flow runs only its workers; they take no part".into());
     }
     Ok(())
 }
 
-/// Mode `pipeline`: the stages, supervisor and rules follow [`check_pipeline`] (the error
-/// names the stage or member and the line it is on). Stages in another mode are a warning.
-/// Mode `dispatch`'s guardrails and mode `team`'s turn limits: in range, the allow-list naming
-/// workers; set in another mode they are ignored with a warning.
-fn check_preset_dispatch(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetError> {
+/// The preset's mode's own settings, checked by its model file (its row's `check_preset`);
+/// the error is on the line the check points at, else on the `mode:` line. In a mode where only
+/// workers take part, an orchestrator or evaluator is a warning.
+fn check_mode_settings(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetError> {
+    let row = preset.mode.spec();
+    (row.check_preset)(preset).map_err(|problem| {
+        let location = problem
+            .at
+            .iter()
+            .map(|(needle, nth)| line_of(text, needle, *nth))
+            .find(|l| !l.is_empty())
+            .unwrap_or_else(|| line_of(text, "mode:", 0));
+        invalid(path, &location, problem.message)
+    })?;
+    if let Some(who) = row.only_workers
+        && (preset.orchestrator.is_some() || preset.evaluator.is_some())
+    {
+        preset.warnings.push(format!(
+            "orchestrator/evaluator: mode {} runs only {who}; they take no part",
+            preset.mode
+        ));
+    }
+    Ok(())
+}
+
+/// Mode `dispatch`'s guardrails and mode `team`'s turn limits are in range in any preset (in
+/// another mode they are ignored, see [`check_mode_keys`]); the allow-list names workers.
+fn check_limits(preset: &Preset, text: &str, path: &Path) -> Result<(), PresetError> {
     let err = |needle: &str, message: String| invalid(path, &line_of(text, needle, 0), message);
     let dispatch = preset.dispatch_limits();
-    let team = preset.team_limits();
     if let Err(e) = dispatch.validate() {
         return Err(err(e.key, e.to_string()));
     }
-    if let Err(e) = team.validate() {
+    if let Err(e) = preset.team_limits().validate() {
         return Err(err(e.key, e.to_string()));
     }
     for (i, name) in dispatch.sub_agents.iter().enumerate() {
@@ -307,69 +321,6 @@ fn check_preset_dispatch(preset: &mut Preset, text: &str, path: &Path) -> Result
                 ),
             ));
         }
-    }
-    if preset.mode != Mode::Dispatch && !dispatch.is_empty() {
-        preset.warnings.push(format!(
-            "max_concurrent_agents/agent_timeout_secs/max_budget_secs/sub_agents: only used in mode dispatch; ignored in mode {}",
-            preset.mode
-        ));
-    }
-    if preset.mode != Mode::Team && !team.is_empty() {
-        preset.warnings.push(format!(
-            "member_max_turns/supervisor_max_turns: only used in mode team; ignored in mode {}",
-            preset.mode
-        ));
-    }
-    if preset.mode == Mode::Team && preset.supervisor.is_some() {
-        return Err(err(
-            "supervisor:",
-            "supervisor: in mode team the supervisor is the `orchestrator:` entry".into(),
-        ));
-    }
-    Ok(())
-}
-
-fn check_preset_pipeline(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetError> {
-    let declared = !preset.stages.is_empty() || preset.supervisor.is_some() || !preset.rules.is_empty();
-    if preset.mode != Mode::Pipeline {
-        if declared {
-            let warning = format!(
-                "stages/supervisor/rules: only used in mode pipeline; ignored in mode {}",
-                preset.mode
-            );
-            preset.warnings.push(warning);
-        }
-        return Ok(());
-    }
-    let spec = PipelineSpec {
-        stages: preset.stages.clone(),
-        supervisor: preset.supervisor.clone(),
-        supervise: preset.supervise,
-        rules: preset.rules.clone(),
-    };
-    let names: Vec<&str> = preset.workers.iter().map(|w| w.name.as_str()).collect();
-    check_pipeline(&spec, &names).map_err(|e| {
-        // A phase declared twice is at its second declaration.
-        let nth = usize::from(matches!(
-            e,
-            crate::model::pipeline::PipelineError::DuplicatePhase(_)
-        ));
-        let location = e
-            .subject()
-            .map(|subject| line_of(text, &subject, nth))
-            .filter(|l| !l.is_empty())
-            .unwrap_or_else(|| line_of(text, "stages:", 0));
-        let location = if location.is_empty() {
-            line_of(text, "mode:", 0)
-        } else {
-            location
-        };
-        invalid(path, &location, e.to_string())
-    })?;
-    if preset.orchestrator.is_some() || preset.evaluator.is_some() {
-        preset.warnings.push(
-            "orchestrator/evaluator: mode pipeline runs only its stages' workers; they take no part".into(),
-        );
     }
     Ok(())
 }
@@ -406,6 +357,27 @@ mod tests {
             err.contains("line 5") && err.contains("workers[1].max_tool_rounds: 0 is out of range"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_team_and_each_member_may_set_a_sandbox_and_hooks() {
+        let text = "name: Safe\nmode: broadcast\nsandbox: { mode: workspace-write, network: off }\nhooks:\n  iteration_finished: [{ command: [cargo, test] }]\nworkers:\n  - name: a\n    sandbox: { mode: read-only }\n    hooks: { pre_tool_use: [{ matcher: \"git__.*\", command: [/bin/guard] }] }\n  - { name: b }\n";
+        let p = parse(text).unwrap();
+        assert_eq!(p.sandbox.network, Some(crate::sandbox::Network::Off));
+        assert_eq!(p.hooks.iteration_finished.len(), 1);
+        assert_eq!(
+            p.workers[0].sandbox.mode,
+            Some(crate::sandbox::SandboxMode::ReadOnly)
+        );
+        assert_eq!(p.workers[0].hooks.pre_tool_use[0].command, ["/bin/guard"]);
+        let bad = "name: X\nmode: broadcast\nworkers:\n  - name: a\n    hooks: { pre_tool_use: [{ matcher: \"(\", command: [x] }] }\n";
+        let err = parse(bad).unwrap_err().to_string();
+        assert!(
+            err.contains("line 5") && err.contains("workers[0].hooks.pre_tool_use[0].matcher"),
+            "{err}"
+        );
+        let bad = "name: X\nmode: broadcast\nsandbox: { mode: off, network: off }\nworkers: [{ name: a }]\n";
+        assert!(parse(bad).unwrap_err().to_string().contains("line 3"));
     }
 
     #[test]
@@ -715,6 +687,81 @@ routing_context: "optional: given to the orchestrator when planning"
         assert!(e.contains("line 8"), "the pattern's line: {e}");
         // A relay in another mode is a warning.
         let p = parse("name: B\nmode: broadcast\nworkers: [{name: a}, {name: b}]\nrelay: { driver: a, counterpart: b }\n").unwrap();
-        assert!(p.warnings.iter().any(|w| w.contains("only used by mode relay")));
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.contains("relay: only used in mode relay; ignored in mode broadcast"))
+        );
+    }
+    /// A YAML value for each mode's own keys, to set them on a preset of another mode.
+    fn sample(key: &str) -> Option<&'static str> {
+        Some(match key {
+            "evaluator" => "{}",
+            "relay" => "{ driver: a, counterpart: b }",
+            "entry" => "a",
+            "stages" => "[{ phase: p, member: a }]",
+            "supervisor" => "a",
+            "supervise" => "every_turn",
+            "rules" => "[{ to: p, intent: x }]",
+            "max_concurrent_agents" | "agent_timeout_secs" | "max_budget_secs" => "5",
+            "sub_agents" => "[a]",
+            "member_max_turns" | "supervisor_max_turns" => "2",
+            "handoff" => "b",
+            "router" => "{ destinations: [b] }",
+            "advisors" => "[b]",
+            _ => return None,
+        })
+    }
+
+    #[test]
+    fn a_preset_key_of_one_mode_on_another_is_reported() {
+        for owner in Mode::ALL {
+            let row = owner.spec();
+            let other = if *owner == Mode::Broadcast {
+                Mode::Sequential
+            } else {
+                Mode::Broadcast
+            };
+            for key in row.preset_keys {
+                let value = sample(key).unwrap_or_else(|| panic!("no sample value for `{key}`"));
+                let text =
+                    format!("name: X\nmode: {other}\n{key}: {value}\nworkers: [{{name: a}}, {{name: b}}]\n");
+                let p = parse(&text).unwrap_or_else(|e| panic!("{key}: {e}"));
+                let warning = format!("{key}: only used in mode {owner}; ignored in mode {other}");
+                assert_eq!(p.warnings, [warning], "{text}");
+            }
+            for key in row.worker_keys {
+                let value = sample(key).unwrap_or_else(|| panic!("no sample value for `{key}`"));
+                let text =
+                    format!("name: X\nmode: {other}\nworkers: [{{name: a, {key}: {value}}}, {{name: b}}]\n");
+                let p = parse(&text).unwrap_or_else(|e| panic!("{key}: {e}"));
+                let warning = format!("{key} of a are only used in mode {owner}; ignored in mode {other}");
+                assert_eq!(p.warnings, [warning], "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_the_mode_refuses_is_an_error_on_its_line() {
+        for mode in Mode::ALL {
+            for (key, why) in mode.spec().refused_keys {
+                let value = sample(key).unwrap_or_else(|| panic!("no sample value for `{key}`"));
+                let text = format!(
+                    "name: X\nmode: {mode}\norchestrator: {{}}\n{key}: {value}\nworkers: [{{name: a}}]\n"
+                );
+                let e = parse(&text).unwrap_err().to_string();
+                assert_eq!(e, format!("/p/team.yaml line 4: {key}: {why}"));
+            }
+        }
+    }
+
+    #[test]
+    fn several_keys_of_one_mode_make_one_warning() {
+        let p = parse("name: X\nmode: team\norchestrator: {}\nmax_budget_secs: 9\nsub_agents: [a]\nworkers: [{name: a}]\n")
+            .unwrap();
+        assert_eq!(
+            p.warnings,
+            ["max_budget_secs/sub_agents: only used in mode dispatch; ignored in mode team"]
+        );
     }
 }

@@ -147,7 +147,7 @@ impl IntType {
 #[derive(Debug, Clone, PartialEq)]
 enum Step {
     Key(String),
-    Index,
+    Index(usize),
 }
 
 fn steps(path: &str) -> Option<Vec<Step>> {
@@ -162,8 +162,7 @@ fn steps(path: &str) -> Option<Vec<Step>> {
         }
         while let Some(after) = rest.strip_prefix('[') {
             let close = after.find(']')?;
-            after[..close].parse::<usize>().ok()?;
-            out.push(Step::Index);
+            out.push(Step::Index(after[..close].parse::<usize>().ok()?));
             rest = &after[close + 1..];
         }
         if !rest.is_empty() {
@@ -181,9 +180,16 @@ fn repair_numbers(value: &mut Value, at: &str, message: &str) -> Option<String> 
     {
         return None;
     }
-    let steps = steps(at)?;
+    let mut at = at.to_string();
     let mut examples = Vec::new();
-    clamp_all(value, &steps, int, &mut examples);
+    clamp_all(value, &steps(&at)?, int, &mut examples);
+    if examples.is_empty() {
+        // The path stops at the struct holding a flattened one (a group's mode settings): the
+        // number is below it.
+        let below = path_to_number(node_at(value, &steps(&at)?)?, message.split('`').nth(1)?, int)?;
+        at = join_path(&at, &below);
+        clamp_all(value, &steps(&at)?, int, &mut examples);
+    }
     let (first_from, first_to) = examples.first()?.clone();
     let more = match examples.len() {
         1 => String::new(),
@@ -195,6 +201,46 @@ fn repair_numbers(value: &mut Value, at: &str, message: &str) -> Option<String> 
     );
     tracing::warn!("{text}");
     Some(text)
+}
+
+/// The value at `steps` (indexes as written).
+fn node_at<'a>(value: &'a Value, steps: &[Step]) -> Option<&'a Value> {
+    steps.iter().try_fold(value, |v, step| match step {
+        Step::Key(key) => v.get(key.as_str()),
+        Step::Index(i) => v.get(*i),
+    })
+}
+
+/// True when `n` is the number `text` (as a serde message writes it: `-5`, `1.5`).
+fn same_number(n: &serde_json::Number, text: &str) -> bool {
+    if let Ok(i) = text.parse::<i128>() {
+        return n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from)) == Some(i);
+    }
+    text.parse::<f64>().is_ok_and(|f| n.as_f64() == Some(f))
+}
+
+/// The path below `value` of the first number that is `text` and does not fit `int`.
+fn path_to_number(value: &Value, text: &str, int: IntType) -> Option<String> {
+    match value {
+        Value::Number(n) => (same_number(n, text) && int.clamp(n).is_some()).then(String::new),
+        Value::Object(map) => map
+            .iter()
+            .find_map(|(k, v)| path_to_number(v, text, int).map(|rest| join_path(k, &rest))),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| path_to_number(v, text, int).map(|rest| join_path(&format!("[{i}]"), &rest))),
+        _ => None,
+    }
+}
+
+/// `a` then `b` as one path (`groups[0]` and `dispatch.x`: `groups[0].dispatch.x`).
+fn join_path(a: &str, b: &str) -> String {
+    match (a.is_empty(), b.is_empty() || b.starts_with('[')) {
+        (true, _) => b.to_string(),
+        (false, true) => format!("{a}{b}"),
+        (false, false) => format!("{a}.{b}"),
+    }
 }
 
 fn clamp_all(value: &mut Value, steps: &[Step], int: IntType, changed: &mut Vec<(String, String)>) {
@@ -212,7 +258,7 @@ fn clamp_all(value: &mut Value, steps: &[Step], int: IntType, changed: &mut Vec<
                 clamp_all(inner, rest, int, changed);
             }
         }
-        Some((Step::Index, rest)) => {
+        Some((Step::Index(_), rest)) => {
             if let Value::Array(items) = value {
                 for item in items {
                     clamp_all(item, rest, int, changed);
@@ -306,6 +352,26 @@ mod tests {
     }
 
     #[test]
+    fn out_of_range_numbers_in_mode_settings_and_state_are_clamped_too() {
+        let text = br#"{"version":1,
+            "groups":[{"id":"a","name":"A","kind":"team","mode":"dispatch",
+              "sort_order":-2,"dispatch":{"max_concurrent_agents":1099511627776},
+              "relay_state":{"objective":"o","turn":-2}}],
+            "sessions":[]}"#;
+        let parsed = parse(text).unwrap();
+        let group = &parsed.org.groups[0];
+        assert_eq!(group.settings.dispatch.max_concurrent_agents, Some(u32::MAX));
+        assert_eq!(group.state.relay.as_ref().map(|r| r.turn), Some(0));
+        assert_eq!(parsed.repairs.len(), 2, "{:?}", parsed.repairs);
+        assert!(
+            parsed.repairs[0]
+                .starts_with("groups[0].dispatch.max_concurrent_agents: 1099511627776 does not fit"),
+            "{:?}",
+            parsed.repairs
+        );
+    }
+
+    #[test]
     fn errors_that_are_not_about_numbers_stay_errors_naming_the_field() {
         let reason =
             corrupt(r#"{"version":1,"groups":[{"id":"g","name":"G","kind":"galaxy"}],"sessions":[]}"#);
@@ -321,14 +387,14 @@ mod tests {
             steps("groups[3].usage.input_tokens"),
             Some(vec![
                 Step::Key("groups".into()),
-                Step::Index,
+                Step::Index(3),
                 Step::Key("usage".into()),
                 Step::Key("input_tokens".into())
             ])
         );
         assert_eq!(
             steps("a[1][2]"),
-            Some(vec![Step::Key("a".into()), Step::Index, Step::Index])
+            Some(vec![Step::Key("a".into()), Step::Index(1), Step::Index(2)])
         );
         assert_eq!(steps("a[x]"), None);
     }

@@ -103,7 +103,11 @@ impl App {
             o.groups
                 .iter()
                 .filter_map(|g| {
-                    let r = g.reflection.as_ref().filter(|r| r.is_interrupted())?;
+                    let r = g
+                        .state
+                        .orchestrator_reflect
+                        .as_ref()
+                        .filter(|r| r.is_interrupted())?;
                     Some((
                         g.id.clone(),
                         g.name.clone(),
@@ -509,7 +513,7 @@ impl App {
                     .read(|o| o.group(&group_id).map(|g| g.mode))
                     .unwrap_or_default();
                 self.flash_until(
-                    &format!("queued for {}", queued_for(mode)),
+                    &format!("queued for {}", mode.spec().queued_target),
                     FlashTie::Queued(group_id.clone()),
                 );
                 return vec![Command::QueueMessage { group_id, text }];
@@ -683,20 +687,12 @@ impl App {
                 if let Some(title) = self.resend_title() {
                     self.composer.title = Some(title);
                 }
-                if self.relay_taken_over(&gid) {
-                    format!(
-                        "Your message to the counterpart (taken over; {} hands back)…",
-                        key(Action::RelayDraft)
-                    )
-                } else if team && self.team_running(&gid) && mode == crate::model::Mode::Relay {
-                    format!(
-                        "The relay is running ({} answers a waiting draft)",
-                        key(Action::RelayDraft)
-                    )
+                if let Some(text) = self.relay_placeholder(&gid) {
+                    text
                 } else if member.is_some() {
                     "Message this member alone (its own conversation; select the team to run it)…".to_string()
                 } else if team && self.team_running(&gid) {
-                    format!("Queue a message for {}…", queued_for(mode))
+                    format!("Queue a message for {}…", mode.spec().queued_target)
                 } else if team {
                     format!("Prompt for {} ({mode})…", crate::text::sanitize::display(&name))
                 } else if let Some(sid) = self.selected_session_id() {
@@ -775,18 +771,6 @@ pub(super) fn flash_over(
     }
 }
 
-/// Where a message sent to a running team goes: the orchestrator reads it when it next plans;
-/// in the other modes it opens the team's next run (the run going now cannot take it).
-fn queued_for(mode: crate::model::Mode) -> &'static str {
-    use crate::model::Mode;
-    match mode {
-        Mode::Dispatch => "the orchestrator, with the next sub-agent result",
-        Mode::Team => "the supervisor's next turn",
-        m if m.has_orchestrator() => "the orchestrator's next plan",
-        _ => "the team's next run",
-    }
-}
-
 #[cfg(test)]
 mod flash_tests {
     use super::*;
@@ -815,28 +799,5 @@ mod flash_tests {
         let busy = FlashTie::Busy(vec!["a".into(), "b".into()]);
         assert!(!flash_over(&busy, pending(None), |_| false, |s| s == "b"));
         assert!(flash_over(&busy, pending(None), |_| false, |_| false));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::queued_for;
-    use crate::model::Mode;
-
-    #[test]
-    fn a_queued_message_goes_where_the_mode_reads_it() {
-        assert_eq!(
-            queued_for(Mode::OrchestratorReflect),
-            "the orchestrator's next plan"
-        );
-        assert_eq!(queued_for(Mode::Orchestrator), "the orchestrator's next plan");
-        for mode in [Mode::Broadcast, Mode::Sequential, Mode::Flow, Mode::Pipeline] {
-            assert_eq!(queued_for(mode), "the team's next run", "{mode}");
-        }
-        assert_eq!(
-            queued_for(Mode::Dispatch),
-            "the orchestrator, with the next sub-agent result"
-        );
-        assert_eq!(queued_for(Mode::Team), "the supervisor's next turn");
     }
 }

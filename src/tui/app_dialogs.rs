@@ -273,24 +273,7 @@ impl App {
                 } else {
                     String::new()
                 },
-                detail: match m {
-                    Mode::Broadcast => "every session gets the prompt at once",
-                    Mode::Sequential => "sessions in order, each sees the earlier answers",
-                    Mode::Orchestrator => "plan, dispatch to workers, synthesize (one pass)",
-                    Mode::OrchestratorReflect => {
-                        "plan, dispatch, synthesize, evaluate; repeat until the goal is met"
-                    }
-                    Mode::Relay => {
-                        "a driver talks to a counterpart for you, each draft approved (needs relay: settings)"
-                    }
-                    Mode::Flow => "enters at the entry member; handoffs, routers, advisors",
-                    Mode::Pipeline => "stages with phases; members hand the conversation on",
-                    Mode::Dispatch => {
-                        "the orchestrator dispatches members as sub-agents with tools; results come back by themselves"
-                    }
-                    Mode::Team => "members deliberate by broadcasts; the supervisor (orchestrator) decides",
-                }
-                .into(),
+                detail: m.spec().description.into(),
                 value: m.to_string(),
                 ..ListItem::default()
             })

@@ -69,6 +69,23 @@ impl App {
                 .is_some_and(|r| r.taken_over && !r.state.is_final())
     }
 
+    /// The composer's placeholder on a running relay team: where its text goes. None when the
+    /// group is no running relay.
+    pub(super) fn relay_placeholder(&self, group_id: &str) -> Option<String> {
+        let key = self.keymap.key_label(super::action::Action::RelayDraft);
+        if self.relay_taken_over(group_id) {
+            return Some(format!(
+                "Your message to the counterpart (taken over; {key} hands back)…"
+            ));
+        }
+        let relay = self.org.read(|o| {
+            o.group(group_id)
+                .map(|g| g.is_team() && g.mode == crate::model::Mode::Relay)
+        });
+        (relay == Some(true) && self.team_running(group_id))
+            .then(|| format!("The relay is running ({key} answers a waiting draft)"))
+    }
+
     /// The composer's text for a running relay: the user's own message while taken over;
     /// otherwise nothing is sent (a relay reads no queued messages) and the user is told why.
     /// None when the group is no running relay.

@@ -6,7 +6,6 @@ use super::command::Command;
 use super::dialogs::ConfirmAction;
 use super::runs::Pending;
 use crate::engine::events::RunKey;
-use crate::model::Mode;
 use crate::workspace::{EditError, EvaluatorSwitch};
 
 impl App {
@@ -25,7 +24,7 @@ impl App {
         }
         if let Some((session_id, session_name)) = self.edits.evaluator(&group_id) {
             let mode = self.org.read(|o| o.group(&group_id).map(|g| g.mode));
-            if mode == Some(Mode::OrchestratorReflect) {
+            if mode.is_some_and(|m| m.spec().has_evaluator) {
                 self.dialogs.confirm(
                     "Evaluator off",
                     format!(

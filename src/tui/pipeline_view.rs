@@ -8,7 +8,7 @@ use ratatui::text::Line;
 
 use crate::engine::events::EventKind;
 use crate::model::pipeline::{StripStep, strip};
-use crate::model::{ConversationState, PipelineSpec};
+use crate::model::{ConversationState, Mode, PipelineSpec};
 use crate::text::sanitize;
 
 /// The moves a view keeps (the strip shows the last [`STRIP_STEPS`]).
@@ -36,6 +36,12 @@ pub struct PipelineView {
 
 impl PipelineView {
     /// The view of the state saved with a group.
+    /// A pipeline team's saved conversation (the state of another mode's run is not its own).
+    pub fn saved(g: &crate::model::Group) -> Option<PipelineView> {
+        let state = g.state.pipeline.as_ref().filter(|_| g.mode == Mode::Pipeline)?;
+        Some(PipelineView::from_state(state, g.settings.pipeline.as_ref()))
+    }
+
     pub fn from_state(state: &ConversationState, spec: Option<&PipelineSpec>) -> PipelineView {
         let moves = state
             .history

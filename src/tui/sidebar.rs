@@ -14,7 +14,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::widgets::{inner, pane, spinner};
-use crate::model::{Group, GroupId, GroupKind, Mode, Organization, Role, Session, SessionId};
+use crate::model::{Group, GroupId, GroupKind, Organization, Role, Session, SessionId};
 use crate::naming;
 use crate::text::sanitize;
 use crate::tui::cycle_view::CycleView;
@@ -199,20 +199,6 @@ pub fn row_at(area: Rect, offset: usize, y: u16) -> Option<usize> {
     (y >= inner.y && y < inner.bottom()).then(|| offset + (y - inner.y) as usize)
 }
 
-pub fn mode_short(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Broadcast => "broadcast",
-        Mode::Sequential => "sequential",
-        Mode::Orchestrator => "orch",
-        Mode::OrchestratorReflect => "reflect",
-        Mode::Relay => "relay",
-        Mode::Flow => "flow",
-        Mode::Pipeline => "pipeline",
-        Mode::Dispatch => "dispatch",
-        Mode::Team => "team",
-    }
-}
-
 impl Sidebar {
     pub fn render(&self, frame: &mut Frame<'_>, area: Rect, props: &Props<'_>) {
         render(frame, area, props, self.cursor);
@@ -299,7 +285,7 @@ fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
                 }
             }
             if g.is_team() {
-                spans.push(Span::styled(format!(" {}", mode_short(g.mode)), dim));
+                spans.push(Span::styled(format!(" {}", g.mode.spec().label), dim));
                 if !g.worktrees.is_shared() {
                     spans.push(Span::styled(" ⎇", Style::default().fg(Color::Magenta)));
                 }

@@ -173,6 +173,12 @@ impl Edits {
             .ok_or_else(|| EditError::Worktree("no worktrees folder is configured for this workspace".into()))
     }
 
+    /// The sandbox of a session's processes, for its header (see `Engine::sandbox_label`);
+    /// `None` without an engine or for a session that starts no process.
+    pub fn sandbox_label(&self, session_id: &str) -> Option<String> {
+        self.engine.as_ref()?.sandbox_label(session_id)
+    }
+
     /// The organization, read-only.
     pub fn view(&self) -> OrgView {
         self.org.view()
@@ -653,6 +659,13 @@ impl Edits {
                 }
             }
         }
+        if let Some(runs) = &self.runs {
+            for id in &removal.sessions {
+                if let Err(e) = runs.remove_session(id) {
+                    tracing::warn!(session = %id, error = %e, "cannot delete a session's run files");
+                }
+            }
+        }
         if let (Some(runs), Some(group)) = (&self.runs, &removal.group)
             && let Err(e) = runs.remove_group(group)
         {
@@ -928,14 +941,15 @@ impl Edits {
     }
 
     fn check_evaluator_switch(&self, group_id: &str) -> Result<(), EditError> {
-        let mode = self
+        let (kind, mode) = self
             .org
             .read(|o| o.group(group_id).map(|g| (g.kind, g.mode)))
             .ok_or(EditError::NoSuchGroup)?;
-        if mode != (GroupKind::Team, Mode::OrchestratorReflect) {
-            return Err(EditError::Invalid(
-                "an evaluator scores orchestrator_reflect cycles only: set that mode first".into(),
-            ));
+        if kind != GroupKind::Team || !mode.spec().has_evaluator {
+            return Err(EditError::Invalid(format!(
+                "an evaluator scores {} cycles only: set that mode first",
+                crate::model::modes::evaluator_modes()
+            )));
         }
         if self.group_busy(group_id) {
             let name = self
@@ -961,7 +975,12 @@ impl Edits {
         }
         self.org.update(|o| {
             let g = o.group_mut(group_id).ok_or(EditError::NoSuchGroup)?;
-            if let Some(r) = g.reflection.as_mut().filter(|r| r.is_interrupted()) {
+            if let Some(r) = g
+                .state
+                .orchestrator_reflect
+                .as_mut()
+                .filter(|r| r.is_interrupted())
+            {
                 r.active = false;
                 r.paused = false;
                 r.outcome = Some(crate::model::CycleOutcome::Cancelled);

@@ -100,7 +100,10 @@ async fn a_token_budget_ends_a_reflect_cycle_mid_iteration_keeping_the_last_synt
     assert!(ndjson.contains(r#""outcome":"budget_exhausted""#), "{ndjson}");
     let saved = f
         .org
-        .read(|o| o.group(&f.group_id).and_then(|g| g.reflection.clone()))
+        .read(|o| {
+            o.group(&f.group_id)
+                .and_then(|g| g.state.orchestrator_reflect.clone())
+        })
         .expect("state");
     assert_eq!(saved.outcome, Some(CycleOutcome::BudgetExhausted));
     assert!(!saved.active, "a spent budget is an end, not an interruption");

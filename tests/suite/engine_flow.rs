@@ -31,7 +31,7 @@ async fn flow(members: &[&str], entry: &str, links: &[(&str, FlowLinks)]) -> Fix
         })
         .collect();
     f.org.update(|o| {
-        o.group_mut(&f.group_id).unwrap().flow_entry = Some(entry_id);
+        o.group_mut(&f.group_id).unwrap().settings.flow.entry = Some(entry_id);
         for (sid, l) in links {
             o.session_mut(&sid).unwrap().flow = l;
         }
@@ -134,7 +134,7 @@ async fn a_cycle_or_a_missing_entry_is_refused_before_anything_runs() {
     assert!(err.to_string().contains("t-a → t-b → t-a is a cycle"), "{err}");
     assert!(f.server.requests().is_empty());
     f.org
-        .update(|o| o.group_mut(&f.group_id).unwrap().flow_entry = None);
+        .update(|o| o.group_mut(&f.group_id).unwrap().settings.flow.entry = None);
     let err = f
         .engine
         .run_group(&f.group_id, "go".into(), Default::default())
@@ -142,7 +142,7 @@ async fn a_cycle_or_a_missing_entry_is_refused_before_anything_runs() {
         .unwrap_err();
     assert!(err.to_string().contains("entry"), "{err}");
     f.org
-        .update(|o| o.group_mut(&f.group_id).unwrap().flow_entry = Some("gone-id".into()));
+        .update(|o| o.group_mut(&f.group_id).unwrap().settings.flow.entry = Some("gone-id".into()));
     let err = f
         .engine
         .run_group(&f.group_id, "go".into(), Default::default())

@@ -53,7 +53,7 @@ async fn pipeline(spec: PipelineSpec) -> Fixture {
         ..spec
     };
     f.org
-        .update(|o| o.group_mut(&f.group_id).unwrap().pipeline = Some(spec));
+        .update(|o| o.group_mut(&f.group_id).unwrap().settings.pipeline = Some(spec));
     f
 }
 
@@ -64,7 +64,7 @@ fn handoff(target: &str, summary: &str) -> Reply {
 
 fn state(f: &Fixture) -> ConversationState {
     f.org
-        .read(|o| o.group(&f.group_id).unwrap().pipeline_state.clone())
+        .read(|o| o.group(&f.group_id).unwrap().state.pipeline.clone())
         .unwrap_or_default()
 }
 
@@ -176,7 +176,7 @@ async fn review_may_return_to_handling() {
     let s = state(&f);
     let spec = f
         .org
-        .read(|o| o.group(&f.group_id).unwrap().pipeline.clone())
+        .read(|o| o.group(&f.group_id).unwrap().settings.pipeline.clone())
         .unwrap();
     assert_eq!(s.strip(&spec), "intake → handling → review ↩ handling");
     assert_eq!(s.phase.as_deref(), Some("handling"));
@@ -390,13 +390,13 @@ async fn the_conversation_state_survives_a_restart() {
     let after = loaded
         .org
         .group(&f.group_id)
-        .and_then(|g| g.pipeline_state.clone())
+        .and_then(|g| g.state.pipeline.clone())
         .expect("state on disk");
     assert_eq!(after, before);
     assert_eq!(after.phase.as_deref(), Some("review"));
     assert_eq!(after.handoff_count, 2);
     assert_eq!(after.history.len(), 3);
-    assert!(loaded.org.group(&f.group_id).unwrap().pipeline.is_some());
+    assert!(loaded.org.group(&f.group_id).unwrap().settings.pipeline.is_some());
 }
 
 #[tokio::test]

@@ -57,7 +57,10 @@ async fn a_renamed_evaluator_still_evaluates() {
     assert!(f.prompts(ORCH)[0].contains("alpha") && !f.prompts(ORCH)[0].contains("the-judge"));
     let state = f
         .org
-        .read(|o| o.group(&f.group_id).and_then(|g| g.reflection.clone()))
+        .read(|o| {
+            o.group(&f.group_id)
+                .and_then(|g| g.state.orchestrator_reflect.clone())
+        })
         .expect("state");
     assert_eq!(state.evaluator.as_deref(), Some("the-judge"));
 }
@@ -150,9 +153,14 @@ async fn goal_met_by_evaluator_score_and_replan_carries_the_evaluation() {
         })
         .collect();
     assert_eq!(scores, vec![0.6, 0.95]);
-    let state = f
-        .org
-        .read(|o| o.group(&f.group_id).unwrap().reflection.clone().unwrap());
+    let state = f.org.read(|o| {
+        o.group(&f.group_id)
+            .unwrap()
+            .state
+            .orchestrator_reflect
+            .clone()
+            .unwrap()
+    });
     assert!(state.goal_met && !state.cancelled && !state.active);
     assert_eq!(state.evaluations.len(), 2);
     assert_eq!(state.outcome, Some(CycleOutcome::GoalMet));
@@ -246,9 +254,14 @@ async fn max_iterations_ends_the_cycle_and_records_that_outcome() {
         "{}",
         report.summary
     );
-    let state = f
-        .org
-        .read(|o| o.group(&f.group_id).unwrap().reflection.clone().unwrap());
+    let state = f.org.read(|o| {
+        o.group(&f.group_id)
+            .unwrap()
+            .state
+            .orchestrator_reflect
+            .clone()
+            .unwrap()
+    });
     assert_eq!(state.outcome, Some(CycleOutcome::MaxIterations));
     assert!(!state.cancelled, "only a stop is recorded as cancelled");
     assert!(!state.goal_met);
@@ -352,7 +365,7 @@ async fn no_assignment_on_the_first_plan_nudges_then_sends_the_request_to_everyo
     assert_eq!(report.outcome, CycleOutcome::GoalMet);
     let orch = f.prompts(ORCH);
     assert!(
-        orch[1].contains("@worker:") && orch[1].contains("t-alpha"),
+        orch[1].contains("@worker:") && orch[1].contains("`alpha`"),
         "the nudge lists workers: {}",
         orch[1]
     );
@@ -400,9 +413,14 @@ async fn stop_mid_dispatch_cancels_in_flight_requests_and_keeps_partial_text() {
     let last = messages.last().unwrap();
     assert!(last.interrupted, "{last:?}");
     assert_eq!(last.text, "partial answer ");
-    let state = f
-        .org
-        .read(|o| o.group(&f.group_id).unwrap().reflection.clone().unwrap());
+    let state = f.org.read(|o| {
+        o.group(&f.group_id)
+            .unwrap()
+            .state
+            .orchestrator_reflect
+            .clone()
+            .unwrap()
+    });
     assert_eq!(state.outcome, Some(CycleOutcome::Cancelled));
     assert!(state.cancelled);
 }
@@ -426,9 +444,14 @@ async fn pause_waits_after_the_step_and_resume_continues() {
     // The plan in flight finishes, then the cycle waits.
     f.events_until("cycle_paused", |e| matches!(e.kind, EventKind::CyclePaused))
         .await;
-    let persisted = f
-        .org
-        .read(|o| o.group(&f.group_id).unwrap().reflection.clone().unwrap());
+    let persisted = f.org.read(|o| {
+        o.group(&f.group_id)
+            .unwrap()
+            .state
+            .orchestrator_reflect
+            .clone()
+            .unwrap()
+    });
     assert!(persisted.paused);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(
@@ -484,7 +507,7 @@ async fn an_interrupted_cycle_resumes_from_its_last_completed_iteration() {
     // The state a crash during iteration 2 leaves behind.
     f.org.update(|o| {
         let g = o.group_mut(&f.group_id).unwrap();
-        g.reflection = Some(ReflectionCycle {
+        g.state.orchestrator_reflect = Some(ReflectionCycle {
             goal: "Resume me".into(),
             max_iterations: 4,
             iteration: 2,
@@ -508,7 +531,8 @@ async fn an_interrupted_cycle_resumes_from_its_last_completed_iteration() {
     assert!(f.org.read(|o| {
         o.group(&f.group_id)
             .unwrap()
-            .reflection
+            .state
+            .orchestrator_reflect
             .as_ref()
             .unwrap()
             .is_interrupted()
@@ -552,7 +576,7 @@ async fn failed_workers_are_synthesized_not_treated_as_an_error() {
     assert_eq!(report.outcome, CycleOutcome::GoalMet);
     let synth = &f.prompts(ORCH)[1];
     assert!(
-        synth.contains("t-alpha") && synth.contains("failed"),
+        synth.contains("### alpha (failed"),
         "failures reach the synthesis: {synth}"
     );
     assert!(

@@ -28,7 +28,7 @@ async fn relay(configure: impl FnOnce(&mut RelaySettings)) -> Fixture {
     configure(&mut settings);
     let gid = f.group_id.clone();
     f.org
-        .update(|o| o.group_mut(&gid).expect("group").relay = Some(settings));
+        .update(|o| o.group_mut(&gid).expect("group").settings.relay = Some(settings));
     f
 }
 
@@ -140,7 +140,7 @@ async fn full_auto_runs_until_the_driver_completes() {
     // The state is kept with the group (shown after a restart).
     let saved = f
         .org
-        .read(|o| o.group(&f.group_id).and_then(|g| g.relay_state.clone()))
+        .read(|o| o.group(&f.group_id).and_then(|g| g.state.relay.clone()))
         .expect("relay state saved");
     assert_eq!((saved.state, saved.turn), (RelayPhase::Completed, 2));
     // The relayed message carries its metadata on the stored message, not in its text.
@@ -450,7 +450,7 @@ async fn a_relay_to_itself_is_refused_and_hops_are_limited() {
         let mut settings = RelaySettings::new("u-me", "u-them");
         settings.approval = ApprovalMode::FullAuto;
         settings.max_hops = 1;
-        u.relay = Some(settings);
+        u.settings.relay = Some(settings);
         for (i, name) in ["u-me", "u-them"].into_iter().enumerate() {
             let mut s = Session::new(name, &u.id, format!("openai/w-{name}"));
             s.role = Role::Worker;

@@ -17,7 +17,7 @@ use super::fake_llm_server::{Reply, StreamEnd};
 async fn deliberation(members: &[&str], limits: TeamLimits) -> Fixture {
     let f = team(Mode::Team, members, false, 1).await;
     f.org
-        .update(|o| o.group_mut(&f.group_id).unwrap().team_limits = limits);
+        .update(|o| o.group_mut(&f.group_id).unwrap().settings.team = limits);
     f
 }
 

@@ -98,7 +98,7 @@ fn team(mode: Mode, approval: Approval, policy: ApprovalPolicy) -> Team {
         s.tools = vec!["notes".into()];
         org.sessions.push(s);
     };
-    if mode.has_orchestrator() {
+    if mode.spec().has_orchestrator {
         add(&mut org, "crew-orchestrator", Role::Orchestrator);
     }
     add(&mut org, "crew-alpha", Role::Worker);

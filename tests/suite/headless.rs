@@ -159,7 +159,7 @@ fn every_builtin_preset_runs_to_a_sensible_end_on_the_sim() {
         .iter()
         .find(|g| g.name.starts_with("Code Review Team · run "))
         .unwrap();
-    let cycle = reflect.reflection.as_ref().unwrap();
+    let cycle = reflect.state.orchestrator_reflect.as_ref().unwrap();
     assert!(cycle.goal_met && !cycle.active);
     assert!(
         home.path().join("sessions").read_dir().unwrap().count() > 5,
@@ -260,6 +260,48 @@ fn a_plain_question_reads_stdin_and_bad_usage_exits_2() {
 }
 
 #[test]
+fn a_broadcast_where_every_member_failed_ends_failed_in_its_events_too() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        "providers:\n  - { name: broken, kind: command, command: [\"sh\", \"-c\", \"echo no >&2; exit 3\"] }\n",
+    )
+    .unwrap();
+    let out = huddle(
+        home.path(),
+        &[
+            "run",
+            "--preset",
+            "Research Panel",
+            "--model",
+            "broken/x",
+            "--events",
+            "q",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("every session failed"),
+        "{}",
+        text(&out.stderr)
+    );
+    let events: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let finished = events
+        .iter()
+        .find(|e| e["event"] == "cycle_finished")
+        .expect("cycle_finished");
+    assert_eq!(finished["outcome"], "failed", "{finished}");
+    let ended = events
+        .iter()
+        .find(|e| e["event"] == "run_ended")
+        .expect("run_ended");
+    assert_eq!(ended["outcome"], "failed", "{ended}");
+}
+
+#[test]
 fn a_second_process_is_refused_while_the_data_dir_is_locked() {
     let home = tempfile::tempdir().unwrap();
     let _lock = DataDirLock::acquire(&home.path().join("huddle.lock")).unwrap();
@@ -338,12 +380,16 @@ fn ctrl_c_stops_the_run_keeps_the_cycle_resumable_and_exits_130() {
     let out = interrupt_when(home.path(), &args, |org| {
         org.groups
             .iter()
-            .any(|g| g.reflection.as_ref().is_some_and(|r| r.active))
+            .any(|g| g.state.orchestrator_reflect.as_ref().is_some_and(|r| r.active))
     });
     let org_file = OrganizationFile::new(home.path().join("organization.json"));
     assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
     let org = org_file.inspect().unwrap().unwrap();
-    let cycle = org.groups.iter().find_map(|g| g.reflection.clone()).unwrap();
+    let cycle = org
+        .groups
+        .iter()
+        .find_map(|g| g.state.orchestrator_reflect.clone())
+        .unwrap();
     // Stopped from outside, not finished: `huddle run --group … --resume` continues it.
     assert!(cycle.is_interrupted(), "{cycle:?}");
     assert!(!cycle.cancelled);

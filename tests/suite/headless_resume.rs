@@ -72,7 +72,7 @@ fn cycle(home: &Path) -> ReflectionCycle {
         .expect("saved")
         .groups
         .iter()
-        .find_map(|g| g.reflection.clone())
+        .find_map(|g| g.state.orchestrator_reflect.clone())
         .expect("a cycle")
 }
 

@@ -258,7 +258,7 @@ fn dispatch_guardrails_are_read_shown_checked_and_kept_through_a_team() {
     let mut org = huddle::model::Organization::default();
     let id = huddle::presets::create_team_group(&mut org, preset, &config(), None);
     let group = org.group(&id).unwrap();
-    assert_eq!(group.dispatch.max_concurrent_agents, Some(3));
+    assert_eq!(group.settings.dispatch.max_concurrent_agents, Some(3));
     let back = huddle::presets::preset_from_group(&org, &id).unwrap();
     assert_eq!(back.dispatch_limits(), preset.dispatch_limits());
 

@@ -41,7 +41,9 @@ fn a_flow_team_runs_from_the_composer_and_its_timeline_shows_every_hop() {
     let (mut app, gid) = app_with_team(FLOW);
     let mode = app.org.read(|o| o.group(&gid).map(|g| g.mode));
     assert_eq!(mode, Some(Mode::Flow));
-    let entry = app.org.read(|o| o.group(&gid).and_then(|g| g.flow_entry.clone()));
+    let entry = app
+        .org
+        .read(|o| o.group(&gid).and_then(|g| g.settings.flow.entry.clone()));
     assert_eq!(entry, Some(session_id(&app, "help-desk-flow-dispatcher")));
     // The prompt goes to the team's run, as in every mode.
     app.handle_key(ch('i'));
@@ -91,7 +93,7 @@ fn a_flow_team_runs_from_the_composer_and_its_timeline_shows_every_hop() {
     for line in [
         "dispatcher ⇒ engineer (route, 2.3s, 321 tok): Looks like a bad deploy",
         // The advisors side by side, on one line.
-        "advisors of engineer: ✓ security (2.3s, 321 tok)  │  ✗ operations (2.3s, 321 tok): timed",
+        "✓ security advised engineer (2.3s, 321 tok)  │  ✗ operations advised engineer",
         "engineer → approver (handoff, 2.3s, 321 tok)",
         "✓ approver answered (2.3s, 321 tok)",
     ] {

@@ -38,7 +38,7 @@ fn a_pipeline_team_shows_its_phase_strip_and_who_holds_the_conversation() {
     let (mut app, gid) = app_with_team(DESK);
     let (mode, stages) = app.org.read(|o| {
         let g = o.group(&gid).unwrap();
-        (g.mode, g.pipeline.as_ref().map(|p| p.stages.len()))
+        (g.mode, g.settings.pipeline.as_ref().map(|p| p.stages.len()))
     });
     assert_eq!(mode, Mode::Pipeline);
     assert_eq!(stages, Some(4));

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use futures::future::{BoxFuture, FutureExt, join_all};
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{CycleOutcome, Usage};
+use crate::model::{CycleOutcome, FlowLinks, RouterSpec, Usage, check_flow};
 
 use super::super::events::{EventKind, HopKind, Phase};
 use super::super::lent_tools::{HandoffTool, TurnHooks, TurnTools};
@@ -23,9 +23,9 @@ use super::super::protocol::flow::{
 };
 use super::super::run::Run;
 use super::super::session::{TurnOptions, TurnResult};
-use super::super::team::Member;
+use super::super::team::{Member, Team};
 use super::super::{EngineError, RunReport};
-use super::one_pass::{finish, phase, start, with_pending};
+use super::one_pass::{finish_with, phase, start, with_pending};
 
 /// How deep a walk may nest (advisors of advisors, routes, handoffs) and how many turns a run
 /// may take: a backstop, since a flow's links are checked for cycles before it runs.
@@ -35,21 +35,28 @@ const MAX_TURNS: u32 = 64;
 const ROUTE_RETRIES: u32 = 2;
 
 pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, EngineError> {
+    check(&run.team)?;
     let (prompt, pending) = with_pending(run, prompt);
     start(run);
     phase(run, Phase::Dispatch);
     let entry = run
         .team
-        .flow_entry
+        .settings
+        .flow
+        .entry
         .as_deref()
         .and_then(|id| run.team.participant(id))
         .cloned();
     let Some(entry) = entry else {
-        // check_runnable saw the entry; it can only be gone if the team changed since.
+        // `check` saw the entry; it can only be gone if the team changed since.
         run.restore_pending(pending);
-        let mut report = finish(run, CycleOutcome::Completed, String::new(), None);
-        report.failed = Some("the flow's entry member is gone".into());
-        return Ok(report);
+        return Ok(finish_with(
+            run,
+            CycleOutcome::Completed,
+            String::new(),
+            None,
+            Some("the flow's entry member is gone"),
+        ));
     };
     let walk = Walk {
         run,
@@ -76,12 +83,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
             message: error.clone(),
         });
     }
-    let mut report = finish(run, outcome, leg.text, None);
-    if let Some(error) = failure {
-        report.summary = format!("Run failed: {error}");
-        report.failed = Some(error);
-    }
-    Ok(report)
+    Ok(finish_with(run, outcome, leg.text, None, failure.as_deref()))
 }
 
 /// What a walk from one member came to: the answer of the member that owns it and the totals
@@ -404,6 +406,33 @@ fn handed_off_text(choice: &RouteChoice) -> String {
         Some(message) => format!("[handed off to `{}`: {message}]", choice.agent),
         None => format!("[handed off to `{}`]", choice.agent),
     }
+}
+
+/// Refuses a flow that cannot run before anything does: its links follow [`check_flow`]. Links
+/// name sessions by id; the check and its message use names (a link to a session removed since
+/// the team was made is named as such).
+fn check(team: &Team) -> Result<(), EngineError> {
+    let name_of = |id: &str| {
+        team.participant(id)
+            .map_or_else(|| format!("(removed session {id})"), |m| m.name.clone())
+    };
+    let named: Vec<(String, FlowLinks)> = team
+        .participants
+        .iter()
+        .map(|m| {
+            let links = FlowLinks {
+                handoff: m.flow.handoff.as_deref().map(name_of),
+                router: m.flow.router.as_ref().map(|r| RouterSpec {
+                    destinations: r.destinations.iter().map(|d| name_of(d)).collect(),
+                }),
+                advisors: m.flow.advisors.iter().map(|a| name_of(a)).collect(),
+            };
+            (m.name.clone(), links)
+        })
+        .collect();
+    let members: Vec<(&str, &FlowLinks)> = named.iter().map(|(n, l)| (n.as_str(), l)).collect();
+    let entry = team.settings.flow.entry.as_deref().map(name_of);
+    check_flow(entry.as_deref(), &members).map_err(|e| team.not_runnable(&e.to_string()))
 }
 
 #[cfg(test)]

@@ -1,5 +1,41 @@
-//! The team modes, one file each, and the one place that picks the mode of a run. A new mode
-//! is a new file here plus a line in [`run`].
+//! The team modes, one file each, and the one place that picks the mode of a run
+//! ([`run_linked`]).
+//!
+//! # What a new mode touches
+//!
+//! Nothing outside these files asks which mode a team is in: a question about a mode (its
+//! label, whether an orchestrator leads it, where a queued message goes, which preset keys are
+//! its own, ...) is a field of its row in the mode table. Every mode:
+//!
+//! 1. `src/model/modes.rs`: its `Mode` variant and its row of the table (`spec`); a field of
+//!    `ModeSettings` / `ModeState` (and their `from_preset` / `to_preset`) when it keeps
+//!    settings or run state on its group.
+//! 2. `src/engine/modes/<mode>.rs`: how it runs; it refuses a team it cannot run before
+//!    anything happens (what every mode asks is in `Team::check_runnable`).
+//! 3. This file: its `mod` line and its arm in [`run_linked`].
+//! 4. `presets/<name>.yaml` and its line in `src/presets/builtin.rs`: its built-in team (a test
+//!    wants one per mode).
+//! 5. `docs/modes.md` (its section) and `docs/presets-and-squad.md` (its built-in's row).
+//!
+//! When it has them:
+//!
+//! - Prompts and reply parsing of its own: `src/engine/protocol/<mode>.rs` and its `mod` line.
+//! - A way the simulator plays it: `src/sim/<mode>.rs` and its `mod` line in `src/sim/mod.rs`;
+//!   its prompts' kind in `src/sim/text.rs`, which hands them to it.
+//! - Settings or state of its own: their types, preset checks (its row's `check_preset`) and
+//!   summary in `src/model/<mode>.rs` and its `mod` line; its preset keys in
+//!   `src/model/preset.rs`.
+//! - Events of its own: `src/engine/events.rs` and their words for people in `src/describe/`.
+//! - A view of its own in the cycle panel: `src/tui/<mode>_view.rs` and its `mod` line, its
+//!   field, fold and saved state in `src/tui/cycle_view.rs`.
+//! - Settings of each member (like a flow's links): a field of `Session`
+//!   (`src/model/organization.rs`) and of `Member` (`src/engine/team.rs`).
+//! - Options of one run (like a relay's `--approval`): `RunOverrides` (`src/engine/mod.rs`)
+//!   and the flag in `src/cli.rs`. Defaults in config.yaml (like dispatch's guardrails):
+//!   `src/config.rs`, `EngineOptions` (`src/engine/mod.rs`) and `Team::read`.
+//!
+//! So a mode built from what exists touches 7 files (4 of them in `src/`); one with its own
+//! protocol and sim player 12; one with its own settings, events and view about 20.
 
 mod broadcast;
 mod deliberation;
@@ -72,9 +108,8 @@ pub(crate) async fn run_linked(
         });
     }
     let mut budget = team.budget;
-    if team.mode == Mode::Relay && budget.max_duration_secs.is_none() {
-        // A relay talks to someone else's agent: it never runs unbounded.
-        budget.max_duration_secs = Some(crate::model::relay::DEFAULT_MAX_DURATION_SECS);
+    if budget.max_duration_secs.is_none() {
+        budget.max_duration_secs = team.mode.spec().default_max_duration_secs;
     }
     active.control.set_budget(budget);
     let mut run = Run::new(shared, active, team);

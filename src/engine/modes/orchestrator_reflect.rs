@@ -14,7 +14,7 @@ use super::super::protocol::{
     AdjustmentInput, Assignment, EarlierResult, LastEvaluation, PlanFormat, PlanMode, Replan, TeamContext,
     WorkerResult, cycle_synthesis_prompt, evaluator_prompt, nudge_prompt, parse_evaluator_reply,
     parse_self_evaluation, pending_adjustments, planning_prompt, replan_prompt, strip_sentinel_lines,
-    synthesis_self_eval_prompt, trend,
+    synthesis_self_eval_prompt, trend, with_checks,
 };
 use super::super::run::Run;
 use super::super::session::TurnResult;
@@ -50,10 +50,10 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
         });
     };
     let evaluator = run.team.evaluator.clone();
-    let previous = run
-        .shared
-        .org
-        .read(|o| o.group(&run.team.group_id).and_then(|g| g.reflection.clone()));
+    let previous = run.shared.org.read(|o| {
+        o.group(&run.team.group_id)
+            .and_then(|g| g.state.orchestrator_reflect.clone())
+    });
     let state = match previous.filter(|_| resume) {
         Some(mut s) => {
             // Continue after the last completed iteration.
@@ -133,9 +133,9 @@ impl CycleLoop for TeamCycle<'_, '_> {
         let gid = &self.run.team.group_id;
         self.run.shared.org.update(|o| {
             if let Some(g) = o.group_mut(gid) {
-                match &mut g.reflection {
+                match &mut g.state.orchestrator_reflect {
                     Some(saved) => state.sync_into(saved),
-                    None => g.reflection = Some(state.clone()),
+                    None => g.state.orchestrator_reflect = Some(state.clone()),
                 }
             }
         });
@@ -145,7 +145,10 @@ impl CycleLoop for TeamCycle<'_, '_> {
         self.state.paused = paused;
         let gid = &self.run.team.group_id;
         self.run.shared.org.update(|o| {
-            if let Some(r) = o.group_mut(gid).and_then(|g| g.reflection.as_mut()) {
+            if let Some(r) = o
+                .group_mut(gid)
+                .and_then(|g| g.state.orchestrator_reflect.as_mut())
+            {
                 r.paused = paused;
             }
         });
@@ -304,13 +307,23 @@ impl TeamCycle<'_, '_> {
         if self.run.cancelled() || !self.checkpoint().await {
             return Step::Cancelled;
         }
+        // The team's own checks (its iteration_finished hooks, e.g. the tests) once the workers
+        // are done: what they say goes to whoever judges the iteration.
+        let checks = self
+            .run
+            .shared
+            .iteration_finished_hooks(self.run.active, &self.run.team.group_id, iteration, &results)
+            .await;
 
         self.phase(iteration, Phase::Synthesize);
         let max = self.state.max_iterations;
         let earlier = self.remember(&results, iteration);
         let prompt = match self.evaluator {
             Some(_) => cycle_synthesis_prompt(&goal, &results, &earlier),
-            None => synthesis_self_eval_prompt(&goal, &results, &earlier, iteration, max),
+            None => with_checks(
+                synthesis_self_eval_prompt(&goal, &results, &earlier, iteration, max),
+                &checks,
+            ),
         };
         let orchestrator = self.orchestrator.clone();
         let synthesis = self.run.turn(&orchestrator, prompt, Some(iteration)).await;
@@ -330,7 +343,7 @@ impl TeamCycle<'_, '_> {
                     .run
                     .turn(
                         &evaluator,
-                        evaluator_prompt(&goal, &clean, iteration, max),
+                        with_checks(evaluator_prompt(&goal, &clean, iteration, max), &checks),
                         Some(iteration),
                     )
                     .await;

@@ -23,9 +23,9 @@ use super::super::protocol::pipeline::{
 };
 use super::super::run::Run;
 use super::super::session::{TurnOptions, TurnResult};
-use super::super::team::Member;
+use super::super::team::{Member, Team};
 use super::super::{EngineError, RunReport};
-use super::one_pass::{finish, phase, start, with_pending};
+use super::one_pass::{finish_with, phase, start, with_pending};
 
 /// Handoffs one user message may cause: a backstop against members passing it around forever.
 pub const MAX_HANDOFFS_PER_MESSAGE: u32 = 8;
@@ -33,20 +33,25 @@ pub const MAX_HANDOFFS_PER_MESSAGE: u32 = 8;
 const SUPERVISOR_BACKLOG_MAX: usize = 20;
 
 pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, EngineError> {
+    check(&run.team)?;
     let (prompt, pending) = with_pending(run, prompt);
     start(run);
     phase(run, Phase::Dispatch);
-    let Some(spec) = run.team.pipeline.clone() else {
+    let Some(spec) = run.team.settings.pipeline.clone() else {
         run.restore_pending(pending);
-        let mut report = finish(run, CycleOutcome::Completed, String::new(), None);
-        report.failed = Some("the team has no pipeline stages".into());
-        return Ok(report);
+        return Ok(finish_with(
+            run,
+            CycleOutcome::Completed,
+            String::new(),
+            None,
+            Some("the team has no pipeline stages"),
+        ));
     };
     let group_id = run.team.group_id.clone();
     let state = run
         .shared
         .org
-        .read(|o| o.group(&group_id).and_then(|g| g.pipeline_state.clone()))
+        .read(|o| o.group(&group_id).and_then(|g| g.state.pipeline.clone()))
         .unwrap_or_default();
     let mut pipe = Pipe { spec, state };
     let outcome = pipe.converse(run, &prompt).await;
@@ -69,12 +74,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     } else {
         CycleOutcome::Completed
     };
-    let mut report = finish(run, outcome, text, None);
-    if let Some(error) = failure {
-        report.summary = format!("Run failed: {error}");
-        report.failed = Some(error);
-    }
-    Ok(report)
+    Ok(finish_with(run, outcome, text, None, failure.as_deref()))
 }
 
 struct Pipe {
@@ -192,7 +192,7 @@ impl Pipe {
         let group_id = run.team.group_id.clone();
         run.shared.org.update(|o| {
             if let Some(g) = o.group_mut(&group_id) {
-                g.pipeline_state = Some(state);
+                g.state.pipeline = Some(state);
             }
         });
     }
@@ -405,6 +405,16 @@ fn handoff_conversation(targets: Vec<String>) -> HandoffTool<HandoffRequest> {
     HandoffTool::new(conversation_handoff_tool(&targets), move |arguments| {
         parse_conversation_call(arguments, &targets)
     })
+}
+
+/// Refuses a pipeline that cannot run before anything does: it has stages that follow
+/// [`crate::model::check_pipeline`] (members by session id).
+fn check(team: &Team) -> Result<(), EngineError> {
+    let Some(spec) = &team.settings.pipeline else {
+        return Err(team.not_runnable("it has no pipeline stages"));
+    };
+    let ids: Vec<&str> = team.participants.iter().map(|m| m.id.as_str()).collect();
+    crate::model::check_pipeline(spec, &ids).map_err(|e| team.not_runnable(&e.to_string()))
 }
 
 #[cfg(test)]

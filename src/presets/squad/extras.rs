@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::{
-    DEFAULT_MAX_ITERATIONS, Mode, Preset, PresetAgent, WorktreeStrategy, default_worker_timeout_secs,
+    DEFAULT_MAX_ITERATIONS, Preset, PresetAgent, WorktreeStrategy, default_worker_timeout_secs,
 };
 
 /// The file's name in the team folder.
@@ -38,6 +38,13 @@ pub struct Extras {
     /// of the team's members and `full_auto` is read as `semi_auto` (see `read::apply_extras`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relay: Option<crate::model::RelaySettings>,
+    /// A stricter sandbox for the team (never looser than the user's: see
+    /// `SandboxSettings::from_repository`). Never written by export.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::SandboxSettings>,
+    /// Read only to say it is refused: a repository's team cannot add hooks. Never written.
+    #[serde(default, skip_serializing)]
+    pub hooks: Option<serde_yaml::Value>,
 }
 
 impl Extras {
@@ -50,12 +57,12 @@ impl Extras {
             .and_then(|o| o.prompt.as_deref())
             .map(str::trim)
             .filter(|p| !p.is_empty() && Some(*p) != coordinator_prompt.map(str::trim))
-            .filter(|_| preset.mode.has_orchestrator())
+            .filter(|_| preset.mode.spec().has_orchestrator)
             .map(str::to_string);
         let evaluator = preset
             .evaluator
             .as_ref()
-            .filter(|_| preset.mode == Mode::OrchestratorReflect)
+            .filter(|_| preset.mode.spec().has_evaluator)
             .map(|e| PresetAgent {
                 // Models are the user's choice of provider; a repo team names none.
                 display_name: e.display_name.clone(),
@@ -72,7 +79,12 @@ impl Extras {
             orchestrator_prompt,
             evaluator,
             worktrees: Some(preset.worktrees).filter(|w| !w.is_shared()),
-            relay: preset.relay.clone().filter(|_| preset.mode == Mode::Relay),
+            relay: preset
+                .relay
+                .clone()
+                .filter(|_| preset.mode.spec().reads_key("relay")),
+            sandbox: None,
+            hooks: None,
         }
     }
 
@@ -121,6 +133,7 @@ impl Extras {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Mode;
 
     #[test]
     fn only_what_differs_from_the_defaults_is_written_and_read_back() {
@@ -159,6 +172,8 @@ mod tests {
             sub_agents: Vec::new(),
             member_max_turns: None,
             supervisor_max_turns: None,
+            sandbox: Default::default(),
+            hooks: Default::default(),
             tier: None,
             source: None,
             warnings: Vec::new(),

@@ -4,12 +4,13 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
+use crate::model::modes::{ignored_keys, key_mode};
 use crate::model::{ApprovalMode, Mode, Preset, PresetAgent, PresetWorker, Tier};
 
 use super::SquadError;
 use super::charter::{charter_prompt, charter_role, front_matter_tools, model_hint, role_prompt};
 use super::extras::{EXTRAS_FILE, Extras};
-use super::roster::{Member, TeamDoc, is_coordinator, is_special, parse_team, squash};
+use super::roster::{Member, SQUAD_DEFAULT_MODE, TeamDoc, is_coordinator, is_special, parse_team, squash};
 use super::safety::{Refusal, TeamDir, TextFile};
 use crate::model::limits::check_max_iterations;
 use crate::naming::slug;
@@ -63,11 +64,11 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
     let doc = parse_team(&file.text);
     let name = team_name(doc.title.as_deref(), &repo_name(&team.repo));
     let mode = match doc.mode.as_deref().map(str::parse::<Mode>) {
-        None => Mode::OrchestratorReflect,
+        None => SQUAD_DEFAULT_MODE,
         Some(Ok(m)) => m,
         Some(Err(e)) => {
-            warnings.push(format!("team.md: {e}; using orchestrator_reflect"));
-            Mode::OrchestratorReflect
+            warnings.push(format!("team.md: {e}; using {SQUAD_DEFAULT_MODE}"));
+            SQUAD_DEFAULT_MODE
         }
     };
 
@@ -164,7 +165,8 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         ));
     }
     let orchestrator = mode
-        .has_orchestrator()
+        .spec()
+        .has_orchestrator
         .then(|| coordinator(&team, &folders, &doc, &overrides, config, &mut warnings));
     let routing_context = context_file(&team, "routing.md", &mut warnings);
     let shared_context = context_file(&team, "decisions.md", &mut warnings);
@@ -196,6 +198,9 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         sub_agents: Vec::new(),
         member_max_turns: None,
         supervisor_max_turns: None,
+        // A repository's team may make the sandbox stricter (huddle.yaml) and add no hooks.
+        sandbox: Default::default(),
+        hooks: Default::default(),
         tier: Some(Tier::Repo),
         source: Some(dir.display().to_string()),
         warnings,
@@ -302,10 +307,7 @@ fn apply_extras(team: &TeamDir, preset: &mut Preset, config: &Config) {
     if let (Some(prompt), Some(o)) = (extras.orchestrator_prompt, preset.orchestrator.as_mut()) {
         o.prompt = Some(prompt);
     }
-    if let Some(mut e) = extras
-        .evaluator
-        .filter(|_| preset.mode == Mode::OrchestratorReflect)
-    {
+    if let Some(mut e) = extras.evaluator.filter(|_| preset.mode.spec().has_evaluator) {
         e.model = e
             .model
             .and_then(|m| check_model(&m, config, Tier::Repo, "evaluator", warnings));
@@ -315,36 +317,45 @@ fn apply_extras(team: &TeamDir, preset: &mut Preset, config: &Config) {
     if let Some(w) = extras.worktrees {
         preset.worktrees = w;
     }
+    // Only stricter than the user's own settings (see `SandboxSettings::from_repository`).
+    if let Some(sandbox) = extras.sandbox {
+        preset.sandbox = sandbox.from_repository(warnings, &format!("{EXTRAS_FILE}: sandbox"));
+    }
+    if extras.hooks.is_some() {
+        warnings.push(format!(
+            "{EXTRAS_FILE}: hooks: ignored: a repository's team cannot add hooks (they run commands on your machine); put hooks in config.yaml or your own preset"
+        ));
+    }
     // A relay's settings (checked when it runs: its driver and counterpart must be found). A
     // repository's team talks to its own members only (a group's name would let any cloned
     // repository drive one of the user's groups) and never sends unreviewed on its own say.
     if let Some(mut r) = extras.relay {
-        if preset.mode == Mode::Relay {
-            let member = |name: &str| {
-                preset
-                    .workers
-                    .iter()
-                    .any(|w| w.name.trim().eq_ignore_ascii_case(name.trim()))
-            };
-            if !member(&r.counterpart) {
-                warnings.push(format!(
-                    "{EXTRAS_FILE}: relay.counterpart: `{}` is not a member of this team; a repository's team may only relay to its own members, so its relay settings are ignored (a team in your own presets may name one of your groups)",
-                    r.counterpart
-                ));
-            } else {
-                if r.approval == ApprovalMode::FullAuto {
-                    r.approval = ApprovalMode::SemiAuto;
-                    warnings.push(format!(
-                        "{EXTRAS_FILE}: relay.approval: a repository's team cannot choose full_auto; semi_auto is used (drafts a review rule catches wait for you; `huddle run --approval full_auto` sends every draft unasked)"
-                    ));
-                }
-                preset.relay = Some(r);
-            }
-        } else {
+        if let Some(owner) = key_mode("relay").filter(|owner| *owner != preset.mode) {
             warnings.push(format!(
-                "huddle.yaml: relay: only used by mode relay; ignored in mode {}",
-                preset.mode
+                "huddle.yaml: {}",
+                ignored_keys("relay", owner, preset.mode)
             ));
+            return;
+        }
+        let member = |name: &str| {
+            preset
+                .workers
+                .iter()
+                .any(|w| w.name.trim().eq_ignore_ascii_case(name.trim()))
+        };
+        if !member(&r.counterpart) {
+            warnings.push(format!(
+                "{EXTRAS_FILE}: relay.counterpart: `{}` is not a member of this team; a repository's team may only relay to its own members, so its relay settings are ignored (a team in your own presets may name one of your groups)",
+                r.counterpart
+            ));
+        } else {
+            if r.approval == ApprovalMode::FullAuto {
+                r.approval = ApprovalMode::SemiAuto;
+                warnings.push(format!(
+                    "{EXTRAS_FILE}: relay.approval: a repository's team cannot choose full_auto; semi_auto is used (drafts a review rule catches wait for you; `huddle run --approval full_auto` sends every draft unasked)"
+                ));
+            }
+            preset.relay = Some(r);
         }
     }
 }

@@ -3,7 +3,11 @@
 //! sections), or else in `### Name — Role` headings under a roster section. Pure text in,
 //! plain data out.
 
+use crate::model::Mode;
 use crate::text::sanitize::display;
+
+/// The mode discovery assumes when team.md names none.
+pub const SQUAD_DEFAULT_MODE: Mode = Mode::OrchestratorReflect;
 
 /// What `team.md` says about the team.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -9,7 +9,7 @@ use crate::naming::slug;
 
 use super::charter::worker_role;
 use super::read::team_name;
-use super::roster::{RosterTable, doc_lines, parse_team, split_row};
+use super::roster::{RosterTable, SQUAD_DEFAULT_MODE, doc_lines, parse_team, split_row};
 
 /// What a team.md says about the team, as write-back wants it.
 pub struct TeamText<'a> {
@@ -21,9 +21,6 @@ pub struct TeamText<'a> {
     /// The team folder's name (`.squad` or the legacy `.ai-team`), for new charter cells.
     pub folder: &'a str,
 }
-
-/// The mode discovery assumes when team.md names none.
-const SQUAD_DEFAULT_MODE: Mode = Mode::OrchestratorReflect;
 
 /// A new team.md: title, tagline, mode and a `Member | Role` roster.
 pub fn fresh_team_md(team: &TeamText) -> String {

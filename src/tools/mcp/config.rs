@@ -7,6 +7,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 
 use serde::{Deserialize, Serialize};
 
+use crate::sandbox::SandboxSettings;
 use crate::tools::Approval;
 
 /// One MCP server: a program on stdio (`command:`) or a streamable-HTTP endpoint (`url:`).
@@ -38,6 +39,9 @@ pub struct McpServerConfig {
     /// the rest are left out, and a warning says so.
     #[serde(default = "default_max_tools")]
     pub max_tools: usize,
+    /// A stdio server's sandbox, over config.yaml's `sandbox:`.
+    #[serde(default, skip_serializing_if = "SandboxSettings::is_empty")]
+    pub sandbox: SandboxSettings,
 }
 
 pub fn default_timeout_secs() -> u64 {
@@ -60,6 +64,7 @@ impl McpServerConfig {
             approval: Approval::default(),
             timeout_secs: default_timeout_secs(),
             max_tools: default_max_tools(),
+            sandbox: SandboxSettings::default(),
         }
     }
 
@@ -135,6 +140,12 @@ fn validate(name: &str, server: &McpServerConfig) -> Result<(), String> {
             if server.cwd.is_some() {
                 return Err(format!("{}: only for a stdio server (command:)", key("cwd")));
             }
+            if !server.sandbox.is_empty() {
+                return Err(format!(
+                    "{}: only for a stdio server (command:); huddle starts no process for an HTTP one",
+                    key("sandbox")
+                ));
+            }
         }
     }
     if server.cwd.as_deref().is_some_and(|c| c.trim().is_empty()) {
@@ -175,7 +186,13 @@ fn validate(name: &str, server: &McpServerConfig) -> Result<(), String> {
             crate::tools::MAX_TOOLS_LIMIT
         ));
     }
-    Ok(())
+    if server.sandbox.only_tighten {
+        return Err(format!(
+            "{}.only_tighten: is not a config.yaml setting",
+            key("sandbox")
+        ));
+    }
+    server.sandbox.validate(&key("sandbox"))
 }
 
 /// Where a stdio server runs: `None` (huddle's own working directory) when `cwd:` is not set;
@@ -288,6 +305,14 @@ mod tests {
             (
                 "g: { command: [x], max_tools: 500 }",
                 "mcp_servers.g.max_tools: must be 1 to 128",
+            ),
+            (
+                "g: { url: \"http://h\", sandbox: { mode: off } }",
+                "mcp_servers.g.sandbox: only for a stdio server",
+            ),
+            (
+                "g: { command: [x], sandbox: { allow_write: [rel] } }",
+                "mcp_servers.g.sandbox.allow_write: `rel`",
             ),
         ];
         for (yaml, expected) in cases {
