@@ -40,6 +40,8 @@ struct Measured {
 /// `wait4`: a child's `ru_maxrss` starts from the high-water mark of the process that spawned
 /// it (Linux keeps it across `exec`), here this one, which holds every scripted answer. The
 /// child's own `VmHWM` is read until it exits instead (the mark only grows).
+// Reaped with `waitpid` below, not `Child::wait`: the sampler must see the zombie first.
+#[allow(clippy::zombie_processes)]
 fn measure(home: &Path, args: &[&str]) -> Measured {
     let started = Instant::now();
     // Another build to compare (e.g. one with the system allocator): `HUDDLE_BENCH_BIN`.

@@ -7,7 +7,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use huddle::store::{DEFAULT_RUNS_KEPT, RunFiles, Transcripts};
+use huddle::store::{RunFiles, RunOwner, Transcripts};
 
 use super::run_timeline::open;
 
@@ -42,8 +42,8 @@ async fn one_shot_runs(home: &Path, n: usize) -> (Vec<String>, Vec<PathBuf>) {
     (ids, open_files_under(home))
 }
 
-/// Every session's transcript has its question and answer, and the run files kept (the
-/// newest `runs_kept` of a group) are all there, each ending with its `run_ended`.
+/// Every session's transcript has its question and answer, and every run's file (a one-shot
+/// run is its session's own: `runs/sessions/<id>/`) is there, ending with its `run_ended`.
 fn assert_all_saved(home: &Path, ids: &[String]) {
     let transcripts = Transcripts::new(home.join("sessions"));
     for (k, id) in ids.iter().enumerate() {
@@ -51,19 +51,16 @@ fn assert_all_saved(home: &Path, ids: &[String]) {
         assert_eq!(saved, 2, "run {k}: transcript has {saved} messages");
     }
     let runs = RunFiles::new(home.join("runs"));
-    let mut files = 0;
-    for group in std::fs::read_dir(home.join("runs")).expect("runs dir") {
-        let group = group.expect("entry").file_name().to_string_lossy().into_owned();
-        for run in runs.list(&group).expect("list") {
-            let lines = runs.read_lines(&group, &run).expect("read");
-            assert!(
-                lines.last().is_some_and(|l| l.contains("\"run_ended\"")),
-                "{run}: {lines:?}"
-            );
-            files += 1;
-        }
+    for (k, id) in ids.iter().enumerate() {
+        let owner = RunOwner::Session(id.clone());
+        let list = runs.list_of(&owner).expect("list");
+        assert_eq!(list.len(), 1, "run {k}: its run file");
+        let lines = runs.read_lines_of(&owner, &list[0]).expect("read");
+        assert!(
+            lines.last().is_some_and(|l| l.contains("\"run_ended\"")),
+            "run {k}: {lines:?}"
+        );
     }
-    assert_eq!(files, ids.len().min(DEFAULT_RUNS_KEPT), "the runs' files");
 }
 
 #[tokio::test]
