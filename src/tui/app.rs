@@ -3,6 +3,10 @@
 //! [`App::handle_app_event`]. The organization is read through a read-only view and changed only
 //! through the application layer ([`Edits`]). No terminal and no engine here, so tests drive it
 //! directly.
+//!
+//! The app routes: each feature's work is done by its controller (`features/`), lent a narrow
+//! [`Cx`] for one call with [`with_cx!`]; what a controller asks of the app in return
+//! ([`Then`]) is done here.
 
 use std::path::PathBuf;
 
@@ -13,14 +17,17 @@ use super::command::Command;
 use super::composer::Composer;
 use super::cycle_view::CycleView;
 use super::dialogs::{ConfirmAction, Dialog, DialogStack, Routed};
+use super::features::worktrees::Worktrees;
+use super::features::{Outcome, Then};
+use super::flash::{FlashTie, flash_over};
 use super::keymap::Keymap;
+pub use super::layout::Focus;
 use super::layout::{FrameLayout, Pane};
 use super::mouse::{MouseTarget, WHEEL_LINES};
 use super::runs::{Pending, Runs};
 use super::sidebar::{Row, Sidebar, rows_of};
 use super::team_panel::{Browse, TeamPanel};
 use super::transcript_pane::{Edge, TranscriptPane};
-use super::worktree_marks::WorktreeMarks;
 use crate::config::Config;
 use crate::engine::events::RunKey;
 use crate::model::{GroupId, SessionId};
@@ -28,21 +35,36 @@ use crate::presets::Catalog;
 use crate::store::OrgView;
 use crate::workspace::{Edits, WhichRun};
 
-/// Which pane gets keys that are not global.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Focus {
-    Sidebar,
-    Transcript,
-    Composer,
+/// Lends the app's shared pieces to a feature controller for one call, as `$cx` in `$call`
+/// (`with_cx!(self, cx => self.worktrees.open_diff(&mut cx))`); then does what the
+/// controller asked of the app, its commands after the call's.
+macro_rules! with_cx {
+    ($app:ident, $cx:ident => $call:expr) => {{
+        #[allow(unused_mut)]
+        let mut $cx = $crate::tui::features::Cx::new(
+            &$app.org,
+            &$app.edits,
+            &mut $app.dialogs,
+            $crate::tui::flash::Flash::new(&mut $app.flash, &mut $app.flash_tie),
+            &$app.keymap,
+            &$app.runs,
+            $app.org.read(|o| $app.sidebar.selection(o)),
+            $app.focus,
+        );
+        let out = $call;
+        let then = $cx.into_then();
+        $app.after(then, out)
+    }};
 }
+pub(super) use with_cx;
 
 pub struct App {
     /// The organization, read-only: every change goes through `edits`.
     pub org: OrgView,
     pub edits: Edits,
-    pub config: Config,
+    pub(super) config: Config,
     pub repo: PathBuf,
-    pub keymap: Keymap,
+    pub(super) keymap: Keymap,
     pub focus: Focus,
     pub sidebar: Sidebar,
     pub transcripts: TranscriptPane,
@@ -51,11 +73,11 @@ pub struct App {
     pub runs: Runs,
     pub composer: Composer,
     pub dialogs: DialogStack,
-    pub catalog: Option<Catalog>,
+    pub(super) catalog: Option<Catalog>,
     /// A one-line message in the status line until the next key.
     pub flash: Option<(String, bool)>,
     /// The state a flash reports ("pausing…", "stopping", "queued…"): it goes when that ends.
-    flash_tie: Option<FlashTie>,
+    pub(super) flash_tie: Option<FlashTie>,
     pub should_quit: bool,
     /// Advanced by the runtime on each frame while something is busy (spinner phase).
     pub tick: usize,
@@ -63,9 +85,10 @@ pub struct App {
     /// and search scroll use it.
     pub layout: FrameLayout,
     /// False while the mouse is left to the terminal (its own text selection works).
-    pub mouse_capture: bool,
-    /// Worktree statuses for the sidebar, refreshes in flight, whether git can be used.
-    pub worktrees: WorktreeMarks,
+    pub(super) mouse_capture: bool,
+    /// The team worktrees controller: the sidebar's statuses, whether git can be used, teams
+    /// being made.
+    pub worktrees: Worktrees,
     /// The trace view of a team's run, while open (drawn over the centre; takes the keys).
     pub trace_view: Option<super::trace_view::TraceView>,
 }
@@ -96,7 +119,7 @@ impl App {
             tick: 0,
             layout: FrameLayout::default(),
             mouse_capture: true,
-            worktrees: WorktreeMarks::default(),
+            worktrees: Worktrees::default(),
             trace_view: None,
         };
         let interrupted: Vec<(GroupId, String, u32, u32)> = app.org.read(|o| {
@@ -135,7 +158,7 @@ impl App {
         // Restore the last selection.
         app.org.read(|o| app.sidebar.restore(o));
         let mut commands = vec![Command::LoadCatalog, Command::LoadInputs, Command::ListRepoFiles];
-        commands.extend(app.worktree_startup());
+        commands.extend(with_cx!(app, cx => app.worktrees.startup(&mut cx)));
         commands.extend(app.on_selection_changed());
         app.refresh_placeholder();
         (app, commands)
@@ -395,8 +418,8 @@ impl App {
             Action::NextToolCall if self.select_card(false) => {}
             Action::PrevToolCall => self.select_tool_call(true),
             Action::NextToolCall => self.select_tool_call(false),
-            Action::ViewDiff => return self.open_diff(),
-            Action::MergeWorktree => return self.merge_selected(),
+            Action::ViewDiff => return with_cx!(self, cx => self.worktrees.open_diff(&mut cx)),
+            Action::MergeWorktree => return with_cx!(self, cx => self.worktrees.merge_selected(&mut cx)),
             Action::PruneHeadless => self.open_prune(),
             Action::RelayDraft => self.open_relay_draft(),
             Action::NewConversation => return self.new_conversation(),
@@ -457,8 +480,35 @@ impl App {
         if let Some(session_id) = session.filter(|_| load) {
             commands.push(Command::LoadTranscript { session_id });
         }
-        commands.extend(self.worktrees_on_selection(group.as_ref()));
+        commands.extend(with_cx!(self, cx => self.worktrees.on_selection(&mut cx)));
         commands
+    }
+
+    /// Does what a controller asked of the app (see [`Then`]); `out` is what its call
+    /// returned, the commands of these steps after its own.
+    pub(super) fn after<T: Outcome>(&mut self, then: Vec<Then>, out: T) -> T {
+        if then.is_empty() {
+            return out;
+        }
+        let mut commands = Vec::new();
+        for step in then {
+            match step {
+                Then::Cursor(row) => self.select_row(&row),
+                Then::SelectionChanged => commands.extend(self.on_selection_changed()),
+                Then::Focus(focus) => self.focus = focus,
+                Then::Forget { group, sessions } => {
+                    if let Some(group) = group {
+                        self.team_panel.forget(&group);
+                    }
+                    self.transcripts.forget(&sessions);
+                }
+                Then::ComposerSent => {
+                    self.composer.send();
+                }
+                Then::RevealCard { group, card } => self.transcripts.reveal_card = Some((group, card)),
+            }
+        }
+        out.and_then(commands)
     }
 
     /// Lines a page scrolls: the transcript's height on screen, less one line kept for context.
@@ -624,8 +674,7 @@ impl App {
 
     /// A flash that stays until the state it reports changes (see [`App::settle_flash`]).
     pub(super) fn flash_until(&mut self, text: &str, tie: FlashTie) {
-        self.flash(text, false);
-        self.flash_tie = Some(tie);
+        super::flash::Flash::new(&mut self.flash, &mut self.flash_tie).until(text, tie);
     }
 
     /// Clears a flash whose state is over: the pause or stop the engine confirmed (or the
@@ -654,18 +703,16 @@ impl App {
     }
 
     pub fn flash(&mut self, text: impl Into<String>, error: bool) {
-        self.flash_tie = None;
-        self.flash = Some((text.into(), error));
+        super::flash::Flash::new(&mut self.flash, &mut self.flash_tie).say(text, error);
     }
 
     /// The composer's placeholder says where the text goes.
     pub fn refresh_placeholder(&mut self) {
         self.composer.title = None;
-        let key = |a| self.keymap.key_label(a);
         let text = match self.selected_group_id() {
             None => format!(
                 "Create a team with {}, or select a session",
-                key(Action::NewGroupFromPreset)
+                self.keymap.key_label(Action::NewGroupFromPreset)
             ),
             Some(gid) => {
                 let (team, name, mode) = self.org.read(|o| {
@@ -704,7 +751,7 @@ impl App {
                 } else {
                     format!(
                         "Select a session to chat, or press {} for a new one",
-                        key(Action::NewSession)
+                        self.keymap.key_label(Action::NewSession)
                     )
                 }
             }
@@ -741,63 +788,5 @@ impl App {
             _ => {}
         }
         Vec::new()
-    }
-}
-
-/// What a flash reports, to clear it when that is over.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum FlashTie {
-    /// A pause, resume or stop of this run the engine has not confirmed yet.
-    Pending(RunKey),
-    /// Messages queued for this team's next plan.
-    Queued(GroupId),
-    /// These sessions are being stopped.
-    Busy(Vec<SessionId>),
-}
-
-/// True when the state `tie` reports is over: `pending` is a run's unconfirmed request (None:
-/// confirmed, or the run is gone), `queued` whether the team still has messages waiting for a
-/// plan, `busy` whether a session still works.
-pub(super) fn flash_over(
-    tie: &FlashTie,
-    pending: impl Fn(&RunKey) -> Option<Pending>,
-    queued: impl Fn(&str) -> bool,
-    busy: impl Fn(&str) -> bool,
-) -> bool {
-    match tie {
-        FlashTie::Pending(key) => pending(key).is_none(),
-        FlashTie::Queued(group_id) => !queued(group_id),
-        FlashTie::Busy(sessions) => !sessions.iter().any(|s| busy(s)),
-    }
-}
-
-#[cfg(test)]
-mod flash_tests {
-    use super::*;
-
-    #[test]
-    fn a_flash_ends_with_the_state_it_reports() {
-        let key = RunKey::team("g");
-        let pending = |p: Option<Pending>| move |_: &RunKey| p;
-        let tie = FlashTie::Pending(key);
-        assert!(!flash_over(
-            &tie,
-            pending(Some(Pending::Pausing)),
-            |_| true,
-            |_| true
-        ));
-        assert!(
-            flash_over(&tie, pending(None), |_| true, |_| true),
-            "confirmed or ended"
-        );
-        let queued = FlashTie::Queued("g".into());
-        assert!(!flash_over(&queued, pending(None), |_| true, |_| false));
-        assert!(
-            flash_over(&queued, pending(None), |_| false, |_| false),
-            "the plan took them"
-        );
-        let busy = FlashTie::Busy(vec!["a".into(), "b".into()]);
-        assert!(!flash_over(&busy, pending(None), |_| false, |s| s == "b"));
-        assert!(flash_over(&busy, pending(None), |_| false, |_| false));
     }
 }

@@ -1,10 +1,12 @@
 //! Opening dialogs and acting on their results.
 
-use super::app::{App, Focus};
+use super::app::{App, Focus, with_cx};
 use super::command::Command;
 use super::dialogs::{
-    ConfirmAction, Dialog, DialogResult, ListItem, ListPicker, PickPurpose, TextInput, TextPurpose,
+    ChoiceAction, ConfirmAction, Dialog, DialogResult, ListItem, ListPicker, PickPurpose, TextInput,
+    TextPurpose,
 };
+use super::features::worktrees;
 use super::sidebar::Row;
 use crate::model::{MAX_ITERATIONS, Mode, Tier};
 use crate::workspace::{EditError, WorktreeChoice};
@@ -320,8 +322,8 @@ impl App {
                     );
                     return Vec::new();
                 }
-                if self.is_team(&id) && self.has_worktrees(Some(&id)) {
-                    return self.delete_group_with_worktrees(id);
+                if let Some(commands) = with_cx!(self, cx => self.worktrees.delete_team(&mut cx, &id)) {
+                    return commands;
                 }
                 match self.edits.describe_delete_group(&id) {
                     Ok(text) => self
@@ -417,8 +419,15 @@ impl App {
                 approval_id,
                 decision,
             }],
-            DialogResult::Chose(action, option) => self.on_chose(action, option),
-            DialogResult::MergeWorktree(worktree) => vec![self.plan_merge(worktree)],
+            DialogResult::Chose(ChoiceAction::Merge(plan), option) => {
+                with_cx!(self, cx => self.worktrees.merge(&mut cx, plan, option))
+            }
+            DialogResult::Chose(ChoiceAction::DeleteGroup(id), option) => {
+                self.delete_group(&id, worktrees::removal_choice(option))
+            }
+            DialogResult::MergeWorktree(worktree) => {
+                with_cx!(self, cx => worktrees::plan_merge(&mut cx, worktree))
+            }
             DialogResult::Picked(purpose, value) => match self.apply_pick(purpose, value) {
                 Ok(commands) => commands,
                 Err(e) => {
@@ -512,9 +521,12 @@ impl App {
                     .find(&value)
                     .ok_or_else(|| format!("no preset named `{value}`"))?
                     .clone();
-                Ok(self.on_preset_picked(preset))
+                Ok(with_cx!(self, cx => self.worktrees.on_preset_picked(&mut cx, preset)))
             }
-            PickPurpose::Strategy(preset) => self.on_strategy_picked(&preset, &value),
+            PickPurpose::Strategy(preset) => {
+                let catalog = self.catalog.as_ref();
+                with_cx!(self, cx => self.worktrees.on_strategy_picked(&mut cx, catalog, &preset, &value))
+            }
             PickPurpose::Model(id) => {
                 self.edits
                     .set_session_model(&id, &value)

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::app::App;
+use super::app::{App, with_cx};
 use super::command::{AppEvent, Command};
 use super::dialogs::{ApprovalRequest, ConfirmAction};
 use super::team_panel::replay;
@@ -81,7 +81,7 @@ impl App {
                 Vec::new()
             }
             AppEvent::Forked { result } => self.on_forked(result),
-            worktree_event => self.handle_worktree_event(worktree_event),
+            worktree_event => with_cx!(self, cx => self.worktrees.on_event(&mut cx, worktree_event)),
         };
         self.refresh_placeholder();
         commands
@@ -113,7 +113,9 @@ impl App {
         // After the team's view followed (a plan takes the queued messages there).
         self.settle_flash();
         let mut commands = match &event.kind {
-            EventKind::TurnFinished { session_id, .. } => self.worktrees_on_turn(session_id),
+            EventKind::TurnFinished { session_id, .. } => {
+                with_cx!(self, cx => self.worktrees.on_turn(&mut cx, session_id))
+            }
             _ => Vec::new(),
         };
         if self.config.notify != super::notify::NotifyMode::Off

@@ -190,14 +190,14 @@ impl App {
             self.runs.request(&key, Pending::Resuming);
             self.flash_until(
                 "resuming the reflection",
-                super::app::FlashTie::Pending(key.clone()),
+                super::flash::FlashTie::Pending(key.clone()),
             );
             vec![Command::Resume { key }]
         } else {
             self.runs.request(&key, Pending::Pausing);
             self.flash_until(
                 "pausing the reflection after the step in flight…",
-                super::app::FlashTie::Pending(key.clone()),
+                super::flash::FlashTie::Pending(key.clone()),
             );
             vec![Command::Pause { key }]
         }

@@ -17,16 +17,15 @@
 
 pub mod action;
 pub mod app;
-mod app_cards;
 mod app_conversation;
 mod app_dialogs;
 mod app_events;
 mod app_inputs;
+mod app_tools;
 mod app_prune;
+mod app_cards;
 mod app_relay;
 mod app_team;
-mod app_tools;
-mod app_worktrees;
 pub mod cells;
 pub mod command;
 pub mod composer;
@@ -35,6 +34,8 @@ pub mod cycle_view;
 pub mod dialogs;
 pub mod editor;
 pub mod execution_cards;
+pub mod features;
+pub mod flash;
 pub mod frame;
 pub mod history;
 mod input_saver;
