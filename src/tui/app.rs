@@ -18,7 +18,7 @@ use super::composer::Composer;
 use super::cycle_view::CycleView;
 use super::dialogs::{ConfirmAction, Dialog, DialogStack, Routed};
 use super::features::worktrees::Worktrees;
-use super::features::{Outcome, Then};
+use super::features::{Outcome, Then, relay};
 use super::flash::{FlashTie, flash_over};
 use super::keymap::Keymap;
 pub use super::layout::Focus;
@@ -421,7 +421,7 @@ impl App {
             Action::ViewDiff => return with_cx!(self, cx => self.worktrees.open_diff(&mut cx)),
             Action::MergeWorktree => return with_cx!(self, cx => self.worktrees.merge_selected(&mut cx)),
             Action::PruneHeadless => self.open_prune(),
-            Action::RelayDraft => self.open_relay_draft(),
+            Action::RelayDraft => with_cx!(self, cx => relay::open(&mut cx, &mut self.team_panel)),
             Action::NewConversation => return self.new_conversation(),
             Action::ToggleMemory => return self.toggle_memory(),
             Action::Regenerate => return self.regenerate(),
@@ -547,7 +547,8 @@ impl App {
             return Vec::new();
         };
         if self.is_team(&group_id)
-            && let Some(commands) = self.relay_send(&group_id, &text)
+            && let Some(commands) =
+                with_cx!(self, cx => relay::send(&mut cx, &self.team_panel, &group_id, &text))
         {
             return commands;
         }
@@ -734,7 +735,7 @@ impl App {
                 if let Some(title) = self.resend_title() {
                     self.composer.title = Some(title);
                 }
-                if let Some(text) = self.relay_placeholder(&gid) {
+                if let Some(text) = with_cx!(self, cx => relay::placeholder(&cx, &self.team_panel, &gid)) {
                     text
                 } else if member.is_some() {
                     "Message this member alone (its own conversation; select the team to run it)…".to_string()

@@ -6,7 +6,7 @@ use super::dialogs::{
     ChoiceAction, ConfirmAction, Dialog, DialogResult, ListItem, ListPicker, PickPurpose, TextInput,
     TextPurpose,
 };
-use super::features::worktrees;
+use super::features::{relay, worktrees};
 use super::sidebar::Row;
 use crate::model::{MAX_ITERATIONS, Mode, Tier};
 use crate::workspace::{EditError, WorktreeChoice};
@@ -402,9 +402,15 @@ impl App {
                     }
                 }
             }
-            DialogResult::Text(TextPurpose::RelayEdit(id), text) => self.on_relay_text(id, text, true),
-            DialogResult::Text(TextPurpose::RelayNote(id), text) => self.on_relay_text(id, text, false),
-            DialogResult::Relay { group_id, choice } => self.on_relay_choice(group_id, choice),
+            DialogResult::Text(TextPurpose::RelayEdit(id), text) => {
+                with_cx!(self, cx => relay::on_text(&mut cx, id, text, true))
+            }
+            DialogResult::Text(TextPurpose::RelayNote(id), text) => {
+                with_cx!(self, cx => relay::on_text(&mut cx, id, text, false))
+            }
+            DialogResult::Relay { group_id, choice } => {
+                with_cx!(self, cx => relay::on_choice(&mut cx, group_id, choice))
+            }
             DialogResult::Text(purpose, text) => match self.apply_text(purpose, text) {
                 Ok(commands) => commands,
                 Err(e) => {

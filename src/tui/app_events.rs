@@ -7,6 +7,7 @@ use std::time::Instant;
 use super::app::{App, with_cx};
 use super::command::{AppEvent, Command};
 use super::dialogs::{ApprovalRequest, ConfirmAction};
+use super::features::relay;
 use super::team_panel::replay;
 use crate::engine::events::{EngineEvent, EventKind, RunKey};
 use crate::workspace::{ExportOutcome, LoadedRun};
@@ -109,7 +110,7 @@ impl App {
             return Vec::new();
         }
         self.follow_team_run(&event, now);
-        self.follow_relay(&event);
+        with_cx!(self, cx => relay::follow(&mut cx, &self.team_panel, &event));
         // After the team's view followed (a plan takes the queued messages there).
         self.settle_flash();
         let mut commands = match &event.kind {
