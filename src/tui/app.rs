@@ -17,6 +17,7 @@ use super::command::Command;
 use super::composer::Composer;
 use super::cycle_view::CycleView;
 use super::dialogs::{ConfirmAction, Dialog, DialogStack, Routed};
+use super::features::cards::{self, TraceRoute};
 use super::features::worktrees::Worktrees;
 use super::features::{Outcome, Then, relay};
 use super::flash::{FlashTie, flash_over};
@@ -281,8 +282,10 @@ impl App {
                 return commands;
             }
         }
-        if let Some(commands) = self.trace_view_key(&key, global) {
-            return commands;
+        match cards::trace_key(&mut self.trace_view, &key, global) {
+            TraceRoute::NotOpen => {}
+            TraceRoute::Taken => return Vec::new(),
+            TraceRoute::Perform(action) => return self.perform(action),
         }
         if self.transcripts.typing_search() {
             // Ctrl-C leaves the search line, as it closes a dialog.
@@ -414,10 +417,12 @@ impl App {
             Action::NewerRun if self.browse_conversations(1) => {}
             Action::OlderRun => return self.browse_runs(-1),
             Action::NewerRun => return self.browse_runs(1),
-            Action::PrevToolCall if self.select_card(true) => {}
-            Action::NextToolCall if self.select_card(false) => {}
-            Action::PrevToolCall => self.select_tool_call(true),
-            Action::NextToolCall => self.select_tool_call(false),
+            Action::PrevToolCall | Action::NextToolCall => {
+                let up = action == Action::PrevToolCall;
+                if !with_cx!(self, cx => cards::select(&mut cx, &mut self.team_panel, up)) {
+                    self.select_tool_call(up);
+                }
+            }
             Action::ViewDiff => return with_cx!(self, cx => self.worktrees.open_diff(&mut cx)),
             Action::MergeWorktree => return with_cx!(self, cx => self.worktrees.merge_selected(&mut cx)),
             Action::PruneHeadless => self.open_prune(),
@@ -427,8 +432,8 @@ impl App {
             Action::Regenerate => return self.regenerate(),
             Action::EditResend => self.edit_resend(),
             Action::ForkSession => return self.fork_session(),
-            Action::ToggleCard => self.toggle_card(),
-            Action::TraceView => self.open_trace(),
+            Action::ToggleCard => with_cx!(self, cx => cards::toggle(&mut cx, &mut self.team_panel)),
+            Action::TraceView => with_cx!(self, cx => cards::open_trace(&mut cx, &mut self.trace_view)),
         }
         Vec::new()
     }
@@ -765,7 +770,7 @@ impl App {
         if !self.dialogs.is_empty() {
             return Vec::new();
         }
-        if self.trace_view_mouse(&ev) {
+        if cards::trace_mouse(&mut self.trace_view, &self.layout, &ev) {
             return Vec::new();
         }
         match super::mouse::hit_test(&self.layout, &ev) {

@@ -23,7 +23,6 @@ mod app_events;
 mod app_inputs;
 mod app_tools;
 mod app_prune;
-mod app_cards;
 mod app_team;
 pub mod cells;
 pub mod command;

@@ -14,6 +14,7 @@
 //! keeps none is a module of functions over a `Cx` ([`relay`], [`cards`], [`prune`],
 //! [`tools`]).
 
+pub mod cards;
 pub mod relay;
 pub mod worktrees;
 
