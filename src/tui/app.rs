@@ -425,7 +425,7 @@ impl App {
             }
             Action::ViewDiff => return with_cx!(self, cx => self.worktrees.open_diff(&mut cx)),
             Action::MergeWorktree => return with_cx!(self, cx => self.worktrees.merge_selected(&mut cx)),
-            Action::PruneHeadless => self.open_prune(),
+            Action::PruneHeadless => with_cx!(self, cx => super::features::prune::open(&mut cx)),
             Action::RelayDraft => with_cx!(self, cx => relay::open(&mut cx, &mut self.team_panel)),
             Action::NewConversation => return self.new_conversation(),
             Action::ToggleMemory => return self.toggle_memory(),

@@ -6,7 +6,7 @@ use super::dialogs::{
     ChoiceAction, ConfirmAction, Dialog, DialogResult, ListItem, ListPicker, PickPurpose, TextInput,
     TextPurpose,
 };
-use super::features::{relay, worktrees};
+use super::features::{prune, relay, worktrees};
 use super::sidebar::Row;
 use crate::model::{MAX_ITERATIONS, Mode, Tier};
 use crate::workspace::{EditError, WorktreeChoice};
@@ -459,7 +459,9 @@ impl App {
                 }]
             }
             ConfirmAction::RemoveEvaluator(group_id, _) => self.remove_evaluator(&group_id),
-            ConfirmAction::PruneHeadless(leftovers) => self.prune_confirmed(leftovers),
+            ConfirmAction::PruneHeadless(leftovers) => {
+                with_cx!(self, cx => prune::confirmed(&mut cx, leftovers))
+            }
             ConfirmAction::DeleteGroup(id) => self.delete_group(&id, WorktreeChoice::Keep),
             ConfirmAction::DeleteSession(id) => match self.edits.delete_session(&id) {
                 Ok(removal) => {

@@ -15,6 +15,7 @@
 //! [`tools`]).
 
 pub mod cards;
+pub mod prune;
 pub mod relay;
 pub mod worktrees;
 
