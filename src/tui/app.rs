@@ -19,7 +19,7 @@ use super::cycle_view::CycleView;
 use super::dialogs::{ConfirmAction, Dialog, DialogStack, Routed};
 use super::features::cards::{self, TraceRoute};
 use super::features::worktrees::Worktrees;
-use super::features::{Outcome, Then, relay};
+use super::features::{Outcome, Then, relay, tools};
 use super::flash::{FlashTie, flash_over};
 use super::keymap::Keymap;
 pub use super::layout::Focus;
@@ -373,7 +373,10 @@ impl App {
                 }
             }
             Action::Select => {
-                if !(self.focus == Focus::Transcript && self.toggle_tool_call()) {
+                let window = self.layout.transcript_inner();
+                if !(self.focus == Focus::Transcript
+                    && with_cx!(self, cx => tools::toggle_tool_call(&mut cx, &mut self.transcripts, window)))
+                {
                     self.focus = Focus::Composer;
                 }
             }
@@ -400,12 +403,14 @@ impl App {
             Action::ToggleCollapse => return self.fold(None),
             Action::CollapseGroup => return self.fold(Some(true)),
             Action::ExpandGroup => return self.fold(Some(false)),
-            Action::CopyAnswer => return self.copy_answer(),
+            Action::CopyAnswer => {
+                return with_cx!(self, cx => tools::copy_answer(&mut cx, &self.transcripts, &self.team_panel));
+            }
             Action::ToggleMouse => {
                 self.mouse_capture = !self.mouse_capture;
                 return vec![Command::SetMouseCapture(self.mouse_capture)];
             }
-            Action::Search => self.start_search(),
+            Action::Search => with_cx!(self, cx => tools::start_search(&mut cx, &mut self.transcripts)),
             Action::SearchNext => self.search_step(true),
             Action::SearchPrev => self.search_step(false),
             Action::LeaveSearch => self.transcripts.search = None,
@@ -420,7 +425,8 @@ impl App {
             Action::PrevToolCall | Action::NextToolCall => {
                 let up = action == Action::PrevToolCall;
                 if !with_cx!(self, cx => cards::select(&mut cx, &mut self.team_panel, up)) {
-                    self.select_tool_call(up);
+                    let window = self.layout.transcript_inner();
+                    with_cx!(self, cx => tools::select_tool_call(&mut cx, &mut self.transcripts, window, up));
                 }
             }
             Action::ViewDiff => return with_cx!(self, cx => self.worktrees.open_diff(&mut cx)),
@@ -487,6 +493,17 @@ impl App {
         }
         commands.extend(with_cx!(self, cx => self.worktrees.on_selection(&mut cx)));
         commands
+    }
+
+    /// Folds, unfolds or toggles the selected group (the tools controller).
+    fn fold(&mut self, collapse: Option<bool>) -> Vec<Command> {
+        with_cx!(self, cx => tools::fold(&mut cx, &self.sidebar, collapse))
+    }
+
+    /// Jumps to the next (or previous) search match in the window drawn last.
+    fn search_step(&mut self, forward: bool) {
+        let window = self.layout.transcript_inner();
+        with_cx!(self, cx => tools::search_step(&mut cx, &mut self.transcripts, window, forward));
     }
 
     /// Does what a controller asked of the app (see [`Then`]); `out` is what its call

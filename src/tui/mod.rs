@@ -21,7 +21,6 @@ mod app_conversation;
 mod app_dialogs;
 mod app_events;
 mod app_inputs;
-mod app_tools;
 mod app_team;
 pub mod cells;
 pub mod command;

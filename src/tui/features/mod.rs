@@ -17,6 +17,7 @@
 pub mod cards;
 pub mod prune;
 pub mod relay;
+pub mod tools;
 pub mod worktrees;
 
 use super::command::Command;
