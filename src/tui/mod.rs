@@ -27,6 +27,8 @@ pub mod command;
 pub mod composer;
 pub mod composer_attachments;
 pub mod cycle_view;
+#[cfg(test)]
+mod cycle_panel_tests;
 pub mod dialogs;
 pub mod editor;
 pub mod execution_cards;
@@ -50,6 +52,8 @@ pub mod search;
 pub mod sidebar;
 pub mod team_panel;
 pub mod terminal;
+#[cfg(test)]
+mod test_screen;
 mod timeline_kind;
 pub mod tool_cell;
 pub mod trace_view;
