@@ -38,7 +38,10 @@ fn screen(preset: &str, fixture: &str, width: u16, cut: Option<usize>) -> String
     pane.to_edge(Edge::Timeline(&group_id), true);
     draw(width, timeline + panel_rows, |f| {
         let area = f.area();
-        let top = ratatui::layout::Rect { height: timeline, ..area };
+        let top = ratatui::layout::Rect {
+            height: timeline,
+            ..area
+        };
         let bottom = ratatui::layout::Rect {
             y: area.y + timeline,
             height: panel_rows,

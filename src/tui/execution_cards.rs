@@ -695,7 +695,11 @@ mod tests {
         for width in WIDTHS {
             let screen = draw(width, 30, |f| {
                 let mut pane = crate::tui::transcript_pane::TranscriptPane::default();
-                pane.render(f, f.area(), &timeline_props(&org, &group_id, panel.shown_cycle(&group_id)));
+                pane.render(
+                    f,
+                    f.area(),
+                    &timeline_props(&org, &group_id, panel.shown_cycle(&group_id)),
+                );
             });
             insta::assert_snapshot!(format!("cards_{width}"), screen);
         }

@@ -26,9 +26,9 @@ pub mod cells;
 pub mod command;
 pub mod composer;
 pub mod composer_attachments;
-pub mod cycle_view;
 #[cfg(test)]
 mod cycle_panel_tests;
+pub mod cycle_view;
 pub mod dialogs;
 pub mod editor;
 pub mod execution_cards;

@@ -83,7 +83,10 @@ pub fn panel_keys() -> PanelKeys {
 pub fn team_org(preset: &str, max_iterations: u32) -> (Organization, GroupId) {
     let config = Config::parse("default_model: sim/demo\n", Path::new("config.yaml")).expect("a config");
     let presets = load_builtins(&config).0;
-    let p = presets.iter().find(|p| p.name == preset).expect("a built-in preset");
+    let p = presets
+        .iter()
+        .find(|p| p.name == preset)
+        .expect("a built-in preset");
     let mut org = Organization::default();
     let id = create_team_group(&mut org, p, &config, None);
     if let Some(g) = org.groups.iter_mut().find(|g| g.id == id) {
@@ -94,7 +97,11 @@ pub fn team_org(preset: &str, max_iterations: u32) -> (Organization, GroupId) {
 
 /// What the centre pane shows of team `group_id` with `cycle` as its run (as `render.rs`
 /// fills it).
-pub fn timeline_props<'a>(org: &Organization, group_id: &str, cycle: Option<&'a CycleView>) -> transcript_pane::Props<'a> {
+pub fn timeline_props<'a>(
+    org: &Organization,
+    group_id: &str,
+    cycle: Option<&'a CycleView>,
+) -> transcript_pane::Props<'a> {
     let g = org.group(group_id).expect("the team");
     let members: Vec<(String, Role)> = org
         .sessions_in(group_id)

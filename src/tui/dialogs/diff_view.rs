@@ -536,7 +536,9 @@ mod tests {
         use crate::tui::action::{Action, Context};
         use crate::tui::test_screen::{WIDTHS, draw, keymap};
         let worktree = |role: &str, hex: &str| Worktree {
-            path: PathBuf::from(format!("/home/me/.local/share/huddle/worktrees/shop/coding-team-{role}-{hex}")),
+            path: PathBuf::from(format!(
+                "/home/me/.local/share/huddle/worktrees/shop/coding-team-{role}-{hex}"
+            )),
             branch: format!("huddle/coding-team-{role}-{hex}"),
             base_commit: "4f2c1a9e0b7d3c5a6e8f".into(),
             repo: PathBuf::from("/home/me/shop"),
