@@ -13,7 +13,9 @@
 //! (with the tool approval popup and its queue). A tool call is a [`tool_cell::ToolCell`] of
 //! the transcript, made from stored messages alike live and after a restart. The app keeps
 //! focus, routes keys, mouse and events to them, and holds what they share: the organization
-//! (read-only), the edits, the runs, the keymap and the layout.
+//! (read-only), the edits, the runs, the keymap and the layout. A feature's work (worktrees,
+//! relays, cards, pruning, the everyday tools) is done by its controller in [`features`],
+//! lent a narrow context for each call.
 
 pub mod action;
 pub mod app;
