@@ -19,7 +19,7 @@ use super::cycle_view::CycleView;
 use super::dialogs::{ConfirmAction, Dialog, DialogStack, Routed};
 use super::features::cards::{self, TraceRoute};
 use super::features::worktrees::Worktrees;
-use super::features::{Outcome, Then, relay, tools};
+use super::features::{Outcome, Then, conversation, relay, tools};
 use super::flash::{FlashTie, flash_over};
 use super::keymap::Keymap;
 pub use super::layout::Focus;
@@ -418,10 +418,12 @@ impl App {
             Action::HistoryNext => self.composer.recall_newer(),
             Action::OpenEditor => return self.open_editor_for_composer(),
             Action::ReflectSession => self.open_reflect(),
-            Action::OlderRun if self.browse_conversations(-1) => {}
-            Action::NewerRun if self.browse_conversations(1) => {}
-            Action::OlderRun => return self.browse_runs(-1),
-            Action::NewerRun => return self.browse_runs(1),
+            Action::OlderRun | Action::NewerRun => {
+                let step = if action == Action::OlderRun { -1 } else { 1 };
+                if !with_cx!(self, cx => conversation::browse(&mut cx, &mut self.transcripts, step)) {
+                    return self.browse_runs(step);
+                }
+            }
             Action::PrevToolCall | Action::NextToolCall => {
                 let up = action == Action::PrevToolCall;
                 if !with_cx!(self, cx => cards::select(&mut cx, &mut self.team_panel, up)) {
@@ -433,11 +435,15 @@ impl App {
             Action::MergeWorktree => return with_cx!(self, cx => self.worktrees.merge_selected(&mut cx)),
             Action::PruneHeadless => with_cx!(self, cx => super::features::prune::open(&mut cx)),
             Action::RelayDraft => with_cx!(self, cx => relay::open(&mut cx, &mut self.team_panel)),
-            Action::NewConversation => return self.new_conversation(),
-            Action::ToggleMemory => return self.toggle_memory(),
-            Action::Regenerate => return self.regenerate(),
-            Action::EditResend => self.edit_resend(),
-            Action::ForkSession => return self.fork_session(),
+            Action::NewConversation => return with_cx!(self, cx => conversation::new_conversation(&mut cx)),
+            Action::ToggleMemory => return with_cx!(self, cx => conversation::toggle_memory(&mut cx)),
+            Action::Regenerate => {
+                return with_cx!(self, cx => conversation::regenerate(&mut cx, &mut self.transcripts));
+            }
+            Action::EditResend => {
+                with_cx!(self, cx => conversation::edit_resend(&mut cx, &mut self.transcripts))
+            }
+            Action::ForkSession => return with_cx!(self, cx => conversation::fork(&mut cx)),
             Action::ToggleCard => with_cx!(self, cx => cards::toggle(&mut cx, &mut self.team_panel)),
             Action::TraceView => with_cx!(self, cx => cards::open_trace(&mut cx, &mut self.trace_view)),
         }
@@ -527,6 +533,14 @@ impl App {
                 Then::ComposerSent => {
                     self.composer.send();
                 }
+                Then::ComposerText(text) => self.composer.set_text(&text),
+                Then::Deleted(removal) => {
+                    if let Some(group) = &removal.group {
+                        self.team_panel.forget(group);
+                    }
+                    self.transcripts.forget(&removal.sessions);
+                    commands.extend(self.files_go(removal));
+                }
                 Then::RevealCard { group, card } => self.transcripts.reveal_card = Some((group, card)),
             }
         }
@@ -575,7 +589,9 @@ impl App {
             return commands;
         }
         if self.is_team(&group_id) && self.selected_session_id().is_none() {
-            if let Some(commands) = self.note_for_member(&group_id, &text) {
+            if let Some(commands) =
+                with_cx!(self, cx => conversation::note_for_member(&mut cx, &group_id, &text))
+            {
                 return commands;
             }
             self.composer.send();
@@ -602,7 +618,8 @@ impl App {
             self.flash("select a session (or create one with the new-session key)", true);
             return Vec::new();
         };
-        if let Some(commands) = self.send_resend(&session_id, &text) {
+        if let Some(commands) = with_cx!(self, cx => conversation::send_resend(&mut cx, &mut self.transcripts, &session_id, &text))
+        {
             return commands;
         }
         self.composer.send();
@@ -754,7 +771,8 @@ impl App {
                         crate::text::sanitize::display(&name)
                     )
                 });
-                if let Some(title) = self.resend_title() {
+                if let Some(title) = with_cx!(self, cx => conversation::resend_title(&cx, &self.transcripts))
+                {
                     self.composer.title = Some(title);
                 }
                 if let Some(text) = with_cx!(self, cx => relay::placeholder(&cx, &self.team_panel, &gid)) {

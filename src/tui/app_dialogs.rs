@@ -379,7 +379,7 @@ impl App {
     }
 
     /// After a deletion: the selection moves on, and the files go (in the runtime).
-    fn files_go(&mut self, removal: crate::workspace::Removal) -> Vec<Command> {
+    pub(super) fn files_go(&mut self, removal: crate::workspace::Removal) -> Vec<Command> {
         let mut commands = self.on_selection_changed();
         commands.push(Command::RemoveFiles(removal));
         commands

@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::app::{App, with_cx};
 use super::command::{AppEvent, Command};
 use super::dialogs::{ApprovalRequest, ConfirmAction};
-use super::features::relay;
+use super::features::{conversation, relay};
 use super::team_panel::replay;
 use crate::engine::events::{EngineEvent, EventKind, RunKey};
 use crate::workspace::{ExportOutcome, LoadedRun};
@@ -81,7 +81,7 @@ impl App {
                 self.on_inputs_loaded(inputs);
                 Vec::new()
             }
-            AppEvent::Forked { result } => self.on_forked(result),
+            AppEvent::Forked { result } => with_cx!(self, cx => conversation::on_forked(&mut cx, result)),
             worktree_event => with_cx!(self, cx => self.worktrees.on_event(&mut cx, worktree_event)),
         };
         self.refresh_placeholder();

@@ -19,7 +19,6 @@
 
 pub mod action;
 pub mod app;
-mod app_conversation;
 mod app_dialogs;
 mod app_events;
 mod app_inputs;

@@ -12,9 +12,10 @@
 //!
 //! A controller that keeps state is a struct the app owns ([`worktrees::Worktrees`]); one that
 //! keeps none is a module of functions over a `Cx` ([`relay`], [`cards`], [`prune`],
-//! [`tools`]).
+//! [`tools`], [`conversation`], [`team`]).
 
 pub mod cards;
+pub mod conversation;
 pub mod prune;
 pub mod relay;
 pub mod tools;
@@ -29,7 +30,7 @@ use super::runs::Runs;
 use super::sidebar::{Row, Selection};
 use crate::model::{GroupId, SessionId};
 use crate::store::OrgView;
-use crate::workspace::Edits;
+use crate::workspace::{Edits, Removal};
 
 /// What a controller is lent for one call.
 pub struct Cx<'a> {
@@ -67,6 +68,11 @@ pub enum Then {
     },
     /// The composer's text was sent: it is cleared and goes into the prompt history.
     ComposerSent,
+    /// This text in the composer, to edit.
+    ComposerText(String),
+    /// Sessions (or a group) were deleted: their views go, the selection moves on, then their
+    /// files go (in the runtime).
+    Deleted(Removal),
     /// The team's timeline scrolls this card of the run shown into view.
     RevealCard { group: GroupId, card: String },
 }
@@ -132,6 +138,15 @@ impl<'a> Cx<'a> {
             return None;
         }
         self.selected_team()
+    }
+
+    /// The selected team; without one, the status line says to select one.
+    pub fn team_or_say(&mut self) -> Option<GroupId> {
+        let team = self.selected_team();
+        if team.is_none() {
+            self.flash.say("select a team first", true);
+        }
+        team
     }
 
     /// Says why an action is refused, in a popup.
