@@ -19,7 +19,7 @@ use super::cycle_view::CycleView;
 use super::dialogs::{ConfirmAction, Dialog, DialogStack, Routed};
 use super::features::cards::{self, TraceRoute};
 use super::features::worktrees::Worktrees;
-use super::features::{Outcome, Then, conversation, relay, tools};
+use super::features::{Outcome, Then, conversation, relay, team, tools};
 use super::flash::{FlashTie, flash_over};
 use super::keymap::Keymap;
 pub use super::layout::Focus;
@@ -397,9 +397,9 @@ impl App {
             Action::EditSystemPrompt => self.open_system_prompt(),
             Action::SetMode => self.open_mode_picker(),
             Action::SetMaxIterations => self.open_max_iterations(),
-            Action::ToggleEvaluator => return self.toggle_evaluator(),
+            Action::ToggleEvaluator => return with_cx!(self, cx => team::toggle_evaluator(&mut cx)),
             Action::Delete => return self.open_delete(),
-            Action::SaveGroupAsPreset => return self.save_as_preset(),
+            Action::SaveGroupAsPreset => return with_cx!(self, cx => team::save_as_preset(&mut cx)),
             Action::ToggleCollapse => return self.fold(None),
             Action::CollapseGroup => return self.fold(Some(true)),
             Action::ExpandGroup => return self.fold(Some(false)),

@@ -6,7 +6,7 @@ use super::dialogs::{
     ChoiceAction, ConfirmAction, Dialog, DialogResult, ListItem, ListPicker, PickPurpose, TextInput,
     TextPurpose,
 };
-use super::features::{prune, relay, worktrees};
+use super::features::{prune, relay, team, worktrees};
 use super::sidebar::Row;
 use crate::model::{MAX_ITERATIONS, Mode, Tier};
 use crate::workspace::{EditError, WorktreeChoice};
@@ -458,7 +458,9 @@ impl App {
                     confirmed: true,
                 }]
             }
-            ConfirmAction::RemoveEvaluator(group_id, _) => self.remove_evaluator(&group_id),
+            ConfirmAction::RemoveEvaluator(group_id, _) => {
+                with_cx!(self, cx => team::remove_evaluator(&mut cx, &group_id))
+            }
             ConfirmAction::PruneHeadless(leftovers) => {
                 with_cx!(self, cx => prune::confirmed(&mut cx, leftovers))
             }

@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::app::{App, with_cx};
 use super::command::{AppEvent, Command};
 use super::dialogs::{ApprovalRequest, ConfirmAction};
-use super::features::{conversation, relay};
+use super::features::{conversation, relay, team};
 use super::team_panel::replay;
 use crate::engine::events::{EngineEvent, EventKind, RunKey};
 use crate::workspace::{ExportOutcome, LoadedRun};
@@ -48,7 +48,7 @@ impl App {
                 Vec::new()
             }
             AppEvent::ExportPlanned { group_id, result } => {
-                self.on_export_planned(group_id, result);
+                with_cx!(self, cx => team::on_export_planned(&mut cx, group_id, result));
                 Vec::new()
             }
             AppEvent::Exported { group_id, result } => {

@@ -18,6 +18,7 @@ pub mod cards;
 pub mod conversation;
 pub mod prune;
 pub mod relay;
+pub mod team;
 pub mod tools;
 pub mod worktrees;
 
