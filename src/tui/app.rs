@@ -19,7 +19,7 @@ use super::cycle_view::CycleView;
 use super::dialogs::{ConfirmAction, Dialog, DialogStack, Routed};
 use super::features::cards::{self, TraceRoute};
 use super::features::worktrees::Worktrees;
-use super::features::{Outcome, Then, conversation, relay, team, tools};
+use super::features::{Outcome, Then, conversation, edit, relay, team, tools};
 use super::flash::{FlashTie, flash_over};
 use super::keymap::Keymap;
 pub use super::layout::Focus;
@@ -390,15 +390,15 @@ impl App {
             Action::TogglePauseCycle => return self.toggle_pause(),
             Action::StopCycle => return self.stop(),
             Action::NewGroupFromPreset => return self.open_preset_picker(),
-            Action::NewSession => self.open_new_session(),
-            Action::AddMember => self.open_add_member(),
-            Action::Rename => self.open_rename(),
-            Action::SetModel => self.open_model_picker(),
-            Action::EditSystemPrompt => self.open_system_prompt(),
-            Action::SetMode => self.open_mode_picker(),
-            Action::SetMaxIterations => self.open_max_iterations(),
+            Action::NewSession => with_cx!(self, cx => edit::open_new_session(&mut cx)),
+            Action::AddMember => with_cx!(self, cx => edit::open_add_member(&mut cx)),
+            Action::Rename => with_cx!(self, cx => edit::open_rename(&mut cx)),
+            Action::SetModel => with_cx!(self, cx => edit::open_model_picker(&mut cx, &self.config)),
+            Action::EditSystemPrompt => with_cx!(self, cx => edit::open_system_prompt(&mut cx)),
+            Action::SetMode => with_cx!(self, cx => edit::open_mode_picker(&mut cx)),
+            Action::SetMaxIterations => with_cx!(self, cx => edit::open_max_iterations(&mut cx)),
             Action::ToggleEvaluator => return with_cx!(self, cx => team::toggle_evaluator(&mut cx)),
-            Action::Delete => return self.open_delete(),
+            Action::Delete => return with_cx!(self, cx => edit::open_delete(&mut cx, &mut self.worktrees)),
             Action::SaveGroupAsPreset => return with_cx!(self, cx => team::save_as_preset(&mut cx)),
             Action::ToggleCollapse => return self.fold(None),
             Action::CollapseGroup => return self.fold(Some(true)),
@@ -539,7 +539,9 @@ impl App {
                         self.team_panel.forget(group);
                     }
                     self.transcripts.forget(&removal.sessions);
-                    commands.extend(self.files_go(removal));
+                    // The selection moves on, then the files go (in the runtime).
+                    commands.extend(self.on_selection_changed());
+                    commands.push(Command::RemoveFiles(removal));
                 }
                 Then::RevealCard { group, card } => self.transcripts.reveal_card = Some((group, card)),
             }

@@ -12,10 +12,11 @@
 //!
 //! A controller that keeps state is a struct the app owns ([`worktrees::Worktrees`]); one that
 //! keeps none is a module of functions over a `Cx` ([`relay`], [`cards`], [`prune`],
-//! [`tools`], [`conversation`], [`team`]).
+//! [`tools`], [`conversation`], [`team`], [`edit`]).
 
 pub mod cards;
 pub mod conversation;
+pub mod edit;
 pub mod prune;
 pub mod relay;
 pub mod team;
