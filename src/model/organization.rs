@@ -139,6 +139,12 @@ pub struct Group {
     /// `pipeline_state`).
     #[serde(flatten)]
     pub state: ModeState,
+    /// The team's sandbox (its preset's), over config.yaml's.
+    #[serde(default, skip_serializing_if = "crate::sandbox::SandboxSettings::is_empty")]
+    pub sandbox: crate::sandbox::SandboxSettings,
+    /// The team's hooks (its preset's), added to config.yaml's.
+    #[serde(default, skip_serializing_if = "crate::hooks::Hooks::is_empty")]
+    pub hooks: crate::hooks::Hooks,
 }
 
 pub fn default_max_iterations() -> u32 {
@@ -179,6 +185,8 @@ impl Group {
             memory: Memory::Run,
             settings: ModeSettings::default(),
             state: ModeState::default(),
+            sandbox: Default::default(),
+            hooks: Default::default(),
         }
     }
 
@@ -260,6 +268,12 @@ pub struct Session {
     /// or is renamed; `None` for sessions made before it was kept, or added to a team later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handle: Option<String>,
+    /// The member's own sandbox (its preset's), over its team's.
+    #[serde(default, skip_serializing_if = "crate::sandbox::SandboxSettings::is_empty")]
+    pub sandbox: crate::sandbox::SandboxSettings,
+    /// The member's own hooks (its preset's), added to its team's.
+    #[serde(default, skip_serializing_if = "crate::hooks::Hooks::is_empty")]
+    pub hooks: crate::hooks::Hooks,
 }
 
 impl Session {
@@ -287,6 +301,8 @@ impl Session {
             pending_notes: Vec::new(),
             flow: FlowLinks::default(),
             handle: None,
+            sandbox: Default::default(),
+            hooks: Default::default(),
         }
     }
 
