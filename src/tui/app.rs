@@ -19,7 +19,7 @@ use super::cycle_view::CycleView;
 use super::dialogs::{ConfirmAction, Dialog, DialogStack, Routed};
 use super::features::cards::{self, TraceRoute};
 use super::features::worktrees::Worktrees;
-use super::features::{Outcome, Then, conversation, edit, relay, team, tools};
+use super::features::{Outcome, Then, control, conversation, edit, relay, team, tools};
 use super::flash::{FlashTie, flash_over};
 use super::keymap::Keymap;
 pub use super::layout::Focus;
@@ -30,7 +30,6 @@ use super::sidebar::{Row, Sidebar, rows_of};
 use super::team_panel::{Browse, TeamPanel};
 use super::transcript_pane::{Edge, TranscriptPane};
 use crate::config::Config;
-use crate::engine::events::RunKey;
 use crate::model::{GroupId, SessionId};
 use crate::presets::Catalog;
 use crate::store::OrgView;
@@ -387,8 +386,10 @@ impl App {
             Action::PageUp => self.scroll(self.page() as isize),
             Action::PageDown => self.scroll(-(self.page() as isize)),
             Action::ScrollTop | Action::ScrollBottom => self.scroll_to_edge(action == Action::ScrollTop),
-            Action::TogglePauseCycle => return self.toggle_pause(),
-            Action::StopCycle => return self.stop(),
+            Action::TogglePauseCycle => {
+                return with_cx!(self, cx => control::toggle_pause(&mut cx, &mut self.team_panel));
+            }
+            Action::StopCycle => return with_cx!(self, cx => control::stop(&mut cx)),
             Action::NewGroupFromPreset => return self.open_preset_picker(),
             Action::NewSession => with_cx!(self, cx => edit::open_new_session(&mut cx)),
             Action::AddMember => with_cx!(self, cx => edit::open_add_member(&mut cx)),
@@ -417,7 +418,9 @@ impl App {
             Action::HistoryPrev => self.composer.recall_older(),
             Action::HistoryNext => self.composer.recall_newer(),
             Action::OpenEditor => return self.open_editor_for_composer(),
-            Action::ReflectSession => self.open_reflect(),
+            Action::ReflectSession => {
+                with_cx!(self, cx => control::open_reflect(&mut cx, &self.composer, &self.transcripts))
+            }
             Action::OlderRun | Action::NewerRun => {
                 let step = if action == Action::OlderRun { -1 } else { 1 };
                 if !with_cx!(self, cx => conversation::browse(&mut cx, &mut self.transcripts, step)) {
@@ -544,6 +547,7 @@ impl App {
                     commands.push(Command::RemoveFiles(removal));
                 }
                 Then::RevealCard { group, card } => self.transcripts.reveal_card = Some((group, card)),
+                Then::Request(key, pending) => self.runs.request(&key, pending),
             }
         }
         out.and_then(commands)
@@ -636,82 +640,6 @@ impl App {
             session_id,
             prompt: text,
         }]
-    }
-
-    fn toggle_pause(&mut self) -> Vec<Command> {
-        if let Some(session_id) = self.selected_reflection() {
-            return self.toggle_pause_reflection(session_id);
-        }
-        let Some(group_id) = self.selected_group_id() else {
-            return Vec::new();
-        };
-        let key = RunKey::team(&group_id);
-        if let Some(run) = self.runs.team(&group_id) {
-            let paused = run.paused_as_shown();
-            if paused {
-                self.runs.request(&key, Pending::Resuming);
-                self.flash_until("resuming", FlashTie::Pending(key.clone()));
-                return vec![Command::Resume { key }];
-            }
-            self.runs.request(&key, Pending::Pausing);
-            self.flash_until(
-                "pausing after the step in flight…",
-                FlashTie::Pending(key.clone()),
-            );
-            return vec![Command::Pause { key }];
-        }
-        if self.team_panel.interrupted(&group_id) {
-            self.team_panel.show_newest(&group_id);
-            return vec![Command::ResumeCycle { group_id }];
-        }
-        self.flash("no cycle is running in this group", true);
-        Vec::new()
-    }
-
-    /// Stops the selected group's run, or else the selected session's chat turns and
-    /// reflection (or those of every session of the selected group).
-    fn stop(&mut self) -> Vec<Command> {
-        let Some(group_id) = self.selected_group_id() else {
-            return Vec::new();
-        };
-        if self.selected_session_id().is_none() && self.team_running(&group_id) {
-            let key = RunKey::team(&group_id);
-            self.runs.request(&key, Pending::Stopping);
-            self.flash_until("stopping", FlashTie::Pending(key.clone()));
-            return vec![Command::Stop { key }];
-        }
-        let busy: Vec<SessionId> = match self.selected_session_id() {
-            Some(id) => {
-                let own_run = self.runs.chatting(&id) || self.reflecting(&id);
-                if !own_run && self.team_running(&group_id) {
-                    // A team member's turn belongs to the team's run.
-                    let key = RunKey::team(&group_id);
-                    self.runs.request(&key, Pending::Stopping);
-                    self.flash_until("stopping the team's run", FlashTie::Pending(key.clone()));
-                    return vec![Command::Stop { key }];
-                }
-                own_run.then_some(id).into_iter().collect()
-            }
-            None => self.org.read(|o| {
-                o.sessions_in(&group_id)
-                    .iter()
-                    .filter(|s| self.runs.chatting(&s.id) || self.reflecting(&s.id))
-                    .map(|s| s.id.clone())
-                    .collect()
-            }),
-        };
-        if busy.is_empty() {
-            self.flash("nothing is running here", true);
-            return Vec::new();
-        }
-        self.flash_until("stopping", FlashTie::Busy(busy.clone()));
-        busy.into_iter()
-            .map(|session_id| {
-                self.runs
-                    .request(&RunKey::reflection(&session_id), Pending::Stopping);
-                Command::StopSession { session_id }
-            })
-            .collect()
     }
 
     /// A flash that stays until the state it reports changes (see [`App::settle_flash`]).

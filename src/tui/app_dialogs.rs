@@ -6,7 +6,7 @@ use super::command::Command;
 use super::dialogs::{
     ChoiceAction, ConfirmAction, Dialog, DialogResult, ListItem, ListPicker, PickPurpose, TextPurpose,
 };
-use super::features::{edit, prune, relay, team, worktrees};
+use super::features::{control, edit, prune, relay, team, worktrees};
 use crate::model::Tier;
 use crate::workspace::WorktreeChoice;
 
@@ -99,13 +99,7 @@ impl App {
         match result {
             DialogResult::Confirmed(action) => self.on_confirmed(action),
             DialogResult::Text(TextPurpose::ReflectIterations(id, goal), text) => {
-                match self.start_reflection(id, goal, &text) {
-                    Ok(commands) => commands,
-                    Err(e) => {
-                        self.dialogs.error("Not started", e);
-                        Vec::new()
-                    }
-                }
+                with_cx!(self, cx => control::start_reflection(&mut cx, &mut self.composer, &mut self.transcripts, id, goal, &text))
             }
             DialogResult::Text(TextPurpose::RelayEdit(id), text) => {
                 with_cx!(self, cx => relay::on_text(&mut cx, id, text, true))

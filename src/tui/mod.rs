@@ -22,7 +22,6 @@ pub mod app;
 mod app_dialogs;
 mod app_events;
 mod app_inputs;
-mod app_reflection;
 pub mod cells;
 pub mod command;
 pub mod composer;

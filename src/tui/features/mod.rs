@@ -1,5 +1,6 @@
 //! Feature controllers: what the app does for one feature (team worktrees, relays, sub-agent
-//! cards and the trace view, pruning, the everyday tools), each behind a narrow context.
+//! cards and the trace view, pruning, the everyday tools, conversations, team settings, the
+//! organization's edits, run control), each behind a narrow context.
 //!
 //! The app routes a key, a dialog's result or an event to a controller in one line and lends
 //! it a [`Cx`] for that call: the organization read-only, the edits (the one way to change
@@ -12,9 +13,10 @@
 //!
 //! A controller that keeps state is a struct the app owns ([`worktrees::Worktrees`]); one that
 //! keeps none is a module of functions over a `Cx` ([`relay`], [`cards`], [`prune`],
-//! [`tools`], [`conversation`], [`team`], [`edit`]).
+//! [`tools`], [`conversation`], [`team`], [`edit`], [`control`]).
 
 pub mod cards;
+pub mod control;
 pub mod conversation;
 pub mod edit;
 pub mod prune;
@@ -28,8 +30,9 @@ use super::dialogs::DialogStack;
 use super::flash::Flash;
 use super::keymap::Keymap;
 use super::layout::Focus;
-use super::runs::Runs;
+use super::runs::{Pending, Runs};
 use super::sidebar::{Row, Selection};
+use crate::engine::events::RunKey;
 use crate::model::{GroupId, SessionId};
 use crate::store::OrgView;
 use crate::workspace::{Edits, Removal};
@@ -77,6 +80,9 @@ pub enum Then {
     Deleted(Removal),
     /// The team's timeline scrolls this card of the run shown into view.
     RevealCard { group: GroupId, card: String },
+    /// A pause, resume or stop of this run was asked: shown as pending until the engine
+    /// confirms it.
+    Request(RunKey, Pending),
 }
 
 impl<'a> Cx<'a> {
