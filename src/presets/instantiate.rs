@@ -56,6 +56,7 @@ pub fn create_team_group(
     }
     group.budget = preset.budget();
     group.memory = preset.memory;
+    group.repo_context = preset.repo_context;
     group.source_preset = Some(source_preset_of(preset));
     let team = team_slug(&group.name);
     group.member_slug = Some(team.clone());
@@ -226,6 +227,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         routing_context: group.routing_context.clone(),
         worktrees: group.worktrees,
         memory: group.memory,
+        repo_context: group.repo_context,
         ..Preset::default()
     };
     group.settings.to_preset(&mut preset, handle_of);

@@ -253,6 +253,9 @@ pub struct Capabilities {
     /// either, the mode offers their text form instead (written into the prompt, read back from
     /// the answer by the mode).
     pub text_tools: bool,
+    /// It reads the repository's `AGENTS.md` (or `CLAUDE.md`) itself (Claude Code, Codex, most
+    /// ACP agents): huddle leaves them out of its system prompt, so it does not get them twice.
+    pub reads_repo_instructions: bool,
 }
 
 impl Capabilities {
@@ -260,12 +263,14 @@ impl Capabilities {
     pub const HTTP: Capabilities = Capabilities {
         runs_own_tools: false,
         text_tools: false,
+        reads_repo_instructions: false,
     };
 
     /// A CLI agent's: it runs its own tools and takes a mode's tools in their text form.
     pub const CLI_AGENT: Capabilities = Capabilities {
         runs_own_tools: true,
         text_tools: true,
+        reads_repo_instructions: false,
     };
 
     /// huddle's tool servers are declared to it and run by huddle.

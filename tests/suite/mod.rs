@@ -35,6 +35,7 @@ mod providers_command;
 mod providers_http;
 mod providers_litellm;
 mod providers_llmock;
+mod repo_context;
 mod run_timeline;
 mod secrets_redaction;
 mod squad_corpus;
