@@ -143,6 +143,12 @@ pub struct Group {
     /// `pipeline_state`).
     #[serde(flatten)]
     pub state: ModeState,
+    /// The team's sandbox (its preset's), over config.yaml's.
+    #[serde(default, skip_serializing_if = "crate::sandbox::SandboxSettings::is_empty")]
+    pub sandbox: crate::sandbox::SandboxSettings,
+    /// The team's hooks (its preset's), added to config.yaml's.
+    #[serde(default, skip_serializing_if = "crate::hooks::Hooks::is_empty")]
+    pub hooks: crate::hooks::Hooks,
 }
 
 pub fn default_max_iterations() -> u32 {
@@ -184,6 +190,8 @@ impl Group {
             repo_context: super::RepoContextSettings::default(),
             settings: ModeSettings::default(),
             state: ModeState::default(),
+            sandbox: Default::default(),
+            hooks: Default::default(),
         }
     }
 
@@ -265,6 +273,12 @@ pub struct Session {
     /// or is renamed; `None` for sessions made before it was kept, or added to a team later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handle: Option<String>,
+    /// The member's own sandbox (its preset's), over its team's.
+    #[serde(default, skip_serializing_if = "crate::sandbox::SandboxSettings::is_empty")]
+    pub sandbox: crate::sandbox::SandboxSettings,
+    /// The member's own hooks (its preset's), added to its team's.
+    #[serde(default, skip_serializing_if = "crate::hooks::Hooks::is_empty")]
+    pub hooks: crate::hooks::Hooks,
 }
 
 impl Session {
@@ -292,6 +306,8 @@ impl Session {
             pending_notes: Vec::new(),
             flow: FlowLinks::default(),
             handle: None,
+            sandbox: Default::default(),
+            hooks: Default::default(),
         }
     }
 

@@ -57,6 +57,8 @@ pub fn create_team_group(
     group.budget = preset.budget();
     group.memory = preset.memory;
     group.repo_context = preset.repo_context;
+    group.sandbox = preset.sandbox.clone();
+    group.hooks = preset.hooks.clone();
     group.source_preset = Some(source_preset_of(preset));
     let team = team_slug(&group.name);
     group.member_slug = Some(team.clone());
@@ -91,6 +93,8 @@ pub fn create_team_group(
         org.sessions[i].tools = o.tools.clone();
         org.sessions[i].max_tool_rounds = o.max_tool_rounds;
         org.sessions[i].handle = Some("orchestrator".into());
+        org.sessions[i].sandbox = o.sandbox.clone();
+        org.sessions[i].hooks = o.hooks.clone();
     }
     let mut worker_ids: Vec<(String, String)> = Vec::new();
     for w in &preset.workers {
@@ -107,6 +111,8 @@ pub fn create_team_group(
         s.handle = Some(worker_slug(&w.name));
         s.tools = w.tools.clone();
         s.max_tool_rounds = w.max_tool_rounds;
+        s.sandbox = w.sandbox.clone();
+        s.hooks = w.hooks.clone();
         worker_ids.push((w.name.clone(), s.id.clone()));
     }
     let id_of = |name: &str| {
@@ -130,6 +136,8 @@ pub fn create_team_group(
         org.sessions[i].handle = Some("evaluator".into());
         org.sessions[i].tools = e.tools.clone();
         org.sessions[i].max_tool_rounds = e.max_tool_rounds;
+        org.sessions[i].sandbox = e.sandbox.clone();
+        org.sessions[i].hooks = e.hooks.clone();
         group.evaluator_id = Some(org.sessions[i].id.clone());
     }
     org.groups.push(group);
@@ -178,6 +186,8 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
                 .or_else(|| s.system_prompt.clone()),
             tools: s.tools.clone(),
             max_tool_rounds: s.max_tool_rounds,
+            sandbox: s.sandbox.clone(),
+            hooks: s.hooks.clone(),
         })
         .or_else(|| group.mode.spec().has_orchestrator.then(PresetAgent::default));
     let evaluator_session = org.evaluator_of(group_id);
@@ -187,6 +197,8 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         prompt: s.system_prompt.clone(),
         tools: s.tools.clone(),
         max_tool_rounds: s.max_tool_rounds,
+        sandbox: s.sandbox.clone(),
+        hooks: s.hooks.clone(),
     });
     let evaluator_id = evaluator_session.map(|s| s.id.as_str());
     // Flow links name sessions by id; a preset names workers by handle (the one kept on the
@@ -209,6 +221,8 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
                 destinations: r.destinations.iter().filter_map(|d| handle_of(d)).collect(),
             }),
             advisors: s.flow.advisors.iter().filter_map(|a| handle_of(a)).collect(),
+            sandbox: s.sandbox.clone(),
+            hooks: s.hooks.clone(),
         })
         .collect();
     let mut preset = Preset {
@@ -228,6 +242,8 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         worktrees: group.worktrees,
         memory: group.memory,
         repo_context: group.repo_context,
+        sandbox: group.sandbox.clone(),
+        hooks: group.hooks.clone(),
         ..Preset::default()
     };
     group.settings.to_preset(&mut preset, handle_of);

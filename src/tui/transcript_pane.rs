@@ -620,6 +620,9 @@ pub enum Subject<'a> {
         system_chars: usize,
         /// Where it works and what it gets of the repository there.
         repo: Option<RepoHeader>,
+        /// What confines the processes it starts (`sandbox: workspace-write, network on`);
+        /// `None` when it starts none.
+        sandbox: Option<String>,
     },
     Group {
         id: GroupId,
@@ -711,8 +714,12 @@ fn render(pane_state: &mut TranscriptPane, frame: &mut Frame<'_>, area: Rect, pr
             window,
             system_chars,
             repo,
+            sandbox,
         } => {
             let mut title = session_title(name, *role, model);
+            if let Some(sandbox) = sandbox {
+                title.push_str(&format!("· {sandbox} "));
+            }
             if let Some(label) = repo.as_ref().and_then(|r| pane_state.repo_label(r)) {
                 title.push_str(&format!("· {} ", sanitize::display(&label)));
             }
