@@ -161,6 +161,7 @@ mod tests {
             worktrees: WorktreeStrategy::OrchestratorIsolated,
             relay: None,
             memory: Default::default(),
+            repo_context: Default::default(),
             entry: None,
             stages: Vec::new(),
             supervisor: None,
