@@ -22,6 +22,36 @@ pub fn run_started(mode: Mode, max_iterations: u32) -> Line {
     Line::new(Tone::Heading, format!("{mode} run{limit}"))
 }
 
+/// `resumes run 20260307T101500123Z-… (interrupted 10:17:02 UTC: SIGTERM); 3 finished turns
+/// come from disk`: a resumed run's start, with the interruption.
+pub fn run_resumed(
+    resumes: &str,
+    interrupted_at: Option<chrono::DateTime<chrono::Utc>>,
+    reason: Option<&str>,
+    finished_turns: u32,
+) -> Line {
+    let when = interrupted_at.map(|t| format!("interrupted {}", t.format("%Y-%m-%d %H:%M:%S UTC")));
+    let why = match (when, reason) {
+        (Some(w), Some(r)) => format!(" ({w}: {})", quote(r)),
+        (Some(w), None) => format!(" ({w})"),
+        (None, Some(r)) => format!(" (interrupted: {})", quote(r)),
+        (None, None) => " (interrupted: the process ended)".to_string(),
+    };
+    let turns = match finished_turns {
+        0 => "nothing it finished is on disk".to_string(),
+        1 => "1 finished turn comes from disk".to_string(),
+        n => format!("{n} finished turns come from disk"),
+    };
+    Line::new(Tone::Heading, format!("resumes run {resumes}{why}; {turns}"))
+}
+
+/// `↺ security: its answer from before the interruption (not asked again)`.
+pub fn turn_replayed(who: &str) -> Line {
+    Line::info(format!(
+        "↺ {who}: its answer from before the interruption (not asked again)"
+    ))
+}
+
 /// `iteration 2/4`, or `iteration 2` when the limit is not known.
 pub fn iteration(iteration: u32, max: Option<u32>) -> Line {
     let of = max.map(|m| format!("/{}", m.max(iteration))).unwrap_or_default();

@@ -14,6 +14,7 @@ mod lent_tools;
 mod modes;
 pub mod protocol;
 mod reflect_session;
+mod resume;
 mod run;
 pub mod session;
 mod sink;
@@ -87,7 +88,7 @@ pub enum EngineError {
         mode: Mode,
         reason: String,
     },
-    #[error("group `{0}` has no interrupted cycle to resume")]
+    #[error("group `{0}` has no interrupted run to resume")]
     NothingToResume(String),
 }
 
@@ -144,6 +145,8 @@ pub(crate) struct RunControl {
     pub budget: budget::BudgetState,
     /// Time spent paused so far (durations leave it out).
     paused_for: Mutex<Duration>,
+    /// Why it was stopped as interrupted, when that was said.
+    interrupt_reason: Mutex<Option<String>>,
 }
 
 impl RunControl {
@@ -156,7 +159,13 @@ impl RunControl {
             relay_answer: Mutex::new(None),
             budget: budget::BudgetState::default(),
             paused_for: Mutex::new(Duration::ZERO),
+            interrupt_reason: Mutex::new(None),
         }
+    }
+
+    /// Why the run was stopped as interrupted, when that was said.
+    pub fn interrupt_reason(&self) -> Option<String> {
+        lock(&self.interrupt_reason).clone()
     }
 
     pub fn take_queued(&self) -> Vec<String> {
@@ -277,6 +286,8 @@ pub(crate) struct EngineShared {
     shutdown: CancellationToken,
     /// Set by [`Engine::interrupt`]: stopped cycles stay resumable instead of ending cancelled.
     interrupted: std::sync::atomic::AtomicBool,
+    /// Why, when the caller said ([`Engine::interrupt_because`]).
+    interrupt_reason: Mutex<Option<String>>,
 }
 
 /// The engine. Cheap to clone; every clone drives the same sessions.
@@ -307,6 +318,7 @@ impl Engine {
                 turns: Mutex::new(HashMap::new()),
                 shutdown: CancellationToken::new(),
                 interrupted: std::sync::atomic::AtomicBool::new(false),
+                interrupt_reason: Mutex::new(None),
             }),
         }
     }
@@ -413,20 +425,20 @@ impl Engine {
         self.start_group(group_id, prompt, overrides)?.await
     }
 
-    /// Registers the continuation of an interrupted reflect cycle from its last completed
-    /// iteration.
+    /// Registers the continuation of the group's interrupted run (see `engine/resume.rs`): its
+    /// mode again on its request and options (`overrides` over them), the turns it finished
+    /// taken from disk; a reflect cycle goes on after its last completed iteration.
     pub fn start_resume(
         &self,
         group_id: &str,
         overrides: RunOverrides,
     ) -> Result<impl Future<Output = Result<RunReport, EngineError>> + Send + 'static, EngineError> {
-        let goal = self.shared.org.read(|o| {
-            o.group(group_id)
-                .and_then(|g| g.state.orchestrator_reflect.as_ref())
-                .filter(|r| r.is_interrupted())
-                .map(|r| r.goal.clone())
+        let found = self.shared.org.read(|o| {
+            let g = o.group(group_id)?;
+            let interrupted = g.state.interrupted(g.mode)?;
+            Some((interrupted, g.state.run.clone()))
         });
-        let Some(goal) = goal else {
+        let Some((interrupted, open)) = found else {
             let name = self
                 .shared
                 .org
@@ -434,7 +446,18 @@ impl Engine {
                 .unwrap_or_else(|| group_id.to_string());
             return Err(EngineError::NothingToResume(name));
         };
-        self.start_team(group_id, goal, overrides, true)
+        let overrides = match open {
+            Some(open) => RunOverrides {
+                mode: overrides.mode.or(Some(open.mode)),
+                max_iterations: overrides.max_iterations.or(open.max_iterations),
+                model: overrides.model.or(open.model),
+                relay_approval: overrides.relay_approval.or(open.relay_approval),
+                budget: overrides.budget.or(open.budget),
+                ..overrides
+            },
+            None => overrides,
+        };
+        self.start_team(group_id, interrupted.goal, overrides, true)
     }
 
     pub async fn resume_cycle(
@@ -469,11 +492,42 @@ impl Engine {
         session_id: &str,
         request: ReflectionRequest,
     ) -> Result<impl Future<Output = Result<RunReport, EngineError>> + Send + 'static, EngineError> {
+        self.start_session_reflection(session_id, request, false)
+    }
+
+    /// Registers the continuation of a session's interrupted reflection, after its last
+    /// completed iteration (see `engine/reflect_session.rs`).
+    pub fn start_reflection_resume(
+        &self,
+        session_id: &str,
+    ) -> Result<impl Future<Output = Result<RunReport, EngineError>> + Send + 'static, EngineError> {
+        let saved = self
+            .shared
+            .org
+            .read(|o| o.session(session_id).and_then(|s| s.reflection.clone()));
+        let Some(saved) = saved else {
+            return Err(EngineError::NothingToResume(session_id.to_string()));
+        };
+        let request = ReflectionRequest {
+            goal: saved.cycle.goal.clone(),
+            max_iterations: saved.cycle.max_iterations,
+            evaluator_model: saved.cycle.evaluator.clone(),
+            model_override: saved.model.clone(),
+        };
+        self.start_session_reflection(session_id, request, true)
+    }
+
+    fn start_session_reflection(
+        &self,
+        session_id: &str,
+        request: ReflectionRequest,
+        resume: bool,
+    ) -> Result<impl Future<Output = Result<RunReport, EngineError>> + Send + 'static, EngineError> {
         let guard = self.shared.register(RunKey::reflection(session_id))?;
         let shared = Arc::clone(&self.shared);
         let session_id = session_id.to_string();
         Ok(sink::batched(async move {
-            let result = reflect_session::run(&shared, &guard.run, &session_id, request).await;
+            let result = reflect_session::run(&shared, &guard.run, &session_id, request, resume).await;
             guard.finish_with(&result);
             result
         }))
@@ -580,10 +634,22 @@ impl Engine {
         self.shared.shutdown.cancel();
     }
 
+    /// [`Engine::interrupt`], saying why (`SIGTERM`): the runs left open keep the reason.
+    pub fn interrupt_because(&self, reason: &str) {
+        *lock(&self.shared.interrupt_reason) = Some(reason.to_string());
+        self.interrupt();
+    }
+
     /// Stops one run as [`Engine::interrupt`] stops them all: a reflect cycle is saved as
     /// interrupted (resumable). For a run handed over by a `huddle run` that got a signal.
     pub fn interrupt_run(&self, key: &RunKey) -> bool {
+        self.interrupt_run_because(key, None)
+    }
+
+    /// [`Engine::interrupt_run`], saying why.
+    pub fn interrupt_run_because(&self, key: &RunKey, reason: Option<&str>) -> bool {
         self.with_runs(key, |r| {
+            *lock(&r.control.interrupt_reason) = reason.map(str::to_string);
             r.control
                 .interrupted
                 .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -878,6 +944,22 @@ impl EngineShared {
     /// True once [`Engine::interrupt`] was called.
     pub fn interrupting(&self) -> bool {
         self.interrupted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Why the engine was interrupted, when that was said.
+    pub fn interrupt_reason(&self) -> Option<String> {
+        lock(&self.interrupt_reason).clone()
+    }
+
+    /// The sessions read their conversations from their transcripts again at their next turn
+    /// (a resumption wrote marks there). A session with a turn going is left as it is.
+    pub fn forget_sessions(&self, ids: &[SessionId]) {
+        let sessions = lock(&self.sessions);
+        for id in ids {
+            if let Some(mut state) = sessions.get(id).and_then(|slot| slot.try_lock().ok()) {
+                state.forget();
+            }
+        }
     }
 
     /// Called when a turn is done (whatever its result).

@@ -68,6 +68,9 @@ pub struct TurnOptions {
     pub system_extra: Option<String>,
     /// The execution the turn is part of: its events and messages carry it.
     pub execution: Option<ExecutionTag>,
+    /// A resumed run's turns that its interrupted run finished: such a turn is answered from
+    /// there, not by the model (see `engine/resume.rs`).
+    pub(crate) replay: Option<Arc<super::resume::Replay>>,
 }
 
 /// Marks put on a turn's stored prompt message by whoever asked for the turn: the turn applies
@@ -165,14 +168,22 @@ impl SessionState {
 
     /// What a turn is sent of the history: everything since the conversation began, or with
     /// `from_run_start` only what was said since the run began.
-    fn visible(&mut self, run_id: Option<&RunId>, from_run_start: bool) -> Vec<ChatMessage> {
+    ///
+    /// A resumed run began where its interrupted run did (`resumed_start`).
+    fn visible(
+        &mut self,
+        run_id: Option<&RunId>,
+        from_run_start: bool,
+        resumed_start: Option<usize>,
+    ) -> Vec<ChatMessage> {
         let history = self.history.get_or_insert_with(Vec::new);
         let start = match (run_id, from_run_start) {
             (Some(run), true) => match &self.run_start {
                 Some((current, index)) if current == run => (*index).min(history.len()),
                 _ => {
-                    self.run_start = Some((run.clone(), history.len()));
-                    history.len()
+                    let start = resumed_start.unwrap_or(history.len()).min(history.len());
+                    self.run_start = Some((run.clone(), start));
+                    start
                 }
             },
             _ => 0,
@@ -360,11 +371,31 @@ impl Actor<'_> {
             .model_override
             .clone()
             .unwrap_or_else(|| info.model.clone());
+        let mut resumed_start = None;
+        if let Some(replay) = &options.replay {
+            match replay.find(
+                self.session_id,
+                &crate::attachments::with_references(&prompt, &options.attachments),
+            ) {
+                super::resume::Found::Answered(stored) => {
+                    return self.replayed(&info, *stored, options, generation).await;
+                }
+                super::resume::Found::Unfinished(prompt_id) => {
+                    // Asked again: the unanswered ask is taken back, so it is not sent twice.
+                    let mark = Message::superseding(&prompt_id, super::resume::ASKED_AGAIN);
+                    self.shared.writer.append(self.session_id, mark);
+                    self.state.forget();
+                }
+                super::resume::Found::New => {}
+            }
+            resumed_start = replay.history_start(self.session_id);
+        }
         self.load_history().await;
         let prompt = self.with_notes(&info, options, prompt);
         let sent = crate::attachments::with_context(&prompt, &options.attachments);
         let mut user = Message::user(crate::attachments::with_references(&prompt, &options.attachments));
         user.iteration = options.iteration;
+        user.run_id = options.run_id.clone();
         user.execution_id = self.execution_id();
         if let Some(stamp) = &options.stamp {
             stamp.apply(&mut user);
@@ -372,8 +403,11 @@ impl Actor<'_> {
         let mut messages = if options.fresh {
             Vec::new()
         } else {
-            self.state
-                .visible(options.run_id.as_ref(), options.history_from_run_start)
+            self.state.visible(
+                options.run_id.as_ref(),
+                options.history_from_run_start,
+                resumed_start,
+            )
         };
         messages.push(ChatMessage::user(sent.as_str()));
         self.shared.writer.append(self.session_id, user.clone());
@@ -443,7 +477,96 @@ impl Actor<'_> {
         if result.duration.is_zero() {
             result.duration = started.elapsed();
         }
-        self.record(&info, &user, steps, options, &result, generation);
+        self.record(&info, &user, steps, options, &result, generation)
+            .await;
+        result
+    }
+
+    /// A turn the interrupted run finished, answered from its transcript: the tools lent to it
+    /// hear the calls it made (a handoff, a broadcast counts again), it is reported as a turn
+    /// (its stored messages, so a view that has them skips them) and nothing is written.
+    async fn replayed(
+        &mut self,
+        info: &SessionInfo,
+        stored: super::resume::StoredTurn,
+        options: &TurnOptions,
+        generation: u64,
+    ) -> TurnResult {
+        let Some(answer) = stored.answer else {
+            return TurnResult::failed(self.session_id, "no stored answer".into(), None);
+        };
+        if let Some(hooks) = &options.hooks {
+            let lent: Vec<String> = hooks.0.specs().into_iter().map(|s| s.name).collect();
+            for call in stored.steps.iter().flat_map(|m| &m.tool_calls) {
+                if lent.contains(&call.name) {
+                    let _ = hooks.0.call(call).await;
+                }
+            }
+        }
+        let run_id = &options.run_id;
+        self.emit(
+            info,
+            run_id,
+            EventKind::TurnStarted {
+                session_id: self.session_id.to_string(),
+                session: info.name.clone(),
+                generation,
+                prompt: Some(Box::new(stored.prompt)),
+            },
+        );
+        self.emit(
+            info,
+            run_id,
+            EventKind::TurnReplayed {
+                session_id: self.session_id.to_string(),
+                session: info.name.clone(),
+                generation,
+            },
+        );
+        let model = answer.model.clone().unwrap_or_else(|| info.model.clone());
+        let duration = std::time::Duration::from_millis(answer.duration_ms.unwrap_or(0));
+        let tool_calls = stored.steps.iter().map(|m| m.tool_calls.len() as u32).sum();
+        let result = TurnResult {
+            session: info.name.clone(),
+            text: answer.text.clone(),
+            success: true,
+            interrupted: false,
+            error: None,
+            error_kind: None,
+            usage: answer.usage,
+            duration,
+            simulated: model.starts_with("sim/"),
+            model,
+            cost_usd: answer.cost_usd,
+            tool_calls,
+        };
+        self.emit(
+            info,
+            run_id,
+            EventKind::TurnFinished {
+                session_id: self.session_id.to_string(),
+                session: info.name.clone(),
+                generation,
+                success: true,
+                interrupted: false,
+                duration_ms: duration.as_millis() as u64,
+                usage: answer.usage,
+                error: None,
+                message: Some(Box::new(answer)),
+            },
+        );
+        if !result.text.is_empty() {
+            self.emit(
+                info,
+                run_id,
+                EventKind::Message {
+                    session_id: self.session_id.to_string(),
+                    session: info.name.clone(),
+                    role: info.role,
+                    text: result.text.clone(),
+                },
+            );
+        }
         result
     }
 
@@ -787,7 +910,7 @@ impl Actor<'_> {
         });
     }
 
-    fn record(
+    async fn record(
         &mut self,
         info: &SessionInfo,
         user: &Message,
@@ -805,7 +928,10 @@ impl Actor<'_> {
         answer.iteration = options.iteration;
         answer.cost_usd = result.cost_usd;
         answer.execution_id = self.execution_id();
-        self.shared.writer.append(self.session_id, answer.clone());
+        answer.run_id = options.run_id.clone();
+        // On disk before anything reports the turn ended (a crash cannot take back an answer
+        // that was reported; a resumed run finds it).
+        let written = self.shared.writer.append_written(self.session_id, answer.clone());
 
         // The same rule as reading the transcript back, so a restart changes nothing.
         let turn = std::iter::once(user)
@@ -822,6 +948,7 @@ impl Actor<'_> {
                 *start = start.saturating_sub(dropped);
             }
         }
+        written.await;
         if let Some(usage) = result.usage {
             let id = self.session_id;
             self.shared.org.update(|org| {

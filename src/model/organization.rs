@@ -260,6 +260,9 @@ pub struct Session {
     /// or is renamed; `None` for sessions made before it was kept, or added to a team later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handle: Option<String>,
+    /// Its reflection in progress, or interrupted (resumable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reflection: Option<super::OpenReflection>,
 }
 
 impl Session {
@@ -287,6 +290,7 @@ impl Session {
             pending_notes: Vec::new(),
             flow: FlowLinks::default(),
             handle: None,
+            reflection: None,
         }
     }
 

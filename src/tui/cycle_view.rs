@@ -541,6 +541,8 @@ impl CycleView {
             | EventKind::ExecutionRunning
             | EventKind::ExecutionFinished { .. }
             | EventKind::TeamBroadcast { .. }
+            | EventKind::TurnReplayed { .. }
+            | EventKind::RunResumed { .. }
             | EventKind::TurnInput { .. } => {}
         }
         None

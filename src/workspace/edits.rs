@@ -951,13 +951,14 @@ impl Edits {
         Ok(())
     }
 
-    /// Records the group's interrupted cycle as cancelled (a new run starts over instead of
-    /// resuming it). Refused while the group runs.
+    /// Records the group's interrupted run (or cycle) as over (a new run starts over instead
+    /// of resuming it): a cycle is cancelled; the messages the run had taken wait for the next
+    /// run again. Refused while the group runs.
     pub fn discard_interrupted(&self, group_id: &str) -> Result<(), EditError> {
         if self.group_busy(group_id) {
             return Err(EditError::Busy {
                 what: "this team".into(),
-                action: "discard its interrupted cycle",
+                action: "discard its interrupted run",
             });
         }
         self.org.update(|o| {
@@ -973,6 +974,11 @@ impl Edits {
                 r.outcome = Some(crate::model::CycleOutcome::Cancelled);
                 r.cancelled = true;
                 r.completed_at = Some(chrono::Utc::now());
+            }
+            if let Some(open) = g.state.run.take() {
+                let later = std::mem::take(&mut g.pending_messages);
+                g.pending_messages = open.pending;
+                g.pending_messages.extend(later);
             }
             Ok(())
         })

@@ -1,6 +1,10 @@
 //! Orchestrator-reflect (SPEC section 4): plan, dispatch, collect, synthesize, evaluate, on the
 //! shared cycle skeleton. The cycle state is persisted in its group after every step so a crash
 //! can be resumed from the last completed iteration.
+//!
+//! Resume point: the iteration after the last completed one (its plan, evaluations and queued
+//! messages are in the saved cycle); the turns of the interrupted iteration that had finished
+//! (a plan, some workers) come back from disk instead of being asked again.
 
 use std::time::{Duration, Instant};
 
@@ -69,7 +73,8 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
             ..ReflectionCycle::default()
         },
     };
-    let pending = run.take_pending();
+    // A resumed cycle has the messages it took with its saved state.
+    let pending = if resume { Vec::new() } else { run.take_pending() };
     let mut carried = state.queued_messages.clone();
     carried.extend(pending);
     let mut cycle = TeamCycle {
