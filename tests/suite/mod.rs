@@ -26,6 +26,7 @@ mod headless_handoff;
 mod headless_pipeline;
 mod headless_relay;
 mod headless_resume;
+mod headless_resume_modes;
 mod headless_team;
 mod headless_tools;
 mod mcp_servers;
