@@ -435,7 +435,6 @@ impl App {
                 self.should_quit = true;
                 vec![Command::Quit]
             }
-            ConfirmAction::ResumeCycle(group_id) => vec![Command::ResumeCycle { group_id }],
             // The user saw every file, the existing ones marked: replacing them is agreed.
             ConfirmAction::ExportOverwrite(group_id) | ConfirmAction::Export(group_id) => {
                 vec![Command::ExportGroup {

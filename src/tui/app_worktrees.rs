@@ -441,6 +441,33 @@ impl App {
                 };
                 self.delete_group(&id, choice)
             }
+            ChoiceAction::Interrupted(target) => self.on_interrupted(target, option == 0),
+        }
+    }
+
+    /// The answer to the offer of an interrupted run: resume it now, or discard it.
+    fn on_interrupted(&mut self, target: super::dialogs::Interruption, resume: bool) -> Vec<Command> {
+        use super::dialogs::Interruption;
+        match (target, resume) {
+            (Interruption::Group(group_id), true) => {
+                self.team_panel.show_newest(&group_id);
+                vec![Command::ResumeCycle { group_id }]
+            }
+            (Interruption::Session(session_id), true) => vec![Command::ResumeReflection { session_id }],
+            (Interruption::Group(group_id), false) => {
+                match self.edits.discard_interrupted(&group_id) {
+                    Ok(()) => self.flash("the interrupted run was discarded", false),
+                    Err(e) => self.dialogs.error("Not discarded", e.to_string()),
+                }
+                Vec::new()
+            }
+            (Interruption::Session(session_id), false) => {
+                match self.edits.discard_reflection(&session_id) {
+                    Ok(()) => self.flash("the interrupted reflection was discarded", false),
+                    Err(e) => self.dialogs.error("Not discarded", e.to_string()),
+                }
+                Vec::new()
+            }
         }
     }
 

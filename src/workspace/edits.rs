@@ -984,6 +984,22 @@ impl Edits {
         })
     }
 
+    /// Forgets a session's interrupted reflection (nothing to resume). Refused while the
+    /// session is busy.
+    pub fn discard_reflection(&self, session_id: &str) -> Result<(), EditError> {
+        if self.session_busy(session_id) {
+            return Err(EditError::Busy {
+                what: "this session".into(),
+                action: "discard its interrupted reflection",
+            });
+        }
+        self.org.update(|o| {
+            let s = o.session_mut(session_id).ok_or(EditError::NoSuchSession)?;
+            s.reflection = None;
+            Ok(())
+        })
+    }
+
     /// Remembers what the UI shows (restored at the next start).
     pub fn select(&self, group_id: Option<&str>, session_id: Option<&str>) {
         self.org.update(|o| {
