@@ -281,8 +281,8 @@ enum Continued {
 /// unfinished sub-agents are dispatched again, the orchestrator's calls are counted.
 fn continuation(run: &Run<'_>, board: &Board, orchestrator_id: &str) -> Continued {
     use super::super::protocol::dispatch::{
-        COMPLETED_PREFIX, DISPATCH_TOOL, DispatchCall, FAILED_PREFIX, parse_call, parse_dispatch_result,
-        parse_pushed_result, pushed_result,
+        CANCEL_TOOL, COMPLETED_PREFIX, DISPATCH_TOOL, DispatchCall, FAILED_PREFIX, parse_call,
+        parse_dispatch_result, parse_pushed_result, pushed_result,
     };
     let Some(replay) = run.replay() else {
         return Continued::Fresh;
@@ -312,6 +312,14 @@ fn continuation(run: &Run<'_>, board: &Board, orchestrator_id: &str) -> Continue
                 crate::model::MessageRole::User => note_pushed(&m.text, &mut pushed),
                 crate::model::MessageRole::Assistant if !m.tool_calls.is_empty() && !m.by_agent => {
                     calls += 1;
+                    // What it cancelled itself stays cancelled.
+                    for call in m.tool_calls.iter().filter(|c| c.name == CANCEL_TOOL) {
+                        if let Ok(DispatchCall::Cancel { execution_id }) =
+                            parse_call(&call.name, &call.arguments)
+                        {
+                            pushed.push(execution_id.trim().trim_matches('`').to_string());
+                        }
+                    }
                     for call in m.tool_calls.iter().filter(|c| c.name == DISPATCH_TOOL) {
                         let Ok(DispatchCall::Dispatch { name, task }) =
                             parse_call(&call.name, &call.arguments)
