@@ -210,16 +210,24 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
         })
         .unwrap_or(0);
     let _ = writeln!(out, "  transcripts   {transcripts}");
-    // One folder of run files per group that has run.
-    let run_files: usize = std::fs::read_dir(paths.runs_dir())
-        .map(|groups| {
-            groups
+    // One folder of run files per group that has run, and one per session that chatted (in
+    // `sessions/`).
+    let count = |dir: &std::path::Path| -> usize {
+        std::fs::read_dir(dir).map_or(0, |entries| {
+            entries
                 .filter_map(Result::ok)
-                .filter_map(|g| std::fs::read_dir(g.path()).ok())
-                .map(|runs| runs.filter_map(Result::ok).count())
+                .map(|e| match e.file_type() {
+                    Ok(t) if t.is_dir() => std::fs::read_dir(e.path()).map_or(0, |runs| {
+                        runs.filter_map(Result::ok)
+                            .filter(|r| r.file_type().is_ok_and(|t| t.is_file()))
+                            .count()
+                    }),
+                    _ => 0,
+                })
                 .sum()
         })
-        .unwrap_or(0);
+    };
+    let run_files = count(&paths.runs_dir()) + count(&paths.runs_dir().join("sessions"));
     let _ = writeln!(out, "  run files     {run_files}");
     worktrees_section(&mut out, &mut problems, paths, repo);
     match problems.len() {

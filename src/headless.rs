@@ -93,6 +93,7 @@ pub fn exit_code(report: &RunReport) -> u8 {
         CycleOutcome::BudgetExhausted => 6,
         CycleOutcome::SaveFailed => EXIT_SAVE_FAILED,
         CycleOutcome::Cancelled => 130,
+        CycleOutcome::Failed => 1,
     }
 }
 
@@ -199,6 +200,9 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     // Only a run in this process has a terminal to ask about relay drafts on (`--approve`).
     let on_terminal = matches!(front, Front::Terminal(_)) && crate::headless_relay::on_terminal();
     let target = choose_target(paths, config, edits, request, &out, on_terminal)?;
+    if let Target::Group(id) = &target {
+        refuse_running(engine, id)?;
+    }
     let resume = match &target {
         Target::Group(id) => interrupted_cycle(edits, id, request)?,
         Target::Session(_) => false,
@@ -349,6 +353,27 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
         // Stopped from outside: 128 + the signal, as shells report it.
         signal => Ok(128 + signal),
     }
+}
+
+/// A team that runs now (in the huddle the run was handed to) is neither run again, nor resumed,
+/// nor its cycle discarded: `huddle run` says it runs, and how to follow or stop it.
+fn refuse_running(engine: &Engine, group_id: &str) -> Result<(), RunFailure> {
+    if !engine.is_running(&RunKey::team(group_id)) {
+        return Ok(());
+    }
+    let name = engine
+        .org()
+        .read(|o| o.group(group_id).map(|g| g.name.clone()))
+        .unwrap_or_default();
+    Err(other(running_message(&name)))
+}
+
+/// What `huddle run --group X` says when X runs in the huddle open on the data dir (exit 1).
+pub fn running_message(group: &str) -> String {
+    format!(
+        "group `{}` is running in the huddle open on this data dir: follow it there (select it), send it a message there (it is queued for the run), or stop it there with the stop key (Ctrl-X unless `keys:` says otherwise) and run it again",
+        sanitize::display(group)
+    )
 }
 
 /// Whether to resume the group's interrupted run; refuses to start a new run over one (that
@@ -685,11 +710,12 @@ mod tests {
             CycleOutcome::ErrorBudget,
             CycleOutcome::Cancelled,
             CycleOutcome::BudgetExhausted,
+            CycleOutcome::Failed,
         ]
         .into_iter()
         .map(|o| exit_code(&report(o)))
         .collect();
-        assert_eq!(codes, [0, 0, 3, 4, 5, 130, 6]);
+        assert_eq!(codes, [0, 0, 3, 4, 5, 130, 6, 1]);
         let mut unsaved = report(CycleOutcome::SaveFailed);
         unsaved.failed = Some("could not save".into());
         assert_eq!(

@@ -80,7 +80,8 @@ pub enum EngineError {
     NoSuchGroup(String),
     #[error("no session `{0}`")]
     NoSuchSession(String),
-    #[error("`{0}` is already running; send messages to it instead (they are queued)")]
+    /// What runs already: `group `X``, `this session's reflection`, or a session's id.
+    #[error("{0} is already running; send messages to it instead (they are queued)")]
     AlreadyRunning(String),
     #[error("group `{group}` cannot run in {mode} mode: {reason}")]
     NotRunnable {

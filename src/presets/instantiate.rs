@@ -1,9 +1,9 @@
 //! A preset becomes a team group with its sessions, and a team group becomes a preset again.
 //!
 //! Session names are `<team-slug>-<worker>` (`<team-slug>-orchestrator`, `<team-slug>-evaluator`),
-//! made unique in the organization (see [`crate::naming`]). The engine resolves `@worker:<name>`
-//! against session names with the `<team-slug>-` prefix removed, so the worker's preset name
-//! stays its handle.
+//! made unique in the organization (see [`crate::naming`]). Each member keeps its preset name's
+//! slug as its handle (`Session::handle`), what the team's prompts list and `@worker:`, `relay:`
+//! and a saved preset name it by, also when its session name had to be made unique.
 
 use std::path::Path;
 
@@ -188,18 +188,15 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         max_tool_rounds: s.max_tool_rounds,
     });
     let evaluator_id = evaluator_session.map(|s| s.id.as_str());
-    // Flow links name sessions by id; a preset names workers by handle.
-    let handle_of = |id: &str| {
-        sessions
-            .iter()
-            .find(|s| s.id == id)
-            .map(|s| worker_handle(&s.name, &team))
-    };
+    // Flow links name sessions by id; a preset names workers by handle (the one kept on the
+    // session: a second team from one preset has unique session names but the same handles).
+    let handles = org.member_handles(group_id);
+    let handle_of = |id: &str| handles.iter().find(|(s, _)| s == id).map(|(_, h)| h.clone());
     let workers = sessions
         .iter()
         .filter(|s| s.role == Role::Worker && Some(s.id.as_str()) != evaluator_id)
         .map(|s| PresetWorker {
-            name: worker_handle(&s.name, &team),
+            name: handle_of(&s.id).unwrap_or_else(|| worker_handle(&s.name, &team)),
             display_name: s.display_name.clone(),
             role: s.member_role.clone(),
             model: Some(s.model.clone()),
@@ -370,6 +367,25 @@ mod tests {
         let back = preset_from_group(&org, &id).unwrap();
         assert_eq!(back.name, "Review Crew");
         assert_eq!(back.workers[1].name, "tests");
+    }
+
+    #[test]
+    fn a_team_whose_session_names_were_made_unique_gives_back_its_members_by_handle() {
+        // `huddle run --preset` renames each team it makes, so the next one is named after the
+        // preset again and its sessions get suffixes (`review-crew-tests-2`).
+        let mut org = Organization::default();
+        let config = Config::from_env(|_| None);
+        let first = create_team_group(&mut org, &preset(), &config, None);
+        org.group_mut(&first).unwrap().name = "Review Crew · run 1".into();
+        let id = create_team_group(&mut org, &preset(), &config, None);
+        assert!(
+            org.sessions_in(&id)
+                .iter()
+                .any(|s| s.name == "review-crew-tests-2")
+        );
+        let back = preset_from_group(&org, &id).unwrap();
+        let names: Vec<&str> = back.workers.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["sec-ops", "tests"]);
     }
 
     #[test]

@@ -653,6 +653,13 @@ impl Edits {
                 }
             }
         }
+        if let Some(runs) = &self.runs {
+            for id in &removal.sessions {
+                if let Err(e) = runs.remove_session(id) {
+                    tracing::warn!(session = %id, error = %e, "cannot delete a session's run files");
+                }
+            }
+        }
         if let (Some(runs), Some(group)) = (&self.runs, &removal.group)
             && let Err(e) = runs.remove_group(group)
         {

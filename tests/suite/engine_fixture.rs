@@ -209,6 +209,26 @@ impl Fixture {
         self.events = events;
     }
 
+    /// Swaps the engine for one that also writes run files (`runs_kept`: `keep`) under
+    /// `<dir>/runs`; returns them.
+    pub fn with_run_log(&mut self, keep: usize) -> huddle::store::RunFiles {
+        let files = huddle::store::RunFiles::new(self.dir.path().join("runs"));
+        let (sink, events) = EventSink::channel();
+        let sink = sink.with_run_log(huddle::store::RunLog::start(files.clone(), keep));
+        self.engine = Engine::new(
+            fast_providers(&config_for(&self.server)),
+            self.org.clone(),
+            self.transcripts.clone(),
+            sink,
+            EngineOptions {
+                error_backoff: Duration::from_millis(10),
+                ..EngineOptions::default()
+            },
+        );
+        self.events = events;
+        files
+    }
+
     /// Waits until `model` has received at least `n` requests.
     pub async fn wait_for_requests(&self, model: &str, n: usize) {
         while self.server.requests_for(model).len() < n {

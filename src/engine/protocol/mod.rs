@@ -16,7 +16,9 @@ pub mod summary;
 pub mod team_talk;
 pub mod types;
 
-pub use assignments::{Assignment, Dropped, ParsedPlan, PlanFormat, TASK_SEPARATOR, parse_assignments};
+pub use assignments::{
+    Assignment, Dropped, ParsedPlan, PlanFormat, TASK_SEPARATOR, parse_assignments, parse_assignments_for,
+};
 pub use evaluation::{
     EvaluatorVerdict, PassFail, SelfEvaluation, SelfVerdict, is_reflection_complete, parse_evaluator_reply,
     parse_pass_fail, parse_self_evaluation,
