@@ -33,6 +33,8 @@ pub struct RunRequest {
     pub model: Option<String>,
     /// Limits of this run over the team's (`--max-duration`, `--token-budget`).
     pub budget: RunBudget,
+    /// The longest this run waits for a rate or usage limit (`--max-limit-wait`).
+    pub rate_limit_wait_secs: Option<u64>,
     pub events: bool,
     /// Approve tool calls that ask (`--approve-tools`); otherwise they are denied.
     pub approve_tools: bool,
@@ -76,11 +78,18 @@ fn other(message: impl Into<String>) -> RunFailure {
 /// Exit code of a run whose state could not be saved.
 pub const EXIT_SAVE_FAILED: u8 = 7;
 
+/// Exit code of a run stopped by a rate or usage limit that would not reset within its
+/// `rate_limit_wait_secs` (resumable with `--resume`).
+pub const EXIT_RATE_LIMITED: u8 = 8;
+
 /// The exit code of a finished run (SPEC section 9, with issue 14's `budget_exhausted` = 6 and
 /// `save_failed` moved to 7).
 pub fn exit_code(report: &RunReport) -> u8 {
     if report.outcome == CycleOutcome::SaveFailed {
         return EXIT_SAVE_FAILED;
+    }
+    if report.outcome == CycleOutcome::RateLimited {
+        return EXIT_RATE_LIMITED;
     }
     if report.failed.is_some() {
         return 1;
@@ -94,6 +103,7 @@ pub fn exit_code(report: &RunReport) -> u8 {
         CycleOutcome::SaveFailed => EXIT_SAVE_FAILED,
         CycleOutcome::Cancelled => 130,
         CycleOutcome::Failed => 1,
+        CycleOutcome::RateLimited => EXIT_RATE_LIMITED,
     }
 }
 
@@ -282,6 +292,7 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
         model: request.model.clone(),
         relay_approval: request.approval,
         budget: request.budget,
+        rate_limit_wait_secs: request.rate_limit_wait_secs,
         ..RunOverrides::default()
     };
     let result = match &target {

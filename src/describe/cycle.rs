@@ -45,6 +45,39 @@ pub fn run_resumed(
     Line::new(Tone::Heading, format!("resumes run {resumes}{why}; {turns}"))
 }
 
+/// `waiting until 14:05 UTC for anthropic limit`: a run's state while a turn waits for a limit
+/// (the timeline line, the cycle panel, `huddle run`'s progress).
+pub fn limit_wait_state(provider: &str, until: chrono::DateTime<chrono::Utc>) -> String {
+    format!("waiting until {} UTC for {provider} limit", until.format("%H:%M"))
+}
+
+/// `⏳ security: waiting until 14:05 UTC for anthropic limit (20m00s): 429 from provider …`.
+pub fn limit_wait(
+    who: &str,
+    provider: &str,
+    until: chrono::DateTime<chrono::Utc>,
+    wait_ms: u64,
+    reason: &str,
+) -> Line {
+    Line::new(
+        Tone::Warn,
+        format!(
+            "⏳ {who}: {} ({}){}",
+            limit_wait_state(provider, until),
+            duration(wait_ms),
+            colon_quote(reason)
+        ),
+    )
+}
+
+/// `↻ security: limit wait over after 3.0s; asking again`.
+pub fn limit_wait_over(who: &str, waited_ms: u64) -> Line {
+    Line::info(format!(
+        "↻ {who}: limit wait over after {}; asking again",
+        duration(waited_ms)
+    ))
+}
+
 /// `↺ security: its answer from before the interruption (not asked again)`.
 pub fn turn_replayed(who: &str) -> Line {
     Line::info(format!(
@@ -150,7 +183,10 @@ pub fn resumed() -> Line {
 pub fn outcome_tone(o: CycleOutcome) -> Tone {
     match o {
         CycleOutcome::GoalMet | CycleOutcome::Completed => Tone::Good,
-        CycleOutcome::MaxIterations | CycleOutcome::Stalled | CycleOutcome::BudgetExhausted => Tone::Warn,
+        CycleOutcome::MaxIterations
+        | CycleOutcome::Stalled
+        | CycleOutcome::BudgetExhausted
+        | CycleOutcome::RateLimited => Tone::Warn,
         CycleOutcome::ErrorBudget
         | CycleOutcome::Cancelled
         | CycleOutcome::SaveFailed

@@ -171,6 +171,24 @@ pub enum EventKind {
         #[serde(skip)]
         prompt: Option<Box<Message>>,
     },
+    /// A session's request met a rate or usage limit of `provider`: its run waits until `until`
+    /// (`wait_ms` from now; time that counts as paused), then asks again. `reason` is the
+    /// provider's word.
+    #[serde(rename = "waiting_for_limit")]
+    LimitWait {
+        session_id: SessionId,
+        session: String,
+        provider: String,
+        until: DateTime<Utc>,
+        wait_ms: u64,
+        reason: String,
+    },
+    /// A limit wait ended (`waited_ms`): the turn asks again (or the run was stopped meanwhile).
+    LimitWaitOver {
+        session_id: SessionId,
+        session: String,
+        waited_ms: u64,
+    },
     /// A resumed run's turn that its interrupted run had finished: answered from the transcript,
     /// not asked again (its `turn_finished` follows, with the stored answer).
     TurnReplayed {
@@ -502,6 +520,8 @@ impl EventKind {
             EventKind::TurnStarted { .. } => "turn_started",
             EventKind::TurnFinished { .. } => "turn_finished",
             EventKind::TurnReplayed { .. } => "turn_replayed",
+            EventKind::LimitWait { .. } => "waiting_for_limit",
+            EventKind::LimitWaitOver { .. } => "limit_wait_over",
             EventKind::RunResumed { .. } => "run_resumed",
             EventKind::Notice { .. } => "notice",
             EventKind::MemberNote { .. } => "member_note",

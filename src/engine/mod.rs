@@ -11,6 +11,7 @@ mod cycle;
 pub mod events;
 mod executions;
 mod lent_tools;
+pub mod limits;
 mod modes;
 pub mod protocol;
 mod reflect_session;
@@ -57,6 +58,9 @@ pub struct EngineOptions {
     pub default_budget: RunBudget,
     /// Mode `dispatch`'s guardrails where a group sets none (config.yaml `dispatch:`).
     pub default_dispatch: crate::model::DispatchLimits,
+    /// The longest a run waits for a rate or usage limit where its team sets nothing (config.yaml
+    /// `rate_limit_wait_secs`; zero: never).
+    pub rate_limit_wait: Duration,
 }
 
 impl Default for EngineOptions {
@@ -70,6 +74,7 @@ impl Default for EngineOptions {
             tool_result_max_bytes: crate::tools::limits::DEFAULT_RESULT_MAX_BYTES,
             default_budget: RunBudget::default(),
             default_dispatch: crate::model::DispatchLimits::default(),
+            rate_limit_wait: Duration::from_secs(limits::DEFAULT_RATE_LIMIT_WAIT_SECS),
         }
     }
 }
@@ -106,6 +111,8 @@ pub struct RunOverrides {
     pub relay_approval: Option<crate::model::ApprovalMode>,
     /// Limits of this run, each over the group's (`huddle run --max-duration/--token-budget`).
     pub budget: RunBudget,
+    /// The longest this run waits for a limit (`huddle run --max-limit-wait`), over the team's.
+    pub rate_limit_wait_secs: Option<u64>,
 }
 
 /// How a run ended.
@@ -148,6 +155,8 @@ pub(crate) struct RunControl {
     paused_for: Mutex<Duration>,
     /// Why it was stopped as interrupted, when that was said.
     interrupt_reason: Mutex<Option<String>>,
+    /// Its waits for rate and usage limits (see [`limits`]).
+    pub limits: limits::LimitState,
 }
 
 impl RunControl {
@@ -161,7 +170,13 @@ impl RunControl {
             budget: budget::BudgetState::default(),
             paused_for: Mutex::new(Duration::ZERO),
             interrupt_reason: Mutex::new(None),
+            limits: limits::LimitState::default(),
         }
+    }
+
+    /// Counts `d` as time the run was paused (a limit wait).
+    pub fn add_paused(&self, d: Duration) {
+        *lock(&self.paused_for) += d;
     }
 
     /// Why the run was stopped as interrupted, when that was said.
@@ -454,6 +469,7 @@ impl Engine {
                 model: overrides.model.or(open.model),
                 relay_approval: overrides.relay_approval.or(open.relay_approval),
                 budget: overrides.budget.or(open.budget),
+                rate_limit_wait_secs: overrides.rate_limit_wait_secs.or(open.rate_limit_wait_secs),
                 ..overrides
             },
             None => overrides,
@@ -540,6 +556,20 @@ impl Engine {
         request: ReflectionRequest,
     ) -> Result<RunReport, EngineError> {
         self.start_reflection(session_id, request)?.await
+    }
+
+    /// Every run waiting for a rate or usage limit now: its key, its id and each wait (who,
+    /// until when, why). For `huddle ps` and front ends that list runs.
+    pub fn limit_waits(&self) -> Vec<(RunKey, RunId, limits::LimitWait)> {
+        let runs = lock(&self.shared.runs);
+        let mut out = Vec::new();
+        for (id, run) in runs.iter() {
+            for wait in run.control.limit_waits() {
+                out.push((run.key.clone(), id.clone(), wait));
+            }
+        }
+        out.sort_by(|a, b| a.1.cmp(&b.1));
+        out
     }
 
     /// True while a run with this key is registered.
@@ -874,8 +904,10 @@ impl EngineShared {
             }
         })?;
         let run_id = new_run_id();
+        let control = RunControl::new(&self.shutdown);
+        control.set_limit_wait(self.options.rate_limit_wait);
         let run = Arc::new(ActiveRun {
-            control: RunControl::new(&self.shutdown),
+            control,
             emitter: Emitter {
                 sink: self.events.clone(),
                 group_id,
@@ -961,6 +993,11 @@ impl EngineShared {
                 state.forget();
             }
         }
+    }
+
+    /// The run registered as `run_id`, while it runs.
+    pub(crate) fn active_run(&self, run_id: Option<&str>) -> Option<Arc<ActiveRun>> {
+        lock(&self.runs).get(run_id?).cloned()
     }
 
     /// Called when a turn is done (whatever its result).

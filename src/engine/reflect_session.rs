@@ -142,7 +142,8 @@ pub(crate) async fn run(
         .saturating_sub(active.control.paused_for())
         .as_millis() as u64;
     let stopped_from_outside = shared.interrupting() || active.control.interrupted();
-    if outcome == crate::model::CycleOutcome::Cancelled && stopped_from_outside {
+    let limited = outcome == crate::model::CycleOutcome::RateLimited;
+    if (outcome == crate::model::CycleOutcome::Cancelled && stopped_from_outside) || limited {
         // Left to be resumed: kept as it is after its last completed iteration.
         let reason = active
             .control

@@ -62,6 +62,7 @@ pub(crate) async fn open(
             model: overrides.model.clone(),
             relay_approval: overrides.relay_approval,
             budget: overrides.budget,
+            rate_limit_wait_secs: overrides.rate_limit_wait_secs,
             started_at: Some(Utc::now()),
             pipeline_at_start: (team.mode == Mode::Pipeline).then(|| pipeline_now.unwrap_or_default()),
             ..OpenRun::default()
@@ -138,14 +139,16 @@ pub(crate) fn announce(run: &Run<'_>, resumed: &Resumed) {
 }
 
 /// A run that ended with this result is left open, to be resumed: it was stopped from outside
-/// (a signal, a quit).
+/// (a signal, a quit), or a limit would not reset within its bound (`rate_limited`).
 pub(crate) fn left_open(
     shared: &EngineShared,
     active: &ActiveRun,
     result: &Result<RunReport, EngineError>,
 ) -> bool {
     let stopped_from_outside = shared.interrupting() || active.control.interrupted();
-    matches!(result, Ok(r) if r.outcome == CycleOutcome::Cancelled && stopped_from_outside)
+    let Ok(report) = result else { return false };
+    (report.outcome == CycleOutcome::Cancelled && stopped_from_outside)
+        || report.outcome == CycleOutcome::RateLimited
 }
 
 /// The run ended: its open run goes (on disk before the end is reported), or, left to be
@@ -159,7 +162,9 @@ pub(crate) async fn close(
     if left_open(shared, active, result) {
         let reason = active
             .control
-            .interrupt_reason()
+            .rate_limited()
+            .map(|why| format!("rate limited: {why}"))
+            .or_else(|| active.control.interrupt_reason())
             .or_else(|| shared.interrupt_reason());
         let run_id = active.run_id();
         shared.org.update(|o| {

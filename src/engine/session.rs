@@ -296,6 +296,8 @@ struct SessionInfo {
     max_tool_rounds: Option<u32>,
     /// The CLI agent's own conversation from the last turn.
     agent_session: Option<AgentSession>,
+    /// Takes a turn over when the model meets a limit.
+    fallback_model: Option<String>,
 }
 
 impl Actor<'_> {
@@ -314,6 +316,7 @@ impl Actor<'_> {
                 tools: s.tools.clone(),
                 max_tool_rounds: s.max_tool_rounds,
                 agent_session: s.agent_session.clone(),
+                fallback_model: s.fallback_model.clone(),
             })
         })
     }
@@ -692,6 +695,8 @@ impl Actor<'_> {
         }
         let mut usage: Option<Usage> = None;
         let mut rounds = 0u32;
+        // The model that took the turn over when the session's met a limit.
+        let mut fallback: Option<Arc<dyn crate::providers::Provider>> = None;
         // The turn's duration is the whole loop's (every round and tool), not the last request's.
         let loop_started = Instant::now();
         let mut concluding = false;
@@ -720,14 +725,8 @@ impl Actor<'_> {
                     },
                 )
             };
-            // Without tools this is the only round: the request is handed over, not copied.
-            let sent = if request.tools.is_empty() {
-                std::mem::take(request)
-            } else {
-                request.clone()
-            };
-            let result = provider
-                .stream_turn(sent, &mut forward, options.cancel.clone())
+            let result = self
+                .call_model(info, options, provider, request, &mut forward, &mut fallback)
                 .await;
             if let Some(recorder) = agent.take() {
                 let why = if options.cancel.is_cancelled() {
@@ -849,6 +848,65 @@ impl Actor<'_> {
 
     fn execution_id(&self) -> Option<String> {
         self.execution.as_ref().map(|e| e.execution_id.clone())
+    }
+
+    /// One model call. A rate or usage limit it meets is waited out in the run (see
+    /// `engine/limits.rs`) and the call made again, or handed to the session's
+    /// `fallback_model`; past the run's bound the call fails and the run ends `rate_limited`.
+    async fn call_model(
+        &self,
+        info: &SessionInfo,
+        options: &TurnOptions,
+        provider: &dyn crate::providers::Provider,
+        request: &mut TurnRequest,
+        forward: &mut (dyn FnMut(&str) + Send),
+        fallback: &mut Option<Arc<dyn crate::providers::Provider>>,
+    ) -> Result<crate::providers::TurnOutput, crate::providers::ProviderError> {
+        use super::limits::{Verdict, waitable};
+        let mut met = 0u32;
+        loop {
+            let model = fallback.as_deref().unwrap_or(provider);
+            let result = model
+                .stream_turn(request.clone(), forward, options.cancel.clone())
+                .await;
+            let error = match result {
+                Err(e) if waitable(&e) && !options.cancel.is_cancelled() => e,
+                other => return other,
+            };
+            met += 1;
+            if fallback.is_none()
+                && let Some(slug) = &info.fallback_model
+                && let Ok((other, name)) = self.shared.providers.for_slug(slug)
+            {
+                self.emit(
+                    info,
+                    &options.run_id,
+                    EventKind::Warning {
+                        message: format!(
+                            "{}: {}; its fallback_model {slug} takes the turn over",
+                            info.name,
+                            crate::text::first_line(&error.message, 160)
+                        ),
+                    },
+                );
+                request.model = name;
+                *fallback = Some(other);
+                continue;
+            }
+            let Some(active) = self.shared.active_run(options.run_id.as_deref()) else {
+                return Err(error);
+            };
+            let who = (self.session_id, info.name.as_str());
+            match active
+                .control
+                .wait_for_limit(&active.emitter, who, &error, met)
+                .await
+            {
+                Verdict::Again => {}
+                Verdict::Stopped => return Err(crate::providers::ProviderError::cancelled(&error.provider)),
+                Verdict::GiveUp(e) => return Err(e),
+            }
+        }
     }
 
     /// A message a mode adds to the turn before its next model call: stored, sent, shown.

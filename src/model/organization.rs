@@ -131,6 +131,10 @@ pub struct Group {
     /// What members remember between team runs.
     #[serde(default, skip_serializing_if = "Memory::is_run")]
     pub memory: Memory,
+    /// The longest its runs wait for a rate or usage limit (its preset's
+    /// `rate_limit_wait_secs`), over config.yaml's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit_wait_secs: Option<u64>,
     /// The settings of the modes that have any (flattened: `relay`, `flow_entry`, `pipeline`,
     /// `dispatch`, `team_limits`).
     #[serde(flatten)]
@@ -177,6 +181,7 @@ impl Group {
             headless_at: None,
             budget: RunBudget::default(),
             memory: Memory::Run,
+            rate_limit_wait_secs: None,
             settings: ModeSettings::default(),
             state: ModeState::default(),
         }
@@ -263,6 +268,10 @@ pub struct Session {
     /// Its reflection in progress, or interrupted (resumable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reflection: Option<super::OpenReflection>,
+    /// A model slug that takes a turn over when the session's own model meets a rate or usage
+    /// limit (instead of waiting for it to reset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_model: Option<String>,
 }
 
 impl Session {
@@ -291,6 +300,7 @@ impl Session {
             flow: FlowLinks::default(),
             handle: None,
             reflection: None,
+            fallback_model: None,
         }
     }
 

@@ -56,6 +56,7 @@ pub fn create_team_group(
     }
     group.budget = preset.budget();
     group.memory = preset.memory;
+    group.rate_limit_wait_secs = preset.rate_limit_wait_secs;
     group.source_preset = Some(source_preset_of(preset));
     let team = team_slug(&group.name);
     group.member_slug = Some(team.clone());
@@ -89,6 +90,7 @@ pub fn create_team_group(
         org.sessions[i].display_name = o.display_name.clone();
         org.sessions[i].tools = o.tools.clone();
         org.sessions[i].max_tool_rounds = o.max_tool_rounds;
+        org.sessions[i].fallback_model = o.fallback_model.clone();
         org.sessions[i].handle = Some("orchestrator".into());
     }
     let mut worker_ids: Vec<(String, String)> = Vec::new();
@@ -106,6 +108,7 @@ pub fn create_team_group(
         s.handle = Some(worker_slug(&w.name));
         s.tools = w.tools.clone();
         s.max_tool_rounds = w.max_tool_rounds;
+        s.fallback_model = w.fallback_model.clone();
         worker_ids.push((w.name.clone(), s.id.clone()));
     }
     let id_of = |name: &str| {
@@ -129,6 +132,7 @@ pub fn create_team_group(
         org.sessions[i].handle = Some("evaluator".into());
         org.sessions[i].tools = e.tools.clone();
         org.sessions[i].max_tool_rounds = e.max_tool_rounds;
+        org.sessions[i].fallback_model = e.fallback_model.clone();
         group.evaluator_id = Some(org.sessions[i].id.clone());
     }
     org.groups.push(group);
@@ -177,6 +181,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
                 .or_else(|| s.system_prompt.clone()),
             tools: s.tools.clone(),
             max_tool_rounds: s.max_tool_rounds,
+            fallback_model: s.fallback_model.clone(),
         })
         .or_else(|| group.mode.spec().has_orchestrator.then(PresetAgent::default));
     let evaluator_session = org.evaluator_of(group_id);
@@ -186,6 +191,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         prompt: s.system_prompt.clone(),
         tools: s.tools.clone(),
         max_tool_rounds: s.max_tool_rounds,
+        fallback_model: s.fallback_model.clone(),
     });
     let evaluator_id = evaluator_session.map(|s| s.id.as_str());
     // Flow links name sessions by id; a preset names workers by handle (the one kept on the
@@ -208,6 +214,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
                 destinations: r.destinations.iter().filter_map(|d| handle_of(d)).collect(),
             }),
             advisors: s.flow.advisors.iter().filter_map(|a| handle_of(a)).collect(),
+            fallback_model: s.fallback_model.clone(),
         })
         .collect();
     let mut preset = Preset {
@@ -226,6 +233,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         routing_context: group.routing_context.clone(),
         worktrees: group.worktrees,
         memory: group.memory,
+        rate_limit_wait_secs: group.rate_limit_wait_secs,
         ..Preset::default()
     };
     group.settings.to_preset(&mut preset, handle_of);

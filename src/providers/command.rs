@@ -613,6 +613,13 @@ fn limit_reached(
             if let Some(wait) = super::limits::limit_notice(&said, now) {
                 e.kind = ErrorKind::RateLimited;
                 e.retry_after = Some(wait);
+                // The notice on stdout is no answer: it goes into the error's words, and the
+                // turn may be asked again once the limit resets.
+                let notice = crate::text::first_line(e.partial_text.trim(), 200);
+                if !notice.is_empty() && !e.message.contains(&notice) {
+                    e.message = format!("{}: {notice}", e.message);
+                }
+                e.partial_text.clear();
             }
             Err(e)
         }

@@ -83,6 +83,7 @@ impl Workspace {
                 tool_result_max_bytes: config.tool_result_max_bytes,
                 default_budget: config.budget,
                 default_dispatch: config.dispatch.clone(),
+                rate_limit_wait: std::time::Duration::from_secs(config.rate_limit_wait_secs),
                 ..EngineOptions::default()
             },
         );

@@ -8,6 +8,8 @@ mod engine_budgets;
 mod engine_dispatch;
 mod engine_fixture;
 mod engine_flow;
+mod engine_limits;
+mod engine_limits_wire;
 mod engine_memory;
 mod engine_modes;
 mod engine_pipeline;

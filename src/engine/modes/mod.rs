@@ -123,6 +123,7 @@ pub(crate) async fn run_linked(
         budget.max_duration_secs = team.mode.spec().default_max_duration_secs;
     }
     active.control.set_budget(budget);
+    active.control.set_limit_wait(team.rate_limit_wait);
     let mut run = Run::new(shared, active, team);
     run.resumed = resumed;
     let work = async {

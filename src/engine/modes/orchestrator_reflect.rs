@@ -457,22 +457,22 @@ impl TeamCycle<'_, '_> {
 
     /// The process is ending from outside: the cycle is saved as it stands (active, after its
     /// last completed iteration), so `huddle run --resume` or the TUI can continue it.
-    async fn leave_interrupted(mut self) -> RunReport {
+    async fn leave_interrupted(mut self, outcome: CycleOutcome) -> RunReport {
         self.state.paused = false;
         let saved = self.save().await;
         let done = self.state.completed_iterations;
+        let why = match self.run.control().rate_limited() {
+            Some(limit) => format!("rate limited ({limit})"),
+            None => "interrupted".to_string(),
+        };
         self.run.emit(EventKind::Warning {
             message: format!(
-                "interrupted after iteration {done}/{}; the cycle can be resumed",
+                "{why} after iteration {done}/{}; the cycle can be resumed",
                 self.state.max_iterations
             ),
         });
         let final_text = self.final_text();
-        let outcome = if saved {
-            CycleOutcome::Cancelled
-        } else {
-            CycleOutcome::SaveFailed
-        };
+        let outcome = if saved { outcome } else { CycleOutcome::SaveFailed };
         let mut report = self.run.report(outcome, done, final_text, String::new());
         report.usage = self.state.usage;
         report.failed = self.save_error.take();
@@ -491,10 +491,9 @@ impl TeamCycle<'_, '_> {
                 }
             });
         }
-        if outcome == CycleOutcome::Cancelled
-            && (self.run.shared.interrupting() || self.run.control().interrupted())
-        {
-            return self.leave_interrupted().await;
+        let from_outside = self.run.shared.interrupting() || self.run.control().interrupted();
+        if (outcome == CycleOutcome::Cancelled && from_outside) || outcome == CycleOutcome::RateLimited {
+            return self.leave_interrupted(outcome).await;
         }
         cycle::conclude(&mut self.state, outcome);
         // The outcome is on disk before it is reported.

@@ -664,6 +664,14 @@ fn stopped_ending(run: &Run<'_>) -> Ending {
             failed: None,
         };
     }
+    if let Some(why) = run.control().rate_limited() {
+        return Ending {
+            state: RelayPhase::Stopped,
+            outcome: CycleOutcome::RateLimited,
+            reason: format!("rate limited: {why}"),
+            failed: None,
+        };
+    }
     let reason = if run.shared.interrupting() {
         "interrupted (huddle was stopped)"
     } else {

@@ -162,6 +162,7 @@ mod tests {
             sub_agents: Vec::new(),
             member_max_turns: None,
             supervisor_max_turns: None,
+            rate_limit_wait_secs: None,
             tier: None,
             source: None,
             warnings: Vec::new(),

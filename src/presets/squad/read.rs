@@ -198,6 +198,7 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         sub_agents: Vec::new(),
         member_max_turns: None,
         supervisor_max_turns: None,
+        rate_limit_wait_secs: None,
         tier: Some(Tier::Repo),
         source: Some(dir.display().to_string()),
         warnings,
