@@ -133,6 +133,11 @@ pub struct ProviderConfig {
     /// name; well-known models need none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub context_window: BTreeMap<String, u64>,
+    /// A CLI or ACP agent reads the repository's `AGENTS.md` itself, so huddle leaves it out of
+    /// the prompt. Default: true for Claude Code and Codex (`claude-stream-json`, `codex-json`)
+    /// and for `acp` agents, false otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads_agents_md: Option<bool>,
 }
 
 impl ProviderConfig {
@@ -149,7 +154,19 @@ impl ProviderConfig {
             context_window: BTreeMap::new(),
             format: None,
             agent: None,
+            reads_agents_md: None,
         }
+    }
+
+    /// Whether the agent reads the repository's `AGENTS.md` itself (see `reads_agents_md`).
+    pub fn reads_repo_instructions(&self) -> bool {
+        self.reads_agents_md.unwrap_or(match self.kind {
+            ProviderKind::Command => matches!(
+                self.output_format(),
+                AgentFormat::ClaudeStreamJson | AgentFormat::CodexJson
+            ),
+            _ => false,
+        })
     }
 
     /// How this provider's stdout is read (`text` unless `format` or `agent` says otherwise).
@@ -243,6 +260,20 @@ pub struct Config {
     /// The longest a run waits for a rate or usage limit to reset before it ends `rate_limited`
     /// (seconds; 0: never wait). A team's preset and `huddle run --max-limit-wait` go over it.
     pub rate_limit_wait_secs: u64,
+    /// What sessions get of their repository (`repo_context: {instructions, skills}`): its
+    /// `AGENTS.md` / `CLAUDE.md` and its skills, each on unless set false (a team's preset may
+    /// say otherwise).
+    #[serde(skip_serializing_if = "crate::model::RepoContextSettings::is_empty")]
+    pub repo_context: crate::model::RepoContextSettings,
+    /// The sandbox of every process started for a session (CLI agents, stdio MCP servers,
+    /// hooks) where a team, member or server sets nothing else: `sandbox: {mode, network,
+    /// allow_write, allow_read, bwrap}`.
+    #[serde(skip_serializing_if = "crate::sandbox::SandboxSettings::is_empty")]
+    pub sandbox: crate::sandbox::SandboxSettings,
+    /// Hooks for every session and team (`hooks: {pre_tool_use: [...], ...}`); a preset's
+    /// team and members add their own.
+    #[serde(skip_serializing_if = "crate::hooks::Hooks::is_empty")]
+    pub hooks: crate::hooks::Hooks,
 }
 
 impl Default for Config {
@@ -262,6 +293,9 @@ impl Default for Config {
             notify: NotifyMode::default(),
             dispatch: crate::model::DispatchLimits::default(),
             rate_limit_wait_secs: crate::engine::limits::DEFAULT_RATE_LIMIT_WAIT_SECS,
+            repo_context: crate::model::RepoContextSettings::default(),
+            sandbox: crate::sandbox::SandboxSettings::default(),
+            hooks: crate::hooks::Hooks::default(),
         }
     }
 }
@@ -390,6 +424,14 @@ impl Config {
             ));
         }
         crate::tools::mcp::config::validate_all(&self.mcp_servers).map_err(invalid)?;
+        if self.sandbox.only_tighten {
+            return Err(invalid(
+                "sandbox.only_tighten: is set by huddle on a repository's settings, not in config.yaml"
+                    .into(),
+            ));
+        }
+        self.sandbox.validate("sandbox").map_err(invalid)?;
+        self.hooks.validate("hooks").map_err(invalid)?;
         if self.runs_kept == 0 {
             return Err(invalid(
                 "runs_kept: must be at least 1 (the latest run of each group is always kept)".into(),
@@ -641,6 +683,44 @@ providers:
         );
         let err = parse("budget: { tokens: 5 }\n").unwrap_err().to_string();
         assert!(err.contains("tokens"), "{err}");
+    }
+
+    #[test]
+    fn repo_context_and_reads_agents_md_are_read() {
+        let c = parse(
+            "repo_context: { skills: false }\nproviders:\n  - { name: c, kind: command, agent: claude }\n  - { name: g, kind: command, agent: gemini }\n  - { name: t, kind: command, command: [x], reads_agents_md: true }\n",
+        )
+        .unwrap();
+        assert!(c.repo_context.instructions_on() && !c.repo_context.skills_on());
+        let reads: Vec<bool> = ["c", "g", "t", "sim"]
+            .iter()
+            .map(|n| c.provider(n).unwrap().reads_repo_instructions())
+            .collect();
+        assert_eq!(reads, [true, false, true, false]);
+        assert!(parse("repo_context: { agents: false }\n").is_err());
+    }
+
+    #[test]
+    fn sandbox_and_hooks_are_read_and_checked_naming_the_key() {
+        let c = parse(
+            "sandbox:\n  mode: workspace-write\n  network: off\n  allow_write: [~/.cache]\nhooks:\n  pre_tool_use:\n    - { matcher: \"git__.*\", command: [/bin/guard], timeout_secs: 5 }\n",
+        )
+        .unwrap();
+        assert_eq!(c.sandbox.mode, Some(crate::sandbox::SandboxMode::WorkspaceWrite));
+        assert_eq!(c.hooks.pre_tool_use[0].timeout_secs, Some(5));
+        assert!(parse("").unwrap().sandbox.is_empty());
+        let err = parse("sandbox: { allow_read: [x] }\n").unwrap_err().to_string();
+        assert!(
+            err.contains("sandbox.allow_read: `x` must be an absolute path"),
+            "{err}"
+        );
+        let err = parse("hooks: { pre_tool_use: [{ command: [] }] }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("hooks.pre_tool_use[0].command"), "{err}");
+        let err = parse("hooks: { on_start: [] }\n").unwrap_err().to_string();
+        assert!(err.contains("on_start"), "{err}");
+        assert!(parse("sandbox: { only_tighten: true }\n").is_err());
     }
 
     #[test]

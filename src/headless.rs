@@ -51,6 +51,8 @@ pub struct RunRequest {
     pub repo: PathBuf,
     /// With `preset`: the worktree strategy instead of the preset's `worktrees:`.
     pub worktrees: Option<WorktreeStrategy>,
+    /// `--sandbox`: the sandbox mode over every level, for this run.
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
 }
 
 /// A failure before or around the run, with the exit code it maps to.
@@ -138,8 +140,14 @@ pub fn prepare(mut request: RunRequest) -> Result<RunRequest, RunFailure> {
 /// engine) and drives the run to its end.
 pub async fn run(paths: &Paths, request: RunRequest) -> Result<u8, RunFailure> {
     let config = Config::load(paths).map_err(|e| other(e.to_string()))?.config;
-    let workspace = Workspace::open(paths, &config, request.repo.clone(), tool_policy(&request))
-        .map_err(|e| other(e.to_string()))?;
+    let workspace = Workspace::open_sandboxed(
+        paths,
+        &config,
+        request.repo.clone(),
+        tool_policy(&request),
+        request.sandbox,
+    )
+    .map_err(|e| other(e.to_string()))?;
     for notice in &workspace.notices {
         note(format_args!("huddle: {notice}"));
     }
@@ -213,6 +221,10 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     if let Target::Group(id) = &target {
         refuse_running(engine, id)?;
     }
+    if let (Some(_), Target::Group(id)) = (&request.preset, &target) {
+        // A team made now: its worktrees' hooks (copy .env, install dependencies) run first.
+        engine.worktree_created_hooks(id).await;
+    }
     let resume = match &target {
         Target::Group(id) => interrupted_cycle(edits, id, request)?,
         Target::Session(_) => false,
@@ -268,6 +280,9 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
             };
             let events = engine.watch_group(&group_id);
             engine.set_scoped_approval(&scope, Some(tool_policy(request)));
+            // Its `--sandbox` applies to its members' processes and hooks (the open huddle's
+            // MCP servers keep their own).
+            engine.set_scoped_sandbox(&scope, request.sandbox);
             let stopper = tokio::spawn(stop_on_request(
                 engine.clone(),
                 run_key,
@@ -313,7 +328,10 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     };
     stopper.abort();
     match &scope {
-        Some(scope) => engine.set_scoped_approval(scope, None),
+        Some(scope) => {
+            engine.set_scoped_approval(scope, None);
+            engine.set_scoped_sandbox(scope, None);
+        }
         // MCP server processes end with the run (a huddle a run was handed to keeps its own).
         None => {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(3), engine.shutdown_tools()).await;

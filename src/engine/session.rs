@@ -13,6 +13,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
+use crate::hooks::HookEvent;
 use crate::model::{AgentSession, Message, MessageRole, Role, ToolChoice, ToolResultInfo, Usage};
 use crate::providers::{ChatMessage, ChatRole, ErrorKind, TurnRequest};
 use crate::tools::Offer;
@@ -21,7 +22,8 @@ use crate::tools::limits::{result_line, rounds_exhausted_note};
 use super::EngineShared;
 use super::agent_steps::{AgentRecorder, StepContext};
 use super::events::{EngineEvent, EventKind, ExecutionTag, RunId};
-use super::lent_tools::TurnHooks;
+use super::guard::Guard;
+use super::lent_tools::{Joined, TurnHooks, TurnTools};
 use super::tool_round::{CallContext, Lent};
 
 fn sum_usage(total: Option<Usage>, more: Option<Usage>) -> Option<Usage> {
@@ -298,6 +300,10 @@ struct SessionInfo {
     agent_session: Option<AgentSession>,
     /// Takes a turn over when the model meets a limit.
     fallback_model: Option<String>,
+    /// What it gets of its repository (its team's settings over the config's).
+    repo_context: crate::model::RepoContextSettings,
+    /// Its sandbox and hooks.
+    guard: Guard,
 }
 
 impl Actor<'_> {
@@ -317,6 +323,11 @@ impl Actor<'_> {
                 max_tool_rounds: s.max_tool_rounds,
                 agent_session: s.agent_session.clone(),
                 fallback_model: s.fallback_model.clone(),
+                repo_context: group
+                    .map(|g| g.repo_context)
+                    .unwrap_or_default()
+                    .over(self.shared.options.repo_context),
+                guard: Guard::of_session(self.shared, org, s),
             })
         })
     }
@@ -428,10 +439,20 @@ impl Actor<'_> {
         let started = Instant::now();
         let outcome = match self.shared.providers.for_slug(&slug) {
             Ok((provider, model)) => {
-                let system = match (&info.system, &options.system_extra) {
-                    (Some(own), Some(extra)) => Some(format!("{own}\n\n{extra}")),
-                    (own, extra) => own.clone().or_else(|| extra.clone()),
-                };
+                let repo = super::repo_context::gather(
+                    info.working_dir.clone(),
+                    self.shared.options.skills_dir.clone(),
+                    info.repo_context,
+                    provider.capabilities(),
+                )
+                .await;
+                let system = [&info.system, &options.system_extra, &repo.system]
+                    .into_iter()
+                    .flatten()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join("\n\n");
+                let system = (!system.is_empty()).then_some(system);
                 let mut request = TurnRequest {
                     model,
                     system,
@@ -440,8 +461,15 @@ impl Actor<'_> {
                     turn_timeout: options.timeout,
                     ..TurnRequest::default()
                 };
-                self.tool_loop(&info, options, generation, provider.as_ref(), &mut request)
-                    .await
+                self.tool_loop(
+                    &info,
+                    options,
+                    generation,
+                    provider.as_ref(),
+                    &mut request,
+                    repo.skills,
+                )
+                .await
             }
             Err(e) => (Err(e), Vec::new()),
         };
@@ -482,6 +510,9 @@ impl Actor<'_> {
         }
         self.record(&info, &user, steps, options, &result, generation)
             .await;
+        if !result.cancelled() {
+            self.turn_finished_hooks(&info, options, &result).await;
+        }
         result
     }
 
@@ -573,6 +604,87 @@ impl Actor<'_> {
         result
     }
 
+    /// The turn_finished hooks, with the member's answer; an objection is reported and written
+    /// into the transcript (the turn is over: it does not go on, unlike Claude Code's Stop).
+    async fn turn_finished_hooks(&self, info: &SessionInfo, options: &TurnOptions, result: &TurnResult) {
+        if !info.guard.watches(HookEvent::TurnFinished, None) {
+            return;
+        }
+        let mut input = info
+            .guard
+            .input(HookEvent::TurnFinished, &options.run_id, options.iteration);
+        input.last_assistant_message = Some(result.text.clone());
+        input.outcome = Some(if result.success { "completed" } else { "failed" }.into());
+        let emit = |kind| self.emit(info, &options.run_id, kind);
+        let feedback = info.guard.after(HookEvent::TurnFinished, &input, &emit).await;
+        for (hook, reason) in feedback.objections {
+            self.notice(
+                info,
+                options,
+                format!("turn_finished hook `{hook}` objected: {reason}"),
+            );
+        }
+    }
+
+    /// The post_tool_use hooks of the tool calls a CLI agent made itself, once its turn is
+    /// over (its stream reports them, but huddle cannot hold them up: the agent runs them).
+    /// They see each call and its result; an objection is reported and written into the
+    /// transcript, it cannot reach the agent's finished turn.
+    async fn agent_steps_hooks(&self, info: &SessionInfo, options: &TurnOptions, steps: &[Message]) {
+        if info.guard.hooks.post_tool_use.is_empty() {
+            return;
+        }
+        let calls = steps.iter().flat_map(|m| m.tool_calls.iter());
+        for call in calls {
+            if !info.guard.watches(HookEvent::PostToolUse, Some(&call.name)) {
+                continue;
+            }
+            let result = steps
+                .iter()
+                .find(|m| m.tool_result.as_ref().is_some_and(|r| r.call_id == call.id));
+            let mut input = info
+                .guard
+                .input(HookEvent::PostToolUse, &options.run_id, options.iteration)
+                .with_call(&call.name, &call.arguments, &call.id);
+            input.tool_response = result.map(|m| {
+                serde_json::json!({
+                    "text": m.text,
+                    "is_error": m.tool_result.as_ref().is_some_and(|r| r.is_error),
+                })
+            });
+            let emit = |kind| self.emit(info, &options.run_id, kind);
+            let feedback = info.guard.after(HookEvent::PostToolUse, &input, &emit).await;
+            for (hook, reason) in feedback.objections {
+                self.notice(
+                    info,
+                    options,
+                    format!(
+                        "post_tool_use hook `{hook}` objected to the agent's `{}`: {reason}",
+                        call.name
+                    ),
+                );
+            }
+        }
+    }
+
+    /// A notice written into this session's transcript, and its event.
+    fn notice(&self, info: &SessionInfo, options: &TurnOptions, text: String) {
+        let mut notice = Message::notice(text.clone());
+        notice.iteration = options.iteration;
+        notice.execution_id = self.execution_id();
+        self.shared.writer.append(self.session_id, notice.clone());
+        self.emit(
+            info,
+            &options.run_id,
+            EventKind::Notice {
+                session_id: self.session_id.to_string(),
+                session: info.name.clone(),
+                text,
+                message: Some(Box::new(notice)),
+            },
+        );
+    }
+
     /// The prompt with the notes the user left for this session's next turn (taken, and
     /// reported as delivered) before it.
     fn with_notes(&self, info: &SessionInfo, options: &TurnOptions, prompt: String) -> String {
@@ -618,11 +730,36 @@ impl Actor<'_> {
         generation: u64,
         provider: &dyn crate::providers::Provider,
         request: &mut TurnRequest,
+        skills: Option<Arc<super::repo_context::SkillTool>>,
     ) -> (
         Result<crate::providers::TurnOutput, crate::providers::ProviderError>,
         Vec<Message>,
     ) {
         let capabilities = provider.capabilities();
+        if capabilities.local_process {
+            // The program runs confined; a required sandbox that is missing starts nothing.
+            let sandbox = &info.guard.sandbox;
+            let available = crate::sandbox::probe::availability_async(sandbox.policy.bwrap.as_deref()).await;
+            if let crate::sandbox::Status::Refused(e) = sandbox.status_with(&available) {
+                self.emit(
+                    info,
+                    &options.run_id,
+                    EventKind::SandboxRefused {
+                        session_id: Some(self.session_id.to_string()),
+                        session: Some(info.name.clone()),
+                        what: format!("agent {}", provider.name()),
+                        reason: e.to_string(),
+                    },
+                );
+                let error = crate::providers::ProviderError::new(
+                    ErrorKind::Config,
+                    provider.name(),
+                    format!("provider `{}`: {e}", provider.name()),
+                );
+                return (Err(error), Vec::new());
+            }
+            request.sandbox = Some(sandbox.clone());
+        }
         let offer = if info.tools.is_empty() || !capabilities.takes_huddle_tools() {
             Offer::default()
         } else {
@@ -633,6 +770,18 @@ impl Actor<'_> {
                 .await
         };
         for problem in &offer.problems {
+            if crate::sandbox::is_refusal(problem) {
+                self.emit(
+                    info,
+                    &options.run_id,
+                    EventKind::SandboxRefused {
+                        session_id: Some(self.session_id.to_string()),
+                        session: Some(info.name.clone()),
+                        what: "a tool server".into(),
+                        reason: problem.clone(),
+                    },
+                );
+            }
             self.emit(
                 info,
                 &options.run_id,
@@ -643,14 +792,22 @@ impl Actor<'_> {
         }
         request.tools = offer.specs.clone();
         // Without tool declarations (a CLI agent) a mode talks to the model in text instead.
-        let hooks = options.hooks.as_ref().filter(|_| !capabilities.text_tools);
+        let mode_tools = options
+            .hooks
+            .as_ref()
+            .filter(|_| !capabilities.text_tools)
+            .map(|hooks| Arc::clone(&hooks.0));
+        let hooks: Option<Arc<dyn TurnTools>> = match (mode_tools, skills) {
+            (Some(mode), Some(skills)) => Some(Arc::new(Joined(mode, skills))),
+            (mode, skills) => mode.or_else(|| skills.map(|s| s as Arc<dyn TurnTools>)),
+        };
         // Which calls the mode answers: read once per turn, not per round.
-        let lent = hooks.map(|hooks| {
-            let specs = hooks.0.specs();
+        let lent = hooks.as_ref().map(|hooks| {
+            let specs = hooks.specs();
             let names = specs.iter().map(|s| s.name.clone()).collect();
             request.tools.extend(specs);
             Lent {
-                tools: hooks.0.as_ref(),
+                tools: hooks.as_ref(),
                 names,
             }
         });
@@ -668,6 +825,8 @@ impl Actor<'_> {
             cancel: &options.cancel,
             workdir: info.working_dir.as_deref(),
             execution: self.execution.as_ref(),
+            guard: &info.guard,
+            iteration: options.iteration,
         };
         let mut steps = Vec::new();
         // A CLI agent runs its own tools: its steps are recorded as they happen.
@@ -701,8 +860,8 @@ impl Actor<'_> {
         let loop_started = Instant::now();
         let mut concluding = false;
         loop {
-            if let Some(hooks) = hooks {
-                let before = hooks.0.before_call().await;
+            if let Some(hooks) = &hooks {
+                let before = hooks.before_call().await;
                 for text in before.inputs {
                     self.add_input(info, options, generation, request, &mut steps, text);
                 }
@@ -735,6 +894,7 @@ impl Actor<'_> {
                     "no result: the agent's turn ended first"
                 };
                 let recorded = recorder.finish(why);
+                self.agent_steps_hooks(info, options, &recorded.steps).await;
                 steps.extend(recorded.steps);
                 self.update_agent_session(
                     info,
@@ -750,7 +910,23 @@ impl Actor<'_> {
             }
             let mut out = match result {
                 Ok(out) => out,
-                Err(e) => return (Err(e), steps),
+                Err(e) => {
+                    if capabilities.local_process
+                        && let Some(detail) = crate::sandbox::denial_in(&e.message)
+                    {
+                        self.emit(
+                            info,
+                            &options.run_id,
+                            EventKind::SandboxDenied {
+                                session_id: Some(self.session_id.to_string()),
+                                session: Some(info.name.clone()),
+                                what: format!("agent {}", provider.name()),
+                                detail,
+                            },
+                        );
+                    }
+                    return (Err(e), steps);
+                }
             };
             usage = sum_usage(usage, out.usage);
             if out.tool_calls.is_empty() || rounds >= max_rounds || request.tools.is_empty() || concluding {

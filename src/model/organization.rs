@@ -135,6 +135,10 @@ pub struct Group {
     /// `rate_limit_wait_secs`), over config.yaml's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit_wait_secs: Option<u64>,
+    /// What its members get of their repository (`AGENTS.md`, skills) where the config says
+    /// otherwise (a preset's `repo_context:`).
+    #[serde(default, skip_serializing_if = "super::RepoContextSettings::is_empty")]
+    pub repo_context: super::RepoContextSettings,
     /// The settings of the modes that have any (flattened: `relay`, `flow_entry`, `pipeline`,
     /// `dispatch`, `team_limits`).
     #[serde(flatten)]
@@ -143,6 +147,12 @@ pub struct Group {
     /// `pipeline_state`).
     #[serde(flatten)]
     pub state: ModeState,
+    /// The team's sandbox (its preset's), over config.yaml's.
+    #[serde(default, skip_serializing_if = "crate::sandbox::SandboxSettings::is_empty")]
+    pub sandbox: crate::sandbox::SandboxSettings,
+    /// The team's hooks (its preset's), added to config.yaml's.
+    #[serde(default, skip_serializing_if = "crate::hooks::Hooks::is_empty")]
+    pub hooks: crate::hooks::Hooks,
 }
 
 pub fn default_max_iterations() -> u32 {
@@ -182,8 +192,11 @@ impl Group {
             budget: RunBudget::default(),
             memory: Memory::Run,
             rate_limit_wait_secs: None,
+            repo_context: super::RepoContextSettings::default(),
             settings: ModeSettings::default(),
             state: ModeState::default(),
+            sandbox: Default::default(),
+            hooks: Default::default(),
         }
     }
 
@@ -272,6 +285,12 @@ pub struct Session {
     /// limit (instead of waiting for it to reset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback_model: Option<String>,
+    /// The member's own sandbox (its preset's), over its team's.
+    #[serde(default, skip_serializing_if = "crate::sandbox::SandboxSettings::is_empty")]
+    pub sandbox: crate::sandbox::SandboxSettings,
+    /// The member's own hooks (its preset's), added to its team's.
+    #[serde(default, skip_serializing_if = "crate::hooks::Hooks::is_empty")]
+    pub hooks: crate::hooks::Hooks,
 }
 
 impl Session {
@@ -301,6 +320,8 @@ impl Session {
             handle: None,
             reflection: None,
             fallback_model: None,
+            sandbox: Default::default(),
+            hooks: Default::default(),
         }
     }
 

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Memory, Mode, RouterSpec, RunBudget, Tier, WorktreeStrategy};
+use crate::hooks::Hooks;
+use crate::sandbox::SandboxSettings;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -42,6 +44,10 @@ pub struct Preset {
     /// What members remember between runs (default `run`: each run starts fresh).
     #[serde(default, skip_serializing_if = "Memory::is_run")]
     pub memory: Memory,
+    /// What members get of their repository: `instructions` (its `AGENTS.md` / `CLAUDE.md`)
+    /// and `skills`, each on unless set false here or in config.yaml.
+    #[serde(default, skip_serializing_if = "super::RepoContextSettings::is_empty")]
+    pub repo_context: super::RepoContextSettings,
     /// Mode `flow`: the worker the prompt goes to first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry: Option<String>,
@@ -79,6 +85,12 @@ pub struct Preset {
     /// config.yaml's `rate_limit_wait_secs`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit_wait_secs: Option<u64>,
+    /// The sandbox of the team's processes (CLI agents, hooks), over config.yaml's.
+    #[serde(default, skip_serializing_if = "SandboxSettings::is_empty")]
+    pub sandbox: SandboxSettings,
+    /// The team's hooks, added to config.yaml's (never from a repository's team folder).
+    #[serde(default, skip_serializing_if = "Hooks::is_empty")]
+    pub hooks: Hooks,
 
     /// Where the preset was found; set by the loader, never read from YAML.
     #[serde(skip)]
@@ -168,6 +180,12 @@ pub struct PresetAgent {
     /// A model that takes a turn over when this agent's meets a rate or usage limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback_model: Option<String>,
+    /// This member's sandbox, over the team's.
+    #[serde(default, skip_serializing_if = "SandboxSettings::is_empty")]
+    pub sandbox: SandboxSettings,
+    /// This member's hooks, added to the team's.
+    #[serde(default, skip_serializing_if = "Hooks::is_empty")]
+    pub hooks: Hooks,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -189,6 +207,12 @@ pub struct PresetWorker {
     /// Tool rounds per turn (default: config.yaml's `max_tool_rounds`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tool_rounds: Option<u32>,
+    /// This member's sandbox, over the team's.
+    #[serde(default, skip_serializing_if = "SandboxSettings::is_empty")]
+    pub sandbox: SandboxSettings,
+    /// This member's hooks, added to the team's.
+    #[serde(default, skip_serializing_if = "Hooks::is_empty")]
+    pub hooks: Hooks,
     /// Mode `flow`: the worker this one's answer goes to (its answer alone is that one's input).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff: Option<String>,

@@ -57,6 +57,9 @@ pub fn create_team_group(
     group.budget = preset.budget();
     group.memory = preset.memory;
     group.rate_limit_wait_secs = preset.rate_limit_wait_secs;
+    group.repo_context = preset.repo_context;
+    group.sandbox = preset.sandbox.clone();
+    group.hooks = preset.hooks.clone();
     group.source_preset = Some(source_preset_of(preset));
     let team = team_slug(&group.name);
     group.member_slug = Some(team.clone());
@@ -92,6 +95,8 @@ pub fn create_team_group(
         org.sessions[i].max_tool_rounds = o.max_tool_rounds;
         org.sessions[i].fallback_model = o.fallback_model.clone();
         org.sessions[i].handle = Some("orchestrator".into());
+        org.sessions[i].sandbox = o.sandbox.clone();
+        org.sessions[i].hooks = o.hooks.clone();
     }
     let mut worker_ids: Vec<(String, String)> = Vec::new();
     for w in &preset.workers {
@@ -109,6 +114,8 @@ pub fn create_team_group(
         s.tools = w.tools.clone();
         s.max_tool_rounds = w.max_tool_rounds;
         s.fallback_model = w.fallback_model.clone();
+        s.sandbox = w.sandbox.clone();
+        s.hooks = w.hooks.clone();
         worker_ids.push((w.name.clone(), s.id.clone()));
     }
     let id_of = |name: &str| {
@@ -133,6 +140,8 @@ pub fn create_team_group(
         org.sessions[i].tools = e.tools.clone();
         org.sessions[i].max_tool_rounds = e.max_tool_rounds;
         org.sessions[i].fallback_model = e.fallback_model.clone();
+        org.sessions[i].sandbox = e.sandbox.clone();
+        org.sessions[i].hooks = e.hooks.clone();
         group.evaluator_id = Some(org.sessions[i].id.clone());
     }
     org.groups.push(group);
@@ -182,6 +191,8 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
             tools: s.tools.clone(),
             max_tool_rounds: s.max_tool_rounds,
             fallback_model: s.fallback_model.clone(),
+            sandbox: s.sandbox.clone(),
+            hooks: s.hooks.clone(),
         })
         .or_else(|| group.mode.spec().has_orchestrator.then(PresetAgent::default));
     let evaluator_session = org.evaluator_of(group_id);
@@ -192,6 +203,8 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         tools: s.tools.clone(),
         max_tool_rounds: s.max_tool_rounds,
         fallback_model: s.fallback_model.clone(),
+        sandbox: s.sandbox.clone(),
+        hooks: s.hooks.clone(),
     });
     let evaluator_id = evaluator_session.map(|s| s.id.as_str());
     // Flow links name sessions by id; a preset names workers by handle (the one kept on the
@@ -215,6 +228,8 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
             }),
             advisors: s.flow.advisors.iter().filter_map(|a| handle_of(a)).collect(),
             fallback_model: s.fallback_model.clone(),
+            sandbox: s.sandbox.clone(),
+            hooks: s.hooks.clone(),
         })
         .collect();
     let mut preset = Preset {
@@ -234,6 +249,9 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         worktrees: group.worktrees,
         memory: group.memory,
         rate_limit_wait_secs: group.rate_limit_wait_secs,
+        repo_context: group.repo_context,
+        sandbox: group.sandbox.clone(),
+        hooks: group.hooks.clone(),
         ..Preset::default()
     };
     group.settings.to_preset(&mut preset, handle_of);

@@ -554,7 +554,11 @@ impl CycleView {
             | EventKind::TeamBroadcast { .. }
             | EventKind::TurnReplayed { .. }
             | EventKind::RunResumed { .. }
-            | EventKind::TurnInput { .. } => {}
+            | EventKind::TurnInput { .. }
+            | EventKind::HookBlocked { .. }
+            | EventKind::HookFailed { .. }
+            | EventKind::SandboxRefused { .. }
+            | EventKind::SandboxDenied { .. } => {}
             EventKind::LimitWait {
                 session_id,
                 session,

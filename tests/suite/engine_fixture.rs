@@ -199,12 +199,24 @@ impl Fixture {
         )
         .expect("config");
         let (sink, events) = EventSink::channel();
+        // The agents run in their sandbox (the default): what they write for the test to read
+        // goes to `dir`, which is let in.
+        let sandbox = huddle::sandbox::Baseline {
+            config: huddle::sandbox::SandboxSettings {
+                allow_write: vec![dir.display().to_string()],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
         self.engine = Engine::new(
             fast_providers(&config),
             self.org.clone(),
             self.transcripts.clone(),
             sink,
-            EngineOptions::default(),
+            EngineOptions {
+                sandbox,
+                ..EngineOptions::default()
+            },
         );
         self.events = events;
     }

@@ -10,6 +10,7 @@ pub mod names;
 pub mod pipeline;
 pub mod prompts;
 pub mod relay;
+pub mod repo_context;
 pub mod sentinels;
 pub mod stall;
 pub mod summary;
@@ -28,7 +29,8 @@ pub use prompts::{
     EARLIER_RESULT_MAX_CHARS, EarlierResult, LastEvaluation, PlanMode, Replan, TeamContext, WorkerTask,
     WorktreeNote, cycle_synthesis_prompt, evaluator_prompt, nudge_prompt, planning_prompt, prompt_with_notes,
     reflection_evaluator_prompt, reflection_followup_prompt, replan_prompt, sequential_prompt,
-    synthesis_prompt, synthesis_self_eval_prompt, system_prompt_with_note, worker_prompt, worktree_note,
+    synthesis_prompt, synthesis_self_eval_prompt, system_prompt_with_note, with_checks, worker_prompt,
+    worktree_note,
 };
 pub use sentinels::{Sentinel, has_sentinel, sanitize_worker_text, strip_sentinel_lines};
 pub use stall::{

@@ -46,6 +46,8 @@ pub struct ApprovalRequest {
     pub tool: String,
     /// The arguments as pretty JSON, sanitised (made once, when the request arrives).
     pub arguments: String,
+    /// Why a hook asks for this call (sanitised), when a hook asked.
+    pub reason: Option<String>,
 }
 
 impl ApprovalRequest {
@@ -58,6 +60,7 @@ impl ApprovalRequest {
             server,
             tool,
             arguments,
+            reason,
             ..
         } = &event.kind
         else {
@@ -73,6 +76,7 @@ impl ApprovalRequest {
             server: clean(server),
             tool: clean(tool),
             arguments: pretty_arguments(arguments),
+            reason: reason.as_deref().map(clean),
         })
     }
 }
@@ -208,6 +212,16 @@ impl Approvals {
                 &mut head,
             );
         }
+        if let Some(reason) = &r.reason {
+            wrap_line_into(
+                Line::from(vec![
+                    Span::styled("hook    ".to_string(), dim),
+                    Span::styled(reason.clone(), Style::default().fg(Color::Yellow)),
+                ]),
+                inner,
+                &mut head,
+            );
+        }
         head.push(Line::styled("arguments:", dim));
         let mut arguments = Vec::new();
         for line in r.arguments.lines() {
@@ -301,6 +315,7 @@ mod tests {
                 server: "git".into(),
                 tool: "git_status".into(),
                 arguments: r#"{"repo":"."}"#.into(),
+                reason: None,
             },
         };
         ApprovalRequest::from_event(&event).expect("a request")
@@ -336,6 +351,51 @@ mod tests {
             })
         );
         assert!(a.is_empty());
+    }
+
+    /// The popup with two calls queued: the first a file write a hook asks about, whose
+    /// arguments are long (and carry an escape sequence, drawn harmless), at 80 and 120
+    /// columns.
+    #[test]
+    fn snapshot_the_popup() {
+        use crate::tui::test_screen::{WIDTHS, draw};
+        let call = |id: u64, server: &str, tool: &str, arguments: &str, reason: Option<&str>| {
+            ApprovalRequest::from_event(&EngineEvent {
+                group_id: "g".into(),
+                group: "Incident Investigation".into(),
+                run_id: Some("run-1".into()),
+                execution: None,
+                kind: EventKind::ToolApprovalRequested {
+                    session_id: "s".into(),
+                    session: "incident-investigation-log-analyzer".into(),
+                    approval_id: id,
+                    call_id: format!("c{id}"),
+                    server: server.into(),
+                    tool: tool.into(),
+                    arguments: arguments.into(),
+                    reason: reason.map(str::to_string),
+                },
+            })
+            .expect("a request")
+        };
+        let mut popup = Approvals::new(call(
+            1,
+            "filesystem",
+            "write_file",
+            r##"{"path":"notes/expired-tokens.md","content":"# Expired tokens\n\nSince Tuesday 14:02 the login handler answers 401 for tokens refreshed less than a minute ago.\n\u001b[31mred\u001b[0m is gone: the clock skew check compares local time with UTC.\n\nNext: deploy 4f2c1a9 changed the check."}"##,
+            Some("notes/ is reviewed by a person before anything is written there"),
+        ));
+        popup.push(call(
+            2,
+            "git",
+            "git_log",
+            r#"{"repo_path":".","max_count":20}"#,
+            None,
+        ));
+        for width in WIDTHS {
+            let screen = draw(width, 24, |f| popup.render(f, f.area()));
+            insta::assert_snapshot!(format!("approval_{width}"), screen);
+        }
     }
 
     #[test]
