@@ -161,8 +161,10 @@ impl TranscriptWriter {
         let (done, written) = tokio::sync::oneshot::channel();
         self.send_append(session_id, message, Some(done));
         async move {
-            // A writer that is gone has said so in the log already.
-            let _ = written.await;
+            // Waited for on the blocking pool, so that the runtime knows work is under way (a
+            // paused test clock does not jump ahead meanwhile). A writer that is gone has said so
+            // in the log already.
+            let _ = tokio::task::spawn_blocking(move || written.blocking_recv()).await;
         }
     }
 
