@@ -68,6 +68,14 @@ pub struct TurnOptions {
     pub system_extra: Option<String>,
     /// The execution the turn is part of: its events and messages carry it.
     pub execution: Option<ExecutionTag>,
+    /// At most this many earlier exchanges are sent (a mode's choice for turns that need only
+    /// the recent ones, like a long cycle's); see [`stable_window`].
+    pub window: Option<usize>,
+    /// What the session's conversation keeps of the prompt for its later turns, when that is
+    /// less than the prompt: a step's instructions and inputs are sent with the turn that needs
+    /// them, and later turns see what was asked and answered. The transcript records both (the
+    /// prompt as sent, and this as its `compact` form).
+    pub compact: Option<String>,
 }
 
 /// Marks put on a turn's stored prompt message by whoever asked for the turn: the turn applies
@@ -153,6 +161,9 @@ pub(crate) struct SessionState {
     /// Where the history of the run in progress starts: its id and an index into `history`
     /// (for turns that see only their run).
     run_start: Option<(RunId, usize)>,
+    /// What the transcript last recorded as added to the system prompt (see
+    /// [`Message::instructions`]); read with the history.
+    instructions: Option<String>,
 }
 
 impl SessionState {
@@ -161,11 +172,13 @@ impl SessionState {
     pub(crate) fn forget(&mut self) {
         self.history = None;
         self.run_start = None;
+        self.instructions = None;
     }
 
     /// What a turn is sent of the history: everything since the conversation began, or with
-    /// `from_run_start` only what was said since the run began.
-    fn visible(&mut self, run_id: Option<&RunId>, from_run_start: bool) -> Vec<ChatMessage> {
+    /// `from_run_start` only what was said since the run began; with a `window`, only the
+    /// newest exchanges (see [`stable_window`]).
+    fn visible(&mut self, run_id: Option<&RunId>, from_run_start: bool, window: Option<usize>) -> Vec<ChatMessage> {
         let history = self.history.get_or_insert_with(Vec::new);
         let start = match (run_id, from_run_start) {
             (Some(run), true) => match &self.run_start {
@@ -177,8 +190,32 @@ impl SessionState {
             },
             _ => 0,
         };
-        bounded_history(&history[start..])
+        let history = &history[start..];
+        match window {
+            Some(window) => bounded_history(stable_window(history, window)),
+            None => bounded_history(history),
+        }
     }
+}
+
+/// The newest exchanges of `history` (an exchange: a user message and what followed it) when
+/// it has more than `window` of them. The oldest go half a window at a time, so that what is
+/// sent starts the same way for several requests in a row (a prefix a provider can cache)
+/// rather than one exchange later every time: between `window / 2 + 1` and `window` are kept.
+fn stable_window(history: &[ChatMessage], window: usize) -> &[ChatMessage] {
+    let starts: Vec<usize> = history
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == ChatRole::User)
+        .map(|(i, _)| i)
+        .collect();
+    let window = window.max(1);
+    if starts.len() <= window {
+        return history;
+    }
+    let step = (window / 2).max(1);
+    let dropped = ((starts.len() - window - 1) / step + 1) * step;
+    &history[starts[dropped.min(starts.len() - 1)]..]
 }
 
 /// A session's state, shared by the turns that wait for it.
@@ -318,7 +355,10 @@ impl Actor<'_> {
         let id = self.session_id.to_string();
         let loaded = tokio::task::spawn_blocking(move || shared.writer.load(&shared.transcripts, &id)).await;
         let history = match loaded {
-            Ok(Ok(loaded)) => chat_history(&loaded.messages),
+            Ok(Ok(loaded)) => {
+                self.state.instructions = recorded_instructions(&loaded.messages);
+                chat_history(&loaded.messages)
+            }
             Ok(Err(e)) => {
                 tracing::warn!(session = %self.session_id, error = %e, "cannot read transcript; starting without history");
                 Vec::new()
@@ -361,9 +401,15 @@ impl Actor<'_> {
             .clone()
             .unwrap_or_else(|| info.model.clone());
         self.load_history().await;
-        let prompt = self.with_notes(&info, options, prompt);
+        let notes = self.take_notes(&info, options);
+        let prompt = with_notes(&notes, prompt);
         let sent = crate::attachments::with_context(&prompt, &options.attachments);
         let mut user = Message::user(crate::attachments::with_references(&prompt, &options.attachments));
+        user.compact = options
+            .compact
+            .clone()
+            .map(|compact| crate::attachments::with_references(&with_notes(&notes, compact), &options.attachments));
+        user.instructions = self.instructions_changed(options.system_extra.as_deref());
         user.iteration = options.iteration;
         user.execution_id = self.execution_id();
         if let Some(stamp) = &options.stamp {
@@ -373,7 +419,11 @@ impl Actor<'_> {
             Vec::new()
         } else {
             self.state
-                .visible(options.run_id.as_ref(), options.history_from_run_start)
+                .visible(
+                    options.run_id.as_ref(),
+                    options.history_from_run_start,
+                    options.window,
+                )
         };
         messages.push(ChatMessage::user(sent.as_str()));
         self.shared.writer.append(self.session_id, user.clone());
@@ -403,7 +453,8 @@ impl Actor<'_> {
                     turn_timeout: options.timeout,
                     ..TurnRequest::default()
                 };
-                self.tool_loop(&info, options, generation, provider.as_ref(), &mut request)
+                let new_instructions = user.instructions.is_some();
+                self.tool_loop(&info, options, generation, provider.as_ref(), &mut request, new_instructions)
                     .await
             }
             Err(e) => (Err(e), Vec::new()),
@@ -447,9 +498,21 @@ impl Actor<'_> {
         result
     }
 
-    /// The prompt with the notes the user left for this session's next turn (taken, and
-    /// reported as delivered) before it.
-    fn with_notes(&self, info: &SessionInfo, options: &TurnOptions, prompt: String) -> String {
+    /// What the transcript records as this turn's instructions: the text added to the system
+    /// prompt when it differs from what the previous prompt was sent (an empty text when
+    /// nothing is added any more), else nothing.
+    fn instructions_changed(&mut self, extra: Option<&str>) -> Option<String> {
+        let extra = extra.map(str::trim).filter(|e| !e.is_empty());
+        if extra == self.state.instructions.as_deref() {
+            return None;
+        }
+        self.state.instructions = extra.map(str::to_string);
+        Some(extra.unwrap_or_default().to_string())
+    }
+
+    /// The notes the user left for this session's next turn (taken, and reported as
+    /// delivered).
+    fn take_notes(&self, info: &SessionInfo, options: &TurnOptions) -> Vec<String> {
         let id = self.session_id;
         // A write (and a save) only when there is a note: this runs for every turn.
         let waiting = self
@@ -457,16 +520,13 @@ impl Actor<'_> {
             .org
             .read(|o| o.session(id).is_some_and(|s| !s.pending_notes.is_empty()));
         if !waiting {
-            return prompt;
+            return Vec::new();
         }
         let notes = self.shared.org.update(|o| {
             o.session_mut(id)
                 .map(|s| std::mem::take(&mut s.pending_notes))
                 .unwrap_or_default()
         });
-        if notes.is_empty() {
-            return prompt;
-        }
         for text in &notes {
             self.emit(
                 info,
@@ -479,7 +539,7 @@ impl Actor<'_> {
                 },
             );
         }
-        super::protocol::prompt_with_notes(&notes, &prompt)
+        notes
     }
 
     /// Model → tools → model until an answer without calls, the round limit (then the model is
@@ -492,6 +552,7 @@ impl Actor<'_> {
         generation: u64,
         provider: &dyn crate::providers::Provider,
         request: &mut TurnRequest,
+        new_instructions: bool,
     ) -> (
         Result<crate::providers::TurnOutput, crate::providers::ProviderError>,
         Vec<Message>,
@@ -566,6 +627,15 @@ impl Actor<'_> {
                 .as_ref()
                 .filter(|s| s.provider == provider.name() && !options.fresh)
                 .map(|s| s.id.clone());
+        }
+        // A resumed agent is sent the newest message alone: instructions it has not been sent
+        // yet (new since the session's previous prompt) go before it.
+        if request.agent_session_id.is_some()
+            && new_instructions
+            && let Some(extra) = options.system_extra.as_deref().map(str::trim)
+            && let Some(last) = request.messages.last_mut()
+        {
+            last.content = format!("{extra}\n\n{}", last.content).into();
         }
         let mut usage: Option<Usage> = None;
         let mut rounds = 0u32;
@@ -864,8 +934,28 @@ impl Actor<'_> {
     }
 }
 
-/// What a model is sent of a stored conversation: user and assistant messages and tool
-/// results since the last conversation start, less exchanges taken back (`supersedes`),
+/// `prompt` with the user's notes for the member before it (unchanged without notes).
+fn with_notes(notes: &[String], prompt: String) -> String {
+    if notes.is_empty() {
+        prompt
+    } else {
+        super::protocol::prompt_with_notes(notes, &prompt)
+    }
+}
+
+/// The instructions the last prompt of a transcript was sent (see [`Message::instructions`]).
+fn recorded_instructions(messages: &[Message]) -> Option<String> {
+    messages
+        .iter()
+        .rev()
+        .find_map(|m| m.instructions.as_deref())
+        .map(str::trim)
+        .filter(|i| !i.is_empty())
+        .map(str::to_string)
+}
+
+/// What a model is sent of a stored conversation: user messages (in their compact form, when
+/// they have one) and assistant messages and tool results since the last conversation start, less exchanges taken back (`supersedes`),
 /// without failed answers and empty ones (an answer that called tools is kept, empty
 /// or not). Calls whose result never got stored (a crash mid-call) are answered as lost, so
 /// every call in the history has its result, as both APIs require.
@@ -936,12 +1026,12 @@ pub fn chat_history<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<
                     m.text.as_str(),
                 ));
             }
-            MessageRole::User if !m.text.trim().is_empty() => {
+            MessageRole::User if !m.history_text().trim().is_empty() => {
                 close_open(&mut out, &mut open_calls);
                 if let Some(id) = &m.id {
                     starts.push((id.as_str(), out.len()));
                 }
-                out.push(ChatMessage::user(m.text.as_str()));
+                out.push(ChatMessage::user(m.history_text()));
             }
             MessageRole::Assistant if m.error.is_none() && !m.tool_calls.is_empty() => {
                 close_open(&mut out, &mut open_calls);
@@ -1047,6 +1137,31 @@ mod tests {
         // An id it does not know (another conversation's) changes nothing.
         let unknown = [q1, Message::superseding("nope", "x"), Message::assistant("a")];
         assert_eq!(chat_history(&unknown).len(), 2);
+    }
+
+    #[test]
+    fn a_window_drops_the_oldest_exchanges_half_a_window_at_a_time() {
+        let exchanges = |n: usize| -> Vec<ChatMessage> {
+            (0..n)
+                .flat_map(|k| {
+                    [
+                        ChatMessage::user(format!("q{k}")),
+                        ChatMessage::assistant(format!("a{k}")),
+                    ]
+                })
+                .collect()
+        };
+        let first = |h: &[ChatMessage]| h.first().map(|m| m.content.to_string());
+        assert_eq!(stable_window(&exchanges(8), 8).len(), 16, "within the window");
+        assert_eq!(first(stable_window(&exchanges(9), 8)).as_deref(), Some("q4"));
+        // The start stays put while the window fills again, then moves on by half a window.
+        for n in 9..=12 {
+            assert_eq!(first(stable_window(&exchanges(n), 8)).as_deref(), Some("q4"), "{n}");
+        }
+        assert_eq!(first(stable_window(&exchanges(13), 8)).as_deref(), Some("q8"));
+        assert_eq!(stable_window(&exchanges(13), 8).len(), 10);
+        assert!(stable_window(&[], 8).is_empty());
+        assert_eq!(first(stable_window(&exchanges(3), 1)).as_deref(), Some("q2"));
     }
 
     #[test]

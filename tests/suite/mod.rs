@@ -2,6 +2,7 @@ mod cli_hardening;
 mod cli_limits;
 mod docs;
 mod economy_runs;
+mod engine_economy;
 mod engine_agents;
 mod engine_attachments;
 mod engine_budgets;
