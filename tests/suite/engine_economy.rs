@@ -68,3 +68,17 @@ async fn dump_reference_requests() {
         println!("===== {} bytes\n{}", s.bytes, serde_json::to_string_pretty(&s.request.json()).unwrap());
     }
 }
+
+/// The figures of every measured run (`cargo test ... print_every_run -- --ignored
+/// --nocapture`; the bench prints the same from a release build).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn print_every_run() {
+    super::economy_runs::all(None, |f| {
+        println!("{}", f.row());
+        if let Some(line) = &f.worst {
+            println!("  e.g. {line}");
+        }
+    })
+    .await;
+}
