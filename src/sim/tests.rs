@@ -413,6 +413,7 @@ fn every_prompt_the_protocol_builds_is_seen_as_what_it_is() {
         PromptKind::Worker
     );
     let step = |iteration, self_evaluation| SynthesisStep {
+        request: "Build a URL shortener.",
         iteration,
         results: &results,
         earlier: &[],

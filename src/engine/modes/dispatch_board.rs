@@ -23,6 +23,7 @@ use super::super::protocol::dispatch::{
     CANCELLED, DispatchCall, clarification_prompt, conclude_note, dispatch_result, parse_call, pushed_result,
     task_prompt, tool_specs,
 };
+use super::super::protocol::StepPrompt;
 use super::super::session::TurnResult;
 
 /// A member the orchestrator may dispatch.
@@ -39,7 +40,7 @@ struct Entry {
     kind: ExecutionKind,
     member: usize,
     task: String,
-    prompt: String,
+    prompt: StepPrompt,
     status: ExecutionStatus,
     cancel: CancellationToken,
     /// Why it was cancelled, if it was.
@@ -61,7 +62,7 @@ pub(super) struct Job {
     pub index: usize,
     pub tag: ExecutionTag,
     pub session_id: String,
-    pub prompt: String,
+    pub prompt: StepPrompt,
     pub cancel: CancellationToken,
 }
 
@@ -95,7 +96,6 @@ pub(super) struct Board {
     limits: DispatchLimits,
     orchestrator: String,
     orchestrator_tag: ExecutionTag,
-    shared_context: Option<String>,
     max_calls: u32,
     result_max_bytes: usize,
     run_cancel: CancellationToken,
@@ -109,7 +109,6 @@ pub(super) struct BoardSetup {
     pub limits: DispatchLimits,
     pub orchestrator: String,
     pub orchestrator_tag: ExecutionTag,
-    pub shared_context: Option<String>,
     pub max_calls: u32,
     pub result_max_bytes: usize,
     /// The run's token: every sub-agent's is its child (a stop cascades).
@@ -137,7 +136,6 @@ impl Board {
             limits: setup.limits,
             orchestrator: setup.orchestrator,
             orchestrator_tag: setup.orchestrator_tag,
-            shared_context: setup.shared_context,
             max_calls: setup.max_calls.max(1),
             result_max_bytes: setup.result_max_bytes,
             run_cancel: setup.run_cancel,
@@ -179,7 +177,7 @@ impl Board {
                 allowed.join(", ")
             ));
         };
-        let prompt = task_prompt(self.shared_context.as_deref(), task);
+        let prompt = task_prompt(task);
         self.add(ExecutionKind::SubAgent, member, task, prompt)
     }
 
@@ -202,7 +200,7 @@ impl Board {
     }
 
     /// A new execution: it starts now if there is a place and its member is free, else waits.
-    fn add(&self, kind: ExecutionKind, member: usize, task: &str, prompt: String) -> Result<String, String> {
+    fn add(&self, kind: ExecutionKind, member: usize, task: &str, prompt: StepPrompt) -> Result<String, String> {
         let mut state = self.lock();
         if let Some(why) = &state.conclude {
             return Err(format!("nothing more can be dispatched: {why}"));
@@ -644,7 +642,6 @@ mod tests {
             },
             orchestrator: "lead".into(),
             orchestrator_tag: root,
-            shared_context: None,
             max_calls: 3,
             result_max_bytes: 10_000,
             run_cancel: CancellationToken::new(),
@@ -821,7 +818,7 @@ mod tests {
         assert!(ask("exec-2").unwrap().contains("exec-3"));
         let job = board.take_jobs().pop().unwrap();
         assert_eq!(job.session_id, "s1");
-        assert_eq!(job.prompt, "## CLARIFICATION REQUEST FROM lead\n\nwhich host?");
+        assert_eq!(job.prompt.text, "## CLARIFICATION REQUEST FROM lead\n\nwhich host?");
     }
 
     #[tokio::test]

@@ -68,6 +68,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     }
     phase(run, Phase::Synthesize);
     let step = SynthesisStep {
+        request: &prompt,
         iteration: None,
         results: &results,
         earlier: &[],

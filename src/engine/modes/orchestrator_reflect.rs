@@ -343,6 +343,7 @@ impl TeamCycle<'_, '_> {
         let max = self.state.max_iterations;
         let earlier = self.remember(&results, iteration);
         let prompt = synthesis_prompt(&SynthesisStep {
+            request: &goal,
             iteration: Some((iteration, max)),
             results: &results,
             earlier: &earlier,

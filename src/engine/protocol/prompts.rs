@@ -103,6 +103,11 @@ impl StepPrompt {
         StepPrompt { text, compact: None }
     }
 
+    /// What the conversation keeps of it.
+    pub fn kept(&self) -> &str {
+        self.compact.as_deref().unwrap_or(&self.text)
+    }
+
     /// A message whose conversation keeps `compact` instead.
     pub fn compacted(text: String, compact: String) -> StepPrompt {
         StepPrompt {
@@ -571,6 +576,8 @@ pub fn prompt_with_notes(notes: &[String], prompt: &str) -> String {
 /// how to judge the answer).
 #[derive(Debug, Clone, Copy)]
 pub struct SynthesisStep<'a> {
+    /// The user's request (said in the brief; named in the line the conversation keeps).
+    pub request: &'a str,
     /// A cycle's iteration and its limit (`None` in a single pass).
     pub iteration: Option<(u32, u32)>,
     pub results: &'a [WorkerResult],
@@ -600,15 +607,20 @@ pub fn synthesis_prompt(step: &SynthesisStep<'_>) -> StepPrompt {
         .iter()
         .map(|r| format!("{} ({})", r.name, r.status()))
         .collect();
-    let mut kept = match step.iteration {
-        Some((iteration, _)) => format!("Iteration {iteration}: combine the results of "),
-        None => "Combine the results of ".to_string(),
-    };
-    if whose.is_empty() {
-        kept.push_str("no worker");
+    let whose = if whose.is_empty() {
+        "no worker".to_string()
     } else {
-        kept.push_str(&whose.join(", "));
-    }
+        whose.join(", ")
+    };
+    // A cycle's iteration tells its line from the others; a single pass is told apart by its
+    // request (the brief of a later run in the same conversation has another one).
+    let mut kept = match step.iteration {
+        Some((iteration, _)) => format!("Iteration {iteration}: the results of {whose}"),
+        None => format!(
+            "The results of {whose} for \"{}\"",
+            crate::text::first_line(step.request, 100)
+        ),
+    };
     if !step.earlier.is_empty() {
         let names: Vec<&str> = step.earlier.iter().map(|e| e.name.as_str()).collect();
         let _ = write!(kept, ", with the earlier answers of {}", names.join(", "));
@@ -763,7 +775,7 @@ pub fn sequential_prompt(prompt: &str, earlier: &[WorkerResult]) -> StepPrompt {
     );
     let names: Vec<&str> = earlier.iter().map(|a| a.name.as_str()).collect();
     let kept = format!(
-        "{}\n\n(Given with the answers of {} before yours.)",
+        "{} (given with the answers of {} before yours)",
         prompt.trim_end(),
         names.join(", ")
     );

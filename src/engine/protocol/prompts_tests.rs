@@ -187,6 +187,7 @@ fn step<'a>(
     self_evaluation: bool,
 ) -> SynthesisStep<'a> {
     SynthesisStep {
+        request: "Build a URL shortener.",
         iteration,
         results,
         earlier,
@@ -207,7 +208,9 @@ fn synthesis_labels_results_and_neutralises_worker_sentinels() {
     assert!(!p.text.contains("[[NEEDS_ITERATION]]") && !p.text.contains("Iteration:"));
     assert_eq!(
         p.compact.as_deref(),
-        Some("Combine the results of team-backend (ok), team-tester (failed) (given then; not repeated here).")
+        Some(
+            "The results of team-backend (ok), team-tester (failed) for \"Build a URL shortener.\" (given then; not repeated here)."
+        )
     );
 }
 
@@ -314,7 +317,7 @@ fn sequential_labels_earlier_answers_and_keeps_the_prompt() {
     assert!(has_line(&p.text, "### second (failed)") && p.text.contains("error: 500"));
     assert_eq!(
         p.compact.as_deref(),
-        Some("Name a colour.\n\n(Given with the answers of first, second before yours.)")
+        Some("Name a colour. (given with the answers of first, second before yours)")
     );
 }
 
