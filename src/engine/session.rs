@@ -502,7 +502,7 @@ impl Actor<'_> {
     /// prompt when it differs from what the previous prompt was sent (an empty text when
     /// nothing is added any more), else nothing.
     fn instructions_changed(&mut self, extra: Option<&str>) -> Option<String> {
-        let extra = extra.map(str::trim).filter(|e| !e.is_empty());
+        let extra = extra.filter(|e| !e.trim().is_empty());
         if extra == self.state.instructions.as_deref() {
             return None;
         }
@@ -949,8 +949,7 @@ fn recorded_instructions(messages: &[Message]) -> Option<String> {
         .iter()
         .rev()
         .find_map(|m| m.instructions.as_deref())
-        .map(str::trim)
-        .filter(|i| !i.is_empty())
+        .filter(|i| !i.trim().is_empty())
         .map(str::to_string)
 }
 

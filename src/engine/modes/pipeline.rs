@@ -285,10 +285,9 @@ impl Pipe {
         let all: Vec<usize> = (0..self.spec.stages.len()).collect();
         let targets = self.targets(run, &all);
         // Every exchange since its last look goes into its history with this prompt.
-        let mut exchanges = std::mem::take(&mut self.state.supervisor_backlog);
-        exchanges.push(event);
+        let exchanges = std::mem::take(&mut self.state.supervisor_backlog);
         self.persist(run);
-        let prompt = supervisor_prompt(&exchanges, &targets);
+        let prompt = supervisor_prompt(&exchanges, &event, &targets);
         let (turn, calls) = self
             .turn(run, supervisor, prompt, supervisor_brief(), targets)
             .await;

@@ -86,11 +86,11 @@ pub fn orchestrator_system(instructions: Option<&str>, catalog: &[CatalogEntry],
             out.push_str(": ");
             out.push_str(&crate::text::first_line(d, 160));
         }
-        out.push('\n');
+        // One line per entry: what it is and its tools.
         if entry.tools.is_empty() {
-            out.push_str("  Tools: none (pure reasoning)\n");
+            out.push_str(" (tools: none, pure reasoning)\n");
         } else {
-            out.push_str(&format!("  Tools: {}\n", entry.tools.join(", ")));
+            out.push_str(&format!(" (tools: {})\n", entry.tools.join(", ")));
         }
     }
     out.push_str("\n## How to work\n\n");
@@ -426,8 +426,8 @@ mod tests {
     fn the_catalog_lists_members_with_their_tools_and_says_results_come_by_themselves() {
         let s = orchestrator_system(Some("Be calm."), &catalog(), false);
         assert!(s.starts_with("Be calm.\n\n"));
-        assert!(s.contains("- **logs**: Reads logs\n  Tools: loki\n"));
-        assert!(s.contains("- **metrics**\n  Tools: none (pure reasoning)\n"));
+        assert!(s.contains("- **logs**: Reads logs (tools: loki)\n"), "{s}");
+        assert!(s.contains("- **metrics** (tools: none, pure reasoning)\n"), "{s}");
         assert!(s.contains("do not poll"));
         assert!(s.contains("dispatch_agent(name, task)"));
         assert!(!s.contains("@dispatch"));

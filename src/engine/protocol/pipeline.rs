@@ -214,12 +214,14 @@ pub fn supervisor_brief() -> String {
     )
 }
 
-/// What the supervisor is given: the exchanges since it last looked and where it may redirect.
-/// The conversation keeps the exchanges.
-pub fn supervisor_prompt(exchanges: &[String], targets: &[String]) -> StepPrompt {
+/// What the supervisor is given: the exchanges since it last looked, what is happening now
+/// (who answered, who hands on to whom) and where it may redirect. The conversation keeps the
+/// exchanges.
+pub fn supervisor_prompt(exchanges: &[String], now: &str, targets: &[String]) -> StepPrompt {
     let exchanges = exchanges.join("\n\n");
     let out = format!(
-        "## PIPELINE EXCHANGES\n\n{exchanges}\n\n{SUPERVISION_HEADING}\n{TARGETS_LINE}{}\n",
+        "## PIPELINE EXCHANGES\n\n{exchanges}\n\n{}\n\n{SUPERVISION_HEADING}\n{TARGETS_LINE}{}\n",
+        now.trim(),
         targets.join(", ")
     );
     StepPrompt::compacted(out, exchanges)
@@ -330,8 +332,12 @@ mod tests {
             Some("[Context from previous agent (triage)]: billing\n\nhelp")
         );
         assert!(member_brief().contains("`handoff_conversation`"));
-        let s = supervisor_prompt(&["a".into(), "b".into()], &allowed());
-        assert!(s.text.contains("a\n\nb") && s.text.contains(TARGETS_LINE), "{}", s.text);
+        let s = supervisor_prompt(&["a".into(), "b".into()], "b answered.", &allowed());
+        assert!(
+            s.text.contains("a\n\nb\n\nb answered.") && s.text.contains(TARGETS_LINE),
+            "{}",
+            s.text
+        );
         assert_eq!(s.compact.as_deref(), Some("a\n\nb"));
         assert!(supervisor_brief().contains("reply `OK`"));
     }
