@@ -25,7 +25,9 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    println!("| run | requests | mean | max | total | per role: requests (mean, max) | lines said twice in one request (most) |");
+    println!(
+        "| run | requests | mean | max | total | per role: requests (mean, max) | lines said twice in one request (most) |"
+    );
     println!("|---|---|---|---|---|---|---|");
     rt.block_on(economy_runs::all(filter.as_deref(), |f| {
         println!("{}", f.row());

@@ -11,9 +11,10 @@ use tokio::sync::mpsc;
 
 use crate::cli::{OutputError, RunOutput, note};
 use crate::config::{Config, Paths};
+use crate::describe::{Line, Names, Tone, describe_as};
 use crate::engine::events::{EngineEvent, EventKind, Phase, RunKey};
 use crate::engine::{Engine, EngineError, ReflectionRequest, RunOverrides, RunReport};
-use crate::model::{Counts, CycleOutcome, Mode, RunBudget, WorktreeStrategy};
+use crate::model::{CycleOutcome, Mode, RunBudget, WorktreeStrategy};
 use crate::presets::Catalog;
 use crate::text::first_line;
 use crate::text::sanitize;
@@ -48,6 +49,8 @@ pub struct RunRequest {
     pub repo: PathBuf,
     /// With `preset`: the worktree strategy instead of the preset's `worktrees:`.
     pub worktrees: Option<WorktreeStrategy>,
+    /// `--sandbox`: the sandbox mode over every level, for this run.
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
 }
 
 /// A failure before or around the run, with the exit code it maps to.
@@ -92,6 +95,7 @@ pub fn exit_code(report: &RunReport) -> u8 {
         CycleOutcome::BudgetExhausted => 6,
         CycleOutcome::SaveFailed => EXIT_SAVE_FAILED,
         CycleOutcome::Cancelled => 130,
+        CycleOutcome::Failed => 1,
     }
 }
 
@@ -126,8 +130,14 @@ pub fn prepare(mut request: RunRequest) -> Result<RunRequest, RunFailure> {
 /// engine) and drives the run to its end.
 pub async fn run(paths: &Paths, request: RunRequest) -> Result<u8, RunFailure> {
     let config = Config::load(paths).map_err(|e| other(e.to_string()))?.config;
-    let workspace = Workspace::open(paths, &config, request.repo.clone(), tool_policy(&request))
-        .map_err(|e| other(e.to_string()))?;
+    let workspace = Workspace::open_sandboxed(
+        paths,
+        &config,
+        request.repo.clone(),
+        tool_policy(&request),
+        request.sandbox,
+    )
+    .map_err(|e| other(e.to_string()))?;
     for notice in &workspace.notices {
         note(format_args!("huddle: {notice}"));
     }
@@ -198,6 +208,13 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     // Only a run in this process has a terminal to ask about relay drafts on (`--approve`).
     let on_terminal = matches!(front, Front::Terminal(_)) && crate::headless_relay::on_terminal();
     let target = choose_target(paths, config, edits, request, &out, on_terminal)?;
+    if let Target::Group(id) = &target {
+        refuse_running(engine, id)?;
+    }
+    if let (Some(_), Target::Group(id)) = (&request.preset, &target) {
+        // A team made now: its worktrees' hooks (copy .env, install dependencies) run first.
+        engine.worktree_created_hooks(id).await;
+    }
     let resume = match &target {
         Target::Group(id) => interrupted_cycle(edits, id, request)?,
         Target::Session(_) => false,
@@ -253,6 +270,9 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
             };
             let events = engine.watch_group(&group_id);
             engine.set_scoped_approval(&scope, Some(tool_policy(request)));
+            // Its `--sandbox` applies to its members' processes and hooks (the open huddle's
+            // MCP servers keep their own).
+            engine.set_scoped_sandbox(&scope, request.sandbox);
             let stopper = tokio::spawn(stop_on_request(
                 engine.clone(),
                 run_key,
@@ -297,7 +317,10 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     };
     stopper.abort();
     match &scope {
-        Some(scope) => engine.set_scoped_approval(scope, None),
+        Some(scope) => {
+            engine.set_scoped_approval(scope, None);
+            engine.set_scoped_sandbox(scope, None);
+        }
         // MCP server processes end with the run (a huddle a run was handed to keeps its own).
         None => {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(3), engine.shutdown_tools()).await;
@@ -348,6 +371,27 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
         // Stopped from outside: 128 + the signal, as shells report it.
         signal => Ok(128 + signal),
     }
+}
+
+/// A team that runs now (in the huddle the run was handed to) is neither run again, nor resumed,
+/// nor its cycle discarded: `huddle run` says it runs, and how to follow or stop it.
+fn refuse_running(engine: &Engine, group_id: &str) -> Result<(), RunFailure> {
+    if !engine.is_running(&RunKey::team(group_id)) {
+        return Ok(());
+    }
+    let name = engine
+        .org()
+        .read(|o| o.group(group_id).map(|g| g.name.clone()))
+        .unwrap_or_default();
+    Err(other(running_message(&name)))
+}
+
+/// What `huddle run --group X` says when X runs in the huddle open on the data dir (exit 1).
+pub fn running_message(group: &str) -> String {
+    format!(
+        "group `{}` is running in the huddle open on this data dir: follow it there (select it), send it a message there (it is queued for the run), or stop it there with the stop key (Ctrl-X unless `keys:` says otherwise) and run it again",
+        sanitize::display(group)
+    )
 }
 
 /// Whether to resume the group's interrupted cycle; refuses to start a new run over one (that
@@ -543,6 +587,20 @@ async fn print_events(
         && std::io::stderr().is_terminal()
         && std::env::var_os("NO_COLOR").is_none();
     let mut lost = false;
+    // How each group names its members (`<members slug>-<member>`), read once.
+    let mut named: std::collections::HashMap<String, Names> = std::collections::HashMap::new();
+    let mut names = |event: &EngineEvent| -> Names {
+        named
+            .entry(event.group_id.clone())
+            .or_insert_with(|| {
+                approver
+                    .engine
+                    .org()
+                    .read(|o| o.group(&event.group_id).map(|g| Names::team(g.members_slug())))
+                    .unwrap_or_else(|| Names::of_group(&event.group))
+            })
+            .clone()
+    };
     loop {
         let event = tokio::select! {
             biased;
@@ -552,7 +610,7 @@ async fn print_events(
             },
             _ = &mut done => break,
         };
-        lost |= !print_event(&event, ndjson, color, &out);
+        lost |= !print_event(&event, &names(&event), ndjson, color, &out);
         // `--approve`: a draft waiting for a person is asked about here (the run ending, e.g.
         // on Ctrl-C, ends the question).
         if let EventKind::RelayDraft { waiting: true, .. } = &event.kind {
@@ -564,13 +622,13 @@ async fn print_events(
     }
     // After `done`, drain without waiting.
     while let Ok(event) = events.try_recv() {
-        lost |= !print_event(&event, ndjson, color, &out);
+        lost |= !print_event(&event, &names(&event), ndjson, color, &out);
     }
     lost
 }
 
 /// Prints one event; false when standard output could not be written.
-fn print_event(event: &EngineEvent, ndjson: bool, color: bool, out: &RunOutput) -> bool {
+fn print_event(event: &EngineEvent, names: &Names, ndjson: bool, color: bool, out: &RunOutput) -> bool {
     if ndjson {
         if event.kind.is_streaming() {
             return true;
@@ -579,139 +637,63 @@ fn print_event(event: &EngineEvent, ndjson: bool, color: bool, out: &RunOutput) 
         let raw = event.to_ndjson();
         return out.print(&format!("{}\n", sanitize::json_line(&raw))).is_ok();
     }
-    if let Some(line) = progress_line(event) {
-        let line = sanitize::display(&line).into_owned();
-        if color && line.starts_with("──") {
-            out.note(format_args!("\x1b[1m{line}\x1b[0m"));
+    if let Some(line) = progress(event, names) {
+        let text = sanitize::display(&line.text).into_owned();
+        let colour = match line.tone {
+            Tone::Heading => "\x1b[1m",
+            Tone::Warn => "\x1b[33m",
+            Tone::Bad => "\x1b[31m",
+            Tone::Info | Tone::Good => "",
+        };
+        if color && !colour.is_empty() {
+            out.note(format_args!("{colour}{text}\x1b[0m"));
         } else {
-            out.note(format_args!("{line}"));
+            out.note(format_args!("{text}"));
         }
     }
     true
 }
 
-/// One human line for an event (None for events not worth a line).
+/// The most characters of a progress line's words (a model's or tool's text is cut there).
+const PROGRESS_MAX: usize = 120;
+
+/// One human line for an event (None for events not worth a line): [`describe`]'s words, laid
+/// out for a log.
 pub fn progress_line(event: &EngineEvent) -> Option<String> {
-    let group = &event.group;
-    Some(match &event.kind {
-        EventKind::CycleStarted { mode, max_iterations } => {
-            let counts = mode.spec().counts;
-            if counts == Counts::Turns || *max_iterations > 1 {
-                let unit = counts.word();
-                format!("huddle: `{group}` runs in {mode} mode (at most {max_iterations} {unit})")
-            } else {
-                format!("huddle: `{group}` runs in {mode} mode")
+    progress(event, &Names::of_group(&event.group)).map(|l| l.text)
+}
+
+/// [`progress_line`] with its tone (the colour on a terminal), member names read with `names`.
+fn progress(event: &EngineEvent, names: &Names) -> Option<Line> {
+    // Said elsewhere here: a run's end (the summary and the exit code say it), a draft that
+    // waits (asked about on the terminal); an orchestrator's dispatching and collecting are
+    // its executions' lines.
+    if matches!(
+        event.kind,
+        EventKind::RunEnded { .. }
+            | EventKind::RelayDraft { .. }
+            | EventKind::Phase {
+                phase: Phase::Dispatch | Phase::Collect,
+                ..
             }
+    ) {
+        return None;
+    }
+    let Line { text, tone } = describe_as(&event.kind, event.execution.as_ref(), names)?;
+    let text = crate::text::cap_chars(&text, PROGRESS_MAX);
+    let text = match &event.kind {
+        EventKind::CycleStarted { .. } => format!("huddle: `{}`: {text}", event.group),
+        EventKind::IterationStarted { .. } | EventKind::CyclePaused | EventKind::CycleResumed => {
+            format!("── {text}")
         }
-        EventKind::IterationStarted { iteration, .. } => format!("── iteration {iteration}"),
-        EventKind::Phase { phase, .. } => match phase {
-            Phase::Plan => "   planning…".into(),
-            Phase::Synthesize => "   synthesizing…".into(),
-            Phase::Evaluate => "   evaluating…".into(),
-            Phase::Dispatch | Phase::Collect => return None,
-        },
-        EventKind::Assignment { worker, task, .. } => format!("   → {worker}: {}", first_line(task, 90)),
-        EventKind::AssignmentDropped { name, reason, .. } => {
-            format!("   ! dropped assignment `{name}`: {reason}")
-        }
-        EventKind::WorkerFinished {
-            worker,
-            success,
-            duration_ms,
-            ..
-        } => format!(
-            "   {} {worker} ({:.1}s)",
-            if *success { "✓" } else { "✗" },
-            *duration_ms as f64 / 1000.0
-        ),
-        EventKind::Evaluation {
-            score,
-            rationale,
-            trend,
-            ..
-        } => format!(
-            "   score {score:.2}{}{}",
-            trend.map(|t| format!(" ({t})")).unwrap_or_default(),
-            if rationale.trim().is_empty() {
-                String::new()
-            } else {
-                format!(": {}", first_line(rationale, 80))
-            }
-        ),
-        EventKind::EvaluationUnparsed { .. } => {
-            "   ! the evaluator's reply had no readable score (counted as 0.5)".into()
-        }
-        EventKind::StallWarning {
-            consecutive,
-            similarity,
-            ..
-        } => {
-            format!("   ! stall warning {consecutive} (similarity {similarity:.2})")
-        }
-        EventKind::Adjustment { text, .. } => format!("   suggestion: {text}"),
-        EventKind::Warning { message, .. } => format!("   ! {message}"),
-        EventKind::Error {
-            iteration, message, ..
-        } => format!("   ✗ error in iteration {iteration}: {message}"),
-        EventKind::CyclePaused => "── paused".into(),
-        EventKind::CycleResumed => "── resumed".into(),
-        EventKind::CycleFinished { summary, .. } => format!("── finished\n{}", summary.trim_end()),
-        EventKind::TurnFinished {
-            session,
-            success: false,
-            error: Some(e),
-            ..
-        } if event.execution.is_none() => {
-            format!("   ✗ {session}: {}", first_line(e, 120))
-        }
-        // A team member's broadcast has its own line (`team_broadcast`), a dispatch is printed
-        // as its execution (`⇢ exec-2 …`): their tool calls and answers are left out.
-        EventKind::ToolCall { name, .. } | EventKind::ToolResult { name, .. }
-            if name == crate::engine::protocol::team_talk::BROADCAST_TOOL
-                || name == crate::engine::protocol::dispatch::DISPATCH_TOOL =>
-        {
-            return None;
-        }
-        EventKind::ToolCall {
-            session,
-            name,
-            arguments,
-            ..
-        } => format!("   ⚙ {session}: {name} {}", first_line(arguments, 80)),
-        EventKind::ToolResult {
-            name,
-            ok,
-            duration_ms,
-            first_line: said,
-            ..
-        } => format!(
-            "     {} {name} ({:.1}s) {}",
-            if *ok { "✓" } else { "✗" },
-            *duration_ms as f64 / 1000.0,
-            first_line(said, 100)
-        ),
-        EventKind::FlowHop { .. } => format!("   {}", crate::engine::protocol::flow::hop_line(&event.kind)?),
-        EventKind::TeamBroadcast { .. } => format!(
-            "   {}",
-            crate::engine::protocol::team_talk::broadcast_line(&event.kind)?
-        ),
-        EventKind::ExecutionStarted { .. }
-        | EventKind::ExecutionRunning
-        | EventKind::ExecutionFinished { .. } => {
-            let id = event.execution.as_ref().map_or("", |t| t.execution_id.as_str());
-            format!(
-                "   {}",
-                crate::engine::protocol::dispatch::execution_line(id, &event.kind)?
-            )
-        }
-        EventKind::PhaseTransition { .. } | EventKind::Handoff { .. } | EventKind::HandoffRejected { .. } => {
-            format!(
-                "   {}",
-                crate::engine::protocol::pipeline::pipeline_line(&event.kind)?
-            )
-        }
-        other => return crate::headless_relay::progress_line(other),
-    })
+        EventKind::RelayState { .. } => text,
+        EventKind::CycleFinished { summary, .. } => format!("── {text}\n{}", summary.trim_end()),
+        EventKind::ExecutionStarted { .. } | EventKind::ExecutionRunning => format!("   ⇢ {text}"),
+        EventKind::ExecutionFinished { .. } => format!("   ⇠ {text}"),
+        EventKind::ToolResult { .. } => format!("     {text}"),
+        _ => format!("   {text}"),
+    };
+    Some(Line { text, tone })
 }
 
 #[cfg(test)]
@@ -743,11 +725,12 @@ mod tests {
             CycleOutcome::ErrorBudget,
             CycleOutcome::Cancelled,
             CycleOutcome::BudgetExhausted,
+            CycleOutcome::Failed,
         ]
         .into_iter()
         .map(|o| exit_code(&report(o)))
         .collect();
-        assert_eq!(codes, [0, 0, 3, 4, 5, 130, 6]);
+        assert_eq!(codes, [0, 0, 3, 4, 5, 130, 6, 1]);
         let mut unsaved = report(CycleOutcome::SaveFailed);
         unsaved.failed = Some("could not save".into());
         assert_eq!(
@@ -777,7 +760,8 @@ mod tests {
         }))
         .unwrap();
         assert!(line.starts_with("   → w: xxx"), "{line}");
-        assert!(line.chars().count() < 110, "{line}");
+        assert!(line.ends_with("xxx…"), "one line, cut: {line}");
+        assert!(line.chars().count() <= 3 + PROGRESS_MAX + 1, "{line}");
         assert!(
             progress_line(&event(EventKind::Delta {
                 session_id: "s".into(),

@@ -204,6 +204,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 discard_interrupted: args.discard_interrupted,
                 repo,
                 worktrees: args.worktrees,
+                sandbox: args.sandbox,
             };
             let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
             let code = match runtime.block_on(run_here_or_there(paths, request)) {

@@ -12,8 +12,8 @@ use crate::model::{CycleOutcome, Message, Usage};
 
 use super::events::EventKind;
 use super::protocol::{
-    Assignment, ParsedPlan, StepPrompt, WorkerBrief, WorkerResult, parse_assignments, worker_brief,
-    worker_task_prompt,
+    Assignment, ParsedPlan, StepPrompt, WorkerBrief, WorkerResolver, WorkerResult, parse_assignments_for,
+    worker_brief, worker_task_prompt,
 };
 use super::session::{PromptStamp, TurnOptions};
 use super::sink::Emitter;
@@ -153,7 +153,9 @@ impl<'a> Run<'a> {
 
     /// Parses an orchestrator's plan against the team's workers, reporting dropped names.
     pub fn parse_plan(&self, text: &str, iteration: u32) -> ParsedPlan {
-        let parsed = parse_assignments(text, &self.team.worker_names(), &self.team.slug());
+        let (names, handles) = (self.team.worker_names(), self.team.worker_handles());
+        let resolver = WorkerResolver::with_handles(&names, &handles, &self.team.slug());
+        let parsed = parse_assignments_for(text, &resolver);
         for d in &parsed.dropped {
             self.emit(EventKind::AssignmentDropped {
                 iteration,
@@ -209,10 +211,18 @@ impl<'a> Run<'a> {
             .collect();
         let timeout = self.team.worker_timeout;
         let finished = self.parallel(jobs, iteration, Some(timeout)).await;
+        // The orchestrator reads the results under the names its prompt listed: the handles.
+        let handle_of = |name: &str| {
+            self.team
+                .workers
+                .iter()
+                .find(|w| w.name == name)
+                .map_or_else(|| name.to_string(), |w| w.handle.clone())
+        };
         finished
             .into_iter()
             .map(|(result, duration)| WorkerResult {
-                name: result.session.clone(),
+                name: handle_of(&result.session),
                 success: result.success,
                 duration,
                 text: result.text_or_error(),
@@ -230,7 +240,11 @@ impl<'a> Run<'a> {
     ) -> Vec<(TurnResult, Duration)> {
         let semaphore = Arc::new(Semaphore::new(self.shared.options.max_concurrency.max(1)));
         let futures = jobs.into_iter().map(|job| {
-            let Job { member, prompt, brief } = job;
+            let Job {
+                member,
+                prompt,
+                brief,
+            } = job;
             let semaphore = Arc::clone(&semaphore);
             let shared = Arc::clone(self.shared);
             let options = TurnOptions {

@@ -9,8 +9,9 @@ use crate::engine::protocol::Sentinel;
 use crate::engine::protocol::assignments::{END_MARKER, WORKER_MARKER};
 use crate::engine::protocol::evaluation::{FAIL, PASS, RATIONALE_LABEL, SCORE_LABEL, parse_evaluator_reply};
 use crate::engine::protocol::prompts::{
-    GENERIC_WORKER_INSTRUCTION, LAST_EVALUATION_HEADING, ORIGINAL_REQUEST_HEADING, PREVIOUS_SYNTHESIS_HEADING, REQUEST_HEADING,
-    WORKER_RESULTS_HEADING, WORKERS_HEADING, YOUR_TASK_HEADING, parse_result_heading, parse_worker_line,
+    GENERIC_WORKER_INSTRUCTION, LAST_EVALUATION_HEADING, ORIGINAL_REQUEST_HEADING,
+    PREVIOUS_SYNTHESIS_HEADING, REQUEST_HEADING, WORKER_RESULTS_HEADING, WORKERS_HEADING, YOUR_TASK_HEADING,
+    parse_result_heading, parse_worker_line,
 };
 
 /// The evaluator's score at iteration `n`: 0.60, 0.77, 0.94, then 0.95.

@@ -418,6 +418,7 @@ fn every_prompt_the_protocol_builds_is_seen_as_what_it_is() {
         results: &results,
         earlier: &[],
         self_evaluation,
+        evidence: &[],
     };
     assert_eq!(
         kind(&one_pass, &synthesis_prompt(&step(None, false))),
@@ -449,10 +450,7 @@ fn every_prompt_the_protocol_builds_is_seen_as_what_it_is() {
         "a reflection's first message is its goal"
     );
     assert_eq!(
-        kind(
-            &reflection,
-            &reflection_followup_prompt(2, 4, Some("Too long."))
-        ),
+        kind(&reflection, &reflection_followup_prompt(2, 4, Some("Too long."))),
         PromptKind::FollowUp
     );
     assert_eq!(

@@ -7,8 +7,9 @@ use super::prompt::{SimPrompt, heading_index};
 use super::{chat, cycle, flow as router, pipeline as member, relay as driver};
 use crate::engine::protocol::assignments::WORKER_MARKER;
 use crate::engine::protocol::prompts::{
-    ANSWER_TO_EVALUATE_HEADING, parse_iteration, LAST_EVALUATION_HEADING, PREVIOUS_SYNTHESIS_HEADING,
+    ANSWER_TO_EVALUATE_HEADING, LAST_EVALUATION_HEADING, PREVIOUS_SYNTHESIS_HEADING,
     SYNTHESIS_TO_EVALUATE_HEADING, WORKER_RESULTS_HEADING, WORKERS_HEADING, YOUR_TASK_HEADING,
+    parse_iteration,
 };
 use crate::engine::protocol::{Sentinel, flow, pipeline, relay};
 

@@ -3,8 +3,6 @@
 //! the figures of their recorded request bodies. Used by the tests in `engine_economy.rs` and by
 //! `cargo bench --bench prompt_bytes`, which prints the table in docs/benchmarks.md.
 
-
-
 use std::collections::HashMap;
 
 use huddle::model::{Memory, Mode};
@@ -49,9 +47,11 @@ pub fn repeated_lines(request: &RecordedRequest) -> Vec<String> {
     let mut texts: Vec<String> = Vec::new();
     match &json["system"] {
         serde_json::Value::String(s) => texts.push(s.clone()),
-        serde_json::Value::Array(blocks) => {
-            texts.extend(blocks.iter().filter_map(|b| b["text"].as_str().map(str::to_string)))
-        }
+        serde_json::Value::Array(blocks) => texts.extend(
+            blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str().map(str::to_string)),
+        ),
         _ => {}
     }
     for m in json["messages"].as_array().into_iter().flatten() {
@@ -165,14 +165,7 @@ impl Figures {
         let roles: Vec<String> = self
             .roles
             .iter()
-            .map(|(role, b)| {
-                format!(
-                    "{role} {} ({}, max {})",
-                    b.count,
-                    kib(b.mean),
-                    kib(b.max as f64)
-                )
-            })
+            .map(|(role, b)| format!("{role} {} ({}, max {})", b.count, kib(b.mean), kib(b.max as f64)))
             .collect();
         format!(
             "| {} | {} | {} | {} | {} | {} | {} |",
@@ -195,7 +188,10 @@ impl Figures {
 fn plan(workers: &[&str], n: u32) -> Reply {
     let mut text = format!("Plan {n}.\n");
     for w in workers {
-        text.push_str(&format!("@worker:t-{w}\n{}\n@end\n", words(&format!("task {w}"), n)));
+        text.push_str(&format!(
+            "@worker:t-{w}\n{}\n@end\n",
+            words(&format!("task {w}"), n)
+        ));
     }
     Reply::text(&text)
 }
@@ -364,7 +360,11 @@ pub async fn flow(runs: u32) -> Fixture {
     for n in 1..=runs {
         let to = if n % 2 == 1 { "a" } else { "b" };
         let args = serde_json::json!({ "agent": to, "message": words("note", n) });
-        routes.push(Reply::tool_call(&format!("r{n}"), "handoff_to", &args.to_string()));
+        routes.push(Reply::tool_call(
+            &format!("r{n}"),
+            "handoff_to",
+            &args.to_string(),
+        ));
     }
     f.server.script("w-router", routes);
     for m in ["a", "b", "adv"] {
@@ -383,7 +383,13 @@ pub async fn flow(runs: u32) -> Fixture {
 /// messages; a supervisor looks after every turn. `messages` user messages.
 pub async fn pipeline(messages: u32) -> Fixture {
     use huddle::model::{PipelineSpec, PipelineStage, Supervise};
-    let f = team(Mode::Pipeline, &["triage", "handler", "reviewer", "boss"], false, 1).await;
+    let f = team(
+        Mode::Pipeline,
+        &["triage", "handler", "reviewer", "boss"],
+        false,
+        1,
+    )
+    .await;
     let id = |name: &str| f.session_id(&format!("t-{name}"));
     let stage = |phase: &str, member: &str, next: Option<&str>| PipelineStage {
         phase: phase.into(),
@@ -406,7 +412,8 @@ pub async fn pipeline(messages: u32) -> Fixture {
             g.settings.pipeline = Some(spec);
         }
     });
-    let args = serde_json::json!({ "target": "handler", "reason": "billing", "summary": words("summary", 1) });
+    let args =
+        serde_json::json!({ "target": "handler", "reason": "billing", "summary": words("summary", 1) });
     f.server.script(
         "w-triage",
         vec![Reply::tool_call("h1", "handoff_conversation", &args.to_string())],
@@ -536,7 +543,9 @@ pub async fn single_reflection(iterations: u32) -> Fixture {
     let f = team(Mode::Broadcast, &["solo"], false, 1).await;
     f.server.script(
         "w-solo",
-        (1..=iterations).map(|n| Reply::text(&words("answer", n))).collect(),
+        (1..=iterations)
+            .map(|n| Reply::text(&words("answer", n)))
+            .collect(),
     );
     let mut verdicts: Vec<Reply> = (1..iterations)
         .map(|n| Reply::text(&format!("FAIL: {}", words("missing", n))))

@@ -101,7 +101,10 @@ async fn a_judged_reflect_cycle_briefs_the_orchestrator_and_the_evaluator_once()
         "{texts:?}"
     );
     assert_eq!(
-        texts.iter().filter(|t| t.contains("## Synthesis to evaluate")).count(),
+        texts
+            .iter()
+            .filter(|t| t.contains("## Synthesis to evaluate"))
+            .count(),
         1
     );
 }
@@ -122,7 +125,10 @@ async fn a_flow_says_each_thing_once_across_runs_and_still_routes() {
     assert_eq!(router.len(), 4, "one route per run");
     let texts = router[3].request.prompt_texts();
     assert!(texts[0].contains("## ROUTING") && texts[0].contains("Destinations: a, b"));
-    assert_eq!(texts.last().map(String::as_str), Some("Question 4: how do we move the wiki, part 4?"));
+    assert_eq!(
+        texts.last().map(String::as_str),
+        Some("Question 4: how do we move the wiki, part 4?")
+    );
     // Runs 1 and 3 went to `a`, 2 and 4 to `b`, each with its advisor's report.
     assert_eq!(f.server.requests_for("w-a").len(), 2);
     assert_eq!(f.server.requests_for("w-b").len(), 2);
@@ -147,9 +153,18 @@ async fn dispatch_says_the_catalog_and_the_shared_context_once() {
     check(&f);
     let logs = f.sent("w-logs");
     assert_eq!(logs.len(), 2, "two tasks");
-    assert_eq!(logs[1].matches("The service is service-X.").count(), 1, "{}", logs[1]);
+    assert_eq!(
+        logs[1].matches("The service is service-X.").count(),
+        1,
+        "{}",
+        logs[1]
+    );
     assert_eq!(logs[1].matches("## Task").count(), 1, "{}", logs[1]);
-    assert!(logs[1].contains("find 1") && logs[1].contains("find 2"), "{}", logs[1]);
+    assert!(
+        logs[1].contains("find 1") && logs[1].contains("find 2"),
+        "{}",
+        logs[1]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -164,7 +179,10 @@ async fn a_deliberation_says_how_the_team_works_once() {
         assert!(lines(sent, "## Team broadcasts") <= 1, "{sent}");
     }
     let last = a.last().map(String::as_str).unwrap_or_default();
-    assert!(last.contains("view b 1 notes"), "earlier broadcasts are kept: {last}");
+    assert!(
+        last.contains("view b 1 notes"),
+        "earlier broadcasts are kept: {last}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,7 +192,10 @@ async fn relays_and_a_sessions_reflection_say_each_thing_once() {
     let sent = check(&f);
     let solo: Vec<&Sent> = sent.iter().filter(|s| s.model == "w-solo").collect();
     let texts = solo[5].request.prompt_texts();
-    assert!(texts[0].contains("[[REFLECTION_COMPLETE]]"), "the rules in the system prompt");
+    assert!(
+        texts[0].contains("[[REFLECTION_COMPLETE]]"),
+        "the rules in the system prompt"
+    );
     assert_eq!(
         texts.iter().filter(|t| t.contains(economy_runs::REQUEST)).count(),
         1,

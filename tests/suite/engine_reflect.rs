@@ -370,7 +370,7 @@ async fn no_assignment_on_the_first_plan_nudges_then_sends_the_request_to_everyo
     let orch = f.prompts(ORCH);
     assert!(orch[1].contains("assignment blocks"), "the nudge: {}", orch[1]);
     assert!(
-        f.sent(ORCH)[1].contains("@worker:") && f.sent(ORCH)[1].contains("t-alpha"),
+        f.sent(ORCH)[1].contains("@worker:") && f.sent(ORCH)[1].contains("`alpha`"),
         "the workers and the format stand in the system prompt"
     );
     assert!(f.sent("w-alpha")[0].contains("Original request text"));
@@ -580,7 +580,7 @@ async fn failed_workers_are_synthesized_not_treated_as_an_error() {
     assert_eq!(report.outcome, CycleOutcome::GoalMet);
     let synth = &f.prompts(ORCH)[1];
     assert!(
-        synth.contains("t-alpha") && synth.contains("failed"),
+        synth.contains("### alpha (failed"),
         "failures reach the synthesis: {synth}"
     );
     assert!(

@@ -29,19 +29,18 @@ use super::super::events::{EventKind, ExecutionTag, Phase};
 use super::super::executions::{Executions, Finish, Start};
 use super::super::lent_tools::{BeforeCall, LentAnswer, TurnHooks, TurnTools};
 use super::super::lock;
+use super::super::protocol::StepPrompt;
 use super::super::protocol::team_talk::{
     Broadcast, Delivery, MemberIntro, Peer, Said, SupervisorTurn, acknowledgement, broadcast_tool,
     broadcasts_block, deliveries, failure_message, member_brief, member_first_prompt, member_next_prompt,
     parse_broadcast_call, parse_member_text, parse_supervisor_text, supervisor_brief, supervisor_prompt,
-    team_tally,
-    turn_limit_message,
+    team_tally, turn_limit_message,
 };
 use super::super::run::Run;
-use super::super::protocol::StepPrompt;
 use super::super::session::{TurnOptions, TurnResult};
 use super::super::team::Member;
 use super::super::{EngineError, RunReport};
-use super::one_pass::{Steps, failed_pass, finish, finish_steps, phase, start, with_pending};
+use super::one_pass::{Steps, failed_pass, finish_steps, finish_with, phase, start, with_pending};
 
 pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, EngineError> {
     let (prompt, pending) = with_pending(run, prompt);
@@ -49,9 +48,13 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     phase(run, Phase::Dispatch);
     let Some(supervisor) = run.team.orchestrator.clone() else {
         run.restore_pending(pending);
-        let mut report = finish(run, CycleOutcome::Completed, String::new(), None);
-        report.failed = Some("the team has no supervisor (orchestrator) session".into());
-        return Ok(report);
+        return Ok(finish_with(
+            run,
+            CycleOutcome::Completed,
+            String::new(),
+            None,
+            Some("the team has no supervisor (orchestrator) session"),
+        ));
     };
     let mut team = Deliberation::new(run, &supervisor, prompt);
     let end = team.deliberate(run).await;

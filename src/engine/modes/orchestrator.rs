@@ -36,9 +36,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         false,
     );
     let plan_prompt = planning_prompt(PlanMode::SinglePass, &queued);
-    let plan = run
-        .step(&orchestrator, plan_prompt, Some(&brief), Some(1))
-        .await;
+    let plan = run.step(&orchestrator, plan_prompt, Some(&brief), Some(1)).await;
     if !plan.success {
         // The orchestrator never read the user's messages: keep them for the next run.
         run.restore_pending(queued);
@@ -73,6 +71,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         results: &results,
         earlier: &[],
         self_evaluation: false,
+        evidence: &[],
     };
     let synthesis = run
         .step(&orchestrator, synthesis_prompt(&step), Some(&brief), Some(1))

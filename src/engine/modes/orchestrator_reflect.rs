@@ -12,7 +12,7 @@ use super::super::cycle::{self, CycleContext, CycleLoop, Step};
 use super::super::events::{EventKind, Phase};
 use super::super::protocol::{
     AdjustmentInput, Assignment, EarlierResult, EvaluationStep, LastEvaluation, PlanFormat, PlanMode, Replan,
-    SynthesisStep, TeamContext, WorkerResult, evaluator_brief, evaluator_prompt, nudge_prompt,
+    SynthesisStep, TeamContext, WorkerResult, checks, evaluator_brief, evaluator_prompt, nudge_prompt,
     orchestrator_brief, parse_evaluator_reply, parse_self_evaluation, pending_adjustments, planning_prompt,
     replan_prompt, strip_sentinel_lines, synthesis_prompt, trend,
 };
@@ -338,16 +338,26 @@ impl TeamCycle<'_, '_> {
         if self.run.cancelled() || !self.checkpoint().await {
             return Step::Cancelled;
         }
+        // The team's own checks (its iteration_finished hooks, e.g. the tests) once the workers
+        // are done: what they say goes to whoever judges the iteration.
+        let checks_said = self
+            .run
+            .shared
+            .iteration_finished_hooks(self.run.active, &self.run.team.group_id, iteration, &results)
+            .await;
 
         self.phase(iteration, Phase::Synthesize);
         let max = self.state.max_iterations;
         let earlier = self.remember(&results, iteration);
+        // The checks go to whoever judges: the evaluator, else the synthesis judging itself.
+        let evidence: Vec<_> = checks(&checks_said).into_iter().collect();
         let prompt = synthesis_prompt(&SynthesisStep {
             request: &goal,
             iteration: Some((iteration, max)),
             results: &results,
             earlier: &earlier,
             self_evaluation: self.evaluator.is_none(),
+            evidence: if self.evaluator.is_none() { &evidence } else { &[] },
         });
         let orchestrator = self.orchestrator.clone();
         let brief = self.brief.clone();
@@ -371,7 +381,7 @@ impl TeamCycle<'_, '_> {
                     synthesis: &synthesis.text,
                     iteration,
                     max_iterations: max,
-                    evidence: &[],
+                    evidence: &evidence,
                 });
                 let brief = self.evaluator_brief.clone();
                 let reply = self

@@ -17,17 +17,17 @@ use crate::model::{ConversationState, CycleOutcome, PipelineSpec, Supervise};
 
 use super::super::events::{EventKind, Phase};
 use super::super::lent_tools::{Choice, HandoffTool, TurnHooks, TurnTools};
+use super::super::protocol::StepPrompt;
 use super::super::protocol::pipeline::{
     HUMAN, HandoffRequest, call_target, check_target, context_line, conversation_handoff_tool, member_brief,
     member_prompt, parse_conversation_call, parse_text_handoff, supervisor_brief, supervisor_prompt,
     without_text_handoff,
 };
-use super::super::protocol::StepPrompt;
 use super::super::run::Run;
 use super::super::session::{TurnOptions, TurnResult};
 use super::super::team::{Member, Team};
 use super::super::{EngineError, RunReport};
-use super::one_pass::{finish, phase, start, with_pending};
+use super::one_pass::{finish_with, phase, start, with_pending};
 
 /// Handoffs one user message may cause: a backstop against members passing it around forever.
 pub const MAX_HANDOFFS_PER_MESSAGE: u32 = 8;
@@ -41,9 +41,13 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     phase(run, Phase::Dispatch);
     let Some(spec) = run.team.settings.pipeline.clone() else {
         run.restore_pending(pending);
-        let mut report = finish(run, CycleOutcome::Completed, String::new(), None);
-        report.failed = Some("the team has no pipeline stages".into());
-        return Ok(report);
+        return Ok(finish_with(
+            run,
+            CycleOutcome::Completed,
+            String::new(),
+            None,
+            Some("the team has no pipeline stages"),
+        ));
     };
     let group_id = run.team.group_id.clone();
     let state = run
@@ -76,12 +80,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     } else {
         CycleOutcome::Completed
     };
-    let mut report = finish(run, outcome, text, None);
-    if let Some(error) = failure {
-        report.summary = format!("Run failed: {error}");
-        report.failed = Some(error);
-    }
-    Ok(report)
+    Ok(finish_with(run, outcome, text, None, failure.as_deref()))
 }
 
 struct Pipe {
@@ -331,9 +330,7 @@ impl Pipe {
                 &self.spec.stages[stage].phase,
                 &targets,
             );
-            let (turn, calls) = self
-                .turn(run, &member, input, member_brief(), targets)
-                .await;
+            let (turn, calls) = self.turn(run, &member, input, member_brief(), targets).await;
             if run.cancelled() {
                 return Err("cancelled".into());
             }

@@ -16,7 +16,9 @@ pub mod summary;
 pub mod team_talk;
 pub mod types;
 
-pub use assignments::{Assignment, Dropped, ParsedPlan, PlanFormat, TASK_SEPARATOR, parse_assignments};
+pub use assignments::{
+    Assignment, Dropped, ParsedPlan, PlanFormat, TASK_SEPARATOR, parse_assignments, parse_assignments_for,
+};
 pub use evaluation::{
     EvaluatorVerdict, PassFail, SelfEvaluation, SelfVerdict, is_reflection_complete, parse_evaluator_reply,
     parse_pass_fail, parse_self_evaluation,
@@ -24,8 +26,8 @@ pub use evaluation::{
 pub use names::{FUZZY_MIN_MARGIN, FUZZY_MIN_SIMILARITY, WorkerResolver};
 pub use prompts::{
     EARLIER_RESULT_MAX_CHARS, EarlierResult, EvaluationStep, Evidence, LastEvaluation, PlanMode, Replan,
-    StepPrompt, SynthesisStep, TeamContext, WorkerBrief, WorktreeNote, evaluator_brief, evaluator_prompt,
-    nudge_prompt, orchestrator_brief, planning_prompt, prompt_with_notes, reflection_brief,
+    StepPrompt, SynthesisStep, TeamContext, WorkerBrief, WorktreeNote, checks, evaluator_brief,
+    evaluator_prompt, nudge_prompt, orchestrator_brief, planning_prompt, prompt_with_notes, reflection_brief,
     reflection_evaluator_prompt, reflection_followup_prompt, replan_prompt, sequential_prompt,
     synthesis_prompt, system_prompt_with_note, worker_brief, worker_task_prompt, worktree_note,
 };

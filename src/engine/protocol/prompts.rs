@@ -35,6 +35,8 @@ pub const SYNTHESIS_TO_EVALUATE_HEADING: &str = "## Synthesis to evaluate";
 pub const ANSWER_TO_EVALUATE_HEADING: &str = "## Answer to evaluate";
 /// Opens one earlier answer in a sequential prompt: `### <name>` (`### <name> (failed)`).
 pub const ANSWER_HEADING: &str = "### ";
+/// What the team's iteration_finished hooks said (a test run), given to the evaluator.
+pub const CHECKS_HEADING: &str = "## Checks run after this iteration";
 /// The cycle's count, on a line of its own: `Iteration: 2 of 5`.
 pub const ITERATION_LINE: &str = "Iteration: ";
 
@@ -307,11 +309,17 @@ pub fn planning_prompt(mode: PlanMode, queued: &[String]) -> StepPrompt {
 fn evaluation_said(evaluation: &LastEvaluation<'_>) -> (String, String) {
     match evaluation {
         LastEvaluation::Evaluator { score, rationale } => (
-            format!("Score: {score:.2} (from the evaluator)\nRationale: {}", rationale.trim()),
+            format!(
+                "Score: {score:.2} (from the evaluator)\nRationale: {}",
+                rationale.trim()
+            ),
             format!("score {score:.2} from the evaluator: {}", rationale.trim()),
         ),
         LastEvaluation::SelfEvaluation { score, feedback } => (
-            format!("Score: {score:.2} (your own self-evaluation)\nFeedback: {}", feedback.trim()),
+            format!(
+                "Score: {score:.2} (your own self-evaluation)\nFeedback: {}",
+                feedback.trim()
+            ),
             format!("score {score:.2} from your self-evaluation: {}", feedback.trim()),
         ),
         LastEvaluation::None => (
@@ -584,6 +592,8 @@ pub struct SynthesisStep<'a> {
     pub earlier: &'a [EarlierResult],
     /// The answer must end with the self-evaluation's sentinel.
     pub self_evaluation: bool,
+    /// More to judge the answer by when it judges itself (empty: none).
+    pub evidence: &'a [Evidence],
 }
 
 /// The orchestrator combines the workers' results into one answer: this step's results, then
@@ -597,6 +607,7 @@ pub fn synthesis_prompt(step: &SynthesisStep<'_>) -> StepPrompt {
     }
     worker_results(&mut out, step.results);
     earlier_results(&mut out, step.earlier);
+    evidence_sections(&mut out, step.evidence);
     out.push_str(if step.self_evaluation {
         "\nCombine these results into one answer, then give your self-evaluation.\n"
     } else {
@@ -655,13 +666,32 @@ pub fn evaluator_brief(request: &str) -> String {
     out
 }
 
-/// Something more an evaluator is given with the answer it judges (e.g. the output of a hook
-/// that ran when the iteration finished): its own `## ` section after the answer.
-#[derive(Debug, Clone, Copy)]
-pub struct Evidence<'a> {
-    /// The section's heading, without the `## `.
-    pub heading: &'a str,
-    pub body: &'a str,
+/// Something more whoever judges an iteration is given with what it judges (the output of the
+/// team's iteration_finished hooks, e.g. a test run): its own section after the answer, in
+/// that step's message only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evidence {
+    /// The section's heading (`## ...`).
+    pub heading: String,
+    pub body: String,
+}
+
+/// What the team's iteration_finished hooks said (`output`: each hook's command and what it
+/// printed), as evidence for whoever judges the iteration; `None` when they said nothing.
+pub fn checks(output: &str) -> Option<Evidence> {
+    let output = output.trim();
+    (!output.is_empty()).then(|| Evidence {
+        heading: CHECKS_HEADING.to_string(),
+        body: format!(
+            "The team's own checks ran when the workers were done (their output, e.g. a test run; judge the answer with it):\n\n{output}"
+        ),
+    })
+}
+
+fn evidence_sections(out: &mut String, evidence: &[Evidence]) {
+    for e in evidence {
+        section(out, &e.heading, &e.body);
+    }
 }
 
 /// What one evaluation is given.
@@ -671,7 +701,7 @@ pub struct EvaluationStep<'a> {
     pub iteration: u32,
     pub max_iterations: u32,
     /// More to judge the answer by, each in its own section (empty: none).
-    pub evidence: &'a [Evidence<'a>],
+    pub evidence: &'a [Evidence],
 }
 
 /// The evaluator scores a synthesis (the brief says the request and the format). The
@@ -684,9 +714,7 @@ pub fn evaluator_prompt(step: &EvaluationStep<'_>) -> StepPrompt {
         SYNTHESIS_TO_EVALUATE_HEADING,
         &strip_sentinel_lines(step.synthesis),
     );
-    for evidence in step.evidence {
-        section(&mut out, &format!("## {}", evidence.heading.trim()), evidence.body);
-    }
+    evidence_sections(&mut out, step.evidence);
     out.push_str("\nJudge this answer in the format of your instructions.\n");
     let kept = format!(
         "Iteration {}: the team's answer to judge (given then; not repeated here).",

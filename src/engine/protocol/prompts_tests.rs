@@ -97,11 +97,17 @@ fn a_plan_says_only_the_step_and_the_users_messages() {
     let first = planning_prompt(PlanMode::Reflect { max_iterations: 4 }, &[]);
     assert!(has_line(&first.text, "Iteration: 1 of 4"), "{}", first.text);
     assert!(!first.text.contains("## Workers") && !first.text.contains("@worker:"));
-    assert_eq!(first.compact.as_deref(), Some("Iteration 1 of 4: the first plan."));
+    assert_eq!(
+        first.compact.as_deref(),
+        Some("Iteration 1 of 4: the first plan.")
+    );
     let one = planning_prompt(PlanMode::SinglePass, &["Also in Go.".into()]);
     assert!(!one.text.contains("Iteration:"), "{}", one.text);
     assert!(has_line(&one.text, "## Messages from the user") && one.text.contains("- Also in Go."));
-    assert_eq!(one.compact.as_deref(), Some("The plan.\nThe user added: Also in Go."));
+    assert_eq!(
+        one.compact.as_deref(),
+        Some("The plan.\nThe user added: Also in Go.")
+    );
 }
 
 #[test]
@@ -131,7 +137,10 @@ fn replan_carries_the_evaluation_and_the_synthesis_only_when_not_said() {
             && kept.contains("The user added: Also support custom slugs."),
         "{kept}"
     );
-    assert!(!kept.contains("## ") && !kept.contains("The shortener works."), "{kept}");
+    assert!(
+        !kept.contains("## ") && !kept.contains("The shortener works."),
+        "{kept}"
+    );
 
     let said = Replan {
         previous_synthesis: None,
@@ -142,7 +151,11 @@ fn replan_carries_the_evaluation_and_the_synthesis_only_when_not_said() {
         ..replan
     };
     let p = replan_prompt(&said, &[]);
-    assert!(p.text.contains("Score: 0.40") && p.text.contains("Add tests."), "{}", p.text);
+    assert!(
+        p.text.contains("Score: 0.40") && p.text.contains("Add tests."),
+        "{}",
+        p.text
+    );
     assert!(!p.text.contains("## Previous synthesis"), "{}", p.text);
     let none = Replan {
         last_evaluation: LastEvaluation::None,
@@ -164,7 +177,10 @@ fn a_worker_is_briefed_once_and_given_its_task() {
         shared_context: Some("We use cargo nextest."),
         request: "Build a URL shortener.",
     });
-    assert!(!p.contains("You are a tester."), "its own system prompt is not repeated: {p}");
+    assert!(
+        !p.contains("You are a tester."),
+        "its own system prompt is not repeated: {p}"
+    );
     assert!(p.contains("We use cargo nextest."));
     assert!(has_line(&p, "## Original request") && p.contains("Build a URL shortener."));
     let task = worker_task_prompt(" Write tests for the redirect. ");
@@ -192,6 +208,7 @@ fn step<'a>(
         results,
         earlier,
         self_evaluation,
+        evidence: &[],
     }
 }
 
@@ -201,7 +218,11 @@ fn synthesis_labels_results_and_neutralises_worker_sentinels() {
     let p = synthesis_prompt(&step(&results, &[], None, false));
     assert!(has_line(&p.text, "## Worker results") && !p.text.contains("## Request"));
     assert!(has_line(&p.text, "### team-backend (ok, 12.3s)"), "{}", p.text);
-    assert!(has_line(&p.text, "### team-tester (failed, 10m 00s)"), "{}", p.text);
+    assert!(
+        has_line(&p.text, "### team-tester (failed, 10m 00s)"),
+        "{}",
+        p.text
+    );
     assert!(
         p.text.contains("[WORKER_APPROVED]") && !p.text.to_lowercase().contains("[[group_reflect_complete]]")
     );
@@ -241,7 +262,10 @@ fn a_cycle_synthesis_also_gets_the_latest_earlier_answer_of_workers_not_assigned
     );
     assert!(has_line(&p, "[… shortened]"));
     assert!(!p.contains(&"x".repeat(EARLIER_RESULT_MAX_CHARS + 1)), "bounded");
-    assert!(has_line(&p, "Iteration: 3 of 5") && p.contains("self-evaluation"), "{p}");
+    assert!(
+        has_line(&p, "Iteration: 3 of 5") && p.contains("self-evaluation"),
+        "{p}"
+    );
     let kept = synthesis_prompt(&step(&results, &earlier, Some((3, 5)), true))
         .compact
         .unwrap();
@@ -261,8 +285,8 @@ fn the_evaluator_is_briefed_once_and_given_the_answer_and_any_evidence() {
         iteration: 2,
         max_iterations: 5,
         evidence: &[Evidence {
-            heading: "Checks",
-            body: "cargo test: 3 failed",
+            heading: "## Checks".into(),
+            body: "cargo test: 3 failed".into(),
         }],
     });
     assert!(has_line(&p.text, "## Synthesis to evaluate") && has_line(&p.text, "Iteration: 2 of 5"));
@@ -274,17 +298,51 @@ fn the_evaluator_is_briefed_once_and_given_the_answer_and_any_evidence() {
 }
 
 #[test]
+fn checks_go_after_what_is_judged_and_nothing_changes_without_them() {
+    assert_eq!(checks("  \n"), None);
+    let said = checks("`cargo test` (it exited with status 101):\n1 failed");
+    let evidence: Vec<Evidence> = said.into_iter().collect();
+    let p = evaluator_prompt(&EvaluationStep {
+        synthesis: "The answer.",
+        iteration: 2,
+        max_iterations: 5,
+        evidence: &evidence,
+    });
+    let at = p.text.find("## Checks run after this iteration").unwrap();
+    assert!(at > p.text.find("## Synthesis to evaluate").unwrap());
+    assert!(p.text.contains("1 failed") && !p.compact.unwrap().contains("1 failed"));
+    let results = results();
+    let own = synthesis_prompt(&SynthesisStep {
+        evidence: &evidence,
+        ..step(&results, &[], Some((3, 5)), true)
+    });
+    assert!(own.text.find("1 failed").unwrap() > own.text.find("## Worker results").unwrap());
+    assert!(
+        own.text.trim_end().ends_with("give your self-evaluation."),
+        "{}",
+        own.text
+    );
+}
+
+#[test]
 fn single_agent_prompts() {
     let brief = reflection_brief();
     assert!(brief.contains("[[REFLECTION_COMPLETE]]"));
     let p = reflection_followup_prompt(2, 4, Some("Too many syllables."));
     assert!(has_line(&p.text, "Iteration: 2 of 4") && p.text.contains("Too many syllables."));
-    assert!(!p.text.contains("[[REFLECTION_COMPLETE]]"), "the rule is in the brief");
+    assert!(
+        !p.text.contains("[[REFLECTION_COMPLETE]]"),
+        "the rule is in the brief"
+    );
     assert_eq!(
         p.compact.as_deref(),
         Some("Iteration 2 of 4: improve the answer (the evaluator said: Too many syllables.).")
     );
-    assert!(!reflection_followup_prompt(3, 3, None).text.contains("Evaluator feedback"));
+    assert!(
+        !reflection_followup_prompt(3, 3, None)
+            .text
+            .contains("Evaluator feedback")
+    );
 
     let e = reflection_evaluator_prompt("Write a haiku.", "An old pond...", 1, 3);
     assert!(e.contains("PASS") && e.contains("FAIL:") && has_line(&e, "## Answer to evaluate"));
