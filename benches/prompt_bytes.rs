@@ -7,7 +7,6 @@
 //! `cargo bench --bench prompt_bytes` (`-- <word>` runs only the runs whose name contains it).
 
 #[path = "../tests/suite/fake_llm_server.rs"]
-#[allow(dead_code)]
 mod fake_llm_server;
 
 #[path = "../tests/suite/engine_fixture.rs"]
