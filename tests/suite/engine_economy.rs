@@ -52,6 +52,15 @@ async fn the_reference_reflect_run_says_each_thing_once_within_the_goal() {
         .step_by(2)
         .collect();
     let (third, thirtieth) = (plans[2].bytes, plans[29].bytes);
+    let first_worker: Vec<usize> = sent
+        .iter()
+        .filter(|s| s.model == "w-w0")
+        .map(|s| s.bytes)
+        .collect();
+    println!(
+        "plan bytes: 1={} 3={third} 12={} 30={thirtieth} 33={}; worker w0 bytes: 1={} 33={}",
+        plans[0].bytes, plans[11].bytes, plans[32].bytes, first_worker[0], first_worker[32]
+    );
     assert!(
         thirtieth <= 3 * third,
         "plan 3: {third} bytes, plan 30: {thirtieth} bytes"
