@@ -166,6 +166,10 @@ pub(crate) struct SessionState {
     /// What the transcript last recorded as added to the system prompt (see
     /// [`Message::instructions`]); read with the history.
     instructions: Option<String>,
+    /// How many exchanges of the conversation were dropped from the front of `history` (see
+    /// `drop_unsendable`): a window counts exchanges from the conversation's start, so that
+    /// dropping what is held changes nothing that is sent.
+    dropped_exchanges: usize,
 }
 
 impl SessionState {
@@ -175,6 +179,7 @@ impl SessionState {
         self.history = None;
         self.run_start = None;
         self.instructions = None;
+        self.dropped_exchanges = 0;
     }
 
     /// Drops the part of the history no turn can be sent any more (older than what
@@ -195,6 +200,10 @@ impl SessionState {
         if dropped == 0 {
             return;
         }
+        self.dropped_exchanges += history[..dropped]
+            .iter()
+            .filter(|m| m.role == ChatRole::User)
+            .count();
         history.drain(..dropped);
         if let Some((_, start)) = &mut self.run_start {
             *start = start.saturating_sub(dropped);
@@ -221,9 +230,14 @@ impl SessionState {
             },
             _ => 0,
         };
+        let before = self.dropped_exchanges
+            + history[..start]
+                .iter()
+                .filter(|m| m.role == ChatRole::User)
+                .count();
         let history = &history[start..];
         match window {
-            Some(window) => bounded_history(stable_window(history, window)),
+            Some(window) => bounded_history(stable_window(history, window, before)),
             None => bounded_history(history),
         }
     }
@@ -233,7 +247,9 @@ impl SessionState {
 /// it has more than `window` of them. The oldest go half a window at a time, so that what is
 /// sent starts the same way for several requests in a row (a prefix a provider can cache)
 /// rather than one exchange later every time: between `window / 2 + 1` and `window` are kept.
-fn stable_window(history: &[ChatMessage], window: usize) -> &[ChatMessage] {
+/// Where the cuts fall is counted from the conversation's start: `before` exchanges of it
+/// precede `history` (not held any more, or before the run's start).
+fn stable_window(history: &[ChatMessage], window: usize, before: usize) -> &[ChatMessage] {
     let starts: Vec<usize> = history
         .iter()
         .enumerate()
@@ -245,8 +261,13 @@ fn stable_window(history: &[ChatMessage], window: usize) -> &[ChatMessage] {
         return history;
     }
     let step = (window / 2).max(1);
-    let dropped = ((starts.len() - window - 1) / step + 1) * step;
-    &history[starts[dropped.min(starts.len() - 1)]..]
+    // The first kept exchange, counted from the conversation's start: a multiple of `step`
+    // that leaves at least `window - step + 1` exchanges, so at most `window`; past `before`,
+    // as more than `window` exchanges follow it.
+    let total = before + starts.len();
+    let cut = (total - (window - step + 1)) / step * step;
+    let first = cut.saturating_sub(before).min(starts.len() - 1);
+    &history[starts[first]..]
 }
 
 /// A session's state, shared by the turns that wait for it.
@@ -1373,20 +1394,27 @@ mod tests {
                 .collect()
         };
         let first = |h: &[ChatMessage]| h.first().map(|m| m.content.to_string());
-        assert_eq!(stable_window(&exchanges(8), 8).len(), 16, "within the window");
-        assert_eq!(first(stable_window(&exchanges(9), 8)).as_deref(), Some("q4"));
+        assert_eq!(stable_window(&exchanges(8), 8, 0).len(), 16, "within the window");
+        assert_eq!(first(stable_window(&exchanges(9), 8, 0)).as_deref(), Some("q4"));
         // The start stays put while the window fills again, then moves on by half a window.
         for n in 9..=12 {
             assert_eq!(
-                first(stable_window(&exchanges(n), 8)).as_deref(),
+                first(stable_window(&exchanges(n), 8, 0)).as_deref(),
                 Some("q4"),
                 "{n}"
             );
         }
-        assert_eq!(first(stable_window(&exchanges(13), 8)).as_deref(), Some("q8"));
-        assert_eq!(stable_window(&exchanges(13), 8).len(), 10);
-        assert!(stable_window(&[], 8).is_empty());
-        assert_eq!(first(stable_window(&exchanges(3), 1)).as_deref(), Some("q2"));
+        assert_eq!(first(stable_window(&exchanges(13), 8, 0)).as_deref(), Some("q8"));
+        assert_eq!(stable_window(&exchanges(13), 8, 0).len(), 10);
+        assert!(stable_window(&[], 8, 0).is_empty());
+        assert_eq!(first(stable_window(&exchanges(3), 1, 0)).as_deref(), Some("q2"));
+        // Counted from the conversation's start: without its first 6 exchanges (dropped from
+        // memory, or before the run), the cuts fall where they fell with everything held.
+        for n in 15..=30 {
+            let all = exchanges(n);
+            let with_all = first(stable_window(&all, 8, 0));
+            assert_eq!(first(stable_window(&all[12..], 8, 6)), with_all, "{n}");
+        }
     }
 
     #[test]
@@ -1426,7 +1454,7 @@ mod tests {
         for k in 0..400 {
             if k == 250 {
                 assert_eq!(
-                    state.visible(Some(&run), true),
+                    state.visible(Some(&run), true, None),
                     Vec::<ChatMessage>::new(),
                     "the run starts now"
                 );
@@ -1445,12 +1473,18 @@ mod tests {
                 "turn {k}: {chars} chars held"
             );
             assert_eq!(
-                state.visible(None, false),
+                state.visible(None, false, None),
                 bounded_history(&all),
                 "turn {k}: the same as with everything held"
             );
+            // A window of exchanges too (its cuts are counted from the conversation's start).
+            assert_eq!(
+                state.visible(None, false, Some(8)),
+                bounded_history(stable_window(&all, 8, 0)),
+                "turn {k}: the same window as with everything held"
+            );
         }
-        let from_run = state.visible(Some(&run), true);
+        let from_run = state.visible(Some(&run), true, None);
         assert_eq!(from_run, bounded_history(&all[500..]));
         assert_eq!(&*from_run.last().unwrap().content, &*all.last().unwrap().content);
     }
