@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::tools::mcp::McpServerConfig;
 
+/// `rate_limit_wait_secs` when nothing sets it: how long a run waits for a rate or usage
+/// limit to reset before it ends `rate_limited`.
+pub const DEFAULT_RATE_LIMIT_WAIT_SECS: u64 = 900;
+
 /// Where huddle keeps its files.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Paths {
@@ -292,7 +296,7 @@ impl Default for Config {
             budget: crate::model::RunBudget::default(),
             notify: NotifyMode::default(),
             dispatch: crate::model::DispatchLimits::default(),
-            rate_limit_wait_secs: crate::engine::limits::DEFAULT_RATE_LIMIT_WAIT_SECS,
+            rate_limit_wait_secs: DEFAULT_RATE_LIMIT_WAIT_SECS,
             repo_context: crate::model::RepoContextSettings::default(),
             sandbox: crate::sandbox::SandboxSettings::default(),
             hooks: crate::hooks::Hooks::default(),

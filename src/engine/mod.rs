@@ -7,6 +7,7 @@
 
 mod agent_steps;
 mod budget;
+mod chat_history;
 mod cycle;
 pub mod events;
 mod executions;
@@ -16,6 +17,7 @@ pub mod limits;
 mod modes;
 pub mod protocol;
 mod reflect_session;
+mod replay;
 mod repo_context;
 mod resume;
 mod run;
