@@ -108,6 +108,10 @@ pub struct Message {
     /// part of: the trace tree and the TUI's sub-agent cards find its transcript by it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution_id: Option<String>,
+    /// On a turn's prompt and its final answer: the run the turn belongs to. A resumed run
+    /// finds the turns its interrupted run finished by it, and never asks for them again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     /// On a prompt: the shorter form of it that the conversation keeps, when the prompt carried
     /// more than the model needs to see again in later turns (instructions, a step's inputs).
     /// `text` is what was sent; later turns are sent this instead.
@@ -143,6 +147,7 @@ impl Message {
             conversation_start: false,
             direct: false,
             execution_id: None,
+            run_id: None,
             supersedes: None,
             superseded: false,
             compact: None,
