@@ -46,11 +46,11 @@ pub(crate) struct Run<'a> {
     pub started: Instant,
     pub usage: Usage,
     pub simulated: bool,
+    /// A resumed run: what its interrupted run left (see `engine/resume.rs`).
+    pub resumed: Option<Resumed>,
     /// At most this many earlier exchanges are sent with each turn of the run (see
     /// `TurnOptions::window`): the mode's choice, none by default.
     pub window: Option<usize>,
-    /// A resumed run: what its interrupted run left (see `engine/resume.rs`).
-    pub resumed: Option<Resumed>,
 }
 
 /// What a resumed run continues: the open run as it was left, and the turns it finished.
@@ -70,8 +70,8 @@ impl<'a> Run<'a> {
             started: Instant::now(),
             usage: Usage::default(),
             simulated: false,
-            window: None,
             resumed: None,
+            window: None,
         }
     }
 
@@ -132,8 +132,8 @@ impl<'a> Run<'a> {
             model_override: self.team.model_override.clone(),
             attachments: self.team.attachments.clone(),
             history_from_run_start: self.team.memory == crate::model::Memory::Run,
-            window: self.window,
             replay: self.replay(),
+            window: self.window,
             ..TurnOptions::default()
         }
     }

@@ -70,6 +70,9 @@ pub struct TurnOptions {
     pub system_extra: Option<String>,
     /// The execution the turn is part of: its events and messages carry it.
     pub execution: Option<ExecutionTag>,
+    /// A resumed run's turns that its interrupted run finished: such a turn is answered from
+    /// there, not by the model (see `engine/resume.rs`).
+    pub(crate) replay: Option<Arc<super::resume::Replay>>,
     /// At most this many earlier exchanges are sent (a mode's choice for turns that need only
     /// the recent ones, like a long cycle's); see [`stable_window`].
     pub window: Option<usize>,
@@ -78,9 +81,6 @@ pub struct TurnOptions {
     /// them, and later turns see what was asked and answered. The transcript records both (the
     /// prompt as sent, and this as its `compact` form).
     pub compact: Option<String>,
-    /// A resumed run's turns that its interrupted run finished: such a turn is answered from
-    /// there, not by the model (see `engine/resume.rs`).
-    pub(crate) replay: Option<Arc<super::resume::Replay>>,
 }
 
 /// Marks put on a turn's stored prompt message by whoever asked for the turn: the turn applies
@@ -166,6 +166,9 @@ pub(crate) struct SessionState {
     /// Where the history of the run in progress starts: its id and an index into `history`
     /// (for turns that see only their run).
     run_start: Option<(RunId, usize)>,
+    /// How many messages from the front of the loaded history were dropped from memory
+    /// (a resumed run's start is an index into the whole history, as read from disk).
+    dropped: usize,
     /// What the transcript last recorded as added to the system prompt (see
     /// [`Message::instructions`]); read with the history.
     instructions: Option<String>,
@@ -176,9 +179,6 @@ pub(crate) struct SessionState {
     /// The transcript ends with a mark taking back its last exchange (regenerate, edit and
     /// send again): the next prompt asks it again, sent the instructions it was sent then.
     asking_again: bool,
-    /// How many messages from the front of the loaded history were dropped from memory
-    /// (a resumed run's start is an index into the whole history, as read from disk).
-    dropped: usize,
 }
 
 impl SessionState {
@@ -187,10 +187,10 @@ impl SessionState {
     pub(crate) fn forget(&mut self) {
         self.history = None;
         self.run_start = None;
+        self.dropped = 0;
         self.instructions = None;
         self.dropped_exchanges = 0;
         self.asking_again = false;
-        self.dropped = 0;
     }
 
     /// Drops the part of the history no turn can be sent any more (older than what
