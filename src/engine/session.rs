@@ -177,6 +177,9 @@ pub(crate) struct SessionState {
     /// `drop_unsendable`): a window counts exchanges from the conversation's start, so that
     /// dropping what is held changes nothing that is sent.
     dropped_exchanges: usize,
+    /// The transcript ends with a mark taking back its last exchange (regenerate, edit and
+    /// send again): the next prompt asks it again, sent the instructions it was sent then.
+    asking_again: bool,
 }
 
 impl SessionState {
@@ -188,6 +191,7 @@ impl SessionState {
         self.dropped = 0;
         self.instructions = None;
         self.dropped_exchanges = 0;
+        self.asking_again = false;
     }
 
     /// Drops the part of the history no turn can be sent any more (older than what
@@ -437,6 +441,7 @@ impl Actor<'_> {
         let history = match loaded {
             Ok(Ok(loaded)) => {
                 self.state.instructions = recorded_instructions(&loaded.messages);
+                self.state.asking_again = loaded.messages.last().is_some_and(|m| m.supersedes.is_some());
                 chat_history(&loaded.messages)
             }
             Ok(Err(e)) => {
@@ -501,6 +506,20 @@ impl Actor<'_> {
             resumed_start = replay.history_start(self.session_id);
         }
         self.load_history().await;
+        // A prompt asked again outside the run that asked it (a team member's step) is sent
+        // the instructions that went with it: its brief is not in the conversation.
+        let asking_again = std::mem::take(&mut self.state.asking_again);
+        let again;
+        let options = match &self.state.instructions {
+            Some(instructions) if asking_again && options.system_extra.is_none() => {
+                again = TurnOptions {
+                    system_extra: Some(instructions.clone()),
+                    ..options.clone()
+                };
+                &again
+            }
+            _ => options,
+        };
         let notes = self.take_notes(&info, options);
         let prompt = with_notes(&notes, prompt);
         let sent = crate::attachments::with_context(&prompt, &options.attachments);
