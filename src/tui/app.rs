@@ -454,12 +454,8 @@ impl App {
     }
 
     fn request_quit(&mut self) -> Vec<Command> {
-        if self.anything_running() {
-            self.dialogs.confirm(
-                "Quit",
-                "A run is in progress. Quit anyway? A reflect cycle is kept as interrupted and can be resumed after a restart.",
-                ConfirmAction::Quit,
-            );
+        if let Some(warning) = with_cx!(self, cx => control::quit_warning(&cx)) {
+            self.dialogs.confirm("Quit", warning, ConfirmAction::Quit);
             Vec::new()
         } else {
             self.should_quit = true;

@@ -97,9 +97,9 @@ pub struct CycleView {
     pub approvals: Vec<WaitingApproval>,
     /// The worker list still shows the previous iteration until the first new assignment.
     workers_stale: bool,
-    /// The team's slug: `<team-slug>-` is removed from member names for display (set by the
-    /// app).
-    pub team_slug: String,
+    /// How the team's members read (their handles; else without `<team-slug>-`), set by the
+    /// app once per run.
+    pub names: describe::Names,
     /// When the run shown was recorded (a run read back from its file).
     pub recorded_at: Option<DateTime<Utc>>,
     /// The run's result (`run_result`): drawn as Markdown under the timeline, copied by `y`.
@@ -133,7 +133,7 @@ impl CycleView {
             }
         };
         view.mode = Some(g.mode);
-        view.team_slug = g.members_slug();
+        view.names = describe::Names::team(g.members_slug());
         Some(view)
     }
 
@@ -258,9 +258,10 @@ impl CycleView {
         }
     }
 
-    /// A member's name without the team prefix every session name starts with.
-    pub fn short<'a>(&self, name: &'a str) -> &'a str {
-        crate::naming::strip_team_prefix(name, &self.team_slug)
+    /// A member's name as people read it: its handle, else without the team prefix every
+    /// session name starts with.
+    pub fn short<'a>(&'a self, name: &'a str) -> &'a str {
+        self.names.short(name)
     }
 
     fn worker(&mut self, session_id: &str, name: &str) -> &mut WorkerRow {
@@ -293,8 +294,8 @@ impl CycleView {
     pub fn apply(&mut self, event: &EngineEvent, now: Instant) {
         let denied = self.fold(event, now);
         self.tell(event, denied);
-        let slug = &self.team_slug;
-        let short = |name: &str| crate::naming::strip_team_prefix(name, slug).to_string();
+        let names = &self.names;
+        let short = |name: &str| names.short(name).to_string();
         for line in self.cards.apply(event, now, short) {
             self.push_entry(line.kind, line.text, line.card);
         }
@@ -306,12 +307,12 @@ impl CycleView {
         match &event.kind {
             EventKind::CycleStarted { mode, max_iterations } => {
                 // Each run has its own timeline (earlier runs are browsed from their files).
-                let team_slug = std::mem::take(&mut self.team_slug);
+                let names = std::mem::take(&mut self.names);
                 let recorded_at = self.recorded_at.take();
                 // A pipeline's conversation goes on across runs.
                 let pipeline = self.pipeline.take();
                 *self = CycleView {
-                    team_slug,
+                    names,
                     recorded_at,
                     pipeline,
                     mode: Some(*mode),
@@ -554,7 +555,7 @@ impl CycleView {
     /// and end head the timeline, the rest is indented under them. Tool calls and turns show in
     /// the transcripts, executions on their cards.
     fn tell(&mut self, event: &EngineEvent, denied: Option<Line>) {
-        let names = describe::Names::team(self.team_slug.clone());
+        let names = self.names.clone();
         let line = match &event.kind {
             EventKind::ToolCall { .. }
             | EventKind::ToolResult { .. }
@@ -834,7 +835,7 @@ mod tests {
         };
         use crate::model::BroadcastKind;
         let mut v = CycleView {
-            team_slug: "team".into(),
+            names: describe::Names::team("team"),
             ..CycleView::default()
         };
         let now = Instant::now();

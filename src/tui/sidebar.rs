@@ -330,15 +330,22 @@ fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
                 .filter(|g| g.is_team())
                 .map(|g| g.members_slug())
                 .unwrap_or_default();
-            let shown = if team.is_empty() {
-                s.name.as_str()
-            } else {
-                let siblings = o
-                    .sessions
-                    .iter()
-                    .filter(|m| m.group_id == s.group_id)
-                    .map(|m| m.name.as_str());
-                member_label(&s.name, &team, siblings)
+            // A member made from a preset goes by its handle (`analyst`), also when its
+            // session's name had to be made unique (`analyst-2`); mode `team`'s chair by its
+            // display name.
+            let names = (!team.is_empty()).then(|| crate::describe::Names::of_members(o, &s.group_id));
+            let handle = names.as_ref().and_then(|n| n.known(&s.name)).map(str::to_string);
+            let shown = match &handle {
+                Some(handle) => handle.as_str(),
+                None if team.is_empty() => s.name.as_str(),
+                None => {
+                    let siblings = o
+                        .sessions
+                        .iter()
+                        .filter(|m| m.group_id == s.group_id)
+                        .map(|m| m.name.as_str());
+                    member_label(&s.name, &team, siblings)
+                }
             };
             spans.push(Span::raw(sanitize::display(shown).into_owned()));
             // The role, unless the name already says it.
