@@ -464,6 +464,22 @@ impl CycleView {
                 name,
                 ..
             } => {
+                // The text streamed before a call is that model call's: the next call's text
+                // starts a line of its own (not `…sub-agent(s).Waiting`).
+                for live in self
+                    .workers
+                    .iter_mut()
+                    .filter(|w| w.session_id == *session_id)
+                    .map(|w| &mut w.live)
+                    .chain(
+                        self.lead_live
+                            .as_mut()
+                            .filter(|l| l.0 == *session_id)
+                            .map(|l| &mut l.2),
+                    )
+                {
+                    end_line(live);
+                }
                 if let Some(w) = self.workers.iter_mut().find(|w| w.session_id == *session_id) {
                     w.tools.push(ToolInFlight {
                         call_id: call_id.clone(),
@@ -742,6 +758,13 @@ const LIVE_MAX_CHARS: usize = 240;
 
 /// Appends `text` to `live` and keeps only the last line with text in it (at most
 /// [`LIVE_MAX_CHARS`] of its end): the cost per delta does not grow with the answer.
+/// Ends a live line: the next text streamed replaces it instead of running on after it.
+fn end_line(live: &mut String) {
+    if !live.is_empty() && !live.ends_with('\n') {
+        live.push('\n');
+    }
+}
+
 pub fn keep_last_line(live: &mut String, text: &str) {
     live.push_str(text);
     let body = live.trim_end_matches(['\n', '\r']);
@@ -860,6 +883,37 @@ mod tests {
             kind == TimelineKind::Heading && text.starts_with("  📢 skeptic (supervisor,"),
             "{text}"
         );
+    }
+
+    /// The orchestrator's text before its tool calls and after them are two model calls: the
+    /// live line shows the newer alone, not `…sub-agent(s).Waiting` (issue 28 item 18).
+    #[test]
+    fn a_tool_call_ends_the_live_line_of_its_model_call() {
+        let now = Instant::now();
+        let mut v = CycleView::default();
+        v.apply(
+            &ev(EventKind::CycleStarted {
+                mode: Mode::Dispatch,
+                max_iterations: 5,
+            }),
+            now,
+        );
+        v.on_delta("s-lead", "lead", "Dispatching 2 sub-agent(s).", None);
+        v.apply(
+            &ev(EventKind::ToolCall {
+                session_id: "s-lead".into(),
+                session: "lead".into(),
+                generation: 1,
+                call_id: "c1".into(),
+                name: "dispatch_agent".into(),
+                arguments: "{}".into(),
+                step: None,
+            }),
+            now,
+        );
+        v.on_delta("s-lead", "lead", "Waiting for the others.", None);
+        let live = v.lead_live.as_ref().map(|l| l.2.trim().to_string());
+        assert_eq!(live.as_deref(), Some("Waiting for the others."));
     }
 
     #[test]

@@ -499,3 +499,33 @@ fn a_second_broadcast_team_names_its_members_by_handle() {
         .unwrap();
     assert!(org.sessions.iter().any(|s| s.name.ends_with("analyst-2")));
 }
+
+/// `--repo .` is recorded (and shown in the TUI's team header) as the absolute path, not `.`
+/// (issue 28 item 18).
+#[test]
+fn a_relative_repo_is_recorded_as_an_absolute_path() {
+    let home = tempfile::tempdir().unwrap();
+    let out = huddle(
+        home.path(),
+        &[
+            "--repo",
+            ".",
+            "run",
+            "--preset",
+            "Research Panel",
+            "--model",
+            "sim/x",
+            "q",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let org = huddle::store::OrganizationFile::new(home.path().join("organization.json"))
+        .inspect()
+        .unwrap()
+        .unwrap();
+    let repos: Vec<_> = org.groups.iter().filter_map(|g| g.repo.clone()).collect();
+    assert!(
+        !repos.is_empty() && repos.iter().all(|r| r.is_absolute()),
+        "{repos:?}"
+    );
+}

@@ -202,3 +202,16 @@ fn the_chair_of_a_deliberation_is_shown_by_its_display_name() {
         "the team's header: {screen}"
     );
 }
+
+/// `M` opens the mode picker on the team's current mode: Enter keeps it (issue 28 item 18).
+#[test]
+fn the_mode_picker_starts_on_the_current_mode() {
+    let (mut app, team) = app_with_team("Incident Investigation");
+    app.handle_key(ch('M'));
+    assert!(!app.dialogs.is_empty());
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(
+        app.org.read(|o| o.group(&team).map(|g| g.mode)),
+        Some(Mode::Dispatch)
+    );
+}
