@@ -56,6 +56,8 @@ pub struct CommandProvider {
     args: Vec<String>,
     format: AgentFormat,
     agent: Option<AgentKind>,
+    /// The agent reads the repository's `AGENTS.md` itself.
+    reads_repo_instructions: bool,
 }
 
 /// How the program ended.
@@ -88,6 +90,7 @@ impl CommandProvider {
             args: args.to_vec(),
             format: cfg.output_format(),
             agent: cfg.agent,
+            reads_repo_instructions: cfg.reads_repo_instructions(),
         })
     }
 
@@ -514,7 +517,10 @@ impl Provider for CommandProvider {
         ProviderKind::Command
     }
     fn capabilities(&self) -> super::Capabilities {
-        super::Capabilities::CLI_AGENT
+        super::Capabilities {
+            reads_repo_instructions: self.reads_repo_instructions,
+            ..super::Capabilities::CLI_AGENT
+        }
     }
     fn stream_turn<'a>(
         &'a self,
