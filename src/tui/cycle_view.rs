@@ -113,6 +113,8 @@ pub struct CycleView {
     pub pipeline: Option<super::pipeline_view::PipelineView>,
     /// Modes `dispatch` and `team`: a card per sub-agent execution or member turn.
     pub cards: super::execution_cards::ExecutionCards,
+    /// The run shown was cut short (huddle stopped during it; read back from its file).
+    pub cut_short: bool,
 }
 
 impl CycleView {
@@ -703,9 +705,10 @@ impl CycleView {
     }
 
     /// A run read back from its file that has no end: the process stopped during it.
-    pub fn mark_cut_short(&mut self, resumable: bool) {
+    pub fn mark_cut_short(&mut self, resumable: bool, at: Instant) {
         self.no_tools_in_flight();
-        self.cards.cut_short();
+        self.cards.cut_short(at);
+        self.cut_short = true;
         self.running = false;
         self.paused = false;
         self.phase = None;
@@ -747,6 +750,8 @@ impl CycleView {
             "interrupted"
         } else if self.outcome.is_some() {
             "finished"
+        } else if self.cut_short {
+            "cut short"
         } else {
             "idle"
         }
@@ -1092,7 +1097,7 @@ mod tests {
             }),
             now,
         );
-        v.mark_cut_short(true);
+        v.mark_cut_short(true, Instant::now());
         assert!(!v.running && v.interrupted);
         assert_eq!(v.workers[0].state, WorkerState::Failed);
         assert!(

@@ -5,7 +5,7 @@
 //! interrupted.
 
 use std::collections::{HashMap, HashSet};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Local, Utc};
 use ratatui::Frame;
@@ -339,20 +339,32 @@ pub fn local_time(at: DateTime<Utc>) -> String {
 /// handle, else without the prefix of their names); `resumable`: the process stopped during this
 /// run and its cycle can be resumed.
 pub fn replay(loaded: &LoadedRun, names: crate::describe::Names, resumable: bool) -> CycleView {
+    // Each event at its recorded time, on a clock whose last event is now: a card cut short
+    // ran until the last event, not 0.0s.
+    let first_at = loaded.records.first().map(|r| r.at);
+    let offset = |at: DateTime<Utc>| {
+        first_at
+            .and_then(|first| (at - first).to_std().ok())
+            .unwrap_or_default()
+    };
+    let span = loaded.records.last().map_or(Duration::ZERO, |r| offset(r.at));
     let now = Instant::now();
+    let base = now.checked_sub(span).unwrap_or(now);
     let mut view = CycleView::default();
     view.names = names;
     let mut ended = false;
+    let mut last = base;
     for record in &loaded.records {
         ended |= matches!(record.event.kind, EventKind::RunEnded { .. });
-        view.apply(&record.event, now);
+        last = base + offset(record.at);
+        view.apply(&record.event, last);
     }
     if let Some(first) = loaded.records.first() {
         view.recorded_at = Some(first.at);
     }
     if !ended {
         // The process ended while this run was going (a crash, or quitting mid-cycle).
-        view.mark_cut_short(resumable && loaded.index + 1 == loaded.total);
+        view.mark_cut_short(resumable && loaded.index + 1 == loaded.total, last);
     }
     if loaded.skipped > 0 {
         view.note_skipped(loaded.skipped);
@@ -834,5 +846,47 @@ mod tests {
         assert_eq!(view.recorded_at, Some(at));
         assert!(view.interrupted && !view.running);
         assert!(!replay(&run, crate::describe::Names::team("team"), false).interrupted);
+    }
+
+    /// A run read back after a crash: a sub-agent still running at the last event ran until
+    /// then (not `interrupted 0.0s`), and the panel says the run was cut short, not `idle`
+    /// (issue 28 item 16).
+    #[test]
+    fn a_run_cut_short_times_its_cards_by_the_recorded_events() {
+        use crate::engine::events::ExecutionTag;
+        use crate::model::ExecutionKind;
+        let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+        let mut run = loaded(0, 1, at);
+        run.records.push(RunRecord {
+            at,
+            event: EngineEvent {
+                execution: Some(ExecutionTag {
+                    execution_id: "exec-2".into(),
+                    parent_execution_id: Some("exec-1".into()),
+                }),
+                ..event(EventKind::ExecutionStarted {
+                    kind: ExecutionKind::SubAgent,
+                    member: "log-analyzer".into(),
+                    session_id: "s-log".into(),
+                    task: "Look at the logs".into(),
+                    queued: false,
+                })
+            },
+        });
+        run.records.push(RunRecord {
+            at: at + chrono::Duration::seconds(5),
+            event: event(EventKind::Notice {
+                session_id: "s-log".into(),
+                session: "log-analyzer".into(),
+                text: "still reading".into(),
+                message: None,
+            }),
+        });
+        let view = replay(&run, crate::describe::Names::team("team"), false);
+        let card = view.cards.get("exec-2").expect("the card");
+        // Drawn later: the time stays that of the last event.
+        let header = card.header(Instant::now() + Duration::from_secs(60));
+        assert!(header.contains("5.0s"), "{header}");
+        assert_eq!(view.state_label(), "cut short");
     }
 }
