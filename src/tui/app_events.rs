@@ -227,11 +227,7 @@ impl App {
         let (names, resumable) = self.org.read(|o| {
             o.group(&group_id)
                 .map_or((crate::describe::Names::default(), false), |g| {
-                    let interrupted = g
-                        .state
-                        .orchestrator_reflect
-                        .as_ref()
-                        .is_some_and(|r| r.is_interrupted());
+                    let interrupted = g.state.interrupted(g.mode).is_some();
                     (crate::describe::Names::of_members(o, &group_id), interrupted)
                 })
         });

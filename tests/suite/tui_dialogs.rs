@@ -227,32 +227,3 @@ fn save_as_preset_lists_every_file_and_enter_answers_no() {
         }]
     );
 }
-
-/// The quit dialog says what quitting does to the run in progress: a reflect cycle is
-/// resumed after a restart, a dispatch or team run is not (issue 28 item 16).
-#[test]
-fn the_quit_dialog_promises_a_resumable_cycle_only_for_a_reflect_cycle() {
-    use huddle::tui::dialogs::Dialog;
-    let quit_text = |preset: &str, mode: huddle::model::Mode| {
-        let (mut app, team) = super::tui_support::app_with_team(preset);
-        super::tui_support::start_cycle(&mut app, &team, mode);
-        app.perform(huddle::tui::action::Action::Quit);
-        match app.dialogs.last() {
-            Some(Dialog::Confirm(c)) => c.message.clone(),
-            _ => panic!("no quit dialog for {preset}"),
-        }
-    };
-    for (preset, mode) in [
-        ("Incident Investigation", huddle::model::Mode::Dispatch),
-        ("Deliberation Panel", huddle::model::Mode::Team),
-    ] {
-        let text = quit_text(preset, mode);
-        assert!(
-            !text.contains("resumed after a restart") || text.contains("not resumed"),
-            "{preset}: {text}"
-        );
-        assert!(text.contains("stops here"), "{preset}: {text}");
-    }
-    let text = quit_text("Code Review Team", huddle::model::Mode::OrchestratorReflect);
-    assert!(text.contains("can be resumed after a restart"), "{text}");
-}

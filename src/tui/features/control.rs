@@ -201,29 +201,3 @@ pub fn start_reflection(
         max_iterations,
     }]
 }
-
-/// What quitting now does to the runs in progress, for the quit dialog (None: nothing runs).
-/// Only a reflect cycle (mode `orchestrator_reflect`) is kept as interrupted and resumed after
-/// a restart; every other run (another mode, a session's reflection or chat) stops here.
-pub fn quit_warning(cx: &Cx) -> Option<String> {
-    let (mut resumable, mut others) = (0, 0);
-    for run in cx.runs.iter() {
-        let reflect_cycle = matches!(run.key, RunKey::Team { .. })
-            && cx.org.read(|o| {
-                o.group(&run.group_id)
-                    .is_some_and(|g| g.mode == crate::model::Mode::OrchestratorReflect)
-            });
-        if reflect_cycle {
-            resumable += 1;
-        } else {
-            others += 1;
-        }
-    }
-    Some(match (resumable, others) {
-        (0, 0) => return None,
-        (_, 0) => "A run is in progress. Quit anyway? Its reflect cycle is kept as interrupted and can be resumed after a restart.".to_string(),
-        (0, 1) => "A run is in progress. Quit anyway? It stops here and is not resumed after a restart.".to_string(),
-        (0, _) => "Runs are in progress. Quit anyway? They stop here and are not resumed after a restart.".to_string(),
-        (_, _) => "Runs are in progress. Quit anyway? A reflect cycle is kept as interrupted and can be resumed after a restart; the other runs stop here.".to_string(),
-    })
-}
