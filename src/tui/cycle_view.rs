@@ -846,7 +846,7 @@ mod tests {
         let t0 = Instant::now();
         let at = |s: u64| t0 + Duration::from_secs(s);
         let mut v = CycleView {
-            team_slug: "team".into(),
+            names: describe::Names::team("team"),
             ..CycleView::default()
         };
         v.apply(
