@@ -23,7 +23,7 @@ use super::EngineShared;
 use super::agent_steps::{AgentRecorder, StepContext};
 use super::events::{EngineEvent, EventKind, ExecutionTag, RunId};
 use super::guard::Guard;
-use super::lent_tools::TurnHooks;
+use super::lent_tools::{Joined, TurnHooks, TurnTools};
 use super::tool_round::{CallContext, Lent};
 
 fn sum_usage(total: Option<Usage>, more: Option<Usage>) -> Option<Usage> {
@@ -165,6 +165,30 @@ impl SessionState {
         self.run_start = None;
     }
 
+    /// Drops the part of the history no turn can be sent any more (older than what
+    /// [`bounded_history`] keeps), so what a session holds in memory stays about one window
+    /// however long it talks; the transcript on disk keeps everything. Done once the history is
+    /// half a window past it (`now`: at once), so a turn seldom pays for it.
+    fn drop_unsendable(&mut self, now: bool) {
+        let Some(history) = &mut self.history else {
+            return;
+        };
+        let due = now
+            || history.len() > HISTORY_MAX_MESSAGES * 3 / 2
+            || history.iter().map(message_chars).sum::<usize>() > HISTORY_MAX_CHARS * 3 / 2;
+        if !due {
+            return;
+        }
+        let dropped = window_start(history);
+        if dropped == 0 {
+            return;
+        }
+        history.drain(..dropped);
+        if let Some((_, start)) = &mut self.run_start {
+            *start = start.saturating_sub(dropped);
+        }
+    }
+
     /// What a turn is sent of the history: everything since the conversation began, or with
     /// `from_run_start` only what was said since the run began.
     fn visible(&mut self, run_id: Option<&RunId>, from_run_start: bool) -> Vec<ChatMessage> {
@@ -287,6 +311,8 @@ struct SessionInfo {
     max_tool_rounds: Option<u32>,
     /// The CLI agent's own conversation from the last turn.
     agent_session: Option<AgentSession>,
+    /// What it gets of its repository (its team's settings over the config's).
+    repo_context: crate::model::RepoContextSettings,
     /// Its sandbox and hooks.
     guard: Guard,
 }
@@ -307,6 +333,10 @@ impl Actor<'_> {
                 tools: s.tools.clone(),
                 max_tool_rounds: s.max_tool_rounds,
                 agent_session: s.agent_session.clone(),
+                repo_context: group
+                    .map(|g| g.repo_context)
+                    .unwrap_or_default()
+                    .over(self.shared.options.repo_context),
                 guard: Guard::of_session(self.shared, org, s),
             })
         })
@@ -334,6 +364,7 @@ impl Actor<'_> {
             }
         };
         self.state.history = Some(history);
+        self.state.drop_unsendable(true);
     }
 
     fn history(&mut self) -> &mut Vec<ChatMessage> {
@@ -396,10 +427,20 @@ impl Actor<'_> {
         let started = Instant::now();
         let outcome = match self.shared.providers.for_slug(&slug) {
             Ok((provider, model)) => {
-                let system = match (&info.system, &options.system_extra) {
-                    (Some(own), Some(extra)) => Some(format!("{own}\n\n{extra}")),
-                    (own, extra) => own.clone().or_else(|| extra.clone()),
-                };
+                let repo = super::repo_context::gather(
+                    info.working_dir.clone(),
+                    self.shared.options.skills_dir.clone(),
+                    info.repo_context,
+                    provider.capabilities(),
+                )
+                .await;
+                let system = [&info.system, &options.system_extra, &repo.system]
+                    .into_iter()
+                    .flatten()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join("\n\n");
+                let system = (!system.is_empty()).then_some(system);
                 let mut request = TurnRequest {
                     model,
                     system,
@@ -408,8 +449,15 @@ impl Actor<'_> {
                     turn_timeout: options.timeout,
                     ..TurnRequest::default()
                 };
-                self.tool_loop(&info, options, generation, provider.as_ref(), &mut request)
-                    .await
+                self.tool_loop(
+                    &info,
+                    options,
+                    generation,
+                    provider.as_ref(),
+                    &mut request,
+                    repo.skills,
+                )
+                .await
             }
             Err(e) => (Err(e), Vec::new()),
         };
@@ -581,6 +629,7 @@ impl Actor<'_> {
         generation: u64,
         provider: &dyn crate::providers::Provider,
         request: &mut TurnRequest,
+        skills: Option<Arc<super::repo_context::SkillTool>>,
     ) -> (
         Result<crate::providers::TurnOutput, crate::providers::ProviderError>,
         Vec<Message>,
@@ -642,14 +691,22 @@ impl Actor<'_> {
         }
         request.tools = offer.specs.clone();
         // Without tool declarations (a CLI agent) a mode talks to the model in text instead.
-        let hooks = options.hooks.as_ref().filter(|_| !capabilities.text_tools);
+        let mode_tools = options
+            .hooks
+            .as_ref()
+            .filter(|_| !capabilities.text_tools)
+            .map(|hooks| Arc::clone(&hooks.0));
+        let hooks: Option<Arc<dyn TurnTools>> = match (mode_tools, skills) {
+            (Some(mode), Some(skills)) => Some(Arc::new(Joined(mode, skills))),
+            (mode, skills) => mode.or_else(|| skills.map(|s| s as Arc<dyn TurnTools>)),
+        };
         // Which calls the mode answers: read once per turn, not per round.
-        let lent = hooks.map(|hooks| {
-            let specs = hooks.0.specs();
+        let lent = hooks.as_ref().map(|hooks| {
+            let specs = hooks.specs();
             let names = specs.iter().map(|s| s.name.clone()).collect();
             request.tools.extend(specs);
             Lent {
-                tools: hooks.0.as_ref(),
+                tools: hooks.as_ref(),
                 names,
             }
         });
@@ -700,8 +757,8 @@ impl Actor<'_> {
         let loop_started = Instant::now();
         let mut concluding = false;
         loop {
-            if let Some(hooks) = hooks {
-                let before = hooks.0.before_call().await;
+            if let Some(hooks) = &hooks {
+                let before = hooks.before_call().await;
                 for text in before.inputs {
                     self.add_input(info, options, generation, request, &mut steps, text);
                 }
@@ -956,16 +1013,8 @@ impl Actor<'_> {
             .chain(&steps)
             .chain(std::iter::once(&answer));
         let added = chat_history(turn);
-        let history = self.history();
-        history.extend(added);
-        // Only the newest part is ever sent; the transcript on disk keeps everything.
-        if history.len() > 4 * HISTORY_MAX_MESSAGES {
-            let dropped = history.len() - 2 * HISTORY_MAX_MESSAGES;
-            history.drain(..dropped);
-            if let Some((_, start)) = &mut self.state.run_start {
-                *start = start.saturating_sub(dropped);
-            }
-        }
+        self.history().extend(added);
+        self.state.drop_unsendable(false);
         if let Some(usage) = result.usage {
             let id = self.session_id;
             self.shared.org.update(|org| {
@@ -1142,11 +1191,17 @@ fn with_agent_text(agent_text: &mut String, text: &str) -> String {
 /// The newest part of the conversation that fits the budget, starting on a user message (so
 /// a tool exchange is never cut in half). Tool results count toward the size, not the count.
 fn bounded_history(history: &[ChatMessage]) -> Vec<ChatMessage> {
+    history[window_start(history)..].to_vec()
+}
+
+/// Where [`bounded_history`] starts. A turn is never sent anything older: a suffix of the
+/// history (what a turn that sees only its run gets) starts there or later.
+fn window_start(history: &[ChatMessage]) -> usize {
     let mut total = 0;
     let mut count = 0;
     let mut start = history.len();
     for (i, m) in history.iter().enumerate().rev() {
-        total += m.content.len() + m.tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>();
+        total += message_chars(m);
         if m.role != ChatRole::Tool {
             count += 1;
         }
@@ -1157,7 +1212,12 @@ fn bounded_history(history: &[ChatMessage]) -> Vec<ChatMessage> {
             start = i;
         }
     }
-    history[start..].to_vec()
+    start
+}
+
+/// What a message counts toward [`HISTORY_MAX_CHARS`].
+fn message_chars(m: &ChatMessage) -> usize {
+    m.content.len() + m.tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>()
 }
 
 #[cfg(test)]
@@ -1218,5 +1278,44 @@ mod tests {
         let kept = bounded_history(&many);
         assert_eq!(kept.len(), HISTORY_MAX_MESSAGES);
         assert_eq!(&*kept.last().unwrap().content, "a499");
+    }
+
+    #[test]
+    fn a_long_session_holds_about_one_window_and_every_turn_sees_the_same() {
+        // Long answers, as an orchestrator's syntheses are: the count limit is never reached,
+        // the size limit is; a run's turns see only their run.
+        let mut state = SessionState::default();
+        let mut all: Vec<ChatMessage> = Vec::new();
+        let run: RunId = "run-1".into();
+        for k in 0..400 {
+            if k == 250 {
+                assert_eq!(
+                    state.visible(Some(&run), true),
+                    Vec::<ChatMessage>::new(),
+                    "the run starts now"
+                );
+            }
+            let turn = [
+                ChatMessage::user(format!("q{k} {}", "x".repeat(9_000))),
+                ChatMessage::assistant(format!("a{k} {}", "y".repeat(11_000))),
+            ];
+            all.extend(turn.iter().cloned());
+            state.history.get_or_insert_with(Vec::new).extend(turn);
+            state.drop_unsendable(false);
+            let held = state.history.as_ref().unwrap();
+            let chars: usize = held.iter().map(message_chars).sum();
+            assert!(
+                chars <= HISTORY_MAX_CHARS * 3 / 2 + 20_100,
+                "turn {k}: {chars} chars held"
+            );
+            assert_eq!(
+                state.visible(None, false),
+                bounded_history(&all),
+                "turn {k}: the same as with everything held"
+            );
+        }
+        let from_run = state.visible(Some(&run), true);
+        assert_eq!(from_run, bounded_history(&all[500..]));
+        assert_eq!(&*from_run.last().unwrap().content, &*all.last().unwrap().content);
     }
 }

@@ -59,6 +59,8 @@ pub struct CommandProvider {
     /// `api_key_env:`: the one variable of huddle's environment passed to a sandboxed program
     /// besides the usual ones (a ready-made agent gets its own too).
     key_env: Option<String>,
+    /// The agent reads the repository's `AGENTS.md` itself.
+    reads_repo_instructions: bool,
 }
 
 /// How the program ended.
@@ -92,6 +94,7 @@ impl CommandProvider {
             format: cfg.output_format(),
             agent: cfg.agent,
             key_env: cfg.api_key_env.clone().filter(|k| !k.trim().is_empty()),
+            reads_repo_instructions: cfg.reads_repo_instructions(),
         })
     }
 
@@ -527,7 +530,10 @@ impl Provider for CommandProvider {
         ProviderKind::Command
     }
     fn capabilities(&self) -> super::Capabilities {
-        super::Capabilities::CLI_AGENT
+        super::Capabilities {
+            reads_repo_instructions: self.reads_repo_instructions,
+            ..super::Capabilities::CLI_AGENT
+        }
     }
     fn stream_turn<'a>(
         &'a self,

@@ -104,6 +104,8 @@ impl Workspace {
                 tool_result_max_bytes: config.tool_result_max_bytes,
                 default_budget: config.budget,
                 default_dispatch: config.dispatch.clone(),
+                repo_context: config.repo_context,
+                skills_dir: Some(paths.config_dir.join("skills")),
                 sandbox: baseline,
                 hooks: config.hooks.clone(),
                 ..EngineOptions::default()
