@@ -83,6 +83,13 @@ impl Git {
         cmd
     }
 
+    /// The hardened command (explicit git directories, no fsmonitor, hooks or submodules) for
+    /// a caller that runs git itself (attachments read a diff and the file list this way).
+    pub(crate) fn hardened<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Command, WorktreeError> {
+        let layout = Layout::find(&self.dir)?;
+        Ok(self.command(args, layout.as_ref()))
+    }
+
     /// Runs git and returns its output whatever the exit status (the caller decides).
     pub fn output<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Output, WorktreeError> {
         if !self.dir.is_dir() {
