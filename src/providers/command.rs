@@ -56,6 +56,9 @@ pub struct CommandProvider {
     args: Vec<String>,
     format: AgentFormat,
     agent: Option<AgentKind>,
+    /// `api_key_env:`: the one variable of huddle's environment passed to a sandboxed program
+    /// besides the usual ones (a ready-made agent gets its own too).
+    key_env: Option<String>,
     /// The agent reads the repository's `AGENTS.md` itself.
     reads_repo_instructions: bool,
 }
@@ -90,6 +93,7 @@ impl CommandProvider {
             args: args.to_vec(),
             format: cfg.output_format(),
             agent: cfg.agent,
+            key_env: cfg.api_key_env.clone().filter(|k| !k.trim().is_empty()),
             reads_repo_instructions: cfg.reads_repo_instructions(),
         })
     }
@@ -333,22 +337,31 @@ impl CommandProvider {
     }
 
     /// The session's sandbox with a ready-made agent's own state writable (its sessions and
-    /// login live under the home directory).
+    /// login live under the home directory) but its settings and hooks read-only, and its own
+    /// environment variables (or `api_key_env:`) passed.
     fn confined(&self, sandbox: &Sandbox) -> Sandbox {
+        let mut sandbox = sandbox.clone();
+        sandbox.policy.allow_env.extend(self.key_env.clone());
         let Some(agent) = self.agent else {
-            return sandbox.clone();
+            return sandbox;
         };
+        sandbox
+            .policy
+            .allow_env
+            .extend(agent.env_vars().iter().map(|v| v.to_string()));
         let state = SandboxSettings {
             allow_write: agent.state_paths().iter().map(|p| p.to_string()).collect(),
             ..SandboxSettings::default()
         };
-        Sandbox::new(
-            sandbox
-                .policy
-                .clone()
-                .with("the agent's own files", &state, sandbox.host.home.as_deref()),
-            sandbox.host.clone(),
-        )
+        let home = sandbox.host.home.as_deref();
+        let mut policy = sandbox.policy.clone().with("the agent's own files", &state, home);
+        policy.keep_read_only.extend(
+            agent
+                .protected_state()
+                .iter()
+                .filter_map(|p| crate::sandbox::settings::expand_keeping_slash(p, home)),
+        );
+        Sandbox::new(policy, sandbox.host.clone())
     }
 
     /// Runs the program with `stdin_text` on stdin (confined by `sandbox` when given), handing
