@@ -223,7 +223,10 @@ fn status_props(app: &App) -> status::Props<'_> {
         running: app.running_count() - app.paused_count(),
         paused: app.paused_count(),
         approvals: app.dialogs.approvals().map_or(0, |a| a.waiting().count()),
-        worktrees: app.selected_worktrees().is_some(),
+        worktrees: app.selected_row().is_some_and(|row| {
+            app.org
+                .read(|o| super::features::worktrees::listed(o, &row).is_some())
+        }),
         creating: app.worktrees.creating.len(),
     }
 }
