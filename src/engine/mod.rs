@@ -40,9 +40,10 @@ use crate::store::{LoadedTranscript, OrgHandle, StoreError, TranscriptWriter, Tr
 use crate::tools::{ApprovalPolicy, Approvals, Decision, Toolbox};
 
 use events::{EventKind, RunId, RunKey};
+pub(crate) use modes::redact_secrets;
 pub use session::TurnResult;
 use sink::Emitter;
-pub use sink::EventSink;
+pub use sink::{EventSink, RunObserver};
 
 #[derive(Debug, Clone)]
 pub struct EngineOptions {

@@ -40,7 +40,7 @@ const DRAIN_GRACE: Duration = Duration::from_secs(2);
 /// Gemini CLI's exit code for an authentication error (its headless reference).
 const GEMINI_AUTH_EXIT: i32 = 41;
 /// Environment variables whose values (the agents' keys) never appear in an error message.
-const AGENT_KEY_VARS: &[&str] = &[
+pub(super) const AGENT_KEY_VARS: &[&str] = &[
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",
     "CLAUDE_CODE_OAUTH_TOKEN",
@@ -510,7 +510,7 @@ impl CommandProvider {
     }
 }
 
-fn describe_status(status: &ExitStatus) -> String {
+pub(super) fn describe_status(status: &ExitStatus) -> String {
     match status.code() {
         Some(code) => format!("exited with status {code}"),
         None => {
@@ -547,10 +547,10 @@ impl Provider for CommandProvider {
 }
 
 /// Kills a process group when dropped, unless disarmed.
-struct GroupKiller(Option<i32>);
+pub(super) struct GroupKiller(pub(super) Option<i32>);
 
 impl GroupKiller {
-    fn kill(&mut self) {
+    pub(super) fn kill(&mut self) {
         if let Some(pgid) = self.0.filter(|&p| p > 0) {
             // SAFETY: killpg only sends a signal; the group id is our child's pid, which cannot
             // be reused while the child is not yet waited for.
@@ -559,7 +559,7 @@ impl GroupKiller {
             }
         }
     }
-    fn disarm(&mut self) {
+    pub(super) fn disarm(&mut self) {
         self.0 = None;
     }
 }
@@ -584,7 +584,7 @@ async fn read_stdout(
     }
 }
 
-async fn keep_tail(mut stderr: impl AsyncRead + Unpin, tail: Arc<Mutex<Vec<u8>>>) {
+pub(super) async fn keep_tail(mut stderr: impl AsyncRead + Unpin, tail: Arc<Mutex<Vec<u8>>>) {
     let mut buf = vec![0u8; 4096];
     while let Ok(n) = stderr.read(&mut buf).await {
         if n == 0 {
