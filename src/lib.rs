@@ -20,6 +20,7 @@ pub mod logging;
 pub mod model;
 pub mod naming;
 pub mod presets;
+pub mod process;
 pub mod providers;
 pub mod repo_context;
 pub mod runs_cli;

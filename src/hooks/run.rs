@@ -13,6 +13,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::config::Hook;
 use super::input::HookInput;
+use crate::process::{GroupKiller, describe_status};
 use crate::sandbox::{Sandbox, SandboxMode, SandboxSettings, needed_paths};
 use crate::text::secrets::Secrets;
 
@@ -204,7 +205,7 @@ pub async fn run_one(hook: &Hook, stdin_json: &str, ctx: &HookContext) -> HookRu
     };
     // Armed until the hook has been waited for: a timeout or a caller giving up (the turn was
     // stopped) kills its whole group.
-    let mut group = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()));
+    let mut group = GroupKiller::of(&child);
     if let Some(mut stdin) = child.stdin.take() {
         let json = stdin_json.to_string();
         // A hook that never reads its input closes the pipe: that is fine.
@@ -277,12 +278,7 @@ fn reason_from(stderr: &str) -> String {
 }
 
 fn describe_exit(status: std::process::ExitStatus, stderr: &str) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    let how = match (status.code(), status.signal()) {
-        (Some(code), _) => format!("it exited with status {code}"),
-        (None, Some(sig)) => format!("it was killed by signal {sig}"),
-        _ => "it failed".into(),
-    };
+    let how = format!("it {}", describe_status(&status));
     let last = crate::sandbox::probe::last_lines(stderr, 3);
     if last.is_empty() {
         how
@@ -307,30 +303,6 @@ async fn read_tail(mut pipe: impl AsyncRead + Unpin) -> String {
         kept.drain(..kept.len() - OUTPUT_KEEP_BYTES);
     }
     String::from_utf8_lossy(&kept).into_owned()
-}
-
-/// Kills a process group when dropped, unless disarmed.
-struct GroupKiller(Option<i32>);
-
-impl GroupKiller {
-    fn kill(&mut self) {
-        if let Some(pgid) = self.0.filter(|&p| p > 0) {
-            // SAFETY: killpg only sends a signal; the group id is our child's pid, which cannot
-            // be reused while the child is not yet waited for.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
-        }
-    }
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
-        self.kill();
-    }
 }
 
 #[cfg(test)]

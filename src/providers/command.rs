@@ -28,6 +28,7 @@ use super::{
 };
 use crate::config::{AGENT_KEY_VARS, ProviderConfig, ProviderKind};
 use crate::model::{AgentFormat, AgentKind};
+use crate::process::{GroupKiller, describe_status};
 use crate::sandbox::{Sandbox, SandboxSettings, needed_paths};
 
 /// How much of stderr is kept for the error message.
@@ -407,7 +408,7 @@ impl CommandProvider {
         let mut child = cmd.spawn().map_err(|e| self.spawn_error(program, &e))?;
         // Armed until the program has been waited for: dropping this (cancel, timeout, panic)
         // kills the whole group.
-        let mut group = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()));
+        let mut group = GroupKiller::of(&child);
 
         if let Some(mut stdin) = child.stdin.take() {
             // A program that never reads stdin closes it early: a broken pipe is fine.
@@ -500,19 +501,6 @@ impl CommandProvider {
     }
 }
 
-pub(super) fn describe_status(status: &ExitStatus) -> String {
-    match status.code() {
-        Some(code) => format!("exited with status {code}"),
-        None => {
-            use std::os::unix::process::ExitStatusExt;
-            match status.signal() {
-                Some(sig) => format!("was killed by signal {sig}"),
-                None => "failed".to_string(),
-            }
-        }
-    }
-}
-
 impl Provider for CommandProvider {
     fn name(&self) -> &str {
         &self.name
@@ -533,30 +521,6 @@ impl Provider for CommandProvider {
         cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<TurnOutput, ProviderError>> {
         Box::pin(self.turn(req, deltas, cancel))
-    }
-}
-
-/// Kills a process group when dropped, unless disarmed.
-pub(super) struct GroupKiller(pub(super) Option<i32>);
-
-impl GroupKiller {
-    pub(super) fn kill(&mut self) {
-        if let Some(pgid) = self.0.filter(|&p| p > 0) {
-            // SAFETY: killpg only sends a signal; the group id is our child's pid, which cannot
-            // be reused while the child is not yet waited for.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
-        }
-    }
-    pub(super) fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 

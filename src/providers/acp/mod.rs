@@ -31,7 +31,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio_util::sync::CancellationToken;
 
-use super::command::{GroupKiller, describe_status, keep_tail, last_lines};
+use super::command::{keep_tail, last_lines};
 use super::error::{ErrorKind, ProviderError};
 use super::secrets::Secrets;
 use super::{
@@ -41,6 +41,7 @@ use super::{
 use crate::config::AGENT_KEY_VARS;
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::model::ToolCall;
+use crate::process::{GroupKiller, describe_status};
 use crate::sandbox::{Sandbox, needed_paths};
 use crate::tools::Decision;
 use wire::{Incoming, RpcError, Update};
@@ -185,7 +186,7 @@ impl AcpProvider {
             std::io::ErrorKind::NotFound => self.not_installed(&program),
             _ => self.error(ErrorKind::Config, format!("cannot start `{program}`: {e}")),
         })?;
-        let group = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()));
+        let group = GroupKiller::of(&child);
         let stderr = Arc::new(Mutex::new(Vec::<u8>::new()));
         if let Some(err) = child.stderr.take() {
             tokio::spawn(keep_tail(err, Arc::clone(&stderr)));
