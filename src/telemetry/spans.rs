@@ -228,7 +228,7 @@ impl RunSpans {
                 let i = self.parent_of(event, at);
                 let s = &mut self.spans[i];
                 s.end_ns = at;
-                s.attr("huddle.status", Value::Str(format!("{status:?}").to_lowercase()));
+                s.attr("huddle.status", Value::Str(status.as_str().into()));
                 if let Some(e) = error {
                     s.error = Some(safe(e));
                     s.attr("error.type", Value::Str("execution_failed".into()));
@@ -394,7 +394,7 @@ impl RunSpans {
                 let s = &mut self.spans[run];
                 s.end_ns = at;
                 if let Some(o) = outcome {
-                    s.attr("huddle.outcome", Value::Str(format!("{o:?}").to_lowercase()));
+                    s.attr("huddle.outcome", Value::Str(o.as_str().into()));
                     if *o == CycleOutcome::Failed {
                         s.error.get_or_insert_with(|| "the run failed".into());
                     }
@@ -545,5 +545,44 @@ mod tests {
         // The tool never got a result: unfinished.
         assert_eq!(spans[2].end_ns, 60);
         assert!(spans[2].error.is_some());
+    }
+
+    #[test]
+    fn statuses_and_outcomes_are_exported_in_their_own_words() {
+        let mut run = RunSpans::new("r1", false);
+        let mut finished = ev(EventKind::ExecutionFinished {
+            kind: crate::model::ExecutionKind::SubAgent,
+            member: "scout".into(),
+            status: crate::model::ExecutionStatus::TimedOut,
+            duration_ms: 5,
+            tokens: 0,
+            tool_calls: 0,
+            result: None,
+            error: None,
+        });
+        finished.execution = Some(ExecutionTag {
+            execution_id: "exec-1".into(),
+            parent_execution_id: None,
+        });
+        run.apply(&finished, 20);
+        run.apply(
+            &ev(EventKind::RunEnded {
+                key: RunKey::team("g1"),
+                outcome: Some(CycleOutcome::RateLimited),
+                iterations: 1,
+                failed: None,
+            }),
+            30,
+        );
+        let spans = run.finish(40);
+        let value = |key: &str| {
+            spans
+                .iter()
+                .flat_map(|s| &s.attributes)
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(value("huddle.status"), Some(Value::Str("timed_out".into())));
+        assert_eq!(value("huddle.outcome"), Some(Value::Str("rate_limited".into())));
     }
 }
