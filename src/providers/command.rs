@@ -327,34 +327,6 @@ impl CommandProvider {
         }
     }
 
-    /// The session's sandbox with a ready-made agent's own state writable (its sessions and
-    /// login live under the home directory) but its settings and hooks read-only, and its own
-    /// environment variables (or `api_key_env:`) passed.
-    fn confined(&self, sandbox: &Sandbox) -> Sandbox {
-        let mut sandbox = sandbox.clone();
-        sandbox.policy.allow_env.extend(self.key_env.clone());
-        let Some(agent) = self.agent else {
-            return sandbox;
-        };
-        sandbox
-            .policy
-            .allow_env
-            .extend(agent.env_vars().iter().map(|v| v.to_string()));
-        let state = SandboxSettings {
-            allow_write: agent.state_paths().iter().map(|p| p.to_string()).collect(),
-            ..SandboxSettings::default()
-        };
-        let home = sandbox.host.home.as_deref();
-        let mut policy = sandbox.policy.clone().with("the agent's own files", &state, home);
-        policy.keep_read_only.extend(
-            agent
-                .protected_state()
-                .iter()
-                .filter_map(|p| crate::sandbox::settings::expand_keeping_slash(p, home)),
-        );
-        Sandbox::new(policy, sandbox.host.clone())
-    }
-
     /// Runs the program with `stdin_text` on stdin (confined by `sandbox` when given), handing
     /// stdout to `out` as it arrives.
     async fn run_process(
@@ -383,8 +355,7 @@ impl CommandProvider {
                 }
                 cmd
             }
-            Some(sandbox) => self
-                .confined(sandbox)
+            Some(sandbox) => confined(sandbox, self.key_env.as_deref(), self.agent)
                 .command(
                     program,
                     args,
@@ -499,6 +470,34 @@ impl CommandProvider {
         };
         self.error(ErrorKind::Config, message)
     }
+}
+
+/// The session's sandbox with a ready-made agent's own state writable (its sessions and
+/// login live under the home directory) but its settings and hooks read-only, and its own
+/// environment variables (or `api_key_env:`) passed.
+pub(super) fn confined(sandbox: &Sandbox, key_env: Option<&str>, agent: Option<AgentKind>) -> Sandbox {
+    let mut sandbox = sandbox.clone();
+    sandbox.policy.allow_env.extend(key_env.map(str::to_string));
+    let Some(agent) = agent else {
+        return sandbox;
+    };
+    sandbox
+        .policy
+        .allow_env
+        .extend(agent.env_vars().iter().map(|v| v.to_string()));
+    let state = SandboxSettings {
+        allow_write: agent.state_paths().iter().map(|p| p.to_string()).collect(),
+        ..SandboxSettings::default()
+    };
+    let home = sandbox.host.home.as_deref();
+    let mut policy = sandbox.policy.clone().with("the agent's own files", &state, home);
+    policy.keep_read_only.extend(
+        agent
+            .protected_state()
+            .iter()
+            .filter_map(|p| crate::sandbox::settings::expand_keeping_slash(p, home)),
+    );
+    Sandbox::new(policy, sandbox.host.clone())
 }
 
 impl Provider for CommandProvider {

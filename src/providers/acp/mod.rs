@@ -59,6 +59,8 @@ pub struct AcpProvider {
     program: String,
     args: Vec<String>,
     reads_repo_instructions: bool,
+    /// `api_key_env:`: passed to the agent in its sandbox like a CLI agent's.
+    key_env: Option<String>,
 }
 
 impl AcpProvider {
@@ -78,6 +80,7 @@ impl AcpProvider {
             program: program.clone(),
             args: args.to_vec(),
             reads_repo_instructions: cfg.reads_repo_instructions(),
+            key_env: cfg.api_key_env.clone().filter(|k| !k.trim().is_empty()),
         })
     }
 
@@ -164,7 +167,7 @@ impl AcpProvider {
                 cmd.args(&args).current_dir(cwd);
                 cmd
             }
-            Some(sandbox) => sandbox
+            Some(sandbox) => super::command::confined(sandbox, self.key_env.as_deref(), None)
                 .command(
                     &program,
                     &args,
