@@ -97,11 +97,11 @@ impl Names {
         };
         let mut names = Names::team(g.members_slug());
         if g.is_team() {
-            names.handles = o
-                .member_handles(group_id)
+            let members = o.sessions_in(group_id);
+            names.handles = crate::model::member_handles(&members, &g.members_slug())
                 .into_iter()
-                .filter_map(|(id, handle)| {
-                    let s = o.session(&id)?;
+                .zip(&members)
+                .filter_map(|((_, handle), s)| {
                     // Mode `team`'s chair by the name its preset gives it (`Chair`).
                     let chair = (g.mode == crate::model::Mode::Team
                         && s.role == crate::model::Role::Orchestrator)

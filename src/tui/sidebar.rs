@@ -14,6 +14,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::widgets::{inner, pane, spinner};
+use crate::describe::Names;
 use crate::model::{Group, GroupId, GroupKind, Organization, Role, Session, SessionId};
 use crate::naming;
 use crate::text::sanitize;
@@ -231,6 +232,17 @@ fn render(frame: &mut Frame<'_>, area: Rect, props: &Props<'_>, cursor: usize) {
     let block = pane(" Groups ".into(), props.focused);
     let inner = block.inner(area);
     frame.render_widget(block, area);
+    // Each visible team's member names, made once per draw (not once per member row).
+    let mut names: HashMap<&str, Names> = HashMap::new();
+    for row in props.rows.iter().skip(props.offset).take(inner.height as usize) {
+        if let Row::Session(id) = row
+            && let Some(s) = props.org.session(id)
+            && !names.contains_key(s.group_id.as_str())
+            && props.org.group(&s.group_id).is_some_and(|g| g.is_team())
+        {
+            names.insert(s.group_id.as_str(), Names::of_members(props.org, &s.group_id));
+        }
+    }
     let lines: Vec<Line<'static>> = props
         .rows
         .iter()
@@ -238,7 +250,7 @@ fn render(frame: &mut Frame<'_>, area: Rect, props: &Props<'_>, cursor: usize) {
         .skip(props.offset)
         .take(inner.height as usize)
         .map(|(i, row)| {
-            let line = row_line(props, row, inner.width as usize);
+            let line = row_line(props, row, &names, inner.width as usize);
             match (i == cursor, props.focused) {
                 (false, _) => line,
                 (true, true) => line.style(Style::default().add_modifier(Modifier::REVERSED)),
@@ -250,7 +262,7 @@ fn render(frame: &mut Frame<'_>, area: Rect, props: &Props<'_>, cursor: usize) {
 }
 
 /// One row of the tree.
-fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
+fn row_line(props: &Props<'_>, row: &Row, names: &HashMap<&str, Names>, width: usize) -> Line<'static> {
     let Props {
         org: o,
         tick,
@@ -335,10 +347,9 @@ fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
             // A member made from a preset goes by its handle (`analyst`), also when its
             // session's name had to be made unique (`analyst-2`); mode `team`'s chair by its
             // display name.
-            let names = (!team.is_empty()).then(|| crate::describe::Names::of_members(o, &s.group_id));
-            let handle = names.as_ref().and_then(|n| n.known(&s.name)).map(str::to_string);
-            let shown = match &handle {
-                Some(handle) => handle.as_str(),
+            let handle = names.get(s.group_id.as_str()).and_then(|n| n.known(&s.name));
+            let shown = match handle {
+                Some(handle) => handle,
                 None if team.is_empty() => s.name.as_str(),
                 None => {
                     let siblings = o
