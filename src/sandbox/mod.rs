@@ -338,6 +338,26 @@ mod tests {
     }
 
     #[test]
+    fn keys_and_sockets_that_reach_outside_are_not_passed() {
+        for kept_out in [
+            "SSH_AUTH_SOCK",
+            "DBUS_SESSION_BUS_ADDRESS",
+            "XDG_RUNTIME_DIR",
+            "GPG_AGENT_INFO",
+            "OPENAI_API_KEY",
+            "GITHUB_TOKEN",
+        ] {
+            assert!(!passes_env(kept_out, &[]), "{kept_out} passed");
+        }
+        for passed in ["PATH", "HOME", "LC_ALL", "LANG"] {
+            assert!(passes_env(passed, &[]), "{passed} kept out");
+        }
+        let allow = ["GITHUB_*".to_string(), "MY_KEY".to_string()];
+        assert!(passes_env("GITHUB_TOKEN", &allow) && passes_env("MY_KEY", &allow));
+        assert!(!passes_env("MY_KEY_2", &allow), "a name is a whole name");
+    }
+
+    #[test]
     fn a_required_sandbox_refuses_and_an_unset_one_says_it_is_missing() {
         let required = Sandbox::new(
             Policy::resolve(
