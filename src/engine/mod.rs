@@ -40,7 +40,6 @@ use crate::store::{LoadedTranscript, OrgHandle, StoreError, TranscriptWriter, Tr
 use crate::tools::{ApprovalPolicy, Approvals, Decision, Toolbox};
 
 use events::{EventKind, RunId, RunKey};
-pub(crate) use modes::redact_secrets;
 pub use session::TurnResult;
 use sink::Emitter;
 pub use sink::{EventSink, RunObserver};

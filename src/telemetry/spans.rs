@@ -75,7 +75,7 @@ impl Span {
 
 /// The text with what looks like a secret replaced.
 fn safe(text: &str) -> String {
-    crate::engine::redact_secrets(text)
+    crate::text::secrets::redact_secrets(text)
 }
 
 fn digest(parts: &[&str]) -> [u8; 32] {

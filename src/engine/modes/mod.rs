@@ -55,7 +55,6 @@ mod pipeline;
 mod relay;
 mod relay_history;
 mod relay_review;
-pub(crate) use relay_review::redact_secrets;
 mod sequential;
 
 use std::sync::Arc;

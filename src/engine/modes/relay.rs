@@ -26,7 +26,8 @@ use super::super::session::PromptStamp;
 use super::super::team::Member;
 use super::super::{EngineError, RunOverrides, RunReport, TurnResult, lock};
 use super::relay_history::{DriverTurn, Exchange, driver_prompt, fold, split_complete};
-use super::relay_review::{Review, redact_secrets};
+use super::relay_review::Review;
+use crate::text::secrets::redact_secrets;
 
 /// Where a relay sits in a chain of relays (a relay whose counterpart is a relay group).
 #[derive(Debug, Clone, Default)]
