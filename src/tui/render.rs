@@ -102,7 +102,7 @@ fn repo_header(
 ) -> transcript::RepoHeader {
     let settings = settings.over(config.repo_context);
     let provider = config.resolve(model).ok().map(|(p, _)| p);
-    let agent = provider.is_some_and(|p| p.kind == crate::config::ProviderKind::Command);
+    let agent = provider.is_some_and(|p| p.kind.runs_local_program());
     transcript::RepoHeader {
         working_dir,
         instructions: settings.instructions_on(),
