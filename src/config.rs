@@ -243,6 +243,18 @@ impl ProviderConfig {
     }
 }
 
+/// The variables CLI agents read their keys from (their values are secrets wherever they
+/// appear).
+pub const AGENT_KEY_VARS: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "CODEX_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+];
+
 /// A key binding override: one key (`"ctrl-p"`) or several.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -359,6 +371,24 @@ pub struct LoadedConfig {
 }
 
 impl Config {
+    /// Every secret value the configuration names, read now: providers' keys (`api_key_env`)
+    /// and header values, MCP servers' `env:` values and `headers_env:` variables' values, and
+    /// CLI agents' keys ([`AGENT_KEY_VARS`]). What a hook prints is redacted with them.
+    pub fn secrets(&self) -> crate::text::secrets::Secrets {
+        let read = |var: &str| std::env::var(var).ok();
+        let mut values: Vec<String> = Vec::new();
+        for p in &self.providers {
+            values.extend(p.api_key());
+            values.extend(p.headers.values().cloned());
+        }
+        for server in self.mcp_servers.values() {
+            values.extend(server.env.values().cloned());
+            values.extend(server.headers_env.values().filter_map(|v| read(v)));
+        }
+        values.extend(AGENT_KEY_VARS.iter().filter_map(|v| read(v)));
+        crate::text::secrets::Secrets::new(values)
+    }
+
     /// Reads `config.yaml` from `paths`, or derives a config from the environment when there is
     /// no such file. The built-in `sim` provider is always added.
     pub fn load(paths: &Paths) -> Result<LoadedConfig, ConfigError> {
@@ -387,7 +417,19 @@ impl Config {
             let de = serde_yaml::Deserializer::from_str(text);
             serde_path_to_error::deserialize(de).map_err(|e| yaml_error(path, e))?
         };
-        config.validate(path)?;
+        config.validate(path).map_err(|e| match e {
+            // Validation runs after deserialising: the offending key's line from the text.
+            ConfigError::Invalid {
+                path,
+                location,
+                message,
+            } if location.is_empty() => ConfigError::Invalid {
+                location: locate(text, &message),
+                path,
+                message,
+            },
+            other => other,
+        })?;
         for p in &mut config.providers {
             p.apply_agent_preset();
         }
@@ -650,12 +692,84 @@ pub(crate) fn yaml_error(path: &Path, e: serde_path_to_error::Error<serde_yaml::
     }
 }
 
+/// ` line L` of the value a validation message is about, found in `text` by its key path
+/// (`hooks.pre_tool_use[0].matcher: …`: each key's line after the one before) and, when the
+/// message quotes the value (`` `(` ``), the line after those that holds it. Validation runs
+/// after deserialising, where serde has no positions left. Empty when nothing is found.
+fn locate(text: &str, message: &str) -> String {
+    let Some((path, rest)) = message.split_once(": ") else {
+        return String::new();
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut at: Option<usize> = None;
+    for key in path
+        .split('.')
+        .map(|k| k.split('[').next().unwrap_or(k).trim())
+        .filter(|k| !k.is_empty())
+    {
+        let start = at.map_or(0, |i| i + 1);
+        let found = lines
+            .iter()
+            .enumerate()
+            .skip(start)
+            .find(|(_, l)| {
+                let l = l.trim_start().trim_start_matches("- ");
+                l.starts_with(&format!("{key}:"))
+                    || l.contains(&format!(" {key}:"))
+                    || l.contains(&format!("{{{key}:"))
+                    || l.contains(&format!("{{ {key}:"))
+            })
+            .map(|(i, _)| i);
+        match found {
+            Some(i) => at = Some(i),
+            None => break,
+        }
+    }
+    // The quoted value, on the key's line or after it.
+    if let Some(value) = rest.split('`').nth(1).filter(|v| !v.is_empty()) {
+        let start = at.unwrap_or(0);
+        if let Some(i) = (start..lines.len()).find(|&i| lines[i].contains(value)) {
+            at = Some(i);
+        }
+    }
+    at.map(|i| format!(" line {}", i + 1)).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::parse(text, Path::new("/cfg/config.yaml"))
+    }
+
+    /// Review of issue 26, finding 12: a hook's or the sandbox's bad value is named with its
+    /// line, like a preset's.
+    #[test]
+    fn hook_and_sandbox_errors_name_their_line() {
+        let err = parse(
+            "max_concurrency: 2\nhooks:\n  pre_tool_use:\n    - matcher: \"(\"\n      command: [true]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("/cfg/config.yaml line 4: hooks.pre_tool_use"),
+            "{err}"
+        );
+        let err = parse("sandbox:\n  mode: workspace-write\n  allow_write:\n    - /ok\n    - relative\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("/cfg/config.yaml line 5: sandbox.allow_write"),
+            "{err}"
+        );
+        let err = parse("sandbox: { allow_env: [\"A=B\"] }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("/cfg/config.yaml line 1: sandbox.allow_env"),
+            "{err}"
+        );
     }
 
     #[test]

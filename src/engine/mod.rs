@@ -76,6 +76,9 @@ pub struct EngineOptions {
     pub sandbox: crate::sandbox::Baseline,
     /// config.yaml's hooks (a team's and a member's run too).
     pub hooks: crate::hooks::Hooks,
+    /// Secret values of the configuration (providers' keys and headers, MCP servers' `env:`
+    /// and `headers_env:` values, CLI agents' keys): removed from hooks' output.
+    pub secrets: crate::text::secrets::Secrets,
 }
 
 impl Default for EngineOptions {
@@ -94,6 +97,7 @@ impl Default for EngineOptions {
             skills_dir: None,
             sandbox: crate::sandbox::Baseline::default(),
             hooks: crate::hooks::Hooks::default(),
+            secrets: crate::text::secrets::Secrets::default(),
         }
     }
 }

@@ -365,7 +365,7 @@ async fn evaluate(
         Err(e) => return (Err(e.to_string()), None),
     };
     let clean = strip_sentinel_lines(answer);
-    let request = TurnRequest::new(
+    let mut request = TurnRequest::new(
         model,
         vec![ChatMessage::user(reflection_evaluator_prompt(
             goal,
@@ -374,6 +374,11 @@ async fn evaluate(
             max_iterations,
         ))],
     );
+    // A CLI agent as the evaluator runs in config.yaml's sandbox (and the command line's),
+    // with no working directory of its own: read-only in huddle's.
+    if provider.capabilities().local_process {
+        request.sandbox = Some(shared.options.sandbox.sandbox(&[], None));
+    }
     match provider
         .stream_turn(request, &mut |_| {}, cancel.child_token())
         .await

@@ -40,6 +40,8 @@ fn sum_usage(total: Option<Usage>, more: Option<Usage>) -> Option<Usage> {
 
 /// How much earlier conversation a turn carries (the newest part is kept).
 const HISTORY_MAX_CHARS: usize = 120_000;
+/// `sandbox_denied` events from one CLI agent turn's own tool results, at most.
+const DENIALS_PER_TURN: usize = 5;
 const HISTORY_MAX_MESSAGES: usize = 40;
 
 /// How a turn runs: in which run, for which iteration, with what limits.
@@ -792,6 +794,43 @@ impl Actor<'_> {
         }
     }
 
+    /// A `sandbox_denied` event for each of a CLI agent's own tool results that says its
+    /// sandbox stopped it (a write to a read-only place, no network), even when the agent went
+    /// on and its turn succeeded. At most [`DENIALS_PER_TURN`] a turn.
+    fn agent_step_denials(
+        &self,
+        info: &SessionInfo,
+        options: &TurnOptions,
+        provider: &str,
+        steps: &[Message],
+    ) {
+        if info.guard.sandbox.policy.is_off() {
+            return;
+        }
+        let calls: Vec<&crate::model::ToolCall> = steps.iter().flat_map(|m| m.tool_calls.iter()).collect();
+        let denials = steps.iter().filter_map(|m| {
+            let result = m.tool_result.as_ref()?;
+            let detail = crate::sandbox::denial_in(&m.text)?;
+            let tool = calls
+                .iter()
+                .find(|c| c.id == result.call_id)
+                .map_or("a tool", |c| c.name.as_str());
+            Some((tool.to_string(), detail))
+        });
+        for (tool, detail) in denials.take(DENIALS_PER_TURN) {
+            self.emit(
+                info,
+                &options.run_id,
+                EventKind::SandboxDenied {
+                    session_id: Some(self.session_id.to_string()),
+                    session: Some(info.name.clone()),
+                    what: format!("agent {provider} ({tool})"),
+                    detail,
+                },
+            );
+        }
+    }
+
     /// A notice written into this session's transcript, and its event.
     fn notice(&self, info: &SessionInfo, options: &TurnOptions, text: String) {
         let mut notice = Message::notice(text.clone());
@@ -1058,6 +1097,9 @@ impl Actor<'_> {
                     "no result: the agent's turn ended first"
                 };
                 let recorded = recorder.finish(why);
+                if capabilities.local_process {
+                    self.agent_step_denials(info, options, provider.name(), &recorded.steps);
+                }
                 self.agent_steps_hooks(info, options, &recorded.steps).await;
                 steps.extend(recorded.steps);
                 self.update_agent_session(

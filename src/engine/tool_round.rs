@@ -145,12 +145,41 @@ impl CallContext<'_> {
         if text.is_empty() && is_error {
             text = "the tool failed without saying why".into();
         }
+        self.report_denials(call, &text);
         CallResult {
             call: call.clone(),
             text,
             is_error,
             duration: started.elapsed(),
             size,
+        }
+    }
+
+    /// A `sandbox_denied` event for each thing the sandbox of the call's server stopped: what
+    /// its result says (a read-only file system, no network) and what its stderr said since
+    /// the last call.
+    fn report_denials(&self, call: &ToolCall, text: &str) {
+        let Some(source) =
+            split_name(&call.name).and_then(|(server, _)| self.shared.options.tools.get(server))
+        else {
+            return;
+        };
+        if !source.confined() {
+            return;
+        }
+        let mut found: Vec<String> = crate::sandbox::denial_in(text).into_iter().collect();
+        for line in source.take_denials() {
+            if !found.contains(&line) {
+                found.push(line);
+            }
+        }
+        for detail in found {
+            self.emit(EventKind::SandboxDenied {
+                session_id: Some(self.session_id.to_string()),
+                session: Some(self.session.to_string()),
+                what: format!("tool {}", call.name),
+                detail,
+            });
         }
     }
 

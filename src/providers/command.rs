@@ -26,7 +26,7 @@ use super::{
     AgentActivity, DeltaSink, Finished, Provider, TextSink, TurnOutput, TurnRequest, conclude, guarded,
     render_plain_prompt,
 };
-use crate::config::{ProviderConfig, ProviderKind};
+use crate::config::{AGENT_KEY_VARS, ProviderConfig, ProviderKind};
 use crate::model::{AgentFormat, AgentKind};
 use crate::sandbox::{Sandbox, SandboxSettings, needed_paths};
 
@@ -39,16 +39,6 @@ const STDERR_QUOTED_LINES: usize = 12;
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 /// Gemini CLI's exit code for an authentication error (its headless reference).
 const GEMINI_AUTH_EXIT: i32 = 41;
-/// Environment variables whose values (the agents' keys) never appear in an error message.
-pub(super) const AGENT_KEY_VARS: &[&str] = &[
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "CLAUDE_CODE_OAUTH_TOKEN",
-    "OPENAI_API_KEY",
-    "CODEX_API_KEY",
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-];
 
 pub struct CommandProvider {
     name: String,

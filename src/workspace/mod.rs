@@ -114,6 +114,7 @@ impl Workspace {
                 skills_dir: Some(paths.config_dir.join("skills")),
                 sandbox: baseline,
                 hooks: config.hooks.clone(),
+                secrets: config.secrets(),
                 ..EngineOptions::default()
             },
         );

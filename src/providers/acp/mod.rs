@@ -31,13 +31,14 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio_util::sync::CancellationToken;
 
-use super::command::{AGENT_KEY_VARS, GroupKiller, describe_status, keep_tail, last_lines};
+use super::command::{GroupKiller, describe_status, keep_tail, last_lines};
 use super::error::{ErrorKind, ProviderError};
 use super::secrets::Secrets;
 use super::{
     AgentActivity, AgentReport, DeltaSink, Finished, PermissionAsker, PermissionRequest, Provider, TextSink,
     TurnOutput, TurnRequest, conclude, render_plain_prompt,
 };
+use crate::config::AGENT_KEY_VARS;
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::model::ToolCall;
 use crate::sandbox::{Sandbox, needed_paths};
