@@ -157,7 +157,10 @@ pub fn describe_as(kind: &EventKind, execution: Option<&ExecutionTag>, names: &N
     let id = execution.map_or("", |t| t.execution_id.as_str());
     match kind {
         EventKind::CycleStarted { mode, max_iterations } => Some(cycle::run_started(*mode, *max_iterations)),
-        EventKind::IterationStarted { iteration } => Some(cycle::iteration(*iteration, None)),
+        EventKind::IterationStarted {
+            iteration,
+            max_iterations,
+        } => Some(cycle::iteration(*iteration, cycle::known(*max_iterations))),
         EventKind::Phase { phase, .. } => Some(cycle::phase(*phase)),
         EventKind::Assignment { worker, task, .. } => Some(cycle::assignment(names.short(worker), task)),
         EventKind::AssignmentDropped { name, reason, .. } => Some(cycle::dropped(name, reason)),
@@ -218,8 +221,17 @@ pub fn describe_as(kind: &EventKind, execution: Option<&ExecutionTag>, names: &N
         EventKind::CyclePaused => Some(cycle::paused()),
         EventKind::CycleResumed => Some(cycle::resumed()),
         EventKind::CycleFinished {
-            outcome, iterations, ..
-        } => Some(cycle::finished(*outcome, *iterations, None)),
+            outcome,
+            iterations,
+            max_iterations,
+            mode,
+            ..
+        } => Some(cycle::finished(
+            *outcome,
+            *iterations,
+            cycle::known(*max_iterations),
+            cycle::counts_of(*mode),
+        )),
         EventKind::RunEnded {
             outcome: None,
             failed: Some(why),

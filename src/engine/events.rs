@@ -124,6 +124,10 @@ pub enum EventKind {
     },
     IterationStarted {
         iteration: u32,
+        /// The run's limit, as its `cycle_started` said it (0 in logs written before it was
+        /// carried here: the words then leave the limit out).
+        #[serde(default)]
+        max_iterations: u32,
     },
     Phase {
         iteration: u32,
@@ -319,7 +323,14 @@ pub enum EventKind {
     CycleResumed,
     CycleFinished {
         outcome: CycleOutcome,
+        /// Iterations done, or turns taken in a mode that counts turns (`mode`).
         iterations: u32,
+        /// The run's limit (0 in logs written before it was carried here).
+        #[serde(default)]
+        max_iterations: u32,
+        /// The run's mode, for the unit of `iterations` (absent in older logs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<Mode>,
         summary: String,
     },
     /// A team run's result, as `huddle run` prints it: the final synthesis, the sequential
@@ -733,6 +744,8 @@ mod tests {
         let line = event(EventKind::CycleFinished {
             outcome: CycleOutcome::GoalMet,
             iterations: 2,
+            max_iterations: 4,
+            mode: Some(Mode::OrchestratorReflect),
             summary: "s".into(),
         })
         .to_ndjson();

@@ -194,6 +194,8 @@ pub(crate) async fn run(
     active.emitter.emit(EventKind::CycleFinished {
         outcome,
         iterations: cycle.state.iteration,
+        max_iterations: cycle.state.max_iterations,
+        mode: Some(Mode::OrchestratorReflect),
         summary: summary.clone(),
     });
     Ok(RunReport {

@@ -356,14 +356,17 @@ mod tests {
             group: "team".into(),
             run_id: Some("r".into()),
             execution: None,
-            kind: EventKind::IterationStarted { iteration },
+            kind: EventKind::IterationStarted {
+                iteration,
+                max_iterations: 0,
+            },
         }
     }
 
     fn iterations(rx: &mut mpsc::UnboundedReceiver<EngineEvent>) -> Vec<u32> {
         std::iter::from_fn(|| rx.try_recv().ok())
             .map(|e| match e.kind {
-                EventKind::IterationStarted { iteration } => iteration,
+                EventKind::IterationStarted { iteration, .. } => iteration,
                 _ => 0,
             })
             .collect()
@@ -424,7 +427,7 @@ mod tests {
             .iter()
             .map(|l| serde_json::from_str::<RunRecord>(l).unwrap())
             .map(|r| match r.event.kind {
-                EventKind::IterationStarted { iteration } => iteration,
+                EventKind::IterationStarted { iteration, .. } => iteration,
                 _ => 0,
             })
             .collect();

@@ -176,7 +176,12 @@ impl CycleView {
             );
         }
         if let Some(o) = r.outcome {
-            let line = describe::cycle::finished(o, r.completed_iterations, Some(r.max_iterations));
+            let line = describe::cycle::finished(
+                o,
+                r.completed_iterations,
+                Some(r.max_iterations),
+                mode.spec().counts,
+            );
             v.push(line.tone, line.text);
         } else if v.interrupted {
             v.push(
@@ -618,16 +623,6 @@ impl CycleView {
             | EventKind::ExecutionRunning
             | EventKind::ExecutionFinished { .. } => return,
             EventKind::ToolApprovalDecided { .. } => denied,
-            EventKind::IterationStarted { iteration } => {
-                Some(describe::cycle::iteration(*iteration, Some(self.max_iterations)))
-            }
-            EventKind::CycleFinished {
-                outcome, iterations, ..
-            } => Some(describe::cycle::finished(
-                *outcome,
-                *iterations,
-                Some(self.max_iterations),
-            )),
             EventKind::FlowHop {
                 kind: HopKind::Advisor,
                 to_id: Some(to_id),
@@ -1048,6 +1043,8 @@ mod tests {
             &ev(EventKind::CycleFinished {
                 outcome: CycleOutcome::Completed,
                 iterations: 1,
+                max_iterations: 1,
+                mode: None,
                 summary: String::new(),
             }),
             at(50),
@@ -1070,7 +1067,13 @@ mod tests {
             }),
             now,
         );
-        v.apply(&ev(EventKind::IterationStarted { iteration: 1 }), now);
+        v.apply(
+            &ev(EventKind::IterationStarted {
+                iteration: 1,
+                max_iterations: 3,
+            }),
+            now,
+        );
         v.apply(
             &ev(EventKind::Phase {
                 iteration: 1,
@@ -1127,6 +1130,8 @@ mod tests {
             &ev(EventKind::CycleFinished {
                 outcome: CycleOutcome::GoalMet,
                 iterations: 1,
+                max_iterations: 1,
+                mode: None,
                 summary: String::new(),
             }),
             now,

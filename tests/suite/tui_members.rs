@@ -108,6 +108,8 @@ fn mode_and_max_iterations_are_refused_while_the_team_runs() {
         EventKind::CycleFinished {
             outcome: huddle::model::CycleOutcome::Completed,
             iterations: 1,
+            max_iterations: 1,
+            mode: Some(Mode::Broadcast),
             summary: String::new(),
         },
     );

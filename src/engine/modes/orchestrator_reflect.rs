@@ -563,6 +563,8 @@ impl TeamCycle<'_, '_> {
         self.run.emit(EventKind::CycleFinished {
             outcome,
             iterations: self.state.iteration,
+            max_iterations: self.state.max_iterations,
+            mode: Some(Mode::OrchestratorReflect),
             summary: summary.clone(),
         });
         let final_text = self.final_text();

@@ -221,6 +221,8 @@ pub(super) async fn run(
     run.emit(EventKind::CycleFinished {
         outcome: ending.outcome,
         iterations: relay.record.turn,
+        max_iterations: relay.record.max_turns,
+        mode: Some(Mode::Relay),
         summary: summary.clone(),
     });
     let mut report = run.report(ending.outcome, relay.record.turn, final_text, summary);
