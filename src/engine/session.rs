@@ -158,8 +158,8 @@ pub(crate) struct SessionState {
     /// Where the history of the run in progress starts: its id and an index into `history`
     /// (for turns that see only their run).
     run_start: Option<(RunId, usize)>,
-    /// Messages dropped from the front of `history` since it was read from the transcript (a
-    /// resumed run's start is an index into the whole conversation).
+    /// How many messages from the front of the loaded history were dropped from memory
+    /// (a resumed run's start is an index into the whole history, as read from disk).
     dropped: usize,
 }
 
@@ -213,7 +213,8 @@ impl SessionState {
                 Some((current, index)) if current == run => (*index).min(history.len()),
                 _ => {
                     let start = resumed_start
-                        .map_or(history.len(), |s| s.saturating_sub(self.dropped))
+                        .map(|start| start.saturating_sub(self.dropped))
+                        .unwrap_or(history.len())
                         .min(history.len());
                     self.run_start = Some((run.clone(), start));
                     start
@@ -1509,5 +1510,27 @@ mod tests {
         let from_run = state.visible(Some(&run), true, None);
         assert_eq!(from_run, bounded_history(&all[500..]));
         assert_eq!(&*from_run.last().unwrap().content, &*all.last().unwrap().content);
+    }
+
+    #[test]
+    fn a_resumed_run_starts_where_it_did_after_the_loaded_history_was_trimmed() {
+        // A long transcript is read back whole and trimmed to one window; the resumed run's
+        // start is an index into the whole history and still points at the run's first turn.
+        let mut all: Vec<ChatMessage> = Vec::new();
+        for k in 0..(2 * HISTORY_MAX_MESSAGES) {
+            all.push(ChatMessage::user(format!("q{k}")));
+            all.push(ChatMessage::assistant(format!("a{k}")));
+        }
+        let run_began = all.len() - 6;
+        let mut state = SessionState {
+            history: Some(all.clone()),
+            ..SessionState::default()
+        };
+        state.drop_unsendable(true);
+        assert!(state.dropped > 0, "the loaded history was trimmed");
+        let run: RunId = "run-1".into();
+        let seen = state.visible(Some(&run), true, Some(run_began));
+        assert_eq!(seen, bounded_history(&all[run_began..]));
+        assert_eq!(&*seen[0].content, &*all[run_began].content);
     }
 }
