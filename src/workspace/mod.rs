@@ -109,6 +109,8 @@ impl Workspace {
                 skills_dir: Some(paths.config_dir.join("skills")),
                 sandbox: baseline,
                 hooks: config.hooks.clone(),
+                compact_at: config.compact_at,
+                context_windows: config.context_windows(),
                 ..EngineOptions::default()
             },
         );
