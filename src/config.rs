@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::tools::mcp::McpServerConfig;
 
+/// `rate_limit_wait_secs` when nothing sets it: how long a run waits for a rate or usage
+/// limit to reset before it ends `rate_limited`.
+pub const DEFAULT_RATE_LIMIT_WAIT_SECS: u64 = 900;
+
 /// Where huddle keeps its files.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Paths {
@@ -98,6 +102,46 @@ impl Paths {
 }
 
 pub use crate::model::ProviderKind;
+
+/// config.yaml `telemetry:`: where huddle sends its runs as OpenTelemetry spans.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetrySettings {
+    /// The collector's OTLP/HTTP base URL (`http://127.0.0.1:4318`; `/v1/traces` is added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp_endpoint: Option<String>,
+    #[serde(default)]
+    pub protocol: TelemetryProtocol,
+    /// HTTP headers whose values are read from environment variables: header name → variable.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers_env: BTreeMap<String, String>,
+    /// Prompts, answers, tool arguments and results in spans (`on`), or only their shape (`off`).
+    #[serde(default)]
+    pub content: TelemetryContent,
+}
+
+impl TelemetrySettings {
+    pub fn is_off(&self) -> bool {
+        self.otlp_endpoint.is_none()
+    }
+}
+
+/// How spans are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum TelemetryProtocol {
+    /// OTLP/HTTP with a protobuf body.
+    #[default]
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TelemetryContent {
+    #[default]
+    Off,
+    On,
+}
 use crate::model::{AgentFormat, AgentKind};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -165,6 +209,7 @@ impl ProviderConfig {
                 self.output_format(),
                 AgentFormat::ClaudeStreamJson | AgentFormat::CodexJson
             ),
+            ProviderKind::Acp => true,
             _ => false,
         })
     }
@@ -265,6 +310,10 @@ pub struct Config {
     /// say otherwise).
     #[serde(skip_serializing_if = "crate::model::RepoContextSettings::is_empty")]
     pub repo_context: crate::model::RepoContextSettings,
+    /// OpenTelemetry export of runs as spans (`telemetry: {otlp_endpoint, protocol, headers_env,
+    /// content}`); off unless an endpoint is set.
+    #[serde(skip_serializing_if = "TelemetrySettings::is_off")]
+    pub telemetry: TelemetrySettings,
     /// The sandbox of every process started for a session (CLI agents, stdio MCP servers,
     /// hooks) where a team, member or server sets nothing else: `sandbox: {mode, network,
     /// allow_write, allow_read, bwrap}`.
@@ -310,8 +359,9 @@ impl Default for Config {
             budget: crate::model::RunBudget::default(),
             notify: NotifyMode::default(),
             dispatch: crate::model::DispatchLimits::default(),
-            rate_limit_wait_secs: crate::engine::limits::DEFAULT_RATE_LIMIT_WAIT_SECS,
+            rate_limit_wait_secs: DEFAULT_RATE_LIMIT_WAIT_SECS,
             repo_context: crate::model::RepoContextSettings::default(),
+            telemetry: TelemetrySettings::default(),
             sandbox: crate::sandbox::SandboxSettings::default(),
             hooks: crate::hooks::Hooks::default(),
             compact_at: crate::engine::compaction::DEFAULT_COMPACT_AT,
@@ -498,6 +548,12 @@ impl Config {
                     }
                 }
             }
+            if p.kind == ProviderKind::Acp && p.command.is_empty() {
+                return Err(invalid(format!(
+                    "providers[{i}].command: provider `{}` of kind acp needs the agent's command, e.g. command: [\"gemini\", \"--acp\"] or [\"opencode\", \"acp\"]",
+                    p.name
+                )));
+            }
             if p.kind == ProviderKind::Command && p.command.is_empty() && p.agent.is_none() {
                 return Err(invalid(format!(
                     "providers[{i}].command: provider `{}` of kind command needs a program, e.g. command: [\"my-agent\", \"--model\", \"{{model}}\"], or a ready-made agent: agent: claude | codex | gemini",
@@ -507,6 +563,22 @@ impl Config {
             if p.kind == ProviderKind::Sim && p.name != "sim" {
                 return Err(invalid(format!(
                     "providers[{i}].kind: only the provider named `sim` may be of kind sim"
+                )));
+            }
+        }
+        if let Some(endpoint) = &self.telemetry.otlp_endpoint {
+            let ok = reqwest::Url::parse(endpoint)
+                .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+            if !ok {
+                return Err(invalid(format!(
+                    "telemetry.otlp_endpoint: `{endpoint}` is not an http(s) URL (e.g. http://127.0.0.1:4318)"
+                )));
+            }
+        }
+        for name in self.telemetry.headers_env.keys() {
+            if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                return Err(invalid(format!(
+                    "telemetry.headers_env.{name}: not a valid HTTP header name"
                 )));
             }
         }
@@ -671,7 +743,7 @@ providers:
             .unwrap_err()
             .to_string();
         assert_eq!(err.matches("providers[0].kind").count(), 1, "{err}");
-        assert!(err.contains("openai, anthropic, command, sim"), "{err}");
+        assert!(err.contains("openai, anthropic, command, acp, sim"), "{err}");
     }
 
     #[test]
@@ -717,6 +789,18 @@ providers:
             .collect();
         assert_eq!(reads, [true, false, true, false]);
         assert!(parse("repo_context: { agents: false }\n").is_err());
+    }
+
+    #[test]
+    fn an_acp_provider_needs_its_command_and_reads_agents_md_itself() {
+        let err = parse("providers:\n  - { name: g, kind: acp }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("kind acp needs the agent's command"), "{err}");
+        let c = parse("providers:\n  - { name: g, kind: acp, command: [gemini, --acp] }\n").unwrap();
+        let g = c.provider("g").unwrap();
+        assert!(g.reads_repo_instructions() && g.kind.runs_local_program());
+        assert!(parse("providers:\n  - { name: g, kind: acp, command: [x], agent: gemini }\n").is_err());
     }
 
     #[test]

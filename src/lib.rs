@@ -26,6 +26,7 @@ pub mod runs_cli;
 pub mod sandbox;
 pub mod sim;
 pub mod store;
+pub mod telemetry;
 pub mod text;
 pub mod tools;
 pub mod trace;

@@ -7,6 +7,7 @@
 
 mod agent_steps;
 mod budget;
+mod chat_history;
 pub mod compaction;
 mod cycle;
 pub mod events;
@@ -17,6 +18,7 @@ pub mod limits;
 mod modes;
 pub mod protocol;
 mod reflect_session;
+mod replay;
 mod repo_context;
 mod resume;
 mod run;
@@ -39,9 +41,10 @@ use crate::store::{LoadedTranscript, OrgHandle, StoreError, TranscriptWriter, Tr
 use crate::tools::{ApprovalPolicy, Approvals, Decision, Toolbox};
 
 use events::{EventKind, RunId, RunKey};
+pub(crate) use modes::redact_secrets;
 pub use session::TurnResult;
 use sink::Emitter;
-pub use sink::EventSink;
+pub use sink::{EventSink, RunObserver};
 
 #[derive(Debug, Clone)]
 pub struct EngineOptions {

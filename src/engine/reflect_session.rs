@@ -40,7 +40,7 @@ struct SessionCycle<'a> {
     /// Its runs so far (this one last), kept with its state.
     runs: Vec<String>,
     /// The turns a resumed reflection's interrupted run finished.
-    replay: Option<Arc<super::resume::Replay>>,
+    replay: Option<Arc<super::replay::Replay>>,
 }
 
 pub(crate) async fn run(

@@ -21,6 +21,7 @@ use crate::tools::limits::{result_line, rounds_exhausted_note};
 
 use super::EngineShared;
 use super::agent_steps::{AgentRecorder, StepContext};
+pub use super::chat_history::chat_history;
 use super::events::{EngineEvent, EventKind, ExecutionTag, RunId};
 use super::guard::Guard;
 use super::lent_tools::{Joined, TurnHooks, TurnTools};
@@ -72,7 +73,7 @@ pub struct TurnOptions {
     pub execution: Option<ExecutionTag>,
     /// A resumed run's turns that its interrupted run finished: such a turn is answered from
     /// there, not by the model (see `engine/resume.rs`).
-    pub(crate) replay: Option<Arc<super::resume::Replay>>,
+    pub(crate) replay: Option<Arc<super::replay::Replay>>,
     /// At most this many earlier exchanges are sent (a mode's choice for turns that need only
     /// the recent ones, like a long cycle's); see [`stable_window`].
     pub window: Option<usize>,
@@ -176,6 +177,9 @@ pub(crate) struct SessionState {
     /// `drop_unsendable`): a window counts exchanges from the conversation's start, so that
     /// dropping what is held changes nothing that is sent.
     dropped_exchanges: usize,
+    /// The transcript ends with a mark taking back its last exchange (regenerate, edit and
+    /// send again): the next prompt asks it again, sent the instructions it was sent then.
+    asking_again: bool,
 }
 
 impl SessionState {
@@ -187,6 +191,7 @@ impl SessionState {
         self.dropped = 0;
         self.instructions = None;
         self.dropped_exchanges = 0;
+        self.asking_again = false;
     }
 
     /// Drops the part of the history no turn can be sent any more (older than what
@@ -452,6 +457,7 @@ impl Actor<'_> {
         let history = match loaded {
             Ok(Ok(loaded)) => {
                 self.state.instructions = recorded_instructions(&loaded.messages);
+                self.state.asking_again = loaded.messages.last().is_some_and(|m| m.supersedes.is_some());
                 chat_history(&loaded.messages)
             }
             Ok(Err(e)) => {
@@ -502,20 +508,34 @@ impl Actor<'_> {
                 self.session_id,
                 &crate::attachments::with_references(&prompt, &options.attachments),
             ) {
-                super::resume::Found::Answered(stored) => {
+                super::replay::Found::Answered(stored) => {
                     return self.replayed(&info, *stored, options, generation).await;
                 }
-                super::resume::Found::Unfinished(prompt_id) => {
+                super::replay::Found::Unfinished(prompt_id) => {
                     // Asked again: the unanswered ask is taken back, so it is not sent twice.
-                    let mark = Message::superseding(&prompt_id, super::resume::ASKED_AGAIN);
+                    let mark = Message::superseding(&prompt_id, super::replay::ASKED_AGAIN);
                     self.shared.writer.append(self.session_id, mark);
                     self.state.forget();
                 }
-                super::resume::Found::New => {}
+                super::replay::Found::New => {}
             }
             resumed_start = replay.history_start(self.session_id);
         }
         self.load_history().await;
+        // A prompt asked again outside the run that asked it (a team member's step) is sent
+        // the instructions that went with it: its brief is not in the conversation.
+        let asking_again = std::mem::take(&mut self.state.asking_again);
+        let again;
+        let options = match &self.state.instructions {
+            Some(instructions) if asking_again && options.system_extra.is_none() => {
+                again = TurnOptions {
+                    system_extra: Some(instructions.clone()),
+                    ..options.clone()
+                };
+                &again
+            }
+            _ => options,
+        };
         let notes = self.take_notes(&info, options);
         let prompt = with_notes(&notes, prompt);
         let sent = crate::attachments::with_context(&prompt, &options.attachments);
@@ -647,7 +667,7 @@ impl Actor<'_> {
     async fn replayed(
         &mut self,
         info: &SessionInfo,
-        stored: super::resume::StoredTurn,
+        stored: super::replay::StoredTurn,
         options: &TurnOptions,
         generation: u64,
     ) -> TurnResult {
@@ -1073,6 +1093,23 @@ impl Actor<'_> {
         });
         if let Some(recorder) = &agent {
             request.agent_activity = Some(recorder.sink());
+            request.permission = Some(
+                super::tool_round::AgentAsk {
+                    shared: Arc::clone(self.shared),
+                    session_id: self.session_id.to_string(),
+                    session: info.name.clone(),
+                    group_id: info.group_id.clone(),
+                    group: info.group.clone(),
+                    run_id: options.run_id.clone(),
+                    cancel: options.cancel.clone(),
+                    workdir: info.working_dir.clone(),
+                    execution: self.execution.clone(),
+                    guard: info.guard.clone(),
+                    iteration: options.iteration,
+                    agent: provider.name().to_string(),
+                }
+                .asker(),
+            );
             request.agent_session_id = info
                 .agent_session
                 .as_ref()
@@ -1479,147 +1516,6 @@ fn recorded_instructions(messages: &[Message]) -> Option<String> {
         .find_map(|m| m.instructions.as_deref())
         .filter(|i| !i.trim().is_empty())
         .map(str::to_string)
-}
-
-/// What a model is sent of a stored conversation: user messages (in their compact form, when
-/// they have one) and assistant messages and tool results since the last conversation start, less exchanges taken back (`supersedes`),
-/// without failed answers and empty ones (an answer that called tools is kept, empty
-/// or not). Calls whose result never got stored (a crash mid-call) are answered as lost, so
-/// every call in the history has its result, as both APIs require.
-///
-/// Steps a CLI agent carried out itself (`by_agent`) are not tool calls of this conversation
-/// (their tools were never declared to any model): they become plain text, the agent's words
-/// and one line per call with the first line of its result, at the start of the answer that
-/// followed them.
-pub fn chat_history<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<ChatMessage> {
-    let mut out: Vec<ChatMessage> = Vec::new();
-    let mut agent_text = String::new();
-    let flush_agent = |out: &mut Vec<ChatMessage>, agent_text: &mut String| {
-        if !agent_text.trim().is_empty() {
-            out.push(ChatMessage::assistant(agent_text.trim_end().to_string()));
-        }
-        agent_text.clear();
-    };
-    let mut open_calls: Vec<crate::model::ToolCall> = Vec::new();
-    let close_open = |out: &mut Vec<ChatMessage>, open: &mut Vec<crate::model::ToolCall>| {
-        for call in open.drain(..) {
-            out.push(ChatMessage::tool_result(
-                &call.id,
-                &call.name,
-                true,
-                "lost: huddle stopped before this tool call finished",
-            ));
-        }
-    };
-    // Where each user message's exchange began in `out`, for a later `supersedes`.
-    let mut starts: Vec<(&str, usize)> = Vec::new();
-    for m in messages {
-        if m.conversation_start {
-            out.clear();
-            agent_text.clear();
-            open_calls.clear();
-            starts.clear();
-            continue;
-        }
-        if let Some(from) = &m.supersedes {
-            if let Some(i) = starts.iter().rposition(|(id, _)| *id == from.as_str()) {
-                out.truncate(starts[i].1);
-                starts.truncate(i);
-                agent_text.clear();
-                open_calls.clear();
-            }
-            continue;
-        }
-
-        if let Some(c) = &m.compacted {
-            flush_agent(&mut out, &mut agent_text);
-            let cut = super::compaction::fold(&mut out, c.kept, &c.summary);
-            starts.retain_mut(|(_, i)| {
-                let kept = *i >= cut;
-                *i = (*i + 2).saturating_sub(cut);
-                kept
-            });
-            continue;
-        }
-        if m.by_agent {
-            agent_step_text(m, &mut agent_text);
-            continue;
-        }
-        match m.role {
-            MessageRole::Assistant if m.error.is_none() && !agent_text.is_empty() => {}
-            _ => flush_agent(&mut out, &mut agent_text),
-        }
-        match m.role {
-            MessageRole::Tool => {
-                let Some(info) = &m.tool_result else { continue };
-                let Some(i) = open_calls.iter().position(|c| c.id == info.call_id) else {
-                    continue;
-                };
-                open_calls.remove(i);
-                out.push(ChatMessage::tool_result(
-                    &info.call_id,
-                    &info.name,
-                    info.is_error,
-                    m.text.as_str(),
-                ));
-            }
-            MessageRole::User if !m.history_text().trim().is_empty() => {
-                close_open(&mut out, &mut open_calls);
-                if let Some(id) = &m.id {
-                    starts.push((id.as_str(), out.len()));
-                }
-                out.push(ChatMessage::user(m.history_text()));
-            }
-            MessageRole::Assistant if m.error.is_none() && !m.tool_calls.is_empty() => {
-                close_open(&mut out, &mut open_calls);
-                let text = with_agent_text(&mut agent_text, &m.text);
-                out.push(ChatMessage::assistant_calls(text, m.tool_calls.clone()));
-                open_calls = m.tool_calls.clone();
-            }
-            MessageRole::Assistant
-                if m.error.is_none() && !(m.text.trim().is_empty() && agent_text.is_empty()) =>
-            {
-                close_open(&mut out, &mut open_calls);
-                let text = with_agent_text(&mut agent_text, &m.text);
-                out.push(ChatMessage::assistant(text));
-            }
-            _ => {}
-        }
-    }
-    flush_agent(&mut out, &mut agent_text);
-    close_open(&mut out, &mut open_calls);
-    out
-}
-
-/// A CLI agent's step as text: its words, `[ran <tool> <arguments>]`, `[→ <result's first
-/// line>]`.
-fn agent_step_text(m: &Message, out: &mut String) {
-    if !m.text.trim().is_empty() {
-        out.push_str(m.text.trim_end());
-        out.push('\n');
-    }
-    for call in &m.tool_calls {
-        out.push_str(&format!(
-            "[ran {} {}]\n",
-            call.name,
-            result_line(&call.arguments, 200)
-        ));
-    }
-    if let Some(info) = &m.tool_result {
-        let mark = if info.is_error { "✗" } else { "→" };
-        out.push_str(&format!("[{mark} {}]\n", result_line(&m.text, 200)));
-    }
-}
-
-/// `text` preceded by the agent's steps that came before it (taken).
-fn with_agent_text(agent_text: &mut String, text: &str) -> String {
-    if agent_text.is_empty() {
-        return text.to_string();
-    }
-    let mut out = std::mem::take(agent_text);
-    out.push('\n');
-    out.push_str(text);
-    out
 }
 
 /// The newest part of the conversation that fits the budget, starting on a user message (so

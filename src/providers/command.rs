@@ -40,7 +40,7 @@ const DRAIN_GRACE: Duration = Duration::from_secs(2);
 /// Gemini CLI's exit code for an authentication error (its headless reference).
 const GEMINI_AUTH_EXIT: i32 = 41;
 /// Environment variables whose values (the agents' keys) never appear in an error message.
-const AGENT_KEY_VARS: &[&str] = &[
+pub(super) const AGENT_KEY_VARS: &[&str] = &[
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",
     "CLAUDE_CODE_OAUTH_TOKEN",
@@ -56,6 +56,9 @@ pub struct CommandProvider {
     args: Vec<String>,
     format: AgentFormat,
     agent: Option<AgentKind>,
+    /// `api_key_env:`: the one variable of huddle's environment passed to a sandboxed program
+    /// besides the usual ones (a ready-made agent gets its own too).
+    key_env: Option<String>,
     /// The agent reads the repository's `AGENTS.md` itself.
     reads_repo_instructions: bool,
 }
@@ -90,6 +93,7 @@ impl CommandProvider {
             args: args.to_vec(),
             format: cfg.output_format(),
             agent: cfg.agent,
+            key_env: cfg.api_key_env.clone().filter(|k| !k.trim().is_empty()),
             reads_repo_instructions: cfg.reads_repo_instructions(),
         })
     }
@@ -333,22 +337,31 @@ impl CommandProvider {
     }
 
     /// The session's sandbox with a ready-made agent's own state writable (its sessions and
-    /// login live under the home directory).
+    /// login live under the home directory) but its settings and hooks read-only, and its own
+    /// environment variables (or `api_key_env:`) passed.
     fn confined(&self, sandbox: &Sandbox) -> Sandbox {
+        let mut sandbox = sandbox.clone();
+        sandbox.policy.allow_env.extend(self.key_env.clone());
         let Some(agent) = self.agent else {
-            return sandbox.clone();
+            return sandbox;
         };
+        sandbox
+            .policy
+            .allow_env
+            .extend(agent.env_vars().iter().map(|v| v.to_string()));
         let state = SandboxSettings {
             allow_write: agent.state_paths().iter().map(|p| p.to_string()).collect(),
             ..SandboxSettings::default()
         };
-        Sandbox::new(
-            sandbox
-                .policy
-                .clone()
-                .with("the agent's own files", &state, sandbox.host.home.as_deref()),
-            sandbox.host.clone(),
-        )
+        let home = sandbox.host.home.as_deref();
+        let mut policy = sandbox.policy.clone().with("the agent's own files", &state, home);
+        policy.keep_read_only.extend(
+            agent
+                .protected_state()
+                .iter()
+                .filter_map(|p| crate::sandbox::settings::expand_keeping_slash(p, home)),
+        );
+        Sandbox::new(policy, sandbox.host.clone())
     }
 
     /// Runs the program with `stdin_text` on stdin (confined by `sandbox` when given), handing
@@ -497,7 +510,7 @@ impl CommandProvider {
     }
 }
 
-fn describe_status(status: &ExitStatus) -> String {
+pub(super) fn describe_status(status: &ExitStatus) -> String {
     match status.code() {
         Some(code) => format!("exited with status {code}"),
         None => {
@@ -534,10 +547,10 @@ impl Provider for CommandProvider {
 }
 
 /// Kills a process group when dropped, unless disarmed.
-struct GroupKiller(Option<i32>);
+pub(super) struct GroupKiller(pub(super) Option<i32>);
 
 impl GroupKiller {
-    fn kill(&mut self) {
+    pub(super) fn kill(&mut self) {
         if let Some(pgid) = self.0.filter(|&p| p > 0) {
             // SAFETY: killpg only sends a signal; the group id is our child's pid, which cannot
             // be reused while the child is not yet waited for.
@@ -546,7 +559,7 @@ impl GroupKiller {
             }
         }
     }
-    fn disarm(&mut self) {
+    pub(super) fn disarm(&mut self) {
         self.0 = None;
     }
 }
@@ -571,7 +584,7 @@ async fn read_stdout(
     }
 }
 
-async fn keep_tail(mut stderr: impl AsyncRead + Unpin, tail: Arc<Mutex<Vec<u8>>>) {
+pub(super) async fn keep_tail(mut stderr: impl AsyncRead + Unpin, tail: Arc<Mutex<Vec<u8>>>) {
     let mut buf = vec![0u8; 4096];
     while let Ok(n) = stderr.read(&mut buf).await {
         if n == 0 {

@@ -291,7 +291,7 @@ fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
                 "▾ ".to_string()
             };
             spans.push(Span::raw(state));
-            let name = sanitize::display(&g.name).into_owned();
+            let name = sanitize::display(&headless_label(&g.name, g.headless_at.is_some())).into_owned();
             spans.push(Span::styled(name, Style::default().add_modifier(Modifier::BOLD)));
             if g.source_preset.as_deref().is_some_and(|p| p.starts_with("repo:")) {
                 spans.push(Span::styled(" ◈", Style::default().fg(Color::Cyan)));
@@ -332,15 +332,22 @@ fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
                 .filter(|g| g.is_team())
                 .map(|g| g.members_slug())
                 .unwrap_or_default();
-            let shown = if team.is_empty() {
-                s.name.as_str()
-            } else {
-                let siblings = o
-                    .sessions
-                    .iter()
-                    .filter(|m| m.group_id == s.group_id)
-                    .map(|m| m.name.as_str());
-                member_label(&s.name, &team, siblings)
+            // A member made from a preset goes by its handle (`analyst`), also when its
+            // session's name had to be made unique (`analyst-2`); mode `team`'s chair by its
+            // display name.
+            let names = (!team.is_empty()).then(|| crate::describe::Names::of_members(o, &s.group_id));
+            let handle = names.as_ref().and_then(|n| n.known(&s.name)).map(str::to_string);
+            let shown = match &handle {
+                Some(handle) => handle.as_str(),
+                None if team.is_empty() => s.name.as_str(),
+                None => {
+                    let siblings = o
+                        .sessions
+                        .iter()
+                        .filter(|m| m.group_id == s.group_id)
+                        .map(|m| m.name.as_str());
+                    member_label(&s.name, &team, siblings)
+                }
             };
             spans.push(Span::raw(sanitize::display(shown).into_owned()));
             // The role, unless the name already says it.
@@ -376,6 +383,16 @@ fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
         }
     }
     Line::from(spans)
+}
+
+/// A team `huddle run` made (`Research Panel · run Nov 27 17:39 (2)`) as its row shows it:
+/// when it ran first (`Nov 27 17:39 (2) · Research Panel`), so that a row cut to the sidebar's
+/// width still tells the runs of one preset apart. Another name is shown as it is.
+fn headless_label(name: &str, headless: bool) -> std::borrow::Cow<'_, str> {
+    match name.split_once(" · run ").filter(|_| headless) {
+        Some((preset, when)) if !preset.is_empty() && !when.is_empty() => format!("{when} · {preset}").into(),
+        _ => name.into(),
+    }
 }
 
 /// A worktree's state after its session's name (then its branch, the part after `huddle/`
@@ -466,6 +483,22 @@ mod tests {
             member_label("x-solo", "other", std::iter::once("x-solo")),
             "x-solo"
         );
+    }
+
+    /// Headless teams lead with when they ran, so a cut row still tells them apart (issue 28
+    /// item 19).
+    #[test]
+    fn a_headless_team_leads_with_when_it_ran() {
+        assert_eq!(
+            headless_label("Research Panel · run Nov 27 17:39 (2)", true),
+            "Nov 27 17:39 (2) · Research Panel"
+        );
+        assert_eq!(
+            headless_label("Research Panel · run Nov 27 17:39 (2)", false),
+            "Research Panel · run Nov 27 17:39 (2)",
+            "a team the user named so keeps its name"
+        );
+        assert_eq!(headless_label("Incidents", true), "Incidents");
     }
 
     /// The default group with two sessions, and a team with one, in that order.

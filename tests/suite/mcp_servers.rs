@@ -761,8 +761,11 @@ fn doctor_shows_hostile_tool_names_safely_and_says_what_is_left_out() {
     std::fs::write(
         dir.path().join("config.yaml"),
         format!(
-            "default_model: sim/x\nmcp_servers:\n  hostile: {{ command: [python3, {:?}, hostile-names, {:?}], max_tools: 100 }}\n",
+            // The server keeps a log in the test's directory, which is huddle's data directory
+            // here (HUDDLE_HOME): writable only because it says so.
+            "default_model: sim/x\nmcp_servers:\n  hostile: {{ command: [python3, {:?}, hostile-names, {:?}], max_tools: 100, sandbox: {{ allow_write: [{:?}] }} }}\n",
             script.to_string_lossy(),
+            dir.path().to_string_lossy(),
             dir.path().to_string_lossy()
         ),
     )

@@ -39,7 +39,7 @@ pub(crate) struct RelayLink {
 
 /// Who gets the outbound messages.
 enum Counterpart {
-    Member(Member),
+    Member(Box<Member>),
     /// Another group, run in its own mode with the message as its prompt.
     Group {
         id: String,
@@ -124,7 +124,7 @@ pub(super) async fn run(
                 "its counterpart is its driver; a relay cannot talk to itself".into(),
             ));
         }
-        Some(m) => Counterpart::Member(m.clone()),
+        Some(m) => Counterpart::Member(Box::new(m.clone())),
         // A team made from a repository's `.squad/` talks to its own members only: the
         // repository must not get to drive one of the user's groups.
         None if from_repository(run, &group_id) => {
