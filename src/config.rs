@@ -335,6 +335,24 @@ pub struct Config {
     /// team and members add their own.
     #[serde(skip_serializing_if = "crate::hooks::Hooks::is_empty")]
     pub hooks: crate::hooks::Hooks,
+    /// The share of a model's context window (its provider's `context_window:`, else the
+    /// table of well-known models) a session's next request may fill before the older part of
+    /// its conversation is summarised (automatic compaction; 0: never).
+    pub compact_at: f64,
+}
+
+impl Config {
+    /// Every configured context window by model slug (`provider/model`).
+    pub fn context_windows(&self) -> BTreeMap<String, u64> {
+        self.providers
+            .iter()
+            .flat_map(|p| {
+                p.context_window
+                    .iter()
+                    .map(move |(model, w)| (format!("{}/{model}", p.name), *w))
+            })
+            .collect()
+    }
 }
 
 impl Default for Config {
@@ -358,6 +376,7 @@ impl Default for Config {
             telemetry: TelemetrySettings::default(),
             sandbox: crate::sandbox::SandboxSettings::default(),
             hooks: crate::hooks::Hooks::default(),
+            compact_at: crate::engine::compaction::DEFAULT_COMPACT_AT,
         }
     }
 }

@@ -78,6 +78,13 @@ pub fn limit_wait_over(who: &str, waited_ms: u64) -> Line {
     ))
 }
 
+/// `⇲ security: context compacted, 12 messages summarised (~9000 → ~1200 tokens)`.
+pub fn context_compacted(who: &str, folded: usize, before: u64, after: u64) -> Line {
+    Line::info(format!(
+        "⇲ {who}: context compacted, {folded} messages summarised (~{before} → ~{after} tokens)"
+    ))
+}
+
 /// `↺ security: its answer from before the interruption (not asked again)`.
 pub fn turn_replayed(who: &str) -> Line {
     Line::info(format!(

@@ -218,6 +218,18 @@ pub fn describe_as(kind: &EventKind, execution: Option<&ExecutionTag>, names: &N
         EventKind::LimitWaitOver {
             session, waited_ms, ..
         } => Some(cycle::limit_wait_over(names.short(session), *waited_ms)),
+        EventKind::ContextCompacted {
+            session,
+            folded,
+            before,
+            after,
+            ..
+        } => Some(cycle::context_compacted(
+            names.short(session),
+            *folded,
+            *before,
+            *after,
+        )),
         EventKind::CyclePaused => Some(cycle::paused()),
         EventKind::CycleResumed => Some(cycle::resumed()),
         EventKind::CycleFinished {

@@ -56,6 +56,16 @@ pub fn chat_history<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<
             continue;
         }
 
+        if let Some(c) = &m.compacted {
+            flush_agent(&mut out, &mut agent_text);
+            let cut = super::compaction::fold(&mut out, c.kept, &c.summary);
+            starts.retain_mut(|(_, i)| {
+                let kept = *i >= cut;
+                *i = (*i + 2).saturating_sub(cut);
+                kept
+            });
+            continue;
+        }
         if m.by_agent {
             agent_step_text(m, &mut agent_text);
             continue;

@@ -193,6 +193,15 @@ pub enum EventKind {
         session: String,
         waited_ms: u64,
     },
+    /// A session's conversation was compacted (issue 24): `folded` messages were summarised
+    /// by its model, so its next request estimates `after` tokens instead of `before`.
+    ContextCompacted {
+        session_id: SessionId,
+        session: String,
+        folded: usize,
+        before: u64,
+        after: u64,
+    },
     /// A resumed run's turn that its interrupted run had finished: answered from the transcript,
     /// not asked again (its `turn_finished` follows, with the stored answer).
     TurnReplayed {
@@ -583,6 +592,7 @@ impl EventKind {
             EventKind::TurnReplayed { .. } => "turn_replayed",
             EventKind::LimitWait { .. } => "waiting_for_limit",
             EventKind::LimitWaitOver { .. } => "limit_wait_over",
+            EventKind::ContextCompacted { .. } => "context_compacted",
             EventKind::RunResumed { .. } => "run_resumed",
             EventKind::Notice { .. } => "notice",
             EventKind::MemberNote { .. } => "member_note",

@@ -225,6 +225,22 @@ impl SessionState {
         }
     }
 
+    /// Folds all but the last `kept` messages of the history into `summary` (a compaction):
+    /// the counts of what left the front of the history go on as if it had been dropped.
+    fn fold(&mut self, kept: usize, summary: &str) {
+        let Some(history) = &mut self.history else {
+            return;
+        };
+        let users = |h: &[ChatMessage]| h.iter().filter(|m| m.role == ChatRole::User).count();
+        let users_before = users(history);
+        let cut = super::compaction::fold(history, kept, summary);
+        self.dropped_exchanges += users_before.saturating_sub(users(history));
+        self.dropped += cut.saturating_sub(2);
+        if let Some((_, start)) = &mut self.run_start {
+            *start = if *start < cut { 0 } else { *start + 2 - cut };
+        }
+    }
+
     /// What a turn is sent of the history: everything since the conversation began, or with
     /// `from_run_start` only what was said since the run began; with a `window`, only the
     /// newest exchanges (see [`stable_window`]).
@@ -536,6 +552,10 @@ impl Actor<'_> {
         if let Some(stamp) = &options.stamp {
             stamp.apply(&mut user);
         }
+        if !options.fresh {
+            self.compact_if_due(&info, options, &slug, &sent, resumed_start)
+                .await;
+        }
         let mut messages = if options.fresh {
             Vec::new()
         } else {
@@ -845,6 +865,95 @@ impl Actor<'_> {
                 session: info.name.clone(),
                 text,
                 message: Some(Box::new(notice)),
+            },
+        );
+    }
+
+    /// Compacts the conversation when the turn's request would pass `compact_at` of its
+    /// model's context window (see `engine/compaction.rs`): the summary goes into the history
+    /// held in memory and, as a notice, into the transcript; `context_compacted` says so.
+    async fn compact_if_due(
+        &mut self,
+        info: &SessionInfo,
+        options: &TurnOptions,
+        slug: &str,
+        sent: &str,
+        resumed_start: Option<usize>,
+    ) {
+        let compact_at = self.shared.options.compact_at;
+        if compact_at <= 0.0 {
+            return;
+        }
+        let Some(window) = self.shared.options.context_window(slug) else {
+            return;
+        };
+        let Ok((provider, model)) = self.shared.providers.for_slug(slug) else {
+            return;
+        };
+        if provider.capabilities().runs_own_tools {
+            return;
+        }
+        let system = [&info.system, &options.system_extra]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        let estimate = |state: &mut SessionState| {
+            let mut messages = state.visible(
+                options.run_id.as_ref(),
+                options.history_from_run_start,
+                resumed_start,
+                options.window,
+            );
+            messages.push(ChatMessage::user(sent));
+            super::compaction::tokens(Some(&system), &messages)
+        };
+        let before = estimate(self.state);
+        if before as f64 <= window as f64 * compact_at {
+            return;
+        }
+        let history = self.state.history.get_or_insert_with(Vec::new);
+        let Some(kept) = super::compaction::kept(history) else {
+            return;
+        };
+        let folded = history[..history.len() - kept].to_vec();
+        let request = TurnRequest {
+            model,
+            working_dir: info.working_dir.clone(),
+            turn_timeout: options.timeout,
+            ..TurnRequest::default()
+        };
+        let Some(summary) =
+            super::compaction::summarize(provider.as_ref(), request, &folded, window, &options.cancel).await
+        else {
+            return;
+        };
+        self.state.fold(kept, &summary);
+        let after = estimate(self.state);
+        let mut mark = Message::notice(format!(
+            "context compacted: {} messages summarised (~{before} → ~{after} tokens)",
+            folded.len()
+        ));
+        mark.compacted = Some(crate::model::Compacted {
+            kept,
+            folded: folded.len(),
+            summary,
+            before,
+            after,
+        });
+        mark.run_id = options.run_id.clone();
+        mark.execution_id = self.execution_id();
+        self.shared.writer.append(self.session_id, mark);
+        self.emit(
+            info,
+            &options.run_id,
+            EventKind::ContextCompacted {
+                session_id: self.session_id.to_string(),
+                session: info.name.clone(),
+                folded: folded.len(),
+                before,
+                after,
             },
         );
     }

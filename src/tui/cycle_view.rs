@@ -577,6 +577,7 @@ impl CycleView {
             | EventKind::ExecutionFinished { .. }
             | EventKind::TeamBroadcast { .. }
             | EventKind::TurnReplayed { .. }
+            | EventKind::ContextCompacted { .. }
             | EventKind::RunResumed { .. }
             | EventKind::TurnInput { .. }
             | EventKind::HookBlocked { .. }

@@ -115,6 +115,8 @@ impl Workspace {
                 sandbox: baseline,
                 hooks: config.hooks.clone(),
                 secrets: config.secrets(),
+                compact_at: config.compact_at,
+                context_windows: config.context_windows(),
                 ..EngineOptions::default()
             },
         );

@@ -6,6 +6,7 @@ mod economy_runs;
 mod engine_agents;
 mod engine_attachments;
 mod engine_budgets;
+mod engine_compaction;
 mod engine_dispatch;
 mod engine_economy;
 mod engine_fixture;
