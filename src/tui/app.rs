@@ -825,7 +825,10 @@ impl App {
 /// The offer of an interrupted run, at start: resume now (`r`), or discard it (`d`: a new run
 /// starts over); `n` leaves it for later.
 fn resume_offer(target: Interruption, name: &str, i: &crate::model::Interrupted) -> Choice {
-    let mut message = format!("{} of `{name}` was interrupted", capitalised(&i.what()));
+    let mut message = format!(
+        "{} of `{name}` was interrupted",
+        crate::text::capitalised(&i.what())
+    );
     if let Some(at) = i.at {
         message.push_str(&format!(" at {}", super::team_panel::local_time(at)));
     }
@@ -855,13 +858,5 @@ fn resume_offer(target: Interruption, name: &str, i: &crate::model::Interrupted)
         chosen: 0,
         verb: "go ahead".into(),
         action: ChoiceAction::Interrupted(target),
-    }
-}
-
-fn capitalised(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(c) => c.to_uppercase().chain(chars).collect(),
-        None => String::new(),
     }
 }
