@@ -164,10 +164,7 @@ impl App {
             event,
             now,
             || org.read(|o| o.group(id).and_then(|g| g.state.orchestrator_reflect.clone())),
-            || {
-                org.read(|o| o.group(id).map(|_| crate::describe::Names::of_members(o, id)))
-                    .unwrap_or_else(|| crate::describe::Names::of_group(&event.group))
-            },
+            || org.read(|o| crate::describe::Names::for_group(o, id, &event.group)),
         );
     }
 
