@@ -50,7 +50,7 @@ macro_rules! with_cx {
             $crate::tui::flash::Flash::new(&mut $app.flash, &mut $app.flash_tie),
             &$app.keymap,
             &$app.runs,
-            $app.org.read(|o| $app.sidebar.selection(o)),
+            &$app.sidebar,
             $app.focus,
         );
         let out = $call;
