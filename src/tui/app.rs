@@ -561,6 +561,7 @@ impl App {
             commands.push(Command::LoadTranscript { session_id });
         }
         commands.extend(with_cx!(self, cx => self.worktrees.on_selection(&mut cx)));
+        commands.extend(self.find_repo_files(false));
         commands
     }
 
