@@ -1064,6 +1064,40 @@ providers:
     }
 
     #[test]
+    fn an_a2a_provider_needs_its_remote_agent_and_only_it_has_one() {
+        let err = |yaml: &str| parse(yaml).unwrap_err().to_string();
+        let e = err("providers:\n  - { name: peer, kind: a2a }\n");
+        assert!(
+            e.contains("providers[0].a2a: provider `peer` of kind a2a needs the remote agent"),
+            "{e}"
+        );
+        let e = err("providers:\n  - { name: peer, kind: a2a, a2a: { url: \"ftp://x\" } }\n");
+        assert!(
+            e.contains("providers[0].a2a.url: `ftp://x` is not an http(s) URL"),
+            "{e}"
+        );
+        let e = err("providers:\n  - { name: o, kind: openai, a2a: { url: \"https://a.example\" } }\n");
+        assert!(e.contains("only a provider of kind a2a"), "{e}");
+        let e = err(
+            "providers:\n  - { name: p, kind: a2a, a2a: { url: \"https://a.example\", headers_env: { \"bad h\": V } } }\n",
+        );
+        assert!(
+            e.contains("providers[0].a2a.headers_env.bad h: not a valid HTTP header name"),
+            "{e}"
+        );
+        let c = parse("providers:\n  - { name: p, kind: a2a, a2a: { url: \"https://a.example/x\", headers_env: { Authorization: T }, allow_private: true } }\n").unwrap();
+        let a2a = c.providers[0].a2a.clone().unwrap();
+        assert_eq!(
+            (
+                a2a.url.as_str(),
+                a2a.allow_private,
+                a2a.headers_env["Authorization"].as_str()
+            ),
+            ("https://a.example/x", true, "T")
+        );
+    }
+
+    #[test]
     fn a_provider_named_sim_may_not_shadow_the_simulator() {
         let err = parse("providers:\n  - { name: sim, kind: openai, base_url: \"http://127.0.0.1:1/v1\" }\n")
             .unwrap_err()

@@ -37,7 +37,7 @@ use super::http::error_chain;
 use super::sse::SseParser;
 use super::{
     AgentActivity, AgentReport, Capabilities, DeltaSink, Finished, Provider, ProviderOptions, TextSink,
-    TurnOutput, TurnRequest, conclude, sleep_or_never,
+    TurnOutput, TurnRequest, conclude, guarded,
 };
 use crate::config::{A2aSettings, AGENT_KEY_VARS, ProviderConfig, ProviderKind};
 use crate::text::sanitize;
@@ -68,6 +68,9 @@ pub struct A2aProvider {
     remote: tokio::sync::Mutex<Option<(Instant, Arc<Remote>)>>,
     next_id: AtomicU64,
 }
+
+/// The remote task a turn has open (with the agent that has it), for a stop to cancel.
+type OpenTask = Arc<Mutex<Option<(Arc<Remote>, String)>>>;
 
 /// A card read, the endpoint it names and a client allowed to reach it.
 pub struct Remote {
@@ -358,16 +361,9 @@ impl A2aProvider {
     ) -> Result<TurnOutput, ProviderError> {
         let started = Instant::now();
         let mut sink = TextSink::new(deltas);
-        let task = Arc::new(Mutex::new(None::<(Arc<Remote>, String)>));
+        let task = OpenTask::default();
         let work = self.run(&req, &mut sink, Arc::clone(&task));
-        let result = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => Err(ProviderError::cancelled(&self.name)),
-            r = work => r,
-            _ = sleep_or_never(req.turn_timeout) => {
-                Err(ProviderError::turn_timeout(&self.name, req.turn_timeout.unwrap_or_default()))
-            }
-        };
+        let result = guarded(&self.name, &cancel, req.turn_timeout, work).await;
         if result.is_err() {
             let open = task.lock().ok().and_then(|mut t| t.take());
             if let Some((remote, id)) = open {
@@ -401,7 +397,7 @@ impl A2aProvider {
         &self,
         req: &TurnRequest,
         sink: &mut TextSink<'_>,
-        open_task: Arc<Mutex<Option<(Arc<Remote>, String)>>>,
+        open_task: OpenTask,
     ) -> Result<Finished, ProviderError> {
         let remote = self.remote().await?;
         let secrets = self.secrets();
@@ -631,7 +627,7 @@ struct Progress<'s, 'd> {
     sink: &'s mut TextSink<'d>,
     secrets: &'s Secrets,
     /// The task a stop cancels.
-    open_task: Arc<Mutex<Option<(Arc<Remote>, String)>>>,
+    open_task: OpenTask,
     remote: Arc<Remote>,
     task_id: Option<String>,
     context_id: Option<String>,
@@ -647,7 +643,7 @@ impl<'s, 'd> Progress<'s, 'd> {
     fn new(
         sink: &'s mut TextSink<'d>,
         secrets: &'s Secrets,
-        open_task: Arc<Mutex<Option<(Arc<Remote>, String)>>>,
+        open_task: OpenTask,
         remote: Arc<Remote>,
     ) -> Progress<'s, 'd> {
         Progress {
@@ -707,7 +703,8 @@ impl<'s, 'd> Progress<'s, 'd> {
 
     fn artifact(&mut self, artifact: &wire::Artifact, append: bool) {
         let same = self.artifact.as_deref() == Some(artifact.artifact_id.as_str());
-        if !(append && same) && !self.sink.text.is_empty() {
+        let continues = append && same;
+        if !continues && !self.sink.text.is_empty() {
             self.push("\n\n");
         }
         self.artifact = Some(artifact.artifact_id.clone());
