@@ -920,7 +920,7 @@ providers:
             .unwrap_err()
             .to_string();
         assert_eq!(err.matches("providers[0].kind").count(), 1, "{err}");
-        assert!(err.contains("openai, anthropic, command, acp, sim"), "{err}");
+        assert!(err.contains("openai, anthropic, command, acp, a2a, sim"), "{err}");
     }
 
     #[test]
