@@ -185,6 +185,24 @@ pub struct ProviderConfig {
     /// and for `acp` agents, false otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reads_agents_md: Option<bool>,
+    /// The remote agent of an `a2a` provider: where its Agent Card is, how to authenticate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub a2a: Option<A2aSettings>,
+}
+
+/// config.yaml `providers[].a2a:`: a remote agent spoken to with the Agent2Agent protocol.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct A2aSettings {
+    /// The agent's base URL: its card is read from `<url>/.well-known/agent-card.json`.
+    pub url: String,
+    /// HTTP headers whose values are read from environment variables: header name → variable
+    /// (`Authorization: A2A_TOKEN`, the variable holding `Bearer ...`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers_env: BTreeMap<String, String>,
+    /// Allow a loopback, private, link-local or `.internal`/`localhost` host (refused otherwise).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_private: bool,
 }
 
 impl ProviderConfig {
@@ -202,6 +220,7 @@ impl ProviderConfig {
             format: None,
             agent: None,
             reads_agents_md: None,
+            a2a: None,
         }
     }
 
@@ -402,6 +421,9 @@ impl Config {
         for p in &self.providers {
             values.extend(p.api_key());
             values.extend(p.headers.values().cloned());
+            if let Some(a2a) = &p.a2a {
+                values.extend(a2a.headers_env.values().filter_map(|v| read(v)));
+            }
         }
         for server in self.mcp_servers.values() {
             values.extend(server.env.values().cloned());
@@ -599,6 +621,7 @@ impl Config {
                     p.name
                 )));
             }
+            check_a2a(i, p).map_err(invalid)?;
             if p.kind == ProviderKind::Command && p.command.is_empty() && p.agent.is_none() {
                 return Err(invalid(format!(
                     "providers[{i}].command: provider `{}` of kind command needs a program, e.g. command: [\"my-agent\", \"--model\", \"{{model}}\"], or a ready-made agent: agent: claude | codex | gemini",
@@ -757,6 +780,43 @@ fn locate(text: &str, message: &str) -> String {
     at.map(|i| format!(" line {}", i + 1)).unwrap_or_default()
 }
 
+/// An `a2a` provider has its `a2a:` block (an http(s) URL, valid header names), and only an
+/// `a2a` provider has one.
+fn check_a2a(i: usize, p: &ProviderConfig) -> Result<(), String> {
+    let Some(a2a) = &p.a2a else {
+        if p.kind == ProviderKind::A2a {
+            return Err(format!(
+                "providers[{i}].a2a: provider `{}` of kind a2a needs the remote agent, e.g. a2a: {{ url: \"https://agent.example.com\", headers_env: {{ Authorization: A2A_TOKEN }} }}",
+                p.name
+            ));
+        }
+        return Ok(());
+    };
+    if p.kind != ProviderKind::A2a {
+        return Err(format!(
+            "providers[{i}].a2a: only a provider of kind a2a speaks to a remote agent; provider `{}` is of kind {}",
+            p.name,
+            p.kind.as_str()
+        ));
+    }
+    let ok = reqwest::Url::parse(&a2a.url)
+        .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+    if !ok {
+        return Err(format!(
+            "providers[{i}].a2a.url: `{}` is not an http(s) URL (e.g. https://agent.example.com)",
+            a2a.url
+        ));
+    }
+    for name in a2a.headers_env.keys() {
+        if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+            return Err(format!(
+                "providers[{i}].a2a.headers_env.{name}: not a valid HTTP header name"
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -860,7 +920,7 @@ providers:
             .unwrap_err()
             .to_string();
         assert_eq!(err.matches("providers[0].kind").count(), 1, "{err}");
-        assert!(err.contains("openai, anthropic, command, acp, sim"), "{err}");
+        assert!(err.contains("openai, anthropic, command, acp, a2a, sim"), "{err}");
     }
 
     #[test]
@@ -1004,6 +1064,40 @@ providers:
             "{err}"
         );
         assert!(parse("providers:\n  - { name: gw, kind: openai, headers: { x-team: blue } }\n").is_ok());
+    }
+
+    #[test]
+    fn an_a2a_provider_needs_its_remote_agent_and_only_it_has_one() {
+        let err = |yaml: &str| parse(yaml).unwrap_err().to_string();
+        let e = err("providers:\n  - { name: peer, kind: a2a }\n");
+        assert!(
+            e.contains("providers[0].a2a: provider `peer` of kind a2a needs the remote agent"),
+            "{e}"
+        );
+        let e = err("providers:\n  - { name: peer, kind: a2a, a2a: { url: \"ftp://x\" } }\n");
+        assert!(
+            e.contains("providers[0].a2a.url: `ftp://x` is not an http(s) URL"),
+            "{e}"
+        );
+        let e = err("providers:\n  - { name: o, kind: openai, a2a: { url: \"https://a.example\" } }\n");
+        assert!(e.contains("only a provider of kind a2a"), "{e}");
+        let e = err(
+            "providers:\n  - { name: p, kind: a2a, a2a: { url: \"https://a.example\", headers_env: { \"bad h\": V } } }\n",
+        );
+        assert!(
+            e.contains("providers[0].a2a.headers_env.bad h: not a valid HTTP header name"),
+            "{e}"
+        );
+        let c = parse("providers:\n  - { name: p, kind: a2a, a2a: { url: \"https://a.example/x\", headers_env: { Authorization: T }, allow_private: true } }\n").unwrap();
+        let a2a = c.providers[0].a2a.clone().unwrap();
+        assert_eq!(
+            (
+                a2a.url.as_str(),
+                a2a.allow_private,
+                a2a.headers_env["Authorization"].as_str()
+            ),
+            ("https://a.example/x", true, "T")
+        );
     }
 
     #[test]

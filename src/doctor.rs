@@ -100,6 +100,37 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
                     None => format!("runs {:?}", p.command),
                 },
                 ProviderKind::Acp => format!("ACP agent: runs {:?}", p.command),
+                ProviderKind::A2a => match &p.a2a {
+                    Some(a2a) => format!(
+                        "remote A2A agent at {}{}{}",
+                        a2a.url,
+                        if a2a.headers_env.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                ", headers from {}",
+                                a2a.headers_env
+                                    .iter()
+                                    .map(|(h, v)| format!(
+                                        "{v} ({h}, {})",
+                                        if std::env::var(v).is_ok_and(|x| !x.trim().is_empty()) {
+                                            "set"
+                                        } else {
+                                            "NOT SET"
+                                        }
+                                    ))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        },
+                        if a2a.allow_private {
+                            ", private hosts allowed"
+                        } else {
+                            ""
+                        }
+                    ),
+                    None => "remote A2A agent (no a2a: block)".into(),
+                },
                 ProviderKind::Sim => "built-in offline simulator (answers are simulated)".into(),
             };
             let _ = writeln!(out, "  {:<12} {:<9} {detail}", p.name, p.kind.as_str());

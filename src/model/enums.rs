@@ -143,6 +143,8 @@ string_enum!(
         Command => "command",
         /// A local agent speaking the Agent Client Protocol (JSON-RPC on stdio).
         Acp => "acp",
+        /// A remote agent speaking the Agent2Agent protocol (JSON-RPC over HTTP).
+        A2a => "a2a",
         /// The built-in offline simulator.
         Sim => "sim",
     }

@@ -7,6 +7,7 @@
 //! A turn streams text deltas through a callback, then ends with exactly one result: a
 //! [`TurnOutput`] or a [`ProviderError`] that carries any text already streamed.
 
+pub mod a2a;
 pub mod acp;
 pub mod agent;
 pub mod anthropic;
@@ -444,6 +445,7 @@ impl Providers {
                 ProviderKind::Anthropic => Arc::new(anthropic::AnthropicProvider::new(p, options)?),
                 ProviderKind::Command => Arc::new(command::CommandProvider::new(p)?),
                 ProviderKind::Acp => Arc::new(acp::AcpProvider::new(p)?),
+                ProviderKind::A2a => Arc::new(a2a::A2aProvider::new(p, options)?),
                 ProviderKind::Sim => simulator(&p.name),
             };
             providers.insert(provider);

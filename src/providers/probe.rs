@@ -25,6 +25,8 @@ pub enum ProbeStatus {
     },
     /// The server answered the models request; `models` when it listed them.
     Reachable { models: Option<usize> },
+    /// A remote A2A agent's card was read: its summary and the endpoint it names.
+    Agent { card: String, endpoint: String },
     /// The server answered with an error status (401: key refused, 404: wrong base_url...).
     HttpError { status: u16 },
     /// No answer: connection refused, DNS, timeout.
@@ -46,7 +48,7 @@ impl ProbeResult {
     /// The provider looks usable.
     pub fn ok(&self) -> bool {
         match &self.status {
-            ProbeStatus::Local | ProbeStatus::Reachable { .. } => true,
+            ProbeStatus::Local | ProbeStatus::Reachable { .. } | ProbeStatus::Agent { .. } => true,
             ProbeStatus::Program { found, .. } => found.is_some(),
             _ => false,
         }
@@ -71,6 +73,12 @@ impl ProbeResult {
                 format!("reachable at {} ({n} models)", self.target)
             }
             ProbeStatus::Reachable { models: None } => format!("reachable at {}", self.target),
+            ProbeStatus::Agent { card, endpoint } => {
+                format!(
+                    "card read at {}: {card}; speaks A2A 1.0 at {endpoint}",
+                    self.target
+                )
+            }
             ProbeStatus::HttpError { status: 401 } | ProbeStatus::HttpError { status: 403 } => {
                 format!("{} refused the API key", self.target)
             }
@@ -96,6 +104,19 @@ async fn probe_one(p: &ProviderConfig) -> ProbeResult {
     };
     match p.kind {
         ProviderKind::Sim => result("sim".into(), ProbeStatus::Local),
+        ProviderKind::A2a => {
+            let target = p.a2a.as_ref().map(|a| a.url.clone()).unwrap_or_default();
+            let options = super::ProviderOptions {
+                read_timeout: PROBE_TIMEOUT,
+                connect_timeout: PROBE_TIMEOUT,
+                ..super::ProviderOptions::default()
+            };
+            let status = match super::a2a::probe_card(p, options).await {
+                Ok((card, endpoint)) => ProbeStatus::Agent { card, endpoint },
+                Err(reason) => ProbeStatus::Unreachable { reason },
+            };
+            result(target, status)
+        }
         ProviderKind::Command | ProviderKind::Acp => {
             let program = p.command.first().cloned().unwrap_or_default();
             let found = find_program(&program);

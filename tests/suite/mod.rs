@@ -38,6 +38,7 @@ mod headless_tools;
 mod hooks;
 mod mcp_servers;
 mod presets_catalog;
+mod providers_a2a;
 mod providers_acp;
 mod providers_agents;
 mod providers_command;
