@@ -2,6 +2,7 @@
 //! reports an outcome; the app acts on a finished dialog's result.
 
 pub mod approval;
+pub mod checklist;
 pub mod choice;
 pub mod confirm;
 pub mod diff_view;
@@ -20,6 +21,7 @@ use crate::model::{GroupId, SessionId, Worktree};
 use crate::tools::Decision;
 
 pub use approval::{ApprovalRequest, Approvals};
+pub use checklist::{Check, CheckItem, CheckPurpose, Checklist};
 pub use choice::{Choice, ChoiceAction, ChoiceOption};
 pub use confirm::Confirm;
 pub use diff_view::DiffView;
@@ -122,6 +124,8 @@ pub enum DialogResult {
         group_id: GroupId,
         choice: RelayChoice,
     },
+    /// A saved checklist: each entry's name and state.
+    Checked(CheckPurpose, Vec<(String, Check)>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -145,6 +149,7 @@ pub enum Dialog {
     Choice(Box<Choice>),
     Diff(Box<DiffView>),
     RelayDraft(Box<RelayDraftPopup>),
+    Checklist(Box<Checklist>),
 }
 
 impl Dialog {
@@ -159,6 +164,7 @@ impl Dialog {
             Dialog::Choice(d) => d.handle_key(key),
             Dialog::Diff(d) => d.handle_key(key),
             Dialog::RelayDraft(d) => d.handle_key(key),
+            Dialog::Checklist(d) => d.handle_key(key),
         }
     }
 
@@ -190,6 +196,7 @@ impl Dialog {
             Dialog::Choice(d) => d.render(frame, area),
             Dialog::Diff(d) => d.render(frame, area),
             Dialog::RelayDraft(d) => d.render(frame, area),
+            Dialog::Checklist(d) => d.render(frame, area),
         }
     }
 }
