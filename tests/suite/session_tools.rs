@@ -9,17 +9,14 @@ use std::time::Duration;
 use crossterm::event::KeyCode;
 use huddle::config::{Config, Paths};
 use huddle::engine::events::{EventKind, RunKey};
-use huddle::model::{Organization, reconcile};
-use huddle::store::LoadedTranscript;
 use huddle::tools::{ApprovalPolicy, Decision};
 use huddle::tui::App;
-use huddle::tui::command::AppEvent;
 use huddle::tui::dialogs::Dialog;
 use huddle::workspace::Workspace;
 
 use super::mcp_servers::reference_server;
 use super::tui_support::{
-    app_with_team_and_config, ch, key, new_app, notice_title, render, run_started, screen_text, type_text,
+    app_with_named_session, app_with_team_and_config, ch, key, notice_title, render, run_started, screen_text,
 };
 
 const SERVERS: &str = "default_model: sim/demo\nmcp_servers:\n  git: { command: [mcp-server-git], approval: auto }\n  time: { command: [mcp-server-time], approval: ask }\n";
@@ -30,25 +27,7 @@ fn config(text: &str) -> Config {
 
 /// A new plain session `clock` made with `N`, selected, its (empty) transcript loaded.
 fn app_with_new_session(config: Config) -> (App, String) {
-    let mut org = Organization::default();
-    reconcile::reconcile(&mut org);
-    let (mut app, _) = new_app(org, config);
-    app.handle_key(ch('N'));
-    for _ in 0..20 {
-        app.handle_key(key(KeyCode::Backspace));
-    }
-    type_text(&mut app, "clock");
-    app.handle_key(key(KeyCode::Enter));
-    let id = app.selected_session_id().expect("the new session is selected");
-    app.handle_app_event(AppEvent::TranscriptLoaded {
-        session_id: id.clone(),
-        result: Ok(LoadedTranscript {
-            messages: Vec::new(),
-            warnings: Vec::new(),
-        }),
-    });
-    app.handle_key(key(KeyCode::Esc));
-    (app, id)
+    app_with_named_session(config, "clock", Vec::new())
 }
 
 fn tools_of(app: &App, id: &str) -> Vec<String> {

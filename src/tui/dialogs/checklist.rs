@@ -10,7 +10,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
-use super::{DialogResult, Outcome, centered, popup_block};
+use super::{DialogResult, Outcome, centered, detail_pane, popup_block};
 use crate::model::{GroupId, SessionId};
 use crate::text::sanitize;
 
@@ -163,14 +163,7 @@ impl Checklist {
             .get(self.cursor)
             .map(|i| sanitize::display(&i.detail).into_owned())
             .unwrap_or_default();
-        frame.render_widget(
-            Paragraph::new(text).wrap(Wrap { trim: true }).block(
-                ratatui::widgets::Block::new()
-                    .borders(ratatui::widgets::Borders::TOP)
-                    .border_style(dim),
-            ),
-            detail,
-        );
+        frame.render_widget(detail_pane(text), detail);
         frame.render_widget(
             Paragraph::new(Line::from(vec![
                 Span::styled("Space", bold),

@@ -220,3 +220,14 @@ pub fn popup_block(title: &str) -> ratatui::widgets::Block<'static> {
         .title(format!(" {} ", crate::text::sanitize::display(title)))
         .title_style(Style::default().add_modifier(Modifier::BOLD))
 }
+
+/// The highlighted entry's detail below a list, under a dim rule (the pickers and checklists).
+pub fn detail_pane(text: String) -> ratatui::widgets::Paragraph<'static> {
+    use ratatui::style::{Modifier, Style};
+    use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+    Paragraph::new(text).wrap(Wrap { trim: true }).block(
+        Block::new()
+            .borders(Borders::TOP)
+            .border_style(Style::default().add_modifier(Modifier::DIM)),
+    )
+}

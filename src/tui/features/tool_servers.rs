@@ -20,7 +20,7 @@ const NONE_CONFIGURED: &str = "No tool servers are configured, so no session has
 
 /// The checklist for the selected session (or every session of the selected group).
 pub fn open(cx: &mut Cx, config: &Config) {
-    let Some(row) = cx.selection.row.clone() else {
+    let Some(row) = cx.selection().row.clone() else {
         return;
     };
     if config.mcp_servers.is_empty() {
