@@ -51,6 +51,7 @@ actions! {
     AddMember => "add_member", "add a member to the team (name, model, prompt)";
     Rename => "rename", "rename the selection";
     SetModel => "set_model", "choose the model (on a team: every member's)";
+    SetTools => "set_tools", "tool servers it sees (on a team: every member's)";
     EditSystemPrompt => "edit_system_prompt", "edit the session's system prompt";
     SetMode => "set_mode", "choose the team's mode";
     SetMaxIterations => "set_max_iterations", "set the team's max iterations";

@@ -391,6 +391,9 @@ impl App {
             Action::AddMember => with_cx!(self, cx => edit::open_add_member(&mut cx)),
             Action::Rename => with_cx!(self, cx => edit::open_rename(&mut cx)),
             Action::SetModel => with_cx!(self, cx => edit::open_model_picker(&mut cx, &self.config)),
+            Action::SetTools => {
+                with_cx!(self, cx => super::features::tool_servers::open(&mut cx, &self.config))
+            }
             Action::EditSystemPrompt => with_cx!(self, cx => edit::open_system_prompt(&mut cx)),
             Action::SetMode => with_cx!(self, cx => edit::open_mode_picker(&mut cx)),
             Action::SetMaxIterations => with_cx!(self, cx => edit::open_max_iterations(&mut cx)),

@@ -107,6 +107,9 @@ impl App {
             DialogResult::Text(TextPurpose::RelayNote(id), text) => {
                 with_cx!(self, cx => relay::on_text(&mut cx, id, text, false))
             }
+            DialogResult::Checked(purpose, answer) => {
+                with_cx!(self, cx => super::features::tool_servers::apply(&mut cx, purpose, answer))
+            }
             DialogResult::Relay { group_id, choice } => {
                 with_cx!(self, cx => relay::on_choice(&mut cx, group_id, choice))
             }

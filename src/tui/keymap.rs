@@ -205,6 +205,7 @@ impl Default for Keymap {
             (AddMember, vec![K::ch('A')]),
             (Rename, vec![K::ch('r')]),
             (SetModel, vec![K::ch('m')]),
+            (SetTools, vec![K::ch('a')]),
             (EditSystemPrompt, vec![K::ch('e')]),
             (SetMode, vec![K::ch('M')]),
             (SetMaxIterations, vec![K::ch('I')]),

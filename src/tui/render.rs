@@ -116,7 +116,7 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
     let subject = match row {
         None => transcript::Subject::Nothing,
         Some(Row::Session(id)) => {
-            let (name, role, model, system_chars, place) = app
+            let (name, role, model, system_chars, place, tools) = app
                 .org
                 .read(|o| {
                     o.session(id).map(|s| {
@@ -125,7 +125,14 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
                         let place = s
                             .working_dir(group)
                             .map(|dir| (dir, group.map(|g| g.repo_context).unwrap_or_default()));
-                        (s.name.clone(), s.role, s.model.clone(), system, place)
+                        (
+                            s.name.clone(),
+                            s.role,
+                            s.model.clone(),
+                            system,
+                            place,
+                            s.tools.clone(),
+                        )
                     })
                 })
                 .unwrap_or_default();
@@ -140,6 +147,7 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
                 model,
                 system_chars,
                 repo,
+                tools,
             }
         }
         Some(Row::Group(id)) => transcript::Subject::Group {
@@ -190,8 +198,10 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
             new_conversation: key(Action::NewConversation),
             older: key(Action::OlderRun),
             newer: key(Action::NewerRun),
+            set_tools: key(Action::SetTools),
         },
         default_model: app.config.default_model(),
+        tools_configured: !app.config.mcp_servers.is_empty(),
     })
 }
 

@@ -141,8 +141,10 @@ pub fn timeline_props<'a>(
             new_conversation: key(Action::NewConversation),
             older: key(Action::OlderRun),
             newer: key(Action::NewerRun),
+            set_tools: key(Action::SetTools),
         },
         default_model: "sim/demo".into(),
+        tools_configured: false,
     }
 }
 

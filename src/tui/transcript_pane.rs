@@ -573,6 +573,8 @@ pub struct Props<'a> {
     pub focused: bool,
     pub keys: Keys,
     pub default_model: String,
+    /// config.yaml names tool servers (a session without any is told how to choose them).
+    pub tools_configured: bool,
 }
 
 /// The keys the pane's text tells the user to press (from the keymap, which can rebind them).
@@ -584,6 +586,7 @@ pub struct Keys {
     pub new_conversation: String,
     pub older: String,
     pub newer: String,
+    pub set_tools: String,
 }
 
 /// What `Home`/`End` (`g`/`G`) move through.
@@ -611,6 +614,8 @@ pub enum Subject<'a> {
         /// What confines the processes it starts (`sandbox: workspace-write, network on`);
         /// `None` when it starts none.
         sandbox: Option<String>,
+        /// The tool servers it sees (config.yaml `mcp_servers:` names).
+        tools: Vec<String>,
     },
     Group {
         id: GroupId,
@@ -703,8 +708,12 @@ fn render(pane_state: &mut TranscriptPane, frame: &mut Frame<'_>, area: Rect, pr
             system_chars,
             repo,
             sandbox,
+            tools,
         } => {
             let mut title = session_title(name, *role, model);
+            if !tools.is_empty() {
+                title.push_str(&format!("· tools: {} ", sanitize::display(&tools.join(", "))));
+            }
             if let Some(sandbox) = sandbox {
                 title.push_str(&format!("· {sandbox} "));
             }
@@ -879,17 +888,24 @@ fn render_session(
         return;
     }
     if view.messages.is_empty() && view.streaming.is_none() {
-        frame.render_widget(
-            Paragraph::new(Line::styled(
+        let mut lines = vec![Line::styled(
+            format!(
+                "No messages yet. Write in the composer below and press {}.",
+                props.keys.send
+            ),
+            dim,
+        )];
+        let no_tools = matches!(&props.subject, Subject::Session { tools, .. } if tools.is_empty());
+        if no_tools && props.tools_configured {
+            lines.push(Line::styled(
                 format!(
-                    "No messages yet. Write in the composer below and press {}.",
-                    props.keys.send
+                    "It has no tool servers: {} chooses which of config.yaml's it sees.",
+                    props.keys.set_tools
                 ),
                 dim,
-            ))
-            .wrap(Wrap { trim: true }),
-            inner,
-        );
+            ));
+        }
+        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), inner);
         return;
     }
     let (mut lines, scroll) = view.visible_lines(inner.width, inner.height as usize);

@@ -103,6 +103,26 @@ pub enum EvaluatorSwitch {
     Removed(Removal),
 }
 
+/// Tool servers (config.yaml `mcp_servers:` names) given to sessions and taken from them; a
+/// server named in neither list stays as each session has it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolChange {
+    pub on: Vec<String>,
+    pub off: Vec<String>,
+}
+
+impl ToolChange {
+    /// `tools` with `on` added (after those it has, in the order given) and `off` removed.
+    fn apply(&self, tools: &mut Vec<String>) {
+        tools.retain(|t| !self.off.contains(t));
+        for name in &self.on {
+            if !tools.contains(name) {
+                tools.push(name.clone());
+            }
+        }
+    }
+}
+
 /// The application layer's handle. Cheap to clone.
 #[derive(Clone)]
 pub struct Edits {
@@ -854,6 +874,72 @@ impl Edits {
         })
     }
 
+    /// Gives `session_id` the tool servers of `change.on` and takes those of `change.off`
+    /// (its other servers stay). Only config.yaml's `mcp_servers:` can be named. Refused while
+    /// the session is busy or its team runs (a turn keeps the tools it started with).
+    pub fn set_tools(&self, session_id: &str, change: &ToolChange) -> Result<(), EditError> {
+        self.check_tool_change(change)?;
+        let (group_id, team) = self
+            .org
+            .read(|o| o.session(session_id).map(|s| (s.group_id.clone(), s.team)))
+            .ok_or(EditError::NoSuchSession)?;
+        if self.session_busy(session_id) || (team && self.group_busy(&group_id)) {
+            return Err(self.busy_session(session_id, "change its tools"));
+        }
+        self.org.update(|o| {
+            let s = o.session_mut(session_id).ok_or(EditError::NoSuchSession)?;
+            change.apply(&mut s.tools);
+            Ok(())
+        })
+    }
+
+    /// [`Edits::set_tools`] for every session of the group (a team: every member). Refused
+    /// while any of them is busy. Returns how many sessions the group has.
+    pub fn set_group_tools(&self, group_id: &str, change: &ToolChange) -> Result<usize, EditError> {
+        self.check_tool_change(change)?;
+        let name = self
+            .org
+            .read(|o| o.group(group_id).map(|g| g.name.clone()))
+            .ok_or(EditError::NoSuchGroup)?;
+        if self.group_busy(group_id) {
+            return Err(EditError::Busy {
+                what: format!("group `{name}`"),
+                action: "change its tools",
+            });
+        }
+        self.org.update(|o| {
+            o.group(group_id).ok_or(EditError::NoSuchGroup)?;
+            let mut n = 0;
+            for s in o.sessions.iter_mut().filter(|s| s.group_id == group_id) {
+                change.apply(&mut s.tools);
+                n += 1;
+            }
+            Ok(n)
+        })
+    }
+
+    /// Every server named must be one of config.yaml's `mcp_servers:`.
+    fn check_tool_change(&self, change: &ToolChange) -> Result<(), EditError> {
+        let configured = &self.config.mcp_servers;
+        let Some(unknown) = change
+            .on
+            .iter()
+            .chain(&change.off)
+            .find(|n| !configured.contains_key(*n))
+        else {
+            return Ok(());
+        };
+        let known = if configured.is_empty() {
+            "none is configured".to_string()
+        } else {
+            let names: Vec<&str> = configured.keys().map(String::as_str).collect();
+            format!("configured: {}", names.join(", "))
+        };
+        Err(EditError::Invalid(format!(
+            "`{unknown}` is not a tool server of config.yaml ({known}; add it under mcp_servers:)"
+        )))
+    }
+
     /// A session's system prompt; blank text removes it.
     pub fn set_system_prompt(&self, session_id: &str, text: &str) -> Result<(), EditError> {
         self.org.update(|o| {
@@ -1226,5 +1312,123 @@ mod tests {
         let default = e.view().read(|o| o.default_group().unwrap().id.clone());
         assert!(matches!(e.delete_group(&default), Err(EditError::Invalid(_))));
         assert_eq!(e.delete_group(&gid).unwrap().group.as_deref(), Some(gid.as_str()));
+    }
+
+    fn with_servers(on: &[&str], off: &[&str]) -> ToolChange {
+        ToolChange {
+            on: on.iter().map(|s| s.to_string()).collect(),
+            off: off.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    const TOOLS_CONFIG: &str = "default_model: sim/demo\nmcp_servers:\n  time: { command: [mcp-server-time] }\n  git: { command: [mcp-server-git], approval: auto }\n";
+
+    #[test]
+    fn tools_are_configured_servers_only_and_a_team_gets_them_all() {
+        let (e, gid) = edits();
+        let config = Config::parse(TOOLS_CONFIG, std::path::Path::new("c.yaml")).unwrap();
+        let e = Edits { config, ..e };
+        let a = e.create_session(&gid, "alpha").unwrap();
+        let b = e.create_session(&gid, "beta").unwrap();
+        let tools = |id: &str| e.view().read(|o| o.session(id).unwrap().tools.clone());
+        e.org
+            .update(|o| o.session_mut(&a).unwrap().tools = vec!["kept-from-a-preset".into()]);
+
+        e.set_tools(&a, &with_servers(&["time", "git"], &[])).unwrap();
+        assert_eq!(tools(&a), ["kept-from-a-preset", "time", "git"]);
+        e.set_tools(&a, &with_servers(&["time"], &["git"])).unwrap();
+        assert_eq!(
+            tools(&a),
+            ["kept-from-a-preset", "time"],
+            "only what was named changes"
+        );
+
+        let err = e
+            .set_tools(&a, &with_servers(&["time", "weather"], &[]))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "`weather` is not a tool server of config.yaml (configured: git, time; add it under mcp_servers:)"
+        );
+        assert!(matches!(
+            e.set_tools(&a, &with_servers(&[], &["kept-from-a-preset"])),
+            Err(EditError::Invalid(_))
+        ));
+        assert_eq!(
+            tools(&a),
+            ["kept-from-a-preset", "time"],
+            "a refused change changes nothing"
+        );
+        assert_eq!(
+            e.set_tools("nope", &with_servers(&["time"], &[])),
+            Err(EditError::NoSuchSession)
+        );
+
+        // On a team, every member; a server named in neither list stays as each has it.
+        assert_eq!(e.set_group_tools(&gid, &with_servers(&["git"], &[])), Ok(2));
+        assert_eq!(tools(&a), ["kept-from-a-preset", "time", "git"]);
+        assert_eq!(tools(&b), ["git"]);
+        assert_eq!(e.set_group_tools(&gid, &with_servers(&[], &["git"])), Ok(2));
+        assert_eq!(tools(&b), Vec::<String>::new());
+        assert_eq!(
+            e.set_group_tools("nope", &with_servers(&["git"], &[])),
+            Err(EditError::NoSuchGroup)
+        );
+
+        // Without any server configured, no name is accepted.
+        let (bare, gid) = edits();
+        let c = bare.create_session(&gid, "gamma").unwrap();
+        let err = bare.set_tools(&c, &with_servers(&["time"], &[])).unwrap_err();
+        assert!(err.to_string().contains("none is configured"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn tools_do_not_change_while_the_session_is_busy() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::parse(TOOLS_CONFIG, std::path::Path::new("c.yaml")).unwrap();
+        let mut org = Organization::default();
+        reconcile::reconcile(&mut org);
+        let org = OrgHandle::in_memory(org);
+        let transcripts = Transcripts::new(dir.path().join("sessions"));
+        let (sink, _events) = crate::engine::EventSink::channel();
+        let engine = Engine::new(
+            crate::sim::providers(&config).unwrap(),
+            org.clone(),
+            transcripts.clone(),
+            sink,
+            crate::engine::EngineOptions::default(),
+        );
+        let e = Edits::new(
+            org,
+            engine.clone(),
+            config,
+            PathBuf::from("/repo"),
+            transcripts,
+            RunFiles::new(dir.path().join("runs")),
+        );
+        let group = e.view().read(|o| o.default_group().unwrap().id.clone());
+        let id = e.create_session(&group, "clock").unwrap();
+        let other = e.create_session(&group, "other").unwrap();
+        let turn = engine.start_chat(&id, "What time is it?".into(), None).unwrap();
+        let time = with_servers(&["time"], &[]);
+        assert_eq!(
+            e.set_tools(&id, &time),
+            Err(EditError::Busy {
+                what: "clock".into(),
+                action: "change its tools"
+            })
+        );
+        assert!(matches!(
+            e.set_group_tools(&group, &time),
+            Err(EditError::Busy { .. })
+        ));
+        assert_eq!(
+            e.set_tools(&other, &time),
+            Ok(()),
+            "another plain session of the group is not held up"
+        );
+        turn.await;
+        e.set_tools(&id, &time).unwrap();
+        assert_eq!(e.view().read(|o| o.session(&id).unwrap().tools.clone()), ["time"]);
     }
 }

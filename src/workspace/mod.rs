@@ -23,7 +23,9 @@ use crate::store::{
 };
 use crate::tools::ApprovalPolicy;
 
-pub use edits::{AtRisk, EditError, Edits, EvaluatorSwitch, Removal, RemovalReport, WorktreeChoice};
+pub use edits::{
+    AtRisk, EditError, Edits, EvaluatorSwitch, Removal, RemovalReport, ToolChange, WorktreeChoice,
+};
 pub use export::{ExportOutcome, Exporter};
 pub use history::{LoadedRun, WhichRun, read_run};
 pub use prune::{Leftover, PruneReport, headless_leftovers, prune};

@@ -51,6 +51,7 @@ mod sandbox_confine;
 mod sandbox_engine;
 mod sandbox_support;
 mod secrets_redaction;
+mod session_tools;
 mod squad_corpus;
 mod squad_export_guards;
 mod squad_hardening;

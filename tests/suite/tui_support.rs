@@ -352,12 +352,19 @@ pub fn notice_title(app: &App) -> Option<String> {
 /// An app with a plain session `scratch` selected, its transcript `messages`, focus on the
 /// sidebar.
 pub fn app_with_session(messages: Vec<Message>) -> (App, String) {
-    let mut app = empty_app();
+    app_with_named_session(config(), "scratch", messages)
+}
+
+/// [`app_with_session`] with `config`, the session named `name` (made with the new-session key).
+pub fn app_with_named_session(config: Config, name: &str, messages: Vec<Message>) -> (App, String) {
+    let mut org = Organization::default();
+    reconcile::reconcile(&mut org);
+    let (mut app, _) = new_app(org, config);
     app.handle_key(ch('N'));
     for _ in 0..20 {
         app.handle_key(key(KeyCode::Backspace));
     }
-    type_text(&mut app, "scratch");
+    type_text(&mut app, name);
     app.handle_key(key(KeyCode::Enter));
     let id = app.selected_session_id().expect("the new session is selected");
     app.handle_app_event(AppEvent::TranscriptLoaded {

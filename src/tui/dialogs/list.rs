@@ -7,9 +7,9 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Clear, Paragraph, Wrap};
+use ratatui::widgets::{Clear, Paragraph};
 
-use super::{DialogResult, Outcome, PickPurpose, centered, popup_block};
+use super::{DialogResult, Outcome, PickPurpose, centered, detail_pane, popup_block};
 use crate::text::sanitize;
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -254,14 +254,7 @@ impl ListPicker {
             Some(Row::Custom) => "a model slug: <provider>/<model>".to_string(),
             _ => String::new(),
         };
-        frame.render_widget(
-            Paragraph::new(detail_text).wrap(Wrap { trim: true }).block(
-                ratatui::widgets::Block::new()
-                    .borders(ratatui::widgets::Borders::TOP)
-                    .border_style(dim),
-            ),
-            detail,
-        );
+        frame.render_widget(detail_pane(detail_text), detail);
     }
 }
 

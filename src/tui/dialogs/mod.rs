@@ -2,6 +2,7 @@
 //! reports an outcome; the app acts on a finished dialog's result.
 
 pub mod approval;
+pub mod checklist;
 pub mod choice;
 pub mod confirm;
 pub mod diff_view;
@@ -20,6 +21,7 @@ use crate::model::{GroupId, SessionId, Worktree};
 use crate::tools::Decision;
 
 pub use approval::{ApprovalRequest, Approvals};
+pub use checklist::{Check, CheckItem, CheckPurpose, Checklist};
 pub use choice::{Choice, ChoiceAction, ChoiceOption};
 pub use confirm::Confirm;
 pub use diff_view::DiffView;
@@ -122,6 +124,8 @@ pub enum DialogResult {
         group_id: GroupId,
         choice: RelayChoice,
     },
+    /// A saved checklist: each entry's name and state.
+    Checked(CheckPurpose, Vec<(String, Check)>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -145,6 +149,7 @@ pub enum Dialog {
     Choice(Box<Choice>),
     Diff(Box<DiffView>),
     RelayDraft(Box<RelayDraftPopup>),
+    Checklist(Box<Checklist>),
 }
 
 impl Dialog {
@@ -159,6 +164,7 @@ impl Dialog {
             Dialog::Choice(d) => d.handle_key(key),
             Dialog::Diff(d) => d.handle_key(key),
             Dialog::RelayDraft(d) => d.handle_key(key),
+            Dialog::Checklist(d) => d.handle_key(key),
         }
     }
 
@@ -190,6 +196,7 @@ impl Dialog {
             Dialog::Choice(d) => d.render(frame, area),
             Dialog::Diff(d) => d.render(frame, area),
             Dialog::RelayDraft(d) => d.render(frame, area),
+            Dialog::Checklist(d) => d.render(frame, area),
         }
     }
 }
@@ -212,4 +219,15 @@ pub fn popup_block(title: &str) -> ratatui::widgets::Block<'static> {
     ratatui::widgets::Block::bordered()
         .title(format!(" {} ", crate::text::sanitize::display(title)))
         .title_style(Style::default().add_modifier(Modifier::BOLD))
+}
+
+/// The highlighted entry's detail below a list, under a dim rule (the pickers and checklists).
+pub fn detail_pane(text: String) -> ratatui::widgets::Paragraph<'static> {
+    use ratatui::style::{Modifier, Style};
+    use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+    Paragraph::new(text).wrap(Wrap { trim: true }).block(
+        Block::new()
+            .borders(Borders::TOP)
+            .border_style(Style::default().add_modifier(Modifier::DIM)),
+    )
 }

@@ -1,6 +1,6 @@
 //! Feature controllers: what the app does for one feature (team worktrees, relays, sub-agent
 //! cards and the trace view, pruning, the everyday tools, conversations, team settings, the
-//! organization's edits, run control), each behind a narrow context.
+//! organization's edits, the tool servers a session sees, run control), each behind a narrow context.
 //!
 //! The app routes a key, a dialog's result or an event to a controller in one line and lends
 //! it a [`Cx`] for that call: the organization read-only, the edits (the one way to change
@@ -13,7 +13,7 @@
 //!
 //! A controller that keeps state is a struct the app owns ([`worktrees::Worktrees`]); one that
 //! keeps none is a module of functions over a `Cx` ([`relay`], [`cards`], [`prune`],
-//! [`tools`], [`conversation`], [`team`], [`edit`], [`control`]).
+//! [`tools`], [`conversation`], [`team`], [`edit`], [`tool_servers`], [`control`]).
 
 pub mod cards;
 pub mod control;
@@ -22,6 +22,7 @@ pub mod edit;
 pub mod prune;
 pub mod relay;
 pub mod team;
+pub mod tool_servers;
 pub mod tools;
 pub mod worktrees;
 
