@@ -645,3 +645,49 @@ async fn a_failed_supervisor_fails_the_run() {
         .unwrap();
     assert_eq!(ends[root], ExecutionStatus::Failed);
 }
+
+/// Issue 28 item 16: a team run counts its supervisor's cycles once, the same at the start, at
+/// each cycle and at the end (it announced `1/1` and ended `after 2/3`).
+#[tokio::test]
+async fn a_deliberation_counts_its_supervisor_cycles_the_same_everywhere() {
+    let mut f = deliberation(&["a", "b"], limits(4, 3)).await;
+    f.server
+        .script("w-a", vec![says("A: cost first", false), says("A: agreed", true)]);
+    f.server
+        .script("w-b", vec![says("B: risk first", false), says("B: done", true)]);
+    f.server.script(
+        ORCH,
+        vec![guides("Focus on cost"), Reply::text("FINAL: do it in stages")],
+    );
+    let report = f.run("Should we move the office?").await;
+    assert_eq!(report.outcome, CycleOutcome::Completed);
+    let events = f.drain();
+    let counts: Vec<(&str, u32, u32)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::CycleStarted { max_iterations, .. } => Some(("start", 0, *max_iterations)),
+            EventKind::IterationStarted {
+                iteration,
+                max_iterations,
+            } => Some(("iteration", *iteration, *max_iterations)),
+            EventKind::CycleFinished {
+                iterations,
+                max_iterations,
+                ..
+            } => Some(("finished", *iterations, *max_iterations)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            ("start", 0, 3),
+            ("iteration", 1, 3),
+            ("iteration", 2, 3),
+            ("finished", 2, 3)
+        ],
+        "one iteration a supervisor cycle, of the supervisor's turns"
+    );
+    assert_eq!(report.iterations, 2);
+    assert!(report.summary.contains("Iterations: 2/3"), "{}", report.summary);
+}
