@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::config::{TelemetryContent, TelemetrySettings};
+use crate::config::{TelemetryContent, TelemetryProtocol, TelemetrySettings};
 use crate::engine::RunObserver;
 use crate::engine::events::{EngineEvent, EventKind};
 
@@ -81,7 +81,10 @@ impl Telemetry {
         }
         headers.insert(
             reqwest::header::CONTENT_TYPE,
-            reqwest::header::HeaderValue::from_static("application/x-protobuf"),
+            reqwest::header::HeaderValue::from_static(match settings.protocol {
+                TelemetryProtocol::HttpProtobuf => "application/x-protobuf",
+                TelemetryProtocol::HttpJson => "application/json",
+            }),
         );
         let client = reqwest::Client::builder()
             .timeout(POST_TIMEOUT)
@@ -94,6 +97,7 @@ impl Telemetry {
         let worker = Worker {
             url: traces_url(endpoint),
             client,
+            protocol: settings.protocol,
             content: settings.content == TelemetryContent::On,
             dropped: std::sync::Arc::clone(&dropped),
             runs: HashMap::new(),
@@ -134,6 +138,7 @@ impl RunObserver for Telemetry {
 struct Worker {
     url: String,
     client: reqwest::Client,
+    protocol: TelemetryProtocol,
     content: bool,
     dropped: std::sync::Arc<AtomicU64>,
     runs: HashMap<String, spans::RunSpans>,
@@ -188,7 +193,10 @@ impl Worker {
 
     async fn post(&self, spans: Vec<spans::Span>) {
         let count = spans.len() as u64;
-        let body = otlp::encode(&spans);
+        let body = match self.protocol {
+            TelemetryProtocol::HttpProtobuf => otlp::encode(&spans),
+            TelemetryProtocol::HttpJson => otlp::encode_json(&spans),
+        };
         let failure = match self.client.post(&self.url).body(body).send().await {
             Ok(r) if r.status().is_success() => None,
             Ok(r) => Some(format!("the collector answered {}", r.status())),
