@@ -56,7 +56,7 @@ fn node_line(node: &TraceNode) -> String {
     node.exec.line(None)
 }
 
-fn item_line(item: &TraceItem) -> String {
+fn item_line(item: &TraceItem, names: &describe::Names) -> String {
     match item {
         TraceItem::ToolCall {
             name,
@@ -84,7 +84,7 @@ fn item_line(item: &TraceItem) -> String {
             };
             describe::team::broadcast(&b).text
         }
-        TraceItem::Event { event, .. } => describe::describe_as(event, None, &describe::Names::default())
+        TraceItem::Event { event, .. } => describe::describe_as(event, None, names)
             .map(|l| l.text)
             .unwrap_or_else(|| event.name().to_string()),
     }
@@ -182,7 +182,7 @@ pub fn text(trace: &Trace) -> String {
         let branch = if last { "└── " } else { "├── " };
         match entry {
             Entry::Item(item) => {
-                let _ = writeln!(out, "{prefix}{branch}{}", item_line(item));
+                let _ = writeln!(out, "{prefix}{branch}{}", item_line(item, &trace.names));
             }
             Entry::Node(id) => {
                 let Some(node) = trace.node(id) else { continue };

@@ -199,6 +199,8 @@ pub struct Trace {
     pub roots: BTreeSet<NodeId>,
     /// Lines of the run file that could not be read (a line torn by a crash).
     pub skipped_lines: usize,
+    /// How its member sessions read (by handle), for its nodes and lines.
+    pub names: crate::describe::Names,
 }
 
 impl Trace {
@@ -282,8 +284,6 @@ pub struct TraceBuilder {
     /// Turns waiting for a limit now, and since when one has been (the run waits with them).
     limit_waits: u32,
     limit_since: Option<DateTime<Utc>>,
-    /// How member sessions read (their handles): a turn node is its member's.
-    names: crate::describe::Names,
 }
 
 fn capped_line(text: &str) -> Option<String> {
@@ -307,10 +307,9 @@ impl TraceBuilder {
 
     /// A builder whose turn nodes name their members as `names` has them (by handle).
     pub fn named(names: crate::describe::Names) -> TraceBuilder {
-        TraceBuilder {
-            names,
-            ..TraceBuilder::default()
-        }
+        let mut builder = TraceBuilder::default();
+        builder.trace.names = names;
+        builder
     }
 
     /// A run file's records, read to the end: what never finished is interrupted.
@@ -737,7 +736,7 @@ impl TraceBuilder {
     fn new_turn(&mut self, session_id: &str, session: &str, at: DateTime<Utc>) -> NodeId {
         self.turns += 1;
         let task = self.pending_task.remove(session_id);
-        let member = self.names.short(session).to_string();
+        let member = self.trace.names.short(session).to_string();
         let exec = Execution::turn(format!("turn-{}", self.turns), &member, session_id, task);
         let id = self.add_node(exec, at);
         self.last_turn.insert(session_id.to_string(), id);
