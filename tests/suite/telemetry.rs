@@ -117,6 +117,20 @@ fn spans_reach_the_collector(protocol: &str, content_type: &str) {
     assert_eq!(root["resource"]["service.name"], "huddle");
     assert_eq!(root["authorization"], "Bearer t0ken-for-tests");
     assert!(spans.iter().all(|s| s["content_type"] == content_type));
+    // `huddle doctor` posts an empty export the same way, and the collector takes it.
+    let doctor = Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .arg("doctor")
+        .env("HUDDLE_HOME", home.path())
+        .env("HUDDLE_TEST_OTLP_AUTH", "Bearer t0ken-for-tests")
+        .current_dir(home.path())
+        .output()
+        .expect("run huddle doctor");
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        said.contains(&format!("({protocol}), content off"))
+            && said.contains("  ok the collector accepts spans (200 OK)"),
+        "{said}"
+    );
     // Every span in the run's trace, every parent a span of it.
     let ids: Vec<&Value> = spans.iter().map(|s| &s["span_id"]).collect();
     for s in &spans {
