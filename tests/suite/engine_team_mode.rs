@@ -114,9 +114,8 @@ fn statuses(events: &[EngineEvent]) -> HashMap<String, ExecutionStatus> {
         .collect()
 }
 
-#[tokio::test]
-async fn two_members_and_a_supervisor_deliberate_over_two_cycles() {
-    let mut f = deliberation(&["a", "b"], limits(4, 4)).await;
+/// Members `a` and `b` give their views, the supervisor guides them once and then answers.
+async fn two_cycles(f: &Fixture) -> huddle::engine::RunReport {
     f.server
         .script("w-a", vec![says("A: cost first", false), says("A: agreed", true)]);
     f.server
@@ -125,7 +124,13 @@ async fn two_members_and_a_supervisor_deliberate_over_two_cycles() {
         ORCH,
         vec![guides("Focus on cost"), Reply::text("FINAL: do it in stages")],
     );
-    let report = f.run("Should we move the office?").await;
+    f.run("Should we move the office?").await
+}
+
+#[tokio::test]
+async fn two_members_and_a_supervisor_deliberate_over_two_cycles() {
+    let mut f = deliberation(&["a", "b"], limits(4, 4)).await;
+    let report = two_cycles(&f).await;
     assert_eq!(report.outcome, CycleOutcome::Completed);
     assert!(report.failed.is_none(), "{:?}", report.failed);
     assert_eq!(report.final_text, "FINAL: do it in stages");
@@ -651,15 +656,7 @@ async fn a_failed_supervisor_fails_the_run() {
 #[tokio::test]
 async fn a_deliberation_counts_its_supervisor_cycles_the_same_everywhere() {
     let mut f = deliberation(&["a", "b"], limits(4, 3)).await;
-    f.server
-        .script("w-a", vec![says("A: cost first", false), says("A: agreed", true)]);
-    f.server
-        .script("w-b", vec![says("B: risk first", false), says("B: done", true)]);
-    f.server.script(
-        ORCH,
-        vec![guides("Focus on cost"), Reply::text("FINAL: do it in stages")],
-    );
-    let report = f.run("Should we move the office?").await;
+    let report = two_cycles(&f).await;
     assert_eq!(report.outcome, CycleOutcome::Completed);
     let events = f.drain();
     let counts: Vec<(&str, u32, u32)> = events
