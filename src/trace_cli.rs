@@ -93,7 +93,8 @@ fn tree_text(paths: &Paths, args: &TraceArgs) -> Result<String, Failure> {
     let lines = runs
         .read_lines(&group.id, run_id)
         .map_err(|e| failed(e.to_string()))?;
-    let mut builder = TraceBuilder::new();
+    // Member turns by their members' handles, as the TUI and `huddle run` name them.
+    let mut builder = TraceBuilder::named(crate::describe::Names::of_members(&org, &group.id));
     for line in &lines {
         builder.apply_line(line);
     }

@@ -51,6 +51,21 @@ pub fn limit_wait_state(provider: &str, until: chrono::DateTime<chrono::Utc>) ->
     format!("waiting until {} UTC for {provider} limit", until.format("%H:%M"))
 }
 
+/// `⏳ security: waiting until 14:05 UTC for anthropic limit (+1 more)`: the cycle panel's row
+/// for the first of the run's turns waiting for a limit, and how many others wait too.
+pub fn limit_wait_row(
+    who: &str,
+    provider: &str,
+    until: chrono::DateTime<chrono::Utc>,
+    others: usize,
+) -> String {
+    let more = match others {
+        0 => String::new(),
+        n => format!(" (+{n} more)"),
+    };
+    format!("⏳ {who}: {}{more}", limit_wait_state(provider, until))
+}
+
 /// `⏳ security: waiting until 14:05 UTC for anthropic limit (20m00s): 429 from provider …`.
 pub fn limit_wait(
     who: &str,
@@ -244,6 +259,22 @@ pub fn member_note(who: &str, text: &str, delivered: bool) -> Line {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cycle panel's limit-wait row is worded here, with the timeline's state words.
+    #[test]
+    fn a_limit_wait_row_names_the_first_and_counts_the_others() {
+        let until = chrono::DateTime::parse_from_rfc3339("2026-11-28T14:05:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        assert_eq!(
+            limit_wait_row("security", "anthropic", until, 0),
+            "⏳ security: waiting until 14:05 UTC for anthropic limit"
+        );
+        assert_eq!(
+            limit_wait_row("security", "anthropic", until, 2),
+            "⏳ security: waiting until 14:05 UTC for anthropic limit (+2 more)"
+        );
+    }
 
     #[test]
     fn a_runs_course_reads_in_short_lines() {

@@ -43,6 +43,9 @@ fn run_line(run: &RunSummary) -> String {
     if let Some(ms) = run.duration_ms {
         parts.push(duration(ms));
     }
+    if run.paused_ms > 0 {
+        parts.push(format!("paused {}", duration(run.paused_ms)));
+    }
     parts.push(format!("{} tokens", run.tokens));
     parts.join(" · ")
 }
@@ -53,7 +56,7 @@ fn node_line(node: &TraceNode) -> String {
     node.exec.line(None)
 }
 
-fn item_line(item: &TraceItem) -> String {
+fn item_line(item: &TraceItem, names: &describe::Names) -> String {
     match item {
         TraceItem::ToolCall {
             name,
@@ -81,7 +84,7 @@ fn item_line(item: &TraceItem) -> String {
             };
             describe::team::broadcast(&b).text
         }
-        TraceItem::Event { event, .. } => describe::describe_as(event, None, &describe::Names::default())
+        TraceItem::Event { event, .. } => describe::describe_as(event, None, names)
             .map(|l| l.text)
             .unwrap_or_else(|| event.name().to_string()),
     }
@@ -93,10 +96,11 @@ fn item_at(item: &TraceItem) -> DateTime<Utc> {
     }
 }
 
-/// A `team_broadcast` call that went through: the broadcast's own line says it all (the JSON
-/// keeps both).
-fn said_by_its_broadcast(item: &TraceItem) -> bool {
-    matches!(item, TraceItem::ToolCall { name, ok: Some(true), .. } if describe::tools::is_broadcast(name))
+/// A call of a mode's tool that went through (a broadcast, a dispatch, a flow's handoff): its
+/// own event's line says it all, as in `huddle run` and the TUI (the JSON keeps both). A failed
+/// one has no other line: it shows.
+fn said_by_its_own_event(item: &TraceItem) -> bool {
+    matches!(item, TraceItem::ToolCall { name, ok: Some(true), .. } if describe::tools::said_by_its_own_event(name))
 }
 
 /// What goes under a node: its items and children, merged by time (items first on a tie).
@@ -119,7 +123,7 @@ fn entries<'a>(trace: &'a Trace, items: &'a [TraceItem], children: &[NodeId]) ->
             (None, _) => false,
         };
         if take_item {
-            if !said_by_its_broadcast(&items[i]) {
+            if !said_by_its_own_event(&items[i]) {
                 out.push(Entry::Item(&items[i]));
             }
             i += 1;
@@ -146,8 +150,10 @@ fn push_level<'a>(stack: &mut Vec<Pending<'a>>, depth: usize, prefix: &str, leve
 pub fn text(trace: &Trace) -> String {
     let mut out = run_line(&trace.run);
     out.push('\n');
-    if let Some(resumed) = &trace.run.interruption {
-        let _ = writeln!(out, "  {}", clean(resumed, 2 * TEXT_MAX));
+    if let (Some(resumes), Some(i)) = (&trace.run.resumes, &trace.run.interruption) {
+        let line =
+            describe::cycle::run_resumed(resumes, i.interrupted_at, i.reason.as_deref(), i.finished_turns);
+        let _ = writeln!(out, "  {}", clean(&line.text, 2 * TEXT_MAX));
     }
     if let Some(result) = &trace.run.result {
         let _ = writeln!(out, "  result: {}", clean(result, TEXT_MAX));
@@ -176,7 +182,7 @@ pub fn text(trace: &Trace) -> String {
         let branch = if last { "└── " } else { "├── " };
         match entry {
             Entry::Item(item) => {
-                let _ = writeln!(out, "{prefix}{branch}{}", item_line(item));
+                let _ = writeln!(out, "{prefix}{branch}{}", item_line(item, &trace.names));
             }
             Entry::Node(id) => {
                 let Some(node) = trace.node(id) else { continue };

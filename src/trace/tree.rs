@@ -128,8 +128,13 @@ pub struct RunSummary {
     pub started: Option<DateTime<Utc>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ended: Option<DateTime<Utc>>,
+    /// From its start to its end, less the time it was paused (by the user, or waiting for a
+    /// rate or usage limit), as the run's own summary counts it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// The time it was paused.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub paused_ms: u64,
     /// The tokens the run's turns used (in a file without turn ends: its executions' tokens).
     pub tokens: u64,
     /// The first line of the run's result.
@@ -138,11 +143,27 @@ pub struct RunSummary {
     /// Tool calls, broadcasts and moves that belong to no node.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub items: Vec<TraceItem>,
-    /// A resumed run: the run it continues, and its interruption in words.
+    /// A resumed run: the run it continues, and its interruption.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resumes: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub interruption: Option<String>,
+    pub interruption: Option<Interruption>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// How the run a resumed run continues was interrupted (its `run_resumed` event's data; put
+/// into words by [`crate::describe::cycle::run_resumed`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Interruption {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Turns the earlier runs finished, taken from disk.
+    pub finished_turns: u32,
 }
 
 impl Default for RunSummary {
@@ -158,6 +179,7 @@ impl Default for RunSummary {
             started: None,
             ended: None,
             duration_ms: None,
+            paused_ms: 0,
             tokens: 0,
             result: None,
             items: Vec::new(),
@@ -177,6 +199,8 @@ pub struct Trace {
     pub roots: BTreeSet<NodeId>,
     /// Lines of the run file that could not be read (a line torn by a crash).
     pub skipped_lines: usize,
+    /// How its member sessions read (by handle), for its nodes and lines.
+    pub names: crate::describe::Names,
 }
 
 impl Trace {
@@ -255,6 +279,11 @@ pub struct TraceBuilder {
     turn_tokens: Option<u64>,
     /// Tokens of every execution that ended, a supervisor's (the sum of its team's) aside.
     execution_tokens: u64,
+    /// Since when the run is paused by the user (`cycle_paused`, not yet resumed).
+    paused_since: Option<DateTime<Utc>>,
+    /// Turns waiting for a limit now, and since when one has been (the run waits with them).
+    limit_waits: u32,
+    limit_since: Option<DateTime<Utc>>,
 }
 
 fn capped_line(text: &str) -> Option<String> {
@@ -274,6 +303,13 @@ fn millis_between(from: DateTime<Utc>, to: DateTime<Utc>) -> u64 {
 impl TraceBuilder {
     pub fn new() -> TraceBuilder {
         TraceBuilder::default()
+    }
+
+    /// A builder whose turn nodes name their members as `names` has them (by handle).
+    pub fn named(names: crate::describe::Names) -> TraceBuilder {
+        let mut builder = TraceBuilder::default();
+        builder.trace.names = names;
+        builder
     }
 
     /// A run file's records, read to the end: what never finished is interrupted.
@@ -385,14 +421,28 @@ impl TraceBuilder {
                 reason,
                 finished_turns,
             } => {
-                let line = crate::describe::cycle::run_resumed(
-                    resumes,
-                    *interrupted_at,
-                    reason.as_deref(),
-                    *finished_turns,
-                );
                 self.trace.run.resumes = Some(resumes.clone());
-                self.trace.run.interruption = Some(line.text);
+                self.trace.run.interruption = Some(Interruption {
+                    interrupted_at: *interrupted_at,
+                    reason: reason.as_deref().and_then(capped_line),
+                    finished_turns: *finished_turns,
+                });
+            }
+            EventKind::CyclePaused => {
+                self.paused_since.get_or_insert(at);
+            }
+            EventKind::CycleResumed => self.pause_over(at),
+            EventKind::LimitWait { .. } => {
+                if self.limit_waits == 0 {
+                    self.limit_since = Some(at);
+                }
+                self.limit_waits = self.limit_waits.saturating_add(1);
+            }
+            EventKind::LimitWaitOver { .. } => {
+                self.limit_waits = self.limit_waits.saturating_sub(1);
+                if self.limit_waits == 0 {
+                    self.limit_wait_over(at);
+                }
             }
             EventKind::CycleStarted { mode, .. } => self.trace.run.mode = Some(*mode),
             EventKind::CycleFinished { outcome, .. } => self.trace.run.outcome = Some(*outcome),
@@ -406,7 +456,13 @@ impl TraceBuilder {
                 run.ended = Some(at);
                 run.outcome = outcome.or(run.outcome);
                 run.failed = failed.as_deref().and_then(capped_line);
-                run.duration_ms = run.started.map(|s| millis_between(s, at));
+                self.pause_over(at);
+                self.limit_waits = 0;
+                self.limit_wait_over(at);
+                let run = &mut self.trace.run;
+                run.duration_ms = run
+                    .started
+                    .map(|s| millis_between(s, at).saturating_sub(run.paused_ms));
                 self.interrupt_open();
             }
             EventKind::Assignment { session_id, task, .. } => {
@@ -653,6 +709,20 @@ impl TraceBuilder {
         index
     }
 
+    /// A pause by the user ended (resumed, or the run ended while paused): it counts as paused.
+    fn pause_over(&mut self, at: DateTime<Utc>) {
+        if let Some(since) = self.paused_since.take() {
+            self.trace.run.paused_ms = self.trace.run.paused_ms.saturating_add(millis_between(since, at));
+        }
+    }
+
+    /// No turn waits for a limit any more: the time since the first began counts as paused.
+    fn limit_wait_over(&mut self, at: DateTime<Utc>) {
+        if let Some(since) = self.limit_since.take() {
+            self.trace.run.paused_ms = self.trace.run.paused_ms.saturating_add(millis_between(since, at));
+        }
+    }
+
     /// The turn node of a session's turn (modes without executions), made when first seen.
     fn turn(&mut self, session_id: &str, session: &str, generation: u64, at: DateTime<Utc>) -> NodeId {
         if let Some(&id) = self.open_turns.get(&(session_id.to_string(), generation)) {
@@ -666,7 +736,8 @@ impl TraceBuilder {
     fn new_turn(&mut self, session_id: &str, session: &str, at: DateTime<Utc>) -> NodeId {
         self.turns += 1;
         let task = self.pending_task.remove(session_id);
-        let exec = Execution::turn(format!("turn-{}", self.turns), session, session_id, task);
+        let member = self.trace.names.short(session).to_string();
+        let exec = Execution::turn(format!("turn-{}", self.turns), &member, session_id, task);
         let id = self.add_node(exec, at);
         self.last_turn.insert(session_id.to_string(), id);
         id
@@ -1414,5 +1485,86 @@ pub(crate) mod tests {
         assert_eq!(trace.nodes[1].exec.status, ExecutionStatus::Cancelled);
         assert_eq!(trace.nodes[2].exec.status, ExecutionStatus::Interrupted);
         assert_eq!(trace.run.tokens, 30);
+    }
+
+    /// Issue 28 item 16: the run's duration leaves out the time it was paused (by the user and
+    /// waiting for a limit, overlapping waits once), as its own summary does.
+    #[test]
+    fn the_run_s_duration_leaves_out_its_pauses_and_limit_waits() {
+        let wait = |who: &str| EventKind::LimitWait {
+            session_id: format!("sid-{who}"),
+            session: who.into(),
+            provider: "anthropic".into(),
+            until: t(100),
+            wait_ms: 1000,
+            reason: "429".into(),
+        };
+        let over = |who: &str| EventKind::LimitWaitOver {
+            session_id: format!("sid-{who}"),
+            session: who.into(),
+            waited_ms: 1000,
+        };
+        let started = EventKind::RunStarted {
+            key: RunKey::team("gid"),
+        };
+        let mut b = TraceBuilder::new();
+        for (secs, kind) in [
+            (0, started),
+            (10, EventKind::CyclePaused),
+            (40, EventKind::CycleResumed),
+            (50, wait("a")),
+            (55, wait("b")),
+            (60, over("a")),
+            (70, over("b")),
+            (90, EventKind::CyclePaused),
+            (100, run_ended()),
+        ] {
+            b.apply(&ev(kind, None), t(secs));
+        }
+        let trace = b.finish();
+        assert_eq!(trace.run.paused_ms, (30 + 20 + 10) * 1000);
+        assert_eq!(trace.run.duration_ms, Some(40_000), "100s less 60s paused");
+    }
+
+    /// A resumed run keeps its interruption as data (the words are describe's).
+    #[test]
+    fn a_resumed_run_keeps_its_interruption_as_data() {
+        let mut b = TraceBuilder::new();
+        b.apply(
+            &ev(
+                EventKind::RunResumed {
+                    resumes: "run-0".into(),
+                    interrupted_at: Some(t(5)),
+                    reason: Some("SIGTERM".into()),
+                    finished_turns: 3,
+                },
+                None,
+            ),
+            t(9),
+        );
+        let trace = b.finish();
+        assert_eq!(trace.run.resumes.as_deref(), Some("run-0"));
+        assert_eq!(
+            trace.run.interruption,
+            Some(Interruption {
+                interrupted_at: Some(t(5)),
+                reason: Some("SIGTERM".into()),
+                finished_turns: 3,
+            })
+        );
+    }
+
+    /// A member's turn node goes by its handle when the names are known (issue 28 item 3).
+    #[test]
+    fn turn_nodes_name_their_members_by_handle() {
+        let mut b = TraceBuilder::named(crate::describe::Names::team("help-desk"));
+        let turn = EventKind::TurnStarted {
+            session_id: "sid-d".into(),
+            session: "help-desk-dispatcher".into(),
+            generation: 1,
+            prompt: None,
+        };
+        b.apply(&ev(turn, None), t(0));
+        assert_eq!(b.finish().nodes[0].exec.member, "dispatcher");
     }
 }

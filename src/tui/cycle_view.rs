@@ -775,12 +775,21 @@ impl CycleView {
 
     /// One word for the state shown in the panel title and the sidebar.
     pub fn state_label(&self) -> &'static str {
-        if self.running && self.paused {
+        self.state_while(self.running)
+    }
+
+    /// The state as shown while the run is `running` as the viewer sees it (a run browsed
+    /// back is not running there): paused, waiting for a limit, running, else how it ended.
+    pub fn state_while(&self, running: bool) -> &'static str {
+        if running && self.paused {
             "paused"
-        } else if self.running && !self.limit_waits.is_empty() {
+        } else if running && !self.limit_waits.is_empty() {
             "waiting for limit"
-        } else if self.running {
+        } else if running {
             "running"
+        } else if self.running {
+            // Running, seen from an earlier run's page.
+            self.state_while(true)
         } else if self.interrupted {
             "interrupted"
         } else if self.outcome.is_some() {
@@ -796,8 +805,6 @@ impl CycleView {
 /// Characters of a streaming line a worker row keeps (its end).
 const LIVE_MAX_CHARS: usize = 240;
 
-/// Appends `text` to `live` and keeps only the last line with text in it (at most
-/// [`LIVE_MAX_CHARS`] of its end): the cost per delta does not grow with the answer.
 /// Ends a live line: the next text streamed replaces it instead of running on after it.
 fn end_line(live: &mut String) {
     if !live.is_empty() && !live.ends_with('\n') {
@@ -805,6 +812,8 @@ fn end_line(live: &mut String) {
     }
 }
 
+/// Appends `text` to `live` and keeps only the last line with text in it (at most
+/// [`LIVE_MAX_CHARS`] of its end): the cost per delta does not grow with the answer.
 pub fn keep_last_line(live: &mut String, text: &str) {
     live.push_str(text);
     let body = live.trim_end_matches(['\n', '\r']);

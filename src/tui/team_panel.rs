@@ -421,15 +421,7 @@ fn render(
     running: bool,
     label: Option<&RunLabel>,
 ) {
-    let state = if running && cycle.paused {
-        "paused"
-    } else if running && !cycle.limit_waits.is_empty() {
-        "waiting for limit"
-    } else if running {
-        "running"
-    } else {
-        cycle.state_label()
-    };
+    let state = cycle.state_while(running);
     let block = pane(format!(" Cycle · {state} "), false);
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -507,14 +499,11 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
     }
     if let Some(first) = c.limit_waits.first().filter(|_| running) {
         // The run goes on by itself at the reset; stopping it keeps it resumable.
-        let more = match c.limit_waits.len() {
-            1 => String::new(),
-            n => format!(" (+{} more)", n - 1),
-        };
-        let text = format!(
-            "⏳ {}: {}{more}",
-            sanitize::display(&first.session),
-            crate::describe::cycle::limit_wait_state(&sanitize::display(&first.provider), first.until)
+        let text = crate::describe::cycle::limit_wait_row(
+            &sanitize::display(&first.session),
+            &sanitize::display(&first.provider),
+            first.until,
+            c.limit_waits.len() - 1,
         );
         wrap_line_into(Line::styled(text, warn), width.max(1), &mut out);
     }

@@ -693,3 +693,38 @@ async fn a_message_queued_as_the_run_ends_goes_to_the_next_run() {
             .read(|o| o.group(&f.group_id).unwrap().pending_messages.is_empty())
     );
 }
+
+/// Issue 28 item 16: a reflect cycle stopped while its evaluator judges keeps the synthesis it
+/// was judging as its result (it had none: the result section was missing).
+#[tokio::test]
+async fn stop_during_the_evaluation_keeps_the_synthesis_as_the_result() {
+    let mut f = team(Mode::OrchestratorReflect, &["alpha"], true, 5).await;
+    f.server.script(ORCH, vec![plan(&["alpha"], 1), synthesis(1)]);
+    worker_answers(&f, "alpha", 1);
+    f.server.script(
+        EVAL,
+        vec![Reply::chunks(["SCORE: 0.", "5"]).end(StreamEnd::Stall(Duration::from_secs(30)))],
+    );
+    let run = f.spawn_run("Do it");
+    let mut streamed = String::new();
+    f.events_until("the evaluator's partial verdict", |e| {
+        if let EventKind::Delta { text, .. } = &e.kind
+            && (text.starts_with("SCORE") || text.starts_with('5'))
+        {
+            streamed.push_str(text);
+        }
+        streamed == "SCORE: 0.5"
+    })
+    .await;
+    assert!(f.engine.stop(&RunKey::team(&f.group_id)));
+    let report = tokio::time::timeout(HANG_GUARD, run)
+        .await
+        .expect("stop ends the run")
+        .unwrap();
+    assert_eq!(report.outcome, CycleOutcome::Cancelled);
+    assert!(
+        report.final_text.starts_with("Synthesis 1: r1w0"),
+        "{:?}",
+        report.final_text
+    );
+}

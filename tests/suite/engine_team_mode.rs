@@ -114,9 +114,8 @@ fn statuses(events: &[EngineEvent]) -> HashMap<String, ExecutionStatus> {
         .collect()
 }
 
-#[tokio::test]
-async fn two_members_and_a_supervisor_deliberate_over_two_cycles() {
-    let mut f = deliberation(&["a", "b"], limits(4, 4)).await;
+/// Members `a` and `b` give their views, the supervisor guides them once and then answers.
+async fn two_cycles(f: &Fixture) -> huddle::engine::RunReport {
     f.server
         .script("w-a", vec![says("A: cost first", false), says("A: agreed", true)]);
     f.server
@@ -125,7 +124,13 @@ async fn two_members_and_a_supervisor_deliberate_over_two_cycles() {
         ORCH,
         vec![guides("Focus on cost"), Reply::text("FINAL: do it in stages")],
     );
-    let report = f.run("Should we move the office?").await;
+    f.run("Should we move the office?").await
+}
+
+#[tokio::test]
+async fn two_members_and_a_supervisor_deliberate_over_two_cycles() {
+    let mut f = deliberation(&["a", "b"], limits(4, 4)).await;
+    let report = two_cycles(&f).await;
     assert_eq!(report.outcome, CycleOutcome::Completed);
     assert!(report.failed.is_none(), "{:?}", report.failed);
     assert_eq!(report.final_text, "FINAL: do it in stages");
@@ -644,4 +649,42 @@ async fn a_failed_supervisor_fails_the_run() {
         .map(|(id, _)| id)
         .unwrap();
     assert_eq!(ends[root], ExecutionStatus::Failed);
+}
+
+/// Issue 28 item 16: a team run counts its supervisor's cycles once, the same at the start, at
+/// each cycle and at the end (it announced `1/1` and ended `after 2/3`).
+#[tokio::test]
+async fn a_deliberation_counts_its_supervisor_cycles_the_same_everywhere() {
+    let mut f = deliberation(&["a", "b"], limits(4, 3)).await;
+    let report = two_cycles(&f).await;
+    assert_eq!(report.outcome, CycleOutcome::Completed);
+    let events = f.drain();
+    let counts: Vec<(&str, u32, u32)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::CycleStarted { max_iterations, .. } => Some(("start", 0, *max_iterations)),
+            EventKind::IterationStarted {
+                iteration,
+                max_iterations,
+            } => Some(("iteration", *iteration, *max_iterations)),
+            EventKind::CycleFinished {
+                iterations,
+                max_iterations,
+                ..
+            } => Some(("finished", *iterations, *max_iterations)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            ("start", 0, 3),
+            ("iteration", 1, 3),
+            ("iteration", 2, 3),
+            ("finished", 2, 3)
+        ],
+        "one iteration a supervisor cycle, of the supervisor's turns"
+    );
+    assert_eq!(report.iterations, 2);
+    assert!(report.summary.contains("Iterations: 2/3"), "{}", report.summary);
 }

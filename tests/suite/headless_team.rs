@@ -23,7 +23,7 @@ fn the_panel_deliberates_and_the_chair_answers_on_the_sim() {
         "📣 advocate (turn 1, update): As advocate, on \"Should we adopt a four-day week?\"",
         "📣 skeptic (turn 1, update): As skeptic,",
         "📣 pragmatist (turn 1, update): As pragmatist,",
-        "📢 orchestrator (supervisor, turn 1, update): Thanks,",
+        "📢 Chair (supervisor, turn 1, update): Thanks,",
     ] {
         assert!(stderr.contains(line), "missing `{line}`: {stderr}");
     }

@@ -377,7 +377,6 @@ fn a_nested_dispatch_run_prints_as_a_tree() {
     let expected = r#"Incidents · run 20261124T060000000Z-d15a7c00 · dispatch · completed · 12.0s · 2900 tokens
   result: Root cause: the orders DB pool
 └── exec-1 lead (orchestrator) · ✓ completed 12.0s · 1500 tok — Root cause: the orders DB pool
-    ├── ✓ dispatch_agent 0ms: {"execution_id":"exec-2","status":"accepted"}
     ├── exec-2 logs · ✓ completed 4.0s · 900 tok — DB pool exhausted at 10:02
     │   ├── ✓ logs.search 40ms: 412 timeouts
     │   ├── ✗ logs.tail 40ms: permission denied
@@ -661,7 +660,38 @@ fn a_dispatch_run_the_sim_played_traces_its_sub_agents_under_the_orchestrator() 
         4,
         "{out}"
     );
-    assert!(out.contains("    ├── ✓ dispatch_agent "), "{out}");
+    // A dispatch that went through is said by its sub-agent's node (the JSON keeps the call).
+    assert!(!out.contains("✓ dispatch_agent "), "{out}");
+}
+
+/// Review 22 finding 4, issue 28 item 3: a flow's trace says a handoff once (its hop, not the
+/// `handoff_to` call as well) and names member turns by handle, as `huddle run` does.
+#[test]
+fn a_flow_run_says_each_handoff_once_and_names_members_by_handle() {
+    let home = tempfile::tempdir().unwrap();
+    let out = huddle(
+        home.path(),
+        &[
+            "run",
+            "--preset",
+            "Help Desk Flow",
+            "--model",
+            "sim/x",
+            "My invoice is wrong",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let (code, out, err) = trace(home.path(), &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(" dispatcher ⇒ billing (route"), "{out}");
+    assert!(!out.contains("handoff_to"), "{out}");
+    assert!(out.contains("├── turn-1 dispatcher · ✓ completed"), "{out}");
+    assert!(!out.contains("help-desk-flow-"), "session names stay out: {out}");
+    let (_, json, _) = trace(home.path(), &["--json"]);
+    assert!(
+        json.contains("\"name\": \"handoff_to\""),
+        "the JSON keeps the call: {json}"
+    );
 }
 
 /// A team run as the engine writes it: supervisor exec-1, member and supervisor turns under it,

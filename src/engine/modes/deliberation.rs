@@ -48,23 +48,37 @@ use super::super::run::Run;
 use super::super::session::{TurnOptions, TurnResult};
 use super::super::team::Member;
 use super::super::{EngineError, RunReport};
-use super::one_pass::{Steps, failed_pass, finish_steps, finish_with, phase, start, with_pending};
+use super::one_pass::{Steps, failed_pass, finish_steps, with_pending};
 
+/// A deliberation's iterations are its supervisor's cycles: the run announces the supervisor's
+/// turn limit and one iteration a cycle, and ends after the cycles it took.
 pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, EngineError> {
     let (prompt, pending) = with_pending(run, prompt);
-    start(run);
-    phase(run, Phase::Dispatch);
+    let cycles = run.team.settings.team.supervisor_turns();
+    run.emit(EventKind::CycleStarted {
+        mode: run.team.mode,
+        max_iterations: cycles,
+    });
     let Some(supervisor) = run.team.orchestrator.clone() else {
+        cycle_starts(run, 1, cycles);
         run.restore_pending(pending);
-        return Ok(finish_with(
+        let steps = Steps {
+            taken: 1,
+            allowed: cycles,
+            more: None,
+        };
+        return Ok(finish_steps(
             run,
             CycleOutcome::Completed,
             String::new(),
             None,
             Some("the team has no supervisor (orchestrator) session"),
+            steps,
         ));
     };
     let mut team = Deliberation::new(run, &supervisor, prompt);
+    // A resumed run goes on in the cycle it was in.
+    cycle_starts(run, team.cycle, cycles);
     let end = team.deliberate(run).await;
     let (status, final_text) = match &end {
         End::Answer(text) => (ExecutionStatus::Completed, text.clone()),
@@ -86,7 +100,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         },
     );
     let steps = || Steps {
-        taken: team.chair.turns.max(1),
+        taken: team.cycle,
         allowed: team.supervisor_turns,
         more: Some(team_tally(
             team.seats.len(),
@@ -118,6 +132,18 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         }
     };
     Ok(report)
+}
+
+/// Cycle `cycle` of the supervisor's `of` starts: the members deliberate.
+fn cycle_starts(run: &Run<'_>, cycle: u32, of: u32) {
+    run.emit(EventKind::IterationStarted {
+        iteration: cycle,
+        max_iterations: of,
+    });
+    run.emit(EventKind::Phase {
+        iteration: cycle,
+        phase: Phase::Dispatch,
+    });
 }
 
 /// How a deliberation ended.
@@ -329,8 +355,10 @@ impl Seat {
 
 /// What the supervisor's turn decided.
 enum Decision {
-    /// It broadcast back: the next cycle.
+    /// A member's turn ended: the cycle goes on.
     Continue,
+    /// The supervisor broadcast back: the next cycle.
+    NextCycle,
     Stopped(String),
     Failed(Box<TurnResult>),
     /// The team's final answer.
@@ -399,6 +427,8 @@ struct Deliberation {
     cycle_from: usize,
     member_turns: u32,
     supervisor_turns: u32,
+    /// The supervisor's cycle the team is in (from 1): its broadcast back starts the next.
+    cycle: u32,
     /// Tool calls of every turn (the root execution's count).
     tool_calls: u32,
 }
@@ -408,7 +438,9 @@ impl Deliberation {
         // A resumed run's executions never take an id of the run it resumes.
         let after = run.replay().map_or(0, |r| r.last_execution());
         let executions = Executions::numbered_after(run.emitter().clone(), after);
-        let chair = Seat::new(run, supervisor);
+        let mut chair = Seat::new(run, supervisor);
+        // The chair speaks by the name its preset gives it (`Chair`), members by their handles.
+        chair.name = supervisor.shown.clone();
         let root = executions.start(Start {
             kind: ExecutionKind::Supervisor,
             parent: None,
@@ -427,11 +459,18 @@ impl Deliberation {
             root,
             member_turns: run.team.settings.team.member_turns(),
             supervisor_turns: run.team.settings.team.supervisor_turns(),
+            cycle: 1,
             tool_calls: 0,
         };
         if let Some(saved) = run.resumed.as_ref().and_then(|r| r.open.deliberation.as_ref()) {
             team.restore(saved);
         }
+        // The supervisor's turns that ended (a turn cut by a crash is taken again).
+        team.cycle = team
+            .chair
+            .turns
+            .saturating_add(1)
+            .min(team.supervisor_turns.max(1));
         team
     }
 
@@ -544,6 +583,10 @@ impl Deliberation {
             }
             match decision {
                 Decision::Continue => {}
+                Decision::NextCycle => {
+                    self.cycle = self.chair.turns.saturating_add(1);
+                    cycle_starts(run, self.cycle, self.supervisor_turns);
+                }
                 Decision::Stopped(text) => return self.stop(run, running, text).await,
                 Decision::Failed(turn) => {
                     self.cancel_members(run, running).await;
@@ -792,7 +835,7 @@ impl Deliberation {
             return if run.cancelled() {
                 Decision::Stopped(String::new())
             } else {
-                Decision::Continue
+                Decision::NextCycle
             };
         }
         self.end_turn(run, tag, &turn);

@@ -500,10 +500,12 @@ impl TeamCycle<'_, '_> {
     }
 
     /// The answer so far: the last synthesis without its sentinel lines.
+    /// The latest synthesis: also one whose evaluation was cut short by a stop (`said` is set
+    /// as it is written, `last_synthesis` once it is judged).
     fn final_text(&self) -> String {
-        self.state
-            .last_synthesis
+        self.said
             .as_deref()
+            .or(self.state.last_synthesis.as_deref())
             .map(strip_sentinel_lines)
             .unwrap_or_default()
     }

@@ -69,12 +69,13 @@ pub fn outcome_sentence(outcome: CycleOutcome, max_iterations: u32) -> String {
 /// The summary text, one fact per line.
 pub fn completion_summary(input: &SummaryInput) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "Cycle finished: {} ({}).",
-        outcome_sentence(input.outcome, input.max_iterations),
-        input.outcome
-    );
+    // The outcome's code word after its sentence, unless the sentence is that word.
+    let sentence = outcome_sentence(input.outcome, input.max_iterations);
+    if sentence == input.outcome.as_str() {
+        let _ = writeln!(out, "Cycle finished: {sentence}.");
+    } else {
+        let _ = writeln!(out, "Cycle finished: {sentence} ({}).", input.outcome);
+    }
     let _ = writeln!(out, "Iterations: {}/{}", input.iterations, input.max_iterations);
     if input.scores.is_empty() {
         out.push_str("Scores: none recorded");
@@ -154,6 +155,13 @@ mod tests {
     fn per_iteration_accounting_is_listed() {
         let text = completion_summary(&input(CycleOutcome::GoalMet));
         assert!(text.contains("iteration 1: 1,234 tokens, 2.5s"), "{text}");
+    }
+
+    /// A completed run's summary says `completed` once (it said `completed (completed)`).
+    #[test]
+    fn an_outcome_whose_sentence_is_its_word_says_it_once() {
+        let text = completion_summary(&input(CycleOutcome::Completed));
+        assert!(text.starts_with("Cycle finished: completed.\n"), "{text}");
     }
 
     #[test]
