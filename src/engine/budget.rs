@@ -126,7 +126,7 @@ async fn time_limit(control: &RunControl, limit: Duration) -> Duration {
     let mut waiting = control.limit_waiting();
     let mut used = Duration::ZERO;
     loop {
-        let stopped = *paused.borrow_and_update() || *waiting.borrow_and_update() > 0;
+        let stopped = *paused.borrow_and_update() || !waiting.borrow_and_update().is_empty();
         if stopped {
             let changed = tokio::select! {
                 c = paused.changed() => c,

@@ -9,6 +9,7 @@
 //! of waiting.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -22,9 +23,13 @@ use super::{RunControl, lock};
 
 pub use crate::config::DEFAULT_RATE_LIMIT_WAIT_SECS;
 
-/// The wait after the n-th limit (from 1) that said no reset time: 15 s, 30 s, 60 s, … 5 min.
+/// The longest back-off: 4 minutes.
+const MAX_BACKOFF: Duration = Duration::from_secs(240);
+
+/// The wait after the n-th limit (from 1) that said no reset time: 15 s, 30 s, 60 s, 120 s, then
+/// 240 s ([`MAX_BACKOFF`]) for every one after.
 pub(crate) fn backoff(n: u32) -> Duration {
-    Duration::from_secs(15u64.saturating_mul(1 << n.saturating_sub(1).min(4)).min(300))
+    Duration::from_secs(15u64 << n.saturating_sub(1).min(4)).min(MAX_BACKOFF)
 }
 
 /// A failure that is a limit worth waiting out (never once text was streamed: the deltas are
@@ -52,12 +57,13 @@ pub struct LimitWait {
 pub(crate) struct LimitState {
     /// The longest a wait may be (`rate_limit_wait_secs`).
     max: Mutex<Duration>,
-    /// Turns waiting now (the time limit's watchdog does not count while any does).
-    waiting: watch::Sender<usize>,
+    /// The waits in progress, each with its number (for `huddle ps` and the panel; the time
+    /// limit's watchdog does not count while there is one).
+    waiting: watch::Sender<Vec<(u64, LimitWait)>>,
+    /// The number the next wait gets.
+    next: AtomicU64,
     /// Since when at least one turn of the run waits.
     since: Mutex<Option<tokio::time::Instant>>,
-    /// The waits in progress (for `huddle ps` and the panel).
-    current: Mutex<Vec<LimitWait>>,
     /// Why the run ended `rate_limited`, once it did.
     gave_up: Mutex<Option<String>>,
 }
@@ -66,9 +72,9 @@ impl Default for LimitState {
     fn default() -> Self {
         LimitState {
             max: Mutex::new(Duration::from_secs(DEFAULT_RATE_LIMIT_WAIT_SECS)),
-            waiting: watch::channel(0).0,
+            waiting: watch::channel(Vec::new()).0,
+            next: AtomicU64::new(0),
             since: Mutex::new(None),
-            current: Mutex::new(Vec::new()),
             gave_up: Mutex::new(None),
         }
     }
@@ -94,14 +100,20 @@ impl RunControl {
         *lock(&self.limits.max)
     }
 
-    /// Turns of the run waiting for a limit now (watched by the time limit).
-    pub fn limit_waiting(&self) -> watch::Receiver<usize> {
+    /// The turns of the run waiting for a limit now (watched by the time limit: it counts while
+    /// this is empty).
+    pub fn limit_waiting(&self) -> watch::Receiver<Vec<(u64, LimitWait)>> {
         self.limits.waiting.subscribe()
     }
 
     /// The waits in progress.
     pub fn limit_waits(&self) -> Vec<LimitWait> {
-        lock(&self.limits.current).clone()
+        self.limits
+            .waiting
+            .borrow()
+            .iter()
+            .map(|(_, w)| w.clone())
+            .collect()
     }
 
     /// Why the run ended `rate_limited`, if it did.
@@ -145,8 +157,7 @@ impl RunControl {
             until,
             reason: reason.clone(),
         };
-        lock(&self.limits.current).push(entry.clone());
-        self.begin_wait();
+        let number = self.begin_wait(entry);
         emitter.emit(EventKind::LimitWait {
             session_id: session_id.to_string(),
             session: session.to_string(),
@@ -157,8 +168,7 @@ impl RunControl {
         });
         let started = tokio::time::Instant::now();
         let waited = self.sleep(wait).await;
-        self.end_wait();
-        lock(&self.limits.current).retain(|w| *w != entry);
+        self.end_wait(number);
         emitter.emit(EventKind::LimitWaitOver {
             session_id: session_id.to_string(),
             session: session.to_string(),
@@ -180,22 +190,25 @@ impl RunControl {
         self.cancel.cancel();
     }
 
-    fn begin_wait(&self) {
+    /// A wait begins; returns its number (to end it by).
+    fn begin_wait(&self, wait: LimitWait) -> u64 {
+        let number = self.limits.next.fetch_add(1, Ordering::Relaxed);
         let mut since = lock(&self.limits.since);
-        self.limits.waiting.send_modify(|n| {
-            if *n == 0 {
+        self.limits.waiting.send_modify(|waits| {
+            if waits.is_empty() {
                 *since = Some(tokio::time::Instant::now());
             }
-            *n += 1;
+            waits.push((number, wait));
         });
+        number
     }
 
     /// A wait ended: with none left, the time waited counts as paused.
-    fn end_wait(&self) {
+    fn end_wait(&self, number: u64) {
         let mut since = lock(&self.limits.since);
-        self.limits.waiting.send_modify(|n| {
-            *n = n.saturating_sub(1);
-            if *n == 0
+        self.limits.waiting.send_modify(|waits| {
+            waits.retain(|(n, _)| *n != number);
+            if waits.is_empty()
                 && let Some(at) = since.take()
             {
                 self.add_paused(at.elapsed());
@@ -210,12 +223,10 @@ mod tests {
     use crate::engine::sink::EventSink;
 
     #[test]
-    fn backoff_grows_to_five_minutes() {
-        assert_eq!(backoff(1), Duration::from_secs(15));
-        assert_eq!(backoff(2), Duration::from_secs(30));
-        assert_eq!(backoff(5), Duration::from_secs(240));
-        assert_eq!(backoff(9), Duration::from_secs(240).max(backoff(5)));
-        assert!(backoff(40) <= Duration::from_secs(300));
+    fn backoff_doubles_to_four_minutes_and_stays() {
+        let secs: Vec<u64> = (0..8).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(secs, [15, 15, 30, 60, 120, 240, 240, 240]);
+        assert_eq!(backoff(u32::MAX), MAX_BACKOFF);
     }
 
     #[test]
@@ -268,5 +279,37 @@ mod tests {
                 .rate_limited()
                 .is_some_and(|w| w.contains("rate_limit_wait_secs (10s)"))
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn overlapping_waits_are_listed_each_and_count_as_paused_once() {
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let control = std::sync::Arc::new(RunControl::new(&shutdown));
+        let (sink, _events) = EventSink::channel();
+        let emitter = Emitter {
+            sink,
+            group_id: "g".into(),
+            group: "G".into(),
+            run_id: Some("r".into()),
+        };
+        // The same words from the same provider for two members: two waits all the same.
+        let limited = |secs| {
+            ProviderError::new(ErrorKind::RateLimited, "p", "429")
+                .with_retry_after(Some(Duration::from_secs(secs)))
+        };
+        let waits = control.limit_waiting();
+        let (c, e) = (control.clone(), emitter.clone());
+        let first = tokio::spawn(async move { c.wait_for_limit(&e, ("s", "alpha"), &limited(3), 1).await });
+        let (c, e) = (control.clone(), emitter.clone());
+        let second = tokio::spawn(async move { c.wait_for_limit(&e, ("s", "alpha"), &limited(5), 1).await });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(control.limit_waits().len(), 2);
+        assert_eq!(waits.borrow().len(), 2);
+        assert!(matches!(first.await, Ok(Verdict::Again)));
+        assert_eq!(control.limit_waits().len(), 1, "the other one still waits");
+        assert_eq!(control.paused_for(), Duration::ZERO, "not yet: one waits");
+        assert!(matches!(second.await, Ok(Verdict::Again)));
+        assert!(control.limit_waits().is_empty() && waits.borrow().is_empty());
+        assert_eq!(control.paused_for(), Duration::from_secs(5));
     }
 }
