@@ -186,13 +186,12 @@ impl CallContext<'_> {
     /// The post_tool_use hooks of a call that ran: they see the call and its result; what they
     /// object or add goes to the model after the result.
     async fn after_call(&self, call: &ToolCall, text: &mut String, is_error: bool) {
-        if !self.guard.watches(HookEvent::PostToolUse, Some(&call.name)) {
+        let Some(mut input) =
+            self.guard
+                .call_input(HookEvent::PostToolUse, call, self.run_id, self.iteration)
+        else {
             return;
-        }
-        let mut input = self
-            .guard
-            .input(HookEvent::PostToolUse, self.run_id, self.iteration)
-            .with_call(&call.name, &call.arguments, &call.id);
+        };
         input.tool_response = Some(serde_json::json!({ "text": text.as_str(), "is_error": is_error }));
         let feedback = self
             .guard
@@ -215,13 +214,12 @@ impl CallContext<'_> {
         arguments: serde_json::Map<String, serde_json::Value>,
         schema_of: &serde_json::Value,
     ) -> Result<(Verdict, serde_json::Map<String, serde_json::Value>), String> {
-        if !self.guard.watches(HookEvent::PreToolUse, Some(&call.name)) {
-            return Ok((Verdict::Continue, arguments));
-        }
-        let input = self
+        let Some(input) = self
             .guard
-            .input(HookEvent::PreToolUse, self.run_id, self.iteration)
-            .with_call(&call.name, &call.arguments, &call.id);
+            .call_input(HookEvent::PreToolUse, call, self.run_id, self.iteration)
+        else {
+            return Ok((Verdict::Continue, arguments));
+        };
         let decided = self.guard.before_call(&input, &|kind| self.emit(kind)).await;
         if let Verdict::Deny { reason, hook } = &decided.verdict {
             return Err(format!("blocked by hook `{hook}`: {reason}"));
@@ -397,11 +395,10 @@ impl CallContext<'_> {
     /// or `huddle run`'s refusal). Anything but an approval refuses.
     pub async fn agent_permission(&self, agent: &str, call: &ToolCall) -> Decision {
         let mut hook_reason = None;
-        if self.guard.watches(HookEvent::PreToolUse, Some(&call.name)) {
-            let input = self
-                .guard
-                .input(HookEvent::PreToolUse, self.run_id, self.iteration)
-                .with_call(&call.name, &call.arguments, &call.id);
+        if let Some(input) = self
+            .guard
+            .call_input(HookEvent::PreToolUse, call, self.run_id, self.iteration)
+        {
             match self
                 .guard
                 .before_call(&input, &|kind| self.emit(kind))
