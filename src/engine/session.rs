@@ -1131,23 +1131,7 @@ impl Actor<'_> {
         });
         if let Some(recorder) = &agent {
             request.agent_activity = Some(recorder.sink());
-            request.permission = Some(
-                super::tool_round::AgentAsk {
-                    shared: Arc::clone(self.shared),
-                    session_id: self.session_id.to_string(),
-                    session: info.name.clone(),
-                    group_id: info.group_id.clone(),
-                    group: info.group.clone(),
-                    run_id: options.run_id.clone(),
-                    cancel: options.cancel.clone(),
-                    workdir: info.working_dir.clone(),
-                    execution: self.execution.clone(),
-                    guard: info.guard.clone(),
-                    iteration: options.iteration,
-                    agent: provider.name().to_string(),
-                }
-                .asker(),
-            );
+            request.permission = Some(context.agent_asker(provider.name()));
             request.agent_session_id = info
                 .agent_session
                 .as_ref()

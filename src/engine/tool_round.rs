@@ -417,45 +417,64 @@ impl CallContext<'_> {
     }
 }
 
-/// Who an agent's permission requests are asked for, owned (the provider holds the asker for
-/// the whole turn, beyond the tool loop's borrows).
-pub(crate) struct AgentAsk {
-    pub shared: Arc<EngineShared>,
-    pub session_id: String,
-    pub session: String,
-    pub group_id: String,
-    pub group: String,
-    pub run_id: Option<RunId>,
-    pub cancel: CancellationToken,
-    pub workdir: Option<std::path::PathBuf>,
-    pub execution: Option<ExecutionTag>,
-    pub guard: Guard,
-    pub iteration: Option<u32>,
+/// Who an agent's permission requests are asked for: a turn's [`CallContext`], owned (the
+/// provider holds the asker for the whole turn, beyond the tool loop's borrows). Made only by
+/// [`CallContext::agent_asker`], read back only as a `CallContext`.
+struct AgentAsk {
+    shared: Arc<EngineShared>,
+    session_id: String,
+    session: String,
+    group_id: String,
+    group: String,
+    run_id: Option<RunId>,
+    cancel: CancellationToken,
+    workdir: Option<std::path::PathBuf>,
+    execution: Option<ExecutionTag>,
+    guard: Guard,
+    iteration: Option<u32>,
     /// The agent's provider name: the "server" the popup names.
-    pub agent: String,
+    agent: String,
 }
 
 impl AgentAsk {
-    pub fn asker(self) -> crate::providers::PermissionAsker {
-        let me = Arc::new(self);
+    fn context(&self) -> CallContext<'_> {
+        CallContext {
+            shared: &self.shared,
+            session_id: &self.session_id,
+            session: &self.session,
+            group_id: &self.group_id,
+            group: &self.group,
+            run_id: &self.run_id,
+            cancel: &self.cancel,
+            workdir: self.workdir.as_deref(),
+            execution: self.execution.as_ref(),
+            guard: &self.guard,
+            iteration: self.iteration,
+        }
+    }
+}
+
+impl CallContext<'_> {
+    /// What an agent that runs its own tools (`agent`: its provider's name) asks before one of
+    /// them goes through: [`CallContext::agent_permission`] of this turn.
+    pub fn agent_asker(&self, agent: &str) -> crate::providers::PermissionAsker {
+        let me = Arc::new(AgentAsk {
+            shared: Arc::clone(self.shared),
+            session_id: self.session_id.to_string(),
+            session: self.session.to_string(),
+            group_id: self.group_id.to_string(),
+            group: self.group.to_string(),
+            run_id: self.run_id.clone(),
+            cancel: self.cancel.clone(),
+            workdir: self.workdir.map(std::path::Path::to_path_buf),
+            execution: self.execution.cloned(),
+            guard: self.guard.clone(),
+            iteration: self.iteration,
+            agent: agent.to_string(),
+        });
         crate::providers::PermissionAsker::new(move |request| {
             let me = Arc::clone(&me);
-            Box::pin(async move {
-                let context = CallContext {
-                    shared: &me.shared,
-                    session_id: &me.session_id,
-                    session: &me.session,
-                    group_id: &me.group_id,
-                    group: &me.group,
-                    run_id: &me.run_id,
-                    cancel: &me.cancel,
-                    workdir: me.workdir.as_deref(),
-                    execution: me.execution.as_ref(),
-                    guard: &me.guard,
-                    iteration: me.iteration,
-                };
-                context.agent_permission(&me.agent, &request.call).await
-            })
+            Box::pin(async move { me.context().agent_permission(&me.agent, &request.call).await })
         })
     }
 }
