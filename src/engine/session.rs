@@ -840,12 +840,12 @@ impl Actor<'_> {
             self.emit(
                 info,
                 &options.run_id,
-                EventKind::SandboxDenied {
-                    session_id: Some(self.session_id.to_string()),
-                    session: Some(info.name.clone()),
-                    what: format!("agent {provider} ({tool})"),
+                EventKind::sandbox_denied(
+                    self.session_id,
+                    &info.name,
+                    format!("agent {provider} ({tool})"),
                     detail,
-                },
+                ),
             );
         }
     }
@@ -1213,12 +1213,12 @@ impl Actor<'_> {
                         self.emit(
                             info,
                             &options.run_id,
-                            EventKind::SandboxDenied {
-                                session_id: Some(self.session_id.to_string()),
-                                session: Some(info.name.clone()),
-                                what: format!("agent {}", provider.name()),
+                            EventKind::sandbox_denied(
+                                self.session_id,
+                                &info.name,
+                                format!("agent {}", provider.name()),
                                 detail,
-                            },
+                            ),
                         );
                     }
                     return (Err(e), steps);

@@ -174,12 +174,12 @@ impl CallContext<'_> {
             }
         }
         for detail in found {
-            self.emit(EventKind::SandboxDenied {
-                session_id: Some(self.session_id.to_string()),
-                session: Some(self.session.to_string()),
-                what: format!("tool {}", call.name),
+            self.emit(EventKind::sandbox_denied(
+                self.session_id,
+                self.session,
+                format!("tool {}", call.name),
                 detail,
-            });
+            ));
         }
     }
 
