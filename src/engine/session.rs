@@ -1072,6 +1072,9 @@ impl Actor<'_> {
             );
         }
         request.tools = offer.specs.clone();
+        if capabilities.takes_tool_servers {
+            request.tool_servers = self.tool_servers(info, options);
+        }
         // Without tool declarations (a CLI agent) a mode talks to the model in text instead.
         let mode_tools = options
             .hooks
@@ -1436,6 +1439,33 @@ impl Actor<'_> {
                 s.agent_session = next;
             }
         });
+    }
+
+    /// The session's tool servers as an agent starts them itself; one that cannot be handed
+    /// over (not configured, its program not found, a header's variable not set) is left out
+    /// with a warning.
+    fn tool_servers(&self, info: &SessionInfo, options: &TurnOptions) -> Vec<crate::tools::ServerLaunch> {
+        let mut servers = Vec::new();
+        for name in &info.tools {
+            let launch = match self.shared.options.tools.get(name) {
+                Some(source) => source.launch(),
+                None => Err(format!("no MCP server `{name}` is configured")),
+            };
+            match launch {
+                Ok(server) => servers.push(server),
+                Err(why) => self.emit(
+                    info,
+                    &options.run_id,
+                    EventKind::Warning {
+                        message: format!(
+                            "{}: tool server `{name}` not given to the agent: {why}",
+                            info.name
+                        ),
+                    },
+                ),
+            }
+        }
+        servers
     }
 
     async fn record(
