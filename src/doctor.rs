@@ -474,7 +474,7 @@ fn hooks_section(out: &mut String, config: &Config) {
                 out,
                 "  {:<19}{} {}{matcher}, {} s",
                 event.key(),
-                match crate::sandbox::profile::find_program(hook.command.first().map_or("", String::as_str)) {
+                match crate::process::find_program(hook.command.first().map_or("", String::as_str)) {
                     Some(_) => "",
                     None => " !!",
                 },

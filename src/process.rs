@@ -1,6 +1,7 @@
 //! What every program huddle starts needs (a CLI or ACP agent, a hook): its process group
 //! killed when the caller lets go of it, and its end put into words.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 
 /// Kills a process group when dropped, unless disarmed.
@@ -41,4 +42,26 @@ pub fn describe_status(status: &ExitStatus) -> String {
         (None, Some(sig)) => format!("was killed by signal {sig}"),
         _ => "failed".to_string(),
     }
+}
+
+/// A program's path: itself (made absolute) when it contains `/` and is an executable file,
+/// else the first executable match on `PATH`. What every program huddle starts is looked up
+/// with (an agent's, a hook's, bwrap).
+pub fn find_program(program: &str) -> Option<PathBuf> {
+    if program.is_empty() {
+        return None;
+    }
+    if program.contains('/') {
+        let path = PathBuf::from(program);
+        return is_executable(&path).then(|| std::path::absolute(&path).unwrap_or(path));
+    }
+    let path_var = std::env::var_os("PATH")?;
+    std::env::split_paths(&path_var)
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }

@@ -632,6 +632,17 @@ impl EventKind {
         }
     }
 
+    /// `sandbox_denied`: the sandbox of session `session_id` (named `session`) stopped `what`
+    /// (`tool x`, `agent y`) doing what `detail` says.
+    pub fn sandbox_denied(session_id: &str, session: &str, what: String, detail: String) -> EventKind {
+        EventKind::SandboxDenied {
+            session_id: Some(session_id.to_string()),
+            session: Some(session.to_string()),
+            what,
+            detail,
+        }
+    }
+
     /// Streaming events: many per turn, shown live, never stored in a run log.
     pub fn is_streaming(&self) -> bool {
         matches!(self, EventKind::Delta { .. } | EventKind::TurnStarted { .. })

@@ -137,6 +137,21 @@ impl Guard {
         input
     }
 
+    /// The input of tool event `event` for `call`, when some hook of it applies to the call
+    /// (`None`: none does, and nothing is built).
+    pub fn call_input(
+        &self,
+        event: HookEvent,
+        call: &crate::model::ToolCall,
+        run_id: &Option<RunId>,
+        iteration: Option<u32>,
+    ) -> Option<HookInput> {
+        self.watches(event, Some(&call.name)).then(|| {
+            self.input(event, run_id, iteration)
+                .with_call(&call.name, &call.arguments, &call.id)
+        })
+    }
+
     fn context(&self) -> HookContext {
         let mut sandbox = self.sandbox.clone();
         sandbox.policy.allow_read.extend(self.transcript.clone());

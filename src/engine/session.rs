@@ -840,12 +840,12 @@ impl Actor<'_> {
             self.emit(
                 info,
                 &options.run_id,
-                EventKind::SandboxDenied {
-                    session_id: Some(self.session_id.to_string()),
-                    session: Some(info.name.clone()),
-                    what: format!("agent {provider} ({tool})"),
+                EventKind::sandbox_denied(
+                    self.session_id,
+                    &info.name,
+                    format!("agent {provider} ({tool})"),
                     detail,
-                },
+                ),
             );
         }
     }
@@ -1134,23 +1134,7 @@ impl Actor<'_> {
         });
         if let Some(recorder) = &agent {
             request.agent_activity = Some(recorder.sink());
-            request.permission = Some(
-                super::tool_round::AgentAsk {
-                    shared: Arc::clone(self.shared),
-                    session_id: self.session_id.to_string(),
-                    session: info.name.clone(),
-                    group_id: info.group_id.clone(),
-                    group: info.group.clone(),
-                    run_id: options.run_id.clone(),
-                    cancel: options.cancel.clone(),
-                    workdir: info.working_dir.clone(),
-                    execution: self.execution.clone(),
-                    guard: info.guard.clone(),
-                    iteration: options.iteration,
-                    agent: provider.name().to_string(),
-                }
-                .asker(),
-            );
+            request.permission = Some(context.agent_asker(provider.name()));
             request.agent_session_id = info
                 .agent_session
                 .as_ref()
@@ -1232,12 +1216,12 @@ impl Actor<'_> {
                         self.emit(
                             info,
                             &options.run_id,
-                            EventKind::SandboxDenied {
-                                session_id: Some(self.session_id.to_string()),
-                                session: Some(info.name.clone()),
-                                what: format!("agent {}", provider.name()),
+                            EventKind::sandbox_denied(
+                                self.session_id,
+                                &info.name,
+                                format!("agent {}", provider.name()),
                                 detail,
-                            },
+                            ),
                         );
                     }
                     return (Err(e), steps);

@@ -174,25 +174,24 @@ impl CallContext<'_> {
             }
         }
         for detail in found {
-            self.emit(EventKind::SandboxDenied {
-                session_id: Some(self.session_id.to_string()),
-                session: Some(self.session.to_string()),
-                what: format!("tool {}", call.name),
+            self.emit(EventKind::sandbox_denied(
+                self.session_id,
+                self.session,
+                format!("tool {}", call.name),
                 detail,
-            });
+            ));
         }
     }
 
     /// The post_tool_use hooks of a call that ran: they see the call and its result; what they
     /// object or add goes to the model after the result.
     async fn after_call(&self, call: &ToolCall, text: &mut String, is_error: bool) {
-        if !self.guard.watches(HookEvent::PostToolUse, Some(&call.name)) {
+        let Some(mut input) =
+            self.guard
+                .call_input(HookEvent::PostToolUse, call, self.run_id, self.iteration)
+        else {
             return;
-        }
-        let mut input = self
-            .guard
-            .input(HookEvent::PostToolUse, self.run_id, self.iteration)
-            .with_call(&call.name, &call.arguments, &call.id);
+        };
         input.tool_response = Some(serde_json::json!({ "text": text.as_str(), "is_error": is_error }));
         let feedback = self
             .guard
@@ -215,13 +214,12 @@ impl CallContext<'_> {
         arguments: serde_json::Map<String, serde_json::Value>,
         schema_of: &serde_json::Value,
     ) -> Result<(Verdict, serde_json::Map<String, serde_json::Value>), String> {
-        if !self.guard.watches(HookEvent::PreToolUse, Some(&call.name)) {
-            return Ok((Verdict::Continue, arguments));
-        }
-        let input = self
+        let Some(input) = self
             .guard
-            .input(HookEvent::PreToolUse, self.run_id, self.iteration)
-            .with_call(&call.name, &call.arguments, &call.id);
+            .call_input(HookEvent::PreToolUse, call, self.run_id, self.iteration)
+        else {
+            return Ok((Verdict::Continue, arguments));
+        };
         let decided = self.guard.before_call(&input, &|kind| self.emit(kind)).await;
         if let Verdict::Deny { reason, hook } = &decided.verdict {
             return Err(format!("blocked by hook `{hook}`: {reason}"));
@@ -397,11 +395,10 @@ impl CallContext<'_> {
     /// or `huddle run`'s refusal). Anything but an approval refuses.
     pub async fn agent_permission(&self, agent: &str, call: &ToolCall) -> Decision {
         let mut hook_reason = None;
-        if self.guard.watches(HookEvent::PreToolUse, Some(&call.name)) {
-            let input = self
-                .guard
-                .input(HookEvent::PreToolUse, self.run_id, self.iteration)
-                .with_call(&call.name, &call.arguments, &call.id);
+        if let Some(input) = self
+            .guard
+            .call_input(HookEvent::PreToolUse, call, self.run_id, self.iteration)
+        {
             match self
                 .guard
                 .before_call(&input, &|kind| self.emit(kind))
@@ -420,45 +417,64 @@ impl CallContext<'_> {
     }
 }
 
-/// Who an agent's permission requests are asked for, owned (the provider holds the asker for
-/// the whole turn, beyond the tool loop's borrows).
-pub(crate) struct AgentAsk {
-    pub shared: Arc<EngineShared>,
-    pub session_id: String,
-    pub session: String,
-    pub group_id: String,
-    pub group: String,
-    pub run_id: Option<RunId>,
-    pub cancel: CancellationToken,
-    pub workdir: Option<std::path::PathBuf>,
-    pub execution: Option<ExecutionTag>,
-    pub guard: Guard,
-    pub iteration: Option<u32>,
+/// Who an agent's permission requests are asked for: a turn's [`CallContext`], owned (the
+/// provider holds the asker for the whole turn, beyond the tool loop's borrows). Made only by
+/// [`CallContext::agent_asker`], read back only as a `CallContext`.
+struct AgentAsk {
+    shared: Arc<EngineShared>,
+    session_id: String,
+    session: String,
+    group_id: String,
+    group: String,
+    run_id: Option<RunId>,
+    cancel: CancellationToken,
+    workdir: Option<std::path::PathBuf>,
+    execution: Option<ExecutionTag>,
+    guard: Guard,
+    iteration: Option<u32>,
     /// The agent's provider name: the "server" the popup names.
-    pub agent: String,
+    agent: String,
 }
 
 impl AgentAsk {
-    pub fn asker(self) -> crate::providers::PermissionAsker {
-        let me = Arc::new(self);
+    fn context(&self) -> CallContext<'_> {
+        CallContext {
+            shared: &self.shared,
+            session_id: &self.session_id,
+            session: &self.session,
+            group_id: &self.group_id,
+            group: &self.group,
+            run_id: &self.run_id,
+            cancel: &self.cancel,
+            workdir: self.workdir.as_deref(),
+            execution: self.execution.as_ref(),
+            guard: &self.guard,
+            iteration: self.iteration,
+        }
+    }
+}
+
+impl CallContext<'_> {
+    /// What an agent that runs its own tools (`agent`: its provider's name) asks before one of
+    /// them goes through: [`CallContext::agent_permission`] of this turn.
+    pub fn agent_asker(&self, agent: &str) -> crate::providers::PermissionAsker {
+        let me = Arc::new(AgentAsk {
+            shared: Arc::clone(self.shared),
+            session_id: self.session_id.to_string(),
+            session: self.session.to_string(),
+            group_id: self.group_id.to_string(),
+            group: self.group.to_string(),
+            run_id: self.run_id.clone(),
+            cancel: self.cancel.clone(),
+            workdir: self.workdir.map(std::path::Path::to_path_buf),
+            execution: self.execution.cloned(),
+            guard: self.guard.clone(),
+            iteration: self.iteration,
+            agent: agent.to_string(),
+        });
         crate::providers::PermissionAsker::new(move |request| {
             let me = Arc::clone(&me);
-            Box::pin(async move {
-                let context = CallContext {
-                    shared: &me.shared,
-                    session_id: &me.session_id,
-                    session: &me.session,
-                    group_id: &me.group_id,
-                    group: &me.group,
-                    run_id: &me.run_id,
-                    cancel: &me.cancel,
-                    workdir: me.workdir.as_deref(),
-                    execution: me.execution.as_ref(),
-                    guard: &me.guard,
-                    iteration: me.iteration,
-                };
-                context.agent_permission(&me.agent, &request.call).await
-            })
+            Box::pin(async move { me.context().agent_permission(&me.agent, &request.call).await })
         })
     }
 }

@@ -22,15 +22,12 @@ pub struct PreToolUse {
     pub verdict: Verdict,
     /// Arguments a hook asked to call the tool with instead (the last one given wins).
     pub updated_input: Option<serde_json::Value>,
-    /// Hooks that failed or timed out (reported, not blocking).
-    pub errors: Vec<String>,
 }
 
 /// Combines the runs of a call's pre_tool_use hooks.
 pub fn pre_tool_use(runs: &[HookRun]) -> PreToolUse {
     let mut verdict = Verdict::Continue;
     let mut updated_input = None;
-    let mut errors = Vec::new();
     for run in runs {
         let said = match &run.outcome {
             Outcome::Blocked { reason } => Verdict::Deny {
@@ -71,10 +68,8 @@ pub fn pre_tool_use(runs: &[HookRun]) -> PreToolUse {
                 }
             }
             Outcome::Ok(None) => Verdict::Continue,
-            Outcome::Failed { .. } | Outcome::TimedOut { .. } => {
-                errors.extend(run.error());
-                Verdict::Continue
-            }
+            // Reported by the guard (hook_failed); it blocks nothing.
+            Outcome::Failed { .. } | Outcome::TimedOut { .. } => Verdict::Continue,
         };
         if rank(&said) > rank(&verdict) {
             verdict = said;
@@ -83,7 +78,6 @@ pub fn pre_tool_use(runs: &[HookRun]) -> PreToolUse {
     PreToolUse {
         verdict,
         updated_input,
-        errors,
     }
 }
 
@@ -105,8 +99,6 @@ pub struct Feedback {
     pub objections: Vec<(String, String)>,
     /// `additionalContext` the hooks gave (after a tool call: for the model).
     pub context: Vec<String>,
-    /// Hooks that failed or timed out.
-    pub errors: Vec<String>,
 }
 
 /// Combines the runs of an after-the-fact event.
@@ -128,8 +120,8 @@ pub fn feedback(runs: &[HookRun]) -> Feedback {
                     out.context.push(c);
                 }
             }
-            Outcome::Ok(None) => {}
-            Outcome::Failed { .. } | Outcome::TimedOut { .. } => out.errors.extend(run.error()),
+            // A failure is reported by the guard (hook_failed); it objects to nothing.
+            Outcome::Ok(None) | Outcome::Failed { .. } | Outcome::TimedOut { .. } => {}
         }
     }
     out
@@ -189,7 +181,6 @@ mod tests {
             outcome,
             stdout: String::new(),
             stderr: String::new(),
-            duration: Duration::ZERO,
         }
     }
 
@@ -214,7 +205,10 @@ mod tests {
         );
         let d = pre_tool_use(&[run("a", said("allow")), failed.clone()]);
         assert_eq!(d.verdict, Verdict::Allow);
-        assert_eq!(d.errors, ["hook `broken` failed: it exited with status 1"]);
+        assert_eq!(
+            failed.error().as_deref(),
+            Some("hook `broken` failed: it exited with status 1")
+        );
         let d = pre_tool_use(&[run("a", said("allow")), run("q", said("ask"))]);
         assert_eq!(
             d.verdict,
@@ -260,17 +254,18 @@ mod tests {
         assert!(
             matches!(pre_tool_use(&[run("s", stop)]).verdict, Verdict::Deny { reason, .. } if reason == "enough")
         );
-        let f = feedback(&[
-            run("l", legacy),
-            run(
-                "t",
-                Outcome::TimedOut {
-                    after: Duration::from_secs(3),
-                },
-            ),
-        ]);
+        let timed_out = run(
+            "t",
+            Outcome::TimedOut {
+                after: Duration::from_secs(3),
+            },
+        );
+        let f = feedback(&[run("l", legacy), timed_out.clone()]);
         assert_eq!(f.objections, [("l".to_string(), "legacy".to_string())]);
-        assert_eq!(f.errors, ["hook `t` timed out after 3s and was stopped"]);
+        assert_eq!(
+            timed_out.error().as_deref(),
+            Some("hook `t` timed out after 3s and was stopped")
+        );
     }
 
     #[test]

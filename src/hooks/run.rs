@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
@@ -62,7 +62,6 @@ pub struct HookRun {
     pub stdout: String,
     /// Its standard error (the end of it).
     pub stderr: String,
-    pub duration: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,14 +147,12 @@ pub async fn run_all(hooks: &[&Hook], input: &HookInput, ctx: &HookContext) -> V
 
 /// Runs one hook with `stdin_json` on its stdin.
 pub async fn run_one(hook: &Hook, stdin_json: &str, ctx: &HookContext) -> HookRun {
-    let started = Instant::now();
     let label = hook.label();
     let done = |outcome: Outcome, stdout: String, stderr: String| HookRun {
         label: label.clone(),
         outcome,
         stdout,
         stderr,
-        duration: started.elapsed(),
     };
     let Some((program, args)) = hook.command.split_first() else {
         return done(

@@ -10,6 +10,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use super::http::error_chain;
 use super::{anthropic, openai};
 use crate::config::{Config, ProviderConfig, ProviderKind};
+use crate::process::find_program;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -232,26 +233,6 @@ fn agent_install_hint(program: &str) -> Option<&'static str> {
         "gemini" => Some("install Gemini CLI (npm install -g @google/gemini-cli)"),
         _ => None,
     }
-}
-
-/// The program's path: as given when it contains `/`, else the first match on PATH.
-pub fn find_program(program: &str) -> Option<PathBuf> {
-    if program.is_empty() {
-        return None;
-    }
-    if program.contains('/') {
-        let path = PathBuf::from(program);
-        return is_executable(&path).then_some(path);
-    }
-    let path_var = std::env::var_os("PATH")?;
-    std::env::split_paths(&path_var)
-        .map(|dir| dir.join(program))
-        .find(|candidate| is_executable(candidate))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 #[cfg(test)]

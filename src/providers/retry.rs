@@ -9,8 +9,6 @@
 
 use std::time::Duration;
 
-use reqwest::header::HeaderMap;
-
 use super::error::ProviderError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,16 +66,11 @@ impl RetryPolicy {
     }
 }
 
-/// The server's requested wait: `retry-after-ms` (OpenAI/Azure), else `retry-after` in seconds
-/// or as an HTTP date, else a limit's reset header (see [`super::limits::wait_from_headers`]).
-pub fn retry_after_from_headers(headers: &HeaderMap) -> Option<Duration> {
-    super::limits::wait_from_headers(headers, chrono::Utc::now())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::limits::parse_retry_after;
+    use crate::providers::limits::{parse_retry_after, wait_from_headers};
+    use reqwest::header::HeaderMap;
 
     #[test]
     fn absurd_retry_after_values_are_long_waits_not_panics() {
@@ -86,7 +79,7 @@ mod tests {
         assert_eq!(parse_retry_after("-3", now), None);
         let mut headers = HeaderMap::new();
         headers.insert("retry-after-ms", "1e300".parse().unwrap());
-        assert_eq!(retry_after_from_headers(&headers), Some(Duration::MAX));
+        assert_eq!(wait_from_headers(&headers, now), Some(Duration::MAX));
     }
     use crate::providers::error::ErrorKind;
     use chrono::TimeZone;
@@ -160,9 +153,9 @@ mod tests {
 
         let mut h = HeaderMap::new();
         h.insert("retry-after", "2".parse().unwrap());
-        assert_eq!(retry_after_from_headers(&h), Some(Duration::from_secs(2)));
+        assert_eq!(wait_from_headers(&h, now), Some(Duration::from_secs(2)));
         h.insert("retry-after-ms", "1500".parse().unwrap());
-        assert_eq!(retry_after_from_headers(&h), Some(Duration::from_millis(1500)));
-        assert_eq!(retry_after_from_headers(&HeaderMap::new()), None);
+        assert_eq!(wait_from_headers(&h, now), Some(Duration::from_millis(1500)));
+        assert_eq!(wait_from_headers(&HeaderMap::new(), now), None);
     }
 }

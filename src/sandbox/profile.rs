@@ -470,26 +470,10 @@ pub fn needed_paths(program: &str, args: &[String]) -> Vec<PathBuf> {
     out
 }
 
-/// `program` as a path: itself when it has a `/`, else the first match on `PATH`.
-pub fn find_program(program: &str) -> Option<PathBuf> {
-    if program.contains('/') {
-        let p = PathBuf::from(program);
-        return p.exists().then(|| std::path::absolute(&p).unwrap_or(p));
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(program))
-        .find(|p| is_executable(p))
-}
+pub(super) use crate::process::find_program;
 
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    p.metadata()
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
-
-fn dedup(paths: &mut Vec<PathBuf>) {
+/// `paths` without repeats, in their first order.
+pub(super) fn dedup(paths: &mut Vec<PathBuf>) {
     let mut seen = std::collections::HashSet::new();
     paths.retain(|p| seen.insert(p.clone()));
 }

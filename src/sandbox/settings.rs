@@ -352,8 +352,8 @@ impl Policy {
                 .extend(level.allow_write.iter().filter_map(|p| expand(p, home)));
             self.allow_read
                 .extend(level.allow_read.iter().filter_map(|p| expand(p, home)));
-            dedup(&mut self.allow_write);
-            dedup(&mut self.allow_read);
+            super::profile::dedup(&mut self.allow_write);
+            super::profile::dedup(&mut self.allow_read);
         }
         self.settle();
         self
@@ -417,11 +417,6 @@ pub fn expand_keeping_slash(path: &str, home: Option<&Path>) -> Option<PathBuf> 
     } else {
         expanded
     })
-}
-
-fn dedup(paths: &mut Vec<PathBuf>) {
-    let mut seen = std::collections::HashSet::new();
-    paths.retain(|p| seen.insert(p.clone()));
 }
 
 #[cfg(test)]

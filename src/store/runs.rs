@@ -255,14 +255,9 @@ impl<T: Serialize + Send + 'static> RunLog<T> {
         }
     }
 
-    /// Says a run is over: once the lines queued so far are written, its file is synced and
-    /// closed, so a long-lived process does not keep one open file per run it ever ran (a line
-    /// queued later opens it again).
-    pub fn end(&self, group_id: &str, run_id: &str) {
-        self.end_of(&RunOwner::Group(group_id.to_string()), run_id);
-    }
-
-    /// [`RunLog::end`] of a run of any owner (a session's own run too).
+    /// Says a run (a group's or a session's own) is over: once the lines queued so far are
+    /// written, its file is synced and closed, so a long-lived process does not keep one open
+    /// file per run it ever ran (a line queued later opens it again).
     pub fn end_of(&self, owner: &RunOwner, run_id: &str) {
         // The writer gone was said when its lines were lost.
         let _ = self.tx.send(LogMsg::End(owner.clone(), run_id.to_string()));
@@ -448,7 +443,7 @@ mod tests {
             let run = format!("r{k:03}");
             log.append("g", &run, json!({"n": k}));
             log.append("g", &run, json!({"end": k}));
-            log.end("g", &run);
+            log.end_of(&RunOwner::Group("g".into()), &run);
         }
         log.flush();
         let open = crate::store::open_files_under(dir.path());

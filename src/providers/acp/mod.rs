@@ -323,7 +323,11 @@ impl Turn<'_, '_> {
             Update::Tool(t) => self.tool(t),
             Update::Usage { cost_usd, .. } => self.cost_usd = cost_usd.or(self.cost_usd),
             Update::Plan(entries) => {
-                tracing::debug!(entries = entries.len(), "an ACP agent's plan");
+                let plan: Vec<String> = entries
+                    .iter()
+                    .map(|e| format!("[{}] {}", e.status, e.content))
+                    .collect();
+                tracing::debug!(plan = %plan.join("; "), "an ACP agent's plan");
             }
             Update::Thought(_) | Update::Other => {}
         }

@@ -110,10 +110,6 @@ pub struct AgentInfo {
     pub load_session: bool,
     /// `session/resume`: it continues a session without replaying it.
     pub resume_session: bool,
-    /// `agentInfo.name` and `version`, for messages.
-    pub name: Option<String>,
-    /// It named ways to log in (`authMethods`).
-    pub needs_auth: bool,
     /// It reaches MCP servers over HTTP itself (`mcpCapabilities.http`); every agent takes
     /// stdio servers.
     pub mcp_http: bool,
@@ -122,18 +118,9 @@ pub struct AgentInfo {
 impl AgentInfo {
     pub fn from_result(result: &Value) -> AgentInfo {
         let caps = &result["agentCapabilities"];
-        let name =
-            result["agentInfo"]["name"]
-                .as_str()
-                .map(|n| match result["agentInfo"]["version"].as_str() {
-                    Some(v) => format!("{n} {v}"),
-                    None => n.to_string(),
-                });
         AgentInfo {
             load_session: caps["loadSession"].as_bool().unwrap_or(false),
             resume_session: caps["sessionCapabilities"]["resume"].is_object(),
-            name,
-            needs_auth: result["authMethods"].as_array().is_some_and(|a| !a.is_empty()),
             mcp_http: caps["mcpCapabilities"]["http"].as_bool().unwrap_or(false),
         }
     }
@@ -202,8 +189,6 @@ pub enum Update {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ToolUpdate {
     pub id: String,
-    /// `tool_call` (a new call) rather than `tool_call_update`.
-    pub started: bool,
     pub title: Option<String>,
     pub kind: Option<String>,
     /// `pending`, `in_progress`, `completed` or `failed`.
@@ -237,14 +222,13 @@ pub fn parse_update(params: &Value) -> Update {
     match update["sessionUpdate"].as_str().unwrap_or_default() {
         "agent_message_chunk" => Update::Message(text(update)),
         "agent_thought_chunk" => Update::Thought(text(update)),
-        kind @ ("tool_call" | "tool_call_update") => {
+        "tool_call" | "tool_call_update" => {
             let Some(id) = update["toolCallId"].as_str() else {
                 return Update::Other;
             };
             let s = |key: &str| update[key].as_str().map(str::to_string);
             Update::Tool(ToolUpdate {
                 id: id.to_string(),
-                started: kind == "tool_call",
                 title: s("title"),
                 kind: s("kind"),
                 status: s("status"),
@@ -322,7 +306,6 @@ pub fn tool_output(items: &[Value]) -> String {
 /// it) and the options offered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PermissionAsk {
-    pub session_id: String,
     pub call: ToolUpdate,
     /// `(optionId, kind)` in the agent's order.
     pub options: Vec<(String, String)>,
@@ -340,7 +323,6 @@ pub fn parse_permission(params: &Value) -> PermissionAsk {
         _ => ToolUpdate::default(),
     };
     PermissionAsk {
-        session_id: params["sessionId"].as_str().unwrap_or_default().to_string(),
         call,
         options: params["options"]
             .as_array()
@@ -427,7 +409,7 @@ mod tests {
         ) else {
             panic!("not a tool call");
         };
-        assert!(t.started && t.finished().is_none());
+        assert!(t.finished().is_none());
         assert_eq!(t.raw_input, Some(json!({"path": "config.json"})));
         let Update::Tool(t) = p(
             json!({"toolCallId":"call_1","status":"completed","content":[{"path":"/tmp/x/config.json","oldText":"{\"debug\": false}\n","newText":"{\"debug\": true}\n","type":"diff"}],"sessionUpdate":"tool_call_update"}),
@@ -497,12 +479,11 @@ mod tests {
         let info = AgentInfo::from_result(
             &json!({"protocolVersion":1,"agentCapabilities":{"loadSession":true},"agentInfo":{"name":"huddle-test-agent","version":"0.1.0"}}),
         );
-        assert!(info.load_session && !info.resume_session && !info.needs_auth);
-        assert_eq!(info.name.as_deref(), Some("huddle-test-agent 0.1.0"));
+        assert!(info.load_session && !info.resume_session);
         let info = AgentInfo::from_result(
             &json!({"agentCapabilities":{"sessionCapabilities":{"resume":{}}},"authMethods":[{"id":"x"}]}),
         );
-        assert!(info.resume_session && info.can_continue() && info.needs_auth);
+        assert!(info.resume_session && info.can_continue());
         assert!(!AgentInfo::from_result(&json!({})).can_continue());
     }
 

@@ -412,7 +412,7 @@ impl ToolSource for McpSource {
         let Some((program, args)) = self.config.command.split_first() else {
             return Err(format!("mcp_servers.{}: no command", self.name));
         };
-        let command = crate::sandbox::profile::find_program(program)
+        let command = crate::process::find_program(program)
             .ok_or_else(|| format!("mcp_servers.{}: `{program}` was not found", self.name))?;
         Ok(ServerLaunch::Stdio {
             name: self.name.clone(),
