@@ -450,6 +450,7 @@ async fn one_shot(engine: &Engine, session_id: &str, request: &RunRequest) -> Re
         final_text: result.text.clone(),
         summary: String::new(),
         usage: result.usage.unwrap_or_default(),
+        cost: crate::model::Cost::of_turn(result.cost_usd),
         duration: started.elapsed(),
         simulated: result.simulated,
         failed: if result.success || result.cancelled() {
@@ -727,6 +728,7 @@ mod tests {
             final_text: String::new(),
             summary: String::new(),
             usage: Usage::default(),
+            cost: crate::model::Cost::default(),
             duration: Duration::ZERO,
             simulated: false,
             failed: None,

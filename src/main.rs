@@ -194,6 +194,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 budget: huddle::model::RunBudget {
                     max_duration_secs: args.max_duration,
                     token_budget: args.token_budget,
+                    max_cost_usd: None,
                 },
                 events: args.events,
                 approve_tools: args.approve_tools,

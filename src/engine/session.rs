@@ -13,13 +13,14 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{AgentSession, Message, MessageRole, Role, ToolChoice, ToolResultInfo, Usage};
+use crate::model::{AgentSession, Cost, Message, MessageRole, Rate, Role, ToolChoice, ToolResultInfo, Usage};
 use crate::providers::{ChatMessage, ChatRole, ErrorKind, TurnRequest};
 use crate::tools::Offer;
 use crate::tools::limits::{result_line, rounds_exhausted_note};
 
 use super::EngineShared;
 use super::agent_steps::{AgentRecorder, StepContext};
+use super::budget::Spent;
 use super::events::{EngineEvent, EventKind, ExecutionTag, RunId};
 use super::lent_tools::TurnHooks;
 use super::tool_round::{CallContext, Lent};
@@ -34,6 +35,14 @@ fn sum_usage(total: Option<Usage>, more: Option<Usage>) -> Option<Usage> {
         }
     }
 }
+
+/// How a turn's model → tools → model loop ended: the final answer (or the failure), the
+/// messages stored on the way, and what its requests cost (`None`: unknown).
+type LoopEnd = (
+    Result<crate::providers::TurnOutput, crate::providers::ProviderError>,
+    Vec<Message>,
+    Option<f64>,
+);
 
 /// How much earlier conversation a turn carries (the newest part is kept).
 const HISTORY_MAX_CHARS: usize = 120_000;
@@ -105,7 +114,9 @@ pub struct TurnResult {
     pub duration: Duration,
     pub simulated: bool,
     pub model: String,
-    /// What the turn cost, when the provider said (a CLI agent's `total_cost_usd`).
+    /// What the turn cost in US dollars: a CLI agent's own figure (`total_cost_usd`), else
+    /// its tokens at its model's prices (each request priced on its own). `None`: unknown (no
+    /// price for the model, or no token counts).
     pub cost_usd: Option<f64>,
     /// Tool calls the model made during the turn.
     pub tool_calls: u32,
@@ -401,14 +412,16 @@ impl Actor<'_> {
                     messages,
                     working_dir: info.working_dir.clone(),
                     turn_timeout: options.timeout,
+                    cache_key: Some(self.session_id.to_string()),
                     ..TurnRequest::default()
                 };
-                self.tool_loop(&info, options, generation, provider.as_ref(), &mut request)
+                let rate = self.shared.options.prices.rate(&slug);
+                self.tool_loop(&info, options, generation, provider.as_ref(), &mut request, rate)
                     .await
             }
-            Err(e) => (Err(e), Vec::new()),
+            Err(e) => (Err(e), Vec::new(), None),
         };
-        let (outcome, steps) = outcome;
+        let (outcome, steps, cost_usd) = outcome;
         let tool_calls = steps.iter().map(|m| m.tool_calls.len() as u32).sum();
         let mut result = match outcome {
             Ok(out) => TurnResult {
@@ -422,7 +435,7 @@ impl Actor<'_> {
                 duration: out.duration,
                 simulated: out.simulated,
                 model: slug.clone(),
-                cost_usd: out.agent.as_ref().and_then(|a| a.cost_usd),
+                cost_usd: out.agent.as_ref().and_then(|a| a.cost_usd).or(cost_usd),
                 tool_calls,
             },
             Err(e) => TurnResult {
@@ -492,10 +505,8 @@ impl Actor<'_> {
         generation: u64,
         provider: &dyn crate::providers::Provider,
         request: &mut TurnRequest,
-    ) -> (
-        Result<crate::providers::TurnOutput, crate::providers::ProviderError>,
-        Vec<Message>,
-    ) {
+        rate: Option<Rate>,
+    ) -> LoopEnd {
         let capabilities = provider.capabilities();
         let offer = if info.tools.is_empty() || !capabilities.takes_huddle_tools() {
             Offer::default()
@@ -568,6 +579,8 @@ impl Actor<'_> {
                 .map(|s| s.id.clone());
         }
         let mut usage: Option<Usage> = None;
+        // Each request is priced on its own (a long prompt may be dearer per token).
+        let mut cost = Some(0.0);
         let mut rounds = 0u32;
         // The turn's duration is the whole loop's (every round and tool), not the last request's.
         let loop_started = Instant::now();
@@ -628,14 +641,18 @@ impl Actor<'_> {
             }
             let mut out = match result {
                 Ok(out) => out,
-                Err(e) => return (Err(e), steps),
+                Err(e) => return (Err(e), steps, None),
             };
             usage = sum_usage(usage, out.usage);
+            cost = match (cost, rate, out.usage) {
+                (Some(so_far), Some(rate), Some(u)) => Some(so_far + rate.cost(&u)),
+                _ => None,
+            };
             if out.tool_calls.is_empty() || rounds >= max_rounds || request.tools.is_empty() || concluding {
                 out.usage = usage;
                 out.duration = loop_started.elapsed();
                 out.tool_calls.clear();
-                return (Ok(out), steps);
+                return (Ok(out), steps, cost);
             }
             rounds += 1;
             let calls = std::mem::take(&mut out.tool_calls);
@@ -708,6 +725,7 @@ impl Actor<'_> {
                 return (
                     Err(crate::providers::ProviderError::cancelled(provider.name())),
                     steps,
+                    None,
                 );
             }
             if round.ends_turn {
@@ -719,7 +737,7 @@ impl Actor<'_> {
                 }
                 out.usage = usage;
                 out.duration = loop_started.elapsed();
-                return (Ok(out), steps);
+                return (Ok(out), steps, cost);
             }
         }
     }
@@ -822,17 +840,28 @@ impl Actor<'_> {
                 *start = start.saturating_sub(dropped);
             }
         }
-        if let Some(usage) = result.usage {
+        // A turn that failed without a word of usage is not counted (nothing says it was
+        // billed); one that answered without a cost was not priced.
+        let spent = (result.success || result.usage.is_some()).then(|| Spent {
+            usage: result.usage.unwrap_or_default(),
+            cost: Cost::of_turn(result.cost_usd),
+        });
+        if let Some(spent) = spent {
             let id = self.session_id;
             self.shared.org.update(|org| {
                 let group_id = org.session_mut(id).map(|s| {
-                    s.usage.add(usage);
+                    s.usage.add(spent.usage);
+                    s.cost.add(spent.cost);
                     s.group_id.clone()
                 });
                 if let Some(g) = group_id.and_then(|gid| org.group_mut(&gid)) {
-                    g.usage.add(usage);
+                    g.usage.add(spent.usage);
+                    g.cost.add(spent.cost);
                 }
             });
+            if let Some(run_id) = &options.run_id {
+                self.shared.count_spent(run_id, spent);
+            }
         }
         self.emit(
             info,
@@ -845,6 +874,7 @@ impl Actor<'_> {
                 interrupted: result.interrupted,
                 duration_ms: result.duration.as_millis() as u64,
                 usage: result.usage,
+                cost_usd: result.cost_usd,
                 error: result.error.clone(),
                 message: Some(Box::new(answer)),
             },

@@ -4,9 +4,11 @@
 pub mod agent;
 mod budget;
 pub mod context;
+pub mod cost;
 pub mod dispatch;
 mod enums;
 pub mod flow;
+pub mod forecast;
 pub mod limits;
 mod message;
 pub mod modes;
@@ -20,7 +22,8 @@ mod tool;
 mod worktree;
 
 pub use agent::{AgentFormat, AgentKind, AgentSession};
-pub use budget::{BudgetError, BudgetExceeded, BudgetLimit, RunBudget};
+pub use budget::{BudgetError, BudgetExceeded, BudgetLimit, RunBudget, micro_usd, usd_text};
+pub use cost::{Cost, Price, PriceBook, Rate};
 pub use dispatch::{BroadcastKind, DispatchLimits, ExecutionKind, ExecutionStatus, TeamLimits};
 pub use enums::{GroupKind, Memory, MessageRole, ProviderKind, Role, Tier, WorktreeStrategy};
 pub use flow::{FlowLinks, FlowSettings, RouterSpec, check_flow};

@@ -222,6 +222,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         worker_timeout_secs: Some(group.worker_timeout_secs),
         max_duration_secs: group.budget.max_duration_secs,
         token_budget: group.budget.token_budget,
+        max_cost_usd: group.budget.max_cost_usd,
         orchestrator,
         evaluator,
         workers,

@@ -467,7 +467,10 @@ impl Provider for CommandProvider {
         ProviderKind::Command
     }
     fn capabilities(&self) -> super::Capabilities {
-        super::Capabilities::CLI_AGENT
+        super::Capabilities {
+            reports_cost: self.format == AgentFormat::ClaudeStreamJson,
+            ..super::Capabilities::CLI_AGENT
+        }
     }
     fn stream_turn<'a>(
         &'a self,

@@ -129,6 +129,9 @@ pub struct TurnRequest {
     pub agent_session_id: Option<String>,
     /// Told of a CLI agent's steps as they happen (its tool calls and their results).
     pub agent_activity: Option<AgentActivitySink>,
+    /// What the requests of one conversation share (huddle's session id): an OpenAI-compatible
+    /// provider that sends `prompt_cache_key` sends this, so they meet the same cache.
+    pub cache_key: Option<String>,
 }
 
 /// What a CLI agent did, reported while its turn runs.
@@ -253,6 +256,8 @@ pub struct Capabilities {
     /// either, the mode offers their text form instead (written into the prompt, read back from
     /// the answer by the mode).
     pub text_tools: bool,
+    /// It says what each turn cost (Claude Code's `total_cost_usd`): its model needs no price.
+    pub reports_cost: bool,
 }
 
 impl Capabilities {
@@ -260,12 +265,14 @@ impl Capabilities {
     pub const HTTP: Capabilities = Capabilities {
         runs_own_tools: false,
         text_tools: false,
+        reports_cost: false,
     };
 
     /// A CLI agent's: it runs its own tools and takes a mode's tools in their text form.
     pub const CLI_AGENT: Capabilities = Capabilities {
         runs_own_tools: true,
         text_tools: true,
+        reports_cost: false,
     };
 
     /// huddle's tool servers are declared to it and run by huddle.

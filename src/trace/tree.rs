@@ -475,6 +475,7 @@ impl TraceBuilder {
                 tool_calls,
                 result,
                 error,
+                ..
             } => {
                 let Some(tag) = tag else { return };
                 // An end whose start is not in the file still shows, started `duration` earlier.
@@ -819,6 +820,7 @@ pub(crate) mod tests {
             tool_calls: 0,
             result: (!result.is_empty()).then(|| result.to_string()),
             error: None,
+            cost_usd: None,
         }
     }
 
@@ -855,6 +857,7 @@ pub(crate) mod tests {
             outcome: Some(CycleOutcome::Completed),
             iterations: 1,
             failed: None,
+            totals: None,
         }
     }
 
@@ -1295,12 +1298,10 @@ pub(crate) mod tests {
             success: error.is_none(),
             interrupted: false,
             duration_ms: ms,
-            usage: Some(Usage {
-                input_tokens: 10,
-                output_tokens: 5,
-            }),
+            usage: Some(Usage::new(10, 5)),
             error: error.map(str::to_string),
             message: None,
+            cost_usd: None,
         }
     }
 

@@ -646,6 +646,7 @@ mod tests {
         let budget = RunBudget {
             max_duration_secs: Some(1800),
             token_budget: Some(50_000),
+            max_cost_usd: None,
         };
         assert_eq!(
             budget_line(&budget, &c, now),
@@ -656,6 +657,7 @@ mod tests {
         let tokens_only = RunBudget {
             max_duration_secs: None,
             token_budget: Some(100),
+            max_cost_usd: None,
         };
         assert_eq!(
             budget_line(&tokens_only, &c, now).map(|(t, _)| t),

@@ -382,6 +382,7 @@ mod tests {
                         tool_calls: 0,
                         result: Some("found it".into()),
                         error: None,
+                        cost_usd: None,
                     },
                 ),
             },

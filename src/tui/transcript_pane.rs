@@ -1045,6 +1045,7 @@ mod tests {
             usage: None,
             error: None,
             message: Some(Box::new(Message::assistant(answer))),
+            cost_usd: None,
         }
     }
 

@@ -83,6 +83,7 @@ impl Workspace {
                 tool_result_max_bytes: config.tool_result_max_bytes,
                 default_budget: config.budget,
                 default_dispatch: config.dispatch.clone(),
+                prices: config.price_book(),
                 ..EngineOptions::default()
             },
         );

@@ -270,8 +270,17 @@ impl RecordedRequest {
     pub fn prompt_texts(&self) -> Vec<String> {
         let json = self.json();
         let mut out = Vec::new();
-        if let Some(s) = json["system"].as_str() {
-            out.push(s.to_string());
+        match &json["system"] {
+            Value::String(s) => out.push(s.clone()),
+            // Anthropic system blocks (marked for the prompt cache).
+            Value::Array(blocks) => out.push(
+                blocks
+                    .iter()
+                    .filter_map(|b| b["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            _ => {}
         }
         for m in json["messages"].as_array().into_iter().flatten() {
             let text = match &m["content"] {

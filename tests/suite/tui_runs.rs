@@ -298,12 +298,10 @@ fn broadcast_workers_get_their_token_counts() {
             success: true,
             interrupted: false,
             duration_ms: 10,
-            usage: Some(Usage {
-                input_tokens: 100,
-                output_tokens: 23,
-            }),
+            usage: Some(Usage::new(100, 23)),
             error: None,
             message: None,
+            cost_usd: None,
         },
     );
     let workers = &app.team_panel.cycles[&id].workers;

@@ -74,12 +74,10 @@ fn first_iteration(app: &App, group_id: &str) -> Vec<EventKind> {
             success: true,
             interrupted: false,
             duration_ms: 1200,
-            usage: Some(Usage {
-                input_tokens: 300,
-                output_tokens: 120,
-            }),
+            usage: Some(Usage::new(300, 120)),
             error: None,
             message: None,
+            cost_usd: None,
         },
         EventKind::WorkerFinished {
             iteration: 1,
@@ -219,6 +217,7 @@ fn team_finished_with_scores() {
         outcome: Some(CycleOutcome::GoalMet),
         iterations: 3,
         failed: None,
+        totals: None,
     });
     feed(&mut app, &id, events);
     let t = render(&mut app, 120, 32);
@@ -376,6 +375,7 @@ fn team_browsing_an_earlier_run() {
             outcome: Some(CycleOutcome::GoalMet),
             iterations: 1,
             failed: None,
+            totals: None,
         },
     ]);
     let newest = vec![
@@ -391,6 +391,7 @@ fn team_browsing_an_earlier_run() {
             outcome: None,
             iterations: 0,
             failed: Some("the provider is down".into()),
+            totals: None,
         },
     ];
     // The newest of seven runs, read when the team was first shown.

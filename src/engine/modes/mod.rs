@@ -93,6 +93,7 @@ pub(crate) async fn run_linked(
 ) -> Result<RunReport, EngineError> {
     let team = Team::read(shared, group_id, overrides)?;
     team.check_runnable()?;
+    shared.check_priced(&team.name, &team.budget, &team.models())?;
     // The group (e.g. just created by `huddle run --preset`) is on disk before its run is
     // reported.
     if let Err(e) = shared.checkpoint().await {
@@ -102,6 +103,7 @@ pub(crate) async fn run_linked(
             final_text: String::new(),
             summary: String::new(),
             usage: Default::default(),
+            cost: crate::model::Cost::default(),
             duration: Default::default(),
             simulated: false,
             failed: Some(e.to_string()),
@@ -111,6 +113,7 @@ pub(crate) async fn run_linked(
     if budget.max_duration_secs.is_none() {
         budget.max_duration_secs = team.mode.spec().default_max_duration_secs;
     }
+
     active.control.set_budget(budget);
     let mut run = Run::new(shared, active, team);
     let work = async {

@@ -131,18 +131,8 @@ mod tests {
             scores: vec![0.6, 0.77, 0.94],
             trend: Some(Trend::Improving),
             duration: Duration::from_secs(133),
-            usage: Usage {
-                input_tokens: 10_000,
-                output_tokens: 2_345,
-            },
-            per_iteration: vec![(
-                1,
-                Usage {
-                    input_tokens: 1_000,
-                    output_tokens: 234,
-                },
-                Duration::from_millis(2_500),
-            )],
+            usage: Usage::new(10_000, 2_345),
+            per_iteration: vec![(1, Usage::new(1_000, 234), Duration::from_millis(2_500))],
         }
     }
 
