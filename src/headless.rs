@@ -11,9 +11,10 @@ use tokio::sync::mpsc;
 
 use crate::cli::{OutputError, RunOutput, note};
 use crate::config::{Config, Paths};
+use crate::describe::{Line, Names, Tone, describe_as};
 use crate::engine::events::{EngineEvent, EventKind, Phase, RunKey};
 use crate::engine::{Engine, EngineError, ReflectionRequest, RunOverrides, RunReport};
-use crate::model::{Counts, CycleOutcome, Mode, RunBudget, WorktreeStrategy};
+use crate::model::{CycleOutcome, Mode, RunBudget, WorktreeStrategy};
 use crate::presets::Catalog;
 use crate::text::first_line;
 use crate::text::sanitize;
@@ -544,6 +545,20 @@ async fn print_events(
         && std::io::stderr().is_terminal()
         && std::env::var_os("NO_COLOR").is_none();
     let mut lost = false;
+    // How each group names its members (`<members slug>-<member>`), read once.
+    let mut named: std::collections::HashMap<String, Names> = std::collections::HashMap::new();
+    let mut names = |event: &EngineEvent| -> Names {
+        named
+            .entry(event.group_id.clone())
+            .or_insert_with(|| {
+                approver
+                    .engine
+                    .org()
+                    .read(|o| o.group(&event.group_id).map(|g| Names::team(g.members_slug())))
+                    .unwrap_or_else(|| Names::of_group(&event.group))
+            })
+            .clone()
+    };
     loop {
         let event = tokio::select! {
             biased;
@@ -553,7 +568,7 @@ async fn print_events(
             },
             _ = &mut done => break,
         };
-        lost |= !print_event(&event, ndjson, color, &out);
+        lost |= !print_event(&event, &names(&event), ndjson, color, &out);
         // `--approve`: a draft waiting for a person is asked about here (the run ending, e.g.
         // on Ctrl-C, ends the question).
         if let EventKind::RelayDraft { waiting: true, .. } = &event.kind {
@@ -565,13 +580,13 @@ async fn print_events(
     }
     // After `done`, drain without waiting.
     while let Ok(event) = events.try_recv() {
-        lost |= !print_event(&event, ndjson, color, &out);
+        lost |= !print_event(&event, &names(&event), ndjson, color, &out);
     }
     lost
 }
 
 /// Prints one event; false when standard output could not be written.
-fn print_event(event: &EngineEvent, ndjson: bool, color: bool, out: &RunOutput) -> bool {
+fn print_event(event: &EngineEvent, names: &Names, ndjson: bool, color: bool, out: &RunOutput) -> bool {
     if ndjson {
         if event.kind.is_streaming() {
             return true;
@@ -580,139 +595,63 @@ fn print_event(event: &EngineEvent, ndjson: bool, color: bool, out: &RunOutput) 
         let raw = event.to_ndjson();
         return out.print(&format!("{}\n", sanitize::json_line(&raw))).is_ok();
     }
-    if let Some(line) = progress_line(event) {
-        let line = sanitize::display(&line).into_owned();
-        if color && line.starts_with("──") {
-            out.note(format_args!("\x1b[1m{line}\x1b[0m"));
+    if let Some(line) = progress(event, names) {
+        let text = sanitize::display(&line.text).into_owned();
+        let colour = match line.tone {
+            Tone::Heading => "\x1b[1m",
+            Tone::Warn => "\x1b[33m",
+            Tone::Bad => "\x1b[31m",
+            Tone::Info | Tone::Good => "",
+        };
+        if color && !colour.is_empty() {
+            out.note(format_args!("{colour}{text}\x1b[0m"));
         } else {
-            out.note(format_args!("{line}"));
+            out.note(format_args!("{text}"));
         }
     }
     true
 }
 
-/// One human line for an event (None for events not worth a line).
+/// The most characters of a progress line's words (a model's or tool's text is cut there).
+const PROGRESS_MAX: usize = 120;
+
+/// One human line for an event (None for events not worth a line): [`describe`]'s words, laid
+/// out for a log.
 pub fn progress_line(event: &EngineEvent) -> Option<String> {
-    let group = &event.group;
-    Some(match &event.kind {
-        EventKind::CycleStarted { mode, max_iterations } => {
-            let counts = mode.spec().counts;
-            if counts == Counts::Turns || *max_iterations > 1 {
-                let unit = counts.word();
-                format!("huddle: `{group}` runs in {mode} mode (at most {max_iterations} {unit})")
-            } else {
-                format!("huddle: `{group}` runs in {mode} mode")
+    progress(event, &Names::of_group(&event.group)).map(|l| l.text)
+}
+
+/// [`progress_line`] with its tone (the colour on a terminal), member names read with `names`.
+fn progress(event: &EngineEvent, names: &Names) -> Option<Line> {
+    // Said elsewhere here: a run's end (the summary and the exit code say it), a draft that
+    // waits (asked about on the terminal); an orchestrator's dispatching and collecting are
+    // its executions' lines.
+    if matches!(
+        event.kind,
+        EventKind::RunEnded { .. }
+            | EventKind::RelayDraft { .. }
+            | EventKind::Phase {
+                phase: Phase::Dispatch | Phase::Collect,
+                ..
             }
+    ) {
+        return None;
+    }
+    let Line { text, tone } = describe_as(&event.kind, event.execution.as_ref(), names)?;
+    let text = crate::text::cap_chars(&text, PROGRESS_MAX);
+    let text = match &event.kind {
+        EventKind::CycleStarted { .. } => format!("huddle: `{}`: {text}", event.group),
+        EventKind::IterationStarted { .. } | EventKind::CyclePaused | EventKind::CycleResumed => {
+            format!("── {text}")
         }
-        EventKind::IterationStarted { iteration, .. } => format!("── iteration {iteration}"),
-        EventKind::Phase { phase, .. } => match phase {
-            Phase::Plan => "   planning…".into(),
-            Phase::Synthesize => "   synthesizing…".into(),
-            Phase::Evaluate => "   evaluating…".into(),
-            Phase::Dispatch | Phase::Collect => return None,
-        },
-        EventKind::Assignment { worker, task, .. } => format!("   → {worker}: {}", first_line(task, 90)),
-        EventKind::AssignmentDropped { name, reason, .. } => {
-            format!("   ! dropped assignment `{name}`: {reason}")
-        }
-        EventKind::WorkerFinished {
-            worker,
-            success,
-            duration_ms,
-            ..
-        } => format!(
-            "   {} {worker} ({:.1}s)",
-            if *success { "✓" } else { "✗" },
-            *duration_ms as f64 / 1000.0
-        ),
-        EventKind::Evaluation {
-            score,
-            rationale,
-            trend,
-            ..
-        } => format!(
-            "   score {score:.2}{}{}",
-            trend.map(|t| format!(" ({t})")).unwrap_or_default(),
-            if rationale.trim().is_empty() {
-                String::new()
-            } else {
-                format!(": {}", first_line(rationale, 80))
-            }
-        ),
-        EventKind::EvaluationUnparsed { .. } => {
-            "   ! the evaluator's reply had no readable score (counted as 0.5)".into()
-        }
-        EventKind::StallWarning {
-            consecutive,
-            similarity,
-            ..
-        } => {
-            format!("   ! stall warning {consecutive} (similarity {similarity:.2})")
-        }
-        EventKind::Adjustment { text, .. } => format!("   suggestion: {text}"),
-        EventKind::Warning { message, .. } => format!("   ! {message}"),
-        EventKind::Error {
-            iteration, message, ..
-        } => format!("   ✗ error in iteration {iteration}: {message}"),
-        EventKind::CyclePaused => "── paused".into(),
-        EventKind::CycleResumed => "── resumed".into(),
-        EventKind::CycleFinished { summary, .. } => format!("── finished\n{}", summary.trim_end()),
-        EventKind::TurnFinished {
-            session,
-            success: false,
-            error: Some(e),
-            ..
-        } if event.execution.is_none() => {
-            format!("   ✗ {session}: {}", first_line(e, 120))
-        }
-        // A team member's broadcast has its own line (`team_broadcast`), a dispatch is printed
-        // as its execution (`⇢ exec-2 …`): their tool calls and answers are left out.
-        EventKind::ToolCall { name, .. } | EventKind::ToolResult { name, .. }
-            if name == crate::engine::protocol::team_talk::BROADCAST_TOOL
-                || name == crate::engine::protocol::dispatch::DISPATCH_TOOL =>
-        {
-            return None;
-        }
-        EventKind::ToolCall {
-            session,
-            name,
-            arguments,
-            ..
-        } => format!("   ⚙ {session}: {name} {}", first_line(arguments, 80)),
-        EventKind::ToolResult {
-            name,
-            ok,
-            duration_ms,
-            first_line: said,
-            ..
-        } => format!(
-            "     {} {name} ({:.1}s) {}",
-            if *ok { "✓" } else { "✗" },
-            *duration_ms as f64 / 1000.0,
-            first_line(said, 100)
-        ),
-        EventKind::FlowHop { .. } => format!("   {}", crate::engine::protocol::flow::hop_line(&event.kind)?),
-        EventKind::TeamBroadcast { .. } => format!(
-            "   {}",
-            crate::engine::protocol::team_talk::broadcast_line(&event.kind)?
-        ),
-        EventKind::ExecutionStarted { .. }
-        | EventKind::ExecutionRunning
-        | EventKind::ExecutionFinished { .. } => {
-            let id = event.execution.as_ref().map_or("", |t| t.execution_id.as_str());
-            format!(
-                "   {}",
-                crate::engine::protocol::dispatch::execution_line(id, &event.kind)?
-            )
-        }
-        EventKind::PhaseTransition { .. } | EventKind::Handoff { .. } | EventKind::HandoffRejected { .. } => {
-            format!(
-                "   {}",
-                crate::engine::protocol::pipeline::pipeline_line(&event.kind)?
-            )
-        }
-        other => return crate::headless_relay::progress_line(other),
-    })
+        EventKind::RelayState { .. } => text,
+        EventKind::CycleFinished { summary, .. } => format!("── {text}\n{}", summary.trim_end()),
+        EventKind::ExecutionStarted { .. } | EventKind::ExecutionRunning => format!("   ⇢ {text}"),
+        EventKind::ExecutionFinished { .. } => format!("   ⇠ {text}"),
+        EventKind::ToolResult { .. } => format!("     {text}"),
+        _ => format!("   {text}"),
+    };
+    Some(Line { text, tone })
 }
 
 #[cfg(test)]
@@ -779,7 +718,8 @@ mod tests {
         }))
         .unwrap();
         assert!(line.starts_with("   → w: xxx"), "{line}");
-        assert!(line.chars().count() < 110, "{line}");
+        assert!(line.ends_with("xxx…"), "one line, cut: {line}");
+        assert!(line.chars().count() <= 3 + PROGRESS_MAX + 1, "{line}");
         assert!(
             progress_line(&event(EventKind::Delta {
                 session_id: "s".into(),

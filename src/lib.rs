@@ -9,6 +9,7 @@
 pub mod attachments;
 pub mod cli;
 pub mod config;
+pub mod describe;
 pub mod doctor;
 pub mod engine;
 pub mod handoff;

@@ -962,7 +962,7 @@ fn render_group(
         .iter()
         .map(|entry| {
             let card = cards?.get(entry.card.as_deref()?)?;
-            let selected = cards?.selected.as_deref() == Some(card.id.as_str());
+            let selected = cards?.selected.as_deref() == Some(card.exec.id.as_str());
             let style = if selected {
                 card.style().add_modifier(Modifier::REVERSED)
             } else {
@@ -1006,7 +1006,7 @@ fn render_group(
                             .map(|(text, style)| Cell::Timeline { text, style }),
                     );
                 }
-                if reveal.as_deref() == Some(card.id.as_str()) {
+                if reveal.as_deref() == Some(card.exec.id.as_str()) {
                     revealed = Some((at, cells.len() - 1));
                 }
             }

@@ -103,7 +103,7 @@ async fn a_run_is_handed_to_the_open_huddle_which_shows_it_live() {
         "{err}"
     );
     assert!(
-        err.contains("runs in broadcast mode"),
+        err.contains("broadcast run"),
         "progress as a local run prints it: {err}"
     );
     let answer = text(&out.stdout);

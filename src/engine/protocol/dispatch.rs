@@ -336,63 +336,6 @@ pub fn parse_text_calls(text: &str) -> Vec<DispatchCall> {
     calls
 }
 
-/// One progress line for an execution event of a dispatched sub-agent or a clarification
-/// (`huddle run`'s output); the orchestrator's own execution and team turns have none.
-pub fn execution_line(execution_id: &str, kind: &crate::engine::events::EventKind) -> Option<String> {
-    use crate::engine::events::EventKind;
-    use crate::model::ExecutionKind;
-    let shown = |k: &ExecutionKind| matches!(k, ExecutionKind::SubAgent | ExecutionKind::Clarification);
-    let clean =
-        |t: &str, max: usize| crate::text::sanitize::display(&crate::text::first_line(t, max)).into_owned();
-    match kind {
-        EventKind::ExecutionStarted {
-            kind,
-            member,
-            task,
-            queued,
-            ..
-        } if shown(kind) => {
-            let what = if *kind == ExecutionKind::Clarification {
-                "asked"
-            } else {
-                "dispatched"
-            };
-            let queued = if *queued { " (queued)" } else { "" };
-            Some(format!(
-                "⇢ {execution_id} {}{queued} {what}: {}",
-                clean(member, 40),
-                clean(task, 100)
-            ))
-        }
-        EventKind::ExecutionRunning => Some(format!("⇢ {execution_id} starts (it was queued)")),
-        EventKind::ExecutionFinished {
-            kind,
-            member,
-            status,
-            duration_ms,
-            tokens,
-            result,
-            error,
-            ..
-        } if shown(kind) => {
-            let mark = match status {
-                crate::model::ExecutionStatus::Completed => "✓",
-                crate::model::ExecutionStatus::Cancelled => "⊘",
-                _ => "✗",
-            };
-            let said = error.as_deref().or(result.as_deref()).unwrap_or("");
-            Some(format!(
-                "⇠ {execution_id} {} {mark} {status} ({:.1}s, {tokens} tok){}{}",
-                clean(member, 40),
-                *duration_ms as f64 / 1000.0,
-                if said.trim().is_empty() { "" } else { ": " },
-                clean(said, 100)
-            ))
-        }
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
