@@ -190,6 +190,14 @@ pub struct RunArgs {
     /// team's `token_budget`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub token_budget: Option<u64>,
+    /// End the run with `budget_exhausted` (exit code 6) once it has spent USD US dollars
+    /// (over the team's `max_cost_usd`); refused when a model of the run has no known price.
+    #[arg(long, value_name = "USD", value_parser = parse_cost)]
+    pub max_cost: Option<f64>,
+    /// Run nothing: print what earlier runs of the team (or of teams made from the preset)
+    /// cost, in tokens and time (median and 90th percentile), or that there are none.
+    #[arg(long, conflicts_with_all = ["resume", "discard_interrupted", "events"])]
+    pub dry_run: bool,
     /// Print NDJSON events on stdout.
     #[arg(long)]
     pub events: bool,
@@ -209,7 +217,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "MODE", value_parser = parse_approval)]
     pub approval: Option<crate::model::ApprovalMode>,
     /// The prompt; `-` reads it from standard input.
-    #[arg(required_unless_present = "resume", conflicts_with = "resume")]
+    #[arg(required_unless_present_any = ["resume", "dry_run"], conflicts_with = "resume")]
     pub prompt: Option<String>,
 }
 
@@ -330,6 +338,17 @@ impl RunOutput {
     }
 }
 
+/// A positive amount of US dollars (`2.50`, `$2.50`).
+fn parse_cost(s: &str) -> Result<f64, String> {
+    let text = s.trim().trim_start_matches('$');
+    match text.parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd > 0.0 => Ok(usd),
+        _ => Err(format!(
+            "`{s}` is not an amount of US dollars above 0 (e.g. 2.50)"
+        )),
+    }
+}
+
 fn parse_strategy(s: &str) -> Result<WorktreeStrategy, String> {
     s.parse::<WorktreeStrategy>().map_err(|e| e.to_string())
 }
@@ -391,6 +410,38 @@ mod tests {
         assert_eq!(run.mode, Some(Mode::OrchestratorReflect));
         assert!(run.events);
         assert_eq!(run.prompt.as_deref(), Some("hi"));
+    }
+
+    #[test]
+    fn a_cost_budget_is_dollars_above_zero_and_a_dry_run_needs_no_prompt() {
+        let parse = |args: &[&str]| {
+            let mut all = vec!["huddle", "run"];
+            all.extend_from_slice(args);
+            Cli::try_parse_from(all).map(|cli| match cli.command {
+                Some(Command::Run(run)) => run,
+                _ => panic!("not run"),
+            })
+        };
+        let run = parse(&["--preset", "x", "--max-cost", "2.5", "hi"]).unwrap();
+        assert_eq!(run.max_cost, Some(2.5));
+        assert_eq!(
+            parse(&["--preset", "x", "--max-cost", "$0.10", "hi"])
+                .unwrap()
+                .max_cost,
+            Some(0.1)
+        );
+        for bad in ["0", "--max-cost=-1", "lots", "inf"] {
+            let args = match bad.strip_prefix("--max-cost=") {
+                Some(_) => vec!["--preset", "x", bad, "hi"],
+                None => vec!["--preset", "x", "--max-cost", bad, "hi"],
+            };
+            let err = parse(&args).unwrap_err().to_string();
+            assert!(err.contains("not an amount of US dollars"), "{err}");
+        }
+        let dry = parse(&["--preset", "x", "--dry-run"]).unwrap();
+        assert!(dry.dry_run && dry.prompt.is_none());
+        assert!(parse(&["--preset", "x"]).is_err(), "a prompt is needed to run");
+        assert!(parse(&["--group", "g", "--dry-run", "--events"]).is_err());
     }
 
     #[test]

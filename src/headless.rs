@@ -31,7 +31,7 @@ pub struct RunRequest {
     pub mode: Option<Mode>,
     pub max_iterations: Option<u32>,
     pub model: Option<String>,
-    /// Limits of this run over the team's (`--max-duration`, `--token-budget`).
+    /// Limits of this run over the team's (`--max-duration`, `--token-budget`, `--max-cost`).
     pub budget: RunBudget,
     pub events: bool,
     /// Approve tool calls that ask (`--approve-tools`); otherwise they are denied.
@@ -117,7 +117,7 @@ pub fn prepare(mut request: RunRequest) -> Result<RunRequest, RunFailure> {
     }
     if request.preset.is_none() && request.group.is_none() && !request.budget.is_empty() {
         return Err(usage(
-            "--max-duration and --token-budget limit team runs: add --preset or --group (a single session's reflection uses its group's or config.yaml's budget)",
+            "--max-duration, --token-budget and --max-cost limit team runs: add --preset or --group (a single session's reflection uses its group's or config.yaml's budget)",
         ));
     }
     Ok(request)
@@ -198,7 +198,7 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     }
     // Only a run in this process has a terminal to ask about relay drafts on (`--approve`).
     let on_terminal = matches!(front, Front::Terminal(_)) && crate::headless_relay::on_terminal();
-    let target = choose_target(paths, config, edits, request, &out, on_terminal)?;
+    let target = choose_target(paths, config, edits, engine, request, &out, on_terminal)?;
     let resume = match &target {
         Target::Group(id) => interrupted_cycle(edits, id, request)?,
         Target::Session(_) => false,
@@ -316,6 +316,8 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     let report = result.map_err(|e| match e {
         // A --mode the team cannot run in is a usage error.
         EngineError::NotRunnable { .. } if request.mode.is_some() => usage(e.to_string()),
+        // Refused before it started: the run's settings are at fault.
+        EngineError::UnpricedModels { .. } => usage(e.to_string()),
         e => other(e.to_string()),
     })?;
     if report.simulated {
@@ -466,6 +468,7 @@ fn choose_target(
     paths: &Paths,
     config: &Config,
     edits: &Edits,
+    engine: &Engine,
     request: &RunRequest,
     out: &RunOutput,
     on_terminal: bool,
@@ -494,6 +497,16 @@ fn choose_target(
             on_terminal,
         )
         .map_err(usage)?;
+        // A cost budget over models without a price is refused before the team is made.
+        let budget = request.budget.or(preset.budget()).or(config.budget);
+        let models = match &request.model {
+            Some(model) => vec![model.clone()],
+            None => crate::presets::models::preset_models(preset, config),
+        };
+        let models: Vec<&str> = models.iter().map(String::as_str).collect();
+        engine
+            .check_cost_budget(&preset.name, &budget, &models)
+            .map_err(|e| usage(e.to_string()))?;
         let strategy = request.worktrees.unwrap_or(preset.worktrees);
         if !strategy.is_shared() {
             out.note(format_args!(
@@ -623,12 +636,13 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
 
 /// [`progress_line`] with its tone (the colour on a terminal), member names read with `names`.
 fn progress(event: &EngineEvent, names: &Names) -> Option<Line> {
-    // Said elsewhere here: a run's end (the summary and the exit code say it), a draft that
-    // waits (asked about on the terminal); an orchestrator's dispatching and collecting are
-    // its executions' lines.
+    // Said elsewhere here: a run's end (the summary and the exit code say it; only what it
+    // spent is a line), a draft that waits (asked about on the terminal); an orchestrator's
+    // dispatching and collecting are its executions' lines.
     if matches!(
         event.kind,
-        EventKind::RunEnded { .. }
+        EventKind::RunEnded { totals: None, .. }
+            | EventKind::RunEnded { outcome: None, .. }
             | EventKind::RelayDraft { .. }
             | EventKind::Phase {
                 phase: Phase::Dispatch | Phase::Collect,
@@ -646,6 +660,7 @@ fn progress(event: &EngineEvent, names: &Names) -> Option<Line> {
         }
         EventKind::RelayState { .. } => text,
         EventKind::CycleFinished { summary, .. } => format!("── {text}\n{}", summary.trim_end()),
+        EventKind::RunEnded { .. } => format!("── {text}"),
         EventKind::ExecutionStarted { .. } | EventKind::ExecutionRunning => format!("   ⇢ {text}"),
         EventKind::ExecutionFinished { .. } => format!("   ⇠ {text}"),
         EventKind::ToolResult { .. } => format!("     {text}"),

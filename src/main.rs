@@ -194,7 +194,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 budget: huddle::model::RunBudget {
                     max_duration_secs: args.max_duration,
                     token_budget: args.token_budget,
-                    max_cost_usd: None,
+                    max_cost_usd: args.max_cost,
                 },
                 events: args.events,
                 approve_tools: args.approve_tools,
@@ -206,6 +206,9 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 repo,
                 worktrees: args.worktrees,
             };
+            if args.dry_run {
+                return Ok(ExitCode::from(huddle::dry_run::run(paths, &request)));
+            }
             let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
             let code = match runtime.block_on(run_here_or_there(paths, request)) {
                 Ok(code) => code,

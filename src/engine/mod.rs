@@ -386,6 +386,17 @@ impl Engine {
         &self.shared.org
     }
 
+    /// Refuses (as a run would) a cost budget over models whose cost cannot be known: for a
+    /// front end that checks before it makes a team.
+    pub fn check_cost_budget(
+        &self,
+        what: &str,
+        budget: &RunBudget,
+        models: &[&str],
+    ) -> Result<(), EngineError> {
+        self.shared.check_priced(what, budget, models)
+    }
+
     /// What tool calls that ask get in the runs of one group or session (`None`: the engine's
     /// policy again).
     pub fn set_scoped_approval(&self, scope_id: &str, policy: Option<ApprovalPolicy>) {

@@ -29,6 +29,14 @@ pub struct Forecast {
     pub duration_ms: Spread,
 }
 
+/// What a forecast is based on: how many of its runs were the team's own, and how many were
+/// runs of other teams made from the same preset (and the preset's name).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Basis {
+    pub own: usize,
+    pub preset: Option<(usize, String)>,
+}
+
 /// Runs a forecast uses at most (the newest).
 pub const FORECAST_RUNS: usize = 20;
 

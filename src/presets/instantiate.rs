@@ -23,7 +23,7 @@ pub use crate::naming::team_slug;
 /// Creates a `team` group from `preset` in `org` (with its orchestrator, workers and evaluator)
 /// and returns its id. Models left to the default get `config`'s default model.
 /// `<tier>:<name>`: how a team records the preset it came from.
-fn source_preset_of(preset: &Preset) -> String {
+pub fn source_preset_of(preset: &Preset) -> String {
     format!("{}:{}", preset.tier.map_or("user", |t| t.as_str()), preset.name)
 }
 

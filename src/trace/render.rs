@@ -44,6 +44,9 @@ fn run_line(run: &RunSummary) -> String {
         parts.push(duration(ms));
     }
     parts.push(format!("{} tokens", run.tokens));
+    if let Some(cost) = crate::describe::cost::short(&run.cost) {
+        parts.push(cost);
+    }
     parts.join(" · ")
 }
 

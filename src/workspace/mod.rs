@@ -24,7 +24,7 @@ use crate::tools::ApprovalPolicy;
 
 pub use edits::{AtRisk, EditError, Edits, EvaluatorSwitch, Removal, RemovalReport, WorktreeChoice};
 pub use export::{ExportOutcome, Exporter};
-pub use history::{LoadedRun, WhichRun, read_run};
+pub use history::{LoadedRun, WhichRun, forecast_runs, read_run, run_sample};
 pub use prune::{Leftover, PruneReport, headless_leftovers, prune};
 
 #[derive(Debug, thiserror::Error)]

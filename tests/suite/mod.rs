@@ -1,5 +1,6 @@
 mod cli_hardening;
 mod cli_limits;
+mod cost;
 mod describe;
 mod docs;
 mod engine_agents;
