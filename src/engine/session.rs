@@ -164,6 +164,11 @@ pub(crate) struct SessionState {
     /// Where the history of the run in progress starts: its id and an index into `history`
     /// (for turns that see only their run).
     run_start: Option<(RunId, usize)>,
+    /// Where the part of the history a turn is sent starts (an index into `history`). It stays
+    /// put from turn to turn, so a session's requests begin with the same messages (what a
+    /// prompt cache reads back), and moves only when what it holds outgrows the limits: then
+    /// far enough to hold half of them, so it stays put again for a while.
+    window: usize,
 }
 
 impl SessionState {
@@ -172,6 +177,7 @@ impl SessionState {
     pub(crate) fn forget(&mut self) {
         self.history = None;
         self.run_start = None;
+        self.window = 0;
     }
 
     /// What a turn is sent of the history: everything since the conversation began, or with
@@ -188,7 +194,19 @@ impl SessionState {
             },
             _ => 0,
         };
-        bounded_history(&history[start..])
+        let from = self.window.clamp(start, history.len());
+        let from = if fits(&history[from..]) {
+            from
+        } else {
+            from + newest_start(&history[from..], HISTORY_MAX_CHARS / 2, HISTORY_MAX_MESSAGES / 2)
+        };
+        // A conversation is sent from a user message on (a tool exchange is never cut in half).
+        let from = history[from..]
+            .iter()
+            .position(|m| m.role == ChatRole::User)
+            .map_or(history.len(), |i| from + i);
+        self.window = from;
+        history[from..].to_vec()
     }
 }
 
@@ -839,6 +857,7 @@ impl Actor<'_> {
             if let Some((_, start)) = &mut self.state.run_start {
                 *start = start.saturating_sub(dropped);
             }
+            self.state.window = self.state.window.saturating_sub(dropped);
         }
         // A turn that failed without a word of usage is not counted (nothing says it was
         // billed); one that answered without a cost was not priced.
@@ -1025,25 +1044,44 @@ fn with_agent_text(agent_text: &mut String, text: &str) -> String {
     out
 }
 
-/// The newest part of the conversation that fits the budget, starting on a user message (so
-/// a tool exchange is never cut in half). Tool results count toward the size, not the count.
-fn bounded_history(history: &[ChatMessage]) -> Vec<ChatMessage> {
+/// A message's size toward the history's limit.
+fn message_chars(m: &ChatMessage) -> usize {
+    m.content.len() + m.tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>()
+}
+
+/// True when the whole history is within the limits (tool results count toward the size, not
+/// the count).
+fn fits(history: &[ChatMessage]) -> bool {
+    history.iter().map(message_chars).sum::<usize>() <= HISTORY_MAX_CHARS
+        && history.iter().filter(|m| m.role != ChatRole::Tool).count() <= HISTORY_MAX_MESSAGES
+}
+
+/// Where the newest part of the conversation within `max_chars` and `max_messages` starts:
+/// on a user message (so a tool exchange is never cut in half). Tool results count toward the
+/// size, not the count.
+fn newest_start(history: &[ChatMessage], max_chars: usize, max_messages: usize) -> usize {
     let mut total = 0;
     let mut count = 0;
     let mut start = history.len();
     for (i, m) in history.iter().enumerate().rev() {
-        total += m.content.len() + m.tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>();
+        total += message_chars(m);
         if m.role != ChatRole::Tool {
             count += 1;
         }
-        if total > HISTORY_MAX_CHARS || count > HISTORY_MAX_MESSAGES {
+        if total > max_chars || count > max_messages {
             break;
         }
         if m.role == ChatRole::User {
             start = i;
         }
     }
-    history[start..].to_vec()
+    start
+}
+
+/// The newest part of the conversation that fits the limits, starting on a user message.
+#[cfg(test)]
+fn bounded_history(history: &[ChatMessage]) -> Vec<ChatMessage> {
+    history[newest_start(history, HISTORY_MAX_CHARS, HISTORY_MAX_MESSAGES)..].to_vec()
 }
 
 #[cfg(test)]
@@ -1104,5 +1142,32 @@ mod tests {
         let kept = bounded_history(&many);
         assert_eq!(kept.len(), HISTORY_MAX_MESSAGES);
         assert_eq!(&*kept.last().unwrap().content, "a499");
+    }
+
+    /// Turn after turn a session is sent the same start of its conversation (what a prompt
+    /// cache reads back); when the limits are reached the start moves past half of them, and
+    /// then stays put again.
+    #[test]
+    fn the_history_sent_keeps_its_start_until_it_outgrows_the_limits() {
+        let mut state = SessionState {
+            history: Some(Vec::new()),
+            ..SessionState::default()
+        };
+        let mut starts = Vec::new();
+        for k in 0..100 {
+            let sent = state.visible(None, false);
+            assert!(sent.len() <= HISTORY_MAX_MESSAGES, "{}", sent.len());
+            assert!(sent.first().is_none_or(|m| m.role == ChatRole::User));
+            starts.push(sent.first().map(|m| m.content.to_string()));
+            let history = state.history.as_mut().unwrap();
+            history.push(ChatMessage::user(format!("q{k}")));
+            history.push(ChatMessage::assistant(format!("a{k}")));
+        }
+        // 100 turns: the start moved every 10 turns or so past the limit, not at every turn.
+        let moves = starts
+            .windows(2)
+            .filter(|w| w[0] != w[1] && w[0].is_some())
+            .count();
+        assert!((3..=10).contains(&moves), "moved {moves} times: {starts:?}");
     }
 }

@@ -1,6 +1,7 @@
 mod cli_hardening;
 mod cli_limits;
 mod cost;
+mod cost_caching;
 mod describe;
 mod docs;
 mod engine_agents;
