@@ -46,6 +46,18 @@ pub fn short(cost: &Cost) -> Option<String> {
     }
 }
 
+/// The narrowest form, for a list (the sidebar): `$0.42`, `≥$0.42`, `$?` (unknown); nothing
+/// when nothing was spent.
+pub fn compact(cost: &Cost) -> Option<String> {
+    match (cost.priced, cost.unpriced) {
+        (0, 0) => None,
+        (_, 0) if cost.usd == 0.0 => None,
+        (_, 0) => Some(usd(cost.usd)),
+        (0, _) => Some("$?".to_string()),
+        _ => Some(format!("≥{}", usd(cost.usd))),
+    }
+}
+
 /// `12,345`: a count with thousands separated.
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
@@ -157,11 +169,25 @@ pub fn forecast_basis(forecast: Option<&Forecast>, basis: &Basis) -> Line {
     Line::info(text)
 }
 
-/// The short form for a header: `≈ $0.12/run (90%: $0.31)`, `≈ 24,000 tok/run` when unpriced.
+/// The short form for a header: `≈ $0.12/run (90%: $0.31)`, `≈ 24,000 tok/run` when unpriced
+/// (or free).
 pub fn forecast_short(forecast: &Forecast) -> String {
-    match &forecast.cost_usd {
+    match forecast.cost_usd.as_ref().filter(|c| c.p90 > 0.0) {
         Some(c) => format!("≈ {}/run (90%: {})", usd(c.median), usd(c.p90)),
         None => format!("≈ {} tok/run", thousands(forecast.tokens.median.round() as u64)),
+    }
+}
+
+/// The next run's forecast for a panel line: `next run ≈ $0.12 (90%: $0.31)`, `next run ≈
+/// 24,000 tok (90%: 51,000)` when unpriced (or free).
+pub fn forecast_next(forecast: &Forecast) -> String {
+    match forecast.cost_usd.as_ref().filter(|c| c.p90 > 0.0) {
+        Some(c) => format!("next run ≈ {} (90%: {})", usd(c.median), usd(c.p90)),
+        None => format!(
+            "next run ≈ {} tok (90%: {})",
+            thousands(forecast.tokens.median.round() as u64),
+            thousands(forecast.tokens.p90.round() as u64)
+        ),
     }
 }
 
@@ -186,6 +212,14 @@ mod tests {
         assert_eq!(
             total(&mixed).as_deref(),
             Some("≥ $0.250 (2 turns without a price)")
+        );
+        assert_eq!(short(&mixed).as_deref(), Some("≥ $0.250"));
+        assert_eq!(compact(&mixed).as_deref(), Some("≥$0.250"));
+        assert_eq!(compact(&Cost::of_turn(None)).as_deref(), Some("$?"));
+        assert_eq!(
+            compact(&Cost::of_turn(Some(0.0))),
+            None,
+            "free: nothing to say in a list"
         );
     }
 
@@ -252,5 +286,21 @@ mod tests {
             "median and 90th percentile of 2 earlier runs of this team and 1 run of teams made from preset `Code Review`"
         );
         assert_eq!(forecast_short(&f), "≈ $0.200/run (90%: $0.280)");
+        assert_eq!(forecast_next(&f), "next run ≈ $0.200 (90%: $0.280)");
+        let unpriced = crate::model::forecast::Forecast { cost_usd: None, ..f };
+        assert_eq!(forecast_short(&unpriced), "≈ 20,000 tok/run");
+        assert_eq!(forecast_next(&unpriced), "next run ≈ 20,000 tok (90%: 28,000)");
+        let free = crate::model::forecast::Forecast {
+            cost_usd: Some(crate::model::forecast::Spread {
+                median: 0.0,
+                p90: 0.0,
+            }),
+            ..f
+        };
+        assert_eq!(
+            forecast_short(&free),
+            "≈ 20,000 tok/run",
+            "a free run's dollars say nothing"
+        );
     }
 }

@@ -314,7 +314,11 @@ impl Execution {
         if self.tokens > 0 {
             text.push_str(&format!(" · {} tok", self.tokens));
         }
-        if let Some(cost) = super::cost::short(&self.cost) {
+        // Priced turns that cost something only: a run's line says when its cost is unknown (an
+        // older run file knows no costs at all) or nothing (a free model).
+        if let Some(cost) =
+            super::cost::short(&self.cost).filter(|_| self.cost.priced > 0 && self.cost.usd > 0.0)
+        {
             text.push_str(&format!(" · {cost}"));
         }
         if self.tool_calls > 0 {

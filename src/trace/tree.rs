@@ -153,6 +153,9 @@ pub struct RunSummary {
     pub cost: Cost,
     #[serde(skip_serializing_if = "is_zero")]
     pub unpriced_turns: u32,
+    /// The run's end recorded what it cost (runs ended before costs were recorded did not).
+    #[serde(skip)]
+    pub cost_recorded: bool,
     /// The first line of the run's result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
@@ -177,6 +180,7 @@ impl Default for RunSummary {
             tokens: 0,
             cost: Cost::default(),
             unpriced_turns: 0,
+            cost_recorded: false,
             result: None,
             items: Vec::new(),
         }
@@ -429,6 +433,7 @@ impl TraceBuilder {
                     return;
                 }
                 if let Some(t) = totals {
+                    self.trace.run.cost_recorded = true;
                     self.ended_cost = Some(Cost {
                         usd: t.cost_usd.unwrap_or(0.0),
                         priced: u32::from(t.cost_usd.is_some()),

@@ -96,12 +96,12 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
     let subject = match row {
         None => transcript::Subject::Nothing,
         Some(Row::Session(id)) => {
-            let (name, role, model, system_chars) = app
+            let (name, role, model, system_chars, cost) = app
                 .org
                 .read(|o| {
                     o.session(id).map(|s| {
                         let system = s.system_prompt.as_deref().map_or(0, str::len);
-                        (s.name.clone(), s.role, s.model.clone(), system)
+                        (s.name.clone(), s.role, s.model.clone(), system, s.cost)
                     })
                 })
                 .unwrap_or_default();
@@ -112,6 +112,7 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
                 role,
                 model,
                 system_chars,
+                cost,
             }
         }
         Some(Row::Group(id)) => transcript::Subject::Group {
@@ -140,6 +141,9 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
                             Some((tokens, app.config.context_window(&s.model)))
                         })
                         .collect(),
+                    member_costs: o.sessions_in(id).iter().map(|s| s.cost).collect(),
+                    spent: g.cost,
+                    forecast: panel.forecasts.get(id).cloned(),
                 })
             })?,
             cycle: panel.shown_cycle(id),

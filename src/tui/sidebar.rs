@@ -286,6 +286,10 @@ fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
             }
             if g.is_team() {
                 spans.push(Span::styled(format!(" {}", g.mode.spec().label), dim));
+                // What the team's runs cost so far (unknown or at least, said so).
+                if let Some(cost) = crate::describe::cost::compact(&g.cost) {
+                    spans.push(Span::styled(format!(" {cost}"), dim));
+                }
                 if !g.worktrees.is_shared() {
                     spans.push(Span::styled(" ⎇", Style::default().fg(Color::Magenta)));
                 }
@@ -350,6 +354,13 @@ fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
                     " ⎇".to_string()
                 };
                 spans.push(Span::styled(shown, Style::default().fg(Color::Magenta)));
+            }
+            // A session of its own says what it spent (a team's members: their team's row and
+            // the team's header).
+            if team.is_empty()
+                && let Some(cost) = crate::describe::cost::compact(&s.cost)
+            {
+                spans.push(Span::styled(format!(" {cost}"), dim));
             }
             spans.push(Span::styled(format!(" {}", sanitize::display(&s.model)), dim));
         }

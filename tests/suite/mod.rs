@@ -54,6 +54,7 @@ mod tools_wire;
 mod trace;
 mod tui_cards;
 mod tui_conversation;
+mod tui_cost;
 mod tui_dialogs;
 mod tui_flow;
 mod tui_inputs;

@@ -191,7 +191,8 @@ fn dispatch_run(app: &mut App, gid: &str) -> String {
             message: Some(Box::new(Message::assistant(
                 "Passwords are hashed.\nNo issue found.",
             ))),
-            cost_usd: None,
+            // As the engine prices the simulator: free.
+            cost_usd: Some(0.0),
         },
     );
     tagged(

@@ -77,7 +77,8 @@ fn first_iteration(app: &App, group_id: &str) -> Vec<EventKind> {
             usage: Some(Usage::new(300, 120)),
             error: None,
             message: None,
-            cost_usd: None,
+            // As the engine prices the simulator: free.
+            cost_usd: Some(0.0),
         },
         EventKind::WorkerFinished {
             iteration: 1,
