@@ -49,6 +49,8 @@ pub struct RunRequest {
     pub repo: PathBuf,
     /// With `preset`: the worktree strategy instead of the preset's `worktrees:`.
     pub worktrees: Option<WorktreeStrategy>,
+    /// `--sandbox`: the sandbox mode over every level, for this run.
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
 }
 
 /// A failure before or around the run, with the exit code it maps to.
@@ -93,6 +95,7 @@ pub fn exit_code(report: &RunReport) -> u8 {
         CycleOutcome::BudgetExhausted => 6,
         CycleOutcome::SaveFailed => EXIT_SAVE_FAILED,
         CycleOutcome::Cancelled => 130,
+        CycleOutcome::Failed => 1,
     }
 }
 
@@ -127,8 +130,14 @@ pub fn prepare(mut request: RunRequest) -> Result<RunRequest, RunFailure> {
 /// engine) and drives the run to its end.
 pub async fn run(paths: &Paths, request: RunRequest) -> Result<u8, RunFailure> {
     let config = Config::load(paths).map_err(|e| other(e.to_string()))?.config;
-    let workspace = Workspace::open(paths, &config, request.repo.clone(), tool_policy(&request))
-        .map_err(|e| other(e.to_string()))?;
+    let workspace = Workspace::open_sandboxed(
+        paths,
+        &config,
+        request.repo.clone(),
+        tool_policy(&request),
+        request.sandbox,
+    )
+    .map_err(|e| other(e.to_string()))?;
     for notice in &workspace.notices {
         note(format_args!("huddle: {notice}"));
     }
@@ -199,6 +208,13 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     // Only a run in this process has a terminal to ask about relay drafts on (`--approve`).
     let on_terminal = matches!(front, Front::Terminal(_)) && crate::headless_relay::on_terminal();
     let target = choose_target(paths, config, edits, engine, request, &out, on_terminal)?;
+    if let Target::Group(id) = &target {
+        refuse_running(engine, id)?;
+    }
+    if let (Some(_), Target::Group(id)) = (&request.preset, &target) {
+        // A team made now: its worktrees' hooks (copy .env, install dependencies) run first.
+        engine.worktree_created_hooks(id).await;
+    }
     let resume = match &target {
         Target::Group(id) => interrupted_cycle(edits, id, request)?,
         Target::Session(_) => false,
@@ -254,6 +270,9 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
             };
             let events = engine.watch_group(&group_id);
             engine.set_scoped_approval(&scope, Some(tool_policy(request)));
+            // Its `--sandbox` applies to its members' processes and hooks (the open huddle's
+            // MCP servers keep their own).
+            engine.set_scoped_sandbox(&scope, request.sandbox);
             let stopper = tokio::spawn(stop_on_request(
                 engine.clone(),
                 run_key,
@@ -298,7 +317,10 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     };
     stopper.abort();
     match &scope {
-        Some(scope) => engine.set_scoped_approval(scope, None),
+        Some(scope) => {
+            engine.set_scoped_approval(scope, None);
+            engine.set_scoped_sandbox(scope, None);
+        }
         // MCP server processes end with the run (a huddle a run was handed to keeps its own).
         None => {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(3), engine.shutdown_tools()).await;
@@ -351,6 +373,27 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
         // Stopped from outside: 128 + the signal, as shells report it.
         signal => Ok(128 + signal),
     }
+}
+
+/// A team that runs now (in the huddle the run was handed to) is neither run again, nor resumed,
+/// nor its cycle discarded: `huddle run` says it runs, and how to follow or stop it.
+fn refuse_running(engine: &Engine, group_id: &str) -> Result<(), RunFailure> {
+    if !engine.is_running(&RunKey::team(group_id)) {
+        return Ok(());
+    }
+    let name = engine
+        .org()
+        .read(|o| o.group(group_id).map(|g| g.name.clone()))
+        .unwrap_or_default();
+    Err(other(running_message(&name)))
+}
+
+/// What `huddle run --group X` says when X runs in the huddle open on the data dir (exit 1).
+pub fn running_message(group: &str) -> String {
+    format!(
+        "group `{}` is running in the huddle open on this data dir: follow it there (select it), send it a message there (it is queued for the run), or stop it there with the stop key (Ctrl-X unless `keys:` says otherwise) and run it again",
+        sanitize::display(group)
+    )
 }
 
 /// Whether to resume the group's interrupted cycle; refuses to start a new run over one (that
@@ -699,11 +742,12 @@ mod tests {
             CycleOutcome::ErrorBudget,
             CycleOutcome::Cancelled,
             CycleOutcome::BudgetExhausted,
+            CycleOutcome::Failed,
         ]
         .into_iter()
         .map(|o| exit_code(&report(o)))
         .collect();
-        assert_eq!(codes, [0, 0, 3, 4, 5, 130, 6]);
+        assert_eq!(codes, [0, 0, 3, 4, 5, 130, 6, 1]);
         let mut unsaved = report(CycleOutcome::SaveFailed);
         unsaved.failed = Some("could not save".into());
         assert_eq!(

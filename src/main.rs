@@ -205,6 +205,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 discard_interrupted: args.discard_interrupted,
                 repo,
                 worktrees: args.worktrees,
+                sandbox: args.sandbox,
             };
             if args.dry_run {
                 return Ok(ExitCode::from(huddle::dry_run::run(paths, &request)));

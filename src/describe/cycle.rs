@@ -121,7 +121,10 @@ pub fn outcome_tone(o: CycleOutcome) -> Tone {
     match o {
         CycleOutcome::GoalMet | CycleOutcome::Completed => Tone::Good,
         CycleOutcome::MaxIterations | CycleOutcome::Stalled | CycleOutcome::BudgetExhausted => Tone::Warn,
-        CycleOutcome::ErrorBudget | CycleOutcome::Cancelled | CycleOutcome::SaveFailed => Tone::Bad,
+        CycleOutcome::ErrorBudget
+        | CycleOutcome::Cancelled
+        | CycleOutcome::SaveFailed
+        | CycleOutcome::Failed => Tone::Bad,
     }
 }
 

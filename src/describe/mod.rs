@@ -18,6 +18,7 @@ pub mod executions;
 pub mod flow;
 pub mod pipeline;
 pub mod relay;
+pub mod safety;
 pub mod team;
 pub mod tools;
 
@@ -212,6 +213,50 @@ pub fn describe_as(kind: &EventKind, execution: Option<&ExecutionTag>, names: &N
             last: *last,
             supervisor: *supervisor,
         })),
+        EventKind::HookBlocked {
+            session,
+            hook_event,
+            hook,
+            tool,
+            reason,
+            ..
+        } => Some(safety::hook_blocked(
+            session.as_deref().map(|s| names.short(s)),
+            hook_event,
+            hook,
+            tool.as_deref(),
+            reason,
+        )),
+        EventKind::HookFailed {
+            session,
+            hook_event,
+            message,
+            ..
+        } => Some(safety::hook_failed(
+            session.as_deref().map(|s| names.short(s)),
+            hook_event,
+            message,
+        )),
+        EventKind::SandboxRefused {
+            session,
+            what,
+            reason,
+            ..
+        } => Some(safety::sandbox_refused(
+            session.as_deref().map(|s| names.short(s)),
+            what,
+            reason,
+        )),
+        EventKind::SandboxDenied {
+            session,
+            what,
+            detail,
+            ..
+        } => Some(safety::sandbox_denied(
+            session.as_deref().map(|s| names.short(s)),
+            what,
+            detail,
+        )),
         // Said by what they start or end, or not worded: a run's start and end, a turn's start
         // and answer, a stream, a notice in a transcript, a run's result (printed whole), what
         // a turn was given mid-way (the TUI marks a pushed result with `executions::arrived`).

@@ -52,7 +52,7 @@ pub async fn hand_over(paths: &Paths, request: &RunRequest) -> Result<Handover, 
     let hello = ClientMessage::Run {
         protocol: PROTOCOL,
         version: env!("CARGO_PKG_VERSION").to_string(),
-        request: request.clone(),
+        request: Box::new(request.clone()),
     };
     if let Err(e) = writer.write_all(protocol::encode(&hello).as_bytes()).await {
         return Err(failure(1, format!("cannot hand the run to the open huddle: {e}")));

@@ -23,7 +23,8 @@ pub enum ClientMessage {
         protocol: u32,
         /// The asking binary's version, for the message when the protocols differ.
         version: String,
-        request: RunRequest,
+        /// Boxed: it is much larger than a stop (the same JSON).
+        request: Box<RunRequest>,
     },
     /// Stop the run: `huddle run` got this signal (2 Ctrl-C, 15 SIGTERM, 1 SIGHUP).
     Stop { signal: u8 },
@@ -98,7 +99,7 @@ mod tests {
         let line = encode(&ClientMessage::Run {
             protocol: PROTOCOL,
             version: "1.2.3".into(),
-            request,
+            request: Box::new(request),
         });
         assert_eq!(line.matches('\n').count(), 1, "one line: {line}");
         match decode::<ClientMessage>(&line).unwrap() {

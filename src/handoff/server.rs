@@ -138,6 +138,24 @@ fn refusal(
             ),
         });
     }
+    // A team that runs here already is not run again, resumed or discarded: said before the
+    // run is accepted.
+    if let Some(name) = &request.group {
+        let running = context
+            .engine
+            .org()
+            .read(|o| o.group_by_name(name).map(|g| (g.id.clone(), g.name.clone())));
+        if let Some((id, name)) = running
+            && context
+                .engine
+                .is_running(&crate::engine::events::RunKey::team(&id))
+        {
+            return Some(ServerMessage::Refused {
+                code: 1,
+                message: crate::headless::running_message(&name),
+            });
+        }
+    }
     // A new team or session works in the open huddle's repository: a run meant for another
     // one must not land there. An existing group keeps its own.
     if request.group.is_none() && !same_dir(&request.repo, &context.repo) {

@@ -132,6 +132,9 @@ pub struct TurnRequest {
     /// What the requests of one conversation share (huddle's session id): an OpenAI-compatible
     /// provider that sends `prompt_cache_key` sends this, so they meet the same cache.
     pub cache_key: Option<String>,
+    /// What confines a `command` provider's program (the session's sandbox); `None` runs it
+    /// unconfined (a caller outside the engine: a probe, a test).
+    pub sandbox: Option<crate::sandbox::Sandbox>,
 }
 
 /// What a CLI agent did, reported while its turn runs.
@@ -258,6 +261,10 @@ pub struct Capabilities {
     pub text_tools: bool,
     /// It says what each turn cost (Claude Code's `total_cost_usd`): its model needs no price.
     pub reports_cost: bool,
+    /// It starts a program on this machine for each turn: the program runs confined by the
+    /// session's sandbox (`TurnRequest::sandbox`), and a sandbox that is required but missing
+    /// means the turn does not start.
+    pub local_process: bool,
 }
 
 impl Capabilities {
@@ -266,6 +273,7 @@ impl Capabilities {
         runs_own_tools: false,
         text_tools: false,
         reports_cost: false,
+        local_process: false,
     };
 
     /// A CLI agent's: it runs its own tools and takes a mode's tools in their text form.
@@ -273,6 +281,7 @@ impl Capabilities {
         runs_own_tools: true,
         text_tools: true,
         reports_cost: false,
+        local_process: true,
     };
 
     /// huddle's tool servers are declared to it and run by huddle.

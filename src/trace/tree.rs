@@ -69,7 +69,8 @@ pub enum TraceItem {
         supervisor: bool,
         at: DateTime<Utc>,
     },
-    /// An event kept whole: `flow_hop`, `phase_transition`, `handoff`, `handoff_rejected`
+    /// An event kept whole: `flow_hop`, `phase_transition`, `handoff`, `handoff_rejected`,
+    /// and the denials `hook_blocked`, `hook_failed`, `sandbox_refused`, `sandbox_denied`
     /// (`{"item": "event", "event": "flow_hop", …}`).
     Event {
         #[serde(flatten)]
@@ -612,6 +613,14 @@ impl TraceBuilder {
                 self.push_event(owner, &event.kind, at);
             }
             EventKind::PhaseTransition { .. } => self.push_event(Owner::Run, &event.kind, at),
+            // A denial under the execution or turn it happened in, else the run's.
+            EventKind::HookBlocked { session_id, .. }
+            | EventKind::HookFailed { session_id, .. }
+            | EventKind::SandboxRefused { session_id, .. }
+            | EventKind::SandboxDenied { session_id, .. } => {
+                let owner = self.denial_owner(tag, session_id.as_deref());
+                self.push_event(owner, &event.kind, at);
+            }
             _ => {}
         }
     }
@@ -704,6 +713,31 @@ impl TraceBuilder {
         let id = self.add_node(exec, at);
         self.last_turn.insert(session_id.to_string(), id);
         id
+    }
+
+    /// Where a denial goes: its execution, else its session's open turn (or latest), else
+    /// the run.
+    fn denial_owner(
+        &self,
+        tag: Option<&crate::engine::events::ExecutionTag>,
+        session_id: Option<&str>,
+    ) -> Owner {
+        if let Some(t) = tag {
+            return self
+                .by_id
+                .get(&t.execution_id)
+                .map_or(Owner::Run, |&id| Owner::Node(id));
+        }
+        let Some(session_id) = session_id else {
+            return Owner::Run;
+        };
+        self.open_turns
+            .iter()
+            .filter(|((sid, _), _)| sid == session_id)
+            .max_by_key(|((_, generation), _)| *generation)
+            .map(|(_, &id)| id)
+            .or_else(|| self.last_turn.get(session_id).copied())
+            .map_or(Owner::Run, Owner::Node)
     }
 
     fn tool_owner(
@@ -1316,6 +1350,42 @@ pub(crate) mod tests {
         assert_eq!(json["event"], "phase_transition");
         assert_eq!(json["to_phase"], "intake");
         assert!(json["at"].is_string(), "{json}");
+    }
+
+    #[test]
+    fn a_denial_goes_under_its_turn_and_reads_as_everywhere_else() {
+        let mut b = TraceBuilder::new();
+        let e = |k| ev(k, None);
+        b.apply(&e(tool_call("dev", "c1", "time__now")), t(1));
+        let blocked = EventKind::HookBlocked {
+            session_id: Some("sid-dev".into()),
+            session: Some("dev".into()),
+            hook_event: "pre_tool_use".into(),
+            hook: "guard.sh".into(),
+            tool: Some("time__now".into()),
+            call_id: Some("c1".into()),
+            reason: "no clocks".into(),
+        };
+        b.apply(&e(blocked.clone()), t(1));
+        let refused = EventKind::SandboxRefused {
+            session_id: None,
+            session: None,
+            what: "hook notify".into(),
+            reason: "the sandbox is required (read-only) but not available: bwrap not found".into(),
+        };
+        b.apply(&e(refused), t(2));
+        let trace = b.finish();
+        assert!(matches!(
+            &trace.nodes[0].items[..],
+            [TraceItem::ToolCall { .. }, TraceItem::Event { event, .. }] if *event == blocked
+        ));
+        assert!(matches!(&trace.run.items[..], [TraceItem::Event { .. }]));
+        let text = crate::trace::render::text(&trace);
+        assert!(
+            text.contains("⛔ dev: hook `guard.sh` denied `time__now`: no clocks"),
+            "{text}"
+        );
+        assert!(text.contains("⛔ hook notify not started"), "{text}");
     }
 
     #[test]

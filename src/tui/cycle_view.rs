@@ -556,7 +556,11 @@ impl CycleView {
             | EventKind::ExecutionRunning
             | EventKind::ExecutionFinished { .. }
             | EventKind::TeamBroadcast { .. }
-            | EventKind::TurnInput { .. } => {}
+            | EventKind::TurnInput { .. }
+            | EventKind::HookBlocked { .. }
+            | EventKind::HookFailed { .. }
+            | EventKind::SandboxRefused { .. }
+            | EventKind::SandboxDenied { .. } => {}
         }
         None
     }

@@ -108,6 +108,7 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
             transcript::Subject::Session {
                 id: id.clone(),
                 window: app.config.context_window(&model),
+                sandbox: app.edits.sandbox_label(id),
                 name,
                 role,
                 model,
@@ -118,32 +119,35 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
         Some(Row::Group(id)) => transcript::Subject::Group {
             id: id.clone(),
             group: app.org.read(|o| {
-                o.group(id).map(|g| transcript::GroupInfo {
-                    name: g.name.clone(),
-                    members_slug: g.members_slug(),
-                    team: g.is_team(),
-                    mode: g.mode,
-                    max_iterations: g.max_iterations,
-                    repo: g.repo.clone(),
-                    memory: g.memory,
-                    members: o
-                        .sessions_in(id)
-                        .iter()
-                        .map(|s| (s.name.clone(), s.role))
-                        .collect(),
-                    contexts: o
-                        .sessions_in(id)
-                        .iter()
-                        .map(|s| {
-                            let view = app.transcripts.views.get(&s.id).filter(|v| v.loaded)?;
-                            let system = s.system_prompt.as_deref().map_or(0, str::len);
-                            let tokens = crate::model::context::next_request_tokens(&view.messages, system);
-                            Some((tokens, app.config.context_window(&s.model)))
-                        })
-                        .collect(),
-                    member_costs: o.sessions_in(id).iter().map(|s| s.cost).collect(),
-                    spent: g.cost,
-                    forecast: panel.forecasts.get(id).cloned(),
+                o.group(id).map(|g| {
+                    Box::new(transcript::GroupInfo {
+                        name: g.name.clone(),
+                        members_slug: g.members_slug(),
+                        team: g.is_team(),
+                        mode: g.mode,
+                        max_iterations: g.max_iterations,
+                        repo: g.repo.clone(),
+                        memory: g.memory,
+                        members: o
+                            .sessions_in(id)
+                            .iter()
+                            .map(|s| (s.name.clone(), s.role))
+                            .collect(),
+                        contexts: o
+                            .sessions_in(id)
+                            .iter()
+                            .map(|s| {
+                                let view = app.transcripts.views.get(&s.id).filter(|v| v.loaded)?;
+                                let system = s.system_prompt.as_deref().map_or(0, str::len);
+                                let tokens =
+                                    crate::model::context::next_request_tokens(&view.messages, system);
+                                Some((tokens, app.config.context_window(&s.model)))
+                            })
+                            .collect(),
+                        member_costs: o.sessions_in(id).iter().map(|s| s.cost).collect(),
+                        spent: g.cost,
+                        forecast: panel.forecasts.get(id).cloned(),
+                    })
                 })
             })?,
             cycle: panel.shown_cycle(id),

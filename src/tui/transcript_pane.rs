@@ -550,10 +550,13 @@ pub enum Subject<'a> {
         system_chars: usize,
         /// What its turns cost so far.
         cost: crate::model::Cost,
+        /// What confines the processes it starts (`sandbox: workspace-write, network on`);
+        /// `None` when it starts none.
+        sandbox: Option<String>,
     },
     Group {
         id: GroupId,
-        group: GroupInfo,
+        group: Box<GroupInfo>,
         /// The run shown (from the team panel).
         cycle: Option<&'a CycleView>,
         /// Which run that is, when the team has others.
@@ -650,8 +653,12 @@ fn render(pane_state: &mut TranscriptPane, frame: &mut Frame<'_>, area: Rect, pr
             window,
             system_chars,
             cost,
+            sandbox,
         } => {
             let mut title = session_title(name, *role, model, cost);
+            if let Some(sandbox) = sandbox {
+                title.push_str(&format!("· {sandbox} "));
+            }
             let meter = pane_state.views.get(id).map(|v| {
                 let tokens = context::next_request_tokens(&v.messages, *system_chars);
                 meter_line(tokens, *window, &props.keys.new_conversation)

@@ -10,6 +10,7 @@ mod history;
 mod prune;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -62,6 +63,18 @@ impl Workspace {
         repo: PathBuf,
         approval: ApprovalPolicy,
     ) -> Result<Workspace, OpenError> {
+        Workspace::open_sandboxed(paths, config, repo, approval, None)
+    }
+
+    /// As [`Workspace::open`], with the sandbox mode of `huddle run --sandbox` over every level
+    /// (config.yaml, teams, members, MCP servers).
+    pub fn open_sandboxed(
+        paths: &Paths,
+        config: &Config,
+        repo: PathBuf,
+        approval: ApprovalPolicy,
+        sandbox_cli: Option<crate::sandbox::SandboxMode>,
+    ) -> Result<Workspace, OpenError> {
         let lock = DataDirLock::acquire(&paths.lock_file())?;
         let loaded = OrganizationFile::new(paths.organization_file()).load()?;
         let providers = crate::sim::providers(config)?;
@@ -70,6 +83,14 @@ impl Workspace {
         let (sink, events) = EventSink::channel();
         let sink = sink.with_run_log(RunLog::start(runs.clone(), config.runs_kept));
         let transcripts = Transcripts::new(paths.sessions_dir());
+        let baseline = crate::sandbox::Baseline {
+            config: config.sandbox.clone(),
+            cli: sandbox_cli,
+            host: Arc::new(crate::sandbox::Host::from_env(
+                Some(paths.data_dir.clone()),
+                Some(paths.config_dir.clone()),
+            )),
+        };
         let engine = Engine::new(
             providers,
             org.clone(),
@@ -77,13 +98,15 @@ impl Workspace {
             sink,
             EngineOptions {
                 max_concurrency: config.max_concurrency,
-                tools: crate::tools::mcp::toolbox(&config.mcp_servers, &repo),
+                tools: crate::tools::mcp::toolbox(&config.mcp_servers, &repo, &baseline),
                 approval,
                 max_tool_rounds: config.max_tool_rounds,
                 tool_result_max_bytes: config.tool_result_max_bytes,
                 default_budget: config.budget,
                 default_dispatch: config.dispatch.clone(),
                 prices: config.price_book(),
+                sandbox: baseline,
+                hooks: config.hooks.clone(),
                 ..EngineOptions::default()
             },
         );

@@ -135,7 +135,12 @@ fn a_run_killed_mid_dispatch_leaves_a_readable_run_file_and_a_team_that_runs_aga
         &["run", "--group", &team, "--model", "sim/x", "Alert: again"],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("## Findings"));
+    assert!(
+        text(&out.stdout).contains("## Findings"),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
 }
 
 #[test]

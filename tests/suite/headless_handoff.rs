@@ -141,6 +141,72 @@ async fn a_run_is_handed_to_the_open_huddle_which_shows_it_live() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_running_in_the_open_huddle_is_said_to_run_not_to_be_interrupted() {
+    let host = Host::open("sim/demo");
+    // A reflect team, made by a run of its own, then run in the open huddle (slowly).
+    let made = host
+        .run(&[
+            "run",
+            "--preset",
+            "Code Review Team",
+            "--max-iterations",
+            "1",
+            "warm up",
+        ])
+        .await;
+    assert!(made.status.code().is_some(), "{}", stderr(&made));
+    let (group_id, name) = host
+        .workspace
+        .org
+        .read(|o| {
+            o.groups
+                .iter()
+                .find(|g| g.name.starts_with("Code Review Team · run "))
+                .map(|g| (g.id.clone(), g.name.clone()))
+        })
+        .expect("the team");
+    let engine = host.workspace.engine.clone();
+    let run = engine
+        .start_group(
+            &group_id,
+            "Review fn add".into(),
+            huddle::engine::RunOverrides {
+                model: Some("sim/slow-2s".into()),
+                ..Default::default()
+            },
+        )
+        .expect("it starts");
+    let running = tokio::spawn(run);
+    let key = huddle::engine::events::RunKey::team(&group_id);
+    while !engine.is_running(&key) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for extra in [
+        vec!["again"],
+        vec!["--resume"],
+        vec!["--discard-interrupted", "again"],
+    ] {
+        let mut args = vec!["run", "--group", name.as_str()];
+        args.extend(extra.iter().copied());
+        let out = host.run(&args).await;
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "group `{name}` is running in the huddle open on this data dir"
+            )) && err.contains("stop key"),
+            "{extra:?}: {err}"
+        );
+        assert!(!err.contains("interrupted cycle"), "{extra:?}: {err}");
+        assert!(!err.contains("``"), "no doubled backticks: {err}");
+        assert!(!err.contains("handed to"), "refused before it is taken: {err}");
+    }
+    assert!(engine.is_running(&key), "the run in progress goes on");
+    engine.stop(&key);
+    let _ = running.await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ndjson_and_exit_codes_are_those_of_a_local_run() {
     const ARGS: [&str; 7] = [
         "run",

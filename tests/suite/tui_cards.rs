@@ -216,7 +216,7 @@ fn dispatch_run(app: &mut App, gid: &str) -> String {
         finished(ExecutionStatus::Failed, 1200, 90, None, Some("the model refused")),
     );
     let (_, orch_name) = member(app, gid, |_, r| r == Role::Orchestrator);
-    let text = "[Sub-agent completed] security (exec-2): Passwords are hashed.";
+    let text = "[Sub-agent completed] security (exec-2):\n> Passwords are hashed.";
     tagged(
         app,
         gid,
@@ -344,7 +344,8 @@ fn a_pushed_result_shows_in_the_orchestrators_transcript() {
     dispatch_run(&mut app, &gid);
     let screen = screen_text(&render(&mut app, 240, 40));
     assert!(
-        screen.contains("[Sub-agent completed] security (exec-2): Passwords are hashed."),
+        screen.contains("[Sub-agent completed] security (exec-2):")
+            && screen.contains("Passwords are hashed."),
         "{screen}"
     );
 }

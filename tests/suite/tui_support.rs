@@ -212,6 +212,7 @@ pub fn approval_requested(
             server,
             tool,
             arguments: call.arguments.clone(),
+            reason: None,
         }
     })
 }

@@ -320,11 +320,7 @@ fn item(heading: &str, message: &str) -> String {
     let mut out = String::with_capacity(heading.len() + message.len() + 16);
     out.push_str(heading);
     out.push('\n');
-    for line in message.trim().lines() {
-        out.push_str(if line.trim().is_empty() { ">" } else { "> " });
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
+    crate::text::quote_into(&mut out, message);
     out
 }
 

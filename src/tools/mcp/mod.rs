@@ -12,18 +12,24 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::sandbox::{Baseline, Sandbox};
 use crate::tools::{ToolError, ToolSource, Toolbox};
 
 /// config.yaml's `mcp_servers:`, by name.
 pub type McpServers = BTreeMap<String, McpServerConfig>;
 
-/// The configured MCP servers as tool sources (none started yet: each starts on first use).
-pub fn toolbox(servers: &McpServers, repo: &Path) -> Toolbox {
-    Toolbox::new(
-        servers.iter().map(|(name, server)| {
-            Arc::new(McpSource::new(name, server.clone(), repo)) as Arc<dyn ToolSource>
-        }),
-    )
+/// The configured MCP servers as tool sources (none started yet: each starts on first use),
+/// each stdio server confined by its sandbox (`baseline` and its own `sandbox:`).
+pub fn toolbox(servers: &McpServers, repo: &Path, baseline: &Baseline) -> Toolbox {
+    Toolbox::new(servers.iter().map(|(name, server)| {
+        Arc::new(McpSource::new(name, server.clone(), repo).with_sandbox(sandbox_of(name, server, baseline)))
+            as Arc<dyn ToolSource>
+    }))
+}
+
+/// A server's sandbox: config.yaml's, then its own `sandbox:`, then the command line's mode.
+pub fn sandbox_of(name: &str, server: &McpServerConfig, baseline: &Baseline) -> Sandbox {
+    baseline.sandbox(&[(&format!("mcp_servers.{name}"), &server.sandbox)], None)
 }
 
 /// What starting one server found (`huddle doctor`).
@@ -38,9 +44,10 @@ pub struct ServerCheck {
 
 /// Starts every configured server at once (each within its `timeout_secs`), lists its tools
 /// and stops it again.
-pub async fn check_all(servers: &McpServers, repo: &Path) -> Vec<ServerCheck> {
+pub async fn check_all(servers: &McpServers, repo: &Path, baseline: &Baseline) -> Vec<ServerCheck> {
     futures::future::join_all(servers.iter().map(|(name, server)| async move {
-        let source = McpSource::new(name, server.clone(), repo);
+        let source =
+            McpSource::new(name, server.clone(), repo).with_sandbox(sandbox_of(name, server, baseline));
         let tools = source
             .list(None)
             .await
