@@ -106,17 +106,10 @@ fn prices(config: &Config, models: &[String]) -> String {
         }
         seen.push(slug);
         let price = match book.rate(slug) {
-            Some(rate) => {
-                let p = rate.price;
-                let mut text = format!("{} in / {} out", usd(p.input), usd(p.output));
-                if let Some(read) = p.cache_read {
-                    text.push_str(&format!(" / {} cache read", usd(read)));
-                }
-                if let Some(write) = p.cache_write {
-                    text.push_str(&format!(" / {} cache write", usd(write)));
-                }
-                format!("{text} per million tokens")
+            Some(rate) if rate.price == crate::model::Price::FREE => {
+                format!("{} in / {} out (free)", usd(0.0), usd(0.0))
             }
+            Some(rate) => rate.price.per_million(),
             None if reports_cost(config, slug) => "its own figure (the agent reports what it cost)".into(),
             None => "no price: its cost is unknown (give one in config.yaml `prices:`)".into(),
         };

@@ -39,6 +39,23 @@ impl Price {
         }
     }
 
+    /// `$3.00 in / $15.00 out / $0.30 cache read / $3.75 cache write per million tokens` (the
+    /// cache rates where given), or `free`.
+    pub fn per_million(&self) -> String {
+        if *self == Price::FREE {
+            return "free".to_string();
+        }
+        let usd = super::usd_text;
+        let mut text = format!("{} in / {} out", usd(self.input), usd(self.output));
+        if let Some(read) = self.cache_read {
+            text.push_str(&format!(" / {} cache read", usd(read)));
+        }
+        if let Some(write) = self.cache_write {
+            text.push_str(&format!(" / {} cache write", usd(write)));
+        }
+        format!("{text} per million tokens")
+    }
+
     /// What `usage` costs at these prices, in USD.
     pub fn cost(&self, usage: &Usage) -> f64 {
         let read = usage.cache_read_tokens.min(usage.input_tokens);

@@ -460,3 +460,62 @@ fn a_dry_run_runs_nothing_and_forecasts_from_earlier_runs() {
     assert_eq!(single.status.code(), Some(2));
     assert!(text(&single.stderr).contains("add --preset or --group"));
 }
+
+/// A cost budget holds in every mode: a team of a priced model runs each mode (the built-in
+/// preset that uses it) and ends with `budget_exhausted`, exit 6, its warning naming the cost
+/// budget.
+#[test]
+fn a_cost_budget_ends_a_run_of_every_mode() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        "prices:\n  sim/pricey: { input: 1000.0, output: 1000.0 }\n",
+    )
+    .unwrap();
+    let presets = [
+        (Mode::Broadcast, "Research Panel"),
+        (Mode::Sequential, "Draft, Critique, Edit"),
+        (Mode::Orchestrator, "Planning Team"),
+        (Mode::OrchestratorReflect, "Code Review Team"),
+        (Mode::Relay, "Negotiator"),
+        (Mode::Flow, "Help Desk Flow"),
+        (Mode::Pipeline, "Support Desk"),
+        (Mode::Dispatch, "Incident Investigation"),
+        (Mode::Team, "Deliberation Panel"),
+    ];
+    assert_eq!(presets.len(), Mode::ALL.len(), "a preset for every mode");
+    let mut failures = Vec::new();
+    for (mode, preset) in presets {
+        let mut args = vec![
+            "run",
+            "--preset",
+            preset,
+            "--model",
+            "sim/pricey",
+            "--max-cost",
+            "0.05",
+            "--events",
+        ];
+        if mode == Mode::Relay {
+            // Headless, a relay's drafts go out unasked.
+            args.extend(["--approval", "full_auto"]);
+        }
+        args.push("Look into the login bug");
+        let out = huddle(home.path(), &args);
+        let events = ndjson(&out);
+        let warned = events
+            .iter()
+            .any(|e| e["event"] == "warning" && e["message"].as_str().unwrap_or("").contains("cost budget"));
+        let ended = events
+            .iter()
+            .any(|e| e["event"] == "run_ended" && e["outcome"] == "budget_exhausted");
+        if out.status.code() != Some(6) || !warned || !ended {
+            failures.push(format!(
+                "{mode} ({preset}): exit {:?}, warned {warned}, ended {ended}\n{}",
+                out.status.code(),
+                text(&out.stderr)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
