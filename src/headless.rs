@@ -331,7 +331,7 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     let _ = done_tx.send(());
     // Standard output gone (closed pipe, full disk): the run finished and saved; the exit code
     // says the output was lost.
-    let stdout_lost = printer.await.unwrap_or(false);
+    let stdout_lost = printer.await.unwrap_or(None);
     if let Err(e) = flushed {
         out.note(format_args!("huddle: could not save: {e}"));
     }
@@ -365,8 +365,12 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
         }
         return Ok(e.exit_code());
     }
-    if stdout_lost {
-        return Ok(OutputError::Closed.exit_code());
+    if let Some(e) = stdout_lost {
+        // A closed pipe is not worth a message (as for every command); a full disk is.
+        if let OutputError::Failed(_) = e {
+            out.note(format_args!("huddle: {e} (the run's result is saved)"));
+        }
+        return Ok(e.exit_code());
     }
     match signalled.load(Ordering::SeqCst) {
         0 => Ok(exit_code(&report)),
@@ -587,20 +591,20 @@ fn choose_target(
 }
 
 /// Prints events as NDJSON on stdout, or as human progress on stderr, until `done` says the run
-/// is over and everything queued has been printed. True when standard output could not be
-/// written.
+/// is over and everything queued has been printed. The first failure to write standard output,
+/// if any (nothing more is written to it after one).
 async fn print_events(
     mut events: mpsc::UnboundedReceiver<EngineEvent>,
     mut done: tokio::sync::oneshot::Receiver<()>,
     ndjson: bool,
     out: RunOutput,
     approver: crate::headless_relay::Approver,
-) -> bool {
+) -> Option<OutputError> {
     // Colour only on this process's own terminal.
     let color = matches!(out, RunOutput::Terminal)
         && std::io::stderr().is_terminal()
         && std::env::var_os("NO_COLOR").is_none();
-    let mut lost = false;
+    let mut lost: Option<OutputError> = None;
     // How each group names its members (`<members slug>-<member>`), read once.
     let mut named: std::collections::HashMap<String, Names> = std::collections::HashMap::new();
     let mut names = |event: &EngineEvent| -> Names {
@@ -615,6 +619,11 @@ async fn print_events(
             })
             .clone()
     };
+    let mut print = |event: &EngineEvent, lost: &mut Option<OutputError>| {
+        if lost.is_none() {
+            *lost = print_event(event, &names(event), ndjson, color, &out).err();
+        }
+    };
     loop {
         let event = tokio::select! {
             biased;
@@ -624,7 +633,7 @@ async fn print_events(
             },
             _ = &mut done => break,
         };
-        lost |= !print_event(&event, &names(&event), ndjson, color, &out);
+        print(&event, &mut lost);
         // `--approve`: a draft waiting for a person is asked about here (the run ending, e.g.
         // on Ctrl-C, ends the question).
         if let EventKind::RelayDraft { waiting: true, .. } = &event.kind {
@@ -636,20 +645,26 @@ async fn print_events(
     }
     // After `done`, drain without waiting.
     while let Ok(event) = events.try_recv() {
-        lost |= !print_event(&event, &names(&event), ndjson, color, &out);
+        print(&event, &mut lost);
     }
     lost
 }
 
-/// Prints one event; false when standard output could not be written.
-fn print_event(event: &EngineEvent, names: &Names, ndjson: bool, color: bool, out: &RunOutput) -> bool {
+/// Prints one event; an error when standard output could not be written.
+fn print_event(
+    event: &EngineEvent,
+    names: &Names,
+    ndjson: bool,
+    color: bool,
+    out: &RunOutput,
+) -> Result<(), OutputError> {
     if ndjson {
         if event.kind.is_streaming() {
-            return true;
+            return Ok(());
         }
         // String fields are model and tool output: cleaned like the plain output.
         let raw = event.to_ndjson();
-        return out.print(&format!("{}\n", sanitize::json_line(&raw))).is_ok();
+        return out.print(&format!("{}\n", sanitize::json_line(&raw)));
     }
     if let Some(line) = progress(event, names) {
         let text = sanitize::display(&line.text).into_owned();
@@ -665,7 +680,7 @@ fn print_event(event: &EngineEvent, names: &Names, ndjson: bool, color: bool, ou
             out.note(format_args!("{text}"));
         }
     }
-    true
+    Ok(())
 }
 
 /// The most characters of a progress line's words (a model's or tool's text is cut there).

@@ -14,7 +14,7 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::hooks::HookEvent;
-use crate::model::{AgentSession, Cost, Message, MessageRole, Rate, Role, ToolChoice, ToolResultInfo, Usage};
+use crate::model::{AgentSession, Cost, Message, MessageRole, Role, ToolChoice, ToolResultInfo, Usage};
 use crate::providers::{ChatMessage, ChatRole, ErrorKind, TurnRequest};
 use crate::tools::Offer;
 use crate::tools::limits::{result_line, rounds_exhausted_note};
@@ -24,7 +24,7 @@ use super::agent_steps::{AgentRecorder, StepContext};
 use super::budget::Spent;
 use super::events::{EngineEvent, EventKind, ExecutionTag, RunId};
 use super::guard::Guard;
-use super::lent_tools::TurnHooks;
+use super::lent_tools::{Joined, TurnHooks, TurnTools};
 use super::tool_round::{CallContext, Lent};
 
 fn sum_usage(total: Option<Usage>, more: Option<Usage>) -> Option<Usage> {
@@ -169,8 +169,11 @@ pub(crate) struct SessionState {
     /// Where the part of the history a turn is sent starts (an index into `history`). It stays
     /// put from turn to turn, so a session's requests begin with the same messages (what a
     /// prompt cache reads back), and moves only when what it holds outgrows the limits: then
-    /// far enough to hold half of them, so it stays put again for a while.
+    /// far enough to hold half of them, so it stays put again for a while. Turns sent the whole
+    /// conversation keep this one; turns sent only their run keep `run_window`.
     window: usize,
+    /// The same for turns sent only their run (from `run_start` on).
+    run_window: usize,
 }
 
 impl SessionState {
@@ -180,6 +183,35 @@ impl SessionState {
         self.history = None;
         self.run_start = None;
         self.window = 0;
+        self.run_window = 0;
+    }
+
+    /// Drops the part of the history no turn can be sent any more (older than the newest part
+    /// that fits the limits), so what a session holds in memory stays about one window however
+    /// long it talks; the transcript on disk keeps everything. Done once the history is half a
+    /// window past the limits (`now`: at once), so a turn seldom pays for it.
+    fn drop_unsendable(&mut self, now: bool) {
+        let Some(history) = &mut self.history else {
+            return;
+        };
+        let due = now
+            || history.len() > HISTORY_MAX_MESSAGES * 3 / 2
+            || history.iter().map(message_chars).sum::<usize>() > HISTORY_MAX_CHARS * 3 / 2;
+        if !due {
+            return;
+        }
+        // Nothing before the newest part that fits the limits is sent again: a window's start
+        // before it does not fit, so it moves on past it (see `visible`).
+        let dropped = window_start(history);
+        if dropped == 0 {
+            return;
+        }
+        history.drain(..dropped);
+        if let Some((_, start)) = &mut self.run_start {
+            *start = start.saturating_sub(dropped);
+        }
+        self.window = self.window.saturating_sub(dropped);
+        self.run_window = self.run_window.saturating_sub(dropped);
     }
 
     /// What a turn is sent of the history: everything since the conversation began, or with
@@ -196,7 +228,9 @@ impl SessionState {
             },
             _ => 0,
         };
-        let from = self.window.clamp(start, history.len());
+        let whole = run_id.is_none() || !from_run_start;
+        let kept = if whole { self.window } else { self.run_window };
+        let from = kept.clamp(start, history.len());
         let from = if fits(&history[from..]) {
             from
         } else {
@@ -207,7 +241,11 @@ impl SessionState {
             .iter()
             .position(|m| m.role == ChatRole::User)
             .map_or(history.len(), |i| from + i);
-        self.window = from;
+        if whole {
+            self.window = from;
+        } else {
+            self.run_window = from;
+        }
         history[from..].to_vec()
     }
 }
@@ -316,6 +354,8 @@ struct SessionInfo {
     max_tool_rounds: Option<u32>,
     /// The CLI agent's own conversation from the last turn.
     agent_session: Option<AgentSession>,
+    /// What it gets of its repository (its team's settings over the config's).
+    repo_context: crate::model::RepoContextSettings,
     /// Its sandbox and hooks.
     guard: Guard,
 }
@@ -336,6 +376,10 @@ impl Actor<'_> {
                 tools: s.tools.clone(),
                 max_tool_rounds: s.max_tool_rounds,
                 agent_session: s.agent_session.clone(),
+                repo_context: group
+                    .map(|g| g.repo_context)
+                    .unwrap_or_default()
+                    .over(self.shared.options.repo_context),
                 guard: Guard::of_session(self.shared, org, s),
             })
         })
@@ -363,6 +407,7 @@ impl Actor<'_> {
             }
         };
         self.state.history = Some(history);
+        self.state.drop_unsendable(true);
     }
 
     fn history(&mut self) -> &mut Vec<ChatMessage> {
@@ -425,10 +470,20 @@ impl Actor<'_> {
         let started = Instant::now();
         let outcome = match self.shared.providers.for_slug(&slug) {
             Ok((provider, model)) => {
-                let system = match (&info.system, &options.system_extra) {
-                    (Some(own), Some(extra)) => Some(format!("{own}\n\n{extra}")),
-                    (own, extra) => own.clone().or_else(|| extra.clone()),
-                };
+                let repo = super::repo_context::gather(
+                    info.working_dir.clone(),
+                    self.shared.options.skills_dir.clone(),
+                    info.repo_context,
+                    provider.capabilities(),
+                )
+                .await;
+                let system = [&info.system, &options.system_extra, &repo.system]
+                    .into_iter()
+                    .flatten()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join("\n\n");
+                let system = (!system.is_empty()).then_some(system);
                 let mut request = TurnRequest {
                     model,
                     system,
@@ -438,9 +493,15 @@ impl Actor<'_> {
                     cache_key: Some(self.session_id.to_string()),
                     ..TurnRequest::default()
                 };
-                let rate = self.shared.options.prices.rate(&slug);
-                self.tool_loop(&info, options, generation, provider.as_ref(), &mut request, rate)
-                    .await
+                self.tool_loop(
+                    &info,
+                    options,
+                    generation,
+                    provider.as_ref(),
+                    &mut request,
+                    repo.skills,
+                )
+                .await
             }
             Err(e) => (Err(e), Vec::new(), None),
         };
@@ -612,8 +673,11 @@ impl Actor<'_> {
         generation: u64,
         provider: &dyn crate::providers::Provider,
         request: &mut TurnRequest,
-        rate: Option<Rate>,
+        skills: Option<Arc<super::repo_context::SkillTool>>,
     ) -> LoopEnd {
+        // What the model's tokens cost (each request's usage is priced as it comes).
+        let slug = options.model_override.as_deref().unwrap_or(&info.model);
+        let rate = self.shared.options.prices.rate(slug);
         let capabilities = provider.capabilities();
         if capabilities.local_process {
             // The program runs confined; a required sandbox that is missing starts nothing.
@@ -671,14 +735,22 @@ impl Actor<'_> {
         }
         request.tools = offer.specs.clone();
         // Without tool declarations (a CLI agent) a mode talks to the model in text instead.
-        let hooks = options.hooks.as_ref().filter(|_| !capabilities.text_tools);
+        let mode_tools = options
+            .hooks
+            .as_ref()
+            .filter(|_| !capabilities.text_tools)
+            .map(|hooks| Arc::clone(&hooks.0));
+        let hooks: Option<Arc<dyn TurnTools>> = match (mode_tools, skills) {
+            (Some(mode), Some(skills)) => Some(Arc::new(Joined(mode, skills))),
+            (mode, skills) => mode.or_else(|| skills.map(|s| s as Arc<dyn TurnTools>)),
+        };
         // Which calls the mode answers: read once per turn, not per round.
-        let lent = hooks.map(|hooks| {
-            let specs = hooks.0.specs();
+        let lent = hooks.as_ref().map(|hooks| {
+            let specs = hooks.specs();
             let names = specs.iter().map(|s| s.name.clone()).collect();
             request.tools.extend(specs);
             Lent {
-                tools: hooks.0.as_ref(),
+                tools: hooks.as_ref(),
                 names,
             }
         });
@@ -731,8 +803,8 @@ impl Actor<'_> {
         let loop_started = Instant::now();
         let mut concluding = false;
         loop {
-            if let Some(hooks) = hooks {
-                let before = hooks.0.before_call().await;
+            if let Some(hooks) = &hooks {
+                let before = hooks.before_call().await;
                 for text in before.inputs {
                     self.add_input(info, options, generation, request, &mut steps, text);
                 }
@@ -992,17 +1064,9 @@ impl Actor<'_> {
             .chain(&steps)
             .chain(std::iter::once(&answer));
         let added = chat_history(turn);
-        let history = self.history();
-        history.extend(added);
+        self.history().extend(added);
         // Only the newest part is ever sent; the transcript on disk keeps everything.
-        if history.len() > 4 * HISTORY_MAX_MESSAGES {
-            let dropped = history.len() - 2 * HISTORY_MAX_MESSAGES;
-            history.drain(..dropped);
-            if let Some((_, start)) = &mut self.state.run_start {
-                *start = start.saturating_sub(dropped);
-            }
-            self.state.window = self.state.window.saturating_sub(dropped);
-        }
+        self.state.drop_unsendable(false);
         // A turn that failed without a word of usage is not counted (nothing says it was
         // billed); one that answered without a cost was not priced.
         let spent = (result.success || result.usage.is_some()).then(|| Spent {
@@ -1222,10 +1286,16 @@ fn newest_start(history: &[ChatMessage], max_chars: usize, max_messages: usize) 
     start
 }
 
+/// Where the newest part of the conversation that fits the limits starts (see
+/// [`newest_start`]).
+fn window_start(history: &[ChatMessage]) -> usize {
+    newest_start(history, HISTORY_MAX_CHARS, HISTORY_MAX_MESSAGES)
+}
+
 /// The newest part of the conversation that fits the limits, starting on a user message.
 #[cfg(test)]
 fn bounded_history(history: &[ChatMessage]) -> Vec<ChatMessage> {
-    history[newest_start(history, HISTORY_MAX_CHARS, HISTORY_MAX_MESSAGES)..].to_vec()
+    history[window_start(history)..].to_vec()
 }
 
 #[cfg(test)]
@@ -1313,5 +1383,72 @@ mod tests {
             .filter(|w| w[0] != w[1] && w[0].is_some())
             .count();
         assert!((3..=10).contains(&moves), "moved {moves} times: {starts:?}");
+    }
+
+    /// A member's turns that see only their run (a team run) keep their own window: a turn sent
+    /// the whole conversation afterwards (a direct chat) still gets all of it.
+    #[test]
+    fn a_run_only_turn_leaves_the_whole_conversation_for_the_next_whole_turn() {
+        let mut state = SessionState::default();
+        let say = |state: &mut SessionState, k: usize| {
+            let history = state.history.get_or_insert_with(Vec::new);
+            history.push(ChatMessage::user(format!("q{k}")));
+            history.push(ChatMessage::assistant(format!("a{k}")));
+        };
+        for k in 0..5 {
+            say(&mut state, k);
+        }
+        assert_eq!(state.visible(None, false).len(), 10);
+        let run: RunId = "run-1".into();
+        assert!(state.visible(Some(&run), true).is_empty(), "the run starts now");
+        say(&mut state, 5);
+        assert_eq!(state.visible(Some(&run), true).len(), 2, "the run's turn");
+        assert_eq!(
+            state.visible(None, false).len(),
+            12,
+            "everything, as before the run"
+        );
+    }
+
+    #[test]
+    fn a_long_session_holds_about_one_window_and_every_turn_sees_its_newest_part() {
+        // Long answers, as an orchestrator's syntheses are: the count limit is never reached,
+        // the size limit is; a run's turns see only their run.
+        let mut state = SessionState::default();
+        let mut all: Vec<ChatMessage> = Vec::new();
+        let run: RunId = "run-1".into();
+        for k in 0..400 {
+            if k == 250 {
+                assert_eq!(
+                    state.visible(Some(&run), true),
+                    Vec::<ChatMessage>::new(),
+                    "the run starts now"
+                );
+            }
+            let turn = [
+                ChatMessage::user(format!("q{k} {}", "x".repeat(9_000))),
+                ChatMessage::assistant(format!("a{k} {}", "y".repeat(11_000))),
+            ];
+            all.extend(turn.iter().cloned());
+            state.history.get_or_insert_with(Vec::new).extend(turn);
+            state.drop_unsendable(false);
+            let held = state.history.as_ref().unwrap();
+            let chars: usize = held.iter().map(message_chars).sum();
+            assert!(
+                chars <= HISTORY_MAX_CHARS * 3 / 2 + 20_100,
+                "turn {k}: {chars} chars held"
+            );
+            // What is sent is the end of everything said, within the limits, from a user
+            // message on (where its start stays put for the prompt cache).
+            let sent = state.visible(None, false);
+            assert!(fits(&sent), "turn {k}");
+            assert!(!sent.is_empty() && sent[0].role == ChatRole::User, "turn {k}");
+            assert_eq!(sent[..], all[all.len() - sent.len()..], "turn {k}: a suffix");
+        }
+        let from_run = state.visible(Some(&run), true);
+        assert!(fits(&from_run));
+        assert_eq!(from_run[..], all[all.len() - from_run.len()..]);
+        assert!(from_run.len() <= all.len() - 500, "the run's part only");
+        assert_eq!(&*from_run.last().unwrap().content, &*all.last().unwrap().content);
     }
 }

@@ -56,6 +56,8 @@ pub struct CommandProvider {
     args: Vec<String>,
     format: AgentFormat,
     agent: Option<AgentKind>,
+    /// The agent reads the repository's `AGENTS.md` itself.
+    reads_repo_instructions: bool,
 }
 
 /// How the program ended.
@@ -88,6 +90,7 @@ impl CommandProvider {
             args: args.to_vec(),
             format: cfg.output_format(),
             agent: cfg.agent,
+            reads_repo_instructions: cfg.reads_repo_instructions(),
         })
     }
 
@@ -516,6 +519,7 @@ impl Provider for CommandProvider {
     fn capabilities(&self) -> super::Capabilities {
         super::Capabilities {
             reports_cost: self.format == AgentFormat::ClaudeStreamJson,
+            reads_repo_instructions: self.reads_repo_instructions,
             ..super::Capabilities::CLI_AGENT
         }
     }

@@ -261,6 +261,9 @@ pub struct Capabilities {
     pub text_tools: bool,
     /// It says what each turn cost (Claude Code's `total_cost_usd`): its model needs no price.
     pub reports_cost: bool,
+    /// It reads the repository's `AGENTS.md` (or `CLAUDE.md`) itself (Claude Code, Codex, most
+    /// ACP agents): huddle leaves them out of its system prompt, so it does not get them twice.
+    pub reads_repo_instructions: bool,
     /// It starts a program on this machine for each turn: the program runs confined by the
     /// session's sandbox (`TurnRequest::sandbox`), and a sandbox that is required but missing
     /// means the turn does not start.
@@ -273,6 +276,7 @@ impl Capabilities {
         runs_own_tools: false,
         text_tools: false,
         reports_cost: false,
+        reads_repo_instructions: false,
         local_process: false,
     };
 
@@ -281,6 +285,7 @@ impl Capabilities {
         runs_own_tools: true,
         text_tools: true,
         reports_cost: false,
+        reads_repo_instructions: false,
         local_process: true,
     };
 

@@ -24,6 +24,8 @@ pub use org_json::{FORMAT_VERSION, ParsedOrganization, Unreadable, parse as pars
 pub use organization::{LoadedOrganization, OrganizationFile, StoreNotice};
 pub use private::{Prepared, prepare_data_dir};
 pub(crate) use private::{create_private_dir, private_file};
+#[cfg(test)]
+pub(crate) use regular::mkfifo;
 pub use regular::{is_not_regular, open_regular, read_regular, read_regular_to_string};
 pub use runs::{DEFAULT_RUNS_KEPT, RunFiles, RunLine, RunLog, RunOwner};
 pub use saver::Saver;
@@ -64,4 +66,19 @@ impl StoreError {
             source,
         }
     }
+}
+
+/// The files under `dir` this process holds open (read from `/proc/self/fd`): what tests count
+/// to prove a writer does not keep a handle per file it ever wrote.
+#[cfg(test)]
+pub(crate) fn open_files_under(dir: &std::path::Path) -> Vec<PathBuf> {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter(|target| target.starts_with(&dir))
+        .collect()
 }

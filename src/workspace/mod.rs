@@ -105,6 +105,8 @@ impl Workspace {
                 default_budget: config.budget,
                 default_dispatch: config.dispatch.clone(),
                 prices: config.price_book(),
+                repo_context: config.repo_context,
+                skills_dir: Some(paths.config_dir.join("skills")),
                 sandbox: baseline,
                 hooks: config.hooks.clone(),
                 ..EngineOptions::default()
