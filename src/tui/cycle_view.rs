@@ -87,6 +87,9 @@ pub struct CycleView {
     pub usage: Usage,
     /// What the run's turns cost so far (its end's total once it ended).
     pub cost: Cost,
+    /// The run's end said what it cost (a run file written before costs were recorded has
+    /// turns without a cost that were not unpriced, only unrecorded).
+    pub cost_recorded: bool,
     pub started: Option<Instant>,
     /// Since when the run is paused (while it is), and how long earlier pauses lasted: a
     /// run's duration leaves its pauses out.
@@ -457,6 +460,7 @@ impl CycleView {
                 self.no_tools_in_flight();
                 // The run's own total (its evaluator's calls, a relay's other team included).
                 if let Some(t) = totals {
+                    self.cost_recorded = true;
                     self.cost = Cost {
                         usd: t.cost_usd.unwrap_or(0.0),
                         priced: u32::from(t.cost_usd.is_some()),

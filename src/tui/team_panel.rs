@@ -478,8 +478,11 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
     if c.usage.total() > 0 {
         head.push_str(&format!(" · {} tok", c.usage.total()));
     }
-    // What the run cost so far (a free model's run says nothing).
-    if let Some(cost) = crate::describe::cost::short(&c.cost).filter(|_| !free(&c.cost)) {
+    // What the run cost so far (a free model's run says nothing; an unknown cost is said once
+    // the run's end recorded it, as a run file written before costs were has none).
+    if let Some(cost) = crate::describe::cost::short(&c.cost)
+        .filter(|_| !free(&c.cost) && (c.cost.priced > 0 || c.cost_recorded))
+    {
         head.push_str(&format!(" · {cost}"));
     }
     out.push(Line::styled(head, Style::default().add_modifier(Modifier::BOLD)));
