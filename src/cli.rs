@@ -202,6 +202,11 @@ pub struct RunArgs {
     /// cost, in tokens and time (median and 90th percentile), or that there are none.
     #[arg(long, conflicts_with_all = ["resume", "discard_interrupted", "events"])]
     pub dry_run: bool,
+    /// Wait at most SECS seconds for a rate or usage limit to reset (over the team's and
+    /// config.yaml's `rate_limit_wait_secs`, default 900); past it the run ends `rate_limited`
+    /// (exit code 8), resumable with --resume. 0: never wait.
+    #[arg(long, value_name = "SECS")]
+    pub max_limit_wait: Option<u64>,
     /// Print NDJSON events on stdout.
     #[arg(long)]
     pub events: bool,

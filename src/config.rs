@@ -294,6 +294,9 @@ pub struct Config {
     /// (`claude-sonnet-4-5`) or a provider's every model (`ollama/*`); over the built-in table.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub prices: BTreeMap<String, crate::model::Price>,
+    /// The longest a run waits for a rate or usage limit to reset before it ends `rate_limited`
+    /// (seconds; 0: never wait). A team's preset and `huddle run --max-limit-wait` go over it.
+    pub rate_limit_wait_secs: u64,
     /// What sessions get of their repository (`repo_context: {instructions, skills}`): its
     /// `AGENTS.md` / `CLAUDE.md` and its skills, each on unless set false (a team's preset may
     /// say otherwise).
@@ -327,6 +330,7 @@ impl Default for Config {
             notify: NotifyMode::default(),
             dispatch: crate::model::DispatchLimits::default(),
             prices: BTreeMap::new(),
+            rate_limit_wait_secs: crate::engine::limits::DEFAULT_RATE_LIMIT_WAIT_SECS,
             repo_context: crate::model::RepoContextSettings::default(),
             sandbox: crate::sandbox::SandboxSettings::default(),
             hooks: crate::hooks::Hooks::default(),
@@ -647,6 +651,16 @@ mod tests {
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::parse(text, Path::new("/cfg/config.yaml"))
+    }
+
+    #[test]
+    fn the_limit_wait_is_fifteen_minutes_unless_set() {
+        assert_eq!(parse("").unwrap().rate_limit_wait_secs, 900);
+        assert_eq!(
+            parse("rate_limit_wait_secs: 0\n").unwrap().rate_limit_wait_secs,
+            0
+        );
+        assert!(parse("rate_limit_wait_secs: soon\n").is_err());
     }
 
     #[test]

@@ -211,6 +211,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                     token_budget: args.token_budget,
                     max_cost_usd: args.max_cost,
                 },
+                rate_limit_wait_secs: args.max_limit_wait,
                 events: args.events,
                 approve_tools: args.approve_tools,
                 approve: args.approve,

@@ -12,12 +12,32 @@ use crate::model::{CycleOutcome, Message, Usage};
 
 use super::events::EventKind;
 use super::protocol::{
-    Assignment, ParsedPlan, WorkerResolver, WorkerResult, WorkerTask, parse_assignments_for, worker_prompt,
+    Assignment, ParsedPlan, StepPrompt, WorkerBrief, WorkerResolver, WorkerResult, parse_assignments_for,
+    worker_brief, worker_task_prompt,
 };
 use super::session::{PromptStamp, TurnOptions};
 use super::sink::Emitter;
 use super::team::{Member, Team};
 use super::{ActiveRun, EngineShared, RunControl, RunReport, TurnResult};
+
+/// One member's turn among several run at once ([`Run::parallel`]): its message and the run's
+/// brief for it.
+pub(crate) struct Job {
+    pub member: Member,
+    pub prompt: StepPrompt,
+    pub brief: Option<String>,
+}
+
+impl Job {
+    /// A turn on `prompt` as it is, with no brief.
+    pub fn plain(member: Member, prompt: String) -> Job {
+        Job {
+            member,
+            prompt: StepPrompt::plain(prompt),
+            brief: None,
+        }
+    }
+}
 
 pub(crate) struct Run<'a> {
     pub shared: &'a Arc<EngineShared>,
@@ -26,6 +46,19 @@ pub(crate) struct Run<'a> {
     pub started: Instant,
     pub usage: Usage,
     pub simulated: bool,
+    /// A resumed run: what its interrupted run left (see `engine/resume.rs`).
+    pub resumed: Option<Resumed>,
+    /// At most this many earlier exchanges are sent with each turn of the run (see
+    /// `TurnOptions::window`): the mode's choice, none by default.
+    pub window: Option<usize>,
+}
+
+/// What a resumed run continues: the open run as it was left, and the turns it finished.
+pub(crate) struct Resumed {
+    pub open: crate::model::OpenRun,
+    pub replay: Arc<super::resume::Replay>,
+    /// `run_resumed` was said (right after the run's `cycle_started`).
+    pub announced: std::sync::atomic::AtomicBool,
 }
 
 impl<'a> Run<'a> {
@@ -37,7 +70,28 @@ impl<'a> Run<'a> {
             started: Instant::now(),
             usage: Usage::default(),
             simulated: false,
+            resumed: None,
+            window: None,
         }
+    }
+
+    /// True when the run is being stopped from outside (a signal, a quit): it is left open, to
+    /// be resumed, rather than ended.
+    pub fn left_to_resume(&self) -> bool {
+        self.shared.interrupting() || self.control().interrupted()
+    }
+
+    /// The turns the interrupted run finished, when this run resumes one.
+    pub fn replay(&self) -> Option<Arc<super::resume::Replay>> {
+        self.resumed.as_ref().map(|r| Arc::clone(&r.replay))
+    }
+
+    /// The id of the run as first started (the same across its resumptions).
+    pub fn first_run_id(&self) -> String {
+        self.resumed
+            .as_ref()
+            .and_then(|r| r.open.first().map(str::to_string))
+            .unwrap_or_else(|| self.active.run_id())
     }
 
     /// How long the run has worked: its time since it started, pauses left out.
@@ -54,7 +108,14 @@ impl<'a> Run<'a> {
     }
 
     pub fn emit(&self, kind: EventKind) {
+        let started = matches!(kind, EventKind::CycleStarted { .. });
         self.active.emitter.emit(kind);
+        // A resumed run says so as it starts (after the start that opens its timeline).
+        if let Some(resumed) = self.resumed.as_ref().filter(|_| started)
+            && !resumed.announced.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            super::resume::announce(self, resumed);
+        }
     }
 
     pub fn cancelled(&self) -> bool {
@@ -71,6 +132,8 @@ impl<'a> Run<'a> {
             model_override: self.team.model_override.clone(),
             attachments: self.team.attachments.clone(),
             history_from_run_start: self.team.memory == crate::model::Memory::Run,
+            replay: self.replay(),
+            window: self.window,
             ..TurnOptions::default()
         }
     }
@@ -97,10 +160,21 @@ impl<'a> Run<'a> {
         result
     }
 
-    /// One turn of a member, counted in the run's totals.
-    pub async fn turn(&mut self, member: &Member, prompt: String, iteration: Option<u32>) -> TurnResult {
-        let options = self.turn_options(iteration, None);
-        let result = self.shared.turn(&member.id, prompt, options).await;
+    /// One step of a member's run: its message (the conversation keeps its compact form) with
+    /// the run's brief added to the member's system prompt, counted in the run's totals.
+    pub async fn step(
+        &mut self,
+        member: &Member,
+        prompt: StepPrompt,
+        brief: Option<&str>,
+        iteration: Option<u32>,
+    ) -> TurnResult {
+        let options = TurnOptions {
+            compact: prompt.compact,
+            system_extra: brief.map(str::to_string),
+            ..self.turn_options(iteration, None)
+        };
+        let result = self.shared.turn(&member.id, prompt.text, options).await;
         self.account(&result);
         if let Some(u) = result.usage {
             self.control().count_tokens(u, self.emitter());
@@ -157,17 +231,20 @@ impl<'a> Run<'a> {
         request: &str,
         iteration: u32,
     ) -> Vec<WorkerResult> {
-        let jobs: Vec<(Member, String)> = assignments
+        let jobs: Vec<Job> = assignments
             .iter()
             .filter_map(|a| {
                 let member = self.team.workers.iter().find(|w| w.name == a.worker)?.clone();
-                let prompt = worker_prompt(&WorkerTask {
+                let brief = worker_brief(&WorkerBrief {
                     system_prompt: member.system_prompt.as_deref(),
                     shared_context: self.team.shared_context.as_deref(),
                     request,
-                    task: &a.task,
                 });
-                Some((member, prompt))
+                Some(Job {
+                    member,
+                    prompt: worker_task_prompt(&a.task),
+                    brief: Some(brief),
+                })
             })
             .collect();
         let timeout = self.team.worker_timeout;
@@ -195,15 +272,25 @@ impl<'a> Run<'a> {
     /// `worker_finished`; with a timeout, a stuck provider is cut off as a failed turn.
     pub async fn parallel(
         &mut self,
-        jobs: Vec<(Member, String)>,
+        jobs: Vec<Job>,
         iteration: u32,
         timeout: Option<Duration>,
     ) -> Vec<(TurnResult, Duration)> {
         let semaphore = Arc::new(Semaphore::new(self.shared.options.max_concurrency.max(1)));
-        let futures = jobs.into_iter().map(|(member, prompt)| {
+        let futures = jobs.into_iter().map(|job| {
+            let Job {
+                member,
+                prompt,
+                brief,
+            } = job;
             let semaphore = Arc::clone(&semaphore);
             let shared = Arc::clone(self.shared);
-            let options = self.turn_options(Some(iteration), timeout);
+            let options = TurnOptions {
+                compact: prompt.compact,
+                system_extra: brief,
+                ..self.turn_options(Some(iteration), timeout)
+            };
+            let prompt = prompt.text;
             let emitter = self.emitter().clone();
             let active = self.active;
             async move {
@@ -264,19 +351,30 @@ impl<'a> Run<'a> {
         });
     }
 
-    /// Takes the messages left for this group by its previous run.
+    /// Takes the messages left for this group by its previous run; they are kept with the
+    /// open run, so a resumed run is given the same ones (and takes no others).
     pub fn take_pending(&self) -> Vec<String> {
+        if let Some(resumed) = &self.resumed {
+            return resumed.open.pending.clone();
+        }
         let gid = &self.team.group_id;
         self.shared.org.update(|o| {
             o.group_mut(gid)
-                .map(|g| std::mem::take(&mut g.pending_messages))
+                .map(|g| {
+                    let taken = std::mem::take(&mut g.pending_messages);
+                    if let Some(open) = &mut g.state.run {
+                        open.pending.clone_from(&taken);
+                    }
+                    taken
+                })
                 .unwrap_or_default()
         })
     }
 
     /// Gives messages back to the group when the run that took them could not use them.
     pub fn restore_pending(&self, messages: Vec<String>) {
-        if messages.is_empty() {
+        // A run left to be resumed keeps them with itself (its resumption is given them).
+        if messages.is_empty() || self.left_to_resume() {
             return;
         }
         let gid = &self.team.group_id;

@@ -79,6 +79,17 @@ pub struct TurnOptions {
     pub system_extra: Option<String>,
     /// The execution the turn is part of: its events and messages carry it.
     pub execution: Option<ExecutionTag>,
+    /// A resumed run's turns that its interrupted run finished: such a turn is answered from
+    /// there, not by the model (see `engine/resume.rs`).
+    pub(crate) replay: Option<Arc<super::resume::Replay>>,
+    /// At most this many earlier exchanges are sent (a mode's choice for turns that need only
+    /// the recent ones, like a long cycle's); see [`stable_window`].
+    pub window: Option<usize>,
+    /// What the session's conversation keeps of the prompt for its later turns, when that is
+    /// less than the prompt: a step's instructions and inputs are sent with the turn that needs
+    /// them, and later turns see what was asked and answered. The transcript records both (the
+    /// prompt as sent, and this as its `compact` form).
+    pub compact: Option<String>,
 }
 
 /// Marks put on a turn's stored prompt message by whoever asked for the turn: the turn applies
@@ -166,13 +177,23 @@ pub(crate) struct SessionState {
     /// Where the history of the run in progress starts: its id and an index into `history`
     /// (for turns that see only their run).
     run_start: Option<(RunId, usize)>,
-    /// Where the part of the history a turn is sent starts (an index into `history`). It stays
-    /// put from turn to turn, so a session's requests begin with the same messages (what a
-    /// prompt cache reads back), and moves only when what it holds outgrows the limits: then
-    /// far enough to hold half of them, so it stays put again for a while. Turns sent the whole
-    /// conversation keep this one; turns sent only their run keep `run_window`.
+    /// How many messages from the front of the loaded history were dropped from memory
+    /// (a resumed run's start is an index into the whole history, as read from disk).
+    dropped: usize,
+    /// What the transcript last recorded as added to the system prompt (see
+    /// [`Message::instructions`]); read with the history.
+    instructions: Option<String>,
+    /// How many exchanges of the conversation were dropped from the front of `history` (see
+    /// `drop_unsendable`): a window counts exchanges from the conversation's start, so that
+    /// dropping what is held changes nothing that is sent.
+    dropped_exchanges: usize,
+    /// Where what turns sent the whole conversation were last sent starts (an index into
+    /// `history`). It stays put from turn to turn, so a session's requests begin with the same
+    /// messages (what a prompt cache reads back), and moves only when what it would send
+    /// outgrows the limits: then far enough to hold half of them, so it stays put again for a
+    /// while (see [`sticky_start`]).
     window: usize,
-    /// The same for turns sent only their run (from `run_start` on).
+    /// The same for turns sent only their run.
     run_window: usize,
 }
 
@@ -182,6 +203,9 @@ impl SessionState {
     pub(crate) fn forget(&mut self) {
         self.history = None;
         self.run_start = None;
+        self.dropped = 0;
+        self.instructions = None;
+        self.dropped_exchanges = 0;
         self.window = 0;
         self.run_window = 0;
     }
@@ -206,7 +230,12 @@ impl SessionState {
         if dropped == 0 {
             return;
         }
+        self.dropped_exchanges += history[..dropped]
+            .iter()
+            .filter(|m| m.role == ChatRole::User)
+            .count();
         history.drain(..dropped);
+        self.dropped += dropped;
         if let Some((_, start)) = &mut self.run_start {
             *start = start.saturating_sub(dropped);
         }
@@ -215,39 +244,98 @@ impl SessionState {
     }
 
     /// What a turn is sent of the history: everything since the conversation began, or with
-    /// `from_run_start` only what was said since the run began.
-    fn visible(&mut self, run_id: Option<&RunId>, from_run_start: bool) -> Vec<ChatMessage> {
+    /// `from_run_start` only what was said since the run began; with a `window`, only the
+    /// newest exchanges (see [`stable_window`]).
+    ///
+    /// A resumed run began where its interrupted run did (`resumed_start`).
+    fn visible(
+        &mut self,
+        run_id: Option<&RunId>,
+        from_run_start: bool,
+        resumed_start: Option<usize>,
+        window: Option<usize>,
+    ) -> Vec<ChatMessage> {
         let history = self.history.get_or_insert_with(Vec::new);
         let start = match (run_id, from_run_start) {
             (Some(run), true) => match &self.run_start {
                 Some((current, index)) if current == run => (*index).min(history.len()),
                 _ => {
-                    self.run_start = Some((run.clone(), history.len()));
-                    history.len()
+                    let start = resumed_start
+                        .map(|start| start.saturating_sub(self.dropped))
+                        .unwrap_or(history.len())
+                        .min(history.len());
+                    self.run_start = Some((run.clone(), start));
+                    start
                 }
             },
             _ => 0,
         };
-        let whole = run_id.is_none() || !from_run_start;
-        let kept = if whole { self.window } else { self.run_window };
-        let from = kept.clamp(start, history.len());
-        let from = if fits(&history[from..]) {
-            from
-        } else {
-            from + newest_start(&history[from..], HISTORY_MAX_CHARS / 2, HISTORY_MAX_MESSAGES / 2)
+        let before = self.dropped_exchanges
+            + history[..start]
+                .iter()
+                .filter(|m| m.role == ChatRole::User)
+                .count();
+        let shown = match window {
+            Some(window) => stable_window(&history[start..], window, before).len(),
+            None => history.len() - start,
         };
-        // A conversation is sent from a user message on (a tool exchange is never cut in half).
-        let from = history[from..]
-            .iter()
-            .position(|m| m.role == ChatRole::User)
-            .map_or(history.len(), |i| from + i);
-        if whole {
-            self.window = from;
+        let whole = run_id.is_none() || !from_run_start;
+        let kept = if whole {
+            &mut self.window
         } else {
-            self.run_window = from;
-        }
+            &mut self.run_window
+        };
+        let from = sticky_start(history, *kept, history.len() - shown);
+        *kept = from;
         history[from..].to_vec()
     }
+}
+
+/// Where what a turn is sent starts: at `kept` (where the previous turn's started) while what
+/// follows it is within the limits and no earlier than `earliest` (a window's or a run's
+/// start); else the newest half of the limits from there on. Always on a user message (a tool
+/// exchange is never cut in half). A prefix that stays put is what a prompt cache reads back.
+fn sticky_start(history: &[ChatMessage], kept: usize, earliest: usize) -> usize {
+    let from = kept.clamp(earliest, history.len());
+    let rest = &history[from..];
+    let fits = rest.iter().map(message_chars).sum::<usize>() <= HISTORY_MAX_CHARS
+        && rest.iter().filter(|m| m.role != ChatRole::Tool).count() <= HISTORY_MAX_MESSAGES;
+    let from = if fits {
+        from
+    } else {
+        from + newest_start(rest, HISTORY_MAX_CHARS / 2, HISTORY_MAX_MESSAGES / 2)
+    };
+    history[from..]
+        .iter()
+        .position(|m| m.role == ChatRole::User)
+        .map_or(history.len(), |i| from + i)
+}
+
+/// The newest exchanges of `history` (an exchange: a user message and what followed it) when
+/// it has more than `window` of them. The oldest go half a window at a time, so that what is
+/// sent starts the same way for several requests in a row (a prefix a provider can cache)
+/// rather than one exchange later every time: between `window / 2 + 1` and `window` are kept.
+/// Where the cuts fall is counted from the conversation's start: `before` exchanges of it
+/// precede `history` (not held any more, or before the run's start).
+fn stable_window(history: &[ChatMessage], window: usize, before: usize) -> &[ChatMessage] {
+    let starts: Vec<usize> = history
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == ChatRole::User)
+        .map(|(i, _)| i)
+        .collect();
+    let window = window.max(1);
+    if starts.len() <= window {
+        return history;
+    }
+    let step = (window / 2).max(1);
+    // The first kept exchange, counted from the conversation's start: a multiple of `step`
+    // that leaves at least `window - step + 1` exchanges, so at most `window`; past `before`,
+    // as more than `window` exchanges follow it.
+    let total = before + starts.len();
+    let cut = (total - (window - step + 1)) / step * step;
+    let first = cut.saturating_sub(before).min(starts.len() - 1);
+    &history[starts[first]..]
 }
 
 /// A session's state, shared by the turns that wait for it.
@@ -354,6 +442,8 @@ struct SessionInfo {
     max_tool_rounds: Option<u32>,
     /// The CLI agent's own conversation from the last turn.
     agent_session: Option<AgentSession>,
+    /// Takes a turn over when the model meets a limit.
+    fallback_model: Option<String>,
     /// What it gets of its repository (its team's settings over the config's).
     repo_context: crate::model::RepoContextSettings,
     /// Its sandbox and hooks.
@@ -376,6 +466,7 @@ impl Actor<'_> {
                 tools: s.tools.clone(),
                 max_tool_rounds: s.max_tool_rounds,
                 agent_session: s.agent_session.clone(),
+                fallback_model: s.fallback_model.clone(),
                 repo_context: group
                     .map(|g| g.repo_context)
                     .unwrap_or_default()
@@ -396,7 +487,10 @@ impl Actor<'_> {
         let id = self.session_id.to_string();
         let loaded = tokio::task::spawn_blocking(move || shared.writer.load(&shared.transcripts, &id)).await;
         let history = match loaded {
-            Ok(Ok(loaded)) => chat_history(&loaded.messages),
+            Ok(Ok(loaded)) => {
+                self.state.instructions = recorded_instructions(&loaded.messages);
+                chat_history(&loaded.messages)
+            }
             Ok(Err(e)) => {
                 tracing::warn!(session = %self.session_id, error = %e, "cannot read transcript; starting without history");
                 Vec::new()
@@ -439,11 +533,36 @@ impl Actor<'_> {
             .model_override
             .clone()
             .unwrap_or_else(|| info.model.clone());
+        let mut resumed_start = None;
+        if let Some(replay) = &options.replay {
+            match replay.find(
+                self.session_id,
+                &crate::attachments::with_references(&prompt, &options.attachments),
+            ) {
+                super::resume::Found::Answered(stored) => {
+                    return self.replayed(&info, *stored, options, generation).await;
+                }
+                super::resume::Found::Unfinished(prompt_id) => {
+                    // Asked again: the unanswered ask is taken back, so it is not sent twice.
+                    let mark = Message::superseding(&prompt_id, super::resume::ASKED_AGAIN);
+                    self.shared.writer.append(self.session_id, mark);
+                    self.state.forget();
+                }
+                super::resume::Found::New => {}
+            }
+            resumed_start = replay.history_start(self.session_id);
+        }
         self.load_history().await;
-        let prompt = self.with_notes(&info, options, prompt);
+        let notes = self.take_notes(&info, options);
+        let prompt = with_notes(&notes, prompt);
         let sent = crate::attachments::with_context(&prompt, &options.attachments);
         let mut user = Message::user(crate::attachments::with_references(&prompt, &options.attachments));
+        user.compact = options.compact.clone().map(|compact| {
+            crate::attachments::with_references(&with_notes(&notes, compact), &options.attachments)
+        });
+        user.instructions = self.instructions_changed(options.system_extra.as_deref());
         user.iteration = options.iteration;
+        user.run_id = options.run_id.clone();
         user.execution_id = self.execution_id();
         if let Some(stamp) = &options.stamp {
             stamp.apply(&mut user);
@@ -451,8 +570,12 @@ impl Actor<'_> {
         let mut messages = if options.fresh {
             Vec::new()
         } else {
-            self.state
-                .visible(options.run_id.as_ref(), options.history_from_run_start)
+            self.state.visible(
+                options.run_id.as_ref(),
+                options.history_from_run_start,
+                resumed_start,
+                options.window,
+            )
         };
         messages.push(ChatMessage::user(sent.as_str()));
         self.shared.writer.append(self.session_id, user.clone());
@@ -493,13 +616,17 @@ impl Actor<'_> {
                     cache_key: Some(self.session_id.to_string()),
                     ..TurnRequest::default()
                 };
+                let extras = LoopExtras {
+                    skills: repo.skills,
+                    new_instructions: user.instructions.is_some(),
+                };
                 self.tool_loop(
                     &info,
                     options,
                     generation,
                     provider.as_ref(),
                     &mut request,
-                    repo.skills,
+                    extras,
                 )
                 .await
             }
@@ -540,9 +667,99 @@ impl Actor<'_> {
         if result.duration.is_zero() {
             result.duration = started.elapsed();
         }
-        self.record(&info, &user, steps, options, &result, generation);
+        self.record(&info, &user, steps, options, &result, generation)
+            .await;
         if !result.cancelled() {
             self.turn_finished_hooks(&info, options, &result).await;
+        }
+        result
+    }
+
+    /// A turn the interrupted run finished, answered from its transcript: the tools lent to it
+    /// hear the calls it made (a handoff, a broadcast counts again), it is reported as a turn
+    /// (its stored messages, so a view that has them skips them) and nothing is written.
+    async fn replayed(
+        &mut self,
+        info: &SessionInfo,
+        stored: super::resume::StoredTurn,
+        options: &TurnOptions,
+        generation: u64,
+    ) -> TurnResult {
+        let Some(answer) = stored.answer else {
+            return TurnResult::failed(self.session_id, "no stored answer".into(), None);
+        };
+        if let Some(hooks) = &options.hooks {
+            let lent: Vec<String> = hooks.0.specs().into_iter().map(|s| s.name).collect();
+            for call in stored.steps.iter().flat_map(|m| &m.tool_calls) {
+                if lent.contains(&call.name) {
+                    let _ = hooks.0.call(call).await;
+                }
+            }
+        }
+        let run_id = &options.run_id;
+        self.emit(
+            info,
+            run_id,
+            EventKind::TurnStarted {
+                session_id: self.session_id.to_string(),
+                session: info.name.clone(),
+                generation,
+                prompt: Some(Box::new(stored.prompt)),
+            },
+        );
+        self.emit(
+            info,
+            run_id,
+            EventKind::TurnReplayed {
+                session_id: self.session_id.to_string(),
+                session: info.name.clone(),
+                generation,
+            },
+        );
+        let model = answer.model.clone().unwrap_or_else(|| info.model.clone());
+        let duration = std::time::Duration::from_millis(answer.duration_ms.unwrap_or(0));
+        let tool_calls = stored.steps.iter().map(|m| m.tool_calls.len() as u32).sum();
+        let result = TurnResult {
+            session: info.name.clone(),
+            text: answer.text.clone(),
+            success: true,
+            interrupted: false,
+            error: None,
+            error_kind: None,
+            usage: answer.usage,
+            duration,
+            simulated: model.starts_with("sim/"),
+            model,
+            cost_usd: answer.cost_usd,
+            tool_calls,
+        };
+        self.emit(
+            info,
+            run_id,
+            EventKind::TurnFinished {
+                session_id: self.session_id.to_string(),
+                session: info.name.clone(),
+                generation,
+                success: true,
+                interrupted: false,
+                duration_ms: duration.as_millis() as u64,
+                usage: answer.usage,
+                error: None,
+                cost_usd: result.cost_usd,
+                message: Some(Box::new(answer)),
+            },
+        );
+        if !result.text.is_empty() {
+            self.emit(
+                info,
+                run_id,
+                EventKind::Message {
+                    session_id: self.session_id.to_string(),
+                    session: info.name.clone(),
+                    role: info.role,
+                    text: result.text.clone(),
+                },
+            );
         }
         result
     }
@@ -628,9 +845,21 @@ impl Actor<'_> {
         );
     }
 
-    /// The prompt with the notes the user left for this session's next turn (taken, and
-    /// reported as delivered) before it.
-    fn with_notes(&self, info: &SessionInfo, options: &TurnOptions, prompt: String) -> String {
+    /// What the transcript records as this turn's instructions: the text added to the system
+    /// prompt when it differs from what the previous prompt was sent (an empty text when
+    /// nothing is added any more), else nothing.
+    fn instructions_changed(&mut self, extra: Option<&str>) -> Option<String> {
+        let extra = extra.filter(|e| !e.trim().is_empty());
+        if extra == self.state.instructions.as_deref() {
+            return None;
+        }
+        self.state.instructions = extra.map(str::to_string);
+        Some(extra.unwrap_or_default().to_string())
+    }
+
+    /// The notes the user left for this session's next turn (taken, and reported as
+    /// delivered).
+    fn take_notes(&self, info: &SessionInfo, options: &TurnOptions) -> Vec<String> {
         let id = self.session_id;
         // A write (and a save) only when there is a note: this runs for every turn.
         let waiting = self
@@ -638,16 +867,13 @@ impl Actor<'_> {
             .org
             .read(|o| o.session(id).is_some_and(|s| !s.pending_notes.is_empty()));
         if !waiting {
-            return prompt;
+            return Vec::new();
         }
         let notes = self.shared.org.update(|o| {
             o.session_mut(id)
                 .map(|s| std::mem::take(&mut s.pending_notes))
                 .unwrap_or_default()
         });
-        if notes.is_empty() {
-            return prompt;
-        }
         for text in &notes {
             self.emit(
                 info,
@@ -660,7 +886,7 @@ impl Actor<'_> {
                 },
             );
         }
-        super::protocol::prompt_with_notes(&notes, &prompt)
+        notes
     }
 
     /// Model → tools → model until an answer without calls, the round limit (then the model is
@@ -673,7 +899,7 @@ impl Actor<'_> {
         generation: u64,
         provider: &dyn crate::providers::Provider,
         request: &mut TurnRequest,
-        skills: Option<Arc<super::repo_context::SkillTool>>,
+        extras: LoopExtras,
     ) -> LoopEnd {
         // What the model's tokens cost (each request's usage is priced as it comes).
         let slug = options.model_override.as_deref().unwrap_or(&info.model);
@@ -740,6 +966,10 @@ impl Actor<'_> {
             .as_ref()
             .filter(|_| !capabilities.text_tools)
             .map(|hooks| Arc::clone(&hooks.0));
+        let LoopExtras {
+            skills,
+            new_instructions,
+        } = extras;
         let hooks: Option<Arc<dyn TurnTools>> = match (mode_tools, skills) {
             (Some(mode), Some(skills)) => Some(Arc::new(Joined(mode, skills))),
             (mode, skills) => mode.or_else(|| skills.map(|s| s as Arc<dyn TurnTools>)),
@@ -795,10 +1025,21 @@ impl Actor<'_> {
                 .filter(|s| s.provider == provider.name() && !options.fresh)
                 .map(|s| s.id.clone());
         }
+        // A resumed agent is sent the newest message alone: instructions it has not been sent
+        // yet (new since the session's previous prompt) go before it.
+        if request.agent_session_id.is_some()
+            && new_instructions
+            && let Some(extra) = options.system_extra.as_deref().map(str::trim)
+            && let Some(last) = request.messages.last_mut()
+        {
+            last.content = format!("{extra}\n\n{}", last.content).into();
+        }
         let mut usage: Option<Usage> = None;
         // Each request is priced on its own (a long prompt may be dearer per token).
         let mut cost = Some(0.0);
         let mut rounds = 0u32;
+        // The model that took the turn over when the session's met a limit.
+        let mut fallback: Option<Arc<dyn crate::providers::Provider>> = None;
         // The turn's duration is the whole loop's (every round and tool), not the last request's.
         let loop_started = Instant::now();
         let mut concluding = false;
@@ -827,14 +1068,8 @@ impl Actor<'_> {
                     },
                 )
             };
-            // Without tools this is the only round: the request is handed over, not copied.
-            let sent = if request.tools.is_empty() {
-                std::mem::take(request)
-            } else {
-                request.clone()
-            };
-            let result = provider
-                .stream_turn(sent, &mut forward, options.cancel.clone())
+            let result = self
+                .call_model(info, options, provider, request, &mut forward, &mut fallback)
                 .await;
             if let Some(recorder) = agent.take() {
                 let why = if options.cancel.is_cancelled() {
@@ -980,6 +1215,65 @@ impl Actor<'_> {
         self.execution.as_ref().map(|e| e.execution_id.clone())
     }
 
+    /// One model call. A rate or usage limit it meets is waited out in the run (see
+    /// `engine/limits.rs`) and the call made again, or handed to the session's
+    /// `fallback_model`; past the run's bound the call fails and the run ends `rate_limited`.
+    async fn call_model(
+        &self,
+        info: &SessionInfo,
+        options: &TurnOptions,
+        provider: &dyn crate::providers::Provider,
+        request: &mut TurnRequest,
+        forward: &mut (dyn FnMut(&str) + Send),
+        fallback: &mut Option<Arc<dyn crate::providers::Provider>>,
+    ) -> Result<crate::providers::TurnOutput, crate::providers::ProviderError> {
+        use super::limits::{Verdict, waitable};
+        let mut met = 0u32;
+        loop {
+            let model = fallback.as_deref().unwrap_or(provider);
+            let result = model
+                .stream_turn(request.clone(), forward, options.cancel.clone())
+                .await;
+            let error = match result {
+                Err(e) if waitable(&e) && !options.cancel.is_cancelled() => e,
+                other => return other,
+            };
+            met += 1;
+            if fallback.is_none()
+                && let Some(slug) = &info.fallback_model
+                && let Ok((other, name)) = self.shared.providers.for_slug(slug)
+            {
+                self.emit(
+                    info,
+                    &options.run_id,
+                    EventKind::Warning {
+                        message: format!(
+                            "{}: {}; its fallback_model {slug} takes the turn over",
+                            info.name,
+                            crate::text::first_line(&error.message, 160)
+                        ),
+                    },
+                );
+                request.model = name;
+                *fallback = Some(other);
+                continue;
+            }
+            let Some(active) = self.shared.active_run(options.run_id.as_deref()) else {
+                return Err(error);
+            };
+            let who = (self.session_id, info.name.as_str());
+            match active
+                .control
+                .wait_for_limit(&active.emitter, who, &error, met)
+                .await
+            {
+                Verdict::Again => {}
+                Verdict::Stopped => return Err(crate::providers::ProviderError::cancelled(&error.provider)),
+                Verdict::GiveUp(e) => return Err(e),
+            }
+        }
+    }
+
     /// A message a mode adds to the turn before its next model call: stored, sent, shown.
     fn add_input(
         &self,
@@ -1039,7 +1333,7 @@ impl Actor<'_> {
         });
     }
 
-    fn record(
+    async fn record(
         &mut self,
         info: &SessionInfo,
         user: &Message,
@@ -1057,7 +1351,10 @@ impl Actor<'_> {
         answer.iteration = options.iteration;
         answer.cost_usd = result.cost_usd;
         answer.execution_id = self.execution_id();
-        self.shared.writer.append(self.session_id, answer.clone());
+        answer.run_id = options.run_id.clone();
+        // On disk before anything reports the turn ended (a crash cannot take back an answer
+        // that was reported; a resumed run finds it).
+        let written = self.shared.writer.append_written(self.session_id, answer.clone());
 
         // The same rule as reading the transcript back, so a restart changes nothing.
         let turn = std::iter::once(user)
@@ -1067,6 +1364,7 @@ impl Actor<'_> {
         self.history().extend(added);
         // Only the newest part is ever sent; the transcript on disk keeps everything.
         self.state.drop_unsendable(false);
+        written.await;
         // A turn that failed without a word of usage is not counted (nothing says it was
         // billed); one that answered without a cost was not priced.
         let spent = (result.success || result.usage.is_some()).then(|| Spent {
@@ -1121,8 +1419,36 @@ impl Actor<'_> {
     }
 }
 
-/// What a model is sent of a stored conversation: user and assistant messages and tool
-/// results since the last conversation start, less exchanges taken back (`supersedes`),
+/// What a turn brings to its tool loop besides the request.
+struct LoopExtras {
+    /// The repository's skills, lent as the `load_skill` tool.
+    skills: Option<Arc<super::repo_context::SkillTool>>,
+    /// The instructions added to the system prompt changed since the session's previous
+    /// prompt (a resumed CLI agent is sent them with the newest message).
+    new_instructions: bool,
+}
+
+/// `prompt` with the user's notes for the member before it (unchanged without notes).
+fn with_notes(notes: &[String], prompt: String) -> String {
+    if notes.is_empty() {
+        prompt
+    } else {
+        super::protocol::prompt_with_notes(notes, &prompt)
+    }
+}
+
+/// The instructions the last prompt of a transcript was sent (see [`Message::instructions`]).
+fn recorded_instructions(messages: &[Message]) -> Option<String> {
+    messages
+        .iter()
+        .rev()
+        .find_map(|m| m.instructions.as_deref())
+        .filter(|i| !i.trim().is_empty())
+        .map(str::to_string)
+}
+
+/// What a model is sent of a stored conversation: user messages (in their compact form, when
+/// they have one) and assistant messages and tool results since the last conversation start, less exchanges taken back (`supersedes`),
 /// without failed answers and empty ones (an answer that called tools is kept, empty
 /// or not). Calls whose result never got stored (a crash mid-call) are answered as lost, so
 /// every call in the history has its result, as both APIs require.
@@ -1193,12 +1519,12 @@ pub fn chat_history<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<
                     m.text.as_str(),
                 ));
             }
-            MessageRole::User if !m.text.trim().is_empty() => {
+            MessageRole::User if !m.history_text().trim().is_empty() => {
                 close_open(&mut out, &mut open_calls);
                 if let Some(id) = &m.id {
                     starts.push((id.as_str(), out.len()));
                 }
-                out.push(ChatMessage::user(m.text.as_str()));
+                out.push(ChatMessage::user(m.history_text()));
             }
             MessageRole::Assistant if m.error.is_none() && !m.tool_calls.is_empty() => {
                 close_open(&mut out, &mut open_calls);
@@ -1255,13 +1581,6 @@ fn with_agent_text(agent_text: &mut String, text: &str) -> String {
 /// A message's size toward the history's limit.
 fn message_chars(m: &ChatMessage) -> usize {
     m.content.len() + m.tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>()
-}
-
-/// True when the whole history is within the limits (tool results count toward the size, not
-/// the count).
-fn fits(history: &[ChatMessage]) -> bool {
-    history.iter().map(message_chars).sum::<usize>() <= HISTORY_MAX_CHARS
-        && history.iter().filter(|m| m.role != ChatRole::Tool).count() <= HISTORY_MAX_MESSAGES
 }
 
 /// Where the newest part of the conversation within `max_chars` and `max_messages` starts:
@@ -1332,6 +1651,42 @@ mod tests {
     }
 
     #[test]
+    fn a_window_drops_the_oldest_exchanges_half_a_window_at_a_time() {
+        let exchanges = |n: usize| -> Vec<ChatMessage> {
+            (0..n)
+                .flat_map(|k| {
+                    [
+                        ChatMessage::user(format!("q{k}")),
+                        ChatMessage::assistant(format!("a{k}")),
+                    ]
+                })
+                .collect()
+        };
+        let first = |h: &[ChatMessage]| h.first().map(|m| m.content.to_string());
+        assert_eq!(stable_window(&exchanges(8), 8, 0).len(), 16, "within the window");
+        assert_eq!(first(stable_window(&exchanges(9), 8, 0)).as_deref(), Some("q4"));
+        // The start stays put while the window fills again, then moves on by half a window.
+        for n in 9..=12 {
+            assert_eq!(
+                first(stable_window(&exchanges(n), 8, 0)).as_deref(),
+                Some("q4"),
+                "{n}"
+            );
+        }
+        assert_eq!(first(stable_window(&exchanges(13), 8, 0)).as_deref(), Some("q8"));
+        assert_eq!(stable_window(&exchanges(13), 8, 0).len(), 10);
+        assert!(stable_window(&[], 8, 0).is_empty());
+        assert_eq!(first(stable_window(&exchanges(3), 1, 0)).as_deref(), Some("q2"));
+        // Counted from the conversation's start: without its first 6 exchanges (dropped from
+        // memory, or before the run), the cuts fall where they fell with everything held.
+        for n in 15..=30 {
+            let all = exchanges(n);
+            let with_all = first(stable_window(&all, 8, 0));
+            assert_eq!(first(stable_window(&all[12..], 8, 6)), with_all, "{n}");
+        }
+    }
+
+    #[test]
     fn history_keeps_the_newest_turns_and_starts_with_a_user_message() {
         let big = "x".repeat(HISTORY_MAX_CHARS / 2);
         let history = vec![
@@ -1358,35 +1713,6 @@ mod tests {
         assert_eq!(&*kept.last().unwrap().content, "a499");
     }
 
-    /// Turn after turn a session is sent the same start of its conversation (what a prompt
-    /// cache reads back); when the limits are reached the start moves past half of them, and
-    /// then stays put again.
-    #[test]
-    fn the_history_sent_keeps_its_start_until_it_outgrows_the_limits() {
-        let mut state = SessionState {
-            history: Some(Vec::new()),
-            ..SessionState::default()
-        };
-        let mut starts = Vec::new();
-        for k in 0..100 {
-            let sent = state.visible(None, false);
-            assert!(sent.len() <= HISTORY_MAX_MESSAGES, "{}", sent.len());
-            assert!(sent.first().is_none_or(|m| m.role == ChatRole::User));
-            starts.push(sent.first().map(|m| m.content.to_string()));
-            let history = state.history.as_mut().unwrap();
-            history.push(ChatMessage::user(format!("q{k}")));
-            history.push(ChatMessage::assistant(format!("a{k}")));
-        }
-        // 100 turns: the start moved every 10 turns or so past the limit, not at every turn.
-        let moves = starts
-            .windows(2)
-            .filter(|w| w[0] != w[1] && w[0].is_some())
-            .count();
-        assert!((3..=10).contains(&moves), "moved {moves} times: {starts:?}");
-    }
-
-    /// A member's turns that see only their run (a team run) keep their own window: a turn sent
-    /// the whole conversation afterwards (a direct chat) still gets all of it.
     #[test]
     fn a_run_only_turn_leaves_the_whole_conversation_for_the_next_whole_turn() {
         let mut state = SessionState::default();
@@ -1398,13 +1724,20 @@ mod tests {
         for k in 0..5 {
             say(&mut state, k);
         }
-        assert_eq!(state.visible(None, false).len(), 10);
+        assert_eq!(state.visible(None, false, None, None).len(), 10);
         let run: RunId = "run-1".into();
-        assert!(state.visible(Some(&run), true).is_empty(), "the run starts now");
+        assert!(
+            state.visible(Some(&run), true, None, None).is_empty(),
+            "the run starts now"
+        );
         say(&mut state, 5);
-        assert_eq!(state.visible(Some(&run), true).len(), 2, "the run's turn");
         assert_eq!(
-            state.visible(None, false).len(),
+            state.visible(Some(&run), true, None, None).len(),
+            2,
+            "the run's turn"
+        );
+        assert_eq!(
+            state.visible(None, false, None, None).len(),
             12,
             "everything, as before the run"
         );
@@ -1420,7 +1753,7 @@ mod tests {
         for k in 0..400 {
             if k == 250 {
                 assert_eq!(
-                    state.visible(Some(&run), true),
+                    state.visible(Some(&run), true, None, None),
                     Vec::<ChatMessage>::new(),
                     "the run starts now"
                 );
@@ -1438,17 +1771,46 @@ mod tests {
                 chars <= HISTORY_MAX_CHARS * 3 / 2 + 20_100,
                 "turn {k}: {chars} chars held"
             );
-            // What is sent is the end of everything said, within the limits, from a user
-            // message on (where its start stays put for the prompt cache).
-            let sent = state.visible(None, false);
-            assert!(fits(&sent), "turn {k}");
-            assert!(!sent.is_empty() && sent[0].role == ChatRole::User, "turn {k}");
-            assert_eq!(sent[..], all[all.len() - sent.len()..], "turn {k}: a suffix");
+            // What is sent is the end of what was said, within the limits (where its start
+            // stays put for the prompt cache, it may be shorter than the newest part that
+            // fits), from a user message on.
+            let within = |sent: &[ChatMessage], of: &[ChatMessage]| {
+                !sent.is_empty()
+                    && sent[0].role == ChatRole::User
+                    && sent.len() <= bounded_history(of).len()
+                    && sent[..] == of[of.len() - sent.len()..]
+            };
+            let sent = state.visible(None, false, None, None);
+            assert!(within(&sent, &all), "turn {k}");
+            // A window of exchanges too (its cuts are counted from the conversation's start).
+            let sent = state.visible(None, false, None, Some(8));
+            assert!(within(&sent, stable_window(&all, 8, 0)), "turn {k}: the window");
         }
-        let from_run = state.visible(Some(&run), true);
-        assert!(fits(&from_run));
+        let from_run = state.visible(Some(&run), true, None, None);
+        assert!(from_run.len() <= bounded_history(&all[500..]).len());
         assert_eq!(from_run[..], all[all.len() - from_run.len()..]);
-        assert!(from_run.len() <= all.len() - 500, "the run's part only");
         assert_eq!(&*from_run.last().unwrap().content, &*all.last().unwrap().content);
+    }
+
+    #[test]
+    fn a_resumed_run_starts_where_it_did_after_the_loaded_history_was_trimmed() {
+        // A long transcript is read back whole and trimmed to one window; the resumed run's
+        // start is an index into the whole history and still points at the run's first turn.
+        let mut all: Vec<ChatMessage> = Vec::new();
+        for k in 0..(2 * HISTORY_MAX_MESSAGES) {
+            all.push(ChatMessage::user(format!("q{k}")));
+            all.push(ChatMessage::assistant(format!("a{k}")));
+        }
+        let run_began = all.len() - 6;
+        let mut state = SessionState {
+            history: Some(all.clone()),
+            ..SessionState::default()
+        };
+        state.drop_unsendable(true);
+        assert!(state.dropped > 0, "the loaded history was trimmed");
+        let run: RunId = "run-1".into();
+        let seen = state.visible(Some(&run), true, Some(run_began), None);
+        assert_eq!(seen, bounded_history(&all[run_began..]));
+        assert_eq!(&*seen[0].content, &*all[run_began].content);
     }
 }

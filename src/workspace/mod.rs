@@ -105,6 +105,7 @@ impl Workspace {
                 default_budget: config.budget,
                 default_dispatch: config.dispatch.clone(),
                 prices: config.price_book(),
+                rate_limit_wait: std::time::Duration::from_secs(config.rate_limit_wait_secs),
                 repo_context: config.repo_context,
                 skills_dir: Some(paths.config_dir.join("skills")),
                 sandbox: baseline,

@@ -13,6 +13,11 @@
 //!
 //! One task drives everything: turns run concurrently as futures, and the team's state (the
 //! log, each member's place) changes only here, as each turn ends.
+//!
+//! Resume point: the log and every seat are saved with the open run after each turn that
+//! ended (a turn that was running is saved as it was before it started). A resumed run starts
+//! from them: the turns that were running start again with the same prompts, and those that had
+//! finished come back from disk with the broadcast they made.
 
 use std::sync::{Arc, Mutex};
 
@@ -23,17 +28,21 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 use crate::model::context::{known_context_window, tokens_of_text};
-use crate::model::{BroadcastKind, CycleOutcome, ExecutionKind, ExecutionStatus, ToolCall, ToolSpec};
+use crate::model::{
+    BroadcastKind, CycleOutcome, DeliberationState, ExecutionKind, ExecutionStatus, LoggedBroadcast,
+    SeatPlace, SeatRecord, ToolCall, ToolSpec,
+};
 
 use super::super::events::{EventKind, ExecutionTag, Phase};
 use super::super::executions::{Executions, Finish, Start};
 use super::super::lent_tools::{BeforeCall, LentAnswer, TurnHooks, TurnTools};
 use super::super::lock;
+use super::super::protocol::StepPrompt;
 use super::super::protocol::team_talk::{
     Broadcast, Delivery, MemberIntro, Peer, Said, SupervisorTurn, acknowledgement, broadcast_tool,
-    broadcasts_block, deliveries, failure_message, member_first_prompt, member_next_prompt,
-    parse_broadcast_call, parse_member_text, parse_supervisor_text, supervisor_prompt, team_tally,
-    turn_limit_message,
+    broadcasts_block, deliveries, failure_message, member_brief, member_first_prompt, member_next_prompt,
+    parse_broadcast_call, parse_member_text, parse_supervisor_text, supervisor_brief, supervisor_prompt,
+    team_tally, turn_limit_message,
 };
 use super::super::run::Run;
 use super::super::session::{TurnOptions, TurnResult};
@@ -234,6 +243,8 @@ struct Seat {
     last_broadcast: Option<usize>,
     /// Cancels its running turn.
     cancel: Option<CancellationToken>,
+    /// Its turns, log cursor and place before the running turn started (what is saved).
+    before: Option<(u32, usize, SeatState)>,
 }
 
 impl Seat {
@@ -257,11 +268,52 @@ impl Seat {
             state: SeatState::Ready,
             last_broadcast: None,
             cancel: None,
+            before: None,
         }
     }
 
     fn active(&self) -> bool {
         self.state != SeatState::Left
+    }
+
+    /// Remembers where it is before a turn starts (saved while the turn runs).
+    fn starting(&mut self) {
+        self.before = Some((self.turns, self.seen, self.state));
+    }
+
+    /// As saved: a running turn's seat as it was before the turn.
+    fn record(&self) -> SeatRecord {
+        let (turns, seen, state) = match (self.state, self.before) {
+            (SeatState::Running, Some(before)) => before,
+            _ => (self.turns, self.seen, self.state),
+        };
+        SeatRecord {
+            session_id: self.member.id.clone(),
+            turns,
+            seen,
+            place: match state {
+                SeatState::Ready | SeatState::Running => SeatPlace::Ready,
+                SeatState::Waiting => SeatPlace::Waiting,
+                SeatState::Reminder => SeatPlace::Reminder,
+                SeatState::Left => SeatPlace::Left,
+            },
+            last_broadcast: self.last_broadcast,
+            in_use: self.in_use,
+        }
+    }
+
+    /// Back where a saved seat was.
+    fn restore(&mut self, saved: &SeatRecord) {
+        self.turns = saved.turns;
+        self.seen = saved.seen;
+        self.state = match saved.place {
+            SeatPlace::Ready => SeatState::Ready,
+            SeatPlace::Waiting => SeatState::Waiting,
+            SeatPlace::Reminder => SeatState::Reminder,
+            SeatPlace::Left => SeatState::Left,
+        };
+        self.last_broadcast = saved.last_broadcast;
+        self.in_use = saved.in_use;
     }
 
     /// What its context holds after a turn: the provider's count when it gave one, else a
@@ -305,7 +357,7 @@ enum Done {
 fn launch(
     run: &Run<'_>,
     session_id: &str,
-    prompt: String,
+    prompt: StepPrompt,
     tool: BroadcastTool,
     tag: ExecutionTag,
     options: TurnOptions,
@@ -314,8 +366,10 @@ fn launch(
     let options = TurnOptions {
         hooks: Some(TurnHooks(tool.clone())),
         execution: Some(tag.clone()),
+        compact: prompt.compact,
         ..options
     };
+    let prompt = prompt.text;
     let cancel = options.cancel.clone();
     let shared = Arc::clone(run.shared);
     let id = session_id.to_string();
@@ -352,7 +406,9 @@ struct Deliberation {
 
 impl Deliberation {
     fn new(run: &Run<'_>, supervisor: &Member, request: String) -> Deliberation {
-        let executions = Executions::new(run.emitter().clone());
+        // A resumed run's executions never take an id of the run it resumes.
+        let after = run.replay().map_or(0, |r| r.last_execution());
+        let executions = Executions::numbered_after(run.emitter().clone(), after);
         let chair = Seat::new(run, supervisor);
         let root = executions.start(Start {
             kind: ExecutionKind::Supervisor,
@@ -362,7 +418,7 @@ impl Deliberation {
             task: &crate::text::first_line(&request, 80),
             queued: false,
         });
-        Deliberation {
+        let mut team = Deliberation {
             seats: run.team.workers.iter().map(|m| Seat::new(run, m)).collect(),
             chair,
             request,
@@ -373,6 +429,75 @@ impl Deliberation {
             member_turns: run.team.settings.team.member_turns(),
             supervisor_turns: run.team.settings.team.supervisor_turns(),
             tool_calls: 0,
+        };
+        if let Some(saved) = run.resumed.as_ref().and_then(|r| r.open.deliberation.as_ref()) {
+            team.restore(saved);
+        }
+        team
+    }
+
+    /// Where a resumed run starts: the saved log and seats (a member no longer in the team is
+    /// left out; one added since starts fresh).
+    fn restore(&mut self, saved: &DeliberationState) {
+        self.log = saved
+            .log
+            .iter()
+            .map(|b| Broadcast {
+                from: b.from.clone(),
+                from_id: b.from_id.clone(),
+                kind: b.kind,
+                message: b.message.clone(),
+                turn: b.turn,
+                last: b.last,
+                supervisor: b.supervisor,
+                at: b.at,
+            })
+            .collect();
+        self.cycle_from = saved.cycle_from.min(self.log.len());
+        for seat in &mut self.seats {
+            if let Some(s) = saved.members.iter().find(|s| s.session_id == seat.member.id) {
+                seat.restore(s);
+            }
+        }
+        if saved.supervisor.session_id == self.chair.member.id {
+            self.chair.restore(&saved.supervisor);
+        }
+    }
+
+    /// The deliberation as a resumed run would start from it.
+    fn record(&self) -> DeliberationState {
+        DeliberationState {
+            log: self
+                .log
+                .iter()
+                .map(|b| LoggedBroadcast {
+                    from: b.from.clone(),
+                    from_id: b.from_id.clone(),
+                    kind: b.kind,
+                    message: b.message.clone(),
+                    turn: b.turn,
+                    last: b.last,
+                    supervisor: b.supervisor,
+                    at: b.at,
+                })
+                .collect(),
+            members: self.seats.iter().map(Seat::record).collect(),
+            supervisor: self.chair.record(),
+            cycle_from: self.cycle_from,
+        }
+    }
+
+    /// Saves the deliberation with the open run and waits until it is on disk.
+    async fn save(&self, run: &Run<'_>) {
+        let state = self.record();
+        let gid = run.team.group_id.clone();
+        run.shared.org.update(|o| {
+            if let Some(open) = o.group_mut(&gid).and_then(|g| g.state.run.as_mut()) {
+                open.deliberation = Some(state);
+            }
+        });
+        if let Err(e) = run.shared.checkpoint().await {
+            tracing::error!(error = %e, "cannot save the deliberation");
         }
     }
 
@@ -406,20 +531,29 @@ impl Deliberation {
             let Some(done) = running.next().await else {
                 continue;
             };
-            match done {
-                Done::Member(index, ended) => self.member_done(run, index, ended),
-                Done::Supervisor(ended, conclude) => match self.supervisor_done(run, ended, conclude) {
-                    Decision::Continue => {}
-                    Decision::Stopped(text) => return self.stop(run, running, text).await,
-                    Decision::Failed(turn) => {
-                        self.cancel_members(run, running).await;
-                        return End::Failed(turn);
-                    }
-                    Decision::Answer(text) => {
-                        self.cancel_members(run, running).await;
-                        return End::Answer(text);
-                    }
-                },
+            let decision = match done {
+                Done::Member(index, ended) => {
+                    self.member_done(run, index, ended);
+                    Decision::Continue
+                }
+                Done::Supervisor(ended, conclude) => self.supervisor_done(run, ended, conclude),
+            };
+            // What the turn changed is on disk before the next turns start (not what a stop cut:
+            // a resumed run starts those turns again).
+            if !run.cancelled() {
+                self.save(run).await;
+            }
+            match decision {
+                Decision::Continue => {}
+                Decision::Stopped(text) => return self.stop(run, running, text).await,
+                Decision::Failed(turn) => {
+                    self.cancel_members(run, running).await;
+                    return End::Failed(turn);
+                }
+                Decision::Answer(text) => {
+                    self.cancel_members(run, running).await;
+                    return End::Answer(text);
+                }
             }
         }
     }
@@ -485,20 +619,19 @@ impl Deliberation {
         let readers = self.seats.iter().filter(|s| s.active()).count().saturating_sub(1) + 1;
         let (max, log_len, supervisor) = (self.member_turns, self.log.len(), self.chair.name.clone());
         let seat = &mut self.seats[index];
+        seat.starting();
         seat.turns += 1;
+        // How the team works, once in its system prompt: the same for every turn of the run.
+        let brief = member_brief(&MemberIntro {
+            name: &seat.name,
+            role: seat.member.role.as_deref(),
+            others: &peers,
+            supervisor: &supervisor,
+            max_turns: max,
+            text_form: seat.text_form,
+        });
         let prompt = if seat.turns == 1 {
-            member_first_prompt(
-                &self.request,
-                run.team.shared_context.as_deref(),
-                &MemberIntro {
-                    name: &seat.name,
-                    role: seat.member.role.as_deref(),
-                    others: &peers,
-                    supervisor: &supervisor,
-                    max_turns: max,
-                    text_form: seat.text_form,
-                },
-            )
+            member_first_prompt(&self.request, run.team.shared_context.as_deref(), max)
         } else {
             member_next_prompt(
                 block.as_deref(),
@@ -524,7 +657,10 @@ impl Deliberation {
             prompt,
             BroadcastTool::new(true, readers, false),
             tag,
-            run.turn_options(Some(1), Some(run.team.worker_timeout)),
+            TurnOptions {
+                system_extra: Some(brief),
+                ..run.turn_options(Some(1), Some(run.team.worker_timeout))
+            },
         );
         seat.cancel = Some(cancel);
         Box::pin(ended.map(move |ended| Done::Member(index, ended)))
@@ -540,23 +676,25 @@ impl Deliberation {
             .collect();
         let peers = self.peers(None);
         let chair = &mut self.chair;
+        chair.starting();
         chair.turns += 1;
         let cycle = chair.turns;
         let conclude = forced || active.is_empty() || cycle >= self.supervisor_turns;
         let prompt = supervisor_prompt(&SupervisorTurn {
-            first: (cycle == 1).then_some((
-                self.request.as_str(),
-                run.team.shared_context.as_deref(),
-                peers.as_slice(),
-            )),
+            first: (cycle == 1).then_some((self.request.as_str(), run.team.shared_context.as_deref())),
             block: block.as_deref(),
             active: &active,
             cycle,
             max_cycles: self.supervisor_turns,
             conclude,
-            text_form: chair.text_form,
             from_user: &run.control().take_queued(),
         });
+        // Its own instructions and how it supervises, once in its system prompt.
+        let brief = supervisor_brief(&peers, chair.text_form);
+        let brief = match run.team.orchestrator_prompt.as_deref().map(str::trim) {
+            Some(own) if !own.is_empty() => format!("{own}\n\n{brief}"),
+            _ => brief,
+        };
         chair.seen = self.log.len();
         chair.state = SeatState::Running;
         let tag = self.executions.start(Start {
@@ -574,7 +712,7 @@ impl Deliberation {
             BroadcastTool::new(false, active.len(), conclude),
             tag,
             TurnOptions {
-                system_extra: run.team.orchestrator_prompt.clone(),
+                system_extra: Some(brief),
                 ..run.turn_options(Some(1), None)
             },
         );

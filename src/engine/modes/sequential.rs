@@ -1,5 +1,8 @@
 //! Sequential: sessions in order, each seeing the earlier answers of this round, labelled. A
 //! failed session passes its error on as its answer and the round continues.
+//!
+//! Resume point: the round again from the first member; the answers on disk come back at once
+//! (each later prompt is the same, carrying them), so it continues at the member whose turn it was.
 
 use std::time::Instant;
 
@@ -23,7 +26,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         phase(run, Phase::Dispatch);
         let started = Instant::now();
         let result = run
-            .turn(member, sequential_prompt(&prompt, &earlier), Some(1))
+            .step(member, sequential_prompt(&prompt, &earlier), None, Some(1))
             .await;
         run.emit(EventKind::WorkerFinished {
             iteration: 1,
