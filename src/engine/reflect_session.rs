@@ -41,7 +41,7 @@ struct SessionCycle<'a> {
     /// Its runs so far (this one last), kept with its state.
     runs: Vec<String>,
     /// The turns a resumed reflection's interrupted run finished.
-    replay: Option<Arc<super::resume::Replay>>,
+    replay: Option<Arc<super::replay::Replay>>,
 }
 
 pub(crate) async fn run(
@@ -194,6 +194,8 @@ pub(crate) async fn run(
     active.emitter.emit(EventKind::CycleFinished {
         outcome,
         iterations: cycle.state.iteration,
+        max_iterations: cycle.state.max_iterations,
+        mode: Some(Mode::OrchestratorReflect),
         summary: summary.clone(),
     });
     Ok(RunReport {
@@ -372,7 +374,7 @@ async fn evaluate(
         Err(e) => return (Err(e.to_string()), None),
     };
     let clean = strip_sentinel_lines(answer);
-    let request = TurnRequest::new(
+    let mut request = TurnRequest::new(
         model,
         vec![ChatMessage::user(reflection_evaluator_prompt(
             goal,
@@ -381,6 +383,11 @@ async fn evaluate(
             max_iterations,
         ))],
     );
+    // A CLI agent as the evaluator runs in config.yaml's sandbox (and the command line's),
+    // with no working directory of its own: read-only in huddle's.
+    if provider.capabilities().local_process {
+        request.sandbox = Some(shared.options.sandbox.sandbox(&[], None));
+    }
     match provider
         .stream_turn(request, &mut |_| {}, cancel.child_token())
         .await

@@ -79,13 +79,24 @@ impl AnthropicProvider {
     /// With prompt caching on, the stable prefix is marked for the cache (`cache_control`, at
     /// most [`MAX_CACHE_BREAKPOINTS`]): the last tool, the system prompt, the end of the
     /// conversation before the newest turn and the end of the newest turn (which the next
-    /// request of the session starts with). Every turn's content is then a list of blocks, so a
-    /// message reads the same whether or not it carries a mark: the prefix the next request
-    /// sends is byte for byte the one this one cached (less the marks, which are not content).
+    /// request of the session starts with). A newest prompt that later requests send in other
+    /// words (`reworded_prompt`) is not a prefix of theirs: then the end of what precedes it is
+    /// marked, and the request's end only once a tool round follows it (the next round sends
+    /// it again). Every turn's content is then a list of blocks, so a message reads the same
+    /// whether or not it carries a mark: the prefix the next request sends is byte for byte
+    /// the one this one cached (less the marks, which are not content).
     pub fn request_body(&self, req: &TurnRequest) -> serde_json::Value {
         let with_tools = !req.tools.is_empty();
         let mut turns: Vec<(&'static str, Vec<serde_json::Value>)> = Vec::new();
-        for m in &req.messages {
+        let reworded = req.reworded_prompt.filter(|_| self.caching);
+        for (i, m) in req.messages.iter().enumerate() {
+            if reworded == Some(i)
+                && let Some(block) = turns.last_mut().and_then(|(_, blocks)| blocks.last_mut())
+                && !blank_text(block)
+            {
+                // The end of what later requests send again.
+                block["cache_control"] = cache_mark();
+            }
             let (role, blocks) = match m.role {
                 ChatRole::User => ("user", vec![text_block(&m.content)]),
                 ChatRole::Assistant if with_tools && !m.tool_calls.is_empty() => {
@@ -126,10 +137,23 @@ impl AnthropicProvider {
             })
             .collect();
         if self.caching {
-            // The newest turn's end, then the end of the conversation before it.
             let last = messages.len();
-            for i in [last.checked_sub(1), last.checked_sub(2)].into_iter().flatten() {
-                mark_last_block(&mut messages[i]["content"]);
+            match reworded {
+                // What precedes the prompt is marked above; the request's end once a tool
+                // round follows the prompt.
+                Some(prompt) => {
+                    if prompt + 1 < req.messages.len()
+                        && let Some(i) = last.checked_sub(1)
+                    {
+                        mark_last_block(&mut messages[i]["content"]);
+                    }
+                }
+                // The newest turn's end, then the end of the conversation before it.
+                None => {
+                    for i in [last.checked_sub(1), last.checked_sub(2)].into_iter().flatten() {
+                        mark_last_block(&mut messages[i]["content"]);
+                    }
+                }
             }
         }
         let mut body = json!({
@@ -265,12 +289,16 @@ fn turn_blocks(blocks: Vec<serde_json::Value>) -> serde_json::Value {
 /// Marks the last block of a turn's content as the end of a prefix to cache (a blank text
 /// block cannot carry a mark: then none).
 fn mark_last_block(content: &mut serde_json::Value) {
-    if let Some(last) = content.as_array_mut().and_then(|blocks| blocks.last_mut()) {
-        let blank = last["type"] == "text" && last["text"].as_str().is_none_or(|t| t.trim().is_empty());
-        if !blank {
-            last["cache_control"] = cache_mark();
-        }
+    if let Some(last) = content.as_array_mut().and_then(|blocks| blocks.last_mut())
+        && !blank_text(last)
+    {
+        last["cache_control"] = cache_mark();
     }
+}
+
+/// A text block with nothing but white space (the API refuses it, and a mark on it).
+fn blank_text(block: &serde_json::Value) -> bool {
+    block["type"] == "text" && block["text"].as_str().is_none_or(|t| t.trim().is_empty())
 }
 
 /// A stored call's arguments as the object `tool_use.input` must be (`{}` when they are not
@@ -969,6 +997,46 @@ mod tests {
         assert_eq!(marks(&one), [".messages[0].content[0]"]);
         assert_eq!(one["system"], serde_json::Value::Null);
         // Caching off: no mark, the plain shape.
+        assert!(marks(&provider().request_body(&req)).is_empty());
+    }
+
+    #[test]
+    fn a_prompt_later_sent_in_other_words_is_not_marked_what_precedes_it_is() {
+        let mut req = TurnRequest::new("claude", tool_history());
+        req.system = Some("You review code.".into());
+        req.tools = vec![read_spec()];
+        // "and then?" (message 6) shares a turn with the result before it.
+        req.reworded_prompt = Some(6);
+        let body = caching().request_body(&req);
+        assert_eq!(
+            marks(&body),
+            [".messages[4].content[0]", ".system[0]", ".tools[0]"]
+        );
+        // A tool round after it: the next round sends the prompt again, so the end is marked.
+        req.messages.push(ChatMessage::assistant_calls(
+            "",
+            vec![crate::model::ToolCall {
+                id: "c4".into(),
+                name: "fs__read".into(),
+                arguments: "{}".into(),
+            }],
+        ));
+        req.messages
+            .push(ChatMessage::tool_result("c4", "fs__read", false, "B"));
+        let body = caching().request_body(&req);
+        assert_eq!(
+            marks(&body),
+            [
+                ".messages[4].content[0]",
+                ".messages[6].content[0]",
+                ".system[0]",
+                ".tools[0]"
+            ]
+        );
+        // The first prompt of a conversation: nothing before it to mark.
+        let mut first = TurnRequest::new("claude", vec![ChatMessage::user("hi")]);
+        first.reworded_prompt = Some(0);
+        assert!(marks(&caching().request_body(&first)).is_empty());
         assert!(marks(&provider().request_body(&req)).is_empty());
     }
 

@@ -212,7 +212,14 @@ mod tests {
         log.append(&b, "r4", ended(&b, "r4", CycleOutcome::Completed, None, 200));
         log.append(&c, "r5", ended(&c, "r5", CycleOutcome::Completed, Some(50.0), 1));
         // A run that never ended, and a member's chat.
-        log.append(&a, "r6", record(EventKind::IterationStarted { iteration: 1 }));
+        log.append(
+            &a,
+            "r6",
+            record(EventKind::IterationStarted {
+                iteration: 1,
+                max_iterations: 0,
+            }),
+        );
         log.flush();
         let (f, basis) = forecast_runs(&files, &org, Some(&a), None);
         let f = f.unwrap();
@@ -236,8 +243,22 @@ mod tests {
         let files = RunFiles::new(dir.path());
         assert_eq!(read_run(&files, "g", &WhichRun::Newest), Ok(None));
         let log: RunLog<RunRecord> = RunLog::start(files.clone(), 10);
-        log.append("g", "r1", record(EventKind::IterationStarted { iteration: 1 }));
-        log.append("g", "r2", record(EventKind::IterationStarted { iteration: 2 }));
+        log.append(
+            "g",
+            "r1",
+            record(EventKind::IterationStarted {
+                iteration: 1,
+                max_iterations: 0,
+            }),
+        );
+        log.append(
+            "g",
+            "r2",
+            record(EventKind::IterationStarted {
+                iteration: 2,
+                max_iterations: 0,
+            }),
+        );
         log.append("g", "r2", record(EventKind::CyclePaused));
         log.flush();
         // A crash tore the last line of r2.
@@ -254,7 +275,7 @@ mod tests {
             .unwrap();
         assert!(matches!(
             first.records[0].event.kind,
-            EventKind::IterationStarted { iteration: 1 }
+            EventKind::IterationStarted { iteration: 1, .. }
         ));
         assert_eq!(
             read_run(&files, "g", &WhichRun::At(0)).unwrap().unwrap().run_id,

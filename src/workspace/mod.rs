@@ -81,7 +81,12 @@ impl Workspace {
         let org = OrgHandle::persistent(loaded.org, OrganizationFile::new(paths.organization_file()));
         let runs = RunFiles::new(paths.runs_dir());
         let (sink, events) = EventSink::channel();
-        let sink = sink.with_run_log(RunLog::start(runs.clone(), config.runs_kept));
+        let mut sink = sink.with_run_log(RunLog::start(runs.clone(), config.runs_kept));
+        match crate::telemetry::Telemetry::start(&config.telemetry) {
+            Ok(Some(telemetry)) => sink = sink.with_observer(telemetry),
+            Ok(None) => {}
+            Err(e) => tracing::warn!("{e}; runs are not exported"),
+        }
         let transcripts = Transcripts::new(paths.sessions_dir());
         let baseline = crate::sandbox::Baseline {
             config: config.sandbox.clone(),
@@ -110,6 +115,9 @@ impl Workspace {
                 skills_dir: Some(paths.config_dir.join("skills")),
                 sandbox: baseline,
                 hooks: config.hooks.clone(),
+                secrets: config.secrets(),
+                compact_at: config.compact_at,
+                context_windows: config.context_windows(),
                 ..EngineOptions::default()
             },
         );

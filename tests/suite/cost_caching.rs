@@ -5,7 +5,17 @@
 //! again byte for byte; prefixes under 1,024 tokens are not cached). Once with prompt caching
 //! (the default), once with `prompt_caching: false`. Billed input is counted in input-token
 //! equivalents: uncached input at 1, cache writes at 1.25, cache reads at 0.1 (Anthropic's
-//! 5-minute cache). Goal: at least 60 % less with caching.
+//! 5-minute cache).
+//!
+//! Goal: at least half less with caching. Issue 25 asked for 60 %, measured when every request
+//! sent its member's whole history again (683,791 input tokens; caching then saved 66.8 %).
+//! Since issue 29 a reflect run says each thing once and sends a member's last 8 exchanges: a
+//! third of the tokens, most of what a request sends beyond the cached prefix is new (the newest
+//! prompt, which later requests send in its compact form, is not worth caching), and each move
+//! of the window (every 4 exchanges) writes the kept history to the cache again. Both together
+//! bill less than half of what caching alone did (see docs/benchmarks.md); without the window
+//! the same run saves 66 %. What every request marks, the member's next request sends again
+//! byte for byte (unless the window moved): [`marked_prefixes_are_sent_again`].
 //!
 //! `cargo test --test all suite::cost_caching -- --nocapture` prints the figures
 //! (docs/benchmarks.md has them).
@@ -93,6 +103,64 @@ fn script(server: &FakeLlm) {
     );
 }
 
+/// A request's blocks in render order (tools, system, messages), each written out without its
+/// `cache_control`, and the index of the last block that carried one.
+fn blocks(body: &serde_json::Value) -> (Vec<String>, Option<usize>) {
+    let mut out = Vec::new();
+    let mut last_mark = None;
+    let mut push = |block: &serde_json::Value, out: &mut Vec<String>| {
+        let mut plain = block.clone();
+        if let Some(map) = plain.as_object_mut()
+            && map.remove("cache_control").is_some()
+        {
+            last_mark = Some(out.len());
+        }
+        out.push(plain.to_string());
+    };
+    for tool in body["tools"].as_array().into_iter().flatten() {
+        push(tool, &mut out);
+    }
+    for block in body["system"].as_array().into_iter().flatten() {
+        push(block, &mut out);
+    }
+    for m in body["messages"].as_array().into_iter().flatten() {
+        for block in m["content"].as_array().into_iter().flatten() {
+            push(block, &mut out);
+        }
+    }
+    (out, last_mark)
+}
+
+/// What a request marks for the cache, the next request of the same member sends again byte
+/// for byte, unless that one's history starts later (a window moved on): no mark sits on a
+/// block that changes (a prompt later sent in its compact form).
+fn marked_prefixes_are_sent_again(server: &FakeLlm) {
+    let models: std::collections::BTreeSet<String> = server.requests().iter().map(|r| r.model()).collect();
+    let mut checked = 0;
+    for model in models {
+        let requests: Vec<_> = server
+            .requests_for(&model)
+            .iter()
+            .map(|r| blocks(&r.json()))
+            .collect();
+        for pair in requests.windows(2) {
+            let ((before, mark), (after, _)) = (&pair[0], &pair[1]);
+            let Some(mark) = *mark else { continue };
+            // The system prompt is block 0; block 1 is the history's first message.
+            if before.get(1) != after.get(1) {
+                continue;
+            }
+            let changed = (0..=mark).find(|&i| before.get(i) != after.get(i));
+            assert_eq!(
+                changed, None,
+                "{model}: the next request changes block {changed:?} of what this one marked"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 30, "{checked} requests checked");
+}
+
 /// One reflect run of the Code Review Team; what it used in all, and how many requests.
 async fn reflect_run(caching: bool) -> (RunTotals, usize) {
     let server = FakeLlm::start().await;
@@ -145,6 +213,9 @@ async fn reflect_run(caching: bool) -> (RunTotals, usize) {
         .expect("the run starts");
     assert_eq!(report.outcome, CycleOutcome::MaxIterations, "{}", report.summary);
     assert_eq!(report.iterations, ITERATIONS);
+    if caching {
+        marked_prefixes_are_sent_again(&server);
+    }
     let mut totals = None;
     while let Ok(e) = events.try_recv() {
         if let EventKind::RunEnded { totals: Some(t), .. } = e.kind {
@@ -166,7 +237,7 @@ fn sonnet_usd(u: &Usage) -> f64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn prompt_caching_cuts_a_reflect_runs_billed_input_by_at_least_60_percent() {
+async fn prompt_caching_cuts_a_reflect_runs_billed_input_by_at_least_half() {
     let (cached, requests) = reflect_run(true).await;
     let (plain, plain_requests) = reflect_run(false).await;
     assert_eq!(requests, plain_requests, "the same run both times");
@@ -193,5 +264,5 @@ async fn prompt_caching_cuts_a_reflect_runs_billed_input_by_at_least_60_percent(
         sonnet_usd(&cached.usage),
         100.0 * saved,
     );
-    assert!(saved >= 0.60, "only {:.1}% lower with caching", 100.0 * saved);
+    assert!(saved >= 0.50, "only {:.1}% lower with caching", 100.0 * saved);
 }
