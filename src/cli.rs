@@ -40,11 +40,11 @@ pub enum Command {
     /// What `huddle run` left behind: prune old headless teams and sessions.
     #[command(subcommand)]
     Runs(RunsCommand),
-    /// Print a team run's trace tree: who did what, with status, duration and tokens.
+    /// Print a team run's trace tree: who did what, with status, duration, tokens and cost.
     ///
     /// The run's executions (modes dispatch and team) nested by parent, or one node per member
-    /// turn (the other modes), each with its status, duration, tokens, tool calls and the first
-    /// line of its result. Read-only: it works next to an open huddle.
+    /// turn (the other modes), each with its status, duration, tokens, cost, tool calls and the
+    /// first line of its result. Read-only: it works next to an open huddle.
     Trace(TraceArgs),
 }
 

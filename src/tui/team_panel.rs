@@ -463,20 +463,21 @@ fn render(
             wrap_line_into(Line::styled(line, label.style()), width.max(1), &mut lines);
         }
     }
-    let mut cycle = cycle_lines(props, cycle, running, width);
+    let (mut cycle, head) = cycle_lines(props, cycle, running, width);
     if let Some(forecast) = forecast {
-        // Under the head line.
+        // Under the head line (wrapped, it may take more than one).
         let dim = Style::default().add_modifier(Modifier::DIM);
         let mut wrapped = Vec::new();
         wrap_line_into(Line::styled(forecast, dim), width.max(1), &mut wrapped);
-        let at = 1.min(cycle.len());
+        let at = head.min(cycle.len());
         cycle.splice(at..at, wrapped);
     }
     lines.extend(cycle);
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec<Line<'static>> {
+/// The cycle's lines, and how many of them the head line took.
+fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> (Vec<Line<'static>>, usize) {
     let pause_key = &props.keys.pause;
     let dim = Style::default().add_modifier(Modifier::DIM);
     let warn = Style::default().fg(Color::Yellow);
@@ -502,6 +503,7 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
     // Wrapped: the panel can be narrow (28 columns at 120), and the cost comes last.
     let bold = Style::default().add_modifier(Modifier::BOLD);
     wrap_line_into(Line::styled(head, bold), width.max(1), &mut out);
+    let head_lines = out.len();
     if let Some((_, name, live)) = c.lead_live.as_ref().filter(|l| running && !l.2.trim().is_empty()) {
         // The orchestrator (or evaluator) writing: who, and the end of its line.
         let name = sanitize::display(name);
@@ -653,7 +655,7 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
             .collect();
         out.push(Line::styled(format!("→ {text}"), warn));
     }
-    out
+    (out, head_lines)
 }
 
 /// `  › ` and the end of a streaming line that fits in `room` columns (`…` where cut).

@@ -25,6 +25,11 @@ fn priced(usd: f64, turns: u32) -> Cost {
 /// An app with the Code Review Team (selected) that spent $1.234 in earlier runs, its members
 /// their share, with a cost budget of $2 a run; and a plain session that spent $0.042.
 fn app_with_spending() -> (App, String, Vec<Command>) {
+    app_with_spending_as(|_| {})
+}
+
+/// The same, the team changed by `change` first.
+fn app_with_spending_as(change: impl FnOnce(&mut huddle::model::Group)) -> (App, String, Vec<Command>) {
     let mut org = Organization::default();
     reconcile::reconcile(&mut org);
     let catalog = builtin_catalog();
@@ -33,6 +38,7 @@ fn app_with_spending() -> (App, String, Vec<Command>) {
     let group = org.groups.iter_mut().find(|g| g.id == id).expect("the team");
     group.cost = priced(1.234, 12);
     group.budget.max_cost_usd = Some(2.0);
+    change(group);
     for s in org.sessions.iter_mut().filter(|s| s.group_id == id) {
         s.cost = if s.name.ends_with("security") {
             priced(0.9, 4)
@@ -209,6 +215,21 @@ fn during_a_run_the_panel_counts_its_cost_against_the_budget() {
     );
     let text = screen_text(&render(&mut app, 160, 40));
     assert!(text.contains("$1.80"), "the run's total:\n{text}");
+    // Between runs the forecast comes under the head line, also when that wraps (the panel
+    // is narrow): the run's cost ends the head, the forecast follows.
+    forecast_loaded(&mut app, &id);
+    let text = screen_text(&render(&mut app, 160, 40));
+    let panel: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.rsplit("││").next())
+        .map(|l| l.trim_end_matches('│').trim())
+        .collect();
+    let head = panel
+        .iter()
+        .position(|l| l.starts_with("iteration 1/"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(panel[head + 1], "$1.80", "{text}");
+    assert!(panel[head + 2].starts_with("next run ≈"), "{text}");
 }
 
 #[test]
@@ -231,4 +252,26 @@ fn a_session_says_what_it_spent_in_its_title_and_the_sidebar() {
         "the title:\n{text}"
     );
     assert!(text.contains("chat $0.042"), "the sidebar's row:\n{text}");
+}
+
+/// A team `huddle run` made has a long row (when it ran, then the preset): the mode goes and
+/// the name is cut, so that when it ran and what its runs cost still show.
+#[test]
+fn a_long_team_row_cuts_its_name_not_its_cost() {
+    let (mut app, _, _) = app_with_spending_as(|g| {
+        g.name = "Code Review Team · run Nov 27 17:39 (12)".into();
+        g.headless_at = Some(chrono::Utc::now());
+    });
+    let text = screen_text(&render(&mut app, 120, 32));
+    let row = text
+        .lines()
+        .find(|l| l.contains("▾ Nov 27 17:39 (12)"))
+        .unwrap_or_else(|| panic!("the team's row:\n{text}"));
+    assert!(row.contains("▾ Nov 27 17:39 (12) ·… $1.23"), "{row}");
+    // Wider: the whole name, still without the mode.
+    let text = screen_text(&render(&mut app, 200, 40));
+    assert!(
+        text.contains("▾ Nov 27 17:39 (12) · Code Review Team $1.23"),
+        "{text}"
+    );
 }
