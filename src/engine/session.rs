@@ -684,7 +684,7 @@ impl Actor<'_> {
         };
         let (outcome, steps, cost_usd) = outcome;
         let tool_calls = steps.iter().map(|m| m.tool_calls.len() as u32).sum();
-        let mut result = match outcome {
+        let result = match outcome {
             Ok(out) => TurnResult {
                 session: info.name.clone(),
                 text: out.text,
@@ -693,7 +693,9 @@ impl Actor<'_> {
                 error: None,
                 error_kind: None,
                 usage: out.usage,
-                duration: out.duration,
+                // From the turn's start (its `turn_started`): the repository's context, tool
+                // servers starting, every round and tool; as the run's own clock sees it.
+                duration: started.elapsed(),
                 simulated: out.simulated,
                 model: slug.clone(),
                 cost_usd: out.agent.as_ref().and_then(|a| a.cost_usd).or(cost_usd),
@@ -714,9 +716,6 @@ impl Actor<'_> {
                 tool_calls,
             },
         };
-        if result.duration.is_zero() {
-            result.duration = started.elapsed();
-        }
         self.record(&info, &user, steps, options, &result, generation)
             .await;
         if !result.cancelled() {
@@ -1233,8 +1232,6 @@ impl Actor<'_> {
         let mut rounds = 0u32;
         // The model that took the turn over when the session's met a limit.
         let mut fallback: Option<Arc<dyn crate::providers::Provider>> = None;
-        // The turn's duration is the whole loop's (every round and tool), not the last request's.
-        let loop_started = Instant::now();
         let mut concluding = false;
         loop {
             if let Some(hooks) = &hooks {
@@ -1315,7 +1312,6 @@ impl Actor<'_> {
             };
             if out.tool_calls.is_empty() || rounds >= max_rounds || request.tools.is_empty() || concluding {
                 out.usage = usage;
-                out.duration = loop_started.elapsed();
                 out.tool_calls.clear();
                 return (Ok(out), steps, cost);
             }
@@ -1401,7 +1397,6 @@ impl Actor<'_> {
                     out.text = answer;
                 }
                 out.usage = usage;
-                out.duration = loop_started.elapsed();
                 return (Ok(out), steps, cost);
             }
         }
