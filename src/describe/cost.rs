@@ -5,6 +5,7 @@ use super::{Line, Tone, duration};
 use crate::engine::events::RunTotals;
 use crate::model::forecast::{Basis, Forecast};
 use crate::model::{Cost, Usage, usd_text};
+use crate::text::thousands;
 
 /// `$0.042`: dollars with the digits that matter.
 pub fn usd(usd: f64) -> String {
@@ -56,19 +57,6 @@ pub fn compact(cost: &Cost) -> Option<String> {
         (0, _) => Some("$?".to_string()),
         _ => Some(format!("≥{}", usd(cost.usd))),
     }
-}
-
-/// `12,345`: a count with thousands separated.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// `9,700 tokens (8,000 read from the cache, 500 written to it)`.

@@ -33,6 +33,19 @@ pub fn keep_last_chars(s: &mut String, max: usize) {
     }
 }
 
+/// `12,345`: a count with thousands separated.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// A line cut to `width` columns (`…` where cut).
 pub fn clip(line: &str, width: usize) -> String {
     use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::model::{CycleOutcome, ReflectionCycle, Trend, Usage};
+use crate::text::thousands;
 
 use super::types::format_duration;
 
@@ -103,19 +104,6 @@ pub fn completion_summary(input: &SummaryInput) -> String {
             thousands(usage.total()),
             format_duration(*duration)
         );
-    }
-    out
-}
-
-/// `12345` as `12,345`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
     }
     out
 }
