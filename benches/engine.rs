@@ -48,10 +48,7 @@ impl Provider for NullProvider {
             deltas(&text);
             Ok(TurnOutput {
                 text,
-                usage: Some(Usage {
-                    input_tokens: 10,
-                    output_tokens: 8,
-                }),
+                usage: Some(Usage::new(10, 8)),
                 finish_reason: Some("stop".into()),
                 duration: Duration::ZERO,
                 simulated: true,

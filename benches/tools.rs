@@ -58,10 +58,7 @@ impl Provider for LoopProvider {
             deltas(text);
             Ok(TurnOutput {
                 text: text.into(),
-                usage: Some(Usage {
-                    input_tokens: 10,
-                    output_tokens: 2,
-                }),
+                usage: Some(Usage::new(10, 2)),
                 finish_reason: Some("stop".into()),
                 duration: Duration::ZERO,
                 simulated: true,

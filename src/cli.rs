@@ -40,11 +40,11 @@ pub enum Command {
     /// What `huddle run` left behind: prune old headless teams and sessions.
     #[command(subcommand)]
     Runs(RunsCommand),
-    /// Print a team run's trace tree: who did what, with status, duration and tokens.
+    /// Print a team run's trace tree: who did what, with status, duration, tokens and cost.
     ///
     /// The run's executions (modes dispatch and team) nested by parent, or one node per member
-    /// turn (the other modes), each with its status, duration, tokens, tool calls and the first
-    /// line of its result. Read-only: it works next to an open huddle.
+    /// turn (the other modes), each with its status, duration, tokens, cost, tool calls and the
+    /// first line of its result. Read-only: it works next to an open huddle.
     Trace(TraceArgs),
 }
 
@@ -194,6 +194,14 @@ pub struct RunArgs {
     /// team's `token_budget`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub token_budget: Option<u64>,
+    /// End the run with `budget_exhausted` (exit code 6) once it has spent USD US dollars
+    /// (over the team's `max_cost_usd`); refused when a model of the run has no known price.
+    #[arg(long, value_name = "USD", value_parser = parse_cost)]
+    pub max_cost: Option<f64>,
+    /// Run nothing: print what earlier runs of the team (or of teams made from the preset)
+    /// cost, in tokens and time (median and 90th percentile), or that there are none.
+    #[arg(long, conflicts_with_all = ["resume", "discard_interrupted", "events"])]
+    pub dry_run: bool,
     /// Wait at most SECS seconds for a rate or usage limit to reset (over the team's and
     /// config.yaml's `rate_limit_wait_secs`, default 900); past it the run ends `rate_limited`
     /// (exit code 8), resumable with --resume. 0: never wait.
@@ -223,7 +231,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "MODE", value_parser = crate::sandbox::SandboxMode::parse)]
     pub sandbox: Option<crate::sandbox::SandboxMode>,
     /// The prompt; `-` reads it from standard input.
-    #[arg(required_unless_present = "resume", conflicts_with = "resume")]
+    #[arg(required_unless_present_any = ["resume", "dry_run"], conflicts_with = "resume")]
     pub prompt: Option<String>,
 }
 
@@ -344,6 +352,17 @@ impl RunOutput {
     }
 }
 
+/// A positive amount of US dollars (`2.50`, `$2.50`).
+fn parse_cost(s: &str) -> Result<f64, String> {
+    let text = s.trim().trim_start_matches('$');
+    match text.parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd > 0.0 => Ok(usd),
+        _ => Err(format!(
+            "`{s}` is not an amount of US dollars above 0 (e.g. 2.50)"
+        )),
+    }
+}
+
 fn parse_strategy(s: &str) -> Result<WorktreeStrategy, String> {
     s.parse::<WorktreeStrategy>().map_err(|e| e.to_string())
 }
@@ -405,6 +424,38 @@ mod tests {
         assert_eq!(run.mode, Some(Mode::OrchestratorReflect));
         assert!(run.events);
         assert_eq!(run.prompt.as_deref(), Some("hi"));
+    }
+
+    #[test]
+    fn a_cost_budget_is_dollars_above_zero_and_a_dry_run_needs_no_prompt() {
+        let parse = |args: &[&str]| {
+            let mut all = vec!["huddle", "run"];
+            all.extend_from_slice(args);
+            Cli::try_parse_from(all).map(|cli| match cli.command {
+                Some(Command::Run(run)) => run,
+                _ => panic!("not run"),
+            })
+        };
+        let run = parse(&["--preset", "x", "--max-cost", "2.5", "hi"]).unwrap();
+        assert_eq!(run.max_cost, Some(2.5));
+        assert_eq!(
+            parse(&["--preset", "x", "--max-cost", "$0.10", "hi"])
+                .unwrap()
+                .max_cost,
+            Some(0.1)
+        );
+        for bad in ["0", "--max-cost=-1", "lots", "inf"] {
+            let args = match bad.strip_prefix("--max-cost=") {
+                Some(_) => vec!["--preset", "x", bad, "hi"],
+                None => vec!["--preset", "x", "--max-cost", bad, "hi"],
+            };
+            let err = parse(&args).unwrap_err().to_string();
+            assert!(err.contains("not an amount of US dollars"), "{err}");
+        }
+        let dry = parse(&["--preset", "x", "--dry-run"]).unwrap();
+        assert!(dry.dry_run && dry.prompt.is_none());
+        assert!(parse(&["--preset", "x"]).is_err(), "a prompt is needed to run");
+        assert!(parse(&["--group", "g", "--dry-run", "--events"]).is_err());
     }
 
     #[test]

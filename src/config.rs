@@ -180,6 +180,17 @@ pub struct ProviderConfig {
     /// name; well-known models need none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub context_window: BTreeMap<String, u64>,
+    /// Prompt caching (on unless `false`): Anthropic requests mark their stable prefix (tools,
+    /// system prompt, the conversation before the newest turn) with `cache_control`, so the next
+    /// request of the session reads it from the cache at a tenth of the price; OpenAI-compatible
+    /// servers cache on their own and get `prompt_cache_key` where `prompt_cache_key` says so.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub prompt_caching: bool,
+    /// OpenAI-compatible: send each request's session as `prompt_cache_key` (requests of one
+    /// session then meet the same cache). Default: on for api.openai.com, off elsewhere (some
+    /// servers refuse fields they do not know).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_key: Option<bool>,
     /// A CLI or ACP agent reads the repository's `AGENTS.md` itself, so huddle leaves it out of
     /// the prompt. Default: true for Claude Code and Codex (`claude-stream-json`, `codex-json`)
     /// and for `acp` agents, false otherwise.
@@ -205,6 +216,14 @@ pub struct A2aSettings {
     pub allow_private: bool,
 }
 
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
 impl ProviderConfig {
     pub fn new(name: &str, kind: ProviderKind) -> ProviderConfig {
         ProviderConfig {
@@ -219,9 +238,22 @@ impl ProviderConfig {
             context_window: BTreeMap::new(),
             format: None,
             agent: None,
+            prompt_caching: true,
+            prompt_cache_key: None,
             reads_agents_md: None,
             a2a: None,
         }
+    }
+
+    /// Whether OpenAI-compatible requests carry `prompt_cache_key` (see the field).
+    pub fn sends_prompt_cache_key(&self) -> bool {
+        self.prompt_caching
+            && self.prompt_cache_key.unwrap_or_else(|| {
+                // No base URL: OpenAI's own API.
+                self.base_url
+                    .as_deref()
+                    .is_none_or(|url| url.contains("://api.openai.com"))
+            })
     }
 
     /// Whether the agent reads the repository's `AGENTS.md` itself (see `reads_agents_md`).
@@ -336,6 +368,11 @@ pub struct Config {
     /// agent_timeout_secs, max_budget_secs}`).
     #[serde(skip_serializing_if = "crate::model::DispatchLimits::is_empty")]
     pub dispatch: crate::model::DispatchLimits,
+    /// Model prices in US dollars per million tokens (`{input, output, cache_read,
+    /// cache_write}`, or `0` for a free model), by slug (`ollama/qwen3:8b`), bare model name
+    /// (`claude-sonnet-4-5`) or a provider's every model (`ollama/*`); over the built-in table.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub prices: BTreeMap<String, crate::model::Price>,
     /// The longest a run waits for a rate or usage limit to reset before it ends `rate_limited`
     /// (seconds; 0: never wait). A team's preset and `huddle run --max-limit-wait` go over it.
     pub rate_limit_wait_secs: u64,
@@ -393,6 +430,7 @@ impl Default for Config {
             budget: crate::model::RunBudget::default(),
             notify: NotifyMode::default(),
             dispatch: crate::model::DispatchLimits::default(),
+            prices: BTreeMap::new(),
             rate_limit_wait_secs: DEFAULT_RATE_LIMIT_WAIT_SECS,
             repo_context: crate::model::RepoContextSettings::default(),
             telemetry: TelemetrySettings::default(),
@@ -560,6 +598,15 @@ impl Config {
             ));
         }
         crate::tools::mcp::config::validate_all(&self.mcp_servers).map_err(invalid)?;
+        if let Some(key) = self
+            .prices
+            .keys()
+            .find(|k| k.trim().is_empty() || k.ends_with('/'))
+        {
+            return Err(invalid(format!(
+                "prices: `{key}` names no model; use a slug (`ollama/qwen3:8b`), a model name (`claude-sonnet-4-5`) or `<provider>/*`"
+            )));
+        }
         if self.sandbox.only_tighten {
             return Err(invalid(
                 "sandbox.only_tighten: is set by huddle on a repository's settings, not in config.yaml"
@@ -628,6 +675,13 @@ impl Config {
                     p.name
                 )));
             }
+            if p.prompt_cache_key.is_some() && p.kind != ProviderKind::Openai {
+                return Err(invalid(format!(
+                    "providers[{i}].prompt_cache_key: only a provider of kind openai sends one; provider `{}` is of kind {}",
+                    p.name,
+                    p.kind.as_str()
+                )));
+            }
             if p.kind == ProviderKind::Sim && p.name != "sim" {
                 return Err(invalid(format!(
                     "providers[{i}].kind: only the provider named `sim` may be of kind sim"
@@ -658,6 +712,19 @@ impl Config {
                 .map_err(|e| invalid(format!("default_model: {e}")))?;
         }
         Ok(())
+    }
+
+    /// Where models' prices come from: `prices:`, then the simulator (free), then the built-in
+    /// table.
+    pub fn price_book(&self) -> crate::model::PriceBook {
+        let free = self
+            .providers
+            .iter()
+            .filter(|p| p.kind == ProviderKind::Sim)
+            .map(|p| p.name.clone())
+            .chain(std::iter::once("sim".to_string()))
+            .collect();
+        crate::model::PriceBook::new(self.prices.clone(), free)
     }
 
     pub fn provider(&self, name: &str) -> Option<&ProviderConfig> {
@@ -951,6 +1018,60 @@ providers:
         );
         let err = parse("budget: { tokens: 5 }\n").unwrap_err().to_string();
         assert!(err.contains("tokens"), "{err}");
+    }
+
+    #[test]
+    fn prices_and_a_cost_budget_are_read_and_checked_naming_the_key() {
+        let c = parse(
+            "budget: { max_cost_usd: 1.5 }\nprices:\n  \"mock/m\": { input: 3.0, output: 15.0, cache_read: 0.3, cache_write: 3.75 }\n  \"ollama/*\": 0\n  qwen3:8b: { input: 0.1, output: 0.2 }\n",
+        )
+        .unwrap();
+        assert_eq!(c.budget.max_cost_usd, Some(1.5));
+        let book = c.price_book();
+        assert_eq!(book.rate("mock/m").unwrap().price.cache_write, Some(3.75));
+        assert_eq!(
+            book.rate("ollama/llama3").unwrap().price,
+            crate::model::Price::FREE
+        );
+        assert_eq!(book.rate("other/qwen3:8b").unwrap().price.input, 0.1);
+        assert_eq!(book.rate("sim/default").unwrap().price, crate::model::Price::FREE);
+        assert!(book.rate("anthropic/claude-sonnet-4-5").is_some());
+        assert_eq!(book.rate("gw/unheard-of"), None);
+        let err = parse("prices:\n  \"x/m\": 5\n").unwrap_err().to_string();
+        assert!(
+            err.contains("prices") && err.contains("0 for a free model"),
+            "{err}"
+        );
+        let err = parse("prices:\n  \"x/m\": { input: 1, output: 1, cached: 1 }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("cached"), "{err}");
+        let err = parse("budget: { max_cost_usd: 0 }\n").unwrap_err().to_string();
+        assert!(
+            err.contains("budget.max_cost_usd: must be a positive amount"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn prompt_caching_is_on_unless_switched_off_and_the_cache_key_goes_to_openai_only() {
+        let c = parse(
+            "providers:\n  - { name: a, kind: anthropic }\n  - { name: b, kind: anthropic, prompt_caching: false }\n  - { name: o, kind: openai }\n  - { name: l, kind: openai, base_url: \"http://127.0.0.1:1/v1\" }\n  - { name: k, kind: openai, base_url: \"http://127.0.0.1:1/v1\", prompt_cache_key: true }\n",
+        )
+        .unwrap();
+        let p = |n: &str| c.provider(n).unwrap();
+        assert!(p("a").prompt_caching);
+        assert!(!p("b").prompt_caching);
+        assert!(p("o").sends_prompt_cache_key(), "api.openai.com takes it");
+        assert!(!p("l").sends_prompt_cache_key(), "another server may refuse it");
+        assert!(p("k").sends_prompt_cache_key());
+        let err = parse("providers:\n  - { name: a, kind: anthropic, prompt_cache_key: true }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("providers[0].prompt_cache_key: only a provider of kind openai"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -85,7 +85,14 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
                         Some(var) => format!("key from {var} (NOT SET)"),
                         None => "no key".into(),
                     };
-                    format!("{url}, {key}")
+                    let caching = if !p.prompt_caching {
+                        ", prompt caching off"
+                    } else if p.sends_prompt_cache_key() {
+                        ", prompt caching (with prompt_cache_key)"
+                    } else {
+                        ", prompt caching"
+                    };
+                    format!("{url}, {key}{caching}")
                 }
                 ProviderKind::Command => match p.agent {
                     Some(agent) => format!(
@@ -154,6 +161,7 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
             }
         }
 
+        prices_section(&mut out, &mut problems, config, paths);
         repo_context_section(&mut out, config, paths, repo);
         mcp_section(&mut out, &mut problems, config, paths, repo, probe);
         sandbox_section(&mut out, &mut problems, config, paths);
@@ -452,6 +460,72 @@ fn sandbox_section(out: &mut String, problems: &mut Vec<String>, config: &Config
     }
 }
 
+/// Models listed by name in `Prices`; the rest are counted.
+const MODELS_SHOWN: usize = 12;
+
+/// `Prices`: where they come from (the built-in table's day, config.yaml's overrides), the
+/// price of the default model and of every model the organization's sessions use (or that it
+/// has none: its cost is unknown), the default cost budget; a default cost budget over a
+/// default model without a price is a problem (every run using it would be refused).
+fn prices_section(out: &mut String, problems: &mut Vec<String>, config: &Config, paths: &Paths) {
+    use crate::model::cost::PRICES_TAKEN_ON;
+    let _ = writeln!(
+        out,
+        "\nPrices (USD per million tokens; built-in table of {PRICES_TAKEN_ON})"
+    );
+    if config.prices.is_empty() {
+        let _ = writeln!(
+            out,
+            "  config.yaml   none (prices: adds or overrides one by slug, name or <provider>/*)"
+        );
+    } else {
+        let keys: Vec<&str> = config.prices.keys().map(String::as_str).collect();
+        let _ = writeln!(out, "  config.yaml   {}", keys.join(", "));
+    }
+    let book = config.price_book();
+    let reports_cost = |slug: &str| {
+        config
+            .resolve(slug)
+            .is_ok_and(|(p, _)| p.output_format() == crate::model::AgentFormat::ClaudeStreamJson)
+    };
+    let price_of = |slug: &str| match book.rate(slug) {
+        Some(rate) => rate.price.per_million(),
+        None if reports_cost(slug) => "its own figure (the agent reports what it cost)".into(),
+        None => "no price: its cost is unknown (a cost budget over it is refused)".into(),
+    };
+    let default = config.default_model();
+    let _ = writeln!(out, "  default model {default}: {}", price_of(&default));
+    let mut used: Vec<String> = match OrganizationFile::new(paths.organization_file()).inspect() {
+        Ok(Some(org)) => org.sessions.iter().map(|s| s.model.clone()).collect(),
+        _ => Vec::new(),
+    };
+    used.sort();
+    used.dedup();
+    used.retain(|m| *m != default && !m.is_empty());
+    for slug in used.iter().take(MODELS_SHOWN) {
+        let _ = writeln!(out, "  in use        {slug}: {}", price_of(slug));
+    }
+    if used.len() > MODELS_SHOWN {
+        let _ = writeln!(out, "  in use        and {} more", used.len() - MODELS_SHOWN);
+    }
+    if let Some(max) = config.budget.max_cost_usd {
+        let _ = writeln!(
+            out,
+            "  cost budget   {} per team run (config.yaml budget.max_cost_usd)",
+            crate::model::usd_text(max)
+        );
+        if book.rate(&default).is_none() && !reports_cost(&default) {
+            problems.push(format!(
+                "the default cost budget cannot be kept: no price for the default model `{default}`"
+            ));
+            let _ = writeln!(
+                out,
+                "  !! no price for the default model: runs with the cost budget are refused; give it one in prices:"
+            );
+        }
+    }
+}
+
 /// `Hooks`: config.yaml's, by event (a preset's team and members add their own).
 fn hooks_section(out: &mut String, config: &Config) {
     let _ = writeln!(out, "\nHooks");
@@ -619,6 +693,58 @@ fn mcp_section(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prices_say_where_they_come_from_and_a_budget_that_cannot_be_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::single(dir.path().to_path_buf());
+        std::fs::write(
+            paths.config_file(),
+            "default_model: anthropic/claude-sonnet-4-5\nproviders:\n  - { name: anthropic, kind: anthropic }\n  - { name: gw, kind: openai, base_url: \"http://127.0.0.1:9/v1\" }\nprices:\n  \"gw/cheap\": { input: 0.1, output: 0.2 }\n",
+        )
+        .unwrap();
+        let mut org = crate::model::Organization::default();
+        crate::model::reconcile::reconcile(&mut org);
+        let group = org.groups[0].id.clone();
+        for model in ["gw/cheap", "gw/mystery", "sim/x"] {
+            org.sessions
+                .push(crate::model::Session::new(model, group.clone(), model));
+        }
+        OrganizationFile::new(paths.organization_file())
+            .save(&org)
+            .unwrap();
+        let text = report(&paths, dir.path(), false).text;
+        assert!(text.contains("config.yaml   gw/cheap"), "{text}");
+        assert!(
+            text.contains("default model anthropic/claude-sonnet-4-5: $3.00 in / $15.00 out / $0.300 cache read / $3.75 cache write per million tokens"),
+            "{text}"
+        );
+        assert!(
+            text.contains("in use        gw/cheap: $0.100 in / $0.200 out per million tokens"),
+            "{text}"
+        );
+        assert!(text.contains("in use        gw/mystery: no price"), "{text}");
+        assert!(text.contains("in use        sim/x: free"), "{text}");
+
+        std::fs::write(
+            paths.config_file(),
+            "default_model: gw/mystery\nproviders:\n  - { name: gw, kind: openai, base_url: \"http://127.0.0.1:9/v1\" }\nbudget: { max_cost_usd: 2 }\n",
+        )
+        .unwrap();
+        let bad = report(&paths, dir.path(), false);
+        assert!(
+            bad.text.contains("cost budget   $2.00 per team run"),
+            "{}",
+            bad.text
+        );
+        assert!(
+            bad.problems
+                .iter()
+                .any(|p| p.contains("no price for the default model `gw/mystery`")),
+            "{:?}",
+            bad.problems
+        );
+    }
 
     #[test]
     fn reports_a_broken_config_and_an_unreadable_organization() {

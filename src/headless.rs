@@ -31,7 +31,7 @@ pub struct RunRequest {
     pub mode: Option<Mode>,
     pub max_iterations: Option<u32>,
     pub model: Option<String>,
-    /// Limits of this run over the team's (`--max-duration`, `--token-budget`).
+    /// Limits of this run over the team's (`--max-duration`, `--token-budget`, `--max-cost`).
     pub budget: RunBudget,
     /// The longest this run waits for a rate or usage limit (`--max-limit-wait`).
     pub rate_limit_wait_secs: Option<u64>,
@@ -130,7 +130,7 @@ pub fn prepare(mut request: RunRequest) -> Result<RunRequest, RunFailure> {
     }
     if request.preset.is_none() && request.group.is_none() && !request.budget.is_empty() {
         return Err(usage(
-            "--max-duration and --token-budget limit team runs: add --preset or --group (a single session's reflection uses its group's or config.yaml's budget)",
+            "--max-duration, --token-budget and --max-cost limit team runs: add --preset or --group (a single session's reflection uses its group's or config.yaml's budget)",
         ));
     }
     Ok(request)
@@ -217,7 +217,7 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     }
     // Only a run in this process has a terminal to ask about relay drafts on (`--approve`).
     let on_terminal = matches!(front, Front::Terminal(_)) && crate::headless_relay::on_terminal();
-    let target = choose_target(paths, config, edits, request, &out, on_terminal)?;
+    let target = choose_target(paths, config, edits, engine, request, &out, on_terminal)?;
     if let Target::Group(id) = &target {
         refuse_running(engine, id)?;
     }
@@ -349,6 +349,8 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     let report = result.map_err(|e| match e {
         // A --mode the team cannot run in is a usage error.
         EngineError::NotRunnable { .. } if request.mode.is_some() => usage(e.to_string()),
+        // Refused before it started: the run's settings are at fault.
+        EngineError::UnpricedModels { .. } => usage(e.to_string()),
         e => other(e.to_string()),
     })?;
     if report.simulated {
@@ -512,6 +514,7 @@ async fn one_shot(engine: &Engine, session_id: &str, request: &RunRequest) -> Re
         final_text: result.text.clone(),
         summary: String::new(),
         usage: result.usage.unwrap_or_default(),
+        cost: crate::model::Cost::of_turn(result.cost_usd),
         duration: started.elapsed(),
         simulated: result.simulated,
         failed: if result.success || result.cancelled() {
@@ -526,6 +529,7 @@ fn choose_target(
     paths: &Paths,
     config: &Config,
     edits: &Edits,
+    engine: &Engine,
     request: &RunRequest,
     out: &RunOutput,
     on_terminal: bool,
@@ -554,6 +558,16 @@ fn choose_target(
             on_terminal,
         )
         .map_err(usage)?;
+        // A cost budget over models without a price is refused before the team is made.
+        let budget = request.budget.or(preset.budget()).or(config.budget);
+        let models = match &request.model {
+            Some(model) => vec![model.clone()],
+            None => crate::presets::models::preset_models(preset, config),
+        };
+        let models: Vec<&str> = models.iter().map(String::as_str).collect();
+        engine
+            .check_cost_budget(&preset.name, &budget, &models)
+            .map_err(|e| usage(e.to_string()))?;
         let strategy = request.worktrees.unwrap_or(preset.worktrees);
         if !strategy.is_shared() {
             out.note(format_args!(
@@ -693,12 +707,13 @@ pub fn progress_line(event: &EngineEvent) -> Option<String> {
 
 /// [`progress_line`] with its tone (the colour on a terminal), member names read with `names`.
 fn progress(event: &EngineEvent, names: &Names) -> Option<Line> {
-    // Said elsewhere here: a run's end (the summary and the exit code say it), a draft that
-    // waits (asked about on the terminal); an orchestrator's dispatching and collecting are
-    // its executions' lines.
+    // Said elsewhere here: a run's end (the summary and the exit code say it; only what it
+    // spent is a line), a draft that waits (asked about on the terminal); an orchestrator's
+    // dispatching and collecting are its executions' lines.
     if matches!(
         event.kind,
-        EventKind::RunEnded { .. }
+        EventKind::RunEnded { totals: None, .. }
+            | EventKind::RunEnded { outcome: None, .. }
             | EventKind::RelayDraft { .. }
             | EventKind::Phase {
                 phase: Phase::Dispatch | Phase::Collect,
@@ -716,6 +731,7 @@ fn progress(event: &EngineEvent, names: &Names) -> Option<Line> {
         }
         EventKind::RelayState { .. } => text,
         EventKind::CycleFinished { summary, .. } => format!("── {text}\n{}", summary.trim_end()),
+        EventKind::RunEnded { .. } => format!("── {text}"),
         EventKind::ExecutionStarted { .. } | EventKind::ExecutionRunning => format!("   ⇢ {text}"),
         EventKind::ExecutionFinished { .. } => format!("   ⇠ {text}"),
         EventKind::ToolResult { .. } => format!("     {text}"),
@@ -737,6 +753,7 @@ mod tests {
             final_text: String::new(),
             summary: String::new(),
             usage: Usage::default(),
+            cost: crate::model::Cost::default(),
             duration: Duration::ZERO,
             simulated: false,
             failed: None,

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod config;
 pub mod describe;
 pub mod doctor;
+pub mod dry_run;
 pub mod engine;
 pub mod handoff;
 pub mod headless;

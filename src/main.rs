@@ -210,6 +210,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 budget: huddle::model::RunBudget {
                     max_duration_secs: args.max_duration,
                     token_budget: args.token_budget,
+                    max_cost_usd: args.max_cost,
                 },
                 rate_limit_wait_secs: args.max_limit_wait,
                 events: args.events,
@@ -223,6 +224,9 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 worktrees: args.worktrees,
                 sandbox: args.sandbox,
             };
+            if args.dry_run {
+                return Ok(ExitCode::from(huddle::dry_run::run(paths, &request)));
+            }
             let runtime = runtime()?;
             let code = match runtime.block_on(run_here_or_there(paths, request)) {
                 Ok(code) => code,

@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::{Line, Tone, counted, duration, quote};
 use crate::engine::events::{EventKind, ExecutionTag};
 use crate::engine::protocol::dispatch::parse_pushed_result;
-use crate::model::{ExecutionKind, ExecutionStatus};
+use crate::model::{Cost, ExecutionKind, ExecutionStatus};
 
 /// The most of a task an execution keeps.
 pub const TASK_MAX_CHARS: usize = 1000;
@@ -86,12 +86,38 @@ pub struct Execution {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
     pub tokens: u64,
+    /// What its turns cost (written `cost_usd`: the dollars of the priced ones; see
+    /// [`super::cost::short`] for how it reads).
+    #[serde(
+        rename = "cost_usd",
+        serialize_with = "cost_usd",
+        skip_serializing_if = "Cost::is_zero"
+    )]
+    pub cost: Cost,
     pub tool_calls: u32,
     /// The first line of its answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// A cost as JSON writes it: the dollars of the priced turns, `null` when none had a price.
+fn cost_usd<S: serde::Serializer>(cost: &Cost, serializer: S) -> Result<S::Ok, S::Error> {
+    match cost.usd_if_any() {
+        Some(usd) => serializer.serialize_f64(usd),
+        None => serializer.serialize_none(),
+    }
+}
+
+/// What an `execution_finished` says the execution cost: its figure, unknown when it used
+/// tokens without one, nothing when it used none.
+fn finished_cost(cost_usd: Option<f64>, tokens: u64) -> Cost {
+    match cost_usd {
+        Some(_) => Cost::of_turn(cost_usd),
+        None if tokens > 0 => Cost::of_turn(None),
+        None => Cost::default(),
+    }
 }
 
 /// The first line of a text, capped; None when it has none.
@@ -120,6 +146,7 @@ impl Execution {
             queued: false,
             duration_ms: None,
             tokens: 0,
+            cost: Cost::default(),
             tool_calls: 0,
             result: None,
             error: None,
@@ -187,6 +214,7 @@ impl Execution {
                 status,
                 duration_ms,
                 tokens,
+                cost_usd,
                 tool_calls,
                 result,
                 error,
@@ -195,6 +223,7 @@ impl Execution {
                 self.status = *status;
                 self.duration_ms = Some(*duration_ms);
                 self.tokens = *tokens;
+                self.cost = finished_cost(*cost_usd, *tokens);
                 self.tool_calls = *tool_calls;
                 self.result = result.as_deref().and_then(capped_line);
                 self.error = error.as_deref().and_then(capped_line);
@@ -204,9 +233,16 @@ impl Execution {
                 success,
                 duration_ms,
                 usage,
+                cost_usd,
                 error,
                 ..
             } if self.kind == NodeKind::Turn => {
+                // As the engine counts it: a failed turn without usage was not billed.
+                self.cost = if *success || usage.is_some() {
+                    Cost::of_turn(*cost_usd)
+                } else {
+                    Cost::default()
+                };
                 self.status = if *success {
                     ExecutionStatus::Completed
                 } else if error.as_deref().is_some_and(|e| e.contains("was cancelled")) {
@@ -218,8 +254,13 @@ impl Execution {
                 self.tokens = usage.map_or(0, |u| u.total());
                 self.error = error.as_deref().and_then(capped_line);
             }
-            EventKind::TurnFinished { usage: Some(u), .. } if !self.has_ended() => {
+            EventKind::TurnFinished {
+                usage: Some(u),
+                cost_usd,
+                ..
+            } if !self.has_ended() => {
                 self.tokens = self.tokens.saturating_add(u.total());
+                self.cost.add(Cost::of_turn(*cost_usd));
             }
             EventKind::ToolCall { .. } if !self.has_ended() => {
                 self.tool_calls = self.tool_calls.saturating_add(1);
@@ -272,6 +313,13 @@ impl Execution {
         }
         if self.tokens > 0 {
             text.push_str(&format!(" · {} tok", self.tokens));
+        }
+        // Priced turns that cost something only: a run's line says when its cost is unknown (an
+        // older run file knows no costs at all) or nothing (a free model).
+        if let Some(cost) =
+            super::cost::short(&self.cost).filter(|_| self.cost.priced > 0 && self.cost.usd > 0.0)
+        {
+            text.push_str(&format!(" · {cost}"));
         }
         if self.tool_calls > 0 {
             text.push_str(&format!(" · {}", counted(u64::from(self.tool_calls), "call")));
@@ -398,6 +446,7 @@ mod tests {
             tool_calls: 2,
             result: result.map(str::to_string),
             error: error.map(str::to_string),
+            cost_usd: None,
         }
     }
 
@@ -409,12 +458,10 @@ mod tests {
             success: true,
             interrupted: false,
             duration_ms: 5,
-            usage: Some(Usage {
-                input_tokens: tokens,
-                output_tokens: 0,
-            }),
+            usage: Some(Usage::new(tokens, 0)),
             error: None,
             message: None,
+            cost_usd: None,
         }
     }
 

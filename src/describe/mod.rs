@@ -12,6 +12,7 @@
 //! Everything returned is safe to print ([`sanitize::display`]) and one line: text a model,
 //! a tool or a user wrote is cut to its first line.
 
+pub mod cost;
 pub mod cycle;
 pub mod executions;
 pub mod flow;
@@ -260,6 +261,12 @@ pub fn describe_as(kind: &EventKind, execution: Option<&ExecutionTag>, names: &N
             failed: Some(why),
             ..
         } => Some(cycle::not_run(why)),
+        // A run that did its work says what it spent.
+        EventKind::RunEnded {
+            outcome: Some(_),
+            totals: Some(totals),
+            ..
+        } => Some(cost::spent(totals)),
         EventKind::MemberNote {
             session,
             text,

@@ -1,6 +1,6 @@
-//! Enforcing a run's budget (see [`crate::model::RunBudget`]): the tokens of every finished turn
-//! are counted as they arrive, and a watchdog ends the run when its time (not counting pauses)
-//! is up. A spent budget stops the run like the stop key does (in-flight requests are
+//! Enforcing a run's budget (see [`crate::model::RunBudget`]): the tokens and the cost of every
+//! finished turn are counted as they arrive, and a watchdog ends the run when its time (not
+//! counting pauses) is up. A spent budget stops the run like the stop key does (in-flight requests are
 //! cancelled, partial answers kept); the run then ends with `budget_exhausted` instead of
 //! `cancelled`.
 
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::model::{BudgetExceeded, CycleOutcome, RunBudget, Usage};
+use crate::model::{BudgetExceeded, Cost, CycleOutcome, RunBudget, Usage};
 
 use super::events::EventKind;
 use super::sink::Emitter;
@@ -21,8 +21,25 @@ use super::{RunControl, lock};
 #[derive(Default)]
 pub(crate) struct BudgetState {
     limits: Mutex<RunBudget>,
+    /// The tokens the run's mode counted against the token budget.
     tokens: AtomicU64,
+    /// Every turn of the run (and of runs it started), as they finished.
+    spent: Mutex<Spent>,
     exhausted: Mutex<Option<BudgetExceeded>>,
+}
+
+/// What a run used: the tokens and money of its turns (a linked run's included).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Spent {
+    pub usage: Usage,
+    pub cost: Cost,
+}
+
+impl Spent {
+    pub fn add(&mut self, other: Spent) {
+        self.usage.add(other.usage);
+        self.cost.add(other.cost);
+    }
 }
 
 impl RunControl {
@@ -37,12 +54,26 @@ impl RunControl {
 
     /// Counts a finished turn's tokens; a spent token budget ends the run.
     pub fn count_tokens(&self, usage: Usage, emitter: &Emitter) {
-        let total = self
-            .budget
-            .tokens
-            .fetch_add(usage.total(), Ordering::SeqCst)
-            .saturating_add(usage.total());
-        if let Some(spent) = self.budget().exceeded(Duration::ZERO, total) {
+        self.budget.tokens.fetch_add(usage.total(), Ordering::SeqCst);
+        self.check_budget(emitter);
+    }
+
+    /// Adds what a turn of the run (or a run it started) used to the run's total; a spent cost
+    /// budget ends the run.
+    pub fn count_spent(&self, spent: Spent, emitter: &Emitter) {
+        lock(&self.budget.spent).add(spent);
+        self.check_budget(emitter);
+    }
+
+    /// What the run used so far.
+    pub fn spent(&self) -> Spent {
+        *lock(&self.budget.spent)
+    }
+
+    fn check_budget(&self, emitter: &Emitter) {
+        let tokens = self.budget.tokens.load(Ordering::SeqCst);
+        let cost = self.spent().cost.usd;
+        if let Some(spent) = self.budget().exceeded(Duration::ZERO, tokens, cost) {
             self.exhaust(spent, emitter);
         }
     }
@@ -175,18 +206,57 @@ mod tests {
     }
 
     fn tokens(n: u64) -> Usage {
-        Usage {
-            input_tokens: n,
-            output_tokens: 0,
+        Usage::new(n, 0)
+    }
+
+    fn dollars(usd: f64) -> Spent {
+        Spent {
+            usage: Usage::new(1000, 10),
+            cost: Cost::of_turn(Some(usd)),
         }
+    }
+
+    #[test]
+    fn money_over_the_budget_stops_the_run_naming_the_cost_budget() {
+        let (control, emitter) = control();
+        control.set_budget(RunBudget {
+            max_cost_usd: Some(0.10),
+            ..RunBudget::default()
+        });
+        control.count_spent(dollars(0.06), &emitter);
+        control.count_spent(
+            Spent {
+                usage: Usage::default(),
+                cost: Cost::of_turn(None),
+            },
+            &emitter,
+        );
+        assert!(!control.cancelled());
+        control.count_spent(dollars(0.05), &emitter);
+        assert!(control.cancelled());
+        assert_eq!(
+            control.settle(CycleOutcome::Cancelled),
+            CycleOutcome::BudgetExhausted
+        );
+        let spent = control.spent();
+        assert_eq!(spent.usage.input_tokens, 2000);
+        assert!((spent.cost.usd - 0.11).abs() < 1e-12);
+        assert_eq!(spent.cost.unpriced, 1);
+        assert!(
+            control.annotate_summary("Cycle finished.".into()).ends_with(
+                "\nBudget exhausted: the run spent $0.110 of its cost budget of $0.100 (max_cost_usd)"
+            ),
+            "{}",
+            control.annotate_summary(String::new())
+        );
     }
 
     #[test]
     fn tokens_over_the_budget_stop_the_run_and_settle_as_exhausted() {
         let (control, emitter) = control();
         control.set_budget(RunBudget {
-            max_duration_secs: None,
             token_budget: Some(100),
+            ..RunBudget::default()
         });
         control.count_tokens(tokens(60), &emitter);
         assert!(!control.cancelled());
@@ -209,8 +279,8 @@ mod tests {
     fn a_stop_is_not_a_spent_budget() {
         let (control, emitter) = control();
         control.set_budget(RunBudget {
-            max_duration_secs: None,
             token_budget: Some(10),
+            ..RunBudget::default()
         });
         control.cancel.cancel();
         control.count_tokens(tokens(50), &emitter);
@@ -222,7 +292,7 @@ mod tests {
         let (control, emitter) = control();
         control.set_budget(RunBudget {
             max_duration_secs: Some(10),
-            token_budget: None,
+            ..RunBudget::default()
         });
         let started = Instant::now();
         let work = async {
@@ -249,6 +319,7 @@ mod tests {
         control.set_budget(RunBudget {
             max_duration_secs: Some(5),
             token_budget: None,
+            max_cost_usd: None,
         });
         let limited = crate::providers::ProviderError::new(
             crate::providers::ErrorKind::RateLimited,
@@ -290,7 +361,7 @@ mod tests {
         let (control, emitter) = control();
         control.set_budget(RunBudget {
             max_duration_secs: Some(10),
-            token_budget: None,
+            ..RunBudget::default()
         });
         let out = within_time_limit(&control, &emitter, async { 7 }).await;
         assert_eq!(out, 7);

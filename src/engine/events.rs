@@ -117,6 +117,10 @@ pub enum EventKind {
         iterations: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         failed: Option<String>,
+        /// What the run used in all (its `duration_ms`, `usage` and `cost_usd`): absent in
+        /// run files written before they were recorded.
+        #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+        totals: Option<RunTotals>,
     },
     CycleStarted {
         mode: Mode,
@@ -231,6 +235,9 @@ pub enum EventKind {
         interrupted: bool,
         duration_ms: u64,
         usage: Option<Usage>,
+        /// What the turn cost in US dollars (absent: unknown, its model has no price).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
         error: Option<String>,
         #[serde(skip)]
         message: Option<Box<Message>>,
@@ -479,6 +486,9 @@ pub enum EventKind {
         status: ExecutionStatus,
         duration_ms: u64,
         tokens: u64,
+        /// US dollars the execution's turns cost (absent: unknown).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
         tool_calls: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result: Option<String>,
@@ -557,6 +567,33 @@ pub enum EventKind {
         what: String,
         detail: String,
     },
+}
+
+/// What a whole run used: every turn of it (and of the runs it started, a relay's other
+/// team), the evaluator's calls included.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RunTotals {
+    /// Its time, not counting pauses.
+    pub duration_ms: u64,
+    #[serde(default)]
+    pub usage: Usage,
+    /// US dollars of the turns whose cost is known; absent when none is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// Turns whose model has no price (then the run cost more than `cost_usd`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unpriced_turns: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl RunTotals {
+    /// The run's cost when every turn of it had a price.
+    pub fn known_cost(&self) -> Option<f64> {
+        self.cost_usd.filter(|_| self.unpriced_turns == 0)
+    }
 }
 
 /// How a flow hop passed work on.
@@ -724,6 +761,7 @@ mod tests {
             usage: None,
             error: None,
             message: Some(Box::new(Message::assistant("the answer"))),
+            cost_usd: None,
         });
         let copy = e.for_log();
         assert!(matches!(
@@ -798,6 +836,22 @@ mod tests {
                 outcome: Some(CycleOutcome::Completed),
                 iterations: 1,
                 failed: Some("x".into()),
+                totals: None,
+            },
+            EventKind::RunEnded {
+                key: RunKey::team("g"),
+                outcome: Some(CycleOutcome::BudgetExhausted),
+                iterations: 3,
+                failed: None,
+                totals: Some(RunTotals {
+                    duration_ms: 1200,
+                    usage: Usage {
+                        cache_read_tokens: 700,
+                        ..Usage::new(1000, 50)
+                    },
+                    cost_usd: Some(0.0125),
+                    unpriced_turns: 1,
+                }),
             },
             EventKind::Assignment {
                 iteration: 1,
@@ -812,12 +866,10 @@ mod tests {
                 success: false,
                 interrupted: true,
                 duration_ms: 5,
-                usage: Some(Usage {
-                    input_tokens: 1,
-                    output_tokens: 2,
-                }),
+                usage: Some(Usage::new(1, 2)),
                 error: Some("e".into()),
                 message: None,
+                cost_usd: None,
             },
             EventKind::Evaluation {
                 iteration: 2,
@@ -884,6 +936,7 @@ mod tests {
                 status: ExecutionStatus::TimedOut,
                 duration_ms: 5,
                 tokens: 7,
+                cost_usd: Some(0.002),
                 tool_calls: 1,
                 result: Some("half".into()),
                 error: Some("timed out after 1s".into()),

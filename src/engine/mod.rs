@@ -63,6 +63,8 @@ pub struct EngineOptions {
     pub default_budget: RunBudget,
     /// Mode `dispatch`'s guardrails where a group sets none (config.yaml `dispatch:`).
     pub default_dispatch: crate::model::DispatchLimits,
+    /// Models' prices (config.yaml `prices:` over the built-in table): what each turn cost.
+    pub prices: crate::model::PriceBook,
     /// The longest a run waits for a rate or usage limit where its team sets nothing (config.yaml
     /// `rate_limit_wait_secs`; zero: never).
     pub rate_limit_wait: Duration,
@@ -108,6 +110,7 @@ impl Default for EngineOptions {
             tool_result_max_bytes: crate::tools::limits::DEFAULT_RESULT_MAX_BYTES,
             default_budget: RunBudget::default(),
             default_dispatch: crate::model::DispatchLimits::default(),
+            prices: crate::model::PriceBook::default(),
             rate_limit_wait: Duration::from_secs(limits::DEFAULT_RATE_LIMIT_WAIT_SECS),
             repo_context: crate::model::RepoContextSettings::default(),
             skills_dir: None,
@@ -137,6 +140,56 @@ pub enum EngineError {
     },
     #[error("group `{0}` has no interrupted run to resume")]
     NothingToResume(String),
+    /// A cost budget with models whose cost cannot be known: refused before the run starts.
+    #[error(
+        "`{what}` has a cost budget (max_cost_usd {budget}) but no price is known for {models}: give them a price in config.yaml's `prices:` (USD per million tokens, or 0 for a free local model), or run without the cost budget"
+    )]
+    UnpricedModels {
+        what: String,
+        budget: String,
+        models: String,
+    },
+}
+
+impl EngineShared {
+    /// Refuses a cost budget over models whose cost cannot be known (no price, and not a CLI
+    /// agent that reports its own): such a budget could never be enforced.
+    pub(crate) fn check_priced(
+        &self,
+        what: &str,
+        budget: &RunBudget,
+        slugs: &[&str],
+    ) -> Result<(), EngineError> {
+        let Some(max) = budget.max_cost_usd else {
+            return Ok(());
+        };
+        let mut unpriced: Vec<&str> = slugs
+            .iter()
+            .copied()
+            .filter(|slug| self.options.prices.rate(slug).is_none())
+            .filter(|slug| {
+                !self
+                    .providers
+                    .for_slug(slug)
+                    .is_ok_and(|(p, _)| p.capabilities().reports_cost)
+            })
+            .collect();
+        unpriced.sort_unstable();
+        unpriced.dedup();
+        if unpriced.is_empty() {
+            return Ok(());
+        }
+        let quoted: Vec<String> = unpriced.iter().map(|s| format!("`{s}`")).collect();
+        Err(EngineError::UnpricedModels {
+            what: what.to_string(),
+            budget: crate::model::usd_text(max),
+            models: format!(
+                "{} {}",
+                if quoted.len() == 1 { "model" } else { "models" },
+                quoted.join(", ")
+            ),
+        })
+    }
 }
 
 /// Per-run settings that do not change the group itself.
@@ -165,6 +218,8 @@ pub struct RunReport {
     pub final_text: String,
     pub summary: String,
     pub usage: Usage,
+    /// What every turn of the run cost (the evaluator's, a linked run's included).
+    pub cost: crate::model::Cost,
     pub duration: Duration,
     /// Some answer came from the offline simulator.
     pub simulated: bool,
@@ -297,11 +352,27 @@ pub(crate) struct ActiveRun {
     pub key: RunKey,
     pub control: RunControl,
     pub emitter: Emitter,
+    pub started: std::time::Instant,
 }
 
 impl ActiveRun {
     pub fn run_id(&self) -> RunId {
         self.emitter.run_id.clone().unwrap_or_default()
+    }
+
+    /// What the run used so far: its time (less pauses), tokens and money.
+    pub fn totals(&self) -> events::RunTotals {
+        let spent = self.control.spent();
+        events::RunTotals {
+            duration_ms: self
+                .started
+                .elapsed()
+                .saturating_sub(self.control.paused_for())
+                .as_millis() as u64,
+            usage: spent.usage,
+            cost_usd: spent.cost.usd_if_any(),
+            unpriced_turns: spent.cost.unpriced,
+        }
     }
 }
 
@@ -385,6 +456,17 @@ impl Engine {
 
     pub fn org(&self) -> &OrgHandle {
         &self.shared.org
+    }
+
+    /// Refuses (as a run would) a cost budget over models whose cost cannot be known: for a
+    /// front end that checks before it makes a team.
+    pub fn check_cost_budget(
+        &self,
+        what: &str,
+        budget: &RunBudget,
+        models: &[&str],
+    ) -> Result<(), EngineError> {
+        self.shared.check_priced(what, budget, models)
     }
 
     /// What tool calls that ask get in the runs of one group or session (`None`: the engine's
@@ -660,7 +742,8 @@ impl Engine {
         let shared = Arc::clone(&self.shared);
         let group_id = group_id.to_string();
         Ok(sink::batched(async move {
-            let result = modes::run(&shared, &guard.run, &group_id, prompt, &overrides, resume).await;
+            let mut result = modes::run(&shared, &guard.run, &group_id, prompt, &overrides, resume).await;
+            guard.cost_into(&mut result);
             shared
                 .run_finished_hooks(&guard.run, &outcome_word(&result), &answer_of(&result))
                 .await;
@@ -711,7 +794,8 @@ impl Engine {
         let shared = Arc::clone(&self.shared);
         let session_id = session_id.to_string();
         Ok(sink::batched(async move {
-            let result = reflect_session::run(&shared, &guard.run, &session_id, request, resume).await;
+            let mut result = reflect_session::run(&shared, &guard.run, &session_id, request, resume).await;
+            guard.cost_into(&mut result);
             shared
                 .run_finished_hooks(&guard.run, &outcome_word(&result), &answer_of(&result))
                 .await;
@@ -1015,6 +1099,13 @@ impl RunGuard {
         self.end(outcome, iterations, failed);
     }
 
+    /// Puts what the run spent into its report.
+    fn cost_into(&self, result: &mut Result<RunReport, EngineError>) {
+        if let Ok(report) = result {
+            report.cost = self.run.control.spent().cost;
+        }
+    }
+
     fn finish_with(self, result: &Result<RunReport, EngineError>) {
         if let (RunKey::Team { .. }, Ok(report)) = (&self.run.key, result)
             && !report.final_text.trim().is_empty()
@@ -1036,6 +1127,7 @@ impl RunGuard {
             outcome,
             iterations,
             failed,
+            totals: Some(self.run.totals()),
         });
     }
 }
@@ -1098,6 +1190,7 @@ impl EngineShared {
                 run_id: Some(run_id.clone()),
             },
             key,
+            started: std::time::Instant::now(),
         });
         {
             let mut runs = lock(&self.runs);
@@ -1160,6 +1253,14 @@ impl EngineShared {
     /// True once [`Engine::interrupt`] was called.
     pub fn interrupting(&self) -> bool {
         self.interrupted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Adds what a turn used to its run's total (and budget), when the run is going.
+    pub fn count_spent(&self, run_id: &str, spent: budget::Spent) {
+        let run = lock(&self.runs).get(run_id).cloned();
+        if let Some(run) = run {
+            run.control.count_spent(spent, &run.emitter);
+        }
     }
 
     /// Why the engine was interrupted, when that was said.

@@ -13,9 +13,10 @@ use std::time::Instant;
 use chrono::Utc;
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{Evaluation, Message, Mode, ReflectionCycle, Usage};
+use crate::model::{Cost, Evaluation, Message, Mode, ReflectionCycle, Usage};
 use crate::providers::{ChatMessage, TurnRequest};
 
+use super::budget::Spent;
 use super::budget::within_time_limit;
 use super::cycle::{self, CycleContext, CycleLoop, Step};
 use super::events::{EventKind, Phase};
@@ -51,13 +52,21 @@ pub(crate) async fn run(
     resume: bool,
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
-    let (session_name, saved) = shared
+    let (session_name, model, budget, saved) = shared
         .org
         .read(|o| {
-            o.session(session_id)
-                .map(|s| (s.name.clone(), s.reflection.clone()))
+            o.session(session_id).map(|s| {
+                // The session's group's budget (or config.yaml's) holds for its reflection too.
+                let budget = o.group(&s.group_id).map(|g| g.budget).unwrap_or_default();
+                (s.name.clone(), s.model.clone(), budget, s.reflection.clone())
+            })
         })
         .ok_or_else(|| EngineError::NoSuchSession(session_id.to_string()))?;
+    let budget = budget.or(shared.options.default_budget);
+    let models: Vec<&str> = std::iter::once(request.model_override.as_deref().unwrap_or(&model))
+        .chain(request.evaluator_model.as_deref())
+        .collect();
+    shared.check_priced(&session_name, &budget, &models)?;
     let max_iterations = request.max_iterations.max(1);
     let fresh = ReflectionCycle {
         goal: request.goal.clone(),
@@ -125,16 +134,6 @@ pub(crate) async fn run(
         emitter: &active.emitter,
         backoff: shared.options.error_backoff,
     };
-    // The session's group's budget (or config.yaml's) holds for its reflection too.
-    let budget = shared
-        .org
-        .read(|o| {
-            o.session(session_id)
-                .and_then(|s| o.group(&s.group_id))
-                .map(|g| g.budget)
-        })
-        .unwrap_or_default()
-        .or(shared.options.default_budget);
     active.control.set_budget(budget);
     let outcome = within_time_limit(&active.control, &active.emitter, cycle::drive(&mut cycle, &cx)).await;
     cycle.state.duration_ms = started
@@ -171,6 +170,7 @@ pub(crate) async fn run(
             duration: started.elapsed().saturating_sub(active.control.paused_for()),
             simulated: cycle.simulated,
             failed: None,
+            cost: Default::default(),
         });
     }
     cycle::conclude(&mut cycle.state, outcome);
@@ -204,6 +204,7 @@ pub(crate) async fn run(
         final_text: strip_sentinel_lines(&cycle.last_answer),
         summary,
         usage: cycle.state.usage,
+        cost: crate::model::Cost::default(),
         duration: started.elapsed().saturating_sub(active.control.paused_for()),
         simulated: cycle.simulated,
         failed: None,
@@ -292,6 +293,14 @@ impl CycleLoop for SessionCycle<'_> {
                 if let Some(u) = used {
                     self.state.usage.add(u);
                     self.active.control.count_tokens(u, &self.active.emitter);
+                }
+                // The evaluator has no session: its call is counted here, not by a turn.
+                if verdict.is_ok() || used.is_some() {
+                    let spent = Spent {
+                        usage: used.unwrap_or_default(),
+                        cost: Cost::of_turn(used.and_then(|u| self.shared.options.prices.cost(&model, &u))),
+                    };
+                    self.active.control.count_spent(spent, &self.active.emitter);
                 }
                 match verdict {
                     Ok(PassFail::Pass) => (1.0, true, "PASS".to_string()),

@@ -400,6 +400,7 @@ impl<'a> Run<'a> {
             final_text,
             summary,
             usage: self.usage,
+            cost: crate::model::Cost::default(),
             duration: self.active_time(),
             simulated: self.simulated,
             failed: None,

@@ -14,13 +14,14 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::hooks::HookEvent;
-use crate::model::{AgentSession, Message, MessageRole, Role, ToolChoice, ToolResultInfo, Usage};
+use crate::model::{AgentSession, Cost, Message, MessageRole, Role, ToolChoice, ToolResultInfo, Usage};
 use crate::providers::{ChatMessage, ChatRole, ErrorKind, TurnRequest};
 use crate::tools::Offer;
 use crate::tools::limits::{result_line, rounds_exhausted_note};
 
 use super::EngineShared;
 use super::agent_steps::{AgentRecorder, StepContext};
+use super::budget::Spent;
 pub use super::chat_history::chat_history;
 use super::events::{EngineEvent, EventKind, ExecutionTag, RunId};
 use super::guard::Guard;
@@ -37,6 +38,14 @@ fn sum_usage(total: Option<Usage>, more: Option<Usage>) -> Option<Usage> {
         }
     }
 }
+
+/// How a turn's model → tools → model loop ended: the final answer (or the failure), the
+/// messages stored on the way, and what its requests cost (`None`: unknown).
+type LoopEnd = (
+    Result<crate::providers::TurnOutput, crate::providers::ProviderError>,
+    Vec<Message>,
+    Option<f64>,
+);
 
 /// How much earlier conversation a turn carries (the newest part is kept).
 const HISTORY_MAX_CHARS: usize = 120_000;
@@ -121,7 +130,9 @@ pub struct TurnResult {
     pub duration: Duration,
     pub simulated: bool,
     pub model: String,
-    /// What the turn cost, when the provider said (a CLI agent's `total_cost_usd`).
+    /// What the turn cost in US dollars: a CLI agent's own figure (`total_cost_usd`), else
+    /// its tokens at its model's prices (each request priced on its own). `None`: unknown (no
+    /// price for the model, or no token counts).
     pub cost_usd: Option<f64>,
     /// Tool calls the model made during the turn.
     pub tool_calls: u32,
@@ -179,6 +190,14 @@ pub(crate) struct SessionState {
     /// `drop_unsendable`): a window counts exchanges from the conversation's start, so that
     /// dropping what is held changes nothing that is sent.
     dropped_exchanges: usize,
+    /// Where what turns sent the whole conversation were last sent starts (an index into
+    /// `history`). It stays put from turn to turn, so a session's requests begin with the same
+    /// messages (what a prompt cache reads back), and moves only when what it would send
+    /// outgrows the limits: then far enough to hold half of them, so it stays put again for a
+    /// while (see [`sticky_start`]).
+    window: usize,
+    /// The same for turns sent only their run.
+    run_window: usize,
     /// The transcript ends with a mark taking back its last exchange (regenerate, edit and
     /// send again): the next prompt asks it again, sent the instructions it was sent then.
     asking_again: bool,
@@ -193,13 +212,15 @@ impl SessionState {
         self.dropped = 0;
         self.instructions = None;
         self.dropped_exchanges = 0;
+        self.window = 0;
+        self.run_window = 0;
         self.asking_again = false;
     }
 
-    /// Drops the part of the history no turn can be sent any more (older than what
-    /// [`bounded_history`] keeps), so what a session holds in memory stays about one window
-    /// however long it talks; the transcript on disk keeps everything. Done once the history is
-    /// half a window past it (`now`: at once), so a turn seldom pays for it.
+    /// Drops the part of the history no turn can be sent any more (older than the newest part
+    /// that fits the limits), so what a session holds in memory stays about one window however
+    /// long it talks; the transcript on disk keeps everything. Done once the history is half a
+    /// window past the limits (`now`: at once), so a turn seldom pays for it.
     fn drop_unsendable(&mut self, now: bool) {
         let Some(history) = &mut self.history else {
             return;
@@ -210,6 +231,8 @@ impl SessionState {
         if !due {
             return;
         }
+        // Nothing before the newest part that fits the limits is sent again: a window's start
+        // before it does not fit, so it moves on past it (see `visible`).
         let dropped = window_start(history);
         if dropped == 0 {
             return;
@@ -223,6 +246,8 @@ impl SessionState {
         if let Some((_, start)) = &mut self.run_start {
             *start = start.saturating_sub(dropped);
         }
+        self.window = self.window.saturating_sub(dropped);
+        self.run_window = self.run_window.saturating_sub(dropped);
     }
 
     /// Folds all but the last `kept` messages of the history into `summary` (a compaction):
@@ -236,9 +261,13 @@ impl SessionState {
         let cut = super::compaction::fold(history, kept, summary);
         self.dropped_exchanges += users_before.saturating_sub(users(history));
         self.dropped += cut.saturating_sub(2);
+        let moved = |at: usize| if at < cut { 0 } else { at + 2 - cut };
         if let Some((_, start)) = &mut self.run_start {
-            *start = if *start < cut { 0 } else { *start + 2 - cut };
+            *start = moved(*start);
         }
+        // The summary is where what is sent starts now: a new prefix for the prompt cache.
+        self.window = moved(self.window);
+        self.run_window = moved(self.run_window);
     }
 
     /// What a turn is sent of the history: everything since the conversation began, or with
@@ -273,12 +302,40 @@ impl SessionState {
                 .iter()
                 .filter(|m| m.role == ChatRole::User)
                 .count();
-        let history = &history[start..];
-        match window {
-            Some(window) => bounded_history(stable_window(history, window, before)),
-            None => bounded_history(history),
-        }
+        let shown = match window {
+            Some(window) => stable_window(&history[start..], window, before).len(),
+            None => history.len() - start,
+        };
+        let whole = run_id.is_none() || !from_run_start;
+        let kept = if whole {
+            &mut self.window
+        } else {
+            &mut self.run_window
+        };
+        let from = sticky_start(history, *kept, history.len() - shown);
+        *kept = from;
+        history[from..].to_vec()
     }
+}
+
+/// Where what a turn is sent starts: at `kept` (where the previous turn's started) while what
+/// follows it is within the limits and no earlier than `earliest` (a window's or a run's
+/// start); else the newest half of the limits from there on. Always on a user message (a tool
+/// exchange is never cut in half). A prefix that stays put is what a prompt cache reads back.
+fn sticky_start(history: &[ChatMessage], kept: usize, earliest: usize) -> usize {
+    let from = kept.clamp(earliest, history.len());
+    let rest = &history[from..];
+    let fits = rest.iter().map(message_chars).sum::<usize>() <= HISTORY_MAX_CHARS
+        && rest.iter().filter(|m| m.role != ChatRole::Tool).count() <= HISTORY_MAX_MESSAGES;
+    let from = if fits {
+        from
+    } else {
+        from + newest_start(rest, HISTORY_MAX_CHARS / 2, HISTORY_MAX_MESSAGES / 2)
+    };
+    history[from..]
+        .iter()
+        .position(|m| m.role == ChatRole::User)
+        .map_or(history.len(), |i| from + i)
 }
 
 /// The newest exchanges of `history` (an exchange: a user message and what followed it) when
@@ -566,6 +623,9 @@ impl Actor<'_> {
                 options.window,
             )
         };
+        // Later turns send the prompt as the history keeps it: in other words when that is
+        // shorter (a compact form, attachments named instead of included).
+        let reworded_prompt = (sent != user.history_text()).then_some(messages.len());
         messages.push(ChatMessage::user(sent.as_str()));
         self.shared.writer.append(self.session_id, user.clone());
         self.emit(
@@ -602,6 +662,8 @@ impl Actor<'_> {
                     messages,
                     working_dir: info.working_dir.clone(),
                     turn_timeout: options.timeout,
+                    cache_key: Some(self.session_id.to_string()),
+                    reworded_prompt,
                     ..TurnRequest::default()
                 };
                 let extras = LoopExtras {
@@ -618,9 +680,9 @@ impl Actor<'_> {
                 )
                 .await
             }
-            Err(e) => (Err(e), Vec::new()),
+            Err(e) => (Err(e), Vec::new(), None),
         };
-        let (outcome, steps) = outcome;
+        let (outcome, steps, cost_usd) = outcome;
         let tool_calls = steps.iter().map(|m| m.tool_calls.len() as u32).sum();
         let result = match outcome {
             Ok(out) => TurnResult {
@@ -636,7 +698,7 @@ impl Actor<'_> {
                 duration: started.elapsed(),
                 simulated: out.simulated,
                 model: slug.clone(),
-                cost_usd: out.agent.as_ref().and_then(|a| a.cost_usd),
+                cost_usd: out.agent.as_ref().and_then(|a| a.cost_usd).or(cost_usd),
                 tool_calls,
             },
             Err(e) => TurnResult {
@@ -732,6 +794,7 @@ impl Actor<'_> {
                 duration_ms: duration.as_millis() as u64,
                 usage: answer.usage,
                 error: None,
+                cost_usd: result.cost_usd,
                 message: Some(Box::new(answer)),
             },
         );
@@ -1012,10 +1075,10 @@ impl Actor<'_> {
         provider: &dyn crate::providers::Provider,
         request: &mut TurnRequest,
         extras: LoopExtras,
-    ) -> (
-        Result<crate::providers::TurnOutput, crate::providers::ProviderError>,
-        Vec<Message>,
-    ) {
+    ) -> LoopEnd {
+        // What the model's tokens cost (each request's usage is priced as it comes).
+        let slug = options.model_override.as_deref().unwrap_or(&info.model);
+        let rate = self.shared.options.prices.rate(slug);
         let capabilities = provider.capabilities();
         if capabilities.local_process {
             // The program runs confined; a required sandbox that is missing starts nothing.
@@ -1037,7 +1100,7 @@ impl Actor<'_> {
                     provider.name(),
                     format!("provider `{}`: {e}", provider.name()),
                 );
-                return (Err(error), Vec::new());
+                return (Err(error), Vec::new(), None);
             }
             request.sandbox = Some(sandbox.clone());
         }
@@ -1151,6 +1214,8 @@ impl Actor<'_> {
             last.content = format!("{extra}\n\n{}", last.content).into();
         }
         let mut usage: Option<Usage> = None;
+        // Each request is priced on its own (a long prompt may be dearer per token).
+        let mut cost = Some(0.0);
         let mut rounds = 0u32;
         // The model that took the turn over when the session's met a limit.
         let mut fallback: Option<Arc<dyn crate::providers::Provider>> = None;
@@ -1224,14 +1289,18 @@ impl Actor<'_> {
                             ),
                         );
                     }
-                    return (Err(e), steps);
+                    return (Err(e), steps, None);
                 }
             };
             usage = sum_usage(usage, out.usage);
+            cost = match (cost, rate, out.usage) {
+                (Some(so_far), Some(rate), Some(u)) => Some(so_far + rate.cost(&u)),
+                _ => None,
+            };
             if out.tool_calls.is_empty() || rounds >= max_rounds || request.tools.is_empty() || concluding {
                 out.usage = usage;
                 out.tool_calls.clear();
-                return (Ok(out), steps);
+                return (Ok(out), steps, cost);
             }
             rounds += 1;
             let calls = std::mem::take(&mut out.tool_calls);
@@ -1304,6 +1373,7 @@ impl Actor<'_> {
                 return (
                     Err(crate::providers::ProviderError::cancelled(provider.name())),
                     steps,
+                    None,
                 );
             }
             if round.ends_turn {
@@ -1314,7 +1384,7 @@ impl Actor<'_> {
                     out.text = answer;
                 }
                 out.usage = usage;
-                return (Ok(out), steps);
+                return (Ok(out), steps, cost);
             }
         }
     }
@@ -1497,19 +1567,31 @@ impl Actor<'_> {
             .chain(std::iter::once(&answer));
         let added = chat_history(turn);
         self.history().extend(added);
+        // Only the newest part is ever sent; the transcript on disk keeps everything.
         self.state.drop_unsendable(false);
         written.await;
-        if let Some(usage) = result.usage {
+        // A turn that failed without a word of usage is not counted (nothing says it was
+        // billed); one that answered without a cost was not priced.
+        let spent = (result.success || result.usage.is_some()).then(|| Spent {
+            usage: result.usage.unwrap_or_default(),
+            cost: Cost::of_turn(result.cost_usd),
+        });
+        if let Some(spent) = spent {
             let id = self.session_id;
             self.shared.org.update(|org| {
                 let group_id = org.session_mut(id).map(|s| {
-                    s.usage.add(usage);
+                    s.usage.add(spent.usage);
+                    s.cost.add(spent.cost);
                     s.group_id.clone()
                 });
                 if let Some(g) = group_id.and_then(|gid| org.group_mut(&gid)) {
-                    g.usage.add(usage);
+                    g.usage.add(spent.usage);
+                    g.cost.add(spent.cost);
                 }
             });
+            if let Some(run_id) = &options.run_id {
+                self.shared.count_spent(run_id, spent);
+            }
         }
         self.emit(
             info,
@@ -1522,6 +1604,7 @@ impl Actor<'_> {
                 interrupted: result.interrupted,
                 duration_ms: result.duration.as_millis() as u64,
                 usage: result.usage,
+                cost_usd: result.cost_usd,
                 error: result.error.clone(),
                 message: Some(Box::new(answer)),
             },
@@ -1569,15 +1652,15 @@ fn recorded_instructions(messages: &[Message]) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The newest part of the conversation that fits the budget, starting on a user message (so
-/// a tool exchange is never cut in half). Tool results count toward the size, not the count.
-fn bounded_history(history: &[ChatMessage]) -> Vec<ChatMessage> {
-    history[window_start(history)..].to_vec()
+/// A message's size toward the history's limit.
+fn message_chars(m: &ChatMessage) -> usize {
+    m.content.len() + m.tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>()
 }
 
-/// Where [`bounded_history`] starts. A turn is never sent anything older: a suffix of the
-/// history (what a turn that sees only its run gets) starts there or later.
-fn window_start(history: &[ChatMessage]) -> usize {
+/// Where the newest part of the conversation within `max_chars` and `max_messages` starts:
+/// on a user message (so a tool exchange is never cut in half). Tool results count toward the
+/// size, not the count.
+fn newest_start(history: &[ChatMessage], max_chars: usize, max_messages: usize) -> usize {
     let mut total = 0;
     let mut count = 0;
     let mut start = history.len();
@@ -1586,7 +1669,7 @@ fn window_start(history: &[ChatMessage]) -> usize {
         if m.role != ChatRole::Tool {
             count += 1;
         }
-        if total > HISTORY_MAX_CHARS || count > HISTORY_MAX_MESSAGES {
+        if total > max_chars || count > max_messages {
             break;
         }
         if m.role == ChatRole::User {
@@ -1596,9 +1679,16 @@ fn window_start(history: &[ChatMessage]) -> usize {
     start
 }
 
-/// What a message counts toward [`HISTORY_MAX_CHARS`].
-fn message_chars(m: &ChatMessage) -> usize {
-    m.content.len() + m.tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>()
+/// Where the newest part of the conversation that fits the limits starts (see
+/// [`newest_start`]).
+fn window_start(history: &[ChatMessage]) -> usize {
+    newest_start(history, HISTORY_MAX_CHARS, HISTORY_MAX_MESSAGES)
+}
+
+/// The newest part of the conversation that fits the limits, starting on a user message.
+#[cfg(test)]
+fn bounded_history(history: &[ChatMessage]) -> Vec<ChatMessage> {
+    history[window_start(history)..].to_vec()
 }
 
 #[cfg(test)]
@@ -1698,7 +1788,37 @@ mod tests {
     }
 
     #[test]
-    fn a_long_session_holds_about_one_window_and_every_turn_sees_the_same() {
+    fn a_run_only_turn_leaves_the_whole_conversation_for_the_next_whole_turn() {
+        let mut state = SessionState::default();
+        let say = |state: &mut SessionState, k: usize| {
+            let history = state.history.get_or_insert_with(Vec::new);
+            history.push(ChatMessage::user(format!("q{k}")));
+            history.push(ChatMessage::assistant(format!("a{k}")));
+        };
+        for k in 0..5 {
+            say(&mut state, k);
+        }
+        assert_eq!(state.visible(None, false, None, None).len(), 10);
+        let run: RunId = "run-1".into();
+        assert!(
+            state.visible(Some(&run), true, None, None).is_empty(),
+            "the run starts now"
+        );
+        say(&mut state, 5);
+        assert_eq!(
+            state.visible(Some(&run), true, None, None).len(),
+            2,
+            "the run's turn"
+        );
+        assert_eq!(
+            state.visible(None, false, None, None).len(),
+            12,
+            "everything, as before the run"
+        );
+    }
+
+    #[test]
+    fn a_long_session_holds_about_one_window_and_every_turn_sees_its_newest_part() {
         // Long answers, as an orchestrator's syntheses are: the count limit is never reached,
         // the size limit is; a run's turns see only their run.
         let mut state = SessionState::default();
@@ -1725,20 +1845,24 @@ mod tests {
                 chars <= HISTORY_MAX_CHARS * 3 / 2 + 20_100,
                 "turn {k}: {chars} chars held"
             );
-            assert_eq!(
-                state.visible(None, false, None, None),
-                bounded_history(&all),
-                "turn {k}: the same as with everything held"
-            );
+            // What is sent is the end of what was said, within the limits (where its start
+            // stays put for the prompt cache, it may be shorter than the newest part that
+            // fits), from a user message on.
+            let within = |sent: &[ChatMessage], of: &[ChatMessage]| {
+                !sent.is_empty()
+                    && sent[0].role == ChatRole::User
+                    && sent.len() <= bounded_history(of).len()
+                    && sent[..] == of[of.len() - sent.len()..]
+            };
+            let sent = state.visible(None, false, None, None);
+            assert!(within(&sent, &all), "turn {k}");
             // A window of exchanges too (its cuts are counted from the conversation's start).
-            assert_eq!(
-                state.visible(None, false, None, Some(8)),
-                bounded_history(stable_window(&all, 8, 0)),
-                "turn {k}: the same window as with everything held"
-            );
+            let sent = state.visible(None, false, None, Some(8));
+            assert!(within(&sent, stable_window(&all, 8, 0)), "turn {k}: the window");
         }
         let from_run = state.visible(Some(&run), true, None, None);
-        assert_eq!(from_run, bounded_history(&all[500..]));
+        assert!(from_run.len() <= bounded_history(&all[500..]).len());
+        assert_eq!(from_run[..], all[all.len() - from_run.len()..]);
         assert_eq!(&*from_run.last().unwrap().content, &*all.last().unwrap().content);
     }
 

@@ -210,6 +210,20 @@ impl Team {
 
     /// Why the team cannot run in its mode, if it cannot (what every mode asks; a mode's own
     /// settings are checked by its file when its run starts).
+    /// Every model the run's turns use (the run's `--model` instead of each member's own).
+    pub fn models(&self) -> Vec<&str> {
+        if let Some(model) = &self.model_override {
+            return vec![model.as_str()];
+        }
+        self.orchestrator
+            .iter()
+            .chain(&self.workers)
+            .chain(&self.evaluator)
+            .chain(&self.participants)
+            .map(|m| m.model.as_str())
+            .collect()
+    }
+
     pub fn check_runnable(&self) -> Result<(), EngineError> {
         let not_runnable = |reason: &str| self.not_runnable(reason);
         if self.participants.is_empty() && !self.mode.spec().has_orchestrator {

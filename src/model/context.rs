@@ -133,10 +133,7 @@ mod tests {
     #[test]
     fn the_estimate_starts_from_the_last_reported_count() {
         let mut answer = Message::assistant("a".repeat(40));
-        answer.usage = Some(Usage {
-            input_tokens: 1_000,
-            output_tokens: 10,
-        });
+        answer.usage = Some(Usage::new(1_000, 10));
         let messages = vec![
             Message::user("q".repeat(400)),
             answer,

@@ -7,22 +7,57 @@ use super::MessageRole;
 use super::tool::{ToolCall, ToolResultInfo};
 
 /// Token counts reported by a provider (absent when the server gives none).
+///
+/// `input_tokens` is every token of the prompt, cached or not (what the context holds);
+/// `cache_read_tokens` and `cache_write_tokens` are the parts of it read from and written to
+/// the provider's prompt cache (they are priced apart). Anthropic reports its uncached input
+/// without the cached parts; its client adds them up, so the meaning is the same for every
+/// provider.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Input tokens read from the prompt cache (a part of `input_tokens`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cache_read_tokens: u64,
+    /// Input tokens written to the prompt cache (a part of `input_tokens`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
+    /// Input and output tokens, nothing cached.
+    pub const fn new(input_tokens: u64, output_tokens: u64) -> Usage {
+        Usage {
+            input_tokens,
+            output_tokens,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+        }
+    }
+
     // Counts come from servers and files: saturate rather than overflow.
     pub fn total(&self) -> u64 {
         self.input_tokens.saturating_add(self.output_tokens)
     }
 
+    /// Input tokens neither read from nor written to the cache (billed at the input price).
+    pub fn uncached_input(&self) -> u64 {
+        self.input_tokens
+            .saturating_sub(self.cache_read_tokens)
+            .saturating_sub(self.cache_write_tokens)
+    }
+
     pub fn add(&mut self, other: Usage) {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_read_tokens = self.cache_read_tokens.saturating_add(other.cache_read_tokens);
+        self.cache_write_tokens = self.cache_write_tokens.saturating_add(other.cache_write_tokens);
     }
 
     /// What was used since `earlier` (a running total taken before).
@@ -30,6 +65,8 @@ impl Usage {
         Usage {
             input_tokens: self.input_tokens.saturating_sub(earlier.input_tokens),
             output_tokens: self.output_tokens.saturating_sub(earlier.output_tokens),
+            cache_read_tokens: self.cache_read_tokens.saturating_sub(earlier.cache_read_tokens),
+            cache_write_tokens: self.cache_write_tokens.saturating_sub(earlier.cache_write_tokens),
         }
     }
 }
@@ -241,24 +278,11 @@ mod tests {
 
     #[test]
     fn usage_saturates_instead_of_overflowing() {
-        let mut u = Usage {
-            input_tokens: u64::MAX,
-            output_tokens: 5,
-        };
+        let mut u = Usage::new(u64::MAX, 5);
         assert_eq!(u.total(), u64::MAX);
-        u.add(Usage {
-            input_tokens: 1,
-            output_tokens: 1,
-        });
+        u.add(Usage::new(1, 1));
         assert_eq!(u.input_tokens, u64::MAX);
-        assert_eq!(
-            u.since(Usage {
-                input_tokens: 0,
-                output_tokens: 9
-            })
-            .output_tokens,
-            0
-        );
+        assert_eq!(u.since(Usage::new(0, 9)).output_tokens, 0);
     }
 
     #[test]

@@ -4,9 +4,11 @@
 pub mod agent;
 mod budget;
 pub mod context;
+pub mod cost;
 pub mod dispatch;
 mod enums;
 pub mod flow;
+pub mod forecast;
 pub mod limits;
 mod message;
 pub mod modes;
@@ -22,7 +24,8 @@ mod tool;
 mod worktree;
 
 pub use agent::{AgentFormat, AgentKind, AgentSession};
-pub use budget::{BudgetError, BudgetExceeded, BudgetLimit, RunBudget};
+pub use budget::{BudgetError, BudgetExceeded, BudgetLimit, RunBudget, micro_usd, usd_text};
+pub use cost::{Cost, Price, PriceBook, Rate};
 pub use dispatch::{
     BroadcastKind, DeliberationState, DispatchLimits, ExecutionKind, ExecutionStatus, LoggedBroadcast,
     SeatPlace, SeatRecord, TeamLimits,

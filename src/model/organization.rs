@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     AgentSession, DEFAULT_MAX_ITERATIONS, FlowLinks, GroupKind, Memory, Mode, ModeSettings, ModeState, Role,
-    RunBudget, Usage, Worktree, WorktreeStrategy,
+    RunBudget, Usage, Worktree, WorktreeStrategy, cost::Cost,
 };
 
 /// An evaluator's settings kept while it is switched off.
@@ -110,6 +110,9 @@ pub struct Group {
     /// Tokens used by the group's sessions, rolled up.
     #[serde(default)]
     pub usage: Usage,
+    /// What the group's sessions' turns cost, rolled up.
+    #[serde(default, skip_serializing_if = "Cost::is_zero")]
+    pub cost: Cost,
     /// Messages the user sent while a run was ending, given to the next run (never dropped).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_messages: Vec<String>,
@@ -185,6 +188,7 @@ impl Group {
             legacy_evaluator_name: None,
             source_preset: None,
             usage: Usage::default(),
+            cost: Cost::default(),
             pending_messages: Vec::new(),
             worktrees: WorktreeStrategy::Shared,
             member_slug: None,
@@ -249,6 +253,9 @@ pub struct Session {
     pub member_role: Option<String>,
     #[serde(default)]
     pub usage: Usage,
+    /// What the session's turns cost, rolled up.
+    #[serde(default, skip_serializing_if = "Cost::is_zero")]
+    pub cost: Cost,
     /// The MCP servers whose tools this session may call (config.yaml `mcp_servers:` names).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
@@ -310,6 +317,7 @@ impl Session {
             display_name: None,
             member_role: None,
             usage: Usage::default(),
+            cost: Cost::default(),
             tools: Vec::new(),
             max_tool_rounds: None,
             agent_session: None,

@@ -25,6 +25,9 @@ pub struct Preset {
     /// The tokens a run may use (the group's `budget`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_budget: Option<u64>,
+    /// The US dollars a run may spend (the group's `budget`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub orchestrator: Option<PresetAgent>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -155,6 +158,7 @@ impl Preset {
         RunBudget {
             max_duration_secs: self.max_duration_secs,
             token_budget: self.token_budget,
+            max_cost_usd: self.max_cost_usd,
         }
     }
 }

@@ -23,7 +23,7 @@ pub use crate::naming::team_slug;
 /// Creates a `team` group from `preset` in `org` (with its orchestrator, workers and evaluator)
 /// and returns its id. Models left to the default get `config`'s default model.
 /// `<tier>:<name>`: how a team records the preset it came from.
-fn source_preset_of(preset: &Preset) -> String {
+pub fn source_preset_of(preset: &Preset) -> String {
     format!("{}:{}", preset.tier.map_or("user", |t| t.as_str()), preset.name)
 }
 
@@ -241,6 +241,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         worker_timeout_secs: Some(group.worker_timeout_secs),
         max_duration_secs: group.budget.max_duration_secs,
         token_budget: group.budget.token_budget,
+        max_cost_usd: group.budget.max_cost_usd,
         orchestrator,
         evaluator,
         workers,

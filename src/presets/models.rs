@@ -78,6 +78,24 @@ pub fn resolved(model: Option<&str>, config: &Config) -> String {
     model.map_or_else(|| config.default_model(), str::to_string)
 }
 
+/// The models a team made from `preset` runs on (each member's, in the preset's order; the
+/// evaluator's only where the mode has one).
+pub fn preset_models(preset: &Preset, config: &Config) -> Vec<String> {
+    let orchestrator = preset.orchestrator.as_ref().map(|o| o.model.as_deref());
+    let workers = preset.workers.iter().map(|w| w.model.as_deref());
+    let evaluator = preset
+        .evaluator
+        .as_ref()
+        .filter(|_| preset.mode.spec().has_evaluator)
+        .map(|e| e.model.as_deref());
+    orchestrator
+        .into_iter()
+        .chain(workers)
+        .chain(evaluator)
+        .map(|m| resolved(m, config))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

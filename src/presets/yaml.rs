@@ -631,6 +631,16 @@ routing_context: "optional: given to the orchestrator when planning"
         assert_eq!(p.budget().token_budget, Some(50000));
         let again = parse(&preset_to_yaml(&p).unwrap()).unwrap();
         assert_eq!(again.budget(), p.budget());
+        let p = parse("name: X\nmode: broadcast\nmax_cost_usd: 2.5\nworkers: [{name: a}]\n").unwrap();
+        assert_eq!(p.budget().max_cost_usd, Some(2.5));
+        assert_eq!(parse(&preset_to_yaml(&p).unwrap()).unwrap().budget(), p.budget());
+        let e = parse("name: X\nmode: broadcast\nmax_cost_usd: 0\nworkers: [{name: a}]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("/p/team.yaml line 3: max_cost_usd: must be a positive amount (US dollars)"),
+            "{e}"
+        );
     }
 
     #[test]

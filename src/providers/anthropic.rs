@@ -49,6 +49,16 @@ fn v1_base(base_url: Option<&str>) -> String {
 pub struct AnthropicProvider {
     endpoint: Endpoint,
     max_tokens: u32,
+    /// Mark the stable prefix of each request for the prompt cache (config `prompt_caching`).
+    caching: bool,
+}
+
+/// Most cache breakpoints a request may carry (the API refuses more).
+pub const MAX_CACHE_BREAKPOINTS: usize = 4;
+
+/// What marks a block as the end of a prefix to cache (5 minutes, refreshed on each hit).
+fn cache_mark() -> serde_json::Value {
+    json!({"type": "ephemeral"})
 }
 
 impl AnthropicProvider {
@@ -56,6 +66,7 @@ impl AnthropicProvider {
         Ok(AnthropicProvider {
             endpoint: Endpoint::new(cfg, messages_url(cfg.base_url.as_deref()), options)?,
             max_tokens: cfg.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            caching: cfg.prompt_caching,
         })
     }
 
@@ -64,10 +75,28 @@ impl AnthropicProvider {
     /// one role are merged into one turn (the API wants user and assistant to alternate). Only
     /// a request that declares tools carries them: without, the history's calls and results are
     /// plain text (the API refuses tool blocks without the tools' definitions).
+    ///
+    /// With prompt caching on, the stable prefix is marked for the cache (`cache_control`, at
+    /// most [`MAX_CACHE_BREAKPOINTS`]): the last tool, the system prompt, the end of the
+    /// conversation before the newest turn and the end of the newest turn (which the next
+    /// request of the session starts with). A newest prompt that later requests send in other
+    /// words (`reworded_prompt`) is not a prefix of theirs: then the end of what precedes it is
+    /// marked, and the request's end only once a tool round follows it (the next round sends
+    /// it again). Every turn's content is then a list of blocks, so a message reads the same
+    /// whether or not it carries a mark: the prefix the next request sends is byte for byte
+    /// the one this one cached (less the marks, which are not content).
     pub fn request_body(&self, req: &TurnRequest) -> serde_json::Value {
         let with_tools = !req.tools.is_empty();
         let mut turns: Vec<(&'static str, Vec<serde_json::Value>)> = Vec::new();
-        for m in &req.messages {
+        let reworded = req.reworded_prompt.filter(|_| self.caching);
+        for (i, m) in req.messages.iter().enumerate() {
+            if reworded == Some(i)
+                && let Some(block) = turns.last_mut().and_then(|(_, blocks)| blocks.last_mut())
+                && !blank_text(block)
+            {
+                // The end of what later requests send again.
+                block["cache_control"] = cache_mark();
+            }
             let (role, blocks) = match m.role {
                 ChatRole::User => ("user", vec![text_block(&m.content)]),
                 ChatRole::Assistant if with_tools && !m.tool_calls.is_empty() => {
@@ -96,10 +125,37 @@ impl AnthropicProvider {
                 _ => turns.push((role, blocks)),
             }
         }
-        let messages: Vec<_> = turns
+        let mut messages: Vec<_> = turns
             .into_iter()
-            .map(|(role, blocks)| json!({"role": role, "content": turn_content(blocks)}))
+            .map(|(role, blocks)| {
+                let content = if self.caching {
+                    turn_blocks(blocks)
+                } else {
+                    turn_content(blocks)
+                };
+                json!({"role": role, "content": content})
+            })
             .collect();
+        if self.caching {
+            let last = messages.len();
+            match reworded {
+                // What precedes the prompt is marked above; the request's end once a tool
+                // round follows the prompt.
+                Some(prompt) => {
+                    if prompt + 1 < req.messages.len()
+                        && let Some(i) = last.checked_sub(1)
+                    {
+                        mark_last_block(&mut messages[i]["content"]);
+                    }
+                }
+                // The newest turn's end, then the end of the conversation before it.
+                None => {
+                    for i in [last.checked_sub(1), last.checked_sub(2)].into_iter().flatten() {
+                        mark_last_block(&mut messages[i]["content"]);
+                    }
+                }
+            }
+        }
         let mut body = json!({
             "model": req.model,
             "max_tokens": self.max_tokens,
@@ -107,16 +163,25 @@ impl AnthropicProvider {
             "messages": messages,
         });
         if let Some(system) = &req.system {
-            body["system"] = json!(system);
+            body["system"] = if self.caching && !system.trim().is_empty() {
+                json!([{"type": "text", "text": system, "cache_control": cache_mark()}])
+            } else {
+                json!(system)
+            };
         }
         if with_tools {
-            let tools: Vec<_> = req
+            let mut tools: Vec<_> = req
                 .tools
                 .iter()
                 .map(
                     |t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}),
                 )
                 .collect();
+            if self.caching
+                && let Some(last) = tools.last_mut()
+            {
+                last["cache_control"] = cache_mark();
+            }
             body["tools"] = json!(tools);
             body["tool_choice"] = match req.tool_choice {
                 ToolChoice::Auto => json!({"type": "auto"}),
@@ -208,6 +273,34 @@ fn turn_content(blocks: Vec<serde_json::Value>) -> serde_json::Value {
     }
 }
 
+/// A turn's content as a list of blocks, less blank text blocks (which the API refuses); a
+/// turn with nothing else keeps one.
+fn turn_blocks(blocks: Vec<serde_json::Value>) -> serde_json::Value {
+    let blank =
+        |b: &serde_json::Value| b["type"] == "text" && b["text"].as_str().is_none_or(|t| t.trim().is_empty());
+    let kept: Vec<_> = blocks.iter().filter(|b| !blank(b)).cloned().collect();
+    if kept.is_empty() {
+        serde_json::Value::Array(blocks.into_iter().take(1).collect())
+    } else {
+        serde_json::Value::Array(kept)
+    }
+}
+
+/// Marks the last block of a turn's content as the end of a prefix to cache (a blank text
+/// block cannot carry a mark: then none).
+fn mark_last_block(content: &mut serde_json::Value) {
+    if let Some(last) = content.as_array_mut().and_then(|blocks| blocks.last_mut())
+        && !blank_text(last)
+    {
+        last["cache_control"] = cache_mark();
+    }
+}
+
+/// A text block with nothing but white space (the API refuses it, and a mark on it).
+fn blank_text(block: &serde_json::Value) -> bool {
+    block["type"] == "text" && block["text"].as_str().is_none_or(|t| t.trim().is_empty())
+}
+
 /// A stored call's arguments as the object `tool_use.input` must be (`{}` when they are not
 /// one: the model sent invalid JSON, and was told so in the result).
 fn input_object(arguments: &str) -> serde_json::Value {
@@ -217,12 +310,18 @@ fn input_object(arguments: &str) -> serde_json::Value {
     }
 }
 
+/// Anthropic's counts: `input_tokens` is the input that was neither read from nor written to
+/// the prompt cache; the two cache counts come besides it.
 #[derive(Deserialize, Default)]
 struct WireUsage {
     #[serde(default)]
     input_tokens: Option<u64>,
     #[serde(default)]
     output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -310,6 +409,8 @@ pub struct AnthropicDecoder {
     stop_reason: Option<String>,
     input_tokens: u64,
     output_tokens: u64,
+    cache_write_tokens: u64,
+    cache_read_tokens: u64,
     saw_usage: bool,
     /// `tool_use` blocks by content index, their `input_json_delta` pieces concatenated.
     calls: CallAssembler,
@@ -410,7 +511,16 @@ impl AnthropicDecoder {
         if let Some(o) = u.output_tokens.filter(|&n| n > 0) {
             self.output_tokens = o;
         }
-        self.saw_usage |= u.input_tokens.is_some() || u.output_tokens.is_some();
+        if let Some(w) = u.cache_creation_input_tokens.filter(|&n| n > 0) {
+            self.cache_write_tokens = w;
+        }
+        if let Some(r) = u.cache_read_input_tokens.filter(|&n| n > 0) {
+            self.cache_read_tokens = r;
+        }
+        self.saw_usage |= u.input_tokens.is_some()
+            || u.output_tokens.is_some()
+            || u.cache_creation_input_tokens.is_some()
+            || u.cache_read_input_tokens.is_some();
     }
 
     fn start_tool_use(&mut self, index: u64, block: ContentBlock) {
@@ -438,10 +548,16 @@ impl AnthropicDecoder {
         calls
     }
 
+    /// The counts so far; the input counts the cached parts too (see [`Usage`]).
     pub fn usage(&self) -> Option<Usage> {
         self.saw_usage.then_some(Usage {
-            input_tokens: self.input_tokens,
+            input_tokens: self
+                .input_tokens
+                .saturating_add(self.cache_write_tokens)
+                .saturating_add(self.cache_read_tokens),
             output_tokens: self.output_tokens,
+            cache_read_tokens: self.cache_read_tokens,
+            cache_write_tokens: self.cache_write_tokens,
         })
     }
     pub fn stop_reason(&self) -> Option<String> {
@@ -540,13 +656,7 @@ mod tests {
         assert_eq!(text, "claude-x mock reply: I saw 'hi'.");
         assert!(d.is_complete());
         assert_eq!(d.stop_reason().as_deref(), Some("end_turn"));
-        assert_eq!(
-            d.usage(),
-            Some(Usage {
-                input_tokens: 0,
-                output_tokens: 8
-            })
-        );
+        assert_eq!(d.usage(), Some(Usage::new(0, 8)));
     }
 
     #[test]
@@ -554,13 +664,43 @@ mod tests {
         let (text, d, err) = replay(include_bytes!("testdata/litellm-anthropic-stream.sse"));
         assert!(err.is_none());
         assert_eq!(text, "Hello from the LiteLLM mock server. Streaming works.");
+        assert_eq!(d.usage(), Some(Usage::new(8, 12)));
+    }
+
+    /// As the Messages API streams a request that read most of its prompt from the cache:
+    /// `message_start` has the input split three ways, `message_delta` repeats the cumulative
+    /// counts (the API's docs; `cache_creation` is the newer per-TTL breakdown).
+    #[test]
+    fn cache_counts_are_recorded_and_the_input_counts_them_too() {
+        let capture = concat!(
+            "event: message_start\n",
+            "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-sonnet-4-5\",\"stop_reason\":null,\"usage\":{\"input_tokens\":50,\"cache_creation_input_tokens\":2048,\"cache_read_input_tokens\":18000,\"cache_creation\":{\"ephemeral_5m_input_tokens\":2048,\"ephemeral_1h_input_tokens\":0},\"output_tokens\":1}}}\n\n",
+            "event: content_block_start\n",
+            "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+            "event: content_block_delta\n",
+            "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"ok\"}}\n\n",
+            "event: message_delta\n",
+            "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"input_tokens\":50,\"cache_creation_input_tokens\":2048,\"cache_read_input_tokens\":18000,\"output_tokens\":300}}\n\n",
+            "event: message_stop\n",
+            "data: {\"type\":\"message_stop\"}\n\n",
+        );
+        let (text, d, err) = replay(capture.as_bytes());
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(text, "ok");
         assert_eq!(
             d.usage(),
             Some(Usage {
-                input_tokens: 8,
-                output_tokens: 12
+                input_tokens: 50 + 2048 + 18_000,
+                output_tokens: 300,
+                cache_read_tokens: 18_000,
+                cache_write_tokens: 2048,
             })
         );
+        assert_eq!(d.usage().map(|u| u.uncached_input()), Some(50));
+        // LiteLLM's zeros are no cache use.
+        let (_, d, _) = replay(include_bytes!("testdata/litellm-anthropic-stream.sse"));
+        let u = d.usage().unwrap();
+        assert_eq!((u.cache_read_tokens, u.cache_write_tokens), (0, 0));
     }
 
     #[test]
@@ -762,11 +902,7 @@ mod tests {
         assert_eq!(messages_url(Some("http://h:1/v1")), "http://h:1/v1/messages");
         assert_eq!(models_url(Some("http://h:1")), "http://h:1/v1/models");
 
-        let p = AnthropicProvider::new(
-            &ProviderConfig::new("a", ProviderKind::Anthropic),
-            ProviderOptions::default(),
-        )
-        .unwrap();
+        let p = provider();
         let mut req = TurnRequest::new("claude", vec![ChatMessage::user("hi")]);
         req.system = Some("sys".into());
         let body = p.request_body(&req);
@@ -777,12 +913,165 @@ mod tests {
         assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
     }
 
+    /// With prompt caching off: the plain shape of a request.
     fn provider() -> AnthropicProvider {
+        let mut cfg = ProviderConfig::new("a", ProviderKind::Anthropic);
+        cfg.prompt_caching = false;
+        AnthropicProvider::new(&cfg, ProviderOptions::default()).unwrap()
+    }
+
+    fn caching() -> AnthropicProvider {
         AnthropicProvider::new(
             &ProviderConfig::new("a", ProviderKind::Anthropic),
             ProviderOptions::default(),
         )
         .unwrap()
+    }
+
+    /// Every `cache_control` of a body, as the path of the block that carries it.
+    fn marks(body: &serde_json::Value) -> Vec<String> {
+        fn walk(v: &serde_json::Value, path: String, out: &mut Vec<String>) {
+            match v {
+                serde_json::Value::Object(map) => {
+                    for (k, v) in map {
+                        if k == "cache_control" {
+                            assert_eq!(v, &json!({"type":"ephemeral"}));
+                            out.push(path.clone());
+                        } else {
+                            walk(v, format!("{path}.{k}"), out);
+                        }
+                    }
+                }
+                serde_json::Value::Array(items) => {
+                    for (i, v) in items.iter().enumerate() {
+                        walk(v, format!("{path}[{i}]"), out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk(body, String::new(), &mut out);
+        out.sort();
+        out
+    }
+
+    /// The body less its cache marks: what the cache sees.
+    fn unmarked(body: &serde_json::Value) -> serde_json::Value {
+        match body {
+            serde_json::Value::Object(map) => serde_json::Value::Object(
+                map.iter()
+                    .filter(|(k, _)| *k != "cache_control")
+                    .map(|(k, v)| (k.clone(), unmarked(v)))
+                    .collect(),
+            ),
+            serde_json::Value::Array(items) => serde_json::Value::Array(items.iter().map(unmarked).collect()),
+            other => other.clone(),
+        }
+    }
+
+    #[test]
+    fn caching_marks_tools_system_and_the_ends_of_the_last_two_turns() {
+        let mut req = TurnRequest::new("claude", tool_history());
+        req.system = Some("You review code.".into());
+        req.tools = vec![read_spec()];
+        let body = caching().request_body(&req);
+        assert_eq!(
+            marks(&body),
+            [
+                ".messages[3].content[1]",
+                ".messages[4].content[1]",
+                ".system[0]",
+                ".tools[0]"
+            ]
+        );
+        assert!(marks(&body).len() <= MAX_CACHE_BREAKPOINTS);
+        assert_eq!(body["system"][0]["text"], "You review code.");
+        // Every turn is a list of blocks, marked or not.
+        assert_eq!(
+            body["messages"][0]["content"],
+            json!([{"type":"text","text":"read a and b"}])
+        );
+        // A single message, no tools, no system: one mark.
+        let one = caching().request_body(&TurnRequest::new("claude", vec![ChatMessage::user("hi")]));
+        assert_eq!(marks(&one), [".messages[0].content[0]"]);
+        assert_eq!(one["system"], serde_json::Value::Null);
+        // Caching off: no mark, the plain shape.
+        assert!(marks(&provider().request_body(&req)).is_empty());
+    }
+
+    #[test]
+    fn a_prompt_later_sent_in_other_words_is_not_marked_what_precedes_it_is() {
+        let mut req = TurnRequest::new("claude", tool_history());
+        req.system = Some("You review code.".into());
+        req.tools = vec![read_spec()];
+        // "and then?" (message 6) shares a turn with the result before it.
+        req.reworded_prompt = Some(6);
+        let body = caching().request_body(&req);
+        assert_eq!(
+            marks(&body),
+            [".messages[4].content[0]", ".system[0]", ".tools[0]"]
+        );
+        // A tool round after it: the next round sends the prompt again, so the end is marked.
+        req.messages.push(ChatMessage::assistant_calls(
+            "",
+            vec![crate::model::ToolCall {
+                id: "c4".into(),
+                name: "fs__read".into(),
+                arguments: "{}".into(),
+            }],
+        ));
+        req.messages
+            .push(ChatMessage::tool_result("c4", "fs__read", false, "B"));
+        let body = caching().request_body(&req);
+        assert_eq!(
+            marks(&body),
+            [
+                ".messages[4].content[0]",
+                ".messages[6].content[0]",
+                ".system[0]",
+                ".tools[0]"
+            ]
+        );
+        // The first prompt of a conversation: nothing before it to mark.
+        let mut first = TurnRequest::new("claude", vec![ChatMessage::user("hi")]);
+        first.reworded_prompt = Some(0);
+        assert!(marks(&caching().request_body(&first)).is_empty());
+        assert!(marks(&provider().request_body(&req)).is_empty());
+    }
+
+    #[test]
+    fn the_next_request_of_a_conversation_starts_with_this_one_byte_for_byte() {
+        let mut first = TurnRequest::new("claude", vec![ChatMessage::user("question one")]);
+        first.system = Some("Be brief.".into());
+        first.tools = vec![read_spec()];
+        let mut second = first.clone();
+        second.messages.push(ChatMessage::assistant("answer one"));
+        second.messages.push(ChatMessage::user("question two"));
+        let (a, b) = (caching().request_body(&first), caching().request_body(&second));
+        for key in ["tools", "system"] {
+            assert_eq!(unmarked(&a[key]).to_string(), unmarked(&b[key]).to_string());
+        }
+        let sent: Vec<String> = a["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| unmarked(m).to_string())
+            .collect();
+        let again: Vec<String> = b["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .take(sent.len())
+            .map(|m| unmarked(m).to_string())
+            .collect();
+        assert_eq!(sent, again);
+        // The second request marks the end of what the first sent.
+        assert!(
+            marks(&b).contains(&".messages[1].content[0]".to_string()),
+            "{:?}",
+            marks(&b)
+        );
     }
 
     #[test]

@@ -509,6 +509,7 @@ impl Provider for CommandProvider {
     }
     fn capabilities(&self) -> super::Capabilities {
         super::Capabilities {
+            reports_cost: self.format == AgentFormat::ClaudeStreamJson,
             reads_repo_instructions: self.reads_repo_instructions,
             ..super::Capabilities::CLI_AGENT
         }

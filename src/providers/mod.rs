@@ -132,6 +132,14 @@ pub struct TurnRequest {
     pub agent_session_id: Option<String>,
     /// Told of a CLI agent's steps as they happen (its tool calls and their results).
     pub agent_activity: Option<AgentActivitySink>,
+    /// What the requests of one conversation share (huddle's session id): an OpenAI-compatible
+    /// provider that sends `prompt_cache_key` sends this, so they meet the same cache.
+    pub cache_key: Option<String>,
+    /// The newest prompt's index in `messages` when the conversation's later requests send it
+    /// in other words (its shorter form for the history, see `Message::compact`): a prompt
+    /// cache then keeps what precedes it, not what ends with it, which nothing sends again.
+    /// `None`: every message is sent again as it is.
+    pub reworded_prompt: Option<usize>,
     /// What confines a `command` provider's program (the session's sandbox); `None` runs it
     /// unconfined (a caller outside the engine: a probe, a test).
     pub sandbox: Option<crate::sandbox::Sandbox>,
@@ -305,6 +313,8 @@ pub struct Capabilities {
     /// either, the mode offers their text form instead (written into the prompt, read back from
     /// the answer by the mode).
     pub text_tools: bool,
+    /// It says what each turn cost (Claude Code's `total_cost_usd`): its model needs no price.
+    pub reports_cost: bool,
     /// It reads the repository's `AGENTS.md` (or `CLAUDE.md`) itself (Claude Code, Codex, most
     /// ACP agents): huddle leaves them out of its system prompt, so it does not get them twice.
     pub reads_repo_instructions: bool,
@@ -322,6 +332,7 @@ impl Capabilities {
     pub const HTTP: Capabilities = Capabilities {
         runs_own_tools: false,
         text_tools: false,
+        reports_cost: false,
         reads_repo_instructions: false,
         local_process: false,
         takes_tool_servers: false,
@@ -331,6 +342,7 @@ impl Capabilities {
     pub const CLI_AGENT: Capabilities = Capabilities {
         runs_own_tools: true,
         text_tools: true,
+        reports_cost: false,
         reads_repo_instructions: false,
         local_process: true,
         takes_tool_servers: false,

@@ -45,6 +45,8 @@ fn base(base_url: Option<&str>) -> &str {
 pub struct OpenAiProvider {
     endpoint: Endpoint,
     max_tokens: Option<u32>,
+    /// Send the request's session as `prompt_cache_key` (config `prompt_cache_key`).
+    cache_key: bool,
 }
 
 impl OpenAiProvider {
@@ -52,12 +54,17 @@ impl OpenAiProvider {
         Ok(OpenAiProvider {
             endpoint: Endpoint::new(cfg, chat_url(cfg.base_url.as_deref()), options)?,
             max_tokens: cfg.max_tokens,
+            cache_key: cfg.sends_prompt_cache_key(),
         })
     }
 
     /// The JSON body of a streamed request. Tools (and the tool exchanges of the history) are
     /// sent only when the request declares tools; without them the history's calls and
     /// results are plain text, which every server takes.
+    ///
+    /// The order is what automatic prompt caching needs: the system prompt, the conversation
+    /// as it was sent before, then the newest turn; with `prompt_cache_key` on, the session
+    /// goes with it so its requests meet the same cache.
     pub fn request_body(&self, req: &TurnRequest) -> serde_json::Value {
         let with_tools = !req.tools.is_empty();
         let mut messages = Vec::with_capacity(req.messages.len() + 1);
@@ -106,6 +113,11 @@ impl OpenAiProvider {
         });
         if let Some(max) = self.max_tokens {
             body["max_tokens"] = json!(max);
+        }
+        if self.cache_key
+            && let Some(key) = &req.cache_key
+        {
+            body["prompt_cache_key"] = json!(format!("huddle-{key}"));
         }
         if with_tools {
             let tools: Vec<_> = req
@@ -232,12 +244,49 @@ struct WireFunction {
     arguments: Option<serde_json::Value>,
 }
 
+/// `prompt_tokens` counts the cached input too. The cached part is
+/// `prompt_tokens_details.cached_tokens` (OpenAI, Gemini's OpenAI endpoint, vLLM) or DeepSeek's
+/// `prompt_cache_hit_tokens`; cache writes (billed on newer OpenAI models) are
+/// `prompt_tokens_details.cache_write_tokens` where reported.
 #[derive(Deserialize)]
 struct WireUsage {
     #[serde(default)]
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    prompt_cache_hit_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+    #[serde(default)]
+    cache_write_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    fn usage(&self) -> Usage {
+        let input = self.prompt_tokens.unwrap_or(0);
+        let details = self.prompt_tokens_details.as_ref();
+        let read = details
+            .and_then(|d| d.cached_tokens)
+            .or(self.prompt_cache_hit_tokens)
+            .unwrap_or(0)
+            .min(input);
+        let write = details
+            .and_then(|d| d.cache_write_tokens)
+            .unwrap_or(0)
+            .min(input - read);
+        Usage {
+            cache_read_tokens: read,
+            cache_write_tokens: write,
+            ..Usage::new(input, self.completion_tokens.unwrap_or(0))
+        }
+    }
 }
 
 /// The Chat Completions stream state machine.
@@ -280,10 +329,7 @@ impl OpenAiDecoder {
         if let Some(u) = chunk.usage
             && (u.prompt_tokens.is_some() || u.completion_tokens.is_some())
         {
-            self.usage = Some(Usage {
-                input_tokens: u.prompt_tokens.unwrap_or(0),
-                output_tokens: u.completion_tokens.unwrap_or(0),
-            });
+            self.usage = Some(u.usage());
         }
         if let Some(choice) = chunk.choices.unwrap_or_default().into_iter().next() {
             let whole = choice.delta.is_none() && choice.message.is_some();
@@ -422,13 +468,7 @@ mod tests {
         assert_eq!(text, "Simulated success from gpt-4o-mini.");
         assert!(d.is_done() && d.is_complete());
         assert_eq!(d.finish_reason().as_deref(), Some("stop"));
-        assert_eq!(
-            d.usage(),
-            Some(Usage {
-                input_tokens: 0,
-                output_tokens: 8
-            })
-        );
+        assert_eq!(d.usage(), Some(Usage::new(0, 8)));
     }
 
     #[test]
@@ -436,14 +476,52 @@ mod tests {
         let (text, d, err) = replay(include_bytes!("testdata/litellm-openai-stream-include-usage.sse"));
         assert!(err.is_none());
         assert_eq!(text, "Hello from the LiteLLM mock server. Streaming works.");
-        assert_eq!(
-            d.usage(),
-            Some(Usage {
-                input_tokens: 8,
-                output_tokens: 12
-            })
-        );
+        assert_eq!(d.usage(), Some(Usage::new(8, 12)));
         assert!(d.is_done());
+    }
+
+    /// The usage chunk of a request that hit the prompt cache: `cached_tokens` is a part of
+    /// `prompt_tokens` (OpenAI); DeepSeek says `prompt_cache_hit_tokens`; newer OpenAI models
+    /// report billed cache writes as `cache_write_tokens`.
+    #[test]
+    fn cached_tokens_are_a_part_of_the_prompt_tokens() {
+        let usage_of = |usage: &str| {
+            let capture = format!(
+                "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"hi\"}},\"finish_reason\":\"stop\"}}]}}\n\ndata: {{\"choices\":[],\"usage\":{usage}}}\n\ndata: [DONE]\n\n"
+            );
+            let (_, d, err) = replay(capture.as_bytes());
+            assert!(err.is_none());
+            d.usage().unwrap()
+        };
+        let u = usage_of(
+            r#"{"prompt_tokens":2006,"completion_tokens":300,"total_tokens":2306,"prompt_tokens_details":{"cached_tokens":1920,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}"#,
+        );
+        assert_eq!(
+            u,
+            Usage {
+                input_tokens: 2006,
+                output_tokens: 300,
+                cache_read_tokens: 1920,
+                cache_write_tokens: 0,
+            }
+        );
+        assert_eq!(u.uncached_input(), 86);
+        let u = usage_of(
+            r#"{"prompt_tokens":5000,"completion_tokens":10,"prompt_tokens_details":{"cached_tokens":1000,"cache_write_tokens":3500}}"#,
+        );
+        assert_eq!(
+            (u.cache_read_tokens, u.cache_write_tokens, u.uncached_input()),
+            (1000, 3500, 500)
+        );
+        let u = usage_of(
+            r#"{"prompt_tokens":100,"completion_tokens":5,"prompt_cache_hit_tokens":64,"prompt_cache_miss_tokens":36}"#,
+        );
+        assert_eq!(u.cache_read_tokens, 64);
+        // A server that claims more cached tokens than it read is held to the prompt.
+        let u = usage_of(
+            r#"{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":99}}"#,
+        );
+        assert_eq!(u.cache_read_tokens, 10);
     }
 
     #[test]
@@ -651,6 +729,28 @@ mod tests {
         assert_eq!(body["messages"][0], json!({"role":"system","content":"sys"}));
         assert_eq!(body["messages"][1], json!({"role":"user","content":"hi"}));
         assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
+        assert!(body.get("prompt_cache_key").is_none(), "no key, no field");
+    }
+
+    #[test]
+    fn the_session_goes_as_prompt_cache_key_where_the_provider_sends_one() {
+        let mut req = TurnRequest::new("gpt-x", vec![ChatMessage::user("hi")]);
+        req.cache_key = Some("s-1".into());
+        // api.openai.com (no base URL) takes it.
+        let body = provider().request_body(&req);
+        assert_eq!(body["prompt_cache_key"], "huddle-s-1");
+        // Another server may refuse an unknown field: not unless asked.
+        let mut cfg = ProviderConfig::new("l", ProviderKind::Openai);
+        cfg.base_url = Some("http://127.0.0.1:1/v1".into());
+        let local = OpenAiProvider::new(&cfg, ProviderOptions::default()).unwrap();
+        assert!(local.request_body(&req).get("prompt_cache_key").is_none());
+        cfg.prompt_cache_key = Some(true);
+        let asked = OpenAiProvider::new(&cfg, ProviderOptions::default()).unwrap();
+        assert_eq!(asked.request_body(&req)["prompt_cache_key"], "huddle-s-1");
+        // Caching off: never.
+        cfg.prompt_caching = false;
+        let off = OpenAiProvider::new(&cfg, ProviderOptions::default()).unwrap();
+        assert!(off.request_body(&req).get("prompt_cache_key").is_none());
     }
 
     fn provider() -> OpenAiProvider {

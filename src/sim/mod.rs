@@ -83,10 +83,10 @@ impl SimProvider {
                     (calls, text, Usage::default())
                 }
                 Some(dispatch::Play::Say(text)) => {
-                    let usage = Usage {
-                        input_tokens: estimate_tokens(&render_plain_prompt(&req)),
-                        output_tokens: estimate_tokens(&text),
-                    };
+                    let usage = Usage::new(
+                        estimate_tokens(&render_plain_prompt(&req)),
+                        estimate_tokens(&text),
+                    );
                     (Vec::new(), text, usage)
                 }
                 None => match tools::call_for(&req) {
@@ -156,10 +156,10 @@ pub fn simulate(req: &TurnRequest) -> (String, Usage) {
     if let Some(note) = tools::results_note(req) {
         text = format!("{note}\n\n{text}");
     }
-    let usage = Usage {
-        input_tokens: estimate_tokens(system) + estimate_tokens(&full),
-        output_tokens: estimate_tokens(&text),
-    };
+    let usage = Usage::new(
+        estimate_tokens(system) + estimate_tokens(&full),
+        estimate_tokens(&text),
+    );
     (text, usage)
 }
 

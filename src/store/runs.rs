@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::StoreError;
 use super::private::{create_private_dir, private_file};
-use super::regular::read_regular;
+use super::regular::{open_regular, read_regular};
 
 /// Run files kept per group unless configured otherwise.
 pub const DEFAULT_RUNS_KEPT: usize = 50;
@@ -162,6 +162,43 @@ impl RunFiles {
             .filter(|l| !l.trim().is_empty())
             .map(str::to_string)
             .collect())
+    }
+
+    /// The complete lines among the last `max_bytes` of a run file (a run's end is its last
+    /// line: found without reading a long run whole).
+    pub fn read_tail(&self, group_id: &str, run_id: &str, max_bytes: u64) -> Result<Vec<String>, StoreError> {
+        use std::io::{Read, Seek, SeekFrom};
+        refuse_symlink(&self.group_dir(group_id)?)?;
+        let path = self.path(group_id, run_id)?;
+        let cannot = |e| StoreError::io("cannot read", &path, e);
+        if fs::symlink_metadata(&path)
+            .map_err(cannot)?
+            .file_type()
+            .is_symlink()
+        {
+            return Err(StoreError::io(
+                "refusing to read",
+                &path,
+                std::io::Error::new(ErrorKind::InvalidInput, "a symbolic link, not a run file"),
+            ));
+        }
+        let mut file = open_regular(&path).map_err(cannot)?;
+        let len = file.metadata().map_err(cannot)?.len();
+        let from = len.saturating_sub(max_bytes);
+        file.seek(SeekFrom::Start(from)).map_err(cannot)?;
+        let mut bytes = Vec::new();
+        file.take(max_bytes).read_to_end(&mut bytes).map_err(cannot)?;
+        let text = String::from_utf8_lossy(&bytes);
+        let mut lines: Vec<String> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_string)
+            .collect();
+        // The first line was cut by the start of the window (unless the file starts there).
+        if from > 0 && !lines.is_empty() {
+            lines.remove(0);
+        }
+        Ok(lines)
     }
 
     /// Removes all of a group's run files (the group was deleted).

@@ -224,11 +224,19 @@ impl RunSpans {
                     s.text("huddle.task", task);
                 }
             }
-            EventKind::ExecutionFinished { status, error, .. } => {
+            EventKind::ExecutionFinished {
+                status,
+                error,
+                cost_usd,
+                ..
+            } => {
                 let i = self.parent_of(event, at);
                 let s = &mut self.spans[i];
                 s.end_ns = at;
                 s.attr("huddle.status", Value::Str(status.as_str().into()));
+                if let Some(cost) = cost_usd {
+                    s.attr("huddle.cost_usd", Value::Double(*cost));
+                }
                 if let Some(e) = error {
                     s.error = Some(safe(e));
                     s.attr("error.type", Value::Str("execution_failed".into()));
@@ -263,6 +271,7 @@ impl RunSpans {
                 success,
                 interrupted,
                 usage,
+                cost_usd,
                 error,
                 message,
                 ..
@@ -289,6 +298,17 @@ impl RunSpans {
                 if let Some(u) = usage {
                     s.attr("gen_ai.usage.input_tokens", Value::Int(u.input_tokens as i64));
                     s.attr("gen_ai.usage.output_tokens", Value::Int(u.output_tokens as i64));
+                    if u.cache_read_tokens > 0 {
+                        let n = Value::Int(u.cache_read_tokens as i64);
+                        s.attr("gen_ai.usage.cache_read.input_tokens", n);
+                    }
+                    if u.cache_write_tokens > 0 {
+                        let n = Value::Int(u.cache_write_tokens as i64);
+                        s.attr("gen_ai.usage.cache_creation.input_tokens", n);
+                    }
+                }
+                if let Some(cost) = cost_usd {
+                    s.attr("huddle.cost_usd", Value::Double(*cost));
                 }
                 if let Some(m) = message.as_ref().filter(|_| content) {
                     s.text("gen_ai.output.messages", &messages_json("assistant", &m.text));
@@ -388,11 +408,15 @@ impl RunSpans {
                 outcome,
                 iterations,
                 failed,
+                totals,
                 ..
             } => {
                 let run = self.run(event, at);
                 let s = &mut self.spans[run];
                 s.end_ns = at;
+                if let Some(cost) = totals.as_ref().and_then(|t| t.cost_usd) {
+                    s.attr("huddle.cost_usd", Value::Double(cost));
+                }
                 if let Some(o) = outcome {
                     s.attr("huddle.outcome", Value::Str(o.as_str().into()));
                     if *o == CycleOutcome::Failed {
@@ -489,7 +513,10 @@ mod tests {
                 usage: Some(Usage {
                     input_tokens: 7,
                     output_tokens: 3,
+                    cache_read_tokens: 4,
+                    cache_write_tokens: 0,
                 }),
+                cost_usd: Some(0.25),
                 error: Some("401: check token=sk-abcdefghijklmnopqrstuvwx".into()),
                 message: None,
             }),
@@ -507,6 +534,7 @@ mod tests {
                 outcome: None,
                 iterations: 0,
                 failed: None,
+                totals: None,
             }),
             50,
         );
@@ -545,6 +573,16 @@ mod tests {
         // The tool never got a result: unfinished.
         assert_eq!(spans[2].end_ns, 60);
         assert!(spans[2].error.is_some());
+        // The chat span carries the cached tokens and the turn's cost.
+        let attr = |key: &str| spans[3].attributes.iter().find(|(k, _)| k == key);
+        assert_eq!(
+            attr("gen_ai.usage.cache_read.input_tokens").map(|(_, v)| v),
+            Some(&Value::Int(4))
+        );
+        assert_eq!(
+            attr("huddle.cost_usd").map(|(_, v)| v),
+            Some(&Value::Double(0.25))
+        );
     }
 
     #[test]
@@ -559,6 +597,7 @@ mod tests {
             tool_calls: 0,
             result: None,
             error: None,
+            cost_usd: None,
         });
         finished.execution = Some(ExecutionTag {
             execution_id: "exec-1".into(),
@@ -571,6 +610,12 @@ mod tests {
                 outcome: Some(CycleOutcome::RateLimited),
                 iterations: 1,
                 failed: None,
+                totals: Some(crate::engine::events::RunTotals {
+                    duration_ms: 9,
+                    usage: Usage::default(),
+                    cost_usd: Some(1.5),
+                    unpriced_turns: 0,
+                }),
             }),
             30,
         );
@@ -584,5 +629,6 @@ mod tests {
         };
         assert_eq!(value("huddle.status"), Some(Value::Str("timed_out".into())));
         assert_eq!(value("huddle.outcome"), Some(Value::Str("rate_limited".into())));
+        assert_eq!(value("huddle.cost_usd"), Some(Value::Double(1.5)));
     }
 }

@@ -33,6 +33,39 @@ pub fn keep_last_chars(s: &mut String, max: usize) {
     }
 }
 
+/// `12,345`: a count with thousands separated.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A line cut to `width` columns (`…` where cut).
+pub fn clip(line: &str, width: usize) -> String {
+    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+    if line.width() <= width {
+        return line.to_string();
+    }
+    let mut used = 0;
+    let mut out = String::new();
+    for c in line.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > width {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
 /// `s` cut to at most `max` characters, with `…` when cut.
 pub fn cap_chars(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {

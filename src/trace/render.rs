@@ -47,6 +47,12 @@ fn run_line(run: &RunSummary) -> String {
         parts.push(format!("paused {}", duration(run.paused_ms)));
     }
     parts.push(format!("{} tokens", run.tokens));
+    // As its end recorded it (unknown included); a file that recorded no end of it, or one
+    // written before costs were, says a cost only where one was priced.
+    let cost = crate::describe::cost::short(&run.cost).filter(|_| run.cost_recorded || run.cost.priced > 0);
+    if let Some(cost) = cost {
+        parts.push(cost);
+    }
     parts.join(" · ")
 }
 

@@ -23,8 +23,19 @@ use serde::Serialize;
 
 pub use crate::describe::executions::{Execution, LINE_MAX_CHARS, NodeKind, TASK_MAX_CHARS};
 use crate::engine::events::{EngineEvent, EventKind, RunRecord};
-use crate::model::{BroadcastKind, CycleOutcome, ExecutionKind, ExecutionStatus, Mode};
+use crate::model::{BroadcastKind, Cost, CycleOutcome, ExecutionKind, ExecutionStatus, Mode};
 use crate::text::first_line;
+
+fn cost_usd<S: serde::Serializer>(cost: &Cost, serializer: S) -> Result<S::Ok, S::Error> {
+    match cost.usd_if_any() {
+        Some(usd) => serializer.serialize_f64(usd),
+        None => serializer.serialize_none(),
+    }
+}
+
+fn is_zero<N: Default + PartialEq>(n: &N) -> bool {
+    *n == N::default()
+}
 
 /// A node's index in [`Trace::nodes`].
 pub type NodeId = usize;
@@ -137,6 +148,20 @@ pub struct RunSummary {
     pub paused_ms: u64,
     /// The tokens the run's turns used (in a file without turn ends: its executions' tokens).
     pub tokens: u64,
+    /// What the run cost: its end's total when recorded (the evaluator's calls included), else
+    /// its turns' (or executions') costs summed. Written `cost_usd` (`null`: no turn had a
+    /// price), with `unpriced_turns` beside it.
+    #[serde(
+        rename = "cost_usd",
+        serialize_with = "cost_usd",
+        skip_serializing_if = "Cost::is_zero"
+    )]
+    pub cost: Cost,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unpriced_turns: u32,
+    /// The run's end recorded what it cost (runs ended before costs were recorded did not).
+    #[serde(skip)]
+    pub cost_recorded: bool,
     /// The first line of the run's result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
@@ -148,10 +173,6 @@ pub struct RunSummary {
     pub resumes: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interruption: Option<Interruption>,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 /// How the run a resumed run continues was interrupted (its `run_resumed` event's data; put
@@ -181,6 +202,9 @@ impl Default for RunSummary {
             duration_ms: None,
             paused_ms: 0,
             tokens: 0,
+            cost: Cost::default(),
+            unpriced_turns: 0,
+            cost_recorded: false,
             result: None,
             items: Vec::new(),
             resumes: None,
@@ -284,6 +308,11 @@ pub struct TraceBuilder {
     /// Turns waiting for a limit now, and since when one has been (the run waits with them).
     limit_waits: u32,
     limit_since: Option<DateTime<Utc>>,
+    /// The same for costs.
+    turn_cost: Option<Cost>,
+    execution_cost: Cost,
+    /// The run's end said what it cost in all.
+    ended_cost: Option<Cost>,
 }
 
 fn capped_line(text: &str) -> Option<String> {
@@ -385,14 +414,29 @@ impl TraceBuilder {
     /// executions report.
     fn total_tokens(&mut self) {
         self.trace.run.tokens = self.turn_tokens.unwrap_or(self.execution_tokens);
+        let cost = self.ended_cost.or(self.turn_cost).unwrap_or(self.execution_cost);
+        self.trace.run.cost = cost;
+        self.trace.run.unpriced_turns = cost.unpriced;
     }
 
     /// Takes one event that happened at `at`.
     pub fn apply(&mut self, event: &EngineEvent, at: DateTime<Utc>) {
         self.note_run(event, at);
-        if let EventKind::TurnFinished { usage, .. } = &event.kind {
+        if let EventKind::TurnFinished {
+            usage,
+            cost_usd,
+            success,
+            ..
+        } = &event.kind
+        {
             let used = usage.map_or(0, |u| u.total());
             self.turn_tokens = Some(self.turn_tokens.unwrap_or(0).saturating_add(used));
+            // As the engine counts it: a failed turn without usage was not billed.
+            let mut cost = self.turn_cost.unwrap_or_default();
+            if *success || usage.is_some() {
+                cost.add(Cost::of_turn(*cost_usd));
+            }
+            self.turn_cost = Some(cost);
             self.total_tokens();
         }
         let tag = event.execution.as_ref();
@@ -409,6 +453,7 @@ impl TraceBuilder {
                 // A supervisor's execution sums its team's turns: not counted again.
                 if node.exec.kind != NodeKind::Execution(ExecutionKind::Supervisor) {
                     self.execution_tokens = self.execution_tokens.saturating_add(*tokens);
+                    self.execution_cost.add(node.exec.cost);
                     self.total_tokens();
                 }
             }
@@ -447,11 +492,25 @@ impl TraceBuilder {
             EventKind::CycleStarted { mode, .. } => self.trace.run.mode = Some(*mode),
             EventKind::CycleFinished { outcome, .. } => self.trace.run.outcome = Some(*outcome),
             EventKind::RunResult { text } => self.trace.run.result = capped_line(text),
-            EventKind::RunEnded { outcome, failed, .. } => {
-                let run = &mut self.trace.run;
-                if run.state == RunState::Ended {
+            EventKind::RunEnded {
+                outcome,
+                failed,
+                totals,
+                ..
+            } => {
+                if self.trace.run.state == RunState::Ended {
                     return;
                 }
+                if let Some(t) = totals {
+                    self.trace.run.cost_recorded = true;
+                    self.ended_cost = Some(Cost {
+                        usd: t.cost_usd.unwrap_or(0.0),
+                        priced: u32::from(t.cost_usd.is_some()),
+                        unpriced: t.unpriced_turns,
+                    });
+                    self.total_tokens();
+                }
+                let run = &mut self.trace.run;
                 run.state = RunState::Ended;
                 run.ended = Some(at);
                 run.outcome = outcome.or(run.outcome);
@@ -492,10 +551,12 @@ impl TraceBuilder {
                     return;
                 };
                 let started = at - chrono::Duration::milliseconds(*duration_ms as i64);
+                let cost = exec.cost;
                 let id = self.add_node(exec, started);
                 self.trace.nodes[id].ended = Some(at);
                 if *kind != ExecutionKind::Supervisor {
                     self.execution_tokens = self.execution_tokens.saturating_add(*tokens);
+                    self.execution_cost.add(cost);
                     self.total_tokens();
                 }
             }
@@ -854,6 +915,7 @@ pub(crate) mod tests {
             tool_calls: 0,
             result: (!result.is_empty()).then(|| result.to_string()),
             error: None,
+            cost_usd: None,
         }
     }
 
@@ -890,6 +952,7 @@ pub(crate) mod tests {
             outcome: Some(CycleOutcome::Completed),
             iterations: 1,
             failed: None,
+            totals: None,
         }
     }
 
@@ -1333,12 +1396,10 @@ pub(crate) mod tests {
             success: error.is_none(),
             interrupted: false,
             duration_ms: ms,
-            usage: Some(Usage {
-                input_tokens: 10,
-                output_tokens: 5,
-            }),
+            usage: Some(Usage::new(10, 5)),
             error: error.map(str::to_string),
             message: None,
+            cost_usd: None,
         }
     }
 

@@ -549,12 +549,12 @@ impl App {
         let group = self.selected_group_id();
         let session = self.selected_session_id();
         let mut commands = Vec::new();
-        if let Some(g) = group.as_ref()
-            && let Some(load) = self
-                .org
-                .read(|o| o.group(g).and_then(|g| self.team_panel.on_selected(g)))
-        {
-            commands.push(load);
+        if let Some(g) = group.as_ref() {
+            commands.extend(self.org.read(|o| {
+                o.group(g)
+                    .map(|g| self.team_panel.on_selected_all(g))
+                    .unwrap_or_default()
+            }));
         }
         let load = self.transcripts.show(session.as_deref());
         self.composer

@@ -24,6 +24,14 @@ impl App {
                 self.on_run_loaded(group_id, result);
                 Vec::new()
             }
+            AppEvent::ForecastLoaded {
+                group_id,
+                forecast,
+                basis,
+            } => {
+                self.team_panel.forecasts.insert(group_id, (forecast, basis));
+                Vec::new()
+            }
             AppEvent::CatalogLoaded(catalog) => {
                 let repo_error = catalog
                     .errors
@@ -151,6 +159,13 @@ impl App {
             EventKind::TurnFinished { session_id, .. } => {
                 with_cx!(self, cx => self.worktrees.on_turn(&mut cx, session_id))
             }
+            // A team run that ended is one more to go by for the next one's forecast.
+            EventKind::RunEnded {
+                key: RunKey::Team { group_id },
+                ..
+            } => vec![Command::LoadForecast {
+                group_id: group_id.clone(),
+            }],
             _ => Vec::new(),
         };
         if self.config.notify != super::notify::NotifyMode::Off

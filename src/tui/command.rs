@@ -75,6 +75,11 @@ pub enum Command {
         group_id: GroupId,
         which: WhichRun,
     },
+    /// Work out the forecast of the team's next run from its earlier runs (and those of teams
+    /// made from its preset) and send it back as [`AppEvent::ForecastLoaded`].
+    LoadForecast {
+        group_id: GroupId,
+    },
     /// Read the preset catalog (built-in, user, repo).
     LoadCatalog,
     /// Look for a working directory's `AGENTS.md` files and skills (`repo_context::found`), for
@@ -206,6 +211,12 @@ pub enum AppEvent {
     RunLoaded {
         group_id: GroupId,
         result: Result<Option<LoadedRun>, String>,
+    },
+    /// What the team's next run will probably cost (`None`: no earlier run to go by).
+    ForecastLoaded {
+        group_id: GroupId,
+        forecast: Option<crate::model::forecast::Forecast>,
+        basis: crate::model::forecast::Basis,
     },
     CatalogLoaded(Box<Catalog>),
     /// A command the engine refused to start (e.g. the session was deleted meanwhile).

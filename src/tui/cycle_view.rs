@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 
 use crate::describe::{self, Line};
 use crate::engine::events::{EngineEvent, EventKind, HopKind, Phase};
-use crate::model::{CycleOutcome, Mode, ReflectionCycle, Trend, Usage};
+use crate::model::{Cost, CycleOutcome, Mode, ReflectionCycle, Trend, Usage};
 
 /// Timeline entries kept per group (older ones are dropped).
 const TIMELINE_MAX: usize = 500;
@@ -94,6 +94,11 @@ pub struct CycleView {
     pub outcome: Option<CycleOutcome>,
     pub queued: Vec<String>,
     pub usage: Usage,
+    /// What the run's turns cost so far (its end's total once it ended).
+    pub cost: Cost,
+    /// The run's end said what it cost (a run file written before costs were recorded has
+    /// turns without a cost that were not unpriced, only unrecorded).
+    pub cost_recorded: bool,
     pub started: Option<Instant>,
     /// Since when the run is paused (while it is), and how long earlier pauses lasted: a
     /// run's duration leaves its pauses out.
@@ -376,11 +381,16 @@ impl CycleView {
                 session_id,
                 session,
                 usage,
+                cost_usd,
                 success,
                 duration_ms,
                 ..
             } => {
                 self.turn_over(session_id);
+                // As the engine counts it: a failed turn without usage was not billed.
+                if *success || usage.is_some() {
+                    self.cost.add(Cost::of_turn(*cost_usd));
+                }
                 if self.mode.is_some_and(|m| m.spec().row_done_with_turn) {
                     // No worker results come (a pipeline): a member's row is done with its turn
                     // (it may run again later in the same message).
@@ -465,8 +475,17 @@ impl CycleView {
                 self.no_tools_in_flight();
                 self.running = false;
             }
-            EventKind::RunEnded { .. } => {
+            EventKind::RunEnded { totals, .. } => {
                 self.no_tools_in_flight();
+                // The run's own total (its evaluator's calls, a relay's other team included).
+                if let Some(t) = totals {
+                    self.cost_recorded = true;
+                    self.cost = Cost {
+                        usd: t.cost_usd.unwrap_or(0.0),
+                        priced: u32::from(t.cost_usd.is_some()),
+                        unpriced: t.unpriced_turns,
+                    };
+                }
                 // A run that ended without finishing its cycle (its task was dropped).
                 if self.running {
                     self.running = false;

@@ -136,6 +136,7 @@ mod tests {
             outcome,
             iterations: 1,
             failed: failed.map(str::to_string),
+            totals: None,
         })
     }
 

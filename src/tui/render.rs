@@ -116,7 +116,7 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
     let subject = match row {
         None => transcript::Subject::Nothing,
         Some(Row::Session(id)) => {
-            let (name, role, model, system_chars, place, tools) = app
+            let (name, role, model, system_chars, cost, place, tools) = app
                 .org
                 .read(|o| {
                     o.session(id).map(|s| {
@@ -130,6 +130,7 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
                             s.role,
                             s.model.clone(),
                             system,
+                            s.cost,
                             place,
                             s.tools.clone(),
                         )
@@ -146,6 +147,7 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
                 role,
                 model,
                 system_chars,
+                cost,
                 repo,
                 tools,
             }
@@ -153,33 +155,39 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
         Some(Row::Group(id)) => transcript::Subject::Group {
             id: id.clone(),
             group: app.org.read(|o| {
-                o.group(id).map(|g| transcript::GroupInfo {
-                    name: g.name.clone(),
-                    members_slug: g.members_slug(),
-                    team: g.is_team(),
-                    mode: g.mode,
-                    max_iterations: g.max_iterations,
-                    repo: g.repo.clone(),
-                    memory: g.memory,
-                    // By handle where a member has one (as the cycle panel and the run's
-                    // results name them).
-                    members: {
-                        let names = crate::describe::Names::of_members(o, id);
-                        o.sessions_in(id)
+                o.group(id).map(|g| {
+                    Box::new(transcript::GroupInfo {
+                        name: g.name.clone(),
+                        members_slug: g.members_slug(),
+                        team: g.is_team(),
+                        mode: g.mode,
+                        max_iterations: g.max_iterations,
+                        repo: g.repo.clone(),
+                        memory: g.memory,
+                        // By handle where a member has one (as the cycle panel and the run's
+                        // results name them).
+                        members: {
+                            let names = crate::describe::Names::of_members(o, id);
+                            o.sessions_in(id)
+                                .iter()
+                                .map(|s| (names.short(&s.name).to_string(), s.role))
+                                .collect()
+                        },
+                        contexts: o
+                            .sessions_in(id)
                             .iter()
-                            .map(|s| (names.short(&s.name).to_string(), s.role))
-                            .collect()
-                    },
-                    contexts: o
-                        .sessions_in(id)
-                        .iter()
-                        .map(|s| {
-                            let view = app.transcripts.views.get(&s.id).filter(|v| v.loaded)?;
-                            let system = s.system_prompt.as_deref().map_or(0, str::len);
-                            let tokens = crate::model::context::next_request_tokens(&view.messages, system);
-                            Some((tokens, app.config.context_window(&s.model)))
-                        })
-                        .collect(),
+                            .map(|s| {
+                                let view = app.transcripts.views.get(&s.id).filter(|v| v.loaded)?;
+                                let system = s.system_prompt.as_deref().map_or(0, str::len);
+                                let tokens =
+                                    crate::model::context::next_request_tokens(&view.messages, system);
+                                Some((tokens, app.config.context_window(&s.model)))
+                            })
+                            .collect(),
+                        member_costs: o.sessions_in(id).iter().map(|s| s.cost).collect(),
+                        spent: g.cost,
+                        forecast: panel.forecasts.get(id).cloned(),
+                    })
                 })
             })?,
             cycle: panel.shown_cycle(id),

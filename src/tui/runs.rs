@@ -207,6 +207,7 @@ mod tests {
                 outcome: None,
                 iterations: 0,
                 failed: None,
+                totals: None,
             },
         ));
         assert_eq!(ended, Some(RunKey::team("g")));

@@ -21,7 +21,7 @@ use crate::engine::{Engine, EngineError, ReflectionRequest, RunOverrides};
 use crate::presets::Catalog;
 use crate::store::RunFiles;
 use crate::tools::ApprovalPolicy;
-use crate::workspace::{Edits, Exporter, Workspace, read_run};
+use crate::workspace::{Edits, Exporter, Workspace, forecast_runs, read_run};
 
 /// Frame interval while something is busy (spinner, running worker durations).
 const BUSY_FRAME: Duration = Duration::from_millis(120);
@@ -395,6 +395,21 @@ impl Executor {
                 tokio::task::spawn_blocking(move || {
                     let result = read_run(&runs, &group_id, &which);
                     Self::send(&tx, AppEvent::RunLoaded { group_id, result });
+                });
+            }
+            Command::LoadForecast { group_id } => {
+                let (runs, org) = (self.runs.clone(), self.engine.org().clone());
+                tokio::task::spawn_blocking(move || {
+                    let org = org.snapshot();
+                    let (forecast, basis) = forecast_runs(&runs, &org, Some(&group_id), None);
+                    Self::send(
+                        &tx,
+                        AppEvent::ForecastLoaded {
+                            group_id,
+                            forecast,
+                            basis,
+                        },
+                    );
                 });
             }
             Command::LoadCatalog => {

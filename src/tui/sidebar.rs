@@ -317,13 +317,34 @@ fn row_line(props: &Props<'_>, row: &Row, names: &HashMap<&str, Names>, width: u
                     spans.push(approval_mark());
                 }
             }
+            let mode_at = spans.len();
+            let mut costs = false;
             if g.is_team() {
                 spans.push(Span::styled(format!(" {}", g.mode.spec().label), dim));
+                // What the team's runs cost so far (unknown or at least, said so).
+                if let Some(cost) = crate::describe::cost::compact(&g.cost) {
+                    spans.push(Span::styled(format!(" {cost}"), dim));
+                    costs = true;
+                }
                 if !g.worktrees.is_shared() {
                     spans.push(Span::styled(" ⎇", Style::default().fg(Color::Magenta)));
                 }
             } else if g.kind == GroupKind::Repo {
                 spans.push(Span::styled(" repo", dim));
+            }
+            // A row too long for the sidebar keeps the name (a headless run's starts with when
+            // it ran, which tells runs apart) and what the runs cost: the mode goes (the
+            // team's header says it), then the name gives way down to 20 columns.
+            let width_of = |spans: &[Span<'_>]| spans.iter().map(Span::width).sum::<usize>();
+            if costs && width_of(&spans) > width {
+                spans.remove(mode_at);
+            }
+            let total = width_of(&spans);
+            if costs && total > width {
+                let rest = total - spans[1].width();
+                let room = width.saturating_sub(rest).max(20);
+                let cut = crate::text::clip(&spans[1].content, room);
+                spans[1].content = cut.into();
             }
         }
         Row::Session(id) => {
@@ -389,6 +410,13 @@ fn row_line(props: &Props<'_>, row: &Row, names: &HashMap<&str, Names>, width: u
                     " ⎇".to_string()
                 };
                 spans.push(Span::styled(shown, Style::default().fg(Color::Magenta)));
+            }
+            // A session of its own says what it spent (a team's members: their team's row and
+            // the team's header).
+            if team.is_empty()
+                && let Some(cost) = crate::describe::cost::compact(&s.cost)
+            {
+                spans.push(Span::styled(format!(" {cost}"), dim));
             }
             spans.push(Span::styled(format!(" {}", sanitize::display(&s.model)), dim));
         }

@@ -22,6 +22,7 @@ use super::widgets::{pane, spinner};
 use crate::describe::cycle::{outcome_tone, phase_name};
 use crate::describe::duration;
 use crate::engine::events::{EngineEvent, EventKind, RunKey};
+use crate::model::forecast::{Basis, Forecast};
 use crate::model::{Group, GroupId, Organization, ReflectionCycle, RunBudget};
 use crate::text::sanitize;
 use crate::workspace::{LoadedRun, WhichRun};
@@ -55,6 +56,11 @@ pub struct TeamPanel {
     requested: HashSet<GroupId>,
     /// The trace trees of the runs shown (the trace view draws them).
     pub traces: super::trace_view::RunTraces,
+    /// Each team's forecast of its next run (read from its run files when it is first shown,
+    /// and again when a run of it ends); `None` inside: no earlier run to go by.
+    pub forecasts: HashMap<GroupId, (Option<Forecast>, Basis)>,
+    /// Teams whose forecast was asked for.
+    forecasts_asked: HashSet<GroupId>,
 }
 
 /// Where browsing a team's runs leads.
@@ -109,6 +115,15 @@ impl TeamPanel {
             group_id: g.id.clone(),
             which: WhichRun::Newest,
         })
+    }
+
+    /// [`Self::on_selected`], and a team's forecast asked for the first time it is shown.
+    pub fn on_selected_all(&mut self, g: &Group) -> Vec<Command> {
+        let forecast =
+            (g.is_team() && self.forecasts_asked.insert(g.id.clone())).then(|| Command::LoadForecast {
+                group_id: g.id.clone(),
+            });
+        self.on_selected(g).into_iter().chain(forecast).collect()
     }
 
     /// True once the group has a cycle view (its events are followed even if it is no team).
@@ -409,7 +424,14 @@ impl TeamPanel {
         // An earlier run being looked at is not the one going.
         let running = props.running && !self.browsing(&props.group_id);
         let label = self.run_label(&props.group_id, &props.keys);
-        render(frame, area, props, cycle, running, label.as_ref());
+        // Before a run (and between runs): what the next one will probably cost.
+        let forecast = self
+            .forecasts
+            .get(&props.group_id)
+            .and_then(|(f, _)| f.as_ref())
+            .filter(|_| !running)
+            .map(crate::describe::cost::forecast_next);
+        render(frame, area, props, cycle, running, label.as_ref(), forecast);
     }
 }
 
@@ -420,6 +442,7 @@ fn render(
     cycle: &CycleView,
     running: bool,
     label: Option<&RunLabel>,
+    forecast: Option<String>,
 ) {
     let state = cycle.state_while(running);
     let block = pane(format!(" Cycle · {state} "), false);
@@ -432,11 +455,21 @@ fn render(
             wrap_line_into(Line::styled(line, label.style()), width.max(1), &mut lines);
         }
     }
-    lines.extend(cycle_lines(props, cycle, running, width));
+    let (mut cycle, head) = cycle_lines(props, cycle, running, width);
+    if let Some(forecast) = forecast {
+        // Under the head line (wrapped, it may take more than one).
+        let dim = Style::default().add_modifier(Modifier::DIM);
+        let mut wrapped = Vec::new();
+        wrap_line_into(Line::styled(forecast, dim), width.max(1), &mut wrapped);
+        let at = head.min(cycle.len());
+        cycle.splice(at..at, wrapped);
+    }
+    lines.extend(cycle);
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec<Line<'static>> {
+/// The cycle's lines, and how many of them the head line took.
+fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> (Vec<Line<'static>>, usize) {
     let pause_key = &props.keys.pause;
     let dim = Style::default().add_modifier(Modifier::DIM);
     let warn = Style::default().fg(Color::Yellow);
@@ -452,7 +485,17 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
     if c.usage.total() > 0 {
         head.push_str(&format!(" · {} tok", c.usage.total()));
     }
-    out.push(Line::styled(head, Style::default().add_modifier(Modifier::BOLD)));
+    // What the run cost so far (a free model's run says nothing; an unknown cost is said once
+    // the run's end recorded it, as a run file written before costs were has none).
+    if let Some(cost) = crate::describe::cost::short(&c.cost)
+        .filter(|_| !free(&c.cost) && (c.cost.priced > 0 || c.cost_recorded))
+    {
+        head.push_str(&format!(" · {cost}"));
+    }
+    // Wrapped: the panel can be narrow (28 columns at 120), and the cost comes last.
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    wrap_line_into(Line::styled(head, bold), width.max(1), &mut out);
+    let head_lines = out.len();
     if let Some((_, name, live)) = c.lead_live.as_ref().filter(|l| running && !l.2.trim().is_empty()) {
         // The orchestrator (or evaluator) writing: who, and the end of its line.
         let name = sanitize::display(name);
@@ -465,7 +508,14 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
     }
     if let Some((text, near)) = budget_line(&props.budget, c, Instant::now()) {
         let style = if near { warn } else { dim };
-        wrap_line_into(Line::styled(text, style), width.max(1), &mut out);
+        // What is left goes whole onto a line of its own when the line does not fit.
+        let parts = match text.rfind(" (") {
+            Some(at) if text.width() > width => vec![text[..at].to_string(), text[at + 1..].to_string()],
+            _ => vec![text],
+        };
+        for part in parts {
+            wrap_line_into(Line::styled(part, style), width.max(1), &mut out);
+        }
     }
     out.extend(super::relay_view::panel_lines(
         c.relay.as_ref(),
@@ -594,7 +644,7 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
             .collect();
         out.push(Line::styled(format!("→ {text}"), warn));
     }
-    out
+    (out, head_lines)
 }
 
 /// `  › ` and the end of a streaming line that fits in `room` columns (`…` where cut).
@@ -616,8 +666,14 @@ fn live_tail(live: &str, room: usize) -> String {
     format!("  › {}", tail.into_iter().collect::<String>())
 }
 
-/// `budget: 1m05s / 30m00s · 12000 / 50000 tok` for a team with a budget: the run's time
-/// (pauses left out) and tokens against each limit set, and whether one is at 80 % or more.
+/// Nothing was spent: no turn yet, or only turns of free models (the simulator, a local server).
+pub fn free(cost: &crate::model::Cost) -> bool {
+    cost.unpriced == 0 && cost.usd <= 0.0
+}
+
+/// `budget: 1m05s / 30m00s · 12000 / 50000 tok · $0.42 / $1.00 ($0.58 left)` for a team with a
+/// budget: the run's time (pauses left out), tokens and cost against each limit set, and whether
+/// one is at 80 % or more.
 pub fn budget_line(budget: &RunBudget, c: &CycleView, now: Instant) -> Option<(String, bool)> {
     if budget.is_empty() {
         return None;
@@ -637,6 +693,18 @@ pub fn budget_line(budget: &RunBudget, c: &CycleView, now: Instant) -> Option<(S
         let used = c.usage.total();
         near |= used as f64 >= 0.8 * limit as f64;
         parts.push(format!("{used} / {limit} tok"));
+    }
+    if let Some(limit) = budget.max_cost_usd {
+        near |= c.cost.usd >= 0.8 * limit;
+        let usd = crate::describe::cost::usd;
+        // What is left to spend (turns without a price count nothing: said with `≥`).
+        let at_least = if c.cost.unpriced > 0 { "≥" } else { "" };
+        parts.push(format!(
+            "{at_least}{} / {} ({} left)",
+            usd(c.cost.usd),
+            usd(limit),
+            usd((limit - c.cost.usd).max(0.0))
+        ));
     }
     Some((format!("budget: {}", parts.join(" · ")), near))
 }
@@ -664,6 +732,7 @@ mod tests {
         let budget = RunBudget {
             max_duration_secs: Some(1800),
             token_budget: Some(50_000),
+            max_cost_usd: None,
         };
         assert_eq!(
             budget_line(&budget, &c, now),
@@ -674,11 +743,23 @@ mod tests {
         let tokens_only = RunBudget {
             max_duration_secs: None,
             token_budget: Some(100),
+            max_cost_usd: None,
         };
         assert_eq!(
             budget_line(&tokens_only, &c, now).map(|(t, _)| t),
             Some("budget: 42000 / 100 tok".into())
         );
+        let money = RunBudget {
+            max_cost_usd: Some(1.0),
+            ..RunBudget::default()
+        };
+        c.cost = crate::model::Cost::of_turn(Some(0.42));
+        assert_eq!(
+            budget_line(&money, &c, now),
+            Some(("budget: $0.420 / $1.00 ($0.580 left)".into(), false))
+        );
+        c.cost = crate::model::Cost::of_turn(Some(0.85));
+        assert_eq!(budget_line(&money, &c, now).map(|(_, near)| near), Some(true));
     }
 
     #[test]

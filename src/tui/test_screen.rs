@@ -118,7 +118,7 @@ pub fn timeline_props<'a>(
     transcript_pane::Props {
         subject: transcript_pane::Subject::Group {
             id: group_id.to_string(),
-            group: transcript_pane::GroupInfo {
+            group: Box::new(transcript_pane::GroupInfo {
                 name: g.name.clone(),
                 members_slug: g.members_slug(),
                 team: g.is_team(),
@@ -127,8 +127,11 @@ pub fn timeline_props<'a>(
                 repo: g.repo.clone(),
                 memory: g.memory,
                 contexts: vec![None; members.len()],
+                member_costs: org.sessions_in(group_id).iter().map(|s| s.cost).collect(),
+                spent: g.cost,
+                forecast: None,
                 members,
-            },
+            }),
             cycle,
             run: None,
         },

@@ -21,6 +21,7 @@ use ratatui::widgets::{Clear, Paragraph};
 use super::widgets::pane;
 use crate::engine::events::{EngineEvent, EventKind, RunKey};
 use crate::model::GroupId;
+use crate::text::clip;
 use crate::trace::{Trace, TraceBuilder};
 use crate::workspace::LoadedRun;
 
@@ -256,26 +257,6 @@ fn tree_lines(trace: &Trace) -> Vec<String> {
         .collect()
 }
 
-/// A line cut to `width` columns (`…` where cut): the tree keeps one line per node.
-fn clip(line: &str, width: usize) -> String {
-    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
-    if line.width() <= width {
-        return line.to_string();
-    }
-    let mut used = 0;
-    let mut out = String::new();
-    for c in line.chars() {
-        let w = c.width().unwrap_or(0);
-        if used + w + 1 > width {
-            break;
-        }
-        used += w;
-        out.push(c);
-    }
-    out.push('…');
-    out
-}
-
 /// Failures red, what was cut short yellow, a running node cyan.
 fn line_style(line: &str) -> Style {
     use ratatui::style::Color;
@@ -380,6 +361,7 @@ mod tests {
                         tool_calls: 0,
                         result: Some("found it".into()),
                         error: None,
+                        cost_usd: None,
                     },
                 ),
             },

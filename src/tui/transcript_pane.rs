@@ -609,6 +609,8 @@ pub enum Subject<'a> {
         window: Option<u64>,
         /// Characters of the system prompt the session sends.
         system_chars: usize,
+        /// What its turns cost so far.
+        cost: crate::model::Cost,
         /// Where it works and what it gets of the repository there.
         repo: Option<RepoHeader>,
         /// What confines the processes it starts (`sandbox: workspace-write, network on`);
@@ -619,7 +621,7 @@ pub enum Subject<'a> {
     },
     Group {
         id: GroupId,
-        group: GroupInfo,
+        group: Box<GroupInfo>,
         /// The run shown (from the team panel).
         cycle: Option<&'a CycleView>,
         /// Which run that is, when the team has others.
@@ -643,6 +645,15 @@ pub struct GroupInfo {
     /// Each member's next request in tokens and its model's window, when its transcript is
     /// loaded (in the order of `members`).
     pub contexts: Vec<Option<(u64, Option<u64>)>>,
+    /// What each member's turns cost so far (in the order of `members`).
+    pub member_costs: Vec<crate::model::Cost>,
+    /// What the group's sessions' turns cost so far, all runs and chats together.
+    pub spent: crate::model::Cost,
+    /// What the team's next run will probably cost, once worked out from its earlier runs.
+    pub forecast: Option<(
+        Option<crate::model::forecast::Forecast>,
+        crate::model::forecast::Basis,
+    )>,
 }
 
 /// The team's context line: each member whose transcript is loaded, with its tokens against
@@ -706,11 +717,12 @@ fn render(pane_state: &mut TranscriptPane, frame: &mut Frame<'_>, area: Rect, pr
             model,
             window,
             system_chars,
+            cost,
             repo,
             sandbox,
             tools,
         } => {
-            let mut title = session_title(name, *role, model);
+            let mut title = session_title(name, *role, model, cost);
             if !tools.is_empty() {
                 title.push_str(&format!("· tools: {} ", sanitize::display(&tools.join(", "))));
             }
@@ -801,14 +813,20 @@ fn welcome(props: &Props<'_>) -> Vec<Line<'static>> {
     ]
 }
 
-fn session_title(name: &str, role: Role, model: &str) -> String {
+/// ` name · role · model · $0.042 `: the session, and what its turns cost so far (like an
+/// agent's status line; unknown when its model has no price, nothing before its first turn).
+fn session_title(name: &str, role: Role, model: &str, cost: &crate::model::Cost) -> String {
     let sim = if model.starts_with("sim/") {
         " (simulated)"
     } else {
         ""
     };
+    let spent = crate::describe::cost::short(cost)
+        .filter(|_| !super::team_panel::free(cost))
+        .map(|c| format!(" · {c}"))
+        .unwrap_or_default();
     format!(
-        " {} · {} · {}{sim} ",
+        " {} · {} · {}{sim}{spent} ",
         sanitize::display(name),
         role,
         sanitize::display(model)
@@ -974,6 +992,9 @@ fn render_group(
         members,
         memory,
         contexts,
+        member_costs,
+        spent,
+        forecast,
     } = group;
     // A run in progress shows the mode it runs in (a `--mode` override, say).
     let mode = cycle.filter(|c| c.running).and_then(|c| c.mode).unwrap_or(*mode);
@@ -1013,6 +1034,13 @@ fn render_group(
     if mode.spec().uses_memory {
         header.push_str(&format!(" · memory: {memory}"));
     }
+    if let Some(spent) = crate::describe::cost::short(spent).filter(|_| !super::team_panel::free(spent)) {
+        header.push_str(&format!(" · spent {spent}"));
+    }
+    if let Some((Some(f), _)) = forecast {
+        header.push_str(&format!(" · {}", crate::describe::cost::forecast_short(f)));
+    }
+    // Last: a path may be long.
     if let Some(r) = repo {
         header.push_str(&format!(" · {}", sanitize::display(&r.display().to_string())));
     }
@@ -1020,11 +1048,18 @@ fn render_group(
     let team = members_slug.as_str();
     let members_line = members
         .iter()
-        .map(|(n, r)| {
+        .enumerate()
+        .map(|(i, (n, r))| {
             let n = naming::strip_team_prefix(n, team);
+            // What the member spent so far, where it spent anything.
+            let cost = member_costs
+                .get(i)
+                .and_then(crate::describe::cost::compact)
+                .map(|c| format!(" {c}"))
+                .unwrap_or_default();
             match r {
-                Role::Worker => sanitize::display(n).into_owned(),
-                other => format!("{} ({other})", sanitize::display(n)),
+                Role::Worker => format!("{}{cost}", sanitize::display(n)),
+                other => format!("{} ({other}){cost}", sanitize::display(n)),
             }
         })
         .collect::<Vec<_>>()
@@ -1041,6 +1076,15 @@ fn render_group(
             ),
             Style::default(),
         ));
+    }
+    // Before the first run shown of a team that ran before (or whose preset's teams did): what
+    // it will probably cost, and what that goes by (later the header and the panel say it).
+    if let Some((Some(f), basis)) = forecast.as_ref().filter(|_| timeline.is_empty()) {
+        let line = crate::describe::cost::forecast_line(Some(f));
+        notes.push((format!("forecast of the next run: {}", line.text), dim));
+        let basis = crate::describe::cost::forecast_basis(Some(f), basis);
+        notes.push((format!("  {}", basis.text), dim));
+        notes.push((String::new(), Style::default()));
     }
     // A sub-agent card's line is made each frame (its duration ticks while it runs).
     let cards = cycle.map(|c| &c.cards);
@@ -1132,6 +1176,7 @@ mod tests {
             usage: None,
             error: None,
             message: Some(Box::new(Message::assistant(answer))),
+            cost_usd: None,
         }
     }
 

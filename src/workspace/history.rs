@@ -1,8 +1,92 @@
 //! Earlier runs read back from their run files (`runs/<group-id>/<run-id>.jsonl`): what the
 //! TUI replays after a restart, and what a trace view reads.
 
-use crate::engine::events::{RunId, RunRecord};
+use crate::engine::events::{EventKind, RunId, RunKey, RunRecord};
+use crate::model::forecast::{Basis, FORECAST_RUNS, Forecast, RunSample, forecast};
+use crate::model::{CycleOutcome, Organization};
 use crate::store::RunFiles;
+
+/// Bytes read from the end of a run file to find its end (`run_ended` is a short last line).
+const TAIL_BYTES: u64 = 16 * 1024;
+
+/// What a team run that did its work used, from its file's last line: `None` for a run that
+/// never ended, was stopped or interrupted, failed, or was written before runs recorded their
+/// totals (and for another run than a team run: a member's chat).
+pub fn run_sample(runs: &RunFiles, group_id: &str, run_id: &str) -> Option<RunSample> {
+    let lines = runs.read_tail(group_id, run_id, TAIL_BYTES).ok()?;
+    let record: RunRecord = lines.iter().rev().find_map(|l| serde_json::from_str(l).ok())?;
+    let EventKind::RunEnded {
+        key: RunKey::Team { .. },
+        outcome: Some(outcome),
+        failed: None,
+        totals: Some(totals),
+        ..
+    } = record.event.kind
+    else {
+        return None;
+    };
+    if matches!(outcome, CycleOutcome::Cancelled | CycleOutcome::SaveFailed) {
+        return None;
+    }
+    Some(RunSample {
+        cost_usd: totals.known_cost(),
+        tokens: totals.usage.total(),
+        duration_ms: totals.duration_ms,
+    })
+}
+
+/// The forecast of a run of the team `group_id` (when it exists) from its earlier runs and
+/// those of the other teams made from the preset `source_preset` (`<tier>:<name>`): the newest
+/// [`FORECAST_RUNS`] of them. Blocking (reads run files): call it off the UI thread.
+pub fn forecast_runs(
+    runs: &RunFiles,
+    org: &Organization,
+    group_id: Option<&str>,
+    source_preset: Option<&str>,
+) -> (Option<Forecast>, Basis) {
+    let preset = source_preset.or_else(|| {
+        group_id
+            .and_then(|id| org.group(id))
+            .and_then(|g| g.source_preset.as_deref())
+    });
+    let mut groups: Vec<(&str, bool)> = group_id.map(|id| (id, true)).into_iter().collect();
+    if let Some(preset) = preset {
+        groups.extend(
+            org.groups
+                .iter()
+                .filter(|g| g.source_preset.as_deref() == Some(preset) && Some(g.id.as_str()) != group_id)
+                .map(|g| (g.id.as_str(), false)),
+        );
+    }
+    // Every candidate run id, newest first, with whose it is.
+    let mut ids: Vec<(String, &str, bool)> = Vec::new();
+    for (group, own) in groups {
+        for run in runs.list(group).unwrap_or_default() {
+            ids.push((run, group, own));
+        }
+    }
+    ids.sort_by(|a, b| b.0.cmp(&a.0));
+    let mut samples = Vec::new();
+    let mut basis = Basis {
+        own: 0,
+        preset: preset.map(|p| (0, p.split_once(':').map_or(p, |(_, name)| name).to_string())),
+    };
+    for (run, group, own) in &ids {
+        if samples.len() == FORECAST_RUNS {
+            break;
+        }
+        if let Some(sample) = run_sample(runs, group, run) {
+            samples.push(sample);
+            match (&mut basis.preset, own) {
+                (_, true) => basis.own += 1,
+                (Some((n, _)), false) => *n += 1,
+                (None, false) => {}
+            }
+        }
+    }
+    samples.reverse();
+    (forecast(&samples), basis)
+}
 
 /// One run file as read back: the run's id, its records, and where it stands among the group's
 /// runs (0-based `index` of `total`, oldest first).
@@ -77,6 +161,80 @@ mod tests {
             execution: None,
             kind,
         })
+    }
+
+    fn ended(group: &str, run: &str, outcome: CycleOutcome, cost: Option<f64>, tokens: u64) -> RunRecord {
+        RunRecord::now(EngineEvent {
+            group_id: group.into(),
+            group: "G".into(),
+            run_id: Some(run.into()),
+            execution: None,
+            kind: EventKind::RunEnded {
+                key: RunKey::team(group),
+                outcome: Some(outcome),
+                iterations: 1,
+                failed: None,
+                totals: Some(crate::engine::events::RunTotals {
+                    duration_ms: tokens * 10,
+                    usage: crate::model::Usage::new(tokens, 0),
+                    cost_usd: cost,
+                    unpriced_turns: u32::from(cost.is_none()),
+                }),
+            },
+        })
+    }
+
+    #[test]
+    fn a_forecast_reads_the_ends_of_the_teams_runs_and_its_presets() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = RunFiles::new(dir.path());
+        let mut org = Organization::default();
+        let mut own = crate::model::Group::new("Review", crate::model::GroupKind::Team);
+        own.source_preset = Some("builtin:Code Review".into());
+        let mut sibling = crate::model::Group::new("Review 2", crate::model::GroupKind::Team);
+        sibling.source_preset = own.source_preset.clone();
+        let other = crate::model::Group::new("Other", crate::model::GroupKind::Team);
+        let (a, b, c) = (own.id.clone(), sibling.id.clone(), other.id.clone());
+        org.groups.extend([own, sibling, other]);
+        // Nothing on disk: no forecast.
+        let (none, basis) = forecast_runs(&files, &org, Some(&a), None);
+        assert_eq!(none, None);
+        assert_eq!(basis.preset, Some((0, "Code Review".into())));
+        let log: RunLog<RunRecord> = RunLog::start(files.clone(), 50);
+        log.append(
+            &a,
+            "r1",
+            ended(&a, "r1", CycleOutcome::Completed, Some(0.10), 100),
+        );
+        log.append(&a, "r2", ended(&a, "r2", CycleOutcome::GoalMet, Some(0.30), 300));
+        // Stopped: not what a run costs.
+        log.append(&a, "r3", ended(&a, "r3", CycleOutcome::Cancelled, Some(9.0), 9));
+        log.append(&b, "r4", ended(&b, "r4", CycleOutcome::Completed, None, 200));
+        log.append(&c, "r5", ended(&c, "r5", CycleOutcome::Completed, Some(50.0), 1));
+        // A run that never ended, and a member's chat.
+        log.append(
+            &a,
+            "r6",
+            record(EventKind::IterationStarted {
+                iteration: 1,
+                max_iterations: 0,
+            }),
+        );
+        log.flush();
+        let (f, basis) = forecast_runs(&files, &org, Some(&a), None);
+        let f = f.unwrap();
+        assert_eq!((f.runs, f.priced_runs), (3, 2));
+        assert_eq!(f.tokens.median, 200.0);
+        assert!((f.cost_usd.unwrap().median - 0.20).abs() < 1e-12);
+        assert_eq!(basis.own, 2);
+        assert_eq!(basis.preset, Some((1, "Code Review".into())));
+        // Before a team is made from the preset: its other teams' runs.
+        let (f, basis) = forecast_runs(&files, &org, None, Some("builtin:Code Review"));
+        assert_eq!(f.unwrap().runs, 3);
+        assert_eq!(basis.own, 0);
+        // A team without a preset: its own runs only.
+        let (f, _) = forecast_runs(&files, &org, Some(&c), None);
+        assert_eq!(f.unwrap().cost_usd.unwrap().median, 50.0);
     }
 
     #[test]

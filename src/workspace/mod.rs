@@ -27,7 +27,7 @@ pub use edits::{
     AtRisk, EditError, Edits, EvaluatorSwitch, Removal, RemovalReport, ToolChange, WorktreeChoice,
 };
 pub use export::{ExportOutcome, Exporter};
-pub use history::{LoadedRun, WhichRun, read_run};
+pub use history::{LoadedRun, WhichRun, forecast_runs, read_run, run_sample};
 pub use prune::{Leftover, PruneReport, headless_leftovers, prune};
 
 #[derive(Debug, thiserror::Error)]
@@ -111,6 +111,7 @@ impl Workspace {
                 tool_result_max_bytes: config.tool_result_max_bytes,
                 default_budget: config.budget,
                 default_dispatch: config.dispatch.clone(),
+                prices: config.price_book(),
                 rate_limit_wait: std::time::Duration::from_secs(config.rate_limit_wait_secs),
                 repo_context: config.repo_context,
                 skills_dir: Some(paths.config_dir.join("skills")),

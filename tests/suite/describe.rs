@@ -93,6 +93,7 @@ fn run() -> Run {
             tool_calls: 2,
             result: Some("DB pool exhausted\nat 10:02".into()),
             error: None,
+            cost_usd: None,
         },
     );
     let iteration = event(

@@ -21,6 +21,7 @@ fn tokens(n: u64) -> RunBudget {
     RunBudget {
         max_duration_secs: None,
         token_budget: Some(n),
+        max_cost_usd: None,
     }
 }
 
@@ -180,6 +181,7 @@ async fn a_time_limit_ends_a_run_of_slow_members() {
         RunBudget {
             max_duration_secs: Some(30),
             token_budget: None,
+            max_cost_usd: None,
         },
     );
     let started = tokio::time::Instant::now();
@@ -245,6 +247,7 @@ async fn a_pause_counts_neither_in_the_duration_nor_against_the_time_limit() {
         RunBudget {
             max_duration_secs: Some(60),
             token_budget: None,
+            max_cost_usd: None,
         },
     );
     let run = f

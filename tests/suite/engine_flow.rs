@@ -492,6 +492,7 @@ async fn a_flow_over_its_token_budget_ends_exhausted_and_hands_nothing_on() {
         o.group_mut(&f.group_id).unwrap().budget = RunBudget {
             max_duration_secs: None,
             token_budget: Some(50),
+            max_cost_usd: None,
         }
     });
     f.server.script("w-a", vec![Reply::text("A BODY").usage(60, 0)]);

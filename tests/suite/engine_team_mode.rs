@@ -576,6 +576,7 @@ async fn a_spent_token_budget_stops_the_deliberation() {
     f.org.update(|o| {
         o.group_mut(&f.group_id).unwrap().budget = huddle::model::RunBudget {
             token_budget: Some(30),
+            max_cost_usd: None,
             max_duration_secs: None,
         }
     });

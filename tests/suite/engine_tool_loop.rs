@@ -341,10 +341,7 @@ async fn one_call_its_result_reaches_the_next_request_then_the_answer() {
         );
 
         // Usage is the sum of the rounds'.
-        let want = Usage {
-            input_tokens: 30,
-            output_tokens: 8,
-        };
+        let want = Usage::new(30, 8);
         assert_eq!(result.usage, Some(want), "{api:?}");
         let events = t.drain();
         assert_eq!(finished_usage(&events), Some(want));

@@ -12,6 +12,12 @@
 //! Replies are taken per model in order; a model with no script left gets the `"*"` script,
 //! then the default reply (`fake answer from <model>`). Every request is recorded.
 //!
+//! Usage is reported as each API does: `Reply::usage(input, output)` is the uncached input,
+//! `Reply::cache(read, written)` adds prompt-cache tokens (Anthropic: `cache_read_input_tokens`
+//! and `cache_creation_input_tokens` beside `input_tokens`; OpenAI: `prompt_tokens` counts them,
+//! `prompt_tokens_details` says which). [`FakeLlm::emulate_prompt_cache`] makes the Anthropic
+//! side count them itself from the requests' `cache_control` marks, as the API does.
+//!
 //! Tool calls stream as each API does (OpenAI `delta.tool_calls` pieces keyed by `index`,
 //! `finish_reason: tool_calls`; Anthropic `tool_use` blocks with `input_json_delta` pieces,
 //! `stop_reason: tool_use`), from [`Piece`]s in wire order, so arguments can be split anywhere
@@ -112,7 +118,7 @@ pub enum Reply {
     Stream {
         chunks: Vec<Piece>,
         end: StreamEnd,
-        usage: (u64, u64),
+        usage: Tokens,
         chunk_delay: Duration,
         /// SSE comment lines (`: ping`) before the first chunk.
         pings: usize,
@@ -151,7 +157,7 @@ impl Reply {
         Reply::Stream {
             chunks,
             end: StreamEnd::Complete,
-            usage: (11, output),
+            usage: Tokens::new(11, output),
             chunk_delay: Duration::ZERO,
             pings: 0,
         }
@@ -190,7 +196,17 @@ impl Reply {
 
     pub fn usage(mut self, input: u64, output: u64) -> Reply {
         if let Reply::Stream { usage, .. } = &mut self {
-            *usage = (input, output);
+            usage.input = input;
+            usage.output = output;
+        }
+        self
+    }
+
+    /// Input tokens read from the prompt cache and written to it, besides `usage`'s input.
+    pub fn cache(mut self, read: u64, written: u64) -> Reply {
+        if let Reply::Stream { usage, .. } = &mut self {
+            usage.cache_read = read;
+            usage.cache_write = written;
         }
         self
     }
@@ -225,6 +241,142 @@ impl Reply {
             *body = Some(text.to_string());
         }
         self
+    }
+}
+
+/// The token counts a reply reports: `input` is the input neither read from nor written to the
+/// prompt cache.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Tokens {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+}
+
+impl Tokens {
+    pub fn new(input: u64, output: u64) -> Tokens {
+        Tokens {
+            input,
+            output,
+            ..Tokens::default()
+        }
+    }
+
+    /// Anthropic's `usage`: the uncached input beside the two cache counts.
+    fn anthropic(&self, output: u64) -> Value {
+        json!({"input_tokens":self.input,"output_tokens":output,
+            "cache_creation_input_tokens":self.cache_write,"cache_read_input_tokens":self.cache_read})
+    }
+
+    /// OpenAI's `usage`: `prompt_tokens` counts the cached input too.
+    fn openai(&self) -> Value {
+        let prompt = self.input + self.cache_read + self.cache_write;
+        let mut u = json!({"prompt_tokens":prompt,"completion_tokens":self.output,"total_tokens":prompt + self.output});
+        if self.cache_read > 0 || self.cache_write > 0 {
+            u["prompt_tokens_details"] =
+                json!({"cached_tokens":self.cache_read,"cache_write_tokens":self.cache_write});
+        }
+        u
+    }
+}
+
+/// Anthropic's prompt cache as the fake keeps it (see [`FakeLlm::emulate_prompt_cache`]): the
+/// prefixes cached so far (hash of their bytes) and the fewest tokens a prefix must have.
+#[derive(Default)]
+struct PromptCache {
+    min_tokens: u64,
+    prefixes: std::collections::HashSet<u64>,
+}
+
+/// A request's prompt as the cache sees it: each block in render order (tools, system,
+/// messages) written out without its `cache_control`, and whether it carried one.
+fn cache_blocks(body: &Value) -> Vec<(String, bool)> {
+    let mut out = Vec::new();
+    let mut push = |prefix: &str, block: &Value| {
+        let marked = block.get("cache_control").is_some();
+        let mut plain = block.clone();
+        if let Some(map) = plain.as_object_mut() {
+            map.remove("cache_control");
+        }
+        out.push((format!("{prefix}{plain}"), marked));
+    };
+    for tool in body["tools"].as_array().into_iter().flatten() {
+        push("tool:", tool);
+    }
+    match &body["system"] {
+        Value::String(s) => push("system:", &json!({"type":"text","text":s})),
+        Value::Array(blocks) => blocks.iter().for_each(|b| push("system:", b)),
+        _ => {}
+    }
+    for m in body["messages"].as_array().into_iter().flatten() {
+        let role = m["role"].as_str().unwrap_or("");
+        match &m["content"] {
+            Value::String(s) => push(role, &json!({"type":"text","text":s})),
+            Value::Array(blocks) => blocks.iter().for_each(|b| push(role, b)),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Tokens of a text, as the fake counts them: a quarter of its bytes.
+fn tokens_of(bytes: usize) -> u64 {
+    bytes.div_ceil(4) as u64
+}
+
+impl PromptCache {
+    /// What an Anthropic request reads from and writes to the cache, as the API counts it: a
+    /// breakpoint (or one of the 20 blocks before it) whose prefix an earlier request cached is
+    /// read; the prefix up to the last breakpoint is written beyond that. Returns the usage
+    /// with `output` tokens.
+    fn account(&mut self, body: &Value, output: u64) -> Tokens {
+        use std::hash::{Hash, Hasher};
+        let blocks = cache_blocks(body);
+        let mut hashes = Vec::with_capacity(blocks.len());
+        let mut sizes = Vec::with_capacity(blocks.len());
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        let mut total = 0u64;
+        for (text, _) in &blocks {
+            text.hash(&mut hasher);
+            hashes.push(hasher.finish());
+            total += tokens_of(text.len());
+            sizes.push(total);
+        }
+        let marks: Vec<usize> = blocks
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, m))| *m)
+            .map(|(i, _)| i)
+            .collect();
+        let mut read_to: Option<usize> = None;
+        for &bp in &marks {
+            for at in (bp.saturating_sub(20)..=bp).rev() {
+                if self.prefixes.contains(&hashes[at]) {
+                    read_to = Some(read_to.map_or(at, |r| r.max(at)));
+                    break;
+                }
+            }
+        }
+        let read = read_to.map_or(0, |i| sizes[i]);
+        let mut write = 0;
+        if let Some(&last) = marks.last()
+            && sizes[last] >= self.min_tokens
+            && read_to.is_none_or(|r| r < last)
+        {
+            write = sizes[last] - read;
+        }
+        for &bp in &marks {
+            if sizes[bp] >= self.min_tokens {
+                self.prefixes.insert(hashes[bp]);
+            }
+        }
+        Tokens {
+            input: total - read - write,
+            output,
+            cache_read: read,
+            cache_write: write,
+        }
     }
 }
 
@@ -270,8 +422,17 @@ impl RecordedRequest {
     pub fn prompt_texts(&self) -> Vec<String> {
         let json = self.json();
         let mut out = Vec::new();
-        if let Some(s) = json["system"].as_str() {
-            out.push(s.to_string());
+        match &json["system"] {
+            Value::String(s) => out.push(s.clone()),
+            // Anthropic system blocks (marked for the prompt cache).
+            Value::Array(blocks) => out.push(
+                blocks
+                    .iter()
+                    .filter_map(|b| b["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            _ => {}
         }
         for m in json["messages"].as_array().into_iter().flatten() {
             let text = match &m["content"] {
@@ -394,6 +555,8 @@ struct State {
     default: Option<Reply>,
     requests: Vec<RecordedRequest>,
     required_key: Option<String>,
+    /// Anthropic usage counted from the requests' cache marks (off: as scripted).
+    cache: Option<PromptCache>,
 }
 
 pub struct FakeLlm {
@@ -444,6 +607,17 @@ impl FakeLlm {
     /// The reply when no script is left (default: `fake answer from <model>`).
     pub fn set_default(&self, reply: Reply) {
         self.state.lock().expect("state").default = Some(reply);
+    }
+
+    /// From now on, Anthropic replies report the prompt cache as the API does: a request's
+    /// input is counted from its body (a quarter of its bytes per token), split into what
+    /// earlier requests cached (read), what its `cache_control` marks cache now (written) and the
+    /// rest. Prefixes shorter than `min_tokens` are not cached (the API's minimum).
+    pub fn emulate_prompt_cache(&self, min_tokens: u64) {
+        self.state.lock().expect("state").cache = Some(PromptCache {
+            min_tokens,
+            ..PromptCache::default()
+        });
     }
 
     /// Answer 401 unless the request carries this key (Bearer or x-api-key).
@@ -508,6 +682,25 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) {
         }
     };
     let reply = match reply {
+        Reply::Stream {
+            chunks,
+            end,
+            usage,
+            chunk_delay,
+            pings,
+        } if api == Api::Anthropic => {
+            let counted = {
+                let mut s = state.lock().expect("state");
+                s.cache.as_mut().map(|c| c.account(&request.json(), usage.output))
+            };
+            Reply::Stream {
+                chunks,
+                end,
+                usage: counted.unwrap_or(usage),
+                chunk_delay,
+                pings,
+            }
+        }
         Reply::EchoHeaders(status) => {
             let seen: Vec<String> = request.headers.iter().map(|(n, v)| format!("{n}: {v}")).collect();
             let message = format!("request refused; it carried {}", seen.join("; "));
@@ -613,7 +806,7 @@ async fn respond(
                     let stop = if calls.is_empty() { "end_turn" } else { "tool_use" };
                     json!({"type":"message","role":"assistant","model":model,
                         "content":content,"stop_reason":stop,
-                        "usage":{"input_tokens":usage.0,"output_tokens":usage.1}})
+                        "usage":usage.anthropic(usage.output)})
                 }
                 _ => {
                     let mut message = json!({"role":"assistant","content":text});
@@ -628,7 +821,7 @@ async fn respond(
                     let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
                     json!({"object":"chat.completion","model":model,
                         "choices":[{"index":0,"message":message,"finish_reason":finish}],
-                        "usage":{"prompt_tokens":usage.0,"completion_tokens":usage.1}})
+                        "usage":usage.openai()})
                 }
             }
             .to_string();
@@ -730,7 +923,7 @@ fn whole_answer(pieces: &[Piece]) -> (String, Vec<(String, String, String)>) {
 struct Sse<'a> {
     api: Api,
     model: &'a str,
-    usage: (u64, u64),
+    usage: Tokens,
     /// The open Anthropic content block: its index and whether it is text.
     open: Option<(usize, bool)>,
     blocks: usize,
@@ -739,7 +932,7 @@ struct Sse<'a> {
 }
 
 impl<'a> Sse<'a> {
-    fn new(api: Api, model: &'a str, usage: (u64, u64)) -> Sse<'a> {
+    fn new(api: Api, model: &'a str, usage: Tokens) -> Sse<'a> {
         Sse {
             api,
             model,
@@ -755,7 +948,7 @@ impl<'a> Sse<'a> {
             Api::Anthropic => {
                 let start = json!({"type":"message_start","message":{"id":"msg_fake","type":"message","role":"assistant",
                     "content":[],"model":self.model,"stop_reason":null,
-                    "usage":{"input_tokens":self.usage.0,"output_tokens":1}}});
+                    "usage":self.usage.anthropic(1)}});
                 format!(
                     "event: message_start\ndata: {start}\n\nevent: ping\ndata: {{\"type\": \"ping\"}}\n\n"
                 )
@@ -859,7 +1052,7 @@ impl<'a> Sse<'a> {
             Api::Anthropic => {
                 let stop = if called { "tool_use" } else { "end_turn" };
                 let d = json!({"type":"message_delta","delta":{"stop_reason":stop,"stop_sequence":null},
-                    "usage":{"output_tokens":self.usage.1}});
+                    "usage":{"output_tokens":self.usage.output}});
                 format!(
                     "{}event: message_delta\ndata: {d}\n\nevent: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n",
                     self.close_block()
@@ -870,7 +1063,7 @@ impl<'a> Sse<'a> {
                 let mut out = self.openai_chunk(json!({}), json!(finish));
                 if include_usage {
                     let u = json!({"id":"chatcmpl-fake","object":"chat.completion.chunk","model":self.model,"choices":[],
-                        "usage":{"prompt_tokens":self.usage.0,"completion_tokens":self.usage.1,"total_tokens":self.usage.0 + self.usage.1}});
+                        "usage":self.usage.openai()});
                     out.push_str(&format!("data: {u}\n\n"));
                 }
                 out.push_str("data: [DONE]\n\n");

@@ -1,5 +1,7 @@
 mod cli_hardening;
 mod cli_limits;
+mod cost;
+mod cost_caching;
 mod describe;
 mod docs;
 mod economy_runs;
@@ -69,6 +71,7 @@ mod tools_wire;
 mod trace;
 mod tui_cards;
 mod tui_conversation;
+mod tui_cost;
 mod tui_dialogs;
 mod tui_flow;
 mod tui_inputs;

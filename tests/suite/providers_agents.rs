@@ -118,11 +118,17 @@ async fn play(agent: AgentKind, options: &[&str]) -> Replay {
     replay(provider(agent, options).as_ref(), request(None)).await
 }
 
-fn usage(input_tokens: u64, output_tokens: u64) -> Option<Usage> {
-    Some(Usage {
-        input_tokens,
-        output_tokens,
+/// `usage` with `read` tokens read from and `write` written to the prompt cache.
+fn cached(usage: Option<Usage>, read: u64, write: u64) -> Option<Usage> {
+    usage.map(|u| Usage {
+        cache_read_tokens: read,
+        cache_write_tokens: write,
+        ..u
     })
+}
+
+fn usage(input_tokens: u64, output_tokens: u64) -> Option<Usage> {
+    Some(Usage::new(input_tokens, output_tokens))
 }
 
 #[tokio::test]
@@ -138,8 +144,8 @@ async fn claude_text_usage_cost_and_session() {
     let out = r.out();
     assert_eq!(out.text, "4");
     assert_eq!(r.deltas.concat(), "4");
-    // Input counts cache writes and reads too.
-    assert_eq!(out.usage, usage(10 + 21570, 25));
+    // Input counts cache writes and reads too, and says which they were.
+    assert_eq!(out.usage, cached(usage(10 + 21570, 25), 0, 21570));
     let agent = out.agent.as_ref().expect("agent report");
     assert_eq!(agent.cost_usd, Some(0.1354875));
     assert_eq!(
@@ -184,7 +190,7 @@ async fn claude_tool_use_becomes_a_step_with_its_result() {
     assert!(!step.is_error);
     assert_eq!(step.text, "");
     assert_eq!(agent.cost_usd, Some(0.24722425));
-    assert_eq!(out.usage, usage(18 + 25067 + 17254, 424));
+    assert_eq!(out.usage, cached(usage(18 + 25067 + 17254, 424), 17254, 25067));
     // Live: the session, then the call, then its result.
     let kinds: Vec<&str> = r
         .activity
@@ -218,7 +224,7 @@ async fn claude_partial_messages_stream_deltas_without_repeating_them() {
     assert_eq!(agent.steps[0].call.name, "Read");
     assert_eq!(agent.steps[0].call.arguments, r#"{"file_path":"README.md"}"#);
     assert_eq!(agent.steps[0].result, "     1\t# demo\n     2\tA tiny project.");
-    assert_eq!(out.usage, usage(8 + 100 + 200, 49));
+    assert_eq!(out.usage, cached(usage(8 + 100 + 200, 49), 200, 100));
 }
 
 #[tokio::test]
@@ -276,7 +282,8 @@ async fn codex_commands_and_file_changes_are_steps() {
     );
     assert_ne!(steps[0].call.id, steps[1].call.id);
     assert!(steps[0].call.id.starts_with("item_1-"), "{}", steps[0].call.id);
-    assert_eq!(out.usage, usage(23839, 145));
+    // `cached_input_tokens` is a part of `input_tokens`.
+    assert_eq!(out.usage, cached(usage(23839, 145), 16384, 0));
     // The step text streamed before the call, then the answer.
     assert_eq!(
         r.deltas.concat(),

@@ -94,13 +94,7 @@ async fn openai_streams_text_and_usage_with_the_expected_request() {
     let out = result.expect("turn");
     assert_eq!(out.text, "Four, of course.");
     assert_eq!(streamed, out.text);
-    assert_eq!(
-        out.usage,
-        Some(Usage {
-            input_tokens: 21,
-            output_tokens: 3
-        })
-    );
+    assert_eq!(out.usage, Some(Usage::new(21, 3)));
     assert_eq!(out.finish_reason.as_deref(), Some("stop"));
     assert!(!out.simulated);
 
@@ -135,13 +129,7 @@ async fn anthropic_streams_text_and_usage_with_the_expected_request() {
     let (result, streamed) = turn(p.as_ref(), req).await;
     let out = result.expect("turn");
     assert_eq!((out.text.as_str(), streamed.as_str()), ("Four.", "Four."));
-    assert_eq!(
-        out.usage,
-        Some(Usage {
-            input_tokens: 30,
-            output_tokens: 2
-        })
-    );
+    assert_eq!(out.usage, Some(Usage::new(30, 2)));
     assert_eq!(out.finish_reason.as_deref(), Some("end_turn"));
 
     let r = &llm.requests()[0];
@@ -150,7 +138,15 @@ async fn anthropic_streams_text_and_usage_with_the_expected_request() {
     assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
     let body = r.json();
     assert_eq!(body["max_tokens"], 8192);
-    assert_eq!(body["system"], "You are terse.");
+    // Prompt caching is on by default: the system prompt is a block marked for the cache.
+    assert_eq!(
+        body["system"],
+        serde_json::json!([{"type":"text","text":"You are terse.","cache_control":{"type":"ephemeral"}}])
+    );
+    assert_eq!(
+        r.prompt_texts(),
+        ["You are terse.", "What is 2+2?", "Four.", "And 3+3?"]
+    );
     assert_eq!(body["messages"].as_array().map(Vec::len), Some(3));
     assert_eq!(body["messages"][1]["role"], "assistant");
 }
@@ -640,12 +636,6 @@ async fn a_server_that_ignores_stream_true_still_answers() {
             (out.text.as_str(), streamed.as_str()),
             ("whole answer", "whole answer")
         );
-        assert_eq!(
-            out.usage,
-            Some(Usage {
-                input_tokens: 5,
-                output_tokens: 2
-            })
-        );
+        assert_eq!(out.usage, Some(Usage::new(5, 2)));
     }
 }

@@ -68,6 +68,7 @@ fn finished(
         tool_calls: 1,
         result: result.map(str::to_string),
         error: error.map(str::to_string),
+        cost_usd: None,
     }
 }
 
@@ -185,14 +186,13 @@ fn dispatch_run(app: &mut App, gid: &str) -> String {
             success: true,
             interrupted: false,
             duration_ms: 2100,
-            usage: Some(Usage {
-                input_tokens: 500,
-                output_tokens: 300,
-            }),
+            usage: Some(Usage::new(500, 300)),
             error: None,
             message: Some(Box::new(Message::assistant(
                 "Passwords are hashed.\nNo issue found.",
             ))),
+            // As the engine prices the simulator: free.
+            cost_usd: Some(0.0),
         },
     );
     tagged(

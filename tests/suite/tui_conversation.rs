@@ -151,10 +151,7 @@ fn memory_key_switches_a_teams_memory_and_the_team_view_says_which() {
 fn the_context_meter_warns_before_the_window_overflows() {
     let answer = |input: u64| {
         let mut m = Message::assistant("an answer");
-        m.usage = Some(Usage {
-            input_tokens: input,
-            output_tokens: 100,
-        });
+        m.usage = Some(Usage::new(input, 100));
         m
     };
     // sim models pretend to a 32k window.
@@ -378,10 +375,7 @@ fn the_team_view_shows_the_context_of_each_member_read_so_far() {
     app.handle_key(ch('j'));
     let member = app.selected_session_id().expect("a member");
     let mut answer = Message::assistant("an answer");
-    answer.usage = Some(Usage {
-        input_tokens: 27_000,
-        output_tokens: 100,
-    });
+    answer.usage = Some(Usage::new(27_000, 100));
     app.handle_app_event(AppEvent::TranscriptLoaded {
         session_id: member,
         result: Ok(huddle::store::LoadedTranscript {

@@ -88,6 +88,7 @@ fn a_pipeline_team_shows_its_phase_strip_and_who_holds_the_conversation() {
                 usage: None,
                 error: None,
                 message: None,
+                cost_usd: None,
             }
         } else {
             EventKind::TurnStarted {

@@ -208,6 +208,7 @@ fn a_running_members_row_shows_what_it_is_writing() {
             usage: None,
             error: None,
             message: None,
+            cost_usd: None,
         },
     );
     let text = screen_text(&render(&mut app, 200, 60));
@@ -254,6 +255,7 @@ fn the_orchestrator_writing_shows_in_the_panel_until_its_turn_ends() {
             usage: None,
             error: None,
             message: None,
+            cost_usd: None,
         },
     );
     let text = screen_text(&render(&mut app, 200, 60));

@@ -300,12 +300,10 @@ fn broadcast_workers_get_their_token_counts() {
             success: true,
             interrupted: false,
             duration_ms: 10,
-            usage: Some(Usage {
-                input_tokens: 100,
-                output_tokens: 23,
-            }),
+            usage: Some(Usage::new(100, 23)),
             error: None,
             message: None,
+            cost_usd: None,
         },
     );
     let workers = &app.team_panel.cycles[&id].workers;
@@ -330,12 +328,10 @@ fn a_direct_chat_with_a_member_leaves_the_teams_finished_run_alone() {
         success: true,
         interrupted: false,
         duration_ms: 10,
-        usage: Some(Usage {
-            input_tokens: tokens,
-            output_tokens: 0,
-        }),
+        usage: Some(Usage::new(tokens, 0)),
         error: None,
         message: None,
+        cost_usd: Some(0.0),
     };
     let team_run = run_started(&mut app, RunKey::team(&id));
     engine_event(

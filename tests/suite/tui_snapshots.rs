@@ -77,12 +77,11 @@ fn first_iteration(app: &App, group_id: &str) -> Vec<EventKind> {
             success: true,
             interrupted: false,
             duration_ms: 1200,
-            usage: Some(Usage {
-                input_tokens: 300,
-                output_tokens: 120,
-            }),
+            usage: Some(Usage::new(300, 120)),
             error: None,
             message: None,
+            // As the engine prices the simulator: free.
+            cost_usd: Some(0.0),
         },
         EventKind::WorkerFinished {
             iteration: 1,
@@ -227,6 +226,7 @@ fn team_finished_with_scores() {
         outcome: Some(CycleOutcome::GoalMet),
         iterations: 3,
         failed: None,
+        totals: None,
     });
     feed(&mut app, &id, events);
     let t = render(&mut app, 120, 32);
@@ -386,6 +386,7 @@ fn team_browsing_an_earlier_run() {
             outcome: Some(CycleOutcome::GoalMet),
             iterations: 1,
             failed: None,
+            totals: None,
         },
     ]);
     let newest = vec![
@@ -401,6 +402,7 @@ fn team_browsing_an_earlier_run() {
             outcome: None,
             iterations: 0,
             failed: Some("the provider is down".into()),
+            totals: None,
         },
     ];
     // The newest of seven runs, read when the team was first shown.

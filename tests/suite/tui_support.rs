@@ -138,6 +138,7 @@ pub fn run_ended(app: &mut App, run_id: &str, key: RunKey, failed: Option<&str>)
             outcome: Some(CycleOutcome::Completed),
             iterations: 1,
             failed: failed.map(str::to_string),
+            totals: None,
         },
     )
 }
@@ -301,6 +302,7 @@ pub fn turn(app: &mut App, run_id: &str, session_id: &str, generation: u64, prom
             usage: None,
             error: None,
             message: Some(Box::new(Message::assistant(answer))),
+            cost_usd: None,
         },
     );
 }

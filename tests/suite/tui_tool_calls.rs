@@ -125,6 +125,7 @@ impl ToolTurn {
             usage: None,
             error: None,
             message: Some(Box::new(self.answer.clone())),
+            cost_usd: None,
         });
         run_ended(app, run, RunKey::chat(session_id), None);
     }

@@ -247,6 +247,7 @@ fn the_sidebar_shows_branches_and_marks_from_a_status_event() {
                 usage: None,
                 error: None,
                 message: None,
+                cost_usd: None,
             },
         )
     };

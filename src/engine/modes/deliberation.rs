@@ -91,6 +91,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
             status: Some(status),
             duration: run.active_time(),
             tokens: run.usage.total(),
+            cost_usd: run.control().spent().cost.known(),
             tool_calls: team.tool_calls,
             result: (!final_text.trim().is_empty()).then(|| final_text.clone()),
             error: match &end {

@@ -99,6 +99,7 @@ pub(crate) async fn run_linked(
 ) -> Result<RunReport, EngineError> {
     let team = Team::read(shared, group_id, overrides)?;
     team.check_runnable()?;
+    shared.check_priced(&team.name, &team.budget, &team.models())?;
     // The run is open on its group (a resumption reads what its interrupted run finished): on
     // disk with the group (e.g. just created by `huddle run --preset`) before it is reported.
     let resumed = super::resume::open(
@@ -119,6 +120,7 @@ pub(crate) async fn run_linked(
             final_text: String::new(),
             summary: String::new(),
             usage: Default::default(),
+            cost: crate::model::Cost::default(),
             duration: Default::default(),
             simulated: false,
             failed: Some(e.to_string()),
@@ -128,6 +130,7 @@ pub(crate) async fn run_linked(
     if budget.max_duration_secs.is_none() {
         budget.max_duration_secs = team.mode.spec().default_max_duration_secs;
     }
+
     active.control.set_budget(budget);
     active.control.set_limit_wait(team.rate_limit_wait);
     let mut run = Run::new(shared, active, team);

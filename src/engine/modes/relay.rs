@@ -616,11 +616,15 @@ impl Relay {
                     model: self.overrides.model.clone(),
                     ..RunOverrides::default()
                 };
-                let result = Box::pin(super::run_linked(
+                let mut result = Box::pin(super::run_linked(
                     run.shared, &guard.run, id, text, &overrides, false, link,
                 ))
                 .await;
                 watcher.abort();
+                guard.cost_into(&mut result);
+                // The other team's turns are this run's spending too.
+                run.control()
+                    .count_spent(guard.run.control.spent(), run.emitter());
                 guard.finish_with(&result);
                 match result {
                     Ok(report) => {

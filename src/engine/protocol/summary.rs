@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::model::{CycleOutcome, ReflectionCycle, Trend, Usage};
+use crate::text::thousands;
 
 use super::types::format_duration;
 
@@ -108,19 +109,6 @@ pub fn completion_summary(input: &SummaryInput) -> String {
     out
 }
 
-/// `12345` as `12,345`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use chrono::Utc;
@@ -136,18 +124,8 @@ mod tests {
             scores: vec![0.6, 0.77, 0.94],
             trend: Some(Trend::Improving),
             duration: Duration::from_secs(133),
-            usage: Usage {
-                input_tokens: 10_000,
-                output_tokens: 2_345,
-            },
-            per_iteration: vec![(
-                1,
-                Usage {
-                    input_tokens: 1_000,
-                    output_tokens: 234,
-                },
-                Duration::from_millis(2_500),
-            )],
+            usage: Usage::new(10_000, 2_345),
+            per_iteration: vec![(1, Usage::new(1_000, 234), Duration::from_millis(2_500))],
         }
     }
 

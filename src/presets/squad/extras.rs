@@ -146,6 +146,7 @@ mod tests {
             worker_timeout_secs: Some(600),
             max_duration_secs: None,
             token_budget: None,
+            max_cost_usd: None,
             orchestrator: Some(PresetAgent {
                 prompt: Some("Lead well.\n".into()),
                 ..PresetAgent::default()

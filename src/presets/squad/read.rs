@@ -179,6 +179,7 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         worker_timeout_secs: None,
         max_duration_secs: None,
         token_budget: None,
+        max_cost_usd: None,
         orchestrator,
         evaluator: None,
         workers,

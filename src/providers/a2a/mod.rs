@@ -780,6 +780,8 @@ impl Provider for A2aProvider {
             text_tools: true,
             reads_repo_instructions: false,
             local_process: false,
+            takes_tool_servers: false,
+            reports_cost: false,
         }
     }
     fn stream_turn<'a>(

@@ -143,11 +143,15 @@ fn result(v: &Value, out: &mut Vec<Event>) {
     out.push(Event::Session(str_field(v, "session_id").to_string()));
     if let Some(usage) = v.get("usage").filter(|u| u.is_object()) {
         // Input counts what the model read: new tokens plus cache writes and reads.
+        let read = count(usage, "cache_read_input_tokens");
+        let write = count(usage, "cache_creation_input_tokens");
         out.push(Event::Usage(Usage {
             input_tokens: count(usage, "input_tokens")
-                .saturating_add(count(usage, "cache_creation_input_tokens"))
-                .saturating_add(count(usage, "cache_read_input_tokens")),
+                .saturating_add(write)
+                .saturating_add(read),
             output_tokens: count(usage, "output_tokens"),
+            cache_read_tokens: read,
+            cache_write_tokens: write,
         }));
     }
     if let Some(cost) = v.get("total_cost_usd").and_then(Value::as_f64) {

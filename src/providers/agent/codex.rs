@@ -81,9 +81,11 @@ impl LineParser for Codex {
             "item.completed" => self.item_completed(item, out),
             "turn.completed" => {
                 if let Some(usage) = v.get("usage").filter(|u| u.is_object()) {
+                    // `input_tokens` counts the cached ones too (OpenAI's way).
+                    let input = count(usage, "input_tokens");
                     out.push(Event::Usage(Usage {
-                        input_tokens: count(usage, "input_tokens"),
-                        output_tokens: count(usage, "output_tokens"),
+                        cache_read_tokens: count(usage, "cached_input_tokens").min(input),
+                        ..Usage::new(input, count(usage, "output_tokens"))
                     }));
                 }
                 out.push(Event::Done {

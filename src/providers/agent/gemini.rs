@@ -47,9 +47,11 @@ impl LineParser for Gemini {
             "error" => out.push(Event::Warning(str_field(v, "message").to_string())),
             "result" => {
                 if let Some(stats) = v.get("stats").filter(|s| s.is_object()) {
+                    // `cached` (when given) is a part of `input_tokens`, as in Gemini's own usage.
+                    let input = count(stats, "input_tokens");
                     out.push(Event::Usage(Usage {
-                        input_tokens: count(stats, "input_tokens"),
-                        output_tokens: count(stats, "output_tokens"),
+                        cache_read_tokens: count(stats, "cached").min(input),
+                        ..Usage::new(input, count(stats, "output_tokens"))
                     }));
                 }
                 let error = (str_field(v, "status") == "error").then(|| {

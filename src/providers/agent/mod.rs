@@ -420,13 +420,7 @@ mod tests {
             assert_eq!(turn.report.session_id.as_deref(), Some("s-1"));
             assert_eq!(turn.outcome, Some(Ok(())));
             assert_eq!(turn.stray_lines, 1);
-            assert_eq!(
-                turn.usage,
-                Some(Usage {
-                    input_tokens: 5,
-                    output_tokens: 2
-                })
-            );
+            assert_eq!(turn.usage, Some(Usage::new(5, 2)));
         }
     }
 
