@@ -78,13 +78,19 @@ pub const EXIT_SAVE_FAILED: u8 = 7;
 /// The exit code of a finished run (SPEC section 9, with issue 14's `budget_exhausted` = 6 and
 /// `save_failed` moved to 7).
 pub fn exit_code(report: &RunReport) -> u8 {
-    if report.outcome == CycleOutcome::SaveFailed {
+    outcome_code(report.outcome, report.failed.is_some())
+}
+
+/// [`exit_code`] from a run's outcome and whether it failed (what `run_ended` says: how
+/// `huddle attach` ends like the `huddle run` it follows).
+pub fn outcome_code(outcome: CycleOutcome, failed: bool) -> u8 {
+    if outcome == CycleOutcome::SaveFailed {
         return EXIT_SAVE_FAILED;
     }
-    if report.failed.is_some() {
+    if failed {
         return 1;
     }
-    match report.outcome {
+    match outcome {
         CycleOutcome::GoalMet | CycleOutcome::Completed => 0,
         CycleOutcome::MaxIterations => 3,
         CycleOutcome::Stalled => 4,
@@ -157,8 +163,8 @@ fn tool_policy(request: &RunRequest) -> ApprovalPolicy {
     }
 }
 
-/// What a run is driven with: the data dir's open workspace, in this process or in the huddle
-/// a run was handed to.
+/// What a run is driven with: the data dir's open workspace, in this process or in the host
+/// (with the asking front end's configuration and repository: `edits` is its view).
 pub struct Host<'a> {
     pub paths: &'a Paths,
     pub config: &'a Config,
@@ -170,12 +176,22 @@ pub struct Host<'a> {
 pub enum Front {
     /// This process's terminal: the workspace's own events, stopped by this process's signals.
     Terminal(mpsc::UnboundedReceiver<EngineEvent>),
-    /// A `huddle run` that handed its run over: its output goes back through `output`, and
-    /// `stop` brings the signal that stopped it (its receiver dropping means it went away).
-    Remote {
-        output: RunOutput,
-        stop: tokio::sync::oneshot::Receiver<u8>,
-    },
+    /// A front end of the host (`huddle run` in another process): its output goes back through
+    /// `output`, and `stop` brings the signal that stopped it (its sender dropping means it
+    /// went away).
+    Remote(Remote),
+}
+
+/// A front end of the host, as a run sees it.
+pub struct Remote {
+    pub output: RunOutput,
+    pub stop: tokio::sync::oneshot::Receiver<u8>,
+    /// Its standard input and error are a terminal (where `--approve` asks about drafts).
+    pub terminal: bool,
+    /// Its configuration's providers and tool servers, for this run's turns.
+    pub profile: Option<Arc<crate::engine::Profile>>,
+    /// Its environment: git runs in it when the run makes worktrees.
+    pub env: crate::env::Env,
 }
 
 /// Drives one request to its end on `host` and returns the exit code.
@@ -188,16 +204,19 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     } = *host;
     let out = match &front {
         Front::Terminal(_) => RunOutput::Terminal,
-        Front::Remote { output, .. } => output.clone(),
+        Front::Remote(remote) => remote.output.clone(),
     };
     if let Some(model) = &request.model {
         config
             .resolve(model)
             .map_err(|e| usage(format!("--model: {e}")))?;
     }
-    // Only a run in this process has a terminal to ask about relay drafts on (`--approve`).
-    let on_terminal = matches!(front, Front::Terminal(_)) && crate::headless_relay::on_terminal();
-    let target = choose_target(paths, config, edits, request, &out, on_terminal)?;
+    // Relay drafts are asked about on the asking terminal (`--approve`), if it is one.
+    let (on_terminal, env) = match &front {
+        Front::Terminal(_) => (crate::headless_relay::on_terminal(), crate::env::Env::process()),
+        Front::Remote(remote) => (remote.terminal, remote.env.clone()),
+    };
+    let target = env.scope(|| choose_target(paths, config, edits, request, &out, on_terminal))?;
     let resume = match &target {
         Target::Group(id) => interrupted_cycle(edits, id, request)?,
         Target::Session(_) => false,
@@ -218,6 +237,7 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     let approver = crate::headless_relay::Approver {
         engine: engine.clone(),
         ask: request.approve && on_terminal,
+        out: out.clone(),
     };
     // What is reported from here on refers to a group that is on disk.
     let flushed = {
@@ -232,15 +252,16 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     }
 
     let signalled = Arc::new(AtomicU8::new(0));
-    let (events, stopper, scope) = match front {
+    let (events, stopper, scope, announce) = match front {
         Front::Terminal(events) => (
             events,
             tokio::spawn(stop_on_signal(engine.clone(), Arc::clone(&signalled))),
             None,
+            None,
         ),
-        Front::Remote { stop, .. } => {
-            // Its events, as the TUI sees them too; tool calls that ask are treated as
-            // `huddle run` treats them, not asked in the TUI.
+        Front::Remote(Remote { stop, profile, .. }) => {
+            // Its events, as other front ends see them too; tool calls that ask are treated as
+            // `huddle run` treats them, not asked in a TUI.
             let (scope, run_key, group_id) = match &target {
                 Target::Group(id) => (id.clone(), RunKey::team(id), id.clone()),
                 Target::Session(id) => {
@@ -251,24 +272,34 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
                     (id.clone(), RunKey::chat(id), group_id)
                 }
             };
-            let events = engine.watch_group(&group_id);
+            // A relay's counterparts too (their drafts may wait), as a run alone showed them.
+            let groups = engine
+                .org()
+                .read(|o| crate::headless_relay::with_counterparts(o, &group_id));
+            let events = engine.watch_groups(groups);
             engine.set_scoped_approval(&scope, Some(tool_policy(request)));
+            if profile.is_some() {
+                engine.set_scoped_profile(&scope, profile);
+            }
             let stopper = tokio::spawn(stop_on_request(
                 engine.clone(),
-                run_key,
+                run_key.clone(),
                 stop,
                 Arc::clone(&signalled),
             ));
-            (events, stopper, Some(scope))
+            (events, stopper, Some(scope), Some(run_key))
         }
     };
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
     let printer = tokio::spawn(print_events(
         events,
         done_rx,
-        request.events,
-        out.clone(),
-        approver,
+        Printing {
+            ndjson: request.events,
+            out: out.clone(),
+            approver,
+            announce,
+        },
     ));
 
     let overrides = RunOverrides {
@@ -297,7 +328,10 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     };
     stopper.abort();
     match &scope {
-        Some(scope) => engine.set_scoped_approval(scope, None),
+        Some(scope) => {
+            engine.set_scoped_approval(scope, None);
+            engine.set_scoped_profile(scope, None);
+        }
         // MCP server processes end with the run (a huddle a run was handed to keeps its own).
         None => {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(3), engine.shutdown_tools()).await;
@@ -528,17 +562,30 @@ fn choose_target(
     Ok(Target::Session(edits.create_run_session(&model)))
 }
 
+/// How a run's events are printed, and to whom.
+struct Printing {
+    ndjson: bool,
+    out: RunOutput,
+    approver: crate::headless_relay::Approver,
+    /// A remote front end is told the id of the run under this key when it starts.
+    announce: Option<RunKey>,
+}
+
 /// Prints events as NDJSON on stdout, or as human progress on stderr, until `done` says the run
 /// is over and everything queued has been printed. True when standard output could not be
 /// written.
 async fn print_events(
     mut events: mpsc::UnboundedReceiver<EngineEvent>,
     mut done: tokio::sync::oneshot::Receiver<()>,
-    ndjson: bool,
-    out: RunOutput,
-    approver: crate::headless_relay::Approver,
+    printing: Printing,
 ) -> bool {
-    // Colour only on this process's own terminal.
+    let Printing {
+        ndjson,
+        out,
+        approver,
+        mut announce,
+    } = printing;
+    // Colour only on this process's own terminal (a front end adds its own).
     let color = matches!(out, RunOutput::Terminal)
         && std::io::stderr().is_terminal()
         && std::env::var_os("NO_COLOR").is_none();
@@ -552,6 +599,16 @@ async fn print_events(
             },
             _ = &mut done => break,
         };
+        if let (EventKind::RunStarted { key }, Some(run_id)) = (&event.kind, &event.run_id)
+            && announce.as_ref() == Some(key)
+        {
+            announce = None;
+            out.tell(crate::cli::OutputLine::Started {
+                run_id: run_id.clone(),
+                group_id: event.group_id.clone(),
+                group: event.group.clone(),
+            });
+        }
         lost |= !print_event(&event, ndjson, color, &out);
         // `--approve`: a draft waiting for a person is asked about here (the run ending, e.g.
         // on Ctrl-C, ends the question).

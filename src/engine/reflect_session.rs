@@ -83,7 +83,10 @@ pub(crate) async fn run(
                 .map(|g| g.budget)
         })
         .unwrap_or_default()
-        .or(shared.options.default_budget);
+        .or(shared
+            .profile(&active.emitter.group_id, Some(session_id))
+            .options
+            .default_budget);
     active.control.set_budget(budget);
     let outcome = within_time_limit(&active.control, &active.emitter, cycle::drive(&mut cycle, &cx)).await;
     cycle.state.duration_ms = started
@@ -164,8 +167,11 @@ impl CycleLoop for SessionCycle<'_> {
         });
         let (score, goal_met, rationale) = match self.request.evaluator_model.clone() {
             Some(model) => {
+                let profile = self
+                    .shared
+                    .profile(&self.active.emitter.group_id, Some(self.session_id));
                 let (verdict, used) = evaluate(
-                    self.shared,
+                    &profile.providers,
                     &model,
                     goal,
                     &answer.text,
@@ -231,7 +237,7 @@ impl CycleLoop for SessionCycle<'_> {
 
 /// Asks the evaluator model directly (it has no session of its own).
 async fn evaluate(
-    shared: &EngineShared,
+    providers: &crate::providers::Providers,
     model: &str,
     goal: &str,
     answer: &str,
@@ -239,7 +245,7 @@ async fn evaluate(
     max_iterations: u32,
     cancel: &CancellationToken,
 ) -> (Result<PassFail, String>, Option<Usage>) {
-    let (provider, model) = match shared.providers.for_slug(model) {
+    let (provider, model) = match providers.for_slug(model) {
         Ok(p) => p,
         Err(e) => return (Err(e.to_string()), None),
     };

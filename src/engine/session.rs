@@ -389,7 +389,8 @@ impl Actor<'_> {
         );
 
         let started = Instant::now();
-        let outcome = match self.shared.providers.for_slug(&slug) {
+        let profile = self.shared.profile(&info.group_id, Some(self.session_id));
+        let outcome = match profile.providers.for_slug(&slug) {
             Ok((provider, model)) => {
                 let system = match (&info.system, &options.system_extra) {
                     (Some(own), Some(extra)) => Some(format!("{own}\n\n{extra}")),
@@ -497,10 +498,11 @@ impl Actor<'_> {
         Vec<Message>,
     ) {
         let capabilities = provider.capabilities();
+        let profile = self.shared.profile(&info.group_id, Some(self.session_id));
         let offer = if info.tools.is_empty() || !capabilities.takes_huddle_tools() {
             Offer::default()
         } else {
-            self.shared
+            profile
                 .options
                 .tools
                 .offer(&info.tools, info.working_dir.as_deref())
@@ -530,7 +532,7 @@ impl Actor<'_> {
         });
         let max_rounds = info
             .max_tool_rounds
-            .unwrap_or(self.shared.options.max_tool_rounds)
+            .unwrap_or(profile.options.max_tool_rounds)
             .max(1);
         let context = CallContext {
             shared: self.shared,

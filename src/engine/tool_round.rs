@@ -129,7 +129,13 @@ impl CallContext<'_> {
             Ok((text, is_error)) => {
                 let size = text.len() as u64;
                 (
-                    cap_result(&text, self.shared.options.tool_result_max_bytes),
+                    cap_result(
+                        &text,
+                        self.shared
+                            .profile(self.group_id, Some(self.session_id))
+                            .options
+                            .tool_result_max_bytes,
+                    ),
                     is_error,
                     size,
                 )
@@ -174,8 +180,8 @@ impl CallContext<'_> {
         let arguments = schema::parse_arguments(&call.arguments, &spec.input_schema)
             .map_err(|problem| format!("invalid arguments for `{}`: {problem}", call.name))?;
         let (server, tool) = split_name(&call.name).ok_or_else(|| format!("unknown tool `{}`", call.name))?;
-        let source = self
-            .shared
+        let profile = self.shared.profile(self.group_id, Some(self.session_id));
+        let source = profile
             .options
             .tools
             .get(server)

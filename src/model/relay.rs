@@ -258,8 +258,9 @@ impl SentAs {
     }
 }
 
-/// The user's answer to a relay waiting on them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The user's answer to a relay waiting on them (a front end sends it to the host).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "answer", content = "text", rename_all = "snake_case")]
 pub enum DraftAnswer {
     /// Send the draft as it is.
     Approve,

@@ -55,6 +55,8 @@ pub struct CommandProvider {
     args: Vec<String>,
     format: AgentFormat,
     agent: Option<AgentKind>,
+    /// The program's environment: the front end's it works for.
+    env: crate::env::Env,
 }
 
 /// How the program ended.
@@ -87,7 +89,14 @@ impl CommandProvider {
             args: args.to_vec(),
             format: cfg.output_format(),
             agent: cfg.agent,
+            env: crate::env::Env::process(),
         })
+    }
+
+    /// The program runs with exactly these variables (a front end's, on the host).
+    pub fn with_env(mut self, env: crate::env::Env) -> CommandProvider {
+        self.env = env;
+        self
     }
 
     /// How stdout is read.
@@ -336,6 +345,7 @@ impl CommandProvider {
         out: &mut (dyn FnMut(&[u8]) + Send),
     ) -> Result<Exit, ProviderError> {
         let mut cmd = tokio::process::Command::new(program);
+        self.env.apply_async(&mut cmd);
         cmd.args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -421,7 +431,7 @@ impl CommandProvider {
 
     fn error(&self, kind: ErrorKind, message: String) -> ProviderError {
         let message = format!("provider `{}`: {message}", self.name);
-        let secrets = Secrets::new(AGENT_KEY_VARS.iter().filter_map(|v| std::env::var(v).ok()));
+        let secrets = Secrets::new(AGENT_KEY_VARS.iter().filter_map(|v| self.env.var(v)));
         ProviderError::new(kind, &self.name, secrets.redact(&message).into_owned())
     }
 

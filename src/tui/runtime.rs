@@ -44,7 +44,7 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
         notices,
         lock: _lock,
         ..
-    } = Workspace::open(paths, &config, repo.clone(), ApprovalPolicy::Ask)?;
+    } = open_owning(paths, &config, &repo).await?;
     let notices: Vec<String> = notices
         .iter()
         .filter(|n| n.is_serious())
@@ -52,18 +52,27 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
         .collect();
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let exporter = Exporter::new(edits.view(), paths.clone(), repo.clone());
-    // `huddle run` on this data dir hands its runs to us while we are open.
-    let _run_server = match crate::handoff::server::listen(
-        paths,
-        config.clone(),
-        edits.clone(),
-        engine.clone(),
-        repo.clone(),
-    ) {
-        Ok(server) => Some(server),
+    // The other front ends (`huddle run`, `ps`, `attach`, `stop`, `mcp`) reach this workspace
+    // through the host's socket while the TUI owns it; the TUI sees every event too.
+    let (_host, engine_events) = match crate::host::server::bind(&paths.run_socket()) {
+        Ok(listener) => {
+            let (local, events) = mpsc::unbounded_channel();
+            let parts = crate::host::server::HostParts {
+                paths: paths.clone(),
+                config: config.clone(),
+                repo: repo.clone(),
+                edits: edits.clone(),
+                engine: engine.clone(),
+                runs: runs.clone(),
+                notices: Vec::new(),
+                embedded: true,
+            };
+            let server = crate::host::server::serve_on(listener, parts, engine_events, Some(local));
+            (Some(server), events)
+        }
         Err(e) => {
-            tracing::warn!(error = %e, "runs from `huddle run` cannot be handed over");
-            None
+            tracing::warn!(error = %e, "other front ends cannot reach this huddle");
+            (None, engine_events)
         }
     };
     let (app, initial) = App::new(edits.clone(), config.clone(), repo.clone(), notices);
@@ -93,6 +102,37 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
     // runtime goes).
     let _ = tokio::time::timeout(std::time::Duration::from_secs(3), engine.shutdown_tools()).await;
     result
+}
+
+/// Opens the data dir for this TUI to own. A host serving it (started by `huddle run`, say) is
+/// asked to exit once idle, and its lock waited for; with runs going there, the TUI says so.
+async fn open_owning(paths: &Paths, config: &Config, repo: &Path) -> anyhow::Result<Workspace> {
+    use crate::store::StoreError;
+    use crate::workspace::OpenError;
+    match Workspace::open(paths, config, repo.to_path_buf(), ApprovalPolicy::Ask) {
+        Err(OpenError::Store(StoreError::AlreadyRunning { .. })) => {}
+        other => return Ok(other?),
+    }
+    let busy = crate::host_cli::ask_host_to_quit(paths, repo)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if !busy.is_empty() {
+        anyhow::bail!(
+            "the huddle host in the background still runs: {}. Follow them with `huddle attach`, stop them with `huddle stop`, or wait until they end (`huddle ps`)",
+            busy.join(", ")
+        );
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match Workspace::open(paths, config, repo.to_path_buf(), ApprovalPolicy::Ask) {
+            Err(OpenError::Store(StoreError::AlreadyRunning { .. }))
+                if tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            other => return Ok(other?),
+        }
+    }
 }
 
 async fn event_loop(

@@ -167,6 +167,21 @@ impl Edits {
         self
     }
 
+    /// The same organization and engine as a front end elsewhere sees them: new sessions in
+    /// its `repo`, models checked against its `config` (a host keeps one per front end).
+    pub fn for_front(&self, config: Config, repo: PathBuf) -> Edits {
+        Edits {
+            config,
+            repo,
+            ..self.clone()
+        }
+    }
+
+    /// The repository new sessions work in.
+    pub fn repo(&self) -> &std::path::Path {
+        &self.repo
+    }
+
     fn worktrees_root(&self) -> Result<&std::path::Path, EditError> {
         self.worktrees_root
             .as_deref()

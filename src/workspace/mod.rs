@@ -1,8 +1,8 @@
-//! What both front ends open before they start: the data-dir lock, the organization (loaded,
-//! recovered and reconciled, then saved in the background), an engine over the configured
-//! providers whose run timelines go to run files, and the application layer ([`Edits`]) through
-//! which a front end changes the organization. The TUI and `huddle run` differ only in how they
-//! show the engine's events.
+//! What the owner of a data dir opens before it starts (the host, or the TUI while it still owns
+//! it): the data-dir lock, the organization (loaded, recovered and reconciled, then saved in the
+//! background), an engine over the configured providers whose run timelines go to run files,
+//! and the application layer ([`Edits`]) through which a front end changes the organization.
+//! Front ends differ only in how they show the engine's events.
 
 mod edits;
 mod export;
@@ -51,6 +51,26 @@ pub struct Workspace {
     pub lock: DataDirLock,
 }
 
+/// The engine's options a configuration gives, for work in `repo` whose programs (tool
+/// servers) run in `env`: a workspace's own, and a host's for each front end.
+pub fn engine_options(
+    config: &Config,
+    repo: &std::path::Path,
+    env: &crate::env::Env,
+    approval: ApprovalPolicy,
+) -> EngineOptions {
+    EngineOptions {
+        max_concurrency: config.max_concurrency,
+        tools: crate::tools::mcp::toolbox_in(&config.mcp_servers, repo, env),
+        approval,
+        max_tool_rounds: config.max_tool_rounds,
+        tool_result_max_bytes: config.tool_result_max_bytes,
+        default_budget: config.budget,
+        default_dispatch: config.dispatch.clone(),
+        ..EngineOptions::default()
+    }
+}
+
 impl Workspace {
     /// Takes the lock (a second instance gets "already running (pid N)"), loads the
     /// organization and starts the engine. `repo` is where new sessions work.
@@ -63,6 +83,17 @@ impl Workspace {
         approval: ApprovalPolicy,
     ) -> Result<Workspace, OpenError> {
         let lock = DataDirLock::acquire(&paths.lock_file())?;
+        Workspace::open_locked(lock, paths, config, repo, approval)
+    }
+
+    /// [`Workspace::open`] with the lock taken already (the host waits for it).
+    pub fn open_locked(
+        lock: DataDirLock,
+        paths: &Paths,
+        config: &Config,
+        repo: PathBuf,
+        approval: ApprovalPolicy,
+    ) -> Result<Workspace, OpenError> {
         let loaded = OrganizationFile::new(paths.organization_file()).load()?;
         let providers = crate::sim::providers(config)?;
         let org = OrgHandle::persistent(loaded.org, OrganizationFile::new(paths.organization_file()));
@@ -75,16 +106,7 @@ impl Workspace {
             org.clone(),
             transcripts.clone(),
             sink,
-            EngineOptions {
-                max_concurrency: config.max_concurrency,
-                tools: crate::tools::mcp::toolbox(&config.mcp_servers, &repo),
-                approval,
-                max_tool_rounds: config.max_tool_rounds,
-                tool_result_max_bytes: config.tool_result_max_bytes,
-                default_budget: config.budget,
-                default_dispatch: config.dispatch.clone(),
-                ..EngineOptions::default()
-            },
+            engine_options(config, &repo, &crate::env::Env::process(), approval),
         );
         // Worktrees vanished or not recorded (a crash between `git worktree add` and the save)
         // are reported, never deleted. No git runs when no team ever had a worktree.

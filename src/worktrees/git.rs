@@ -42,6 +42,8 @@ impl Git {
 
     fn command<S: AsRef<OsStr>>(&self, args: &[S]) -> Command {
         let mut cmd = Command::new("git");
+        // The environment of the front end whose work this is (on the host), else ours.
+        crate::env::Env::ambient().apply(&mut cmd);
         // Paths unquoted (`core.quotePath=false`): the patch and the `-z` file list then name a
         // non-ASCII path the same way.
         cmd.arg("-C")

@@ -94,6 +94,7 @@ fn a_run_killed_mid_dispatch_leaves_a_readable_run_file_and_a_team_that_runs_aga
             "Alert: disk full",
         ])
         .env("HUDDLE_HOME", home.path())
+        .env("HUDDLE_HOST_IDLE_MS", "0")
         .current_dir(home.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

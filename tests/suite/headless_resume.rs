@@ -37,6 +37,7 @@ fn signal_after_evaluation(home: &Path, args: &[&str], signal: i32) -> (Option<i
     let mut child = Command::new(env!("CARGO_BIN_EXE_huddle"))
         .args(args)
         .env("HUDDLE_HOME", home)
+        .env("HUDDLE_HOST_IDLE_MS", "0")
         .current_dir(home)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -66,6 +66,7 @@ async fn an_echoed_key_never_leaves_the_provider() {
             let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
                 .args(&args)
                 .env("HUDDLE_HOME", home.path())
+                .env("HUDDLE_HOST_IDLE_MS", "0")
                 .env(KEY_VAR, KEY)
                 .env("HUDDLE_LOG", "huddle=debug")
                 .output()

@@ -48,7 +48,10 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
 
     let handle = orchestrator.handle.clone();
     let text_form = matches!(
-        run.shared.providers.for_slug(&orchestrator.model),
+        run.shared
+            .profile(&run.emitter().group_id, None)
+            .providers
+            .for_slug(&orchestrator.model),
         Ok((provider, _)) if provider.capabilities().text_tools
     );
     let executions = Arc::new(Executions::new(run.emitter().clone()));
@@ -91,7 +94,11 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         orchestrator_tag: root.clone(),
         shared_context: run.team.shared_context.clone(),
         max_calls: run.team.max_iterations,
-        result_max_bytes: run.shared.options.tool_result_max_bytes,
+        result_max_bytes: run
+            .shared
+            .profile(&run.emitter().group_id, None)
+            .options
+            .tool_result_max_bytes,
         run_cancel: run.control().cancel.clone(),
     }));
     let hooks = TurnHooks(Arc::clone(&board) as Arc<dyn TurnTools>);

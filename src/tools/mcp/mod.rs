@@ -19,11 +19,14 @@ pub type McpServers = BTreeMap<String, McpServerConfig>;
 
 /// The configured MCP servers as tool sources (none started yet: each starts on first use).
 pub fn toolbox(servers: &McpServers, repo: &Path) -> Toolbox {
-    Toolbox::new(
-        servers.iter().map(|(name, server)| {
-            Arc::new(McpSource::new(name, server.clone(), repo)) as Arc<dyn ToolSource>
-        }),
-    )
+    toolbox_in(servers, repo, &crate::env::Env::process())
+}
+
+/// As [`toolbox`], for a front end: its servers run in `env` (and read `headers_env:` there).
+pub fn toolbox_in(servers: &McpServers, repo: &Path, env: &crate::env::Env) -> Toolbox {
+    Toolbox::new(servers.iter().map(|(name, server)| {
+        Arc::new(McpSource::new(name, server.clone(), repo).with_env(env.clone())) as Arc<dyn ToolSource>
+    }))
 }
 
 /// What starting one server found (`huddle doctor`).

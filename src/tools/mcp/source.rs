@@ -38,6 +38,8 @@ pub struct McpSource {
     slots: Mutex<Vec<(Option<PathBuf>, Arc<Slot>)>>,
     /// Set by a shutdown: every later use fails.
     shut_down: std::sync::atomic::AtomicBool,
+    /// The program's environment and where `headers_env:` values are read: the front end's.
+    env: crate::env::Env,
 }
 
 /// One instance of the server: where it runs and its state.
@@ -69,7 +71,14 @@ impl McpSource {
             repo: repo.to_path_buf(),
             slots: Mutex::new(Vec::new()),
             shut_down: std::sync::atomic::AtomicBool::new(false),
+            env: crate::env::Env::process(),
         }
+    }
+
+    /// The server runs with exactly these variables, and its headers are read from them.
+    pub fn with_env(mut self, env: crate::env::Env) -> McpSource {
+        self.env = env;
+        self
     }
 
     /// True for a stdio server with `cwd: session` (one instance per working directory).
@@ -189,9 +198,7 @@ impl McpSource {
         let stop = CancellationToken::new();
         let running = match &self.config.url {
             Some(url) => {
-                let headers = resolve_headers(&self.name, &self.config.headers_env, |var| {
-                    std::env::var(var).ok()
-                })?;
+                let headers = resolve_headers(&self.name, &self.config.headers_env, |var| self.env.var(var))?;
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(headers.into_iter().collect());
                 let transport = StreamableHttpClientTransport::from_config(config);
@@ -234,6 +241,7 @@ impl McpSource {
             return Err("no command: configured".into());
         };
         let mut command = tokio::process::Command::new(program);
+        self.env.apply_async(&mut command);
         command.args(args).envs(&self.config.env).kill_on_drop(true);
         if let Some(dir) = dir {
             if !dir.is_dir() {
