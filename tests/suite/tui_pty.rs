@@ -382,3 +382,49 @@ fn attach_a_file_run_a_team_and_copy_its_result() {
     app.key("q");
     app.wait_exit();
 }
+
+/// A host a `huddle run` left (waiting out its idle time) gives the data dir up when the TUI
+/// opens; with a run going there, the TUI says so and where to find it.
+#[test]
+fn the_tui_takes_the_data_dir_from_an_idle_host_and_not_from_a_busy_one() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), "default_model: sim/demo\n").unwrap();
+    let huddle_run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+            .args(args)
+            .env("HUDDLE_HOME", home.path())
+            .env("HUDDLE_HOST_IDLE_MS", "60000")
+            .current_dir(repo.path())
+            .output()
+            .expect("run huddle run")
+    };
+    let out = huddle_run(&["run", "hello"]);
+    assert_eq!(out.status.code(), Some(0));
+    let lock = home.path().join("huddle.lock");
+    assert!(huddle::store::DataDirLock::holder(&lock).is_some(), "the host waits");
+    let mut app = Huddle::start(home.path(), repo.path());
+    app.wait_for("1 session(s)");
+    app.key("q");
+    app.wait_exit();
+
+    let out = huddle_run(&["run", "--model", "sim/slow-20000ms", "--detach", "take your time"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let run_id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let app = Huddle::start(home.path(), repo.path());
+    app.wait_for("still runs");
+    let stopped = huddle_run(&["stop", &run_id]);
+    assert_eq!(stopped.status.code(), Some(0));
+    let start = Instant::now();
+    // The host would wait out its minute: the test ends it (SIGTERM: it saves and exits).
+    while huddle::store::DataDirLock::holder(&lock).is_some() {
+        if let Some(pid) = huddle::store::DataDirLock::holder(&lock).and_then(|p| p.parse::<i32>().ok()) {
+            // SAFETY: kill(2) on the host this test started.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+        }
+        assert!(start.elapsed() < DEADLINE, "the host never went");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
