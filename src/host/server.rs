@@ -267,6 +267,7 @@ async fn dispatch(
         let ended = lock(&shared.table).apply(&event);
         if ended {
             shared.activity.notify_waiters();
+            sweep_profiles(&shared);
         }
         if let Some(local) = &local {
             let _ = local.send(event);
