@@ -237,6 +237,11 @@ pub struct RunArgs {
     /// A relay's approval mode for this run: manual, semi_auto or full_auto.
     #[arg(long, value_name = "MODE", value_parser = parse_approval)]
     pub approval: Option<crate::model::ApprovalMode>,
+    /// The sandbox of this run's CLI agents, stdio MCP servers and hooks, over every setting
+    /// (config.yaml, the team, its members, each server): off, read-only or workspace-write.
+    /// read-only and workspace-write are required: without a working sandbox nothing starts.
+    #[arg(long, value_name = "MODE", value_parser = crate::sandbox::SandboxMode::parse)]
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
     /// The prompt; `-` reads it from standard input.
     #[arg(required_unless_present = "resume", conflicts_with = "resume")]
     pub prompt: Option<String>,

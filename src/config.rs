@@ -240,6 +240,15 @@ pub struct Config {
     /// agent_timeout_secs, max_budget_secs}`).
     #[serde(skip_serializing_if = "crate::model::DispatchLimits::is_empty")]
     pub dispatch: crate::model::DispatchLimits,
+    /// The sandbox of every process started for a session (CLI agents, stdio MCP servers,
+    /// hooks) where a team, member or server sets nothing else: `sandbox: {mode, network,
+    /// allow_write, allow_read, bwrap}`.
+    #[serde(skip_serializing_if = "crate::sandbox::SandboxSettings::is_empty")]
+    pub sandbox: crate::sandbox::SandboxSettings,
+    /// Hooks for every session and team (`hooks: {pre_tool_use: [...], ...}`); a preset's
+    /// team and members add their own.
+    #[serde(skip_serializing_if = "crate::hooks::Hooks::is_empty")]
+    pub hooks: crate::hooks::Hooks,
 }
 
 impl Default for Config {
@@ -258,6 +267,8 @@ impl Default for Config {
             budget: crate::model::RunBudget::default(),
             notify: NotifyMode::default(),
             dispatch: crate::model::DispatchLimits::default(),
+            sandbox: crate::sandbox::SandboxSettings::default(),
+            hooks: crate::hooks::Hooks::default(),
         }
     }
 }
@@ -386,6 +397,14 @@ impl Config {
             ));
         }
         crate::tools::mcp::config::validate_all(&self.mcp_servers).map_err(invalid)?;
+        if self.sandbox.only_tighten {
+            return Err(invalid(
+                "sandbox.only_tighten: is set by huddle on a repository's settings, not in config.yaml"
+                    .into(),
+            ));
+        }
+        self.sandbox.validate("sandbox").map_err(invalid)?;
+        self.hooks.validate("hooks").map_err(invalid)?;
         if self.runs_kept == 0 {
             return Err(invalid(
                 "runs_kept: must be at least 1 (the latest run of each group is always kept)".into(),
@@ -627,6 +646,29 @@ providers:
         );
         let err = parse("budget: { tokens: 5 }\n").unwrap_err().to_string();
         assert!(err.contains("tokens"), "{err}");
+    }
+
+    #[test]
+    fn sandbox_and_hooks_are_read_and_checked_naming_the_key() {
+        let c = parse(
+            "sandbox:\n  mode: workspace-write\n  network: off\n  allow_write: [~/.cache]\nhooks:\n  pre_tool_use:\n    - { matcher: \"git__.*\", command: [/bin/guard], timeout_secs: 5 }\n",
+        )
+        .unwrap();
+        assert_eq!(c.sandbox.mode, Some(crate::sandbox::SandboxMode::WorkspaceWrite));
+        assert_eq!(c.hooks.pre_tool_use[0].timeout_secs, Some(5));
+        assert!(parse("").unwrap().sandbox.is_empty());
+        let err = parse("sandbox: { allow_read: [x] }\n").unwrap_err().to_string();
+        assert!(
+            err.contains("sandbox.allow_read: `x` must be an absolute path"),
+            "{err}"
+        );
+        let err = parse("hooks: { pre_tool_use: [{ command: [] }] }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("hooks.pre_tool_use[0].command"), "{err}");
+        let err = parse("hooks: { on_start: [] }\n").unwrap_err().to_string();
+        assert!(err.contains("on_start"), "{err}");
+        assert!(parse("sandbox: { only_tighten: true }\n").is_err());
     }
 
     #[test]

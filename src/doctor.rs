@@ -121,7 +121,9 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
             }
         }
 
-        mcp_section(&mut out, &mut problems, config, repo, probe);
+        mcp_section(&mut out, &mut problems, config, paths, repo, probe);
+        sandbox_section(&mut out, &mut problems, config, paths);
+        hooks_section(&mut out, config);
 
         let _ = writeln!(out, "\nPresets (repo {})", repo.display());
         let catalog = Catalog::load(paths, config, Some(repo));
@@ -214,16 +216,24 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
         })
         .unwrap_or(0);
     let _ = writeln!(out, "  transcripts   {transcripts}");
-    // One folder of run files per group that has run.
-    let run_files: usize = std::fs::read_dir(paths.runs_dir())
-        .map(|groups| {
-            groups
+    // One folder of run files per group that has run, and one per session that chatted (in
+    // `sessions/`).
+    let count = |dir: &std::path::Path| -> usize {
+        std::fs::read_dir(dir).map_or(0, |entries| {
+            entries
                 .filter_map(Result::ok)
-                .filter_map(|g| std::fs::read_dir(g.path()).ok())
-                .map(|runs| runs.filter_map(Result::ok).count())
+                .map(|e| match e.file_type() {
+                    Ok(t) if t.is_dir() => std::fs::read_dir(e.path()).map_or(0, |runs| {
+                        runs.filter_map(Result::ok)
+                            .filter(|r| r.file_type().is_ok_and(|t| t.is_file()))
+                            .count()
+                    }),
+                    _ => 0,
+                })
                 .sum()
         })
-        .unwrap_or(0);
+    };
+    let run_files = count(&paths.runs_dir()) + count(&paths.runs_dir().join("sessions"));
     let _ = writeln!(out, "  run files     {run_files}");
     worktrees_section(&mut out, &mut problems, paths, repo);
     match problems.len() {
@@ -292,12 +302,130 @@ fn worktrees_section(out: &mut String, problems: &mut Vec<String>, paths: &Paths
     }
 }
 
+/// `Sandbox`: whether bwrap is here and works (the exact flag set, run once), and what
+/// config.yaml asks for. A sandbox that is required (a mode or network off set anywhere in
+/// config.yaml) and unavailable is a problem; one that is merely unavailable is said: processes
+/// then run unconfined.
+fn sandbox_section(out: &mut String, problems: &mut Vec<String>, config: &Config, paths: &Paths) {
+    use crate::sandbox::{Host, Policy, Sandbox, Status};
+    let _ = writeln!(out, "\nSandbox");
+    let host = std::sync::Arc::new(Host::from_env(
+        Some(paths.data_dir.clone()),
+        Some(paths.config_dir.clone()),
+    ));
+    let policy = Policy::resolve(&[("config.yaml", &config.sandbox)], None, host.home.as_deref());
+    let bwrap = crate::sandbox::probe::availability(policy.bwrap.as_deref());
+    let mark = if bwrap.is_usable() { "ok " } else { "!! " };
+    let _ = writeln!(out, "  {mark}bwrap       {}", bwrap.describe());
+    let sandbox = Sandbox::new(policy.clone(), host.clone());
+    let mut levels = vec![("config.yaml".to_string(), sandbox.status_with(&bwrap))];
+    for (name, server) in &config.mcp_servers {
+        if server.command.is_empty() || server.sandbox.is_empty() {
+            continue;
+        }
+        let own = policy.clone().with(
+            &format!("mcp_servers.{name}"),
+            &server.sandbox,
+            host.home.as_deref(),
+        );
+        levels.push((
+            format!("mcp {name}"),
+            Sandbox::new(own, host.clone()).status_with(&bwrap),
+        ));
+    }
+    for (who, status) in &levels {
+        let _ = writeln!(out, "  {who:<15} {}", status.label());
+        if let Status::Refused(_) = status {
+            problems.push(format!("the sandbox {who} requires is not available"));
+        }
+    }
+    if !policy.is_off() {
+        let hidden: Vec<String> = crate::sandbox::profile::HIDDEN_HOME_DIRS
+            .iter()
+            .chain(crate::sandbox::profile::HIDDEN_HOME_FILES)
+            .map(|p| format!("~/{p}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  hidden          {}, huddle's data dir ({})",
+            hidden.join(", "),
+            paths.data_dir.display()
+        );
+        if policy.mode == crate::sandbox::SandboxMode::WorkspaceWrite {
+            let _ = writeln!(
+                out,
+                "  writable        the session's working directory (its worktree or the repository), what git needs for it, a private /tmp"
+            );
+        }
+        for p in &policy.allow_write {
+            let _ = writeln!(out, "  allow_write     {}", p.display());
+        }
+        for p in &policy.allow_read {
+            let _ = writeln!(out, "  allow_read      {}", p.display());
+        }
+    }
+    if matches!(levels.first(), Some((_, Status::Unconfined { why })) if why != "off") {
+        let _ = writeln!(
+            out,
+            "  CLI agents, stdio MCP servers and hooks run unconfined; install bubblewrap, or set sandbox: {{ mode: off }} to say so"
+        );
+    }
+}
+
+/// `Hooks`: config.yaml's, by event (a preset's team and members add their own).
+fn hooks_section(out: &mut String, config: &Config) {
+    let _ = writeln!(out, "\nHooks");
+    if config.hooks.is_empty() {
+        let _ = writeln!(
+            out,
+            "  none in config.yaml (hooks: pre_tool_use, post_tool_use, turn_finished, iteration_finished, run_finished, worktree_created)"
+        );
+        return;
+    }
+    for event in crate::hooks::HookEvent::ALL {
+        for hook in config.hooks.of(event) {
+            let matcher = hook
+                .matcher
+                .as_deref()
+                .filter(|m| event.is_tool_event() && !m.trim().is_empty())
+                .map(|m| format!(" (tools {m})"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {:<19}{} {}{matcher}, {} s",
+                event.key(),
+                match crate::sandbox::profile::find_program(hook.command.first().map_or("", String::as_str)) {
+                    Some(_) => "",
+                    None => " !!",
+                },
+                hook.label(),
+                hook.timeout().as_secs()
+            );
+        }
+    }
+}
+
 /// Tool names shown per server; the rest are counted.
 const TOOLS_SHOWN: usize = 8;
 
 /// `MCP servers`: with `probe`, each configured server is started (within its timeout), its
 /// tools counted and named, and stopped again; one that cannot be used is a problem.
-fn mcp_section(out: &mut String, problems: &mut Vec<String>, config: &Config, repo: &Path, probe: bool) {
+fn mcp_section(
+    out: &mut String,
+    problems: &mut Vec<String>,
+    config: &Config,
+    paths: &Paths,
+    repo: &Path,
+    probe: bool,
+) {
+    let baseline = crate::sandbox::Baseline {
+        config: config.sandbox.clone(),
+        cli: None,
+        host: std::sync::Arc::new(crate::sandbox::Host::from_env(
+            Some(paths.data_dir.clone()),
+            Some(paths.config_dir.clone()),
+        )),
+    };
     let _ = writeln!(out, "\nMCP servers");
     if config.mcp_servers.is_empty() {
         let _ = writeln!(out, "  none configured (mcp_servers: in config.yaml)");
@@ -311,7 +439,7 @@ fn mcp_section(out: &mut String, problems: &mut Vec<String>, config: &Config, re
         return;
     }
     let checks = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt.block_on(crate::tools::mcp::check_all(&config.mcp_servers, repo)),
+        Ok(rt) => rt.block_on(crate::tools::mcp::check_all(&config.mcp_servers, repo, &baseline)),
         Err(e) => {
             problems.push("the MCP servers could not be checked".into());
             let _ = writeln!(out, "  cannot start them: {e}");
@@ -387,6 +515,43 @@ mod tests {
             paths.organization_file().exists(),
             "doctor changes nothing on disk"
         );
+    }
+
+    #[test]
+    fn the_sandbox_and_hooks_are_reported_and_a_required_missing_sandbox_is_a_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::single(dir.path().to_path_buf());
+        std::fs::write(
+            paths.config_file(),
+            "sandbox: { mode: workspace-write, bwrap: /nonexistent/bwrap }\nhooks:\n  pre_tool_use: [{ matcher: \"git__.*\", command: [/bin/sh, guard.sh], timeout_secs: 5 }]\n",
+        )
+        .unwrap();
+        let r = report(&paths, dir.path(), false);
+        assert!(
+            r.text
+                .contains("!! bwrap       bwrap not found at /nonexistent/bwrap"),
+            "{}",
+            r.text
+        );
+        assert!(
+            r.text.contains("config.yaml     sandbox: REFUSED, the sandbox is required (workspace-write, set in config.yaml)"),
+            "{}",
+            r.text
+        );
+        assert!(
+            r.text
+                .contains("pre_tool_use        sh guard.sh (tools git__.*), 5 s"),
+            "{}",
+            r.text
+        );
+        assert_eq!(r.problems, ["the sandbox config.yaml requires is not available"]);
+
+        std::fs::write(paths.config_file(), "sandbox: { bwrap: /nonexistent/bwrap }\n").unwrap();
+        let r = report(&paths, dir.path(), false);
+        assert!(r.ok, "unavailable but not required: {}", r.text);
+        assert!(r.text.contains("sandbox: none (bwrap not found"), "{}", r.text);
+        assert!(r.text.contains("run unconfined"), "{}", r.text);
+        assert!(r.text.contains("Hooks\n  none in config.yaml"), "{}", r.text);
     }
 
     #[test]

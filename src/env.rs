@@ -64,21 +64,28 @@ impl Env {
         }
     }
 
-    /// Gives a child process exactly these variables (nothing for this process's own: a child
-    /// inherits them anyway). Later `env`/`env_remove` calls on `cmd` still apply.
+    /// Gives a child process these variables instead of this process's (nothing for this
+    /// process's own: a child inherits them anyway). What was set or removed on `cmd` already
+    /// (a sandbox's `TMPDIR`, git's settings) stays so.
     pub fn apply(&self, cmd: &mut std::process::Command) {
-        if let Some(vars) = &self.0 {
-            cmd.env_clear();
-            cmd.envs(vars.iter());
+        let Some(vars) = &self.0 else { return };
+        let set: Vec<(std::ffi::OsString, Option<std::ffi::OsString>)> = cmd
+            .get_envs()
+            .map(|(k, v)| (k.to_owned(), v.map(ToOwned::to_owned)))
+            .collect();
+        cmd.env_clear();
+        cmd.envs(vars.iter());
+        for (k, v) in set {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
         }
     }
 
     /// [`Env::apply`] for tokio's command.
     pub fn apply_async(&self, cmd: &mut tokio::process::Command) {
-        if let Some(vars) = &self.0 {
-            cmd.env_clear();
-            cmd.envs(vars.iter());
-        }
+        self.apply(cmd.as_std_mut());
     }
 
     /// A short fingerprint of the variables (to tell two environments apart without keeping

@@ -11,14 +11,15 @@ use tokio::sync::mpsc;
 
 use crate::cli::{OutputError, RunOutput, note};
 use crate::config::{Config, Paths};
+use crate::describe::{Line, Names, Tone, describe_as};
 use crate::engine::events::{EngineEvent, EventKind, Phase, RunKey};
 use crate::engine::{Engine, EngineError, ReflectionRequest, RunOverrides, RunReport};
-use crate::model::{Counts, CycleOutcome, Mode, RunBudget, WorktreeStrategy};
+use crate::model::{CycleOutcome, Mode, RunBudget, WorktreeStrategy};
 use crate::presets::Catalog;
 use crate::text::first_line;
 use crate::text::sanitize;
 use crate::tools::ApprovalPolicy;
-use crate::workspace::{Edits, Workspace};
+use crate::workspace::Edits;
 
 /// What `huddle run` was asked to do (also what it hands to a huddle that is already open, so
 /// fields added later need a default).
@@ -48,6 +49,8 @@ pub struct RunRequest {
     pub repo: PathBuf,
     /// With `preset`: the worktree strategy instead of the preset's `worktrees:`.
     pub worktrees: Option<WorktreeStrategy>,
+    /// `--sandbox`: the sandbox mode over every level, for this run.
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
 }
 
 /// A failure before or around the run, with the exit code it maps to.
@@ -98,6 +101,7 @@ pub fn outcome_code(outcome: CycleOutcome, failed: bool) -> u8 {
         CycleOutcome::BudgetExhausted => 6,
         CycleOutcome::SaveFailed => EXIT_SAVE_FAILED,
         CycleOutcome::Cancelled => 130,
+        CycleOutcome::Failed => 1,
     }
 }
 
@@ -126,31 +130,6 @@ pub fn prepare(mut request: RunRequest) -> Result<RunRequest, RunFailure> {
         ));
     }
     Ok(request)
-}
-
-/// Runs a prepared request in this process: opens the data dir (its lock, organization and
-/// engine) and drives the run to its end.
-pub async fn run(paths: &Paths, request: RunRequest) -> Result<u8, RunFailure> {
-    let config = Config::load(paths).map_err(|e| other(e.to_string()))?.config;
-    let workspace = Workspace::open(paths, &config, request.repo.clone(), tool_policy(&request))
-        .map_err(|e| other(e.to_string()))?;
-    for notice in &workspace.notices {
-        note(format_args!("huddle: {notice}"));
-    }
-    let Workspace {
-        edits,
-        engine,
-        events,
-        lock: _lock,
-        ..
-    } = workspace;
-    let host = Host {
-        paths,
-        config: &config,
-        edits: &edits,
-        engine: &engine,
-    };
-    execute(&host, &request, Front::Terminal(events)).await
 }
 
 /// What `huddle run` does with tool calls that ask: nobody is there to answer, so they are
@@ -188,6 +167,8 @@ pub struct Remote {
     pub stop: tokio::sync::oneshot::Receiver<u8>,
     /// Its standard input and error are a terminal (where `--approve` asks about drafts).
     pub terminal: bool,
+    /// Its progress lines are coloured (its standard error is a terminal, `NO_COLOR` unset).
+    pub color: bool,
     /// Its configuration's providers and tool servers, for this run's turns.
     pub profile: Option<Arc<crate::engine::Profile>>,
     /// Its environment: git runs in it when the run makes worktrees.
@@ -217,6 +198,13 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
         Front::Remote(remote) => (remote.terminal, remote.env.clone()),
     };
     let target = env.scope(|| choose_target(paths, config, edits, request, &out, on_terminal))?;
+    if let Target::Group(id) = &target {
+        refuse_running(engine, id)?;
+    }
+    if let (Some(_), Target::Group(id)) = (&request.preset, &target) {
+        // A team made now: its worktrees' hooks (copy .env, install dependencies) run first.
+        engine.worktree_created_hooks(id).await;
+    }
     let resume = match &target {
         Target::Group(id) => interrupted_cycle(edits, id, request)?,
         Target::Session(_) => false,
@@ -252,6 +240,10 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     }
 
     let signalled = Arc::new(AtomicU8::new(0));
+    let color = match &front {
+        Front::Terminal(_) => None,
+        Front::Remote(remote) => Some(remote.color),
+    };
     let (events, stopper, scope, announce) = match front {
         Front::Terminal(events) => (
             events,
@@ -281,6 +273,9 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
             if profile.is_some() {
                 engine.set_scoped_profile(&scope, profile);
             }
+            // Its `--sandbox` applies to its members' processes and hooks (the host's own MCP
+            // servers keep theirs).
+            engine.set_scoped_sandbox(&scope, request.sandbox);
             let stopper = tokio::spawn(stop_on_request(
                 engine.clone(),
                 run_key.clone(),
@@ -299,6 +294,7 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
             out: out.clone(),
             approver,
             announce,
+            color,
         },
     ));
 
@@ -331,6 +327,7 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
         Some(scope) => {
             engine.set_scoped_approval(scope, None);
             engine.set_scoped_profile(scope, None);
+            engine.set_scoped_sandbox(scope, None);
         }
         // MCP server processes end with the run (a huddle a run was handed to keeps its own).
         None => {
@@ -382,6 +379,28 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
         // Stopped from outside: 128 + the signal, as shells report it.
         signal => Ok(128 + signal),
     }
+}
+
+/// A team that runs now (in the huddle the run was handed to) is neither run again, nor resumed,
+/// nor its cycle discarded: `huddle run` says it runs, and how to follow or stop it.
+fn refuse_running(engine: &Engine, group_id: &str) -> Result<(), RunFailure> {
+    if !engine.is_running(&RunKey::team(group_id)) {
+        return Ok(());
+    }
+    let name = engine
+        .org()
+        .read(|o| o.group(group_id).map(|g| g.name.clone()))
+        .unwrap_or_default();
+    Err(other(running_message(&name)))
+}
+
+/// What `huddle run --group X` says when X runs already (started by another front end of the
+/// host, or in the TUI): exit 1.
+pub fn running_message(group: &str) -> String {
+    let g = sanitize::display(group);
+    format!(
+        "group `{g}` is running: follow it with `huddle attach \"{g}\"` (or select it in the TUI, where a message sent to it is queued for the run), or stop it with `huddle stop \"{g}\"` (in the TUI: the stop key, Ctrl-X unless `keys:` says otherwise) and run it again"
+    )
 }
 
 /// Whether to resume the group's interrupted cycle; refuses to start a new run over one (that
@@ -569,6 +588,8 @@ struct Printing {
     approver: crate::headless_relay::Approver,
     /// A remote front end is told the id of the run under this key when it starts.
     announce: Option<RunKey>,
+    /// Whether progress lines are coloured (`None`: as this process's standard error allows).
+    color: Option<bool>,
 }
 
 /// Prints events as NDJSON on stdout, or as human progress on stderr, until `done` says the run
@@ -584,12 +605,25 @@ async fn print_events(
         out,
         approver,
         mut announce,
+        color,
     } = printing;
-    // Colour only on this process's own terminal (a front end adds its own).
-    let color = matches!(out, RunOutput::Terminal)
-        && std::io::stderr().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none();
+    // Colour only on a terminal that wants it (this process's, or the front end's).
+    let color = color.unwrap_or_else(|| std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none());
     let mut lost = false;
+    // How each group names its members (`<members slug>-<member>`), read once.
+    let mut named: std::collections::HashMap<String, Names> = std::collections::HashMap::new();
+    let mut names = |event: &EngineEvent| -> Names {
+        named
+            .entry(event.group_id.clone())
+            .or_insert_with(|| {
+                approver
+                    .engine
+                    .org()
+                    .read(|o| o.group(&event.group_id).map(|g| Names::team(g.members_slug())))
+                    .unwrap_or_else(|| Names::of_group(&event.group))
+            })
+            .clone()
+    };
     loop {
         let event = tokio::select! {
             biased;
@@ -609,7 +643,7 @@ async fn print_events(
                 group: event.group.clone(),
             });
         }
-        lost |= !print_event(&event, ndjson, color, &out);
+        lost |= !print_event(&event, &names(&event), ndjson, color, &out);
         // `--approve`: a draft waiting for a person is asked about here (the run ending, e.g.
         // on Ctrl-C, ends the question).
         if let EventKind::RelayDraft { waiting: true, .. } = &event.kind {
@@ -621,13 +655,14 @@ async fn print_events(
     }
     // After `done`, drain without waiting.
     while let Ok(event) = events.try_recv() {
-        lost |= !print_event(&event, ndjson, color, &out);
+        lost |= !print_event(&event, &names(&event), ndjson, color, &out);
     }
     lost
 }
 
-/// Prints one event; false when standard output could not be written.
-fn print_event(event: &EngineEvent, ndjson: bool, color: bool, out: &RunOutput) -> bool {
+/// Prints one event; false when standard output could not be written. (`huddle attach` prints
+/// what it follows with it too.)
+pub fn print_event(event: &EngineEvent, names: &Names, ndjson: bool, color: bool, out: &RunOutput) -> bool {
     if ndjson {
         if event.kind.is_streaming() {
             return true;
@@ -636,139 +671,63 @@ fn print_event(event: &EngineEvent, ndjson: bool, color: bool, out: &RunOutput) 
         let raw = event.to_ndjson();
         return out.print(&format!("{}\n", sanitize::json_line(&raw))).is_ok();
     }
-    if let Some(line) = progress_line(event) {
-        let line = sanitize::display(&line).into_owned();
-        if color && line.starts_with("──") {
-            out.note(format_args!("\x1b[1m{line}\x1b[0m"));
+    if let Some(line) = progress(event, names) {
+        let text = sanitize::display(&line.text).into_owned();
+        let colour = match line.tone {
+            Tone::Heading => "\x1b[1m",
+            Tone::Warn => "\x1b[33m",
+            Tone::Bad => "\x1b[31m",
+            Tone::Info | Tone::Good => "",
+        };
+        if color && !colour.is_empty() {
+            out.note(format_args!("{colour}{text}\x1b[0m"));
         } else {
-            out.note(format_args!("{line}"));
+            out.note(format_args!("{text}"));
         }
     }
     true
 }
 
-/// One human line for an event (None for events not worth a line).
+/// The most characters of a progress line's words (a model's or tool's text is cut there).
+const PROGRESS_MAX: usize = 120;
+
+/// One human line for an event (None for events not worth a line): [`describe`]'s words, laid
+/// out for a log.
 pub fn progress_line(event: &EngineEvent) -> Option<String> {
-    let group = &event.group;
-    Some(match &event.kind {
-        EventKind::CycleStarted { mode, max_iterations } => {
-            let counts = mode.spec().counts;
-            if counts == Counts::Turns || *max_iterations > 1 {
-                let unit = counts.word();
-                format!("huddle: `{group}` runs in {mode} mode (at most {max_iterations} {unit})")
-            } else {
-                format!("huddle: `{group}` runs in {mode} mode")
+    progress(event, &Names::of_group(&event.group)).map(|l| l.text)
+}
+
+/// [`progress_line`] with its tone (the colour on a terminal), member names read with `names`.
+fn progress(event: &EngineEvent, names: &Names) -> Option<Line> {
+    // Said elsewhere here: a run's end (the summary and the exit code say it), a draft that
+    // waits (asked about on the terminal); an orchestrator's dispatching and collecting are
+    // its executions' lines.
+    if matches!(
+        event.kind,
+        EventKind::RunEnded { .. }
+            | EventKind::RelayDraft { .. }
+            | EventKind::Phase {
+                phase: Phase::Dispatch | Phase::Collect,
+                ..
             }
+    ) {
+        return None;
+    }
+    let Line { text, tone } = describe_as(&event.kind, event.execution.as_ref(), names)?;
+    let text = crate::text::cap_chars(&text, PROGRESS_MAX);
+    let text = match &event.kind {
+        EventKind::CycleStarted { .. } => format!("huddle: `{}`: {text}", event.group),
+        EventKind::IterationStarted { .. } | EventKind::CyclePaused | EventKind::CycleResumed => {
+            format!("── {text}")
         }
-        EventKind::IterationStarted { iteration, .. } => format!("── iteration {iteration}"),
-        EventKind::Phase { phase, .. } => match phase {
-            Phase::Plan => "   planning…".into(),
-            Phase::Synthesize => "   synthesizing…".into(),
-            Phase::Evaluate => "   evaluating…".into(),
-            Phase::Dispatch | Phase::Collect => return None,
-        },
-        EventKind::Assignment { worker, task, .. } => format!("   → {worker}: {}", first_line(task, 90)),
-        EventKind::AssignmentDropped { name, reason, .. } => {
-            format!("   ! dropped assignment `{name}`: {reason}")
-        }
-        EventKind::WorkerFinished {
-            worker,
-            success,
-            duration_ms,
-            ..
-        } => format!(
-            "   {} {worker} ({:.1}s)",
-            if *success { "✓" } else { "✗" },
-            *duration_ms as f64 / 1000.0
-        ),
-        EventKind::Evaluation {
-            score,
-            rationale,
-            trend,
-            ..
-        } => format!(
-            "   score {score:.2}{}{}",
-            trend.map(|t| format!(" ({t})")).unwrap_or_default(),
-            if rationale.trim().is_empty() {
-                String::new()
-            } else {
-                format!(": {}", first_line(rationale, 80))
-            }
-        ),
-        EventKind::EvaluationUnparsed { .. } => {
-            "   ! the evaluator's reply had no readable score (counted as 0.5)".into()
-        }
-        EventKind::StallWarning {
-            consecutive,
-            similarity,
-            ..
-        } => {
-            format!("   ! stall warning {consecutive} (similarity {similarity:.2})")
-        }
-        EventKind::Adjustment { text, .. } => format!("   suggestion: {text}"),
-        EventKind::Warning { message, .. } => format!("   ! {message}"),
-        EventKind::Error {
-            iteration, message, ..
-        } => format!("   ✗ error in iteration {iteration}: {message}"),
-        EventKind::CyclePaused => "── paused".into(),
-        EventKind::CycleResumed => "── resumed".into(),
-        EventKind::CycleFinished { summary, .. } => format!("── finished\n{}", summary.trim_end()),
-        EventKind::TurnFinished {
-            session,
-            success: false,
-            error: Some(e),
-            ..
-        } if event.execution.is_none() => {
-            format!("   ✗ {session}: {}", first_line(e, 120))
-        }
-        // A team member's broadcast has its own line (`team_broadcast`), a dispatch is printed
-        // as its execution (`⇢ exec-2 …`): their tool calls and answers are left out.
-        EventKind::ToolCall { name, .. } | EventKind::ToolResult { name, .. }
-            if name == crate::engine::protocol::team_talk::BROADCAST_TOOL
-                || name == crate::engine::protocol::dispatch::DISPATCH_TOOL =>
-        {
-            return None;
-        }
-        EventKind::ToolCall {
-            session,
-            name,
-            arguments,
-            ..
-        } => format!("   ⚙ {session}: {name} {}", first_line(arguments, 80)),
-        EventKind::ToolResult {
-            name,
-            ok,
-            duration_ms,
-            first_line: said,
-            ..
-        } => format!(
-            "     {} {name} ({:.1}s) {}",
-            if *ok { "✓" } else { "✗" },
-            *duration_ms as f64 / 1000.0,
-            first_line(said, 100)
-        ),
-        EventKind::FlowHop { .. } => format!("   {}", crate::engine::protocol::flow::hop_line(&event.kind)?),
-        EventKind::TeamBroadcast { .. } => format!(
-            "   {}",
-            crate::engine::protocol::team_talk::broadcast_line(&event.kind)?
-        ),
-        EventKind::ExecutionStarted { .. }
-        | EventKind::ExecutionRunning
-        | EventKind::ExecutionFinished { .. } => {
-            let id = event.execution.as_ref().map_or("", |t| t.execution_id.as_str());
-            format!(
-                "   {}",
-                crate::engine::protocol::dispatch::execution_line(id, &event.kind)?
-            )
-        }
-        EventKind::PhaseTransition { .. } | EventKind::Handoff { .. } | EventKind::HandoffRejected { .. } => {
-            format!(
-                "   {}",
-                crate::engine::protocol::pipeline::pipeline_line(&event.kind)?
-            )
-        }
-        other => return crate::headless_relay::progress_line(other),
-    })
+        EventKind::RelayState { .. } => text,
+        EventKind::CycleFinished { summary, .. } => format!("── {text}\n{}", summary.trim_end()),
+        EventKind::ExecutionStarted { .. } | EventKind::ExecutionRunning => format!("   ⇢ {text}"),
+        EventKind::ExecutionFinished { .. } => format!("   ⇠ {text}"),
+        EventKind::ToolResult { .. } => format!("     {text}"),
+        _ => format!("   {text}"),
+    };
+    Some(Line { text, tone })
 }
 
 #[cfg(test)]
@@ -800,11 +759,12 @@ mod tests {
             CycleOutcome::ErrorBudget,
             CycleOutcome::Cancelled,
             CycleOutcome::BudgetExhausted,
+            CycleOutcome::Failed,
         ]
         .into_iter()
         .map(|o| exit_code(&report(o)))
         .collect();
-        assert_eq!(codes, [0, 0, 3, 4, 5, 130, 6]);
+        assert_eq!(codes, [0, 0, 3, 4, 5, 130, 6, 1]);
         let mut unsaved = report(CycleOutcome::SaveFailed);
         unsaved.failed = Some("could not save".into());
         assert_eq!(
@@ -834,7 +794,8 @@ mod tests {
         }))
         .unwrap();
         assert!(line.starts_with("   → w: xxx"), "{line}");
-        assert!(line.chars().count() < 110, "{line}");
+        assert!(line.ends_with("xxx…"), "one line, cut: {line}");
+        assert!(line.chars().count() <= 3 + PROGRESS_MAX + 1, "{line}");
         assert!(
             progress_line(&event(EventKind::Delta {
                 session_id: "s".into(),

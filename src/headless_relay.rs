@@ -256,25 +256,6 @@ fn edit(draft: &str) -> Result<String, String> {
     result
 }
 
-/// One progress line for a relay event (None for those not worth a line).
-pub fn progress_line(kind: &EventKind) -> Option<String> {
-    let line = |t: &str| crate::text::first_line(t, 90);
-    Some(match kind {
-        EventKind::RelayState {
-            state, reason, turn, ..
-        } if state.is_final() => format!(
-            "── relay {state} after {turn} turn(s){}",
-            reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
-        ),
-        EventKind::RelaySent {
-            turn, sent_as, text, ..
-        } => format!("   → turn {turn} [{}] {}", sent_as.as_str(), line(text)),
-        EventKind::RelayReply { turn, text, .. } => format!("   ← turn {turn} {}", line(text)),
-        EventKind::RelayTakeOver { active: false, .. } => "   ↺ handed back to the driver".into(),
-        _ => return None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

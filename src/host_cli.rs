@@ -6,7 +6,8 @@
 use std::io::IsTerminal;
 use std::path::Path;
 
-use crate::cli::{OutputError, note, print_out};
+use crate::cli::{OutputError, RunOutput, note, print_out};
+use crate::describe::Names;
 use crate::config::{Config, Paths};
 use crate::engine::events::EventKind;
 use crate::headless::{self, RunRequest};
@@ -35,17 +36,19 @@ async fn connect(paths: &Paths, hello: &Hello, start: bool) -> Result<Client, u8
     }
 }
 
-/// Writes a line of progress on standard error, in bold on a terminal for a heading.
-fn progress(text: &str, color: bool) {
-    if color && text.starts_with("──") {
-        note(format_args!("\x1b[1m{text}\x1b[0m"));
-    } else {
-        note(format_args!("{text}"));
-    }
+/// Writes a line of progress on standard error (coloured by the host when asked).
+fn progress(text: &str) {
+    note(format_args!("{text}"));
 }
 
-fn colored() -> bool {
-    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+/// How a group names its members in progress lines, as the organization on disk says.
+fn team_names(paths: &Paths, group_id: &str, group: &str) -> Names {
+    crate::store::OrganizationFile::new(paths.organization_file())
+        .inspect()
+        .ok()
+        .flatten()
+        .and_then(|o| o.group(group_id).map(|g| Names::team(g.members_slug())))
+        .unwrap_or_else(|| Names::of_group(group))
 }
 
 /// `huddle run`: the run goes on in the host, with this process's configuration and
@@ -85,7 +88,6 @@ pub async fn run(paths: &Paths, request: RunRequest, detach: bool) -> u8 {
 
 /// Prints a run's output as it comes, passes signals and draft answers on; the exit code.
 async fn follow_run(reader: &mut Reader, writer: &mut Writer, id: u64, detach: bool) -> u8 {
-    let color = colored();
     let mut signals = Signals::new();
     let mut stopping = false;
     // Standard output gone: the exit code says so, as for a local run.
@@ -117,7 +119,7 @@ async fn follow_run(reader: &mut Reader, writer: &mut Writer, id: u64, detach: b
                     stdout_lost = Some(e.exit_code());
                 }
                 if let Some(text) = err {
-                    progress(&text, color);
+                    progress(&text);
                 }
             }
             Ok(Some(HostMessage::Started { run_id, group, .. })) if detach => {
@@ -330,7 +332,8 @@ pub async fn attach(paths: &Paths, repo: &Path, target: &str, events: bool) -> u
             return 1;
         }
     };
-    let color = colored();
+    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let mut names = Names::of_group("");
     let mut run_id = String::new();
     let mut answer = String::new();
     let mut signals = Signals::new();
@@ -350,6 +353,7 @@ pub async fn attach(paths: &Paths, repo: &Path, target: &str, events: bool) -> u
                 reply: Reply::Attached { run },
             })) if got == id => {
                 run_id = run.run_id.clone();
+                names = team_names(paths, &run.group_id, &run.group);
                 note(format_args!(
                     "huddle: following run {} of `{}` ({}); Ctrl-C detaches, the run goes on",
                     run.run_id,
@@ -366,14 +370,8 @@ pub async fn attach(paths: &Paths, repo: &Path, target: &str, events: bool) -> u
                 if event.run_id.as_deref() != Some(run_id.as_str()) {
                     continue;
                 }
-                if events {
-                    if !event.kind.is_streaming()
-                        && let Err(e) = print_out(&format!("{}\n", sanitize::json_line(&event.to_ndjson())))
-                    {
-                        return e.exit_code();
-                    }
-                } else if let Some(line) = headless::progress_line(&event) {
-                    progress(&sanitize::display(&line), color);
+                if !headless::print_event(&event, &names, events, color, &RunOutput::Terminal) {
+                    return OutputError::Closed.exit_code();
                 }
                 match &event.kind {
                     EventKind::RunResult { text } => answer = text.clone(),

@@ -221,6 +221,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 discard_interrupted: args.discard_interrupted,
                 repo,
                 worktrees: args.worktrees,
+                sandbox: args.sandbox,
             };
             let code = block_on(huddle::host_cli::run(paths, request, args.detach))?;
             Ok(ExitCode::from(code))

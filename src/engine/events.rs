@@ -222,6 +222,9 @@ pub enum EventKind {
         server: String,
         tool: String,
         arguments: String,
+        /// Why a hook asks for this call (a `pre_tool_use` hook's `ask`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// How an approval was settled: by the user, or by `huddle run`'s rule (`reason`).
     ToolApprovalDecided {
@@ -450,6 +453,53 @@ pub enum EventKind {
         #[serde(skip)]
         message: Option<Box<Message>>,
     },
+    /// A hook said no: a `pre_tool_use` hook denied a tool call (the reason was the call's
+    /// result), or a hook of a later event objected (exit 2, `decision: block`).
+    HookBlocked {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<SessionId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
+        /// `pre_tool_use`, `post_tool_use`, `turn_finished`, …
+        hook_event: String,
+        /// The hook's command, for people.
+        hook: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        reason: String,
+    },
+    /// A hook failed or timed out: reported, it blocked nothing.
+    HookFailed {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<SessionId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
+        hook_event: String,
+        hook: String,
+        message: String,
+    },
+    /// A process was not started: its sandbox is required and none works here (`what`: `agent
+    /// claude`, `mcp server git`, `hook guard.sh`).
+    SandboxRefused {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<SessionId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
+        what: String,
+        reason: String,
+    },
+    /// A confined process was stopped by its sandbox: what it said (a write to a read-only
+    /// place, a network it cannot reach).
+    SandboxDenied {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<SessionId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
+        what: String,
+        detail: String,
+    },
 }
 
 /// How a flow hop passed work on.
@@ -513,6 +563,10 @@ impl EventKind {
             EventKind::ExecutionFinished { .. } => "execution_finished",
             EventKind::TeamBroadcast { .. } => "team_broadcast",
             EventKind::TurnInput { .. } => "turn_input",
+            EventKind::HookBlocked { .. } => "hook_blocked",
+            EventKind::HookFailed { .. } => "hook_failed",
+            EventKind::SandboxRefused { .. } => "sandbox_refused",
+            EventKind::SandboxDenied { .. } => "sandbox_denied",
         }
     }
 

@@ -10,6 +10,7 @@ mod budget;
 mod cycle;
 pub mod events;
 mod executions;
+pub mod guard;
 mod lent_tools;
 mod modes;
 pub mod protocol;
@@ -56,6 +57,11 @@ pub struct EngineOptions {
     pub default_budget: RunBudget,
     /// Mode `dispatch`'s guardrails where a group sets none (config.yaml `dispatch:`).
     pub default_dispatch: crate::model::DispatchLimits,
+    /// Where every session's sandbox starts: config.yaml's `sandbox:`, `huddle run --sandbox`
+    /// and the machine (home and data directory).
+    pub sandbox: crate::sandbox::Baseline,
+    /// config.yaml's hooks (a team's and a member's run too).
+    pub hooks: crate::hooks::Hooks,
 }
 
 impl Default for EngineOptions {
@@ -69,6 +75,8 @@ impl Default for EngineOptions {
             tool_result_max_bytes: crate::tools::limits::DEFAULT_RESULT_MAX_BYTES,
             default_budget: RunBudget::default(),
             default_dispatch: crate::model::DispatchLimits::default(),
+            sandbox: crate::sandbox::Baseline::default(),
+            hooks: crate::hooks::Hooks::default(),
         }
     }
 }
@@ -97,7 +105,8 @@ pub enum EngineError {
     NoSuchGroup(String),
     #[error("no session `{0}`")]
     NoSuchSession(String),
-    #[error("`{0}` is already running; send messages to it instead (they are queued)")]
+    /// What runs already: `group `X``, `this session's reflection`, or a session's id.
+    #[error("{0} is already running; send messages to it instead (they are queued)")]
     AlreadyRunning(String),
     #[error("group `{group}` cannot run in {mode} mode: {reason}")]
     NotRunnable {
@@ -298,6 +307,8 @@ pub(crate) struct EngineShared {
     default_profile: Arc<Profile>,
     /// Profiles of the runs of one group or session (by id): a front end's configuration.
     profiles: Mutex<HashMap<String, Arc<Profile>>>,
+    /// `huddle run --sandbox` of runs handed over to this engine, by group or session id.
+    sandbox_scoped: Mutex<HashMap<String, crate::sandbox::SandboxMode>>,
 }
 
 /// The engine. Cheap to clone; every clone drives the same sessions.
@@ -333,6 +344,7 @@ impl Engine {
                 turns: Mutex::new(HashMap::new()),
                 shutdown: CancellationToken::new(),
                 interrupted: std::sync::atomic::AtomicBool::new(false),
+                sandbox_scoped: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -355,6 +367,121 @@ impl Engine {
             Some(p) => profiles.insert(scope_id.to_string(), p),
             None => profiles.remove(scope_id),
         };
+    }
+
+    /// The sandbox mode the runs of one group or session get over every level (`huddle run
+    /// --sandbox` of a run handed over to this engine); `None` clears it.
+    pub fn set_scoped_sandbox(&self, scope_id: &str, mode: Option<crate::sandbox::SandboxMode>) {
+        let mut scoped = self
+            .shared
+            .sandbox_scoped
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match mode {
+            Some(m) => scoped.insert(scope_id.to_string(), m),
+            None => scoped.remove(scope_id),
+        };
+    }
+
+    /// The worktree_created hooks of a team whose git worktrees were just made: per worktree,
+    /// with the hooks of (the first of) the members working there, in the worktree, sandboxed
+    /// as that member. Await it before the team runs (a hook may install what it needs).
+    pub async fn worktree_created_hooks(&self, group_id: &str) {
+        let shared = &self.shared;
+        let jobs = shared.org.read(|org| {
+            let Some(group) = org.group(group_id) else {
+                return Vec::new();
+            };
+            let mut seen = std::collections::HashSet::new();
+            org.sessions_in(group_id)
+                .into_iter()
+                .filter_map(|s| {
+                    let w = s.worktree.as_ref()?;
+                    if !seen.insert(w.path.clone()) {
+                        return None;
+                    }
+                    let guard = guard::Guard::of_session(shared, org, s);
+                    guard
+                        .watches(crate::hooks::HookEvent::WorktreeCreated, None)
+                        .then(|| (guard, w.clone(), group.name.clone()))
+                })
+                .collect::<Vec<_>>()
+        });
+        futures::future::join_all(jobs.into_iter().map(|(guard, worktree, group)| async move {
+            let mut input = guard.input(crate::hooks::HookEvent::WorktreeCreated, &None, None);
+            input.worktree = Some(serde_json::json!({
+                "path": worktree.path,
+                "branch": worktree.branch,
+                "base_commit": worktree.base_commit,
+                "repo": worktree.repo,
+            }));
+            let emit = |kind| {
+                shared.events.emit(events::EngineEvent {
+                    group_id: group_id.to_string(),
+                    group: group.clone(),
+                    run_id: None,
+                    execution: None,
+                    kind,
+                })
+            };
+            guard
+                .after(crate::hooks::HookEvent::WorktreeCreated, &input, &emit)
+                .await;
+        }))
+        .await;
+    }
+
+    /// What confines a session's processes, in words for its header (`sandbox:
+    /// workspace-write, network on`, `sandbox: off`, `sandbox: none (…)`, `sandbox: REFUSED,
+    /// …`); `sandbox: checking…` until bwrap was probed (see [`Engine::probe_sandbox`]). `None`
+    /// for a session that starts no process (no CLI agent, no tool server, no hook) or an
+    /// unknown one. Cheap: read on every frame.
+    pub fn sandbox_label(&self, session_id: &str) -> Option<String> {
+        let shared = &self.shared;
+        let sandbox = shared.org.read(|org| {
+            let s = org.session(session_id)?;
+            let group = org.group(&s.group_id);
+            let local = shared
+                .profile(&s.group_id, Some(&s.id))
+                .providers
+                .for_slug(&s.model)
+                .is_ok_and(|(p, _)| p.capabilities().local_process);
+            let hooks = !shared.options.hooks.is_empty()
+                || group.is_some_and(|g| !g.hooks.is_empty())
+                || !s.hooks.is_empty();
+            if !(local || hooks || !s.tools.is_empty()) {
+                return None;
+            }
+            let empty = Default::default();
+            let team = group.map_or(&empty, |g| &g.sandbox);
+            Some(shared.options.sandbox.sandbox(
+                &[("team", team), ("member", &s.sandbox)],
+                shared.sandbox_override(&s.group_id, &s.id),
+            ))
+        })?;
+        if sandbox.policy.is_off() {
+            return Some(
+                sandbox
+                    .status_with(&crate::sandbox::Availability::Unusable {
+                        program: None,
+                        reason: String::new(),
+                    })
+                    .label(),
+            );
+        }
+        Some(
+            match crate::sandbox::probe::known(sandbox.policy.bwrap.as_deref()) {
+                Some(found) => sandbox.status_with(&found).label(),
+                None => "sandbox: checking…".into(),
+            },
+        )
+    }
+
+    /// Probes bwrap (once: remembered) off the async runtime's threads, so headers can show
+    /// the sandbox without waiting.
+    pub async fn probe_sandbox(&self) {
+        let bwrap = self.shared.options.sandbox.config.bwrap.clone();
+        crate::sandbox::probe::availability_async(bwrap.as_deref()).await;
     }
 
     /// Every event of one group from now on, besides the front end's channel, until the
@@ -422,6 +549,12 @@ impl Engine {
             let failed = (!result.success && !result.cancelled())
                 .then(|| result.error.clone())
                 .flatten();
+            let said = if failed.is_some() {
+                "failed".to_string()
+            } else {
+                outcome.to_string()
+            };
+            shared.run_finished_hooks(&guard.run, &said, &result.text).await;
             guard.finish(Some(outcome), 1, failed);
             result
         }))
@@ -501,6 +634,9 @@ impl Engine {
         let group_id = group_id.to_string();
         Ok(sink::batched(async move {
             let result = modes::run(&shared, &guard.run, &group_id, prompt, &overrides, resume).await;
+            shared
+                .run_finished_hooks(&guard.run, &outcome_word(&result), &answer_of(&result))
+                .await;
             guard.finish_with(&result);
             result
         }))
@@ -518,6 +654,9 @@ impl Engine {
         let session_id = session_id.to_string();
         Ok(sink::batched(async move {
             let result = reflect_session::run(&shared, &guard.run, &session_id, request).await;
+            shared
+                .run_finished_hooks(&guard.run, &outcome_word(&result), &answer_of(&result))
+                .await;
             guard.finish_with(&result);
             result
         }))
@@ -832,6 +971,19 @@ impl RunGuard {
             failed,
         });
     }
+}
+
+/// How a run ended, in the word a run_finished hook reads (`completed`, `failed`, …).
+fn outcome_word(result: &Result<RunReport, EngineError>) -> String {
+    match result {
+        Ok(report) if report.failed.is_some() => "failed".into(),
+        Ok(report) => report.outcome.to_string(),
+        Err(_) => "failed".into(),
+    }
+}
+
+fn answer_of(result: &Result<RunReport, EngineError>) -> String {
+    result.as_ref().map(|r| r.final_text.clone()).unwrap_or_default()
 }
 
 impl Drop for RunGuard {

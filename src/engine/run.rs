@@ -11,7 +11,9 @@ use tokio::sync::Semaphore;
 use crate::model::{CycleOutcome, Message, Usage};
 
 use super::events::EventKind;
-use super::protocol::{Assignment, ParsedPlan, WorkerResult, WorkerTask, parse_assignments, worker_prompt};
+use super::protocol::{
+    Assignment, ParsedPlan, WorkerResolver, WorkerResult, WorkerTask, parse_assignments_for, worker_prompt,
+};
 use super::session::{PromptStamp, TurnOptions};
 use super::sink::Emitter;
 use super::team::{Member, Team};
@@ -115,7 +117,9 @@ impl<'a> Run<'a> {
 
     /// Parses an orchestrator's plan against the team's workers, reporting dropped names.
     pub fn parse_plan(&self, text: &str, iteration: u32) -> ParsedPlan {
-        let parsed = parse_assignments(text, &self.team.worker_names(), &self.team.slug());
+        let (names, handles) = (self.team.worker_names(), self.team.worker_handles());
+        let resolver = WorkerResolver::with_handles(&names, &handles, &self.team.slug());
+        let parsed = parse_assignments_for(text, &resolver);
         for d in &parsed.dropped {
             self.emit(EventKind::AssignmentDropped {
                 iteration,
@@ -168,10 +172,18 @@ impl<'a> Run<'a> {
             .collect();
         let timeout = self.team.worker_timeout;
         let finished = self.parallel(jobs, iteration, Some(timeout)).await;
+        // The orchestrator reads the results under the names its prompt listed: the handles.
+        let handle_of = |name: &str| {
+            self.team
+                .workers
+                .iter()
+                .find(|w| w.name == name)
+                .map_or_else(|| name.to_string(), |w| w.handle.clone())
+        };
         finished
             .into_iter()
             .map(|(result, duration)| WorkerResult {
-                name: result.session.clone(),
+                name: handle_of(&result.session),
                 success: result.success,
                 duration,
                 text: result.text_or_error(),

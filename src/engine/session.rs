@@ -13,6 +13,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
+use crate::hooks::HookEvent;
 use crate::model::{AgentSession, Message, MessageRole, Role, ToolChoice, ToolResultInfo, Usage};
 use crate::providers::{ChatMessage, ChatRole, ErrorKind, TurnRequest};
 use crate::tools::Offer;
@@ -21,6 +22,7 @@ use crate::tools::limits::{result_line, rounds_exhausted_note};
 use super::EngineShared;
 use super::agent_steps::{AgentRecorder, StepContext};
 use super::events::{EngineEvent, EventKind, ExecutionTag, RunId};
+use super::guard::Guard;
 use super::lent_tools::TurnHooks;
 use super::tool_round::{CallContext, Lent};
 
@@ -285,6 +287,8 @@ struct SessionInfo {
     max_tool_rounds: Option<u32>,
     /// The CLI agent's own conversation from the last turn.
     agent_session: Option<AgentSession>,
+    /// Its sandbox and hooks.
+    guard: Guard,
 }
 
 impl Actor<'_> {
@@ -303,6 +307,7 @@ impl Actor<'_> {
                 tools: s.tools.clone(),
                 max_tool_rounds: s.max_tool_rounds,
                 agent_session: s.agent_session.clone(),
+                guard: Guard::of_session(self.shared, org, s),
             })
         })
     }
@@ -445,7 +450,91 @@ impl Actor<'_> {
             result.duration = started.elapsed();
         }
         self.record(&info, &user, steps, options, &result, generation);
+        if !result.cancelled() {
+            self.turn_finished_hooks(&info, options, &result).await;
+        }
         result
+    }
+
+    /// The turn_finished hooks, with the member's answer; an objection is reported and written
+    /// into the transcript (the turn is over: it does not go on, unlike Claude Code's Stop).
+    async fn turn_finished_hooks(&self, info: &SessionInfo, options: &TurnOptions, result: &TurnResult) {
+        if !info.guard.watches(HookEvent::TurnFinished, None) {
+            return;
+        }
+        let mut input = info
+            .guard
+            .input(HookEvent::TurnFinished, &options.run_id, options.iteration);
+        input.last_assistant_message = Some(result.text.clone());
+        input.outcome = Some(if result.success { "completed" } else { "failed" }.into());
+        let emit = |kind| self.emit(info, &options.run_id, kind);
+        let feedback = info.guard.after(HookEvent::TurnFinished, &input, &emit).await;
+        for (hook, reason) in feedback.objections {
+            self.notice(
+                info,
+                options,
+                format!("turn_finished hook `{hook}` objected: {reason}"),
+            );
+        }
+    }
+
+    /// The post_tool_use hooks of the tool calls a CLI agent made itself, once its turn is
+    /// over (its stream reports them, but huddle cannot hold them up: the agent runs them).
+    /// They see each call and its result; an objection is reported and written into the
+    /// transcript, it cannot reach the agent's finished turn.
+    async fn agent_steps_hooks(&self, info: &SessionInfo, options: &TurnOptions, steps: &[Message]) {
+        if info.guard.hooks.post_tool_use.is_empty() {
+            return;
+        }
+        let calls = steps.iter().flat_map(|m| m.tool_calls.iter());
+        for call in calls {
+            if !info.guard.watches(HookEvent::PostToolUse, Some(&call.name)) {
+                continue;
+            }
+            let result = steps
+                .iter()
+                .find(|m| m.tool_result.as_ref().is_some_and(|r| r.call_id == call.id));
+            let mut input = info
+                .guard
+                .input(HookEvent::PostToolUse, &options.run_id, options.iteration)
+                .with_call(&call.name, &call.arguments, &call.id);
+            input.tool_response = result.map(|m| {
+                serde_json::json!({
+                    "text": m.text,
+                    "is_error": m.tool_result.as_ref().is_some_and(|r| r.is_error),
+                })
+            });
+            let emit = |kind| self.emit(info, &options.run_id, kind);
+            let feedback = info.guard.after(HookEvent::PostToolUse, &input, &emit).await;
+            for (hook, reason) in feedback.objections {
+                self.notice(
+                    info,
+                    options,
+                    format!(
+                        "post_tool_use hook `{hook}` objected to the agent's `{}`: {reason}",
+                        call.name
+                    ),
+                );
+            }
+        }
+    }
+
+    /// A notice written into this session's transcript, and its event.
+    fn notice(&self, info: &SessionInfo, options: &TurnOptions, text: String) {
+        let mut notice = Message::notice(text.clone());
+        notice.iteration = options.iteration;
+        notice.execution_id = self.execution_id();
+        self.shared.writer.append(self.session_id, notice.clone());
+        self.emit(
+            info,
+            &options.run_id,
+            EventKind::Notice {
+                session_id: self.session_id.to_string(),
+                session: info.name.clone(),
+                text,
+                message: Some(Box::new(notice)),
+            },
+        );
     }
 
     /// The prompt with the notes the user left for this session's next turn (taken, and
@@ -499,6 +588,30 @@ impl Actor<'_> {
     ) {
         let capabilities = provider.capabilities();
         let profile = self.shared.profile(&info.group_id, Some(self.session_id));
+        if capabilities.local_process {
+            // The program runs confined; a required sandbox that is missing starts nothing.
+            let sandbox = &info.guard.sandbox;
+            let available = crate::sandbox::probe::availability_async(sandbox.policy.bwrap.as_deref()).await;
+            if let crate::sandbox::Status::Refused(e) = sandbox.status_with(&available) {
+                self.emit(
+                    info,
+                    &options.run_id,
+                    EventKind::SandboxRefused {
+                        session_id: Some(self.session_id.to_string()),
+                        session: Some(info.name.clone()),
+                        what: format!("agent {}", provider.name()),
+                        reason: e.to_string(),
+                    },
+                );
+                let error = crate::providers::ProviderError::new(
+                    ErrorKind::Config,
+                    provider.name(),
+                    format!("provider `{}`: {e}", provider.name()),
+                );
+                return (Err(error), Vec::new());
+            }
+            request.sandbox = Some(sandbox.clone());
+        }
         let offer = if info.tools.is_empty() || !capabilities.takes_huddle_tools() {
             Offer::default()
         } else {
@@ -509,6 +622,18 @@ impl Actor<'_> {
                 .await
         };
         for problem in &offer.problems {
+            if crate::sandbox::is_refusal(problem) {
+                self.emit(
+                    info,
+                    &options.run_id,
+                    EventKind::SandboxRefused {
+                        session_id: Some(self.session_id.to_string()),
+                        session: Some(info.name.clone()),
+                        what: "a tool server".into(),
+                        reason: problem.clone(),
+                    },
+                );
+            }
             self.emit(
                 info,
                 &options.run_id,
@@ -544,6 +669,8 @@ impl Actor<'_> {
             cancel: &options.cancel,
             workdir: info.working_dir.as_deref(),
             execution: self.execution.as_ref(),
+            guard: &info.guard,
+            iteration: options.iteration,
         };
         let mut steps = Vec::new();
         // A CLI agent runs its own tools: its steps are recorded as they happen.
@@ -615,6 +742,7 @@ impl Actor<'_> {
                     "no result: the agent's turn ended first"
                 };
                 let recorded = recorder.finish(why);
+                self.agent_steps_hooks(info, options, &recorded.steps).await;
                 steps.extend(recorded.steps);
                 self.update_agent_session(
                     info,
@@ -630,7 +758,23 @@ impl Actor<'_> {
             }
             let mut out = match result {
                 Ok(out) => out,
-                Err(e) => return (Err(e), steps),
+                Err(e) => {
+                    if capabilities.local_process
+                        && let Some(detail) = crate::sandbox::denial_in(&e.message)
+                    {
+                        self.emit(
+                            info,
+                            &options.run_id,
+                            EventKind::SandboxDenied {
+                                session_id: Some(self.session_id.to_string()),
+                                session: Some(info.name.clone()),
+                                what: format!("agent {}", provider.name()),
+                                detail,
+                            },
+                        );
+                    }
+                    return (Err(e), steps);
+                }
             };
             usage = sum_usage(usage, out.usage);
             if out.tool_calls.is_empty() || rounds >= max_rounds || request.tools.is_empty() || concluding {

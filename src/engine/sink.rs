@@ -14,10 +14,12 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
-use crate::model::GroupId;
-use crate::store::{RunLine, RunLog};
+use std::collections::HashMap;
 
-use super::events::{EngineEvent, EventKind, RunId, RunRecord};
+use crate::model::{GroupId, SessionId};
+use crate::store::{RunLine, RunLog, RunOwner};
+
+use super::events::{EngineEvent, EventKind, RunId, RunKey, RunRecord};
 
 /// The front end's receiving end plus, when set, the run log that persists each run's timeline.
 #[derive(Clone)]
@@ -25,6 +27,60 @@ pub struct EventSink {
     tx: mpsc::UnboundedSender<EngineEvent>,
     log: Option<Arc<RunLog<RunRecord>>>,
     watchers: Arc<Watchers>,
+    chats: Arc<ChatRuns>,
+}
+
+/// The chats going on (run id → session): a direct chat's run file is its session's, not its
+/// group's (a team member's chats are never the team's runs; see [`RunOwner`]).
+#[derive(Default)]
+struct ChatRuns {
+    /// How many are going, read without the lock: a team run's events (with no chat going)
+    /// cost one atomic load.
+    count: AtomicUsize,
+    list: Mutex<HashMap<RunId, SessionId>>,
+}
+
+impl ChatRuns {
+    /// Whose run file the event of `run_id` goes to, following chats from their
+    /// `run_started` to their `run_ended`.
+    fn owner(&self, event: &EngineEvent, run_id: &RunId) -> RunOwner {
+        let chat = match &event.kind {
+            EventKind::RunStarted {
+                key: RunKey::Chat { session_id },
+            } => {
+                let mut list = self
+                    .list
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                list.insert(run_id.clone(), session_id.clone());
+                self.count.store(list.len(), Ordering::Release);
+                Some(session_id.clone())
+            }
+            EventKind::RunEnded {
+                key: RunKey::Chat { session_id },
+                ..
+            } => {
+                let mut list = self
+                    .list
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                list.remove(run_id);
+                self.count.store(list.len(), Ordering::Release);
+                Some(session_id.clone())
+            }
+            _ if self.count.load(Ordering::Acquire) == 0 => None,
+            _ => self
+                .list
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(run_id)
+                .cloned(),
+        };
+        match chat {
+            Some(session_id) => RunOwner::Session(session_id),
+            None => RunOwner::Group(event.group_id.clone()),
+        }
+    }
 }
 
 /// Second consumers of some groups' events besides the front end: a `huddle run` whose run the
@@ -76,6 +132,7 @@ impl EventSink {
             tx,
             log: None,
             watchers: Arc::default(),
+            chats: Arc::default(),
         }
     }
 
@@ -116,7 +173,7 @@ impl EventSink {
         self.watchers.deliver(&event);
         let line = match (&self.log, &event.run_id) {
             (Some(_), Some(run_id)) if !event.kind.is_streaming() => Some((
-                event.group_id.clone(),
+                self.chats.owner(&event, run_id),
                 run_id.clone(),
                 RunRecord::now(event.for_log()),
             )),

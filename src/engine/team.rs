@@ -59,36 +59,6 @@ pub(crate) struct Team {
     pub settings: ModeSettings,
 }
 
-/// Each member's handle, by session id: the one kept on its session when the team was made,
-/// else its session name less the team's prefix; a kept handle another member also has (an edited
-/// file) gives way to the names.
-fn member_handles(sessions: &[&Session], slug: &str) -> Vec<(String, String)> {
-    let kept: Vec<Option<String>> = sessions
-        .iter()
-        .map(|s| {
-            s.handle
-                .as_deref()
-                .map(crate::naming::slug)
-                .filter(|h| !h.is_empty())
-        })
-        .collect();
-    let mut uses: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    for h in kept.iter().flatten() {
-        *uses.entry(h.as_str()).or_default() += 1;
-    }
-    sessions
-        .iter()
-        .zip(&kept)
-        .map(|(s, h)| {
-            let handle = match h {
-                Some(h) if uses.get(h.as_str()) == Some(&1) => h.clone(),
-                _ => worker_handle(&s.name, slug),
-            };
-            (s.id.clone(), handle)
-        })
-        .collect()
-}
-
 impl Team {
     pub fn read(
         shared: &EngineShared,
@@ -102,7 +72,7 @@ impl Team {
                 .ok_or_else(|| EngineError::NoSuchGroup(group_id.to_string()))?;
             let sessions = org.sessions_in(group_id);
             let slug = group.members_slug();
-            let handles = member_handles(&sessions, &slug);
+            let handles = crate::model::member_handles(&sessions, &slug);
             let member = |s: &Session| Member {
                 handle: handles
                     .iter()
@@ -172,15 +142,20 @@ impl Team {
         })
     }
 
+    /// The workers as an orchestrator's prompt lists them: by handle (what `@worker:` names).
     pub fn worker_infos(&self) -> Vec<WorkerInfo> {
         self.workers
             .iter()
-            .map(|w| WorkerInfo::new(w.name.clone(), w.model.clone(), w.system_prompt.clone()))
+            .map(|w| WorkerInfo::new(w.handle.clone(), w.model.clone(), w.system_prompt.clone()))
             .collect()
     }
 
     pub fn worker_names(&self) -> Vec<&str> {
         self.workers.iter().map(|w| w.name.as_str()).collect()
+    }
+
+    pub fn worker_handles(&self) -> Vec<&str> {
+        self.workers.iter().map(|w| w.handle.as_str()).collect()
     }
 
     /// A participant by session id.
@@ -221,33 +196,5 @@ impl Team {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn session(name: &str, handle: Option<&str>) -> Session {
-        let mut s = Session::new(name, "g", "sim/x");
-        s.handle = handle.map(str::to_string);
-        s
-    }
-
-    #[test]
-    fn members_go_by_their_kept_handles_else_by_their_names_less_the_team_prefix() {
-        let kept = session("incident-log-analyzer-2", Some("log-analyzer"));
-        let added_later = session("incident-scribe", None);
-        let (a, b) = (session("x-one", Some("dup")), session("x-two", Some("DUP")));
-        let sessions = [&kept, &added_later, &a, &b];
-        let handles: Vec<String> = member_handles(&sessions, "incident")
-            .into_iter()
-            .map(|(_, h)| h)
-            .collect();
-        assert_eq!(
-            handles,
-            ["log-analyzer", "scribe", "x-one", "x-two"],
-            "a handle two members claim gives way to their names"
-        );
     }
 }

@@ -15,7 +15,9 @@ use crate::tools::{Approval, ApprovalPolicy, Decision, Offer, ToolError, schema,
 
 use super::EngineShared;
 use super::events::{EngineEvent, EventKind, ExecutionTag, RunId};
+use super::guard::Guard;
 use super::lent_tools::TurnTools;
+use crate::hooks::{HookEvent, Verdict};
 
 /// What one call came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +60,9 @@ pub(crate) struct CallContext<'a> {
     pub workdir: Option<&'a std::path::Path>,
     /// The execution the turn is part of.
     pub execution: Option<&'a ExecutionTag>,
+    /// The session's hooks (and the sandbox they run in).
+    pub guard: &'a Guard,
+    pub iteration: Option<u32>,
 }
 
 impl CallContext<'_> {
@@ -125,26 +130,26 @@ impl CallContext<'_> {
 
     async fn run_call(&self, offer: &Offer, call: &ToolCall, lent: Option<&Lent<'_>>) -> CallResult {
         let started = Instant::now();
-        let (text, is_error, size) = match self.attempt(offer, call, lent).await {
+        let (mut text, is_error, size) = match self.attempt(offer, call, lent).await {
             Ok((text, is_error)) => {
                 let size = text.len() as u64;
-                (
-                    cap_result(
-                        &text,
-                        self.shared
-                            .profile(self.group_id, Some(self.session_id))
-                            .options
-                            .tool_result_max_bytes,
-                    ),
-                    is_error,
-                    size,
-                )
+                let max = self
+                    .shared
+                    .profile(self.group_id, Some(self.session_id))
+                    .options
+                    .tool_result_max_bytes;
+                let mut text = cap_result(&text, max);
+                self.after_call(call, &mut text, is_error).await;
+                (text, is_error, size)
             }
             Err(message) => {
                 let size = message.len() as u64;
                 (message, true, size)
             }
         };
+        if text.is_empty() && is_error {
+            text = "the tool failed without saying why".into();
+        }
         CallResult {
             call: call.clone(),
             text,
@@ -152,6 +157,61 @@ impl CallContext<'_> {
             duration: started.elapsed(),
             size,
         }
+    }
+
+    /// The post_tool_use hooks of a call that ran: they see the call and its result; what they
+    /// object or add goes to the model after the result.
+    async fn after_call(&self, call: &ToolCall, text: &mut String, is_error: bool) {
+        if !self.guard.watches(HookEvent::PostToolUse, Some(&call.name)) {
+            return;
+        }
+        let mut input = self
+            .guard
+            .input(HookEvent::PostToolUse, self.run_id, self.iteration)
+            .with_call(&call.name, &call.arguments, &call.id);
+        input.tool_response = Some(serde_json::json!({ "text": text.as_str(), "is_error": is_error }));
+        let feedback = self
+            .guard
+            .after(HookEvent::PostToolUse, &input, &|kind| self.emit(kind))
+            .await;
+        for (hook, reason) in feedback.objections {
+            text.push_str(&format!("\n\n[hook `{hook}`] {reason}"));
+        }
+        for context in feedback.context {
+            text.push_str(&format!("\n\n[hook] {context}"));
+        }
+    }
+
+    /// The pre_tool_use hooks' verdict on a call, with the arguments to call it with (a hook
+    /// may give others, checked against the schema again). `Err`: refused, the reason for the
+    /// model.
+    async fn before_call(
+        &self,
+        call: &ToolCall,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        schema_of: &serde_json::Value,
+    ) -> Result<(Verdict, serde_json::Map<String, serde_json::Value>), String> {
+        if !self.guard.watches(HookEvent::PreToolUse, Some(&call.name)) {
+            return Ok((Verdict::Continue, arguments));
+        }
+        let input = self
+            .guard
+            .input(HookEvent::PreToolUse, self.run_id, self.iteration)
+            .with_call(&call.name, &call.arguments, &call.id);
+        let decided = self.guard.before_call(&input, &|kind| self.emit(kind)).await;
+        if let Verdict::Deny { reason, hook } = &decided.verdict {
+            return Err(format!("blocked by hook `{hook}`: {reason}"));
+        }
+        let arguments = match decided.updated_input {
+            Some(updated) => schema::parse_arguments(&updated.to_string(), schema_of).map_err(|problem| {
+                format!(
+                    "a hook changed the arguments of `{}` into invalid ones: {problem}",
+                    call.name
+                )
+            })?,
+            None => arguments,
+        };
+        Ok((decided.verdict, arguments))
     }
 
     /// The tool's text and whether it is an error; `Err` for a call that never reached the
@@ -186,8 +246,27 @@ impl CallContext<'_> {
             .tools
             .get(server)
             .ok_or_else(|| format!("tool server `{server}` is not configured"))?;
-        if source.approval() == Approval::Ask {
-            self.approve(server, tool, call).await?;
+        if self.cancel.is_cancelled() {
+            return Err(cancelled_note());
+        }
+        let (verdict, arguments) = self.before_call(call, arguments, &spec.input_schema).await?;
+        match verdict {
+            // A hook's ask is put to the user whatever the server's rule and earlier grants.
+            Verdict::Ask { reason } => {
+                self.approve(
+                    server,
+                    tool,
+                    call,
+                    Some(reason.unwrap_or_else(|| "a hook asks".into())),
+                )
+                .await?
+            }
+            Verdict::Allow => {}
+            Verdict::Continue | Verdict::Deny { .. } => {
+                if source.approval() == Approval::Ask {
+                    self.approve(server, tool, call, None).await?;
+                }
+            }
         }
         if self.cancel.is_cancelled() {
             return Err(cancelled_note());
@@ -202,10 +281,17 @@ impl CallContext<'_> {
         }
     }
 
-    /// Waits for the user's (or the front end's) approval of `call`.
-    async fn approve(&self, server: &str, tool: &str, call: &ToolCall) -> Result<(), String> {
+    /// Waits for the user's (or the front end's) approval of `call`. `hook_reason`: a hook
+    /// asked (the user is asked even if they approved the tool for the session).
+    async fn approve(
+        &self,
+        server: &str,
+        tool: &str,
+        call: &ToolCall,
+        hook_reason: Option<String>,
+    ) -> Result<(), String> {
         let approvals = &self.shared.approvals;
-        if approvals.granted(self.session_id, &call.name) {
+        if hook_reason.is_none() && approvals.granted(self.session_id, &call.name) {
             return Ok(());
         }
         let settle = |approval_id: u64, decision: Decision, reason: Option<&str>| {
@@ -238,6 +324,7 @@ impl CallContext<'_> {
                     server: server.to_string(),
                     tool: tool.to_string(),
                     arguments: call.arguments.clone(),
+                    reason: hook_reason.clone(),
                 });
                 let decision = tokio::select! {
                     _ = self.cancel.cancelled() => None,

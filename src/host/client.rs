@@ -47,6 +47,7 @@ impl Hello {
             config: None,
             env: Default::default(),
             terminal: false,
+            color: false,
         }
     }
 
@@ -56,6 +57,7 @@ impl Hello {
         self.config = Some(config);
         self.env = Env::capture();
         self.terminal = terminal;
+        self.color = std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none();
         self
     }
 }

@@ -99,7 +99,7 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> u8 {
             return 1;
         }
     };
-    let workspace = match Workspace::open_locked(lock, paths, &config, repo.clone(), ApprovalPolicy::DenyAll)
+    let workspace = match Workspace::open_locked(lock, paths, &config, repo.clone(), ApprovalPolicy::DenyAll, None)
     {
         Ok(w) => w,
         Err(e) => {

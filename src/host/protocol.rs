@@ -53,6 +53,9 @@ pub struct Hello {
     /// Its standard input and error are a terminal (`--approve` asks there).
     #[serde(default)]
     pub terminal: bool,
+    /// Its standard error is a terminal that takes colours (`NO_COLOR` unset).
+    #[serde(default)]
+    pub color: bool,
 }
 
 /// From a front end to the host.

@@ -192,7 +192,7 @@ pub fn serve_on(
     local: Option<mpsc::UnboundedSender<EngineEvent>>,
 ) -> Server {
     let path = parts.paths.run_socket();
-    let own_profile = profile_key(&parts.config, &Env::of(Env::capture()), &parts.repo);
+    let own_profile = profile_key(&parts.config, &Env::of(Env::capture()), &parts.repo, None);
     let notices = parts.notices.clone();
     let shared = Arc::new(Shared {
         parts,
@@ -306,10 +306,11 @@ struct FrontContext {
     edits: Edits,
     config: Config,
     env: Env,
-    /// Its providers and tool servers (`None`: the host's own serve); why not, if they could
-    /// not be made.
-    profile: Result<Option<Arc<Profile>>, String>,
+    repo: PathBuf,
+    /// It sent its configuration and environment (else the host's own serve it).
+    own_config: bool,
     terminal: bool,
+    color: bool,
 }
 
 /// The attached runs of one connection: their stop (dropped when it goes) and their id once
@@ -438,43 +439,45 @@ fn front_context(shared: &Shared, hello: Hello) -> FrontContext {
         "run" => format!("huddle run (pid {})", hello.pid),
         other => format!("{other} (pid {})", hello.pid),
     };
-    let (config, env, profile) = match hello.config {
-        Some(config) => {
-            let env = Env::of(hello.env);
-            let profile = profile_for(shared, &config, &env, &hello.repo);
-            (config, env, profile)
-        }
-        None => (shared.parts.config.clone(), Env::process(), Ok(None)),
+    let (config, env, own_config) = match hello.config {
+        Some(config) => (config, Env::of(hello.env), true),
+        None => (shared.parts.config.clone(), Env::process(), false),
     };
     FrontContext {
         label,
-        edits: shared.parts.edits.for_front(config.clone(), hello.repo),
+        edits: shared.parts.edits.for_front(config.clone(), hello.repo.clone()),
         config,
         env,
-        profile,
+        repo: hello.repo,
+        own_config,
         terminal: hello.terminal,
+        color: hello.color,
     }
 }
 
-fn profile_key(config: &Config, env: &Env, repo: &Path) -> u64 {
+fn profile_key(config: &Config, env: &Env, repo: &Path, sandbox: Option<crate::sandbox::SandboxMode>) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     serde_json::to_string(config).unwrap_or_default().hash(&mut h);
     env.fingerprint().hash(&mut h);
     repo.hash(&mut h);
+    format!("{sandbox:?}").hash(&mut h);
     h.finish()
 }
 
-/// The profile of a front end's configuration, environment and repository: the host's own
-/// (`None`) when they are the host's, else one made for them (shared with every front end
-/// with the same).
+/// The profile of a front end's run (its configuration, environment and repository, and the
+/// run's `--sandbox`): the host's own (`None`) when they are the host's, else one made for
+/// them (shared with every run with the same).
 fn profile_for(
     shared: &Shared,
-    config: &Config,
-    env: &Env,
-    repo: &Path,
+    front: &FrontContext,
+    sandbox: Option<crate::sandbox::SandboxMode>,
 ) -> Result<Option<Arc<Profile>>, String> {
-    let key = profile_key(config, env, repo);
+    if !front.own_config && sandbox.is_none() {
+        return Ok(None);
+    }
+    let (config, env, repo) = (&front.config, &front.env, &front.repo);
+    let key = profile_key(config, env, repo, sandbox);
     if key == shared.own_profile {
         return Ok(None);
     }
@@ -485,7 +488,13 @@ fn profile_for(
     let providers = crate::sim::providers_in(config, env).map_err(|e| e.to_string())?;
     let profile = Arc::new(Profile {
         providers,
-        options: crate::workspace::engine_options(config, repo, env, ApprovalPolicy::DenyAll),
+        options: crate::workspace::engine_options(
+            config,
+            repo,
+            env,
+            ApprovalPolicy::DenyAll,
+            crate::workspace::baseline(&shared.parts.paths, config, sandbox),
+        ),
     });
     profiles.insert(key, Arc::clone(&profile));
     Ok(Some(profile))
@@ -690,10 +699,10 @@ fn start_run(
     request: RunRequest,
     detach: bool,
 ) {
-    let profile = match &front.profile {
-        Ok(p) => p.clone(),
+    let profile = match profile_for(shared, front, request.sandbox) {
+        Ok(p) => p,
         Err(why) => {
-            failed(tx, id, 1, why.clone());
+            failed(tx, id, 1, why);
             return;
         }
     };
@@ -710,6 +719,7 @@ fn start_run(
         output: RunOutput::Remote(out_tx),
         stop: stop_rx,
         terminal: front.terminal,
+        color: front.color,
         profile,
         env: front.env.clone(),
     };

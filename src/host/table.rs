@@ -354,6 +354,7 @@ mod tests {
                 server: "time".into(),
                 tool: "now".into(),
                 arguments: "{}".into(),
+                reason: None,
             },
         ));
         let info = &table.infos()[0];

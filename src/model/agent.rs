@@ -98,6 +98,16 @@ impl AgentKind {
         args.iter().map(|a| a.to_string()).collect()
     }
 
+    /// Where the agent keeps its own state (sessions, settings, credentials) under the home
+    /// directory: writable in its sandbox, or it could not resume a conversation or log in.
+    pub fn state_paths(self) -> &'static [&'static str] {
+        match self {
+            AgentKind::Claude => &["~/.claude", "~/.claude.json"],
+            AgentKind::Codex => &["~/.codex"],
+            AgentKind::Gemini => &["~/.gemini"],
+        }
+    }
+
     /// Model names offered in pickers when the provider lists none (the agents' own aliases).
     pub fn model_aliases(self) -> &'static [&'static str] {
         match self {

@@ -139,6 +139,12 @@ pub struct Group {
     /// `pipeline_state`).
     #[serde(flatten)]
     pub state: ModeState,
+    /// The team's sandbox (its preset's), over config.yaml's.
+    #[serde(default, skip_serializing_if = "crate::sandbox::SandboxSettings::is_empty")]
+    pub sandbox: crate::sandbox::SandboxSettings,
+    /// The team's hooks (its preset's), added to config.yaml's.
+    #[serde(default, skip_serializing_if = "crate::hooks::Hooks::is_empty")]
+    pub hooks: crate::hooks::Hooks,
 }
 
 pub fn default_max_iterations() -> u32 {
@@ -179,6 +185,8 @@ impl Group {
             memory: Memory::Run,
             settings: ModeSettings::default(),
             state: ModeState::default(),
+            sandbox: Default::default(),
+            hooks: Default::default(),
         }
     }
 
@@ -260,6 +268,12 @@ pub struct Session {
     /// or is renamed; `None` for sessions made before it was kept, or added to a team later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handle: Option<String>,
+    /// The member's own sandbox (its preset's), over its team's.
+    #[serde(default, skip_serializing_if = "crate::sandbox::SandboxSettings::is_empty")]
+    pub sandbox: crate::sandbox::SandboxSettings,
+    /// The member's own hooks (its preset's), added to its team's.
+    #[serde(default, skip_serializing_if = "crate::hooks::Hooks::is_empty")]
+    pub hooks: crate::hooks::Hooks,
 }
 
 impl Session {
@@ -287,6 +301,8 @@ impl Session {
             pending_notes: Vec::new(),
             flow: FlowLinks::default(),
             handle: None,
+            sandbox: Default::default(),
+            hooks: Default::default(),
         }
     }
 
@@ -294,6 +310,37 @@ impl Session {
     pub fn is_team_member(&self) -> bool {
         self.team || matches!(self.role, Role::Orchestrator | Role::Evaluator)
     }
+}
+
+/// Each member's handle (the name it goes by in its team's prompts, tools and settings), by
+/// session id, for a team's sessions whose names carry the prefix `slug`: the one kept on its session when the team was made,
+/// else its session name less the team's prefix; a kept handle another member also has (an edited
+/// file) gives way to the names.
+pub fn member_handles(sessions: &[&Session], slug: &str) -> Vec<(String, String)> {
+    let kept: Vec<Option<String>> = sessions
+        .iter()
+        .map(|s| {
+            s.handle
+                .as_deref()
+                .map(crate::naming::slug)
+                .filter(|h| !h.is_empty())
+        })
+        .collect();
+    let mut uses: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for h in kept.iter().flatten() {
+        *uses.entry(h.as_str()).or_default() += 1;
+    }
+    sessions
+        .iter()
+        .zip(&kept)
+        .map(|(s, h)| {
+            let handle = match h {
+                Some(h) if uses.get(h.as_str()) == Some(&1) => h.clone(),
+                _ => crate::naming::worker_handle(&s.name, slug),
+            };
+            (s.id.clone(), handle)
+        })
+        .collect()
 }
 
 impl Organization {
@@ -347,6 +394,12 @@ impl Organization {
 
     pub fn default_group(&self) -> Option<&Group> {
         self.groups.iter().find(|g| g.kind == GroupKind::Default)
+    }
+
+    /// [`member_handles`] of a group's sessions, by session id.
+    pub fn member_handles(&self, group_id: &str) -> Vec<(SessionId, String)> {
+        let slug = self.group(group_id).map(Group::members_slug).unwrap_or_default();
+        member_handles(&self.sessions_in(group_id), &slug)
     }
 
     /// `base`, or `base-2`, `base-3`, ... : the first name no session has yet.
@@ -517,5 +570,28 @@ mod tests {
         group.settings.relay = Some(relay.clone());
         let written = serde_json::to_value(&group).unwrap();
         assert_eq!(written["relay"], serde_json::to_value(&relay).unwrap());
+    }
+
+    fn session(name: &str, handle: Option<&str>) -> Session {
+        let mut s = Session::new(name, "g", "sim/x");
+        s.handle = handle.map(str::to_string);
+        s
+    }
+
+    #[test]
+    fn members_go_by_their_kept_handles_else_by_their_names_less_the_team_prefix() {
+        let kept = session("incident-log-analyzer-2", Some("log-analyzer"));
+        let added_later = session("incident-scribe", None);
+        let (a, b) = (session("x-one", Some("dup")), session("x-two", Some("DUP")));
+        let sessions = [&kept, &added_later, &a, &b];
+        let handles: Vec<String> = member_handles(&sessions, "incident")
+            .into_iter()
+            .map(|(_, h)| h)
+            .collect();
+        assert_eq!(
+            handles,
+            ["log-analyzer", "scribe", "x-one", "x-two"],
+            "a handle two members claim gives way to their names"
+        );
     }
 }

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Memory, Mode, RouterSpec, RunBudget, Tier, WorktreeStrategy};
+use crate::hooks::Hooks;
+use crate::sandbox::SandboxSettings;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -75,6 +77,12 @@ pub struct Preset {
     /// Mode `team`: turns the supervisor may take (bounds the whole team).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supervisor_max_turns: Option<u32>,
+    /// The sandbox of the team's processes (CLI agents, hooks), over config.yaml's.
+    #[serde(default, skip_serializing_if = "SandboxSettings::is_empty")]
+    pub sandbox: SandboxSettings,
+    /// The team's hooks, added to config.yaml's (never from a repository's team folder).
+    #[serde(default, skip_serializing_if = "Hooks::is_empty")]
+    pub hooks: Hooks,
 
     /// Where the preset was found; set by the loader, never read from YAML.
     #[serde(skip)]
@@ -161,6 +169,12 @@ pub struct PresetAgent {
     /// Tool rounds per turn (default: config.yaml's `max_tool_rounds`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tool_rounds: Option<u32>,
+    /// This member's sandbox, over the team's.
+    #[serde(default, skip_serializing_if = "SandboxSettings::is_empty")]
+    pub sandbox: SandboxSettings,
+    /// This member's hooks, added to the team's.
+    #[serde(default, skip_serializing_if = "Hooks::is_empty")]
+    pub hooks: Hooks,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -182,6 +196,12 @@ pub struct PresetWorker {
     /// Tool rounds per turn (default: config.yaml's `max_tool_rounds`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tool_rounds: Option<u32>,
+    /// This member's sandbox, over the team's.
+    #[serde(default, skip_serializing_if = "SandboxSettings::is_empty")]
+    pub sandbox: SandboxSettings,
+    /// This member's hooks, added to the team's.
+    #[serde(default, skip_serializing_if = "Hooks::is_empty")]
+    pub hooks: Hooks,
     /// Mode `flow`: the worker this one's answer goes to (its answer alone is that one's input).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff: Option<String>,

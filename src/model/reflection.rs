@@ -51,6 +51,8 @@ simple_enum!(
         Completed => "completed",
         SaveFailed => "save_failed",
         BudgetExhausted => "budget_exhausted",
+        // The run could not do its work: every member failed, or the turn that leads it did.
+        Failed => "failed",
     }
 );
 

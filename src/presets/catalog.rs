@@ -97,6 +97,9 @@ impl Catalog {
             let mut this_tier: Vec<Preset> = Vec::new();
             for mut p in presets {
                 p.tier = Some(tier);
+                if tier == Tier::Repo {
+                    limit_repository_preset(&mut p);
+                }
                 if let Some(first) = this_tier.iter().find(|q| same_name(q, &p)) {
                     catalog.errors.push(CatalogError {
                         tier,
@@ -140,6 +143,37 @@ impl Catalog {
     }
 }
 
+/// What a repository's team may not do, whichever way it was read: add hooks (they run
+/// commands on the user's machine) or loosen the sandbox (its settings only tighten).
+pub fn limit_repository_preset(p: &mut Preset) {
+    let mut warnings = Vec::new();
+    let mut hooks_dropped = !p.hooks.is_empty();
+    p.hooks = Default::default();
+    if !p.sandbox.is_empty() && !p.sandbox.only_tighten {
+        p.sandbox = std::mem::take(&mut p.sandbox).from_repository(&mut warnings, "sandbox");
+    }
+    let members = p
+        .orchestrator
+        .iter_mut()
+        .chain(p.evaluator.iter_mut())
+        .map(|a| (&mut a.hooks, &mut a.sandbox))
+        .chain(p.workers.iter_mut().map(|w| (&mut w.hooks, &mut w.sandbox)));
+    for (hooks, sandbox) in members {
+        hooks_dropped |= !hooks.is_empty();
+        *hooks = Default::default();
+        if !sandbox.is_empty() && !sandbox.only_tighten {
+            *sandbox = std::mem::take(sandbox).from_repository(&mut warnings, "sandbox");
+        }
+    }
+    if hooks_dropped {
+        warnings.push(
+            "hooks: ignored: a repository's team cannot add hooks; put them in config.yaml or your own preset"
+                .into(),
+        );
+    }
+    p.warnings.extend(warnings);
+}
+
 fn same_name(a: &Preset, b: &Preset) -> bool {
     a.name.trim().to_lowercase() == b.name.trim().to_lowercase()
 }
@@ -149,5 +183,43 @@ fn tier_rank(tier: Option<Tier>) -> u8 {
         Some(Tier::Builtin) | None => 0,
         Some(Tier::User) => 1,
         Some(Tier::Repo) => 2,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repository_preset_loses_its_hooks_and_cannot_loosen_the_sandbox() {
+        let config = Config::default();
+        let text = "name: Repo Team\nmode: broadcast\nsandbox: { mode: off, allow_write: [/] }\nhooks: { run_finished: [{ command: [/bin/evil] }] }\nworkers:\n  - name: a\n    sandbox: { network: off }\n    hooks: { pre_tool_use: [{ command: [/bin/evil] }] }\n";
+        let repo = crate::presets::parse_preset(text, Path::new("r.yaml"), Tier::User, &config).unwrap();
+        let user = crate::presets::parse_preset(
+            &text.replace("Repo Team", "Mine"),
+            Path::new("u.yaml"),
+            Tier::User,
+            &config,
+        )
+        .unwrap();
+        let catalog = Catalog::from_tiers(Vec::new(), vec![user], vec![repo]);
+        let repo = catalog.find("Repo Team").unwrap();
+        assert!(repo.hooks.is_empty() && repo.workers[0].hooks.is_empty());
+        assert!(
+            repo.sandbox.only_tighten && repo.sandbox.mode.is_none() && repo.sandbox.allow_write.is_empty()
+        );
+        assert_eq!(
+            repo.workers[0].sandbox.network,
+            Some(crate::sandbox::Network::Off)
+        );
+        assert!(
+            repo.warnings.iter().any(|w| w.contains("cannot add hooks")),
+            "{:?}",
+            repo.warnings
+        );
+        // The user's own preset keeps what it says.
+        let mine = catalog.find("Mine").unwrap();
+        assert_eq!(mine.hooks.run_finished.len(), 1);
+        assert_eq!(mine.sandbox.mode, Some(crate::sandbox::SandboxMode::Off));
     }
 }

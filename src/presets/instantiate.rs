@@ -1,9 +1,9 @@
 //! A preset becomes a team group with its sessions, and a team group becomes a preset again.
 //!
 //! Session names are `<team-slug>-<worker>` (`<team-slug>-orchestrator`, `<team-slug>-evaluator`),
-//! made unique in the organization (see [`crate::naming`]). The engine resolves `@worker:<name>`
-//! against session names with the `<team-slug>-` prefix removed, so the worker's preset name
-//! stays its handle.
+//! made unique in the organization (see [`crate::naming`]). Each member keeps its preset name's
+//! slug as its handle (`Session::handle`), what the team's prompts list and `@worker:`, `relay:`
+//! and a saved preset name it by, also when its session name had to be made unique.
 
 use std::path::Path;
 
@@ -56,6 +56,8 @@ pub fn create_team_group(
     }
     group.budget = preset.budget();
     group.memory = preset.memory;
+    group.sandbox = preset.sandbox.clone();
+    group.hooks = preset.hooks.clone();
     group.source_preset = Some(source_preset_of(preset));
     let team = team_slug(&group.name);
     group.member_slug = Some(team.clone());
@@ -90,6 +92,8 @@ pub fn create_team_group(
         org.sessions[i].tools = o.tools.clone();
         org.sessions[i].max_tool_rounds = o.max_tool_rounds;
         org.sessions[i].handle = Some("orchestrator".into());
+        org.sessions[i].sandbox = o.sandbox.clone();
+        org.sessions[i].hooks = o.hooks.clone();
     }
     let mut worker_ids: Vec<(String, String)> = Vec::new();
     for w in &preset.workers {
@@ -106,6 +110,8 @@ pub fn create_team_group(
         s.handle = Some(worker_slug(&w.name));
         s.tools = w.tools.clone();
         s.max_tool_rounds = w.max_tool_rounds;
+        s.sandbox = w.sandbox.clone();
+        s.hooks = w.hooks.clone();
         worker_ids.push((w.name.clone(), s.id.clone()));
     }
     let id_of = |name: &str| {
@@ -129,6 +135,8 @@ pub fn create_team_group(
         org.sessions[i].handle = Some("evaluator".into());
         org.sessions[i].tools = e.tools.clone();
         org.sessions[i].max_tool_rounds = e.max_tool_rounds;
+        org.sessions[i].sandbox = e.sandbox.clone();
+        org.sessions[i].hooks = e.hooks.clone();
         group.evaluator_id = Some(org.sessions[i].id.clone());
     }
     org.groups.push(group);
@@ -177,6 +185,8 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
                 .or_else(|| s.system_prompt.clone()),
             tools: s.tools.clone(),
             max_tool_rounds: s.max_tool_rounds,
+            sandbox: s.sandbox.clone(),
+            hooks: s.hooks.clone(),
         })
         .or_else(|| group.mode.spec().has_orchestrator.then(PresetAgent::default));
     let evaluator_session = org.evaluator_of(group_id);
@@ -186,20 +196,19 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         prompt: s.system_prompt.clone(),
         tools: s.tools.clone(),
         max_tool_rounds: s.max_tool_rounds,
+        sandbox: s.sandbox.clone(),
+        hooks: s.hooks.clone(),
     });
     let evaluator_id = evaluator_session.map(|s| s.id.as_str());
-    // Flow links name sessions by id; a preset names workers by handle.
-    let handle_of = |id: &str| {
-        sessions
-            .iter()
-            .find(|s| s.id == id)
-            .map(|s| worker_handle(&s.name, &team))
-    };
+    // Flow links name sessions by id; a preset names workers by handle (the one kept on the
+    // session: a second team from one preset has unique session names but the same handles).
+    let handles = org.member_handles(group_id);
+    let handle_of = |id: &str| handles.iter().find(|(s, _)| s == id).map(|(_, h)| h.clone());
     let workers = sessions
         .iter()
         .filter(|s| s.role == Role::Worker && Some(s.id.as_str()) != evaluator_id)
         .map(|s| PresetWorker {
-            name: worker_handle(&s.name, &team),
+            name: handle_of(&s.id).unwrap_or_else(|| worker_handle(&s.name, &team)),
             display_name: s.display_name.clone(),
             role: s.member_role.clone(),
             model: Some(s.model.clone()),
@@ -211,6 +220,8 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
                 destinations: r.destinations.iter().filter_map(|d| handle_of(d)).collect(),
             }),
             advisors: s.flow.advisors.iter().filter_map(|a| handle_of(a)).collect(),
+            sandbox: s.sandbox.clone(),
+            hooks: s.hooks.clone(),
         })
         .collect();
     let mut preset = Preset {
@@ -229,6 +240,8 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         routing_context: group.routing_context.clone(),
         worktrees: group.worktrees,
         memory: group.memory,
+        sandbox: group.sandbox.clone(),
+        hooks: group.hooks.clone(),
         ..Preset::default()
     };
     group.settings.to_preset(&mut preset, handle_of);
@@ -370,6 +383,25 @@ mod tests {
         let back = preset_from_group(&org, &id).unwrap();
         assert_eq!(back.name, "Review Crew");
         assert_eq!(back.workers[1].name, "tests");
+    }
+
+    #[test]
+    fn a_team_whose_session_names_were_made_unique_gives_back_its_members_by_handle() {
+        // `huddle run --preset` renames each team it makes, so the next one is named after the
+        // preset again and its sessions get suffixes (`review-crew-tests-2`).
+        let mut org = Organization::default();
+        let config = Config::from_env(|_| None);
+        let first = create_team_group(&mut org, &preset(), &config, None);
+        org.group_mut(&first).unwrap().name = "Review Crew · run 1".into();
+        let id = create_team_group(&mut org, &preset(), &config, None);
+        assert!(
+            org.sessions_in(&id)
+                .iter()
+                .any(|s| s.name == "review-crew-tests-2")
+        );
+        let back = preset_from_group(&org, &id).unwrap();
+        let names: Vec<&str> = back.workers.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["sec-ops", "tests"]);
     }
 
     #[test]

@@ -49,6 +49,33 @@ fn invalid(path: &Path, location: &str, message: String) -> PresetError {
     }
 }
 
+/// The `sandbox:` and `hooks:` of the team and of each member; the error's first part is what
+/// to look for in the text (for the line).
+fn check_sandbox_and_hooks(preset: &Preset) -> Result<(), (&'static str, String)> {
+    let mut levels: Vec<(String, &crate::sandbox::SandboxSettings, &crate::hooks::Hooks)> =
+        vec![(String::new(), &preset.sandbox, &preset.hooks)];
+    for (who, agent) in [
+        ("orchestrator.", &preset.orchestrator),
+        ("evaluator.", &preset.evaluator),
+    ] {
+        if let Some(a) = agent {
+            levels.push((who.to_string(), &a.sandbox, &a.hooks));
+        }
+    }
+    for (i, w) in preset.workers.iter().enumerate() {
+        levels.push((format!("workers[{i}]."), &w.sandbox, &w.hooks));
+    }
+    for (prefix, sandbox, hooks) in levels {
+        sandbox
+            .validate(&format!("{prefix}sandbox"))
+            .map_err(|e| ("sandbox:", e))?;
+        hooks
+            .validate(&format!("{prefix}hooks"))
+            .map_err(|e| ("hooks:", e))?;
+    }
+    Ok(())
+}
+
 /// ` line L` of the `nth` (0-based) line containing `needle`, or nothing when not found.
 /// Validation happens after deserialising, where serde has no positions left; the offending
 /// value's own line is what a reader needs.
@@ -134,6 +161,7 @@ fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetEr
         return Err(err(e.key, 0, e.to_string()));
     }
     check_limits(preset, text, path)?;
+    check_sandbox_and_hooks(preset).map_err(|(needle, message)| err(needle, 0, message))?;
     let mut rounds: Vec<(String, u32)> = Vec::new();
     for (who, agent) in [
         ("orchestrator", &preset.orchestrator),
@@ -329,6 +357,27 @@ mod tests {
             err.contains("line 5") && err.contains("workers[1].max_tool_rounds: 0 is out of range"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_team_and_each_member_may_set_a_sandbox_and_hooks() {
+        let text = "name: Safe\nmode: broadcast\nsandbox: { mode: workspace-write, network: off }\nhooks:\n  iteration_finished: [{ command: [cargo, test] }]\nworkers:\n  - name: a\n    sandbox: { mode: read-only }\n    hooks: { pre_tool_use: [{ matcher: \"git__.*\", command: [/bin/guard] }] }\n  - { name: b }\n";
+        let p = parse(text).unwrap();
+        assert_eq!(p.sandbox.network, Some(crate::sandbox::Network::Off));
+        assert_eq!(p.hooks.iteration_finished.len(), 1);
+        assert_eq!(
+            p.workers[0].sandbox.mode,
+            Some(crate::sandbox::SandboxMode::ReadOnly)
+        );
+        assert_eq!(p.workers[0].hooks.pre_tool_use[0].command, ["/bin/guard"]);
+        let bad = "name: X\nmode: broadcast\nworkers:\n  - name: a\n    hooks: { pre_tool_use: [{ matcher: \"(\", command: [x] }] }\n";
+        let err = parse(bad).unwrap_err().to_string();
+        assert!(
+            err.contains("line 5") && err.contains("workers[0].hooks.pre_tool_use[0].matcher"),
+            "{err}"
+        );
+        let bad = "name: X\nmode: broadcast\nsandbox: { mode: off, network: off }\nworkers: [{ name: a }]\n";
+        assert!(parse(bad).unwrap_err().to_string().contains("line 3"));
     }
 
     #[test]

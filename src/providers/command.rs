@@ -28,6 +28,7 @@ use super::{
 };
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::model::{AgentFormat, AgentKind};
+use crate::sandbox::{Sandbox, SandboxSettings, needed_paths};
 
 /// How much of stderr is kept for the error message.
 const STDERR_KEEP_BYTES: usize = 64 * 1024;
@@ -148,6 +149,7 @@ impl CommandProvider {
                 &args,
                 render_plain_prompt(req),
                 req.working_dir.as_deref(),
+                req.sandbox.as_ref(),
                 &mut |bytes: &[u8]| sink.push(&utf8.push(bytes)),
             )
             .await;
@@ -221,6 +223,7 @@ impl CommandProvider {
                 &args,
                 prompt,
                 req.working_dir.as_deref(),
+                req.sandbox.as_ref(),
                 &mut |bytes: &[u8]| turn.push_bytes(bytes, sink),
             )
             .await
@@ -335,32 +338,76 @@ impl CommandProvider {
         }
     }
 
-    /// Runs the program with `stdin_text` on stdin, handing stdout to `out` as it arrives.
+    /// The session's sandbox with a ready-made agent's own state writable (its sessions and
+    /// login live under the home directory).
+    fn confined(&self, sandbox: &Sandbox) -> Sandbox {
+        let Some(agent) = self.agent else {
+            return sandbox.clone();
+        };
+        let state = SandboxSettings {
+            allow_write: agent.state_paths().iter().map(|p| p.to_string()).collect(),
+            ..SandboxSettings::default()
+        };
+        Sandbox::new(
+            sandbox
+                .policy
+                .clone()
+                .with("the agent's own files", &state, sandbox.host.home.as_deref()),
+            sandbox.host.clone(),
+        )
+    }
+
+    /// Runs the program with `stdin_text` on stdin (confined by `sandbox` when given), handing
+    /// stdout to `out` as it arrives.
     async fn run_process(
         &self,
         program: &str,
         args: &[String],
         stdin_text: String,
         working_dir: Option<&Path>,
+        sandbox: Option<&Sandbox>,
         out: &mut (dyn FnMut(&[u8]) + Send),
     ) -> Result<Exit, ProviderError> {
-        let mut cmd = tokio::process::Command::new(program);
+        if let Some(dir) = working_dir
+            && !dir.is_dir()
+        {
+            return Err(self.error(
+                ErrorKind::Config,
+                format!("working directory {} does not exist", dir.display()),
+            ));
+        }
+        let mut cmd = match sandbox {
+            None => {
+                let mut cmd = tokio::process::Command::new(program);
+                cmd.args(args);
+                if let Some(dir) = working_dir {
+                    cmd.current_dir(dir);
+                }
+                cmd
+            }
+            Some(sandbox) => self
+                .confined(sandbox)
+                .command(
+                    program,
+                    args,
+                    working_dir,
+                    // What the configured command names (not the model a preset put in it).
+                    &needed_paths(&self.program, &self.args),
+                )
+                .await
+                .map_err(|e| match e {
+                    crate::sandbox::SandboxError::NoProgram(_) => {
+                        self.spawn_error(program, &std::io::Error::from(std::io::ErrorKind::NotFound))
+                    }
+                    other => self.error(ErrorKind::Config, other.to_string()),
+                })?,
+        };
         self.env.apply_async(&mut cmd);
-        cmd.args(args)
-            .stdin(Stdio::piped())
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .process_group(0);
-        if let Some(dir) = working_dir {
-            if !dir.is_dir() {
-                return Err(self.error(
-                    ErrorKind::Config,
-                    format!("working directory {} does not exist", dir.display()),
-                ));
-            }
-            cmd.current_dir(dir);
-        }
         let mut child = cmd.spawn().map_err(|e| self.spawn_error(program, &e))?;
         // Armed until the program has been waited for: dropping this (cancel, timeout, panic)
         // kills the whole group.

@@ -129,6 +129,9 @@ pub struct TurnRequest {
     pub agent_session_id: Option<String>,
     /// Told of a CLI agent's steps as they happen (its tool calls and their results).
     pub agent_activity: Option<AgentActivitySink>,
+    /// What confines a `command` provider's program (the session's sandbox); `None` runs it
+    /// unconfined (a caller outside the engine: a probe, a test).
+    pub sandbox: Option<crate::sandbox::Sandbox>,
 }
 
 /// What a CLI agent did, reported while its turn runs.
@@ -253,6 +256,10 @@ pub struct Capabilities {
     /// either, the mode offers their text form instead (written into the prompt, read back from
     /// the answer by the mode).
     pub text_tools: bool,
+    /// It starts a program on this machine for each turn: the program runs confined by the
+    /// session's sandbox (`TurnRequest::sandbox`), and a sandbox that is required but missing
+    /// means the turn does not start.
+    pub local_process: bool,
 }
 
 impl Capabilities {
@@ -260,12 +267,14 @@ impl Capabilities {
     pub const HTTP: Capabilities = Capabilities {
         runs_own_tools: false,
         text_tools: false,
+        local_process: false,
     };
 
     /// A CLI agent's: it runs its own tools and takes a mode's tools in their text form.
     pub const CLI_AGENT: Capabilities = Capabilities {
         runs_own_tools: true,
         text_tools: true,
+        local_process: true,
     };
 
     /// huddle's tool servers are declared to it and run by huddle.

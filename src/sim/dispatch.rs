@@ -239,7 +239,7 @@ mod tests {
         );
         messages.push(ChatMessage::assistant("Waiting"));
         messages.push(ChatMessage::user(
-            "[Sub-agent completed] logs (exec-2): 2,847 errors",
+            "[Sub-agent completed] logs (exec-2):\n> 2,847 errors",
         ));
         let react = calls(play(&request(messages.clone(), &names)));
         assert_eq!(react.len(), 2);
@@ -273,12 +273,14 @@ mod tests {
             "cancelled".to_string(),
         ));
         messages.push(ChatMessage::user(
-            "[Sub-agent completed] metrics (exec-3): p99 up",
+            "[Sub-agent completed] metrics (exec-3):\n> p99 up",
         ));
         assert!(
             matches!(play(&request(messages.clone(), &names)), Some(Play::Say(s)) if s.starts_with("Waiting for 1 "))
         );
-        messages.push(ChatMessage::user("[Sub-agent completed] k8s (exec-4): OOMKilled"));
+        messages.push(ChatMessage::user(
+            "[Sub-agent completed] k8s (exec-4):\n> OOMKilled",
+        ));
         let Some(Play::Say(answer)) = play(&request(messages, &names)) else {
             panic!("expected the final answer");
         };

@@ -25,7 +25,7 @@ pub use organization::{LoadedOrganization, OrganizationFile, StoreNotice};
 pub use private::{Prepared, prepare_data_dir};
 pub(crate) use private::{create_private_dir, private_file};
 pub use regular::{is_not_regular, open_regular, read_regular, read_regular_to_string};
-pub use runs::{DEFAULT_RUNS_KEPT, RunFiles, RunLine, RunLog};
+pub use runs::{DEFAULT_RUNS_KEPT, RunFiles, RunLine, RunLog, RunOwner};
 pub use saver::Saver;
 pub use transcript::{LoadedTranscript, TranscriptWriter, Transcripts};
 

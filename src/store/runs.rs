@@ -1,9 +1,13 @@
 //! Run files: `runs/<group-id>/<run-id>.jsonl`, one line per engine event of a run (streaming
 //! deltas excepted), appended by a background thread so the engine never waits on the disk.
+//! A session's own runs (its direct chats) are the session's, not its group's:
+//! `runs/sessions/<session-id>/<run-id>.jsonl`, so they never count as, or crowd out, a team's
+//! runs.
 //!
 //! The store only moves lines; the engine decides what a line says. Run ids sort by start time,
-//! so the newest files are the last names. When a run's file is created, older files of its group
-//! beyond the configured count are removed (never the file being written).
+//! so the newest files are the last names. When a run's file is created, older files of its
+//! owner (group or session) beyond the configured count are removed (never the file being
+//! written).
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -29,6 +33,18 @@ const OPEN_FILES_MAX: usize = 64;
 pub struct RunFiles {
     dir: PathBuf,
 }
+
+/// Whose runs a run file is among.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RunOwner {
+    /// A group's runs (a team's runs): `runs/<group-id>/`.
+    Group(String),
+    /// One session's own runs (its direct chats): `runs/sessions/<session-id>/`.
+    Session(String),
+}
+
+/// The folder under `runs/` that holds the sessions' own runs (never a group's id).
+const SESSIONS_DIR: &str = "sessions";
 
 /// True for ids that are safe as one path component (they come from a user-editable file).
 fn plain_id(id: &str) -> bool {
@@ -69,22 +85,39 @@ impl RunFiles {
     }
 
     fn group_dir(&self, group_id: &str) -> Result<PathBuf, StoreError> {
-        if !plain_id(group_id) {
+        if !plain_id(group_id) || group_id == SESSIONS_DIR {
             return Err(not_plain("refusing run files for group id", group_id));
         }
         Ok(self.dir.join(group_id))
     }
 
+    fn owner_dir(&self, owner: &RunOwner) -> Result<PathBuf, StoreError> {
+        match owner {
+            RunOwner::Group(id) => self.group_dir(id),
+            RunOwner::Session(id) if plain_id(id) => Ok(self.dir.join(SESSIONS_DIR).join(id)),
+            RunOwner::Session(id) => Err(not_plain("refusing run files for session id", id)),
+        }
+    }
+
     pub fn path(&self, group_id: &str, run_id: &str) -> Result<PathBuf, StoreError> {
+        self.path_of(&RunOwner::Group(group_id.to_string()), run_id)
+    }
+
+    fn path_of(&self, owner: &RunOwner, run_id: &str) -> Result<PathBuf, StoreError> {
         if !plain_id(run_id) {
             return Err(not_plain("refusing run file for run id", run_id));
         }
-        Ok(self.group_dir(group_id)?.join(format!("{run_id}.jsonl")))
+        Ok(self.owner_dir(owner)?.join(format!("{run_id}.jsonl")))
     }
 
     /// The group's run ids, oldest first. A group without runs has none.
     pub fn list(&self, group_id: &str) -> Result<Vec<String>, StoreError> {
-        let dir = self.group_dir(group_id)?;
+        self.list_of(&RunOwner::Group(group_id.to_string()))
+    }
+
+    /// The run ids of a group or a session, oldest first.
+    pub fn list_of(&self, owner: &RunOwner) -> Result<Vec<String>, StoreError> {
+        let dir = self.owner_dir(owner)?;
         refuse_symlink(&dir)?;
         let entries = match fs::read_dir(&dir) {
             Ok(entries) => entries,
@@ -107,8 +140,13 @@ impl RunFiles {
     /// The lines of one run file, and the lines that could not be read (a torn last line after a
     /// crash), which stay in the file untouched.
     pub fn read_lines(&self, group_id: &str, run_id: &str) -> Result<Vec<String>, StoreError> {
-        refuse_symlink(&self.group_dir(group_id)?)?;
-        let path = self.path(group_id, run_id)?;
+        self.read_lines_of(&RunOwner::Group(group_id.to_string()), run_id)
+    }
+
+    /// [`Self::read_lines`] of a group's or a session's run.
+    pub fn read_lines_of(&self, owner: &RunOwner, run_id: &str) -> Result<Vec<String>, StoreError> {
+        refuse_symlink(&self.owner_dir(owner)?)?;
+        let path = self.path_of(owner, run_id)?;
         let meta = fs::symlink_metadata(&path).map_err(|e| StoreError::io("cannot read", &path, e))?;
         if meta.file_type().is_symlink() {
             return Err(StoreError::io(
@@ -127,7 +165,16 @@ impl RunFiles {
 
     /// Removes all of a group's run files (the group was deleted).
     pub fn remove_group(&self, group_id: &str) -> Result<(), StoreError> {
-        let dir = self.group_dir(group_id)?;
+        self.remove(&RunOwner::Group(group_id.to_string()))
+    }
+
+    /// Removes all of a session's own run files (the session was deleted).
+    pub fn remove_session(&self, session_id: &str) -> Result<(), StoreError> {
+        self.remove(&RunOwner::Session(session_id.to_string()))
+    }
+
+    fn remove(&self, owner: &RunOwner) -> Result<(), StoreError> {
+        let dir = self.owner_dir(owner)?;
         match fs::remove_dir_all(&dir) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
@@ -135,13 +182,14 @@ impl RunFiles {
         }
     }
 
-    /// Deletes the oldest run files of a group so that at most `keep` remain, never `current`.
-    fn prune(&self, group_id: &str, current: &str, keep: usize) -> Result<usize, StoreError> {
-        let ids = self.list(group_id)?;
+    /// Deletes the oldest run files of a group or session so that at most `keep` remain, never
+    /// `current`.
+    fn prune(&self, owner: &RunOwner, current: &str, keep: usize) -> Result<usize, StoreError> {
+        let ids = self.list_of(owner)?;
         let excess = ids.len().saturating_sub(keep.max(1));
         let mut removed = 0;
         for id in ids.iter().filter(|id| id.as_str() != current).take(excess) {
-            let path = self.path(group_id, id)?;
+            let path = self.path_of(owner, id)?;
             match fs::remove_file(&path) {
                 Ok(()) => removed += 1,
                 Err(e) if e.kind() == ErrorKind::NotFound => {}
@@ -152,8 +200,8 @@ impl RunFiles {
     }
 }
 
-/// One record for a run's file: its group, its run, the record.
-pub type RunLine<T> = (String, String, T);
+/// One record for a run's file: whose run it is, its run, the record.
+pub type RunLine<T> = (RunOwner, String, T);
 
 enum LogMsg<T> {
     Lines(Vec<RunLine<T>>),
@@ -187,7 +235,11 @@ impl<T: Serialize + Send + 'static> RunLog<T> {
 
     /// Queues one record for a run's file.
     pub fn append(&self, group_id: &str, run_id: &str, record: T) {
-        self.append_all(vec![(group_id.to_string(), run_id.to_string(), record)]);
+        self.append_all(vec![(
+            RunOwner::Group(group_id.to_string()),
+            run_id.to_string(),
+            record,
+        )]);
     }
 
     /// Queues records, in order, with one hand-over to the writer.
@@ -209,8 +261,8 @@ impl<T: Serialize + Send + 'static> RunLog<T> {
     }
 }
 
-/// Open run files, keyed by (group, run).
-type OpenFiles = HashMap<(String, String), File>;
+/// Open run files, keyed by (owner, run).
+type OpenFiles = HashMap<(RunOwner, String), File>;
 
 /// After writing, the writer lets lines gather this long before it looks again: senders then
 /// find it not waiting and need not wake it (as the transcript writer does). Lines are synced
@@ -220,13 +272,13 @@ const LINGER: Duration = Duration::from_millis(2);
 fn write_loop<T: Serialize>(files: &RunFiles, keep: usize, rx: &Receiver<LogMsg<T>>) {
     let mut open: OpenFiles = HashMap::new();
     while let Ok(first) = rx.recv() {
-        let mut batch: Vec<((String, String), Vec<u8>)> = Vec::new();
+        let mut batch: Vec<((RunOwner, String), Vec<u8>)> = Vec::new();
         // Where each run's lines are in `batch` (a backlog may hold many runs).
-        let mut index: HashMap<(String, String), usize> = HashMap::new();
+        let mut index: HashMap<(RunOwner, String), usize> = HashMap::new();
         let mut waiting = Vec::new();
         let mut take = |msg: LogMsg<T>| match msg {
             LogMsg::Lines(lines) => {
-                for (group_id, run_id, record) in lines {
+                for (owner, run_id, record) in lines {
                     let line = match serde_json::to_string(&record) {
                         Ok(line) => line,
                         Err(e) => {
@@ -234,7 +286,7 @@ fn write_loop<T: Serialize>(files: &RunFiles, keep: usize, rx: &Receiver<LogMsg<
                             continue;
                         }
                     };
-                    let key = (group_id, run_id);
+                    let key = (owner, run_id);
                     let at = match batch.last() {
                         // Consecutive lines of one run: no lookup.
                         Some((last, _)) if *last == key => batch.len() - 1,
@@ -291,7 +343,7 @@ fn write_run(
     files: &RunFiles,
     keep: usize,
     open: &mut OpenFiles,
-    key: (String, String),
+    key: (RunOwner, String),
     bytes: &[u8],
 ) -> Result<(), StoreError> {
     if !open.contains_key(&key) {
@@ -299,10 +351,10 @@ fn write_run(
             // Finished runs' files are closed here at the latest; a later line reopens.
             open.clear();
         }
-        let path = files.path(&key.0, &key.1)?;
-        let dir = files.group_dir(&key.0)?;
+        let path = files.path_of(&key.0, &key.1)?;
+        let dir = files.owner_dir(&key.0)?;
         let (file, new) = match open_run_file(&path) {
-            // The group's folder is not there yet (or was deleted with the group).
+            // The owner's folder is not there yet (or was deleted with its group or session).
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 create_private_dir(&dir).map_err(|e| StoreError::io("cannot create", &dir, e))?;
                 open_run_file(&path)
@@ -313,7 +365,7 @@ fn write_run(
         if new {
             match files.prune(&key.0, &key.1, keep) {
                 Ok(0) => {}
-                Ok(n) => tracing::debug!(group = %key.0, removed = n, "pruned old run files"),
+                Ok(n) => tracing::debug!(owner = ?key.0, removed = n, "pruned old run files"),
                 Err(e) => tracing::warn!(error = %e, "cannot prune old run files"),
             }
         }
@@ -325,7 +377,10 @@ fn write_run(
     let result = file.write_all(bytes);
     result.map_err(|e| {
         open.remove(&key);
-        StoreError::io("cannot append to", files.dir().join(&key.0).join(&key.1), e)
+        let path = files
+            .path_of(&key.0, &key.1)
+            .unwrap_or_else(|_| files.dir().to_path_buf());
+        StoreError::io("cannot append to", path, e)
     })
 }
 
@@ -371,6 +426,27 @@ mod tests {
         log.flush();
         assert!(files.list("g").unwrap().contains(&"a-early".to_string()));
         assert_eq!(files.list("g").unwrap().len(), 3);
+    }
+
+    #[test]
+    fn a_sessions_own_runs_are_kept_apart_from_its_groups_and_pruned_on_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = RunFiles::new(dir.path().join("runs"));
+        let log: RunLog<Value> = RunLog::start(files.clone(), 2);
+        log.append("g", "r0", json!({}));
+        let chat = RunOwner::Session("s1".into());
+        for k in 1..=3 {
+            log.append_all(vec![(chat.clone(), format!("r{k}"), json!({"k": k}))]);
+            log.flush();
+        }
+        assert_eq!(files.list("g").unwrap(), ["r0"], "the group's runs are its own");
+        assert_eq!(files.list_of(&chat).unwrap(), ["r2", "r3"]);
+        assert!(dir.path().join("runs/sessions/s1/r3.jsonl").is_file());
+        assert_eq!(files.read_lines_of(&chat, "r3").unwrap(), ["{\"k\":3}"]);
+        assert!(files.list("sessions").is_err(), "never a group's folder");
+        files.remove_session("s1").unwrap();
+        assert!(files.list_of(&chat).unwrap().is_empty());
+        assert_eq!(files.list("g").unwrap(), ["r0"]);
     }
 
     #[test]

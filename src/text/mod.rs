@@ -34,6 +34,47 @@ pub fn cap_chars(s: &str, max: usize) -> String {
     }
 }
 
+/// `text` (trimmed) as a Markdown block quote, appended to `out`: every line starts with `> `
+/// (a blank one is `>`) and ends with a newline. Any line break a reader could take for one
+/// (`\r`, a vertical tab, a form feed, NEL, U+2028, U+2029) starts a quoted line, so nothing in
+/// `text` can begin a line of its own: how huddle hands on words of a model (a broadcast, a
+/// sub-agent's answer) so that they never pass for huddle's own lines.
+pub fn quote_into(out: &mut String, text: &str) {
+    let text = text.trim();
+    if text.is_empty() {
+        return;
+    }
+    let breaks = |c: char| {
+        matches!(
+            c,
+            '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+        )
+    };
+    let mut rest = text;
+    loop {
+        let (line, next) = match rest.find(breaks) {
+            Some(at) => {
+                let c = rest[at..].chars().next().unwrap_or('\n');
+                let mut after = at + c.len_utf8();
+                // `\r\n` is one break.
+                if c == '\r' && rest[after..].starts_with('\n') {
+                    after += 1;
+                }
+                (&rest[..at], Some(&rest[after..]))
+            }
+            None => (rest, None),
+        };
+        let line = line.trim_end();
+        out.push_str(if line.is_empty() { ">" } else { "> " });
+        out.push_str(line);
+        out.push('\n');
+        match next {
+            Some(next) => rest = next,
+            None => return,
+        }
+    }
+}
+
 /// What kind of JSON value this is, as a message names it (`a string`, `a number`...).
 pub fn json_kind(value: &serde_json::Value) -> &'static str {
     use serde_json::Value;
@@ -65,6 +106,16 @@ mod tests {
         assert_eq!(cap_chars("héllo wörld", 5), "héllo…");
         assert_eq!(cap_chars("short", 10), "short");
         assert_eq!(cap_chars("äbcd", 2), "äb…");
+    }
+
+    #[test]
+    fn every_line_of_a_quote_starts_with_the_mark_whatever_breaks_it() {
+        let mut out = String::new();
+        quote_into(&mut out, " one\n\ntwo  \r\nthree\rfour\u{2028}five\u{85}six\n");
+        assert_eq!(out, "> one\n>\n> two\n> three\n> four\n> five\n> six\n");
+        let mut empty = String::new();
+        quote_into(&mut empty, " \n ");
+        assert_eq!(empty, "");
     }
 
     #[test]

@@ -6,4 +6,6 @@
 pub mod render;
 pub mod tree;
 
-pub use tree::{NodeId, NodeKind, RunState, RunSummary, Trace, TraceBuilder, TraceItem, TraceNode};
+pub use tree::{
+    Execution, NodeId, NodeKind, RunState, RunSummary, Trace, TraceBuilder, TraceItem, TraceNode,
+};

@@ -1,5 +1,6 @@
 //! A trace tree as text (`├──` / `└──`, one line per node and item) and as JSON (nodes nested
-//! under `children`). Everything a model, a tool or a file wrote is made safe to print
+//! under `children`). A node's and an item's words are [`crate::describe`]'s, as `huddle run`
+//! and the TUI say them; everything a model, a tool or a file wrote is made safe to print
 //! ([`sanitize::display`], [`sanitize::json_line`]) and cut to one line.
 
 use std::fmt::Write as _;
@@ -8,7 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::tree::{NodeId, RunState, RunSummary, Trace, TraceItem, TraceNode};
-use crate::engine::protocol::team_talk::BROADCAST_TOOL;
+use crate::describe::{self, duration};
 use crate::text::{first_line, sanitize};
 
 /// The most characters of a result, task or message on a node's line.
@@ -22,16 +23,6 @@ const TEXT_DEPTH_MAX: usize = 32;
 /// One line of untrusted text, safe to print.
 fn clean(text: &str, max: usize) -> String {
     first_line(&sanitize::display(text), max)
-}
-
-/// `850ms`, `3.2s`, `2m05s`, `1h02m`.
-pub fn duration(ms: u64) -> String {
-    match ms {
-        0..1000 => format!("{ms}ms"),
-        1000..60_000 => format!("{:.1}s", ms as f64 / 1000.0),
-        60_000..3_600_000 => format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60),
-        _ => format!("{}h{:02}m", ms / 3_600_000, ms / 60_000 % 60),
-    }
 }
 
 /// The run's line: group, run id, mode, state or outcome, duration, tokens.
@@ -56,40 +47,10 @@ fn run_line(run: &RunSummary) -> String {
     parts.join(" · ")
 }
 
-/// A node's line: id, member, kind, status, duration, tokens, then its result (or error, or
-/// task).
+/// A node's line: its execution's (id, member, kind, status, duration, tokens, calls, then its
+/// error or result, or its task).
 fn node_line(node: &TraceNode) -> String {
-    let mut line = format!("{} {}", clean(&node.id, TEXT_MAX), clean(&node.member, TEXT_MAX));
-    let kind = node.kind.as_str();
-    match (node.kind, node.queued) {
-        (super::NodeKind::Turn, _) => {}
-        (_, true) => {
-            let _ = write!(line, " ({kind}, queued)");
-        }
-        (_, false) => {
-            let _ = write!(line, " ({kind})");
-        }
-    }
-    let _ = write!(line, " {}", node.status);
-    if let Some(ms) = node.duration_ms {
-        let _ = write!(line, " {}", duration(ms));
-    }
-    if node.tokens > 0 {
-        let _ = write!(line, " {} tok", node.tokens);
-    }
-    if node.tool_calls > 0 && node.items.is_empty() {
-        let _ = write!(line, " {} tool calls", node.tool_calls);
-    }
-    let text = match (&node.result, &node.error, &node.task) {
-        (Some(result), _, _) => Some(clean(result, TEXT_MAX)),
-        (None, Some(error), _) => Some(format!("error: {}", clean(error, TEXT_MAX))),
-        (None, None, Some(task)) => Some(format!("task: {}", clean(task, TEXT_MAX))),
-        (None, None, None) => None,
-    };
-    if let Some(text) = text {
-        let _ = write!(line, " — {text}");
-    }
-    line
+    node.exec.line(None)
 }
 
 fn item_line(item: &TraceItem) -> String {
@@ -100,25 +61,7 @@ fn item_line(item: &TraceItem) -> String {
             duration_ms,
             first_line,
             ..
-        } => {
-            let mut line = format!("tool {}", clean(name, TEXT_MAX));
-            line.push_str(match ok {
-                Some(true) => " ok",
-                Some(false) => " failed",
-                None => " (no result)",
-            });
-            if let Some(ms) = duration_ms {
-                let _ = write!(line, " {}", duration(*ms));
-            }
-            if let Some(text) = first_line
-                .as_deref()
-                .map(|t| clean(t, TEXT_MAX))
-                .filter(|t| !t.is_empty())
-            {
-                let _ = write!(line, " — {text}");
-            }
-            line
-        }
+        } => describe::tools::result(name, *ok, *duration_ms, first_line.as_deref()).text,
         TraceItem::Broadcast {
             from,
             kind,
@@ -128,31 +71,32 @@ fn item_line(item: &TraceItem) -> String {
             supervisor,
             ..
         } => {
-            let who = if *supervisor { "supervisor " } else { "" };
-            let kind = match kind {
-                crate::model::BroadcastKind::Update => "update",
-                crate::model::BroadcastKind::Failure => "failure",
+            let b = describe::team::Broadcast {
+                from,
+                kind: *kind,
+                message,
+                turn: *turn,
+                last: *last,
+                supervisor: *supervisor,
             };
-            let last = if *last { ", final" } else { "" };
-            format!(
-                "broadcast from {who}{} ({kind}{last}, turn {turn}): {}",
-                clean(from, TEXT_MAX),
-                clean(message, TEXT_MAX)
-            )
+            describe::team::broadcast(&b).text
         }
+        TraceItem::Event { event, .. } => describe::describe_as(event, None, &describe::Names::default())
+            .map(|l| l.text)
+            .unwrap_or_else(|| event.name().to_string()),
     }
 }
 
 fn item_at(item: &TraceItem) -> DateTime<Utc> {
     match item {
-        TraceItem::ToolCall { at, .. } | TraceItem::Broadcast { at, .. } => *at,
+        TraceItem::ToolCall { at, .. } | TraceItem::Broadcast { at, .. } | TraceItem::Event { at, .. } => *at,
     }
 }
 
 /// A `team_broadcast` call that went through: the broadcast's own line says it all (the JSON
 /// keeps both).
 fn said_by_its_broadcast(item: &TraceItem) -> bool {
-    matches!(item, TraceItem::ToolCall { name, ok: Some(true), .. } if name == BROADCAST_TOOL)
+    matches!(item, TraceItem::ToolCall { name, ok: Some(true), .. } if describe::tools::is_broadcast(name))
 }
 
 /// What goes under a node: its items and children, merged by time (items first on a tie).
@@ -318,6 +262,7 @@ mod tests {
     };
     use super::*;
     use crate::engine::events::RunRecord;
+    use crate::engine::protocol::team_talk::BROADCAST_TOOL;
     use crate::model::{ExecutionKind, ExecutionStatus};
 
     #[test]
@@ -335,12 +280,12 @@ mod tests {
         let expected = "\
 Incidents · run run-1 · dispatch · completed · 9.0s · 360 tokens
   result: Root cause: pool
-└── exec-1 lead (orchestrator) completed 8.0s 200 tok — Root cause: pool
-    ├── exec-2 logs (sub_agent) completed 3.0s 120 tok — DB pool exhausted
-    │   ├── tool grep ok 12ms — found 3 errors
-    │   └── exec-5 logs (clarification) completed 1.0s 10 tok — the orders pool
-    ├── exec-3 metrics (sub_agent) cancelled 4.0s 30 tok — task: Check latency
-    └── exec-4 deploys (sub_agent, queued) interrupted — task: List deploys
+└── exec-1 lead (orchestrator) · ✓ completed 8.0s · 200 tok — Root cause: pool
+    ├── exec-2 logs · ✓ completed 3.0s · 120 tok — DB pool exhausted
+    │   ├── ✓ grep 12ms: found 3 errors
+    │   └── exec-5 logs (clarification) · ✓ completed 1.0s · 10 tok — the orders pool
+    ├── exec-3 metrics · ⊘ cancelled 4.0s · 30 tok
+    └── exec-4 deploys · interrupted — task: List deploys
 ";
         assert_eq!(text, expected, "\n{text}");
     }
@@ -370,9 +315,9 @@ Incidents · run run-1 · dispatch · completed · 9.0s · 360 tokens
         let trace = TraceBuilder::from_records(&records);
         let text = text(&trace);
         assert!(!text.contains('\u{1b}') && !text.contains('\u{202e}'), "{text:?}");
-        assert!(text.contains("— red answer\n"), "{text}");
+        assert!(text.contains("· ✗ failed 10ms — red answer\n"), "{text}");
         assert!(!text.contains("second line"), "{text}");
-        assert!(text.contains("exec-6 evil (sub_agent) interrupted"), "{text}");
+        assert!(text.contains("exec-6 evil · interrupted"), "{text}");
         assert!(
             text.starts_with(
                 "Incidents · run run-1 · dispatch · interrupted (no end recorded) · 150 tokens\n"
@@ -474,11 +419,11 @@ Incidents · run run-1 · dispatch · completed · 9.0s · 360 tokens
         b.apply(&ev(broadcast, member), t(2));
         let text = text(&b.into_trace());
         assert!(
-            text.contains("        ├── tool team_broadcast failed 0ms — message is empty\n"),
+            text.contains("        ├── ✗ team_broadcast 0ms: message is empty\n"),
             "{text}"
         );
         assert!(
-            text.contains("        └── broadcast from a (update, final, turn 1): found it\n"),
+            text.contains("        └── 📣 a (turn 1, update, final): found it\n"),
             "{text}"
         );
         assert!(!text.contains("Broadcast sent"), "{text}");

@@ -9,6 +9,10 @@
 //! - Events without a tag (the modes that record no executions: broadcast, sequential,
 //!   orchestrator, flow, pipeline, relay) give one `turn` node per member turn, keyed by session
 //!   and generation, with the turn's tool calls; the answer that follows a turn gives its result.
+//!   A flow's hop and a pipeline's handoff are items under the sender's turn, a pipeline's phase
+//!   transition an item of the run.
+//! - A node's status, time, tokens and tool calls are [`Execution`]'s fold (the TUI's cards keep
+//!   the same): see `describe::executions` for the token rule.
 //! - A node that never finished when the run ended, or when a file ends without `run_ended`
 //!   ([`TraceBuilder::close`]), is `interrupted`: a crashed run still reads as a tree.
 
@@ -17,50 +21,16 @@ use std::collections::{BTreeSet, HashMap};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+pub use crate::describe::executions::{Execution, LINE_MAX_CHARS, NodeKind, TASK_MAX_CHARS};
 use crate::engine::events::{EngineEvent, EventKind, RunRecord};
 use crate::model::{BroadcastKind, CycleOutcome, ExecutionKind, ExecutionStatus, Mode};
-use crate::text::{cap_chars, first_line};
-
-/// The most of a task (or a broadcast's message) a node keeps.
-pub const TASK_MAX_CHARS: usize = 1000;
-/// The most of a result's or an error's first line a node keeps.
-pub const LINE_MAX_CHARS: usize = 200;
+use crate::text::first_line;
 
 /// A node's index in [`Trace::nodes`].
 pub type NodeId = usize;
 
-/// What a node is: an execution's kind, or a member turn of a mode without executions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum NodeKind {
-    Execution(ExecutionKind),
-    /// A member's turn in a mode that records no executions.
-    Turn,
-}
-
-impl NodeKind {
-    /// As JSON writes it: the execution kind's name, or `turn`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NodeKind::Execution(kind) => match kind {
-                ExecutionKind::Orchestrator => "orchestrator",
-                ExecutionKind::SubAgent => "sub_agent",
-                ExecutionKind::Clarification => "clarification",
-                ExecutionKind::Supervisor => "supervisor",
-                ExecutionKind::SupervisorTurn => "supervisor_turn",
-                ExecutionKind::MemberTurn => "member_turn",
-            },
-            NodeKind::Turn => "turn",
-        }
-    }
-}
-
-impl Serialize for NodeKind {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-
-/// A leaf under a node (or under the run, when it belongs to none): a tool call, a broadcast.
+/// A leaf under a node (or under the run, when it belongs to none): a tool call, a broadcast,
+/// a move of the run (a flow hop, a pipeline's phase transition or handoff).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "item", rename_all = "snake_case")]
 pub enum TraceItem {
@@ -88,39 +58,27 @@ pub enum TraceItem {
         supervisor: bool,
         at: DateTime<Utc>,
     },
+    /// An event kept whole: `flow_hop`, `phase_transition`, `handoff`, `handoff_rejected`,
+    /// and the denials `hook_blocked`, `hook_failed`, `sandbox_refused`, `sandbox_denied`
+    /// (`{"item": "event", "event": "flow_hop", …}`).
+    Event {
+        #[serde(flatten)]
+        event: EventKind,
+        at: DateTime<Utc>,
+    },
 }
 
-/// One execution (or member turn) of a run.
+/// One execution (or member turn) of a run: the fold of its events, when it ran, and what
+/// happened under it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TraceNode {
-    /// The execution id (`exec-3`), or `turn-N` for a member turn of a mode without executions.
-    pub id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub parent: Option<String>,
-    pub kind: NodeKind,
-    /// The member's handle (an execution's) or session name (a turn's).
-    pub member: String,
-    pub session_id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub task: Option<String>,
-    pub status: ExecutionStatus,
-    /// It waited before it ran (the concurrency cap, or its member was busy).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub queued: bool,
+    #[serde(flatten)]
+    pub exec: Execution,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started: Option<DateTime<Utc>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ended: Option<DateTime<Utc>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub duration_ms: Option<u64>,
-    pub tokens: u64,
-    pub tool_calls: u32,
-    /// The first line of its answer.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub result: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// Tool calls and broadcasts, in the order they happened.
+    /// Tool calls, broadcasts and moves, in the order they happened.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub items: Vec<TraceItem>,
     /// Its children's indices, in start order (JSON nests them instead).
@@ -129,23 +87,11 @@ pub struct TraceNode {
 }
 
 impl TraceNode {
-    fn new(id: String, kind: NodeKind, at: DateTime<Utc>) -> TraceNode {
+    fn new(exec: Execution, at: DateTime<Utc>) -> TraceNode {
         TraceNode {
-            id,
-            parent: None,
-            kind,
-            member: String::new(),
-            session_id: String::new(),
-            task: None,
-            status: ExecutionStatus::Running,
-            queued: false,
+            exec,
             started: Some(at),
             ended: None,
-            duration_ms: None,
-            tokens: 0,
-            tool_calls: 0,
-            result: None,
-            error: None,
             items: Vec::new(),
             children: Vec::new(),
         }
@@ -189,7 +135,7 @@ pub struct RunSummary {
     /// The first line of the run's result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
-    /// Tool calls and broadcasts that belong to no node.
+    /// Tool calls, broadcasts and moves that belong to no node.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub items: Vec<TraceItem>,
 }
@@ -234,7 +180,7 @@ impl Trace {
     /// The node of an execution id (`exec-3`) or turn id (`turn-2`). Linear: for lookups from
     /// outside; the builder keeps its own map.
     pub fn find(&self, id: &str) -> Option<NodeId> {
-        self.nodes.iter().position(|n| n.id == id)
+        self.nodes.iter().position(|n| n.exec.id == id)
     }
 
     /// Every node depth-first in display order, with its depth (0 for a root).
@@ -263,7 +209,7 @@ impl Trace {
         ];
         ORDER
             .iter()
-            .map(|&s| (s, self.nodes.iter().filter(|n| n.status == s).count()))
+            .map(|&s| (s, self.nodes.iter().filter(|n| n.exec.status == s).count()))
             .filter(|&(_, n)| n > 0)
             .collect()
     }
@@ -311,7 +257,7 @@ fn capped_line(text: &str) -> Option<String> {
 
 fn capped_text(text: &str) -> Option<String> {
     let text = text.trim();
-    (!text.is_empty()).then(|| cap_chars(text, TASK_MAX_CHARS))
+    (!text.is_empty()).then(|| crate::text::cap_chars(text, TASK_MAX_CHARS))
 }
 
 fn millis_between(from: DateTime<Utc>, to: DateTime<Utc>) -> u64 {
@@ -387,9 +333,7 @@ impl TraceBuilder {
 
     fn interrupt_open(&mut self) {
         for node in &mut self.trace.nodes {
-            if !node.status.is_finished() {
-                node.status = ExecutionStatus::Interrupted;
-            }
+            node.exec.interrupt(None);
         }
         self.open_turns.clear();
     }
@@ -409,6 +353,23 @@ impl TraceBuilder {
             self.total_tokens();
         }
         let tag = event.execution.as_ref();
+        // An event of an execution: its fold follows it (its end, its turns' tokens and calls).
+        let tagged = tag.and_then(|t| self.by_id.get(&t.execution_id)).copied();
+        if let Some(id) = tagged {
+            let node = &mut self.trace.nodes[id];
+            let was_ended = node.ended.is_some();
+            node.exec.follow(&event.kind);
+            if let EventKind::ExecutionFinished { tokens, .. } = &event.kind
+                && !was_ended
+            {
+                node.ended = Some(at);
+                // A supervisor's execution sums its team's turns: not counted again.
+                if node.exec.kind != NodeKind::Execution(ExecutionKind::Supervisor) {
+                    self.execution_tokens = self.execution_tokens.saturating_add(*tokens);
+                    self.total_tokens();
+                }
+            }
+        }
         match &event.kind {
             EventKind::RunStarted { .. } => self.trace.run.started = Some(at),
             EventKind::CycleStarted { mode, .. } => self.trace.run.mode = Some(*mode),
@@ -431,80 +392,31 @@ impl TraceBuilder {
                     self.pending_task.insert(session_id.clone(), task);
                 }
             }
-            EventKind::ExecutionStarted {
-                kind,
-                member,
-                session_id,
-                task,
-                queued,
-            } => {
+            EventKind::ExecutionStarted { session_id, .. } => {
                 let Some(tag) = tag else { return };
-                if self.by_id.contains_key(&tag.execution_id) {
+                if tagged.is_some() {
                     return;
                 }
-                let id = self.add_node(
-                    tag.execution_id.clone(),
-                    NodeKind::Execution(*kind),
-                    tag.parent_execution_id.clone(),
-                    at,
-                );
-                let node = &mut self.trace.nodes[id];
-                node.member = member.clone();
-                node.session_id = session_id.clone();
-                node.task = capped_text(task);
-                node.queued = *queued;
-                if *queued {
-                    node.status = ExecutionStatus::Queued;
-                }
+                let Some(exec) = Execution::started(tag, &event.kind) else {
+                    return;
+                };
+                let id = self.add_node(exec, at);
                 self.last_execution.insert(session_id.clone(), id);
             }
-            EventKind::ExecutionRunning => {
-                if let Some(node) = tag.and_then(|t| self.by_id.get(&t.execution_id)) {
-                    let node = &mut self.trace.nodes[*node];
-                    if node.status == ExecutionStatus::Queued {
-                        node.status = ExecutionStatus::Running;
-                    }
-                }
-            }
             EventKind::ExecutionFinished {
-                kind,
-                member,
-                status,
                 duration_ms,
                 tokens,
-                tool_calls,
-                result,
-                error,
-            } => {
-                let Some(tag) = tag else { return };
+                kind,
+                ..
+            } if tagged.is_none() => {
                 // An end whose start is not in the file still shows, started `duration` earlier.
-                let id = match self.by_id.get(&tag.execution_id) {
-                    Some(&id) => id,
-                    None => {
-                        let started = at - chrono::Duration::milliseconds(*duration_ms as i64);
-                        let id = self.add_node(
-                            tag.execution_id.clone(),
-                            NodeKind::Execution(*kind),
-                            tag.parent_execution_id.clone(),
-                            started,
-                        );
-                        self.trace.nodes[id].member = member.clone();
-                        id
-                    }
-                };
-                let node = &mut self.trace.nodes[id];
-                if node.status.is_finished() && node.ended.is_some() {
+                let Some(exec) = tag.and_then(|t| Execution::ended(t, &event.kind)) else {
                     return;
-                }
-                node.status = *status;
-                node.ended = Some(at);
-                node.duration_ms = Some(*duration_ms);
-                node.tokens = *tokens;
-                node.tool_calls = *tool_calls;
-                node.result = result.as_deref().and_then(capped_line);
-                node.error = error.as_deref().and_then(capped_line);
-                // A supervisor's execution sums its team's turns: not counted again.
-                if node.kind != NodeKind::Execution(ExecutionKind::Supervisor) {
+                };
+                let started = at - chrono::Duration::milliseconds(*duration_ms as i64);
+                let id = self.add_node(exec, started);
+                self.trace.nodes[id].ended = Some(at);
+                if *kind != ExecutionKind::Supervisor {
                     self.execution_tokens = self.execution_tokens.saturating_add(*tokens);
                     self.total_tokens();
                 }
@@ -521,38 +433,22 @@ impl TraceBuilder {
                 session_id,
                 session,
                 generation,
-                success,
                 duration_ms,
-                usage,
-                error,
                 ..
             } if tag.is_none() => {
                 let id = match self.open_turns.remove(&(session_id.clone(), *generation)) {
                     Some(id) => id,
                     None => self.new_turn(session_id, session, at),
                 };
-                let tokens = usage.map_or(0, |u| u.total());
                 let node = &mut self.trace.nodes[id];
-                node.status = if *success {
-                    ExecutionStatus::Completed
-                } else if error.as_deref().is_some_and(|e| e.contains("was cancelled")) {
-                    ExecutionStatus::Cancelled
-                } else {
-                    ExecutionStatus::Failed
-                };
+                node.exec.follow(&event.kind);
                 node.started = Some(at - chrono::Duration::milliseconds(*duration_ms as i64));
                 node.ended = Some(at);
-                node.duration_ms = Some(*duration_ms);
-                node.tokens = tokens;
-                node.error = error.as_deref().and_then(capped_line);
             }
             EventKind::Message { session_id, text, .. } if tag.is_none() => {
                 // The answer of the session's turn that just finished.
                 if let Some(&id) = self.last_turn.get(session_id) {
-                    let node = &mut self.trace.nodes[id];
-                    if node.status.is_finished() && node.result.is_none() {
-                        node.result = capped_line(text);
-                    }
+                    self.trace.nodes[id].exec.answered(text);
                 }
             }
             EventKind::ToolCall {
@@ -574,10 +470,8 @@ impl TraceBuilder {
                 };
                 let index = self.push_item(owner, item);
                 self.tool_items.insert((owner, call_id.clone()), index);
-                if let Owner::Node(id) = owner
-                    && self.trace.nodes[id].kind == NodeKind::Turn
-                {
-                    self.trace.nodes[id].tool_calls += 1;
+                if let (Owner::Node(id), None) = (owner, tag) {
+                    self.trace.nodes[id].exec.follow(&event.kind);
                 }
             }
             EventKind::ToolResult {
@@ -628,11 +522,10 @@ impl TraceBuilder {
                 supervisor,
                 sent_at: sent,
             } => {
-                let owner = tag
-                    .and_then(|t| self.by_id.get(&t.execution_id))
-                    .or_else(|| self.last_execution.get(from_id))
-                    .or_else(|| self.last_turn.get(from_id))
-                    .map_or(Owner::Run, |&id| Owner::Node(id));
+                let owner = tagged
+                    .or_else(|| self.last_execution.get(from_id).copied())
+                    .or_else(|| self.last_turn.get(from_id).copied())
+                    .map_or(Owner::Run, Owner::Node);
                 let item = TraceItem::Broadcast {
                     from: from.clone(),
                     kind: *kind,
@@ -644,8 +537,35 @@ impl TraceBuilder {
                 };
                 self.push_item(owner, item);
             }
+            // A hop or a handoff goes under the sender's turn; a phase transition is the run's.
+            EventKind::FlowHop { from_id, .. }
+            | EventKind::Handoff { from_id, .. }
+            | EventKind::HandoffRejected { from_id, .. } => {
+                let owner = self
+                    .last_turn
+                    .get(from_id)
+                    .map_or(Owner::Run, |&id| Owner::Node(id));
+                self.push_event(owner, &event.kind, at);
+            }
+            EventKind::PhaseTransition { .. } => self.push_event(Owner::Run, &event.kind, at),
+            // A denial under the execution or turn it happened in, else the run's.
+            EventKind::HookBlocked { session_id, .. }
+            | EventKind::HookFailed { session_id, .. }
+            | EventKind::SandboxRefused { session_id, .. }
+            | EventKind::SandboxDenied { session_id, .. } => {
+                let owner = self.denial_owner(tag, session_id.as_deref());
+                self.push_event(owner, &event.kind, at);
+            }
             _ => {}
         }
+    }
+
+    fn push_event(&mut self, owner: Owner, event: &EventKind, at: DateTime<Utc>) {
+        let item = TraceItem::Event {
+            event: event.clone(),
+            at,
+        };
+        self.push_item(owner, item);
     }
 
     /// The run's names and times, from whichever event comes first.
@@ -664,11 +584,10 @@ impl TraceBuilder {
         self.last_at = Some(at);
     }
 
-    fn add_node(&mut self, id: String, kind: NodeKind, parent: Option<String>, at: DateTime<Utc>) -> NodeId {
+    fn add_node(&mut self, exec: Execution, at: DateTime<Utc>) -> NodeId {
         let index = self.trace.nodes.len();
-        let mut node = TraceNode::new(id.clone(), kind, at);
-        node.parent = parent.clone();
-        self.trace.nodes.push(node);
+        let (id, parent) = (exec.id.clone(), exec.parent.clone());
+        self.trace.nodes.push(TraceNode::new(exec, at));
         self.tree_top.push(index);
         match parent.as_ref().and_then(|p| self.by_id.get(p)) {
             Some(&p) => {
@@ -724,13 +643,36 @@ impl TraceBuilder {
 
     fn new_turn(&mut self, session_id: &str, session: &str, at: DateTime<Utc>) -> NodeId {
         self.turns += 1;
-        let id = self.add_node(format!("turn-{}", self.turns), NodeKind::Turn, None, at);
-        let node = &mut self.trace.nodes[id];
-        node.member = session.to_string();
-        node.session_id = session_id.to_string();
-        node.task = self.pending_task.remove(session_id);
+        let task = self.pending_task.remove(session_id);
+        let exec = Execution::turn(format!("turn-{}", self.turns), session, session_id, task);
+        let id = self.add_node(exec, at);
         self.last_turn.insert(session_id.to_string(), id);
         id
+    }
+
+    /// Where a denial goes: its execution, else its session's open turn (or latest), else
+    /// the run.
+    fn denial_owner(
+        &self,
+        tag: Option<&crate::engine::events::ExecutionTag>,
+        session_id: Option<&str>,
+    ) -> Owner {
+        if let Some(t) = tag {
+            return self
+                .by_id
+                .get(&t.execution_id)
+                .map_or(Owner::Run, |&id| Owner::Node(id));
+        }
+        let Some(session_id) = session_id else {
+            return Owner::Run;
+        };
+        self.open_turns
+            .iter()
+            .filter(|((sid, _), _)| sid == session_id)
+            .max_by_key(|((_, generation), _)| *generation)
+            .map(|(_, &id)| id)
+            .or_else(|| self.last_turn.get(session_id).copied())
+            .map_or(Owner::Run, Owner::Node)
     }
 
     fn tool_owner(
@@ -985,7 +927,7 @@ pub(crate) mod tests {
         let walk: Vec<(usize, &str)> = trace
             .walk()
             .into_iter()
-            .map(|(d, i)| (d, trace.nodes[i].id.as_str()))
+            .map(|(d, i)| (d, trace.nodes[i].exec.id.as_str()))
             .collect();
         assert_eq!(
             walk,
@@ -998,10 +940,10 @@ pub(crate) mod tests {
             ]
         );
         let logs = &trace.nodes[trace.find("exec-2").unwrap()];
-        assert_eq!(logs.status, ExecutionStatus::Completed);
-        assert_eq!(logs.result.as_deref(), Some("DB pool exhausted"));
+        assert_eq!(logs.exec.status, ExecutionStatus::Completed);
+        assert_eq!(logs.exec.result.as_deref(), Some("DB pool exhausted"));
         assert_eq!(
-            (logs.started, logs.ended, logs.duration_ms),
+            (logs.started, logs.ended, logs.exec.duration_ms),
             (Some(t(1)), Some(t(4)), Some(3000))
         );
         assert!(matches!(
@@ -1010,15 +952,15 @@ pub(crate) mod tests {
                 if name == "grep" && f == "found 3 errors"
         ));
         assert_eq!(
-            trace.nodes[trace.find("exec-3").unwrap()].status,
+            trace.nodes[trace.find("exec-3").unwrap()].exec.status,
             ExecutionStatus::Cancelled
         );
         // exec-4 queued, ran, and the run ended without its finish.
         let deploys = &trace.nodes[trace.find("exec-4").unwrap()];
-        assert!(deploys.queued);
-        assert_eq!(deploys.status, ExecutionStatus::Interrupted);
+        assert!(deploys.exec.queued);
+        assert_eq!(deploys.exec.status, ExecutionStatus::Interrupted);
         assert_eq!(
-            trace.nodes[trace.find("exec-5").unwrap()].kind,
+            trace.nodes[trace.find("exec-5").unwrap()].exec.kind,
             NodeKind::Execution(ExecutionKind::Clarification)
         );
     }
@@ -1031,18 +973,18 @@ pub(crate) mod tests {
             b.apply(&r.event, r.at);
         }
         let deploys = b.trace().find("exec-4").unwrap();
-        assert_eq!(b.trace().nodes[deploys].status, ExecutionStatus::Queued);
+        assert_eq!(b.trace().nodes[deploys].exec.status, ExecutionStatus::Queued);
         for r in &records[6..] {
             b.apply(&r.event, r.at);
         }
-        assert_eq!(b.trace().nodes[deploys].status, ExecutionStatus::Running);
+        assert_eq!(b.trace().nodes[deploys].exec.status, ExecutionStatus::Running);
         assert_eq!(b.trace().run.state, RunState::Running);
         let trace = b.finish();
         assert_eq!(trace.run.state, RunState::Interrupted);
         let statuses: Vec<(&str, ExecutionStatus)> = trace
             .walk()
             .into_iter()
-            .map(|(_, i)| (trace.nodes[i].id.as_str(), trace.nodes[i].status))
+            .map(|(_, i)| (trace.nodes[i].exec.id.as_str(), trace.nodes[i].exec.status))
             .collect();
         use ExecutionStatus::*;
         assert_eq!(
@@ -1136,9 +1078,12 @@ pub(crate) mod tests {
             t(5),
         );
         let trace = b.finish();
-        assert_eq!(trace.nodes[0].kind, NodeKind::Execution(ExecutionKind::SubAgent));
-        assert_eq!(trace.nodes[0].member, "m");
-        assert_eq!(trace.nodes[0].status, ExecutionStatus::Failed);
+        assert_eq!(
+            trace.nodes[0].exec.kind,
+            NodeKind::Execution(ExecutionKind::SubAgent)
+        );
+        assert_eq!(trace.nodes[0].exec.member, "m");
+        assert_eq!(trace.nodes[0].exec.status, ExecutionStatus::Failed);
         assert_eq!(
             trace.nodes[0].started,
             Some(t(5) - chrono::Duration::milliseconds(500))
@@ -1194,7 +1139,7 @@ pub(crate) mod tests {
             trace
                 .roots
                 .iter()
-                .all(|&r| trace.nodes[r].id.starts_with("parent-") && trace.nodes[r].children.len() == 1)
+                .all(|&r| trace.nodes[r].exec.id.starts_with("parent-") && trace.nodes[r].children.len() == 1)
         );
     }
 
@@ -1229,7 +1174,7 @@ pub(crate) mod tests {
             15,
             "the supervisor's sum is not added again"
         );
-        assert_eq!(b.trace().nodes[0].tokens, 15);
+        assert_eq!(b.trace().nodes[0].exec.tokens, 15);
         // Once turns report their usage, they count.
         b.apply(&ev(turn_finished("a", 1, 10, None), member), t(1));
         b.apply(&ev(turn_finished("chair", 1, 10, None), supervisor), t(1));
@@ -1305,6 +1250,80 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_hop_goes_under_its_senders_turn_and_a_phase_transition_is_the_runs() {
+        let mut b = TraceBuilder::new();
+        let e = |k| ev(k, None);
+        b.apply(&e(turn_finished("triage", 1, 1000, None)), t(1));
+        let hop = EventKind::FlowHop {
+            from: "triage".into(),
+            from_id: "sid-triage".into(),
+            to: Some("tech".into()),
+            to_id: None,
+            kind: crate::engine::events::HopKind::Route,
+            message: None,
+            success: true,
+            duration_ms: 1000,
+            tokens: 15,
+        };
+        b.apply(&e(hop.clone()), t(1));
+        let moved = EventKind::PhaseTransition {
+            from_phase: None,
+            to_phase: "intake".into(),
+            from_member: None,
+            to_member: None,
+            to_member_id: None,
+            reason: "parked".into(),
+            handoff_count: 0,
+            back: false,
+        };
+        b.apply(&e(moved), t(2));
+        let trace = b.finish();
+        assert!(matches!(&trace.nodes[0].items[..], [TraceItem::Event { event, .. }] if *event == hop));
+        assert!(matches!(&trace.run.items[..], [TraceItem::Event { .. }]));
+        let json = serde_json::to_value(&trace.run.items[0]).unwrap();
+        assert_eq!(json["item"], "event");
+        assert_eq!(json["event"], "phase_transition");
+        assert_eq!(json["to_phase"], "intake");
+        assert!(json["at"].is_string(), "{json}");
+    }
+
+    #[test]
+    fn a_denial_goes_under_its_turn_and_reads_as_everywhere_else() {
+        let mut b = TraceBuilder::new();
+        let e = |k| ev(k, None);
+        b.apply(&e(tool_call("dev", "c1", "time__now")), t(1));
+        let blocked = EventKind::HookBlocked {
+            session_id: Some("sid-dev".into()),
+            session: Some("dev".into()),
+            hook_event: "pre_tool_use".into(),
+            hook: "guard.sh".into(),
+            tool: Some("time__now".into()),
+            call_id: Some("c1".into()),
+            reason: "no clocks".into(),
+        };
+        b.apply(&e(blocked.clone()), t(1));
+        let refused = EventKind::SandboxRefused {
+            session_id: None,
+            session: None,
+            what: "hook notify".into(),
+            reason: "the sandbox is required (read-only) but not available: bwrap not found".into(),
+        };
+        b.apply(&e(refused), t(2));
+        let trace = b.finish();
+        assert!(matches!(
+            &trace.nodes[0].items[..],
+            [TraceItem::ToolCall { .. }, TraceItem::Event { event, .. }] if *event == blocked
+        ));
+        assert!(matches!(&trace.run.items[..], [TraceItem::Event { .. }]));
+        let text = crate::trace::render::text(&trace);
+        assert!(
+            text.contains("⛔ dev: hook `guard.sh` denied `time__now`: no clocks"),
+            "{text}"
+        );
+        assert!(text.contains("⛔ hook notify not started"), "{text}");
+    }
+
+    #[test]
     fn runs_without_executions_get_one_node_per_member_turn() {
         let mut b = TraceBuilder::new();
         let e = |k| ev(k, None);
@@ -1350,20 +1369,28 @@ pub(crate) mod tests {
         assert_eq!(trace.run.mode, Some(Mode::Orchestrator));
         assert_eq!(trace.roots, BTreeSet::from([0, 1, 2]));
         let logs = &trace.nodes[0];
-        assert_eq!((logs.id.as_str(), logs.kind), ("turn-1", NodeKind::Turn));
-        assert_eq!(logs.task.as_deref(), Some("Read the logs"));
-        assert_eq!(logs.status, ExecutionStatus::Completed);
         assert_eq!(
-            (logs.started, logs.duration_ms, logs.tokens, logs.tool_calls),
+            (logs.exec.id.as_str(), logs.exec.kind),
+            ("turn-1", NodeKind::Turn)
+        );
+        assert_eq!(logs.exec.task.as_deref(), Some("Read the logs"));
+        assert_eq!(logs.exec.status, ExecutionStatus::Completed);
+        assert_eq!(
+            (
+                logs.started,
+                logs.exec.duration_ms,
+                logs.exec.tokens,
+                logs.exec.tool_calls
+            ),
             (Some(t(0)), Some(3000), 15, 1)
         );
-        assert_eq!(logs.result.as_deref(), Some("All quiet"));
+        assert_eq!(logs.exec.result.as_deref(), Some("All quiet"));
         assert!(matches!(
             &logs.items[..],
             [TraceItem::ToolCall { ok: Some(false), .. }]
         ));
-        assert_eq!(trace.nodes[1].status, ExecutionStatus::Cancelled);
-        assert_eq!(trace.nodes[2].status, ExecutionStatus::Interrupted);
+        assert_eq!(trace.nodes[1].exec.status, ExecutionStatus::Cancelled);
+        assert_eq!(trace.nodes[2].exec.status, ExecutionStatus::Interrupted);
         assert_eq!(trace.run.tokens, 30);
     }
 }

@@ -82,21 +82,23 @@ impl App {
     /// `@member text` in a team's composer: a note for that member's next turn. None when the
     /// text is not one (it is sent to the team as usual).
     pub(super) fn note_for_member(&mut self, group_id: &str, text: &str) -> Option<Vec<Command>> {
-        let members: Vec<(String, String)> = self.org.read(|o| {
-            o.sessions_in(group_id)
+        let (members, handles) = self.org.read(|o| {
+            let names: Vec<(String, String)> = o
+                .sessions_in(group_id)
                 .iter()
                 .map(|s| (s.id.clone(), s.name.clone()))
-                .collect()
+                .collect();
+            (names, o.member_handles(group_id))
         });
         let team = self
             .org
             .read(|o| o.group(group_id).map(|g| g.members_slug()))
             .unwrap_or_default();
-        let (session_id, note) = member_note(text, &members, &team)?;
-        let name = members
+        let (session_id, note) = member_note(text, &handles, &members, &team)?;
+        let name = handles
             .iter()
             .find(|(id, _)| *id == session_id)
-            .map(|(_, n)| crate::naming::strip_team_prefix(n, &team).to_string())
+            .map(|(_, h)| h.clone())
             .unwrap_or_default();
         self.composer.send();
         self.flash(format!("note for {name}'s next turn"), false);
@@ -253,10 +255,15 @@ pub fn memory_text(memory: Memory) -> &'static str {
     }
 }
 
-/// `@name rest`: the member (id) whose full or short name (without the team prefix) is
-/// `name`, ignoring case, and the note. None when the text is not addressed to a member or the
-/// note is empty.
-pub fn member_note(text: &str, members: &[(String, String)], team_slug: &str) -> Option<(String, String)> {
+/// `@name rest`: the member (id) whose handle (`handles`: id and handle), full session name or
+/// short one (without the team prefix; `members`: id and session name) is `name`, ignoring
+/// case, and the note. None when the text is not addressed to a member or the note is empty.
+pub fn member_note(
+    text: &str,
+    handles: &[(String, String)],
+    members: &[(String, String)],
+    team_slug: &str,
+) -> Option<(String, String)> {
     let rest = text.trim_start().strip_prefix('@')?;
     let (name, note) = rest.split_once(char::is_whitespace)?;
     let note = note.trim();
@@ -264,11 +271,14 @@ pub fn member_note(text: &str, members: &[(String, String)], team_slug: &str) ->
         return None;
     }
     let wanted = name.to_lowercase();
-    members
+    handles
         .iter()
-        .find(|(_, full)| {
-            full.to_lowercase() == wanted
-                || crate::naming::strip_team_prefix(full, team_slug).to_lowercase() == wanted
+        .find(|(_, handle)| handle.to_lowercase() == wanted)
+        .or_else(|| {
+            members.iter().find(|(_, full)| {
+                full.to_lowercase() == wanted
+                    || crate::naming::strip_team_prefix(full, team_slug).to_lowercase() == wanted
+            })
         })
         .map(|(id, _)| (id.clone(), note.to_string()))
 }
@@ -283,7 +293,7 @@ mod tests {
             ("1".to_string(), "review-security".to_string()),
             ("2".to_string(), "review-tests".to_string()),
         ];
-        let note = |t: &str| member_note(t, &members, "review");
+        let note = |t: &str| member_note(t, &[], &members, "review");
         assert_eq!(
             note("@security look at auth"),
             Some(("1".into(), "look at auth".into()))
@@ -296,5 +306,20 @@ mod tests {
         assert_eq!(note("@security   "), None);
         assert_eq!(note("@src/main.rs explain"), None, "not a member");
         assert_eq!(note("security: hi"), None);
+    }
+
+    #[test]
+    fn a_note_names_a_member_by_its_handle_when_its_session_name_was_made_unique() {
+        let members = vec![("1".to_string(), "review-security-2".to_string())];
+        let handles = vec![("1".to_string(), "security".to_string())];
+        assert_eq!(
+            member_note("@security look", &handles, &members, "review"),
+            Some(("1".into(), "look".into()))
+        );
+        assert_eq!(
+            member_note("@security-2 look", &handles, &members, "review"),
+            Some(("1".into(), "look".into())),
+            "the session name still works"
+        );
     }
 }

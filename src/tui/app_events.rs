@@ -104,8 +104,11 @@ impl App {
             ..
         } = &event.kind
         {
-            // Streaming text goes to no timeline; a team member's row shows its last line.
-            self.team_panel.on_delta(&event, session_id, session, text);
+            // Streaming text goes to no timeline; a team member's row shows its last line (of
+            // the team's run: a direct chat with it is not the team's).
+            if !self.runs.is_chat(&event) {
+                self.team_panel.on_delta(&event, session_id, session, text);
+            }
             return Vec::new();
         }
         self.follow_team_run(&event, now);
@@ -144,11 +147,12 @@ impl App {
     }
 
     /// The cycle view of a team follows its run's events; a session's reflection, shown with
-    /// its group, too.
+    /// its group, too. A direct chat with a member is the member's, not the team's run.
     fn follow_team_run(&mut self, event: &EngineEvent, now: Instant) {
         let id = &event.group_id;
         if matches!(event.kind, EventKind::Message { .. } | EventKind::Notice { .. })
             || !(self.is_team(id) || self.team_panel.knows(id))
+            || self.runs.is_chat(event)
         {
             return;
         }

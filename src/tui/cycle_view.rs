@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
-use crate::engine::events::{EngineEvent, EventKind, Phase};
+use crate::describe::{self, Line};
+use crate::engine::events::{EngineEvent, EventKind, HopKind, Phase};
 use crate::model::{CycleOutcome, Mode, ReflectionCycle, Trend, Usage};
 
 /// Timeline entries kept per group (older ones are dropped).
@@ -61,17 +62,6 @@ pub struct TimelineEntry {
     pub text: String,
     /// The sub-agent card anchored here (its execution id): the line is drawn from the card.
     pub card: Option<String>,
-}
-
-/// One advisor's report reaching the member it advises (a flow hop).
-struct AdvisorHop<'a> {
-    advisor: &'a str,
-    member: &'a str,
-    member_id: &'a str,
-    success: bool,
-    duration_ms: u64,
-    tokens: u64,
-    failure: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -173,13 +163,8 @@ impl CycleView {
             );
         }
         if let Some(o) = r.outcome {
-            v.push(
-                outcome_kind(o),
-                format!(
-                    "finished: {o} after {}/{}",
-                    r.completed_iterations, r.max_iterations
-                ),
-            );
+            let line = describe::cycle::finished(o, r.completed_iterations, Some(r.max_iterations));
+            v.push(line.tone, line.text);
         } else if v.interrupted {
             v.push(
                 TimelineKind::Warn,
@@ -220,8 +205,7 @@ impl CycleView {
         self.mode.is_some_and(|m| m.spec().rows_from_turns)
     }
 
-    /// Mode `flow`: one timeline entry per hop (route and its message, advisor report,
-    /// handoff, answer) with its time and tokens; the member's row gets its time.
+    /// Mode `flow`: the member's row gets its hop's time and state.
     fn flow_hop(&mut self, hop: &EventKind) {
         let EventKind::FlowHop {
             from_id,
@@ -233,9 +217,6 @@ impl CycleView {
         else {
             return;
         };
-        let Some(line) = crate::engine::protocol::flow::hop_line(hop) else {
-            return;
-        };
         let row = self.worker(from_id, from);
         row.duration_ms = Some(*duration_ms);
         row.state = if *success {
@@ -243,69 +224,24 @@ impl CycleView {
         } else {
             WorkerState::Failed
         };
-        let kind = if *success {
-            TimelineKind::Info
-        } else {
-            TimelineKind::Bad
-        };
-        if let EventKind::FlowHop {
-            kind: crate::engine::events::HopKind::Advisor,
-            to: Some(to),
-            to_id: Some(to_id),
-            message,
-            tokens,
-            ..
-        } = hop
-        {
-            self.advisor_hop(AdvisorHop {
-                advisor: from,
-                member: to,
-                member_id: to_id,
-                success: *success,
-                duration_ms: *duration_ms,
-                tokens: *tokens,
-                failure: message.as_deref().filter(|_| !*success),
-            });
-            return;
-        }
-        let text = crate::text::sanitize::display(&line).into_owned();
-        self.push(kind, format!("  {text}"));
     }
 
-    /// An advisor's report: on one line with the other advisors of the same member, side by
-    /// side (`advisors of engineer: ✓ security (…)  │  ✗ operations (…): why`).
-    fn advisor_hop(&mut self, hop: AdvisorHop<'_>) {
-        let mark = if hop.success { "✓" } else { "✗" };
-        let why = hop
-            .failure
-            .map(|m| format!(": {}", crate::text::first_line(m, 80)))
-            .unwrap_or_default();
-        let part = format!(
-            "{mark} {} ({:.1}s, {} tok){why}",
-            self.short(hop.advisor),
-            hop.duration_ms as f64 / 1000.0,
-            hop.tokens
-        );
-        let part = crate::text::sanitize::display(&part).into_owned();
+    /// An advisor's report: on one line with the other advisors' reports to the same member,
+    /// side by side (`✓ security advised engineer (…)  │  ✗ operations advised engineer (…): why`).
+    fn advisor_hop(&mut self, member_id: &str, line: Line) {
         let last = self.timeline.len().checked_sub(1);
         match &self.advisors_line {
-            Some((id, at)) if id == hop.member_id && Some(*at) == last => {
+            Some((id, at)) if id == member_id && Some(*at) == last => {
                 let entry = &mut self.timeline[*at];
                 entry.text.push_str("  │  ");
-                entry.text.push_str(&part);
-                if !hop.success {
+                entry.text.push_str(&line.text);
+                if line.tone == TimelineKind::Bad {
                     entry.kind = TimelineKind::Bad;
                 }
             }
             _ => {
-                let member = crate::text::sanitize::display(self.short(hop.member)).into_owned();
-                let kind = if hop.success {
-                    TimelineKind::Info
-                } else {
-                    TimelineKind::Bad
-                };
-                self.push(kind, format!("  advisors of {member}: {part}"));
-                self.advisors_line = Some((hop.member_id.to_string(), self.timeline.len() - 1));
+                self.push(line.tone, format!("  {}", line.text));
+                self.advisors_line = Some((member_id.to_string(), self.timeline.len() - 1));
             }
         }
     }
@@ -352,8 +288,21 @@ impl CycleView {
         &mut self.workers[i]
     }
 
-    /// Applies one engine event of this group. `now` is passed in so tests control time.
+    /// Applies one engine event of this group: the view's state follows it, and the timeline
+    /// gets its line. `now` is passed in so tests control time.
     pub fn apply(&mut self, event: &EngineEvent, now: Instant) {
+        let denied = self.fold(event, now);
+        self.tell(event, denied);
+        let slug = &self.team_slug;
+        let short = |name: &str| crate::naming::strip_team_prefix(name, slug).to_string();
+        for line in self.cards.apply(event, now, short) {
+            self.push_entry(line.kind, line.text, line.card);
+        }
+    }
+
+    /// The state an event changes. Returns the line of a denied tool call (it names the tool
+    /// the request named, which only this view remembers).
+    fn fold(&mut self, event: &EngineEvent, now: Instant) -> Option<Line> {
         match &event.kind {
             EventKind::CycleStarted { mode, max_iterations } => {
                 // Each run has its own timeline (earlier runs are browsed from their files).
@@ -371,17 +320,12 @@ impl CycleView {
                     started: Some(now),
                     ..CycleView::default()
                 };
-                self.push(TimelineKind::Heading, format!("── {mode} run ──"));
             }
             EventKind::IterationStarted { iteration, .. } => {
                 self.iteration = *iteration;
                 self.running = true;
                 self.interrupted = false;
                 self.workers_stale = true;
-                self.push(
-                    TimelineKind::Heading,
-                    format!("iteration {iteration}/{}", self.max_iterations.max(*iteration)),
-                );
             }
             EventKind::Phase { phase, .. } => {
                 self.phase = Some(*phase);
@@ -389,31 +333,14 @@ impl CycleView {
                     // The orchestrator takes the queued messages into this plan.
                     self.queued.clear();
                 }
-                self.push(TimelineKind::Info, format!("  {}", phase_name(*phase)));
             }
             EventKind::Assignment {
-                worker,
-                session_id,
-                task,
-                ..
+                worker, session_id, ..
             } => {
                 if std::mem::take(&mut self.workers_stale) {
                     self.workers.clear();
                 }
                 self.worker(session_id, worker).state = WorkerState::Assigned;
-                let worker = self.short(worker).to_string();
-                // The whole task (its lines joined): the timeline wraps it to the width.
-                let task = task.split_whitespace().collect::<Vec<_>>().join(" ");
-                self.push(
-                    TimelineKind::Info,
-                    format!("  → {worker}: {}", crate::text::first_line(&task, 2000)),
-                );
-            }
-            EventKind::AssignmentDropped { name, reason, .. } => {
-                self.push(
-                    TimelineKind::Warn,
-                    format!("  dropped assignment for {name}: {reason}"),
-                );
             }
             EventKind::TurnStarted {
                 session_id, session, ..
@@ -471,92 +398,36 @@ impl CycleView {
                     WorkerState::Failed
                 };
                 w.duration_ms = Some(*duration_ms);
-                let (kind, mark) = if *success {
-                    (TimelineKind::Good, "✓")
-                } else {
-                    (TimelineKind::Bad, "✗")
-                };
-                let worker = self.short(worker).to_string();
-                self.push(kind, format!("  {mark} {worker} {}", seconds(*duration_ms)));
             }
-            EventKind::Evaluation {
-                score,
-                trend,
-                rationale,
-                ..
-            } => {
+            EventKind::Evaluation { score, trend, .. } => {
                 self.scores.push(*score);
                 self.trend = *trend;
-                let trend = trend.map(|t| format!(" ({t})")).unwrap_or_default();
-                self.push(
-                    TimelineKind::Info,
-                    format!("  score {score:.2}{trend} — {}", first_line(rationale)),
-                );
-            }
-            EventKind::EvaluationUnparsed { iteration, .. } => {
-                self.push(
-                    TimelineKind::Warn,
-                    format!("  iteration {iteration}: evaluation unreadable, counted as 0.5"),
-                );
             }
             EventKind::StallWarning {
                 iteration,
                 consecutive,
                 similarity,
-                ..
             } => {
-                let text = format!("iteration {iteration}: stall {consecutive} (similarity {similarity:.2})");
-                self.push(TimelineKind::Warn, format!("  ⚠ {text}"));
-                self.stall_warnings.push(text);
+                let line = describe::cycle::stall(*iteration, *consecutive, *similarity);
+                self.stall_warnings.push(line.text);
             }
-            EventKind::Adjustment { text, .. } => {
-                self.adjustments.push(text.clone());
-                self.push(TimelineKind::Warn, format!("  adjustment: {}", first_line(text)));
-            }
-            EventKind::Warning { message, .. } => {
-                self.push(TimelineKind::Warn, format!("  warning: {}", first_line(message)));
-            }
-            EventKind::Error {
-                iteration, message, ..
-            } => {
-                self.push(
-                    TimelineKind::Bad,
-                    format!("  error in iteration {iteration}: {}", first_line(message)),
-                );
-            }
+            EventKind::Adjustment { text, .. } => self.adjustments.push(text.clone()),
             EventKind::FlowHop { .. } => self.flow_hop(&event.kind),
-            EventKind::PhaseTransition { .. }
-            | EventKind::Handoff { .. }
-            | EventKind::HandoffRejected { .. } => {
-                if matches!(event.kind, EventKind::PhaseTransition { .. }) {
-                    self.pipeline
-                        .get_or_insert_with(Default::default)
-                        .apply(&event.kind);
-                }
-                if let Some(line) = crate::engine::protocol::pipeline::pipeline_line(&event.kind) {
-                    let kind = if matches!(event.kind, EventKind::HandoffRejected { .. }) {
-                        TimelineKind::Warn
-                    } else {
-                        TimelineKind::Info
-                    };
-                    let text = crate::text::sanitize::display(&line).into_owned();
-                    self.push(kind, format!("  {text}"));
-                }
+            EventKind::PhaseTransition { .. } => {
+                self.pipeline
+                    .get_or_insert_with(Default::default)
+                    .apply(&event.kind);
             }
             EventKind::CyclePaused => {
                 self.paused = true;
                 self.paused_since.get_or_insert(now);
-                self.push(TimelineKind::Warn, "  paused".into());
             }
             EventKind::CycleResumed => {
                 self.paused = false;
                 self.end_pause(now);
                 self.stall_warnings.clear();
-                self.push(TimelineKind::Info, "  resumed".into());
             }
-            EventKind::CycleFinished {
-                outcome, iterations, ..
-            } => {
+            EventKind::CycleFinished { outcome, .. } => {
                 self.no_tools_in_flight();
                 self.running = false;
                 self.paused = false;
@@ -566,22 +437,14 @@ impl CycleView {
                 self.phase = None;
                 self.outcome = Some(*outcome);
                 self.queued.clear();
-                self.push(
-                    outcome_kind(*outcome),
-                    format!(
-                        "finished: {outcome} after {iterations}/{}",
-                        self.max_iterations.max(*iterations)
-                    ),
-                );
             }
             EventKind::RunEnded {
                 outcome: None,
-                failed: Some(why),
+                failed: Some(_),
                 ..
             } => {
                 self.no_tools_in_flight();
                 self.running = false;
-                self.push(TimelineKind::Bad, format!("not run: {}", first_line(why)));
             }
             EventKind::RunEnded { .. } => {
                 self.no_tools_in_flight();
@@ -636,17 +499,12 @@ impl CycleView {
                 self.set_waiting(session_id, call_id, false);
                 let asked = self.approvals.iter().position(|a| a.approval_id == *approval_id);
                 let tool = asked.map(|i| self.approvals.remove(i).tool);
-                if !decision.approves() {
-                    let reason = reason.as_ref().map(|r| format!(" ({})", first_line(r)));
-                    let text = format!(
-                        "  ✋ {}: {} {}{}",
-                        self.short(session),
-                        tool.as_deref().unwrap_or("a tool call"),
-                        decision.label(),
-                        reason.unwrap_or_default()
-                    );
-                    self.push(TimelineKind::Warn, text);
-                }
+                return describe::tools::decided(
+                    self.short(session),
+                    tool.as_deref(),
+                    *decision,
+                    reason.as_deref(),
+                );
             }
             EventKind::ToolResult {
                 session_id, call_id, ..
@@ -664,43 +522,81 @@ impl CycleView {
             | EventKind::RelaySent { .. }
             | EventKind::RelayReply { .. }
             | EventKind::RelayAudit { .. } => {
-                let update = super::relay_view::apply(&mut self.relay, &event.kind);
-                if let Some(turn) = update.iteration {
+                if let Some(turn) = super::relay_view::apply(&mut self.relay, &event.kind) {
                     self.iteration = turn;
                 }
-                for (kind, text) in update.lines {
-                    self.push(kind, text);
-                }
-            }
-            EventKind::MemberNote {
-                session,
-                text,
-                delivered,
-                ..
-            } => {
-                let who = self.short(session).to_string();
-                let line = if *delivered {
-                    format!("  ✎ {who} got your note: {}", first_line(text))
-                } else {
-                    format!("  ✎ note for {who}'s next turn: {}", first_line(text))
-                };
-                self.push(TimelineKind::Info, line);
             }
             EventKind::RunStarted { .. }
+            | EventKind::AssignmentDropped { .. }
+            | EventKind::EvaluationUnparsed { .. }
+            | EventKind::Warning { .. }
+            | EventKind::Error { .. }
+            | EventKind::MemberNote { .. }
             | EventKind::Message { .. }
             | EventKind::Notice { .. }
             | EventKind::Delta { .. }
+            | EventKind::Handoff { .. }
+            | EventKind::HandoffRejected { .. }
             | EventKind::ExecutionStarted { .. }
             | EventKind::ExecutionRunning
             | EventKind::ExecutionFinished { .. }
             | EventKind::TeamBroadcast { .. }
-            | EventKind::TurnInput { .. } => {}
+            | EventKind::TurnInput { .. }
+            | EventKind::HookBlocked { .. }
+            | EventKind::HookFailed { .. }
+            | EventKind::SandboxRefused { .. }
+            | EventKind::SandboxDenied { .. } => {}
         }
-        let slug = &self.team_slug;
-        let short = |name: &str| crate::naming::strip_team_prefix(name, slug).to_string();
-        for line in self.cards.apply(event, now, short) {
-            self.push_entry(line.kind, line.text, line.card);
-        }
+        None
+    }
+
+    /// The timeline's line for an event, in [`describe`]'s words: a run's start, iterations
+    /// and end head the timeline, the rest is indented under them. Tool calls and turns show in
+    /// the transcripts, executions on their cards.
+    fn tell(&mut self, event: &EngineEvent, denied: Option<Line>) {
+        let names = describe::Names::team(self.team_slug.clone());
+        let line = match &event.kind {
+            EventKind::ToolCall { .. }
+            | EventKind::ToolResult { .. }
+            | EventKind::TurnFinished { .. }
+            | EventKind::ExecutionStarted { .. }
+            | EventKind::ExecutionRunning
+            | EventKind::ExecutionFinished { .. } => return,
+            EventKind::ToolApprovalDecided { .. } => denied,
+            EventKind::IterationStarted { iteration } => {
+                Some(describe::cycle::iteration(*iteration, Some(self.max_iterations)))
+            }
+            EventKind::CycleFinished {
+                outcome, iterations, ..
+            } => Some(describe::cycle::finished(
+                *outcome,
+                *iterations,
+                Some(self.max_iterations),
+            )),
+            EventKind::FlowHop {
+                kind: HopKind::Advisor,
+                to_id: Some(to_id),
+                ..
+            } => {
+                if let Some(line) = describe::flow::hop(&event.kind) {
+                    self.advisor_hop(to_id, line);
+                }
+                return;
+            }
+            kind => describe::describe_as(kind, event.execution.as_ref(), &names),
+        };
+        let Some(Line { text, tone }) = line else {
+            return;
+        };
+        let text = match &event.kind {
+            EventKind::CycleStarted { .. } => format!("── {text}"),
+            EventKind::IterationStarted { .. }
+            | EventKind::CycleFinished { .. }
+            | EventKind::RunEnded { .. }
+            | EventKind::RelayState { .. } => text,
+            _ => format!("  {text}"),
+        };
+        self.push(tone, text);
     }
 
     /// A pause ended at `now`: its length is added to the paused time.
@@ -840,27 +736,6 @@ impl CycleView {
     }
 }
 
-/// Good (green), warning (yellow) or bad (red): the colour of an outcome everywhere.
-pub fn outcome_kind(o: CycleOutcome) -> TimelineKind {
-    match o {
-        CycleOutcome::GoalMet | CycleOutcome::Completed => TimelineKind::Good,
-        CycleOutcome::MaxIterations | CycleOutcome::Stalled | CycleOutcome::BudgetExhausted => {
-            TimelineKind::Warn
-        }
-        CycleOutcome::ErrorBudget | CycleOutcome::Cancelled | CycleOutcome::SaveFailed => TimelineKind::Bad,
-    }
-}
-
-pub fn phase_name(p: Phase) -> &'static str {
-    match p {
-        Phase::Plan => "plan",
-        Phase::Dispatch => "dispatch",
-        Phase::Collect => "collect",
-        Phase::Synthesize => "synthesize",
-        Phase::Evaluate => "evaluate",
-    }
-}
-
 /// Characters of a streaming line a worker row keeps (its end).
 const LIVE_MAX_CHARS: usize = 240;
 
@@ -932,12 +807,58 @@ mod tests {
             "{lines:?}"
         );
         assert!(
-            lines.contains(&"  advisors of tech: ✓ ops (1.5s, 42 tok)  │  ✗ sec (1.5s, 42 tok): timed out"),
+            lines.contains(
+                &"  ✓ ops advised tech (1.5s, 42 tok)  │  ✗ sec advised tech (1.5s, 42 tok): timed out"
+            ),
             "{lines:?}"
         );
-        assert_eq!(v.timeline.last().map(|e| e.kind.clone()), Some(TimelineKind::Bad));
+        assert_eq!(v.timeline.last().map(|e| e.kind), Some(TimelineKind::Bad));
         let sec = v.workers.iter().find(|w| w.session_id == "s-sec").unwrap();
         assert_eq!((sec.state, sec.duration_ms), (WorkerState::Failed, Some(1500)));
+    }
+
+    #[test]
+    fn broadcasts_are_timeline_lines_marked_by_kind() {
+        let at = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+        let b = |kind, last, supervisor| {
+            ev(EventKind::TeamBroadcast {
+                from: "team-skeptic".into(),
+                from_id: "s".into(),
+                kind,
+                message: "I doubt \u{1b}[2Jit\nsecond".into(),
+                turn: 1,
+                last,
+                supervisor,
+                sent_at: at,
+            })
+        };
+        use crate::model::BroadcastKind;
+        let mut v = CycleView {
+            team_slug: "team".into(),
+            ..CycleView::default()
+        };
+        let now = Instant::now();
+        let mut said = |kind, last, supervisor| {
+            v.apply(&b(kind, last, supervisor), now);
+            let e = v.timeline.last().cloned().unwrap();
+            (e.kind, e.text)
+        };
+        assert_eq!(
+            said(BroadcastKind::Update, false, false),
+            (
+                TimelineKind::Info,
+                "  📣 skeptic (turn 1, update): I doubt it".into()
+            )
+        );
+        let (kind, text) = said(BroadcastKind::Failure, true, false);
+        assert!(kind == TimelineKind::Bad && text.contains("failure):"), "{text}");
+        let (kind, text) = said(BroadcastKind::Update, true, false);
+        assert!(kind == TimelineKind::Good && text.contains(", final):"), "{text}");
+        let (kind, text) = said(BroadcastKind::Update, false, true);
+        assert!(
+            kind == TimelineKind::Heading && text.starts_with("  📢 skeptic (supervisor,"),
+            "{text}"
+        );
     }
 
     #[test]

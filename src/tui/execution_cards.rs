@@ -1,9 +1,10 @@
 //! Sub-agent cards (modes `dispatch` and `team`): one card per dispatched execution (a
 //! sub-agent, a clarification, a member's turn), anchored in the team's timeline where it
-//! started. Collapsed, a card is one line (id, member, status, time, tokens, task) kept current
-//! by `execution_*` events; expanded, it shows the execution's own transcript (its streamed
-//! text, tool calls and results, its answer), from the events tagged with its execution id.
-//! The timeline also gets a line per pushed result (`turn_input`) and per team broadcast.
+//! started. Collapsed, a card is its execution's line (id, member, status, time, tokens,
+//! calls, then its task or result), kept by the same fold as the trace's
+//! ([`describe::executions::Execution`]); expanded, it shows the execution's own transcript
+//! (its streamed text, tool calls and results, its answer), from the events tagged with its
+//! execution id. The timeline also gets a line per pushed result (`turn_input`).
 //!
 //! Pure state fed by the cycle view; it does not import the cycle view (it feeds it).
 
@@ -13,9 +14,10 @@ use std::time::Instant;
 use ratatui::style::{Color, Modifier, Style};
 
 use super::timeline_kind::TimelineKind;
+use crate::describe::executions::Execution;
+use crate::describe::{self, Line};
 use crate::engine::events::{EngineEvent, EventKind, ExecutionTag};
-use crate::engine::protocol::dispatch::{COMPLETED_PREFIX, FAILED_PREFIX};
-use crate::model::{BroadcastKind, ExecutionKind, ExecutionStatus, Message};
+use crate::model::{ExecutionKind, ExecutionStatus, Message};
 use crate::text::sanitize;
 
 /// Lines a card's transcript keeps (its oldest go first).
@@ -42,20 +44,10 @@ pub struct CardLine {
 /// One execution as its card shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExecutionCard {
-    pub id: String,
-    pub parent: Option<String>,
-    pub kind: ExecutionKind,
-    /// The member's handle (sanitised).
-    pub member: String,
-    pub session_id: String,
-    /// The task's first line (sanitised), for the collapsed line.
-    pub task: String,
-    pub status: ExecutionStatus,
+    /// The execution as its events leave it (the trace keeps the same).
+    pub exec: Execution,
     /// When it began running here (live runs: the duration ticks from it).
     pub started: Option<Instant>,
-    pub duration_ms: Option<u64>,
-    pub tokens: u64,
-    pub tool_calls: u32,
     pub expanded: bool,
     /// Its transcript, bounded: the task, tool calls and results, answers.
     pub lines: VecDeque<CardLine>,
@@ -74,6 +66,11 @@ impl ExecutionCard {
             self.lines.pop_front();
             self.dropped += 1;
         }
+    }
+
+    /// Adds a line in `describe`'s words, indented under the card's line by `indent`.
+    fn push_line(&mut self, indent: &str, line: Line) {
+        self.push(line.tone, format!("{indent}{}", line.text));
     }
 
     /// Adds an answer's text (its lines, at most [`ANSWER_LINES_MAX`]).
@@ -106,42 +103,23 @@ impl ExecutionCard {
 
     /// How long it ran (or runs, as of `now`).
     pub fn elapsed_ms(&self, now: Instant) -> Option<u64> {
-        self.duration_ms.or_else(|| {
+        self.exec.duration_ms.or_else(|| {
             self.started
-                .filter(|_| self.status == ExecutionStatus::Running)
+                .filter(|_| self.exec.status == ExecutionStatus::Running)
                 .map(|t| now.saturating_duration_since(t).as_millis() as u64)
         })
     }
 
-    /// The collapsed line: `▸ exec-2 log-analyzer · running 3.1s · 800 tok — task`.
+    /// The collapsed line: `▸ exec-2 log-analyzer · running 3.1s · 800 tok — task: …`, the
+    /// execution's line as `huddle run` and `huddle trace` say it.
     pub fn header(&self, now: Instant) -> String {
         let arrow = if self.expanded { "▾" } else { "▸" };
-        let what = match self.kind {
-            ExecutionKind::Clarification => format!("{} (clarification)", self.member),
-            _ => self.member.clone(),
-        };
-        let mut text = format!("  {arrow} {} {what} · {}", self.id, self.status);
-        if let Some(ms) = self.elapsed_ms(now) {
-            text.push_str(&format!(" {:.1}s", ms as f64 / 1000.0));
-        }
-        if self.tokens > 0 {
-            text.push_str(&format!(" · {} tok", self.tokens));
-        }
-        match self.tool_calls {
-            0 => {}
-            1 => text.push_str(" · 1 call"),
-            n => text.push_str(&format!(" · {n} calls")),
-        }
-        if !self.task.is_empty() {
-            text.push_str(" — ");
-            text.push_str(&self.task);
-        }
-        text
+        format!("  {arrow} {}", self.exec.line(self.elapsed_ms(now)))
     }
 
     /// The colour of its line: by status.
     pub fn style(&self) -> Style {
-        match self.status {
+        match self.exec.status {
             ExecutionStatus::Completed => Style::default().fg(Color::Green),
             ExecutionStatus::Failed | ExecutionStatus::TimedOut => Style::default().fg(Color::Red),
             ExecutionStatus::Cancelled | ExecutionStatus::Interrupted => Style::default().fg(Color::Yellow),
@@ -155,7 +133,10 @@ impl ExecutionCard {
     pub fn body_lines(&self) -> impl Iterator<Item = (&str, Style)> {
         let dim = Style::default().add_modifier(Modifier::DIM);
         let dropped = (self.dropped > 0).then_some(("      … earlier lines dropped", dim));
-        let lines = self.lines.iter().map(|l| (l.text.as_str(), l.kind.style()));
+        let lines = self
+            .lines
+            .iter()
+            .map(|l| (l.text.as_str(), super::timeline_kind::style(l.kind)));
         let live = self
             .live
             .lines()
@@ -201,7 +182,7 @@ pub fn summary(cards: &ExecutionCards) -> Option<String> {
     }
     let parts: Vec<String> = ORDER
         .iter()
-        .map(|&s| (s, cards.iter().filter(|c| c.status == s).count()))
+        .map(|&s| (s, cards.iter().filter(|c| c.exec.status == s).count()))
         .filter(|&(_, n)| n > 0)
         .map(|(s, n)| format!("{n} {s}"))
         .collect();
@@ -241,7 +222,7 @@ impl ExecutionCards {
     }
 
     /// Follows one event of the run: the lines it adds to the timeline (a new card's anchor, a
-    /// pushed result, a broadcast). Events of no card and of no interest here add nothing.
+    /// pushed result). Events of no card and of no interest here add nothing.
     pub fn apply(
         &mut self,
         event: &EngineEvent,
@@ -249,46 +230,36 @@ impl ExecutionCards {
         short: impl Fn(&str) -> String,
     ) -> Vec<CardTimelineLine> {
         let tag = event.execution.as_ref();
+        // The card's execution follows every event of it (its end, its turns' tokens and calls).
+        if let Some(card) = self.card_of(tag) {
+            card.exec.follow(&event.kind);
+        }
         match &event.kind {
             EventKind::ExecutionStarted {
-                kind,
-                member,
-                session_id,
-                task,
-                queued,
+                kind, member, task, ..
             } => {
                 let Some(tag) = tag.filter(|_| has_card(*kind)) else {
                     return Vec::new();
                 };
-                let card = ExecutionCard {
-                    id: sanitize::display(&tag.execution_id).into_owned(),
-                    parent: tag.parent_execution_id.clone(),
-                    kind: *kind,
-                    member: sanitize::display(&short(member)).into_owned(),
-                    session_id: session_id.clone(),
-                    task: sanitize::display(&crate::text::first_line(task, 160)).into_owned(),
-                    status: if *queued {
-                        ExecutionStatus::Queued
-                    } else {
-                        ExecutionStatus::Running
-                    },
-                    started: (!*queued).then_some(now),
-                    duration_ms: None,
-                    tokens: 0,
-                    tool_calls: 0,
+                let Some(mut exec) = Execution::started(tag, &event.kind) else {
+                    return Vec::new();
+                };
+                exec.member = short(member);
+                let mut card = ExecutionCard {
+                    started: (!exec.queued).then_some(now),
+                    exec,
                     expanded: false,
                     lines: VecDeque::new(),
                     dropped: 0,
                     live: String::new(),
                     answered: false,
                 };
-                let mut card = card;
                 // The whole task heads the expanded card.
                 let whole = task.split_whitespace().collect::<Vec<_>>().join(" ");
                 card.push(
                     TimelineKind::Heading,
                     format!(
-                        "      task: {}",
+                        "{INDENT}task: {}",
                         sanitize::display(&crate::text::cap_chars(&whole, LINE_MAX_CHARS))
                     ),
                 );
@@ -319,26 +290,18 @@ impl ExecutionCards {
             }
             EventKind::ExecutionRunning => {
                 if let Some(card) = self.card_of(tag) {
-                    card.status = ExecutionStatus::Running;
                     card.started = Some(now);
                 }
                 Vec::new()
             }
             EventKind::ExecutionFinished {
                 status,
-                duration_ms,
-                tokens,
-                tool_calls,
                 result,
                 error,
                 ..
             } => {
                 if let Some(card) = self.card_of(tag) {
                     card.commit_live();
-                    card.status = *status;
-                    card.duration_ms = Some(*duration_ms);
-                    card.tokens = *tokens;
-                    card.tool_calls = *tool_calls;
                     if let Some(r) = result.as_deref().filter(|_| !card.answered) {
                         // Read back from a run file (no streamed answer): its result.
                         card.push_text(r);
@@ -348,12 +311,12 @@ impl ExecutionCards {
                         card.push(
                             TimelineKind::Bad,
                             format!(
-                                "      ✗ {status}: {}",
-                                sanitize::display(&crate::text::first_line(e, 200))
+                                "{INDENT}✗ {status}: {}",
+                                sanitize::display(&crate::text::first_line(e, LINE_MAX_CHARS))
                             ),
                         );
                     } else if *status != ExecutionStatus::Completed {
-                        card.push(TimelineKind::Warn, format!("      ✗ {status}"));
+                        card.push(TimelineKind::Warn, format!("{INDENT}✗ {status}"));
                     }
                 }
                 Vec::new()
@@ -361,11 +324,7 @@ impl ExecutionCards {
             EventKind::ToolCall { name, arguments, .. } => {
                 if let Some(card) = self.card_of(tag) {
                     card.commit_live();
-                    let args = crate::text::first_line(arguments, 120);
-                    card.push(
-                        TimelineKind::Info,
-                        sanitize::display(&format!("      ⚙ {name}({args})")).into_owned(),
-                    );
+                    card.push_line(INDENT, describe::tools::call(name, arguments));
                 }
                 Vec::new()
             }
@@ -377,31 +336,19 @@ impl ExecutionCards {
                 ..
             } => {
                 if let Some(card) = self.card_of(tag) {
-                    let (mark, kind) = if *ok {
-                        ("✓", TimelineKind::Good)
-                    } else {
-                        ("✗", TimelineKind::Bad)
-                    };
-                    let text = format!(
-                        "        ↳ {mark} {name} {:.1}s: {}",
-                        *duration_ms as f64 / 1000.0,
-                        crate::text::first_line(first_line, 160)
-                    );
-                    card.push(kind, sanitize::display(&text).into_owned());
+                    let line = describe::tools::result(name, Some(*ok), Some(*duration_ms), Some(first_line));
+                    card.push_line("        ↳ ", line);
                 }
                 Vec::new()
             }
             EventKind::ToolApprovalRequested { server, tool, .. } => {
                 if let Some(card) = self.card_of(tag) {
                     let tool = crate::tools::qualified_name(server, tool);
-                    card.push(
-                        TimelineKind::Warn,
-                        sanitize::display(&format!("      ? waits for your approval: {tool}")).into_owned(),
-                    );
+                    card.push_line(INDENT, describe::tools::waits_for_approval(&tool));
                 }
                 Vec::new()
             }
-            EventKind::TurnFinished { message, usage, .. } => {
+            EventKind::TurnFinished { message, .. } => {
                 if let Some(card) = self.card_of(tag) {
                     match message.as_deref().filter(|m| !m.text.trim().is_empty()) {
                         Some(m) => {
@@ -410,10 +357,6 @@ impl ExecutionCards {
                         }
                         None => card.commit_live(),
                     }
-                    // An error is the execution's: its end says it.
-                    if let Some(u) = usage.filter(|_| card.status == ExecutionStatus::Running) {
-                        card.tokens = card.tokens.saturating_add(u.total());
-                    }
                 }
                 Vec::new()
             }
@@ -421,46 +364,19 @@ impl ExecutionCards {
                 if let Some(card) = self.card_of(tag) {
                     // Given to a sub-agent or member mid-turn (broadcasts, a clarification).
                     let shown = message.as_deref().map_or(text.as_str(), |m: &Message| &m.text);
-                    card.push(
-                        TimelineKind::Info,
-                        sanitize::display(&format!("      ⇠ {}", crate::text::first_line(shown, 160)))
-                            .into_owned(),
-                    );
+                    for line in describe::executions::arrived(shown, true) {
+                        card.push_line(INDENT, line);
+                    }
                     return Vec::new();
                 }
-                let lines = pushed_lines(text);
-                if lines.is_empty() {
-                    // A note (the orchestrator must conclude, a message of yours).
-                    return vec![CardTimelineLine {
-                        kind: TimelineKind::Info,
-                        text: sanitize::display(&format!("  ⇠ {}", crate::text::first_line(text, 160)))
-                            .into_owned(),
-                        card: None,
-                    }];
-                }
-                lines
+                // A pushed result, or a note (the orchestrator must conclude, a message of yours).
+                timeline_lines(describe::executions::arrived(text, true))
             }
             // Results that came while the orchestrator was idle open its next turn.
             EventKind::TurnStarted {
                 prompt: Some(prompt), ..
-            } if self.card_of(tag).is_none() => pushed_lines(&prompt.text),
-            EventKind::TeamBroadcast {
-                from,
-                kind,
-                message,
-                turn,
-                last,
-                supervisor,
-                ..
-            } => {
-                vec![broadcast_line(
-                    &short(from),
-                    *kind,
-                    message,
-                    *turn,
-                    *last,
-                    *supervisor,
-                )]
+            } if self.card_of(tag).is_none() => {
+                timeline_lines(describe::executions::arrived(&prompt.text, false))
             }
             EventKind::RunEnded { .. } => {
                 self.cut_short();
@@ -493,10 +409,10 @@ impl ExecutionCards {
     /// The run is over or was cut short: what has not finished never will.
     pub fn cut_short(&mut self) {
         for card in &mut self.cards {
-            if !card.status.is_finished() {
+            if !card.exec.status.is_finished() {
                 card.commit_live();
-                card.status = ExecutionStatus::Interrupted;
-                card.duration_ms = card.elapsed_ms(Instant::now()).or(Some(0));
+                let ran = card.elapsed_ms(Instant::now()).or(Some(0));
+                card.exec.interrupt(ran);
             }
         }
     }
@@ -513,7 +429,7 @@ impl ExecutionCards {
             Some(i) if up => i.saturating_sub(1),
             Some(i) => (i + 1).min(last),
         };
-        self.selected = Some(self.cards[next].id.clone());
+        self.selected = Some(self.cards[next].exec.id.clone());
         true
     }
 
@@ -535,74 +451,16 @@ impl ExecutionCards {
     }
 }
 
-/// A line `⇠ result from log-analyzer (exec-2)` (or `⇠ failure from …`) per result pushed
-/// in `text`.
-fn pushed_lines(text: &str) -> Vec<CardTimelineLine> {
-    text.lines()
-        .filter_map(pushed_result)
-        .map(|(failed, name, id)| CardTimelineLine {
-            kind: if failed {
-                TimelineKind::Bad
-            } else {
-                TimelineKind::Good
-            },
-            text: sanitize::display(&format!(
-                "  ⇠ {} from {name} ({id})",
-                if failed { "failure" } else { "result" }
-            ))
-            .into_owned(),
+/// Lines of the timeline, anchored to no card.
+fn timeline_lines(lines: Vec<Line>) -> Vec<CardTimelineLine> {
+    lines
+        .into_iter()
+        .map(|l| CardTimelineLine {
+            kind: l.tone,
+            text: format!("  {}", l.text),
             card: None,
         })
         .collect()
-}
-
-/// `[Sub-agent completed] log-analyzer (exec-2): …`: failed or not, the name and the id.
-pub fn pushed_result(text: &str) -> Option<(bool, &str, &str)> {
-    let (failed, rest) = match text.strip_prefix(COMPLETED_PREFIX) {
-        Some(rest) => (false, rest),
-        None => (true, text.strip_prefix(FAILED_PREFIX)?),
-    };
-    let head = rest.trim_start().lines().next()?;
-    let open = head.find(" (")?;
-    let close = open + head[open..].find(')')?;
-    Some((failed, head[..open].trim(), &head[open + 2..close]))
-}
-
-/// `📣 skeptic · turn 1 · update: …`; a failure or a final broadcast says so, the
-/// supervisor's stand out.
-fn broadcast_line(
-    from: &str,
-    kind: BroadcastKind,
-    message: &str,
-    turn: u32,
-    last: bool,
-    supervisor: bool,
-) -> CardTimelineLine {
-    let what = match (kind, last) {
-        (BroadcastKind::Failure, _) => "failure",
-        (BroadcastKind::Update, true) => "final",
-        (BroadcastKind::Update, false) => "update",
-    };
-    let who = if supervisor {
-        format!("📢 supervisor {from}")
-    } else {
-        format!("📣 {from}")
-    };
-    let text = format!(
-        "  {who} · turn {turn} · {what}: {}",
-        crate::text::first_line(message, 200)
-    );
-    let kind = match (kind, supervisor, last) {
-        (BroadcastKind::Failure, _, _) => TimelineKind::Bad,
-        (_, true, _) => TimelineKind::Heading,
-        (_, false, true) => TimelineKind::Good,
-        _ => TimelineKind::Info,
-    };
-    CardTimelineLine {
-        kind,
-        text: sanitize::display(&text).into_owned(),
-        card: None,
-    }
 }
 
 #[cfg(test)]
@@ -653,7 +511,7 @@ mod tests {
         let card = cards.get("exec-2").expect("a card");
         assert_eq!(
             card.header(t0 + std::time::Duration::from_millis(3100)),
-            "  ▸ exec-2 log-analyzer · running 3.1s — Look at the logs"
+            "  ▸ exec-2 log-analyzer · running 3.1s — task: Look at the logs"
         );
         assert!(cards.delta(
             Some(&ExecutionTag {
@@ -686,7 +544,7 @@ mod tests {
         let card = cards.get("exec-2").expect("a card");
         assert_eq!(
             card.header(t0),
-            "  ▸ exec-2 log-analyzer · failed 4.2s · 800 tok — Look at the logs"
+            "  ▸ exec-2 log-analyzer · ✗ failed 4.2s · 800 tok — boom"
         );
         let texts: Vec<&str> = card.lines.iter().map(|l| l.text.as_str()).collect();
         assert!(
@@ -726,22 +584,13 @@ mod tests {
         cards.apply(&started("exec-3", "b", "t"), now, same);
         cards.cut_short();
         assert_eq!(
-            cards.get("exec-3").map(|c| c.status),
+            cards.get("exec-3").map(|c| c.exec.status),
             Some(ExecutionStatus::Interrupted)
         );
     }
 
     #[test]
-    fn a_pushed_result_is_read_for_its_name_and_id() {
-        assert_eq!(
-            pushed_result("[Sub-agent completed] log-analyzer (exec-2): found it"),
-            Some((false, "log-analyzer", "exec-2"))
-        );
-        assert_eq!(
-            pushed_result("[Sub-agent failed] m (exec-9): timed out"),
-            Some((true, "m", "exec-9"))
-        );
-        assert_eq!(pushed_result("conclude now"), None);
+    fn a_pushed_result_is_a_timeline_line() {
         let mut cards = ExecutionCards::default();
         let lines = cards.apply(
             &ev(
@@ -845,39 +694,5 @@ mod tests {
         assert!(cards.select_step(false));
         cards.toggle_selected();
         assert!(cards.get("exec-3").is_some_and(|c| !c.expanded));
-    }
-
-    #[test]
-    fn broadcasts_are_timeline_lines_marked_by_kind() {
-        let at = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
-        let b = |kind, last, supervisor| {
-            ev(
-                None,
-                EventKind::TeamBroadcast {
-                    from: "team-skeptic".into(),
-                    from_id: "s".into(),
-                    kind,
-                    message: "I doubt \u{1b}[2Jit\nsecond".into(),
-                    turn: 1,
-                    last,
-                    supervisor,
-                    sent_at: at,
-                },
-            )
-        };
-        let strip = |s: &str| s.trim_start_matches("team-").to_string();
-        let mut cards = ExecutionCards::default();
-        let now = Instant::now();
-        let l = cards.apply(&b(BroadcastKind::Update, false, false), now, strip);
-        assert_eq!(l[0].text, "  📣 skeptic · turn 1 · update: I doubt it");
-        let l = cards.apply(&b(BroadcastKind::Failure, true, false), now, strip);
-        assert_eq!(
-            (l[0].kind.clone(), l[0].text.contains("failure:")),
-            (TimelineKind::Bad, true)
-        );
-        let l = cards.apply(&b(BroadcastKind::Update, true, false), now, strip);
-        assert!(l[0].text.contains("· final:"), "{}", l[0].text);
-        let l = cards.apply(&b(BroadcastKind::Update, false, true), now, strip);
-        assert!(l[0].text.starts_with("  📢 supervisor skeptic"), "{}", l[0].text);
     }
 }

@@ -161,6 +161,7 @@ mod tests {
             server: "git".into(),
             tool: "commit".into(),
             arguments: "{}".into(),
+            reason: None,
         }))
         .unwrap();
         assert_eq!(asks.title, "huddle: review-fixer waits for you");

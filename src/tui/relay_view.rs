@@ -1,6 +1,6 @@
 //! A relay's run as the UI shows it: its state, turn, the draft waiting for you, whether you
 //! took it over, and the banner saying why it ended. Kept in the group's cycle view from the
-//! relay events; pure state, the timeline lines each event adds, and the panel lines.
+//! relay events; pure state and the panel lines (the timeline's lines are `describe::relay`'s).
 
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
@@ -8,8 +8,6 @@ use ratatui::text::Line;
 use crate::engine::events::EventKind;
 use crate::model::{RelayPhase, RelayRecord};
 use crate::text::sanitize;
-
-use super::timeline_kind::TimelineKind;
 
 /// A draft waiting for the user's answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,29 +63,21 @@ impl RelayView {
 
 /// A relay read back from its run file that never reached an end (huddle was killed or quit
 /// mid-run) is shown stopped, as interrupted; the timeline line that says so.
-pub fn settle_replayed(relay: &mut Option<RelayView>) -> Option<String> {
+pub fn settle_replayed(relay: &mut Option<RelayView>) -> Option<crate::describe::Line> {
     let relay = relay.as_mut().filter(|r| !r.state.is_final())?;
     let reason = format!("interrupted in {} (huddle ended)", relay.state);
     relay.state = RelayPhase::Stopped;
-    relay.reason = Some(reason.clone());
     relay.draft = None;
     relay.taken_over = false;
-    Some(format!("■ relay stopped: {reason}"))
+    let line = crate::describe::relay::ended(relay.state, relay.turn, Some(&reason));
+    relay.reason = Some(reason);
+    Some(line)
 }
 
-/// What a relay event changes beyond the relay's own state.
-#[derive(Debug, Default)]
-pub struct RelayUpdate {
-    /// The panel's iteration counter follows the turns.
-    pub iteration: Option<u32>,
-    /// Lines for the timeline, in order.
-    pub lines: Vec<(TimelineKind, String)>,
-}
-
-/// Applies a relay event to the group's relay state (other events are ignored).
-pub fn apply(relay_slot: &mut Option<RelayView>, kind: &EventKind) -> RelayUpdate {
-    let clean = |t: &str| sanitize::display(&crate::text::first_line(t, 120)).into_owned();
-    let mut update = RelayUpdate::default();
+/// Applies a relay event to the group's relay state (other events are ignored). Returns the
+/// relay's turn when the event says it (the panel's iteration counter follows the turns).
+pub fn apply(relay_slot: &mut Option<RelayView>, kind: &EventKind) -> Option<u32> {
+    let mut turn_now = None;
     match kind {
         EventKind::RelayState {
             state,
@@ -95,7 +85,7 @@ pub fn apply(relay_slot: &mut Option<RelayView>, kind: &EventKind) -> RelayUpdat
             max_turns,
             reason,
         } => {
-            update.iteration = Some(*turn);
+            turn_now = Some(*turn);
             let relay = relay_slot.get_or_insert_with(RelayView::default);
             relay.state = *state;
             relay.turn = *turn;
@@ -106,16 +96,6 @@ pub fn apply(relay_slot: &mut Option<RelayView>, kind: &EventKind) -> RelayUpdat
             }
             if state.is_final() {
                 relay.taken_over = false;
-                let kind = match state {
-                    RelayPhase::Completed => TimelineKind::Good,
-                    RelayPhase::Error => TimelineKind::Bad,
-                    _ => TimelineKind::Warn,
-                };
-                let why = reason
-                    .as_deref()
-                    .map(|r| format!(": {}", clean(r)))
-                    .unwrap_or_default();
-                update.lines.push((kind, format!("■ relay {state}{why}")));
             }
         }
         EventKind::RelayDraft {
@@ -132,61 +112,21 @@ pub fn apply(relay_slot: &mut Option<RelayView>, kind: &EventKind) -> RelayUpdat
                     text: sanitize::display(text).into_owned(),
                     review: review.clone(),
                 });
-                let why = review
-                    .as_deref()
-                    .map(|r| format!(" ({})", clean(r)))
-                    .unwrap_or_default();
-                update
-                    .lines
-                    .push((TimelineKind::Warn, format!("  ? draft {turn} waits for you{why}")));
             }
         }
         EventKind::RelayTakeOver { active, .. } => {
             let relay = relay_slot.get_or_insert_with(RelayView::default);
             relay.taken_over = *active;
             relay.draft = None;
-            let text = if *active {
-                "  ✍ you took over: your messages go to the counterpart"
-            } else {
-                "  ↺ handed back to the driver"
-            };
-            update.lines.push((TimelineKind::Info, text.into()));
         }
-        EventKind::RelaySent {
-            turn, sent_as, text, ..
-        } => {
+        EventKind::RelaySent { .. } => {
             if let Some(relay) = relay_slot.as_mut() {
                 relay.draft = None;
             }
-            update.lines.push((
-                TimelineKind::Info,
-                format!("  → turn {turn} [{}] {}", sent_as.as_str(), clean(text)),
-            ));
-        }
-        EventKind::RelayReply { turn, text, .. } => {
-            update
-                .lines
-                .push((TimelineKind::Good, format!("  ← turn {turn} {}", clean(text))));
-        }
-        EventKind::RelayAudit {
-            turn,
-            status,
-            failure,
-            ..
-        } if status != "ok" => {
-            let why = failure
-                .as_deref()
-                .map(|f| format!(": {}", clean(f)))
-                .unwrap_or_default();
-            let text = match status.as_str() {
-                "rejected" => format!("  ✗ draft {turn} rejected: the driver drafts again"),
-                other => format!("  ✗ turn {turn} {}{why}", other.replace('_', " ")),
-            };
-            update.lines.push((TimelineKind::Bad, text));
         }
         _ => {}
     }
-    update
+    turn_now
 }
 
 /// The relay's lines in the cycle panel: state and turn, what it waits for, why it ended.
@@ -237,15 +177,10 @@ mod tests {
     use super::*;
     use crate::model::SentAs;
 
-    fn lines(update: RelayUpdate) -> Vec<String> {
-        update.lines.into_iter().map(|(_, text)| text).collect()
-    }
-
     #[test]
     fn events_build_the_view_and_the_banner() {
         let mut v: Option<RelayView> = None;
-        let mut timeline: Vec<String> = Vec::new();
-        timeline.extend(lines(apply(
+        apply(
             &mut v,
             &EventKind::RelayDraft {
                 session_id: "s".into(),
@@ -254,10 +189,10 @@ mod tests {
                 waiting: true,
                 review: Some("manual approval".into()),
             },
-        )));
+        );
         let relay = v.clone().unwrap();
         assert_eq!(relay.draft.as_ref().unwrap().text, "offer 400");
-        timeline.extend(lines(apply(
+        apply(
             &mut v,
             &EventKind::RelaySent {
                 turn: 1,
@@ -266,10 +201,9 @@ mod tests {
                 hop: 1,
                 text: "offer 420".into(),
             },
-        )));
+        );
         assert!(v.as_ref().unwrap().draft.is_none());
-        assert!(timeline.iter().any(|e| e.contains("[edited] offer 420")));
-        timeline.extend(lines(apply(
+        let turn = apply(
             &mut v,
             &EventKind::RelayState {
                 state: RelayPhase::Stopped,
@@ -277,14 +211,20 @@ mod tests {
                 max_turns: 8,
                 reason: Some("limit reached: max_turns (8)".into()),
             },
-        )));
-        assert!(
-            timeline
-                .last()
-                .unwrap()
-                .contains("■ relay stopped: limit reached: max_turns (8)")
         );
+        assert_eq!(turn, Some(8));
         let lines = panel_lines(v.as_ref(), "a", 80);
         assert!(lines.iter().any(|l| l.to_string().contains("max_turns (8)")));
+        // Read back without an end: stopped, and the timeline says so.
+        let mut replayed = Some(RelayView {
+            state: RelayPhase::WaitingRemote,
+            turn: 2,
+            ..RelayView::default()
+        });
+        let said = settle_replayed(&mut replayed).map(|l| l.text);
+        assert_eq!(
+            said.as_deref(),
+            Some("■ relay stopped after 2 turn(s): interrupted in waiting_remote (huddle ended)")
+        );
     }
 }

@@ -108,6 +108,7 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
             transcript::Subject::Session {
                 id: id.clone(),
                 window: app.config.context_window(&model),
+                sandbox: app.edits.sandbox_label(id),
                 name,
                 role,
                 model,

@@ -100,6 +100,21 @@ impl Runs {
         self.runs.values()
     }
 
+    /// True for an event of a direct chat with one session (what the engine's `run_started` of
+    /// the run said; a `run_ended` says it itself): a chat with a team member is the member's,
+    /// never part of the team's run.
+    pub fn is_chat(&self, event: &EngineEvent) -> bool {
+        let key = match &event.kind {
+            EventKind::RunStarted { key } | EventKind::RunEnded { key, .. } => Some(key),
+            _ => event
+                .run_id
+                .as_ref()
+                .and_then(|id| self.runs.get(id))
+                .map(|r| &r.key),
+        };
+        matches!(key, Some(RunKey::Chat { .. }))
+    }
+
     /// The run under an exclusive key (a team run, a reflection).
     pub fn get(&self, key: &RunKey) -> Option<&RunState> {
         self.runs.values().find(|r| &r.key == key)

@@ -75,6 +75,11 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
             (None, engine_events)
         }
     };
+    // Headers show the sandbox once bwrap was probed (once, off the UI thread).
+    tokio::spawn({
+        let engine = engine.clone();
+        async move { engine.probe_sandbox().await }
+    });
     let (app, initial) = App::new(edits.clone(), config.clone(), repo.clone(), notices);
     let executor = Executor {
         engine: engine.clone(),
@@ -459,10 +464,16 @@ impl Executor {
             | Command::CheckDeleteRisk { .. }
             | Command::ForkSession { .. }) => {
                 let (edits, repo) = (self.edits.clone(), self.repo.clone());
-                tokio::task::spawn_blocking(move || {
-                    if let Some(event) = run_blocking(&edits, &repo, command) {
-                        Self::send(&tx, event);
+                let engine = self.engine.clone();
+                tokio::spawn(async move {
+                    let done =
+                        tokio::task::spawn_blocking(move || run_blocking(&edits, &repo, command)).await;
+                    let Ok(Some(event)) = done else { return };
+                    // A team made with worktrees: their hooks run before it is shown ready.
+                    if let AppEvent::TeamCreated { result: Ok(id), .. } = &event {
+                        engine.worktree_created_hooks(id).await;
                     }
+                    Self::send(&tx, event);
                 });
             }
             Command::ListRepoFiles => {

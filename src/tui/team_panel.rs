@@ -16,9 +16,11 @@ use ratatui::widgets::Paragraph;
 use unicode_width::UnicodeWidthStr;
 
 use super::command::Command;
-use super::cycle_view::{CycleView, TimelineKind, WorkerState, outcome_kind, phase_name, seconds};
+use super::cycle_view::{CycleView, TimelineKind, WorkerState};
 use super::markdown::wrap_line_into;
 use super::widgets::{pane, spinner};
+use crate::describe::cycle::{outcome_tone, phase_name};
+use crate::describe::duration;
 use crate::engine::events::{EngineEvent, EventKind, RunKey};
 use crate::model::{Group, GroupId, Organization, ReflectionCycle, RunBudget};
 use crate::text::sanitize;
@@ -232,7 +234,7 @@ impl TeamPanel {
     pub fn on_run_loaded(&mut self, group_id: GroupId, loaded: &LoadedRun, mut view: CycleView, live: bool) {
         self.traces.on_run_loaded(&group_id, loaded, live);
         if !live && let Some(line) = super::relay_view::settle_replayed(&mut view.relay) {
-            view.push(super::cycle_view::TimelineKind::Warn, line);
+            view.push(line.tone, line.text);
         }
         if loaded.index + 1 < loaded.total {
             self.shown_runs.insert(
@@ -360,7 +362,7 @@ pub fn replay(loaded: &LoadedRun, members_slug: &str, resumable: bool) -> CycleV
 
 /// The colour of a timeline entry or an outcome (dropped under `NO_COLOR` by the renderer).
 pub fn kind_style(kind: &TimelineKind) -> Style {
-    kind.style()
+    super::timeline_kind::style(*kind)
 }
 
 /// Scores 0..1 as block characters.
@@ -498,7 +500,7 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
     } else if let (false, Some(o)) = (running, c.outcome) {
         out.push(Line::styled(
             format!("finished: {o}"),
-            kind_style(&outcome_kind(o)),
+            kind_style(&outcome_tone(o)),
         ));
     }
     if !c.scores.is_empty() {
@@ -528,10 +530,10 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
             WorkerState::Done => ("✓".to_string(), Style::default().fg(Color::Green)),
             WorkerState::Failed => ("✗".to_string(), Style::default().fg(Color::Red)),
         };
-        let duration = match (w.duration_ms, w.started) {
-            (Some(ms), _) => seconds(ms),
+        let time = match (w.duration_ms, w.started) {
+            (Some(ms), _) => duration(ms),
             (None, Some(t)) if w.state == WorkerState::Running => {
-                seconds(now.saturating_duration_since(t).as_millis() as u64)
+                duration(now.saturating_duration_since(t).as_millis() as u64)
             }
             _ => String::new(),
         };
@@ -543,7 +545,7 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
         out.push(Line::from(vec![
             Span::styled(format!("{mark} "), style),
             Span::raw(sanitize::display(&w.name).into_owned()),
-            Span::styled(format!(" {duration}{tokens}"), dim),
+            Span::styled(format!(" {time}{tokens}"), dim),
         ]));
         // Below the member, while its turn has a call in flight: which, or that it waits;
         // else what it is writing.
@@ -567,7 +569,7 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
         }
     }
     for s in c.stall_warnings.iter().rev().take(2) {
-        out.push(Line::styled(format!("⚠ {s}"), warn));
+        out.push(Line::styled(s.clone(), warn));
     }
     for a in c.adjustments.iter().rev().take(3) {
         let text: String = sanitize::display(a)
@@ -598,7 +600,7 @@ fn live_tail(live: &str, room: usize) -> String {
     format!("  › {}", tail.into_iter().collect::<String>())
 }
 
-/// `budget: 1m 05s / 30m 00s · 12000 / 50000 tok` for a team with a budget: the run's time
+/// `budget: 1m05s / 30m00s · 12000 / 50000 tok` for a team with a budget: the run's time
 /// (pauses left out) and tokens against each limit set, and whether one is at 80 % or more.
 pub fn budget_line(budget: &RunBudget, c: &CycleView, now: Instant) -> Option<(String, bool)> {
     if budget.is_empty() {
@@ -611,8 +613,8 @@ pub fn budget_line(budget: &RunBudget, c: &CycleView, now: Instant) -> Option<(S
         near |= used.as_secs_f64() >= 0.8 * limit.as_secs_f64();
         parts.push(format!(
             "{} / {}",
-            crate::engine::protocol::format_duration(used),
-            crate::engine::protocol::format_duration(limit)
+            duration(used.as_millis() as u64),
+            duration(limit.as_millis() as u64)
         ));
     }
     if let Some(limit) = budget.token_budget {
@@ -649,7 +651,7 @@ mod tests {
         };
         assert_eq!(
             budget_line(&budget, &c, now),
-            Some(("budget: 1m 05s / 30m 00s · 12000 / 50000 tok".into(), false))
+            Some(("budget: 1m05s / 30m00s · 12000 / 50000 tok".into(), false))
         );
         c.usage.output_tokens = 30_000;
         assert_eq!(budget_line(&budget, &c, now).map(|(_, near)| near), Some(true));

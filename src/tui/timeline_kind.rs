@@ -1,25 +1,18 @@
-//! The kinds of line in a team's timeline (shared by the cycle view and the views that feed it).
+//! The kinds of line in a team's timeline: the tone [`crate::describe`] gives each line, and
+//! its colour here.
 
-/// One line of a team's round or cycle history.
-#[derive(Debug, Clone, PartialEq)]
-pub enum TimelineKind {
-    Heading,
-    Info,
-    Good,
-    Bad,
-    Warn,
-}
+use ratatui::style::{Color, Modifier, Style};
 
-impl TimelineKind {
-    /// The colour of a line of this kind (dropped under `NO_COLOR` by the renderer).
-    pub fn style(&self) -> ratatui::style::Style {
-        use ratatui::style::{Color, Modifier, Style};
-        match self {
-            TimelineKind::Heading => Style::default().add_modifier(Modifier::BOLD),
-            TimelineKind::Info => Style::default(),
-            TimelineKind::Good => Style::default().fg(Color::Green),
-            TimelineKind::Bad => Style::default().fg(Color::Red),
-            TimelineKind::Warn => Style::default().fg(Color::Yellow),
-        }
+/// One line of a team's round or cycle history: its tone.
+pub use crate::describe::Tone as TimelineKind;
+
+/// The colour of a line of this kind (dropped under `NO_COLOR` by the renderer).
+pub fn style(kind: TimelineKind) -> Style {
+    match kind {
+        TimelineKind::Heading => Style::default().add_modifier(Modifier::BOLD),
+        TimelineKind::Info => Style::default(),
+        TimelineKind::Good => Style::default().fg(Color::Green),
+        TimelineKind::Bad => Style::default().fg(Color::Red),
+        TimelineKind::Warn => Style::default().fg(Color::Yellow),
     }
 }

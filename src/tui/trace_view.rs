@@ -336,9 +336,7 @@ mod tests {
         assert_ne!(v1, v2, "a change moves the version");
         let lines = tree_lines(trace);
         assert!(
-            lines
-                .iter()
-                .any(|l| l.contains("exec-2 logs (sub_agent) running")),
+            lines.iter().any(|l| l.contains("exec-2 logs · running")),
             "{lines:?}"
         );
         traces.follow(&ev(
@@ -397,7 +395,7 @@ mod tests {
         traces.on_run_loaded("g", &loaded(0, 2), false);
         let (trace, _) = traces.shown("g", true).expect("the earlier run");
         assert!(
-            trace.nodes.iter().all(|n| n.status.is_finished()),
+            trace.nodes.iter().all(|n| n.exec.status.is_finished()),
             "read to its end: {trace:?}"
         );
         assert!(traces.shown("g", false).is_none());

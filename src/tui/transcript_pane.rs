@@ -548,6 +548,9 @@ pub enum Subject<'a> {
         window: Option<u64>,
         /// Characters of the system prompt the session sends.
         system_chars: usize,
+        /// What confines the processes it starts (`sandbox: workspace-write, network on`);
+        /// `None` when it starts none.
+        sandbox: Option<String>,
     },
     Group {
         id: GroupId,
@@ -638,8 +641,12 @@ fn render(pane_state: &mut TranscriptPane, frame: &mut Frame<'_>, area: Rect, pr
             model,
             window,
             system_chars,
+            sandbox,
         } => {
             let mut title = session_title(name, *role, model);
+            if let Some(sandbox) = sandbox {
+                title.push_str(&format!("· {sandbox} "));
+            }
             let meter = pane_state.views.get(id).map(|v| {
                 let tokens = context::next_request_tokens(&v.messages, *system_chars);
                 meter_line(tokens, *window, &props.keys.new_conversation)
@@ -962,7 +969,7 @@ fn render_group(
         .iter()
         .map(|entry| {
             let card = cards?.get(entry.card.as_deref()?)?;
-            let selected = cards?.selected.as_deref() == Some(card.id.as_str());
+            let selected = cards?.selected.as_deref() == Some(card.exec.id.as_str());
             let style = if selected {
                 card.style().add_modifier(Modifier::REVERSED)
             } else {
@@ -1006,7 +1013,7 @@ fn render_group(
                             .map(|(text, style)| Cell::Timeline { text, style }),
                     );
                 }
-                if reveal.as_deref() == Some(card.id.as_str()) {
+                if reveal.as_deref() == Some(card.exec.id.as_str()) {
                     revealed = Some((at, cells.len() - 1));
                 }
             }

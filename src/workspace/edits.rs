@@ -188,6 +188,12 @@ impl Edits {
             .ok_or_else(|| EditError::Worktree("no worktrees folder is configured for this workspace".into()))
     }
 
+    /// The sandbox of a session's processes, for its header (see `Engine::sandbox_label`);
+    /// `None` without an engine or for a session that starts no process.
+    pub fn sandbox_label(&self, session_id: &str) -> Option<String> {
+        self.engine.as_ref()?.sandbox_label(session_id)
+    }
+
     /// The organization, read-only.
     pub fn view(&self) -> OrgView {
         self.org.view()
@@ -665,6 +671,13 @@ impl Edits {
             for id in &removal.sessions {
                 if let Err(e) = t.remove(id) {
                     tracing::warn!(session = %id, error = %e, "cannot delete a transcript");
+                }
+            }
+        }
+        if let Some(runs) = &self.runs {
+            for id in &removal.sessions {
+                if let Err(e) = runs.remove_session(id) {
+                    tracing::warn!(session = %id, error = %e, "cannot delete a session's run files");
                 }
             }
         }

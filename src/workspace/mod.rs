@@ -10,6 +10,7 @@ mod history;
 mod prune;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -58,16 +59,36 @@ pub fn engine_options(
     repo: &std::path::Path,
     env: &crate::env::Env,
     approval: ApprovalPolicy,
+    baseline: crate::sandbox::Baseline,
 ) -> EngineOptions {
     EngineOptions {
         max_concurrency: config.max_concurrency,
-        tools: crate::tools::mcp::toolbox_in(&config.mcp_servers, repo, env),
+        tools: crate::tools::mcp::toolbox_in(&config.mcp_servers, repo, &baseline, env),
         approval,
         max_tool_rounds: config.max_tool_rounds,
         tool_result_max_bytes: config.tool_result_max_bytes,
         default_budget: config.budget,
         default_dispatch: config.dispatch.clone(),
+        sandbox: baseline,
+        hooks: config.hooks.clone(),
         ..EngineOptions::default()
+    }
+}
+
+/// Where every sandbox of a configuration starts: config.yaml's `sandbox:`, `huddle run
+/// --sandbox` (`cli`) and this machine (home, the data dir).
+pub fn baseline(
+    paths: &Paths,
+    config: &Config,
+    cli: Option<crate::sandbox::SandboxMode>,
+) -> crate::sandbox::Baseline {
+    crate::sandbox::Baseline {
+        config: config.sandbox.clone(),
+        cli,
+        host: Arc::new(crate::sandbox::Host::from_env(
+            Some(paths.data_dir.clone()),
+            Some(paths.config_dir.clone()),
+        )),
     }
 }
 
@@ -82,17 +103,30 @@ impl Workspace {
         repo: PathBuf,
         approval: ApprovalPolicy,
     ) -> Result<Workspace, OpenError> {
-        let lock = DataDirLock::acquire(&paths.lock_file())?;
-        Workspace::open_locked(lock, paths, config, repo, approval)
+        Workspace::open_sandboxed(paths, config, repo, approval, None)
     }
 
-    /// [`Workspace::open`] with the lock taken already (the host waits for it).
+    /// As [`Workspace::open`], with the sandbox mode of `huddle run --sandbox` over every level
+    /// (config.yaml, teams, members, MCP servers).
+    pub fn open_sandboxed(
+        paths: &Paths,
+        config: &Config,
+        repo: PathBuf,
+        approval: ApprovalPolicy,
+        sandbox_cli: Option<crate::sandbox::SandboxMode>,
+    ) -> Result<Workspace, OpenError> {
+        let lock = DataDirLock::acquire(&paths.lock_file())?;
+        Workspace::open_locked(lock, paths, config, repo, approval, sandbox_cli)
+    }
+
+    /// [`Workspace::open_sandboxed`] with the lock taken already (the host waits for it).
     pub fn open_locked(
         lock: DataDirLock,
         paths: &Paths,
         config: &Config,
         repo: PathBuf,
         approval: ApprovalPolicy,
+        sandbox_cli: Option<crate::sandbox::SandboxMode>,
     ) -> Result<Workspace, OpenError> {
         let loaded = OrganizationFile::new(paths.organization_file()).load()?;
         let providers = crate::sim::providers(config)?;
@@ -101,12 +135,13 @@ impl Workspace {
         let (sink, events) = EventSink::channel();
         let sink = sink.with_run_log(RunLog::start(runs.clone(), config.runs_kept));
         let transcripts = Transcripts::new(paths.sessions_dir());
+        let baseline = baseline(paths, config, sandbox_cli);
         let engine = Engine::new(
             providers,
             org.clone(),
             transcripts.clone(),
             sink,
-            engine_options(config, &repo, &crate::env::Env::process(), approval),
+            engine_options(config, &repo, &crate::env::Env::process(), approval, baseline),
         );
         // Worktrees vanished or not recorded (a crash between `git worktree add` and the save)
         // are reported, never deleted. No git runs when no team ever had a worktree.

@@ -63,12 +63,24 @@ fn setup(fresh: &str, resume_options: &[&str], stored: Option<AgentSession>) -> 
         Duration::from_millis(5),
     );
     let (sink, events) = EventSink::channel();
+    // The stand-in agent runs in its sandbox (the default) and logs its runs to the temp dir,
+    // which is let in.
+    let sandbox = huddle::sandbox::Baseline {
+        config: huddle::sandbox::SandboxSettings {
+            allow_write: vec![dir.path().display().to_string()],
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     let engine = Engine::new(
         huddle::sim::providers(&config).expect("providers"),
         org.clone(),
         Transcripts::new(dir.path().join("sessions")),
         sink,
-        EngineOptions::default(),
+        EngineOptions {
+            sandbox,
+            ..EngineOptions::default()
+        },
     );
     Agent {
         engine,
@@ -312,4 +324,47 @@ async fn a_failed_agent_turn_keeps_its_steps_and_every_call_has_a_result() {
     assert_eq!((calls, results), (1, 1));
     // The session id arrived before the cut: kept, so the next turn resumes.
     assert_eq!(agent.stored(), claude(TOOL_USE_SESSION));
+}
+
+/// A CLI agent runs its own tools: a post_tool_use hook sees each of its calls with the
+/// result once its turn is over (before, huddle cannot hold them up), and an objection is
+/// reported and written into the transcript.
+#[tokio::test]
+async fn a_post_tool_use_hook_sees_the_agents_own_calls_after_its_turn() {
+    let mut agent = setup("claude-tool-use.jsonl", &[], None);
+    let dir = agent.log.parent().expect("dir").to_path_buf();
+    let hooks: huddle::hooks::Hooks = serde_yaml::from_str(&format!(
+        "post_tool_use:\n  - matcher: Bash\n    command: [sh, -c, \"cat > {}/post.json; echo 'no ls here' >&2; exit 2\"]\n",
+        dir.display()
+    ))
+    .expect("hooks");
+    let id = agent.session_id.clone();
+    agent
+        .org
+        .update(|o| o.session_mut(&id).expect("session").hooks = hooks);
+    let turn = agent.ask("List the files", None).await;
+    assert!(turn.success, "{:?}", turn.error);
+    let seen: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("post.json")).expect("input")).expect("json");
+    assert_eq!(seen["hook_event_name"], "PostToolUse");
+    assert_eq!(seen["tool_name"], "Bash");
+    assert!(
+        seen["tool_response"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("total 1976"),
+        "{seen}"
+    );
+    let events = agent.drain();
+    assert!(events.iter().any(|e| matches!(
+        &e.kind,
+        EventKind::HookBlocked { hook_event, tool: Some(tool), reason, .. }
+            if hook_event == "post_tool_use" && tool == "Bash" && reason == "no ls here"
+    )));
+    assert!(
+        agent
+            .transcript()
+            .iter()
+            .any(|m| m.text.contains("objected to the agent's `Bash`: no ls here"))
+    );
 }

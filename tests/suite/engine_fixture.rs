@@ -199,14 +199,46 @@ impl Fixture {
         )
         .expect("config");
         let (sink, events) = EventSink::channel();
+        // The agents run in their sandbox (the default): what they write for the test to read
+        // goes to `dir`, which is let in.
+        let sandbox = huddle::sandbox::Baseline {
+            config: huddle::sandbox::SandboxSettings {
+                allow_write: vec![dir.display().to_string()],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
         self.engine = Engine::new(
             fast_providers(&config),
             self.org.clone(),
             self.transcripts.clone(),
             sink,
-            EngineOptions::default(),
+            EngineOptions {
+                sandbox,
+                ..EngineOptions::default()
+            },
         );
         self.events = events;
+    }
+
+    /// Swaps the engine for one that also writes run files (`runs_kept`: `keep`) under
+    /// `<dir>/runs`; returns them.
+    pub fn with_run_log(&mut self, keep: usize) -> huddle::store::RunFiles {
+        let files = huddle::store::RunFiles::new(self.dir.path().join("runs"));
+        let (sink, events) = EventSink::channel();
+        let sink = sink.with_run_log(huddle::store::RunLog::start(files.clone(), keep));
+        self.engine = Engine::new(
+            fast_providers(&config_for(&self.server)),
+            self.org.clone(),
+            self.transcripts.clone(),
+            sink,
+            EngineOptions {
+                error_backoff: Duration::from_millis(10),
+                ..EngineOptions::default()
+            },
+        );
+        self.events = events;
+        files
     }
 
     /// Waits until `model` has received at least `n` requests.

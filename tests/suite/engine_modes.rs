@@ -87,7 +87,7 @@ async fn orchestrator_plans_dispatches_in_parallel_and_synthesizes() {
 
     let plan = &f.prompts(ORCH)[0];
     assert!(
-        plan.contains("Explain the thing") && plan.contains("t-alpha") && plan.contains("t-beta"),
+        plan.contains("Explain the thing") && plan.contains("- `alpha`") && plan.contains("- `beta`"),
         "{plan}"
     );
     assert!(
@@ -121,6 +121,57 @@ async fn orchestrator_plans_dispatches_in_parallel_and_synthesizes() {
         })
         .collect();
     assert_eq!(phases, ["Plan", "Dispatch", "Collect", "Synthesize"]);
+}
+
+#[tokio::test]
+async fn a_second_team_from_a_preset_is_planned_by_handle() {
+    // The second team made from a preset: its session names were made unique, its members'
+    // handles (their preset names) were kept.
+    let mut f = team(Mode::Orchestrator, &["alpha", "beta"], false, 1).await;
+    f.org.update(|o| {
+        for s in o.sessions.iter_mut() {
+            if let Some(handle) = s.name.strip_prefix("t-") {
+                s.handle = Some(handle.to_string());
+                s.name = format!("{}-2", s.name);
+            }
+        }
+    });
+    f.server.script(
+        ORCH,
+        vec![
+            Reply::text("@worker:alpha\nPart A.\n@end\n@worker:t-beta-2\nPart B.\n@end\n"),
+            Reply::text("COMBINED"),
+        ],
+    );
+    f.server.script("w-alpha", vec![Reply::text("alpha result text")]);
+    f.server.script("w-beta", vec![Reply::text("beta result text")]);
+    let report = f.run("Explain").await;
+    assert_eq!(report.final_text, "COMBINED");
+    let plan = &f.prompts(ORCH)[0];
+    assert!(
+        plan.contains("- `alpha`") && plan.contains("- `beta`") && !plan.contains("alpha-2"),
+        "the workers are listed by handle: {plan}"
+    );
+    assert!(
+        f.prompts("w-alpha")[0].contains("Part A."),
+        "`@worker:alpha` reached the worker"
+    );
+    assert!(
+        f.prompts("w-beta")[0].contains("Part B."),
+        "a session name is still accepted"
+    );
+    let synth = &f.prompts(ORCH)[1];
+    assert!(
+        synth.contains("### alpha (") && synth.contains("### beta ("),
+        "results come back under the handles: {synth}"
+    );
+    let events = f.drain();
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::AssignmentDropped { .. })),
+        "nothing dropped"
+    );
 }
 
 #[tokio::test]
@@ -230,13 +281,20 @@ async fn a_round_where_everyone_failed_says_so_once() {
     assert!(why.starts_with("every session failed"), "{why}");
     assert!(report.summary.starts_with("Run failed"), "{}", report.summary);
     assert!(!report.summary.contains("completed"), "{}", report.summary);
-    let finished = f
-        .drain()
-        .into_iter()
-        .find_map(|e| match e.kind {
-            EventKind::CycleFinished { summary, .. } => Some(summary),
+    assert_eq!(report.outcome, CycleOutcome::Failed);
+    let events = f.drain();
+    let (outcome, finished) = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::CycleFinished { outcome, summary, .. } => Some((*outcome, summary.clone())),
             _ => None,
         })
         .expect("cycle_finished");
     assert_eq!(finished, report.summary);
+    assert_eq!(outcome, CycleOutcome::Failed, "cycle_finished says it failed");
+    let ended = events.iter().find_map(|e| match &e.kind {
+        EventKind::RunEnded { outcome, .. } => Some(*outcome),
+        _ => None,
+    });
+    assert_eq!(ended, Some(Some(CycleOutcome::Failed)));
 }

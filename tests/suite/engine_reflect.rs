@@ -365,7 +365,7 @@ async fn no_assignment_on_the_first_plan_nudges_then_sends_the_request_to_everyo
     assert_eq!(report.outcome, CycleOutcome::GoalMet);
     let orch = f.prompts(ORCH);
     assert!(
-        orch[1].contains("@worker:") && orch[1].contains("t-alpha"),
+        orch[1].contains("@worker:") && orch[1].contains("`alpha`"),
         "the nudge lists workers: {}",
         orch[1]
     );
@@ -576,7 +576,7 @@ async fn failed_workers_are_synthesized_not_treated_as_an_error() {
     assert_eq!(report.outcome, CycleOutcome::GoalMet);
     let synth = &f.prompts(ORCH)[1];
     assert!(
-        synth.contains("t-alpha") && synth.contains("failed"),
+        synth.contains("### alpha (failed"),
         "failures reach the synthesis: {synth}"
     );
     assert!(

@@ -58,6 +58,10 @@ async fn a_run_dropped_before_it_ran_still_ends_once_and_a_second_team_run_is_re
         .err()
         .expect("refused");
     assert!(matches!(second, EngineError::AlreadyRunning(_)), "{second}");
+    assert!(
+        second.to_string().starts_with("group `t` is already running"),
+        "quoted once: {second}"
+    );
     drop(run);
     assert!(!f.engine.is_running(&key));
     let events = f.drain();
@@ -181,4 +185,55 @@ async fn chats_sent_at_once_to_one_session_run_one_at_a_time_in_order() {
         })
         .collect();
     assert_eq!(started, [1, 2, 3]);
+}
+
+#[tokio::test]
+async fn a_members_direct_chats_are_its_own_runs_not_the_teams() {
+    // runs_kept 2: one team run, then three chats with a member (`u` asks again the same way).
+    let mut f = team(Mode::Broadcast, &["a", "b"], false, 1).await;
+    let files = f.with_run_log(2);
+    f.server.script("w-a", vec![Reply::text("team answer a")]);
+    f.server.script("w-b", vec![Reply::text("team answer b")]);
+    f.run("the team's question").await;
+    let a = f.session_id("t-a");
+    for k in 1..=3 {
+        f.server
+            .script("w-a", vec![Reply::text(&format!("chat answer {k}"))]);
+        let chat = f
+            .engine
+            .start_chat(&a, format!("chat {k}"), None)
+            .expect("registered");
+        tokio::time::timeout(HANG_GUARD, chat)
+            .await
+            .expect("the chat ends");
+    }
+    f.engine.flush().expect("flushed");
+    let team_runs = files.list(&f.group_id).expect("the team's runs");
+    assert_eq!(
+        team_runs.len(),
+        1,
+        "only the team's run is the team's: {team_runs:?}"
+    );
+    let lines = files.read_lines(&f.group_id, &team_runs[0]).expect("read");
+    assert!(
+        lines.iter().any(|l| l.contains("\"key\":{\"kind\":\"team\"")),
+        "the team's run: {lines:?}"
+    );
+    assert!(!lines.iter().any(|l| l.contains("chat ")), "{lines:?}");
+    let chats = files
+        .list_of(&huddle::store::RunOwner::Session(a.clone()))
+        .expect("the member's runs");
+    assert_eq!(
+        chats.len(),
+        2,
+        "the member's chats, kept as runs_kept says: {chats:?}"
+    );
+    let newest = files
+        .read_lines_of(&huddle::store::RunOwner::Session(a), &chats[1])
+        .expect("read");
+    assert!(
+        newest.iter().any(|l| l.contains("\"kind\":\"chat\""))
+            && newest.iter().any(|l| l.contains("run_ended")),
+        "{newest:?}"
+    );
 }

@@ -285,6 +285,48 @@ fn a_plain_question_reads_stdin_and_bad_usage_exits_2() {
 }
 
 #[test]
+fn a_broadcast_where_every_member_failed_ends_failed_in_its_events_too() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        "providers:\n  - { name: broken, kind: command, command: [\"sh\", \"-c\", \"echo no >&2; exit 3\"] }\n",
+    )
+    .unwrap();
+    let out = huddle(
+        home.path(),
+        &[
+            "run",
+            "--preset",
+            "Research Panel",
+            "--model",
+            "broken/x",
+            "--events",
+            "q",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("every session failed"),
+        "{}",
+        text(&out.stderr)
+    );
+    let events: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let finished = events
+        .iter()
+        .find(|e| e["event"] == "cycle_finished")
+        .expect("cycle_finished");
+    assert_eq!(finished["outcome"], "failed", "{finished}");
+    let ended = events
+        .iter()
+        .find(|e| e["event"] == "run_ended")
+        .expect("run_ended");
+    assert_eq!(ended["outcome"], "failed", "{ended}");
+}
+
+#[test]
 fn a_second_process_is_refused_while_the_data_dir_is_locked() {
     let home = tempfile::tempdir().unwrap();
     let _lock = DataDirLock::acquire(&home.path().join("huddle.lock")).unwrap();

@@ -16,7 +16,7 @@ fn the_support_desk_runs_a_request_to_its_end_and_continues_the_conversation() {
     );
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("runs in pipeline mode"), "{stderr}");
+    assert!(stderr.contains("pipeline run"), "{stderr}");
     for line in [
         "phase start → intake (triage): the first stage",
         "triage ⇒ handler: ready for the next stage",

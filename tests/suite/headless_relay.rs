@@ -24,6 +24,36 @@ fn groups(home: &Path) -> usize {
 }
 
 #[test]
+fn a_second_negotiator_runs_too_its_members_found_by_handle() {
+    // Each `huddle run --preset` makes a team; the second one's session names are made unique
+    // (`negotiator-negotiator-2`), its handles (what `relay:` names) are not.
+    let home = home();
+    for run in 1..=2 {
+        let out = huddle(
+            home.path(),
+            &[
+                "run",
+                "--preset",
+                "Negotiator",
+                "--approval",
+                "full_auto",
+                "Buy the bike",
+            ],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "run {run}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("Relay completed"),
+            "run {run}"
+        );
+    }
+}
+
+#[test]
 fn the_negotiator_runs_headless_in_full_auto_to_completion() {
     let home = home();
     let out = huddle(

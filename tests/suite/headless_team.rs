@@ -18,12 +18,12 @@ fn the_panel_deliberates_and_the_chair_answers_on_the_sim() {
     );
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("runs in team mode"), "{stderr}");
+    assert!(stderr.contains("team run"), "{stderr}");
     for line in [
         "📣 advocate (turn 1, update): As advocate, on \"Should we adopt a four-day week?\"",
         "📣 skeptic (turn 1, update): As skeptic,",
         "📣 pragmatist (turn 1, update): As pragmatist,",
-        "📣 orchestrator (supervisor, turn 1, update): Thanks,",
+        "📢 orchestrator (supervisor, turn 1, update): Thanks,",
     ] {
         assert!(stderr.contains(line), "missing `{line}`: {stderr}");
     }
@@ -33,7 +33,7 @@ fn the_panel_deliberates_and_the_chair_answers_on_the_sim() {
         "every member leaves: {stderr}"
     );
     assert!(
-        !stderr.contains("team_broadcast {"),
+        !stderr.contains("team_broadcast("),
         "broadcasts are printed as such"
     );
     assert!(stdout.starts_with("## Final answer"), "{stdout}");

@@ -157,6 +157,68 @@ async fn a_run_goes_through_the_owner_whose_front_end_sees_it_live() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_running_is_said_to_run_not_to_be_interrupted() {
+    let owner = Owner::open("sim/demo");
+    // A reflect team, made by a run of its own, then run in the owner (slowly).
+    let made = owner
+        .run(&[
+            "run",
+            "--preset",
+            "Code Review Team",
+            "--max-iterations",
+            "1",
+            "warm up",
+        ])
+        .await;
+    assert!(made.status.code().is_some(), "{}", stderr(&made));
+    let (group_id, name) = owner
+        .org
+        .read(|o| {
+            o.groups
+                .iter()
+                .find(|g| g.name.starts_with("Code Review Team · run "))
+                .map(|g| (g.id.clone(), g.name.clone()))
+        })
+        .expect("the team");
+    let engine = owner.engine.clone();
+    let run = engine
+        .start_group(
+            &group_id,
+            "Review fn add".into(),
+            huddle::engine::RunOverrides {
+                model: Some("sim/slow-2s".into()),
+                ..Default::default()
+            },
+        )
+        .expect("it starts");
+    let running = tokio::spawn(run);
+    let key = huddle::engine::events::RunKey::team(&group_id);
+    while !engine.is_running(&key) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for extra in [
+        vec!["again"],
+        vec!["--resume"],
+        vec!["--discard-interrupted", "again"],
+    ] {
+        let mut args = vec!["run", "--group", name.as_str()];
+        args.extend(extra.iter().copied());
+        let out = owner.run(&args).await;
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {err}");
+        assert!(
+            err.contains(&format!("group `{name}` is running")) && err.contains("huddle stop"),
+            "{extra:?}: {err}"
+        );
+        assert!(!err.contains("interrupted cycle"), "{extra:?}: {err}");
+        assert!(!err.contains("``"), "no doubled backticks: {err}");
+    }
+    assert!(engine.is_running(&key), "the run in progress goes on");
+    engine.stop(&key);
+    let _ = running.await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ndjson_and_exit_codes_are_those_of_a_run_of_its_own_host() {
     const ARGS: [&str; 7] = [
         "run",

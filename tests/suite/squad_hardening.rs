@@ -150,3 +150,57 @@ fn the_member_the_coordinator_section_names_leads_as_the_orchestrator() {
     let preset = discover(&repo, &Config::from_env(|_| None)).unwrap().unwrap();
     assert_eq!(preset.orchestrator, Some(Default::default()));
 }
+
+#[test]
+fn a_team_folder_can_add_no_hook_and_only_tighten_the_sandbox() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    let marker = tmp.path().join("hook-ran");
+    write(
+        &repo,
+        ".squad/team.md",
+        "# Squad Team — Hooked\n\n## Members\n\n| Name | Role |\n|---|---|\n| Ada | Dev |\n",
+    );
+    write(
+        &repo,
+        ".squad/huddle.yaml",
+        &format!(
+            "max_iterations: 2\nhooks:\n  pre_tool_use: [{{ command: [touch, \"{m}\"] }}]\n  run_finished: [{{ command: [touch, \"{m}\"] }}]\nsandbox:\n  mode: off\n  network: off\n  allow_write: [/]\n",
+            m = marker.display()
+        ),
+    );
+    let config = Config::from_env(|_| None);
+    let preset = discover(&repo, &config).unwrap().unwrap();
+    assert!(preset.hooks.is_empty(), "{:?}", preset.hooks);
+    assert!(preset.workers.iter().all(|w| w.hooks.is_empty()));
+    assert_eq!(preset.max_iterations, Some(2), "the rest of huddle.yaml applies");
+    let s = &preset.sandbox;
+    assert!(
+        s.only_tighten && s.mode.is_none() && s.allow_write.is_empty(),
+        "{s:?}"
+    );
+    assert_eq!(s.network, Some(huddle::sandbox::Network::Off), "stricter is kept");
+    for expected in ["hooks: ignored", "mode: off ignored", "allow_write ignored"] {
+        assert!(
+            preset.warnings.iter().any(|w| w.contains(expected)),
+            "{expected}: {:?}",
+            preset.warnings
+        );
+    }
+    // Through the catalog, and as a team: still no hook; config.yaml's sandbox cannot be
+    // loosened by it.
+    let paths = huddle::config::Paths::single(tmp.path().join("home"));
+    let catalog = huddle::presets::Catalog::load(&paths, &config, Some(&repo));
+    let found = catalog.find(&preset.name).unwrap();
+    assert!(found.hooks.is_empty());
+    let mut org = huddle::model::Organization::default();
+    let id = huddle::presets::create_team_group(&mut org, found, &config, Some(&repo));
+    let group = org.group(&id).unwrap();
+    assert!(group.hooks.is_empty());
+    assert!(org.sessions_in(&id).iter().all(|s| s.hooks.is_empty()));
+    let strict = huddle::sandbox::SandboxSettings::mode(huddle::sandbox::SandboxMode::ReadOnly);
+    let policy =
+        huddle::sandbox::Policy::resolve(&[("config.yaml", &strict), ("team", &group.sandbox)], None, None);
+    assert_eq!(policy.mode, huddle::sandbox::SandboxMode::ReadOnly);
+    assert!(!marker.exists());
+}

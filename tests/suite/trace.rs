@@ -376,14 +376,14 @@ fn a_nested_dispatch_run_prints_as_a_tree() {
     assert_eq!(code, Some(0), "{err}");
     let expected = r#"Incidents · run 20261124T060000000Z-d15a7c00 · dispatch · completed · 12.0s · 2900 tokens
   result: Root cause: the orders DB pool
-└── exec-1 lead (orchestrator) completed 12.0s 1500 tok — Root cause: the orders DB pool
-    ├── tool dispatch_agent ok 0ms — {"execution_id":"exec-2","status":"accepted"}
-    ├── exec-2 logs (sub_agent) completed 4.0s 900 tok — DB pool exhausted at 10:02
-    │   ├── tool logs.search ok 40ms — 412 timeouts
-    │   ├── tool logs.tail failed 40ms — permission denied
-    │   └── exec-5 logs (clarification) completed 1.0s 80 tok — The orders pool
-    ├── exec-3 metrics (sub_agent) cancelled 5.0s 120 tok — error: cancelled by the orchestrator
-    └── exec-4 deploys (sub_agent, queued) completed 3.0s 300 tok — v2.3 deployed at 09:58
+└── exec-1 lead (orchestrator) · ✓ completed 12.0s · 1500 tok — Root cause: the orders DB pool
+    ├── ✓ dispatch_agent 0ms: {"execution_id":"exec-2","status":"accepted"}
+    ├── exec-2 logs · ✓ completed 4.0s · 900 tok — DB pool exhausted at 10:02
+    │   ├── ✓ logs.search 40ms: 412 timeouts
+    │   ├── ✗ logs.tail 40ms: permission denied
+    │   └── exec-5 logs (clarification) · ✓ completed 1.0s · 80 tok — The orders pool
+    ├── exec-3 metrics · ⊘ cancelled 5.0s · 120 tok — cancelled by the orchestrator
+    └── exec-4 deploys · ✓ completed 3.0s · 300 tok — v2.3 deployed at 09:58
 "#;
     assert_eq!(out, expected, "\n{out}");
 
@@ -438,15 +438,15 @@ fn a_crashed_run_reads_as_a_tree_with_interrupted_executions() {
         "{out}"
     );
     assert!(
-        out.contains("└── exec-1 lead (orchestrator) interrupted — task: Why is checkout slow?"),
+        out.contains("└── exec-1 lead (orchestrator) · interrupted — task: Why is checkout slow?"),
         "{out}"
     );
     assert!(
-        out.contains("    ├── exec-2 logs (sub_agent) completed 2.0s 50 tok — nothing odd"),
+        out.contains("    ├── exec-2 logs · ✓ completed 2.0s · 50 tok — nothing odd"),
         "{out}"
     );
     assert!(
-        out.contains("    └── exec-3 metrics (sub_agent) interrupted — task: Check latency"),
+        out.contains("    └── exec-3 metrics · interrupted — task: Check latency"),
         "{out}"
     );
 
@@ -651,7 +651,7 @@ fn a_dispatch_run_the_sim_played_traces_its_sub_agents_under_the_orchestrator() 
     let (code, out, _) = trace(home.path(), &[]);
     assert_eq!(code, Some(0));
     assert!(
-        out.contains("└── exec-1 orchestrator (orchestrator) completed"),
+        out.contains("└── exec-1 orchestrator (orchestrator) · ✓ completed"),
         "{out}"
     );
     assert_eq!(
@@ -661,7 +661,7 @@ fn a_dispatch_run_the_sim_played_traces_its_sub_agents_under_the_orchestrator() 
         4,
         "{out}"
     );
-    assert!(out.contains("    ├── tool dispatch_agent ok"), "{out}");
+    assert!(out.contains("    ├── ✓ dispatch_agent "), "{out}");
 }
 
 /// A team run as the engine writes it: supervisor exec-1, member and supervisor turns under it,
@@ -832,12 +832,12 @@ fn a_team_run_shows_member_turns_and_their_broadcasts_under_the_supervisor() {
     assert_eq!(code, Some(0), "{err}");
     let expected = "\
 Incidents · run 20261124T090000000Z-7ea40000 · team · completed · 3.0s · 180 tokens
-└── exec-1 chair (supervisor) completed 3.0s 180 tok — Adopt it for new services
-    ├── exec-2 advocate (member_turn) completed 1.0s 100 tok — Shared.
-    │   └── broadcast from advocate (update, final, turn 1): Safer money code
-    ├── exec-3 skeptic (member_turn) completed 2.0s 50 tok — Shared.
-    │   └── broadcast from skeptic (update, final, turn 1): Hiring cost
-    └── exec-4 chair (supervisor_turn) completed 1.0s 30 tok — Adopt it for new services
+└── exec-1 chair (supervisor) · ✓ completed 3.0s · 180 tok — Adopt it for new services
+    ├── exec-2 advocate · ✓ completed 1.0s · 100 tok — Shared.
+    │   └── 📣 advocate (turn 1, update, final): Safer money code
+    ├── exec-3 skeptic · ✓ completed 2.0s · 50 tok — Shared.
+    │   └── 📣 skeptic (turn 1, update, final): Hiring cost
+    └── exec-4 chair (supervisor turn) · ✓ completed 1.0s · 30 tok — Adopt it for new services
 ";
     assert_eq!(out, expected, "\n{out}");
     let (_, out, _) = trace(home.path(), &["--json"]);
@@ -897,10 +897,10 @@ fn a_team_run_the_sim_played_traces_member_turns_and_broadcasts() {
 
     let (_, out, _) = trace(home.path(), &[]);
     assert!(out.contains("└── exec-1 "), "{out}");
-    assert!(out.contains(" (supervisor) completed"), "{out}");
-    assert!(out.contains("(update, final, turn "), "{out}");
+    assert!(out.contains(" (supervisor) · ✓ completed"), "{out}");
+    assert!(out.contains(", update, final): "), "{out}");
     assert!(
-        !out.contains("tool team_broadcast ok"),
+        !out.contains("✓ team_broadcast "),
         "shown as its broadcast: {out}"
     );
 }

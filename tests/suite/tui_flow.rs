@@ -93,7 +93,7 @@ fn a_flow_team_runs_from_the_composer_and_its_timeline_shows_every_hop() {
     for line in [
         "dispatcher ⇒ engineer (route, 2.3s, 321 tok): Looks like a bad deploy",
         // The advisors side by side, on one line.
-        "advisors of engineer: ✓ security (2.3s, 321 tok)  │  ✗ operations (2.3s, 321 tok): timed",
+        "✓ security advised engineer (2.3s, 321 tok)  │  ✗ operations advised engineer",
         "engineer → approver (handoff, 2.3s, 321 tok)",
         "✓ approver answered (2.3s, 321 tok)",
     ] {

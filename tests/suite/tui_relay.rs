@@ -187,7 +187,7 @@ fn the_banner_names_the_limit_that_ended_the_relay() {
     super::tui_support::run_ended(&mut app, &run, RunKey::team(&gid), None);
     let screen = screen_text(&render(&mut app, 120, 40));
     assert!(
-        screen.contains("■ relay stopped: limit reached: max_turns (8)"),
+        screen.contains("■ relay stopped after 8 turn(s): limit reached:"),
         "{screen}"
     );
 }

@@ -310,3 +310,77 @@ fn broadcast_workers_get_their_token_counts() {
     assert_eq!(workers.len(), 1, "{workers:?}");
     assert_eq!((workers[0].name.as_str(), workers[0].tokens), ("security", 123));
 }
+
+#[test]
+fn a_direct_chat_with_a_member_leaves_the_teams_finished_run_alone() {
+    let (mut app, id) = app_with_team(TEAM);
+    let security = app
+        .org
+        .read(|o| {
+            o.session_by_name("code-review-team-security")
+                .map(|s| s.id.clone())
+        })
+        .expect("member");
+    let finished = |session_id: &str, tokens: u64| EventKind::TurnFinished {
+        session_id: session_id.into(),
+        session: "code-review-team-security".into(),
+        generation: 1,
+        success: true,
+        interrupted: false,
+        duration_ms: 10,
+        usage: Some(Usage {
+            input_tokens: tokens,
+            output_tokens: 0,
+        }),
+        error: None,
+        message: None,
+    };
+    let team_run = run_started(&mut app, RunKey::team(&id));
+    engine_event(
+        &mut app,
+        &id,
+        Some(&team_run),
+        EventKind::CycleStarted {
+            mode: Mode::Broadcast,
+            max_iterations: 1,
+        },
+    );
+    engine_event(&mut app, &id, Some(&team_run), finished(&security, 100));
+    run_ended(&mut app, &team_run, RunKey::team(&id), None);
+    let before = app.team_panel.cycles[&id].clone();
+    assert_eq!(before.usage.total(), 100);
+
+    // The user chats with the member (or asks again with `u`): its own run.
+    let chat = run_started(&mut app, RunKey::chat(&security));
+    engine_event(
+        &mut app,
+        &id,
+        Some(&chat),
+        EventKind::TurnStarted {
+            session_id: security.clone(),
+            session: "code-review-team-security".into(),
+            generation: 2,
+            prompt: None,
+        },
+    );
+    let cycle = &app.team_panel.cycles[&id];
+    assert!(
+        cycle
+            .workers
+            .iter()
+            .all(|w| w.state != huddle::tui::cycle_view::WorkerState::Running),
+        "no spinner in the finished run: {:?}",
+        cycle.workers
+    );
+    engine_event(&mut app, &id, Some(&chat), finished(&security, 383));
+    run_ended(&mut app, &chat, RunKey::chat(&security), None);
+    let after = &app.team_panel.cycles[&id];
+    assert_eq!(
+        after.usage.total(),
+        100,
+        "the chat's tokens are not the team run's"
+    );
+    assert_eq!(after.workers, before.workers);
+    let text = screen_text(&render(&mut app, 120, 40));
+    assert!(!text.contains("383"), "{text}");
+}

@@ -211,6 +211,7 @@ pub fn approval_requested(
             server,
             tool,
             arguments: call.arguments.clone(),
+            reason: None,
         }
     })
 }

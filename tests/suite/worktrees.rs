@@ -372,8 +372,9 @@ async fn cwd_session_servers_run_once_per_worktree_and_sessions_reach_their_own(
     let state = e.home.join("state");
     std::fs::create_dir_all(&state).unwrap();
     let config = config(&format!(
-        "mcp_servers:\n  here: {{ command: [python3, \"{}\", \"{}\"], cwd: session, approval: auto, timeout_secs: 30 }}\n",
+        "mcp_servers:\n  here: {{ command: [python3, \"{}\", \"{}\"], cwd: session, approval: auto, timeout_secs: 30, sandbox: {{ allow_write: [\"{}\"] }} }}\n",
         script.display(),
+        state.display(),
         state.display()
     ));
     let team = preset(

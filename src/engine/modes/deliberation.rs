@@ -39,7 +39,7 @@ use super::super::run::Run;
 use super::super::session::{TurnOptions, TurnResult};
 use super::super::team::Member;
 use super::super::{EngineError, RunReport};
-use super::one_pass::{Steps, failed_pass, finish, finish_steps, phase, start, with_pending};
+use super::one_pass::{Steps, failed_pass, finish_steps, finish_with, phase, start, with_pending};
 
 pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, EngineError> {
     let (prompt, pending) = with_pending(run, prompt);
@@ -47,9 +47,13 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     phase(run, Phase::Dispatch);
     let Some(supervisor) = run.team.orchestrator.clone() else {
         run.restore_pending(pending);
-        let mut report = finish(run, CycleOutcome::Completed, String::new(), None);
-        report.failed = Some("the team has no supervisor (orchestrator) session".into());
-        return Ok(report);
+        return Ok(finish_with(
+            run,
+            CycleOutcome::Completed,
+            String::new(),
+            None,
+            Some("the team has no supervisor (orchestrator) session"),
+        ));
     };
     let mut team = Deliberation::new(run, &supervisor, prompt);
     let end = team.deliberate(run).await;

@@ -3,7 +3,13 @@
 //! `ask_agent`). Sub-agents run concurrently under the guardrails; each result is pushed into the
 //! orchestrator's conversation as a user message before its next model call. An answer without
 //! tool calls while sub-agents run is a wait: the next result wakes the orchestrator. An answer
-//! with nothing pending is the run's answer. Stop cancels everyone and keeps partial answers.
+//! with nothing pending is the run's answer; a wait never is (when what it waited for ends
+//! without a word, the orchestrator is asked for its answer). Stop cancels everyone and keeps
+//! partial answers.
+//!
+//! `max_iterations` counts the orchestrator's model calls that act (dispatch, cancel, ask, list,
+//! answer): a call that only waits for sub-agents is given back, so a slow sub-agent does not
+//! use up the investigation.
 //!
 //! One task drives it all: the orchestrator's turn and the sub-agents' turns are polled
 //! together here, so the run needs no task of its own per sub-agent.
@@ -26,6 +32,18 @@ use super::super::session::{TurnOptions, TurnResult};
 use super::super::{EngineError, RunReport};
 use super::dispatch_board::{Board, BoardSetup, Candidate, Job};
 use super::one_pass::{Steps, finish_steps, phase, with_pending};
+
+/// Said to an orchestrator whose last answer was a wait when nothing is left to wait for.
+const NOTHING_MORE: &str =
+    "No sub-agent is running and no result is left to come. Give your final answer now, from what you have.";
+
+/// The run's answer when the orchestrator's last word was a wait: what the sub-agents said.
+fn no_answer(board: &Board) -> String {
+    format!(
+        "The orchestrator gave no final answer (its last word was a wait). What the sub-agents reported:\n\n{}",
+        board.findings()
+    )
+}
 
 /// A sub-agent turn in flight: its board index, its result, whether it timed out.
 type Running = FuturesUnordered<BoxFuture<'static, (usize, TurnResult, bool)>>;
@@ -115,6 +133,9 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     let mut next_prompt = prompt;
     let mut answer: Option<String> = None;
     let mut failure: Option<String> = None;
+    // What the orchestrator said when it only waited: never its final answer.
+    let mut waits: Vec<String> = Vec::new();
+    let mut asked_for_answer = false;
     'run: loop {
         if !pause_point(run, &board, &mut running).await {
             break 'run;
@@ -145,7 +166,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
                     sub_agent_done(run, &board, index, &result, timed_out);
                 }
                 _ = board.changed.notified() => {}
-                _ = tokio::time::sleep_until(budget_at()), if !board.concluding() => board.conclude(&budget_note),
+                _ = tokio::time::sleep_until(budget_at()), if !board.cut_off() => board.conclude(&budget_note),
             }
             forward_user_messages(run, &board);
         };
@@ -175,9 +196,24 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
                 });
             }
         }
+        let is_wait = |text: &str| text.trim().is_empty() || waits.iter().any(|w| w == text.trim());
         if board.told_to_conclude() {
-            answer = Some(result.text);
+            answer = Some(if is_wait(&result.text) {
+                no_answer(&board)
+            } else {
+                result.text
+            });
             break 'run;
+        }
+        // Its last call answered without acting while something it had not seen was still to
+        // come: a wait.
+        let waited = said.is_empty() && board.outstanding();
+        if waited {
+            board.refund_wait();
+        }
+        let waited = waited || (said.is_empty() && is_wait(&result.text));
+        if waited {
+            waits.push(result.text.trim().to_string());
         }
         // Between turns: what waits for the orchestrator opens its next turn; with nothing
         // waiting and nothing running, its answer is the run's.
@@ -189,6 +225,18 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
                 continue 'run;
             }
             if !board.pending() {
+                if waited {
+                    // What it waited for ended without a word (it cancelled it), or it waits
+                    // again for nothing: a wait is never the answer. It is asked for one once;
+                    // then huddle gives what the sub-agents said.
+                    if asked_for_answer {
+                        answer = Some(no_answer(&board));
+                        break 'run;
+                    }
+                    asked_for_answer = true;
+                    next_prompt = format!("[huddle] {NOTHING_MORE}");
+                    continue 'run;
+                }
                 answer = Some(result.text);
                 break 'run;
             }
@@ -203,7 +251,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
                 }
                 _ = board.changed.notified() => {}
                 _ = cancel.cancelled() => break 'run,
-                _ = tokio::time::sleep_until(budget_at()), if !board.concluding() => board.conclude(&budget_note),
+                _ = tokio::time::sleep_until(budget_at()), if !board.cut_off() => board.conclude(&budget_note),
             }
         }
     }

@@ -32,6 +32,9 @@ pub(super) struct Candidate {
     pub session_id: String,
 }
 
+/// The longest line of a sub-agent's answer in [`Board::findings`].
+const FINDING_MAX_CHARS: usize = 300;
+
 /// One execution the orchestrator asked for.
 #[derive(Debug)]
 struct Entry {
@@ -46,6 +49,8 @@ struct Entry {
     cancelled_by: Option<CancelledBy>,
     started: Option<Instant>,
     duration: Duration,
+    /// The start of what it answered (or why it failed), once it ended.
+    said: Option<String>,
 }
 
 /// Who cancelled an execution: the orchestrator's own `cancel_agent` (its end is not pushed),
@@ -76,10 +81,13 @@ struct State {
     member_running: Vec<u32>,
     /// Messages for the orchestrator's next model call, in arrival order.
     inputs: VecDeque<String>,
-    /// The orchestrator's model calls so far.
+    /// The orchestrator's model calls so far, less those that only waited ([`Board::refund_wait`]).
     calls: u32,
     /// Why the orchestrator must conclude, once it must.
     conclude: Option<String>,
+    /// What ran or waited was cancelled for the conclusion (the time budget is spent): the
+    /// order to conclude does not wait for results any more.
+    cut_off: bool,
     /// The orchestrator was told to conclude.
     told_to_conclude: bool,
 }
@@ -229,6 +237,7 @@ impl Board {
             cancelled_by: None,
             started: None,
             duration: Duration::ZERO,
+            said: None,
         });
         let status = if now {
             self.begin(&mut state, index);
@@ -395,6 +404,11 @@ impl Board {
         finish.duration = entry.duration;
         self.executions.finish(&entry.tag, finish);
         let handle = &self.candidates[entry.member].handle;
+        entry.said = Some(match (&turn.error, turn.text.trim()) {
+            (_, text) if !text.is_empty() => crate::text::first_line(text, FINDING_MAX_CHARS),
+            (Some(error), _) => crate::text::first_line(error, FINDING_MAX_CHARS),
+            (None, _) => String::new(),
+        });
         let pushed = match status {
             ExecutionStatus::Completed => Some(pushed_result(
                 handle,
@@ -432,17 +446,39 @@ impl Board {
         self.changed.notify_one();
     }
 
-    /// The orchestrator must conclude (`why`): nothing more is dispatched, what is running or
-    /// queued is cancelled (partial answers stay in its transcript and execution).
+    /// The orchestrator must conclude now (`why`: the time budget is spent): nothing more is
+    /// dispatched, what is running or queued is cancelled (partial answers stay in its
+    /// transcript and execution, and are pushed with the order).
     pub fn conclude(&self, why: &str) {
+        let mut state = self.lock();
+        if state.cut_off {
+            return;
+        }
+        state.cut_off = true;
+        if !state.told_to_conclude {
+            state.conclude = Some(why.to_string());
+        }
+        self.cancel_outstanding(&mut state);
+        drop(state);
+        self.changed.notify_one();
+    }
+
+    /// The orchestrator's last step (`why`: `max_iterations`): nothing more is dispatched; what
+    /// runs or waits goes on, and the order to conclude comes with its results (a slow
+    /// sub-agent is waited for, not cut off).
+    fn last_step(&self, why: &str) {
         let mut state = self.lock();
         if state.conclude.is_some() {
             return;
         }
         state.conclude = Some(why.to_string());
-        self.cancel_outstanding(&mut state);
         drop(state);
         self.changed.notify_one();
+    }
+
+    /// True once what ran was cancelled for a conclusion ([`Board::conclude`]).
+    pub fn cut_off(&self) -> bool {
+        self.lock().cut_off
     }
 
     /// Cancels every running and queued execution (a stop, or the end of the run).
@@ -477,23 +513,42 @@ impl Board {
         state.running > 0 || !state.queue.is_empty()
     }
 
+    /// True while something the orchestrator has not seen yet is to come: a result (or a
+    /// message) waits for its next call, or a sub-agent that will report runs or waits (one it
+    /// cancelled itself reports nothing). An answer it gives then is a wait, not its final
+    /// answer.
+    pub fn outstanding(&self) -> bool {
+        let state = self.lock();
+        !state.inputs.is_empty()
+            || state
+                .entries
+                .iter()
+                .any(|e| !e.status.is_finished() && e.cancelled_by != Some(CancelledBy::Orchestrator))
+    }
+
+    /// The orchestrator's last call only waited for sub-agents: it does not count against
+    /// `max_iterations` (waiting for a slow sub-agent costs no step of the investigation).
+    pub fn refund_wait(&self) {
+        let mut state = self.lock();
+        if state.conclude.is_none() {
+            state.calls = state.calls.saturating_sub(1);
+        }
+    }
+
     /// True once the orchestrator was told to conclude.
     pub fn told_to_conclude(&self) -> bool {
         self.lock().told_to_conclude
-    }
-
-    pub fn concluding(&self) -> bool {
-        self.lock().conclude.is_some()
     }
 
     /// What waits for the orchestrator (pushed results, the note to conclude), taken.
     pub fn take_inputs(&self) -> Vec<String> {
         let mut state = self.lock();
         let mut inputs: Vec<String> = state.inputs.drain(..).collect();
-        // The order to conclude comes once what it cancelled has stopped, with what they said.
+        // The order to conclude comes once nothing runs or waits any more (what was cancelled
+        // has stopped), with what they said.
         if let Some(why) = state.conclude.clone()
             && !state.told_to_conclude
-            && state.running == 0
+            && settled(&state)
         {
             state.told_to_conclude = true;
             inputs.push(conclude_note(&why));
@@ -501,7 +556,8 @@ impl Board {
         inputs
     }
 
-    /// Counts one model call of the orchestrator; the one that reaches `max_calls` must conclude.
+    /// Counts one model call of the orchestrator; the one that reaches `max_calls` is its last
+    /// step: it concludes, once what it dispatched has reported.
     pub fn count_call(&self) {
         let reached = {
             let mut state = self.lock();
@@ -509,7 +565,7 @@ impl Board {
             state.calls >= self.max_calls
         };
         if reached {
-            self.conclude(&format!(
+            self.last_step(&format!(
                 "This is your last step (max_iterations {})",
                 self.max_calls
             ));
@@ -518,6 +574,31 @@ impl Board {
 
     pub fn calls(&self) -> u32 {
         self.lock().calls
+    }
+
+    /// What the sub-agents said, one line each (`- **logs** (exec-2, completed): …`): the
+    /// run's answer when the orchestrator gave none.
+    pub fn findings(&self) -> String {
+        let state = self.lock();
+        let lines: Vec<String> = state
+            .entries
+            .iter()
+            .filter_map(|e| {
+                let said = e.said.as_deref()?;
+                Some(format!(
+                    "- **{}** ({}, {}): {}",
+                    self.candidates[e.member].handle,
+                    e.tag.execution_id,
+                    e.status,
+                    if said.is_empty() { "(no answer)" } else { said }
+                ))
+            })
+            .collect();
+        if lines.is_empty() {
+            "No sub-agent reported back.".into()
+        } else {
+            lines.join("\n")
+        }
     }
 
     /// `Sub-agents: 4 dispatched — 2 completed, 1 failed, 1 cancelled` for the summary.
@@ -555,6 +636,11 @@ fn release(state: &mut State, index: usize) {
     }
 }
 
+/// Nothing runs, is about to start or waits for a place.
+fn settled(state: &State) -> bool {
+    state.running == 0 && state.queue.is_empty()
+}
+
 fn find<'s>(state: &'s State, execution_id: &str) -> Option<&'s Entry> {
     let id = execution_id.trim().trim_matches('`');
     state.entries.iter().find(|e| e.tag.execution_id == id)
@@ -579,19 +665,19 @@ impl TurnTools for Board {
     fn before_call(&self) -> BoxFuture<'_, BeforeCall> {
         Box::pin(async move {
             self.count_call();
-            // Told to conclude: first what was cancelled stops (the run's loop reports each
-            // end meanwhile), so its partial answer comes with the order.
+            // Told to conclude: first what runs finishes (or, cut off, stops; the run's loop
+            // reports each end meanwhile), so what it said comes with the order.
             loop {
-                let settled = self.settled.notified();
-                tokio::pin!(settled);
-                settled.as_mut().enable();
+                let ended = self.settled.notified();
+                tokio::pin!(ended);
+                ended.as_mut().enable();
                 {
                     let state = self.lock();
-                    if state.conclude.is_none() || state.told_to_conclude || state.running == 0 {
+                    if state.conclude.is_none() || state.told_to_conclude || settled(&state) {
                         break;
                     }
                 }
-                settled.await;
+                ended.await;
             }
             let inputs = self.take_inputs();
             BeforeCall {
@@ -697,7 +783,7 @@ mod tests {
         assert_eq!(next[0].tag.execution_id, "exec-4", "the first queued one");
         assert_eq!(
             board.take_inputs(),
-            vec!["[Sub-agent completed] a (exec-2): found".to_string()]
+            vec!["[Sub-agent completed] a (exec-2):\n> found".to_string()]
         );
         let events = kinds(&mut rx);
         assert!(
@@ -798,8 +884,8 @@ mod tests {
         assert_eq!(
             board.take_inputs(),
             vec![
-                "[Sub-agent failed] a (exec-2): HTTP 500; partial answer: half".to_string(),
-                "[Sub-agent failed] b (exec-3): timed out after 300s".to_string(),
+                "[Sub-agent failed] a (exec-2):\n> HTTP 500; partial answer: half".to_string(),
+                "[Sub-agent failed] b (exec-3):\n> timed out after 300s".to_string(),
             ]
         );
     }
@@ -825,7 +911,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_last_call_concludes_once_what_it_cancelled_stopped_with_what_it_said() {
+    async fn the_last_call_waits_for_what_runs_and_concludes_with_what_it_said() {
         let (board, _rx) = board(2, &["a"]);
         dispatch(&board, "a").unwrap();
         let jobs = board.take_jobs();
@@ -835,22 +921,18 @@ mod tests {
         tokio::pin!(third);
         assert!(
             futures::poll!(third.as_mut()).is_pending(),
-            "it waits for the cancelled sub-agent"
+            "it waits for the running sub-agent"
         );
-        assert!(jobs[0].cancel.is_cancelled());
-        let mut cut = TurnResult::failed(
-            "a",
-            "cancelled".into(),
-            Some(crate::providers::ErrorKind::Cancelled),
-        );
-        cut.text = "half way".into();
-        board.complete(jobs[0].index, &cut, false);
+        assert!(!jobs[0].cancel.is_cancelled(), "the last step cuts nobody off");
+        let mut done = TurnResult::failed("a", String::new(), None);
+        done.success = true;
+        done.error = None;
+        done.text = "all of it".into();
+        board.complete(jobs[0].index, &done, false);
         let third = third.await;
         assert!(third.conclude);
-        assert_eq!(
-            third.inputs[0],
-            "[Sub-agent failed] a (exec-2): cancelled: This is your last step (max_iterations 3); partial answer: half way"
-        );
+        assert_eq!(third.inputs[0], "[Sub-agent completed] a (exec-2):\n> all of it");
+        assert!(third.inputs[1].contains("This is your last step (max_iterations 3)"));
         assert!(third.inputs[1].contains("give your final answer now"));
         assert!(
             dispatch(&board, "a")

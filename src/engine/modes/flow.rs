@@ -25,7 +25,7 @@ use super::super::run::Run;
 use super::super::session::{TurnOptions, TurnResult};
 use super::super::team::{Member, Team};
 use super::super::{EngineError, RunReport};
-use super::one_pass::{finish, phase, start, with_pending};
+use super::one_pass::{finish_with, phase, start, with_pending};
 
 /// How deep a walk may nest (advisors of advisors, routes, handoffs) and how many turns a run
 /// may take: a backstop, since a flow's links are checked for cycles before it runs.
@@ -50,9 +50,13 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     let Some(entry) = entry else {
         // `check` saw the entry; it can only be gone if the team changed since.
         run.restore_pending(pending);
-        let mut report = finish(run, CycleOutcome::Completed, String::new(), None);
-        report.failed = Some("the flow's entry member is gone".into());
-        return Ok(report);
+        return Ok(finish_with(
+            run,
+            CycleOutcome::Completed,
+            String::new(),
+            None,
+            Some("the flow's entry member is gone"),
+        ));
     };
     let walk = Walk {
         run,
@@ -79,12 +83,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
             message: error.clone(),
         });
     }
-    let mut report = finish(run, outcome, leg.text, None);
-    if let Some(error) = failure {
-        report.summary = format!("Run failed: {error}");
-        report.failed = Some(error);
-    }
-    Ok(report)
+    Ok(finish_with(run, outcome, leg.text, None, failure.as_deref()))
 }
 
 /// What a walk from one member came to: the answer of the member that owns it and the totals

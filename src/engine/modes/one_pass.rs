@@ -34,8 +34,8 @@ pub(super) fn finish(
 }
 
 /// Ends a one-pass run; a run that could not do its work (`failure`) says so in its summary
-/// instead of calling itself completed.
-fn finish_with(
+/// and its outcome (`failed`) instead of calling itself completed.
+pub(super) fn finish_with(
     run: &Run<'_>,
     outcome: CycleOutcome,
     final_text: String,
@@ -66,7 +66,11 @@ pub(super) fn finish_steps(
     failure: Option<&str>,
     steps: Steps,
 ) -> RunReport {
-    let outcome = run.control().settle(outcome);
+    // A run that could not do its work did not complete: it failed (a stop stays a stop).
+    let outcome = match (outcome, failure) {
+        (CycleOutcome::Completed, Some(_)) => CycleOutcome::Failed,
+        _ => run.control().settle(outcome),
+    };
     let summary = match failure {
         Some(why) => format!("Run failed: {why}"),
         None => completion_summary(&SummaryInput {
@@ -165,12 +169,11 @@ pub(super) fn failed_pass(run: &mut Run<'_>, turn: &TurnResult, orchestrator: &M
         iteration: 1,
         message: error.clone(),
     });
-    let mut report = finish(
+    finish_with(
         run,
         CycleOutcome::Completed,
         turn.text.clone(),
         Some(orchestrator),
-    );
-    report.failed = Some(error);
-    report
+        Some(&error),
+    )
 }

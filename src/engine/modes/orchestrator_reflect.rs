@@ -14,7 +14,7 @@ use super::super::protocol::{
     AdjustmentInput, Assignment, EarlierResult, LastEvaluation, PlanFormat, PlanMode, Replan, TeamContext,
     WorkerResult, cycle_synthesis_prompt, evaluator_prompt, nudge_prompt, parse_evaluator_reply,
     parse_self_evaluation, pending_adjustments, planning_prompt, replan_prompt, strip_sentinel_lines,
-    synthesis_self_eval_prompt, trend,
+    synthesis_self_eval_prompt, trend, with_checks,
 };
 use super::super::run::Run;
 use super::super::session::TurnResult;
@@ -307,13 +307,23 @@ impl TeamCycle<'_, '_> {
         if self.run.cancelled() || !self.checkpoint().await {
             return Step::Cancelled;
         }
+        // The team's own checks (its iteration_finished hooks, e.g. the tests) once the workers
+        // are done: what they say goes to whoever judges the iteration.
+        let checks = self
+            .run
+            .shared
+            .iteration_finished_hooks(self.run.active, &self.run.team.group_id, iteration, &results)
+            .await;
 
         self.phase(iteration, Phase::Synthesize);
         let max = self.state.max_iterations;
         let earlier = self.remember(&results, iteration);
         let prompt = match self.evaluator {
             Some(_) => cycle_synthesis_prompt(&goal, &results, &earlier),
-            None => synthesis_self_eval_prompt(&goal, &results, &earlier, iteration, max),
+            None => with_checks(
+                synthesis_self_eval_prompt(&goal, &results, &earlier, iteration, max),
+                &checks,
+            ),
         };
         let orchestrator = self.orchestrator.clone();
         let synthesis = self.run.turn(&orchestrator, prompt, Some(iteration)).await;
@@ -333,7 +343,7 @@ impl TeamCycle<'_, '_> {
                     .run
                     .turn(
                         &evaluator,
-                        evaluator_prompt(&goal, &clean, iteration, max),
+                        with_checks(evaluator_prompt(&goal, &clean, iteration, max), &checks),
                         Some(iteration),
                     )
                     .await;

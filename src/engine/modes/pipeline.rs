@@ -25,7 +25,7 @@ use super::super::run::Run;
 use super::super::session::{TurnOptions, TurnResult};
 use super::super::team::{Member, Team};
 use super::super::{EngineError, RunReport};
-use super::one_pass::{finish, phase, start, with_pending};
+use super::one_pass::{finish_with, phase, start, with_pending};
 
 /// Handoffs one user message may cause: a backstop against members passing it around forever.
 pub const MAX_HANDOFFS_PER_MESSAGE: u32 = 8;
@@ -39,9 +39,13 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     phase(run, Phase::Dispatch);
     let Some(spec) = run.team.settings.pipeline.clone() else {
         run.restore_pending(pending);
-        let mut report = finish(run, CycleOutcome::Completed, String::new(), None);
-        report.failed = Some("the team has no pipeline stages".into());
-        return Ok(report);
+        return Ok(finish_with(
+            run,
+            CycleOutcome::Completed,
+            String::new(),
+            None,
+            Some("the team has no pipeline stages"),
+        ));
     };
     let group_id = run.team.group_id.clone();
     let state = run
@@ -70,12 +74,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     } else {
         CycleOutcome::Completed
     };
-    let mut report = finish(run, outcome, text, None);
-    if let Some(error) = failure {
-        report.summary = format!("Run failed: {error}");
-        report.failed = Some(error);
-    }
-    Ok(report)
+    Ok(finish_with(run, outcome, text, None, failure.as_deref()))
 }
 
 struct Pipe {

@@ -79,12 +79,23 @@ pub(super) async fn run(
     if let Some(approval) = overrides.relay_approval {
         settings.approval = approval;
     }
+    // The settings name members as the preset did, by their worker names: matched by handle (a
+    // second team from the same preset has session names made unique, `…-negotiator-2`, but
+    // the same handles); a session name, whole or less the team prefix, is accepted too.
     let slug = run.team.slug();
     let find = |name: &str| {
-        run.team.participants.iter().find(|m| {
-            m.name.eq_ignore_ascii_case(name)
-                || crate::naming::strip_team_prefix(&m.name, &slug).eq_ignore_ascii_case(name)
-        })
+        let name = name.trim();
+        let handle = crate::naming::slug(name);
+        let members = &run.team.participants;
+        members
+            .iter()
+            .find(|m| !handle.is_empty() && m.handle == handle)
+            .or_else(|| {
+                members.iter().find(|m| {
+                    m.name.eq_ignore_ascii_case(name)
+                        || crate::naming::strip_team_prefix(&m.name, &slug).eq_ignore_ascii_case(name)
+                })
+            })
     };
     let driver = find(&settings.driver).cloned().ok_or_else(|| {
         not_runnable(format!(

@@ -80,8 +80,13 @@ const MAX_NAME_WORDS: usize = 6;
 /// Parses an orchestrator reply against the group's worker session names. `team_name` is the
 /// group's name; a leading `<team name>-` is ignored on both sides when names are compared.
 pub fn parse_assignments<S: AsRef<str>>(text: &str, workers: &[S], team_name: &str) -> ParsedPlan {
-    let resolver = WorkerResolver::new(workers, team_name);
-    let mut plan = PlanBuilder::new(&resolver);
+    parse_assignments_for(text, &WorkerResolver::new(workers, team_name))
+}
+
+/// [`parse_assignments`] against a prepared resolver (one that knows the workers' handles:
+/// [`WorkerResolver::with_handles`]).
+pub fn parse_assignments_for(text: &str, resolver: &WorkerResolver<'_>) -> ParsedPlan {
+    let mut plan = PlanBuilder::new(resolver);
     if let Some(json) = find_json_plan(text) {
         for item in &json.items {
             plan.add_json_item(item);
@@ -90,7 +95,7 @@ pub fn parse_assignments<S: AsRef<str>>(text: &str, workers: &[S], team_name: &s
             // Nothing usable in the JSON: `@worker:` blocks, if any, are the plan. What the
             // JSON named is still reported as dropped.
             let dropped = std::mem::take(&mut plan.dropped);
-            let mut blocks = parse_blocks(text, PlanBuilder::new(&resolver));
+            let mut blocks = parse_blocks(text, PlanBuilder::new(resolver));
             if blocks.has_assignments() {
                 blocks.dropped.splice(0..0, dropped);
                 return blocks;

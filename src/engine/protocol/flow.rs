@@ -6,8 +6,6 @@ use serde_json::{Value, json};
 
 use crate::model::ToolSpec;
 
-use super::super::events::{EventKind, HopKind};
-
 /// The built-in tool a router ends with (the engine offers it, the sim calls it).
 pub const HANDOFF_TOOL: &str = "handoff_to";
 
@@ -176,38 +174,6 @@ pub fn advisor_failure_report(advisor: &str, error: &str) -> String {
     )
 }
 
-/// One line for a `flow_hop` event (headless progress, the TUI timeline); `None` for other
-/// events. Names and the message's first line come from models: callers sanitise for display.
-pub fn hop_line(event: &EventKind) -> Option<String> {
-    let EventKind::FlowHop {
-        from,
-        to,
-        kind,
-        message,
-        success,
-        duration_ms,
-        tokens,
-        ..
-    } = event
-    else {
-        return None;
-    };
-    let cost = format!("{:.1}s, {tokens} tok", *duration_ms as f64 / 1000.0);
-    let note = message
-        .as_deref()
-        .map(|m| format!(": {}", crate::text::first_line(m, 90)))
-        .unwrap_or_default();
-    let mark = if *success { "✓" } else { "✗" };
-    Some(match (kind, to) {
-        (HopKind::Route, Some(to)) => format!("{from} ⇒ {to} (route, {cost}){note}"),
-        (HopKind::Route, None) => format!("✗ {from}: no such destination{note}; asked again ({cost})"),
-        (HopKind::Handoff, Some(to)) => format!("{from} → {to} (handoff, {cost})"),
-        (HopKind::Advisor, Some(to)) => format!("{mark} {from} advised {to} ({cost}){note}"),
-        (HopKind::Answer, _) if *success => format!("✓ {from} answered ({cost})"),
-        (_, _) => format!("{mark} {from} ({kind:?}, {cost}){note}").to_lowercase(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,39 +269,5 @@ mod tests {
         );
         assert!(advisor_failure_report("a", "timed out after 5s").contains("`a` failed: timed out"));
         assert!(router_prompt("q", &dests()).contains("billing, tech"));
-    }
-
-    #[test]
-    fn hops_read_as_one_line() {
-        let hop = |kind, to: Option<&str>, message: Option<&str>, success| EventKind::FlowHop {
-            from: "triage".into(),
-            from_id: "s1".into(),
-            to: to.map(str::to_string),
-            to_id: None,
-            kind,
-            message: message.map(str::to_string),
-            success,
-            duration_ms: 1234,
-            tokens: 56,
-        };
-        let line = |e| hop_line(&e).unwrap();
-        assert_eq!(
-            line(hop(HopKind::Route, Some("tech"), Some("disk\nfull"), true)),
-            "triage ⇒ tech (route, 1.2s, 56 tok): disk"
-        );
-        assert_eq!(
-            line(hop(HopKind::Handoff, Some("tech"), None, true)),
-            "triage → tech (handoff, 1.2s, 56 tok)"
-        );
-        assert_eq!(
-            line(hop(HopKind::Advisor, Some("tech"), Some("timed out"), false)),
-            "✗ triage advised tech (1.2s, 56 tok): timed out"
-        );
-        assert_eq!(
-            line(hop(HopKind::Answer, None, None, true)),
-            "✓ triage answered (1.2s, 56 tok)"
-        );
-        assert!(line(hop(HopKind::Answer, None, Some("boom"), false)).starts_with("✗ triage (answer"));
-        assert!(hop_line(&EventKind::CyclePaused).is_none());
     }
 }

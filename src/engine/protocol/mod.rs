@@ -16,7 +16,9 @@ pub mod summary;
 pub mod team_talk;
 pub mod types;
 
-pub use assignments::{Assignment, Dropped, ParsedPlan, PlanFormat, TASK_SEPARATOR, parse_assignments};
+pub use assignments::{
+    Assignment, Dropped, ParsedPlan, PlanFormat, TASK_SEPARATOR, parse_assignments, parse_assignments_for,
+};
 pub use evaluation::{
     EvaluatorVerdict, PassFail, SelfEvaluation, SelfVerdict, is_reflection_complete, parse_evaluator_reply,
     parse_pass_fail, parse_self_evaluation,
@@ -26,7 +28,8 @@ pub use prompts::{
     EARLIER_RESULT_MAX_CHARS, EarlierResult, LastEvaluation, PlanMode, Replan, TeamContext, WorkerTask,
     WorktreeNote, cycle_synthesis_prompt, evaluator_prompt, nudge_prompt, planning_prompt, prompt_with_notes,
     reflection_evaluator_prompt, reflection_followup_prompt, replan_prompt, sequential_prompt,
-    synthesis_prompt, synthesis_self_eval_prompt, system_prompt_with_note, worker_prompt, worktree_note,
+    synthesis_prompt, synthesis_self_eval_prompt, system_prompt_with_note, with_checks, worker_prompt,
+    worktree_note,
 };
 pub use sentinels::{Sentinel, has_sentinel, sanitize_worker_text, strip_sentinel_lines};
 pub use stall::{

@@ -1,6 +1,8 @@
 //! Resolving a worker name written by a model to one of the group's session names.
 //!
-//! In order: exact ignoring case; the normalised form ([`slug`]: lower case, runs of
+//! In order: exact ignoring case; the worker's handle (the name it goes by in its team, kept
+//! when its session name had to be made unique: `alpha` for `crash-team-alpha-2`), written as
+//! is or with the team prefix; the normalised form ([`slug`]: lower case, runs of
 //! non-alphanumerics to `-`; then [`strip_team_prefix`], on both sides); then fuzzy, for a unique best
 //! candidate only. Containment alone never matches: `coder` is not `coder-session` and
 //! `worker-1` is not `worker-10`.
@@ -27,6 +29,8 @@ pub struct WorkerResolver<'w> {
     lower: Vec<String>,
     /// Normalised names with the team prefix removed.
     short: Vec<String>,
+    /// The workers' handles (slugs; empty for a worker without one).
+    handles: Vec<String>,
     team: String,
     /// Fuzzy results by normalised name: a long plan repeats the same unknown name, and a
     /// fuzzy comparison costs far more than the rest of the parse.
@@ -35,7 +39,19 @@ pub struct WorkerResolver<'w> {
 
 impl<'w> WorkerResolver<'w> {
     pub fn new<S: AsRef<str>>(workers: &'w [S], team_name: &str) -> Self {
+        Self::with_handles::<S, &str>(workers, &[], team_name)
+    }
+
+    /// [`Self::new`] with each worker's handle (by position; missing or empty ones are none).
+    pub fn with_handles<S: AsRef<str>, H: AsRef<str>>(
+        workers: &'w [S],
+        handles: &[H],
+        team_name: &str,
+    ) -> Self {
         let team = slug(team_name);
+        let handles = (0..workers.len())
+            .map(|i| handles.get(i).map(|h| slug(h.as_ref())).unwrap_or_default())
+            .collect();
         let names: Vec<&str> = workers.iter().map(AsRef::as_ref).collect();
         let lower = names.iter().map(|n| n.to_lowercase()).collect();
         let short = names
@@ -46,6 +62,7 @@ impl<'w> WorkerResolver<'w> {
             names,
             lower,
             short,
+            handles,
             team,
             fuzzy_memo: RefCell::new(HashMap::new()),
         }
@@ -63,7 +80,8 @@ impl<'w> WorkerResolver<'w> {
     /// team's parts plus the longest worker's).
     pub fn longest_name_parts(&self) -> usize {
         let parts = |s: &str| if s.is_empty() { 0 } else { s.split('-').count() };
-        parts(&self.team) + self.short.iter().map(|s| parts(s)).max().unwrap_or(0)
+        let longest = |names: &[String]| names.iter().map(|s| parts(s)).max().unwrap_or(0);
+        parts(&self.team) + longest(&self.short).max(longest(&self.handles))
     }
 
     /// The session name at `index`.
@@ -104,7 +122,9 @@ impl<'w> WorkerResolver<'w> {
     /// `normalized` match strictly? (A strict match always has equal short forms.)
     pub fn may_match_strictly(&self, normalized: &str) -> bool {
         let short = strip_team_prefix(normalized, &self.team);
-        !short.is_empty() && self.short.iter().any(|s| s == short)
+        !short.is_empty()
+            && (self.short.iter().any(|s| s == short)
+                || self.handles.iter().any(|h| h == short || h == normalized))
     }
 
     /// Exact or normalised match only (no fuzzy), unique.
@@ -137,6 +157,15 @@ impl<'w> WorkerResolver<'w> {
             return Matches::from(exact);
         }
         let short = strip_team_prefix(normalized, &self.team);
+        let by_handle: Vec<usize> = (0..self.len())
+            .filter(|&i| {
+                let h = &self.handles[i];
+                !h.is_empty() && (h == normalized || h == short)
+            })
+            .collect();
+        if !by_handle.is_empty() {
+            return Matches::from(by_handle);
+        }
         Matches::from(
             (0..self.len())
                 .filter(|&i| self.short[i] == short)
@@ -151,7 +180,13 @@ impl<'w> WorkerResolver<'w> {
         }
         let mut best: Option<(usize, f64)> = None;
         let mut runner_up = 0.0_f64;
-        for (index, candidate) in self.short.iter().enumerate() {
+        // A worker is compared by its handle when it has one (what its team's prompts list).
+        let candidates = self
+            .short
+            .iter()
+            .zip(&self.handles)
+            .map(|(short, handle)| if handle.is_empty() { short } else { handle });
+        for (index, candidate) in candidates.enumerate() {
             if candidate.contains(target) || target.contains(candidate.as_str()) {
                 continue; // containment alone never matches
             }
@@ -279,6 +314,24 @@ mod tests {
         assert_eq!(resolve("worker-2", &["worker-1", "reviewer"], ""), None);
         // Too different.
         assert_eq!(resolve("ghost", &["alpha", "beta"], ""), None);
+    }
+
+    #[test]
+    fn a_worker_is_found_by_its_handle_when_its_session_name_was_made_unique() {
+        let workers = ["crash-team-analyst-2", "crash-team-beta-2"];
+        let resolver = WorkerResolver::with_handles(&workers, &["analyst", "beta"], "crash-team");
+        let name = |written: &str| resolver.resolve(written).ok().map(|i| resolver.name(i));
+        assert_eq!(name("analyst"), Some(workers[0]));
+        assert_eq!(name("Crash Team beta"), Some(workers[1]), "with the team prefix");
+        assert_eq!(
+            name("crash-team-beta-2"),
+            Some(workers[1]),
+            "the session name still works"
+        );
+        assert_eq!(name("beta-2"), Some(workers[1]));
+        assert_eq!(name("analsyt"), Some(workers[0]), "fuzzy against the handle");
+        // Without handles, the preset name does not reach the renamed session.
+        assert_eq!(resolve("analyst", &workers, "crash-team"), None);
     }
 
     #[test]

@@ -1,13 +1,11 @@
 //! The text of a pipeline (issue 12), as pure functions: the built-in `handoff_conversation`
 //! tool, reading a handoff from a tool call or from a member's text (an
 //! `@handoff_conversation:<target>` line, for sessions without native tools), what a member and
-//! the supervisor are given, and one line per pipeline event.
+//! the supervisor are given. (A pipeline's events in words for people are `describe::pipeline`'s.)
 
 use serde_json::{Value, json};
 
 use crate::model::ToolSpec;
-
-use super::super::events::EventKind;
 
 /// The target of a handoff that parks the conversation for the user.
 pub const HUMAN: &str = "human";
@@ -198,46 +196,6 @@ pub fn supervisor_prompt(exchanges: &[String], targets: &[String]) -> String {
         exchanges.join("\n\n"),
         targets.join(", ")
     )
-}
-
-/// One line for a pipeline event (headless progress, the TUI timeline); `None` for other
-/// events. Names and reasons come from models: callers sanitise for display.
-pub fn pipeline_line(event: &EventKind) -> Option<String> {
-    Some(match event {
-        EventKind::PhaseTransition {
-            from_phase,
-            to_phase,
-            to_member,
-            reason,
-            ..
-        } => {
-            let from = from_phase.as_deref().unwrap_or("start");
-            let who = to_member.as_deref().unwrap_or("parked for you");
-            format!(
-                "phase {from} → {to_phase} ({who}): {}",
-                crate::text::first_line(reason, 90)
-            )
-        }
-        EventKind::Handoff {
-            from,
-            to,
-            reason,
-            by_supervisor,
-            ..
-        } => {
-            let by = if *by_supervisor { " (supervisor)" } else { "" };
-            format!("{from} ⇒ {to}{by}: {}", crate::text::first_line(reason, 90))
-        }
-        EventKind::HandoffRejected {
-            from, target, error, ..
-        } => {
-            format!(
-                "✗ {from} ⇒ {target} rejected: {}",
-                crate::text::first_line(error, 90)
-            )
-        }
-        _ => return None,
-    })
 }
 
 #[cfg(test)]

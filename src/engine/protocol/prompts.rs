@@ -28,6 +28,8 @@ pub const SYNTHESIS_TO_EVALUATE_HEADING: &str = "## Synthesis to evaluate";
 pub const ANSWER_TO_EVALUATE_HEADING: &str = "## Answer to evaluate";
 /// Opens one earlier answer in a sequential prompt: `### <name>` (`### <name> (failed)`).
 pub const ANSWER_HEADING: &str = "### ";
+/// What the team's iteration_finished hooks said (a test run), given to the evaluator.
+pub const CHECKS_HEADING: &str = "## Checks run after this iteration";
 /// The cycle's count, on a line of its own: `Iteration: 2 of 5`.
 pub const ITERATION_LINE: &str = "Iteration: ";
 
@@ -528,6 +530,32 @@ pub fn evaluator_prompt(request: &str, synthesis: &str, iteration: u32, max_iter
         needs = Sentinel::NeedsIteration,
     );
     out
+}
+
+/// `prompt` with what the iteration_finished hooks said (`checks`: each hook's command and
+/// output) as its own section, before the instructions on how to answer (a synthesis's
+/// self-evaluation, an evaluator's format); unchanged when there is nothing to say.
+pub fn with_checks(prompt: String, checks: &str) -> String {
+    let checks = checks.trim();
+    if checks.is_empty() {
+        return prompt;
+    }
+    let mut block = String::new();
+    section(
+        &mut block,
+        CHECKS_HEADING,
+        &format!(
+            "The team's own checks ran when the workers were done (their output, e.g. a test run; judge the answer with it):\n\n{checks}"
+        ),
+    );
+    let at = ["\n## How to answer", "\n## Self-evaluation"]
+        .iter()
+        .filter_map(|h| prompt.find(h))
+        .min();
+    match at {
+        Some(i) => format!("{}{block}{}", &prompt[..i], &prompt[i..]),
+        None => prompt + &block,
+    }
 }
 
 /// Single-agent reflection: asks the session to improve its previous answer.

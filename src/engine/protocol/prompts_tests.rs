@@ -227,6 +227,20 @@ fn evaluator_asks_for_score_and_rationale() {
 }
 
 #[test]
+fn checks_go_before_the_instructions_and_nothing_changes_without_them() {
+    let p = evaluator_prompt("Build it.", "The answer.", 2, 5);
+    assert_eq!(with_checks(p.clone(), "  \n"), p);
+    let with = with_checks(p.clone(), "`cargo test` (it exited with status 101):\n1 failed");
+    let checks = with.find("## Checks run after this iteration").unwrap();
+    assert!(checks > with.find("## Synthesis to evaluate").unwrap());
+    assert!(checks < with.find("## How to answer").unwrap());
+    assert!(with.contains("1 failed"));
+    let own = synthesis_self_eval_prompt("Build it.", &results(), &[], 3, 5);
+    let with = with_checks(own, "12 passed");
+    assert!(with.find("12 passed").unwrap() < with.find("## Self-evaluation").unwrap());
+}
+
+#[test]
 fn single_agent_prompts() {
     let p = reflection_followup_prompt("Write a haiku.", 2, 4, Some("Too many syllables."));
     assert!(p.contains("[[REFLECTION_COMPLETE]]") && has_line(&p, "Iteration: 2 of 4"));

@@ -59,6 +59,7 @@ pub fn outcome_sentence(outcome: CycleOutcome, max_iterations: u32) -> String {
         CycleOutcome::Completed => "completed".to_string(),
         CycleOutcome::SaveFailed => "stopped because its state could not be saved".to_string(),
         CycleOutcome::BudgetExhausted => "stopped because its budget ran out".to_string(),
+        CycleOutcome::Failed => "failed: it could not do its work".to_string(),
     }
 }
 

@@ -2,8 +2,8 @@
 //! reading its calls, the text form for sessions without native tools (a member's whole answer
 //! is its broadcast, `[final]` on its last line; the supervisor broadcasts back with an
 //! `@broadcast:` line), the markdown block of broadcasts a turn is given (with a broadcast that
-//! would overflow the reader's context replaced by a diagnostic), every prompt, and one line
-//! per `team_broadcast` event.
+//! would overflow the reader's context replaced by a diagnostic), and every prompt. (A broadcast
+//! in words for people is `describe::team`'s.)
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
@@ -320,11 +320,7 @@ fn item(heading: &str, message: &str) -> String {
     let mut out = String::with_capacity(heading.len() + message.len() + 16);
     out.push_str(heading);
     out.push('\n');
-    for line in message.trim().lines() {
-        out.push_str(if line.trim().is_empty() { ">" } else { "> " });
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
+    crate::text::quote_into(&mut out, message);
     out
 }
 
@@ -645,42 +641,6 @@ fn counted(n: u64, what: &str) -> String {
     }
 }
 
-/// One line for a `team_broadcast` event (headless progress); `None` for other events. The
-/// message comes from a model: callers sanitise for display.
-pub fn broadcast_line(event: &EventKind) -> Option<String> {
-    let EventKind::TeamBroadcast {
-        from,
-        kind,
-        message,
-        turn,
-        last,
-        supervisor,
-        ..
-    } = event
-    else {
-        return None;
-    };
-    let mut labels = Vec::new();
-    if *supervisor {
-        labels.push("supervisor".to_string());
-    }
-    labels.push(format!("turn {turn}"));
-    labels.push(kind_label(*kind).to_string());
-    if *last && *kind != BroadcastKind::Failure {
-        labels.push("final".to_string());
-    }
-    let mark = if *kind == BroadcastKind::Failure {
-        "✗"
-    } else {
-        "📣"
-    };
-    Some(format!(
-        "{mark} {from} ({}): {}",
-        labels.join(", "),
-        crate::text::first_line(message, 100)
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -963,34 +923,5 @@ mod tests {
             team_tally(1, 1, 1, &log[..1]),
             "Team: 1 member, 1 member turn, 1 supervisor turn; 1 broadcast (0 final, 0 failures, 0 from the supervisor)"
         );
-    }
-
-    #[test]
-    fn broadcast_lines_mark_the_supervisor_finals_and_failures() {
-        let mut x = b("skeptic", "Costs are unknown.\nmore", 1);
-        assert_eq!(
-            broadcast_line(&x.event()).unwrap(),
-            "📣 skeptic (turn 1, update): Costs are unknown."
-        );
-        x.last = true;
-        assert_eq!(
-            broadcast_line(&x.event()).unwrap(),
-            "📣 skeptic (turn 1, update, final): Costs are unknown."
-        );
-        x.kind = BroadcastKind::Failure;
-        assert!(
-            broadcast_line(&x.event())
-                .unwrap()
-                .starts_with("✗ skeptic (turn 1, failure):")
-        );
-        x.supervisor = true;
-        x.kind = BroadcastKind::Update;
-        x.last = false;
-        assert!(
-            broadcast_line(&x.event())
-                .unwrap()
-                .starts_with("📣 skeptic (supervisor, turn 1, update):")
-        );
-        assert_eq!(broadcast_line(&EventKind::CyclePaused), None);
     }
 }

@@ -7,7 +7,7 @@ use crate::model::Session;
 /// A worker as the orchestrator sees it in a planning prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerInfo {
-    /// The session name (what `@worker:` must name).
+    /// The worker's handle (what `@worker:` names; its session name is accepted too).
     pub name: String,
     /// The model slug.
     pub model: String,

@@ -37,6 +37,13 @@ pub struct Extras {
     /// A relay team's settings (mode `relay`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relay: Option<crate::model::RelaySettings>,
+    /// A stricter sandbox for the team (never looser than the user's: see
+    /// `SandboxSettings::from_repository`). Never written by export.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::SandboxSettings>,
+    /// Read only to say it is refused: a repository's team cannot add hooks. Never written.
+    #[serde(default, skip_serializing)]
+    pub hooks: Option<serde_yaml::Value>,
 }
 
 impl Extras {
@@ -75,6 +82,8 @@ impl Extras {
                 .relay
                 .clone()
                 .filter(|_| preset.mode.spec().reads_key("relay")),
+            sandbox: None,
+            hooks: None,
         }
     }
 
@@ -162,6 +171,8 @@ mod tests {
             sub_agents: Vec::new(),
             member_max_turns: None,
             supervisor_max_turns: None,
+            sandbox: Default::default(),
+            hooks: Default::default(),
             tier: None,
             source: None,
             warnings: Vec::new(),

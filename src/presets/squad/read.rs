@@ -198,6 +198,9 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         sub_agents: Vec::new(),
         member_max_turns: None,
         supervisor_max_turns: None,
+        // A repository's team may make the sandbox stricter (huddle.yaml) and add no hooks.
+        sandbox: Default::default(),
+        hooks: Default::default(),
         tier: Some(Tier::Repo),
         source: Some(dir.display().to_string()),
         warnings,
@@ -313,6 +316,15 @@ fn apply_extras(team: &TeamDir, preset: &mut Preset, config: &Config) {
     // Only a strategy: worktree paths and branches are always made by huddle, in its data dir.
     if let Some(w) = extras.worktrees {
         preset.worktrees = w;
+    }
+    // Only stricter than the user's own settings (see `SandboxSettings::from_repository`).
+    if let Some(sandbox) = extras.sandbox {
+        preset.sandbox = sandbox.from_repository(warnings, &format!("{EXTRAS_FILE}: sandbox"));
+    }
+    if extras.hooks.is_some() {
+        warnings.push(format!(
+            "{EXTRAS_FILE}: hooks: ignored: a repository's team cannot add hooks (they run commands on your machine); put hooks in config.yaml or your own preset"
+        ));
     }
     // A relay's settings (checked when it runs: its driver and counterpart must be found).
     if let Some(r) = extras.relay {

@@ -7,6 +7,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 
 use serde::{Deserialize, Serialize};
 
+use crate::sandbox::SandboxSettings;
 use crate::tools::Approval;
 
 /// One MCP server: a program on stdio (`command:`) or a streamable-HTTP endpoint (`url:`).
@@ -34,6 +35,9 @@ pub struct McpServerConfig {
     /// Longest wait for one call (and for the server to start).
     #[serde(default = "default_timeout_secs")]
     pub timeout_secs: u64,
+    /// A stdio server's sandbox, over config.yaml's `sandbox:`.
+    #[serde(default, skip_serializing_if = "SandboxSettings::is_empty")]
+    pub sandbox: SandboxSettings,
 }
 
 pub fn default_timeout_secs() -> u64 {
@@ -51,6 +55,7 @@ impl McpServerConfig {
             headers_env: BTreeMap::new(),
             approval: Approval::default(),
             timeout_secs: default_timeout_secs(),
+            sandbox: SandboxSettings::default(),
         }
     }
 
@@ -126,6 +131,12 @@ fn validate(name: &str, server: &McpServerConfig) -> Result<(), String> {
             if server.cwd.is_some() {
                 return Err(format!("{}: only for a stdio server (command:)", key("cwd")));
             }
+            if !server.sandbox.is_empty() {
+                return Err(format!(
+                    "{}: only for a stdio server (command:); huddle starts no process for an HTTP one",
+                    key("sandbox")
+                ));
+            }
         }
     }
     if server.cwd.as_deref().is_some_and(|c| c.trim().is_empty()) {
@@ -159,7 +170,13 @@ fn validate(name: &str, server: &McpServerConfig) -> Result<(), String> {
     if server.timeout_secs == 0 {
         return Err(format!("{}: must be at least 1", key("timeout_secs")));
     }
-    Ok(())
+    if server.sandbox.only_tighten {
+        return Err(format!(
+            "{}.only_tighten: is not a config.yaml setting",
+            key("sandbox")
+        ));
+    }
+    server.sandbox.validate(&key("sandbox"))
 }
 
 /// Where a stdio server runs: `None` (huddle's own working directory) when `cwd:` is not set;
@@ -264,6 +281,14 @@ mod tests {
             (
                 "g: { command: [x], timeout_secs: 0 }",
                 "mcp_servers.g.timeout_secs: must be at least 1",
+            ),
+            (
+                "g: { url: \"http://h\", sandbox: { mode: off } }",
+                "mcp_servers.g.sandbox: only for a stdio server",
+            ),
+            (
+                "g: { command: [x], sandbox: { allow_write: [rel] } }",
+                "mcp_servers.g.sandbox.allow_write: `rel`",
             ),
         ];
         for (yaml, expected) in cases {

@@ -12,21 +12,32 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::sandbox::{Baseline, Sandbox};
 use crate::tools::{ToolError, ToolSource, Toolbox};
 
 /// config.yaml's `mcp_servers:`, by name.
 pub type McpServers = BTreeMap<String, McpServerConfig>;
 
-/// The configured MCP servers as tool sources (none started yet: each starts on first use).
-pub fn toolbox(servers: &McpServers, repo: &Path) -> Toolbox {
-    toolbox_in(servers, repo, &crate::env::Env::process())
+/// The configured MCP servers as tool sources (none started yet: each starts on first use),
+/// each stdio server confined by its sandbox (`baseline` and its own `sandbox:`).
+pub fn toolbox(servers: &McpServers, repo: &Path, baseline: &Baseline) -> Toolbox {
+    toolbox_in(servers, repo, baseline, &crate::env::Env::process())
 }
 
 /// As [`toolbox`], for a front end: its servers run in `env` (and read `headers_env:` there).
-pub fn toolbox_in(servers: &McpServers, repo: &Path, env: &crate::env::Env) -> Toolbox {
+pub fn toolbox_in(servers: &McpServers, repo: &Path, baseline: &Baseline, env: &crate::env::Env) -> Toolbox {
     Toolbox::new(servers.iter().map(|(name, server)| {
-        Arc::new(McpSource::new(name, server.clone(), repo).with_env(env.clone())) as Arc<dyn ToolSource>
+        Arc::new(
+            McpSource::new(name, server.clone(), repo)
+                .with_sandbox(sandbox_of(name, server, baseline))
+                .with_env(env.clone()),
+        ) as Arc<dyn ToolSource>
     }))
+}
+
+/// A server's sandbox: config.yaml's, then its own `sandbox:`, then the command line's mode.
+pub fn sandbox_of(name: &str, server: &McpServerConfig, baseline: &Baseline) -> Sandbox {
+    baseline.sandbox(&[(&format!("mcp_servers.{name}"), &server.sandbox)], None)
 }
 
 /// What starting one server found (`huddle doctor`).
@@ -41,9 +52,10 @@ pub struct ServerCheck {
 
 /// Starts every configured server at once (each within its `timeout_secs`), lists its tools
 /// and stops it again.
-pub async fn check_all(servers: &McpServers, repo: &Path) -> Vec<ServerCheck> {
+pub async fn check_all(servers: &McpServers, repo: &Path, baseline: &Baseline) -> Vec<ServerCheck> {
     futures::future::join_all(servers.iter().map(|(name, server)| async move {
-        let source = McpSource::new(name, server.clone(), repo);
+        let source =
+            McpSource::new(name, server.clone(), repo).with_sandbox(sandbox_of(name, server, baseline));
         let tools = source
             .list(None)
             .await

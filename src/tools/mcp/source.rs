@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::{McpServerConfig, resolve_cwd, resolve_headers};
 use super::{convert, stderr};
 use crate::model::ToolSpec;
+use crate::sandbox::{Sandbox, needed_paths};
 use crate::tools::{Approval, ToolError, ToolOutput, ToolSource};
 
 /// Starts per source: the first, and one restart after the server died.
@@ -40,6 +41,8 @@ pub struct McpSource {
     shut_down: std::sync::atomic::AtomicBool,
     /// The program's environment and where `headers_env:` values are read: the front end's.
     env: crate::env::Env,
+    /// What confines a stdio server's process.
+    sandbox: Sandbox,
 }
 
 /// One instance of the server: where it runs and its state.
@@ -72,12 +75,21 @@ impl McpSource {
             slots: Mutex::new(Vec::new()),
             shut_down: std::sync::atomic::AtomicBool::new(false),
             env: crate::env::Env::process(),
+            sandbox: Sandbox::off(),
         }
     }
 
     /// The server runs with exactly these variables, and its headers are read from them.
     pub fn with_env(mut self, env: crate::env::Env) -> McpSource {
         self.env = env;
+        self
+    }
+
+    /// Confines the server's process (a stdio server) by `sandbox`: its working directory is
+    /// writable in `workspace-write` (the repository, or each session's worktree for `cwd:
+    /// session`). Without it the server runs unconfined; [`super::toolbox`] always gives one.
+    pub fn with_sandbox(mut self, sandbox: Sandbox) -> McpSource {
+        self.sandbox = sandbox;
         self
     }
 
@@ -205,7 +217,7 @@ impl McpSource {
                 rmcp::service::serve_client_with_ct(handler, transport, stop.clone()).await
             }
             None => {
-                let transport = self.spawn(dir)?;
+                let transport = self.spawn(dir).await?;
                 rmcp::service::serve_client_with_ct(handler, transport, stop.clone()).await
             }
         }
@@ -235,24 +247,28 @@ impl McpSource {
         Ok(connection)
     }
 
-    /// Starts the program (no shell) with its environment and directory; stderr to the log.
-    fn spawn(&self, dir: Option<&Path>) -> Result<TokioChildProcess, String> {
+    /// Starts the program (no shell) with its environment and directory, in its sandbox;
+    /// stderr to the log.
+    async fn spawn(&self, dir: Option<&Path>) -> Result<TokioChildProcess, String> {
         let Some((program, args)) = self.config.command.split_first() else {
             return Err("no command: configured".into());
         };
-        let mut command = tokio::process::Command::new(program);
-        self.env.apply_async(&mut command);
-        command.args(args).envs(&self.config.env).kill_on_drop(true);
-        if let Some(dir) = dir {
-            if !dir.is_dir() {
-                return Err(format!(
-                    "its directory {} (mcp_servers.{}.cwd) does not exist",
-                    dir.display(),
-                    self.name
-                ));
-            }
-            command.current_dir(dir);
+        if let Some(dir) = dir
+            && !dir.is_dir()
+        {
+            return Err(format!(
+                "its directory {} (mcp_servers.{}.cwd) does not exist",
+                dir.display(),
+                self.name
+            ));
         }
+        let mut command = self
+            .sandbox
+            .command(program, args, dir, &needed_paths(program, args))
+            .await
+            .map_err(|e| e.to_string())?;
+        self.env.apply_async(&mut command);
+        command.envs(&self.config.env).kill_on_drop(true);
         let (process, stderr) = TokioChildProcess::builder(command)
             .stderr(Stdio::piped())
             .spawn()

@@ -46,6 +46,8 @@ pub struct ApprovalRequest {
     pub tool: String,
     /// The arguments as pretty JSON, sanitised (made once, when the request arrives).
     pub arguments: String,
+    /// Why a hook asks for this call (sanitised), when a hook asked.
+    pub reason: Option<String>,
 }
 
 impl ApprovalRequest {
@@ -58,6 +60,7 @@ impl ApprovalRequest {
             server,
             tool,
             arguments,
+            reason,
             ..
         } = &event.kind
         else {
@@ -73,6 +76,7 @@ impl ApprovalRequest {
             server: clean(server),
             tool: clean(tool),
             arguments: pretty_arguments(arguments),
+            reason: reason.as_deref().map(clean),
         })
     }
 }
@@ -208,6 +212,16 @@ impl Approvals {
                 &mut head,
             );
         }
+        if let Some(reason) = &r.reason {
+            wrap_line_into(
+                Line::from(vec![
+                    Span::styled("hook    ".to_string(), dim),
+                    Span::styled(reason.clone(), Style::default().fg(Color::Yellow)),
+                ]),
+                inner,
+                &mut head,
+            );
+        }
         head.push(Line::styled("arguments:", dim));
         let mut arguments = Vec::new();
         for line in r.arguments.lines() {
@@ -301,6 +315,7 @@ mod tests {
                 server: "git".into(),
                 tool: "git_status".into(),
                 arguments: r#"{"repo":"."}"#.into(),
+                reason: None,
             },
         };
         ApprovalRequest::from_event(&event).expect("a request")

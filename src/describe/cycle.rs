@@ -1,0 +1,192 @@
+//! A run's course: its start, iterations and phases, assignments and workers, evaluations,
+//! stalls and adjustments, pauses, its end; and the notes a user leaves for a member.
+
+use super::{Line, Tone, colon_quote, duration, quote};
+use crate::engine::events::Phase;
+use crate::model::{Counts, CycleOutcome, Mode, Trend};
+
+/// The most characters of an assignment's task (its lines joined): a front end that wraps
+/// shows it whole, one that does not cuts the line.
+const TASK_MAX: usize = 2000;
+
+/// `dispatch run`, `orchestrator_reflect run (at most 4 iterations)`, `relay run (at most 8
+/// turns)`: the limit in what the mode counts (turns are always said, iterations when more
+/// than one).
+pub fn run_started(mode: Mode, max_iterations: u32) -> Line {
+    let counts = mode.spec().counts;
+    let limit = if counts == Counts::Turns || max_iterations > 1 {
+        format!(" (at most {max_iterations} {})", counts.word())
+    } else {
+        String::new()
+    };
+    Line::new(Tone::Heading, format!("{mode} run{limit}"))
+}
+
+/// `iteration 2/4`, or `iteration 2` when the limit is not known.
+pub fn iteration(iteration: u32, max: Option<u32>) -> Line {
+    let of = max.map(|m| format!("/{}", m.max(iteration))).unwrap_or_default();
+    Line::new(Tone::Heading, format!("iteration {iteration}{of}"))
+}
+
+/// A phase's name: `plan`, `dispatch`, `collect`, `synthesize`, `evaluate`.
+pub fn phase_name(p: Phase) -> &'static str {
+    match p {
+        Phase::Plan => "plan",
+        Phase::Dispatch => "dispatch",
+        Phase::Collect => "collect",
+        Phase::Synthesize => "synthesize",
+        Phase::Evaluate => "evaluate",
+    }
+}
+
+pub fn phase(p: Phase) -> Line {
+    Line::info(phase_name(p))
+}
+
+/// `→ security: Look for injection` (the task's lines joined).
+pub fn assignment(worker: &str, task: &str) -> Line {
+    let task = task.split_whitespace().collect::<Vec<_>>().join(" ");
+    Line::info(format!("→ {worker}: {}", crate::text::cap_chars(&task, TASK_MAX)))
+}
+
+pub fn dropped(name: &str, reason: &str) -> Line {
+    Line::new(
+        Tone::Warn,
+        format!("dropped assignment for {name}{}", colon_quote(reason)),
+    )
+}
+
+/// `✓ security 1.2s` or `✗ security 10m00s`.
+pub fn worker_finished(worker: &str, success: bool, duration_ms: u64) -> Line {
+    let (tone, mark) = if success {
+        (Tone::Good, "✓")
+    } else {
+        (Tone::Bad, "✗")
+    };
+    Line::new(tone, format!("{mark} {worker} {}", duration(duration_ms)))
+}
+
+/// `score 0.72 (improving) — the rationale's first line`.
+pub fn evaluation(score: f64, trend: Option<Trend>, rationale: &str) -> Line {
+    let trend = trend.map(|t| format!(" ({t})")).unwrap_or_default();
+    let why = quote(rationale);
+    let why = if why.is_empty() {
+        why
+    } else {
+        format!(" — {why}")
+    };
+    Line::info(format!("score {score:.2}{trend}{why}"))
+}
+
+pub fn evaluation_unparsed(iteration: u32) -> Line {
+    Line::new(
+        Tone::Warn,
+        format!("iteration {iteration}: the evaluator's reply had no readable score (counted as 0.5)"),
+    )
+}
+
+/// `⚠ iteration 2: stall warning 1 (similarity 0.97)`.
+pub fn stall(iteration: u32, consecutive: u32, similarity: f64) -> Line {
+    Line::new(
+        Tone::Warn,
+        format!("⚠ iteration {iteration}: stall warning {consecutive} (similarity {similarity:.2})"),
+    )
+}
+
+pub fn adjustment(text: &str) -> Line {
+    Line::new(Tone::Warn, format!("adjustment: {}", quote(text)))
+}
+
+pub fn warning(message: &str) -> Line {
+    Line::new(Tone::Warn, format!("warning: {}", quote(message)))
+}
+
+pub fn error(iteration: u32, message: &str) -> Line {
+    Line::new(
+        Tone::Bad,
+        format!("error in iteration {iteration}{}", colon_quote(message)),
+    )
+}
+
+pub fn paused() -> Line {
+    Line::new(Tone::Warn, "paused")
+}
+
+pub fn resumed() -> Line {
+    Line::info("resumed")
+}
+
+/// Good (green), warning (yellow) or bad (red): the tone of an outcome everywhere.
+pub fn outcome_tone(o: CycleOutcome) -> Tone {
+    match o {
+        CycleOutcome::GoalMet | CycleOutcome::Completed => Tone::Good,
+        CycleOutcome::MaxIterations | CycleOutcome::Stalled | CycleOutcome::BudgetExhausted => Tone::Warn,
+        CycleOutcome::ErrorBudget
+        | CycleOutcome::Cancelled
+        | CycleOutcome::SaveFailed
+        | CycleOutcome::Failed => Tone::Bad,
+    }
+}
+
+/// `finished: goal_met after 2/4`, or `finished: goal_met after 2 iterations` when the limit is
+/// not known.
+pub fn finished(outcome: CycleOutcome, iterations: u32, max: Option<u32>) -> Line {
+    let after = match max {
+        Some(max) => format!("{iterations}/{}", max.max(iterations)),
+        None => super::counted(u64::from(iterations), "iteration"),
+    };
+    Line::new(
+        outcome_tone(outcome),
+        format!("finished: {outcome} after {after}"),
+    )
+}
+
+/// A run that could not start its work.
+pub fn not_run(why: &str) -> Line {
+    Line::new(Tone::Bad, format!("not run: {}", quote(why)))
+}
+
+/// `✎ note for security's next turn: …`, then `✎ security got your note: …`.
+pub fn member_note(who: &str, text: &str, delivered: bool) -> Line {
+    let text = quote(text);
+    Line::info(if delivered {
+        format!("✎ {who} got your note: {text}")
+    } else {
+        format!("✎ note for {who}'s next turn: {text}")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_runs_course_reads_in_short_lines() {
+        assert_eq!(run_started(Mode::Dispatch, 1).text, "dispatch run");
+        assert_eq!(
+            run_started(Mode::OrchestratorReflect, 4).text,
+            "orchestrator_reflect run (at most 4 iterations)"
+        );
+        assert_eq!(iteration(2, Some(4)).text, "iteration 2/4");
+        assert_eq!(iteration(5, Some(4)).text, "iteration 5/5");
+        assert_eq!(iteration(2, None).text, "iteration 2");
+        assert_eq!(
+            evaluation(0.724, Some(Trend::Improving), "\nclear\nmore").text,
+            "score 0.72 (improving) — clear"
+        );
+        assert_eq!(evaluation(0.5, None, " ").text, "score 0.50");
+        let done = finished(CycleOutcome::GoalMet, 2, Some(4));
+        assert_eq!(
+            (done.text.as_str(), done.tone),
+            ("finished: goal_met after 2/4", Tone::Good)
+        );
+        assert_eq!(
+            finished(CycleOutcome::Stalled, 1, None).text,
+            "finished: stalled after 1 iteration"
+        );
+        assert_eq!(
+            member_note("security", "check\nthe logs", false).text,
+            "✎ note for security's next turn: check"
+        );
+    }
+}

@@ -1,0 +1,288 @@
+//! What confines and watches a session's work: its sandbox (config.yaml < team < member <
+//! `huddle run --sandbox`) and its hooks (config.yaml's, then the team's, then the member's;
+//! all run). Read once per turn from the organization; the tool round asks it before and after
+//! each call, the turn when it ends, a team run after each iteration and at its end.
+//!
+//! Every denial is an event ([`EventKind::HookBlocked`], [`EventKind::SandboxRefused`],
+//! [`EventKind::SandboxDenied`]); a hook that fails or times out is [`EventKind::HookFailed`]
+//! and blocks nothing.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::hooks::{Feedback, HookContext, HookEvent, HookInput, HookRun, Hooks, PreToolUse, Verdict};
+use crate::model::{Group, Organization, Session};
+use crate::sandbox::{Sandbox, SandboxMode};
+
+use super::events::{EventKind, RunId, RunKey};
+use super::{ActiveRun, EngineShared};
+
+/// Characters of each iteration_finished hook's output the evaluator gets (the end is kept:
+/// a test run's summary is last).
+const CHECKS_MAX_CHARS: usize = 8_000;
+
+/// A session's (or a team's) sandbox and hooks, and what a hook is told about it.
+#[derive(Debug, Clone)]
+pub(crate) struct Guard {
+    pub sandbox: Sandbox,
+    pub hooks: Arc<Hooks>,
+    /// Where its processes and hooks run.
+    pub workdir: Option<PathBuf>,
+    /// The repository (a hook's `HUDDLE_PROJECT_DIR`).
+    pub project: Option<PathBuf>,
+    /// The session, when the guard is a session's.
+    pub session_id: Option<String>,
+    pub session: Option<String>,
+    /// The fields every hook input of this guard carries.
+    base: HookInput,
+}
+
+impl Guard {
+    /// The guard of `session` (in `group`, if any).
+    pub fn of_session(shared: &EngineShared, org: &Organization, session: &Session) -> Guard {
+        let group = org.group(&session.group_id);
+        let empty = Default::default();
+        let team_sandbox = group.map_or(&empty, |g| &g.sandbox);
+        let cli = shared.sandbox_override(&session.group_id, &session.id);
+        let sandbox = shared
+            .options
+            .sandbox
+            .sandbox(&[("team", team_sandbox), ("member", &session.sandbox)], cli);
+        let no_hooks = Hooks::default();
+        let hooks = Hooks::combined([
+            &shared.options.hooks,
+            group.map_or(&no_hooks, |g| &g.hooks),
+            &session.hooks,
+        ]);
+        let workdir = session.working_dir(group);
+        let mut base = HookInput {
+            session_id: Some(session.id.clone()),
+            session: Some(session.name.clone()),
+            cwd: workdir.as_ref().map(|d| d.display().to_string()),
+            transcript_path: shared
+                .transcripts
+                .path(&session.id)
+                .ok()
+                .map(|p| p.display().to_string()),
+            member: session.handle.clone(),
+            ..HookInput::default()
+        };
+        if let Some(g) = group.filter(|g| g.is_team()) {
+            base.team = Some(g.name.clone());
+            base.group_id = Some(g.id.clone());
+            base.mode = Some(g.mode.to_string());
+        }
+        Guard {
+            sandbox,
+            hooks: Arc::new(hooks),
+            project: session
+                .worktree
+                .as_ref()
+                .map(|w| w.repo.clone())
+                .or_else(|| group.and_then(|g| g.repo.clone()))
+                .or_else(|| session.repo.clone()),
+            workdir,
+            session_id: Some(session.id.clone()),
+            session: Some(session.name.clone()),
+            base,
+        }
+    }
+
+    /// The guard of a team as a whole (its iteration and run hooks): the team's sandbox and
+    /// hooks, in its repository.
+    pub fn of_group(shared: &EngineShared, group: &Group) -> Guard {
+        let cli = shared.sandbox_override(&group.id, &group.id);
+        let sandbox = shared.options.sandbox.sandbox(&[("team", &group.sandbox)], cli);
+        let hooks = Hooks::combined([&shared.options.hooks, &group.hooks]);
+        Guard {
+            sandbox,
+            hooks: Arc::new(hooks),
+            workdir: group.repo.clone(),
+            project: group.repo.clone(),
+            session_id: None,
+            session: None,
+            base: HookInput {
+                cwd: group.repo.as_ref().map(|d| d.display().to_string()),
+                team: group.is_team().then(|| group.name.clone()),
+                group_id: Some(group.id.clone()),
+                mode: Some(group.mode.to_string()),
+                ..HookInput::default()
+            },
+        }
+    }
+
+    /// True when some hook of `event` applies (to `tool`, for a tool event).
+    pub fn watches(&self, event: HookEvent, tool: Option<&str>) -> bool {
+        !self.hooks.matching(event, tool).is_empty()
+    }
+
+    /// The input of `event`: this guard's fields, the run and iteration.
+    pub fn input(&self, event: HookEvent, run_id: &Option<RunId>, iteration: Option<u32>) -> HookInput {
+        let mut input = self.base.clone();
+        let fresh = HookInput::new(event);
+        input.hook_event_name = fresh.hook_event_name;
+        input.permission_mode = fresh.permission_mode;
+        input.run_id = run_id.clone();
+        input.iteration = iteration;
+        input
+    }
+
+    fn context(&self) -> HookContext {
+        HookContext {
+            sandbox: self.sandbox.clone(),
+            workdir: self.workdir.clone(),
+            project_dir: self.project.clone(),
+        }
+    }
+
+    /// Runs the hooks of `event` that apply (to `input.tool_name` for a tool event), all at
+    /// once; reports those that failed and those a sandbox refused.
+    pub async fn run(
+        &self,
+        event: HookEvent,
+        input: &HookInput,
+        emit: &(dyn Fn(EventKind) + Sync),
+    ) -> Vec<HookRun> {
+        let hooks = self.hooks.matching(event, input.tool_name.as_deref());
+        if hooks.is_empty() {
+            return Vec::new();
+        }
+        let runs = crate::hooks::run_all(&hooks, input, &self.context()).await;
+        for run in &runs {
+            let Some(message) = run.error() else { continue };
+            if crate::sandbox::is_refusal(&message) {
+                emit(EventKind::SandboxRefused {
+                    session_id: self.session_id.clone(),
+                    session: self.session.clone(),
+                    what: format!("hook {}", run.label),
+                    reason: message.clone(),
+                });
+            }
+            emit(EventKind::HookFailed {
+                session_id: self.session_id.clone(),
+                session: self.session.clone(),
+                hook_event: event.key().to_string(),
+                hook: run.label.clone(),
+                message,
+            });
+        }
+        runs
+    }
+
+    /// The pre_tool_use hooks' verdict on one call; a denial is reported.
+    pub async fn before_call(&self, input: &HookInput, emit: &(dyn Fn(EventKind) + Sync)) -> PreToolUse {
+        let runs = self.run(HookEvent::PreToolUse, input, emit).await;
+        let decided = crate::hooks::decide::pre_tool_use(&runs);
+        if let Verdict::Deny { reason, hook } = &decided.verdict {
+            emit(EventKind::HookBlocked {
+                session_id: self.session_id.clone(),
+                session: self.session.clone(),
+                hook_event: HookEvent::PreToolUse.key().to_string(),
+                hook: hook.clone(),
+                tool: input.tool_name.clone(),
+                call_id: input.tool_use_id.clone(),
+                reason: reason.clone(),
+            });
+        }
+        decided
+    }
+
+    /// The hooks of an event after the fact (post_tool_use, turn_finished, run_finished,
+    /// worktree_created); each objection is reported.
+    pub async fn after(
+        &self,
+        event: HookEvent,
+        input: &HookInput,
+        emit: &(dyn Fn(EventKind) + Sync),
+    ) -> Feedback {
+        let runs = self.run(event, input, emit).await;
+        let feedback = crate::hooks::decide::feedback(&runs);
+        for (hook, reason) in &feedback.objections {
+            emit(EventKind::HookBlocked {
+                session_id: self.session_id.clone(),
+                session: self.session.clone(),
+                hook_event: event.key().to_string(),
+                hook: hook.clone(),
+                tool: input.tool_name.clone(),
+                call_id: input.tool_use_id.clone(),
+                reason: reason.clone(),
+            });
+        }
+        feedback
+    }
+}
+
+impl EngineShared {
+    /// The run_finished hooks of a run that ended (`outcome`: `completed`, `failed`, …; the
+    /// run's answer when it has one): the team's for a team run, the session's otherwise.
+    pub(crate) async fn run_finished_hooks(&self, run: &ActiveRun, outcome: &str, answer: &str) {
+        let guard = self.org.read(|org| match &run.key {
+            RunKey::Team { group_id } => org.group(group_id).map(|g| Guard::of_group(self, g)),
+            RunKey::Chat { session_id } | RunKey::Reflection { session_id } => {
+                org.session(session_id).map(|s| Guard::of_session(self, org, s))
+            }
+        });
+        let Some(guard) = guard.filter(|g| g.watches(HookEvent::RunFinished, None)) else {
+            return;
+        };
+        let mut input = guard.input(HookEvent::RunFinished, &run.emitter.run_id, None);
+        input.outcome = Some(outcome.to_string());
+        input.last_assistant_message = Some(answer.to_string()).filter(|a| !a.trim().is_empty());
+        guard
+            .after(HookEvent::RunFinished, &input, &|kind| run.emitter.emit(kind))
+            .await;
+    }
+
+    /// The iteration_finished hooks of a team run (its team's and config.yaml's), with the
+    /// workers' results; what they said, for the evaluator (empty when nothing).
+    pub(crate) async fn iteration_finished_hooks(
+        &self,
+        run: &ActiveRun,
+        group_id: &str,
+        iteration: u32,
+        results: &[crate::engine::protocol::WorkerResult],
+    ) -> String {
+        let guard = self
+            .org
+            .read(|org| org.group(group_id).map(|g| Guard::of_group(self, g)));
+        let Some(guard) = guard.filter(|g| g.watches(HookEvent::IterationFinished, None)) else {
+            return String::new();
+        };
+        let mut input = guard.input(HookEvent::IterationFinished, &run.emitter.run_id, Some(iteration));
+        input.results = Some(serde_json::Value::Array(
+            results
+                .iter()
+                .map(|r| {
+                    serde_json::json!({
+                        "member": r.name,
+                        "success": r.success,
+                        "text": r.text,
+                    })
+                })
+                .collect(),
+        ));
+        let emit = |kind| run.emitter.emit(kind);
+        let runs = guard.run(HookEvent::IterationFinished, &input, &emit).await;
+        for (hook, reason) in crate::hooks::decide::feedback(&runs).objections {
+            emit(EventKind::HookBlocked {
+                session_id: None,
+                session: None,
+                hook_event: HookEvent::IterationFinished.key().to_string(),
+                hook,
+                tool: None,
+                call_id: None,
+                reason,
+            });
+        }
+        crate::hooks::decide::evaluator_notes(&runs, CHECKS_MAX_CHARS)
+    }
+
+    /// The `--sandbox` of a run handed over by `huddle run` for this group or session, if any.
+    pub(crate) fn sandbox_override(&self, group_id: &str, session_id: &str) -> Option<SandboxMode> {
+        let scoped = self
+            .sandbox_scoped
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        scoped.get(session_id).or_else(|| scoped.get(group_id)).copied()
+    }
+}

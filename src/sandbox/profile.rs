@@ -1,0 +1,482 @@
+//! What one sandboxed process may see and change, worked out from its working directory, the
+//! git repository around it, the policy and the machine ([`Host`]). Building a [`Profile`]
+//! reads the file system (which paths exist, where a worktree's git directory is); turning it
+//! into `bwrap` arguments ([`super::argv`]) does not.
+
+use std::path::{Path, PathBuf};
+
+use super::settings::{Network, Policy, SandboxMode};
+
+/// Directories under the home directory that hold credentials: never readable in a sandbox.
+pub const HIDDEN_HOME_DIRS: &[&str] = &[".ssh", ".aws", ".config/gcloud", ".gnupg", ".docker"];
+/// Files under the home directory that hold credentials: read as empty in a sandbox.
+pub const HIDDEN_HOME_FILES: &[&str] = &[".netrc", ".git-credentials"];
+/// Sockets that would let a process act outside any sandbox (a container engine's).
+pub const HIDDEN_SYSTEM_FILES: &[&str] = &["/run/docker.sock", "/var/run/docker.sock"];
+
+/// Facts of the machine a profile needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Host {
+    /// The user's home directory (`$HOME`).
+    pub home: Option<PathBuf>,
+    /// huddle's data directory (organization, transcripts, worktrees): hidden.
+    pub data_dir: Option<PathBuf>,
+    /// huddle's config directory (config.yaml, presets): read-only like the rest, kept visible.
+    pub config_dir: Option<PathBuf>,
+}
+
+impl Host {
+    /// The home directory from `$HOME` and huddle's directories.
+    pub fn from_env(data_dir: Option<PathBuf>, config_dir: Option<PathBuf>) -> Host {
+        Host {
+            home: std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from),
+            data_dir,
+            config_dir,
+        }
+    }
+
+    /// The directories to hide (those that exist).
+    fn hidden_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = self
+            .home
+            .iter()
+            .flat_map(|h| HIDDEN_HOME_DIRS.iter().map(move |d| h.join(d)))
+            .collect();
+        dirs.extend(self.data_dir.clone());
+        dirs.into_iter().filter(|d| d.is_dir()).map(canonical).collect()
+    }
+
+    fn hidden_files(&self) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = self
+            .home
+            .iter()
+            .flat_map(|h| HIDDEN_HOME_FILES.iter().map(move |f| h.join(f)))
+            .filter(|f| f.is_file())
+            .chain(
+                HIDDEN_SYSTEM_FILES
+                    .iter()
+                    .map(PathBuf::from)
+                    .filter(|f| f.exists()),
+            )
+            .map(canonical)
+            .collect();
+        dedup(&mut files);
+        files
+    }
+}
+
+/// The git repository a working directory belongs to, as git lays it out on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitLayout {
+    /// The git directory every worktree shares (`<repo>/.git`).
+    pub common: PathBuf,
+    /// A linked worktree's own git directory (`<common>/worktrees/<name>`); `None` in the main
+    /// checkout.
+    pub admin: Option<PathBuf>,
+    /// The checked-out branch (`huddle/team-dev-0a1b`), when HEAD names one.
+    pub branch: Option<String>,
+}
+
+impl GitLayout {
+    /// The repository around `dir`: the nearest `.git` above it (a directory in a main
+    /// checkout, a `gitdir:` file in a linked worktree). `None` outside a repository.
+    pub fn discover(dir: &Path) -> Option<GitLayout> {
+        let mut at = Some(dir);
+        while let Some(d) = at {
+            let dot_git = d.join(".git");
+            if dot_git.is_dir() {
+                return Some(GitLayout {
+                    branch: head_branch(&dot_git),
+                    common: canonical(dot_git),
+                    admin: None,
+                });
+            }
+            if dot_git.is_file() {
+                let text = std::fs::read_to_string(&dot_git).ok()?;
+                let gitdir = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
+                let admin = canonical(d.join(gitdir));
+                let common = std::fs::read_to_string(admin.join("commondir"))
+                    .ok()
+                    .map(|c| canonical(admin.join(c.trim())))
+                    .unwrap_or_else(|| admin.clone());
+                return Some(GitLayout {
+                    branch: head_branch(&admin),
+                    admin: (admin != common).then_some(admin),
+                    common,
+                });
+            }
+            at = d.parent();
+        }
+        None
+    }
+
+    /// The directory of the branch's ref under `refs/heads` (`huddle` for `huddle/x`; empty
+    /// for a branch at the top).
+    fn branch_dir(&self) -> Option<PathBuf> {
+        let branch = self.branch.as_deref()?;
+        Some(
+            Path::new(branch)
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default(),
+        )
+    }
+
+    /// What a member working in this checkout writes when it commits (workspace-write): a
+    /// linked worktree's own git directory, the object store and its branch's ref directory
+    /// (with its reflog); in the main checkout the whole git directory.
+    pub fn writable(&self) -> Vec<PathBuf> {
+        let Some(admin) = &self.admin else {
+            return vec![self.common.clone()];
+        };
+        let mut paths = vec![admin.clone(), self.common.join("objects")];
+        if let Some(dir) = self.branch_dir() {
+            paths.push(self.common.join("refs/heads").join(&dir));
+            paths.push(self.common.join("logs/refs/heads").join(&dir));
+        }
+        paths
+    }
+
+    /// What stays read-only inside the writable git directory of a main checkout: what would
+    /// run code outside the sandbox (hooks, config) and the other worktrees' directories.
+    pub fn protected(&self) -> Vec<PathBuf> {
+        if self.admin.is_some() {
+            return Vec::new();
+        }
+        ["hooks", "config", "worktrees", "info"]
+            .iter()
+            .map(|p| self.common.join(p))
+            .collect()
+    }
+
+    /// The main checkout's top directory (the common dir's parent when it is named `.git`).
+    pub fn top(&self) -> Option<PathBuf> {
+        (self.common.file_name()? == ".git").then(|| self.common.parent().map(Path::to_path_buf))?
+    }
+}
+
+/// `ref: refs/heads/<branch>` in a HEAD file.
+fn head_branch(git_dir: &Path) -> Option<String> {
+    let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+    head.trim()
+        .strip_prefix("ref: refs/heads/")
+        .map(str::to_string)
+        .filter(|b| !b.is_empty() && !b.contains(".."))
+}
+
+/// The canonical form of an existing path, else the path as it is.
+pub fn canonical(p: PathBuf) -> PathBuf {
+    p.canonicalize().unwrap_or(p)
+}
+
+/// Everything [`super::argv::bwrap_args`] needs for one process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    /// Read-only or workspace-write (never off: an unconfined process has no profile).
+    pub mode: SandboxMode,
+    pub network: Network,
+    /// Where the process starts.
+    pub workdir: PathBuf,
+    /// Directories hidden behind an empty tmpfs.
+    pub hidden_dirs: Vec<PathBuf>,
+    /// Files hidden behind an empty file.
+    pub hidden_files: Vec<PathBuf>,
+    /// Read-only again though hidden (under /tmp or a hidden directory): the program, the
+    /// files its arguments name, the repository, what `allow_read` lists around writable paths.
+    pub reveal: Vec<PathBuf>,
+    /// Writable: the working directory and git's parts (workspace-write), `allow_write`.
+    pub writable: Vec<PathBuf>,
+    /// Read-only inside writable paths (git hooks and config, the rest of `allow_read`).
+    pub protected: Vec<PathBuf>,
+    /// Directories that must exist before the launch (bind sources git may have removed).
+    pub ensure_dirs: Vec<PathBuf>,
+    /// Set `gc.auto=0` through the environment (git cannot pack refs in a sandbox).
+    pub git_env: bool,
+}
+
+/// The private temporary directory every sandbox gets.
+pub const PRIVATE_TMP: &str = "/tmp";
+
+impl Profile {
+    /// The profile of a process started in `workdir` under `policy` (not off). `needs` are the
+    /// files it must read even if they are hidden: its program and the paths its configured
+    /// arguments name.
+    pub fn new(policy: &Policy, host: &Host, workdir: &Path, needs: &[PathBuf]) -> Profile {
+        let workdir = canonical(workdir.to_path_buf());
+        let git = GitLayout::discover(&workdir);
+        let mut writable = Vec::new();
+        let mut protected = Vec::new();
+        let mut ensure_dirs = Vec::new();
+        if policy.mode == SandboxMode::WorkspaceWrite {
+            writable.push(workdir.clone());
+            if let Some(git) = &git {
+                for p in git.writable() {
+                    if p.starts_with(&git.common) && p != git.common {
+                        ensure_dirs.push(p.clone());
+                    }
+                    if !writable.iter().any(|w| p.starts_with(w)) {
+                        writable.push(p);
+                    }
+                }
+                if git.admin.is_none() {
+                    ensure_dirs.push(git.common.join("hooks"));
+                }
+                protected.extend(git.protected());
+            }
+        }
+        writable.extend(policy.allow_write.iter().cloned().map(canonical));
+        let hidden_dirs = host.hidden_dirs();
+        let hidden_files = host.hidden_files();
+        let is_hidden = |p: &Path| p.starts_with(PRIVATE_TMP) || hidden_dirs.iter().any(|h| p.starts_with(h));
+        let is_writable = |p: &Path| writable.iter().any(|w| p.starts_with(w));
+        let mut reveal: Vec<PathBuf> = Vec::new();
+        let mut wanted: Vec<PathBuf> = needs.iter().cloned().map(canonical).collect();
+        wanted.push(workdir.clone());
+        if let Some(git) = &git {
+            wanted.push(git.top().unwrap_or_else(|| git.common.clone()));
+            wanted.push(git.common.clone());
+        }
+        for p in wanted {
+            if is_hidden(&p) && !is_writable(&p) && !reveal.iter().any(|r| p.starts_with(r)) {
+                reveal.push(p);
+            }
+        }
+        for p in policy.allow_read.iter().cloned().map(canonical) {
+            // Around a writable path it goes first (or it would cover it); inside one, after.
+            if writable.iter().any(|w| w.starts_with(&p)) || !is_writable(&p) {
+                reveal.push(p);
+            } else {
+                protected.push(p);
+            }
+        }
+        dedup(&mut writable);
+        dedup(&mut reveal);
+        dedup(&mut protected);
+        dedup(&mut ensure_dirs);
+        Profile {
+            mode: policy.mode,
+            network: policy.network,
+            git_env: git.is_some()
+                && policy.mode == SandboxMode::WorkspaceWrite
+                && std::env::var_os("GIT_CONFIG_COUNT").is_none(),
+            workdir,
+            hidden_dirs,
+            hidden_files,
+            reveal,
+            writable,
+            protected,
+            ensure_dirs,
+        }
+    }
+
+    /// Creates the bind sources that must exist (a branch's ref directory that `git
+    /// pack-refs` removed, a missing hooks directory that must stay read-only).
+    pub fn prepare(&self) -> std::io::Result<()> {
+        for dir in &self.ensure_dirs {
+            std::fs::create_dir_all(dir)?;
+        }
+        Ok(())
+    }
+}
+
+/// The absolute paths among a configured command's program and arguments that exist: what a
+/// sandboxed process must be able to read though it may lie in /tmp. The program is looked up
+/// on `PATH` when it has no `/`.
+pub fn needed_paths(program: &str, args: &[String]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(found) = find_program(program) {
+        out.push(found);
+    }
+    for a in args {
+        // `--flag=/path` too.
+        let candidate = a.split_once('=').map_or(a.as_str(), |(_, v)| v);
+        let p = Path::new(candidate);
+        if p.is_absolute() && p.exists() {
+            out.push(p.to_path_buf());
+        }
+    }
+    out
+}
+
+/// `program` as a path: itself when it has a `/`, else the first match on `PATH`.
+pub fn find_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return p.exists().then(|| std::path::absolute(&p).unwrap_or(p));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+fn dedup(paths: &mut Vec<PathBuf>) {
+    let mut seen = std::collections::HashSet::new();
+    paths.retain(|p| seen.insert(p.clone()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::settings::SandboxSettings;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A repository with one commit and a linked worktree on `huddle/t-dev-0a1b`.
+    fn repo_with_worktree(root: &Path) -> (PathBuf, PathBuf) {
+        let repo = root.join("repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("a.txt"), "a").unwrap();
+        git(&repo, &["add", "."]);
+        git(&repo, &["commit", "-qm", "one"]);
+        let wt = root.join("data/worktrees/repo-1/t-dev-0a1b");
+        git(
+            &repo,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                "huddle/t-dev-0a1b",
+                wt.to_str().unwrap(),
+            ],
+        );
+        (canonical(repo), canonical(wt))
+    }
+
+    #[test]
+    fn a_linked_worktree_knows_its_git_dirs_and_branch() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, wt) = repo_with_worktree(dir.path());
+        let layout = GitLayout::discover(&wt.join("sub/dir/not-made")).unwrap();
+        assert_eq!(layout.common, repo.join(".git"));
+        assert_eq!(layout.admin, Some(repo.join(".git/worktrees/t-dev-0a1b")));
+        assert_eq!(layout.branch.as_deref(), Some("huddle/t-dev-0a1b"));
+        assert_eq!(layout.top(), Some(repo.clone()));
+        assert_eq!(
+            layout.writable(),
+            vec![
+                repo.join(".git/worktrees/t-dev-0a1b"),
+                repo.join(".git/objects"),
+                repo.join(".git/refs/heads/huddle"),
+                repo.join(".git/logs/refs/heads/huddle"),
+            ]
+        );
+        assert!(layout.protected().is_empty());
+        let main = GitLayout::discover(&repo).unwrap();
+        assert_eq!((main.admin, main.branch.as_deref()), (None, Some("main")));
+        assert!(GitLayout::discover(Path::new("/")).is_none());
+    }
+
+    #[test]
+    fn a_worktree_profile_writes_its_tree_and_reveals_the_repository_in_tmp() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, wt) = repo_with_worktree(dir.path());
+        let host = Host {
+            home: Some(dir.path().join("home")),
+            data_dir: Some(canonical(dir.path().join("data"))),
+            config_dir: None,
+        };
+        std::fs::create_dir_all(dir.path().join("home/.ssh")).unwrap();
+        std::fs::write(dir.path().join("home/.netrc"), "machine x").unwrap();
+        let policy = Policy::default();
+        let profile = Profile::new(&policy, &host, &wt, &[PathBuf::from("/bin/sh")]);
+        assert_eq!(profile.workdir, wt);
+        assert_eq!(profile.writable[0], wt);
+        assert!(profile.writable.contains(&repo.join(".git/objects")));
+        assert!(profile.ensure_dirs.contains(&repo.join(".git/refs/heads/huddle")));
+        assert!(
+            profile
+                .hidden_dirs
+                .contains(&canonical(dir.path().join("home/.ssh")))
+        );
+        assert!(profile.hidden_dirs.contains(&canonical(dir.path().join("data"))));
+        assert!(
+            profile
+                .hidden_files
+                .contains(&canonical(dir.path().join("home/.netrc")))
+        );
+        // The repository lives in /tmp here: it is revealed read-only (git reads it).
+        if repo.starts_with("/tmp") {
+            assert!(profile.reveal.contains(&repo), "{:?}", profile.reveal);
+        }
+        assert!(!profile.reveal.contains(&wt), "writable, not merely revealed");
+        assert!(profile.git_env || std::env::var_os("GIT_CONFIG_COUNT").is_some());
+        profile.prepare().unwrap();
+    }
+
+    #[test]
+    fn the_main_checkout_keeps_hooks_and_config_read_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, _) = repo_with_worktree(dir.path());
+        let profile = Profile::new(&Policy::default(), &Host::default(), &repo, &[]);
+        assert_eq!(profile.writable, vec![repo.clone()]);
+        for p in ["hooks", "config", "worktrees"] {
+            assert!(profile.protected.contains(&repo.join(".git").join(p)), "{p}");
+        }
+        let read_only = Policy::resolve(
+            &[("t", &SandboxSettings::mode(SandboxMode::ReadOnly))],
+            None,
+            None,
+        );
+        let profile = Profile::new(&read_only, &Host::default(), &repo, &[]);
+        assert!(profile.writable.is_empty() && profile.protected.is_empty());
+        assert!(!profile.git_env);
+    }
+
+    #[test]
+    fn allow_read_around_a_writable_path_is_revealed_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = canonical(dir.path().join("w"));
+        std::fs::create_dir_all(work.join("inner")).unwrap();
+        let mut policy = Policy::default();
+        policy.allow_read = vec![dir.path().to_path_buf(), work.join("inner")];
+        let profile = Profile::new(&policy, &Host::default(), &work, &[]);
+        assert!(profile.reveal.contains(&canonical(dir.path().to_path_buf())));
+        assert_eq!(profile.protected, vec![work.join("inner")]);
+    }
+
+    #[test]
+    fn needed_paths_are_the_program_and_existing_absolute_arguments() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("agent.sh");
+        std::fs::write(&script, "true").unwrap();
+        let found = needed_paths(
+            "sh",
+            &[
+                script.display().to_string(),
+                "--model".into(),
+                "/no/such/file".into(),
+                format!("--config={}", script.display()),
+            ],
+        );
+        assert!(found[0].ends_with("sh"), "{found:?}");
+        assert_eq!(&found[1..], &[script.clone(), script]);
+        assert_eq!(find_program("huddle-no-such-program-xyz"), None);
+    }
+}

@@ -1,0 +1,338 @@
+//! Hooks around real tool calls (the reference `mcp-server-time`, run sandboxed as configured
+//! servers are) of a session on the fake LLM server: a `pre_tool_use` hook that exits 2 blocks
+//! the call and the model receives its reason; one that asks puts the call to the approval
+//! broker (denied by `huddle run`'s rule); a `post_tool_use` hook sees the call and its result;
+//! a hanging hook is stopped at its time limit and blocks nothing; a `turn_finished` hook's
+//! objection lands in the transcript.
+
+use std::time::Duration;
+
+use huddle::config::Config;
+use huddle::engine::events::{EngineEvent, EventKind};
+use huddle::engine::{Engine, EngineOptions, EventSink};
+use huddle::hooks::Hooks;
+use huddle::model::{Group, GroupKind, Organization, Session, reconcile};
+use huddle::sandbox::Baseline;
+use huddle::store::{OrgHandle, Transcripts};
+use huddle::tools::mcp::McpServerConfig;
+use huddle::tools::{Approval, ApprovalPolicy};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::engine_fixture::{config_for, fast_providers};
+use super::fake_llm_server::{FakeLlm, Reply};
+use super::mcp_servers::reference_server;
+
+const MODEL: &str = "hooked";
+
+struct Hooked {
+    server: FakeLlm,
+    engine: Engine,
+    events: UnboundedReceiver<EngineEvent>,
+    session_id: String,
+    /// The session's working directory (hooks run and may write there).
+    work: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// A session on `openai/hooked` working in a temp dir, with the time server (sandboxed, calls
+/// run without asking) and `hooks` (YAML) from config.yaml.
+async fn hooked(hooks_yaml: &str, approval: ApprovalPolicy) -> Option<Hooked> {
+    let time = reference_server("HUDDLE_MCP_TIME", "mcp-server-time")?;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let work = dir.path().canonicalize().expect("canonical").join("work");
+    std::fs::create_dir_all(&work).expect("work dir");
+    let hooks_yaml = hooks_yaml.replace("{work}", &work.display().to_string());
+    let hooks: Hooks = serde_yaml::from_str(&hooks_yaml).expect("hooks yaml");
+    hooks.validate("hooks").expect("valid hooks");
+    let server = FakeLlm::start().await;
+    let config: Config = config_for(&server);
+    let mut time_server = McpServerConfig::stdio([time.display().to_string()]);
+    time_server.approval = Approval::Auto;
+    let servers = [("time".to_string(), time_server)].into_iter().collect();
+    let baseline = Baseline::default();
+    let toolbox = huddle::tools::mcp::toolbox(&servers, &work, &baseline);
+
+    let mut org = Organization::default();
+    reconcile::reconcile(&mut org);
+    let group = Group::new("tools", GroupKind::Repo);
+    let mut session = Session::new("timer", &group.id, format!("openai/{MODEL}"));
+    session.tools = vec!["time".into()];
+    session.repo = Some(work.clone());
+    let session_id = session.id.clone();
+    org.groups.push(group);
+    org.sessions.push(session);
+    let (sink, events) = EventSink::channel();
+    let engine = Engine::new(
+        fast_providers(&config),
+        OrgHandle::in_memory(org),
+        Transcripts::new(dir.path().join("sessions")),
+        sink,
+        EngineOptions {
+            tools: toolbox,
+            approval,
+            sandbox: baseline,
+            hooks,
+            ..EngineOptions::default()
+        },
+    );
+    Some(Hooked {
+        server,
+        engine,
+        events,
+        session_id,
+        work,
+        _dir: dir,
+    })
+}
+
+impl Hooked {
+    /// One turn: the model asks the time in UTC, then says `done`.
+    async fn ask_the_time(&mut self) -> Vec<EventKind> {
+        self.server.script(
+            MODEL,
+            vec![
+                Reply::tool_call("call_time", "time__get_current_time", r#"{"timezone": "UTC"}"#),
+                Reply::text("done"),
+            ],
+        );
+        let turn = self.engine.ask(&self.session_id, "What time is it?".into(), None);
+        let result = tokio::time::timeout(Duration::from_secs(120), turn)
+            .await
+            .expect("the turn hung")
+            .expect("the turn runs");
+        assert!(result.success, "{result:?}");
+        self.engine.shutdown_tools().await;
+        let mut kinds = Vec::new();
+        while let Ok(e) = self.events.try_recv() {
+            kinds.push(e.kind);
+        }
+        kinds
+    }
+
+    /// What the model got back for the call, as the fake server recorded the second request.
+    fn result_the_model_saw(&self) -> String {
+        let requests = self.server.requests_for(MODEL);
+        assert_eq!(requests.len(), 2, "a call, then the answer");
+        let results = requests[1].tool_results();
+        assert_eq!(results.len(), 1, "{results:?}");
+        assert_eq!(results[0].call_id, "call_time");
+        results[0].content.clone()
+    }
+}
+
+#[tokio::test]
+async fn a_pre_tool_use_hook_that_exits_2_blocks_a_real_call_and_the_model_gets_the_reason() {
+    let Some(mut h) = hooked(
+        "pre_tool_use:\n  - matcher: \"time__.*\"\n    command: [sh, -c, \"cat > {work}/pre.json; echo 'no clocks on Sundays' >&2; exit 2\"]\n",
+        ApprovalPolicy::ApproveAll,
+    )
+    .await
+    else {
+        return;
+    };
+    let events = h.ask_the_time().await;
+    let seen = h.result_the_model_saw();
+    assert!(
+        seen.starts_with("blocked by hook `sh -c cat > ") && seen.ends_with(": no clocks on Sundays"),
+        "{seen}"
+    );
+    assert!(!seen.contains("datetime"), "the tool did not run: {seen}");
+    let blocked: Vec<(String, Option<String>, String)> = events
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::HookBlocked {
+                hook_event,
+                tool,
+                reason,
+                ..
+            } => Some((hook_event.clone(), tool.clone(), reason.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        blocked,
+        [(
+            "pre_tool_use".to_string(),
+            Some("time__get_current_time".to_string()),
+            "no clocks on Sundays".to_string()
+        )]
+    );
+    // The hook saw the call as Claude Code's hooks do.
+    let input: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(h.work.join("pre.json")).expect("input"))
+            .expect("json");
+    assert_eq!(input["hook_event_name"], "PreToolUse");
+    assert_eq!(input["tool_name"], "time__get_current_time");
+    assert_eq!(input["tool_input"]["timezone"], "UTC");
+    assert_eq!(input["tool_use_id"], "call_time");
+    assert_eq!(input["session"], "timer");
+}
+
+#[tokio::test]
+async fn a_hook_that_asks_goes_to_the_approval_broker_which_never_defaults_to_allow() {
+    let Some(mut h) = hooked(
+        "pre_tool_use:\n  - command: [sh, -c, \"echo '{\\\"hookSpecificOutput\\\": {\\\"permissionDecision\\\": \\\"ask\\\", \\\"permissionDecisionReason\\\": \\\"which zone?\\\"}}'\"]\n",
+        ApprovalPolicy::DenyAll,
+    )
+    .await
+    else {
+        return;
+    };
+    let events = h.ask_the_time().await;
+    // The server's rule is `auto`, yet the hook's ask is put to the front end, which (as
+    // `huddle run` without --approve-tools) denies.
+    let seen = h.result_the_model_saw();
+    assert_eq!(seen, huddle::tools::approval::DENIED_HEADLESS);
+    assert!(events.iter().any(|k| matches!(
+        k,
+        EventKind::ToolApprovalDecided {
+            decision: huddle::tools::Decision::Deny,
+            ..
+        }
+    )));
+}
+
+#[tokio::test]
+async fn a_post_tool_use_hook_receives_the_call_and_its_result() {
+    let Some(mut h) = hooked(
+        "post_tool_use:\n  - matcher: time__get_current_time\n    command: [sh, -c, \"cat > {work}/post.json\"]\n",
+        ApprovalPolicy::ApproveAll,
+    )
+    .await
+    else {
+        return;
+    };
+    h.ask_the_time().await;
+    let seen = h.result_the_model_saw();
+    assert!(seen.contains("\"timezone\": \"UTC\""), "the tool ran: {seen}");
+    let input: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(h.work.join("post.json")).expect("input"))
+            .expect("json");
+    assert_eq!(input["hook_event_name"], "PostToolUse");
+    assert_eq!(input["tool_name"], "time__get_current_time");
+    assert_eq!(input["tool_input"]["timezone"], "UTC");
+    assert_eq!(input["tool_response"]["is_error"], false);
+    let said = input["tool_response"]["text"].as_str().unwrap_or_default();
+    assert_eq!(said, seen, "the hook saw what the model got");
+}
+
+#[tokio::test]
+async fn a_hanging_hook_is_stopped_at_its_time_limit_and_blocks_nothing() {
+    let Some(mut h) = hooked(
+        "pre_tool_use:\n  - command: [sleep, \"300\"]\n    timeout_secs: 1\n",
+        ApprovalPolicy::ApproveAll,
+    )
+    .await
+    else {
+        return;
+    };
+    let events = h.ask_the_time().await;
+    let seen = h.result_the_model_saw();
+    assert!(seen.contains("\"timezone\": \"UTC\""), "the call went on: {seen}");
+    let failed: Vec<String> = events
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::HookFailed { message, .. } => Some(message.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(failed, ["hook `sleep 300` timed out after 1s and was stopped"]);
+}
+
+#[tokio::test]
+async fn a_turn_finished_hook_sees_the_answer_and_its_objection_is_in_the_transcript() {
+    let Some(mut h) = hooked(
+        "turn_finished:\n  - command: [sh, -c, \"cat > {work}/turn.json; echo 'tests fail: 2 of 40' >&2; exit 2\"]\n",
+        ApprovalPolicy::ApproveAll,
+    )
+    .await
+    else {
+        return;
+    };
+    let events = h.ask_the_time().await;
+    let input: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(h.work.join("turn.json")).expect("input"))
+            .expect("json");
+    assert_eq!(input["hook_event_name"], "TurnFinished");
+    assert_eq!(input["last_assistant_message"], "done");
+    let notices: Vec<String> = events
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::Notice { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(
+        notices[0].starts_with("turn_finished hook `sh -c cat > ")
+            && notices[0].ends_with("` objected: tests fail: 2 of 40"),
+        "{notices:?}"
+    );
+    let transcript = h.engine.load_transcript(&h.session_id).expect("transcript");
+    assert!(
+        transcript
+            .messages
+            .iter()
+            .any(|m| m.text.contains("objected: tests fail: 2 of 40")),
+        "the reason is in the transcript"
+    );
+}
+
+/// The team's tests as an iteration_finished hook: what they print (here a failing run, exit
+/// 1) goes into the evaluator's request beside the synthesis of the workers' results; the hook
+/// saw those results.
+#[tokio::test]
+async fn an_iteration_finished_hooks_output_reaches_the_evaluators_request() {
+    use super::engine_fixture::{EVAL, ORCH, team};
+    let f = team(huddle::model::Mode::OrchestratorReflect, &["alpha"], true, 1).await;
+    let repo = f.dir.path().join("repo");
+    std::fs::create_dir_all(&repo).expect("repo");
+    let hooks: Hooks = serde_yaml::from_str(
+        "iteration_finished:\n  - command: [sh, -c, \"cat > results.json; echo 'TESTS: 41 passed, 1 failed (test_login)'; exit 1\"]\n",
+    )
+    .expect("hooks");
+    f.org.update(|o| {
+        let g = o.group_mut(&f.group_id).expect("group");
+        g.repo = Some(repo.clone());
+        g.hooks = hooks;
+    });
+    f.server.script(
+        ORCH,
+        vec![
+            Reply::text("Plan.\n@worker:alpha\nFix the login.\n@end\n"),
+            Reply::text("Synthesis: the login is fixed."),
+        ],
+    );
+    f.server
+        .script("w-alpha", vec![Reply::text("I fixed the login form validation.")]);
+    f.server
+        .script(EVAL, vec![Reply::text("SCORE: 0.4\nRATIONALE: a test fails")]);
+    let report = f.run("Fix the login").await;
+    assert!(report.failed.is_none(), "{:?}", report.failed);
+    let asked = f.prompts(EVAL);
+    assert_eq!(asked.len(), 1);
+    let request = &asked[0];
+    for said in [
+        "## Checks run after this iteration",
+        "(it exited with status 1)",
+        "TESTS: 41 passed, 1 failed (test_login)",
+        "Synthesis: the login is fixed.",
+    ] {
+        assert!(
+            request.contains(said),
+            "`{said}` in the evaluator's request:\n{request}"
+        );
+    }
+    let seen: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo.join("results.json")).expect("input"))
+            .expect("json");
+    assert_eq!(seen["hook_event_name"], "IterationFinished");
+    assert_eq!(seen["iteration"], 1);
+    assert_eq!(seen["results"][0]["text"], "I fixed the login form validation.");
+    assert!(
+        seen["results"][0]["member"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with("alpha")
+    );
+}
