@@ -132,7 +132,7 @@ async fn a_run_goes_through_the_owner_whose_front_end_sees_it_live() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(
-        err.contains("runs in broadcast mode"),
+        err.contains("broadcast run"),
         "progress as a local run prints it: {err}"
     );
     let answer = text(&out.stdout);
@@ -602,7 +602,7 @@ fn detach_ps_attach_and_stop() {
     assert!(seen[0].contains(&format!("following run {run_id}")), "{seen:?}");
     assert!(
         seen.iter()
-            .any(|l| l.contains("runs in orchestrator_reflect mode")),
+            .any(|l| l.contains("orchestrator_reflect run")),
         "from its start: {seen:?}"
     );
     // SAFETY: plain kill(2) on our own child's pid.
