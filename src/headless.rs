@@ -608,7 +608,8 @@ async fn print_events(
         color,
     } = printing;
     // Colour only on a terminal that wants it (this process's, or the front end's).
-    let color = color.unwrap_or_else(|| std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none());
+    let color =
+        color.unwrap_or_else(|| std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none());
     let mut lost = false;
     // How each group names its members (`<members slug>-<member>`), read once.
     let mut named: std::collections::HashMap<String, Names> = std::collections::HashMap::new();

@@ -7,8 +7,8 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use crate::cli::{OutputError, RunOutput, note, print_out};
-use crate::describe::Names;
 use crate::config::{Config, Paths};
+use crate::describe::Names;
 use crate::engine::events::EventKind;
 use crate::headless::{self, RunRequest};
 use crate::host::client::{Client, ClientError, Reader, Writer};

@@ -57,7 +57,8 @@ impl Hello {
         self.config = Some(config);
         self.env = Env::capture();
         self.terminal = terminal;
-        self.color = std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none();
+        self.color =
+            std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none();
         self
     }
 }
@@ -230,7 +231,7 @@ async fn attempt(paths: &Paths, hello: &Hello) -> Result<Client, Attempt> {
         inner: write,
         next_id: 0,
     };
-    let line = protocol::encode(&ClientMessage::Hello(hello.clone()));
+    let line = protocol::encode(&ClientMessage::Hello(Box::new(hello.clone())));
     if writer.inner.write_all(line.as_bytes()).await.is_err() {
         return Err(Attempt::Closed);
     }

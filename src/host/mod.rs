@@ -99,14 +99,14 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> u8 {
             return 1;
         }
     };
-    let workspace = match Workspace::open_locked(lock, paths, &config, repo.clone(), ApprovalPolicy::DenyAll, None)
-    {
-        Ok(w) => w,
-        Err(e) => {
-            ready.say(&format!("error: {e}"));
-            return 1;
-        }
-    };
+    let workspace =
+        match Workspace::open_locked(lock, paths, &config, repo.clone(), ApprovalPolicy::DenyAll, None) {
+            Ok(w) => w,
+            Err(e) => {
+                ready.say(&format!("error: {e}"));
+                return 1;
+            }
+        };
     let Workspace {
         edits,
         engine,

@@ -62,7 +62,7 @@ pub struct Hello {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ClientMessage {
-    Hello(Hello),
+    Hello(Box<Hello>),
     Request { id: u64, request: Request },
 }
 

@@ -349,7 +349,7 @@ async fn converse(stream: UnixStream, shared: &Arc<Shared>) {
     let writer = tokio::spawn(write_all(write, rx));
     let hello = match tokio::time::timeout(HELLO_TIMEOUT, read_line(&mut reader)).await {
         Ok(Ok(Some(line))) => match protocol::decode::<ClientMessage>(&line) {
-            Ok(ClientMessage::Hello(hello)) => hello,
+            Ok(ClientMessage::Hello(hello)) => *hello,
             _ => {
                 let _ = tx.send(HostMessage::Refused {
                     message: format!(

@@ -601,8 +601,7 @@ fn detach_ps_attach_and_stop() {
     }
     assert!(seen[0].contains(&format!("following run {run_id}")), "{seen:?}");
     assert!(
-        seen.iter()
-            .any(|l| l.contains("orchestrator_reflect run")),
+        seen.iter().any(|l| l.contains("orchestrator_reflect run")),
         "from its start: {seen:?}"
     );
     // SAFETY: plain kill(2) on our own child's pid.

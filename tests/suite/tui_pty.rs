@@ -402,14 +402,22 @@ fn the_tui_takes_the_data_dir_from_an_idle_host_and_not_from_a_busy_one() {
     let out = huddle_run(&["run", "hello"]);
     assert_eq!(out.status.code(), Some(0));
     let lock = home.path().join("huddle.lock");
-    assert!(huddle::store::DataDirLock::holder(&lock).is_some(), "the host waits");
+    assert!(
+        huddle::store::DataDirLock::holder(&lock).is_some(),
+        "the host waits"
+    );
     let mut app = Huddle::start(home.path(), repo.path());
     app.wait_for("1 session(s)");
     app.key("q");
     app.wait_exit();
 
     let out = huddle_run(&["run", "--model", "sim/slow-20000ms", "--detach", "take your time"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let run_id = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let app = Huddle::start(home.path(), repo.path());
     app.wait_for("still runs");
