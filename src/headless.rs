@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use tokio::sync::mpsc;
 
-use crate::cli::{OutputError, RunOutput, note};
+use crate::cli::{OutputError, RunOutput};
 use crate::config::{Config, Paths};
 use crate::describe::{Line, Names, Tone, describe_as};
 use crate::engine::events::{EngineEvent, EventKind, Phase, RunKey};
@@ -151,16 +151,6 @@ pub struct Host<'a> {
     pub engine: &'a Engine,
 }
 
-/// Who asked for the run and sees it.
-pub enum Front {
-    /// This process's terminal: the workspace's own events, stopped by this process's signals.
-    Terminal(mpsc::UnboundedReceiver<EngineEvent>),
-    /// A front end of the host (`huddle run` in another process): its output goes back through
-    /// `output`, and `stop` brings the signal that stopped it (its sender dropping means it
-    /// went away).
-    Remote(Remote),
-}
-
 /// A front end of the host, as a run sees it.
 pub struct Remote {
     pub output: RunOutput,
@@ -176,27 +166,21 @@ pub struct Remote {
 }
 
 /// Drives one request to its end on `host` and returns the exit code.
-pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Result<u8, RunFailure> {
+pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Result<u8, RunFailure> {
     let Host {
         paths,
         config,
         edits,
         engine,
     } = *host;
-    let out = match &front {
-        Front::Terminal(_) => RunOutput::Terminal,
-        Front::Remote(remote) => remote.output.clone(),
-    };
+    let out = front.output.clone();
     if let Some(model) = &request.model {
         config
             .resolve(model)
             .map_err(|e| usage(format!("--model: {e}")))?;
     }
     // Relay drafts are asked about on the asking terminal (`--approve`), if it is one.
-    let (on_terminal, env) = match &front {
-        Front::Terminal(_) => (crate::headless_relay::on_terminal(), crate::env::Env::process()),
-        Front::Remote(remote) => (remote.terminal, remote.env.clone()),
-    };
+    let (on_terminal, env) = (front.terminal, front.env.clone());
     let target = env.scope(|| choose_target(paths, config, edits, request, &out, on_terminal))?;
     if let Target::Group(id) = &target {
         refuse_running(engine, id)?;
@@ -239,52 +223,41 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
         });
     }
 
-    let signalled = Arc::new(AtomicU8::new(0));
-    let color = match &front {
-        Front::Terminal(_) => None,
-        Front::Remote(remote) => Some(remote.color),
-    };
-    let (events, stopper, scope, announce) = match front {
-        Front::Terminal(events) => (
-            events,
-            tokio::spawn(stop_on_signal(engine.clone(), Arc::clone(&signalled))),
-            None,
-            None,
-        ),
-        Front::Remote(Remote { stop, profile, .. }) => {
-            // Its events, as other front ends see them too; tool calls that ask are treated as
-            // `huddle run` treats them, not asked in a TUI.
-            let (scope, run_key, group_id) = match &target {
-                Target::Group(id) => (id.clone(), RunKey::team(id), id.clone()),
-                Target::Session(id) => {
-                    let group_id = edits
-                        .view()
-                        .read(|o| o.session(id).map(|s| s.group_id.clone()))
-                        .unwrap_or_default();
-                    (id.clone(), RunKey::chat(id), group_id)
-                }
-            };
-            // A relay's counterparts too (their drafts may wait), as a run alone showed them.
-            let groups = engine
-                .org()
-                .read(|o| crate::headless_relay::with_counterparts(o, &group_id));
-            let events = engine.watch_groups(groups);
-            engine.set_scoped_approval(&scope, Some(tool_policy(request)));
-            if profile.is_some() {
-                engine.set_scoped_profile(&scope, profile);
-            }
-            // Its `--sandbox` applies to its members' processes and hooks (the host's own MCP
-            // servers keep theirs).
-            engine.set_scoped_sandbox(&scope, request.sandbox);
-            let stopper = tokio::spawn(stop_on_request(
-                engine.clone(),
-                run_key.clone(),
-                stop,
-                Arc::clone(&signalled),
-            ));
-            (events, stopper, Some(scope), Some(run_key))
+    let Remote {
+        stop, profile, color, ..
+    } = front;
+    // Its events, as other front ends see them too; tool calls that ask are treated as the
+    // front end asked (denied, approved, or asked through it), not asked in a TUI.
+    let (scope, run_key, group_id) = match &target {
+        Target::Group(id) => (id.clone(), RunKey::team(id), id.clone()),
+        Target::Session(id) => {
+            let group_id = edits
+                .view()
+                .read(|o| o.session(id).map(|s| s.group_id.clone()))
+                .unwrap_or_default();
+            (id.clone(), RunKey::chat(id), group_id)
         }
     };
+    // A relay's counterparts too (their drafts may wait), as a run alone showed them.
+    let groups = engine
+        .org()
+        .read(|o| crate::headless_relay::with_counterparts(o, &group_id));
+    let events = engine.watch_groups(groups);
+    engine.set_scoped_approval(&scope, Some(tool_policy(request)));
+    if profile.is_some() {
+        engine.set_scoped_profile(&scope, profile);
+    }
+    // Its `--sandbox` applies to its members' processes and hooks (the host's own MCP servers
+    // keep theirs).
+    engine.set_scoped_sandbox(&scope, request.sandbox);
+    let signalled = Arc::new(AtomicU8::new(0));
+    let stopper = tokio::spawn(stop_on_request(
+        engine.clone(),
+        run_key.clone(),
+        stop,
+        Arc::clone(&signalled),
+    ));
+    let announce = Some(run_key);
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
     let printer = tokio::spawn(print_events(
         events,
@@ -294,7 +267,7 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
             out: out.clone(),
             approver,
             announce,
-            color,
+            color: Some(color),
         },
     ));
 
@@ -323,17 +296,9 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
         },
     };
     stopper.abort();
-    match &scope {
-        Some(scope) => {
-            engine.set_scoped_approval(scope, None);
-            engine.set_scoped_profile(scope, None);
-            engine.set_scoped_sandbox(scope, None);
-        }
-        // MCP server processes end with the run (a huddle a run was handed to keeps its own).
-        None => {
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(3), engine.shutdown_tools()).await;
-        }
-    }
+    engine.set_scoped_approval(&scope, None);
+    engine.set_scoped_profile(&scope, None);
+    engine.set_scoped_sandbox(&scope, None);
     let flushed = engine.flush();
     // Every event of the run was sent before it returned: let the printer write them all.
     let _ = done_tx.send(());
@@ -436,36 +401,7 @@ fn interrupted_cycle(edits: &Edits, group_id: &str, request: &RunRequest) -> Res
     }
 }
 
-/// Stops the engine on Ctrl-C, SIGTERM or SIGHUP (what terminals and CI timeouts send) and
-/// records which: the run ends as interrupted, saved and resumable, and the exit code says why.
-async fn stop_on_signal(engine: Engine, signalled: Arc<AtomicU8>) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).ok();
-    let mut hup = signal(SignalKind::hangup()).ok();
-    let wait = |s: &mut Option<tokio::signal::unix::Signal>| {
-        let s = s.take();
-        async move {
-            match s {
-                Some(mut s) => s.recv().await,
-                None => std::future::pending().await,
-            }
-        }
-    };
-    let (number, name) = tokio::select! {
-        r = tokio::signal::ctrl_c() => match r {
-            Ok(()) => (2, "Ctrl-C"),
-            Err(_) => std::future::pending().await,
-        },
-        _ = wait(&mut term) => (15, "SIGTERM"),
-        _ = wait(&mut hup) => (1, "SIGHUP"),
-    };
-    note(format_args!("\nhuddle: stopping ({name})..."));
-    signalled.store(number, Ordering::SeqCst);
-    // Also stops a run that had not registered yet when the signal came.
-    engine.interrupt();
-}
-
-/// Stops the handed-over run when its `huddle run` asks (its Ctrl-C, SIGTERM, SIGHUP) or goes
+/// Stops the run when the front end that started it asks (its Ctrl-C, SIGTERM, SIGHUP) or goes
 /// away: the run belongs to the command that started it.
 async fn stop_on_request(
     engine: Engine,

@@ -23,7 +23,7 @@ use crate::config::{Config, Paths};
 use crate::engine::events::{EngineEvent, RunKey, RunRecord};
 use crate::engine::{Engine, Profile};
 use crate::env::Env;
-use crate::headless::{self, Front, Host, Remote, RunRequest};
+use crate::headless::{self, Host, Remote, RunRequest};
 use crate::store::RunFiles;
 use crate::tools::ApprovalPolicy;
 use crate::workspace::Edits;
@@ -740,7 +740,7 @@ fn start_run(
                     edits: &front.edits,
                     engine: &shared.parts.engine,
                 };
-                headless::execute(&host, &request, Front::Remote(remote)).await
+                headless::execute(&host, &request, remote).await
             })
         };
         let mut announced = false;
