@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Installs the pinned third-party Python tools the tests run against, into a venv next to this
 # script: the LLM mock server (llmock) for the provider conformance tests, and two reference MCP
-# servers (mcp-server-time, mcp-server-git) for the tool-calling tests. Idempotent: a second
+# servers (mcp-server-time, mcp-server-git) for the tool-calling tests, and the reference MCP
+# SDK (mcp) as the third-party client of `huddle mcp`. Idempotent: a second
 # run only checks the versions.
 #
 # Afterwards point the tests at them (they also look in .ci/.venv/bin by default):
 #   export HUDDLE_LLMOCK="$PWD/.ci/.venv/bin/llmock"
 #   export HUDDLE_MCP_TIME="$PWD/.ci/.venv/bin/mcp-server-time"
 #   export HUDDLE_MCP_GIT="$PWD/.ci/.venv/bin/mcp-server-git"
+#   export HUDDLE_TEST_PYTHON="$PWD/.ci/.venv/bin/python"
 set -euo pipefail
 
 LLMOCK_VERSION="0.2.2"
 MCP_TIME_VERSION="2026.10.19"
 MCP_GIT_VERSION="2026.10.19"
+MCP_SDK_VERSION="2.3.0"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 venv="${HUDDLE_PY_VENV:-$here/.venv}"
 python="${PYTHON:-python3}"
@@ -20,7 +23,8 @@ python="${PYTHON:-python3}"
 # package executable version: one line per pinned tool.
 pins="llmock llmock $LLMOCK_VERSION
 mcp-server-time mcp-server-time $MCP_TIME_VERSION
-mcp-server-git mcp-server-git $MCP_GIT_VERSION"
+mcp-server-git mcp-server-git $MCP_GIT_VERSION
+mcp mcp $MCP_SDK_VERSION"
 
 # True when `package` is installed at `version` with its executable in place.
 installed() {
@@ -49,3 +53,4 @@ fi
 echo "HUDDLE_LLMOCK=$venv/bin/llmock"
 echo "HUDDLE_MCP_TIME=$venv/bin/mcp-server-time"
 echo "HUDDLE_MCP_GIT=$venv/bin/mcp-server-git"
+echo "HUDDLE_TEST_PYTHON=$venv/bin/python"

@@ -61,6 +61,10 @@ pub enum Command {
         #[arg(long)]
         events: bool,
     },
+    /// Serve MCP on standard input and output: agents such as Claude Code and Codex list
+    /// huddle's teams, run one on a prompt and follow, stop and answer its runs (which go on in
+    /// the host). See docs/mcp-server.md.
+    Mcp,
     /// The host: the process that owns the data dir and runs everything (started on demand by
     /// the other commands; not meant to be run by hand).
     #[command(hide = true)]

@@ -36,6 +36,9 @@ pub struct RunRequest {
     pub events: bool,
     /// Approve tool calls that ask (`--approve-tools`); otherwise they are denied.
     pub approve_tools: bool,
+    /// Tool calls that ask wait for an answer (`answer_approval`) instead of being denied: the
+    /// front end asks someone (`huddle mcp` with a client that can be asked).
+    pub ask_tools: bool,
     /// A relay asks about each draft on the terminal (`--approve`).
     pub approve: bool,
     /// A relay's approval mode for this run (`--approval`).
@@ -132,11 +135,14 @@ pub fn prepare(mut request: RunRequest) -> Result<RunRequest, RunFailure> {
     Ok(request)
 }
 
-/// What `huddle run` does with tool calls that ask: nobody is there to answer, so they are
-/// denied unless `--approve-tools` said to run them.
+/// What a run does with tool calls that ask: `huddle run` has nobody to answer, so they are
+/// denied unless `--approve-tools` said to run them; a front end that asks someone (`huddle
+/// mcp` with a client that can be asked) has them wait for the answer. Never allowed by default.
 fn tool_policy(request: &RunRequest) -> ApprovalPolicy {
     if request.approve_tools {
         ApprovalPolicy::ApproveAll
+    } else if request.ask_tools {
+        ApprovalPolicy::Ask
     } else {
         ApprovalPolicy::DenyAll
     }

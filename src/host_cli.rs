@@ -76,7 +76,14 @@ pub async fn run(paths: &Paths, request: RunRequest, detach: bool) -> u8 {
         Err(code) => return code.min(1),
     };
     let (mut reader, mut writer) = client.split();
-    let id = match writer.send(Request::Run { request, detach }).await {
+    let id = match writer
+        .send(Request::Run {
+            request,
+            detach,
+            keep: false,
+        })
+        .await
+    {
         Ok(id) => id,
         Err(e) => {
             note(format_args!("huddle: {e}"));

@@ -19,6 +19,7 @@ pub mod hooks;
 pub mod host;
 pub mod host_cli;
 pub mod logging;
+pub mod mcp_front;
 pub mod model;
 pub mod naming;
 pub mod presets;

@@ -184,6 +184,10 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
             let code = block_on(huddle::host_cli::attach(paths, &repo, &target, events))?;
             Ok(ExitCode::from(code))
         }
+        Some(Command::Mcp) => {
+            let code = block_on(huddle::mcp_front::serve(paths, repo))?;
+            Ok(ExitCode::from(code))
+        }
         Some(Command::Host) => {
             let code = block_on(huddle::host::run(paths, repo))?;
             Ok(ExitCode::from(code))
@@ -214,6 +218,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 },
                 events: args.events,
                 approve_tools: args.approve_tools,
+                ask_tools: false,
                 approve: args.approve,
                 approval: args.approval,
                 prompt: args.prompt.unwrap_or_default(),

@@ -71,11 +71,15 @@ pub enum ClientMessage {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Request {
     /// `huddle run`: its output comes back as `output` messages, then `exit`. With `detach`,
-    /// `started` says the run's id and nothing else follows; the run goes on.
+    /// `started` says the run's id and nothing else follows; the run goes on. With `keep`, the
+    /// output comes as without `detach`, but the run goes on when this connection goes (`huddle
+    /// mcp`: runs outlive the client).
     Run {
         request: RunRequest,
         #[serde(default)]
         detach: bool,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        keep: bool,
     },
     /// Stop the run this connection started (`huddle run` got this signal: 2 Ctrl-C, 15
     /// SIGTERM, 1 SIGHUP): it ends as a local run would, a reflect cycle resumable.
@@ -332,15 +336,21 @@ mod tests {
             request: Request::Run {
                 request,
                 detach: true,
+                keep: false,
             },
         });
         assert_eq!(line.matches('\n').count(), 1, "one line: {line}");
         match decode::<ClientMessage>(&line).unwrap() {
             ClientMessage::Request {
                 id: 7,
-                request: Request::Run { request, detach },
+                request:
+                    Request::Run {
+                        request,
+                        detach,
+                        keep,
+                    },
             } => {
-                assert!(detach);
+                assert!(detach && !keep);
                 assert_eq!(request.prompt, "line one\nline two");
             }
             other => panic!("{other:?}"),

@@ -436,7 +436,7 @@ async fn write_all(
 
 fn front_context(shared: &Shared, hello: Hello) -> FrontContext {
     let label = match hello.front.as_str() {
-        "run" => format!("huddle run (pid {})", hello.pid),
+        "run" | "mcp" => format!("huddle {} (pid {})", hello.front, hello.pid),
         other => format!("{other} (pid {})", hello.pid),
     };
     let (config, env, own_config) = match hello.config {
@@ -538,7 +538,11 @@ async fn handle(
 ) {
     let engine = &shared.parts.engine;
     match request {
-        Request::Run { request, detach } => start_run(shared, front, attached, tx, id, request, detach),
+        Request::Run {
+            request,
+            detach,
+            keep,
+        } => start_run(shared, front, attached, tx, id, request, Keep { detach, keep }),
         Request::Signal { run, signal } => {
             let taken = lock(attached)
                 .runs
@@ -689,6 +693,13 @@ async fn handle(
     }
 }
 
+/// Whether a run goes on without the connection that started it: `detach` (and tells it only
+/// its start) or `keep` (and tells it everything).
+struct Keep {
+    detach: bool,
+    keep: bool,
+}
+
 /// Drives a `huddle run` for a front end: its output back as it comes, then its exit code.
 fn start_run(
     shared: &Arc<Shared>,
@@ -697,7 +708,7 @@ fn start_run(
     tx: &mpsc::UnboundedSender<HostMessage>,
     id: u64,
     request: RunRequest,
-    detach: bool,
+    Keep { detach, keep }: Keep,
 ) {
     let profile = match profile_for(shared, front, request.sandbox) {
         Ok(p) => p,
@@ -708,9 +719,10 @@ fn start_run(
     };
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<OutputLine>();
     let (stop_tx, stop_rx) = oneshot::channel::<u8>();
-    // Detached: the run owns its stop (nobody's going stops it); else the connection does.
+    // Detached or kept: the run owns its stop (nobody's going stops it); else the connection
+    // does.
     let mut kept_stop = None;
-    if detach {
+    if detach || keep {
         kept_stop = Some(stop_tx);
     } else {
         lock(attached).runs.insert(id, (Some(stop_tx), None));

@@ -30,6 +30,7 @@ mod headless_team;
 mod headless_tools;
 mod hooks;
 mod host;
+mod mcp_front;
 mod mcp_servers;
 mod presets_catalog;
 mod providers_agents;

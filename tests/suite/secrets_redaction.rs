@@ -85,6 +85,8 @@ async fn an_echoed_key_never_leaves_the_provider() {
             assert_no_secret(&format!("{kind} stdout"), &stdout);
             assert_no_secret(&format!("{kind} stderr"), &stderr);
         }
+        // The host the runs started is gone (its log written, its socket removed).
+        super::headless::wait_for_host_exit(home.path());
         let files = all_files(home.path());
         assert!(
             files.iter().any(|(p, _)| p.contains("sessions")),
