@@ -1,44 +1,48 @@
 #!/usr/bin/env bash
 # Installs the pinned third-party Python tools the tests run against, into a venv next to this
-# script: the LLM mock server (llmock) for the provider conformance tests, and two reference MCP
-# servers (mcp-server-time, mcp-server-git) for the tool-calling tests, and the reference MCP
-# SDK (mcp) as the third-party client of `huddle mcp`. Idempotent: a second
-# run only checks the versions.
+# script: the LLM mock server (llmock) for the provider conformance tests, two reference MCP
+# servers (mcp-server-time, mcp-server-git) for the tool-calling tests, and the reference SDKs
+# of the agent protocols: agent-client-protocol (an ACP agent), a2a-sdk with uvicorn (an A2A
+# counterpart) and opentelemetry-proto (an OTLP receiver). Idempotent: a second run only checks
+# the versions.
 #
 # Afterwards point the tests at them (they also look in .ci/.venv/bin by default):
 #   export HUDDLE_LLMOCK="$PWD/.ci/.venv/bin/llmock"
 #   export HUDDLE_MCP_TIME="$PWD/.ci/.venv/bin/mcp-server-time"
 #   export HUDDLE_MCP_GIT="$PWD/.ci/.venv/bin/mcp-server-git"
-#   export HUDDLE_TEST_PYTHON="$PWD/.ci/.venv/bin/python"
+#   export HUDDLE_TEST_PYTHON="$PWD/.ci/.venv/bin/python"   # runs the protocol test peers
 set -euo pipefail
 
-LLMOCK_VERSION="0.2.2"
-MCP_TIME_VERSION="2026.10.19"
-MCP_GIT_VERSION="2026.10.19"
-MCP_SDK_VERSION="2.3.0"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 venv="${HUDDLE_PY_VENV:-$here/.venv}"
 python="${PYTHON:-python3}"
 
-# package executable version: one line per pinned tool.
-pins="llmock llmock $LLMOCK_VERSION
-mcp-server-time mcp-server-time $MCP_TIME_VERSION
-mcp-server-git mcp-server-git $MCP_GIT_VERSION
-mcp mcp $MCP_SDK_VERSION"
+# requirement executable version: one line per pinned tool (`-`: a library, no executable).
+# The requirement may name extras (`a2a-sdk[http-server]`); the version is the distribution's.
+pins="llmock llmock 0.2.2
+mcp-server-time mcp-server-time 2026.10.19
+mcp-server-git mcp-server-git 2026.10.19
+mcp - 2.3.0
+agent-client-protocol - 0.12.1
+a2a-sdk[http-server] - 1.3.0
+uvicorn uvicorn 0.54.0
+opentelemetry-proto - 1.45.2"
 
-# True when `package` is installed at `version` with its executable in place.
+# True when the distribution of `requirement` is installed at `version` (with its executable in
+# place, when it has one).
 installed() {
-    [ -x "$venv/bin/$2" ] && "$venv/bin/python" -c "
+    local dist="${1%%[*}"
+    { [ "$2" = "-" ] || [ -x "$venv/bin/$2" ]; } && [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "
 import importlib.metadata as m, sys
-sys.exit(0 if m.version('$1') == '$3' else 1)" 2>/dev/null
+sys.exit(0 if m.version('$dist') == '$3' else 1)" 2>/dev/null
 }
 
 missing=()
-while read -r package executable version; do
-    if installed "$package" "$executable" "$version"; then
-        echo "$package $version already installed in $venv"
+while read -r requirement executable version; do
+    if installed "$requirement" "$executable" "$version"; then
+        echo "$requirement $version already installed in $venv"
     else
-        missing+=("$package==$version")
+        missing+=("$requirement==$version")
     fi
 done <<<"$pins"
 
@@ -46,7 +50,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
     [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
     # Every pin in one resolve, so the tools' shared dependencies stay compatible.
     all=()
-    while read -r package _ version; do all+=("$package==$version"); done <<<"$pins"
+    while read -r requirement _ version; do all+=("$requirement==$version"); done <<<"$pins"
     "$venv/bin/pip" install --quiet --disable-pip-version-check "${all[@]}"
     echo "installed ${missing[*]} in $venv"
 fi

@@ -133,6 +133,11 @@ pub struct ProviderConfig {
     /// name; well-known models need none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub context_window: BTreeMap<String, u64>,
+    /// A CLI or ACP agent reads the repository's `AGENTS.md` itself, so huddle leaves it out of
+    /// the prompt. Default: true for Claude Code and Codex (`claude-stream-json`, `codex-json`)
+    /// and for `acp` agents, false otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads_agents_md: Option<bool>,
 }
 
 impl ProviderConfig {
@@ -149,7 +154,19 @@ impl ProviderConfig {
             context_window: BTreeMap::new(),
             format: None,
             agent: None,
+            reads_agents_md: None,
         }
+    }
+
+    /// Whether the agent reads the repository's `AGENTS.md` itself (see `reads_agents_md`).
+    pub fn reads_repo_instructions(&self) -> bool {
+        self.reads_agents_md.unwrap_or(match self.kind {
+            ProviderKind::Command => matches!(
+                self.output_format(),
+                AgentFormat::ClaudeStreamJson | AgentFormat::CodexJson
+            ),
+            _ => false,
+        })
     }
 
     /// How this provider's stdout is read (`text` unless `format` or `agent` says otherwise).
@@ -240,6 +257,11 @@ pub struct Config {
     /// agent_timeout_secs, max_budget_secs}`).
     #[serde(skip_serializing_if = "crate::model::DispatchLimits::is_empty")]
     pub dispatch: crate::model::DispatchLimits,
+    /// What sessions get of their repository (`repo_context: {instructions, skills}`): its
+    /// `AGENTS.md` / `CLAUDE.md` and its skills, each on unless set false (a team's preset may
+    /// say otherwise).
+    #[serde(skip_serializing_if = "crate::model::RepoContextSettings::is_empty")]
+    pub repo_context: crate::model::RepoContextSettings,
     /// The sandbox of every process started for a session (CLI agents, stdio MCP servers,
     /// hooks) where a team, member or server sets nothing else: `sandbox: {mode, network,
     /// allow_write, allow_read, bwrap}`.
@@ -267,6 +289,7 @@ impl Default for Config {
             budget: crate::model::RunBudget::default(),
             notify: NotifyMode::default(),
             dispatch: crate::model::DispatchLimits::default(),
+            repo_context: crate::model::RepoContextSettings::default(),
             sandbox: crate::sandbox::SandboxSettings::default(),
             hooks: crate::hooks::Hooks::default(),
         }
@@ -646,6 +669,21 @@ providers:
         );
         let err = parse("budget: { tokens: 5 }\n").unwrap_err().to_string();
         assert!(err.contains("tokens"), "{err}");
+    }
+
+    #[test]
+    fn repo_context_and_reads_agents_md_are_read() {
+        let c = parse(
+            "repo_context: { skills: false }\nproviders:\n  - { name: c, kind: command, agent: claude }\n  - { name: g, kind: command, agent: gemini }\n  - { name: t, kind: command, command: [x], reads_agents_md: true }\n",
+        )
+        .unwrap();
+        assert!(c.repo_context.instructions_on() && !c.repo_context.skills_on());
+        let reads: Vec<bool> = ["c", "g", "t", "sim"]
+            .iter()
+            .map(|n| c.provider(n).unwrap().reads_repo_instructions())
+            .collect();
+        assert_eq!(reads, [true, false, true, false]);
+        assert!(parse("repo_context: { agents: false }\n").is_err());
     }
 
     #[test]

@@ -121,6 +121,7 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
             }
         }
 
+        repo_context_section(&mut out, config, paths, repo);
         mcp_section(&mut out, &mut problems, config, paths, repo, probe);
         sandbox_section(&mut out, &mut problems, config, paths);
         hooks_section(&mut out, config);
@@ -252,6 +253,55 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
         ok: problems.is_empty(),
         problems,
     }
+}
+
+/// `Repository context`: the `AGENTS.md` / `CLAUDE.md` files and skills a session working in
+/// `repo` gets, and whether config.yaml turned them off. Nothing here is a problem.
+fn repo_context_section(out: &mut String, config: &Config, paths: &Paths, repo: &Path) {
+    let _ = writeln!(out, "\nRepository context (repo {})", repo.display());
+    let settings = config.repo_context;
+    let files = crate::repo_context::read_instructions(repo);
+    let names: Vec<&str> = files.files.iter().map(|f| f.shown.as_str()).collect();
+    let off = |on: bool| {
+        if on {
+            ""
+        } else {
+            " (off in config.yaml: repo_context)"
+        }
+    };
+    let _ = writeln!(
+        out,
+        "  instructions  {}{}",
+        if names.is_empty() {
+            "none found".to_string()
+        } else {
+            names.join(", ")
+        },
+        off(settings.instructions_on())
+    );
+    for (file, why) in &files.skipped {
+        let _ = writeln!(out, "  !! {file} left out: {why}");
+    }
+    let user = paths.config_dir.join("skills");
+    let skills = crate::repo_context::find_skills(Some(repo), Some(&user));
+    let _ = writeln!(out, "  your skills   {}", user.display());
+    let names: Vec<String> = skills
+        .iter()
+        .map(|s| match s.source {
+            crate::repo_context::SkillSource::Repository => s.name.clone(),
+            crate::repo_context::SkillSource::User => format!("{} (yours)", s.name),
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "  skills        {}{}",
+        if names.is_empty() {
+            "none found".to_string()
+        } else {
+            names.join(", ")
+        },
+        off(settings.skills_on())
+    );
 }
 
 /// `Worktrees`: how many teams and worktrees, and what reconciling found (vanished worktrees,
@@ -514,6 +564,32 @@ mod tests {
         assert!(
             paths.organization_file().exists(),
             "doctor changes nothing on disk"
+        );
+    }
+
+    #[test]
+    fn the_repository_context_is_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::single(dir.path().join("home"));
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join(".agents/skills/deploy")).unwrap();
+        std::fs::write(repo.join("AGENTS.md"), "rules").unwrap();
+        std::fs::write(
+            repo.join(".agents/skills/deploy/SKILL.md"),
+            "---\ndescription: Ship it.\n---\nsteps",
+        )
+        .unwrap();
+        let r = report(&paths, &repo, false);
+        assert!(r.text.contains("  instructions  AGENTS.md\n"), "{}", r.text);
+        assert!(r.text.contains("  skills        deploy\n"), "{}", r.text);
+        std::fs::create_dir_all(&paths.config_dir).unwrap();
+        std::fs::write(paths.config_file(), "repo_context: { skills: false }\n").unwrap();
+        let r = report(&paths, &repo, false);
+        assert!(
+            r.text.contains("deploy (off in config.yaml: repo_context)"),
+            "{}",
+            r.text
         );
     }
 

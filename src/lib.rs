@@ -24,6 +24,7 @@ pub mod model;
 pub mod naming;
 pub mod presets;
 pub mod providers;
+pub mod repo_context;
 pub mod runs_cli;
 pub mod sandbox;
 pub mod sim;

@@ -37,6 +37,35 @@ pub trait TurnTools: Send + Sync {
     }
 }
 
+/// Two sets of lent tools offered together (a mode's, and the session's own `load_skill`): a
+/// call goes to the set that offers its tool; the first set adds the messages before each call
+/// and words refusals.
+pub struct Joined(pub Arc<dyn TurnTools>, pub Arc<dyn TurnTools>);
+
+impl TurnTools for Joined {
+    fn specs(&self) -> Vec<ToolSpec> {
+        let mut specs = self.0.specs();
+        specs.extend(self.1.specs());
+        specs
+    }
+
+    fn call<'a>(&'a self, call: &'a ToolCall) -> BoxFuture<'a, LentAnswer> {
+        if self.1.specs().iter().any(|s| s.name == call.name) {
+            self.1.call(call)
+        } else {
+            self.0.call(call)
+        }
+    }
+
+    fn before_call(&self) -> BoxFuture<'_, BeforeCall> {
+        self.0.before_call()
+    }
+
+    fn refusal(&self, name: &str) -> Option<String> {
+        self.0.refusal(name)
+    }
+}
+
 /// A lent tool's answer to one call.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LentAnswer {

@@ -15,6 +15,7 @@ mod lent_tools;
 mod modes;
 pub mod protocol;
 mod reflect_session;
+mod repo_context;
 mod run;
 pub mod session;
 mod sink;
@@ -57,6 +58,11 @@ pub struct EngineOptions {
     pub default_budget: RunBudget,
     /// Mode `dispatch`'s guardrails where a group sets none (config.yaml `dispatch:`).
     pub default_dispatch: crate::model::DispatchLimits,
+    /// What sessions get of their repository (`AGENTS.md`, skills) where their team says
+    /// nothing (config.yaml `repo_context:`).
+    pub repo_context: crate::model::RepoContextSettings,
+    /// The user's own skills (`<config dir>/skills`), offered to every session.
+    pub skills_dir: Option<std::path::PathBuf>,
     /// Where every session's sandbox starts: config.yaml's `sandbox:`, `huddle run --sandbox`
     /// and the machine (home and data directory).
     pub sandbox: crate::sandbox::Baseline,
@@ -75,6 +81,8 @@ impl Default for EngineOptions {
             tool_result_max_bytes: crate::tools::limits::DEFAULT_RESULT_MAX_BYTES,
             default_budget: RunBudget::default(),
             default_dispatch: crate::model::DispatchLimits::default(),
+            repo_context: crate::model::RepoContextSettings::default(),
+            skills_dir: None,
             sandbox: crate::sandbox::Baseline::default(),
             hooks: crate::hooks::Hooks::default(),
         }

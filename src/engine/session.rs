@@ -23,7 +23,7 @@ use super::EngineShared;
 use super::agent_steps::{AgentRecorder, StepContext};
 use super::events::{EngineEvent, EventKind, ExecutionTag, RunId};
 use super::guard::Guard;
-use super::lent_tools::TurnHooks;
+use super::lent_tools::{Joined, TurnHooks, TurnTools};
 use super::tool_round::{CallContext, Lent};
 
 fn sum_usage(total: Option<Usage>, more: Option<Usage>) -> Option<Usage> {
@@ -287,6 +287,8 @@ struct SessionInfo {
     max_tool_rounds: Option<u32>,
     /// The CLI agent's own conversation from the last turn.
     agent_session: Option<AgentSession>,
+    /// What it gets of its repository (its team's settings over the config's).
+    repo_context: crate::model::RepoContextSettings,
     /// Its sandbox and hooks.
     guard: Guard,
 }
@@ -307,6 +309,10 @@ impl Actor<'_> {
                 tools: s.tools.clone(),
                 max_tool_rounds: s.max_tool_rounds,
                 agent_session: s.agent_session.clone(),
+                repo_context: group
+                    .map(|g| g.repo_context)
+                    .unwrap_or_default()
+                    .over(self.shared.options.repo_context),
                 guard: Guard::of_session(self.shared, org, s),
             })
         })
@@ -397,10 +403,20 @@ impl Actor<'_> {
         let profile = self.shared.profile(&info.group_id, Some(self.session_id));
         let outcome = match profile.providers.for_slug(&slug) {
             Ok((provider, model)) => {
-                let system = match (&info.system, &options.system_extra) {
-                    (Some(own), Some(extra)) => Some(format!("{own}\n\n{extra}")),
-                    (own, extra) => own.clone().or_else(|| extra.clone()),
-                };
+                let repo = super::repo_context::gather(
+                    info.working_dir.clone(),
+                    self.shared.options.skills_dir.clone(),
+                    info.repo_context,
+                    provider.capabilities(),
+                )
+                .await;
+                let system = [&info.system, &options.system_extra, &repo.system]
+                    .into_iter()
+                    .flatten()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join("\n\n");
+                let system = (!system.is_empty()).then_some(system);
                 let mut request = TurnRequest {
                     model,
                     system,
@@ -409,8 +425,15 @@ impl Actor<'_> {
                     turn_timeout: options.timeout,
                     ..TurnRequest::default()
                 };
-                self.tool_loop(&info, options, generation, provider.as_ref(), &mut request)
-                    .await
+                self.tool_loop(
+                    &info,
+                    options,
+                    generation,
+                    provider.as_ref(),
+                    &mut request,
+                    repo.skills,
+                )
+                .await
             }
             Err(e) => (Err(e), Vec::new()),
         };
@@ -582,6 +605,7 @@ impl Actor<'_> {
         generation: u64,
         provider: &dyn crate::providers::Provider,
         request: &mut TurnRequest,
+        skills: Option<Arc<super::repo_context::SkillTool>>,
     ) -> (
         Result<crate::providers::TurnOutput, crate::providers::ProviderError>,
         Vec<Message>,
@@ -644,14 +668,22 @@ impl Actor<'_> {
         }
         request.tools = offer.specs.clone();
         // Without tool declarations (a CLI agent) a mode talks to the model in text instead.
-        let hooks = options.hooks.as_ref().filter(|_| !capabilities.text_tools);
+        let mode_tools = options
+            .hooks
+            .as_ref()
+            .filter(|_| !capabilities.text_tools)
+            .map(|hooks| Arc::clone(&hooks.0));
+        let hooks: Option<Arc<dyn TurnTools>> = match (mode_tools, skills) {
+            (Some(mode), Some(skills)) => Some(Arc::new(Joined(mode, skills))),
+            (mode, skills) => mode.or_else(|| skills.map(|s| s as Arc<dyn TurnTools>)),
+        };
         // Which calls the mode answers: read once per turn, not per round.
-        let lent = hooks.map(|hooks| {
-            let specs = hooks.0.specs();
+        let lent = hooks.as_ref().map(|hooks| {
+            let specs = hooks.specs();
             let names = specs.iter().map(|s| s.name.clone()).collect();
             request.tools.extend(specs);
             Lent {
-                tools: hooks.0.as_ref(),
+                tools: hooks.as_ref(),
                 names,
             }
         });
@@ -702,8 +734,8 @@ impl Actor<'_> {
         let loop_started = Instant::now();
         let mut concluding = false;
         loop {
-            if let Some(hooks) = hooks {
-                let before = hooks.0.before_call().await;
+            if let Some(hooks) = &hooks {
+                let before = hooks.before_call().await;
                 for text in before.inputs {
                     self.add_input(info, options, generation, request, &mut steps, text);
                 }

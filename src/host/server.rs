@@ -489,6 +489,7 @@ fn profile_for(
     let profile = Arc::new(Profile {
         providers,
         options: crate::workspace::engine_options(
+            &shared.parts.paths,
             config,
             repo,
             env,

@@ -16,6 +16,7 @@ mod preset;
 pub mod reconcile;
 mod reflection;
 pub mod relay;
+mod repo_context;
 mod tool;
 mod worktree;
 
@@ -37,5 +38,6 @@ pub use pipeline::{
 pub use preset::{Preset, PresetAgent, PresetWorker};
 pub use reflection::{CycleOutcome, Evaluation, ReflectionCycle, Trend};
 pub use relay::{ApprovalMode, DraftAnswer, RelayMeta, RelayPhase, RelayRecord, RelaySettings, SentAs};
+pub use repo_context::RepoContextSettings;
 pub use tool::{ToolCall, ToolChoice, ToolResultInfo, ToolSpec, empty_object_schema};
 pub use worktree::{Worktree, is_plain_relative};

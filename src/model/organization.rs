@@ -131,6 +131,10 @@ pub struct Group {
     /// What members remember between team runs.
     #[serde(default, skip_serializing_if = "Memory::is_run")]
     pub memory: Memory,
+    /// What its members get of their repository (`AGENTS.md`, skills) where the config says
+    /// otherwise (a preset's `repo_context:`).
+    #[serde(default, skip_serializing_if = "super::RepoContextSettings::is_empty")]
+    pub repo_context: super::RepoContextSettings,
     /// The settings of the modes that have any (flattened: `relay`, `flow_entry`, `pipeline`,
     /// `dispatch`, `team_limits`).
     #[serde(flatten)]
@@ -183,6 +187,7 @@ impl Group {
             headless_at: None,
             budget: RunBudget::default(),
             memory: Memory::Run,
+            repo_context: super::RepoContextSettings::default(),
             settings: ModeSettings::default(),
             state: ModeState::default(),
             sandbox: Default::default(),

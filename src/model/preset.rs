@@ -44,6 +44,10 @@ pub struct Preset {
     /// What members remember between runs (default `run`: each run starts fresh).
     #[serde(default, skip_serializing_if = "Memory::is_run")]
     pub memory: Memory,
+    /// What members get of their repository: `instructions` (its `AGENTS.md` / `CLAUDE.md`)
+    /// and `skills`, each on unless set false here or in config.yaml.
+    #[serde(default, skip_serializing_if = "super::RepoContextSettings::is_empty")]
+    pub repo_context: super::RepoContextSettings,
     /// Mode `flow`: the worker the prompt goes to first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry: Option<String>,

@@ -56,6 +56,7 @@ pub fn create_team_group(
     }
     group.budget = preset.budget();
     group.memory = preset.memory;
+    group.repo_context = preset.repo_context;
     group.sandbox = preset.sandbox.clone();
     group.hooks = preset.hooks.clone();
     group.source_preset = Some(source_preset_of(preset));
@@ -240,6 +241,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         routing_context: group.routing_context.clone(),
         worktrees: group.worktrees,
         memory: group.memory,
+        repo_context: group.repo_context,
         sandbox: group.sandbox.clone(),
         hooks: group.hooks.clone(),
         ..Preset::default()

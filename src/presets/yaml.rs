@@ -620,6 +620,19 @@ routing_context: "optional: given to the orchestrator when planning"
     }
 
     #[test]
+    fn repo_context_is_read_and_written_back() {
+        let p =
+            parse("name: X\nmode: broadcast\nrepo_context: { instructions: false }\nworkers: [{name: a}]\n")
+                .unwrap();
+        assert_eq!(p.repo_context.instructions, Some(false));
+        assert!(
+            preset_to_yaml(&p)
+                .unwrap()
+                .contains("repo_context:\n  instructions: false")
+        );
+    }
+
+    #[test]
     fn memory_defaults_to_run_and_names_a_bad_value() {
         let p = parse("name: X\nmode: broadcast\nworkers: [{name: a}]\n").unwrap();
         assert_eq!(p.memory, crate::model::Memory::Run);

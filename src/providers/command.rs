@@ -58,6 +58,8 @@ pub struct CommandProvider {
     agent: Option<AgentKind>,
     /// The program's environment: the front end's it works for.
     env: crate::env::Env,
+    /// The agent reads the repository's `AGENTS.md` itself.
+    reads_repo_instructions: bool,
 }
 
 /// How the program ended.
@@ -91,6 +93,7 @@ impl CommandProvider {
             format: cfg.output_format(),
             agent: cfg.agent,
             env: crate::env::Env::process(),
+            reads_repo_instructions: cfg.reads_repo_instructions(),
         })
     }
 
@@ -524,7 +527,10 @@ impl Provider for CommandProvider {
         ProviderKind::Command
     }
     fn capabilities(&self) -> super::Capabilities {
-        super::Capabilities::CLI_AGENT
+        super::Capabilities {
+            reads_repo_instructions: self.reads_repo_instructions,
+            ..super::Capabilities::CLI_AGENT
+        }
     }
     fn stream_turn<'a>(
         &'a self,

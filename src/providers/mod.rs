@@ -256,6 +256,9 @@ pub struct Capabilities {
     /// either, the mode offers their text form instead (written into the prompt, read back from
     /// the answer by the mode).
     pub text_tools: bool,
+    /// It reads the repository's `AGENTS.md` (or `CLAUDE.md`) itself (Claude Code, Codex, most
+    /// ACP agents): huddle leaves them out of its system prompt, so it does not get them twice.
+    pub reads_repo_instructions: bool,
     /// It starts a program on this machine for each turn: the program runs confined by the
     /// session's sandbox (`TurnRequest::sandbox`), and a sandbox that is required but missing
     /// means the turn does not start.
@@ -267,6 +270,7 @@ impl Capabilities {
     pub const HTTP: Capabilities = Capabilities {
         runs_own_tools: false,
         text_tools: false,
+        reads_repo_instructions: false,
         local_process: false,
     };
 
@@ -274,6 +278,7 @@ impl Capabilities {
     pub const CLI_AGENT: Capabilities = Capabilities {
         runs_own_tools: true,
         text_tools: true,
+        reads_repo_instructions: false,
         local_process: true,
     };
 

@@ -24,6 +24,8 @@ pub use org_json::{FORMAT_VERSION, ParsedOrganization, Unreadable, parse as pars
 pub use organization::{LoadedOrganization, OrganizationFile, StoreNotice};
 pub use private::{Prepared, prepare_data_dir};
 pub(crate) use private::{create_private_dir, private_file};
+#[cfg(test)]
+pub(crate) use regular::mkfifo;
 pub use regular::{is_not_regular, open_regular, read_regular, read_regular_to_string};
 pub use runs::{DEFAULT_RUNS_KEPT, RunFiles, RunLine, RunLog, RunOwner};
 pub use saver::Saver;

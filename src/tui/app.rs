@@ -3,6 +3,10 @@
 //! [`App::handle_app_event`]. The organization is read through a read-only view and changed only
 //! through the application layer ([`Edits`]). No terminal and no engine here, so tests drive it
 //! directly.
+//!
+//! The app routes: each feature's work is done by its controller (`features/`), lent a narrow
+//! [`Cx`] for one call with [`with_cx!`]; what a controller asks of the app in return
+//! ([`Then`]) is done here.
 
 use std::path::PathBuf;
 
@@ -13,36 +17,54 @@ use super::command::Command;
 use super::composer::Composer;
 use super::cycle_view::CycleView;
 use super::dialogs::{ConfirmAction, Dialog, DialogStack, Routed};
+use super::features::cards::{self, TraceRoute};
+use super::features::worktrees::Worktrees;
+use super::features::{Outcome, Then, control, conversation, edit, relay, team, tools};
+use super::flash::{FlashTie, flash_over};
 use super::keymap::Keymap;
+pub use super::layout::Focus;
 use super::layout::{FrameLayout, Pane};
 use super::mouse::{MouseTarget, WHEEL_LINES};
 use super::runs::{Pending, Runs};
 use super::sidebar::{Row, Sidebar, rows_of};
 use super::team_panel::{Browse, TeamPanel};
 use super::transcript_pane::{Edge, TranscriptPane};
-use super::worktree_marks::WorktreeMarks;
 use crate::config::Config;
-use crate::engine::events::RunKey;
 use crate::model::{GroupId, SessionId};
 use crate::presets::Catalog;
 use crate::store::OrgView;
 use crate::workspace::{Edits, WhichRun};
 
-/// Which pane gets keys that are not global.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Focus {
-    Sidebar,
-    Transcript,
-    Composer,
+/// Lends the app's shared pieces to a feature controller for one call, as `$cx` in `$call`
+/// (`with_cx!(self, cx => self.worktrees.open_diff(&mut cx))`); then does what the
+/// controller asked of the app, its commands after the call's.
+macro_rules! with_cx {
+    ($app:ident, $cx:ident => $call:expr) => {{
+        #[allow(unused_mut)]
+        let mut $cx = $crate::tui::features::Cx::new(
+            &$app.org,
+            &$app.edits,
+            &mut $app.dialogs,
+            $crate::tui::flash::Flash::new(&mut $app.flash, &mut $app.flash_tie),
+            &$app.keymap,
+            &$app.runs,
+            $app.org.read(|o| $app.sidebar.selection(o)),
+            $app.focus,
+        );
+        let out = $call;
+        let then = $cx.into_then();
+        $app.after(then, out)
+    }};
 }
+pub(super) use with_cx;
 
 pub struct App {
     /// The organization, read-only: every change goes through `edits`.
     pub org: OrgView,
     pub edits: Edits,
-    pub config: Config,
+    pub(super) config: Config,
     pub repo: PathBuf,
-    pub keymap: Keymap,
+    pub(super) keymap: Keymap,
     pub focus: Focus,
     pub sidebar: Sidebar,
     pub transcripts: TranscriptPane,
@@ -51,11 +73,11 @@ pub struct App {
     pub runs: Runs,
     pub composer: Composer,
     pub dialogs: DialogStack,
-    pub catalog: Option<Catalog>,
+    pub(super) catalog: Option<Catalog>,
     /// A one-line message in the status line until the next key.
     pub flash: Option<(String, bool)>,
     /// The state a flash reports ("pausing…", "stopping", "queued…"): it goes when that ends.
-    flash_tie: Option<FlashTie>,
+    pub(super) flash_tie: Option<FlashTie>,
     pub should_quit: bool,
     /// Advanced by the runtime on each frame while something is busy (spinner phase).
     pub tick: usize,
@@ -63,9 +85,10 @@ pub struct App {
     /// and search scroll use it.
     pub layout: FrameLayout,
     /// False while the mouse is left to the terminal (its own text selection works).
-    pub mouse_capture: bool,
-    /// Worktree statuses for the sidebar, refreshes in flight, whether git can be used.
-    pub worktrees: WorktreeMarks,
+    pub(super) mouse_capture: bool,
+    /// The team worktrees controller: the sidebar's statuses, whether git can be used, teams
+    /// being made.
+    pub worktrees: Worktrees,
     /// The trace view of a team's run, while open (drawn over the centre; takes the keys).
     pub trace_view: Option<super::trace_view::TraceView>,
 }
@@ -96,7 +119,7 @@ impl App {
             tick: 0,
             layout: FrameLayout::default(),
             mouse_capture: true,
-            worktrees: WorktreeMarks::default(),
+            worktrees: Worktrees::default(),
             trace_view: None,
         };
         let interrupted: Vec<(GroupId, String, u32, u32)> = app.org.read(|o| {
@@ -135,7 +158,7 @@ impl App {
         // Restore the last selection.
         app.org.read(|o| app.sidebar.restore(o));
         let mut commands = vec![Command::LoadCatalog, Command::LoadInputs, Command::ListRepoFiles];
-        commands.extend(app.worktree_startup());
+        commands.extend(with_cx!(app, cx => app.worktrees.startup(&mut cx)));
         commands.extend(app.on_selection_changed());
         app.refresh_placeholder();
         (app, commands)
@@ -258,8 +281,10 @@ impl App {
                 return commands;
             }
         }
-        if let Some(commands) = self.trace_view_key(&key, global) {
-            return commands;
+        match cards::trace_key(&mut self.trace_view, &key, global) {
+            TraceRoute::NotOpen => {}
+            TraceRoute::Taken => return Vec::new(),
+            TraceRoute::Perform(action) => return self.perform(action),
         }
         if self.transcripts.typing_search() {
             // Ctrl-C leaves the search line, as it closes a dialog.
@@ -347,7 +372,10 @@ impl App {
                 }
             }
             Action::Select => {
-                if !(self.focus == Focus::Transcript && self.toggle_tool_call()) {
+                let window = self.layout.transcript_inner();
+                if !(self.focus == Focus::Transcript
+                    && with_cx!(self, cx => tools::toggle_tool_call(&mut cx, &mut self.transcripts, window)))
+                {
                     self.focus = Focus::Composer;
                 }
             }
@@ -358,54 +386,69 @@ impl App {
             Action::PageUp => self.scroll(self.page() as isize),
             Action::PageDown => self.scroll(-(self.page() as isize)),
             Action::ScrollTop | Action::ScrollBottom => self.scroll_to_edge(action == Action::ScrollTop),
-            Action::TogglePauseCycle => return self.toggle_pause(),
-            Action::StopCycle => return self.stop(),
+            Action::TogglePauseCycle => {
+                return with_cx!(self, cx => control::toggle_pause(&mut cx, &mut self.team_panel));
+            }
+            Action::StopCycle => return with_cx!(self, cx => control::stop(&mut cx)),
             Action::NewGroupFromPreset => return self.open_preset_picker(),
-            Action::NewSession => self.open_new_session(),
-            Action::AddMember => self.open_add_member(),
-            Action::Rename => self.open_rename(),
-            Action::SetModel => self.open_model_picker(),
-            Action::EditSystemPrompt => self.open_system_prompt(),
-            Action::SetMode => self.open_mode_picker(),
-            Action::SetMaxIterations => self.open_max_iterations(),
-            Action::ToggleEvaluator => return self.toggle_evaluator(),
-            Action::Delete => return self.open_delete(),
-            Action::SaveGroupAsPreset => return self.save_as_preset(),
+            Action::NewSession => with_cx!(self, cx => edit::open_new_session(&mut cx)),
+            Action::AddMember => with_cx!(self, cx => edit::open_add_member(&mut cx)),
+            Action::Rename => with_cx!(self, cx => edit::open_rename(&mut cx)),
+            Action::SetModel => with_cx!(self, cx => edit::open_model_picker(&mut cx, &self.config)),
+            Action::EditSystemPrompt => with_cx!(self, cx => edit::open_system_prompt(&mut cx)),
+            Action::SetMode => with_cx!(self, cx => edit::open_mode_picker(&mut cx)),
+            Action::SetMaxIterations => with_cx!(self, cx => edit::open_max_iterations(&mut cx)),
+            Action::ToggleEvaluator => return with_cx!(self, cx => team::toggle_evaluator(&mut cx)),
+            Action::Delete => return with_cx!(self, cx => edit::open_delete(&mut cx, &mut self.worktrees)),
+            Action::SaveGroupAsPreset => return with_cx!(self, cx => team::save_as_preset(&mut cx)),
             Action::ToggleCollapse => return self.fold(None),
             Action::CollapseGroup => return self.fold(Some(true)),
             Action::ExpandGroup => return self.fold(Some(false)),
-            Action::CopyAnswer => return self.copy_answer(),
+            Action::CopyAnswer => {
+                return with_cx!(self, cx => tools::copy_answer(&mut cx, &self.transcripts, &self.team_panel));
+            }
             Action::ToggleMouse => {
                 self.mouse_capture = !self.mouse_capture;
                 return vec![Command::SetMouseCapture(self.mouse_capture)];
             }
-            Action::Search => self.start_search(),
+            Action::Search => with_cx!(self, cx => tools::start_search(&mut cx, &mut self.transcripts)),
             Action::SearchNext => self.search_step(true),
             Action::SearchPrev => self.search_step(false),
             Action::LeaveSearch => self.transcripts.search = None,
             Action::HistoryPrev => self.composer.recall_older(),
             Action::HistoryNext => self.composer.recall_newer(),
             Action::OpenEditor => return self.open_editor_for_composer(),
-            Action::ReflectSession => self.open_reflect(),
-            Action::OlderRun if self.browse_conversations(-1) => {}
-            Action::NewerRun if self.browse_conversations(1) => {}
-            Action::OlderRun => return self.browse_runs(-1),
-            Action::NewerRun => return self.browse_runs(1),
-            Action::PrevToolCall if self.select_card(true) => {}
-            Action::NextToolCall if self.select_card(false) => {}
-            Action::PrevToolCall => self.select_tool_call(true),
-            Action::NextToolCall => self.select_tool_call(false),
-            Action::ViewDiff => return self.open_diff(),
-            Action::MergeWorktree => return self.merge_selected(),
-            Action::PruneHeadless => self.open_prune(),
-            Action::RelayDraft => self.open_relay_draft(),
-            Action::NewConversation => return self.new_conversation(),
-            Action::ToggleMemory => return self.toggle_memory(),
-            Action::Regenerate => return self.regenerate(),
-            Action::EditResend => self.edit_resend(),
-            Action::ForkSession => return self.fork_session(),
-            Action::ToggleCard => self.toggle_card(),
-            Action::TraceView => self.open_trace(),
+            Action::ReflectSession => {
+                with_cx!(self, cx => control::open_reflect(&mut cx, &self.composer, &self.transcripts))
+            }
+            Action::OlderRun | Action::NewerRun => {
+                let step = if action == Action::OlderRun { -1 } else { 1 };
+                if !with_cx!(self, cx => conversation::browse(&mut cx, &mut self.transcripts, step)) {
+                    return self.browse_runs(step);
+                }
+            }
+            Action::PrevToolCall | Action::NextToolCall => {
+                let up = action == Action::PrevToolCall;
+                if !with_cx!(self, cx => cards::select(&mut cx, &mut self.team_panel, up)) {
+                    let window = self.layout.transcript_inner();
+                    with_cx!(self, cx => tools::select_tool_call(&mut cx, &mut self.transcripts, window, up));
+                }
+            }
+            Action::ViewDiff => return with_cx!(self, cx => self.worktrees.open_diff(&mut cx)),
+            Action::MergeWorktree => return with_cx!(self, cx => self.worktrees.merge_selected(&mut cx)),
+            Action::PruneHeadless => with_cx!(self, cx => super::features::prune::open(&mut cx)),
+            Action::RelayDraft => with_cx!(self, cx => relay::open(&mut cx, &mut self.team_panel)),
+            Action::NewConversation => return with_cx!(self, cx => conversation::new_conversation(&mut cx)),
+            Action::ToggleMemory => return with_cx!(self, cx => conversation::toggle_memory(&mut cx)),
+            Action::Regenerate => {
+                return with_cx!(self, cx => conversation::regenerate(&mut cx, &mut self.transcripts));
+            }
+            Action::EditResend => {
+                with_cx!(self, cx => conversation::edit_resend(&mut cx, &mut self.transcripts))
+            }
+            Action::ForkSession => return with_cx!(self, cx => conversation::fork(&mut cx)),
+            Action::ToggleCard => with_cx!(self, cx => cards::toggle(&mut cx, &mut self.team_panel)),
+            Action::TraceView => with_cx!(self, cx => cards::open_trace(&mut cx, &mut self.trace_view)),
         }
         Vec::new()
     }
@@ -457,8 +500,57 @@ impl App {
         if let Some(session_id) = session.filter(|_| load) {
             commands.push(Command::LoadTranscript { session_id });
         }
-        commands.extend(self.worktrees_on_selection(group.as_ref()));
+        commands.extend(with_cx!(self, cx => self.worktrees.on_selection(&mut cx)));
         commands
+    }
+
+    /// Folds, unfolds or toggles the selected group (the tools controller).
+    fn fold(&mut self, collapse: Option<bool>) -> Vec<Command> {
+        with_cx!(self, cx => tools::fold(&mut cx, &self.sidebar, collapse))
+    }
+
+    /// Jumps to the next (or previous) search match in the window drawn last.
+    fn search_step(&mut self, forward: bool) {
+        let window = self.layout.transcript_inner();
+        with_cx!(self, cx => tools::search_step(&mut cx, &mut self.transcripts, window, forward));
+    }
+
+    /// Does what a controller asked of the app (see [`Then`]); `out` is what its call
+    /// returned, the commands of these steps after its own.
+    pub(super) fn after<T: Outcome>(&mut self, then: Vec<Then>, out: T) -> T {
+        if then.is_empty() {
+            return out;
+        }
+        let mut commands = Vec::new();
+        for step in then {
+            match step {
+                Then::Cursor(row) => self.select_row(&row),
+                Then::SelectionChanged => commands.extend(self.on_selection_changed()),
+                Then::Focus(focus) => self.focus = focus,
+                Then::Forget { group, sessions } => {
+                    if let Some(group) = group {
+                        self.team_panel.forget(&group);
+                    }
+                    self.transcripts.forget(&sessions);
+                }
+                Then::ComposerSent => {
+                    self.composer.send();
+                }
+                Then::ComposerText(text) => self.composer.set_text(&text),
+                Then::Deleted(removal) => {
+                    if let Some(group) = &removal.group {
+                        self.team_panel.forget(group);
+                    }
+                    self.transcripts.forget(&removal.sessions);
+                    // The selection moves on, then the files go (in the runtime).
+                    commands.extend(self.on_selection_changed());
+                    commands.push(Command::RemoveFiles(removal));
+                }
+                Then::RevealCard { group, card } => self.transcripts.reveal_card = Some((group, card)),
+                Then::Request(key, pending) => self.runs.request(&key, pending),
+            }
+        }
+        out.and_then(commands)
     }
 
     /// Lines a page scrolls: the transcript's height on screen, less one line kept for context.
@@ -497,12 +589,15 @@ impl App {
             return Vec::new();
         };
         if self.is_team(&group_id)
-            && let Some(commands) = self.relay_send(&group_id, &text)
+            && let Some(commands) =
+                with_cx!(self, cx => relay::send(&mut cx, &self.team_panel, &group_id, &text))
         {
             return commands;
         }
         if self.is_team(&group_id) && self.selected_session_id().is_none() {
-            if let Some(commands) = self.note_for_member(&group_id, &text) {
+            if let Some(commands) =
+                with_cx!(self, cx => conversation::note_for_member(&mut cx, &group_id, &text))
+            {
                 return commands;
             }
             self.composer.send();
@@ -529,7 +624,8 @@ impl App {
             self.flash("select a session (or create one with the new-session key)", true);
             return Vec::new();
         };
-        if let Some(commands) = self.send_resend(&session_id, &text) {
+        if let Some(commands) = with_cx!(self, cx => conversation::send_resend(&mut cx, &mut self.transcripts, &session_id, &text))
+        {
             return commands;
         }
         self.composer.send();
@@ -546,86 +642,9 @@ impl App {
         }]
     }
 
-    fn toggle_pause(&mut self) -> Vec<Command> {
-        if let Some(session_id) = self.selected_reflection() {
-            return self.toggle_pause_reflection(session_id);
-        }
-        let Some(group_id) = self.selected_group_id() else {
-            return Vec::new();
-        };
-        let key = RunKey::team(&group_id);
-        if let Some(run) = self.runs.team(&group_id) {
-            let paused = run.paused_as_shown();
-            if paused {
-                self.runs.request(&key, Pending::Resuming);
-                self.flash_until("resuming", FlashTie::Pending(key.clone()));
-                return vec![Command::Resume { key }];
-            }
-            self.runs.request(&key, Pending::Pausing);
-            self.flash_until(
-                "pausing after the step in flight…",
-                FlashTie::Pending(key.clone()),
-            );
-            return vec![Command::Pause { key }];
-        }
-        if self.team_panel.interrupted(&group_id) {
-            self.team_panel.show_newest(&group_id);
-            return vec![Command::ResumeCycle { group_id }];
-        }
-        self.flash("no cycle is running in this group", true);
-        Vec::new()
-    }
-
-    /// Stops the selected group's run, or else the selected session's chat turns and
-    /// reflection (or those of every session of the selected group).
-    fn stop(&mut self) -> Vec<Command> {
-        let Some(group_id) = self.selected_group_id() else {
-            return Vec::new();
-        };
-        if self.selected_session_id().is_none() && self.team_running(&group_id) {
-            let key = RunKey::team(&group_id);
-            self.runs.request(&key, Pending::Stopping);
-            self.flash_until("stopping", FlashTie::Pending(key.clone()));
-            return vec![Command::Stop { key }];
-        }
-        let busy: Vec<SessionId> = match self.selected_session_id() {
-            Some(id) => {
-                let own_run = self.runs.chatting(&id) || self.reflecting(&id);
-                if !own_run && self.team_running(&group_id) {
-                    // A team member's turn belongs to the team's run.
-                    let key = RunKey::team(&group_id);
-                    self.runs.request(&key, Pending::Stopping);
-                    self.flash_until("stopping the team's run", FlashTie::Pending(key.clone()));
-                    return vec![Command::Stop { key }];
-                }
-                own_run.then_some(id).into_iter().collect()
-            }
-            None => self.org.read(|o| {
-                o.sessions_in(&group_id)
-                    .iter()
-                    .filter(|s| self.runs.chatting(&s.id) || self.reflecting(&s.id))
-                    .map(|s| s.id.clone())
-                    .collect()
-            }),
-        };
-        if busy.is_empty() {
-            self.flash("nothing is running here", true);
-            return Vec::new();
-        }
-        self.flash_until("stopping", FlashTie::Busy(busy.clone()));
-        busy.into_iter()
-            .map(|session_id| {
-                self.runs
-                    .request(&RunKey::reflection(&session_id), Pending::Stopping);
-                Command::StopSession { session_id }
-            })
-            .collect()
-    }
-
     /// A flash that stays until the state it reports changes (see [`App::settle_flash`]).
     pub(super) fn flash_until(&mut self, text: &str, tie: FlashTie) {
-        self.flash(text, false);
-        self.flash_tie = Some(tie);
+        super::flash::Flash::new(&mut self.flash, &mut self.flash_tie).until(text, tie);
     }
 
     /// Clears a flash whose state is over: the pause or stop the engine confirmed (or the
@@ -654,18 +673,16 @@ impl App {
     }
 
     pub fn flash(&mut self, text: impl Into<String>, error: bool) {
-        self.flash_tie = None;
-        self.flash = Some((text.into(), error));
+        super::flash::Flash::new(&mut self.flash, &mut self.flash_tie).say(text, error);
     }
 
     /// The composer's placeholder says where the text goes.
     pub fn refresh_placeholder(&mut self) {
         self.composer.title = None;
-        let key = |a| self.keymap.key_label(a);
         let text = match self.selected_group_id() {
             None => format!(
                 "Create a team with {}, or select a session",
-                key(Action::NewGroupFromPreset)
+                self.keymap.key_label(Action::NewGroupFromPreset)
             ),
             Some(gid) => {
                 let (team, name, mode) = self.org.read(|o| {
@@ -684,10 +701,11 @@ impl App {
                         crate::text::sanitize::display(&name)
                     )
                 });
-                if let Some(title) = self.resend_title() {
+                if let Some(title) = with_cx!(self, cx => conversation::resend_title(&cx, &self.transcripts))
+                {
                     self.composer.title = Some(title);
                 }
-                if let Some(text) = self.relay_placeholder(&gid) {
+                if let Some(text) = with_cx!(self, cx => relay::placeholder(&cx, &self.team_panel, &gid)) {
                     text
                 } else if member.is_some() {
                     "Message this member alone (its own conversation; select the team to run it)…".to_string()
@@ -704,7 +722,7 @@ impl App {
                 } else {
                     format!(
                         "Select a session to chat, or press {} for a new one",
-                        key(Action::NewSession)
+                        self.keymap.key_label(Action::NewSession)
                     )
                 }
             }
@@ -717,7 +735,7 @@ impl App {
         if !self.dialogs.is_empty() {
             return Vec::new();
         }
-        if self.trace_view_mouse(&ev) {
+        if cards::trace_mouse(&mut self.trace_view, &self.layout, &ev) {
             return Vec::new();
         }
         match super::mouse::hit_test(&self.layout, &ev) {
@@ -741,63 +759,5 @@ impl App {
             _ => {}
         }
         Vec::new()
-    }
-}
-
-/// What a flash reports, to clear it when that is over.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum FlashTie {
-    /// A pause, resume or stop of this run the engine has not confirmed yet.
-    Pending(RunKey),
-    /// Messages queued for this team's next plan.
-    Queued(GroupId),
-    /// These sessions are being stopped.
-    Busy(Vec<SessionId>),
-}
-
-/// True when the state `tie` reports is over: `pending` is a run's unconfirmed request (None:
-/// confirmed, or the run is gone), `queued` whether the team still has messages waiting for a
-/// plan, `busy` whether a session still works.
-pub(super) fn flash_over(
-    tie: &FlashTie,
-    pending: impl Fn(&RunKey) -> Option<Pending>,
-    queued: impl Fn(&str) -> bool,
-    busy: impl Fn(&str) -> bool,
-) -> bool {
-    match tie {
-        FlashTie::Pending(key) => pending(key).is_none(),
-        FlashTie::Queued(group_id) => !queued(group_id),
-        FlashTie::Busy(sessions) => !sessions.iter().any(|s| busy(s)),
-    }
-}
-
-#[cfg(test)]
-mod flash_tests {
-    use super::*;
-
-    #[test]
-    fn a_flash_ends_with_the_state_it_reports() {
-        let key = RunKey::team("g");
-        let pending = |p: Option<Pending>| move |_: &RunKey| p;
-        let tie = FlashTie::Pending(key);
-        assert!(!flash_over(
-            &tie,
-            pending(Some(Pending::Pausing)),
-            |_| true,
-            |_| true
-        ));
-        assert!(
-            flash_over(&tie, pending(None), |_| true, |_| true),
-            "confirmed or ended"
-        );
-        let queued = FlashTie::Queued("g".into());
-        assert!(!flash_over(&queued, pending(None), |_| true, |_| false));
-        assert!(
-            flash_over(&queued, pending(None), |_| false, |_| false),
-            "the plan took them"
-        );
-        let busy = FlashTie::Busy(vec!["a".into(), "b".into()]);
-        assert!(!flash_over(&busy, pending(None), |_| false, |s| s == "b"));
-        assert!(flash_over(&busy, pending(None), |_| false, |_| false));
     }
 }

@@ -1,18 +1,16 @@
-//! Opening dialogs and acting on their results.
+//! The new-team preset picker, and the dialogs' results routed to what acts on them (the
+//! feature controllers, the run controls).
 
-use super::app::{App, Focus};
+use super::app::{App, with_cx};
 use super::command::Command;
 use super::dialogs::{
-    ConfirmAction, Dialog, DialogResult, ListItem, ListPicker, PickPurpose, TextInput, TextPurpose,
+    ChoiceAction, ConfirmAction, Dialog, DialogResult, ListItem, ListPicker, PickPurpose, TextPurpose,
 };
-use super::sidebar::Row;
-use crate::model::{MAX_ITERATIONS, Mode, Tier};
-use crate::workspace::{EditError, WorktreeChoice};
+use super::features::{control, edit, prune, relay, team, worktrees};
+use crate::model::Tier;
+use crate::workspace::WorktreeChoice;
 
 const PRESET_PICKER_TITLE: &str = "New team from a preset";
-
-/// Why the mode and max iterations cannot change now: the run in progress keeps its own.
-const RUNNING_REFUSAL: &str = "the team is running: mode and max iterations change after it (x stops)";
 
 impl App {
     pub(super) fn open_preset_picker(&mut self) -> Vec<Command> {
@@ -97,319 +95,30 @@ impl App {
         }
     }
 
-    /// A new plain session: in the selected plain group, else (a team is selected) in the
-    /// default group. Team members are added with their own action.
-    pub(super) fn open_new_session(&mut self) {
-        let group_id = match self.selected_group_id() {
-            Some(id) if !self.is_team(&id) => id,
-            _ => match self.org.read(|o| o.default_group().map(|g| g.id.clone())) {
-                Some(id) => id,
-                None => return,
-            },
-        };
-        let suggestion = self.org.read(|o| o.unique_session_name("session"));
-        self.dialogs.push(Dialog::Text(Box::new(TextInput::new(
-            "New session: name",
-            TextPurpose::NewSession(group_id),
-            &suggestion,
-            false,
-        ))));
-    }
-
-    /// Adding a member to the selected team: its name first.
-    pub(super) fn open_add_member(&mut self) {
-        let Some(group_id) = self.selected_team() else {
-            return;
-        };
-        self.dialogs.push(Dialog::Text(Box::new(TextInput::new(
-            "Add a team member: name",
-            TextPurpose::MemberName(group_id),
-            "member",
-            false,
-        ))));
-    }
-
-    pub(super) fn open_rename(&mut self) {
-        // Runs and events know groups and sessions by id: renaming while busy is fine.
-        let (title, purpose, current) = match self.selected_row() {
-            Some(Row::Group(id)) => {
-                let name = self.org.read(|o| o.group(&id).map(|g| g.name.clone()));
-                ("Rename group", TextPurpose::RenameGroup(id), name)
-            }
-            Some(Row::Session(id)) => {
-                let name = self.org.read(|o| o.session(&id).map(|s| s.name.clone()));
-                ("Rename session", TextPurpose::RenameSession(id), name)
-            }
-            None => return,
-        };
-        self.dialogs.push(Dialog::Text(Box::new(TextInput::new(
-            title,
-            purpose,
-            &current.unwrap_or_default(),
-            false,
-        ))));
-    }
-
-    /// Says why an action is refused, in a popup.
-    pub(super) fn refuse(&mut self, title: &str, why: &str) {
-        self.dialogs.error(title, why);
-    }
-
-    pub(super) fn open_model_picker(&mut self) {
-        let (purpose, current) = match self.selected_row() {
-            Some(Row::Session(id)) => {
-                let m = self.org.read(|o| o.session(&id).map(|s| s.model.clone()));
-                (PickPurpose::Model(id), m)
-            }
-            Some(Row::Group(id)) => (PickPurpose::GroupModel(id), None),
-            None => return,
-        };
-        self.push_model_picker(purpose, current);
-    }
-
-    /// The model picker (configured providers' models, or a typed slug) for `purpose`.
-    fn push_model_picker(&mut self, purpose: PickPurpose, current: Option<String>) {
-        let mut models: Vec<String> = vec![self.config.default_model()];
-        let mut add = |m: String| {
-            if !m.is_empty() && !models.contains(&m) {
-                models.push(m);
-            }
-        };
-        self.org
-            .read(|o| o.sessions.iter().for_each(|s| add(s.model.clone())));
-        // Each configured provider's `models:` list.
-        for p in &self.config.providers {
-            for m in &p.models {
-                add(format!("{}/{m}", p.name));
-            }
-        }
-        for m in ["sim/default", "sim/slow-200ms"] {
-            add(m.to_string());
-        }
-        let mut items: Vec<ListItem> = models
-            .into_iter()
-            .map(|m| {
-                let provider = m.split('/').next().unwrap_or("").to_string();
-                let served = self.config.serves(&m);
-                ListItem {
-                    section: format!("provider {provider}"),
-                    tag: match (current.as_deref() == Some(m.as_str()), served) {
-                        (true, _) => "current".into(),
-                        (false, false) => "not configured".into(),
-                        _ => String::new(),
-                    },
-                    detail: if provider == "sim" {
-                        "offline simulated answers (for trying things out)".into()
-                    } else {
-                        String::new()
-                    },
-                    label: m.clone(),
-                    value: m,
-                    ..ListItem::default()
-                }
-            })
-            .collect();
-        // A `<provider>/` entry per configured provider: picking it starts typing a slug.
-        for p in &self.config.providers {
-            let prefix = format!("{}/", p.name);
-            items.push(ListItem {
-                section: "type any model of a provider".into(),
-                label: format!("{prefix}…"),
-                tag: format!("{}", p.kind),
-                detail: format!("Enter puts `{prefix}` in the search field; type the model name after it."),
-                value: prefix,
-                completes: true,
-                ..ListItem::default()
-            });
-        }
-        let mut picker = ListPicker::new("Model (type a slug: provider/model)", purpose, items);
-        picker.allow_custom = true;
-        self.dialogs.push(Dialog::Picker(picker));
-    }
-
-    pub(super) fn open_system_prompt(&mut self) {
-        let Some(id) = self.selected_session_id() else {
-            self.flash("select a session to edit its system prompt", true);
-            return;
-        };
-        let current = self
-            .org
-            .read(|o| o.session(&id).and_then(|s| s.system_prompt.clone()))
-            .unwrap_or_default();
-        self.dialogs.push(Dialog::Text(Box::new(TextInput::new(
-            "System prompt",
-            TextPurpose::SystemPrompt(id),
-            &current,
-            true,
-        ))));
-    }
-
-    pub(super) fn selected_team(&mut self) -> Option<String> {
-        match self.selected_group_id() {
-            Some(id) if self.is_team(&id) => Some(id),
-            _ => {
-                self.flash("select a team first", true);
-                None
-            }
-        }
-    }
-
-    pub(super) fn open_mode_picker(&mut self) {
-        let Some(id) = self.selected_team() else {
-            return;
-        };
-        if self.team_running(&id) {
-            self.flash(RUNNING_REFUSAL, true);
-            return;
-        }
-        let current = self.org.read(|o| o.group(&id).map(|g| g.mode));
-        let items = Mode::ALL
-            .iter()
-            .map(|m| ListItem {
-                section: String::new(),
-                label: m.to_string(),
-                tag: if Some(*m) == current {
-                    "current".into()
-                } else {
-                    String::new()
-                },
-                detail: m.spec().description.into(),
-                value: m.to_string(),
-                ..ListItem::default()
-            })
-            .collect();
-        self.dialogs.push(Dialog::Picker(ListPicker::new(
-            "Mode",
-            PickPurpose::Mode(id),
-            items,
-        )));
-    }
-
-    pub(super) fn open_max_iterations(&mut self) {
-        let Some(id) = self.selected_team() else {
-            return;
-        };
-        if self.team_running(&id) {
-            self.flash(RUNNING_REFUSAL, true);
-            return;
-        }
-        let current = self
-            .org
-            .read(|o| o.group(&id).map(|g| g.max_iterations))
-            .unwrap_or_else(crate::model::default_max_iterations);
-        let title = format!(
-            "Max iterations ({}-{})",
-            MAX_ITERATIONS.start(),
-            MAX_ITERATIONS.end()
-        );
-        self.dialogs.push(Dialog::Text(Box::new(TextInput::new(
-            &title,
-            TextPurpose::MaxIterations(id),
-            &current.to_string(),
-            false,
-        ))));
-    }
-
-    pub(super) fn open_delete(&mut self) -> Vec<Command> {
-        match self.selected_row() {
-            Some(Row::Group(id)) => {
-                if self.group_busy(&id) {
-                    self.refuse(
-                        "Cannot delete now",
-                        "This group (or one of its sessions) is running. Stop it first (the stop key), then delete.",
-                    );
-                    return Vec::new();
-                }
-                if self.is_team(&id) && self.has_worktrees(Some(&id)) {
-                    return self.delete_group_with_worktrees(id);
-                }
-                match self.edits.describe_delete_group(&id) {
-                    Ok(text) => self
-                        .dialogs
-                        .confirm("Delete", text, ConfirmAction::DeleteGroup(id)),
-                    Err(e) => self.flash(e.to_string(), true),
-                }
-            }
-            Some(Row::Session(id)) => {
-                let Some((name, group, branch)) = self.org.read(|o| {
-                    o.session(&id).map(|s| {
-                        (
-                            s.name.clone(),
-                            s.group_id.clone(),
-                            s.worktree.as_ref().map(|w| w.branch.clone()),
-                        )
-                    })
-                }) else {
-                    return Vec::new();
-                };
-                if self.session_busy(&id) || self.team_running(&group) {
-                    self.refuse(
-                        "Cannot delete now",
-                        "This session (or its team) has a turn in flight. Stop it first (the stop key), then delete.",
-                    );
-                    return Vec::new();
-                }
-                let worktree = branch
-                    .map(|b| format!("\nIts worktree ({b}), if no other session works there, is removed with its branch when it holds no work, and kept when it does."))
-                    .unwrap_or_default();
-                self.dialogs.confirm(
-                    "Delete",
-                    format!("Delete session `{name}` and its transcript?{worktree}"),
-                    ConfirmAction::DeleteSession(id),
-                );
-            }
-            None => {}
-        }
-        Vec::new()
-    }
-
-    /// Deletes a group; worktrees holding work go only when `worktrees` says so.
-    pub(super) fn delete_group(&mut self, id: &str, worktrees: WorktreeChoice) -> Vec<Command> {
-        match self.edits.delete_group(id) {
-            Ok(mut removal) => {
-                removal.worktrees_with_work = worktrees;
-                self.team_panel.forget(id);
-                self.transcripts.forget(&removal.sessions);
-                self.files_go(removal)
-            }
-            Err(e) => self.not_deleted(&e),
-        }
-    }
-
-    /// After a deletion: the selection moves on, and the files go (in the runtime).
-    fn files_go(&mut self, removal: crate::workspace::Removal) -> Vec<Command> {
-        let mut commands = self.on_selection_changed();
-        commands.push(Command::RemoveFiles(removal));
-        commands
-    }
-
-    fn not_deleted(&mut self, e: &EditError) -> Vec<Command> {
-        self.refuse("Not deleted", &e.to_string());
-        Vec::new()
-    }
-
     pub(super) fn on_dialog_result(&mut self, result: DialogResult) -> Vec<Command> {
         match result {
             DialogResult::Confirmed(action) => self.on_confirmed(action),
             DialogResult::Text(TextPurpose::ReflectIterations(id, goal), text) => {
-                match self.start_reflection(id, goal, &text) {
+                with_cx!(self, cx => control::start_reflection(&mut cx, &mut self.composer, &mut self.transcripts, id, goal, &text))
+            }
+            DialogResult::Text(TextPurpose::RelayEdit(id), text) => {
+                with_cx!(self, cx => relay::on_text(&mut cx, id, text, true))
+            }
+            DialogResult::Text(TextPurpose::RelayNote(id), text) => {
+                with_cx!(self, cx => relay::on_text(&mut cx, id, text, false))
+            }
+            DialogResult::Relay { group_id, choice } => {
+                with_cx!(self, cx => relay::on_choice(&mut cx, group_id, choice))
+            }
+            DialogResult::Text(purpose, text) => {
+                match with_cx!(self, cx => edit::apply_text(&mut cx, &self.config, purpose, text)) {
                     Ok(commands) => commands,
                     Err(e) => {
-                        self.dialogs.error("Not started", e);
+                        self.dialogs.error("Not changed", e);
                         Vec::new()
                     }
                 }
             }
-            DialogResult::Text(TextPurpose::RelayEdit(id), text) => self.on_relay_text(id, text, true),
-            DialogResult::Text(TextPurpose::RelayNote(id), text) => self.on_relay_text(id, text, false),
-            DialogResult::Relay { group_id, choice } => self.on_relay_choice(group_id, choice),
-            DialogResult::Text(purpose, text) => match self.apply_text(purpose, text) {
-                Ok(commands) => commands,
-                Err(e) => {
-                    self.dialogs.error("Not changed", e);
-                    Vec::new()
-                }
-            },
             DialogResult::Approval {
                 approval_id,
                 decision,
@@ -417,8 +126,15 @@ impl App {
                 approval_id,
                 decision,
             }],
-            DialogResult::Chose(action, option) => self.on_chose(action, option),
-            DialogResult::MergeWorktree(worktree) => vec![self.plan_merge(worktree)],
+            DialogResult::Chose(ChoiceAction::Merge(plan), option) => {
+                with_cx!(self, cx => self.worktrees.merge(&mut cx, plan, option))
+            }
+            DialogResult::Chose(ChoiceAction::DeleteGroup(id), option) => {
+                with_cx!(self, cx => edit::delete_group(&mut cx, &id, worktrees::removal_choice(option)))
+            }
+            DialogResult::MergeWorktree(worktree) => {
+                with_cx!(self, cx => worktrees::plan_merge(&mut cx, worktree))
+            }
             DialogResult::Picked(purpose, value) => match self.apply_pick(purpose, value) {
                 Ok(commands) => commands,
                 Err(e) => {
@@ -443,67 +159,21 @@ impl App {
                     confirmed: true,
                 }]
             }
-            ConfirmAction::RemoveEvaluator(group_id, _) => self.remove_evaluator(&group_id),
-            ConfirmAction::PruneHeadless(leftovers) => self.prune_confirmed(leftovers),
-            ConfirmAction::DeleteGroup(id) => self.delete_group(&id, WorktreeChoice::Keep),
-            ConfirmAction::DeleteSession(id) => match self.edits.delete_session(&id) {
-                Ok(removal) => {
-                    self.transcripts.forget([&id]);
-                    self.files_go(removal)
-                }
-                Err(e) => self.not_deleted(&e),
-            },
+            ConfirmAction::RemoveEvaluator(group_id, _) => {
+                with_cx!(self, cx => team::remove_evaluator(&mut cx, &group_id))
+            }
+            ConfirmAction::PruneHeadless(leftovers) => {
+                with_cx!(self, cx => prune::confirmed(&mut cx, leftovers))
+            }
+            ConfirmAction::DeleteGroup(id) => {
+                with_cx!(self, cx => edit::delete_group(&mut cx, &id, WorktreeChoice::Keep))
+            }
+            ConfirmAction::DeleteSession(id) => with_cx!(self, cx => edit::delete_session(&mut cx, &id)),
         }
     }
 
-    fn apply_text(&mut self, purpose: TextPurpose, text: String) -> Result<Vec<Command>, String> {
-        let text_err = |e: EditError| e.to_string();
-        match purpose {
-            TextPurpose::RenameGroup(id) => self.edits.rename_group(&id, &text).map_err(text_err)?,
-            TextPurpose::RenameSession(id) => self.edits.rename_session(&id, &text).map_err(text_err)?,
-            TextPurpose::NewSession(group_id) => {
-                let new_id = self.edits.create_session(&group_id, &text).map_err(text_err)?;
-                self.select_row(&Row::Session(new_id));
-                self.focus = Focus::Composer;
-                // Its (empty) transcript is read like any other, so the pane is never left
-                // "loading".
-                return Ok(self.on_selection_changed());
-            }
-            TextPurpose::MaxIterations(id) => {
-                if self.team_running(&id) {
-                    return Err(RUNNING_REFUSAL.into());
-                }
-                self.edits.set_max_iterations(&id, &text).map_err(text_err)?;
-            }
-            // Started or answered by `on_dialog_result`.
-            TextPurpose::ReflectIterations(..) | TextPurpose::RelayEdit(_) | TextPurpose::RelayNote(_) => {}
-            TextPurpose::SystemPrompt(id) => self.edits.set_system_prompt(&id, &text).map_err(text_err)?,
-            TextPurpose::MemberName(group_id) => {
-                let name = text.trim().to_string();
-                if name.is_empty() || name.contains('/') {
-                    return Err("a member needs a name without `/`".into());
-                }
-                // The default model is listed first.
-                self.push_model_picker(PickPurpose::MemberModel(group_id, name), None);
-            }
-            TextPurpose::MemberPrompt(group_id, name, model) => {
-                let id = self
-                    .edits
-                    .add_member(&group_id, &name, &model, &text)
-                    .map_err(text_err)?;
-                let note = if self.team_running(&group_id) {
-                    " (it joins from the team's next run)"
-                } else {
-                    ""
-                };
-                self.flash(format!("member added{note}"), false);
-                self.select_row(&Row::Session(id));
-                return Ok(self.on_selection_changed());
-            }
-        }
-        Ok(Vec::new())
-    }
-
+    /// A pick: a preset and a strategy make a team (the worktrees controller), the others
+    /// change the organization (the edit controller).
     fn apply_pick(&mut self, purpose: PickPurpose, value: String) -> Result<Vec<Command>, String> {
         match purpose {
             PickPurpose::Preset => {
@@ -512,41 +182,13 @@ impl App {
                     .find(&value)
                     .ok_or_else(|| format!("no preset named `{value}`"))?
                     .clone();
-                Ok(self.on_preset_picked(preset))
+                Ok(with_cx!(self, cx => self.worktrees.on_preset_picked(&mut cx, preset)))
             }
-            PickPurpose::Strategy(preset) => self.on_strategy_picked(&preset, &value),
-            PickPurpose::Model(id) => {
-                self.edits
-                    .set_session_model(&id, &value)
-                    .map_err(|e| e.to_string())?;
-                Ok(Vec::new())
+            PickPurpose::Strategy(preset) => {
+                let catalog = self.catalog.as_ref();
+                with_cx!(self, cx => self.worktrees.on_strategy_picked(&mut cx, catalog, &preset, &value))
             }
-            PickPurpose::GroupModel(id) => {
-                self.edits
-                    .set_group_model(&id, &value)
-                    .map_err(|e| e.to_string())?;
-                Ok(Vec::new())
-            }
-            PickPurpose::Mode(id) => {
-                let mode = value.parse::<Mode>().map_err(|e| e.to_string())?;
-                if self.team_running(&id) {
-                    return Err(RUNNING_REFUSAL.into());
-                }
-                self.edits.set_mode(&id, mode).map_err(|e| e.to_string())?;
-                Ok(Vec::new())
-            }
-            PickPurpose::MemberModel(group_id, name) => {
-                if !self.config.serves(&value) {
-                    return Err(format!("`{value}` names no configured provider"));
-                }
-                self.dialogs.push(Dialog::Text(Box::new(TextInput::new(
-                    format!("System prompt of {name} (Ctrl-S adds the member)"),
-                    TextPurpose::MemberPrompt(group_id, name, value),
-                    "",
-                    true,
-                ))));
-                Ok(Vec::new())
-            }
+            purpose => with_cx!(self, cx => edit::apply_pick(&mut cx, &self.config, purpose, value)),
         }
     }
 }

@@ -4,9 +4,10 @@
 
 use std::time::Instant;
 
-use super::app::App;
+use super::app::{App, with_cx};
 use super::command::{AppEvent, Command};
 use super::dialogs::{ApprovalRequest, ConfirmAction};
+use super::features::{conversation, relay, team};
 use super::team_panel::replay;
 use crate::engine::events::{EngineEvent, EventKind, RunKey};
 use crate::workspace::{ExportOutcome, LoadedRun};
@@ -47,7 +48,7 @@ impl App {
                 Vec::new()
             }
             AppEvent::ExportPlanned { group_id, result } => {
-                self.on_export_planned(group_id, result);
+                with_cx!(self, cx => team::on_export_planned(&mut cx, group_id, result));
                 Vec::new()
             }
             AppEvent::Exported { group_id, result } => {
@@ -80,8 +81,8 @@ impl App {
                 self.on_inputs_loaded(inputs);
                 Vec::new()
             }
-            AppEvent::Forked { result } => self.on_forked(result),
-            worktree_event => self.handle_worktree_event(worktree_event),
+            AppEvent::Forked { result } => with_cx!(self, cx => conversation::on_forked(&mut cx, result)),
+            worktree_event => with_cx!(self, cx => self.worktrees.on_event(&mut cx, worktree_event)),
         };
         self.refresh_placeholder();
         commands
@@ -112,11 +113,13 @@ impl App {
             return Vec::new();
         }
         self.follow_team_run(&event, now);
-        self.follow_relay(&event);
+        with_cx!(self, cx => relay::follow(&mut cx, &self.team_panel, &event));
         // After the team's view followed (a plan takes the queued messages there).
         self.settle_flash();
         let mut commands = match &event.kind {
-            EventKind::TurnFinished { session_id, .. } => self.worktrees_on_turn(session_id),
+            EventKind::TurnFinished { session_id, .. } => {
+                with_cx!(self, cx => self.worktrees.on_turn(&mut cx, session_id))
+            }
             _ => Vec::new(),
         };
         if self.config.notify != super::notify::NotifyMode::Off

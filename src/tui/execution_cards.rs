@@ -671,6 +671,40 @@ mod tests {
         assert!(cards.get("exec-3").is_some_and(|c| !c.lines.is_empty()));
     }
 
+    /// The timeline of a dispatch run while it goes (recorded on the sim): a card per
+    /// sub-agent, running ones with their time, one expanded on its transcript, one selected.
+    #[test]
+    fn snapshot_cards_in_the_timeline() {
+        use crate::tui::test_screen::{WIDTHS, draw, events_of, panel_after, team_org, timeline_props};
+        let fixture = include_str!("../../tests/fixtures/runs/dispatch.ndjson");
+        let (org, group_id) = team_org("Incident Investigation", 10);
+        let mut events = events_of(fixture, &group_id);
+        events.truncate(24);
+        let slug = org.group(&group_id).map(|g| g.members_slug()).unwrap_or_default();
+        // Two minutes ago: a card still running shows 2m05s.
+        let mut panel = panel_after(&events, &slug, std::time::Duration::from_secs(125));
+        let cycle = panel.cycles.get_mut(&group_id).expect("the run");
+        // The first card (done) opened; the selection on a running one.
+        for _ in 0..4 {
+            cycle.cards.select_step(true);
+        }
+        assert_eq!(cycle.cards.toggle_selected().as_deref(), Some("exec-2"));
+        cycle.cards.select_step(false);
+        cycle.cards.select_step(false);
+        assert_eq!(cycle.cards.selected.as_deref(), Some("exec-4"));
+        for width in WIDTHS {
+            let screen = draw(width, 30, |f| {
+                let mut pane = crate::tui::transcript_pane::TranscriptPane::default();
+                pane.render(
+                    f,
+                    f.area(),
+                    &timeline_props(&org, &group_id, panel.shown_cycle(&group_id)),
+                );
+            });
+            insta::assert_snapshot!(format!("cards_{width}"), screen);
+        }
+    }
+
     #[test]
     fn the_card_keys_walk_and_toggle_the_cards() {
         let now = Instant::now();

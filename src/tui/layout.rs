@@ -26,6 +26,14 @@ pub enum Pane {
     Status,
 }
 
+/// Which pane gets keys that are not global.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    Sidebar,
+    Transcript,
+    Composer,
+}
+
 /// The geometry of one frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameLayout {

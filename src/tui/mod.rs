@@ -13,28 +13,27 @@
 //! (with the tool approval popup and its queue). A tool call is a [`tool_cell::ToolCell`] of
 //! the transcript, made from stored messages alike live and after a restart. The app keeps
 //! focus, routes keys, mouse and events to them, and holds what they share: the organization
-//! (read-only), the edits, the runs, the keymap and the layout.
+//! (read-only), the edits, the runs, the keymap and the layout. A feature's work (worktrees,
+//! relays, cards, pruning, the everyday tools) is done by its controller in [`features`],
+//! lent a narrow context for each call.
 
 pub mod action;
 pub mod app;
-mod app_cards;
-mod app_conversation;
 mod app_dialogs;
 mod app_events;
 mod app_inputs;
-mod app_prune;
-mod app_relay;
-mod app_team;
-mod app_tools;
-mod app_worktrees;
 pub mod cells;
 pub mod command;
 pub mod composer;
 pub mod composer_attachments;
+#[cfg(test)]
+mod cycle_panel_tests;
 pub mod cycle_view;
 pub mod dialogs;
 pub mod editor;
 pub mod execution_cards;
+pub mod features;
+pub mod flash;
 pub mod frame;
 pub mod history;
 mod input_saver;
@@ -53,6 +52,8 @@ pub mod search;
 pub mod sidebar;
 pub mod team_panel;
 pub mod terminal;
+#[cfg(test)]
+mod test_screen;
 mod timeline_kind;
 pub mod tool_cell;
 pub mod trace_view;

@@ -178,6 +178,44 @@ mod tests {
         }
     }
 
+    /// The strip of a Support Desk run (recorded on the sim: sent back from review once),
+    /// with its last moves and with all of them, then parked for the user, at 80 and 120
+    /// columns.
+    #[test]
+    fn snapshot_the_strip() {
+        use crate::tui::test_screen::{WIDTHS, draw, events, panel_keys};
+        let mut v = PipelineView::default();
+        for e in events(include_str!("../../tests/fixtures/runs/pipeline.ndjson")) {
+            v.apply(&e.kind);
+        }
+        let key = panel_keys().relay_review;
+        let mut parked = v.clone();
+        parked.apply(&EventKind::PhaseTransition {
+            from_phase: Some("resolution".into()),
+            to_phase: "resolution".into(),
+            from_member: Some("resolver".into()),
+            to_member: None,
+            to_member_id: None,
+            reason: "the customer must confirm the refund account".into(),
+            handoff_count: 5,
+            back: false,
+        });
+        let mut expanded = v.clone();
+        expanded.expanded = true;
+        for width in WIDTHS {
+            let mut screen = String::new();
+            for view in [&v, &expanded, &parked] {
+                screen.push_str(&draw(width, 9, |f| {
+                    let lines = panel_lines(Some(view), &key, f.area().width as usize);
+                    f.render_widget(ratatui::widgets::Paragraph::new(lines), f.area());
+                }));
+                screen.push_str(&"-".repeat(width as usize));
+                screen.push('\n');
+            }
+            insta::assert_snapshot!(format!("strip_{width}"), screen);
+        }
+    }
+
     #[test]
     fn events_build_the_strip_and_the_state() {
         let mut v = PipelineView::default();

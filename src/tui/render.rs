@@ -91,20 +91,46 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, no_color: bool) {
     }
 }
 
+/// What a session working in `working_dir` on `model` gets of its repository (its team's
+/// settings over the config's; a CLI agent reads `AGENTS.md` itself where its provider says so,
+/// and has its own skills).
+fn repo_header(
+    config: &crate::config::Config,
+    model: &str,
+    working_dir: std::path::PathBuf,
+    settings: crate::model::RepoContextSettings,
+) -> transcript::RepoHeader {
+    let settings = settings.over(config.repo_context);
+    let provider = config.resolve(model).ok().map(|(p, _)| p);
+    let agent = provider.is_some_and(|p| p.kind == crate::config::ProviderKind::Command);
+    transcript::RepoHeader {
+        working_dir,
+        instructions: settings.instructions_on(),
+        agent_reads: provider.is_some_and(|p| p.reads_repo_instructions()),
+        skills: settings.skills_on() && !agent,
+    }
+}
+
 /// The centre pane's props for the selected row; None for a group that is gone.
 fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> Option<transcript::Props<'a>> {
     let subject = match row {
         None => transcript::Subject::Nothing,
         Some(Row::Session(id)) => {
-            let (name, role, model, system_chars) = app
+            let (name, role, model, system_chars, place) = app
                 .org
                 .read(|o| {
                     o.session(id).map(|s| {
                         let system = s.system_prompt.as_deref().map_or(0, str::len);
-                        (s.name.clone(), s.role, s.model.clone(), system)
+                        let group = o.group(&s.group_id);
+                        let place = s
+                            .working_dir(group)
+                            .map(|dir| (dir, group.map(|g| g.repo_context).unwrap_or_default()));
+                        (s.name.clone(), s.role, s.model.clone(), system, place)
                     })
                 })
                 .unwrap_or_default();
+            let repo =
+                place.map(|(working_dir, settings)| repo_header(&app.config, &model, working_dir, settings));
             transcript::Subject::Session {
                 id: id.clone(),
                 window: app.config.context_window(&model),
@@ -113,6 +139,7 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
                 role,
                 model,
                 system_chars,
+                repo,
             }
         }
         Some(Row::Group(id)) => transcript::Subject::Group {
@@ -196,7 +223,10 @@ fn status_props(app: &App) -> status::Props<'_> {
         running: app.running_count() - app.paused_count(),
         paused: app.paused_count(),
         approvals: app.dialogs.approvals().map_or(0, |a| a.waiting().count()),
-        worktrees: app.selected_worktrees().is_some(),
+        worktrees: app.selected_row().is_some_and(|row| {
+            app.org
+                .read(|o| super::features::worktrees::listed(o, &row).is_some())
+        }),
         creating: app.worktrees.creating.len(),
     }
 }

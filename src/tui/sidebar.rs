@@ -34,6 +34,14 @@ pub struct Sidebar {
     pub cursor: usize,
 }
 
+/// What the cursor is on: its row, that row's group, and the session when the row is one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    pub row: Option<Row>,
+    pub group: Option<GroupId>,
+    pub session: Option<SessionId>,
+}
+
 /// A fold the sidebar asks the app to carry out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fold {
@@ -62,6 +70,17 @@ impl Sidebar {
             Row::Session(id) => Some(id),
             Row::Group(_) => None,
         }
+    }
+
+    /// The selection, read once.
+    pub fn selection(&self, o: &Organization) -> Selection {
+        let row = self.selected_row(o);
+        let (group, session) = match &row {
+            Some(Row::Group(id)) => (Some(id.clone()), None),
+            Some(Row::Session(id)) => (o.session(id).map(|s| s.group_id.clone()), Some(id.clone())),
+            None => (None, None),
+        };
+        Selection { row, group, session }
     }
 
     /// Puts the cursor on the remembered selection: the session, or its group when that is

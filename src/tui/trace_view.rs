@@ -409,6 +409,56 @@ mod tests {
         assert!(traces.shown("g", true).is_none(), "back on the newest");
     }
 
+    /// The trace view of a run read back from its file (recorded on the sim), drawn where the
+    /// centre pane and the cycle panel are.
+    #[test]
+    fn snapshot_runs_read_back() {
+        use crate::tui::test_screen::{WIDTHS, draw, events};
+        for (name, team, fixture) in [
+            (
+                "dispatch",
+                "Incident Investigation",
+                include_str!("../../tests/fixtures/runs/dispatch.ndjson"),
+            ),
+            (
+                "team",
+                "Deliberation Panel",
+                include_str!("../../tests/fixtures/runs/team.ndjson"),
+            ),
+        ] {
+            let start = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+            let records: Vec<RunRecord> = events(fixture)
+                .into_iter()
+                .enumerate()
+                .map(|(i, event)| RunRecord {
+                    at: start + chrono::Duration::milliseconds(700 * i as i64),
+                    event,
+                })
+                .collect();
+            let group_id = records[0].event.group_id.clone();
+            let mut traces = RunTraces::default();
+            traces.on_run_loaded(
+                &group_id,
+                &LoadedRun {
+                    run_id: "run-1".into(),
+                    records,
+                    index: 0,
+                    total: 1,
+                    skipped: 0,
+                },
+                false,
+            );
+            for width in WIDTHS {
+                let mut view = TraceView::new(group_id.clone());
+                let screen = draw(width, 24, |f| {
+                    view.prepare(&traces, false, f.area());
+                    view.render(f, f.area(), team);
+                });
+                insta::assert_snapshot!(format!("trace_{name}_{width}"), screen);
+            }
+        }
+    }
+
     #[test]
     fn keys_scroll_and_close() {
         let mut view = TraceView::new("g".into());

@@ -50,6 +50,76 @@ pub struct TranscriptPane {
     /// A sub-agent card to scroll into view in a team's timeline at the next frame (it was
     /// just selected or expanded): the team and the card's execution id.
     pub reveal_card: Option<(GroupId, String)>,
+    /// What the session header says of a working directory's `AGENTS.md` files and skills,
+    /// looked up at most every few seconds (not at every frame).
+    repo_files: HashMap<PathBuf, (std::time::Instant, RepoFiles)>,
+}
+
+/// How long a working directory's instruction files and skills are shown as last found.
+const REPO_FILES_FRESH: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A working directory's instruction files (names, nearest first) and repository skills.
+#[derive(Debug, Clone, Default)]
+struct RepoFiles {
+    instructions: Vec<String>,
+    skills: usize,
+}
+
+/// What a session gets of its repository, for its header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepoHeader {
+    pub working_dir: PathBuf,
+    /// The repository's `AGENTS.md` / `CLAUDE.md` go into its prompt (on in the settings).
+    pub instructions: bool,
+    /// Its agent reads them itself (huddle leaves them out).
+    pub agent_reads: bool,
+    /// Skills are offered (on in the settings, and its provider declares tools).
+    pub skills: bool,
+}
+
+impl TranscriptPane {
+    /// The header's words for a session's repository context (`AGENTS.md +1 · 2 skills`), when
+    /// there is any.
+    fn repo_label(&mut self, header: &RepoHeader) -> Option<String> {
+        let now = std::time::Instant::now();
+        let fresh = self
+            .repo_files
+            .get(&header.working_dir)
+            .filter(|(at, _)| now.duration_since(*at) < REPO_FILES_FRESH)
+            .map(|(_, found)| found.clone());
+        let found = fresh.unwrap_or_else(|| {
+            let found = RepoFiles {
+                instructions: crate::repo_context::find_instructions(&header.working_dir)
+                    .iter()
+                    .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .collect(),
+                skills: crate::repo_context::find_skills(Some(&header.working_dir), None).len(),
+            };
+            self.repo_files
+                .insert(header.working_dir.clone(), (now, found.clone()));
+            found
+        });
+        let mut parts = Vec::new();
+        if let Some(first) = found.instructions.first().filter(|_| header.instructions) {
+            let more = match found.instructions.len() {
+                1 => String::new(),
+                n => format!(" +{}", n - 1),
+            };
+            let whose = if header.agent_reads {
+                " (read by the agent)"
+            } else {
+                ""
+            };
+            parts.push(format!("{first}{more}{whose}"));
+        }
+        if header.skills && found.skills > 0 {
+            parts.push(match found.skills {
+                1 => "1 skill".to_string(),
+                n => format!("{n} skills"),
+            });
+        }
+        (!parts.is_empty()).then(|| parts.join(" · "))
+    }
 }
 
 /// An earlier conversation on screen, read-only.
@@ -548,6 +618,8 @@ pub enum Subject<'a> {
         window: Option<u64>,
         /// Characters of the system prompt the session sends.
         system_chars: usize,
+        /// Where it works and what it gets of the repository there.
+        repo: Option<RepoHeader>,
         /// What confines the processes it starts (`sandbox: workspace-write, network on`);
         /// `None` when it starts none.
         sandbox: Option<String>,
@@ -641,11 +713,15 @@ fn render(pane_state: &mut TranscriptPane, frame: &mut Frame<'_>, area: Rect, pr
             model,
             window,
             system_chars,
+            repo,
             sandbox,
         } => {
             let mut title = session_title(name, *role, model);
             if let Some(sandbox) = sandbox {
                 title.push_str(&format!("· {sandbox} "));
+            }
+            if let Some(label) = repo.as_ref().and_then(|r| pane_state.repo_label(r)) {
+                title.push_str(&format!("· {} ", sanitize::display(&label)));
             }
             let meter = pane_state.views.get(id).map(|v| {
                 let tokens = context::next_request_tokens(&v.messages, *system_chars);

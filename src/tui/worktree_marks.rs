@@ -1,7 +1,7 @@
-//! What the TUI knows of team worktrees: each session's worktree state as the sidebar marks it
-//! (from `worktree_statuses`, computed off the UI thread), which refreshes are in flight (a
-//! burst of reasons to look again makes one more look, never one per reason), whether the
-//! repository can have worktrees at all, and teams being created.
+//! What the TUI knows of team worktrees' states: each session's worktree as the sidebar marks
+//! it (from `worktree_statuses`, computed off the UI thread) and which refreshes are in flight
+//! (a burst of reasons to look again makes one more look, never one per reason). The worktrees
+//! controller (`features/worktrees.rs`) keeps them.
 
 use std::collections::{HashMap, HashSet};
 
@@ -53,12 +53,6 @@ pub struct WorktreeMarks {
     in_flight: HashSet<Option<GroupId>>,
     /// Asked again while in flight: one more refresh when the answer comes.
     again: HashSet<Option<GroupId>>,
-    /// The repository can have worktrees (`Ok`), cannot (why), or not known yet.
-    pub git: Option<Result<(), String>>,
-    /// Teams whose worktrees are being made (preset names), for the status line.
-    pub creating: Vec<String>,
-    /// The last group whose statuses a selection asked for (moving within it asks nothing).
-    pub last_selected: Option<GroupId>,
     next_request: u64,
 }
 

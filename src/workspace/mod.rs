@@ -55,6 +55,7 @@ pub struct Workspace {
 /// The engine's options a configuration gives, for work in `repo` whose programs (tool
 /// servers) run in `env`: a workspace's own, and a host's for each front end.
 pub fn engine_options(
+    paths: &Paths,
     config: &Config,
     repo: &std::path::Path,
     env: &crate::env::Env,
@@ -69,6 +70,8 @@ pub fn engine_options(
         tool_result_max_bytes: config.tool_result_max_bytes,
         default_budget: config.budget,
         default_dispatch: config.dispatch.clone(),
+        repo_context: config.repo_context,
+        skills_dir: Some(paths.config_dir.join("skills")),
         sandbox: baseline,
         hooks: config.hooks.clone(),
         ..EngineOptions::default()
@@ -141,7 +144,7 @@ impl Workspace {
             org.clone(),
             transcripts.clone(),
             sink,
-            engine_options(config, &repo, &crate::env::Env::process(), approval, baseline),
+            engine_options(paths, config, &repo, &crate::env::Env::process(), approval, baseline),
         );
         // Worktrees vanished or not recorded (a crash between `git worktree add` and the save)
         // are reported, never deleted. No git runs when no team ever had a worktree.

@@ -38,6 +38,7 @@ mod providers_command;
 mod providers_http;
 mod providers_litellm;
 mod providers_llmock;
+mod repo_context;
 mod run_timeline;
 mod sandbox_confine;
 mod sandbox_engine;

@@ -10,6 +10,7 @@ pub mod names;
 pub mod pipeline;
 pub mod prompts;
 pub mod relay;
+pub mod repo_context;
 pub mod sentinels;
 pub mod stall;
 pub mod summary;

@@ -160,6 +160,7 @@ mod tests {
             worktrees: WorktreeStrategy::OrchestratorIsolated,
             relay: None,
             memory: Default::default(),
+            repo_context: Default::default(),
             entry: None,
             stages: Vec::new(),
             supervisor: None,

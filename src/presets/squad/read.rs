@@ -187,6 +187,7 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         worktrees: Default::default(),
         relay: None,
         memory: Default::default(),
+        repo_context: Default::default(),
         entry: None,
         stages: Vec::new(),
         supervisor: None,

@@ -353,6 +353,51 @@ mod tests {
         assert!(a.is_empty());
     }
 
+    /// The popup with two calls queued: the first a file write a hook asks about, whose
+    /// arguments are long (and carry an escape sequence, drawn harmless), at 80 and 120
+    /// columns.
+    #[test]
+    fn snapshot_the_popup() {
+        use crate::tui::test_screen::{WIDTHS, draw};
+        let call = |id: u64, server: &str, tool: &str, arguments: &str, reason: Option<&str>| {
+            ApprovalRequest::from_event(&EngineEvent {
+                group_id: "g".into(),
+                group: "Incident Investigation".into(),
+                run_id: Some("run-1".into()),
+                execution: None,
+                kind: EventKind::ToolApprovalRequested {
+                    session_id: "s".into(),
+                    session: "incident-investigation-log-analyzer".into(),
+                    approval_id: id,
+                    call_id: format!("c{id}"),
+                    server: server.into(),
+                    tool: tool.into(),
+                    arguments: arguments.into(),
+                    reason: reason.map(str::to_string),
+                },
+            })
+            .expect("a request")
+        };
+        let mut popup = Approvals::new(call(
+            1,
+            "filesystem",
+            "write_file",
+            r##"{"path":"notes/expired-tokens.md","content":"# Expired tokens\n\nSince Tuesday 14:02 the login handler answers 401 for tokens refreshed less than a minute ago.\n\u001b[31mred\u001b[0m is gone: the clock skew check compares local time with UTC.\n\nNext: deploy 4f2c1a9 changed the check."}"##,
+            Some("notes/ is reviewed by a person before anything is written there"),
+        ));
+        popup.push(call(
+            2,
+            "git",
+            "git_log",
+            r#"{"repo_path":".","max_count":20}"#,
+            None,
+        ));
+        for width in WIDTHS {
+            let screen = draw(width, 24, |f| popup.render(f, f.area()));
+            insta::assert_snapshot!(format!("approval_{width}"), screen);
+        }
+    }
+
     #[test]
     fn settled_requests_leave_the_queue() {
         let mut a = Approvals::new(request(1));

@@ -529,6 +529,58 @@ mod tests {
         }
     }
 
+    /// A team's diff with two worktrees, the first shown: a modified file (a tab, an escape
+    /// sequence drawn harmless) and a new one, at 80 and 120 columns.
+    #[test]
+    fn snapshot_the_view() {
+        use crate::tui::action::{Action, Context};
+        use crate::tui::test_screen::{WIDTHS, draw, keymap};
+        let worktree = |role: &str, hex: &str| Worktree {
+            path: PathBuf::from(format!(
+                "/home/me/.local/share/huddle/worktrees/shop/coding-team-{role}-{hex}"
+            )),
+            branch: format!("huddle/coding-team-{role}-{hex}"),
+            base_commit: "4f2c1a9e0b7d3c5a6e8f".into(),
+            repo: PathBuf::from("/home/me/shop"),
+            subdir: None,
+        };
+        let patch = "diff --git a/src/auth.rs b/src/auth.rs\n--- a/src/auth.rs\n+++ b/src/auth.rs\n@@ -40,7 +40,8 @@ fn check(token: &Token) -> Result<(), AuthError> {\n     let now = Utc::now();\n-\tif token.expires_at < Local::now() {\n+\t// Both sides in UTC: the skew made fresh tokens look expired.\n+\tif token.expires_at < now {\n         return Err(AuthError::Expired);\n     }\n     Ok(())\ndiff --git a/notes/tokens.md b/notes/tokens.md\nnew file mode 100644\n--- /dev/null\n+++ b/notes/tokens.md\n@@ -0,0 +1,2 @@\n+# Expired tokens\n+Fixed in \u{1b}[31mauth.rs\u{1b}[0m: compare in UTC.\n";
+        let mut view = DiffView::new(
+            7,
+            "Coding Team",
+            vec![
+                DiffTab {
+                    worktree: worktree("orchestrator", "0a1b"),
+                    sessions: vec!["orchestrator".into(), "evaluator".into()],
+                    content: DiffContent::Loading,
+                },
+                DiffTab {
+                    worktree: worktree("workers", "9c8d"),
+                    sessions: vec!["backend".into(), "tests".into()],
+                    content: DiffContent::Loading,
+                },
+            ],
+            keymap().keys_of(Context::Navigation, Action::MergeWorktree),
+        );
+        let mut shown = diff(patch);
+        shown.worktree = worktree("orchestrator", "0a1b");
+        shown.files = vec![
+            FileChange {
+                path: "src/auth.rs".into(),
+                kind: ChangeKind::Modified,
+            },
+            FileChange {
+                path: "notes/tokens.md".into(),
+                kind: ChangeKind::Untracked,
+            },
+        ];
+        view.loaded(vec![Ok(shown), Err("git diff: not a git repository".into())]);
+        for width in WIDTHS {
+            let screen = draw(width, 28, |f| view.render(f, f.area()));
+            insta::assert_snapshot!(format!("diff_{width}"), screen);
+        }
+    }
+
     #[test]
     fn files_get_their_line_counts_and_places_in_the_patch() {
         let patch = "diff --git a/a.rs b/a.rs\n--- a/a.rs\n+++ b/a.rs\n@@ -1 +1,2 @@\n-old\n+new\n+more\ndiff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+hi\n";

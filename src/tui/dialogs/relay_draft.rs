@@ -174,6 +174,26 @@ mod tests {
         KeyEvent::new(c, KeyModifiers::NONE)
     }
 
+    /// A draft that a review rule holds, and a relay taken over, at 80 and 120 columns.
+    #[test]
+    fn snapshot_the_popup() {
+        use crate::tui::test_screen::{WIDTHS, draw};
+        let draft = RelayDraftPopup::draft(
+            "g".into(),
+            "Negotiator".into(),
+            3,
+            "Thank you for the revised offer.\n\nWe can accept delivery on 14 March if the price stays at 41,500 EUR and the penalty clause covers each day of delay.\nPlease confirm by Friday.".into(),
+            Some("it matches the review pattern `[0-9,]+ EUR`".into()),
+        );
+        let taken = RelayDraftPopup::taken_over("g".into(), "Negotiator".into(), 4);
+        for width in WIDTHS {
+            let screen = draw(width, 20, |f| draft.render(f, f.area()));
+            insta::assert_snapshot!(format!("relay_draft_{width}"), screen);
+            let screen = draw(width, 12, |f| taken.render(f, f.area()));
+            insta::assert_snapshot!(format!("relay_taken_over_{width}"), screen);
+        }
+    }
+
     #[test]
     fn keys_answer_and_enter_never_sends() {
         let mut p = RelayDraftPopup::draft("g".into(), "G".into(), 1, "hi".into(), None);
