@@ -144,7 +144,14 @@ impl Workspace {
             org.clone(),
             transcripts.clone(),
             sink,
-            engine_options(paths, config, &repo, &crate::env::Env::process(), approval, baseline),
+            engine_options(
+                paths,
+                config,
+                &repo,
+                &crate::env::Env::process(),
+                approval,
+                baseline,
+            ),
         );
         // Worktrees vanished or not recorded (a crash between `git worktree add` and the save)
         // are reported, never deleted. No git runs when no team ever had a worktree.
