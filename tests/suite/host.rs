@@ -568,8 +568,12 @@ fn detach_ps_attach_and_stop() {
     assert!(run_id.len() > 20, "the run's id alone on stdout: {run_id:?}");
     assert!(stderr(&out).contains("huddle attach"), "{}", stderr(&out));
 
-    let ps = huddle_idle(home.path(), 0, &["ps"]);
-    let table = text(&ps.stdout);
+    // Its mode shows once its cycle started (a moment after the run).
+    let mut table = String::new();
+    wait_until("the run's mode in huddle ps", || {
+        table = text(&huddle_idle(home.path(), 0, &["ps"]).stdout);
+        table.contains("orchestrator_reflect")
+    });
     assert!(table.starts_with("RUN"), "{table}");
     assert!(
         table.contains(&run_id)
