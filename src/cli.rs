@@ -127,7 +127,7 @@ pub fn parse_age(text: &str) -> Result<chrono::Duration, String> {
         .ok_or_else(expected)
 }
 
-/// Which worktrees: a team's or a session's.
+/// Which worktrees: a team's, a session's, or a folder no session records.
 #[derive(Debug, Clone, Args)]
 #[group(required = true, multiple = false)]
 pub struct WorktreeTarget {
@@ -137,6 +137,10 @@ pub struct WorktreeTarget {
     /// The worktree of this session.
     #[arg(long)]
     pub session: Option<String>,
+    /// A worktree folder no session records: kept when its team was deleted or pruned (`huddle
+    /// worktrees list` shows it under "to look at").
+    #[arg(long, value_name = "DIR")]
+    pub path: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -8,6 +8,7 @@ use crate::config::{Config, ConfigError, Paths, ProviderKind};
 use crate::model::GroupKind;
 use crate::presets::Catalog;
 use crate::store::{DataDirLock, OrganizationFile, Unreadable};
+use crate::text::sanitize;
 
 /// The report and whether everything needed to run is in order.
 pub struct DoctorReport {
@@ -497,29 +498,46 @@ fn mcp_section(
         }
     };
     for check in checks {
-        match &check.tools {
+        // Names and errors come from the server: made safe to print, and sorted as a model
+        // request sorts them (names a model cannot take and tools beyond `max_tools` left out).
+        match check.tools {
             Ok(tools) => {
-                let mut names = tools
+                let count = tools.len();
+                let max = config
+                    .mcp_servers
+                    .get(&check.name)
+                    .map_or(crate::tools::DEFAULT_MAX_TOOLS, |s| s.max_tools);
+                let screened = crate::tools::screen(&check.name, tools, String::as_str, max);
+                let mut names = screened
+                    .declared
                     .iter()
                     .take(TOOLS_SHOWN)
-                    .cloned()
+                    .map(|n| crate::tools::shown_name(n))
                     .collect::<Vec<_>>()
                     .join(", ");
-                if tools.len() > TOOLS_SHOWN {
-                    names.push_str(&format!(", … {} more", tools.len() - TOOLS_SHOWN));
+                if screened.declared.len() > TOOLS_SHOWN {
+                    names.push_str(&format!(", … {} more", screened.declared.len() - TOOLS_SHOWN));
                 }
                 let _ = writeln!(
                     out,
-                    "  ok {:<12} {}, {} tool{}: {names}",
+                    "  ok {:<12} {}, {count} tool{}: {names}",
                     check.name,
                     check.via,
-                    tools.len(),
-                    if tools.len() == 1 { "" } else { "s" }
+                    if count == 1 { "" } else { "s" }
                 );
+                for problem in &screened.problems {
+                    let _ = writeln!(out, "     note: {problem}");
+                }
             }
             Err(e) => {
                 problems.push(format!("MCP server `{}` is not usable", check.name));
-                let _ = writeln!(out, "  !! {:<12} {}: {e}", check.name, check.via);
+                let _ = writeln!(
+                    out,
+                    "  !! {:<12} {}: {}",
+                    check.name,
+                    check.via,
+                    sanitize::display(&e.to_string())
+                );
             }
         }
     }

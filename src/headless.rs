@@ -310,7 +310,7 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
     let _ = done_tx.send(());
     // Standard output gone (closed pipe, full disk): the run finished and saved; the exit code
     // says the output was lost.
-    let stdout_lost = printer.await.unwrap_or(false);
+    let stdout_lost = printer.await.unwrap_or(None);
     if let Err(e) = flushed {
         out.note(format_args!("huddle: could not save: {e}"));
     }
@@ -342,8 +342,12 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
         }
         return Ok(e.exit_code());
     }
-    if stdout_lost {
-        return Ok(OutputError::Closed.exit_code());
+    if let Some(e) = stdout_lost {
+        // A closed pipe is not worth a message (as for every command); a full disk is.
+        if let OutputError::Failed(_) = e {
+            out.note(format_args!("huddle: {e} (the run's result is saved)"));
+        }
+        return Ok(e.exit_code());
     }
     match signalled.load(Ordering::SeqCst) {
         0 => Ok(exit_code(&report)),
@@ -535,13 +539,13 @@ struct Printing {
 }
 
 /// Prints events as NDJSON on stdout, or as human progress on stderr, until `done` says the run
-/// is over and everything queued has been printed. True when standard output could not be
-/// written.
+/// is over and everything queued has been printed. The first failure to write standard output,
+/// if any (nothing more is written to it after one).
 async fn print_events(
     mut events: mpsc::UnboundedReceiver<EngineEvent>,
     mut done: tokio::sync::oneshot::Receiver<()>,
     printing: Printing,
-) -> bool {
+) -> Option<OutputError> {
     let Printing {
         ndjson,
         out,
@@ -552,7 +556,7 @@ async fn print_events(
     // Colour only on a terminal that wants it (this process's, or the front end's).
     let color =
         color.unwrap_or_else(|| std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none());
-    let mut lost = false;
+    let mut lost: Option<OutputError> = None;
     // How each group names its members (`<members slug>-<member>`), read once.
     let mut named: std::collections::HashMap<String, Names> = std::collections::HashMap::new();
     let mut names = |event: &EngineEvent| -> Names {
@@ -566,6 +570,11 @@ async fn print_events(
                     .unwrap_or_else(|| Names::of_group(&event.group))
             })
             .clone()
+    };
+    let mut print = |event: &EngineEvent, lost: &mut Option<OutputError>| {
+        if lost.is_none() {
+            *lost = print_event(event, &names(event), ndjson, color, &out).err();
+        }
     };
     loop {
         let event = tokio::select! {
@@ -586,7 +595,7 @@ async fn print_events(
                 group: event.group.clone(),
             });
         }
-        lost |= !print_event(&event, &names(&event), ndjson, color, &out);
+        print(&event, &mut lost);
         // `--approve`: a draft waiting for a person is asked about here (the run ending, e.g.
         // on Ctrl-C, ends the question).
         if let EventKind::RelayDraft { waiting: true, .. } = &event.kind {
@@ -598,21 +607,27 @@ async fn print_events(
     }
     // After `done`, drain without waiting.
     while let Ok(event) = events.try_recv() {
-        lost |= !print_event(&event, &names(&event), ndjson, color, &out);
+        print(&event, &mut lost);
     }
     lost
 }
 
-/// Prints one event; false when standard output could not be written. (`huddle attach` prints
-/// what it follows with it too.)
-pub fn print_event(event: &EngineEvent, names: &Names, ndjson: bool, color: bool, out: &RunOutput) -> bool {
+/// Prints one event; an error when standard output could not be written. (`huddle attach`
+/// prints what it follows with it too.)
+pub fn print_event(
+    event: &EngineEvent,
+    names: &Names,
+    ndjson: bool,
+    color: bool,
+    out: &RunOutput,
+) -> Result<(), OutputError> {
     if ndjson {
         if event.kind.is_streaming() {
-            return true;
+            return Ok(());
         }
         // String fields are model and tool output: cleaned like the plain output.
         let raw = event.to_ndjson();
-        return out.print(&format!("{}\n", sanitize::json_line(&raw))).is_ok();
+        return out.print(&format!("{}\n", sanitize::json_line(&raw)));
     }
     if let Some(line) = progress(event, names) {
         let text = sanitize::display(&line.text).into_owned();
@@ -628,7 +643,7 @@ pub fn print_event(event: &EngineEvent, names: &Names, ndjson: bool, color: bool
             out.note(format_args!("{text}"));
         }
     }
-    true
+    Ok(())
 }
 
 /// The most characters of a progress line's words (a model's or tool's text is cut there).

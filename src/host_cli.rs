@@ -377,8 +377,11 @@ pub async fn attach(paths: &Paths, repo: &Path, target: &str, events: bool) -> u
                 if event.run_id.as_deref() != Some(run_id.as_str()) {
                     continue;
                 }
-                if !headless::print_event(&event, &names, events, color, &RunOutput::Terminal) {
-                    return OutputError::Closed.exit_code();
+                if let Err(e) = headless::print_event(&event, &names, events, color, &RunOutput::Terminal) {
+                    if let OutputError::Failed(_) = e {
+                        note(format_args!("huddle: {e} (the run goes on)"));
+                    }
+                    return e.exit_code();
                 }
                 match &event.kind {
                     EventKind::RunResult { text } => answer = text.clone(),

@@ -22,6 +22,20 @@ use huddle::store::OrganizationFile;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Worker threads of the async runtime at most. huddle waits on models and tools far more than
+/// it computes (a message costs it microseconds): more threads only add memory (a stack and an
+/// allocator heap each), one per core on a large machine otherwise.
+const RUNTIME_THREADS_MAX: usize = 4;
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cores.clamp(1, RUNTIME_THREADS_MAX))
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
 /// Exit code of a usage error (as clap uses for its own).
 const USAGE: u8 = 2;
 
@@ -85,7 +99,7 @@ fn describe(e: &anyhow::Error) -> String {
 /// Runs a front end's future to its end; tasks still running (a blocking prompt) are not
 /// waited for.
 fn block_on<T>(future: impl std::future::Future<Output = T>) -> anyhow::Result<T> {
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let runtime = runtime()?;
     let result = runtime.block_on(future);
     runtime.shutdown_background();
     Ok(result)
@@ -198,7 +212,8 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Doctor) => {
             let report = huddle::doctor::report(paths, &repo, true);
-            cli::print_out(&report.text)?;
+            // What servers and files said is in it: nothing reaches the terminal raw.
+            cli::print_out(&huddle::text::sanitize::display(&report.text))?;
             Ok(if report.ok {
                 ExitCode::SUCCESS
             } else {
@@ -232,7 +247,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(code))
         }
         None => {
-            let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+            let runtime = runtime()?;
             let result = runtime.block_on(huddle::tui::run(paths, repo));
             // A running cycle and turns still ending are not waited for.
             runtime.shutdown_background();

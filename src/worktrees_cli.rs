@@ -79,8 +79,29 @@ fn group_id(org: &Organization, name: &str) -> Result<String, Failure> {
     })
 }
 
-/// The worktrees `target` names: a session's, or each of a team's once.
-fn targets(org: &Organization, target: &WorktreeTarget) -> Result<Vec<Worktree>, Failure> {
+/// The worktrees `target` names: a session's, each of a team's once, or a folder no session
+/// records (read from git; only inside huddle's worktrees folder).
+fn targets(paths: &Paths, org: &Organization, target: &WorktreeTarget) -> Result<Vec<Worktree>, Failure> {
+    if let Some(path) = &target.path {
+        let path = std::path::absolute(path).map_err(|e| usage(format!("{}: {e}", path.display())))?;
+        if let Some(s) = org
+            .sessions
+            .iter()
+            .find(|s| s.worktree.as_ref().is_some_and(|w| w.path == path))
+        {
+            return Err(usage(format!(
+                "{} is the worktree of session `{}`: use --session",
+                path.display(),
+                s.name
+            )));
+        }
+        return crate::worktrees::orphan(&paths.worktrees_dir(), &path)
+            .map(|w| vec![w])
+            .map_err(|e| match e {
+                WorktreeError::NoSuchDir(_) => usage(e.to_string()),
+                e => failed(e.to_string()),
+            });
+    }
     if let Some(name) = &target.session {
         let s = org
             .session_by_name(name)
@@ -173,7 +194,7 @@ fn show_diff(paths: &Paths, target: &WorktreeTarget, stat: bool) -> Result<u8, F
     // A patch piped to a file stays byte for byte (for `git apply`); on a terminal it is
     // sanitised like everything else huddle prints.
     let raw = !std::io::stdout().is_terminal();
-    for w in targets(&org, target)? {
+    for w in targets(paths, &org, target)? {
         let d = crate::worktrees::diff(&w).map_err(|e| failed(e.to_string()))?;
         let mut head = format!(
             "# {} ({}) against {} · {} file{}\n",
@@ -237,17 +258,17 @@ fn merge_command(
 ) -> Result<u8, Failure> {
     let org = read_org(paths)?;
     let mut plans = Vec::new();
-    for w in targets(&org, target)? {
+    for w in targets(paths, &org, target)? {
         plans.push(merge_plan(&w).map_err(|e| failed(e.to_string()))?);
     }
     let with_commits: Vec<_> = plans.iter().filter(|p| !p.commits.is_empty()).collect();
     let plan = match with_commits.as_slice() {
         [] => {
-            let what = target
-                .session
-                .as_deref()
-                .or(target.group.as_deref())
-                .unwrap_or_default();
+            let what = match (&target.session, &target.group, &target.path) {
+                (Some(name), _, _) | (None, Some(name), _) => name.clone(),
+                (None, None, Some(path)) => path.display().to_string(),
+                (None, None, None) => String::new(),
+            };
             let into = plans
                 .first()
                 .and_then(|p| p.into.clone())
@@ -267,7 +288,8 @@ fn merge_command(
             )));
         }
     };
-    print_out(&plan.describe())?;
+    // Why it is blocked is said once, on stderr.
+    print_out(&plan.describe_commits())?;
     if let Some(why) = &plan.blocked {
         return Err(failed(format!("not merged: {why}")));
     }

@@ -165,6 +165,30 @@ impl SessionState {
         self.run_start = None;
     }
 
+    /// Drops the part of the history no turn can be sent any more (older than what
+    /// [`bounded_history`] keeps), so what a session holds in memory stays about one window
+    /// however long it talks; the transcript on disk keeps everything. Done once the history is
+    /// half a window past it (`now`: at once), so a turn seldom pays for it.
+    fn drop_unsendable(&mut self, now: bool) {
+        let Some(history) = &mut self.history else {
+            return;
+        };
+        let due = now
+            || history.len() > HISTORY_MAX_MESSAGES * 3 / 2
+            || history.iter().map(message_chars).sum::<usize>() > HISTORY_MAX_CHARS * 3 / 2;
+        if !due {
+            return;
+        }
+        let dropped = window_start(history);
+        if dropped == 0 {
+            return;
+        }
+        history.drain(..dropped);
+        if let Some((_, start)) = &mut self.run_start {
+            *start = start.saturating_sub(dropped);
+        }
+    }
+
     /// What a turn is sent of the history: everything since the conversation began, or with
     /// `from_run_start` only what was said since the run began.
     fn visible(&mut self, run_id: Option<&RunId>, from_run_start: bool) -> Vec<ChatMessage> {
@@ -340,6 +364,7 @@ impl Actor<'_> {
             }
         };
         self.state.history = Some(history);
+        self.state.drop_unsendable(true);
     }
 
     fn history(&mut self) -> &mut Vec<ChatMessage> {
@@ -990,16 +1015,8 @@ impl Actor<'_> {
             .chain(&steps)
             .chain(std::iter::once(&answer));
         let added = chat_history(turn);
-        let history = self.history();
-        history.extend(added);
-        // Only the newest part is ever sent; the transcript on disk keeps everything.
-        if history.len() > 4 * HISTORY_MAX_MESSAGES {
-            let dropped = history.len() - 2 * HISTORY_MAX_MESSAGES;
-            history.drain(..dropped);
-            if let Some((_, start)) = &mut self.state.run_start {
-                *start = start.saturating_sub(dropped);
-            }
-        }
+        self.history().extend(added);
+        self.state.drop_unsendable(false);
         if let Some(usage) = result.usage {
             let id = self.session_id;
             self.shared.org.update(|org| {
@@ -1176,11 +1193,17 @@ fn with_agent_text(agent_text: &mut String, text: &str) -> String {
 /// The newest part of the conversation that fits the budget, starting on a user message (so
 /// a tool exchange is never cut in half). Tool results count toward the size, not the count.
 fn bounded_history(history: &[ChatMessage]) -> Vec<ChatMessage> {
+    history[window_start(history)..].to_vec()
+}
+
+/// Where [`bounded_history`] starts. A turn is never sent anything older: a suffix of the
+/// history (what a turn that sees only its run gets) starts there or later.
+fn window_start(history: &[ChatMessage]) -> usize {
     let mut total = 0;
     let mut count = 0;
     let mut start = history.len();
     for (i, m) in history.iter().enumerate().rev() {
-        total += m.content.len() + m.tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>();
+        total += message_chars(m);
         if m.role != ChatRole::Tool {
             count += 1;
         }
@@ -1191,7 +1214,12 @@ fn bounded_history(history: &[ChatMessage]) -> Vec<ChatMessage> {
             start = i;
         }
     }
-    history[start..].to_vec()
+    start
+}
+
+/// What a message counts toward [`HISTORY_MAX_CHARS`].
+fn message_chars(m: &ChatMessage) -> usize {
+    m.content.len() + m.tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>()
 }
 
 #[cfg(test)]
@@ -1252,5 +1280,44 @@ mod tests {
         let kept = bounded_history(&many);
         assert_eq!(kept.len(), HISTORY_MAX_MESSAGES);
         assert_eq!(&*kept.last().unwrap().content, "a499");
+    }
+
+    #[test]
+    fn a_long_session_holds_about_one_window_and_every_turn_sees_the_same() {
+        // Long answers, as an orchestrator's syntheses are: the count limit is never reached,
+        // the size limit is; a run's turns see only their run.
+        let mut state = SessionState::default();
+        let mut all: Vec<ChatMessage> = Vec::new();
+        let run: RunId = "run-1".into();
+        for k in 0..400 {
+            if k == 250 {
+                assert_eq!(
+                    state.visible(Some(&run), true),
+                    Vec::<ChatMessage>::new(),
+                    "the run starts now"
+                );
+            }
+            let turn = [
+                ChatMessage::user(format!("q{k} {}", "x".repeat(9_000))),
+                ChatMessage::assistant(format!("a{k} {}", "y".repeat(11_000))),
+            ];
+            all.extend(turn.iter().cloned());
+            state.history.get_or_insert_with(Vec::new).extend(turn);
+            state.drop_unsendable(false);
+            let held = state.history.as_ref().unwrap();
+            let chars: usize = held.iter().map(message_chars).sum();
+            assert!(
+                chars <= HISTORY_MAX_CHARS * 3 / 2 + 20_100,
+                "turn {k}: {chars} chars held"
+            );
+            assert_eq!(
+                state.visible(None, false),
+                bounded_history(&all),
+                "turn {k}: the same as with everything held"
+            );
+        }
+        let from_run = state.visible(Some(&run), true);
+        assert_eq!(from_run, bounded_history(&all[500..]));
+        assert_eq!(&*from_run.last().unwrap().content, &*all.last().unwrap().content);
     }
 }

@@ -179,6 +179,11 @@ impl EventSink {
             )),
             _ => None,
         };
+        // A run that ends has its file closed after its last line.
+        let ended = match (&line, &event.kind) {
+            (Some((owner, run_id, _)), EventKind::RunEnded { .. }) => Some((owner.clone(), run_id.clone())),
+            _ => None,
+        };
         let mut held_back = Some((event, line));
         // (No thread-local any more: the thread is ending, send at once.)
         let _ = HELD.try_with(|held| {
@@ -194,11 +199,15 @@ impl EventSink {
             if let Some((event, line)) = held_back.take() {
                 held.events.push(event);
                 held.lines.extend(line);
+                held.ended.extend(ended.clone());
             }
         });
         if let Some((event, line)) = held_back {
             if let (Some(log), Some(line)) = (&self.log, line) {
                 log.append_all(vec![line]);
+                if let Some((owner, run_id)) = &ended {
+                    log.end_of(owner, run_id);
+                }
             }
             // A consumer that went away (the UI quitting) must not stop the engine.
             let _ = self.tx.send(event);
@@ -247,6 +256,8 @@ struct Held {
     sink: Option<EventSink>,
     events: Vec<EngineEvent>,
     lines: Vec<RunLine<RunRecord>>,
+    /// Runs that ended among the held lines (owner, run): their files are closed after them.
+    ended: Vec<(RunOwner, RunId)>,
 }
 
 impl Held {
@@ -254,7 +265,11 @@ impl Held {
         let Some(sink) = &self.sink else { return };
         if let Some(log) = &sink.log {
             log.append_all(std::mem::take(&mut self.lines));
+            for (owner, run_id) in self.ended.drain(..) {
+                log.end_of(&owner, &run_id);
+            }
         }
+        self.ended.clear();
         for event in self.events.drain(..) {
             // A consumer that went away (the UI quitting) must not stop the engine.
             let _ = sink.tx.send(event);
@@ -269,6 +284,7 @@ thread_local! {
             sink: None,
             events: Vec::new(),
             lines: Vec::new(),
+            ended: Vec::new(),
         })
     };
 }

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::text::sanitize;
+
 /// What went wrong with a turn, coarse enough to decide on a retry and on wording.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
@@ -104,11 +106,18 @@ pub struct ProviderError {
 }
 
 impl ProviderError {
+    /// `message` may quote what a server or program said: escape sequences in it are removed
+    /// whole, payload and all (as in model text), and control characters dropped.
     pub fn new(kind: ErrorKind, provider: &str, message: impl Into<String>) -> ProviderError {
+        let message = message.into();
+        let message = match sanitize::display(&message) {
+            std::borrow::Cow::Borrowed(_) => message,
+            std::borrow::Cow::Owned(clean) => clean,
+        };
         ProviderError {
             kind,
             provider: provider.to_string(),
-            message: message.into(),
+            message,
             status: None,
             retry_after: None,
             partial_text: String::new(),
@@ -203,9 +212,10 @@ pub fn human_duration(d: Duration) -> String {
     }
 }
 
-/// Shortens untrusted server text for an error message (one line, bounded length).
+/// Shortens untrusted server text for an error message (one line, bounded length). Escape
+/// sequences are removed whole (an OSC's title, a CSI's parameters), not only their ESC.
 pub fn snippet(text: &str, max_chars: usize) -> String {
-    let one_line: String = text
+    let one_line: String = sanitize::display(&text.replace('\t', " "))
         .trim()
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -350,6 +360,21 @@ mod tests {
             classify_in_band("invalid_request_error", "prompt is too long: 300000 tokens"),
             ErrorKind::ContextTooLong
         );
+    }
+
+    #[test]
+    fn escape_sequences_in_error_text_are_removed_whole() {
+        let hostile = "boom \u{1b}]0;pwned\u{7} \u{1b}[2J\u{1b}P1$rqr\u{1b}\\ done \u{9b}31m!";
+        assert_eq!(snippet(hostile, 100), "boom   done !");
+        let error = ProviderError::new(ErrorKind::Process, "agent", format!("failed:\n{hostile}"));
+        assert_eq!(error.message, "failed:\nboom   done !");
+        for payload in ["pwned", "[2J", "rqr", "31m"] {
+            assert!(
+                !error.message.contains(payload),
+                "{payload} in {:?}",
+                error.message
+            );
+        }
     }
 
     #[test]

@@ -67,3 +67,18 @@ impl StoreError {
         }
     }
 }
+
+/// The files under `dir` this process holds open (read from `/proc/self/fd`): what tests count
+/// to prove a writer does not keep a handle per file it ever wrote.
+#[cfg(test)]
+pub(crate) fn open_files_under(dir: &std::path::Path) -> Vec<PathBuf> {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter(|target| target.starts_with(&dir))
+        .collect()
+}

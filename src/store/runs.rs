@@ -25,7 +25,8 @@ use super::regular::read_regular;
 /// Run files kept per group unless configured otherwise.
 pub const DEFAULT_RUNS_KEPT: usize = 50;
 
-/// Open files the writer keeps at most (runs in progress at once, in practice).
+/// Open files the writer keeps at most: runs in progress at once, in practice (a run's file is
+/// closed when the run ends; a line after that opens it again).
 const OPEN_FILES_MAX: usize = 64;
 
 /// Reading and listing run files.
@@ -205,6 +206,8 @@ pub type RunLine<T> = (RunOwner, String, T);
 
 enum LogMsg<T> {
     Lines(Vec<RunLine<T>>),
+    /// The run is over: its file is synced and closed after the lines queued before.
+    End(RunOwner, String),
     Flush(Sender<()>),
 }
 
@@ -252,6 +255,19 @@ impl<T: Serialize + Send + 'static> RunLog<T> {
         }
     }
 
+    /// Says a run is over: once the lines queued so far are written, its file is synced and
+    /// closed, so a long-lived process does not keep one open file per run it ever ran (a line
+    /// queued later opens it again).
+    pub fn end(&self, group_id: &str, run_id: &str) {
+        self.end_of(&RunOwner::Group(group_id.to_string()), run_id);
+    }
+
+    /// [`RunLog::end`] of a run of any owner (a session's own run too).
+    pub fn end_of(&self, owner: &RunOwner, run_id: &str) {
+        // The writer gone was said when its lines were lost.
+        let _ = self.tx.send(LogMsg::End(owner.clone(), run_id.to_string()));
+    }
+
     /// Waits until every line queued so far is written and synced.
     pub fn flush(&self) {
         let (done_tx, done_rx) = channel();
@@ -276,6 +292,7 @@ fn write_loop<T: Serialize>(files: &RunFiles, keep: usize, rx: &Receiver<LogMsg<
         // Where each run's lines are in `batch` (a backlog may hold many runs).
         let mut index: HashMap<(RunOwner, String), usize> = HashMap::new();
         let mut waiting = Vec::new();
+        let mut ended = Vec::new();
         let mut take = |msg: LogMsg<T>| match msg {
             LogMsg::Lines(lines) => {
                 for (owner, run_id, record) in lines {
@@ -300,6 +317,7 @@ fn write_loop<T: Serialize>(files: &RunFiles, keep: usize, rx: &Receiver<LogMsg<
                     buf.push(b'\n');
                 }
             }
+            LogMsg::End(owner, run_id) => ended.push((owner, run_id)),
             LogMsg::Flush(done) => waiting.push(done),
         };
         take(first);
@@ -310,6 +328,15 @@ fn write_loop<T: Serialize>(files: &RunFiles, keep: usize, rx: &Receiver<LogMsg<
         for (key, bytes) in batch {
             if let Err(e) = write_run(files, keep, &mut open, key, &bytes) {
                 tracing::error!(error = %e, "cannot write a run file");
+            }
+        }
+        // Every line of the batch is written: an ended run's file is closed (synced first, as
+        // a later flush no longer sees it). A line of the run later in this batch was written too.
+        for key in ended {
+            if let Some(file) = open.remove(&key)
+                && let Err(e) = file.sync_data()
+            {
+                tracing::warn!(error = %e, "cannot sync a run file");
             }
         }
         if !waiting.is_empty() {
@@ -409,6 +436,34 @@ mod tests {
         );
         assert_eq!(files.list("g2").unwrap().len(), 1);
         assert!(files.list("never").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_runs_file_is_closed_when_the_run_ends_and_opened_again_for_a_late_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = RunFiles::new(dir.path().join("runs"));
+        let log: RunLog<Value> = RunLog::start(files.clone(), 500);
+        // A long-lived process runs one run after another: no handle stays per run.
+        for k in 0..200 {
+            let run = format!("r{k:03}");
+            log.append("g", &run, json!({"n": k}));
+            log.append("g", &run, json!({"end": k}));
+            log.end("g", &run);
+        }
+        log.flush();
+        let open = crate::store::open_files_under(dir.path());
+        assert!(open.is_empty(), "ended runs' files still open: {}", open.len());
+        assert_eq!(files.list("g").unwrap().len(), 200);
+        assert_eq!(
+            files.read_lines("g", "r199").unwrap(),
+            ["{\"n\":199}", "{\"end\":199}"]
+        );
+        // A run still going keeps its file; a late line of an ended run is appended, not lost.
+        log.append("g", "live", json!({}));
+        log.append("g", "r000", json!({"late": true}));
+        log.flush();
+        assert_eq!(crate::store::open_files_under(dir.path()).len(), 2);
+        assert_eq!(files.read_lines("g", "r000").unwrap().len(), 3);
     }
 
     #[test]

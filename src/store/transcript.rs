@@ -127,7 +127,8 @@ enum WriterMsg {
 }
 
 /// Appends transcript lines on a background thread, so a turn never waits on the disk. Files
-/// stay open; lines are synced in groups (see [`SYNC_WINDOW`]).
+/// stay open while in use (at most [`OPEN_MAX`], closed when idle); lines are synced in groups
+/// (see [`SYNC_WINDOW`]).
 pub struct TranscriptWriter {
     tx: Option<std::sync::mpsc::Sender<WriterMsg>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -135,10 +136,15 @@ pub struct TranscriptWriter {
 
 impl TranscriptWriter {
     pub fn new(transcripts: Transcripts) -> TranscriptWriter {
+        TranscriptWriter::with_idle_close(transcripts, IDLE_CLOSE)
+    }
+
+    /// A writer that closes its files after `idle` without a write.
+    fn with_idle_close(transcripts: Transcripts, idle: Duration) -> TranscriptWriter {
         let (tx, rx) = std::sync::mpsc::channel::<WriterMsg>();
         let thread = std::thread::Builder::new()
             .name("huddle-transcripts".into())
-            .spawn(move || write_loop(&transcripts, &rx))
+            .spawn(move || write_loop(&transcripts, &rx, idle))
             .map_err(|e| tracing::error!(error = %e, "cannot start the transcript writer"))
             .ok();
         TranscriptWriter { tx: Some(tx), thread }
@@ -199,19 +205,25 @@ impl Drop for TranscriptWriter {
 /// Lines written but not yet synced wait at most this long: a group commit, many lines and
 /// one `fdatasync` per file, instead of one per message. A flush or a read waits for its sync.
 const SYNC_WINDOW: Duration = Duration::from_millis(20);
-/// Transcript files the writer keeps open (the sessions active now, in practice).
-const OPEN_MAX: usize = 128;
+/// Transcript files the writer keeps open at most (the sessions writing now, in practice): the
+/// least recently written is closed to open another, so a long-lived process holds a bounded
+/// number of file handles however many sessions it ever wrote to.
+pub(crate) const OPEN_MAX: usize = 16;
+/// With nothing written for this long, every open transcript is closed (an idle TUI holds none).
+const IDLE_CLOSE: Duration = Duration::from_secs(5);
 /// After writing, the writer lets lines gather this long before it looks again: senders then
 /// find it not waiting and need not wake it (a wake-up per message costs the engine more than
 /// the write itself).
 const LINGER: Duration = Duration::from_millis(2);
 
-/// The writer's open files: each opened once (its torn-line check done then), the folder
-/// created once, and which have lines not yet synced.
+/// The writer's open files: each opened once while in use (its torn-line check done then),
+/// the folder created once, and which have lines not yet synced.
 #[derive(Default)]
 struct OpenTranscripts {
     dir_ready: bool,
-    files: HashMap<String, fs::File>,
+    /// Each open file with when it was last written (a counter: the least is closed first).
+    files: HashMap<String, (fs::File, u64)>,
+    uses: u64,
     unsynced: HashSet<String>,
     unsynced_since: Option<Instant>,
 }
@@ -225,15 +237,47 @@ impl OpenTranscripts {
                 self.dir_ready = true;
             }
             if self.files.len() >= OPEN_MAX {
-                self.sync();
-                self.files.clear();
+                self.close_least_recent();
             }
             let file = open_for_append(&transcripts.path(session_id)?)?;
-            self.files.insert(session_id.to_string(), file);
+            self.files.insert(session_id.to_string(), (file, 0));
         }
+        self.uses += 1;
+        let uses = self.uses;
         self.files
             .get_mut(session_id)
+            .map(|(file, used)| {
+                *used = uses;
+                file
+            })
             .ok_or_else(|| StoreError::SaveFailed(format!("transcript {session_id} is not open")))
+    }
+
+    /// Closes the file written least recently (its lines synced first).
+    fn close_least_recent(&mut self) {
+        let oldest = self
+            .files
+            .iter()
+            .min_by_key(|(_, (_, used))| *used)
+            .map(|(id, _)| id.clone());
+        if let Some(id) = oldest {
+            self.close(&id);
+        }
+    }
+
+    fn close(&mut self, session_id: &str) {
+        if let Some((file, _)) = self.files.remove(session_id)
+            && self.unsynced.remove(session_id)
+            && let Err(e) = file.sync_data()
+        {
+            tracing::error!(session = %session_id, error = %e, "cannot sync a transcript");
+        }
+    }
+
+    /// Closes every file (all synced: called when nothing is waiting for a sync).
+    fn close_all(&mut self) {
+        self.sync();
+        self.files.clear();
     }
 
     fn append(
@@ -250,7 +294,7 @@ impl OpenTranscripts {
         let written = self.file(transcripts, session_id)?.write_all(&lines);
         if let Err(e) = written {
             // Reopened next time (the file may have been moved or its disk remounted).
-            self.files.remove(session_id);
+            self.close(session_id);
             return Err(StoreError::io(
                 "cannot append to",
                 transcripts.path(session_id).unwrap_or_default(),
@@ -265,7 +309,7 @@ impl OpenTranscripts {
     /// Syncs every file with unsynced lines.
     fn sync(&mut self) {
         for id in self.unsynced.drain() {
-            if let Some(file) = self.files.get(&id)
+            if let Some((file, _)) = self.files.get(&id)
                 && let Err(e) = file.sync_data()
             {
                 tracing::error!(session = %id, error = %e, "cannot sync a transcript");
@@ -275,15 +319,24 @@ impl OpenTranscripts {
     }
 }
 
-fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMsg>) {
+fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMsg>, idle: Duration) {
     use std::sync::mpsc::RecvTimeoutError;
     let mut open = OpenTranscripts::default();
     loop {
-        // With lines waiting for their sync, wait for more only until the window closes.
+        // With lines waiting for their sync, wait for more only until the window closes; with
+        // files open and all synced, until they count as idle.
         let first = match open.unsynced_since {
-            None => match rx.recv() {
+            None if open.files.is_empty() => match rx.recv() {
                 Ok(m) => m,
                 Err(_) => break,
+            },
+            None => match rx.recv_timeout(idle) {
+                Ok(m) => m,
+                Err(RecvTimeoutError::Timeout) => {
+                    open.close_all();
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
             },
             Some(since) => match rx.recv_timeout(SYNC_WINDOW.saturating_sub(since.elapsed())) {
                 Ok(m) => m,
@@ -482,6 +535,51 @@ mod tests {
             "last",
             "drop writes the queue"
         );
+    }
+
+    #[test]
+    fn the_writer_holds_a_bounded_number_of_files_however_many_sessions_it_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transcripts::new(dir.path().join("sessions"));
+        let writer = TranscriptWriter::new(t.clone());
+        for round in 0..2 {
+            for k in 0..200 {
+                writer.append(&format!("s{k}"), Message::user(format!("{round}")));
+            }
+            writer.flush();
+            let open = crate::store::open_files_under(dir.path()).len();
+            assert!(open <= OPEN_MAX, "{open} transcripts open after 200 sessions");
+        }
+        for k in [0, 77, 199] {
+            let texts: Vec<String> = t
+                .load(&format!("s{k}"))
+                .unwrap()
+                .messages
+                .into_iter()
+                .map(|m| m.text)
+                .collect();
+            assert_eq!(texts, ["0", "1"], "closed and opened again, nothing lost");
+        }
+    }
+
+    #[test]
+    fn an_idle_writer_closes_its_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transcripts::new(dir.path().join("sessions"));
+        let writer = TranscriptWriter::with_idle_close(t.clone(), Duration::from_millis(50));
+        for k in 0..3 {
+            writer.append(&format!("s{k}"), Message::user("x"));
+        }
+        writer.flush();
+        // Polled, not slept for a guessed time: the writer closes them on its own.
+        let started = Instant::now();
+        while !crate::store::open_files_under(dir.path()).is_empty() {
+            assert!(started.elapsed() < Duration::from_secs(60), "never closed");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        writer.append("s0", Message::user("y"));
+        writer.flush();
+        assert_eq!(t.load("s0").unwrap().messages.len(), 2, "opened again to write");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Text helpers shared by the TUI and the headless CLI.
 
 pub mod sanitize;
+pub mod secrets;
 
 /// The first non-empty line, at most `max` characters (for events, progress lines and compact cells), `…` marking a cut.
 pub fn first_line(text: &str, max: usize) -> String {

@@ -27,6 +27,16 @@ pub const CANCELLED_RESULT: &str = "cancelled: the run was stopped before this t
 /// Between a server's name and its tool's in the name a model sees.
 pub const NAME_SEPARATOR: &str = "__";
 
+/// The longest tool name every model API takes (OpenAI: `^[a-zA-Z0-9_-]{1,64}$`; Anthropic
+/// allows 128), the `<server>__` prefix included.
+pub const WIRE_NAME_MAX: usize = 64;
+/// Tools of one server declared to a model unless `mcp_servers.<name>.max_tools` says otherwise.
+pub const DEFAULT_MAX_TOOLS: usize = 64;
+/// The most tools OpenAI takes in one request: no server may declare more.
+pub const MAX_TOOLS_LIMIT: usize = 128;
+/// Names quoted per problem; the rest are counted.
+const NAMES_QUOTED: usize = 5;
+
 /// What a tool returned: text for the model, and whether the tool itself reported failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutput {
@@ -70,6 +80,10 @@ pub trait ToolSource: Send + Sync {
     /// Stops it (a server process); called on exit.
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
+    }
+    /// The most of its tools declared to a model at once.
+    fn max_tools(&self) -> usize {
+        DEFAULT_MAX_TOOLS
     }
 }
 
@@ -125,7 +139,13 @@ impl Toolbox {
                 )),
                 Some(Err(e)) => offer.problems.push(e.to_string()),
                 Some(Ok(tools)) => {
-                    for tool in tools {
+                    let max = self
+                        .sources
+                        .get(server)
+                        .map_or(DEFAULT_MAX_TOOLS, |s| s.max_tools());
+                    let screened = screen(server, tools, |t| &t.name, max);
+                    offer.problems.extend(screened.problems);
+                    for tool in screened.declared {
                         offer.specs.push(ToolSpec {
                             name: qualified_name(server, &tool.name),
                             ..tool
@@ -156,6 +176,86 @@ impl Offer {
     }
 }
 
+/// True for a name every model API takes as a tool's: 1 to [`WIRE_NAME_MAX`] ASCII letters,
+/// digits, `_` and `-`.
+pub fn is_wire_name(name: &str) -> bool {
+    (1..=WIRE_NAME_MAX).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// A server's tools sorted into those declared to a model and why the others are not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Screened<T> {
+    pub declared: Vec<T>,
+    /// One line per kind of tool left out, for the user (a warning, a doctor line).
+    pub problems: Vec<String>,
+}
+
+/// Which of `server`'s tools a model is told of: those whose `<server>__<tool>` name every
+/// model API takes ([`is_wire_name`]: one bad name would make every request fail), each name
+/// once, the first `max` of them. Names in the problems are made safe to print.
+pub fn screen<T>(server: &str, tools: Vec<T>, name: impl Fn(&T) -> &str, max: usize) -> Screened<T> {
+    let mut declared: Vec<T> = Vec::new();
+    let (mut invalid, mut twice, mut over) = (Vec::new(), Vec::new(), 0usize);
+    for tool in tools {
+        let tool_name = name(&tool);
+        if tool_name.is_empty() || !is_wire_name(&qualified_name(server, tool_name)) {
+            invalid.push(shown_name(tool_name));
+        } else if declared.iter().any(|d| name(d) == tool_name) {
+            twice.push(shown_name(tool_name));
+        } else if declared.len() >= max {
+            over += 1;
+        } else {
+            declared.push(tool);
+        }
+    }
+    let mut problems = Vec::new();
+    if !invalid.is_empty() {
+        problems.push(format!(
+            "tool server `{server}` offers {} tool{} whose name a model cannot take, left out: {} (a tool name is letters, digits, `_` and `-`, at most {WIRE_NAME_MAX} characters with its `{server}{NAME_SEPARATOR}` prefix)",
+            invalid.len(),
+            if invalid.len() == 1 { "" } else { "s" },
+            quoted(&invalid)
+        ));
+    }
+    if !twice.is_empty() {
+        problems.push(format!(
+            "tool server `{server}` lists {} more than once; declared once",
+            quoted(&twice)
+        ));
+    }
+    if over > 0 {
+        problems.push(format!(
+            "tool server `{server}` offers {} tools; only the first {max} are declared to models (mcp_servers.{server}.max_tools)",
+            declared.len() + over
+        ));
+    }
+    Screened { declared, problems }
+}
+
+/// A tool name from a server, safe to print in one line: escape sequences and controls
+/// removed, cut at [`WIRE_NAME_MAX`] characters.
+pub fn shown_name(name: &str) -> String {
+    let clean = crate::text::sanitize::display(name).replace('\n', " ");
+    crate::text::cap_chars(&clean, WIRE_NAME_MAX)
+}
+
+/// `` `a`, `b`, `c` and 4 more ``.
+fn quoted(names: &[String]) -> String {
+    let mut text = names
+        .iter()
+        .take(NAMES_QUOTED)
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > NAMES_QUOTED {
+        text.push_str(&format!(" and {} more", names.len() - NAMES_QUOTED));
+    }
+    text
+}
+
 /// `git` + `git_status` → `git__git_status`.
 pub fn qualified_name(server: &str, tool: &str) -> String {
     format!("{server}{NAME_SEPARATOR}{tool}")
@@ -170,6 +270,55 @@ pub fn split_name(name: &str) -> Option<(&str, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_names_every_model_api_takes_are_declared_once_and_at_most_max() {
+        let names = |list: &[&str]| list.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let hostile = "x\u{1b}]52;c;cGF5bG9hZA==\u{7}\u{1b}[2J";
+        let long = "t".repeat(62);
+        let tools = names(&[
+            "ok",
+            "with space",
+            "dotted.name",
+            hostile,
+            "ok",
+            "fine-1",
+            &long,
+            "",
+        ]);
+        let s = screen("srv", tools, String::as_str, 10);
+        assert_eq!(s.declared, ["ok", "fine-1"]);
+        assert_eq!(s.problems.len(), 2, "{:?}", s.problems);
+        assert_eq!(
+            s.problems[0],
+            format!(
+                "tool server `srv` offers 5 tools whose name a model cannot take, left out: `with space`, `dotted.name`, `x`, `{long}`, `` (a tool name is letters, digits, `_` and `-`, at most 64 characters with its `srv__` prefix)"
+            )
+        );
+        for p in &s.problems {
+            assert!(
+                !p.contains('\u{1b}') && !p.contains("52;c") && !p.contains("[2J"),
+                "{p:?}"
+            );
+        }
+        assert_eq!(
+            s.problems[1],
+            "tool server `srv` lists `ok` more than once; declared once"
+        );
+        // 62 characters fit alone, not behind the `srv__` prefix.
+        assert!(is_wire_name(&long) && !is_wire_name(&qualified_name("srv", &long)));
+
+        let many: Vec<String> = (0..1000).map(|k| format!("tool_{k}")).collect();
+        let s = screen("big", many, String::as_str, 64);
+        assert_eq!(s.declared.len(), 64);
+        assert_eq!(s.declared[63], "tool_63", "the first ones listed");
+        assert_eq!(
+            s.problems,
+            [
+                "tool server `big` offers 1000 tools; only the first 64 are declared to models (mcp_servers.big.max_tools)"
+            ]
+        );
+    }
 
     #[test]
     fn names_join_and_split_at_the_first_separator() {

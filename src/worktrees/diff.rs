@@ -125,7 +125,16 @@ pub fn diff(wt: &Worktree) -> Result<WorktreeDiff, WorktreeError> {
         )));
     }
     let git = Git::new(&wt.path);
-    let base = wt.base_commit.as_str();
+    // A worktree kept without its record (its team deleted) has no recorded base: where its
+    // branch forked from the repository's current branch stands in.
+    let fork_point;
+    let base = if wt.base_commit.is_empty() {
+        fork_point =
+            Git::new(&wt.repo).text(&["merge-base", "HEAD", &format!("refs/heads/{}", wt.branch)])?;
+        fork_point.as_str()
+    } else {
+        wt.base_commit.as_str()
+    };
     let names = git.run(&["diff", "--name-status", "-z", "-M", "--no-ext-diff", base, "--"])?;
     let mut files = parse_name_status(&nul_fields(&names.stdout));
     let untracked = git.run(&["ls-files", "--others", "--exclude-standard", "-z"])?;

@@ -62,8 +62,20 @@ pub struct MergePlan {
 }
 
 impl MergePlan {
-    /// The plan in words: where, what, and what is left out.
+    /// The plan in words: where, what, what is left out, and why it cannot be merged now.
     pub fn describe(&self) -> String {
+        let mut text = self.describe_commits();
+        if let Some(why) = &self.blocked {
+            text.push_str(&crate::text::sanitize::display(&format!(
+                "cannot merge now: {why}\n"
+            )));
+        }
+        text
+    }
+
+    /// The plan in words without why it is blocked (said once, elsewhere: `huddle worktrees
+    /// merge` says it on stderr).
+    pub fn describe_commits(&self) -> String {
         let into = self.into.as_deref().unwrap_or("(detached HEAD)");
         let mut text = format!(
             "{} into {} of {}: {} commit{}\n",
@@ -83,9 +95,6 @@ impl MergePlan {
                 if self.uncommitted == 1 { "" } else { "s" },
                 self.worktree.path.display()
             ));
-        }
-        if let Some(why) = &self.blocked {
-            text.push_str(&format!("cannot merge now: {why}\n"));
         }
         crate::text::sanitize::display(&text).into_owned()
     }

@@ -115,9 +115,10 @@ pub fn remove(root: &Path, wt: &Worktree, force: bool) -> Result<Removed, Worktr
     })
 }
 
-/// The record of a worktree folder no session records (an orphan reconciling reported), read
-/// from git: its branch and repository. Its base is unknown, so every commit of its branch
-/// that no other branch has counts as unmerged. Only folders inside `root`.
+/// The record of a worktree folder no session records (an orphan reconciling reported, or one
+/// kept when its team was deleted), read from git: its branch and repository. Its base is
+/// unknown, so every commit of its branch that no other branch has counts as unmerged (and a
+/// diff compares with where it forked). Only folders inside `root`.
 pub fn orphan(root: &Path, path: &Path) -> Result<Worktree, WorktreeError> {
     if !path.is_dir() {
         return Err(WorktreeError::NoSuchDir(path.to_path_buf()));
@@ -125,7 +126,7 @@ pub fn orphan(root: &Path, path: &Path) -> Result<Worktree, WorktreeError> {
     let root_abs = std::path::absolute(root).map_err(|e| WorktreeError::io("resolve", root, &e))?;
     if !is_under(&root_abs, path) {
         return Err(WorktreeError::Refused(format!(
-            "{} is not inside huddle's worktrees folder {}; huddle only removes worktrees it made",
+            "{} is not inside huddle's worktrees folder {}; huddle only handles worktrees it made",
             path.display(),
             root_abs.display()
         )));

@@ -175,6 +175,29 @@ fn a_full_stdout_is_an_error_message_not_a_panic() {
     }
 }
 
+/// `huddle run`, plain or with `--events`, on a full disk: exit 1 with a message, as every
+/// other command (not 141, which says the reader went away, and not silently).
+#[test]
+fn a_full_stdout_under_huddle_run_is_an_error_message_too() {
+    let home = tempfile::tempdir().unwrap();
+    for args in [
+        &["run", "--model", "sim/x", "Say hi"][..],
+        &["run", "--model", "sim/x", "--events", "Say hi"],
+    ] {
+        let out = huddle_with(home.path(), args, dev_full(), Stdio::piped());
+        assert_no_panic(&out, &format!("{args:?}"));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("cannot write to standard output")
+                && err.contains("No space left on device")
+                && err.contains("the run's result is saved"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.matches("cannot write").count(), 1, "said once: {err}");
+    }
+}
+
 #[test]
 fn a_full_or_closed_stderr_never_turns_an_error_into_a_panic() {
     let home = tempfile::tempdir().unwrap();

@@ -532,3 +532,32 @@ async fn a_group_counterpart_answers_in_its_own_mode() {
     assert_eq!(f.prompts("w-expert"), vec!["What do you think?".to_string()]);
     assert!(f.prompts(ME)[1].contains("I think yes"), "{}", f.prompts(ME)[1]);
 }
+
+/// A team made from a repository's `.squad/` relays to its own members only: pointed at one of
+/// the user's groups (an edited record, a member gone), it is refused before anything is sent.
+#[tokio::test]
+async fn a_team_from_a_repository_never_relays_to_another_group() {
+    let f = relay(|s| s.counterpart = "panel".into()).await;
+    let gid = f.group_id.clone();
+    f.org.update(|o| {
+        o.group_mut(&gid).expect("group").source_preset = Some("repo:Pushy".into());
+        let mut g = Group::new("panel", GroupKind::Team);
+        g.mode = Mode::Broadcast;
+        let mut s = Session::new("panel-expert", &g.id, "openai/w-expert");
+        s.team = true;
+        o.sessions.push(s);
+        o.groups.push(g);
+    });
+    let refused = f
+        .engine
+        .run_group(&f.group_id, "Ask the panel".into(), RunOverrides::default())
+        .await;
+    match refused {
+        Err(EngineError::NotRunnable { reason, .. }) => assert!(
+            reason.contains("a team from a repository's .squad/ may only relay to its own members"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(f.server.requests().is_empty(), "nothing was sent");
+}

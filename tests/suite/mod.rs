@@ -52,6 +52,7 @@ mod squad_roundtrip;
 mod squad_support;
 mod squad_writeback;
 mod store_crash;
+mod store_handles;
 mod store_hardening;
 mod team_results;
 mod tools_llmock;

@@ -190,6 +190,39 @@ async fn bad_request_and_context_overflow_are_reported_at_once() {
 }
 
 #[tokio::test]
+async fn escape_sequences_in_a_servers_error_are_removed_whole() {
+    let hostile = "boom \u{1b}]0;pwned\u{7} \u{1b}[2J\u{1b}]52;c;Y2xpcA==\u{1b}\\ end";
+    for api in BOTH {
+        let llm = FakeLlm::start().await;
+        let body = serde_json::json!({"error": {"message": hostile, "type": "invalid_request_error"}});
+        llm.script(
+            "m",
+            vec![
+                Reply::status(400).body(&body.to_string()),
+                Reply::chunks(["Hi"]).end(StreamEnd::InBandError {
+                    error_type: "invalid_request_error".into(),
+                    message: hostile.into(),
+                }),
+            ],
+        );
+        let p = provider(&llm, api);
+        for what in ["status", "in-band"] {
+            let err = turn(p.as_ref(), request("m")).await.0.expect_err(what);
+            assert!(
+                err.message.contains("boom") && err.message.contains("end"),
+                "{api:?} {what}: {err}"
+            );
+            for payload in ["pwned", "[2J", "52;c", "Y2xpcA", "\u{1b}", "\u{7}"] {
+                assert!(
+                    !err.message.contains(payload),
+                    "{api:?} {what}: {payload:?} in {err}"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
 async fn rate_limits_without_retry_after_are_retried_with_backoff() {
     for api in BOTH {
         let llm = FakeLlm::start().await;

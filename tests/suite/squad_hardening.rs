@@ -151,6 +151,98 @@ fn the_member_the_coordinator_section_names_leads_as_the_orchestrator() {
     assert_eq!(preset.orchestrator, Some(Default::default()));
 }
 
+/// A repository team's relay (`.squad/huddle.yaml`) may only talk to its own members and may
+/// not choose `full_auto`: it cannot drive one of the user's own groups, nor send unreviewed.
+#[test]
+fn a_repository_relay_cannot_drive_the_users_groups_nor_choose_full_auto() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(&home).unwrap();
+    let run_in = |home: &Path, args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+            .args(args)
+            .env("HUDDLE_HOME", home)
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .current_dir(&repo)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let run = |args: &[&str]| run_in(&home, args);
+    // One of the user's own groups, with its members' transcripts.
+    std::fs::create_dir_all(&repo).unwrap();
+    let made = run(&["run", "--preset", "Research Panel", "--model", "sim/x", "Set up"]);
+    assert_eq!(made.status.code(), Some(0), "{}", text(&made.stderr));
+    let victim = super::headless::team_made_by_run(&home, "Research Panel");
+    let transcripts = || -> Vec<(String, u64)> {
+        let mut all: Vec<(String, u64)> = std::fs::read_dir(home.join("sessions"))
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    e.metadata().unwrap().len(),
+                )
+            })
+            .collect();
+        all.sort();
+        all
+    };
+    let before = transcripts();
+
+    let team_md = "# Squad Team — Pushy\n\nmode: relay\n\n## Members\n\n| Name | Role |\n|---|---|\n| me | Driver |\n| them | Counterpart |\n";
+    write(&repo, ".squad/team.md", team_md);
+    write(
+        &repo,
+        ".squad/huddle.yaml",
+        &format!("relay: {{ driver: me, counterpart: \"{victim}\", approval: full_auto }}\n"),
+    );
+    let out = run(&["run", "--preset", "Pushy", "--model", "sim/x", "Talk to them"]);
+    let err = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "the relay ran: {err}");
+    assert!(
+        err.contains(&format!(
+            "relay.counterpart: `{victim}` is not a member of this team"
+        )),
+        "{err}"
+    );
+    assert_eq!(transcripts(), before, "the user's group was not driven: {err}");
+
+    // Its own member as counterpart: allowed, but in semi_auto, so drafts can wait for the user
+    // (a headless run without --approve is refused, not sent unasked). In a fresh home: the
+    // team made above holds the member names.
+    write(
+        &repo,
+        ".squad/huddle.yaml",
+        "relay: { driver: me, counterpart: them, approval: full_auto }\n",
+    );
+    let home = tmp.path().join("home2");
+    std::fs::create_dir_all(&home).unwrap();
+    let run = |args: &[&str]| run_in(&home, args);
+    let out = run(&["run", "--preset", "Pushy", "--model", "sim/x", "Talk to them"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot choose full_auto; semi_auto is used"),
+        "{err}"
+    );
+    assert!(err.contains("is a relay in semi_auto approval"), "{err}");
+    // The user may choose it for a run.
+    let out = run(&[
+        "run",
+        "--preset",
+        "Pushy",
+        "--model",
+        "sim/x",
+        "--approval",
+        "full_auto",
+        "Talk to them",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
 #[test]
 fn a_team_folder_can_add_no_hook_and_only_tighten_the_sandbox() {
     let tmp = tempfile::tempdir().unwrap();

@@ -1179,3 +1179,105 @@ fn on_a_terminal_merge_asks_and_only_y_merges() {
     assert!(shown.contains("merged 1 commit(s)"), "{shown}");
     assert!(e.repo.join("doubts.md").exists());
 }
+
+/// A worktree kept when its team was pruned (it held unmerged work) is still huddle's to
+/// review and merge: `huddle worktrees diff|merge --path DIR`. A merge refused because the
+/// repository is not ready says why once (on stderr), not on both outputs.
+#[test]
+fn a_worktree_kept_after_its_team_was_pruned_can_be_diffed_and_merged_by_path() {
+    let e = env();
+    run_on_sim(&e, "Coding Team", &[]);
+    let implementer = saved_worktree(&e, "coding-team-implementer");
+    std::fs::write(implementer.path.join("kept.rs"), "pub const KEPT: bool = true;\n").unwrap();
+    commit_all(&implementer.path, "Work that outlived its team");
+    std::fs::write(e.repo.join("README.md"), "edited, not committed\n").unwrap();
+    let refused = huddle(
+        &e,
+        &[
+            "worktrees",
+            "merge",
+            "--session",
+            "coding-team-implementer",
+            "--yes",
+        ],
+    );
+    assert_refused_once(&refused);
+    git(&e.repo, &["checkout", "--", "README.md"]);
+
+    // The team goes; the worktree holding unmerged work stays, recorded by nobody.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let pruned = huddle(&e, &["runs", "prune", "--older-than", "1s"]);
+    assert_eq!(pruned.status.code(), Some(0), "{}", text(&pruned.stderr));
+    assert!(saved(&e).session_by_name("coding-team-implementer").is_none());
+    assert!(implementer.path.is_dir(), "kept: it holds work");
+    let listed = text(&huddle(&e, &["worktrees", "list"]).stdout);
+    let dir = implementer.path.display().to_string();
+    assert!(listed.contains("to look at") && listed.contains(&dir), "{listed}");
+
+    let diff = huddle(&e, &["worktrees", "diff", "--path", &dir]);
+    assert_eq!(diff.status.code(), Some(0), "{}", text(&diff.stderr));
+    assert!(
+        text(&diff.stdout).contains("+pub const KEPT: bool = true;"),
+        "{}",
+        text(&diff.stdout)
+    );
+
+    // Not now: the repository has uncommitted changes. Said once.
+    std::fs::write(e.repo.join("README.md"), "edited, not committed\n").unwrap();
+    let refused = huddle(&e, &["worktrees", "merge", "--path", &dir, "--yes"]);
+    assert_refused_once(&refused);
+    git(&e.repo, &["checkout", "--", "README.md"]);
+
+    let merged = huddle(&e, &["worktrees", "merge", "--path", &dir, "--yes"]);
+    assert_eq!(merged.status.code(), Some(0), "{}", text(&merged.stderr));
+    assert!(
+        text(&merged.stdout).contains("merged 1 commit(s)"),
+        "{}",
+        text(&merged.stdout)
+    );
+    assert!(e.repo.join("kept.rs").exists());
+    let again = huddle(&e, &["worktrees", "merge", "--path", &dir, "--yes"]);
+    assert!(
+        text(&again.stdout).contains("nothing to merge"),
+        "{}",
+        text(&again.stdout)
+    );
+
+    // A recorded worktree is named by its session; a folder outside huddle's is not huddle's.
+    run_on_sim(&e, "Coding Team", &[]);
+    let recorded = saved_worktree(&e, "coding-team-implementer")
+        .path
+        .display()
+        .to_string();
+    let named = huddle(&e, &["worktrees", "merge", "--path", &recorded, "--yes"]);
+    assert_eq!(named.status.code(), Some(2));
+    assert!(
+        text(&named.stderr).contains("use --session"),
+        "{}",
+        text(&named.stderr)
+    );
+    let outside = e.repo.display().to_string();
+    let foreign = huddle(&e, &["worktrees", "merge", "--path", &outside, "--yes"]);
+    assert_eq!(foreign.status.code(), Some(1), "{}", text(&foreign.stderr));
+    assert!(text(&foreign.stderr).contains("not inside huddle's worktrees folder"));
+}
+
+/// A merge refused because the repository has uncommitted changes: the commits are listed on
+/// stdout, the refusal said once, on stderr.
+fn assert_refused_once(refused: &Output) {
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
+    let (out, err) = (text(&refused.stdout), text(&refused.stderr));
+    assert!(
+        out.contains("Work that outlived its team"),
+        "the commits listed: {out}"
+    );
+    assert!(
+        err.contains("not merged: the repository has uncommitted changes"),
+        "{err}"
+    );
+    assert_eq!(
+        out.matches("uncommitted changes (").count() + err.matches("uncommitted changes (").count(),
+        1,
+        "the refusal once: stdout {out:?}, stderr {err:?}"
+    );
+}

@@ -59,6 +59,15 @@ struct Ending {
     failed: Option<String>,
 }
 
+/// True when the group was made from a repository's preset (its `.squad/` team).
+fn from_repository(run: &Run<'_>, group_id: &str) -> bool {
+    run.shared.org.read(|o| {
+        o.group(group_id)
+            .and_then(|g| g.source_preset.as_deref())
+            .is_some_and(|p| p.starts_with("repo:"))
+    })
+}
+
 pub(super) async fn run(
     run: &mut Run<'_>,
     objective: String,
@@ -110,6 +119,14 @@ pub(super) async fn run(
             ));
         }
         Some(m) => Counterpart::Member(m.clone()),
+        // A team made from a repository's `.squad/` talks to its own members only: the
+        // repository must not get to drive one of the user's groups.
+        None if from_repository(run, &group_id) => {
+            return Err(not_runnable(format!(
+                "its counterpart `{}` is not one of its members, and a team from a repository's .squad/ may only relay to its own members",
+                settings.counterpart
+            )));
+        }
         None => {
             let group = run.shared.org.read(|o| {
                 o.group_by_name(&settings.counterpart)

@@ -34,7 +34,8 @@ pub struct Extras {
     /// How the team shares git worktrees (a strategy only: huddle makes every path itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktrees: Option<WorktreeStrategy>,
-    /// A relay team's settings (mode `relay`).
+    /// A relay team's settings (mode `relay`). From a repository, its counterpart must be one
+    /// of the team's members and `full_auto` is read as `semi_auto` (see `read::apply_extras`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relay: Option<crate::model::RelaySettings>,
     /// A stricter sandbox for the team (never looser than the user's: see

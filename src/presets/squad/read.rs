@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Config;
 use crate::model::modes::{ignored_keys, key_mode};
-use crate::model::{Mode, Preset, PresetAgent, PresetWorker, Tier};
+use crate::model::{ApprovalMode, Mode, Preset, PresetAgent, PresetWorker, Tier};
 
 use super::SquadError;
 use super::charter::{charter_prompt, charter_role, front_matter_tools, model_hint, role_prompt};
@@ -327,14 +327,36 @@ fn apply_extras(team: &TeamDir, preset: &mut Preset, config: &Config) {
             "{EXTRAS_FILE}: hooks: ignored: a repository's team cannot add hooks (they run commands on your machine); put hooks in config.yaml or your own preset"
         ));
     }
-    // A relay's settings (checked when it runs: its driver and counterpart must be found).
-    if let Some(r) = extras.relay {
-        match key_mode("relay").filter(|owner| *owner != preset.mode) {
-            None => preset.relay = Some(r),
-            Some(owner) => warnings.push(format!(
+    // A relay's settings (checked when it runs: its driver and counterpart must be found). A
+    // repository's team talks to its own members only (a group's name would let any cloned
+    // repository drive one of the user's groups) and never sends unreviewed on its own say.
+    if let Some(mut r) = extras.relay {
+        if let Some(owner) = key_mode("relay").filter(|owner| *owner != preset.mode) {
+            warnings.push(format!(
                 "huddle.yaml: {}",
                 ignored_keys("relay", owner, preset.mode)
-            )),
+            ));
+            return;
+        }
+        let member = |name: &str| {
+            preset
+                .workers
+                .iter()
+                .any(|w| w.name.trim().eq_ignore_ascii_case(name.trim()))
+        };
+        if !member(&r.counterpart) {
+            warnings.push(format!(
+                "{EXTRAS_FILE}: relay.counterpart: `{}` is not a member of this team; a repository's team may only relay to its own members, so its relay settings are ignored (a team in your own presets may name one of your groups)",
+                r.counterpart
+            ));
+        } else {
+            if r.approval == ApprovalMode::FullAuto {
+                r.approval = ApprovalMode::SemiAuto;
+                warnings.push(format!(
+                    "{EXTRAS_FILE}: relay.approval: a repository's team cannot choose full_auto; semi_auto is used (drafts a review rule catches wait for you; `huddle run --approval full_auto` sends every draft unasked)"
+                ));
+            }
+            preset.relay = Some(r);
         }
     }
 }

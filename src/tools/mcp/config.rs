@@ -35,6 +35,10 @@ pub struct McpServerConfig {
     /// Longest wait for one call (and for the server to start).
     #[serde(default = "default_timeout_secs")]
     pub timeout_secs: u64,
+    /// The most of its tools declared to a model in one request (the first ones listed);
+    /// the rest are left out, and a warning says so.
+    #[serde(default = "default_max_tools")]
+    pub max_tools: usize,
     /// A stdio server's sandbox, over config.yaml's `sandbox:`.
     #[serde(default, skip_serializing_if = "SandboxSettings::is_empty")]
     pub sandbox: SandboxSettings,
@@ -42,6 +46,10 @@ pub struct McpServerConfig {
 
 pub fn default_timeout_secs() -> u64 {
     60
+}
+
+pub fn default_max_tools() -> usize {
+    crate::tools::DEFAULT_MAX_TOOLS
 }
 
 impl McpServerConfig {
@@ -55,6 +63,7 @@ impl McpServerConfig {
             headers_env: BTreeMap::new(),
             approval: Approval::default(),
             timeout_secs: default_timeout_secs(),
+            max_tools: default_max_tools(),
             sandbox: SandboxSettings::default(),
         }
     }
@@ -170,6 +179,13 @@ fn validate(name: &str, server: &McpServerConfig) -> Result<(), String> {
     if server.timeout_secs == 0 {
         return Err(format!("{}: must be at least 1", key("timeout_secs")));
     }
+    if !(1..=crate::tools::MAX_TOOLS_LIMIT).contains(&server.max_tools) {
+        return Err(format!(
+            "{}: must be 1 to {} (the most tools a model API takes in one request)",
+            key("max_tools"),
+            crate::tools::MAX_TOOLS_LIMIT
+        ));
+    }
     if server.sandbox.only_tighten {
         return Err(format!(
             "{}.only_tighten: is not a config.yaml setting",
@@ -281,6 +297,14 @@ mod tests {
             (
                 "g: { command: [x], timeout_secs: 0 }",
                 "mcp_servers.g.timeout_secs: must be at least 1",
+            ),
+            (
+                "g: { command: [x], max_tools: 0 }",
+                "mcp_servers.g.max_tools: must be 1 to 128",
+            ),
+            (
+                "g: { command: [x], max_tools: 500 }",
+                "mcp_servers.g.max_tools: must be 1 to 128",
             ),
             (
                 "g: { url: \"http://h\", sandbox: { mode: off } }",

@@ -22,6 +22,7 @@ use super::config::{McpServerConfig, resolve_cwd, resolve_headers};
 use super::{convert, stderr};
 use crate::model::ToolSpec;
 use crate::sandbox::{Sandbox, needed_paths};
+use crate::text::secrets::Secrets;
 use crate::tools::{Approval, ToolError, ToolOutput, ToolSource};
 
 /// Starts per source: the first, and one restart after the server died.
@@ -41,6 +42,9 @@ pub struct McpSource {
     shut_down: std::sync::atomic::AtomicBool,
     /// The program's environment and where `headers_env:` values are read: the front end's.
     env: crate::env::Env,
+    /// The values of its `env:` and `headers_env:`: removed from whatever the server hands back
+    /// (tool lists, results, errors, stderr), so an echo never reaches the model or a file.
+    secrets: Secrets,
     /// What confines a stdio server's process.
     sandbox: Sandbox,
 }
@@ -63,24 +67,34 @@ struct State {
     given_up: Option<String>,
 }
 
+/// The values of a server's `env:` and `headers_env:` (read in `env`): never handed on.
+fn secrets_of(config: &McpServerConfig, env: &crate::env::Env) -> Secrets {
+    let headers = config.headers_env.values().filter_map(|var| env.var(var));
+    Secrets::new(config.env.values().cloned().chain(headers))
+}
+
 impl McpSource {
     /// The source for `mcp_servers.<name>`; nothing starts until the first `list` or `call`.
     /// `repo` is the repository huddle was opened in (`cwd: repo`, relative `cwd:`s).
     pub fn new(name: impl Into<String>, config: McpServerConfig, repo: &Path) -> McpSource {
+        let env = crate::env::Env::process();
         McpSource {
+            secrets: secrets_of(&config, &env),
             name: name.into(),
             timeout: Duration::from_secs(config.timeout_secs.max(1)),
             config,
             repo: repo.to_path_buf(),
             slots: Mutex::new(Vec::new()),
             shut_down: std::sync::atomic::AtomicBool::new(false),
-            env: crate::env::Env::process(),
+            env,
             sandbox: Sandbox::off(),
         }
     }
 
-    /// The server runs with exactly these variables, and its headers are read from them.
+    /// The server runs with exactly these variables, and its headers are read from them (and
+    /// their values redacted).
     pub fn with_env(mut self, env: crate::env::Env) -> McpSource {
+        self.secrets = secrets_of(&self.config, &env);
         self.env = env;
         self
     }
@@ -183,13 +197,16 @@ impl McpSource {
                 state.start_failure = None;
                 return Ok(connection);
             }
-            Ok(Err(message)) => (
-                ToolError::Start {
-                    server: self.name.clone(),
-                    message: message.clone(),
-                },
-                message,
-            ),
+            Ok(Err(message)) => {
+                let message = self.secrets.redact(&message).into_owned();
+                (
+                    ToolError::Start {
+                        server: self.name.clone(),
+                        message: message.clone(),
+                    },
+                    message,
+                )
+            }
             Err(_) => (
                 self.timed_out(),
                 format!("it did not answer within {}s", self.timeout.as_secs()),
@@ -274,7 +291,7 @@ impl McpSource {
             .spawn()
             .map_err(|e| format!("cannot run `{program}`: {e}"))?;
         if let Some(stderr) = stderr {
-            stderr::forward(self.name.clone(), stderr);
+            stderr::forward(self.name.clone(), stderr, self.secrets.clone());
         }
         Ok(process)
     }
@@ -319,6 +336,37 @@ impl McpSource {
         }
     }
 
+    /// An error with the server's secret values removed (a JSON-RPC error or a 401 body may
+    /// echo them).
+    fn redact_error(&self, e: ToolError) -> ToolError {
+        match e {
+            ToolError::Start { server, mut message } => {
+                self.secrets.redact_in_place(&mut message);
+                ToolError::Start { server, message }
+            }
+            ToolError::Failed { server, mut message } => {
+                self.secrets.redact_in_place(&mut message);
+                ToolError::Failed { server, message }
+            }
+            other => other,
+        }
+    }
+
+    /// A listed tool with the server's secret values removed from what a model reads of it.
+    fn redact_spec(&self, mut spec: ToolSpec) -> ToolSpec {
+        if self.secrets.is_empty() {
+            return spec;
+        }
+        self.secrets.redact_in_place(&mut spec.name);
+        self.secrets.redact_in_place(&mut spec.description);
+        let schema = spec.input_schema.to_string();
+        if let std::borrow::Cow::Owned(clean) = self.secrets.redact(&schema) {
+            spec.input_schema =
+                serde_json::from_str(&clean).unwrap_or_else(|_| serde_json::json!({"type": "object"}));
+        }
+        spec
+    }
+
     /// Stops every instance of the server and waits (a bounded while) for them to end; later
     /// uses fail.
     async fn stop(&self) {
@@ -359,7 +407,12 @@ impl ToolSource for McpSource {
     }
 
     fn list<'a>(&'a self, workdir: Option<&'a Path>) -> BoxFuture<'a, Result<Vec<ToolSpec>, ToolError>> {
-        Box::pin(self.list_tools(workdir))
+        Box::pin(async move {
+            match self.list_tools(workdir).await {
+                Ok(tools) => Ok(tools.into_iter().map(|t| self.redact_spec(t)).collect()),
+                Err(e) => Err(self.redact_error(e)),
+            }
+        })
     }
 
     fn call<'a>(
@@ -370,16 +423,27 @@ impl ToolSource for McpSource {
         cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            tokio::select! {
+            let result = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => Err(ToolError::Cancelled),
                 result = self.call_tool(tool, arguments, workdir) => result,
+            };
+            match result {
+                Ok(mut output) => {
+                    self.secrets.redact_in_place(&mut output.text);
+                    Ok(output)
+                }
+                Err(e) => Err(self.redact_error(e)),
             }
         })
     }
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(self.stop())
+    }
+
+    fn max_tools(&self) -> usize {
+        self.config.max_tools
     }
 }
 

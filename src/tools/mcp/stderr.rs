@@ -5,17 +5,23 @@
 use tokio::io::AsyncReadExt;
 use tokio::process::ChildStderr;
 
+use crate::text::secrets::Secrets;
+
 /// Bytes of one line logged; the rest of the line is dropped.
 const MAX_LINE: usize = 2_000;
 /// Bytes of a server's stderr logged per connection; after that only a final count.
 const MAX_TOTAL: usize = 64 * 1024;
 
-/// Reads `stderr` to its end in a task, logging under the server's name.
-pub fn forward(server: String, mut stderr: ChildStderr) {
+/// Reads `stderr` to its end in a task, logging under the server's name, with `secrets` (its
+/// environment's values) removed.
+pub fn forward(server: String, mut stderr: ChildStderr, secrets: Secrets) {
     tokio::spawn(async move {
         let mut lines = Lines::default();
         let mut buf = vec![0u8; 8 * 1024];
-        let log = |line: &str| tracing::info!(server = %server, "mcp server stderr: {line}");
+        let log = |line: &str| {
+            let line = secrets.redact(line);
+            tracing::info!(server = %server, "mcp server stderr: {line}");
+        };
         loop {
             match stderr.read(&mut buf).await {
                 Ok(0) | Err(_) => break,

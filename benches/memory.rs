@@ -1,0 +1,253 @@
+//! Peak memory of the `huddle` binary (issue 28 item 6): its peak resident set (`VmHWM` in
+//! `/proc/<pid>/status`, what `/usr/bin/time -v` calls "Maximum resident set size") for
+//!
+//! - `huddle presets list` (start-up and the preset catalog alone);
+//! - a 198-message run: an `orchestrator_reflect` team of 4 workers for 33 iterations (a plan,
+//!   4 answers and a synthesis each) against a streaming OpenAI-compatible server on loopback;
+//! - a 6,000-message run: the same with 58 workers for 100 iterations.
+//!
+//! The server is the tests' fake LLM server (tests/suite/fake_llm_server.rs), in this process;
+//! every answer is different (no stall ends a run early) and streamed in pieces of a few words.
+//! The goal is ≤ 20 MiB for each run. `MIMALLOC_*` variables are passed on to huddle, so the
+//! allocator's options can be compared: `MIMALLOC_PURGE_DELAY=0 cargo bench --bench memory`.
+//!
+//! `cargo bench --bench memory` (the release binary); `HUDDLE_BENCH_MEMORY=small` runs only the
+//! first two.
+
+#[path = "../tests/suite/fake_llm_server.rs"]
+mod fake_llm_server;
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fake_llm_server::{FakeLlm, Reply};
+
+/// A process's exit code and peak resident set.
+struct Measured {
+    code: Option<i32>,
+    peak_kib: i64,
+    /// The most of its resident set that was anonymous (heap, stacks) and file-backed (the
+    /// binary's code and data), sampled every millisecond or two.
+    anon_kib: i64,
+    file_kib: i64,
+    took: Duration,
+    stderr: String,
+}
+
+/// Runs `huddle args` with `home` as its data dir and measures its peak resident set. Not from
+/// `wait4`: a child's `ru_maxrss` starts from the high-water mark of the process that spawned
+/// it (Linux keeps it across `exec`), here this one, which holds every scripted answer. The
+/// child's own `VmHWM` is read until it exits instead (the mark only grows).
+// Reaped with `waitpid` below, not `Child::wait`: the sampler must see the zombie first.
+#[allow(clippy::zombie_processes)]
+fn measure(home: &Path, args: &[&str]) -> Measured {
+    let started = Instant::now();
+    // Another build to compare (e.g. one with the system allocator): `HUDDLE_BENCH_BIN`.
+    let binary = std::env::var_os("HUDDLE_BENCH_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_huddle").into());
+    let child = Command::new(binary)
+        .args(args)
+        .env("HUDDLE_HOME", home)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .current_dir(home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("huddle starts");
+    let pid = child.id() as libc::pid_t;
+    let sampler = std::thread::spawn(move || {
+        let (mut peak, mut anon, mut file) = (0i64, 0i64, 0i64);
+        let field = |status: &str, name: &str| -> i64 {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap_or(0)
+        };
+        // Until the process is reaped (a zombie has no memory left to report).
+        while let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            if status.contains("State:\tZ") {
+                break;
+            }
+            peak = peak.max(field(&status, "VmHWM:"));
+            anon = anon.max(field(&status, "RssAnon:"));
+            file = file.max(field(&status, "RssFile:"));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        (peak, anon, file)
+    });
+    let mut stderr = child.stderr.expect("stderr");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        text
+    });
+    let (peak_kib, anon_kib, file_kib) = sampler.join().unwrap_or_default();
+    let mut status = 0;
+    // SAFETY: `status` outlives the call; `pid` is our child, not yet reaped (the sampler saw
+    // it become a zombie and stopped).
+    let reaped = unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert_eq!(reaped, pid, "waitpid");
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    Measured {
+        code,
+        peak_kib,
+        anon_kib,
+        file_kib,
+        took: started.elapsed(),
+        stderr: reader.join().unwrap_or_default(),
+    }
+}
+
+fn mib(kib: i64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+/// `n` words, different for every `seed`.
+fn words(seed: usize, n: usize) -> String {
+    (0..n)
+        .map(|k| format!("w{seed}x{k}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A run of an `orchestrator_reflect` team of `workers` for `iterations` iterations: the
+/// preset, the scripted answers, the run; returns the measurement and the messages answered.
+fn team_run(llm: &FakeLlm, workers: usize, iterations: usize) -> (Measured, usize) {
+    let dir = support::bench_dir();
+    let home = dir.path();
+    std::fs::write(
+        home.join("config.yaml"),
+        format!(
+            "default_model: openai/orch\nmax_concurrency: 8\nproviders:\n  - {{ name: openai, kind: openai, base_url: \"{}\" }}\n",
+            llm.openai_base()
+        ),
+    )
+    .expect("config");
+    std::fs::create_dir_all(home.join("presets")).expect("presets dir");
+    let mut preset = format!(
+        "name: Memory {workers}\nmode: orchestrator_reflect\nmax_iterations: {iterations}\norchestrator: {{ model: openai/orch }}\nworkers:\n"
+    );
+    for w in 0..workers {
+        preset.push_str(&format!("  - {{ name: w{w}, model: openai/w{w} }}\n"));
+    }
+    std::fs::write(home.join("presets/memory.yaml"), preset).expect("preset");
+
+    // Each model's answers, in order (a unique model per worker, so they can be scripted).
+    let tag = format!("m{workers}");
+    let plan: String = (0..workers)
+        .map(|w| format!("@worker:w{w}\nPart {w}: look at it from side {w}.\n@end\n"))
+        .collect();
+    let mut orchestrator = Vec::with_capacity(iterations * 2);
+    for i in 0..iterations {
+        orchestrator.push(Reply::text(&plan));
+        let synthesis = format!(
+            "Synthesis {i}: {}\nWe still lack part {i}.\n[[NEEDS_ITERATION]]\n",
+            words(i * 7919, 120)
+        );
+        orchestrator.push(Reply::text(&synthesis));
+    }
+    llm.script("orch", orchestrator);
+    for w in 0..workers {
+        let answers = (0..iterations)
+            .map(|i| Reply::text(&format!("{tag} answer {i} of w{w}: {}", words(i * 131 + w, 150))))
+            .collect();
+        llm.script(&format!("w{w}"), answers);
+    }
+    let measured = measure(
+        home,
+        &[
+            "run",
+            "--preset",
+            &format!("Memory {workers}"),
+            "Write the report",
+        ],
+    );
+    if std::env::var_os("HUDDLE_BENCH_KEEP").is_some() {
+        println!("    data kept in {}", dir.keep().display());
+    }
+    (measured, iterations * (workers + 2))
+}
+
+/// `expected`: the exit code the run ends with (3: it ran all its iterations).
+fn report(what: &str, m: &Measured, goal_mib: Option<f64>, expected: i32) {
+    let verdict = match goal_mib {
+        Some(goal) if (m.peak_kib as f64 / 1024.0) <= goal => format!(" (goal ≤ {goal} MiB: met)"),
+        Some(goal) => format!(" (goal ≤ {goal} MiB: NOT met)"),
+        None => String::new(),
+    };
+    println!(
+        "  {what}: peak RSS {}{verdict} (at most {} anonymous, {} file-backed), {:.2?}, exit {:?}",
+        mib(m.peak_kib),
+        mib(m.anon_kib),
+        mib(m.file_kib),
+        m.took,
+        m.code
+    );
+    if std::env::var_os("MIMALLOC_SHOW_STATS").is_some() {
+        let stats: Vec<&str> = m
+            .stderr
+            .lines()
+            .filter(|l| !l.starts_with("huddle") && !l.starts_with("  ") || l.contains(':'))
+            .collect();
+        println!("{}", stats[stats.len().saturating_sub(40)..].join("\n"));
+    }
+    if m.code != Some(expected) {
+        let lines: Vec<&str> = m.stderr.lines().collect();
+        let tail = lines[lines.len().saturating_sub(5)..].join("\n    ");
+        println!("    unexpected exit; stderr ends:\n    {tail}");
+    }
+}
+
+fn main() {
+    // `cargo test --benches` runs benches with `--bench`-less arguments: only measure when asked.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    let options: Vec<String> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("MIMALLOC_"))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    println!(
+        "peak resident set of `huddle` ({})",
+        if options.is_empty() {
+            "allocator options as built".to_string()
+        } else {
+            options.join(" ")
+        }
+    );
+    let dir = support::bench_dir();
+    report(
+        "presets list",
+        &measure(dir.path(), &["presets", "list"]),
+        None,
+        0,
+    );
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let llm = rt.block_on(FakeLlm::start());
+    let _guard = rt.enter();
+    let (m, messages) = team_run(&llm, 4, 33);
+    report(
+        &format!("{messages}-message run (4 workers × 33 iterations)"),
+        &m,
+        Some(20.0),
+        3,
+    );
+    if std::env::var("HUDDLE_BENCH_MEMORY").as_deref() != Ok("small") {
+        let (m, messages) = team_run(&llm, 58, 100);
+        report(
+            &format!("{messages}-message run (58 workers × 100 iterations)"),
+            &m,
+            Some(20.0),
+            3,
+        );
+    }
+}
