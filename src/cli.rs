@@ -223,6 +223,11 @@ pub struct RunArgs {
     /// team's `token_budget`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub token_budget: Option<u64>,
+    /// Wait at most SECS seconds for a rate or usage limit to reset (over the team's and
+    /// config.yaml's `rate_limit_wait_secs`, default 900); past it the run ends `rate_limited`
+    /// (exit code 8), resumable with --resume. 0: never wait.
+    #[arg(long, value_name = "SECS")]
+    pub max_limit_wait: Option<u64>,
     /// Print NDJSON events on stdout.
     #[arg(long)]
     pub events: bool,

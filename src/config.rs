@@ -257,6 +257,9 @@ pub struct Config {
     /// agent_timeout_secs, max_budget_secs}`).
     #[serde(skip_serializing_if = "crate::model::DispatchLimits::is_empty")]
     pub dispatch: crate::model::DispatchLimits,
+    /// The longest a run waits for a rate or usage limit to reset before it ends `rate_limited`
+    /// (seconds; 0: never wait). A team's preset and `huddle run --max-limit-wait` go over it.
+    pub rate_limit_wait_secs: u64,
     /// What sessions get of their repository (`repo_context: {instructions, skills}`): its
     /// `AGENTS.md` / `CLAUDE.md` and its skills, each on unless set false (a team's preset may
     /// say otherwise).
@@ -289,6 +292,7 @@ impl Default for Config {
             budget: crate::model::RunBudget::default(),
             notify: NotifyMode::default(),
             dispatch: crate::model::DispatchLimits::default(),
+            rate_limit_wait_secs: crate::engine::limits::DEFAULT_RATE_LIMIT_WAIT_SECS,
             repo_context: crate::model::RepoContextSettings::default(),
             sandbox: crate::sandbox::SandboxSettings::default(),
             hooks: crate::hooks::Hooks::default(),
@@ -580,6 +584,16 @@ mod tests {
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::parse(text, Path::new("/cfg/config.yaml"))
+    }
+
+    #[test]
+    fn the_limit_wait_is_fifteen_minutes_unless_set() {
+        assert_eq!(parse("").unwrap().rate_limit_wait_secs, 900);
+        assert_eq!(
+            parse("rate_limit_wait_secs: 0\n").unwrap().rate_limit_wait_secs,
+            0
+        );
+        assert!(parse("rate_limit_wait_secs: soon\n").is_err());
     }
 
     #[test]

@@ -174,20 +174,16 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
             let interrupted = org
                 .groups
                 .iter()
-                .filter(|g| {
-                    g.state
-                        .orchestrator_reflect
-                        .as_ref()
-                        .is_some_and(|r| r.is_interrupted())
-                })
-                .count();
+                .filter(|g| g.state.interrupted(g.mode).is_some())
+                .count()
+                + org.sessions.iter().filter(|s| s.reflection.is_some()).count();
             let _ = writeln!(
                 out,
                 "  organization  {} group(s) ({teams} team(s)), {} session(s){}",
                 org.groups.len(),
                 org.sessions.len(),
                 if interrupted > 0 {
-                    format!(", {interrupted} interrupted cycle(s)")
+                    format!(", {interrupted} interrupted run(s) to resume")
                 } else {
                     String::new()
                 }

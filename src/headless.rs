@@ -33,6 +33,8 @@ pub struct RunRequest {
     pub model: Option<String>,
     /// Limits of this run over the team's (`--max-duration`, `--token-budget`).
     pub budget: RunBudget,
+    /// The longest this run waits for a rate or usage limit (`--max-limit-wait`).
+    pub rate_limit_wait_secs: Option<u64>,
     pub events: bool,
     /// Approve tool calls that ask (`--approve-tools`); otherwise they are denied.
     pub approve_tools: bool,
@@ -81,6 +83,10 @@ fn other(message: impl Into<String>) -> RunFailure {
 /// Exit code of a run whose state could not be saved.
 pub const EXIT_SAVE_FAILED: u8 = 7;
 
+/// Exit code of a run stopped by a rate or usage limit that would not reset within its
+/// `rate_limit_wait_secs` (resumable with `--resume`).
+pub const EXIT_RATE_LIMITED: u8 = 8;
+
 /// The exit code of a finished run (SPEC section 9, with issue 14's `budget_exhausted` = 6 and
 /// `save_failed` moved to 7).
 pub fn exit_code(report: &RunReport) -> u8 {
@@ -92,6 +98,9 @@ pub fn exit_code(report: &RunReport) -> u8 {
 pub fn outcome_code(outcome: CycleOutcome, failed: bool) -> u8 {
     if outcome == CycleOutcome::SaveFailed {
         return EXIT_SAVE_FAILED;
+    }
+    if outcome == CycleOutcome::RateLimited {
+        return EXIT_RATE_LIMITED;
     }
     if failed {
         return 1;
@@ -105,6 +114,7 @@ pub fn outcome_code(outcome: CycleOutcome, failed: bool) -> u8 {
         CycleOutcome::SaveFailed => EXIT_SAVE_FAILED,
         CycleOutcome::Cancelled => 130,
         CycleOutcome::Failed => 1,
+        CycleOutcome::RateLimited => EXIT_RATE_LIMITED,
     }
 }
 
@@ -283,6 +293,7 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
         model: request.model.clone(),
         relay_approval: request.approval,
         budget: request.budget,
+        rate_limit_wait_secs: request.rate_limit_wait_secs,
         ..RunOverrides::default()
     };
     let result = match &target {
@@ -378,28 +389,26 @@ pub fn running_message(group: &str) -> String {
     )
 }
 
-/// Whether to resume the group's interrupted cycle; refuses to start a new run over one (that
-/// would throw its goal and evaluations away) unless told to discard it.
+/// Whether to resume the group's interrupted run; refuses to start a new run over one (that
+/// would throw away what it did) unless told to discard it.
 fn interrupted_cycle(edits: &Edits, group_id: &str, request: &RunRequest) -> Result<bool, RunFailure> {
     let (name, interrupted) = edits.view().read(|o| {
         let g = o.group(group_id);
         let name = g.map(|g| g.name.clone()).unwrap_or_default();
-        let r = g
-            .and_then(|g| g.state.orchestrator_reflect.as_ref())
-            .filter(|r| r.is_interrupted())
-            .map(|r| (r.completed_iterations, r.max_iterations, r.goal.clone()));
-        (name, r)
+        (name, g.and_then(|g| g.state.interrupted(g.mode)))
     });
     match (interrupted, request.resume, request.discard_interrupted) {
         (None, true, _) => Err(usage(format!(
-            "group `{}` has no interrupted cycle to resume",
+            "group `{}` has no interrupted run to resume",
             sanitize::display(&name)
         ))),
         (Some(_), true, _) => Ok(true),
-        (Some((done, max, goal)), false, false) => Err(usage(format!(
-            "group `{name}` has an interrupted cycle (after iteration {done}/{max}, goal: {goal}); resume it with `huddle run --group \"{name}\" --resume`, or start over with `--discard-interrupted`",
+        (Some(i), false, false) => Err(usage(format!(
+            "group `{name}` has an interrupted run: {what} on \"{goal}\"; resume it with `huddle run --group \"{name}\" --resume` (it goes on {resumes}), or start over with `--discard-interrupted`",
             name = sanitize::display(&name),
-            goal = first_line(&goal, 80),
+            what = i.what(),
+            goal = first_line(&i.goal, 80),
+            resumes = i.resumes(),
         ))),
         (Some(_), false, true) => {
             edits
@@ -428,7 +437,12 @@ async fn stop_on_request(
             engine.stop_session(session_id);
         }
         key => {
-            engine.interrupt_run(key);
+            let why = match signal {
+                2 => "Ctrl-C in the huddle run that handed it over",
+                15 => "SIGTERM to the huddle run that handed it over",
+                _ => "the huddle run that handed it over went away",
+            };
+            engine.interrupt_run_because(key, Some(why));
         }
     }
 }

@@ -231,6 +231,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                     max_duration_secs: args.max_duration,
                     token_budget: args.token_budget,
                 },
+                rate_limit_wait_secs: args.max_limit_wait,
                 events: args.events,
                 approve_tools: args.approve_tools,
                 ask_tools: false,

@@ -22,6 +22,69 @@ pub fn run_started(mode: Mode, max_iterations: u32) -> Line {
     Line::new(Tone::Heading, format!("{mode} run{limit}"))
 }
 
+/// `resumes run 20260307T101500123Z-… (interrupted 10:17:02 UTC: SIGTERM); 3 finished turns
+/// come from disk`: a resumed run's start, with the interruption.
+pub fn run_resumed(
+    resumes: &str,
+    interrupted_at: Option<chrono::DateTime<chrono::Utc>>,
+    reason: Option<&str>,
+    finished_turns: u32,
+) -> Line {
+    let when = interrupted_at.map(|t| format!("interrupted {}", t.format("%Y-%m-%d %H:%M:%S UTC")));
+    let why = match (when, reason) {
+        (Some(w), Some(r)) => format!(" ({w}: {})", quote(r)),
+        (Some(w), None) => format!(" ({w})"),
+        (None, Some(r)) => format!(" (interrupted: {})", quote(r)),
+        (None, None) => " (interrupted: the process ended)".to_string(),
+    };
+    let turns = match finished_turns {
+        0 => "nothing it finished is on disk".to_string(),
+        1 => "1 finished turn comes from disk".to_string(),
+        n => format!("{n} finished turns come from disk"),
+    };
+    Line::new(Tone::Heading, format!("resumes run {resumes}{why}; {turns}"))
+}
+
+/// `waiting until 14:05 UTC for anthropic limit`: a run's state while a turn waits for a limit
+/// (the timeline line, the cycle panel, `huddle run`'s progress).
+pub fn limit_wait_state(provider: &str, until: chrono::DateTime<chrono::Utc>) -> String {
+    format!("waiting until {} UTC for {provider} limit", until.format("%H:%M"))
+}
+
+/// `⏳ security: waiting until 14:05 UTC for anthropic limit (20m00s): 429 from provider …`.
+pub fn limit_wait(
+    who: &str,
+    provider: &str,
+    until: chrono::DateTime<chrono::Utc>,
+    wait_ms: u64,
+    reason: &str,
+) -> Line {
+    Line::new(
+        Tone::Warn,
+        format!(
+            "⏳ {who}: {} ({}){}",
+            limit_wait_state(provider, until),
+            duration(wait_ms),
+            colon_quote(reason)
+        ),
+    )
+}
+
+/// `↻ security: limit wait over after 3.0s; asking again`.
+pub fn limit_wait_over(who: &str, waited_ms: u64) -> Line {
+    Line::info(format!(
+        "↻ {who}: limit wait over after {}; asking again",
+        duration(waited_ms)
+    ))
+}
+
+/// `↺ security: its answer from before the interruption (not asked again)`.
+pub fn turn_replayed(who: &str) -> Line {
+    Line::info(format!(
+        "↺ {who}: its answer from before the interruption (not asked again)"
+    ))
+}
+
 /// `iteration 2/4`, or `iteration 2` when the limit is not known.
 pub fn iteration(iteration: u32, max: Option<u32>) -> Line {
     let of = max.map(|m| format!("/{}", m.max(iteration))).unwrap_or_default();
@@ -120,7 +183,10 @@ pub fn resumed() -> Line {
 pub fn outcome_tone(o: CycleOutcome) -> Tone {
     match o {
         CycleOutcome::GoalMet | CycleOutcome::Completed => Tone::Good,
-        CycleOutcome::MaxIterations | CycleOutcome::Stalled | CycleOutcome::BudgetExhausted => Tone::Warn,
+        CycleOutcome::MaxIterations
+        | CycleOutcome::Stalled
+        | CycleOutcome::BudgetExhausted
+        | CycleOutcome::RateLimited => Tone::Warn,
         CycleOutcome::ErrorBudget
         | CycleOutcome::Cancelled
         | CycleOutcome::SaveFailed

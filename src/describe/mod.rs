@@ -135,6 +135,35 @@ pub fn describe_as(kind: &EventKind, execution: Option<&ExecutionTag>, names: &N
         EventKind::Adjustment { text } => Some(cycle::adjustment(text)),
         EventKind::Warning { message } => Some(cycle::warning(message)),
         EventKind::Error { iteration, message } => Some(cycle::error(*iteration, message)),
+        EventKind::RunResumed {
+            resumes,
+            interrupted_at,
+            reason,
+            finished_turns,
+        } => Some(cycle::run_resumed(
+            resumes,
+            *interrupted_at,
+            reason.as_deref(),
+            *finished_turns,
+        )),
+        EventKind::TurnReplayed { session, .. } => Some(cycle::turn_replayed(names.short(session))),
+        EventKind::LimitWait {
+            session,
+            provider,
+            until,
+            wait_ms,
+            reason,
+            ..
+        } => Some(cycle::limit_wait(
+            names.short(session),
+            provider,
+            *until,
+            *wait_ms,
+            reason,
+        )),
+        EventKind::LimitWaitOver {
+            session, waited_ms, ..
+        } => Some(cycle::limit_wait_over(names.short(session), *waited_ms)),
         EventKind::CyclePaused => Some(cycle::paused()),
         EventKind::CycleResumed => Some(cycle::resumed()),
         EventKind::CycleFinished {

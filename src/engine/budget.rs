@@ -73,6 +73,9 @@ impl RunControl {
     pub fn settle(&self, outcome: CycleOutcome) -> CycleOutcome {
         if outcome == CycleOutcome::Cancelled && self.budget_exhausted().is_some() {
             CycleOutcome::BudgetExhausted
+        } else if outcome == CycleOutcome::Cancelled && self.rate_limited().is_some() {
+            // A limit that would not reset in time stopped it (see `engine/limits.rs`).
+            CycleOutcome::RateLimited
         } else {
             outcome
         }
@@ -80,9 +83,10 @@ impl RunControl {
 
     /// A completion summary with the budget's figures added when the budget ended the run.
     pub fn annotate_summary(&self, summary: String) -> String {
-        match self.budget_exhausted() {
-            Some(spent) => format!("{summary}\n{}", capitalized(&spent.to_string())),
-            None => summary,
+        match (self.budget_exhausted(), self.rate_limited()) {
+            (Some(spent), _) => format!("{summary}\n{}", capitalized(&spent.to_string())),
+            (None, Some(why)) => format!("{summary}\nRate limited: {why} (resume it later)"),
+            (None, None) => summary,
         }
     }
 }
@@ -123,14 +127,21 @@ pub(crate) async fn within_time_limit<T>(
     work.await
 }
 
-/// Waits until the run has been running (not paused) for `limit`; returns the time counted.
+/// Waits until the run has been running (not paused, not waiting for a limit) for `limit`;
+/// returns the time counted.
 async fn time_limit(control: &RunControl, limit: Duration) -> Duration {
     let mut paused = control.paused.subscribe();
+    let mut waiting = control.limit_waiting();
     let mut used = Duration::ZERO;
     loop {
-        if *paused.borrow_and_update() {
-            if paused.changed().await.is_err() {
-                // The sender lives as long as the run: nothing will resume it.
+        let stopped = *paused.borrow_and_update() || *waiting.borrow_and_update() > 0;
+        if stopped {
+            let changed = tokio::select! {
+                c = paused.changed() => c,
+                c = waiting.changed() => c,
+            };
+            if changed.is_err() {
+                // The senders live as long as the run: nothing will resume it.
                 std::future::pending::<()>().await;
             }
             continue;
@@ -139,6 +150,12 @@ async fn time_limit(control: &RunControl, limit: Duration) -> Duration {
         tokio::select! {
             _ = tokio::time::sleep(limit.saturating_sub(used)) => return limit.max(used + since.elapsed()),
             changed = paused.changed() => {
+                used += since.elapsed();
+                if changed.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+            changed = waiting.changed() => {
                 used += since.elapsed();
                 if changed.is_err() {
                     std::future::pending::<()>().await;
@@ -232,6 +249,48 @@ mod tests {
             CycleOutcome::BudgetExhausted
         );
         assert_eq!(control.budget_exhausted().map(|s| s.allowed), Some(10));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waiting_for_a_limit_does_not_count_against_the_time_limit() {
+        let (control, emitter) = control();
+        control.set_budget(RunBudget {
+            max_duration_secs: Some(5),
+            token_budget: None,
+        });
+        let limited = crate::providers::ProviderError::new(
+            crate::providers::ErrorKind::RateLimited,
+            "p",
+            "429: slow down",
+        )
+        .with_retry_after(Some(Duration::from_secs(3)));
+        let started = Instant::now();
+        let work = async {
+            // 1 s of work, three waits of 3 s, 1 s of work: 2 s counted of 11.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            for _ in 0..3 {
+                let verdict = control
+                    .wait_for_limit(&emitter, ("s", "alpha"), &limited, 1)
+                    .await;
+                assert!(matches!(verdict, crate::engine::limits::Verdict::Again));
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            started.elapsed()
+        };
+        let took = within_time_limit(&control, &emitter, work).await;
+        assert_eq!(took.as_secs(), 11);
+        assert!(control.budget_exhausted().is_none());
+        assert_eq!(control.paused_for(), Duration::from_secs(9));
+        // Past the limit in counted time, it still stops the run.
+        let work = async {
+            tokio::time::sleep(Duration::from_secs(4)).await;
+            control.cancel.cancelled().await;
+        };
+        within_time_limit(&control, &emitter, work).await;
+        assert_eq!(
+            control.settle(CycleOutcome::Cancelled),
+            CycleOutcome::BudgetExhausted
+        );
     }
 
     #[tokio::test(start_paused = true)]

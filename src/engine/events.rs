@@ -171,6 +171,43 @@ pub enum EventKind {
         #[serde(skip)]
         prompt: Option<Box<Message>>,
     },
+    /// A session's request met a rate or usage limit of `provider`: its run waits until `until`
+    /// (`wait_ms` from now; time that counts as paused), then asks again. `reason` is the
+    /// provider's word.
+    #[serde(rename = "waiting_for_limit")]
+    LimitWait {
+        session_id: SessionId,
+        session: String,
+        provider: String,
+        until: DateTime<Utc>,
+        wait_ms: u64,
+        reason: String,
+    },
+    /// A limit wait ended (`waited_ms`): the turn asks again (or the run was stopped meanwhile).
+    LimitWaitOver {
+        session_id: SessionId,
+        session: String,
+        waited_ms: u64,
+    },
+    /// A resumed run's turn that its interrupted run had finished: answered from the transcript,
+    /// not asked again (its `turn_finished` follows, with the stored answer).
+    TurnReplayed {
+        session_id: SessionId,
+        session: String,
+        generation: u64,
+    },
+    /// A resumed run began: it continues `resumes` (the run that was interrupted, `interrupted_at`
+    /// when that is known, `reason` why). Turns that run finished come back from disk
+    /// (`turn_replayed`).
+    RunResumed {
+        resumes: RunId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        interrupted_at: Option<DateTime<Utc>>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// Turns the earlier runs finished, which this one takes from disk as it meets them.
+        finished_turns: u32,
+    },
     /// A session's turn ended (successfully or not). `message` is the stored answer, as the
     /// transcript has it (in memory only).
     TurnFinished {
@@ -532,6 +569,10 @@ impl EventKind {
             EventKind::Delta { .. } => "delta",
             EventKind::TurnStarted { .. } => "turn_started",
             EventKind::TurnFinished { .. } => "turn_finished",
+            EventKind::TurnReplayed { .. } => "turn_replayed",
+            EventKind::LimitWait { .. } => "waiting_for_limit",
+            EventKind::LimitWaitOver { .. } => "limit_wait_over",
+            EventKind::RunResumed { .. } => "run_resumed",
             EventKind::Notice { .. } => "notice",
             EventKind::MemberNote { .. } => "member_note",
             EventKind::ToolCall { .. } => "tool_call",

@@ -67,10 +67,17 @@ impl Finish {
 }
 
 impl Executions {
+    #[cfg(test)]
     pub fn new(emitter: Emitter) -> Executions {
+        Executions::numbered_after(emitter, 0)
+    }
+
+    /// Ids from `exec-<after + 1>` on: a resumed run's never name an execution of the run it
+    /// resumes (their messages are in the same transcripts).
+    pub fn numbered_after(emitter: Emitter, after: u32) -> Executions {
         Executions {
             emitter,
-            next: AtomicU32::new(1),
+            next: AtomicU32::new(after.saturating_add(1)),
             started: Mutex::new(HashMap::new()),
         }
     }

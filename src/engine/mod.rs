@@ -12,10 +12,12 @@ pub mod events;
 mod executions;
 pub mod guard;
 mod lent_tools;
+pub mod limits;
 mod modes;
 pub mod protocol;
 mod reflect_session;
 mod repo_context;
+mod resume;
 mod run;
 pub mod session;
 mod sink;
@@ -58,6 +60,9 @@ pub struct EngineOptions {
     pub default_budget: RunBudget,
     /// Mode `dispatch`'s guardrails where a group sets none (config.yaml `dispatch:`).
     pub default_dispatch: crate::model::DispatchLimits,
+    /// The longest a run waits for a rate or usage limit where its team sets nothing (config.yaml
+    /// `rate_limit_wait_secs`; zero: never).
+    pub rate_limit_wait: Duration,
     /// What sessions get of their repository (`AGENTS.md`, skills) where their team says
     /// nothing (config.yaml `repo_context:`).
     pub repo_context: crate::model::RepoContextSettings,
@@ -81,6 +86,7 @@ impl Default for EngineOptions {
             tool_result_max_bytes: crate::tools::limits::DEFAULT_RESULT_MAX_BYTES,
             default_budget: RunBudget::default(),
             default_dispatch: crate::model::DispatchLimits::default(),
+            rate_limit_wait: Duration::from_secs(limits::DEFAULT_RATE_LIMIT_WAIT_SECS),
             repo_context: crate::model::RepoContextSettings::default(),
             skills_dir: None,
             sandbox: crate::sandbox::Baseline::default(),
@@ -122,7 +128,7 @@ pub enum EngineError {
         mode: Mode,
         reason: String,
     },
-    #[error("group `{0}` has no interrupted cycle to resume")]
+    #[error("group `{0}` has no interrupted run to resume")]
     NothingToResume(String),
 }
 
@@ -139,6 +145,8 @@ pub struct RunOverrides {
     pub relay_approval: Option<crate::model::ApprovalMode>,
     /// Limits of this run, each over the group's (`huddle run --max-duration/--token-budget`).
     pub budget: RunBudget,
+    /// The longest this run waits for a limit (`huddle run --max-limit-wait`), over the team's.
+    pub rate_limit_wait_secs: Option<u64>,
 }
 
 /// How a run ended.
@@ -179,6 +187,10 @@ pub(crate) struct RunControl {
     pub budget: budget::BudgetState,
     /// Time spent paused so far (durations leave it out).
     paused_for: Mutex<Duration>,
+    /// Why it was stopped as interrupted, when that was said.
+    interrupt_reason: Mutex<Option<String>>,
+    /// Its waits for rate and usage limits (see [`limits`]).
+    pub limits: limits::LimitState,
 }
 
 impl RunControl {
@@ -191,7 +203,19 @@ impl RunControl {
             relay_answer: Mutex::new(None),
             budget: budget::BudgetState::default(),
             paused_for: Mutex::new(Duration::ZERO),
+            interrupt_reason: Mutex::new(None),
+            limits: limits::LimitState::default(),
         }
+    }
+
+    /// Counts `d` as time the run was paused (a limit wait).
+    pub fn add_paused(&self, d: Duration) {
+        *lock(&self.paused_for) += d;
+    }
+
+    /// Why the run was stopped as interrupted, when that was said.
+    pub fn interrupt_reason(&self) -> Option<String> {
+        lock(&self.interrupt_reason).clone()
     }
 
     pub fn take_queued(&self) -> Vec<String> {
@@ -315,6 +339,8 @@ pub(crate) struct EngineShared {
     default_profile: Arc<Profile>,
     /// Profiles of the runs of one group or session (by id): a front end's configuration.
     profiles: Mutex<HashMap<String, Arc<Profile>>>,
+    /// Why, when the caller said ([`Engine::interrupt_because`]).
+    interrupt_reason: Mutex<Option<String>>,
     /// `huddle run --sandbox` of runs handed over to this engine, by group or session id.
     sandbox_scoped: Mutex<HashMap<String, crate::sandbox::SandboxMode>>,
 }
@@ -352,6 +378,7 @@ impl Engine {
                 turns: Mutex::new(HashMap::new()),
                 shutdown: CancellationToken::new(),
                 interrupted: std::sync::atomic::AtomicBool::new(false),
+                interrupt_reason: Mutex::new(None),
                 sandbox_scoped: Mutex::new(HashMap::new()),
             }),
         }
@@ -598,20 +625,20 @@ impl Engine {
         self.start_group(group_id, prompt, overrides)?.await
     }
 
-    /// Registers the continuation of an interrupted reflect cycle from its last completed
-    /// iteration.
+    /// Registers the continuation of the group's interrupted run (see `engine/resume.rs`): its
+    /// mode again on its request and options (`overrides` over them), the turns it finished
+    /// taken from disk; a reflect cycle goes on after its last completed iteration.
     pub fn start_resume(
         &self,
         group_id: &str,
         overrides: RunOverrides,
     ) -> Result<impl Future<Output = Result<RunReport, EngineError>> + Send + 'static, EngineError> {
-        let goal = self.shared.org.read(|o| {
-            o.group(group_id)
-                .and_then(|g| g.state.orchestrator_reflect.as_ref())
-                .filter(|r| r.is_interrupted())
-                .map(|r| r.goal.clone())
+        let found = self.shared.org.read(|o| {
+            let g = o.group(group_id)?;
+            let interrupted = g.state.interrupted(g.mode)?;
+            Some((interrupted, g.state.run.clone()))
         });
-        let Some(goal) = goal else {
+        let Some((interrupted, open)) = found else {
             let name = self
                 .shared
                 .org
@@ -619,7 +646,19 @@ impl Engine {
                 .unwrap_or_else(|| group_id.to_string());
             return Err(EngineError::NothingToResume(name));
         };
-        self.start_team(group_id, goal, overrides, true)
+        let overrides = match open {
+            Some(open) => RunOverrides {
+                mode: overrides.mode.or(Some(open.mode)),
+                max_iterations: overrides.max_iterations.or(open.max_iterations),
+                model: overrides.model.or(open.model),
+                relay_approval: overrides.relay_approval.or(open.relay_approval),
+                budget: overrides.budget.or(open.budget),
+                rate_limit_wait_secs: overrides.rate_limit_wait_secs.or(open.rate_limit_wait_secs),
+                ..overrides
+            },
+            None => overrides,
+        };
+        self.start_team(group_id, interrupted.goal, overrides, true)
     }
 
     pub async fn resume_cycle(
@@ -657,11 +696,42 @@ impl Engine {
         session_id: &str,
         request: ReflectionRequest,
     ) -> Result<impl Future<Output = Result<RunReport, EngineError>> + Send + 'static, EngineError> {
+        self.start_session_reflection(session_id, request, false)
+    }
+
+    /// Registers the continuation of a session's interrupted reflection, after its last
+    /// completed iteration (see `engine/reflect_session.rs`).
+    pub fn start_reflection_resume(
+        &self,
+        session_id: &str,
+    ) -> Result<impl Future<Output = Result<RunReport, EngineError>> + Send + 'static, EngineError> {
+        let saved = self
+            .shared
+            .org
+            .read(|o| o.session(session_id).and_then(|s| s.reflection.clone()));
+        let Some(saved) = saved else {
+            return Err(EngineError::NothingToResume(session_id.to_string()));
+        };
+        let request = ReflectionRequest {
+            goal: saved.cycle.goal.clone(),
+            max_iterations: saved.cycle.max_iterations,
+            evaluator_model: saved.cycle.evaluator.clone(),
+            model_override: saved.model.clone(),
+        };
+        self.start_session_reflection(session_id, request, true)
+    }
+
+    fn start_session_reflection(
+        &self,
+        session_id: &str,
+        request: ReflectionRequest,
+        resume: bool,
+    ) -> Result<impl Future<Output = Result<RunReport, EngineError>> + Send + 'static, EngineError> {
         let guard = self.shared.register(RunKey::reflection(session_id))?;
         let shared = Arc::clone(&self.shared);
         let session_id = session_id.to_string();
         Ok(sink::batched(async move {
-            let result = reflect_session::run(&shared, &guard.run, &session_id, request).await;
+            let result = reflect_session::run(&shared, &guard.run, &session_id, request, resume).await;
             shared
                 .run_finished_hooks(&guard.run, &outcome_word(&result), &answer_of(&result))
                 .await;
@@ -676,6 +746,20 @@ impl Engine {
         request: ReflectionRequest,
     ) -> Result<RunReport, EngineError> {
         self.start_reflection(session_id, request)?.await
+    }
+
+    /// Every run waiting for a rate or usage limit now: its key, its id and each wait (who,
+    /// until when, why). For `huddle ps` and front ends that list runs.
+    pub fn limit_waits(&self) -> Vec<(RunKey, RunId, limits::LimitWait)> {
+        let runs = lock(&self.shared.runs);
+        let mut out = Vec::new();
+        for (id, run) in runs.iter() {
+            for wait in run.control.limit_waits() {
+                out.push((run.key.clone(), id.clone(), wait));
+            }
+        }
+        out.sort_by(|a, b| a.1.cmp(&b.1));
+        out
     }
 
     /// True while a run with this key is registered.
@@ -788,10 +872,22 @@ impl Engine {
         self.shared.shutdown.cancel();
     }
 
+    /// [`Engine::interrupt`], saying why (`SIGTERM`): the runs left open keep the reason.
+    pub fn interrupt_because(&self, reason: &str) {
+        *lock(&self.shared.interrupt_reason) = Some(reason.to_string());
+        self.interrupt();
+    }
+
     /// Stops one run as [`Engine::interrupt`] stops them all: a reflect cycle is saved as
     /// interrupted (resumable). For a run handed over by a `huddle run` that got a signal.
     pub fn interrupt_run(&self, key: &RunKey) -> bool {
+        self.interrupt_run_because(key, None)
+    }
+
+    /// [`Engine::interrupt_run`], saying why.
+    pub fn interrupt_run_because(&self, key: &RunKey, reason: Option<&str>) -> bool {
         self.with_runs(key, |r| {
+            *lock(&r.control.interrupt_reason) = reason.map(str::to_string);
             r.control
                 .interrupted
                 .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -1041,8 +1137,10 @@ impl EngineShared {
             }
         })?;
         let run_id = new_run_id();
+        let control = RunControl::new(&self.shutdown);
+        control.set_limit_wait(self.options.rate_limit_wait);
         let run = Arc::new(ActiveRun {
-            control: RunControl::new(&self.shutdown),
+            control,
             emitter: Emitter {
                 sink: self.events.clone(),
                 group_id,
@@ -1112,6 +1210,27 @@ impl EngineShared {
     /// True once [`Engine::interrupt`] was called.
     pub fn interrupting(&self) -> bool {
         self.interrupted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Why the engine was interrupted, when that was said.
+    pub fn interrupt_reason(&self) -> Option<String> {
+        lock(&self.interrupt_reason).clone()
+    }
+
+    /// The sessions read their conversations from their transcripts again at their next turn
+    /// (a resumption wrote marks there). A session with a turn going is left as it is.
+    pub fn forget_sessions(&self, ids: &[SessionId]) {
+        let sessions = lock(&self.sessions);
+        for id in ids {
+            if let Some(mut state) = sessions.get(id).and_then(|slot| slot.try_lock().ok()) {
+                state.forget();
+            }
+        }
+    }
+
+    /// The run registered as `run_id`, while it runs.
+    pub(crate) fn active_run(&self, run_id: Option<&str>) -> Option<Arc<ActiveRun>> {
+        lock(&self.runs).get(run_id?).cloned()
     }
 
     /// Called when a turn is done (whatever its result).

@@ -1,7 +1,11 @@
 //! Single-agent reflection (SPEC section 4): one session improves its own answer until it puts
 //! `[[REFLECTION_COMPLETE]]` on its own line, or, with an evaluator model, until the evaluator
 //! answers `PASS`. The same cycle skeleton as a team's reflect loop (iterations, stalls, errors,
-//! pause and stop); the state lives in memory (the transcript has every answer).
+//! pause and stop). Its state is kept on its session after every iteration
+//! ([`crate::model::OpenReflection`]).
+//!
+//! Resume point: the iteration after the last completed one, with its feedback and last answer;
+//! the answer of the interrupted iteration, when it had finished, comes from disk.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -33,6 +37,10 @@ struct SessionCycle<'a> {
     feedback: Option<String>,
     last_answer: String,
     simulated: bool,
+    /// Its runs so far (this one last), kept with its state.
+    runs: Vec<String>,
+    /// The turns a resumed reflection's interrupted run finished.
+    replay: Option<Arc<super::resume::Replay>>,
 }
 
 pub(crate) async fn run(
@@ -40,35 +48,78 @@ pub(crate) async fn run(
     active: &ActiveRun,
     session_id: &str,
     request: ReflectionRequest,
+    resume: bool,
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
-    let session_name = shared
+    let (session_name, saved) = shared
         .org
-        .read(|o| o.session(session_id).map(|s| s.name.clone()))
+        .read(|o| {
+            o.session(session_id)
+                .map(|s| (s.name.clone(), s.reflection.clone()))
+        })
         .ok_or_else(|| EngineError::NoSuchSession(session_id.to_string()))?;
     let max_iterations = request.max_iterations.max(1);
+    let fresh = ReflectionCycle {
+        goal: request.goal.clone(),
+        max_iterations,
+        started_at: Some(Utc::now()),
+        active: true,
+        evaluator: request.evaluator_model.clone(),
+        ..ReflectionCycle::default()
+    };
     let mut cycle = SessionCycle {
         shared,
         active,
         session_id,
         session_name,
-        state: ReflectionCycle {
-            goal: request.goal.clone(),
-            max_iterations,
-            started_at: Some(Utc::now()),
-            active: true,
-            evaluator: request.evaluator_model.clone(),
-            ..ReflectionCycle::default()
-        },
+        state: fresh,
         request,
         feedback: None,
         last_answer: String::new(),
         simulated: false,
+        runs: vec![active.run_id()],
+        replay: None,
     };
+    if let Some(saved) = saved.filter(|_| resume) {
+        // Go on after the last completed iteration; what the interrupted one finished is on disk.
+        let mut state = saved.cycle;
+        state.iteration = state.completed_iterations;
+        state.paused = false;
+        state.active = true;
+        state.outcome = None;
+        state.max_iterations = state.max_iterations.max(state.completed_iterations + 1);
+        cycle.state = state;
+        cycle.feedback = saved.feedback;
+        cycle.last_answer = saved.last_answer;
+        let replay = super::resume::read(shared, &[session_id.to_string()], saved.runs.clone()).await;
+        shared.forget_sessions(&[session_id.to_string()]);
+        cycle.runs = saved.runs;
+        cycle.runs.push(active.run_id());
+        cycle.replay = Some(Arc::new(replay));
+    }
+    // On its session (and on disk) before it is reported started.
+    cycle.persist();
+    if let Err(e) = shared.checkpoint().await {
+        tracing::error!(error = %e, "cannot save a reflection's state");
+    }
     active.emitter.emit(EventKind::CycleStarted {
         mode: Mode::OrchestratorReflect,
-        max_iterations,
+        max_iterations: cycle.state.max_iterations,
     });
+    if let (Some(replay), Some(previous)) = (&cycle.replay, cycle.runs.iter().rev().nth(1)) {
+        let (at, reason) = shared.org.read(|o| {
+            o.session(session_id)
+                .and_then(|s| s.reflection.as_ref())
+                .map(|r| (r.interrupted_at, r.reason.clone()))
+                .unwrap_or_default()
+        });
+        active.emitter.emit(EventKind::RunResumed {
+            resumes: previous.clone(),
+            interrupted_at: at,
+            reason,
+            finished_turns: u32::try_from(replay.counts().1).unwrap_or(u32::MAX),
+        });
+    }
     let cx = CycleContext {
         control: &active.control,
         emitter: &active.emitter,
@@ -93,7 +144,45 @@ pub(crate) async fn run(
         .elapsed()
         .saturating_sub(active.control.paused_for())
         .as_millis() as u64;
+    let stopped_from_outside = shared.interrupting() || active.control.interrupted();
+    let limited = outcome == crate::model::CycleOutcome::RateLimited;
+    if (outcome == crate::model::CycleOutcome::Cancelled && stopped_from_outside) || limited {
+        // Left to be resumed: kept as it is after its last completed iteration.
+        let reason = active
+            .control
+            .interrupt_reason()
+            .or_else(|| shared.interrupt_reason());
+        shared.org.update(|o| {
+            if let Some(r) = o.session_mut(session_id).and_then(|s| s.reflection.as_mut()) {
+                r.interrupted_at = Some(Utc::now());
+                r.reason = reason;
+            }
+        });
+        let _ = shared.checkpoint().await;
+        active.emitter.emit(EventKind::Warning {
+            message: format!(
+                "interrupted after iteration {}/{}; the reflection can be resumed",
+                cycle.state.completed_iterations, cycle.state.max_iterations
+            ),
+        });
+        return Ok(RunReport {
+            outcome,
+            iterations: cycle.state.completed_iterations,
+            final_text: strip_sentinel_lines(&cycle.last_answer),
+            summary: String::new(),
+            usage: cycle.state.usage,
+            duration: started.elapsed().saturating_sub(active.control.paused_for()),
+            simulated: cycle.simulated,
+            failed: None,
+        });
+    }
     cycle::conclude(&mut cycle.state, outcome);
+    // Over: nothing to resume.
+    shared.org.update(|o| {
+        if let Some(s) = o.session_mut(session_id) {
+            s.reflection = None;
+        }
+    });
     let summary = active
         .control
         .annotate_summary(cycle::summary(&cycle.state, outcome));
@@ -127,6 +216,25 @@ impl CycleLoop for SessionCycle<'_> {
         &mut self.state
     }
 
+    /// Keeps the state on the session (the saver takes it to disk).
+    fn persist(&mut self) {
+        let saved = crate::model::OpenReflection {
+            runs: self.runs.clone(),
+            cycle: self.state.clone(),
+            model: self.request.model_override.clone(),
+            feedback: self.feedback.clone(),
+            last_answer: self.last_answer.clone(),
+            interrupted_at: None,
+            reason: None,
+        };
+        let id = self.session_id;
+        self.shared.org.update(|o| {
+            if let Some(s) = o.session_mut(id) {
+                s.reflection = Some(saved);
+            }
+        });
+    }
+
     async fn iterate(&mut self, iteration: u32) -> Step {
         let (attempt_started, usage_before) = (Instant::now(), self.state.usage);
         let max_iterations = self.state.max_iterations;
@@ -143,6 +251,7 @@ impl CycleLoop for SessionCycle<'_> {
             timeout: None,
             model_override: self.request.model_override.clone(),
             history_from_run_start: false,
+            replay: self.replay.clone(),
             ..TurnOptions::default()
         };
         let answer = self.shared.turn(self.session_id, prompt, options).await;
@@ -210,17 +319,23 @@ impl CycleLoop for SessionCycle<'_> {
             usage: self.state.usage.since(usage_before),
             duration_ms: attempt_started.elapsed().as_millis() as u64,
         };
+        let (usage, duration_ms) = (evaluation.usage, evaluation.duration_ms);
+        self.state.evaluations.push(evaluation.clone());
+        self.state.last_evaluation = Some(evaluation);
+        self.state.completed_iterations = iteration;
+        // The completed iteration is on disk before its evaluation is reported.
+        self.persist();
+        if let Err(e) = self.shared.checkpoint().await {
+            tracing::error!(error = %e, "cannot save a reflection's state");
+        }
         self.active.emitter.emit(EventKind::Evaluation {
             iteration,
             score,
             rationale,
             trend: direction,
-            usage: evaluation.usage,
-            duration_ms: evaluation.duration_ms,
+            usage,
+            duration_ms,
         });
-        self.state.evaluations.push(evaluation.clone());
-        self.state.last_evaluation = Some(evaluation);
-        self.state.completed_iterations = iteration;
         if goal_met {
             return Step::GoalMet;
         }

@@ -26,6 +26,16 @@ pub(crate) struct Run<'a> {
     pub started: Instant,
     pub usage: Usage,
     pub simulated: bool,
+    /// A resumed run: what its interrupted run left (see `engine/resume.rs`).
+    pub resumed: Option<Resumed>,
+}
+
+/// What a resumed run continues: the open run as it was left, and the turns it finished.
+pub(crate) struct Resumed {
+    pub open: crate::model::OpenRun,
+    pub replay: Arc<super::resume::Replay>,
+    /// `run_resumed` was said (right after the run's `cycle_started`).
+    pub announced: std::sync::atomic::AtomicBool,
 }
 
 impl<'a> Run<'a> {
@@ -37,7 +47,27 @@ impl<'a> Run<'a> {
             started: Instant::now(),
             usage: Usage::default(),
             simulated: false,
+            resumed: None,
         }
+    }
+
+    /// True when the run is being stopped from outside (a signal, a quit): it is left open, to
+    /// be resumed, rather than ended.
+    pub fn left_to_resume(&self) -> bool {
+        self.shared.interrupting() || self.control().interrupted()
+    }
+
+    /// The turns the interrupted run finished, when this run resumes one.
+    pub fn replay(&self) -> Option<Arc<super::resume::Replay>> {
+        self.resumed.as_ref().map(|r| Arc::clone(&r.replay))
+    }
+
+    /// The id of the run as first started (the same across its resumptions).
+    pub fn first_run_id(&self) -> String {
+        self.resumed
+            .as_ref()
+            .and_then(|r| r.open.first().map(str::to_string))
+            .unwrap_or_else(|| self.active.run_id())
     }
 
     /// How long the run has worked: its time since it started, pauses left out.
@@ -54,7 +84,14 @@ impl<'a> Run<'a> {
     }
 
     pub fn emit(&self, kind: EventKind) {
+        let started = matches!(kind, EventKind::CycleStarted { .. });
         self.active.emitter.emit(kind);
+        // A resumed run says so as it starts (after the start that opens its timeline).
+        if let Some(resumed) = self.resumed.as_ref().filter(|_| started)
+            && !resumed.announced.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            super::resume::announce(self, resumed);
+        }
     }
 
     pub fn cancelled(&self) -> bool {
@@ -71,6 +108,7 @@ impl<'a> Run<'a> {
             model_override: self.team.model_override.clone(),
             attachments: self.team.attachments.clone(),
             history_from_run_start: self.team.memory == crate::model::Memory::Run,
+            replay: self.replay(),
             ..TurnOptions::default()
         }
     }
@@ -269,19 +307,30 @@ impl<'a> Run<'a> {
         });
     }
 
-    /// Takes the messages left for this group by its previous run.
+    /// Takes the messages left for this group by its previous run; they are kept with the
+    /// open run, so a resumed run is given the same ones (and takes no others).
     pub fn take_pending(&self) -> Vec<String> {
+        if let Some(resumed) = &self.resumed {
+            return resumed.open.pending.clone();
+        }
         let gid = &self.team.group_id;
         self.shared.org.update(|o| {
             o.group_mut(gid)
-                .map(|g| std::mem::take(&mut g.pending_messages))
+                .map(|g| {
+                    let taken = std::mem::take(&mut g.pending_messages);
+                    if let Some(open) = &mut g.state.run {
+                        open.pending.clone_from(&taken);
+                    }
+                    taken
+                })
                 .unwrap_or_default()
         })
     }
 
     /// Gives messages back to the group when the run that took them could not use them.
     pub fn restore_pending(&self, messages: Vec<String>) {
-        if messages.is_empty() {
+        // A run left to be resumed keeps them with itself (its resumption is given them).
+        if messages.is_empty() || self.left_to_resume() {
             return;
         }
         let gid = &self.team.group_id;

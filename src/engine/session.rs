@@ -70,6 +70,9 @@ pub struct TurnOptions {
     pub system_extra: Option<String>,
     /// The execution the turn is part of: its events and messages carry it.
     pub execution: Option<ExecutionTag>,
+    /// A resumed run's turns that its interrupted run finished: such a turn is answered from
+    /// there, not by the model (see `engine/resume.rs`).
+    pub(crate) replay: Option<Arc<super::resume::Replay>>,
 }
 
 /// Marks put on a turn's stored prompt message by whoever asked for the turn: the turn applies
@@ -155,6 +158,9 @@ pub(crate) struct SessionState {
     /// Where the history of the run in progress starts: its id and an index into `history`
     /// (for turns that see only their run).
     run_start: Option<(RunId, usize)>,
+    /// How many messages from the front of the loaded history were dropped from memory
+    /// (a resumed run's start is an index into the whole history, as read from disk).
+    dropped: usize,
 }
 
 impl SessionState {
@@ -163,6 +169,7 @@ impl SessionState {
     pub(crate) fn forget(&mut self) {
         self.history = None;
         self.run_start = None;
+        self.dropped = 0;
     }
 
     /// Drops the part of the history no turn can be sent any more (older than what
@@ -184,6 +191,7 @@ impl SessionState {
             return;
         }
         history.drain(..dropped);
+        self.dropped += dropped;
         if let Some((_, start)) = &mut self.run_start {
             *start = start.saturating_sub(dropped);
         }
@@ -191,14 +199,25 @@ impl SessionState {
 
     /// What a turn is sent of the history: everything since the conversation began, or with
     /// `from_run_start` only what was said since the run began.
-    fn visible(&mut self, run_id: Option<&RunId>, from_run_start: bool) -> Vec<ChatMessage> {
+    ///
+    /// A resumed run began where its interrupted run did (`resumed_start`).
+    fn visible(
+        &mut self,
+        run_id: Option<&RunId>,
+        from_run_start: bool,
+        resumed_start: Option<usize>,
+    ) -> Vec<ChatMessage> {
         let history = self.history.get_or_insert_with(Vec::new);
         let start = match (run_id, from_run_start) {
             (Some(run), true) => match &self.run_start {
                 Some((current, index)) if current == run => (*index).min(history.len()),
                 _ => {
-                    self.run_start = Some((run.clone(), history.len()));
-                    history.len()
+                    let start = resumed_start
+                        .map(|start| start.saturating_sub(self.dropped))
+                        .unwrap_or(history.len())
+                        .min(history.len());
+                    self.run_start = Some((run.clone(), start));
+                    start
                 }
             },
             _ => 0,
@@ -311,6 +330,8 @@ struct SessionInfo {
     max_tool_rounds: Option<u32>,
     /// The CLI agent's own conversation from the last turn.
     agent_session: Option<AgentSession>,
+    /// Takes a turn over when the model meets a limit.
+    fallback_model: Option<String>,
     /// What it gets of its repository (its team's settings over the config's).
     repo_context: crate::model::RepoContextSettings,
     /// Its sandbox and hooks.
@@ -333,6 +354,7 @@ impl Actor<'_> {
                 tools: s.tools.clone(),
                 max_tool_rounds: s.max_tool_rounds,
                 agent_session: s.agent_session.clone(),
+                fallback_model: s.fallback_model.clone(),
                 repo_context: group
                     .map(|g| g.repo_context)
                     .unwrap_or_default()
@@ -396,11 +418,31 @@ impl Actor<'_> {
             .model_override
             .clone()
             .unwrap_or_else(|| info.model.clone());
+        let mut resumed_start = None;
+        if let Some(replay) = &options.replay {
+            match replay.find(
+                self.session_id,
+                &crate::attachments::with_references(&prompt, &options.attachments),
+            ) {
+                super::resume::Found::Answered(stored) => {
+                    return self.replayed(&info, *stored, options, generation).await;
+                }
+                super::resume::Found::Unfinished(prompt_id) => {
+                    // Asked again: the unanswered ask is taken back, so it is not sent twice.
+                    let mark = Message::superseding(&prompt_id, super::resume::ASKED_AGAIN);
+                    self.shared.writer.append(self.session_id, mark);
+                    self.state.forget();
+                }
+                super::resume::Found::New => {}
+            }
+            resumed_start = replay.history_start(self.session_id);
+        }
         self.load_history().await;
         let prompt = self.with_notes(&info, options, prompt);
         let sent = crate::attachments::with_context(&prompt, &options.attachments);
         let mut user = Message::user(crate::attachments::with_references(&prompt, &options.attachments));
         user.iteration = options.iteration;
+        user.run_id = options.run_id.clone();
         user.execution_id = self.execution_id();
         if let Some(stamp) = &options.stamp {
             stamp.apply(&mut user);
@@ -408,8 +450,11 @@ impl Actor<'_> {
         let mut messages = if options.fresh {
             Vec::new()
         } else {
-            self.state
-                .visible(options.run_id.as_ref(), options.history_from_run_start)
+            self.state.visible(
+                options.run_id.as_ref(),
+                options.history_from_run_start,
+                resumed_start,
+            )
         };
         messages.push(ChatMessage::user(sent.as_str()));
         self.shared.writer.append(self.session_id, user.clone());
@@ -497,9 +542,98 @@ impl Actor<'_> {
         if result.duration.is_zero() {
             result.duration = started.elapsed();
         }
-        self.record(&info, &user, steps, options, &result, generation);
+        self.record(&info, &user, steps, options, &result, generation)
+            .await;
         if !result.cancelled() {
             self.turn_finished_hooks(&info, options, &result).await;
+        }
+        result
+    }
+
+    /// A turn the interrupted run finished, answered from its transcript: the tools lent to it
+    /// hear the calls it made (a handoff, a broadcast counts again), it is reported as a turn
+    /// (its stored messages, so a view that has them skips them) and nothing is written.
+    async fn replayed(
+        &mut self,
+        info: &SessionInfo,
+        stored: super::resume::StoredTurn,
+        options: &TurnOptions,
+        generation: u64,
+    ) -> TurnResult {
+        let Some(answer) = stored.answer else {
+            return TurnResult::failed(self.session_id, "no stored answer".into(), None);
+        };
+        if let Some(hooks) = &options.hooks {
+            let lent: Vec<String> = hooks.0.specs().into_iter().map(|s| s.name).collect();
+            for call in stored.steps.iter().flat_map(|m| &m.tool_calls) {
+                if lent.contains(&call.name) {
+                    let _ = hooks.0.call(call).await;
+                }
+            }
+        }
+        let run_id = &options.run_id;
+        self.emit(
+            info,
+            run_id,
+            EventKind::TurnStarted {
+                session_id: self.session_id.to_string(),
+                session: info.name.clone(),
+                generation,
+                prompt: Some(Box::new(stored.prompt)),
+            },
+        );
+        self.emit(
+            info,
+            run_id,
+            EventKind::TurnReplayed {
+                session_id: self.session_id.to_string(),
+                session: info.name.clone(),
+                generation,
+            },
+        );
+        let model = answer.model.clone().unwrap_or_else(|| info.model.clone());
+        let duration = std::time::Duration::from_millis(answer.duration_ms.unwrap_or(0));
+        let tool_calls = stored.steps.iter().map(|m| m.tool_calls.len() as u32).sum();
+        let result = TurnResult {
+            session: info.name.clone(),
+            text: answer.text.clone(),
+            success: true,
+            interrupted: false,
+            error: None,
+            error_kind: None,
+            usage: answer.usage,
+            duration,
+            simulated: model.starts_with("sim/"),
+            model,
+            cost_usd: answer.cost_usd,
+            tool_calls,
+        };
+        self.emit(
+            info,
+            run_id,
+            EventKind::TurnFinished {
+                session_id: self.session_id.to_string(),
+                session: info.name.clone(),
+                generation,
+                success: true,
+                interrupted: false,
+                duration_ms: duration.as_millis() as u64,
+                usage: answer.usage,
+                error: None,
+                message: Some(Box::new(answer)),
+            },
+        );
+        if !result.text.is_empty() {
+            self.emit(
+                info,
+                run_id,
+                EventKind::Message {
+                    session_id: self.session_id.to_string(),
+                    session: info.name.clone(),
+                    role: info.role,
+                    text: result.text.clone(),
+                },
+            );
         }
         result
     }
@@ -755,6 +889,8 @@ impl Actor<'_> {
         }
         let mut usage: Option<Usage> = None;
         let mut rounds = 0u32;
+        // The model that took the turn over when the session's met a limit.
+        let mut fallback: Option<Arc<dyn crate::providers::Provider>> = None;
         // The turn's duration is the whole loop's (every round and tool), not the last request's.
         let loop_started = Instant::now();
         let mut concluding = false;
@@ -783,14 +919,8 @@ impl Actor<'_> {
                     },
                 )
             };
-            // Without tools this is the only round: the request is handed over, not copied.
-            let sent = if request.tools.is_empty() {
-                std::mem::take(request)
-            } else {
-                request.clone()
-            };
-            let result = provider
-                .stream_turn(sent, &mut forward, options.cancel.clone())
+            let result = self
+                .call_model(info, options, provider, request, &mut forward, &mut fallback)
                 .await;
             if let Some(recorder) = agent.take() {
                 let why = if options.cancel.is_cancelled() {
@@ -931,6 +1061,69 @@ impl Actor<'_> {
         self.execution.as_ref().map(|e| e.execution_id.clone())
     }
 
+    /// One model call. A rate or usage limit it meets is waited out in the run (see
+    /// `engine/limits.rs`) and the call made again, or handed to the session's
+    /// `fallback_model`; past the run's bound the call fails and the run ends `rate_limited`.
+    async fn call_model(
+        &self,
+        info: &SessionInfo,
+        options: &TurnOptions,
+        provider: &dyn crate::providers::Provider,
+        request: &mut TurnRequest,
+        forward: &mut (dyn FnMut(&str) + Send),
+        fallback: &mut Option<Arc<dyn crate::providers::Provider>>,
+    ) -> Result<crate::providers::TurnOutput, crate::providers::ProviderError> {
+        use super::limits::{Verdict, waitable};
+        let mut met = 0u32;
+        loop {
+            let model = fallback.as_deref().unwrap_or(provider);
+            let result = model
+                .stream_turn(request.clone(), forward, options.cancel.clone())
+                .await;
+            let error = match result {
+                Err(e) if waitable(&e) && !options.cancel.is_cancelled() => e,
+                other => return other,
+            };
+            met += 1;
+            if fallback.is_none()
+                && let Some(slug) = &info.fallback_model
+                && let Ok((other, name)) = self
+                    .shared
+                    .profile(&info.group_id, Some(self.session_id))
+                    .providers
+                    .for_slug(slug)
+            {
+                self.emit(
+                    info,
+                    &options.run_id,
+                    EventKind::Warning {
+                        message: format!(
+                            "{}: {}; its fallback_model {slug} takes the turn over",
+                            info.name,
+                            crate::text::first_line(&error.message, 160)
+                        ),
+                    },
+                );
+                request.model = name;
+                *fallback = Some(other);
+                continue;
+            }
+            let Some(active) = self.shared.active_run(options.run_id.as_deref()) else {
+                return Err(error);
+            };
+            let who = (self.session_id, info.name.as_str());
+            match active
+                .control
+                .wait_for_limit(&active.emitter, who, &error, met)
+                .await
+            {
+                Verdict::Again => {}
+                Verdict::Stopped => return Err(crate::providers::ProviderError::cancelled(&error.provider)),
+                Verdict::GiveUp(e) => return Err(e),
+            }
+        }
+    }
+
     /// A message a mode adds to the turn before its next model call: stored, sent, shown.
     fn add_input(
         &self,
@@ -990,7 +1183,7 @@ impl Actor<'_> {
         });
     }
 
-    fn record(
+    async fn record(
         &mut self,
         info: &SessionInfo,
         user: &Message,
@@ -1008,7 +1201,10 @@ impl Actor<'_> {
         answer.iteration = options.iteration;
         answer.cost_usd = result.cost_usd;
         answer.execution_id = self.execution_id();
-        self.shared.writer.append(self.session_id, answer.clone());
+        answer.run_id = options.run_id.clone();
+        // On disk before anything reports the turn ended (a crash cannot take back an answer
+        // that was reported; a resumed run finds it).
+        let written = self.shared.writer.append_written(self.session_id, answer.clone());
 
         // The same rule as reading the transcript back, so a restart changes nothing.
         let turn = std::iter::once(user)
@@ -1017,6 +1213,7 @@ impl Actor<'_> {
         let added = chat_history(turn);
         self.history().extend(added);
         self.state.drop_unsendable(false);
+        written.await;
         if let Some(usage) = result.usage {
             let id = self.session_id;
             self.shared.org.update(|org| {
@@ -1292,7 +1489,7 @@ mod tests {
         for k in 0..400 {
             if k == 250 {
                 assert_eq!(
-                    state.visible(Some(&run), true),
+                    state.visible(Some(&run), true, None),
                     Vec::<ChatMessage>::new(),
                     "the run starts now"
                 );
@@ -1311,13 +1508,35 @@ mod tests {
                 "turn {k}: {chars} chars held"
             );
             assert_eq!(
-                state.visible(None, false),
+                state.visible(None, false, None),
                 bounded_history(&all),
                 "turn {k}: the same as with everything held"
             );
         }
-        let from_run = state.visible(Some(&run), true);
+        let from_run = state.visible(Some(&run), true, None);
         assert_eq!(from_run, bounded_history(&all[500..]));
         assert_eq!(&*from_run.last().unwrap().content, &*all.last().unwrap().content);
+    }
+
+    #[test]
+    fn a_resumed_run_starts_where_it_did_after_the_loaded_history_was_trimmed() {
+        // A long transcript is read back whole and trimmed to one window; the resumed run's
+        // start is an index into the whole history and still points at the run's first turn.
+        let mut all: Vec<ChatMessage> = Vec::new();
+        for k in 0..(2 * HISTORY_MAX_MESSAGES) {
+            all.push(ChatMessage::user(format!("q{k}")));
+            all.push(ChatMessage::assistant(format!("a{k}")));
+        }
+        let run_began = all.len() - 6;
+        let mut state = SessionState {
+            history: Some(all.clone()),
+            ..SessionState::default()
+        };
+        state.drop_unsendable(true);
+        assert!(state.dropped > 0, "the loaded history was trimmed");
+        let run: RunId = "run-1".into();
+        let seen = state.visible(Some(&run), true, Some(run_began));
+        assert_eq!(seen, bounded_history(&all[run_began..]));
+        assert_eq!(&*seen[0].content, &*all[run_began].content);
     }
 }

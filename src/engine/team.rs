@@ -57,6 +57,9 @@ pub(crate) struct Team {
     pub memory: Memory,
     /// The settings of its mode (the group's; dispatch's guardrails over config.yaml's).
     pub settings: ModeSettings,
+    /// The longest this run waits for a rate or usage limit: the run's, else the group's, else
+    /// config.yaml's.
+    pub rate_limit_wait: Duration,
 }
 
 impl Team {
@@ -138,6 +141,10 @@ impl Team {
                     dispatch: group.settings.dispatch.or(&profile.options.default_dispatch),
                     ..group.settings.clone()
                 },
+                rate_limit_wait: overrides
+                    .rate_limit_wait_secs
+                    .or(group.rate_limit_wait_secs)
+                    .map_or(shared.options.rate_limit_wait, Duration::from_secs),
             })
         })
     }

@@ -238,6 +238,63 @@ pub enum BroadcastKind {
     Failure,
 }
 
+/// Mode `team`: a deliberation in progress as its open run keeps it, after each turn that
+/// ended: a resumed run continues from it (members by session id).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DeliberationState {
+    /// The broadcasts so far, in order.
+    pub log: Vec<LoggedBroadcast>,
+    pub members: Vec<SeatRecord>,
+    pub supervisor: SeatRecord,
+    /// Where the current cycle starts in the log.
+    pub cycle_from: usize,
+}
+
+/// One broadcast of a deliberation's log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoggedBroadcast {
+    pub from: String,
+    pub from_id: String,
+    pub kind: BroadcastKind,
+    pub message: String,
+    pub turn: u32,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub last: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub supervisor: bool,
+    pub at: chrono::DateTime<chrono::Utc>,
+}
+
+/// Where a member (or the supervisor) of a deliberation is; a turn that was running is kept as
+/// it was before it started (the resumed run starts it again, from disk if it had finished).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SeatRecord {
+    pub session_id: String,
+    pub turns: u32,
+    pub seen: usize,
+    pub place: SeatPlace,
+    pub last_broadcast: Option<usize>,
+    /// Tokens its context holds (an estimate).
+    pub in_use: u64,
+}
+
+/// A seat's place between turns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeatPlace {
+    /// Its first turn has not started.
+    #[default]
+    Ready,
+    /// It broadcast and waits for something new.
+    Waiting,
+    /// Its last turn ended without a broadcast: the next one reminds it.
+    Reminder,
+    /// It left the team.
+    Left,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -108,6 +108,10 @@ pub struct Message {
     /// part of: the trace tree and the TUI's sub-agent cards find its transcript by it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution_id: Option<String>,
+    /// On a turn's prompt and its final answer: the run the turn belongs to. A resumed run
+    /// finds the turns its interrupted run finished by it, and never asks for them again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
 }
 
 impl Message {
@@ -132,6 +136,7 @@ impl Message {
             conversation_start: false,
             direct: false,
             execution_id: None,
+            run_id: None,
             supersedes: None,
             superseded: false,
         }

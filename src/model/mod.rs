@@ -17,12 +17,16 @@ pub mod reconcile;
 mod reflection;
 pub mod relay;
 mod repo_context;
+mod resume;
 mod tool;
 mod worktree;
 
 pub use agent::{AgentFormat, AgentKind, AgentSession};
 pub use budget::{BudgetError, BudgetExceeded, BudgetLimit, RunBudget};
-pub use dispatch::{BroadcastKind, DispatchLimits, ExecutionKind, ExecutionStatus, TeamLimits};
+pub use dispatch::{
+    BroadcastKind, DeliberationState, DispatchLimits, ExecutionKind, ExecutionStatus, LoggedBroadcast,
+    SeatPlace, SeatRecord, TeamLimits,
+};
 pub use enums::{GroupKind, Memory, MessageRole, ProviderKind, Role, Tier, WorktreeStrategy};
 pub use flow::{FlowLinks, FlowSettings, RouterSpec, check_flow};
 pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS, MaxIterationsError};
@@ -39,5 +43,6 @@ pub use preset::{Preset, PresetAgent, PresetWorker};
 pub use reflection::{CycleOutcome, Evaluation, ReflectionCycle, Trend};
 pub use relay::{ApprovalMode, DraftAnswer, RelayMeta, RelayPhase, RelayRecord, RelaySettings, SentAs};
 pub use repo_context::RepoContextSettings;
+pub use resume::{Interrupted, OpenReflection, OpenRun};
 pub use tool::{ToolCall, ToolChoice, ToolResultInfo, ToolSpec, empty_object_schema};
 pub use worktree::{Worktree, is_plain_relative};

@@ -112,6 +112,9 @@ pub struct ModeSpec {
     pub check_preset: fn(&Preset) -> Result<(), PresetProblem>,
     /// This mode's settings in one line (`presets show`), when it has any.
     pub settings_line: fn(&ModeSettings) -> Option<String>,
+    /// What an interrupted run continues from when it is resumed, in words (the resume offer,
+    /// the quit dialog, `huddle run`'s hint). Turns it finished are never asked again.
+    pub resume: &'static str,
 }
 
 impl ModeSpec {
@@ -150,6 +153,7 @@ const BASE: ModeSpec = ModeSpec {
     refused_keys: &[],
     check_preset: no_check,
     settings_line: no_settings,
+    resume: "with the members that had not answered",
 };
 
 const ORCHESTRATOR_PLAN: &str = "the orchestrator's next plan";
@@ -168,6 +172,7 @@ static SEQUENTIAL: ModeSpec = ModeSpec {
     label: "sequential",
     description: "sessions in order, each sees the earlier answers",
     rows_from_turns: true,
+    resume: "at the member whose turn it was",
     ..BASE
 };
 
@@ -177,6 +182,7 @@ static ORCHESTRATOR: ModeSpec = ModeSpec {
     description: "plan, dispatch to workers, synthesize (one pass)",
     queued_target: ORCHESTRATOR_PLAN,
     has_orchestrator: true,
+    resume: "with the workers that had not answered, then the synthesis",
     ..BASE
 };
 
@@ -189,6 +195,7 @@ static ORCHESTRATOR_REFLECT: ModeSpec = ModeSpec {
     has_evaluator: true,
     iterates: true,
     preset_keys: &["evaluator"],
+    resume: "after its last completed iteration",
     ..BASE
 };
 
@@ -201,6 +208,7 @@ static RELAY: ModeSpec = ModeSpec {
     default_max_duration_secs: Some(super::relay::DEFAULT_MAX_DURATION_SECS),
     preset_keys: &["relay"],
     check_preset: super::relay::check_preset,
+    resume: "at its state (a draft waiting for approval still waits)",
     settings_line: |s| s.relay.as_ref().map(RelaySettings::summary),
     ..BASE
 };
@@ -214,6 +222,7 @@ static FLOW: ModeSpec = ModeSpec {
     preset_keys: &["entry"],
     worker_keys: &["handoff", "router", "advisors"],
     check_preset: super::flow::check_preset,
+    resume: "at the member that held it",
     ..BASE
 };
 
@@ -227,6 +236,7 @@ static PIPELINE: ModeSpec = ModeSpec {
     only_workers: Some("its stages' workers"),
     preset_keys: &["stages", "supervisor", "supervise", "rules"],
     check_preset: super::pipeline::check_preset,
+    resume: "at its phase",
     ..BASE
 };
 
@@ -243,6 +253,7 @@ static DISPATCH: ModeSpec = ModeSpec {
         "sub_agents",
     ],
     settings_line: |s| Some(s.dispatch.summary()),
+    resume: "with the finished sub-agents' results; unfinished ones are dispatched again",
     ..BASE
 };
 
@@ -258,6 +269,7 @@ static TEAM: ModeSpec = ModeSpec {
         "in mode team the supervisor is the `orchestrator:` entry",
     )],
     settings_line: |s| Some(s.team.summary()),
+    resume: "with its broadcast log; members whose turn was cut off take it again",
     ..BASE
 };
 
@@ -371,6 +383,40 @@ pub struct ModeState {
     /// Mode `pipeline`: where the conversation is (phase, active member, history).
     #[serde(rename = "pipeline_state", default, skip_serializing_if = "Option::is_none")]
     pub pipeline: Option<ConversationState>,
+    /// Every mode: the run going now, or interrupted (see [`super::OpenRun`]).
+    #[serde(rename = "open_run", default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<super::OpenRun>,
+}
+
+impl ModeState {
+    /// The group's interrupted run (or reflect cycle), when no run of it is going: what
+    /// resuming would continue. Also true of a run going now (the caller knows whether one is).
+    pub fn interrupted(&self, mode: Mode) -> Option<super::Interrupted> {
+        let cycle = self.orchestrator_reflect.as_ref().filter(|r| r.is_interrupted());
+        match (&self.run, cycle) {
+            (Some(open), cycle) => Some(super::Interrupted {
+                mode: open.mode,
+                goal: open.prompt.clone(),
+                progress: cycle
+                    .filter(|_| open.mode == Mode::OrchestratorReflect)
+                    .map(|r| format!("after iteration {}/{}", r.completed_iterations, r.max_iterations)),
+                at: open.interrupted_at,
+                reason: open.reason.clone(),
+            }),
+            // A cycle saved before runs were kept open.
+            (None, Some(r)) => Some(super::Interrupted {
+                mode,
+                goal: r.goal.clone(),
+                progress: Some(format!(
+                    "after iteration {}/{}",
+                    r.completed_iterations, r.max_iterations
+                )),
+                at: None,
+                reason: None,
+            }),
+            (None, None) => None,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -131,6 +131,10 @@ pub struct Group {
     /// What members remember between team runs.
     #[serde(default, skip_serializing_if = "Memory::is_run")]
     pub memory: Memory,
+    /// The longest its runs wait for a rate or usage limit (its preset's
+    /// `rate_limit_wait_secs`), over config.yaml's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit_wait_secs: Option<u64>,
     /// What its members get of their repository (`AGENTS.md`, skills) where the config says
     /// otherwise (a preset's `repo_context:`).
     #[serde(default, skip_serializing_if = "super::RepoContextSettings::is_empty")]
@@ -187,6 +191,7 @@ impl Group {
             headless_at: None,
             budget: RunBudget::default(),
             memory: Memory::Run,
+            rate_limit_wait_secs: None,
             repo_context: super::RepoContextSettings::default(),
             settings: ModeSettings::default(),
             state: ModeState::default(),
@@ -273,6 +278,13 @@ pub struct Session {
     /// or is renamed; `None` for sessions made before it was kept, or added to a team later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handle: Option<String>,
+    /// Its reflection in progress, or interrupted (resumable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reflection: Option<super::OpenReflection>,
+    /// A model slug that takes a turn over when the session's own model meets a rate or usage
+    /// limit (instead of waiting for it to reset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_model: Option<String>,
     /// The member's own sandbox (its preset's), over its team's.
     #[serde(default, skip_serializing_if = "crate::sandbox::SandboxSettings::is_empty")]
     pub sandbox: crate::sandbox::SandboxSettings,
@@ -306,6 +318,8 @@ impl Session {
             pending_notes: Vec::new(),
             flow: FlowLinks::default(),
             handle: None,
+            reflection: None,
+            fallback_model: None,
             sandbox: Default::default(),
             hooks: Default::default(),
         }

@@ -81,6 +81,10 @@ pub struct Preset {
     /// Mode `team`: turns the supervisor may take (bounds the whole team).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supervisor_max_turns: Option<u32>,
+    /// The longest a run waits for a rate or usage limit to reset (seconds; 0: never), over
+    /// config.yaml's `rate_limit_wait_secs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit_wait_secs: Option<u64>,
     /// The sandbox of the team's processes (CLI agents, hooks), over config.yaml's.
     #[serde(default, skip_serializing_if = "SandboxSettings::is_empty")]
     pub sandbox: SandboxSettings,
@@ -173,6 +177,9 @@ pub struct PresetAgent {
     /// Tool rounds per turn (default: config.yaml's `max_tool_rounds`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tool_rounds: Option<u32>,
+    /// A model that takes a turn over when this agent's meets a rate or usage limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_model: Option<String>,
     /// This member's sandbox, over the team's.
     #[serde(default, skip_serializing_if = "SandboxSettings::is_empty")]
     pub sandbox: SandboxSettings,
@@ -215,4 +222,7 @@ pub struct PresetWorker {
     /// Mode `flow`: workers run in parallel on the same input before this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub advisors: Vec<String>,
+    /// A model that takes a turn over when this worker's meets a rate or usage limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_model: Option<String>,
 }

@@ -53,6 +53,9 @@ simple_enum!(
         BudgetExhausted => "budget_exhausted",
         // The run could not do its work: every member failed, or the turn that leads it did.
         Failed => "failed",
+        // A rate or usage limit would not reset within `rate_limit_wait_secs`: the run stopped,
+        // and can be resumed.
+        RateLimited => "rate_limited",
     }
 );
 

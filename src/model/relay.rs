@@ -304,6 +304,10 @@ pub struct RelayRecord {
     /// Why it ended (a limit, an error, the driver completing).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The user's answers to its drafts so far, in order: a resumed relay gets them again
+    /// without asking (the draft the run was waiting on still waits).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<DraftAnswer>,
 }
 
 impl RelaySettings {

@@ -56,6 +56,7 @@ pub fn create_team_group(
     }
     group.budget = preset.budget();
     group.memory = preset.memory;
+    group.rate_limit_wait_secs = preset.rate_limit_wait_secs;
     group.repo_context = preset.repo_context;
     group.sandbox = preset.sandbox.clone();
     group.hooks = preset.hooks.clone();
@@ -92,6 +93,7 @@ pub fn create_team_group(
         org.sessions[i].display_name = o.display_name.clone();
         org.sessions[i].tools = o.tools.clone();
         org.sessions[i].max_tool_rounds = o.max_tool_rounds;
+        org.sessions[i].fallback_model = o.fallback_model.clone();
         org.sessions[i].handle = Some("orchestrator".into());
         org.sessions[i].sandbox = o.sandbox.clone();
         org.sessions[i].hooks = o.hooks.clone();
@@ -111,6 +113,7 @@ pub fn create_team_group(
         s.handle = Some(worker_slug(&w.name));
         s.tools = w.tools.clone();
         s.max_tool_rounds = w.max_tool_rounds;
+        s.fallback_model = w.fallback_model.clone();
         s.sandbox = w.sandbox.clone();
         s.hooks = w.hooks.clone();
         worker_ids.push((w.name.clone(), s.id.clone()));
@@ -136,6 +139,7 @@ pub fn create_team_group(
         org.sessions[i].handle = Some("evaluator".into());
         org.sessions[i].tools = e.tools.clone();
         org.sessions[i].max_tool_rounds = e.max_tool_rounds;
+        org.sessions[i].fallback_model = e.fallback_model.clone();
         org.sessions[i].sandbox = e.sandbox.clone();
         org.sessions[i].hooks = e.hooks.clone();
         group.evaluator_id = Some(org.sessions[i].id.clone());
@@ -186,6 +190,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
                 .or_else(|| s.system_prompt.clone()),
             tools: s.tools.clone(),
             max_tool_rounds: s.max_tool_rounds,
+            fallback_model: s.fallback_model.clone(),
             sandbox: s.sandbox.clone(),
             hooks: s.hooks.clone(),
         })
@@ -197,6 +202,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         prompt: s.system_prompt.clone(),
         tools: s.tools.clone(),
         max_tool_rounds: s.max_tool_rounds,
+        fallback_model: s.fallback_model.clone(),
         sandbox: s.sandbox.clone(),
         hooks: s.hooks.clone(),
     });
@@ -221,6 +227,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
                 destinations: r.destinations.iter().filter_map(|d| handle_of(d)).collect(),
             }),
             advisors: s.flow.advisors.iter().filter_map(|a| handle_of(a)).collect(),
+            fallback_model: s.fallback_model.clone(),
             sandbox: s.sandbox.clone(),
             hooks: s.hooks.clone(),
         })
@@ -241,6 +248,7 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         routing_context: group.routing_context.clone(),
         worktrees: group.worktrees,
         memory: group.memory,
+        rate_limit_wait_secs: group.rate_limit_wait_secs,
         repo_context: group.repo_context,
         sandbox: group.sandbox.clone(),
         hooks: group.hooks.clone(),

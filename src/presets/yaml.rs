@@ -338,6 +338,20 @@ mod tests {
     }
 
     #[test]
+    fn a_preset_sets_its_limit_wait_and_fallback_models() {
+        let text = "name: Night\nmode: orchestrator\nrate_limit_wait_secs: 3600\norchestrator: { fallback_model: sim/small }\nworkers:\n  - { name: a, fallback_model: sim/other }\n  - { name: b }\n";
+        let p = parse(text).unwrap();
+        assert_eq!(p.rate_limit_wait_secs, Some(3600));
+        assert_eq!(
+            p.orchestrator.as_ref().and_then(|o| o.fallback_model.as_deref()),
+            Some("sim/small")
+        );
+        assert_eq!(p.workers[0].fallback_model.as_deref(), Some("sim/other"));
+        assert_eq!(p.workers[1].fallback_model, None);
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    }
+
+    #[test]
     fn workers_and_the_orchestrator_name_tool_servers_and_round_limits() {
         let text = "name: Fixers\nmode: orchestrator\norchestrator: { tools: [git] }\nworkers:\n  - { name: a, tools: [git, time, git], max_tool_rounds: 10 }\n  - { name: b }\n";
         let p = parse(text).unwrap();

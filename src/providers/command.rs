@@ -139,7 +139,7 @@ impl CommandProvider {
             )
             .await
         };
-        conclude(result, sink.text, started, false)
+        limit_reached(conclude(result, sink.text, started, false), &self.name)
     }
 
     /// Plain text: stdout is the answer.
@@ -480,6 +480,7 @@ impl CommandProvider {
     }
 
     fn error(&self, kind: ErrorKind, message: String) -> ProviderError {
+        // (A limit notice in the message is read by `limit_reached`.)
         let message = format!("provider `{}`: {message}", self.name);
         let secrets = Secrets::new(AGENT_KEY_VARS.iter().filter_map(|v| self.env.var(v)));
         ProviderError::new(kind, &self.name, secrets.redact(&message).into_owned())
@@ -660,6 +661,49 @@ impl Utf8Decoder {
     }
 }
 
+/// A turn that hit a usage or rate limit, said in the agent's words (`usage limit reached|<epoch>`,
+/// `try again in 2 hours`, a `rate_limit_event` it rejected with): a `rate_limited` error with
+/// the wait until the reset, which the engine waits out. An answer that is nothing but such a
+/// notice is one too.
+fn limit_reached(
+    result: Result<TurnOutput, ProviderError>,
+    provider: &str,
+) -> Result<TurnOutput, ProviderError> {
+    let now = chrono::Utc::now();
+    match result {
+        Err(mut e) if !matches!(e.kind, ErrorKind::Cancelled | ErrorKind::Config | ErrorKind::Auth) => {
+            let said = format!("{}\n{}", e.message, e.partial_text);
+            if let Some(wait) = super::limits::limit_notice(&said, now) {
+                e.kind = ErrorKind::RateLimited;
+                e.retry_after = Some(wait);
+                // The notice on stdout is no answer: it goes into the error's words, and the
+                // turn may be asked again once the limit resets.
+                let notice = crate::text::first_line(e.partial_text.trim(), 200);
+                if !notice.is_empty() && !e.message.contains(&notice) {
+                    e.message = format!("{}: {notice}", e.message);
+                }
+                e.partial_text.clear();
+            }
+            Err(e)
+        }
+        // Only Claude Code's own form: an answer about rate limits is not a limit.
+        Ok(out) if out.text.trim().len() <= 300 && out.text.contains("limit reached|") => {
+            match super::limits::limit_notice(out.text.trim(), now) {
+                Some(wait) => Err(ProviderError::new(
+                    ErrorKind::RateLimited,
+                    provider,
+                    format!(
+                        "provider `{provider}`: the agent's usage limit is reached: {}",
+                        out.text.trim()
+                    ),
+                )
+                .with_retry_after(Some(wait))),
+                None => Ok(out),
+            }
+        }
+        other => other,
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;

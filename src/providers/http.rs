@@ -8,7 +8,6 @@ use super::error::{
     ErrorKind, ProviderError, StreamError, error_codes_from_json, error_message_from_json, human_duration,
     mentions_context_length, snippet,
 };
-use super::retry::retry_after_from_headers;
 use super::secrets::Secrets;
 use super::sse::{SseEvent, SseParser};
 use super::{
@@ -348,13 +347,21 @@ async fn one_attempt<D: StreamDecoder>(
     };
     let status = resp.status();
     if !status.is_success() {
-        let retry_after = retry_after_from_headers(resp.headers());
+        let now = chrono::Utc::now();
+        let retry_after = super::limits::wait_from_headers(resp.headers(), now);
         let text = match timeout(read_timeout, resp.text()).await {
             Ok(Ok(t)) => t,
             _ => String::new(),
         };
         // Redacted before it is parsed or shortened, so no piece of a key survives a cut.
         let text = secrets.redact(&text);
+        // A limit's reset time may be in the body only (the Codex backend's usage limit).
+        let limited = matches!(status.as_u16(), 429 | 529 | 503);
+        let retry_after = retry_after.or_else(|| {
+            limited
+                .then(|| super::limits::wait_from_text(&text, now))
+                .flatten()
+        });
         return Err(status_error(ep, model, status.as_u16(), &text, tools_sent).with_retry_after(retry_after));
     }
     let content_type = resp

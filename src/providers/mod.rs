@@ -12,6 +12,7 @@ pub mod anthropic;
 pub mod command;
 pub mod error;
 mod http;
+pub mod limits;
 pub mod openai;
 pub mod probe;
 pub mod retry;

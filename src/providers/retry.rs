@@ -3,7 +3,9 @@
 //! Transient failures (connect errors, 429, 5xx, 529, a stream cut or stalled before any text)
 //! get up to `max_attempts` tries in all. The wait is the server's `Retry-After` when it gave one
 //! (capped), else exponential back-off from `base_delay`, capped at `max_delay`, minus up to 25 %
-//! jitter so that many sessions failing together do not come back together.
+//! jitter so that many sessions failing together do not come back together. A server that asks
+//! for a longer wait than `max_retry_after` is not tried again here: the error carries the whole
+//! wait, and the engine waits it out (see `engine/limits.rs`).
 
 use std::time::Duration;
 
@@ -44,8 +46,11 @@ impl RetryPolicy {
 
     /// Whether a failed attempt number `attempt` (1-based) should be followed by another.
     /// Never once text was streamed: the deltas are already on screen.
+    /// A limit that resets later than `max_retry_after` is not tried again here: the engine
+    /// waits it out, where the wait is seen and bounded (`rate_limit_wait_secs`).
     pub fn should_retry(&self, attempt: u32, error: &ProviderError, streamed_text: bool) -> bool {
-        attempt < self.max_attempts && error.kind.is_transient() && !streamed_text
+        let long_wait = error.retry_after.is_some_and(|w| w > self.max_retry_after);
+        attempt < self.max_attempts && error.kind.is_transient() && !streamed_text && !long_wait
     }
 
     /// The wait after failed attempt number `attempt` (1-based).
@@ -64,18 +69,9 @@ impl RetryPolicy {
 }
 
 /// The server's requested wait: `retry-after-ms` (OpenAI/Azure), else `retry-after` in seconds
-/// or as an HTTP date.
+/// or as an HTTP date, else a limit's reset header (see [`super::limits::wait_from_headers`]).
 pub fn retry_after_from_headers(headers: &HeaderMap) -> Option<Duration> {
-    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
-    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
-        && ms.is_finite()
-        && ms >= 0.0
-    {
-        return Duration::try_from_secs_f64(ms / 1000.0)
-            .ok()
-            .or(Some(Duration::MAX));
-    }
-    parse_retry_after(text("retry-after")?, chrono::Utc::now())
+    super::limits::wait_from_headers(headers, chrono::Utc::now())
 }
 
 /// `Retry-After` as seconds (integer or decimal) or an RFC 2822/HTTP date relative to `now`.

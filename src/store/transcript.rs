@@ -120,7 +120,8 @@ impl Transcripts {
 type LoadReply = std::sync::mpsc::Sender<Result<LoadedTranscript, StoreError>>;
 
 enum WriterMsg {
-    Append(String, Box<Message>),
+    /// A line to append, and who waits to hear it is written (see [`TranscriptWriter::append_written`]).
+    Append(String, Box<Message>, Option<tokio::sync::oneshot::Sender<()>>),
     Flush(std::sync::mpsc::Sender<()>),
     /// Reads a transcript after every line queued before this message is written.
     Load(String, LoadReply),
@@ -151,8 +152,36 @@ impl TranscriptWriter {
     }
 
     pub fn append(&self, session_id: &str, message: Message) {
+        self.send_append(session_id, message, None);
+    }
+
+    /// Appends like [`TranscriptWriter::append`]; the future ends once the line (and every line
+    /// queued before it) is written to its file, so it outlives this process whatever ends it
+    /// (it is synced with the next group of lines). What reports a turn's end waits for it:
+    /// nothing is reported that a crash could take back.
+    pub fn append_written(
+        &self,
+        session_id: &str,
+        message: Message,
+    ) -> impl std::future::Future<Output = ()> + use<> {
+        let (done, written) = tokio::sync::oneshot::channel();
+        self.send_append(session_id, message, Some(done));
+        async move {
+            // Waited for on the blocking pool, so that the runtime knows work is under way (a
+            // paused test clock does not jump ahead meanwhile). A writer that is gone has said so
+            // in the log already.
+            let _ = tokio::task::spawn_blocking(move || written.blocking_recv()).await;
+        }
+    }
+
+    fn send_append(
+        &self,
+        session_id: &str,
+        message: Message,
+        done: Option<tokio::sync::oneshot::Sender<()>>,
+    ) {
         let sent = self.tx.as_ref().is_some_and(|tx| {
-            tx.send(WriterMsg::Append(session_id.to_string(), Box::new(message)))
+            tx.send(WriterMsg::Append(session_id.to_string(), Box::new(message), done))
                 .is_ok()
         });
         if !sent {
@@ -350,11 +379,15 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
         let mut batch: Vec<(String, Vec<Message>)> = Vec::new();
         let mut waiting = Vec::new();
         let mut loads = Vec::new();
+        let mut acks = Vec::new();
         let mut take = |msg: WriterMsg| match msg {
-            WriterMsg::Append(id, m) => match batch.iter_mut().find(|(s, _)| *s == id) {
-                Some((_, list)) => list.push(*m),
-                None => batch.push((id, vec![*m])),
-            },
+            WriterMsg::Append(id, m, done) => {
+                acks.extend(done);
+                match batch.iter_mut().find(|(s, _)| *s == id) {
+                    Some((_, list)) => list.push(*m),
+                    None => batch.push((id, vec![*m])),
+                }
+            }
             WriterMsg::Flush(done) => waiting.push(done),
             WriterMsg::Load(id, reply) => loads.push((id, reply)),
         };
@@ -366,6 +399,10 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
             if let Err(e) = open.append(transcripts, id, messages) {
                 tracing::error!(session = %id, error = %e, "cannot append to transcript");
             }
+        }
+        // Written (in the files, whatever becomes of this process): who waits may go on.
+        for done in acks {
+            let _ = done.send(());
         }
         let window_closed = open.unsynced_since.is_some_and(|t| t.elapsed() >= SYNC_WINDOW);
         let flushed = !waiting.is_empty();

@@ -146,6 +146,9 @@ fn push_level<'a>(stack: &mut Vec<Pending<'a>>, depth: usize, prefix: &str, leve
 pub fn text(trace: &Trace) -> String {
     let mut out = run_line(&trace.run);
     out.push('\n');
+    if let Some(resumed) = &trace.run.interruption {
+        let _ = writeln!(out, "  {}", clean(resumed, 2 * TEXT_MAX));
+    }
     if let Some(result) = &trace.run.result {
         let _ = writeln!(out, "  result: {}", clean(result, TEXT_MAX));
     }

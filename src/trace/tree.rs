@@ -138,6 +138,11 @@ pub struct RunSummary {
     /// Tool calls, broadcasts and moves that belong to no node.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub items: Vec<TraceItem>,
+    /// A resumed run: the run it continues, and its interruption in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resumes: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interruption: Option<String>,
 }
 
 impl Default for RunSummary {
@@ -156,6 +161,8 @@ impl Default for RunSummary {
             tokens: 0,
             result: None,
             items: Vec::new(),
+            resumes: None,
+            interruption: None,
         }
     }
 }
@@ -372,6 +379,21 @@ impl TraceBuilder {
         }
         match &event.kind {
             EventKind::RunStarted { .. } => self.trace.run.started = Some(at),
+            EventKind::RunResumed {
+                resumes,
+                interrupted_at,
+                reason,
+                finished_turns,
+            } => {
+                let line = crate::describe::cycle::run_resumed(
+                    resumes,
+                    *interrupted_at,
+                    reason.as_deref(),
+                    *finished_turns,
+                );
+                self.trace.run.resumes = Some(resumes.clone());
+                self.trace.run.interruption = Some(line.text);
+            }
             EventKind::CycleStarted { mode, .. } => self.trace.run.mode = Some(*mode),
             EventKind::CycleFinished { outcome, .. } => self.trace.run.outcome = Some(*outcome),
             EventKind::RunResult { text } => self.trace.run.result = capped_line(text),

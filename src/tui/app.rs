@@ -16,7 +16,9 @@ use super::action::{Action, Context};
 use super::command::Command;
 use super::composer::Composer;
 use super::cycle_view::CycleView;
-use super::dialogs::{ConfirmAction, Dialog, DialogStack, Routed};
+use super::dialogs::{
+    Choice, ChoiceAction, ChoiceOption, ConfirmAction, Dialog, DialogStack, Interruption, Routed,
+};
 use super::features::cards::{self, TraceRoute};
 use super::features::worktrees::Worktrees;
 use super::features::{Outcome, Then, control, conversation, edit, relay, team, tools};
@@ -122,32 +124,26 @@ impl App {
             worktrees: Worktrees::default(),
             trace_view: None,
         };
-        let interrupted: Vec<(GroupId, String, u32, u32)> = app.org.read(|o| {
-            o.groups
-                .iter()
-                .filter_map(|g| {
-                    let r = g
-                        .state
-                        .orchestrator_reflect
-                        .as_ref()
-                        .filter(|r| r.is_interrupted())?;
-                    Some((
-                        g.id.clone(),
-                        g.name.clone(),
-                        r.completed_iterations,
-                        r.max_iterations,
-                    ))
-                })
-                .collect()
+        // Runs the process left (a crash, a signal, a quit): each is offered for resumption
+        // (or to be discarded); `n` leaves it for later (the pause key resumes a team's).
+        let interrupted: Vec<(Interruption, String, crate::model::Interrupted)> = app.org.read(|o| {
+            let groups = o.groups.iter().filter_map(|g| {
+                let i = g.state.interrupted(g.mode)?;
+                Some((Interruption::Group(g.id.clone()), g.name.clone(), i))
+            });
+            let sessions = o.sessions.iter().filter_map(|s| {
+                let r = s.reflection.as_ref()?;
+                Some((
+                    Interruption::Session(s.id.clone()),
+                    s.name.clone(),
+                    r.interrupted(),
+                ))
+            });
+            groups.chain(sessions).collect()
         });
-        for (id, name, done, max) in interrupted {
-            app.dialogs.confirm(
-                "Interrupted cycle",
-                format!(
-                    "The cycle of `{name}` was interrupted after iteration {done}/{max}.\nResume it now? (Later: select the team and press the pause key.)"
-                ),
-                ConfirmAction::ResumeCycle(id),
-            );
+        for (target, name, i) in interrupted {
+            app.dialogs
+                .push(Dialog::Choice(Box::new(resume_offer(target, &name, &i))));
         }
         for e in key_errors {
             app.dialogs.error("Key configuration", e.to_string());
@@ -455,16 +451,80 @@ impl App {
 
     fn request_quit(&mut self) -> Vec<Command> {
         if self.anything_running() {
-            self.dialogs.confirm(
-                "Quit",
-                "A run is in progress. Quit anyway? A reflect cycle is kept as interrupted and can be resumed after a restart.",
-                ConfirmAction::Quit,
-            );
+            let text = self.quit_words();
+            self.dialogs.confirm("Quit", text, ConfirmAction::Quit);
             Vec::new()
         } else {
             self.should_quit = true;
             vec![Command::Quit]
         }
+    }
+
+    /// The answer to the offer of an interrupted run: resume it now, or discard it.
+    pub(super) fn on_interrupted(&mut self, target: Interruption, resume: bool) -> Vec<Command> {
+        match (target, resume) {
+            (Interruption::Group(group_id), true) => {
+                self.team_panel.show_newest(&group_id);
+                vec![Command::ResumeCycle { group_id }]
+            }
+            (Interruption::Session(session_id), true) => vec![Command::ResumeReflection { session_id }],
+            (Interruption::Group(group_id), false) => {
+                match self.edits.discard_interrupted(&group_id) {
+                    Ok(()) => self.flash("the interrupted run was discarded", false),
+                    Err(e) => self.dialogs.error("Not discarded", e.to_string()),
+                }
+                Vec::new()
+            }
+            (Interruption::Session(session_id), false) => {
+                match self.edits.discard_reflection(&session_id) {
+                    Ok(()) => self.flash("the interrupted reflection was discarded", false),
+                    Err(e) => self.dialogs.error("Not discarded", e.to_string()),
+                }
+                Vec::new()
+            }
+        }
+    }
+
+    /// What quitting now does to the runs in progress: each team run (and a session's
+    /// reflection) is kept as interrupted and resumes, after a restart, where its mode says; a
+    /// chat turn is cut short.
+    pub fn quit_words(&self) -> String {
+        let mut lines = vec!["A run is in progress. Quit anyway?".to_string()];
+        let mut chats = 0;
+        for run in self.runs.iter() {
+            match &run.key {
+                crate::engine::events::RunKey::Team { group_id } => {
+                    let line = self.org.read(|o| {
+                        o.group(group_id).map(|g| {
+                            format!(
+                                "- `{}` ({} run) is kept as interrupted; after a restart it resumes {}.",
+                                g.name,
+                                g.mode,
+                                g.mode.spec().resume
+                            )
+                        })
+                    });
+                    lines.extend(line);
+                }
+                crate::engine::events::RunKey::Reflection { session_id } => {
+                    let name = self
+                        .org
+                        .read(|o| o.session(session_id).map(|s| s.name.clone()))
+                        .unwrap_or_default();
+                    lines.push(format!(
+                        "- the reflection of `{name}` is kept as interrupted; after a restart it resumes {}.",
+                        crate::model::Mode::OrchestratorReflect.spec().resume
+                    ));
+                }
+                crate::engine::events::RunKey::Chat { .. } => chats += 1,
+            }
+        }
+        if chats > 0 {
+            lines.push(format!(
+                "- {chats} chat turn(s) in flight are cut short (what arrived is kept; not resumed)."
+            ));
+        }
+        lines.join("\n")
     }
 
     pub fn move_cursor(&mut self, delta: isize) -> Vec<Command> {
@@ -759,5 +819,49 @@ impl App {
             _ => {}
         }
         Vec::new()
+    }
+}
+
+/// The offer of an interrupted run, at start: resume now (`r`), or discard it (`d`: a new run
+/// starts over); `n` leaves it for later.
+fn resume_offer(target: Interruption, name: &str, i: &crate::model::Interrupted) -> Choice {
+    let mut message = format!("{} of `{name}` was interrupted", capitalised(&i.what()));
+    if let Some(at) = i.at {
+        message.push_str(&format!(" at {}", super::team_panel::local_time(at)));
+    }
+    if let Some(why) = &i.reason {
+        message.push_str(&format!(" ({why})"));
+    }
+    message.push_str(&format!(
+        ".\nGoal: {}\nResumed, it goes on {}; turns it finished are not asked again.",
+        crate::text::first_line(&i.goal, 80),
+        i.resumes()
+    ));
+    Choice {
+        title: "Interrupted run".into(),
+        message,
+        options: vec![
+            ChoiceOption {
+                key: 'r',
+                label: "resume it now".into(),
+                disabled: None,
+            },
+            ChoiceOption {
+                key: 'd',
+                label: "discard it (a new run starts over)".into(),
+                disabled: None,
+            },
+        ],
+        chosen: 0,
+        verb: "go ahead".into(),
+        action: ChoiceAction::Interrupted(target),
+    }
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().chain(chars).collect(),
+        None => String::new(),
     }
 }

@@ -132,6 +132,9 @@ impl App {
             DialogResult::Chose(ChoiceAction::DeleteGroup(id), option) => {
                 with_cx!(self, cx => edit::delete_group(&mut cx, &id, worktrees::removal_choice(option)))
             }
+            DialogResult::Chose(ChoiceAction::Interrupted(target), option) => {
+                self.on_interrupted(target, option == 0)
+            }
             DialogResult::MergeWorktree(worktree) => {
                 with_cx!(self, cx => worktrees::plan_merge(&mut cx, worktree))
             }
@@ -151,7 +154,6 @@ impl App {
                 self.should_quit = true;
                 vec![Command::Quit]
             }
-            ConfirmAction::ResumeCycle(group_id) => vec![Command::ResumeCycle { group_id }],
             // The user saw every file, the existing ones marked: replacing them is agreed.
             ConfirmAction::ExportOverwrite(group_id) | ConfirmAction::Export(group_id) => {
                 vec![Command::ExportGroup {

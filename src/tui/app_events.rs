@@ -226,11 +226,7 @@ impl App {
         };
         let (slug, resumable) = self.org.read(|o| {
             o.group(&group_id).map_or((String::new(), false), |g| {
-                let interrupted = g
-                    .state
-                    .orchestrator_reflect
-                    .as_ref()
-                    .is_some_and(|r| r.is_interrupted());
+                let interrupted = g.state.interrupted(g.mode).is_some();
                 (g.members_slug(), interrupted)
             })
         });

@@ -28,9 +28,13 @@ pub enum Command {
         group_id: GroupId,
         prompt: String,
     },
-    /// Continue an interrupted reflect cycle.
+    /// Continue a team's interrupted run (any mode).
     ResumeCycle {
         group_id: GroupId,
+    },
+    /// Continue a session's interrupted reflection.
+    ResumeReflection {
+        session_id: SessionId,
     },
     /// A message for a running cycle's next planning step (a new run if it ended meanwhile).
     QueueMessage {

@@ -45,6 +45,15 @@ pub struct ToolInFlight {
     pub waiting: bool,
 }
 
+/// A member's turn waiting for a rate or usage limit to reset (the run waits with it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LimitWaitRow {
+    pub session_id: String,
+    pub session: String,
+    pub provider: String,
+    pub until: DateTime<Utc>,
+}
+
 /// A call of this run waiting for the user's approval.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WaitingApproval {
@@ -95,6 +104,8 @@ pub struct CycleView {
     pub timeline: Vec<TimelineEntry>,
     /// Calls of the run waiting for the user's approval: the run waits with them.
     pub approvals: Vec<WaitingApproval>,
+    /// Turns of the run waiting for a limit to reset (time that counts as paused).
+    pub limit_waits: Vec<LimitWaitRow>,
     /// The worker list still shows the previous iteration until the first new assignment.
     workers_stale: bool,
     /// The team's slug: `<team-slug>-` is removed from member names for display (set by the
@@ -541,11 +552,36 @@ impl CycleView {
             | EventKind::ExecutionRunning
             | EventKind::ExecutionFinished { .. }
             | EventKind::TeamBroadcast { .. }
+            | EventKind::TurnReplayed { .. }
+            | EventKind::RunResumed { .. }
             | EventKind::TurnInput { .. }
             | EventKind::HookBlocked { .. }
             | EventKind::HookFailed { .. }
             | EventKind::SandboxRefused { .. }
             | EventKind::SandboxDenied { .. } => {}
+            EventKind::LimitWait {
+                session_id,
+                session,
+                provider,
+                until,
+                ..
+            } => {
+                self.limit_waits.retain(|w| w.session_id != *session_id);
+                self.limit_waits.push(LimitWaitRow {
+                    session_id: session_id.clone(),
+                    session: self.short(session).to_string(),
+                    provider: provider.clone(),
+                    until: *until,
+                });
+                // Waiting counts as paused: the run's time leaves it out.
+                self.paused_since.get_or_insert(now);
+            }
+            EventKind::LimitWaitOver { session_id, .. } => {
+                self.limit_waits.retain(|w| w.session_id != *session_id);
+                if self.limit_waits.is_empty() && !self.paused {
+                    self.end_pause(now);
+                }
+            }
         }
         None
     }
@@ -679,6 +715,7 @@ impl CycleView {
     /// The run is over (or was cut short): no call is in flight or waits.
     fn no_tools_in_flight(&mut self) {
         self.lead_live = None;
+        self.limit_waits.clear();
         for w in &mut self.workers {
             w.tools.clear();
         }
@@ -724,6 +761,8 @@ impl CycleView {
     pub fn state_label(&self) -> &'static str {
         if self.running && self.paused {
             "paused"
+        } else if self.running && !self.limit_waits.is_empty() {
+            "waiting for limit"
         } else if self.running {
             "running"
         } else if self.interrupted {
@@ -770,6 +809,58 @@ mod tests {
             execution: None,
             kind,
         }
+    }
+
+    #[test]
+    fn a_limit_wait_is_the_run_s_state_and_counts_as_paused() {
+        use chrono::TimeZone;
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut v = CycleView {
+            team_slug: "team".into(),
+            ..CycleView::default()
+        };
+        v.apply(
+            &ev(EventKind::CycleStarted {
+                mode: Mode::Sequential,
+                max_iterations: 1,
+            }),
+            at(0),
+        );
+        let until = Utc.with_ymd_and_hms(2026, 3, 7, 14, 5, 0).unwrap();
+        v.apply(
+            &ev(EventKind::LimitWait {
+                session_id: "sa".into(),
+                session: "team-alpha".into(),
+                provider: "anthropic".into(),
+                until,
+                wait_ms: 1_200_000,
+                reason: "429 from provider `anthropic`: rate limited".into(),
+            }),
+            at(10),
+        );
+        assert_eq!(v.state_label(), "waiting for limit");
+        assert_eq!(v.limit_waits[0].session, "alpha");
+        let line = v.timeline.last().map(|e| e.text.clone()).unwrap_or_default();
+        assert!(
+            line.contains("⏳ alpha: waiting until 14:05 UTC for anthropic limit (20m"),
+            "{line}"
+        );
+        v.apply(
+            &ev(EventKind::LimitWaitOver {
+                session_id: "sa".into(),
+                session: "team-alpha".into(),
+                waited_ms: 20_000,
+            }),
+            at(30),
+        );
+        assert_eq!(v.state_label(), "running");
+        assert!(v.limit_waits.is_empty());
+        assert_eq!(
+            v.active_time(at(40)),
+            Some(Duration::from_secs(20)),
+            "the wait left out"
+        );
     }
 
     #[test]

@@ -363,6 +363,10 @@ impl Executor {
                     Err(e) => self.refused("Not resumed", e),
                 }
             }
+            Command::ResumeReflection { session_id } => match engine.start_reflection_resume(&session_id) {
+                Ok(run) => Self::spawn(run),
+                Err(e) => self.refused("Not resumed", e),
+            },
             Command::NoteMember { session_id, text } => {
                 if let Err(e) = engine.note_member(&session_id, text) {
                     self.refused("Note not left", e);

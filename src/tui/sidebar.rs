@@ -275,6 +275,8 @@ fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
             let state = if activity.group_running(id) {
                 if cycle.is_some_and(|c| c.paused) {
                     "⏸ ".to_string()
+                } else if cycle.is_some_and(|c| !c.limit_waits.is_empty()) {
+                    "⏳ ".to_string()
                 } else {
                     format!("{} ", spinner(tick))
                 }

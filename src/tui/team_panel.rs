@@ -411,6 +411,8 @@ fn render(
 ) {
     let state = if running && cycle.paused {
         "paused"
+    } else if running && !cycle.limit_waits.is_empty() {
+        "waiting for limit"
     } else if running {
         "running"
     } else {
@@ -490,6 +492,19 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> Vec
             width.max(1),
             &mut out,
         );
+    }
+    if let Some(first) = c.limit_waits.first().filter(|_| running) {
+        // The run goes on by itself at the reset; stopping it keeps it resumable.
+        let more = match c.limit_waits.len() {
+            1 => String::new(),
+            n => format!(" (+{} more)", n - 1),
+        };
+        let text = format!(
+            "⏳ {}: {}{more}",
+            sanitize::display(&first.session),
+            crate::describe::cycle::limit_wait_state(&sanitize::display(&first.provider), first.until)
+        );
+        wrap_line_into(Line::styled(text, warn), width.max(1), &mut out);
     }
     if running && c.paused {
         out.push(Line::styled(format!("⏸ paused — {pause_key} resumes"), warn));

@@ -979,13 +979,14 @@ impl Edits {
         Ok(())
     }
 
-    /// Records the group's interrupted cycle as cancelled (a new run starts over instead of
-    /// resuming it). Refused while the group runs.
+    /// Records the group's interrupted run (or cycle) as over (a new run starts over instead
+    /// of resuming it): a cycle is cancelled; the messages the run had taken wait for the next
+    /// run again. Refused while the group runs.
     pub fn discard_interrupted(&self, group_id: &str) -> Result<(), EditError> {
         if self.group_busy(group_id) {
             return Err(EditError::Busy {
                 what: "this team".into(),
-                action: "discard its interrupted cycle",
+                action: "discard its interrupted run",
             });
         }
         self.org.update(|o| {
@@ -1002,6 +1003,27 @@ impl Edits {
                 r.cancelled = true;
                 r.completed_at = Some(chrono::Utc::now());
             }
+            if let Some(open) = g.state.run.take() {
+                let later = std::mem::take(&mut g.pending_messages);
+                g.pending_messages = open.pending;
+                g.pending_messages.extend(later);
+            }
+            Ok(())
+        })
+    }
+
+    /// Forgets a session's interrupted reflection (nothing to resume). Refused while the
+    /// session is busy.
+    pub fn discard_reflection(&self, session_id: &str) -> Result<(), EditError> {
+        if self.session_busy(session_id) {
+            return Err(EditError::Busy {
+                what: "this session".into(),
+                action: "discard its interrupted reflection",
+            });
+        }
+        self.org.update(|o| {
+            let s = o.session_mut(session_id).ok_or(EditError::NoSuchSession)?;
+            s.reflection = None;
             Ok(())
         })
     }

@@ -70,6 +70,7 @@ pub fn engine_options(
         tool_result_max_bytes: config.tool_result_max_bytes,
         default_budget: config.budget,
         default_dispatch: config.dispatch.clone(),
+        rate_limit_wait: std::time::Duration::from_secs(config.rate_limit_wait_secs),
         repo_context: config.repo_context,
         skills_dir: Some(paths.config_dir.join("skills")),
         sandbox: baseline,

@@ -136,11 +136,30 @@ fn a_run_killed_mid_dispatch_leaves_a_readable_run_file_and_a_team_that_runs_aga
         "it never ended"
     );
 
-    // Nothing claims the team is still running: it runs again, to its end.
+    // Nothing claims the team is still running: it is left interrupted (a plain run is refused
+    // and names it), and discarding that, it runs again, to its end.
     let team = team_made_by_run(home.path(), PRESET);
-    let out = huddle(
+    let refused = huddle(
         home.path(),
         &["run", "--group", &team, "--model", "sim/x", "Alert: again"],
+    );
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains("--resume"),
+        "{}",
+        text(&refused.stderr)
+    );
+    let out = huddle(
+        home.path(),
+        &[
+            "run",
+            "--group",
+            &team,
+            "--model",
+            "sim/x",
+            "--discard-interrupted",
+            "Alert: again",
+        ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(

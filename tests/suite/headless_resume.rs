@@ -148,7 +148,7 @@ fn sigterm_keeps_the_cycle_resumable_and_resume_continues_it() {
     let out = huddle(home.path(), &["run", "--group", &team, "--resume"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).contains("no interrupted cycle"),
+        text(&out.stderr).contains("no interrupted run"),
         "{}",
         text(&out.stderr)
     );

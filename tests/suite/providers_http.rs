@@ -239,16 +239,32 @@ async fn rate_limits_without_retry_after_are_retried_with_backoff() {
 #[tokio::test]
 async fn persistent_rate_limit_gives_up_after_three_attempts_with_the_servers_wait() {
     let llm = FakeLlm::start().await;
-    llm.script("m", vec![Reply::status(429).retry_after("1"); 4]);
+    // A wait within the retry cap (20 ms here) is waited in the provider.
+    llm.script("m", vec![Reply::status(429).header("retry-after-ms", "10"); 4]);
     let err = turn(provider(&llm, Api::OpenAi).as_ref(), request("m"))
         .await
         .0
         .expect_err("429");
     assert_eq!(err.kind, ErrorKind::RateLimited);
     assert_eq!(err.attempts, 3);
-    assert_eq!(err.retry_after, Some(Duration::from_secs(1)));
+    assert_eq!(err.retry_after, Some(Duration::from_millis(10)));
     assert!(err.message.contains("after 3 attempts"), "{err}");
     assert_eq!(llm.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn a_limit_that_resets_past_the_retry_cap_is_handed_on_at_once_with_its_whole_wait() {
+    let llm = FakeLlm::start().await;
+    llm.script("m", vec![Reply::status(429).retry_after("1"); 4]);
+    let err = turn(provider(&llm, Api::OpenAi).as_ref(), request("m"))
+        .await
+        .0
+        .expect_err("429");
+    // Not tried again here: the engine waits it out (see engine_limits_wire).
+    assert_eq!(err.kind, ErrorKind::RateLimited);
+    assert_eq!(err.attempts, 1);
+    assert_eq!(err.retry_after, Some(Duration::from_secs(1)));
+    assert_eq!(llm.requests().len(), 1);
 }
 
 #[tokio::test]

@@ -238,16 +238,63 @@ fn a_cycle_cut_short_by_quitting_is_offered_for_resume() {
     app.key(ESC);
     app.key("q");
     app.wait_for("Quit anyway?");
+    // The quit dialog says what will resume, in the mode's words.
+    app.wait_for("(orchestrator_reflect run) is kept");
     app.key("y");
     app.wait_exit();
 
     let mut again = Huddle::start(home.path(), repo.path());
-    again.wait_for("Resume it now?");
+    again.wait_for("Interrupted run");
+    again.wait_for("resume it now");
     again.key("y");
     again.wait_for("Cycle · running");
     again.wait_for("Cycle · finished");
     again.key("q");
     again.wait_exit();
+}
+
+/// A dispatch run cut short by quitting: the quit dialog says what a dispatch run resumes
+/// with (not a reflect cycle's words); at the next start the offer can discard it (`d`), and
+/// the start after that offers nothing.
+#[test]
+fn a_dispatch_run_cut_short_by_quitting_is_offered_and_can_be_discarded() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), "default_model: sim/slow-2s\n").unwrap();
+
+    let mut app = Huddle::start(home.path(), repo.path());
+    app.wait_for("Welcome to huddle");
+    app.key("n");
+    app.type_text("incident");
+    app.wait_for("Incident Investigation");
+    app.key(ENTER);
+    app.wait_for("Prompt for Incident Investigation");
+    app.type_text("Disk full on db-1");
+    app.key(ENTER);
+    app.wait_for("dispatch run");
+    app.key(ESC);
+    app.key("q");
+    app.wait_for("Quit anyway?");
+    app.wait_for("(dispatch run) is kept");
+    assert!(!app.text().contains("reflect cycle"), "{}", app.text());
+    app.key("y");
+    app.wait_exit();
+
+    let mut again = Huddle::start(home.path(), repo.path());
+    again.wait_for("Interrupted run");
+    again.wait_for("The dispatch run");
+    again.key("d");
+    again.key("y");
+    again.wait_for("discarded");
+    again.key("q");
+    again.wait_exit();
+
+    let mut third = Huddle::start(home.path(), repo.path());
+    third.wait_for("Incident Investigation");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!third.text().contains("Interrupted run"), "{}", third.text());
+    third.key("q");
+    third.wait_exit();
 }
 
 /// `huddle run` in another process while the TUI is open: the run goes on in the TUI (which

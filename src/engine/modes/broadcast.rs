@@ -1,4 +1,7 @@
 //! Broadcast: every session gets the prompt at once; one failing does not stop the others.
+//!
+//! Resume point: the round again; members that had answered are answered from disk, the others
+//! are asked.
 
 use super::super::events::Phase;
 use super::super::run::Run;

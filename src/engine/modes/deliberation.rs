@@ -13,6 +13,11 @@
 //!
 //! One task drives everything: turns run concurrently as futures, and the team's state (the
 //! log, each member's place) changes only here, as each turn ends.
+//!
+//! Resume point: the log and every seat are saved with the open run after each turn that
+//! ended (a turn that was running is saved as it was before it started). A resumed run starts
+//! from them: the turns that were running start again with the same prompts, and those that had
+//! finished come back from disk with the broadcast they made.
 
 use std::sync::{Arc, Mutex};
 
@@ -23,7 +28,10 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 use crate::model::context::{known_context_window, tokens_of_text};
-use crate::model::{BroadcastKind, CycleOutcome, ExecutionKind, ExecutionStatus, ToolCall, ToolSpec};
+use crate::model::{
+    BroadcastKind, CycleOutcome, DeliberationState, ExecutionKind, ExecutionStatus, LoggedBroadcast,
+    SeatPlace, SeatRecord, ToolCall, ToolSpec,
+};
 
 use super::super::events::{EventKind, ExecutionTag, Phase};
 use super::super::executions::{Executions, Finish, Start};
@@ -233,6 +241,8 @@ struct Seat {
     last_broadcast: Option<usize>,
     /// Cancels its running turn.
     cancel: Option<CancellationToken>,
+    /// Its turns, log cursor and place before the running turn started (what is saved).
+    before: Option<(u32, usize, SeatState)>,
 }
 
 impl Seat {
@@ -257,11 +267,52 @@ impl Seat {
             state: SeatState::Ready,
             last_broadcast: None,
             cancel: None,
+            before: None,
         }
     }
 
     fn active(&self) -> bool {
         self.state != SeatState::Left
+    }
+
+    /// Remembers where it is before a turn starts (saved while the turn runs).
+    fn starting(&mut self) {
+        self.before = Some((self.turns, self.seen, self.state));
+    }
+
+    /// As saved: a running turn's seat as it was before the turn.
+    fn record(&self) -> SeatRecord {
+        let (turns, seen, state) = match (self.state, self.before) {
+            (SeatState::Running, Some(before)) => before,
+            _ => (self.turns, self.seen, self.state),
+        };
+        SeatRecord {
+            session_id: self.member.id.clone(),
+            turns,
+            seen,
+            place: match state {
+                SeatState::Ready | SeatState::Running => SeatPlace::Ready,
+                SeatState::Waiting => SeatPlace::Waiting,
+                SeatState::Reminder => SeatPlace::Reminder,
+                SeatState::Left => SeatPlace::Left,
+            },
+            last_broadcast: self.last_broadcast,
+            in_use: self.in_use,
+        }
+    }
+
+    /// Back where a saved seat was.
+    fn restore(&mut self, saved: &SeatRecord) {
+        self.turns = saved.turns;
+        self.seen = saved.seen;
+        self.state = match saved.place {
+            SeatPlace::Ready => SeatState::Ready,
+            SeatPlace::Waiting => SeatState::Waiting,
+            SeatPlace::Reminder => SeatState::Reminder,
+            SeatPlace::Left => SeatState::Left,
+        };
+        self.last_broadcast = saved.last_broadcast;
+        self.in_use = saved.in_use;
     }
 
     /// What its context holds after a turn: the provider's count when it gave one, else a
@@ -352,7 +403,9 @@ struct Deliberation {
 
 impl Deliberation {
     fn new(run: &Run<'_>, supervisor: &Member, request: String) -> Deliberation {
-        let executions = Executions::new(run.emitter().clone());
+        // A resumed run's executions never take an id of the run it resumes.
+        let after = run.replay().map_or(0, |r| r.last_execution());
+        let executions = Executions::numbered_after(run.emitter().clone(), after);
         let chair = Seat::new(run, supervisor);
         let root = executions.start(Start {
             kind: ExecutionKind::Supervisor,
@@ -362,7 +415,7 @@ impl Deliberation {
             task: &crate::text::first_line(&request, 80),
             queued: false,
         });
-        Deliberation {
+        let mut team = Deliberation {
             seats: run.team.workers.iter().map(|m| Seat::new(run, m)).collect(),
             chair,
             request,
@@ -373,6 +426,75 @@ impl Deliberation {
             member_turns: run.team.settings.team.member_turns(),
             supervisor_turns: run.team.settings.team.supervisor_turns(),
             tool_calls: 0,
+        };
+        if let Some(saved) = run.resumed.as_ref().and_then(|r| r.open.deliberation.as_ref()) {
+            team.restore(saved);
+        }
+        team
+    }
+
+    /// Where a resumed run starts: the saved log and seats (a member no longer in the team is
+    /// left out; one added since starts fresh).
+    fn restore(&mut self, saved: &DeliberationState) {
+        self.log = saved
+            .log
+            .iter()
+            .map(|b| Broadcast {
+                from: b.from.clone(),
+                from_id: b.from_id.clone(),
+                kind: b.kind,
+                message: b.message.clone(),
+                turn: b.turn,
+                last: b.last,
+                supervisor: b.supervisor,
+                at: b.at,
+            })
+            .collect();
+        self.cycle_from = saved.cycle_from.min(self.log.len());
+        for seat in &mut self.seats {
+            if let Some(s) = saved.members.iter().find(|s| s.session_id == seat.member.id) {
+                seat.restore(s);
+            }
+        }
+        if saved.supervisor.session_id == self.chair.member.id {
+            self.chair.restore(&saved.supervisor);
+        }
+    }
+
+    /// The deliberation as a resumed run would start from it.
+    fn record(&self) -> DeliberationState {
+        DeliberationState {
+            log: self
+                .log
+                .iter()
+                .map(|b| LoggedBroadcast {
+                    from: b.from.clone(),
+                    from_id: b.from_id.clone(),
+                    kind: b.kind,
+                    message: b.message.clone(),
+                    turn: b.turn,
+                    last: b.last,
+                    supervisor: b.supervisor,
+                    at: b.at,
+                })
+                .collect(),
+            members: self.seats.iter().map(Seat::record).collect(),
+            supervisor: self.chair.record(),
+            cycle_from: self.cycle_from,
+        }
+    }
+
+    /// Saves the deliberation with the open run and waits until it is on disk.
+    async fn save(&self, run: &Run<'_>) {
+        let state = self.record();
+        let gid = run.team.group_id.clone();
+        run.shared.org.update(|o| {
+            if let Some(open) = o.group_mut(&gid).and_then(|g| g.state.run.as_mut()) {
+                open.deliberation = Some(state);
+            }
+        });
+        if let Err(e) = run.shared.checkpoint().await {
+            tracing::error!(error = %e, "cannot save the deliberation");
         }
     }
 
@@ -406,20 +528,29 @@ impl Deliberation {
             let Some(done) = running.next().await else {
                 continue;
             };
-            match done {
-                Done::Member(index, ended) => self.member_done(run, index, ended),
-                Done::Supervisor(ended, conclude) => match self.supervisor_done(run, ended, conclude) {
-                    Decision::Continue => {}
-                    Decision::Stopped(text) => return self.stop(run, running, text).await,
-                    Decision::Failed(turn) => {
-                        self.cancel_members(run, running).await;
-                        return End::Failed(turn);
-                    }
-                    Decision::Answer(text) => {
-                        self.cancel_members(run, running).await;
-                        return End::Answer(text);
-                    }
-                },
+            let decision = match done {
+                Done::Member(index, ended) => {
+                    self.member_done(run, index, ended);
+                    Decision::Continue
+                }
+                Done::Supervisor(ended, conclude) => self.supervisor_done(run, ended, conclude),
+            };
+            // What the turn changed is on disk before the next turns start (not what a stop cut:
+            // a resumed run starts those turns again).
+            if !run.cancelled() {
+                self.save(run).await;
+            }
+            match decision {
+                Decision::Continue => {}
+                Decision::Stopped(text) => return self.stop(run, running, text).await,
+                Decision::Failed(turn) => {
+                    self.cancel_members(run, running).await;
+                    return End::Failed(turn);
+                }
+                Decision::Answer(text) => {
+                    self.cancel_members(run, running).await;
+                    return End::Answer(text);
+                }
             }
         }
     }
@@ -485,6 +616,7 @@ impl Deliberation {
         let readers = self.seats.iter().filter(|s| s.active()).count().saturating_sub(1) + 1;
         let (max, log_len, supervisor) = (self.member_turns, self.log.len(), self.chair.name.clone());
         let seat = &mut self.seats[index];
+        seat.starting();
         seat.turns += 1;
         let prompt = if seat.turns == 1 {
             member_first_prompt(
@@ -540,6 +672,7 @@ impl Deliberation {
             .collect();
         let peers = self.peers(None);
         let chair = &mut self.chair;
+        chair.starting();
         chair.turns += 1;
         let cycle = chair.turns;
         let conclude = forced || active.is_empty() || cycle >= self.supervisor_turns;

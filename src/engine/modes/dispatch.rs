@@ -13,6 +13,12 @@
 //!
 //! One task drives it all: the orchestrator's turn and the sub-agents' turns are polled
 //! together here, so the run needs no task of its own per sub-agent.
+//!
+//! Resume point ([`continuation`]): the orchestrator's conversation goes on from its transcript
+//! (its calls and the results it had). A sub-agent it dispatched that had finished has its
+//! result pushed from disk; one that had not is dispatched again (same member, same task) and
+//! the orchestrator is told its new id; its model calls so far count toward its limit. An
+//! orchestrator that had answered with nothing outstanding has answered the run.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -72,7 +78,9 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
             .for_slug(&orchestrator.model),
         Ok((provider, _)) if provider.capabilities().text_tools
     );
-    let executions = Arc::new(Executions::new(run.emitter().clone()));
+    // A resumed run's executions never take an id of the run it resumes.
+    let after = run.replay().map_or(0, |r| r.last_execution());
+    let executions = Arc::new(Executions::numbered_after(run.emitter().clone(), after));
     let root = executions.start(Start {
         kind: ExecutionKind::Orchestrator,
         parent: None,
@@ -136,7 +144,15 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     // What the orchestrator said when it only waited: never its final answer.
     let mut waits: Vec<String> = Vec::new();
     let mut asked_for_answer = false;
+    match continuation(run, &board, &orchestrator.id) {
+        Continued::Fresh => {}
+        Continued::Answered(text) => answer = Some(text),
+        Continued::Prompt(text) => next_prompt = text,
+    }
     'run: loop {
+        if answer.is_some() {
+            break 'run;
+        }
         if !pause_point(run, &board, &mut running).await {
             break 'run;
         }
@@ -303,6 +319,133 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         failure.as_deref(),
         steps,
     ))
+}
+
+/// Where a resumed dispatch run goes on.
+enum Continued {
+    /// Nothing of it is on disk: from the start.
+    Fresh,
+    /// The orchestrator had answered, with nothing outstanding: that is the run's answer.
+    Answered(String),
+    /// The orchestrator's conversation goes on with this prompt (the results to push are on
+    /// the board).
+    Prompt(String),
+}
+
+/// What the interrupted run left (see the module's doc): results to push go on the board,
+/// unfinished sub-agents are dispatched again, the orchestrator's calls are counted.
+fn continuation(run: &Run<'_>, board: &Board, orchestrator_id: &str) -> Continued {
+    use super::super::protocol::dispatch::{
+        CANCEL_TOOL, COMPLETED_PREFIX, DISPATCH_TOOL, DispatchCall, FAILED_PREFIX, parse_call,
+        parse_dispatch_result, parse_pushed_result, pushed_result,
+    };
+    let Some(replay) = run.replay() else {
+        return Continued::Fresh;
+    };
+    let turns = replay.turns(orchestrator_id);
+    if turns.is_empty() {
+        return Continued::Fresh;
+    }
+    // Its conversation goes on: no turn of it is answered from disk.
+    replay.take_all(orchestrator_id);
+    let mut dispatched: Vec<(String, String, String)> = Vec::new();
+    let mut pushed: Vec<String> = Vec::new();
+    let mut calls = 0u32;
+    let note_pushed = |text: &str, pushed: &mut Vec<String>| {
+        for line in text.lines() {
+            if (line.starts_with(COMPLETED_PREFIX) || line.starts_with(FAILED_PREFIX))
+                && let Some(p) = parse_pushed_result(line)
+            {
+                pushed.push(p.execution_id);
+            }
+        }
+    };
+    for turn in &turns {
+        note_pushed(&turn.prompt.text, &mut pushed);
+        for m in &turn.steps {
+            match m.role {
+                crate::model::MessageRole::User => note_pushed(&m.text, &mut pushed),
+                crate::model::MessageRole::Assistant if !m.tool_calls.is_empty() && !m.by_agent => {
+                    calls += 1;
+                    // What it cancelled itself stays cancelled.
+                    for call in m.tool_calls.iter().filter(|c| c.name == CANCEL_TOOL) {
+                        if let Ok(DispatchCall::Cancel { execution_id }) =
+                            parse_call(&call.name, &call.arguments)
+                        {
+                            pushed.push(execution_id.trim().trim_matches('`').to_string());
+                        }
+                    }
+                    for call in m.tool_calls.iter().filter(|c| c.name == DISPATCH_TOOL) {
+                        let Ok(DispatchCall::Dispatch { name, task }) =
+                            parse_call(&call.name, &call.arguments)
+                        else {
+                            continue;
+                        };
+                        let id = turn
+                            .steps
+                            .iter()
+                            .filter(|r| r.tool_result.as_ref().is_some_and(|i| i.call_id == call.id))
+                            .find_map(|r| parse_dispatch_result(&r.text));
+                        if let Some(id) = id {
+                            dispatched.push((id, name, task));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        calls += u32::from(turn.answer.is_some());
+    }
+    board.counted_before(calls);
+    let last = turns
+        .last()
+        .filter(|t| t.finished())
+        .and_then(|t| t.answer.clone());
+    let mut told = Vec::new();
+    let mut again = Vec::new();
+    for (id, name, task) in dispatched.iter().filter(|(id, _, _)| !pushed.contains(id)) {
+        let ended = run.team.workers.iter().find_map(|w| {
+            replay
+                .turns(&w.id)
+                .into_iter()
+                .find(|t| t.prompt.execution_id.as_deref() == Some(id.as_str()))
+                .and_then(|t| t.answer)
+        });
+        match ended {
+            Some(answer) if answer.error.is_none() && !answer.interrupted => {
+                let text =
+                    crate::tools::limits::cap_result(&answer.text, run.shared.options.tool_result_max_bytes);
+                board.push_input(pushed_result(name, id, Ok(&text)));
+                told.push(id.clone());
+            }
+            // It failed (not cut short): the orchestrator hears so, as it would have.
+            Some(answer) if !answer.interrupted => {
+                let why = answer.error.unwrap_or_else(|| "it failed".into());
+                board.push_input(pushed_result(name, id, Err(&why)));
+                told.push(id.clone());
+            }
+            _ => {
+                let new = board
+                    .handle(DispatchCall::Dispatch {
+                        name: name.clone(),
+                        task: task.clone(),
+                    })
+                    .ok()
+                    .and_then(|r| parse_dispatch_result(&r));
+                again.push(match new {
+                    Some(new) => format!("{name}: `{id}` is now `{new}`"),
+                    None => format!("{name}: `{id}` could not be dispatched again"),
+                });
+            }
+        }
+    }
+    if told.is_empty()
+        && again.is_empty()
+        && let Some(answer) = last
+    {
+        return Continued::Answered(answer.text);
+    }
+    Continued::Prompt(super::super::protocol::dispatch::resumed_note(told.len(), &again))
 }
 
 /// Holds the orchestrator while the run is paused (the sub-agents already running go on and

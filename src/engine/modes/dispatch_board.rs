@@ -572,6 +572,12 @@ impl Board {
         }
     }
 
+    /// A resumed run's orchestrator made `calls` model calls before the interruption: they
+    /// count toward its limit.
+    pub fn counted_before(&self, calls: u32) {
+        self.lock().calls = calls.min(self.max_calls.saturating_sub(1));
+    }
+
     pub fn calls(&self) -> u32 {
         self.lock().calls
     }

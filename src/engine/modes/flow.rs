@@ -5,6 +5,10 @@
 //! the router's message; a member with `handoff` passes its answer on as the next one's input.
 //! The member at the end of the walk owns the answer. Every turn is reported as a `flow_hop`
 //! with its time and tokens; all of them roll up into the run's totals.
+//!
+//! Resume point: the walk again from the entry; every turn on disk comes back at once with the
+//! route or handoff it made (a router's `handoff_to` call is heard again), so it continues at
+//! the member that held the request.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

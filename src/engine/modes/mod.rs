@@ -93,9 +93,20 @@ pub(crate) async fn run_linked(
 ) -> Result<RunReport, EngineError> {
     let team = Team::read(shared, group_id, overrides)?;
     team.check_runnable()?;
-    // The group (e.g. just created by `huddle run --preset`) is on disk before its run is
-    // reported.
+    // The run is open on its group (a resumption reads what its interrupted run finished): on
+    // disk with the group (e.g. just created by `huddle run --preset`) before it is reported.
+    let resumed = super::resume::open(
+        shared,
+        active,
+        &team,
+        &prompt,
+        overrides,
+        resume,
+        link.trace_id.is_some(),
+    )
+    .await;
     if let Err(e) = shared.checkpoint().await {
+        super::resume::forget(shared, active, group_id);
         return Ok(RunReport {
             outcome: CycleOutcome::SaveFailed,
             iterations: 0,
@@ -112,7 +123,9 @@ pub(crate) async fn run_linked(
         budget.max_duration_secs = team.mode.spec().default_max_duration_secs;
     }
     active.control.set_budget(budget);
+    active.control.set_limit_wait(team.rate_limit_wait);
     let mut run = Run::new(shared, active, team);
+    run.resumed = resumed;
     let work = async {
         match run.team.mode {
             Mode::Broadcast => broadcast::run(&mut run, prompt).await,
@@ -126,5 +139,7 @@ pub(crate) async fn run_linked(
             Mode::Team => deliberation::run(&mut run, prompt).await,
         }
     };
-    within_time_limit(&active.control, &active.emitter, work).await
+    let result = within_time_limit(&active.control, &active.emitter, work).await;
+    super::resume::close(shared, active, group_id, &result).await;
+    result
 }

@@ -1,5 +1,8 @@
 //! Orchestrator, one pass: plan, dispatch, collect, synthesize. A plan naming no worker is the
 //! orchestrator answering itself.
+//!
+//! Resume point: the pass again; a plan on disk is the plan (no new one is asked), the workers
+//! that had answered are answered from disk, the others are asked, then the synthesis.
 
 use crate::model::CycleOutcome;
 

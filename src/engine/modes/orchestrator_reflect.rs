@@ -1,6 +1,10 @@
 //! Orchestrator-reflect (SPEC section 4): plan, dispatch, collect, synthesize, evaluate, on the
 //! shared cycle skeleton. The cycle state is persisted in its group after every step so a crash
 //! can be resumed from the last completed iteration.
+//!
+//! Resume point: the iteration after the last completed one (its plan, evaluations and queued
+//! messages are in the saved cycle); the turns of the interrupted iteration that had finished
+//! (a plan, some workers) come back from disk instead of being asked again.
 
 use std::time::{Duration, Instant};
 
@@ -69,7 +73,8 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
             ..ReflectionCycle::default()
         },
     };
-    let pending = run.take_pending();
+    // A resumed cycle has the messages it took with its saved state.
+    let pending = if resume { Vec::new() } else { run.take_pending() };
     let mut carried = state.queued_messages.clone();
     carried.extend(pending);
     let mut cycle = TeamCycle {
@@ -462,22 +467,22 @@ impl TeamCycle<'_, '_> {
 
     /// The process is ending from outside: the cycle is saved as it stands (active, after its
     /// last completed iteration), so `huddle run --resume` or the TUI can continue it.
-    async fn leave_interrupted(mut self) -> RunReport {
+    async fn leave_interrupted(mut self, outcome: CycleOutcome) -> RunReport {
         self.state.paused = false;
         let saved = self.save().await;
         let done = self.state.completed_iterations;
+        let why = match self.run.control().rate_limited() {
+            Some(limit) => format!("rate limited ({limit})"),
+            None => "interrupted".to_string(),
+        };
         self.run.emit(EventKind::Warning {
             message: format!(
-                "interrupted after iteration {done}/{}; the cycle can be resumed",
+                "{why} after iteration {done}/{}; the cycle can be resumed",
                 self.state.max_iterations
             ),
         });
         let final_text = self.final_text();
-        let outcome = if saved {
-            CycleOutcome::Cancelled
-        } else {
-            CycleOutcome::SaveFailed
-        };
+        let outcome = if saved { outcome } else { CycleOutcome::SaveFailed };
         let mut report = self.run.report(outcome, done, final_text, String::new());
         report.usage = self.state.usage;
         report.failed = self.save_error.take();
@@ -496,10 +501,9 @@ impl TeamCycle<'_, '_> {
                 }
             });
         }
-        if outcome == CycleOutcome::Cancelled
-            && (self.run.shared.interrupting() || self.run.control().interrupted())
-        {
-            return self.leave_interrupted().await;
+        let from_outside = self.run.shared.interrupting() || self.run.control().interrupted();
+        if (outcome == CycleOutcome::Cancelled && from_outside) || outcome == CycleOutcome::RateLimited {
+            return self.leave_interrupted(outcome).await;
         }
         cycle::conclude(&mut self.state, outcome);
         // The outcome is on disk before it is reported.

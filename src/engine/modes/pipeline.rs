@@ -7,6 +7,10 @@
 //! the summary before it; `human` parks the conversation for the user. The supervisor is given
 //! every exchange (kept with the state until its next look) and, at each handoff or every turn,
 //! may redirect. Handoffs per message are bounded.
+//!
+//! Resume point: the state goes back to where it was when the message came (kept with the open
+//! run) and the message is taken again; each turn on disk comes back with the handoff it made,
+//! so it continues at its phase, with the member that held it.
 
 use std::sync::Arc;
 

@@ -7,6 +7,12 @@
 //! State (`idle → planning → waiting_local → ready_to_send → waiting_remote →
 //! processing_remote → completed | paused | error | stopped`) is persisted on the group and
 //! emitted as `relay_state`; every turn leaves a `relay_audit` line in the run file.
+//!
+//! Resume point: the relay runs again from its objective; the driver's drafts and the
+//! counterpart's answers it had are taken from disk, and the user's answers to its drafts
+//! (kept in its record, on disk before they are acted on) are given again without asking, so it
+//! continues at its state: a draft that was waiting for approval waits again. A counterpart
+//! group's interrupted run is resumed with it (the same request).
 
 use std::time::Instant;
 
@@ -149,7 +155,17 @@ pub(super) async fn run(
         }
     };
     let review = Review::new(&settings.review).map_err(not_runnable)?;
-    let trace_id = link.trace_id.clone().unwrap_or_else(|| run.active.run_id());
+    // A resumed relay keeps its trace id and is given the answers it had.
+    let trace_id = link.trace_id.clone().unwrap_or_else(|| run.first_run_id());
+    let given: std::collections::VecDeque<DraftAnswer> = match &run.resumed {
+        Some(_) => run
+            .shared
+            .org
+            .read(|o| o.group(&group_id).and_then(|g| g.state.relay.clone()))
+            .map(|r| r.answers.into())
+            .unwrap_or_default(),
+        None => Default::default(),
+    };
     let mut relay = Relay {
         settings,
         review,
@@ -163,7 +179,9 @@ pub(super) async fn run(
             consecutive_failures: 0,
             taken_over: false,
             reason: None,
+            answers: Vec::new(),
         },
+        given,
         hop: link.hop + 1,
         driver,
         counterpart,
@@ -221,24 +239,31 @@ struct Relay {
     /// What the relay reports as its result: the driver's closing message, else the last
     /// answer.
     final_text: String,
+    /// The answers the user gave before the run was interrupted, not yet given again.
+    given: std::collections::VecDeque<DraftAnswer>,
 }
 
 impl Relay {
     /// Persists the state on the group and announces it.
     fn set_state(&mut self, run: &Run<'_>, state: RelayPhase, reason: Option<String>) {
         self.record.state = state;
+        self.persist(run);
+        run.emit(EventKind::RelayState {
+            state,
+            turn: self.record.turn,
+            max_turns: self.settings.max_turns,
+            reason,
+        });
+    }
+
+    /// Writes the record on the group (the saver takes it to disk).
+    fn persist(&self, run: &Run<'_>) {
         let record = self.record.clone();
         let group_id = run.team.group_id.clone();
         run.shared.org.update(|o| {
             if let Some(g) = o.group_mut(&group_id) {
                 g.state.relay = Some(record);
             }
-        });
-        run.emit(EventKind::RelayState {
-            state,
-            turn: self.record.turn,
-            max_turns: self.settings.max_turns,
-            reason,
         });
     }
 
@@ -459,8 +484,24 @@ impl Relay {
         None
     }
 
-    /// Waits for the user's answer (None: the run was stopped).
+    /// Waits for the user's answer (None: the run was stopped). A resumed relay is first given
+    /// the answers of its interrupted run, in order. Each answer is on disk (with the relay's
+    /// record) before it is acted on.
     async fn ask_user(&mut self, run: &Run<'_>) -> Option<DraftAnswer> {
+        if let Some(answer) = self.given.pop_front() {
+            self.record.answers.push(answer.clone());
+            return Some(answer);
+        }
+        let answer = self.wait_for_user(run).await?;
+        self.record.answers.push(answer.clone());
+        self.persist(run);
+        if let Err(e) = run.shared.checkpoint().await {
+            tracing::error!(error = %e, "cannot save a relay answer");
+        }
+        Some(answer)
+    }
+
+    async fn wait_for_user(&mut self, run: &Run<'_>) -> Option<DraftAnswer> {
         let (tx, mut rx) = tokio::sync::oneshot::channel();
         *lock(&run.control().relay_answer) = Some(tx);
         let waiting = self.record.state;
@@ -637,6 +678,14 @@ fn stopped_ending(run: &Run<'_>) -> Ending {
             state: RelayPhase::Stopped,
             outcome: CycleOutcome::BudgetExhausted,
             reason: format!("limit reached: {spent}"),
+            failed: None,
+        };
+    }
+    if let Some(why) = run.control().rate_limited() {
+        return Ending {
+            state: RelayPhase::Stopped,
+            outcome: CycleOutcome::RateLimited,
+            reason: format!("rate limited: {why}"),
             failed: None,
         };
     }

@@ -1,5 +1,8 @@
 //! Sequential: sessions in order, each seeing the earlier answers of this round, labelled. A
 //! failed session passes its error on as its answer and the round continues.
+//!
+//! Resume point: the round again from the first member; the answers on disk come back at once
+//! (each later prompt is the same, carrying them), so it continues at the member whose turn it was.
 
 use std::time::Instant;
 

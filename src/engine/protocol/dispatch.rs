@@ -213,6 +213,26 @@ pub fn parse_dispatch_result(text: &str) -> Option<String> {
     value.get("execution_id")?.as_str().map(str::to_string)
 }
 
+/// Said to the orchestrator when its run was interrupted and resumed: how many results of
+/// sub-agents that had finished follow, and which ones were dispatched again under new ids.
+pub fn resumed_note(results: usize, again: &[String]) -> String {
+    let mut out =
+        String::from("[huddle] This run was interrupted and has been resumed; go on from where you were.");
+    match results {
+        0 => {}
+        1 => out.push_str(" 1 sub-agent had finished: its result follows."),
+        n => out.push_str(&format!(" {n} sub-agents had finished: their results follow.")),
+    }
+    if !again.is_empty() {
+        out.push_str(" Dispatched again (they had not finished):");
+        for line in again {
+            out.push_str("\n- ");
+            out.push_str(line);
+        }
+    }
+    out
+}
+
 /// Said to the orchestrator when it must conclude (a cap or the time budget).
 pub fn conclude_note(why: &str) -> String {
     format!("[huddle] {why}. Do not dispatch anything more: give your final answer now, from what you have.")

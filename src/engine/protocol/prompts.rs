@@ -458,8 +458,11 @@ fn earlier_results(out: &mut String, earlier: &[EarlierResult]) {
 
 /// The orchestrator combines the worker results into one answer.
 /// A member's prompt with the notes the user left for it (`@member text`) before it.
+/// The heading of the notes a user left for a member's next turn, before its prompt.
+pub const NOTES_HEADING: &str = "## A note from the user, for you alone\n";
+
 pub fn prompt_with_notes(notes: &[String], prompt: &str) -> String {
-    let mut out = String::from("## A note from the user, for you alone\n");
+    let mut out = String::from(NOTES_HEADING);
     for note in notes {
         let _ = writeln!(out, "- {}", note.trim());
     }

@@ -60,6 +60,9 @@ pub fn outcome_sentence(outcome: CycleOutcome, max_iterations: u32) -> String {
         CycleOutcome::SaveFailed => "stopped because its state could not be saved".to_string(),
         CycleOutcome::BudgetExhausted => "stopped because its budget ran out".to_string(),
         CycleOutcome::Failed => "failed: it could not do its work".to_string(),
+        CycleOutcome::RateLimited => {
+            "stopped because a rate or usage limit would not reset in time (it can be resumed)".to_string()
+        }
     }
 }
 

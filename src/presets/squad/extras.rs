@@ -173,6 +173,7 @@ mod tests {
             sub_agents: Vec::new(),
             member_max_turns: None,
             supervisor_max_turns: None,
+            rate_limit_wait_secs: None,
             sandbox: Default::default(),
             hooks: Default::default(),
             tier: None,

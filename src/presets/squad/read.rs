@@ -199,6 +199,7 @@ pub fn discover(repo: &Path, config: &Config) -> Result<Option<Preset>, SquadErr
         sub_agents: Vec::new(),
         member_max_turns: None,
         supervisor_max_turns: None,
+        rate_limit_wait_secs: None,
         // A repository's team may make the sandbox stricter (huddle.yaml) and add no hooks.
         sandbox: Default::default(),
         hooks: Default::default(),

@@ -36,6 +36,19 @@ impl LineParser for Claude {
             "assistant" if !sub_agent => self.assistant(v.get("message").unwrap_or(&Value::Null), out),
             "user" if !sub_agent => tool_results(v.get("message").unwrap_or(&Value::Null), out),
             "result" => result(v, out),
+            // A usage limit the agent hit: its reset time, for the engine to wait out (the
+            // result line that follows, if any, says the same in words).
+            "rate_limit_event" => {
+                let info = v.get("rate_limit_info").unwrap_or(&Value::Null);
+                if str_field(info, "status") == "rejected" {
+                    let resets = info.get("resetsAt").and_then(Value::as_f64).unwrap_or(0.0);
+                    out.push(Event::Failure(format!(
+                        "usage limit reached|{} ({} limit, rate_limit_event)",
+                        resets as u64,
+                        str_field(info, "rateLimitType")
+                    )));
+                }
+            }
             _ => {}
         }
     }

@@ -22,6 +22,8 @@ pub enum ChoiceAction {
     Merge(Box<MergePlan>),
     /// Delete the team: option 0 keeps the worktrees holding work, 1 removes them.
     DeleteGroup(GroupId),
+    /// An interrupted run: option 0 resumes it, 1 discards it.
+    Interrupted(super::Interruption),
 }
 
 /// One option: its letter (which also picks it) and what it does.

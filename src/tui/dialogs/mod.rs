@@ -36,7 +36,6 @@ pub enum ConfirmAction {
     Quit,
     DeleteGroup(GroupId),
     DeleteSession(SessionId),
-    ResumeCycle(GroupId),
     ExportOverwrite(GroupId),
     /// Save the team as a preset (after the list of files was shown).
     Export(GroupId),
@@ -61,6 +60,13 @@ impl ConfirmAction {
                 | ConfirmAction::PruneHeadless(_)
         )
     }
+}
+
+/// A run the process left that can be resumed: a team's, or a session's reflection.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Interruption {
+    Group(GroupId),
+    Session(SessionId),
 }
 
 /// What a text dialog's text is for.

@@ -1,0 +1,193 @@
+//! Rate and usage limits on the wire, on the fake LLM server (127.0.0.1) and a scripted CLI
+//! agent: a 429 whose reset the server gives in `retry-after-ms`, OpenAI's
+//! `x-ratelimit-reset-*` or Anthropic's `anthropic-ratelimit-*-reset` is waited out by the run
+//! (short waits, real time: only the waits' lengths as the headers gave them are asserted, never
+//! the wall clock); `rate_limit_wait_secs: 0` ends the run `rate_limited` (exit code 8),
+//! resumable; a wait is stopped by an interruption and the run resumes; a CLI agent's
+//! `usage limit reached|<epoch>` is waited out and the agent asked again.
+
+use std::time::Duration;
+
+use huddle::engine::events::{EngineEvent, EventKind, RunKey};
+use huddle::engine::{EngineOptions, RunOverrides};
+use huddle::model::{CycleOutcome, Mode};
+
+use super::engine_fixture::{self, Fixture};
+use super::fake_llm_server::Reply;
+
+fn waits(events: &[EngineEvent]) -> Vec<(u64, String)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::LimitWait {
+                wait_ms, provider, ..
+            } => Some((*wait_ms, provider.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn one_member(options: EngineOptions) -> Fixture {
+    engine_fixture::team_with(Mode::Sequential, &["a"], false, 1, options).await
+}
+
+#[tokio::test]
+async fn each_api_s_reset_headers_are_waited_out_and_the_run_finishes() {
+    let mut f = one_member(EngineOptions::default()).await;
+    let in_a_second = (chrono::Utc::now() + chrono::Duration::seconds(1)).to_rfc3339();
+    f.server.script(
+        "w-a",
+        vec![
+            Reply::status(429).header("retry-after-ms", "300"),
+            Reply::status(429)
+                .header("x-ratelimit-reset-requests", "250ms")
+                .header("x-ratelimit-remaining-requests", "0")
+                .header("x-ratelimit-reset-tokens", "6m0s")
+                .header("x-ratelimit-remaining-tokens", "5000"),
+            Reply::status(429)
+                .header("anthropic-ratelimit-tokens-reset", &in_a_second)
+                .header("anthropic-ratelimit-tokens-remaining", "0"),
+            Reply::text("done at last"),
+        ],
+    );
+    let report = f.run("go").await;
+    assert_eq!(report.outcome, CycleOutcome::Completed, "{:?}", report.failed);
+    assert_eq!(report.final_text.trim(), "done at last");
+    assert_eq!(
+        f.server.requests_for("w-a").len(),
+        4,
+        "asked again after each wait"
+    );
+    let events = f.drain();
+    let waits = waits(&events);
+    assert_eq!(waits.len(), 3, "{waits:?}");
+    assert_eq!(waits[0], (300, "openai".to_string()), "retry-after-ms");
+    assert_eq!(waits[1].0, 250, "the used-up limit's reset, not the 6 minutes");
+    assert!(waits[2].0 <= 1000, "until the anthropic reset: {waits:?}");
+    // The same words in huddle run's progress and the timeline.
+    let shown: Vec<String> = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::LimitWait { .. }))
+        .filter_map(huddle::headless::progress_line)
+        .collect();
+    assert!(
+        shown[0].contains("a: waiting until ") && shown[0].contains(" UTC for openai limit (300ms)"),
+        "{shown:?}"
+    );
+    let over = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::LimitWaitOver { .. }))
+        .count();
+    assert_eq!(over, 3);
+}
+
+#[tokio::test]
+async fn with_no_wait_allowed_a_429_ends_the_run_rate_limited_and_it_resumes() {
+    let f = one_member(EngineOptions {
+        rate_limit_wait: Duration::ZERO,
+        ..EngineOptions::default()
+    })
+    .await;
+    f.server.script(
+        "w-a",
+        vec![Reply::status(429).retry_after("3"), Reply::text("second try")],
+    );
+    let report = f.run("go").await;
+    assert_eq!(report.outcome, CycleOutcome::RateLimited);
+    assert_eq!(
+        huddle::headless::exit_code(&report),
+        huddle::headless::EXIT_RATE_LIMITED
+    );
+    assert_eq!(
+        f.server.requests_for("w-a").len(),
+        1,
+        "no retry in the provider either"
+    );
+    let open = f
+        .org
+        .read(|o| o.group(&f.group_id).and_then(|g| g.state.run.clone()))
+        .expect("left open to be resumed");
+    assert!(
+        open.reason
+            .as_deref()
+            .is_some_and(|r| r.contains("rate_limit_wait_secs is 0")),
+        "{:?}",
+        open.reason
+    );
+    let resumed = f
+        .engine
+        .resume_cycle(&f.group_id, RunOverrides::default())
+        .await
+        .expect("resumes");
+    assert_eq!(resumed.outcome, CycleOutcome::Completed);
+    assert_eq!(resumed.final_text.trim(), "second try");
+}
+
+#[tokio::test]
+async fn a_wait_is_stopped_by_an_interruption_and_the_run_resumes_after_it() {
+    let mut f = one_member(EngineOptions::default()).await;
+    // Ten minutes: within the default bound (900 s), so the run waits.
+    f.server.script(
+        "w-a",
+        vec![
+            Reply::status(429).header("retry-after", "600"),
+            Reply::text("after the reset"),
+        ],
+    );
+    let run = f.spawn_run("go");
+    let seen = f
+        .events_until("the wait", |e| matches!(e.kind, EventKind::LimitWait { .. }))
+        .await;
+    assert_eq!(waits(&seen)[0].0, 600_000);
+    let listed = f.engine.limit_waits();
+    assert_eq!(listed.len(), 1, "listed while it waits");
+    assert_eq!(listed[0].2.provider, "openai");
+    assert!(f.engine.interrupt_run(&RunKey::team(&f.group_id)));
+    let report = tokio::time::timeout(engine_fixture::HANG_GUARD, run)
+        .await
+        .expect("the wait ends at once")
+        .expect("joins");
+    assert_eq!(report.outcome, CycleOutcome::Cancelled);
+    assert!(f.engine.limit_waits().is_empty());
+    assert!(
+        f.org
+            .read(|o| o.group(&f.group_id).and_then(|g| g.state.run.clone()))
+            .is_some(),
+        "kept open"
+    );
+    // Resumed (after the reset), the turn is asked again and the run finishes.
+    let resumed = f
+        .engine
+        .resume_cycle(&f.group_id, RunOverrides::default())
+        .await
+        .expect("resumes");
+    assert_eq!(resumed.outcome, CycleOutcome::Completed);
+    assert_eq!(resumed.final_text.trim(), "after the reset");
+    assert_eq!(f.server.requests_for("w-a").len(), 2);
+}
+
+#[tokio::test]
+async fn a_cli_agent_s_usage_limit_is_waited_out_until_its_epoch() {
+    let mut f = one_member(EngineOptions::default()).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let d = dir.path().display();
+    f.with_cli_agents(
+        dir.path(),
+        &[(
+            "cli-a",
+            &format!(
+                "cat > /dev/null\nif [ -e {d}/once ]; then printf 'the answer after the reset\\n'; else touch {d}/once; echo \"Claude AI usage limit reached|$(( $(date +%s) + 1 ))\"; exit 1; fi"
+            ),
+        )],
+    );
+    let a = f.session_id("t-a");
+    f.org
+        .update(|o| o.session_mut(&a).expect("member").model = "cli-a/x".into());
+    let report = f.run("go").await;
+    assert_eq!(report.outcome, CycleOutcome::Completed, "{:?}", report.failed);
+    assert_eq!(report.final_text.trim(), "the answer after the reset");
+    let waits = waits(&f.drain());
+    assert_eq!(waits.len(), 1, "{waits:?}");
+    assert!(waits[0].0 <= 2000, "until the epoch it printed: {waits:?}");
+    assert_eq!(waits[0].1, "cli-a");
+}

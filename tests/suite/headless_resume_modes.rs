@@ -1,0 +1,362 @@
+//! Every mode resumes after a SIGKILL: `huddle run` on the scripted fake server is killed right
+//! after the first turn it reports finished, `huddle run --group G --resume` completes with the
+//! right answer, and the server's log shows that no turn that had finished was asked again.
+//! Each member has a model of its own, so the log says whose turn each request was.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use super::fake_llm_server::{FakeLlm, Reply};
+use super::headless::{team_made_by_run, text};
+
+/// A reply that streams for a few seconds: the kill lands while it runs.
+fn slow(answer: &str) -> Reply {
+    Reply::text(answer).chunk_delay(Duration::from_millis(900))
+}
+
+/// A home whose config points provider `fake` at the server, with `preset` as a user preset.
+fn home_with(llm: &FakeLlm, preset: &str) -> tempfile::TempDir {
+    let home = tempfile::tempdir().expect("home");
+    std::fs::write(
+        home.path().join("config.yaml"),
+        format!(
+            "default_model: fake/default\nproviders:\n  - {{ name: fake, kind: openai, base_url: \"{}\" }}\n",
+            llm.openai_base()
+        ),
+    )
+    .expect("config");
+    std::fs::create_dir_all(home.path().join("presets")).expect("presets dir");
+    std::fs::write(home.path().join("presets").join("case.yaml"), preset).expect("preset");
+    home
+}
+
+/// Runs `huddle run --preset <preset> --events <prompt>` and kills it (SIGKILL) once `member`
+/// reported a finished turn and the server has had a request for `next` (the turn the kill cuts
+/// off); returns the events printed before the kill.
+async fn kill_after_turn_of(
+    llm: &FakeLlm,
+    home: &Path,
+    preset: &str,
+    prompt: &str,
+    member: &str,
+    next: (&str, usize),
+) -> Vec<Value> {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(["run", "--preset", preset, "--events", prompt])
+        .env("HUDDLE_HOME", home)
+        .current_dir(home)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start huddle");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let mut events: Vec<Value> = Vec::new();
+    let suffix = format!("-{member}");
+    let finished = |events: &[Value]| {
+        events.iter().any(|e| {
+            e["event"] == "turn_finished"
+                && e["success"] == true
+                && e["session"].as_str().is_some_and(|s| s.ends_with(&suffix))
+        })
+    };
+    let read = async {
+        loop {
+            if finished(&events) && llm.requests_for(next.0).len() >= next.1 {
+                return true;
+            }
+            tokio::select! {
+                line = lines.next_line() => match line {
+                    Ok(Some(line)) => events.push(serde_json::from_str(&line).expect("NDJSON")),
+                    _ => return false,
+                },
+                _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+            }
+        }
+    };
+    let found = tokio::time::timeout(Duration::from_secs(120), read)
+        .await
+        .unwrap_or(false);
+    // SIGKILL: nothing of huddle's own runs after this.
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+    assert!(found, "{member} never finished a turn: {events:#?}");
+    assert!(
+        !events.iter().any(|e| e["event"] == "run_ended"),
+        "killed before the end"
+    );
+    events
+}
+
+/// `huddle run --group <team> --resume` (with `extra` flags): its exit code, stdout and stderr.
+async fn resume(home: &Path, preset: &str, extra: &[&str]) -> (Option<i32>, String, String) {
+    let team = team_made_by_run(home, preset);
+    let mut args = vec!["run", "--group", team.as_str(), "--resume"];
+    args.extend_from_slice(extra);
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(&args)
+        .env("HUDDLE_HOME", home)
+        .current_dir(home)
+        .output()
+        .await
+        .expect("resume");
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+/// The last user message of every request the server got for `model`.
+fn asked(llm: &FakeLlm, model: &str) -> Vec<String> {
+    llm.requests_for(model)
+        .iter()
+        .map(|r| {
+            r.messages()
+                .iter()
+                .rev()
+                .find(|m| m["role"] == "user")
+                .and_then(|m| m["content"].as_str().map(str::to_string))
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// No two requests for `model` carried the same messages (no finished turn was asked again).
+fn never_asked_twice(llm: &FakeLlm, model: &str) {
+    let bodies: Vec<Value> = llm
+        .requests_for(model)
+        .iter()
+        .map(|r| r.json()["messages"].clone())
+        .collect();
+    for (i, b) in bodies.iter().enumerate() {
+        assert!(
+            !bodies[..i].contains(b),
+            "{model} was asked the same thing twice: {b}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broadcast_resumes_with_the_members_that_had_not_answered() {
+    let llm = FakeLlm::start().await;
+    llm.script("a", vec![Reply::text("Alpha answer")]);
+    llm.script("b", vec![slow("Beta slow answer"), Reply::text("Beta answer")]);
+    let preset = "name: Case\nmode: broadcast\nworkers:\n  - { name: a, model: fake/a }\n  - { name: b, model: fake/b }\n";
+    let home = home_with(&llm, preset);
+    kill_after_turn_of(&llm, home.path(), "Case", "Say hello", "a", ("b", 1)).await;
+    let (code, out, err) = resume(home.path(), "Case", &[]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("Alpha answer") && out.contains("Beta answer"),
+        "{out}"
+    );
+    assert_eq!(llm.requests_for("a").len(), 1, "a's answer came from disk");
+    assert_eq!(llm.requests_for("b").len(), 2, "b was cut off and asked again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sequential_resumes_at_the_member_whose_turn_it_was() {
+    let llm = FakeLlm::start().await;
+    llm.script("a", vec![Reply::text("First words")]);
+    llm.script("b", vec![slow("Second slow words"), Reply::text("Second words")]);
+    let preset = "name: Case\nmode: sequential\nworkers:\n  - { name: a, model: fake/a }\n  - { name: b, model: fake/b }\n";
+    let home = home_with(&llm, preset);
+    kill_after_turn_of(&llm, home.path(), "Case", "Write a line", "a", ("b", 1)).await;
+    let (code, out, err) = resume(home.path(), "Case", &[]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.trim(), "Second words");
+    assert_eq!(llm.requests_for("a").len(), 1);
+    let b = asked(&llm, "b");
+    assert_eq!(b.len(), 2);
+    assert!(b[1].contains("First words"), "b saw a's answer: {}", b[1]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orchestrator_resumes_with_the_workers_that_had_not_answered() {
+    let llm = FakeLlm::start().await;
+    llm.script(
+        "o",
+        vec![
+            Reply::text("@worker:a look at A\n@worker:b look at B"),
+            Reply::text("Synthesis of both"),
+        ],
+    );
+    llm.script("a", vec![Reply::text("A found")]);
+    llm.script("b", vec![slow("B slow finding"), Reply::text("B found")]);
+    let preset = "name: Case\nmode: orchestrator\norchestrator: { model: fake/o }\nworkers:\n  - { name: a, model: fake/a }\n  - { name: b, model: fake/b }\n";
+    let home = home_with(&llm, preset);
+    kill_after_turn_of(&llm, home.path(), "Case", "Investigate", "a", ("b", 1)).await;
+    let (code, out, err) = resume(home.path(), "Case", &[]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.trim(), "Synthesis of both");
+    let o = asked(&llm, "o");
+    assert_eq!(o.len(), 2, "the plan came from disk: {o:#?}");
+    assert!(o[1].contains("A found") && o[1].contains("B found"), "{}", o[1]);
+    assert_eq!(llm.requests_for("a").len(), 1);
+    never_asked_twice(&llm, "o");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reflect_cycle_resumes_its_interrupted_iteration_without_asking_its_finished_turns_again() {
+    let llm = FakeLlm::start().await;
+    llm.script(
+        "o",
+        vec![
+            Reply::text("@worker:a look at A\n@worker:b look at B"),
+            Reply::text("Synthesis\n[[GROUP_REFLECT_COMPLETE]]"),
+        ],
+    );
+    llm.script("a", vec![Reply::text("A found")]);
+    llm.script("b", vec![slow("B slow finding"), Reply::text("B found")]);
+    let preset = "name: Case\nmode: orchestrator_reflect\nmax_iterations: 2\norchestrator: { model: fake/o }\nworkers:\n  - { name: a, model: fake/a }\n  - { name: b, model: fake/b }\n";
+    let home = home_with(&llm, preset);
+    kill_after_turn_of(&llm, home.path(), "Case", "Investigate", "a", ("b", 1)).await;
+    let (code, out, err) = resume(home.path(), "Case", &[]).await;
+    assert!(matches!(code, Some(0 | 3)), "{err}");
+    assert!(out.contains("Synthesis"), "{out}");
+    assert_eq!(asked(&llm, "o").len(), 2, "the plan came from disk");
+    assert_eq!(llm.requests_for("a").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_resumes_at_its_state() {
+    let llm = FakeLlm::start().await;
+    llm.script(
+        "d",
+        vec![
+            Reply::text("Offer one hundred"),
+            slow("We agree then"),
+            Reply::text("Deal at ninety\n[[RELAY_COMPLETE]]"),
+        ],
+    );
+    llm.script("c", vec![Reply::text("Counter: eighty")]);
+    let preset = "name: Case\nmode: relay\nrelay:\n  driver: d\n  counterpart: c\n  approval: full_auto\n  max_turns: 4\nworkers:\n  - { name: d, model: fake/d }\n  - { name: c, model: fake/c }\n";
+    let home = home_with(&llm, preset);
+    kill_after_turn_of(&llm, home.path(), "Case", "Buy the car", "c", ("d", 2)).await;
+    let (code, out, err) = resume(home.path(), "Case", &[]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.trim(), "Deal at ninety");
+    let d = asked(&llm, "d");
+    assert_eq!(d.len(), 3, "the first draft came from disk: {d:#?}");
+    assert_eq!(
+        llm.requests_for("c").len(),
+        1,
+        "the counterpart's answer came from disk"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_resumes_at_the_member_that_held_it() {
+    let llm = FakeLlm::start().await;
+    llm.script("e", vec![Reply::text("Entry notes")]);
+    llm.script("f", vec![slow("Final slow word"), Reply::text("Final word")]);
+    let preset = "name: Case\nmode: flow\nentry: e\nworkers:\n  - { name: e, model: fake/e, handoff: f }\n  - { name: f, model: fake/f }\n";
+    let home = home_with(&llm, preset);
+    kill_after_turn_of(&llm, home.path(), "Case", "Fix the printer", "e", ("f", 1)).await;
+    let (code, out, err) = resume(home.path(), "Case", &[]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.trim(), "Final word");
+    assert_eq!(llm.requests_for("e").len(), 1);
+    assert!(asked(&llm, "f").iter().all(|p| p.contains("Entry notes")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pipeline_resumes_at_its_phase_with_the_handoff_it_had() {
+    let llm = FakeLlm::start().await;
+    llm.script(
+        "t",
+        vec![Reply::tool_call(
+            "call_1",
+            "handoff_conversation",
+            r#"{"target":"h","reason":"ready","summary":"the printer jams"}"#,
+        )],
+    );
+    llm.script(
+        "h",
+        vec![slow("Handled slowly"), Reply::text("Handled: clear the tray")],
+    );
+    let preset = "name: Case\nmode: pipeline\nworkers:\n  - { name: t, model: fake/t }\n  - { name: h, model: fake/h }\nstages:\n  - { phase: intake, member: t, next: handling }\n  - { phase: handling, member: h }\n";
+    let home = home_with(&llm, preset);
+    kill_after_turn_of(&llm, home.path(), "Case", "My printer jams", "t", ("h", 1)).await;
+    let (code, out, err) = resume(home.path(), "Case", &[]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.trim(), "Handled: clear the tray");
+    assert_eq!(llm.requests_for("t").len(), 1, "the handoff came from disk");
+    assert!(asked(&llm, "h").iter().all(|p| p.contains("the printer jams")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dispatch_run_pushes_finished_results_from_disk_and_dispatches_the_rest_again() {
+    let llm = FakeLlm::start().await;
+    llm.script(
+        "o",
+        vec![
+            Reply::tool_calls(&[
+                ("c1", "dispatch_agent", r#"{"name":"a","task":"check A"}"#),
+                ("c2", "dispatch_agent", r#"{"name":"b","task":"check B"}"#),
+            ]),
+            Reply::text("Step one"),
+            Reply::text("Step two"),
+            Reply::text("Step three"),
+        ],
+    );
+    llm.set_default(Reply::text("All checked"));
+    llm.script("a", vec![Reply::text("A is fine")]);
+    // b is slow again when dispatched again: the orchestrator's first resumed turn is a wait.
+    llm.script("b", vec![slow("B slow check"), slow("B is fine")]);
+    let preset = "name: Case\nmode: dispatch\norchestrator: { model: fake/o }\nworkers:\n  - { name: a, model: fake/a }\n  - { name: b, model: fake/b }\n";
+    let home = home_with(&llm, preset);
+    kill_after_turn_of(&llm, home.path(), "Case", "Check everything", "a", ("b", 1)).await;
+    let (code, out, err) = resume(home.path(), "Case", &[]).await;
+    assert_eq!(code, Some(0), "{err}");
+    // Its answer is its own (a reply it gave once b's result was in), never huddle's stand-in.
+    let answer = out.trim();
+    assert!(answer.starts_with("Step") || answer == "All checked", "{out}");
+    assert_eq!(llm.requests_for("a").len(), 1, "a's result came from disk");
+    assert_eq!(llm.requests_for("b").len(), 2, "b was dispatched again");
+    never_asked_twice(&llm, "o");
+    // The orchestrator heard a's result (pushed then, or from disk now) and b's.
+    let last = llm.requests_for("o").last().expect("o").prompt_texts().join("\n");
+    assert!(last.contains("A is fine") && last.contains("B is fine"), "{last}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_deliberation_resumes_with_its_broadcast_log() {
+    let llm = FakeLlm::start().await;
+    llm.script(
+        "a",
+        vec![Reply::tool_call(
+            "c1",
+            "team_broadcast",
+            r#"{"message":"Alpha thinks yes","final":true}"#,
+        )],
+    );
+    llm.script(
+        "b",
+        vec![
+            slow("thinking slowly"),
+            Reply::tool_call(
+                "c2",
+                "team_broadcast",
+                r#"{"message":"Beta thinks no","final":true}"#,
+            ),
+        ],
+    );
+    llm.script("s", vec![Reply::text("Decision: yes, with care")]);
+    let preset = "name: Case\nmode: team\norchestrator: { model: fake/s }\nworkers:\n  - { name: a, model: fake/a }\n  - { name: b, model: fake/b }\n";
+    let home = home_with(&llm, preset);
+    kill_after_turn_of(&llm, home.path(), "Case", "Should we ship?", "a", ("b", 1)).await;
+    let (code, out, err) = resume(home.path(), "Case", &[]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.trim(), "Decision: yes, with care");
+    assert_eq!(llm.requests_for("a").len(), 1, "a's broadcast came from disk");
+    let s = asked(&llm, "s");
+    assert_eq!(s.len(), 1);
+    assert!(
+        s[0].contains("Alpha thinks yes") && s[0].contains("Beta thinks no"),
+        "{}",
+        s[0]
+    );
+}
