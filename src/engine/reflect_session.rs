@@ -20,8 +20,8 @@ use super::budget::within_time_limit;
 use super::cycle::{self, CycleContext, CycleLoop, Step};
 use super::events::{EventKind, Phase};
 use super::protocol::{
-    PassFail, is_reflection_complete, parse_pass_fail, reflection_evaluator_prompt,
-    reflection_followup_prompt, strip_sentinel_lines, trend,
+    PassFail, StepPrompt, is_reflection_complete, parse_pass_fail, reflection_brief,
+    reflection_evaluator_prompt, reflection_followup_prompt, strip_sentinel_lines, trend,
 };
 use super::session::TurnOptions;
 use super::{ActiveRun, EngineError, EngineShared, ReflectionRequest, RunReport};
@@ -239,12 +239,16 @@ impl CycleLoop for SessionCycle<'_> {
         let (attempt_started, usage_before) = (Instant::now(), self.state.usage);
         let max_iterations = self.state.max_iterations;
         let goal = &self.request.goal;
+        // The goal is the conversation's first message; later ones ask for an improvement (the
+        // rules are in the brief, the same for every iteration).
         let prompt = if iteration == 1 {
-            goal.clone()
+            StepPrompt::plain(goal.clone())
         } else {
-            reflection_followup_prompt(goal, iteration, max_iterations, self.feedback.as_deref())
+            reflection_followup_prompt(iteration, max_iterations, self.feedback.as_deref())
         };
         let options = TurnOptions {
+            compact: prompt.compact,
+            system_extra: Some(reflection_brief()),
             run_id: self.active.emitter.run_id.clone(),
             iteration: Some(iteration),
             cancel: self.active.control.cancel.child_token(),
@@ -254,7 +258,7 @@ impl CycleLoop for SessionCycle<'_> {
             replay: self.replay.clone(),
             ..TurnOptions::default()
         };
-        let answer = self.shared.turn(self.session_id, prompt, options).await;
+        let answer = self.shared.turn(self.session_id, prompt.text, options).await;
         if let Some(u) = answer.usage {
             self.state.usage.add(u);
             self.active.control.count_tokens(u, &self.active.emitter);

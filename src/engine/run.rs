@@ -12,12 +12,32 @@ use crate::model::{CycleOutcome, Message, Usage};
 
 use super::events::EventKind;
 use super::protocol::{
-    Assignment, ParsedPlan, WorkerResolver, WorkerResult, WorkerTask, parse_assignments_for, worker_prompt,
+    Assignment, ParsedPlan, StepPrompt, WorkerBrief, WorkerResolver, WorkerResult, parse_assignments_for,
+    worker_brief, worker_task_prompt,
 };
 use super::session::{PromptStamp, TurnOptions};
 use super::sink::Emitter;
 use super::team::{Member, Team};
 use super::{ActiveRun, EngineShared, RunControl, RunReport, TurnResult};
+
+/// One member's turn among several run at once ([`Run::parallel`]): its message and the run's
+/// brief for it.
+pub(crate) struct Job {
+    pub member: Member,
+    pub prompt: StepPrompt,
+    pub brief: Option<String>,
+}
+
+impl Job {
+    /// A turn on `prompt` as it is, with no brief.
+    pub fn plain(member: Member, prompt: String) -> Job {
+        Job {
+            member,
+            prompt: StepPrompt::plain(prompt),
+            brief: None,
+        }
+    }
+}
 
 pub(crate) struct Run<'a> {
     pub shared: &'a Arc<EngineShared>,
@@ -28,6 +48,9 @@ pub(crate) struct Run<'a> {
     pub simulated: bool,
     /// A resumed run: what its interrupted run left (see `engine/resume.rs`).
     pub resumed: Option<Resumed>,
+    /// At most this many earlier exchanges are sent with each turn of the run (see
+    /// `TurnOptions::window`): the mode's choice, none by default.
+    pub window: Option<usize>,
 }
 
 /// What a resumed run continues: the open run as it was left, and the turns it finished.
@@ -48,6 +71,7 @@ impl<'a> Run<'a> {
             usage: Usage::default(),
             simulated: false,
             resumed: None,
+            window: None,
         }
     }
 
@@ -109,6 +133,7 @@ impl<'a> Run<'a> {
             attachments: self.team.attachments.clone(),
             history_from_run_start: self.team.memory == crate::model::Memory::Run,
             replay: self.replay(),
+            window: self.window,
             ..TurnOptions::default()
         }
     }
@@ -135,10 +160,21 @@ impl<'a> Run<'a> {
         result
     }
 
-    /// One turn of a member, counted in the run's totals.
-    pub async fn turn(&mut self, member: &Member, prompt: String, iteration: Option<u32>) -> TurnResult {
-        let options = self.turn_options(iteration, None);
-        let result = self.shared.turn(&member.id, prompt, options).await;
+    /// One step of a member's run: its message (the conversation keeps its compact form) with
+    /// the run's brief added to the member's system prompt, counted in the run's totals.
+    pub async fn step(
+        &mut self,
+        member: &Member,
+        prompt: StepPrompt,
+        brief: Option<&str>,
+        iteration: Option<u32>,
+    ) -> TurnResult {
+        let options = TurnOptions {
+            compact: prompt.compact,
+            system_extra: brief.map(str::to_string),
+            ..self.turn_options(iteration, None)
+        };
+        let result = self.shared.turn(&member.id, prompt.text, options).await;
         self.account(&result);
         if let Some(u) = result.usage {
             self.control().count_tokens(u, self.emitter());
@@ -195,17 +231,20 @@ impl<'a> Run<'a> {
         request: &str,
         iteration: u32,
     ) -> Vec<WorkerResult> {
-        let jobs: Vec<(Member, String)> = assignments
+        let jobs: Vec<Job> = assignments
             .iter()
             .filter_map(|a| {
                 let member = self.team.workers.iter().find(|w| w.name == a.worker)?.clone();
-                let prompt = worker_prompt(&WorkerTask {
+                let brief = worker_brief(&WorkerBrief {
                     system_prompt: member.system_prompt.as_deref(),
                     shared_context: self.team.shared_context.as_deref(),
                     request,
-                    task: &a.task,
                 });
-                Some((member, prompt))
+                Some(Job {
+                    member,
+                    prompt: worker_task_prompt(&a.task),
+                    brief: Some(brief),
+                })
             })
             .collect();
         let timeout = self.team.worker_timeout;
@@ -233,7 +272,7 @@ impl<'a> Run<'a> {
     /// `worker_finished`; with a timeout, a stuck provider is cut off as a failed turn.
     pub async fn parallel(
         &mut self,
-        jobs: Vec<(Member, String)>,
+        jobs: Vec<Job>,
         iteration: u32,
         timeout: Option<Duration>,
     ) -> Vec<(TurnResult, Duration)> {
@@ -243,10 +282,20 @@ impl<'a> Run<'a> {
             .options
             .max_concurrency;
         let semaphore = Arc::new(Semaphore::new(limit.max(1)));
-        let futures = jobs.into_iter().map(|(member, prompt)| {
+        let futures = jobs.into_iter().map(|job| {
+            let Job {
+                member,
+                prompt,
+                brief,
+            } = job;
             let semaphore = Arc::clone(&semaphore);
             let shared = Arc::clone(self.shared);
-            let options = self.turn_options(Some(iteration), timeout);
+            let options = TurnOptions {
+                compact: prompt.compact,
+                system_extra: brief,
+                ..self.turn_options(Some(iteration), timeout)
+            };
+            let prompt = prompt.text;
             let emitter = self.emitter().clone();
             let active = self.active;
             async move {

@@ -73,6 +73,14 @@ pub struct TurnOptions {
     /// A resumed run's turns that its interrupted run finished: such a turn is answered from
     /// there, not by the model (see `engine/resume.rs`).
     pub(crate) replay: Option<Arc<super::resume::Replay>>,
+    /// At most this many earlier exchanges are sent (a mode's choice for turns that need only
+    /// the recent ones, like a long cycle's); see [`stable_window`].
+    pub window: Option<usize>,
+    /// What the session's conversation keeps of the prompt for its later turns, when that is
+    /// less than the prompt: a step's instructions and inputs are sent with the turn that needs
+    /// them, and later turns see what was asked and answered. The transcript records both (the
+    /// prompt as sent, and this as its `compact` form).
+    pub compact: Option<String>,
 }
 
 /// Marks put on a turn's stored prompt message by whoever asked for the turn: the turn applies
@@ -161,6 +169,13 @@ pub(crate) struct SessionState {
     /// How many messages from the front of the loaded history were dropped from memory
     /// (a resumed run's start is an index into the whole history, as read from disk).
     dropped: usize,
+    /// What the transcript last recorded as added to the system prompt (see
+    /// [`Message::instructions`]); read with the history.
+    instructions: Option<String>,
+    /// How many exchanges of the conversation were dropped from the front of `history` (see
+    /// `drop_unsendable`): a window counts exchanges from the conversation's start, so that
+    /// dropping what is held changes nothing that is sent.
+    dropped_exchanges: usize,
 }
 
 impl SessionState {
@@ -170,6 +185,8 @@ impl SessionState {
         self.history = None;
         self.run_start = None;
         self.dropped = 0;
+        self.instructions = None;
+        self.dropped_exchanges = 0;
     }
 
     /// Drops the part of the history no turn can be sent any more (older than what
@@ -190,6 +207,10 @@ impl SessionState {
         if dropped == 0 {
             return;
         }
+        self.dropped_exchanges += history[..dropped]
+            .iter()
+            .filter(|m| m.role == ChatRole::User)
+            .count();
         history.drain(..dropped);
         self.dropped += dropped;
         if let Some((_, start)) = &mut self.run_start {
@@ -198,7 +219,8 @@ impl SessionState {
     }
 
     /// What a turn is sent of the history: everything since the conversation began, or with
-    /// `from_run_start` only what was said since the run began.
+    /// `from_run_start` only what was said since the run began; with a `window`, only the
+    /// newest exchanges (see [`stable_window`]).
     ///
     /// A resumed run began where its interrupted run did (`resumed_start`).
     fn visible(
@@ -206,6 +228,7 @@ impl SessionState {
         run_id: Option<&RunId>,
         from_run_start: bool,
         resumed_start: Option<usize>,
+        window: Option<usize>,
     ) -> Vec<ChatMessage> {
         let history = self.history.get_or_insert_with(Vec::new);
         let start = match (run_id, from_run_start) {
@@ -222,8 +245,44 @@ impl SessionState {
             },
             _ => 0,
         };
-        bounded_history(&history[start..])
+        let before = self.dropped_exchanges
+            + history[..start]
+                .iter()
+                .filter(|m| m.role == ChatRole::User)
+                .count();
+        let history = &history[start..];
+        match window {
+            Some(window) => bounded_history(stable_window(history, window, before)),
+            None => bounded_history(history),
+        }
     }
+}
+
+/// The newest exchanges of `history` (an exchange: a user message and what followed it) when
+/// it has more than `window` of them. The oldest go half a window at a time, so that what is
+/// sent starts the same way for several requests in a row (a prefix a provider can cache)
+/// rather than one exchange later every time: between `window / 2 + 1` and `window` are kept.
+/// Where the cuts fall is counted from the conversation's start: `before` exchanges of it
+/// precede `history` (not held any more, or before the run's start).
+fn stable_window(history: &[ChatMessage], window: usize, before: usize) -> &[ChatMessage] {
+    let starts: Vec<usize> = history
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == ChatRole::User)
+        .map(|(i, _)| i)
+        .collect();
+    let window = window.max(1);
+    if starts.len() <= window {
+        return history;
+    }
+    let step = (window / 2).max(1);
+    // The first kept exchange, counted from the conversation's start: a multiple of `step`
+    // that leaves at least `window - step + 1` exchanges, so at most `window`; past `before`,
+    // as more than `window` exchanges follow it.
+    let total = before + starts.len();
+    let cut = (total - (window - step + 1)) / step * step;
+    let first = cut.saturating_sub(before).min(starts.len() - 1);
+    &history[starts[first]..]
 }
 
 /// A session's state, shared by the turns that wait for it.
@@ -375,7 +434,10 @@ impl Actor<'_> {
         let id = self.session_id.to_string();
         let loaded = tokio::task::spawn_blocking(move || shared.writer.load(&shared.transcripts, &id)).await;
         let history = match loaded {
-            Ok(Ok(loaded)) => chat_history(&loaded.messages),
+            Ok(Ok(loaded)) => {
+                self.state.instructions = recorded_instructions(&loaded.messages);
+                chat_history(&loaded.messages)
+            }
             Ok(Err(e)) => {
                 tracing::warn!(session = %self.session_id, error = %e, "cannot read transcript; starting without history");
                 Vec::new()
@@ -438,9 +500,14 @@ impl Actor<'_> {
             resumed_start = replay.history_start(self.session_id);
         }
         self.load_history().await;
-        let prompt = self.with_notes(&info, options, prompt);
+        let notes = self.take_notes(&info, options);
+        let prompt = with_notes(&notes, prompt);
         let sent = crate::attachments::with_context(&prompt, &options.attachments);
         let mut user = Message::user(crate::attachments::with_references(&prompt, &options.attachments));
+        user.compact = options.compact.clone().map(|compact| {
+            crate::attachments::with_references(&with_notes(&notes, compact), &options.attachments)
+        });
+        user.instructions = self.instructions_changed(options.system_extra.as_deref());
         user.iteration = options.iteration;
         user.run_id = options.run_id.clone();
         user.execution_id = self.execution_id();
@@ -454,6 +521,7 @@ impl Actor<'_> {
                 options.run_id.as_ref(),
                 options.history_from_run_start,
                 resumed_start,
+                options.window,
             )
         };
         messages.push(ChatMessage::user(sent.as_str()));
@@ -495,13 +563,17 @@ impl Actor<'_> {
                     turn_timeout: options.timeout,
                     ..TurnRequest::default()
                 };
+                let extras = LoopExtras {
+                    skills: repo.skills,
+                    new_instructions: user.instructions.is_some(),
+                };
                 self.tool_loop(
                     &info,
                     options,
                     generation,
                     provider.as_ref(),
                     &mut request,
-                    repo.skills,
+                    extras,
                 )
                 .await
             }
@@ -719,9 +791,21 @@ impl Actor<'_> {
         );
     }
 
-    /// The prompt with the notes the user left for this session's next turn (taken, and
-    /// reported as delivered) before it.
-    fn with_notes(&self, info: &SessionInfo, options: &TurnOptions, prompt: String) -> String {
+    /// What the transcript records as this turn's instructions: the text added to the system
+    /// prompt when it differs from what the previous prompt was sent (an empty text when
+    /// nothing is added any more), else nothing.
+    fn instructions_changed(&mut self, extra: Option<&str>) -> Option<String> {
+        let extra = extra.filter(|e| !e.trim().is_empty());
+        if extra == self.state.instructions.as_deref() {
+            return None;
+        }
+        self.state.instructions = extra.map(str::to_string);
+        Some(extra.unwrap_or_default().to_string())
+    }
+
+    /// The notes the user left for this session's next turn (taken, and reported as
+    /// delivered).
+    fn take_notes(&self, info: &SessionInfo, options: &TurnOptions) -> Vec<String> {
         let id = self.session_id;
         // A write (and a save) only when there is a note: this runs for every turn.
         let waiting = self
@@ -729,16 +813,13 @@ impl Actor<'_> {
             .org
             .read(|o| o.session(id).is_some_and(|s| !s.pending_notes.is_empty()));
         if !waiting {
-            return prompt;
+            return Vec::new();
         }
         let notes = self.shared.org.update(|o| {
             o.session_mut(id)
                 .map(|s| std::mem::take(&mut s.pending_notes))
                 .unwrap_or_default()
         });
-        if notes.is_empty() {
-            return prompt;
-        }
         for text in &notes {
             self.emit(
                 info,
@@ -751,7 +832,7 @@ impl Actor<'_> {
                 },
             );
         }
-        super::protocol::prompt_with_notes(&notes, &prompt)
+        notes
     }
 
     /// Model → tools → model until an answer without calls, the round limit (then the model is
@@ -764,7 +845,7 @@ impl Actor<'_> {
         generation: u64,
         provider: &dyn crate::providers::Provider,
         request: &mut TurnRequest,
-        skills: Option<Arc<super::repo_context::SkillTool>>,
+        extras: LoopExtras,
     ) -> (
         Result<crate::providers::TurnOutput, crate::providers::ProviderError>,
         Vec<Message>,
@@ -832,6 +913,10 @@ impl Actor<'_> {
             .as_ref()
             .filter(|_| !capabilities.text_tools)
             .map(|hooks| Arc::clone(&hooks.0));
+        let LoopExtras {
+            skills,
+            new_instructions,
+        } = extras;
         let hooks: Option<Arc<dyn TurnTools>> = match (mode_tools, skills) {
             (Some(mode), Some(skills)) => Some(Arc::new(Joined(mode, skills))),
             (mode, skills) => mode.or_else(|| skills.map(|s| s as Arc<dyn TurnTools>)),
@@ -886,6 +971,15 @@ impl Actor<'_> {
                 .as_ref()
                 .filter(|s| s.provider == provider.name() && !options.fresh)
                 .map(|s| s.id.clone());
+        }
+        // A resumed agent is sent the newest message alone: instructions it has not been sent
+        // yet (new since the session's previous prompt) go before it.
+        if request.agent_session_id.is_some()
+            && new_instructions
+            && let Some(extra) = options.system_extra.as_deref().map(str::trim)
+            && let Some(last) = request.messages.last_mut()
+        {
+            last.content = format!("{extra}\n\n{}", last.content).into();
         }
         let mut usage: Option<Usage> = None;
         let mut rounds = 0u32;
@@ -1256,8 +1350,36 @@ impl Actor<'_> {
     }
 }
 
-/// What a model is sent of a stored conversation: user and assistant messages and tool
-/// results since the last conversation start, less exchanges taken back (`supersedes`),
+/// What a turn brings to its tool loop besides the request.
+struct LoopExtras {
+    /// The repository's skills, lent as the `load_skill` tool.
+    skills: Option<Arc<super::repo_context::SkillTool>>,
+    /// The instructions added to the system prompt changed since the session's previous
+    /// prompt (a resumed CLI agent is sent them with the newest message).
+    new_instructions: bool,
+}
+
+/// `prompt` with the user's notes for the member before it (unchanged without notes).
+fn with_notes(notes: &[String], prompt: String) -> String {
+    if notes.is_empty() {
+        prompt
+    } else {
+        super::protocol::prompt_with_notes(notes, &prompt)
+    }
+}
+
+/// The instructions the last prompt of a transcript was sent (see [`Message::instructions`]).
+fn recorded_instructions(messages: &[Message]) -> Option<String> {
+    messages
+        .iter()
+        .rev()
+        .find_map(|m| m.instructions.as_deref())
+        .filter(|i| !i.trim().is_empty())
+        .map(str::to_string)
+}
+
+/// What a model is sent of a stored conversation: user messages (in their compact form, when
+/// they have one) and assistant messages and tool results since the last conversation start, less exchanges taken back (`supersedes`),
 /// without failed answers and empty ones (an answer that called tools is kept, empty
 /// or not). Calls whose result never got stored (a crash mid-call) are answered as lost, so
 /// every call in the history has its result, as both APIs require.
@@ -1328,12 +1450,12 @@ pub fn chat_history<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<
                     m.text.as_str(),
                 ));
             }
-            MessageRole::User if !m.text.trim().is_empty() => {
+            MessageRole::User if !m.history_text().trim().is_empty() => {
                 close_open(&mut out, &mut open_calls);
                 if let Some(id) = &m.id {
                     starts.push((id.as_str(), out.len()));
                 }
-                out.push(ChatMessage::user(m.text.as_str()));
+                out.push(ChatMessage::user(m.history_text()));
             }
             MessageRole::Assistant if m.error.is_none() && !m.tool_calls.is_empty() => {
                 close_open(&mut out, &mut open_calls);
@@ -1453,6 +1575,42 @@ mod tests {
     }
 
     #[test]
+    fn a_window_drops_the_oldest_exchanges_half_a_window_at_a_time() {
+        let exchanges = |n: usize| -> Vec<ChatMessage> {
+            (0..n)
+                .flat_map(|k| {
+                    [
+                        ChatMessage::user(format!("q{k}")),
+                        ChatMessage::assistant(format!("a{k}")),
+                    ]
+                })
+                .collect()
+        };
+        let first = |h: &[ChatMessage]| h.first().map(|m| m.content.to_string());
+        assert_eq!(stable_window(&exchanges(8), 8, 0).len(), 16, "within the window");
+        assert_eq!(first(stable_window(&exchanges(9), 8, 0)).as_deref(), Some("q4"));
+        // The start stays put while the window fills again, then moves on by half a window.
+        for n in 9..=12 {
+            assert_eq!(
+                first(stable_window(&exchanges(n), 8, 0)).as_deref(),
+                Some("q4"),
+                "{n}"
+            );
+        }
+        assert_eq!(first(stable_window(&exchanges(13), 8, 0)).as_deref(), Some("q8"));
+        assert_eq!(stable_window(&exchanges(13), 8, 0).len(), 10);
+        assert!(stable_window(&[], 8, 0).is_empty());
+        assert_eq!(first(stable_window(&exchanges(3), 1, 0)).as_deref(), Some("q2"));
+        // Counted from the conversation's start: without its first 6 exchanges (dropped from
+        // memory, or before the run), the cuts fall where they fell with everything held.
+        for n in 15..=30 {
+            let all = exchanges(n);
+            let with_all = first(stable_window(&all, 8, 0));
+            assert_eq!(first(stable_window(&all[12..], 8, 6)), with_all, "{n}");
+        }
+    }
+
+    #[test]
     fn history_keeps_the_newest_turns_and_starts_with_a_user_message() {
         let big = "x".repeat(HISTORY_MAX_CHARS / 2);
         let history = vec![
@@ -1489,7 +1647,7 @@ mod tests {
         for k in 0..400 {
             if k == 250 {
                 assert_eq!(
-                    state.visible(Some(&run), true, None),
+                    state.visible(Some(&run), true, None, None),
                     Vec::<ChatMessage>::new(),
                     "the run starts now"
                 );
@@ -1508,12 +1666,18 @@ mod tests {
                 "turn {k}: {chars} chars held"
             );
             assert_eq!(
-                state.visible(None, false, None),
+                state.visible(None, false, None, None),
                 bounded_history(&all),
                 "turn {k}: the same as with everything held"
             );
+            // A window of exchanges too (its cuts are counted from the conversation's start).
+            assert_eq!(
+                state.visible(None, false, None, Some(8)),
+                bounded_history(stable_window(&all, 8, 0)),
+                "turn {k}: the same window as with everything held"
+            );
         }
-        let from_run = state.visible(Some(&run), true, None);
+        let from_run = state.visible(Some(&run), true, None, None);
         assert_eq!(from_run, bounded_history(&all[500..]));
         assert_eq!(&*from_run.last().unwrap().content, &*all.last().unwrap().content);
     }
@@ -1535,7 +1699,7 @@ mod tests {
         state.drop_unsendable(true);
         assert!(state.dropped > 0, "the loaded history was trimmed");
         let run: RunId = "run-1".into();
-        let seen = state.visible(Some(&run), true, Some(run_began));
+        let seen = state.visible(Some(&run), true, Some(run_began), None);
         assert_eq!(seen, bounded_history(&all[run_began..]));
         assert_eq!(&*seen[0].content, &*all[run_began].content);
     }

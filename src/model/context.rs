@@ -55,8 +55,9 @@ pub fn tokens_of_text(chars: usize) -> u64 {
     chars.div_ceil(4) as u64
 }
 
+/// What a later request carries of a message: a prompt's compact form when it has one.
 fn message_chars(m: &Message) -> usize {
-    m.text.len()
+    m.history_text().len()
         + m.tool_calls
             .iter()
             .map(|c| c.name.len() + c.arguments.len())
@@ -145,6 +146,10 @@ mod tests {
         // Nothing reported: a quarter of every character, the system prompt's included.
         let plain = vec![Message::user("q".repeat(400)), Message::assistant("a".repeat(40))];
         assert_eq!(next_request_tokens(&plain, 40), 10 + 110);
+        // A prompt counts as later requests carry it: its compact form.
+        let mut step = Message::user("s".repeat(4_000));
+        step.compact = Some("c".repeat(40));
+        assert_eq!(next_request_tokens(&[step], 0), 10);
         assert_eq!(next_request_tokens(&[], 0), 0);
     }
 

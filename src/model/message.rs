@@ -112,6 +112,17 @@ pub struct Message {
     /// finds the turns its interrupted run finished by it, and never asks for them again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// On a prompt: the shorter form of it that the conversation keeps, when the prompt carried
+    /// more than the model needs to see again in later turns (instructions, a step's inputs).
+    /// `text` is what was sent; later turns are sent this instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact: Option<String>,
+    /// On a prompt: what was added to the session's system prompt for its turn (a mode's
+    /// instructions), recorded when it changed since the session's previous prompt (an empty
+    /// text: nothing was added any more). A prompt without it was sent what the nearest
+    /// earlier prompt that has it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
 }
 
 impl Message {
@@ -139,11 +150,18 @@ impl Message {
             run_id: None,
             supersedes: None,
             superseded: false,
+            compact: None,
+            instructions: None,
         }
     }
 
     pub fn user(text: impl Into<String>) -> Self {
         Message::new(MessageRole::User, text)
+    }
+
+    /// What a model is sent of this message in a later turn: its compact form when it has one.
+    pub fn history_text(&self) -> &str {
+        self.compact.as_deref().unwrap_or(&self.text)
     }
 
     pub fn assistant(text: impl Into<String>) -> Self {

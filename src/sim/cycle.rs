@@ -9,8 +9,9 @@ use crate::engine::protocol::Sentinel;
 use crate::engine::protocol::assignments::{END_MARKER, WORKER_MARKER};
 use crate::engine::protocol::evaluation::{FAIL, PASS, RATIONALE_LABEL, SCORE_LABEL, parse_evaluator_reply};
 use crate::engine::protocol::prompts::{
-    LAST_EVALUATION_HEADING, ORIGINAL_REQUEST_HEADING, PREVIOUS_SYNTHESIS_HEADING, REQUEST_HEADING,
-    WORKER_RESULTS_HEADING, WORKERS_HEADING, YOUR_TASK_HEADING, parse_result_heading, parse_worker_line,
+    GENERIC_WORKER_INSTRUCTION, LAST_EVALUATION_HEADING, ORIGINAL_REQUEST_HEADING,
+    PREVIOUS_SYNTHESIS_HEADING, REQUEST_HEADING, WORKER_RESULTS_HEADING, WORKERS_HEADING, YOUR_TASK_HEADING,
+    parse_result_heading, parse_worker_line,
 };
 
 /// The evaluator's score at iteration `n`: 0.60, 0.77, 0.94, then 0.95.
@@ -148,11 +149,14 @@ pub(super) fn planning(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
 pub(super) fn worker(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
     let task = summary(&p.section(YOUR_TASK_HEADING).unwrap_or_default(), 160);
     let request = summary(&p.section(ORIGINAL_REQUEST_HEADING).unwrap_or_default(), 100);
+    // The worker's own system prompt opens the system prompt, before the run's brief (whose
+    // first line, without one, says what a worker is).
     let focus = p
         .system
         .lines()
         .map(str::trim)
         .find(|l| !l.is_empty())
+        .filter(|l| *l != GENERIC_WORKER_INSTRUCTION && !l.starts_with("## "))
         .map(|l| summary(l, 80))
         .unwrap_or_else(|| "the task as assigned".to_string());
     let points = [

@@ -28,7 +28,7 @@ fn sim_route(request: &str, destinations: &[String]) -> Option<String> {
     (n > 0).then(|| destinations[(stable_hash(&[request]) % n) as usize].clone())
 }
 
-/// The request in a router's prompt (before its routing instructions).
+/// The request in a router's message (before any routing instructions written after it).
 fn request_before_routing(prompt: &str) -> &str {
     prompt
         .split(&format!("\n{ROUTING_HEADING}"))
@@ -39,7 +39,12 @@ fn request_before_routing(prompt: &str) -> &str {
 /// A router without tools: the `@handoff:` line and a note for the destination.
 pub(super) fn text_reply(p: &SimPrompt) -> String {
     let request = request_before_routing(p.user);
-    let Some(to) = sim_route(request, &router_destinations(p.user)) else {
+    // The destinations are in the router's system prompt (or, written by hand, after the request).
+    let mut destinations = router_destinations(p.system);
+    if destinations.is_empty() {
+        destinations = router_destinations(p.user);
+    }
+    let Some(to) = sim_route(request, &destinations) else {
         return format!("I will answer this myself: {}", summary(request, 80));
     };
     format!(

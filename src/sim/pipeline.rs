@@ -103,7 +103,7 @@ mod tests {
 
     fn prompt(context: Option<&str>, targets: &[&str]) -> String {
         let targets: Vec<String> = targets.iter().map(|s| s.to_string()).collect();
-        member_prompt("My printer is on fire", context, "x", &targets)
+        member_prompt("My printer is on fire", context, "x", &targets).text
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use super::prompt::stable_hash;
 use crate::engine::protocol::team_talk::{
-    CONCLUDE_LINE, CYCLE_LINE, SUPERVISION_HEADING, TEAM_HEADING, TEXT_BROADCAST, TEXT_FINAL, TURN_LINE,
+    CONCLUDE_LINE, CYCLE_LINE, HEADING_PREFIX, SUPERVISION_HEADING, TEXT_BROADCAST, TEXT_FINAL, TURN_LINE,
     broadcast_arguments, count_after, member_name, read_block,
 };
 use crate::providers::{ChatRole, TurnRequest};
@@ -57,10 +57,15 @@ fn user_texts(req: &TurnRequest) -> impl Iterator<Item = &str> {
         .map(|m| &*m.content)
 }
 
-/// The request as a first prompt carries it (before its first `## ` heading).
+/// The request as a first prompt carries it (before its first heading or broadcast, without
+/// the turn's or the cycle's count).
 fn request_in(text: &str) -> String {
-    let body = text.split("\n## ").next().unwrap_or(text);
-    let body = if body.starts_with("## ") { "" } else { body };
+    let body: String = text
+        .lines()
+        .take_while(|l| !l.starts_with("## ") && !l.starts_with(HEADING_PREFIX))
+        .filter(|l| !l.starts_with(TURN_LINE) && !l.starts_with(CYCLE_LINE))
+        .collect::<Vec<_>>()
+        .join("\n");
     let words: Vec<&str> = body.split_whitespace().take(12).collect();
     let mut out = words.join(" ").replace('"', "'");
     if body.split_whitespace().count() > 12 {
@@ -98,8 +103,12 @@ pub fn decide(req: &TurnRequest) -> Option<Move> {
 }
 
 fn member(req: &TurnRequest, prompt: &str, turn: u32) -> Move {
-    let name = user_texts(req)
-        .find_map(member_name)
+    // Its name is in its system prompt (how the team works).
+    let name = req
+        .system
+        .as_deref()
+        .and_then(member_name)
+        .or_else(|| user_texts(req).find_map(member_name))
         .unwrap_or("member")
         .to_string();
     let angle = ANGLES[(stable_hash(&[&name]) % ANGLES.len() as u64) as usize];
@@ -113,7 +122,7 @@ fn member(req: &TurnRequest, prompt: &str, turn: u32) -> Move {
             ),
             true,
         )
-    } else if prompt.contains(TEAM_HEADING) {
+    } else if turn == 1 {
         let request = request_in(prompt);
         (format!("As {name}, on \"{request}\": {angle}."), false)
     } else if turn == 2 && !heard.is_empty() {
@@ -223,23 +232,26 @@ mod tests {
         req
     }
 
-    fn first(name: &str) -> String {
+    /// A member's request: its brief as the system prompt, then its conversation.
+    fn member_request(name: &str, prompts: &[&str], tools: bool) -> TurnRequest {
         let others = [Peer {
             name: "other".into(),
             role: None,
         }];
-        member_first_prompt(
-            "Should we move the office?",
-            None,
-            &MemberIntro {
-                name,
-                role: None,
-                others: &others,
-                supervisor: "chair",
-                max_turns: 4,
-                text_form: false,
-            },
-        )
+        let mut req = request(prompts, tools);
+        req.system = Some(member_brief(&MemberIntro {
+            name,
+            role: None,
+            others: &others,
+            supervisor: "chair",
+            max_turns: 4,
+            text_form: !tools,
+        }));
+        req
+    }
+
+    fn first() -> String {
+        member_first_prompt("Should we move the office?", None, 4).text
     }
 
     fn chair_says(text: &str) -> Broadcast {
@@ -265,8 +277,9 @@ mod tests {
 
     #[test]
     fn a_member_gives_its_view_answers_peers_once_and_ends_on_the_supervisors_word() {
-        let one = first("skeptic");
-        let Some(Move::Broadcast { message, last }) = decide(&request(&[&one], true)) else {
+        let one = first();
+        let asked = |prompts: &[&str]| member_request("skeptic", prompts, true);
+        let Some(Move::Broadcast { message, last }) = decide(&asked(&[&one])) else {
             panic!("a first turn broadcasts")
         };
         assert!(
@@ -274,31 +287,31 @@ mod tests {
             "{message}"
         );
         assert!(!last);
-        let args = call_arguments(&request(&[&one], true)).unwrap();
+        let args = call_arguments(&asked(&[&one])).unwrap();
         assert!(parse_broadcast_call(&args, true).is_ok());
         let peers = peer_says("optimist", "Moving is cheap.");
         let block = broadcasts_block(&deliveries(&[&peers], 0, None));
-        let two = member_next_prompt(Some(&block), false, 2, 4, false);
-        let Some(Move::Broadcast { message, last }) = decide(&request(&[&one, &two], true)) else {
+        let two = member_next_prompt(Some(&block), false, 2, 4, false).text;
+        let Some(Move::Broadcast { message, last }) = decide(&asked(&[&one, &two])) else {
             panic!()
         };
         assert!(message.starts_with("Having read optimist:") && !last, "{message}");
-        let three = member_next_prompt(Some(&block), false, 3, 4, false);
+        let three = member_next_prompt(Some(&block), false, 3, 4, false).text;
         assert!(matches!(
-            decide(&request(&[&one, &two, &three], true)),
+            decide(&asked(&[&one, &two, &three])),
             Some(Move::Broadcast { last: true, .. })
         ));
         let chair = chair_says("Focus on cost.");
         let block = broadcasts_block(&deliveries(&[&peers, &chair], 0, None));
-        let two = member_next_prompt(Some(&block), false, 2, 4, false);
-        let Some(Move::Broadcast { message, last }) = decide(&request(&[&one, &two], true)) else {
+        let two = member_next_prompt(Some(&block), false, 2, 4, false).text;
+        let Some(Move::Broadcast { message, last }) = decide(&asked(&[&one, &two])) else {
             panic!()
         };
         assert!(
             message.contains("Taking chair's point (\"Focus on cost.\")") && last,
             "{message}"
         );
-        let written = text(&request(&[&one, &two], false)).unwrap();
+        let written = text(&member_request("skeptic", &[&one, &two], false)).unwrap();
         assert_eq!(
             parse_member_text(&written).map(|s| s.last),
             Some(true),
@@ -318,36 +331,42 @@ mod tests {
         let block = broadcasts_block(&deliveries(&[&said], 0, None));
         let turn = |cycle: u32, conclude: bool, first: bool| {
             supervisor_prompt(&SupervisorTurn {
-                first: first.then_some(("Should we move the office?", None, peers.as_slice())),
+                first: first.then_some(("Should we move the office?", None)),
                 block: Some(&block),
                 active: &active,
                 cycle,
                 max_cycles: 5,
                 conclude,
-                text_form: false,
                 from_user: &[],
             })
         };
+        let supervisor = |prompts: &[&str], tools: bool| {
+            let mut req = request(prompts, tools);
+            req.system = Some(supervisor_brief(&peers, !tools));
+            req
+        };
         let one = turn(1, false, true);
-        let Some(Move::Broadcast { message, .. }) = decide(&request(&[&one], true)) else {
+        let Some(Move::Broadcast { message, .. }) = decide(&supervisor(&[&one.text], true)) else {
             panic!("the first cycle broadcasts back")
         };
         assert!(message.contains("Focus on"), "{message}");
-        let text_form = text(&request(&[&one], false)).unwrap();
+        let text_form = text(&supervisor(&[&one.text], false)).unwrap();
         assert!(
             parse_supervisor_text(&text_form).unwrap().contains("Focus on"),
             "{text_form}"
         );
-        let two = turn(2, false, false);
-        let Some(Move::Answer(answer)) = decide(&request(&[&one, &two], true)) else {
+        // A later request carries the first one as the conversation keeps it.
+        let two = turn(2, false, false).text;
+        let later = supervisor(&[one.kept(), &two], true);
+        let Some(Move::Answer(answer)) = decide(&later) else {
             panic!("the second cycle answers")
         };
         assert!(answer.contains("On \"Should we move the office?\""), "{answer}");
         assert!(answer.contains("- **skeptic**: Costs are unknown."), "{answer}");
-        assert_eq!(call_arguments(&request(&[&one, &two], true)), None);
-        let forced = turn(1, true, true);
+        assert_eq!(call_arguments(&later), None);
+        let forced = turn(1, true, true).text;
         assert!(
-            matches!(decide(&request(&[&forced], true)), Some(Move::Answer(_))),
+            matches!(decide(&supervisor(&[&forced], true)), Some(Move::Answer(_))),
             "told to conclude"
         );
     }

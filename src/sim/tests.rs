@@ -336,7 +336,8 @@ fn the_registry_has_the_simulator_by_default_and_for_each_sim_provider() {
 }
 
 /// Every prompt of the cycle modes and of a single session's reflection, as the protocol builds
-/// it, is seen as what it is (the check order of `classify`).
+/// it (its step's message, with the run's brief as the system prompt), is seen as what it is
+/// (the check order of `classify`).
 #[test]
 fn every_prompt_the_protocol_builds_is_seen_as_what_it_is() {
     use crate::engine::protocol::prompts::*;
@@ -351,7 +352,6 @@ fn every_prompt_the_protocol_builds_is_seen_as_what_it_is() {
         workers: &workers,
         routing_context: None,
         orchestrator_prompt: None,
-        queued_messages: &[],
     };
     let results = [WorkerResult {
         name: "team-backend".into(),
@@ -360,14 +360,30 @@ fn every_prompt_the_protocol_builds_is_seen_as_what_it_is() {
         text: "Here is the API.".into(),
     }];
     let replan = |last_evaluation| Replan {
-        previous_synthesis: "It works.",
+        previous_synthesis: Some("It works."),
         last_evaluation,
         iteration: 2,
         max_iterations: 5,
     };
-    let kind = |prompt: &str| kind_of(prompt);
+    let one_pass = orchestrator_brief(&ctx, PlanMode::SinglePass, false);
+    let cycle = orchestrator_brief(&ctx, PlanMode::Reflect { max_iterations: 5 }, true);
+    let judged = orchestrator_brief(&ctx, PlanMode::Reflect { max_iterations: 5 }, false);
+    let kind = |system: &str, prompt: &StepPrompt| {
+        classify(&SimPrompt {
+            system,
+            user: &prompt.text,
+        })
+    };
+    let ask_step = |system: &str, prompt: &StepPrompt| ask(Some(system), &prompt.text);
     assert_eq!(
-        kind(&planning_prompt(&ctx, PlanMode::SinglePass)),
+        kind(&one_pass, &planning_prompt(PlanMode::SinglePass, &[])),
+        PromptKind::Planning
+    );
+    assert_eq!(
+        kind(
+            &cycle,
+            &planning_prompt(PlanMode::Reflect { max_iterations: 5 }, &["more".into()])
+        ),
         PromptKind::Planning
     );
     for evaluation in [
@@ -382,41 +398,63 @@ fn every_prompt_the_protocol_builds_is_seen_as_what_it_is() {
         LastEvaluation::None,
     ] {
         assert_eq!(
-            kind(&replan_prompt(&ctx, &replan(evaluation))),
+            kind(&cycle, &replan_prompt(&replan(evaluation), &[])),
             PromptKind::Planning
         );
     }
-    assert_eq!(kind(&nudge_prompt(&ctx)), PromptKind::Planning);
-    let task = WorkerTask {
+    assert_eq!(kind(&cycle, &nudge_prompt()), PromptKind::Planning);
+    let worker = worker_brief(&WorkerBrief {
         system_prompt: None,
         shared_context: None,
         request: "Build a URL shortener.",
-        task: "Write the API.",
-    };
-    assert_eq!(kind(&worker_prompt(&task)), PromptKind::Worker);
+    });
     assert_eq!(
-        kind(&synthesis_prompt("Build it.", &results)),
+        kind(&worker, &worker_task_prompt("Write the API.")),
+        PromptKind::Worker
+    );
+    let step = |iteration, self_evaluation| SynthesisStep {
+        request: "Build a URL shortener.",
+        iteration,
+        results: &results,
+        earlier: &[],
+        self_evaluation,
+        evidence: &[],
+    };
+    assert_eq!(
+        kind(&one_pass, &synthesis_prompt(&step(None, false))),
         PromptKind::Synthesis
     );
     assert_eq!(
-        kind(&synthesis_self_eval_prompt("Build it.", &results, &[], 3, 5)),
+        kind(&judged, &synthesis_prompt(&step(Some((3, 5)), false))),
+        PromptKind::Synthesis
+    );
+    assert_eq!(
+        kind(&cycle, &synthesis_prompt(&step(Some((3, 5)), true))),
         PromptKind::SynthesisSelfEval
     );
+    let evaluator = evaluator_brief("Build it.");
+    let evaluation_step = |iteration| EvaluationStep {
+        synthesis: "The answer.",
+        iteration,
+        max_iterations: 5,
+        evidence: &[],
+    };
     assert_eq!(
-        kind(&evaluator_prompt("Build it.", "The answer.", 2, 5)),
+        kind(&evaluator, &evaluator_prompt(&evaluation_step(2))),
         PromptKind::Evaluator
     );
+    let reflection = reflection_brief();
     assert_eq!(
-        kind(&reflection_followup_prompt(
-            "Write a haiku.",
-            2,
-            4,
-            Some("Too long.")
-        )),
+        kind(&reflection, &StepPrompt::plain("Write a haiku.".into())),
+        PromptKind::Chat,
+        "a reflection's first message is its goal"
+    );
+    assert_eq!(
+        kind(&reflection, &reflection_followup_prompt(2, 4, Some("Too long."))),
         PromptKind::FollowUp
     );
     assert_eq!(
-        kind(&reflection_evaluator_prompt(
+        kind_of(&reflection_evaluator_prompt(
             "Write a haiku.",
             "An old pond...",
             1,
@@ -425,32 +463,40 @@ fn every_prompt_the_protocol_builds_is_seen_as_what_it_is() {
         PromptKind::SingleEvaluator
     );
     assert_eq!(
-        kind(&sequential_prompt("Name a colour.", &results)),
+        kind("", &sequential_prompt("Name a colour.", &results)),
         PromptKind::Chat
     );
 
     // What the sim reads from them: the workers, their results, the iteration, the feedback.
-    let plan = ask(None, &planning_prompt(&ctx, PlanMode::SinglePass));
+    let plan = ask_step(&one_pass, &planning_prompt(PlanMode::SinglePass, &[]));
     assert!(
         blocks(&plan).len() == 2 && plan.contains("You write Rust."),
         "{plan}"
     );
-    let synthesis = ask(None, &synthesis_prompt("Build it.", &results));
+    let synthesis = ask_step(&one_pass, &synthesis_prompt(&step(None, false)));
     assert!(
-        synthesis.contains("- team-backend (ok): \"Here is the API.\""),
+        synthesis.contains("- team-backend (ok): \"Here is the API.\"")
+            && synthesis.contains("Build a URL shortener."),
         "{synthesis}"
     );
-    let evaluation = ask(None, &evaluator_prompt("Build it.", "The answer.", 3, 5));
+    let evaluation = ask_step(&evaluator, &evaluator_prompt(&evaluation_step(3)));
     assert!(evaluation.starts_with("SCORE: 0.94"), "{evaluation}");
-    let again = ask(
-        None,
+    let again = ask_step(
+        &cycle,
         &replan_prompt(
-            &ctx,
             &replan(LastEvaluation::Evaluator {
                 score: 0.6,
                 rationale: "No tests.",
             }),
+            &[],
         ),
     );
     assert!(again.contains("to address this feedback: No tests."), "{again}");
+    let task = ask_step(&worker, &worker_task_prompt("Write the API."));
+    assert!(
+        task.contains("Write the API.")
+            && task.contains("Build a URL shortener.")
+            && task.contains("the task as assigned"),
+        "{task}"
+    );
 }

@@ -9,6 +9,7 @@ use crate::engine::protocol::assignments::WORKER_MARKER;
 use crate::engine::protocol::prompts::{
     ANSWER_TO_EVALUATE_HEADING, LAST_EVALUATION_HEADING, PREVIOUS_SYNTHESIS_HEADING,
     SYNTHESIS_TO_EVALUATE_HEADING, WORKER_RESULTS_HEADING, WORKERS_HEADING, YOUR_TASK_HEADING,
+    parse_iteration,
 };
 use crate::engine::protocol::{Sentinel, flow, pipeline, relay};
 
@@ -54,7 +55,9 @@ pub fn classify(p: &SimPrompt) -> PromptKind {
         PromptKind::Planning
     } else if p.has_heading(YOUR_TASK_HEADING) {
         PromptKind::Worker
-    } else if p.contains(Sentinel::ReflectionComplete.as_str()) {
+    } else if p.contains(Sentinel::ReflectionComplete.as_str()) && parse_iteration(p.user).is_some() {
+        // The rules are in the system prompt for the whole reflection; its first message (the
+        // goal, without an iteration line) is answered as a chat.
         PromptKind::FollowUp
     } else if p.has_heading(flow::ROUTING_HEADING) {
         PromptKind::Router

@@ -326,6 +326,45 @@ async fn a_failed_agent_turn_keeps_its_steps_and_every_call_has_a_result() {
     assert_eq!(agent.stored(), claude(TOOL_USE_SESSION));
 }
 
+/// A resumed agent is sent only the newest message: instructions it was not sent before (a
+/// reflection's rules) go with it once, not with every later turn.
+#[tokio::test]
+async fn a_resumed_agent_gets_new_instructions_once_with_the_prompt() {
+    let resume = ["--resume-fixture".to_string(), fixture("claude-partial.jsonl")];
+    let resume: Vec<&str> = resume.iter().map(String::as_str).collect();
+    let agent = setup("claude-tool-use.jsonl", &resume, claude(TOOL_USE_SESSION));
+    let report = agent
+        .engine
+        .reflect_session(
+            &agent.session_id,
+            huddle::engine::ReflectionRequest {
+                goal: "Fix the parser".into(),
+                max_iterations: 2,
+                evaluator_model: None,
+                model_override: None,
+            },
+        )
+        .await
+        .expect("the reflection runs");
+    assert_eq!(report.iterations, 2, "{report:?}");
+    let runs = agent.runs();
+    assert_eq!(runs.len(), 2);
+    assert!(
+        runs.iter()
+            .all(|(argv, _)| argv.contains(&"--resume".to_string()))
+    );
+    assert!(
+        runs[0].1.starts_with("## Reflection\n") && runs[0].1.ends_with("\n\nFix the parser"),
+        "{}",
+        runs[0].1
+    );
+    assert!(
+        !runs[1].1.contains("## Reflection") && runs[1].1.starts_with("Iteration: 2 of 2"),
+        "{}",
+        runs[1].1
+    );
+}
+
 /// A CLI agent runs its own tools: a post_tool_use hook sees each of its calls with the
 /// result once its turn is over (before, huddle cannot hold them up), and an objection is
 /// reported and written into the transcript.

@@ -292,6 +292,16 @@ impl Fixture {
             .collect()
     }
 
+    /// Everything huddle wrote into each request made to `model`: its system prompt and its
+    /// messages, one text per request.
+    pub fn sent(&self, model: &str) -> Vec<String> {
+        self.server
+            .requests_for(model)
+            .iter()
+            .map(|r| r.prompt_texts().join("\n\n"))
+            .collect()
+    }
+
     pub fn session_id(&self, name: &str) -> String {
         self.org
             .read(|o| o.session_by_name(name).map(|s| s.id.clone()))

@@ -271,10 +271,12 @@ async fn the_text_form_routes_with_a_handoff_line_and_its_message() {
     f.server.script("w-x", vec![Reply::text("X DONE")]);
     let report = f.run("urgent thing").await;
     assert_eq!(report.final_text, "X DONE");
+    // How to route is in the router's system prompt; its message is the request.
     assert!(
-        f.prompts("w-r")[0].contains("@handoff:<agent>"),
+        f.sent("w-r")[0].contains("@handoff:<agent>"),
         "the router is told the text form"
     );
+    assert_eq!(f.prompts("w-r")[0], "urgent thing");
     assert!(
         f.prompts("w-r")[1].contains("`nobody` is not a destination"),
         "{:?}",

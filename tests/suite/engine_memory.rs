@@ -71,8 +71,9 @@ async fn memory_run_keeps_what_the_run_itself_said() {
         .iter()
         .map(|r| r.messages().len())
         .collect();
-    // Plan, then synthesis with the plan's exchange before it; the next run starts over.
-    assert_eq!(sizes, [1, 3, 1, 3]);
+    // The run's brief as the system prompt, then the plan; the synthesis with the plan's
+    // exchange before it; the next run starts over.
+    assert_eq!(sizes, [2, 4, 2, 4]);
 }
 
 #[tokio::test]

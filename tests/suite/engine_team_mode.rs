@@ -135,9 +135,11 @@ async fn two_members_and_a_supervisor_deliberate_over_two_cycles() {
     assert!(first.tool_names().contains(&"team_broadcast".to_string()));
     let prompt = &f.prompts("w-a")[0];
     assert!(prompt.starts_with("Should we move the office?"), "{prompt}");
+    // How the team works is in the member's system prompt, for every turn.
+    let system = &first.prompt_texts()[0];
     assert!(
-        prompt.contains("## How this team works") && prompt.contains("You are member `a`"),
-        "{prompt}"
+        system.contains("## How this team works") && system.contains("You are member `a`"),
+        "{system}"
     );
     assert!(prompt.contains("Your turn: 1 of 4"), "{prompt}");
 

@@ -4,7 +4,7 @@
 //! are asked.
 
 use super::super::events::Phase;
-use super::super::run::Run;
+use super::super::run::{Job, Run};
 use super::super::{EngineError, RunReport};
 use super::one_pass::{finish_round, phase, start, with_pending};
 
@@ -16,7 +16,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         .team
         .participants
         .iter()
-        .map(|m| (m.clone(), prompt.clone()))
+        .map(|m| Job::plain(m.clone(), prompt.clone()))
         .collect();
     let finished = run.parallel(jobs, 1, None).await;
     phase(run, Phase::Collect);

@@ -37,11 +37,12 @@ use super::super::events::{EventKind, ExecutionTag, Phase};
 use super::super::executions::{Executions, Finish, Start};
 use super::super::lent_tools::{BeforeCall, LentAnswer, TurnHooks, TurnTools};
 use super::super::lock;
+use super::super::protocol::StepPrompt;
 use super::super::protocol::team_talk::{
     Broadcast, Delivery, MemberIntro, Peer, Said, SupervisorTurn, acknowledgement, broadcast_tool,
-    broadcasts_block, deliveries, failure_message, member_first_prompt, member_next_prompt,
-    parse_broadcast_call, parse_member_text, parse_supervisor_text, supervisor_prompt, team_tally,
-    turn_limit_message,
+    broadcasts_block, deliveries, failure_message, member_brief, member_first_prompt, member_next_prompt,
+    parse_broadcast_call, parse_member_text, parse_supervisor_text, supervisor_brief, supervisor_prompt,
+    team_tally, turn_limit_message,
 };
 use super::super::run::Run;
 use super::super::session::{TurnOptions, TurnResult};
@@ -356,7 +357,7 @@ enum Done {
 fn launch(
     run: &Run<'_>,
     session_id: &str,
-    prompt: String,
+    prompt: StepPrompt,
     tool: BroadcastTool,
     tag: ExecutionTag,
     options: TurnOptions,
@@ -365,8 +366,10 @@ fn launch(
     let options = TurnOptions {
         hooks: Some(TurnHooks(tool.clone())),
         execution: Some(tag.clone()),
+        compact: prompt.compact,
         ..options
     };
+    let prompt = prompt.text;
     let cancel = options.cancel.clone();
     let shared = Arc::clone(run.shared);
     let id = session_id.to_string();
@@ -618,19 +621,17 @@ impl Deliberation {
         let seat = &mut self.seats[index];
         seat.starting();
         seat.turns += 1;
+        // How the team works, once in its system prompt: the same for every turn of the run.
+        let brief = member_brief(&MemberIntro {
+            name: &seat.name,
+            role: seat.member.role.as_deref(),
+            others: &peers,
+            supervisor: &supervisor,
+            max_turns: max,
+            text_form: seat.text_form,
+        });
         let prompt = if seat.turns == 1 {
-            member_first_prompt(
-                &self.request,
-                run.team.shared_context.as_deref(),
-                &MemberIntro {
-                    name: &seat.name,
-                    role: seat.member.role.as_deref(),
-                    others: &peers,
-                    supervisor: &supervisor,
-                    max_turns: max,
-                    text_form: seat.text_form,
-                },
-            )
+            member_first_prompt(&self.request, run.team.shared_context.as_deref(), max)
         } else {
             member_next_prompt(
                 block.as_deref(),
@@ -656,7 +657,10 @@ impl Deliberation {
             prompt,
             BroadcastTool::new(true, readers, false),
             tag,
-            run.turn_options(Some(1), Some(run.team.worker_timeout)),
+            TurnOptions {
+                system_extra: Some(brief),
+                ..run.turn_options(Some(1), Some(run.team.worker_timeout))
+            },
         );
         seat.cancel = Some(cancel);
         Box::pin(ended.map(move |ended| Done::Member(index, ended)))
@@ -677,19 +681,20 @@ impl Deliberation {
         let cycle = chair.turns;
         let conclude = forced || active.is_empty() || cycle >= self.supervisor_turns;
         let prompt = supervisor_prompt(&SupervisorTurn {
-            first: (cycle == 1).then_some((
-                self.request.as_str(),
-                run.team.shared_context.as_deref(),
-                peers.as_slice(),
-            )),
+            first: (cycle == 1).then_some((self.request.as_str(), run.team.shared_context.as_deref())),
             block: block.as_deref(),
             active: &active,
             cycle,
             max_cycles: self.supervisor_turns,
             conclude,
-            text_form: chair.text_form,
             from_user: &run.control().take_queued(),
         });
+        // Its own instructions and how it supervises, once in its system prompt.
+        let brief = supervisor_brief(&peers, chair.text_form);
+        let brief = match run.team.orchestrator_prompt.as_deref().map(str::trim) {
+            Some(own) if !own.is_empty() => format!("{own}\n\n{brief}"),
+            _ => brief,
+        };
         chair.seen = self.log.len();
         chair.state = SeatState::Running;
         let tag = self.executions.start(Start {
@@ -707,7 +712,7 @@ impl Deliberation {
             BroadcastTool::new(false, active.len(), conclude),
             tag,
             TurnOptions {
-                system_extra: run.team.orchestrator_prompt.clone(),
+                system_extra: Some(brief),
                 ..run.turn_options(Some(1), None)
             },
         );

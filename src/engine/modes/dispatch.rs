@@ -118,7 +118,6 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         limits: limits.clone(),
         orchestrator: handle.clone(),
         orchestrator_tag: root.clone(),
-        shared_context: run.team.shared_context.clone(),
         max_calls: run.team.max_iterations,
         result_max_bytes: run
             .shared
@@ -128,7 +127,8 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         run_cancel: run.control().cancel.clone(),
     }));
     let hooks = TurnHooks(Arc::clone(&board) as Arc<dyn TurnTools>);
-    let focus = focus_block(&handle);
+    // What a sub-agent is for and the team's shared context, once in its system prompt.
+    let focus = focus_block(&handle, run.team.shared_context.as_deref());
     let started = Instant::now();
     // The time budget leaves paused time out: its deadline moves by every pause.
     let budget_start = tokio::time::Instant::now() + limits.max_budget();
@@ -478,6 +478,7 @@ fn start_jobs(run: &Run<'_>, board: &Board, focus: &str, running: &mut Running) 
         } = job;
         let options = TurnOptions {
             system_extra: Some(focus.to_string()),
+            compact: prompt.compact,
             hooks: Some(lent.clone()),
             execution: Some(tag),
             cancel: cancel.clone(),
@@ -485,7 +486,7 @@ fn start_jobs(run: &Run<'_>, board: &Board, focus: &str, running: &mut Running) 
         };
         let shared = Arc::clone(run.shared);
         running.push(Box::pin(async move {
-            let turn = shared.turn(&session_id, prompt, options);
+            let turn = shared.turn(&session_id, prompt.text, options);
             tokio::pin!(turn);
             tokio::select! {
                 result = &mut turn => (index, result, false),

@@ -19,6 +19,7 @@ use crate::tools::limits::cap_result;
 use super::super::events::ExecutionTag;
 use super::super::executions::{Executions, Finish, Start};
 use super::super::lent_tools::{BeforeCall, LentAnswer, TurnTools};
+use super::super::protocol::StepPrompt;
 use super::super::protocol::dispatch::{
     CANCELLED, DispatchCall, clarification_prompt, conclude_note, dispatch_result, parse_call, pushed_result,
     task_prompt, tool_specs,
@@ -42,7 +43,7 @@ struct Entry {
     kind: ExecutionKind,
     member: usize,
     task: String,
-    prompt: String,
+    prompt: StepPrompt,
     status: ExecutionStatus,
     cancel: CancellationToken,
     /// Why it was cancelled, if it was.
@@ -66,7 +67,7 @@ pub(super) struct Job {
     pub index: usize,
     pub tag: ExecutionTag,
     pub session_id: String,
-    pub prompt: String,
+    pub prompt: StepPrompt,
     pub cancel: CancellationToken,
 }
 
@@ -103,7 +104,6 @@ pub(super) struct Board {
     limits: DispatchLimits,
     orchestrator: String,
     orchestrator_tag: ExecutionTag,
-    shared_context: Option<String>,
     max_calls: u32,
     result_max_bytes: usize,
     run_cancel: CancellationToken,
@@ -117,7 +117,6 @@ pub(super) struct BoardSetup {
     pub limits: DispatchLimits,
     pub orchestrator: String,
     pub orchestrator_tag: ExecutionTag,
-    pub shared_context: Option<String>,
     pub max_calls: u32,
     pub result_max_bytes: usize,
     /// The run's token: every sub-agent's is its child (a stop cascades).
@@ -145,7 +144,6 @@ impl Board {
             limits: setup.limits,
             orchestrator: setup.orchestrator,
             orchestrator_tag: setup.orchestrator_tag,
-            shared_context: setup.shared_context,
             max_calls: setup.max_calls.max(1),
             result_max_bytes: setup.result_max_bytes,
             run_cancel: setup.run_cancel,
@@ -187,7 +185,7 @@ impl Board {
                 allowed.join(", ")
             ));
         };
-        let prompt = task_prompt(self.shared_context.as_deref(), task);
+        let prompt = task_prompt(task);
         self.add(ExecutionKind::SubAgent, member, task, prompt)
     }
 
@@ -210,7 +208,13 @@ impl Board {
     }
 
     /// A new execution: it starts now if there is a place and its member is free, else waits.
-    fn add(&self, kind: ExecutionKind, member: usize, task: &str, prompt: String) -> Result<String, String> {
+    fn add(
+        &self,
+        kind: ExecutionKind,
+        member: usize,
+        task: &str,
+        prompt: StepPrompt,
+    ) -> Result<String, String> {
         let mut state = self.lock();
         if let Some(why) = &state.conclude {
             return Err(format!("nothing more can be dispatched: {why}"));
@@ -736,7 +740,6 @@ mod tests {
             },
             orchestrator: "lead".into(),
             orchestrator_tag: root,
-            shared_context: None,
             max_calls: 3,
             result_max_bytes: 10_000,
             run_cancel: CancellationToken::new(),
@@ -913,7 +916,10 @@ mod tests {
         assert!(ask("exec-2").unwrap().contains("exec-3"));
         let job = board.take_jobs().pop().unwrap();
         assert_eq!(job.session_id, "s1");
-        assert_eq!(job.prompt, "## CLARIFICATION REQUEST FROM lead\n\nwhich host?");
+        assert_eq!(
+            job.prompt.text,
+            "## CLARIFICATION REQUEST FROM lead\n\nwhich host?"
+        );
     }
 
     #[tokio::test]

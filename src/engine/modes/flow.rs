@@ -21,9 +21,10 @@ use crate::model::{CycleOutcome, FlowLinks, RouterSpec, Usage, check_flow};
 
 use super::super::events::{EventKind, HopKind, Phase};
 use super::super::lent_tools::{HandoffTool, TurnHooks, TurnTools};
+use super::super::protocol::StepPrompt;
 use super::super::protocol::flow::{
     RouteChoice, TextRoute, advised_prompt, advisor_failure_report, handoff_tool, parse_handoff_call,
-    parse_text_route, routed_prompt, router_prompt,
+    parse_text_route, routed_prompt, router_brief,
 };
 use super::super::run::Run;
 use super::super::session::{TurnOptions, TurnResult};
@@ -67,7 +68,9 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         turns: AtomicU32::new(0),
     };
     let cancel = run.control().cancel.child_token();
-    let leg = walk.member(&entry, prompt, 0, cancel, None).await;
+    let leg = walk
+        .member(&entry, StepPrompt::plain(prompt), 0, cancel, None)
+        .await;
     run.usage.add(leg.usage);
     run.simulated |= leg.simulated;
     let cancelled = run.cancelled();
@@ -168,22 +171,25 @@ impl Walk<'_, '_> {
         self.hop(member, reports_to, kind, message, turn);
     }
 
-    /// A member's turn; a router's is lent its `handoff_to` tool (`route`).
+    /// A member's turn; a router's is lent its `handoff_to` tool and told where it may route
+    /// (`route`).
     async fn turn(
         &self,
         member: &Member,
-        prompt: String,
+        prompt: StepPrompt,
         cancel: &CancellationToken,
-        route: Option<&Arc<RouteTool>>,
+        route: Option<(&Arc<RouteTool>, &str)>,
     ) -> TurnResult {
         // The run's options (attachments, the team's memory), under this walk's cancel token.
         let options = TurnOptions {
             cancel: cancel.child_token(),
-            hooks: route.map(|tool| TurnHooks(Arc::clone(tool) as Arc<dyn TurnTools>)),
+            hooks: route.map(|(tool, _)| TurnHooks(Arc::clone(tool) as Arc<dyn TurnTools>)),
+            system_extra: route.map(|(_, brief)| brief.to_string()),
+            compact: prompt.compact,
             ..self.run.turn_options(Some(1), None)
         };
         let started = Instant::now();
-        let mut result = self.run.shared.turn(&member.id, prompt, options).await;
+        let mut result = self.run.shared.turn(&member.id, prompt.text, options).await;
         if result.duration.is_zero() {
             result.duration = started.elapsed();
         }
@@ -199,7 +205,7 @@ impl Walk<'_, '_> {
     fn member<'s>(
         &'s self,
         member: &'s Member,
-        input: String,
+        input: StepPrompt,
         depth: u32,
         cancel: CancellationToken,
         reports_to: Option<&'s Member>,
@@ -247,11 +253,13 @@ impl Walk<'_, '_> {
                     .await;
             };
             let names: Vec<String> = destinations.iter().map(|(n, _)| n.clone()).collect();
-            let mut prompt = router_prompt(&input, &names);
+            // Where it may route, and how, in its system prompt; its message is the request.
+            let brief = router_brief(&names);
+            let mut prompt = input.clone();
             let tool = Arc::new(route_tool(&names));
             let mut retries = 0;
             loop {
-                let turn = self.turn(member, prompt, &cancel, Some(&tool)).await;
+                let turn = self.turn(member, prompt, &cancel, Some((&tool, &brief))).await;
                 let chosen = tool.take().chosen;
                 if let Some(u) = turn.usage {
                     usage.add(u);
@@ -287,7 +295,9 @@ impl Walk<'_, '_> {
                     TextRoute::Invalid(error) if retries < ROUTE_RETRIES => {
                         retries += 1;
                         self.hop(member, None, HopKind::Route, Some(error.clone()), &turn);
-                        prompt = format!("{error}. End with a line `@handoff:<agent>` naming one of them.");
+                        prompt = StepPrompt::plain(format!(
+                            "{error}. End with a line `@handoff:<agent>` naming one of them."
+                        ));
                     }
                     TextRoute::Answer | TextRoute::Invalid(_) => {
                         // A router that answers itself owns the answer.
@@ -304,7 +314,7 @@ impl Walk<'_, '_> {
     async fn answer_or_handoff(
         &self,
         member: &Member,
-        input: String,
+        input: StepPrompt,
         depth: u32,
         cancel: CancellationToken,
         reports_to: Option<&Member>,
@@ -330,7 +340,13 @@ impl Walk<'_, '_> {
         };
         self.hop(member, Some(next), HopKind::Handoff, None, &turn);
         let mut leg = self
-            .member(next, turn.text.trim().to_string(), depth + 1, cancel, reports_to)
+            .member(
+                next,
+                StepPrompt::plain(turn.text.trim().to_string()),
+                depth + 1,
+                cancel,
+                reports_to,
+            )
             .await;
         leg.usage.add(usage);
         leg.simulated |= simulated;
@@ -342,7 +358,7 @@ impl Walk<'_, '_> {
     async fn advisors(
         &self,
         member: &Member,
-        input: &str,
+        input: &StepPrompt,
         depth: u32,
         cancel: &CancellationToken,
     ) -> Vec<(String, Leg)> {
@@ -358,7 +374,7 @@ impl Walk<'_, '_> {
             let name = self.handle(advisor);
             async move {
                 let started = Instant::now();
-                let walk = self.member(advisor, input.to_string(), depth + 1, token.clone(), Some(member));
+                let walk = self.member(advisor, input.clone(), depth + 1, token.clone(), Some(member));
                 let leg = match tokio::time::timeout(timeout, walk).await {
                     Ok(leg) => leg,
                     Err(_) => {

@@ -7,7 +7,9 @@
 use crate::model::CycleOutcome;
 
 use super::super::events::Phase;
-use super::super::protocol::{PlanMode, TeamContext, planning_prompt, synthesis_prompt};
+use super::super::protocol::{
+    PlanMode, SynthesisStep, TeamContext, orchestrator_brief, planning_prompt, synthesis_prompt,
+};
 use super::super::run::Run;
 use super::super::{EngineError, RunReport};
 use super::one_pass::{failed_pass, finish, phase, start};
@@ -25,17 +27,19 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     let workers = run.team.worker_infos();
     let mut queued = run.take_pending();
     queued.extend(run.control().take_queued());
-    let plan_prompt = planning_prompt(
+    // What holds for the whole run is said once, in the orchestrator's system prompt.
+    let brief = orchestrator_brief(
         &TeamContext {
             request: &prompt,
             workers: &workers,
             routing_context: run.team.routing_context.as_deref(),
             orchestrator_prompt: run.team.orchestrator_prompt.as_deref(),
-            queued_messages: &queued,
         },
         PlanMode::SinglePass,
+        false,
     );
-    let plan = run.turn(&orchestrator, plan_prompt, Some(1)).await;
+    let plan_prompt = planning_prompt(PlanMode::SinglePass, &queued);
+    let plan = run.step(&orchestrator, plan_prompt, Some(&brief), Some(1)).await;
     if !plan.success {
         // The orchestrator never read the user's messages: keep them for the next run.
         run.restore_pending(queued);
@@ -64,8 +68,16 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         ));
     }
     phase(run, Phase::Synthesize);
+    let step = SynthesisStep {
+        request: &prompt,
+        iteration: None,
+        results: &results,
+        earlier: &[],
+        self_evaluation: false,
+        evidence: &[],
+    };
     let synthesis = run
-        .turn(&orchestrator, synthesis_prompt(&prompt, &results), Some(1))
+        .step(&orchestrator, synthesis_prompt(&step), Some(&brief), Some(1))
         .await;
     if !synthesis.success {
         return Ok(failed_pass(run, &synthesis, &orchestrator));

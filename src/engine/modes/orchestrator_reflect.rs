@@ -15,10 +15,10 @@ use crate::model::{CycleOutcome, Evaluation, Mode, ReflectionCycle, Usage};
 use super::super::cycle::{self, CycleContext, CycleLoop, Step};
 use super::super::events::{EventKind, Phase};
 use super::super::protocol::{
-    AdjustmentInput, Assignment, EarlierResult, LastEvaluation, PlanFormat, PlanMode, Replan, TeamContext,
-    WorkerResult, cycle_synthesis_prompt, evaluator_prompt, nudge_prompt, parse_evaluator_reply,
-    parse_self_evaluation, pending_adjustments, planning_prompt, replan_prompt, strip_sentinel_lines,
-    synthesis_self_eval_prompt, trend, with_checks,
+    AdjustmentInput, Assignment, EarlierResult, EvaluationStep, LastEvaluation, PlanFormat, PlanMode, Replan,
+    SynthesisStep, TeamContext, WorkerResult, checks, evaluator_brief, evaluator_prompt, nudge_prompt,
+    orchestrator_brief, parse_evaluator_reply, parse_self_evaluation, pending_adjustments, planning_prompt,
+    replan_prompt, strip_sentinel_lines, synthesis_prompt, trend,
 };
 use super::super::run::Run;
 use super::super::session::TurnResult;
@@ -43,7 +43,20 @@ struct TeamCycle<'r, 'a> {
     /// Each worker's latest successful answer in this run and its iteration, in team order:
     /// a synthesis covers the workers its iteration did not assign too.
     latest: Vec<EarlierResult>,
+    /// What holds for the whole cycle, said once in the orchestrator's system prompt (the
+    /// request, the workers, the formats and rules) and in the evaluator's.
+    brief: String,
+    evaluator_brief: Option<String>,
+    /// The last synthesis this run's orchestrator wrote: its conversation holds it, so a
+    /// replan after it does not repeat it.
+    said: Option<String>,
 }
+
+/// The earlier exchanges each turn of a cycle is sent: the orchestrator's last four iterations
+/// (a plan and a synthesis each), a worker's last eight tasks and answers, the evaluator's last
+/// eight verdicts. What is older has been built on since; the brief and the newest message
+/// carry what holds now.
+const RECENT_EXCHANGES: usize = 8;
 
 pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result<RunReport, EngineError> {
     let Some(orchestrator) = run.team.orchestrator.clone() else {
@@ -54,6 +67,7 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
         });
     };
     let evaluator = run.team.evaluator.clone();
+    run.window = Some(RECENT_EXCHANGES);
     let previous = run.shared.org.read(|o| {
         o.group(&run.team.group_id)
             .and_then(|g| g.state.orchestrator_reflect.clone())
@@ -77,7 +91,24 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
     let pending = if resume { Vec::new() } else { run.take_pending() };
     let mut carried = state.queued_messages.clone();
     carried.extend(pending);
+    let workers = run.team.worker_infos();
+    let brief = orchestrator_brief(
+        &TeamContext {
+            request: &state.goal,
+            workers: &workers,
+            routing_context: run.team.routing_context.as_deref(),
+            orchestrator_prompt: run.team.orchestrator_prompt.as_deref(),
+        },
+        PlanMode::Reflect {
+            max_iterations: state.max_iterations,
+        },
+        evaluator.is_none(),
+    );
+    let evaluator_brief = evaluator.as_ref().map(|_| evaluator_brief(&state.goal));
     let mut cycle = TeamCycle {
+        brief,
+        evaluator_brief,
+        said: None,
         base_usage: state.usage,
         base_duration_ms: state.duration_ms,
         carried,
@@ -204,17 +235,8 @@ impl TeamCycle<'_, '_> {
 
     async fn plan(&mut self, iteration: u32) -> Result<Vec<Assignment>, Step> {
         self.phase(iteration, Phase::Plan);
-        let workers = self.run.team.worker_infos();
         let mut queued = std::mem::take(&mut self.carried);
         queued.extend(self.run.control().take_queued());
-        let team = &self.run.team;
-        let ctx = TeamContext {
-            request: &self.state.goal,
-            workers: &workers,
-            routing_context: team.routing_context.as_deref(),
-            orchestrator_prompt: team.orchestrator_prompt.as_deref(),
-            queued_messages: &queued,
-        };
         let prompt = match (&self.state.last_synthesis, &self.state.last_evaluation) {
             (Some(previous), last) => {
                 let last_evaluation = match last {
@@ -228,27 +250,33 @@ impl TeamCycle<'_, '_> {
                     },
                     None => LastEvaluation::None,
                 };
+                // Its own answer just before says the synthesis, unless it was written before
+                // a restart.
+                let in_conversation = self.said.as_deref() == Some(previous.as_str());
                 replan_prompt(
-                    &ctx,
                     &Replan {
-                        previous_synthesis: previous,
+                        previous_synthesis: (!in_conversation).then_some(previous.as_str()),
                         last_evaluation,
                         iteration,
                         max_iterations: self.state.max_iterations,
                     },
+                    &queued,
                 )
             }
             (None, _) => planning_prompt(
-                &ctx,
                 PlanMode::Reflect {
                     max_iterations: self.state.max_iterations,
                 },
+                &queued,
             ),
         };
-        let nudge = nudge_prompt(&ctx);
         let first_plan_of_cycle = self.state.last_synthesis.is_none();
         let orchestrator = self.orchestrator.clone();
-        let plan = self.run.turn(&orchestrator, prompt, Some(iteration)).await;
+        let brief = self.brief.clone();
+        let plan = self
+            .run
+            .step(&orchestrator, prompt, Some(&brief), Some(iteration))
+            .await;
         if !plan.success {
             // The orchestrator never saw them: keep the user's messages for the retry.
             queued.append(&mut self.carried);
@@ -270,7 +298,10 @@ impl TeamCycle<'_, '_> {
         }
         if !self.nudged {
             self.nudged = true;
-            let again = self.run.turn(&orchestrator, nudge, Some(iteration)).await;
+            let again = self
+                .run
+                .step(&orchestrator, nudge_prompt(), Some(&brief), Some(iteration))
+                .await;
             if !again.success {
                 return Err(self.failure("planning (after a nudge)", &again));
             }
@@ -314,7 +345,7 @@ impl TeamCycle<'_, '_> {
         }
         // The team's own checks (its iteration_finished hooks, e.g. the tests) once the workers
         // are done: what they say goes to whoever judges the iteration.
-        let checks = self
+        let checks_said = self
             .run
             .shared
             .iteration_finished_hooks(self.run.active, &self.run.team.group_id, iteration, &results)
@@ -323,18 +354,26 @@ impl TeamCycle<'_, '_> {
         self.phase(iteration, Phase::Synthesize);
         let max = self.state.max_iterations;
         let earlier = self.remember(&results, iteration);
-        let prompt = match self.evaluator {
-            Some(_) => cycle_synthesis_prompt(&goal, &results, &earlier),
-            None => with_checks(
-                synthesis_self_eval_prompt(&goal, &results, &earlier, iteration, max),
-                &checks,
-            ),
-        };
+        // The checks go to whoever judges: the evaluator, else the synthesis judging itself.
+        let evidence: Vec<_> = checks(&checks_said).into_iter().collect();
+        let prompt = synthesis_prompt(&SynthesisStep {
+            request: &goal,
+            iteration: Some((iteration, max)),
+            results: &results,
+            earlier: &earlier,
+            self_evaluation: self.evaluator.is_none(),
+            evidence: if self.evaluator.is_none() { &evidence } else { &[] },
+        });
         let orchestrator = self.orchestrator.clone();
-        let synthesis = self.run.turn(&orchestrator, prompt, Some(iteration)).await;
+        let brief = self.brief.clone();
+        let synthesis = self
+            .run
+            .step(&orchestrator, prompt, Some(&brief), Some(iteration))
+            .await;
         if !synthesis.success {
             return self.failure("synthesis", &synthesis);
         }
+        self.said = Some(synthesis.text.clone());
         self.persist();
         if !self.checkpoint().await {
             return Step::Cancelled;
@@ -343,14 +382,16 @@ impl TeamCycle<'_, '_> {
         self.phase(iteration, Phase::Evaluate);
         let (score, rationale, goal_met, evaluator_model) = match self.evaluator.clone() {
             Some(evaluator) => {
-                let clean = strip_sentinel_lines(&synthesis.text);
+                let prompt = evaluator_prompt(&EvaluationStep {
+                    synthesis: &synthesis.text,
+                    iteration,
+                    max_iterations: max,
+                    evidence: &evidence,
+                });
+                let brief = self.evaluator_brief.clone();
                 let reply = self
                     .run
-                    .turn(
-                        &evaluator,
-                        with_checks(evaluator_prompt(&goal, &clean, iteration, max), &checks),
-                        Some(iteration),
-                    )
+                    .step(&evaluator, prompt, brief.as_deref(), Some(iteration))
                     .await;
                 if !reply.success {
                     return self.failure("evaluation", &reply);

@@ -21,9 +21,11 @@ use crate::model::{ConversationState, CycleOutcome, PipelineSpec, Supervise};
 
 use super::super::events::{EventKind, Phase};
 use super::super::lent_tools::{Choice, HandoffTool, TurnHooks, TurnTools};
+use super::super::protocol::StepPrompt;
 use super::super::protocol::pipeline::{
-    HUMAN, HandoffRequest, call_target, check_target, context_line, conversation_handoff_tool, member_prompt,
-    parse_conversation_call, parse_text_handoff, supervisor_prompt, without_text_handoff,
+    HUMAN, HandoffRequest, call_target, check_target, context_line, conversation_handoff_tool, member_brief,
+    member_prompt, parse_conversation_call, parse_text_handoff, supervisor_brief, supervisor_prompt,
+    without_text_handoff,
 };
 use super::super::run::Run;
 use super::super::session::{TurnOptions, TurnResult};
@@ -57,7 +59,11 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         .org
         .read(|o| o.group(&group_id).and_then(|g| g.state.pipeline.clone()))
         .unwrap_or_default();
-    let mut pipe = Pipe { spec, state };
+    let mut pipe = Pipe {
+        spec,
+        state,
+        told: None,
+    };
     let outcome = pipe.converse(run, &prompt).await;
     let cancelled = run.cancelled();
     if cancelled || outcome.is_err() {
@@ -84,6 +90,8 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
 struct Pipe {
     spec: PipelineSpec,
     state: ConversationState,
+    /// The user's message the supervisor was last told of (in this run).
+    told: Option<String>,
 }
 
 /// A handoff checked against the pipeline: the stage it goes to (`None`: parked for the user).
@@ -213,13 +221,15 @@ impl Pipe {
         self.persist(run);
     }
 
-    /// A member's (or the supervisor's) turn, lent `handoff_conversation` to `targets`: its end
-    /// and what its calls of the tool came to.
+    /// A member's (or the supervisor's) turn, lent `handoff_conversation` to `targets`, with
+    /// how to use it in its system prompt (`brief`): its end and what its calls of the tool came
+    /// to.
     async fn turn(
         &self,
         run: &mut Run<'_>,
         member: &Member,
-        prompt: String,
+        prompt: StepPrompt,
+        brief: String,
         targets: Vec<String>,
     ) -> (TurnResult, Choice<HandoffRequest>) {
         let tool = Arc::new(handoff_conversation(targets));
@@ -227,9 +237,11 @@ impl Pipe {
             hooks: Some(TurnHooks(Arc::clone(&tool) as Arc<dyn TurnTools>)),
             // The conversation goes on across messages: members keep their history.
             history_from_run_start: false,
+            system_extra: Some(brief),
+            compact: prompt.compact,
             ..run.turn_options(Some(1), None)
         };
-        let result = run.shared.turn(&member.id, prompt, options).await;
+        let result = run.shared.turn(&member.id, prompt.text, options).await;
         run.account(&result);
         if let Some(u) = result.usage {
             run.control().count_tokens(u, run.emitter());
@@ -276,11 +288,12 @@ impl Pipe {
         let all: Vec<usize> = (0..self.spec.stages.len()).collect();
         let targets = self.targets(run, &all);
         // Every exchange since its last look goes into its history with this prompt.
-        let mut exchanges = std::mem::take(&mut self.state.supervisor_backlog);
-        exchanges.push(event);
+        let exchanges = std::mem::take(&mut self.state.supervisor_backlog);
         self.persist(run);
-        let prompt = supervisor_prompt(&exchanges, &targets);
-        let (turn, calls) = self.turn(run, supervisor, prompt, targets).await;
+        let prompt = supervisor_prompt(&exchanges, &event, &targets);
+        let (turn, calls) = self
+            .turn(run, supervisor, prompt, supervisor_brief(), targets)
+            .await;
         if !turn.success {
             run.emit(EventKind::Warning {
                 message: format!("supervisor {}: {}", self.handle(supervisor), turn.text_or_error()),
@@ -321,7 +334,7 @@ impl Pipe {
                 &self.spec.stages[stage].phase,
                 &targets,
             );
-            let (turn, calls) = self.turn(run, &member, input, targets).await;
+            let (turn, calls) = self.turn(run, &member, input, member_brief(), targets).await;
             if run.cancelled() {
                 return Err("cancelled".into());
             }
@@ -339,7 +352,15 @@ impl Pipe {
                 ));
             }
             let supervisor = supervisor.as_ref().filter(|s| s.id != member.id);
-            self.tell_supervisor(run, supervisor, format!("User: {}\n{exchange}", prompt.trim()));
+            // The user's message opens the first exchange it caused, not every one.
+            let told = match &self.told {
+                Some(told) if told == prompt.trim() => exchange,
+                _ => format!("User: {}\n{exchange}", prompt.trim()),
+            };
+            if supervisor.is_some() {
+                self.told = Some(prompt.trim().to_string());
+            }
+            self.tell_supervisor(run, supervisor, told);
             let looks = handoff.is_some() || self.spec.supervise == Supervise::EveryTurn;
             if let Some(supervisor) = supervisor.filter(|_| looks) {
                 let event = match &handoff {

@@ -26,7 +26,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         phase(run, Phase::Dispatch);
         let started = Instant::now();
         let result = run
-            .turn(member, sequential_prompt(&prompt, &earlier), Some(1))
+            .step(member, sequential_prompt(&prompt, &earlier), None, Some(1))
             .await;
         run.emit(EventKind::WorkerFinished {
             iteration: 1,

@@ -6,6 +6,8 @@ use serde_json::{Value, json};
 
 use crate::model::ToolSpec;
 
+use super::prompts::StepPrompt;
+
 /// The orchestrator's tools (plain names: no MCP tool has a name without a `.`).
 pub const DISPATCH_TOOL: &str = "dispatch_agent";
 pub const CANCEL_TOOL: &str = "cancel_agent";
@@ -84,11 +86,11 @@ pub fn orchestrator_system(instructions: Option<&str>, catalog: &[CatalogEntry],
             out.push_str(": ");
             out.push_str(&crate::text::first_line(d, 160));
         }
-        out.push('\n');
+        // One line per entry: what it is and its tools.
         if entry.tools.is_empty() {
-            out.push_str("  Tools: none (pure reasoning)\n");
+            out.push_str(" (tools: none, pure reasoning)\n");
         } else {
-            out.push_str(&format!("  Tools: {}\n", entry.tools.join(", ")));
+            out.push_str(&format!(" (tools: {})\n", entry.tools.join(", ")));
         }
     }
     out.push_str("\n## How to work\n\n");
@@ -117,32 +119,40 @@ pub fn orchestrator_system(instructions: Option<&str>, catalog: &[CatalogEntry],
     out
 }
 
-/// The block a sub-agent's system prompt gets: what it is for.
-pub fn focus_block(orchestrator: &str) -> String {
-    format!(
+/// The block a sub-agent's system prompt gets for the run: what it is for, and the team's
+/// shared context (said once, not with every task).
+pub fn focus_block(orchestrator: &str, shared_context: Option<&str>) -> String {
+    let mut out = format!(
         "{FOCUS_HEADING}\n\n\
          You are a sub-agent dispatched by the orchestrator `{orchestrator}` for one task.\n\
          - Focus on your task only; do not investigate unrelated areas.\n\
          - Your final answer goes back to the orchestrator automatically.\n\
          - Be concise: what you found, the key evidence, the relevant details.\n\
          - Use your tools if you have any; otherwise reason."
-    )
-}
-
-/// A sub-agent's prompt: the team's shared context, then its task.
-pub fn task_prompt(shared_context: Option<&str>, task: &str) -> String {
-    match shared_context.map(str::trim).filter(|c| !c.is_empty()) {
-        Some(context) => format!(
-            "## Shared context\n\n{context}\n\n{TASK_HEADING}\n\n{}",
-            task.trim()
-        ),
-        None => format!("{TASK_HEADING}\n\n{}", task.trim()),
+    );
+    if let Some(context) = shared_context.map(str::trim).filter(|c| !c.is_empty()) {
+        out.push_str(&format!("\n\n{SHARED_CONTEXT_HEADING}\n\n{context}"));
     }
+    out
 }
 
-/// A follow-up question to a finished sub-agent (seed 000's clarification).
-pub fn clarification_prompt(orchestrator: &str, question: &str) -> String {
-    format!("{CLARIFICATION_HEADER} {orchestrator}\n\n{}", question.trim())
+/// Heads the team's shared context in a sub-agent's system prompt.
+pub const SHARED_CONTEXT_HEADING: &str = "## Shared context";
+
+/// A sub-agent's task; the conversation keeps the task alone.
+pub fn task_prompt(task: &str) -> StepPrompt {
+    let task = task.trim();
+    StepPrompt::compacted(format!("{TASK_HEADING}\n\n{task}"), task.to_string())
+}
+
+/// A follow-up question to a finished sub-agent (seed 000's clarification); the conversation
+/// keeps who asked what.
+pub fn clarification_prompt(orchestrator: &str, question: &str) -> StepPrompt {
+    let question = question.trim();
+    StepPrompt::compacted(
+        format!("{CLARIFICATION_HEADER} {orchestrator}\n\n{question}"),
+        format!("Question from `{orchestrator}`: {question}"),
+    )
 }
 
 /// A sub-agent's result as the orchestrator gets it: a heading line of huddle's, then what it
@@ -400,8 +410,8 @@ mod tests {
     fn the_catalog_lists_members_with_their_tools_and_says_results_come_by_themselves() {
         let s = orchestrator_system(Some("Be calm."), &catalog(), false);
         assert!(s.starts_with("Be calm.\n\n"));
-        assert!(s.contains("- **logs**: Reads logs\n  Tools: loki\n"));
-        assert!(s.contains("- **metrics**\n  Tools: none (pure reasoning)\n"));
+        assert!(s.contains("- **logs**: Reads logs (tools: loki)\n"), "{s}");
+        assert!(s.contains("- **metrics** (tools: none, pure reasoning)\n"), "{s}");
         assert!(s.contains("do not poll"));
         assert!(s.contains("dispatch_agent(name, task)"));
         assert!(!s.contains("@dispatch"));
@@ -489,12 +499,18 @@ mod tests {
             "[Sub-agent failed] logs (exec-2):\n> timed out after 300s"
         );
         assert_eq!(
-            clarification_prompt("lead", "which host?"),
+            clarification_prompt("lead", "which host?").text,
             "## CLARIFICATION REQUEST FROM lead\n\nwhich host?"
         );
-        assert_eq!(task_prompt(None, " look "), "## Task\n\nlook");
-        assert!(task_prompt(Some("ctx"), "t").starts_with("## Shared context\n\nctx"));
-        assert!(focus_block("lead").contains("dispatched by the orchestrator `lead`"));
+        assert_eq!(
+            clarification_prompt("lead", "which host?").compact.as_deref(),
+            Some("Question from `lead`: which host?")
+        );
+        assert_eq!(task_prompt(" look ").text, "## Task\n\nlook");
+        assert_eq!(task_prompt(" look ").compact.as_deref(), Some("look"));
+        assert!(focus_block("o", Some("ctx")).ends_with("## Shared context\n\nctx"));
+        assert!(!focus_block("o", Some(" ")).contains("Shared context"));
+        assert!(focus_block("lead", None).contains("dispatched by the orchestrator `lead`"));
     }
 
     #[test]

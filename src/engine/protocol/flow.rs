@@ -6,6 +6,8 @@ use serde_json::{Value, json};
 
 use crate::model::ToolSpec;
 
+use super::prompts::StepPrompt;
+
 /// The built-in tool a router ends with (the engine offers it, the sim calls it).
 pub const HANDOFF_TOOL: &str = "handoff_to";
 
@@ -127,34 +129,42 @@ pub fn parse_text_route(text: &str, destinations: &[String]) -> TextRoute {
     TextRoute::Answer
 }
 
-/// What a router is told besides the request: how to pass it on, in both forms.
-pub fn router_prompt(request: &str, destinations: &[String]) -> String {
+/// What a router is told besides the request, in its system prompt for the run: where it can
+/// pass the request and how, in both forms. Its message is the request itself.
+pub fn router_brief(destinations: &[String]) -> String {
     format!(
-        "{request}\n\n{ROUTING_HEADING}\n{DESTINATIONS_LINE}{}\nYou route this request to the agent \
-         best placed to answer it. When you know which, call the `{HANDOFF_TOOL}` tool with that \
-         agent and, if useful, a message for it. Without tools, end your reply with a line \
+        "{ROUTING_HEADING}\n{DESTINATIONS_LINE}{}\nYou route the user's request to the agent best \
+         placed to answer it. When you know which, call the `{HANDOFF_TOOL}` tool with that agent \
+         and, if useful, a message for it. Without tools, end your reply with a line \
          `{TEXT_ROUTE}<agent>` followed by the optional message. If you answer the request yourself \
          instead, your answer is final.",
         destinations.join(", ")
     )
 }
 
-/// A routed member's input: the original request and, when given, the router's message.
-pub fn routed_prompt(request: &str, router: &str, message: Option<&str>) -> String {
-    let mut out = format!("{ORIGINAL_REQUEST}\n\n{}\n", request.trim());
-    if let Some(message) = message.map(str::trim).filter(|m| !m.is_empty()) {
+/// A routed member's input: the original request and, when given, the router's message. The
+/// conversation keeps the request with a note of the route.
+pub fn routed_prompt(input: &StepPrompt, router: &str, message: Option<&str>) -> StepPrompt {
+    let mut out = format!("{ORIGINAL_REQUEST}\n\n{}\n", input.text.trim());
+    let message = message.map(str::trim).filter(|m| !m.is_empty());
+    if let Some(message) = message {
         out.push_str(&format!(
             "\n## MESSAGE FROM AGENT `{router}` WHO ROUTED THIS REQUEST TO YOU\n\n{message}\n"
         ));
     }
-    out
+    let kept = match message {
+        Some(message) => format!("{} (routed here by `{router}`: {message})", input.kept().trim()),
+        None => format!("{} (routed here by `{router}`)", input.kept().trim()),
+    };
+    StepPrompt::compacted(out, kept)
 }
 
 /// An advised member's input: the request and every advisor's report, raw, in advisor order.
 /// An input that already has its `## ORIGINAL USER REQUEST` section (a routed one) keeps it
-/// rather than nesting it under another.
-pub fn advised_prompt(request: &str, reports: &[(String, String)]) -> String {
-    let request = request.trim();
+/// rather than nesting it under another. The conversation keeps the input with the advisors'
+/// names (the member's answer says what it made of their reports).
+pub fn advised_prompt(input: &StepPrompt, reports: &[(String, String)]) -> StepPrompt {
+    let request = input.text.trim();
     let mut out = if request.starts_with(ORIGINAL_REQUEST) {
         format!("{request}\n\n## ANALYSIS GATHERED\n")
     } else {
@@ -163,7 +173,13 @@ pub fn advised_prompt(request: &str, reports: &[(String, String)]) -> String {
     for (name, report) in reports {
         out.push_str(&format!("\n{REPORT_HEADING}{name}\n\n{}\n", report.trim()));
     }
-    out
+    let names: Vec<&str> = reports.iter().map(|(n, _)| n.as_str()).collect();
+    let kept = format!(
+        "{} (with the reports of {})",
+        input.kept().trim(),
+        names.join(", ")
+    );
+    StepPrompt::compacted(out, kept)
 }
 
 /// What stands in for an advisor that failed or timed out.
@@ -246,28 +262,48 @@ mod tests {
 
     #[test]
     fn routed_and_advised_prompts_have_their_sections() {
+        let plain = |t: &str| StepPrompt::plain(t.to_string());
         assert_eq!(
-            routed_prompt(" hi ", "triage", None),
+            routed_prompt(&plain(" hi "), "triage", None).text,
             "## ORIGINAL USER REQUEST\n\nhi\n"
         );
-        let p = routed_prompt("hi", "triage", Some("be brief"));
-        assert!(p.contains("## MESSAGE FROM AGENT `triage` WHO ROUTED THIS REQUEST TO YOU\n\nbe brief"));
+        let p = routed_prompt(&plain("hi"), "triage", Some("be brief"));
+        assert!(
+            p.text
+                .contains("## MESSAGE FROM AGENT `triage` WHO ROUTED THIS REQUEST TO YOU\n\nbe brief")
+        );
+        assert_eq!(
+            p.compact.as_deref(),
+            Some("hi (routed here by `triage`: be brief)")
+        );
         let p = advised_prompt(
-            "q",
+            &plain("q"),
             &[("a".into(), "A says".into()), ("b".into(), "B says".into())],
         );
         assert_eq!(
-            p,
+            p.text,
             "## ORIGINAL USER REQUEST\n\nq\n\n## ANALYSIS GATHERED\n\n### From a\n\nA says\n\n### From b\n\nB says\n"
         );
-        let routed = routed_prompt("q", "r", Some("m"));
+        assert_eq!(p.compact.as_deref(), Some("q (with the reports of a, b)"));
+        let routed = routed_prompt(&plain("q"), "r", Some("m"));
         let nested = advised_prompt(&routed, &[("a".into(), "A".into())]);
-        assert_eq!(nested.matches("## ORIGINAL USER REQUEST").count(), 1, "{nested}");
+        assert_eq!(
+            nested.text.matches("## ORIGINAL USER REQUEST").count(),
+            1,
+            "{}",
+            nested.text
+        );
         assert!(
-            nested.starts_with(routed.trim()) && nested.ends_with("### From a\n\nA\n"),
-            "{nested}"
+            nested.text.starts_with(routed.text.trim()) && nested.text.ends_with("### From a\n\nA\n"),
+            "{}",
+            nested.text
+        );
+        assert_eq!(
+            nested.compact.as_deref(),
+            Some("q (routed here by `r`: m) (with the reports of a)")
         );
         assert!(advisor_failure_report("a", "timed out after 5s").contains("`a` failed: timed out"));
-        assert!(router_prompt("q", &dests()).contains("billing, tech"));
+        let brief = router_brief(&dests());
+        assert!(brief.contains("Destinations: billing, tech") && brief.starts_with(ROUTING_HEADING));
     }
 }

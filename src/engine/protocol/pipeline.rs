@@ -7,6 +7,8 @@ use serde_json::{Value, json};
 
 use crate::model::ToolSpec;
 
+use super::prompts::StepPrompt;
+
 /// The target of a handoff that parks the conversation for the user.
 pub const HUMAN: &str = "human";
 
@@ -166,36 +168,62 @@ pub fn context_line(from: &str, summary: &str) -> String {
     format!("{CONTEXT_PREFIX}{from})]: {}", summary.trim())
 }
 
-/// What a member is given: the context from the member that handed over (if any), the user's
-/// message, and how to hand the conversation on.
-pub fn member_prompt(request: &str, context: Option<&str>, phase: &str, targets: &[String]) -> String {
-    let mut out = String::new();
-    if let Some(context) = context {
-        out.push_str(context);
-        out.push_str("\n\n");
-    }
-    out.push_str(request.trim());
-    out.push_str(&format!(
-        "\n\n{PIPELINE_HEADING}\nPhase: {phase}\n{TARGETS_LINE}{}\nAnswer the user. When the \
+/// Heads how a member hands the conversation on, in its system prompt.
+pub const HANDING_ON_HEADING: &str = "## Handing the conversation on";
+/// Heads how the supervisor redirects, in its system prompt.
+pub const SUPERVISING_HEADING: &str = "## Supervising";
+
+/// What every member of a pipeline is told once, in its system prompt: how to hand the
+/// conversation on, in both forms.
+pub fn member_brief() -> String {
+    format!(
+        "{HANDING_ON_HEADING}\nYou are a member of a pipeline: answer the user. When the \
          conversation belongs with another agent (or should wait for the user: `{HUMAN}`), call \
-         the `{CONVERSATION_HANDOFF_TOOL}` tool with target, reason and summary. Without tools, \
-         end your reply with a line `{TEXT_HANDOFF}<target>`, then `{TEXT_REASON} ...` and the \
-         summary.",
-        targets.join(", ")
-    ));
-    out
+         the `{CONVERSATION_HANDOFF_TOOL}` tool with target, reason and summary; each message \
+         says your phase and the targets allowed from it. Without tools, end your reply with a \
+         line `{TEXT_HANDOFF}<target>`, then `{TEXT_REASON} ...` and the summary."
+    )
 }
 
-/// What the supervisor is given: the exchanges since it last looked, and how to redirect.
-pub fn supervisor_prompt(exchanges: &[String], targets: &[String]) -> String {
-    format!(
-        "## PIPELINE EXCHANGES\n\n{}\n\n{SUPERVISION_HEADING}\n{TARGETS_LINE}{}\nYou supervise \
-         this conversation. To redirect it, call `{CONVERSATION_HANDOFF_TOOL}` (or end with a line \
-         `{TEXT_HANDOFF}<target>`, then `{TEXT_REASON} ...` and a summary). Otherwise reply \
-         `{NO_REDIRECT}`.",
-        exchanges.join("\n\n"),
+/// What a member is given: the context from the member that handed over (if any), the user's
+/// message, and its phase and where it may hand the conversation (how: in [`member_brief`]).
+/// The conversation keeps the context and the message.
+pub fn member_prompt(request: &str, context: Option<&str>, phase: &str, targets: &[String]) -> StepPrompt {
+    let mut kept = String::new();
+    if let Some(context) = context {
+        kept.push_str(context);
+        kept.push_str("\n\n");
+    }
+    kept.push_str(request.trim());
+    let out = format!(
+        "{kept}\n\n{PIPELINE_HEADING}\nPhase: {phase}\n{TARGETS_LINE}{}\n",
         targets.join(", ")
+    );
+    StepPrompt::compacted(out, kept)
+}
+
+/// What the supervisor is told once, in its system prompt: how to redirect, or not.
+pub fn supervisor_brief() -> String {
+    format!(
+        "{SUPERVISING_HEADING}\nYou supervise a pipeline's conversation: each message gives you \
+         the exchanges since your last look. To redirect the conversation, call \
+         `{CONVERSATION_HANDOFF_TOOL}` with one of the targets the message names (or end with a \
+         line `{TEXT_HANDOFF}<target>`, then `{TEXT_REASON} ...` and a summary). Otherwise reply \
+         `{NO_REDIRECT}`."
     )
+}
+
+/// What the supervisor is given: the exchanges since it last looked, what is happening now
+/// (who answered, who hands on to whom) and where it may redirect. The conversation keeps the
+/// exchanges.
+pub fn supervisor_prompt(exchanges: &[String], now: &str, targets: &[String]) -> StepPrompt {
+    let exchanges = exchanges.join("\n\n");
+    let out = format!(
+        "## PIPELINE EXCHANGES\n\n{exchanges}\n\n{}\n\n{SUPERVISION_HEADING}\n{TARGETS_LINE}{}\n",
+        now.trim(),
+        targets.join(", ")
+    );
+    StepPrompt::compacted(out, exchanges)
 }
 
 #[cfg(test)]
@@ -252,11 +280,24 @@ mod tests {
             &allowed(),
         );
         assert!(
-            p.starts_with("[Context from previous agent (triage)]: billing\n\nhelp"),
-            "{p}"
+            p.text
+                .starts_with("[Context from previous agent (triage)]: billing\n\nhelp"),
+            "{}",
+            p.text
         );
-        assert!(p.contains("Handoff targets: reviewer, human"), "{p}");
-        let s = supervisor_prompt(&["a".into(), "b".into()], &allowed());
-        assert!(s.contains("a\n\nb") && s.contains("reply `OK`"), "{s}");
+        assert!(p.text.contains("Handoff targets: reviewer, human"), "{}", p.text);
+        assert_eq!(
+            p.compact.as_deref(),
+            Some("[Context from previous agent (triage)]: billing\n\nhelp")
+        );
+        assert!(member_brief().contains("`handoff_conversation`"));
+        let s = supervisor_prompt(&["a".into(), "b".into()], "b answered.", &allowed());
+        assert!(
+            s.text.contains("a\n\nb\n\nb answered.") && s.text.contains(TARGETS_LINE),
+            "{}",
+            s.text
+        );
+        assert_eq!(s.compact.as_deref(), Some("a\n\nb"));
+        assert!(supervisor_brief().contains("reply `OK`"));
     }
 }

@@ -2,6 +2,13 @@
 //! `## Request`, `## Your task`, `Iteration: <n> of <max>`, ...) so the offline simulator
 //! (`crate::sim`) can tell what it is asked, with these constants and the readers here; the
 //! wording around them is ours.
+//!
+//! Each thing is said once per request (issue 29): what holds for a whole run (who the model
+//! is, the request, the team, the formats and rules) is a *brief* added to the system prompt
+//! (`orchestrator_brief`, `worker_brief`, `evaluator_brief`, `reflection_brief`); each step's
+//! message ([`StepPrompt`]) carries only what is new at that step, and names the shorter form
+//! the conversation keeps of it once the step is done (what was asked, not the inputs and
+//! instructions around it), so later requests never repeat an earlier step's prompt.
 
 use std::fmt::Write as _;
 
@@ -37,7 +44,8 @@ pub const ITERATION_LINE: &str = "Iteration: ";
 pub const GENERIC_WORKER_INSTRUCTION: &str =
     "You are a worker agent in a team. Complete the task below thoroughly and report your result.";
 
-/// The team-level inputs of the orchestrator's planning prompts.
+/// What every step of an orchestrator's run shares, said once in its system prompt (see
+/// [`orchestrator_brief`]): the request, the team, the formats and rules.
 #[derive(Debug, Clone, Copy)]
 pub struct TeamContext<'a> {
     /// The user's request (the goal of the cycle).
@@ -45,8 +53,6 @@ pub struct TeamContext<'a> {
     pub workers: &'a [WorkerInfo],
     pub routing_context: Option<&'a str>,
     pub orchestrator_prompt: Option<&'a str>,
-    /// User messages queued while a cycle ran, handed over at this planning step.
-    pub queued_messages: &'a [String],
 }
 
 /// Whether the first plan may answer directly (one pass) or must delegate (reflect cycle).
@@ -67,19 +73,50 @@ pub enum LastEvaluation<'a> {
 /// The inputs of a replan (iteration 2+).
 #[derive(Debug, Clone, Copy)]
 pub struct Replan<'a> {
-    pub previous_synthesis: &'a str,
+    /// The previous iteration's synthesis, when the orchestrator's conversation does not hold
+    /// it (a cycle resumed after a restart); `None` when its own answer just before says it.
+    pub previous_synthesis: Option<&'a str>,
     pub last_evaluation: LastEvaluation<'a>,
     pub iteration: u32,
     pub max_iterations: u32,
 }
 
-/// The inputs of one worker's prompt.
+/// What a worker is told for a whole run, besides its own system prompt (see
+/// [`worker_brief`]).
 #[derive(Debug, Clone, Copy)]
-pub struct WorkerTask<'a> {
+pub struct WorkerBrief<'a> {
+    /// The worker's own system prompt: without one, it is told what a worker is.
     pub system_prompt: Option<&'a str>,
     pub shared_context: Option<&'a str>,
     pub request: &'a str,
-    pub task: &'a str,
+}
+
+/// A message of one step of a run as a turn sends it, and the shorter form the conversation
+/// keeps of it for later turns (`None`: the message itself).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepPrompt {
+    pub text: String,
+    pub compact: Option<String>,
+}
+
+impl StepPrompt {
+    /// A message kept as it was sent.
+    pub fn plain(text: String) -> StepPrompt {
+        StepPrompt { text, compact: None }
+    }
+
+    /// What the conversation keeps of it.
+    pub fn kept(&self) -> &str {
+        self.compact.as_deref().unwrap_or(&self.text)
+    }
+
+    /// A message whose conversation keeps `compact` instead.
+    pub fn compacted(text: String, compact: String) -> StepPrompt {
+        StepPrompt {
+            text,
+            compact: Some(compact),
+        }
+    }
 }
 
 fn present(text: Option<&str>) -> Option<&str> {
@@ -141,10 +178,21 @@ fn workers_section(out: &mut String, workers: &[WorkerInfo]) {
     }
 }
 
+/// Heads the assignment format in the orchestrator's system prompt.
+pub const ASSIGNMENT_FORMAT_HEADING: &str = "## Assignment format";
+/// Heads how an orchestrator's run goes (plan, delegate, combine; a cycle's rules).
+pub const HOW_IT_GOES_HEADING: &str = "## How the work goes";
+/// Heads how results are combined into one answer.
+pub const COMBINING_HEADING: &str = "## Combining results";
+/// Heads how a reflect cycle without an evaluator judges its own answer.
+pub const SELF_EVALUATION_HEADING: &str = "## Self-evaluation";
+/// Heads the user's messages handed over at a planning step.
+pub const USER_MESSAGES_HEADING: &str = "## Messages from the user";
+
 fn assignment_format(out: &mut String) {
     let _ = write!(
         out,
-        "\n## Assignment format\n\
+        "\n{ASSIGNMENT_FORMAT_HEADING}\n\
          Give each task to a worker with a block, using the worker name exactly as listed:\n\n\
          {WORKER_MARKER}<name>\n\
          <task, one or more lines>\n\
@@ -154,7 +202,12 @@ fn assignment_format(out: &mut String) {
     );
 }
 
-fn orchestrator_preamble(out: &mut String, ctx: &TeamContext<'_>) {
+/// The orchestrator's system prompt for a run (added to its own): who it is, the request, the
+/// workers, the routing notes, the assignment format, how the run goes, how results are
+/// combined and, in a cycle without an evaluator, how it judges its own answer. The same for
+/// every step of the run, so that each step's message carries only what is new.
+pub fn orchestrator_brief(ctx: &TeamContext<'_>, mode: PlanMode, self_evaluation: bool) -> String {
+    let mut out = String::with_capacity(2048 + ctx.request.len());
     if let Some(prompt) = present(ctx.orchestrator_prompt) {
         out.push_str(prompt);
         out.push_str("\n\n");
@@ -163,120 +216,181 @@ fn orchestrator_preamble(out: &mut String, ctx: &TeamContext<'_>) {
         "You are the orchestrator of a team of AI workers. You plan the work, delegate tasks to \
          the workers best suited for them, and later combine their results.\n",
     );
-}
-
-fn team_sections(out: &mut String, ctx: &TeamContext<'_>) {
-    section(out, REQUEST_HEADING, ctx.request);
-    if !ctx.queued_messages.is_empty() {
-        out.push_str("\n## Messages from the user\nThe user added these while the team was working; take them into account:\n");
-        for message in ctx.queued_messages {
-            let _ = writeln!(out, "- {}", message.trim());
-        }
-    }
-    workers_section(out, ctx.workers);
+    section(&mut out, REQUEST_HEADING, ctx.request);
+    workers_section(&mut out, ctx.workers);
     if let Some(routing) = present(ctx.routing_context) {
-        section(out, "## Routing", routing);
+        section(&mut out, "## Routing", routing);
     }
-}
-
-/// Iteration 1: the orchestrator plans the work.
-pub fn planning_prompt(ctx: &TeamContext<'_>, mode: PlanMode) -> String {
-    let mut out = String::with_capacity(2048 + ctx.request.len());
-    orchestrator_preamble(&mut out, ctx);
-    team_sections(&mut out, ctx);
     assignment_format(&mut out);
-    out.push_str("\n## What to do\n");
+    let _ = write!(out, "\n{HOW_IT_GOES_HEADING}\n");
     match mode {
         PlanMode::SinglePass => out.push_str(
             "Split the request into tasks and assign them to the workers who fit them best. If \
              the request is simple enough to answer yourself, name no worker: answer directly, and \
-             your reply is the final answer.\n",
+             your reply is the final answer. Otherwise the workers answer, and you are given their \
+             results to combine.\n",
         ),
         PlanMode::Reflect { max_iterations } => {
             let _ = writeln!(
                 out,
-                "This starts a reflect cycle of up to {max_iterations} iterations. You must delegate: \
-                 assign at least one task to a worker, even for a simple request. After the workers \
-                 answer you will combine their results, the result is evaluated, and you plan again \
-                 until the goal is met."
+                "This is a reflect cycle of up to {max_iterations} iterations. In each one you plan, \
+                 the workers answer, you combine their results, the result is evaluated, and you \
+                 plan again until the goal is met. In the first plan you must delegate: assign at \
+                 least one task to a worker, even for a simple request. In a later plan, assign \
+                 only the work still needed to fix what the evaluation found lacking; if the goal \
+                 is already met, emit no assignment at all and say so in one sentence: emitting no \
+                 assignment means the goal is met and the cycle ends."
             );
         }
+    }
+    let _ = write!(
+        out,
+        "\n{COMBINING_HEADING}\n\
+         Write one combined answer to the request from the workers' results: merge what agrees, \
+         resolve what conflicts, and fill or flag what a failed worker left missing. Write it for \
+         the user; do not describe the process.\n"
+    );
+    if self_evaluation {
+        let _ = write!(
+            out,
+            "\n{SELF_EVALUATION_HEADING}\n\
+             After each combined answer, judge honestly whether it fully meets the request. Then \
+             end with a line containing only {complete} if the goal is met, or a line containing \
+             only {needs} followed by a few lines saying what is still missing or wrong (they \
+             guide the next iteration).\n",
+            complete = Sentinel::GroupReflectComplete,
+            needs = Sentinel::NeedsIteration,
+        );
     }
     out
 }
 
-/// Iteration 2+: the orchestrator plans again in the light of the last evaluation.
-pub fn replan_prompt(ctx: &TeamContext<'_>, replan: &Replan<'_>) -> String {
-    let mut out = String::with_capacity(4096 + ctx.request.len() + replan.previous_synthesis.len());
-    orchestrator_preamble(&mut out, ctx);
-    out.push_str("This is a later iteration of a reflect cycle.\n");
-    iteration_line(&mut out, replan.iteration, replan.max_iterations);
-    team_sections(&mut out, ctx);
-    section(
-        &mut out,
-        PREVIOUS_SYNTHESIS_HEADING,
-        &strip_sentinel_lines(replan.previous_synthesis),
+fn user_messages(out: &mut String, queued: &[String]) {
+    if queued.is_empty() {
+        return;
+    }
+    let _ = write!(
+        out,
+        "\n{USER_MESSAGES_HEADING}\nThe user added these while the team was working; take them \
+         into account:\n"
     );
-    let _ = write!(out, "\n{LAST_EVALUATION_HEADING}\n");
-    match replan.last_evaluation {
-        LastEvaluation::Evaluator { score, rationale } => {
-            let _ = writeln!(
-                out,
+    for message in queued {
+        let _ = writeln!(out, "- {}", message.trim());
+    }
+}
+
+/// The user's messages as the conversation keeps them: one line each.
+fn kept_user_messages(out: &mut String, queued: &[String]) {
+    for message in queued {
+        let _ = write!(out, "\nThe user added: {}", message.trim());
+    }
+}
+
+/// The first plan of a run (the brief says what and how): the iteration of a cycle and any
+/// messages the user sent meanwhile.
+pub fn planning_prompt(mode: PlanMode, queued: &[String]) -> StepPrompt {
+    let mut out = String::new();
+    let mut kept = String::new();
+    if let PlanMode::Reflect { max_iterations } = mode {
+        iteration_line(&mut out, 1, max_iterations);
+        let _ = write!(kept, "Iteration 1 of {max_iterations}: the first plan.");
+    } else {
+        kept.push_str("The plan.");
+    }
+    user_messages(&mut out, queued);
+    kept_user_messages(&mut kept, queued);
+    out.push_str(match mode {
+        PlanMode::SinglePass => "\nPlan the work: assignment blocks, or your direct answer.\n",
+        PlanMode::Reflect { .. } => "\nPlan the first iteration: assignment blocks for the workers.\n",
+    });
+    StepPrompt::compacted(out.trim_start().to_string(), kept)
+}
+
+fn evaluation_said(evaluation: &LastEvaluation<'_>) -> (String, String) {
+    match evaluation {
+        LastEvaluation::Evaluator { score, rationale } => (
+            format!(
                 "Score: {score:.2} (from the evaluator)\nRationale: {}",
                 rationale.trim()
-            );
-        }
-        LastEvaluation::SelfEvaluation { score, feedback } => {
-            let _ = writeln!(
-                out,
+            ),
+            format!("score {score:.2} from the evaluator: {}", rationale.trim()),
+        ),
+        LastEvaluation::SelfEvaluation { score, feedback } => (
+            format!(
                 "Score: {score:.2} (your own self-evaluation)\nFeedback: {}",
                 feedback.trim()
-            );
-        }
-        LastEvaluation::None => out.push_str("No evaluation was recorded for the previous iteration.\n"),
+            ),
+            format!("score {score:.2} from your self-evaluation: {}", feedback.trim()),
+        ),
+        LastEvaluation::None => (
+            "No evaluation was recorded for the previous iteration.".to_string(),
+            "no evaluation recorded".to_string(),
+        ),
     }
-    assignment_format(&mut out);
-    out.push_str(
-        "\n## What to do\n\
-         Plan the next iteration so that it fixes what the evaluation found lacking; assign only \
-         the work that is still needed. If the goal is already met, emit no assignment at all and \
-         say so in one sentence: emitting no assignment means the goal is met and the cycle ends.\n",
+}
+
+/// A later plan of a cycle: the iteration, the last evaluation, the previous synthesis when
+/// the conversation does not hold it, and any messages the user sent meanwhile. The
+/// conversation keeps one line: the iteration and the evaluation.
+pub fn replan_prompt(replan: &Replan<'_>, queued: &[String]) -> StepPrompt {
+    let mut out = String::with_capacity(512);
+    iteration_line(&mut out, replan.iteration, replan.max_iterations);
+    if let Some(previous) = replan.previous_synthesis {
+        section(
+            &mut out,
+            PREVIOUS_SYNTHESIS_HEADING,
+            &strip_sentinel_lines(previous),
+        );
+    }
+    let (said, kept_evaluation) = evaluation_said(&replan.last_evaluation);
+    section(&mut out, LAST_EVALUATION_HEADING, &said);
+    user_messages(&mut out, queued);
+    let _ = write!(
+        out,
+        "\nPlan iteration {}: assignment blocks for the work still needed, or none if the goal is met.\n",
+        replan.iteration
     );
-    out
+    let mut kept = format!(
+        "Iteration {} of {}: plan again after the last evaluation ({kept_evaluation}).",
+        replan.iteration, replan.max_iterations
+    );
+    kept_user_messages(&mut kept, queued);
+    StepPrompt::compacted(out, kept)
 }
 
 /// The one reminder sent when the first plan of a cycle named no worker.
-pub fn nudge_prompt(ctx: &TeamContext<'_>) -> String {
-    let mut out = String::with_capacity(1024 + ctx.request.len());
-    out.push_str(
+pub fn nudge_prompt() -> StepPrompt {
+    StepPrompt::plain(
         "Your previous reply assigned no task to any worker, but this team works by delegation: \
-         you must give at least one worker a task. Reply with assignment blocks now.\n",
-    );
-    section(&mut out, REQUEST_HEADING, ctx.request);
-    workers_section(&mut out, ctx.workers);
-    assignment_format(&mut out);
-    out
+         you must give at least one worker a task. Reply with assignment blocks now, in the \
+         assignment format."
+            .to_string(),
+    )
 }
 
-/// A worker's prompt: its system prompt (or a generic instruction), the team context, the
-/// original request as context and its task.
-pub fn worker_prompt(task: &WorkerTask<'_>) -> String {
-    let mut out = String::with_capacity(1024 + task.request.len() + task.task.len());
-    out.push_str(present(task.system_prompt).unwrap_or(GENERIC_WORKER_INSTRUCTION));
-    out.push('\n');
-    if let Some(shared) = present(task.shared_context) {
+/// A worker's system prompt for a run (added to its own): what a worker is (when it has no
+/// system prompt of its own), the team's shared context and the request the team works on.
+pub fn worker_brief(brief: &WorkerBrief<'_>) -> String {
+    let mut out = String::with_capacity(512 + brief.request.len());
+    if present(brief.system_prompt).is_none() {
+        out.push_str(GENERIC_WORKER_INSTRUCTION);
+        out.push('\n');
+    }
+    if let Some(shared) = present(brief.shared_context) {
         section(&mut out, "## Team context", shared);
     }
-    section(
-        &mut out,
-        ORIGINAL_REQUEST_HEADING,
-        &format!(
-            "(Context: the request the team as a whole is working on. Do your task, not all of it.)\n\n{}",
-            task.request.trim()
-        ),
+    out.push_str(
+        "\nThe team as a whole works on the request below; each message gives you your own task \
+         in it. Do your task, not all of it.\n",
     );
-    section(&mut out, YOUR_TASK_HEADING, task.task);
-    out
+    section(&mut out, ORIGINAL_REQUEST_HEADING, brief.request);
+    out.trim_start().to_string()
+}
+
+/// A worker's task; the conversation keeps the task alone.
+pub fn worker_task_prompt(task: &str) -> StepPrompt {
+    let task = task.trim();
+    StepPrompt::compacted(format!("{YOUR_TASK_HEADING}\n{task}\n"), task.to_string())
 }
 
 /// Where a session with a git worktree works (see [`worktree_note`]).
@@ -415,11 +529,6 @@ fn worker_results(out: &mut String, results: &[WorkerResult]) {
     }
 }
 
-const SYNTHESIS_INSTRUCTIONS: &str = "\n## What to write\n\
-    Write one combined answer to the request from the results above: merge what agrees, resolve \
-    what conflicts, and fill or flag what a failed worker left missing. Write it for the user; do \
-    not describe the process.\n";
-
 /// A worker's latest answer from an earlier iteration of a cycle, given to a synthesis whose
 /// iteration did not assign that worker (so the answer covers every worker's contribution).
 #[derive(Debug, Clone, PartialEq)]
@@ -433,13 +542,17 @@ pub struct EarlierResult {
 /// so the prompt stays bounded however long the cycle runs.
 pub const EARLIER_RESULT_MAX_CHARS: usize = 2_000;
 
+/// Heads the earlier answers of workers a cycle's iteration did not assign.
+pub const EARLIER_CONTRIBUTIONS_HEADING: &str = "## Earlier contributions";
+
 fn earlier_results(out: &mut String, earlier: &[EarlierResult]) {
     if earlier.is_empty() {
         return;
     }
-    out.push_str(
-        "\n## Earlier contributions\nWorkers not assigned in this iteration, with their latest \
-         answer from an earlier one (long answers shortened). Keep what is still relevant.\n",
+    let _ = write!(
+        out,
+        "\n{EARLIER_CONTRIBUTIONS_HEADING}\nWorkers not assigned in this iteration, with their \
+         latest answer from an earlier one (long answers shortened). Keep what is still relevant.\n",
     );
     for e in earlier {
         let _ = writeln!(out, "\n### {} (iteration {})", e.name, e.iteration);
@@ -456,7 +569,6 @@ fn earlier_results(out: &mut String, earlier: &[EarlierResult]) {
     }
 }
 
-/// The orchestrator combines the worker results into one answer.
 /// A member's prompt with the notes the user left for it (`@member text`) before it.
 /// The heading of the notes a user left for a member's next turn, before its prompt.
 pub const NOTES_HEADING: &str = "## A note from the user, for you alone\n";
@@ -471,120 +583,182 @@ pub fn prompt_with_notes(notes: &[String], prompt: &str) -> String {
     out
 }
 
-pub fn synthesis_prompt(request: &str, results: &[WorkerResult]) -> String {
-    cycle_synthesis_prompt(request, results, &[])
+/// What a synthesis step is given (the brief says how to combine and, without an evaluator,
+/// how to judge the answer).
+#[derive(Debug, Clone, Copy)]
+pub struct SynthesisStep<'a> {
+    /// The user's request (said in the brief; named in the line the conversation keeps).
+    pub request: &'a str,
+    /// A cycle's iteration and its limit (`None` in a single pass).
+    pub iteration: Option<(u32, u32)>,
+    pub results: &'a [WorkerResult],
+    pub earlier: &'a [EarlierResult],
+    /// The answer must end with the self-evaluation's sentinel.
+    pub self_evaluation: bool,
+    /// More to judge the answer by when it judges itself (empty: none).
+    pub evidence: &'a [Evidence],
 }
 
-/// The synthesis of a reflect iteration: this iteration's results, then the latest earlier
-/// answer of each worker it did not assign.
-pub fn cycle_synthesis_prompt(request: &str, results: &[WorkerResult], earlier: &[EarlierResult]) -> String {
-    let mut out =
-        String::with_capacity(2048 + request.len() + results.iter().map(|r| r.text.len()).sum::<usize>());
-    out.push_str("You are the orchestrator. Your workers have finished their tasks.\n");
-    section(&mut out, REQUEST_HEADING, request);
-    worker_results(&mut out, results);
-    earlier_results(&mut out, earlier);
-    out.push_str(SYNTHESIS_INSTRUCTIONS);
-    out
+/// The orchestrator combines the workers' results into one answer: this step's results, then
+/// the latest earlier answer of each worker it did not assign. The conversation keeps one line
+/// naming whose results were given (the answer that follows says what came of them).
+pub fn synthesis_prompt(step: &SynthesisStep<'_>) -> StepPrompt {
+    let size = step.results.iter().map(|r| r.text.len()).sum::<usize>();
+    let mut out = String::with_capacity(512 + size);
+    if let Some((iteration, max)) = step.iteration {
+        iteration_line(&mut out, iteration, max);
+    }
+    worker_results(&mut out, step.results);
+    earlier_results(&mut out, step.earlier);
+    evidence_sections(&mut out, step.evidence);
+    out.push_str(if step.self_evaluation {
+        "\nCombine these results into one answer, then give your self-evaluation.\n"
+    } else {
+        "\nCombine these results into one answer.\n"
+    });
+    let whose: Vec<String> = step
+        .results
+        .iter()
+        .map(|r| format!("{} ({})", r.name, r.status()))
+        .collect();
+    let whose = if whose.is_empty() {
+        "no worker".to_string()
+    } else {
+        whose.join(", ")
+    };
+    // A cycle's iteration tells its line from the others; a single pass is told apart by its
+    // request (the brief of a later run in the same conversation has another one).
+    let mut kept = match step.iteration {
+        Some((iteration, _)) => format!("Iteration {iteration}: the results of {whose}"),
+        None => format!(
+            "The results of {whose} for \"{}\"",
+            crate::text::first_line(step.request, 100)
+        ),
+    };
+    if !step.earlier.is_empty() {
+        let names: Vec<&str> = step.earlier.iter().map(|e| e.name.as_str()).collect();
+        let _ = write!(kept, ", with the earlier answers of {}", names.join(", "));
+    }
+    kept.push_str(" (given then; not repeated here).");
+    StepPrompt::compacted(out.trim_start().to_string(), kept)
 }
 
-/// Synthesis plus self-evaluation (a reflect cycle without an evaluator).
-pub fn synthesis_self_eval_prompt(
-    request: &str,
-    results: &[WorkerResult],
-    earlier: &[EarlierResult],
-    iteration: u32,
-    max_iterations: u32,
-) -> String {
-    let mut out = cycle_synthesis_prompt(request, results, earlier);
-    out.push_str("\n## Self-evaluation\n");
-    iteration_line(&mut out, iteration, max_iterations);
-    let _ = writeln!(
-        out,
-        "After your answer, judge honestly whether it fully meets the request. Then end with a line \
-         containing only {complete} if the goal is met, or a line containing only {needs} followed \
-         by a few lines saying what is still missing or wrong (they guide the next iteration).",
-        complete = Sentinel::GroupReflectComplete,
-        needs = Sentinel::NeedsIteration,
+/// Heads how an evaluator answers.
+pub const HOW_TO_ANSWER_HEADING: &str = "## How to answer";
+
+/// An independent evaluator's system prompt for a cycle (added to its own): what it judges, the
+/// request, and how to answer.
+pub fn evaluator_brief(request: &str) -> String {
+    let mut out = String::with_capacity(1024 + request.len());
+    out.push_str(
+        "You are an independent evaluator. Each message gives you a team's answer to the request \
+         below; judge how well it meets the request.\n",
     );
-    out
-}
-
-/// An independent evaluator scores the synthesis.
-pub fn evaluator_prompt(request: &str, synthesis: &str, iteration: u32, max_iterations: u32) -> String {
-    let mut out = String::with_capacity(1024 + request.len() + synthesis.len());
-    out.push_str("You are an independent evaluator. Judge how well the answer below meets the request.\n");
-    iteration_line(&mut out, iteration, max_iterations);
     section(&mut out, REQUEST_HEADING, request);
-    section(
-        &mut out,
-        SYNTHESIS_TO_EVALUATE_HEADING,
-        &strip_sentinel_lines(synthesis),
-    );
-    let _ = writeln!(
+    let _ = write!(
         out,
-        "\n## How to answer\n\
+        "\n{HOW_TO_ANSWER_HEADING}\n\
          Reply in exactly this format:\n\n\
          {SCORE_LABEL}: <a number from 0.0 to 1.0>\n\
          {RATIONALE_LABEL}: <what is good, what is missing or wrong>\n\n\
          Then a last line containing only {complete} if the goal is fully met (a score of 0.9 or \
-         more), otherwise only {needs}.",
+         more), otherwise only {needs}.\n",
         complete = Sentinel::GroupReflectComplete,
         needs = Sentinel::NeedsIteration,
     );
     out
 }
 
-/// `prompt` with what the iteration_finished hooks said (`checks`: each hook's command and
-/// output) as its own section, before the instructions on how to answer (a synthesis's
-/// self-evaluation, an evaluator's format); unchanged when there is nothing to say.
-pub fn with_checks(prompt: String, checks: &str) -> String {
-    let checks = checks.trim();
-    if checks.is_empty() {
-        return prompt;
-    }
-    let mut block = String::new();
-    section(
-        &mut block,
-        CHECKS_HEADING,
-        &format!(
-            "The team's own checks ran when the workers were done (their output, e.g. a test run; judge the answer with it):\n\n{checks}"
+/// Something more whoever judges an iteration is given with what it judges (the output of the
+/// team's iteration_finished hooks, e.g. a test run): its own section after the answer, in
+/// that step's message only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evidence {
+    /// The section's heading (`## ...`).
+    pub heading: String,
+    pub body: String,
+}
+
+/// What the team's iteration_finished hooks said (`output`: each hook's command and what it
+/// printed), as evidence for whoever judges the iteration; `None` when they said nothing.
+pub fn checks(output: &str) -> Option<Evidence> {
+    let output = output.trim();
+    (!output.is_empty()).then(|| Evidence {
+        heading: CHECKS_HEADING.to_string(),
+        body: format!(
+            "The team's own checks ran when the workers were done (their output, e.g. a test run; judge the answer with it):\n\n{output}"
         ),
-    );
-    let at = ["\n## How to answer", "\n## Self-evaluation"]
-        .iter()
-        .filter_map(|h| prompt.find(h))
-        .min();
-    match at {
-        Some(i) => format!("{}{block}{}", &prompt[..i], &prompt[i..]),
-        None => prompt + &block,
+    })
+}
+
+fn evidence_sections(out: &mut String, evidence: &[Evidence]) {
+    for e in evidence {
+        section(out, &e.heading, &e.body);
     }
 }
 
-/// Single-agent reflection: asks the session to improve its previous answer.
+/// What one evaluation is given.
+#[derive(Debug, Clone, Copy)]
+pub struct EvaluationStep<'a> {
+    pub synthesis: &'a str,
+    pub iteration: u32,
+    pub max_iterations: u32,
+    /// More to judge the answer by, each in its own section (empty: none).
+    pub evidence: &'a [Evidence],
+}
+
+/// The evaluator scores a synthesis (the brief says the request and the format). The
+/// conversation keeps one line: the answer it judged was this iteration's.
+pub fn evaluator_prompt(step: &EvaluationStep<'_>) -> StepPrompt {
+    let mut out = String::with_capacity(512 + step.synthesis.len());
+    iteration_line(&mut out, step.iteration, step.max_iterations);
+    section(
+        &mut out,
+        SYNTHESIS_TO_EVALUATE_HEADING,
+        &strip_sentinel_lines(step.synthesis),
+    );
+    evidence_sections(&mut out, step.evidence);
+    out.push_str("\nJudge this answer in the format of your instructions.\n");
+    let kept = format!(
+        "Iteration {}: the team's answer to judge (given then; not repeated here).",
+        step.iteration
+    );
+    StepPrompt::compacted(out, kept)
+}
+
+/// Single-agent reflection's system prompt for the run (added to the session's own): how the
+/// answer is improved and how the session says it is done.
+pub fn reflection_brief() -> String {
+    format!(
+        "## Reflection\n\
+         You are improving your answer to the user's request (the goal) iteration by iteration. \
+         Each time you are asked, review your previous answer against the goal, then write the \
+         complete improved answer. When the answer fully meets the goal and nothing is left to \
+         improve, put {} on a line of its own at the end.",
+        Sentinel::ReflectionComplete
+    )
+}
+
+/// Single-agent reflection: asks the session to improve its previous answer (the goal is the
+/// conversation's, the rules are in the brief). The conversation keeps one line.
 pub fn reflection_followup_prompt(
-    goal: &str,
     iteration: u32,
     max_iterations: u32,
     evaluator_feedback: Option<&str>,
-) -> String {
-    let mut out = String::with_capacity(1024 + goal.len());
-    out.push_str("Review your previous answer against the goal and improve it.\n");
+) -> StepPrompt {
+    let mut out = String::with_capacity(512);
     iteration_line(&mut out, iteration, max_iterations);
-    section(&mut out, "## Goal", goal);
+    out.push_str("Review your previous answer against the goal and write the complete improved answer.\n");
+    let mut kept = format!("Iteration {iteration} of {max_iterations}: improve the answer");
     if let Some(feedback) = present(evaluator_feedback) {
         section(&mut out, "## Evaluator feedback", feedback);
+        let _ = write!(kept, " (the evaluator said: {feedback})");
     }
-    let _ = writeln!(
-        out,
-        "\nWrite the complete improved answer. When the answer fully meets the goal and nothing is \
-         left to improve, put {} on a line of its own at the end.",
-        Sentinel::ReflectionComplete
-    );
-    out
+    kept.push('.');
+    StepPrompt::compacted(out, kept)
 }
 
-/// Single-agent reflection: an evaluator model answers PASS or FAIL.
+/// Single-agent reflection: an evaluator model answers PASS or FAIL (one request of its own).
 pub fn reflection_evaluator_prompt(goal: &str, answer: &str, iteration: u32, max_iterations: u32) -> String {
     let mut out = String::with_capacity(512 + goal.len() + answer.len());
     out.push_str("You are an independent evaluator. Judge whether the answer below fully meets the goal.\n");
@@ -593,23 +767,27 @@ pub fn reflection_evaluator_prompt(goal: &str, answer: &str, iteration: u32, max
     section(&mut out, ANSWER_TO_EVALUATE_HEADING, answer);
     let _ = writeln!(
         out,
-        "\n## How to answer\n\
+        "\n{HOW_TO_ANSWER_HEADING}\n\
          The first line of your reply must be either {PASS} (the goal is fully met) or \
          {FAIL}: <what is wrong or missing> (one line; details may follow on the next lines)."
     );
     out
 }
 
+/// Heads the answers given before a session's in a sequential round.
+pub const EARLIER_ANSWERS_HEADING: &str = "## Earlier answers in this round";
+
 /// Sequential mode: the prompt plus every earlier answer of this round, each labelled with its
-/// session name. The first session gets the prompt unchanged.
-pub fn sequential_prompt(prompt: &str, earlier: &[WorkerResult]) -> String {
+/// session name. The first session gets the prompt unchanged; the conversation keeps the
+/// prompt alone (the others' answers are theirs).
+pub fn sequential_prompt(prompt: &str, earlier: &[WorkerResult]) -> StepPrompt {
     if earlier.is_empty() {
-        return prompt.to_string();
+        return StepPrompt::plain(prompt.to_string());
     }
     let mut out =
         String::with_capacity(512 + prompt.len() + earlier.iter().map(|r| r.text.len()).sum::<usize>());
     out.push_str(prompt.trim_end());
-    out.push_str("\n\n## Earlier answers in this round\n");
+    let _ = writeln!(out, "\n\n{EARLIER_ANSWERS_HEADING}");
     for answer in earlier {
         if answer.success {
             let _ = writeln!(out, "\n{ANSWER_HEADING}{}\n{}", answer.name, answer.text.trim());
@@ -626,7 +804,13 @@ pub fn sequential_prompt(prompt: &str, earlier: &[WorkerResult]) -> String {
         "\nThe sessions above answered before you. Give your own answer: build on theirs, correct \
          what is wrong, and add what is missing.\n",
     );
-    out
+    let names: Vec<&str> = earlier.iter().map(|a| a.name.as_str()).collect();
+    let kept = format!(
+        "{} (given with the answers of {} before yours)",
+        prompt.trim_end(),
+        names.join(", ")
+    );
+    StepPrompt::compacted(out, kept)
 }
 
 #[cfg(test)]

@@ -13,13 +13,12 @@ fn workers() -> Vec<WorkerInfo> {
     ]
 }
 
-fn ctx<'a>(workers: &'a [WorkerInfo], queued: &'a [String]) -> TeamContext<'a> {
+fn ctx(workers: &[WorkerInfo]) -> TeamContext<'_> {
     TeamContext {
         request: "Build a URL shortener.",
         workers,
         routing_context: Some("Backend work goes to team-backend."),
         orchestrator_prompt: Some("Be terse."),
-        queued_messages: queued,
     }
 }
 
@@ -44,10 +43,15 @@ fn has_line(prompt: &str, line: &str) -> bool {
     prompt.lines().any(|l| l.trim_end() == line)
 }
 
+/// Every `## ` heading line of a text, in order.
+fn headings(text: &str) -> Vec<&str> {
+    text.lines().filter(|l| l.starts_with("## ")).collect()
+}
+
 #[test]
-fn planning_lists_workers_and_format() {
+fn the_brief_lists_the_request_workers_format_and_rules_once() {
     let workers = workers();
-    let p = planning_prompt(&ctx(&workers, &[]), PlanMode::SinglePass);
+    let p = orchestrator_brief(&ctx(&workers), PlanMode::SinglePass, false);
     assert!(p.starts_with("Be terse."), "{p}");
     assert!(has_line(&p, "## Workers"));
     assert!(
@@ -68,22 +72,49 @@ fn planning_lists_workers_and_format() {
     assert!(p.contains("Backend work goes to team-backend."));
     assert!(has_line(&p, "@worker:<name>") && has_line(&p, "@end"));
     assert!(p.contains("name no worker"), "{p}");
-    assert!(!p.contains("Iteration:"));
+    assert!(p.contains("one combined answer"), "{p}");
+    assert!(!p.contains("Iteration:") && !p.contains("[["), "{p}");
 
-    let r = planning_prompt(&ctx(&workers, &[]), PlanMode::Reflect { max_iterations: 4 });
+    let r = orchestrator_brief(&ctx(&workers), PlanMode::Reflect { max_iterations: 4 }, true);
     assert!(
-        r.contains("You must delegate") && r.contains("up to 4 iterations"),
+        r.contains("you must delegate") && r.contains("up to 4 iterations"),
         "{r}"
     );
+    assert!(r.contains("emitting no assignment means the goal is met"), "{r}");
+    assert!(r.contains("[[GROUP_REFLECT_COMPLETE]]") && r.contains("[[NEEDS_ITERATION]]"));
     assert!(!r.contains("name no worker"));
+    let judged = orchestrator_brief(&ctx(&workers), PlanMode::Reflect { max_iterations: 4 }, false);
+    assert!(!judged.contains("[["), "an evaluator judges: {judged}");
+    let mut seen = headings(&r);
+    let all = seen.len();
+    seen.dedup();
+    assert_eq!(seen.len(), all, "each heading once: {r}");
+    assert!(!r.contains("Iteration:"), "the brief is the same for every step");
 }
 
 #[test]
-fn replan_carries_synthesis_evaluation_and_queue() {
-    let workers = workers();
+fn a_plan_says_only_the_step_and_the_users_messages() {
+    let first = planning_prompt(PlanMode::Reflect { max_iterations: 4 }, &[]);
+    assert!(has_line(&first.text, "Iteration: 1 of 4"), "{}", first.text);
+    assert!(!first.text.contains("## Workers") && !first.text.contains("@worker:"));
+    assert_eq!(
+        first.compact.as_deref(),
+        Some("Iteration 1 of 4: the first plan.")
+    );
+    let one = planning_prompt(PlanMode::SinglePass, &["Also in Go.".into()]);
+    assert!(!one.text.contains("Iteration:"), "{}", one.text);
+    assert!(has_line(&one.text, "## Messages from the user") && one.text.contains("- Also in Go."));
+    assert_eq!(
+        one.compact.as_deref(),
+        Some("The plan.\nThe user added: Also in Go.")
+    );
+}
+
+#[test]
+fn replan_carries_the_evaluation_and_the_synthesis_only_when_not_said() {
     let queued = vec!["Also support custom slugs.".to_string()];
     let replan = Replan {
-        previous_synthesis: "The shortener works.\n[[NEEDS_ITERATION]]",
+        previous_synthesis: Some("The shortener works.\n[[NEEDS_ITERATION]]"),
         last_evaluation: LastEvaluation::Evaluator {
             score: 0.6,
             rationale: "No tests.",
@@ -91,82 +122,117 @@ fn replan_carries_synthesis_evaluation_and_queue() {
         iteration: 2,
         max_iterations: 5,
     };
-    let p = replan_prompt(&ctx(&workers, &queued), &replan);
-    for line in [
-        "## Workers",
-        "## Request",
-        "## Previous synthesis",
-        "## Last evaluation",
-        "Iteration: 2 of 5",
-    ] {
-        assert!(has_line(&p, line), "missing {line:?} in {p}");
+    let p = replan_prompt(&replan, &queued);
+    for line in ["## Previous synthesis", "## Last evaluation", "Iteration: 2 of 5"] {
+        assert!(has_line(&p.text, line), "missing {line:?} in {}", p.text);
     }
-    assert!(p.contains("The shortener works.") && !p.contains("[[NEEDS_ITERATION]]"));
-    assert!(p.contains("Score: 0.60") && p.contains("No tests."));
-    assert!(p.contains("Also support custom slugs."));
-    assert!(p.contains("emitting no assignment means the goal is met"));
-    assert!(has_line(&p, "@worker:<name>"));
+    assert!(p.text.contains("The shortener works.") && !p.text.contains("[[NEEDS_ITERATION]]"));
+    assert!(p.text.contains("Score: 0.60") && p.text.contains("No tests."));
+    assert!(p.text.contains("Also support custom slugs."));
+    assert!(!p.text.contains("## Workers") && !p.text.contains("## Request"));
+    let kept = p.compact.unwrap();
+    assert!(
+        kept.contains("Iteration 2 of 5")
+            && kept.contains("score 0.60 from the evaluator: No tests.")
+            && kept.contains("The user added: Also support custom slugs."),
+        "{kept}"
+    );
+    assert!(
+        !kept.contains("## ") && !kept.contains("The shortener works."),
+        "{kept}"
+    );
 
-    let self_eval = Replan {
+    let said = Replan {
+        previous_synthesis: None,
         last_evaluation: LastEvaluation::SelfEvaluation {
             score: 0.4,
             feedback: "Add tests.",
         },
         ..replan
     };
-    let p = replan_prompt(&ctx(&workers, &[]), &self_eval);
-    assert!(p.contains("Score: 0.40") && p.contains("Add tests."), "{p}");
+    let p = replan_prompt(&said, &[]);
+    assert!(
+        p.text.contains("Score: 0.40") && p.text.contains("Add tests."),
+        "{}",
+        p.text
+    );
+    assert!(!p.text.contains("## Previous synthesis"), "{}", p.text);
     let none = Replan {
         last_evaluation: LastEvaluation::None,
         ..replan
     };
-    assert!(has_line(
-        &replan_prompt(&ctx(&workers, &[]), &none),
-        "## Last evaluation"
-    ));
+    assert!(has_line(&replan_prompt(&none, &[]).text, "## Last evaluation"));
 }
 
 #[test]
-fn nudge_lists_workers_and_block_format() {
-    let workers = workers();
-    let p = nudge_prompt(&ctx(&workers, &[]));
-    assert!(has_line(&p, "## Workers") && has_line(&p, "## Request") && has_line(&p, "@worker:<name>"));
-    assert!(p.contains("team-tester"));
+fn nudge_asks_for_blocks() {
+    let p = nudge_prompt();
+    assert!(p.text.contains("assignment blocks") && p.compact.is_none());
 }
 
 #[test]
-fn worker_always_sees_the_original_request() {
-    let p = worker_prompt(&WorkerTask {
+fn a_worker_is_briefed_once_and_given_its_task() {
+    let p = worker_brief(&WorkerBrief {
         system_prompt: Some("You are a tester."),
         shared_context: Some("We use cargo nextest."),
         request: "Build a URL shortener.",
-        task: "Write tests for the redirect.",
     });
-    assert!(p.starts_with("You are a tester."));
+    assert!(
+        !p.contains("You are a tester."),
+        "its own system prompt is not repeated: {p}"
+    );
     assert!(p.contains("We use cargo nextest."));
     assert!(has_line(&p, "## Original request") && p.contains("Build a URL shortener."));
-    assert!(has_line(&p, "## Your task") && p.contains("Write tests for the redirect."));
-    assert!(p.find("## Original request") < p.find("## Your task"));
+    let task = worker_task_prompt(" Write tests for the redirect. ");
+    assert!(has_line(&task.text, "## Your task") && task.text.contains("Write tests for the redirect."));
+    assert_eq!(task.compact.as_deref(), Some("Write tests for the redirect."));
 
-    let generic = worker_prompt(&WorkerTask {
+    let generic = worker_brief(&WorkerBrief {
         system_prompt: Some("  "),
         shared_context: None,
         request: "R",
-        task: "T",
     });
     assert!(generic.starts_with(GENERIC_WORKER_INSTRUCTION));
     assert!(!generic.contains("Team context"));
 }
 
+fn step<'a>(
+    results: &'a [WorkerResult],
+    earlier: &'a [EarlierResult],
+    iteration: Option<(u32, u32)>,
+    self_evaluation: bool,
+) -> SynthesisStep<'a> {
+    SynthesisStep {
+        request: "Build a URL shortener.",
+        iteration,
+        results,
+        earlier,
+        self_evaluation,
+        evidence: &[],
+    }
+}
+
 #[test]
 fn synthesis_labels_results_and_neutralises_worker_sentinels() {
-    let p = synthesis_prompt("Build a URL shortener.", &results());
-    assert!(has_line(&p, "## Request") && has_line(&p, "## Worker results"));
-    assert!(has_line(&p, "### team-backend (ok, 12.3s)"), "{p}");
-    assert!(has_line(&p, "### team-tester (failed, 10m 00s)"), "{p}");
-    assert!(p.contains("[WORKER_APPROVED]") && !p.to_lowercase().contains("[[group_reflect_complete]]"));
-    assert!(p.contains("one combined answer"));
-    assert!(!p.contains("[[NEEDS_ITERATION]]"));
+    let results = results();
+    let p = synthesis_prompt(&step(&results, &[], None, false));
+    assert!(has_line(&p.text, "## Worker results") && !p.text.contains("## Request"));
+    assert!(has_line(&p.text, "### team-backend (ok, 12.3s)"), "{}", p.text);
+    assert!(
+        has_line(&p.text, "### team-tester (failed, 10m 00s)"),
+        "{}",
+        p.text
+    );
+    assert!(
+        p.text.contains("[WORKER_APPROVED]") && !p.text.to_lowercase().contains("[[group_reflect_complete]]")
+    );
+    assert!(!p.text.contains("[[NEEDS_ITERATION]]") && !p.text.contains("Iteration:"));
+    assert_eq!(
+        p.compact.as_deref(),
+        Some(
+            "The results of team-backend (ok), team-tester (failed) for \"Build a URL shortener.\" (given then; not repeated here)."
+        )
+    );
 }
 
 #[test]
@@ -183,7 +249,8 @@ fn a_cycle_synthesis_also_gets_the_latest_earlier_answer_of_workers_not_assigned
             text: "x".repeat(EARLIER_RESULT_MAX_CHARS + 500),
         },
     ];
-    let p = cycle_synthesis_prompt("Build it.", &results(), &earlier);
+    let results = results();
+    let p = synthesis_prompt(&step(&results, &earlier, Some((3, 5)), true)).text;
     assert!(has_line(&p, "## Earlier contributions"), "{p}");
     assert!(
         has_line(&p, "### team-docs (iteration 1)") && p.contains("UNIQUE_EARLIER"),
@@ -195,57 +262,87 @@ fn a_cycle_synthesis_also_gets_the_latest_earlier_answer_of_workers_not_assigned
     );
     assert!(has_line(&p, "[… shortened]"));
     assert!(!p.contains(&"x".repeat(EARLIER_RESULT_MAX_CHARS + 1)), "bounded");
-    assert!(p.find("## Earlier contributions") < p.find("## What to write"));
-    let self_eval = synthesis_self_eval_prompt("Build it.", &results(), &earlier, 3, 5);
-    assert!(self_eval.contains("UNIQUE_EARLIER") && self_eval.contains("[[NEEDS_ITERATION]]"));
-    assert_eq!(
-        synthesis_prompt("Build it.", &results()),
-        cycle_synthesis_prompt("Build it.", &results(), &[])
+    assert!(
+        has_line(&p, "Iteration: 3 of 5") && p.contains("self-evaluation"),
+        "{p}"
+    );
+    let kept = synthesis_prompt(&step(&results, &earlier, Some((3, 5)), true))
+        .compact
+        .unwrap();
+    assert!(
+        kept.starts_with("Iteration 3: ") && kept.contains("earlier answers of team-docs, team-long"),
+        "{kept}"
     );
 }
 
 #[test]
-fn synthesis_with_self_evaluation_has_both_sentinels() {
-    let p = synthesis_self_eval_prompt("Build it.", &results(), &[], 3, 5);
-    assert!(p.contains("[[GROUP_REFLECT_COMPLETE]]") && p.contains("[[NEEDS_ITERATION]]"));
-    assert!(has_line(&p, "Iteration: 3 of 5"));
-    assert!(has_line(&p, "### team-backend (ok, 12.3s)"));
+fn the_evaluator_is_briefed_once_and_given_the_answer_and_any_evidence() {
+    let brief = evaluator_brief("Build it.");
+    assert!(has_line(&brief, "## Request") && brief.contains("Build it."));
+    assert!(brief.contains("SCORE:") && brief.contains("RATIONALE:") && brief.contains("0.0 to 1.0"));
+    let p = evaluator_prompt(&EvaluationStep {
+        synthesis: "The combined answer.\n[[GROUP_REFLECT_COMPLETE]]",
+        iteration: 2,
+        max_iterations: 5,
+        evidence: &[Evidence {
+            heading: "## Checks".into(),
+            body: "cargo test: 3 failed".into(),
+        }],
+    });
+    assert!(has_line(&p.text, "## Synthesis to evaluate") && has_line(&p.text, "Iteration: 2 of 5"));
+    assert!(p.text.contains("The combined answer.") && !p.text.contains("[[GROUP"));
+    assert!(has_line(&p.text, "## Checks") && p.text.contains("cargo test: 3 failed"));
+    assert!(p.text.find("## Synthesis to evaluate") < p.text.find("## Checks"));
+    assert!(!p.text.contains("SCORE:"), "the format is in the brief");
+    assert!(p.compact.unwrap().starts_with("Iteration 2: "));
 }
 
 #[test]
-fn evaluator_asks_for_score_and_rationale() {
-    let p = evaluator_prompt(
-        "Build it.",
-        "The combined answer.\n[[GROUP_REFLECT_COMPLETE]]",
-        2,
-        5,
+fn checks_go_after_what_is_judged_and_nothing_changes_without_them() {
+    assert_eq!(checks("  \n"), None);
+    let said = checks("`cargo test` (it exited with status 101):\n1 failed");
+    let evidence: Vec<Evidence> = said.into_iter().collect();
+    let p = evaluator_prompt(&EvaluationStep {
+        synthesis: "The answer.",
+        iteration: 2,
+        max_iterations: 5,
+        evidence: &evidence,
+    });
+    let at = p.text.find("## Checks run after this iteration").unwrap();
+    assert!(at > p.text.find("## Synthesis to evaluate").unwrap());
+    assert!(p.text.contains("1 failed") && !p.compact.unwrap().contains("1 failed"));
+    let results = results();
+    let own = synthesis_prompt(&SynthesisStep {
+        evidence: &evidence,
+        ..step(&results, &[], Some((3, 5)), true)
+    });
+    assert!(own.text.find("1 failed").unwrap() > own.text.find("## Worker results").unwrap());
+    assert!(
+        own.text.trim_end().ends_with("give your self-evaluation."),
+        "{}",
+        own.text
     );
-    assert!(has_line(&p, "## Request") && has_line(&p, "## Synthesis to evaluate"));
-    assert!(p.contains("SCORE:") && p.contains("RATIONALE:") && p.contains("0.0 to 1.0"));
-    assert!(has_line(&p, "Iteration: 2 of 5"));
-    assert!(p.contains("The combined answer."));
-}
-
-#[test]
-fn checks_go_before_the_instructions_and_nothing_changes_without_them() {
-    let p = evaluator_prompt("Build it.", "The answer.", 2, 5);
-    assert_eq!(with_checks(p.clone(), "  \n"), p);
-    let with = with_checks(p.clone(), "`cargo test` (it exited with status 101):\n1 failed");
-    let checks = with.find("## Checks run after this iteration").unwrap();
-    assert!(checks > with.find("## Synthesis to evaluate").unwrap());
-    assert!(checks < with.find("## How to answer").unwrap());
-    assert!(with.contains("1 failed"));
-    let own = synthesis_self_eval_prompt("Build it.", &results(), &[], 3, 5);
-    let with = with_checks(own, "12 passed");
-    assert!(with.find("12 passed").unwrap() < with.find("## Self-evaluation").unwrap());
 }
 
 #[test]
 fn single_agent_prompts() {
-    let p = reflection_followup_prompt("Write a haiku.", 2, 4, Some("Too many syllables."));
-    assert!(p.contains("[[REFLECTION_COMPLETE]]") && has_line(&p, "Iteration: 2 of 4"));
-    assert!(p.contains("Too many syllables.") && p.contains("Write a haiku."));
-    assert!(!reflection_followup_prompt("g", 1, 3, None).contains("Evaluator feedback"));
+    let brief = reflection_brief();
+    assert!(brief.contains("[[REFLECTION_COMPLETE]]"));
+    let p = reflection_followup_prompt(2, 4, Some("Too many syllables."));
+    assert!(has_line(&p.text, "Iteration: 2 of 4") && p.text.contains("Too many syllables."));
+    assert!(
+        !p.text.contains("[[REFLECTION_COMPLETE]]"),
+        "the rule is in the brief"
+    );
+    assert_eq!(
+        p.compact.as_deref(),
+        Some("Iteration 2 of 4: improve the answer (the evaluator said: Too many syllables.).")
+    );
+    assert!(
+        !reflection_followup_prompt(3, 3, None)
+            .text
+            .contains("Evaluator feedback")
+    );
 
     let e = reflection_evaluator_prompt("Write a haiku.", "An old pond...", 1, 3);
     assert!(e.contains("PASS") && e.contains("FAIL:") && has_line(&e, "## Answer to evaluate"));
@@ -253,8 +350,11 @@ fn single_agent_prompts() {
 }
 
 #[test]
-fn sequential_labels_earlier_answers() {
-    assert_eq!(sequential_prompt("Name a colour.", &[]), "Name a colour.");
+fn sequential_labels_earlier_answers_and_keeps_the_prompt() {
+    assert_eq!(
+        sequential_prompt("Name a colour.", &[]),
+        StepPrompt::plain("Name a colour.".into())
+    );
     let earlier = vec![
         WorkerResult {
             name: "first".into(),
@@ -270,9 +370,13 @@ fn sequential_labels_earlier_answers() {
         },
     ];
     let p = sequential_prompt("Name a colour.", &earlier);
-    assert!(p.starts_with("Name a colour."));
-    assert!(has_line(&p, "### first") && p.contains("Red."));
-    assert!(has_line(&p, "### second (failed)") && p.contains("error: 500"));
+    assert!(p.text.starts_with("Name a colour."));
+    assert!(has_line(&p.text, "### first") && p.text.contains("Red."));
+    assert!(has_line(&p.text, "### second (failed)") && p.text.contains("error: 500"));
+    assert_eq!(
+        p.compact.as_deref(),
+        Some("Name a colour. (given with the answers of first, second before yours)")
+    );
 }
 
 #[test]

@@ -12,6 +12,7 @@ use crate::model::context::tokens_of_text;
 use crate::model::{BroadcastKind, ToolSpec};
 
 use super::super::events::EventKind;
+use super::prompts::StepPrompt;
 
 /// A team member's (and the supervisor's) one tool.
 pub const BROADCAST_TOOL: &str = "team_broadcast";
@@ -392,7 +393,7 @@ fn peer_list(peers: &[Peer]) -> String {
         .join(", ")
 }
 
-/// What a member's first turn is given besides the request.
+/// What a member is told once, in its system prompt for the deliberation.
 #[derive(Debug, Clone)]
 pub struct MemberIntro<'a> {
     pub name: &'a str,
@@ -421,9 +422,9 @@ fn turn_line(turn: u32, max: u32) -> String {
     out
 }
 
-/// A member's first turn: the request (and shared context), then how the team works.
-pub fn member_first_prompt(request: &str, shared_context: Option<&str>, intro: &MemberIntro<'_>) -> String {
-    let mut out = request_with_context(request, shared_context);
+/// How a member works in the team, said once in its system prompt: who it is, who else is
+/// there, how to broadcast and leave, its turns.
+pub fn member_brief(intro: &MemberIntro<'_>) -> String {
     let role = intro
         .role
         .map(str::trim)
@@ -435,11 +436,12 @@ pub fn member_first_prompt(request: &str, shared_context: Option<&str>, intro: &
     } else {
         peer_list(intro.others)
     };
-    out.push_str(&format!(
-        "\n\n{TEAM_HEADING}\n{YOU_ARE}{}`{role} of a team deliberating on the request above with \
-         {others}. `{}` supervises: it reads every broadcast and writes the team's final answer.\n",
+    let mut out = format!(
+        "{TEAM_HEADING}\n{YOU_ARE}{}`{role} of a team deliberating on the user's request (your \
+         first message) with {others}. `{}` supervises: it reads every broadcast and writes the \
+         team's final answer.\n",
         intro.name, intro.supervisor
-    ));
+    );
     if intro.text_form {
         out.push_str(&format!(
             "- Your whole answer is your broadcast: the only way to share with the team. The \
@@ -457,26 +459,45 @@ pub fn member_first_prompt(request: &str, shared_context: Option<&str>, intro: &
     }
     out.push_str(&format!(
         "- Keep broadcasts short and specific to your perspective; say where you disagree.\n\
-         - You have at most {} turns.\n{}",
-        intro.max_turns,
-        turn_line(1, intro.max_turns)
+         - You have at most {} turns; each message gives your turn's count.",
+        intro.max_turns
     ));
     out
 }
 
+/// A member's first turn: the request (and shared context) and its turn count (how the team
+/// works is in [`member_brief`]).
+pub fn member_first_prompt(request: &str, shared_context: Option<&str>, max_turns: u32) -> StepPrompt {
+    let request = request_with_context(request, shared_context);
+    StepPrompt::compacted(
+        format!("{request}\n\n{}", turn_line(1, max_turns)),
+        format!("{request}\n\n{TURN_LINE}1 of {max_turns}"),
+    )
+}
+
+/// The broadcasts of a block as the conversation keeps them: without the block's heading.
+fn kept_block(block: &str) -> &str {
+    let block = block.trim();
+    block.strip_prefix(BROADCASTS_HEADING).unwrap_or(block).trim()
+}
+
 /// A member's later turn: the broadcasts it has not seen (if any), a reminder when its last
-/// turn ended without a broadcast, and its turn count.
+/// turn ended without a broadcast, and its turn count. The conversation keeps the broadcasts
+/// and the count.
 pub fn member_next_prompt(
     block: Option<&str>,
     reminder: bool,
     turn: u32,
     max: u32,
     text_form: bool,
-) -> String {
+) -> StepPrompt {
     let mut out = String::new();
+    let mut kept = String::new();
     if let Some(block) = block {
         out.push_str(block.trim_end());
         out.push_str("\n\n");
+        kept.push_str(kept_block(block));
+        kept.push_str("\n\n");
     }
     if reminder {
         out.push_str(&if text_form {
@@ -490,29 +511,48 @@ pub fn member_next_prompt(
             )
         });
         out.push('\n');
-    } else if text_form {
-        out.push_str(&format!(
-            "Answer with your next broadcast (a last line `{TEXT_FINAL}` when you have nothing more \
-             to add).\n"
-        ));
-    } else {
-        out.push_str(&format!(
-            "Broadcast what you add (`{BROADCAST_TOOL}`, `final: true` when you have nothing more \
-             to add).\n"
-        ));
+    } else if block.is_none() {
+        out.push_str("No new broadcasts since your last turn.\n");
     }
     out.push_str(&turn_line(turn, max));
-    out
+    kept.push_str(&format!("{TURN_LINE}{turn} of {max}"));
+    StepPrompt::compacted(out, kept)
 }
 
 /// Heads the messages the user sent while the team deliberated (the supervisor gets them).
 pub const USER_HEADING: &str = "## From the user (sent while the team was deliberating)";
+/// Heads how the supervisor works, in its system prompt.
+pub const HOW_YOU_SUPERVISE_HEADING: &str = "## How you supervise";
+
+/// How the supervisor works, said once in its system prompt: the team, how broadcasts reach it,
+/// how to guide the members or answer.
+pub fn supervisor_brief(members: &[Peer], text_form: bool) -> String {
+    let how = if text_form {
+        format!(
+            "To send the members guidance, start a line with `{TEXT_BROADCAST}` and write it after \
+             that; they continue and their next broadcasts come to you. An answer without such a \
+             line is the team's final answer and ends the deliberation."
+        )
+    } else {
+        format!(
+            "Either call `{BROADCAST_TOOL}` with guidance for the members (they continue, and their \
+             next broadcasts come to you), or answer without the tool: that answer is the team's \
+             final answer and ends the deliberation."
+        )
+    };
+    format!(
+        "{HOW_YOU_SUPERVISE_HEADING}\nYou supervise a team deliberating on the user's request (your \
+         first message): {}. Members share their findings only through broadcasts; each cycle you \
+         get all of them. {how}",
+        peer_list(members)
+    )
+}
 
 /// What the supervisor's turn is given.
 #[derive(Debug, Clone)]
 pub struct SupervisorTurn<'a> {
-    /// The request and the team, on its first turn only.
-    pub first: Option<(&'a str, Option<&'a str>, &'a [Peer])>,
+    /// The request (and the shared context), on its first turn only.
+    pub first: Option<(&'a str, Option<&'a str>)>,
     pub block: Option<&'a str>,
     /// The members still in the team.
     pub active: &'a [String],
@@ -520,20 +560,28 @@ pub struct SupervisorTurn<'a> {
     pub max_cycles: u32,
     /// It must answer now: its last turn, or every member has left.
     pub conclude: bool,
-    pub text_form: bool,
     /// Messages the user sent to the running team since its last turn.
     pub from_user: &'a [String],
 }
 
-pub fn supervisor_prompt(t: &SupervisorTurn<'_>) -> String {
+/// The supervisor's turn: the request (first cycle), the broadcasts, the user's messages, who
+/// is still in the team and the cycle's count (how to supervise is in [`supervisor_brief`]).
+/// The conversation keeps what was said and the count.
+pub fn supervisor_prompt(t: &SupervisorTurn<'_>) -> StepPrompt {
     let mut out = String::new();
-    if let Some((request, context, _)) = t.first {
-        out.push_str(&request_with_context(request, context));
+    let mut kept = String::new();
+    if let Some((request, context)) = t.first {
+        let request = request_with_context(request, context);
+        out.push_str(&request);
         out.push_str("\n\n");
+        kept.push_str(&request);
+        kept.push_str("\n\n");
     }
     if let Some(block) = t.block {
         out.push_str(block.trim_end());
         out.push_str("\n\n");
+        kept.push_str(kept_block(block));
+        kept.push_str("\n\n");
     }
     if !t.from_user.is_empty() {
         out.push_str(USER_HEADING);
@@ -542,18 +590,13 @@ pub fn supervisor_prompt(t: &SupervisorTurn<'_>) -> String {
             out.push_str("- ");
             out.push_str(m.trim());
             out.push('\n');
+            kept.push_str(&format!("The user added: {}\n", m.trim()));
         }
         out.push('\n');
+        kept.push('\n');
     }
     out.push_str(SUPERVISION_HEADING);
     out.push('\n');
-    if let Some((_, _, members)) = t.first {
-        out.push_str(&format!(
-            "You supervise a team deliberating on the request above: {}. Members share their \
-             findings only through broadcasts; each cycle you get all of them.\n",
-            peer_list(members)
-        ));
-    }
     if t.conclude {
         let why = if t.active.is_empty() {
             "every member has left the team."
@@ -565,25 +608,12 @@ pub fn supervisor_prompt(t: &SupervisorTurn<'_>) -> String {
              the broadcasts, without broadcasting.\n"
         ));
     } else {
-        let how = if t.text_form {
-            format!(
-                "To send the members guidance, start a line with `{TEXT_BROADCAST}` and write it \
-                 after that; they continue and their next broadcasts come to you. An answer \
-                 without such a line is the team's final answer and ends the deliberation."
-            )
-        } else {
-            format!(
-                "Either call `{BROADCAST_TOOL}` with guidance for the members (they continue, and \
-                 their next broadcasts come to you), or answer without the tool: that answer is \
-                 the team's final answer and ends the deliberation."
-            )
-        };
-        out.push_str(&how);
-        out.push('\n');
         out.push_str(&format!("Members still in the team: {}.\n", t.active.join(", ")));
     }
-    out.push_str(&format!("{CYCLE_LINE}{} of {}", t.cycle, t.max_cycles));
-    out
+    let count = format!("{CYCLE_LINE}{} of {}", t.cycle, t.max_cycles);
+    out.push_str(&count);
+    kept.push_str(&count);
+    StepPrompt::compacted(out, kept)
 }
 
 /// What a lent `team_broadcast` call answers.
@@ -826,53 +856,70 @@ mod tests {
             max_turns: 3,
             text_form: false,
         };
-        let p = member_first_prompt("Should we move?", Some("We are 5 people."), &intro);
-        assert!(p.starts_with("Should we move?\n\n## Shared context\nWe are 5 people.\n\n## How this team works\nYou are member `skeptic` (Worst case)"), "{p}");
+        let brief = member_brief(&intro);
         assert!(
-            p.contains("`optimist` (Best case)") && p.contains("`team_broadcast`"),
-            "{p}"
+            brief.starts_with("## How this team works\nYou are member `skeptic` (Worst case)"),
+            "{brief}"
         );
-        assert!(p.ends_with("Your turn: 1 of 3"), "{p}");
-        let text = member_first_prompt(
-            "q",
-            None,
-            &MemberIntro {
-                text_form: true,
-                ..intro
-            },
+        assert!(
+            brief.contains("`optimist` (Best case)") && brief.contains("`team_broadcast`"),
+            "{brief}"
         );
+        let text = member_brief(&MemberIntro {
+            text_form: true,
+            ..intro
+        });
         assert!(
             text.contains("line `[final]`") && !text.contains("`team_broadcast`"),
             "{text}"
         );
+        let p = member_first_prompt("Should we move?", Some("We are 5 people."), 3);
+        assert_eq!(
+            p.text,
+            "Should we move?\n\n## Shared context\nWe are 5 people.\n\nYour turn: 1 of 3"
+        );
+        assert_eq!(p.kept(), p.text, "a first turn is kept as it was said");
         let next = member_next_prompt(Some("## Team broadcasts\n\nx\n"), true, 3, 3, false);
         assert!(
-            next.starts_with("## Team broadcasts\n\nx\n\nYour last turn ended without a broadcast"),
-            "{next}"
+            next.text
+                .starts_with("## Team broadcasts\n\nx\n\nYour last turn ended without a broadcast"),
+            "{}",
+            next.text
         );
         assert!(
-            next.ends_with("Your turn: 3 of 3\nThis is your last turn: make this broadcast your final one."),
-            "{next}"
+            next.text
+                .ends_with("Your turn: 3 of 3\nThis is your last turn: make this broadcast your final one."),
+            "{}",
+            next.text
+        );
+        assert_eq!(next.kept(), "x\n\nYour turn: 3 of 3");
+        assert_eq!(
+            member_next_prompt(None, false, 2, 3, false).kept(),
+            "Your turn: 2 of 3"
         );
         let peers = [Peer {
             name: "a".into(),
             role: None,
         }];
+        assert!(supervisor_brief(&peers, false).contains("You supervise a team"));
+        assert!(supervisor_brief(&peers, true).contains("@broadcast:"));
         let active = vec!["a".to_string()];
         let s = supervisor_prompt(&SupervisorTurn {
-            first: Some(("Should we move?", None, &peers)),
+            first: Some(("Should we move?", None)),
             block: Some("## Team broadcasts\n\nx"),
             active: &active,
             cycle: 1,
             max_cycles: 4,
             conclude: false,
-            text_form: false,
             from_user: &[],
         });
         assert!(
-            s.starts_with("Should we move?\n\n## Team broadcasts\n\nx\n\n## Team supervision\nYou supervise"),
-            "{s}"
+            s.text
+                .starts_with("Should we move?\n\n## Team broadcasts\n\nx\n\n## Team supervision\nMembers"),
+            "{}",
+            s.text
         );
+        assert_eq!(s.kept(), "Should we move?\n\nx\n\nCycle: 1 of 4");
         let told = supervisor_prompt(&SupervisorTurn {
             first: None,
             block: None,
@@ -880,14 +927,21 @@ mod tests {
             cycle: 2,
             max_cycles: 4,
             conclude: false,
-            text_form: false,
             from_user: &["Keep it cheap ".to_string()],
         });
         assert!(
-            told.starts_with("## From the user (sent while the team was deliberating)\n- Keep it cheap\n\n## Team supervision\n"),
-            "{told}"
+            told.text.starts_with(
+                "## From the user (sent while the team was deliberating)\n- Keep it cheap\n\n## Team supervision\n"
+            ),
+            "{}",
+            told.text
         );
-        assert!(s.ends_with("Members still in the team: a.\nCycle: 1 of 4"), "{s}");
+        assert_eq!(told.kept(), "The user added: Keep it cheap\n\nCycle: 2 of 4");
+        assert!(
+            s.text.ends_with("Members still in the team: a.\nCycle: 1 of 4"),
+            "{}",
+            s.text
+        );
         let last = supervisor_prompt(&SupervisorTurn {
             first: None,
             block: None,
@@ -895,14 +949,14 @@ mod tests {
             cycle: 2,
             max_cycles: 4,
             conclude: true,
-            text_form: true,
             from_user: &[],
         });
         assert!(
-            last.starts_with("## Team supervision\nConclude now: every member has left"),
-            "{last}"
+            last.text
+                .starts_with("## Team supervision\nConclude now: every member has left"),
+            "{}",
+            last.text
         );
-        assert!(!last.contains("@broadcast:"), "{last}");
     }
 
     #[test]

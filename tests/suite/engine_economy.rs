@@ -1,0 +1,256 @@
+//! Each thing is said once per request (issue 29): what each mode's requests carry, measured on
+//! the fake server (see `economy_runs.rs`, the runs behind `cargo bench --bench prompt_bytes`).
+
+use huddle::engine::session::chat_history;
+use huddle::model::{MessageRole, Mode};
+
+use super::economy_runs::{self, Sent, figures, measure, reflect};
+use super::engine_fixture::{EVAL, Fixture, ORCH};
+
+/// Every `## ` heading of the text huddle wrote into a request (system prompt and user
+/// messages), with how often it stands there.
+fn heading_counts(sent: &Sent) -> Vec<(String, usize)> {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for text in sent.request.prompt_texts() {
+        for line in text.lines().filter(|l| l.starts_with("## ")) {
+            match counts.iter_mut().find(|(h, _)| h == line) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((line.to_string(), 1)),
+            }
+        }
+    }
+    counts
+}
+
+/// No request says a heading or a line of instructions twice.
+fn said_once(sent: &[Sent]) {
+    for (i, s) in sent.iter().enumerate() {
+        let twice: Vec<_> = heading_counts(s).into_iter().filter(|(_, n)| *n > 1).collect();
+        assert!(twice.is_empty(), "request {i} ({}): {twice:?}", s.model);
+        assert!(
+            s.repeated_lines.is_empty(),
+            "request {i} ({}): {:?}",
+            s.model,
+            s.repeated_lines
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_reflect_run_says_each_thing_once_within_the_goal() {
+    let f = reflect(4, 33).await;
+    let sent = measure(&f);
+    let figures = figures("reflect", &sent);
+    println!("{}", figures.row());
+    assert_eq!(figures.all.count, 198);
+    said_once(&sent);
+    assert!(figures.all.mean <= 4096.0, "{}", figures.row());
+    // The orchestrator's plans: iteration 30's request at most 3× iteration 3's.
+    let plans: Vec<&Sent> = sent
+        .iter()
+        .filter(|s| s.role == "orchestrator")
+        .step_by(2)
+        .collect();
+    let (third, thirtieth) = (plans[2].bytes, plans[29].bytes);
+    let first_worker: Vec<usize> = sent
+        .iter()
+        .filter(|s| s.model == "w-w0")
+        .map(|s| s.bytes)
+        .collect();
+    println!(
+        "plan bytes: 1={} 3={third} 12={} 30={thirtieth} 33={}; worker w0 bytes: 1={} 33={}",
+        plans[0].bytes, plans[11].bytes, plans[32].bytes, first_worker[0], first_worker[32]
+    );
+    assert!(
+        thirtieth <= 3 * third,
+        "plan 3: {third} bytes, plan 30: {thirtieth} bytes"
+    );
+    // The orchestrator has a system prompt: the brief.
+    let system = &plans[0].request.prompt_texts()[0];
+    assert!(system.contains("## Assignment format"), "{system}");
+}
+
+/// The figures of every measured run (`cargo test ... print_every_run -- --ignored
+/// --nocapture`; the bench prints the same from a release build).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn print_every_run() {
+    super::economy_runs::all(None, |f| {
+        println!("{}", f.row());
+        if let Some(line) = &f.worst {
+            println!("  e.g. {line}");
+        }
+    })
+    .await;
+}
+
+/// A run's requests say each heading and each line of instructions once, and some of them
+/// are later steps that carry earlier ones (the check would be empty otherwise).
+fn check(f: &Fixture) -> Vec<Sent> {
+    let sent = measure(f);
+    said_once(&sent);
+    assert!(
+        sent.iter().any(|s| s.request.messages().len() >= 4),
+        "a later step carries earlier ones"
+    );
+    sent
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_judged_reflect_cycle_briefs_the_orchestrator_and_the_evaluator_once() {
+    let f = economy_runs::reflect_judged(3, 6).await;
+    let sent = check(&f);
+    // The evaluator's system prompt says how to answer; its messages carry the answer to judge.
+    let judged: Vec<&Sent> = sent.iter().filter(|s| s.model == EVAL).collect();
+    assert_eq!(judged.len(), 6);
+    let last = &judged[5].request;
+    let texts = last.prompt_texts();
+    assert!(
+        texts[0].contains("## How to answer") && texts[0].contains("## Request"),
+        "{texts:?}"
+    );
+    assert_eq!(
+        texts
+            .iter()
+            .filter(|t| t.contains("## Synthesis to evaluate"))
+            .count(),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_pass_modes_say_each_thing_once_across_runs_of_one_conversation() {
+    check(&economy_runs::orchestrator(3, 4).await);
+    check(&economy_runs::round(Mode::Sequential, 3, 4).await);
+    check(&economy_runs::round(Mode::Broadcast, 2, 3).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_says_each_thing_once_across_runs_and_still_routes() {
+    let f = economy_runs::flow(4).await;
+    let sent = check(&f);
+    // The router's request is the user's alone; where it may route is in its system prompt.
+    let router: Vec<&Sent> = sent.iter().filter(|s| s.model == "w-router").collect();
+    assert_eq!(router.len(), 4, "one route per run");
+    let texts = router[3].request.prompt_texts();
+    assert!(texts[0].contains("## ROUTING") && texts[0].contains("Destinations: a, b"));
+    assert_eq!(
+        texts.last().map(String::as_str),
+        Some("Question 4: how do we move the wiki, part 4?")
+    );
+    // Runs 1 and 3 went to `a`, 2 and 4 to `b`, each with its advisor's report.
+    assert_eq!(f.server.requests_for("w-a").len(), 2);
+    assert_eq!(f.server.requests_for("w-b").len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pipeline_says_each_thing_once_across_messages_and_still_hands_off() {
+    let f = economy_runs::pipeline(5).await;
+    check(&f);
+    assert_eq!(f.server.requests_for("w-triage").len(), 1, "handed off once");
+    assert_eq!(f.server.requests_for("w-handler").len(), 5, "and kept");
+    let boss = f.sent("w-boss");
+    assert!(
+        boss.last().is_some_and(|b| b.contains("## Supervising")),
+        "{boss:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dispatch_says_the_catalog_and_the_shared_context_once() {
+    let f = economy_runs::dispatch().await;
+    check(&f);
+    let logs = f.sent("w-logs");
+    assert_eq!(logs.len(), 2, "two tasks");
+    assert_eq!(
+        logs[1].matches("The service is service-X.").count(),
+        1,
+        "{}",
+        logs[1]
+    );
+    assert_eq!(logs[1].matches("## Task").count(), 1, "{}", logs[1]);
+    assert!(
+        logs[1].contains("find 1") && logs[1].contains("find 2"),
+        "{}",
+        logs[1]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deliberation_says_how_the_team_works_once() {
+    let f = economy_runs::deliberation().await;
+    check(&f);
+    let a = f.sent("w-a");
+    assert!(a.len() >= 3, "{a:?}");
+    let lines = |text: &str, line: &str| text.lines().filter(|l| *l == line).count();
+    for sent in &a {
+        assert_eq!(lines(sent, "## How this team works"), 1, "{sent}");
+        assert!(lines(sent, "## Team broadcasts") <= 1, "{sent}");
+    }
+    let last = a.last().map(String::as_str).unwrap_or_default();
+    assert!(
+        last.contains("view b 1 notes"),
+        "earlier broadcasts are kept: {last}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relays_and_a_sessions_reflection_say_each_thing_once() {
+    check(&economy_runs::relay(6).await);
+    let f = economy_runs::single_reflection(6).await;
+    let sent = check(&f);
+    let solo: Vec<&Sent> = sent.iter().filter(|s| s.model == "w-solo").collect();
+    let texts = solo[5].request.prompt_texts();
+    assert!(
+        texts[0].contains("[[REFLECTION_COMPLETE]]"),
+        "the rules in the system prompt"
+    );
+    assert_eq!(
+        texts.iter().filter(|t| t.contains(economy_runs::REQUEST)).count(),
+        1,
+        "the goal said once: {texts:?}"
+    );
+}
+
+/// What the transcript keeps: every prompt as sent, its compact form (what later requests
+/// carry), and the instructions added to the system prompt, on the first prompt they were
+/// sent with.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_transcript_keeps_what_was_sent_and_what_later_requests_carry() {
+    let f = reflect(2, 5).await;
+    let id = f.session_id("t-orchestrator");
+    let messages = f.engine.load_transcript(&id).expect("transcript").messages;
+    let prompts: Vec<_> = messages.iter().filter(|m| m.role == MessageRole::User).collect();
+    assert_eq!(prompts.len(), 10, "a plan and a synthesis per iteration");
+    let requests = f.server.requests_for(ORCH);
+    for (prompt, request) in prompts.iter().zip(&requests) {
+        assert_eq!(
+            prompt.text,
+            request.prompt_texts().last().cloned().unwrap_or_default(),
+            "the transcript has the prompt as sent"
+        );
+        assert!(prompt.compact.is_some(), "{prompt:?}");
+    }
+    let brief = prompts[0].instructions.as_deref().unwrap_or_default();
+    assert!(brief.contains("## Assignment format"), "{brief}");
+    assert_eq!(brief, requests[0].prompt_texts()[0], "the system prompt as sent");
+    assert!(!brief.is_empty());
+    assert!(
+        prompts[1..].iter().all(|p| p.instructions.is_none()),
+        "recorded once: the same brief went with every later prompt"
+    );
+    // Read back (a restart), the conversation is what the last request carried before its
+    // newest message.
+    let history = chat_history(&messages);
+    let last = requests.last().expect("requests").messages();
+    let carried: Vec<String> = last[1..last.len() - 1]
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    // The history read back ends with the last prompt (its compact form) and its answer.
+    let read_back: Vec<String> = history[history.len() - 2 - carried.len()..history.len() - 2]
+        .iter()
+        .map(|m| m.content.to_string())
+        .collect();
+    assert_eq!(read_back, carried);
+}
