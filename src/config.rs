@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::tools::mcp::McpServerConfig;
 
+/// `rate_limit_wait_secs` when nothing sets it: how long a run waits for a rate or usage
+/// limit to reset before it ends `rate_limited`.
+pub const DEFAULT_RATE_LIMIT_WAIT_SECS: u64 = 900;
+
 /// Where huddle keeps its files.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Paths {
@@ -98,6 +102,46 @@ impl Paths {
 }
 
 pub use crate::model::ProviderKind;
+
+/// config.yaml `telemetry:`: where huddle sends its runs as OpenTelemetry spans.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetrySettings {
+    /// The collector's OTLP/HTTP base URL (`http://127.0.0.1:4318`; `/v1/traces` is added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp_endpoint: Option<String>,
+    #[serde(default)]
+    pub protocol: TelemetryProtocol,
+    /// HTTP headers whose values are read from environment variables: header name → variable.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers_env: BTreeMap<String, String>,
+    /// Prompts, answers, tool arguments and results in spans (`on`), or only their shape (`off`).
+    #[serde(default)]
+    pub content: TelemetryContent,
+}
+
+impl TelemetrySettings {
+    pub fn is_off(&self) -> bool {
+        self.otlp_endpoint.is_none()
+    }
+}
+
+/// How spans are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum TelemetryProtocol {
+    /// OTLP/HTTP with a protobuf body.
+    #[default]
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TelemetryContent {
+    #[default]
+    Off,
+    On,
+}
 use crate::model::{AgentFormat, AgentKind};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -165,6 +209,7 @@ impl ProviderConfig {
                 self.output_format(),
                 AgentFormat::ClaudeStreamJson | AgentFormat::CodexJson
             ),
+            ProviderKind::Acp => true,
             _ => false,
         })
     }
@@ -197,6 +242,18 @@ impl ProviderConfig {
         std::env::var(var).ok().filter(|k| !k.trim().is_empty())
     }
 }
+
+/// The variables CLI agents read their keys from (their values are secrets wherever they
+/// appear).
+pub const AGENT_KEY_VARS: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "CODEX_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+];
 
 /// A key binding override: one key (`"ctrl-p"`) or several.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -265,6 +322,10 @@ pub struct Config {
     /// say otherwise).
     #[serde(skip_serializing_if = "crate::model::RepoContextSettings::is_empty")]
     pub repo_context: crate::model::RepoContextSettings,
+    /// OpenTelemetry export of runs as spans (`telemetry: {otlp_endpoint, protocol, headers_env,
+    /// content}`); off unless an endpoint is set.
+    #[serde(skip_serializing_if = "TelemetrySettings::is_off")]
+    pub telemetry: TelemetrySettings,
     /// The sandbox of every process started for a session (CLI agents, stdio MCP servers,
     /// hooks) where a team, member or server sets nothing else: `sandbox: {mode, network,
     /// allow_write, allow_read, bwrap}`.
@@ -274,6 +335,24 @@ pub struct Config {
     /// team and members add their own.
     #[serde(skip_serializing_if = "crate::hooks::Hooks::is_empty")]
     pub hooks: crate::hooks::Hooks,
+    /// The share of a model's context window (its provider's `context_window:`, else the
+    /// table of well-known models) a session's next request may fill before the older part of
+    /// its conversation is summarised (automatic compaction; 0: never).
+    pub compact_at: f64,
+}
+
+impl Config {
+    /// Every configured context window by model slug (`provider/model`).
+    pub fn context_windows(&self) -> BTreeMap<String, u64> {
+        self.providers
+            .iter()
+            .flat_map(|p| {
+                p.context_window
+                    .iter()
+                    .map(move |(model, w)| (format!("{}/{model}", p.name), *w))
+            })
+            .collect()
+    }
 }
 
 impl Default for Config {
@@ -292,10 +371,12 @@ impl Default for Config {
             budget: crate::model::RunBudget::default(),
             notify: NotifyMode::default(),
             dispatch: crate::model::DispatchLimits::default(),
-            rate_limit_wait_secs: crate::engine::limits::DEFAULT_RATE_LIMIT_WAIT_SECS,
+            rate_limit_wait_secs: DEFAULT_RATE_LIMIT_WAIT_SECS,
             repo_context: crate::model::RepoContextSettings::default(),
+            telemetry: TelemetrySettings::default(),
             sandbox: crate::sandbox::SandboxSettings::default(),
             hooks: crate::hooks::Hooks::default(),
+            compact_at: crate::engine::compaction::DEFAULT_COMPACT_AT,
         }
     }
 }
@@ -309,6 +390,30 @@ pub struct LoadedConfig {
 }
 
 impl Config {
+    /// Every secret value the configuration names, read now: providers' keys (`api_key_env`)
+    /// and header values, MCP servers' `env:` values and `headers_env:` variables' values, and
+    /// CLI agents' keys ([`AGENT_KEY_VARS`]). What a hook prints is redacted with them.
+    pub fn secrets(&self) -> crate::text::secrets::Secrets {
+        self.secrets_in(&crate::env::Env::process())
+    }
+
+    /// [`Config::secrets`] with the variables of `env` (on the host: the front end's whose run
+    /// it is).
+    pub fn secrets_in(&self, env: &crate::env::Env) -> crate::text::secrets::Secrets {
+        let mut values: Vec<String> = Vec::new();
+        for p in &self.providers {
+            let key = p.api_key_env.as_deref().and_then(|var| env.var(var));
+            values.extend(key.filter(|k| !k.trim().is_empty()));
+            values.extend(p.headers.values().cloned());
+        }
+        for server in self.mcp_servers.values() {
+            values.extend(server.env.values().cloned());
+            values.extend(server.headers_env.values().filter_map(|v| env.var(v)));
+        }
+        values.extend(AGENT_KEY_VARS.iter().filter_map(|v| env.var(v)));
+        crate::text::secrets::Secrets::new(values)
+    }
+
     /// Reads `config.yaml` from `paths`, or derives a config from the environment when there is
     /// no such file. The built-in `sim` provider is always added.
     pub fn load(paths: &Paths) -> Result<LoadedConfig, ConfigError> {
@@ -337,7 +442,19 @@ impl Config {
             let de = serde_yaml::Deserializer::from_str(text);
             serde_path_to_error::deserialize(de).map_err(|e| yaml_error(path, e))?
         };
-        config.validate(path)?;
+        config.validate(path).map_err(|e| match e {
+            // Validation runs after deserialising: the offending key's line from the text.
+            ConfigError::Invalid {
+                path,
+                location,
+                message,
+            } if location.is_empty() => ConfigError::Invalid {
+                location: locate(text, &message),
+                path,
+                message,
+            },
+            other => other,
+        })?;
         for p in &mut config.providers {
             p.apply_agent_preset();
         }
@@ -479,6 +596,12 @@ impl Config {
                     }
                 }
             }
+            if p.kind == ProviderKind::Acp && p.command.is_empty() {
+                return Err(invalid(format!(
+                    "providers[{i}].command: provider `{}` of kind acp needs the agent's command, e.g. command: [\"gemini\", \"--acp\"] or [\"opencode\", \"acp\"]",
+                    p.name
+                )));
+            }
             if p.kind == ProviderKind::Command && p.command.is_empty() && p.agent.is_none() {
                 return Err(invalid(format!(
                     "providers[{i}].command: provider `{}` of kind command needs a program, e.g. command: [\"my-agent\", \"--model\", \"{{model}}\"], or a ready-made agent: agent: claude | codex | gemini",
@@ -488,6 +611,22 @@ impl Config {
             if p.kind == ProviderKind::Sim && p.name != "sim" {
                 return Err(invalid(format!(
                     "providers[{i}].kind: only the provider named `sim` may be of kind sim"
+                )));
+            }
+        }
+        if let Some(endpoint) = &self.telemetry.otlp_endpoint {
+            let ok = reqwest::Url::parse(endpoint)
+                .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+            if !ok {
+                return Err(invalid(format!(
+                    "telemetry.otlp_endpoint: `{endpoint}` is not an http(s) URL (e.g. http://127.0.0.1:4318)"
+                )));
+            }
+        }
+        for name in self.telemetry.headers_env.keys() {
+            if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                return Err(invalid(format!(
+                    "telemetry.headers_env.{name}: not a valid HTTP header name"
                 )));
             }
         }
@@ -578,12 +717,84 @@ pub(crate) fn yaml_error(path: &Path, e: serde_path_to_error::Error<serde_yaml::
     }
 }
 
+/// ` line L` of the value a validation message is about, found in `text` by its key path
+/// (`hooks.pre_tool_use[0].matcher: …`: each key's line after the one before) and, when the
+/// message quotes the value (`` `(` ``), the line after those that holds it. Validation runs
+/// after deserialising, where serde has no positions left. Empty when nothing is found.
+fn locate(text: &str, message: &str) -> String {
+    let Some((path, rest)) = message.split_once(": ") else {
+        return String::new();
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut at: Option<usize> = None;
+    for key in path
+        .split('.')
+        .map(|k| k.split('[').next().unwrap_or(k).trim())
+        .filter(|k| !k.is_empty())
+    {
+        let start = at.map_or(0, |i| i + 1);
+        let found = lines
+            .iter()
+            .enumerate()
+            .skip(start)
+            .find(|(_, l)| {
+                let l = l.trim_start().trim_start_matches("- ");
+                l.starts_with(&format!("{key}:"))
+                    || l.contains(&format!(" {key}:"))
+                    || l.contains(&format!("{{{key}:"))
+                    || l.contains(&format!("{{ {key}:"))
+            })
+            .map(|(i, _)| i);
+        match found {
+            Some(i) => at = Some(i),
+            None => break,
+        }
+    }
+    // The quoted value, on the key's line or after it.
+    if let Some(value) = rest.split('`').nth(1).filter(|v| !v.is_empty()) {
+        let start = at.unwrap_or(0);
+        if let Some(i) = (start..lines.len()).find(|&i| lines[i].contains(value)) {
+            at = Some(i);
+        }
+    }
+    at.map(|i| format!(" line {}", i + 1)).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::parse(text, Path::new("/cfg/config.yaml"))
+    }
+
+    /// Review of issue 26, finding 12: a hook's or the sandbox's bad value is named with its
+    /// line, like a preset's.
+    #[test]
+    fn hook_and_sandbox_errors_name_their_line() {
+        let err = parse(
+            "max_concurrency: 2\nhooks:\n  pre_tool_use:\n    - matcher: \"(\"\n      command: [true]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("/cfg/config.yaml line 4: hooks.pre_tool_use"),
+            "{err}"
+        );
+        let err = parse("sandbox:\n  mode: workspace-write\n  allow_write:\n    - /ok\n    - relative\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("/cfg/config.yaml line 5: sandbox.allow_write"),
+            "{err}"
+        );
+        let err = parse("sandbox: { allow_env: [\"A=B\"] }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("/cfg/config.yaml line 1: sandbox.allow_env"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -652,7 +863,7 @@ providers:
             .unwrap_err()
             .to_string();
         assert_eq!(err.matches("providers[0].kind").count(), 1, "{err}");
-        assert!(err.contains("openai, anthropic, command, sim"), "{err}");
+        assert!(err.contains("openai, anthropic, command, acp, sim"), "{err}");
     }
 
     #[test]
@@ -698,6 +909,18 @@ providers:
             .collect();
         assert_eq!(reads, [true, false, true, false]);
         assert!(parse("repo_context: { agents: false }\n").is_err());
+    }
+
+    #[test]
+    fn an_acp_provider_needs_its_command_and_reads_agents_md_itself() {
+        let err = parse("providers:\n  - { name: g, kind: acp }\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("kind acp needs the agent's command"), "{err}");
+        let c = parse("providers:\n  - { name: g, kind: acp, command: [gemini, --acp] }\n").unwrap();
+        let g = c.provider("g").unwrap();
+        assert!(g.reads_repo_instructions() && g.kind.runs_local_program());
+        assert!(parse("providers:\n  - { name: g, kind: acp, command: [x], agent: gemini }\n").is_err());
     }
 
     #[test]

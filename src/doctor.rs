@@ -99,6 +99,7 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
                     }
                     None => format!("runs {:?}", p.command),
                 },
+                ProviderKind::Acp => format!("ACP agent: runs {:?}", p.command),
                 ProviderKind::Sim => "built-in offline simulator (answers are simulated)".into(),
             };
             let _ = writeln!(out, "  {:<12} {:<9} {detail}", p.name, p.kind.as_str());

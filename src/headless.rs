@@ -580,7 +580,10 @@ async fn print_events(
                 approver
                     .engine
                     .org()
-                    .read(|o| o.group(&event.group_id).map(|g| Names::team(g.members_slug())))
+                    .read(|o| {
+                        o.group(&event.group_id)
+                            .map(|_| Names::of_members(o, &event.group_id))
+                    })
                     .unwrap_or_else(|| Names::of_group(&event.group))
             })
             .clone()

@@ -107,7 +107,8 @@ fn block_on<T>(future: impl std::future::Future<Output = T>) -> anyhow::Result<T
 
 fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
     let repo = match &cli.repo {
-        Some(r) => r.clone(),
+        // Absolute, as teams record it and the TUI shows it (`--repo .` is not shown as `.`).
+        Some(r) => std::path::absolute(r).unwrap_or_else(|_| r.clone()),
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
     match cli.command {

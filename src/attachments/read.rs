@@ -4,7 +4,6 @@
 //! `.gitignore`; a bounded walk outside git). Blocking: called off the UI thread.
 
 use std::path::{Component, Path};
-use std::process::Command;
 
 use super::{AttachError, Attachment, DIFF, MAX_BYTES};
 
@@ -107,16 +106,15 @@ pub fn read_diff(repo: &Path) -> Result<Attachment, AttachError> {
 }
 
 fn git(repo: &Path, args: &[&str]) -> Result<String, AttachError> {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["-c", "core.quotepath=off", "--no-pager"])
-        .args(args)
-        .args(if args[0] == "diff" {
-            &["--no-color", "--no-ext-diff"][..]
-        } else {
-            &[][..]
-        })
+    // huddle's hardened git: the repository may be a member's work (see worktrees::git).
+    let mut all: Vec<&str> = vec!["--no-pager"];
+    all.extend_from_slice(args);
+    if args.first() == Some(&"diff") {
+        all.extend(["--no-color", "--no-ext-diff"]);
+    }
+    let output = crate::worktrees::git::Git::new(repo)
+        .hardened(&all)
+        .map_err(|e| AttachError::Git(e.to_string()))?
         .output()
         .map_err(|e| AttachError::Git(format!("cannot run git: {e}")))?;
     if !output.status.success() {
@@ -129,20 +127,10 @@ fn git(repo: &Path, args: &[&str]) -> Result<String, AttachError> {
 /// The repository's files, relative, sorted: `git ls-files` (tracked and untracked, not
 /// ignored) in a git repository, else a bounded walk skipping hidden folders.
 pub fn list_files(repo: &Path) -> Vec<String> {
-    let listed = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args([
-            "-c",
-            "core.quotepath=off",
-            "ls-files",
-            "-z",
-            "--cached",
-            "--others",
-            "--exclude-standard",
-        ])
-        .output();
-    if let Ok(out) = listed
+    let listed = crate::worktrees::git::Git::new(repo)
+        .hardened(&["ls-files", "-z", "--cached", "--others", "--exclude-standard"])
+        .map(|mut c| c.output());
+    if let Ok(Ok(out)) = listed
         && out.status.success()
     {
         let mut files: Vec<String> = out

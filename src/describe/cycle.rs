@@ -78,6 +78,13 @@ pub fn limit_wait_over(who: &str, waited_ms: u64) -> Line {
     ))
 }
 
+/// `⇲ security: context compacted, 12 messages summarised (~9000 → ~1200 tokens)`.
+pub fn context_compacted(who: &str, folded: usize, before: u64, after: u64) -> Line {
+    Line::info(format!(
+        "⇲ {who}: context compacted, {folded} messages summarised (~{before} → ~{after} tokens)"
+    ))
+}
+
 /// `↺ security: its answer from before the interruption (not asked again)`.
 pub fn turn_replayed(who: &str) -> Line {
     Line::info(format!(
@@ -195,16 +202,28 @@ pub fn outcome_tone(o: CycleOutcome) -> Tone {
 }
 
 /// `finished: goal_met after 2/4`, or `finished: goal_met after 2 iterations` when the limit is
-/// not known.
-pub fn finished(outcome: CycleOutcome, iterations: u32, max: Option<u32>) -> Line {
-    let after = match max {
-        Some(max) => format!("{iterations}/{}", max.max(iterations)),
-        None => super::counted(u64::from(iterations), "iteration"),
+/// not known; a mode that counts turns says them: `finished: goal_met after 3/8 turns`.
+pub fn finished(outcome: CycleOutcome, iterations: u32, max: Option<u32>, counts: Counts) -> Line {
+    let after = match (max, counts) {
+        (Some(max), Counts::Iterations) => format!("{iterations}/{}", max.max(iterations)),
+        (Some(max), Counts::Turns) => format!("{iterations}/{} turns", max.max(iterations)),
+        (None, Counts::Iterations) => super::counted(u64::from(iterations), "iteration"),
+        (None, Counts::Turns) => super::counted(u64::from(iterations), "turn"),
     };
     Line::new(
         outcome_tone(outcome),
         format!("finished: {outcome} after {after}"),
     )
+}
+
+/// A limit carried on an event: 0 (a log written before events carried it) is not known.
+pub fn known(max_iterations: u32) -> Option<u32> {
+    (max_iterations > 0).then_some(max_iterations)
+}
+
+/// What a finished run's count is in: its mode's unit, iterations when the mode is not known.
+pub fn counts_of(mode: Option<Mode>) -> Counts {
+    mode.map_or(Counts::Iterations, |m| m.spec().counts)
 }
 
 /// A run that could not start its work.
@@ -241,14 +260,22 @@ mod tests {
             "score 0.72 (improving) — clear"
         );
         assert_eq!(evaluation(0.5, None, " ").text, "score 0.50");
-        let done = finished(CycleOutcome::GoalMet, 2, Some(4));
+        let done = finished(CycleOutcome::GoalMet, 2, Some(4), Counts::Iterations);
         assert_eq!(
             (done.text.as_str(), done.tone),
             ("finished: goal_met after 2/4", Tone::Good)
         );
         assert_eq!(
-            finished(CycleOutcome::Stalled, 1, None).text,
+            finished(CycleOutcome::Stalled, 1, None, Counts::Iterations).text,
             "finished: stalled after 1 iteration"
+        );
+        assert_eq!(
+            finished(CycleOutcome::GoalMet, 3, Some(8), Counts::Turns).text,
+            "finished: goal_met after 3/8 turns"
+        );
+        assert_eq!(
+            finished(CycleOutcome::GoalMet, 1, None, Counts::Turns).text,
+            "finished: goal_met after 1 turn"
         );
         assert_eq!(
             member_note("security", "check\nthe logs", false).text,

@@ -63,10 +63,15 @@ impl Line {
 }
 
 /// How member names read. A team's member sessions are named `<members slug>-<member>`; a line
-/// names them `<member>`. Handles (flow, pipeline, dispatch, team) have no prefix to lose.
+/// names them `<member>`. A member made from a preset goes by its handle (its role: `analyst`),
+/// also when its session's name had to be made unique (`analyst-2`); mode `team`'s chair by its
+/// display name (`Chair`). Handles (flow, pipeline,
+/// dispatch, team) have no prefix to lose.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Names {
     members_slug: String,
+    /// Session name → handle, for the members that have one.
+    handles: Vec<(String, String)>,
 }
 
 impl Names {
@@ -74,6 +79,7 @@ impl Names {
     pub fn team(members_slug: impl Into<String>) -> Names {
         Names {
             members_slug: members_slug.into(),
+            handles: Vec::new(),
         }
     }
 
@@ -83,9 +89,54 @@ impl Names {
         Names::team(crate::naming::team_slug(group_name))
     }
 
-    /// `name` without the team's prefix.
-    pub fn short<'a>(&self, name: &'a str) -> &'a str {
-        crate::naming::strip_team_prefix(name, &self.members_slug)
+    /// The names of a group's members as the organization has them now: a team's members
+    /// that have a handle go by it.
+    pub fn of_members(o: &crate::model::Organization, group_id: &str) -> Names {
+        let Some(g) = o.group(group_id) else {
+            return Names::default();
+        };
+        let mut names = Names::team(g.members_slug());
+        if g.is_team() {
+            let members = o.sessions_in(group_id);
+            names.handles = crate::model::member_handles(&members, &g.members_slug())
+                .into_iter()
+                .zip(&members)
+                .filter_map(|((_, handle), s)| {
+                    // Mode `team`'s chair by the name its preset gives it (`Chair`).
+                    let chair = (g.mode == crate::model::Mode::Team
+                        && s.role == crate::model::Role::Orchestrator)
+                        .then(|| s.display_name.clone())
+                        .flatten()
+                        .filter(|d| !d.trim().is_empty());
+                    match chair {
+                        Some(display) => Some((s.name.clone(), display)),
+                        None => s.handle.is_some().then(|| (s.name.clone(), handle)),
+                    }
+                })
+                .collect();
+        }
+        names
+    }
+
+    /// The handle (or the chair's name) `name` goes by, when it has one.
+    pub fn known(&self, name: &str) -> Option<&str> {
+        self.handles
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, h)| h.as_str())
+    }
+
+    /// True when nothing is known of the team (no slug, no handle).
+    pub fn is_unset(&self) -> bool {
+        self.members_slug.is_empty() && self.handles.is_empty()
+    }
+
+    /// How `name` reads: its handle, else without the team's prefix.
+    pub fn short<'a>(&'a self, name: &'a str) -> &'a str {
+        match self.handles.iter().find(|(n, _)| n == name) {
+            Some((_, handle)) => handle,
+            None => crate::naming::strip_team_prefix(name, &self.members_slug),
+        }
     }
 }
 
@@ -106,7 +157,10 @@ pub fn describe_as(kind: &EventKind, execution: Option<&ExecutionTag>, names: &N
     let id = execution.map_or("", |t| t.execution_id.as_str());
     match kind {
         EventKind::CycleStarted { mode, max_iterations } => Some(cycle::run_started(*mode, *max_iterations)),
-        EventKind::IterationStarted { iteration } => Some(cycle::iteration(*iteration, None)),
+        EventKind::IterationStarted {
+            iteration,
+            max_iterations,
+        } => Some(cycle::iteration(*iteration, cycle::known(*max_iterations))),
         EventKind::Phase { phase, .. } => Some(cycle::phase(*phase)),
         EventKind::Assignment { worker, task, .. } => Some(cycle::assignment(names.short(worker), task)),
         EventKind::AssignmentDropped { name, reason, .. } => Some(cycle::dropped(name, reason)),
@@ -164,11 +218,32 @@ pub fn describe_as(kind: &EventKind, execution: Option<&ExecutionTag>, names: &N
         EventKind::LimitWaitOver {
             session, waited_ms, ..
         } => Some(cycle::limit_wait_over(names.short(session), *waited_ms)),
+        EventKind::ContextCompacted {
+            session,
+            folded,
+            before,
+            after,
+            ..
+        } => Some(cycle::context_compacted(
+            names.short(session),
+            *folded,
+            *before,
+            *after,
+        )),
         EventKind::CyclePaused => Some(cycle::paused()),
         EventKind::CycleResumed => Some(cycle::resumed()),
         EventKind::CycleFinished {
-            outcome, iterations, ..
-        } => Some(cycle::finished(*outcome, *iterations, None)),
+            outcome,
+            iterations,
+            max_iterations,
+            mode,
+            ..
+        } => Some(cycle::finished(
+            *outcome,
+            *iterations,
+            cycle::known(*max_iterations),
+            cycle::counts_of(*mode),
+        )),
         EventKind::RunEnded {
             outcome: None,
             failed: Some(why),
@@ -299,15 +374,7 @@ pub fn describe_as(kind: &EventKind, execution: Option<&ExecutionTag>, names: &N
     }
 }
 
-/// `850ms`, `3.2s`, `2m05s`, `1h02m`: how every line says a duration.
-pub fn duration(ms: u64) -> String {
-    match ms {
-        0..1000 => format!("{ms}ms"),
-        1000..60_000 => format!("{:.1}s", ms as f64 / 1000.0),
-        60_000..3_600_000 => format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60),
-        _ => format!("{}h{:02}m", ms / 3_600_000, ms / 60_000 % 60),
-    }
-}
+pub use crate::text::duration;
 
 /// The first line of a text a model, tool or user wrote, at most [`QUOTE_MAX`] characters.
 pub(crate) fn quote(text: &str) -> String {

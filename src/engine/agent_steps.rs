@@ -2,7 +2,7 @@
 //! as an assistant step (the text written before it and the call) and each result as a `tool`
 //! message, stored and announced with `tool_call` / `tool_result` events as they happen, so
 //! front ends draw them as tool cells. The agent ran the tools itself: the messages are marked
-//! `by_agent`, and [`super::session::chat_history`] never sends them to a model as tool calls.
+//! `by_agent`, and [`super::chat_history::chat_history`] never sends them to a model as tool calls.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;

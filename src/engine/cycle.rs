@@ -70,8 +70,12 @@ async fn drive_until_done<L: CycleLoop>(cycle: &mut L, cx: &CycleContext<'_>) ->
         }
         state.iteration += 1;
         let iteration = state.iteration;
+        let max_iterations = state.max_iterations;
         cycle.persist();
-        cx.emitter.emit(EventKind::IterationStarted { iteration });
+        cx.emitter.emit(EventKind::IterationStarted {
+            iteration,
+            max_iterations,
+        });
         match cycle.iterate(iteration).await {
             Step::Continue => {}
             Step::GoalMet => return CycleOutcome::GoalMet,

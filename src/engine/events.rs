@@ -124,6 +124,10 @@ pub enum EventKind {
     },
     IterationStarted {
         iteration: u32,
+        /// The run's limit, as its `cycle_started` said it (0 in logs written before it was
+        /// carried here: the words then leave the limit out).
+        #[serde(default)]
+        max_iterations: u32,
     },
     Phase {
         iteration: u32,
@@ -188,6 +192,15 @@ pub enum EventKind {
         session_id: SessionId,
         session: String,
         waited_ms: u64,
+    },
+    /// A session's conversation was compacted (issue 24): `folded` messages were summarised
+    /// by its model, so its next request estimates `after` tokens instead of `before`.
+    ContextCompacted {
+        session_id: SessionId,
+        session: String,
+        folded: usize,
+        before: u64,
+        after: u64,
     },
     /// A resumed run's turn that its interrupted run had finished: answered from the transcript,
     /// not asked again (its `turn_finished` follows, with the stored answer).
@@ -319,7 +332,14 @@ pub enum EventKind {
     CycleResumed,
     CycleFinished {
         outcome: CycleOutcome,
+        /// Iterations done, or turns taken in a mode that counts turns (`mode`).
         iterations: u32,
+        /// The run's limit (0 in logs written before it was carried here).
+        #[serde(default)]
+        max_iterations: u32,
+        /// The run's mode, for the unit of `iterations` (absent in older logs).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<Mode>,
         summary: String,
     },
     /// A team run's result, as `huddle run` prints it: the final synthesis, the sequential
@@ -572,6 +592,7 @@ impl EventKind {
             EventKind::TurnReplayed { .. } => "turn_replayed",
             EventKind::LimitWait { .. } => "waiting_for_limit",
             EventKind::LimitWaitOver { .. } => "limit_wait_over",
+            EventKind::ContextCompacted { .. } => "context_compacted",
             EventKind::RunResumed { .. } => "run_resumed",
             EventKind::Notice { .. } => "notice",
             EventKind::MemberNote { .. } => "member_note",
@@ -734,6 +755,8 @@ mod tests {
         let line = event(EventKind::CycleFinished {
             outcome: CycleOutcome::GoalMet,
             iterations: 2,
+            max_iterations: 4,
+            mode: Some(Mode::OrchestratorReflect),
             summary: "s".into(),
         })
         .to_ndjson();

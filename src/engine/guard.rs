@@ -30,6 +30,13 @@ pub(crate) struct Guard {
     pub workdir: Option<PathBuf>,
     /// The repository (a hook's `HUDDLE_PROJECT_DIR`).
     pub project: Option<PathBuf>,
+    /// The session's transcript (a hook's `transcript_path`): readable by its hooks though
+    /// the data directory is hidden.
+    pub transcript: Option<PathBuf>,
+    /// The command line's mode in `sandbox` (`huddle run --sandbox`), kept over a hook's own.
+    pub cli: Option<SandboxMode>,
+    /// Values redacted from hooks' output.
+    pub secrets: crate::text::secrets::Secrets,
     /// The session, when the guard is a session's.
     pub session_id: Option<String>,
     pub session: Option<String>,
@@ -55,15 +62,12 @@ impl Guard {
             &session.hooks,
         ]);
         let workdir = session.working_dir(group);
+        let transcript = shared.transcripts.path(&session.id).ok();
         let mut base = HookInput {
             session_id: Some(session.id.clone()),
             session: Some(session.name.clone()),
             cwd: workdir.as_ref().map(|d| d.display().to_string()),
-            transcript_path: shared
-                .transcripts
-                .path(&session.id)
-                .ok()
-                .map(|p| p.display().to_string()),
+            transcript_path: transcript.as_ref().map(|p| p.display().to_string()),
             member: session.handle.clone(),
             ..HookInput::default()
         };
@@ -74,6 +78,13 @@ impl Guard {
         }
         Guard {
             sandbox,
+            cli: cli.or(shared.options.sandbox.cli),
+            secrets: shared
+                .profile(&session.group_id, Some(&session.id))
+                .options
+                .secrets
+                .clone(),
+            transcript,
             hooks: Arc::new(hooks),
             project: session
                 .worktree
@@ -96,6 +107,9 @@ impl Guard {
         let hooks = Hooks::combined([&shared.options.hooks, &group.hooks]);
         Guard {
             sandbox,
+            cli: cli.or(shared.options.sandbox.cli),
+            secrets: shared.profile(&group.id, None).options.secrets.clone(),
+            transcript: None,
             hooks: Arc::new(hooks),
             workdir: group.repo.clone(),
             project: group.repo.clone(),
@@ -128,10 +142,14 @@ impl Guard {
     }
 
     fn context(&self) -> HookContext {
+        let mut sandbox = self.sandbox.clone();
+        sandbox.policy.allow_read.extend(self.transcript.clone());
         HookContext {
-            sandbox: self.sandbox.clone(),
+            sandbox,
+            cli: self.cli,
             workdir: self.workdir.clone(),
             project_dir: self.project.clone(),
+            secrets: self.secrets.clone(),
         }
     }
 

@@ -20,8 +20,7 @@ use super::events::EventKind;
 use super::sink::Emitter;
 use super::{RunControl, lock};
 
-/// `rate_limit_wait_secs` when nothing sets it.
-pub const DEFAULT_RATE_LIMIT_WAIT_SECS: u64 = 900;
+pub use crate::config::DEFAULT_RATE_LIMIT_WAIT_SECS;
 
 /// The wait after the n-th limit (from 1) that said no reset time: 15 s, 30 s, 60 s, … 5 min.
 pub(crate) fn backoff(n: u32) -> Duration {
@@ -129,7 +128,7 @@ impl RunControl {
             } else {
                 format!(
                     "{session}: {reason}; it resets in {}, longer than rate_limit_wait_secs ({}s)",
-                    crate::describe::duration(wait.as_millis().min(u64::MAX as u128) as u64),
+                    crate::text::duration(wait.as_millis().min(u64::MAX as u128) as u64),
                     max.as_secs()
                 )
             };

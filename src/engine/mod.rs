@@ -7,6 +7,8 @@
 
 mod agent_steps;
 mod budget;
+mod chat_history;
+pub mod compaction;
 mod cycle;
 pub mod events;
 mod executions;
@@ -16,6 +18,7 @@ pub mod limits;
 mod modes;
 pub mod protocol;
 mod reflect_session;
+mod replay;
 mod repo_context;
 mod resume;
 mod run;
@@ -40,7 +43,7 @@ use crate::tools::{ApprovalPolicy, Approvals, Decision, Toolbox};
 use events::{EventKind, RunId, RunKey};
 pub use session::TurnResult;
 use sink::Emitter;
-pub use sink::EventSink;
+pub use sink::{EventSink, RunObserver};
 
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
@@ -73,6 +76,25 @@ pub struct EngineOptions {
     pub sandbox: crate::sandbox::Baseline,
     /// config.yaml's hooks (a team's and a member's run too).
     pub hooks: crate::hooks::Hooks,
+    /// Secret values of the configuration (providers' keys and headers, MCP servers' `env:`
+    /// and `headers_env:` values, CLI agents' keys): removed from hooks' output.
+    pub secrets: crate::text::secrets::Secrets,
+    /// The share of a model's context window a request may fill before the conversation is
+    /// compacted (config.yaml's `compact_at`; 0: never); see `engine/compaction.rs`.
+    pub compact_at: f64,
+    /// Context windows in tokens by model slug (config.yaml's `context_window:`); models not
+    /// in it: the table of well-known models.
+    pub context_windows: std::collections::BTreeMap<String, u64>,
+}
+
+impl EngineOptions {
+    /// The context window of a model slug, when configured or well known.
+    pub fn context_window(&self, slug: &str) -> Option<u64> {
+        self.context_windows.get(slug).copied().or_else(|| {
+            let (provider, model) = slug.split_once('/')?;
+            crate::model::context::known_context_window(provider, model)
+        })
+    }
 }
 
 impl Default for EngineOptions {
@@ -91,6 +113,9 @@ impl Default for EngineOptions {
             skills_dir: None,
             sandbox: crate::sandbox::Baseline::default(),
             hooks: crate::hooks::Hooks::default(),
+            secrets: crate::text::secrets::Secrets::default(),
+            compact_at: compaction::DEFAULT_COMPACT_AT,
+            context_windows: std::collections::BTreeMap::new(),
         }
     }
 }

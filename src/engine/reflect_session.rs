@@ -40,7 +40,7 @@ struct SessionCycle<'a> {
     /// Its runs so far (this one last), kept with its state.
     runs: Vec<String>,
     /// The turns a resumed reflection's interrupted run finished.
-    replay: Option<Arc<super::resume::Replay>>,
+    replay: Option<Arc<super::replay::Replay>>,
 }
 
 pub(crate) async fn run(
@@ -197,6 +197,8 @@ pub(crate) async fn run(
     active.emitter.emit(EventKind::CycleFinished {
         outcome,
         iterations: cycle.state.iteration,
+        max_iterations: cycle.state.max_iterations,
+        mode: Some(Mode::OrchestratorReflect),
         summary: summary.clone(),
     });
     Ok(RunReport {
@@ -284,7 +286,7 @@ impl CycleLoop for SessionCycle<'_> {
                     .shared
                     .profile(&self.active.emitter.group_id, Some(self.session_id));
                 let (verdict, used) = evaluate(
-                    &profile.providers,
+                    &profile,
                     &model,
                     goal,
                     &answer.text,
@@ -356,7 +358,7 @@ impl CycleLoop for SessionCycle<'_> {
 
 /// Asks the evaluator model directly (it has no session of its own).
 async fn evaluate(
-    providers: &crate::providers::Providers,
+    profile: &super::Profile,
     model: &str,
     goal: &str,
     answer: &str,
@@ -364,12 +366,12 @@ async fn evaluate(
     max_iterations: u32,
     cancel: &CancellationToken,
 ) -> (Result<PassFail, String>, Option<Usage>) {
-    let (provider, model) = match providers.for_slug(model) {
+    let (provider, model) = match profile.providers.for_slug(model) {
         Ok(p) => p,
         Err(e) => return (Err(e.to_string()), None),
     };
     let clean = strip_sentinel_lines(answer);
-    let request = TurnRequest::new(
+    let mut request = TurnRequest::new(
         model,
         vec![ChatMessage::user(reflection_evaluator_prompt(
             goal,
@@ -378,6 +380,11 @@ async fn evaluate(
             max_iterations,
         ))],
     );
+    // A CLI agent as the evaluator runs in config.yaml's sandbox (and the command line's),
+    // with no working directory of its own: read-only in huddle's.
+    if provider.capabilities().local_process {
+        request.sandbox = Some(profile.options.sandbox.sandbox(&[], None));
+    }
     match provider
         .stream_turn(request, &mut |_| {}, cancel.child_token())
         .await

@@ -56,7 +56,7 @@ pub(crate) struct Run<'a> {
 /// What a resumed run continues: the open run as it was left, and the turns it finished.
 pub(crate) struct Resumed {
     pub open: crate::model::OpenRun,
-    pub replay: Arc<super::resume::Replay>,
+    pub replay: Arc<super::replay::Replay>,
     /// `run_resumed` was said (right after the run's `cycle_started`).
     pub announced: std::sync::atomic::AtomicBool,
 }
@@ -82,7 +82,7 @@ impl<'a> Run<'a> {
     }
 
     /// The turns the interrupted run finished, when this run resumes one.
-    pub fn replay(&self) -> Option<Arc<super::resume::Replay>> {
+    pub fn replay(&self) -> Option<Arc<super::replay::Replay>> {
         self.resumed.as_ref().map(|r| Arc::clone(&r.replay))
     }
 
@@ -114,7 +114,7 @@ impl<'a> Run<'a> {
         if let Some(resumed) = self.resumed.as_ref().filter(|_| started)
             && !resumed.announced.swap(true, std::sync::atomic::Ordering::SeqCst)
         {
-            super::resume::announce(self, resumed);
+            announce(self, resumed);
         }
     }
 
@@ -410,4 +410,15 @@ impl<'a> Run<'a> {
             failed: None,
         }
     }
+}
+
+/// Says the run resumes another: which, when and why it was left, how many finished turns
+/// come from disk.
+fn announce(run: &Run<'_>, resumed: &Resumed) {
+    run.emitter().emit(EventKind::RunResumed {
+        resumes: resumed.open.current().unwrap_or_default().to_string(),
+        interrupted_at: resumed.open.interrupted_at,
+        reason: resumed.open.reason.clone(),
+        finished_turns: u32::try_from(resumed.replay.counts().1).unwrap_or(u32::MAX),
+    });
 }

@@ -21,6 +21,7 @@ use crate::tools::limits::{result_line, rounds_exhausted_note};
 
 use super::EngineShared;
 use super::agent_steps::{AgentRecorder, StepContext};
+pub use super::chat_history::chat_history;
 use super::events::{EngineEvent, EventKind, ExecutionTag, RunId};
 use super::guard::Guard;
 use super::lent_tools::{Joined, TurnHooks, TurnTools};
@@ -39,6 +40,8 @@ fn sum_usage(total: Option<Usage>, more: Option<Usage>) -> Option<Usage> {
 
 /// How much earlier conversation a turn carries (the newest part is kept).
 const HISTORY_MAX_CHARS: usize = 120_000;
+/// `sandbox_denied` events from one CLI agent turn's own tool results, at most.
+const DENIALS_PER_TURN: usize = 5;
 const HISTORY_MAX_MESSAGES: usize = 40;
 
 /// How a turn runs: in which run, for which iteration, with what limits.
@@ -72,7 +75,7 @@ pub struct TurnOptions {
     pub execution: Option<ExecutionTag>,
     /// A resumed run's turns that its interrupted run finished: such a turn is answered from
     /// there, not by the model (see `engine/resume.rs`).
-    pub(crate) replay: Option<Arc<super::resume::Replay>>,
+    pub(crate) replay: Option<Arc<super::replay::Replay>>,
     /// At most this many earlier exchanges are sent (a mode's choice for turns that need only
     /// the recent ones, like a long cycle's); see [`stable_window`].
     pub window: Option<usize>,
@@ -176,6 +179,9 @@ pub(crate) struct SessionState {
     /// `drop_unsendable`): a window counts exchanges from the conversation's start, so that
     /// dropping what is held changes nothing that is sent.
     dropped_exchanges: usize,
+    /// The transcript ends with a mark taking back its last exchange (regenerate, edit and
+    /// send again): the next prompt asks it again, sent the instructions it was sent then.
+    asking_again: bool,
 }
 
 impl SessionState {
@@ -187,6 +193,7 @@ impl SessionState {
         self.dropped = 0;
         self.instructions = None;
         self.dropped_exchanges = 0;
+        self.asking_again = false;
     }
 
     /// Drops the part of the history no turn can be sent any more (older than what
@@ -215,6 +222,22 @@ impl SessionState {
         self.dropped += dropped;
         if let Some((_, start)) = &mut self.run_start {
             *start = start.saturating_sub(dropped);
+        }
+    }
+
+    /// Folds all but the last `kept` messages of the history into `summary` (a compaction):
+    /// the counts of what left the front of the history go on as if it had been dropped.
+    fn fold(&mut self, kept: usize, summary: &str) {
+        let Some(history) = &mut self.history else {
+            return;
+        };
+        let users = |h: &[ChatMessage]| h.iter().filter(|m| m.role == ChatRole::User).count();
+        let users_before = users(history);
+        let cut = super::compaction::fold(history, kept, summary);
+        self.dropped_exchanges += users_before.saturating_sub(users(history));
+        self.dropped += cut.saturating_sub(2);
+        if let Some((_, start)) = &mut self.run_start {
+            *start = if *start < cut { 0 } else { *start + 2 - cut };
         }
     }
 
@@ -436,6 +459,7 @@ impl Actor<'_> {
         let history = match loaded {
             Ok(Ok(loaded)) => {
                 self.state.instructions = recorded_instructions(&loaded.messages);
+                self.state.asking_again = loaded.messages.last().is_some_and(|m| m.supersedes.is_some());
                 chat_history(&loaded.messages)
             }
             Ok(Err(e)) => {
@@ -486,20 +510,34 @@ impl Actor<'_> {
                 self.session_id,
                 &crate::attachments::with_references(&prompt, &options.attachments),
             ) {
-                super::resume::Found::Answered(stored) => {
+                super::replay::Found::Answered(stored) => {
                     return self.replayed(&info, *stored, options, generation).await;
                 }
-                super::resume::Found::Unfinished(prompt_id) => {
+                super::replay::Found::Unfinished(prompt_id) => {
                     // Asked again: the unanswered ask is taken back, so it is not sent twice.
-                    let mark = Message::superseding(&prompt_id, super::resume::ASKED_AGAIN);
+                    let mark = Message::superseding(&prompt_id, super::replay::ASKED_AGAIN);
                     self.shared.writer.append(self.session_id, mark);
                     self.state.forget();
                 }
-                super::resume::Found::New => {}
+                super::replay::Found::New => {}
             }
             resumed_start = replay.history_start(self.session_id);
         }
         self.load_history().await;
+        // A prompt asked again outside the run that asked it (a team member's step) is sent
+        // the instructions that went with it: its brief is not in the conversation.
+        let asking_again = std::mem::take(&mut self.state.asking_again);
+        let again;
+        let options = match &self.state.instructions {
+            Some(instructions) if asking_again && options.system_extra.is_none() => {
+                again = TurnOptions {
+                    system_extra: Some(instructions.clone()),
+                    ..options.clone()
+                };
+                &again
+            }
+            _ => options,
+        };
         let notes = self.take_notes(&info, options);
         let prompt = with_notes(&notes, prompt);
         let sent = crate::attachments::with_context(&prompt, &options.attachments);
@@ -513,6 +551,10 @@ impl Actor<'_> {
         user.execution_id = self.execution_id();
         if let Some(stamp) = &options.stamp {
             stamp.apply(&mut user);
+        }
+        if !options.fresh {
+            self.compact_if_due(&info, options, &slug, &sent, resumed_start)
+                .await;
         }
         let mut messages = if options.fresh {
             Vec::new()
@@ -628,7 +670,7 @@ impl Actor<'_> {
     async fn replayed(
         &mut self,
         info: &SessionInfo,
-        stored: super::resume::StoredTurn,
+        stored: super::replay::StoredTurn,
         options: &TurnOptions,
         generation: u64,
     ) -> TurnResult {
@@ -773,6 +815,43 @@ impl Actor<'_> {
         }
     }
 
+    /// A `sandbox_denied` event for each of a CLI agent's own tool results that says its
+    /// sandbox stopped it (a write to a read-only place, no network), even when the agent went
+    /// on and its turn succeeded. At most [`DENIALS_PER_TURN`] a turn.
+    fn agent_step_denials(
+        &self,
+        info: &SessionInfo,
+        options: &TurnOptions,
+        provider: &str,
+        steps: &[Message],
+    ) {
+        if info.guard.sandbox.policy.is_off() {
+            return;
+        }
+        let calls: Vec<&crate::model::ToolCall> = steps.iter().flat_map(|m| m.tool_calls.iter()).collect();
+        let denials = steps.iter().filter_map(|m| {
+            let result = m.tool_result.as_ref()?;
+            let detail = crate::sandbox::denial_in(&m.text)?;
+            let tool = calls
+                .iter()
+                .find(|c| c.id == result.call_id)
+                .map_or("a tool", |c| c.name.as_str());
+            Some((tool.to_string(), detail))
+        });
+        for (tool, detail) in denials.take(DENIALS_PER_TURN) {
+            self.emit(
+                info,
+                &options.run_id,
+                EventKind::SandboxDenied {
+                    session_id: Some(self.session_id.to_string()),
+                    session: Some(info.name.clone()),
+                    what: format!("agent {provider} ({tool})"),
+                    detail,
+                },
+            );
+        }
+    }
+
     /// A notice written into this session's transcript, and its event.
     fn notice(&self, info: &SessionInfo, options: &TurnOptions, text: String) {
         let mut notice = Message::notice(text.clone());
@@ -787,6 +866,97 @@ impl Actor<'_> {
                 session: info.name.clone(),
                 text,
                 message: Some(Box::new(notice)),
+            },
+        );
+    }
+
+    /// Compacts the conversation when the turn's request would pass `compact_at` of its
+    /// model's context window (see `engine/compaction.rs`): the summary goes into the history
+    /// held in memory and, as a notice, into the transcript; `context_compacted` says so.
+    async fn compact_if_due(
+        &mut self,
+        info: &SessionInfo,
+        options: &TurnOptions,
+        slug: &str,
+        sent: &str,
+        resumed_start: Option<usize>,
+    ) {
+        // The run's front end's configuration (on a host), else the engine's.
+        let profile = self.shared.profile(&info.group_id, Some(self.session_id));
+        let compact_at = profile.options.compact_at;
+        if compact_at <= 0.0 {
+            return;
+        }
+        let Some(window) = profile.options.context_window(slug) else {
+            return;
+        };
+        let Ok((provider, model)) = profile.providers.for_slug(slug) else {
+            return;
+        };
+        if provider.capabilities().runs_own_tools {
+            return;
+        }
+        let system = [&info.system, &options.system_extra]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        let estimate = |state: &mut SessionState| {
+            let mut messages = state.visible(
+                options.run_id.as_ref(),
+                options.history_from_run_start,
+                resumed_start,
+                options.window,
+            );
+            messages.push(ChatMessage::user(sent));
+            super::compaction::tokens(Some(&system), &messages)
+        };
+        let before = estimate(self.state);
+        if before as f64 <= window as f64 * compact_at {
+            return;
+        }
+        let history = self.state.history.get_or_insert_with(Vec::new);
+        let Some(kept) = super::compaction::kept(history) else {
+            return;
+        };
+        let folded = history[..history.len() - kept].to_vec();
+        let request = TurnRequest {
+            model,
+            working_dir: info.working_dir.clone(),
+            turn_timeout: options.timeout,
+            ..TurnRequest::default()
+        };
+        let Some(summary) =
+            super::compaction::summarize(provider.as_ref(), request, &folded, window, &options.cancel).await
+        else {
+            return;
+        };
+        self.state.fold(kept, &summary);
+        let after = estimate(self.state);
+        let mut mark = Message::notice(format!(
+            "context compacted: {} messages summarised (~{before} → ~{after} tokens)",
+            folded.len()
+        ));
+        mark.compacted = Some(crate::model::Compacted {
+            kept,
+            folded: folded.len(),
+            summary,
+            before,
+            after,
+        });
+        mark.run_id = options.run_id.clone();
+        mark.execution_id = self.execution_id();
+        self.shared.writer.append(self.session_id, mark);
+        self.emit(
+            info,
+            &options.run_id,
+            EventKind::ContextCompacted {
+                session_id: self.session_id.to_string(),
+                session: info.name.clone(),
+                folded: folded.len(),
+                before,
+                after,
             },
         );
     }
@@ -966,6 +1136,23 @@ impl Actor<'_> {
         });
         if let Some(recorder) = &agent {
             request.agent_activity = Some(recorder.sink());
+            request.permission = Some(
+                super::tool_round::AgentAsk {
+                    shared: Arc::clone(self.shared),
+                    session_id: self.session_id.to_string(),
+                    session: info.name.clone(),
+                    group_id: info.group_id.clone(),
+                    group: info.group.clone(),
+                    run_id: options.run_id.clone(),
+                    cancel: options.cancel.clone(),
+                    workdir: info.working_dir.clone(),
+                    execution: self.execution.clone(),
+                    guard: info.guard.clone(),
+                    iteration: options.iteration,
+                    agent: provider.name().to_string(),
+                }
+                .asker(),
+            );
             request.agent_session_id = info
                 .agent_session
                 .as_ref()
@@ -1023,6 +1210,9 @@ impl Actor<'_> {
                     "no result: the agent's turn ended first"
                 };
                 let recorded = recorder.finish(why);
+                if capabilities.local_process {
+                    self.agent_step_denials(info, options, provider.name(), &recorded.steps);
+                }
                 self.agent_steps_hooks(info, options, &recorded.steps).await;
                 steps.extend(recorded.steps);
                 self.update_agent_session(
@@ -1376,137 +1566,6 @@ fn recorded_instructions(messages: &[Message]) -> Option<String> {
         .find_map(|m| m.instructions.as_deref())
         .filter(|i| !i.trim().is_empty())
         .map(str::to_string)
-}
-
-/// What a model is sent of a stored conversation: user messages (in their compact form, when
-/// they have one) and assistant messages and tool results since the last conversation start, less exchanges taken back (`supersedes`),
-/// without failed answers and empty ones (an answer that called tools is kept, empty
-/// or not). Calls whose result never got stored (a crash mid-call) are answered as lost, so
-/// every call in the history has its result, as both APIs require.
-///
-/// Steps a CLI agent carried out itself (`by_agent`) are not tool calls of this conversation
-/// (their tools were never declared to any model): they become plain text, the agent's words
-/// and one line per call with the first line of its result, at the start of the answer that
-/// followed them.
-pub fn chat_history<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<ChatMessage> {
-    let mut out: Vec<ChatMessage> = Vec::new();
-    let mut agent_text = String::new();
-    let flush_agent = |out: &mut Vec<ChatMessage>, agent_text: &mut String| {
-        if !agent_text.trim().is_empty() {
-            out.push(ChatMessage::assistant(agent_text.trim_end().to_string()));
-        }
-        agent_text.clear();
-    };
-    let mut open_calls: Vec<crate::model::ToolCall> = Vec::new();
-    let close_open = |out: &mut Vec<ChatMessage>, open: &mut Vec<crate::model::ToolCall>| {
-        for call in open.drain(..) {
-            out.push(ChatMessage::tool_result(
-                &call.id,
-                &call.name,
-                true,
-                "lost: huddle stopped before this tool call finished",
-            ));
-        }
-    };
-    // Where each user message's exchange began in `out`, for a later `supersedes`.
-    let mut starts: Vec<(&str, usize)> = Vec::new();
-    for m in messages {
-        if m.conversation_start {
-            out.clear();
-            agent_text.clear();
-            open_calls.clear();
-            starts.clear();
-            continue;
-        }
-        if let Some(from) = &m.supersedes {
-            if let Some(i) = starts.iter().rposition(|(id, _)| *id == from.as_str()) {
-                out.truncate(starts[i].1);
-                starts.truncate(i);
-                agent_text.clear();
-                open_calls.clear();
-            }
-            continue;
-        }
-
-        if m.by_agent {
-            agent_step_text(m, &mut agent_text);
-            continue;
-        }
-        match m.role {
-            MessageRole::Assistant if m.error.is_none() && !agent_text.is_empty() => {}
-            _ => flush_agent(&mut out, &mut agent_text),
-        }
-        match m.role {
-            MessageRole::Tool => {
-                let Some(info) = &m.tool_result else { continue };
-                let Some(i) = open_calls.iter().position(|c| c.id == info.call_id) else {
-                    continue;
-                };
-                open_calls.remove(i);
-                out.push(ChatMessage::tool_result(
-                    &info.call_id,
-                    &info.name,
-                    info.is_error,
-                    m.text.as_str(),
-                ));
-            }
-            MessageRole::User if !m.history_text().trim().is_empty() => {
-                close_open(&mut out, &mut open_calls);
-                if let Some(id) = &m.id {
-                    starts.push((id.as_str(), out.len()));
-                }
-                out.push(ChatMessage::user(m.history_text()));
-            }
-            MessageRole::Assistant if m.error.is_none() && !m.tool_calls.is_empty() => {
-                close_open(&mut out, &mut open_calls);
-                let text = with_agent_text(&mut agent_text, &m.text);
-                out.push(ChatMessage::assistant_calls(text, m.tool_calls.clone()));
-                open_calls = m.tool_calls.clone();
-            }
-            MessageRole::Assistant
-                if m.error.is_none() && !(m.text.trim().is_empty() && agent_text.is_empty()) =>
-            {
-                close_open(&mut out, &mut open_calls);
-                let text = with_agent_text(&mut agent_text, &m.text);
-                out.push(ChatMessage::assistant(text));
-            }
-            _ => {}
-        }
-    }
-    flush_agent(&mut out, &mut agent_text);
-    close_open(&mut out, &mut open_calls);
-    out
-}
-
-/// A CLI agent's step as text: its words, `[ran <tool> <arguments>]`, `[→ <result's first
-/// line>]`.
-fn agent_step_text(m: &Message, out: &mut String) {
-    if !m.text.trim().is_empty() {
-        out.push_str(m.text.trim_end());
-        out.push('\n');
-    }
-    for call in &m.tool_calls {
-        out.push_str(&format!(
-            "[ran {} {}]\n",
-            call.name,
-            result_line(&call.arguments, 200)
-        ));
-    }
-    if let Some(info) = &m.tool_result {
-        let mark = if info.is_error { "✗" } else { "→" };
-        out.push_str(&format!("[{mark} {}]\n", result_line(&m.text, 200)));
-    }
-}
-
-/// `text` preceded by the agent's steps that came before it (taken).
-fn with_agent_text(agent_text: &mut String, text: &str) -> String {
-    if agent_text.is_empty() {
-        return text.to_string();
-    }
-    let mut out = std::mem::take(agent_text);
-    out.push('\n');
-    out.push_str(text);
-    out
 }
 
 /// The newest part of the conversation that fits the budget, starting on a user message (so

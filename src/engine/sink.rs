@@ -21,11 +21,21 @@ use crate::store::{RunLine, RunLog, RunOwner};
 
 use super::events::{EngineEvent, EventKind, RunId, RunKey, RunRecord};
 
+/// Sees every event of a run but the streamed text pieces as it is emitted (what the run log
+/// gets, and each turn's start), e.g. to export it as telemetry. `observe` runs on the emitting task: it must return at once
+/// (hand the event on, never wait).
+pub trait RunObserver: Send + Sync {
+    fn observe(&self, event: &EngineEvent);
+    /// Hands on what was observed so far (a bounded wait), when the engine flushes.
+    fn flush(&self) {}
+}
+
 /// The front end's receiving end plus, when set, the run log that persists each run's timeline.
 #[derive(Clone)]
 pub struct EventSink {
     tx: mpsc::UnboundedSender<EngineEvent>,
     log: Option<Arc<RunLog<RunRecord>>>,
+    observer: Option<Arc<dyn RunObserver>>,
     watchers: Arc<Watchers>,
     chats: Arc<ChatRuns>,
 }
@@ -131,6 +141,7 @@ impl EventSink {
         EventSink {
             tx,
             log: None,
+            observer: None,
             watchers: Arc::default(),
             chats: Arc::default(),
         }
@@ -145,6 +156,12 @@ impl EventSink {
     /// Also appends every non-streaming event of a run to its run file.
     pub fn with_run_log(mut self, log: RunLog<RunRecord>) -> EventSink {
         self.log = Some(Arc::new(log));
+        self
+    }
+
+    /// Also shows every run event but the streamed text pieces to `observer`.
+    pub fn with_observer(mut self, observer: Arc<dyn RunObserver>) -> EventSink {
+        self.observer = Some(observer);
         self
     }
 
@@ -171,6 +188,12 @@ impl EventSink {
 
     pub fn emit(&self, mut event: EngineEvent) {
         self.watchers.deliver(&event);
+        if let Some(observer) = &self.observer
+            && event.run_id.is_some()
+            && !matches!(event.kind, EventKind::Delta { .. })
+        {
+            observer.observe(&event);
+        }
         let line = match (&self.log, &event.run_id) {
             (Some(_), Some(run_id)) if !event.kind.is_streaming() => Some((
                 self.chats.owner(&event, run_id),
@@ -218,6 +241,9 @@ impl EventSink {
     pub fn flush(&self) {
         if let Some(log) = &self.log {
             log.flush();
+        }
+        if let Some(observer) = &self.observer {
+            observer.flush();
         }
     }
 }
@@ -335,14 +361,17 @@ mod tests {
             group: "team".into(),
             run_id: Some("r".into()),
             execution: None,
-            kind: EventKind::IterationStarted { iteration },
+            kind: EventKind::IterationStarted {
+                iteration,
+                max_iterations: 0,
+            },
         }
     }
 
     fn iterations(rx: &mut mpsc::UnboundedReceiver<EngineEvent>) -> Vec<u32> {
         std::iter::from_fn(|| rx.try_recv().ok())
             .map(|e| match e.kind {
-                EventKind::IterationStarted { iteration } => iteration,
+                EventKind::IterationStarted { iteration, .. } => iteration,
                 _ => 0,
             })
             .collect()
@@ -403,7 +432,7 @@ mod tests {
             .iter()
             .map(|l| serde_json::from_str::<RunRecord>(l).unwrap())
             .map(|r| match r.event.kind {
-                EventKind::IterationStarted { iteration } => iteration,
+                EventKind::IterationStarted { iteration, .. } => iteration,
                 _ => 0,
             })
             .collect();

@@ -25,6 +25,10 @@ pub(crate) struct Member {
     pub tools: Vec<String>,
     /// The name it goes by in the team's prompts and tools (see [`Team::read`]).
     pub handle: String,
+    /// How people and models read it in a run's results: a team member made from a preset by
+    /// its handle (`analyst`, also when its session's name had to be made unique:
+    /// `…-analyst-2`), else its name without the team's prefix.
+    pub shown: String,
 }
 
 /// The team, read once when a run starts.
@@ -62,6 +66,20 @@ pub(crate) struct Team {
     pub rate_limit_wait: Duration,
 }
 
+fn member_of(s: &Session, handle: String, shown: String, overrides: &RunOverrides) -> Member {
+    Member {
+        id: s.id.clone(),
+        name: s.name.clone(),
+        model: overrides.model.clone().unwrap_or_else(|| s.model.clone()),
+        system_prompt: s.system_prompt.clone(),
+        flow: s.flow.clone(),
+        role: s.member_role.clone(),
+        tools: s.tools.clone(),
+        handle,
+        shown,
+    }
+}
+
 impl Team {
     pub fn read(
         shared: &EngineShared,
@@ -76,18 +94,24 @@ impl Team {
             let sessions = org.sessions_in(group_id);
             let slug = group.members_slug();
             let handles = crate::model::member_handles(&sessions, &slug);
-            let member = |s: &Session| Member {
-                handle: handles
+            let is_team = group.kind == GroupKind::Team;
+            let member = |s: &Session| {
+                let handle = handles
                     .iter()
                     .find(|(id, _)| *id == s.id)
-                    .map_or_else(|| worker_handle(&s.name, &slug), |(_, h)| h.clone()),
-                id: s.id.clone(),
-                name: s.name.clone(),
-                model: overrides.model.clone().unwrap_or_else(|| s.model.clone()),
-                system_prompt: s.system_prompt.clone(),
-                flow: s.flow.clone(),
-                role: s.member_role.clone(),
-                tools: s.tools.clone(),
+                    .map_or_else(|| worker_handle(&s.name, &slug), |(_, h)| h.clone());
+                let chair = (is_team && group.mode == Mode::Team && s.role == Role::Orchestrator)
+                    .then(|| s.display_name.clone())
+                    .flatten()
+                    .filter(|d| !d.trim().is_empty());
+                let shown = if let Some(chair) = chair {
+                    chair
+                } else if is_team && s.handle.is_some() {
+                    handle.clone()
+                } else {
+                    crate::naming::strip_team_prefix(&s.name, &slug).to_string()
+                };
+                member_of(s, handle, shown, overrides)
             };
             let orchestrator = sessions
                 .iter()

@@ -150,12 +150,41 @@ impl CallContext<'_> {
         if text.is_empty() && is_error {
             text = "the tool failed without saying why".into();
         }
+        self.report_denials(call, &text);
         CallResult {
             call: call.clone(),
             text,
             is_error,
             duration: started.elapsed(),
             size,
+        }
+    }
+
+    /// A `sandbox_denied` event for each thing the sandbox of the call's server stopped: what
+    /// its result says (a read-only file system, no network) and what its stderr said since
+    /// the last call.
+    fn report_denials(&self, call: &ToolCall, text: &str) {
+        let Some(source) =
+            split_name(&call.name).and_then(|(server, _)| self.shared.options.tools.get(server))
+        else {
+            return;
+        };
+        if !source.confined() {
+            return;
+        }
+        let mut found: Vec<String> = crate::sandbox::denial_in(text).into_iter().collect();
+        for line in source.take_denials() {
+            if !found.contains(&line) {
+                found.push(line);
+            }
+        }
+        for detail in found {
+            self.emit(EventKind::SandboxDenied {
+                session_id: Some(self.session_id.to_string()),
+                session: Some(self.session.to_string()),
+                what: format!("tool {}", call.name),
+                detail,
+            });
         }
     }
 
@@ -290,9 +319,25 @@ impl CallContext<'_> {
         call: &ToolCall,
         hook_reason: Option<String>,
     ) -> Result<(), String> {
+        match self.decide(server, tool, call, hook_reason).await? {
+            Decision::ApproveOnce | Decision::ApproveForSession => Ok(()),
+            Decision::Deny | Decision::DenyAndStop => Err(DENIED_BY_USER.to_string()),
+        }
+    }
+
+    /// The decision on `call`, with its events, a grant for the session and a stop of the run
+    /// applied. `Err`: refused without asking the user (`huddle run` without
+    /// `--approve-tools`) or the run stopped while waiting; the text is for the model.
+    async fn decide(
+        &self,
+        server: &str,
+        tool: &str,
+        call: &ToolCall,
+        hook_reason: Option<String>,
+    ) -> Result<Decision, String> {
         let approvals = &self.shared.approvals;
         if hook_reason.is_none() && approvals.granted(self.session_id, &call.name) {
-            return Ok(());
+            return Ok(Decision::ApproveOnce);
         }
         let settle = |approval_id: u64, decision: Decision, reason: Option<&str>| {
             self.emit(EventKind::ToolApprovalDecided {
@@ -308,7 +353,7 @@ impl CallContext<'_> {
         let decision = match policy {
             ApprovalPolicy::ApproveAll => {
                 settle(0, Decision::ApproveOnce, Some("--approve-tools"));
-                return Ok(());
+                return Ok(Decision::ApproveOnce);
             }
             ApprovalPolicy::DenyAll => {
                 settle(0, Decision::Deny, Some(DENIED_HEADLESS));
@@ -340,19 +385,86 @@ impl CallContext<'_> {
             }
         };
         match decision {
-            Decision::ApproveOnce => Ok(()),
-            Decision::ApproveForSession => {
-                approvals.grant(self.session_id, &call.name);
-                Ok(())
-            }
-            Decision::Deny => Err(DENIED_BY_USER.to_string()),
+            Decision::ApproveForSession => approvals.grant(self.session_id, &call.name),
             Decision::DenyAndStop => {
                 if let Some(run_id) = self.run_id {
                     self.shared.stop_run(run_id);
                 }
-                Err(DENIED_BY_USER.to_string())
+            }
+            Decision::ApproveOnce | Decision::Deny => {}
+        }
+        Ok(decision)
+    }
+
+    /// An agent that runs its own tools asks before one of them (an ACP agent's permission
+    /// request): the session's `pre_tool_use` hooks see it first (a denial refuses, an allow
+    /// skips the user), then the same approval as huddle's own tools (the popup, `--approve-tools`
+    /// or `huddle run`'s refusal). Anything but an approval refuses.
+    pub async fn agent_permission(&self, agent: &str, call: &ToolCall) -> Decision {
+        let mut hook_reason = None;
+        if self.guard.watches(HookEvent::PreToolUse, Some(&call.name)) {
+            let input = self
+                .guard
+                .input(HookEvent::PreToolUse, self.run_id, self.iteration)
+                .with_call(&call.name, &call.arguments, &call.id);
+            match self
+                .guard
+                .before_call(&input, &|kind| self.emit(kind))
+                .await
+                .verdict
+            {
+                Verdict::Deny { .. } => return Decision::Deny,
+                Verdict::Allow => return Decision::ApproveOnce,
+                Verdict::Ask { reason } => hook_reason = Some(reason.unwrap_or_else(|| "a hook asks".into())),
+                Verdict::Continue => {}
             }
         }
+        self.decide(agent, &call.name, call, hook_reason)
+            .await
+            .unwrap_or(Decision::Deny)
+    }
+}
+
+/// Who an agent's permission requests are asked for, owned (the provider holds the asker for
+/// the whole turn, beyond the tool loop's borrows).
+pub(crate) struct AgentAsk {
+    pub shared: Arc<EngineShared>,
+    pub session_id: String,
+    pub session: String,
+    pub group_id: String,
+    pub group: String,
+    pub run_id: Option<RunId>,
+    pub cancel: CancellationToken,
+    pub workdir: Option<std::path::PathBuf>,
+    pub execution: Option<ExecutionTag>,
+    pub guard: Guard,
+    pub iteration: Option<u32>,
+    /// The agent's provider name: the "server" the popup names.
+    pub agent: String,
+}
+
+impl AgentAsk {
+    pub fn asker(self) -> crate::providers::PermissionAsker {
+        let me = Arc::new(self);
+        crate::providers::PermissionAsker::new(move |request| {
+            let me = Arc::clone(&me);
+            Box::pin(async move {
+                let context = CallContext {
+                    shared: &me.shared,
+                    session_id: &me.session_id,
+                    session: &me.session,
+                    group_id: &me.group_id,
+                    group: &me.group,
+                    run_id: &me.run_id,
+                    cancel: &me.cancel,
+                    workdir: me.workdir.as_deref(),
+                    execution: me.execution.as_ref(),
+                    guard: &me.guard,
+                    iteration: me.iteration,
+                };
+                context.agent_permission(&me.agent, &request.call).await
+            })
+        })
     }
 }
 

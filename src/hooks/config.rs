@@ -97,7 +97,23 @@ pub struct Hook {
     /// The hook's own sandbox settings, over those of the session it runs for.
     #[serde(default, skip_serializing_if = "SandboxSettings::is_empty")]
     pub sandbox: SandboxSettings,
+    /// `matcher` compiled, on its first use (a hook is asked about every tool call).
+    #[serde(skip)]
+    pub(crate) compiled: CompiledMatcher,
 }
+
+/// A matcher's regular expression, compiled once; `None` inside: it is not valid. Not part of
+/// what a hook is (two hooks are equal whatever was compiled).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CompiledMatcher(std::sync::OnceLock<Option<regex::Regex>>);
+
+impl PartialEq for CompiledMatcher {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for CompiledMatcher {}
 
 impl Hook {
     pub fn timeout(&self) -> std::time::Duration {
@@ -110,7 +126,12 @@ impl Hook {
     pub fn matches(&self, tool: &str) -> bool {
         match self.matcher.as_deref().map(str::trim) {
             None | Some("") | Some("*") => true,
-            Some(m) => regex::Regex::new(&format!("^(?:{m})$")).map_or(true, |re| re.is_match(tool)),
+            Some(m) => self
+                .compiled
+                .0
+                .get_or_init(|| regex::Regex::new(&format!("^(?:{m})$")).ok())
+                .as_ref()
+                .is_none_or(|re| re.is_match(tool)),
         }
     }
 

@@ -13,7 +13,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::config::Hook;
 use super::input::HookInput;
-use crate::sandbox::{Sandbox, needed_paths};
+use crate::process::{GroupKiller, describe_status};
+use crate::sandbox::{Sandbox, SandboxMode, SandboxSettings, needed_paths};
+use crate::text::secrets::Secrets;
 
 /// Bytes of a hook's stdout and stderr kept (the end is kept: a test run's summary is last).
 const OUTPUT_KEEP_BYTES: usize = 64 * 1024;
@@ -24,8 +26,30 @@ const OUTPUT_KEEP_BYTES: usize = 64 * 1024;
 #[derive(Debug, Clone, Default)]
 pub struct HookContext {
     pub sandbox: Sandbox,
+    /// The command line's mode (`huddle run --sandbox`) already in `sandbox`: it stays over a
+    /// hook's own `sandbox:` too.
+    pub cli: Option<SandboxMode>,
     pub workdir: Option<PathBuf>,
     pub project_dir: Option<PathBuf>,
+    /// Values removed from what a hook prints (configured keys, header and server values)
+    /// before it is stored, reported or sent to a model.
+    pub secrets: Secrets,
+}
+
+impl HookContext {
+    /// The sandbox `hook` runs in: its session's, with the hook's own `sandbox:` over it and
+    /// the command line's mode over both (as for every other level).
+    pub fn sandbox_of(&self, hook: &Hook) -> Sandbox {
+        if hook.sandbox.is_empty() {
+            return self.sandbox.clone();
+        }
+        let home = self.sandbox.host.home.as_deref();
+        let mut policy = self.sandbox.policy.clone().with("the hook", &hook.sandbox, home);
+        if let Some(cli) = self.cli {
+            policy = policy.with("--sandbox", &SandboxSettings::mode(cli), home);
+        }
+        Sandbox::new(policy, self.sandbox.host.clone())
+    }
 }
 
 /// What one hook came to.
@@ -142,17 +166,7 @@ pub async fn run_one(hook: &Hook, stdin_json: &str, ctx: &HookContext) -> HookRu
             String::new(),
         );
     };
-    let sandbox = if hook.sandbox.is_empty() {
-        ctx.sandbox.clone()
-    } else {
-        Sandbox::new(
-            ctx.sandbox
-                .policy
-                .clone()
-                .with("the hook", &hook.sandbox, ctx.sandbox.host.home.as_deref()),
-            ctx.sandbox.host.clone(),
-        )
-    };
+    let sandbox = ctx.sandbox_of(hook);
     let workdir = ctx.workdir.as_deref().filter(|d| d.is_dir());
     let mut cmd = match sandbox
         .command(program, args, workdir, &needed_paths(program, args))
@@ -191,7 +205,7 @@ pub async fn run_one(hook: &Hook, stdin_json: &str, ctx: &HookContext) -> HookRu
     };
     // Armed until the hook has been waited for: a timeout or a caller giving up (the turn was
     // stopped) kills its whole group.
-    let mut group = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()));
+    let mut group = GroupKiller::of(&child);
     if let Some(mut stdin) = child.stdin.take() {
         let json = stdin_json.to_string();
         // A hook that never reads its input closes the pipe: that is fine.
@@ -217,21 +231,30 @@ pub async fn run_one(hook: &Hook, stdin_json: &str, ctx: &HookContext) -> HookRu
         }
     };
     group.disarm();
-    // What it left running in its group keeps no pipe open past a short wait.
+    // What it left running in its group keeps no pipe open past a short wait (`None`: the
+    // pipe was still open then).
     let collect = |task: Option<tokio::task::JoinHandle<String>>| async move {
         match task {
             Some(t) => tokio::time::timeout(Duration::from_secs(2), t)
                 .await
                 .ok()
-                .and_then(Result::ok)
-                .unwrap_or_default(),
-            None => String::new(),
+                .map(|r| r.unwrap_or_default()),
+            None => Some(String::new()),
         }
     };
     let (stdout, stderr) = futures::join!(collect(stdout), collect(stderr));
+    let drained = stdout.is_some();
+    let (mut stdout, mut stderr) = (stdout.unwrap_or_default(), stderr.unwrap_or_default());
+    // A hook may print a key it read (a failing `curl -v`, an env dump): never further.
+    ctx.secrets.redact_in_place(&mut stdout);
+    ctx.secrets.redact_in_place(&mut stderr);
     let outcome = match status {
         Err(e) => Outcome::Failed {
             message: format!("waiting for it failed: {e}"),
+        },
+        // Its answer (a JSON deny, say) may be in what could not be read: not a silent go-on.
+        Ok(s) if s.code() == Some(0) && !drained => Outcome::Failed {
+            message: "it exited, but a process it started still held its output open, so its answer could not be read (redirect the output of what it leaves running)".into(),
         },
         Ok(s) if s.code() == Some(0) => Outcome::Ok(HookOutput::parse(&stdout)),
         Ok(s) if s.code() == Some(2) => Outcome::Blocked {
@@ -255,12 +278,7 @@ fn reason_from(stderr: &str) -> String {
 }
 
 fn describe_exit(status: std::process::ExitStatus, stderr: &str) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    let how = match (status.code(), status.signal()) {
-        (Some(code), _) => format!("it exited with status {code}"),
-        (None, Some(sig)) => format!("it was killed by signal {sig}"),
-        _ => "it failed".into(),
-    };
+    let how = format!("it {}", describe_status(&status));
     let last = crate::sandbox::probe::last_lines(stderr, 3);
     if last.is_empty() {
         how
@@ -287,30 +305,6 @@ async fn read_tail(mut pipe: impl AsyncRead + Unpin) -> String {
     String::from_utf8_lossy(&kept).into_owned()
 }
 
-/// Kills a process group when dropped, unless disarmed.
-struct GroupKiller(Option<i32>);
-
-impl GroupKiller {
-    fn kill(&mut self) {
-        if let Some(pgid) = self.0.filter(|&p| p > 0) {
-            // SAFETY: killpg only sends a signal; the group id is our child's pid, which cannot
-            // be reused while the child is not yet waited for.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
-        }
-    }
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,6 +327,87 @@ mod tests {
     async fn once(hook: Hook) -> HookRun {
         let input = HookInput::new(HookEvent::PreToolUse).with_call("t__x", "{}", "c1");
         run_all(&[&hook], &input, &unconfined()).await.remove(0)
+    }
+
+    /// Review of issue 26, finding 7: `huddle run --sandbox` wins over a hook's own
+    /// `sandbox:` as over every other level (paths still add up).
+    #[test]
+    fn the_command_lines_mode_wins_over_a_hooks_own_sandbox() {
+        use crate::sandbox::{Baseline, SandboxSettings};
+        let base = Baseline {
+            cli: Some(SandboxMode::ReadOnly),
+            ..Baseline::default()
+        };
+        let ctx = HookContext {
+            sandbox: base.sandbox(&[], None),
+            cli: base.cli,
+            ..HookContext::default()
+        };
+        let mut hook = sh("true");
+        hook.sandbox = serde_yaml::from_str("mode: workspace-write\nallow_write: [/var/tmp/x]").unwrap();
+        let sandbox = ctx.sandbox_of(&hook);
+        assert_eq!(sandbox.policy.mode, SandboxMode::ReadOnly);
+        assert_eq!(sandbox.policy.decided_by.as_deref(), Some("--sandbox"));
+        assert_eq!(sandbox.policy.allow_write, vec![PathBuf::from("/var/tmp/x")]);
+        // Without --sandbox the hook's own mode applies.
+        let ctx = HookContext {
+            sandbox: Baseline::default()
+                .sandbox(&[("team", &SandboxSettings::mode(SandboxMode::ReadOnly))], None),
+            ..HookContext::default()
+        };
+        assert_eq!(ctx.sandbox_of(&hook).policy.mode, SandboxMode::WorkspaceWrite);
+    }
+
+    /// Review of issue 26, finding 8: a key a hook prints never goes further (not in its
+    /// reason, its error, nor its output).
+    #[tokio::test]
+    async fn secrets_in_a_hooks_output_are_redacted() {
+        let ctx = HookContext {
+            sandbox: Sandbox::off(),
+            secrets: Secrets::new(["sk-live-0123456789"]),
+            ..HookContext::default()
+        };
+        let input = HookInput::new(HookEvent::PreToolUse).with_call("t__x", "{}", "c1");
+        let run = |script: &'static str| {
+            let ctx = ctx.clone();
+            let input = input.clone();
+            async move { run_all(&[&sh(script)], &input, &ctx).await.remove(0) }
+        };
+        let blocked = run("echo 'key sk-live-0123456789 refused' >&2; exit 2").await;
+        assert_eq!(
+            blocked.outcome,
+            Outcome::Blocked {
+                reason: "key [redacted] refused".into()
+            }
+        );
+        // (The key is put together at run time: the hook's label is its command.)
+        let failed = run("echo auth sk-live-$(echo 0123456789) >&2; exit 3").await;
+        let error = failed.error().unwrap_or_default();
+        assert!(
+            error.ends_with("auth [redacted]") && !error.contains("sk-live-0123456789"),
+            "{error}"
+        );
+        let ok = run(r#"echo '{"hookSpecificOutput":{"additionalContext":"sk-live-0123456789"}}'"#).await;
+        assert!(!ok.stdout.contains("sk-live"), "{}", ok.stdout);
+        let Outcome::Ok(Some(out)) = ok.outcome else {
+            panic!("json output");
+        };
+        assert_eq!(
+            out.specific.and_then(|s| s.additional_context).as_deref(),
+            Some("[redacted]")
+        );
+    }
+
+    /// Review of issue 26, finding 13: a hook that exits 0 while a process it started holds
+    /// its stdout is a hook error, not a silent go-on (its JSON deny could be in there).
+    #[tokio::test]
+    async fn an_exit_0_whose_output_stays_open_is_a_hook_error() {
+        let run = once(sh(
+            r#"sleep 4 & echo '{"hookSpecificOutput":{"permissionDecision":"deny"}}'"#,
+        ))
+        .await;
+        let error = run.error().unwrap_or_default();
+        assert!(error.contains("still held its output open"), "{:?}", run.outcome);
     }
 
     #[tokio::test]

@@ -108,6 +108,49 @@ impl AgentKind {
         }
     }
 
+    /// What stays read-only inside [`AgentKind::state_paths`]: the agent's own settings,
+    /// hooks, instructions, commands and extensions. A sandboxed agent that could write them
+    /// would run its own programs in the user's next plain (unconfined) session. A path
+    /// ending in `/` is a directory.
+    pub fn protected_state(self) -> &'static [&'static str] {
+        match self {
+            AgentKind::Claude => &[
+                "~/.claude/settings.json",
+                "~/.claude/settings.local.json",
+                "~/.claude/CLAUDE.md",
+                "~/.claude/hooks/",
+                "~/.claude/agents/",
+                "~/.claude/commands/",
+                "~/.claude/plugins/",
+                "~/.claude/skills/",
+                "~/.claude/output-styles/",
+            ],
+            AgentKind::Codex => &[
+                "~/.codex/config.toml",
+                "~/.codex/hooks.json",
+                "~/.codex/AGENTS.md",
+                "~/.codex/prompts/",
+                "~/.codex/rules/",
+            ],
+            AgentKind::Gemini => &[
+                "~/.gemini/settings.json",
+                "~/.gemini/GEMINI.md",
+                "~/.gemini/commands/",
+                "~/.gemini/extensions/",
+            ],
+        }
+    }
+
+    /// The environment variables the agent reads its key, endpoint and options from: passed
+    /// into its sandbox (prefixes ending in `*`); no other agent's keys are.
+    pub fn env_vars(self) -> &'static [&'static str] {
+        match self {
+            AgentKind::Claude => &["ANTHROPIC_*", "CLAUDE_*", "DISABLE_*", "MCP_*"],
+            AgentKind::Codex => &["OPENAI_*", "CODEX_*"],
+            AgentKind::Gemini => &["GEMINI_*", "GOOGLE_*"],
+        }
+    }
+
     /// Model names offered in pickers when the provider lists none (the agents' own aliases).
     pub fn model_aliases(self) -> &'static [&'static str] {
         match self {

@@ -141,10 +141,19 @@ string_enum!(
         Anthropic => "anthropic",
         /// A local program run once per turn.
         Command => "command",
+        /// A local agent speaking the Agent Client Protocol (JSON-RPC on stdio).
+        Acp => "acp",
         /// The built-in offline simulator.
         Sim => "sim",
     }
 );
+
+impl ProviderKind {
+    /// It runs a program on this machine (a CLI or ACP agent), not a model API.
+    pub fn runs_local_program(self) -> bool {
+        matches!(self, ProviderKind::Command | ProviderKind::Acp)
+    }
+}
 
 string_enum!(
     /// How a team's members share git worktrees (preset `worktrees:`, stored on the group).

@@ -123,6 +123,24 @@ pub struct Message {
     /// earlier prompt that has it says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
+    /// On a notice: the conversation before it was compacted (issue 24): what a model is sent
+    /// of the history from here on is the summary in place of all but the last `kept` messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compacted: Option<Compacted>,
+}
+
+/// A compaction of a session's conversation, as recorded in its transcript.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Compacted {
+    /// Messages of the history (as a model is sent it) kept as they were, at its end.
+    pub kept: usize,
+    /// Messages folded into the summary.
+    pub folded: usize,
+    /// The summary the model wrote.
+    pub summary: String,
+    /// Estimated tokens of the request before and after.
+    pub before: u64,
+    pub after: u64,
 }
 
 impl Message {
@@ -152,6 +170,7 @@ impl Message {
             superseded: false,
             compact: None,
             instructions: None,
+            compacted: None,
         }
     }
 

@@ -30,7 +30,7 @@ pub use dispatch::{
 pub use enums::{GroupKind, Memory, MessageRole, ProviderKind, Role, Tier, WorktreeStrategy};
 pub use flow::{FlowLinks, FlowSettings, RouterSpec, check_flow};
 pub use limits::{DEFAULT_MAX_ITERATIONS, MAX_ITERATIONS, MaxIterationsError};
-pub use message::{Message, Usage};
+pub use message::{Compacted, Message, Usage};
 pub use modes::{Counts, Mode, ModeSettings, ModeSpec, ModeState, PresetProblem, spec};
 pub use organization::{
     Group, GroupId, KeptEvaluator, Organization, Session, SessionId, UiPrefs, default_max_iterations,

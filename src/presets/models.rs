@@ -1,7 +1,7 @@
 //! Which model a preset member runs on. A preset names models as hints: one whose provider is not
 //! configured falls back to the default with a warning, so a preset written elsewhere still runs.
 
-use crate::config::{Config, ProviderKind};
+use crate::config::Config;
 use crate::model::{Preset, Tier};
 
 /// The model to keep for `who`, or `None` (the default) with a warning pushed to `warnings`.
@@ -26,7 +26,7 @@ pub fn check_model(
         config
             .providers
             .iter()
-            .find(|p| p.kind != ProviderKind::Command && p.models.iter().any(|m| m == hint))
+            .find(|p| !p.kind.runs_local_program() && p.models.iter().any(|m| m == hint))
             .map(|p| format!("{}/{hint}", p.name))
     };
     let default = config.default_model();
@@ -38,9 +38,9 @@ pub fn check_model(
     };
     if tier == Tier::Repo {
         let kind = config.resolve(&slug).map(|(p, _)| p.kind).ok();
-        if kind == Some(ProviderKind::Command) {
+        if let Some(kind) = kind.filter(|k| k.runs_local_program()) {
             warnings.push(format!(
-                "{who}: a repo team may not select the command provider of `{slug}`; using the default `{default}`"
+                "{who}: a repo team may not select the {kind} provider of `{slug}`; using the default `{default}`"
             ));
             return None;
         }
@@ -81,7 +81,7 @@ pub fn resolved(model: Option<&str>, config: &Config) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ProviderConfig;
+    use crate::config::{ProviderConfig, ProviderKind};
 
     fn config() -> Config {
         let mut c = Config::parse(

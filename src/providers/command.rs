@@ -26,8 +26,9 @@ use super::{
     AgentActivity, DeltaSink, Finished, Provider, TextSink, TurnOutput, TurnRequest, conclude, guarded,
     render_plain_prompt,
 };
-use crate::config::{ProviderConfig, ProviderKind};
+use crate::config::{AGENT_KEY_VARS, ProviderConfig, ProviderKind};
 use crate::model::{AgentFormat, AgentKind};
+use crate::process::{GroupKiller, describe_status};
 use crate::sandbox::{Sandbox, SandboxSettings, needed_paths};
 
 /// How much of stderr is kept for the error message.
@@ -39,16 +40,6 @@ const STDERR_QUOTED_LINES: usize = 12;
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 /// Gemini CLI's exit code for an authentication error (its headless reference).
 const GEMINI_AUTH_EXIT: i32 = 41;
-/// Environment variables whose values (the agents' keys) never appear in an error message.
-const AGENT_KEY_VARS: &[&str] = &[
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "CLAUDE_CODE_OAUTH_TOKEN",
-    "OPENAI_API_KEY",
-    "CODEX_API_KEY",
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-];
 
 pub struct CommandProvider {
     name: String,
@@ -58,6 +49,9 @@ pub struct CommandProvider {
     agent: Option<AgentKind>,
     /// The program's environment: the front end's it works for.
     env: crate::env::Env,
+    /// `api_key_env:`: the one variable of huddle's environment passed to a sandboxed program
+    /// besides the usual ones (a ready-made agent gets its own too).
+    key_env: Option<String>,
     /// The agent reads the repository's `AGENTS.md` itself.
     reads_repo_instructions: bool,
 }
@@ -93,6 +87,7 @@ impl CommandProvider {
             format: cfg.output_format(),
             agent: cfg.agent,
             env: crate::env::Env::process(),
+            key_env: cfg.api_key_env.clone().filter(|k| !k.trim().is_empty()),
             reads_repo_instructions: cfg.reads_repo_instructions(),
         })
     }
@@ -341,25 +336,6 @@ impl CommandProvider {
         }
     }
 
-    /// The session's sandbox with a ready-made agent's own state writable (its sessions and
-    /// login live under the home directory).
-    fn confined(&self, sandbox: &Sandbox) -> Sandbox {
-        let Some(agent) = self.agent else {
-            return sandbox.clone();
-        };
-        let state = SandboxSettings {
-            allow_write: agent.state_paths().iter().map(|p| p.to_string()).collect(),
-            ..SandboxSettings::default()
-        };
-        Sandbox::new(
-            sandbox
-                .policy
-                .clone()
-                .with("the agent's own files", &state, sandbox.host.home.as_deref()),
-            sandbox.host.clone(),
-        )
-    }
-
     /// Runs the program with `stdin_text` on stdin (confined by `sandbox` when given), handing
     /// stdout to `out` as it arrives.
     async fn run_process(
@@ -388,8 +364,7 @@ impl CommandProvider {
                 }
                 cmd
             }
-            Some(sandbox) => self
-                .confined(sandbox)
+            Some(sandbox) => confined(sandbox, self.key_env.as_deref(), self.agent)
                 .command(
                     program,
                     args,
@@ -414,7 +389,7 @@ impl CommandProvider {
         let mut child = cmd.spawn().map_err(|e| self.spawn_error(program, &e))?;
         // Armed until the program has been waited for: dropping this (cancel, timeout, panic)
         // kills the whole group.
-        let mut group = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()));
+        let mut group = GroupKiller::of(&child);
 
         if let Some(mut stdin) = child.stdin.take() {
             // A program that never reads stdin closes it early: a broken pipe is fine.
@@ -507,17 +482,32 @@ impl CommandProvider {
     }
 }
 
-fn describe_status(status: &ExitStatus) -> String {
-    match status.code() {
-        Some(code) => format!("exited with status {code}"),
-        None => {
-            use std::os::unix::process::ExitStatusExt;
-            match status.signal() {
-                Some(sig) => format!("was killed by signal {sig}"),
-                None => "failed".to_string(),
-            }
-        }
-    }
+/// The session's sandbox with a ready-made agent's own state writable (its sessions and
+/// login live under the home directory) but its settings and hooks read-only, and its own
+/// environment variables (or `api_key_env:`) passed.
+pub(super) fn confined(sandbox: &Sandbox, key_env: Option<&str>, agent: Option<AgentKind>) -> Sandbox {
+    let mut sandbox = sandbox.clone();
+    sandbox.policy.allow_env.extend(key_env.map(str::to_string));
+    let Some(agent) = agent else {
+        return sandbox;
+    };
+    sandbox
+        .policy
+        .allow_env
+        .extend(agent.env_vars().iter().map(|v| v.to_string()));
+    let state = SandboxSettings {
+        allow_write: agent.state_paths().iter().map(|p| p.to_string()).collect(),
+        ..SandboxSettings::default()
+    };
+    let home = sandbox.host.home.as_deref();
+    let mut policy = sandbox.policy.clone().with("the agent's own files", &state, home);
+    policy.keep_read_only.extend(
+        agent
+            .protected_state()
+            .iter()
+            .filter_map(|p| crate::sandbox::settings::expand_keeping_slash(p, home)),
+    );
+    Sandbox::new(policy, sandbox.host.clone())
 }
 
 impl Provider for CommandProvider {
@@ -543,30 +533,6 @@ impl Provider for CommandProvider {
     }
 }
 
-/// Kills a process group when dropped, unless disarmed.
-struct GroupKiller(Option<i32>);
-
-impl GroupKiller {
-    fn kill(&mut self) {
-        if let Some(pgid) = self.0.filter(|&p| p > 0) {
-            // SAFETY: killpg only sends a signal; the group id is our child's pid, which cannot
-            // be reused while the child is not yet waited for.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
-        }
-    }
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 async fn read_stdout(
     mut stdout: impl AsyncRead + Unpin,
     out: &mut (dyn FnMut(&[u8]) + Send),
@@ -581,7 +547,7 @@ async fn read_stdout(
     }
 }
 
-async fn keep_tail(mut stderr: impl AsyncRead + Unpin, tail: Arc<Mutex<Vec<u8>>>) {
+pub(super) async fn keep_tail(mut stderr: impl AsyncRead + Unpin, tail: Arc<Mutex<Vec<u8>>>) {
     let mut buf = vec![0u8; 4096];
     while let Ok(n) = stderr.read(&mut buf).await {
         if n == 0 {

@@ -21,7 +21,7 @@ pub fn wait_from_headers(headers: &HeaderMap, now: DateTime<Utc>) -> Option<Dura
     {
         return Some(Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(Duration::MAX));
     }
-    if let Some(wait) = text("retry-after").and_then(|v| super::retry::parse_retry_after(v, now)) {
+    if let Some(wait) = text("retry-after").and_then(|v| parse_retry_after(v, now)) {
         return Some(wait);
     }
     let pairs = || {
@@ -259,6 +259,19 @@ fn until_local(time: NaiveTime, now: DateTime<Utc>) -> Duration {
             .unwrap_or(Duration::ZERO),
         None => Duration::from_secs(3600),
     }
+}
+
+/// `Retry-After` as seconds (integer or decimal) or an RFC 2822/HTTP date relative to `now`.
+pub fn parse_retry_after(value: &str, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        // A huge value is a long wait (the policy caps it), never a panic.
+        return (secs.is_finite() && secs >= 0.0)
+            .then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX));
+    }
+    let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    let wait = at.with_timezone(&chrono::Utc) - now;
+    Some(wait.to_std().unwrap_or(Duration::ZERO))
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! A turn streams text deltas through a callback, then ends with exactly one result: a
 //! [`TurnOutput`] or a [`ProviderError`] that carries any text already streamed.
 
+pub mod acp;
 pub mod agent;
 pub mod anthropic;
 pub mod command;
@@ -133,6 +134,49 @@ pub struct TurnRequest {
     /// What confines a `command` provider's program (the session's sandbox); `None` runs it
     /// unconfined (a caller outside the engine: a probe, a test).
     pub sandbox: Option<crate::sandbox::Sandbox>,
+    /// Asked when the agent asks before running one of its own tools (an ACP agent's
+    /// `session/request_permission`): huddle's approval flow. Without it every such call is
+    /// refused.
+    pub permission: Option<PermissionAsker>,
+}
+
+/// An agent asks to run one of its own tools.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionRequest {
+    /// The call as huddle shows it: the agent's call id, the tool's kind as its name (`edit`,
+    /// `execute`, ... `other`), and as arguments a JSON object with the agent's `title` and its
+    /// `input`.
+    pub call: ToolCall,
+}
+
+/// Puts a [`PermissionRequest`] to huddle's approval flow (the TUI's popup, `huddle run
+/// --approve-tools` or its refusal, hooks) and resolves to the decision.
+#[derive(Clone)]
+pub struct PermissionAsker(
+    pub Arc<dyn Fn(PermissionRequest) -> BoxFuture<'static, crate::tools::Decision> + Send + Sync>,
+);
+
+impl PermissionAsker {
+    pub fn new(
+        f: impl Fn(PermissionRequest) -> BoxFuture<'static, crate::tools::Decision> + Send + Sync + 'static,
+    ) -> PermissionAsker {
+        PermissionAsker(Arc::new(f))
+    }
+    pub fn ask(&self, request: PermissionRequest) -> BoxFuture<'static, crate::tools::Decision> {
+        (self.0)(request)
+    }
+}
+
+impl std::fmt::Debug for PermissionAsker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PermissionAsker")
+    }
+}
+
+impl PartialEq for PermissionAsker {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// What a CLI agent did, reported while its turn runs.
@@ -403,6 +447,7 @@ impl Providers {
                     Arc::new(anthropic::AnthropicProvider::new_in(p, options, env.clone())?)
                 }
                 ProviderKind::Command => Arc::new(command::CommandProvider::new(p)?.with_env(env.clone())),
+                ProviderKind::Acp => Arc::new(acp::AcpProvider::new(p)?),
                 ProviderKind::Sim => simulator(&p.name),
             };
             providers.insert(provider);

@@ -96,7 +96,7 @@ async fn probe_one(p: &ProviderConfig) -> ProbeResult {
     };
     match p.kind {
         ProviderKind::Sim => result("sim".into(), ProbeStatus::Local),
-        ProviderKind::Command => {
+        ProviderKind::Command | ProviderKind::Acp => {
             let program = p.command.first().cloned().unwrap_or_default();
             let found = find_program(&program);
             let version = match (&found, p.agent) {

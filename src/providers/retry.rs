@@ -74,22 +74,10 @@ pub fn retry_after_from_headers(headers: &HeaderMap) -> Option<Duration> {
     super::limits::wait_from_headers(headers, chrono::Utc::now())
 }
 
-/// `Retry-After` as seconds (integer or decimal) or an RFC 2822/HTTP date relative to `now`.
-pub fn parse_retry_after(value: &str, now: chrono::DateTime<chrono::Utc>) -> Option<Duration> {
-    let value = value.trim();
-    if let Ok(secs) = value.parse::<f64>() {
-        // A huge value is a long wait (the policy caps it), never a panic.
-        return (secs.is_finite() && secs >= 0.0)
-            .then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX));
-    }
-    let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-    let wait = at.with_timezone(&chrono::Utc) - now;
-    Some(wait.to_std().unwrap_or(Duration::ZERO))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::providers::limits::parse_retry_after;
 
     #[test]
     fn absurd_retry_after_values_are_long_waits_not_panics() {

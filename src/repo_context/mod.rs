@@ -67,13 +67,29 @@ pub fn search_dirs(working_dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The instruction files of a working directory, nearest first, without reading them (what a
-/// session's header shows). Only regular files (links to them included).
+/// session's header shows). Only regular files (links to them included, when they stay inside
+/// the repository).
 pub fn find_instructions(working_dir: &Path) -> Vec<PathBuf> {
     let dirs = search_dirs(working_dir);
+    let root = dirs.last().cloned().unwrap_or_else(|| working_dir.to_path_buf());
     dirs.iter()
         .flat_map(|dir| INSTRUCTION_FILES.iter().map(move |name| dir.join(name)))
-        .filter(|path| std::fs::metadata(path).is_ok_and(|m| m.is_file()))
+        .filter(|path| std::fs::metadata(path).is_ok_and(|m| m.is_file()) && inside(path, &root).is_ok())
         .collect()
+}
+
+/// `path` with its links followed, when that stays inside `root`: a repository's file that
+/// links out of it (to `~/.aws/credentials`, say) is never read into a prompt.
+pub(crate) fn inside(path: &Path, root: &Path) -> std::io::Result<PathBuf> {
+    let resolved = path.canonicalize()?;
+    if resolved.starts_with(root.canonicalize()?) {
+        Ok(resolved)
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "it links to a place outside the repository; not read",
+        ))
+    }
 }
 
 /// Reads the instruction files of a working directory, nearest first, within the caps.
@@ -87,7 +103,7 @@ pub fn read_instructions(working_dir: &Path) -> Instructions {
         .flat_map(|dir| INSTRUCTION_FILES.iter().map(move |name| dir.join(name)))
     {
         let shown = shown_path(&path, &root);
-        let (text, truncated) = match read_capped(&path, FILE_MAX_BYTES) {
+        let (text, truncated) = match inside(&path, &root).and_then(|p| read_capped(&p, FILE_MAX_BYTES)) {
             Ok(read) => read,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => {
@@ -177,6 +193,35 @@ mod tests {
         std::fs::write(outer.path().join("AGENTS.md"), "outside").unwrap();
         std::fs::create_dir_all(outer.path().join("r/.git")).unwrap();
         assert!(read_instructions(&outer.path().join("r")).files.is_empty());
+    }
+
+    #[test]
+    fn a_file_that_links_out_of_the_repository_is_not_read() {
+        let dir = repo();
+        let root = dir.path();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(
+            outside.path().join("credentials"),
+            "aws_secret_access_key = s3cr3t",
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(outside.path().join("credentials"), root.join("AGENTS.md")).unwrap();
+        std::fs::write(root.join("rules.md"), "inside").unwrap();
+        std::os::unix::fs::symlink(root.join("rules.md"), root.join("CLAUDE.md")).unwrap();
+        let found = read_instructions(root);
+        let texts: Vec<&str> = found.files.iter().map(|f| f.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            ["inside"],
+            "a link inside the repository is read, one out of it is not"
+        );
+        assert_eq!(found.skipped.len(), 1, "{:?}", found.skipped);
+        assert!(
+            found.skipped[0].1.contains("outside the repository"),
+            "{:?}",
+            found.skipped
+        );
+        assert!(find_instructions(root).iter().all(|p| p.ends_with("CLAUDE.md")));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{read_capped, search_dirs};
+use super::{inside, read_capped, search_dirs};
 
 /// The skill folders looked in, in each searched directory.
 pub const REPO_SKILL_DIRS: &[&str] = &[".agents/skills", ".claude/skills"];
@@ -57,20 +57,23 @@ struct FrontMatter {
 /// The skills a session working in `working_dir` can load (the repository's, nearest first),
 /// then the user's from `user_dir`; a name once.
 pub fn find_skills(working_dir: Option<&Path>, user_dir: Option<&Path>) -> Vec<Skill> {
-    let mut folders: Vec<(PathBuf, SkillSource)> = Vec::new();
+    // Each folder with the root its skills must stay inside (a repository's: the repository).
+    let mut folders: Vec<(PathBuf, SkillSource, Option<PathBuf>)> = Vec::new();
     if let Some(dir) = working_dir {
-        for searched in search_dirs(dir) {
+        let searched = search_dirs(dir);
+        let root = searched.last().cloned();
+        for dir in &searched {
             for sub in REPO_SKILL_DIRS {
-                folders.push((searched.join(sub), SkillSource::Repository));
+                folders.push((dir.join(sub), SkillSource::Repository, root.clone()));
             }
         }
     }
     if let Some(dir) = user_dir {
-        folders.push((dir.to_path_buf(), SkillSource::User));
+        folders.push((dir.to_path_buf(), SkillSource::User, None));
     }
     let mut out: Vec<Skill> = Vec::new();
-    for (folder, source) in folders {
-        for skill in skills_in(&folder, source) {
+    for (folder, source, root) in folders {
+        for skill in skills_in(&folder, source, root.as_deref()) {
             if out.len() >= MAX_SKILLS {
                 return out;
             }
@@ -82,8 +85,9 @@ pub fn find_skills(working_dir: Option<&Path>, user_dir: Option<&Path>) -> Vec<S
     out
 }
 
-/// The skills directly under `folder`, by folder name.
-fn skills_in(folder: &Path, source: SkillSource) -> Vec<Skill> {
+/// The skills directly under `folder`, by folder name; with a `root`, only those whose folder
+/// and `SKILL.md` stay inside it, links followed.
+fn skills_in(folder: &Path, source: SkillSource, root: Option<&Path>) -> Vec<Skill> {
     let Ok(entries) = std::fs::read_dir(folder) else {
         return Vec::new();
     };
@@ -94,7 +98,7 @@ fn skills_in(folder: &Path, source: SkillSource) -> Vec<Skill> {
         .collect();
     dirs.sort();
     dirs.into_iter()
-        .filter_map(|dir| match read_head(&dir) {
+        .filter_map(|dir| match read_head(&dir, root) {
             Ok(skill) => Some(Skill { source, ..skill }),
             Err(why) => {
                 tracing::debug!(skill = %dir.display(), %why, "not a usable skill; left out");
@@ -106,8 +110,13 @@ fn skills_in(folder: &Path, source: SkillSource) -> Vec<Skill> {
 
 /// A skill's name and description from its front matter (the folder's name when it gives
 /// none).
-fn read_head(dir: &Path) -> Result<Skill, String> {
-    let (text, _) = read_capped(&dir.join(SKILL_FILE), HEAD_MAX_BYTES).map_err(|e| e.to_string())?;
+fn read_head(dir: &Path, root: Option<&Path>) -> Result<Skill, String> {
+    let file = dir.join(SKILL_FILE);
+    let file = match root {
+        Some(root) => inside(&file, root).map_err(|e| e.to_string())?,
+        None => file,
+    };
+    let (text, _) = read_capped(&file, HEAD_MAX_BYTES).map_err(|e| e.to_string())?;
     let (front, _) = split_front_matter(&text);
     let meta: FrontMatter = match front {
         Some(yaml) => serde_yaml::from_str(yaml).map_err(|e| format!("front matter: {e}"))?,
@@ -179,8 +188,13 @@ fn split_front_matter(text: &str) -> (Option<&str>, &str) {
 /// The body of a skill (its front matter left out), capped, with the other files of its folder
 /// named (a model with file tools may read them; huddle never runs them).
 pub fn load_skill(skill: &Skill) -> Result<String, String> {
-    let (text, truncated) = read_capped(&skill.dir.join(SKILL_FILE), BODY_MAX_BYTES)
-        .map_err(|e| format!("cannot read it: {e}"))?;
+    let file = skill.dir.join(SKILL_FILE);
+    // A repository's skill was checked when listed; its file may have become a link since.
+    let file = match skill.source {
+        SkillSource::Repository => inside(&file, &skill.dir).map_err(|e| format!("cannot read it: {e}"))?,
+        SkillSource::User => file,
+    };
+    let (text, truncated) = read_capped(&file, BODY_MAX_BYTES).map_err(|e| format!("cannot read it: {e}"))?;
     let (_, body) = split_front_matter(&text);
     let mut out = body.trim().to_string();
     if truncated {
@@ -239,6 +253,45 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(SKILL_FILE), format!("---\n{head}\n---\n{body}")).unwrap();
         dir
+    }
+
+    #[test]
+    fn a_repository_skill_that_links_out_of_the_repository_is_left_out() {
+        let repo = tempfile::tempdir().unwrap();
+        let root = repo.path();
+        std::fs::create_dir(root.join(".git")).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let elsewhere = write_skill(
+            outside.path(),
+            "x",
+            "leak",
+            "name: leak\ndescription: Not ours.",
+            "secret",
+        );
+        std::fs::create_dir_all(root.join(".agents/skills")).unwrap();
+        // A folder that is a link out, and a folder whose SKILL.md is a link out.
+        std::os::unix::fs::symlink(&elsewhere, root.join(".agents/skills/leak")).unwrap();
+        let dir = root.join(".agents/skills/file-leak");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::symlink(elsewhere.join(SKILL_FILE), dir.join(SKILL_FILE)).unwrap();
+        write_skill(
+            root,
+            ".agents/skills",
+            "ours",
+            "name: ours\ndescription: Ours.",
+            "body",
+        );
+        let names: Vec<String> = find_skills(Some(root), None)
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(names, ["ours"]);
+        // A listed skill whose file became a link out since is not loaded either.
+        let ours = find_skills(Some(root), None).remove(0);
+        std::fs::remove_file(ours.dir.join(SKILL_FILE)).unwrap();
+        std::os::unix::fs::symlink(elsewhere.join(SKILL_FILE), ours.dir.join(SKILL_FILE)).unwrap();
+        let loaded = load_skill(&ours).unwrap_err();
+        assert!(loaded.contains("outside the repository"), "{loaded}");
     }
 
     #[test]

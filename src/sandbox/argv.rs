@@ -158,7 +158,9 @@ mod tests {
             ],
             protected: vec![PathBuf::from("/repo/.git/worktrees/t-dev/config.worktree")],
             ensure_dirs: vec![],
+            ensure_files: vec![],
             git_env: true,
+            workdir_read_only: None,
         }
     }
 

@@ -132,7 +132,10 @@ impl Sandbox {
         if self.policy.is_off() {
             return Status::Unconfined { why: "off".into() };
         }
-        match availability {
+        let availability = availability
+            .clone()
+            .accepting_host_proc(self.policy.allow_host_proc);
+        match &availability {
             Availability::Usable { .. } => Status::Confined {
                 summary: self.policy.summary(),
             },
@@ -192,7 +195,9 @@ impl Sandbox {
         if self.policy.is_off() {
             return Ok(plain());
         }
-        let availability = probe::availability_async(self.policy.bwrap.as_deref()).await;
+        let availability = probe::availability_async(self.policy.bwrap.as_deref())
+            .await
+            .accepting_host_proc(self.policy.allow_host_proc);
         let Availability::Usable {
             program: bwrap,
             flavor,
@@ -209,23 +214,93 @@ impl Sandbox {
             return Err(SandboxError::NoProgram(program.to_string()));
         }
         let here;
-        let workdir = match workdir {
-            Some(d) => d,
+        let (workdir, profile) = match workdir {
+            Some(d) => (d, Profile::new(&self.policy, &self.host, d, needs)),
             None => {
-                here = std::env::current_dir().map_err(|e| SandboxError::Prepare(e.to_string()))?;
-                &here
+                here = std::env::current_dir()
+                    .map_err(|e| SandboxError::Prepare(format!("cannot read huddle's own directory: {e}")))?;
+                let profile = Profile::new_without_workdir(&self.policy, &self.host, &here, needs);
+                (here.as_path(), profile)
             }
         };
-        let profile = Profile::new(&self.policy, &self.host, workdir, needs);
-        profile
-            .prepare()
-            .map_err(|e| SandboxError::Prepare(e.to_string()))?;
+        if let Some(why) = &profile.workdir_read_only {
+            tracing::info!(program, dir = %workdir.display(), "the working directory is read-only in the sandbox: {why}");
+        }
+        profile.prepare().map_err(SandboxError::Prepare)?;
         let mut cmd = tokio::process::Command::new(bwrap);
         cmd.args(argv::bwrap_args(&profile, *flavor, program, args));
+        // Only what the process needs of huddle's environment (the caller adds its own:
+        // an MCP server's `env:`, a hook's variables).
+        cmd.env_clear();
+        for (name, value) in std::env::vars_os() {
+            if name
+                .to_str()
+                .is_some_and(|n| passes_env(n, &self.policy.allow_env))
+            {
+                cmd.env(name, value);
+            }
+        }
         // bwrap changes into it inside; outside it is where bwrap starts.
         cmd.current_dir(workdir);
         Ok(cmd)
     }
+}
+
+/// Variables a sandboxed process gets from huddle's environment (with those `LC_*`), besides
+/// the policy's `allow_env`. Everything else stays out: API keys and tokens, and the sockets
+/// that would reach outside the sandbox (`SSH_AUTH_SOCK`, `DBUS_SESSION_BUS_ADDRESS`).
+pub const PASSED_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "EDITOR",
+    "VISUAL",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_CONFIG_DIRS",
+    "XDG_DATA_DIRS",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "GOPATH",
+    "GOROOT",
+    "JAVA_HOME",
+    "NVM_DIR",
+    "PYENV_ROOT",
+    "VIRTUAL_ENV",
+];
+
+/// True when `name` may be passed: in [`PASSED_ENV`], `LC_*`, or named by `allow` (a name, or
+/// a prefix ending in `*`).
+pub fn passes_env(name: &str, allow: &[String]) -> bool {
+    PASSED_ENV.contains(&name)
+        || name.starts_with("LC_")
+        || allow.iter().any(|a| match a.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => a == name,
+        })
 }
 
 /// Words a sandboxed process's errors contain when the sandbox stopped it.
@@ -260,6 +335,26 @@ mod tests {
             program: None,
             reason: "bwrap not found at /nope".into(),
         }
+    }
+
+    #[test]
+    fn keys_and_sockets_that_reach_outside_are_not_passed() {
+        for kept_out in [
+            "SSH_AUTH_SOCK",
+            "DBUS_SESSION_BUS_ADDRESS",
+            "XDG_RUNTIME_DIR",
+            "GPG_AGENT_INFO",
+            "OPENAI_API_KEY",
+            "GITHUB_TOKEN",
+        ] {
+            assert!(!passes_env(kept_out, &[]), "{kept_out} passed");
+        }
+        for passed in ["PATH", "HOME", "LC_ALL", "LANG"] {
+            assert!(passes_env(passed, &[]), "{passed} kept out");
+        }
+        let allow = ["GITHUB_*".to_string(), "MY_KEY".to_string()];
+        assert!(passes_env("GITHUB_TOKEN", &allow) && passes_env("MY_KEY", &allow));
+        assert!(!passes_env("MY_KEY_2", &allow), "a name is a whole name");
     }
 
     #[test]
@@ -314,6 +409,52 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(cmd.as_std().get_program(), "true");
+    }
+
+    /// Review of issue 26, finding 4: a bwrap that only works with the host's /proc bound in
+    /// lets a process read and write the host's files through /proc/<pid>/root; it counts as
+    /// unavailable (fail closed) unless config.yaml accepts it.
+    #[test]
+    fn a_sandbox_with_the_hosts_proc_counts_as_unavailable_unless_accepted() {
+        let weak = Availability::Usable {
+            program: "/usr/bin/bwrap".into(),
+            flavor: Flavor {
+                unshare_user: false,
+                host_proc: true,
+            },
+            version: "bubblewrap 0.8.0".into(),
+        };
+        assert!(
+            weak.describe()
+                .contains("not used unless sandbox.allow_host_proc: true")
+        );
+        let required = Sandbox::new(
+            Policy::resolve(
+                &[("config.yaml", &SandboxSettings::mode(SandboxMode::WorkspaceWrite))],
+                None,
+                None,
+            ),
+            Arc::default(),
+        );
+        let Status::Refused(e) = required.status_with(&weak) else {
+            panic!("a required sandbox with the host's /proc must refuse");
+        };
+        assert!(e.to_string().contains("set sandbox.allow_host_proc: true"), "{e}");
+        let Status::Unconfined { why } = Sandbox::default().status_with(&weak) else {
+            panic!("an unset sandbox with the host's /proc is none");
+        };
+        assert!(why.contains("only with the host's /proc"), "{why}");
+        let accepted: SandboxSettings = serde_yaml::from_str("allow_host_proc: true").unwrap();
+        let loose = Sandbox::new(
+            Policy::resolve(&[("config.yaml", &accepted)], None, None),
+            Arc::default(),
+        );
+        assert!(matches!(loose.status_with(&weak), Status::Confined { .. }));
+        // A repository's team cannot accept it.
+        let mut warnings = Vec::new();
+        let from_repo = accepted.from_repository(&mut warnings, "sandbox");
+        assert!(from_repo.allow_host_proc.is_none());
+        assert!(warnings[0].contains("allow_host_proc"), "{warnings:?}");
     }
 
     #[test]

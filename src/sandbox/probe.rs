@@ -18,6 +18,9 @@ pub const BWRAP_ENV: &str = "HUDDLE_BWRAP";
 /// Longest wait for the probe (a healthy one takes milliseconds).
 const PROBE_LIMIT: Duration = Duration::from_secs(10);
 
+/// What [`Availability::describe`] adds for a sandbox that only works with the host's `/proc`.
+pub const HOST_PROC_WORDS: &str = ", only with the host's /proc (weak: a process reaches the host's files through /proc/<pid>/root); not used unless sandbox.allow_host_proc: true";
+
 /// What the probe found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Availability {
@@ -40,6 +43,23 @@ impl Availability {
         matches!(self, Availability::Usable { .. })
     }
 
+    /// What this availability comes to when a sandbox that binds the host's `/proc` is
+    /// accepted only if `allow_host_proc` (fail closed: otherwise it is unavailable, said why).
+    pub fn accepting_host_proc(self, allow_host_proc: bool) -> Availability {
+        match self {
+            Availability::Usable { program, flavor, .. } if flavor.host_proc && !allow_host_proc => {
+                Availability::Unusable {
+                    reason: format!(
+                        "{} works here only with the host's /proc, through which a process reaches the host's files (/proc/<pid>/root); set sandbox.allow_host_proc: true in config.yaml to accept that weaker sandbox",
+                        program.display()
+                    ),
+                    program: Some(program),
+                }
+            }
+            other => other,
+        }
+    }
+
     /// One line for people: `bubblewrap 0.8.0 (/usr/bin/bwrap)`, or why not.
     pub fn describe(&self) -> String {
         match self {
@@ -53,7 +73,7 @@ impl Availability {
                     s.push_str(", through a user namespace");
                 }
                 if flavor.host_proc {
-                    s.push_str(", weaker: the host's /proc is visible");
+                    s.push_str(HOST_PROC_WORDS);
                 }
                 s
             }
@@ -212,7 +232,9 @@ fn run_probe(program: &Path, flavor: Flavor) -> Result<(), String> {
         writable: Vec::new(),
         protected: Vec::new(),
         ensure_dirs: Vec::new(),
+        ensure_files: Vec::new(),
         git_env: false,
+        workdir_read_only: None,
     };
     let mut child = Command::new(program)
         .args(bwrap_args(&profile, flavor, "true", &[]))

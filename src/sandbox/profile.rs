@@ -13,6 +13,10 @@ pub const HIDDEN_HOME_DIRS: &[&str] = &[".ssh", ".aws", ".config/gcloud", ".gnup
 pub const HIDDEN_HOME_FILES: &[&str] = &[".netrc", ".git-credentials"];
 /// Sockets that would let a process act outside any sandbox (a container engine's).
 pub const HIDDEN_SYSTEM_FILES: &[&str] = &["/run/docker.sock", "/var/run/docker.sock"];
+/// Directories of sockets that would let a process act outside any sandbox: the users'
+/// runtime directories (`$XDG_RUNTIME_DIR`: the session bus, through which `systemd-run
+/// --user` starts anything; the ssh and gpg agents; a rootless container engine).
+pub const HIDDEN_SYSTEM_DIRS: &[&str] = &["/run/user"];
 
 /// Facts of the machine a profile needs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -45,7 +49,52 @@ impl Host {
             .flat_map(|h| HIDDEN_HOME_DIRS.iter().map(move |d| h.join(d)))
             .collect();
         dirs.extend(self.data_dir.clone());
-        dirs.into_iter().filter(|d| d.is_dir()).map(canonical).collect()
+        dirs.extend(HIDDEN_SYSTEM_DIRS.iter().map(PathBuf::from));
+        dirs.extend(
+            std::env::var_os("XDG_RUNTIME_DIR")
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+                .filter(|d| d.is_absolute()),
+        );
+        let mut dirs: Vec<PathBuf> = dirs.into_iter().filter(|d| d.is_dir()).map(canonical).collect();
+        dedup(&mut dirs);
+        dirs
+    }
+
+    /// Why `dir` must never be a writable working directory, if it must not: the root, the
+    /// home directory or a directory above it, huddle's config directory or data directory or
+    /// a directory above them. Writing there would change what runs outside any sandbox
+    /// (`~/.bashrc`, config.yaml's hooks and MCP servers). A directory inside them (a
+    /// worktree in the data directory) is fine: config.yaml stays read-only around it.
+    pub fn unsafe_workdir(&self, dir: &Path) -> Option<String> {
+        let dir = canonical(dir.to_path_buf());
+        if dir.parent().is_none() {
+            return Some("it is the root directory".into());
+        }
+        if let Some(home) = self.home.clone().map(canonical)
+            && home.starts_with(&dir)
+        {
+            return Some(if home == dir {
+                "it is the home directory".into()
+            } else {
+                format!("the home directory {} is inside it", home.display())
+            });
+        }
+        if let Some(config) = self.config_dir.clone().map(canonical)
+            && config.starts_with(&dir)
+        {
+            return Some(format!("huddle's config directory {} is there", config.display()));
+        }
+        if let Some(data) = self.data_dir.clone().map(canonical)
+            && data.starts_with(&dir)
+        {
+            return Some(if data == dir {
+                "it is huddle's data directory".into()
+            } else {
+                format!("huddle's data directory {} is inside it", data.display())
+            });
+        }
+        None
     }
 
     fn hidden_files(&self) -> Vec<PathBuf> {
@@ -77,6 +126,8 @@ pub struct GitLayout {
     pub admin: Option<PathBuf>,
     /// The checked-out branch (`huddle/team-dev-0a1b`), when HEAD names one.
     pub branch: Option<String>,
+    /// A linked worktree's `.git` file (`gitdir: <admin>`); `None` in the main checkout.
+    pub link: Option<PathBuf>,
 }
 
 impl GitLayout {
@@ -91,6 +142,7 @@ impl GitLayout {
                     branch: head_branch(&dot_git),
                     common: canonical(dot_git),
                     admin: None,
+                    link: None,
                 });
             }
             if dot_git.is_file() {
@@ -103,6 +155,7 @@ impl GitLayout {
                     .unwrap_or_else(|| admin.clone());
                 return Some(GitLayout {
                     branch: head_branch(&admin),
+                    link: (admin != common).then(|| canonical(dot_git)),
                     admin: (admin != common).then_some(admin),
                     common,
                 });
@@ -139,16 +192,59 @@ impl GitLayout {
         paths
     }
 
-    /// What stays read-only inside the writable git directory of a main checkout: what would
-    /// run code outside the sandbox (hooks, config) and the other worktrees' directories.
+    /// What stays read-only inside the writable git paths: whatever would make a git run
+    /// outside the sandbox (huddle's own, the user's) read another configuration or run a
+    /// program. In a main checkout: hooks, config, `config.worktree`, `info`, submodules'
+    /// git directories (`modules`), a `commondir` (when there is one) and the other
+    /// worktrees' directories. In a linked worktree: its `.git` file and, in its own git
+    /// directory, `commondir`, `gitdir`, `config.worktree` and `modules`. Each is a mount of
+    /// its own, so it can be neither changed, removed nor renamed.
     pub fn protected(&self) -> Vec<PathBuf> {
-        if self.admin.is_some() {
-            return Vec::new();
-        }
-        ["hooks", "config", "worktrees", "info"]
+        let Some(admin) = &self.admin else {
+            return [
+                "hooks",
+                "config",
+                "config.worktree",
+                "commondir",
+                "worktrees",
+                "info",
+                "modules",
+            ]
             .iter()
             .map(|p| self.common.join(p))
-            .collect()
+            .collect();
+        };
+        let mut paths: Vec<PathBuf> = self.link.iter().cloned().collect();
+        paths.extend(
+            ["commondir", "gitdir", "config.worktree", "modules"]
+                .iter()
+                .map(|p| admin.join(p)),
+        );
+        paths
+    }
+
+    /// The protected directories that must exist before the launch (a missing one could be
+    /// made inside the writable git directory and filled).
+    pub fn protected_dirs(&self) -> Vec<PathBuf> {
+        match &self.admin {
+            None => vec![self.common.join("hooks"), self.common.join("modules")],
+            Some(admin) => vec![admin.join("modules")],
+        }
+    }
+
+    /// The protected files that must exist before the launch: `config.worktree` where the
+    /// repository reads it (`extensions.worktreeConfig`), made empty when missing.
+    pub fn protected_files(&self) -> Vec<PathBuf> {
+        let config = std::fs::read_to_string(self.common.join("config")).unwrap_or_default();
+        if !config.to_ascii_lowercase().contains("worktreeconfig") {
+            return Vec::new();
+        }
+        vec![
+            self.admin
+                .as_ref()
+                .unwrap_or(&self.common)
+                .join("config.worktree"),
+        ]
     }
 
     /// The main checkout's top directory (the common dir's parent when it is named `.git`).
@@ -192,8 +288,14 @@ pub struct Profile {
     pub protected: Vec<PathBuf>,
     /// Directories that must exist before the launch (bind sources git may have removed).
     pub ensure_dirs: Vec<PathBuf>,
+    /// Files that must exist before the launch (made empty): protected files a process could
+    /// otherwise create.
+    pub ensure_files: Vec<PathBuf>,
     /// Set `gc.auto=0` through the environment (git cannot pack refs in a sandbox).
     pub git_env: bool,
+    /// Why the working directory is not writable though the mode is workspace-write (it was
+    /// not given, or writing it would change what runs outside the sandbox).
+    pub workdir_read_only: Option<String>,
 }
 
 /// The private temporary directory every sandbox gets.
@@ -202,32 +304,86 @@ pub const PRIVATE_TMP: &str = "/tmp";
 impl Profile {
     /// The profile of a process started in `workdir` under `policy` (not off). `needs` are the
     /// files it must read even if they are hidden: its program and the paths its configured
-    /// arguments name.
+    /// arguments name. `workdir` is writable in workspace-write unless
+    /// [`Host::unsafe_workdir`] says it must not be.
     pub fn new(policy: &Policy, host: &Host, workdir: &Path, needs: &[PathBuf]) -> Profile {
+        let why = host.unsafe_workdir(workdir);
+        Self::build(policy, host, workdir, needs, why)
+    }
+
+    /// The profile of a process that was given no working directory: it starts in `here`
+    /// (huddle's own), read-only; its private `/tmp` and `allow_write` are what it may write.
+    pub fn new_without_workdir(policy: &Policy, host: &Host, here: &Path, needs: &[PathBuf]) -> Profile {
+        let why =
+            "no working directory was given (no repository): huddle's own directory is read-only".to_string();
+        Self::build(policy, host, here, needs, Some(why))
+    }
+
+    fn build(
+        policy: &Policy,
+        host: &Host,
+        workdir: &Path,
+        needs: &[PathBuf],
+        read_only: Option<String>,
+    ) -> Profile {
         let workdir = canonical(workdir.to_path_buf());
         let git = GitLayout::discover(&workdir);
         let mut writable = Vec::new();
         let mut protected = Vec::new();
         let mut ensure_dirs = Vec::new();
-        if policy.mode == SandboxMode::WorkspaceWrite {
+        let mut ensure_files = Vec::new();
+        let workdir_read_only = (policy.mode == SandboxMode::WorkspaceWrite)
+            .then_some(read_only)
+            .flatten();
+        if policy.mode == SandboxMode::WorkspaceWrite && workdir_read_only.is_none() {
             writable.push(workdir.clone());
             if let Some(git) = &git {
                 for p in git.writable() {
                     if p.starts_with(&git.common) && p != git.common {
                         ensure_dirs.push(p.clone());
                     }
-                    if !writable.iter().any(|w| p.starts_with(w)) {
+                    // A main checkout's `.git` is a mount of its own even inside the writable
+                    // checkout: a mount point cannot be renamed (`mv .git .git-real` and a new
+                    // `.git/config` would escape every protected path).
+                    if !writable.iter().any(|w| p.starts_with(w)) || p == git.common {
                         writable.push(p);
                     }
                 }
-                if git.admin.is_none() {
-                    ensure_dirs.push(git.common.join("hooks"));
-                }
+                ensure_dirs.extend(git.protected_dirs());
+                ensure_files.extend(git.protected_files());
                 protected.extend(git.protected());
             }
         }
         writable.extend(policy.allow_write.iter().cloned().map(canonical));
+        // What must stay read-only inside the writable paths (an agent's settings and hooks
+        // inside its state): a mount of its own, made first when missing (only where its
+        // parent exists: elsewhere nothing is writable anyway).
+        for p in &policy.keep_read_only {
+            let is_dir = p.as_os_str().to_string_lossy().ends_with('/');
+            let path: PathBuf = canonical(p.clone()).components().collect();
+            if !writable.iter().any(|w| path.starts_with(w)) {
+                continue;
+            }
+            if !path.exists() && path.parent().is_some_and(Path::is_dir) {
+                if is_dir {
+                    ensure_dirs.push(path.clone());
+                } else {
+                    ensure_files.push(path.clone());
+                }
+            }
+            protected.push(path);
+        }
+        // huddle's config directory stays read-only whatever is writable around it (an
+        // `allow_write: [~]`): its hooks and MCP servers run outside this sandbox.
         let hidden_dirs = host.hidden_dirs();
+        // (Not when it lies in a hidden directory, the data directory with `HUDDLE_HOME`: it
+        // is hidden already, and a read-only mount would show it again.)
+        if let Some(config) = host.config_dir.clone().map(canonical)
+            && writable.iter().any(|w| config.starts_with(w))
+            && !hidden_dirs.iter().any(|h| config.starts_with(h))
+        {
+            protected.push(config);
+        }
         let hidden_files = host.hidden_files();
         let is_hidden = |p: &Path| p.starts_with(PRIVATE_TMP) || hidden_dirs.iter().any(|h| p.starts_with(h));
         let is_writable = |p: &Path| writable.iter().any(|w| p.starts_with(w));
@@ -268,14 +424,28 @@ impl Profile {
             writable,
             protected,
             ensure_dirs,
+            ensure_files,
+            workdir_read_only,
         }
     }
 
     /// Creates the bind sources that must exist (a branch's ref directory that `git
     /// pack-refs` removed, a missing hooks directory that must stay read-only).
-    pub fn prepare(&self) -> std::io::Result<()> {
+    pub fn prepare(&self) -> Result<(), String> {
         for dir in &self.ensure_dirs {
-            std::fs::create_dir_all(dir)?;
+            std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        }
+        for file in &self.ensure_files {
+            if file.exists() {
+                continue;
+            }
+            // A JSON settings file that parses: `{}`; anything else empty.
+            let content = if file.extension().is_some_and(|e| e == "json") {
+                "{}\n"
+            } else {
+                ""
+            };
+            std::fs::write(file, content).map_err(|e| format!("cannot make {}: {e}", file.display()))?;
         }
         Ok(())
     }
@@ -387,7 +557,16 @@ mod tests {
                 repo.join(".git/logs/refs/heads/huddle"),
             ]
         );
-        assert!(layout.protected().is_empty());
+        assert_eq!(
+            layout.protected(),
+            vec![
+                wt.join(".git"),
+                repo.join(".git/worktrees/t-dev-0a1b/commondir"),
+                repo.join(".git/worktrees/t-dev-0a1b/gitdir"),
+                repo.join(".git/worktrees/t-dev-0a1b/config.worktree"),
+                repo.join(".git/worktrees/t-dev-0a1b/modules"),
+            ]
+        );
         let main = GitLayout::discover(&repo).unwrap();
         assert_eq!((main.admin, main.branch.as_deref()), (None, Some("main")));
         assert!(GitLayout::discover(Path::new("/")).is_none());
@@ -435,8 +614,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (repo, _) = repo_with_worktree(dir.path());
         let profile = Profile::new(&Policy::default(), &Host::default(), &repo, &[]);
-        assert_eq!(profile.writable, vec![repo.clone()]);
-        for p in ["hooks", "config", "worktrees"] {
+        // `.git` is a mount of its own: it cannot be renamed away from its protected parts.
+        assert_eq!(profile.writable, vec![repo.clone(), repo.join(".git")]);
+        for p in [
+            "hooks",
+            "config",
+            "worktrees",
+            "modules",
+            "commondir",
+            "config.worktree",
+        ] {
             assert!(profile.protected.contains(&repo.join(".git").join(p)), "{p}");
         }
         let read_only = Policy::resolve(
@@ -447,6 +634,42 @@ mod tests {
         let profile = Profile::new(&read_only, &Host::default(), &repo, &[]);
         assert!(profile.writable.is_empty() && profile.protected.is_empty());
         assert!(!profile.git_env);
+    }
+
+    #[test]
+    fn home_root_and_the_config_dir_are_never_writable_working_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = canonical(dir.path().join("home"));
+        let config = home.join(".config/huddle");
+        let project = home.join("project");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::create_dir_all(&project).unwrap();
+        let host = Host {
+            home: Some(home.clone()),
+            data_dir: Some(home.join(".local/share/huddle")),
+            config_dir: Some(config.clone()),
+        };
+        for unsafe_dir in [
+            Path::new("/"),
+            dir.path(),
+            &home,
+            &config,
+            &home.join(".config"),
+            &home.join(".local/share/huddle"),
+        ] {
+            let profile = Profile::new(&Policy::default(), &host, unsafe_dir, &[]);
+            assert!(profile.writable.is_empty(), "{}", unsafe_dir.display());
+            assert!(profile.workdir_read_only.is_some());
+        }
+        let profile = Profile::new(&Policy::default(), &host, &project, &[]);
+        assert_eq!(profile.writable, vec![project.clone()]);
+        let profile = Profile::new_without_workdir(&Policy::default(), &host, &project, &[]);
+        assert!(profile.writable.is_empty());
+        // The config dir is read-only again inside a writable home.
+        let mut policy = Policy::default();
+        policy.allow_write = vec![home.clone()];
+        let profile = Profile::new(&policy, &host, &project, &[]);
+        assert!(profile.protected.contains(&config), "{:?}", profile.protected);
     }
 
     #[test]

@@ -135,6 +135,16 @@ pub struct SandboxSettings {
     /// The `bwrap` program (default: `HUDDLE_BWRAP`, else `bwrap` on PATH).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bwrap: Option<PathBuf>,
+    /// Environment variables passed to the sandboxed process from huddle's environment besides
+    /// the usual ones (`PATH`, `HOME`, `LANG`, …): names, or a prefix ending in `*`
+    /// (`NPM_CONFIG_*`). Everything else (API keys, tokens, sockets) is not passed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_env: Vec<String>,
+    /// Accept a sandbox that can only bind the host's `/proc` (where a fresh one cannot be
+    /// mounted). Weak: a process reaches the host's files through `/proc/<pid>/root`, around
+    /// every hidden or read-only path. Default false: such a sandbox counts as unavailable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_host_proc: Option<bool>,
     /// Set on a level read from a repository: it may only make the sandbox stricter.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub only_tighten: bool,
@@ -180,6 +190,14 @@ impl SandboxSettings {
                 }
             }
         }
+        for name in &self.allow_env {
+            let bare = name.trim().strip_suffix('*').unwrap_or(name.trim());
+            if bare.is_empty() || bare.contains(['=', '*']) || bare.contains(char::is_whitespace) {
+                return Err(format!(
+                    "{key}.allow_env: `{name}` is not a variable name (or a prefix ending in *)"
+                ));
+            }
+        }
         if self.bwrap.as_ref().is_some_and(|b| b.as_os_str().is_empty()) {
             return Err(format!(
                 "{key}.bwrap: is empty; name the bwrap program or leave it out"
@@ -204,6 +222,8 @@ impl SandboxSettings {
             ("allow_write", !self.allow_write.is_empty()),
             ("allow_read", !self.allow_read.is_empty()),
             ("bwrap", self.bwrap.is_some()),
+            ("allow_host_proc", self.allow_host_proc.is_some()),
+            ("allow_env", !self.allow_env.is_empty()),
         ]
         .into_iter()
         .filter_map(|(k, set)| set.then_some(k))
@@ -234,8 +254,18 @@ pub struct Policy {
     /// Expanded (`~/` → the home directory).
     pub allow_write: Vec<PathBuf>,
     pub allow_read: Vec<PathBuf>,
+    /// Set by huddle, not by a `sandbox:` block: paths that stay read-only inside the writable
+    /// ones, made (empty) when missing so that they cannot be created either (a ready-made
+    /// agent's settings and hooks inside its writable state). A path ending in `/` is a
+    /// directory.
+    pub keep_read_only: Vec<PathBuf>,
     /// The `bwrap` program named by a level, if any.
     pub bwrap: Option<PathBuf>,
+    /// A sandbox that binds the host's `/proc` is accepted (`allow_host_proc: true`).
+    pub allow_host_proc: bool,
+    /// Variables passed from huddle's environment besides [`super::PASSED_ENV`]: names, or
+    /// prefixes ending in `*` (`allow_env:` of every level, a provider's own key).
+    pub allow_env: Vec<String>,
     /// Which level decided the mode, for messages (`config.yaml`, `team`, `--sandbox`, …).
     pub decided_by: Option<String>,
     /// The mode a level set (`None`: unset, workspace-write where available).
@@ -250,7 +280,10 @@ impl Default for Policy {
             network: Network::On,
             allow_write: Vec::new(),
             allow_read: Vec::new(),
+            keep_read_only: Vec::new(),
             bwrap: None,
+            allow_host_proc: false,
+            allow_env: Vec::new(),
             decided_by: None,
             asked: None,
         };
@@ -305,6 +338,15 @@ impl Policy {
             }
             if let Some(b) = &level.bwrap {
                 self.bwrap = Some(b.clone());
+            }
+            if let Some(allow) = level.allow_host_proc {
+                self.allow_host_proc = allow;
+            }
+            for name in &level.allow_env {
+                let name = name.trim();
+                if !name.is_empty() && !self.allow_env.iter().any(|n| n == name) {
+                    self.allow_env.push(name.to_string());
+                }
             }
             self.allow_write
                 .extend(level.allow_write.iter().filter_map(|p| expand(p, home)));
@@ -361,6 +403,20 @@ pub fn expand(path: &str, home: Option<&Path>) -> Option<PathBuf> {
         return home.map(|h| h.join(rest));
     }
     path.starts_with('/').then(|| PathBuf::from(path))
+}
+
+/// As [`expand`], keeping a trailing `/` (a directory in [`Policy::keep_read_only`]).
+pub fn expand_keeping_slash(path: &str, home: Option<&Path>) -> Option<PathBuf> {
+    let expanded = expand(path, home)?;
+    Some(if path.ends_with('/') {
+        let mut s = expanded.into_os_string();
+        if !s.to_string_lossy().ends_with('/') {
+            s.push("/");
+        }
+        PathBuf::from(s)
+    } else {
+        expanded
+    })
 }
 
 fn dedup(paths: &mut Vec<PathBuf>) {

@@ -89,6 +89,16 @@ pub fn json_kind(value: &serde_json::Value) -> &'static str {
     }
 }
 
+/// `850ms`, `3.2s`, `2m05s`, `1h02m`: how every line says a duration.
+pub fn duration(ms: u64) -> String {
+    match ms {
+        0..1000 => format!("{ms}ms"),
+        1000..60_000 => format!("{:.1}s", ms as f64 / 1000.0),
+        60_000..3_600_000 => format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60),
+        _ => format!("{}h{:02}m", ms / 3_600_000, ms / 60_000 % 60),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

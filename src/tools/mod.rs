@@ -77,6 +77,15 @@ pub trait ToolSource: Send + Sync {
         workdir: Option<&'a Path>,
         cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+    /// True when its process runs in a sandbox (a stdio MCP server not `mode: off`): what it
+    /// says about a read-only file system or an unreachable network is the sandbox's doing.
+    fn confined(&self) -> bool {
+        false
+    }
+    /// What its sandbox stopped since the last time this was asked (from its stderr).
+    fn take_denials(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Stops it (a server process); called on exit.
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})

@@ -165,8 +165,8 @@ impl App {
             now,
             || org.read(|o| o.group(id).and_then(|g| g.state.orchestrator_reflect.clone())),
             || {
-                org.read(|o| o.group(id).map(|g| g.members_slug()))
-                    .unwrap_or_else(|| crate::naming::team_slug(&event.group))
+                org.read(|o| o.group(id).map(|_| crate::describe::Names::of_members(o, id)))
+                    .unwrap_or_else(|| crate::describe::Names::of_group(&event.group))
             },
         );
     }
@@ -224,13 +224,14 @@ impl App {
                 return;
             }
         };
-        let (slug, resumable) = self.org.read(|o| {
-            o.group(&group_id).map_or((String::new(), false), |g| {
-                let interrupted = g.state.interrupted(g.mode).is_some();
-                (g.members_slug(), interrupted)
-            })
+        let (names, resumable) = self.org.read(|o| {
+            o.group(&group_id)
+                .map_or((crate::describe::Names::default(), false), |g| {
+                    let interrupted = g.state.interrupted(g.mode).is_some();
+                    (crate::describe::Names::of_members(o, &group_id), interrupted)
+                })
         });
-        let view = replay(&loaded, &slug, resumable);
+        let view = replay(&loaded, names, resumable);
         let live = self.team_running(&group_id);
         self.team_panel.on_run_loaded(group_id, &loaded, view, live);
     }

@@ -108,9 +108,9 @@ pub struct CycleView {
     pub limit_waits: Vec<LimitWaitRow>,
     /// The worker list still shows the previous iteration until the first new assignment.
     workers_stale: bool,
-    /// The team's slug: `<team-slug>-` is removed from member names for display (set by the
-    /// app).
-    pub team_slug: String,
+    /// How the team's members read (their handles; else without `<team-slug>-`), set by the
+    /// app once per run.
+    pub names: describe::Names,
     /// When the run shown was recorded (a run read back from its file).
     pub recorded_at: Option<DateTime<Utc>>,
     /// The run's result (`run_result`): drawn as Markdown under the timeline, copied by `y`.
@@ -124,6 +124,8 @@ pub struct CycleView {
     pub pipeline: Option<super::pipeline_view::PipelineView>,
     /// Modes `dispatch` and `team`: a card per sub-agent execution or member turn.
     pub cards: super::execution_cards::ExecutionCards,
+    /// The run shown was cut short (huddle stopped during it; read back from its file).
+    pub cut_short: bool,
 }
 
 impl CycleView {
@@ -144,7 +146,7 @@ impl CycleView {
             }
         };
         view.mode = Some(g.mode);
-        view.team_slug = g.members_slug();
+        view.names = describe::Names::team(g.members_slug());
         Some(view)
     }
 
@@ -174,7 +176,12 @@ impl CycleView {
             );
         }
         if let Some(o) = r.outcome {
-            let line = describe::cycle::finished(o, r.completed_iterations, Some(r.max_iterations));
+            let line = describe::cycle::finished(
+                o,
+                r.completed_iterations,
+                Some(r.max_iterations),
+                mode.spec().counts,
+            );
             v.push(line.tone, line.text);
         } else if v.interrupted {
             v.push(
@@ -269,9 +276,10 @@ impl CycleView {
         }
     }
 
-    /// A member's name without the team prefix every session name starts with.
-    pub fn short<'a>(&self, name: &'a str) -> &'a str {
-        crate::naming::strip_team_prefix(name, &self.team_slug)
+    /// A member's name as people read it: its handle, else without the team prefix every
+    /// session name starts with.
+    pub fn short<'a>(&'a self, name: &'a str) -> &'a str {
+        self.names.short(name)
     }
 
     fn worker(&mut self, session_id: &str, name: &str) -> &mut WorkerRow {
@@ -304,8 +312,8 @@ impl CycleView {
     pub fn apply(&mut self, event: &EngineEvent, now: Instant) {
         let denied = self.fold(event, now);
         self.tell(event, denied);
-        let slug = &self.team_slug;
-        let short = |name: &str| crate::naming::strip_team_prefix(name, slug).to_string();
+        let names = &self.names;
+        let short = |name: &str| names.short(name).to_string();
         for line in self.cards.apply(event, now, short) {
             self.push_entry(line.kind, line.text, line.card);
         }
@@ -317,12 +325,12 @@ impl CycleView {
         match &event.kind {
             EventKind::CycleStarted { mode, max_iterations } => {
                 // Each run has its own timeline (earlier runs are browsed from their files).
-                let team_slug = std::mem::take(&mut self.team_slug);
+                let names = std::mem::take(&mut self.names);
                 let recorded_at = self.recorded_at.take();
                 // A pipeline's conversation goes on across runs.
                 let pipeline = self.pipeline.take();
                 *self = CycleView {
-                    team_slug,
+                    names,
                     recorded_at,
                     pipeline,
                     mode: Some(*mode),
@@ -474,6 +482,22 @@ impl CycleView {
                 name,
                 ..
             } => {
+                // The text streamed before a call is that model call's: the next call's text
+                // starts a line of its own (not `…sub-agent(s).Waiting`).
+                for live in self
+                    .workers
+                    .iter_mut()
+                    .filter(|w| w.session_id == *session_id)
+                    .map(|w| &mut w.live)
+                    .chain(
+                        self.lead_live
+                            .as_mut()
+                            .filter(|l| l.0 == *session_id)
+                            .map(|l| &mut l.2),
+                    )
+                {
+                    end_line(live);
+                }
                 if let Some(w) = self.workers.iter_mut().find(|w| w.session_id == *session_id) {
                     w.tools.push(ToolInFlight {
                         call_id: call_id.clone(),
@@ -553,6 +577,7 @@ impl CycleView {
             | EventKind::ExecutionFinished { .. }
             | EventKind::TeamBroadcast { .. }
             | EventKind::TurnReplayed { .. }
+            | EventKind::ContextCompacted { .. }
             | EventKind::RunResumed { .. }
             | EventKind::TurnInput { .. }
             | EventKind::HookBlocked { .. }
@@ -590,7 +615,7 @@ impl CycleView {
     /// and end head the timeline, the rest is indented under them. Tool calls and turns show in
     /// the transcripts, executions on their cards.
     fn tell(&mut self, event: &EngineEvent, denied: Option<Line>) {
-        let names = describe::Names::team(self.team_slug.clone());
+        let names = self.names.clone();
         let line = match &event.kind {
             EventKind::ToolCall { .. }
             | EventKind::ToolResult { .. }
@@ -599,16 +624,6 @@ impl CycleView {
             | EventKind::ExecutionRunning
             | EventKind::ExecutionFinished { .. } => return,
             EventKind::ToolApprovalDecided { .. } => denied,
-            EventKind::IterationStarted { iteration } => {
-                Some(describe::cycle::iteration(*iteration, Some(self.max_iterations)))
-            }
-            EventKind::CycleFinished {
-                outcome, iterations, ..
-            } => Some(describe::cycle::finished(
-                *outcome,
-                *iterations,
-                Some(self.max_iterations),
-            )),
             EventKind::FlowHop {
                 kind: HopKind::Advisor,
                 to_id: Some(to_id),
@@ -723,9 +738,10 @@ impl CycleView {
     }
 
     /// A run read back from its file that has no end: the process stopped during it.
-    pub fn mark_cut_short(&mut self, resumable: bool) {
+    pub fn mark_cut_short(&mut self, resumable: bool, at: Instant) {
         self.no_tools_in_flight();
-        self.cards.cut_short();
+        self.cards.cut_short(at);
+        self.cut_short = true;
         self.running = false;
         self.paused = false;
         self.phase = None;
@@ -769,6 +785,8 @@ impl CycleView {
             "interrupted"
         } else if self.outcome.is_some() {
             "finished"
+        } else if self.cut_short {
+            "cut short"
         } else {
             "idle"
         }
@@ -780,6 +798,13 @@ const LIVE_MAX_CHARS: usize = 240;
 
 /// Appends `text` to `live` and keeps only the last line with text in it (at most
 /// [`LIVE_MAX_CHARS`] of its end): the cost per delta does not grow with the answer.
+/// Ends a live line: the next text streamed replaces it instead of running on after it.
+fn end_line(live: &mut String) {
+    if !live.is_empty() && !live.ends_with('\n') {
+        live.push('\n');
+    }
+}
+
 pub fn keep_last_line(live: &mut String, text: &str) {
     live.push_str(text);
     let body = live.trim_end_matches(['\n', '\r']);
@@ -817,7 +842,7 @@ mod tests {
         let t0 = Instant::now();
         let at = |s: u64| t0 + Duration::from_secs(s);
         let mut v = CycleView {
-            team_slug: "team".into(),
+            names: describe::Names::team("team"),
             ..CycleView::default()
         };
         v.apply(
@@ -925,7 +950,7 @@ mod tests {
         };
         use crate::model::BroadcastKind;
         let mut v = CycleView {
-            team_slug: "team".into(),
+            names: describe::Names::team("team"),
             ..CycleView::default()
         };
         let now = Instant::now();
@@ -950,6 +975,37 @@ mod tests {
             kind == TimelineKind::Heading && text.starts_with("  📢 skeptic (supervisor,"),
             "{text}"
         );
+    }
+
+    /// The orchestrator's text before its tool calls and after them are two model calls: the
+    /// live line shows the newer alone, not `…sub-agent(s).Waiting` (issue 28 item 18).
+    #[test]
+    fn a_tool_call_ends_the_live_line_of_its_model_call() {
+        let now = Instant::now();
+        let mut v = CycleView::default();
+        v.apply(
+            &ev(EventKind::CycleStarted {
+                mode: Mode::Dispatch,
+                max_iterations: 5,
+            }),
+            now,
+        );
+        v.on_delta("s-lead", "lead", "Dispatching 2 sub-agent(s).", None);
+        v.apply(
+            &ev(EventKind::ToolCall {
+                session_id: "s-lead".into(),
+                session: "lead".into(),
+                generation: 1,
+                call_id: "c1".into(),
+                name: "dispatch_agent".into(),
+                arguments: "{}".into(),
+                step: None,
+            }),
+            now,
+        );
+        v.on_delta("s-lead", "lead", "Waiting for the others.", None);
+        let live = v.lead_live.as_ref().map(|l| l.2.trim().to_string());
+        assert_eq!(live.as_deref(), Some("Waiting for the others."));
     }
 
     #[test]
@@ -988,6 +1044,8 @@ mod tests {
             &ev(EventKind::CycleFinished {
                 outcome: CycleOutcome::Completed,
                 iterations: 1,
+                max_iterations: 1,
+                mode: None,
                 summary: String::new(),
             }),
             at(50),
@@ -1010,7 +1068,13 @@ mod tests {
             }),
             now,
         );
-        v.apply(&ev(EventKind::IterationStarted { iteration: 1 }), now);
+        v.apply(
+            &ev(EventKind::IterationStarted {
+                iteration: 1,
+                max_iterations: 3,
+            }),
+            now,
+        );
         v.apply(
             &ev(EventKind::Phase {
                 iteration: 1,
@@ -1067,6 +1131,8 @@ mod tests {
             &ev(EventKind::CycleFinished {
                 outcome: CycleOutcome::GoalMet,
                 iterations: 1,
+                max_iterations: 1,
+                mode: None,
                 summary: String::new(),
             }),
             now,
@@ -1128,7 +1194,7 @@ mod tests {
             }),
             now,
         );
-        v.mark_cut_short(true);
+        v.mark_cut_short(true, Instant::now());
         assert!(!v.running && v.interrupted);
         assert_eq!(v.workers[0].state, WorkerState::Failed);
         assert!(

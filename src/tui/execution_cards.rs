@@ -379,7 +379,7 @@ impl ExecutionCards {
                 timeline_lines(describe::executions::arrived(&prompt.text, false))
             }
             EventKind::RunEnded { .. } => {
-                self.cut_short();
+                self.cut_short(now);
                 Vec::new()
             }
             _ => Vec::new(),
@@ -406,12 +406,13 @@ impl ExecutionCards {
         true
     }
 
-    /// The run is over or was cut short: what has not finished never will.
-    pub fn cut_short(&mut self) {
+    /// The run is over or was cut short at `at` (its last event): what has not finished never
+    /// will, and ran until then.
+    pub fn cut_short(&mut self, at: Instant) {
         for card in &mut self.cards {
             if !card.exec.status.is_finished() {
                 card.commit_live();
-                let ran = card.elapsed_ms(Instant::now()).or(Some(0));
+                let ran = card.elapsed_ms(at).or(Some(0));
                 card.exec.interrupt(ran);
             }
         }
@@ -582,7 +583,7 @@ mod tests {
         assert_eq!(texts, ["      task: t", "      line one", "      line two"]);
         // A run file that ends without the execution's end: it never finished.
         cards.apply(&started("exec-3", "b", "t"), now, same);
-        cards.cut_short();
+        cards.cut_short(Instant::now());
         assert_eq!(
             cards.get("exec-3").map(|c| c.exec.status),
             Some(ExecutionStatus::Interrupted)

@@ -35,6 +35,12 @@ impl<'a> Flash<'a> {
         *self.shown = Some((text.into(), error));
     }
 
+    /// No message (what it said is over).
+    pub fn clear(&mut self) {
+        *self.tie = None;
+        *self.shown = None;
+    }
+
     /// A message that stays until the state it reports changes.
     pub fn until(&mut self, text: &str, tie: FlashTie) {
         self.say(text, false);

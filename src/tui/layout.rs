@@ -83,7 +83,13 @@ impl FrameLayout {
         let (transcript, panel) = if !input.show_panel || !fits {
             (centre, None)
         } else if area.width >= WIDE {
-            let w = (centre.width / 5 * 2).clamp(36, 64).min(centre.width / 2);
+            // The timeline first: the panel (short rows: a member, a time, tokens) takes what
+            // is left over 90 columns, at least 28, at most 64.
+            let w = centre
+                .width
+                .saturating_sub(90)
+                .clamp(28, 64)
+                .min(centre.width / 2);
             (
                 Rect::new(centre.x, centre.y, centre.width - w, centre.height),
                 Some(Rect::new(centre.x + centre.width - w, centre.y, w, centre.height)),
@@ -161,8 +167,10 @@ mod wide_tests {
         assert_eq!(mid.sidebar.width, 30);
         assert_eq!(wide.sidebar.width, 48);
         let panel = |l: FrameLayout| l.panel.map(|p| p.width);
-        assert_eq!(panel(mid), Some(36));
-        assert_eq!(panel(wide), Some(60));
+        // At 120 columns the timeline gets the width (issue 28 item 19).
+        assert_eq!(panel(mid), Some(28));
+        assert!(mid.transcript.width >= 62, "{:?}", mid.transcript);
+        assert_eq!(panel(wide), Some(62));
         assert!(wide.transcript.width >= 90, "{:?}", wide.transcript);
     }
 }

@@ -102,7 +102,7 @@ fn repo_header(
 ) -> transcript::RepoHeader {
     let settings = settings.over(config.repo_context);
     let provider = config.resolve(model).ok().map(|(p, _)| p);
-    let agent = provider.is_some_and(|p| p.kind == crate::config::ProviderKind::Command);
+    let agent = provider.is_some_and(|p| p.kind.runs_local_program());
     transcript::RepoHeader {
         working_dir,
         instructions: settings.instructions_on(),
@@ -153,11 +153,15 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
                     max_iterations: g.max_iterations,
                     repo: g.repo.clone(),
                     memory: g.memory,
-                    members: o
-                        .sessions_in(id)
-                        .iter()
-                        .map(|s| (s.name.clone(), s.role))
-                        .collect(),
+                    // By handle where a member has one (as the cycle panel and the run's
+                    // results name them).
+                    members: {
+                        let names = crate::describe::Names::of_members(o, id);
+                        o.sessions_in(id)
+                            .iter()
+                            .map(|s| (names.short(&s.name).to_string(), s.role))
+                            .collect()
+                    },
                     contexts: o
                         .sessions_in(id)
                         .iter()

@@ -14,6 +14,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::widgets::{inner, pane, spinner};
+use crate::describe::Names;
 use crate::model::{Group, GroupId, GroupKind, Organization, Role, Session, SessionId};
 use crate::naming;
 use crate::text::sanitize;
@@ -231,6 +232,17 @@ fn render(frame: &mut Frame<'_>, area: Rect, props: &Props<'_>, cursor: usize) {
     let block = pane(" Groups ".into(), props.focused);
     let inner = block.inner(area);
     frame.render_widget(block, area);
+    // Each visible team's member names, made once per draw (not once per member row).
+    let mut names: HashMap<&str, Names> = HashMap::new();
+    for row in props.rows.iter().skip(props.offset).take(inner.height as usize) {
+        if let Row::Session(id) = row
+            && let Some(s) = props.org.session(id)
+            && !names.contains_key(s.group_id.as_str())
+            && props.org.group(&s.group_id).is_some_and(|g| g.is_team())
+        {
+            names.insert(s.group_id.as_str(), Names::of_members(props.org, &s.group_id));
+        }
+    }
     let lines: Vec<Line<'static>> = props
         .rows
         .iter()
@@ -238,7 +250,7 @@ fn render(frame: &mut Frame<'_>, area: Rect, props: &Props<'_>, cursor: usize) {
         .skip(props.offset)
         .take(inner.height as usize)
         .map(|(i, row)| {
-            let line = row_line(props, row, inner.width as usize);
+            let line = row_line(props, row, &names, inner.width as usize);
             match (i == cursor, props.focused) {
                 (false, _) => line,
                 (true, true) => line.style(Style::default().add_modifier(Modifier::REVERSED)),
@@ -250,7 +262,7 @@ fn render(frame: &mut Frame<'_>, area: Rect, props: &Props<'_>, cursor: usize) {
 }
 
 /// One row of the tree.
-fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
+fn row_line(props: &Props<'_>, row: &Row, names: &HashMap<&str, Names>, width: usize) -> Line<'static> {
     let Props {
         org: o,
         tick,
@@ -291,7 +303,7 @@ fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
                 "▾ ".to_string()
             };
             spans.push(Span::raw(state));
-            let name = sanitize::display(&g.name).into_owned();
+            let name = sanitize::display(&headless_label(&g.name, g.headless_at.is_some())).into_owned();
             spans.push(Span::styled(name, Style::default().add_modifier(Modifier::BOLD)));
             if g.source_preset.as_deref().is_some_and(|p| p.starts_with("repo:")) {
                 spans.push(Span::styled(" ◈", Style::default().fg(Color::Cyan)));
@@ -332,15 +344,21 @@ fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
                 .filter(|g| g.is_team())
                 .map(|g| g.members_slug())
                 .unwrap_or_default();
-            let shown = if team.is_empty() {
-                s.name.as_str()
-            } else {
-                let siblings = o
-                    .sessions
-                    .iter()
-                    .filter(|m| m.group_id == s.group_id)
-                    .map(|m| m.name.as_str());
-                member_label(&s.name, &team, siblings)
+            // A member made from a preset goes by its handle (`analyst`), also when its
+            // session's name had to be made unique (`analyst-2`); mode `team`'s chair by its
+            // display name.
+            let handle = names.get(s.group_id.as_str()).and_then(|n| n.known(&s.name));
+            let shown = match handle {
+                Some(handle) => handle,
+                None if team.is_empty() => s.name.as_str(),
+                None => {
+                    let siblings = o
+                        .sessions
+                        .iter()
+                        .filter(|m| m.group_id == s.group_id)
+                        .map(|m| m.name.as_str());
+                    member_label(&s.name, &team, siblings)
+                }
             };
             spans.push(Span::raw(sanitize::display(shown).into_owned()));
             // The role, unless the name already says it.
@@ -376,6 +394,16 @@ fn row_line(props: &Props<'_>, row: &Row, width: usize) -> Line<'static> {
         }
     }
     Line::from(spans)
+}
+
+/// A team `huddle run` made (`Research Panel · run Nov 27 17:39 (2)`) as its row shows it:
+/// when it ran first (`Nov 27 17:39 (2) · Research Panel`), so that a row cut to the sidebar's
+/// width still tells the runs of one preset apart. Another name is shown as it is.
+fn headless_label(name: &str, headless: bool) -> std::borrow::Cow<'_, str> {
+    match name.split_once(" · run ").filter(|_| headless) {
+        Some((preset, when)) if !preset.is_empty() && !when.is_empty() => format!("{when} · {preset}").into(),
+        _ => name.into(),
+    }
 }
 
 /// A worktree's state after its session's name (then its branch, the part after `huddle/`
@@ -466,6 +494,22 @@ mod tests {
             member_label("x-solo", "other", std::iter::once("x-solo")),
             "x-solo"
         );
+    }
+
+    /// Headless teams lead with when they ran, so a cut row still tells them apart (issue 28
+    /// item 19).
+    #[test]
+    fn a_headless_team_leads_with_when_it_ran() {
+        assert_eq!(
+            headless_label("Research Panel · run Nov 27 17:39 (2)", true),
+            "Nov 27 17:39 (2) · Research Panel"
+        );
+        assert_eq!(
+            headless_label("Research Panel · run Nov 27 17:39 (2)", false),
+            "Research Panel · run Nov 27 17:39 (2)",
+            "a team the user named so keeps its name"
+        );
+        assert_eq!(headless_label("Incidents", true), "Incidents");
     }
 
     /// The default group with two sessions, and a team with one, in that order.

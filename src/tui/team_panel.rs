@@ -5,7 +5,7 @@
 //! interrupted.
 
 use std::collections::{HashMap, HashSet};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Local, Utc};
 use ratatui::Frame;
@@ -186,14 +186,14 @@ impl TeamPanel {
 
     /// Follows one engine event of a team (or of a group that has a cycle view). `saved` is
     /// the group's persisted cycle, asked for when a cycle starts (a resumed one keeps the
-    /// scores and tokens of its earlier iterations); `members_slug` the prefix of its members'
-    /// names (kept across renames), asked for once per cycle.
+    /// scores and tokens of its earlier iterations); `names` how its members read (their handles,
+    /// else without the prefix of their names, kept across renames), asked for once per cycle.
     pub fn follow(
         &mut self,
         event: &EngineEvent,
         now: Instant,
         saved: impl FnOnce() -> Option<ReflectionCycle>,
-        members_slug: impl FnOnce() -> String,
+        names: impl FnOnce() -> crate::describe::Names,
     ) {
         let id = &event.group_id;
         if let EventKind::RunStarted {
@@ -210,9 +210,9 @@ impl TeamPanel {
         }
         self.traces.follow(event);
         let cycle = self.cycles.entry(id.clone()).or_default();
-        // Names in a run's events are those at its start: the slug is taken once per cycle.
-        if cycle.team_slug.is_empty() || matches!(event.kind, EventKind::CycleStarted { .. }) {
-            cycle.team_slug = members_slug();
+        // Names in a run's events are those at its start: how they read is taken once per cycle.
+        if cycle.names.is_unset() || matches!(event.kind, EventKind::CycleStarted { .. }) {
+            cycle.names = names();
         }
         cycle.apply(event, now);
         if matches!(event.kind, EventKind::CycleStarted { .. })
@@ -335,24 +335,36 @@ pub fn local_time(at: DateTime<Utc>) -> String {
     at.with_timezone(&Local).format("%Y-%m-%d %H:%M").to_string()
 }
 
-/// A cycle view rebuilt from a run's recorded events. `members_slug` (the prefix of the
-/// members' names) lets it name them without it; `resumable`: the process stopped during this
+/// A cycle view rebuilt from a run's recorded events. `names` says how its members read (by
+/// handle, else without the prefix of their names); `resumable`: the process stopped during this
 /// run and its cycle can be resumed.
-pub fn replay(loaded: &LoadedRun, members_slug: &str, resumable: bool) -> CycleView {
+pub fn replay(loaded: &LoadedRun, names: crate::describe::Names, resumable: bool) -> CycleView {
+    // Each event at its recorded time, on a clock whose last event is now: a card cut short
+    // ran until the last event, not 0.0s.
+    let first_at = loaded.records.first().map(|r| r.at);
+    let offset = |at: DateTime<Utc>| {
+        first_at
+            .and_then(|first| (at - first).to_std().ok())
+            .unwrap_or_default()
+    };
+    let span = loaded.records.last().map_or(Duration::ZERO, |r| offset(r.at));
     let now = Instant::now();
+    let base = now.checked_sub(span).unwrap_or(now);
     let mut view = CycleView::default();
-    view.team_slug = members_slug.to_string();
+    view.names = names;
     let mut ended = false;
+    let mut last = base;
     for record in &loaded.records {
         ended |= matches!(record.event.kind, EventKind::RunEnded { .. });
-        view.apply(&record.event, now);
+        last = base + offset(record.at);
+        view.apply(&record.event, last);
     }
     if let Some(first) = loaded.records.first() {
         view.recorded_at = Some(first.at);
     }
     if !ended {
         // The process ended while this run was going (a crash, or quitting mid-cycle).
-        view.mark_cut_short(resumable && loaded.index + 1 == loaded.total);
+        view.mark_cut_short(resumable && loaded.index + 1 == loaded.total, last);
     }
     if loaded.skipped > 0 {
         view.note_skipped(loaded.skipped);
@@ -736,7 +748,12 @@ mod tests {
         let mut panel = TeamPanel::default();
         assert_eq!(panel.browse("g", -1), Browse::NoRuns);
         let newest = loaded(2, 3, at);
-        panel.on_run_loaded("g".into(), &newest, replay(&newest, "team", false), false);
+        panel.on_run_loaded(
+            "g".into(),
+            &newest,
+            replay(&newest, crate::describe::Names::team("team"), false),
+            false,
+        );
         assert_eq!(
             panel.run_label("g", &keys()).map(|l| l.text()),
             Some("run 3 of 3 · < older".into())
@@ -744,7 +761,12 @@ mod tests {
         assert_eq!(panel.browse("g", 1), Browse::AtEnd { newest: true });
         assert_eq!(panel.browse("g", -1), Browse::Load(1));
         let middle = loaded(1, 3, at);
-        panel.on_run_loaded("g".into(), &middle, replay(&middle, "team", false), false);
+        panel.on_run_loaded(
+            "g".into(),
+            &middle,
+            replay(&middle, crate::describe::Names::team("team"), false),
+            false,
+        );
         assert!(panel.browsing("g"));
         let label = panel.run_label("g", &keys()).expect("a label");
         assert!(label.earlier);
@@ -761,7 +783,12 @@ mod tests {
         );
         assert_eq!(panel.browse("g", -1), Browse::Load(0));
         let first = loaded(0, 3, at);
-        panel.on_run_loaded("g".into(), &first, replay(&first, "team", false), false);
+        panel.on_run_loaded(
+            "g".into(),
+            &first,
+            replay(&first, crate::describe::Names::team("team"), false),
+            false,
+        );
         assert!(
             panel
                 .run_label("g", &keys())
@@ -770,7 +797,12 @@ mod tests {
         assert_eq!(panel.browse("g", -1), Browse::AtEnd { newest: false });
         assert_eq!(panel.browse("g", 1), Browse::Load(1));
         // From the run before the newest, the next step is the newest itself: nothing to read.
-        panel.on_run_loaded("g".into(), &middle, replay(&middle, "team", false), false);
+        panel.on_run_loaded(
+            "g".into(),
+            &middle,
+            replay(&middle, crate::describe::Names::team("team"), false),
+            false,
+        );
         assert_eq!(panel.browse("g", 1), Browse::Newest);
         assert!(!panel.browsing("g"));
     }
@@ -780,7 +812,12 @@ mod tests {
         let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
         let mut panel = TeamPanel::default();
         let newest = loaded(0, 1, at);
-        panel.on_run_loaded("g".into(), &newest, replay(&newest, "team", false), false);
+        panel.on_run_loaded(
+            "g".into(),
+            &newest,
+            replay(&newest, crate::describe::Names::team("team"), false),
+            false,
+        );
         assert_eq!(panel.run_label("g", &keys()), None, "one run: nowhere to go");
         let now = Instant::now();
         panel.follow(
@@ -789,7 +826,7 @@ mod tests {
             }),
             now,
             || None,
-            || "team".into(),
+            || crate::describe::Names::team("team"),
         );
         assert_eq!(
             panel.latest_runs.get("g").map(|p| (p.index, p.total)),
@@ -802,11 +839,16 @@ mod tests {
             }),
             now,
             || None,
-            || "team".into(),
+            || crate::describe::Names::team("team"),
         );
         // The newest run file read back while the live run goes: the live view stays.
         let stale = loaded(0, 1, at);
-        panel.on_run_loaded("g".into(), &stale, replay(&stale, "team", false), true);
+        panel.on_run_loaded(
+            "g".into(),
+            &stale,
+            replay(&stale, crate::describe::Names::team("team"), false),
+            true,
+        );
         assert_eq!(panel.cycles["g"].mode, Some(Mode::Orchestrator));
         assert!(panel.cycles["g"].running);
     }
@@ -815,9 +857,51 @@ mod tests {
     fn a_replayed_run_without_its_end_was_cut_short() {
         let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
         let run = loaded(0, 1, at);
-        let view = replay(&run, "team", true);
+        let view = replay(&run, crate::describe::Names::team("team"), true);
         assert_eq!(view.recorded_at, Some(at));
         assert!(view.interrupted && !view.running);
-        assert!(!replay(&run, "team", false).interrupted);
+        assert!(!replay(&run, crate::describe::Names::team("team"), false).interrupted);
+    }
+
+    /// A run read back after a crash: a sub-agent still running at the last event ran until
+    /// then (not `interrupted 0.0s`), and the panel says the run was cut short, not `idle`
+    /// (issue 28 item 16).
+    #[test]
+    fn a_run_cut_short_times_its_cards_by_the_recorded_events() {
+        use crate::engine::events::ExecutionTag;
+        use crate::model::ExecutionKind;
+        let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+        let mut run = loaded(0, 1, at);
+        run.records.push(RunRecord {
+            at,
+            event: EngineEvent {
+                execution: Some(ExecutionTag {
+                    execution_id: "exec-2".into(),
+                    parent_execution_id: Some("exec-1".into()),
+                }),
+                ..event(EventKind::ExecutionStarted {
+                    kind: ExecutionKind::SubAgent,
+                    member: "log-analyzer".into(),
+                    session_id: "s-log".into(),
+                    task: "Look at the logs".into(),
+                    queued: false,
+                })
+            },
+        });
+        run.records.push(RunRecord {
+            at: at + chrono::Duration::seconds(5),
+            event: event(EventKind::Notice {
+                session_id: "s-log".into(),
+                session: "log-analyzer".into(),
+                text: "still reading".into(),
+                message: None,
+            }),
+        });
+        let view = replay(&run, crate::describe::Names::team("team"), false);
+        let card = view.cards.get("exec-2").expect("the card");
+        // Drawn later: the time stays that of the last event.
+        let header = card.header(Instant::now() + Duration::from_secs(60));
+        assert!(header.contains("5.0s"), "{header}");
+        assert_eq!(view.state_label(), "cut short");
     }
 }

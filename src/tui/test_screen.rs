@@ -58,7 +58,7 @@ pub fn panel_after(events: &[EngineEvent], slug: &str, ago: Duration) -> TeamPan
     let mut panel = TeamPanel::default();
     let then = Instant::now().checked_sub(ago).unwrap_or_else(Instant::now);
     for e in events {
-        panel.follow(e, then, || None, || slug.to_string());
+        panel.follow(e, then, || None, || crate::describe::Names::team(slug));
     }
     panel
 }

@@ -85,8 +85,22 @@ mod tests {
         let files = RunFiles::new(dir.path());
         assert_eq!(read_run(&files, "g", &WhichRun::Newest), Ok(None));
         let log: RunLog<RunRecord> = RunLog::start(files.clone(), 10);
-        log.append("g", "r1", record(EventKind::IterationStarted { iteration: 1 }));
-        log.append("g", "r2", record(EventKind::IterationStarted { iteration: 2 }));
+        log.append(
+            "g",
+            "r1",
+            record(EventKind::IterationStarted {
+                iteration: 1,
+                max_iterations: 0,
+            }),
+        );
+        log.append(
+            "g",
+            "r2",
+            record(EventKind::IterationStarted {
+                iteration: 2,
+                max_iterations: 0,
+            }),
+        );
         log.append("g", "r2", record(EventKind::CyclePaused));
         log.flush();
         // A crash tore the last line of r2.
@@ -103,7 +117,7 @@ mod tests {
             .unwrap();
         assert!(matches!(
             first.records[0].event.kind,
-            EventKind::IterationStarted { iteration: 1 }
+            EventKind::IterationStarted { iteration: 1, .. }
         ));
         assert_eq!(
             read_run(&files, "g", &WhichRun::At(0)).unwrap().unwrap().run_id,

@@ -75,6 +75,9 @@ pub fn engine_options(
         skills_dir: Some(paths.config_dir.join("skills")),
         sandbox: baseline,
         hooks: config.hooks.clone(),
+        secrets: config.secrets_in(env),
+        compact_at: config.compact_at,
+        context_windows: config.context_windows(),
         ..EngineOptions::default()
     }
 }
@@ -137,7 +140,12 @@ impl Workspace {
         let org = OrgHandle::persistent(loaded.org, OrganizationFile::new(paths.organization_file()));
         let runs = RunFiles::new(paths.runs_dir());
         let (sink, events) = EventSink::channel();
-        let sink = sink.with_run_log(RunLog::start(runs.clone(), config.runs_kept));
+        let mut sink = sink.with_run_log(RunLog::start(runs.clone(), config.runs_kept));
+        match crate::telemetry::Telemetry::start(&config.telemetry) {
+            Ok(Some(telemetry)) => sink = sink.with_observer(telemetry),
+            Ok(None) => {}
+            Err(e) => tracing::warn!("{e}; runs are not exported"),
+        }
         let transcripts = Transcripts::new(paths.sessions_dir());
         let baseline = baseline(paths, config, sandbox_cli);
         let engine = Engine::new(

@@ -2,6 +2,13 @@
 //! `GIT_TERMINAL_PROMPT=0` (no credential prompt can hang huddle), the C locale, and none of the
 //! `GIT_DIR`-style variables a caller's environment might carry (a hook, a script), so the
 //! directory given is the repository git works on.
+//!
+//! A sandboxed member writes its worktree (and parts of the git directory), and huddle runs git
+//! there afterwards outside any sandbox: nothing a member could have written may make that git
+//! run a program. So git's directories are found here ([`Layout`]) and given explicitly
+//! (`GIT_DIR`, `GIT_COMMON_DIR`, `GIT_WORK_TREE`: a planted `commondir` file or a rewritten
+//! `.git` file is refused, not followed), and every command runs with `core.fsmonitor`, hooks
+//! and submodule recursion off (a submodule's own config would be the member's).
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -22,6 +29,17 @@ const REDIRECTING_VARS: &[&str] = &[
     "GIT_CEILING_DIRECTORIES",
 ];
 
+/// Settings every git command huddle runs gets (`-c`, over any config file; inherited by the
+/// git processes it starts): no fsmonitor program, no hooks, no look into submodules.
+const HARDENING: &[&str] = &[
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "diff.ignoreSubmodules=all",
+    "submodule.recurse=false",
+    // Paths unquoted: the patch and the `-z` file list then name a non-ASCII path the same way.
+    "core.quotePath=false",
+];
+
 /// Lines of stderr quoted in an error.
 const QUOTED_LINES: usize = 6;
 
@@ -40,16 +58,15 @@ impl Git {
         &self.dir
     }
 
-    fn command<S: AsRef<OsStr>>(&self, args: &[S]) -> Command {
+    fn command<S: AsRef<OsStr>>(&self, args: &[S], layout: Option<&Layout>) -> Command {
         let mut cmd = Command::new("git");
         // The environment of the front end whose work this is (on the host), else ours.
         crate::env::Env::ambient().apply(&mut cmd);
-        // Paths unquoted (`core.quotePath=false`): the patch and the `-z` file list then name a
-        // non-ASCII path the same way.
-        cmd.arg("-C")
-            .arg(&self.dir)
-            .args(["-c", "core.quotePath=false"])
-            .args(args)
+        cmd.arg("-C").arg(&self.dir);
+        for setting in HARDENING {
+            cmd.args(["-c", setting]);
+        }
+        cmd.args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -60,7 +77,19 @@ impl Git {
         for var in REDIRECTING_VARS {
             cmd.env_remove(var);
         }
+        if let Some(layout) = layout {
+            cmd.env("GIT_DIR", &layout.git_dir)
+                .env("GIT_COMMON_DIR", &layout.common_dir)
+                .env("GIT_WORK_TREE", &layout.work_tree);
+        }
         cmd
+    }
+
+    /// The hardened command (explicit git directories, no fsmonitor, hooks or submodules) for
+    /// a caller that runs git itself (attachments read a diff and the file list this way).
+    pub(crate) fn hardened<S: AsRef<OsStr>>(&self, args: &[S]) -> Result<Command, WorktreeError> {
+        let layout = Layout::find(&self.dir)?;
+        Ok(self.command(args, layout.as_ref()))
     }
 
     /// Runs git and returns its output whatever the exit status (the caller decides).
@@ -68,10 +97,13 @@ impl Git {
         if !self.dir.is_dir() {
             return Err(WorktreeError::NoSuchDir(self.dir.clone()));
         }
-        self.command(args).output().map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => WorktreeError::GitMissing,
-            _ => WorktreeError::GitUnusable(e.to_string()),
-        })
+        let layout = Layout::find(&self.dir)?;
+        self.command(args, layout.as_ref())
+            .output()
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => WorktreeError::GitMissing,
+                _ => WorktreeError::GitUnusable(e.to_string()),
+            })
     }
 
     /// Runs git; a non-zero exit is [`WorktreeError::Git`] quoting the end of stderr.
@@ -109,6 +141,143 @@ impl Git {
             message: stderr_tail(out),
         }
     }
+}
+
+/// Where git's directories are for a directory inside a checkout, found the way git finds them
+/// but without following what a sandboxed process could have redirected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// `<top>/.git` in a main checkout, `<common>/worktrees/<name>` in a linked worktree.
+    pub git_dir: PathBuf,
+    /// The git directory every worktree shares.
+    pub common_dir: PathBuf,
+    /// The checkout's top directory.
+    pub work_tree: PathBuf,
+}
+
+impl Layout {
+    /// The layout around `dir`: the nearest `.git` above it. `Ok(None)` outside a repository
+    /// (git then says so itself); an error for a layout huddle will not run git in:
+    ///
+    /// - a main checkout's git directory with a `commondir` file (only a linked worktree's has
+    ///   one: it would send git to another config);
+    /// - a `.git` file naming a directory inside the checkout itself, inside a git directory's
+    ///   object store or refs, or a `<x>/worktrees/<name>` whose common directory is not a git
+    ///   directory.
+    pub fn find(dir: &Path) -> Result<Option<Layout>, WorktreeError> {
+        let start = dir
+            .canonicalize()
+            .map_err(|e| WorktreeError::io("resolve", dir, &e))?;
+        let mut at = Some(start.as_path());
+        while let Some(top) = at {
+            let dot_git = top.join(".git");
+            let meta = std::fs::metadata(&dot_git);
+            if meta.as_ref().is_ok_and(|m| m.is_dir()) {
+                let planted = dot_git.join("commondir");
+                if planted.exists() {
+                    return Err(untrusted(
+                        &planted,
+                        "a main checkout's git directory has no commondir file (it would point git at another configuration)",
+                    ));
+                }
+                return Ok(Some(Layout {
+                    git_dir: dot_git.clone(),
+                    common_dir: dot_git,
+                    work_tree: top.to_path_buf(),
+                }));
+            }
+            if meta.as_ref().is_ok_and(|m| m.is_file()) {
+                return Self::linked(top, &dot_git).map(Some);
+            }
+            at = top.parent();
+        }
+        Ok(None)
+    }
+
+    /// A checkout whose `.git` is a file (`gitdir: <dir>`).
+    fn linked(top: &Path, dot_git: &Path) -> Result<Layout, WorktreeError> {
+        let text = std::fs::read_to_string(dot_git).map_err(|e| WorktreeError::io("read", dot_git, &e))?;
+        let Some(named) = text
+            .lines()
+            .find_map(|l| l.strip_prefix("gitdir:"))
+            .map(str::trim)
+        else {
+            return Err(untrusted(dot_git, "it has no `gitdir:` line"));
+        };
+        let named = top.join(named);
+        let git_dir = named
+            .canonicalize()
+            .map_err(|e| WorktreeError::io("resolve the gitdir of", dot_git, &e))?;
+        if git_dir.starts_with(top) {
+            return Err(untrusted(
+                dot_git,
+                &format!("it names {}, inside the checkout itself", git_dir.display()),
+            ));
+        }
+        if inside_git_store(&git_dir) {
+            return Err(untrusted(
+                dot_git,
+                &format!(
+                    "it names {}, inside a git directory's objects, refs or logs",
+                    git_dir.display()
+                ),
+            ));
+        }
+        let in_worktrees = git_dir
+            .parent()
+            .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
+            .and_then(Path::parent);
+        let common_dir = match in_worktrees {
+            // A linked worktree: its common directory is where git put its directory, whatever
+            // a `commondir` file says.
+            Some(common) => {
+                if !common.join("objects").is_dir() || !common.join("HEAD").is_file() {
+                    return Err(untrusted(
+                        dot_git,
+                        &format!(
+                            "it names {}, whose common directory {} is not a git directory",
+                            git_dir.display(),
+                            common.display()
+                        ),
+                    ));
+                }
+                common.to_path_buf()
+            }
+            // A git directory kept elsewhere (a submodule's): it is its own common directory.
+            None => {
+                let planted = git_dir.join("commondir");
+                if planted.exists() {
+                    return Err(untrusted(
+                        &planted,
+                        "only a linked worktree's git directory (<repo>/.git/worktrees/<name>) has a commondir file",
+                    ));
+                }
+                git_dir.clone()
+            }
+        };
+        Ok(Layout {
+            git_dir,
+            common_dir,
+            work_tree: top.to_path_buf(),
+        })
+    }
+}
+
+/// The refusal for a git layout huddle does not follow.
+fn untrusted(path: &Path, why: &str) -> WorktreeError {
+    WorktreeError::Refused(format!(
+        "huddle does not run git with {}: {why}; a sandboxed process may have written it. Look at it and repair it with git yourself",
+        path.display()
+    ))
+}
+
+/// True for a path inside a `.git` directory's `objects`, `refs` or `logs` (places a sandboxed
+/// member may write).
+fn inside_git_store(path: &Path) -> bool {
+    let parts: Vec<&OsStr> = path.iter().collect();
+    parts
+        .windows(2)
+        .any(|w| w[0] == ".git" && (w[1] == "objects" || w[1] == "refs" || w[1] == "logs"))
 }
 
 /// `git a b c` for messages.

@@ -36,6 +36,8 @@ struct Run {
     hop: EngineEvent,
     transition: EngineEvent,
     end: EngineEvent,
+    iteration: EngineEvent,
+    finished: EngineEvent,
 }
 
 fn run() -> Run {
@@ -93,6 +95,23 @@ fn run() -> Run {
             error: None,
         },
     );
+    let iteration = event(
+        None,
+        EventKind::IterationStarted {
+            iteration: 1,
+            max_iterations: 12,
+        },
+    );
+    let finished = event(
+        None,
+        EventKind::CycleFinished {
+            outcome: CycleOutcome::Completed,
+            iterations: 1,
+            max_iterations: 12,
+            mode: Some(Mode::Dispatch),
+            summary: String::new(),
+        },
+    );
     let events = vec![
         event(
             None,
@@ -104,9 +123,10 @@ fn run() -> Run {
             None,
             EventKind::CycleStarted {
                 mode: Mode::Dispatch,
-                max_iterations: 1,
+                max_iterations: 12,
             },
         ),
+        iteration.clone(),
         event(
             Some(("exec-1", None)),
             EventKind::ExecutionStarted {
@@ -131,14 +151,7 @@ fn run() -> Run {
         hop.clone(),
         transition.clone(),
         end.clone(),
-        event(
-            None,
-            EventKind::CycleFinished {
-                outcome: CycleOutcome::Completed,
-                iterations: 1,
-                summary: String::new(),
-            },
-        ),
+        finished.clone(),
     ];
     Run {
         events,
@@ -146,15 +159,18 @@ fn run() -> Run {
         hop,
         transition,
         end,
+        iteration,
+        finished,
     }
 }
 
 /// `huddle run`'s line without its layout: the indentation and an execution's arrow.
 fn headless(e: &EngineEvent) -> String {
     let line = progress_line(e).unwrap_or_else(|| panic!("no progress line for {e:?}"));
-    let line = line.trim_start();
+    let line = line.trim();
     line.strip_prefix("⇠ ")
         .or_else(|| line.strip_prefix("⇢ "))
+        .or_else(|| line.strip_prefix("── "))
         .unwrap_or(line)
         .to_string()
 }
@@ -199,7 +215,7 @@ fn trace(events: &[EngineEvent]) -> Vec<String> {
 }
 
 #[test]
-fn a_broadcast_a_hop_a_phase_transition_and_an_execution_end_read_the_same_everywhere() {
+fn a_broadcast_a_hop_a_phase_transition_an_execution_end_and_a_runs_course_read_the_same_everywhere() {
     let run = run();
     let timeline = timeline(&run.events);
     let trace = trace(&run.events);
@@ -224,6 +240,10 @@ fn a_broadcast_a_hop_a_phase_transition_and_an_execution_end_read_the_same_every
             &run.end,
             "exec-2 logs · ✓ completed 3.1s · 812 tok · 2 calls — DB pool exhausted",
         ),
+        // The trace heads a run with its own line and no iteration lines: the timeline and
+        // `huddle run` word a run's course.
+        ("iteration start", &run.iteration, "iteration 1/12"),
+        ("cycle end", &run.finished, "finished: completed after 1/12"),
     ] {
         let said = headless(e);
         assert_eq!(said, expected, "{what}: huddle run");
@@ -232,7 +252,7 @@ fn a_broadcast_a_hop_a_phase_transition_and_an_execution_end_read_the_same_every
             "{what}: the timeline says it otherwise: {timeline:#?}"
         );
         assert!(
-            trace.contains(&said),
+            what == "iteration start" || what == "cycle end" || trace.contains(&said),
             "{what}: the trace says it otherwise: {trace:#?}"
         );
     }

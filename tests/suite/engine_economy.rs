@@ -254,3 +254,42 @@ async fn the_transcript_keeps_what_was_sent_and_what_later_requests_carry() {
         .collect();
     assert_eq!(read_back, carried);
 }
+
+/// `u` (or `U`) on a team member's step asks it again outside the run that asked it: it is
+/// sent the instructions it was sent then (its brief is not in the conversation); a plain
+/// chat after it is sent none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_asked_again_is_sent_the_instructions_it_was_sent() {
+    let f = reflect(2, 2).await;
+    let id = f.session_id("t-w0");
+    f.engine.flush().expect("flush");
+    let messages = f.engine.load_transcript(&id).expect("transcript").messages;
+    let last = messages
+        .iter()
+        .rev()
+        .find(|m| m.role == MessageRole::User)
+        .expect("a prompt")
+        .clone();
+    let from = last.id.clone().expect("an id");
+    f.engine.supersede(&id, &from, "regenerated").expect("idle");
+    f.engine
+        .start_chat(&id, last.text.clone(), None)
+        .expect("chat")
+        .await;
+    f.engine
+        .start_chat(&id, "Thanks.".into(), None)
+        .expect("chat")
+        .await;
+    let sent = f.sent("w-w0");
+    let n = sent.len();
+    assert_eq!(n, 4, "two steps, the step again, a chat");
+    let brief = "## Original request";
+    assert!(sent[1].contains(brief), "{}", sent[1]);
+    assert_eq!(
+        sent[2].matches(brief).count(),
+        1,
+        "asked again with its brief: {}",
+        sent[2]
+    );
+    assert!(!sent[3].contains(brief), "a chat is sent no brief: {}", sent[3]);
+}

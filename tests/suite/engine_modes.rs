@@ -52,19 +52,21 @@ async fn sequential_passes_earlier_answers_labelled_and_continues_after_a_failur
     assert_eq!(report.outcome, CycleOutcome::Completed);
     assert_eq!(report.final_text, "FINAL EDIT");
     assert_eq!(f.prompts("w-draft"), vec!["Write a haiku".to_string()]);
+    // Each earlier answer under its member's name without the team's prefix (issue 28 item 3).
     let critic = &f.prompts("w-critic")[0];
     assert!(
-        critic.contains("Write a haiku") && critic.contains("t-draft") && critic.contains("FIRST DRAFT TEXT"),
+        critic.contains("Write a haiku") && critic.contains("draft\n") && critic.contains("FIRST DRAFT TEXT"),
         "{critic}"
     );
+    assert!(!critic.contains("t-draft"), "{critic}");
     let editor = &f.prompts("w-editor")[0];
     assert!(editor.contains("FIRST DRAFT TEXT"), "{editor}");
     assert!(
-        editor.contains("t-critic") && editor.contains("failed"),
+        editor.contains("critic") && editor.contains("failed"),
         "the failure is passed on: {editor}"
     );
     assert!(
-        editor.find("t-draft").unwrap() < editor.find("t-critic").unwrap(),
+        editor.find("draft\n").unwrap() < editor.find("critic").unwrap(),
         "in order"
     );
 }

@@ -493,3 +493,64 @@ fn squad_export_writes_into_the_groups_own_repo() {
     let team = std::fs::read_to_string(repo.path().join(".squad/team.md")).unwrap();
     assert!(team.contains("Planning Team"), "{team}");
 }
+
+/// A second team from one preset: its members' sessions are made unique (`…-analyst-2`), but
+/// its progress lines and its result (each answer under its member's heading) name them by
+/// handle, as the first team's (issue 28 item 3).
+#[test]
+fn a_second_broadcast_team_names_its_members_by_handle() {
+    let home = tempfile::tempdir().unwrap();
+    let args = [
+        "run",
+        "--preset",
+        "Research Panel",
+        "--model",
+        "sim/x",
+        "What first?",
+    ];
+    for _ in 0..2 {
+        let out = huddle(home.path(), &args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(stdout.contains("## analyst\n"), "{stdout}");
+        assert!(
+            !stdout.contains("analyst-2") && !stderr.contains("analyst-2"),
+            "{stdout}\n{stderr}"
+        );
+    }
+    let org = huddle::store::OrganizationFile::new(home.path().join("organization.json"))
+        .inspect()
+        .unwrap()
+        .unwrap();
+    assert!(org.sessions.iter().any(|s| s.name.ends_with("analyst-2")));
+}
+
+/// `--repo .` is recorded (and shown in the TUI's team header) as the absolute path, not `.`
+/// (issue 28 item 18).
+#[test]
+fn a_relative_repo_is_recorded_as_an_absolute_path() {
+    let home = tempfile::tempdir().unwrap();
+    let out = huddle(
+        home.path(),
+        &[
+            "--repo",
+            ".",
+            "run",
+            "--preset",
+            "Research Panel",
+            "--model",
+            "sim/x",
+            "q",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let org = huddle::store::OrganizationFile::new(home.path().join("organization.json"))
+        .inspect()
+        .unwrap()
+        .unwrap();
+    let repos: Vec<_> = org.groups.iter().filter_map(|g| g.repo.clone()).collect();
+    assert!(
+        !repos.is_empty() && repos.iter().all(|r| r.is_absolute()),
+        "{repos:?}"
+    );
+}

@@ -336,3 +336,25 @@ async fn an_iteration_finished_hooks_output_reaches_the_evaluators_request() {
             .ends_with("alpha")
     );
 }
+
+/// Review of issue 26, finding 9: a hook can read the transcript its input names, though the
+/// sandbox hides huddle's data directory (here: a private /tmp hides it).
+#[tokio::test]
+async fn a_hook_can_read_its_sessions_transcript() {
+    let Some(mut h) = hooked(
+        "turn_finished:\n  - command: [python3, -c, \"import json,sys; d=json.load(sys.stdin); open('{work}/seen.txt','w').write(open(d['transcript_path']).read())\"]\n",
+        ApprovalPolicy::ApproveAll,
+    )
+    .await
+    else {
+        return;
+    };
+    let events = h.ask_the_time().await;
+    let failed: Vec<&EventKind> = events
+        .iter()
+        .filter(|k| matches!(k, EventKind::HookFailed { .. }))
+        .collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    let seen = std::fs::read_to_string(h.work.join("seen.txt")).expect("the hook wrote what it read");
+    assert!(seen.contains("What time is it?"), "{seen}");
+}

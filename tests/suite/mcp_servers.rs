@@ -29,8 +29,14 @@ const INSTALL_HINT: &str = "the MCP server tests need mcp-server-time and mcp-se
     `bash .ci/setup-python-tools.sh` (installs the pinned versions into .ci/.venv) or set \
     HUDDLE_MCP_TIME / HUDDLE_MCP_GIT to their executables";
 
-/// The executable of a reference server: `$var`, else `.ci/.venv/bin/<name>`. `None` (with a
-/// printed note) when absent outside CI; absent under CI, the test fails.
+/// Whether the tests that need the pinned Python tools (reference servers and SDKs) may be
+/// skipped when they are missing: only when `HUDDLE_SKIP_PYTHON_TOOLS=1` says so.
+pub(super) fn skip_python_tools() -> bool {
+    std::env::var("HUDDLE_SKIP_PYTHON_TOOLS").is_ok_and(|v| v == "1")
+}
+
+/// The executable of a reference server: `$var`, else `.ci/.venv/bin/<name>`. Absent, the test
+/// fails and says how to install it; `None` (with a printed note) only when skipping was asked.
 pub(super) fn reference_server(var: &str, name: &str) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(var).filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
@@ -47,12 +53,11 @@ pub(super) fn reference_server(var: &str, name: &str) -> Option<PathBuf> {
     if local.exists() {
         return Some(local);
     }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{name} is missing under CI.\n{INSTALL_HINT}"
-    );
-    eprintln!("\n*** SKIPPED: {name} not installed ({INSTALL_HINT}) ***\n");
-    None
+    if skip_python_tools() {
+        eprintln!("\n*** SKIPPED (HUDDLE_SKIP_PYTHON_TOOLS=1): {name} not installed ***\n");
+        return None;
+    }
+    panic!("{name} is missing.\n{INSTALL_HINT}; HUDDLE_SKIP_PYTHON_TOOLS=1 skips these tests");
 }
 
 fn stdio(command: &[&str]) -> McpServerConfig {
@@ -761,8 +766,11 @@ fn doctor_shows_hostile_tool_names_safely_and_says_what_is_left_out() {
     std::fs::write(
         dir.path().join("config.yaml"),
         format!(
-            "default_model: sim/x\nmcp_servers:\n  hostile: {{ command: [python3, {:?}, hostile-names, {:?}], max_tools: 100 }}\n",
+            // The server keeps a log in the test's directory, which is huddle's data directory
+            // here (HUDDLE_HOME): writable only because it says so.
+            "default_model: sim/x\nmcp_servers:\n  hostile: {{ command: [python3, {:?}, hostile-names, {:?}], max_tools: 100, sandbox: {{ allow_write: [{:?}] }} }}\n",
             script.to_string_lossy(),
+            dir.path().to_string_lossy(),
             dir.path().to_string_lossy()
         ),
     )

@@ -40,8 +40,19 @@ struct Team {
 /// A team whose members alice and bob work in their own worktrees of `m`, on the command
 /// provider `agent` running `command`; alice's own `sandbox:` is `member`.
 fn team(m: Machine, command: &[String], config: SandboxSettings, member: SandboxSettings) -> Team {
+    team_reading(m, command, "text", config, member)
+}
+
+/// As [`team`], the agent's stdout read as `format`.
+fn team_reading(
+    m: Machine,
+    command: &[String],
+    format: &str,
+    config: SandboxSettings,
+    member: SandboxSettings,
+) -> Team {
     let yaml = format!(
-        "providers:\n  - {{ name: agent, kind: command, command: {} }}\n",
+        "providers:\n  - {{ name: agent, kind: command, format: {format}, command: {} }}\n",
         serde_json::to_string(command).expect("json")
     );
     let providers = huddle::sim::providers(&Config::parse(&yaml, Path::new("c.yaml")).expect("config"))
@@ -302,4 +313,115 @@ async fn a_stdio_mcp_server_in_a_worktree_is_confined_the_same_way() {
             .contains("the sandbox is required (read-only, set in mcp_servers.probe) but not available"),
         "{err}"
     );
+}
+
+/// Review of issue 26, finding 6: a CLI agent that met the sandbox (a write to a read-only
+/// place) and went on to succeed still says so: `sandbox_denied` from its own tool results.
+#[tokio::test]
+async fn a_denial_inside_a_successful_agent_turn_is_an_event() {
+    if !bwrap_ready() {
+        return;
+    }
+    let dir = outside_tmp();
+    let m = Machine::new(dir.path());
+    let script = m.root.join("claude.sh");
+    std::fs::write(
+        &script,
+        r#"cat > /dev/null
+echo '{"type":"system","subtype":"init","session_id":"s1","tools":["Bash"],"model":"x"}'
+echo '{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"touch ~/x"}}]},"session_id":"s1"}'
+echo '{"type":"user","message":{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":"touch: cannot touch /home/u/x: Read-only file system","is_error":true}]},"session_id":"s1"}'
+echo '{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"I could not write there."}]},"session_id":"s1"}'
+echo '{"type":"result","subtype":"success","is_error":false,"result":"I could not write there.","session_id":"s1"}'
+"#,
+    )
+    .expect("script");
+    let command = vec!["sh".to_string(), script.display().to_string()];
+    let mut t = team_reading(
+        m,
+        &command,
+        "claude-stream-json",
+        SandboxSettings::default(),
+        SandboxSettings::default(),
+    );
+    let answer = t
+        .engine
+        .ask(&t.alice, "Write home.".into(), None)
+        .await
+        .expect("turn");
+    assert!(answer.success, "{answer:?}");
+    let denied: Vec<(String, String)> = drain(&mut t.events)
+        .into_iter()
+        .filter_map(|k| match k {
+            EventKind::SandboxDenied { what, detail, .. } => Some((what, detail)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        denied,
+        vec![(
+            "agent agent (Bash)".to_string(),
+            "touch: cannot touch /home/u/x: Read-only file system".to_string()
+        )]
+    );
+}
+
+/// Review of issue 26, finding 6: what a sandboxed stdio MCP server's stderr says the sandbox
+/// stopped is kept for the next call's report.
+#[tokio::test]
+async fn a_sandboxed_mcp_servers_stderr_denials_are_kept_for_the_report() {
+    if !bwrap_ready() {
+        return;
+    }
+    let dir = outside_tmp();
+    let m = Machine::new(dir.path());
+    let script = m.root.join("denied_server.py");
+    std::fs::write(
+        &script,
+        PROBE_SERVER.replace(
+            "said = [",
+            "sys.stderr.write('cannot save: [Errno 30] Read-only file system\\n'); sys.stderr.flush(); said = [",
+        ),
+    )
+    .expect("script");
+    let mut server = McpServerConfig::stdio(
+        ["python3", &script.display().to_string()]
+            .into_iter()
+            .map(str::to_string)
+            .chain([&m.home, &m.repo, &m.bob].map(|p| p.display().to_string())),
+    );
+    server.cwd = Some("session".into());
+    let baseline = Baseline {
+        config: SandboxSettings::default(),
+        cli: None,
+        host: m.host(),
+    };
+    let servers = [("probe".to_string(), server)].into_iter().collect();
+    let toolbox = huddle::tools::mcp::toolbox(&servers, &m.repo, &baseline);
+    let source: &Arc<dyn ToolSource> = toolbox.get("probe").expect("configured");
+    assert!(source.confined());
+    source
+        .call(
+            "probe",
+            serde_json::Map::new(),
+            Some(&m.alice),
+            Default::default(),
+        )
+        .await
+        .expect("the call");
+    // stderr is read by its own task: give it a moment.
+    let mut kept = Vec::new();
+    for _ in 0..50 {
+        kept.extend(source.take_denials());
+        if !kept.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        kept,
+        vec!["cannot save: [Errno 30] Read-only file system".to_string()]
+    );
+    assert!(source.take_denials().is_empty(), "taken once");
+    toolbox.shutdown().await;
 }

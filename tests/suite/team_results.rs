@@ -104,6 +104,8 @@ fn the_team_view_ends_with_the_result_as_markdown_and_y_copies_it() {
         EventKind::CycleFinished {
             outcome: CycleOutcome::Completed,
             iterations: 1,
+            max_iterations: 1,
+            mode: Some(Mode::Broadcast),
             summary: "done".into(),
         },
     );

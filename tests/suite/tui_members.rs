@@ -108,6 +108,8 @@ fn mode_and_max_iterations_are_refused_while_the_team_runs() {
         EventKind::CycleFinished {
             outcome: huddle::model::CycleOutcome::Completed,
             iterations: 1,
+            max_iterations: 1,
+            mode: Some(Mode::Broadcast),
             summary: String::new(),
         },
     );
@@ -140,4 +142,78 @@ fn the_header_shows_the_mode_the_run_is_in() {
     start_cycle(&mut app, &team, Mode::Sequential);
     let text = screen_text(&render(&mut app, 120, 30));
     assert!(text.contains("Research Panel · sequential · timeline"), "{text}");
+}
+
+/// A second team from one preset: its members' sessions are made unique (`…-analyst-2`), but
+/// the sidebar, the cycle panel and the timeline show them by handle, as the first team's
+/// (issue 28 item 3).
+#[test]
+fn a_second_team_from_a_preset_shows_its_members_by_handle() {
+    use huddle::model::{Organization, reconcile};
+    use huddle::presets::create_team_group;
+    use huddle::tui::command::AppEvent;
+    let config = super::tui_support::config();
+    let catalog = super::tui_support::builtin_catalog();
+    let preset = catalog.find("Research Panel").expect("preset").clone();
+    let mut org = Organization::default();
+    reconcile::reconcile(&mut org);
+    // As `huddle run` makes them: a team named after the preset, renamed once made.
+    let first = create_team_group(&mut org, &preset, &config, Some(&super::tui_support::repo()));
+    if let Some(g) = org.group_mut(&first) {
+        g.name = "Research Panel · run Nov 27 17:39".into();
+    }
+    let second = create_team_group(&mut org, &preset, &config, Some(&super::tui_support::repo()));
+    let analyst = org
+        .sessions_in(&second)
+        .iter()
+        .find(|s| s.handle.as_deref() == Some("analyst"))
+        .map(|s| (s.id.clone(), s.name.clone()))
+        .expect("an analyst");
+    assert!(analyst.1.ends_with("-2"), "made unique: {}", analyst.1);
+    org.ui.selected_group = Some(second.clone());
+    let (mut app, _) = super::tui_support::new_app(org, config);
+    app.handle_app_event(AppEvent::CatalogLoaded(Box::new(catalog)));
+    let run = start_cycle(&mut app, &second, Mode::Broadcast);
+    engine_event(
+        &mut app,
+        &second,
+        Some(&run),
+        EventKind::WorkerFinished {
+            iteration: 1,
+            worker: analyst.1.clone(),
+            session_id: analyst.0.clone(),
+            success: true,
+            duration_ms: 300,
+        },
+    );
+    let screen = screen_text(&render(&mut app, 120, 40));
+    assert!(!screen.contains("analyst-2"), "{screen}");
+    assert!(screen.contains("· analyst "), "the sidebar row: {screen}");
+    assert!(screen.contains("✓ analyst "), "the cycle panel's row: {screen}");
+}
+
+/// Mode `team`'s chair goes by the name its preset gives it (`Chair`), not `orchestrator`
+/// (issue 28 item 3).
+#[test]
+fn the_chair_of_a_deliberation_is_shown_by_its_display_name() {
+    let (mut app, _) = app_with_team("Deliberation Panel");
+    let screen = screen_text(&render(&mut app, 120, 40));
+    assert!(screen.contains("· Chair orch "), "{screen}");
+    assert!(
+        screen.contains("Chair (orchestrator)"),
+        "the team's header: {screen}"
+    );
+}
+
+/// `M` opens the mode picker on the team's current mode: Enter keeps it (issue 28 item 18).
+#[test]
+fn the_mode_picker_starts_on_the_current_mode() {
+    let (mut app, team) = app_with_team("Incident Investigation");
+    app.handle_key(ch('M'));
+    assert!(!app.dialogs.is_empty());
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(
+        app.org.read(|o| o.group(&team).map(|g| g.mode)),
+        Some(Mode::Dispatch)
+    );
 }

@@ -250,6 +250,8 @@ fn outcomes_are_coloured_by_how_the_cycle_ended() {
             EventKind::CycleFinished {
                 outcome,
                 iterations: 2,
+                max_iterations: 4,
+                mode: Some(Mode::OrchestratorReflect),
                 summary: String::new(),
             },
         );

@@ -36,7 +36,10 @@ fn first_iteration(app: &App, group_id: &str) -> Vec<EventKind> {
             mode: Mode::OrchestratorReflect,
             max_iterations: 4,
         },
-        EventKind::IterationStarted { iteration: 1 },
+        EventKind::IterationStarted {
+            iteration: 1,
+            max_iterations: 4,
+        },
         EventKind::Phase {
             iteration: 1,
             phase: Phase::Plan,
@@ -193,7 +196,10 @@ fn team_finished_with_scores() {
         (3, 0.93, Some(Trend::Improving)),
     ] {
         if i > 1 {
-            events.push(EventKind::IterationStarted { iteration: i });
+            events.push(EventKind::IterationStarted {
+                iteration: i,
+                max_iterations: 4,
+            });
         }
         events.push(EventKind::Evaluation {
             iteration: i,
@@ -212,6 +218,8 @@ fn team_finished_with_scores() {
     events.push(EventKind::CycleFinished {
         outcome: CycleOutcome::GoalMet,
         iterations: 3,
+        max_iterations: 4,
+        mode: Some(Mode::OrchestratorReflect),
         summary: "done".into(),
     });
     events.push(EventKind::RunEnded {
@@ -369,6 +377,8 @@ fn team_browsing_an_earlier_run() {
         EventKind::CycleFinished {
             outcome: CycleOutcome::GoalMet,
             iterations: 1,
+            max_iterations: 4,
+            mode: Some(Mode::OrchestratorReflect),
             summary: "done".into(),
         },
         EventKind::RunEnded {

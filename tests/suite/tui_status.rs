@@ -55,6 +55,8 @@ fn stopping_goes_when_the_run_has_ended() {
         EventKind::CycleFinished {
             outcome: CycleOutcome::Cancelled,
             iterations: 1,
+            max_iterations: 4,
+            mode: Some(Mode::OrchestratorReflect),
             summary: String::new(),
         },
     );

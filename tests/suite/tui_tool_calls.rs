@@ -528,7 +528,13 @@ fn the_cycle_panel_shows_running_tools_and_waits_for_approvals() {
             max_iterations: 2,
         },
     );
-    team_event(&mut app, EventKind::IterationStarted { iteration: 1 });
+    team_event(
+        &mut app,
+        EventKind::IterationStarted {
+            iteration: 1,
+            max_iterations: 2,
+        },
+    );
     team_event(
         &mut app,
         EventKind::Phase {

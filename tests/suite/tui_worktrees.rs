@@ -746,6 +746,8 @@ fn with_real_git_a_team_is_made_reviewed_brought_back_and_deleted_keeping_work()
     let commands = app.handle_key(ch('y'));
     run_all(&mut app, &edits, &repo, commands);
     assert_eq!(notice_title(&app).as_deref(), Some("Brought back"));
+    // The merge is over: the status line no longer says it goes on (issue 28 item 16).
+    assert!(app.flash.is_none(), "{:?}", app.flash);
     assert!(repo.join("parser.rs").is_file(), "merged into main");
     assert_eq!(
         std::fs::read_to_string(repo.join("README.md")).expect("readme"),

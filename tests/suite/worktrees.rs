@@ -1180,6 +1180,111 @@ fn on_a_terminal_merge_asks_and_only_y_merges() {
     assert!(e.repo.join("doubts.md").exists());
 }
 
+/// huddle's own git never follows what a member could have planted in its worktree or git
+/// directory (review of issue 26, finding 1, the defence in depth): a `commondir` sent to a
+/// copy with an fsmonitor, a `.git` file naming a directory in the worktree, a planted
+/// `commondir` in the main checkout, a nested repository's fsmonitor and filters.
+#[test]
+fn huddles_git_ignores_planted_git_settings() {
+    use super::sandbox_support::{Machine, outside_tmp};
+    let dir = outside_tmp();
+    let m = Machine::new(dir.path());
+    let marker = m.root.join("PWNED");
+    let evil_config = format!(
+        "[core]\n\tfsmonitor = \"touch {}; false\"\n[filter \"x\"]\n\tclean = \"touch {}; cat\"\n",
+        marker.display(),
+        marker.display()
+    );
+    let base = git(&m.repo, &["rev-parse", "HEAD"]).trim().to_string();
+    let wt = |path: &Path, branch: &str| Worktree {
+        path: path.to_path_buf(),
+        branch: branch.into(),
+        base_commit: base.clone(),
+        repo: m.repo.clone(),
+        subdir: None,
+    };
+    let common = m.repo.join(".git");
+    let alice_admin = common.join("worktrees/t-alice-0a1b");
+    // 1. commondir redirected to a copy of the repository with an fsmonitor: ignored.
+    let evil = m.alice.join("evil2");
+    std::fs::create_dir_all(&evil).expect("evil");
+    for part in ["objects", "refs", "HEAD"] {
+        let out = Command::new("cp")
+            .args([
+                "-r",
+                &common.join(part).display().to_string(),
+                &evil.display().to_string(),
+            ])
+            .output()
+            .expect("cp");
+        assert!(out.status.success());
+    }
+    std::fs::write(evil.join("config"), &evil_config).expect("config");
+    std::fs::write(alice_admin.join("commondir"), format!("{}\n", evil.display())).expect("commondir");
+    std::fs::write(m.alice.join("new.txt"), "x").expect("file");
+    let state = worktrees::status(&wt(&m.alice, "huddle/t-alice-0a1b")).expect("status");
+    assert!(state.changes >= 2, "evil2/ and new.txt: {}", state.changes);
+    assert!(!marker.exists(), "the planted commondir's fsmonitor ran");
+    std::fs::write(alice_admin.join("commondir"), "../..\n").expect("restore");
+    // 2. bob's `.git` file names a git directory inside the worktree: refused, named.
+    let bob_git = m.bob.join("evilgit");
+    let out = Command::new("cp")
+        .args([
+            "-r",
+            &common.display().to_string(),
+            &bob_git.display().to_string(),
+        ])
+        .output()
+        .expect("cp");
+    assert!(out.status.success());
+    std::fs::write(bob_git.join("config"), &evil_config).expect("config");
+    std::fs::write(m.bob.join(".git"), format!("gitdir: {}\n", bob_git.display())).expect(".git");
+    let err = worktrees::status(&wt(&m.bob, "huddle/t-bob-2c3d")).expect_err("refused");
+    let text = err.to_string();
+    assert!(
+        text.contains(&m.bob.join(".git").display().to_string())
+            && text.contains("inside the checkout itself"),
+        "{text}"
+    );
+    assert!(!marker.exists(), "the planted .git file was followed");
+    // 3. a main checkout with a planted commondir: refused, named.
+    std::fs::write(common.join("commondir"), format!("{}\n", evil.display())).expect("commondir");
+    let err = worktrees::repo_head(&m.repo).expect_err("refused");
+    assert!(err.to_string().contains("commondir"), "{err}");
+    std::fs::remove_file(common.join("commondir")).expect("remove");
+    // 4. a nested repository (a gitlink) with an fsmonitor and a clean filter of its own.
+    let nested = m.alice.join("sub");
+    std::fs::create_dir_all(&nested).expect("nested");
+    git(&nested, &["init", "-q", "-b", "main"]);
+    std::fs::write(nested.join(".gitattributes"), "* filter=x\n").expect("attributes");
+    std::fs::write(nested.join("f"), "a\n").expect("f");
+    git(&nested, &["add", "."]);
+    git(
+        &nested,
+        &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "s"],
+    );
+    let mut config = std::fs::read_to_string(nested.join(".git/config")).expect("config");
+    config.push_str(&evil_config);
+    std::fs::write(nested.join(".git/config"), config).expect("config");
+    git(&m.alice, &["add", "sub"]);
+    git(
+        &m.alice,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "sub",
+        ],
+    );
+    std::fs::write(nested.join("f"), "b\n").expect("dirty");
+    worktrees::status(&wt(&m.alice, "huddle/t-alice-0a1b")).expect("status");
+    worktrees::diff(&wt(&m.alice, "huddle/t-alice-0a1b")).expect("diff");
+    assert!(!marker.exists(), "a nested repository's settings ran");
+}
+
 /// A worktree kept when its team was pruned (it held unmerged work) is still huddle's to
 /// review and merge: `huddle worktrees diff|merge --path DIR`. A merge refused because the
 /// repository is not ready says why once (on stderr), not on both outputs.

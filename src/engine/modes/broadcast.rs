@@ -20,12 +20,21 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         .collect();
     let finished = run.parallel(jobs, 1, None).await;
     phase(run, Phase::Collect);
-    // Each answer under its member's name (without the team prefix every name carries).
+    // Each answer under its member's name as people read it (its handle, else without the
+    // team prefix every name carries).
     let slug = run.team.slug();
     let final_text = finished
         .iter()
         .map(|(r, _)| {
-            let name = crate::naming::strip_team_prefix(&r.session, &slug);
+            let name = run
+                .team
+                .participants
+                .iter()
+                .find(|m| m.name == r.session)
+                .map_or_else(
+                    || crate::naming::strip_team_prefix(&r.session, &slug),
+                    |m| m.shown.as_str(),
+                );
             format!("## {name}\n\n{}", r.text_or_error().trim())
         })
         .collect::<Vec<_>>()

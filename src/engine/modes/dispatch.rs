@@ -67,7 +67,10 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         mode: Mode::Dispatch,
         max_iterations: run.team.max_iterations,
     });
-    run.emit(EventKind::IterationStarted { iteration: 1 });
+    run.emit(EventKind::IterationStarted {
+        iteration: 1,
+        max_iterations: run.team.max_iterations,
+    });
     phase(run, Phase::Dispatch);
 
     let handle = orchestrator.handle.clone();

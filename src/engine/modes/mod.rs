@@ -25,7 +25,12 @@
 //! - Settings or state of its own: their types, preset checks (its row's `check_preset`) and
 //!   summary in `src/model/<mode>.rs` and its `mod` line; its preset keys in
 //!   `src/model/preset.rs`.
-//! - Events of its own: `src/engine/events.rs` and their words for people in `src/describe/`.
+//! - Events of its own: `src/engine/events.rs`, their words for people in `src/describe/`, and
+//!   their place in a run's tree (`src/trace/tree.rs`) to show in `huddle trace`.
+//! - State a resumed run needs besides its finished turns (like a pipeline's conversation at
+//!   the run's start, a deliberation's broadcast log): a field of `OpenRun`
+//!   (`src/model/resume.rs`), saved where the mode's run says and restored in
+//!   `src/engine/resume.rs` (`open`).
 //! - A view of its own in the cycle panel: `src/tui/<mode>_view.rs` and its `mod` line, its
 //!   field, fold and saved state in `src/tui/cycle_view.rs`.
 //! - Settings of each member (like a flow's links): a field of `Session`
@@ -35,7 +40,8 @@
 //!   `src/config.rs`, `EngineOptions` (`src/engine/mod.rs`) and `Team::read`.
 //!
 //! So a mode built from what exists touches 7 files (4 of them in `src/`); one with its own
-//! protocol and sim player 12; one with its own settings, events and view about 20.
+//! protocol and sim player 12; one with its own settings, events, view and resume state about
+//! 23.
 
 mod broadcast;
 mod deliberation;

@@ -16,7 +16,10 @@ pub(super) fn start(run: &Run<'_>) {
         mode: run.team.mode,
         max_iterations: 1,
     });
-    run.emit(EventKind::IterationStarted { iteration: 1 });
+    run.emit(EventKind::IterationStarted {
+        iteration: 1,
+        max_iterations: 1,
+    });
 }
 
 pub(super) fn phase(run: &Run<'_>, phase: super::super::events::Phase) {
@@ -95,6 +98,8 @@ pub(super) fn finish_steps(
     run.emit(EventKind::CycleFinished {
         outcome,
         iterations: steps.taken,
+        max_iterations: steps.allowed,
+        mode: Some(run.team.mode),
         summary: summary.clone(),
     });
     let mut report = run.report(outcome, steps.taken, final_text, summary);

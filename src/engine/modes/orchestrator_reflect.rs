@@ -108,7 +108,9 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
     let mut cycle = TeamCycle {
         brief,
         evaluator_brief,
-        said: None,
+        // A resumed run reads the orchestrator's conversation back from where the interrupted
+        // run began: its last synthesis is there (and a replayed plan asks what it asked then).
+        said: run.resumed.as_ref().and(state.last_synthesis.clone()),
         base_usage: state.usage,
         base_duration_ms: state.duration_ms,
         carried,
@@ -561,6 +563,8 @@ impl TeamCycle<'_, '_> {
         self.run.emit(EventKind::CycleFinished {
             outcome,
             iterations: self.state.iteration,
+            max_iterations: self.state.max_iterations,
+            mode: Some(Mode::OrchestratorReflect),
             summary: summary.clone(),
         });
         let final_text = self.final_text();

@@ -26,7 +26,8 @@ use super::super::session::PromptStamp;
 use super::super::team::Member;
 use super::super::{EngineError, RunOverrides, RunReport, TurnResult, lock};
 use super::relay_history::{DriverTurn, Exchange, driver_prompt, fold, split_complete};
-use super::relay_review::{Review, redact_secrets};
+use super::relay_review::Review;
+use crate::text::secrets::redact_secrets;
 
 /// Where a relay sits in a chain of relays (a relay whose counterpart is a relay group).
 #[derive(Debug, Clone, Default)]
@@ -39,7 +40,7 @@ pub(crate) struct RelayLink {
 
 /// Who gets the outbound messages.
 enum Counterpart {
-    Member(Member),
+    Member(Box<Member>),
     /// Another group, run in its own mode with the message as its prompt.
     Group {
         id: String,
@@ -124,7 +125,7 @@ pub(super) async fn run(
                 "its counterpart is its driver; a relay cannot talk to itself".into(),
             ));
         }
-        Some(m) => Counterpart::Member(m.clone()),
+        Some(m) => Counterpart::Member(Box::new(m.clone())),
         // A team made from a repository's `.squad/` talks to its own members only: the
         // repository must not get to drive one of the user's groups.
         None if from_repository(run, &group_id) => {
@@ -220,6 +221,8 @@ pub(super) async fn run(
     run.emit(EventKind::CycleFinished {
         outcome: ending.outcome,
         iterations: relay.record.turn,
+        max_iterations: relay.record.max_turns,
+        mode: Some(Mode::Relay),
         summary: summary.clone(),
     });
     let mut report = run.report(ending.outcome, relay.record.turn, final_text, summary);

@@ -37,7 +37,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         });
         last = result.text_or_error();
         earlier.push(WorkerResult {
-            name: member.name.clone(),
+            name: member.shown.clone(),
             success: result.success,
             duration: started.elapsed(),
             text: last.clone(),

@@ -3,6 +3,7 @@
 //! async here; the mode runners and the reflect loop are built on top.
 
 pub mod assignments;
+pub mod compaction;
 pub mod dispatch;
 pub mod evaluation;
 pub mod flow;

@@ -47,6 +47,8 @@ pub struct McpSource {
     secrets: Secrets,
     /// What confines a stdio server's process.
     sandbox: Sandbox,
+    /// What its stderr said the sandbox stopped, not yet reported.
+    denials: stderr::Denials,
 }
 
 /// One instance of the server: where it runs and its state.
@@ -88,6 +90,7 @@ impl McpSource {
             shut_down: std::sync::atomic::AtomicBool::new(false),
             env,
             sandbox: Sandbox::off(),
+            denials: Default::default(),
         }
     }
 
@@ -291,7 +294,8 @@ impl McpSource {
             .spawn()
             .map_err(|e| format!("cannot run `{program}`: {e}"))?;
         if let Some(stderr) = stderr {
-            stderr::forward(self.name.clone(), stderr, self.secrets.clone());
+            let denials = self.confined().then(|| self.denials.clone());
+            stderr::forward(self.name.clone(), stderr, self.secrets.clone(), denials);
         }
         Ok(process)
     }
@@ -400,6 +404,19 @@ impl McpSource {
 impl ToolSource for McpSource {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn confined(&self) -> bool {
+        !self.config.command.is_empty() && !self.sandbox.policy.is_off()
+    }
+
+    fn take_denials(&self) -> Vec<String> {
+        std::mem::take(
+            &mut *self
+                .denials
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     fn approval(&self) -> Approval {

@@ -12,15 +12,31 @@ const MAX_LINE: usize = 2_000;
 /// Bytes of a server's stderr logged per connection; after that only a final count.
 const MAX_TOTAL: usize = 64 * 1024;
 
+/// Lines of a sandboxed server's stderr that say the sandbox stopped something, waiting to be
+/// reported with the next tool call's result (at most [`DENIALS_KEPT`]).
+pub type Denials = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// Denial lines kept between two calls.
+const DENIALS_KEPT: usize = 8;
+
 /// Reads `stderr` to its end in a task, logging under the server's name, with `secrets` (its
-/// environment's values) removed.
-pub fn forward(server: String, mut stderr: ChildStderr, secrets: Secrets) {
+/// environment's values) removed; lines that say the sandbox stopped something also go to
+/// `denials`.
+pub fn forward(server: String, mut stderr: ChildStderr, secrets: Secrets, denials: Option<Denials>) {
     tokio::spawn(async move {
         let mut lines = Lines::default();
         let mut buf = vec![0u8; 8 * 1024];
         let log = |line: &str| {
             let line = secrets.redact(line);
             tracing::info!(server = %server, "mcp server stderr: {line}");
+            if let Some(denials) = &denials
+                && let Some(denial) = crate::sandbox::denial_in(&line)
+            {
+                let mut kept = denials.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if kept.len() < DENIALS_KEPT {
+                    kept.push(denial);
+                }
+            }
         };
         loop {
             match stderr.read(&mut buf).await {

@@ -62,6 +62,18 @@ impl ListPicker {
         }
     }
 
+    /// The cursor on the item whose value is `value` (the current setting), if listed.
+    pub fn starting_at(mut self, value: &str) -> ListPicker {
+        if let Some(i) = self
+            .choices()
+            .iter()
+            .position(|r| matches!(r, Row::Item(i) if self.items[*i].value == value))
+        {
+            self.cursor = i;
+        }
+        self
+    }
+
     /// The indices of matching items, in order.
     pub fn visible(&self) -> Vec<usize> {
         let needle = self.filter.to_lowercase();

@@ -182,11 +182,13 @@ pub fn open_mode_picker(cx: &mut Cx) {
             ..ListItem::default()
         })
         .collect();
-    cx.dialogs.push(Dialog::Picker(ListPicker::new(
-        "Mode",
-        PickPurpose::Mode(id),
-        items,
-    )));
+    // The cursor starts on the current mode.
+    let picker = ListPicker::new("Mode", PickPurpose::Mode(id), items);
+    let picker = match current {
+        Some(mode) => picker.starting_at(&mode.to_string()),
+        None => picker,
+    };
+    cx.dialogs.push(Dialog::Picker(picker));
 }
 
 pub fn open_max_iterations(cx: &mut Cx) {

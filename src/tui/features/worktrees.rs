@@ -370,6 +370,8 @@ impl Worktrees {
         branch: &str,
         result: Result<MergeOutcome, WorktreeError>,
     ) -> Vec<Command> {
+        // The "merge of …" said while it ran is over.
+        cx.flash.clear();
         match result {
             Ok(o) => cx.dialogs.info(
                 "Brought back",
