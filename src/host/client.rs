@@ -103,6 +103,11 @@ impl Reader {
 }
 
 impl Writer {
+    /// The id the next request will have.
+    pub fn next_id(&self) -> u64 {
+        self.next_id + 1
+    }
+
     /// Sends a request; its id.
     pub async fn send(&mut self, request: Request) -> Result<u64, ClientError> {
         self.next_id += 1;
@@ -173,6 +178,81 @@ impl Client {
                 Some(_) => {}
                 None => return Err((1, "the huddle host went away".into())),
             }
+        }
+    }
+}
+
+/// A greeted connection used from a blocking thread: one request at a time, each waiting for
+/// its answer (a TUI's edits: the UI goes on with the result).
+pub struct BlockingClient {
+    stream: std::os::unix::net::UnixStream,
+    reader: std::io::BufReader<std::os::unix::net::UnixStream>,
+    next_id: u64,
+}
+
+impl Client {
+    /// This connection as a [`BlockingClient`] (asked nothing yet, so nothing is buffered).
+    pub fn into_blocking(self) -> Result<BlockingClient, ClientError> {
+        let io = |e: io::Error| ClientError::Io(format!("cannot use the huddle host's connection: {e}"));
+        let stream = self
+            .reader
+            .inner
+            .into_inner()
+            .reunite(self.writer.inner)
+            .map_err(|e| ClientError::Io(e.to_string()))?;
+        let stream = stream.into_std().map_err(io)?;
+        stream.set_nonblocking(false).map_err(io)?;
+        Ok(BlockingClient {
+            reader: std::io::BufReader::new(stream.try_clone().map_err(io)?),
+            stream,
+            next_id: self.writer.next_id,
+        })
+    }
+}
+
+impl BlockingClient {
+    /// Sends a request and waits for its reply: the reply, or the exit code and message of a
+    /// failure.
+    pub fn call(&mut self, request: Request) -> Result<Reply, (u8, String)> {
+        use std::io::{BufRead, Read, Write};
+        self.next_id += 1;
+        let id = self.next_id;
+        let line = protocol::encode(&ClientMessage::Request { id, request });
+        self.stream
+            .write_all(line.as_bytes())
+            .map_err(|e| (1, format!("cannot write to the huddle host: {e}")))?;
+        loop {
+            let mut bytes = Vec::new();
+            let n = (&mut self.reader)
+                .take(protocol::MAX_LINE as u64 + 1)
+                .read_until(b'\n', &mut bytes)
+                .map_err(|e| (1, format!("cannot read from the huddle host: {e}")))?;
+            if n == 0 {
+                return Err((1, "the huddle host went away".into()));
+            }
+            let line = String::from_utf8_lossy(&bytes);
+            match protocol::decode::<HostMessage>(&line).map_err(|e| (1, e))? {
+                HostMessage::Reply { id: got, reply } if got == id => return Ok(reply),
+                HostMessage::Failed {
+                    id: got,
+                    code,
+                    message,
+                } if got == id => return Err((code, message)),
+                _ => {}
+            }
+        }
+    }
+}
+
+impl crate::workspace::EditTransport for BlockingClient {
+    fn call(
+        &mut self,
+        call: crate::workspace::EditCall,
+    ) -> Result<(serde_json::Value, Option<(crate::model::Organization, u64)>), String> {
+        match BlockingClient::call(self, Request::Edit { call }) {
+            Ok(Reply::Edited { result, org, version }) => Ok((result, Some((*org, version)))),
+            Ok(other) => Err(format!("the huddle host answered an edit with {other:?}")),
+            Err((_, why)) => Err(why),
         }
     }
 }

@@ -21,6 +21,7 @@ pub mod client;
 pub mod protocol;
 pub mod server;
 pub mod table;
+mod tui_calls;
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -98,13 +98,22 @@ pub enum Request {
     Attach { target: String },
     /// Answer a tool call that waits for approval.
     AnswerApproval { approval_id: u64, decision: Decision },
-    /// Push engine events (every group's) and organization snapshots to this connection.
+    /// Push engine events (every group's) and organization snapshots to this connection. With
+    /// `replay`, the events so far of every run going come first (a TUI opening shows them).
     Subscribe {
         #[serde(default)]
         events: bool,
         #[serde(default)]
         org: bool,
+        #[serde(default)]
+        replay: bool,
     },
+    /// An organization edit through the application layer (a TUI): answered by `edited`.
+    Edit { call: crate::workspace::EditCall },
+    /// Start, steer or answer a run (a TUI): answered by `done`, or `failed` with why.
+    Engine { call: EngineCall },
+    /// A session's transcript as the engine has it (a TUI showing it).
+    Transcript { session_id: String },
     /// `huddle runs prune`.
     Prune { older_than_secs: i64, dry_run: bool },
     /// `huddle worktrees remove`.
@@ -121,6 +130,64 @@ pub enum Request {
     /// Exit once nothing runs and no other front end is attached (a TUI that must own the
     /// data dir itself); the reply says whether it will.
     Quit,
+}
+
+/// What a TUI asks of the engine, as its own commands say it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "call", rename_all = "snake_case")]
+pub enum EngineCall {
+    Chat {
+        session_id: String,
+        prompt: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<crate::attachments::Attachment>,
+    },
+    RunGroup {
+        group_id: String,
+        prompt: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<crate::attachments::Attachment>,
+    },
+    /// Into the group's run going, else it starts one.
+    QueueMessage {
+        group_id: String,
+        text: String,
+    },
+    ResumeCycle {
+        group_id: String,
+    },
+    ResumeReflection {
+        session_id: String,
+    },
+    Reflect {
+        session_id: String,
+        goal: String,
+        max_iterations: u32,
+    },
+    NoteMember {
+        session_id: String,
+        text: String,
+    },
+    Pause {
+        key: RunKey,
+    },
+    Resume {
+        key: RunKey,
+    },
+    Stop {
+        key: RunKey,
+    },
+    StopSession {
+        session_id: String,
+    },
+    AnswerApproval {
+        approval_id: u64,
+        decision: Decision,
+    },
+    AnswerRelay {
+        group_id: String,
+        answer: DraftAnswer,
+    },
 }
 
 /// A run as `huddle ps` shows it.
@@ -191,6 +258,17 @@ pub enum Reply {
     /// Attached to this run: its events follow (the ones so far first), the last `run_ended`.
     Attached {
         run: RunInfo,
+    },
+    /// An edit's result (as `Edits` returns it) and the organization after it.
+    Edited {
+        result: serde_json::Value,
+        org: Box<Organization>,
+        version: u64,
+    },
+    Transcript {
+        messages: Vec<Message>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        warnings: Vec<String>,
     },
     /// Whether the host exits once idle (`Quit`); `busy` lists what keeps it.
     Quitting {
@@ -264,6 +342,9 @@ pub enum HostMessage {
     /// The whole organization as it is now (sent on subscribing, then after changes).
     Org {
         org: Box<Organization>,
+        /// Counts the host's changes: a copy never takes an older one than it holds.
+        #[serde(default)]
+        version: u64,
     },
 }
 

@@ -284,8 +284,15 @@ async fn push_org(shared: Arc<Shared>) {
         if lock(&shared.org_followers).is_empty() {
             continue;
         }
-        let org = Box::new(shared.parts.engine.org().snapshot());
-        lock(&shared.org_followers).retain(|tx| tx.send(HostMessage::Org { org: org.clone() }).is_ok());
+        let (org, version) = shared.parts.engine.org().versioned();
+        let org = Box::new(org);
+        lock(&shared.org_followers).retain(|tx| {
+            tx.send(HostMessage::Org {
+                org: org.clone(),
+                version,
+            })
+            .is_ok()
+        });
     }
 }
 
@@ -599,17 +606,73 @@ async fn handle(
                 failed(tx, id, 2, format!("nothing waits on approval #{approval_id}"));
             }
         }
-        Request::Subscribe { events, org } => {
-            if events {
-                lock(&shared.table).follow_all(tx.clone());
-            }
+        Request::Subscribe { events, org, replay } => {
             if org {
+                let (org, version) = engine.org().versioned();
                 let _ = tx.send(HostMessage::Org {
-                    org: Box::new(engine.org().snapshot()),
+                    org: Box::new(org),
+                    version,
                 });
                 lock(&shared.org_followers).push(tx.clone());
             }
+            if events && replay {
+                let (live_tx, live_rx) = mpsc::unbounded_channel::<HostMessage>();
+                let going = lock(&shared.table).follow_all_from_start(live_tx);
+                reply(tx, id, Reply::Done);
+                tokio::spawn(replay_then_live(Arc::clone(shared), going, live_rx, tx.clone()));
+                return;
+            }
+            if events {
+                lock(&shared.table).follow_all(tx.clone());
+            }
             reply(tx, id, Reply::Done);
+        }
+        Request::Edit { call } => {
+            let (front, engine, tx) = (Arc::clone(front), engine.clone(), tx.clone());
+            let team = matches!(call, crate::workspace::EditCall::CreateTeamWith { .. });
+            tokio::spawn(async move {
+                let done = {
+                    let front = Arc::clone(&front);
+                    tokio::task::spawn_blocking(move || front.env.scope(|| front.edits.apply(call))).await
+                };
+                let Ok(result) = done else {
+                    return failed(&tx, id, 1, "the edit failed in the huddle host (see its log)");
+                };
+                // A team made with worktrees: their hooks run before it is shown ready.
+                if let Some(group_id) = result.get("Ok").and_then(|v| v.as_str()).filter(|_| team) {
+                    engine.worktree_created_hooks(group_id).await;
+                }
+                let (org, version) = engine.org().versioned();
+                reply(
+                    &tx,
+                    id,
+                    Reply::Edited {
+                        result,
+                        org: Box::new(org),
+                        version,
+                    },
+                );
+            });
+        }
+        Request::Engine { call } => {
+            match super::tui_calls::carry_out(engine, shared_profile(shared, front), call) {
+                Ok(()) => reply(tx, id, Reply::Done),
+                Err(why) => failed(tx, id, 2, why),
+            }
+        }
+        Request::Transcript { session_id } => {
+            let (engine, tx) = (engine.clone(), tx.clone());
+            tokio::task::spawn_blocking(move || match engine.load_transcript(&session_id) {
+                Ok(t) => reply(
+                    &tx,
+                    id,
+                    Reply::Transcript {
+                        messages: t.messages,
+                        warnings: t.warnings,
+                    },
+                ),
+                Err(e) => failed(&tx, id, 1, e.to_string()),
+            });
         }
         Request::Prune {
             older_than_secs,
@@ -863,6 +926,58 @@ async fn wait_for_stopping_group(shared: &Shared, request: &RunRequest) {
     let deadline = tokio::time::Instant::now() + STOPPING_WAIT;
     while lock(&shared.table).team_stopping(&group_id) && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// What a front end's runs use: its profile (`None`: the engine's own), or why there is none.
+fn shared_profile(shared: &Arc<Shared>, front: &Arc<FrontContext>) -> Result<Option<Arc<Profile>>, String> {
+    profile_for(shared, front, None)
+}
+
+/// A subscriber that asked for the runs so far: each run's events from its run file, then
+/// everything live (queued meanwhile, so nothing is missed or doubled).
+async fn replay_then_live(
+    shared: Arc<Shared>,
+    going: Vec<(RunInfo, usize)>,
+    mut live_rx: mpsc::UnboundedReceiver<HostMessage>,
+    tx: mpsc::UnboundedSender<HostMessage>,
+) {
+    if !going.is_empty() {
+        let engine = shared.parts.engine.clone();
+        let runs = shared.parts.runs.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            let _ = engine.flush();
+            going
+                .into_iter()
+                .map(|(run, logged)| {
+                    let owner = match &run.key {
+                        RunKey::Chat { session_id } => crate::store::RunOwner::Session(session_id.clone()),
+                        _ => crate::store::RunOwner::Group(run.group_id.clone()),
+                    };
+                    let lines = runs.read_lines_of(&owner, &run.run_id).unwrap_or_else(|e| {
+                        tracing::warn!(error = %e, "cannot read a run file back for a front end");
+                        Vec::new()
+                    });
+                    (lines, logged)
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_default();
+        for (lines, logged) in read {
+            for line in lines.iter().take(logged) {
+                if let Ok(record) = serde_json::from_str::<RunRecord>(line)
+                    && tx.send(HostMessage::event(record.event)).is_err()
+                {
+                    return;
+                }
+            }
+        }
+    }
+    while let Some(message) = live_rx.recv().await {
+        if tx.send(message).is_err() {
+            return;
+        }
     }
 }
 

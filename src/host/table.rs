@@ -125,6 +125,13 @@ impl Table {
         });
     }
 
+    /// Every event from now on goes to `tx` too; returns every run going and how many of its
+    /// events its run file holds so far (what to read back first).
+    pub fn follow_all_from_start(&mut self, tx: UnboundedSender<HostMessage>) -> Vec<(RunInfo, usize)> {
+        self.follow_all(tx);
+        self.runs.values().map(|e| (e.info(), e.logged)).collect()
+    }
+
     /// The run's events from now on go to `tx` (until it ends); returns it as it is now and how
     /// many of its events its run file holds so far. `None` when it is not going.
     pub fn follow_run(&mut self, run_id: &str, tx: UnboundedSender<HostMessage>) -> Option<(RunInfo, usize)> {

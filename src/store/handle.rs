@@ -93,6 +93,13 @@ impl OrgHandle {
         self.read(Organization::clone)
     }
 
+    /// The organization with the count of its changes so far (see [`OrgHandle::changes`]; a
+    /// change under way may be in the copy and not yet counted, never the other way round).
+    pub fn versioned(&self) -> (Organization, u64) {
+        let version = *self.inner.changes.borrow();
+        (self.snapshot(), version)
+    }
+
     /// True while a change is not on disk yet (always false in memory).
     pub fn unsaved(&self) -> bool {
         self.inner.saver.as_ref().is_some_and(Saver::unsaved)

@@ -36,6 +36,9 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
         anyhow::bail!("the interactive UI needs a terminal; use `huddle run` in scripts");
     }
     let config = Config::load(paths)?.config;
+    if super::front::as_front_end() {
+        return run_on_host(paths, config, repo).await;
+    }
     let Workspace {
         edits,
         engine,
@@ -81,20 +84,30 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
         async move { engine.probe_sandbox().await }
     });
     let (app, initial) = App::new(edits.clone(), config.clone(), repo.clone(), notices);
+    let (app_tx, app_rx) = mpsc::unbounded_channel();
     let executor = Executor {
-        engine: engine.clone(),
+        backend: Backend::Local(engine.clone()),
         edits,
         exporter,
         runs,
         paths: paths.clone(),
         config,
         repo,
-        app_tx: mpsc::unbounded_channel().0,
+        app_tx,
         input_files: crate::store::InputFiles::new(&paths.data_dir),
         input_saver: None,
     };
     let mut guard = TerminalGuard::enter().context("cannot set up the terminal")?;
-    let result = event_loop(&mut guard, app, initial, executor, engine_events, no_color).await;
+    let result = event_loop(
+        &mut guard,
+        app,
+        initial,
+        executor,
+        engine_events,
+        app_rx,
+        no_color,
+    )
+    .await;
     drop(guard);
     // Everything said so far goes to disk; running cycles stay "interrupted" and resumable.
     let flushing = engine.clone();
@@ -106,6 +119,53 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
     // MCP server processes end with huddle (bounded: one that will not stop is killed when the
     // runtime goes).
     let _ = tokio::time::timeout(std::time::Duration::from_secs(3), engine.shutdown_tools()).await;
+    result
+}
+
+/// The TUI as a front end of the data dir's host (started when none runs): the runs are the
+/// host's and go on when the TUI quits (unless it is asked to stop them).
+async fn run_on_host(paths: &Paths, config: Config, repo: PathBuf) -> anyhow::Result<()> {
+    let opened = super::front::open(paths, &config, &repo).await?;
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let exporter = Exporter::new(opened.edits.view(), paths.clone(), repo.clone());
+    let live: Vec<crate::engine::events::RunKey> = opened.live.iter().map(|r| r.key.clone()).collect();
+    let (app, initial) = App::new_beside(
+        opened.edits.clone(),
+        config.clone(),
+        repo.clone(),
+        opened.notices,
+        &live,
+    );
+    let (app_tx, app_rx) = mpsc::unbounded_channel();
+    let (events_tx, engine_events) = mpsc::unbounded_channel();
+    let running = opened.start.start(events_tx, app_tx.clone());
+    let link = opened.link;
+    let executor = Executor {
+        backend: Backend::Host(link.clone()),
+        edits: opened.edits,
+        exporter,
+        runs: RunFiles::new(paths.runs_dir()),
+        paths: paths.clone(),
+        config,
+        repo,
+        app_tx,
+        input_files: crate::store::InputFiles::new(&paths.data_dir),
+        input_saver: None,
+    };
+    let mut guard = TerminalGuard::enter().context("cannot set up the terminal")?;
+    let result = event_loop(
+        &mut guard,
+        app,
+        initial,
+        executor,
+        engine_events,
+        app_rx,
+        no_color,
+    )
+    .await;
+    drop(guard);
+    // A stop asked on the way out reaches the host before the TUI goes.
+    running.close(link).await;
     result
 }
 
@@ -146,10 +206,10 @@ async fn event_loop(
     initial: Vec<Command>,
     mut executor: Executor,
     mut engine_events: mpsc::UnboundedReceiver<crate::engine::events::EngineEvent>,
+    mut app_rx: mpsc::UnboundedReceiver<AppEvent>,
     no_color: bool,
 ) -> anyhow::Result<()> {
-    let (app_tx, mut app_rx) = mpsc::unbounded_channel();
-    executor.app_tx = app_tx.clone();
+    let app_tx = executor.app_tx.clone();
     let saver = super::input_saver::InputSaver::start(executor.input_files.clone(), move |error| {
         Executor::send(
             &app_tx,
@@ -293,9 +353,15 @@ fn run_terminal_commands(
     rest
 }
 
+/// Where engine calls go: this process's engine (the TUI owns the data dir), or the host.
+enum Backend {
+    Local(Engine),
+    Host(super::front::HostLink),
+}
+
 /// Carries out commands: engine calls now, slow work in tasks that report back.
 struct Executor {
-    engine: Engine,
+    backend: Backend,
     edits: Edits,
     exporter: Exporter,
     runs: RunFiles,
@@ -339,9 +405,9 @@ impl Executor {
         });
     }
 
-    fn execute(&self, command: Command) {
+    /// Carries out an engine command with this process's engine; any other is given back.
+    fn local(&self, engine: &Engine, command: Command) -> Option<Command> {
         let tx = self.app_tx.clone();
-        let engine = self.engine.clone();
         match command {
             Command::Chat { session_id, prompt } => match engine.start_chat(&session_id, prompt, None) {
                 Ok(turn) => Self::spawn(turn),
@@ -375,10 +441,13 @@ impl Executor {
             Command::QueueMessage { group_id, text } => {
                 if !engine.queue_message(&group_id, text.clone()) {
                     // The run ended in between: the message starts a new one.
-                    self.execute(Command::RunGroup {
-                        group_id,
-                        prompt: text,
-                    });
+                    return self.local(
+                        engine,
+                        Command::RunGroup {
+                            group_id,
+                            prompt: text,
+                        },
+                    );
                 }
             }
             Command::Pause { key } => {
@@ -425,11 +494,44 @@ impl Executor {
                 }
             }
             Command::LoadTranscript { session_id } => {
+                let engine = engine.clone();
                 tokio::task::spawn_blocking(move || {
                     let result = engine.load_transcript(&session_id).map_err(|e| e.to_string());
                     Self::send(&tx, AppEvent::TranscriptLoaded { session_id, result });
                 });
             }
+            Command::Attached { attachments, send } => match *send {
+                Command::Chat { session_id, prompt } => {
+                    match engine.start_chat_with(&session_id, prompt, None, attachments) {
+                        Ok(turn) => Self::spawn(turn),
+                        Err(e) => self.refused("Not sent", e),
+                    }
+                }
+                Command::RunGroup { group_id, prompt } => {
+                    let overrides = RunOverrides {
+                        attachments,
+                        ..RunOverrides::default()
+                    };
+                    match engine.start_group(&group_id, prompt, overrides) {
+                        Ok(run) => Self::spawn(run),
+                        Err(e) => self.refused("Run not started", e),
+                    }
+                }
+                other => return self.local(engine, other),
+            },
+            other => return Some(other),
+        }
+        None
+    }
+
+    fn execute(&self, command: Command) {
+        let command = match &self.backend {
+            Backend::Local(engine) => self.local(engine, command),
+            Backend::Host(link) => link.carry(command),
+        };
+        let Some(command) = command else { return };
+        let tx = self.app_tx.clone();
+        match command {
             Command::LoadRun { group_id, which } => {
                 let runs = self.runs.clone();
                 tokio::task::spawn_blocking(move || {
@@ -468,13 +570,17 @@ impl Executor {
             | Command::CheckDeleteRisk { .. }
             | Command::ForkSession { .. }) => {
                 let (edits, repo) = (self.edits.clone(), self.repo.clone());
-                let engine = self.engine.clone();
+                let engine = match &self.backend {
+                    Backend::Local(engine) => Some(engine.clone()),
+                    // The host runs the hooks before it answers the edit.
+                    Backend::Host(_) => None,
+                };
                 tokio::spawn(async move {
                     let done =
                         tokio::task::spawn_blocking(move || run_blocking(&edits, &repo, command)).await;
                     let Ok(Some(event)) = done else { return };
                     // A team made with worktrees: their hooks run before it is shown ready.
-                    if let AppEvent::TeamCreated { result: Ok(id), .. } = &event {
+                    if let (AppEvent::TeamCreated { result: Ok(id), .. }, Some(engine)) = (&event, &engine) {
                         engine.worktree_created_hooks(id).await;
                     }
                     Self::send(&tx, event);
@@ -493,25 +599,6 @@ impl Executor {
                     Self::send(&tx, AppEvent::AttachmentRead { name, result });
                 });
             }
-            Command::Attached { attachments, send } => match *send {
-                Command::Chat { session_id, prompt } => {
-                    match engine.start_chat_with(&session_id, prompt, None, attachments) {
-                        Ok(turn) => Self::spawn(turn),
-                        Err(e) => self.refused("Not sent", e),
-                    }
-                }
-                Command::RunGroup { group_id, prompt } => {
-                    let overrides = RunOverrides {
-                        attachments,
-                        ..RunOverrides::default()
-                    };
-                    match engine.start_group(&group_id, prompt, overrides) {
-                        Ok(run) => Self::spawn(run),
-                        Err(e) => self.refused("Run not started", e),
-                    }
-                }
-                other => self.execute(other),
-            },
             Command::LoadInputs => {
                 let files = self.input_files.clone();
                 tokio::task::spawn_blocking(move || {
@@ -523,12 +610,27 @@ impl Executor {
                     saver.save(drafts, history);
                 }
             }
-            // Carried out by the event loop, which owns the terminal.
+            // Carried out by the event loop (which owns the terminal), or by the backend.
             Command::CopyToClipboard { .. }
             | Command::SetMouseCapture(_)
             | Command::Notify(_)
             | Command::OpenEditor { .. }
-            | Command::Quit => {}
+            | Command::Quit
+            | Command::Chat { .. }
+            | Command::RunGroup { .. }
+            | Command::ResumeCycle { .. }
+            | Command::ResumeReflection { .. }
+            | Command::NoteMember { .. }
+            | Command::QueueMessage { .. }
+            | Command::Pause { .. }
+            | Command::Resume { .. }
+            | Command::Stop { .. }
+            | Command::StopSession { .. }
+            | Command::AnswerApproval { .. }
+            | Command::AnswerRelay { .. }
+            | Command::ReflectSession { .. }
+            | Command::LoadTranscript { .. }
+            | Command::Attached { .. } => {}
         }
     }
 }

@@ -8,6 +8,7 @@ mod edits;
 mod export;
 mod history;
 mod prune;
+mod remote;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ pub use edits::{AtRisk, EditError, Edits, EvaluatorSwitch, Removal, RemovalRepor
 pub use export::{ExportOutcome, Exporter};
 pub use history::{LoadedRun, WhichRun, read_run};
 pub use prune::{Leftover, PruneReport, headless_leftovers, prune};
+pub use remote::{EditCall, EditTransport, RemoteEdits};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {

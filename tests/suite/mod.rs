@@ -70,6 +70,7 @@ mod tui_cards;
 mod tui_conversation;
 mod tui_dialogs;
 mod tui_flow;
+mod tui_front;
 mod tui_inputs;
 mod tui_keys;
 mod tui_layout;

@@ -143,6 +143,8 @@ impl Drop for Huddle {
 }
 
 pub(super) const ESC: &str = "\x1b";
+/// The TUI owns the data dir itself (no host), as before issue 23.
+const OWNS: &[(&str, &str)] = &[("HUDDLE_TUI_OWNS_DIR", "1")];
 pub(super) const ENTER: &str = "\r";
 const CTRL_P: &str = "\x10";
 const PAGE_DOWN: &str = "\x1b[6~";
@@ -219,13 +221,15 @@ fn create_run_pause_resume_quit_and_restart() {
     again.wait_exit();
 }
 
+/// In a TUI that owns the data dir (a TUI of the host asks to leave runs or stop them: see
+/// `tui_front.rs`).
 #[test]
 fn a_cycle_cut_short_by_quitting_is_offered_for_resume() {
     let home = tempfile::tempdir().unwrap();
     let repo = tempfile::tempdir().unwrap();
     std::fs::write(home.path().join("config.yaml"), "default_model: sim/slow-400ms\n").unwrap();
 
-    let mut app = Huddle::start(home.path(), repo.path());
+    let mut app = Huddle::start_with(home.path(), repo.path(), OWNS);
     app.wait_for("Welcome to huddle");
     app.key("n");
     app.type_text("implement");
@@ -243,7 +247,7 @@ fn a_cycle_cut_short_by_quitting_is_offered_for_resume() {
     app.key("y");
     app.wait_exit();
 
-    let mut again = Huddle::start(home.path(), repo.path());
+    let mut again = Huddle::start_with(home.path(), repo.path(), OWNS);
     again.wait_for("Interrupted run");
     again.wait_for("resume it now");
     again.key("y");
@@ -253,8 +257,9 @@ fn a_cycle_cut_short_by_quitting_is_offered_for_resume() {
     again.wait_exit();
 }
 
-/// A dispatch run cut short by quitting: the quit dialog says what a dispatch run resumes
-/// with (not a reflect cycle's words); at the next start the offer can discard it (`d`), and
+/// A dispatch run cut short by quitting a TUI that owns the data dir (`HUDDLE_TUI_OWNS_DIR=1`,
+/// the way before the host): the quit dialog says what a dispatch run resumes with (not a
+/// reflect cycle's words); at the next start the offer can discard it (`d`), and
 /// the start after that offers nothing.
 #[test]
 fn a_dispatch_run_cut_short_by_quitting_is_offered_and_can_be_discarded() {
@@ -262,7 +267,7 @@ fn a_dispatch_run_cut_short_by_quitting_is_offered_and_can_be_discarded() {
     let repo = tempfile::tempdir().unwrap();
     std::fs::write(home.path().join("config.yaml"), "default_model: sim/slow-2s\n").unwrap();
 
-    let mut app = Huddle::start(home.path(), repo.path());
+    let mut app = Huddle::start_with(home.path(), repo.path(), OWNS);
     app.wait_for("Welcome to huddle");
     app.key("n");
     app.type_text("incident");
@@ -280,7 +285,7 @@ fn a_dispatch_run_cut_short_by_quitting_is_offered_and_can_be_discarded() {
     app.key("y");
     app.wait_exit();
 
-    let mut again = Huddle::start(home.path(), repo.path());
+    let mut again = Huddle::start_with(home.path(), repo.path(), OWNS);
     again.wait_for("Interrupted run");
     again.wait_for("The dispatch run");
     again.key("d");
@@ -289,7 +294,7 @@ fn a_dispatch_run_cut_short_by_quitting_is_offered_and_can_be_discarded() {
     again.key("q");
     again.wait_exit();
 
-    let mut third = Huddle::start(home.path(), repo.path());
+    let mut third = Huddle::start_with(home.path(), repo.path(), OWNS);
     third.wait_for("Incident Investigation");
     std::thread::sleep(Duration::from_millis(500));
     assert!(!third.text().contains("Interrupted run"), "{}", third.text());
@@ -430,10 +435,10 @@ fn attach_a_file_run_a_team_and_copy_its_result() {
     app.wait_exit();
 }
 
-/// A host a `huddle run` left (waiting out its idle time) gives the data dir up when the TUI
-/// opens; with a run going there, the TUI says so and where to find it.
+/// A TUI opened next to a host a `huddle run` left (idle, or with a detached run going) is a
+/// front end of that host: the host stays the same process and the TUI shows what it made.
 #[test]
-fn the_tui_takes_the_data_dir_from_an_idle_host_and_not_from_a_busy_one() {
+fn the_tui_joins_the_host_a_huddle_run_left_idle_or_busy() {
     let home = tempfile::tempdir().unwrap();
     let repo = tempfile::tempdir().unwrap();
     std::fs::write(home.path().join("config.yaml"), "default_model: sim/demo\n").unwrap();
@@ -449,14 +454,13 @@ fn the_tui_takes_the_data_dir_from_an_idle_host_and_not_from_a_busy_one() {
     let out = huddle_run(&["run", "hello"]);
     assert_eq!(out.status.code(), Some(0));
     let lock = home.path().join("huddle.lock");
-    assert!(
-        huddle::store::DataDirLock::holder(&lock).is_some(),
-        "the host waits"
-    );
+    let host = huddle::store::DataDirLock::holder(&lock);
+    assert!(host.is_some(), "the host waits");
     let mut app = Huddle::start(home.path(), repo.path());
     app.wait_for("1 session(s)");
     app.key("q");
     app.wait_exit();
+    assert_eq!(huddle::store::DataDirLock::holder(&lock), host, "the same host");
 
     let out = huddle_run(&["run", "--model", "sim/slow-20000ms", "--detach", "take your time"]);
     assert_eq!(
@@ -467,7 +471,8 @@ fn the_tui_takes_the_data_dir_from_an_idle_host_and_not_from_a_busy_one() {
     );
     let run_id = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let app = Huddle::start(home.path(), repo.path());
-    app.wait_for("still runs");
+    app.wait_for("2 session(s)");
+    assert_eq!(huddle::store::DataDirLock::holder(&lock), host, "the same host");
     let stopped = huddle_run(&["stop", &run_id]);
     assert_eq!(stopped.status.code(), Some(0));
     let start = Instant::now();
