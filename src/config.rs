@@ -133,6 +133,9 @@ pub enum TelemetryProtocol {
     #[default]
     #[serde(rename = "http/protobuf")]
     HttpProtobuf,
+    /// OTLP/HTTP with a JSON body (OTLP/JSON: ids in hex, enums as numbers).
+    #[serde(rename = "http/json")]
+    HttpJson,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

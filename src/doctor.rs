@@ -127,6 +127,7 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
         mcp_section(&mut out, &mut problems, config, paths, repo, probe);
         sandbox_section(&mut out, &mut problems, config, paths);
         hooks_section(&mut out, config);
+        telemetry_section(&mut out, &mut problems, config, probe);
 
         let _ = writeln!(out, "\nPresets (repo {})", repo.display());
         let catalog = Catalog::load(paths, config, Some(repo));
@@ -453,6 +454,50 @@ fn hooks_section(out: &mut String, config: &Config) {
     }
 }
 
+/// `Telemetry`: where runs go as OpenTelemetry spans; with `probe`, an empty export is posted
+/// to the collector as the exporter would post one.
+fn telemetry_section(out: &mut String, problems: &mut Vec<String>, config: &Config, probe: bool) {
+    let _ = writeln!(out, "\nTelemetry");
+    let settings = &config.telemetry;
+    let Some(endpoint) = settings.otlp_endpoint.as_deref() else {
+        let _ = writeln!(out, "  off (telemetry: otlp_endpoint in config.yaml)");
+        return;
+    };
+    let protocol = match settings.protocol {
+        crate::config::TelemetryProtocol::HttpProtobuf => "http/protobuf",
+        crate::config::TelemetryProtocol::HttpJson => "http/json",
+    };
+    let content = match settings.content {
+        crate::config::TelemetryContent::Off => "off",
+        crate::config::TelemetryContent::On => "on (prompts and answers are sent)",
+    };
+    let url = crate::text::secrets::redact_secrets(&crate::telemetry::traces_url(endpoint));
+    let url = sanitize::display(&url);
+    let _ = writeln!(out, "  endpoint      {url} ({protocol}), content {content}");
+    for (header, var) in &settings.headers_env {
+        let set = if std::env::var_os(var).is_some() {
+            "set"
+        } else {
+            "NOT SET"
+        };
+        let _ = writeln!(out, "  header        {header} from {var} ({set})");
+    }
+    if !probe {
+        return;
+    }
+    let checked = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt.block_on(crate::telemetry::check(settings)),
+        Err(e) => Err(format!("cannot check it: {e}")),
+    };
+    match checked {
+        Ok(answer) => _ = writeln!(out, "  ok {answer}"),
+        Err(why) => {
+            problems.push("telemetry cannot reach its collector (runs still run; spans are dropped)".into());
+            let _ = writeln!(out, "  !! {}", sanitize::display(&why));
+        }
+    }
+}
+
 /// Tool names shown per server; the rest are counted.
 const TOOLS_SHOWN: usize = 8;
 
@@ -712,6 +757,37 @@ mod tests {
                 .contains("broken       stdio huddle-no-such-mcp-server-xyz (not started)"),
             "{}",
             unprobed.text
+        );
+    }
+
+    #[test]
+    fn telemetry_is_reported_and_a_collector_that_is_not_there_is_a_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::single(dir.path().to_path_buf());
+        let r = report(&paths, dir.path(), false);
+        assert!(r.text.contains("Telemetry\n  off"), "{}", r.text);
+        // Port 9 on loopback: nothing listens there.
+        std::fs::write(
+            paths.config_file(),
+            "telemetry:\n  otlp_endpoint: \"http://user:pw-secret@127.0.0.1:9\"\n  protocol: http/json\n  headers_env: { Authorization: HUDDLE_TEST_SURELY_UNSET_OTLP }\n",
+        )
+        .unwrap();
+        let r = report(&paths, dir.path(), true);
+        assert!(
+            r.text.contains("(http/json), content off")
+                && r.text.contains("HUDDLE_TEST_SURELY_UNSET_OTLP (NOT SET)"),
+            "{}",
+            r.text
+        );
+        assert!(
+            !r.text.contains("pw-secret"),
+            "the endpoint's password is not printed: {}",
+            r.text
+        );
+        assert!(
+            r.problems.iter().any(|p| p.starts_with("telemetry cannot reach")),
+            "{:?}",
+            r.problems
         );
     }
 }

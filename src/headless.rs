@@ -580,11 +580,7 @@ async fn print_events(
                 approver
                     .engine
                     .org()
-                    .read(|o| {
-                        o.group(&event.group_id)
-                            .map(|_| Names::of_members(o, &event.group_id))
-                    })
-                    .unwrap_or_else(|| Names::of_group(&event.group))
+                    .read(|o| Names::for_group(o, &event.group_id, &event.group))
             })
             .clone()
     };

@@ -89,6 +89,17 @@ impl Names {
         Names::team(crate::naming::team_slug(group_name))
     }
 
+    /// The names the events of group `group_id` are put in words with: its members' as the
+    /// organization has them now ([`Names::of_members`]) or, the group gone, as its name on the
+    /// event makes them ([`Names::of_group`]). The TUI, headless output and the widgets' tests
+    /// all name a group's events through this one.
+    pub fn for_group(o: &crate::model::Organization, group_id: &str, group_name: &str) -> Names {
+        match o.group(group_id) {
+            Some(_) => Names::of_members(o, group_id),
+            None => Names::of_group(group_name),
+        }
+    }
+
     /// The names of a group's members as the organization has them now: a team's members
     /// that have a handle go by it.
     pub fn of_members(o: &crate::model::Organization, group_id: &str) -> Names {

@@ -84,18 +84,10 @@ impl RunControl {
     /// A completion summary with the budget's figures added when the budget ended the run.
     pub fn annotate_summary(&self, summary: String) -> String {
         match (self.budget_exhausted(), self.rate_limited()) {
-            (Some(spent), _) => format!("{summary}\n{}", capitalized(&spent.to_string())),
+            (Some(spent), _) => format!("{summary}\n{}", crate::text::capitalised(&spent.to_string())),
             (None, Some(why)) => format!("{summary}\nRate limited: {why} (resume it later)"),
             (None, None) => summary,
         }
-    }
-}
-
-fn capitalized(s: &str) -> String {
-    let mut chars = s.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
     }
 }
 

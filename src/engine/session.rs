@@ -623,7 +623,7 @@ impl Actor<'_> {
         };
         let (outcome, steps) = outcome;
         let tool_calls = steps.iter().map(|m| m.tool_calls.len() as u32).sum();
-        let mut result = match outcome {
+        let result = match outcome {
             Ok(out) => TurnResult {
                 session: info.name.clone(),
                 text: out.text,
@@ -632,7 +632,9 @@ impl Actor<'_> {
                 error: None,
                 error_kind: None,
                 usage: out.usage,
-                duration: out.duration,
+                // From the turn's start (its `turn_started`): the repository's context, tool
+                // servers starting, every round and tool; as the run's own clock sees it.
+                duration: started.elapsed(),
                 simulated: out.simulated,
                 model: slug.clone(),
                 cost_usd: out.agent.as_ref().and_then(|a| a.cost_usd),
@@ -653,9 +655,6 @@ impl Actor<'_> {
                 tool_calls,
             },
         };
-        if result.duration.is_zero() {
-            result.duration = started.elapsed();
-        }
         self.record(&info, &user, steps, options, &result, generation)
             .await;
         if !result.cancelled() {
@@ -1077,6 +1076,9 @@ impl Actor<'_> {
             );
         }
         request.tools = offer.specs.clone();
+        if capabilities.takes_tool_servers {
+            request.tool_servers = self.tool_servers(info, options);
+        }
         // Without tool declarations (a CLI agent) a mode talks to the model in text instead.
         let mode_tools = options
             .hooks
@@ -1172,8 +1174,6 @@ impl Actor<'_> {
         let mut rounds = 0u32;
         // The model that took the turn over when the session's met a limit.
         let mut fallback: Option<Arc<dyn crate::providers::Provider>> = None;
-        // The turn's duration is the whole loop's (every round and tool), not the last request's.
-        let loop_started = Instant::now();
         let mut concluding = false;
         loop {
             if let Some(hooks) = &hooks {
@@ -1250,7 +1250,6 @@ impl Actor<'_> {
             usage = sum_usage(usage, out.usage);
             if out.tool_calls.is_empty() || rounds >= max_rounds || request.tools.is_empty() || concluding {
                 out.usage = usage;
-                out.duration = loop_started.elapsed();
                 out.tool_calls.clear();
                 return (Ok(out), steps);
             }
@@ -1335,7 +1334,6 @@ impl Actor<'_> {
                     out.text = answer;
                 }
                 out.usage = usage;
-                out.duration = loop_started.elapsed();
                 return (Ok(out), steps);
             }
         }
@@ -1465,6 +1463,33 @@ impl Actor<'_> {
                 s.agent_session = next;
             }
         });
+    }
+
+    /// The session's tool servers as an agent starts them itself; one that cannot be handed
+    /// over (not configured, its program not found, a header's variable not set) is left out
+    /// with a warning.
+    fn tool_servers(&self, info: &SessionInfo, options: &TurnOptions) -> Vec<crate::tools::ServerLaunch> {
+        let mut servers = Vec::new();
+        for name in &info.tools {
+            let launch = match self.shared.options.tools.get(name) {
+                Some(source) => source.launch(),
+                None => Err(format!("no MCP server `{name}` is configured")),
+            };
+            match launch {
+                Ok(server) => servers.push(server),
+                Err(why) => self.emit(
+                    info,
+                    &options.run_id,
+                    EventKind::Warning {
+                        message: format!(
+                            "{}: tool server `{name}` not given to the agent: {why}",
+                            info.name
+                        ),
+                    },
+                ),
+            }
+        }
+        servers
     }
 
     async fn record(

@@ -138,6 +138,9 @@ pub struct TurnRequest {
     /// `session/request_permission`): huddle's approval flow. Without it every such call is
     /// refused.
     pub permission: Option<PermissionAsker>,
+    /// The session's tool servers, for an agent that starts them itself
+    /// (`Capabilities::takes_tool_servers`: an ACP agent's `mcpServers`).
+    pub tool_servers: Vec<crate::tools::ServerLaunch>,
 }
 
 /// An agent asks to run one of its own tools.
@@ -308,6 +311,9 @@ pub struct Capabilities {
     /// session's sandbox (`TurnRequest::sandbox`), and a sandbox that is required but missing
     /// means the turn does not start.
     pub local_process: bool,
+    /// It starts (or reaches) the session's tool servers itself when told how
+    /// (`TurnRequest::tool_servers`; an ACP agent), and asks before it calls them.
+    pub takes_tool_servers: bool,
 }
 
 impl Capabilities {
@@ -317,6 +323,7 @@ impl Capabilities {
         text_tools: false,
         reads_repo_instructions: false,
         local_process: false,
+        takes_tool_servers: false,
     };
 
     /// A CLI agent's: it runs its own tools and takes a mode's tools in their text form.
@@ -325,6 +332,7 @@ impl Capabilities {
         text_tools: true,
         reads_repo_instructions: false,
         local_process: true,
+        takes_tool_servers: false,
     };
 
     /// huddle's tool servers are declared to it and run by huddle.

@@ -78,6 +78,26 @@ pub fn find_instructions(working_dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// What a session's header says of its working directory: the instruction files' names
+/// (nearest first) and how many skills the repository offers. Reads the disk: the UI asks for
+/// it off its thread ([`found`]) and draws what came back.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Found {
+    pub instructions: Vec<String>,
+    pub skills: usize,
+}
+
+/// The instruction files and repository skills of `working_dir` (see [`Found`]).
+pub fn found(working_dir: &Path) -> Found {
+    Found {
+        instructions: find_instructions(working_dir)
+            .iter()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect(),
+        skills: find_skills(Some(working_dir), None).len(),
+    }
+}
+
 /// `path` with its links followed, when that stays inside `root`: a repository's file that
 /// links out of it (to `~/.aws/credentials`, say) is never read into a prompt.
 pub(crate) fn inside(path: &Path, root: &Path) -> std::io::Result<PathBuf> {

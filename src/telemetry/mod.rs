@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::config::{TelemetryContent, TelemetrySettings};
+use crate::config::{TelemetryContent, TelemetryProtocol, TelemetrySettings};
 use crate::engine::RunObserver;
 use crate::engine::events::{EngineEvent, EventKind};
 
@@ -60,6 +60,59 @@ pub fn traces_url(endpoint: &str) -> String {
     }
 }
 
+/// The HTTP client spans are posted with: `headers_env`'s headers and the protocol's content
+/// type. `Err`: a variable not set or not a header value (said in words).
+fn client(settings: &TelemetrySettings) -> Result<reqwest::Client, String> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    for (name, var) in &settings.headers_env {
+        let value = std::env::var(var)
+            .map_err(|_| format!("telemetry: headers_env.{name}: environment variable {var} is not set"))?;
+        let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("telemetry: headers_env: `{name}` is not a header name"))?;
+        let value = reqwest::header::HeaderValue::from_str(&value).map_err(|_| {
+            format!("telemetry: headers_env.{name}: the value of {var} is not a valid header value")
+        })?;
+        headers.insert(name, value);
+    }
+    headers.insert(
+        reqwest::header::CONTENT_TYPE,
+        reqwest::header::HeaderValue::from_static(match settings.protocol {
+            TelemetryProtocol::HttpProtobuf => "application/x-protobuf",
+            TelemetryProtocol::HttpJson => "application/json",
+        }),
+    );
+    reqwest::Client::builder()
+        .timeout(POST_TIMEOUT)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .default_headers(headers)
+        .build()
+        .map_err(|e| format!("telemetry: {e}"))
+}
+
+/// `huddle doctor`'s check: posts an export with no spans, as the exporter would. `Ok`: what
+/// the collector answered; `Err`: why it would drop spans (said in words).
+pub async fn check(settings: &TelemetrySettings) -> Result<String, String> {
+    let Some(endpoint) = settings.otlp_endpoint.as_deref() else {
+        return Err("no otlp_endpoint".into());
+    };
+    let body = match settings.protocol {
+        TelemetryProtocol::HttpProtobuf => otlp::encode(&[]),
+        TelemetryProtocol::HttpJson => otlp::encode_json(&[]),
+    };
+    match client(settings)?
+        .post(traces_url(endpoint))
+        .body(body)
+        .send()
+        .await
+    {
+        Ok(r) if r.status().is_success() => Ok(format!("the collector accepts spans ({})", r.status())),
+        Ok(r) => Err(format!("the collector answered {}", r.status())),
+        Err(e) if e.is_timeout() => Err("the collector did not answer in time".into()),
+        Err(e) if e.is_connect() => Err("cannot connect to the collector".into()),
+        Err(_) => Err("the request failed".into()),
+    }
+}
+
 impl Telemetry {
     /// Starts the exporter when `settings` name an endpoint. `Err`: it could not start (said
     /// in words; the caller logs it and runs without).
@@ -67,33 +120,13 @@ impl Telemetry {
         let Some(endpoint) = settings.otlp_endpoint.as_deref() else {
             return Ok(None);
         };
-        let mut headers = reqwest::header::HeaderMap::new();
-        for (name, var) in &settings.headers_env {
-            let value = std::env::var(var).map_err(|_| {
-                format!("telemetry: headers_env.{name}: environment variable {var} is not set")
-            })?;
-            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| format!("telemetry: headers_env: `{name}` is not a header name"))?;
-            let value = reqwest::header::HeaderValue::from_str(&value).map_err(|_| {
-                format!("telemetry: headers_env.{name}: the value of {var} is not a valid header value")
-            })?;
-            headers.insert(name, value);
-        }
-        headers.insert(
-            reqwest::header::CONTENT_TYPE,
-            reqwest::header::HeaderValue::from_static("application/x-protobuf"),
-        );
-        let client = reqwest::Client::builder()
-            .timeout(POST_TIMEOUT)
-            .connect_timeout(CONNECT_TIMEOUT)
-            .default_headers(headers)
-            .build()
-            .map_err(|e| format!("telemetry: {e}"))?;
+        let client = client(settings)?;
         let (tx, rx) = mpsc::sync_channel(QUEUE);
         let dropped = std::sync::Arc::new(AtomicU64::new(0));
         let worker = Worker {
             url: traces_url(endpoint),
             client,
+            protocol: settings.protocol,
             content: settings.content == TelemetryContent::On,
             dropped: std::sync::Arc::clone(&dropped),
             runs: HashMap::new(),
@@ -134,6 +167,7 @@ impl RunObserver for Telemetry {
 struct Worker {
     url: String,
     client: reqwest::Client,
+    protocol: TelemetryProtocol,
     content: bool,
     dropped: std::sync::Arc<AtomicU64>,
     runs: HashMap<String, spans::RunSpans>,
@@ -188,7 +222,10 @@ impl Worker {
 
     async fn post(&self, spans: Vec<spans::Span>) {
         let count = spans.len() as u64;
-        let body = otlp::encode(&spans);
+        let body = match self.protocol {
+            TelemetryProtocol::HttpProtobuf => otlp::encode(&spans),
+            TelemetryProtocol::HttpJson => otlp::encode_json(&spans),
+        };
         let failure = match self.client.post(&self.url).body(body).send().await {
             Ok(r) if r.status().is_success() => None,
             Ok(r) => Some(format!("the collector answered {}", r.status())),

@@ -1,6 +1,8 @@
-//! OTLP/HTTP's protobuf body (`ExportTraceServiceRequest`), encoded by hand: the few messages
+//! OTLP/HTTP's request body (`ExportTraceServiceRequest`), encoded by hand: the few messages
 //! of `opentelemetry/proto/{collector/trace,trace,common,resource}/v1` huddle fills, with their
-//! field numbers. Pure.
+//! field numbers (`http/protobuf`), or in OTLP/JSON (`http/json`). Pure.
+
+use serde_json::json;
 
 use super::spans::{Attr, Span, SpanEvent, Value};
 
@@ -140,6 +142,73 @@ pub fn encode(spans: &[Span]) -> Vec<u8> {
     out
 }
 
+/// The same request in OTLP/JSON (the protobuf JSON mapping with OTLP's exceptions: ids as
+/// lower-case hex, enums as integers; 64-bit integers as decimal strings).
+pub fn encode_json(spans: &[Span]) -> Vec<u8> {
+    let version = env!("CARGO_PKG_VERSION");
+    let body = json!({
+        "resourceSpans": [{
+            "resource": {"attributes": [
+                json_attribute(&("service.name".into(), Value::Str("huddle".into()))),
+                json_attribute(&("service.version".into(), Value::Str(version.into()))),
+            ]},
+            "scopeSpans": [{
+                "scope": {"name": "huddle", "version": version},
+                "spans": spans.iter().map(json_span).collect::<Vec<_>>(),
+            }],
+        }],
+    });
+    serde_json::to_vec(&body).unwrap_or_default()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn json_value(v: &Value) -> serde_json::Value {
+    match v {
+        Value::Str(s) => json!({"stringValue": s}),
+        Value::Bool(b) => json!({"boolValue": b}),
+        Value::Int(i) => json!({"intValue": i.to_string()}),
+        Value::Double(d) => json!({"doubleValue": d}),
+        Value::Strs(list) => json!({"arrayValue": {
+            "values": list.iter().map(|s| json!({"stringValue": s})).collect::<Vec<_>>()
+        }}),
+    }
+}
+
+fn json_attribute(a: &Attr) -> serde_json::Value {
+    json!({"key": a.0, "value": json_value(&a.1)})
+}
+
+fn json_attributes(attributes: &[Attr]) -> Vec<serde_json::Value> {
+    attributes.iter().map(json_attribute).collect()
+}
+
+fn json_span(s: &Span) -> serde_json::Value {
+    let mut span = json!({
+        "traceId": hex(&s.trace_id),
+        "spanId": hex(&s.span_id),
+        "name": s.name,
+        "kind": s.kind as u64,
+        "startTimeUnixNano": s.start_ns.to_string(),
+        "endTimeUnixNano": s.end_ns.max(s.start_ns).to_string(),
+        "attributes": json_attributes(&s.attributes),
+        "events": s.events.iter().map(|e| json!({
+            "timeUnixNano": e.time_ns.to_string(),
+            "name": e.name,
+            "attributes": json_attributes(&e.attributes),
+        })).collect::<Vec<_>>(),
+    });
+    if let Some(parent) = &s.parent {
+        span["parentSpanId"] = json!(hex(parent));
+    }
+    if let Some(error) = &s.error {
+        span["status"] = json!({"message": error, "code": 2});
+    }
+    span
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,5 +224,48 @@ mod tests {
         let mut out = Vec::new();
         any_value(&mut out, &Value::Str("ab".into()));
         assert_eq!(out, [0x0a, 2, b'a', b'b']);
+    }
+
+    #[test]
+    fn the_json_form_has_hex_ids_numeric_enums_and_int64_as_strings() {
+        let span = Span {
+            trace_id: [0xab; 16],
+            span_id: [1, 2, 3, 4, 5, 6, 7, 8],
+            parent: Some([0x0f; 8]),
+            name: "chat m".into(),
+            kind: super::super::spans::Kind::Client,
+            start_ns: 10,
+            end_ns: 5,
+            attributes: vec![
+                ("n".into(), Value::Int(-3)),
+                ("tools".into(), Value::Strs(vec!["a".into()])),
+            ],
+            events: vec![SpanEvent {
+                time_ns: 7,
+                name: "e".into(),
+                attributes: vec![("score".into(), Value::Double(0.5))],
+            }],
+            error: Some("boom".into()),
+        };
+        let body: serde_json::Value = serde_json::from_slice(&encode_json(&[span])).expect("json");
+        let scope = &body["resourceSpans"][0]["scopeSpans"][0];
+        assert_eq!(scope["scope"]["name"], "huddle");
+        let s = &scope["spans"][0];
+        assert_eq!(s["traceId"], "ab".repeat(16));
+        assert_eq!(s["spanId"], "0102030405060708");
+        assert_eq!(s["parentSpanId"], "0f".repeat(8));
+        assert_eq!(s["kind"], 3);
+        assert_eq!(s["startTimeUnixNano"], "10");
+        assert_eq!(s["endTimeUnixNano"], "10", "never before its start");
+        assert_eq!(
+            s["attributes"][0],
+            json!({"key": "n", "value": {"intValue": "-3"}})
+        );
+        assert_eq!(
+            s["attributes"][1]["value"]["arrayValue"]["values"][0]["stringValue"],
+            "a"
+        );
+        assert_eq!(s["events"][0]["attributes"][0]["value"]["doubleValue"], 0.5);
+        assert_eq!(s["status"], json!({"message": "boom", "code": 2}));
     }
 }

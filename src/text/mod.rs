@@ -13,6 +13,16 @@ pub fn first_line(text: &str, max: usize) -> String {
     out
 }
 
+/// `text` with its first letter upper-case (`budget spent` → `Budget spent`), to begin a
+/// sentence with words made to stand inside one.
+pub fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
 /// Keeps the last `max` characters of `s` (a live line that must not grow with the stream).
 pub fn keep_last_chars(s: &mut String, max: usize) {
     let chars = s.chars().count();
@@ -102,6 +112,14 @@ pub fn duration(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn capitalised_uppercases_only_the_first_letter() {
+        assert_eq!(capitalised("the run of `a`"), "The run of `a`");
+        assert_eq!(capitalised("éclair"), "Éclair");
+        assert_eq!(capitalised("ß"), "SS");
+        assert_eq!(capitalised(""), "");
+    }
 
     #[test]
     fn keep_last_chars_keeps_the_end_on_a_character() {

@@ -10,7 +10,7 @@ pub mod mcp;
 pub mod schema;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -86,6 +86,11 @@ pub trait ToolSource: Send + Sync {
     fn take_denials(&self) -> Vec<String> {
         Vec::new()
     }
+    /// How an agent that runs its own tools can start or reach this server itself (an ACP
+    /// agent's `mcpServers`); `Err`: why it cannot.
+    fn launch(&self) -> Result<ServerLaunch, String> {
+        Err("it is not a server an agent can start".into())
+    }
     /// Stops it (a server process); called on exit.
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
@@ -93,6 +98,58 @@ pub trait ToolSource: Send + Sync {
     /// The most of its tools declared to a model at once.
     fn max_tools(&self) -> usize {
         DEFAULT_MAX_TOOLS
+    }
+}
+
+/// A tool server as an agent starts (stdio) or reaches (HTTP) it itself. Its environment and
+/// headers are the user's secrets: never printed (`Debug` shows their names only).
+#[derive(Clone, PartialEq)]
+pub enum ServerLaunch {
+    Stdio {
+        name: String,
+        /// The program, an absolute path.
+        command: PathBuf,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+    },
+    Http {
+        name: String,
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl ServerLaunch {
+    pub fn name(&self) -> &str {
+        match self {
+            ServerLaunch::Stdio { name, .. } | ServerLaunch::Http { name, .. } => name,
+        }
+    }
+}
+
+impl std::fmt::Debug for ServerLaunch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = |pairs: &[(String, String)]| pairs.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+        match self {
+            ServerLaunch::Stdio {
+                name,
+                command,
+                args,
+                env,
+            } => f
+                .debug_struct("Stdio")
+                .field("name", name)
+                .field("command", command)
+                .field("args", args)
+                .field("env", &names(env))
+                .finish(),
+            ServerLaunch::Http { name, url, headers } => f
+                .debug_struct("Http")
+                .field("name", name)
+                .field("url", url)
+                .field("headers", &names(headers))
+                .finish(),
+        }
     }
 }
 

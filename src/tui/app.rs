@@ -52,7 +52,7 @@ macro_rules! with_cx {
             $crate::tui::flash::Flash::new(&mut $app.flash, &mut $app.flash_tie),
             &$app.keymap,
             &$app.runs,
-            $app.org.read(|o| $app.sidebar.selection(o)),
+            &$app.sidebar,
             $app.focus,
         );
         let out = $call;
@@ -632,6 +632,7 @@ impl App {
             commands.push(Command::LoadTranscript { session_id });
         }
         commands.extend(with_cx!(self, cx => self.worktrees.on_selection(&mut cx)));
+        commands.extend(self.find_repo_files(false));
         commands
     }
 
@@ -896,7 +897,10 @@ impl App {
 /// The offer of an interrupted run, at start: resume now (`r`), or discard it (`d`: a new run
 /// starts over); `n` leaves it for later.
 fn resume_offer(target: Interruption, name: &str, i: &crate::model::Interrupted) -> Choice {
-    let mut message = format!("{} of `{name}` was interrupted", capitalised(&i.what()));
+    let mut message = format!(
+        "{} of `{name}` was interrupted",
+        crate::text::capitalised(&i.what())
+    );
     if let Some(at) = i.at {
         message.push_str(&format!(" at {}", super::team_panel::local_time(at)));
     }
@@ -926,13 +930,5 @@ fn resume_offer(target: Interruption, name: &str, i: &crate::model::Interrupted)
         chosen: 0,
         verb: "go ahead".into(),
         action: ChoiceAction::Interrupted(target),
-    }
-}
-
-fn capitalised(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(c) => c.to_uppercase().chain(chars).collect(),
-        None => String::new(),
     }
 }

@@ -78,6 +78,16 @@ impl App {
                 self.composer.attach.set_files(files);
                 self.sync_attachments()
             }
+            AppEvent::RepoFilesFound { working_dir, found } => {
+                self.transcripts.repo_files_found(working_dir, found);
+                Vec::new()
+            }
+            AppEvent::WorktreeTick => {
+                let mut commands = self.find_repo_files(true);
+                commands
+                    .extend(with_cx!(self, cx => self.worktrees.on_event(&mut cx, AppEvent::WorktreeTick)));
+                commands
+            }
             AppEvent::AttachmentRead { name, result } => self.on_attachment_read(&name, result),
             AppEvent::InputsLoaded(inputs) => {
                 self.on_inputs_loaded(inputs);
@@ -88,6 +98,27 @@ impl App {
         };
         self.refresh_placeholder();
         commands
+    }
+
+    /// Asks the runtime for the selected session's `AGENTS.md` files and skills (its header's
+    /// words): the first time its working directory is shown, and `again` on the periodic tick.
+    pub(super) fn find_repo_files(&mut self, again: bool) -> Vec<Command> {
+        let Some(session_id) = self.selected_session_id() else {
+            return Vec::new();
+        };
+        let working_dir = self.org.read(|o| {
+            o.session(&session_id)
+                .and_then(|s| s.working_dir(o.group(&s.group_id)))
+        });
+        let Some(working_dir) = working_dir else {
+            return Vec::new();
+        };
+        let first = self.transcripts.ask_repo_files(&working_dir);
+        if first || again {
+            vec![Command::FindRepoFiles { working_dir }]
+        } else {
+            Vec::new()
+        }
     }
 
     fn handle_engine_event(&mut self, event: EngineEvent) -> Vec<Command> {
@@ -166,10 +197,7 @@ impl App {
             event,
             now,
             || org.read(|o| o.group(id).and_then(|g| g.state.orchestrator_reflect.clone())),
-            || {
-                org.read(|o| o.group(id).map(|_| crate::describe::Names::of_members(o, id)))
-                    .unwrap_or_else(|| crate::describe::Names::of_group(&event.group))
-            },
+            || org.read(|o| crate::describe::Names::for_group(o, id, &event.group)),
         );
     }
 

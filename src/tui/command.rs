@@ -77,6 +77,11 @@ pub enum Command {
     },
     /// Read the preset catalog (built-in, user, repo).
     LoadCatalog,
+    /// Look for a working directory's `AGENTS.md` files and skills (`repo_context::found`), for
+    /// its sessions' header; answered by [`AppEvent::RepoFilesFound`].
+    FindRepoFiles {
+        working_dir: std::path::PathBuf,
+    },
     /// Work out which files saving the team as a preset would create or change, and send them
     /// back as [`AppEvent::ExportPlanned`] (to be confirmed).
     PlanExport {
@@ -259,6 +264,11 @@ pub enum AppEvent {
     },
     /// The repository's files (for `@` completion).
     RepoFiles(Vec<String>),
+    /// A working directory's instruction files and skills, as found now.
+    RepoFilesFound {
+        working_dir: std::path::PathBuf,
+        found: crate::repo_context::Found,
+    },
     /// A file named with `@` was read (or why it cannot be attached).
     AttachmentRead {
         name: String,

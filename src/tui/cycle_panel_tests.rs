@@ -26,9 +26,8 @@ fn screen(preset: &str, fixture: &str, width: u16, cut: Option<usize>) -> String
     if let Some(n) = cut {
         events.truncate(n);
     }
-    let slug = org.group(&group_id).map(|g| g.members_slug()).unwrap_or_default();
     // Two minutes ago: what still runs shows 2m05s.
-    let panel = panel_after(&events, &slug, Duration::from_secs(125));
+    let panel = panel_after(&events, &org, Duration::from_secs(125));
     let running = cut.is_some();
     // From its top (once laid out): the team, then the run's lines; the panel shows how it
     // ends.

@@ -681,9 +681,8 @@ mod tests {
         let (org, group_id) = team_org("Incident Investigation", 10);
         let mut events = events_of(fixture, &group_id);
         events.truncate(24);
-        let slug = org.group(&group_id).map(|g| g.members_slug()).unwrap_or_default();
         // Two minutes ago: a card still running shows 2m05s.
-        let mut panel = panel_after(&events, &slug, std::time::Duration::from_secs(125));
+        let mut panel = panel_after(&events, &org, std::time::Duration::from_secs(125));
         let cycle = panel.cycles.get_mut(&group_id).expect("the run");
         // The first card (done) opened; the selection on a running one.
         for _ in 0..4 {

@@ -546,6 +546,12 @@ impl Executor {
                     Self::send(&tx, AppEvent::CatalogLoaded(Box::new(catalog)));
                 });
             }
+            Command::FindRepoFiles { working_dir } => {
+                tokio::task::spawn_blocking(move || {
+                    let found = crate::repo_context::found(&working_dir);
+                    Self::send(&tx, AppEvent::RepoFilesFound { working_dir, found });
+                });
+            }
             Command::PlanExport { group_id } => {
                 let exporter = self.exporter.clone();
                 tokio::task::spawn_blocking(move || {

@@ -51,14 +51,19 @@ pub fn events(ndjson: &str) -> Vec<EngineEvent> {
         .collect()
 }
 
-/// A team panel that followed `events` (a run `ago` in the past, so what still runs shows a
-/// time that does not move while a test draws it); the group's members are named
-/// `<slug>-<member>`.
-pub fn panel_after(events: &[EngineEvent], slug: &str, ago: Duration) -> TeamPanel {
+/// A team panel that followed `events` of `org`'s groups (a run `ago` in the past, so what
+/// still runs shows a time that does not move while a test draws it); their members named as
+/// the app names them (`Names::for_group`).
+pub fn panel_after(events: &[EngineEvent], org: &Organization, ago: Duration) -> TeamPanel {
     let mut panel = TeamPanel::default();
     let then = Instant::now().checked_sub(ago).unwrap_or_else(Instant::now);
     for e in events {
-        panel.follow(e, then, || None, || crate::describe::Names::team(slug));
+        panel.follow(
+            e,
+            then,
+            || None,
+            || crate::describe::Names::for_group(org, &e.group_id, &e.group),
+        );
     }
     panel
 }

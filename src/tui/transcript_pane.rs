@@ -4,7 +4,7 @@
 //! and the timeline of the run shown.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Frame;
@@ -24,6 +24,7 @@ use crate::engine::events::EventKind;
 use crate::model::context::{self, ContextLevel};
 use crate::model::{GroupId, Message, MessageRole, Mode, Role, SessionId, ToolResultInfo};
 use crate::naming;
+use crate::repo_context::Found;
 use crate::store::LoadedTranscript;
 use crate::text::sanitize;
 
@@ -50,19 +51,9 @@ pub struct TranscriptPane {
     /// A sub-agent card to scroll into view in a team's timeline at the next frame (it was
     /// just selected or expanded): the team and the card's execution id.
     pub reveal_card: Option<(GroupId, String)>,
-    /// What the session header says of a working directory's `AGENTS.md` files and skills,
-    /// looked up at most every few seconds (not at every frame).
-    repo_files: HashMap<PathBuf, (std::time::Instant, RepoFiles)>,
-}
-
-/// How long a working directory's instruction files and skills are shown as last found.
-const REPO_FILES_FRESH: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// A working directory's instruction files (names, nearest first) and repository skills.
-#[derive(Debug, Clone, Default)]
-struct RepoFiles {
-    instructions: Vec<String>,
-    skills: usize,
+    /// What the session header says of each working directory's `AGENTS.md` files and skills,
+    /// as last found off the UI thread (`Command::FindRepoFiles`); `None` while asked for.
+    repo_files: HashMap<PathBuf, Option<Found>>,
 }
 
 /// What a session gets of its repository, for its header.
@@ -78,27 +69,24 @@ pub struct RepoHeader {
 }
 
 impl TranscriptPane {
+    /// True when `working_dir`'s files were never asked for (the runtime is to look them up).
+    pub fn ask_repo_files(&mut self, working_dir: &Path) -> bool {
+        if self.repo_files.contains_key(working_dir) {
+            return false;
+        }
+        self.repo_files.insert(working_dir.to_path_buf(), None);
+        true
+    }
+
+    /// What the runtime found in `working_dir` (its header shows it from the next frame).
+    pub fn repo_files_found(&mut self, working_dir: PathBuf, found: Found) {
+        self.repo_files.insert(working_dir, Some(found));
+    }
+
     /// The header's words for a session's repository context (`AGENTS.md +1 · 2 skills`), when
-    /// there is any.
-    fn repo_label(&mut self, header: &RepoHeader) -> Option<String> {
-        let now = std::time::Instant::now();
-        let fresh = self
-            .repo_files
-            .get(&header.working_dir)
-            .filter(|(at, _)| now.duration_since(*at) < REPO_FILES_FRESH)
-            .map(|(_, found)| found.clone());
-        let found = fresh.unwrap_or_else(|| {
-            let found = RepoFiles {
-                instructions: crate::repo_context::find_instructions(&header.working_dir)
-                    .iter()
-                    .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-                    .collect(),
-                skills: crate::repo_context::find_skills(Some(&header.working_dir), None).len(),
-            };
-            self.repo_files
-                .insert(header.working_dir.clone(), (now, found.clone()));
-            found
-        });
+    /// there is any. Only what was found already: a frame reads no disk.
+    fn repo_label(&self, header: &RepoHeader) -> Option<String> {
+        let found = self.repo_files.get(&header.working_dir)?.as_ref()?;
         let mut parts = Vec::new();
         if let Some(first) = found.instructions.first().filter(|_| header.instructions) {
             let more = match found.instructions.len() {

@@ -499,3 +499,64 @@ fn huddle_run_answers_an_acp_agents_permission_by_its_approval_rule() {
         std::fs::canonicalize(work.path()).ok()
     );
 }
+
+/// A member's MCP servers (`tools:`) are given to its ACP agent in `session/new`, as ACP's
+/// stdio shape (absolute command, args, env pairs) the reference SDK parses; one whose program
+/// is not there is left out with a warning.
+#[test]
+fn an_acp_members_mcp_servers_are_offered_to_the_agent_in_session_new() {
+    let Some(python) = test_python("acp") else { return };
+    let home = tempfile::tempdir().expect("home");
+    let work = tempfile::tempdir().expect("work");
+    let log = work.path().join("agent.jsonl");
+    let command: Vec<String> = agent_command(&python, &log)
+        .iter()
+        .map(|a| format!("\"{a}\""))
+        .collect();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        format!(
+            "providers:\n  - {{ name: agent, kind: acp, command: [{}] }}\nmcp_servers:\n  clock:\n    command: [\"{}\", \"-m\", \"clock_server\", \"--utc\"]\n    env: {{ CLOCK_ZONE: UTC }}\n  gone:\n    command: [huddle-no-such-server-xyz]\n",
+            command.join(", "),
+            python.display()
+        ),
+    )
+    .expect("config");
+    std::fs::create_dir_all(home.path().join("presets")).expect("presets");
+    std::fs::write(
+        home.path().join("presets/agent.yaml"),
+        "name: Agent Team\nmode: broadcast\nworkers:\n  - { name: coder, model: agent/x, tools: [clock, gone] }\n",
+    )
+    .expect("preset");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(["run", "--preset", "Agent Team", "--events", "plain please"])
+        .env("HUDDLE_HOME", home.path())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .current_dir(work.path())
+        .output()
+        .expect("run huddle");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let new = logged(&log)
+        .into_iter()
+        .find(|v| v["method"] == "session/new")
+        .expect("a session");
+    let servers = new["mcp_servers"].as_array().cloned().unwrap_or_default();
+    assert_eq!(servers.len(), 1, "{new}");
+    assert_eq!(servers[0]["name"], "clock");
+    let program = servers[0]["command"].as_str().unwrap_or_default();
+    assert!(Path::new(program).is_absolute(), "{program}");
+    assert_eq!(
+        servers[0]["args"],
+        serde_json::json!(["-m", "clock_server", "--utc"])
+    );
+    assert_eq!(
+        servers[0]["env"],
+        serde_json::json!([{"name": "CLOCK_ZONE", "value": "UTC"}])
+    );
+    assert!(
+        stdout.contains("tool server `gone` not given to the agent"),
+        "{stdout}"
+    );
+}

@@ -272,6 +272,7 @@ async fn an_agent_that_reads_agents_md_itself_does_not_get_it_twice() {
 #[test]
 fn the_session_header_names_the_instruction_files_and_skills() {
     use super::tui_support::{ch, config, new_app, render, screen_text};
+    use huddle::tui::command::{AppEvent, Command};
     let (repo, _user) = repository();
     let mut org = Organization::default();
     reconcile::reconcile(&mut org);
@@ -279,15 +280,44 @@ fn the_session_header_names_the_instruction_files_and_skills() {
     let mut session = Session::new("coder", &group_id, "sim/default");
     session.repo = Some(repo.path().join("app"));
     org.sessions.push(session);
-    let (mut app, _) = new_app(org, config());
+    let (mut app, initial) = new_app(org, config());
+    let mut commands = initial;
     for _ in 0..5 {
         if app.selected_session_id().is_some() {
             break;
         }
-        app.handle_key(ch('j'));
+        commands.extend(app.handle_key(ch('j')));
     }
     assert!(app.selected_session_id().is_some());
+    // Showing the session asks the runtime to look (off the UI thread); a frame reads no disk.
+    let asked: Vec<_> = commands
+        .iter()
+        .filter_map(|c| match c {
+            Command::FindRepoFiles { working_dir } => Some(working_dir.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked, vec![repo.path().join("app")]);
+    let title_of = |text: &str| {
+        text.lines()
+            .find(|l| l.contains("coder ·"))
+            .unwrap_or_default()
+            .to_string()
+    };
     let text = screen_text(&render(&mut app, 120, 20));
-    let title = text.lines().find(|l| l.contains("coder ·")).unwrap_or_default();
-    assert!(title.contains("· AGENTS.md +2 · 1 skill "), "{text}");
+    assert!(!title_of(&text).contains("AGENTS.md"), "{text}");
+    // What the runtime finds comes back as an event; the header shows it.
+    let found = huddle::repo_context::found(&asked[0]);
+    app.handle_app_event(AppEvent::RepoFilesFound {
+        working_dir: asked[0].clone(),
+        found,
+    });
+    let text = screen_text(&render(&mut app, 120, 20));
+    assert!(title_of(&text).contains("· AGENTS.md +2 · 1 skill "), "{text}");
+    // The periodic tick looks again.
+    let again = app.handle_app_event(AppEvent::WorktreeTick);
+    assert!(
+        again.iter().any(|c| matches!(c, Command::FindRepoFiles { .. })),
+        "{again:?}"
+    );
 }

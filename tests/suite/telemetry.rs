@@ -39,12 +39,12 @@ fn receiver(python: &Path, out: &Path) -> (Receiver, u16) {
     (Receiver(child), port)
 }
 
-fn home(endpoint: &str) -> tempfile::TempDir {
+fn home(endpoint: &str, protocol: &str) -> tempfile::TempDir {
     let home = tempfile::tempdir().expect("home");
     std::fs::write(
         home.path().join("config.yaml"),
         format!(
-            "default_model: sim/default\ntelemetry:\n  otlp_endpoint: \"{endpoint}\"\n  headers_env: {{ Authorization: HUDDLE_TEST_OTLP_AUTH }}\n"
+            "default_model: sim/default\ntelemetry:\n  otlp_endpoint: \"{endpoint}\"\n  protocol: {protocol}\n  headers_env: {{ Authorization: HUDDLE_TEST_OTLP_AUTH }}\n"
         ),
     )
     .expect("config");
@@ -72,13 +72,22 @@ fn run(home: &Path) -> std::process::Output {
 
 #[test]
 fn a_reflect_runs_spans_reach_the_collector_nested_and_without_content() {
+    spans_reach_the_collector("http/protobuf", "application/x-protobuf");
+}
+
+#[test]
+fn the_same_spans_reach_the_collector_in_otlp_json() {
+    spans_reach_the_collector("http/json", "application/json");
+}
+
+fn spans_reach_the_collector(protocol: &str, content_type: &str) {
     let Some(python) = test_python("opentelemetry.proto") else {
         return;
     };
     let dir = tempfile::tempdir().expect("dir");
     let out = dir.path().join("spans.jsonl");
     let (_receiver, port) = receiver(&python, &out);
-    let home = home(&format!("http://127.0.0.1:{port}"));
+    let home = home(&format!("http://127.0.0.1:{port}"), protocol);
     let result = run(home.path());
     // Two iterations, the goal not met: exit 3 (max iterations), as without telemetry.
     assert_eq!(
@@ -107,6 +116,21 @@ fn a_reflect_runs_spans_reach_the_collector_nested_and_without_content() {
     assert_eq!(root["attributes"]["huddle.mode"], "orchestrator_reflect");
     assert_eq!(root["resource"]["service.name"], "huddle");
     assert_eq!(root["authorization"], "Bearer t0ken-for-tests");
+    assert!(spans.iter().all(|s| s["content_type"] == content_type));
+    // `huddle doctor` posts an empty export the same way, and the collector takes it.
+    let doctor = Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .arg("doctor")
+        .env("HUDDLE_HOME", home.path())
+        .env("HUDDLE_TEST_OTLP_AUTH", "Bearer t0ken-for-tests")
+        .current_dir(home.path())
+        .output()
+        .expect("run huddle doctor");
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        said.contains(&format!("({protocol}), content off"))
+            && said.contains("  ok the collector accepts spans (200 OK)"),
+        "{said}"
+    );
     // Every span in the run's trace, every parent a span of it.
     let ids: Vec<&Value> = spans.iter().map(|s| &s["span_id"]).collect();
     for s in &spans {
@@ -162,7 +186,7 @@ fn a_collector_that_is_not_there_changes_nothing_of_the_run() {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free port");
-    let home = home(&format!("http://127.0.0.1:{port}"));
+    let home = home(&format!("http://127.0.0.1:{port}"), "http/protobuf");
     let started = std::time::Instant::now();
     let result = run(home.path());
     assert_eq!(

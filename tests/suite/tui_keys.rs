@@ -187,11 +187,17 @@ fn a_new_session_asks_for_its_transcript() {
     app.handle_key(ch('N'));
     let commands = app.handle_key(key(KeyCode::Enter));
     let id = app.selected_session_id().expect("the new session is selected");
+    // And its repository's AGENTS.md and skills are looked for, for its header.
     assert_eq!(
         commands,
-        vec![Command::LoadTranscript {
-            session_id: id.clone()
-        }]
+        vec![
+            Command::LoadTranscript {
+                session_id: id.clone()
+            },
+            Command::FindRepoFiles {
+                working_dir: super::tui_support::repo()
+            }
+        ]
     );
     assert!(
         !app.transcripts.views[&id].loaded,

@@ -473,6 +473,14 @@ impl Rpc<'_> {
             .call_ok("initialize", wire::initialize_params(), turn, None)
             .await?;
         let info = wire::AgentInfo::from_result(&init);
+        let (mcp_servers, left_out) = wire::mcp_servers(&req.tool_servers, &info);
+        if !left_out.is_empty() {
+            tracing::warn!(
+                agent = %self.provider.name,
+                "MCP servers not given to the agent (it does not take HTTP servers): {}",
+                left_out.join(", ")
+            );
+        }
         let mut report = AgentReport::default();
         let stored = req
             .agent_session_id
@@ -481,7 +489,7 @@ impl Rpc<'_> {
             .filter(|id| !id.is_empty() && info.can_continue());
         let mut session_id = None;
         if let Some(id) = stored {
-            let params = json!({"sessionId": id, "cwd": cwd, "mcpServers": []});
+            let params = json!({"sessionId": id, "cwd": cwd, "mcpServers": mcp_servers});
             let (method, replay) = if info.resume_session {
                 ("session/resume", false)
             } else {
@@ -508,7 +516,7 @@ impl Rpc<'_> {
         let session_id = match session_id {
             Some(id) => id,
             None => {
-                let params = json!({"cwd": cwd, "mcpServers": []});
+                let params = json!({"cwd": cwd, "mcpServers": mcp_servers});
                 let created = self.call_ok("session/new", params, turn, None).await?;
                 created["sessionId"].as_str().map(str::to_string).ok_or_else(|| {
                     self.provider.error(
@@ -695,6 +703,7 @@ impl Provider for AcpProvider {
     fn capabilities(&self) -> super::Capabilities {
         super::Capabilities {
             reads_repo_instructions: self.reads_repo_instructions,
+            takes_tool_servers: true,
             ..super::Capabilities::CLI_AGENT
         }
     }

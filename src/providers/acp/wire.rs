@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::tools::Decision;
+use crate::tools::{Decision, ServerLaunch};
 
 /// The ACP protocol version huddle speaks (an integer on the wire).
 pub const PROTOCOL_VERSION: u64 = 1;
@@ -114,6 +114,9 @@ pub struct AgentInfo {
     pub name: Option<String>,
     /// It named ways to log in (`authMethods`).
     pub needs_auth: bool,
+    /// It reaches MCP servers over HTTP itself (`mcpCapabilities.http`); every agent takes
+    /// stdio servers.
+    pub mcp_http: bool,
 }
 
 impl AgentInfo {
@@ -131,6 +134,7 @@ impl AgentInfo {
             resume_session: caps["sessionCapabilities"]["resume"].is_object(),
             name,
             needs_auth: result["authMethods"].as_array().is_some_and(|a| !a.is_empty()),
+            mcp_http: caps["mcpCapabilities"]["http"].as_bool().unwrap_or(false),
         }
     }
 
@@ -138,6 +142,34 @@ impl AgentInfo {
     pub fn can_continue(&self) -> bool {
         self.load_session || self.resume_session
     }
+}
+
+/// `mcpServers` of `session/new` (and `load`/`resume`): the session's tool servers in ACP's
+/// shapes (stdio: an absolute command, args, env as name/value pairs; `type: http` with
+/// headers where the agent takes HTTP servers), and the names of those it cannot take.
+pub fn mcp_servers(servers: &[ServerLaunch], info: &AgentInfo) -> (Value, Vec<String>) {
+    let pairs = |list: &[(String, String)]| -> Vec<Value> {
+        list.iter()
+            .map(|(name, value)| json!({"name": name, "value": value}))
+            .collect()
+    };
+    let mut given = Vec::new();
+    let mut left_out = Vec::new();
+    for server in servers {
+        match server {
+            ServerLaunch::Stdio {
+                name,
+                command,
+                args,
+                env,
+            } => given.push(json!({"name": name, "command": command, "args": args, "env": pairs(env)})),
+            ServerLaunch::Http { name, url, headers } if info.mcp_http => {
+                given.push(json!({"type": "http", "name": name, "url": url, "headers": pairs(headers)}))
+            }
+            ServerLaunch::Http { name, .. } => left_out.push(name.clone()),
+        }
+    }
+    (Value::Array(given), left_out)
 }
 
 /// A prompt of one text block.
@@ -472,5 +504,40 @@ mod tests {
         );
         assert!(info.resume_session && info.can_continue() && info.needs_auth);
         assert!(!AgentInfo::from_result(&json!({})).can_continue());
+    }
+
+    #[test]
+    fn stdio_servers_always_and_http_ones_only_to_an_agent_that_takes_them() {
+        let servers = [
+            ServerLaunch::Stdio {
+                name: "git".into(),
+                command: "/usr/bin/mcp-git".into(),
+                args: vec!["--repo".into(), ".".into()],
+                env: vec![("GIT_PAGER".into(), "cat".into())],
+            },
+            ServerLaunch::Http {
+                name: "tracker".into(),
+                url: "https://t.example/mcp".into(),
+                headers: vec![("Authorization".into(), "Bearer x".into())],
+            },
+        ];
+        let plain = AgentInfo::from_result(&json!({"agentCapabilities": {}}));
+        let (given, left_out) = mcp_servers(&servers, &plain);
+        assert_eq!(
+            given,
+            json!([{"name": "git", "command": "/usr/bin/mcp-git", "args": ["--repo", "."],
+                    "env": [{"name": "GIT_PAGER", "value": "cat"}]}])
+        );
+        assert_eq!(left_out, ["tracker"]);
+        let http = AgentInfo::from_result(&json!({"agentCapabilities": {"mcpCapabilities": {"http": true}}}));
+        let (given, left_out) = mcp_servers(&servers, &http);
+        assert_eq!(given[1]["type"], "http");
+        assert_eq!(
+            given[1]["headers"],
+            json!([{"name": "Authorization", "value": "Bearer x"}])
+        );
+        assert!(left_out.is_empty());
+        // Debug output names variables, never their values.
+        assert!(!format!("{servers:?}").contains("Bearer x"));
     }
 }

@@ -23,7 +23,7 @@ use super::{convert, stderr};
 use crate::model::ToolSpec;
 use crate::sandbox::{Sandbox, needed_paths};
 use crate::text::secrets::Secrets;
-use crate::tools::{Approval, ToolError, ToolOutput, ToolSource};
+use crate::tools::{Approval, ServerLaunch, ToolError, ToolOutput, ToolSource};
 
 /// Starts per source: the first, and one restart after the server died.
 const MAX_STARTS: u32 = 2;
@@ -404,6 +404,39 @@ impl McpSource {
 impl ToolSource for McpSource {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn launch(&self) -> Result<ServerLaunch, String> {
+        if let Some(url) = &self.config.url {
+            let headers = resolve_headers(&self.name, &self.config.headers_env, |var| {
+                std::env::var(var).ok()
+            })?;
+            let headers = headers
+                .into_iter()
+                .filter_map(|(k, v)| Some((k.to_string(), v.to_str().ok()?.to_string())))
+                .collect();
+            return Ok(ServerLaunch::Http {
+                name: self.name.clone(),
+                url: url.clone(),
+                headers,
+            });
+        }
+        let Some((program, args)) = self.config.command.split_first() else {
+            return Err(format!("mcp_servers.{}: no command", self.name));
+        };
+        let command = crate::sandbox::profile::find_program(program)
+            .ok_or_else(|| format!("mcp_servers.{}: `{program}` was not found", self.name))?;
+        Ok(ServerLaunch::Stdio {
+            name: self.name.clone(),
+            command,
+            args: args.to_vec(),
+            env: self
+                .config
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        })
     }
 
     fn confined(&self) -> bool {

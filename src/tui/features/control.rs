@@ -30,14 +30,14 @@ fn request(cx: &mut Cx, key: RunKey, pending: Pending, words: &str) {
 /// a team's interrupted cycle.
 pub fn toggle_pause(cx: &mut Cx, team_panel: &mut TeamPanel) -> Vec<Command> {
     if let Some(session_id) = cx
-        .selection
+        .selection()
         .session
         .clone()
         .filter(|s| cx.runs.reflection(s).is_some())
     {
         return toggle_pause_reflection(cx, session_id);
     }
-    let Some(group_id) = cx.selection.group.clone() else {
+    let Some(group_id) = cx.selection().group.clone() else {
         return Vec::new();
     };
     let key = RunKey::team(&group_id);
@@ -84,11 +84,11 @@ fn toggle_pause_reflection(cx: &mut Cx, session_id: SessionId) -> Vec<Command> {
 /// Stops the selected group's run, or else the selected session's chat turns and
 /// reflection (or those of every session of the selected group).
 pub fn stop(cx: &mut Cx) -> Vec<Command> {
-    let Some(group_id) = cx.selection.group.clone() else {
+    let Some(group_id) = cx.selection().group.clone() else {
         return Vec::new();
     };
     let reflecting = |cx: &Cx, id: &str| cx.runs.reflection(id).is_some();
-    let session = cx.selection.session.clone();
+    let session = cx.selection().session.clone();
     if session.is_none() && cx.team_running(&group_id) {
         let key = RunKey::team(&group_id);
         request(cx, key.clone(), Pending::Stopping, "stopping");
@@ -129,7 +129,7 @@ pub fn stop(cx: &mut Cx) -> Vec<Command> {
 /// Asks the max iterations of a reflection of the selected plain session; the goal is the
 /// composer's text, else the session's last prompt.
 pub fn open_reflect(cx: &mut Cx, composer: &Composer, transcripts: &TranscriptPane) {
-    let Some(id) = cx.selection.session.clone() else {
+    let Some(id) = cx.selection().session.clone() else {
         cx.flash.say("select a plain session to reflect on", true);
         return;
     };

@@ -14,7 +14,7 @@ use crate::workspace::EditError;
 /// `C`: a new conversation for the selected session, or for every member of the selected
 /// team. The old one stays in the transcript (`[` / `]` read it).
 pub fn new_conversation(cx: &mut Cx) -> Vec<Command> {
-    let done = match cx.selection.row.clone() {
+    let done = match cx.selection().row.clone() {
         Some(Row::Session(id)) => cx
             .edits
             .new_session_conversation(&id)
@@ -56,7 +56,7 @@ pub fn toggle_memory(cx: &mut Cx) -> Vec<Command> {
 /// `[` / `]` on a session with earlier conversations (or browsing one): steps through
 /// them. False when there is nothing to browse (on a team member, its team's runs are).
 pub fn browse(cx: &mut Cx, transcripts: &mut TranscriptPane, step: isize) -> bool {
-    let Some(Row::Session(id)) = cx.selection.row.clone() else {
+    let Some(Row::Session(id)) = cx.selection().row.clone() else {
         return false;
     };
     let browsing = transcripts.browsing.as_ref().is_some_and(|b| b.session_id == id);
@@ -169,7 +169,7 @@ pub fn send_resend(
 /// The composer's title while a resend is pending for the selected session.
 pub fn resend_title(cx: &Cx, transcripts: &TranscriptPane) -> Option<String> {
     let (sid, _) = transcripts.resend.as_ref()?;
-    (cx.selection.session.as_deref() == Some(sid.as_str()))
+    (cx.selection().session.as_deref() == Some(sid.as_str()))
         .then(|| " Edit and resend (replaces the last exchange; Enter sends) ".to_string())
 }
 
@@ -177,7 +177,7 @@ fn last_exchange_of_selected(
     cx: &mut Cx,
     transcripts: &TranscriptPane,
 ) -> Option<(String, (String, String))> {
-    let Some(Row::Session(session_id)) = cx.selection.row.clone() else {
+    let Some(Row::Session(session_id)) = cx.selection().row.clone() else {
         cx.flash.say("select a session first", true);
         return None;
     };
@@ -218,7 +218,7 @@ fn ask_again(
 
 /// `F`: a copy of the selected session and its conversation (made off the UI thread).
 pub fn fork(cx: &mut Cx) -> Vec<Command> {
-    let Some(Row::Session(session_id)) = cx.selection.row.clone() else {
+    let Some(Row::Session(session_id)) = cx.selection().row.clone() else {
         cx.flash.say("select a session to fork", true);
         return Vec::new();
     };

@@ -19,7 +19,7 @@ const RUNNING_REFUSAL: &str = "the team is running: mode and max iterations chan
 /// A new plain session: in the selected plain group, else (a team is selected) in the
 /// default group. Team members are added with their own action.
 pub fn open_new_session(cx: &mut Cx) {
-    let group_id = match cx.selection.group.clone() {
+    let group_id = match cx.selection().group.clone() {
         Some(id) if !cx.is_team(&id) => id,
         _ => match cx.org.read(|o| o.default_group().map(|g| g.id.clone())) {
             Some(id) => id,
@@ -50,7 +50,7 @@ pub fn open_add_member(cx: &mut Cx) {
 
 pub fn open_rename(cx: &mut Cx) {
     // Runs and events know groups and sessions by id: renaming while busy is fine.
-    let (title, purpose, current) = match cx.selection.row.clone() {
+    let (title, purpose, current) = match cx.selection().row.clone() {
         Some(Row::Group(id)) => {
             let name = cx.org.read(|o| o.group(&id).map(|g| g.name.clone()));
             ("Rename group", TextPurpose::RenameGroup(id), name)
@@ -70,7 +70,7 @@ pub fn open_rename(cx: &mut Cx) {
 }
 
 pub fn open_model_picker(cx: &mut Cx, config: &Config) {
-    let (purpose, current) = match cx.selection.row.clone() {
+    let (purpose, current) = match cx.selection().row.clone() {
         Some(Row::Session(id)) => {
             let m = cx.org.read(|o| o.session(&id).map(|s| s.model.clone()));
             (PickPurpose::Model(id), m)
@@ -142,7 +142,7 @@ fn push_model_picker(cx: &mut Cx, config: &Config, purpose: PickPurpose, current
 }
 
 pub fn open_system_prompt(cx: &mut Cx) {
-    let Some(id) = cx.selection.session.clone() else {
+    let Some(id) = cx.selection().session.clone() else {
         cx.flash.say("select a session to edit its system prompt", true);
         return;
     };
@@ -218,7 +218,7 @@ pub fn open_max_iterations(cx: &mut Cx) {
 
 /// The delete key: says what goes and asks (a team with worktrees first has them looked at).
 pub fn open_delete(cx: &mut Cx, worktrees: &mut Worktrees) -> Vec<Command> {
-    match cx.selection.row.clone() {
+    match cx.selection().row.clone() {
         Some(Row::Group(id)) => {
             if cx.runs.group_busy(&id) {
                 cx.refuse(

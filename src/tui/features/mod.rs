@@ -4,8 +4,8 @@
 //!
 //! The app routes a key, a dialog's result or an event to a controller in one line and lends
 //! it a [`Cx`] for that call: the organization read-only, the edits (the one way to change
-//! it), the dialog stack, the status line's flash, the keymap, the runs (read-only) and what
-//! was selected and focused when the call began. A controller reaches nothing else: what else
+//! it), the dialog stack, the status line's flash, the keymap, the runs (read-only), the
+//! sidebar's selection (worked out when first asked for) and the pane focused. A controller reaches nothing else: what else
 //! it acts on (the team panel, the transcripts, the trace view) is an argument of the call, so
 //! its signature says what it touches; what it asks of the app (a row selected, a pane
 //! focused, a deleted group's views forgotten, the composer's text sent) it says with
@@ -25,13 +25,15 @@ pub mod team;
 pub mod tools;
 pub mod worktrees;
 
+use std::cell::OnceCell;
+
 use super::command::Command;
 use super::dialogs::DialogStack;
 use super::flash::Flash;
 use super::keymap::Keymap;
 use super::layout::Focus;
 use super::runs::{Pending, Runs};
-use super::sidebar::{Row, Selection};
+use super::sidebar::{Row, Selection, Sidebar};
 use crate::engine::events::RunKey;
 use crate::model::{GroupId, SessionId};
 use crate::store::OrgView;
@@ -50,8 +52,10 @@ pub struct Cx<'a> {
     pub keymap: &'a Keymap,
     /// The runs in progress, read-only (is it busy, is it running).
     pub runs: &'a Runs,
-    /// The sidebar's selection when the call began.
-    pub selection: Selection,
+    /// The sidebar, read-only: its selection is worked out when first asked for ([`Cx::selection`]).
+    sidebar: &'a Sidebar,
+    /// The selection, once worked out (most calls, each engine event's, never ask).
+    selection: OnceCell<Selection>,
     /// The focused pane when the call began.
     pub focus: Focus,
     then: Vec<Then>,
@@ -94,7 +98,7 @@ impl<'a> Cx<'a> {
         flash: Flash<'a>,
         keymap: &'a Keymap,
         runs: &'a Runs,
-        selection: Selection,
+        sidebar: &'a Sidebar,
         focus: Focus,
     ) -> Cx<'a> {
         Cx {
@@ -104,10 +108,18 @@ impl<'a> Cx<'a> {
             flash,
             keymap,
             runs,
-            selection,
+            sidebar,
+            selection: OnceCell::new(),
             focus,
             then: Vec::new(),
         }
+    }
+
+    /// The sidebar's selection (worked out once, at the first call: a controller asks for it
+    /// before it changes the organization).
+    pub fn selection(&self) -> &Selection {
+        self.selection
+            .get_or_init(|| self.org.read(|o| self.sidebar.selection(o)))
     }
 
     /// Asks the app for `step` once the call returns.
@@ -137,12 +149,12 @@ impl<'a> Cx<'a> {
 
     /// The selected team, when a team (or one of its members) is selected.
     pub fn selected_team(&self) -> Option<GroupId> {
-        self.selection.group.clone().filter(|g| self.is_team(g))
+        self.selection().group.clone().filter(|g| self.is_team(g))
     }
 
     /// The team whose timeline is on screen (a team row selected, not one of its members).
     pub fn team_on_screen(&self) -> Option<GroupId> {
-        if self.selection.session.is_some() {
+        if self.selection().session.is_some() {
             return None;
         }
         self.selected_team()

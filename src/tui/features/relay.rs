@@ -17,7 +17,7 @@ use crate::tui::team_panel::TeamPanel;
 /// The relay key: the popup of the selected relay (its waiting draft, or its take-over). On a
 /// pipeline team the same key shows or hides the whole phase history.
 pub fn open(cx: &mut Cx, panel: &mut TeamPanel) {
-    let Some(group_id) = cx.selection.group.clone() else {
+    let Some(group_id) = cx.selection().group.clone() else {
         cx.flash.say("select a relay team", true);
         return;
     };

@@ -36,7 +36,7 @@ pub fn fold(cx: &mut Cx, sidebar: &Sidebar, collapse: Option<bool>) -> Vec<Comma
 /// the window: its raw transcript text, to the clipboard through the terminal (OSC 52).
 /// On a team, copies the result of the run shown.
 pub fn copy_answer(cx: &mut Cx, transcripts: &TranscriptPane, panel: &TeamPanel) -> Vec<Command> {
-    let text = match (&cx.selection.session, &cx.selection.group) {
+    let text = match (&cx.selection().session, &cx.selection().group) {
         (Some(id), _) => transcripts.copy_text(id),
         (None, Some(group_id)) if cx.is_team(group_id) => {
             panel.shown_cycle(group_id).and_then(|c| c.result.clone())
@@ -68,7 +68,7 @@ pub fn copy_answer(cx: &mut Cx, transcripts: &TranscriptPane, panel: &TeamPanel)
 /// Moves the selected session's tool cursor to the call above (`up`) or below; focus goes
 /// to the transcript, where Enter expands the call. `window` is the transcript's text area.
 pub fn select_tool_call(cx: &mut Cx, transcripts: &mut TranscriptPane, window: Rect, up: bool) {
-    let Some(id) = cx.selection.session.clone() else {
+    let Some(id) = cx.selection().session.clone() else {
         cx.flash
             .say("select a session to go through its tool calls", true);
         return;
@@ -83,7 +83,7 @@ pub fn select_tool_call(cx: &mut Cx, transcripts: &mut TranscriptPane, window: R
 /// Expands or collapses the tool call under the selected session's tool cursor; false
 /// when there is none.
 pub fn toggle_tool_call(cx: &mut Cx, transcripts: &mut TranscriptPane, window: Rect) -> bool {
-    cx.selection
+    cx.selection()
         .session
         .as_ref()
         .is_some_and(|id| transcripts.toggle_tool(id, window.height as usize))
@@ -91,7 +91,7 @@ pub fn toggle_tool_call(cx: &mut Cx, transcripts: &mut TranscriptPane, window: R
 
 /// Opens the search line for the selected session's transcript.
 pub fn start_search(cx: &mut Cx, transcripts: &mut TranscriptPane) {
-    let Some(id) = cx.selection.session.clone() else {
+    let Some(id) = cx.selection().session.clone() else {
         cx.flash.say("select a session to search its transcript", true);
         return;
     };

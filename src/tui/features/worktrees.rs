@@ -102,7 +102,7 @@ impl Worktrees {
 
     /// The worktrees of the selection.
     fn selected(cx: &Cx) -> Option<Listed> {
-        let row = cx.selection.row.as_ref()?;
+        let row = cx.selection().row.as_ref()?;
         cx.org.read(|o| listed(o, row))
     }
 
@@ -124,7 +124,7 @@ impl Worktrees {
 
     /// A team selected (another than before): its worktrees are looked at.
     pub fn on_selection(&mut self, cx: &mut Cx) -> Vec<Command> {
-        let group_id = cx.selection.group.clone();
+        let group_id = cx.selection().group.clone();
         if self.last_selected == group_id {
             return Vec::new();
         }
@@ -162,7 +162,7 @@ impl Worktrees {
             } => self.on_team_created(cx, &preset, warnings, result),
             AppEvent::WorktreeStatuses { group_id, statuses } => self.marks.on_statuses(group_id, &statuses),
             AppEvent::WorktreeTick => {
-                let group = cx.selection.group.clone();
+                let group = cx.selection().group.clone();
                 if group.is_some() && !self.marks.refreshing(group.as_deref()) {
                     self.refresh(cx, group)
                 } else {
