@@ -40,6 +40,35 @@ pub enum Command {
     /// What `huddle run` left behind: prune old headless teams and sessions.
     #[command(subcommand)]
     Runs(RunsCommand),
+    /// The runs going (in the background host): group, mode, state, elapsed time, tokens and
+    /// what each waits for.
+    Ps {
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop a run (its id, or the start of it) or every run of a group (its name).
+    Stop {
+        #[arg(value_name = "RUN|GROUP")]
+        target: String,
+    },
+    /// Follow a run as `huddle run` shows it (what it did so far, then live); Ctrl-C detaches
+    /// and the run goes on.
+    Attach {
+        #[arg(value_name = "RUN|GROUP")]
+        target: String,
+        /// NDJSON events on stdout instead of progress.
+        #[arg(long)]
+        events: bool,
+    },
+    /// Serve MCP on standard input and output: agents such as Claude Code and Codex list
+    /// huddle's teams, run one on a prompt and follow, stop and answer its runs (which go on in
+    /// the host). See docs/mcp-server.md.
+    Mcp,
+    /// The host: the process that owns the data dir and runs everything (started on demand by
+    /// the other commands; not meant to be run by hand).
+    #[command(hide = true)]
+    Host,
     /// Print a team run's trace tree: who did what, with status, duration, tokens and cost.
     ///
     /// The run's executions (modes dispatch and team) nested by parent, or one node per member
@@ -210,6 +239,10 @@ pub struct RunArgs {
     /// Print NDJSON events on stdout.
     #[arg(long)]
     pub events: bool,
+    /// Start the run and print its id at once; it goes on in the background (`huddle ps`,
+    /// `huddle attach`, `huddle stop`).
+    #[arg(long, conflicts_with_all = ["events", "approve"])]
+    pub detach: bool,
     /// With --preset: how the team shares git worktrees (shared, group_shared,
     /// orchestrator_isolated, fully_isolated) instead of the preset's `worktrees:`.
     #[arg(long, value_name = "STRATEGY", requires = "preset", value_parser = parse_strategy)]
@@ -313,21 +346,35 @@ pub fn note(line: std::fmt::Arguments<'_>) {
 }
 
 /// Where a command's two kinds of output go: this process's standard output and error, or, for
-/// a run handed to a huddle that is already open, back over its socket to the `huddle run` that
-/// asked (which writes them to its own).
+/// a run driven by the host, back over its socket to the front end that asked (which writes
+/// them to its own).
 #[derive(Debug, Clone)]
 pub enum RunOutput {
     Terminal,
     Remote(tokio::sync::mpsc::UnboundedSender<OutputLine>),
 }
 
-/// One piece of output of a handed-over run.
+/// One piece of output of a run driven for a front end over the host's socket.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OutputLine {
     /// For standard output, as is.
     Out(String),
     /// One line for standard error.
     Err(String),
+    /// The run is registered under this id (a detaching `huddle run` prints it and goes).
+    Started {
+        run_id: String,
+        group_id: String,
+        group: String,
+    },
+    /// A relay draft waits for the person at the front end's terminal (`--approve`): it asks
+    /// there and answers through the host.
+    Draft {
+        group_id: String,
+        turn: u32,
+        text: String,
+        review: Option<String>,
+    },
 }
 
 impl RunOutput {
@@ -338,6 +385,15 @@ impl RunOutput {
             RunOutput::Remote(tx) => {
                 let _ = tx.send(OutputLine::Err(line.to_string()));
             }
+        }
+    }
+
+    /// Tells a remote front end something that is not output (a run's id, a draft to ask
+    /// about); false when it went away. Nothing for this process's own terminal.
+    pub fn tell(&self, line: OutputLine) -> bool {
+        match self {
+            RunOutput::Terminal => true,
+            RunOutput::Remote(tx) => tx.send(line).is_ok(),
         }
     }
 

@@ -454,20 +454,26 @@ impl Config {
     /// and header values, MCP servers' `env:` values and `headers_env:` variables' values, and
     /// CLI agents' keys ([`AGENT_KEY_VARS`]). What a hook prints is redacted with them.
     pub fn secrets(&self) -> crate::text::secrets::Secrets {
-        let read = |var: &str| std::env::var(var).ok();
+        self.secrets_in(&crate::env::Env::process())
+    }
+
+    /// [`Config::secrets`] with the variables of `env` (on the host: the front end's whose run
+    /// it is).
+    pub fn secrets_in(&self, env: &crate::env::Env) -> crate::text::secrets::Secrets {
         let mut values: Vec<String> = Vec::new();
         for p in &self.providers {
-            values.extend(p.api_key());
+            let key = p.api_key_env.as_deref().and_then(|var| env.var(var));
+            values.extend(key.filter(|k| !k.trim().is_empty()));
             values.extend(p.headers.values().cloned());
             if let Some(a2a) = &p.a2a {
-                values.extend(a2a.headers_env.values().filter_map(|v| read(v)));
+                values.extend(a2a.headers_env.values().filter_map(|v| env.var(v)));
             }
         }
         for server in self.mcp_servers.values() {
             values.extend(server.env.values().cloned());
-            values.extend(server.headers_env.values().filter_map(|v| read(v)));
+            values.extend(server.headers_env.values().filter_map(|v| env.var(v)));
         }
-        values.extend(AGENT_KEY_VARS.iter().filter_map(|v| read(v)));
+        values.extend(AGENT_KEY_VARS.iter().filter_map(|v| env.var(v)));
         crate::text::secrets::Secrets::new(values)
     }
 

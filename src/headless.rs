@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use tokio::sync::mpsc;
 
-use crate::cli::{OutputError, RunOutput, note};
+use crate::cli::{OutputError, RunOutput};
 use crate::config::{Config, Paths};
 use crate::describe::{Line, Names, Tone, describe_as};
 use crate::engine::events::{EngineEvent, EventKind, Phase, RunKey};
@@ -19,7 +19,7 @@ use crate::presets::Catalog;
 use crate::text::first_line;
 use crate::text::sanitize;
 use crate::tools::ApprovalPolicy;
-use crate::workspace::{Edits, Workspace};
+use crate::workspace::Edits;
 
 /// What `huddle run` was asked to do (also what it hands to a huddle that is already open, so
 /// fields added later need a default).
@@ -38,6 +38,9 @@ pub struct RunRequest {
     pub events: bool,
     /// Approve tool calls that ask (`--approve-tools`); otherwise they are denied.
     pub approve_tools: bool,
+    /// Tool calls that ask wait for an answer (`answer_approval`) instead of being denied: the
+    /// front end asks someone (`huddle mcp` with a client that can be asked).
+    pub ask_tools: bool,
     /// A relay asks about each draft on the terminal (`--approve`).
     pub approve: bool,
     /// A relay's approval mode for this run (`--approval`).
@@ -87,16 +90,22 @@ pub const EXIT_RATE_LIMITED: u8 = 8;
 /// The exit code of a finished run (SPEC section 9, with issue 14's `budget_exhausted` = 6 and
 /// `save_failed` moved to 7).
 pub fn exit_code(report: &RunReport) -> u8 {
-    if report.outcome == CycleOutcome::SaveFailed {
+    outcome_code(report.outcome, report.failed.is_some())
+}
+
+/// [`exit_code`] from a run's outcome and whether it failed (what `run_ended` says: how
+/// `huddle attach` ends like the `huddle run` it follows).
+pub fn outcome_code(outcome: CycleOutcome, failed: bool) -> u8 {
+    if outcome == CycleOutcome::SaveFailed {
         return EXIT_SAVE_FAILED;
     }
-    if report.outcome == CycleOutcome::RateLimited {
+    if outcome == CycleOutcome::RateLimited {
         return EXIT_RATE_LIMITED;
     }
-    if report.failed.is_some() {
+    if failed {
         return 1;
     }
-    match report.outcome {
+    match outcome {
         CycleOutcome::GoalMet | CycleOutcome::Completed => 0,
         CycleOutcome::MaxIterations => 3,
         CycleOutcome::Stalled => 4,
@@ -136,49 +145,21 @@ pub fn prepare(mut request: RunRequest) -> Result<RunRequest, RunFailure> {
     Ok(request)
 }
 
-/// Runs a prepared request in this process: opens the data dir (its lock, organization and
-/// engine) and drives the run to its end.
-pub async fn run(paths: &Paths, request: RunRequest) -> Result<u8, RunFailure> {
-    let config = Config::load(paths).map_err(|e| other(e.to_string()))?.config;
-    let workspace = Workspace::open_sandboxed(
-        paths,
-        &config,
-        request.repo.clone(),
-        tool_policy(&request),
-        request.sandbox,
-    )
-    .map_err(|e| other(e.to_string()))?;
-    for notice in &workspace.notices {
-        note(format_args!("huddle: {notice}"));
-    }
-    let Workspace {
-        edits,
-        engine,
-        events,
-        lock: _lock,
-        ..
-    } = workspace;
-    let host = Host {
-        paths,
-        config: &config,
-        edits: &edits,
-        engine: &engine,
-    };
-    execute(&host, &request, Front::Terminal(events)).await
-}
-
-/// What `huddle run` does with tool calls that ask: nobody is there to answer, so they are
-/// denied unless `--approve-tools` said to run them.
+/// What a run does with tool calls that ask: `huddle run` has nobody to answer, so they are
+/// denied unless `--approve-tools` said to run them; a front end that asks someone (`huddle
+/// mcp` with a client that can be asked) has them wait for the answer. Never allowed by default.
 fn tool_policy(request: &RunRequest) -> ApprovalPolicy {
     if request.approve_tools {
         ApprovalPolicy::ApproveAll
+    } else if request.ask_tools {
+        ApprovalPolicy::Ask
     } else {
         ApprovalPolicy::DenyAll
     }
 }
 
-/// What a run is driven with: the data dir's open workspace, in this process or in the huddle
-/// a run was handed to.
+/// What a run is driven with: the data dir's open workspace, in this process or in the host
+/// (with the asking front end's configuration and repository: `edits` is its view).
 pub struct Host<'a> {
     pub paths: &'a Paths,
     pub config: &'a Config,
@@ -186,38 +167,37 @@ pub struct Host<'a> {
     pub engine: &'a Engine,
 }
 
-/// Who asked for the run and sees it.
-pub enum Front {
-    /// This process's terminal: the workspace's own events, stopped by this process's signals.
-    Terminal(mpsc::UnboundedReceiver<EngineEvent>),
-    /// A `huddle run` that handed its run over: its output goes back through `output`, and
-    /// `stop` brings the signal that stopped it (its receiver dropping means it went away).
-    Remote {
-        output: RunOutput,
-        stop: tokio::sync::oneshot::Receiver<u8>,
-    },
+/// A front end of the host, as a run sees it.
+pub struct Remote {
+    pub output: RunOutput,
+    pub stop: tokio::sync::oneshot::Receiver<u8>,
+    /// Its standard input and error are a terminal (where `--approve` asks about drafts).
+    pub terminal: bool,
+    /// Its progress lines are coloured (its standard error is a terminal, `NO_COLOR` unset).
+    pub color: bool,
+    /// Its configuration's providers and tool servers, for this run's turns.
+    pub profile: Option<Arc<crate::engine::Profile>>,
+    /// Its environment: git runs in it when the run makes worktrees.
+    pub env: crate::env::Env,
 }
 
 /// Drives one request to its end on `host` and returns the exit code.
-pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Result<u8, RunFailure> {
+pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Result<u8, RunFailure> {
     let Host {
         paths,
         config,
         edits,
         engine,
     } = *host;
-    let out = match &front {
-        Front::Terminal(_) => RunOutput::Terminal,
-        Front::Remote { output, .. } => output.clone(),
-    };
+    let out = front.output.clone();
     if let Some(model) = &request.model {
         config
             .resolve(model)
             .map_err(|e| usage(format!("--model: {e}")))?;
     }
-    // Only a run in this process has a terminal to ask about relay drafts on (`--approve`).
-    let on_terminal = matches!(front, Front::Terminal(_)) && crate::headless_relay::on_terminal();
-    let target = choose_target(paths, config, edits, engine, request, &out, on_terminal)?;
+    // Relay drafts are asked about on the asking terminal (`--approve`), if it is one.
+    let (on_terminal, env) = (front.terminal, front.env.clone());
+    let target = env.scope(|| choose_target(paths, config, edits, engine, request, &out, on_terminal))?;
     if let Target::Group(id) = &target {
         refuse_running(engine, id)?;
     }
@@ -245,6 +225,7 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
     let approver = crate::headless_relay::Approver {
         engine: engine.clone(),
         ask: request.approve && on_terminal,
+        out: out.clone(),
     };
     // What is reported from here on refers to a group that is on disk.
     let flushed = {
@@ -258,47 +239,52 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
         });
     }
 
-    let signalled = Arc::new(AtomicU8::new(0));
-    let (events, stopper, scope) = match front {
-        Front::Terminal(events) => (
-            events,
-            tokio::spawn(stop_on_signal(engine.clone(), Arc::clone(&signalled))),
-            None,
-        ),
-        Front::Remote { stop, .. } => {
-            // Its events, as the TUI sees them too; tool calls that ask are treated as
-            // `huddle run` treats them, not asked in the TUI.
-            let (scope, run_key, group_id) = match &target {
-                Target::Group(id) => (id.clone(), RunKey::team(id), id.clone()),
-                Target::Session(id) => {
-                    let group_id = edits
-                        .view()
-                        .read(|o| o.session(id).map(|s| s.group_id.clone()))
-                        .unwrap_or_default();
-                    (id.clone(), RunKey::chat(id), group_id)
-                }
-            };
-            let events = engine.watch_group(&group_id);
-            engine.set_scoped_approval(&scope, Some(tool_policy(request)));
-            // Its `--sandbox` applies to its members' processes and hooks (the open huddle's
-            // MCP servers keep their own).
-            engine.set_scoped_sandbox(&scope, request.sandbox);
-            let stopper = tokio::spawn(stop_on_request(
-                engine.clone(),
-                run_key,
-                stop,
-                Arc::clone(&signalled),
-            ));
-            (events, stopper, Some(scope))
+    let Remote {
+        stop, profile, color, ..
+    } = front;
+    // Its events, as other front ends see them too; tool calls that ask are treated as the
+    // front end asked (denied, approved, or asked through it), not asked in a TUI.
+    let (scope, run_key, group_id) = match &target {
+        Target::Group(id) => (id.clone(), RunKey::team(id), id.clone()),
+        Target::Session(id) => {
+            let group_id = edits
+                .view()
+                .read(|o| o.session(id).map(|s| s.group_id.clone()))
+                .unwrap_or_default();
+            (id.clone(), RunKey::chat(id), group_id)
         }
     };
+    // A relay's counterparts too (their drafts may wait), as a run alone showed them.
+    let groups = engine
+        .org()
+        .read(|o| crate::headless_relay::with_counterparts(o, &group_id));
+    let events = engine.watch_groups(groups);
+    engine.set_scoped_approval(&scope, Some(tool_policy(request)));
+    if profile.is_some() {
+        engine.set_scoped_profile(&scope, profile);
+    }
+    // Its `--sandbox` applies to its members' processes and hooks (the host's own MCP servers
+    // keep theirs).
+    engine.set_scoped_sandbox(&scope, request.sandbox);
+    let signalled = Arc::new(AtomicU8::new(0));
+    let stopper = tokio::spawn(stop_on_request(
+        engine.clone(),
+        run_key.clone(),
+        stop,
+        Arc::clone(&signalled),
+    ));
+    let announce = Some(run_key);
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
     let printer = tokio::spawn(print_events(
         events,
         done_rx,
-        request.events,
-        out.clone(),
-        approver,
+        Printing {
+            ndjson: request.events,
+            out: out.clone(),
+            approver,
+            announce,
+            color: Some(color),
+        },
     ));
 
     let overrides = RunOverrides {
@@ -327,16 +313,9 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Front) -> Res
         },
     };
     stopper.abort();
-    match &scope {
-        Some(scope) => {
-            engine.set_scoped_approval(scope, None);
-            engine.set_scoped_sandbox(scope, None);
-        }
-        // MCP server processes end with the run (a huddle a run was handed to keeps its own).
-        None => {
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(3), engine.shutdown_tools()).await;
-        }
-    }
+    engine.set_scoped_approval(&scope, None);
+    engine.set_scoped_profile(&scope, None);
+    engine.set_scoped_sandbox(&scope, None);
     let flushed = engine.flush();
     // Every event of the run was sent before it returned: let the printer write them all.
     let _ = done_tx.send(());
@@ -403,11 +382,12 @@ fn refuse_running(engine: &Engine, group_id: &str) -> Result<(), RunFailure> {
     Err(other(running_message(&name)))
 }
 
-/// What `huddle run --group X` says when X runs in the huddle open on the data dir (exit 1).
+/// What `huddle run --group X` says when X runs already (started by another front end of the
+/// host, or in the TUI): exit 1.
 pub fn running_message(group: &str) -> String {
+    let g = sanitize::display(group);
     format!(
-        "group `{}` is running in the huddle open on this data dir: follow it there (select it), send it a message there (it is queued for the run), or stop it there with the stop key (Ctrl-X unless `keys:` says otherwise) and run it again",
-        sanitize::display(group)
+        "group `{g}` is running: follow it with `huddle attach \"{g}\"` (or select it in the TUI, where a message sent to it is queued for the run), or stop it with `huddle stop \"{g}\"` (in the TUI: the stop key, Ctrl-X unless `keys:` says otherwise) and run it again"
     )
 }
 
@@ -442,36 +422,7 @@ fn interrupted_cycle(edits: &Edits, group_id: &str, request: &RunRequest) -> Res
     }
 }
 
-/// Stops the engine on Ctrl-C, SIGTERM or SIGHUP (what terminals and CI timeouts send) and
-/// records which: the run ends as interrupted, saved and resumable, and the exit code says why.
-async fn stop_on_signal(engine: Engine, signalled: Arc<AtomicU8>) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).ok();
-    let mut hup = signal(SignalKind::hangup()).ok();
-    let wait = |s: &mut Option<tokio::signal::unix::Signal>| {
-        let s = s.take();
-        async move {
-            match s {
-                Some(mut s) => s.recv().await,
-                None => std::future::pending().await,
-            }
-        }
-    };
-    let (number, name) = tokio::select! {
-        r = tokio::signal::ctrl_c() => match r {
-            Ok(()) => (2, "Ctrl-C"),
-            Err(_) => std::future::pending().await,
-        },
-        _ = wait(&mut term) => (15, "SIGTERM"),
-        _ = wait(&mut hup) => (1, "SIGHUP"),
-    };
-    note(format_args!("\nhuddle: stopping ({name})..."));
-    signalled.store(number, Ordering::SeqCst);
-    // Also stops a run that had not registered yet when the signal came.
-    engine.interrupt_because(name);
-}
-
-/// Stops the handed-over run when its `huddle run` asks (its Ctrl-C, SIGTERM, SIGHUP) or goes
+/// Stops the run when the front end that started it asks (its Ctrl-C, SIGTERM, SIGHUP) or goes
 /// away: the run belongs to the command that started it.
 async fn stop_on_request(
     engine: Engine,
@@ -604,20 +555,35 @@ fn choose_target(
     Ok(Target::Session(edits.create_run_session(&model)))
 }
 
+/// How a run's events are printed, and to whom.
+struct Printing {
+    ndjson: bool,
+    out: RunOutput,
+    approver: crate::headless_relay::Approver,
+    /// A remote front end is told the id of the run under this key when it starts.
+    announce: Option<RunKey>,
+    /// Whether progress lines are coloured (`None`: as this process's standard error allows).
+    color: Option<bool>,
+}
+
 /// Prints events as NDJSON on stdout, or as human progress on stderr, until `done` says the run
 /// is over and everything queued has been printed. The first failure to write standard output,
 /// if any (nothing more is written to it after one).
 async fn print_events(
     mut events: mpsc::UnboundedReceiver<EngineEvent>,
     mut done: tokio::sync::oneshot::Receiver<()>,
-    ndjson: bool,
-    out: RunOutput,
-    approver: crate::headless_relay::Approver,
+    printing: Printing,
 ) -> Option<OutputError> {
-    // Colour only on this process's own terminal.
-    let color = matches!(out, RunOutput::Terminal)
-        && std::io::stderr().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none();
+    let Printing {
+        ndjson,
+        out,
+        approver,
+        mut announce,
+        color,
+    } = printing;
+    // Colour only on a terminal that wants it (this process's, or the front end's).
+    let color =
+        color.unwrap_or_else(|| std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none());
     let mut lost: Option<OutputError> = None;
     // How each group names its members (`<members slug>-<member>`), read once.
     let mut named: std::collections::HashMap<String, Names> = std::collections::HashMap::new();
@@ -646,6 +612,16 @@ async fn print_events(
             },
             _ = &mut done => break,
         };
+        if let (EventKind::RunStarted { key }, Some(run_id)) = (&event.kind, &event.run_id)
+            && announce.as_ref() == Some(key)
+        {
+            announce = None;
+            out.tell(crate::cli::OutputLine::Started {
+                run_id: run_id.clone(),
+                group_id: event.group_id.clone(),
+                group: event.group.clone(),
+            });
+        }
         print(&event, &mut lost);
         // `--approve`: a draft waiting for a person is asked about here (the run ending, e.g.
         // on Ctrl-C, ends the question).
@@ -663,8 +639,9 @@ async fn print_events(
     lost
 }
 
-/// Prints one event; an error when standard output could not be written.
-fn print_event(
+/// Prints one event; an error when standard output could not be written. (`huddle attach`
+/// prints what it follows with it too.)
+pub fn print_event(
     event: &EngineEvent,
     names: &Names,
     ndjson: bool,

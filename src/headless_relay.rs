@@ -4,6 +4,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
+use crate::cli::{OutputLine, RunOutput};
 use crate::engine::Engine;
 use crate::engine::events::{EngineEvent, EventKind};
 use crate::model::{ApprovalMode, DraftAnswer, Mode};
@@ -67,6 +68,25 @@ pub fn relay_approval(
     Some((group.name.clone(), approval.unwrap_or(settings.approval)))
 }
 
+/// The group and the groups its relay talks to, and theirs in turn (a chain of relays): whose
+/// events a run of the group shows.
+pub fn with_counterparts(org: &crate::model::Organization, group_id: &str) -> Vec<String> {
+    let mut found = vec![group_id.to_string()];
+    let mut at = 0;
+    while at < found.len() {
+        let next = org
+            .group(&found[at])
+            .and_then(|g| g.settings.relay.as_ref())
+            .and_then(|r| org.group_by_name(&r.counterpart))
+            .map(|g| g.id.clone());
+        if let Some(id) = next.filter(|id| !found.contains(id)) {
+            found.push(id);
+        }
+        at += 1;
+    }
+    found
+}
+
 /// True when standard input and standard error are a terminal (where `--approve` asks).
 pub fn on_terminal() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
@@ -77,17 +97,40 @@ pub struct Approver {
     pub engine: Engine,
     /// `--approve` on a terminal: ask the person there.
     pub ask: bool,
+    /// Where the run's output goes: this terminal, or the front end's (which then asks).
+    pub out: RunOutput,
 }
 
 impl Approver {
-    /// Answers a draft that waits: asks on the terminal, or, with nobody to ask (a relay in
-    /// manual approval behind a full_auto one), stops that relay's run and says why.
+    /// Answers a draft that waits: asks on the terminal (a front end of the host asks on its
+    /// own and answers through the host), or, with nobody to ask (a relay in manual approval
+    /// behind a full_auto one), stops that relay's run and says why.
     pub async fn answer(&self, event: &EngineEvent) {
         if self.ask {
-            answer_draft(&self.engine, event).await;
+            match (&self.out, &event.kind) {
+                (RunOutput::Terminal, _) => answer_draft(&self.engine, event, &self.out).await,
+                (
+                    RunOutput::Remote(_),
+                    EventKind::RelayDraft {
+                        turn, text, review, ..
+                    },
+                ) => {
+                    let asked = self.out.tell(OutputLine::Draft {
+                        group_id: event.group_id.clone(),
+                        turn: *turn,
+                        text: text.clone(),
+                        review: review.clone(),
+                    });
+                    if !asked {
+                        self.engine
+                            .stop(&crate::engine::events::RunKey::team(event.group_id.clone()));
+                    }
+                }
+                _ => {}
+            }
             return;
         }
-        crate::cli::note(format_args!(
+        self.out.note(format_args!(
             "huddle: a draft of relay `{}` waits for a person and nobody can answer it here \
              (use --approve on a terminal): stopping that relay",
             sanitize::display(&event.group)
@@ -99,7 +142,7 @@ impl Approver {
 
 /// Answers a draft that waits, asking on the terminal (off the async threads). Returns when
 /// answered; a closed standard input stops the relay.
-async fn answer_draft(engine: &Engine, event: &EngineEvent) {
+async fn answer_draft(engine: &Engine, event: &EngineEvent, out: &RunOutput) {
     let EventKind::RelayDraft {
         turn,
         text,
@@ -117,7 +160,7 @@ async fn answer_draft(engine: &Engine, event: &EngineEvent) {
             engine.answer_relay(&event.group_id, answer);
         }
         _ => {
-            crate::cli::note(format_args!(
+            out.note(format_args!(
                 "huddle: no answer (standard input closed): stopping the relay"
             ));
             engine.stop(&crate::engine::events::RunKey::team(event.group_id.clone()));
@@ -125,8 +168,9 @@ async fn answer_draft(engine: &Engine, event: &EngineEvent) {
     }
 }
 
-/// Asks y / e / n about one draft on stdin and stderr; None when stdin ends.
-fn ask(turn: u32, draft: &str, review: Option<&str>) -> Option<DraftAnswer> {
+/// Asks y / e / n about one draft on stdin and stderr; None when stdin ends. A front end of the
+/// host calls it for the drafts it is sent.
+pub fn ask(turn: u32, draft: &str, review: Option<&str>) -> Option<DraftAnswer> {
     let mut err = std::io::stderr();
     let _ = writeln!(
         err,

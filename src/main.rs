@@ -9,7 +9,9 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use anyhow::Context;
-use huddle::cli::{self, Cli, Command, OutputError, PresetsCommand, SquadCommand};
+use huddle::cli::{
+    self, Cli, Command, OutputError, PresetsCommand, RunsCommand, SquadCommand, WorktreesCommand,
+};
 use huddle::config::{Config, Paths};
 use huddle::presets::Catalog;
 use huddle::store::OrganizationFile;
@@ -78,27 +80,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// `huddle run`: handed to the huddle open on this data dir when there is one (the run shows
-/// there live), else run in this process.
-async fn run_here_or_there(
-    paths: &Paths,
-    request: huddle::headless::RunRequest,
-) -> Result<u8, huddle::headless::RunFailure> {
-    use huddle::handoff::client::{Handover, hand_over};
-    let request = huddle::headless::prepare(request)?;
-    // `--approve` asks on this terminal, which a run handed over cannot do.
-    if request.approve && huddle::handoff::client::listening(paths).await {
-        return Err(huddle::headless::RunFailure {
-            code: 2,
-            message: "`--approve` answers relay drafts on this terminal, which a run handed to the huddle open on this data dir cannot do: answer them there (`v`), or quit it first".into(),
-        });
-    }
-    match hand_over(paths, &request).await? {
-        Handover::Ran(code) => Ok(code),
-        Handover::NotListening => huddle::headless::run(paths, request).await,
-    }
-}
-
 /// The error and its causes on one line, each cause once: most of huddle's errors already quote
 /// their cause (`cannot write X: File exists`), which `{:#}` would repeat.
 fn describe(e: &anyhow::Error) -> String {
@@ -113,6 +94,15 @@ fn describe(e: &anyhow::Error) -> String {
         }
     }
     text
+}
+
+/// Runs a front end's future to its end; tasks still running (a blocking prompt) are not
+/// waited for.
+fn block_on<T>(future: impl std::future::Future<Output = T>) -> anyhow::Result<T> {
+    let runtime = runtime()?;
+    let result = runtime.block_on(future);
+    runtime.shutdown_background();
+    Ok(result)
 }
 
 fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
@@ -178,12 +168,43 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
             cli::print_out(&text)?;
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Worktrees(WorktreesCommand::Remove {
+            group,
+            session,
+            path,
+            force,
+        })) => {
+            let code = block_on(huddle::host_cli::remove_worktrees(
+                paths, &repo, group, session, path, force,
+            ))??;
+            Ok(ExitCode::from(code))
+        }
         Some(Command::Worktrees(cmd)) => {
             let code = huddle::worktrees_cli::run(paths, &repo, cmd)?;
             Ok(ExitCode::from(code))
         }
-        Some(Command::Runs(cmd)) => {
-            let code = huddle::runs_cli::run(paths, &repo, cmd)?;
+        Some(Command::Runs(RunsCommand::Prune { older_than, dry_run })) => {
+            let code = block_on(huddle::host_cli::prune(paths, &repo, older_than, dry_run))??;
+            Ok(ExitCode::from(code))
+        }
+        Some(Command::Ps { json }) => {
+            let code = block_on(huddle::host_cli::ps(paths, &repo, json))??;
+            Ok(ExitCode::from(code))
+        }
+        Some(Command::Stop { target }) => {
+            let code = block_on(huddle::host_cli::stop(paths, &repo, &target))?;
+            Ok(ExitCode::from(code))
+        }
+        Some(Command::Attach { target, events }) => {
+            let code = block_on(huddle::host_cli::attach(paths, &repo, &target, events))?;
+            Ok(ExitCode::from(code))
+        }
+        Some(Command::Mcp) => {
+            let code = block_on(huddle::mcp_front::serve(paths, repo))?;
+            Ok(ExitCode::from(code))
+        }
+        Some(Command::Host) => {
+            let code = block_on(huddle::host::run(paths, repo))?;
             Ok(ExitCode::from(code))
         }
         Some(Command::Trace(args)) => {
@@ -215,6 +236,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 rate_limit_wait_secs: args.max_limit_wait,
                 events: args.events,
                 approve_tools: args.approve_tools,
+                ask_tools: false,
                 approve: args.approve,
                 approval: args.approval,
                 prompt: args.prompt.unwrap_or_default(),
@@ -227,16 +249,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
             if args.dry_run {
                 return Ok(ExitCode::from(huddle::dry_run::run(paths, &request)));
             }
-            let runtime = runtime()?;
-            let code = match runtime.block_on(run_here_or_there(paths, request)) {
-                Ok(code) => code,
-                Err(failure) => {
-                    cli::note(format_args!("huddle: {failure}"));
-                    failure.code
-                }
-            };
-            // Tasks still running (a detached turn ending) are not waited for.
-            runtime.shutdown_background();
+            let code = block_on(huddle::host_cli::run(paths, request, args.detach))?;
             Ok(ExitCode::from(code))
         }
         None => {

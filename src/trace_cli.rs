@@ -1,6 +1,6 @@
 //! `huddle trace`: prints a team run's trace tree from its run file. It only reads (the
-//! organization file as saved and the run file), so it works next to an open huddle, even on a
-//! run that is still going.
+//! organization file as saved and the run file), so it works next to the host or a TUI, even on
+//! a run that is still going (the host says whether it is).
 
 use crate::cli::{OutputError, TraceArgs, note, print_out};
 use crate::config::Paths;
@@ -98,10 +98,8 @@ fn tree_text(paths: &Paths, args: &TraceArgs) -> Result<String, Failure> {
     for line in &lines {
         builder.apply_line(line);
     }
-    // A file without its end is a run still going only while a huddle holds the data dir.
-    let trace = if builder.trace().run.state == RunState::Running
-        && DataDirLock::holder(&paths.lock_file()).is_some()
-    {
+    // A file without its end is a run still going only while the host (or a TUI) has it.
+    let trace = if builder.trace().run.state == RunState::Running && still_going(paths, run_id) {
         builder.into_trace()
     } else {
         builder.finish()
@@ -110,6 +108,29 @@ fn tree_text(paths: &Paths, args: &TraceArgs) -> Result<String, Failure> {
         format!("{}\n", render::json(&trace))
     } else {
         render::text(&trace)
+    })
+}
+
+/// True when the run may still be going: a host holds the data dir and lists it among its runs
+/// (a holder that does not answer may be running it).
+fn still_going(paths: &Paths, run_id: &str) -> bool {
+    use crate::host::client::Client;
+    use crate::host::protocol::{Hello, Reply, Request};
+    if DataDirLock::holder(&paths.lock_file()).is_none() {
+        return false;
+    }
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+        return true;
+    };
+    runtime.block_on(async {
+        let hello = Hello::new("trace", &paths.data_dir);
+        let Ok(mut client) = Client::connect(paths, &hello, false).await else {
+            return true;
+        };
+        match client.call(Request::Ps).await {
+            Ok(Reply::Runs { runs }) => runs.iter().any(|r| r.run_id == run_id),
+            _ => true,
+        }
     })
 }
 

@@ -1,7 +1,7 @@
 //! `huddle worktrees list|diff|merge|remove`: the same functions the TUI calls, for a terminal
-//! or a script. `list`, `diff` and `merge` read `organization.json` without taking the data-dir
-//! lock (they change no huddle file, so they work while huddle runs); `remove` takes it, since
-//! it changes the records. Exit codes as for the rest of the CLI: 0 done, 1 refused or failed
+//! or a script. `list`, `diff` and `merge` read `organization.json` (they change no huddle file,
+//! so they work while huddle runs); `remove` changes the records, so the host does it on its
+//! workspace ([`remove_on`], asked by `host_cli`). Exit codes as for the rest of the CLI: 0 done, 1 refused or failed
 //! (the message says why; nothing was changed), 2 usage (no such group or session, `merge`
 //! without `--yes` when nobody can answer).
 
@@ -9,9 +9,9 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
 use crate::cli::{OutputError, WorktreeTarget, WorktreesCommand, note, print_out};
-use crate::config::{Config, Paths};
+use crate::config::Paths;
 use crate::model::{Organization, Worktree};
-use crate::store::{DataDirLock, OrgHandle, OrganizationFile};
+use crate::store::OrganizationFile;
 use crate::text::sanitize;
 use crate::workspace::{EditError, Edits};
 
@@ -32,12 +32,8 @@ pub fn run(paths: &Paths, repo: &Path, command: WorktreesCommand) -> Result<u8, 
             cherry_pick,
             yes,
         } => merge_command(paths, &target, cherry_pick, yes),
-        WorktreesCommand::Remove {
-            group,
-            session,
-            path,
-            force,
-        } => remove_command(paths, repo, group, session, path, force),
+        // The records change: the host does it (see `host_cli`).
+        WorktreesCommand::Remove { .. } => Err(usage("`huddle worktrees remove` goes through the host")),
     };
     match result {
         Ok(code) => Ok(code),
@@ -336,26 +332,20 @@ fn merge_command(
     }
 }
 
-fn remove_command(
-    paths: &Paths,
-    repo: &Path,
+/// `huddle worktrees remove`, done on an open workspace (the host's: the records change):
+/// what it prints on standard output, or the exit code and why not.
+pub fn remove_on(
+    edits: &Edits,
     group: Option<String>,
     session: Option<String>,
     path: Option<std::path::PathBuf>,
     force: bool,
-) -> Result<u8, Failure> {
-    let config = Config::load(paths)
-        .map(|l| l.config)
-        .map_err(|e| failed(e.to_string()))?;
-    // The records change: only with the data dir to ourselves.
-    let _lock = DataDirLock::acquire(&paths.lock_file()).map_err(|e| failed(e.to_string()))?;
-    let loaded = OrganizationFile::new(paths.organization_file())
-        .load()
-        .map_err(|e| failed(e.to_string()))?;
-    let org = OrgHandle::persistent(loaded.org, OrganizationFile::new(paths.organization_file()));
-    let edits =
-        Edits::detached(org.clone(), config, repo.to_path_buf()).with_worktrees_root(paths.worktrees_dir());
-    let snapshot = org.snapshot();
+) -> Result<String, (u8, String)> {
+    let refusal = |f: Failure| match f {
+        Failure::Code(code, message) => (code, message),
+        Failure::Output(e) => (e.exit_code(), e.to_string()),
+    };
+    let snapshot = edits.view().snapshot();
     let edit_failure = |e: EditError| match e {
         EditError::NoSuchGroup | EditError::NoSuchSession | EditError::Invalid(_) => usage(e.to_string()),
         EditError::Worktree(m) if m.contains("force the removal") => failed(format!("{m} (--force)")),
@@ -365,17 +355,26 @@ fn remove_command(
         let id = snapshot
             .session_by_name(&name)
             .map(|s| s.id.clone())
-            .ok_or_else(|| usage(format!("no session named `{name}`")))?;
-        vec![edits.remove_worktree(&id, force).map_err(edit_failure)?]
+            .ok_or_else(|| refusal(usage(format!("no session named `{name}`"))))?;
+        vec![
+            edits
+                .remove_worktree(&id, force)
+                .map_err(|e| refusal(edit_failure(e)))?,
+        ]
     } else if let Some(name) = group {
-        let id = group_id(&snapshot, &name)?;
-        edits.remove_group_worktrees(&id, force).map_err(edit_failure)?
+        let id = group_id(&snapshot, &name).map_err(refusal)?;
+        edits
+            .remove_group_worktrees(&id, force)
+            .map_err(|e| refusal(edit_failure(e)))?
     } else if let Some(path) = path {
-        vec![edits.remove_orphan_worktree(&path, force).map_err(edit_failure)?]
+        vec![
+            edits
+                .remove_orphan_worktree(&path, force)
+                .map_err(|e| refusal(edit_failure(e)))?,
+        ]
     } else {
-        return Err(usage("say which: --group, --session or --path"));
+        return Err(refusal(usage("say which: --group, --session or --path")));
     };
-    let saved = org.flush();
     let mut out = String::new();
     for r in &removed {
         out.push_str(&format!(
@@ -395,11 +394,5 @@ fn remove_command(
     if removed.is_empty() {
         out.push_str("no worktrees to remove\n");
     }
-    print_out(&sanitize::display(&out))?;
-    if let Err(e) = saved {
-        return Err(failed(format!(
-            "the worktrees were removed but the records could not be saved: {e}"
-        )));
-    }
-    Ok(0)
+    Ok(sanitize::display(&out).into_owned())
 }

@@ -685,8 +685,9 @@ impl EventKind {
         matches!(self, EventKind::Delta { .. } | EventKind::TurnStarted { .. })
     }
 
-    /// The stored message an event carries in memory only (never serialised), if any.
-    fn in_memory(&mut self) -> Option<&mut Option<Box<Message>>> {
+    /// The stored message an event carries in memory only (never serialised), if any: a host
+    /// sends it beside the event to front ends that show transcripts.
+    pub fn in_memory(&mut self) -> Option<&mut Option<Box<Message>>> {
         match self {
             EventKind::TurnStarted { prompt: m, .. }
             | EventKind::TurnFinished { message: m, .. }

@@ -79,7 +79,11 @@ impl Guard {
         Guard {
             sandbox,
             cli: cli.or(shared.options.sandbox.cli),
-            secrets: shared.options.secrets.clone(),
+            secrets: shared
+                .profile(&session.group_id, Some(&session.id))
+                .options
+                .secrets
+                .clone(),
             transcript,
             hooks: Arc::new(hooks),
             project: session
@@ -104,7 +108,7 @@ impl Guard {
         Guard {
             sandbox,
             cli: cli.or(shared.options.sandbox.cli),
-            secrets: shared.options.secrets.clone(),
+            secrets: shared.profile(&group.id, None).options.secrets.clone(),
             transcript: None,
             hooks: Arc::new(hooks),
             workdir: group.repo.clone(),

@@ -123,6 +123,24 @@ impl Default for EngineOptions {
     }
 }
 
+/// What a front end's configuration gives the runs it starts: its providers (keys read from its
+/// environment, programs started in it) and its options (tool servers, limits). The engine's
+/// own (from [`Engine::new`]) serves everything else; a host gives each front end its own
+/// ([`Engine::set_scoped_profile`]).
+pub struct Profile {
+    pub providers: Providers,
+    pub options: EngineOptions,
+}
+
+impl std::fmt::Debug for Profile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Profile")
+            .field("providers", &self.providers)
+            .field("tools", &self.options.tools)
+            .finish()
+    }
+}
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum EngineError {
     #[error("no group `{0}`")]
@@ -169,6 +187,7 @@ impl EngineShared {
             .filter(|slug| self.options.prices.rate(slug).is_none())
             .filter(|slug| {
                 !self
+                    .default_profile
                     .providers
                     .for_slug(slug)
                     .is_ok_and(|(p, _)| p.capabilities().reports_cost)
@@ -398,7 +417,6 @@ fn run_id_at(now: chrono::DateTime<chrono::Utc>, random: u32) -> RunId {
 }
 
 pub(crate) struct EngineShared {
-    pub providers: Providers,
     pub org: OrgHandle,
     pub transcripts: Transcripts,
     pub writer: TranscriptWriter,
@@ -414,6 +432,10 @@ pub(crate) struct EngineShared {
     shutdown: CancellationToken,
     /// Set by [`Engine::interrupt`]: stopped cycles stay resumable instead of ending cancelled.
     interrupted: std::sync::atomic::AtomicBool,
+    /// The engine's own providers and options: what runs get without a scoped profile.
+    default_profile: Arc<Profile>,
+    /// Profiles of the runs of one group or session (by id): a front end's configuration.
+    profiles: Mutex<HashMap<String, Arc<Profile>>>,
     /// Why, when the caller said ([`Engine::interrupt_because`]).
     interrupt_reason: Mutex<Option<String>>,
     /// `huddle run --sandbox` of runs handed over to this engine, by group or session id.
@@ -434,9 +456,14 @@ impl Engine {
         events: EventSink,
         options: EngineOptions,
     ) -> Engine {
+        let default_profile = Arc::new(Profile {
+            providers,
+            options: options.clone(),
+        });
         Engine {
             shared: Arc::new(EngineShared {
-                providers,
+                default_profile,
+                profiles: Mutex::new(HashMap::new()),
                 org,
                 writer: TranscriptWriter::new(transcripts.clone()),
                 transcripts,
@@ -473,6 +500,16 @@ impl Engine {
     /// policy again).
     pub fn set_scoped_approval(&self, scope_id: &str, policy: Option<ApprovalPolicy>) {
         self.shared.approvals.set_scoped(scope_id, policy);
+    }
+
+    /// The profile (providers, options) the runs of one group or session use from now on, over
+    /// the engine's own (`None`: the engine's own again). A turn reads it when it starts.
+    pub fn set_scoped_profile(&self, scope_id: &str, profile: Option<Arc<Profile>>) {
+        let mut profiles = lock(&self.shared.profiles);
+        match profile {
+            Some(p) => profiles.insert(scope_id.to_string(), p),
+            None => profiles.remove(scope_id),
+        };
     }
 
     /// The sandbox mode the runs of one group or session get over every level (`huddle run
@@ -548,6 +585,7 @@ impl Engine {
             let s = org.session(session_id)?;
             let group = org.group(&s.group_id);
             let local = shared
+                .profile(&s.group_id, Some(&s.id))
                 .providers
                 .for_slug(&s.model)
                 .is_ok_and(|(p, _)| p.capabilities().local_process);
@@ -590,9 +628,17 @@ impl Engine {
     }
 
     /// Every event of one group from now on, besides the front end's channel, until the
-    /// receiver is dropped: how a run handed over by `huddle run` is streamed back to it.
+    /// receiver is dropped: how a run the host drives for `huddle run` is streamed back to it.
     pub fn watch_group(&self, group_id: &str) -> tokio::sync::mpsc::UnboundedReceiver<events::EngineEvent> {
         self.shared.events.watch(group_id)
+    }
+
+    /// [`Engine::watch_group`] for several groups (a relay and the groups it talks to).
+    pub fn watch_groups(
+        &self,
+        group_ids: Vec<crate::model::GroupId>,
+    ) -> tokio::sync::mpsc::UnboundedReceiver<events::EngineEvent> {
+        self.shared.events.watch_groups(group_ids)
     }
 
     /// A plain chat turn with one session, registered as a run now; the future runs it.
@@ -874,6 +920,18 @@ impl Engine {
         self.with_runs(key, |r| r.control.cancel.cancel())
     }
 
+    /// Stops one run (by its id) now, as [`Engine::stop`] stops a key's; false when it is not
+    /// going.
+    pub fn stop_run(&self, run_id: &str) -> bool {
+        match lock(&self.shared.runs).get(run_id) {
+            Some(run) => {
+                run.control.cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Answers a `tool_approval_requested` event; false when nothing waits on it any more.
     pub fn answer_approval(&self, approval_id: u64, decision: Decision) -> bool {
         self.shared.approvals.answer(approval_id, decision)
@@ -891,8 +949,13 @@ impl Engine {
         answered
     }
 
-    /// Stops the tool servers (their processes end). Call once, on exit.
+    /// Stops the tool servers (their processes end), the scoped profiles' too. Call once, on
+    /// exit.
     pub async fn shutdown_tools(&self) {
+        let scoped: Vec<Arc<Profile>> = lock(&self.shared.profiles).values().cloned().collect();
+        for profile in scoped {
+            profile.options.tools.shutdown().await;
+        }
         self.shared.options.tools.shutdown().await;
     }
 
@@ -1155,6 +1218,19 @@ impl Drop for RunGuard {
 }
 
 impl EngineShared {
+    /// The profile of a session's (or, without one, a group's) runs: the session's scoped one,
+    /// else its group's, else the engine's own.
+    pub fn profile(&self, group_id: &str, session_id: Option<&str>) -> Arc<Profile> {
+        let profiles = lock(&self.profiles);
+        if profiles.is_empty() {
+            return Arc::clone(&self.default_profile);
+        }
+        session_id
+            .and_then(|s| profiles.get(s))
+            .or_else(|| profiles.get(group_id))
+            .map_or_else(|| Arc::clone(&self.default_profile), Arc::clone)
+    }
+
     /// Stops the run `run_id` (a "deny and stop" answer to a tool approval).
     pub fn stop_run(&self, run_id: &str) {
         if let Some(run) = lock(&self.runs).get(run_id) {

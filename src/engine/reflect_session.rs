@@ -62,7 +62,11 @@ pub(crate) async fn run(
             })
         })
         .ok_or_else(|| EngineError::NoSuchSession(session_id.to_string()))?;
-    let budget = budget.or(shared.options.default_budget);
+    // Or the default of the configuration the run was started with (its front end's).
+    let budget = budget.or(shared
+        .profile(&active.emitter.group_id, Some(session_id))
+        .options
+        .default_budget);
     let models: Vec<&str> = std::iter::once(request.model_override.as_deref().unwrap_or(&model))
         .chain(request.evaluator_model.as_deref())
         .collect();
@@ -280,8 +284,11 @@ impl CycleLoop for SessionCycle<'_> {
         });
         let (score, goal_met, rationale) = match self.request.evaluator_model.clone() {
             Some(model) => {
+                let profile = self
+                    .shared
+                    .profile(&self.active.emitter.group_id, Some(self.session_id));
                 let (verdict, used) = evaluate(
-                    self.shared,
+                    &profile,
                     &model,
                     goal,
                     &answer.text,
@@ -361,7 +368,7 @@ impl CycleLoop for SessionCycle<'_> {
 
 /// Asks the evaluator model directly (it has no session of its own).
 async fn evaluate(
-    shared: &EngineShared,
+    profile: &super::Profile,
     model: &str,
     goal: &str,
     answer: &str,
@@ -369,7 +376,7 @@ async fn evaluate(
     max_iterations: u32,
     cancel: &CancellationToken,
 ) -> (Result<PassFail, String>, Option<Usage>) {
-    let (provider, model) = match shared.providers.for_slug(model) {
+    let (provider, model) = match profile.providers.for_slug(model) {
         Ok(p) => p,
         Err(e) => return (Err(e.to_string()), None),
     };
@@ -386,7 +393,7 @@ async fn evaluate(
     // A CLI agent as the evaluator runs in config.yaml's sandbox (and the command line's),
     // with no working directory of its own: read-only in huddle's.
     if provider.capabilities().local_process {
-        request.sandbox = Some(shared.options.sandbox.sandbox(&[], None));
+        request.sandbox = Some(profile.options.sandbox.sandbox(&[], None));
     }
     match provider
         .stream_turn(request, &mut |_| {}, cancel.child_token())

@@ -276,7 +276,12 @@ impl<'a> Run<'a> {
         iteration: u32,
         timeout: Option<Duration>,
     ) -> Vec<(TurnResult, Duration)> {
-        let semaphore = Arc::new(Semaphore::new(self.shared.options.max_concurrency.max(1)));
+        let limit = self
+            .shared
+            .profile(&self.emitter().group_id, None)
+            .options
+            .max_concurrency;
+        let semaphore = Arc::new(Semaphore::new(limit.max(1)));
         let futures = jobs.into_iter().map(|job| {
             let Job {
                 member,

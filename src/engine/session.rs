@@ -640,7 +640,8 @@ impl Actor<'_> {
         );
 
         let started = Instant::now();
-        let outcome = match self.shared.providers.for_slug(&slug) {
+        let profile = self.shared.profile(&info.group_id, Some(self.session_id));
+        let outcome = match profile.providers.for_slug(&slug) {
             Ok((provider, model)) => {
                 let repo = super::repo_context::gather(
                     info.working_dir.clone(),
@@ -942,14 +943,16 @@ impl Actor<'_> {
         sent: &str,
         resumed_start: Option<usize>,
     ) {
-        let compact_at = self.shared.options.compact_at;
+        // The run's front end's configuration (on a host), else the engine's.
+        let profile = self.shared.profile(&info.group_id, Some(self.session_id));
+        let compact_at = profile.options.compact_at;
         if compact_at <= 0.0 {
             return;
         }
-        let Some(window) = self.shared.options.context_window(slug) else {
+        let Some(window) = profile.options.context_window(slug) else {
             return;
         };
-        let Ok((provider, model)) = self.shared.providers.for_slug(slug) else {
+        let Ok((provider, model)) = profile.providers.for_slug(slug) else {
             return;
         };
         if provider.capabilities().runs_own_tools {
@@ -1080,6 +1083,7 @@ impl Actor<'_> {
         let slug = options.model_override.as_deref().unwrap_or(&info.model);
         let rate = self.shared.options.prices.rate(slug);
         let capabilities = provider.capabilities();
+        let profile = self.shared.profile(&info.group_id, Some(self.session_id));
         if capabilities.local_process {
             // The program runs confined; a required sandbox that is missing starts nothing.
             let sandbox = &info.guard.sandbox;
@@ -1107,7 +1111,7 @@ impl Actor<'_> {
         let offer = if info.tools.is_empty() || !capabilities.takes_huddle_tools() {
             Offer::default()
         } else {
-            self.shared
+            profile
                 .options
                 .tools
                 .offer(&info.tools, info.working_dir.as_deref())
@@ -1164,7 +1168,7 @@ impl Actor<'_> {
         });
         let max_rounds = info
             .max_tool_rounds
-            .unwrap_or(self.shared.options.max_tool_rounds)
+            .unwrap_or(profile.options.max_tool_rounds)
             .max(1);
         let context = CallContext {
             shared: self.shared,
@@ -1419,7 +1423,11 @@ impl Actor<'_> {
             met += 1;
             if fallback.is_none()
                 && let Some(slug) = &info.fallback_model
-                && let Ok((other, name)) = self.shared.providers.for_slug(slug)
+                && let Ok((other, name)) = self
+                    .shared
+                    .profile(&info.group_id, Some(self.session_id))
+                    .providers
+                    .for_slug(slug)
             {
                 self.emit(
                     info,

@@ -93,14 +93,14 @@ impl ChatRuns {
     }
 }
 
-/// Second consumers of one group's events besides the front end: a `huddle run` whose run was
-/// handed to this process streams them to its own terminal.
+/// Second consumers of some groups' events besides the front end: a `huddle run` whose run the
+/// host drives streams them to its own terminal.
 #[derive(Default)]
 struct Watchers {
     /// How many are registered, read without the lock: no watcher (the usual case) costs one
     /// atomic load per event.
     count: AtomicUsize,
-    list: Mutex<Vec<(GroupId, mpsc::UnboundedSender<EngineEvent>)>>,
+    list: Mutex<Vec<(Vec<GroupId>, mpsc::UnboundedSender<EngineEvent>)>>,
 }
 
 impl Watchers {
@@ -113,8 +113,8 @@ impl Watchers {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         // A watcher that went away is dropped here.
-        list.retain(|(group_id, tx)| {
-            if *group_id == event.group_id {
+        list.retain(|(group_ids, tx)| {
+            if group_ids.contains(&event.group_id) {
                 tx.send(event.clone()).is_ok()
             } else {
                 !tx.is_closed()
@@ -123,14 +123,14 @@ impl Watchers {
         self.count.store(list.len(), Ordering::Release);
     }
 
-    fn add(&self, group_id: GroupId) -> mpsc::UnboundedReceiver<EngineEvent> {
+    fn add(&self, group_ids: Vec<GroupId>) -> mpsc::UnboundedReceiver<EngineEvent> {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut list = self
             .list
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         list.retain(|(_, tx)| !tx.is_closed());
-        list.push((group_id, tx));
+        list.push((group_ids, tx));
         self.count.store(list.len(), Ordering::Release);
         rx
     }
@@ -168,7 +168,12 @@ impl EventSink {
     /// Every event of one group from now on, until the receiver is dropped (in emission order;
     /// streaming pieces included).
     pub fn watch(&self, group_id: &str) -> mpsc::UnboundedReceiver<EngineEvent> {
-        self.watchers.add(group_id.to_string())
+        self.watchers.add(vec![group_id.to_string()])
+    }
+
+    /// [`EventSink::watch`] for several groups at once (in one order across them).
+    pub fn watch_groups(&self, group_ids: Vec<GroupId>) -> mpsc::UnboundedReceiver<EngineEvent> {
+        self.watchers.add(group_ids)
     }
 
     /// True for clones of one sink (the same channel and run log).

@@ -86,6 +86,7 @@ impl Team {
         group_id: &str,
         overrides: &RunOverrides,
     ) -> Result<Team, EngineError> {
+        let profile = shared.profile(group_id, None);
         shared.org.read(|org| {
             let group = org
                 .group(group_id)
@@ -154,14 +155,14 @@ impl Team {
                 budget: overrides
                     .budget
                     .or(group.budget)
-                    .or(shared.options.default_budget),
+                    .or(profile.options.default_budget),
                 memory: if group.kind == GroupKind::Team {
                     group.memory
                 } else {
                     Memory::Conversation
                 },
                 settings: ModeSettings {
-                    dispatch: group.settings.dispatch.or(&shared.options.default_dispatch),
+                    dispatch: group.settings.dispatch.or(&profile.options.default_dispatch),
                     ..group.settings.clone()
                 },
                 rate_limit_wait: overrides

@@ -133,7 +133,12 @@ impl CallContext<'_> {
         let (mut text, is_error, size) = match self.attempt(offer, call, lent).await {
             Ok((text, is_error)) => {
                 let size = text.len() as u64;
-                let mut text = cap_result(&text, self.shared.options.tool_result_max_bytes);
+                let max = self
+                    .shared
+                    .profile(self.group_id, Some(self.session_id))
+                    .options
+                    .tool_result_max_bytes;
+                let mut text = cap_result(&text, max);
                 self.after_call(call, &mut text, is_error).await;
                 (text, is_error, size)
             }
@@ -262,8 +267,8 @@ impl CallContext<'_> {
         let arguments = schema::parse_arguments(&call.arguments, &spec.input_schema)
             .map_err(|problem| format!("invalid arguments for `{}`: {problem}", call.name))?;
         let (server, tool) = split_name(&call.name).ok_or_else(|| format!("unknown tool `{}`", call.name))?;
-        let source = self
-            .shared
+        let profile = self.shared.profile(self.group_id, Some(self.session_id));
+        let source = profile
             .options
             .tools
             .get(server)

@@ -258,9 +258,9 @@ impl SentAs {
     }
 }
 
-/// The user's answer to a relay waiting on them.
+/// The user's answer to a relay waiting on them (a front end sends it to the host).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "answer", content = "text")]
+#[serde(tag = "answer", content = "text", rename_all = "snake_case")]
 pub enum DraftAnswer {
     /// Send the draft as it is.
     Approve,

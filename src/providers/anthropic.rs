@@ -63,8 +63,19 @@ fn cache_mark() -> serde_json::Value {
 
 impl AnthropicProvider {
     pub fn new(cfg: &ProviderConfig, options: ProviderOptions) -> Result<AnthropicProvider, ProviderError> {
+        Self::new_in(cfg, options, crate::env::Env::process())
+    }
+
+    /// As [`Self::new`], reading the key from `env`.
+    pub fn new_in(
+        cfg: &ProviderConfig,
+        options: ProviderOptions,
+        env: crate::env::Env,
+    ) -> Result<AnthropicProvider, ProviderError> {
+        let mut endpoint = Endpoint::new(cfg, messages_url(cfg.base_url.as_deref()), options)?;
+        endpoint.env = env;
         Ok(AnthropicProvider {
-            endpoint: Endpoint::new(cfg, messages_url(cfg.base_url.as_deref()), options)?,
+            endpoint,
             max_tokens: cfg.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
             caching: cfg.prompt_caching,
         })

@@ -47,6 +47,8 @@ pub struct CommandProvider {
     args: Vec<String>,
     format: AgentFormat,
     agent: Option<AgentKind>,
+    /// The program's environment: the front end's it works for.
+    env: crate::env::Env,
     /// `api_key_env:`: the one variable of huddle's environment passed to a sandboxed program
     /// besides the usual ones (a ready-made agent gets its own too).
     key_env: Option<String>,
@@ -84,9 +86,16 @@ impl CommandProvider {
             args: args.to_vec(),
             format: cfg.output_format(),
             agent: cfg.agent,
+            env: crate::env::Env::process(),
             key_env: cfg.api_key_env.clone().filter(|k| !k.trim().is_empty()),
             reads_repo_instructions: cfg.reads_repo_instructions(),
         })
+    }
+
+    /// The program runs with exactly these variables (a front end's, on the host).
+    pub fn with_env(mut self, env: crate::env::Env) -> CommandProvider {
+        self.env = env;
+        self
     }
 
     /// How stdout is read.
@@ -371,6 +380,7 @@ impl CommandProvider {
                     other => self.error(ErrorKind::Config, other.to_string()),
                 })?,
         };
+        self.env.apply_async(&mut cmd);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -447,7 +457,7 @@ impl CommandProvider {
     fn error(&self, kind: ErrorKind, message: String) -> ProviderError {
         // (A limit notice in the message is read by `limit_reached`.)
         let message = format!("provider `{}`: {message}", self.name);
-        let secrets = Secrets::new(AGENT_KEY_VARS.iter().filter_map(|v| std::env::var(v).ok()));
+        let secrets = Secrets::new(AGENT_KEY_VARS.iter().filter_map(|v| self.env.var(v)));
         ProviderError::new(kind, &self.name, secrets.redact(&message).into_owned())
     }
 

@@ -142,6 +142,8 @@ pub(crate) struct Endpoint {
     pub headers: HeaderMap,
     pub api_key_env: Option<String>,
     pub options: ProviderOptions,
+    /// Where the key is read: the environment of the front end the provider serves.
+    pub env: crate::env::Env,
 }
 
 impl Endpoint {
@@ -180,6 +182,7 @@ impl Endpoint {
             headers,
             api_key_env: cfg.api_key_env.clone(),
             options,
+            env: crate::env::Env::process(),
         })
     }
 
@@ -188,7 +191,7 @@ impl Endpoint {
         let Some(var) = &self.api_key_env else {
             return Ok(None);
         };
-        match std::env::var(var).ok().filter(|k| !k.trim().is_empty()) {
+        match self.env.var(var).filter(|k| !k.trim().is_empty()) {
             Some(key) => Ok(Some(key)),
             None => Err(ProviderError::new(
                 ErrorKind::Auth,

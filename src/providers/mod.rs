@@ -450,12 +450,24 @@ impl Providers {
         options: ProviderOptions,
         simulator: Simulator,
     ) -> Result<Providers, ProviderError> {
+        Providers::with_env(config, options, &crate::env::Env::process(), simulator)
+    }
+
+    /// As [`Self::with_options`], in `env`: keys are read from it, programs get it.
+    pub fn with_env(
+        config: &Config,
+        options: ProviderOptions,
+        env: &crate::env::Env,
+        simulator: Simulator,
+    ) -> Result<Providers, ProviderError> {
         let mut providers = Providers::default();
         for p in &config.providers {
             let provider: Arc<dyn Provider> = match p.kind {
-                ProviderKind::Openai => Arc::new(openai::OpenAiProvider::new(p, options)?),
-                ProviderKind::Anthropic => Arc::new(anthropic::AnthropicProvider::new(p, options)?),
-                ProviderKind::Command => Arc::new(command::CommandProvider::new(p)?),
+                ProviderKind::Openai => Arc::new(openai::OpenAiProvider::new_in(p, options, env.clone())?),
+                ProviderKind::Anthropic => {
+                    Arc::new(anthropic::AnthropicProvider::new_in(p, options, env.clone())?)
+                }
+                ProviderKind::Command => Arc::new(command::CommandProvider::new(p)?.with_env(env.clone())),
                 ProviderKind::Acp => Arc::new(acp::AcpProvider::new(p)?),
                 ProviderKind::A2a => Arc::new(a2a::A2aProvider::new(p, options)?),
                 ProviderKind::Sim => simulator(&p.name),

@@ -51,8 +51,19 @@ pub struct OpenAiProvider {
 
 impl OpenAiProvider {
     pub fn new(cfg: &ProviderConfig, options: ProviderOptions) -> Result<OpenAiProvider, ProviderError> {
+        Self::new_in(cfg, options, crate::env::Env::process())
+    }
+
+    /// As [`Self::new`], reading the key from `env`.
+    pub fn new_in(
+        cfg: &ProviderConfig,
+        options: ProviderOptions,
+        env: crate::env::Env,
+    ) -> Result<OpenAiProvider, ProviderError> {
+        let mut endpoint = Endpoint::new(cfg, chat_url(cfg.base_url.as_deref()), options)?;
+        endpoint.env = env;
         Ok(OpenAiProvider {
-            endpoint: Endpoint::new(cfg, chat_url(cfg.base_url.as_deref()), options)?,
+            endpoint,
             max_tokens: cfg.max_tokens,
             cache_key: cfg.sends_prompt_cache_key(),
         })

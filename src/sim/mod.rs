@@ -49,6 +49,12 @@ pub fn providers_with_options(config: &Config, options: ProviderOptions) -> Resu
     Providers::with_options(config, options, provider)
 }
 
+/// [`providers`] for a front end's environment (`env`: where keys are read, what programs
+/// get).
+pub fn providers_in(config: &Config, env: &crate::env::Env) -> Result<Providers, ProviderError> {
+    Providers::with_env(config, ProviderOptions::from_config(config), env, provider)
+}
+
 /// A `kind: sim` provider named `name` (the registry's [`crate::providers::Simulator`]).
 pub fn provider(name: &str) -> Arc<dyn Provider> {
     Arc::new(SimProvider::new(name))

@@ -19,6 +19,8 @@ pub struct OrgHandle {
 struct Inner {
     org: Arc<Mutex<Organization>>,
     saver: Option<Saver>,
+    /// Counts updates; a host waits on it to send front ends the organization again.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 fn lock(org: &Mutex<Organization>) -> MutexGuard<'_, Organization> {
@@ -48,6 +50,7 @@ impl OrgHandle {
             inner: Arc::new(Inner {
                 org,
                 saver: Some(saver),
+                changes: tokio::sync::watch::Sender::new(0),
             }),
         }
     }
@@ -58,6 +61,7 @@ impl OrgHandle {
             inner: Arc::new(Inner {
                 org: Arc::new(Mutex::new(org)),
                 saver: None,
+                changes: tokio::sync::watch::Sender::new(0),
             }),
         }
     }
@@ -72,11 +76,28 @@ impl OrgHandle {
         if let Some(saver) = &self.inner.saver {
             saver.mark_dirty();
         }
+        // No receiver (no host) costs an atomic read.
+        if self.inner.changes.receiver_count() > 0 {
+            self.inner.changes.send_modify(|n| *n = n.wrapping_add(1));
+        }
         result
+    }
+
+    /// Wakes on every update from now on (the value counts them; several updates may wake it
+    /// once).
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.changes.subscribe()
     }
 
     pub fn snapshot(&self) -> Organization {
         self.read(Organization::clone)
+    }
+
+    /// The organization with the count of its changes so far (see [`OrgHandle::changes`]; a
+    /// change under way may be in the copy and not yet counted, never the other way round).
+    pub fn versioned(&self) -> (Organization, u64) {
+        let version = *self.inner.changes.borrow();
+        (self.snapshot(), version)
     }
 
     /// True while a change is not on disk yet (always false in memory).

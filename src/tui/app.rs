@@ -37,6 +37,8 @@ use crate::presets::Catalog;
 use crate::store::OrgView;
 use crate::workspace::{Edits, WhichRun};
 
+use crate::engine::events::RunKey;
+
 /// Lends the app's shared pieces to a feature controller for one call, as `$cx` in `$call`
 /// (`with_cx!(self, cx => self.worktrees.open_diff(&mut cx))`); then does what the
 /// controller asked of the app, its commands after the call's.
@@ -99,6 +101,18 @@ impl App {
     /// A new app over `org`. `notices` are shown as error popups first (lost data, bad config);
     /// interrupted cycles are offered for resumption.
     pub fn new(edits: Edits, config: Config, repo: PathBuf, notices: Vec<String>) -> (App, Vec<Command>) {
+        App::new_beside(edits, config, repo, notices, &[])
+    }
+
+    /// [`App::new`] beside the runs going (`live`, in the host): those are not offered for
+    /// resumption.
+    pub fn new_beside(
+        edits: Edits,
+        config: Config,
+        repo: PathBuf,
+        notices: Vec<String>,
+        live: &[RunKey],
+    ) -> (App, Vec<Command>) {
         let (keymap, key_errors) = Keymap::with_overrides(&config.keys);
         let org = edits.view();
         let mut app = App {
@@ -128,10 +142,18 @@ impl App {
         // (or to be discarded); `n` leaves it for later (the pause key resumes a team's).
         let interrupted: Vec<(Interruption, String, crate::model::Interrupted)> = app.org.read(|o| {
             let groups = o.groups.iter().filter_map(|g| {
+                if live.contains(&RunKey::team(&g.id)) {
+                    return None;
+                }
                 let i = g.state.interrupted(g.mode)?;
                 Some((Interruption::Group(g.id.clone()), g.name.clone(), i))
             });
             let sessions = o.sessions.iter().filter_map(|s| {
+                if live.contains(&RunKey::Reflection {
+                    session_id: s.id.clone(),
+                }) {
+                    return None;
+                }
                 let r = s.reflection.as_ref()?;
                 Some((
                     Interruption::Session(s.id.clone()),
@@ -453,7 +475,10 @@ impl App {
     }
 
     fn request_quit(&mut self) -> Vec<Command> {
-        if self.anything_running() {
+        if self.anything_running() && self.edits.is_remote() {
+            self.dialogs.push(Dialog::Choice(Box::new(self.quit_offer())));
+            Vec::new()
+        } else if self.anything_running() {
             let text = self.quit_words();
             self.dialogs.confirm("Quit", text, ConfirmAction::Quit);
             Vec::new()
@@ -485,6 +510,52 @@ impl App {
                 }
                 Vec::new()
             }
+        }
+    }
+
+    /// Quitting a TUI of the host while runs go: leave them running (the default: they go on
+    /// in the host) or stop them.
+    fn quit_offer(&self) -> Choice {
+        let mut lines = vec!["Runs are going:".to_string()];
+        for run in self.runs.iter() {
+            let line = self.org.read(|o| match &run.key {
+                RunKey::Team { group_id } => o
+                    .group(group_id)
+                    .map(|g| format!("- `{}` ({} run)", g.name, g.mode)),
+                RunKey::Reflection { session_id } => o
+                    .session(session_id)
+                    .map(|s| format!("- the reflection of `{}`", s.name)),
+                RunKey::Chat { session_id } => o
+                    .session(session_id)
+                    .map(|s| format!("- a chat turn of `{}`", s.name)),
+            });
+            lines.extend(line);
+        }
+        lines.push(
+            "Left running, they go on in the huddle host: open huddle again to see them where they are \
+             (`huddle ps` lists them, `huddle attach` follows one). A tool call that asks for approval \
+             or a relay draft for you waits until a TUI answers it."
+                .into(),
+        );
+        lines.push("Stopped, they end as the stop key ends them.".into());
+        Choice {
+            title: "Quit".into(),
+            message: lines.join("\n"),
+            options: vec![
+                ChoiceOption {
+                    key: 'l',
+                    label: "leave them running".into(),
+                    disabled: None,
+                },
+                ChoiceOption {
+                    key: 's',
+                    label: "stop them".into(),
+                    disabled: None,
+                },
+            ],
+            chosen: 0,
+            verb: "quit".into(),
+            action: ChoiceAction::Quit,
         }
     }
 

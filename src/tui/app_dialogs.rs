@@ -138,6 +138,19 @@ impl App {
             DialogResult::Chose(ChoiceAction::Interrupted(target), option) => {
                 self.on_interrupted(target, option == 0)
             }
+            DialogResult::Chose(ChoiceAction::Quit, option) => {
+                let mut commands: Vec<Command> = if option == 1 {
+                    self.runs
+                        .iter()
+                        .map(|r| Command::Stop { key: r.key.clone() })
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                self.should_quit = true;
+                commands.push(Command::Quit);
+                commands
+            }
             DialogResult::MergeWorktree(worktree) => {
                 with_cx!(self, cx => worktrees::plan_merge(&mut cx, worktree))
             }

@@ -16,6 +16,8 @@ impl App {
     pub fn handle_app_event(&mut self, event: AppEvent) -> Vec<Command> {
         let commands = match event {
             AppEvent::Engine(e) => self.handle_engine_event(e),
+            // Drawn anew; what was selected and went is left as a deleted one is.
+            AppEvent::OrgChanged => Vec::new(),
             AppEvent::TranscriptLoaded { session_id, result } => {
                 self.transcripts.loaded(session_id, result);
                 Vec::new()

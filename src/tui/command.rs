@@ -203,6 +203,8 @@ pub enum EditorTarget {
 #[derive(Debug)]
 pub enum AppEvent {
     Engine(EngineEvent),
+    /// The host's organization changed (a TUI front end's copy took it).
+    OrgChanged,
     TranscriptLoaded {
         session_id: SessionId,
         result: Result<LoadedTranscript, String>,

@@ -35,6 +35,7 @@ pub mod execution_cards;
 pub mod features;
 pub mod flash;
 pub mod frame;
+mod front;
 pub mod history;
 mod input_saver;
 pub mod keymap;

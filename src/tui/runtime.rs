@@ -36,6 +36,9 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
         anyhow::bail!("the interactive UI needs a terminal; use `huddle run` in scripts");
     }
     let config = Config::load(paths)?.config;
+    if super::front::as_front_end() {
+        return run_on_host(paths, config, repo).await;
+    }
     let Workspace {
         edits,
         engine,
@@ -44,7 +47,7 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
         notices,
         lock: _lock,
         ..
-    } = Workspace::open(paths, &config, repo.clone(), ApprovalPolicy::Ask)?;
+    } = open_owning(paths, &config, &repo).await?;
     let notices: Vec<String> = notices
         .iter()
         .filter(|n| n.is_serious())
@@ -52,18 +55,27 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
         .collect();
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let exporter = Exporter::new(edits.view(), paths.clone(), repo.clone());
-    // `huddle run` on this data dir hands its runs to us while we are open.
-    let _run_server = match crate::handoff::server::listen(
-        paths,
-        config.clone(),
-        edits.clone(),
-        engine.clone(),
-        repo.clone(),
-    ) {
-        Ok(server) => Some(server),
+    // The other front ends (`huddle run`, `ps`, `attach`, `stop`, `mcp`) reach this workspace
+    // through the host's socket while the TUI owns it; the TUI sees every event too.
+    let (_host, engine_events) = match crate::host::server::bind(&paths.run_socket()) {
+        Ok(listener) => {
+            let (local, events) = mpsc::unbounded_channel();
+            let parts = crate::host::server::HostParts {
+                paths: paths.clone(),
+                config: config.clone(),
+                repo: repo.clone(),
+                edits: edits.clone(),
+                engine: engine.clone(),
+                runs: runs.clone(),
+                notices: Vec::new(),
+                embedded: true,
+            };
+            let server = crate::host::server::serve_on(listener, parts, engine_events, Some(local));
+            (Some(server), events)
+        }
         Err(e) => {
-            tracing::warn!(error = %e, "runs from `huddle run` cannot be handed over");
-            None
+            tracing::warn!(error = %e, "other front ends cannot reach this huddle");
+            (None, engine_events)
         }
     };
     // Headers show the sandbox once bwrap was probed (once, off the UI thread).
@@ -72,20 +84,30 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
         async move { engine.probe_sandbox().await }
     });
     let (app, initial) = App::new(edits.clone(), config.clone(), repo.clone(), notices);
+    let (app_tx, app_rx) = mpsc::unbounded_channel();
     let executor = Executor {
-        engine: engine.clone(),
+        backend: Backend::Local(engine.clone()),
         edits,
         exporter,
         runs,
         paths: paths.clone(),
         config,
         repo,
-        app_tx: mpsc::unbounded_channel().0,
+        app_tx,
         input_files: crate::store::InputFiles::new(&paths.data_dir),
         input_saver: None,
     };
     let mut guard = TerminalGuard::enter().context("cannot set up the terminal")?;
-    let result = event_loop(&mut guard, app, initial, executor, engine_events, no_color).await;
+    let result = event_loop(
+        &mut guard,
+        app,
+        initial,
+        executor,
+        engine_events,
+        app_rx,
+        no_color,
+    )
+    .await;
     drop(guard);
     // Everything said so far goes to disk; running cycles stay "interrupted" and resumable.
     let flushing = engine.clone();
@@ -100,16 +122,94 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
     result
 }
 
+/// The TUI as a front end of the data dir's host (started when none runs): the runs are the
+/// host's and go on when the TUI quits (unless it is asked to stop them).
+async fn run_on_host(paths: &Paths, config: Config, repo: PathBuf) -> anyhow::Result<()> {
+    let opened = super::front::open(paths, &config, &repo).await?;
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let exporter = Exporter::new(opened.edits.view(), paths.clone(), repo.clone());
+    let live: Vec<crate::engine::events::RunKey> = opened.live.iter().map(|r| r.key.clone()).collect();
+    let (app, initial) = App::new_beside(
+        opened.edits.clone(),
+        config.clone(),
+        repo.clone(),
+        opened.notices,
+        &live,
+    );
+    let (app_tx, app_rx) = mpsc::unbounded_channel();
+    let (events_tx, engine_events) = mpsc::unbounded_channel();
+    let running = opened.start.start(events_tx, app_tx.clone());
+    let link = opened.link;
+    let executor = Executor {
+        backend: Backend::Host(link.clone()),
+        edits: opened.edits,
+        exporter,
+        runs: RunFiles::new(paths.runs_dir()),
+        paths: paths.clone(),
+        config,
+        repo,
+        app_tx,
+        input_files: crate::store::InputFiles::new(&paths.data_dir),
+        input_saver: None,
+    };
+    let mut guard = TerminalGuard::enter().context("cannot set up the terminal")?;
+    let result = event_loop(
+        &mut guard,
+        app,
+        initial,
+        executor,
+        engine_events,
+        app_rx,
+        no_color,
+    )
+    .await;
+    drop(guard);
+    // A stop asked on the way out reaches the host before the TUI goes.
+    running.close(link).await;
+    result
+}
+
+/// Opens the data dir for this TUI to own. A host serving it (started by `huddle run`, say) is
+/// asked to exit once idle, and its lock waited for; with runs going there, the TUI says so.
+async fn open_owning(paths: &Paths, config: &Config, repo: &Path) -> anyhow::Result<Workspace> {
+    use crate::store::StoreError;
+    use crate::workspace::OpenError;
+    match Workspace::open(paths, config, repo.to_path_buf(), ApprovalPolicy::Ask) {
+        Err(OpenError::Store(StoreError::AlreadyRunning { .. })) => {}
+        other => return Ok(other?),
+    }
+    let busy = crate::host_cli::ask_host_to_quit(paths, repo)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if !busy.is_empty() {
+        anyhow::bail!(
+            "the huddle host in the background still runs: {}. Follow them with `huddle attach`, stop them with `huddle stop`, or wait until they end (`huddle ps`)",
+            busy.join(", ")
+        );
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match Workspace::open(paths, config, repo.to_path_buf(), ApprovalPolicy::Ask) {
+            Err(OpenError::Store(StoreError::AlreadyRunning { .. }))
+                if tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            other => return Ok(other?),
+        }
+    }
+}
+
 async fn event_loop(
     guard: &mut TerminalGuard,
     mut app: App,
     initial: Vec<Command>,
     mut executor: Executor,
     mut engine_events: mpsc::UnboundedReceiver<crate::engine::events::EngineEvent>,
+    mut app_rx: mpsc::UnboundedReceiver<AppEvent>,
     no_color: bool,
 ) -> anyhow::Result<()> {
-    let (app_tx, mut app_rx) = mpsc::unbounded_channel();
-    executor.app_tx = app_tx.clone();
+    let app_tx = executor.app_tx.clone();
     let saver = super::input_saver::InputSaver::start(executor.input_files.clone(), move |error| {
         Executor::send(
             &app_tx,
@@ -253,9 +353,15 @@ fn run_terminal_commands(
     rest
 }
 
+/// Where engine calls go: this process's engine (the TUI owns the data dir), or the host.
+enum Backend {
+    Local(Engine),
+    Host(super::front::HostLink),
+}
+
 /// Carries out commands: engine calls now, slow work in tasks that report back.
 struct Executor {
-    engine: Engine,
+    backend: Backend,
     edits: Edits,
     exporter: Exporter,
     runs: RunFiles,
@@ -299,9 +405,9 @@ impl Executor {
         });
     }
 
-    fn execute(&self, command: Command) {
+    /// Carries out an engine command with this process's engine; any other is given back.
+    fn local(&self, engine: &Engine, command: Command) -> Option<Command> {
         let tx = self.app_tx.clone();
-        let engine = self.engine.clone();
         match command {
             Command::Chat { session_id, prompt } => match engine.start_chat(&session_id, prompt, None) {
                 Ok(turn) => Self::spawn(turn),
@@ -335,10 +441,13 @@ impl Executor {
             Command::QueueMessage { group_id, text } => {
                 if !engine.queue_message(&group_id, text.clone()) {
                     // The run ended in between: the message starts a new one.
-                    self.execute(Command::RunGroup {
-                        group_id,
-                        prompt: text,
-                    });
+                    return self.local(
+                        engine,
+                        Command::RunGroup {
+                            group_id,
+                            prompt: text,
+                        },
+                    );
                 }
             }
             Command::Pause { key } => {
@@ -385,11 +494,44 @@ impl Executor {
                 }
             }
             Command::LoadTranscript { session_id } => {
+                let engine = engine.clone();
                 tokio::task::spawn_blocking(move || {
                     let result = engine.load_transcript(&session_id).map_err(|e| e.to_string());
                     Self::send(&tx, AppEvent::TranscriptLoaded { session_id, result });
                 });
             }
+            Command::Attached { attachments, send } => match *send {
+                Command::Chat { session_id, prompt } => {
+                    match engine.start_chat_with(&session_id, prompt, None, attachments) {
+                        Ok(turn) => Self::spawn(turn),
+                        Err(e) => self.refused("Not sent", e),
+                    }
+                }
+                Command::RunGroup { group_id, prompt } => {
+                    let overrides = RunOverrides {
+                        attachments,
+                        ..RunOverrides::default()
+                    };
+                    match engine.start_group(&group_id, prompt, overrides) {
+                        Ok(run) => Self::spawn(run),
+                        Err(e) => self.refused("Run not started", e),
+                    }
+                }
+                other => return self.local(engine, other),
+            },
+            other => return Some(other),
+        }
+        None
+    }
+
+    fn execute(&self, command: Command) {
+        let command = match &self.backend {
+            Backend::Local(engine) => self.local(engine, command),
+            Backend::Host(link) => link.carry(command),
+        };
+        let Some(command) = command else { return };
+        let tx = self.app_tx.clone();
+        match command {
             Command::LoadRun { group_id, which } => {
                 let runs = self.runs.clone();
                 tokio::task::spawn_blocking(move || {
@@ -398,7 +540,7 @@ impl Executor {
                 });
             }
             Command::LoadForecast { group_id } => {
-                let (runs, org) = (self.runs.clone(), self.engine.org().clone());
+                let (runs, org) = (self.runs.clone(), self.edits.view());
                 tokio::task::spawn_blocking(move || {
                     let org = org.snapshot();
                     let (forecast, basis) = forecast_runs(&runs, &org, Some(&group_id), None);
@@ -449,13 +591,17 @@ impl Executor {
             | Command::CheckDeleteRisk { .. }
             | Command::ForkSession { .. }) => {
                 let (edits, repo) = (self.edits.clone(), self.repo.clone());
-                let engine = self.engine.clone();
+                let engine = match &self.backend {
+                    Backend::Local(engine) => Some(engine.clone()),
+                    // The host runs the hooks before it answers the edit.
+                    Backend::Host(_) => None,
+                };
                 tokio::spawn(async move {
                     let done =
                         tokio::task::spawn_blocking(move || run_blocking(&edits, &repo, command)).await;
                     let Ok(Some(event)) = done else { return };
                     // A team made with worktrees: their hooks run before it is shown ready.
-                    if let AppEvent::TeamCreated { result: Ok(id), .. } = &event {
+                    if let (AppEvent::TeamCreated { result: Ok(id), .. }, Some(engine)) = (&event, &engine) {
                         engine.worktree_created_hooks(id).await;
                     }
                     Self::send(&tx, event);
@@ -474,25 +620,6 @@ impl Executor {
                     Self::send(&tx, AppEvent::AttachmentRead { name, result });
                 });
             }
-            Command::Attached { attachments, send } => match *send {
-                Command::Chat { session_id, prompt } => {
-                    match engine.start_chat_with(&session_id, prompt, None, attachments) {
-                        Ok(turn) => Self::spawn(turn),
-                        Err(e) => self.refused("Not sent", e),
-                    }
-                }
-                Command::RunGroup { group_id, prompt } => {
-                    let overrides = RunOverrides {
-                        attachments,
-                        ..RunOverrides::default()
-                    };
-                    match engine.start_group(&group_id, prompt, overrides) {
-                        Ok(run) => Self::spawn(run),
-                        Err(e) => self.refused("Run not started", e),
-                    }
-                }
-                other => self.execute(other),
-            },
             Command::LoadInputs => {
                 let files = self.input_files.clone();
                 tokio::task::spawn_blocking(move || {
@@ -504,12 +631,27 @@ impl Executor {
                     saver.save(drafts, history);
                 }
             }
-            // Carried out by the event loop, which owns the terminal.
+            // Carried out by the event loop (which owns the terminal), or by the backend.
             Command::CopyToClipboard { .. }
             | Command::SetMouseCapture(_)
             | Command::Notify(_)
             | Command::OpenEditor { .. }
-            | Command::Quit => {}
+            | Command::Quit
+            | Command::Chat { .. }
+            | Command::RunGroup { .. }
+            | Command::ResumeCycle { .. }
+            | Command::ResumeReflection { .. }
+            | Command::NoteMember { .. }
+            | Command::QueueMessage { .. }
+            | Command::Pause { .. }
+            | Command::Resume { .. }
+            | Command::Stop { .. }
+            | Command::StopSession { .. }
+            | Command::AnswerApproval { .. }
+            | Command::AnswerRelay { .. }
+            | Command::ReflectSession { .. }
+            | Command::LoadTranscript { .. }
+            | Command::Attached { .. } => {}
         }
     }
 }

@@ -18,7 +18,7 @@ use crate::presets::create_team_group;
 use crate::store::{OrgHandle, OrgView, RunFiles, Transcripts};
 use crate::worktrees::{self, Removed, WorktreeError};
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, thiserror::Error)]
 pub enum EditError {
     #[error("no such group (it was deleted)")]
     NoSuchGroup,
@@ -31,7 +31,7 @@ pub enum EditError {
     #[error("a session named `{0}` exists already")]
     SessionNameTaken(String),
     #[error("{what} is running: stop it first (the stop key), then {action}")]
-    Busy { what: String, action: &'static str },
+    Busy { what: String, action: String },
     #[error("{0}")]
     Model(String),
     /// A git worktree operation failed or was refused (the text says why and what to do).
@@ -46,7 +46,7 @@ impl From<WorktreeError> for EditError {
 }
 
 /// Files that belonged to deleted sessions and groups, to remove with [`Edits::remove_files`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Removal {
     pub sessions: Vec<SessionId>,
     /// A deleted group whose run files go too.
@@ -60,7 +60,7 @@ pub struct Removal {
 }
 
 /// The user's choice for worktrees that hold work when their sessions are deleted.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum WorktreeChoice {
     /// Leave them (folder and branch) where they are; they are reported as not recorded at the
     /// next start, until removed.
@@ -81,7 +81,7 @@ pub struct AtRisk {
 }
 
 /// What [`Edits::remove_files`] did with the removal's worktrees.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RemovalReport {
     pub removed: Vec<Removed>,
     /// Kept because they hold work (and the choice was to keep them), with what they hold.
@@ -91,7 +91,7 @@ pub struct RemovalReport {
 }
 
 /// A group's evaluator after [`Edits::toggle_evaluator`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum EvaluatorSwitch {
     /// A new evaluator session: its name and model.
     Added {
@@ -136,6 +136,8 @@ pub struct Edits {
     runs: Option<RunFiles>,
     /// The data dir's `worktrees/` folder; without it no worktree is made or removed.
     worktrees_root: Option<PathBuf>,
+    /// A front end of the host: every edit is the host's, `org` a copy of its organization.
+    remote: Option<std::sync::Arc<super::remote::RemoteEdits>>,
 }
 
 /// True when `name` can name a session: not empty, no `/` (it is part of model slugs and paths
@@ -164,6 +166,7 @@ impl Edits {
             transcripts: Some(transcripts),
             runs: Some(runs),
             worktrees_root: None,
+            remote: None,
         }
     }
 
@@ -178,13 +181,48 @@ impl Edits {
             transcripts: None,
             runs: None,
             worktrees_root: None,
+            remote: None,
         }
+    }
+
+    /// Edits made by the host (a front end's): `org` is the front end's copy of the host's
+    /// organization, which `remote` keeps current.
+    pub fn remote(
+        org: OrgHandle,
+        config: Config,
+        repo: PathBuf,
+        remote: std::sync::Arc<super::remote::RemoteEdits>,
+    ) -> Edits {
+        Edits {
+            remote: Some(remote),
+            ..Edits::detached(org, config, repo)
+        }
+    }
+
+    /// True for a front end of the host (its edits are the host's).
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
     }
 
     /// Where team worktrees live (`Paths::worktrees_dir`): needed to make or remove any.
     pub fn with_worktrees_root(mut self, root: PathBuf) -> Edits {
         self.worktrees_root = Some(root);
         self
+    }
+
+    /// The same organization and engine as a front end elsewhere sees them: new sessions in
+    /// its `repo`, models checked against its `config` (a host keeps one per front end).
+    pub fn for_front(&self, config: Config, repo: PathBuf) -> Edits {
+        Edits {
+            config,
+            repo,
+            ..self.clone()
+        }
+    }
+
+    /// The repository new sessions work in.
+    pub fn repo(&self) -> &std::path::Path {
+        &self.repo
     }
 
     fn worktrees_root(&self) -> Result<&std::path::Path, EditError> {
@@ -196,6 +234,9 @@ impl Edits {
     /// The sandbox of a session's processes, for its header (see `Engine::sandbox_label`);
     /// `None` without an engine or for a session that starts no process.
     pub fn sandbox_label(&self, session_id: &str) -> Option<String> {
+        if let Some(remote) = &self.remote {
+            return remote.sandbox_label(session_id);
+        }
         self.engine.as_ref()?.sandbox_label(session_id)
     }
 
@@ -214,6 +255,12 @@ impl Edits {
 
     /// A plain session in `group_id`, working in the group's repo (or the front end's).
     pub fn create_session(&self, group_id: &str, name: &str) -> Result<SessionId, EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::CreateSession {
+                group_id: group_id.to_string(),
+                name: name.to_string(),
+            });
+        }
         let name = name.trim();
         valid_session_name(name)?;
         let model = self.config.default_model();
@@ -246,6 +293,14 @@ impl Edits {
         model: &str,
         system_prompt: &str,
     ) -> Result<SessionId, EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::AddMember {
+                group_id: group_id.to_string(),
+                name: name.to_string(),
+                model: model.to_string(),
+                system_prompt: system_prompt.to_string(),
+            });
+        }
         let name = name.trim();
         valid_session_name(name)?;
         let model = model.trim();
@@ -303,6 +358,11 @@ impl Edits {
     /// in the repository (`shared`) whatever the preset's `worktrees:` says: this makes no
     /// worktree and runs no git. For a strategy, use [`Edits::create_team_with`].
     pub fn create_team(&self, preset: &Preset) -> GroupId {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::CreateTeam {
+                preset: Box::new(preset.clone()),
+            });
+        }
         let (config, repo) = (&self.config, &self.repo);
         self.org
             .update(|o| create_team_group(o, preset, config, Some(repo)))
@@ -352,6 +412,12 @@ impl Edits {
         preset: &Preset,
         strategy: WorktreeStrategy,
     ) -> Result<GroupId, EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::CreateTeamWith {
+                preset: Box::new(preset.clone()),
+                strategy,
+            });
+        }
         if strategy.is_shared() {
             return Ok(self.create_team(preset));
         }
@@ -462,7 +528,7 @@ impl Edits {
             {
                 return Err(EditError::Busy {
                     what: format!("a session working in {}", w.path.display()),
-                    action: "remove its worktree",
+                    action: "remove its worktree".into(),
                 });
             }
         }
@@ -529,6 +595,12 @@ impl Edits {
 
     /// Renames a group (also while it runs: runs and events know it by id).
     pub fn rename_group(&self, group_id: &str, name: &str) -> Result<(), EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::RenameGroup {
+                group_id: group_id.to_string(),
+                name: name.to_string(),
+            });
+        }
         let name = name.trim();
         if name.is_empty() {
             return Err(EditError::Invalid("a group needs a name".into()));
@@ -548,6 +620,12 @@ impl Edits {
 
     /// Renames a session (also while it is busy; an evaluator stays the evaluator).
     pub fn rename_session(&self, session_id: &str, name: &str) -> Result<(), EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::RenameSession {
+                session_id: session_id.to_string(),
+                name: name.to_string(),
+            });
+        }
         let name = name.trim();
         valid_session_name(name)?;
         self.org.update(|o| {
@@ -589,10 +667,15 @@ impl Edits {
     /// Deletes a group: a team with its sessions, any other group's sessions move to the
     /// default group. Refused while anything of the group runs.
     pub fn delete_group(&self, group_id: &str) -> Result<Removal, EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::DeleteGroup {
+                group_id: group_id.to_string(),
+            });
+        }
         if self.group_busy(group_id) {
             return Err(EditError::Busy {
                 what: "this group (or one of its sessions)".into(),
-                action: "delete it",
+                action: "delete it".into(),
             });
         }
         let (deleted, worktrees) = self
@@ -615,6 +698,11 @@ impl Edits {
     /// Deletes a session and (with [`Edits::remove_files`]) its transcript. Refused while it or
     /// its team runs.
     pub fn delete_session(&self, session_id: &str) -> Result<Removal, EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::DeleteSession {
+                session_id: session_id.to_string(),
+            });
+        }
         let group_id = self
             .org
             .read(|o| o.session(session_id).map(|s| s.group_id.clone()))
@@ -622,7 +710,7 @@ impl Edits {
         if self.session_busy(session_id) || self.group_busy(&group_id) {
             return Err(EditError::Busy {
                 what: "this session (or its team)".into(),
-                action: "delete it",
+                action: "delete it".into(),
             });
         }
         let worktrees = self.org.update(|o| {
@@ -649,6 +737,11 @@ impl Edits {
     /// is checked again here, so work done since the question is never lost by default).
     /// Failures are logged and reported; the organization no longer refers to the files.
     pub fn remove_files(&self, removal: &Removal) -> RemovalReport {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::RemoveFiles {
+                removal: removal.clone(),
+            });
+        }
         let mut report = RemovalReport::default();
         if !removal.worktrees.is_empty() {
             match self.worktrees_root() {
@@ -702,6 +795,12 @@ impl Edits {
     }
 
     pub fn set_session_model(&self, session_id: &str, slug: &str) -> Result<(), EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::SetSessionModel {
+                session_id: session_id.to_string(),
+                slug: slug.to_string(),
+            });
+        }
         self.check_model(slug)?;
         self.org.update(|o| {
             let s = o.session_mut(session_id).ok_or(EditError::NoSuchSession)?;
@@ -712,6 +811,12 @@ impl Edits {
 
     /// Every session of the group gets the model.
     pub fn set_group_model(&self, group_id: &str, slug: &str) -> Result<(), EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::SetGroupModel {
+                group_id: group_id.to_string(),
+                slug: slug.to_string(),
+            });
+        }
         self.check_model(slug)?;
         self.org.update(|o| {
             o.group(group_id).ok_or(EditError::NoSuchGroup)?;
@@ -724,6 +829,12 @@ impl Edits {
 
     /// The team's mode for its next run (a run in progress keeps the mode it started with).
     pub fn set_mode(&self, group_id: &str, mode: Mode) -> Result<(), EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::SetMode {
+                group_id: group_id.to_string(),
+                mode,
+            });
+        }
         self.org.update(|o| {
             let g = o.group_mut(group_id).ok_or(EditError::NoSuchGroup)?;
             g.mode = mode;
@@ -733,6 +844,12 @@ impl Edits {
 
     /// What the team's members remember between runs (applies from its next run).
     pub fn set_memory(&self, group_id: &str, memory: Memory) -> Result<(), EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::SetMemory {
+                group_id: group_id.to_string(),
+                memory,
+            });
+        }
         self.org.update(|o| {
             let g = o.group_mut(group_id).ok_or(EditError::NoSuchGroup)?;
             g.memory = memory;
@@ -743,6 +860,11 @@ impl Edits {
     /// Starts a new conversation for a session: its next turn is sent nothing from before
     /// (the transcript keeps everything, marked where the new one begins). Refused while busy.
     pub fn new_session_conversation(&self, session_id: &str) -> Result<(), EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::NewSessionConversation {
+                session_id: session_id.to_string(),
+            });
+        }
         self.view()
             .read(|o| o.session(session_id).map(|_| ()))
             .ok_or(EditError::NoSuchSession)?;
@@ -754,6 +876,11 @@ impl Edits {
 
     /// Starts a new conversation for every member of a group. Refused while it is busy.
     pub fn new_group_conversation(&self, group_id: &str) -> Result<usize, EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::NewGroupConversation {
+                group_id: group_id.to_string(),
+            });
+        }
         let (name, members) = self
             .view()
             .read(|o| {
@@ -765,7 +892,7 @@ impl Edits {
         if self.group_busy(group_id) {
             return Err(EditError::Busy {
                 what: name,
-                action: "start a new conversation",
+                action: "start a new conversation".into(),
             });
         }
         self.mark_new_conversation(&members)?;
@@ -776,6 +903,13 @@ impl Edits {
     /// be asked again (regenerate, or an edited prompt): the exchange stays in the transcript,
     /// superseded. Refused while the session is busy.
     pub fn supersede_last_exchange(&self, session_id: &str, from: &str, why: &str) -> Result<(), EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::SupersedeLastExchange {
+                session_id: session_id.to_string(),
+                from: from.to_string(),
+                why: why.to_string(),
+            });
+        }
         self.view()
             .read(|o| o.session(session_id).map(|_| ()))
             .ok_or(EditError::NoSuchSession)?;
@@ -799,6 +933,11 @@ impl Edits {
     /// member's becomes a plain session in the default group. Refused while the session is
     /// busy. Blocking (it reads and writes the transcript): call it off the UI thread.
     pub fn fork_session(&self, session_id: &str) -> Result<SessionId, EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::ForkSession {
+                session_id: session_id.to_string(),
+            });
+        }
         let original = self
             .view()
             .read(|o| {
@@ -847,7 +986,10 @@ impl Edits {
             .view()
             .read(|o| o.session(session_id).map(|s| s.name.clone()))
             .unwrap_or_default();
-        EditError::Busy { what, action }
+        EditError::Busy {
+            what,
+            action: action.to_string(),
+        }
     }
 
     fn mark_new_conversation(&self, sessions: &[SessionId]) -> Result<(), EditError> {
@@ -866,6 +1008,12 @@ impl Edits {
 
     /// The team's max iterations, from text a person typed.
     pub fn set_max_iterations(&self, group_id: &str, text: &str) -> Result<u32, EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::SetMaxIterations {
+                group_id: group_id.to_string(),
+                text: text.to_string(),
+            });
+        }
         let n = parse_max_iterations(text).map_err(|e| EditError::Invalid(e.to_string()))?;
         self.org.update(|o| {
             let g = o.group_mut(group_id).ok_or(EditError::NoSuchGroup)?;
@@ -904,7 +1052,7 @@ impl Edits {
         if self.group_busy(group_id) {
             return Err(EditError::Busy {
                 what: format!("group `{name}`"),
-                action: "change its tools",
+                action: "change its tools".into(),
             });
         }
         self.org.update(|o| {
@@ -942,6 +1090,12 @@ impl Edits {
 
     /// A session's system prompt; blank text removes it.
     pub fn set_system_prompt(&self, session_id: &str, text: &str) -> Result<(), EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::SetSystemPrompt {
+                session_id: session_id.to_string(),
+                text: text.to_string(),
+            });
+        }
         self.org.update(|o| {
             let s = o.session_mut(session_id).ok_or(EditError::NoSuchSession)?;
             s.system_prompt = Some(text.to_string()).filter(|t| !t.trim().is_empty());
@@ -958,6 +1112,11 @@ impl Edits {
     /// Adds an evaluator session (default model) to a reflect team without one. Refused while
     /// the team runs.
     pub fn add_evaluator(&self, group_id: &str) -> Result<EvaluatorSwitch, EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::AddEvaluator {
+                group_id: group_id.to_string(),
+            });
+        }
         self.check_evaluator_switch(group_id)?;
         let model = self.config.default_model();
         let repo = self.repo.clone();
@@ -1000,6 +1159,11 @@ impl Edits {
     /// Removes the team's evaluator session (its transcript with [`Edits::remove_files`]); the
     /// orchestrator then judges its own work.
     pub fn remove_evaluator(&self, group_id: &str) -> Result<EvaluatorSwitch, EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::RemoveEvaluator {
+                group_id: group_id.to_string(),
+            });
+        }
         self.check_evaluator_switch(group_id)?;
         let (session_id, _) = self
             .evaluator(group_id)
@@ -1044,7 +1208,7 @@ impl Edits {
                 .unwrap_or_default();
             return Err(EditError::Busy {
                 what: format!("team `{name}`"),
-                action: "switch the evaluator",
+                action: "switch the evaluator".into(),
             });
         }
         Ok(())
@@ -1054,10 +1218,15 @@ impl Edits {
     /// of resuming it): a cycle is cancelled; the messages the run had taken wait for the next
     /// run again. Refused while the group runs.
     pub fn discard_interrupted(&self, group_id: &str) -> Result<(), EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::DiscardInterrupted {
+                group_id: group_id.to_string(),
+            });
+        }
         if self.group_busy(group_id) {
             return Err(EditError::Busy {
                 what: "this team".into(),
-                action: "discard its interrupted run",
+                action: "discard its interrupted run".into(),
             });
         }
         self.org.update(|o| {
@@ -1086,10 +1255,15 @@ impl Edits {
     /// Forgets a session's interrupted reflection (nothing to resume). Refused while the
     /// session is busy.
     pub fn discard_reflection(&self, session_id: &str) -> Result<(), EditError> {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::DiscardReflection {
+                session_id: session_id.to_string(),
+            });
+        }
         if self.session_busy(session_id) {
             return Err(EditError::Busy {
                 what: "this session".into(),
-                action: "discard its interrupted reflection",
+                action: "discard its interrupted reflection".into(),
             });
         }
         self.org.update(|o| {
@@ -1101,6 +1275,12 @@ impl Edits {
 
     /// Remembers what the UI shows (restored at the next start).
     pub fn select(&self, group_id: Option<&str>, session_id: Option<&str>) {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::Select {
+                group_id: group_id.map(str::to_string),
+                session_id: session_id.map(str::to_string),
+            });
+        }
         self.org.update(|o| {
             o.ui.selected_group = group_id.map(str::to_string);
             o.ui.selected_session = session_id.map(str::to_string);
@@ -1109,6 +1289,12 @@ impl Edits {
 
     /// Folds (hides the sessions of) a group in the sidebar, or unfolds it.
     pub fn set_folded(&self, group_id: &str, folded: bool) {
+        if let Some(remote) = &self.remote {
+            return remote.call(super::remote::EditCall::SetFolded {
+                group_id: group_id.to_string(),
+                folded,
+            });
+        }
         self.org.update(|o| {
             o.ui.collapsed_groups.retain(|g| g != group_id);
             if folded {
@@ -1415,7 +1601,7 @@ mod tests {
             e.set_tools(&id, &time),
             Err(EditError::Busy {
                 what: "clock".into(),
-                action: "change its tools"
+                action: "change its tools".into()
             })
         );
         assert!(matches!(

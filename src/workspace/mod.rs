@@ -1,13 +1,14 @@
-//! What both front ends open before they start: the data-dir lock, the organization (loaded,
-//! recovered and reconciled, then saved in the background), an engine over the configured
-//! providers whose run timelines go to run files, and the application layer ([`Edits`]) through
-//! which a front end changes the organization. The TUI and `huddle run` differ only in how they
-//! show the engine's events.
+//! What the owner of a data dir opens before it starts (the host, or the TUI while it still owns
+//! it): the data-dir lock, the organization (loaded, recovered and reconciled, then saved in the
+//! background), an engine over the configured providers whose run timelines go to run files,
+//! and the application layer ([`Edits`]) through which a front end changes the organization.
+//! Front ends differ only in how they show the engine's events.
 
 mod edits;
 mod export;
 mod history;
 mod prune;
+mod remote;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -29,6 +30,7 @@ pub use edits::{
 pub use export::{ExportOutcome, Exporter};
 pub use history::{LoadedRun, WhichRun, forecast_runs, read_run, run_sample};
 pub use prune::{Leftover, PruneReport, headless_leftovers, prune};
+pub use remote::{EditCall, EditTransport, RemoteEdits};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
@@ -52,6 +54,54 @@ pub struct Workspace {
     pub notices: Vec<StoreNotice>,
     /// Held for as long as the workspace is open.
     pub lock: DataDirLock,
+}
+
+/// The engine's options a configuration gives, for work in `repo` whose programs (tool
+/// servers) run in `env`: a workspace's own, and a host's for each front end.
+pub fn engine_options(
+    paths: &Paths,
+    config: &Config,
+    repo: &std::path::Path,
+    env: &crate::env::Env,
+    approval: ApprovalPolicy,
+    baseline: crate::sandbox::Baseline,
+) -> EngineOptions {
+    EngineOptions {
+        max_concurrency: config.max_concurrency,
+        tools: crate::tools::mcp::toolbox_in(&config.mcp_servers, repo, &baseline, env),
+        approval,
+        max_tool_rounds: config.max_tool_rounds,
+        tool_result_max_bytes: config.tool_result_max_bytes,
+        default_budget: config.budget,
+        default_dispatch: config.dispatch.clone(),
+        prices: config.price_book(),
+        rate_limit_wait: std::time::Duration::from_secs(config.rate_limit_wait_secs),
+        repo_context: config.repo_context,
+        skills_dir: Some(paths.config_dir.join("skills")),
+        sandbox: baseline,
+        hooks: config.hooks.clone(),
+        secrets: config.secrets_in(env),
+        compact_at: config.compact_at,
+        context_windows: config.context_windows(),
+        ..EngineOptions::default()
+    }
+}
+
+/// Where every sandbox of a configuration starts: config.yaml's `sandbox:`, `huddle run
+/// --sandbox` (`cli`) and this machine (home, the data dir).
+pub fn baseline(
+    paths: &Paths,
+    config: &Config,
+    cli: Option<crate::sandbox::SandboxMode>,
+) -> crate::sandbox::Baseline {
+    crate::sandbox::Baseline {
+        config: config.sandbox.clone(),
+        cli,
+        host: Arc::new(crate::sandbox::Host::from_env(
+            Some(paths.data_dir.clone()),
+            Some(paths.config_dir.clone()),
+        )),
+    }
 }
 
 impl Workspace {
@@ -78,6 +128,18 @@ impl Workspace {
         sandbox_cli: Option<crate::sandbox::SandboxMode>,
     ) -> Result<Workspace, OpenError> {
         let lock = DataDirLock::acquire(&paths.lock_file())?;
+        Workspace::open_locked(lock, paths, config, repo, approval, sandbox_cli)
+    }
+
+    /// [`Workspace::open_sandboxed`] with the lock taken already (the host waits for it).
+    pub fn open_locked(
+        lock: DataDirLock,
+        paths: &Paths,
+        config: &Config,
+        repo: PathBuf,
+        approval: ApprovalPolicy,
+        sandbox_cli: Option<crate::sandbox::SandboxMode>,
+    ) -> Result<Workspace, OpenError> {
         let loaded = OrganizationFile::new(paths.organization_file()).load()?;
         let providers = crate::sim::providers(config)?;
         let org = OrgHandle::persistent(loaded.org, OrganizationFile::new(paths.organization_file()));
@@ -90,38 +152,20 @@ impl Workspace {
             Err(e) => tracing::warn!("{e}; runs are not exported"),
         }
         let transcripts = Transcripts::new(paths.sessions_dir());
-        let baseline = crate::sandbox::Baseline {
-            config: config.sandbox.clone(),
-            cli: sandbox_cli,
-            host: Arc::new(crate::sandbox::Host::from_env(
-                Some(paths.data_dir.clone()),
-                Some(paths.config_dir.clone()),
-            )),
-        };
+        let baseline = baseline(paths, config, sandbox_cli);
         let engine = Engine::new(
             providers,
             org.clone(),
             transcripts.clone(),
             sink,
-            EngineOptions {
-                max_concurrency: config.max_concurrency,
-                tools: crate::tools::mcp::toolbox(&config.mcp_servers, &repo, &baseline),
+            engine_options(
+                paths,
+                config,
+                &repo,
+                &crate::env::Env::process(),
                 approval,
-                max_tool_rounds: config.max_tool_rounds,
-                tool_result_max_bytes: config.tool_result_max_bytes,
-                default_budget: config.budget,
-                default_dispatch: config.dispatch.clone(),
-                prices: config.price_book(),
-                rate_limit_wait: std::time::Duration::from_secs(config.rate_limit_wait_secs),
-                repo_context: config.repo_context,
-                skills_dir: Some(paths.config_dir.join("skills")),
-                sandbox: baseline,
-                hooks: config.hooks.clone(),
-                secrets: config.secrets(),
-                compact_at: config.compact_at,
-                context_windows: config.context_windows(),
-                ..EngineOptions::default()
-            },
+                baseline,
+            ),
         );
         // Worktrees vanished or not recorded (a crash between `git worktree add` and the save)
         // are reported, never deleted. No git runs when no team ever had a worktree.

@@ -60,6 +60,8 @@ impl Git {
 
     fn command<S: AsRef<OsStr>>(&self, args: &[S], layout: Option<&Layout>) -> Command {
         let mut cmd = Command::new("git");
+        // The environment of the front end whose work this is (on the host), else ours.
+        crate::env::Env::ambient().apply(&mut cmd);
         cmd.arg("-C").arg(&self.dir);
         for setting in HARDENING {
             cmd.args(["-c", setting]);

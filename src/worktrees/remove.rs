@@ -11,7 +11,7 @@ use super::status::status;
 use super::{Worktree, WorktreeError, is_under};
 
 /// What a removal did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Removed {
     pub worktree: Worktree,
     /// The folder was removed (`git worktree remove`); false when it was gone already.

@@ -108,6 +108,7 @@ fn huddle_with(home: &Path, args: &[&str], stdout: Stdio, stderr: Stdio) -> Outp
     let child = Command::new(env!("CARGO_BIN_EXE_huddle"))
         .args(args)
         .env("HUDDLE_HOME", home)
+        .env("HUDDLE_HOST_IDLE_MS", "0")
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
         .env("RUST_BACKTRACE", "1")

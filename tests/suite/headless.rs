@@ -8,14 +8,35 @@ use std::time::Duration;
 use huddle::store::{DataDirLock, OrganizationFile};
 
 pub(super) fn huddle(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_huddle"))
+    let out = Command::new(env!("CARGO_BIN_EXE_huddle"))
         .args(args)
         .env("HUDDLE_HOME", home)
+        .env(HOST_IDLE_VAR, "0")
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
         .current_dir(home)
         .output()
-        .expect("run huddle")
+        .expect("run huddle");
+    wait_for_host_exit(home);
+    out
+}
+
+/// Set on every `huddle` a test starts: the host it starts exits as soon as nothing runs and no
+/// front end is attached (as each command did before there was a host).
+pub(super) const HOST_IDLE_VAR: &str = "HUDDLE_HOST_IDLE_MS";
+
+/// Waits until no host holds the data dir (`huddle` with [`HOST_IDLE_VAR`] 0 leaves one for a
+/// moment after it ends): the next command, or the test reading files, sees them as the last
+/// command left them. A lock held by the test itself does not count.
+pub(super) fn wait_for_host_exit(home: &Path) {
+    let lock = home.join("huddle.lock");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while let Some(pid) = DataDirLock::holder(&lock) {
+        if pid == std::process::id().to_string() || std::time::Instant::now() > deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// Starts `huddle` with `args`, waits until the saved organization shows `started`, sends
@@ -28,6 +49,7 @@ fn interrupt_when(
     let child = Command::new(env!("CARGO_BIN_EXE_huddle"))
         .args(args)
         .env("HUDDLE_HOME", home)
+        .env(HOST_IDLE_VAR, "0")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -45,7 +67,9 @@ fn interrupt_when(
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);
     }
-    child.wait_with_output().unwrap()
+    let out = child.wait_with_output().unwrap();
+    wait_for_host_exit(home);
+    out
 }
 
 /// Every stdout line of a `--events` run, parsed; a line that is not JSON fails the test.
@@ -228,6 +252,7 @@ fn a_plain_question_reads_stdin_and_bad_usage_exits_2() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_huddle"))
         .args(["run", "--model", "sim/quick", "-"])
         .env("HUDDLE_HOME", home.path())
+        .env("HUDDLE_HOST_IDLE_MS", "0")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -94,6 +94,7 @@ fn a_run_killed_mid_dispatch_leaves_a_readable_run_file_and_a_team_that_runs_aga
             "Alert: disk full",
         ])
         .env("HUDDLE_HOME", home.path())
+        .env("HUDDLE_HOST_IDLE_MS", "0")
         .current_dir(home.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -103,14 +104,21 @@ fn a_run_killed_mid_dispatch_leaves_a_readable_run_file_and_a_team_that_runs_aga
     for line in BufReader::new(stdout).lines() {
         let event: Value = serde_json::from_str(&line.expect("a line")).expect("NDJSON");
         if event["event"] == "execution_started" && event["kind"] == "sub_agent" {
-            // SAFETY: plain kill(2) on our own child's pid.
+            // The crash: the host that runs it (its pid is in the lock file), then the front
+            // end.
+            let host = huddle::store::DataDirLock::holder(&home.path().join("huddle.lock"))
+                .and_then(|p| p.parse::<i32>().ok())
+                .expect("the host");
+            // SAFETY: plain kill(2) on the host our child started and on our own child.
             unsafe {
+                libc::kill(host, libc::SIGKILL);
                 libc::kill(child.id() as i32, libc::SIGKILL);
             }
             break;
         }
     }
     let _ = child.wait();
+    super::headless::wait_for_host_exit(home.path());
     let lines = run_lines(home.path());
     assert!(!lines.is_empty(), "the run file is there");
     let readable: Vec<Value> = lines

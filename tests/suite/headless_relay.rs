@@ -183,6 +183,7 @@ fn approve_asks_about_each_draft_on_the_terminal() {
     ]);
     cmd.cwd(home.path());
     cmd.env("HUDDLE_HOME", home.path());
+    cmd.env("HUDDLE_HOST_IDLE_MS", "0");
     cmd.env("EDITOR", &editor);
     cmd.env_remove("VISUAL");
     cmd.env("NO_COLOR", "1");

@@ -37,6 +37,7 @@ fn signal_after_evaluation(home: &Path, args: &[&str], signal: i32) -> (Option<i
     let mut child = Command::new(env!("CARGO_BIN_EXE_huddle"))
         .args(args)
         .env("HUDDLE_HOME", home)
+        .env("HUDDLE_HOST_IDLE_MS", "0")
         .current_dir(home)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -51,8 +52,16 @@ fn signal_after_evaluation(home: &Path, args: &[&str], signal: i32) -> (Option<i
         let evaluated = event["event"] == "evaluation";
         events.push(event);
         if evaluated {
-            // SAFETY: plain kill(2) on our own child's pid.
+            // SIGKILL is a crash: of the host that runs it (its pid is in the lock file) too.
+            let host = (signal == libc::SIGKILL)
+                .then(|| huddle::store::DataDirLock::holder(&home.join("huddle.lock")))
+                .flatten()
+                .and_then(|p| p.parse::<i32>().ok());
+            // SAFETY: plain kill(2) on our own child's pid and on the host it started.
             unsafe {
+                if let Some(host) = host {
+                    libc::kill(host, signal);
+                }
                 libc::kill(child.id() as i32, signal);
             }
             break;
@@ -62,6 +71,7 @@ fn signal_after_evaluation(home: &Path, args: &[&str], signal: i32) -> (Option<i
         events.push(serde_json::from_str(&line.expect("a line")).expect("NDJSON"));
     }
     let status = child.wait().expect("wait");
+    super::headless::wait_for_host_exit(home);
     (status.code(), events)
 }
 

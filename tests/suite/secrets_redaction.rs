@@ -66,6 +66,7 @@ async fn an_echoed_key_never_leaves_the_provider() {
             let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
                 .args(&args)
                 .env("HUDDLE_HOME", home.path())
+                .env("HUDDLE_HOST_IDLE_MS", "0")
                 .env(KEY_VAR, KEY)
                 .env("HUDDLE_LOG", "huddle=debug")
                 .output()
@@ -84,6 +85,8 @@ async fn an_echoed_key_never_leaves_the_provider() {
             assert_no_secret(&format!("{kind} stdout"), &stdout);
             assert_no_secret(&format!("{kind} stderr"), &stderr);
         }
+        // The host the runs started is gone (its log written, its socket removed).
+        super::headless::wait_for_host_exit(home.path());
         let files = all_files(home.path());
         assert!(
             files.iter().any(|(p, _)| p.contains("sessions")),

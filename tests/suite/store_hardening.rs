@@ -14,6 +14,7 @@ fn huddle_umask_022(home: &Path, args: &[&str]) -> Output {
     command
         .args(args)
         .env("HUDDLE_HOME", home)
+        .env("HUDDLE_HOST_IDLE_MS", "0")
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY");
     // SAFETY: umask(2) is async-signal-safe; nothing else runs between fork and exec.

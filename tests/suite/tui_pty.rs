@@ -38,6 +38,7 @@ impl Huddle {
         let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_huddle"));
         cmd.cwd(repo);
         cmd.env("HUDDLE_HOME", home);
+        cmd.env("HUDDLE_HOST_IDLE_MS", "0");
         cmd.env("TERM", "xterm-256color");
         cmd.env_remove("NO_COLOR");
         for (name, value) in env {
@@ -142,6 +143,8 @@ impl Drop for Huddle {
 }
 
 pub(super) const ESC: &str = "\x1b";
+/// The TUI owns the data dir itself (no host), as before issue 23.
+const OWNS: &[(&str, &str)] = &[("HUDDLE_TUI_OWNS_DIR", "1")];
 pub(super) const ENTER: &str = "\r";
 const CTRL_P: &str = "\x10";
 const PAGE_DOWN: &str = "\x1b[6~";
@@ -218,13 +221,15 @@ fn create_run_pause_resume_quit_and_restart() {
     again.wait_exit();
 }
 
+/// In a TUI that owns the data dir (a TUI of the host asks to leave runs or stop them: see
+/// `tui_front.rs`).
 #[test]
 fn a_cycle_cut_short_by_quitting_is_offered_for_resume() {
     let home = tempfile::tempdir().unwrap();
     let repo = tempfile::tempdir().unwrap();
     std::fs::write(home.path().join("config.yaml"), "default_model: sim/slow-400ms\n").unwrap();
 
-    let mut app = Huddle::start(home.path(), repo.path());
+    let mut app = Huddle::start_with(home.path(), repo.path(), OWNS);
     app.wait_for("Welcome to huddle");
     app.key("n");
     app.type_text("implement");
@@ -242,7 +247,7 @@ fn a_cycle_cut_short_by_quitting_is_offered_for_resume() {
     app.key("y");
     app.wait_exit();
 
-    let mut again = Huddle::start(home.path(), repo.path());
+    let mut again = Huddle::start_with(home.path(), repo.path(), OWNS);
     again.wait_for("Interrupted run");
     again.wait_for("resume it now");
     again.key("y");
@@ -252,8 +257,9 @@ fn a_cycle_cut_short_by_quitting_is_offered_for_resume() {
     again.wait_exit();
 }
 
-/// A dispatch run cut short by quitting: the quit dialog says what a dispatch run resumes
-/// with (not a reflect cycle's words); at the next start the offer can discard it (`d`), and
+/// A dispatch run cut short by quitting a TUI that owns the data dir (`HUDDLE_TUI_OWNS_DIR=1`,
+/// the way before the host): the quit dialog says what a dispatch run resumes with (not a
+/// reflect cycle's words); at the next start the offer can discard it (`d`), and
 /// the start after that offers nothing.
 #[test]
 fn a_dispatch_run_cut_short_by_quitting_is_offered_and_can_be_discarded() {
@@ -261,7 +267,7 @@ fn a_dispatch_run_cut_short_by_quitting_is_offered_and_can_be_discarded() {
     let repo = tempfile::tempdir().unwrap();
     std::fs::write(home.path().join("config.yaml"), "default_model: sim/slow-2s\n").unwrap();
 
-    let mut app = Huddle::start(home.path(), repo.path());
+    let mut app = Huddle::start_with(home.path(), repo.path(), OWNS);
     app.wait_for("Welcome to huddle");
     app.key("n");
     app.type_text("incident");
@@ -279,7 +285,7 @@ fn a_dispatch_run_cut_short_by_quitting_is_offered_and_can_be_discarded() {
     app.key("y");
     app.wait_exit();
 
-    let mut again = Huddle::start(home.path(), repo.path());
+    let mut again = Huddle::start_with(home.path(), repo.path(), OWNS);
     again.wait_for("Interrupted run");
     again.wait_for("The dispatch run");
     again.key("d");
@@ -288,7 +294,7 @@ fn a_dispatch_run_cut_short_by_quitting_is_offered_and_can_be_discarded() {
     again.key("q");
     again.wait_exit();
 
-    let mut third = Huddle::start(home.path(), repo.path());
+    let mut third = Huddle::start_with(home.path(), repo.path(), OWNS);
     third.wait_for("Incident Investigation");
     std::thread::sleep(Duration::from_millis(500));
     assert!(!third.text().contains("Interrupted run"), "{}", third.text());
@@ -296,10 +302,11 @@ fn a_dispatch_run_cut_short_by_quitting_is_offered_and_can_be_discarded() {
     third.wait_exit();
 }
 
-/// `huddle run` in another process while the TUI is open: the run is handed to the TUI, shows
-/// there, the shell gets the answer and the exit code; then the TUI prunes it (`P`, `y`).
+/// `huddle run` in another process while the TUI is open: the run goes on in the TUI (which
+/// owns the data dir and serves as its host), shows there, the shell gets the answer and the
+/// exit code; then the TUI prunes it (`P`, `y`).
 #[test]
-fn huddle_run_hands_its_run_to_the_open_tui_which_then_prunes_it() {
+fn huddle_run_next_to_the_tui_runs_there_which_then_prunes_it() {
     let home = tempfile::tempdir().unwrap();
     let repo = tempfile::tempdir().unwrap();
     std::fs::write(home.path().join("config.yaml"), "default_model: sim/demo\n").unwrap();
@@ -323,14 +330,11 @@ fn huddle_run_hands_its_run_to_the_open_tui_which_then_prunes_it() {
             "Review the login handler",
         ])
         .env("HUDDLE_HOME", home.path())
+        .env("HUDDLE_HOST_IDLE_MS", "0")
         .current_dir(repo.path())
         .output()
         .expect("run huddle run");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("handed to the huddle open on this data dir"),
-        "{err}"
-    );
     // One iteration of a reflect cycle ends at its max iterations unless the goal was met.
     assert!(
         matches!(out.status.code(), Some(0) | Some(3)),
@@ -429,4 +433,58 @@ fn attach_a_file_run_a_team_and_copy_its_result() {
     );
     app.key("q");
     app.wait_exit();
+}
+
+/// A TUI opened next to a host a `huddle run` left (idle, or with a detached run going) is a
+/// front end of that host: the host stays the same process and the TUI shows what it made.
+#[test]
+fn the_tui_joins_the_host_a_huddle_run_left_idle_or_busy() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), "default_model: sim/demo\n").unwrap();
+    let huddle_run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+            .args(args)
+            .env("HUDDLE_HOME", home.path())
+            .env("HUDDLE_HOST_IDLE_MS", "60000")
+            .current_dir(repo.path())
+            .output()
+            .expect("run huddle run")
+    };
+    let out = huddle_run(&["run", "hello"]);
+    assert_eq!(out.status.code(), Some(0));
+    let lock = home.path().join("huddle.lock");
+    let host = huddle::store::DataDirLock::holder(&lock);
+    assert!(host.is_some(), "the host waits");
+    let mut app = Huddle::start(home.path(), repo.path());
+    app.wait_for("1 session(s)");
+    app.key("q");
+    app.wait_exit();
+    assert_eq!(huddle::store::DataDirLock::holder(&lock), host, "the same host");
+
+    let out = huddle_run(&["run", "--model", "sim/slow-20000ms", "--detach", "take your time"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run_id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let app = Huddle::start(home.path(), repo.path());
+    app.wait_for("2 session(s)");
+    assert_eq!(huddle::store::DataDirLock::holder(&lock), host, "the same host");
+    let stopped = huddle_run(&["stop", &run_id]);
+    assert_eq!(stopped.status.code(), Some(0));
+    let start = Instant::now();
+    // The host would wait out its minute: the test ends it (SIGTERM: it saves and exits).
+    while huddle::store::DataDirLock::holder(&lock).is_some() {
+        if let Some(pid) = huddle::store::DataDirLock::holder(&lock).and_then(|p| p.parse::<i32>().ok()) {
+            // SAFETY: kill(2) on the host this test started.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+        }
+        assert!(start.elapsed() < DEADLINE, "the host never went");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

@@ -825,6 +825,7 @@ fn huddle_in(e: &Env, args: &[&str], stdin: Stdio) -> Output {
     Command::new(env!("CARGO_BIN_EXE_huddle"))
         .args(args)
         .env("HUDDLE_HOME", &e.home)
+        .env("HUDDLE_HOST_IDLE_MS", "0")
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
         .current_dir(&e.repo)
@@ -1051,6 +1052,7 @@ fn a_team_with_worktrees_needs_a_git_repository_and_a_conflicting_cli_merge_chan
     let no_git = Command::new(env!("CARGO_BIN_EXE_huddle"))
         .args(["run", "--preset", "Coding Team", "--model", "sim/x", "Go"])
         .env("HUDDLE_HOME", &e.home)
+        .env("HUDDLE_HOST_IDLE_MS", "0")
         .env("PATH", &plain)
         .current_dir(&e.repo)
         .stdin(Stdio::null())
@@ -1116,6 +1118,7 @@ fn merge_on_a_terminal(e: &Env, session: &str, answer: &str) -> (u32, String) {
     cmd.args(["worktrees", "merge", "--session", session]);
     cmd.cwd(&e.repo);
     cmd.env("HUDDLE_HOME", &e.home);
+    cmd.env("HUDDLE_HOST_IDLE_MS", "0");
     let mut child = pty.slave.spawn_command(cmd).expect("start huddle");
     drop(pty.slave);
     let mut reader = pty.master.try_clone_reader().expect("pty reader");

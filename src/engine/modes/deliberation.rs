@@ -277,6 +277,7 @@ impl Seat {
     fn new(run: &Run<'_>, member: &Member) -> Seat {
         let text_form = run
             .shared
+            .profile(&run.emitter().group_id, None)
             .providers
             .for_slug(&member.model)
             .is_ok_and(|(p, _)| p.capabilities().text_tools);

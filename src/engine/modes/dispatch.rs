@@ -75,7 +75,10 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
 
     let handle = orchestrator.handle.clone();
     let text_form = matches!(
-        run.shared.providers.for_slug(&orchestrator.model),
+        run.shared
+            .profile(&run.emitter().group_id, None)
+            .providers
+            .for_slug(&orchestrator.model),
         Ok((provider, _)) if provider.capabilities().text_tools
     );
     // A resumed run's executions never take an id of the run it resumes.
@@ -119,7 +122,11 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         orchestrator: handle.clone(),
         orchestrator_tag: root.clone(),
         max_calls: run.team.max_iterations,
-        result_max_bytes: run.shared.options.tool_result_max_bytes,
+        result_max_bytes: run
+            .shared
+            .profile(&run.emitter().group_id, None)
+            .options
+            .tool_result_max_bytes,
         run_cancel: run.control().cancel.clone(),
     }));
     let hooks = TurnHooks(Arc::clone(&board) as Arc<dyn TurnTools>);

@@ -21,9 +21,17 @@ pub type McpServers = BTreeMap<String, McpServerConfig>;
 /// The configured MCP servers as tool sources (none started yet: each starts on first use),
 /// each stdio server confined by its sandbox (`baseline` and its own `sandbox:`).
 pub fn toolbox(servers: &McpServers, repo: &Path, baseline: &Baseline) -> Toolbox {
+    toolbox_in(servers, repo, baseline, &crate::env::Env::process())
+}
+
+/// As [`toolbox`], for a front end: its servers run in `env` (and read `headers_env:` there).
+pub fn toolbox_in(servers: &McpServers, repo: &Path, baseline: &Baseline, env: &crate::env::Env) -> Toolbox {
     Toolbox::new(servers.iter().map(|(name, server)| {
-        Arc::new(McpSource::new(name, server.clone(), repo).with_sandbox(sandbox_of(name, server, baseline)))
-            as Arc<dyn ToolSource>
+        Arc::new(
+            McpSource::new(name, server.clone(), repo)
+                .with_sandbox(sandbox_of(name, server, baseline))
+                .with_env(env.clone()),
+        ) as Arc<dyn ToolSource>
     }))
 }
 

@@ -40,6 +40,8 @@ pub struct McpSource {
     slots: Mutex<Vec<(Option<PathBuf>, Arc<Slot>)>>,
     /// Set by a shutdown: every later use fails.
     shut_down: std::sync::atomic::AtomicBool,
+    /// The program's environment and where `headers_env:` values are read: the front end's.
+    env: crate::env::Env,
     /// The values of its `env:` and `headers_env:`: removed from whatever the server hands back
     /// (tool lists, results, errors, stderr), so an echo never reaches the model or a file.
     secrets: Secrets,
@@ -67,26 +69,37 @@ struct State {
     given_up: Option<String>,
 }
 
+/// The values of a server's `env:` and `headers_env:` (read in `env`): never handed on.
+fn secrets_of(config: &McpServerConfig, env: &crate::env::Env) -> Secrets {
+    let headers = config.headers_env.values().filter_map(|var| env.var(var));
+    Secrets::new(config.env.values().cloned().chain(headers))
+}
+
 impl McpSource {
     /// The source for `mcp_servers.<name>`; nothing starts until the first `list` or `call`.
     /// `repo` is the repository huddle was opened in (`cwd: repo`, relative `cwd:`s).
     pub fn new(name: impl Into<String>, config: McpServerConfig, repo: &Path) -> McpSource {
-        let headers = config
-            .headers_env
-            .values()
-            .filter_map(|var| std::env::var(var).ok());
-        let secrets = Secrets::new(config.env.values().cloned().chain(headers));
+        let env = crate::env::Env::process();
         McpSource {
-            secrets,
+            secrets: secrets_of(&config, &env),
             name: name.into(),
             timeout: Duration::from_secs(config.timeout_secs.max(1)),
             config,
             repo: repo.to_path_buf(),
             slots: Mutex::new(Vec::new()),
             shut_down: std::sync::atomic::AtomicBool::new(false),
+            env,
             sandbox: Sandbox::off(),
             denials: Default::default(),
         }
+    }
+
+    /// The server runs with exactly these variables, and its headers are read from them (and
+    /// their values redacted).
+    pub fn with_env(mut self, env: crate::env::Env) -> McpSource {
+        self.secrets = secrets_of(&self.config, &env);
+        self.env = env;
+        self
     }
 
     /// Confines the server's process (a stdio server) by `sandbox`: its working directory is
@@ -217,9 +230,7 @@ impl McpSource {
         let stop = CancellationToken::new();
         let running = match &self.config.url {
             Some(url) => {
-                let headers = resolve_headers(&self.name, &self.config.headers_env, |var| {
-                    std::env::var(var).ok()
-                })?;
+                let headers = resolve_headers(&self.name, &self.config.headers_env, |var| self.env.var(var))?;
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(headers.into_iter().collect());
                 let transport = StreamableHttpClientTransport::from_config(config);
@@ -276,6 +287,7 @@ impl McpSource {
             .command(program, args, dir, &needed_paths(program, args))
             .await
             .map_err(|e| e.to_string())?;
+        self.env.apply_async(&mut command);
         command.envs(&self.config.env).kill_on_drop(true);
         let (process, stderr) = TokioChildProcess::builder(command)
             .stderr(Stdio::piped())

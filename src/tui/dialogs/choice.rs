@@ -24,6 +24,8 @@ pub enum ChoiceAction {
     DeleteGroup(GroupId),
     /// An interrupted run: option 0 resumes it, 1 discards it.
     Interrupted(super::Interruption),
+    /// Quitting a TUI of the host while runs go: option 0 leaves them running, 1 stops them.
+    Quit,
 }
 
 /// One option: its letter (which also picks it) and what it does.

@@ -1,0 +1,1032 @@
+//! The host's side of the socket: who may connect, what each front end asks, the runs it drives
+//! for them and what it pushes to them.
+//!
+//! Every front end gets its own view of the workspace: the same organization and engine, with
+//! its repository (new teams and sessions work there) and its configuration and environment
+//! (a [`Profile`] of providers and tool servers for the runs it starts, kept while anyone uses
+//! it).
+
+use std::collections::HashMap;
+use std::io;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{Notify, mpsc, oneshot};
+
+use crate::cli::{OutputLine, RunOutput};
+use crate::config::{Config, Paths};
+use crate::engine::events::{EngineEvent, RunKey, RunRecord};
+use crate::engine::{Engine, Profile};
+use crate::env::Env;
+use crate::headless::{self, Host, Remote, RunRequest};
+use crate::store::RunFiles;
+use crate::tools::ApprovalPolicy;
+use crate::workspace::Edits;
+
+use super::protocol::{
+    self, ClientMessage, Hello, HostMessage, PROTOCOL, Reply, Request, RunInfo, read_line,
+};
+use super::table::Table;
+
+/// How long a connection may take to say hello.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a run of a group waits for the group's previous run to finish stopping.
+const STOPPING_WAIT: Duration = Duration::from_secs(60);
+/// Organization snapshots are pushed at most this often.
+const ORG_DEBOUNCE: Duration = Duration::from_millis(50);
+/// How long a host nobody has connected to yet waits for its first front end.
+const FIRST_FRONT_WAIT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ListenError {
+    #[error("{0} exists and is not a socket; huddle leaves it alone (move it away)")]
+    NotASocket(PathBuf),
+    #[error("another process listens on {0}")]
+    InUse(PathBuf),
+    #[error("cannot listen on {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// What the host serves: the data dir's open workspace.
+pub struct HostParts {
+    pub paths: Paths,
+    /// The host's own configuration (the first front end's), for front ends that send none.
+    pub config: Config,
+    /// The repository of the front end that started the host.
+    pub repo: PathBuf,
+    pub edits: Edits,
+    pub engine: Engine,
+    pub runs: RunFiles,
+    /// What opening the data dir found: told to the first front end.
+    pub notices: Vec<String>,
+    /// Another process (a TUI) owns the workspace: the host never quits on request.
+    pub embedded: bool,
+}
+
+struct Shared {
+    parts: HostParts,
+    table: Mutex<Table>,
+    org_followers: Mutex<Vec<mpsc::UnboundedSender<HostMessage>>>,
+    /// Front ends' profiles by their configuration, environment and repository.
+    profiles: Mutex<HashMap<u64, Arc<Profile>>>,
+    /// The key of the host's own configuration: front ends with it use the engine's own.
+    own_profile: u64,
+    notices: Mutex<Vec<String>>,
+    connections: AtomicUsize,
+    /// A front end has connected since the host started.
+    served: AtomicBool,
+    /// Connections came or went, a run ended, a quit was asked.
+    activity: Notify,
+    quit: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Listening; the socket file goes when this is dropped.
+pub struct Server {
+    shared: Arc<Shared>,
+    path: PathBuf,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl Server {
+    /// Returns once no front end has been attached and nothing has run for `grace` (or a
+    /// front end asked the host to quit and it is idle), or the socket file was removed.
+    pub async fn idle(&self, grace: Duration) {
+        self.until_idle(grace).await;
+        // No one new from here on; one that came a moment ago (still in the listen queue) is
+        // served to its end.
+        let _ = std::fs::remove_file(&self.path);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let shared = &self.shared;
+        loop {
+            let notified = shared.activity.notified();
+            if shared.connections.load(Ordering::SeqCst) == 0 && lock(&shared.table).is_empty() {
+                return;
+            }
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+        }
+    }
+
+    async fn until_idle(&self, grace: Duration) {
+        let shared = &self.shared;
+        // The front end that started the host connects first, however short the grace.
+        let started = tokio::time::Instant::now();
+        while !shared.served.load(Ordering::SeqCst) && started.elapsed() < FIRST_FRONT_WAIT {
+            let notified = shared.activity.notified();
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+            }
+        }
+        loop {
+            let notified = shared.activity.notified();
+            if !self.path.exists() {
+                tracing::info!("the host's socket was removed; it exits");
+                return;
+            }
+            let idle = shared.connections.load(Ordering::SeqCst) == 0 && lock(&shared.table).is_empty();
+            if idle && shared.quit.load(Ordering::SeqCst) {
+                return;
+            }
+            let wait = if idle { grace } else { Duration::from_secs(1) };
+            tokio::select! {
+                _ = notified => continue,
+                _ = tokio::time::sleep(wait) => {
+                    let still = shared.connections.load(Ordering::SeqCst) == 0
+                        && lock(&shared.table).is_empty();
+                    if idle && still {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The runs going.
+    pub fn runs(&self) -> Vec<RunInfo> {
+        lock(&self.shared.table).infos()
+    }
+}
+
+/// Starts serving the workspace on `parts.paths.run_socket()` (inside a tokio runtime): the
+/// engine's events come from `events`; each is also handed to `local` when given (a TUI that
+/// owns the workspace shows them).
+pub fn listen(
+    parts: HostParts,
+    events: mpsc::UnboundedReceiver<EngineEvent>,
+    local: Option<mpsc::UnboundedSender<EngineEvent>>,
+) -> Result<Server, ListenError> {
+    let listener = bind(&parts.paths.run_socket())?;
+    Ok(serve_on(listener, parts, events, local))
+}
+
+/// [`listen`] on a socket bound already ([`bind`]).
+pub fn serve_on(
+    listener: UnixListener,
+    parts: HostParts,
+    events: mpsc::UnboundedReceiver<EngineEvent>,
+    local: Option<mpsc::UnboundedSender<EngineEvent>>,
+) -> Server {
+    let path = parts.paths.run_socket();
+    let own_profile = profile_key(&parts.config, &Env::of(Env::capture()), &parts.repo, None);
+    let notices = parts.notices.clone();
+    let shared = Arc::new(Shared {
+        parts,
+        table: Mutex::new(Table::default()),
+        org_followers: Mutex::new(Vec::new()),
+        profiles: Mutex::new(HashMap::new()),
+        own_profile,
+        notices: Mutex::new(notices),
+        connections: AtomicUsize::new(0),
+        served: AtomicBool::new(false),
+        activity: Notify::new(),
+        quit: AtomicBool::new(false),
+    });
+    let accept = {
+        let shared = Arc::clone(&shared);
+        tokio::spawn(async move {
+            loop {
+                match listener.accept().await {
+                    Ok((stream, _)) => {
+                        tokio::spawn(serve(stream, Arc::clone(&shared)));
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "host socket: accept failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }
+        })
+    };
+    let dispatch = tokio::spawn(dispatch(Arc::clone(&shared), events, local));
+    let org = tokio::spawn(push_org(Arc::clone(&shared)));
+    tracing::info!(path = %path.display(), pid = std::process::id(), "the host listens");
+    Server {
+        shared,
+        path,
+        tasks: vec![accept, dispatch, org],
+    }
+}
+
+/// Binds the socket: a file left by a host that died is replaced; anything else at that path is
+/// left alone and reported. The data dir is owner-only; the socket is made so too.
+pub fn bind(path: &Path) -> Result<UnixListener, ListenError> {
+    let io_error = |source| ListenError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if !meta.file_type().is_socket() => return Err(ListenError::NotASocket(path.to_path_buf())),
+        Ok(_) => {
+            // We hold the data dir's lock, so a listener there would be a stranger; a dead one
+            // is a crashed host's leftover.
+            if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                return Err(ListenError::InUse(path.to_path_buf()));
+            }
+            std::fs::remove_file(path).map_err(io_error)?;
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_error(e)),
+    }
+    let listener = UnixListener::bind(path).map_err(io_error)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io_error)?;
+    Ok(listener)
+}
+
+/// Every engine event: into the table of runs (and to their followers), then to `local`.
+async fn dispatch(
+    shared: Arc<Shared>,
+    mut events: mpsc::UnboundedReceiver<EngineEvent>,
+    local: Option<mpsc::UnboundedSender<EngineEvent>>,
+) {
+    while let Some(event) = events.recv().await {
+        let ended = lock(&shared.table).apply(&event);
+        if ended {
+            shared.activity.notify_waiters();
+            sweep_profiles(&shared);
+        }
+        if let Some(local) = &local {
+            let _ = local.send(event);
+        }
+    }
+}
+
+/// Sends the organization to the front ends that follow it, shortly after it changes.
+async fn push_org(shared: Arc<Shared>) {
+    let mut changes = shared.parts.engine.org().changes();
+    while changes.changed().await.is_ok() {
+        tokio::time::sleep(ORG_DEBOUNCE).await;
+        changes.borrow_and_update();
+        if lock(&shared.org_followers).is_empty() {
+            continue;
+        }
+        let (org, version) = shared.parts.engine.org().versioned();
+        let org = Box::new(org);
+        lock(&shared.org_followers).retain(|tx| {
+            tx.send(HostMessage::Org {
+                org: org.clone(),
+                version,
+            })
+            .is_ok()
+        });
+    }
+}
+
+/// True when a peer of `uid` may use the host: only its own user.
+pub fn same_user(uid: u32) -> bool {
+    uid == own_uid()
+}
+
+pub(crate) fn own_uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// What the host keeps of one front end.
+struct FrontContext {
+    /// `huddle run (pid N)`: who started a run, in `huddle ps`.
+    label: String,
+    edits: Edits,
+    config: Config,
+    env: Env,
+    repo: PathBuf,
+    /// It sent its configuration and environment (else the host's own serve it).
+    own_config: bool,
+    terminal: bool,
+    color: bool,
+}
+
+/// The attached runs of one connection: their stop (dropped when it goes) and their id once
+/// known.
+#[derive(Default)]
+struct Attached {
+    runs: HashMap<u64, (Option<oneshot::Sender<u8>>, Option<String>)>,
+}
+
+/// One front end's connection, counted while it lasts.
+async fn serve(stream: UnixStream, shared: Arc<Shared>) {
+    shared.connections.fetch_add(1, Ordering::SeqCst);
+    shared.served.store(true, Ordering::SeqCst);
+    shared.activity.notify_waiters();
+    converse(stream, &shared).await;
+    shared.connections.fetch_sub(1, Ordering::SeqCst);
+    shared.activity.notify_waiters();
+}
+
+/// One connection: hello, then requests until it goes.
+async fn converse(stream: UnixStream, shared: &Arc<Shared>) {
+    match stream.peer_cred() {
+        Ok(cred) if same_user(cred.uid()) => {}
+        Ok(cred) => {
+            tracing::warn!(uid = cred.uid(), "host socket: refused a peer of another user");
+            return;
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "host socket: cannot tell who connected");
+            return;
+        }
+    }
+    let (read, write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let (tx, rx) = mpsc::unbounded_channel::<HostMessage>();
+    let writer = tokio::spawn(write_all(write, rx));
+    let hello = match tokio::time::timeout(HELLO_TIMEOUT, read_line(&mut reader)).await {
+        Ok(Ok(Some(line))) => match protocol::decode::<ClientMessage>(&line) {
+            Ok(ClientMessage::Hello(hello)) => *hello,
+            _ => {
+                let _ = tx.send(HostMessage::Refused {
+                    message: format!(
+                        "the huddle host (version {}, protocol {PROTOCOL}) did not understand the greeting: is this front end of another version?",
+                        env!("CARGO_PKG_VERSION")
+                    ),
+                });
+                drop(tx);
+                let _ = writer.await;
+                return;
+            }
+        },
+        _ => return,
+    };
+    if hello.protocol != PROTOCOL {
+        let _ = tx.send(HostMessage::Refused {
+            message: format!(
+                "the huddle host on this data dir (pid {}) is version {} and cannot serve this huddle (version {}): it exits once idle (`huddle ps` lists what it runs; `huddle stop` stops it)",
+                std::process::id(),
+                env!("CARGO_PKG_VERSION"),
+                hello.version
+            ),
+        });
+        drop(tx);
+        let _ = writer.await;
+        return;
+    }
+    tracing::info!(front = %hello.front, pid = hello.pid, repo = %hello.repo.display(), "a front end attached");
+    let front = Arc::new(front_context(shared, hello));
+    let notices = std::mem::take(&mut *lock(&shared.notices));
+    let _ = tx.send(HostMessage::Welcome {
+        protocol: PROTOCOL,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        pid: std::process::id(),
+        notices,
+    });
+    let attached = Arc::new(Mutex::new(Attached::default()));
+    loop {
+        let line = match read_line(&mut reader).await {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(e) => {
+                tracing::warn!(error = %e, "host socket: unreadable line; closing the connection");
+                break;
+            }
+        };
+        match protocol::decode::<ClientMessage>(&line) {
+            Ok(ClientMessage::Request { id, request }) => {
+                handle(shared, &front, &attached, &tx, id, *request).await;
+            }
+            Ok(ClientMessage::Hello(_)) => {}
+            Err(e) => tracing::warn!("host socket: {e}"),
+        }
+    }
+    // Gone: the runs it started and did not detach stop as on a hang-up (resumable).
+    let gone = std::mem::take(&mut lock(&attached).runs);
+    for (stop, run_id) in gone.into_values() {
+        if let (Some(_), Some(run_id)) = (&stop, &run_id) {
+            lock(&shared.table).mark_stopping(run_id);
+        }
+        drop(stop);
+    }
+    drop(tx);
+    drop(front);
+    sweep_profiles(shared);
+    tracing::info!("a front end went");
+}
+
+async fn write_all(
+    mut write: tokio::net::unix::OwnedWriteHalf,
+    mut rx: mpsc::UnboundedReceiver<HostMessage>,
+) {
+    while let Some(message) = rx.recv().await {
+        if write
+            .write_all(protocol::encode(&message).as_bytes())
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+    let _ = write.shutdown().await;
+}
+
+fn front_context(shared: &Shared, hello: Hello) -> FrontContext {
+    let label = match hello.front.as_str() {
+        "run" | "mcp" => format!("huddle {} (pid {})", hello.front, hello.pid),
+        other => format!("{other} (pid {})", hello.pid),
+    };
+    let (config, env, own_config) = match hello.config {
+        Some(config) => (config, Env::of(hello.env), true),
+        None => (shared.parts.config.clone(), Env::process(), false),
+    };
+    FrontContext {
+        label,
+        edits: shared.parts.edits.for_front(config.clone(), hello.repo.clone()),
+        config,
+        env,
+        repo: hello.repo,
+        own_config,
+        terminal: hello.terminal,
+        color: hello.color,
+    }
+}
+
+fn profile_key(config: &Config, env: &Env, repo: &Path, sandbox: Option<crate::sandbox::SandboxMode>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_string(config).unwrap_or_default().hash(&mut h);
+    env.fingerprint().hash(&mut h);
+    repo.hash(&mut h);
+    format!("{sandbox:?}").hash(&mut h);
+    h.finish()
+}
+
+/// The profile of a front end's run (its configuration, environment and repository, and the
+/// run's `--sandbox`): the host's own (`None`) when they are the host's, else one made for
+/// them (shared with every run with the same).
+fn profile_for(
+    shared: &Shared,
+    front: &FrontContext,
+    sandbox: Option<crate::sandbox::SandboxMode>,
+) -> Result<Option<Arc<Profile>>, String> {
+    if !front.own_config && sandbox.is_none() {
+        return Ok(None);
+    }
+    let (config, env, repo) = (&front.config, &front.env, &front.repo);
+    let key = profile_key(config, env, repo, sandbox);
+    if key == shared.own_profile {
+        return Ok(None);
+    }
+    let mut profiles = lock(&shared.profiles);
+    if let Some(p) = profiles.get(&key) {
+        return Ok(Some(Arc::clone(p)));
+    }
+    let providers = crate::sim::providers_in(config, env).map_err(|e| e.to_string())?;
+    let profile = Arc::new(Profile {
+        providers,
+        options: crate::workspace::engine_options(
+            &shared.parts.paths,
+            config,
+            repo,
+            env,
+            ApprovalPolicy::DenyAll,
+            crate::workspace::baseline(&shared.parts.paths, config, sandbox),
+        ),
+    });
+    profiles.insert(key, Arc::clone(&profile));
+    Ok(Some(profile))
+}
+
+/// Forgets the profiles nobody uses any more, stopping their tool servers.
+fn sweep_profiles(shared: &Shared) {
+    let unused: Vec<Arc<Profile>> = {
+        let mut profiles = lock(&shared.profiles);
+        let keys: Vec<u64> = profiles
+            .iter()
+            .filter(|(_, p)| Arc::strong_count(p) == 1)
+            .map(|(k, _)| *k)
+            .collect();
+        keys.iter().filter_map(|k| profiles.remove(k)).collect()
+    };
+    for profile in unused {
+        tokio::spawn(async move { profile.options.tools.shutdown().await });
+    }
+}
+
+fn reply(tx: &mpsc::UnboundedSender<HostMessage>, id: u64, reply: Reply) {
+    let _ = tx.send(HostMessage::Reply { id, reply });
+}
+
+fn failed(tx: &mpsc::UnboundedSender<HostMessage>, id: u64, code: u8, message: impl Into<String>) {
+    let _ = tx.send(HostMessage::Failed {
+        id,
+        code,
+        message: message.into(),
+    });
+}
+
+async fn handle(
+    shared: &Arc<Shared>,
+    front: &Arc<FrontContext>,
+    attached: &Arc<Mutex<Attached>>,
+    tx: &mpsc::UnboundedSender<HostMessage>,
+    id: u64,
+    request: Request,
+) {
+    let engine = &shared.parts.engine;
+    match request {
+        Request::Run {
+            request,
+            detach,
+            keep,
+        } => start_run(shared, front, attached, tx, id, request, Keep { detach, keep }),
+        Request::Signal { run, signal } => {
+            let taken = lock(attached)
+                .runs
+                .get_mut(&run)
+                .map(|(stop, id)| (stop.take(), id.clone()));
+            if let Some((Some(stop), run_id)) = taken {
+                if let Some(run_id) = run_id {
+                    lock(&shared.table).mark_stopping(&run_id);
+                }
+                let _ = stop.send(signal);
+            }
+        }
+        Request::AnswerDraft { group_id, answer } => {
+            match answer {
+                Some(answer) => {
+                    engine.answer_relay(&group_id, answer);
+                }
+                None => {
+                    engine.stop(&RunKey::team(group_id));
+                }
+            }
+            reply(tx, id, Reply::Done);
+        }
+        Request::Ps => reply(
+            tx,
+            id,
+            Reply::Runs {
+                runs: lock(&shared.table).infos(),
+            },
+        ),
+        Request::Stop { target } => {
+            let org = engine.org().snapshot();
+            let resolved = lock(&shared.table).resolve(&target, &org);
+            match resolved {
+                Ok(runs) => {
+                    for run_id in &runs {
+                        lock(&shared.table).mark_stopping(run_id);
+                        engine.stop_run(run_id);
+                    }
+                    reply(tx, id, Reply::Stopped { runs });
+                }
+                Err(why) => failed(tx, id, 2, why),
+            }
+        }
+        Request::Attach { target } => attach(shared, tx, id, &target).await,
+        Request::AnswerApproval {
+            approval_id,
+            decision,
+        } => {
+            if engine.answer_approval(approval_id, decision) {
+                reply(tx, id, Reply::Done);
+            } else {
+                failed(tx, id, 2, format!("nothing waits on approval #{approval_id}"));
+            }
+        }
+        Request::Subscribe { events, org, replay } => {
+            if org {
+                let (org, version) = engine.org().versioned();
+                let _ = tx.send(HostMessage::Org {
+                    org: Box::new(org),
+                    version,
+                });
+                lock(&shared.org_followers).push(tx.clone());
+            }
+            if events && replay {
+                let (live_tx, live_rx) = mpsc::unbounded_channel::<HostMessage>();
+                let going = lock(&shared.table).follow_all_from_start(live_tx);
+                reply(tx, id, Reply::Done);
+                tokio::spawn(replay_then_live(Arc::clone(shared), going, live_rx, tx.clone()));
+                return;
+            }
+            if events {
+                lock(&shared.table).follow_all(tx.clone());
+            }
+            reply(tx, id, Reply::Done);
+        }
+        Request::Edit { call } => {
+            let (front, engine, tx) = (Arc::clone(front), engine.clone(), tx.clone());
+            let team = matches!(call, crate::workspace::EditCall::CreateTeamWith { .. });
+            tokio::spawn(async move {
+                let done = {
+                    let front = Arc::clone(&front);
+                    tokio::task::spawn_blocking(move || front.env.scope(|| front.edits.apply(call))).await
+                };
+                let Ok(result) = done else {
+                    return failed(&tx, id, 1, "the edit failed in the huddle host (see its log)");
+                };
+                // A team made with worktrees: their hooks run before it is shown ready.
+                if let Some(group_id) = result.get("Ok").and_then(|v| v.as_str()).filter(|_| team) {
+                    engine.worktree_created_hooks(group_id).await;
+                }
+                let (org, version) = engine.org().versioned();
+                reply(
+                    &tx,
+                    id,
+                    Reply::Edited {
+                        result,
+                        org: Box::new(org),
+                        version,
+                    },
+                );
+            });
+        }
+        Request::Engine { call } => {
+            match super::tui_calls::carry_out(engine, shared_profile(shared, front), call) {
+                Ok(()) => reply(tx, id, Reply::Done),
+                Err(why) => failed(tx, id, 2, why),
+            }
+        }
+        Request::Transcript { session_id } => {
+            let (engine, tx) = (engine.clone(), tx.clone());
+            tokio::task::spawn_blocking(move || match engine.load_transcript(&session_id) {
+                Ok(t) => reply(
+                    &tx,
+                    id,
+                    Reply::Transcript {
+                        messages: t.messages,
+                        warnings: t.warnings,
+                    },
+                ),
+                Err(e) => failed(&tx, id, 1, e.to_string()),
+            });
+        }
+        Request::Prune {
+            older_than_secs,
+            dry_run,
+        } => {
+            let edits = front.edits.clone();
+            let engine = engine.clone();
+            let tx = tx.clone();
+            tokio::task::spawn_blocking(move || {
+                let age = chrono::Duration::try_seconds(older_than_secs).unwrap_or_default();
+                let out = crate::runs_cli::prune_text(&edits, age, dry_run);
+                match engine.flush() {
+                    Ok(()) => reply(
+                        &tx,
+                        id,
+                        Reply::Printed {
+                            out,
+                            err: String::new(),
+                            code: 0,
+                        },
+                    ),
+                    Err(e) => reply(
+                        &tx,
+                        id,
+                        Reply::Printed {
+                            out,
+                            err: format!("huddle: could not save: {e}"),
+                            code: 1,
+                        },
+                    ),
+                }
+            });
+        }
+        Request::RemoveWorktrees {
+            group,
+            session,
+            path,
+            force,
+        } => {
+            let front = Arc::clone(front);
+            let engine = engine.clone();
+            let tx = tx.clone();
+            tokio::task::spawn_blocking(move || {
+                let removed = front
+                    .env
+                    .scope(|| crate::worktrees_cli::remove_on(&front.edits, group, session, path, force));
+                match removed {
+                    Ok(out) => {
+                        let (err, code) = match engine.flush() {
+                            Ok(()) => (String::new(), 0),
+                            Err(e) => (
+                                format!(
+                                    "huddle: the worktrees were removed but the records could not be saved: {e}"
+                                ),
+                                1,
+                            ),
+                        };
+                        reply(&tx, id, Reply::Printed { out, err, code });
+                    }
+                    Err((code, message)) => failed(&tx, id, code, message),
+                }
+            });
+        }
+        Request::Quit => {
+            let mut busy = lock(&shared.table).busy_lines();
+            if shared.parts.embedded {
+                busy.push(format!(
+                    "the huddle TUI (pid {}) owns the data dir",
+                    std::process::id()
+                ));
+            }
+            let others = shared.connections.load(Ordering::SeqCst).saturating_sub(1);
+            if others > 0 {
+                busy.push(format!("{others} other front end(s) attached"));
+            }
+            if busy.is_empty() {
+                shared.quit.store(true, Ordering::SeqCst);
+                shared.activity.notify_waiters();
+            }
+            reply(tx, id, Reply::Quitting { busy });
+        }
+    }
+}
+
+/// Whether a run goes on without the connection that started it: `detach` (and tells it only
+/// its start) or `keep` (and tells it everything).
+struct Keep {
+    detach: bool,
+    keep: bool,
+}
+
+/// Drives a `huddle run` for a front end: its output back as it comes, then its exit code.
+fn start_run(
+    shared: &Arc<Shared>,
+    front: &Arc<FrontContext>,
+    attached: &Arc<Mutex<Attached>>,
+    tx: &mpsc::UnboundedSender<HostMessage>,
+    id: u64,
+    request: RunRequest,
+    Keep { detach, keep }: Keep,
+) {
+    let profile = match profile_for(shared, front, request.sandbox) {
+        Ok(p) => p,
+        Err(why) => {
+            failed(tx, id, 1, why);
+            return;
+        }
+    };
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<OutputLine>();
+    let (stop_tx, stop_rx) = oneshot::channel::<u8>();
+    // Detached or kept: the run owns its stop (nobody's going stops it); else the connection
+    // does.
+    let mut kept_stop = None;
+    if detach || keep {
+        kept_stop = Some(stop_tx);
+    } else {
+        lock(attached).runs.insert(id, (Some(stop_tx), None));
+    }
+    let remote = Remote {
+        output: RunOutput::Remote(out_tx),
+        stop: stop_rx,
+        terminal: front.terminal,
+        color: front.color,
+        profile,
+        env: front.env.clone(),
+    };
+    let (shared, front, attached, tx) = (
+        Arc::clone(shared),
+        Arc::clone(front),
+        Arc::clone(attached),
+        tx.clone(),
+    );
+    tokio::spawn(async move {
+        wait_for_stopping_group(&shared, &request).await;
+        let mut run = {
+            let (shared, front) = (Arc::clone(&shared), Arc::clone(&front));
+            tokio::spawn(async move {
+                let host = Host {
+                    paths: &shared.parts.paths,
+                    config: &front.config,
+                    edits: &front.edits,
+                    engine: &shared.parts.engine,
+                };
+                headless::execute(&host, &request, remote).await
+            })
+        };
+        let mut announced = false;
+        let forward = |line: OutputLine, announced: &mut bool| {
+            if *announced && detach {
+                return;
+            }
+            let message = match line {
+                OutputLine::Out(text) => HostMessage::Output {
+                    id,
+                    out: Some(text),
+                    err: None,
+                },
+                OutputLine::Err(text) => HostMessage::Output {
+                    id,
+                    out: None,
+                    err: Some(text),
+                },
+                OutputLine::Started {
+                    run_id,
+                    group_id,
+                    group,
+                } => {
+                    *announced = true;
+                    let label = if detach {
+                        format!("detached from {}", front.label)
+                    } else {
+                        front.label.clone()
+                    };
+                    lock(&shared.table).set_front(&run_id, label);
+                    if let Some((_, known)) = lock(&attached).runs.get_mut(&id) {
+                        *known = Some(run_id.clone());
+                    }
+                    HostMessage::Started {
+                        id,
+                        run_id,
+                        group_id,
+                        group,
+                    }
+                }
+                OutputLine::Draft {
+                    group_id,
+                    turn,
+                    text,
+                    review,
+                } => HostMessage::Draft {
+                    id,
+                    group_id,
+                    turn,
+                    text,
+                    review,
+                },
+            };
+            let _ = tx.send(message);
+        };
+        let result = loop {
+            tokio::select! {
+                Some(line) = out_rx.recv() => forward(line, &mut announced),
+                result = &mut run => break result,
+            }
+        };
+        while let Ok(line) = out_rx.try_recv() {
+            forward(line, &mut announced);
+        }
+        drop(kept_stop);
+        lock(&attached).runs.remove(&id);
+        let code = match result {
+            Ok(Ok(code)) => code,
+            Ok(Err(failure)) => {
+                if !(detach && announced) {
+                    let _ = tx.send(HostMessage::Output {
+                        id,
+                        out: None,
+                        err: Some(format!("huddle: {failure}")),
+                    });
+                }
+                failure.code
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "a run ended abnormally in the host");
+                let _ = tx.send(HostMessage::Output {
+                    id,
+                    out: None,
+                    err: Some("huddle: the run ended abnormally in the huddle host (see its log)".into()),
+                });
+                1
+            }
+        };
+        if !(detach && announced) {
+            let _ = tx.send(HostMessage::Exit { id, code });
+        }
+    });
+}
+
+/// A run of an existing group waits while the group's previous run is stopping (its front end
+/// went away a moment ago): as when that front end's own process had ended it.
+async fn wait_for_stopping_group(shared: &Shared, request: &RunRequest) {
+    let Some(name) = &request.group else { return };
+    let Some(group_id) = shared
+        .parts
+        .engine
+        .org()
+        .read(|o| o.group_by_name(name).map(|g| g.id.clone()))
+    else {
+        return;
+    };
+    let deadline = tokio::time::Instant::now() + STOPPING_WAIT;
+    while lock(&shared.table).team_stopping(&group_id) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// What a front end's runs use: its profile (`None`: the engine's own), or why there is none.
+fn shared_profile(shared: &Arc<Shared>, front: &Arc<FrontContext>) -> Result<Option<Arc<Profile>>, String> {
+    profile_for(shared, front, None)
+}
+
+/// A subscriber that asked for the runs so far: each run's events from its run file, then
+/// everything live (queued meanwhile, so nothing is missed or doubled).
+async fn replay_then_live(
+    shared: Arc<Shared>,
+    going: Vec<(RunInfo, usize)>,
+    mut live_rx: mpsc::UnboundedReceiver<HostMessage>,
+    tx: mpsc::UnboundedSender<HostMessage>,
+) {
+    if !going.is_empty() {
+        let engine = shared.parts.engine.clone();
+        let runs = shared.parts.runs.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            let _ = engine.flush();
+            going
+                .into_iter()
+                .map(|(run, logged)| {
+                    let owner = match &run.key {
+                        RunKey::Chat { session_id } => crate::store::RunOwner::Session(session_id.clone()),
+                        _ => crate::store::RunOwner::Group(run.group_id.clone()),
+                    };
+                    let lines = runs.read_lines_of(&owner, &run.run_id).unwrap_or_else(|e| {
+                        tracing::warn!(error = %e, "cannot read a run file back for a front end");
+                        Vec::new()
+                    });
+                    (lines, logged)
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_default();
+        for (lines, logged) in read {
+            for line in lines.iter().take(logged) {
+                if let Ok(record) = serde_json::from_str::<RunRecord>(line)
+                    && tx.send(HostMessage::event(record.event)).is_err()
+                {
+                    return;
+                }
+            }
+        }
+    }
+    while let Some(message) = live_rx.recv().await {
+        if tx.send(message).is_err() {
+            return;
+        }
+    }
+}
+
+/// `huddle attach`: the run's events so far (read back from its run file), then live until it
+/// ends.
+async fn attach(shared: &Arc<Shared>, tx: &mpsc::UnboundedSender<HostMessage>, id: u64, target: &str) {
+    let org = shared.parts.engine.org().snapshot();
+    let resolved = lock(&shared.table).resolve(target, &org);
+    let run_id = match resolved {
+        Ok(runs) => runs.into_iter().next().unwrap_or_default(),
+        Err(why) => return failed(tx, id, 2, why),
+    };
+    let (live_tx, mut live_rx) = mpsc::unbounded_channel::<HostMessage>();
+    let followed = lock(&shared.table).follow_run(&run_id, live_tx);
+    let Some((run, logged)) = followed else {
+        return failed(tx, id, 2, format!("run {run_id} has ended"));
+    };
+    reply(tx, id, Reply::Attached { run: run.clone() });
+    let (shared, tx) = (Arc::clone(shared), tx.clone());
+    tokio::spawn(async move {
+        let engine = shared.parts.engine.clone();
+        let runs = shared.parts.runs.clone();
+        let group_id = run.group_id.clone();
+        let run_id = run.run_id.clone();
+        // Every line queued so far is in the file once it is flushed.
+        let lines = tokio::task::spawn_blocking(move || {
+            let _ = engine.flush();
+            runs.read_lines(&group_id, &run_id)
+        })
+        .await;
+        let lines = match lines {
+            Ok(Ok(lines)) => lines,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "cannot read a run file back for a front end");
+                Vec::new()
+            }
+            Err(_) => Vec::new(),
+        };
+        for line in lines.iter().take(logged) {
+            if let Ok(record) = serde_json::from_str::<RunRecord>(line)
+                && tx.send(HostMessage::event(record.event)).is_err()
+            {
+                return;
+            }
+        }
+        while let Some(message) = live_rx.recv().await {
+            if tx.send(message).is_err() {
+                return;
+            }
+        }
+    });
+}

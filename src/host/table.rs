@@ -1,0 +1,394 @@
+//! The host's table of runs going, kept from the engine's events, and who follows them.
+//!
+//! The table and its followers sit behind one lock with the events that change them: a front
+//! end that attaches gets the count of a run's events so far and its place among the followers
+//! at the same instant, so the events it reads back from the run file and those pushed to it
+//! live neither overlap nor leave a gap.
+
+use std::collections::BTreeMap;
+
+use chrono::Utc;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::engine::events::{EngineEvent, EventKind, RunKey};
+use crate::model::{Organization, RelayPhase};
+
+use super::protocol::{HostMessage, RunInfo, RunState};
+
+/// One run going.
+struct Entry {
+    info: RunInfo,
+    /// Its events so far that its run file records (non-streaming, with its run id).
+    logged: usize,
+    /// Tool approvals it waits for, by id: what each is about.
+    approvals: BTreeMap<u64, String>,
+    /// The turn of a relay draft it waits on.
+    draft: Option<u32>,
+    paused: bool,
+    stopping: bool,
+}
+
+impl Entry {
+    fn info(&self) -> RunInfo {
+        let mut info = self.info.clone();
+        let waiting: Vec<String> = self
+            .approvals
+            .values()
+            .cloned()
+            .chain(self.draft.map(|turn| format!("its relay draft of turn {turn}")))
+            .collect();
+        info.waiting_for = (!waiting.is_empty()).then(|| waiting.join(", "));
+        info.state = if self.stopping {
+            RunState::Stopping
+        } else if !waiting.is_empty() {
+            RunState::Waiting
+        } else if self.paused {
+            RunState::Paused
+        } else {
+            RunState::Running
+        };
+        info
+    }
+}
+
+/// Who gets which events.
+enum Filter {
+    Every,
+    Run(String),
+}
+
+struct Follower {
+    filter: Filter,
+    tx: UnboundedSender<HostMessage>,
+}
+
+#[derive(Default)]
+pub struct Table {
+    runs: BTreeMap<String, Entry>,
+    followers: Vec<Follower>,
+    /// Who started runs the table has not seen start yet (a front end may hear of its run's
+    /// start before the table does).
+    fronts: BTreeMap<String, String>,
+}
+
+impl Table {
+    /// Takes one event into account and hands it to the followers it concerns. True when a run
+    /// ended (the host may now be idle).
+    pub fn apply(&mut self, event: &EngineEvent) -> bool {
+        let mut ended = false;
+        if let Some(run_id) = &event.run_id {
+            if let EventKind::RunStarted { key } = &event.kind {
+                let mut entry = new_entry(run_id, key, event);
+                entry.info.front = self.fronts.remove(run_id);
+                self.runs.insert(run_id.clone(), entry);
+            }
+            if let Some(entry) = self.runs.get_mut(run_id) {
+                if !event.kind.is_streaming() {
+                    entry.logged += 1;
+                }
+                update(entry, &event.kind);
+            }
+            if let EventKind::RunEnded { .. } = &event.kind {
+                ended = self.runs.remove(run_id).is_some();
+                self.fronts.remove(run_id);
+            }
+        }
+        self.deliver(event, ended);
+        ended
+    }
+
+    fn deliver(&mut self, event: &EngineEvent, ended: bool) {
+        if self.followers.is_empty() {
+            return;
+        }
+        let run_id = event.run_id.as_deref();
+        self.followers.retain(|f| {
+            let wanted = match &f.filter {
+                Filter::Every => true,
+                Filter::Run(id) => Some(id.as_str()) == run_id,
+            };
+            if !wanted {
+                return !f.tx.is_closed();
+            }
+            let sent = f.tx.send(HostMessage::event(event.clone())).is_ok();
+            // A run's follower is done with its end.
+            let done = ended && matches!(f.filter, Filter::Run(_));
+            sent && !done
+        });
+    }
+
+    /// Every event from now on goes to `tx` too.
+    pub fn follow_all(&mut self, tx: UnboundedSender<HostMessage>) {
+        self.followers.push(Follower {
+            filter: Filter::Every,
+            tx,
+        });
+    }
+
+    /// Every event from now on goes to `tx` too; returns every run going and how many of its
+    /// events its run file holds so far (what to read back first).
+    pub fn follow_all_from_start(&mut self, tx: UnboundedSender<HostMessage>) -> Vec<(RunInfo, usize)> {
+        self.follow_all(tx);
+        self.runs.values().map(|e| (e.info(), e.logged)).collect()
+    }
+
+    /// The run's events from now on go to `tx` (until it ends); returns it as it is now and how
+    /// many of its events its run file holds so far. `None` when it is not going.
+    pub fn follow_run(&mut self, run_id: &str, tx: UnboundedSender<HostMessage>) -> Option<(RunInfo, usize)> {
+        let entry = self.runs.get(run_id)?;
+        let now = (entry.info(), entry.logged);
+        self.followers.push(Follower {
+            filter: Filter::Run(run_id.to_string()),
+            tx,
+        });
+        Some(now)
+    }
+
+    /// The runs going, oldest first.
+    pub fn infos(&self) -> Vec<RunInfo> {
+        let mut runs: Vec<RunInfo> = self.runs.values().map(Entry::info).collect();
+        runs.sort_by(|a, b| a.run_id.cmp(&b.run_id));
+        runs
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    pub fn get(&self, run_id: &str) -> Option<RunInfo> {
+        self.runs.get(run_id).map(Entry::info)
+    }
+
+    /// Says who started a run (`huddle run (pid N)`, `detached`...).
+    pub fn set_front(&mut self, run_id: &str, front: String) {
+        match self.runs.get_mut(run_id) {
+            Some(e) => e.info.front = Some(front),
+            None => {
+                // (One that ended before it was told stays here: a few at most.)
+                if self.fronts.len() > 64 {
+                    self.fronts.clear();
+                }
+                self.fronts.insert(run_id.to_string(), front);
+            }
+        }
+    }
+
+    /// Marks a run as asked to stop.
+    pub fn mark_stopping(&mut self, run_id: &str) {
+        if let Some(e) = self.runs.get_mut(run_id) {
+            e.stopping = true;
+        }
+    }
+
+    /// True while a team run of the group is going and asked to stop (a new run of it waits).
+    pub fn team_stopping(&self, group_id: &str) -> bool {
+        self.runs
+            .values()
+            .any(|e| e.stopping && e.info.key == RunKey::team(group_id))
+    }
+
+    /// The runs a target names: a run id, or the start of exactly one; else a group's name (or
+    /// id): its runs. An error says what exists.
+    pub fn resolve(&self, target: &str, org: &Organization) -> Result<Vec<String>, String> {
+        let target = target.trim();
+        if target.is_empty() {
+            return Err("say which run: its id (see `huddle ps`) or its group's name".into());
+        }
+        if self.runs.contains_key(target) {
+            return Ok(vec![target.to_string()]);
+        }
+        let by_prefix: Vec<&String> = self.runs.keys().filter(|id| id.starts_with(target)).collect();
+        if by_prefix.len() == 1 {
+            return Ok(vec![by_prefix[0].clone()]);
+        }
+        if by_prefix.len() > 1 {
+            return Err(format!(
+                "`{target}` is the start of {} runs' ids: give more of it",
+                by_prefix.len()
+            ));
+        }
+        let group_id = org
+            .group_by_name(target)
+            .map(|g| g.id.clone())
+            .or_else(|| org.group(target).map(|g| g.id.clone()));
+        let Some(group_id) = group_id else {
+            return Err(if self.runs.is_empty() {
+                format!("no run `{target}`: nothing runs")
+            } else {
+                format!("no run or group `{target}` (`huddle ps` lists the runs going)")
+            });
+        };
+        // The team run first, then the group's chats and reflections.
+        let mut ids: Vec<(bool, String)> = self
+            .runs
+            .values()
+            .filter(|e| e.info.group_id == group_id)
+            .map(|e| (!matches!(e.info.key, RunKey::Team { .. }), e.info.run_id.clone()))
+            .collect();
+        ids.sort();
+        if ids.is_empty() {
+            return Err(format!("nothing of group `{target}` runs"));
+        }
+        Ok(ids.into_iter().map(|(_, id)| id).collect())
+    }
+
+    /// What keeps the host busy, in words (for a front end that waits for it to go).
+    pub fn busy_lines(&self) -> Vec<String> {
+        self.runs
+            .values()
+            .map(|e| {
+                let i = e.info();
+                format!("{} ({}, {})", i.run_id, i.group, i.state.as_str())
+            })
+            .collect()
+    }
+}
+
+fn new_entry(run_id: &str, key: &RunKey, event: &EngineEvent) -> Entry {
+    Entry {
+        info: RunInfo {
+            run_id: run_id.to_string(),
+            key: key.clone(),
+            group_id: event.group_id.clone(),
+            group: event.group.clone(),
+            session: None,
+            mode: None,
+            started_at: Utc::now(),
+            tokens: 0,
+            state: RunState::Running,
+            waiting_for: None,
+            front: None,
+        },
+        logged: 0,
+        approvals: BTreeMap::new(),
+        draft: None,
+        paused: false,
+        stopping: false,
+    }
+}
+
+fn update(entry: &mut Entry, kind: &EventKind) {
+    match kind {
+        EventKind::CycleStarted { mode, .. } => entry.info.mode = Some(*mode),
+        EventKind::TurnStarted { session, .. } if entry.info.key.session_id().is_some() => {
+            entry.info.session = Some(session.clone());
+        }
+        EventKind::TurnFinished { usage: Some(u), .. } => {
+            entry.info.tokens += u.input_tokens + u.output_tokens;
+        }
+        EventKind::ToolApprovalRequested {
+            approval_id,
+            session,
+            server,
+            tool,
+            ..
+        } => {
+            entry.approvals.insert(
+                *approval_id,
+                format!("approval #{approval_id} of {server}/{tool} for {session}"),
+            );
+        }
+        EventKind::ToolApprovalDecided { approval_id, .. } => {
+            entry.approvals.remove(approval_id);
+        }
+        EventKind::RelayDraft { turn, waiting, .. } => {
+            entry.draft = waiting.then_some(*turn);
+        }
+        EventKind::RelaySent { .. } | EventKind::RelayTakeOver { .. } => entry.draft = None,
+        EventKind::RelayState { state, .. } if *state != RelayPhase::ReadyToSend => entry.draft = None,
+        EventKind::CyclePaused => entry.paused = true,
+        EventKind::CycleResumed => entry.paused = false,
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CycleOutcome, Mode, Usage};
+
+    fn event(run_id: &str, kind: EventKind) -> EngineEvent {
+        EngineEvent {
+            group_id: "gid".into(),
+            group: "Ops".into(),
+            run_id: Some(run_id.into()),
+            execution: None,
+            kind,
+        }
+    }
+
+    #[test]
+    fn a_run_is_listed_from_its_start_to_its_end_with_what_it_waits_for() {
+        let mut table = Table::default();
+        let r = "20260101T000000000Z-00000001";
+        table.apply(&event(
+            r,
+            EventKind::RunStarted {
+                key: RunKey::team("gid"),
+            },
+        ));
+        table.apply(&event(
+            r,
+            EventKind::CycleStarted {
+                mode: Mode::Broadcast,
+                max_iterations: 1,
+            },
+        ));
+        table.apply(&event(
+            r,
+            EventKind::TurnFinished {
+                session_id: "s".into(),
+                session: "a".into(),
+                generation: 1,
+                success: true,
+                interrupted: false,
+                duration_ms: 1,
+                usage: Some(Usage {
+                    input_tokens: 10,
+                    output_tokens: 5,
+                    ..Usage::default()
+                }),
+                cost_usd: None,
+                error: None,
+                message: None,
+            },
+        ));
+        table.apply(&event(
+            r,
+            EventKind::ToolApprovalRequested {
+                session_id: "s".into(),
+                session: "a".into(),
+                approval_id: 4,
+                call_id: "c".into(),
+                server: "time".into(),
+                tool: "now".into(),
+                arguments: "{}".into(),
+                reason: None,
+            },
+        ));
+        let info = &table.infos()[0];
+        assert_eq!(info.mode, Some(Mode::Broadcast));
+        assert_eq!(info.tokens, 15);
+        assert_eq!(info.state, RunState::Waiting);
+        assert_eq!(info.waiting_for.as_deref(), Some("approval #4 of time/now for a"));
+        let org = Organization::default();
+        assert_eq!(table.resolve("2026", &org).unwrap(), vec![r.to_string()]);
+        assert!(table.resolve("nope", &org).unwrap_err().contains("huddle ps"));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (_, logged) = table.follow_run(r, tx).unwrap();
+        assert_eq!(logged, 4);
+        let ended = table.apply(&event(
+            r,
+            EventKind::RunEnded {
+                key: RunKey::team("gid"),
+                outcome: Some(CycleOutcome::Completed),
+                iterations: 1,
+                failed: None,
+                totals: None,
+            },
+        ));
+        assert!(ended && table.is_empty());
+        assert!(matches!(rx.try_recv(), Ok(HostMessage::Event { .. })));
+        assert!(table.followers.is_empty(), "a run's follower goes with it");
+    }
+}

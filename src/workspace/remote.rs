@@ -1,0 +1,291 @@
+//! The application layer reached over the host's socket: a front end that does not own the data
+//! dir (the TUI as a host's front end) sends each edit as an [`EditCall`]; the host carries it
+//! out with the front end's [`Edits`] (its configuration and repository) and answers with the
+//! result and the organization after it, which the front end's copy takes at once.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::{EditError, Edits, Removal, RemovalReport};
+use crate::model::{Memory, Mode, Organization, Preset, WorktreeStrategy};
+use crate::store::OrgHandle;
+
+/// One edit as it travels: the [`Edits`] method of the same name and its arguments.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "edit", rename_all = "snake_case")]
+pub enum EditCall {
+    AddEvaluator {
+        group_id: String,
+    },
+    RemoveEvaluator {
+        group_id: String,
+    },
+    CreateSession {
+        group_id: String,
+        name: String,
+    },
+    CreateTeam {
+        preset: Box<Preset>,
+    },
+    CreateTeamWith {
+        preset: Box<Preset>,
+        strategy: WorktreeStrategy,
+    },
+    DeleteGroup {
+        group_id: String,
+    },
+    DeleteSession {
+        session_id: String,
+    },
+    DiscardInterrupted {
+        group_id: String,
+    },
+    DiscardReflection {
+        session_id: String,
+    },
+    ForkSession {
+        session_id: String,
+    },
+    RemoveFiles {
+        removal: Removal,
+    },
+    RenameGroup {
+        group_id: String,
+        name: String,
+    },
+    RenameSession {
+        session_id: String,
+        name: String,
+    },
+    Select {
+        group_id: Option<String>,
+        session_id: Option<String>,
+    },
+    SetFolded {
+        group_id: String,
+        folded: bool,
+    },
+    SetGroupModel {
+        group_id: String,
+        slug: String,
+    },
+    SetMaxIterations {
+        group_id: String,
+        text: String,
+    },
+    SetMemory {
+        group_id: String,
+        memory: Memory,
+    },
+    SetMode {
+        group_id: String,
+        mode: Mode,
+    },
+    SetSystemPrompt {
+        session_id: String,
+        text: String,
+    },
+    SupersedeLastExchange {
+        session_id: String,
+        from: String,
+        why: String,
+    },
+    AddMember {
+        group_id: String,
+        name: String,
+        model: String,
+        system_prompt: String,
+    },
+    SetSessionModel {
+        session_id: String,
+        slug: String,
+    },
+    NewSessionConversation {
+        session_id: String,
+    },
+    NewGroupConversation {
+        group_id: String,
+    },
+    /// The sandbox label of a session's header (`Edits::sandbox_label`).
+    SandboxLabel {
+        session_id: String,
+    },
+}
+
+fn lock<T: ?Sized>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn value<T: Serialize>(result: T) -> serde_json::Value {
+    serde_json::to_value(result).unwrap_or(serde_json::Value::Null)
+}
+
+impl Edits {
+    /// Carries out an edit a front end sent (on the host; blocking: worktrees run git) and
+    /// returns its result as the front end reads it back.
+    pub fn apply(&self, call: EditCall) -> serde_json::Value {
+        match call {
+            EditCall::AddEvaluator { group_id } => value(self.add_evaluator(&group_id)),
+            EditCall::RemoveEvaluator { group_id } => value(self.remove_evaluator(&group_id)),
+            EditCall::CreateSession { group_id, name } => value(self.create_session(&group_id, &name)),
+            EditCall::CreateTeam { preset } => value(self.create_team(&preset)),
+            EditCall::CreateTeamWith { preset, strategy } => value(self.create_team_with(&preset, strategy)),
+            EditCall::DeleteGroup { group_id } => value(self.delete_group(&group_id)),
+            EditCall::DeleteSession { session_id } => value(self.delete_session(&session_id)),
+            EditCall::DiscardInterrupted { group_id } => value(self.discard_interrupted(&group_id)),
+            EditCall::DiscardReflection { session_id } => value(self.discard_reflection(&session_id)),
+            EditCall::ForkSession { session_id } => value(self.fork_session(&session_id)),
+            EditCall::RemoveFiles { removal } => value(self.remove_files(&removal)),
+            EditCall::RenameGroup { group_id, name } => value(self.rename_group(&group_id, &name)),
+            EditCall::RenameSession { session_id, name } => value(self.rename_session(&session_id, &name)),
+            EditCall::Select { group_id, session_id } => {
+                self.select(group_id.as_deref(), session_id.as_deref());
+                serde_json::Value::Null
+            }
+            EditCall::SetFolded { group_id, folded } => {
+                self.set_folded(&group_id, folded);
+                serde_json::Value::Null
+            }
+            EditCall::SetGroupModel { group_id, slug } => value(self.set_group_model(&group_id, &slug)),
+            EditCall::SetMaxIterations { group_id, text } => value(self.set_max_iterations(&group_id, &text)),
+            EditCall::SetMemory { group_id, memory } => value(self.set_memory(&group_id, memory)),
+            EditCall::SetMode { group_id, mode } => value(self.set_mode(&group_id, mode)),
+            EditCall::SetSystemPrompt { session_id, text } => {
+                value(self.set_system_prompt(&session_id, &text))
+            }
+            EditCall::SupersedeLastExchange {
+                session_id,
+                from,
+                why,
+            } => value(self.supersede_last_exchange(&session_id, &from, &why)),
+            EditCall::AddMember {
+                group_id,
+                name,
+                model,
+                system_prompt,
+            } => value(self.add_member(&group_id, &name, &model, &system_prompt)),
+            EditCall::SetSessionModel { session_id, slug } => {
+                value(self.set_session_model(&session_id, &slug))
+            }
+            EditCall::NewSessionConversation { session_id } => {
+                value(self.new_session_conversation(&session_id))
+            }
+            EditCall::NewGroupConversation { group_id } => value(self.new_group_conversation(&group_id)),
+            EditCall::SandboxLabel { session_id } => value(self.sandbox_label(&session_id)),
+        }
+    }
+}
+
+/// What a remote edit gives back when the host could not be asked.
+pub(super) trait Remoted: DeserializeOwned {
+    fn unreachable(why: String) -> Self;
+}
+
+impl<T: DeserializeOwned> Remoted for Result<T, EditError> {
+    fn unreachable(why: String) -> Self {
+        Err(EditError::Invalid(why))
+    }
+}
+
+impl Remoted for () {
+    fn unreachable(why: String) {
+        tracing::warn!("an edit was not made: {why}");
+    }
+}
+
+impl Remoted for Option<String> {
+    fn unreachable(_: String) -> Self {
+        None
+    }
+}
+
+impl Remoted for String {
+    fn unreachable(why: String) -> Self {
+        tracing::warn!("an edit was not made: {why}");
+        String::new()
+    }
+}
+
+impl Remoted for RemovalReport {
+    fn unreachable(why: String) -> Self {
+        tracing::warn!("files were not removed: {why}");
+        RemovalReport::default()
+    }
+}
+
+/// Sends one edit and waits for the host's answer: the result and the organization after it
+/// with its version.
+pub trait EditTransport: Send + Sync {
+    fn call(&mut self, call: EditCall) -> Result<(serde_json::Value, Option<(Organization, u64)>), String>;
+}
+
+/// A front end's link to the host's application layer, beside its copy of the organization.
+pub struct RemoteEdits {
+    transport: Mutex<Box<dyn EditTransport>>,
+    mirror: OrgHandle,
+    /// The version of the organization the copy holds (the host counts its changes).
+    version: AtomicU64,
+    /// Sessions' sandbox labels (asked on every frame), each asked again after a while.
+    labels: Mutex<std::collections::HashMap<String, (std::time::Instant, Option<String>)>>,
+}
+
+/// How long a session's sandbox label is shown before it is asked again.
+const LABEL_KEPT: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl RemoteEdits {
+    pub fn new(transport: Box<dyn EditTransport>, mirror: OrgHandle, version: u64) -> RemoteEdits {
+        RemoteEdits {
+            transport: Mutex::new(transport),
+            mirror,
+            version: AtomicU64::new(version),
+            labels: Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    /// Takes the host's organization unless the copy holds a newer one already; true when it
+    /// was taken.
+    pub fn install(&self, org: Organization, version: u64) -> bool {
+        if version < self.version.load(Ordering::SeqCst) {
+            return false;
+        }
+        self.version.store(version, Ordering::SeqCst);
+        self.mirror.update(|o| *o = org);
+        true
+    }
+
+    /// A session's sandbox label, asked of the host at most every few seconds.
+    pub(super) fn sandbox_label(&self, session_id: &str) -> Option<String> {
+        let known = lock(&self.labels).get(session_id).cloned();
+        if let Some((at, label)) = known
+            && at.elapsed() < LABEL_KEPT
+        {
+            return label;
+        }
+        let label: Option<String> = self.call(EditCall::SandboxLabel {
+            session_id: session_id.to_string(),
+        });
+        lock(&self.labels).insert(session_id.to_string(), (std::time::Instant::now(), label.clone()));
+        label
+    }
+
+    pub(super) fn call<T: Remoted>(&self, call: EditCall) -> T {
+        let answered = {
+            let mut transport = lock(&self.transport);
+            transport.call(call)
+        };
+        match answered {
+            Ok((result, org)) => {
+                if let Some((org, version)) = org {
+                    self.install(org, version);
+                }
+                serde_json::from_value(result).unwrap_or_else(|e| {
+                    T::unreachable(format!("the huddle host answered an edit unreadably: {e}"))
+                })
+            }
+            Err(why) => T::unreachable(why),
+        }
+    }
+}

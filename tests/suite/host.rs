@@ -1,0 +1,854 @@
+//! The host and its command-line front ends, on the real binary: `huddle run` goes through the
+//! host (started on demand, gone when idle) and prints what a local run printed; `--detach`,
+//! `huddle ps`, `huddle attach`, `huddle stop`; a host killed with SIGKILL mid-run and the cycle
+//! resumed by the next front end; front ends racing to start it; a peer of another user.
+//!
+//! Part of it holds the data dir in the test process the way the TUI does (a workspace plus the
+//! host's server, embedded): every front end reaches it there, and its own front end sees each
+//! run live.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use huddle::config::{Config, Paths};
+use huddle::engine::events::{EngineEvent, EventKind};
+use huddle::host::server::{HostParts, ListenError, Server, listen};
+use huddle::model::{Organization, ReflectionCycle};
+use huddle::store::{OrgView, OrganizationFile};
+use huddle::tools::ApprovalPolicy;
+use huddle::workspace::Workspace;
+use serde_json::Value;
+
+use super::headless::{HOST_IDLE_VAR, huddle, ndjson, text, wait_for_host_exit};
+
+/// However long a busy machine takes; the limit only ends a hang.
+const DEADLINE: Duration = Duration::from_secs(120);
+
+// ---- a data dir held open in the test, as the TUI holds it -----------------------------------
+
+struct Owner {
+    home: tempfile::TempDir,
+    org: OrgView,
+    engine: huddle::engine::Engine,
+    events: tokio::sync::mpsc::UnboundedReceiver<EngineEvent>,
+    _server: Server,
+    _lock: huddle::store::DataDirLock,
+}
+
+impl Owner {
+    /// A data dir held open (with `model` as the default), its host server listening.
+    fn open(model: &str) -> Owner {
+        Owner::with_config(&format!("default_model: {model}\n"), |_| {})
+    }
+
+    /// The same with this `config.yaml`, after `prepare` wrote other files into the home.
+    fn with_config(config: &str, prepare: impl FnOnce(&Path)) -> Owner {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("config.yaml"), config).unwrap();
+        prepare(home.path());
+        let paths = Paths::single(home.path().to_path_buf());
+        let config = Config::load(&paths).unwrap().config;
+        let ws = Workspace::open(&paths, &config, home.path().to_path_buf(), ApprovalPolicy::Ask)
+            .expect("workspace");
+        let (local, events) = tokio::sync::mpsc::unbounded_channel();
+        let (org, engine) = (ws.org.clone(), ws.engine.clone());
+        let host = parts(&paths, config, &ws);
+        let server = listen(host, ws.events, Some(local)).expect("listen");
+        Owner {
+            home,
+            org,
+            engine,
+            events,
+            _server: server,
+            _lock: ws.lock,
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.home.path()
+    }
+
+    /// The binary, run in another task so the owner's engine keeps running on this runtime. A
+    /// run that waits forever (on an approval nobody gives) fails the test.
+    async fn run(&self, args: &[&str]) -> Output {
+        self.run_in(self.path(), args).await
+    }
+
+    async fn run_in(&self, dir: &Path, args: &[&str]) -> Output {
+        let home = self.path().to_path_buf();
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+            .args(&args)
+            .env("HUDDLE_HOME", &home)
+            .env(HOST_IDLE_VAR, "0")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .current_dir(dir)
+            .kill_on_drop(true)
+            .output();
+        tokio::time::timeout(DEADLINE, child)
+            .await
+            .unwrap_or_else(|_| panic!("`huddle {}` never ended", args.join(" ")))
+            .expect("run huddle")
+    }
+
+    fn seen(&mut self) -> Vec<EngineEvent> {
+        std::iter::from_fn(|| self.events.try_recv().ok()).collect()
+    }
+}
+
+fn parts(paths: &Paths, config: Config, ws: &Workspace) -> HostParts {
+    HostParts {
+        paths: paths.clone(),
+        config,
+        repo: paths.data_dir.clone(),
+        edits: ws.edits.clone(),
+        engine: ws.engine.clone(),
+        runs: ws.runs.clone(),
+        notices: Vec::new(),
+        embedded: true,
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    text(&out.stderr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_goes_through_the_owner_whose_front_end_sees_it_live() {
+    let mut owner = Owner::open("sim/demo");
+    let out = owner
+        .run(&[
+            "run",
+            "--preset",
+            "Code Review Team",
+            "--mode",
+            "broadcast",
+            "Review fn add",
+        ])
+        .await;
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("broadcast run"),
+        "progress as a local run prints it: {err}"
+    );
+    let answer = text(&out.stdout);
+    assert!(answer.contains("Review fn add"), "the answer on stdout: {answer}");
+    let (group_id, stamped) = owner
+        .org
+        .read(|o| {
+            o.groups
+                .iter()
+                .find(|g| g.name.starts_with("Code Review Team · run "))
+                .map(|g| (g.id.clone(), g.headless_at.is_some()))
+        })
+        .expect("the group the run made");
+    assert!(stamped, "a headless leftover is stamped");
+    assert!(
+        owner
+            .seen()
+            .iter()
+            .any(|e| e.group_id == group_id && matches!(e.kind, EventKind::CycleFinished { .. })),
+        "the owner's front end saw the run end"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_running_is_said_to_run_not_to_be_interrupted() {
+    let owner = Owner::open("sim/demo");
+    // A reflect team, made by a run of its own, then run in the owner (slowly).
+    let made = owner
+        .run(&[
+            "run",
+            "--preset",
+            "Code Review Team",
+            "--max-iterations",
+            "1",
+            "warm up",
+        ])
+        .await;
+    assert!(made.status.code().is_some(), "{}", stderr(&made));
+    let (group_id, name) = owner
+        .org
+        .read(|o| {
+            o.groups
+                .iter()
+                .find(|g| g.name.starts_with("Code Review Team · run "))
+                .map(|g| (g.id.clone(), g.name.clone()))
+        })
+        .expect("the team");
+    let engine = owner.engine.clone();
+    let run = engine
+        .start_group(
+            &group_id,
+            "Review fn add".into(),
+            huddle::engine::RunOverrides {
+                model: Some("sim/slow-2s".into()),
+                ..Default::default()
+            },
+        )
+        .expect("it starts");
+    let running = tokio::spawn(run);
+    let key = huddle::engine::events::RunKey::team(&group_id);
+    while !engine.is_running(&key) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for extra in [
+        vec!["again"],
+        vec!["--resume"],
+        vec!["--discard-interrupted", "again"],
+    ] {
+        let mut args = vec!["run", "--group", name.as_str()];
+        args.extend(extra.iter().copied());
+        let out = owner.run(&args).await;
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {err}");
+        assert!(
+            err.contains(&format!("group `{name}` is running")) && err.contains("huddle stop"),
+            "{extra:?}: {err}"
+        );
+        assert!(!err.contains("interrupted cycle"), "{extra:?}: {err}");
+        assert!(!err.contains("``"), "no doubled backticks: {err}");
+    }
+    assert!(engine.is_running(&key), "the run in progress goes on");
+    engine.stop(&key);
+    let _ = running.await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ndjson_and_exit_codes_are_those_of_a_run_of_its_own_host() {
+    const ARGS: [&str; 7] = [
+        "run",
+        "--preset",
+        "Code Review Team",
+        "--max-iterations",
+        "1",
+        "--events",
+        "Review fn add",
+    ];
+    let owner = Owner::open("sim/demo");
+    let out = owner.run(&ARGS).await;
+    let events = ndjson(&out);
+    assert!(
+        events.iter().any(|e| e["event"] == "cycle_finished"),
+        "NDJSON on stdout: {}",
+        text(&out.stdout)
+    );
+    let own_home = tempfile::tempdir().unwrap();
+    std::fs::write(own_home.path().join("config.yaml"), "default_model: sim/demo\n").unwrap();
+    let alone = huddle(own_home.path(), &ARGS);
+    assert_eq!(out.status.code(), alone.status.code());
+    let kinds = |events: &[Value]| -> Vec<String> {
+        let mut kinds: Vec<String> = events
+            .iter()
+            .map(|e| e["event"].as_str().unwrap_or("").to_string())
+            .collect();
+        kinds.sort();
+        kinds
+    };
+    assert_eq!(kinds(&events), kinds(&ndjson(&alone)), "the same events");
+    let missing = owner.run(&["run", "--group", "No Such Team", "hello"]).await;
+    assert_eq!(missing.status.code(), Some(2), "{}", stderr(&missing));
+    assert!(stderr(&missing).contains("no group named `No Such Team`"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_the_run_in_the_owner_and_leaves_its_cycle_resumable() {
+    let owner = Owner::open("sim/slow-300ms");
+    let home = owner.path().to_path_buf();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(["run", "--preset", "Code Review Team", "Review fn add"])
+        .env("HUDDLE_HOME", &home)
+        .current_dir(&home)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = |o: &Organization| {
+        o.groups
+            .iter()
+            .any(|g| g.headless_at.is_some() && g.state.orchestrator_reflect.is_some())
+    };
+    let deadline = Instant::now() + DEADLINE;
+    while !owner.org.read(started) {
+        assert!(Instant::now() < deadline, "the run never started");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let interrupted = owner.org.read(|o| {
+        o.groups
+            .iter()
+            .find(|g| g.headless_at.is_some())
+            .and_then(|g| g.state.orchestrator_reflect.as_ref())
+            .map(|r| r.is_interrupted())
+    });
+    assert_eq!(interrupted, Some(true), "resumable, as after a local Ctrl-C");
+}
+
+/// Tool calls that ask are settled by the rule of `huddle run` (denied, or `--approve-tools`),
+/// never put to the owner's user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_approvals_of_a_run_follow_the_front_end_that_started_it() {
+    let Some(program) = super::mcp_servers::reference_server("HUDDLE_MCP_TIME", "mcp-server-time") else {
+        return;
+    };
+    let config = format!(
+        "default_model: sim/default\nmcp_servers:\n  time:\n    command: [\"{}\"]\n",
+        program.display()
+    );
+    let mut owner = Owner::with_config(&config, write_clock_preset);
+    let denied = owner
+        .run(&["run", "--preset", "Clock Team", "What time is it?"])
+        .await;
+    let err = stderr(&denied);
+    assert_eq!(denied.status.code(), Some(0), "{err}");
+    assert_eq!(
+        err.matches("denied: huddle run does not run tools that need approval")
+            .count(),
+        2,
+        "{err}"
+    );
+    let approved = owner
+        .run(&[
+            "run",
+            "--preset",
+            "Clock Team",
+            "--approve-tools",
+            "--events",
+            "And now?",
+        ])
+        .await;
+    let events = ndjson(&approved);
+    let results: Vec<_> = events.iter().filter(|e| e["event"] == "tool_result").collect();
+    assert_eq!(results.len(), 2, "{events:?}");
+    assert!(results.iter().all(|r| r["ok"] == true), "{results:?}");
+    assert!(
+        !owner
+            .seen()
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::ToolApprovalRequested { .. })),
+        "nothing was asked in the owner"
+    );
+    owner.engine.shutdown_tools().await;
+}
+
+fn write_clock_preset(home: &Path) {
+    std::fs::create_dir_all(home.join("presets")).unwrap();
+    std::fs::write(
+        home.join("presets/clock.yaml"),
+        "name: Clock Team\nmode: broadcast\nworkers:\n  - { name: one, tools: [time] }\n  - { name: two, tools: [time] }\n",
+    )
+    .unwrap();
+}
+
+/// A front end in another repository makes its team there, while the owner works in its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_from_a_second_repository_makes_its_team_there() {
+    let owner = Owner::open("sim/demo");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = owner
+        .run_in(
+            elsewhere.path(),
+            &[
+                "run",
+                "--preset",
+                "Code Review Team",
+                "--mode",
+                "broadcast",
+                "hello",
+            ],
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let repo = owner.org.read(|o| {
+        o.groups
+            .iter()
+            .find(|g| g.headless_at.is_some())
+            .and_then(|g| g.repo.clone())
+    });
+    assert_eq!(
+        repo.map(|r| std::fs::canonicalize(r).unwrap()),
+        Some(std::fs::canonicalize(elsewhere.path()).unwrap()),
+        "made in the front end's repository"
+    );
+}
+
+/// Its configuration is the front end's: a tool server added to config.yaml after the owner
+/// opened is there for a run started now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_uses_the_configuration_of_its_front_end() {
+    let Some(program) = super::mcp_servers::reference_server("HUDDLE_MCP_TIME", "mcp-server-time") else {
+        return;
+    };
+    let owner = Owner::with_config("default_model: sim/default\n", write_clock_preset);
+    std::fs::write(
+        owner.path().join("config.yaml"),
+        format!(
+            "default_model: sim/default\nmcp_servers:\n  time:\n    command: [\"{}\"]\n    approval: auto\n",
+            program.display()
+        ),
+    )
+    .unwrap();
+    let out = owner
+        .run(&["run", "--preset", "Clock Team", "--events", "What time is it?"])
+        .await;
+    let events = ndjson(&out);
+    let results: Vec<_> = events.iter().filter(|e| e["event"] == "tool_result").collect();
+    assert_eq!(results.len(), 2, "{}", stderr(&out));
+    assert!(results.iter().all(|r| r["ok"] == true), "{results:?}");
+    owner.engine.shutdown_tools().await;
+}
+
+#[test]
+fn a_dead_hosts_socket_is_replaced_and_a_file_in_its_place_is_left_alone() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), "default_model: sim/demo\n").unwrap();
+    let socket: PathBuf = home.path().join("huddle.sock");
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(socket.exists());
+    let out = huddle(home.path(), &["run", "--model", "sim/demo", "hello"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // A regular file where the socket goes is not deleted to listen.
+    std::fs::write(&socket, "mine").unwrap();
+    let out = huddle(home.path(), &["run", "--model", "sim/demo", "hello"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is not a socket"), "{}", stderr(&out));
+    let paths = Paths::single(home.path().to_path_buf());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let config = Config::load(&paths).unwrap().config;
+        let ws = Workspace::open(&paths, &config, home.path().to_path_buf(), ApprovalPolicy::Ask).unwrap();
+        let host = parts(&paths, config, &ws);
+        let refused = listen(host, ws.events, None);
+        assert!(
+            matches!(refused, Err(ListenError::NotASocket(_))),
+            "{:?}",
+            refused.err()
+        );
+    });
+    assert_eq!(std::fs::read_to_string(&socket).unwrap(), "mine");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_socket_is_owner_only_and_goes_with_the_server() {
+    let owner = Owner::open("sim/demo");
+    let socket = owner.path().join("huddle.sock");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let Owner { home, _server, .. } = owner;
+    drop(_server);
+    assert!(!home.path().join("huddle.sock").exists());
+}
+
+/// `--approve` asks about relay drafts on the front end's terminal, which a front end without
+/// one does not have: refused before anything is made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_without_a_terminal_is_refused_before_anything_is_made() {
+    let owner = Owner::open("sim/demo");
+    let out = owner
+        .run(&["run", "--preset", "Negotiator", "--approve", "Buy a bike"])
+        .await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("not one"), "{}", stderr(&out));
+    assert!(
+        owner
+            .org
+            .read(|o| o.groups.iter().all(|g| g.headless_at.is_none())),
+        "nothing was made"
+    );
+}
+
+// ---- the host on its own ---------------------------------------------------------------------
+
+fn home_with(model: &str) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        format!("default_model: {model}\n"),
+    )
+    .unwrap();
+    home
+}
+
+/// `huddle` with a host that stays `idle_ms` once idle (not waited for).
+fn huddle_idle(home: &Path, idle_ms: u64, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(args)
+        .env("HUDDLE_HOME", home)
+        .env(HOST_IDLE_VAR, idle_ms.to_string())
+        .current_dir(home)
+        .output()
+        .expect("run huddle")
+}
+
+fn host_pid(home: &Path) -> Option<i32> {
+    huddle::store::DataDirLock::holder(&home.join("huddle.lock")).and_then(|p| p.parse().ok())
+}
+
+fn cycle(home: &Path) -> Option<ReflectionCycle> {
+    OrganizationFile::new(home.join("organization.json"))
+        .inspect()
+        .ok()
+        .flatten()?
+        .groups
+        .iter()
+        .find_map(|g| g.state.orchestrator_reflect.clone())
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + DEADLINE;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what} never happened");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+#[test]
+fn the_host_starts_on_demand_and_exits_once_idle() {
+    let home = home_with("sim/demo");
+    let out = huddle_idle(home.path(), 300, &["run", "hello"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        host_pid(home.path()).is_some(),
+        "the host is there a moment after"
+    );
+    assert!(home.path().join("huddle.sock").exists());
+    wait_until("the host's exit", || host_pid(home.path()).is_none());
+    assert!(
+        !home.path().join("huddle.sock").exists(),
+        "its socket goes with it"
+    );
+    let log = std::fs::read_dir(home.path().join("logs"))
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect::<String>();
+    assert!(
+        log.contains("the huddle host is ready"),
+        "its log is the data dir's: {log}"
+    );
+    // `ps` starts no host: nothing runs.
+    let ps = huddle(home.path(), &["ps"]);
+    assert_eq!(text(&ps.stdout), "nothing runs\n");
+    assert!(host_pid(home.path()).is_none());
+}
+
+#[test]
+fn detach_ps_attach_and_stop() {
+    let home = home_with("sim/slow-300ms");
+    let out = huddle_idle(
+        home.path(),
+        0,
+        &[
+            "run",
+            "--preset",
+            "Code Review Team",
+            "--max-iterations",
+            "4",
+            "--detach",
+            "Review the parser",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run_id = text(&out.stdout).trim().to_string();
+    assert!(run_id.len() > 20, "the run's id alone on stdout: {run_id:?}");
+    assert!(stderr(&out).contains("huddle attach"), "{}", stderr(&out));
+
+    // Its mode shows once its cycle started (a moment after the run).
+    let mut table = String::new();
+    wait_until("the run's mode in huddle ps", || {
+        table = text(&huddle_idle(home.path(), 0, &["ps"]).stdout);
+        table.contains("orchestrator_reflect")
+    });
+    assert!(table.starts_with("RUN"), "{table}");
+    assert!(
+        table.contains(&run_id)
+            && table.contains("Code Review Team · run")
+            && table.contains("orchestrator_reflect"),
+        "{table}"
+    );
+    assert!(table.contains("detached from huddle run (pid"), "{table}");
+    let json: Value = serde_json::from_slice(&huddle_idle(home.path(), 0, &["ps", "--json"]).stdout).unwrap();
+    assert_eq!(json[0]["run_id"], run_id.as_str());
+
+    // Attach, see progress (what was done so far first), Ctrl-C: detached, the run goes on.
+    let mut attach = Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(["attach", &run_id[..12]])
+        .env("HUDDLE_HOME", home.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut progress = BufReader::new(attach.stderr.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for line in progress.by_ref() {
+        let line = line.unwrap();
+        let done = line.contains("── iteration 1");
+        seen.push(line);
+        if done {
+            break;
+        }
+    }
+    assert!(seen[0].contains(&format!("following run {run_id}")), "{seen:?}");
+    assert!(
+        seen.iter().any(|l| l.contains("orchestrator_reflect run")),
+        "from its start: {seen:?}"
+    );
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(attach.id() as i32, libc::SIGINT);
+    }
+    let status = attach.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    let rest: Vec<String> = progress.map_while(Result::ok).collect();
+    assert!(rest.iter().any(|l| l.contains("detached; run")), "{rest:?}");
+    assert!(
+        text(&huddle_idle(home.path(), 0, &["ps"]).stdout).contains(&run_id),
+        "it goes on"
+    );
+
+    // Stop it by its group's name: cancelled.
+    let group = super::headless::team_made_by_run(home.path(), "Code Review Team");
+    let stop = huddle_idle(home.path(), 0, &["stop", &group]);
+    assert_eq!(stop.status.code(), Some(0), "{}", stderr(&stop));
+    assert!(
+        stderr(&stop).contains(&format!("stopping run {run_id}")),
+        "{}",
+        stderr(&stop)
+    );
+    wait_for_host_exit(home.path());
+    let saved = cycle(home.path()).expect("a cycle");
+    assert_eq!(
+        saved.outcome,
+        Some(huddle::model::CycleOutcome::Cancelled),
+        "{saved:?}"
+    );
+
+    let none = huddle(home.path(), &["stop", &run_id]);
+    assert_eq!(none.status.code(), Some(1));
+    assert!(stderr(&none).contains("nothing runs"), "{}", stderr(&none));
+    let none = huddle(home.path(), &["attach", "whatever"]);
+    assert_eq!(none.status.code(), Some(1));
+}
+
+#[test]
+fn attach_follows_a_run_to_its_end_like_huddle_run() {
+    let home = home_with("sim/slow-100ms");
+    let out = huddle_idle(
+        home.path(),
+        0,
+        &[
+            "run",
+            "--preset",
+            "Code Review Team",
+            "--mode",
+            "broadcast",
+            "--detach",
+            "Review fn add",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run_id = text(&out.stdout).trim().to_string();
+    let attached = huddle_idle(home.path(), 0, &["attach", &run_id, "--events"]);
+    // It may have ended already: then there is nothing to attach to.
+    if attached.status.code() == Some(1) && stderr(&attached).contains("nothing runs") {
+        return;
+    }
+    assert_eq!(attached.status.code(), Some(0), "{}", stderr(&attached));
+    let events = ndjson(&attached);
+    assert_eq!(
+        events.first().map(|e| e["event"].clone()),
+        Some("run_started".into())
+    );
+    assert_eq!(
+        events.last().map(|e| e["event"].clone()),
+        Some("run_ended".into())
+    );
+    assert!(events.iter().all(|e| e["run_id"] == run_id.as_str()));
+    wait_for_host_exit(home.path());
+}
+
+/// The host killed with SIGKILL mid-run leaves what a crash left: every reported iteration on
+/// disk, the cycle interrupted; the next front end starts a new host and resumes it.
+#[test]
+fn a_host_killed_mid_run_leaves_a_resumable_cycle_for_the_next_front_end() {
+    let home = home_with("sim/slow-200ms");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args([
+            "run",
+            "--preset",
+            "Code Review Team",
+            "--max-iterations",
+            "4",
+            "--events",
+            "Review the parser",
+        ])
+        .env("HUDDLE_HOME", home.path())
+        .env(HOST_IDLE_VAR, "0")
+        .current_dir(home.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reported = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if event["event"] == "evaluation" {
+            reported.push(event["iteration"].as_u64().unwrap());
+            let pid = host_pid(home.path()).expect("the host");
+            // SAFETY: kill(2) on the host our child started.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+            break;
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("host went away"), "{}", stderr(&out));
+    wait_until("the lock's release", || host_pid(home.path()).is_none());
+    let saved = cycle(home.path()).expect("a cycle");
+    assert!(saved.is_interrupted(), "{saved:?}");
+    let on_disk: Vec<u64> = saved.evaluations.iter().map(|e| u64::from(e.iteration)).collect();
+    assert!(
+        reported.iter().all(|i| on_disk.contains(i)),
+        "{reported:?} {on_disk:?}"
+    );
+    assert!(
+        home.path().join("huddle.sock").exists(),
+        "the dead host's socket is left"
+    );
+
+    let team = super::headless::team_made_by_run(home.path(), "Code Review Team");
+    let out = huddle(home.path(), &["run", "--group", &team, "--resume", "--events"]);
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{}", stderr(&out));
+    let first = ndjson(&out)
+        .into_iter()
+        .find(|e| e["event"] == "iteration_started")
+        .expect("an iteration");
+    assert_eq!(
+        first["iteration"].as_u64(),
+        Some(u64::from(saved.completed_iterations) + 1)
+    );
+}
+
+/// Front ends racing to start the host end with one host, and every run done.
+#[test]
+fn front_ends_racing_to_start_the_host_end_with_one() {
+    let home = home_with("sim/slow-100ms");
+    let children: Vec<_> = (0..4)
+        .map(|k| {
+            Command::new(env!("CARGO_BIN_EXE_huddle"))
+                .args(["run", &format!("question {k}")])
+                .env("HUDDLE_HOME", home.path())
+                .env(HOST_IDLE_VAR, "0")
+                .current_dir(home.path())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    wait_for_host_exit(home.path());
+    let log = std::fs::read_dir(home.path().join("logs"))
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect::<String>();
+    let hosts = log.matches("the huddle host is ready").count();
+    assert!(hosts >= 1, "{log}");
+    let org = OrganizationFile::new(home.path().join("organization.json"))
+        .inspect()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        org.sessions.iter().filter(|s| s.headless_at.is_some()).count(),
+        4,
+        "each run made its session in one organization"
+    );
+}
+
+/// A peer of another user is refused by the host (the data dir is private anyway: this opens
+/// it up to reach the check itself), and a socket of another user's process is never used.
+#[test]
+fn a_peer_of_another_user_is_refused() {
+    assert!(huddle::host::server::same_user(unsafe { libc::getuid() }));
+    assert!(!huddle::host::server::same_user(unsafe { libc::getuid() } + 1));
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 || Command::new("python3").arg("-V").output().is_err() {
+        eprintln!("\n*** SKIPPED the cross-user connection: needs root and python3 ***\n");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let outer = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(outer.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let home = outer.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::write(home.join("config.yaml"), "default_model: sim/slow-3000ms\n").unwrap();
+    let detached = huddle_idle(&home, 0, &["run", "--detach", "take your time"]);
+    assert_eq!(detached.status.code(), Some(0), "{}", stderr(&detached));
+    let socket = home.join("huddle.sock");
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let probe = format!(
+        "import socket\ns=socket.socket(socket.AF_UNIX)\ns.connect({:?})\ns.settimeout(20)\ntry:\n  s.sendall(b'{{\"type\":\"hello\",\"protocol\":2,\"version\":\"x\",\"front\":\"ps\",\"pid\":1,\"repo\":\"/\"}}\\n')\n  print(repr(s.recv(4096)))\nexcept (BrokenPipeError, ConnectionResetError):\n  print(repr(b''))\n",
+        socket.display().to_string()
+    );
+    let out = Command::new("python3")
+        .args(["-c", &probe])
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(text(&out.stdout).trim(), "b''", "closed without a word");
+    // Our own front end is served as before.
+    let ps = huddle_idle(&home, 0, &["ps"]);
+    assert!(text(&ps.stdout).contains("RUN"), "{}", text(&ps.stdout));
+    let _ = huddle_idle(&home, 0, &["stop", text(&detached.stdout).trim()]);
+    wait_for_host_exit(&home);
+
+    // A socket of another user's process in the data dir: never used, never removed.
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut server = Command::new("python3")
+        .args([
+            "-c",
+            &format!(
+                "import socket,time\ns=socket.socket(socket.AF_UNIX)\ns.bind({:?})\ns.listen(5)\nprint('up',flush=True)\nc,_=s.accept()\ntime.sleep(5)\n",
+                socket.display().to_string()
+            ),
+        ])
+        .uid(65534)
+        .gid(65534)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut up = String::new();
+    let _ = BufReader::new(server.stdout.take().unwrap()).read_line(&mut up);
+    assert_eq!(up.trim(), "up");
+    let ps = huddle_idle(&home, 0, &["ps"]);
+    assert_eq!(ps.status.code(), Some(1), "{}", stderr(&ps));
+    assert!(stderr(&ps).contains("another user"), "{}", stderr(&ps));
+    assert!(socket.exists(), "left alone");
+    let _ = server.kill();
+    let _ = server.wait();
+}

@@ -1,0 +1,133 @@
+//! The TUI as a front end of the data dir's host (issue 23): several TUIs at once on one data
+//! dir see each other's edits; a run started in one goes on after it quits and the next one
+//! shows it live. The real binary in pseudo-terminals, offline with the sim provider; each step
+//! polls the screen (no timing assertions).
+
+use std::time::{Duration, Instant};
+
+use super::tui_pty::{ENTER, ESC, Huddle};
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn huddle(home: &std::path::Path, repo: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(args)
+        .env("HUDDLE_HOME", home)
+        .env("HUDDLE_HOST_IDLE_MS", "0")
+        .current_dir(repo)
+        .output()
+        .expect("run huddle")
+}
+
+/// Two TUIs in two repositories on one data dir: a team made in one shows in the other, and
+/// back; the data dir has one host (the TUIs are its front ends).
+#[test]
+fn two_tuis_on_one_data_dir_see_each_others_edits() {
+    let home = tempfile::tempdir().unwrap();
+    let repo_a = tempfile::tempdir().unwrap();
+    let repo_b = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("config.yaml"), "default_model: sim/demo\n").unwrap();
+
+    let mut a = Huddle::start(home.path(), repo_a.path());
+    a.wait_for("Welcome to huddle");
+    let mut b = Huddle::start(home.path(), repo_b.path());
+    b.wait_for("Welcome to huddle");
+
+    a.key("n");
+    a.wait_for("New team from a preset");
+    a.type_text("research panel");
+    a.wait_for("Three independent perspectives");
+    a.key(ENTER);
+    a.wait_for("Prompt for Research Panel");
+    // The other TUI shows it without a key pressed.
+    b.wait_for("Research Panel");
+
+    b.key("n");
+    b.wait_for("New team from a preset");
+    b.type_text("code review");
+    b.wait_for("Reviews a change");
+    b.key(ENTER);
+    b.wait_for("Prompt for Code Review Team");
+    a.wait_for("Code Review Team");
+    // Each keeps its own focus and draft: `a` still has its prompt line for its own team.
+    assert!(a.text().contains("Prompt for Research Panel"), "{}", a.text());
+
+    let ps = huddle(home.path(), repo_a.path(), &["ps"]);
+    assert_eq!(ps.status.code(), Some(0));
+    a.key(ESC);
+    a.key("q");
+    a.wait_exit();
+    b.key(ESC);
+    b.key("q");
+    b.wait_exit();
+    // Both teams are on disk, with the repository each was made in.
+    let org = wait_for_file_with(&home.path().join("organization.json"), "Code Review Team");
+    assert!(org.contains("Research Panel"), "{org}");
+    assert!(org.contains(&*repo_b.path().to_string_lossy()), "{org}");
+}
+
+/// A run started in a TUI goes on when it quits (leaving it running is the default), `huddle
+/// ps` lists it meanwhile, and the next TUI shows it live where it is, to its end; it is not
+/// offered as an interrupted run.
+#[test]
+fn a_run_outlives_the_tui_that_started_it_and_the_next_one_shows_it() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        "default_model: sim/slow-1500ms\n",
+    )
+    .unwrap();
+
+    let mut app = Huddle::start(home.path(), repo.path());
+    app.wait_for("Welcome to huddle");
+    app.key("n");
+    app.type_text("implement");
+    app.wait_for("Implement & Challenge");
+    app.key(ENTER);
+    app.wait_for("Prompt for Implement & Challenge");
+    app.type_text("Write a rate limiter");
+    app.key(ENTER);
+    app.wait_for("Cycle · running");
+    app.key(ESC);
+    app.key("q");
+    app.wait_for("leave them running");
+    app.wait_for("(orchestrator_reflect run)");
+    app.key("y");
+    app.wait_exit();
+
+    let ps = huddle(home.path(), repo.path(), &["ps"]);
+    let listed = String::from_utf8_lossy(&ps.stdout).into_owned();
+    assert!(
+        listed.contains("Implement & Challenge") && listed.contains("running"),
+        "{listed}\n{}",
+        String::from_utf8_lossy(&ps.stderr)
+    );
+
+    let mut again = Huddle::start(home.path(), repo.path());
+    again.wait_for("Cycle · running");
+    assert!(!again.text().contains("Interrupted run"), "{}", again.text());
+    again.wait_for("Cycle · finished");
+    // Its timeline so far came with it: the first steps of the run are there.
+    again.wait_for("finished: goal_met");
+    again.key("q");
+    again.wait_exit();
+}
+
+/// The file's text once it contains `needle` (the host saves in the background and goes a
+/// moment after its last front end).
+fn wait_for_file_with(path: &std::path::Path, needle: &str) -> String {
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.contains(needle) {
+            return text;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "{} never held `{needle}`:\n{text}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
