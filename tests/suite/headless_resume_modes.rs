@@ -414,6 +414,15 @@ async fn trace_shows_a_resumed_run_with_its_interruption() {
         "{out}"
     );
     assert!(out.contains("result: Synthesis of both"), "{out}");
+    // The turns it took from disk (the plan, a's finding) say so; b's, asked again, does not.
+    let from_disk: Vec<&str> = out.lines().filter(|l| l.contains("(from disk)")).collect();
+    assert_eq!(from_disk.len(), 2, "{out}");
+    assert!(from_disk.iter().any(|l| l.contains("-a (from disk)")), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("-b · ✓ completed") && l.contains("B found")),
+        "{out}"
+    );
     let json: Value = serde_json::from_str(&trace(&["--json"])).expect("JSON");
     assert_eq!(json["run"]["resumes"], first.as_str());
     assert_eq!(json["run"]["state"], "ended");
