@@ -93,8 +93,11 @@ pub(crate) async fn run(
         runs: vec![active.run_id()],
         replay: None,
     };
+    // When and why it was interrupted, taken before `persist` below writes over them.
+    let mut interruption = (None, None);
     if let Some(saved) = saved.filter(|_| resume) {
         // Go on after the last completed iteration; what the interrupted one finished is on disk.
+        interruption = (saved.interrupted_at, saved.reason.clone());
         let mut state = saved.cycle;
         state.iteration = state.completed_iterations;
         state.paused = false;
@@ -120,12 +123,7 @@ pub(crate) async fn run(
         max_iterations: cycle.state.max_iterations,
     });
     if let (Some(replay), Some(previous)) = (&cycle.replay, cycle.runs.iter().rev().nth(1)) {
-        let (at, reason) = shared.org.read(|o| {
-            o.session(session_id)
-                .and_then(|s| s.reflection.as_ref())
-                .map(|r| (r.interrupted_at, r.reason.clone()))
-                .unwrap_or_default()
-        });
+        let (at, reason) = interruption;
         active.emitter.emit(EventKind::RunResumed {
             resumes: previous.clone(),
             interrupted_at: at,

@@ -58,8 +58,17 @@ fn run_line(run: &RunSummary) -> String {
 
 /// A node's line: its execution's (id, member, kind, status, duration, tokens, calls, then its
 /// error or result, or its task).
+/// Its line; a turn a resumed run took from disk says so after its member.
 fn node_line(node: &TraceNode) -> String {
-    node.exec.line(None)
+    let line = node.exec.line(None);
+    if !node.from_disk {
+        return line;
+    }
+    let who = crate::text::sanitize::display(&format!("{} {}", node.exec.id, node.exec.member)).into_owned();
+    match line.strip_prefix(&who) {
+        Some(rest) => format!("{who} (from disk){rest}"),
+        None => format!("{line} (from disk)"),
+    }
 }
 
 fn item_line(item: &TraceItem, names: &describe::Names) -> String {

@@ -16,7 +16,7 @@
 //! - A node that never finished when the run ended, or when a file ends without `run_ended`
 //!   ([`TraceBuilder::close`]), is `interrupted`: a crashed run still reads as a tree.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -95,6 +95,10 @@ pub struct TraceNode {
     /// Its children's indices, in start order (JSON nests them instead).
     #[serde(skip)]
     pub children: Vec<NodeId>,
+    /// A resumed run's turn that its interrupted run had finished: answered from disk, not
+    /// asked again (its tokens were the interrupted run's, not counted again).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub from_disk: bool,
 }
 
 impl TraceNode {
@@ -105,6 +109,7 @@ impl TraceNode {
             ended: None,
             items: Vec::new(),
             children: Vec::new(),
+            from_disk: false,
         }
     }
 }
@@ -284,6 +289,8 @@ pub struct TraceBuilder {
     by_id: HashMap<String, NodeId>,
     /// Member turns in progress (modes without executions): (session id, generation).
     open_turns: HashMap<(String, u64), NodeId>,
+    /// Turns a resumed run took from disk (`turn_replayed`), until they finish.
+    replayed: HashSet<(String, u64)>,
     /// Each session's latest turn node (its answer follows `turn_finished`).
     last_turn: HashMap<String, NodeId>,
     /// Each session's latest execution (a broadcast without a tag goes there).
@@ -422,6 +429,22 @@ impl TraceBuilder {
     /// Takes one event that happened at `at`.
     pub fn apply(&mut self, event: &EngineEvent, at: DateTime<Utc>) {
         self.note_run(event, at);
+        if let EventKind::TurnReplayed {
+            session_id,
+            generation,
+            ..
+        } = &event.kind
+        {
+            self.replayed.insert((session_id.clone(), *generation));
+        }
+        let from_disk = match &event.kind {
+            EventKind::TurnFinished {
+                session_id,
+                generation,
+                ..
+            } => self.replayed.remove(&(session_id.clone(), *generation)),
+            _ => false,
+        };
         if let EventKind::TurnFinished {
             usage,
             cost_usd,
@@ -429,11 +452,17 @@ impl TraceBuilder {
             ..
         } = &event.kind
         {
-            let used = usage.map_or(0, |u| u.total());
+            // A turn from disk used its tokens in the run it was finished in.
+            let used = if from_disk {
+                0
+            } else {
+                usage.map_or(0, |u| u.total())
+            };
             self.turn_tokens = Some(self.turn_tokens.unwrap_or(0).saturating_add(used));
             // As the engine counts it: a failed turn without usage was not billed.
             let mut cost = self.turn_cost.unwrap_or_default();
-            if *success || usage.is_some() {
+            // A turn from disk was paid for in the run it was finished in.
+            if (*success || usage.is_some()) && !from_disk {
                 cost.add(Cost::of_turn(*cost_usd));
             }
             self.turn_cost = Some(cost);
@@ -581,6 +610,7 @@ impl TraceBuilder {
                 };
                 let node = &mut self.trace.nodes[id];
                 node.exec.follow(&event.kind);
+                node.from_disk = from_disk;
                 node.started = Some(at - chrono::Duration::milliseconds(*duration_ms as i64));
                 node.ended = Some(at);
             }
@@ -1401,6 +1431,33 @@ pub(crate) mod tests {
             message: None,
             cost_usd: None,
         }
+    }
+
+    /// A resumed run's turn taken from disk is marked so and its tokens (the interrupted
+    /// run's) are not counted for this run; the turn asked again is an ordinary turn.
+    #[test]
+    fn a_turn_from_disk_is_marked_and_not_counted_again() {
+        let mut b = TraceBuilder::new();
+        let e = |k| ev(k, None);
+        b.apply(
+            &e(EventKind::TurnReplayed {
+                session_id: "sid-a".into(),
+                session: "a".into(),
+                generation: 1,
+            }),
+            t(0),
+        );
+        b.apply(&e(turn_finished("a", 1, 1000, None)), t(0));
+        b.apply(&e(turn_finished("b", 1, 1000, None)), t(1));
+        let trace = b.finish();
+        assert_eq!(trace.run.tokens, 15, "only b's turn was this run's");
+        assert!(trace.nodes[0].from_disk && !trace.nodes[1].from_disk);
+        let text = crate::trace::render::text(&trace);
+        assert!(text.contains("turn-1 a (from disk) · ✓ completed"), "{text}");
+        assert!(text.contains("turn-2 b · ✓ completed"), "{text}");
+        let json: serde_json::Value = serde_json::from_str(&crate::trace::render::json(&trace)).unwrap();
+        assert_eq!(json["children"][0]["from_disk"], true);
+        assert!(json["children"][1].get("from_disk").is_none());
     }
 
     #[test]

@@ -728,3 +728,105 @@ async fn stop_during_the_evaluation_keeps_the_synthesis_as_the_result() {
         report.final_text
     );
 }
+
+/// A single session's reflection interrupted from outside while its evaluator judged iteration
+/// 2 (whose answer had finished) resumes at iteration 2: iteration 1 is not run again, iteration
+/// 2's answer comes from disk (the session's model is not asked again), only the unanswered
+/// evaluation is asked again.
+#[tokio::test]
+async fn a_single_session_reflection_resumes_without_redoing_finished_iterations() {
+    use huddle::engine::ReflectionRequest;
+    let mut f = team(Mode::Broadcast, &["solo"], false, 1).await;
+    let id = f.session_id("t-solo");
+    f.server.script(
+        "w-solo",
+        vec![
+            Reply::text("First draft ITER_ONE"),
+            Reply::text("Second draft ITER_TWO"),
+            Reply::text("Third draft, never wanted"),
+        ],
+    );
+    f.server.script(
+        EVAL,
+        vec![
+            Reply::text("FAIL: add detail FEEDBACK_ONE"),
+            // The kill lands while this one hangs.
+            Reply::Hang(HANG_GUARD),
+            Reply::text("PASS"),
+        ],
+    );
+    let request = ReflectionRequest {
+        goal: "Explain GOAL_MARK".into(),
+        max_iterations: 4,
+        evaluator_model: Some(format!("anthropic/{EVAL}")),
+        model_override: None,
+    };
+    let run = tokio::spawn(f.engine.start_reflection(&id, request).expect("registered"));
+    let key = RunKey::reflection(&id);
+    tokio::time::timeout(HANG_GUARD, f.wait_for_requests(EVAL, 2))
+        .await
+        .expect("the second evaluation was asked");
+    assert!(f.engine.interrupt_run_because(&key, Some("test stop")));
+    let report = run.await.unwrap().expect("ran");
+    assert_eq!(report.outcome, CycleOutcome::Cancelled);
+    assert_eq!(report.iterations, 1, "iteration 1 completed, 2 was being judged");
+    let saved = f
+        .org
+        .read(|o| o.session(&id).and_then(|s| s.reflection.clone()))
+        .expect("kept to be resumed");
+    assert_eq!(saved.cycle.completed_iterations, 1);
+    assert!(saved.interrupted_at.is_some());
+    assert_eq!(saved.reason.as_deref(), Some("test stop"));
+    assert_eq!(saved.feedback.as_deref(), Some("add detail FEEDBACK_ONE"));
+    assert_eq!(f.server.requests_for("w-solo").len(), 2);
+    f.drain();
+
+    let report = f
+        .engine
+        .start_reflection_resume(&id)
+        .expect("resumable")
+        .await
+        .expect("ran");
+    assert_eq!(report.outcome, CycleOutcome::GoalMet);
+    assert_eq!(report.iterations, 2, "went on with iteration 2");
+    assert_eq!(report.final_text, "Second draft ITER_TWO");
+    // Iteration 1 was not redone, iteration 2's finished answer came from disk.
+    assert_eq!(
+        f.server.requests_for("w-solo").len(),
+        2,
+        "the session's model was not asked again"
+    );
+    let evals = f.prompts(EVAL);
+    assert_eq!(evals.len(), 3, "only the unanswered evaluation was asked again");
+    assert!(evals[2].contains("ITER_TWO"), "{}", evals[2]);
+    let events = f.drain();
+    let resumed = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::RunResumed {
+                finished_turns,
+                reason,
+                interrupted_at,
+                ..
+            } => Some((*finished_turns, reason.clone(), *interrupted_at)),
+            _ => None,
+        })
+        .expect("run_resumed");
+    // Its two finished turns; when and why it was interrupted, as they were saved.
+    assert_eq!(resumed, (2, Some("test stop".to_string()), saved.interrupted_at));
+    let started: Vec<u32> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::IterationStarted { iteration, .. } => Some(*iteration),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, [2], "no iteration ran twice");
+    // Over: nothing left to resume.
+    assert!(
+        f.org
+            .read(|o| o.session(&id).and_then(|s| s.reflection.clone()))
+            .is_none()
+    );
+    assert!(f.engine.start_reflection_resume(&id).is_err());
+}

@@ -360,3 +360,79 @@ async fn a_team_deliberation_resumes_with_its_broadcast_log() {
         s[0]
     );
 }
+
+/// `huddle trace` of a team run killed and resumed: the resumed run names the run it continues
+/// and its interruption (linked runs), and the interrupted run reads as interrupted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trace_shows_a_resumed_run_with_its_interruption() {
+    let llm = FakeLlm::start().await;
+    llm.script(
+        "o",
+        vec![
+            Reply::text("@worker:a look at A\n@worker:b look at B"),
+            Reply::text("Synthesis of both"),
+        ],
+    );
+    llm.script("a", vec![Reply::text("A found")]);
+    llm.script("b", vec![slow("B slow finding"), Reply::text("B found")]);
+    let preset = "name: Case\nmode: orchestrator\norchestrator: { model: fake/o }\nworkers:\n  - { name: a, model: fake/a }\n  - { name: b, model: fake/b }\n";
+    let home = home_with(&llm, preset);
+    let events = kill_after_turn_of(&llm, home.path(), "Case", "Investigate", "a", ("b", 1)).await;
+    let first = events
+        .iter()
+        .find_map(|e| e["run_id"].as_str().map(str::to_string))
+        .expect("the killed run's id");
+    let (code, _, err) = resume(home.path(), "Case", &[]).await;
+    assert_eq!(code, Some(0), "{err}");
+    let team = team_made_by_run(home.path(), "Case");
+    let trace = |args: &[&str]| {
+        let mut all = vec!["trace", "--group", team.as_str()];
+        all.extend_from_slice(args);
+        let out = super::headless::huddle(home.path(), &all);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+
+    // The newest run is the resumed one: it names the run it continues and the interruption.
+    let out = trace(&[]);
+    let mut lines = out.lines();
+    let head = lines.next().expect("the run's line");
+    assert!(
+        !head.contains(&first),
+        "the resumed run is a run of its own: {out}"
+    );
+    assert!(
+        head.contains("orchestrator") && head.contains("completed"),
+        "{out}"
+    );
+    let interruption = lines.next().expect("the interruption's line");
+    assert!(
+        interruption
+            .trim_start()
+            .starts_with(&format!("resumes run {first} (interrupted"))
+            && interruption.contains("finished turns come from disk"),
+        "{out}"
+    );
+    assert!(out.contains("result: Synthesis of both"), "{out}");
+    // The turns it took from disk (the plan, a's finding) say so; b's, asked again, does not.
+    let from_disk: Vec<&str> = out.lines().filter(|l| l.contains("(from disk)")).collect();
+    assert_eq!(from_disk.len(), 2, "{out}");
+    assert!(from_disk.iter().any(|l| l.contains("-a (from disk)")), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("-b · ✓ completed") && l.contains("B found")),
+        "{out}"
+    );
+    let json: Value = serde_json::from_str(&trace(&["--json"])).expect("JSON");
+    assert_eq!(json["run"]["resumes"], first.as_str());
+    assert_eq!(json["run"]["state"], "ended");
+
+    // The run it continues reads as interrupted, with what it had finished.
+    let out = trace(&["--run", &first]);
+    let head = out.lines().next().unwrap_or_default();
+    assert!(
+        head.contains(&first) && head.contains("interrupted (no end recorded)"),
+        "{out}"
+    );
+    assert!(!out.contains("resumes run"), "{out}");
+}
