@@ -31,7 +31,10 @@ async fn evaluator_feedback_reaches_the_next_follow_up_until_it_passes() {
     assert_eq!(report.iterations, 2);
     assert_eq!(report.final_text, "second answer with examples");
     let prompts = f.prompts("w-solo");
-    assert_eq!(prompts[0], "Explain lifetimes");
+    // The goal is in the system prompt (every request has it); the messages ask for answers.
+    assert!(prompts[0].starts_with("Iteration: 1 of 4"), "{}", prompts[0]);
+    assert!(!prompts[1].contains("Explain lifetimes"), "{}", prompts[1]);
+    assert_eq!(f.sent("w-solo")[1].matches("Explain lifetimes").count(), 1);
     assert!(prompts[1].contains("FEEDBACK_X"), "{}", prompts[1]);
     // The rules (and the sentinel) are in the system prompt, for every iteration.
     let second = &f.sent("w-solo")[1];
