@@ -21,8 +21,8 @@ use super::budget::within_time_limit;
 use super::cycle::{self, CycleContext, CycleLoop, Step};
 use super::events::{EventKind, Phase};
 use super::protocol::{
-    PassFail, StepPrompt, is_reflection_complete, parse_pass_fail, reflection_brief,
-    reflection_evaluator_prompt, reflection_followup_prompt, strip_sentinel_lines, trend,
+    PassFail, is_reflection_complete, parse_pass_fail, reflection_brief, reflection_evaluator_prompt,
+    reflection_first_prompt, reflection_followup_prompt, strip_sentinel_lines, trend,
 };
 use super::session::TurnOptions;
 use super::{ActiveRun, EngineError, EngineShared, ReflectionRequest, RunReport};
@@ -241,16 +241,17 @@ impl CycleLoop for SessionCycle<'_> {
         let (attempt_started, usage_before) = (Instant::now(), self.state.usage);
         let max_iterations = self.state.max_iterations;
         let goal = &self.request.goal;
-        // The goal is the conversation's first message; later ones ask for an improvement (the
-        // rules are in the brief, the same for every iteration).
+        // The goal and the rules are in the brief, the same for every iteration (so no request
+        // lacks the goal when the oldest messages are no longer sent); each message asks for
+        // an answer or an improvement.
         let prompt = if iteration == 1 {
-            StepPrompt::plain(goal.clone())
+            reflection_first_prompt(max_iterations)
         } else {
             reflection_followup_prompt(iteration, max_iterations, self.feedback.as_deref())
         };
         let options = TurnOptions {
             compact: prompt.compact,
-            system_extra: Some(reflection_brief()),
+            system_extra: Some(reflection_brief(goal)),
             run_id: self.active.emitter.run_id.clone(),
             iteration: Some(iteration),
             cancel: self.active.control.cancel.child_token(),

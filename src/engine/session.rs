@@ -717,6 +717,13 @@ impl Actor<'_> {
                 tool_calls,
             },
         };
+        // The instructions count as given once a turn with them is answered: a failed turn's
+        // retry is sent (and records) them again (a resumed agent gets its brief then).
+        if result.success
+            && let Some(given) = &user.instructions
+        {
+            self.state.instructions = (!given.is_empty()).then(|| given.clone());
+        }
         self.record(&info, &user, steps, options, &result, generation)
             .await;
         if !result.cancelled() {
@@ -1026,12 +1033,11 @@ impl Actor<'_> {
     /// What the transcript records as this turn's instructions: the text added to the system
     /// prompt when it differs from what the previous prompt was sent (an empty text when
     /// nothing is added any more), else nothing.
-    fn instructions_changed(&mut self, extra: Option<&str>) -> Option<String> {
+    fn instructions_changed(&self, extra: Option<&str>) -> Option<String> {
         let extra = extra.filter(|e| !e.trim().is_empty());
         if extra == self.state.instructions.as_deref() {
             return None;
         }
-        self.state.instructions = extra.map(str::to_string);
         Some(extra.unwrap_or_default().to_string())
     }
 

@@ -52,7 +52,13 @@ pub(super) fn synthesis(p: &SimPrompt, rng: &mut fastrand::Rng, self_evaluate: b
     let n = p.iteration();
     let request = summary(&p.section(REQUEST_HEADING).unwrap_or_default(), 100);
     let results = worker_results(&p.section(WORKER_RESULTS_HEADING).unwrap_or_default());
-    let mut out = format!("Combined answer, iteration {n}, to \"{request}\".\n\n");
+    // A single pass's request is in its plan (earlier in the conversation, which the sim does
+    // not read); a cycle's is in the brief.
+    let mut out = if request.is_empty() {
+        format!("Combined answer, iteration {n}.\n\n")
+    } else {
+        format!("Combined answer, iteration {n}, to \"{request}\".\n\n")
+    };
     if results.is_empty() {
         out.push_str("No worker produced a result this round, so this rests on the request alone.\n");
     }
@@ -211,7 +217,8 @@ pub(super) fn follow_up(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
             Sentinel::ReflectionComplete
         )
     } else {
-        format!("Revised answer (iteration {n}): I {improvement}, and one more pass will make it complete.\n")
+        // The first message of a reflection asks for the first answer (the goal is in the brief).
+        "First answer (iteration 1): a draft; one more pass will make it complete.\n".to_string()
     }
 }
 

@@ -376,13 +376,16 @@ fn every_prompt_the_protocol_builds_is_seen_as_what_it_is() {
     };
     let ask_step = |system: &str, prompt: &StepPrompt| ask(Some(system), &prompt.text);
     assert_eq!(
-        kind(&one_pass, &planning_prompt(PlanMode::SinglePass, &[])),
+        kind(
+            &one_pass,
+            &planning_prompt(PlanMode::SinglePass, "Build a URL shortener.", &[])
+        ),
         PromptKind::Planning
     );
     assert_eq!(
         kind(
             &cycle,
-            &planning_prompt(PlanMode::Reflect { max_iterations: 5 }, &["more".into()])
+            &planning_prompt(PlanMode::Reflect { max_iterations: 5 }, "", &["more".into()])
         ),
         PromptKind::Planning
     );
@@ -443,11 +446,11 @@ fn every_prompt_the_protocol_builds_is_seen_as_what_it_is() {
         kind(&evaluator, &evaluator_prompt(&evaluation_step(2))),
         PromptKind::Evaluator
     );
-    let reflection = reflection_brief();
+    let reflection = reflection_brief("Write a haiku.");
     assert_eq!(
-        kind(&reflection, &StepPrompt::plain("Write a haiku.".into())),
-        PromptKind::Chat,
-        "a reflection's first message is its goal"
+        kind(&reflection, &reflection_first_prompt(4)),
+        PromptKind::FollowUp,
+        "a reflection's first message asks for the first answer (the goal is in the brief)"
     );
     assert_eq!(
         kind(&reflection, &reflection_followup_prompt(2, 4, Some("Too long."))),
@@ -468,17 +471,21 @@ fn every_prompt_the_protocol_builds_is_seen_as_what_it_is() {
     );
 
     // What the sim reads from them: the workers, their results, the iteration, the feedback.
-    let plan = ask_step(&one_pass, &planning_prompt(PlanMode::SinglePass, &[]));
+    let plan = ask_step(
+        &one_pass,
+        &planning_prompt(PlanMode::SinglePass, "Build a URL shortener.", &[]),
+    );
     assert!(
         blocks(&plan).len() == 2 && plan.contains("You write Rust."),
         "{plan}"
     );
     let synthesis = ask_step(&one_pass, &synthesis_prompt(&step(None, false)));
     assert!(
-        synthesis.contains("- team-backend (ok): \"Here is the API.\"")
-            && synthesis.contains("Build a URL shortener."),
+        synthesis.contains("- team-backend (ok): \"Here is the API.\""),
         "{synthesis}"
     );
+    let synthesis = ask_step(&cycle, &synthesis_prompt(&step(Some((1, 5)), true)));
+    assert!(synthesis.contains("Build a URL shortener."), "{synthesis}");
     let evaluation = ask_step(&evaluator, &evaluator_prompt(&evaluation_step(3)));
     assert!(evaluation.starts_with("SCORE: 0.94"), "{evaluation}");
     let again = ask_step(

@@ -56,8 +56,8 @@ pub fn classify(p: &SimPrompt) -> PromptKind {
     } else if p.has_heading(YOUR_TASK_HEADING) {
         PromptKind::Worker
     } else if p.contains(Sentinel::ReflectionComplete.as_str()) && parse_iteration(p.user).is_some() {
-        // The rules are in the system prompt for the whole reflection; its first message (the
-        // goal, without an iteration line) is answered as a chat.
+        // The goal and the rules are in the system prompt for the whole reflection; each
+        // message (the first one too) says its iteration.
         PromptKind::FollowUp
     } else if p.has_heading(flow::ROUTING_HEADING) {
         PromptKind::Router

@@ -287,6 +287,13 @@ pub async fn reflect_judged(workers: usize, iterations: u32) -> Fixture {
 
 /// `orchestrator` (one pass), `runs` runs in one conversation (`memory: conversation`).
 pub async fn orchestrator(workers: usize, runs: u32) -> Fixture {
+    let requests: Vec<String> = (1..=runs).map(request_of).collect();
+    orchestrator_asked(workers, &requests).await
+}
+
+/// `orchestrator` (one pass), one run per request in one conversation (`memory: conversation`).
+pub async fn orchestrator_asked(workers: usize, requests: &[String]) -> Fixture {
+    let runs = requests.len() as u32;
     let names: Vec<String> = (0..workers).map(|k| format!("w{k}")).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let f = team(Mode::Orchestrator, &names, false, 1).await;
@@ -304,8 +311,8 @@ pub async fn orchestrator(workers: usize, runs: u32) -> Fixture {
             .collect();
         f.server.script(&format!("w-{w}"), answers);
     }
-    for n in 1..=runs {
-        f.run(&request_of(n)).await;
+    for request in requests {
+        f.run(request).await;
     }
     f
 }

@@ -293,3 +293,50 @@ async fn a_step_asked_again_is_sent_the_instructions_it_was_sent() {
     );
     assert!(!sent[3].contains(brief), "a chat is sent no brief: {}", sent[3]);
 }
+
+/// A session's reflection longer than the history sent (its oldest messages are no longer
+/// sent) still has its goal in every request, once (issue 29 review, finding 1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_reflection_keeps_its_goal_in_every_request() {
+    let f = economy_runs::single_reflection(24).await;
+    let sent = check(&f);
+    let solo: Vec<&Sent> = sent.iter().filter(|s| s.model == "w-solo").collect();
+    assert_eq!(solo.len(), 24);
+    for (i, s) in solo.iter().enumerate() {
+        let texts = s.request.prompt_texts();
+        assert_eq!(
+            texts
+                .iter()
+                .map(|t| t.matches(economy_runs::REQUEST).count())
+                .sum::<usize>(),
+            1,
+            "request {}: the goal once: {texts:?}",
+            i + 1
+        );
+    }
+    // The oldest messages were dropped: the check above saw requests without them.
+    let last = solo[23].request.prompt_texts();
+    assert!(
+        !last.iter().any(|t| t.contains("Iteration 1 of 24")),
+        "the first exchange is no longer sent: {last:?}"
+    );
+}
+
+/// With `memory: conversation`, a later run's orchestrator is still told what the user asked
+/// in the earlier runs (every line of it), each request once (issue 29 review, finding 2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_orchestrator_in_a_conversation_keeps_the_earlier_requests() {
+    let first = "Review this config for the wiki host:\nport: 8080\ntls: off\nbackup: weekly\nWhat is risky?";
+    let second = "And which of those settings should we change first?";
+    let f = economy_runs::orchestrator_asked(2, &[first.to_string(), second.to_string()]).await;
+    check(&f);
+    let plans: Vec<String> = f.sent(ORCH).into_iter().step_by(2).collect();
+    assert_eq!(plans.len(), 2, "a plan per run");
+    // The whole earlier request (not only its first line, which labels the results kept).
+    assert_eq!(plans[1].matches(first).count(), 1, "{}", plans[1]);
+    assert_eq!(plans[1].matches("tls: off").count(), 1, "{}", plans[1]);
+    assert_eq!(plans[1].matches(second).count(), 1, "{}", plans[1]);
+    // Within a run the request is said once too (its synthesis has it from the plan kept).
+    let synthesis = &f.sent(ORCH)[1];
+    assert_eq!(synthesis.matches("tls: off").count(), 1, "{synthesis}");
+}

@@ -31,7 +31,10 @@ async fn evaluator_feedback_reaches_the_next_follow_up_until_it_passes() {
     assert_eq!(report.iterations, 2);
     assert_eq!(report.final_text, "second answer with examples");
     let prompts = f.prompts("w-solo");
-    assert_eq!(prompts[0], "Explain lifetimes");
+    // The goal is in the system prompt (every request has it); the messages ask for answers.
+    assert!(prompts[0].starts_with("Iteration: 1 of 4"), "{}", prompts[0]);
+    assert!(!prompts[1].contains("Explain lifetimes"), "{}", prompts[1]);
+    assert_eq!(f.sent("w-solo")[1].matches("Explain lifetimes").count(), 1);
     assert!(prompts[1].contains("FEEDBACK_X"), "{}", prompts[1]);
     // The rules (and the sentinel) are in the system prompt, for every iteration.
     let second = &f.sent("w-solo")[1];
@@ -89,5 +92,40 @@ fn request(goal: &str, max_iterations: u32, evaluator: Option<&str>) -> Reflecti
         max_iterations,
         evaluator_model: evaluator.map(str::to_string),
         model_override: None,
+    }
+}
+
+/// A turn that fails does not count as having given its instructions: the retry records (and,
+/// for a resumed agent, sends) them again (issue 29 review, finding 6).
+#[tokio::test]
+async fn a_failed_turns_instructions_go_with_its_retry() {
+    let f = team(Mode::Broadcast, &["solo"], false, 1).await;
+    f.server.script(
+        "w-solo",
+        vec![
+            Reply::status(400),
+            Reply::text("first answer\n[[REFLECTION_COMPLETE]]"),
+        ],
+    );
+    let id = f.session_id("t-solo");
+    let _ = f
+        .engine
+        .reflect_session(&id, request("Explain lifetimes", 3, None))
+        .await;
+    f.engine.flush().expect("flush");
+    let messages = f.engine.load_transcript(&id).expect("transcript").messages;
+    let prompts: Vec<_> = messages
+        .iter()
+        .filter(|m| m.role == huddle::model::MessageRole::User)
+        .collect();
+    assert!(prompts.len() >= 2, "the failed turn and its retry: {prompts:?}");
+    assert_eq!(prompts[0].text, prompts[1].text, "the retry asks the same");
+    for p in &prompts[..2] {
+        assert!(
+            p.instructions
+                .as_deref()
+                .is_some_and(|i| i.contains("Explain lifetimes")),
+            "each try records the brief it was sent: {p:?}"
+        );
     }
 }

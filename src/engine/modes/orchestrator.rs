@@ -38,7 +38,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         PlanMode::SinglePass,
         false,
     );
-    let plan_prompt = planning_prompt(PlanMode::SinglePass, &queued);
+    let plan_prompt = planning_prompt(PlanMode::SinglePass, &prompt, &queued);
     let plan = run.step(&orchestrator, plan_prompt, Some(&brief), Some(1)).await;
     if !plan.success {
         // The orchestrator never read the user's messages: keep them for the next run.

@@ -269,6 +269,8 @@ impl TeamCycle<'_, '_> {
                 PlanMode::Reflect {
                     max_iterations: self.state.max_iterations,
                 },
+                // A cycle's request is in its brief.
+                "",
                 &queued,
             ),
         };

@@ -216,7 +216,11 @@ pub fn orchestrator_brief(ctx: &TeamContext<'_>, mode: PlanMode, self_evaluation
         "You are the orchestrator of a team of AI workers. You plan the work, delegate tasks to \
          the workers best suited for them, and later combine their results.\n",
     );
-    section(&mut out, REQUEST_HEADING, ctx.request);
+    // A cycle's request stays in its brief (its window drops the first plan); a single pass
+    // says it in its plan (see [`planning_prompt`]), which the conversation keeps.
+    if matches!(mode, PlanMode::Reflect { .. }) {
+        section(&mut out, REQUEST_HEADING, ctx.request);
+    }
     workers_section(&mut out, ctx.workers);
     if let Some(routing) = present(ctx.routing_context) {
         section(&mut out, "## Routing", routing);
@@ -286,16 +290,26 @@ fn kept_user_messages(out: &mut String, queued: &[String]) {
     }
 }
 
-/// The first plan of a run (the brief says what and how): the iteration of a cycle and any
-/// messages the user sent meanwhile.
-pub fn planning_prompt(mode: PlanMode, queued: &[String]) -> StepPrompt {
+/// How much of a single pass's request the conversation keeps (in its plan's compact form),
+/// so that a later run in the same conversation still knows what was asked.
+pub const KEPT_REQUEST_CHARS: usize = 8 * 1024;
+
+/// The first plan of a run (the brief says how): a single pass's request (its brief, the same
+/// for every run, does not say it; the conversation keeps it, up to [`KEPT_REQUEST_CHARS`]),
+/// the iteration of a cycle and any messages the user sent meanwhile.
+pub fn planning_prompt(mode: PlanMode, request: &str, queued: &[String]) -> StepPrompt {
     let mut out = String::new();
     let mut kept = String::new();
     if let PlanMode::Reflect { max_iterations } = mode {
         iteration_line(&mut out, 1, max_iterations);
         let _ = write!(kept, "Iteration 1 of {max_iterations}: the first plan.");
     } else {
-        kept.push_str("The plan.");
+        section(&mut out, REQUEST_HEADING, request);
+        let _ = write!(
+            kept,
+            "The plan for the request: {}",
+            crate::text::cap_chars(request.trim(), KEPT_REQUEST_CHARS)
+        );
     }
     user_messages(&mut out, queued);
     kept_user_messages(&mut kept, queued);
@@ -726,17 +740,29 @@ pub fn evaluator_prompt(step: &EvaluationStep<'_>) -> StepPrompt {
     StepPrompt::compacted(out, kept)
 }
 
-/// Single-agent reflection's system prompt for the run (added to the session's own): how the
+/// Single-agent reflection's system prompt for the run (added to the session's own): the goal
+/// (here, so that every request has it however much of the conversation is sent), how the
 /// answer is improved and how the session says it is done.
-pub fn reflection_brief() -> String {
-    format!(
+pub fn reflection_brief(goal: &str) -> String {
+    let mut out = format!(
         "## Reflection\n\
-         You are improving your answer to the user's request (the goal) iteration by iteration. \
-         Each time you are asked, review your previous answer against the goal, then write the \
-         complete improved answer. When the answer fully meets the goal and nothing is left to \
-         improve, put {} on a line of its own at the end.",
+         You are improving your answer to the user's request (the goal, below) iteration by \
+         iteration. Each time you are asked, review your previous answer against the goal, then \
+         write the complete improved answer. When the answer fully meets the goal and nothing is \
+         left to improve, put {} on a line of its own at the end.\n",
         Sentinel::ReflectionComplete
-    )
+    );
+    section(&mut out, "## Goal", goal);
+    out
+}
+
+/// Single-agent reflection's first message (the goal is in the brief): write the answer.
+pub fn reflection_first_prompt(max_iterations: u32) -> StepPrompt {
+    let mut out = String::with_capacity(128);
+    iteration_line(&mut out, 1, max_iterations);
+    out.push_str("Write your complete answer to the goal.\n");
+    let kept = format!("Iteration 1 of {max_iterations}: answer the goal.");
+    StepPrompt::compacted(out, kept)
 }
 
 /// Single-agent reflection: asks the session to improve its previous answer (the goal is the

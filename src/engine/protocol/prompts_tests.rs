@@ -68,7 +68,13 @@ fn the_brief_lists_the_request_workers_format_and_rules_once() {
         ),
         "{p}"
     );
-    assert!(has_line(&p, "## Request") && p.contains("Build a URL shortener."));
+    // A single pass says its request in its plan: its brief is the same for every run.
+    assert!(
+        !p.contains("## Request") && !p.contains("Build a URL shortener."),
+        "{p}"
+    );
+    let cycle = orchestrator_brief(&ctx(&workers), PlanMode::Reflect { max_iterations: 4 }, true);
+    assert!(has_line(&cycle, "## Request") && cycle.contains("Build a URL shortener."));
     assert!(p.contains("Backend work goes to team-backend."));
     assert!(has_line(&p, "@worker:<name>") && has_line(&p, "@end"));
     assert!(p.contains("name no worker"), "{p}");
@@ -94,19 +100,34 @@ fn the_brief_lists_the_request_workers_format_and_rules_once() {
 
 #[test]
 fn a_plan_says_only_the_step_and_the_users_messages() {
-    let first = planning_prompt(PlanMode::Reflect { max_iterations: 4 }, &[]);
+    let first = planning_prompt(PlanMode::Reflect { max_iterations: 4 }, "", &[]);
     assert!(has_line(&first.text, "Iteration: 1 of 4"), "{}", first.text);
     assert!(!first.text.contains("## Workers") && !first.text.contains("@worker:"));
     assert_eq!(
         first.compact.as_deref(),
         Some("Iteration 1 of 4: the first plan.")
     );
-    let one = planning_prompt(PlanMode::SinglePass, &["Also in Go.".into()]);
+    let one = planning_prompt(
+        PlanMode::SinglePass,
+        "Review this:\nport: 8080",
+        &["Also in Go.".into()],
+    );
     assert!(!one.text.contains("Iteration:"), "{}", one.text);
     assert!(has_line(&one.text, "## Messages from the user") && one.text.contains("- Also in Go."));
+    // A single pass says its request in its plan, and the conversation keeps it (a later run's
+    // brief has another request).
+    assert!(has_line(&one.text, "## Request") && one.text.contains("Review this:\nport: 8080"));
     assert_eq!(
         one.compact.as_deref(),
-        Some("The plan.\nThe user added: Also in Go.")
+        Some("The plan for the request: Review this:\nport: 8080\nThe user added: Also in Go.")
+    );
+    let long = "x".repeat(KEPT_REQUEST_CHARS + 10);
+    let kept = planning_prompt(PlanMode::SinglePass, &long, &[])
+        .compact
+        .unwrap_or_default();
+    assert!(
+        kept.len() > KEPT_REQUEST_CHARS && kept.len() < KEPT_REQUEST_CHARS + 64,
+        "bounded"
     );
 }
 
@@ -326,7 +347,11 @@ fn checks_go_after_what_is_judged_and_nothing_changes_without_them() {
 
 #[test]
 fn single_agent_prompts() {
-    let brief = reflection_brief();
+    let brief = reflection_brief("Write a haiku.");
+    assert!(
+        has_line(&brief, "## Goal") && brief.contains("Write a haiku."),
+        "{brief}"
+    );
     assert!(brief.contains("[[REFLECTION_COMPLETE]]"));
     let p = reflection_followup_prompt(2, 4, Some("Too many syllables."));
     assert!(has_line(&p.text, "Iteration: 2 of 4") && p.text.contains("Too many syllables."));
