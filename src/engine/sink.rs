@@ -8,7 +8,6 @@
 
 use std::cell::RefCell;
 use std::future::Future;
-use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -342,8 +341,10 @@ impl Drop for Hold {
 
 /// Runs an engine future whose events are handed over at the end of each of its polls (see
 /// the module's doc): still in order and before the future yields, so nothing waits on them.
+/// The run's state lives on the heap: a whole mode's future is large, and whoever awaits it
+/// (a test's thread, a front end's task) keeps only a pointer on its stack.
 pub(crate) async fn batched<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
+    let mut future = Box::pin(future);
     std::future::poll_fn(|cx| {
         let _hold = Hold::new();
         future.as_mut().poll(cx)
