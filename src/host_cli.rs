@@ -503,8 +503,11 @@ pub async fn ask_host_to_quit(paths: &Paths, repo: &Path) -> Result<Vec<String>,
     }
 }
 
-/// Ctrl-C, SIGTERM and SIGHUP as (number, name).
+/// Ctrl-C, SIGTERM and SIGHUP as (number, name). Each is a stream made once, so a signal that
+/// arrives while a message is being handled (between two `next`s) is kept for the next one; a
+/// `ctrl_c()` made anew per call would miss it.
 struct Signals {
+    int: Option<tokio::signal::unix::Signal>,
     term: Option<tokio::signal::unix::Signal>,
     hup: Option<tokio::signal::unix::Signal>,
 }
@@ -513,6 +516,7 @@ impl Signals {
     fn new() -> Signals {
         use tokio::signal::unix::{SignalKind, signal};
         Signals {
+            int: signal(SignalKind::interrupt()).ok(),
             term: signal(SignalKind::terminate()).ok(),
             hup: signal(SignalKind::hangup()).ok(),
         }
@@ -528,10 +532,7 @@ impl Signals {
             }
         }
         tokio::select! {
-            r = tokio::signal::ctrl_c() => match r {
-                Ok(()) => (2, "Ctrl-C"),
-                Err(_) => std::future::pending().await,
-            },
+            _ = wait(&mut self.int) => (2, "Ctrl-C"),
             _ = wait(&mut self.term) => (15, "SIGTERM"),
             _ = wait(&mut self.hup) => (1, "SIGHUP"),
         }

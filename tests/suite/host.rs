@@ -549,7 +549,7 @@ fn the_host_starts_on_demand_and_exits_once_idle() {
 
 #[test]
 fn detach_ps_attach_and_stop() {
-    let home = home_with("sim/slow-300ms");
+    let home = home_with("sim/slow-1s");
     let out = huddle_idle(
         home.path(),
         0,
