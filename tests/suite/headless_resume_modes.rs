@@ -417,21 +417,23 @@ async fn trace_shows_a_resumed_run_with_its_interruption() {
     // The turns it took from disk (the plan, a's finding) say so; b's, asked again, does not.
     let from_disk: Vec<&str> = out.lines().filter(|l| l.contains("(from disk)")).collect();
     assert_eq!(from_disk.len(), 2, "{out}");
-    assert!(from_disk.iter().any(|l| l.contains("-a (from disk)")), "{out}");
+    assert!(from_disk.iter().any(|l| l.contains(" a (from disk)")), "{out}");
     assert!(
         out.lines()
-            .any(|l| l.contains("-b · ✓ completed") && l.contains("B found")),
+            .any(|l| l.contains(" b · ✓ completed") && l.contains("B found")),
         "{out}"
     );
     let json: Value = serde_json::from_str(&trace(&["--json"])).expect("JSON");
     assert_eq!(json["run"]["resumes"], first.as_str());
     assert_eq!(json["run"]["state"], "ended");
 
-    // The run it continues reads as interrupted, with what it had finished.
+    // The run it continues: the host ended it when its `huddle run` went away (cancelled, left
+    // resumable), with what it had finished.
     let out = trace(&["--run", &first]);
     let head = out.lines().next().unwrap_or_default();
+    assert!(head.contains(&first) && head.contains("cancelled"), "{out}");
     assert!(
-        head.contains(&first) && head.contains("interrupted (no end recorded)"),
+        out.contains("a · ✓ completed") && out.contains("A found"),
         "{out}"
     );
     assert!(!out.contains("resumes run"), "{out}");
