@@ -14,6 +14,10 @@ use crate::tools::mcp::McpServerConfig;
 /// limit to reset before it ends `rate_limited`.
 pub const DEFAULT_RATE_LIMIT_WAIT_SECS: u64 = 900;
 
+/// The share of the context window a request may fill before it is compacted
+/// (`engine/compaction.rs`).
+pub const DEFAULT_COMPACT_AT: f64 = 0.85;
+
 /// Where huddle keeps its files.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Paths {
@@ -436,7 +440,7 @@ impl Default for Config {
             telemetry: TelemetrySettings::default(),
             sandbox: crate::sandbox::SandboxSettings::default(),
             hooks: crate::hooks::Hooks::default(),
-            compact_at: crate::engine::compaction::DEFAULT_COMPACT_AT,
+            compact_at: DEFAULT_COMPACT_AT,
         }
     }
 }

@@ -13,8 +13,7 @@ use super::protocol::compaction::{SUMMARY_ACK, SUMMARY_SYSTEM, conversation_text
 use crate::model::context::tokens_of_text;
 use crate::providers::{ChatMessage, ChatRole, Provider, TurnRequest};
 
-/// The share of the context window a request may fill before it is compacted.
-pub const DEFAULT_COMPACT_AT: f64 = 0.85;
+pub use crate::config::DEFAULT_COMPACT_AT;
 
 /// The estimated tokens of a request (system prompt, messages, tool calls).
 pub(crate) fn tokens(system: Option<&str>, messages: &[ChatMessage]) -> u64 {

@@ -472,11 +472,7 @@ pub fn needed_paths(program: &str, args: &[String]) -> Vec<PathBuf> {
 
 pub(super) use crate::process::find_program;
 
-/// `paths` without repeats, in their first order.
-pub(super) fn dedup(paths: &mut Vec<PathBuf>) {
-    let mut seen = std::collections::HashSet::new();
-    paths.retain(|p| seen.insert(p.clone()));
-}
+pub(super) use super::settings::dedup;
 
 #[cfg(test)]
 mod tests {

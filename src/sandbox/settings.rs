@@ -352,8 +352,8 @@ impl Policy {
                 .extend(level.allow_write.iter().filter_map(|p| expand(p, home)));
             self.allow_read
                 .extend(level.allow_read.iter().filter_map(|p| expand(p, home)));
-            super::profile::dedup(&mut self.allow_write);
-            super::profile::dedup(&mut self.allow_read);
+            dedup(&mut self.allow_write);
+            dedup(&mut self.allow_read);
         }
         self.settle();
         self
@@ -417,6 +417,12 @@ pub fn expand_keeping_slash(path: &str, home: Option<&Path>) -> Option<PathBuf> 
     } else {
         expanded
     })
+}
+
+/// `paths` without repeats, in their first order.
+pub(super) fn dedup(paths: &mut Vec<std::path::PathBuf>) {
+    let mut seen = std::collections::HashSet::new();
+    paths.retain(|p| seen.insert(p.clone()));
 }
 
 #[cfg(test)]
