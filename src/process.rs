@@ -48,6 +48,11 @@ pub fn describe_status(status: &ExitStatus) -> String {
 /// else the first executable match on `PATH`. What every program huddle starts is looked up
 /// with (an agent's, a hook's, bwrap).
 pub fn find_program(program: &str) -> Option<PathBuf> {
+    find_program_in(program, std::env::var_os("PATH").as_deref())
+}
+
+/// [`find_program`] along `path_var` (a `PATH` value: a front end's, on the host).
+pub fn find_program_in(program: &str, path_var: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
     if program.is_empty() {
         return None;
     }
@@ -55,8 +60,7 @@ pub fn find_program(program: &str) -> Option<PathBuf> {
         let path = PathBuf::from(program);
         return is_executable(&path).then(|| std::path::absolute(&path).unwrap_or(path));
     }
-    let path_var = std::env::var_os("PATH")?;
-    std::env::split_paths(&path_var)
+    std::env::split_paths(path_var?)
         .map(|dir| dir.join(program))
         .find(|candidate| is_executable(candidate))
 }

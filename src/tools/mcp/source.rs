@@ -408,9 +408,7 @@ impl ToolSource for McpSource {
 
     fn launch(&self) -> Result<ServerLaunch, String> {
         if let Some(url) = &self.config.url {
-            let headers = resolve_headers(&self.name, &self.config.headers_env, |var| {
-                std::env::var(var).ok()
-            })?;
+            let headers = resolve_headers(&self.name, &self.config.headers_env, |var| self.env.var(var))?;
             let headers = headers
                 .into_iter()
                 .filter_map(|(k, v)| Some((k.to_string(), v.to_str().ok()?.to_string())))
@@ -424,7 +422,9 @@ impl ToolSource for McpSource {
         let Some((program, args)) = self.config.command.split_first() else {
             return Err(format!("mcp_servers.{}: no command", self.name));
         };
-        let command = crate::process::find_program(program)
+        // Found as the front end whose session it is would find it.
+        let path = self.env.var("PATH");
+        let command = crate::process::find_program_in(program, path.as_deref().map(std::ffi::OsStr::new))
             .ok_or_else(|| format!("mcp_servers.{}: `{program}` was not found", self.name))?;
         Ok(ServerLaunch::Stdio {
             name: self.name.clone(),
