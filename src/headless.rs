@@ -28,6 +28,9 @@ use crate::workspace::Edits;
 pub struct RunRequest {
     pub preset: Option<String>,
     pub group: Option<String>,
+    /// An existing session to run on (`--session`): asked, reflecting, or its reflection
+    /// resumed.
+    pub session: Option<String>,
     pub mode: Option<Mode>,
     pub max_iterations: Option<u32>,
     pub model: Option<String>,
@@ -47,9 +50,11 @@ pub struct RunRequest {
     pub approval: Option<crate::model::ApprovalMode>,
     /// Empty with `resume`.
     pub prompt: String,
-    /// Continue the group's interrupted cycle instead of starting a run.
+    /// Continue the group's interrupted run (or the session's reflection) instead of starting
+    /// one.
     pub resume: bool,
-    /// Record the group's interrupted cycle as cancelled and start over.
+    /// Record the group's interrupted run (or the session's reflection) as cancelled and start
+    /// over.
     pub discard_interrupted: bool,
     pub repo: PathBuf,
     /// With `preset`: the worktree strategy instead of the preset's `worktrees:`.
@@ -207,8 +212,11 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
     }
     let resume = match &target {
         Target::Group(id) => interrupted_cycle(edits, id, request)?,
-        Target::Session(_) => false,
+        Target::Session(id) => interrupted_reflection(edits, id, request)?,
     };
+    // A session's reflection is a run of its own (stopped by a signal, it is left to be
+    // resumed); a question to it is a chat.
+    let reflects = resume || request.max_iterations.is_some_and(|n| n > 1);
     // A relay whose drafts wait for a person runs only with someone at the terminal.
     let relay = match &target {
         Target::Group(id) => engine
@@ -251,7 +259,12 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
                 .view()
                 .read(|o| o.session(id).map(|s| s.group_id.clone()))
                 .unwrap_or_default();
-            (id.clone(), RunKey::chat(id), group_id)
+            let key = if reflects {
+                RunKey::reflection(id)
+            } else {
+                RunKey::chat(id)
+            };
+            (id.clone(), key, group_id)
         }
     };
     // A relay's counterparts too (their drafts may wait), as a run alone showed them.
@@ -299,6 +312,10 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
     let result = match &target {
         Target::Group(id) if resume => engine.resume_cycle(id, overrides).await,
         Target::Group(id) => engine.run_group(id, request.prompt.clone(), overrides).await,
+        Target::Session(id) if resume => match engine.start_reflection_resume(id) {
+            Ok(run) => run.await,
+            Err(e) => Err(e),
+        },
         Target::Session(id) => match request.max_iterations {
             Some(n) if n > 1 => {
                 let reflection = ReflectionRequest {
@@ -313,6 +330,23 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
         },
     };
     stopper.abort();
+    let resumable = match &target {
+        Target::Group(id) => edits.view().read(|o| {
+            o.group(id)
+                .filter(|g| g.state.interrupted(g.mode).is_some())
+                .map(|g| format!("--group \"{}\"", sanitize::display(&g.name)))
+        }),
+        Target::Session(id) => edits.view().read(|o| {
+            o.session(id)
+                .filter(|s| s.reflection.is_some())
+                .map(|s| format!("--session \"{}\"", sanitize::display(&s.name)))
+        }),
+    };
+    if let Some(which) = resumable.filter(|_| result.is_ok()) {
+        out.note(format_args!(
+            "huddle: the run is kept to be resumed: `huddle run {which} --resume` (or start over with `--discard-interrupted`)"
+        ));
+    }
     engine.set_scoped_approval(&scope, None);
     engine.set_scoped_profile(&scope, None);
     engine.set_scoped_sandbox(&scope, None);
@@ -415,6 +449,39 @@ fn interrupted_cycle(edits: &Edits, group_id: &str, request: &RunRequest) -> Res
         (Some(_), false, true) => {
             edits
                 .discard_interrupted(group_id)
+                .map_err(|e| other(e.to_string()))?;
+            Ok(false)
+        }
+        (None, false, _) => Ok(false),
+    }
+}
+
+/// Whether to resume the session's interrupted reflection; refuses to start over it unless
+/// told to discard it (as [`interrupted_cycle`] does for a group's run).
+fn interrupted_reflection(edits: &Edits, session_id: &str, request: &RunRequest) -> Result<bool, RunFailure> {
+    let (name, interrupted) = edits.view().read(|o| {
+        let s = o.session(session_id);
+        let name = s.map(|s| s.name.clone()).unwrap_or_default();
+        (
+            name,
+            s.and_then(|s| s.reflection.as_ref().map(|r| r.interrupted())),
+        )
+    });
+    match (interrupted, request.resume, request.discard_interrupted) {
+        (None, true, _) => Err(usage(format!(
+            "session `{}` has no interrupted reflection to resume",
+            sanitize::display(&name)
+        ))),
+        (Some(_), true, _) => Ok(true),
+        (Some(i), false, false) => Err(usage(format!(
+            "session `{name}` has an interrupted reflection ({what}) on \"{goal}\"; resume it with `huddle run --session \"{name}\" --resume`, or start over with `--discard-interrupted`",
+            name = sanitize::display(&name),
+            what = i.what(),
+            goal = first_line(&i.goal, 80),
+        ))),
+        (Some(_), false, true) => {
+            edits
+                .discard_reflection(session_id)
                 .map_err(|e| other(e.to_string()))?;
             Ok(false)
         }
@@ -540,6 +607,12 @@ fn choose_target(
             });
     }
     let org = edits.view();
+    if let Some(name) = &request.session {
+        return org
+            .read(|o| o.session_by_name(name).map(|s| s.id.clone()))
+            .map(Target::Session)
+            .ok_or_else(|| usage(format!("no session named `{}`", sanitize::display(name))));
+    }
     if let Some(name) = &request.group {
         return org
             .read(|o| o.group_by_name(name).map(|g| g.id.clone()))

@@ -52,6 +52,16 @@ pub struct LimitWaitRow {
     pub session: String,
     pub provider: String,
     pub until: DateTime<Utc>,
+    /// When the wait ends on this viewer's clock: when its event came, plus the wait it
+    /// announced (the countdown counts down to this, whatever the two machines' clocks say).
+    pub ends: Instant,
+}
+
+impl LimitWaitRow {
+    /// What is left of the wait at `now` (zero once it is over).
+    pub fn left(&self, now: Instant) -> Duration {
+        self.ends.saturating_duration_since(now)
+    }
 }
 
 /// A call of this run waiting for the user's approval.
@@ -608,6 +618,7 @@ impl CycleView {
                 session,
                 provider,
                 until,
+                wait_ms,
                 ..
             } => {
                 self.limit_waits.retain(|w| w.session_id != *session_id);
@@ -616,6 +627,7 @@ impl CycleView {
                     session: self.short(session).to_string(),
                     provider: provider.clone(),
                     until: *until,
+                    ends: now + Duration::from_millis(*wait_ms),
                 });
                 // Waiting counts as paused: the run's time leaves it out.
                 self.paused_since.get_or_insert(now);

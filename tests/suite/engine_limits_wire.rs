@@ -3,7 +3,7 @@
 //! `x-ratelimit-reset-*` or Anthropic's `anthropic-ratelimit-*-reset` is waited out by the run
 //! (short waits, real time: only the waits' lengths as the headers gave them are asserted, never
 //! the wall clock); `rate_limit_wait_secs: 0` ends the run `rate_limited` (exit code 8),
-//! resumable; a wait is stopped by an interruption and the run resumes; a CLI agent's
+//! resumable; a wait is stopped by an interruption or by the stop key and the run resumes; a CLI agent's
 //! `usage limit reached|<epoch>` is waited out and the agent asked again.
 
 use std::time::Duration;
@@ -164,6 +164,76 @@ async fn a_wait_is_stopped_by_an_interruption_and_the_run_resumes_after_it() {
     assert_eq!(resumed.outcome, CycleOutcome::Completed);
     assert_eq!(resumed.final_text.trim(), "after the reset");
     assert_eq!(f.server.requests_for("w-a").len(), 2);
+}
+
+/// The stop key (or `huddle stop`) during a limit wait: the wait ends at once, the run ends
+/// cancelled but is kept to be resumed (with why), and its resumption asks the turn again.
+#[tokio::test]
+async fn a_stop_during_a_wait_ends_it_at_once_and_leaves_the_run_resumable() {
+    let mut f = one_member(EngineOptions::default()).await;
+    f.server.script(
+        "w-a",
+        vec![
+            Reply::status(429).header("retry-after", "600"),
+            Reply::text("after the reset"),
+        ],
+    );
+    let run = f.spawn_run("go");
+    f.events_until("the wait", |e| matches!(e.kind, EventKind::LimitWait { .. }))
+        .await;
+    // A stop, not an interruption: what the stop key and `huddle stop` do.
+    assert!(f.engine.stop(&RunKey::team(&f.group_id)));
+    let report = tokio::time::timeout(engine_fixture::HANG_GUARD, run)
+        .await
+        .expect("the wait ends at once")
+        .expect("joins");
+    assert_eq!(report.outcome, CycleOutcome::Cancelled);
+    let open = f
+        .org
+        .read(|o| o.group(&f.group_id).and_then(|g| g.state.run.clone()))
+        .expect("kept open to be resumed");
+    let reason = open.reason.unwrap_or_default();
+    assert!(
+        reason.starts_with("stopped while ") && reason.contains("for the openai limit"),
+        "{reason}"
+    );
+    let interrupted = f
+        .org
+        .read(|o| o.group(&f.group_id).and_then(|g| g.state.interrupted(g.mode)));
+    assert!(interrupted.is_some(), "offered for resumption");
+    let resumed = f
+        .engine
+        .resume_cycle(&f.group_id, RunOverrides::default())
+        .await
+        .expect("resumes");
+    assert_eq!(resumed.outcome, CycleOutcome::Completed);
+    assert_eq!(resumed.final_text.trim(), "after the reset");
+    assert_eq!(f.server.requests_for("w-a").len(), 2);
+}
+
+/// A stop with no limit wait in progress still ends the run for good (nothing to resume).
+#[tokio::test]
+async fn a_stop_with_no_wait_ends_the_run_for_good() {
+    let mut f = one_member(EngineOptions::default()).await;
+    f.server.script(
+        "w-a",
+        vec![Reply::text("slow answer").chunk_delay(Duration::from_millis(500))],
+    );
+    let run = f.spawn_run("go");
+    f.events_until("the turn", |e| matches!(e.kind, EventKind::TurnStarted { .. }))
+        .await;
+    assert!(f.engine.stop(&RunKey::team(&f.group_id)));
+    let report = tokio::time::timeout(engine_fixture::HANG_GUARD, run)
+        .await
+        .expect("stops")
+        .expect("joins");
+    assert_eq!(report.outcome, CycleOutcome::Cancelled);
+    assert!(
+        f.org
+            .read(|o| o.group(&f.group_id).and_then(|g| g.state.run.clone()))
+            .is_none(),
+        "not kept"
+    );
 }
 
 #[tokio::test]

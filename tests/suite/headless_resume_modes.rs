@@ -14,12 +14,12 @@ use super::fake_llm_server::{FakeLlm, Reply};
 use super::headless::{team_made_by_run, text};
 
 /// A reply that streams for a few seconds: the kill lands while it runs.
-fn slow(answer: &str) -> Reply {
+pub(super) fn slow(answer: &str) -> Reply {
     Reply::text(answer).chunk_delay(Duration::from_millis(900))
 }
 
 /// A home whose config points provider `fake` at the server, with `preset` as a user preset.
-fn home_with(llm: &FakeLlm, preset: &str) -> tempfile::TempDir {
+pub(super) fn home_with(llm: &FakeLlm, preset: &str) -> tempfile::TempDir {
     let home = tempfile::tempdir().expect("home");
     std::fs::write(
         home.path().join("config.yaml"),
@@ -37,7 +37,7 @@ fn home_with(llm: &FakeLlm, preset: &str) -> tempfile::TempDir {
 /// Runs `huddle run --preset <preset> --events <prompt>` and kills it (SIGKILL) once `member`
 /// reported a finished turn and the server has had a request for `next` (the turn the kill cuts
 /// off); returns the events printed before the kill.
-async fn kill_after_turn_of(
+pub(super) async fn kill_after_turn_of(
     llm: &FakeLlm,
     home: &Path,
     preset: &str,
@@ -45,8 +45,29 @@ async fn kill_after_turn_of(
     member: &str,
     next: (&str, usize),
 ) -> Vec<Value> {
+    let suffix = format!("-{member}");
+    kill_after_turn(
+        llm,
+        home,
+        &["run", "--preset", preset, "--events", prompt],
+        &|session| session.ends_with(&suffix),
+        next,
+    )
+    .await
+}
+
+/// Runs `huddle <args>` (with `--events`) and kills it (SIGKILL) once a session `whose` says
+/// is its reported a finished turn and the server has had `next.1` requests for model
+/// `next.0`; returns the events printed before the kill.
+async fn kill_after_turn(
+    llm: &FakeLlm,
+    home: &Path,
+    args: &[&str],
+    whose: &dyn Fn(&str) -> bool,
+    next: (&str, usize),
+) -> Vec<Value> {
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
-        .args(["run", "--preset", preset, "--events", prompt])
+        .args(args)
         .env("HUDDLE_HOME", home)
         .current_dir(home)
         .stdout(Stdio::piped())
@@ -57,12 +78,9 @@ async fn kill_after_turn_of(
     let stdout = child.stdout.take().expect("stdout");
     let mut lines = BufReader::new(stdout).lines();
     let mut events: Vec<Value> = Vec::new();
-    let suffix = format!("-{member}");
     let finished = |events: &[Value]| {
         events.iter().any(|e| {
-            e["event"] == "turn_finished"
-                && e["success"] == true
-                && e["session"].as_str().is_some_and(|s| s.ends_with(&suffix))
+            e["event"] == "turn_finished" && e["success"] == true && e["session"].as_str().is_some_and(whose)
         })
     };
     let read = async {
@@ -85,7 +103,7 @@ async fn kill_after_turn_of(
     // SIGKILL: nothing of huddle's own runs after this.
     let _ = child.start_kill();
     let _ = child.wait().await;
-    assert!(found, "{member} never finished a turn: {events:#?}");
+    assert!(found, "no turn finished: {events:#?}");
     assert!(
         !events.iter().any(|e| e["event"] == "run_ended"),
         "killed before the end"
@@ -109,7 +127,7 @@ async fn resume(home: &Path, preset: &str, extra: &[&str]) -> (Option<i32>, Stri
 }
 
 /// The last user message of every request the server got for `model`.
-fn asked(llm: &FakeLlm, model: &str) -> Vec<String> {
+pub(super) fn asked(llm: &FakeLlm, model: &str) -> Vec<String> {
     llm.requests_for(model)
         .iter()
         .map(|r| {
@@ -359,6 +377,84 @@ async fn a_team_deliberation_resumes_with_its_broadcast_log() {
         "{}",
         s[0]
     );
+}
+
+/// A single session's reflection made by `huddle run --max-iterations N` (a one-shot session),
+/// killed during its second iteration, resumes headless with `huddle run --session S --resume`:
+/// the first iteration's answer comes from disk, the second is asked again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_s_reflection_resumes_from_the_command_line() {
+    let llm = FakeLlm::start().await;
+    llm.script(
+        "solo",
+        vec![
+            Reply::text("Draft one"),
+            slow("Draft two, slowly"),
+            Reply::text("Final draft\n[[REFLECTION_COMPLETE]]"),
+        ],
+    );
+    let home = home_with(&llm, "name: Unused\nmode: broadcast\nworkers:\n  - { name: a }\n");
+    let events = kill_after_turn(
+        &llm,
+        home.path(),
+        &[
+            "run",
+            "--model",
+            "fake/solo",
+            "--max-iterations",
+            "3",
+            "--events",
+            "Explain resumption",
+        ],
+        &|_| true,
+        ("solo", 2),
+    )
+    .await;
+    let session = events
+        .iter()
+        .find(|e| e["event"] == "turn_finished")
+        .and_then(|e| e["session"].as_str())
+        .expect("the session's name")
+        .to_string();
+    // Without --resume, a new run over it is refused and says how to resume it.
+    let refused = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(["run", "--session", &session, "Something else"])
+        .env("HUDDLE_HOME", home.path())
+        .current_dir(home.path())
+        .output()
+        .await
+        .expect("run");
+    assert_eq!(refused.status.code(), Some(2));
+    let err = text(&refused.stderr);
+    assert!(
+        err.contains("has an interrupted reflection")
+            && err.contains(&format!("huddle run --session \"{session}\" --resume")),
+        "{err}"
+    );
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(["run", "--session", &session, "--resume"])
+        .env("HUDDLE_HOME", home.path())
+        .current_dir(home.path())
+        .output()
+        .await
+        .expect("resume");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "Final draft");
+    assert_eq!(
+        llm.requests_for("solo").len(),
+        3,
+        "iteration 1 came from disk, iteration 2 was asked again"
+    );
+    // Nothing is left to resume.
+    let again = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(["run", "--session", &session, "--resume"])
+        .env("HUDDLE_HOME", home.path())
+        .current_dir(home.path())
+        .output()
+        .await
+        .expect("run");
+    assert_eq!(again.status.code(), Some(2));
+    assert!(text(&again.stderr).contains("no interrupted reflection"));
 }
 
 /// `huddle trace` of a team run killed and resumed: the resumed run names the run it continues
