@@ -433,31 +433,17 @@ fn interrupted_cycle(edits: &Edits, group_id: &str, request: &RunRequest) -> Res
         let name = g.map(|g| g.name.clone()).unwrap_or_default();
         (name, g.and_then(|g| g.state.interrupted(g.mode)))
     });
-    match (interrupted, request.resume, request.discard_interrupted) {
-        (None, true, _) => Err(usage(format!(
-            "group `{}` has no interrupted run to resume",
-            sanitize::display(&name)
-        ))),
-        (Some(_), true, _) => Ok(true),
-        (Some(i), false, false) => Err(usage(format!(
-            "group `{name}` has an interrupted run: {what} on \"{goal}\"; resume it with `huddle run --group \"{name}\" --resume` (it goes on {resumes}), or start over with `--discard-interrupted`",
-            name = sanitize::display(&name),
-            what = i.what(),
-            goal = first_line(&i.goal, 80),
-            resumes = i.resumes(),
-        ))),
-        (Some(_), false, true) => {
-            edits
-                .discard_interrupted(group_id)
-                .map_err(|e| other(e.to_string()))?;
-            Ok(false)
-        }
-        (None, false, _) => Ok(false),
-    }
+    let target = Interrupting {
+        flag: "group",
+        name: &name,
+        kind: "run",
+    };
+    decide_resume(request, target, interrupted, || {
+        edits.discard_interrupted(group_id)
+    })
 }
 
-/// Whether to resume the session's interrupted reflection; refuses to start over it unless
-/// told to discard it (as [`interrupted_cycle`] does for a group's run).
+/// [`interrupted_cycle`] for a session's reflection.
 fn interrupted_reflection(edits: &Edits, session_id: &str, request: &RunRequest) -> Result<bool, RunFailure> {
     let (name, interrupted) = edits.view().read(|o| {
         let s = o.session(session_id);
@@ -467,22 +453,47 @@ fn interrupted_reflection(edits: &Edits, session_id: &str, request: &RunRequest)
             s.and_then(|s| s.reflection.as_ref().map(|r| r.interrupted())),
         )
     });
+    let target = Interrupting {
+        flag: "session",
+        name: &name,
+        kind: "reflection",
+    };
+    decide_resume(request, target, interrupted, || {
+        edits.discard_reflection(session_id)
+    })
+}
+
+/// What may have an interrupted run: a group (`--group`, a run) or a session (`--session`, a
+/// reflection), by name.
+struct Interrupting<'a> {
+    flag: &'static str,
+    name: &'a str,
+    kind: &'static str,
+}
+
+/// Resume (`--resume`), start over (`--discard-interrupted`: `discard` drops it), or refuse to
+/// start over what was interrupted, saying how to resume it.
+fn decide_resume(
+    request: &RunRequest,
+    target: Interrupting<'_>,
+    interrupted: Option<crate::model::Interrupted>,
+    discard: impl FnOnce() -> Result<(), crate::workspace::EditError>,
+) -> Result<bool, RunFailure> {
+    let Interrupting { flag, name, kind } = target;
+    let name = sanitize::display(name);
     match (interrupted, request.resume, request.discard_interrupted) {
         (None, true, _) => Err(usage(format!(
-            "session `{}` has no interrupted reflection to resume",
-            sanitize::display(&name)
+            "{flag} `{name}` has no interrupted {kind} to resume"
         ))),
         (Some(_), true, _) => Ok(true),
         (Some(i), false, false) => Err(usage(format!(
-            "session `{name}` has an interrupted reflection ({what}) on \"{goal}\"; resume it with `huddle run --session \"{name}\" --resume`, or start over with `--discard-interrupted`",
-            name = sanitize::display(&name),
+            "{flag} `{name}` has an interrupted {kind}: {what} on \"{goal}\"; resume it with `huddle run --{flag} \"{name}\" --resume` (it goes on {resumes}), or start over with `--discard-interrupted`",
             what = i.what(),
             goal = first_line(&i.goal, 80),
+            resumes = i.resumes(),
         ))),
         (Some(_), false, true) => {
-            edits
-                .discard_reflection(session_id)
-                .map_err(|e| other(e.to_string()))?;
+            discard().map_err(|e| other(e.to_string()))?;
             Ok(false)
         }
         (None, false, _) => Ok(false),

@@ -4,7 +4,7 @@
 //! `cycle_resumed`); a request the engine has not confirmed yet is shown as pending.
 
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::engine::events::{EngineEvent, EventKind, RunId, RunKey};
 use crate::model::{GroupId, SessionId};
@@ -98,23 +98,10 @@ impl Runs {
                     r.waits.retain(|w| w.session_id != *session_id);
                 }
             }
-            EventKind::LimitWait {
-                session_id,
-                session,
-                provider,
-                until,
-                wait_ms,
-                ..
-            } => {
+            EventKind::LimitWait { session_id, .. } => {
                 if let Some(r) = self.runs.get_mut(run_id) {
                     r.waits.retain(|w| w.session_id != *session_id);
-                    r.waits.push(LimitWaitRow {
-                        session_id: session_id.clone(),
-                        session: session.clone(),
-                        provider: provider.clone(),
-                        until: *until,
-                        ends: now + Duration::from_millis(*wait_ms),
-                    });
+                    r.waits.extend(LimitWaitRow::of(&event.kind, now));
                 }
             }
             EventKind::LimitWaitOver { session_id, .. } => {

@@ -123,10 +123,12 @@ async fn with_no_wait_allowed_a_429_ends_the_run_rate_limited_and_it_resumes() {
     assert_eq!(resumed.final_text.trim(), "second try");
 }
 
-#[tokio::test]
-async fn a_wait_is_stopped_by_an_interruption_and_the_run_resumes_after_it() {
+/// A run whose only turn meets a limit that resets in ten minutes (within the default bound of
+/// 900 s, so it waits), stopped by `stop` during the wait: the wait ends at once, the run ends
+/// cancelled and is kept open (listed as waiting before, not after); resumed (after the reset),
+/// the turn is asked again and the run finishes. Returns why the open run says it was left.
+async fn stopped_during_a_wait(stop: impl FnOnce(&huddle::engine::Engine, &RunKey) -> bool) -> String {
     let mut f = one_member(EngineOptions::default()).await;
-    // Ten minutes: within the default bound (900 s), so the run waits.
     f.server.script(
         "w-a",
         vec![
@@ -142,65 +144,21 @@ async fn a_wait_is_stopped_by_an_interruption_and_the_run_resumes_after_it() {
     let listed = f.engine.limit_waits();
     assert_eq!(listed.len(), 1, "listed while it waits");
     assert_eq!(listed[0].2.provider, "openai");
-    assert!(f.engine.interrupt_run(&RunKey::team(&f.group_id)));
+    assert!(stop(&f.engine, &RunKey::team(&f.group_id)));
     let report = tokio::time::timeout(engine_fixture::HANG_GUARD, run)
         .await
         .expect("the wait ends at once")
         .expect("joins");
     assert_eq!(report.outcome, CycleOutcome::Cancelled);
     assert!(f.engine.limit_waits().is_empty());
-    assert!(
-        f.org
-            .read(|o| o.group(&f.group_id).and_then(|g| g.state.run.clone()))
-            .is_some(),
-        "kept open"
-    );
-    // Resumed (after the reset), the turn is asked again and the run finishes.
-    let resumed = f
-        .engine
-        .resume_cycle(&f.group_id, RunOverrides::default())
-        .await
-        .expect("resumes");
-    assert_eq!(resumed.outcome, CycleOutcome::Completed);
-    assert_eq!(resumed.final_text.trim(), "after the reset");
-    assert_eq!(f.server.requests_for("w-a").len(), 2);
-}
-
-/// The stop key (or `huddle stop`) during a limit wait: the wait ends at once, the run ends
-/// cancelled but is kept to be resumed (with why), and its resumption asks the turn again.
-#[tokio::test]
-async fn a_stop_during_a_wait_ends_it_at_once_and_leaves_the_run_resumable() {
-    let mut f = one_member(EngineOptions::default()).await;
-    f.server.script(
-        "w-a",
-        vec![
-            Reply::status(429).header("retry-after", "600"),
-            Reply::text("after the reset"),
-        ],
-    );
-    let run = f.spawn_run("go");
-    f.events_until("the wait", |e| matches!(e.kind, EventKind::LimitWait { .. }))
-        .await;
-    // A stop, not an interruption: what the stop key and `huddle stop` do.
-    assert!(f.engine.stop(&RunKey::team(&f.group_id)));
-    let report = tokio::time::timeout(engine_fixture::HANG_GUARD, run)
-        .await
-        .expect("the wait ends at once")
-        .expect("joins");
-    assert_eq!(report.outcome, CycleOutcome::Cancelled);
     let open = f
         .org
         .read(|o| o.group(&f.group_id).and_then(|g| g.state.run.clone()))
         .expect("kept open to be resumed");
-    let reason = open.reason.unwrap_or_default();
-    assert!(
-        reason.starts_with("stopped while ") && reason.contains("for the openai limit"),
-        "{reason}"
-    );
-    let interrupted = f
+    let offered = f
         .org
         .read(|o| o.group(&f.group_id).and_then(|g| g.state.interrupted(g.mode)));
-    assert!(interrupted.is_some(), "offered for resumption");
+    assert!(offered.is_some(), "offered for resumption");
     let resumed = f
         .engine
         .resume_cycle(&f.group_id, RunOverrides::default())
@@ -209,6 +167,25 @@ async fn a_stop_during_a_wait_ends_it_at_once_and_leaves_the_run_resumable() {
     assert_eq!(resumed.outcome, CycleOutcome::Completed);
     assert_eq!(resumed.final_text.trim(), "after the reset");
     assert_eq!(f.server.requests_for("w-a").len(), 2);
+    open.reason.unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_wait_is_stopped_by_an_interruption_and_the_run_resumes_after_it() {
+    stopped_during_a_wait(|engine, key| engine.interrupt_run(key)).await;
+}
+
+/// The stop key (or `huddle stop`) during a limit wait: not an interruption, yet the run is
+/// kept to be resumed, saying why.
+#[tokio::test]
+async fn a_stop_during_a_wait_ends_it_at_once_and_leaves_the_run_resumable() {
+    let reason = stopped_during_a_wait(|engine, key| engine.stop(key)).await;
+    assert!(
+        reason.starts_with("stopped while ")
+            && reason.contains(" waited until ")
+            && reason.contains(" UTC for the openai limit"),
+        "{reason}"
+    );
 }
 
 /// A stop with no limit wait in progress still ends the run for good (nothing to resume).

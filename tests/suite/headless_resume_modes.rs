@@ -14,12 +14,12 @@ use super::fake_llm_server::{FakeLlm, Reply};
 use super::headless::{team_made_by_run, text};
 
 /// A reply that streams for a few seconds: the kill lands while it runs.
-pub(super) fn slow(answer: &str) -> Reply {
+fn slow(answer: &str) -> Reply {
     Reply::text(answer).chunk_delay(Duration::from_millis(900))
 }
 
 /// A home whose config points provider `fake` at the server, with `preset` as a user preset.
-pub(super) fn home_with(llm: &FakeLlm, preset: &str) -> tempfile::TempDir {
+fn home_with(llm: &FakeLlm, preset: &str) -> tempfile::TempDir {
     let home = tempfile::tempdir().expect("home");
     std::fs::write(
         home.path().join("config.yaml"),
@@ -37,7 +37,7 @@ pub(super) fn home_with(llm: &FakeLlm, preset: &str) -> tempfile::TempDir {
 /// Runs `huddle run --preset <preset> --events <prompt>` and kills it (SIGKILL) once `member`
 /// reported a finished turn and the server has had a request for `next` (the turn the kill cuts
 /// off); returns the events printed before the kill.
-pub(super) async fn kill_after_turn_of(
+async fn kill_after_turn_of(
     llm: &FakeLlm,
     home: &Path,
     preset: &str,
@@ -111,23 +111,28 @@ async fn kill_after_turn(
     events
 }
 
+/// `huddle <args>` on `home`, waited for.
+async fn huddle_in(home: &Path, args: &[&str]) -> std::process::Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(args)
+        .env("HUDDLE_HOME", home)
+        .current_dir(home)
+        .output()
+        .await
+        .expect("huddle")
+}
+
 /// `huddle run --group <team> --resume` (with `extra` flags): its exit code, stdout and stderr.
 async fn resume(home: &Path, preset: &str, extra: &[&str]) -> (Option<i32>, String, String) {
     let team = team_made_by_run(home, preset);
     let mut args = vec!["run", "--group", team.as_str(), "--resume"];
     args.extend_from_slice(extra);
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
-        .args(&args)
-        .env("HUDDLE_HOME", home)
-        .current_dir(home)
-        .output()
-        .await
-        .expect("resume");
+    let out = huddle_in(home, &args).await;
     (out.status.code(), text(&out.stdout), text(&out.stderr))
 }
 
 /// The last user message of every request the server got for `model`.
-pub(super) fn asked(llm: &FakeLlm, model: &str) -> Vec<String> {
+fn asked(llm: &FakeLlm, model: &str) -> Vec<String> {
     llm.requests_for(model)
         .iter()
         .map(|r| {
@@ -283,6 +288,15 @@ async fn a_flow_resumes_at_the_member_that_held_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pipeline_resumes_at_its_phase_with_the_handoff_it_had() {
     let llm = FakeLlm::start().await;
+    let home = killed_pipeline(&llm).await;
+    let (code, out, err) = resume(home.path(), "Case", &[]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.trim(), "Handled: clear the tray");
+    assert_pipeline_resumed(&llm);
+}
+
+/// A pipeline (intake `t` hands off to handling `h`) killed while `h` answers; its home.
+pub(super) async fn killed_pipeline(llm: &FakeLlm) -> tempfile::TempDir {
     llm.script(
         "t",
         vec![Reply::tool_call(
@@ -296,18 +310,35 @@ async fn a_pipeline_resumes_at_its_phase_with_the_handoff_it_had() {
         vec![slow("Handled slowly"), Reply::text("Handled: clear the tray")],
     );
     let preset = "name: Case\nmode: pipeline\nworkers:\n  - { name: t, model: fake/t }\n  - { name: h, model: fake/h }\nstages:\n  - { phase: intake, member: t, next: handling }\n  - { phase: handling, member: h }\n";
-    let home = home_with(&llm, preset);
-    kill_after_turn_of(&llm, home.path(), "Case", "My printer jams", "t", ("h", 1)).await;
-    let (code, out, err) = resume(home.path(), "Case", &[]).await;
-    assert_eq!(code, Some(0), "{err}");
-    assert_eq!(out.trim(), "Handled: clear the tray");
+    let home = home_with(llm, preset);
+    kill_after_turn_of(llm, home.path(), "Case", "My printer jams", "t", ("h", 1)).await;
+    home
+}
+
+/// The killed pipeline was resumed at its phase: the handoff came from disk, `h` was asked
+/// again with it.
+pub(super) fn assert_pipeline_resumed(llm: &FakeLlm) {
     assert_eq!(llm.requests_for("t").len(), 1, "the handoff came from disk");
-    assert!(asked(&llm, "h").iter().all(|p| p.contains("the printer jams")));
+    let h = asked(llm, "h");
+    assert_eq!(h.len(), 2, "h was cut off and asked again: {h:#?}");
+    assert!(h.iter().all(|p| p.contains("the printer jams")), "{h:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dispatch_run_pushes_finished_results_from_disk_and_dispatches_the_rest_again() {
     let llm = FakeLlm::start().await;
+    let home = killed_dispatch(&llm).await;
+    let (code, out, err) = resume(home.path(), "Case", &[]).await;
+    assert_eq!(code, Some(0), "{err}");
+    // Its answer is its own (a reply it gave once b's result was in), never huddle's stand-in.
+    let answer = out.trim();
+    assert!(answer.starts_with("Step") || answer == "All checked", "{out}");
+    assert_dispatch_resumed(&llm);
+}
+
+/// A dispatch run (orchestrator `o` dispatches `a` and `b`) killed once `a` finished while `b`
+/// answers; its home.
+pub(super) async fn killed_dispatch(llm: &FakeLlm) -> tempfile::TempDir {
     llm.script(
         "o",
         vec![
@@ -325,16 +356,17 @@ async fn a_dispatch_run_pushes_finished_results_from_disk_and_dispatches_the_res
     // b is slow again when dispatched again: the orchestrator's first resumed turn is a wait.
     llm.script("b", vec![slow("B slow check"), slow("B is fine")]);
     let preset = "name: Case\nmode: dispatch\norchestrator: { model: fake/o }\nworkers:\n  - { name: a, model: fake/a }\n  - { name: b, model: fake/b }\n";
-    let home = home_with(&llm, preset);
-    kill_after_turn_of(&llm, home.path(), "Case", "Check everything", "a", ("b", 1)).await;
-    let (code, out, err) = resume(home.path(), "Case", &[]).await;
-    assert_eq!(code, Some(0), "{err}");
-    // Its answer is its own (a reply it gave once b's result was in), never huddle's stand-in.
-    let answer = out.trim();
-    assert!(answer.starts_with("Step") || answer == "All checked", "{out}");
+    let home = home_with(llm, preset);
+    kill_after_turn_of(llm, home.path(), "Case", "Check everything", "a", ("b", 1)).await;
+    home
+}
+
+/// The killed dispatch run was resumed: `a`'s result came from disk, `b` was dispatched again,
+/// the orchestrator was never asked the same thing twice and heard both results.
+pub(super) fn assert_dispatch_resumed(llm: &FakeLlm) {
     assert_eq!(llm.requests_for("a").len(), 1, "a's result came from disk");
     assert_eq!(llm.requests_for("b").len(), 2, "b was dispatched again");
-    never_asked_twice(&llm, "o");
+    never_asked_twice(llm, "o");
     // The orchestrator heard a's result (pushed then, or from disk now) and b's.
     let last = llm.requests_for("o").last().expect("o").prompt_texts().join("\n");
     assert!(last.contains("A is fine") && last.contains("B is fine"), "{last}");
@@ -417,13 +449,7 @@ async fn a_session_s_reflection_resumes_from_the_command_line() {
         .expect("the session's name")
         .to_string();
     // Without --resume, a new run over it is refused and says how to resume it.
-    let refused = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
-        .args(["run", "--session", &session, "Something else"])
-        .env("HUDDLE_HOME", home.path())
-        .current_dir(home.path())
-        .output()
-        .await
-        .expect("run");
+    let refused = huddle_in(home.path(), &["run", "--session", &session, "Something else"]).await;
     assert_eq!(refused.status.code(), Some(2));
     let err = text(&refused.stderr);
     assert!(
@@ -431,13 +457,7 @@ async fn a_session_s_reflection_resumes_from_the_command_line() {
             && err.contains(&format!("huddle run --session \"{session}\" --resume")),
         "{err}"
     );
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
-        .args(["run", "--session", &session, "--resume"])
-        .env("HUDDLE_HOME", home.path())
-        .current_dir(home.path())
-        .output()
-        .await
-        .expect("resume");
+    let out = huddle_in(home.path(), &["run", "--session", &session, "--resume"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).trim(), "Final draft");
     assert_eq!(
@@ -446,13 +466,7 @@ async fn a_session_s_reflection_resumes_from_the_command_line() {
         "iteration 1 came from disk, iteration 2 was asked again"
     );
     // Nothing is left to resume.
-    let again = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
-        .args(["run", "--session", &session, "--resume"])
-        .env("HUDDLE_HOME", home.path())
-        .current_dir(home.path())
-        .output()
-        .await
-        .expect("run");
+    let again = huddle_in(home.path(), &["run", "--session", &session, "--resume"]).await;
     assert_eq!(again.status.code(), Some(2));
     assert!(text(&again.stderr).contains("no interrupted reflection"));
 }
