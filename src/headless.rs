@@ -342,11 +342,6 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
                 .map(|s| format!("--session \"{}\"", sanitize::display(&s.name)))
         }),
     };
-    if let Some(which) = resumable.filter(|_| result.is_ok()) {
-        out.note(format_args!(
-            "huddle: the run is kept to be resumed: `huddle run {which} --resume` (or start over with `--discard-interrupted`)"
-        ));
-    }
     engine.set_scoped_approval(&scope, None);
     engine.set_scoped_profile(&scope, None);
     engine.set_scoped_sandbox(&scope, None);
@@ -356,6 +351,12 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
     // Standard output gone (closed pipe, full disk): the run finished and saved; the exit code
     // says the output was lost.
     let stdout_lost = printer.await.unwrap_or(None);
+    // After its last lines: how to go on with what was left.
+    if let Some(which) = resumable.filter(|_| result.is_ok()) {
+        out.note(format_args!(
+            "huddle: the run is kept to be resumed: `huddle run {which} --resume` (or start over with `--discard-interrupted`)"
+        ));
+    }
     if let Err(e) = flushed {
         out.note(format_args!("huddle: could not save: {e}"));
     }

@@ -412,8 +412,9 @@ async fn a_team_deliberation_resumes_with_its_broadcast_log() {
 }
 
 /// A single session's reflection made by `huddle run --max-iterations N` (a one-shot session),
-/// killed during its second iteration, resumes headless with `huddle run --session S --resume`:
-/// the first iteration's answer comes from disk, the second is asked again.
+/// killed during its second iteration, resumes headless with `huddle run --session S --resume`
+/// (stopped by SIGTERM on the way, it says how to resume it again): the first iteration's
+/// answer comes from disk, the second is asked again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_s_reflection_resumes_from_the_command_line() {
     let llm = FakeLlm::start().await;
@@ -422,6 +423,7 @@ async fn a_session_s_reflection_resumes_from_the_command_line() {
         vec![
             Reply::text("Draft one"),
             slow("Draft two, slowly"),
+            slow("Draft two, slowly again"),
             Reply::text("Final draft\n[[REFLECTION_COMPLETE]]"),
         ],
     );
@@ -457,13 +459,42 @@ async fn a_session_s_reflection_resumes_from_the_command_line() {
             && err.contains(&format!("huddle run --session \"{session}\" --resume")),
         "{err}"
     );
+    // Resumed, then stopped by SIGTERM during iteration 2: kept again, and it says how to go on.
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(["run", "--session", &session, "--resume"])
+        .env("HUDDLE_HOME", home.path())
+        .current_dir(home.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("resume");
+    tokio::time::timeout(Duration::from_secs(120), async {
+        while llm.requests_for("solo").len() < 3 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("iteration 2 asked again");
+    let pid = i32::try_from(child.id().expect("running")).expect("a pid");
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let stopped = child.wait_with_output().await.expect("stops");
+    assert_eq!(stopped.status.code(), Some(143));
+    let err = text(&stopped.stderr);
+    assert!(
+        err.contains(&format!(
+            "the run is kept to be resumed: `huddle run --session \"{session}\" --resume`"
+        )),
+        "{err}"
+    );
     let out = huddle_in(home.path(), &["run", "--session", &session, "--resume"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).trim(), "Final draft");
     assert_eq!(
         llm.requests_for("solo").len(),
-        3,
-        "iteration 1 came from disk, iteration 2 was asked again"
+        4,
+        "iteration 1 came from disk, iteration 2 was asked again (twice: it was cut off again)"
     );
     // Nothing is left to resume.
     let again = huddle_in(home.path(), &["run", "--session", &session, "--resume"]).await;
