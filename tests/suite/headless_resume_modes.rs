@@ -460,7 +460,7 @@ async fn a_session_s_reflection_resumes_from_the_command_line() {
         "{err}"
     );
     // Resumed, then stopped by SIGTERM during iteration 2: kept again, and it says how to go on.
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
         .args(["run", "--session", &session, "--resume"])
         .env("HUDDLE_HOME", home.path())
         .current_dir(home.path())
