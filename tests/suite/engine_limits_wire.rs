@@ -188,6 +188,58 @@ async fn a_stop_during_a_wait_ends_it_at_once_and_leaves_the_run_resumable() {
     );
 }
 
+/// A session's reflection stopped while it waits for a limit is kept to be resumed too, and
+/// its resumption asks the interrupted iteration again.
+#[tokio::test]
+async fn a_reflection_stopped_during_a_wait_stays_resumable() {
+    use huddle::engine::ReflectionRequest;
+    let mut f = one_member(EngineOptions::default()).await;
+    f.server.script(
+        "w-a",
+        vec![
+            Reply::status(429).header("retry-after", "600"),
+            Reply::text("After the reset\n[[REFLECTION_COMPLETE]]"),
+        ],
+    );
+    let id = f.session_id("t-a");
+    let request = ReflectionRequest {
+        goal: "Explain".into(),
+        max_iterations: 3,
+        evaluator_model: None,
+        model_override: None,
+    };
+    let run = tokio::spawn(f.engine.start_reflection(&id, request).expect("registered"));
+    f.events_until("the wait", |e| matches!(e.kind, EventKind::LimitWait { .. }))
+        .await;
+    assert!(f.engine.stop(&RunKey::reflection(&id)));
+    let report = tokio::time::timeout(engine_fixture::HANG_GUARD, run)
+        .await
+        .expect("the wait ends at once")
+        .expect("joins")
+        .expect("ran");
+    assert_eq!(report.outcome, CycleOutcome::Cancelled);
+    let saved = f
+        .org
+        .read(|o| o.session(&id).and_then(|s| s.reflection.clone()))
+        .expect("kept to be resumed");
+    assert!(
+        saved
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with("stopped while ")),
+        "{:?}",
+        saved.reason
+    );
+    let resumed = f
+        .engine
+        .start_reflection_resume(&id)
+        .expect("resumable")
+        .await
+        .expect("ran");
+    assert_eq!(resumed.final_text.trim(), "After the reset");
+    assert_eq!(f.server.requests_for("w-a").len(), 2);
+}
+
 /// A stop with no limit wait in progress still ends the run for good (nothing to resume).
 #[tokio::test]
 async fn a_stop_with_no_wait_ends_the_run_for_good() {
