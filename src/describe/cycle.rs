@@ -72,6 +72,15 @@ pub fn limit_wait_row(
     )
 }
 
+/// `waiting until 14:05 UTC for anthropic limit; the run goes on by itself then`: the
+/// notification of a turn that waits for a limit.
+pub fn limit_wait_notice(provider: &str, until: chrono::DateTime<chrono::Utc>) -> String {
+    format!(
+        "{}; the run goes on by itself then",
+        limit_wait_state(provider, until)
+    )
+}
+
 /// `security: waiting until 14:05 UTC for anthropic limit`: who waits for what (`huddle ps`'s
 /// waiting-for column).
 pub fn limit_waiter(who: &str, provider: &str, until: chrono::DateTime<chrono::Utc>) -> String {

@@ -6,6 +6,9 @@
 //! again. No timing assertions: each step polls the screen with a generous deadline.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
+
+use huddle::store::OrganizationFile;
 
 use super::fake_llm_server::FakeLlm;
 use super::headless_resume_modes::{
@@ -13,11 +16,34 @@ use super::headless_resume_modes::{
 };
 use super::tui_pty::Huddle;
 
-/// Opens the TUI on `home`, waits for the offer (and `offer`, its words), resumes the run and
-/// waits until the team's panel says it finished; then quits.
+/// Waits until the host has ended the run the killed `huddle run` left (saved interrupted, with
+/// when): a TUI opened before sees it still going, and a run going is not offered.
+fn wait_until_left(home: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let org = OrganizationFile::new(home.join("organization.json"))
+            .inspect()
+            .ok()
+            .flatten();
+        let left = org.is_some_and(|o| {
+            o.groups
+                .iter()
+                .any(|g| g.state.run.as_ref().is_some_and(|r| r.interrupted_at.is_some()))
+        });
+        if left {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the host never ended the run");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Opens the TUI on `home` once the killed run is over, waits for the offer (and `offer`, its
+/// words), resumes the run and waits until the team's panel says it finished; then quits.
 async fn resume_in_the_tui(home: &Path, offer: String) {
     let home = home.to_path_buf();
     tokio::task::spawn_blocking(move || {
+        wait_until_left(&home);
         let repo = tempfile::tempdir().expect("repo");
         let mut app = Huddle::start(&home, repo.path());
         app.wait_for("Interrupted run");
