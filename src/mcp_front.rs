@@ -17,8 +17,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
     ElicitationAction, Implementation, JsonObject, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -287,7 +286,10 @@ impl ServerHandler for McpFront {
         let read = tokio::task::spawn_blocking(move || resources::read(&paths, &org, &going, &uri)).await;
         match read {
             Ok(result) => result.map(ReadResourceResponse::from),
-            Err(e) => Err(McpError::internal_error(format!("could not read the resource: {e}"), None)),
+            Err(e) => Err(McpError::internal_error(
+                format!("could not read the resource: {e}"),
+                None,
+            )),
         }
     }
 
@@ -896,10 +898,8 @@ impl Ended {
 fn ended_run(paths: &Paths, org: &Organization, target: &str) -> Result<Ended, String> {
     let files = RunFiles::new(paths.runs_dir());
     let entries = resources::run_entries(&files, org);
-    let prefixed: Vec<&resources::RunEntry> = entries
-        .iter()
-        .filter(|e| e.run_id.starts_with(target))
-        .collect();
+    let prefixed: Vec<&resources::RunEntry> =
+        entries.iter().filter(|e| e.run_id.starts_with(target)).collect();
     let chosen = if let Some(e) = entries.iter().find(|e| e.run_id == target) {
         e
     } else if let [one] = prefixed.as_slice() {

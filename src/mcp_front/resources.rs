@@ -158,7 +158,7 @@ pub fn list(paths: &Paths, org: &Organization) -> Vec<Resource> {
             Some((meta.modified().ok()?, s, meta.len()))
         })
         .collect();
-    written.sort_by(|a, b| b.0.cmp(&a.0));
+    written.sort_by_key(|w| std::cmp::Reverse(w.0));
     for (_, s, len) in written.into_iter().take(RECENT_TRANSCRIPTS) {
         let group = org.group(&s.group_id).map_or("", |g| g.name.as_str());
         resources.push(
@@ -183,7 +183,12 @@ fn regular_file_in(dir: &Path, path: &Path) -> Option<std::fs::Metadata> {
 
 /// Reads the resource at `uri`; `going` are the runs the host has now (a run among them has no
 /// result yet, and its trace is left going).
-pub fn read(paths: &Paths, org: &Organization, going: &[RunInfo], uri: &str) -> Result<ReadResourceResult, McpError> {
+pub fn read(
+    paths: &Paths,
+    org: &Organization,
+    going: &[RunInfo],
+    uri: &str,
+) -> Result<ReadResourceResult, McpError> {
     let not_found = |why: String| McpError::resource_not_found(why, Some(json!({ "uri": uri })));
     let Some(named) = parse(uri) else {
         return Err(not_found(format!(
@@ -216,7 +221,8 @@ pub fn read(paths: &Paths, org: &Organization, going: &[RunInfo], uri: &str) -> 
         }
     };
     clean(&mut value);
-    let text = serde_json::to_string_pretty(&value).map_err(|e| McpError::internal_error(e.to_string(), None))?;
+    let text =
+        serde_json::to_string_pretty(&value).map_err(|e| McpError::internal_error(e.to_string(), None))?;
     Ok(ReadResourceResult::new(vec![
         ResourceContents::text(text, uri).with_mime_type(JSON),
     ]))
@@ -277,7 +283,8 @@ fn run_trace(org: &Organization, entry: &RunEntry, lines: &[String], going: bool
         RunOwner::Session(_) => crate::describe::Names::default(),
     };
     let trace = TraceBuilder::of_run_file(names, lines, || going);
-    serde_json::from_str(&render::json(&trace)).unwrap_or_else(|e| json!({ "error": format!("cannot read the trace: {e}") }))
+    serde_json::from_str(&render::json(&trace))
+        .unwrap_or_else(|e| json!({ "error": format!("cannot read the trace: {e}") }))
 }
 
 /// A session's messages: the last [`TRANSCRIPT_MAX_BYTES`] of its transcript file.
@@ -334,7 +341,10 @@ fn read_tail(path: &Path, max: u64) -> std::io::Result<(String, bool)> {
     let mut text = String::from_utf8_lossy(&bytes).into_owned();
     if truncated {
         // The first line is cut: it starts before the part read.
-        text = text.split_once('\n').map(|(_, rest)| rest.to_string()).unwrap_or_default();
+        text = text
+            .split_once('\n')
+            .map(|(_, rest)| rest.to_string())
+            .unwrap_or_default();
     }
     Ok((text, truncated))
 }
@@ -396,7 +406,11 @@ mod tests {
     fn a_long_transcript_is_read_from_its_end_in_whole_lines() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.jsonl");
-        std::fs::write(&path, "{\"text\":\"first\"}\n{\"text\":\"second\"}\n{\"text\":\"third\"}\n").unwrap();
+        std::fs::write(
+            &path,
+            "{\"text\":\"first\"}\n{\"text\":\"second\"}\n{\"text\":\"third\"}\n",
+        )
+        .unwrap();
         let (all, cut) = read_tail(&path, 1000).unwrap();
         assert!(!cut);
         assert_eq!(all.lines().count(), 3);
@@ -415,7 +429,10 @@ mod tests {
         std::os::unix::fs::symlink(&file, &link).unwrap();
         assert!(regular_file_in(dir.path(), &link).is_none(), "a link");
         std::fs::create_dir(dir.path().join("c.jsonl")).unwrap();
-        assert!(regular_file_in(dir.path(), &dir.path().join("c.jsonl")).is_none(), "a folder");
+        assert!(
+            regular_file_in(dir.path(), &dir.path().join("c.jsonl")).is_none(),
+            "a folder"
+        );
         let elsewhere = tempfile::tempdir().unwrap();
         let other = elsewhere.path().join("a.jsonl");
         std::fs::write(&other, "{}\n").unwrap();

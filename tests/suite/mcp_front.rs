@@ -173,7 +173,10 @@ fn a_runs_result_trace_and_transcripts_are_resources() {
     let trace_uri = format!("huddle://runs/{run_id}/trace");
     assert!(listed.contains(&result_uri.as_str()), "{listed:?}");
     assert!(listed.contains(&trace_uri.as_str()), "{listed:?}");
-    let transcripts = listed.iter().filter(|u| u.starts_with("huddle://sessions/")).count();
+    let transcripts = listed
+        .iter()
+        .filter(|u| u.starts_with("huddle://sessions/"))
+        .count();
     assert!(transcripts >= 2, "a panel's members' transcripts: {listed:?}");
 
     let result = resource_json(&seen["result"], &result_uri);
@@ -201,7 +204,10 @@ fn a_runs_result_trace_and_transcripts_are_resources() {
     assert!(all.contains("Is tea better than coffee?"), "the prompt: {all}");
     assert!(!all.contains(secret), "redacted: {all}");
     assert!(all.contains("[redacted]"), "{all}");
-    assert!(!all.contains("\\u001b") && !all.contains('\u{1b}'), "cleaned: {all}");
+    assert!(
+        !all.contains("\\u001b") && !all.contains('\u{1b}'),
+        "cleaned: {all}"
+    );
 
     let errors = seen["errors"].as_object().unwrap();
     assert_eq!(errors.len(), 4, "{seen}");
