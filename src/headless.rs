@@ -440,9 +440,9 @@ async fn stop_on_request(
         }
         key => {
             let why = match signal {
-                2 => "Ctrl-C in the huddle run that handed it over",
-                15 => "SIGTERM to the huddle run that handed it over",
-                _ => "the huddle run that handed it over went away",
+                2 => "Ctrl-C in the huddle run that started it",
+                15 => "SIGTERM to the huddle run that started it",
+                _ => "the front end that started it went away",
             };
             engine.interrupt_run_because(key, Some(why));
         }
