@@ -6,6 +6,7 @@ use huddle::model::{MessageRole, Mode};
 
 use super::economy_runs::{self, Sent, figures, measure, reflect};
 use super::engine_fixture::{EVAL, Fixture, ORCH};
+use super::fake_llm_server::Reply;
 
 /// Every `## ` heading of the text huddle wrote into a request (system prompt and user
 /// messages), with how often it stands there.
@@ -256,8 +257,9 @@ async fn the_transcript_keeps_what_was_sent_and_what_later_requests_carry() {
 }
 
 /// `u` (or `U`) on a team member's step asks it again outside the run that asked it: it is
-/// sent the instructions it was sent then (its brief is not in the conversation); a plain
-/// chat after it is sent none.
+/// sent the instructions it was sent then (its brief is not in the conversation); so is a
+/// plain chat after it (issue 29 review, finding 3: the request and the team are in the brief
+/// only).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_asked_again_is_sent_the_instructions_it_was_sent() {
     let f = reflect(2, 2).await;
@@ -291,7 +293,49 @@ async fn a_step_asked_again_is_sent_the_instructions_it_was_sent() {
         "asked again with its brief: {}",
         sent[2]
     );
-    assert!(!sent[3].contains(brief), "a chat is sent no brief: {}", sent[3]);
+    assert_eq!(
+        sent[3].matches(brief).count(),
+        1,
+        "a chat is sent the brief, once: {}",
+        sent[3]
+    );
+    assert_eq!(sent[3].matches(economy_runs::REQUEST).count(), 1, "{}", sent[3]);
+}
+
+/// A chat with the orchestrator after its reflect run is sent the run's brief: the request,
+/// the workers and the format, once (issue 29 review, finding 3), and no brief again when
+/// the session is chatted with a second time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_after_a_run_knows_the_runs_request_and_team() {
+    let f = reflect(2, 3).await;
+    let id = f.session_id("t-orchestrator");
+    f.server.script(
+        ORCH,
+        vec![Reply::text("Because w0 knows the wiki."), Reply::text("Yes.")],
+    );
+    for question in ["Why did you assign w0 the first task?", "Sure?"] {
+        f.engine
+            .start_chat(&id, question.into(), None)
+            .expect("chat")
+            .await;
+    }
+    let requests = f.server.requests_for(ORCH);
+    for chat in &requests[6..8] {
+        let texts = chat.prompt_texts();
+        let all = texts.join("\n");
+        assert_eq!(all.matches(economy_runs::REQUEST).count(), 1, "{texts:?}");
+        assert!(
+            texts[0].contains("## Assignment format") && texts[0].contains("`w1`"),
+            "{texts:?}"
+        );
+        assert!(economy_runs::repeated_lines(chat).is_empty(), "{texts:?}");
+    }
+    // Recorded once: the chat was sent what the last prompt was sent.
+    f.engine.flush().expect("flush");
+    let messages = f.engine.load_transcript(&id).expect("transcript").messages;
+    let chats: Vec<_> = messages.iter().filter(|m| m.direct).collect();
+    assert_eq!(chats.len(), 2);
+    assert!(chats.iter().all(|m| m.instructions.is_none()), "{chats:?}");
 }
 
 /// A session's reflection longer than the history sent (its oldest messages are no longer
