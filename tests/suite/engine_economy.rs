@@ -69,6 +69,25 @@ async fn the_reference_reflect_run_says_each_thing_once_within_the_goal() {
     // The orchestrator has a system prompt: the brief.
     let system = &plans[0].request.prompt_texts()[0];
     assert!(system.contains("## Assignment format"), "{system}");
+    // Every earlier iteration travels as one line (issue 29 review, finding 4): plan 30 still
+    // has iteration 1's workers, score and reasons (its messages left the window long ago), and
+    // a line for each iteration before the last (whose evaluation it is given in full).
+    let plan30 = plans[29].request.prompt_texts().pop().unwrap_or_default();
+    assert!(
+        plan30.contains(
+            "- Iteration 1 (w0, w1, w2, w3): score 0.40 from your self-evaluation: missing 1 notes"
+        ),
+        "{plan30}"
+    );
+    assert_eq!(plan30.matches("\n- Iteration ").count(), 28, "{plan30}");
+    assert!(
+        !plans[29]
+            .request
+            .prompt_texts()
+            .iter()
+            .any(|t| t.contains("Iteration 1 of 33")),
+        "the first plan is no longer sent itself"
+    );
 }
 
 /// The figures of every measured run (`cargo test ... print_every_run -- --ignored
@@ -117,6 +136,19 @@ async fn a_judged_reflect_cycle_briefs_the_orchestrator_and_the_evaluator_once()
             .count(),
         1
     );
+    // The sixth plan: iterations 1 to 4 one line each, with the evaluator's reasons; the fifth
+    // in full.
+    let plan6 = f.server.requests_for(ORCH)[10]
+        .prompt_texts()
+        .pop()
+        .unwrap_or_default();
+    assert!(plan6.starts_with("Iteration: 6 of 6"), "{plan6}");
+    assert!(
+        plan6.contains("- Iteration 1 (w0, w1, w2): score 0.50 from the evaluator: missing 1 notes"),
+        "{plan6}"
+    );
+    assert_eq!(plan6.matches("\n- Iteration ").count(), 4, "{plan6}");
+    assert!(plan6.contains("Rationale: missing 5 notes"), "{plan6}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
