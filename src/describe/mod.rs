@@ -130,6 +130,16 @@ impl Names {
         names
     }
 
+    /// How session `id` reads to a person: a team's member by its handle (or its name without
+    /// the team's prefix), any other session by its name. None for a session that is gone.
+    pub fn of_session(o: &crate::model::Organization, id: &str) -> Option<String> {
+        let s = o.session(id)?;
+        Some(match o.group(&s.group_id).is_some_and(|g| g.is_team()) {
+            true => Names::of_members(o, &s.group_id).short(&s.name).to_string(),
+            false => s.name.clone(),
+        })
+    }
+
     /// The handle (or the chair's name) `name` goes by, when it has one.
     pub fn known(&self, name: &str) -> Option<&str> {
         self.handles
