@@ -28,6 +28,10 @@ use crate::text::sanitize;
 /// The most characters of a quoted text (a message, a result, a reason) a line keeps.
 pub const QUOTE_MAX: usize = 100;
 
+/// The most characters of an event's line in a log: `huddle run`'s progress and `huddle
+/// trace`'s tree cut a longer line at the same place (the TUI lays lines out to its width).
+pub const LINE_MAX: usize = 240;
+
 /// How a line reads: its colour in a terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Tone {
