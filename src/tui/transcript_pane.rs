@@ -604,7 +604,8 @@ pub enum Subject<'a> {
         id: SessionId,
         /// A team member's handle, else the session's name.
         name: String,
-        /// Its part in its team (None: a session of its own).
+        /// Its part in its team when its name does not say it (None: a worker, or a session
+        /// of its own).
         role: Option<Role>,
         model: String,
         /// The model's context window in tokens, when known.
@@ -815,7 +816,7 @@ fn welcome(props: &Props<'_>) -> Vec<Line<'static>> {
     ]
 }
 
-/// ` name · role · model · $0.042 `: the session (a session of its own has no role), and what
+/// ` name · role · model · $0.042 `: the session (a worker has no role), and what
 /// its turns cost so far (like an agent's status line; unknown when its model has no price,
 /// nothing before its first turn).
 fn session_title(name: &str, role: Option<Role>, model: &str, cost: &crate::model::Cost) -> String {

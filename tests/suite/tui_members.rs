@@ -219,8 +219,8 @@ fn the_mode_picker_starts_on_the_current_mode() {
 }
 
 /// A member's header and its direct-chat box name it by its handle (`analyst`), not by its
-/// session's name (`research-panel-analyst`); a session of its own has no role in its header
-/// (issue 28 items 3 and 18).
+/// session's name (`research-panel-analyst`); neither it nor a session of its own is labelled
+/// `worker` (issue 28 items 3 and 18).
 #[test]
 fn a_member_is_headed_by_its_handle_and_a_plain_session_has_no_role() {
     let (mut app, team) = app_with_team("Research Panel");
@@ -238,7 +238,7 @@ fn a_member_is_headed_by_its_handle_and_a_plain_session_has_no_role() {
     assert_eq!(app.selected_group_id().as_deref(), Some(team.as_str()));
     let text = screen_text(&render(&mut app, 160, 40));
     assert!(
-        text.contains(" analyst · worker · "),
+        text.contains(" analyst · sim/demo "),
         "the member's header:\n{text}"
     );
     assert!(
