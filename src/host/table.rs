@@ -24,6 +24,8 @@ struct Entry {
     approvals: BTreeMap<u64, String>,
     /// The turn of a relay draft it waits on.
     draft: Option<u32>,
+    /// Its turns waiting for a rate or usage limit, by session id: who waits for what.
+    limits: BTreeMap<String, String>,
     paused: bool,
     stopping: bool,
 }
@@ -36,6 +38,7 @@ impl Entry {
             .values()
             .cloned()
             .chain(self.draft.map(|turn| format!("its relay draft of turn {turn}")))
+            .chain(self.limits.values().cloned())
             .collect();
         info.waiting_for = (!waiting.is_empty()).then(|| waiting.join(", "));
         info.state = if self.stopping {
@@ -299,6 +302,7 @@ fn new_entry(run_id: &str, key: &RunKey, event: &EngineEvent) -> Entry {
         logged: 0,
         approvals: BTreeMap::new(),
         draft: None,
+        limits: BTreeMap::new(),
         paused: false,
         stopping: false,
     }
@@ -335,6 +339,21 @@ fn update(entry: &mut Entry, kind: &EventKind) {
         EventKind::RelayState { state, .. } if *state != RelayPhase::ReadyToSend => entry.draft = None,
         EventKind::CyclePaused => entry.paused = true,
         EventKind::CycleResumed => entry.paused = false,
+        EventKind::LimitWait {
+            session_id,
+            session,
+            provider,
+            until,
+            ..
+        } => {
+            entry.limits.insert(
+                session_id.clone(),
+                crate::describe::cycle::limit_waiter(session, provider, *until),
+            );
+        }
+        EventKind::LimitWaitOver { session_id, .. } => {
+            entry.limits.remove(session_id);
+        }
         _ => {}
     }
 }
@@ -408,12 +427,43 @@ mod tests {
         assert_eq!(info.tokens, 15);
         assert_eq!(info.state, RunState::Waiting);
         assert_eq!(info.waiting_for.as_deref(), Some("approval #4 of time/now for a"));
+        // A turn waiting for a limit is waited for too, until its wait is over.
+        let until = chrono::DateTime::parse_from_rfc3339("2026-11-28T14:05:00Z")
+            .expect("a time")
+            .with_timezone(&Utc);
+        table.apply(&event(
+            r,
+            EventKind::LimitWait {
+                session_id: "sb".into(),
+                session: "b".into(),
+                provider: "openai".into(),
+                until,
+                wait_ms: 600_000,
+                reason: "429".into(),
+            },
+        ));
+        assert_eq!(
+            table.infos()[0].waiting_for.as_deref(),
+            Some("approval #4 of time/now for a, b: waiting until 14:05 UTC for openai limit")
+        );
+        table.apply(&event(
+            r,
+            EventKind::LimitWaitOver {
+                session_id: "sb".into(),
+                session: "b".into(),
+                waited_ms: 1,
+            },
+        ));
+        assert_eq!(
+            table.infos()[0].waiting_for.as_deref(),
+            Some("approval #4 of time/now for a")
+        );
         let org = Organization::default();
         assert_eq!(table.resolve("2026", &org).unwrap(), vec![r.to_string()]);
         assert!(table.resolve("nope", &org).unwrap_err().contains("huddle ps"));
         let (tx, mut rx) = crate::host::outbox::outbox();
         let (_, logged) = table.follow_run(r, tx).unwrap();
-        assert_eq!(logged, 4);
+        assert_eq!(logged, 6, "the two limit events are logged too");
         let ended = table.apply(&event(
             r,
             EventKind::RunEnded {
