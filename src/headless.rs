@@ -519,9 +519,9 @@ async fn stop_on_request(
         }
         key => {
             let why = match signal {
-                2 => "Ctrl-C in the huddle run that handed it over",
-                15 => "SIGTERM to the huddle run that handed it over",
-                _ => "the huddle run that handed it over went away",
+                2 => "Ctrl-C in the huddle run that started it",
+                15 => "SIGTERM to the huddle run that started it",
+                _ => "the front end that started it went away",
             };
             engine.interrupt_run_because(key, Some(why));
         }
@@ -758,9 +758,6 @@ pub fn print_event(
     Ok(())
 }
 
-/// The most characters of a progress line's words (a model's or tool's text is cut there).
-const PROGRESS_MAX: usize = 120;
-
 /// One human line for an event (None for events not worth a line): [`describe`]'s words, laid
 /// out for a log.
 pub fn progress_line(event: &EngineEvent) -> Option<String> {
@@ -785,7 +782,7 @@ fn progress(event: &EngineEvent, names: &Names) -> Option<Line> {
         return None;
     }
     let Line { text, tone } = describe_as(&event.kind, event.execution.as_ref(), names)?;
-    let text = crate::text::cap_chars(&text, PROGRESS_MAX);
+    let text = crate::text::cap_chars(&text, crate::describe::LINE_MAX);
     let text = match &event.kind {
         EventKind::CycleStarted { .. } => format!("huddle: `{}`: {text}", event.group),
         EventKind::IterationStarted { .. } | EventKind::CyclePaused | EventKind::CycleResumed => {
@@ -863,12 +860,15 @@ mod tests {
             iteration: 1,
             worker: "w".into(),
             session_id: "s".into(),
-            task: format!("\n  {}\nsecond", "x".repeat(200)),
+            task: format!("\n  {}\nsecond", "x".repeat(300)),
         }))
         .unwrap();
         assert!(line.starts_with("   → w: xxx"), "{line}");
         assert!(line.ends_with("xxx…"), "one line, cut: {line}");
-        assert!(line.chars().count() <= 3 + PROGRESS_MAX + 1, "{line}");
+        assert!(
+            line.chars().count() <= 3 + crate::describe::LINE_MAX + 1,
+            "{line}"
+        );
         assert!(
             progress_line(&event(EventKind::Delta {
                 session_id: "s".into(),

@@ -204,6 +204,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(code))
         }
         Some(Command::Host) => {
+            huddle::host::log_panics();
             let code = block_on(huddle::host::run(paths, repo))?;
             Ok(ExitCode::from(code))
         }

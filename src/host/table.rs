@@ -8,11 +8,11 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use chrono::Utc;
-use tokio::sync::mpsc::UnboundedSender;
 
 use crate::engine::events::{EngineEvent, EventKind, RunKey};
 use crate::model::{Organization, RelayPhase};
 
+use super::outbox::Outbox;
 use super::protocol::{HostMessage, RunInfo, RunState};
 
 /// One run going.
@@ -62,7 +62,7 @@ enum Filter {
 
 struct Follower {
     filter: Filter,
-    tx: UnboundedSender<HostMessage>,
+    tx: Outbox,
 }
 
 #[derive(Default)]
@@ -72,6 +72,9 @@ pub struct Table {
     /// Who started runs the table has not seen start yet (a front end may hear of its run's
     /// start before the table does).
     fronts: BTreeMap<String, String>,
+    /// Who is about to start a run of a group or session (a TUI's engine call: the run's id
+    /// is not known yet).
+    expected: VecDeque<(RunKey, String)>,
     /// The last runs that ended (a few), so a front end waiting for its run to be listed knows
     /// it came and went.
     ended: VecDeque<String>,
@@ -88,7 +91,7 @@ impl Table {
         if let Some(run_id) = &event.run_id {
             if let EventKind::RunStarted { key } = &event.kind {
                 let mut entry = new_entry(run_id, key, event);
-                entry.info.front = self.fronts.remove(run_id);
+                entry.info.front = self.fronts.remove(run_id).or_else(|| self.take_expected(key));
                 self.runs.insert(run_id.clone(), entry);
             }
             if let Some(entry) = self.runs.get_mut(run_id) {
@@ -123,7 +126,7 @@ impl Table {
             if !wanted {
                 return !f.tx.is_closed();
             }
-            let sent = f.tx.send(HostMessage::event(event.clone())).is_ok();
+            let sent = f.tx.send(HostMessage::event(event.clone()));
             // A run's follower is done with its end.
             let done = ended && matches!(f.filter, Filter::Run(_));
             sent && !done
@@ -131,7 +134,7 @@ impl Table {
     }
 
     /// Every event from now on goes to `tx` too.
-    pub fn follow_all(&mut self, tx: UnboundedSender<HostMessage>) {
+    pub fn follow_all(&mut self, tx: Outbox) {
         self.followers.push(Follower {
             filter: Filter::Every,
             tx,
@@ -140,14 +143,14 @@ impl Table {
 
     /// Every event from now on goes to `tx` too; returns every run going and how many of its
     /// events its run file holds so far (what to read back first).
-    pub fn follow_all_from_start(&mut self, tx: UnboundedSender<HostMessage>) -> Vec<(RunInfo, usize)> {
+    pub fn follow_all_from_start(&mut self, tx: Outbox) -> Vec<(RunInfo, usize)> {
         self.follow_all(tx);
         self.runs.values().map(|e| (e.info(), e.logged)).collect()
     }
 
     /// The run's events from now on go to `tx` (until it ends); returns it as it is now and how
     /// many of its events its run file holds so far. `None` when it is not going.
-    pub fn follow_run(&mut self, run_id: &str, tx: UnboundedSender<HostMessage>) -> Option<(RunInfo, usize)> {
+    pub fn follow_run(&mut self, run_id: &str, tx: Outbox) -> Option<(RunInfo, usize)> {
         let entry = self.runs.get(run_id)?;
         let now = (entry.info(), entry.logged);
         self.followers.push(Follower {
@@ -189,6 +192,25 @@ impl Table {
                 self.fronts.insert(run_id.to_string(), front);
             }
         }
+    }
+
+    /// `front` is about to start a run of `key`: the next run of it to start is said to be its.
+    pub fn expect_front(&mut self, key: &RunKey, front: String) {
+        self.forget_front(key);
+        if self.expected.len() >= ENDED_KEPT {
+            self.expected.pop_front();
+        }
+        self.expected.push_back((key.clone(), front));
+    }
+
+    /// The run `expect_front` announced did not start.
+    pub fn forget_front(&mut self, key: &RunKey) {
+        self.expected.retain(|(k, _)| k != key);
+    }
+
+    fn take_expected(&mut self, key: &RunKey) -> Option<String> {
+        let at = self.expected.iter().position(|(k, _)| k == key)?;
+        self.expected.remove(at).map(|(_, front)| front)
     }
 
     /// Marks a run as asked to stop.
@@ -439,7 +461,7 @@ mod tests {
         let org = Organization::default();
         assert_eq!(table.resolve("2026", &org).unwrap(), vec![r.to_string()]);
         assert!(table.resolve("nope", &org).unwrap_err().contains("huddle ps"));
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, mut rx) = crate::host::outbox::outbox();
         let (_, logged) = table.follow_run(r, tx).unwrap();
         assert_eq!(logged, 6, "the two limit events are logged too");
         let ended = table.apply(&event(
@@ -455,8 +477,31 @@ mod tests {
         assert!(ended && table.is_empty());
         assert!(table.has_seen(r), "an ended run was seen");
         assert!(!table.has_seen("20260101T000000000Z-00000002"));
-        assert!(matches!(rx.try_recv(), Ok(HostMessage::Event { .. })));
+        let line = rx.try_recv().unwrap_or_default();
+        assert!(line.contains("\"run_ended\""), "{line}");
         assert!(table.followers.is_empty(), "a run's follower goes with it");
+    }
+
+    #[test]
+    fn a_run_a_front_end_announced_is_said_to_be_its_and_only_that_one() {
+        let mut table = Table::default();
+        let team = RunKey::team("gid");
+        table.expect_front(&team, "tui (pid 7)".into());
+        table.apply(&event("r1", EventKind::RunStarted { key: team.clone() }));
+        assert_eq!(
+            table.get("r1").and_then(|i| i.front).as_deref(),
+            Some("tui (pid 7)")
+        );
+        table.apply(&event("r2", EventKind::RunStarted { key: team.clone() }));
+        assert_eq!(table.get("r2").and_then(|i| i.front), None, "taken once");
+        table.expect_front(&team, "tui (pid 8)".into());
+        table.forget_front(&team);
+        table.apply(&event("r3", EventKind::RunStarted { key: team }));
+        assert_eq!(
+            table.get("r3").and_then(|i| i.front),
+            None,
+            "a refused call leaves nothing"
+        );
     }
 
     #[test]

@@ -531,12 +531,10 @@ impl App {
                 RunKey::Team { group_id } => o
                     .group(group_id)
                     .map(|g| format!("- `{}` ({} run)", g.name, g.mode)),
-                RunKey::Reflection { session_id } => o
-                    .session(session_id)
-                    .map(|s| format!("- the reflection of `{}`", s.name)),
-                RunKey::Chat { session_id } => o
-                    .session(session_id)
-                    .map(|s| format!("- a chat turn of `{}`", s.name)),
+                RunKey::Reflection { session_id } => crate::describe::Names::of_session(o, session_id)
+                    .map(|name| format!("- the reflection of `{name}`")),
+                RunKey::Chat { session_id } => crate::describe::Names::of_session(o, session_id)
+                    .map(|name| format!("- a chat turn of `{name}`")),
             });
             lines.extend(line);
         }
@@ -838,7 +836,7 @@ impl App {
                 self.composer.title = member.as_ref().map(|sid| {
                     let name = self
                         .org
-                        .read(|o| o.session(sid).map(|s| s.name.clone()))
+                        .read(|o| crate::describe::Names::of_session(o, sid))
                         .unwrap_or_default();
                     format!(
                         " Direct chat with {} (not a team run) ",

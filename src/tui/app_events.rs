@@ -261,7 +261,7 @@ impl App {
         };
         let name = |app: &App, session_id: &str| {
             app.org
-                .read(|o| o.session(session_id).map(|s| s.name.clone()))
+                .read(|o| crate::describe::Names::of_session(o, session_id))
                 .unwrap_or_default()
         };
         match (key, failed) {

@@ -126,9 +126,15 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
                         let place = s
                             .working_dir(group)
                             .map(|dir| (dir, group.map(|g| g.repo_context).unwrap_or_default()));
+                        // A team's member by its handle, a session of its own by its name;
+                        // the role as the sidebar says it: an orchestrator's or evaluator's
+                        // unless the name says it already (every other session is a `worker`).
+                        let name = crate::describe::Names::of_session(o, id).unwrap_or_default();
+                        let role = (s.role != crate::model::Role::Worker && name != s.role.to_string())
+                            .then_some(s.role);
                         (
-                            s.name.clone(),
-                            s.role,
+                            name,
+                            role,
                             s.model.clone(),
                             system,
                             s.cost,
