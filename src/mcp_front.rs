@@ -1001,18 +1001,10 @@ async fn elicit(peer: &Peer<RoleServer>, event: &EngineEvent) -> (u64, Decision)
         message.push_str(&format!(" ({why})"));
     }
     message.push_str(". Allow it?");
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "decision": {
-                "type": "string",
-                "title": "Decision",
-                "enum": DECISIONS,
-                "description": "allow once, allow this tool for the session, deny, or deny and stop the run"
-            }
-        },
-        "required": ["decision"]
-    });
+    let schema = decision_schema(
+        &DECISIONS,
+        "allow once, allow this tool for the session, deny, or deny and stop the run",
+    );
     let Ok(requested_schema) = serde_json::from_value(schema) else {
         return (*approval_id, Decision::Deny);
     };
@@ -1038,6 +1030,22 @@ async fn elicit(peer: &Peer<RoleServer>, event: &EngineEvent) -> (u64, Decision)
     (*approval_id, decided)
 }
 
+/// The form of a question answered by choosing one of `choices` (a `decision`).
+fn decision_schema(choices: &[&str], description: &str) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "decision": {
+                "type": "string",
+                "title": "Decision",
+                "enum": choices,
+                "description": description
+            }
+        },
+        "required": ["decision"]
+    })
+}
+
 /// Asks the client about a relay draft that waits. An accepted answer is given (`stop`, or an
 /// `edit` without its text, stops the relay); a decline stops the relay; a cancel or an error
 /// leaves the draft waiting (`None`), for `answer_draft` or the TUI.
@@ -1058,22 +1066,14 @@ async fn elicit_draft(
         ));
     }
     message.push_str("\nSend it?");
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "decision": {
-                "type": "string",
-                "title": "Decision",
-                "enum": DRAFT_ANSWERS,
-                "description": "send the draft, send your edit instead, reject it (the driver drafts again), or stop the relay"
-            },
-            "text": {
-                "type": "string",
-                "title": "Text",
-                "description": "with edit: the message to send; with reject: a note for the driver"
-            }
-        },
-        "required": ["decision"]
+    let mut schema = decision_schema(
+        &DRAFT_ANSWERS,
+        "send the draft, send your edit instead, reject it (the driver drafts again), or stop the relay",
+    );
+    schema["properties"]["text"] = json!({
+        "type": "string",
+        "title": "Text",
+        "description": "with edit: the message to send; with reject: a note for the driver"
     });
     let requested_schema = serde_json::from_value(schema).ok()?;
     let params = ElicitRequestParams::FormElicitationParams {

@@ -280,30 +280,33 @@ fn relay_drafts_are_asked_through_mcp_or_answered_with_answer_draft() {
         "{elsewhere}"
     );
     wait_for_host_exit(home.path());
-    let sent = relay_sent(home.path());
+    let sent: Vec<String> = run_events(home.path(), "relay_sent")
+        .iter()
+        .map(|v| s(&v["text"]).to_string())
+        .collect();
     assert!(sent.len() >= 3, "{sent:?}");
     assert_eq!(sent[1], "Edited over MCP: 420 is fair.", "{sent:?}");
 }
 
-/// The texts a relay sent to its counterpart, in order, from every run file.
-fn relay_sent(home: &Path) -> Vec<String> {
+/// The lines of every run file that record `event`, in order.
+fn run_events(home: &Path, event: &str) -> Vec<Value> {
     let files = huddle::store::RunFiles::new(home.join("runs"));
     let org = huddle::store::OrganizationFile::new(home.join("organization.json"))
         .inspect()
         .unwrap()
         .unwrap();
-    let mut sent = Vec::new();
+    let mut found = Vec::new();
     for g in &org.groups {
         for id in files.list(&g.id).unwrap() {
             for line in files.read_lines(&g.id, &id).unwrap() {
                 let v: Value = serde_json::from_str(&line).unwrap();
-                if v["event"] == "relay_sent" {
-                    sent.push(s(&v["text"]).to_string());
+                if v["event"] == event {
+                    found.push(v);
                 }
             }
         }
     }
-    sent
+    found
 }
 
 fn clock_home() -> Option<tempfile::TempDir> {
@@ -353,22 +356,10 @@ fn tool_approvals_are_asked_through_mcp_or_denied() {
     assert_eq!(seen["asked"].as_array().unwrap().len(), 1, "{seen}");
     assert_eq!(seen["run"]["is_error"], false, "{seen}");
     wait_for_host_exit(home.path());
-    let files = huddle::store::RunFiles::new(home.path().join("runs"));
-    let org = huddle::store::OrganizationFile::new(home.path().join("organization.json"))
-        .inspect()
-        .unwrap()
-        .unwrap();
-    let mut decided = Vec::new();
-    for g in &org.groups {
-        for id in files.list(&g.id).unwrap() {
-            for line in files.read_lines(&g.id, &id).unwrap() {
-                let v: Value = serde_json::from_str(&line).unwrap();
-                if v["event"] == "tool_approval_decided" {
-                    decided.push(s(&v["decision"]).to_string());
-                }
-            }
-        }
-    }
+    let mut decided: Vec<String> = run_events(home.path(), "tool_approval_decided")
+        .iter()
+        .map(|v| s(&v["decision"]).to_string())
+        .collect();
     decided.sort();
     assert_eq!(
         decided,
