@@ -82,6 +82,7 @@ fn the_client_lists_the_tools_and_teams() {
         tools,
         [
             "answer_approval",
+            "answer_draft",
             "cancel_run",
             "list_runs",
             "list_teams",
@@ -239,6 +240,75 @@ fn a_detached_run_is_listed_and_cancelled() {
     wait_for_host_exit(home.path());
 }
 
+/// A relay's drafts are asked through MCP (elicitation); one left waiting (the client cancelled
+/// the question) shows in list_runs and run_status and is answered from another client with
+/// answer_draft, whose edit is what the counterpart gets.
+#[test]
+fn relay_drafts_are_asked_through_mcp_or_answered_with_answer_draft() {
+    let Some(python) = python() else { return };
+    let home = home_with("default_model: sim/demo\n");
+    let seen = client(&python, home.path(), "relay", "");
+    assert_eq!(seen["run"]["is_error"], false, "{seen}");
+    let asked = seen["asked"].as_array().unwrap();
+    assert!(asked.len() >= 3, "every draft is asked: {seen}");
+    assert!(s(&asked[0]).contains("the draft of turn 1 is"), "{asked:?}");
+    let elsewhere = &seen["elsewhere"];
+    let waiting = elsewhere["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["state"] == "waiting")
+        .unwrap_or_else(|| panic!("{elsewhere}"));
+    assert!(
+        s(&waiting["waiting_for"]).contains("relay draft of turn 2"),
+        "{waiting}"
+    );
+    let status = &elsewhere["status"];
+    assert_eq!(status["structured"]["draft"]["turn"], 2, "{status}");
+    assert!(
+        s(&status["text"]).contains("Its relay draft of turn 2 waits (answer_draft):"),
+        "{status}"
+    );
+    assert_eq!(elsewhere["no_text"]["is_error"], true, "{elsewhere}");
+    assert!(
+        s(&elsewhere["no_text"]["text"]).contains("`edit` needs"),
+        "{elsewhere}"
+    );
+    assert_eq!(elsewhere["answer"]["is_error"], false, "{elsewhere}");
+    assert!(
+        s(&elsewhere["answer"]["text"]).contains("the draft of turn 2 of `"),
+        "{elsewhere}"
+    );
+    wait_for_host_exit(home.path());
+    let sent: Vec<String> = run_events(home.path(), "relay_sent")
+        .iter()
+        .map(|v| s(&v["text"]).to_string())
+        .collect();
+    assert!(sent.len() >= 3, "{sent:?}");
+    assert_eq!(sent[1], "Edited over MCP: 420 is fair.", "{sent:?}");
+}
+
+/// The lines of every run file that record `event`, in order.
+fn run_events(home: &Path, event: &str) -> Vec<Value> {
+    let files = huddle::store::RunFiles::new(home.join("runs"));
+    let org = huddle::store::OrganizationFile::new(home.join("organization.json"))
+        .inspect()
+        .unwrap()
+        .unwrap();
+    let mut found = Vec::new();
+    for g in &org.groups {
+        for id in files.list(&g.id).unwrap() {
+            for line in files.read_lines(&g.id, &id).unwrap() {
+                let v: Value = serde_json::from_str(&line).unwrap();
+                if v["event"] == event {
+                    found.push(v);
+                }
+            }
+        }
+    }
+    found
+}
+
 fn clock_home() -> Option<tempfile::TempDir> {
     let program = super::mcp_servers::reference_server("HUDDLE_MCP_TIME", "mcp-server-time")?;
     let home = home_with(&format!(
@@ -286,22 +356,10 @@ fn tool_approvals_are_asked_through_mcp_or_denied() {
     assert_eq!(seen["asked"].as_array().unwrap().len(), 1, "{seen}");
     assert_eq!(seen["run"]["is_error"], false, "{seen}");
     wait_for_host_exit(home.path());
-    let files = huddle::store::RunFiles::new(home.path().join("runs"));
-    let org = huddle::store::OrganizationFile::new(home.path().join("organization.json"))
-        .inspect()
-        .unwrap()
-        .unwrap();
-    let mut decided = Vec::new();
-    for g in &org.groups {
-        for id in files.list(&g.id).unwrap() {
-            for line in files.read_lines(&g.id, &id).unwrap() {
-                let v: Value = serde_json::from_str(&line).unwrap();
-                if v["event"] == "tool_approval_decided" {
-                    decided.push(s(&v["decision"]).to_string());
-                }
-            }
-        }
-    }
+    let mut decided: Vec<String> = run_events(home.path(), "tool_approval_decided")
+        .iter()
+        .map(|v| s(&v["decision"]).to_string())
+        .collect();
     decided.sort();
     assert_eq!(
         decided,
