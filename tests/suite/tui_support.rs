@@ -213,6 +213,7 @@ pub fn approval_requested(
             tool,
             arguments: call.arguments.clone(),
             reason: None,
+            options: Vec::new(),
         }
     })
 }

@@ -437,6 +437,7 @@ impl Turn<'_, '_> {
                 name: kind,
                 arguments: json!({"title": title, "input": input}).to_string(),
             },
+            options: ask.options.clone(),
         };
         let options = ask.options;
         match &self.permission {
