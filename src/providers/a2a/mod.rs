@@ -801,3 +801,11 @@ pub async fn probe_card(cfg: &ProviderConfig, options: ProviderOptions) -> Resul
     let remote = provider.read_card().await.map_err(|e| e.message)?;
     Ok((remote.card.summary(), remote.endpoint.to_string()))
 }
+
+/// The card of an `a2a` provider read now, in the words of a session's header
+/// ([`AgentCard::header`]), or why it could not be read.
+pub async fn card_header(cfg: &ProviderConfig, options: ProviderOptions) -> Result<String, String> {
+    let provider = A2aProvider::new(cfg, options).map_err(|e| e.message)?;
+    let remote = provider.read_card().await.map_err(|e| e.message)?;
+    Ok(remote.card.header())
+}

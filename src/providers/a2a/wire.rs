@@ -105,6 +105,38 @@ impl AgentCard {
     }
 }
 
+impl AgentCard {
+    /// The card as a session's header says it: name, description, skills (`Travel — Books
+    /// trips · skills: Flights, Hotels`), on one line, sanitised, at most 160 characters.
+    pub fn header(&self) -> String {
+        let mut out = if self.name.is_empty() {
+            "(unnamed agent)".to_string()
+        } else {
+            self.name.clone()
+        };
+        let description = crate::text::first_line(&crate::text::sanitize::display(&self.description), 80);
+        if !description.is_empty() {
+            out.push_str(&format!(" — {description}"));
+        }
+        let skills: Vec<&str> = self
+            .skills
+            .iter()
+            .map(|s| {
+                if s.name.is_empty() {
+                    s.id.as_str()
+                } else {
+                    s.name.as_str()
+                }
+            })
+            .filter(|s| !s.is_empty())
+            .collect();
+        if !skills.is_empty() {
+            out.push_str(&format!(" · skills: {}", skills.join(", ")));
+        }
+        crate::text::first_line(&crate::text::sanitize::display(&out), 160)
+    }
+}
+
 /// A message part: exactly one of text, raw bytes (base64), a URL or JSON data.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -346,6 +378,23 @@ impl Continuation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cards_header_is_one_clean_line_of_name_description_and_skills() {
+        let card: AgentCard = serde_json::from_value(serde_json::json!({
+            "name": "Travel\u{1b}[2J",
+            "description": "Books trips.\nAsks before paying.",
+            "skills": [{"id": "flights", "name": "Flights"}, {"id": "hotels"}, {"id": ""}]
+        }))
+        .expect("a card");
+        assert_eq!(card.header(), "Travel — Books trips. · skills: Flights, hotels");
+        let long = AgentCard {
+            name: "x".repeat(400),
+            ..AgentCard::default()
+        };
+        assert!(long.header().chars().count() <= 161, "{}", long.header());
+        assert_eq!(AgentCard::default().header(), "(unnamed agent)");
+    }
 
     #[test]
     fn a_card_of_the_reference_sdk_is_read_and_unknown_fields_are_ignored() {
