@@ -20,7 +20,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::cli::{OutputLine, RunOutput};
 use crate::config::{Config, Paths};
-use crate::engine::events::{EngineEvent, RunKey, RunRecord};
+use crate::engine::events::{EngineEvent, EventKind, RunKey, RunRecord};
 use crate::engine::{Engine, Profile};
 use crate::env::Env;
 use crate::headless::{self, Host, Remote, RunRequest};
@@ -39,6 +39,8 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 const STOPPING_WAIT: Duration = Duration::from_secs(60);
 /// Organization snapshots are pushed at most this often.
 const ORG_DEBOUNCE: Duration = Duration::from_millis(50);
+/// How long a front end's news of its run's start waits for the table of runs to list it.
+const LISTED_WAIT: Duration = Duration::from_secs(2);
 /// How long a host nobody has connected to yet waits for its first front end.
 const FIRST_FRONT_WAIT: Duration = Duration::from_secs(10);
 
@@ -86,6 +88,8 @@ struct Shared {
     served: AtomicBool,
     /// Connections came or went, a run ended, a quit was asked.
     activity: Notify,
+    /// The table saw a run start.
+    run_listed: Notify,
     quit: AtomicBool,
 }
 
@@ -204,6 +208,7 @@ pub fn serve_on(
         connections: AtomicUsize::new(0),
         served: AtomicBool::new(false),
         activity: Notify::new(),
+        run_listed: Notify::new(),
         quit: AtomicBool::new(false),
     });
     let accept = {
@@ -265,6 +270,9 @@ async fn dispatch(
 ) {
     while let Some(event) = events.recv().await {
         let ended = lock(&shared.table).apply(&event);
+        if matches!(event.kind, EventKind::RunStarted { .. }) {
+            shared.run_listed.notify_waiters();
+        }
         if ended {
             shared.activity.notify_waiters();
             sweep_profiles(&shared);
@@ -874,11 +882,15 @@ fn start_run(
         };
         let result = loop {
             tokio::select! {
-                Some(line) = out_rx.recv() => forward(line, &mut announced),
+                Some(line) = out_rx.recv() => {
+                    until_listed(&shared, &line).await;
+                    forward(line, &mut announced)
+                }
                 result = &mut run => break result,
             }
         };
         while let Ok(line) = out_rx.try_recv() {
+            until_listed(&shared, &line).await;
             forward(line, &mut announced);
         }
         drop(kept_stop);
@@ -909,6 +921,27 @@ fn start_run(
             let _ = tx.send(HostMessage::Exit { id, code });
         }
     });
+}
+
+/// Before a front end hears that its run started, the table of runs has seen it start: a
+/// `huddle ps` or `list_runs` right after lists it. (The table hears of the start on another
+/// task; it is a moment at most, bounded in case the event never comes.)
+async fn until_listed(shared: &Shared, line: &OutputLine) {
+    let OutputLine::Started { run_id, .. } = line else {
+        return;
+    };
+    let listed = async {
+        loop {
+            let notified = shared.run_listed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if lock(&shared.table).has_seen(run_id) {
+                return;
+            }
+            notified.await;
+        }
+    };
+    let _ = tokio::time::timeout(LISTED_WAIT, listed).await;
 }
 
 /// A run of an existing group waits while the group's previous run is stopping (its front end

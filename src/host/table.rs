@@ -5,7 +5,7 @@
 //! at the same instant, so the events it reads back from the run file and those pushed to it
 //! live neither overlap nor leave a gap.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use chrono::Utc;
 use tokio::sync::mpsc::UnboundedSender;
@@ -69,7 +69,13 @@ pub struct Table {
     /// Who started runs the table has not seen start yet (a front end may hear of its run's
     /// start before the table does).
     fronts: BTreeMap<String, String>,
+    /// The last runs that ended (a few), so a front end waiting for its run to be listed knows
+    /// it came and went.
+    ended: VecDeque<String>,
 }
+
+/// How many ended runs the table remembers by id.
+const ENDED_KEPT: usize = 64;
 
 impl Table {
     /// Takes one event into account and hands it to the followers it concerns. True when a run
@@ -91,6 +97,10 @@ impl Table {
             if let EventKind::RunEnded { .. } = &event.kind {
                 ended = self.runs.remove(run_id).is_some();
                 self.fronts.remove(run_id);
+                if self.ended.len() >= ENDED_KEPT {
+                    self.ended.pop_front();
+                }
+                self.ended.push_back(run_id.clone());
             }
         }
         self.deliver(event, ended);
@@ -149,6 +159,11 @@ impl Table {
         let mut runs: Vec<RunInfo> = self.runs.values().map(Entry::info).collect();
         runs.sort_by(|a, b| a.run_id.cmp(&b.run_id));
         runs
+    }
+
+    /// True once the table has seen the run start (it may have ended since).
+    pub fn has_seen(&self, run_id: &str) -> bool {
+        self.runs.contains_key(run_id) || self.ended.iter().any(|id| id == run_id)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -389,7 +404,33 @@ mod tests {
             },
         ));
         assert!(ended && table.is_empty());
+        assert!(table.has_seen(r), "an ended run was seen");
+        assert!(!table.has_seen("20260101T000000000Z-00000002"));
         assert!(matches!(rx.try_recv(), Ok(HostMessage::Event { .. })));
         assert!(table.followers.is_empty(), "a run's follower goes with it");
+    }
+
+    #[test]
+    fn the_table_remembers_only_the_last_ended_runs() {
+        let mut table = Table::default();
+        for n in 0..=ENDED_KEPT {
+            let r = format!("run-{n}");
+            let key = RunKey::team("gid");
+            table.apply(&event(&r, EventKind::RunStarted { key: key.clone() }));
+            assert!(table.has_seen(&r));
+            table.apply(&event(
+                &r,
+                EventKind::RunEnded {
+                    key,
+                    outcome: Some(CycleOutcome::Completed),
+                    iterations: 1,
+                    failed: None,
+                    totals: None,
+                },
+            ));
+        }
+        assert!(!table.has_seen("run-0"), "the oldest is forgotten");
+        assert!(table.has_seen("run-1") && table.has_seen(&format!("run-{ENDED_KEPT}")));
+        assert_eq!(table.ended.len(), ENDED_KEPT);
     }
 }
