@@ -397,7 +397,7 @@ async fn a_missing_agent_or_an_agent_that_exits_is_an_error_saying_so() {
     let p = provider(vec![
         "sh".into(),
         "-c".into(),
-        "read line; echo 'agent broke' >&2; exit 3".into(),
+        "read line; echo 'agent broke; its key sk-proj-abcdefghijklmnop0123456789' >&2; exit 3".into(),
     ]);
     let t = turn(
         p.as_ref(),
@@ -410,6 +410,11 @@ async fn a_missing_agent_or_an_agent_that_exits_is_an_error_saying_so() {
     assert_eq!(err.kind, ErrorKind::Process, "{err}");
     assert!(
         err.message.contains("exited with status 3") && err.message.contains("agent broke"),
+        "{err}"
+    );
+    // What looks like a secret in the agent's words is not repeated.
+    assert!(
+        err.message.contains("its key [redacted]") && !err.message.contains("sk-proj-"),
         "{err}"
     );
 }

@@ -179,6 +179,59 @@ fn spans_reach_the_collector(protocol: &str, content_type: &str) {
     assert!(!all.contains("hunter2secret") && !all.contains("gen_ai.input.messages"));
 }
 
+/// With `content: on` the prompts and answers go to the collector too (as GenAI messages),
+/// with what looks like a secret (here `password=...` in the task) redacted.
+#[test]
+fn with_content_on_prompts_and_answers_are_exported_redacted() {
+    let Some(python) = test_python("opentelemetry.proto") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("dir");
+    let out = dir.path().join("spans.jsonl");
+    let (_receiver, port) = receiver(&python, &out);
+    let home = home(&format!("http://127.0.0.1:{port}"), "http/json");
+    let config = home.path().join("config.yaml");
+    let mut yaml = std::fs::read_to_string(&config).expect("config");
+    yaml.push_str("  content: on\n");
+    std::fs::write(&config, yaml).expect("config");
+    let result = run(home.path());
+    assert_eq!(
+        result.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let all = std::fs::read_to_string(&out).unwrap_or_default();
+    let spans: Vec<Value> = all
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("span"))
+        .collect();
+    let texts = |attribute: &str| -> Vec<String> {
+        spans
+            .iter()
+            .filter_map(|s| s["attributes"][attribute].as_str().map(str::to_string))
+            .collect()
+    };
+    let asked = texts("gen_ai.input.messages");
+    let answered = texts("gen_ai.output.messages");
+    assert!(!asked.is_empty() && !answered.is_empty(), "{spans:#?}");
+    // The task reached a member's prompt, its password redacted.
+    assert!(
+        asked
+            .iter()
+            .any(|m| m.contains("Write the notes") && m.contains("[redacted]")),
+        "{asked:#?}"
+    );
+    // Every message is JSON of the conventions' shape, the redaction inside its text.
+    for m in asked.iter().chain(&answered) {
+        let parsed: Value = serde_json::from_str(m).unwrap_or_else(|e| panic!("{e}: {m}"));
+        assert!(parsed[0]["parts"][0]["content"].is_string(), "{parsed}");
+    }
+    let message: Value = serde_json::from_str(&answered[0]).expect("JSON");
+    assert_eq!(message[0]["role"], "assistant", "{message}");
+    assert!(!all.contains("hunter2secret"), "the password never leaves");
+}
+
 #[test]
 fn a_collector_that_is_not_there_changes_nothing_of_the_run() {
     // A port nobody listens on (bound, then released).

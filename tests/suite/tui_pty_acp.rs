@@ -51,6 +51,31 @@ fn wait_outcomes(app: &Huddle, log: &Path, n: usize) -> Vec<String> {
     }
 }
 
+/// Waits until the approval popup shows the agent's options; the agent's log is in the panic.
+fn wait_popup(app: &Huddle, log: &Path) -> String {
+    let start = Instant::now();
+    loop {
+        let text = app.text();
+        if text.contains("the agent offers:") {
+            return text;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "no popup; the agent's log:\n{}\nthe screen:\n{text}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits until the session's turn is over (its sidebar row shows `·`, not the busy spinner),
+/// after the popup (drawn with the spinner) was seen. The next prompt is sent only then: one
+/// sent while a turn is in flight is queued, and a queued chat of a TUI's host runs without
+/// the TUI's approval rule (see the note at the end of this file).
+fn wait_idle(app: &Huddle) {
+    app.wait_for("· coder ");
+}
+
 /// Waits until the agent logged `n` prompts (a turn of the session reached it).
 fn wait_prompts(app: &Huddle, log: &Path, n: usize) {
     let start = Instant::now();
@@ -103,7 +128,7 @@ fn an_acp_agents_permission_request_is_answered_in_the_popup_with_its_own_option
     // `n`: the agent's reject option; nothing written.
     app.type_text("edit it");
     app.key(ENTER);
-    let popup = app.wait_for("the agent offers:");
+    let popup = wait_popup(&app, &log);
     for said in [
         "Tool approval",
         "coder",
@@ -118,16 +143,18 @@ fn an_acp_agents_permission_request_is_answered_in_the_popup_with_its_own_option
     app.key("n");
     assert_eq!(wait_outcomes(&app, &log, 1), ["reject-once"]);
     app.wait_for("Permission denied.");
+    wait_idle(&app);
     assert!(!config_json.exists(), "nothing was written");
 
     // `y`: allowed once; the agent writes.
     app.type_text("edit it again");
     app.key(ENTER);
     wait_prompts(&app, &log, 2);
-    app.wait_for("the agent offers:");
+    wait_popup(&app, &log);
     app.key("y");
     assert_eq!(wait_outcomes(&app, &log, 2)[1], "allow-once");
     app.wait_for("Done.");
+    wait_idle(&app);
     assert_eq!(
         std::fs::read_to_string(&config_json).expect("the agent wrote"),
         "{\"debug\": true}\n"
@@ -138,18 +165,20 @@ fn an_acp_agents_permission_request_is_answered_in_the_popup_with_its_own_option
     app.type_text("and once more");
     app.key(ENTER);
     wait_prompts(&app, &log, 3);
-    app.wait_for("the agent offers:");
+    wait_popup(&app, &log);
     app.key(ESC);
     assert_eq!(wait_outcomes(&app, &log, 3)[2], "reject-once");
+    wait_idle(&app);
 
     // `s`: rejected, and the turn stopped.
     app.key("i");
     app.type_text("edit it, please");
     app.key(ENTER);
     wait_prompts(&app, &log, 4);
-    app.wait_for("the agent offers:");
+    wait_popup(&app, &log);
     app.key("s");
     assert_eq!(wait_outcomes(&app, &log, 4)[3], "reject-once");
+    wait_idle(&app);
     assert!(!config_json.exists(), "nothing was written");
 
     // `a`: the agent's allow_always; the next edit is not asked about (huddle answers it with
@@ -157,9 +186,10 @@ fn an_acp_agents_permission_request_is_answered_in_the_popup_with_its_own_option
     app.type_text("edit it for good");
     app.key(ENTER);
     wait_prompts(&app, &log, 5);
-    app.wait_for("the agent offers:");
+    wait_popup(&app, &log);
     app.key("a");
     assert_eq!(wait_outcomes(&app, &log, 5)[4], "allow-always");
+    wait_idle(&app);
     app.type_text("edit it without asking");
     app.key(ENTER);
     assert_eq!(wait_outcomes(&app, &log, 6)[5], "allow-once");
@@ -168,3 +198,11 @@ fn an_acp_agents_permission_request_is_answered_in_the_popup_with_its_own_option
     app.key(ESC);
     app.quit_stopping_runs();
 }
+
+// Found writing this test (not fixed here: src/host/ is the host's): in a TUI that is a front
+// end of the host, a message sent while the session's turn is in flight is queued as a second
+// chat run; when the first run ends, `host::tui_calls::Scope::spawn` clears the session's
+// scoped approval rule (`set_scoped_approval(id, None)`) while the second still runs, so the
+// second run's approvals fall back to the host's default and are denied as in `huddle run`
+// ("huddle run does not run tools that need approval unless --approve-tools is given") without
+// a popup.
