@@ -86,6 +86,7 @@ mod tui_pty_acp;
 mod tui_pty_inputs;
 mod tui_reading;
 mod tui_relay;
+mod tui_resume;
 mod tui_runs;
 mod tui_sanitize;
 mod tui_snapshots;
