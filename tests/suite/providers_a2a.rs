@@ -426,7 +426,7 @@ fn the_session_header_shows_the_remote_agents_card() {
     use huddle::model::{Organization, Session, reconcile};
     use huddle::tui::command::{AppEvent, Command};
 
-    use super::tui_support::{ch, new_app, render, screen_text};
+    use super::tui_support::{ch, new_app, render, screen_text, select_a_session};
     let mut cfg = super::tui_support::config();
     cfg.providers
         .push(config("https://agents.example.com/travel", false));
@@ -436,14 +436,7 @@ fn the_session_header_shows_the_remote_agents_card() {
     org.sessions
         .push(Session::new("travel", &group_id, "peer/default"));
     let (mut app, initial) = new_app(org, cfg);
-    let mut commands = initial;
-    for _ in 0..5 {
-        if app.selected_session_id().is_some() {
-            break;
-        }
-        commands.extend(app.handle_key(ch('j')));
-    }
-    assert!(app.selected_session_id().is_some());
+    let commands = select_a_session(&mut app, initial);
     let asked: Vec<&String> = commands
         .iter()
         .filter_map(|c| match c {

@@ -59,6 +59,18 @@ pub fn agent_command(python: &Path, log: &Path) -> Vec<String> {
     ]
 }
 
+/// config.yaml's provider entry (`agent`, kind acp) running the test agent, logging to `log`.
+pub fn agent_provider_yaml(python: &Path, log: &Path) -> String {
+    let command: Vec<String> = agent_command(python, log)
+        .iter()
+        .map(|a| format!("\"{a}\""))
+        .collect();
+    format!(
+        "providers:\n  - {{ name: agent, kind: acp, command: [{}] }}\n",
+        command.join(", ")
+    )
+}
+
 fn provider(command: Vec<String>) -> Arc<dyn Provider> {
     let mut p = ProviderConfig::new("agent", ProviderKind::Acp);
     p.command = command;
@@ -428,16 +440,9 @@ fn huddle_run_answers_an_acp_agents_permission_by_its_approval_rule() {
     let home = tempfile::tempdir().expect("home");
     let work = tempfile::tempdir().expect("work");
     let log = work.path().join("agent.jsonl");
-    let command: Vec<String> = agent_command(&python, &log)
-        .iter()
-        .map(|a| format!("\"{a}\""))
-        .collect();
     std::fs::write(
         home.path().join("config.yaml"),
-        format!(
-            "providers:\n  - {{ name: agent, kind: acp, command: [{}] }}\n",
-            command.join(", ")
-        ),
+        agent_provider_yaml(&python, &log),
     )
     .expect("config");
     let run = |extra: &[&str]| {

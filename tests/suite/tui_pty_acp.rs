@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::providers_acp::{agent_command, test_python};
+use super::providers_acp::{agent_provider_yaml, test_python};
 use super::tui_pty::{ENTER, ESC, Huddle};
 
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -103,16 +103,9 @@ fn an_acp_agents_permission_request_is_answered_in_the_popup_with_its_own_option
     let repo = tempfile::tempdir().expect("repo");
     // (In the working directory: the sandbox hides huddle's data directory from the agent.)
     let log = repo.path().join("agent.jsonl");
-    let command: Vec<String> = agent_command(&python, &log)
-        .iter()
-        .map(|a| format!("\"{a}\""))
-        .collect();
     std::fs::write(
         home.path().join("config.yaml"),
-        format!(
-            "default_model: agent/x\nproviders:\n  - {{ name: agent, kind: acp, command: [{}] }}\n",
-            command.join(", ")
-        ),
+        format!("default_model: agent/x\n{}", agent_provider_yaml(&python, &log)),
     )
     .expect("config");
     let config_json = repo.path().join("config.json");

@@ -84,17 +84,7 @@ impl AgentCard {
         if let Some(p) = self.provider.as_ref().filter(|p| !p.organization.is_empty()) {
             out.push_str(&format!(" by {}", p.organization));
         }
-        let skills: Vec<&str> = self
-            .skills
-            .iter()
-            .map(|s| {
-                if s.name.is_empty() {
-                    s.id.as_str()
-                } else {
-                    s.name.as_str()
-                }
-            })
-            .collect();
+        let skills = self.skill_names();
         if !skills.is_empty() {
             out.push_str(&format!("; skills: {}", skills.join(", ")));
         }
@@ -106,6 +96,21 @@ impl AgentCard {
 }
 
 impl AgentCard {
+    /// Each skill's name (its id when it has none), in the card's order.
+    fn skill_names(&self) -> Vec<&str> {
+        self.skills
+            .iter()
+            .map(|s| {
+                if s.name.is_empty() {
+                    s.id.as_str()
+                } else {
+                    s.name.as_str()
+                }
+            })
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+
     /// The card as a session's header says it: name, description, skills (`Travel — Books
     /// trips · skills: Flights, Hotels`), on one line, sanitised, at most 160 characters.
     pub fn header(&self) -> String {
@@ -118,18 +123,7 @@ impl AgentCard {
         if !description.is_empty() {
             out.push_str(&format!(" — {description}"));
         }
-        let skills: Vec<&str> = self
-            .skills
-            .iter()
-            .map(|s| {
-                if s.name.is_empty() {
-                    s.id.as_str()
-                } else {
-                    s.name.as_str()
-                }
-            })
-            .filter(|s| !s.is_empty())
-            .collect();
+        let skills = self.skill_names();
         if !skills.is_empty() {
             out.push_str(&format!(" · skills: {}", skills.join(", ")));
         }

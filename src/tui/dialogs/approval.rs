@@ -363,6 +363,11 @@ mod tests {
     use super::*;
 
     fn request(id: u64) -> ApprovalRequest {
+        request_with(id, Vec::new())
+    }
+
+    /// A request of the popup, made from its event (`options`: an agent's).
+    fn request_with(id: u64, options: Vec<AgentOption>) -> ApprovalRequest {
         let event = EngineEvent {
             group_id: "g".into(),
             group: "Team".into(),
@@ -377,7 +382,7 @@ mod tests {
                 tool: "git_status".into(),
                 arguments: r#"{"repo":"."}"#.into(),
                 reason: None,
-                options: Vec::new(),
+                options,
             },
         };
         ApprovalRequest::from_event(&event).expect("a request")
@@ -471,27 +476,13 @@ mod tests {
             name: name.into(),
             kind: kind.into(),
         };
-        let event = EngineEvent {
-            group_id: "g".into(),
-            group: "Team".into(),
-            run_id: None,
-            execution: None,
-            kind: EventKind::ToolApprovalRequested {
-                session_id: "s".into(),
-                session: "coder".into(),
-                approval_id: 7,
-                call_id: "call_1".into(),
-                server: "gemini".into(),
-                tool: "edit".into(),
-                arguments: r#"{"title":"Edit config.json","input":{"path":"config.json"}}"#.into(),
-                reason: None,
-                options: vec![
-                    option("ok", "Always allow", "allow_always"),
-                    option("no", "Reject \u{1b}[31mthis", "reject_once"),
-                ],
-            },
-        };
-        let mut popup = Approvals::new(ApprovalRequest::from_event(&event).expect("a request"));
+        let mut popup = Approvals::new(request_with(
+            7,
+            vec![
+                option("ok", "Always allow", "allow_always"),
+                option("no", "Reject \u{1b}[31mthis", "reject_once"),
+            ],
+        ));
         let screen = draw(80, 24, |f| popup.render(f, f.area()));
         assert!(screen.contains("the agent offers:"), "{screen}");
         assert!(
