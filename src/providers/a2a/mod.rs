@@ -117,9 +117,12 @@ impl A2aProvider {
         })
     }
 
+    /// An error in huddle's words; what the agent said in it has the secrets huddle knows and
+    /// what looks like one redacted (it goes to the transcript, the log and the trace).
     fn error(&self, kind: ErrorKind, message: String) -> ProviderError {
         let message = format!("provider `{}`: {message}", self.name);
-        ProviderError::new(kind, &self.name, self.secrets().redact(&message).into_owned())
+        let message = redact_secrets(&self.secrets().redact(&message));
+        ProviderError::new(kind, &self.name, message)
     }
 
     /// Every secret this provider knows now: its header values, its key, CLI agents' keys.
