@@ -282,6 +282,10 @@ pub enum EventKind {
         /// Why a hook asks for this call (a `pre_tool_use` hook's `ask`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+        /// The answers an agent that runs its own tools offers (an ACP agent's permission
+        /// options); empty for huddle's own tools.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        options: Vec<crate::tools::AgentOption>,
     },
     /// How an approval was settled: by the user, or by `huddle run`'s rule (`reason`).
     ToolApprovalDecided {

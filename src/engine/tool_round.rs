@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::model::ToolCall;
+use crate::providers::PermissionRequest;
 use crate::tools::approval::{DENIED_BY_USER, DENIED_HEADLESS};
 use crate::tools::limits::cap_result;
-use crate::tools::{Approval, ApprovalPolicy, Decision, Offer, ToolError, schema, split_name};
+use crate::tools::{AgentOption, Approval, ApprovalPolicy, Decision, Offer, ToolError, schema, split_name};
 
 use super::EngineShared;
 use super::events::{EngineEvent, EventKind, ExecutionTag, RunId};
@@ -317,7 +318,7 @@ impl CallContext<'_> {
         call: &ToolCall,
         hook_reason: Option<String>,
     ) -> Result<(), String> {
-        match self.decide(server, tool, call, hook_reason).await? {
+        match self.decide(server, tool, call, hook_reason, &[]).await? {
             Decision::ApproveOnce | Decision::ApproveForSession => Ok(()),
             Decision::Deny | Decision::DenyAndStop => Err(DENIED_BY_USER.to_string()),
         }
@@ -326,12 +327,14 @@ impl CallContext<'_> {
     /// The decision on `call`, with its events, a grant for the session and a stop of the run
     /// applied. `Err`: refused without asking the user (`huddle run` without
     /// `--approve-tools`) or the run stopped while waiting; the text is for the model.
+    /// `options`: the answers an agent that asks offers (shown in the popup).
     async fn decide(
         &self,
         server: &str,
         tool: &str,
         call: &ToolCall,
         hook_reason: Option<String>,
+        options: &[AgentOption],
     ) -> Result<Decision, String> {
         let approvals = &self.shared.approvals;
         if hook_reason.is_none() && approvals.granted(self.session_id, &call.name) {
@@ -368,6 +371,7 @@ impl CallContext<'_> {
                     tool: tool.to_string(),
                     arguments: call.arguments.clone(),
                     reason: hook_reason.clone(),
+                    options: options.to_vec(),
                 });
                 let decision = tokio::select! {
                     _ = self.cancel.cancelled() => None,
@@ -398,7 +402,8 @@ impl CallContext<'_> {
     /// request): the session's `pre_tool_use` hooks see it first (a denial refuses, an allow
     /// skips the user), then the same approval as huddle's own tools (the popup, `--approve-tools`
     /// or `huddle run`'s refusal). Anything but an approval refuses.
-    pub async fn agent_permission(&self, agent: &str, call: &ToolCall) -> Decision {
+    pub async fn agent_permission(&self, agent: &str, request: &PermissionRequest) -> Decision {
+        let call = &request.call;
         let mut hook_reason = None;
         if let Some(input) = self
             .guard
@@ -416,7 +421,7 @@ impl CallContext<'_> {
                 Verdict::Continue => {}
             }
         }
-        self.decide(agent, &call.name, call, hook_reason)
+        self.decide(agent, &call.name, call, hook_reason, &request.options)
             .await
             .unwrap_or(Decision::Deny)
     }
@@ -479,7 +484,7 @@ impl CallContext<'_> {
         });
         crate::providers::PermissionAsker::new(move |request| {
             let me = Arc::clone(&me);
-            Box::pin(async move { me.context().agent_permission(&me.agent, &request.call).await })
+            Box::pin(async move { me.context().agent_permission(&me.agent, &request).await })
         })
     }
 }

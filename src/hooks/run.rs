@@ -456,7 +456,23 @@ mod tests {
             timeout_secs: Some(30),
             ..sh(&format!("sleep 1000 & echo $! > {}; wait", pid_file.display()))
         };
-        let run = once(hook).await;
+        // The paused clock does not jump while a blocking task runs: this one holds it until
+        // the hook has written its child's pid (so the timeout always finds the child there).
+        let watched = pid_file.clone();
+        let pid = tokio::task::spawn_blocking(move || {
+            for _ in 0..6000 {
+                // (Whole once its newline is there.)
+                if let Ok(pid) = std::fs::read_to_string(&watched)
+                    && pid.ends_with('\n')
+                {
+                    return pid.trim().to_string();
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            panic!("the hook never wrote its child's pid");
+        });
+        let (run, pid) = tokio::join!(once(hook), pid);
+        let pid = pid.expect("the pid");
         assert_eq!(
             run.outcome,
             Outcome::TimedOut {
@@ -474,18 +490,16 @@ mod tests {
             )
         );
         // The sleep it left behind went with its group.
-        if let Ok(pid) = std::fs::read_to_string(&pid_file) {
-            let stat = format!("/proc/{}/stat", pid.trim());
-            for _ in 0..200 {
-                let alive = std::fs::read_to_string(&stat)
-                    .map(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
-                    .unwrap_or(false);
-                if !alive {
-                    return;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(10));
+        let stat = format!("/proc/{pid}/stat");
+        for _ in 0..2000 {
+            let alive = std::fs::read_to_string(&stat)
+                .map(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+                .unwrap_or(false);
+            if !alive {
+                return;
             }
-            panic!("the hook's child outlived the timeout");
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
+        panic!("the hook's child outlived the timeout");
     }
 }

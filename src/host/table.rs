@@ -420,6 +420,7 @@ mod tests {
                 tool: "now".into(),
                 arguments: "{}".into(),
                 reason: None,
+                options: Vec::new(),
             },
         ));
         let info = &table.infos()[0];

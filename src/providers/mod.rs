@@ -159,6 +159,8 @@ pub struct PermissionRequest {
     /// `execute`, ... `other`), and as arguments a JSON object with the agent's `title` and its
     /// `input`.
     pub call: ToolCall,
+    /// The answers the agent offers, in its order (the popup shows them).
+    pub options: Vec<crate::tools::AgentOption>,
 }
 
 /// Puts a [`PermissionRequest`] to huddle's approval flow (the TUI's popup, `huddle run

@@ -262,7 +262,7 @@ impl RunSpans {
                 s.text("gen_ai.conversation.id", session_id);
                 s.text("huddle.session", session);
                 if let Some(p) = prompt.as_ref().filter(|_| content) {
-                    s.text("gen_ai.input.messages", &messages_json("user", &p.text));
+                    s.attr("gen_ai.input.messages", messages_json("user", &p.text));
                 }
             }
             EventKind::TurnFinished {
@@ -311,7 +311,7 @@ impl RunSpans {
                     s.attr("huddle.cost_usd", Value::Double(*cost));
                 }
                 if let Some(m) = message.as_ref().filter(|_| content) {
-                    s.text("gen_ai.output.messages", &messages_json("assistant", &m.text));
+                    s.attr("gen_ai.output.messages", messages_json("assistant", &m.text));
                 }
                 let failure = match (success, interrupted, error) {
                     (_, _, Some(e)) => Some((e.clone(), "turn_failed")),
@@ -451,9 +451,12 @@ impl RunSpans {
     }
 }
 
-/// A message in the conventions' structured form, as a JSON string.
-fn messages_json(role: &str, text: &str) -> String {
-    serde_json::json!([{"role": role, "parts": [{"type": "text", "content": text}]}]).to_string()
+/// A message in the conventions' structured form, as a JSON string, its text redacted before
+/// it is put into JSON (redacting the JSON would cut its escapes: `password=x\"` lost the
+/// backslash of the quote after it, and the attribute was no JSON).
+fn messages_json(role: &str, text: &str) -> Value {
+    let text = safe(text);
+    Value::Str(serde_json::json!([{"role": role, "parts": [{"type": "text", "content": text}]}]).to_string())
 }
 
 #[cfg(test)]
@@ -583,6 +586,15 @@ mod tests {
             attr("huddle.cost_usd").map(|(_, v)| v),
             Some(&Value::Double(0.25))
         );
+    }
+
+    #[test]
+    fn messages_stay_json_when_a_secret_in_them_is_redacted() {
+        let Value::Str(json) = messages_json("user", "notes \"password=hunter2secret\" here") else {
+            panic!("a string");
+        };
+        let parsed: serde_json::Value = serde_json::from_str(&json).expect("still JSON");
+        assert_eq!(parsed[0]["parts"][0]["content"], "notes \"[redacted]\" here");
     }
 
     #[test]

@@ -62,6 +62,33 @@ impl Decision {
     }
 }
 
+/// One answer an agent that runs its own tools offers when it asks before a call (an ACP
+/// agent's permission option): its id, its name as the agent words it, and its kind
+/// (`allow_once`, `allow_always`, `reject_once`, `reject_always`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentOption {
+    pub id: String,
+    pub name: String,
+    pub kind: String,
+}
+
+impl AgentOption {
+    /// The option answering `decision`: by kind, never by position or name. Approving for the
+    /// session picks `allow_always` (else `allow_once`); a denial `reject_once` (else
+    /// `reject_always`). `None` when the agent offers none of those kinds: the answer is then
+    /// `cancelled`, which allows nothing.
+    pub fn answering(decision: Decision, options: &[AgentOption]) -> Option<&AgentOption> {
+        let wanted: &[&str] = match decision {
+            Decision::ApproveOnce => &["allow_once"],
+            Decision::ApproveForSession => &["allow_always", "allow_once"],
+            Decision::Deny | Decision::DenyAndStop => &["reject_once", "reject_always"],
+        };
+        wanted
+            .iter()
+            .find_map(|kind| options.iter().find(|o| o.kind == *kind))
+    }
+}
+
 /// What a denied call returns to the model.
 pub const DENIED_BY_USER: &str = "denied by the user: this tool call was not run";
 /// What a call denied by `huddle run` returns to the model.

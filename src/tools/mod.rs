@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::model::ToolSpec;
 
-pub use approval::{Approval, ApprovalPolicy, Approvals, Decision};
+pub use approval::{AgentOption, Approval, ApprovalPolicy, Approvals, Decision};
 
 /// What a call a stop cut short returns to the model (and how front ends recognise it).
 pub const CANCELLED_RESULT: &str = "cancelled: the run was stopped before this tool finished";

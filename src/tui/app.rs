@@ -643,6 +643,7 @@ impl App {
         }
         commands.extend(with_cx!(self, cx => self.worktrees.on_selection(&mut cx)));
         commands.extend(self.find_repo_files(false));
+        commands.extend(self.read_agent_card());
         commands
     }
 

@@ -93,6 +93,10 @@ impl App {
                 self.transcripts.repo_files_found(working_dir, found);
                 Vec::new()
             }
+            AppEvent::AgentCardRead { provider, card } => {
+                self.transcripts.agent_card_read(provider, card);
+                Vec::new()
+            }
             AppEvent::WorktreeTick => {
                 let mut commands = self.find_repo_files(true);
                 commands
@@ -109,6 +113,30 @@ impl App {
         };
         self.refresh_placeholder();
         commands
+    }
+
+    /// The `a2a` provider a session on `model` talks to, if its model is a remote A2A agent.
+    pub(super) fn a2a_provider_of(&self, model: &str) -> Option<String> {
+        self.config
+            .resolve(model)
+            .ok()
+            .filter(|(p, _)| p.kind == crate::config::ProviderKind::A2a)
+            .map(|(p, _)| p.name.clone())
+    }
+
+    /// Asks the runtime for the card of the remote A2A agent the selected session talks to
+    /// (its header's words), the first time such a session is shown.
+    pub(super) fn read_agent_card(&mut self) -> Vec<Command> {
+        let Some(session_id) = self.selected_session_id() else {
+            return Vec::new();
+        };
+        let model = self.org.read(|o| o.session(&session_id).map(|s| s.model.clone()));
+        match model.and_then(|m| self.a2a_provider_of(&m)) {
+            Some(provider) if self.transcripts.ask_agent_card(&provider) => {
+                vec![Command::ReadAgentCard { provider }]
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// Asks the runtime for the selected session's `AGENTS.md` files and skills (its header's

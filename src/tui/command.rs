@@ -87,6 +87,11 @@ pub enum Command {
     FindRepoFiles {
         working_dir: std::path::PathBuf,
     },
+    /// Read the Agent Card of an `a2a` provider (by name), for the header of its sessions;
+    /// answered by [`AppEvent::AgentCardRead`].
+    ReadAgentCard {
+        provider: String,
+    },
     /// Work out which files saving the team as a preset would create or change, and send them
     /// back as [`AppEvent::ExportPlanned`] (to be confirmed).
     PlanExport {
@@ -279,6 +284,12 @@ pub enum AppEvent {
     RepoFilesFound {
         working_dir: std::path::PathBuf,
         found: crate::repo_context::Found,
+    },
+    /// An `a2a` provider's card in the header's words ([`crate::providers::a2a::card_header`]),
+    /// or why it could not be read.
+    AgentCardRead {
+        provider: String,
+        card: Result<String, String>,
     },
     /// A file named with `@` was read (or why it cannot be attached).
     AttachmentRead {

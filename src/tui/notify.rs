@@ -174,6 +174,7 @@ mod tests {
             tool: "commit".into(),
             arguments: "{}".into(),
             reason: None,
+            options: Vec::new(),
         }))
         .unwrap();
         assert_eq!(asks.title, "huddle: review-fixer waits for you");

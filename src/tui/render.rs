@@ -146,6 +146,7 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
                 .unwrap_or_default();
             let repo =
                 place.map(|(working_dir, settings)| repo_header(&app.config, &model, working_dir, settings));
+            let a2a = app.a2a_provider_of(&model);
             transcript::Subject::Session {
                 id: id.clone(),
                 window: app.config.context_window(&model),
@@ -157,6 +158,7 @@ fn transcript_props<'a>(app: &App, panel: &'a TeamPanel, row: Option<&Row>) -> O
                 cost,
                 repo,
                 tools,
+                a2a,
             }
         }
         Some(Row::Group(id)) => transcript::Subject::Group {

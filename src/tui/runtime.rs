@@ -567,6 +567,19 @@ impl Executor {
                     Self::send(&tx, AppEvent::RepoFilesFound { working_dir, found });
                 });
             }
+            Command::ReadAgentCard { provider } => {
+                let Some(cfg) = self.config.providers.iter().find(|p| p.name == provider).cloned() else {
+                    return;
+                };
+                let options = crate::providers::ProviderOptions {
+                    read_timeout: std::time::Duration::from_secs(10),
+                    ..crate::providers::ProviderOptions::from_config(&self.config)
+                };
+                tokio::spawn(async move {
+                    let card = crate::providers::a2a::card_header(&cfg, options).await;
+                    Self::send(&tx, AppEvent::AgentCardRead { provider, card });
+                });
+            }
             Command::PlanExport { group_id } => {
                 let exporter = self.exporter.clone();
                 tokio::task::spawn_blocking(move || {

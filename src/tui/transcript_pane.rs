@@ -54,6 +54,9 @@ pub struct TranscriptPane {
     /// What the session header says of each working directory's `AGENTS.md` files and skills,
     /// as last found off the UI thread (`Command::FindRepoFiles`); `None` while asked for.
     repo_files: HashMap<PathBuf, Option<Found>>,
+    /// Each `a2a` provider's Agent Card in the header's words, as last read off the UI thread
+    /// (`Command::ReadAgentCard`), or why it could not be read; `None` while asked for.
+    agent_cards: HashMap<String, Option<Result<String, String>>>,
 }
 
 /// What a session gets of its repository, for its header.
@@ -81,6 +84,32 @@ impl TranscriptPane {
     /// What the runtime found in `working_dir` (its header shows it from the next frame).
     pub fn repo_files_found(&mut self, working_dir: PathBuf, found: Found) {
         self.repo_files.insert(working_dir, Some(found));
+    }
+
+    /// True when the card of the `a2a` provider `provider` was never asked for (the runtime is
+    /// to read it).
+    pub fn ask_agent_card(&mut self, provider: &str) -> bool {
+        if self.agent_cards.contains_key(provider) {
+            return false;
+        }
+        self.agent_cards.insert(provider.to_string(), None);
+        true
+    }
+
+    /// The card the runtime read (its sessions' header shows it from the next frame).
+    pub fn agent_card_read(&mut self, provider: String, card: Result<String, String>) {
+        self.agent_cards.insert(provider, Some(card));
+    }
+
+    /// The header's words for the remote agent a session talks to (`a2a: Travel — Books trips
+    /// · skills: Flights`), once its card was asked for. Sanitised.
+    fn agent_card_label(&self, provider: &str) -> Option<String> {
+        let label = match self.agent_cards.get(provider)? {
+            None => "a2a: reading its card…".to_string(),
+            Some(Ok(card)) => format!("a2a: {card}"),
+            Some(Err(why)) => format!("a2a: card not read ({})", crate::text::first_line(why, 80)),
+        };
+        Some(sanitize::display(&label).into_owned())
     }
 
     /// The header's words for a session's repository context (`AGENTS.md +1 · 2 skills`), when
@@ -621,6 +650,9 @@ pub enum Subject<'a> {
         sandbox: Option<String>,
         /// The tool servers it sees (config.yaml `mcp_servers:` names).
         tools: Vec<String>,
+        /// The `a2a` provider it talks to, when its model is a remote A2A agent (the header
+        /// shows its card).
+        a2a: Option<String>,
     },
     Group {
         id: GroupId,
@@ -724,8 +756,12 @@ fn render(pane_state: &mut TranscriptPane, frame: &mut Frame<'_>, area: Rect, pr
             repo,
             sandbox,
             tools,
+            a2a,
         } => {
             let mut title = session_title(name, *role, model, cost);
+            if let Some(card) = a2a.as_deref().and_then(|p| pane_state.agent_card_label(p)) {
+                title.push_str(&format!("· {card} "));
+            }
             if !tools.is_empty() {
                 title.push_str(&format!("· tools: {} ", sanitize::display(&tools.join(", "))));
             }

@@ -358,3 +358,86 @@ async fn a_hook_can_read_its_sessions_transcript() {
     let seen = std::fs::read_to_string(h.work.join("seen.txt")).expect("the hook wrote what it read");
     assert!(seen.contains("What time is it?"), "{seen}");
 }
+
+/// `huddle run --preset` of a team whose members get worktrees: a `worktree_created` hook runs
+/// once in each new worktree (sandboxed as its member, which may write there), before the
+/// team runs, and is told the worktree's path, branch, base commit and repository.
+#[test]
+fn a_worktree_created_hook_runs_in_each_new_worktree_and_is_told_which() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (home, repo) = (tmp.path().join("home"), tmp.path().join("repo"));
+    std::fs::create_dir_all(home.join("presets")).expect("home");
+    std::fs::create_dir_all(&repo).expect("repo");
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-C"])
+            .arg(&repo)
+            .args(args)
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README.md"), "hello\n").expect("readme");
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "first"]);
+    let head = git(&["rev-parse", "HEAD"]);
+    std::fs::write(
+        home.join("config.yaml"),
+        "default_model: sim/demo\nhooks:\n  worktree_created:\n    - command: [sh, -c, \"cat > worktree-created.json\"]\n",
+    )
+    .expect("config");
+    std::fs::write(
+        home.join("presets/hooked.yaml"),
+        "name: Hooked Team\nmode: broadcast\nworktrees: fully_isolated\nworkers:\n  - { name: alpha }\n  - { name: beta }\n",
+    )
+    .expect("preset");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(["run", "--preset", "Hooked Team", "--events", "hello"])
+        .env("HUDDLE_HOME", &home)
+        .env("HUDDLE_HOST_IDLE_MS", "0")
+        .current_dir(&repo)
+        .output()
+        .expect("run huddle");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let events = String::from_utf8_lossy(&out.stdout);
+    assert!(!events.contains("\"hook_failed\""), "{events}");
+
+    // Every worktree the team got (under the data dir), each with what its hook was told.
+    let mut seen = Vec::new();
+    let mut dirs = vec![home.join("worktrees")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.join(".git").is_file() {
+                seen.push(path);
+            } else if path.is_dir() {
+                dirs.push(path);
+            }
+        }
+    }
+    assert_eq!(seen.len(), 2, "a worktree per member: {seen:?}");
+    for worktree in &seen {
+        let said = std::fs::read_to_string(worktree.join("worktree-created.json"))
+            .unwrap_or_else(|e| panic!("no hook ran in {}: {e}", worktree.display()));
+        let input: serde_json::Value = serde_json::from_str(&said).expect("json");
+        assert_eq!(input["hook_event_name"], "WorktreeCreated", "{input}");
+        let told = &input["worktree"];
+        assert_eq!(
+            std::fs::canonicalize(told["path"].as_str().unwrap_or_default()).ok(),
+            std::fs::canonicalize(worktree).ok(),
+            "{input}"
+        );
+        assert!(
+            told["branch"].as_str().is_some_and(|b| b.starts_with("huddle/")),
+            "{input}"
+        );
+        assert_eq!(told["base_commit"], head.as_str(), "{input}");
+        assert_eq!(
+            std::fs::canonicalize(told["repo"].as_str().unwrap_or_default()).ok(),
+            std::fs::canonicalize(&repo).ok(),
+            "{input}"
+        );
+    }
+}

@@ -82,6 +82,7 @@ mod tui_layout;
 mod tui_members;
 mod tui_pipeline;
 mod tui_pty;
+mod tui_pty_acp;
 mod tui_pty_inputs;
 mod tui_reading;
 mod tui_relay;

@@ -398,3 +398,91 @@ fn a_full_auto_relay_talks_to_the_remote_agent_in_one_context() {
         "{err}"
     );
 }
+
+/// What the terminal UI's runtime does to show a remote agent in its sessions' header: the card
+/// the reference SDK serves, in the header's words (name, description, skills); a private
+/// host without consent is refused as for a turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cards_header_words_are_read_from_the_reference_server() {
+    let Some(server) = server(&[]) else { return };
+    let options = huddle::providers::ProviderOptions::default();
+    let card = huddle::providers::a2a::card_header(&config(&server.url(), true), options).await;
+    assert_eq!(
+        card.as_deref(),
+        Ok("huddle test counterpart — Echoes; asks for input on 'ask me'. · skills: Echo")
+    );
+    let refused = huddle::providers::a2a::card_header(&config(&server.url(), false), options).await;
+    assert!(
+        refused.as_ref().is_err_and(|e| e.contains("allow_private: true")),
+        "{refused:?}"
+    );
+}
+
+/// The header of a session whose model is a remote A2A agent: showing it asks the runtime for
+/// the agent's card (once); the header says it is being read, then shows the card, or why it
+/// could not be read (sanitised).
+#[test]
+fn the_session_header_shows_the_remote_agents_card() {
+    use huddle::model::{Organization, Session, reconcile};
+    use huddle::tui::command::{AppEvent, Command};
+
+    use super::tui_support::{ch, new_app, render, screen_text, select_a_session};
+    let mut cfg = super::tui_support::config();
+    cfg.providers
+        .push(config("https://agents.example.com/travel", false));
+    let mut org = Organization::default();
+    reconcile::reconcile(&mut org);
+    let group_id = org.default_group().expect("default group").id.clone();
+    org.sessions
+        .push(Session::new("travel", &group_id, "peer/default"));
+    let (mut app, initial) = new_app(org, cfg);
+    let commands = select_a_session(&mut app, initial);
+    let asked: Vec<&String> = commands
+        .iter()
+        .filter_map(|c| match c {
+            Command::ReadAgentCard { provider } => Some(provider),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked, ["peer"]);
+    let title = |app: &mut huddle::tui::app::App| {
+        let text = screen_text(&render(app, 200, 20));
+        text.lines()
+            .find(|l| l.contains("travel ·"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        title(&mut app).contains("· a2a: reading its card… "),
+        "{}",
+        title(&mut app)
+    );
+    app.handle_app_event(AppEvent::AgentCardRead {
+        provider: "peer".into(),
+        card: Ok("Travel — Books trips. · skills: Flights, Hotels".into()),
+    });
+    assert!(
+        title(&mut app).contains("· a2a: Travel — Books trips. · skills: Flights, Hotels "),
+        "{}",
+        title(&mut app)
+    );
+    app.handle_app_event(AppEvent::AgentCardRead {
+        provider: "peer".into(),
+        card: Err("cannot connect to \u{1b}[31mthe remote agent".into()),
+    });
+    assert!(
+        title(&mut app).contains("· a2a: card not read (cannot connect to the remote agent) "),
+        "{}",
+        title(&mut app)
+    );
+    // Shown again: not read again.
+    let again = app.handle_key(ch('k'));
+    let again2 = app.handle_key(ch('j'));
+    assert!(
+        !again
+            .iter()
+            .chain(&again2)
+            .any(|c| matches!(c, Command::ReadAgentCard { .. })),
+        "{again:?} {again2:?}"
+    );
+}

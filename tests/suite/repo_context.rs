@@ -271,7 +271,7 @@ async fn an_agent_that_reads_agents_md_itself_does_not_get_it_twice() {
 
 #[test]
 fn the_session_header_names_the_instruction_files_and_skills() {
-    use super::tui_support::{ch, config, new_app, render, screen_text};
+    use super::tui_support::{config, new_app, render, screen_text, select_a_session};
     use huddle::tui::command::{AppEvent, Command};
     let (repo, _user) = repository();
     let mut org = Organization::default();
@@ -281,14 +281,7 @@ fn the_session_header_names_the_instruction_files_and_skills() {
     session.repo = Some(repo.path().join("app"));
     org.sessions.push(session);
     let (mut app, initial) = new_app(org, config());
-    let mut commands = initial;
-    for _ in 0..5 {
-        if app.selected_session_id().is_some() {
-            break;
-        }
-        commands.extend(app.handle_key(ch('j')));
-    }
-    assert!(app.selected_session_id().is_some());
+    let commands = select_a_session(&mut app, initial);
     // Showing the session asks the runtime to look (off the UI thread); a frame reads no disk.
     let asked: Vec<_> = commands
         .iter()

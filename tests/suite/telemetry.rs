@@ -80,14 +80,26 @@ fn the_same_spans_reach_the_collector_in_otlp_json() {
     spans_reach_the_collector("http/json", "application/json");
 }
 
-fn spans_reach_the_collector(protocol: &str, content_type: &str) {
-    let Some(python) = test_python("opentelemetry.proto") else {
-        return;
-    };
+/// A reflect run's export: the receiver (alive for `huddle doctor` too), the home, and the
+/// file of the spans received.
+struct Exported {
+    _receiver: Receiver,
+    home: tempfile::TempDir,
+    _dir: tempfile::TempDir,
+    out: std::path::PathBuf,
+}
+
+/// A reflect run through `huddle run` with telemetry to a receiver (`protocol`, and `extra`
+/// lines in the telemetry block). `None` without the reference classes.
+fn exported(protocol: &str, extra: &str) -> Option<Exported> {
+    let python = test_python("opentelemetry.proto")?;
     let dir = tempfile::tempdir().expect("dir");
     let out = dir.path().join("spans.jsonl");
-    let (_receiver, port) = receiver(&python, &out);
+    let (receiver, port) = receiver(&python, &out);
     let home = home(&format!("http://127.0.0.1:{port}"), protocol);
+    let config = home.path().join("config.yaml");
+    let yaml = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(&config, yaml + extra).expect("config");
     let result = run(home.path());
     // Two iterations, the goal not met: exit 3 (max iterations), as without telemetry.
     assert_eq!(
@@ -96,8 +108,21 @@ fn spans_reach_the_collector(protocol: &str, content_type: &str) {
         "{}",
         String::from_utf8_lossy(&result.stderr)
     );
+    Some(Exported {
+        _receiver: receiver,
+        home,
+        _dir: dir,
+        out,
+    })
+}
 
-    let spans: Vec<Value> = std::fs::read_to_string(&out)
+fn spans_reach_the_collector(protocol: &str, content_type: &str) {
+    let Some(exported) = exported(protocol, "") else {
+        return;
+    };
+    let (home, out) = (&exported.home, &exported.out);
+
+    let spans: Vec<Value> = std::fs::read_to_string(out)
         .unwrap_or_default()
         .lines()
         .map(|l| serde_json::from_str(l).expect("span"))
@@ -175,8 +200,47 @@ fn spans_reach_the_collector(protocol: &str, content_type: &str) {
     assert!(!evaluations.is_empty(), "{root}");
     assert!(evaluations[0]["attributes"]["gen_ai.evaluation.score.value"].is_f64());
     // No prompt or answer without `content: on`, and so not the password either.
-    let all = std::fs::read_to_string(&out).unwrap_or_default();
+    let all = std::fs::read_to_string(out).unwrap_or_default();
     assert!(!all.contains("hunter2secret") && !all.contains("gen_ai.input.messages"));
+}
+
+/// With `content: on` the prompts and answers go to the collector too (as GenAI messages),
+/// with what looks like a secret (here `password=...` in the task) redacted.
+#[test]
+fn with_content_on_prompts_and_answers_are_exported_redacted() {
+    let Some(exported) = exported("http/json", "  content: on\n") else {
+        return;
+    };
+    let out = &exported.out;
+    let all = std::fs::read_to_string(out).unwrap_or_default();
+    let spans: Vec<Value> = all
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("span"))
+        .collect();
+    let texts = |attribute: &str| -> Vec<String> {
+        spans
+            .iter()
+            .filter_map(|s| s["attributes"][attribute].as_str().map(str::to_string))
+            .collect()
+    };
+    let asked = texts("gen_ai.input.messages");
+    let answered = texts("gen_ai.output.messages");
+    assert!(!asked.is_empty() && !answered.is_empty(), "{spans:#?}");
+    // The task reached a member's prompt, its password redacted.
+    assert!(
+        asked
+            .iter()
+            .any(|m| m.contains("Write the notes") && m.contains("[redacted]")),
+        "{asked:#?}"
+    );
+    // Every message is JSON of the conventions' shape, the redaction inside its text.
+    for m in asked.iter().chain(&answered) {
+        let parsed: Value = serde_json::from_str(m).unwrap_or_else(|e| panic!("{e}: {m}"));
+        assert!(parsed[0]["parts"][0]["content"].is_string(), "{parsed}");
+    }
+    let message: Value = serde_json::from_str(&answered[0]).expect("JSON");
+    assert_eq!(message[0]["role"], "assistant", "{message}");
+    assert!(!all.contains("hunter2secret"), "the password never leaves");
 }
 
 #[test]

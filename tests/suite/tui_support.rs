@@ -29,6 +29,19 @@ pub fn repo() -> PathBuf {
 }
 
 /// An app over `org` (edits detached: nothing runs), and its first commands.
+/// Moves down the sidebar (`j`) until a session is selected; `commands` (the app's first)
+/// with what the moves asked for.
+pub fn select_a_session(app: &mut App, mut commands: Vec<Command>) -> Vec<Command> {
+    for _ in 0..5 {
+        if app.selected_session_id().is_some() {
+            break;
+        }
+        commands.extend(app.handle_key(ch('j')));
+    }
+    assert!(app.selected_session_id().is_some(), "no session to select");
+    commands
+}
+
 pub fn new_app(org: Organization, config: Config) -> (App, Vec<Command>) {
     let edits = Edits::detached(OrgHandle::in_memory(org), config.clone(), repo());
     App::new(edits, config, repo(), Vec::new())
@@ -213,6 +226,7 @@ pub fn approval_requested(
             tool,
             arguments: call.arguments.clone(),
             reason: None,
+            options: Vec::new(),
         }
     })
 }

@@ -117,9 +117,12 @@ impl A2aProvider {
         })
     }
 
+    /// An error in huddle's words; what the agent said in it has the secrets huddle knows and
+    /// what looks like one redacted (it goes to the transcript, the log and the trace).
     fn error(&self, kind: ErrorKind, message: String) -> ProviderError {
         let message = format!("provider `{}`: {message}", self.name);
-        ProviderError::new(kind, &self.name, self.secrets().redact(&message).into_owned())
+        let message = redact_secrets(&self.secrets().redact(&message));
+        ProviderError::new(kind, &self.name, message)
     }
 
     /// Every secret this provider knows now: its header values, its key, CLI agents' keys.
@@ -800,4 +803,12 @@ pub async fn probe_card(cfg: &ProviderConfig, options: ProviderOptions) -> Resul
     let provider = A2aProvider::new(cfg, options).map_err(|e| e.message)?;
     let remote = provider.read_card().await.map_err(|e| e.message)?;
     Ok((remote.card.summary(), remote.endpoint.to_string()))
+}
+
+/// The card of an `a2a` provider read now, in the words of a session's header
+/// ([`AgentCard::header`]), or why it could not be read.
+pub async fn card_header(cfg: &ProviderConfig, options: ProviderOptions) -> Result<String, String> {
+    let provider = A2aProvider::new(cfg, options).map_err(|e| e.message)?;
+    let remote = provider.read_card().await.map_err(|e| e.message)?;
+    Ok(remote.card.header())
 }

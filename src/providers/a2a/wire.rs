@@ -84,8 +84,21 @@ impl AgentCard {
         if let Some(p) = self.provider.as_ref().filter(|p| !p.organization.is_empty()) {
             out.push_str(&format!(" by {}", p.organization));
         }
-        let skills: Vec<&str> = self
-            .skills
+        let skills = self.skill_names();
+        if !skills.is_empty() {
+            out.push_str(&format!("; skills: {}", skills.join(", ")));
+        }
+        if self.capabilities.streaming {
+            out.push_str("; streams");
+        }
+        crate::text::first_line(&crate::text::sanitize::display(&out), 300)
+    }
+}
+
+impl AgentCard {
+    /// Each skill's name (its id when it has none), in the card's order.
+    fn skill_names(&self) -> Vec<&str> {
+        self.skills
             .iter()
             .map(|s| {
                 if s.name.is_empty() {
@@ -94,14 +107,27 @@ impl AgentCard {
                     s.name.as_str()
                 }
             })
-            .collect();
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+
+    /// The card as a session's header says it: name, description, skills (`Travel — Books
+    /// trips · skills: Flights, Hotels`), on one line, sanitised, at most 160 characters.
+    pub fn header(&self) -> String {
+        let mut out = if self.name.is_empty() {
+            "(unnamed agent)".to_string()
+        } else {
+            self.name.clone()
+        };
+        let description = crate::text::first_line(&crate::text::sanitize::display(&self.description), 80);
+        if !description.is_empty() {
+            out.push_str(&format!(" — {description}"));
+        }
+        let skills = self.skill_names();
         if !skills.is_empty() {
-            out.push_str(&format!("; skills: {}", skills.join(", ")));
+            out.push_str(&format!(" · skills: {}", skills.join(", ")));
         }
-        if self.capabilities.streaming {
-            out.push_str("; streams");
-        }
-        crate::text::first_line(&crate::text::sanitize::display(&out), 300)
+        crate::text::first_line(&crate::text::sanitize::display(&out), 160)
     }
 }
 
@@ -346,6 +372,23 @@ impl Continuation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cards_header_is_one_clean_line_of_name_description_and_skills() {
+        let card: AgentCard = serde_json::from_value(serde_json::json!({
+            "name": "Travel\u{1b}[2J",
+            "description": "Books trips.\nAsks before paying.",
+            "skills": [{"id": "flights", "name": "Flights"}, {"id": "hotels"}, {"id": ""}]
+        }))
+        .expect("a card");
+        assert_eq!(card.header(), "Travel — Books trips. · skills: Flights, hotels");
+        let long = AgentCard {
+            name: "x".repeat(400),
+            ..AgentCard::default()
+        };
+        assert!(long.header().chars().count() <= 161, "{}", long.header());
+        assert_eq!(AgentCard::default().header(), "(unnamed agent)");
+    }
 
     #[test]
     fn a_card_of_the_reference_sdk_is_read_and_unknown_fields_are_ignored() {

@@ -203,10 +203,18 @@ impl AcpProvider {
         )
     }
 
+    /// An error in huddle's words; the agent's own words in it (its stderr, its error
+    /// messages) have the key values huddle knows (the agents' key variables, this provider's
+    /// `api_key_env`) and what looks like a secret redacted.
     fn error(&self, kind: ErrorKind, message: String) -> ProviderError {
         let message = format!("provider `{}`: {message}", self.name);
-        let secrets = Secrets::new(AGENT_KEY_VARS.iter().filter_map(|v| std::env::var(v).ok()));
-        ProviderError::new(kind, &self.name, secrets.redact(&message).into_owned())
+        let keys = AGENT_KEY_VARS
+            .iter()
+            .copied()
+            .chain(self.key_env.as_deref())
+            .filter_map(|v| std::env::var(v).ok());
+        let message = crate::text::secrets::redact_secrets(&Secrets::new(keys).redact(&message));
+        ProviderError::new(kind, &self.name, message)
     }
 
     /// An error the agent answered a request with.
@@ -419,6 +427,7 @@ impl Turn<'_, '_> {
                 name: kind,
                 arguments: json!({"title": title, "input": input}).to_string(),
             },
+            options: ask.options.clone(),
         };
         let options = ask.options;
         match &self.permission {

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::tools::{Decision, ServerLaunch};
+use crate::tools::{AgentOption, Decision, ServerLaunch};
 
 /// The ACP protocol version huddle speaks (an integer on the wire).
 pub const PROTOCOL_VERSION: u64 = 1;
@@ -307,8 +307,8 @@ pub fn tool_output(items: &[Value]) -> String {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PermissionAsk {
     pub call: ToolUpdate,
-    /// `(optionId, kind)` in the agent's order.
-    pub options: Vec<(String, String)>,
+    /// The agent's options in its order (an option without an id or a kind is left out).
+    pub options: Vec<AgentOption>,
 }
 
 pub fn parse_permission(params: &Value) -> PermissionAsk {
@@ -330,10 +330,12 @@ pub fn parse_permission(params: &Value) -> PermissionAsk {
                 options
                     .iter()
                     .filter_map(|o| {
-                        Some((
-                            o["optionId"].as_str()?.to_string(),
-                            o["kind"].as_str()?.to_string(),
-                        ))
+                        let id = o["optionId"].as_str()?.to_string();
+                        Some(AgentOption {
+                            name: o["name"].as_str().unwrap_or(&id).to_string(),
+                            kind: o["kind"].as_str()?.to_string(),
+                            id,
+                        })
                     })
                     .collect()
             })
@@ -341,22 +343,12 @@ pub fn parse_permission(params: &Value) -> PermissionAsk {
     }
 }
 
-/// The outcome answering a permission request: the option whose *kind* matches the decision
-/// (never by position or name). Approving for the session picks `allow_always` (else
-/// `allow_once`); a denial picks `reject_once` (else `reject_always`); with no matching option
-/// (or `None`: the turn is being cancelled) the answer is `cancelled`, which allows nothing.
-pub fn permission_outcome(decision: Option<Decision>, options: &[(String, String)]) -> Value {
-    let wanted: &[&str] = match decision {
-        Some(Decision::ApproveOnce) => &["allow_once"],
-        Some(Decision::ApproveForSession) => &["allow_always", "allow_once"],
-        Some(Decision::Deny | Decision::DenyAndStop) => &["reject_once", "reject_always"],
-        None => &[],
-    };
-    let picked = wanted
-        .iter()
-        .find_map(|kind| options.iter().find(|(_, k)| k == kind).map(|(id, _)| id));
-    match picked {
-        Some(id) => json!({"outcome": {"outcome": "selected", "optionId": id}}),
+/// The outcome answering a permission request: the option [`AgentOption::answering`] the
+/// decision; with no such option (or `None`: the turn is being cancelled) the answer is
+/// `cancelled`, which allows nothing.
+pub fn permission_outcome(decision: Option<Decision>, options: &[AgentOption]) -> Value {
+    match decision.and_then(|d| AgentOption::answering(d, options)) {
+        Some(option) => json!({"outcome": {"outcome": "selected", "optionId": option.id}}),
         None => json!({"outcome": {"outcome": "cancelled"}}),
     }
 }
@@ -458,6 +450,7 @@ mod tests {
         );
         assert_eq!(ask.call.id, "call_1");
         assert_eq!(ask.call.kind.as_deref(), Some("edit"));
+        assert_eq!(ask.options[2].name, "Always allow");
         let picked = |d| permission_outcome(d, &ask.options)["outcome"]["optionId"].clone();
         assert_eq!(picked(Some(Decision::ApproveOnce)), json!("ok"));
         assert_eq!(picked(Some(Decision::ApproveForSession)), json!("always"));
@@ -466,7 +459,11 @@ mod tests {
         let cancelled = json!({"outcome": {"outcome": "cancelled"}});
         assert_eq!(permission_outcome(None, &ask.options), cancelled);
         // Only allow options offered: a denial allows nothing.
-        let allow_only = vec![("a".to_string(), "allow_once".to_string())];
+        let allow_only = vec![AgentOption {
+            id: "a".into(),
+            name: "Allow".into(),
+            kind: "allow_once".into(),
+        }];
         assert_eq!(permission_outcome(Some(Decision::Deny), &allow_only), cancelled);
         assert_eq!(
             permission_outcome(Some(Decision::ApproveForSession), &allow_only)["outcome"]["optionId"],

@@ -8,6 +8,12 @@
 //! - `n` or Esc: deny (the safe default: Esc, like the quit key, never lets a call run);
 //! - `s`: deny and stop the run the call belongs to.
 //!
+//! An agent that runs its own tools (an ACP agent) offers answers of its own: the popup lists
+//! them by the agent's names, each beside the key that picks it (by its kind: `y` its
+//! `allow_once`, `a` its `allow_always`, `n` and `s` its `reject_once`); a key whose approval
+//! the agent does not offer does nothing, and a refusal it does not offer answers `cancelled`,
+//! which allows nothing either.
+//!
 //! Requests queue in one popup: the first is shown ("2 of 3"), the next after an answer. A
 //! request settled elsewhere (its run stopped) leaves the queue; the popup closes when the
 //! queue is empty.
@@ -25,7 +31,7 @@ use super::{DialogResult, Outcome, centered, popup_block};
 use crate::engine::events::{EngineEvent, EventKind};
 use crate::model::SessionId;
 use crate::text::sanitize;
-use crate::tools::Decision;
+use crate::tools::{AgentOption, Decision};
 use crate::tui::markdown::wrap_line_into;
 use crate::tui::tool_cell::pretty_arguments;
 
@@ -48,6 +54,8 @@ pub struct ApprovalRequest {
     pub arguments: String,
     /// Why a hook asks for this call (sanitised), when a hook asked.
     pub reason: Option<String>,
+    /// The answers an agent that asks offers (names sanitised); empty for huddle's own tools.
+    pub options: Vec<AgentOption>,
 }
 
 impl ApprovalRequest {
@@ -61,6 +69,7 @@ impl ApprovalRequest {
             tool,
             arguments,
             reason,
+            options,
             ..
         } = &event.kind
         else {
@@ -77,6 +86,14 @@ impl ApprovalRequest {
             tool: clean(tool),
             arguments: pretty_arguments(arguments),
             reason: reason.as_deref().map(clean),
+            options: options
+                .iter()
+                .map(|o| AgentOption {
+                    id: o.id.clone(),
+                    name: crate::text::first_line(&clean(&o.name), 60),
+                    kind: o.kind.clone(),
+                })
+                .collect(),
         })
     }
 }
@@ -151,6 +168,14 @@ impl Approvals {
             KeyCode::PageUp => return self.scroll_by(-10),
             _ => return Outcome::Stay,
         };
+        // An approval the asking agent does not offer is not an answer.
+        if decision.approves()
+            && self.current().is_some_and(|r| {
+                !r.options.is_empty() && AgentOption::answering(decision, &r.options).is_none()
+            })
+        {
+            return Outcome::Stay;
+        }
         self.answer(decision)
     }
 
@@ -230,13 +255,19 @@ impl Approvals {
             }
             wrap_line_into(Line::raw(format!("  {line}")), inner, &mut arguments);
         }
-        let keys = vec![
-            keys_line(&[
-                (&["y"], "approve once"),
-                (&["a"], "approve this tool for this session"),
-            ]),
-            keys_line(&[(&["n", "Esc"], "deny"), (&["s"], "deny and stop the run")]),
-        ];
+        let keys = if r.options.is_empty() {
+            vec![
+                keys_line(&[
+                    (&["y"], "approve once"),
+                    (&["a"], "approve this tool for this session"),
+                ]),
+                keys_line(&[(&["n", "Esc"], "deny"), (&["s"], "deny and stop the run")]),
+            ]
+        } else {
+            let mut keys = vec![Line::styled("the agent offers:", dim)];
+            keys.extend(agent_keys(&r.options));
+            keys
+        };
         // Head, arguments, a note line, a blank line, the keys, the borders.
         let fixed = head.len() + 1 + 1 + keys.len() + 2;
         let room = (area.height as usize).saturating_sub(fixed).max(1);
@@ -278,6 +309,36 @@ impl Approvals {
     }
 }
 
+/// One line per key that answers with one of the agent's options: the option's name, and what
+/// huddle does besides (remembers the tool, stops the run). A key whose approval the agent does
+/// not offer is left out; a refusal it does not offer is `cancelled`.
+fn agent_keys(options: &[AgentOption]) -> Vec<Line<'static>> {
+    let rows: [(&[&str], Decision, &str); 4] = [
+        (&["y"], Decision::ApproveOnce, ""),
+        (
+            &["a"],
+            Decision::ApproveForSession,
+            " (and huddle approves this kind of call for the session)",
+        ),
+        (&["n", "Esc"], Decision::Deny, ""),
+        (&["s"], Decision::DenyAndStop, ", and stop the run"),
+    ];
+    rows.iter()
+        .filter_map(|(keys, decision, besides)| {
+            let name = match AgentOption::answering(*decision, options) {
+                Some(o) => format!("\"{}\"", o.name),
+                None if decision.approves() => return None,
+                None => "cancel (the agent offers no refusal)".to_string(),
+            };
+            let pad = 6usize.saturating_sub(keys.join("/").chars().count());
+            Some(keys_line(&[(
+                *keys,
+                &format!("{}{name}{besides}", " ".repeat(pad)),
+            )]))
+        })
+        .collect()
+}
+
 /// The answers' keys (joined by `/`, in the key style) and what each does.
 fn keys_line(answers: &[(&[&str], &str)]) -> Line<'static> {
     let key = Style::default().fg(Color::Cyan).add_modifier(Modifier::BOLD);
@@ -302,6 +363,11 @@ mod tests {
     use super::*;
 
     fn request(id: u64) -> ApprovalRequest {
+        request_with(id, Vec::new())
+    }
+
+    /// A request of the popup, made from its event (`options`: an agent's).
+    fn request_with(id: u64, options: Vec<AgentOption>) -> ApprovalRequest {
         let event = EngineEvent {
             group_id: "g".into(),
             group: "Team".into(),
@@ -316,6 +382,7 @@ mod tests {
                 tool: "git_status".into(),
                 arguments: r#"{"repo":"."}"#.into(),
                 reason: None,
+                options,
             },
         };
         ApprovalRequest::from_event(&event).expect("a request")
@@ -374,6 +441,7 @@ mod tests {
                     tool: tool.into(),
                     arguments: arguments.into(),
                     reason: reason.map(str::to_string),
+                    options: Vec::new(),
                 },
             })
             .expect("a request")
@@ -396,6 +464,47 @@ mod tests {
             let screen = draw(width, 24, |f| popup.render(f, f.area()));
             insta::assert_snapshot!(format!("approval_{width}"), screen);
         }
+    }
+
+    /// An ACP agent's permission request: its options by name beside their keys; `y`, whose
+    /// approval the agent does not offer here, does nothing; `a` picks its allow_always.
+    #[test]
+    fn an_agents_options_are_listed_by_their_keys() {
+        use crate::tui::test_screen::draw;
+        let option = |id: &str, name: &str, kind: &str| AgentOption {
+            id: id.into(),
+            name: name.into(),
+            kind: kind.into(),
+        };
+        let mut popup = Approvals::new(request_with(
+            7,
+            vec![
+                option("ok", "Always allow", "allow_always"),
+                option("no", "Reject \u{1b}[31mthis", "reject_once"),
+            ],
+        ));
+        let screen = draw(80, 24, |f| popup.render(f, f.area()));
+        assert!(screen.contains("the agent offers:"), "{screen}");
+        assert!(
+            screen.contains("a      \"Always allow\" (and huddle approves this kind of call"),
+            "{screen}"
+        );
+        assert!(!screen.contains("y  "), "{screen}");
+        assert!(screen.contains("n/Esc  \"Reject this\""), "{screen}");
+        assert!(
+            screen.contains("s      \"Reject this\", and stop the run"),
+            "{screen}"
+        );
+        assert!(!screen.contains("approve once"), "{screen}");
+        assert!(!screen.contains('\u{1b}'), "{screen}");
+        assert_eq!(popup.handle_key(&key(KeyCode::Char('y'))), Outcome::Stay);
+        assert_eq!(
+            popup.handle_key(&key(KeyCode::Char('a'))),
+            Outcome::Done(DialogResult::Approval {
+                approval_id: 7,
+                decision: Decision::ApproveForSession
+            })
+        );
     }
 
     #[test]
