@@ -1474,7 +1474,14 @@ impl Actor<'_> {
                 .await
             {
                 Verdict::Again => {}
-                Verdict::Stopped => return Err(crate::providers::ProviderError::cancelled(&error.provider)),
+                Verdict::Stopped(why) => {
+                    // A stop of this run (not of the whole process: a signal says its own
+                    // why) during the wait leaves it resumable.
+                    if !self.shared.interrupting() {
+                        active.control.stopped_in_wait(&why);
+                    }
+                    return Err(crate::providers::ProviderError::cancelled(&error.provider));
+                }
                 Verdict::GiveUp(e) => return Err(e),
             }
         }
