@@ -48,9 +48,9 @@ pub(crate) struct Run<'a> {
     pub simulated: bool,
     /// A resumed run: what its interrupted run left (see `engine/resume.rs`).
     pub resumed: Option<Resumed>,
-    /// At most this many earlier exchanges are sent with each turn of the run (see
-    /// `TurnOptions::window`): the mode's choice, none by default.
-    pub window: Option<usize>,
+    /// Which earlier exchanges are sent with each turn of the run (see
+    /// `TurnOptions::window`): the mode's choice, all by default.
+    pub window: Option<super::session::Window>,
 }
 
 /// What a resumed run continues: the open run as it was left, and the turns it finished.

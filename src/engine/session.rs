@@ -85,9 +85,9 @@ pub struct TurnOptions {
     /// A resumed run's turns that its interrupted run finished: such a turn is answered from
     /// there, not by the model (see `engine/resume.rs`).
     pub(crate) replay: Option<Arc<super::replay::Replay>>,
-    /// At most this many earlier exchanges are sent (a mode's choice for turns that need only
+    /// Only the newest earlier exchanges are sent (a mode's choice for turns that need only
     /// the recent ones, like a long cycle's); see [`stable_window`].
-    pub window: Option<usize>,
+    pub window: Option<Window>,
     /// What the session's conversation keeps of the prompt for its later turns, when that is
     /// less than the prompt: a step's instructions and inputs are sent with the turn that needs
     /// them, and later turns see what was asked and answered. The transcript records both (the
@@ -97,6 +97,15 @@ pub struct TurnOptions {
     /// sent the ones the session's last answered prompt was sent (a team member's brief: the
     /// request, the team and the format, which the compact forms in its conversation leave out).
     pub chat: bool,
+}
+
+/// Which of its earlier exchanges a turn is sent (see [`stable_window`]): at most `most`; when
+/// there are more, the oldest go `stride` at a time, so what is sent starts the same way for
+/// `stride` requests in a row (a prefix a provider can cache, written again at each move).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub most: usize,
+    pub stride: usize,
 }
 
 /// Marks put on a turn's stored prompt message by whoever asked for the turn: the turn applies
@@ -284,7 +293,7 @@ impl SessionState {
         run_id: Option<&RunId>,
         from_run_start: bool,
         resumed_start: Option<usize>,
-        window: Option<usize>,
+        window: Option<Window>,
     ) -> Vec<ChatMessage> {
         let history = self.history.get_or_insert_with(Vec::new);
         let start = match (run_id, from_run_start) {
@@ -343,28 +352,28 @@ fn sticky_start(history: &[ChatMessage], kept: usize, earliest: usize) -> usize 
 }
 
 /// The newest exchanges of `history` (an exchange: a user message and what followed it) when
-/// it has more than `window` of them. The oldest go half a window at a time, so that what is
-/// sent starts the same way for several requests in a row (a prefix a provider can cache)
-/// rather than one exchange later every time: between `window / 2 + 1` and `window` are kept.
-/// Where the cuts fall is counted from the conversation's start: `before` exchanges of it
-/// precede `history` (not held any more, or before the run's start).
-fn stable_window(history: &[ChatMessage], window: usize, before: usize) -> &[ChatMessage] {
+/// it has more than `window.most` of them. The oldest go `window.stride` at a time, so that
+/// what is sent starts the same way for several requests in a row (a prefix a provider can
+/// cache) rather than one exchange later every time: between `most - stride + 1` and `most`
+/// are kept. Where the cuts fall is counted from the conversation's start: `before` exchanges
+/// of it precede `history` (not held any more, or before the run's start).
+fn stable_window(history: &[ChatMessage], window: Window, before: usize) -> &[ChatMessage] {
     let starts: Vec<usize> = history
         .iter()
         .enumerate()
         .filter(|(_, m)| m.role == ChatRole::User)
         .map(|(i, _)| i)
         .collect();
-    let window = window.max(1);
-    if starts.len() <= window {
+    let most = window.most.max(1);
+    if starts.len() <= most {
         return history;
     }
-    let step = (window / 2).max(1);
+    let step = window.stride.clamp(1, most);
     // The first kept exchange, counted from the conversation's start: a multiple of `step`
-    // that leaves at least `window - step + 1` exchanges, so at most `window`; past `before`,
-    // as more than `window` exchanges follow it.
+    // that leaves at least `most - step + 1` exchanges, so at most `most`; past `before`,
+    // as more than `most` exchanges follow it.
     let total = before + starts.len();
-    let cut = (total - (window - step + 1)) / step * step;
+    let cut = (total - (most - step + 1)) / step * step;
     let first = cut.saturating_sub(before).min(starts.len() - 1);
     &history[starts[first]..]
 }
@@ -1751,7 +1760,7 @@ mod tests {
     }
 
     #[test]
-    fn a_window_drops_the_oldest_exchanges_half_a_window_at_a_time() {
+    fn a_window_drops_the_oldest_exchanges_a_stride_at_a_time() {
         let exchanges = |n: usize| -> Vec<ChatMessage> {
             (0..n)
                 .flat_map(|k| {
@@ -1763,27 +1772,59 @@ mod tests {
                 .collect()
         };
         let first = |h: &[ChatMessage]| h.first().map(|m| m.content.to_string());
-        assert_eq!(stable_window(&exchanges(8), 8, 0).len(), 16, "within the window");
-        assert_eq!(first(stable_window(&exchanges(9), 8, 0)).as_deref(), Some("q4"));
+        let half = |most: usize| Window {
+            most,
+            stride: most / 2,
+        };
+        assert_eq!(
+            stable_window(&exchanges(8), half(8), 0).len(),
+            16,
+            "within the window"
+        );
+        assert_eq!(
+            first(stable_window(&exchanges(9), half(8), 0)).as_deref(),
+            Some("q4")
+        );
         // The start stays put while the window fills again, then moves on by half a window.
         for n in 9..=12 {
             assert_eq!(
-                first(stable_window(&exchanges(n), 8, 0)).as_deref(),
+                first(stable_window(&exchanges(n), half(8), 0)).as_deref(),
                 Some("q4"),
                 "{n}"
             );
         }
-        assert_eq!(first(stable_window(&exchanges(13), 8, 0)).as_deref(), Some("q8"));
-        assert_eq!(stable_window(&exchanges(13), 8, 0).len(), 10);
-        assert!(stable_window(&[], 8, 0).is_empty());
-        assert_eq!(first(stable_window(&exchanges(3), 1, 0)).as_deref(), Some("q2"));
+        assert_eq!(
+            first(stable_window(&exchanges(13), half(8), 0)).as_deref(),
+            Some("q8")
+        );
+        assert_eq!(stable_window(&exchanges(13), half(8), 0).len(), 10);
+        assert!(stable_window(&[], half(8), 0).is_empty());
+        assert_eq!(
+            first(stable_window(&exchanges(3), half(1), 0)).as_deref(),
+            Some("q2")
+        );
         // Counted from the conversation's start: without its first 6 exchanges (dropped from
         // memory, or before the run), the cuts fall where they fell with everything held.
         for n in 15..=30 {
             let all = exchanges(n);
-            let with_all = first(stable_window(&all, 8, 0));
-            assert_eq!(first(stable_window(&all[12..], 8, 6)), with_all, "{n}");
+            let with_all = first(stable_window(&all, half(8), 0));
+            assert_eq!(first(stable_window(&all[12..], half(8), 6)), with_all, "{n}");
         }
+        // A longer stride: 12 at most, the oldest 8 at a time (5 to 12 kept).
+        let long = Window { most: 12, stride: 8 };
+        assert_eq!(stable_window(&exchanges(12), long, 0).len(), 24);
+        for n in 13..=20 {
+            assert_eq!(
+                first(stable_window(&exchanges(n), long, 0)).as_deref(),
+                Some("q8"),
+                "{n}"
+            );
+        }
+        assert_eq!(
+            first(stable_window(&exchanges(21), long, 0)).as_deref(),
+            Some("q16")
+        );
+        assert_eq!(stable_window(&exchanges(21), long, 0).len(), 10);
     }
 
     #[test]
@@ -1883,8 +1924,12 @@ mod tests {
             let sent = state.visible(None, false, None, None);
             assert!(within(&sent, &all), "turn {k}");
             // A window of exchanges too (its cuts are counted from the conversation's start).
-            let sent = state.visible(None, false, None, Some(8));
-            assert!(within(&sent, stable_window(&all, 8, 0)), "turn {k}: the window");
+            let window = Window { most: 8, stride: 4 };
+            let sent = state.visible(None, false, None, Some(window));
+            assert!(
+                within(&sent, stable_window(&all, window, 0)),
+                "turn {k}: the window"
+            );
         }
         let from_run = state.visible(Some(&run), true, None, None);
         assert!(from_run.len() <= bounded_history(&all[500..]).len());

@@ -7,15 +7,14 @@
 //! equivalents: uncached input at 1, cache writes at 1.25, cache reads at 0.1 (Anthropic's
 //! 5-minute cache).
 //!
-//! Goal: at least half less with caching. Issue 25 asked for 60 %, measured when every request
-//! sent its member's whole history again (683,791 input tokens; caching then saved 66.8 %).
-//! Since issue 29 a reflect run says each thing once and sends a member's last 8 exchanges: a
-//! third of the tokens, most of what a request sends beyond the cached prefix is new (the newest
-//! prompt, which later requests send in its compact form, is not worth caching), and each move
-//! of the window (every 4 exchanges) writes the kept history to the cache again. Both together
-//! bill less than half of what caching alone did (see docs/benchmarks.md); without the window
-//! the same run saves 66 %. What every request marks, the member's next request sends again
-//! byte for byte (unless the window moved): [`marked_prefixes_are_sent_again`].
+//! Goal (issue 25): at least 60 % less with caching. Since issue 29 a reflect run says each
+//! thing once and sends a member's recent exchanges only (at most 12, the oldest dropped 8 at
+//! a time): a third of the tokens of the whole histories sent before, so less of each request
+//! repeats, and each move of the window writes the kept history to the cache again. With the
+//! window moving every 4 exchanges (8 kept at most) caching saved 51.6 %; moving every 8, it
+//! saves about 62 % (see docs/benchmarks.md). What every request marks, the member's next
+//! request sends again byte for byte (unless the window moved):
+//! [`marked_prefixes_are_sent_again`].
 //!
 //! `cargo test --test all suite::cost_caching -- --nocapture` prints the figures
 //! (docs/benchmarks.md has them).
@@ -237,7 +236,7 @@ fn sonnet_usd(u: &Usage) -> f64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn prompt_caching_cuts_a_reflect_runs_billed_input_by_at_least_half() {
+async fn prompt_caching_cuts_a_reflect_runs_billed_input_by_at_least_60_percent() {
     let (cached, requests) = reflect_run(true).await;
     let (plain, plain_requests) = reflect_run(false).await;
     assert_eq!(requests, plain_requests, "the same run both times");
@@ -264,5 +263,5 @@ async fn prompt_caching_cuts_a_reflect_runs_billed_input_by_at_least_half() {
         sonnet_usd(&cached.usage),
         100.0 * saved,
     );
-    assert!(saved >= 0.50, "only {:.1}% lower with caching", 100.0 * saved);
+    assert!(saved >= 0.60, "only {:.1}% lower with caching", 100.0 * saved);
 }

@@ -21,7 +21,7 @@ use super::super::protocol::{
     replan_prompt, strip_sentinel_lines, synthesis_prompt, trend,
 };
 use super::super::run::Run;
-use super::super::session::TurnResult;
+use super::super::session::{TurnResult, Window};
 use super::super::team::Member;
 use super::super::{EngineError, RunReport};
 
@@ -52,12 +52,14 @@ struct TeamCycle<'r, 'a> {
     said: Option<String>,
 }
 
-/// At most this many earlier exchanges are sent with each turn of a cycle: the orchestrator's
-/// last four iterations (a plan and a synthesis each), a worker's last eight tasks and answers,
-/// the evaluator's last eight verdicts (the window moves on half of it at a time, so at least
-/// five are sent). What is older has been built on since; the brief and the newest message
-/// carry what holds now, a plan with one line for each earlier iteration (its ledger).
-const RECENT_EXCHANGES: usize = 8;
+/// The earlier exchanges sent with each turn of a cycle: at most 12 (the orchestrator's last
+/// six iterations, a plan and a synthesis each; a worker's last twelve tasks and answers; the
+/// evaluator's last twelve verdicts), the oldest dropped 8 at a time, so at least five are
+/// sent. What is older has been built on since; the brief and the newest message carry what
+/// holds now, a plan with one line for each earlier iteration (its ledger). Each move writes the
+/// kept history to a provider's prompt cache again: a long stride moves it seldom (every
+/// fourth iteration of the orchestrator's).
+const RECENT: Window = Window { most: 12, stride: 8 };
 
 pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result<RunReport, EngineError> {
     let Some(orchestrator) = run.team.orchestrator.clone() else {
@@ -68,7 +70,7 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
         });
     };
     let evaluator = run.team.evaluator.clone();
-    run.window = Some(RECENT_EXCHANGES);
+    run.window = Some(RECENT);
     let previous = run.shared.org.read(|o| {
         o.group(&run.team.group_id)
             .and_then(|g| g.state.orchestrator_reflect.clone())
@@ -266,10 +268,10 @@ impl TeamCycle<'_, '_> {
                         iteration,
                         max_iterations: self.state.max_iterations,
                         earlier,
-                        // The window holds at most the last RECENT_EXCHANGES / 2 iterations;
-                        // a conversation from before a restart, none of this run's.
+                        // The window holds at most the last `RECENT.most / 2` iterations; a
+                        // conversation from before a restart, none of this run's.
                         syntheses_from: if in_conversation {
-                            iteration.saturating_sub(RECENT_EXCHANGES as u32 / 2)
+                            iteration.saturating_sub(RECENT.most as u32 / 2)
                         } else {
                             iteration
                         },
