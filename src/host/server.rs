@@ -91,6 +91,8 @@ struct Shared {
     activity: Notify,
     /// The table saw a run start.
     run_listed: Notify,
+    /// The runs TUIs started, per group or session.
+    tui_scopes: Arc<super::tui_calls::Scopes>,
     quit: AtomicBool,
 }
 
@@ -210,6 +212,7 @@ pub fn serve_on(
         served: AtomicBool::new(false),
         activity: Notify::new(),
         run_listed: Notify::new(),
+        tui_scopes: Arc::default(),
         quit: AtomicBool::new(false),
     });
     let accept = {
@@ -705,7 +708,8 @@ async fn handle(
             if let Some(key) = &starts {
                 lock(&shared.table).expect_front(key, front.label.clone());
             }
-            match super::tui_calls::carry_out(engine, shared_profile(shared, front), call) {
+            match super::tui_calls::carry_out(engine, &shared.tui_scopes, shared_profile(shared, front), call)
+            {
                 Ok(()) => reply(tx, id, Reply::Done),
                 Err(why) => {
                     if let Some(key) = &starts {

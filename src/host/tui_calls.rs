@@ -3,8 +3,9 @@
 //! configuration and environment) and asking their tool approvals through it (the TUI that
 //! shows the run, or the next one opened, answers).
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::engine::events::RunKey;
 use crate::engine::{Engine, EngineError, Profile, ReflectionRequest, RunOverrides};
@@ -31,12 +32,14 @@ pub(super) fn run_started_by(call: &EngineCall) -> Option<RunKey> {
 /// Carries out `call`; why it was refused otherwise (the TUI shows it).
 pub(super) fn carry_out(
     engine: &Engine,
+    scopes: &Arc<Scopes>,
     profile: Result<Option<Arc<Profile>>, String>,
     call: EngineCall,
 ) -> Result<(), String> {
     let started = |scope: &str| -> Result<Scope, String> {
         Ok(Scope {
             engine: engine.clone(),
+            scopes: Arc::clone(scopes),
             id: scope.to_string(),
             profile: profile.clone()?,
         })
@@ -75,6 +78,7 @@ pub(super) fn carry_out(
                 // The run ended in between: the message starts a new one.
                 return carry_out(
                     engine,
+                    scopes,
                     profile,
                     EngineCall::RunGroup {
                         group_id,
@@ -145,25 +149,82 @@ pub(super) fn carry_out(
     Ok(())
 }
 
+/// How many runs TUIs started go in each group or session: its approvals and profile are
+/// cleared when the last ends (a chat sent while another answers must not lose them).
+#[derive(Default)]
+pub(super) struct Scopes {
+    going: Mutex<HashMap<String, usize>>,
+}
+
+impl Scopes {
+    fn enter(&self, id: &str) {
+        *self.lock().entry(id.to_string()).or_default() += 1;
+    }
+
+    /// True when the last run of `id` ended.
+    fn leave(&self, id: &str) -> bool {
+        let mut going = self.lock();
+        match going.get_mut(id) {
+            Some(n) if *n > 1 => {
+                *n -= 1;
+                false
+            }
+            _ => {
+                going.remove(id);
+                true
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
+        self.going.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// A run a TUI started: its group's or session's profile and approvals are the TUI's until
-/// it ends.
+/// it (and every other run of it a TUI started) ends.
 struct Scope {
     engine: Engine,
+    scopes: Arc<Scopes>,
     id: String,
     profile: Option<Arc<Profile>>,
 }
 
 impl Scope {
     fn spawn<T: Send + 'static>(self, run: impl Future<Output = T> + Send + 'static) {
-        let Scope { engine, id, profile } = self;
+        let Scope {
+            engine,
+            scopes,
+            id,
+            profile,
+        } = self;
+        scopes.enter(&id);
         engine.set_scoped_approval(&id, Some(ApprovalPolicy::Ask));
         if profile.is_some() {
             engine.set_scoped_profile(&id, profile);
         }
         tokio::spawn(async move {
             run.await;
-            engine.set_scoped_approval(&id, None);
-            engine.set_scoped_profile(&id, None);
+            if scopes.leave(&id) {
+                engine.set_scoped_approval(&id, None);
+                engine.set_scoped_profile(&id, None);
+            }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scope_is_left_when_its_last_run_ends() {
+        let scopes = Scopes::default();
+        scopes.enter("s");
+        scopes.enter("s");
+        assert!(!scopes.leave("s"), "a second run still goes");
+        assert!(scopes.leave("s"));
+        assert!(scopes.lock().is_empty());
+        assert!(scopes.leave("never"), "an unknown scope has nothing going");
     }
 }

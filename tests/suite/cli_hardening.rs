@@ -120,11 +120,12 @@ fn huddle_with(home: &Path, args: &[&str], stdout: Stdio, stderr: Stdio) -> Outp
     wait_or_kill(child, Duration::from_secs(60), &format!("{args:?}"))
 }
 
-/// A pipe whose reading end is already closed: every write to it fails with EPIPE.
+/// A pipe whose reading end is already closed: every write to it fails with EPIPE. Close-on-exec,
+/// or a process another test starts meanwhile would inherit the reading end and keep it open.
 fn closed_pipe() -> Stdio {
     let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe(2) returns.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: `fds` has room for the two descriptors pipe2(2) returns.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
     // SAFETY: both descriptors were just created and are owned here alone.
     unsafe {
         libc::close(fds[0]);
