@@ -163,8 +163,10 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
 
         prices_section(&mut out, &mut problems, config, paths);
         repo_context_section(&mut out, config, paths, repo);
-        mcp_section(&mut out, &mut problems, config, paths, repo, probe);
-        sandbox_section(&mut out, &mut problems, config, paths);
+        // One baseline for the MCP servers' launches and the sandbox section.
+        let baseline = crate::workspace::baseline(paths, config, None);
+        mcp_section(&mut out, &mut problems, config, &baseline, repo, probe);
+        sandbox_section(&mut out, &mut problems, config, &baseline, paths);
         hooks_section(&mut out, config);
         telemetry_section(&mut out, &mut problems, config, probe);
 
@@ -394,32 +396,28 @@ fn worktrees_section(out: &mut String, problems: &mut Vec<String>, paths: &Paths
 /// config.yaml asks for. A sandbox that is required (a mode or network off set anywhere in
 /// config.yaml) and unavailable is a problem; one that is merely unavailable is said: processes
 /// then run unconfined.
-fn sandbox_section(out: &mut String, problems: &mut Vec<String>, config: &Config, paths: &Paths) {
-    use crate::sandbox::{Host, Policy, Sandbox, Status};
+fn sandbox_section(
+    out: &mut String,
+    problems: &mut Vec<String>,
+    config: &Config,
+    baseline: &crate::sandbox::Baseline,
+    paths: &Paths,
+) {
+    use crate::sandbox::Status;
     let _ = writeln!(out, "\nSandbox");
-    let host = std::sync::Arc::new(Host::from_env(
-        Some(paths.data_dir.clone()),
-        Some(paths.config_dir.clone()),
-    ));
-    let policy = Policy::resolve(&[("config.yaml", &config.sandbox)], None, host.home.as_deref());
+    let sandbox = baseline.sandbox(&[], None);
+    let policy = &sandbox.policy;
     let bwrap = crate::sandbox::probe::availability(policy.bwrap.as_deref());
     let mark = if bwrap.is_usable() { "ok " } else { "!! " };
     let _ = writeln!(out, "  {mark}bwrap       {}", bwrap.describe());
-    let sandbox = Sandbox::new(policy.clone(), host.clone());
     let mut levels = vec![("config.yaml".to_string(), sandbox.status_with(&bwrap))];
     for (name, server) in &config.mcp_servers {
         if server.command.is_empty() || server.sandbox.is_empty() {
             continue;
         }
-        let own = policy.clone().with(
-            &format!("mcp_servers.{name}"),
-            &server.sandbox,
-            host.home.as_deref(),
-        );
-        levels.push((
-            format!("mcp {name}"),
-            Sandbox::new(own, host.clone()).status_with(&bwrap),
-        ));
+        let level = format!("mcp_servers.{name}");
+        let own = baseline.sandbox(&[(level.as_str(), &server.sandbox)], None);
+        levels.push((format!("mcp {name}"), own.status_with(&bwrap)));
     }
     for (who, status) in &levels {
         let _ = writeln!(out, "  {who:<15} {}", status.label());
@@ -612,18 +610,10 @@ fn mcp_section(
     out: &mut String,
     problems: &mut Vec<String>,
     config: &Config,
-    paths: &Paths,
+    baseline: &crate::sandbox::Baseline,
     repo: &Path,
     probe: bool,
 ) {
-    let baseline = crate::sandbox::Baseline {
-        config: config.sandbox.clone(),
-        cli: None,
-        host: std::sync::Arc::new(crate::sandbox::Host::from_env(
-            Some(paths.data_dir.clone()),
-            Some(paths.config_dir.clone()),
-        )),
-    };
     let _ = writeln!(out, "\nMCP servers");
     if config.mcp_servers.is_empty() {
         let _ = writeln!(out, "  none configured (mcp_servers: in config.yaml)");
@@ -637,7 +627,7 @@ fn mcp_section(
         return;
     }
     let checks = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt.block_on(crate::tools::mcp::check_all(&config.mcp_servers, repo, &baseline)),
+        Ok(rt) => rt.block_on(crate::tools::mcp::check_all(&config.mcp_servers, repo, baseline)),
         Err(e) => {
             problems.push("the MCP servers could not be checked".into());
             let _ = writeln!(out, "  cannot start them: {e}");

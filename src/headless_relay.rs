@@ -41,14 +41,19 @@ pub fn check_preset(
     approve: bool,
     terminal: bool,
 ) -> Result<(), String> {
-    match (mode.unwrap_or(preset.mode), &preset.relay) {
-        (Mode::Relay, Some(relay)) => check_approval(
+    // Only a run as a relay has drafts to approve; its relay settings say how.
+    let relay = preset
+        .relay
+        .as_ref()
+        .filter(|_| mode.unwrap_or(preset.mode) == Mode::Relay);
+    match relay {
+        Some(relay) => check_approval(
             &preset.name,
             approval.unwrap_or(relay.approval),
             approve,
             terminal,
         ),
-        _ => Ok(()),
+        None => Ok(()),
     }
 }
 

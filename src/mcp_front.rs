@@ -8,13 +8,16 @@
 //! that ask for approval are asked through MCP (elicitation) when the client can be asked,
 //! else denied: never allowed by default.
 
+mod resources;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitationAction, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ElicitationAction, Implementation, JsonObject, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -22,13 +25,13 @@ use serde_json::{Value, json};
 
 use crate::cli::note;
 use crate::config::{Config, Paths};
-use crate::engine::events::{EngineEvent, EventKind, RunRecord};
+use crate::engine::events::{EngineEvent, EventKind};
 use crate::headless::{self, RunRequest};
 use crate::host::client::{Client, ClientError, Reader, Writer};
 use crate::host::protocol::{Hello, HostMessage, Reply, Request, RunInfo};
-use crate::model::{CycleOutcome, Mode, Organization, RunBudget};
+use crate::model::{CycleOutcome, DraftAnswer, Mode, Organization, RunBudget};
 use crate::presets::Catalog;
-use crate::store::{OrganizationFile, RunFiles, RunOwner};
+use crate::store::{OrganizationFile, RunFiles};
 use crate::tools::Decision;
 
 /// The server: what it needs to reach the host.
@@ -104,6 +107,7 @@ fn tools() -> Vec<Tool> {
                     "max_duration_secs": {"type": "integer", "minimum": 1, "description": "wall time limit of this run"},
                     "token_budget": {"type": "integer", "minimum": 1, "description": "tokens this run may use"},
                     "max_cost_usd": {"type": "number", "exclusiveMinimum": 0, "description": "dollars this run may spend (refused over a model with no price)"},
+                    "approval": {"type": "string", "enum": ["manual", "semi_auto", "full_auto"], "description": "a relay's approval mode for this run: which drafts wait for a person (asked through the client)"},
                     "repo": {"type": "string", "description": "the repository a new team or session works in (default: huddle mcp's working directory)"},
                     "detach": {"type": "boolean", "description": "return the run id at once; the run goes on"}
                 },
@@ -159,7 +163,74 @@ fn tools() -> Vec<Tool> {
             })),
         )
         .with_annotations(ToolAnnotations::new().read_only(false).destructive(false).open_world(false)),
+        Tool::new(
+            "answer_draft",
+            "Answer a relay's draft that waits for a person (list_runs says `its relay draft of turn N`; run_status shows the draft): `send` it, `edit` (send `text` instead), `reject` (the driver drafts again, told `text`), or `stop` the relay.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "run": {"type": "string", "description": RUN_ARG},
+                    "answer": {"type": "string", "enum": DRAFT_ANSWERS},
+                    "text": {"type": "string", "description": "with `edit`: the message to send instead; with `reject`: a note for the driver"}
+                },
+                "required": ["run", "answer"],
+                "additionalProperties": false
+            })),
+        )
+        .with_annotations(ToolAnnotations::new().read_only(false).destructive(false).open_world(true)),
     ]
+}
+
+/// The answers to a relay draft, as a client gives them.
+const DRAFT_ANSWERS: [&str; 4] = ["send", "edit", "reject", "stop"];
+
+/// A draft answer from its word and text (`None`: stop the relay).
+fn draft_answer(word: &str, text: Option<&str>) -> Result<Option<DraftAnswer>, String> {
+    let text = text.map(str::trim).filter(|t| !t.is_empty());
+    match (word, text) {
+        ("send", _) => Ok(Some(DraftAnswer::Approve)),
+        ("edit", Some(t)) => Ok(Some(DraftAnswer::Edit(t.to_string()))),
+        ("edit", None) => Err("`edit` needs the message to send instead as `text`".into()),
+        ("reject", t) => Ok(Some(DraftAnswer::Reject(t.unwrap_or_default().to_string()))),
+        ("stop", _) => Ok(None),
+        _ => Err(format!("`answer` must be one of {}", DRAFT_ANSWERS.join(", "))),
+    }
+}
+
+/// A relay draft that waits for a person, as its run's events say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct WaitingDraft {
+    turn: u32,
+    text: String,
+    review: Option<String>,
+}
+
+/// The draft a run's file says waits now, if one does (a later send, take-over or state ends
+/// the wait).
+fn waiting_draft(lines: &[String]) -> Option<WaitingDraft> {
+    let mut waiting = None;
+    for line in lines {
+        let Ok(record) = serde_json::from_str::<crate::engine::events::RunRecord>(line) else {
+            continue;
+        };
+        match record.event.kind {
+            EventKind::RelayDraft {
+                turn,
+                text,
+                waiting: true,
+                review,
+                ..
+            } => waiting = Some(WaitingDraft { turn, text, review }),
+            EventKind::RelayDraft { .. } | EventKind::RelaySent { .. } | EventKind::RelayTakeOver { .. } => {
+                waiting = None;
+            }
+            EventKind::RelayState { state, .. } if state != crate::model::RelayPhase::ReadyToSend => {
+                waiting = None;
+            }
+            _ => {}
+        }
+    }
+    waiting
 }
 
 /// The answers to an approval, as a client gives them.
@@ -222,7 +293,12 @@ fn arg_f64(args: &JsonObject, key: &str) -> Result<Option<f64>, String> {
 
 impl ServerHandler for McpFront {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
             .with_server_info(Implementation::new("huddle", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Run huddle teams of LLM agents. list_teams shows presets and groups; run_team runs one on a prompt and returns its answer (runs go on in huddle's host even if the call is cancelled: run_status, run_result and cancel_run take the run id it reports).",
@@ -239,6 +315,50 @@ impl ServerHandler for McpFront {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         tools().into_iter().find(|t| t.name == name)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let paths = Arc::clone(&self.paths);
+        let org = self.organization();
+        let listed = tokio::task::spawn_blocking(move || resources::list(&paths, &org)).await;
+        listed
+            .map(ListResourcesResult::with_all_items)
+            .map_err(|e| McpError::internal_error(format!("could not list the resources: {e}"), None))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        // A run the host has now has no result yet, and its trace is still going.
+        let going = match self.call(Request::Ps).await {
+            Ok(Some(Reply::Runs { runs })) => runs,
+            _ => Vec::new(),
+        };
+        let paths = Arc::clone(&self.paths);
+        let org = self.organization();
+        let uri = request.uri;
+        let read = tokio::task::spawn_blocking(move || resources::read(&paths, &org, &going, &uri)).await;
+        match read {
+            Ok(result) => result.map(ReadResourceResponse::from),
+            Err(e) => Err(McpError::internal_error(
+                format!("could not read the resource: {e}"),
+                None,
+            )),
+        }
     }
 
     async fn call_tool(
@@ -261,6 +381,7 @@ impl ServerHandler for McpFront {
                 None => error_result("`run` is required"),
             },
             "answer_approval" => self.answer_approval(&args).await,
+            "answer_draft" => self.answer_draft(&args).await,
             other => {
                 return Err(McpError::invalid_params(format!("no tool named `{other}`"), None));
             }
@@ -404,6 +525,65 @@ impl McpFront {
         }
     }
 
+    /// The relay draft a going run waits on, from its run file.
+    async fn draft_of(&self, run: &RunInfo) -> Option<WaitingDraft> {
+        run.waiting_for.as_ref()?;
+        let files = RunFiles::new(self.paths.runs_dir());
+        let owner = crate::store::RunOwner::Group(run.group_id.clone());
+        let run_id = run.run_id.clone();
+        tokio::task::spawn_blocking(move || files.read_lines_of(&owner, &run_id).ok())
+            .await
+            .ok()
+            .flatten()
+            .and_then(|lines| waiting_draft(&lines))
+    }
+
+    /// `answer_draft`: answers the draft a going relay run waits on.
+    async fn answer_draft(&self, args: &JsonObject) -> CallToolResponse {
+        let Some(target) = arg_str(args, "run") else {
+            return error_result("`run` is required");
+        };
+        let answer = match draft_answer(arg_str(args, "answer").unwrap_or_default(), arg_str(args, "text")) {
+            Ok(a) => a,
+            Err(why) => return error_result(why),
+        };
+        let going = match self.call(Request::Ps).await {
+            Ok(Some(Reply::Runs { runs })) => runs,
+            Ok(_) => Vec::new(),
+            Err(e) => return error_result(e),
+        };
+        let org = self.organization();
+        let Some(run) = going_run(&going, &org, target) else {
+            return error_result(format!("no run `{target}` is going (list_runs shows them)"));
+        };
+        let Some(draft) = self.draft_of(run).await else {
+            return error_result(format!(
+                "run {} of `{}` does not wait for a relay draft",
+                run.run_id, run.group
+            ));
+        };
+        let said = match &answer {
+            Some(DraftAnswer::Approve) => "sent",
+            Some(DraftAnswer::Edit(_)) => "sent as edited",
+            Some(DraftAnswer::Reject(_)) => "rejected (the driver drafts again)",
+            _ => "not sent: the relay stops",
+        };
+        let request = Request::AnswerDraft {
+            group_id: run.group_id.clone(),
+            answer,
+        };
+        match self.call(request).await {
+            Ok(Some(Reply::Done)) => json_result(
+                format!("the draft of turn {} of `{}`: {said}", draft.turn, run.group),
+                json!({"run_id": run.run_id, "turn": draft.turn, "answered": said}),
+                false,
+            ),
+            Ok(None) => error_result("nothing runs"),
+            Ok(Some(other)) => error_result(format!("the huddle host answered {other:?}")),
+            Err(e) => error_result(e),
+        }
+    }
+
     /// `run_status` / `run_result`: from the host while the run goes, else from its run file.
     async fn status(&self, target: &str, result: bool) -> CallToolResponse {
         let going = match self.call(Request::Ps).await {
@@ -421,7 +601,23 @@ impl McpFront {
             if result {
                 text.push_str(": no result yet");
             }
-            return json_result(text, json!({ "state": run.state.as_str(), "run": run }), false);
+            let draft = self.draft_of(run).await;
+            if let Some(d) = &draft {
+                text.push_str(&format!(
+                    "\nIts relay draft of turn {} waits (answer_draft):\n{}",
+                    d.turn,
+                    crate::text::sanitize::display(&d.text)
+                ));
+                if let Some(review) = &d.review {
+                    text.push_str(&format!("\n(review: {})", crate::text::sanitize::display(review)));
+                }
+            }
+            let mut value = json!({ "state": run.state.as_str(), "run": run });
+            if let Some(d) = draft {
+                value["draft"] = json!({"turn": d.turn, "text": d.text, "review": d.review});
+                resources::clean(&mut value["draft"]);
+            }
+            return json_result(text, value, false);
         }
         let paths = Arc::clone(&self.paths);
         let target = target.to_string();
@@ -468,13 +664,16 @@ impl McpFront {
         let ask = !detach && can_elicit(context);
         let request = RunRequest {
             ask_tools: ask,
+            // A relay's drafts that wait are asked through the client too.
+            approve: ask,
             ..request
         };
         let config = match Config::load(&self.paths) {
             Ok(loaded) => loaded.config,
             Err(e) => return error_result(format!("huddle's configuration: {e}")),
         };
-        let hello = Hello::new("mcp", &request.repo).with_work(config, false);
+        // `terminal`: someone answers drafts through this front end (the client, when asked).
+        let hello = Hello::new("mcp", &request.repo).with_work(config, ask);
         let client = match self.connect(&hello, true).await {
             Ok(Some(c)) => c,
             Ok(None) => return error_result("the huddle host could not be started"),
@@ -550,10 +749,19 @@ fn run_request(args: &JsonObject, default_repo: &std::path::Path) -> Result<RunR
         }
         None => default_repo.to_path_buf(),
     };
+    let approval = match arg_str(args, "approval") {
+        Some(word) => Some(
+            serde_json::from_value::<crate::model::ApprovalMode>(json!(word)).map_err(|_| {
+                format!("`approval`: no approval mode `{word}` (manual, semi_auto, full_auto)")
+            })?,
+        ),
+        None => None,
+    };
     let request = RunRequest {
         preset,
         group,
         mode,
+        approval,
         max_iterations,
         model: arg_str(args, "model").map(str::to_string),
         budget,
@@ -606,12 +814,13 @@ async fn follow(
     detach: bool,
 ) -> CallToolResponse {
     let mut seen = Followed::default();
-    let (answer_tx, mut answers) = tokio::sync::mpsc::unbounded_channel::<(u64, Decision)>();
+    // The answers the client gave (approvals, drafts), to send to the host.
+    let (answer_tx, mut answers) = tokio::sync::mpsc::unbounded_channel::<Request>();
     loop {
         let message = tokio::select! {
             message = reader.next() => message,
-            Some((approval_id, decision)) = answers.recv() => {
-                let _ = writer.send(Request::AnswerApproval { approval_id, decision }).await;
+            Some(answer) = answers.recv() => {
+                let _ = writer.send(answer).await;
                 continue;
             }
         };
@@ -645,8 +854,11 @@ async fn follow(
                         let peer = progress.peer.clone();
                         let tx = answer_tx.clone();
                         tokio::spawn(async move {
-                            let (id, decision) = elicit(&peer, &event).await;
-                            let _ = tx.send((id, decision));
+                            let (approval_id, decision) = elicit(&peer, &event).await;
+                            let _ = tx.send(Request::AnswerApproval {
+                                approval_id,
+                                decision,
+                            });
                         });
                     }
                 }
@@ -657,6 +869,24 @@ async fn follow(
                         seen.notes.push(text);
                     }
                 }
+            }
+            Ok(Some(HostMessage::Draft {
+                group_id,
+                turn,
+                text,
+                review,
+                ..
+            })) if ask => {
+                let peer = progress.peer.clone();
+                let tx = answer_tx.clone();
+                let group = seen.group.clone().unwrap_or_default();
+                let draft = WaitingDraft { turn, text, review };
+                tokio::spawn(async move {
+                    // No answer (a cancel, an error): the draft waits for answer_draft or the TUI.
+                    if let Some(answer) = elicit_draft(&peer, &group, &draft).await {
+                        let _ = tx.send(Request::AnswerDraft { group_id, answer });
+                    }
+                });
             }
             Ok(Some(HostMessage::Exit { code, .. })) => return finished(seen, code),
             Ok(Some(HostMessage::Failed { message, .. })) => return error_result(message),
@@ -771,18 +1001,10 @@ async fn elicit(peer: &Peer<RoleServer>, event: &EngineEvent) -> (u64, Decision)
         message.push_str(&format!(" ({why})"));
     }
     message.push_str(". Allow it?");
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "decision": {
-                "type": "string",
-                "title": "Decision",
-                "enum": DECISIONS,
-                "description": "allow once, allow this tool for the session, deny, or deny and stop the run"
-            }
-        },
-        "required": ["decision"]
-    });
+    let schema = decision_schema(
+        &DECISIONS,
+        "allow once, allow this tool for the session, deny, or deny and stop the run",
+    );
     let Ok(requested_schema) = serde_json::from_value(schema) else {
         return (*approval_id, Decision::Deny);
     };
@@ -806,6 +1028,76 @@ async fn elicit(peer: &Peer<RoleServer>, event: &EngineEvent) -> (u64, Decision)
         }
     };
     (*approval_id, decided)
+}
+
+/// The form of a question answered by choosing one of `choices` (a `decision`).
+fn decision_schema(choices: &[&str], description: &str) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "decision": {
+                "type": "string",
+                "title": "Decision",
+                "enum": choices,
+                "description": description
+            }
+        },
+        "required": ["decision"]
+    })
+}
+
+/// Asks the client about a relay draft that waits. An accepted answer is given (`stop`, or an
+/// `edit` without its text, stops the relay); a decline stops the relay; a cancel or an error
+/// leaves the draft waiting (`None`), for `answer_draft` or the TUI.
+async fn elicit_draft(
+    peer: &Peer<RoleServer>,
+    group: &str,
+    draft: &WaitingDraft,
+) -> Option<Option<DraftAnswer>> {
+    let mut message = format!(
+        "huddle relay `{group}`: the draft of turn {} is\n\n{}\n",
+        draft.turn,
+        crate::text::sanitize::display(&draft.text)
+    );
+    if let Some(review) = &draft.review {
+        message.push_str(&format!(
+            "\n(review: {})\n",
+            crate::text::sanitize::display(review)
+        ));
+    }
+    message.push_str("\nSend it?");
+    let mut schema = decision_schema(
+        &DRAFT_ANSWERS,
+        "send the draft, send your edit instead, reject it (the driver drafts again), or stop the relay",
+    );
+    schema["properties"]["text"] = json!({
+        "type": "string",
+        "title": "Text",
+        "description": "with edit: the message to send; with reject: a note for the driver"
+    });
+    let requested_schema = serde_json::from_value(schema).ok()?;
+    let params = ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        requested_schema,
+    };
+    match peer.create_elicitation(params).await {
+        Ok(result) if result.action == ElicitationAction::Accept => {
+            let content = result.content.unwrap_or_default();
+            let word = content
+                .get("decision")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let text = content.get("text").and_then(Value::as_str);
+            Some(draft_answer(word, text).unwrap_or(None))
+        }
+        Ok(result) if result.action == ElicitationAction::Decline => Some(None),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::info!(error = %e, "a relay draft could not be asked: it waits");
+            None
+        }
+    }
 }
 
 /// A going run named by `target` (its id, the start of only one, or its group's name).
@@ -845,67 +1137,40 @@ impl Ended {
 /// group's name, and reads its answer and end.
 fn ended_run(paths: &Paths, org: &Organization, target: &str) -> Result<Ended, String> {
     let files = RunFiles::new(paths.runs_dir());
-    let mut candidates: Vec<(RunOwner, String, String)> = Vec::new();
-    for g in &org.groups {
-        for id in files.list(&g.id).unwrap_or_default() {
-            candidates.push((RunOwner::Group(g.id.clone()), g.name.clone(), id));
-        }
-    }
-    for s in &org.sessions {
-        for id in files
-            .list_of(&RunOwner::Session(s.id.clone()))
-            .unwrap_or_default()
-        {
-            candidates.push((RunOwner::Session(s.id.clone()), s.name.clone(), id));
-        }
-    }
-    let exact: Vec<&(RunOwner, String, String)> = candidates.iter().filter(|c| c.2 == target).collect();
-    let prefixed: Vec<&(RunOwner, String, String)> =
-        candidates.iter().filter(|c| c.2.starts_with(target)).collect();
-    let chosen = if let Some(c) = exact.first() {
-        *c
-    } else if prefixed.len() == 1 {
-        prefixed[0]
+    let entries = resources::run_entries(&files, org);
+    let prefixed: Vec<&resources::RunEntry> =
+        entries.iter().filter(|e| e.run_id.starts_with(target)).collect();
+    let chosen = if let Some(e) = entries.iter().find(|e| e.run_id == target) {
+        e
+    } else if let [one] = prefixed.as_slice() {
+        one
     } else if prefixed.len() > 1 {
         return Err(format!(
             "`{target}` is the start of {} runs: give more of it",
             prefixed.len()
         ));
     } else if let Some(g) = org.group_by_name(target) {
-        candidates
+        let owner = crate::store::RunOwner::Group(g.id.clone());
+        entries
             .iter()
-            .filter(|c| c.0 == RunOwner::Group(g.id.clone()))
-            .max_by(|a, b| a.2.cmp(&b.2))
+            .rfind(|e| e.owner == owner)
             .ok_or_else(|| format!("group `{target}` has no runs"))?
     } else {
         return Err(format!(
             "no run or group `{target}` (list_runs shows the runs going)"
         ));
     };
-    let (owner, name, run_id) = chosen;
-    let lines = files.read_lines_of(owner, run_id).map_err(|e| e.to_string())?;
-    let mut ended = Ended {
-        run_id: run_id.clone(),
-        group: name.clone(),
-        answer: None,
-        outcome: None,
-        failed: None,
-    };
-    for line in &lines {
-        let Ok(record) = serde_json::from_str::<RunRecord>(line) else {
-            continue;
-        };
-        ended.group.clone_from(&record.event.group);
-        match record.event.kind {
-            EventKind::RunResult { text } => ended.answer = Some(text),
-            EventKind::RunEnded { outcome, failed, .. } => {
-                ended.outcome = outcome.or(Some(CycleOutcome::Cancelled));
-                ended.failed = failed;
-            }
-            _ => {}
-        }
-    }
-    Ok(ended)
+    let lines = files
+        .read_lines_of(&chosen.owner, &chosen.run_id)
+        .map_err(|e| e.to_string())?;
+    let end = resources::run_end(&lines);
+    Ok(Ended {
+        run_id: chosen.run_id.clone(),
+        group: end.group.unwrap_or_else(|| chosen.name.clone()),
+        answer: end.answer,
+        outcome: end.outcome,
+        failed: end.failed,
+    })
 }
 
 #[cfg(test)]
@@ -931,6 +1196,50 @@ mod tests {
         assert_eq!(decision("deny_and_stop"), Some(Decision::DenyAndStop));
         assert_eq!(decision("yes"), None);
         assert_eq!(decision(""), None);
+    }
+
+    #[test]
+    fn a_draft_answer_is_only_what_was_said() {
+        assert_eq!(draft_answer("send", None), Ok(Some(DraftAnswer::Approve)));
+        assert_eq!(
+            draft_answer("edit", Some(" new ")),
+            Ok(Some(DraftAnswer::Edit("new".into())))
+        );
+        assert!(draft_answer("edit", Some("  ")).is_err());
+        assert_eq!(
+            draft_answer("reject", None),
+            Ok(Some(DraftAnswer::Reject(String::new())))
+        );
+        assert_eq!(draft_answer("stop", Some("x")), Ok(None));
+        assert!(draft_answer("yes", None).is_err());
+    }
+
+    #[test]
+    fn a_draft_waits_until_it_is_sent_or_the_relay_moves_on() {
+        use crate::engine::events::RunRecord;
+        let line = |kind: EventKind| {
+            let event = crate::trace::tree::tests::ev(kind, None);
+            serde_json::to_string(&RunRecord::now(event)).unwrap()
+        };
+        let draft = |turn: u32, waiting: bool| EventKind::RelayDraft {
+            session_id: "s".into(),
+            turn,
+            text: format!("draft {turn}"),
+            waiting,
+            review: None,
+        };
+        let mut lines = vec![line(draft(1, true))];
+        assert_eq!(waiting_draft(&lines).map(|d| d.turn), Some(1));
+        lines.push(line(EventKind::RelayTakeOver {
+            turn: 1,
+            active: true,
+        }));
+        assert_eq!(waiting_draft(&lines), None);
+        lines.push(line(draft(2, true)));
+        lines.push("torn".into());
+        assert_eq!(waiting_draft(&lines).map(|d| d.text), Some("draft 2".to_string()));
+        lines.push(line(draft(3, false)));
+        assert_eq!(waiting_draft(&lines), None);
     }
 
     #[test]

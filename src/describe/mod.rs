@@ -28,6 +28,10 @@ use crate::text::sanitize;
 /// The most characters of a quoted text (a message, a result, a reason) a line keeps.
 pub const QUOTE_MAX: usize = 100;
 
+/// The most characters of an event's line in a log: `huddle run`'s progress and `huddle
+/// trace`'s tree cut a longer line at the same place (the TUI lays lines out to its width).
+pub const LINE_MAX: usize = 240;
+
 /// How a line reads: its colour in a terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Tone {
@@ -128,6 +132,16 @@ impl Names {
                 .collect();
         }
         names
+    }
+
+    /// How session `id` reads to a person: a team's member by its handle (or its name without
+    /// the team's prefix), any other session by its name. None for a session that is gone.
+    pub fn of_session(o: &crate::model::Organization, id: &str) -> Option<String> {
+        let s = o.session(id)?;
+        Some(match o.group(&s.group_id).is_some_and(|g| g.is_team()) {
+            true => Names::of_members(o, &s.group_id).short(&s.name).to_string(),
+            false => s.name.clone(),
+        })
     }
 
     /// The handle (or the chair's name) `name` goes by, when it has one.

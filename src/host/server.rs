@@ -20,7 +20,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::cli::{OutputLine, RunOutput};
 use crate::config::{Config, Paths};
-use crate::engine::events::{EngineEvent, RunKey, RunRecord};
+use crate::engine::events::{EngineEvent, EventKind, RunKey, RunRecord};
 use crate::engine::{Engine, Profile};
 use crate::env::Env;
 use crate::headless::{self, Host, Remote, RunRequest};
@@ -28,6 +28,7 @@ use crate::store::RunFiles;
 use crate::tools::ApprovalPolicy;
 use crate::workspace::Edits;
 
+use super::outbox::{self, Outbox};
 use super::protocol::{
     self, ClientMessage, Hello, HostMessage, PROTOCOL, Reply, Request, RunInfo, read_line,
 };
@@ -39,6 +40,8 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 const STOPPING_WAIT: Duration = Duration::from_secs(60);
 /// Organization snapshots are pushed at most this often.
 const ORG_DEBOUNCE: Duration = Duration::from_millis(50);
+/// How long a front end's news of its run's start waits for the table of runs to list it.
+const LISTED_WAIT: Duration = Duration::from_secs(2);
 /// How long a host nobody has connected to yet waits for its first front end.
 const FIRST_FRONT_WAIT: Duration = Duration::from_secs(10);
 
@@ -75,7 +78,7 @@ pub struct HostParts {
 struct Shared {
     parts: HostParts,
     table: Mutex<Table>,
-    org_followers: Mutex<Vec<mpsc::UnboundedSender<HostMessage>>>,
+    org_followers: Mutex<Vec<Outbox>>,
     /// Front ends' profiles by their configuration, environment and repository.
     profiles: Mutex<HashMap<u64, Arc<Profile>>>,
     /// The key of the host's own configuration: front ends with it use the engine's own.
@@ -86,6 +89,8 @@ struct Shared {
     served: AtomicBool,
     /// Connections came or went, a run ended, a quit was asked.
     activity: Notify,
+    /// The table saw a run start.
+    run_listed: Notify,
     quit: AtomicBool,
 }
 
@@ -204,6 +209,7 @@ pub fn serve_on(
         connections: AtomicUsize::new(0),
         served: AtomicBool::new(false),
         activity: Notify::new(),
+        run_listed: Notify::new(),
         quit: AtomicBool::new(false),
     });
     let accept = {
@@ -265,6 +271,9 @@ async fn dispatch(
 ) {
     while let Some(event) = events.recv().await {
         let ended = lock(&shared.table).apply(&event);
+        if matches!(event.kind, EventKind::RunStarted { .. }) {
+            shared.run_listed.notify_waiters();
+        }
         if ended {
             shared.activity.notify_waiters();
             sweep_profiles(&shared);
@@ -285,14 +294,12 @@ async fn push_org(shared: Arc<Shared>) {
             continue;
         }
         let (org, version) = shared.parts.engine.org().versioned();
-        let org = Box::new(org);
-        lock(&shared.org_followers).retain(|tx| {
-            tx.send(HostMessage::Org {
-                org: org.clone(),
-                version,
-            })
-            .is_ok()
+        // Encoded once for every follower; each keeps only the newest waiting.
+        let line = protocol::encode(&HostMessage::Org {
+            org: Box::new(org),
+            version,
         });
+        lock(&shared.org_followers).retain(|tx| tx.send_org_line(line.clone()));
     }
 }
 
@@ -329,12 +336,28 @@ struct Attached {
 
 /// One front end's connection, counted while it lasts.
 async fn serve(stream: UnixStream, shared: Arc<Shared>) {
-    shared.connections.fetch_add(1, Ordering::SeqCst);
-    shared.served.store(true, Ordering::SeqCst);
-    shared.activity.notify_waiters();
-    converse(stream, &shared).await;
-    shared.connections.fetch_sub(1, Ordering::SeqCst);
-    shared.activity.notify_waiters();
+    let counted = Counted::new(shared);
+    converse(stream, &counted.0).await;
+}
+
+/// A connection counted while it lasts, also when its task panics (else the host would never
+/// be idle again).
+struct Counted(Arc<Shared>);
+
+impl Counted {
+    fn new(shared: Arc<Shared>) -> Counted {
+        shared.connections.fetch_add(1, Ordering::SeqCst);
+        shared.served.store(true, Ordering::SeqCst);
+        shared.activity.notify_waiters();
+        Counted(shared)
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::SeqCst);
+        self.0.activity.notify_waiters();
+    }
 }
 
 /// One connection: hello, then requests until it goes.
@@ -352,7 +375,7 @@ async fn converse(stream: UnixStream, shared: &Arc<Shared>) {
     }
     let (read, write) = stream.into_split();
     let mut reader = BufReader::new(read);
-    let (tx, rx) = mpsc::unbounded_channel::<HostMessage>();
+    let (tx, rx) = outbox::outbox();
     let writer = tokio::spawn(write_all(write, rx));
     let hello = match tokio::time::timeout(HELLO_TIMEOUT, read_line(&mut reader)).await {
         Ok(Ok(Some(line))) => match protocol::decode::<ClientMessage>(&line) {
@@ -395,7 +418,15 @@ async fn converse(stream: UnixStream, shared: &Arc<Shared>) {
     });
     let attached = Arc::new(Mutex::new(Attached::default()));
     loop {
-        let line = match read_line(&mut reader).await {
+        let read = tokio::select! {
+            read = read_line(&mut reader) => read,
+            // It does not read what it is sent: it is cut off (a bounded host).
+            _ = tx.overflowed() => {
+                writer.abort();
+                break;
+            }
+        };
+        let line = match read {
             Ok(Some(line)) => line,
             Ok(None) => break,
             Err(e) => {
@@ -408,7 +439,21 @@ async fn converse(stream: UnixStream, shared: &Arc<Shared>) {
                 handle(shared, &front, &attached, &tx, id, *request).await;
             }
             Ok(ClientMessage::Hello(_)) => {}
-            Err(e) => tracing::warn!("host socket: {e}"),
+            Err(e) => {
+                tracing::warn!("host socket: {e}");
+                // A request of a newer front end, say: it gets an answer, not a silence.
+                if let Some(id) = request_id(&line) {
+                    failed(
+                        &tx,
+                        id,
+                        2,
+                        format!(
+                            "the huddle host (version {}) did not understand this request ({e})",
+                            env!("CARGO_PKG_VERSION")
+                        ),
+                    );
+                }
+            }
         }
     }
     // Gone: the runs it started and did not detach stop as on a hang-up (resumable).
@@ -425,16 +470,17 @@ async fn converse(stream: UnixStream, shared: &Arc<Shared>) {
     tracing::info!("a front end went");
 }
 
-async fn write_all(
-    mut write: tokio::net::unix::OwnedWriteHalf,
-    mut rx: mpsc::UnboundedReceiver<HostMessage>,
-) {
-    while let Some(message) = rx.recv().await {
-        if write
-            .write_all(protocol::encode(&message).as_bytes())
-            .await
-            .is_err()
-        {
+/// The id of a request the host could not read, when its line says one.
+fn request_id(line: &str) -> Option<u64> {
+    serde_json::from_str::<serde_json::Value>(line)
+        .ok()?
+        .get("id")?
+        .as_u64()
+}
+
+async fn write_all(mut write: tokio::net::unix::OwnedWriteHalf, mut rx: outbox::Receiver) {
+    while let Some(line) = rx.recv().await {
+        if write.write_all(line.as_bytes()).await.is_err() {
             return;
         }
     }
@@ -524,11 +570,11 @@ fn sweep_profiles(shared: &Shared) {
     }
 }
 
-fn reply(tx: &mpsc::UnboundedSender<HostMessage>, id: u64, reply: Reply) {
+fn reply(tx: &Outbox, id: u64, reply: Reply) {
     let _ = tx.send(HostMessage::Reply { id, reply });
 }
 
-fn failed(tx: &mpsc::UnboundedSender<HostMessage>, id: u64, code: u8, message: impl Into<String>) {
+fn failed(tx: &Outbox, id: u64, code: u8, message: impl Into<String>) {
     let _ = tx.send(HostMessage::Failed {
         id,
         code,
@@ -540,7 +586,7 @@ async fn handle(
     shared: &Arc<Shared>,
     front: &Arc<FrontContext>,
     attached: &Arc<Mutex<Attached>>,
-    tx: &mpsc::UnboundedSender<HostMessage>,
+    tx: &Outbox,
     id: u64,
     request: Request,
 ) {
@@ -616,7 +662,7 @@ async fn handle(
                 lock(&shared.org_followers).push(tx.clone());
             }
             if events && replay {
-                let (live_tx, live_rx) = mpsc::unbounded_channel::<HostMessage>();
+                let (live_tx, live_rx) = outbox::outbox();
                 let going = lock(&shared.table).follow_all_from_start(live_tx);
                 reply(tx, id, Reply::Done);
                 tokio::spawn(replay_then_live(Arc::clone(shared), going, live_rx, tx.clone()));
@@ -655,9 +701,18 @@ async fn handle(
             });
         }
         Request::Engine { call } => {
+            let starts = super::tui_calls::run_started_by(&call);
+            if let Some(key) = &starts {
+                lock(&shared.table).expect_front(key, front.label.clone());
+            }
             match super::tui_calls::carry_out(engine, shared_profile(shared, front), call) {
                 Ok(()) => reply(tx, id, Reply::Done),
-                Err(why) => failed(tx, id, 2, why),
+                Err(why) => {
+                    if let Some(key) = &starts {
+                        lock(&shared.table).forget_front(key);
+                    }
+                    failed(tx, id, 2, why)
+                }
             }
         }
         Request::Transcript { session_id } => {
@@ -769,7 +824,7 @@ fn start_run(
     shared: &Arc<Shared>,
     front: &Arc<FrontContext>,
     attached: &Arc<Mutex<Attached>>,
-    tx: &mpsc::UnboundedSender<HostMessage>,
+    tx: &Outbox,
     id: u64,
     request: RunRequest,
     Keep { detach, keep }: Keep,
@@ -874,11 +929,15 @@ fn start_run(
         };
         let result = loop {
             tokio::select! {
-                Some(line) = out_rx.recv() => forward(line, &mut announced),
+                Some(line) = out_rx.recv() => {
+                    until_listed(&shared, &line).await;
+                    forward(line, &mut announced)
+                }
                 result = &mut run => break result,
             }
         };
         while let Ok(line) = out_rx.try_recv() {
+            until_listed(&shared, &line).await;
             forward(line, &mut announced);
         }
         drop(kept_stop);
@@ -911,6 +970,27 @@ fn start_run(
     });
 }
 
+/// Before a front end hears that its run started, the table of runs has seen it start: a
+/// `huddle ps` or `list_runs` right after lists it. (The table hears of the start on another
+/// task; it is a moment at most, bounded in case the event never comes.)
+async fn until_listed(shared: &Shared, line: &OutputLine) {
+    let OutputLine::Started { run_id, .. } = line else {
+        return;
+    };
+    let listed = async {
+        loop {
+            let notified = shared.run_listed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if lock(&shared.table).has_seen(run_id) {
+                return;
+            }
+            notified.await;
+        }
+    };
+    let _ = tokio::time::timeout(LISTED_WAIT, listed).await;
+}
+
 /// A run of an existing group waits while the group's previous run is stopping (its front end
 /// went away a moment ago): as when that front end's own process had ended it.
 async fn wait_for_stopping_group(shared: &Shared, request: &RunRequest) {
@@ -939,8 +1019,8 @@ fn shared_profile(shared: &Arc<Shared>, front: &Arc<FrontContext>) -> Result<Opt
 async fn replay_then_live(
     shared: Arc<Shared>,
     going: Vec<(RunInfo, usize)>,
-    mut live_rx: mpsc::UnboundedReceiver<HostMessage>,
-    tx: mpsc::UnboundedSender<HostMessage>,
+    live_rx: outbox::Receiver,
+    tx: Outbox,
 ) {
     if !going.is_empty() {
         let engine = shared.parts.engine.clone();
@@ -967,30 +1047,39 @@ async fn replay_then_live(
         for (lines, logged) in read {
             for line in lines.iter().take(logged) {
                 if let Ok(record) = serde_json::from_str::<RunRecord>(line)
-                    && tx.send(HostMessage::event(record.event)).is_err()
+                    && !tx.send_paced(HostMessage::event(record.event)).await
                 {
                     return;
                 }
             }
         }
     }
-    while let Some(message) = live_rx.recv().await {
-        if tx.send(message).is_err() {
+    forward_live(live_rx, &tx).await;
+}
+
+/// Hands what a follower inside the host got to the front end's connection; cuts the front end
+/// off when the follower overflowed (it could not keep up).
+async fn forward_live(mut live_rx: outbox::Receiver, tx: &Outbox) {
+    while let Some(line) = live_rx.recv().await {
+        if !tx.send_line(line) {
             return;
         }
+    }
+    if live_rx.overflowed() {
+        tx.cut_off();
     }
 }
 
 /// `huddle attach`: the run's events so far (read back from its run file), then live until it
 /// ends.
-async fn attach(shared: &Arc<Shared>, tx: &mpsc::UnboundedSender<HostMessage>, id: u64, target: &str) {
+async fn attach(shared: &Arc<Shared>, tx: &Outbox, id: u64, target: &str) {
     let org = shared.parts.engine.org().snapshot();
     let resolved = lock(&shared.table).resolve(target, &org);
     let run_id = match resolved {
         Ok(runs) => runs.into_iter().next().unwrap_or_default(),
         Err(why) => return failed(tx, id, 2, why),
     };
-    let (live_tx, mut live_rx) = mpsc::unbounded_channel::<HostMessage>();
+    let (live_tx, live_rx) = outbox::outbox();
     let followed = lock(&shared.table).follow_run(&run_id, live_tx);
     let Some((run, logged)) = followed else {
         return failed(tx, id, 2, format!("run {run_id} has ended"));
@@ -1018,15 +1107,11 @@ async fn attach(shared: &Arc<Shared>, tx: &mpsc::UnboundedSender<HostMessage>, i
         };
         for line in lines.iter().take(logged) {
             if let Ok(record) = serde_json::from_str::<RunRecord>(line)
-                && tx.send(HostMessage::event(record.event)).is_err()
+                && !tx.send_paced(HostMessage::event(record.event)).await
             {
                 return;
             }
         }
-        while let Some(message) = live_rx.recv().await {
-            if tx.send(message).is_err() {
-                return;
-            }
-        }
+        forward_live(live_rx, &tx).await;
     });
 }

@@ -49,31 +49,78 @@ fn invalid(path: &Path, location: &str, message: String) -> PresetError {
     }
 }
 
-/// The `sandbox:` and `hooks:` of the team and of each member; the error's first part is what
-/// to look for in the text (for the line).
-fn check_sandbox_and_hooks(preset: &Preset) -> Result<(), (&'static str, String)> {
-    let mut levels: Vec<(String, &crate::sandbox::SandboxSettings, &crate::hooks::Hooks)> =
-        vec![(String::new(), &preset.sandbox, &preset.hooks)];
+/// Where a level's settings are written: after each of `anchors` in turn (the team's own at
+/// the start of a line).
+struct Level {
+    anchors: Vec<String>,
+    prefix: String,
+}
+
+/// The `sandbox:` and `hooks:` of the team and of each member; on a problem, its message and
+/// ` line L` of the key it is under (the member's own, not the first such key of the file).
+fn check_sandbox_and_hooks(preset: &Preset, text: &str) -> Result<(), (String, String)> {
+    let mut levels: Vec<(Level, &crate::sandbox::SandboxSettings, &crate::hooks::Hooks)> = vec![(
+        Level {
+            anchors: Vec::new(),
+            prefix: String::new(),
+        },
+        &preset.sandbox,
+        &preset.hooks,
+    )];
     for (who, agent) in [
-        ("orchestrator.", &preset.orchestrator),
-        ("evaluator.", &preset.evaluator),
+        ("orchestrator", &preset.orchestrator),
+        ("evaluator", &preset.evaluator),
     ] {
         if let Some(a) = agent {
-            levels.push((who.to_string(), &a.sandbox, &a.hooks));
+            let level = Level {
+                anchors: vec![format!("{who}:")],
+                prefix: format!("{who}."),
+            };
+            levels.push((level, &a.sandbox, &a.hooks));
         }
     }
     for (i, w) in preset.workers.iter().enumerate() {
-        levels.push((format!("workers[{i}]."), &w.sandbox, &w.hooks));
+        let level = Level {
+            anchors: vec!["workers:".into(), format!("name: {}", w.name)],
+            prefix: format!("workers[{i}]."),
+        };
+        levels.push((level, &w.sandbox, &w.hooks));
     }
-    for (prefix, sandbox, hooks) in levels {
-        sandbox
-            .validate(&format!("{prefix}sandbox"))
-            .map_err(|e| ("sandbox:", e))?;
-        hooks
-            .validate(&format!("{prefix}hooks"))
-            .map_err(|e| ("hooks:", e))?;
+    for (level, sandbox, hooks) in levels {
+        let problem = match sandbox.validate(&format!("{}sandbox", level.prefix)) {
+            Err(e) => Some(("sandbox:", e)),
+            Ok(()) => hooks
+                .validate(&format!("{}hooks", level.prefix))
+                .err()
+                .map(|e| ("hooks:", e)),
+        };
+        if let Some((key, message)) = problem {
+            return Err((line_under(text, &level.anchors, key), message));
+        }
     }
     Ok(())
+}
+
+/// ` line L` of the first line holding `key` after each of `anchors` in turn (on an anchor's
+/// line too: `{ name: a, hooks: … }`); without anchors, of the first line that starts with
+/// it. Nothing when not found.
+fn line_under(text: &str, anchors: &[String], key: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut at = 0;
+    for anchor in anchors {
+        match lines[at..].iter().position(|l| l.contains(anchor.as_str())) {
+            Some(i) => at += i,
+            None => return String::new(),
+        }
+    }
+    lines[at..]
+        .iter()
+        .position(|l| match anchors.is_empty() {
+            true => l.starts_with(key),
+            false => l.contains(key),
+        })
+        .map(|i| format!(" line {}", at + i + 1))
+        .unwrap_or_default()
 }
 
 /// ` line L` of the `nth` (0-based) line containing `needle`, or nothing when not found.
@@ -161,7 +208,7 @@ fn validate(preset: &mut Preset, text: &str, path: &Path) -> Result<(), PresetEr
         return Err(err(e.key, 0, e.to_string()));
     }
     check_limits(preset, text, path)?;
-    check_sandbox_and_hooks(preset).map_err(|(needle, message)| err(needle, 0, message))?;
+    check_sandbox_and_hooks(preset, text).map_err(|(line, message)| invalid(path, &line, message))?;
     let mut rounds: Vec<(String, u32)> = Vec::new();
     for (who, agent) in [
         ("orchestrator", &preset.orchestrator),
@@ -392,6 +439,26 @@ mod tests {
         );
         let bad = "name: X\nmode: broadcast\nsandbox: { mode: off, network: off }\nworkers: [{ name: a }]\n";
         assert!(parse(bad).unwrap_err().to_string().contains("line 3"));
+        // A member's problem is on its own key's line, not on the first `hooks:` of the file
+        // (the team's) or the first `sandbox:` (a member before it).
+        let bad = "name: X\nmode: orchestrator\nhooks:\n  iteration_finished: [{ command: [make] }]\norchestrator:\n  sandbox: { mode: read-only }\n  hooks: { pre_tool_use: [{ matcher: \"(\", command: [x] }] }\nworkers:\n  - name: a\n    sandbox: { mode: read-only }\n  - name: b\n    hooks: { pre_tool_use: [{ matcher: \"[\", command: [x] }] }\n";
+        let err = parse(bad).unwrap_err().to_string();
+        assert!(
+            err.contains("line 7") && err.contains("orchestrator.hooks"),
+            "{err}"
+        );
+        let bad = bad.replace("matcher: \"(\"", "matcher: \"x\"");
+        let err = parse(&bad).unwrap_err().to_string();
+        assert!(
+            err.contains("line 12") && err.contains("workers[1].hooks"),
+            "{err}"
+        );
+        let bad = "name: X\nmode: broadcast\nworkers:\n  - { name: a, sandbox: { mode: read-only } }\n  - { name: b, sandbox: { mode: off, network: off } }\n";
+        let err = parse(bad).unwrap_err().to_string();
+        assert!(
+            err.contains("line 5") && err.contains("workers[1].sandbox"),
+            "{err}"
+        );
     }
 
     #[test]

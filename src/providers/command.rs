@@ -29,7 +29,7 @@ use super::{
 use crate::config::{AGENT_KEY_VARS, ProviderConfig, ProviderKind};
 use crate::model::{AgentFormat, AgentKind};
 use crate::process::{GroupKiller, describe_status};
-use crate::sandbox::{Sandbox, SandboxSettings, needed_paths};
+use crate::sandbox::{Sandbox, SandboxSettings};
 
 /// How much of stderr is kept for the error message.
 const STDERR_KEEP_BYTES: usize = 64 * 1024;
@@ -43,8 +43,7 @@ const GEMINI_AUTH_EXIT: i32 = 41;
 
 pub struct CommandProvider {
     name: String,
-    program: String,
-    args: Vec<String>,
+    command: super::ProgramLine,
     format: AgentFormat,
     agent: Option<AgentKind>,
     /// The program's environment: the front end's it works for.
@@ -70,20 +69,14 @@ impl CommandProvider {
         } else {
             cfg.command.clone()
         };
-        let Some((program, args)) = command.split_first() else {
-            return Err(ProviderError::new(
-                ErrorKind::Config,
-                &cfg.name,
-                format!(
-                    "provider `{}` of kind command needs a program, e.g. command: [\"my-agent\"], or agent: claude | codex | gemini",
-                    cfg.name
-                ),
-            ));
-        };
+        let command = super::ProgramLine::new(
+            &cfg.name,
+            &command,
+            "of kind command needs a program, e.g. command: [\"my-agent\"], or agent: claude | codex | gemini",
+        )?;
         Ok(CommandProvider {
             name: cfg.name.clone(),
-            program: program.clone(),
-            args: args.to_vec(),
+            command,
             format: cfg.output_format(),
             agent: cfg.agent,
             env: crate::env::Env::process(),
@@ -105,8 +98,7 @@ impl CommandProvider {
 
     /// The program and arguments for one turn, `{model}` filled in.
     pub fn argv(&self, model: &str) -> (String, Vec<String>) {
-        let args = self.args.iter().map(|a| a.replace("{model}", model)).collect();
-        (self.program.clone(), args)
+        self.command.argv(model)
     }
 
     async fn turn(
@@ -370,7 +362,7 @@ impl CommandProvider {
                     args,
                     working_dir,
                     // What the configured command names (not the model a preset put in it).
-                    &needed_paths(&self.program, &self.args),
+                    &self.command.needed_paths(),
                 )
                 .await
                 .map_err(|e| match e {

@@ -511,6 +511,49 @@ impl Providers {
     }
 }
 
+/// The program a local provider runs (its `command:`), with `{model}` in its arguments filled
+/// in for each turn: a CLI agent's (kind command) and an ACP agent's.
+#[derive(Debug, Clone)]
+pub struct ProgramLine {
+    program: String,
+    args: Vec<String>,
+}
+
+impl ProgramLine {
+    /// `command` as program and arguments; empty, an error of provider `provider` that says
+    /// `needs` (`of kind acp needs the agent's command, e.g. …`).
+    pub fn new(provider: &str, command: &[String], needs: &str) -> Result<ProgramLine, ProviderError> {
+        match command.split_first() {
+            Some((program, args)) => Ok(ProgramLine {
+                program: program.clone(),
+                args: args.to_vec(),
+            }),
+            None => Err(ProviderError::new(
+                ErrorKind::Config,
+                provider,
+                format!("provider `{provider}` {needs}"),
+            )),
+        }
+    }
+
+    /// The program (as configured: a name or a path).
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+
+    /// The paths the configured command names (its program and the files among its
+    /// arguments, not the model a preset put in them): what a sandbox must let it read.
+    pub fn needed_paths(&self) -> Vec<PathBuf> {
+        crate::sandbox::needed_paths(&self.program, &self.args)
+    }
+
+    /// The program and arguments for a turn of `model`.
+    pub fn argv(&self, model: &str) -> (String, Vec<String>) {
+        let args = self.args.iter().map(|a| a.replace("{model}", model)).collect();
+        (self.program.clone(), args)
+    }
+}
+
 /// The conversation as plain labelled text: what a `command` provider gets on stdin and what
 /// the sim reads. A single user message with no system prompt is passed through unlabelled.
 pub fn render_plain_prompt(req: &TurnRequest) -> String {

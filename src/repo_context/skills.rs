@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{inside, read_capped, search_dirs};
+use crate::text::split_front_matter;
 
 /// The skill folders looked in, in each searched directory.
 pub const REPO_SKILL_DIRS: &[&str] = &[".agents/skills", ".claude/skills"];
@@ -165,24 +166,6 @@ fn clean_name(name: &str) -> String {
         .collect::<String>()
         .trim_matches('-')
         .to_string()
-}
-
-/// The front matter (between a first line `---` and the next `---`) and the body after it.
-fn split_front_matter(text: &str) -> (Option<&str>, &str) {
-    let Some(rest) = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-    else {
-        return (None, text);
-    };
-    let mut offset = 0;
-    for line in rest.split_inclusive('\n') {
-        if line.trim_end() == "---" {
-            return (Some(&rest[..offset]), &rest[offset + line.len()..]);
-        }
-        offset += line.len();
-    }
-    (None, text)
 }
 
 /// The body of a skill (its front matter left out), capped, with the other files of its folder
@@ -350,12 +333,6 @@ mod tests {
 
     #[test]
     fn front_matter_is_split_off_and_a_fifo_is_no_skill() {
-        assert_eq!(
-            split_front_matter("---\nname: a\n---\nbody\n"),
-            (Some("name: a\n"), "body\n")
-        );
-        assert_eq!(split_front_matter("no front\n"), (None, "no front\n"));
-        assert_eq!(split_front_matter("---\nunclosed"), (None, "---\nunclosed"));
         let dir = tempfile::tempdir().unwrap();
         let skill = dir.path().join("s");
         std::fs::create_dir(&skill).unwrap();

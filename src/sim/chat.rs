@@ -1,7 +1,7 @@
 //! How the sim answers a session outside a mode's protocol: a plain chat (it says it is
 //! simulated), a session with a role (a broadcast panel member, a step of a sequential chain,
 //! a flow member, a dispatched sub-agent: it answers in that role and builds on the earlier
-//! answers it is shown), and a negotiation's counterpart (see `relay`).
+//! answers it is shown), and a relay's counterpart sent the sim driver's drafts (see `relay`).
 
 use super::prompt::{SimPrompt, pick, summary};
 use crate::engine::protocol::prompts::ANSWER_HEADING;
@@ -9,7 +9,8 @@ use crate::engine::protocol::{dispatch, flow};
 
 /// The answer to a prompt no mode's player claims.
 pub(super) fn answer(p: &SimPrompt, rng: &mut fastrand::Rng) -> String {
-    if p.system.to_lowercase().contains("negotiation") {
+    // A relay's counterpart is sent the driver's drafts: the sim's own driver signs them.
+    if super::relay::is_draft(p.user) {
         return super::relay::counterparty(p);
     }
     // A flow member's input opens with the request under a heading.

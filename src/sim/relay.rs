@@ -7,6 +7,15 @@ use crate::engine::protocol::relay::{
     LATEST_REPLY_HEADING, OBJECTIVE_HEADING, REJECTION_HEADING, RELAY_COMPLETE, parse_turn_line,
 };
 
+/// How the sim's relay driver signs its drafts; a message that ends with it is a relay's draft,
+/// which the sim answers as the counterpart.
+const DRAFT_MARK: &str = "(Simulated relay draft.)";
+
+/// Whether `message` is a draft of the sim's relay driver (what a counterpart is sent).
+pub(super) fn is_draft(message: &str) -> bool {
+    message.trim_end().ends_with(DRAFT_MARK)
+}
+
 /// The turn a relay driver drafts: third turn (or the last allowed) closes the relay.
 const SIM_RELAY_TURNS: u32 = 3;
 
@@ -40,11 +49,11 @@ pub(super) fn draft(p: &SimPrompt) -> String {
     if let Some(note) = note {
         text = format!("(revised: {note}) {text}");
     }
-    format!("{text} (Simulated relay draft.)\n")
+    format!("{text} {DRAFT_MARK}\n")
 }
 
-/// The other side of a negotiation (a relay's counterpart): a counter-offer that comes down
-/// as the offers it hears go up, deterministic from the message.
+/// The other side of a negotiation (a relay's counterpart, sent the sim driver's drafts): a
+/// counter-offer that comes down as the offers it hears go up, deterministic from the message.
 pub(super) fn counterparty(p: &SimPrompt) -> String {
     let offered: Vec<u32> = p
         .user

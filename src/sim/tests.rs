@@ -305,16 +305,24 @@ fn a_relay_driver_drafts_deterministically_then_completes() {
 }
 
 #[test]
-fn a_negotiation_counterparty_counters_deterministically() {
-    let system = Some("You are the other side of a negotiation: a seller.");
-    let first = ask(system, "Hello. What can you offer?");
+fn a_relay_counterpart_counters_the_drafts_deterministically() {
+    // Whatever its system prompt says: the sim driver's drafts make it the counterpart.
+    let system = Some("You sell bikes.");
+    let first = ask(system, "Hello. What can you offer? (Simulated relay draft.)\n");
     assert!(first.contains("My asking price is"), "{first}");
-    let counter = ask(system, "We offer 400 for it.");
-    assert_eq!(counter, ask(system, "We offer 400 for it."));
+    let draft = "We can offer 400 for it; can you meet us there? (Simulated relay draft.)";
+    let counter = ask(system, draft);
+    assert_eq!(counter, ask(None, draft));
     assert!(
         counter.starts_with("400 is too low for me. I can do 4"),
         "{counter}"
     );
+    // A chat that mentions a negotiation is a chat (review 22 finding 10).
+    let chat = ask(
+        Some("You are the other side of a negotiation: a seller."),
+        "We offer 400 for it.",
+    );
+    assert!(!chat.contains("too low"), "{chat}");
 }
 
 #[test]
@@ -364,6 +372,8 @@ fn every_prompt_the_protocol_builds_is_seen_as_what_it_is() {
         last_evaluation,
         iteration: 2,
         max_iterations: 5,
+        earlier: &[],
+        syntheses_from: 1,
     };
     let one_pass = orchestrator_brief(&ctx, PlanMode::SinglePass, false);
     let cycle = orchestrator_brief(&ctx, PlanMode::Reflect { max_iterations: 5 }, true);

@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::prompt::stable_hash;
 use crate::engine::protocol::{flow, pipeline, team_talk};
-use crate::model::{ToolCall, ToolChoice};
+use crate::model::{ToolCall, ToolChoice, ToolSpec};
 use crate::providers::{ChatRole, TurnRequest};
 use crate::tools::limits::result_line;
 
@@ -49,10 +49,46 @@ pub fn call_for(req: &TurnRequest) -> Option<(ToolCall, String)> {
     {
         return Some((call(flow::HANDOFF_TOOL, arguments), preamble));
     }
-    let spec = &req.tools[(hash % req.tools.len() as u64) as usize];
+    // What only looks is played before what changes things: a tool whose name says it
+    // changes something (`git_create_branch`) only when nothing else is offered.
+    let looking: Vec<&ToolSpec> = req.tools.iter().filter(|t| !changes_things(&t.name)).collect();
+    let candidates = match looking.is_empty() {
+        true => req.tools.iter().collect(),
+        false => looking,
+    };
+    let spec = candidates[(hash % candidates.len() as u64) as usize];
     let arguments = plausible_arguments(&spec.input_schema, prompt);
     let preamble = format!("Let me check with `{}` first.", spec.name);
     Some((call(&spec.name, arguments.to_string()), preamble))
+}
+
+/// The words of a tool's name that say it changes something (files, a repository, a service).
+const CHANGING: &[&str] = &[
+    "add", "apply", "checkout", "clone", "commit", "create", "delete", "drop", "edit", "exec", "execute",
+    "init", "insert", "install", "kill", "merge", "move", "patch", "post", "push", "put", "remove", "rename",
+    "replace", "reset", "restore", "revert", "rm", "run", "send", "set", "stage", "unstage", "update",
+    "upload", "write",
+];
+
+/// Whether tool `name` (`git__git_create_branch`, `writeFile`) reads as one that changes
+/// something: one of its words (split at `_`, `-`, `.` and lower-to-upper case) is a
+/// changing verb.
+fn changes_things(name: &str) -> bool {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut lower_before = false;
+    for c in name.chars() {
+        let boundary = !c.is_alphanumeric() || (c.is_uppercase() && lower_before);
+        if boundary && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        if c.is_alphanumeric() {
+            word.extend(c.to_lowercase());
+        }
+        lower_before = c.is_lowercase() || c.is_ascii_digit();
+    }
+    words.push(word);
+    words.iter().any(|w| CHANGING.contains(&w.as_str()))
 }
 
 /// One line per tool result of this turn (after the last user message), to open the answer.
@@ -148,7 +184,6 @@ fn string_for(name: &str, prompt: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ToolSpec;
     use crate::providers::ChatMessage;
 
     fn request(tools: Vec<ToolSpec>, messages: Vec<ChatMessage>) -> TurnRequest {
@@ -200,6 +235,55 @@ mod tests {
             .map(|(c, _)| c.name)
             .collect();
         assert_eq!(names.len(), 2, "{names:?}");
+    }
+
+    fn tool(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: String::new(),
+            input_schema: json!({"type": "object", "properties": {}}),
+        }
+    }
+
+    /// The reference git server offers `git_create_branch`, `git_commit`, `git_reset`… beside
+    /// `git_status` and `git_log`: whatever the prompt, the sim looks before it changes anything
+    /// (issue 28 item 18); with only changing tools offered it still plays one.
+    #[test]
+    fn looking_tools_are_played_before_changing_ones() {
+        let changing = [
+            "git__git_create_branch",
+            "git__git_commit",
+            "git__git_reset",
+            "git__git_add",
+            "git__git_checkout",
+            "fs__write_file",
+            "fs__editFile",
+            "fs__move-file",
+        ];
+        let looking = [
+            "git__git_status",
+            "git__git_log",
+            "git__git_diff_unstaged",
+            "fs__read_file",
+        ];
+        let tools: Vec<ToolSpec> = changing.iter().chain(&looking).map(|n| tool(n)).collect();
+        let picked: std::collections::BTreeSet<String> = (0..40)
+            .filter_map(|i| call_for(&request(tools.clone(), vec![ChatMessage::user(format!("q{i}"))])))
+            .map(|(c, _)| c.name)
+            .collect();
+        assert!(picked.iter().all(|n| looking.contains(&n.as_str())), "{picked:?}");
+        assert!(picked.len() > 1, "every looking tool gets played: {picked:?}");
+        let only = vec![tool("git__git_commit")];
+        let (call, _) = call_for(&request(only, vec![ChatMessage::user("x")])).expect("a call");
+        assert_eq!(call.name, "git__git_commit");
+        for name in [
+            "time__get_current_time",
+            "git__git_branch",
+            "search_issues",
+            "getStatus",
+        ] {
+            assert!(!changes_things(name), "{name}");
+        }
     }
 
     #[test]

@@ -66,6 +66,24 @@ pub fn clip(line: &str, width: usize) -> String {
     out
 }
 
+/// A Markdown file's YAML front matter (between a first line `---` and the next line `---`,
+/// after a byte order mark, with `\n` or `\r\n` line ends) and the body after it; no front
+/// matter (none, or never closed): the whole text as the body.
+pub fn split_front_matter(text: &str) -> (Option<&str>, &str) {
+    let t = text.trim_start_matches('\u{feff}');
+    let Some(rest) = t.strip_prefix("---\n").or_else(|| t.strip_prefix("---\r\n")) else {
+        return (None, text);
+    };
+    let mut offset = 0;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            return (Some(&rest[..offset]), &rest[offset + line.len()..]);
+        }
+        offset += line.len();
+    }
+    (None, text)
+}
+
 /// `s` cut to at most `max` characters, with `…` when cut.
 pub fn cap_chars(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
@@ -145,6 +163,20 @@ pub fn duration(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn front_matter_is_split_off_after_a_bom_and_with_crlf_line_ends() {
+        assert_eq!(
+            split_front_matter("---\nname: a\n---\nbody\n"),
+            (Some("name: a\n"), "body\n")
+        );
+        assert_eq!(
+            split_front_matter("\u{feff}---\r\nname: a\r\n---\r\nbody\r\n"),
+            (Some("name: a\r\n"), "body\r\n")
+        );
+        assert_eq!(split_front_matter("no front\n"), (None, "no front\n"));
+        assert_eq!(split_front_matter("---\nunclosed"), (None, "---\nunclosed"));
+    }
 
     #[test]
     fn capitalised_uppercases_only_the_first_letter() {

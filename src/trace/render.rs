@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::tree::{NodeId, RunState, RunSummary, Trace, TraceItem, TraceNode};
 use crate::describe::{self, duration};
-use crate::text::{first_line, sanitize};
+use crate::text::{cap_chars, first_line, sanitize};
 
 /// The most characters of a result, task or message on a node's line.
 const TEXT_MAX: usize = 100;
@@ -197,11 +197,13 @@ pub fn text(trace: &Trace) -> String {
         let branch = if last { "└── " } else { "├── " };
         match entry {
             Entry::Item(item) => {
-                let _ = writeln!(out, "{prefix}{branch}{}", item_line(item, &trace.names));
+                let line = item_line(item, &trace.names);
+                let _ = writeln!(out, "{prefix}{branch}{}", cap_chars(&line, describe::LINE_MAX));
             }
             Entry::Node(id) => {
                 let Some(node) = trace.node(id) else { continue };
-                let _ = writeln!(out, "{prefix}{branch}{}", node_line(node));
+                let line = node_line(node);
+                let _ = writeln!(out, "{prefix}{branch}{}", cap_chars(&line, describe::LINE_MAX));
                 let below = if depth + 1 < TEXT_DEPTH_MAX {
                     format!("{prefix}{}", if last { "    " } else { "│   " })
                 } else {

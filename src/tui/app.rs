@@ -492,10 +492,19 @@ impl App {
     pub(super) fn on_interrupted(&mut self, target: Interruption, resume: bool) -> Vec<Command> {
         match (target, resume) {
             (Interruption::Group(group_id), true) => {
+                // The run resumed is the one shown.
+                self.select_row(&Row::Group(group_id.clone()));
+                let mut commands = self.on_selection_changed();
                 self.team_panel.show_newest(&group_id);
-                vec![Command::ResumeCycle { group_id }]
+                commands.push(Command::ResumeCycle { group_id });
+                commands
             }
-            (Interruption::Session(session_id), true) => vec![Command::ResumeReflection { session_id }],
+            (Interruption::Session(session_id), true) => {
+                self.select_row(&Row::Session(session_id.clone()));
+                let mut commands = self.on_selection_changed();
+                commands.push(Command::ResumeReflection { session_id });
+                commands
+            }
             (Interruption::Group(group_id), false) => {
                 match self.edits.discard_interrupted(&group_id) {
                     Ok(()) => self.flash("the interrupted run was discarded", false),
@@ -522,12 +531,10 @@ impl App {
                 RunKey::Team { group_id } => o
                     .group(group_id)
                     .map(|g| format!("- `{}` ({} run)", g.name, g.mode)),
-                RunKey::Reflection { session_id } => o
-                    .session(session_id)
-                    .map(|s| format!("- the reflection of `{}`", s.name)),
-                RunKey::Chat { session_id } => o
-                    .session(session_id)
-                    .map(|s| format!("- a chat turn of `{}`", s.name)),
+                RunKey::Reflection { session_id } => crate::describe::Names::of_session(o, session_id)
+                    .map(|name| format!("- the reflection of `{name}`")),
+                RunKey::Chat { session_id } => crate::describe::Names::of_session(o, session_id)
+                    .map(|name| format!("- a chat turn of `{name}`")),
             });
             lines.extend(line);
         }
@@ -829,7 +836,7 @@ impl App {
                 self.composer.title = member.as_ref().map(|sid| {
                     let name = self
                         .org
-                        .read(|o| o.session(sid).map(|s| s.name.clone()))
+                        .read(|o| crate::describe::Names::of_session(o, sid))
                         .unwrap_or_default();
                     format!(
                         " Direct chat with {} (not a team run) ",

@@ -45,6 +45,8 @@ pub struct Composer {
     pub attach: super::composer_attachments::ComposerAttachments,
     /// The box's title when it is not " Message " (a direct chat with a team member).
     pub title: Option<String>,
+    /// Whether the next undo or redo is a text replaced whole (from `$EDITOR`).
+    steps: super::widgets::text_edit::Steps,
 }
 
 impl Default for Composer {
@@ -63,6 +65,7 @@ impl Default for Composer {
             saved: (0, 0),
             attach: Default::default(),
             title: None,
+            steps: Default::default(),
         }
     }
 }
@@ -82,7 +85,7 @@ impl Composer {
         self.area.select_all();
         self.area.cut();
         self.area.clear();
-        self.revision += 1;
+        self.changed();
         text
     }
 
@@ -115,7 +118,7 @@ impl Composer {
         if let Some(draft) = draft {
             self.area.insert_str(for_textarea(&draft));
         }
-        self.revision += 1;
+        self.changed();
     }
 
     fn store_draft(&mut self, target: String, text: String) {
@@ -139,6 +142,12 @@ impl Composer {
         drafts
     }
 
+    /// The text or a draft changed other than by a key (which says itself what its undo is).
+    fn changed(&mut self) {
+        self.revision += 1;
+        self.steps = Default::default();
+    }
+
     /// Changes when the text or any draft changes.
     pub fn drafts_revision(&self) -> u64 {
         self.revision
@@ -160,6 +169,7 @@ impl Composer {
             self.area.insert_str(for_textarea(&draft));
             self.area.move_cursor(CursorMove::Bottom);
             self.area.move_cursor(CursorMove::End);
+            self.steps = Default::default();
         }
     }
 
@@ -187,12 +197,10 @@ impl Composer {
 
     /// The text from `$EDITOR` replaces the composer's (undoable with Ctrl-Z).
     pub fn replace_text(&mut self, text: &str) {
-        self.area.select_all();
-        self.area.cut();
-        self.area
-            .insert_str(for_textarea(text.strip_suffix('\n').unwrap_or(text)));
+        let text = for_textarea(text.strip_suffix('\n').unwrap_or(text));
         self.history.reset();
-        self.revision += 1;
+        self.changed();
+        super::widgets::text_edit::replace(&mut self.area, &mut self.steps, &text);
     }
 
     /// Takes the text out to send it; it is remembered for recall.
@@ -211,7 +219,7 @@ impl Composer {
     pub fn set_text(&mut self, text: &str) {
         self.take();
         self.area.insert_str(for_textarea(text));
-        self.revision += 1;
+        self.changed();
     }
 
     /// The word before the cursor on its line (from the last space to the cursor).
@@ -240,7 +248,7 @@ impl Composer {
             self.area.delete_char();
         }
         self.area.insert_str(with);
-        self.revision += 1;
+        self.changed();
     }
 
     /// The cursor's line and whether it is the first and the last line of the text.
@@ -255,19 +263,19 @@ impl Composer {
 
     pub fn insert_newline(&mut self) {
         self.area.insert_newline();
-        self.revision += 1;
+        self.changed();
     }
 
     /// A key for the text: readline keys ([`super::widgets::text_edit`]) and typing.
     pub fn input(&mut self, key: KeyEvent) {
-        if super::widgets::text_edit::edit(&mut self.area, key) {
+        if super::widgets::text_edit::edit(&mut self.area, &mut self.steps, key) {
             self.revision += 1;
         }
     }
 
     pub fn paste(&mut self, text: &str) {
         self.area.insert_str(for_textarea(text));
-        self.revision += 1;
+        self.changed();
     }
 
     pub fn set_placeholder(&mut self, text: &str) {

@@ -15,7 +15,8 @@ pub struct Notification {
 }
 
 /// The notification an engine event calls for, if any: a team run or a reflection that ended
-/// (not one the user stopped), or a tool call waiting for approval.
+/// (not one the user stopped), a tool call waiting for approval, or a turn waiting for a rate
+/// or usage limit.
 pub fn decide(event: &EngineEvent) -> Option<Notification> {
     match &event.kind {
         EventKind::RunEnded {
@@ -47,6 +48,16 @@ pub fn decide(event: &EngineEvent) -> Option<Notification> {
         } => Some(Notification {
             title: format!("huddle: {session} waits for you"),
             body: format!("approve or deny {server} {tool}"),
+        }),
+        // Not for the user to answer, but a long pause worth knowing of (the stop key ends it).
+        EventKind::LimitWait {
+            session,
+            provider,
+            until,
+            ..
+        } => Some(Notification {
+            title: format!("huddle: {session} waits for a limit"),
+            body: crate::describe::cycle::limit_wait_notice(provider, *until),
         }),
         _ => None,
     }
@@ -166,6 +177,23 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(asks.title, "huddle: review-fixer waits for you");
+        let until = chrono::DateTime::parse_from_rfc3339("2026-11-28T14:05:00Z")
+            .expect("a time")
+            .with_timezone(&chrono::Utc);
+        let waits = decide(&event(EventKind::LimitWait {
+            session_id: "s".into(),
+            session: "review-fixer".into(),
+            provider: "anthropic".into(),
+            until,
+            wait_ms: 60_000,
+            reason: "429".into(),
+        }))
+        .unwrap();
+        assert_eq!(waits.title, "huddle: review-fixer waits for a limit");
+        assert_eq!(
+            waits.body,
+            "waiting until 14:05 UTC for anthropic limit; the run goes on by itself then"
+        );
     }
 
     #[test]

@@ -602,8 +602,11 @@ pub enum Subject<'a> {
     Nothing,
     Session {
         id: SessionId,
+        /// A team member's handle, else the session's name.
         name: String,
-        role: Role,
+        /// Its part in its team when its name does not say it (None: a worker, or a session
+        /// of its own).
+        role: Option<Role>,
         model: String,
         /// The model's context window in tokens, when known.
         window: Option<u64>,
@@ -813,9 +816,10 @@ fn welcome(props: &Props<'_>) -> Vec<Line<'static>> {
     ]
 }
 
-/// ` name · role · model · $0.042 `: the session, and what its turns cost so far (like an
-/// agent's status line; unknown when its model has no price, nothing before its first turn).
-fn session_title(name: &str, role: Role, model: &str, cost: &crate::model::Cost) -> String {
+/// ` name · role · model · $0.042 `: the session (a worker has no role), and what
+/// its turns cost so far (like an agent's status line; unknown when its model has no price,
+/// nothing before its first turn).
+fn session_title(name: &str, role: Option<Role>, model: &str, cost: &crate::model::Cost) -> String {
     let sim = if model.starts_with("sim/") {
         " (simulated)"
     } else {
@@ -825,10 +829,10 @@ fn session_title(name: &str, role: Role, model: &str, cost: &crate::model::Cost)
         .filter(|_| !super::team_panel::free(cost))
         .map(|c| format!(" · {c}"))
         .unwrap_or_default();
+    let role = role.map(|r| format!("{r} · ")).unwrap_or_default();
     format!(
-        " {} · {} · {}{sim}{spent} ",
+        " {} · {role}{}{sim}{spent} ",
         sanitize::display(name),
-        role,
         sanitize::display(model)
     )
 }

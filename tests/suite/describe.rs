@@ -258,3 +258,35 @@ fn a_broadcast_a_hop_a_phase_transition_an_execution_end_and_a_runs_course_read_
         );
     }
 }
+
+/// A long line is cut at the same place by `huddle run` and `huddle trace` (review 22 finding 8:
+/// the progress line was cut at 120 characters, the trace's at 200 and more).
+#[test]
+fn a_long_line_is_cut_alike_in_huddle_run_and_the_trace() {
+    let mut run = run();
+    let long = "word ".repeat(80);
+    let end = event(
+        Some(("exec-2", Some("exec-1"))),
+        EventKind::ExecutionFinished {
+            kind: ExecutionKind::SubAgent,
+            member: "logs".into(),
+            status: ExecutionStatus::Failed,
+            duration_ms: 3100,
+            tokens: 812,
+            tool_calls: 2,
+            result: None,
+            error: Some(long.clone()),
+            cost_usd: None,
+        },
+    );
+    let at = run.events.iter().position(|e| *e == run.end).expect("the end");
+    run.events[at] = end.clone();
+    let said = headless(&end);
+    assert!(said.ends_with('…'), "the error quoted, cut: {said}");
+    assert!(said.chars().count() > 130, "the line is not cut short: {said}");
+    let trace = trace(&run.events);
+    assert!(
+        trace.contains(&said),
+        "the trace cuts it otherwise:\n{said}\n{trace:#?}"
+    );
+}

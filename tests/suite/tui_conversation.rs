@@ -174,7 +174,18 @@ fn typing_to_a_selected_team_member_chats_with_it_alone() {
     app.handle_key(ch('j'));
     let member = app.selected_session_id().expect("a member");
     let screen = screen_text(&render(&mut app, 120, 32));
-    assert!(screen.contains("Direct chat with code-review-team-"), "{screen}");
+    let handle = app
+        .org
+        .read(|o| huddle::describe::Names::of_session(o, &member))
+        .expect("its name");
+    assert!(
+        !handle.starts_with("code-review-team-"),
+        "by its handle: {handle}"
+    );
+    assert!(
+        screen.contains(&format!("Direct chat with {handle} (not a team run)")),
+        "{screen}"
+    );
     app.handle_key(ch('i'));
     type_text(&mut app, "just you");
     let commands = app.handle_key(key(KeyCode::Enter));

@@ -248,7 +248,7 @@ fn a_session_says_what_it_spent_in_its_title_and_the_sidebar() {
     assert_eq!(app.selected_session_id().as_deref(), Some(chat.as_str()));
     let text = screen_text(&render(&mut app, 160, 40));
     assert!(
-        text.contains("chat · worker · anthropic/claude-sonnet-4-5 · $0.042"),
+        text.contains("chat · anthropic/claude-sonnet-4-5 · $0.042"),
         "the title:\n{text}"
     );
     assert!(text.contains("chat $0.042"), "the sidebar's row:\n{text}");

@@ -142,6 +142,11 @@ fn ctrl_o_edits_the_composer_in_the_editor_and_a_failure_keeps_the_text() {
     });
     assert_eq!(app.composer.text(), "edited\nin vim");
     assert_eq!(app.focus, Focus::Composer);
+    // The editor's text is one edit: one Ctrl-Z brings the draft back, one Ctrl-R the edit.
+    app.handle_key(ctrl('z'));
+    assert_eq!(app.composer.text(), "draft");
+    app.handle_key(ctrl('r'));
+    assert_eq!(app.composer.text(), "edited\nin vim");
 }
 
 #[test]
@@ -156,6 +161,16 @@ fn ctrl_o_edits_the_system_prompt() {
             target: EditorTarget::Dialog(purpose.clone()),
             text: "be brief".into()
         }]
+    );
+    app.handle_app_event(AppEvent::Edited {
+        target: EditorTarget::Dialog(purpose.clone()),
+        result: Ok("be terse\n".into()),
+    });
+    app.handle_key(ctrl('z'));
+    assert_eq!(
+        app.dialogs.text_input(&purpose).map(|t| t.text()).as_deref(),
+        Some("be brief"),
+        "one Ctrl-Z undoes the editor's text"
     );
     app.handle_app_event(AppEvent::Edited {
         target: EditorTarget::Dialog(purpose),

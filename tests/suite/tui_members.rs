@@ -217,3 +217,44 @@ fn the_mode_picker_starts_on_the_current_mode() {
         Some(Mode::Dispatch)
     );
 }
+
+/// A member's header and its direct-chat box name it by its handle (`analyst`), not by its
+/// session's name (`research-panel-analyst`); neither it nor a session of its own is labelled
+/// `worker` (issue 28 items 3 and 18).
+#[test]
+fn a_member_is_headed_by_its_handle_and_a_plain_session_has_no_role() {
+    let (mut app, team) = app_with_team("Research Panel");
+    let analyst = app
+        .org
+        .read(|o| o.session_by_name("research-panel-analyst").map(|s| s.id.clone()))
+        .expect("the analyst");
+    for _ in 0..10 {
+        if app.selected_session_id().as_deref() == Some(analyst.as_str()) {
+            break;
+        }
+        app.handle_key(ch('j'));
+    }
+    assert_eq!(app.selected_session_id().as_deref(), Some(analyst.as_str()));
+    assert_eq!(app.selected_group_id().as_deref(), Some(team.as_str()));
+    let text = screen_text(&render(&mut app, 160, 40));
+    assert!(
+        text.contains(" analyst · sim/demo "),
+        "the member's header:\n{text}"
+    );
+    assert!(
+        text.contains("Direct chat with analyst "),
+        "the composer's title:\n{text}"
+    );
+    assert!(!text.contains("research-panel-analyst"), "{text}");
+
+    app.handle_key(ch('N'));
+    clear_field(&mut app);
+    type_text(&mut app, "notes");
+    app.handle_key(key(KeyCode::Enter));
+    let text = screen_text(&render(&mut app, 160, 40));
+    let header = text
+        .lines()
+        .find(|l| l.contains(" notes · "))
+        .unwrap_or_else(|| panic!("the session's header:\n{text}"));
+    assert!(!header.contains("worker"), "{header}");
+}

@@ -18,31 +18,16 @@ pub fn charter_prompt(text: &str) -> (String, bool) {
 
 /// The text after a leading `---` ... `---` block, or all of it.
 pub fn strip_front_matter(text: &str) -> &str {
-    let t = text.trim_start_matches('\u{feff}');
-    let Some(rest) = t.strip_prefix("---\n") else {
-        return text;
-    };
-    let mut offset = 0;
-    for line in rest.split_inclusive('\n') {
-        if line.trim_end() == "---" {
-            return &rest[offset + line.len()..];
-        }
-        offset += line.len();
-    }
-    text
+    crate::text::split_front_matter(text).1
 }
 
 /// The `tools:` a charter's front matter lists (`tools: ["read", "git"]` or `tools: git, time`),
 /// as written. Unreadable front matter lists none.
 pub fn front_matter_tools(text: &str) -> Vec<String> {
-    let t = text.trim_start_matches('\u{feff}');
-    let Some(rest) = t.strip_prefix("---\n") else {
+    let Some(front) = crate::text::split_front_matter(text).0 else {
         return Vec::new();
     };
-    let body = strip_front_matter(text);
-    let front = &rest[..rest.len().saturating_sub(body.len())];
-    let Ok(value) = serde_yaml::from_str::<serde_yaml::Value>(front.trim_end().trim_end_matches("---"))
-    else {
+    let Ok(value) = serde_yaml::from_str::<serde_yaml::Value>(front) else {
         return Vec::new();
     };
     match value.get("tools") {
@@ -183,6 +168,13 @@ mod tests {
         assert_eq!(p, "# Maria — Pedagogy\nBody");
         assert!(!cut);
         assert_eq!(strip_front_matter("---\nunterminated"), "---\nunterminated");
+        // A charter saved on Windows (BOM, CRLF) loses its front matter too.
+        let (p, _) = charter_prompt("\u{feff}---\r\ntools: [read]\r\n---\r\n# Maria\r\n");
+        assert_eq!(p, "# Maria");
+        assert_eq!(
+            front_matter_tools("---\r\ntools: [read]\r\n---\r\nbody"),
+            vec!["read"]
+        );
     }
 
     #[test]

@@ -42,7 +42,7 @@ use crate::config::AGENT_KEY_VARS;
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::model::ToolCall;
 use crate::process::{GroupKiller, describe_status};
-use crate::sandbox::{Sandbox, needed_paths};
+use crate::sandbox::Sandbox;
 use crate::tools::Decision;
 use wire::{Incoming, RpcError, Update};
 
@@ -56,8 +56,7 @@ const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 pub struct AcpProvider {
     name: String,
-    program: String,
-    args: Vec<String>,
+    command: super::ProgramLine,
     reads_repo_instructions: bool,
     /// `api_key_env:`: passed to the agent in its sandbox like a CLI agent's.
     key_env: Option<String>,
@@ -65,29 +64,17 @@ pub struct AcpProvider {
 
 impl AcpProvider {
     pub fn new(cfg: &ProviderConfig) -> Result<AcpProvider, ProviderError> {
-        let Some((program, args)) = cfg.command.split_first() else {
-            return Err(ProviderError::new(
-                ErrorKind::Config,
-                &cfg.name,
-                format!(
-                    "provider `{}` of kind acp needs the agent's command, e.g. command: [\"gemini\", \"--acp\"]",
-                    cfg.name
-                ),
-            ));
-        };
+        let command = super::ProgramLine::new(
+            &cfg.name,
+            &cfg.command,
+            "of kind acp needs the agent's command, e.g. command: [\"gemini\", \"--acp\"]",
+        )?;
         Ok(AcpProvider {
             name: cfg.name.clone(),
-            program: program.clone(),
-            args: args.to_vec(),
+            command,
             reads_repo_instructions: cfg.reads_repo_instructions(),
             key_env: cfg.api_key_env.clone().filter(|k| !k.trim().is_empty()),
         })
-    }
-
-    /// The program and arguments, `{model}` filled in.
-    pub fn argv(&self, model: &str) -> (String, Vec<String>) {
-        let args = self.args.iter().map(|a| a.replace("{model}", model)).collect();
-        (self.program.clone(), args)
     }
 
     async fn turn(
@@ -160,7 +147,7 @@ impl AcpProvider {
         cwd: &Path,
         sandbox: Option<&Sandbox>,
     ) -> Result<Agent, ProviderError> {
-        let (program, args) = self.argv(model);
+        let (program, args) = self.command.argv(model);
         let mut cmd = match sandbox {
             None => {
                 let mut cmd = tokio::process::Command::new(&program);
@@ -168,12 +155,7 @@ impl AcpProvider {
                 cmd
             }
             Some(sandbox) => super::command::confined(sandbox, self.key_env.as_deref(), None)
-                .command(
-                    &program,
-                    &args,
-                    Some(cwd),
-                    &needed_paths(&self.program, &self.args),
-                )
+                .command(&program, &args, Some(cwd), &self.command.needed_paths())
                 .await
                 .map_err(|e| match e {
                     crate::sandbox::SandboxError::NoProgram(_) => self.not_installed(&program),
@@ -683,7 +665,7 @@ impl Rpc<'_> {
             kind,
             format!(
                 "the agent `{}` {how} during {during}; {quoted}",
-                self.provider.program
+                self.provider.command.program()
             ),
         )
     }

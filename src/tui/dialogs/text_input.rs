@@ -17,6 +17,8 @@ pub struct TextInput {
     pub multiline: bool,
     pub area: TextArea<'static>,
     pub error: Option<String>,
+    /// Whether the next undo or redo is a text replaced whole (from `$EDITOR`).
+    steps: crate::tui::widgets::text_edit::Steps,
 }
 
 impl TextInput {
@@ -45,6 +47,7 @@ impl TextInput {
             multiline,
             area,
             error: None,
+            steps: Default::default(),
         }
     }
 
@@ -54,6 +57,7 @@ impl TextInput {
 
     pub fn paste(&mut self, text: &str) {
         let text = crate::tui::composer::for_textarea(text);
+        self.steps = Default::default();
         if self.multiline {
             self.area.insert_str(text);
         } else {
@@ -64,13 +68,12 @@ impl TextInput {
     /// The text from `$EDITOR` replaces the field's (undoable with Ctrl-Z).
     pub fn replace_text(&mut self, text: &str) {
         let text = crate::tui::composer::for_textarea(text.strip_suffix('\n').unwrap_or(text));
-        self.area.select_all();
-        self.area.cut();
-        self.area.insert_str(if self.multiline {
+        let text = if self.multiline {
             text
         } else {
             text.replace('\n', " ")
-        });
+        };
+        crate::tui::widgets::text_edit::replace(&mut self.area, &mut self.steps, &text);
         self.error = None;
     }
 
@@ -88,7 +91,7 @@ impl TextInput {
             KeyCode::Char('m') | KeyCode::Char('j') if ctrl && !self.multiline => return Outcome::Stay,
             _ => {}
         }
-        crate::tui::widgets::text_edit::edit(&mut self.area, *key);
+        crate::tui::widgets::text_edit::edit(&mut self.area, &mut self.steps, *key);
         self.error = None;
         Outcome::Stay
     }

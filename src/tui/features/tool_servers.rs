@@ -31,8 +31,9 @@ pub fn open(cx: &mut Cx, config: &Config) {
     let (purpose, note, tools) = match row {
         Row::Session(id) => {
             let Some((name, group, tools)) = cx.org.read(|o| {
+                let name = crate::describe::Names::of_session(o, &id)?;
                 o.session(&id)
-                    .map(|s| (s.name.clone(), s.group_id.clone(), s.tools.clone()))
+                    .map(|s| (name, s.group_id.clone(), s.tools.clone()))
             }) else {
                 return;
             };
@@ -116,7 +117,10 @@ pub fn apply(cx: &mut Cx, purpose: CheckPurpose, answer: Vec<(String, Check)>) -
         CheckPurpose::SessionTools(id) => cx.edits.set_tools(id, &change).map(|()| {
             let (name, tools) = cx
                 .org
-                .read(|o| o.session(id).map(|s| (s.name.clone(), s.tools.clone())))
+                .read(|o| {
+                    let name = crate::describe::Names::of_session(o, id)?;
+                    o.session(id).map(|s| (name, s.tools.clone()))
+                })
                 .unwrap_or_default();
             match tools.is_empty() {
                 true => format!("`{name}` has no tool servers"),
