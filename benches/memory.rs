@@ -1,10 +1,15 @@
-//! Peak memory of the `huddle` binary (issue 28 item 6): its peak resident set (`VmHWM` in
+//! Peak memory of `huddle` (issue 28 item 6): the peak resident set (`VmHWM` in
 //! `/proc/<pid>/status`, what `/usr/bin/time -v` calls "Maximum resident set size") for
 //!
 //! - `huddle presets list` (start-up and the preset catalog alone);
 //! - a 198-message run: an `orchestrator_reflect` team of 4 workers for 33 iterations (a plan,
 //!   4 answers and a synthesis each) against a streaming OpenAI-compatible server on loopback;
 //! - a 6,000-message run: the same with 58 workers for 100 iterations.
+//!
+//! A run goes on in the data dir's host (`huddle host`, issue 23): the host holds the engine,
+//! the organization and the run, `huddle run` only prints what it is sent. The benchmark starts
+//! the host itself (as `huddle run` would, `huddle --repo DIR host`) so that it can read the
+//! host's `/proc` entry too; the goal is for the host's peak, the front end's is reported.
 //!
 //! The server is the tests' fake LLM server (tests/suite/fake_llm_server.rs), in this process;
 //! every answer is different (no stall ends a run early) and streamed in pieces of a few words.
@@ -16,13 +21,16 @@
 
 #[path = "../tests/suite/fake_llm_server.rs"]
 mod fake_llm_server;
+#[path = "support/host_process.rs"]
+mod host_process;
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use fake_llm_server::{FakeLlm, Reply};
+use host_process::{HostProcess, mib};
 
 /// A process's exit code and peak resident set.
 struct Measured {
@@ -36,29 +44,10 @@ struct Measured {
     stderr: String,
 }
 
-/// Runs `huddle args` with `home` as its data dir and measures its peak resident set. Not from
-/// `wait4`: a child's `ru_maxrss` starts from the high-water mark of the process that spawned
-/// it (Linux keeps it across `exec`), here this one, which holds every scripted answer. The
-/// child's own `VmHWM` is read until it exits instead (the mark only grows).
-// Reaped with `waitpid` below, not `Child::wait`: the sampler must see the zombie first.
-#[allow(clippy::zombie_processes)]
-fn measure(home: &Path, args: &[&str]) -> Measured {
-    let started = Instant::now();
-    // Another build to compare (e.g. one with the system allocator): `HUDDLE_BENCH_BIN`.
-    let binary = std::env::var_os("HUDDLE_BENCH_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_huddle").into());
-    let child = Command::new(binary)
-        .args(args)
-        .env("HUDDLE_HOME", home)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .current_dir(home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("huddle starts");
-    let pid = child.id() as libc::pid_t;
-    let sampler = std::thread::spawn(move || {
+/// The most of a process's resident set, sampled every millisecond or two from `/proc` until
+/// it is a zombie or gone: (peak `VmHWM`, anonymous, file-backed), in KiB.
+fn sample(pid: u32) -> std::thread::JoinHandle<(i64, i64, i64)> {
+    std::thread::spawn(move || {
         let (mut peak, mut anon, mut file) = (0i64, 0i64, 0i64);
         let field = |status: &str, name: &str| -> i64 {
             status
@@ -78,7 +67,26 @@ fn measure(home: &Path, args: &[&str]) -> Measured {
             std::thread::sleep(Duration::from_millis(1));
         }
         (peak, anon, file)
-    });
+    })
+}
+
+/// Runs `huddle args` with `home` as its data dir and measures its peak resident set. Not from
+/// `wait4`: a child's `ru_maxrss` starts from the high-water mark of the process that spawned
+/// it (Linux keeps it across `exec`), here this one, which holds every scripted answer. The
+/// child's own `VmHWM` is read until it exits instead (the mark only grows).
+// Reaped with `waitpid` below, not `Child::wait`: the sampler must see the zombie first.
+#[allow(clippy::zombie_processes)]
+fn measure(home: &Path, args: &[&str]) -> Measured {
+    let started = Instant::now();
+    let child = host_process::command(home, home)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("huddle starts");
+    let pid = child.id();
+    let sampler = sample(pid);
     let mut stderr = child.stderr.expect("stderr");
     let reader = std::thread::spawn(move || {
         let mut text = String::new();
@@ -89,8 +97,8 @@ fn measure(home: &Path, args: &[&str]) -> Measured {
     let mut status = 0;
     // SAFETY: `status` outlives the call; `pid` is our child, not yet reaped (the sampler saw
     // it become a zombie and stopped).
-    let reaped = unsafe { libc::waitpid(pid, &mut status, 0) };
-    assert_eq!(reaped, pid, "waitpid");
+    let reaped = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
+    assert_eq!(reaped, pid as libc::pid_t, "waitpid");
     let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
     Measured {
         code,
@@ -100,10 +108,6 @@ fn measure(home: &Path, args: &[&str]) -> Measured {
         took: started.elapsed(),
         stderr: reader.join().unwrap_or_default(),
     }
-}
-
-fn mib(kib: i64) -> String {
-    format!("{:.1} MiB", kib as f64 / 1024.0)
 }
 
 /// `n` words, different for every `seed`.
@@ -116,7 +120,7 @@ fn words(seed: usize, n: usize) -> String {
 
 /// A run of an `orchestrator_reflect` team of `workers` for `iterations` iterations: the
 /// preset, the scripted answers, the run; returns the measurement and the messages answered.
-fn team_run(llm: &FakeLlm, workers: usize, iterations: usize) -> (Measured, usize) {
+fn team_run(llm: &FakeLlm, workers: usize, iterations: usize) -> (Measured, Measured, usize) {
     let dir = support::bench_dir();
     let home = dir.path();
     std::fs::write(
@@ -157,7 +161,11 @@ fn team_run(llm: &FakeLlm, workers: usize, iterations: usize) -> (Measured, usiz
             .collect();
         llm.script(&format!("w{w}"), answers);
     }
-    let measured = measure(
+    // The host exits once the run is over and `huddle run` went (no grace).
+    let started = Instant::now();
+    let host = HostProcess::start(home, home, 0);
+    let host_sampler = sample(host.pid());
+    let front = measure(
         home,
         &[
             "run",
@@ -166,10 +174,20 @@ fn team_run(llm: &FakeLlm, workers: usize, iterations: usize) -> (Measured, usiz
             "Write the report",
         ],
     );
+    let (peak_kib, anon_kib, file_kib) = host_sampler.join().unwrap_or_default();
+    let code = host.wait();
+    let host = Measured {
+        code,
+        peak_kib,
+        anon_kib,
+        file_kib,
+        took: started.elapsed(),
+        stderr: String::new(),
+    };
     if std::env::var_os("HUDDLE_BENCH_KEEP").is_some() {
         println!("    data kept in {}", dir.keep().display());
     }
-    (measured, iterations * (workers + 2))
+    (host, front, iterations * (workers + 2))
 }
 
 /// `expected`: the exit code the run ends with (3: it ran all its iterations).
@@ -234,20 +252,14 @@ fn main() {
         .expect("runtime");
     let llm = rt.block_on(FakeLlm::start());
     let _guard = rt.enter();
-    let (m, messages) = team_run(&llm, 4, 33);
-    report(
-        &format!("{messages}-message run (4 workers × 33 iterations)"),
-        &m,
-        Some(20.0),
-        3,
-    );
+    let mut sizes = vec![(4, 33)];
     if std::env::var("HUDDLE_BENCH_MEMORY").as_deref() != Ok("small") {
-        let (m, messages) = team_run(&llm, 58, 100);
-        report(
-            &format!("{messages}-message run (58 workers × 100 iterations)"),
-            &m,
-            Some(20.0),
-            3,
-        );
+        sizes.push((58, 100));
+    }
+    for (workers, iterations) in sizes {
+        let (host, front, messages) = team_run(&llm, workers, iterations);
+        let what = format!("{messages}-message run ({workers} workers × {iterations} iterations)");
+        report(&format!("{what}, the host"), &host, Some(20.0), 0);
+        report(&format!("{what}, `huddle run`"), &front, None, 3);
     }
 }

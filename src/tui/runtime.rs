@@ -240,7 +240,7 @@ async fn event_loop(
                 Some(Ok(Event::Mouse(m))) => app.handle_mouse(m),
                 Some(Ok(Event::FocusGained)) => {
                     // Another program may have drawn over us: repaint every cell.
-                    guard.terminal.clear()?;
+                    super::terminal::repaint(&mut guard.terminal)?;
                     Vec::new()
                 }
                 Some(Ok(_)) => Vec::new(),

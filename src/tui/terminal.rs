@@ -37,7 +37,7 @@ impl TerminalGuard {
         }
         match Terminal::new(CrosstermBackend::new(stdout)) {
             Ok(mut terminal) => {
-                let _ = terminal.clear();
+                let _ = repaint(&mut terminal);
                 Ok(TerminalGuard { terminal })
             }
             Err(e) => {
@@ -79,8 +79,15 @@ pub fn resume(terminal: &mut Tui, mouse_capture: bool) -> io::Result<()> {
         EnableFocusChange
     )?;
     set_mouse_capture(terminal.backend_mut(), mouse_capture)?;
-    // `resize` clears and forgets the last frame without asking the terminal where its cursor
-    // is (`clear` does, and the answer can be lost right after the editor).
+    repaint(terminal)
+}
+
+/// Clears the screen and forgets the last frame, so that the next draw paints every cell,
+/// without asking the terminal where its cursor is. ratatui's `clear` asks (`ESC [6n`) and
+/// waits for the answer: a round trip over SSH, 2 s where no answer comes (a multiplexer or
+/// emulator that does not answer, or one lost right after an editor), and opening the TUI
+/// waited for it before its first frame. `resize` to the same size clears without asking.
+pub fn repaint(terminal: &mut Tui) -> io::Result<()> {
     let size = terminal.size()?;
     terminal.resize(ratatui::layout::Rect::new(0, 0, size.width, size.height))
 }
