@@ -191,6 +191,7 @@ pub enum WorktreesCommand {
 }
 
 #[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("existing").args(["group", "session"]))]
 pub struct RunArgs {
     /// Create a team group from this preset.
     #[arg(long, conflicts_with = "group")]
@@ -198,12 +199,17 @@ pub struct RunArgs {
     /// Reuse an existing team group.
     #[arg(long)]
     pub group: Option<String>,
-    /// Continue the group's interrupted cycle from its last completed iteration (no prompt).
-    #[arg(long, requires = "group", conflicts_with_all = ["preset", "discard_interrupted"])]
+    /// Reuse an existing session (a one-shot session an earlier `huddle run` made, or any
+    /// other): ask it, have it reflect (--max-iterations N), or resume its reflection.
+    #[arg(long, conflicts_with = "preset")]
+    pub session: Option<String>,
+    /// Continue the group's (or the session's) interrupted run where it was left (no prompt):
+    /// turns it finished are not asked again.
+    #[arg(long, requires = "existing", conflicts_with_all = ["preset", "discard_interrupted"])]
     pub resume: bool,
-    /// Start over on a group whose cycle was interrupted (the interrupted cycle is recorded as
-    /// cancelled).
-    #[arg(long, requires = "group")]
+    /// Start over on a group (or session) whose run was interrupted (the interrupted run is
+    /// recorded as cancelled).
+    #[arg(long, requires = "existing")]
     pub discard_interrupted: bool,
     /// Override the team's mode for this run.
     #[arg(long, value_parser = parse_mode)]
@@ -521,6 +527,12 @@ mod tests {
             panic!("not run")
         };
         assert!(run.resume && run.prompt.is_none());
+        // Or a session (its reflection).
+        let cli = Cli::try_parse_from(["huddle", "run", "--session", "s", "--resume"]).unwrap();
+        let Some(Command::Run(run)) = cli.command else {
+            panic!("not run")
+        };
+        assert!(run.resume && run.session.as_deref() == Some("s"));
         for args in [
             &["huddle", "run", "--resume"][..],
             &["huddle", "run", "--group", "g", "--resume", "x"],
@@ -534,6 +546,9 @@ mod tests {
             ],
             &["huddle", "run", "--group", "g"],
             &["huddle", "run", "--discard-interrupted", "x"],
+            &["huddle", "run", "--session", "s", "--resume", "x"],
+            &["huddle", "run", "--session", "s", "--group", "g", "--resume"],
+            &["huddle", "run", "--session", "s", "--preset", "p", "x"],
         ] {
             let err = Cli::try_parse_from(args).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{args:?}");

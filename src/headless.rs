@@ -28,6 +28,9 @@ use crate::workspace::Edits;
 pub struct RunRequest {
     pub preset: Option<String>,
     pub group: Option<String>,
+    /// An existing session to run on (`--session`): asked, reflecting, or its reflection
+    /// resumed.
+    pub session: Option<String>,
     pub mode: Option<Mode>,
     pub max_iterations: Option<u32>,
     pub model: Option<String>,
@@ -47,9 +50,11 @@ pub struct RunRequest {
     pub approval: Option<crate::model::ApprovalMode>,
     /// Empty with `resume`.
     pub prompt: String,
-    /// Continue the group's interrupted cycle instead of starting a run.
+    /// Continue the group's interrupted run (or the session's reflection) instead of starting
+    /// one.
     pub resume: bool,
-    /// Record the group's interrupted cycle as cancelled and start over.
+    /// Record the group's interrupted run (or the session's reflection) as cancelled and start
+    /// over.
     pub discard_interrupted: bool,
     pub repo: PathBuf,
     /// With `preset`: the worktree strategy instead of the preset's `worktrees:`.
@@ -207,8 +212,11 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
     }
     let resume = match &target {
         Target::Group(id) => interrupted_cycle(edits, id, request)?,
-        Target::Session(_) => false,
+        Target::Session(id) => interrupted_reflection(edits, id, request)?,
     };
+    // A session's reflection is a run of its own (stopped by a signal, it is left to be
+    // resumed); a question to it is a chat.
+    let reflects = resume || request.max_iterations.is_some_and(|n| n > 1);
     // A relay whose drafts wait for a person runs only with someone at the terminal.
     let relay = match &target {
         Target::Group(id) => engine
@@ -251,7 +259,12 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
                 .view()
                 .read(|o| o.session(id).map(|s| s.group_id.clone()))
                 .unwrap_or_default();
-            (id.clone(), RunKey::chat(id), group_id)
+            let key = if reflects {
+                RunKey::reflection(id)
+            } else {
+                RunKey::chat(id)
+            };
+            (id.clone(), key, group_id)
         }
     };
     // A relay's counterparts too (their drafts may wait), as a run alone showed them.
@@ -299,6 +312,10 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
     let result = match &target {
         Target::Group(id) if resume => engine.resume_cycle(id, overrides).await,
         Target::Group(id) => engine.run_group(id, request.prompt.clone(), overrides).await,
+        Target::Session(id) if resume => match engine.start_reflection_resume(id) {
+            Ok(run) => run.await,
+            Err(e) => Err(e),
+        },
         Target::Session(id) => match request.max_iterations {
             Some(n) if n > 1 => {
                 let reflection = ReflectionRequest {
@@ -313,6 +330,18 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
         },
     };
     stopper.abort();
+    let resumable = match &target {
+        Target::Group(id) => edits.view().read(|o| {
+            o.group(id)
+                .filter(|g| g.state.interrupted(g.mode).is_some())
+                .map(|g| format!("--group \"{}\"", sanitize::display(&g.name)))
+        }),
+        Target::Session(id) => edits.view().read(|o| {
+            o.session(id)
+                .filter(|s| s.reflection.is_some())
+                .map(|s| format!("--session \"{}\"", sanitize::display(&s.name)))
+        }),
+    };
     engine.set_scoped_approval(&scope, None);
     engine.set_scoped_profile(&scope, None);
     engine.set_scoped_sandbox(&scope, None);
@@ -322,6 +351,12 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
     // Standard output gone (closed pipe, full disk): the run finished and saved; the exit code
     // says the output was lost.
     let stdout_lost = printer.await.unwrap_or(None);
+    // After its last lines: how to go on with what was left.
+    if let Some(which) = resumable.filter(|_| result.is_ok()) {
+        out.note(format_args!(
+            "huddle: the run is kept to be resumed: `huddle run {which} --resume` (or start over with `--discard-interrupted`)"
+        ));
+    }
     if let Err(e) = flushed {
         out.note(format_args!("huddle: could not save: {e}"));
     }
@@ -399,23 +434,67 @@ fn interrupted_cycle(edits: &Edits, group_id: &str, request: &RunRequest) -> Res
         let name = g.map(|g| g.name.clone()).unwrap_or_default();
         (name, g.and_then(|g| g.state.interrupted(g.mode)))
     });
+    let target = Interrupting {
+        flag: "group",
+        name: &name,
+        kind: "run",
+    };
+    decide_resume(request, target, interrupted, || {
+        edits.discard_interrupted(group_id)
+    })
+}
+
+/// [`interrupted_cycle`] for a session's reflection.
+fn interrupted_reflection(edits: &Edits, session_id: &str, request: &RunRequest) -> Result<bool, RunFailure> {
+    let (name, interrupted) = edits.view().read(|o| {
+        let s = o.session(session_id);
+        let name = s.map(|s| s.name.clone()).unwrap_or_default();
+        (
+            name,
+            s.and_then(|s| s.reflection.as_ref().map(|r| r.interrupted())),
+        )
+    });
+    let target = Interrupting {
+        flag: "session",
+        name: &name,
+        kind: "reflection",
+    };
+    decide_resume(request, target, interrupted, || {
+        edits.discard_reflection(session_id)
+    })
+}
+
+/// What may have an interrupted run: a group (`--group`, a run) or a session (`--session`, a
+/// reflection), by name.
+struct Interrupting<'a> {
+    flag: &'static str,
+    name: &'a str,
+    kind: &'static str,
+}
+
+/// Resume (`--resume`), start over (`--discard-interrupted`: `discard` drops it), or refuse to
+/// start over what was interrupted, saying how to resume it.
+fn decide_resume(
+    request: &RunRequest,
+    target: Interrupting<'_>,
+    interrupted: Option<crate::model::Interrupted>,
+    discard: impl FnOnce() -> Result<(), crate::workspace::EditError>,
+) -> Result<bool, RunFailure> {
+    let Interrupting { flag, name, kind } = target;
+    let name = sanitize::display(name);
     match (interrupted, request.resume, request.discard_interrupted) {
         (None, true, _) => Err(usage(format!(
-            "group `{}` has no interrupted run to resume",
-            sanitize::display(&name)
+            "{flag} `{name}` has no interrupted {kind} to resume"
         ))),
         (Some(_), true, _) => Ok(true),
         (Some(i), false, false) => Err(usage(format!(
-            "group `{name}` has an interrupted run: {what} on \"{goal}\"; resume it with `huddle run --group \"{name}\" --resume` (it goes on {resumes}), or start over with `--discard-interrupted`",
-            name = sanitize::display(&name),
+            "{flag} `{name}` has an interrupted {kind}: {what} on \"{goal}\"; resume it with `huddle run --{flag} \"{name}\" --resume` (it goes on {resumes}), or start over with `--discard-interrupted`",
             what = i.what(),
             goal = first_line(&i.goal, 80),
             resumes = i.resumes(),
         ))),
         (Some(_), false, true) => {
-            edits
-                .discard_interrupted(group_id)
-                .map_err(|e| other(e.to_string()))?;
+            discard().map_err(|e| other(e.to_string()))?;
             Ok(false)
         }
         (None, false, _) => Ok(false),
@@ -440,9 +519,9 @@ async fn stop_on_request(
         }
         key => {
             let why = match signal {
-                2 => "Ctrl-C in the huddle run that handed it over",
-                15 => "SIGTERM to the huddle run that handed it over",
-                _ => "the huddle run that handed it over went away",
+                2 => "Ctrl-C in the huddle run that started it",
+                15 => "SIGTERM to the huddle run that started it",
+                _ => "the front end that started it went away",
             };
             engine.interrupt_run_because(key, Some(why));
         }
@@ -540,6 +619,12 @@ fn choose_target(
             });
     }
     let org = edits.view();
+    if let Some(name) = &request.session {
+        return org
+            .read(|o| o.session_by_name(name).map(|s| s.id.clone()))
+            .map(Target::Session)
+            .ok_or_else(|| usage(format!("no session named `{}`", sanitize::display(name))));
+    }
     if let Some(name) = &request.group {
         return org
             .read(|o| o.group_by_name(name).map(|g| g.id.clone()))

@@ -204,6 +204,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(code))
         }
         Some(Command::Host) => {
+            huddle::host::log_panics();
             let code = block_on(huddle::host::run(paths, repo))?;
             Ok(ExitCode::from(code))
         }
@@ -225,6 +226,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
             let request = huddle::headless::RunRequest {
                 preset: args.preset,
                 group: args.group,
+                session: args.session,
                 mode: args.mode,
                 max_iterations: args.max_iterations,
                 model: args.model,

@@ -51,19 +51,48 @@ pub fn limit_wait_state(provider: &str, until: chrono::DateTime<chrono::Utc>) ->
     format!("waiting until {} UTC for {provider} limit", until.format("%H:%M"))
 }
 
-/// `⏳ security: waiting until 14:05 UTC for anthropic limit (+1 more)`: the cycle panel's row
-/// for the first of the run's turns waiting for a limit, and how many others wait too.
+/// `⏳ security: waiting until 14:05 UTC for anthropic limit, 8m30s left (+1 more)`: the cycle
+/// panel's row for the first of the run's turns waiting for a limit (`left` of its wait), and
+/// how many others wait too.
 pub fn limit_wait_row(
     who: &str,
     provider: &str,
     until: chrono::DateTime<chrono::Utc>,
+    left: std::time::Duration,
     others: usize,
 ) -> String {
     let more = match others {
         0 => String::new(),
         n => format!(" (+{n} more)"),
     };
-    format!("⏳ {who}: {}{more}", limit_wait_state(provider, until))
+    format!(
+        "⏳ {}, {} left{more}",
+        limit_waiter(who, provider, until),
+        countdown(left)
+    )
+}
+
+/// `security: waiting until 14:05 UTC for anthropic limit`: who waits for what (`huddle ps`'s
+/// waiting-for column).
+pub fn limit_waiter(who: &str, provider: &str, until: chrono::DateTime<chrono::Utc>) -> String {
+    format!("{who}: {}", limit_wait_state(provider, until))
+}
+
+/// `45s`, `8m30s`, `1h05m`: what is left of a wait, in whole seconds (rounded up: `0s` only
+/// once it is over).
+pub fn countdown(left: std::time::Duration) -> String {
+    let secs = left.as_millis().div_ceil(1000).min(u128::from(u64::MAX)) as u64;
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m{:02}s", secs / 60, secs % 60),
+        _ => format!("{}h{:02}m", secs / 3600, secs / 60 % 60),
+    }
+}
+
+/// What the stop key does to a run waiting for a limit: it ends the wait at once and leaves
+/// the run to be resumed (`stop_key`: the key's name).
+pub fn limit_wait_stop_hint(stop_key: &str) -> String {
+    format!("{stop_key} stops the wait; the run stays resumable")
 }
 
 /// `⏳ security: waiting until 14:05 UTC for anthropic limit (20m00s): 429 from provider …`.
@@ -266,14 +295,26 @@ mod tests {
         let until = chrono::DateTime::parse_from_rfc3339("2026-11-28T14:05:00Z")
             .unwrap()
             .with_timezone(&chrono::Utc);
+        let left = std::time::Duration::from_millis(509_200);
         assert_eq!(
-            limit_wait_row("security", "anthropic", until, 0),
-            "⏳ security: waiting until 14:05 UTC for anthropic limit"
+            limit_wait_row("security", "anthropic", until, left, 0),
+            "⏳ security: waiting until 14:05 UTC for anthropic limit, 8m30s left"
         );
         assert_eq!(
-            limit_wait_row("security", "anthropic", until, 2),
-            "⏳ security: waiting until 14:05 UTC for anthropic limit (+2 more)"
+            limit_wait_row("security", "anthropic", until, left, 2),
+            "⏳ security: waiting until 14:05 UTC for anthropic limit, 8m30s left (+2 more)"
         );
+    }
+
+    #[test]
+    fn a_countdown_rounds_up_to_whole_seconds() {
+        let ms = std::time::Duration::from_millis;
+        assert_eq!(countdown(ms(0)), "0s");
+        assert_eq!(countdown(ms(1)), "1s");
+        assert_eq!(countdown(ms(59_000)), "59s");
+        assert_eq!(countdown(ms(59_001)), "1m00s");
+        assert_eq!(countdown(ms(3_600_000)), "1h00m");
+        assert_eq!(countdown(ms(3_900_000)), "1h05m");
     }
 
     #[test]

@@ -84,8 +84,8 @@ impl Default for LimitState {
 pub(crate) enum Verdict {
     /// Waited: ask again.
     Again,
-    /// The run was stopped while it waited.
-    Stopped,
+    /// The run was stopped while it waited (why, in words, for the run left to be resumed).
+    Stopped(String),
     /// The wait would pass the bound: the run ends `rate_limited` (the error says why).
     GiveUp(ProviderError),
 }
@@ -174,7 +174,15 @@ impl RunControl {
             session: session.to_string(),
             waited_ms: started.elapsed().as_millis().min(u64::MAX as u128) as u64,
         });
-        if waited { Verdict::Again } else { Verdict::Stopped }
+        if waited {
+            Verdict::Again
+        } else {
+            Verdict::Stopped(format!(
+                "stopped while {session} waited until {} UTC for the {} limit",
+                until.format("%H:%M"),
+                error.provider
+            ))
+        }
     }
 
     /// The run ends `rate_limited` (it stops like the stop key; it stays open to be resumed).
@@ -188,6 +196,20 @@ impl RunControl {
         }
         tracing::info!(why, "rate limited past the run's wait bound");
         self.cancel.cancel();
+    }
+
+    /// A stop of the run itself (the stop key, `huddle stop`) that came during a limit wait:
+    /// the run ends as interrupted, to be resumed once the limit has reset, not thrown away;
+    /// `why` is kept unless something else already said how it ends.
+    pub(crate) fn stopped_in_wait(&self, why: &str) {
+        if self.interrupted() || lock(&self.limits.gave_up).is_some() {
+            return;
+        }
+        let mut reason = lock(&self.interrupt_reason);
+        if reason.is_none() {
+            *reason = Some(why.to_string());
+        }
+        self.interrupted.store(true, Ordering::SeqCst);
     }
 
     /// A wait begins; returns its number (to end it by).

@@ -680,6 +680,7 @@ impl Engine {
                         model_override,
                         attachments,
                         stamp,
+                        chat: true,
                         ..session::TurnOptions::default()
                     },
                 )

@@ -333,6 +333,7 @@ impl CycleLoop for SessionCycle<'_> {
             trend: direction,
             usage: self.state.usage.since(usage_before),
             duration_ms: attempt_started.elapsed().as_millis() as u64,
+            assigned: Vec::new(),
         };
         let (usage, duration_ms) = (evaluation.usage, evaluation.duration_ms);
         self.state.evaluations.push(evaluation.clone());

@@ -93,6 +93,10 @@ pub struct TurnOptions {
     /// them, and later turns see what was asked and answered. The transcript records both (the
     /// prompt as sent, and this as its `compact` form).
     pub compact: Option<String>,
+    /// A chat with the session (not a step of a run): without instructions of its own it is
+    /// sent the ones the session's last answered prompt was sent (a team member's brief: the
+    /// request, the team and the format, which the compact forms in its conversation leave out).
+    pub chat: bool,
 }
 
 /// Marks put on a turn's stored prompt message by whoever asked for the turn: the turn applies
@@ -581,12 +585,13 @@ impl Actor<'_> {
             resumed_start = replay.history_start(self.session_id);
         }
         self.load_history().await;
-        // A prompt asked again outside the run that asked it (a team member's step) is sent
-        // the instructions that went with it: its brief is not in the conversation.
+        // A prompt asked again outside the run that asked it (a team member's step), and a
+        // chat after a run, are sent the instructions that went with the last prompt: its brief
+        // is not in the conversation (the steps are kept in their compact forms).
         let asking_again = std::mem::take(&mut self.state.asking_again);
         let again;
         let options = match &self.state.instructions {
-            Some(instructions) if asking_again && options.system_extra.is_none() => {
+            Some(instructions) if (asking_again || options.chat) && options.system_extra.is_none() => {
                 again = TurnOptions {
                     system_extra: Some(instructions.clone()),
                     ..options.clone()
@@ -1460,7 +1465,14 @@ impl Actor<'_> {
                 .await
             {
                 Verdict::Again => {}
-                Verdict::Stopped => return Err(crate::providers::ProviderError::cancelled(&error.provider)),
+                Verdict::Stopped(why) => {
+                    // A stop of this run (not of the whole process: a signal says its own
+                    // why) during the wait leaves it resumable.
+                    if !self.shared.interrupting() {
+                        active.control.stopped_in_wait(&why);
+                    }
+                    return Err(crate::providers::ProviderError::cancelled(&error.provider));
+                }
                 Verdict::GiveUp(e) => return Err(e),
             }
         }

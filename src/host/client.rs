@@ -17,6 +17,10 @@ use super::protocol::{self, ClientMessage, Hello, HostMessage, PROTOCOL, Reply, 
 
 /// How long a front end tries to reach a host (starting one, waiting for one that is exiting).
 const CONNECT_DEADLINE: Duration = Duration::from_secs(30);
+/// How long a host that took the connection may take to greet, and to answer a short request
+/// (`ps`, `stop`, `quit`, an answer): a host that does not is stopped, wedged or swapped out,
+/// and the front end says so rather than waiting for ever.
+pub const ANSWER_DEADLINE: Duration = Duration::from_secs(10);
 /// How long a host may take to say it is ready.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -169,6 +173,13 @@ impl Client {
     /// Sends a request and waits for its reply (pushed messages meanwhile are dropped): the
     /// reply, or the exit code and message of a failure.
     pub async fn call(&mut self, request: Request) -> Result<Reply, (u8, String)> {
+        let pid = self.welcome.pid;
+        tokio::time::timeout(ANSWER_DEADLINE, self.call_unbounded(request))
+            .await
+            .unwrap_or_else(|_| Err((1, does_not_answer(Some(pid.to_string())))))
+    }
+
+    async fn call_unbounded(&mut self, request: Request) -> Result<Reply, (u8, String)> {
         let id = self.writer.send(request).await.map_err(|e| (1, e.to_string()))?;
         loop {
             match self.reader.next().await.map_err(|e| (1, e.to_string()))? {
@@ -321,7 +332,11 @@ async fn attempt(paths: &Paths, hello: &Hello) -> Result<Client, Attempt> {
     if writer.inner.write_all(line.as_bytes()).await.is_err() {
         return Err(Attempt::Closed);
     }
-    match reader.next().await {
+    let Ok(greeting) = tokio::time::timeout(ANSWER_DEADLINE, reader.next()).await else {
+        let pid = crate::store::DataDirLock::holder(&paths.lock_file());
+        return Err(Attempt::Failed(ClientError::Io(does_not_answer(pid))));
+    };
+    match greeting {
         Ok(Some(HostMessage::Welcome {
             pid,
             version,
@@ -410,4 +425,17 @@ async fn spawn_host(repo: &Path) -> Result<(), ClientError> {
     Err(ClientError::Start(
         "the huddle host ended as it started (see the log in the data dir)".into(),
     ))
+}
+
+/// What a front end says of a host that took its connection and does not answer.
+fn does_not_answer(pid: Option<String>) -> String {
+    match pid {
+        Some(pid) => format!(
+            "the huddle host (pid {pid}) does not answer (stopped or stuck?); see the log in the data dir's logs folder, or end it with `kill {pid}`"
+        ),
+        None => {
+            "the huddle host does not answer (stopped or stuck?); see the log in the data dir's logs folder"
+                .into()
+        }
+    }
 }

@@ -14,10 +14,12 @@
 //! - [`protocol`]: the messages, one JSON object per line.
 //! - [`server`]: the socket's host side (who may connect, the requests, the runs it drives).
 //! - [`table`]: the runs going, from the engine's events, and who follows them.
+//! - [`outbox`]: what waits to go to one front end, bounded.
 //! - [`client`]: what every front end uses: connect (starting the host if need be), requests,
 //!   pushed events.
 
 pub mod client;
+pub mod outbox;
 pub mod protocol;
 pub mod server;
 pub mod table;
@@ -36,8 +38,9 @@ use crate::workspace::Workspace;
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(5);
 /// The variable that sets it (milliseconds; tests use a short one).
 pub const IDLE_VAR: &str = "HUDDLE_HOST_IDLE_MS";
-/// How long a starting host waits for the lock a moment ago held by one that is exiting.
-const LOCK_WAIT: Duration = Duration::from_secs(3);
+/// How long a starting host waits for the lock a moment ago held by one that is exiting (which
+/// saves, then lets go of it before it stops its tool servers: well within this).
+const LOCK_WAIT: Duration = Duration::from_secs(8);
 /// How long the host lets runs stopped by a signal save themselves before it exits.
 const STOP_WAIT: Duration = Duration::from_secs(10);
 
@@ -74,6 +77,17 @@ impl Handshake {
             }
         }
     }
+}
+
+/// A panic in the host goes to its log (its standard streams lead nowhere once it is ready),
+/// with a backtrace.
+pub fn log_panics() {
+    let earlier = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let backtrace = std::backtrace::Backtrace::force_capture();
+        tracing::error!(%backtrace, "the huddle host panicked: {info}");
+        earlier(info);
+    }));
 }
 
 /// `huddle host`: takes the data dir, serves front ends until idle, then saves and exits. The
@@ -136,8 +150,11 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> u8 {
     };
     ready.say("ready");
     tracing::info!(pid = std::process::id(), "the huddle host is ready");
-    tokio::select! {
-        _ = server.idle(idle_grace()) => tracing::info!("the host is idle; it exits"),
+    let idle = tokio::select! {
+        _ = server.idle(idle_grace()) => {
+            tracing::info!("the host is idle; it exits");
+            true
+        }
         signal = stop_signal() => {
             tracing::info!("the host got {signal}: its runs stop, resumable");
             engine.interrupt();
@@ -145,13 +162,22 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> u8 {
             while !server.runs().is_empty() && tokio::time::Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(25)).await;
             }
+            server.runs().is_empty()
         }
-    }
+    };
     drop(server);
     let flushing = engine.clone();
     if let Ok(Err(e)) = tokio::task::spawn_blocking(move || flushing.flush()).await {
         tracing::error!(error = %e, "the host could not save on exit");
     }
+    // Saved and nothing runs: the next host may start while this one stops its tool servers
+    // (a front end that came meanwhile does not wait for them).
+    let lock = if idle {
+        drop(lock);
+        None
+    } else {
+        Some(lock)
+    };
     let _ = tokio::time::timeout(Duration::from_secs(3), engine.shutdown_tools()).await;
     drop(lock);
     0

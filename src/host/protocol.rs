@@ -220,7 +220,8 @@ pub struct RunInfo {
 pub enum RunState {
     Running,
     Paused,
-    /// Waiting for a person (a tool approval, a relay draft).
+    /// Waiting for a person (a tool approval, a relay draft) or for a rate or usage limit to
+    /// reset.
     Waiting,
     /// Asked to stop; not over yet.
     Stopping,

@@ -28,6 +28,7 @@ use crate::store::RunFiles;
 use crate::tools::ApprovalPolicy;
 use crate::workspace::Edits;
 
+use super::outbox::{self, Outbox};
 use super::protocol::{
     self, ClientMessage, Hello, HostMessage, PROTOCOL, Reply, Request, RunInfo, read_line,
 };
@@ -77,7 +78,7 @@ pub struct HostParts {
 struct Shared {
     parts: HostParts,
     table: Mutex<Table>,
-    org_followers: Mutex<Vec<mpsc::UnboundedSender<HostMessage>>>,
+    org_followers: Mutex<Vec<Outbox>>,
     /// Front ends' profiles by their configuration, environment and repository.
     profiles: Mutex<HashMap<u64, Arc<Profile>>>,
     /// The key of the host's own configuration: front ends with it use the engine's own.
@@ -293,14 +294,12 @@ async fn push_org(shared: Arc<Shared>) {
             continue;
         }
         let (org, version) = shared.parts.engine.org().versioned();
-        let org = Box::new(org);
-        lock(&shared.org_followers).retain(|tx| {
-            tx.send(HostMessage::Org {
-                org: org.clone(),
-                version,
-            })
-            .is_ok()
+        // Encoded once for every follower; each keeps only the newest waiting.
+        let line = protocol::encode(&HostMessage::Org {
+            org: Box::new(org),
+            version,
         });
+        lock(&shared.org_followers).retain(|tx| tx.send_org_line(line.clone()));
     }
 }
 
@@ -337,12 +336,28 @@ struct Attached {
 
 /// One front end's connection, counted while it lasts.
 async fn serve(stream: UnixStream, shared: Arc<Shared>) {
-    shared.connections.fetch_add(1, Ordering::SeqCst);
-    shared.served.store(true, Ordering::SeqCst);
-    shared.activity.notify_waiters();
-    converse(stream, &shared).await;
-    shared.connections.fetch_sub(1, Ordering::SeqCst);
-    shared.activity.notify_waiters();
+    let counted = Counted::new(shared);
+    converse(stream, &counted.0).await;
+}
+
+/// A connection counted while it lasts, also when its task panics (else the host would never
+/// be idle again).
+struct Counted(Arc<Shared>);
+
+impl Counted {
+    fn new(shared: Arc<Shared>) -> Counted {
+        shared.connections.fetch_add(1, Ordering::SeqCst);
+        shared.served.store(true, Ordering::SeqCst);
+        shared.activity.notify_waiters();
+        Counted(shared)
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::SeqCst);
+        self.0.activity.notify_waiters();
+    }
 }
 
 /// One connection: hello, then requests until it goes.
@@ -360,7 +375,7 @@ async fn converse(stream: UnixStream, shared: &Arc<Shared>) {
     }
     let (read, write) = stream.into_split();
     let mut reader = BufReader::new(read);
-    let (tx, rx) = mpsc::unbounded_channel::<HostMessage>();
+    let (tx, rx) = outbox::outbox();
     let writer = tokio::spawn(write_all(write, rx));
     let hello = match tokio::time::timeout(HELLO_TIMEOUT, read_line(&mut reader)).await {
         Ok(Ok(Some(line))) => match protocol::decode::<ClientMessage>(&line) {
@@ -403,7 +418,15 @@ async fn converse(stream: UnixStream, shared: &Arc<Shared>) {
     });
     let attached = Arc::new(Mutex::new(Attached::default()));
     loop {
-        let line = match read_line(&mut reader).await {
+        let read = tokio::select! {
+            read = read_line(&mut reader) => read,
+            // It does not read what it is sent: it is cut off (a bounded host).
+            _ = tx.overflowed() => {
+                writer.abort();
+                break;
+            }
+        };
+        let line = match read {
             Ok(Some(line)) => line,
             Ok(None) => break,
             Err(e) => {
@@ -416,7 +439,21 @@ async fn converse(stream: UnixStream, shared: &Arc<Shared>) {
                 handle(shared, &front, &attached, &tx, id, *request).await;
             }
             Ok(ClientMessage::Hello(_)) => {}
-            Err(e) => tracing::warn!("host socket: {e}"),
+            Err(e) => {
+                tracing::warn!("host socket: {e}");
+                // A request of a newer front end, say: it gets an answer, not a silence.
+                if let Some(id) = request_id(&line) {
+                    failed(
+                        &tx,
+                        id,
+                        2,
+                        format!(
+                            "the huddle host (version {}) did not understand this request ({e})",
+                            env!("CARGO_PKG_VERSION")
+                        ),
+                    );
+                }
+            }
         }
     }
     // Gone: the runs it started and did not detach stop as on a hang-up (resumable).
@@ -433,16 +470,17 @@ async fn converse(stream: UnixStream, shared: &Arc<Shared>) {
     tracing::info!("a front end went");
 }
 
-async fn write_all(
-    mut write: tokio::net::unix::OwnedWriteHalf,
-    mut rx: mpsc::UnboundedReceiver<HostMessage>,
-) {
-    while let Some(message) = rx.recv().await {
-        if write
-            .write_all(protocol::encode(&message).as_bytes())
-            .await
-            .is_err()
-        {
+/// The id of a request the host could not read, when its line says one.
+fn request_id(line: &str) -> Option<u64> {
+    serde_json::from_str::<serde_json::Value>(line)
+        .ok()?
+        .get("id")?
+        .as_u64()
+}
+
+async fn write_all(mut write: tokio::net::unix::OwnedWriteHalf, mut rx: outbox::Receiver) {
+    while let Some(line) = rx.recv().await {
+        if write.write_all(line.as_bytes()).await.is_err() {
             return;
         }
     }
@@ -532,11 +570,11 @@ fn sweep_profiles(shared: &Shared) {
     }
 }
 
-fn reply(tx: &mpsc::UnboundedSender<HostMessage>, id: u64, reply: Reply) {
+fn reply(tx: &Outbox, id: u64, reply: Reply) {
     let _ = tx.send(HostMessage::Reply { id, reply });
 }
 
-fn failed(tx: &mpsc::UnboundedSender<HostMessage>, id: u64, code: u8, message: impl Into<String>) {
+fn failed(tx: &Outbox, id: u64, code: u8, message: impl Into<String>) {
     let _ = tx.send(HostMessage::Failed {
         id,
         code,
@@ -548,7 +586,7 @@ async fn handle(
     shared: &Arc<Shared>,
     front: &Arc<FrontContext>,
     attached: &Arc<Mutex<Attached>>,
-    tx: &mpsc::UnboundedSender<HostMessage>,
+    tx: &Outbox,
     id: u64,
     request: Request,
 ) {
@@ -624,7 +662,7 @@ async fn handle(
                 lock(&shared.org_followers).push(tx.clone());
             }
             if events && replay {
-                let (live_tx, live_rx) = mpsc::unbounded_channel::<HostMessage>();
+                let (live_tx, live_rx) = outbox::outbox();
                 let going = lock(&shared.table).follow_all_from_start(live_tx);
                 reply(tx, id, Reply::Done);
                 tokio::spawn(replay_then_live(Arc::clone(shared), going, live_rx, tx.clone()));
@@ -663,9 +701,18 @@ async fn handle(
             });
         }
         Request::Engine { call } => {
+            let starts = super::tui_calls::run_started_by(&call);
+            if let Some(key) = &starts {
+                lock(&shared.table).expect_front(key, front.label.clone());
+            }
             match super::tui_calls::carry_out(engine, shared_profile(shared, front), call) {
                 Ok(()) => reply(tx, id, Reply::Done),
-                Err(why) => failed(tx, id, 2, why),
+                Err(why) => {
+                    if let Some(key) = &starts {
+                        lock(&shared.table).forget_front(key);
+                    }
+                    failed(tx, id, 2, why)
+                }
             }
         }
         Request::Transcript { session_id } => {
@@ -777,7 +824,7 @@ fn start_run(
     shared: &Arc<Shared>,
     front: &Arc<FrontContext>,
     attached: &Arc<Mutex<Attached>>,
-    tx: &mpsc::UnboundedSender<HostMessage>,
+    tx: &Outbox,
     id: u64,
     request: RunRequest,
     Keep { detach, keep }: Keep,
@@ -972,8 +1019,8 @@ fn shared_profile(shared: &Arc<Shared>, front: &Arc<FrontContext>) -> Result<Opt
 async fn replay_then_live(
     shared: Arc<Shared>,
     going: Vec<(RunInfo, usize)>,
-    mut live_rx: mpsc::UnboundedReceiver<HostMessage>,
-    tx: mpsc::UnboundedSender<HostMessage>,
+    live_rx: outbox::Receiver,
+    tx: Outbox,
 ) {
     if !going.is_empty() {
         let engine = shared.parts.engine.clone();
@@ -1000,30 +1047,39 @@ async fn replay_then_live(
         for (lines, logged) in read {
             for line in lines.iter().take(logged) {
                 if let Ok(record) = serde_json::from_str::<RunRecord>(line)
-                    && tx.send(HostMessage::event(record.event)).is_err()
+                    && !tx.send_paced(HostMessage::event(record.event)).await
                 {
                     return;
                 }
             }
         }
     }
-    while let Some(message) = live_rx.recv().await {
-        if tx.send(message).is_err() {
+    forward_live(live_rx, &tx).await;
+}
+
+/// Hands what a follower inside the host got to the front end's connection; cuts the front end
+/// off when the follower overflowed (it could not keep up).
+async fn forward_live(mut live_rx: outbox::Receiver, tx: &Outbox) {
+    while let Some(line) = live_rx.recv().await {
+        if !tx.send_line(line) {
             return;
         }
+    }
+    if live_rx.overflowed() {
+        tx.cut_off();
     }
 }
 
 /// `huddle attach`: the run's events so far (read back from its run file), then live until it
 /// ends.
-async fn attach(shared: &Arc<Shared>, tx: &mpsc::UnboundedSender<HostMessage>, id: u64, target: &str) {
+async fn attach(shared: &Arc<Shared>, tx: &Outbox, id: u64, target: &str) {
     let org = shared.parts.engine.org().snapshot();
     let resolved = lock(&shared.table).resolve(target, &org);
     let run_id = match resolved {
         Ok(runs) => runs.into_iter().next().unwrap_or_default(),
         Err(why) => return failed(tx, id, 2, why),
     };
-    let (live_tx, mut live_rx) = mpsc::unbounded_channel::<HostMessage>();
+    let (live_tx, live_rx) = outbox::outbox();
     let followed = lock(&shared.table).follow_run(&run_id, live_tx);
     let Some((run, logged)) = followed else {
         return failed(tx, id, 2, format!("run {run_id} has ended"));
@@ -1051,15 +1107,11 @@ async fn attach(shared: &Arc<Shared>, tx: &mpsc::UnboundedSender<HostMessage>, i
         };
         for line in lines.iter().take(logged) {
             if let Ok(record) = serde_json::from_str::<RunRecord>(line)
-                && tx.send(HostMessage::event(record.event)).is_err()
+                && !tx.send_paced(HostMessage::event(record.event)).await
             {
                 return;
             }
         }
-        while let Some(message) = live_rx.recv().await {
-            if tx.send(message).is_err() {
-                return;
-            }
-        }
+        forward_live(live_rx, &tx).await;
     });
 }

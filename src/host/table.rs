@@ -8,11 +8,11 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use chrono::Utc;
-use tokio::sync::mpsc::UnboundedSender;
 
 use crate::engine::events::{EngineEvent, EventKind, RunKey};
 use crate::model::{Organization, RelayPhase};
 
+use super::outbox::Outbox;
 use super::protocol::{HostMessage, RunInfo, RunState};
 
 /// One run going.
@@ -24,6 +24,8 @@ struct Entry {
     approvals: BTreeMap<u64, String>,
     /// The turn of a relay draft it waits on.
     draft: Option<u32>,
+    /// Its turns waiting for a rate or usage limit, by session id: who waits for what.
+    limits: BTreeMap<String, String>,
     paused: bool,
     stopping: bool,
 }
@@ -36,6 +38,7 @@ impl Entry {
             .values()
             .cloned()
             .chain(self.draft.map(|turn| format!("its relay draft of turn {turn}")))
+            .chain(self.limits.values().cloned())
             .collect();
         info.waiting_for = (!waiting.is_empty()).then(|| waiting.join(", "));
         info.state = if self.stopping {
@@ -59,7 +62,7 @@ enum Filter {
 
 struct Follower {
     filter: Filter,
-    tx: UnboundedSender<HostMessage>,
+    tx: Outbox,
 }
 
 #[derive(Default)]
@@ -69,6 +72,9 @@ pub struct Table {
     /// Who started runs the table has not seen start yet (a front end may hear of its run's
     /// start before the table does).
     fronts: BTreeMap<String, String>,
+    /// Who is about to start a run of a group or session (a TUI's engine call: the run's id
+    /// is not known yet).
+    expected: VecDeque<(RunKey, String)>,
     /// The last runs that ended (a few), so a front end waiting for its run to be listed knows
     /// it came and went.
     ended: VecDeque<String>,
@@ -85,7 +91,7 @@ impl Table {
         if let Some(run_id) = &event.run_id {
             if let EventKind::RunStarted { key } = &event.kind {
                 let mut entry = new_entry(run_id, key, event);
-                entry.info.front = self.fronts.remove(run_id);
+                entry.info.front = self.fronts.remove(run_id).or_else(|| self.take_expected(key));
                 self.runs.insert(run_id.clone(), entry);
             }
             if let Some(entry) = self.runs.get_mut(run_id) {
@@ -120,7 +126,7 @@ impl Table {
             if !wanted {
                 return !f.tx.is_closed();
             }
-            let sent = f.tx.send(HostMessage::event(event.clone())).is_ok();
+            let sent = f.tx.send(HostMessage::event(event.clone()));
             // A run's follower is done with its end.
             let done = ended && matches!(f.filter, Filter::Run(_));
             sent && !done
@@ -128,7 +134,7 @@ impl Table {
     }
 
     /// Every event from now on goes to `tx` too.
-    pub fn follow_all(&mut self, tx: UnboundedSender<HostMessage>) {
+    pub fn follow_all(&mut self, tx: Outbox) {
         self.followers.push(Follower {
             filter: Filter::Every,
             tx,
@@ -137,14 +143,14 @@ impl Table {
 
     /// Every event from now on goes to `tx` too; returns every run going and how many of its
     /// events its run file holds so far (what to read back first).
-    pub fn follow_all_from_start(&mut self, tx: UnboundedSender<HostMessage>) -> Vec<(RunInfo, usize)> {
+    pub fn follow_all_from_start(&mut self, tx: Outbox) -> Vec<(RunInfo, usize)> {
         self.follow_all(tx);
         self.runs.values().map(|e| (e.info(), e.logged)).collect()
     }
 
     /// The run's events from now on go to `tx` (until it ends); returns it as it is now and how
     /// many of its events its run file holds so far. `None` when it is not going.
-    pub fn follow_run(&mut self, run_id: &str, tx: UnboundedSender<HostMessage>) -> Option<(RunInfo, usize)> {
+    pub fn follow_run(&mut self, run_id: &str, tx: Outbox) -> Option<(RunInfo, usize)> {
         let entry = self.runs.get(run_id)?;
         let now = (entry.info(), entry.logged);
         self.followers.push(Follower {
@@ -186,6 +192,25 @@ impl Table {
                 self.fronts.insert(run_id.to_string(), front);
             }
         }
+    }
+
+    /// `front` is about to start a run of `key`: the next run of it to start is said to be its.
+    pub fn expect_front(&mut self, key: &RunKey, front: String) {
+        self.forget_front(key);
+        if self.expected.len() >= ENDED_KEPT {
+            self.expected.pop_front();
+        }
+        self.expected.push_back((key.clone(), front));
+    }
+
+    /// The run `expect_front` announced did not start.
+    pub fn forget_front(&mut self, key: &RunKey) {
+        self.expected.retain(|(k, _)| k != key);
+    }
+
+    fn take_expected(&mut self, key: &RunKey) -> Option<String> {
+        let at = self.expected.iter().position(|(k, _)| k == key)?;
+        self.expected.remove(at).map(|(_, front)| front)
     }
 
     /// Marks a run as asked to stop.
@@ -277,6 +302,7 @@ fn new_entry(run_id: &str, key: &RunKey, event: &EngineEvent) -> Entry {
         logged: 0,
         approvals: BTreeMap::new(),
         draft: None,
+        limits: BTreeMap::new(),
         paused: false,
         stopping: false,
     }
@@ -313,6 +339,21 @@ fn update(entry: &mut Entry, kind: &EventKind) {
         EventKind::RelayState { state, .. } if *state != RelayPhase::ReadyToSend => entry.draft = None,
         EventKind::CyclePaused => entry.paused = true,
         EventKind::CycleResumed => entry.paused = false,
+        EventKind::LimitWait {
+            session_id,
+            session,
+            provider,
+            until,
+            ..
+        } => {
+            entry.limits.insert(
+                session_id.clone(),
+                crate::describe::cycle::limit_waiter(session, provider, *until),
+            );
+        }
+        EventKind::LimitWaitOver { session_id, .. } => {
+            entry.limits.remove(session_id);
+        }
         _ => {}
     }
 }
@@ -386,12 +427,43 @@ mod tests {
         assert_eq!(info.tokens, 15);
         assert_eq!(info.state, RunState::Waiting);
         assert_eq!(info.waiting_for.as_deref(), Some("approval #4 of time/now for a"));
+        // A turn waiting for a limit is waited for too, until its wait is over.
+        let until = chrono::DateTime::parse_from_rfc3339("2026-11-28T14:05:00Z")
+            .expect("a time")
+            .with_timezone(&Utc);
+        table.apply(&event(
+            r,
+            EventKind::LimitWait {
+                session_id: "sb".into(),
+                session: "b".into(),
+                provider: "openai".into(),
+                until,
+                wait_ms: 600_000,
+                reason: "429".into(),
+            },
+        ));
+        assert_eq!(
+            table.infos()[0].waiting_for.as_deref(),
+            Some("approval #4 of time/now for a, b: waiting until 14:05 UTC for openai limit")
+        );
+        table.apply(&event(
+            r,
+            EventKind::LimitWaitOver {
+                session_id: "sb".into(),
+                session: "b".into(),
+                waited_ms: 1,
+            },
+        ));
+        assert_eq!(
+            table.infos()[0].waiting_for.as_deref(),
+            Some("approval #4 of time/now for a")
+        );
         let org = Organization::default();
         assert_eq!(table.resolve("2026", &org).unwrap(), vec![r.to_string()]);
         assert!(table.resolve("nope", &org).unwrap_err().contains("huddle ps"));
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, mut rx) = crate::host::outbox::outbox();
         let (_, logged) = table.follow_run(r, tx).unwrap();
-        assert_eq!(logged, 4);
+        assert_eq!(logged, 6, "the two limit events are logged too");
         let ended = table.apply(&event(
             r,
             EventKind::RunEnded {
@@ -405,8 +477,31 @@ mod tests {
         assert!(ended && table.is_empty());
         assert!(table.has_seen(r), "an ended run was seen");
         assert!(!table.has_seen("20260101T000000000Z-00000002"));
-        assert!(matches!(rx.try_recv(), Ok(HostMessage::Event { .. })));
+        let line = rx.try_recv().unwrap_or_default();
+        assert!(line.contains("\"run_ended\""), "{line}");
         assert!(table.followers.is_empty(), "a run's follower goes with it");
+    }
+
+    #[test]
+    fn a_run_a_front_end_announced_is_said_to_be_its_and_only_that_one() {
+        let mut table = Table::default();
+        let team = RunKey::team("gid");
+        table.expect_front(&team, "tui (pid 7)".into());
+        table.apply(&event("r1", EventKind::RunStarted { key: team.clone() }));
+        assert_eq!(
+            table.get("r1").and_then(|i| i.front).as_deref(),
+            Some("tui (pid 7)")
+        );
+        table.apply(&event("r2", EventKind::RunStarted { key: team.clone() }));
+        assert_eq!(table.get("r2").and_then(|i| i.front), None, "taken once");
+        table.expect_front(&team, "tui (pid 8)".into());
+        table.forget_front(&team);
+        table.apply(&event("r3", EventKind::RunStarted { key: team }));
+        assert_eq!(
+            table.get("r3").and_then(|i| i.front),
+            None,
+            "a refused call leaves nothing"
+        );
     }
 
     #[test]

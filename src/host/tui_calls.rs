@@ -6,10 +6,27 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::engine::events::RunKey;
 use crate::engine::{Engine, EngineError, Profile, ReflectionRequest, RunOverrides};
 use crate::tools::ApprovalPolicy;
 
 use super::protocol::EngineCall;
+
+/// The run `call` starts, if it starts one (so `huddle ps` can say who started it).
+pub(super) fn run_started_by(call: &EngineCall) -> Option<RunKey> {
+    match call {
+        EngineCall::Chat { session_id, .. } => Some(RunKey::chat(session_id.as_str())),
+        EngineCall::RunGroup { group_id, .. }
+        | EngineCall::QueueMessage { group_id, .. }
+        | EngineCall::ResumeCycle { group_id } => Some(RunKey::team(group_id.as_str())),
+        EngineCall::ResumeReflection { session_id } | EngineCall::Reflect { session_id, .. } => {
+            Some(RunKey::Reflection {
+                session_id: session_id.clone(),
+            })
+        }
+        _ => None,
+    }
+}
 
 /// Carries out `call`; why it was refused otherwise (the TUI shows it).
 pub(super) fn carry_out(

@@ -79,6 +79,10 @@ pub struct Evaluation {
     /// Wall time of the iteration.
     #[serde(default)]
     pub duration_ms: u64,
+    /// The workers the iteration's plan gave a task (by name): with the score, what a later
+    /// plan is told of the iteration once its own messages are no longer sent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub assigned: Vec<String>,
 }
 
 /// A reflect cycle's state. Every field has a default so older files keep loading.
@@ -233,6 +237,7 @@ mod tests {
             trend: None,
             usage: Usage::default(),
             duration_ms: 0,
+            assigned: Vec::new(),
         }
     }
 

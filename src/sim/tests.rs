@@ -372,6 +372,8 @@ fn every_prompt_the_protocol_builds_is_seen_as_what_it_is() {
         last_evaluation,
         iteration: 2,
         max_iterations: 5,
+        earlier: &[],
+        syntheses_from: 1,
     };
     let one_pass = orchestrator_brief(&ctx, PlanMode::SinglePass, false);
     let cycle = orchestrator_brief(&ctx, PlanMode::Reflect { max_iterations: 5 }, true);

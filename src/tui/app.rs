@@ -492,10 +492,19 @@ impl App {
     pub(super) fn on_interrupted(&mut self, target: Interruption, resume: bool) -> Vec<Command> {
         match (target, resume) {
             (Interruption::Group(group_id), true) => {
+                // The run resumed is the one shown.
+                self.select_row(&Row::Group(group_id.clone()));
+                let mut commands = self.on_selection_changed();
                 self.team_panel.show_newest(&group_id);
-                vec![Command::ResumeCycle { group_id }]
+                commands.push(Command::ResumeCycle { group_id });
+                commands
             }
-            (Interruption::Session(session_id), true) => vec![Command::ResumeReflection { session_id }],
+            (Interruption::Session(session_id), true) => {
+                self.select_row(&Row::Session(session_id.clone()));
+                let mut commands = self.on_selection_changed();
+                commands.push(Command::ResumeReflection { session_id });
+                commands
+            }
             (Interruption::Group(group_id), false) => {
                 match self.edits.discard_interrupted(&group_id) {
                     Ok(()) => self.flash("the interrupted run was discarded", false),

@@ -17,7 +17,10 @@ impl App {
         let commands = match event {
             AppEvent::Engine(e) => self.handle_engine_event(e),
             // Drawn anew; what was selected and went is left as a deleted one is.
-            AppEvent::OrgChanged => Vec::new(),
+            AppEvent::OrgChanged => {
+                self.mark_interrupted(None);
+                Vec::new()
+            }
             AppEvent::TranscriptLoaded { session_id, result } => {
                 self.transcripts.loaded(session_id, result);
                 Vec::new()
@@ -131,7 +134,7 @@ impl App {
 
     fn handle_engine_event(&mut self, event: EngineEvent) -> Vec<Command> {
         let now = Instant::now();
-        if let Some(ended) = self.runs.apply(&event) {
+        if let Some(ended) = self.runs.apply_at(&event, now) {
             self.on_run_ended(&ended, &event);
         }
         self.follow_approvals(&event);
@@ -154,6 +157,13 @@ impl App {
             return Vec::new();
         }
         self.follow_team_run(&event, now);
+        if let EventKind::RunEnded {
+            key: RunKey::Team { group_id },
+            ..
+        } = &event.kind
+        {
+            self.mark_interrupted(Some(group_id));
+        }
         with_cx!(self, cx => relay::follow(&mut cx, &self.team_panel, &event));
         // After the team's view followed (a plan takes the queued messages there).
         self.settle_flash();
@@ -176,6 +186,27 @@ impl App {
             commands.push(Command::Notify(n));
         }
         commands
+    }
+
+    /// A team's run that ended but was left open (stopped while it waited for a limit, or by
+    /// its front end going away) reads as interrupted, resumable with the pause key; one
+    /// discarded or resumed elsewhere no longer does. For `group` only, else every team's.
+    fn mark_interrupted(&mut self, group: Option<&str>) {
+        let open: Vec<(String, bool)> = self.org.read(|o| {
+            o.groups
+                .iter()
+                .filter(|g| group.is_none_or(|id| g.id == id))
+                .map(|g| (g.id.clone(), g.state.interrupted(g.mode).is_some()))
+                .collect()
+        });
+        for (id, interrupted) in open {
+            if self.team_running(&id) {
+                continue;
+            }
+            if let Some(c) = self.team_panel.cycles.get_mut(&id).filter(|c| !c.running) {
+                c.interrupted = interrupted;
+            }
+        }
     }
 
     /// A call waiting for approval joins the popup's queue; one settled elsewhere (its run

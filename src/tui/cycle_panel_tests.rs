@@ -58,6 +58,7 @@ fn screen(preset: &str, fixture: &str, width: u16, cut: Option<usize>) -> String
                 tick: 0,
                 keys: panel_keys(),
                 budget: RunBudget::default(),
+                now: std::time::Instant::now(),
             },
         );
     })

@@ -52,6 +52,39 @@ pub struct LimitWaitRow {
     pub session: String,
     pub provider: String,
     pub until: DateTime<Utc>,
+    /// When the wait ends on this viewer's clock: when its event came, plus the wait it
+    /// announced (the countdown counts down to this, whatever the two machines' clocks say).
+    pub ends: Instant,
+}
+
+impl LimitWaitRow {
+    /// The row of a `waiting_for_limit` event that came at `now` (its session named as the
+    /// event names it).
+    pub fn of(kind: &EventKind, now: Instant) -> Option<LimitWaitRow> {
+        let EventKind::LimitWait {
+            session_id,
+            session,
+            provider,
+            until,
+            wait_ms,
+            ..
+        } = kind
+        else {
+            return None;
+        };
+        Some(LimitWaitRow {
+            session_id: session_id.clone(),
+            session: session.clone(),
+            provider: provider.clone(),
+            until: *until,
+            ends: now + Duration::from_millis(*wait_ms),
+        })
+    }
+
+    /// What is left of the wait at `now` (zero once it is over).
+    pub fn left(&self, now: Instant) -> Duration {
+        self.ends.saturating_duration_since(now)
+    }
 }
 
 /// A call of this run waiting for the user's approval.
@@ -603,20 +636,12 @@ impl CycleView {
             | EventKind::HookFailed { .. }
             | EventKind::SandboxRefused { .. }
             | EventKind::SandboxDenied { .. } => {}
-            EventKind::LimitWait {
-                session_id,
-                session,
-                provider,
-                until,
-                ..
-            } => {
+            EventKind::LimitWait { session_id, .. } => {
                 self.limit_waits.retain(|w| w.session_id != *session_id);
-                self.limit_waits.push(LimitWaitRow {
-                    session_id: session_id.clone(),
-                    session: self.short(session).to_string(),
-                    provider: provider.clone(),
-                    until: *until,
-                });
+                if let Some(mut row) = LimitWaitRow::of(&event.kind, now) {
+                    row.session = self.short(&row.session).to_string();
+                    self.limit_waits.push(row);
+                }
                 // Waiting counts as paused: the run's time leaves it out.
                 self.paused_since.get_or_insert(now);
             }

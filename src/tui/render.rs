@@ -78,6 +78,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App, no_color: bool) {
             tick: app.tick,
             keys: panel_keys(app),
             group_id,
+            now: std::time::Instant::now(),
         };
         app.team_panel.render(frame, panel, &props);
     }
@@ -224,6 +225,7 @@ fn panel_keys(app: &App) -> PanelKeys {
     let key = |a| app.keymap.key_label(a);
     PanelKeys {
         pause: key(Action::TogglePauseCycle),
+        stop: key(Action::StopCycle),
         older: key(Action::OlderRun),
         newer: key(Action::NewerRun),
         relay_review: key(Action::RelayDraft),
@@ -240,10 +242,37 @@ fn status_props(app: &App) -> status::Props<'_> {
             .and_then(|g| app.team_panel.cycles.get(&g).map(|c| c.running && c.paused))
             .unwrap_or(false),
     };
+    // The selected session's turn waiting for a limit, else the first of the selected group's.
+    let wait = match app.selected_session_id() {
+        Some(s) => app.runs.limit_wait(&s).map(|w| (w, 1)),
+        None => app
+            .selected_group_id()
+            .and_then(|g| app.runs.group_limit_wait(&g)),
+    };
+    let limit_wait = wait.map(|(w, n)| {
+        // A team's member by its handle, as the panel names it.
+        let who = app.selected_group_id().map_or_else(
+            || w.session.clone(),
+            |g| {
+                app.org.read(|o| {
+                    crate::describe::Names::of_members(o, &g)
+                        .short(&w.session)
+                        .to_string()
+                })
+            },
+        );
+        crate::describe::cycle::limit_wait_row(
+            &who,
+            &w.provider,
+            w.until,
+            w.left(std::time::Instant::now()),
+            n - 1,
+        )
+    });
     status::Props {
         keymap: &app.keymap,
         composer_focused: app.focus == Focus::Composer,
-        run_controls: reflecting || running,
+        run_controls: reflecting || running || limit_wait.is_some(),
         selection_paused,
         search: app.transcripts.search.as_ref(),
         flash: app.flash.as_ref(),
@@ -256,6 +285,8 @@ fn status_props(app: &App) -> status::Props<'_> {
                 .read(|o| super::features::worktrees::listed(o, &row).is_some())
         }),
         creating: app.worktrees.creating.len(),
+        limit_wait,
+        limit_waiting: app.runs.limit_waiting(),
     }
 }
 
@@ -275,6 +306,10 @@ impl sidebar::Activity for App {
 
     fn session_paused(&self, session_id: &str) -> bool {
         self.reflection_paused(session_id)
+    }
+
+    fn session_waiting(&self, session_id: &str) -> bool {
+        self.runs.limit_wait(session_id).is_some()
     }
 
     fn unread(&self, session_id: &str) -> bool {

@@ -4,9 +4,11 @@
 //! `cycle_resumed`); a request the engine has not confirmed yet is shown as pending.
 
 use std::collections::{HashMap, HashSet};
+use std::time::Instant;
 
 use crate::engine::events::{EngineEvent, EventKind, RunId, RunKey};
 use crate::model::{GroupId, SessionId};
+use crate::tui::cycle_view::LimitWaitRow;
 
 /// What a pause or stop request is waiting for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +27,8 @@ pub struct RunState {
     pub pending: Option<Pending>,
     /// Sessions of this run with a turn in flight.
     pub turns: HashSet<SessionId>,
+    /// Its turns waiting for a rate or usage limit (one a session).
+    pub waits: Vec<LimitWaitRow>,
 }
 
 impl RunState {
@@ -47,6 +51,11 @@ pub struct Runs {
 impl Runs {
     /// Follows one engine event. Returns the key of a run that just ended.
     pub fn apply(&mut self, event: &EngineEvent) -> Option<RunKey> {
+        self.apply_at(event, Instant::now())
+    }
+
+    /// [`Runs::apply`] for an event that came at `now` (a limit wait counts down from it).
+    pub fn apply_at(&mut self, event: &EngineEvent, now: Instant) -> Option<RunKey> {
         let run_id = event.run_id.as_ref()?;
         match &event.kind {
             EventKind::RunStarted { key } => {
@@ -58,6 +67,7 @@ impl Runs {
                         paused: false,
                         pending: None,
                         turns: HashSet::new(),
+                        waits: Vec::new(),
                     },
                 );
             }
@@ -85,6 +95,18 @@ impl Runs {
             EventKind::TurnFinished { session_id, .. } => {
                 if let Some(r) = self.runs.get_mut(run_id) {
                     r.turns.remove(session_id);
+                    r.waits.retain(|w| w.session_id != *session_id);
+                }
+            }
+            EventKind::LimitWait { session_id, .. } => {
+                if let Some(r) = self.runs.get_mut(run_id) {
+                    r.waits.retain(|w| w.session_id != *session_id);
+                    r.waits.extend(LimitWaitRow::of(&event.kind, now));
+                }
+            }
+            EventKind::LimitWaitOver { session_id, .. } => {
+                if let Some(r) = self.runs.get_mut(run_id) {
+                    r.waits.retain(|w| w.session_id != *session_id);
                 }
             }
             _ => {}
@@ -94,6 +116,31 @@ impl Runs {
 
     pub fn is_empty(&self) -> bool {
         self.runs.is_empty()
+    }
+
+    /// The session's turn waiting for a limit, in whichever run it is.
+    pub fn limit_wait(&self, session_id: &str) -> Option<&LimitWaitRow> {
+        self.runs
+            .values()
+            .flat_map(|r| &r.waits)
+            .find(|w| w.session_id == session_id)
+    }
+
+    /// The first turn waiting for a limit in a run of the group (its team run, a chat or
+    /// reflection of one of its sessions), and how many wait in all.
+    pub fn group_limit_wait(&self, group_id: &str) -> Option<(&LimitWaitRow, usize)> {
+        let mut waits = self
+            .runs
+            .values()
+            .filter(|r| r.group_id == group_id)
+            .flat_map(|r| &r.waits);
+        let first = waits.next()?;
+        Some((first, 1 + waits.count()))
+    }
+
+    /// How many turns wait for a limit, in every run.
+    pub fn limit_waiting(&self) -> usize {
+        self.runs.values().map(|r| r.waits.len()).sum()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &RunState> {

@@ -189,6 +189,10 @@ pub trait Activity {
     fn session_paused(&self, _session_id: &str) -> bool {
         false
     }
+    /// A turn of the session waits for a rate or usage limit: an hourglass, no spinner.
+    fn session_waiting(&self, _session_id: &str) -> bool {
+        false
+    }
     fn unread(&self, session_id: &str) -> bool;
     /// A tool call of the session waits for the user's approval.
     fn awaiting_approval(&self, session_id: &str) -> bool;
@@ -354,6 +358,8 @@ fn row_line(props: &Props<'_>, row: &Row, names: &HashMap<&str, Names>, width: u
             let busy = activity.session_busy(id);
             spans.push(Span::raw(if activity.session_paused(id) {
                 "  ⏸ ".to_string()
+            } else if activity.session_waiting(id) {
+                "  ⏳ ".to_string()
             } else if busy {
                 format!("  {} ", spinner(tick))
             } else {

@@ -80,6 +80,8 @@ pub enum Browse {
 #[derive(Debug, Clone, Default)]
 pub struct PanelKeys {
     pub pause: String,
+    /// Stops the run (and a limit wait, leaving the run resumable).
+    pub stop: String,
     pub older: String,
     pub newer: String,
     /// Opens a relay's waiting draft (or its take-over).
@@ -414,6 +416,8 @@ pub struct Props {
     pub keys: PanelKeys,
     /// The team's run budget (none: no budget line).
     pub budget: RunBudget,
+    /// The time the panel is drawn at (a limit wait's countdown counts down to it).
+    pub now: Instant,
 }
 
 impl TeamPanel {
@@ -468,6 +472,24 @@ fn render(
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
+/// The run's wait for a limit at `now`, if a turn of it waits: who (the first, and how many
+/// more), until when, how long is left, and that the stop key ends the wait.
+pub fn limit_wait_lines(c: &CycleView, keys: &PanelKeys, now: Instant) -> Vec<String> {
+    let Some(first) = c.limit_waits.first() else {
+        return Vec::new();
+    };
+    vec![
+        crate::describe::cycle::limit_wait_row(
+            &sanitize::display(&first.session),
+            &sanitize::display(&first.provider),
+            first.until,
+            first.left(now),
+            c.limit_waits.len() - 1,
+        ),
+        format!("  {}", crate::describe::cycle::limit_wait_stop_hint(&keys.stop)),
+    ]
+}
+
 /// The cycle's lines, and how many of them the head line took.
 fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> (Vec<Line<'static>>, usize) {
     let pause_key = &props.keys.pause;
@@ -506,7 +528,7 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> (Ve
             dim,
         ));
     }
-    if let Some((text, near)) = budget_line(&props.budget, c, Instant::now()) {
+    if let Some((text, near)) = budget_line(&props.budget, c, props.now) {
         let style = if near { warn } else { dim };
         // What is left goes whole onto a line of its own when the line does not fit.
         let parts = match text.rfind(" (") {
@@ -547,15 +569,11 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> (Ve
             &mut out,
         );
     }
-    if let Some(first) = c.limit_waits.first().filter(|_| running) {
+    if running {
         // The run goes on by itself at the reset; stopping it keeps it resumable.
-        let text = crate::describe::cycle::limit_wait_row(
-            &sanitize::display(&first.session),
-            &sanitize::display(&first.provider),
-            first.until,
-            c.limit_waits.len() - 1,
-        );
-        wrap_line_into(Line::styled(text, warn), width.max(1), &mut out);
+        for line in limit_wait_lines(c, &props.keys, props.now) {
+            wrap_line_into(Line::styled(line, warn), width.max(1), &mut out);
+        }
     }
     if running && c.paused {
         out.push(Line::styled(format!("⏸ paused — {pause_key} resumes"), warn));
@@ -770,10 +788,55 @@ mod tests {
     fn keys() -> PanelKeys {
         PanelKeys {
             pause: "P".into(),
+            stop: "^X".into(),
             older: "<".into(),
             newer: ">".into(),
             relay_review: "v".into(),
         }
+    }
+
+    /// The countdown of a limit wait counts from when its event came by the wait it announced
+    /// (no wall clock: the instants are given), names who waits and the stop key.
+    #[test]
+    fn a_limit_wait_counts_down_from_its_event() {
+        use chrono::TimeZone;
+        let t0 = Instant::now();
+        let mut c = CycleView::default();
+        let until = Utc.with_ymd_and_hms(2026, 11, 28, 14, 5, 0).unwrap();
+        c.apply(
+            &event(EventKind::LimitWait {
+                session_id: "sa".into(),
+                session: "alpha".into(),
+                provider: "openai".into(),
+                until,
+                wait_ms: 600_000,
+                reason: "429".into(),
+            }),
+            t0,
+        );
+        let at = |c: &CycleView, secs| limit_wait_lines(c, &keys(), t0 + Duration::from_secs(secs));
+        assert_eq!(
+            at(&c, 90),
+            [
+                "⏳ alpha: waiting until 14:05 UTC for openai limit, 8m30s left",
+                "  ^X stops the wait; the run stays resumable"
+            ]
+        );
+        assert!(at(&c, 599)[0].ends_with(", 1s left"), "{:?}", at(&c, 599));
+        assert!(
+            at(&c, 700)[0].ends_with(", 0s left"),
+            "never below zero: {:?}",
+            at(&c, 700)
+        );
+        c.apply(
+            &event(EventKind::LimitWaitOver {
+                session_id: "sa".into(),
+                session: "alpha".into(),
+                waited_ms: 600_000,
+            }),
+            t0 + Duration::from_secs(600),
+        );
+        assert!(at(&c, 601).is_empty());
     }
 
     fn event(kind: EventKind) -> EngineEvent {

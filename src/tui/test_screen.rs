@@ -77,6 +77,7 @@ pub fn panel_keys() -> PanelKeys {
     let k = keymap();
     PanelKeys {
         pause: k.key_label(Action::TogglePauseCycle),
+        stop: k.key_label(Action::StopCycle),
         older: k.key_label(Action::OlderRun),
         newer: k.key_label(Action::NewerRun),
         relay_review: k.key_label(Action::RelayDraft),

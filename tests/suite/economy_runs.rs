@@ -39,12 +39,28 @@ pub struct Sent {
     pub request: RecordedRequest,
 }
 
-/// The lines of a request that huddle wrote (its system prompt and user messages, not the
-/// model's answers) and that stand more than once in it: an instruction said twice. Blank lines
-/// and short ones (a marker, a bullet of two words) are left out.
+/// The text of a message's content: a string, or its text blocks.
+fn content_texts(content: &serde_json::Value) -> Vec<String> {
+    match content {
+        serde_json::Value::String(s) => vec![s.clone()],
+        serde_json::Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The lines of a request that huddle wrote (its system prompt and user messages) and that
+/// stand more than once in it: an instruction said twice. Also a line of the model's own
+/// answers (assistant messages) that huddle's text says again, within a line or as one (an
+/// evaluation's reasons repeated after the answer that gave them). Blank lines, short ones (a
+/// marker, a bullet of two words) and sentinels are left out.
 pub fn repeated_lines(request: &RecordedRequest) -> Vec<String> {
     let json = request.json();
     let mut texts: Vec<String> = Vec::new();
+    let mut answers: Vec<String> = Vec::new();
     match &json["system"] {
         serde_json::Value::String(s) => texts.push(s.clone()),
         serde_json::Value::Array(blocks) => texts.extend(
@@ -55,17 +71,9 @@ pub fn repeated_lines(request: &RecordedRequest) -> Vec<String> {
         _ => {}
     }
     for m in json["messages"].as_array().into_iter().flatten() {
-        if m["role"] != "system" && m["role"] != "user" {
-            continue;
-        }
-        match &m["content"] {
-            serde_json::Value::String(s) => texts.push(s.clone()),
-            serde_json::Value::Array(blocks) => texts.extend(
-                blocks
-                    .iter()
-                    .filter(|b| b["type"] == "text")
-                    .filter_map(|b| b["text"].as_str().map(str::to_string)),
-            ),
+        match m["role"].as_str() {
+            Some("system" | "user") => texts.extend(content_texts(&m["content"])),
+            Some("assistant") => answers.extend(content_texts(&m["content"])),
             _ => {}
         }
     }
@@ -80,7 +88,21 @@ pub fn repeated_lines(request: &RecordedRequest) -> Vec<String> {
         .filter(|(_, n)| *n > 1)
         .map(|(line, n)| format!("{n}× {line}"))
         .collect();
+    let said = texts.join("\n");
+    for line in answers
+        .iter()
+        .flat_map(|a| a.lines())
+        .map(str::trim)
+        // A sentinel is the model answering in the words the brief gave it.
+        .filter(|l| l.len() >= 16 && !(l.starts_with("[[") && l.ends_with("]]")))
+    {
+        let n = said.matches(line).count();
+        if n > 0 {
+            out.push(format!("answered, then {n}× again: {line}"));
+        }
+    }
     out.sort();
+    out.dedup();
     out
 }
 

@@ -6,6 +6,7 @@ use huddle::model::{MessageRole, Mode};
 
 use super::economy_runs::{self, Sent, figures, measure, reflect};
 use super::engine_fixture::{EVAL, Fixture, ORCH};
+use super::fake_llm_server::Reply;
 
 /// Every `## ` heading of the text huddle wrote into a request (system prompt and user
 /// messages), with how often it stands there.
@@ -68,6 +69,25 @@ async fn the_reference_reflect_run_says_each_thing_once_within_the_goal() {
     // The orchestrator has a system prompt: the brief.
     let system = &plans[0].request.prompt_texts()[0];
     assert!(system.contains("## Assignment format"), "{system}");
+    // Every earlier iteration travels as one line (issue 29 review, finding 4): plan 30 still
+    // has iteration 1's workers, score and reasons (its messages left the window long ago), and
+    // a line for each iteration before the last (whose evaluation it is given in full).
+    let plan30 = plans[29].request.prompt_texts().pop().unwrap_or_default();
+    assert!(
+        plan30.contains(
+            "- Iteration 1 (w0, w1, w2, w3): score 0.40 from your self-evaluation: missing 1 notes"
+        ),
+        "{plan30}"
+    );
+    assert_eq!(plan30.matches("\n- Iteration ").count(), 28, "{plan30}");
+    assert!(
+        !plans[29]
+            .request
+            .prompt_texts()
+            .iter()
+            .any(|t| t.contains("Iteration 1 of 33")),
+        "the first plan is no longer sent itself"
+    );
 }
 
 /// The figures of every measured run (`cargo test ... print_every_run -- --ignored
@@ -116,6 +136,19 @@ async fn a_judged_reflect_cycle_briefs_the_orchestrator_and_the_evaluator_once()
             .count(),
         1
     );
+    // The sixth plan: iterations 1 to 4 one line each, with the evaluator's reasons; the fifth
+    // in full.
+    let plan6 = f.server.requests_for(ORCH)[10]
+        .prompt_texts()
+        .pop()
+        .unwrap_or_default();
+    assert!(plan6.starts_with("Iteration: 6 of 6"), "{plan6}");
+    assert!(
+        plan6.contains("- Iteration 1 (w0, w1, w2): score 0.50 from the evaluator: missing 1 notes"),
+        "{plan6}"
+    );
+    assert_eq!(plan6.matches("\n- Iteration ").count(), 4, "{plan6}");
+    assert!(plan6.contains("Rationale: missing 5 notes"), "{plan6}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -256,8 +289,9 @@ async fn the_transcript_keeps_what_was_sent_and_what_later_requests_carry() {
 }
 
 /// `u` (or `U`) on a team member's step asks it again outside the run that asked it: it is
-/// sent the instructions it was sent then (its brief is not in the conversation); a plain
-/// chat after it is sent none.
+/// sent the instructions it was sent then (its brief is not in the conversation); so is a
+/// plain chat after it (issue 29 review, finding 3: the request and the team are in the brief
+/// only).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_asked_again_is_sent_the_instructions_it_was_sent() {
     let f = reflect(2, 2).await;
@@ -291,7 +325,49 @@ async fn a_step_asked_again_is_sent_the_instructions_it_was_sent() {
         "asked again with its brief: {}",
         sent[2]
     );
-    assert!(!sent[3].contains(brief), "a chat is sent no brief: {}", sent[3]);
+    assert_eq!(
+        sent[3].matches(brief).count(),
+        1,
+        "a chat is sent the brief, once: {}",
+        sent[3]
+    );
+    assert_eq!(sent[3].matches(economy_runs::REQUEST).count(), 1, "{}", sent[3]);
+}
+
+/// A chat with the orchestrator after its reflect run is sent the run's brief: the request,
+/// the workers and the format, once (issue 29 review, finding 3), and no brief again when
+/// the session is chatted with a second time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_after_a_run_knows_the_runs_request_and_team() {
+    let f = reflect(2, 3).await;
+    let id = f.session_id("t-orchestrator");
+    f.server.script(
+        ORCH,
+        vec![Reply::text("Because w0 knows the wiki."), Reply::text("Yes.")],
+    );
+    for question in ["Why did you assign w0 the first task?", "Sure?"] {
+        f.engine
+            .start_chat(&id, question.into(), None)
+            .expect("chat")
+            .await;
+    }
+    let requests = f.server.requests_for(ORCH);
+    for chat in &requests[6..8] {
+        let texts = chat.prompt_texts();
+        let all = texts.join("\n");
+        assert_eq!(all.matches(economy_runs::REQUEST).count(), 1, "{texts:?}");
+        assert!(
+            texts[0].contains("## Assignment format") && texts[0].contains("`w1`"),
+            "{texts:?}"
+        );
+        assert!(economy_runs::repeated_lines(chat).is_empty(), "{texts:?}");
+    }
+    // Recorded once: the chat was sent what the last prompt was sent.
+    f.engine.flush().expect("flush");
+    let messages = f.engine.load_transcript(&id).expect("transcript").messages;
+    let chats: Vec<_> = messages.iter().filter(|m| m.direct).collect();
+    assert_eq!(chats.len(), 2);
+    assert!(chats.iter().all(|m| m.instructions.is_none()), "{chats:?}");
 }
 
 /// A session's reflection longer than the history sent (its oldest messages are no longer

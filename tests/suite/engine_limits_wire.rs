@@ -3,7 +3,7 @@
 //! `x-ratelimit-reset-*` or Anthropic's `anthropic-ratelimit-*-reset` is waited out by the run
 //! (short waits, real time: only the waits' lengths as the headers gave them are asserted, never
 //! the wall clock); `rate_limit_wait_secs: 0` ends the run `rate_limited` (exit code 8),
-//! resumable; a wait is stopped by an interruption and the run resumes; a CLI agent's
+//! resumable; a wait is stopped by an interruption or by the stop key and the run resumes; a CLI agent's
 //! `usage limit reached|<epoch>` is waited out and the agent asked again.
 
 use std::time::Duration;
@@ -123,10 +123,12 @@ async fn with_no_wait_allowed_a_429_ends_the_run_rate_limited_and_it_resumes() {
     assert_eq!(resumed.final_text.trim(), "second try");
 }
 
-#[tokio::test]
-async fn a_wait_is_stopped_by_an_interruption_and_the_run_resumes_after_it() {
+/// A run whose only turn meets a limit that resets in ten minutes (within the default bound of
+/// 900 s, so it waits), stopped by `stop` during the wait: the wait ends at once, the run ends
+/// cancelled and is kept open (listed as waiting before, not after); resumed (after the reset),
+/// the turn is asked again and the run finishes. Returns why the open run says it was left.
+async fn stopped_during_a_wait(stop: impl FnOnce(&huddle::engine::Engine, &RunKey) -> bool) -> String {
     let mut f = one_member(EngineOptions::default()).await;
-    // Ten minutes: within the default bound (900 s), so the run waits.
     f.server.script(
         "w-a",
         vec![
@@ -142,20 +144,21 @@ async fn a_wait_is_stopped_by_an_interruption_and_the_run_resumes_after_it() {
     let listed = f.engine.limit_waits();
     assert_eq!(listed.len(), 1, "listed while it waits");
     assert_eq!(listed[0].2.provider, "openai");
-    assert!(f.engine.interrupt_run(&RunKey::team(&f.group_id)));
+    assert!(stop(&f.engine, &RunKey::team(&f.group_id)));
     let report = tokio::time::timeout(engine_fixture::HANG_GUARD, run)
         .await
         .expect("the wait ends at once")
         .expect("joins");
     assert_eq!(report.outcome, CycleOutcome::Cancelled);
     assert!(f.engine.limit_waits().is_empty());
-    assert!(
-        f.org
-            .read(|o| o.group(&f.group_id).and_then(|g| g.state.run.clone()))
-            .is_some(),
-        "kept open"
-    );
-    // Resumed (after the reset), the turn is asked again and the run finishes.
+    let open = f
+        .org
+        .read(|o| o.group(&f.group_id).and_then(|g| g.state.run.clone()))
+        .expect("kept open to be resumed");
+    let offered = f
+        .org
+        .read(|o| o.group(&f.group_id).and_then(|g| g.state.interrupted(g.mode)));
+    assert!(offered.is_some(), "offered for resumption");
     let resumed = f
         .engine
         .resume_cycle(&f.group_id, RunOverrides::default())
@@ -164,6 +167,102 @@ async fn a_wait_is_stopped_by_an_interruption_and_the_run_resumes_after_it() {
     assert_eq!(resumed.outcome, CycleOutcome::Completed);
     assert_eq!(resumed.final_text.trim(), "after the reset");
     assert_eq!(f.server.requests_for("w-a").len(), 2);
+    open.reason.unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_wait_is_stopped_by_an_interruption_and_the_run_resumes_after_it() {
+    stopped_during_a_wait(|engine, key| engine.interrupt_run(key)).await;
+}
+
+/// The stop key (or `huddle stop`) during a limit wait: not an interruption, yet the run is
+/// kept to be resumed, saying why.
+#[tokio::test]
+async fn a_stop_during_a_wait_ends_it_at_once_and_leaves_the_run_resumable() {
+    let reason = stopped_during_a_wait(|engine, key| engine.stop(key)).await;
+    assert!(
+        reason.starts_with("stopped while ")
+            && reason.contains(" waited until ")
+            && reason.contains(" UTC for the openai limit"),
+        "{reason}"
+    );
+}
+
+/// A session's reflection stopped while it waits for a limit is kept to be resumed too, and
+/// its resumption asks the interrupted iteration again.
+#[tokio::test]
+async fn a_reflection_stopped_during_a_wait_stays_resumable() {
+    use huddle::engine::ReflectionRequest;
+    let mut f = one_member(EngineOptions::default()).await;
+    f.server.script(
+        "w-a",
+        vec![
+            Reply::status(429).header("retry-after", "600"),
+            Reply::text("After the reset\n[[REFLECTION_COMPLETE]]"),
+        ],
+    );
+    let id = f.session_id("t-a");
+    let request = ReflectionRequest {
+        goal: "Explain".into(),
+        max_iterations: 3,
+        evaluator_model: None,
+        model_override: None,
+    };
+    let run = tokio::spawn(f.engine.start_reflection(&id, request).expect("registered"));
+    f.events_until("the wait", |e| matches!(e.kind, EventKind::LimitWait { .. }))
+        .await;
+    assert!(f.engine.stop(&RunKey::reflection(&id)));
+    let report = tokio::time::timeout(engine_fixture::HANG_GUARD, run)
+        .await
+        .expect("the wait ends at once")
+        .expect("joins")
+        .expect("ran");
+    assert_eq!(report.outcome, CycleOutcome::Cancelled);
+    let saved = f
+        .org
+        .read(|o| o.session(&id).and_then(|s| s.reflection.clone()))
+        .expect("kept to be resumed");
+    assert!(
+        saved
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with("stopped while ")),
+        "{:?}",
+        saved.reason
+    );
+    let resumed = f
+        .engine
+        .start_reflection_resume(&id)
+        .expect("resumable")
+        .await
+        .expect("ran");
+    assert_eq!(resumed.final_text.trim(), "After the reset");
+    assert_eq!(f.server.requests_for("w-a").len(), 2);
+}
+
+/// A stop with no limit wait in progress still ends the run for good (nothing to resume).
+#[tokio::test]
+async fn a_stop_with_no_wait_ends_the_run_for_good() {
+    let mut f = one_member(EngineOptions::default()).await;
+    f.server.script(
+        "w-a",
+        vec![Reply::text("slow answer").chunk_delay(Duration::from_millis(500))],
+    );
+    let run = f.spawn_run("go");
+    f.events_until("the turn", |e| matches!(e.kind, EventKind::TurnStarted { .. }))
+        .await;
+    assert!(f.engine.stop(&RunKey::team(&f.group_id)));
+    let report = tokio::time::timeout(engine_fixture::HANG_GUARD, run)
+        .await
+        .expect("stops")
+        .expect("joins");
+    assert_eq!(report.outcome, CycleOutcome::Cancelled);
+    assert!(
+        f.org
+            .read(|o| o.group(&f.group_id).and_then(|g| g.state.run.clone()))
+            .is_none(),
+        "not kept"
+    );
 }
 
 #[tokio::test]

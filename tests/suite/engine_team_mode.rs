@@ -433,6 +433,30 @@ async fn eight_members_start_together_and_each_takes_its_turns() {
     assert_eq!(finals, 8, "every member had its say and left");
 }
 
+/// The guard reads a model's window from config.yaml's `context_window:` (as compaction does),
+/// not only the table of well-known models: `w-b` is known to nobody else.
+#[tokio::test]
+async fn the_context_guard_uses_the_configured_window() {
+    let options = huddle::engine::EngineOptions {
+        context_windows: [("openai/w-b".to_string(), 4096)].into_iter().collect(),
+        ..huddle::engine::EngineOptions::default()
+    };
+    let f = super::engine_fixture::team_with(Mode::Team, &["a", "b"], false, 1, options).await;
+    f.org
+        .update(|o| o.group_mut(&f.group_id).unwrap().settings.team = limits(4, 4));
+    let huge = "x".repeat(40_000);
+    f.server
+        .script("w-a", vec![says(&huge, false), says("A: done", true)]);
+    f.server
+        .script("w-b", vec![says("B: view", false), says("B: done", true)]);
+    f.server.script(ORCH, vec![guides("Go on"), Reply::text("DONE")]);
+    let report = f.run("Decide").await;
+    assert_eq!(report.final_text, "DONE");
+    let second = &f.prompts("w-b")[1];
+    assert!(second.contains("context window (4096 tokens"), "{second}");
+    assert!(!second.contains("xxxxxxxxxx"));
+}
+
 #[tokio::test]
 async fn a_broadcast_too_big_for_a_members_context_is_replaced_by_a_diagnostic() {
     let mut f = deliberation(&["a", "b"], limits(4, 4)).await;

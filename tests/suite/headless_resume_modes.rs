@@ -45,8 +45,29 @@ async fn kill_after_turn_of(
     member: &str,
     next: (&str, usize),
 ) -> Vec<Value> {
+    let suffix = format!("-{member}");
+    kill_after_turn(
+        llm,
+        home,
+        &["run", "--preset", preset, "--events", prompt],
+        &|session| session.ends_with(&suffix),
+        next,
+    )
+    .await
+}
+
+/// Runs `huddle <args>` (with `--events`) and kills it (SIGKILL) once a session `whose` says
+/// is its reported a finished turn and the server has had `next.1` requests for model
+/// `next.0`; returns the events printed before the kill.
+async fn kill_after_turn(
+    llm: &FakeLlm,
+    home: &Path,
+    args: &[&str],
+    whose: &dyn Fn(&str) -> bool,
+    next: (&str, usize),
+) -> Vec<Value> {
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
-        .args(["run", "--preset", preset, "--events", prompt])
+        .args(args)
         .env("HUDDLE_HOME", home)
         .current_dir(home)
         .stdout(Stdio::piped())
@@ -57,12 +78,9 @@ async fn kill_after_turn_of(
     let stdout = child.stdout.take().expect("stdout");
     let mut lines = BufReader::new(stdout).lines();
     let mut events: Vec<Value> = Vec::new();
-    let suffix = format!("-{member}");
     let finished = |events: &[Value]| {
         events.iter().any(|e| {
-            e["event"] == "turn_finished"
-                && e["success"] == true
-                && e["session"].as_str().is_some_and(|s| s.ends_with(&suffix))
+            e["event"] == "turn_finished" && e["success"] == true && e["session"].as_str().is_some_and(whose)
         })
     };
     let read = async {
@@ -85,7 +103,7 @@ async fn kill_after_turn_of(
     // SIGKILL: nothing of huddle's own runs after this.
     let _ = child.start_kill();
     let _ = child.wait().await;
-    assert!(found, "{member} never finished a turn: {events:#?}");
+    assert!(found, "no turn finished: {events:#?}");
     assert!(
         !events.iter().any(|e| e["event"] == "run_ended"),
         "killed before the end"
@@ -93,18 +111,23 @@ async fn kill_after_turn_of(
     events
 }
 
+/// `huddle <args>` on `home`, waited for.
+async fn huddle_in(home: &Path, args: &[&str]) -> std::process::Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(args)
+        .env("HUDDLE_HOME", home)
+        .current_dir(home)
+        .output()
+        .await
+        .expect("huddle")
+}
+
 /// `huddle run --group <team> --resume` (with `extra` flags): its exit code, stdout and stderr.
 async fn resume(home: &Path, preset: &str, extra: &[&str]) -> (Option<i32>, String, String) {
     let team = team_made_by_run(home, preset);
     let mut args = vec!["run", "--group", team.as_str(), "--resume"];
     args.extend_from_slice(extra);
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
-        .args(&args)
-        .env("HUDDLE_HOME", home)
-        .current_dir(home)
-        .output()
-        .await
-        .expect("resume");
+    let out = huddle_in(home, &args).await;
     (out.status.code(), text(&out.stdout), text(&out.stderr))
 }
 
@@ -265,6 +288,15 @@ async fn a_flow_resumes_at_the_member_that_held_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pipeline_resumes_at_its_phase_with_the_handoff_it_had() {
     let llm = FakeLlm::start().await;
+    let home = killed_pipeline(&llm).await;
+    let (code, out, err) = resume(home.path(), "Case", &[]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out.trim(), "Handled: clear the tray");
+    assert_pipeline_resumed(&llm);
+}
+
+/// A pipeline (intake `t` hands off to handling `h`) killed while `h` answers; its home.
+pub(super) async fn killed_pipeline(llm: &FakeLlm) -> tempfile::TempDir {
     llm.script(
         "t",
         vec![Reply::tool_call(
@@ -278,18 +310,35 @@ async fn a_pipeline_resumes_at_its_phase_with_the_handoff_it_had() {
         vec![slow("Handled slowly"), Reply::text("Handled: clear the tray")],
     );
     let preset = "name: Case\nmode: pipeline\nworkers:\n  - { name: t, model: fake/t }\n  - { name: h, model: fake/h }\nstages:\n  - { phase: intake, member: t, next: handling }\n  - { phase: handling, member: h }\n";
-    let home = home_with(&llm, preset);
-    kill_after_turn_of(&llm, home.path(), "Case", "My printer jams", "t", ("h", 1)).await;
-    let (code, out, err) = resume(home.path(), "Case", &[]).await;
-    assert_eq!(code, Some(0), "{err}");
-    assert_eq!(out.trim(), "Handled: clear the tray");
+    let home = home_with(llm, preset);
+    kill_after_turn_of(llm, home.path(), "Case", "My printer jams", "t", ("h", 1)).await;
+    home
+}
+
+/// The killed pipeline was resumed at its phase: the handoff came from disk, `h` was asked
+/// again with it.
+pub(super) fn assert_pipeline_resumed(llm: &FakeLlm) {
     assert_eq!(llm.requests_for("t").len(), 1, "the handoff came from disk");
-    assert!(asked(&llm, "h").iter().all(|p| p.contains("the printer jams")));
+    let h = asked(llm, "h");
+    assert_eq!(h.len(), 2, "h was cut off and asked again: {h:#?}");
+    assert!(h.iter().all(|p| p.contains("the printer jams")), "{h:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dispatch_run_pushes_finished_results_from_disk_and_dispatches_the_rest_again() {
     let llm = FakeLlm::start().await;
+    let home = killed_dispatch(&llm).await;
+    let (code, out, err) = resume(home.path(), "Case", &[]).await;
+    assert_eq!(code, Some(0), "{err}");
+    // Its answer is its own (a reply it gave once b's result was in), never huddle's stand-in.
+    let answer = out.trim();
+    assert!(answer.starts_with("Step") || answer == "All checked", "{out}");
+    assert_dispatch_resumed(&llm);
+}
+
+/// A dispatch run (orchestrator `o` dispatches `a` and `b`) killed once `a` finished while `b`
+/// answers; its home.
+pub(super) async fn killed_dispatch(llm: &FakeLlm) -> tempfile::TempDir {
     llm.script(
         "o",
         vec![
@@ -307,16 +356,17 @@ async fn a_dispatch_run_pushes_finished_results_from_disk_and_dispatches_the_res
     // b is slow again when dispatched again: the orchestrator's first resumed turn is a wait.
     llm.script("b", vec![slow("B slow check"), slow("B is fine")]);
     let preset = "name: Case\nmode: dispatch\norchestrator: { model: fake/o }\nworkers:\n  - { name: a, model: fake/a }\n  - { name: b, model: fake/b }\n";
-    let home = home_with(&llm, preset);
-    kill_after_turn_of(&llm, home.path(), "Case", "Check everything", "a", ("b", 1)).await;
-    let (code, out, err) = resume(home.path(), "Case", &[]).await;
-    assert_eq!(code, Some(0), "{err}");
-    // Its answer is its own (a reply it gave once b's result was in), never huddle's stand-in.
-    let answer = out.trim();
-    assert!(answer.starts_with("Step") || answer == "All checked", "{out}");
+    let home = home_with(llm, preset);
+    kill_after_turn_of(llm, home.path(), "Case", "Check everything", "a", ("b", 1)).await;
+    home
+}
+
+/// The killed dispatch run was resumed: `a`'s result came from disk, `b` was dispatched again,
+/// the orchestrator was never asked the same thing twice and heard both results.
+pub(super) fn assert_dispatch_resumed(llm: &FakeLlm) {
     assert_eq!(llm.requests_for("a").len(), 1, "a's result came from disk");
     assert_eq!(llm.requests_for("b").len(), 2, "b was dispatched again");
-    never_asked_twice(&llm, "o");
+    never_asked_twice(llm, "o");
     // The orchestrator heard a's result (pushed then, or from disk now) and b's.
     let last = llm.requests_for("o").last().expect("o").prompt_texts().join("\n");
     assert!(last.contains("A is fine") && last.contains("B is fine"), "{last}");
@@ -359,6 +409,97 @@ async fn a_team_deliberation_resumes_with_its_broadcast_log() {
         "{}",
         s[0]
     );
+}
+
+/// A single session's reflection made by `huddle run --max-iterations N` (a one-shot session),
+/// killed during its second iteration, resumes headless with `huddle run --session S --resume`
+/// (stopped by SIGTERM on the way, it says how to resume it again): the first iteration's
+/// answer comes from disk, the second is asked again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_s_reflection_resumes_from_the_command_line() {
+    let llm = FakeLlm::start().await;
+    llm.script(
+        "solo",
+        vec![
+            Reply::text("Draft one"),
+            slow("Draft two, slowly"),
+            slow("Draft two, slowly again"),
+            Reply::text("Final draft\n[[REFLECTION_COMPLETE]]"),
+        ],
+    );
+    let home = home_with(&llm, "name: Unused\nmode: broadcast\nworkers:\n  - { name: a }\n");
+    let events = kill_after_turn(
+        &llm,
+        home.path(),
+        &[
+            "run",
+            "--model",
+            "fake/solo",
+            "--max-iterations",
+            "3",
+            "--events",
+            "Explain resumption",
+        ],
+        &|_| true,
+        ("solo", 2),
+    )
+    .await;
+    let session = events
+        .iter()
+        .find(|e| e["event"] == "turn_finished")
+        .and_then(|e| e["session"].as_str())
+        .expect("the session's name")
+        .to_string();
+    // Without --resume, a new run over it is refused and says how to resume it.
+    let refused = huddle_in(home.path(), &["run", "--session", &session, "Something else"]).await;
+    assert_eq!(refused.status.code(), Some(2));
+    let err = text(&refused.stderr);
+    assert!(
+        err.contains("has an interrupted reflection")
+            && err.contains(&format!("huddle run --session \"{session}\" --resume")),
+        "{err}"
+    );
+    // Resumed, then stopped by SIGTERM during iteration 2: kept again, and it says how to go on.
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(["run", "--session", &session, "--resume"])
+        .env("HUDDLE_HOME", home.path())
+        .current_dir(home.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("resume");
+    tokio::time::timeout(Duration::from_secs(120), async {
+        while llm.requests_for("solo").len() < 3 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("iteration 2 asked again");
+    let pid = i32::try_from(child.id().expect("running")).expect("a pid");
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let stopped = child.wait_with_output().await.expect("stops");
+    assert_eq!(stopped.status.code(), Some(143));
+    let err = text(&stopped.stderr);
+    assert!(
+        err.contains(&format!(
+            "the run is kept to be resumed: `huddle run --session \"{session}\" --resume`"
+        )),
+        "{err}"
+    );
+    let out = huddle_in(home.path(), &["run", "--session", &session, "--resume"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "Final draft");
+    assert_eq!(
+        llm.requests_for("solo").len(),
+        4,
+        "iteration 1 came from disk, iteration 2 was asked again (twice: it was cut off again)"
+    );
+    // Nothing is left to resume.
+    let again = huddle_in(home.path(), &["run", "--session", &session, "--resume"]).await;
+    assert_eq!(again.status.code(), Some(2));
+    assert!(text(&again.stderr).contains("no interrupted reflection"));
 }
 
 /// `huddle trace` of a team run killed and resumed: the resumed run names the run it continues

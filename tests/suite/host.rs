@@ -852,3 +852,69 @@ fn a_peer_of_another_user_is_refused() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// A request the host cannot read (a newer front end's, say) is answered with a failure under
+/// its id, not met with silence; the connection goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_the_host_cannot_read_gets_an_answer() {
+    use huddle::host::protocol::Hello;
+    use huddle::host::protocol::{ClientMessage, encode};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let owner = Owner::open("sim/demo");
+    let stream = tokio::net::UnixStream::connect(owner.path().join("huddle.sock"))
+        .await
+        .unwrap();
+    let (read, mut write) = stream.into_split();
+    let mut lines = tokio::io::BufReader::new(read).lines();
+    let hello = encode(&ClientMessage::Hello(Box::new(Hello::new("ps", owner.path()))));
+    write.write_all(hello.as_bytes()).await.unwrap();
+    let welcome = lines.next_line().await.unwrap().unwrap();
+    assert!(welcome.contains("\"welcome\""), "{welcome}");
+    write
+        .write_all(b"{\"type\":\"request\",\"id\":7,\"request\":{\"kind\":\"from_the_future\"}}\n")
+        .await
+        .unwrap();
+    write
+        .write_all(b"{\"type\":\"request\",\"id\":8,\"request\":{\"kind\":\"ps\"}}\n")
+        .await
+        .unwrap();
+    let failed: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(failed["type"], "failed", "{failed}");
+    assert_eq!(failed["id"], 7, "{failed}");
+    assert!(
+        failed["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not understand this request"),
+        "{failed}"
+    );
+    let answered: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(answered["id"], 8, "the connection goes on: {answered}");
+}
+
+/// A host that takes the connection and never greets (stopped, wedged) is named with its pid,
+/// not waited for for ever. (Tokio's paused clock: the deadline passes at once.)
+#[tokio::test(start_paused = true)]
+async fn a_host_that_does_not_answer_is_named_not_waited_for() {
+    use huddle::host::client::Client;
+    use huddle::host::protocol::Hello;
+    let home = tempfile::tempdir().unwrap();
+    let paths = Paths::single(home.path().to_path_buf());
+    let _lock = huddle::store::DataDirLock::acquire(&paths.lock_file()).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(paths.run_socket()).unwrap();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let silent = std::thread::spawn(move || {
+        let taken = listener.accept();
+        let _ = done_rx.recv();
+        drop(taken);
+    });
+    let result = Client::connect(&paths, &Hello::new("ps", home.path()), false).await;
+    let _ = done_tx.send(());
+    let _ = silent.join();
+    let Err(e) = result else {
+        panic!("a silent host was taken for a host")
+    };
+    let e = e.to_string();
+    assert!(e.contains("does not answer"), "{e}");
+    assert!(e.contains(&format!("pid {}", std::process::id())), "{e}");
+}

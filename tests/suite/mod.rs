@@ -85,6 +85,7 @@ mod tui_pty;
 mod tui_pty_inputs;
 mod tui_reading;
 mod tui_relay;
+mod tui_resume;
 mod tui_runs;
 mod tui_sanitize;
 mod tui_snapshots;

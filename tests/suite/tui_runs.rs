@@ -382,3 +382,103 @@ fn a_direct_chat_with_a_member_leaves_the_teams_finished_run_alone() {
     let text = screen_text(&render(&mut app, 120, 40));
     assert!(!text.contains("383"), "{text}");
 }
+
+/// An organization with a team made from `preset` whose run of its mode was interrupted (its
+/// open run kept, no run going), the default group selected; the team's id.
+fn interrupted_team(preset: &str, prompt: &str) -> (App, String) {
+    let mut org = Organization::default();
+    reconcile::reconcile(&mut org);
+    let p = builtin_catalog().find(preset).expect("preset").clone();
+    let id = huddle::presets::create_team_group(&mut org, &p, &config(), Some(&repo()));
+    let g = org.group_mut(&id).expect("team");
+    g.state.run = Some(huddle::model::OpenRun {
+        runs: vec!["20261128T050000000Z-aaaaaaaa".into()],
+        mode: g.mode,
+        prompt: prompt.into(),
+        reason: Some("SIGTERM".into()),
+        ..Default::default()
+    });
+    org.ui.selected_group = org.default_group().map(|d| d.id.clone());
+    let (app, _) = new_app(org, config());
+    (app, id)
+}
+
+/// At start, an interrupted run of any mode (not only a reflect cycle) is offered in its mode's
+/// words; resuming it shows that team and asks the engine to resume it.
+#[test]
+fn an_interrupted_run_of_every_mode_is_offered_and_resumes_there() {
+    for (preset, mode) in [
+        ("Incident Investigation", Mode::Dispatch),
+        ("Support Desk", Mode::Pipeline),
+        ("Help Desk Flow", Mode::Flow),
+        ("Research Panel", Mode::Broadcast),
+        ("Draft, Critique, Edit", Mode::Sequential),
+        ("Planning Team", Mode::Orchestrator),
+        ("Negotiator", Mode::Relay),
+        ("Deliberation Panel", Mode::Team),
+    ] {
+        let (mut app, id) = interrupted_team(preset, "Disk full on db-1");
+        let Some(Dialog::Choice(offer)) = app.dialogs.last() else {
+            panic!("{preset}: no offer");
+        };
+        assert_eq!(offer.title, "Interrupted run", "{preset}");
+        let words = &offer.message;
+        assert!(
+            words.starts_with(&format!("The {} run of `{preset}", mode.spec().label)),
+            "{preset}: {words}"
+        );
+        assert!(
+            words.contains("(SIGTERM)") && words.contains("Goal: Disk full on db-1"),
+            "{words}"
+        );
+        assert!(words.contains(mode.spec().resume), "{preset}: {words}");
+        assert!(!words.contains("reflect cycle"), "{preset}: {words}");
+        assert_ne!(app.selected_group_id().as_deref(), Some(id.as_str()));
+        let commands = app.handle_key(ch('y'));
+        assert!(
+            commands.contains(&Command::ResumeCycle { group_id: id.clone() }),
+            "{preset}: {commands:?}"
+        );
+        assert_eq!(
+            app.selected_group_id().as_deref(),
+            Some(id.as_str()),
+            "{preset}: the resumed team is shown"
+        );
+    }
+}
+
+/// `d` discards it instead: nothing is resumed, nothing is offered again.
+#[test]
+fn an_interrupted_pipeline_can_be_discarded_from_the_offer() {
+    let (mut app, id) = interrupted_team("Support Desk", "My printer jams");
+    app.handle_key(ch('d'));
+    let commands = app.handle_key(ch('y'));
+    assert!(
+        !commands.iter().any(|c| matches!(c, Command::ResumeCycle { .. })),
+        "{commands:?}"
+    );
+    assert!(
+        app.org
+            .read(|o| o.group(&id).is_some_and(|g| g.state.run.is_none()))
+    );
+    let (again, _) = new_app(app.org.snapshot(), config());
+    assert!(again.dialogs.is_empty(), "nothing offered again");
+}
+
+/// Quitting during a pipeline or dispatch run says what will resume, in the mode's words, not a
+/// reflect cycle's.
+#[test]
+fn the_quit_words_say_what_each_mode_resumes() {
+    for preset in ["Incident Investigation", "Support Desk"] {
+        let (mut app, id) = super::tui_support::app_with_team(preset);
+        start_run(&mut app, &id);
+        let mode = app.org.read(|o| o.group(&id).map(|g| g.mode)).expect("team");
+        let words = app.quit_words();
+        assert!(
+            words.contains(&format!("({} run) is kept as interrupted", mode.spec().label))
+                && words.contains(mode.spec().resume),
+            "{words}"
+        );
+        assert!(!words.contains("reflect cycle"), "{words}");
+    }
+}

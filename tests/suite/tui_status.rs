@@ -140,3 +140,56 @@ fn a_finished_run_notifies_unless_notify_is_off() {
         "{commands:?}"
     );
 }
+
+/// A chat turn waiting for a rate limit: its session's row shows `⏳` instead of a spinner, the
+/// status line says who waits, until when and how long is left, with the key that stops the
+/// wait, and counts it on the right; the wait's end takes it all away.
+#[test]
+fn a_limit_wait_is_shown_with_its_countdown_and_the_stop_key() {
+    let (mut app, session) = app_with_session(Vec::new());
+    let group = super::tui_support::default_group(&app);
+    let run = run_started(&mut app, RunKey::chat(&session));
+    let until = chrono::DateTime::parse_from_rfc3339("2026-11-28T14:05:00Z")
+        .expect("a time")
+        .with_timezone(&chrono::Utc);
+    engine_event(
+        &mut app,
+        &group,
+        Some(&run),
+        EventKind::LimitWait {
+            session_id: session.clone(),
+            session: "scratch".into(),
+            provider: "openai".into(),
+            until,
+            wait_ms: 1_200_000,
+            reason: "429".into(),
+        },
+    );
+    let text = screen_text(&render(&mut app, 160, 30));
+    let status = text.lines().last().unwrap_or_default();
+    assert!(
+        // (A test screen gives the wide ⏳ a cell of its own.)
+        status.starts_with('⏳')
+            && status.contains("scratch: waiting until 14:05 UTC for openai limit, ")
+            && status.contains(" left · Ctrl-X stop the wait (resumable)")
+            && status.contains("1 waiting for limit"),
+        "{status}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("│  ⏳") && l.contains("scratch")),
+        "the row: {text}"
+    );
+    engine_event(
+        &mut app,
+        &group,
+        Some(&run),
+        EventKind::LimitWaitOver {
+            session_id: session.clone(),
+            session: "scratch".into(),
+            waited_ms: 1_200_000,
+        },
+    );
+    let text = screen_text(&render(&mut app, 160, 30));
+    assert!(!text.contains("waiting until") && !text.contains("⏳"), "{text}");
+}

@@ -27,7 +27,7 @@ use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio_util::sync::CancellationToken;
 
-use crate::model::context::{known_context_window, tokens_of_text};
+use crate::model::context::tokens_of_text;
 use crate::model::{
     BroadcastKind, CycleOutcome, DeliberationState, ExecutionKind, ExecutionStatus, LoggedBroadcast,
     SeatPlace, SeatRecord, ToolCall, ToolSpec,
@@ -275,15 +275,14 @@ struct Seat {
 
 impl Seat {
     fn new(run: &Run<'_>, member: &Member) -> Seat {
-        let text_form = run
-            .shared
-            .profile(&run.emitter().group_id, None)
+        let profile = run.shared.profile(&run.emitter().group_id, None);
+        let text_form = profile
             .providers
             .for_slug(&member.model)
             .is_ok_and(|(p, _)| p.capabilities().text_tools);
-        let window = crate::config::split_slug(&member.model)
-            .ok()
-            .and_then(|(provider, model)| known_context_window(provider, model));
+        // config.yaml's `context_window:` first, as compaction reads it; else a well-known
+        // model's.
+        let window = profile.options.context_window(&member.model);
         Seat {
             member: member.clone(),
             name: member.handle.clone(),

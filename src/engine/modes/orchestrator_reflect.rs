@@ -52,10 +52,11 @@ struct TeamCycle<'r, 'a> {
     said: Option<String>,
 }
 
-/// The earlier exchanges each turn of a cycle is sent: the orchestrator's last four iterations
-/// (a plan and a synthesis each), a worker's last eight tasks and answers, the evaluator's last
-/// eight verdicts. What is older has been built on since; the brief and the newest message
-/// carry what holds now.
+/// At most this many earlier exchanges are sent with each turn of a cycle: the orchestrator's
+/// last four iterations (a plan and a synthesis each), a worker's last eight tasks and answers,
+/// the evaluator's last eight verdicts (the window moves on half of it at a time, so at least
+/// five are sent). What is older has been built on since; the brief and the newest message
+/// carry what holds now, a plan with one line for each earlier iteration (its ledger).
 const RECENT_EXCHANGES: usize = 8;
 
 pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result<RunReport, EngineError> {
@@ -255,12 +256,23 @@ impl TeamCycle<'_, '_> {
                 // Its own answer just before says the synthesis, unless it was written before
                 // a restart.
                 let in_conversation = self.said.as_deref() == Some(previous.as_str());
+                let last = last.as_ref().map_or(iteration, |e| e.iteration);
+                let earlier = &self.state.evaluations;
+                let earlier = &earlier[..earlier.partition_point(|e| e.iteration < last)];
                 replan_prompt(
                     &Replan {
                         previous_synthesis: (!in_conversation).then_some(previous.as_str()),
                         last_evaluation,
                         iteration,
                         max_iterations: self.state.max_iterations,
+                        earlier,
+                        // The window holds at most the last RECENT_EXCHANGES / 2 iterations;
+                        // a conversation from before a restart, none of this run's.
+                        syntheses_from: if in_conversation {
+                            iteration.saturating_sub(RECENT_EXCHANGES as u32 / 2)
+                        } else {
+                            iteration
+                        },
                     },
                     &queued,
                 )
@@ -429,6 +441,7 @@ impl TeamCycle<'_, '_> {
             trend: direction,
             usage: self.run.usage.since(usage_before),
             duration_ms: started.elapsed().saturating_sub(paused).as_millis() as u64,
+            assigned: results.iter().map(|r| r.name.clone()).collect(),
         };
         let (usage, duration_ms) = (evaluation.usage, evaluation.duration_ms);
         self.state.evaluations.push(evaluation.clone());

@@ -24,6 +24,8 @@ pub const WORKERS_HEADING: &str = "## Workers";
 /// A replan's previous answer and its evaluation.
 pub const PREVIOUS_SYNTHESIS_HEADING: &str = "## Previous synthesis";
 pub const LAST_EVALUATION_HEADING: &str = "## Last evaluation";
+/// Heads the one line per earlier iteration of a cycle's later plans (see [`ledger`]).
+pub const EARLIER_ITERATIONS_HEADING: &str = "## Earlier iterations";
 /// A worker's prompt: the team's request (context), then its own task.
 pub const ORIGINAL_REQUEST_HEADING: &str = "## Original request";
 pub const YOUR_TASK_HEADING: &str = "## Your task";
@@ -79,6 +81,12 @@ pub struct Replan<'a> {
     pub last_evaluation: LastEvaluation<'a>,
     pub iteration: u32,
     pub max_iterations: u32,
+    /// The cycle's iterations before the previous one, oldest first: one line each in the
+    /// plan (see [`ledger`]), however few of their messages the conversation still sends.
+    pub earlier: &'a [crate::model::Evaluation],
+    /// The oldest iteration whose synthesis the conversation may still send: a
+    /// self-evaluation's reasons end its synthesis, so the ledger says them only for older ones.
+    pub syntheses_from: u32,
 }
 
 /// What a worker is told for a whole run, besides its own system prompt (see
@@ -320,35 +328,59 @@ pub fn planning_prompt(mode: PlanMode, request: &str, queued: &[String]) -> Step
     StepPrompt::compacted(out.trim_start().to_string(), kept)
 }
 
-fn evaluation_said(evaluation: &LastEvaluation<'_>) -> (String, String) {
+/// The last evaluation as a plan is told it. A self-evaluation's feedback is the orchestrator's
+/// own, at the end of the synthesis it wrote just before (or given with it): only its score.
+fn evaluation_said(evaluation: &LastEvaluation<'_>) -> String {
     match evaluation {
-        LastEvaluation::Evaluator { score, rationale } => (
-            format!(
-                "Score: {score:.2} (from the evaluator)\nRationale: {}",
-                rationale.trim()
-            ),
-            format!("score {score:.2} from the evaluator: {}", rationale.trim()),
+        LastEvaluation::Evaluator { score, rationale } => format!(
+            "Score: {score:.2} (from the evaluator)\nRationale: {}",
+            rationale.trim()
         ),
-        LastEvaluation::SelfEvaluation { score, feedback } => (
-            format!(
-                "Score: {score:.2} (your own self-evaluation)\nFeedback: {}",
-                feedback.trim()
-            ),
-            format!("score {score:.2} from your self-evaluation: {}", feedback.trim()),
-        ),
-        LastEvaluation::None => (
-            "No evaluation was recorded for the previous iteration.".to_string(),
-            "no evaluation recorded".to_string(),
-        ),
+        LastEvaluation::SelfEvaluation { score, .. } => {
+            format!("Score: {score:.2} (your own self-evaluation: its reasons end your previous synthesis)")
+        }
+        LastEvaluation::None => "No evaluation was recorded for the previous iteration.".to_string(),
     }
 }
 
-/// A later plan of a cycle: the iteration, the last evaluation, the previous synthesis when
-/// the conversation does not hold it, and any messages the user sent meanwhile. The
-/// conversation keeps one line: the iteration and the evaluation.
+/// How long a reason may be in a line of the ledger.
+const LEDGER_REASON_CHARS: usize = 160;
+
+/// A cycle's earlier iterations, one line each: whom the plan assigned, the score and the first
+/// line of its reasons (a self-evaluation's only once its synthesis is no longer sent, from
+/// `syntheses_from` on it is). Oldest first.
+pub fn ledger(out: &mut String, earlier: &[crate::model::Evaluation], syntheses_from: u32) {
+    if earlier.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n{EARLIER_ITERATIONS_HEADING}");
+    for e in earlier {
+        let _ = write!(out, "- Iteration {}", e.iteration);
+        if !e.assigned.is_empty() {
+            let _ = write!(out, " ({})", e.assigned.join(", "));
+        }
+        let by = if e.evaluator_model.is_some() {
+            "from the evaluator"
+        } else {
+            "from your self-evaluation"
+        };
+        let _ = write!(out, ": score {:.2} {by}", e.score);
+        let reason = crate::text::first_line(&e.rationale, LEDGER_REASON_CHARS);
+        if !reason.is_empty() && (e.evaluator_model.is_some() || e.iteration < syntheses_from) {
+            let _ = write!(out, ": {reason}");
+        }
+        out.push('\n');
+    }
+}
+
+/// A later plan of a cycle: the iteration, the earlier iterations one line each (see
+/// [`ledger`]), the last evaluation, the previous synthesis when the conversation does not hold
+/// it, and any messages the user sent meanwhile. The conversation keeps one line: the
+/// iteration (the next plan's ledger has the evaluation).
 pub fn replan_prompt(replan: &Replan<'_>, queued: &[String]) -> StepPrompt {
-    let mut out = String::with_capacity(512);
+    let mut out = String::with_capacity(512 + 128 * replan.earlier.len());
     iteration_line(&mut out, replan.iteration, replan.max_iterations);
+    ledger(&mut out, replan.earlier, replan.syntheses_from);
     if let Some(previous) = replan.previous_synthesis {
         section(
             &mut out,
@@ -356,8 +388,11 @@ pub fn replan_prompt(replan: &Replan<'_>, queued: &[String]) -> StepPrompt {
             &strip_sentinel_lines(previous),
         );
     }
-    let (said, kept_evaluation) = evaluation_said(&replan.last_evaluation);
-    section(&mut out, LAST_EVALUATION_HEADING, &said);
+    section(
+        &mut out,
+        LAST_EVALUATION_HEADING,
+        &evaluation_said(&replan.last_evaluation),
+    );
     user_messages(&mut out, queued);
     let _ = write!(
         out,
@@ -365,8 +400,10 @@ pub fn replan_prompt(replan: &Replan<'_>, queued: &[String]) -> StepPrompt {
         replan.iteration
     );
     let mut kept = format!(
-        "Iteration {} of {}: plan again after the last evaluation ({kept_evaluation}).",
-        replan.iteration, replan.max_iterations
+        "Iteration {} of {}: plan again after the evaluation of iteration {}.",
+        replan.iteration,
+        replan.max_iterations,
+        replan.iteration.saturating_sub(1)
     );
     kept_user_messages(&mut kept, queued);
     StepPrompt::compacted(out, kept)

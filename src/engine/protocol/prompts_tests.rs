@@ -142,6 +142,8 @@ fn replan_carries_the_evaluation_and_the_synthesis_only_when_not_said() {
         },
         iteration: 2,
         max_iterations: 5,
+        earlier: &[],
+        syntheses_from: 1,
     };
     let p = replan_prompt(&replan, &queued);
     for line in ["## Previous synthesis", "## Last evaluation", "Iteration: 2 of 5"] {
@@ -153,10 +155,13 @@ fn replan_carries_the_evaluation_and_the_synthesis_only_when_not_said() {
     assert!(!p.text.contains("## Workers") && !p.text.contains("## Request"));
     let kept = p.compact.unwrap();
     assert!(
-        kept.contains("Iteration 2 of 5")
-            && kept.contains("score 0.60 from the evaluator: No tests.")
+        kept.contains("Iteration 2 of 5: plan again after the evaluation of iteration 1.")
             && kept.contains("The user added: Also support custom slugs."),
         "{kept}"
+    );
+    assert!(
+        !kept.contains("No tests."),
+        "the next plan's ledger has it: {kept}"
     );
     assert!(
         !kept.contains("## ") && !kept.contains("The shortener works."),
@@ -172,8 +177,9 @@ fn replan_carries_the_evaluation_and_the_synthesis_only_when_not_said() {
         ..replan
     };
     let p = replan_prompt(&said, &[]);
+    // The feedback is the orchestrator's own, ending the synthesis just before: the score only.
     assert!(
-        p.text.contains("Score: 0.40") && p.text.contains("Add tests."),
+        p.text.contains("Score: 0.40") && !p.text.contains("Add tests."),
         "{}",
         p.text
     );
@@ -183,6 +189,64 @@ fn replan_carries_the_evaluation_and_the_synthesis_only_when_not_said() {
         ..replan
     };
     assert!(has_line(&replan_prompt(&none, &[]).text, "## Last evaluation"));
+}
+
+fn scored(iteration: u32, score: f64, rationale: &str, by_evaluator: bool) -> crate::model::Evaluation {
+    crate::model::Evaluation {
+        iteration,
+        score,
+        rationale: rationale.into(),
+        evaluator_model: by_evaluator.then(|| "anthropic/judge".to_string()),
+        at: chrono::Utc::now(),
+        trend: None,
+        usage: Default::default(),
+        duration_ms: 0,
+        assigned: vec!["backend".into(), "tests".into()],
+    }
+}
+
+#[test]
+fn a_later_plan_has_one_line_per_earlier_iteration() {
+    let earlier = [
+        scored(1, 0.3, "No API yet.\nAnd more.", true),
+        scored(2, 0.4, "No tests.", false),
+        scored(3, 0.5, "Slow.", false),
+    ];
+    let replan = Replan {
+        previous_synthesis: None,
+        last_evaluation: LastEvaluation::Evaluator {
+            score: 0.6,
+            rationale: "Nearly.",
+        },
+        iteration: 5,
+        max_iterations: 9,
+        earlier: &earlier,
+        syntheses_from: 3,
+    };
+    let p = replan_prompt(&replan, &[]);
+    let ledger: Vec<&str> = p.text.lines().filter(|l| l.starts_with("- Iteration")).collect();
+    assert_eq!(
+        ledger,
+        [
+            "- Iteration 1 (backend, tests): score 0.30 from the evaluator: No API yet.",
+            // Its synthesis is no longer sent: its reasons are said here.
+            "- Iteration 2 (backend, tests): score 0.40 from your self-evaluation: No tests.",
+            // Its synthesis may still be sent: the score alone.
+            "- Iteration 3 (backend, tests): score 0.50 from your self-evaluation",
+        ],
+        "{}",
+        p.text
+    );
+    assert_eq!(p.text.matches(EARLIER_ITERATIONS_HEADING).count(), 1);
+    let first = Replan {
+        earlier: &[],
+        ..replan
+    };
+    assert!(
+        !replan_prompt(&first, &[])
+            .text
+            .contains(EARLIER_ITERATIONS_HEADING)
+    );
 }
 
 #[test]

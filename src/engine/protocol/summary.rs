@@ -185,6 +185,7 @@ mod tests {
                     trend: None,
                     usage: Default::default(),
                     duration_ms: 0,
+                    assigned: Vec::new(),
                 },
                 Evaluation {
                     iteration: 2,
@@ -195,6 +196,7 @@ mod tests {
                     trend: Some(Trend::Degrading),
                     usage: Default::default(),
                     duration_ms: 0,
+                    assigned: Vec::new(),
                 },
             ],
             duration_ms: 900,

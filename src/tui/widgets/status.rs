@@ -35,6 +35,11 @@ pub struct Props<'a> {
     pub worktrees: bool,
     /// Teams whose worktrees are being made.
     pub creating: usize,
+    /// The selection's turn waiting for a rate or usage limit, in words (who, until when, how
+    /// long is left): said before the hints, with the key that stops the wait.
+    pub limit_wait: Option<String>,
+    /// Turns waiting for a limit, in every run.
+    pub limit_waiting: usize,
 }
 
 fn label(a: Action) -> &'static str {
@@ -154,6 +159,9 @@ pub fn render(frame: &mut Frame<'_>, area: Rect, props: &Props<'_>) {
     if props.paused > 0 {
         right.push_str(&format!("{} paused ", props.paused));
     }
+    if props.limit_waiting > 0 {
+        right.push_str(&format!("{} waiting for limit ", props.limit_waiting));
+    }
     if !right.is_empty() {
         let w = right.chars().count() as u16;
         if area.width > left_width + w {
@@ -173,6 +181,16 @@ fn flash_or_hints(props: &Props<'_>, spans: &mut Vec<Span<'static>>) {
             format!("? {} tool call(s) wait for your approval", props.approvals),
             Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD),
         ));
+        return;
+    }
+    if let (Some(wait), None) = (&props.limit_wait, props.flash) {
+        let warn = Style::default().fg(Color::Yellow);
+        spans.push(Span::styled(sanitize::display(wait).into_owned(), warn));
+        if let Some(key) = props.keymap.first_key(Context::Global, Action::StopCycle) {
+            spans.push(Span::styled(" · ", dim));
+            spans.push(Span::styled(key, Style::default().fg(Color::Cyan)));
+            spans.push(Span::styled(" stop the wait (resumable)", dim));
+        }
         return;
     }
     match props.flash {
