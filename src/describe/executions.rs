@@ -347,10 +347,19 @@ impl Execution {
     }
 }
 
-/// The executions a line is given for as it starts and ends (a dispatched sub-agent, a
-/// clarification); an orchestrator's, a supervisor's and the turns of a team are the run
-/// itself, said by its other lines.
-fn has_own_lines(kind: ExecutionKind) -> bool {
+/// The executions shown on their own (a line as they end in `huddle run`, a card in the TUI):
+/// a dispatched sub-agent, a clarification, a team member's turn. An orchestrator's and a
+/// supervisor's are the run itself, said by its other lines.
+pub fn shown_on_their_own(kind: ExecutionKind) -> bool {
+    matches!(
+        kind,
+        ExecutionKind::SubAgent | ExecutionKind::Clarification | ExecutionKind::MemberTurn
+    )
+}
+
+/// The executions also given a line as they start: what was dispatched or asked, and to whom
+/// (a team member's turn starts with the team's turns; its end says what it did).
+fn said_as_it_starts(kind: ExecutionKind) -> bool {
     matches!(kind, ExecutionKind::SubAgent | ExecutionKind::Clarification)
 }
 
@@ -364,7 +373,7 @@ pub fn event_line(id: &str, event: &EventKind) -> Option<Line> {
             task,
             queued,
             ..
-        } if has_own_lines(*kind) => {
+        } if said_as_it_starts(*kind) => {
             let what = if *kind == ExecutionKind::Clarification {
                 "asked"
             } else {
@@ -377,7 +386,7 @@ pub fn event_line(id: &str, event: &EventKind) -> Option<Line> {
             )))
         }
         EventKind::ExecutionRunning => Some(Line::info(format!("{id} starts (it was queued)"))),
-        EventKind::ExecutionFinished { kind, .. } if has_own_lines(*kind) => {
+        EventKind::ExecutionFinished { kind, .. } if shown_on_their_own(*kind) => {
             let tag = ExecutionTag {
                 execution_id: id.to_string(),
                 parent_execution_id: None,

@@ -165,7 +165,7 @@ impl App {
         });
         for (target, name, i) in interrupted {
             app.dialogs
-                .push(Dialog::Choice(Box::new(resume_offer(target, &name, &i))));
+                .push(Dialog::Choice(Box::new(control::resume_offer(target, &name, &i))));
         }
         for e in key_errors {
             app.dialogs.error("Key configuration", e.to_string());
@@ -902,44 +902,5 @@ impl App {
             _ => {}
         }
         Vec::new()
-    }
-}
-
-/// The offer of an interrupted run, at start: resume now (`r`), or discard it (`d`: a new run
-/// starts over); `n` leaves it for later.
-fn resume_offer(target: Interruption, name: &str, i: &crate::model::Interrupted) -> Choice {
-    let mut message = format!(
-        "{} of `{name}` was interrupted",
-        crate::text::capitalised(&i.what())
-    );
-    if let Some(at) = i.at {
-        message.push_str(&format!(" at {}", super::team_panel::local_time(at)));
-    }
-    if let Some(why) = &i.reason {
-        message.push_str(&format!(" ({why})"));
-    }
-    message.push_str(&format!(
-        ".\nGoal: {}\nResumed, it goes on {}; turns it finished are not asked again.",
-        crate::text::first_line(&i.goal, 80),
-        i.resumes()
-    ));
-    Choice {
-        title: "Interrupted run".into(),
-        message,
-        options: vec![
-            ChoiceOption {
-                key: 'r',
-                label: "resume it now".into(),
-                disabled: None,
-            },
-            ChoiceOption {
-                key: 'd',
-                label: "discard it (a new run starts over)".into(),
-                disabled: None,
-            },
-        ],
-        chosen: 0,
-        verb: "go ahead".into(),
-        action: ChoiceAction::Interrupted(target),
     }
 }

@@ -1,22 +1,15 @@
-//! The new-team preset picker, and the dialogs' results routed to what acts on them (the
-//! feature controllers, the run controls).
+//! The dialogs' results routed to what acts on them (the feature controllers, the run
+//! controls), and the new-team preset picker's routing (`features/presets.rs` fills it).
 
 use super::app::{App, with_cx};
 use super::command::Command;
-use super::dialogs::{
-    ChoiceAction, ConfirmAction, Dialog, DialogResult, ListItem, ListPicker, PickPurpose, TextPurpose,
-};
-use super::features::{control, edit, prune, relay, team, worktrees};
-use crate::model::Tier;
+use super::dialogs::{ChoiceAction, ConfirmAction, DialogResult, PickPurpose, TextPurpose};
+use super::features::{control, edit, presets, prune, relay, team, worktrees};
 use crate::workspace::WorktreeChoice;
-
-const PRESET_PICKER_TITLE: &str = "New team from a preset";
 
 impl App {
     pub(super) fn open_preset_picker(&mut self) -> Vec<Command> {
-        let mut picker = ListPicker::new(PRESET_PICKER_TITLE, PickPurpose::Preset, Vec::new());
-        picker.empty_text = "loading presets…".into();
-        self.dialogs.push(Dialog::Picker(picker));
+        with_cx!(self, cx => presets::open_picker(&mut cx));
         self.refresh_preset_picker();
         // Re-read: the repo's Squad folder or the user presets may have changed.
         vec![Command::LoadCatalog]
@@ -24,75 +17,8 @@ impl App {
 
     /// Fills an open preset picker from the catalog.
     pub(super) fn refresh_preset_picker(&mut self) {
-        let Some(catalog) = &self.catalog else {
-            return;
-        };
-        let mut items = Vec::new();
-        for (tier, section) in [
-            (Tier::Repo, "From repo (Squad)"),
-            (Tier::Builtin, "Built-in"),
-            (Tier::User, "My presets"),
-        ] {
-            for p in catalog.presets.iter().filter(|p| p.tier == Some(tier)) {
-                let mut models: Vec<String> = Vec::new();
-                let agents = p
-                    .orchestrator
-                    .iter()
-                    .chain(p.evaluator.iter())
-                    .map(|a| a.model.clone());
-                for m in agents.chain(p.workers.iter().map(|w| w.model.clone())) {
-                    let m = m.unwrap_or_else(|| self.config.default_model());
-                    if !models.contains(&m) {
-                        models.push(m);
-                    }
-                }
-                let mut detail = format!(
-                    "{}\nmode {} · {} worker(s) · models {}",
-                    p.description.as_deref().unwrap_or(""),
-                    p.mode,
-                    p.workers.len(),
-                    models.join(", ")
-                );
-                for w in &p.warnings {
-                    detail.push_str(&format!("\n⚠ {w}"));
-                }
-                items.push(ListItem {
-                    section: section.to_string(),
-                    label: p.name.clone(),
-                    tag: if tier == Tier::Repo {
-                        "[repo]".into()
-                    } else {
-                        p.mode.to_string()
-                    },
-                    detail,
-                    value: p.name.clone(),
-                    ..ListItem::default()
-                });
-            }
-            // A preset source that cannot be used is listed greyed, with the reason.
-            for e in catalog.errors.iter().filter(|e| e.tier == tier) {
-                let source = std::path::Path::new(&e.source)
-                    .file_name()
-                    .map_or(e.source.clone(), |f| f.to_string_lossy().into_owned());
-                items.push(ListItem {
-                    section: section.to_string(),
-                    label: format!("{source} (cannot be used)"),
-                    tag: "error".into(),
-                    detail: e.message.clone(),
-                    disabled: true,
-                    ..ListItem::default()
-                });
-            }
-        }
-        let errors = catalog.errors.len();
-        for p in self.dialogs.pickers(&PickPurpose::Preset) {
-            p.set_items(items.clone());
-            p.empty_text = if errors > 0 {
-                format!("no presets ({errors} could not be loaded)")
-            } else {
-                "no presets".into()
-            };
-        }
+        let default_model = self.config.default_model();
+        with_cx!(self, cx => presets::refresh_picker(&mut cx, self.catalog.as_ref(), &default_model))
     }
 
     pub(super) fn on_dialog_result(&mut self, result: DialogResult) -> Vec<Command> {

@@ -189,12 +189,10 @@ pub fn summary(cards: &ExecutionCards) -> Option<String> {
     Some(format!("executions: {}", parts.join(" · ")))
 }
 
-/// The executions that get a card (the orchestrator and supervisor are the timeline itself).
+/// The executions that get a card (the orchestrator and supervisor are the timeline itself),
+/// as `huddle run` gives them lines.
 fn has_card(kind: ExecutionKind) -> bool {
-    matches!(
-        kind,
-        ExecutionKind::SubAgent | ExecutionKind::Clarification | ExecutionKind::MemberTurn
-    )
+    crate::describe::executions::shown_on_their_own(kind)
 }
 
 impl ExecutionCards {

@@ -290,3 +290,37 @@ fn a_long_line_is_cut_alike_in_huddle_run_and_the_trace() {
         "the trace cuts it otherwise:\n{said}\n{trace:#?}"
     );
 }
+
+/// A team member's turn ends with the same line in `huddle run` as on its card in the TUI
+/// (review 22 finding 7: `huddle run` said nothing of members' turns, the TUI showed a card
+/// for each).
+#[test]
+fn a_team_members_turn_reads_the_same_in_huddle_run_as_on_its_card() {
+    let events: Vec<EngineEvent> = include_str!("../fixtures/runs/team.ndjson")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("a recorded event"))
+        .collect();
+    let timeline = timeline(&events);
+    let turns: Vec<&EngineEvent> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::ExecutionFinished {
+                    kind: ExecutionKind::MemberTurn,
+                    ..
+                }
+            )
+        })
+        .collect();
+    assert!(turns.len() > 3, "the fixture's member turns");
+    for e in turns {
+        let said = headless(e);
+        assert!(said.contains(" · ✓ completed "), "{said}");
+        assert!(
+            timeline.contains(&said),
+            "the card says it otherwise: {said}\n{timeline:#?}"
+        );
+    }
+}

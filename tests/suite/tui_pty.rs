@@ -383,10 +383,10 @@ fn huddle_run_next_to_the_tui_runs_there_which_then_prunes_it() {
     app.wait_for(" · Code R");
 
     app.key("P");
-    app.wait_for("Prune headless runs");
-    app.wait_for("Remove 1 leftover");
+    app.wait_for("Remove what `huddle run` made");
+    app.wait_for("Remove the team `huddle run` made");
     app.key("y");
-    app.wait_for("pruned 1 leftover");
+    app.wait_for("removed 1 team made by `huddle run`");
     let screen = app.text();
     assert!(!screen.contains(" · Code R"), "{screen}");
     app.key("q");

@@ -10,7 +10,7 @@ use crate::engine::events::RunKey;
 use crate::model::SessionId;
 use crate::tui::command::Command;
 use crate::tui::composer::Composer;
-use crate::tui::dialogs::{Dialog, TextInput, TextPurpose};
+use crate::tui::dialogs::{Choice, ChoiceAction, ChoiceOption, Dialog, Interruption, TextInput, TextPurpose};
 use crate::tui::flash::FlashTie;
 use crate::tui::runs::Pending;
 use crate::tui::team_panel::TeamPanel;
@@ -200,4 +200,43 @@ pub fn start_reflection(
         goal,
         max_iterations,
     }]
+}
+
+/// The offer of an interrupted run, at start: resume now (`r`), or discard it (`d`: a new run
+/// starts over); `n` leaves it for later.
+pub fn resume_offer(target: Interruption, name: &str, i: &crate::model::Interrupted) -> Choice {
+    let mut message = format!(
+        "{} of `{name}` was interrupted",
+        crate::text::capitalised(&i.what())
+    );
+    if let Some(at) = i.at {
+        message.push_str(&format!(" at {}", crate::tui::team_panel::local_time(at)));
+    }
+    if let Some(why) = &i.reason {
+        message.push_str(&format!(" ({why})"));
+    }
+    message.push_str(&format!(
+        ".\nGoal: {}\nResumed, it goes on {}; turns it finished are not asked again.",
+        crate::text::first_line(&i.goal, 80),
+        i.resumes()
+    ));
+    Choice {
+        title: "Interrupted run".into(),
+        message,
+        options: vec![
+            ChoiceOption {
+                key: 'r',
+                label: "resume it now".into(),
+                disabled: None,
+            },
+            ChoiceOption {
+                key: 'd',
+                label: "discard it (a new run starts over)".into(),
+                disabled: None,
+            },
+        ],
+        chosen: 0,
+        verb: "go ahead".into(),
+        action: ChoiceAction::Interrupted(target),
+    }
 }

@@ -19,6 +19,7 @@ pub mod cards;
 pub mod control;
 pub mod conversation;
 pub mod edit;
+pub mod presets;
 pub mod prune;
 pub mod relay;
 pub mod team;
