@@ -540,6 +540,17 @@ impl Signals {
     }
 }
 
+/// What a front end following a run says when the host went away: what resumes the run.
+pub(crate) fn host_gone(group: Option<&str>) -> String {
+    match group {
+        Some(group) => format!(
+            "the huddle host went away before the run ended (what was done is saved): `huddle run --group \"{}\" --resume` goes on with it (or start over with `--discard-interrupted`)",
+            sanitize::display(group)
+        ),
+        None => "the huddle host went away before the run ended (what was done is saved): `huddle run --group NAME --resume` goes on with it".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -598,16 +609,5 @@ mod tests {
             "{text}"
         );
         assert_eq!(ps_table(&[], now), "nothing runs\n");
-    }
-}
-
-/// What a front end following a run says when the host went away: what resumes the run.
-pub(crate) fn host_gone(group: Option<&str>) -> String {
-    match group {
-        Some(group) => format!(
-            "the huddle host went away before the run ended (what was done is saved): `huddle run --group \"{}\" --resume` goes on with it (or start over with `--discard-interrupted`)",
-            sanitize::display(group)
-        ),
-        None => "the huddle host went away before the run ended (what was done is saved): `huddle run --group NAME --resume` goes on with it".into(),
     }
 }
