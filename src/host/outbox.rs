@@ -27,6 +27,18 @@ struct State {
     senders_gone: bool,
 }
 
+impl State {
+    /// The next line to go: the newest organization first, then the queue in order.
+    fn take(&mut self) -> Option<String> {
+        if let Some(org) = self.org.take() {
+            return Some(org);
+        }
+        let line = self.lines.pop_front()?;
+        self.bytes -= line.len();
+        Some(line)
+    }
+}
+
 struct Inner {
     state: Mutex<State>,
     /// Something was queued, or it closed.
@@ -204,12 +216,7 @@ impl Receiver {
                 if s.closed {
                     return None;
                 }
-                let next = s.org.take().or_else(|| {
-                    let line = s.lines.pop_front()?;
-                    s.bytes -= line.len();
-                    Some(line)
-                });
-                if let Some(line) = next {
+                if let Some(line) = s.take() {
                     drop(s);
                     self.inner.taken.notify_waiters();
                     return Some(line);
@@ -222,7 +229,8 @@ impl Receiver {
         }
     }
 
-    /// The next message, decoded (for followers inside the host).
+    /// The next message, decoded.
+    #[cfg(test)]
     pub async fn recv_message(&mut self) -> Option<HostMessage> {
         loop {
             let line = self.recv().await?;
@@ -239,14 +247,9 @@ impl Receiver {
     }
 
     /// Takes a line if one waits.
+    #[cfg(test)]
     pub fn try_recv(&mut self) -> Option<String> {
-        let mut s = self.inner.state();
-        let line = s.org.take().or_else(|| {
-            let line = s.lines.pop_front()?;
-            s.bytes -= line.len();
-            Some(line)
-        })?;
-        drop(s);
+        let line = self.inner.state().take()?;
         self.inner.taken.notify_waiters();
         Some(line)
     }

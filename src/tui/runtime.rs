@@ -85,30 +85,17 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
     });
     let (app, initial) = App::new(edits.clone(), config.clone(), repo.clone(), notices);
     let (app_tx, app_rx) = mpsc::unbounded_channel();
-    let executor = Executor {
-        backend: Backend::Local(engine.clone()),
+    let executor = Executor::new(
+        Backend::Local(engine.clone()),
         edits,
         exporter,
         runs,
-        paths: paths.clone(),
+        paths,
         config,
         repo,
         app_tx,
-        input_files: crate::store::InputFiles::new(&paths.data_dir),
-        input_saver: None,
-    };
-    let mut guard = TerminalGuard::enter().context("cannot set up the terminal")?;
-    let result = event_loop(
-        &mut guard,
-        app,
-        initial,
-        executor,
-        engine_events,
-        app_rx,
-        no_color,
-    )
-    .await;
-    drop(guard);
+    );
+    let result = in_terminal(app, initial, executor, engine_events, app_rx, no_color).await;
     // Everything said so far goes to disk; running cycles stay "interrupted" and resumable.
     let flushing = engine.clone();
     let flushed = tokio::task::spawn_blocking(move || flushing.flush()).await;
@@ -140,30 +127,18 @@ async fn run_on_host(paths: &Paths, config: Config, repo: PathBuf) -> anyhow::Re
     let (events_tx, engine_events) = mpsc::unbounded_channel();
     let running = opened.start.start(events_tx, app_tx.clone());
     let link = opened.link;
-    let executor = Executor {
-        backend: Backend::Host(link.clone()),
-        edits: opened.edits,
+    let runs = RunFiles::new(paths.runs_dir());
+    let executor = Executor::new(
+        Backend::Host(link.clone()),
+        opened.edits,
         exporter,
-        runs: RunFiles::new(paths.runs_dir()),
-        paths: paths.clone(),
+        runs,
+        paths,
         config,
         repo,
         app_tx,
-        input_files: crate::store::InputFiles::new(&paths.data_dir),
-        input_saver: None,
-    };
-    let mut guard = TerminalGuard::enter().context("cannot set up the terminal")?;
-    let result = event_loop(
-        &mut guard,
-        app,
-        initial,
-        executor,
-        engine_events,
-        app_rx,
-        no_color,
-    )
-    .await;
-    drop(guard);
+    );
+    let result = in_terminal(app, initial, executor, engine_events, app_rx, no_color).await;
     // A stop asked on the way out reaches the host before the TUI goes.
     running.close(link).await;
     result
@@ -198,6 +173,30 @@ async fn open_owning(paths: &Paths, config: &Config, repo: &Path) -> anyhow::Res
             other => return Ok(other?),
         }
     }
+}
+
+/// Takes the terminal, runs the event loop, gives the terminal back (also on an error).
+async fn in_terminal(
+    app: App,
+    initial: Vec<Command>,
+    executor: Executor,
+    engine_events: mpsc::UnboundedReceiver<crate::engine::events::EngineEvent>,
+    app_rx: mpsc::UnboundedReceiver<AppEvent>,
+    no_color: bool,
+) -> anyhow::Result<()> {
+    let mut guard = TerminalGuard::enter().context("cannot set up the terminal")?;
+    let result = event_loop(
+        &mut guard,
+        app,
+        initial,
+        executor,
+        engine_events,
+        app_rx,
+        no_color,
+    )
+    .await;
+    drop(guard);
+    result
 }
 
 async fn event_loop(
@@ -375,6 +374,31 @@ struct Executor {
 }
 
 impl Executor {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        backend: Backend,
+        edits: Edits,
+        exporter: Exporter,
+        runs: RunFiles,
+        paths: &Paths,
+        config: Config,
+        repo: PathBuf,
+        app_tx: mpsc::UnboundedSender<AppEvent>,
+    ) -> Executor {
+        Executor {
+            backend,
+            edits,
+            exporter,
+            runs,
+            paths: paths.clone(),
+            config,
+            repo,
+            app_tx,
+            input_files: crate::store::InputFiles::new(&paths.data_dir),
+            input_saver: None,
+        }
+    }
+
     fn execute_all(&self, commands: Vec<Command>) {
         for c in commands {
             self.execute(c);
