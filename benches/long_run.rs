@@ -16,6 +16,7 @@ use huddle::engine::events::EventKind;
 use huddle::engine::{Engine, EngineOptions, EventSink, RunOverrides};
 use huddle::model::{Group, GroupKind, Mode, Organization, Role, Session, Usage, reconcile};
 use huddle::providers::{DeltaSink, Provider, ProviderError, TurnOutput, TurnRequest};
+use huddle::sim::{PromptKind, SimPrompt, classify};
 use huddle::store::{OrgHandle, OrganizationFile, Transcripts};
 use tokio_util::sync::CancellationToken;
 
@@ -55,7 +56,13 @@ impl Provider for CountingProvider {
     ) -> futures::future::BoxFuture<'a, Result<TurnOutput, ProviderError>> {
         Box::pin(async move {
             let n = self.count.fetch_add(1, Ordering::Relaxed);
-            let text = if req.last_user_text().contains("## Workers") {
+            // Read as the sim reads it: the worker list lives in the orchestrator's brief (its
+            // system prompt), not in each planning message.
+            let prompt = SimPrompt {
+                system: req.system.as_deref().unwrap_or(""),
+                user: req.last_user_text(),
+            };
+            let text = if classify(&prompt) == PromptKind::Planning {
                 self.plan.clone()
             } else {
                 let words: Vec<String> = (0..24).map(|k| format!("a{n}w{k}")).collect();

@@ -32,10 +32,11 @@ use crate::providers::{
     DeltaSink, Finished, Provider, ProviderError, ProviderOptions, Providers, TextSink, TurnOutput,
     TurnRequest, conclude, guarded, render_plain_prompt,
 };
-use prompt::{SimPrompt, stable_hash};
+use prompt::stable_hash;
 use text::answer;
 
 pub use cycle::evaluator_score;
+pub use prompt::SimPrompt;
 pub use text::{PromptKind, classify};
 
 /// Every provider of `config`, the simulator among them (a config without one still gets
