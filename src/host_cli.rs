@@ -100,6 +100,8 @@ async fn follow_run(reader: &mut Reader, writer: &mut Writer, id: u64, detach: b
     // Standard output gone: the exit code says so, as for a local run.
     let mut stdout_lost: Option<u8> = None;
     let (answer_tx, mut answers) = tokio::sync::mpsc::unbounded_channel::<(String, Option<DraftAnswer>)>();
+    // The run's group, for what resumes it if the host goes.
+    let mut group_name: Option<String> = None;
     loop {
         let message = tokio::select! {
             message = reader.next() => message,
@@ -139,6 +141,7 @@ async fn follow_run(reader: &mut Reader, writer: &mut Writer, id: u64, detach: b
                     Err(e) => e.exit_code(),
                 };
             }
+            Ok(Some(HostMessage::Started { group, .. })) => group_name = Some(group),
             Ok(Some(HostMessage::Draft {
                 group_id,
                 turn,
@@ -165,9 +168,7 @@ async fn follow_run(reader: &mut Reader, writer: &mut Writer, id: u64, detach: b
             }
             Ok(Some(_)) => {}
             Ok(None) => {
-                note(format_args!(
-                    "huddle: the huddle host went away before the run ended (what was done is saved; a reflect cycle resumes with `huddle run --group NAME --resume`)"
-                ));
+                note(format_args!("huddle: {}", host_gone(group_name.as_deref())));
                 return 1;
             }
             Err(e) => {
@@ -539,8 +540,28 @@ impl Signals {
     }
 }
 
+/// What a front end following a run says when the host went away: what resumes the run.
+pub(crate) fn host_gone(group: Option<&str>) -> String {
+    match group {
+        Some(group) => format!(
+            "the huddle host went away before the run ended (what was done is saved): `huddle run --group \"{}\" --resume` goes on with it (or start over with `--discard-interrupted`)",
+            sanitize::display(group)
+        ),
+        None => "the huddle host went away before the run ended (what was done is saved): `huddle run --group NAME --resume` goes on with it".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_host_gone_names_what_resumes_the_run() {
+        let said = super::host_gone(Some("Support Desk \u{1b}[2J"));
+        assert!(said.contains("`huddle run --group \"Support Desk "), "{said}");
+        assert!(!said.contains('\u{1b}'), "{said}");
+        assert!(!said.contains("reflect"), "every mode resumes: {said}");
+        assert!(super::host_gone(None).contains("--group NAME --resume"));
+    }
+
     use super::*;
     use crate::engine::events::RunKey;
     use crate::host::protocol::RunState;

@@ -896,9 +896,7 @@ async fn follow(
             Ok(Some(HostMessage::Failed { message, .. })) => return error_result(message),
             Ok(Some(_)) => {}
             Ok(None) => {
-                return error_result(
-                    "the huddle host went away before the run ended (what was done is saved; a reflect cycle resumes with run_team and the group)",
-                );
+                return error_result(crate::host_cli::host_gone(seen.group.as_deref()));
             }
             Err(e) => return error_result(e.to_string()),
         }

@@ -202,6 +202,8 @@ pub struct BlockingClient {
     stream: std::os::unix::net::UnixStream,
     reader: std::io::BufReader<std::os::unix::net::UnixStream>,
     next_id: u64,
+    /// The host's, for what is said when it does not answer.
+    pid: u32,
 }
 
 impl Client {
@@ -216,10 +218,25 @@ impl Client {
             .map_err(|e| ClientError::Io(e.to_string()))?;
         let stream = stream.into_std().map_err(io)?;
         stream.set_nonblocking(false).map_err(io)?;
+        // A host that does not answer (stopped, stuck) is said to, not waited for for ever.
+        BlockingClient::on(stream, self.writer.next_id, self.welcome.pid, ANSWER_DEADLINE).map_err(io)
+    }
+}
+
+impl BlockingClient {
+    fn on(
+        stream: std::os::unix::net::UnixStream,
+        next_id: u64,
+        pid: u32,
+        deadline: Duration,
+    ) -> io::Result<BlockingClient> {
+        stream.set_read_timeout(Some(deadline))?;
+        stream.set_write_timeout(Some(deadline))?;
         Ok(BlockingClient {
-            reader: std::io::BufReader::new(stream.try_clone().map_err(io)?),
+            reader: std::io::BufReader::new(stream.try_clone()?),
             stream,
-            next_id: self.writer.next_id,
+            next_id,
+            pid,
         })
     }
 }
@@ -235,20 +252,39 @@ impl BlockingClient {
             id,
             request: Box::new(request),
         });
+        let pid = self.pid;
+        let failed = |e: io::Error, what: &str| {
+            if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) {
+                (
+                    1,
+                    format!(
+                        "{} (what it was asked may still happen once it goes on)",
+                        does_not_answer(Some(pid.to_string()))
+                    ),
+                )
+            } else {
+                (1, format!("cannot {what} the huddle host: {e}"))
+            }
+        };
         self.stream
             .write_all(line.as_bytes())
-            .map_err(|e| (1, format!("cannot write to the huddle host: {e}")))?;
+            .map_err(|e| failed(e, "write to"))?;
         loop {
             let mut bytes = Vec::new();
             let n = (&mut self.reader)
                 .take(protocol::MAX_LINE as u64 + 1)
                 .read_until(b'\n', &mut bytes)
-                .map_err(|e| (1, format!("cannot read from the huddle host: {e}")))?;
+                .map_err(|e| failed(e, "read from"))?;
             if n == 0 {
                 return Err((1, "the huddle host went away".into()));
             }
             let line = String::from_utf8_lossy(&bytes);
-            match protocol::decode::<HostMessage>(&line).map_err(|e| (1, e))? {
+            // A line cut by an earlier call's timeout (or one it does not know) is not this
+            // call's answer.
+            let Ok(message) = protocol::decode::<HostMessage>(&line) else {
+                continue;
+            };
+            match message {
                 HostMessage::Reply { id: got, reply } if got == id => return Ok(reply),
                 HostMessage::Failed {
                     id: got,
@@ -437,5 +473,37 @@ fn does_not_answer(pid: Option<String>) -> String {
             "the huddle host does not answer (stopped or stuck?); see the log in the data dir's logs folder"
                 .into()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_edit_to_a_host_that_does_not_answer_fails_and_says_so() {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("a socket pair");
+        let mut client = BlockingClient::on(ours, 0, 4242, Duration::from_millis(50)).expect("client");
+        let (code, message) = client.call(Request::Ps).expect_err("no answer comes");
+        assert_eq!(code, 1);
+        assert!(
+            message.contains("the huddle host (pid 4242) does not answer"),
+            "{message}"
+        );
+        // Its late answer is not taken for the next call's.
+        use std::io::Write;
+        let mut theirs = theirs;
+        let late = protocol::encode(&HostMessage::Reply {
+            id: 1,
+            reply: Reply::Done,
+        });
+        let now = protocol::encode(&HostMessage::Reply {
+            id: 2,
+            reply: Reply::Runs { runs: Vec::new() },
+        });
+        theirs
+            .write_all(format!("{late}{now}").as_bytes())
+            .expect("write");
+        assert!(matches!(client.call(Request::Ps), Ok(Reply::Runs { .. })));
     }
 }
