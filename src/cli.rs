@@ -61,10 +61,15 @@ pub enum Command {
         #[arg(long)]
         events: bool,
     },
-    /// Serve MCP on standard input and output: agents such as Claude Code and Codex list
+    /// Serve MCP on standard input and output (or `--http` on loopback): agents such as Claude Code and Codex list
     /// huddle's teams, run one on a prompt and follow, stop and answer its runs (which go on in
     /// the host). See docs/mcp-server.md.
-    Mcp,
+    Mcp {
+        /// Serve streamable HTTP on this loopback address (e.g. 127.0.0.1:0) instead of
+        /// standard input and output.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+    },
     /// The host: the process that owns the data dir and runs everything (started on demand by
     /// the other commands; not meant to be run by hand).
     #[command(hide = true)]

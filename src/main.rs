@@ -199,8 +199,12 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
             let code = block_on(huddle::host_cli::attach(paths, &repo, &target, events))?;
             Ok(ExitCode::from(code))
         }
-        Some(Command::Mcp) => {
+        Some(Command::Mcp { http: None }) => {
             let code = block_on(huddle::mcp_front::serve(paths, repo))?;
+            Ok(ExitCode::from(code))
+        }
+        Some(Command::Mcp { http: Some(addr) }) => {
+            let code = block_on(huddle::mcp_front::serve_http(paths, repo, &addr))?;
             Ok(ExitCode::from(code))
         }
         Some(Command::Host) => {

@@ -1,4 +1,5 @@
-//! `huddle mcp`: huddle as an MCP server on standard input and output, for agents such as
+//! `huddle mcp`: huddle as an MCP server on standard input and output (or streamable HTTP on a
+//! loopback address: `--http`, in `http`), for agents such as
 //! Claude Code and Codex. It is a front end of the host like `huddle run`: every run it starts
 //! goes on in the host (it outlives the client and this process), with this process's
 //! configuration and environment.
@@ -8,7 +9,10 @@
 //! that ask for approval are asked through MCP (elicitation) when the client can be asked,
 //! else denied: never allowed by default.
 
+mod http;
 mod resources;
+
+pub use http::serve_http;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -205,7 +205,7 @@ async fn wait_for_lock(paths: &Paths) -> Result<Option<DataDirLock>, String> {
 }
 
 /// SIGTERM, SIGINT or SIGHUP, by name.
-async fn stop_signal() -> &'static str {
+pub(crate) async fn stop_signal() -> &'static str {
     use tokio::signal::unix::{SignalKind, signal};
     async fn wait(kind: SignalKind) {
         match signal(kind) {

@@ -46,6 +46,11 @@ fn home_with(config: &str) -> tempfile::TempDir {
 
 /// Runs the client's `scenario` against `huddle mcp` on `home`; what it printed, as JSON.
 fn client(python: &Path, home: &Path, scenario: &str, arg: &str) -> Value {
+    client_at(python, home, scenario, arg, None)
+}
+
+/// `client`, over streamable HTTP to `url` when given (else it starts `huddle mcp` on stdio).
+fn client_at(python: &Path, home: &Path, scenario: &str, arg: &str, url: Option<&str>) -> Value {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_client.py");
     let out = Command::new(python)
         .arg(&script)
@@ -56,6 +61,7 @@ fn client(python: &Path, home: &Path, scenario: &str, arg: &str) -> Value {
             arg,
         ])
         .env(HOST_IDLE_VAR, "0")
+        .env("HUDDLE_MCP_URL", url.unwrap_or_default())
         .output()
         .expect("run the python client");
     let stdout = text(&out.stdout);
@@ -411,5 +417,74 @@ fn a_run_outlives_its_mcp_client() {
     assert_eq!(
         trace["run"]["outcome"], "goal_met",
         "not stopped when its client went: {trace}"
+    );
+}
+
+/// `huddle mcp --http 127.0.0.1:0` on `home`, and the URL it printed on stderr.
+fn http_server(home: &Path) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(["mcp", "--http", "127.0.0.1:0"])
+        .env("HUDDLE_HOME", home)
+        .env(HOST_IDLE_VAR, "0")
+        .current_dir(home)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start huddle mcp --http");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut first = String::new();
+    std::io::BufReader::new(stderr)
+        .read_line(&mut first)
+        .expect("read stderr");
+    let url = first
+        .trim()
+        .strip_prefix("huddle mcp: serving ")
+        .unwrap_or_else(|| panic!("no URL on stderr: {first:?}"))
+        .to_string();
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
+    (child, url)
+}
+
+#[test]
+fn over_http_the_client_lists_teams_and_a_foreign_origin_is_refused() {
+    let Some(python) = python() else { return };
+    let home = home_with("default_model: sim/demo\n");
+    let (mut server, url) = http_server(home.path());
+    let seen = client_at(&python, home.path(), "list", "", Some(&url));
+    let tools: Vec<&str> = seen["tools"].as_array().unwrap().iter().map(s).collect();
+    assert!(
+        tools.contains(&"run_team") && tools.contains(&"list_teams"),
+        "{tools:?}"
+    );
+    assert!(s(&seen["teams"]["text"]).contains("- Research Panel ("), "{seen}");
+    let seen = client_at(&python, home.path(), "origin", "", Some(&url));
+    assert_eq!(seen["evil"], 403, "{seen}");
+    assert_eq!(seen["local"], 200, "{seen}");
+    assert_eq!(seen["none"], 200, "{seen}");
+    // SIGTERM ends it cleanly.
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = server.wait().expect("wait for huddle mcp");
+    assert!(status.success(), "{status:?}");
+    wait_for_host_exit(home.path());
+}
+
+#[test]
+fn http_is_served_on_loopback_only() {
+    let home = home_with("default_model: sim/demo\n");
+    let out = huddle(home.path(), &["mcp", "--http", "0.0.0.0:0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("`0.0.0.0:0` is not a loopback address"),
+        "{}",
+        text(&out.stderr)
     );
 }

@@ -1,0 +1,122 @@
+//! `huddle mcp --http ADDR`: the same server over streamable HTTP, on a loopback address only.
+//! Stateful sessions (one handler per session, as over stdio), so progress notifications and
+//! elicitation work as they do there. rmcp checks `Host` (loopback names only, against DNS
+//! rebinding) and `Origin` (absent, or a loopback origin on any port; else 403).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+use super::McpFront;
+use crate::cli::note;
+use crate::config::Paths;
+
+/// The `Host` names a request may carry (any port).
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// The browser origins a request may come from (any port); a request without `Origin` passes.
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "https://localhost:*",
+    "http://127.0.0.1:*",
+    "https://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://[::1]:*",
+];
+
+/// `ADDR` as a socket address, if it is a loopback one.
+fn loopback_addr(addr: &str) -> Result<SocketAddr, String> {
+    let parsed: SocketAddr = addr
+        .parse()
+        .map_err(|_| format!("`{addr}` is not an address such as 127.0.0.1:8080 or [::1]:0"))?;
+    if !parsed.ip().is_loopback() {
+        return Err(format!(
+            "`{addr}` is not a loopback address: huddle mcp serves HTTP on 127.0.0.1 or [::1] only"
+        ));
+    }
+    Ok(parsed)
+}
+
+/// Serves until Ctrl-C or SIGTERM: 0, or 2 for an address that is not loopback, 1 if it cannot
+/// bind. The bound URL goes to stderr. Runs it started go on in the host.
+pub async fn serve_http(paths: &Paths, repo: PathBuf, addr: &str) -> u8 {
+    let addr = match loopback_addr(addr) {
+        Ok(a) => a,
+        Err(e) => {
+            note(format_args!("huddle mcp: {e}"));
+            return 2;
+        }
+    };
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            note(format_args!("huddle mcp: cannot listen on {addr}: {e}"));
+            return 1;
+        }
+    };
+    let bound = listener.local_addr().unwrap_or(addr);
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(LOOPBACK_HOSTS)
+        .with_allowed_origins(LOOPBACK_ORIGINS)
+        .enforce_origin_validation();
+    let cancel = config.cancellation_token.clone();
+    let front = McpFront {
+        paths: Arc::new(paths.clone()),
+        repo: Arc::new(repo),
+    };
+    let service = StreamableHttpService::new(
+        move || Ok(front.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    note(format_args!("huddle mcp: serving http://{bound}/mcp"));
+    let stop = crate::host::stop_signal();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "huddle mcp: accept failed");
+                        continue;
+                    }
+                };
+                let hyper_service = TowerToHyperService::new(service.clone());
+                tokio::spawn(async move {
+                    let connection = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), hyper_service);
+                    if let Err(e) = connection.await {
+                        tracing::debug!(error = %e, "huddle mcp: an HTTP connection ended");
+                    }
+                });
+            }
+            signal = &mut stop => {
+                tracing::info!(signal, "huddle mcp (HTTP) stops");
+                break;
+            }
+        }
+    }
+    cancel.cancel();
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_addresses_are_served() {
+        assert!(loopback_addr("127.0.0.1:0").is_ok());
+        assert!(loopback_addr("[::1]:8080").is_ok());
+        let wide = loopback_addr("0.0.0.0:0").unwrap_err();
+        assert!(wide.contains("not a loopback address"), "{wide}");
+        assert!(loopback_addr("192.168.1.2:80").is_err());
+        assert!(loopback_addr("localhost").is_err());
+    }
+}
