@@ -8,13 +8,16 @@
 //! that ask for approval are asked through MCP (elicitation) when the client can be asked,
 //! else denied: never allowed by default.
 
+mod resources;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitationAction, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ElicitationAction, Implementation, JsonObject, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -22,13 +25,13 @@ use serde_json::{Value, json};
 
 use crate::cli::note;
 use crate::config::{Config, Paths};
-use crate::engine::events::{EngineEvent, EventKind, RunRecord};
+use crate::engine::events::{EngineEvent, EventKind};
 use crate::headless::{self, RunRequest};
 use crate::host::client::{Client, ClientError, Reader, Writer};
 use crate::host::protocol::{Hello, HostMessage, Reply, Request, RunInfo};
 use crate::model::{CycleOutcome, Mode, Organization, RunBudget};
 use crate::presets::Catalog;
-use crate::store::{OrganizationFile, RunFiles, RunOwner};
+use crate::store::{OrganizationFile, RunFiles};
 use crate::tools::Decision;
 
 /// The server: what it needs to reach the host.
@@ -222,7 +225,12 @@ fn arg_f64(args: &JsonObject, key: &str) -> Result<Option<f64>, String> {
 
 impl ServerHandler for McpFront {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
             .with_server_info(Implementation::new("huddle", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Run huddle teams of LLM agents. list_teams shows presets and groups; run_team runs one on a prompt and returns its answer (runs go on in huddle's host even if the call is cancelled: run_status, run_result and cancel_run take the run id it reports).",
@@ -239,6 +247,50 @@ impl ServerHandler for McpFront {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         tools().into_iter().find(|t| t.name == name)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let paths = Arc::clone(&self.paths);
+        let org = self.organization();
+        let listed = tokio::task::spawn_blocking(move || resources::list(&paths, &org)).await;
+        listed
+            .map(ListResourcesResult::with_all_items)
+            .map_err(|e| McpError::internal_error(format!("could not list the resources: {e}"), None))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        // A run the host has now has no result yet, and its trace is still going.
+        let going = match self.call(Request::Ps).await {
+            Ok(Some(Reply::Runs { runs })) => runs,
+            _ => Vec::new(),
+        };
+        let paths = Arc::clone(&self.paths);
+        let org = self.organization();
+        let uri = request.uri;
+        let read = tokio::task::spawn_blocking(move || resources::read(&paths, &org, &going, &uri)).await;
+        match read {
+            Ok(result) => result.map(ReadResourceResponse::from),
+            Err(e) => Err(McpError::internal_error(
+                format!("could not read the resource: {e}"),
+                None,
+            )),
+        }
     }
 
     async fn call_tool(
@@ -845,67 +897,40 @@ impl Ended {
 /// group's name, and reads its answer and end.
 fn ended_run(paths: &Paths, org: &Organization, target: &str) -> Result<Ended, String> {
     let files = RunFiles::new(paths.runs_dir());
-    let mut candidates: Vec<(RunOwner, String, String)> = Vec::new();
-    for g in &org.groups {
-        for id in files.list(&g.id).unwrap_or_default() {
-            candidates.push((RunOwner::Group(g.id.clone()), g.name.clone(), id));
-        }
-    }
-    for s in &org.sessions {
-        for id in files
-            .list_of(&RunOwner::Session(s.id.clone()))
-            .unwrap_or_default()
-        {
-            candidates.push((RunOwner::Session(s.id.clone()), s.name.clone(), id));
-        }
-    }
-    let exact: Vec<&(RunOwner, String, String)> = candidates.iter().filter(|c| c.2 == target).collect();
-    let prefixed: Vec<&(RunOwner, String, String)> =
-        candidates.iter().filter(|c| c.2.starts_with(target)).collect();
-    let chosen = if let Some(c) = exact.first() {
-        *c
-    } else if prefixed.len() == 1 {
-        prefixed[0]
+    let entries = resources::run_entries(&files, org);
+    let prefixed: Vec<&resources::RunEntry> =
+        entries.iter().filter(|e| e.run_id.starts_with(target)).collect();
+    let chosen = if let Some(e) = entries.iter().find(|e| e.run_id == target) {
+        e
+    } else if let [one] = prefixed.as_slice() {
+        one
     } else if prefixed.len() > 1 {
         return Err(format!(
             "`{target}` is the start of {} runs: give more of it",
             prefixed.len()
         ));
     } else if let Some(g) = org.group_by_name(target) {
-        candidates
+        let owner = crate::store::RunOwner::Group(g.id.clone());
+        entries
             .iter()
-            .filter(|c| c.0 == RunOwner::Group(g.id.clone()))
-            .max_by(|a, b| a.2.cmp(&b.2))
+            .rfind(|e| e.owner == owner)
             .ok_or_else(|| format!("group `{target}` has no runs"))?
     } else {
         return Err(format!(
             "no run or group `{target}` (list_runs shows the runs going)"
         ));
     };
-    let (owner, name, run_id) = chosen;
-    let lines = files.read_lines_of(owner, run_id).map_err(|e| e.to_string())?;
-    let mut ended = Ended {
-        run_id: run_id.clone(),
-        group: name.clone(),
-        answer: None,
-        outcome: None,
-        failed: None,
-    };
-    for line in &lines {
-        let Ok(record) = serde_json::from_str::<RunRecord>(line) else {
-            continue;
-        };
-        ended.group.clone_from(&record.event.group);
-        match record.event.kind {
-            EventKind::RunResult { text } => ended.answer = Some(text),
-            EventKind::RunEnded { outcome, failed, .. } => {
-                ended.outcome = outcome.or(Some(CycleOutcome::Cancelled));
-                ended.failed = failed;
-            }
-            _ => {}
-        }
-    }
-    Ok(ended)
+    let lines = files
+        .read_lines_of(&chosen.owner, &chosen.run_id)
+        .map_err(|e| e.to_string())?;
+    let end = resources::run_end(&lines);
+    Ok(Ended {
+        run_id: chosen.run_id.clone(),
+        group: end.group.unwrap_or_else(|| chosen.name.clone()),
+        answer: end.answer,
+        outcome: end.outcome,
+        failed: end.failed,
+    })
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::config::Paths;
 use crate::model::{Group, Organization};
 use crate::store::{DataDirLock, OrganizationFile, RunFiles};
 use crate::text::sanitize;
-use crate::trace::{RunState, TraceBuilder, render};
+use crate::trace::{TraceBuilder, render};
 
 /// Exit code of a usage error: an unknown group or run, no runs yet.
 const USAGE: u8 = 2;
@@ -94,16 +94,12 @@ fn tree_text(paths: &Paths, args: &TraceArgs) -> Result<String, Failure> {
         .read_lines(&group.id, run_id)
         .map_err(|e| failed(e.to_string()))?;
     // Member turns by their members' handles, as the TUI and `huddle run` name them.
-    let mut builder = TraceBuilder::named(crate::describe::Names::of_members(&org, &group.id));
-    for line in &lines {
-        builder.apply_line(line);
-    }
     // A file without its end is a run still going only while the host (or a TUI) has it.
-    let trace = if builder.trace().run.state == RunState::Running && still_going(paths, run_id) {
-        builder.into_trace()
-    } else {
-        builder.finish()
-    };
+    let trace = TraceBuilder::of_run_file(
+        crate::describe::Names::of_members(&org, &group.id),
+        &lines,
+        || still_going(paths, run_id),
+    );
     Ok(if args.json {
         format!("{}\n", render::json(&trace))
     } else {

@@ -367,6 +367,25 @@ impl TraceBuilder {
         builder.finish()
     }
 
+    /// A run file's lines, its members named as `names` has them. A file without its end is a
+    /// run still going when `going` says so (asked only then): its nodes stay as they are; else
+    /// what never finished is interrupted.
+    pub fn of_run_file<S: AsRef<str>>(
+        names: crate::describe::Names,
+        lines: &[S],
+        going: impl FnOnce() -> bool,
+    ) -> Trace {
+        let mut builder = TraceBuilder::named(names);
+        for line in lines {
+            builder.apply_line(line.as_ref());
+        }
+        if builder.trace().run.state == RunState::Running && going() {
+            builder.into_trace()
+        } else {
+            builder.finish()
+        }
+    }
+
     /// Takes one line of a run file: a record, or a line that cannot be read (counted).
     pub fn apply_line(&mut self, line: &str) {
         match serde_json::from_str::<RunRecord>(line) {

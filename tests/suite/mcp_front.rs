@@ -132,6 +132,91 @@ fn a_research_panel_runs_to_its_end_with_progress() {
     wait_for_host_exit(home.path());
 }
 
+/// The text of a read resource's one content, as JSON, with its URI and MIME type checked.
+fn resource_json(read: &Value, uri: &str) -> Value {
+    let contents = read.as_array().unwrap_or_else(|| panic!("{read}"));
+    assert_eq!(contents.len(), 1, "{read}");
+    assert_eq!(contents[0]["uri"], uri, "{read}");
+    assert_eq!(contents[0]["mime"], "application/json", "{read}");
+    serde_json::from_str(s(&contents[0]["text"])).unwrap_or_else(|e| panic!("{e}: {read}"))
+}
+
+/// A run's result and trace and its members' transcripts are resources (listed among the
+/// newest, read by URI), with secrets and terminal controls taken out; nothing else is.
+#[test]
+fn a_runs_result_trace_and_transcripts_are_resources() {
+    let Some(python) = python() else { return };
+    let home = home_with("default_model: sim/demo\n");
+    let secret = "sk-proj-abcdefghijklmnopqrstuvwx";
+    let prompt = format!("Is tea better than coffee? my key is {secret} \u{1b}[31mred");
+    let seen = client(&python, home.path(), "resources", &prompt);
+    assert_eq!(seen["advertised"], true, "{seen}");
+    assert_eq!(seen["before"].as_array().map(Vec::len), Some(0), "{seen}");
+    let run_id = s(&seen["run_id"]).to_string();
+    assert!(!run_id.is_empty(), "{seen}");
+    let templates: Vec<&str> = seen["templates"].as_array().unwrap().iter().map(s).collect();
+    assert_eq!(
+        templates,
+        [
+            "huddle://runs/{run_id}/result",
+            "huddle://runs/{run_id}/trace",
+            "huddle://sessions/{session_id}/transcript"
+        ]
+    );
+    let listed: Vec<&str> = seen["listed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| s(&r["uri"]))
+        .collect();
+    let result_uri = format!("huddle://runs/{run_id}/result");
+    let trace_uri = format!("huddle://runs/{run_id}/trace");
+    assert!(listed.contains(&result_uri.as_str()), "{listed:?}");
+    assert!(listed.contains(&trace_uri.as_str()), "{listed:?}");
+    let transcripts = listed
+        .iter()
+        .filter(|u| u.starts_with("huddle://sessions/"))
+        .count();
+    assert!(transcripts >= 2, "a panel's members' transcripts: {listed:?}");
+
+    let result = resource_json(&seen["result"], &result_uri);
+    assert_eq!(result["run_id"], run_id.as_str(), "{result}");
+    assert_eq!(result["state"], "ended", "{result}");
+    assert_eq!(result["outcome"], "completed", "{result}");
+    assert!(!s(&result["answer"]).is_empty(), "{result}");
+
+    // The trace is what `huddle trace --json` prints for the run, the secret taken out.
+    let trace = resource_json(&seen["trace"], &trace_uri);
+    wait_for_host_exit(home.path());
+    let printed = huddle(home.path(), &["trace", "--json", "--run", &run_id]);
+    let printed = text(&printed.stdout);
+    assert!(printed.contains(secret), "{printed}");
+    let printed: Value = serde_json::from_str(&printed.replace(secret, "[redacted]")).unwrap();
+    assert_eq!(trace, printed);
+    assert_eq!(trace["run"]["state"], "ended", "{trace}");
+
+    let transcript = &seen["transcript"];
+    let uri = s(&transcript[0]["uri"]).to_string();
+    let transcript = resource_json(transcript, &uri);
+    let messages = transcript["messages"].as_array().unwrap();
+    assert!(!messages.is_empty(), "{transcript}");
+    let all = transcript.to_string();
+    assert!(all.contains("Is tea better than coffee?"), "the prompt: {all}");
+    assert!(!all.contains(secret), "redacted: {all}");
+    assert!(all.contains("[redacted]"), "{all}");
+    assert!(
+        !all.contains("\\u001b") && !all.contains('\u{1b}'),
+        "cleaned: {all}"
+    );
+
+    let errors = seen["errors"].as_object().unwrap();
+    assert_eq!(errors.len(), 4, "{seen}");
+    for (uri, error) in errors {
+        assert!(error.is_object(), "{uri} must not be read: {error}");
+        assert_eq!(error["code"], -32002, "resource not found: {uri} {error}");
+    }
+}
+
 #[test]
 fn a_detached_run_is_listed_and_cancelled() {
     let Some(python) = python() else { return };
