@@ -117,6 +117,17 @@ impl Host {
 }
 
 /// The git repository a working directory belongs to, as git lays it out on disk.
+/// The directory every worktree shares, for a linked worktree's own git directory
+/// (`<common>/worktrees/<name>`): where git put it, whatever a `commondir` file in it says (a
+/// sandboxed process could have written one). None for any other git directory (it is its
+/// own). huddle's git runner and the sandbox both find a checkout's git directories so.
+pub fn common_dir_of(git_dir: &Path) -> Option<&Path> {
+    git_dir
+        .parent()
+        .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
+        .and_then(Path::parent)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GitLayout {
     /// The git directory every worktree shares (`<repo>/.git`).
@@ -149,9 +160,8 @@ impl GitLayout {
                 let text = std::fs::read_to_string(&dot_git).ok()?;
                 let gitdir = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
                 let admin = canonical(d.join(gitdir));
-                let common = std::fs::read_to_string(admin.join("commondir"))
-                    .ok()
-                    .map(|c| canonical(admin.join(c.trim())))
+                let common = common_dir_of(&admin)
+                    .map(Path::to_path_buf)
                     .unwrap_or_else(|| admin.clone());
                 return Some(GitLayout {
                     branch: head_branch(&admin),
@@ -547,6 +557,16 @@ mod tests {
                 repo.join(".git/worktrees/t-dev-0a1b/modules"),
             ]
         );
+        // A planted `commondir` does not move the shared git directory (mends item 10: as
+        // huddle's git runner finds it).
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(
+            repo.join(".git/worktrees/t-dev-0a1b/commondir"),
+            format!("{}\n", elsewhere.display()),
+        )
+        .unwrap();
+        assert_eq!(GitLayout::discover(&wt).unwrap().common, repo.join(".git"));
         let main = GitLayout::discover(&repo).unwrap();
         assert_eq!((main.admin, main.branch.as_deref()), (None, Some("main")));
         assert!(GitLayout::discover(Path::new("/")).is_none());

@@ -223,11 +223,7 @@ impl Layout {
                 ),
             ));
         }
-        let in_worktrees = git_dir
-            .parent()
-            .filter(|p| p.file_name().is_some_and(|n| n == "worktrees"))
-            .and_then(Path::parent);
-        let common_dir = match in_worktrees {
+        let common_dir = match crate::sandbox::profile::common_dir_of(&git_dir) {
             // A linked worktree: its common directory is where git put its directory, whatever
             // a `commondir` file says.
             Some(common) => {
