@@ -627,3 +627,83 @@ async fn a_line_that_is_not_utf8_is_read_lossily_and_the_turn_goes_on() {
     let t = raw_turn(p.as_ref(), dir.path(), "badutf8", None).await;
     assert_eq!(t.out().text, "caf\u{fffd}e ok");
 }
+
+/// "Always allow" (`a`) on an ACP agent's call is kept for the very call the popup showed (its
+/// kind, title and input), not for its kind: the agent names the kind itself, so a grant on
+/// `read` must not let it pass `rm -rf` off as a read (review 27-B). Through the engine, as
+/// the TUI answers the approval broker.
+#[tokio::test]
+async fn always_allow_covers_the_same_call_again_not_every_call_of_its_kind() {
+    use huddle::engine::events::EventKind;
+    use huddle::engine::{Engine, EngineOptions, EventSink};
+    use huddle::model::{Group, GroupKind, Organization, Session};
+    use huddle::store::{OrgHandle, Transcripts};
+    use huddle::tools::ApprovalPolicy;
+
+    let Some(python) = test_python("json") else { return };
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp/raw_agent.py");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut p = ProviderConfig::new("agent", ProviderKind::Acp);
+    p.command = vec![python.display().to_string(), script.display().to_string()];
+    let mut config = Config::default();
+    config.providers.push(p);
+    let mut org = Organization::default();
+    let group = Group::new("solo", GroupKind::Default);
+    let session = Session::new("coder", &group.id, "agent/x");
+    let id = session.id.clone();
+    org.groups.push(group);
+    org.sessions.push(session);
+    let (sink, mut events) = EventSink::channel();
+    let engine = Engine::new(
+        huddle::sim::providers(&config).expect("providers"),
+        OrgHandle::in_memory(org),
+        Transcripts::new(dir.path().join("sessions")),
+        sink,
+        EngineOptions {
+            approval: ApprovalPolicy::Ask,
+            ..EngineOptions::default()
+        },
+    );
+    // One chat turn, answering an approval request (if one comes) with `decision`; the agent's
+    // answer (the option huddle picked) and whether it was asked.
+    let mut chat = async |prompt: &str, decision: Decision| -> (String, bool) {
+        let turn = engine.start_chat(&id, prompt.into(), None).expect("starts");
+        let turn = tokio::spawn(turn);
+        let mut asked = false;
+        while let Some(e) = events.recv().await {
+            match &e.kind {
+                EventKind::ToolApprovalRequested { approval_id, .. } => {
+                    asked = true;
+                    assert!(engine.answer_approval(*approval_id, decision));
+                }
+                EventKind::RunEnded { .. } => break,
+                _ => {}
+            }
+        }
+        let result = turn.await.expect("turn");
+        assert!(result.success, "{:?}", result.error);
+        (result.text.trim().to_string(), asked)
+    };
+    let read_notes = "ask read cat-notes cat";
+    assert_eq!(
+        chat(read_notes, Decision::ApproveForSession).await,
+        ("allow-always".to_string(), true)
+    );
+    // The same call again: answered without asking.
+    assert_eq!(
+        chat(read_notes, Decision::Deny).await,
+        ("allow-once".to_string(), false)
+    );
+    // Another input under the same kind and title, another title, a kind-less call: asked.
+    for other in [
+        "ask read cat-notes rm",
+        "ask read list-notes cat",
+        "ask other cat-notes cat",
+    ] {
+        assert_eq!(
+            chat(other, Decision::Deny).await,
+            ("reject-once".to_string(), true),
+            "{other}"
+        );
+    }
+}
