@@ -202,7 +202,7 @@ async fn an_allowed_edit_streams_text_a_tool_cell_and_its_diff() {
     )
     .await;
     let out = t.out();
-    assert_eq!(out.text, " Done.", "the words after the last step");
+    assert_eq!(out.text, "Done.", "the words after the last step");
     assert_eq!(t.deltas.concat(), "Hello from the test agent. Done.");
     assert_eq!(out.finish_reason.as_deref(), Some("end_turn"));
     let steps = calls_and_results(&t.activity);
@@ -275,7 +275,7 @@ async fn a_denied_or_unaskable_permission_allows_nothing() {
         match option {
             Some(option) => {
                 assert_eq!(outcome["optionId"], option, "{decision:?}");
-                assert_eq!(t.out().text, " Permission denied.");
+                assert_eq!(t.out().text, "Permission denied.");
                 let steps = calls_and_results(&t.activity);
                 assert_eq!(steps[1], "result call_1 error=true: denied by user", "{steps:?}");
                 assert!(!s.dir.path().join("config.json").exists(), "nothing written");
@@ -477,11 +477,27 @@ fn huddle_run_answers_an_acp_agents_permission_by_its_approval_rule() {
     assert_eq!(decided[0]["decision"], "deny");
     assert_eq!(named(&ev, "tool_call")[0]["name"], "Edit config.json");
     assert_eq!(named(&ev, "tool_result")[0]["ok"], false);
+
     assert!(!work.path().join("config.json").exists(), "nothing written");
     assert_eq!(
         logged(&log).last().expect("logged")["outcome"]["optionId"],
         "reject-once"
     );
+
+    // Without --events: the agent's words before its call are not in its answer (stdout), the
+    // progress line of the call says them (review 27-C).
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(["run", "--model", "agent/x", "edit it"])
+        .env("HUDDLE_HOME", home.path())
+        .current_dir(work.path())
+        .output()
+        .expect("run huddle");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("\"Hello from the test agent.\" then Edit config.json("),
+        "{stderr}"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Permission denied.\n");
 
     let out = run(&["--approve-tools"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
