@@ -261,6 +261,29 @@ pub struct AgentReport {
     pub resume_failed: Option<String>,
 }
 
+/// The cost an agent reported for its turn (`usd`), as huddle counts it
+/// ([`crate::model::ReportedCost`]): a negative or NaN figure is dropped, one above
+/// [`crate::model::MAX_REPORTED_TURN_USD`] is clipped, each with a warning in the log that names
+/// the provider and the figure (a number, nothing of the agent's words).
+pub fn reported_cost(provider: &str, usd: f64) -> Option<f64> {
+    use crate::model::{MAX_REPORTED_TURN_USD, ReportedCost};
+    let checked = ReportedCost::check(usd);
+    match checked {
+        ReportedCost::Taken(_) => {}
+        ReportedCost::Clipped(_) => tracing::warn!(
+            provider,
+            reported = %format_args!("{usd:.3e}"),
+            "an agent reported a turn cost above ${MAX_REPORTED_TURN_USD}; counted as ${MAX_REPORTED_TURN_USD}"
+        ),
+        ReportedCost::Dropped => tracing::warn!(
+            provider,
+            reported = %format_args!("{usd:.3e}"),
+            "an agent reported a negative or invalid turn cost; dropped (the turn counts as unpriced)"
+        ),
+    }
+    checked.usd()
+}
+
 impl TurnRequest {
     pub fn new(model: impl Into<String>, messages: Vec<ChatMessage>) -> TurnRequest {
         TurnRequest {

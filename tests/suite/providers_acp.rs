@@ -564,3 +564,66 @@ fn an_acp_members_mcp_servers_are_offered_to_the_agent_in_session_new() {
         "{stdout}"
     );
 }
+
+/// The misbehaving raw agent (`tests/fixtures/acp/raw_agent.py`, standard library only).
+fn raw_agent() -> Option<(tempfile::TempDir, Arc<dyn Provider>)> {
+    let python = test_python("json")?;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp/raw_agent.py");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = provider(vec![python.display().to_string(), script.display().to_string()]);
+    Some((dir, p))
+}
+
+async fn raw_turn(p: &dyn Provider, dir: &Path, text: &str, resume: Option<&str>) -> Turn {
+    let mut req = request(dir, text, resume);
+    // Long enough for a slow machine, short enough that a hang fails the test.
+    req.turn_timeout = Some(std::time::Duration::from_secs(60));
+    turn(p, req, None, CancellationToken::new()).await
+}
+
+/// An agent's cost is checked before it is counted (review 27-A): negative is dropped, absurd
+/// is clipped (a budget still stops the run); ACP's `cost` is the session's cumulative cost,
+/// so a continued session's turn counts only what it added.
+#[tokio::test]
+async fn an_acp_agents_cost_is_checked_and_counted_per_turn() {
+    let Some((dir, p)) = raw_agent() else { return };
+    let cost = |t: &Turn| t.out().agent.as_ref().expect("report").cost_usd;
+    let t = raw_turn(p.as_ref(), dir.path(), "cost 0.2 0.5", None).await;
+    assert_eq!(t.out().text, "ok");
+    assert_eq!(cost(&t), Some(0.5), "the last cumulative figure of a new session");
+    let t = raw_turn(p.as_ref(), dir.path(), "cost 1.25", Some("raw-1")).await;
+    assert_eq!(cost(&t), Some(0.75), "what the continued session added");
+    let t = raw_turn(p.as_ref(), dir.path(), "cost -5", None).await;
+    assert_eq!(cost(&t), None, "a negative cost is dropped");
+    let t = raw_turn(p.as_ref(), dir.path(), "cost nan", None).await;
+    assert_eq!(cost(&t), None, "NaN (written as the bare word NaN) is not a cost");
+    let t = raw_turn(p.as_ref(), dir.path(), "cost 1e308", None).await;
+    assert_eq!(cost(&t), Some(huddle::model::MAX_REPORTED_TURN_USD), "clipped");
+}
+
+/// A line past the bound ends the turn with an error as soon as it passes it, while the agent
+/// is still writing it (it never ends it): the line is never held whole (review 27-D). The
+/// next turn starts the agent anew and works.
+#[tokio::test]
+async fn an_endless_line_ends_the_turn_with_an_error_and_the_next_turn_works() {
+    let Some((dir, p)) = raw_agent() else { return };
+    let t = raw_turn(p.as_ref(), dir.path(), "huge 20", None).await;
+    let err = t.result.as_ref().expect_err("fails");
+    assert_eq!(err.kind, ErrorKind::Protocol, "{err}");
+    assert!(
+        err.message
+            .contains("the agent wrote a line longer than 16 MiB during session/prompt"),
+        "{err}"
+    );
+    let t = raw_turn(p.as_ref(), dir.path(), "hi", None).await;
+    assert_eq!(t.out().text, "hello");
+}
+
+/// A line that is not UTF-8 does not fail the turn: it is read with U+FFFD in place of the bad
+/// byte, as the ACP TypeScript SDK reads it.
+#[tokio::test]
+async fn a_line_that_is_not_utf8_is_read_lossily_and_the_turn_goes_on() {
+    let Some((dir, p)) = raw_agent() else { return };
+    let t = raw_turn(p.as_ref(), dir.path(), "badutf8", None).await;
+    assert_eq!(t.out().text, "caf\u{fffd}e ok");
+}
