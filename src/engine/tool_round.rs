@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::model::ToolCall;
 use crate::providers::PermissionRequest;
-use crate::tools::approval::{DENIED_BY_USER, DENIED_HEADLESS};
+use crate::tools::approval::{DENIED_BY_USER, DENIED_HEADLESS, DENIED_OVER_MCP};
 use crate::tools::limits::cap_result;
 use crate::tools::{AgentOption, Approval, ApprovalPolicy, Decision, Offer, ToolError, schema, split_name};
 
@@ -362,9 +362,14 @@ impl CallContext<'_> {
                 settle(0, Decision::ApproveOnce, Some("--approve-tools"));
                 return Ok(Decision::ApproveOnce);
             }
-            ApprovalPolicy::DenyAll => {
-                settle(0, Decision::Deny, Some(DENIED_HEADLESS));
-                return Err(DENIED_HEADLESS.to_string());
+            ApprovalPolicy::DenyAll | ApprovalPolicy::DenyOverMcp => {
+                let reason = if policy == ApprovalPolicy::DenyOverMcp {
+                    DENIED_OVER_MCP
+                } else {
+                    DENIED_HEADLESS
+                };
+                settle(0, Decision::Deny, Some(reason));
+                return Err(reason.to_string());
             }
             ApprovalPolicy::Ask => {
                 let (approval_id, answer) = approvals.request();

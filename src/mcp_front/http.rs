@@ -65,10 +65,9 @@ pub async fn serve_http(paths: &Paths, repo: PathBuf, addr: &str) -> u8 {
         .with_allowed_origins(LOOPBACK_ORIGINS)
         .enforce_origin_validation();
     let cancel = config.cancellation_token.clone();
-    let front = McpFront {
-        paths: Arc::new(paths.clone()),
-        repo: Arc::new(repo),
-    };
+    // Stopping lets go of the calls that follow runs (the runs go on in the host).
+    let front = McpFront::new(paths, repo, cancel.clone());
+    let tasks = front.tasks.clone();
     let service = StreamableHttpService::new(
         move || Ok(front.clone()),
         Arc::new(LocalSessionManager::default()),
@@ -103,6 +102,7 @@ pub async fn serve_http(paths: &Paths, repo: PathBuf, addr: &str) -> u8 {
         }
     }
     cancel.cancel();
+    tasks.shutdown();
     0
 }
 

@@ -2,7 +2,10 @@
 //! in .ci/setup-python-tools.sh), over stdio, connecting as Claude Code and Codex do (the
 //! initialize handshake). It lists the tools and teams, runs a Research Panel on the sim to its
 //! end with progress, detaches and cancels a run, has tool approvals asked (elicitation) or
-//! denied, and leaves a run going in the host when it goes away.
+//! denied, and leaves a run going in the host when it goes away (and `huddle mcp` exits). MCP
+//! Tasks (protocol 2026-07-28), which that SDK has no client for, are driven with raw JSON-RPC
+//! (tests/fixtures/mcp_tasks_client.py): a run to completion through tasks/get, a cancel, and
+//! an approval asked as an input request.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -51,7 +54,18 @@ fn client(python: &Path, home: &Path, scenario: &str, arg: &str) -> Value {
 
 /// `client`, over streamable HTTP to `url` when given (else it starts `huddle mcp` on stdio).
 fn client_at(python: &Path, home: &Path, scenario: &str, arg: &str, url: Option<&str>) -> Value {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_client.py");
+    run_script(python, "mcp_client.py", home, scenario, arg, url)
+}
+
+/// The raw MCP Tasks client's `scenario` against `huddle mcp` on `home`.
+fn tasks_client(python: &Path, home: &Path, scenario: &str, arg: &str) -> Value {
+    run_script(python, "mcp_tasks_client.py", home, scenario, arg, None)
+}
+
+fn run_script(python: &Path, name: &str, home: &Path, scenario: &str, arg: &str, url: Option<&str>) -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
     let out = Command::new(python)
         .arg(&script)
         .args([
@@ -339,10 +353,10 @@ fn tool_approvals_are_asked_through_mcp_or_denied() {
     let seen = client(&python, home.path(), "approval", "none");
     let text = s(&seen["run"]["text"]);
     assert!(
-        text.contains(
-            "a tool call of clock-team-one: denied: huddle run does not run tools that need approval"
-        ),
-        "{seen}"
+        text.contains("a tool call of clock-team-one: denied: huddle mcp could not ask anyone")
+            && text.contains("a client that supports elicitation or MCP Tasks is asked")
+            && !text.contains("--approve-tools"),
+        "said in MCP's terms: {seen}"
     );
     assert_eq!(seen["asked"].as_array().unwrap().len(), 0);
 
@@ -354,8 +368,8 @@ fn tool_approvals_are_asked_through_mcp_or_denied() {
     assert!(
         !notes
             .iter()
-            .any(|n| s(n).contains("huddle run does not run tools")),
-        "{notes:?}"
+            .any(|n| s(n).contains("could not ask anyone") || s(n).contains("huddle run does not run tools")),
+        "denied by the client, not unasked: {notes:?}"
     );
 
     let seen = client(&python, home.path(), "approval", "allow");
@@ -404,7 +418,22 @@ fn a_run_outlives_its_mcp_client() {
         .iter()
         .find(|r| r["run_id"] == run_id.as_str())
         .unwrap_or_else(|| panic!("the run goes on after its client went: {runs:?}"));
-    assert!(s(&listed["front"]).starts_with("huddle mcp (pid "), "{listed}");
+    let front = s(&listed["front"]);
+    let pid: u32 = front
+        .strip_prefix("huddle mcp (pid ")
+        .and_then(|rest| rest.strip_suffix(')'))
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("{listed}"));
+    // `huddle mcp` noticed its client go (its input closed) and exited, well before rmcp's own
+    // 5 s wait for calls in flight (the run_team call never ends by itself).
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while alive(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "huddle mcp (pid {pid}) lingers after its client went"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let deadline = Instant::now() + Duration::from_secs(120);
     while !ps(home.path()).is_empty() {
         assert!(Instant::now() < deadline, "the run never ended");
@@ -417,6 +446,130 @@ fn a_run_outlives_its_mcp_client() {
     assert_eq!(
         trace["run"]["outcome"], "goal_met",
         "not stopped when its client went: {trace}"
+    );
+}
+
+/// Whether process `pid` is alive (a zombie nobody reaped has exited).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the command's closing parenthesis.
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
+    })
+}
+
+/// A task (protocol 2026-07-28, the tasks extension in the request's capabilities): created at
+/// once, `working` with the run's progress as its status message, `completed` with the result a
+/// blocking call gives; an unknown task is an error. The same call without the extension
+/// blocks, with progress notifications.
+#[test]
+fn run_team_as_an_mcp_task_is_followed_to_its_result() {
+    let Some(python) = python() else { return };
+    let home = home_with("default_model: sim/slow-300ms\n");
+    let seen = tasks_client(&python, home.path(), "run", "Is tea better than coffee?");
+    let created = &seen["created"]["result"];
+    assert_eq!(created["resultType"], "task", "{seen}");
+    assert_eq!(created["status"], "working", "{created}");
+    assert!(
+        created["ttlMs"].as_u64().is_some_and(|t| t >= 3_600_000),
+        "{created}"
+    );
+    let final_ = &seen["final"];
+    assert_eq!(final_["status"], "completed", "{final_}");
+    let result = &final_["result"];
+    assert_eq!(result["isError"], false, "{result}");
+    let structured = &result["structuredContent"];
+    assert_eq!(structured["outcome"], "completed", "{result}");
+    assert!(!s(&structured["answer"]).is_empty(), "{result}");
+    let run_id = s(&structured["run_id"]);
+    let named = format!("run {run_id} of `");
+    assert!(
+        s(&final_["statusMessage"]).starts_with(&named)
+            && s(&final_["statusMessage"]).ends_with(": completed"),
+        "{final_}"
+    );
+    // While it ran: `working`, its status message the run's progress.
+    let seen_steps = seen["seen"].as_array().unwrap();
+    assert!(
+        seen_steps
+            .iter()
+            .any(|step| step["status"] == "working" && s(&step["message"]).starts_with(&named)),
+        "{seen_steps:?}"
+    );
+    assert!(seen["unknown"]["error"].is_object(), "{seen}");
+    // Without the extension: a plain blocking call, with progress.
+    let plain = &seen["plain"]["result"];
+    assert_ne!(plain["resultType"], "task", "{plain}");
+    assert_eq!(plain["structuredContent"]["outcome"], "completed", "{plain}");
+    let progress: Vec<&str> = seen["progress"].as_array().unwrap().iter().map(s).collect();
+    assert!(
+        progress.first().is_some_and(|p| p.ends_with("started")) && progress.len() > 3,
+        "{progress:?}"
+    );
+    wait_for_host_exit(home.path());
+}
+
+/// tasks/cancel stops the task's run (it ends cancelled in its trace) and the task says
+/// `cancelled`.
+#[test]
+fn a_cancelled_mcp_task_stops_its_run() {
+    let Some(python) = python() else { return };
+    let home = home_with("default_model: sim/slow-300ms\n");
+    let seen = tasks_client(&python, home.path(), "cancel", "");
+    assert_eq!(seen["started"]["status"], "working", "{seen}");
+    assert_eq!(seen["cancel"]["result"]["resultType"], "complete", "{seen}");
+    let final_ = &seen["final"];
+    assert_eq!(final_["status"], "cancelled", "{final_}");
+    let message = s(&final_["statusMessage"]);
+    let run_id = message
+        .strip_prefix("run ")
+        .and_then(|r| r.split(' ').next())
+        .unwrap_or_else(|| panic!("{final_}"));
+    wait_for_host_exit(home.path());
+    let trace = huddle(home.path(), &["trace", "--json", "--run", run_id]);
+    let trace: Value = serde_json::from_slice(&trace.stdout).unwrap();
+    assert_eq!(trace["run"]["outcome"], "cancelled", "{trace}");
+}
+
+/// A task's tool approval is asked as an input request (`input_required`, answered with
+/// tasks/update) when the request declares elicitation; else it is denied, said in MCP's terms.
+#[test]
+fn an_mcp_task_asks_tool_approvals_as_input_requests() {
+    let Some(python) = python() else { return };
+    let Some(home) = clock_home() else { return };
+    let seen = tasks_client(&python, home.path(), "approval", "allow");
+    assert_eq!(seen["waiting"], "input_required", "{seen}");
+    let asked = seen["asked"].as_object().unwrap();
+    assert_eq!(asked.len(), 1, "{seen}");
+    let (key, request) = asked.iter().next().unwrap();
+    assert!(key.starts_with("approval-"), "{key}");
+    assert_eq!(request["method"], "elicitation/create", "{request}");
+    assert!(
+        s(&request["params"]["message"]).contains("wants to call time/"),
+        "{request}"
+    );
+    assert_eq!(seen["final"]["status"], "completed", "{seen}");
+    assert!(
+        s(&seen["final"]["result"]["content"][0]["text"]).contains("time__convert_time` said"),
+        "the tool ran: {seen}"
+    );
+
+    let seen = tasks_client(&python, home.path(), "approval", "none");
+    assert_eq!(seen["final"]["status"], "completed", "{seen}");
+    let notes = seen["final"]["result"]["structuredContent"]["notes"].to_string();
+    assert!(
+        notes.contains("denied: huddle mcp could not ask anyone") && !notes.contains("--approve-tools"),
+        "{notes}"
+    );
+    wait_for_host_exit(home.path());
+    let decided: Vec<String> = run_events(home.path(), "tool_approval_decided")
+        .iter()
+        .map(|v| s(&v["decision"]).to_string())
+        .collect();
+    assert_eq!(
+        decided,
+        ["approve_once", "deny"],
+        "asked and allowed; unasked, denied"
     );
 }
 
