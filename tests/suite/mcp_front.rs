@@ -299,13 +299,23 @@ fn relay_drafts_are_asked_through_mcp_or_answered_with_answer_draft() {
         s(&elsewhere["answer"]["text"]).contains("the draft of turn 2 of `"),
         "{elsewhere}"
     );
-    wait_for_host_exit(home.path());
-    let sent: Vec<String> = run_events(home.path(), "relay_sent")
+    assert_the_edit_was_sent(home.path(), "Edited over MCP: 420 is fair.");
+}
+
+/// Field `field` of every `event` recorded in the run files, in order.
+fn event_fields(home: &Path, event: &str, field: &str) -> Vec<String> {
+    run_events(home, event)
         .iter()
-        .map(|v| s(&v["text"]).to_string())
-        .collect();
+        .map(|v| s(&v[field]).to_string())
+        .collect()
+}
+
+/// Once the host is gone: the relay sent its drafts, the second one as `edit` said.
+fn assert_the_edit_was_sent(home: &Path, edit: &str) {
+    wait_for_host_exit(home);
+    let sent = event_fields(home, "relay_sent", "text");
     assert!(sent.len() >= 3, "{sent:?}");
-    assert_eq!(sent[1], "Edited over MCP: 420 is fair.", "{sent:?}");
+    assert_eq!(sent[1], edit, "{sent:?}");
 }
 
 /// The lines of every run file that record `event`, in order.
@@ -376,10 +386,7 @@ fn tool_approvals_are_asked_through_mcp_or_denied() {
     assert_eq!(seen["asked"].as_array().unwrap().len(), 1, "{seen}");
     assert_eq!(seen["run"]["is_error"], false, "{seen}");
     wait_for_host_exit(home.path());
-    let mut decided: Vec<String> = run_events(home.path(), "tool_approval_decided")
-        .iter()
-        .map(|v| s(&v["decision"]).to_string())
-        .collect();
+    let mut decided: Vec<String> = event_fields(home.path(), "tool_approval_decided", "decision");
     decided.sort();
     assert_eq!(
         decided,
@@ -567,10 +574,7 @@ fn an_mcp_task_asks_tool_approvals_as_input_requests() {
         "{notes}"
     );
     wait_for_host_exit(home.path());
-    let decided: Vec<String> = run_events(home.path(), "tool_approval_decided")
-        .iter()
-        .map(|v| s(&v["decision"]).to_string())
-        .collect();
+    let decided: Vec<String> = event_fields(home.path(), "tool_approval_decided", "decision");
     assert_eq!(
         decided,
         ["approve_once", "deny", "deny"],
@@ -590,13 +594,7 @@ fn an_mcp_task_asks_relay_drafts_as_input_requests() {
     assert!(asked.len() >= 3, "every draft is asked: {seen}");
     assert_eq!(asked[0][0], "draft-1", "{asked:?}");
     assert!(s(&asked[0][1]).contains("the draft of turn 1 is"), "{asked:?}");
-    wait_for_host_exit(home.path());
-    let sent: Vec<String> = run_events(home.path(), "relay_sent")
-        .iter()
-        .map(|v| s(&v["text"]).to_string())
-        .collect();
-    assert!(sent.len() >= 3, "{sent:?}");
-    assert_eq!(sent[1], "Edited in a task: 420 is fair.", "{sent:?}");
+    assert_the_edit_was_sent(home.path(), "Edited in a task: 420 is fair.");
 }
 
 /// `huddle mcp --http 127.0.0.1:0` on `home`, and the URL it printed on stderr.
@@ -691,10 +689,7 @@ fn over_http_progress_and_approvals_reach_the_client() {
     assert!(killed.success());
     assert!(server.wait().expect("wait for huddle mcp").success());
     wait_for_host_exit(home.path());
-    let decided: Vec<String> = run_events(home.path(), "tool_approval_decided")
-        .iter()
-        .map(|v| s(&v["decision"]).to_string())
-        .collect();
+    let decided: Vec<String> = event_fields(home.path(), "tool_approval_decided", "decision");
     assert_eq!(decided, ["approve_once"]);
 }
 
