@@ -12,6 +12,7 @@
 //! once: the runs it started go on in the host.
 
 mod http;
+mod peer_uid;
 mod resources;
 mod tasks;
 

@@ -704,3 +704,58 @@ fn http_is_served_on_loopback_only() {
         text(&out.stderr)
     );
 }
+
+/// Another user's process is refused on the HTTP port (as on the host's unix socket): 403 with
+/// the reason, before anything reaches the server. Needs root (to run a client as nobody).
+#[test]
+fn over_http_another_user_is_refused() {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: getuid has no preconditions and cannot fail.
+    if unsafe { libc::getuid() } != 0 || !Path::new("/bin/bash").exists() {
+        eprintln!("skipped: needs root and bash to call as another user");
+        return;
+    }
+    let home = home_with("default_model: sim/demo\n");
+    let (mut server, url) = http_server(home.path());
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"other","version":"0"}}}"#;
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let script = format!("exec 3<>/dev/tcp/127.0.0.1/{port}; printf '%s' \"$1\" >&3; cat <&3");
+    let out = Command::new("/bin/bash")
+        .args(["-c", &script, "bash", &request])
+        .current_dir("/")
+        .env_clear()
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .expect("run bash as nobody");
+    let answer = text(&out.stdout);
+    assert!(
+        answer.starts_with("HTTP/1.1 403") && answer.contains("serves only the user who started it"),
+        "{answer:?} {}",
+        text(&out.stderr)
+    );
+    // The same request from this user is served.
+    let out = Command::new("/bin/bash")
+        .args(["-c", &script, "bash", &request])
+        .output()
+        .expect("run bash");
+    assert!(
+        text(&out.stdout).starts_with("HTTP/1.1 200"),
+        "{}",
+        text(&out.stdout)
+    );
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    assert!(server.wait().expect("wait for huddle mcp").success());
+    wait_for_host_exit(home.path());
+}
