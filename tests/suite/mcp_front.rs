@@ -461,6 +461,33 @@ fn a_run_outlives_its_mcp_client() {
     );
 }
 
+/// A client that closes `huddle mcp`'s input while a blocking run_team follows its run (and
+/// goes on reading): `huddle mcp` exits at once (before rmcp's own 5 s wait for calls in
+/// flight), and the run goes on in the host.
+#[test]
+fn huddle_mcp_exits_when_its_client_closes_its_input() {
+    let Some(python) = python() else { return };
+    let home = home_with("default_model: sim/slow-1500ms\n");
+    let seen = tasks_client(&python, home.path(), "close_input", "");
+    assert_eq!(
+        seen["exited"], true,
+        "huddle mcp lingered 3 s after its input closed: {seen}"
+    );
+    let run_id = s(&seen["started"])
+        .strip_prefix("run ")
+        .and_then(|r| r.split(' ').next())
+        .unwrap_or_else(|| panic!("{seen}"))
+        .to_string();
+    let runs = ps(home.path());
+    assert!(
+        runs.iter().any(|r| r["run_id"] == run_id.as_str()),
+        "the run goes on: {runs:?}"
+    );
+    let stop = huddle(home.path(), &["stop", &run_id]);
+    assert_eq!(stop.status.code(), Some(0), "{}", text(&stop.stderr));
+    wait_for_host_exit(home.path());
+}
+
 /// Whether process `pid` is alive (a zombie nobody reaped has exited).
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
