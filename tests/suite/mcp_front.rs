@@ -57,9 +57,14 @@ fn client_at(python: &Path, home: &Path, scenario: &str, arg: &str, url: Option<
     run_script(python, "mcp_client.py", home, scenario, arg, url)
 }
 
-/// The raw MCP Tasks client's `scenario` against `huddle mcp` on `home`.
+/// The raw MCP Tasks client's `scenario` against `huddle mcp` on `home` (over HTTP to `url`
+/// when given).
 fn tasks_client(python: &Path, home: &Path, scenario: &str, arg: &str) -> Value {
-    run_script(python, "mcp_tasks_client.py", home, scenario, arg, None)
+    tasks_client_at(python, home, scenario, arg, None)
+}
+
+fn tasks_client_at(python: &Path, home: &Path, scenario: &str, arg: &str, url: Option<&str>) -> Value {
+    run_script(python, "mcp_tasks_client.py", home, scenario, arg, url)
 }
 
 fn run_script(python: &Path, name: &str, home: &Path, scenario: &str, arg: &str, url: Option<&str>) -> Value {
@@ -456,6 +461,33 @@ fn a_run_outlives_its_mcp_client() {
     );
 }
 
+/// A client that closes `huddle mcp`'s input while a blocking run_team follows its run (and
+/// goes on reading): `huddle mcp` exits at once (before rmcp's own 5 s wait for calls in
+/// flight), and the run goes on in the host.
+#[test]
+fn huddle_mcp_exits_when_its_client_closes_its_input() {
+    let Some(python) = python() else { return };
+    let home = home_with("default_model: sim/slow-1500ms\n");
+    let seen = tasks_client(&python, home.path(), "close_input", "");
+    assert_eq!(
+        seen["exited"], true,
+        "huddle mcp lingered 3 s after its input closed: {seen}"
+    );
+    let run_id = s(&seen["started"])
+        .strip_prefix("run ")
+        .and_then(|r| r.split(' ').next())
+        .unwrap_or_else(|| panic!("{seen}"))
+        .to_string();
+    let runs = ps(home.path());
+    assert!(
+        runs.iter().any(|r| r["run_id"] == run_id.as_str()),
+        "the run goes on: {runs:?}"
+    );
+    let stop = huddle(home.path(), &["stop", &run_id]);
+    assert_eq!(stop.status.code(), Some(0), "{}", text(&stop.stderr));
+    wait_for_host_exit(home.path());
+}
+
 /// Whether process `pid` is alive (a zombie nobody reaped has exited).
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
@@ -654,8 +686,8 @@ fn over_http_the_client_lists_teams_and_a_foreign_origin_is_refused() {
     wait_for_host_exit(home.path());
 }
 
-/// Over HTTP as over stdio: a blocking run_team's progress notifications reach the client, and
-/// a tool approval is asked of it (elicitation) and its answer holds.
+/// Over HTTP as over stdio: a blocking run_team's progress notifications reach the client, a
+/// tool approval is asked of it (elicitation) and its answer holds, and a task asks it too.
 #[test]
 fn over_http_progress_and_approvals_reach_the_client() {
     let Some(python) = python() else { return };
@@ -682,6 +714,13 @@ fn over_http_progress_and_approvals_reach_the_client() {
         s(&seen["run"]["text"]).contains("time__convert_time` said"),
         "the tool ran: {seen}"
     );
+    // A task over HTTP (2026-07-28 has no session: every poll is a request of its own): its
+    // approval is an input request, answered with tasks/update.
+    let seen = tasks_client_at(&python, home.path(), "approval", "allow", Some(&url));
+    assert_eq!(seen["created"]["result"]["resultType"], "task", "{seen}");
+    assert_eq!(seen["waiting"], "input_required", "{seen}");
+    assert_eq!(seen["asked"].as_object().map(|a| a.len()), Some(1), "{seen}");
+    assert_eq!(seen["final"]["status"], "completed", "{seen}");
     let killed = Command::new("kill")
         .args(["-TERM", &server.id().to_string()])
         .status()
@@ -690,7 +729,7 @@ fn over_http_progress_and_approvals_reach_the_client() {
     assert!(server.wait().expect("wait for huddle mcp").success());
     wait_for_host_exit(home.path());
     let decided: Vec<String> = event_fields(home.path(), "tool_approval_decided", "decision");
-    assert_eq!(decided, ["approve_once"]);
+    assert_eq!(decided, ["approve_once", "approve_once"]);
 }
 
 #[test]
