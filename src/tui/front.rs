@@ -196,10 +196,7 @@ impl Starter {
                 match reader.next().await {
                     Ok(Some(message)) => take(message, &events, &app, &pending, &remote),
                     Ok(None) | Err(_) => {
-                        let _ = app.send(AppEvent::Refused {
-                            title: "The huddle host went away".into(),
-                            error: "Runs and edits need it: quit and start huddle again (runs that were going are interrupted and can be resumed).".into(),
-                        });
+                        let _ = app.send(AppEvent::HostLost);
                         return;
                     }
                 }

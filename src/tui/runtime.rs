@@ -289,6 +289,7 @@ async fn event_loop(
         if let Some((drafts, history)) = app.composer.unsaved() {
             commands.push(Command::SaveInputs { drafts, history });
         }
+        app.note_sent(&commands);
         executor.execute_all(commands);
         if app.should_quit {
             // What was typed and not sent is on disk before huddle goes.
