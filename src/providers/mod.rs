@@ -350,6 +350,10 @@ pub struct Capabilities {
     /// It starts (or reaches) the session's tool servers itself when told how
     /// (`TurnRequest::tool_servers`; an ACP agent), and asks before it calls them.
     pub takes_tool_servers: bool,
+    /// It redacts what looks like a secret from the message it sends (an A2A counterpart, a
+    /// party outside this machine): a relay shows and records its draft redacted the same way,
+    /// so what it says was sent is what was sent.
+    pub redacts_what_it_sends: bool,
 }
 
 impl Capabilities {
@@ -361,6 +365,7 @@ impl Capabilities {
         reads_repo_instructions: false,
         local_process: false,
         takes_tool_servers: false,
+        redacts_what_it_sends: false,
     };
 
     /// A CLI agent's: it runs its own tools and takes a mode's tools in their text form.
@@ -371,6 +376,7 @@ impl Capabilities {
         reads_repo_instructions: false,
         local_process: true,
         takes_tool_servers: false,
+        redacts_what_it_sends: false,
     };
 
     /// huddle's tool servers are declared to it and run by huddle.

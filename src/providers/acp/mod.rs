@@ -94,7 +94,13 @@ impl AcpProvider {
         let mut sink = TextSink::new(deltas);
         let deadline = req.turn_timeout.map(|d| tokio::time::Instant::now() + d);
         let result = self.run(&req, &mut sink, &cancel, deadline).await;
-        conclude(result, sink.text, started, false)
+        // The words after a tool call continue the agent's prose (" Done."): the answer they
+        // make does not begin with its space.
+        let text = match sink.text.trim_start() {
+            trimmed if trimmed.len() < sink.text.len() => trimmed.to_string(),
+            _ => sink.text,
+        };
+        conclude(result, text, started, false)
     }
 
     async fn run(
