@@ -95,6 +95,16 @@ pub struct App {
     pub worktrees: Worktrees,
     /// The trace view of a team's run, while open (drawn over the centre; takes the keys).
     pub trace_view: Option<super::trace_view::TraceView>,
+    /// The runs this TUI started (by key, until they end): quitting offers to stop only these
+    /// (a TUI of the host sees every run of it, other front ends' too).
+    pub started: std::collections::HashSet<RunKey>,
+    /// The host went away: its runs are interrupted, quitting asks nothing.
+    pub host_lost: bool,
+    /// The name of what the composer is for (said when another window deletes it).
+    pub(super) shown_name: Option<String>,
+    /// The composer's text has no target (what it was for was deleted elsewhere) until the
+    /// user moves to one.
+    pub held: bool,
 }
 
 impl App {
@@ -137,6 +147,10 @@ impl App {
             mouse_capture: true,
             worktrees: Worktrees::default(),
             trace_view: None,
+            started: std::collections::HashSet::new(),
+            host_lost: false,
+            shown_name: None,
+            held: false,
         };
         // Runs the process left (a crash, a signal, a quit): each is offered for resumption
         // (or to be discarded); `n` leaves it for later (the pause key resumes a team's).
@@ -474,11 +488,55 @@ impl App {
         Vec::new()
     }
 
+    /// Notes the runs `commands` start (a chat, a team run, a resume, a reflection) as this
+    /// TUI's; a run already going under that key (another front end's) stays not ours.
+    pub fn note_sent(&mut self, commands: &[Command]) {
+        for command in commands {
+            if let Some(key) = command.starts_run()
+                && self.runs.get(&key).is_none()
+            {
+                self.started.insert(key);
+            }
+        }
+    }
+
+    /// The runs this TUI started that go on.
+    fn mine(&self) -> Vec<&super::runs::RunState> {
+        self.runs
+            .iter()
+            .filter(|r| self.started.contains(&r.key))
+            .collect()
+    }
+
+    /// The host went away: the runs it had are interrupted (the next TUI offers to resume
+    /// them), and quitting asks nothing.
+    pub fn on_host_lost(&mut self) {
+        self.host_lost = true;
+        for run in self.runs.iter() {
+            if let Some(c) = self
+                .team_panel
+                .cycles
+                .get_mut(&run.group_id)
+                .filter(|c| c.running)
+            {
+                c.running = false;
+                c.interrupted = true;
+            }
+        }
+        self.runs = super::runs::Runs::default();
+        self.started.clear();
+        self.dialogs.error(
+            "The huddle host went away",
+            "Runs and edits need it: quit and start huddle again (the runs that were going are \
+             interrupted; the next huddle offers to resume them).",
+        );
+    }
+
     fn request_quit(&mut self) -> Vec<Command> {
-        if self.anything_running() && self.edits.is_remote() {
+        if self.edits.is_remote() && !self.mine().is_empty() {
             self.dialogs.push(Dialog::Choice(Box::new(self.quit_offer())));
             Vec::new()
-        } else if self.anything_running() {
+        } else if self.anything_running() && !self.edits.is_remote() {
             let text = self.quit_words();
             self.dialogs.confirm("Quit", text, ConfirmAction::Quit);
             Vec::new()
@@ -522,11 +580,14 @@ impl App {
         }
     }
 
-    /// Quitting a TUI of the host while runs go: leave them running (the default: they go on
-    /// in the host) or stop them.
-    fn quit_offer(&self) -> Choice {
-        let mut lines = vec!["Runs are going:".to_string()];
-        for run in self.runs.iter() {
+    /// Quitting a TUI of the host while runs it started go: leave them running (the default,
+    /// unless one of them waits for you now: then stop them) or stop them. Runs other front
+    /// ends started are left alone, only counted.
+    pub fn quit_offer(&self) -> Choice {
+        let mine = self.mine();
+        let mut lines = vec!["Runs you started here are going:".to_string()];
+        let mut waiting = false;
+        for run in &mine {
             let line = self.org.read(|o| match &run.key {
                 RunKey::Team { group_id } => o
                     .group(group_id)
@@ -536,12 +597,24 @@ impl App {
                 RunKey::Chat { session_id } => crate::describe::Names::of_session(o, session_id)
                     .map(|name| format!("- a chat turn of `{name}`")),
             });
-            lines.extend(line);
+            let waits = self.waits_for_you(run);
+            waiting |= waits.is_some();
+            lines.extend(line.map(|l| match waits {
+                Some(what) => {
+                    format!("{l}: waits for you ({what}), left running it waits until a TUI answers")
+                }
+                None => l,
+            }));
+        }
+        let others = self.runs.iter().count() - mine.len();
+        if others > 0 {
+            lines.push(format!(
+                "{others} other run(s) go on in the host (started elsewhere; quitting leaves them alone)."
+            ));
         }
         lines.push(
             "Left running, they go on in the huddle host: open huddle again to see them where they are \
-             (`huddle ps` lists them, `huddle attach` follows one). A tool call that asks for approval \
-             or a relay draft for you waits until a TUI answers it."
+             (`huddle ps` lists them, `huddle attach` follows one)."
                 .into(),
         );
         lines.push("Stopped, they end as the stop key ends them.".into());
@@ -560,10 +633,32 @@ impl App {
                     disabled: None,
                 },
             ],
-            chosen: 0,
+            chosen: usize::from(waiting),
             verb: "quit".into(),
             action: ChoiceAction::Quit,
         }
+    }
+
+    /// What a run of this TUI waits for from a person now: a tool approval, a relay draft.
+    fn waits_for_you(&self, run: &super::runs::RunState) -> Option<String> {
+        let approval = self.dialogs.approvals().and_then(|a| {
+            a.waiting()
+                .find(|r| {
+                    self.org.read(|o| {
+                        o.session(&r.session_id)
+                            .is_some_and(|s| s.group_id == run.group_id)
+                    })
+                })
+                .map(|r| format!("approval of {}/{}", r.server, r.tool))
+        });
+        approval.or_else(|| {
+            matches!(run.key, RunKey::Team { .. })
+                .then(|| self.team_panel.cycles.get(&run.group_id))
+                .flatten()
+                .and_then(|c| c.relay.as_ref())
+                .filter(|r| r.waits_for_you())
+                .map(|_| "a relay draft".to_string())
+        })
     }
 
     /// What quitting now does to the runs in progress: each team run (and a session's
@@ -623,6 +718,46 @@ impl App {
 
     /// Remembers the selection and loads the transcript now on screen.
     pub fn on_selection_changed(&mut self) -> Vec<Command> {
+        self.selection_changed(true)
+    }
+
+    /// After the organization changed elsewhere: the cursor stays on what the composer is for
+    /// (rows above it may have come or gone); when that was deleted (in another window), a
+    /// notice says so, the focus goes to the sidebar, and the composer keeps its text for no
+    /// target (never sent where the user did not choose).
+    pub(super) fn follow_selection(&mut self) -> Vec<Command> {
+        let Some(target) = self.composer.target().map(str::to_string) else {
+            return Vec::new();
+        };
+        let row = self.org.read(|o| {
+            if o.session(&target).is_some() {
+                Some(Row::Session(target.clone()))
+            } else {
+                o.group(&target).map(|g| Row::Group(g.id.clone()))
+            }
+        });
+        match row {
+            Some(row) => {
+                if self.org.read(|o| self.sidebar.selected_row(o)) != Some(row.clone()) {
+                    self.select_row(&row);
+                }
+                Vec::new()
+            }
+            None => {
+                let what = self
+                    .shown_name
+                    .take()
+                    .unwrap_or_else(|| "what this window showed".into());
+                self.flash(format!("`{what}` was deleted in another huddle window"), true);
+                self.focus = Focus::Sidebar;
+                self.composer.drop_target();
+                self.held = true;
+                self.selection_changed(false)
+            }
+        }
+    }
+
+    fn selection_changed(&mut self, retarget: bool) -> Vec<Command> {
         self.org.read(|o| self.sidebar.clamp(o));
         let group = self.selected_group_id();
         let session = self.selected_session_id();
@@ -635,8 +770,16 @@ impl App {
             }));
         }
         let load = self.transcripts.show(session.as_deref());
-        self.composer
-            .switch_target(session.clone().or_else(|| group.clone()));
+        if retarget {
+            self.held = false;
+            self.composer
+                .switch_target(session.clone().or_else(|| group.clone()));
+        }
+        self.shown_name = self.org.read(|o| match (&session, &group) {
+            (Some(s), _) => crate::describe::Names::of_session(o, s),
+            (None, Some(g)) => o.group(g).map(|g| g.name.clone()),
+            _ => None,
+        });
         self.edits.select(group.as_deref(), session.as_deref());
         if let Some(session_id) = session.filter(|_| load) {
             commands.push(Command::LoadTranscript { session_id });
@@ -731,6 +874,14 @@ impl App {
             self.flash("nothing selected: create a team with the new-team key", true);
             return Vec::new();
         };
+        // Text typed for a target that went away is sent nowhere until one is chosen.
+        if self.held {
+            self.flash(
+                "this text is for no one (what it was for was deleted): move to where it goes",
+                true,
+            );
+            return Vec::new();
+        }
         if self.is_team(&group_id)
             && let Some(commands) =
                 with_cx!(self, cx => relay::send(&mut cx, &self.team_panel, &group_id, &text))

@@ -66,8 +66,10 @@ impl App {
             }
             DialogResult::Chose(ChoiceAction::Quit, option) => {
                 let mut commands: Vec<Command> = if option == 1 {
+                    // Only the runs this TUI started (other front ends' go on).
                     self.runs
                         .iter()
+                        .filter(|r| !self.edits.is_remote() || self.started.contains(&r.key))
                         .map(|r| Command::Stop { key: r.key.clone() })
                         .collect()
                 } else {

@@ -19,7 +19,7 @@ impl App {
             // Drawn anew; what was selected and went is left as a deleted one is.
             AppEvent::OrgChanged => {
                 self.mark_interrupted(None);
-                Vec::new()
+                self.follow_selection()
             }
             AppEvent::TranscriptLoaded { session_id, result } => {
                 self.transcripts.loaded(session_id, result);
@@ -54,6 +54,10 @@ impl App {
                         true,
                     );
                 }
+                Vec::new()
+            }
+            AppEvent::HostLost => {
+                self.on_host_lost();
                 Vec::new()
             }
             AppEvent::Refused { title, error } => {
@@ -163,6 +167,7 @@ impl App {
     fn handle_engine_event(&mut self, event: EngineEvent) -> Vec<Command> {
         let now = Instant::now();
         if let Some(ended) = self.runs.apply_at(&event, now) {
+            self.started.remove(&ended);
             self.on_run_ended(&ended, &event);
         }
         self.follow_approvals(&event);

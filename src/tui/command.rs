@@ -226,6 +226,8 @@ pub enum AppEvent {
         basis: crate::model::forecast::Basis,
     },
     CatalogLoaded(Box<Catalog>),
+    /// The host of a TUI front end went away (its connection closed).
+    HostLost,
     /// A command the engine refused to start (e.g. the session was deleted meanwhile).
     Refused {
         title: String,
@@ -302,4 +304,22 @@ pub enum AppEvent {
     Forked {
         result: Result<SessionId, String>,
     },
+}
+
+impl Command {
+    /// The key of the run this command starts (or queues into), if it starts one.
+    pub fn starts_run(&self) -> Option<crate::engine::events::RunKey> {
+        use crate::engine::events::RunKey;
+        match self {
+            Command::Chat { session_id, .. } => Some(RunKey::chat(session_id.as_str())),
+            Command::RunGroup { group_id, .. }
+            | Command::QueueMessage { group_id, .. }
+            | Command::ResumeCycle { group_id } => Some(RunKey::team(group_id.as_str())),
+            Command::ResumeReflection { session_id } | Command::ReflectSession { session_id, .. } => {
+                Some(RunKey::reflection(session_id.as_str()))
+            }
+            Command::Attached { send, .. } => send.starts_run(),
+            _ => None,
+        }
+    }
 }

@@ -121,6 +121,19 @@ impl Composer {
         self.changed();
     }
 
+    /// The session or group the text is for.
+    pub fn target(&self) -> Option<&str> {
+        self.target.as_deref()
+    }
+
+    /// The target went away (deleted in another window): the text stays, for no one, until
+    /// a target is chosen (then it follows, as text typed with nothing selected does).
+    pub fn drop_target(&mut self) {
+        self.target = None;
+        self.history.reset();
+        self.changed();
+    }
+
     fn store_draft(&mut self, target: String, text: String) {
         if text.trim().is_empty() {
             self.drafts.remove(&target);

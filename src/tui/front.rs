@@ -33,6 +33,11 @@ enum Then {
     /// A refusal is shown under this title.
     Refused(&'static str),
     Transcript(String),
+    /// An edit not waited for: the organization after it is taken; a sandbox label asked for
+    /// this session is kept for the header.
+    Edit {
+        label_of: Option<String>,
+    },
 }
 
 type Pending = Arc<Mutex<HashMap<u64, Then>>>;
@@ -122,6 +127,18 @@ pub(super) async fn open(paths: &Paths, config: &Config, repo: &Path) -> anyhow:
     let remote = Arc::new(RemoteEdits::new(Box::new(edit_client), mirror.clone(), version));
     let edits = Edits::remote(mirror, config.clone(), repo.to_path_buf(), Arc::clone(&remote));
     let (requests_tx, requests) = mpsc::unbounded_channel();
+    // Edits nobody waits for (folds, sandbox labels, the selection kept on the way out) go
+    // out on the link; a weak sender, so the link still closes when the TUI drops it.
+    let posts = requests_tx.downgrade();
+    remote.set_post(Box::new(move |call| {
+        let label_of = match &call {
+            crate::workspace::EditCall::SandboxLabel { session_id } => Some(session_id.clone()),
+            _ => None,
+        };
+        if let Some(requests) = posts.upgrade() {
+            let _ = requests.send((Request::Edit { call }, Then::Edit { label_of }));
+        }
+    }));
     Ok(Opened {
         edits,
         link: HostLink {
@@ -179,10 +196,7 @@ impl Starter {
                 match reader.next().await {
                     Ok(Some(message)) => take(message, &events, &app, &pending, &remote),
                     Ok(None) | Err(_) => {
-                        let _ = app.send(AppEvent::Refused {
-                            title: "The huddle host went away".into(),
-                            error: "Runs and edits need it: quit and start huddle again (runs that were going are interrupted and can be resumed).".into(),
-                        });
+                        let _ = app.send(AppEvent::HostLost);
                         return;
                     }
                 }
@@ -217,16 +231,23 @@ fn take(
                 let _ = app.send(AppEvent::OrgChanged);
             }
         }
-        HostMessage::Reply { id, reply } => {
-            if let (Some(Then::Transcript(session_id)), Reply::Transcript { messages, warnings }) =
-                (lock(pending).remove(&id), reply)
-            {
+        HostMessage::Reply { id, reply } => match (lock(pending).remove(&id), reply) {
+            (Some(Then::Transcript(session_id)), Reply::Transcript { messages, warnings }) => {
                 let _ = app.send(AppEvent::TranscriptLoaded {
                     session_id,
                     result: Ok(crate::store::LoadedTranscript { messages, warnings }),
                 });
             }
-        }
+            (Some(Then::Edit { label_of }), Reply::Edited { result, org, version }) => {
+                if let Some(session_id) = label_of {
+                    remote.take_label(&session_id, result);
+                }
+                if remote.install(*org, version) {
+                    let _ = app.send(AppEvent::OrgChanged);
+                }
+            }
+            _ => {}
+        },
         HostMessage::Failed { id, message, .. } => match lock(pending).remove(&id) {
             Some(Then::Refused(title)) => {
                 let _ = app.send(AppEvent::Refused {
@@ -240,6 +261,7 @@ fn take(
                     result: Err(message),
                 });
             }
+            Some(Then::Edit { .. }) => tracing::debug!("an edit not waited for was refused: {message}"),
             None => {}
         },
         _ => {}

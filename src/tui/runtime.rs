@@ -127,6 +127,7 @@ async fn run_on_host(paths: &Paths, config: Config, repo: PathBuf) -> anyhow::Re
     let (events_tx, engine_events) = mpsc::unbounded_channel();
     let running = opened.start.start(events_tx, app_tx.clone());
     let link = opened.link;
+    let keeper = opened.edits.clone();
     let runs = RunFiles::new(paths.runs_dir());
     let executor = Executor::new(
         Backend::Host(link.clone()),
@@ -139,7 +140,9 @@ async fn run_on_host(paths: &Paths, config: Config, repo: PathBuf) -> anyhow::Re
         app_tx,
     );
     let result = in_terminal(app, initial, executor, engine_events, app_rx, no_color).await;
-    // A stop asked on the way out reaches the host before the TUI goes.
+    // A stop asked on the way out, and what this TUI showed (for the next start), reach the
+    // host before the TUI goes.
+    keeper.keep_ui();
     running.close(link).await;
     result
 }
@@ -286,6 +289,7 @@ async fn event_loop(
         if let Some((drafts, history)) = app.composer.unsaved() {
             commands.push(Command::SaveInputs { drafts, history });
         }
+        app.note_sent(&commands);
         executor.execute_all(commands);
         if app.should_quit {
             // What was typed and not sent is on disk before huddle goes.

@@ -1274,12 +1274,10 @@ impl Edits {
     }
 
     /// Remembers what the UI shows (restored at the next start).
+    /// A front end of the host keeps it in its copy (its own, never waited for).
     pub fn select(&self, group_id: Option<&str>, session_id: Option<&str>) {
         if let Some(remote) = &self.remote {
-            return remote.call(super::remote::EditCall::Select {
-                group_id: group_id.map(str::to_string),
-                session_id: session_id.map(str::to_string),
-            });
+            return remote.select(group_id, session_id);
         }
         self.org.update(|o| {
             o.ui.selected_group = group_id.map(str::to_string);
@@ -1287,13 +1285,19 @@ impl Edits {
         });
     }
 
+    /// A front end of the host tells it what it shows (kept for the next start), without
+    /// waiting; nothing to do for a workspace that owns its organization.
+    pub fn keep_ui(&self) {
+        if let Some(remote) = &self.remote {
+            remote.keep_ui();
+        }
+    }
+
     /// Folds (hides the sessions of) a group in the sidebar, or unfolds it.
+    /// A front end of the host folds its copy at once and tells the host without waiting.
     pub fn set_folded(&self, group_id: &str, folded: bool) {
         if let Some(remote) = &self.remote {
-            return remote.call(super::remote::EditCall::SetFolded {
-                group_id: group_id.to_string(),
-                folded,
-            });
+            return remote.set_folded(group_id, folded);
         }
         self.org.update(|o| {
             o.ui.collapsed_groups.retain(|g| g != group_id);

@@ -222,13 +222,22 @@ pub trait EditTransport: Send + Sync {
     fn call(&mut self, call: EditCall) -> Result<(serde_json::Value, Option<(Organization, u64)>), String>;
 }
 
+/// Sends an edit without waiting for its answer (the front end's link writes it; a reply that
+/// carries a sandbox label comes back through [`RemoteEdits::take_label`]).
+pub type Post = Box<dyn Fn(EditCall) + Send + Sync>;
+
 /// A front end's link to the host's application layer, beside its copy of the organization.
+/// What the front end shows (its selection, its folded groups) is its own: kept in the copy,
+/// never a round trip to the host (a host that does not answer must not hold up the UI).
 pub struct RemoteEdits {
     transport: Mutex<Box<dyn EditTransport>>,
+    /// How edits nobody waits for go out; none until the front end's link is up.
+    post: Mutex<Option<Post>>,
     mirror: OrgHandle,
     /// The version of the organization the copy holds (the host counts its changes).
     version: AtomicU64,
-    /// Sessions' sandbox labels (asked on every frame), each asked again after a while.
+    /// Sessions' sandbox labels (read on every frame): the label last heard and when it was
+    /// last asked for (asked again after a while, in the background).
     labels: Mutex<std::collections::HashMap<String, (std::time::Instant, Option<String>)>>,
 }
 
@@ -239,36 +248,103 @@ impl RemoteEdits {
     pub fn new(transport: Box<dyn EditTransport>, mirror: OrgHandle, version: u64) -> RemoteEdits {
         RemoteEdits {
             transport: Mutex::new(transport),
+            post: Mutex::new(None),
             mirror,
             version: AtomicU64::new(version),
             labels: Mutex::new(std::collections::HashMap::new()),
         }
     }
 
+    /// How edits that are not waited for go out from now on.
+    pub fn set_post(&self, post: Post) {
+        *lock(&self.post) = Some(post);
+    }
+
+    /// Sends `call` without waiting; false when there is no way to (the link is not up).
+    fn post(&self, call: EditCall) -> bool {
+        match lock(&self.post).as_ref() {
+            Some(post) => {
+                post(call);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Takes the host's organization unless the copy holds a newer one already; true when it
-    /// was taken.
+    /// was taken. The copy keeps its own UI state (selection, folds).
     pub fn install(&self, org: Organization, version: u64) -> bool {
         if version < self.version.load(Ordering::SeqCst) {
             return false;
         }
         self.version.store(version, Ordering::SeqCst);
-        self.mirror.update(|o| *o = org);
+        self.mirror.update(|o| {
+            let ui = std::mem::take(&mut o.ui);
+            *o = org;
+            o.ui = ui;
+        });
         true
     }
 
-    /// A session's sandbox label, asked of the host at most every few seconds.
+    /// What the front end shows, in its copy only (the host is told when the front end goes:
+    /// [`RemoteEdits::keep_ui`]).
+    pub(super) fn select(&self, group_id: Option<&str>, session_id: Option<&str>) {
+        self.mirror.update(|o| {
+            o.ui.selected_group = group_id.map(str::to_string);
+            o.ui.selected_session = session_id.map(str::to_string);
+        });
+    }
+
+    /// Folds a group in the copy at once; the host keeps it for the next start (not waited for).
+    pub(super) fn set_folded(&self, group_id: &str, folded: bool) {
+        self.mirror.update(|o| {
+            o.ui.collapsed_groups.retain(|g| g != group_id);
+            if folded {
+                o.ui.collapsed_groups.push(group_id.to_string());
+            }
+        });
+        self.post(EditCall::SetFolded {
+            group_id: group_id.to_string(),
+            folded,
+        });
+    }
+
+    /// Tells the host what this front end shows, for the next start (not waited for).
+    pub(super) fn keep_ui(&self) {
+        let (group_id, session_id) = self
+            .mirror
+            .read(|o| (o.ui.selected_group.clone(), o.ui.selected_session.clone()));
+        self.post(EditCall::Select { group_id, session_id });
+    }
+
+    /// A session's sandbox label as last heard (never waited for: asked of the host in the
+    /// background when not heard for a while; `None` until the answer comes).
     pub(super) fn sandbox_label(&self, session_id: &str) -> Option<String> {
-        let known = lock(&self.labels).get(session_id).cloned();
-        if let Some((at, label)) = known
-            && at.elapsed() < LABEL_KEPT
-        {
-            return label;
-        }
-        let label: Option<String> = self.call(EditCall::SandboxLabel {
+        let label = {
+            let mut labels = lock(&self.labels);
+            match labels.get(session_id) {
+                Some((at, label)) if at.elapsed() < LABEL_KEPT => return label.clone(),
+                known => {
+                    let label = known.and_then(|(_, label)| label.clone());
+                    labels.insert(session_id.to_string(), (std::time::Instant::now(), label.clone()));
+                    label
+                }
+            }
+        };
+        self.post(EditCall::SandboxLabel {
             session_id: session_id.to_string(),
         });
-        lock(&self.labels).insert(session_id.to_string(), (std::time::Instant::now(), label.clone()));
         label
+    }
+
+    /// The host's answer to a sandbox label asked by [`RemoteEdits::sandbox_label`].
+    pub fn take_label(&self, session_id: &str, answer: serde_json::Value) {
+        let label: Option<String> = serde_json::from_value(answer).unwrap_or(None);
+        let mut labels = lock(&self.labels);
+        let at = labels
+            .get(session_id)
+            .map_or_else(std::time::Instant::now, |(at, _)| *at);
+        labels.insert(session_id.to_string(), (at, label));
     }
 
     pub(super) fn call<T: Remoted>(&self, call: EditCall) -> T {
@@ -287,5 +363,97 @@ impl RemoteEdits {
             }
             Err(why) => T::unreachable(why),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+    use crate::config::Config;
+
+    /// A host that counts what it is asked and answers every edit with the organization.
+    struct Counting {
+        calls: Arc<AtomicUsize>,
+    }
+
+    impl EditTransport for Counting {
+        fn call(&mut self, _: EditCall) -> Result<(serde_json::Value, Option<(Organization, u64)>), String> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            Ok((serde_json::Value::Null, None))
+        }
+    }
+
+    type Posted = Arc<Mutex<Vec<EditCall>>>;
+
+    fn front() -> (Edits, Arc<RemoteEdits>, Arc<AtomicUsize>, Posted) {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let mirror = OrgHandle::in_memory(Organization::default());
+        let remote = Arc::new(RemoteEdits::new(
+            Box::new(Counting {
+                calls: Arc::clone(&calls),
+            }),
+            mirror.clone(),
+            1,
+        ));
+        let posted = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&posted);
+        remote.set_post(Box::new(move |call| lock(&sink).push(call)));
+        let edits = Edits::remote(
+            mirror,
+            Config::default(),
+            std::env::temp_dir(),
+            Arc::clone(&remote),
+        );
+        (edits, remote, calls, posted)
+    }
+
+    #[test]
+    fn moving_the_selection_and_folding_never_wait_for_the_host() {
+        let (edits, remote, calls, posted) = front();
+        edits.select(Some("g1"), Some("s1"));
+        edits.select(Some("g2"), None);
+        edits.set_folded("g1", true);
+        assert_eq!(calls.load(Ordering::SeqCst), 0, "no round trip to the host");
+        edits.view().read(|o| {
+            assert_eq!(o.ui.selected_group.as_deref(), Some("g2"));
+            assert_eq!(o.ui.collapsed_groups, vec!["g1".to_string()]);
+        });
+        // The fold goes out without waiting; the selection only when the front end goes.
+        assert!(matches!(
+            lock(&posted).as_slice(),
+            [EditCall::SetFolded { folded: true, .. }]
+        ));
+        edits.keep_ui();
+        assert!(matches!(
+            lock(&posted).last(),
+            Some(EditCall::Select { group_id: Some(g), session_id: None }) if g == "g2"
+        ));
+        // The host's next organization does not take this front end's selection away.
+        let mut theirs = Organization::default();
+        theirs.ui.selected_group = Some("elsewhere".into());
+        assert!(remote.install(theirs, 2));
+        edits
+            .view()
+            .read(|o| assert_eq!(o.ui.selected_group.as_deref(), Some("g2")));
+    }
+
+    #[test]
+    fn the_sandbox_label_is_asked_in_the_background_and_read_from_what_came() {
+        let (edits, remote, calls, posted) = front();
+        assert_eq!(edits.sandbox_label("s1"), None, "nothing heard yet");
+        assert_eq!(edits.sandbox_label("s1"), None);
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            0,
+            "rendering never waits for the host"
+        );
+        assert_eq!(lock(&posted).len(), 1, "asked once, not every frame");
+        remote.take_label("s1", serde_json::json!("sandbox: bwrap"));
+        assert_eq!(edits.sandbox_label("s1").as_deref(), Some("sandbox: bwrap"));
+        assert_eq!(lock(&posted).len(), 1);
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
     }
 }

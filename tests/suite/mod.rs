@@ -76,6 +76,7 @@ mod tui_cost;
 mod tui_dialogs;
 mod tui_flow;
 mod tui_front;
+mod tui_front_app;
 mod tui_inputs;
 mod tui_keys;
 mod tui_layout;

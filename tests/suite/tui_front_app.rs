@@ -1,0 +1,169 @@
+//! The TUI as a front end of the host, without a terminal: quitting offers to stop only the
+//! runs this TUI started (and defaults to stopping one that waits for you), the host going
+//! away interrupts its runs, and a target deleted in another window is not sent to.
+
+use std::sync::Arc;
+
+use huddle::engine::events::RunKey;
+use huddle::model::{Organization, ToolCall, reconcile};
+use huddle::presets::create_team_group;
+use huddle::store::OrgHandle;
+use huddle::tui::App;
+use huddle::tui::command::{AppEvent, Command};
+use huddle::tui::dialogs::Dialog;
+use huddle::workspace::{EditCall, EditTransport, Edits, RemoteEdits};
+
+use super::tui_support::{
+    approval_requested, builtin_catalog, ch, config, key, repo, run_started, type_text,
+};
+
+/// A host that answers every edit with nothing (these tests make none that matter).
+struct Quiet;
+
+impl EditTransport for Quiet {
+    fn call(&mut self, _: EditCall) -> Result<(serde_json::Value, Option<(Organization, u64)>), String> {
+        Ok((serde_json::Value::Null, None))
+    }
+}
+
+/// A TUI of the host over an organization with two teams; the handle of its copy and the
+/// link that installs the host's snapshots.
+fn front_app() -> (App, Arc<RemoteEdits>, OrgHandle, String, String) {
+    let mut org = Organization::default();
+    reconcile::reconcile(&mut org);
+    let catalog = builtin_catalog();
+    let ours = create_team_group(
+        &mut org,
+        catalog.find("Research Panel").expect("preset"),
+        &config(),
+        Some(&repo()),
+    );
+    let theirs = create_team_group(
+        &mut org,
+        catalog.find("Code Review Team").expect("preset"),
+        &config(),
+        Some(&repo()),
+    );
+    org.ui.selected_group = Some(ours.clone());
+    let mirror = OrgHandle::in_memory(org);
+    let remote = Arc::new(RemoteEdits::new(Box::new(Quiet), mirror.clone(), 1));
+    let edits = Edits::remote(mirror.clone(), config(), repo(), Arc::clone(&remote));
+    let (app, _) = App::new(edits, config(), repo(), Vec::new());
+    (app, remote, mirror, ours, theirs)
+}
+
+fn quit_message(app: &App) -> (String, usize) {
+    match app.dialogs.last() {
+        Some(Dialog::Choice(c)) => (c.message.clone(), c.chosen),
+        _ => panic!("no quit offer"),
+    }
+}
+
+#[test]
+fn quitting_offers_to_stop_only_the_runs_this_tui_started() {
+    let (mut app, _, _, _, theirs) = front_app();
+    // Another front end's run: quitting asks nothing.
+    run_started(&mut app, RunKey::team(&theirs));
+    assert_eq!(app.handle_key(ch('q')), vec![Command::Quit]);
+    assert!(app.should_quit);
+
+    let (mut app, _, _, ours2, theirs2) = front_app();
+    app.note_sent(&[Command::RunGroup {
+        group_id: ours2.clone(),
+        prompt: "go".into(),
+    }]);
+    run_started(&mut app, RunKey::team(&ours2));
+    run_started(&mut app, RunKey::team(&theirs2));
+    assert!(app.handle_key(ch('q')).is_empty());
+    let (message, chosen) = quit_message(&app);
+    assert!(message.contains("Research Panel"), "{message}");
+    assert!(!message.contains("Code Review Team"), "{message}");
+    assert!(message.contains("1 other run(s) go on in the host"), "{message}");
+    assert_eq!(chosen, 0, "nothing waits: leave them running");
+    app.handle_key(ch('s'));
+    let commands = app.handle_key(ch('y'));
+    assert!(commands.contains(&Command::Stop {
+        key: RunKey::team(&ours2)
+    }));
+    assert!(!commands.contains(&Command::Stop {
+        key: RunKey::team(&theirs2)
+    }));
+}
+
+#[test]
+fn a_run_of_this_tui_waiting_for_an_approval_is_named_and_stopping_is_the_default() {
+    let (mut app, _, _, ours, _) = front_app();
+    app.note_sent(&[Command::RunGroup {
+        group_id: ours.clone(),
+        prompt: "go".into(),
+    }]);
+    let run = run_started(&mut app, RunKey::team(&ours));
+    let member = app
+        .org
+        .read(|o| {
+            o.sessions
+                .iter()
+                .find(|s| s.group_id == ours)
+                .map(|s| s.id.clone())
+        })
+        .expect("a member");
+    let call = ToolCall {
+        id: "c1".into(),
+        name: "time__convert_time".into(),
+        arguments: "{}".into(),
+    };
+    approval_requested(&mut app, &run, &member, 1, &call);
+    let offer = app.quit_offer();
+    let (message, chosen) = (offer.message, offer.chosen);
+    assert!(
+        message.contains("waits for you (approval of time/convert_time)"),
+        "{message}"
+    );
+    assert_eq!(chosen, 1, "stop them is the default");
+}
+
+#[test]
+fn when_the_host_goes_away_the_runs_are_interrupted_and_quitting_asks_nothing() {
+    let (mut app, _, _, ours, _) = front_app();
+    app.note_sent(&[Command::RunGroup {
+        group_id: ours.clone(),
+        prompt: "go".into(),
+    }]);
+    run_started(&mut app, RunKey::team(&ours));
+    app.handle_app_event(AppEvent::HostLost);
+    assert!(!app.anything_running());
+    assert!(!app.dialogs.is_empty(), "the TUI says the host went away");
+    app.dialogs.clear();
+    assert_eq!(app.handle_key(ch('q')), vec![Command::Quit]);
+}
+
+#[test]
+fn a_target_deleted_in_another_window_keeps_the_text_and_sends_it_nowhere() {
+    let (mut app, remote, mirror, ours, _) = front_app();
+    assert_eq!(app.selected_group_id().as_deref(), Some(ours.as_str()));
+    // Another window deletes the team this one shows while text is typed for it.
+    app.handle_key(ch('i'));
+    type_text(&mut app, "hello?");
+    let mut after = mirror.snapshot();
+    after.groups.retain(|g| g.id != ours);
+    after.sessions.retain(|s| s.group_id != ours);
+    assert!(remote.install(after, 2));
+    app.handle_app_event(AppEvent::OrgChanged);
+    assert_eq!(app.composer.text(), "hello?", "the text is kept");
+    let flash = app.flash.clone().map(|(t, _)| t).unwrap_or_default();
+    assert!(
+        flash.contains("`Research Panel` was deleted in another huddle window"),
+        "{flash}"
+    );
+    assert_eq!(app.focus, huddle::tui::layout::Focus::Sidebar);
+    // Enter from the composer sends nothing to what the cursor now rests on.
+    app.focus = huddle::tui::layout::Focus::Composer;
+    let sent = app.handle_key(key(crossterm::event::KeyCode::Enter));
+    assert!(
+        !sent
+            .iter()
+            .any(|c| matches!(c, Command::RunGroup { .. } | Command::Chat { .. })),
+        "{sent:?}"
+    );
+    assert_eq!(app.composer.text(), "hello?");
+}
