@@ -583,7 +583,20 @@ async fn a_host_still_up_prices_each_run_with_its_front_ends_config() {
     let body = std::fs::read_to_string(&config).unwrap();
     let body = body.split("prices:").next().unwrap().to_string();
     std::fs::write(&config, body).unwrap();
-    let out = run_on_a_lasting_host(home.path(), &["run", "--model", "oa/m", "--max-cost", "1", "hi"]).await;
+    let out = run_on_a_lasting_host(
+        home.path(),
+        &[
+            "run",
+            "--preset",
+            "Research Panel",
+            "--model",
+            "oa/m",
+            "--max-cost",
+            "1",
+            "hi",
+        ],
+    )
+    .await;
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("no price is known"),
