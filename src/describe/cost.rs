@@ -100,7 +100,13 @@ pub fn spent(totals: &RunTotals) -> Line {
     } else {
         Tone::Info
     };
-    Line::new(tone, format!("spent {}", parts.join(" · ")))
+    // An unknown cost is not said to be spent: `cost unknown (no price for its models) · …`.
+    let verb = if totals.cost_usd.is_none() && totals.unpriced_turns > 0 {
+        ""
+    } else {
+        "spent "
+    };
+    Line::new(tone, format!("{verb}{}", parts.join(" · ")))
 }
 
 /// What a forecast is based on: `7 earlier runs of this team and 2 runs of teams made from
@@ -237,7 +243,7 @@ mod tests {
         });
         assert_eq!(
             unknown.text,
-            "spent cost unknown (no price for its models) · 15 tokens · 40ms"
+            "cost unknown (no price for its models) · 15 tokens · 40ms"
         );
         assert_eq!(unknown.tone, Tone::Warn);
         assert_eq!(

@@ -171,9 +171,11 @@ pub enum EngineError {
 
 impl EngineShared {
     /// Refuses a cost budget over models whose cost cannot be known (no price, and not a CLI
-    /// agent that reports its own): such a budget could never be enforced.
+    /// agent that reports its own): such a budget could never be enforced. Prices and providers
+    /// are the run's profile's (its front end's config), not those the host started with.
     pub(crate) fn check_priced(
         &self,
+        profile: &Profile,
         what: &str,
         budget: &RunBudget,
         slugs: &[&str],
@@ -184,10 +186,9 @@ impl EngineShared {
         let mut unpriced: Vec<&str> = slugs
             .iter()
             .copied()
-            .filter(|slug| self.options.prices.rate(slug).is_none())
+            .filter(|slug| profile.options.prices.rate(slug).is_none())
             .filter(|slug| {
-                !self
-                    .default_profile
+                !profile
                     .providers
                     .for_slug(slug)
                     .is_ok_and(|(p, _)| p.capabilities().reports_cost)
@@ -493,7 +494,8 @@ impl Engine {
         budget: &RunBudget,
         models: &[&str],
     ) -> Result<(), EngineError> {
-        self.shared.check_priced(what, budget, models)
+        self.shared
+            .check_priced(&self.shared.default_profile, what, budget, models)
     }
 
     /// What tool calls that ask get in the runs of one group or session (`None`: the engine's

@@ -63,14 +63,12 @@ pub(crate) async fn run(
         })
         .ok_or_else(|| EngineError::NoSuchSession(session_id.to_string()))?;
     // Or the default of the configuration the run was started with (its front end's).
-    let budget = budget.or(shared
-        .profile(&active.emitter.group_id, Some(session_id))
-        .options
-        .default_budget);
+    let profile = shared.profile(&active.emitter.group_id, Some(session_id));
+    let budget = budget.or(profile.options.default_budget);
     let models: Vec<&str> = std::iter::once(request.model_override.as_deref().unwrap_or(&model))
         .chain(request.evaluator_model.as_deref())
         .collect();
-    shared.check_priced(&session_name, &budget, &models)?;
+    shared.check_priced(&profile, &session_name, &budget, &models)?;
     let max_iterations = request.max_iterations.max(1);
     let fresh = ReflectionCycle {
         goal: request.goal.clone(),
@@ -304,7 +302,13 @@ impl CycleLoop for SessionCycle<'_> {
                 if verdict.is_ok() || used.is_some() {
                     let spent = Spent {
                         usage: used.unwrap_or_default(),
-                        cost: Cost::of_turn(used.and_then(|u| self.shared.options.prices.cost(&model, &u))),
+                        cost: Cost::of_turn(used.and_then(|u| {
+                            self.shared
+                                .profile(&self.active.emitter.group_id, Some(self.session_id))
+                                .options
+                                .prices
+                                .cost(&model, &u)
+                        })),
                     };
                     self.active.control.count_spent(spent, &self.active.emitter);
                 }

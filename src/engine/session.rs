@@ -1101,9 +1101,9 @@ impl Actor<'_> {
     ) -> LoopEnd {
         // What the model's tokens cost (each request's usage is priced as it comes).
         let slug = options.model_override.as_deref().unwrap_or(&info.model);
-        let rate = self.shared.options.prices.rate(slug);
-        let capabilities = provider.capabilities();
         let profile = self.shared.profile(&info.group_id, Some(self.session_id));
+        let rate = profile.options.prices.rate(slug);
+        let capabilities = provider.capabilities();
         if capabilities.local_process {
             // The program runs confined; a required sandbox that is missing starts nothing.
             let sandbox = &info.guard.sandbox;

@@ -500,7 +500,7 @@ impl Providers {
                 }
                 ProviderKind::Command => Arc::new(command::CommandProvider::new(p)?.with_env(env.clone())),
                 ProviderKind::Acp => Arc::new(acp::AcpProvider::new(p)?),
-                ProviderKind::A2a => Arc::new(a2a::A2aProvider::new(p, options)?),
+                ProviderKind::A2a => Arc::new(a2a::A2aProvider::new(p, options)?.with_env(env.clone())),
                 ProviderKind::Sim => simulator(&p.name),
             };
             providers.insert(provider);

@@ -25,7 +25,12 @@ pub fn run_sample(runs: &RunFiles, group_id: &str, run_id: &str) -> Option<RunSa
     else {
         return None;
     };
-    if matches!(outcome, CycleOutcome::Cancelled | CycleOutcome::SaveFailed) {
+    // Only runs that did their work: one a budget, a rate limit, errors or the user stopped
+    // would pull the forecast towards where it was stopped.
+    if !matches!(
+        outcome,
+        CycleOutcome::Completed | CycleOutcome::GoalMet | CycleOutcome::MaxIterations | CycleOutcome::Stalled
+    ) {
         return None;
     }
     Some(RunSample {
@@ -209,6 +214,14 @@ mod tests {
         log.append(&a, "r2", ended(&a, "r2", CycleOutcome::GoalMet, Some(0.30), 300));
         // Stopped: not what a run costs.
         log.append(&a, "r3", ended(&a, "r3", CycleOutcome::Cancelled, Some(9.0), 9));
+        for (run, outcome) in [
+            ("r7", CycleOutcome::BudgetExhausted),
+            ("r8", CycleOutcome::RateLimited),
+            ("r9", CycleOutcome::ErrorBudget),
+            ("r10", CycleOutcome::Failed),
+        ] {
+            log.append(&a, run, ended(&a, run, outcome, Some(9.0), 9));
+        }
         log.append(&b, "r4", ended(&b, "r4", CycleOutcome::Completed, None, 200));
         log.append(&c, "r5", ended(&c, "r5", CycleOutcome::Completed, Some(50.0), 1));
         // A run that never ended, and a member's chat.

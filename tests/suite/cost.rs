@@ -519,3 +519,100 @@ fn a_cost_budget_ends_a_run_of_every_mode() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// `huddle run` with `args` against a host that stays up once idle (the test stops it).
+async fn run_on_a_lasting_host(home: &Path, args: &[&str]) -> Output {
+    let (home, args): (std::path::PathBuf, Vec<String>) =
+        (home.to_path_buf(), args.iter().map(|a| a.to_string()).collect());
+    tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+            .args(&args)
+            .env("HUDDLE_HOME", &home)
+            .env(super::headless::HOST_IDLE_VAR, "600000")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .current_dir(&home)
+            .output()
+            .expect("run huddle")
+    })
+    .await
+    .unwrap()
+}
+
+fn host_pid(home: &Path) -> Option<String> {
+    huddle::store::DataDirLock::holder(&home.join("huddle.lock"))
+}
+
+fn run_cost(out: &Output) -> f64 {
+    let events = ndjson(out);
+    let end = events
+        .iter()
+        .find(|e| e["event"] == "run_ended")
+        .unwrap_or_else(|| panic!("run_ended: {}", text(&out.stderr)));
+    end["cost_usd"].as_f64().unwrap_or_else(|| panic!("{end}"))
+}
+
+/// A host that is still up serves each `huddle run` with the prices (and the cost-budget check)
+/// of the config the front end read, not those of the config it started with.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_still_up_prices_each_run_with_its_front_ends_config() {
+    let llm = FakeLlm::start().await;
+    llm.script(
+        "m",
+        (0..3).map(|k| priced_reply(&format!("answer {k}"))).collect(),
+    );
+    let home = home_for(&llm, Api::OpenAi);
+    let config = home.path().join("config.yaml");
+    let args = ["run", "--model", "oa/m", "--events", "hi"];
+    let out = run_on_a_lasting_host(home.path(), &args).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(close(run_cost(&out), TURN_USD), "{}", run_cost(&out));
+    let host = host_pid(home.path()).expect("the host stays up");
+
+    // Ten times the price: the next run, on the same host, costs ten times as much.
+    let body = std::fs::read_to_string(&config).unwrap().replace(
+        PRICE,
+        "{ input: 30.0, output: 150.0, cache_read: 3.0, cache_write: 37.5 }",
+    );
+    std::fs::write(&config, body).unwrap();
+    let out = run_on_a_lasting_host(home.path(), &args).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(close(run_cost(&out), 10.0 * TURN_USD), "{}", run_cost(&out));
+
+    // No price any more: a cost budget over the model is refused, though the host knew one.
+    let body = std::fs::read_to_string(&config).unwrap();
+    let body = body.split("prices:").next().unwrap().to_string();
+    std::fs::write(&config, body).unwrap();
+    let out = run_on_a_lasting_host(
+        home.path(),
+        &[
+            "run",
+            "--preset",
+            "Research Panel",
+            "--model",
+            "oa/m",
+            "--max-cost",
+            "1",
+            "hi",
+        ],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no price is known"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        host_pid(home.path()).as_deref(),
+        Some(host.as_str()),
+        "one host served them all"
+    );
+    if let Ok(pid) = host.parse::<i32>() {
+        // SAFETY: kill(2) on the host this test's runs started.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
+    super::headless::wait_for_host_exit(home.path());
+}

@@ -99,7 +99,12 @@ pub(crate) async fn run_linked(
 ) -> Result<RunReport, EngineError> {
     let team = Team::read(shared, group_id, overrides)?;
     team.check_runnable()?;
-    shared.check_priced(&team.name, &team.budget, &team.models())?;
+    shared.check_priced(
+        &shared.profile(group_id, None),
+        &team.name,
+        &team.budget,
+        &team.models(),
+    )?;
     // The run is open on its group (a resumption reads what its interrupted run finished): on
     // disk with the group (e.g. just created by `huddle run --preset`) before it is reported.
     let resumed = super::resume::open(

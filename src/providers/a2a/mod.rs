@@ -64,6 +64,8 @@ pub struct A2aProvider {
     headers: HeaderMap,
     api_key_env: Option<String>,
     options: ProviderOptions,
+    /// Where `headers_env` and `api_key_env` are read (the front end's environment).
+    env: crate::env::Env,
     /// The card and the client pinned to its hosts, with when they were read.
     remote: tokio::sync::Mutex<Option<(Instant, Arc<Remote>)>>,
     next_id: AtomicU64,
@@ -112,9 +114,17 @@ impl A2aProvider {
             headers,
             api_key_env: cfg.api_key_env.clone().filter(|k| !k.trim().is_empty()),
             options,
+            env: crate::env::Env::process(),
             remote: tokio::sync::Mutex::new(None),
             next_id: AtomicU64::new(1),
         })
+    }
+
+    /// The same provider reading its headers' and key's variables (and the secrets it redacts)
+    /// from `env`: the environment of the front end whose profile it serves.
+    pub fn with_env(mut self, env: crate::env::Env) -> A2aProvider {
+        self.env = env;
+        self
     }
 
     /// An error in huddle's words; what the agent said in it has the secrets huddle knows and
@@ -148,7 +158,7 @@ impl A2aProvider {
 
     /// Every secret this provider knows now: its header values, its key, CLI agents' keys.
     fn secrets(&self) -> Secrets {
-        let read = |var: &str| std::env::var(var).ok().filter(|v| !v.trim().is_empty());
+        let read = |var: &str| self.env.var(var).filter(|v| !v.trim().is_empty());
         let mut values: Vec<String> = self
             .settings
             .headers_env
@@ -187,8 +197,9 @@ impl A2aProvider {
             )
         };
         if let Some(var) = &self.api_key_env {
-            let key = std::env::var(var)
-                .ok()
+            let key = self
+                .env
+                .var(var)
                 .filter(|k| !k.trim().is_empty())
                 .ok_or_else(|| missing(var))?;
             let value = HeaderValue::from_str(&format!("Bearer {}", key.trim())).map_err(|_| {
@@ -200,8 +211,9 @@ impl A2aProvider {
             headers.insert(AUTHORIZATION, value);
         }
         for (name, var) in &self.settings.headers_env {
-            let value = std::env::var(var)
-                .ok()
+            let value = self
+                .env
+                .var(var)
                 .filter(|v| !v.trim().is_empty())
                 .ok_or_else(|| missing(var))?;
             let (Ok(n), Ok(mut v)) = (
