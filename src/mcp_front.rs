@@ -776,13 +776,13 @@ impl McpFront {
             });
             return CreateTaskResult::new(task).into();
         }
-        let (mut reader, mut writer) = match self.start(request, config, ask, detach).await {
+        let (mut reader, mut writer, run) = match self.start(request, config, ask, detach).await {
             Ok(started) => started,
             Err(result) => return result.into(),
         };
         let via = Via::call(context.peer.clone(), context.meta.get_progress_token());
         tokio::select! {
-            end = follow(&mut reader, &mut writer, via, ask, detach) => end.result.into(),
+            end = follow(&mut reader, &mut writer, via, ask, detach, run) => end.result.into(),
             // The client cancelled the call: the run goes on in the host.
             _ = context.ct.cancelled() => text_result("the call was cancelled; the run goes on in huddle's host (list_runs, cancel_run)"),
             // The client went away (nobody reads this): the run goes on in the host.
@@ -799,11 +799,11 @@ impl McpFront {
         ask: bool,
         task: TaskContext,
     ) -> Result<CallToolResult, TaskExit> {
-        let (mut reader, mut writer) = match self.start(request, config, ask, false).await {
+        let (mut reader, mut writer, run) = match self.start(request, config, ask, false).await {
             Ok(started) => started,
             Err(result) => return Ok(result),
         };
-        let end = follow(&mut reader, &mut writer, Via::task(task.clone()), ask, false).await;
+        let end = follow(&mut reader, &mut writer, Via::task(task.clone()), ask, false, run).await;
         // A summary for `completed` (the last progress line was said while it ran).
         if let Some(Value::Object(value)) = &end.result.structured_content
             && let (Some(run_id), Some(group), Some(outcome)) = (
@@ -822,14 +822,14 @@ impl McpFront {
     }
 
     /// Starts a run in the host (starting the host if none runs): the connection that follows
-    /// it, or the result that says why it could not start.
+    /// it and the id of its request, or the result that says why it could not start.
     async fn start(
         &self,
         request: RunRequest,
         config: Config,
         ask: bool,
         detach: bool,
-    ) -> Result<(Reader, Writer), CallToolResult> {
+    ) -> Result<(Reader, Writer, u64), CallToolResult> {
         let failed = |text: String| CallToolResult::error(vec![ContentBlock::text(text)]);
         // `terminal`: someone answers drafts through this front end (the client, when asked).
         let hello = Hello::new("mcp", &request.repo).with_work(config, ask);
@@ -847,7 +847,7 @@ impl McpFront {
             })
             .await;
         match sent {
-            Ok(_) => Ok((reader, writer)),
+            Ok(run) => Ok((reader, writer, run)),
             Err(e) => Err(failed(e.to_string())),
         }
     }
@@ -950,10 +950,17 @@ impl From<CallToolResult> for End {
     }
 }
 
-/// Follows a run started with `keep` to its end: its events as progress, its approvals and
-/// drafts asked of the client, its answer and outcome as the result. A cancelled task stops the
-/// run (as `cancel_run` does) and waits for its end.
-async fn follow(reader: &mut Reader, writer: &mut Writer, mut via: Via, ask: bool, detach: bool) -> End {
+/// Follows a run started with `keep` (request `run` of this connection) to its end: its events
+/// as progress, its approvals and drafts asked of the client, its answer and outcome as the
+/// result. A cancelled task stops the run (as `cancel_run` does) and waits for its end.
+async fn follow(
+    reader: &mut Reader,
+    writer: &mut Writer,
+    mut via: Via,
+    ask: bool,
+    detach: bool,
+    run: u64,
+) -> End {
     let mut seen = Followed::default();
     // The answers the client gave (approvals, drafts), to send to the host.
     let (answer_tx, mut answers) = tokio::sync::mpsc::unbounded_channel::<Request>();
@@ -966,7 +973,10 @@ async fn follow(reader: &mut Reader, writer: &mut Writer, mut via: Via, ask: boo
         let message = tokio::select! {
             message = reader.next() => message,
             Some(answer) = answers.recv() => {
-                let _ = writer.send(answer).await;
+                // A cancelled task's run is stopped, not answered (the stop withdraws what waits).
+                if !via.cancel_requested() {
+                    let _ = writer.send(answer).await;
+                }
                 continue;
             }
             () = via.cancelled(), if !cancelled => {
@@ -1058,8 +1068,12 @@ async fn follow(reader: &mut Reader, writer: &mut Writer, mut via: Via, ask: boo
                     cancelled: stopped,
                 };
             }
-            Ok(Some(HostMessage::Failed { message, .. })) => {
+            Ok(Some(HostMessage::Failed { id, message, .. })) if id == run => {
                 return CallToolResult::error(vec![ContentBlock::text(message)]).into();
+            }
+            // An answer the run no longer waits for (its approval was withdrawn as it stopped).
+            Ok(Some(HostMessage::Failed { message, .. })) => {
+                tracing::info!(%message, "an answer sent to the host was refused");
             }
             Ok(Some(_)) => {}
             Ok(None) => {

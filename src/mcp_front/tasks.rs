@@ -113,6 +113,14 @@ impl Via {
         }
     }
 
+    /// Whether the client cancelled the task (`tasks/cancel`).
+    pub fn cancel_requested(&self) -> bool {
+        match self {
+            Self::Task { task, .. } => task.is_cancel_requested(),
+            Self::Call { .. } => false,
+        }
+    }
+
     /// Resolves when the client cancelled the task (`tasks/cancel`); never for a blocking call
     /// (its cancel leaves the run going).
     pub async fn cancelled(&self) {

@@ -299,13 +299,23 @@ fn relay_drafts_are_asked_through_mcp_or_answered_with_answer_draft() {
         s(&elsewhere["answer"]["text"]).contains("the draft of turn 2 of `"),
         "{elsewhere}"
     );
-    wait_for_host_exit(home.path());
-    let sent: Vec<String> = run_events(home.path(), "relay_sent")
+    assert_the_edit_was_sent(home.path(), "Edited over MCP: 420 is fair.");
+}
+
+/// Field `field` of every `event` recorded in the run files, in order.
+fn event_fields(home: &Path, event: &str, field: &str) -> Vec<String> {
+    run_events(home, event)
         .iter()
-        .map(|v| s(&v["text"]).to_string())
-        .collect();
+        .map(|v| s(&v[field]).to_string())
+        .collect()
+}
+
+/// Once the host is gone: the relay sent its drafts, the second one as `edit` said.
+fn assert_the_edit_was_sent(home: &Path, edit: &str) {
+    wait_for_host_exit(home);
+    let sent = event_fields(home, "relay_sent", "text");
     assert!(sent.len() >= 3, "{sent:?}");
-    assert_eq!(sent[1], "Edited over MCP: 420 is fair.", "{sent:?}");
+    assert_eq!(sent[1], edit, "{sent:?}");
 }
 
 /// The lines of every run file that record `event`, in order.
@@ -376,10 +386,7 @@ fn tool_approvals_are_asked_through_mcp_or_denied() {
     assert_eq!(seen["asked"].as_array().unwrap().len(), 1, "{seen}");
     assert_eq!(seen["run"]["is_error"], false, "{seen}");
     wait_for_host_exit(home.path());
-    let mut decided: Vec<String> = run_events(home.path(), "tool_approval_decided")
-        .iter()
-        .map(|v| s(&v["decision"]).to_string())
-        .collect();
+    let mut decided: Vec<String> = event_fields(home.path(), "tool_approval_decided", "decision");
     decided.sort();
     assert_eq!(
         decided,
@@ -554,6 +561,11 @@ fn an_mcp_task_asks_tool_approvals_as_input_requests() {
         "the tool ran: {seen}"
     );
 
+    // Cancelled while the approval waits: withdrawn (denied), and the run stops.
+    let seen = tasks_client(&python, home.path(), "approval_cancel", "");
+    assert_eq!(seen["waiting"], "input_required", "{seen}");
+    assert_eq!(seen["final"]["status"], "cancelled", "{seen}");
+
     let seen = tasks_client(&python, home.path(), "approval", "none");
     assert_eq!(seen["final"]["status"], "completed", "{seen}");
     let notes = seen["final"]["result"]["structuredContent"]["notes"].to_string();
@@ -562,15 +574,27 @@ fn an_mcp_task_asks_tool_approvals_as_input_requests() {
         "{notes}"
     );
     wait_for_host_exit(home.path());
-    let decided: Vec<String> = run_events(home.path(), "tool_approval_decided")
-        .iter()
-        .map(|v| s(&v["decision"]).to_string())
-        .collect();
+    let decided: Vec<String> = event_fields(home.path(), "tool_approval_decided", "decision");
     assert_eq!(
         decided,
-        ["approve_once", "deny"],
-        "asked and allowed; unasked, denied"
+        ["approve_once", "deny", "deny"],
+        "asked and allowed; cancelled while asked; unasked"
     );
+}
+
+/// A relay's drafts in a task are input requests: each answered with tasks/update (one edited),
+/// and the edit is what the counterpart gets.
+#[test]
+fn an_mcp_task_asks_relay_drafts_as_input_requests() {
+    let Some(python) = python() else { return };
+    let home = home_with("default_model: sim/demo\n");
+    let seen = tasks_client(&python, home.path(), "relay", "");
+    assert_eq!(seen["final"]["status"], "completed", "{seen}");
+    let asked = seen["asked"].as_array().unwrap();
+    assert!(asked.len() >= 3, "every draft is asked: {seen}");
+    assert_eq!(asked[0][0], "draft-1", "{asked:?}");
+    assert!(s(&asked[0][1]).contains("the draft of turn 1 is"), "{asked:?}");
+    assert_the_edit_was_sent(home.path(), "Edited in a task: 420 is fair.");
 }
 
 /// `huddle mcp --http 127.0.0.1:0` on `home`, and the URL it printed on stderr.
@@ -628,6 +652,45 @@ fn over_http_the_client_lists_teams_and_a_foreign_origin_is_refused() {
     let status = server.wait().expect("wait for huddle mcp");
     assert!(status.success(), "{status:?}");
     wait_for_host_exit(home.path());
+}
+
+/// Over HTTP as over stdio: a blocking run_team's progress notifications reach the client, and
+/// a tool approval is asked of it (elicitation) and its answer holds.
+#[test]
+fn over_http_progress_and_approvals_reach_the_client() {
+    let Some(python) = python() else { return };
+    let Some(home) = clock_home() else { return };
+    let (mut server, url) = http_server(home.path());
+    let seen = client_at(
+        &python,
+        home.path(),
+        "run",
+        "Is tea better than coffee?",
+        Some(&url),
+    );
+    assert_eq!(seen["run"]["is_error"], false, "{seen}");
+    let progress: Vec<&str> = seen["progress"].as_array().unwrap().iter().map(s).collect();
+    assert!(
+        progress.first().is_some_and(|p| p.ends_with("started")) && progress.len() > 3,
+        "{progress:?}"
+    );
+    let seen = client_at(&python, home.path(), "approval", "allow", Some(&url));
+    let asked = seen["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{seen}");
+    assert!(s(&asked[0]).contains("wants to call time/"), "{asked:?}");
+    assert!(
+        s(&seen["run"]["text"]).contains("time__convert_time` said"),
+        "the tool ran: {seen}"
+    );
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    assert!(server.wait().expect("wait for huddle mcp").success());
+    wait_for_host_exit(home.path());
+    let decided: Vec<String> = event_fields(home.path(), "tool_approval_decided", "decision");
+    assert_eq!(decided, ["approve_once"]);
 }
 
 #[test]
