@@ -3,6 +3,12 @@
 //! cost per message stays flat from the first fifth of the run to the last (persisting a step
 //! must not grow with the run's length).
 //!
+//! Two figures per message: the wall time, which includes waiting for the disk (every
+//! iteration's checkpoints are written and synced before the run goes on: about 2 syncs per
+//! iteration), and the process's CPU time (user + system, all threads: the engine, the saver's
+//! serialising, the transcript and run writers), which is what huddle itself spends per
+//! message (issue 28 item 6's "engine ≤ 20 µs per message").
+//!
 //! `cargo bench --bench long_run`; the data directory is `HUDDLE_BENCH_DIR` or
 //! `target/bench-data` (a real disk, not tmpfs: the file system is printed).
 
@@ -100,6 +106,16 @@ fn file_system(path: &Path) -> String {
         .map_or_else(|| "unknown".into(), |(_, fs)| fs)
 }
 
+/// CPU time (user + system) this process has used, all threads.
+fn cpu_time() -> Duration {
+    // SAFETY: `usage` is a plain struct the call fills in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let of = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1_000);
+    of(usage.ru_utime) + of(usage.ru_stime)
+}
+
 fn main() {
     // `cargo test --benches` runs benches with `--bench`-less arguments: only measure when asked.
     if !std::env::args().any(|a| a == "--bench") {
@@ -139,7 +155,7 @@ fn main() {
                 tokio::select! {
                     biased;
                     e = events.recv() => match e {
-                        Some(e) if matches!(e.kind, EventKind::TurnFinished { .. }) => at.push(Instant::now()),
+                        Some(e) if matches!(e.kind, EventKind::TurnFinished { .. }) => at.push((Instant::now(), cpu_time())),
                         Some(_) => {}
                         None => break,
                     },
@@ -167,13 +183,13 @@ fn main() {
                 ..EngineOptions::default()
             },
         );
-        let started = Instant::now();
+        let started = (Instant::now(), cpu_time());
         let report = engine
             .run_group(&gid, "Write the long report".into(), RunOverrides::default())
             .await
             .expect("run");
         engine.flush().expect("flush");
-        let took = started.elapsed();
+        let took = started.0.elapsed();
         let _ = done_tx.send(());
         let at = consumer.await.expect("consumer");
         (report, took, started, at)
@@ -181,16 +197,35 @@ fn main() {
     let (report, took, started, at) = finished;
     let n = at.len();
     let fifth = n / 5;
-    let mean = |from: Instant, to: Instant, count: usize| (to - from) / count.max(1) as u32;
-    let first = mean(started, at[fifth - 1], fifth);
-    let last = mean(at[n - fifth - 1], at[n - 1], fifth);
+    let wall = |from: (Instant, Duration), to: (Instant, Duration), count: usize| {
+        (to.0 - from.0) / count.max(1) as u32
+    };
+    let cpu = |from: (Instant, Duration), to: (Instant, Duration), count: usize| {
+        (to.1 - from.1) / count.max(1) as u32
+    };
+    let (first_wall, last_wall) = (
+        wall(started, at[fifth - 1], fifth),
+        wall(at[n - fifth - 1], at[n - 1], fifth),
+    );
+    let (first_cpu, last_cpu) = (
+        cpu(started, at[fifth - 1], fifth),
+        cpu(at[n - fifth - 1], at[n - 1], fifth),
+    );
     println!("long reflect run on {}", file_system(dir.path()));
     println!(
-        "  {n} agent messages in {} iterations ({:?}), {:.1?} in all",
-        report.iterations, report.outcome, took
+        "  {n} agent messages in {} iterations ({:?}), {:.1?} in all, CPU {:.1?} ({:.1?} per message)",
+        report.iterations,
+        report.outcome,
+        took,
+        at[n - 1].1 - started.1,
+        cpu(started, at[n - 1], n)
     );
     println!(
-        "  per message: first fifth {first:.1?}, last fifth {last:.1?} (ratio {:.2})",
-        last.as_secs_f64() / first.as_secs_f64()
+        "  wall per message: first fifth {first_wall:.1?}, last fifth {last_wall:.1?} (ratio {:.2})",
+        last_wall.as_secs_f64() / first_wall.as_secs_f64()
+    );
+    println!(
+        "  CPU per message: first fifth {first_cpu:.1?}, last fifth {last_cpu:.1?} (ratio {:.2})",
+        last_cpu.as_secs_f64() / first_cpu.as_secs_f64()
     );
 }

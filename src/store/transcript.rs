@@ -253,8 +253,12 @@ struct OpenTranscripts {
     /// Each open file with when it was last written (a counter: the least is closed first).
     files: HashMap<String, (fs::File, u64)>,
     uses: u64,
+    /// Sessions with lines not synced yet, open or closed since (a transcript closed to open
+    /// another is synced with the window's group, by its path, not on its own when closed).
     unsynced: HashSet<String>,
     unsynced_since: Option<Instant>,
+    /// `fdatasync` calls made (tests count them).
+    syncs: u64,
 }
 
 impl OpenTranscripts {
@@ -282,7 +286,9 @@ impl OpenTranscripts {
             .ok_or_else(|| StoreError::SaveFailed(format!("transcript {session_id} is not open")))
     }
 
-    /// Closes the file written least recently (its lines synced first).
+    /// Closes the file written least recently. Its lines are synced with the window's group,
+    /// not now: in a team larger than [`OPEN_MAX`] every answer closes a file, and a sync of its
+    /// own each time would be one `fdatasync` per message.
     fn close_least_recent(&mut self) {
         let oldest = self
             .files
@@ -294,18 +300,14 @@ impl OpenTranscripts {
         }
     }
 
+    /// Closes a session's file; lines not synced yet stay in [`OpenTranscripts::unsynced`].
     fn close(&mut self, session_id: &str) {
-        if let Some((file, _)) = self.files.remove(session_id)
-            && self.unsynced.remove(session_id)
-            && let Err(e) = file.sync_data()
-        {
-            tracing::error!(session = %session_id, error = %e, "cannot sync a transcript");
-        }
+        self.files.remove(session_id);
     }
 
     /// Closes every file (all synced: called when nothing is waiting for a sync).
-    fn close_all(&mut self) {
-        self.sync();
+    fn close_all(&mut self, transcripts: &Transcripts) {
+        self.sync(transcripts);
         self.files.clear();
     }
 
@@ -335,12 +337,26 @@ impl OpenTranscripts {
         Ok(())
     }
 
-    /// Syncs every file with unsynced lines.
-    fn sync(&mut self) {
-        for id in self.unsynced.drain() {
-            if let Some((file, _)) = self.files.get(&id)
-                && let Err(e) = file.sync_data()
-            {
+    /// Syncs every file with unsynced lines (one closed since is opened again to be synced:
+    /// `fdatasync` syncs the file, whichever handle asks).
+    fn sync(&mut self, transcripts: &Transcripts) {
+        for id in std::mem::take(&mut self.unsynced) {
+            let synced = match self.files.get(&id) {
+                Some((file, _)) => file.sync_data(),
+                None => transcripts
+                    .path(&id)
+                    .map_err(std::io::Error::other)
+                    .and_then(|path| fs::File::open(path)?.sync_data()),
+            };
+            self.syncs += 1;
+            // A closed transcript removed since (its session deleted) has nothing to sync.
+            if let Err(e) = synced.or_else(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            }) {
                 tracing::error!(session = %id, error = %e, "cannot sync a transcript");
             }
         }
@@ -362,7 +378,7 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
             None => match rx.recv_timeout(idle) {
                 Ok(m) => m,
                 Err(RecvTimeoutError::Timeout) => {
-                    open.close_all();
+                    open.close_all(transcripts);
                     continue;
                 }
                 Err(RecvTimeoutError::Disconnected) => break,
@@ -370,7 +386,7 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
             Some(since) => match rx.recv_timeout(SYNC_WINDOW.saturating_sub(since.elapsed())) {
                 Ok(m) => m,
                 Err(RecvTimeoutError::Timeout) => {
-                    open.sync();
+                    open.sync(transcripts);
                     continue;
                 }
                 Err(RecvTimeoutError::Disconnected) => break,
@@ -407,7 +423,7 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
         let window_closed = open.unsynced_since.is_some_and(|t| t.elapsed() >= SYNC_WINDOW);
         let flushed = !waiting.is_empty();
         if flushed || window_closed {
-            open.sync();
+            open.sync(transcripts);
         }
         for done in waiting {
             let _ = done.send(());
@@ -422,7 +438,7 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
         }
     }
     // Closing: what was written is synced before the writer is gone.
-    open.sync();
+    open.sync(transcripts);
 }
 
 /// Opens a transcript to append to (created 0600). After a torn write the file ends mid-line:
@@ -572,6 +588,36 @@ mod tests {
             "last",
             "drop writes the queue"
         );
+    }
+
+    /// A team larger than the open files' bound writes its members in turn: each answer closes
+    /// a transcript to open another, and none is synced on its own then; the window's group
+    /// sync covers the closed ones too (one sync per session, not per message).
+    #[test]
+    fn transcripts_closed_for_others_are_synced_with_the_group_not_one_by_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transcripts::new(dir.path().join("sessions"));
+        let mut open = OpenTranscripts::default();
+        for round in 0..3 {
+            for k in 0..40 {
+                open.append(&t, &format!("s{k}"), &[Message::user(format!("{round}"))])
+                    .unwrap();
+            }
+        }
+        assert!(open.files.len() <= OPEN_MAX);
+        assert_eq!(open.syncs, 0, "no transcript synced before the window closes");
+        assert_eq!(open.unsynced.len(), 40);
+        open.sync(&t);
+        assert_eq!(open.syncs, 40, "each session's file synced once");
+        assert!(open.unsynced.is_empty());
+        let texts: Vec<String> = t
+            .load("s0")
+            .unwrap()
+            .messages
+            .into_iter()
+            .map(|m| m.text)
+            .collect();
+        assert_eq!(texts, ["0", "1", "2"]);
     }
 
     #[test]

@@ -194,6 +194,13 @@ impl Layout {
         Ok(None)
     }
 
+    /// The repository a checkout belongs to: the directory its common git directory is in
+    /// (the main checkout's top), read from disk by [`Layout::find`]'s rules (what huddle's git
+    /// runner tells git), without running git. `Ok(None)` outside a repository.
+    pub fn repository_of(dir: &Path) -> Result<Option<PathBuf>, WorktreeError> {
+        Ok(Layout::find(dir)?.and_then(|l| l.common_dir.parent().map(Path::to_path_buf)))
+    }
+
     /// A checkout whose `.git` is a file (`gitdir: <dir>`).
     fn linked(top: &Path, dot_git: &Path) -> Result<Layout, WorktreeError> {
         let text = std::fs::read_to_string(dot_git).map_err(|e| WorktreeError::io("read", dot_git, &e))?;

@@ -7,7 +7,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::git::Git;
+use super::git::{Git, Layout};
 use super::plan::branch_prefix;
 use super::remove::same_dir;
 use super::{Worktree, WorktreeError, distinct};
@@ -95,12 +95,10 @@ fn subdirs(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The repository a worktree folder belongs to (its common git directory's parent).
+/// The repository a worktree folder belongs to (its common git directory's parent, by the
+/// one rule huddle's git runner and the sandbox use).
 fn repo_of(folder: &Path) -> Option<PathBuf> {
-    let common = Git::new(folder)
-        .text(&["rev-parse", "--path-format=absolute", "--git-common-dir"])
-        .ok()?;
-    PathBuf::from(common).parent().map(Path::to_path_buf)
+    Layout::repository_of(folder).ok().flatten()
 }
 
 /// The branch checked out in a folder, if it is a worktree on a branch.
@@ -197,4 +195,63 @@ pub fn reconcile(root: &Path, org: &Organization, repos: &[PathBuf]) -> Reconcil
         }
     }
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::process::Command;
+
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let out = Command::new("git")
+            .args(["-c", "user.name=Test", "-c", "user.email=test@example.com", "-C"])
+            .arg(dir)
+            .args(args)
+            .output()
+            .expect("run git");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// The repository of a worktree folder is read by `Layout`'s rule (where git put the
+    /// folder's git directory), not by asking git: with no git to run it is still found, and
+    /// a `commondir` file planted in the folder's git directory does not move it.
+    #[test]
+    fn a_worktree_folders_repository_is_read_from_its_layout() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        git(&repo, &["commit", "-q", "--allow-empty", "-m", "first"]);
+        let folder = tmp.path().join("worktrees").join("repo").join("dev");
+        git(
+            &repo,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                "huddle/dev",
+                folder.to_str().unwrap(),
+            ],
+        );
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        git(&elsewhere, &["init", "-q"]);
+        std::fs::write(
+            repo.join(".git/worktrees/dev/commondir"),
+            format!("{}\n", elsewhere.join(".git").display()),
+        )
+        .unwrap();
+        let no_git = crate::env::Env::of(BTreeMap::from([("PATH".to_string(), "/nonexistent".to_string())]));
+        let found = no_git.scope(|| repo_of(&folder));
+        assert_eq!(found, Some(repo.canonicalize().unwrap()));
+        assert_eq!(repo_of(&elsewhere), Some(elsewhere.canonicalize().unwrap()));
+        assert_eq!(repo_of(tmp.path()), None);
+    }
 }

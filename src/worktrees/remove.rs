@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::git::{Git, nul_fields};
+use super::git::{Git, Layout, nul_fields};
 use super::plan::branch_prefix;
 use super::status::status;
 use super::{Worktree, WorktreeError, is_under};
@@ -140,11 +140,7 @@ pub fn orphan(root: &Path, path: &Path) -> Result<Worktree, WorktreeError> {
             path.display()
         )));
     }
-    let common = here.text(&["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
-    let repo = Path::new(&common)
-        .parent()
-        .map(Path::to_path_buf)
-        .ok_or_else(|| WorktreeError::NotARepo(path.to_path_buf()))?;
+    let repo = Layout::repository_of(path)?.ok_or_else(|| WorktreeError::NotARepo(path.to_path_buf()))?;
     Ok(Worktree {
         path: path.to_path_buf(),
         branch,
