@@ -44,6 +44,9 @@ pub struct RunRequest {
     /// Tool calls that ask wait for an answer (`answer_approval`) instead of being denied: the
     /// front end asks someone (`huddle mcp` with a client that can be asked).
     pub ask_tools: bool,
+    /// Started by `huddle mcp`: a call that asks and cannot be asked is denied with what an MCP
+    /// client can do about it (not `--approve-tools`).
+    pub over_mcp: bool,
     /// A relay asks about each draft on the terminal (`--approve`).
     pub approve: bool,
     /// A relay's approval mode for this run (`--approval`).
@@ -158,6 +161,8 @@ fn tool_policy(request: &RunRequest) -> ApprovalPolicy {
         ApprovalPolicy::ApproveAll
     } else if request.ask_tools {
         ApprovalPolicy::Ask
+    } else if request.over_mcp {
+        ApprovalPolicy::DenyOverMcp
     } else {
         ApprovalPolicy::DenyAll
     }

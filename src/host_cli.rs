@@ -282,12 +282,36 @@ fn elapsed(d: chrono::Duration) -> String {
     }
 }
 
+/// Why there is nothing to stop or follow when no host runs: the run named has ended (its run
+/// file is on disk), or nothing runs at all.
+fn nothing_runs(paths: &Paths, target: &str) -> String {
+    match ended_run_on_disk(&paths.runs_dir(), target.trim()) {
+        Some(id) => format!("run `{id}` has ended (`huddle trace --run {id}` shows what it did)"),
+        None => "nothing runs on this data dir".into(),
+    }
+}
+
+/// The run whose file (in any group's folder of `runs_dir`) has exactly this id; only an id's
+/// characters are looked for, so a target never names a path.
+fn ended_run_on_disk(runs_dir: &Path, id: &str) -> Option<String> {
+    let is_id = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+    if !is_id {
+        return None;
+    }
+    let file = format!("{id}.jsonl");
+    std::fs::read_dir(runs_dir)
+        .ok()?
+        .flatten()
+        .any(|group| group.path().join(&file).is_file())
+        .then(|| id.to_string())
+}
+
 /// `huddle stop RUN|GROUP`: stops a run (its id or the start of it), or a group's runs.
 pub async fn stop(paths: &Paths, repo: &Path, target: &str) -> u8 {
     let mut client = match connect(paths, &Hello::new("stop", repo), false).await {
         Ok(c) => c,
         Err(u8::MAX) => {
-            note(format_args!("huddle: nothing runs on this data dir"));
+            note(format_args!("huddle: {}", nothing_runs(paths, target)));
             return 1;
         }
         Err(code) => return code,
@@ -322,7 +346,7 @@ pub async fn attach(paths: &Paths, repo: &Path, target: &str, events: bool) -> u
     let client = match connect(paths, &Hello::new("attach", repo), false).await {
         Ok(c) => c,
         Err(u8::MAX) => {
-            note(format_args!("huddle: nothing runs on this data dir"));
+            note(format_args!("huddle: {}", nothing_runs(paths, target)));
             return 1;
         }
         Err(code) => return code,
@@ -560,6 +584,25 @@ mod tests {
         assert!(!said.contains('\u{1b}'), "{said}");
         assert!(!said.contains("reflect"), "every mode resumes: {said}");
         assert!(super::host_gone(None).contains("--group NAME --resume"));
+    }
+
+    #[test]
+    fn an_ended_run_is_found_on_disk_by_its_id_only() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let group = dir.path().join("gid");
+        std::fs::create_dir(&group).expect("a group folder");
+        std::fs::write(group.join("20261128T085431898Z-56d286ba.jsonl"), "").expect("a run file");
+        let found = super::ended_run_on_disk(dir.path(), "20261128T085431898Z-56d286ba");
+        assert_eq!(found.as_deref(), Some("20261128T085431898Z-56d286ba"));
+        assert_eq!(
+            super::ended_run_on_disk(dir.path(), "20261128T085431898Z-00000000"),
+            None
+        );
+        assert_eq!(
+            super::ended_run_on_disk(dir.path(), "../gid/20261128T085431898Z-56d286ba"),
+            None
+        );
+        assert_eq!(super::ended_run_on_disk(dir.path(), ""), None);
     }
 
     use super::*;

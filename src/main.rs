@@ -243,6 +243,7 @@ fn run(cli: Cli, paths: &Paths) -> anyhow::Result<ExitCode> {
                 events: args.events,
                 approve_tools: args.approve_tools,
                 ask_tools: false,
+                over_mcp: false,
                 approve: args.approve,
                 approval: args.approval,
                 prompt: args.prompt.unwrap_or_default(),

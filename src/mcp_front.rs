@@ -4,13 +4,17 @@
 //! goes on in the host (it outlives the client and this process), with this process's
 //! configuration and environment.
 //!
-//! Tools: `list_teams`, `list_runs`, `run_team` (blocking, with progress notifications; or
-//! `detach`), `run_status`, `run_result`, `cancel_run`, `answer_approval`. Tool calls of a run
-//! that ask for approval are asked through MCP (elicitation) when the client can be asked,
-//! else denied: never allowed by default.
+//! Tools: `list_teams`, `list_runs`, `run_team` (blocking, with progress notifications; a task
+//! when the client takes MCP Tasks, see `tasks`; or `detach`), `run_status`, `run_result`,
+//! `cancel_run`, `answer_approval`, `answer_draft`. Tool calls of a run that ask for approval are
+//! asked through MCP (elicitation, or a task's input requests) when the client can be asked, else
+//! denied: never allowed by default. Standard input closing (the client went away) ends it at
+//! once: the runs it started go on in the host.
 
 mod http;
+mod peer_uid;
 mod resources;
+mod tasks;
 
 pub use http::serve_http;
 
@@ -18,14 +22,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitationAction, Implementation, JsonObject, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    CreateTaskResult, ElicitRequestParams, ElicitationAction, GetTaskParams, GetTaskResult, Implementation,
+    JsonObject, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations, UpdateTaskParams,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::RequestContext;
+use rmcp::task_manager::{TaskContext, TaskExit, TaskManager};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use crate::cli::note;
 use crate::config::{Config, Paths};
@@ -37,22 +44,43 @@ use crate::model::{CycleOutcome, DraftAnswer, Mode, Organization, RunBudget};
 use crate::presets::Catalog;
 use crate::store::{OrganizationFile, RunFiles};
 use crate::tools::Decision;
+use tasks::{Asker, Via};
 
 /// The server: what it needs to reach the host.
 #[derive(Clone)]
 struct McpFront {
     paths: Arc<Paths>,
     repo: Arc<PathBuf>,
+    /// The `run_team` calls made tasks (shared by every session of `--http`).
+    tasks: TaskManager,
+    /// Cancelled when the client went away (standard input closed): blocking calls let go.
+    gone: CancellationToken,
 }
 
-/// `huddle mcp`: serves MCP on standard input and output until the client goes. Its log goes to
-/// the data dir's log file (standard output is the protocol).
+impl McpFront {
+    fn new(paths: &Paths, repo: PathBuf, gone: CancellationToken) -> Self {
+        Self {
+            paths: Arc::new(paths.clone()),
+            repo: Arc::new(repo),
+            tasks: TaskManager::new(),
+            gone,
+        }
+    }
+}
+
+/// `huddle mcp`: serves MCP on standard input and output until the client goes (its input
+/// closes: the calls that follow runs let go at once, the runs go on in the host). Its log goes
+/// to the data dir's log file (standard output is the protocol).
 pub async fn serve(paths: &Paths, repo: PathBuf) -> u8 {
-    let front = McpFront {
-        paths: Arc::new(paths.clone()),
-        repo: Arc::new(repo),
+    let gone = CancellationToken::new();
+    let front = McpFront::new(paths, repo, gone.clone());
+    let tasks = front.tasks.clone();
+    let (stdin, stdout) = rmcp::transport::stdio();
+    let input = UntilClosed {
+        inner: stdin,
+        closed: gone,
     };
-    let service = match front.serve(rmcp::transport::stdio()).await {
+    let service = match front.serve((input, stdout)).await {
         Ok(s) => s,
         Err(e) => {
             note(format_args!(
@@ -61,12 +89,39 @@ pub async fn serve(paths: &Paths, repo: PathBuf) -> u8 {
             return 1;
         }
     };
-    match service.waiting().await {
+    let code = match service.waiting().await {
         Ok(_) => 0,
         Err(e) => {
             tracing::warn!(error = %e, "huddle mcp ended abnormally");
             1
         }
+    };
+    // Tasks still going let go of their runs, which go on in the host.
+    tasks.shutdown();
+    code
+}
+
+/// A reader that cancels `closed` when its input ends (or fails): the client went away.
+struct UntilClosed<R> {
+    inner: R,
+    closed: CancellationToken,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for UntilClosed<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let room = buf.remaining() > 0;
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        match &polled {
+            std::task::Poll::Ready(Ok(())) if room && buf.filled().len() == before => self.closed.cancel(),
+            std::task::Poll::Ready(Err(_)) => self.closed.cancel(),
+            _ => {}
+        }
+        polled
     }
 }
 
@@ -260,13 +315,17 @@ fn error_result(text: impl Into<String>) -> CallToolResponse {
 
 /// A result in words for the model, and as JSON beside them.
 fn json_result(text: String, value: Value, is_error: bool) -> CallToolResponse {
+    json_call_result(text, value, is_error).into()
+}
+
+fn json_call_result(text: String, value: Value, is_error: bool) -> CallToolResult {
     let mut result = if is_error {
         CallToolResult::error(vec![ContentBlock::text(text)])
     } else {
         CallToolResult::success(vec![ContentBlock::text(text)])
     };
     result.structured_content = Some(value);
-    result.into()
+    result
 }
 
 fn arg_str<'a>(args: &'a JsonObject, key: &str) -> Option<&'a str> {
@@ -301,6 +360,7 @@ impl ServerHandler for McpFront {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_resources()
+                .enable_tasks()
                 .build(),
         )
             .with_server_info(Implementation::new("huddle", env!("CARGO_PKG_VERSION")))
@@ -390,6 +450,32 @@ impl ServerHandler for McpFront {
                 return Err(McpError::invalid_params(format!("no tool named `{other}`"), None));
             }
         })
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        self.tasks.get_task(&request.task_id).map(GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks.update_task(&request.task_id, request.input_responses)
+    }
+
+    /// Stops the task's run (it ends `cancelled`, a reflect cycle resumable); the task says
+    /// `cancelled` once the run has ended.
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks.cancel_task(&request.task_id)
     }
 }
 
@@ -656,34 +742,104 @@ impl McpFront {
         )
     }
 
-    /// `run_team`: starts the run in the host and follows it to its end.
+    /// `run_team`: starts the run in the host and follows it to its end (as a task when the
+    /// client takes tasks: answered at once, followed by `tasks/get`).
     async fn run_team(&self, args: &JsonObject, context: &RequestContext<RoleServer>) -> CallToolResponse {
         let request = match run_request(args, &self.repo) {
             Ok(r) => r,
             Err(why) => return error_result(why),
         };
         let detach = args.get("detach").and_then(Value::as_bool).unwrap_or(false);
-        // Asked through the client when it can be (elicitation on a session that allows the
-        // server to ask), else denied; never allowed by default.
-        let ask = !detach && can_elicit(context);
+        let tasked = !detach && tasks::tasked(context);
+        // Asked through the client when it can be (a task's input requests; elicitation on a
+        // session that allows the server to ask), else denied; never allowed by default.
+        let ask = !detach
+            && if tasked {
+                tasks::asks_in_task(context)
+            } else {
+                can_elicit(context)
+            };
         let request = RunRequest {
             ask_tools: ask,
             // A relay's drafts that wait are asked through the client too.
             approve: ask,
+            over_mcp: true,
             ..request
         };
         let config = match Config::load(&self.paths) {
             Ok(loaded) => loaded.config,
             Err(e) => return error_result(format!("huddle's configuration: {e}")),
         };
+        if tasked {
+            let front = self.clone();
+            let task = self.tasks.spawn(tasks::options(), move |task| {
+                Box::pin(async move { front.run_as_task(request, config, ask, task).await })
+            });
+            return CreateTaskResult::new(task).into();
+        }
+        let (mut reader, mut writer, run) = match self.start(request, config, ask, detach).await {
+            Ok(started) => started,
+            Err(result) => return result.into(),
+        };
+        let via = Via::call(context.peer.clone(), context.meta.get_progress_token());
+        tokio::select! {
+            end = follow(&mut reader, &mut writer, via, ask, detach, run) => end.result.into(),
+            // The client cancelled the call: the run goes on in the host.
+            _ = context.ct.cancelled() => text_result("the call was cancelled; the run goes on in huddle's host (list_runs, cancel_run)"),
+            // The client went away (nobody reads this): the run goes on in the host.
+            _ = self.gone.cancelled() => text_result("the client went away; the run goes on in huddle's host"),
+        }
+    }
+
+    /// A task's run: started, followed to its end (its status message the last progress line,
+    /// its questions input requests), stopped when the task is cancelled.
+    async fn run_as_task(
+        self,
+        request: RunRequest,
+        config: Config,
+        ask: bool,
+        task: TaskContext,
+    ) -> Result<CallToolResult, TaskExit> {
+        let (mut reader, mut writer, run) = match self.start(request, config, ask, false).await {
+            Ok(started) => started,
+            Err(result) => return Ok(result),
+        };
+        let end = follow(&mut reader, &mut writer, Via::task(task.clone()), ask, false, run).await;
+        // A summary for `completed` (the last progress line was said while it ran).
+        if let Some(Value::Object(value)) = &end.result.structured_content
+            && let (Some(run_id), Some(group), Some(outcome)) = (
+                value.get("run_id").and_then(Value::as_str),
+                value.get("group").and_then(Value::as_str),
+                value.get("outcome").and_then(Value::as_str),
+            )
+        {
+            task.set_status_message(format!("run {run_id} of `{group}`: {outcome}"));
+        }
+        if end.cancelled {
+            Err(TaskExit::Cancelled)
+        } else {
+            Ok(end.result)
+        }
+    }
+
+    /// Starts a run in the host (starting the host if none runs): the connection that follows
+    /// it and the id of its request, or the result that says why it could not start.
+    async fn start(
+        &self,
+        request: RunRequest,
+        config: Config,
+        ask: bool,
+        detach: bool,
+    ) -> Result<(Reader, Writer, u64), CallToolResult> {
+        let failed = |text: String| CallToolResult::error(vec![ContentBlock::text(text)]);
         // `terminal`: someone answers drafts through this front end (the client, when asked).
         let hello = Hello::new("mcp", &request.repo).with_work(config, ask);
         let client = match self.connect(&hello, true).await {
             Ok(Some(c)) => c,
-            Ok(None) => return error_result("the huddle host could not be started"),
-            Err(e) => return error_result(e),
+            Ok(None) => return Err(failed("the huddle host could not be started".into())),
+            Err(e) => return Err(failed(e)),
         };
-        let (mut reader, mut writer) = client.split();
+        let (reader, mut writer) = client.split();
         let sent = writer
             .send(Request::Run {
                 request,
@@ -691,18 +847,9 @@ impl McpFront {
                 keep: true,
             })
             .await;
-        if let Err(e) = sent {
-            return error_result(e.to_string());
-        }
-        let progress = Progress {
-            peer: context.peer.clone(),
-            token: context.meta.get_progress_token(),
-            count: 0,
-        };
-        tokio::select! {
-            result = follow(&mut reader, &mut writer, progress, ask, detach) => result,
-            // The client cancelled the call: the run goes on in the host.
-            _ = context.ct.cancelled() => text_result("the call was cancelled; the run goes on in huddle's host (list_runs, cancel_run)"),
+        match sent {
+            Ok(run) => Ok((reader, writer, run)),
+            Err(e) => Err(failed(e.to_string())),
         }
     }
 }
@@ -778,25 +925,6 @@ fn run_request(args: &JsonObject, default_repo: &std::path::Path) -> Result<RunR
     headless::prepare(request).map_err(|f| f.message)
 }
 
-/// Progress notifications of one call (when the client asked for them with a token).
-struct Progress {
-    peer: Peer<RoleServer>,
-    token: Option<rmcp::model::ProgressToken>,
-    count: u32,
-}
-
-impl Progress {
-    async fn say(&mut self, message: String) {
-        let Some(token) = &self.token else { return };
-        self.count += 1;
-        let param =
-            ProgressNotificationParam::new(token.clone(), f64::from(self.count)).with_message(message);
-        if let Err(e) = self.peer.notify_progress(param).await {
-            tracing::debug!(error = %e, "a progress notification was not sent");
-        }
-    }
-}
-
 /// What a followed run said.
 #[derive(Default)]
 struct Followed {
@@ -808,40 +936,79 @@ struct Followed {
     notes: Vec<String>,
 }
 
-/// Follows a run started with `keep` to its end: its events as progress, its approvals asked
-/// of the client, its answer and outcome as the result.
+/// How a followed run ended: the call's result, and whether the task's cancel stopped it.
+struct End {
+    result: CallToolResult,
+    cancelled: bool,
+}
+
+impl From<CallToolResult> for End {
+    fn from(result: CallToolResult) -> Self {
+        Self {
+            result,
+            cancelled: false,
+        }
+    }
+}
+
+/// Follows a run started with `keep` (request `run` of this connection) to its end: its events
+/// as progress, its approvals and drafts asked of the client, its answer and outcome as the
+/// result. A cancelled task stops the run (as `cancel_run` does) and waits for its end.
 async fn follow(
     reader: &mut Reader,
     writer: &mut Writer,
-    mut progress: Progress,
+    mut via: Via,
     ask: bool,
     detach: bool,
-) -> CallToolResponse {
+    run: u64,
+) -> End {
     let mut seen = Followed::default();
     // The answers the client gave (approvals, drafts), to send to the host.
     let (answer_tx, mut answers) = tokio::sync::mpsc::unbounded_channel::<Request>();
+    let asker = via.asker();
+    // Questions asked in a task, each under its own key.
+    let mut asked = 0u64;
+    // The task was cancelled / its run was told to stop (once its id is known).
+    let (mut cancelled, mut signalled) = (false, false);
     loop {
         let message = tokio::select! {
             message = reader.next() => message,
             Some(answer) = answers.recv() => {
-                let _ = writer.send(answer).await;
+                // A cancelled task's run is stopped, not answered (the stop withdraws what waits).
+                if !via.cancel_requested() {
+                    let _ = writer.send(answer).await;
+                }
+                continue;
+            }
+            () = via.cancelled(), if !cancelled => {
+                cancelled = true;
+                via.say("cancelled: the run stops".into()).await;
+                if let Some(target) = seen.run_id.clone() {
+                    signalled = true;
+                    let _ = writer.send(Request::Stop { target }).await;
+                }
                 continue;
             }
         };
         match message {
             Ok(Some(HostMessage::Started { run_id, group, .. })) => {
                 if detach {
-                    return json_result(
+                    return json_call_result(
                         format!(
                             "run {run_id} of `{group}` started and goes on in huddle's host: run_status and run_result follow it, cancel_run stops it"
                         ),
                         json!({"run_id": run_id, "group": group, "state": "running"}),
                         false,
-                    );
+                    )
+                    .into();
                 }
-                progress.say(format!("run {run_id} of `{group}` started")).await;
-                seen.run_id = Some(run_id);
+                via.started(&run_id, &group).await;
+                seen.run_id = Some(run_id.clone());
                 seen.group = Some(group);
+                if cancelled && !signalled {
+                    signalled = true;
+                    let _ = writer.send(Request::Stop { target: run_id }).await;
+                }
             }
             Ok(Some(HostMessage::Output { out, err, .. })) => {
                 for line in out.as_deref().unwrap_or_default().lines() {
@@ -849,16 +1016,17 @@ async fn follow(
                         continue;
                     };
                     if let Some(text) = headless::progress_line(&event) {
-                        progress.say(text).await;
+                        via.say(text).await;
                     }
                     take(&mut seen, &event);
-                    if let EventKind::ToolApprovalRequested { .. } = &event.kind
+                    if let EventKind::ToolApprovalRequested { approval_id, .. } = &event.kind
                         && ask
                     {
-                        let peer = progress.peer.clone();
+                        let asker = asker.clone();
                         let tx = answer_tx.clone();
+                        let key = format!("approval-{approval_id}");
                         tokio::spawn(async move {
-                            let (approval_id, decision) = elicit(&peer, &event).await;
+                            let (approval_id, decision) = elicit(&asker, key, &event).await;
                             let _ = tx.send(Request::AnswerApproval {
                                 approval_id,
                                 decision,
@@ -869,7 +1037,7 @@ async fn follow(
                 if let Some(text) = err {
                     let text = text.trim().to_string();
                     if !text.is_empty() {
-                        progress.say(text.clone()).await;
+                        via.say(text.clone()).await;
                         seen.notes.push(text);
                     }
                 }
@@ -881,24 +1049,39 @@ async fn follow(
                 review,
                 ..
             })) if ask => {
-                let peer = progress.peer.clone();
+                let asker = asker.clone();
                 let tx = answer_tx.clone();
                 let group = seen.group.clone().unwrap_or_default();
                 let draft = WaitingDraft { turn, text, review };
+                asked += 1;
+                let key = format!("draft-{asked}");
                 tokio::spawn(async move {
                     // No answer (a cancel, an error): the draft waits for answer_draft or the TUI.
-                    if let Some(answer) = elicit_draft(&peer, &group, &draft).await {
+                    if let Some(answer) = elicit_draft(&asker, key, &group, &draft).await {
                         let _ = tx.send(Request::AnswerDraft { group_id, answer });
                     }
                 });
             }
-            Ok(Some(HostMessage::Exit { code, .. })) => return finished(seen, code),
-            Ok(Some(HostMessage::Failed { message, .. })) => return error_result(message),
+            Ok(Some(HostMessage::Exit { code, .. })) => {
+                let stopped = cancelled && seen.outcome.map_or(code >= 128, |o| o == CycleOutcome::Cancelled);
+                return End {
+                    result: finished(seen, code),
+                    cancelled: stopped,
+                };
+            }
+            Ok(Some(HostMessage::Failed { id, message, .. })) if id == run => {
+                return CallToolResult::error(vec![ContentBlock::text(message)]).into();
+            }
+            // An answer the run no longer waits for (its approval was withdrawn as it stopped).
+            Ok(Some(HostMessage::Failed { message, .. })) => {
+                tracing::info!(%message, "an answer sent to the host was refused");
+            }
             Ok(Some(_)) => {}
             Ok(None) => {
-                return error_result(crate::host_cli::host_gone(seen.group.as_deref()));
+                let gone = crate::host_cli::host_gone(seen.group.as_deref());
+                return CallToolResult::error(vec![ContentBlock::text(gone)]).into();
             }
-            Err(e) => return error_result(e.to_string()),
+            Err(e) => return CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into(),
         }
     }
 }
@@ -924,7 +1107,7 @@ fn take(seen: &mut Followed, event: &EngineEvent) {
 }
 
 /// The result of a run that ended with exit code `code`.
-fn finished(seen: Followed, code: u8) -> CallToolResponse {
+fn finished(seen: Followed, code: u8) -> CallToolResult {
     let outcome = seen.outcome.map_or_else(
         || {
             if code == 0 {
@@ -954,7 +1137,7 @@ fn finished(seen: Followed, code: u8) -> CallToolResponse {
     // Usage errors, failures, a save that failed and a stop are errors; a team that ran out of
     // iterations or budget still answered.
     let is_error = matches!(code, 1 | 2 | 7) || code >= 128 || seen.failed.is_some();
-    json_result(
+    json_call_result(
         text,
         json!({
             "run_id": seen.run_id,
@@ -981,7 +1164,7 @@ fn outcome_word(outcome: CycleOutcome, failed: bool) -> String {
 
 /// Asks the client about a tool call that waits for approval; anything but an explicit allow
 /// (a decline, a cancel, an error, an answer it cannot read) denies it.
-async fn elicit(peer: &Peer<RoleServer>, event: &EngineEvent) -> (u64, Decision) {
+async fn elicit(asker: &Asker, key: String, event: &EngineEvent) -> (u64, Decision) {
     let EventKind::ToolApprovalRequested {
         approval_id,
         session,
@@ -1015,7 +1198,7 @@ async fn elicit(peer: &Peer<RoleServer>, event: &EngineEvent) -> (u64, Decision)
         message,
         requested_schema,
     };
-    let decided = match peer.create_elicitation(params).await {
+    let decided = match asker.elicit(key, params).await {
         Ok(result) if result.action == ElicitationAction::Accept => result
             .content
             .as_ref()
@@ -1052,7 +1235,8 @@ fn decision_schema(choices: &[&str], description: &str) -> Value {
 /// `edit` without its text, stops the relay); a decline stops the relay; a cancel or an error
 /// leaves the draft waiting (`None`), for `answer_draft` or the TUI.
 async fn elicit_draft(
-    peer: &Peer<RoleServer>,
+    asker: &Asker,
+    key: String,
     group: &str,
     draft: &WaitingDraft,
 ) -> Option<Option<DraftAnswer>> {
@@ -1083,7 +1267,7 @@ async fn elicit_draft(
         message,
         requested_schema,
     };
-    match peer.create_elicitation(params).await {
+    match asker.elicit(key, params).await {
         Ok(result) if result.action == ElicitationAction::Accept => {
             let content = result.content.unwrap_or_default();
             let word = content
@@ -1178,6 +1362,29 @@ fn ended_run(paths: &Paths, org: &Organization, target: &str) -> Result<Ended, S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_client_is_gone_when_its_input_ends_not_before() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut client, server) = tokio::io::duplex(64);
+        let closed = CancellationToken::new();
+        let mut input = UntilClosed {
+            inner: server,
+            closed: closed.clone(),
+        };
+        client.write_all(b"{}\n").await.unwrap();
+        let mut buf = [0u8; 16];
+        assert_eq!(input.read(&mut buf).await.unwrap(), 3);
+        assert!(!closed.is_cancelled(), "a line is not the end");
+        assert_eq!(input.read(&mut buf[..0]).await.unwrap(), 0);
+        assert!(!closed.is_cancelled(), "a read with no room is not the end");
+        drop(client);
+        assert_eq!(input.read(&mut buf).await.unwrap(), 0);
+        assert!(
+            closed.is_cancelled(),
+            "the end of the input: the client went away"
+        );
+    }
 
     #[test]
     fn every_tool_has_an_object_schema_and_is_found_by_name() {

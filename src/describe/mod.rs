@@ -297,10 +297,16 @@ pub fn describe_as(kind: &EventKind, execution: Option<&ExecutionTag>, names: &N
             session,
             name,
             arguments,
+            step,
             ..
-        } if !tools::said_by_its_own_event(name) => {
-            Some(tools::called_by(names.short(session), name, arguments))
-        }
+        } if !tools::said_by_its_own_event(name) => Some(match step {
+            // A coding agent's words before its call are not in its answer (they are this
+            // step's): said here, or `huddle run` would never show them.
+            Some(step) if step.by_agent && !step.text.trim().is_empty() => {
+                tools::called_by_after(names.short(session), name, arguments, &step.text)
+            }
+            _ => tools::called_by(names.short(session), name, arguments),
+        }),
         EventKind::ToolResult {
             name,
             ok,

@@ -33,6 +33,16 @@ pub fn called_by(session: &str, name: &str, arguments: &str) -> Line {
     Line::info(format!("⚙ {session}: {name}({})", quote(arguments)))
 }
 
+/// `⚙ coder: "I will fix the config." then Edit config.json({"path":"config.json"})`: a coding
+/// agent's call with the words it wrote before it (their first line).
+pub fn called_by_after(session: &str, name: &str, arguments: &str, words: &str) -> Line {
+    Line::info(format!(
+        "⚙ {session}: \"{}\" then {name}({})",
+        quote(words.trim()),
+        quote(arguments)
+    ))
+}
+
 /// `✓ grep 12ms: found 3 errors`, `✗ grep 0ms: message is empty`, `… grep (no result)`.
 pub fn result(name: &str, ok: Option<bool>, duration_ms: Option<u64>, first_line: Option<&str>) -> Line {
     let (tone, mark) = match ok {
@@ -87,6 +97,10 @@ mod tests {
     #[test]
     fn calls_and_results_read_as_calls() {
         assert_eq!(call("grep", "{\"p\":1}\nmore").text, "⚙ grep({\"p\":1})");
+        assert_eq!(
+            called_by_after("coder", "Edit a", "{}", "  Hello there.\nMore words.").text,
+            "⚙ coder: \"Hello there.\" then Edit a({})"
+        );
         assert_eq!(
             result("grep", Some(true), Some(12), Some("found 3\nmore")).text,
             "✓ grep 12ms: found 3"

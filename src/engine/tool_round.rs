@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::model::ToolCall;
 use crate::providers::PermissionRequest;
-use crate::tools::approval::{DENIED_BY_USER, DENIED_HEADLESS};
+use crate::tools::approval::{DENIED_BY_USER, DENIED_HEADLESS, DENIED_OVER_MCP};
 use crate::tools::limits::cap_result;
 use crate::tools::{AgentOption, Approval, ApprovalPolicy, Decision, Offer, ToolError, schema, split_name};
 
@@ -318,7 +318,10 @@ impl CallContext<'_> {
         call: &ToolCall,
         hook_reason: Option<String>,
     ) -> Result<(), String> {
-        match self.decide(server, tool, call, hook_reason, &[]).await? {
+        match self
+            .decide(server, tool, call, &call.name, hook_reason, &[])
+            .await?
+        {
             Decision::ApproveOnce | Decision::ApproveForSession => Ok(()),
             Decision::Deny | Decision::DenyAndStop => Err(DENIED_BY_USER.to_string()),
         }
@@ -327,17 +330,20 @@ impl CallContext<'_> {
     /// The decision on `call`, with its events, a grant for the session and a stop of the run
     /// applied. `Err`: refused without asking the user (`huddle run` without
     /// `--approve-tools`) or the run stopped while waiting; the text is for the model.
-    /// `options`: the answers an agent that asks offers (shown in the popup).
+    /// `options`: the answers an agent that asks offers (shown in the popup). `grant`: what an
+    /// approval for the session is kept under (and looked up by): a tool's name, or for an
+    /// agent's own call [`agent_grant`].
     async fn decide(
         &self,
         server: &str,
         tool: &str,
         call: &ToolCall,
+        grant: &str,
         hook_reason: Option<String>,
         options: &[AgentOption],
     ) -> Result<Decision, String> {
         let approvals = &self.shared.approvals;
-        if hook_reason.is_none() && approvals.granted(self.session_id, &call.name) {
+        if hook_reason.is_none() && approvals.granted(self.session_id, grant) {
             return Ok(Decision::ApproveOnce);
         }
         let settle = |approval_id: u64, decision: Decision, reason: Option<&str>| {
@@ -356,9 +362,14 @@ impl CallContext<'_> {
                 settle(0, Decision::ApproveOnce, Some("--approve-tools"));
                 return Ok(Decision::ApproveOnce);
             }
-            ApprovalPolicy::DenyAll => {
-                settle(0, Decision::Deny, Some(DENIED_HEADLESS));
-                return Err(DENIED_HEADLESS.to_string());
+            ApprovalPolicy::DenyAll | ApprovalPolicy::DenyOverMcp => {
+                let reason = if policy == ApprovalPolicy::DenyOverMcp {
+                    DENIED_OVER_MCP
+                } else {
+                    DENIED_HEADLESS
+                };
+                settle(0, Decision::Deny, Some(reason));
+                return Err(reason.to_string());
             }
             ApprovalPolicy::Ask => {
                 let (approval_id, answer) = approvals.request();
@@ -387,7 +398,7 @@ impl CallContext<'_> {
             }
         };
         match decision {
-            Decision::ApproveForSession => approvals.grant(self.session_id, &call.name),
+            Decision::ApproveForSession => approvals.grant(self.session_id, grant),
             Decision::DenyAndStop => {
                 if let Some(run_id) = self.run_id {
                     self.shared.stop_run(run_id);
@@ -421,10 +432,19 @@ impl CallContext<'_> {
                 Verdict::Continue => {}
             }
         }
-        self.decide(agent, &call.name, call, hook_reason, &request.options)
+        let grant = agent_grant(agent, call);
+        self.decide(agent, &call.name, call, &grant, hook_reason, &request.options)
             .await
             .unwrap_or(Decision::Deny)
     }
+}
+
+/// What an approval for the session of an agent's own call is kept under: the agent, and the
+/// call as the popup showed it (its kind, title and input), so that only the same call again is
+/// answered without asking. Not the kind alone: the agent names it itself (ACP's `kind` only
+/// picks an icon), and a grant on `read` would let it label any command a read (review 27-B).
+fn agent_grant(agent: &str, call: &ToolCall) -> String {
+    format!("agent\u{0}{agent}\u{0}{}\u{0}{}", call.name, call.arguments)
 }
 
 /// Who an agent's permission requests are asked for: a turn's [`CallContext`], owned (the

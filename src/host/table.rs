@@ -252,6 +252,11 @@ impl Table {
             .map(|g| g.id.clone())
             .or_else(|| org.group(target).map(|g| g.id.clone()));
         let Some(group_id) = group_id else {
+            if let Some(id) = self.ended.iter().rev().find(|id| id.starts_with(target)) {
+                return Err(format!(
+                    "run `{id}` has ended (`huddle trace --run {id}` shows what it did)"
+                ));
+            }
             return Err(if self.runs.is_empty() {
                 format!("no run `{target}`: nothing runs")
             } else {
@@ -478,6 +483,11 @@ mod tests {
         assert!(ended && table.is_empty());
         assert!(table.has_seen(r), "an ended run was seen");
         assert!(!table.has_seen("20260101T000000000Z-00000002"));
+        let gone = table.resolve("2026", &org).unwrap_err();
+        assert!(
+            gone.contains("has ended") && gone.contains(&format!("huddle trace --run {r}")),
+            "{gone}"
+        );
         let line = rx.try_recv().unwrap_or_default();
         assert!(line.contains("\"run_ended\""), "{line}");
         assert!(table.followers.is_empty(), "a run's follower goes with it");

@@ -1,7 +1,8 @@
 //! `huddle mcp --http ADDR`: the same server over streamable HTTP, on a loopback address only.
 //! Stateful sessions (one handler per session, as over stdio), so progress notifications and
 //! elicitation work as they do there. rmcp checks `Host` (loopback names only, against DNS
-//! rebinding) and `Origin` (absent, or a loopback origin on any port; else 403).
+//! rebinding) and `Origin` (absent, or a loopback origin on any port; else 403); huddle checks
+//! that the caller is its own user (the uid owning the client's end of the connection).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -31,7 +32,12 @@ const LOOPBACK_ORIGINS: [&str; 6] = [
 
 /// `ADDR` as a socket address, if it is a loopback one.
 fn loopback_addr(addr: &str) -> Result<SocketAddr, String> {
-    let parsed: SocketAddr = addr
+    // `localhost:PORT`, as people write it for clients, is 127.0.0.1 here.
+    let numeric = match addr.strip_prefix("localhost:") {
+        Some(port) => format!("127.0.0.1:{port}"),
+        None => addr.to_string(),
+    };
+    let parsed: SocketAddr = numeric
         .parse()
         .map_err(|_| format!("`{addr}` is not an address such as 127.0.0.1:8080 or [::1]:0"))?;
     if !parsed.ip().is_loopback() {
@@ -65,10 +71,9 @@ pub async fn serve_http(paths: &Paths, repo: PathBuf, addr: &str) -> u8 {
         .with_allowed_origins(LOOPBACK_ORIGINS)
         .enforce_origin_validation();
     let cancel = config.cancellation_token.clone();
-    let front = McpFront {
-        paths: Arc::new(paths.clone()),
-        repo: Arc::new(repo),
-    };
+    // Stopping lets go of the calls that follow runs (the runs go on in the host).
+    let front = McpFront::new(paths, repo, cancel.clone());
+    let tasks = front.tasks.clone();
     let service = StreamableHttpService::new(
         move || Ok(front.clone()),
         Arc::new(LocalSessionManager::default()),
@@ -80,13 +85,18 @@ pub async fn serve_http(paths: &Paths, repo: PathBuf, addr: &str) -> u8 {
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
+                let (stream, client) = match accepted {
+                    Ok(accepted) => accepted,
                     Err(e) => {
                         tracing::warn!(error = %e, "huddle mcp: accept failed");
                         continue;
                     }
                 };
+                if let Err(why) = own_user_calls(&stream, client) {
+                    tracing::warn!(%client, why, "huddle mcp: refused an HTTP connection");
+                    tokio::spawn(refuse(stream, why));
+                    continue;
+                }
                 let hyper_service = TowerToHyperService::new(service.clone());
                 tokio::spawn(async move {
                     let connection = hyper::server::conn::http1::Builder::new()
@@ -103,7 +113,36 @@ pub async fn serve_http(paths: &Paths, repo: PathBuf, addr: &str) -> u8 {
         }
     }
     cancel.cancel();
+    tasks.shutdown();
     0
+}
+
+/// Ok if the connection's client end belongs to this process's user (as the host's socket
+/// checks its peer's uid); else why not. Where the owner cannot be told, nobody is served.
+fn own_user_calls(stream: &tokio::net::TcpStream, client: SocketAddr) -> Result<(), &'static str> {
+    let server = stream
+        .local_addr()
+        .map_err(|_| "cannot tell which address was called")?;
+    match super::peer_uid::uid_of_client(client, server) {
+        Some(uid) if crate::host::server::same_user(uid) => Ok(()),
+        Some(_) => Err("huddle mcp serves only the user who started it"),
+        None => Err("huddle mcp cannot tell which user is calling, so it serves nobody"),
+    }
+}
+
+/// Answers a refused connection with a 403 that says why, then closes it.
+async fn refuse(mut stream: tokio::net::TcpStream, why: &'static str) {
+    use tokio::io::AsyncWriteExt;
+    let body = format!("{why}\n");
+    let response = format!(
+        "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        let _ = stream.write_all(response.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
 }
 
 #[cfg(test)]
@@ -118,5 +157,9 @@ mod tests {
         assert!(wide.contains("not a loopback address"), "{wide}");
         assert!(loopback_addr("192.168.1.2:80").is_err());
         assert!(loopback_addr("localhost").is_err());
+        assert_eq!(
+            loopback_addr("localhost:8080"),
+            Ok("127.0.0.1:8080".parse().expect("an address"))
+        );
     }
 }

@@ -410,6 +410,45 @@ pub fn today() -> String {
     chrono::Utc::now().format("%Y-%m-%d").to_string()
 }
 
+/// The most one turn may say it cost (an agent's own figure, ACP's `cost` or Claude Code's
+/// `total_cost_usd`): a larger figure is taken as this much.
+pub const MAX_REPORTED_TURN_USD: f64 = 10_000.0;
+
+/// What becomes of a cost a peer reported for its turn: a figure huddle did not work out
+/// itself, so it is checked before it is added up (a negative one would lower a run's spending
+/// under its `max_cost_usd`, an infinite one would poison every total).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ReportedCost {
+    /// Finite, at least $0 and at most [`MAX_REPORTED_TURN_USD`]: taken as it is.
+    Taken(f64),
+    /// Above [`MAX_REPORTED_TURN_USD`] (or infinite): taken as that much, so a budget still
+    /// stops the run.
+    Clipped(f64),
+    /// Negative or not a number: dropped (the turn counts as unpriced).
+    Dropped,
+}
+
+impl ReportedCost {
+    pub fn check(usd: f64) -> ReportedCost {
+        if usd.is_nan() || usd < 0.0 {
+            ReportedCost::Dropped
+        } else if usd > MAX_REPORTED_TURN_USD {
+            ReportedCost::Clipped(MAX_REPORTED_TURN_USD)
+        } else {
+            // `-0.0` is `0.0` here (it would print `$-0.00`).
+            ReportedCost::Taken(if usd == 0.0 { 0.0 } else { usd })
+        }
+    }
+
+    /// The dollars to count, if any.
+    pub fn usd(self) -> Option<f64> {
+        match self {
+            ReportedCost::Taken(usd) | ReportedCost::Clipped(usd) => Some(usd),
+            ReportedCost::Dropped => None,
+        }
+    }
+}
+
 /// Money spent, summed over turns: the dollars of the turns whose cost is known (`priced` of
 /// them), and how many turns had no price (then the true cost is higher than `usd`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -477,6 +516,27 @@ impl Cost {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reported_cost_is_finite_not_negative_and_at_most_the_cap() {
+        assert_eq!(ReportedCost::check(0.045), ReportedCost::Taken(0.045));
+        assert_eq!(
+            ReportedCost::check(MAX_REPORTED_TURN_USD).usd(),
+            Some(MAX_REPORTED_TURN_USD)
+        );
+        let zero = ReportedCost::check(-0.0).usd().unwrap();
+        assert!(zero == 0.0 && zero.is_sign_positive(), "-0.0 is counted as 0.0");
+        for bad in [-5.0, -1e-9, f64::NEG_INFINITY, f64::NAN] {
+            assert_eq!(ReportedCost::check(bad), ReportedCost::Dropped, "{bad}");
+        }
+        for huge in [1e308, f64::INFINITY, MAX_REPORTED_TURN_USD + 0.01] {
+            assert_eq!(
+                ReportedCost::check(huge),
+                ReportedCost::Clipped(MAX_REPORTED_TURN_USD),
+                "{huge}"
+            );
+        }
+    }
 
     fn usage(input: u64, output: u64, read: u64, write: u64) -> Usage {
         Usage {

@@ -25,7 +25,7 @@ mod worktree;
 
 pub use agent::{AgentFormat, AgentKind, AgentSession};
 pub use budget::{BudgetError, BudgetExceeded, BudgetLimit, RunBudget, micro_usd, usd_text};
-pub use cost::{Cost, Price, PriceBook, Rate};
+pub use cost::{Cost, MAX_REPORTED_TURN_USD, Price, PriceBook, Rate, ReportedCost};
 pub use dispatch::{
     BroadcastKind, DeliberationState, DispatchLimits, ExecutionKind, ExecutionStatus, LoggedBroadcast,
     SeatPlace, SeatRecord, TeamLimits,

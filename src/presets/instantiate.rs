@@ -237,7 +237,9 @@ pub fn preset_from_group(org: &Organization, group_id: &str) -> Option<Preset> {
         description: group.description.clone(),
         emoji: group.emoji.clone(),
         mode: group.mode,
-        max_iterations: Some(group.max_iterations),
+        // A relay's length is its `relay.max_turns` (a relay preset's `max_iterations` is a
+        // warning).
+        max_iterations: (group.mode != crate::model::Mode::Relay).then_some(group.max_iterations),
         worker_timeout_secs: Some(group.worker_timeout_secs),
         max_duration_secs: group.budget.max_duration_secs,
         token_budget: group.budget.token_budget,

@@ -331,6 +331,15 @@ fn check_mode_settings(preset: &mut Preset, text: &str, path: &Path) -> Result<(
             .unwrap_or_else(|| line_of(text, "mode:", 0));
         invalid(path, &location, problem.message)
     })?;
+    // A relay's length is its own `relay.max_turns`.
+    if preset.mode == Mode::Relay
+        && let Some(n) = preset.max_iterations
+    {
+        let turns = preset.relay.as_ref().map_or(0, |r| r.max_turns);
+        preset.warnings.push(format!(
+            "max_iterations: {n} is ignored in mode relay; it ends after relay.max_turns ({turns}) turns"
+        ));
+    }
     if let Some(who) = row.only_workers
         && (preset.orchestrator.is_some() || preset.evaluator.is_some())
     {
@@ -754,6 +763,16 @@ routing_context: "optional: given to the orchestrator when planning"
         let relay = p.relay.clone().unwrap();
         assert_eq!(relay.approval, crate::model::ApprovalMode::FullAuto);
         assert_eq!(relay.max_turns, 8);
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+        // `max_iterations` does not bound a relay: said, not silently ignored (review 27-F).
+        let p6 = parse(&format!(
+            "{base}max_iterations: 6\nrelay: {{ driver: me, counterpart: them }}\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            p6.warnings,
+            ["max_iterations: 6 is ignored in mode relay; it ends after relay.max_turns (8) turns"]
+        );
         let again = parse(&preset_to_yaml(&p).unwrap()).unwrap();
         assert_eq!(again.relay, p.relay);
         for (relay, expected) in [

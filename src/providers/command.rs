@@ -244,12 +244,18 @@ impl CommandProvider {
             self.format == AgentFormat::GeminiStreamJson && exit.status.code() == Some(GEMINI_AUTH_EXIT);
         let unknown = |text: &str| resuming && looks_like_unknown_session(text);
         match (&turn.outcome, exit.status.success()) {
-            (Some(Ok(())), true) => Ok(Finished {
-                usage: turn.usage,
-                finish_reason: Some("stop".to_string()),
-                tool_calls: Vec::new(),
-                agent: Some(turn.report),
-            }),
+            (Some(Ok(())), true) => {
+                let mut report = turn.report;
+                report.cost_usd = report
+                    .cost_usd
+                    .and_then(|usd| super::reported_cost(&self.name, usd));
+                Ok(Finished {
+                    usage: turn.usage,
+                    finish_reason: Some("stop".to_string()),
+                    tool_calls: Vec::new(),
+                    agent: Some(report),
+                })
+            }
             (Some(Ok(())), false) => Err((
                 self.exit_error(ErrorKind::Process, program, args, &exit),
                 unknown(&exit.stderr),

@@ -349,8 +349,9 @@ async fn one_attempt<D: StreamDecoder>(
     if !status.is_success() {
         let now = chrono::Utc::now();
         let retry_after = super::limits::wait_from_headers(resp.headers(), now);
-        let text = match timeout(read_timeout, resp.text()).await {
-            Ok(Ok(t)) => t,
+        // An error's body is read for its message: its start is enough.
+        let text = match timeout(read_timeout, read_at_most(&mut resp, MAX_ERROR_BODY_BYTES)).await {
+            Ok(Ok((bytes, _))) => String::from_utf8_lossy(&bytes).into_owned(),
             _ => String::new(),
         };
         // Redacted before it is parsed or shortened, so no piece of a key survives a cut.
@@ -371,10 +372,21 @@ async fn one_attempt<D: StreamDecoder>(
         .unwrap_or("")
         .to_ascii_lowercase();
     if content_type.contains("json") && !content_type.contains("event-stream") {
-        let bytes = match timeout(read_timeout, resp.bytes()).await {
+        let bytes = match timeout(read_timeout, read_at_most(&mut resp, MAX_JSON_BODY_BYTES)).await {
             Err(_) => return Err(idle_timeout(ep, "nothing")),
             Ok(Err(e)) => return Err(transport_error(ep, &e)),
-            Ok(Ok(b)) => b,
+            Ok(Ok((_, true))) => {
+                return Err(ProviderError::new(
+                    ErrorKind::Protocol,
+                    &ep.provider,
+                    format!(
+                        "provider `{}` answered with a JSON body of more than {} MiB; huddle read no more of it",
+                        ep.provider,
+                        MAX_JSON_BODY_BYTES / (1024 * 1024)
+                    ),
+                ));
+            }
+            Ok(Ok((b, false))) => b,
         };
         let text = String::from_utf8_lossy(&bytes);
         let bytes = secrets.redact(&text);
@@ -412,6 +424,17 @@ async fn one_attempt<D: StreamDecoder>(
             Some(bytes) => parser.push(&bytes),
             None => parser.finish(),
         }
+        if parser.overflowed() {
+            return Err(ProviderError::new(
+                ErrorKind::Protocol,
+                &ep.provider,
+                format!(
+                    "provider `{}` sent a line or an event of more than {} MiB without its end; huddle read no more of the answer",
+                    ep.provider,
+                    super::sse::MAX_PENDING_BYTES / (1024 * 1024)
+                ),
+            ));
+        }
         while let Some(mut event) = parser.next_event() {
             if !secrets.is_empty() {
                 secrets.redact_in_place(&mut event.data);
@@ -438,6 +461,25 @@ async fn one_attempt<D: StreamDecoder>(
             ));
         }
     }
+}
+
+/// The most of an error response's body read (for its message).
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+/// The largest whole JSON answer read (a server that ignored `stream: true`).
+const MAX_JSON_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+/// A body's first `max` bytes, and whether there was more (not read).
+async fn read_at_most(resp: &mut reqwest::Response, max: usize) -> Result<(Vec<u8>, bool), reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        let room = max - body.len();
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, true));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, false))
 }
 
 fn idle_timeout(ep: &Endpoint, what: &str) -> ProviderError {

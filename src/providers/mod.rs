@@ -261,6 +261,29 @@ pub struct AgentReport {
     pub resume_failed: Option<String>,
 }
 
+/// The cost an agent reported for its turn (`usd`), as huddle counts it
+/// ([`crate::model::ReportedCost`]): a negative or NaN figure is dropped, one above
+/// [`crate::model::MAX_REPORTED_TURN_USD`] is clipped, each with a warning in the log that names
+/// the provider and the figure (a number, nothing of the agent's words).
+pub fn reported_cost(provider: &str, usd: f64) -> Option<f64> {
+    use crate::model::{MAX_REPORTED_TURN_USD, ReportedCost};
+    let checked = ReportedCost::check(usd);
+    match checked {
+        ReportedCost::Taken(_) => {}
+        ReportedCost::Clipped(_) => tracing::warn!(
+            provider,
+            reported = %format_args!("{usd:.3e}"),
+            "an agent reported a turn cost above ${MAX_REPORTED_TURN_USD}; counted as ${MAX_REPORTED_TURN_USD}"
+        ),
+        ReportedCost::Dropped => tracing::warn!(
+            provider,
+            reported = %format_args!("{usd:.3e}"),
+            "an agent reported a negative or invalid turn cost; dropped (the turn counts as unpriced)"
+        ),
+    }
+    checked.usd()
+}
+
 impl TurnRequest {
     pub fn new(model: impl Into<String>, messages: Vec<ChatMessage>) -> TurnRequest {
         TurnRequest {
@@ -327,6 +350,10 @@ pub struct Capabilities {
     /// It starts (or reaches) the session's tool servers itself when told how
     /// (`TurnRequest::tool_servers`; an ACP agent), and asks before it calls them.
     pub takes_tool_servers: bool,
+    /// It redacts what looks like a secret from the message it sends (an A2A counterpart, a
+    /// party outside this machine): a relay shows and records its draft redacted the same way,
+    /// so what it says was sent is what was sent.
+    pub redacts_what_it_sends: bool,
 }
 
 impl Capabilities {
@@ -338,6 +365,7 @@ impl Capabilities {
         reads_repo_instructions: false,
         local_process: false,
         takes_tool_servers: false,
+        redacts_what_it_sends: false,
     };
 
     /// A CLI agent's: it runs its own tools and takes a mode's tools in their text form.
@@ -348,6 +376,7 @@ impl Capabilities {
         reads_repo_instructions: false,
         local_process: true,
         takes_tool_servers: false,
+        redacts_what_it_sends: false,
     };
 
     /// huddle's tool servers are declared to it and run by huddle.

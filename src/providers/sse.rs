@@ -8,6 +8,11 @@
 
 use std::collections::VecDeque;
 
+/// The longest line, and the most data of one event, a parser holds: past it the stream is
+/// given up ([`SseParser::overflowed`]), so a server that never ends a line or an event cannot
+/// take the memory.
+pub const MAX_PENDING_BYTES: usize = 16 * 1024 * 1024;
+
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SseEvent {
@@ -29,6 +34,8 @@ pub struct SseParser {
     has_data: bool,
     ready: VecDeque<SseEvent>,
     comments: u64,
+    /// A line or an event passed [`MAX_PENDING_BYTES`]: what was held of it is dropped.
+    overflowed: bool,
 }
 
 impl SseParser {
@@ -46,6 +53,19 @@ impl SseParser {
         }
         self.buf.extend_from_slice(bytes);
         self.split_lines();
+        if self.buf.len() > MAX_PENDING_BYTES || self.data.len() > MAX_PENDING_BYTES {
+            self.overflowed = true;
+            self.buf = Vec::new();
+            self.scanned = 0;
+            self.data = String::new();
+            self.has_data = false;
+        }
+    }
+
+    /// A line without its end, or an event without its blank line, grew past
+    /// [`MAX_PENDING_BYTES`]: the stream cannot be read on (checked after each push).
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
     }
 
     /// The next complete event, if any.
@@ -152,6 +172,33 @@ pub fn parse_all(bytes: &[u8]) -> Vec<SseEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_or_an_event_that_never_ends_is_given_up_at_the_bound() {
+        let mut p = SseParser::new();
+        let block = vec![b'x'; 64 * 1024];
+        p.push(b"data: ");
+        let mut pushed = 0;
+        while !p.overflowed() {
+            p.push(&block);
+            pushed += block.len();
+            assert!(pushed <= MAX_PENDING_BYTES + block.len(), "not given up");
+        }
+        assert!(p.buf.capacity() == 0 && p.next_event().is_none());
+        // Data lines of one event that never gets its blank line.
+        let mut p = SseParser::new();
+        let line = format!("data: {}\n", "y".repeat(64 * 1024));
+        while !p.overflowed() {
+            p.push(line.as_bytes());
+            assert!(p.data.len() <= MAX_PENDING_BYTES + line.len(), "not given up");
+        }
+        // Lines and events within the bound are fine.
+        let mut p = SseParser::new();
+        p.push(line.as_bytes());
+        p.push(b"\n");
+        assert!(!p.overflowed());
+        assert_eq!(p.next_event().map(|e| e.data.len()), Some(64 * 1024));
+    }
 
     fn ev(event: &str, data: &str) -> SseEvent {
         SseEvent {

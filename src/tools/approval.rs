@@ -32,6 +32,9 @@ pub enum ApprovalPolicy {
     /// Deny every call that asks, with a note saying how to allow them (`huddle run`).
     #[default]
     DenyAll,
+    /// Deny every call that asks, with a note saying what an MCP client can do (`huddle mcp`
+    /// when its client cannot be asked, or for a detached run).
+    DenyOverMcp,
 }
 
 /// The user's answer to one call.
@@ -94,6 +97,9 @@ pub const DENIED_BY_USER: &str = "denied by the user: this tool call was not run
 /// What a call denied by `huddle run` returns to the model.
 pub const DENIED_HEADLESS: &str =
     "denied: huddle run does not run tools that need approval unless --approve-tools is given";
+/// What a call denied in a run started over MCP (`huddle mcp`) returns to the model and the
+/// client: nobody could be asked, and what would have it asked or run.
+pub const DENIED_OVER_MCP: &str = "denied: huddle mcp could not ask anyone about this tool call (the MCP client that started the run takes no elicitation, or the run was detached); a client that supports elicitation or MCP Tasks is asked, and a tool server with `approval: auto` in huddle's config.yaml runs its tools unasked";
 
 /// Pending requests and per-session grants. One per engine.
 #[derive(Debug, Default)]

@@ -16,7 +16,7 @@ use super::cycle_view::seconds;
 use super::markdown::wrap_line_into;
 use crate::model::{Message, ToolCall};
 use crate::text::sanitize;
-use crate::tools::approval::{DENIED_BY_USER, DENIED_HEADLESS};
+use crate::tools::approval::{DENIED_BY_USER, DENIED_HEADLESS, DENIED_OVER_MCP};
 
 /// What the events said of a call that has no result yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,7 +100,10 @@ impl<'a> ToolCell<'a> {
         };
         if !m.tool_result.as_ref().is_some_and(|r| r.is_error) {
             ToolStatus::Ok
-        } else if m.text.starts_with(DENIED_BY_USER) || m.text.starts_with(DENIED_HEADLESS) {
+        } else if m.text.starts_with(DENIED_BY_USER)
+            || m.text.starts_with(DENIED_HEADLESS)
+            || m.text.starts_with(DENIED_OVER_MCP)
+        {
             ToolStatus::Denied
         } else if m.text.starts_with(CANCELLED_PREFIX) {
             ToolStatus::Cancelled
@@ -339,6 +342,7 @@ mod tests {
             (result("boom", true), ToolStatus::Error),
             (result(DENIED_BY_USER, true), ToolStatus::Denied),
             (result(DENIED_HEADLESS, true), ToolStatus::Denied),
+            (result(DENIED_OVER_MCP, true), ToolStatus::Denied),
             (
                 result("cancelled: the run was stopped before this tool finished", true),
                 ToolStatus::Cancelled,

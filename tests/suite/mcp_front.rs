@@ -2,7 +2,10 @@
 //! in .ci/setup-python-tools.sh), over stdio, connecting as Claude Code and Codex do (the
 //! initialize handshake). It lists the tools and teams, runs a Research Panel on the sim to its
 //! end with progress, detaches and cancels a run, has tool approvals asked (elicitation) or
-//! denied, and leaves a run going in the host when it goes away.
+//! denied, and leaves a run going in the host when it goes away (and `huddle mcp` exits). MCP
+//! Tasks (protocol 2026-07-28), which that SDK has no client for, are driven with raw JSON-RPC
+//! (tests/fixtures/mcp_tasks_client.py): a run to completion through tasks/get, a cancel, and
+//! an approval asked as an input request.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -51,7 +54,23 @@ fn client(python: &Path, home: &Path, scenario: &str, arg: &str) -> Value {
 
 /// `client`, over streamable HTTP to `url` when given (else it starts `huddle mcp` on stdio).
 fn client_at(python: &Path, home: &Path, scenario: &str, arg: &str, url: Option<&str>) -> Value {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_client.py");
+    run_script(python, "mcp_client.py", home, scenario, arg, url)
+}
+
+/// The raw MCP Tasks client's `scenario` against `huddle mcp` on `home` (over HTTP to `url`
+/// when given).
+fn tasks_client(python: &Path, home: &Path, scenario: &str, arg: &str) -> Value {
+    tasks_client_at(python, home, scenario, arg, None)
+}
+
+fn tasks_client_at(python: &Path, home: &Path, scenario: &str, arg: &str, url: Option<&str>) -> Value {
+    run_script(python, "mcp_tasks_client.py", home, scenario, arg, url)
+}
+
+fn run_script(python: &Path, name: &str, home: &Path, scenario: &str, arg: &str, url: Option<&str>) -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
     let out = Command::new(python)
         .arg(&script)
         .args([
@@ -285,13 +304,23 @@ fn relay_drafts_are_asked_through_mcp_or_answered_with_answer_draft() {
         s(&elsewhere["answer"]["text"]).contains("the draft of turn 2 of `"),
         "{elsewhere}"
     );
-    wait_for_host_exit(home.path());
-    let sent: Vec<String> = run_events(home.path(), "relay_sent")
+    assert_the_edit_was_sent(home.path(), "Edited over MCP: 420 is fair.");
+}
+
+/// Field `field` of every `event` recorded in the run files, in order.
+fn event_fields(home: &Path, event: &str, field: &str) -> Vec<String> {
+    run_events(home, event)
         .iter()
-        .map(|v| s(&v["text"]).to_string())
-        .collect();
+        .map(|v| s(&v[field]).to_string())
+        .collect()
+}
+
+/// Once the host is gone: the relay sent its drafts, the second one as `edit` said.
+fn assert_the_edit_was_sent(home: &Path, edit: &str) {
+    wait_for_host_exit(home);
+    let sent = event_fields(home, "relay_sent", "text");
     assert!(sent.len() >= 3, "{sent:?}");
-    assert_eq!(sent[1], "Edited over MCP: 420 is fair.", "{sent:?}");
+    assert_eq!(sent[1], edit, "{sent:?}");
 }
 
 /// The lines of every run file that record `event`, in order.
@@ -339,10 +368,10 @@ fn tool_approvals_are_asked_through_mcp_or_denied() {
     let seen = client(&python, home.path(), "approval", "none");
     let text = s(&seen["run"]["text"]);
     assert!(
-        text.contains(
-            "a tool call of clock-team-one: denied: huddle run does not run tools that need approval"
-        ),
-        "{seen}"
+        text.contains("a tool call of clock-team-one: denied: huddle mcp could not ask anyone")
+            && text.contains("a client that supports elicitation or MCP Tasks is asked")
+            && !text.contains("--approve-tools"),
+        "said in MCP's terms: {seen}"
     );
     assert_eq!(seen["asked"].as_array().unwrap().len(), 0);
 
@@ -354,18 +383,15 @@ fn tool_approvals_are_asked_through_mcp_or_denied() {
     assert!(
         !notes
             .iter()
-            .any(|n| s(n).contains("huddle run does not run tools")),
-        "{notes:?}"
+            .any(|n| s(n).contains("could not ask anyone") || s(n).contains("huddle run does not run tools")),
+        "denied by the client, not unasked: {notes:?}"
     );
 
     let seen = client(&python, home.path(), "approval", "allow");
     assert_eq!(seen["asked"].as_array().unwrap().len(), 1, "{seen}");
     assert_eq!(seen["run"]["is_error"], false, "{seen}");
     wait_for_host_exit(home.path());
-    let mut decided: Vec<String> = run_events(home.path(), "tool_approval_decided")
-        .iter()
-        .map(|v| s(&v["decision"]).to_string())
-        .collect();
+    let mut decided: Vec<String> = event_fields(home.path(), "tool_approval_decided", "decision");
     decided.sort();
     assert_eq!(
         decided,
@@ -404,7 +430,22 @@ fn a_run_outlives_its_mcp_client() {
         .iter()
         .find(|r| r["run_id"] == run_id.as_str())
         .unwrap_or_else(|| panic!("the run goes on after its client went: {runs:?}"));
-    assert!(s(&listed["front"]).starts_with("huddle mcp (pid "), "{listed}");
+    let front = s(&listed["front"]);
+    let pid: u32 = front
+        .strip_prefix("huddle mcp (pid ")
+        .and_then(|rest| rest.strip_suffix(')'))
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("{listed}"));
+    // `huddle mcp` noticed its client go (its input closed) and exited, well before rmcp's own
+    // 5 s wait for calls in flight (the run_team call never ends by itself).
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while alive(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "huddle mcp (pid {pid}) lingers after its client went"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let deadline = Instant::now() + Duration::from_secs(120);
     while !ps(home.path()).is_empty() {
         assert!(Instant::now() < deadline, "the run never ended");
@@ -418,6 +459,174 @@ fn a_run_outlives_its_mcp_client() {
         trace["run"]["outcome"], "goal_met",
         "not stopped when its client went: {trace}"
     );
+}
+
+/// A client that closes `huddle mcp`'s input while a blocking run_team follows its run (and
+/// goes on reading): `huddle mcp` exits at once (before rmcp's own 5 s wait for calls in
+/// flight), and the run goes on in the host.
+#[test]
+fn huddle_mcp_exits_when_its_client_closes_its_input() {
+    let Some(python) = python() else { return };
+    let home = home_with("default_model: sim/slow-1500ms\n");
+    let seen = tasks_client(&python, home.path(), "close_input", "");
+    assert_eq!(
+        seen["exited"], true,
+        "huddle mcp lingered 3 s after its input closed: {seen}"
+    );
+    let run_id = s(&seen["started"])
+        .strip_prefix("run ")
+        .and_then(|r| r.split(' ').next())
+        .unwrap_or_else(|| panic!("{seen}"))
+        .to_string();
+    let runs = ps(home.path());
+    assert!(
+        runs.iter().any(|r| r["run_id"] == run_id.as_str()),
+        "the run goes on: {runs:?}"
+    );
+    let stop = huddle(home.path(), &["stop", &run_id]);
+    assert_eq!(stop.status.code(), Some(0), "{}", text(&stop.stderr));
+    wait_for_host_exit(home.path());
+}
+
+/// Whether process `pid` is alive (a zombie nobody reaped has exited).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the command's closing parenthesis.
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
+    })
+}
+
+/// A task (protocol 2026-07-28, the tasks extension in the request's capabilities): created at
+/// once, `working` with the run's progress as its status message, `completed` with the result a
+/// blocking call gives; an unknown task is an error. The same call without the extension
+/// blocks, with progress notifications.
+#[test]
+fn run_team_as_an_mcp_task_is_followed_to_its_result() {
+    let Some(python) = python() else { return };
+    let home = home_with("default_model: sim/slow-300ms\n");
+    let seen = tasks_client(&python, home.path(), "run", "Is tea better than coffee?");
+    let created = &seen["created"]["result"];
+    assert_eq!(created["resultType"], "task", "{seen}");
+    assert_eq!(created["status"], "working", "{created}");
+    assert!(
+        created["ttlMs"].as_u64().is_some_and(|t| t >= 3_600_000),
+        "{created}"
+    );
+    let final_ = &seen["final"];
+    assert_eq!(final_["status"], "completed", "{final_}");
+    let result = &final_["result"];
+    assert_eq!(result["isError"], false, "{result}");
+    let structured = &result["structuredContent"];
+    assert_eq!(structured["outcome"], "completed", "{result}");
+    assert!(!s(&structured["answer"]).is_empty(), "{result}");
+    let run_id = s(&structured["run_id"]);
+    let named = format!("run {run_id} of `");
+    assert!(
+        s(&final_["statusMessage"]).starts_with(&named)
+            && s(&final_["statusMessage"]).ends_with(": completed"),
+        "{final_}"
+    );
+    // While it ran: `working`, its status message the run's progress.
+    let seen_steps = seen["seen"].as_array().unwrap();
+    assert!(
+        seen_steps
+            .iter()
+            .any(|step| step["status"] == "working" && s(&step["message"]).starts_with(&named)),
+        "{seen_steps:?}"
+    );
+    assert!(seen["unknown"]["error"].is_object(), "{seen}");
+    // Without the extension: a plain blocking call, with progress.
+    let plain = &seen["plain"]["result"];
+    assert_ne!(plain["resultType"], "task", "{plain}");
+    assert_eq!(plain["structuredContent"]["outcome"], "completed", "{plain}");
+    let progress: Vec<&str> = seen["progress"].as_array().unwrap().iter().map(s).collect();
+    assert!(
+        progress.first().is_some_and(|p| p.ends_with("started")) && progress.len() > 3,
+        "{progress:?}"
+    );
+    wait_for_host_exit(home.path());
+}
+
+/// tasks/cancel stops the task's run (it ends cancelled in its trace) and the task says
+/// `cancelled`.
+#[test]
+fn a_cancelled_mcp_task_stops_its_run() {
+    let Some(python) = python() else { return };
+    let home = home_with("default_model: sim/slow-300ms\n");
+    let seen = tasks_client(&python, home.path(), "cancel", "");
+    assert_eq!(seen["started"]["status"], "working", "{seen}");
+    assert_eq!(seen["cancel"]["result"]["resultType"], "complete", "{seen}");
+    let final_ = &seen["final"];
+    assert_eq!(final_["status"], "cancelled", "{final_}");
+    let message = s(&final_["statusMessage"]);
+    let run_id = message
+        .strip_prefix("run ")
+        .and_then(|r| r.split(' ').next())
+        .unwrap_or_else(|| panic!("{final_}"));
+    wait_for_host_exit(home.path());
+    let trace = huddle(home.path(), &["trace", "--json", "--run", run_id]);
+    let trace: Value = serde_json::from_slice(&trace.stdout).unwrap();
+    assert_eq!(trace["run"]["outcome"], "cancelled", "{trace}");
+}
+
+/// A task's tool approval is asked as an input request (`input_required`, answered with
+/// tasks/update) when the request declares elicitation; else it is denied, said in MCP's terms.
+#[test]
+fn an_mcp_task_asks_tool_approvals_as_input_requests() {
+    let Some(python) = python() else { return };
+    let Some(home) = clock_home() else { return };
+    let seen = tasks_client(&python, home.path(), "approval", "allow");
+    assert_eq!(seen["waiting"], "input_required", "{seen}");
+    let asked = seen["asked"].as_object().unwrap();
+    assert_eq!(asked.len(), 1, "{seen}");
+    let (key, request) = asked.iter().next().unwrap();
+    assert!(key.starts_with("approval-"), "{key}");
+    assert_eq!(request["method"], "elicitation/create", "{request}");
+    assert!(
+        s(&request["params"]["message"]).contains("wants to call time/"),
+        "{request}"
+    );
+    assert_eq!(seen["final"]["status"], "completed", "{seen}");
+    assert!(
+        s(&seen["final"]["result"]["content"][0]["text"]).contains("time__convert_time` said"),
+        "the tool ran: {seen}"
+    );
+
+    // Cancelled while the approval waits: withdrawn (denied), and the run stops.
+    let seen = tasks_client(&python, home.path(), "approval_cancel", "");
+    assert_eq!(seen["waiting"], "input_required", "{seen}");
+    assert_eq!(seen["final"]["status"], "cancelled", "{seen}");
+
+    let seen = tasks_client(&python, home.path(), "approval", "none");
+    assert_eq!(seen["final"]["status"], "completed", "{seen}");
+    let notes = seen["final"]["result"]["structuredContent"]["notes"].to_string();
+    assert!(
+        notes.contains("denied: huddle mcp could not ask anyone") && !notes.contains("--approve-tools"),
+        "{notes}"
+    );
+    wait_for_host_exit(home.path());
+    let decided: Vec<String> = event_fields(home.path(), "tool_approval_decided", "decision");
+    assert_eq!(
+        decided,
+        ["approve_once", "deny", "deny"],
+        "asked and allowed; cancelled while asked; unasked"
+    );
+}
+
+/// A relay's drafts in a task are input requests: each answered with tasks/update (one edited),
+/// and the edit is what the counterpart gets.
+#[test]
+fn an_mcp_task_asks_relay_drafts_as_input_requests() {
+    let Some(python) = python() else { return };
+    let home = home_with("default_model: sim/demo\n");
+    let seen = tasks_client(&python, home.path(), "relay", "");
+    assert_eq!(seen["final"]["status"], "completed", "{seen}");
+    let asked = seen["asked"].as_array().unwrap();
+    assert!(asked.len() >= 3, "every draft is asked: {seen}");
+    assert_eq!(asked[0][0], "draft-1", "{asked:?}");
+    assert!(s(&asked[0][1]).contains("the draft of turn 1 is"), "{asked:?}");
+    assert_the_edit_was_sent(home.path(), "Edited in a task: 420 is fair.");
 }
 
 /// `huddle mcp --http 127.0.0.1:0` on `home`, and the URL it printed on stderr.
@@ -477,6 +686,52 @@ fn over_http_the_client_lists_teams_and_a_foreign_origin_is_refused() {
     wait_for_host_exit(home.path());
 }
 
+/// Over HTTP as over stdio: a blocking run_team's progress notifications reach the client, a
+/// tool approval is asked of it (elicitation) and its answer holds, and a task asks it too.
+#[test]
+fn over_http_progress_and_approvals_reach_the_client() {
+    let Some(python) = python() else { return };
+    let Some(home) = clock_home() else { return };
+    let (mut server, url) = http_server(home.path());
+    let seen = client_at(
+        &python,
+        home.path(),
+        "run",
+        "Is tea better than coffee?",
+        Some(&url),
+    );
+    assert_eq!(seen["run"]["is_error"], false, "{seen}");
+    let progress: Vec<&str> = seen["progress"].as_array().unwrap().iter().map(s).collect();
+    assert!(
+        progress.first().is_some_and(|p| p.ends_with("started")) && progress.len() > 3,
+        "{progress:?}"
+    );
+    let seen = client_at(&python, home.path(), "approval", "allow", Some(&url));
+    let asked = seen["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{seen}");
+    assert!(s(&asked[0]).contains("wants to call time/"), "{asked:?}");
+    assert!(
+        s(&seen["run"]["text"]).contains("time__convert_time` said"),
+        "the tool ran: {seen}"
+    );
+    // A task over HTTP (2026-07-28 has no session: every poll is a request of its own): its
+    // approval is an input request, answered with tasks/update.
+    let seen = tasks_client_at(&python, home.path(), "approval", "allow", Some(&url));
+    assert_eq!(seen["created"]["result"]["resultType"], "task", "{seen}");
+    assert_eq!(seen["waiting"], "input_required", "{seen}");
+    assert_eq!(seen["asked"].as_object().map(|a| a.len()), Some(1), "{seen}");
+    assert_eq!(seen["final"]["status"], "completed", "{seen}");
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    assert!(server.wait().expect("wait for huddle mcp").success());
+    wait_for_host_exit(home.path());
+    let decided: Vec<String> = event_fields(home.path(), "tool_approval_decided", "decision");
+    assert_eq!(decided, ["approve_once", "approve_once"]);
+}
+
 #[test]
 fn http_is_served_on_loopback_only() {
     let home = home_with("default_model: sim/demo\n");
@@ -487,4 +742,59 @@ fn http_is_served_on_loopback_only() {
         "{}",
         text(&out.stderr)
     );
+}
+
+/// Another user's process is refused on the HTTP port (as on the host's unix socket): 403 with
+/// the reason, before anything reaches the server. Needs root (to run a client as nobody).
+#[test]
+fn over_http_another_user_is_refused() {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: getuid has no preconditions and cannot fail.
+    if unsafe { libc::getuid() } != 0 || !Path::new("/bin/bash").exists() {
+        eprintln!("skipped: needs root and bash to call as another user");
+        return;
+    }
+    let home = home_with("default_model: sim/demo\n");
+    let (mut server, url) = http_server(home.path());
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"other","version":"0"}}}"#;
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let script = format!("exec 3<>/dev/tcp/127.0.0.1/{port}; printf '%s' \"$1\" >&3; cat <&3");
+    let out = Command::new("/bin/bash")
+        .args(["-c", &script, "bash", &request])
+        .current_dir("/")
+        .env_clear()
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .expect("run bash as nobody");
+    let answer = text(&out.stdout);
+    assert!(
+        answer.starts_with("HTTP/1.1 403") && answer.contains("serves only the user who started it"),
+        "{answer:?} {}",
+        text(&out.stderr)
+    );
+    // The same request from this user is served.
+    let out = Command::new("/bin/bash")
+        .args(["-c", &script, "bash", &request])
+        .output()
+        .expect("run bash");
+    assert!(
+        text(&out.stdout).starts_with("HTTP/1.1 200"),
+        "{}",
+        text(&out.stdout)
+    );
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    assert!(server.wait().expect("wait for huddle mcp").success());
+    wait_for_host_exit(home.path());
 }

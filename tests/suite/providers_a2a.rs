@@ -366,21 +366,42 @@ fn a_full_auto_relay_talks_to_the_remote_agent_in_one_context() {
         "the card is read and shown: {said}"
     );
 
-    let out = huddle(&["run", "--preset", "Remote", "--events", "Ask the remote agent"]);
+    let out = huddle(&[
+        "run",
+        "--preset",
+        "Remote",
+        "--events",
+        "Ask the remote agent: password=hunter2",
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
-    let sent = events.iter().filter(|e| e["event"] == "relay_sent").count();
+    let sent_texts: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "relay_sent")
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    let sent = sent_texts.len();
     assert!(sent >= 1, "{err}");
+    // What the relay says it sent is what the A2A agent got: secrets redacted (review 27-F).
+    assert!(
+        sent_texts[0].contains("Ask the remote agent: [redacted]")
+            && sent_texts.iter().all(|t| !t.contains("hunter2")),
+        "{sent_texts:?}"
+    );
     let requests: Vec<Value> = server
         .requests()
         .into_iter()
         .filter(|r| r["method"] == "SendStreamingMessage")
         .collect();
     assert_eq!(requests.len(), sent, "each sent draft is one A2A message");
+    assert!(
+        requests.iter().all(|r| !r.to_string().contains("hunter2")),
+        "{requests:?}"
+    );
     assert!(
         requests
             .iter()
@@ -485,4 +506,28 @@ fn the_session_header_shows_the_remote_agents_card() {
             .any(|c| matches!(c, Command::ReadAgentCard { .. })),
         "{again:?} {again2:?}"
     );
+}
+
+/// An error names the endpoint the user configured as it is (review 27-F): a private host is
+/// what looks like a secret in an agent's words, not in huddle's own about the user's config.
+#[tokio::test]
+async fn an_error_names_the_configured_private_endpoint() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    let url = format!("http://127.0.0.1:{port}/");
+    let t = turn(
+        provider(config(&url, true)).as_ref(),
+        "hi",
+        None,
+        CancellationToken::new(),
+    )
+    .await;
+    let err = t.result.expect_err("nothing listens");
+    assert_eq!(err.kind, ErrorKind::Connection, "{err}");
+    assert!(
+        err.message.contains(&format!("http://127.0.0.1:{port}/")),
+        "{err}"
+    );
+    assert!(!err.message.contains("[redacted]"), "{err}");
 }

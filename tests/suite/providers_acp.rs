@@ -202,7 +202,7 @@ async fn an_allowed_edit_streams_text_a_tool_cell_and_its_diff() {
     )
     .await;
     let out = t.out();
-    assert_eq!(out.text, " Done.", "the words after the last step");
+    assert_eq!(out.text, "Done.", "the words after the last step");
     assert_eq!(t.deltas.concat(), "Hello from the test agent. Done.");
     assert_eq!(out.finish_reason.as_deref(), Some("end_turn"));
     let steps = calls_and_results(&t.activity);
@@ -275,7 +275,7 @@ async fn a_denied_or_unaskable_permission_allows_nothing() {
         match option {
             Some(option) => {
                 assert_eq!(outcome["optionId"], option, "{decision:?}");
-                assert_eq!(t.out().text, " Permission denied.");
+                assert_eq!(t.out().text, "Permission denied.");
                 let steps = calls_and_results(&t.activity);
                 assert_eq!(steps[1], "result call_1 error=true: denied by user", "{steps:?}");
                 assert!(!s.dir.path().join("config.json").exists(), "nothing written");
@@ -477,11 +477,27 @@ fn huddle_run_answers_an_acp_agents_permission_by_its_approval_rule() {
     assert_eq!(decided[0]["decision"], "deny");
     assert_eq!(named(&ev, "tool_call")[0]["name"], "Edit config.json");
     assert_eq!(named(&ev, "tool_result")[0]["ok"], false);
+
     assert!(!work.path().join("config.json").exists(), "nothing written");
     assert_eq!(
         logged(&log).last().expect("logged")["outcome"]["optionId"],
         "reject-once"
     );
+
+    // Without --events: the agent's words before its call are not in its answer (stdout), the
+    // progress line of the call says them (review 27-C).
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(["run", "--model", "agent/x", "edit it"])
+        .env("HUDDLE_HOME", home.path())
+        .current_dir(work.path())
+        .output()
+        .expect("run huddle");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("\"Hello from the test agent.\" then Edit config.json("),
+        "{stderr}"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Permission denied.\n");
 
     let out = run(&["--approve-tools"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -563,4 +579,147 @@ fn an_acp_members_mcp_servers_are_offered_to_the_agent_in_session_new() {
         stdout.contains("tool server `gone` not given to the agent"),
         "{stdout}"
     );
+}
+
+/// The misbehaving raw agent (`tests/fixtures/acp/raw_agent.py`, standard library only).
+fn raw_agent() -> Option<(tempfile::TempDir, Arc<dyn Provider>)> {
+    let python = test_python("json")?;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp/raw_agent.py");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = provider(vec![python.display().to_string(), script.display().to_string()]);
+    Some((dir, p))
+}
+
+async fn raw_turn(p: &dyn Provider, dir: &Path, text: &str, resume: Option<&str>) -> Turn {
+    let mut req = request(dir, text, resume);
+    // Long enough for a slow machine, short enough that a hang fails the test.
+    req.turn_timeout = Some(std::time::Duration::from_secs(60));
+    turn(p, req, None, CancellationToken::new()).await
+}
+
+/// An agent's cost is checked before it is counted (review 27-A): negative is dropped, absurd
+/// is clipped (a budget still stops the run); ACP's `cost` is the session's cumulative cost,
+/// so a continued session's turn counts only what it added.
+#[tokio::test]
+async fn an_acp_agents_cost_is_checked_and_counted_per_turn() {
+    let Some((dir, p)) = raw_agent() else { return };
+    let cost = |t: &Turn| t.out().agent.as_ref().expect("report").cost_usd;
+    let t = raw_turn(p.as_ref(), dir.path(), "cost 0.2 0.5", None).await;
+    assert_eq!(t.out().text, "ok");
+    assert_eq!(cost(&t), Some(0.5), "the last cumulative figure of a new session");
+    let t = raw_turn(p.as_ref(), dir.path(), "cost 1.25", Some("raw-1")).await;
+    assert_eq!(cost(&t), Some(0.75), "what the continued session added");
+    let t = raw_turn(p.as_ref(), dir.path(), "cost -5", None).await;
+    assert_eq!(cost(&t), None, "a negative cost is dropped");
+    let t = raw_turn(p.as_ref(), dir.path(), "cost nan", None).await;
+    assert_eq!(cost(&t), None, "NaN (written as the bare word NaN) is not a cost");
+    let t = raw_turn(p.as_ref(), dir.path(), "cost 1e308", None).await;
+    assert_eq!(cost(&t), Some(huddle::model::MAX_REPORTED_TURN_USD), "clipped");
+}
+
+/// A line past the bound ends the turn with an error as soon as it passes it, while the agent
+/// is still writing it (it never ends it): the line is never held whole (review 27-D). The
+/// next turn starts the agent anew and works.
+#[tokio::test]
+async fn an_endless_line_ends_the_turn_with_an_error_and_the_next_turn_works() {
+    let Some((dir, p)) = raw_agent() else { return };
+    let t = raw_turn(p.as_ref(), dir.path(), "huge 20", None).await;
+    let err = t.result.as_ref().expect_err("fails");
+    assert_eq!(err.kind, ErrorKind::Protocol, "{err}");
+    assert!(
+        err.message
+            .contains("the agent wrote a line longer than 16 MiB during session/prompt"),
+        "{err}"
+    );
+    let t = raw_turn(p.as_ref(), dir.path(), "hi", None).await;
+    assert_eq!(t.out().text, "hello");
+}
+
+/// A line that is not UTF-8 does not fail the turn: it is read with U+FFFD in place of the bad
+/// byte, as the ACP TypeScript SDK reads it.
+#[tokio::test]
+async fn a_line_that_is_not_utf8_is_read_lossily_and_the_turn_goes_on() {
+    let Some((dir, p)) = raw_agent() else { return };
+    let t = raw_turn(p.as_ref(), dir.path(), "badutf8", None).await;
+    assert_eq!(t.out().text, "caf\u{fffd}e ok");
+}
+
+/// "Always allow" (`a`) on an ACP agent's call is kept for the very call the popup showed (its
+/// kind, title and input), not for its kind: the agent names the kind itself, so a grant on
+/// `read` must not let it pass `rm -rf` off as a read (review 27-B). Through the engine, as
+/// the TUI answers the approval broker.
+#[tokio::test]
+async fn always_allow_covers_the_same_call_again_not_every_call_of_its_kind() {
+    use huddle::engine::events::EventKind;
+    use huddle::engine::{Engine, EngineOptions, EventSink};
+    use huddle::model::{Group, GroupKind, Organization, Session};
+    use huddle::store::{OrgHandle, Transcripts};
+    use huddle::tools::ApprovalPolicy;
+
+    let Some(python) = test_python("json") else { return };
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp/raw_agent.py");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut p = ProviderConfig::new("agent", ProviderKind::Acp);
+    p.command = vec![python.display().to_string(), script.display().to_string()];
+    let mut config = Config::default();
+    config.providers.push(p);
+    let mut org = Organization::default();
+    let group = Group::new("solo", GroupKind::Default);
+    let session = Session::new("coder", &group.id, "agent/x");
+    let id = session.id.clone();
+    org.groups.push(group);
+    org.sessions.push(session);
+    let (sink, mut events) = EventSink::channel();
+    let engine = Engine::new(
+        huddle::sim::providers(&config).expect("providers"),
+        OrgHandle::in_memory(org),
+        Transcripts::new(dir.path().join("sessions")),
+        sink,
+        EngineOptions {
+            approval: ApprovalPolicy::Ask,
+            ..EngineOptions::default()
+        },
+    );
+    // One chat turn, answering an approval request (if one comes) with `decision`; the agent's
+    // answer (the option huddle picked) and whether it was asked.
+    let mut chat = async |prompt: &str, decision: Decision| -> (String, bool) {
+        let turn = engine.start_chat(&id, prompt.into(), None).expect("starts");
+        let turn = tokio::spawn(turn);
+        let mut asked = false;
+        while let Some(e) = events.recv().await {
+            match &e.kind {
+                EventKind::ToolApprovalRequested { approval_id, .. } => {
+                    asked = true;
+                    assert!(engine.answer_approval(*approval_id, decision));
+                }
+                EventKind::RunEnded { .. } => break,
+                _ => {}
+            }
+        }
+        let result = turn.await.expect("turn");
+        assert!(result.success, "{:?}", result.error);
+        (result.text.trim().to_string(), asked)
+    };
+    let read_notes = "ask read cat-notes cat";
+    assert_eq!(
+        chat(read_notes, Decision::ApproveForSession).await,
+        ("allow-always".to_string(), true)
+    );
+    // The same call again: answered without asking.
+    assert_eq!(
+        chat(read_notes, Decision::Deny).await,
+        ("allow-once".to_string(), false)
+    );
+    // Another input under the same kind and title, another title, a kind-less call: asked.
+    for other in [
+        "ask read cat-notes rm",
+        "ask read list-notes cat",
+        "ask other cat-notes cat",
+    ] {
+        assert_eq!(
+            chat(other, Decision::Deny).await,
+            ("reject-once".to_string(), true),
+            "{other}"
+        );
+    }
 }

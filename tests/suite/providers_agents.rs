@@ -170,6 +170,34 @@ async fn claude_text_usage_cost_and_session() {
     );
 }
 
+/// An agent's own cost is checked before it is counted: a negative figure would lower the run's
+/// spending under its `max_cost_usd`, an absurd one would poison every total (review 27-A).
+#[tokio::test]
+async fn a_claude_cost_that_is_negative_or_absurd_is_dropped_or_clipped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = std::fs::read_to_string(fixture("claude-text.jsonl")).expect("fixture");
+    for (figure, counted) in [
+        ("-5.0", None),
+        ("1e308", Some(huddle::model::MAX_REPORTED_TURN_USD)),
+        ("0.25", Some(0.25)),
+    ] {
+        let recording = dir.path().join(format!("cost{figure}.jsonl"));
+        std::fs::write(
+            &recording,
+            text.replace(
+                "\"total_cost_usd\":0.1354875",
+                &format!("\"total_cost_usd\":{figure}"),
+            ),
+        )
+        .expect("write");
+        let path = recording.display().to_string();
+        let r = play(AgentKind::Claude, &["--fixture", &path]).await;
+        let out = r.out();
+        assert_eq!(out.text, "4", "{figure}");
+        assert_eq!(out.agent.as_ref().expect("report").cost_usd, counted, "{figure}");
+    }
+}
+
 #[tokio::test]
 async fn claude_tool_use_becomes_a_step_with_its_result() {
     let r = play(

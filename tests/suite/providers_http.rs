@@ -639,3 +639,44 @@ async fn a_server_that_ignores_stream_true_still_answers() {
         assert_eq!(out.usage, Some(Usage::new(5, 2)));
     }
 }
+
+/// A server that answers 200 `text/event-stream` and then one `data:` line that never ends:
+/// the turn fails once the line passes the parser's bound, while the server is still writing
+/// (it never stops on its own), instead of holding the line in memory until it ends.
+#[tokio::test]
+async fn a_stream_line_that_never_ends_is_given_up_at_the_bound() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let server = tokio::spawn(async move {
+        let Ok((mut socket, _)) = listener.accept().await else {
+            return;
+        };
+        let mut request = vec![0u8; 64 * 1024];
+        let _ = socket.read(&mut request).await;
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\ndata: ";
+        if socket.write_all(head.as_bytes()).await.is_err() {
+            return;
+        }
+        let block = vec![b'x'; 64 * 1024];
+        while socket.write_all(&block).await.is_ok() {}
+    });
+    let mut config = Config::default();
+    config.providers.push(config_for(
+        ProviderKind::Openai,
+        &format!("http://127.0.0.1:{port}/v1"),
+    ));
+    let p = huddle::sim::providers_with_options(&config, options(Duration::from_secs(20)))
+        .expect("providers")
+        .get("fake")
+        .expect("fake provider");
+    let (result, _) = turn(p.as_ref(), request("m")).await;
+    let err = result.expect_err("given up");
+    assert_eq!(err.kind, ErrorKind::Protocol, "{err}");
+    assert!(
+        err.message
+            .contains("sent a line or an event of more than 16 MiB without its end"),
+        "{err}"
+    );
+    server.abort();
+}

@@ -3,7 +3,7 @@
 //! its edit (`session/request_permission`). The approval popup lists the agent's own options by
 //! name beside their keys; each key answers with the option of its kind, which the agent logs:
 //! `n` rejects, `y` allows once, Esc (closing the popup) rejects, `s` rejects and stops the
-//! turn, `a` allows always (and huddle asks no more for that kind of call in the session).
+//! turn, `a` allows always (and huddle asks no more about the same call in the session).
 //! Nothing is allowed unless a key said so.
 
 use std::path::Path;
@@ -127,7 +127,7 @@ fn an_acp_agents_permission_request_is_answered_in_the_popup_with_its_own_option
         "coder",
         "Edit config.json",
         "y      \"Allow once\"",
-        "a      \"Always allow\" (and huddle approves this kind of call",
+        "a      \"Always allow\" (and huddle allows this same call again",
         "n/Esc  \"Reject\"",
         "s      \"Reject\", and stop the run",
     ] {
@@ -174,8 +174,8 @@ fn an_acp_agents_permission_request_is_answered_in_the_popup_with_its_own_option
     wait_idle(&app);
     assert!(!config_json.exists(), "nothing was written");
 
-    // `a`: the agent's allow_always; the next edit is not asked about (huddle answers it with
-    // allow_once, as approved for the session).
+    // `a`: the agent's allow_always; the same edit (kind, title and input) is not asked about
+    // again (huddle answers it with allow_once, as approved for the session).
     app.type_text("edit it for good");
     app.key(ENTER);
     wait_prompts(&app, &log, 5);

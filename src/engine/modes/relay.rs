@@ -388,6 +388,13 @@ impl Relay {
                 }
             };
             rejection = None;
+            // A counterpart that redacts what it sends (an A2A agent): the message is shown and
+            // recorded as it leaves, not as it was drafted.
+            let text = if self.counterpart_redacts(run) {
+                redact_secrets(&text)
+            } else {
+                text
+            };
             let draft_ms = draft_started.elapsed();
             // Pause is immediate: nothing is sent while paused.
             if let Some(ending) = self.checkpoint(run).await {
@@ -582,6 +589,18 @@ impl Relay {
     }
 
     /// Sends the message to the counterpart and waits for its answer (or why there is none).
+    /// The counterpart is a member whose provider redacts what it sends.
+    fn counterpart_redacts(&self, run: &Run<'_>) -> bool {
+        let Counterpart::Member(member) = &self.counterpart else {
+            return false;
+        };
+        run.shared
+            .profile(&run.team.group_id, Some(&member.id))
+            .providers
+            .for_slug(&member.model)
+            .is_ok_and(|(p, _)| p.capabilities().redacts_what_it_sends)
+    }
+
     async fn send(&self, run: &mut Run<'_>, text: String, meta: RelayMeta) -> Result<String, String> {
         match &self.counterpart {
             Counterpart::Member(member) => {

@@ -119,9 +119,30 @@ impl A2aProvider {
 
     /// An error in huddle's words; what the agent said in it has the secrets huddle knows and
     /// what looks like one redacted (it goes to the transcript, the log and the trace).
+    /// The endpoint's scheme and host, as configured, stay: they are the user's own words,
+    /// not a secret to hide from them (a private host would read `[redacted]:8080/`).
     fn error(&self, kind: ErrorKind, message: String) -> ProviderError {
+        const ORIGIN: &str = "\u{1}origin\u{1}";
         let message = format!("provider `{}`: {message}", self.name);
+        let origin = Url::parse(&self.settings.url)
+            .ok()
+            .and_then(|u| {
+                Some(format!(
+                    "{}://{}",
+                    u.scheme(),
+                    u.host_str().filter(|h| !h.is_empty())?
+                ))
+            })
+            .filter(|origin| message.contains(origin.as_str()));
+        let message = match &origin {
+            Some(origin) => message.replace(origin.as_str(), ORIGIN),
+            None => message,
+        };
         let message = redact_secrets(&self.secrets().redact(&message));
+        let message = match &origin {
+            Some(origin) => message.replace(ORIGIN, origin),
+            None => message,
+        };
         ProviderError::new(kind, &self.name, message)
     }
 
@@ -785,6 +806,7 @@ impl Provider for A2aProvider {
             local_process: false,
             takes_tool_servers: false,
             reports_cost: false,
+            redacts_what_it_sends: true,
         }
     }
     fn stream_turn<'a>(

@@ -15,6 +15,7 @@
 //! `session/cancel`, answers open permission requests `cancelled`, waits a little for the
 //! agent to end its turn, then kills the group.
 
+mod lines;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -27,7 +28,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio_util::sync::CancellationToken;
 
@@ -44,6 +45,7 @@ use crate::model::ToolCall;
 use crate::process::{GroupKiller, describe_status};
 use crate::sandbox::Sandbox;
 use crate::tools::Decision;
+use lines::{BoundedLines, Line};
 use wire::{Incoming, RpcError, Update};
 
 /// After `session/cancel`, how long the agent may take to end its turn before its group is
@@ -51,7 +53,8 @@ use wire::{Incoming, RpcError, Update};
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
 /// After the turn, how long the agent may take to exit once its stdin is closed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
-/// The longest line read from an agent (a whole file's diff fits).
+/// The longest line read from an agent (a whole file's diff fits); a longer one ends the turn
+/// with an error as soon as it passes this, never buffered whole.
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 pub struct AcpProvider {
@@ -60,6 +63,9 @@ pub struct AcpProvider {
     reads_repo_instructions: bool,
     /// `api_key_env:`: passed to the agent in its sandbox like a CLI agent's.
     key_env: Option<String>,
+    /// The cost each ACP session (by its id) had reached at the end of its last turn here: ACP's
+    /// `cost` is the session's cumulative cost, a turn's is the difference.
+    spent: Mutex<HashMap<String, f64>>,
 }
 
 impl AcpProvider {
@@ -74,6 +80,7 @@ impl AcpProvider {
             command,
             reads_repo_instructions: cfg.reads_repo_instructions(),
             key_env: cfg.api_key_env.clone().filter(|k| !k.trim().is_empty()),
+            spent: Mutex::new(HashMap::new()),
         })
     }
 
@@ -87,7 +94,13 @@ impl AcpProvider {
         let mut sink = TextSink::new(deltas);
         let deadline = req.turn_timeout.map(|d| tokio::time::Instant::now() + d);
         let result = self.run(&req, &mut sink, &cancel, deadline).await;
-        conclude(result, sink.text, started, false)
+        // The words after a tool call continue the agent's prose (" Done."): the answer they
+        // make does not begin with its space.
+        let text = match sink.text.trim_start() {
+            trimmed if trimmed.len() < sink.text.len() => trimmed.to_string(),
+            _ => sink.text,
+        };
+        conclude(result, text, started, false)
     }
 
     async fn run(
@@ -118,8 +131,10 @@ impl AcpProvider {
             permission: req.permission.clone(),
             calls: HashMap::new(),
             replaying: false,
-            cost_usd: None,
+            provider: &self.name,
+            spent: None,
             stray: 0,
+            lossy: 0,
         };
         let mut rpc = Rpc {
             provider: self,
@@ -131,6 +146,9 @@ impl AcpProvider {
         let result = rpc.session(req, &cwd, &mut turn).await;
         if turn.stray > 0 {
             tracing::debug!(provider = %self.name, lines = turn.stray, "agent output lines that were not JSON-RPC");
+        }
+        if turn.lossy > 0 {
+            tracing::warn!(provider = %self.name, lines = turn.lossy, "agent output lines that were not UTF-8 (read with U+FFFD in place of the bad bytes)");
         }
         turn.close_open(if cancel.is_cancelled() {
             "cancelled"
@@ -186,7 +204,7 @@ impl AcpProvider {
             child,
             group,
             stdin: Some(stdin),
-            lines: BufReader::new(stdout).lines(),
+            lines: BoundedLines::new(BufReader::new(stdout), MAX_LINE_BYTES),
             stderr,
             next_id: 0,
         })
@@ -241,7 +259,7 @@ struct Agent {
     /// Armed until the agent has exited: dropping it (a stop, a timeout) kills the group.
     group: GroupKiller,
     stdin: Option<ChildStdin>,
-    lines: Lines<BufReader<ChildStdout>>,
+    lines: BoundedLines<BufReader<ChildStdout>>,
     stderr: Arc<Mutex<Vec<u8>>>,
     next_id: u64,
 }
@@ -275,7 +293,7 @@ impl Agent {
 }
 
 /// What a turn has seen so far.
-struct Turn<'s, 'd> {
+struct Turn<'s, 'd, 'p> {
     sink: &'s mut TextSink<'d>,
     activity: Option<super::AgentActivitySink>,
     permission: Option<PermissionAsker>,
@@ -283,8 +301,14 @@ struct Turn<'s, 'd> {
     calls: HashMap<String, CallState>,
     /// A `session/load` is replaying the conversation: its updates are not shown again.
     replaying: bool,
-    cost_usd: Option<f64>,
+    /// The provider's name (for the log).
+    provider: &'p str,
+    /// The session's cumulative cost as the agent last reported it (checked:
+    /// [`super::reported_cost`]).
+    spent: Option<f64>,
     stray: usize,
+    /// Lines that were not UTF-8.
+    lossy: usize,
 }
 
 #[derive(Default)]
@@ -297,7 +321,7 @@ struct CallState {
     done: bool,
 }
 
-impl Turn<'_, '_> {
+impl Turn<'_, '_, '_> {
     fn tell(&self, activity: AgentActivity) {
         if let Some(sink) = &self.activity {
             sink.send(activity);
@@ -305,13 +329,23 @@ impl Turn<'_, '_> {
     }
 
     fn update(&mut self, update: Update) {
+        if let Update::Usage {
+            cost_usd: Some(usd), ..
+        } = update
+        {
+            // Also while a `session/load` replays: the cost so far is where this turn starts.
+            if let Some(usd) = super::reported_cost(self.provider, usd) {
+                self.spent = Some(usd);
+            }
+            return;
+        }
         if self.replaying {
             return;
         }
         match update {
             Update::Message(text) => self.sink.push(&text),
             Update::Tool(t) => self.tool(t),
-            Update::Usage { cost_usd, .. } => self.cost_usd = cost_usd.or(self.cost_usd),
+            Update::Usage { .. } => {}
             Update::Plan(entries) => {
                 let plan: Vec<String> = entries
                     .iter()
@@ -462,7 +496,7 @@ impl Rpc<'_> {
         &mut self,
         req: &TurnRequest,
         cwd: &Path,
-        turn: &mut Turn<'_, '_>,
+        turn: &mut Turn<'_, '_, '_>,
     ) -> Result<Finished, ProviderError> {
         let init = self
             .call_ok("initialize", wire::initialize_params(), turn, None)
@@ -525,6 +559,16 @@ impl Rpc<'_> {
             turn.tell(AgentActivity::Session(session_id.clone()));
             report.session_id = Some(session_id.clone());
         }
+        // Where the session's cumulative cost stands before the prompt: what the agent said
+        // while the session was loaded, else what it said at the end of its last turn here; a
+        // new session starts at $0.
+        let spent_before = turn.spent.or_else(|| {
+            if report.resumed {
+                self.provider.spent.lock().ok()?.get(&session_id).copied()
+            } else {
+                Some(0.0)
+            }
+        });
         let prompt = if report.resumed {
             req.last_user_text().to_string()
         } else {
@@ -542,7 +586,10 @@ impl Rpc<'_> {
             return Err(ProviderError::cancelled(&self.provider.name));
         }
         let stop = answer["stopReason"].as_str().unwrap_or("end_turn").to_string();
-        report.cost_usd = turn.cost_usd;
+        report.cost_usd = turn.spent.map(|now| turn_cost(spent_before, now));
+        if let (Some(now), Ok(mut spent)) = (turn.spent, self.provider.spent.lock()) {
+            spent.insert(session_id, now);
+        }
         Ok(Finished {
             usage: None,
             finish_reason: Some(stop),
@@ -555,7 +602,7 @@ impl Rpc<'_> {
         &mut self,
         method: &str,
         params: Value,
-        turn: &mut Turn<'_, '_>,
+        turn: &mut Turn<'_, '_, '_>,
         cancellable: Option<&str>,
     ) -> Result<Value, ProviderError> {
         self.call(method, params, turn, cancellable)
@@ -570,7 +617,7 @@ impl Rpc<'_> {
         &mut self,
         method: &str,
         params: Value,
-        turn: &mut Turn<'_, '_>,
+        turn: &mut Turn<'_, '_, '_>,
         cancellable: Option<&str>,
     ) -> Result<Result<Value, RpcError>, ProviderError> {
         let id = self.agent.next_id;
@@ -586,16 +633,21 @@ impl Rpc<'_> {
             tokio::select! {
                 line = self.agent.lines.next_line() => {
                     let line = match line {
-                        Ok(Some(line)) => line,
+                        Ok(Some(Line::Text { text, lossy })) => {
+                            turn.lossy += usize::from(lossy);
+                            text
+                        }
+                        Ok(Some(Line::TooLong { .. })) => {
+                            return Err(self.provider.error(ErrorKind::Protocol, format!(
+                                "the agent wrote a line longer than {} MiB during {method}; huddle read no more of it and ended the turn (the next turn starts the agent anew)",
+                                MAX_LINE_BYTES / (1024 * 1024)
+                            )));
+                        }
                         Ok(None) => return Err(self.ended(method).await),
                         Err(e) => {
                             return Err(self.provider.error(ErrorKind::Protocol, format!("reading the agent's output failed: {e}")));
                         }
                     };
-                    if line.len() > MAX_LINE_BYTES {
-                        turn.stray += 1;
-                        continue;
-                    }
                     match wire::classify(&line) {
                         Incoming::Response { id: got, result } if got == id => return Ok(result),
                         Incoming::Response { .. } => {}
@@ -677,6 +729,17 @@ impl Rpc<'_> {
                 self.provider.command.program()
             ),
         )
+    }
+}
+
+/// A turn's cost from the session's cumulative cost before it (`None`: not known) and after
+/// it. A cumulative cost that went down (an agent that counts from its start, not the
+/// session's) is taken as the turn's; an unknown start counts the whole figure (more, never
+/// less, than was spent).
+fn turn_cost(before: Option<f64>, now: f64) -> f64 {
+    match before {
+        Some(before) if now >= before => now - before,
+        _ => now,
     }
 }
 

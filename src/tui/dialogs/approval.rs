@@ -12,7 +12,8 @@
 //! them by the agent's names, each beside the key that picks it (by its kind: `y` its
 //! `allow_once`, `a` its `allow_always`, `n` and `s` its `reject_once`); a key whose approval
 //! the agent does not offer does nothing, and a refusal it does not offer answers `cancelled`,
-//! which allows nothing either.
+//! which allows nothing either. `a` on an agent's call approves for the session only the same
+//! call again (its kind, title and input as shown), never every call of the kind it reports.
 //!
 //! Requests queue in one popup: the first is shown ("2 of 3"), the next after an answer. A
 //! request settled elsewhere (its run stopped) leaves the queue; the popup closes when the
@@ -318,7 +319,7 @@ fn agent_keys(options: &[AgentOption]) -> Vec<Line<'static>> {
         (
             &["a"],
             Decision::ApproveForSession,
-            " (and huddle approves this kind of call for the session)",
+            " (and huddle allows this same call again for the session)",
         ),
         (&["n", "Esc"], Decision::Deny, ""),
         (&["s"], Decision::DenyAndStop, ", and stop the run"),
@@ -486,7 +487,7 @@ mod tests {
         let screen = draw(80, 24, |f| popup.render(f, f.area()));
         assert!(screen.contains("the agent offers:"), "{screen}");
         assert!(
-            screen.contains("a      \"Always allow\" (and huddle approves this kind of call"),
+            screen.contains("a      \"Always allow\" (and huddle allows this same call again"),
             "{screen}"
         );
         assert!(!screen.contains("y  "), "{screen}");
