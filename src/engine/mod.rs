@@ -1374,6 +1374,17 @@ impl EngineShared {
         }
     }
 
+    /// What a turn of the session with `options` would be sent of its conversation's user
+    /// messages (see `session::sent_prompts`).
+    pub(crate) async fn sent_prompts(
+        self: &Arc<Self>,
+        session_id: &str,
+        options: &session::TurnOptions,
+    ) -> Vec<Arc<str>> {
+        let slot = Arc::clone(lock(&self.sessions).entry(session_id.to_string()).or_default());
+        session::sent_prompts(Arc::clone(self), slot, session_id, options).await
+    }
+
     /// Runs a turn of the session once its earlier turns are done, and waits for it.
     pub async fn turn(
         self: &Arc<Self>,

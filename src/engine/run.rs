@@ -182,6 +182,13 @@ impl<'a> Run<'a> {
         result
     }
 
+    /// The user messages (as kept) that a step of `member` would be sent of its earlier
+    /// conversation if it started now: what the step's own message need not say again.
+    pub async fn sent_prompts(&self, member: &Member, iteration: Option<u32>) -> Vec<Arc<str>> {
+        let options = self.turn_options(iteration, None);
+        self.shared.sent_prompts(&member.id, &options).await
+    }
+
     pub fn account(&mut self, result: &TurnResult) {
         if let Some(u) = result.usage {
             self.usage.add(u);

@@ -295,7 +295,32 @@ impl SessionState {
         resumed_start: Option<usize>,
         window: Option<Window>,
     ) -> Vec<ChatMessage> {
-        let history = self.history.get_or_insert_with(Vec::new);
+        let (from, run_start) = self.sent_from(run_id, from_run_start, resumed_start, window);
+        if let Some(run_start) = run_start {
+            self.run_start = Some(run_start);
+        }
+        let whole = run_id.is_none() || !from_run_start;
+        *if whole {
+            &mut self.window
+        } else {
+            &mut self.run_window
+        } = from;
+        self.history
+            .as_deref()
+            .map_or_else(Vec::new, |h| h[from..].to_vec())
+    }
+
+    /// Where what a turn is sent of the history starts (see [`SessionState::visible`]), and
+    /// the run's start when this is its first turn; changes nothing.
+    fn sent_from(
+        &self,
+        run_id: Option<&RunId>,
+        from_run_start: bool,
+        resumed_start: Option<usize>,
+        window: Option<Window>,
+    ) -> (usize, Option<(RunId, usize)>) {
+        let history = self.history.as_deref().unwrap_or_default();
+        let mut run_start = None;
         let start = match (run_id, from_run_start) {
             (Some(run), true) => match &self.run_start {
                 Some((current, index)) if current == run => (*index).min(history.len()),
@@ -304,7 +329,7 @@ impl SessionState {
                         .map(|start| start.saturating_sub(self.dropped))
                         .unwrap_or(history.len())
                         .min(history.len());
-                    self.run_start = Some((run.clone(), start));
+                    run_start = Some((run.clone(), start));
                     start
                 }
             },
@@ -320,14 +345,26 @@ impl SessionState {
             None => history.len() - start,
         };
         let whole = run_id.is_none() || !from_run_start;
-        let kept = if whole {
-            &mut self.window
-        } else {
-            &mut self.run_window
-        };
-        let from = sticky_start(history, *kept, history.len() - shown);
-        *kept = from;
-        history[from..].to_vec()
+        let kept = if whole { self.window } else { self.run_window };
+        (sticky_start(history, kept, history.len() - shown), run_start)
+    }
+
+    /// The user messages (as kept) a turn with `options` would be sent of the history now.
+    fn sent_prompts(&self, options: &TurnOptions, resumed_start: Option<usize>) -> Vec<Arc<str>> {
+        if options.fresh {
+            return Vec::new();
+        }
+        let (from, _) = self.sent_from(
+            options.run_id.as_ref(),
+            options.history_from_run_start,
+            resumed_start,
+            options.window,
+        );
+        self.history.as_deref().unwrap_or_default()[from..]
+            .iter()
+            .filter(|m| m.role == ChatRole::User)
+            .map(|m| Arc::clone(&m.content))
+            .collect()
     }
 }
 
@@ -415,6 +452,31 @@ pub(crate) fn run_turn(
         drop(state);
         result
     })
+}
+
+/// The user messages (as the conversation keeps them) a turn of the session with `options`
+/// would be sent of its earlier conversation if it started now, once the session's earlier
+/// turns are done: what a mode's next message need not say again. (A compaction that the turn
+/// itself does first is not foreseen.)
+pub(crate) async fn sent_prompts(
+    shared: Arc<EngineShared>,
+    slot: SessionSlot,
+    session_id: &str,
+    options: &TurnOptions,
+) -> Vec<Arc<str>> {
+    let mut state = slot.lock().await;
+    let mut actor = Actor {
+        shared: &shared,
+        session_id,
+        state: &mut state,
+        execution: None,
+    };
+    actor.load_history().await;
+    let resumed_start = options
+        .replay
+        .as_ref()
+        .and_then(|replay| replay.history_start(session_id));
+    state.sent_prompts(options, resumed_start)
 }
 
 /// A future that, dropped before it finished, runs on to its end as a task of its own (on the

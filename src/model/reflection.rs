@@ -117,6 +117,11 @@ pub struct ReflectionCycle {
     pub queued_messages: Vec<String>,
     pub usage: Usage,
     pub duration_ms: u64,
+    /// What the group's earlier runs were asked, oldest first (a team with `memory:
+    /// conversation`: its orchestrator's conversation goes on from them, so each plan is told
+    /// them; at most a few, each shortened).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub earlier_goals: Vec<String>,
 }
 
 impl Default for ReflectionCycle {
@@ -145,6 +150,7 @@ impl Default for ReflectionCycle {
             queued_messages: Vec::new(),
             usage: Usage::default(),
             duration_ms: 0,
+            earlier_goals: Vec::new(),
         }
     }
 }
@@ -191,6 +197,7 @@ impl ReflectionCycle {
             queued_messages,
             usage,
             duration_ms,
+            earlier_goals,
         } = self;
         if target.goal != *goal {
             target.goal.clone_from(goal);
@@ -220,6 +227,9 @@ impl ReflectionCycle {
         target.queued_messages.clone_from(queued_messages);
         target.usage = *usage;
         target.duration_ms = *duration_ms;
+        if target.earlier_goals != *earlier_goals {
+            target.earlier_goals.clone_from(earlier_goals);
+        }
     }
 }
 

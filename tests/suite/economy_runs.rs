@@ -307,6 +307,33 @@ pub async fn reflect_judged(workers: usize, iterations: u32) -> Fixture {
     f
 }
 
+/// `orchestrator_reflect`, self-evaluated, `iterations` iterations per run, one run per
+/// request in one conversation (`memory: conversation`).
+pub async fn reflect_asked(workers: usize, iterations: u32, requests: &[String]) -> Fixture {
+    let names: Vec<String> = (0..workers).map(|k| format!("w{k}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let f = team(Mode::OrchestratorReflect, &names, false, iterations).await;
+    remember(&f, Memory::Conversation);
+    let steps = iterations * requests.len() as u32;
+    let mut orchestrator = Vec::new();
+    for n in 1..=steps {
+        orchestrator.push(plan(&names, n));
+        orchestrator.push(unfinished_synthesis(n));
+    }
+    f.server.script(ORCH, orchestrator);
+    for w in &names {
+        let answers = (1..=steps)
+            .map(|n| Reply::text(&words(&format!("answer {w}"), n)))
+            .collect();
+        f.server.script(&format!("w-{w}"), answers);
+    }
+    for request in requests {
+        let report = f.run(request).await;
+        assert_eq!(report.iterations, iterations, "{report:?}");
+    }
+    f
+}
+
 /// `orchestrator` (one pass), `runs` runs in one conversation (`memory: conversation`).
 pub async fn orchestrator(workers: usize, runs: u32) -> Fixture {
     let requests: Vec<String> = (1..=runs).map(request_of).collect();
@@ -611,6 +638,11 @@ pub async fn all(filter: Option<&str>, mut report: impl FnMut(&Figures)) {
     let name = "orchestrator_reflect: 3 workers × 10 iterations, an evaluator";
     if wanted(name) {
         measured(name, Box::pin(reflect_judged(3, 10)).await);
+    }
+    let name = "orchestrator_reflect: 2 workers, 3 runs × 6 iterations in one conversation, self-evaluated";
+    if wanted(name) {
+        let requests: Vec<String> = (1..=3).map(request_of).collect();
+        measured(name, Box::pin(reflect_asked(2, 6, &requests)).await);
     }
     let name = "orchestrator: 3 workers, 5 runs in one conversation";
     if wanted(name) {

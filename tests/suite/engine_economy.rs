@@ -220,6 +220,23 @@ async fn a_deliberation_says_how_the_team_works_once() {
         assert_eq!(lines(sent, "## How this team works"), 1, "{sent}");
         assert!(lines(sent, "## Team broadcasts") <= 1, "{sent}");
     }
+    // A broadcast's tool result is the fact alone: the brief says what follows it, and the
+    // history keeps one result per turn (issue 29 re-review, 29-C).
+    let results: Vec<String> = f
+        .server
+        .requests_for("w-a")
+        .iter()
+        .flat_map(|r| r.messages())
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(
+        !results.is_empty(),
+        "later turns carry the earlier broadcasts' results"
+    );
+    for result in &results {
+        assert!(result.len() < 48 && !result.contains("next turn"), "{result}");
+    }
     let last = a.last().map(String::as_str).unwrap_or_default();
     assert!(
         last.contains("view b 1 notes"),
@@ -415,4 +432,59 @@ async fn an_orchestrator_in_a_conversation_keeps_the_earlier_requests() {
     // Within a run the request is said once too (its synthesis has it from the plan kept).
     let synthesis = &f.sent(ORCH)[1];
     assert_eq!(synthesis.matches("tls: off").count(), 1, "{synthesis}");
+}
+
+/// With `memory: conversation`, a later reflect cycle's plans are told what the earlier runs
+/// asked (every line of it), each request once, though the window no longer sends the earlier
+/// run's first plan (issue 29 re-review, 29-A).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reflect_cycle_in_a_conversation_keeps_the_earlier_requests() {
+    let first = "FIRSTREQ Review this config for the wiki host:\nport: 8080\ntls: off\nWhat is risky?";
+    let second = "And which of those settings should we change first?";
+    let f = economy_runs::reflect_asked(2, 8, &[first.to_string(), second.to_string()]).await;
+    check(&f);
+    let requests = f.server.requests_for(ORCH);
+    assert_eq!(
+        requests.len(),
+        32,
+        "a plan and a synthesis per iteration, 8 per run"
+    );
+    for (k, request) in requests.iter().enumerate() {
+        let body = request.prompt_texts().join("\n");
+        let (run, plan) = (k / 16 + 1, k % 2 == 0);
+        let asked = if run == 1 { first } else { second };
+        assert_eq!(body.matches(asked).count(), 1, "request {k}: {body}");
+        // The first request: in its own run's brief; in every plan of the second run (not in
+        // its syntheses, which combine the answers to the second).
+        let told = usize::from(run == 1 || plan);
+        assert_eq!(body.matches(first).count(), told, "request {k}: {body}");
+        assert_eq!(body.matches("tls: off").count(), told, "request {k}");
+    }
+}
+
+/// A self-evaluation's reasons are in every later plan once: in the ledger, or in the
+/// synthesis the window still sends (issue 29 re-review, 29-B: they were lost for the
+/// iterations just out of the window).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_plan_has_each_earlier_iterations_reasons_once() {
+    let f = reflect(2, 20).await;
+    let plans: Vec<String> = f
+        .server
+        .requests_for(ORCH)
+        .iter()
+        .step_by(2)
+        .map(|r| r.prompt_texts().join("\n"))
+        .collect();
+    assert_eq!(plans.len(), 20);
+    for (k, plan) in plans.iter().enumerate() {
+        for j in 1..=k as u32 {
+            let reasons = economy_runs::words("missing", j);
+            assert_eq!(
+                plan.matches(&reasons).count(),
+                1,
+                "plan {}: reasons of {j}\n{plan}",
+                k + 1
+            );
+        }
+    }
 }

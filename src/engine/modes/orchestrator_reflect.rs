@@ -16,9 +16,10 @@ use super::super::cycle::{self, CycleContext, CycleLoop, Step};
 use super::super::events::{EventKind, Phase};
 use super::super::protocol::{
     AdjustmentInput, Assignment, EarlierResult, EvaluationStep, LastEvaluation, PlanFormat, PlanMode, Replan,
-    SynthesisStep, TeamContext, WorkerResult, checks, evaluator_brief, evaluator_prompt, nudge_prompt,
-    orchestrator_brief, parse_evaluator_reply, parse_self_evaluation, pending_adjustments, planning_prompt,
-    replan_prompt, strip_sentinel_lines, synthesis_prompt, trend,
+    SynthesisStep, TeamContext, WorkerResult, checks, earlier_requests_after, evaluator_brief,
+    evaluator_prompt, kept_synthesis_iteration, nudge_prompt, orchestrator_brief, parse_evaluator_reply,
+    parse_self_evaluation, pending_adjustments, planning_prompt, replan_prompt, strip_sentinel_lines,
+    synthesis_prompt, trend, with_earlier_requests,
 };
 use super::super::run::Run;
 use super::super::session::{TurnResult, Window};
@@ -75,6 +76,12 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
         o.group(&run.team.group_id)
             .and_then(|g| g.state.orchestrator_reflect.clone())
     });
+    // A conversation that goes on from the group's earlier runs: its plans are told what
+    // they were asked (this run's request is in the brief).
+    let earlier_goals = match (&previous, run.team.memory) {
+        (Some(p), crate::model::Memory::Conversation) => earlier_requests_after(&p.earlier_goals, &p.goal),
+        _ => Vec::new(),
+    };
     let state = match previous.filter(|_| resume) {
         Some(mut s) => {
             // Continue after the last completed iteration.
@@ -87,6 +94,7 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
             goal: goal.clone(),
             max_iterations: run.team.max_iterations,
             started_at: Some(Utc::now()),
+            earlier_goals,
             ..ReflectionCycle::default()
         },
     };
@@ -242,6 +250,19 @@ impl TeamCycle<'_, '_> {
         self.phase(iteration, Phase::Plan);
         let mut queued = std::mem::take(&mut self.carried);
         queued.extend(self.run.control().take_queued());
+        let orchestrator = self.orchestrator.clone();
+        // What the window still sends of the conversation: a self-evaluation's reasons end
+        // its synthesis, so the ledger says them only for iterations whose synthesis is not
+        // sent. The window is a suffix of the conversation, so the oldest synthesis line in
+        // it (an earlier run's only when all of this run's are sent too) marks where.
+        let syntheses_from = self
+            .run
+            .sent_prompts(&orchestrator, Some(iteration))
+            .await
+            .iter()
+            .filter_map(|text| kept_synthesis_iteration(text))
+            .min()
+            .unwrap_or(iteration);
         let prompt = match (&self.state.last_synthesis, &self.state.last_evaluation) {
             (Some(previous), last) => {
                 let last_evaluation = match last {
@@ -268,13 +289,7 @@ impl TeamCycle<'_, '_> {
                         iteration,
                         max_iterations: self.state.max_iterations,
                         earlier,
-                        // The window holds at most the last `RECENT.most / 2` iterations; a
-                        // conversation from before a restart, none of this run's.
-                        syntheses_from: if in_conversation {
-                            iteration.saturating_sub(RECENT.most as u32 / 2)
-                        } else {
-                            iteration
-                        },
+                        syntheses_from,
                     },
                     &queued,
                 )
@@ -288,8 +303,8 @@ impl TeamCycle<'_, '_> {
                 &queued,
             ),
         };
+        let prompt = with_earlier_requests(prompt, &self.state.earlier_goals);
         let first_plan_of_cycle = self.state.last_synthesis.is_none();
-        let orchestrator = self.orchestrator.clone();
         let brief = self.brief.clone();
         let plan = self
             .run

@@ -409,6 +409,60 @@ pub fn replan_prompt(replan: &Replan<'_>, queued: &[String]) -> StepPrompt {
     StepPrompt::compacted(out, kept)
 }
 
+/// Heads what a conversation's earlier runs were asked, in each plan of a later cycle.
+pub const EARLIER_REQUESTS_HEADING: &str = "## Earlier requests";
+/// How many earlier runs' requests a cycle's plans are told, at most (the newest).
+pub const EARLIER_REQUESTS_KEPT: usize = 3;
+/// How much of each earlier request they are told.
+pub const EARLIER_REQUEST_CHARS: usize = 2 * 1024;
+
+/// The requests a cycle's plans are told of after `goal` was asked: `earlier` and `goal`, the
+/// newest [`EARLIER_REQUESTS_KEPT`], each at most [`EARLIER_REQUEST_CHARS`].
+pub fn earlier_requests_after(earlier: &[String], goal: &str) -> Vec<String> {
+    let mut out: Vec<String> = earlier.to_vec();
+    if !goal.trim().is_empty() {
+        out.push(crate::text::cap_chars(goal.trim(), EARLIER_REQUEST_CHARS));
+    }
+    let extra = out.len().saturating_sub(EARLIER_REQUESTS_KEPT);
+    out.drain(..extra);
+    out
+}
+
+/// A plan of a cycle whose conversation goes on from earlier runs (`memory: conversation`):
+/// what those runs were asked, after the plan's iteration line. Its kept form is unchanged (the
+/// brief has this run's request, and the next plan is told them again), so each request is said
+/// once per request, however little of the earlier runs the window still sends.
+pub fn with_earlier_requests(prompt: StepPrompt, earlier: &[String]) -> StepPrompt {
+    if earlier.is_empty() {
+        return prompt;
+    }
+    let mut said = format!(
+        "\n{EARLIER_REQUESTS_HEADING}\nEarlier runs of this conversation were asked these, oldest \
+         first; what the conversation holds from before this run answers them, not the request in \
+         your instructions:\n"
+    );
+    for (n, request) in earlier.iter().enumerate() {
+        let _ = write!(said, "\n{}. {}\n", n + 1, request.trim());
+    }
+    let (head, rest) = prompt.text.split_once('\n').unwrap_or((prompt.text.as_str(), ""));
+    StepPrompt {
+        text: format!("{head}\n{said}\n{rest}"),
+        compact: prompt.compact,
+    }
+}
+
+/// The iteration of a synthesis' kept message (`Iteration <n>: the results of …`, see
+/// [`synthesis_prompt`]) in `text`, a user message as the conversation keeps it.
+pub fn kept_synthesis_iteration(text: &str) -> Option<u32> {
+    text.lines().find_map(|line| {
+        let (n, rest) = line.strip_prefix("Iteration ")?.split_once(':')?;
+        rest.starts_with(KEPT_RESULTS).then(|| n.parse().ok()).flatten()
+    })
+}
+
+/// How a cycle's synthesis' kept message goes on after its iteration.
+const KEPT_RESULTS: &str = " the results of ";
+
 /// The one reminder sent when the first plan of a cycle named no worker.
 pub fn nudge_prompt() -> StepPrompt {
     StepPrompt::plain(
@@ -680,7 +734,7 @@ pub fn synthesis_prompt(step: &SynthesisStep<'_>) -> StepPrompt {
     // A cycle's iteration tells its line from the others; a single pass is told apart by its
     // request (the brief of a later run in the same conversation has another one).
     let mut kept = match step.iteration {
-        Some((iteration, _)) => format!("Iteration {iteration}: the results of {whose}"),
+        Some((iteration, _)) => format!("Iteration {iteration}:{KEPT_RESULTS}{whose}"),
         None => format!(
             "The results of {whose} for \"{}\"",
             crate::text::first_line(step.request, 100)

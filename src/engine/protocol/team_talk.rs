@@ -616,17 +616,15 @@ pub fn supervisor_prompt(t: &SupervisorTurn<'_>) -> StepPrompt {
     StepPrompt::compacted(out, kept)
 }
 
-/// What a lent `team_broadcast` call answers.
+/// What a lent `team_broadcast` call answers: the fact alone, short, since the history keeps
+/// one per turn (the brief and the tool's description say what follows a broadcast).
 pub fn acknowledgement(said: &Said, supervisor: bool, readers: usize) -> String {
     if supervisor {
-        format!("Broadcast sent to {readers} member(s). Their next broadcasts come in your next turn.")
+        format!("Sent to {readers} member(s).")
     } else if said.last {
-        "Final broadcast sent. You have left the team.".to_string()
+        "Final broadcast sent; you have left the team.".to_string()
     } else {
-        format!(
-            "Broadcast sent to the team ({readers} reader(s)). Your turn ends here; the others' \
-             broadcasts come in your next turn."
-        )
+        format!("Sent to the team ({readers} reader(s)).")
     }
 }
 
