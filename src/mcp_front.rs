@@ -951,6 +951,20 @@ impl From<CallToolResult> for End {
     }
 }
 
+/// How long a followed call may say nothing before a heartbeat says it still runs
+/// (`HUDDLE_MCP_HEARTBEAT_MS`, default 30 s: well inside the idle timeouts clients use).
+fn heartbeat_after() -> std::time::Duration {
+    std::env::var(HEARTBEAT_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|ms| *ms > 0)
+        .map_or(DEFAULT_HEARTBEAT, std::time::Duration::from_millis)
+}
+
+/// The variable that sets the heartbeat's interval in milliseconds.
+pub const HEARTBEAT_VAR: &str = "HUDDLE_MCP_HEARTBEAT_MS";
+const DEFAULT_HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Follows a run started with `keep` (request `run` of this connection) to its end: its events
 /// as progress, its approvals and drafts asked of the client, its answer and outcome as the
 /// result. A cancelled task stops the run (as `cancel_run` does) and waits for its end.
@@ -963,6 +977,7 @@ async fn follow(
     run: u64,
 ) -> End {
     let mut seen = Followed::default();
+    let quiet = heartbeat_after();
     // The answers the client gave (approvals, drafts), to send to the host.
     let (answer_tx, mut answers) = tokio::sync::mpsc::unbounded_channel::<Request>();
     let asker = via.asker();
@@ -978,6 +993,10 @@ async fn follow(
                 if !via.cancel_requested() {
                     let _ = writer.send(answer).await;
                 }
+                continue;
+            }
+            () = via.quiet(quiet) => {
+                via.heartbeat().await;
                 continue;
             }
             () = via.cancelled(), if !cancelled => {

@@ -55,6 +55,9 @@ pub enum Via {
         peer: Peer<RoleServer>,
         token: Option<ProgressToken>,
         count: u32,
+        /// When the call began and when it last said something (for the heartbeat).
+        began: tokio::time::Instant,
+        said: tokio::time::Instant,
     },
     Task {
         task: TaskContext,
@@ -64,10 +67,13 @@ pub enum Via {
 
 impl Via {
     pub fn call(peer: Peer<RoleServer>, token: Option<ProgressToken>) -> Self {
+        let now = tokio::time::Instant::now();
         Self::Call {
             peer,
             token,
             count: 0,
+            began: now,
+            said: now,
         }
     }
 
@@ -89,9 +95,16 @@ impl Via {
 
     pub async fn say(&mut self, message: String) {
         match self {
-            Self::Call { peer, token, count } => {
+            Self::Call {
+                peer,
+                token,
+                count,
+                said,
+                ..
+            } => {
                 let Some(token) = token else { return };
                 *count += 1;
+                *said = tokio::time::Instant::now();
                 let param =
                     ProgressNotificationParam::new(token.clone(), f64::from(*count)).with_message(message);
                 if let Err(e) = peer.notify_progress(param).await {
@@ -102,6 +115,27 @@ impl Via {
                 Some(run) => format!("{run}: {message}"),
                 None => message,
             }),
+        }
+    }
+
+    /// Resolves once a blocking call with a progress token has said nothing for `quiet`: then
+    /// [`Via::heartbeat`] says it still runs, so a client's idle timeout (Claude Code resets
+    /// its timer on progress) does not cancel a call whose model thinks for minutes or that
+    /// waits for a rate limit. A task (polled) and a call without a token never resolve.
+    pub async fn quiet(&self, quiet: std::time::Duration) {
+        match self {
+            Self::Call {
+                token: Some(_), said, ..
+            } => tokio::time::sleep_until(*said + quiet).await,
+            _ => std::future::pending().await,
+        }
+    }
+
+    /// The heartbeat's progress line: the run still goes, and for how long.
+    pub async fn heartbeat(&mut self) {
+        if let Self::Call { began, .. } = self {
+            let line = still_running(began.elapsed());
+            self.say(line).await;
         }
     }
 
@@ -131,6 +165,12 @@ impl Via {
     }
 }
 
+/// `still running (4m05s)`.
+fn still_running(elapsed: std::time::Duration) -> String {
+    let secs = elapsed.as_secs();
+    format!("still running ({}m{:02}s)", secs / 60, secs % 60)
+}
+
 /// Asks the client a question: an elicitation request of a blocking call, or an input request
 /// of a task (`input_required` until `tasks/update` answers it).
 #[derive(Clone)]
@@ -154,5 +194,14 @@ impl Asker {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_heartbeat_says_how_long_the_run_has_gone() {
+        let line = super::still_running(std::time::Duration::from_secs(245));
+        assert_eq!(line, "still running (4m05s)");
     }
 }

@@ -68,6 +68,18 @@ fn tasks_client_at(python: &Path, home: &Path, scenario: &str, arg: &str, url: O
 }
 
 fn run_script(python: &Path, name: &str, home: &Path, scenario: &str, arg: &str, url: Option<&str>) -> Value {
+    run_script_with(python, name, home, [scenario, arg], url, &[])
+}
+
+/// `run_script` with more variables set for the client (and the `huddle mcp` it starts).
+fn run_script_with(
+    python: &Path,
+    name: &str,
+    home: &Path,
+    [scenario, arg]: [&str; 2],
+    url: Option<&str>,
+    vars: &[(&str, &str)],
+) -> Value {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name);
@@ -81,6 +93,7 @@ fn run_script(python: &Path, name: &str, home: &Path, scenario: &str, arg: &str,
         ])
         .env(HOST_IDLE_VAR, "0")
         .env("HUDDLE_MCP_URL", url.unwrap_or_default())
+        .envs(vars.iter().copied())
         .output()
         .expect("run the python client");
     let stdout = text(&out.stdout);
@@ -796,5 +809,28 @@ fn over_http_another_user_is_refused() {
         .expect("kill");
     assert!(killed.success());
     assert!(server.wait().expect("wait for huddle mcp").success());
+    wait_for_host_exit(home.path());
+}
+
+/// A run whose turns say nothing for longer than the heartbeat's interval still sends progress
+/// (`still running (…)`), so a client's idle timeout does not cancel the call.
+#[test]
+fn a_quiet_run_sends_a_heartbeat() {
+    let Some(python) = python() else { return };
+    let home = home_with("default_model: sim/slow-1500ms\n");
+    let seen = run_script_with(
+        &python,
+        "mcp_client.py",
+        home.path(),
+        ["run", "Is tea better than coffee?"],
+        None,
+        &[("HUDDLE_MCP_HEARTBEAT_MS", "300")],
+    );
+    assert_eq!(seen["run"]["is_error"], false, "{seen}");
+    let progress: Vec<&str> = seen["progress"].as_array().unwrap().iter().map(s).collect();
+    assert!(
+        progress.iter().any(|p| p.starts_with("still running (0m0")),
+        "{progress:?}"
+    );
     wait_for_host_exit(home.path());
 }
