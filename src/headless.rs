@@ -207,7 +207,12 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
     }
     // Relay drafts are asked about on the asking terminal (`--approve`), if it is one.
     let (on_terminal, env) = (front.terminal, front.env.clone());
-    let target = env.scope(|| choose_target(paths, config, edits, engine, request, &out, on_terminal))?;
+    let asked = Asked {
+        out: &out,
+        on_terminal,
+        profile: front.profile.as_deref(),
+    };
+    let target = env.scope(|| choose_target(paths, config, edits, engine, request, &asked))?;
     if let Target::Group(id) = &target {
         refuse_running(engine, id)?;
     }
@@ -560,15 +565,24 @@ async fn one_shot(engine: &Engine, session_id: &str, request: &RunRequest) -> Re
     })
 }
 
+/// The front end that asked for a run, as choosing its target needs it.
+struct Asked<'a> {
+    out: &'a RunOutput,
+    /// Its standard input and error are a terminal.
+    on_terminal: bool,
+    /// Its configuration's providers and prices (`None`: the engine's own).
+    profile: Option<&'a crate::engine::Profile>,
+}
+
 fn choose_target(
     paths: &Paths,
     config: &Config,
     edits: &Edits,
     engine: &Engine,
     request: &RunRequest,
-    out: &RunOutput,
-    on_terminal: bool,
+    asked: &Asked<'_>,
 ) -> Result<Target, RunFailure> {
+    let (out, on_terminal) = (asked.out, asked.on_terminal);
     if let Some(name) = &request.preset {
         let catalog = Catalog::load(paths, config, Some(&request.repo));
         for e in &catalog.errors {
@@ -601,7 +615,7 @@ fn choose_target(
         };
         let models: Vec<&str> = models.iter().map(String::as_str).collect();
         engine
-            .check_cost_budget(&preset.name, &budget, &models)
+            .check_cost_budget(asked.profile, &preset.name, &budget, &models)
             .map_err(|e| usage(e.to_string()))?;
         let strategy = request.worktrees.unwrap_or(preset.worktrees);
         if !strategy.is_shared() {

@@ -490,12 +490,13 @@ impl Engine {
     /// front end that checks before it makes a team.
     pub fn check_cost_budget(
         &self,
+        profile: Option<&Profile>,
         what: &str,
         budget: &RunBudget,
         models: &[&str],
     ) -> Result<(), EngineError> {
-        self.shared
-            .check_priced(&self.shared.default_profile, what, budget, models)
+        let profile = profile.unwrap_or(&self.shared.default_profile);
+        self.shared.check_priced(profile, what, budget, models)
     }
 
     /// What tool calls that ask get in the runs of one group or session (`None`: the engine's

@@ -603,6 +603,28 @@ async fn a_host_still_up_prices_each_run_with_its_front_ends_config() {
         "{}",
         text(&out.stderr)
     );
+
+    // The other way round: a model the host never had a price for, priced by the front end's
+    // config now, takes a cost budget (checked before the team is made).
+    llm.script("n", (0..3).map(|k| priced_reply(&format!("panel {k}"))).collect());
+    let mut body = std::fs::read_to_string(&config).unwrap();
+    body.push_str(&format!("prices:\n  \"oa/n\": {PRICE}\n"));
+    std::fs::write(&config, body).unwrap();
+    let out = run_on_a_lasting_host(
+        home.path(),
+        &[
+            "run",
+            "--preset",
+            "Research Panel",
+            "--model",
+            "oa/n",
+            "--max-cost",
+            "100",
+            "hi",
+        ],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(
         host_pid(home.path()).as_deref(),
         Some(host.as_str()),
