@@ -499,7 +499,7 @@ impl Providers {
                     Arc::new(anthropic::AnthropicProvider::new_in(p, options, env.clone())?)
                 }
                 ProviderKind::Command => Arc::new(command::CommandProvider::new(p)?.with_env(env.clone())),
-                ProviderKind::Acp => Arc::new(acp::AcpProvider::new(p)?),
+                ProviderKind::Acp => Arc::new(acp::AcpProvider::new(p)?.with_env(env.clone())),
                 ProviderKind::A2a => Arc::new(a2a::A2aProvider::new(p, options)?.with_env(env.clone())),
                 ProviderKind::Sim => simulator(&p.name),
             };

@@ -723,3 +723,29 @@ async fn always_allow_covers_the_same_call_again_not_every_call_of_its_kind() {
         );
     }
 }
+
+/// A host serves front ends of several shells: an ACP agent starts in the environment of the
+/// front end whose profile it serves, not the host's (review 25-27-2 finding 27-G).
+#[tokio::test]
+async fn an_acp_agent_starts_in_its_front_ends_environment() {
+    let Some(python) = test_python("json") else { return };
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp/raw_agent.py");
+    let mut p = ProviderConfig::new("agent", ProviderKind::Acp);
+    p.command = vec![python.display().to_string(), script.display().to_string()];
+    let mut config = Config::default();
+    config.providers.push(p);
+    let mut vars = huddle::env::Env::capture();
+    vars.insert("HUDDLE_FRONT_ONLY".into(), "from the front end".into());
+    let env = huddle::env::Env::of(vars);
+    let agent = huddle::sim::providers_in(&config, &env)
+        .expect("providers")
+        .get("agent")
+        .expect("agent");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t = raw_turn(agent.as_ref(), dir.path(), "env HUDDLE_FRONT_ONLY", None).await;
+    assert_eq!(t.out().text, "from the front end");
+    // This process (the host) has no such variable: the agent of its own profile has none.
+    let (dir, own) = raw_agent().expect("the raw agent");
+    let t = raw_turn(own.as_ref(), dir.path(), "env HUDDLE_FRONT_ONLY", None).await;
+    assert_eq!(t.out().text, "unset");
+}

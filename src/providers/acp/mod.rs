@@ -63,6 +63,9 @@ pub struct AcpProvider {
     reads_repo_instructions: bool,
     /// `api_key_env:`: passed to the agent in its sandbox like a CLI agent's.
     key_env: Option<String>,
+    /// The environment the agent starts in and whose keys its errors redact: the front end's
+    /// whose profile this provider serves (a host serves several).
+    env: crate::env::Env,
     /// The cost each ACP session (by its id) had reached at the end of its last turn here: ACP's
     /// `cost` is the session's cumulative cost, a turn's is the difference.
     spent: Mutex<HashMap<String, f64>>,
@@ -80,8 +83,15 @@ impl AcpProvider {
             command,
             reads_repo_instructions: cfg.reads_repo_instructions(),
             key_env: cfg.api_key_env.clone().filter(|k| !k.trim().is_empty()),
+            env: crate::env::Env::process(),
             spent: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The same provider starting its agent in `env` (and redacting that environment's keys).
+    pub fn with_env(mut self, env: crate::env::Env) -> AcpProvider {
+        self.env = env;
+        self
     }
 
     async fn turn(
@@ -180,6 +190,7 @@ impl AcpProvider {
                     other => self.error(ErrorKind::Config, other.to_string()),
                 })?,
         };
+        self.env.apply_async(&mut cmd);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -230,7 +241,7 @@ impl AcpProvider {
             .iter()
             .copied()
             .chain(self.key_env.as_deref())
-            .filter_map(|v| std::env::var(v).ok());
+            .filter_map(|v| self.env.var(v));
         let message = crate::text::secrets::redact_secrets(&Secrets::new(keys).redact(&message));
         ProviderError::new(kind, &self.name, message)
     }
