@@ -130,7 +130,7 @@ impl Huddle {
             if let Ok(Some(_)) = self.child.try_wait() {
                 break;
             }
-            if self.text().contains("Runs are going") {
+            if self.text().contains("Runs you started here are going") {
                 self.key("s");
                 self.key("y");
                 break;
