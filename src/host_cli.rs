@@ -286,7 +286,7 @@ fn elapsed(d: chrono::Duration) -> String {
 /// file is on disk), or nothing runs at all.
 fn nothing_runs(paths: &Paths, target: &str) -> String {
     match ended_run_on_disk(&paths.runs_dir(), target.trim()) {
-        Some(id) => format!("run `{id}` has ended (`huddle trace --run {id}` shows what it did)"),
+        Some(id) => crate::host::table::has_ended(&id),
         None => "nothing runs on this data dir".into(),
     }
 }

@@ -253,9 +253,7 @@ impl Table {
             .or_else(|| org.group(target).map(|g| g.id.clone()));
         let Some(group_id) = group_id else {
             if let Some(id) = self.ended.iter().rev().find(|id| id.starts_with(target)) {
-                return Err(format!(
-                    "run `{id}` has ended (`huddle trace --run {id}` shows what it did)"
-                ));
+                return Err(has_ended(id));
             }
             return Err(if self.runs.is_empty() {
                 format!("no run `{target}`: nothing runs")
@@ -287,6 +285,11 @@ impl Table {
             })
             .collect()
     }
+}
+
+/// Why an ended run cannot be followed or stopped, and where to read what it did.
+pub fn has_ended(run_id: &str) -> String {
+    format!("run `{run_id}` has ended (`huddle trace --run {run_id}` shows what it did)")
 }
 
 fn new_entry(run_id: &str, key: &RunKey, event: &EngineEvent) -> Entry {

@@ -583,20 +583,23 @@ async fn a_host_still_up_prices_each_run_with_its_front_ends_config() {
     let body = std::fs::read_to_string(&config).unwrap();
     let body = body.split("prices:").next().unwrap().to_string();
     std::fs::write(&config, body).unwrap();
-    let out = run_on_a_lasting_host(
-        home.path(),
-        &[
-            "run",
-            "--preset",
-            "Research Panel",
-            "--model",
-            "oa/m",
-            "--max-cost",
-            "1",
-            "hi",
-        ],
-    )
-    .await;
+    let panel_with_budget = |model: &'static str, max_cost: &'static str| {
+        let home = home.path().to_path_buf();
+        async move {
+            let args = [
+                "run",
+                "--preset",
+                "Research Panel",
+                "--model",
+                model,
+                "--max-cost",
+                max_cost,
+                "hi",
+            ];
+            run_on_a_lasting_host(&home, &args).await
+        }
+    };
+    let out = panel_with_budget("oa/m", "1").await;
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("no price is known"),
@@ -610,20 +613,7 @@ async fn a_host_still_up_prices_each_run_with_its_front_ends_config() {
     let mut body = std::fs::read_to_string(&config).unwrap();
     body.push_str(&format!("prices:\n  \"oa/n\": {PRICE}\n"));
     std::fs::write(&config, body).unwrap();
-    let out = run_on_a_lasting_host(
-        home.path(),
-        &[
-            "run",
-            "--preset",
-            "Research Panel",
-            "--model",
-            "oa/n",
-            "--max-cost",
-            "100",
-            "hi",
-        ],
-    )
-    .await;
+    let out = panel_with_budget("oa/n", "100").await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(
         host_pid(home.path()).as_deref(),

@@ -672,11 +672,23 @@ fn http_server(home: &Path) -> (std::process::Child, String) {
     (child, url)
 }
 
+/// SIGTERM to a `huddle mcp --http`: it exits 0, and then its host (nothing runs).
+fn stop_http_server(mut server: std::process::Child, home: &Path) {
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = server.wait().expect("wait for huddle mcp");
+    assert!(status.success(), "{status:?}");
+    wait_for_host_exit(home);
+}
+
 #[test]
 fn over_http_the_client_lists_teams_and_a_foreign_origin_is_refused() {
     let Some(python) = python() else { return };
     let home = home_with("default_model: sim/demo\n");
-    let (mut server, url) = http_server(home.path());
+    let (server, url) = http_server(home.path());
     let seen = client_at(&python, home.path(), "list", "", Some(&url));
     let tools: Vec<&str> = seen["tools"].as_array().unwrap().iter().map(s).collect();
     assert!(
@@ -689,14 +701,7 @@ fn over_http_the_client_lists_teams_and_a_foreign_origin_is_refused() {
     assert_eq!(seen["local"], 200, "{seen}");
     assert_eq!(seen["none"], 200, "{seen}");
     // SIGTERM ends it cleanly.
-    let killed = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let status = server.wait().expect("wait for huddle mcp");
-    assert!(status.success(), "{status:?}");
-    wait_for_host_exit(home.path());
+    stop_http_server(server, home.path());
 }
 
 /// Over HTTP as over stdio: a blocking run_team's progress notifications reach the client, a
@@ -705,7 +710,7 @@ fn over_http_the_client_lists_teams_and_a_foreign_origin_is_refused() {
 fn over_http_progress_and_approvals_reach_the_client() {
     let Some(python) = python() else { return };
     let Some(home) = clock_home() else { return };
-    let (mut server, url) = http_server(home.path());
+    let (server, url) = http_server(home.path());
     let seen = client_at(
         &python,
         home.path(),
@@ -734,13 +739,7 @@ fn over_http_progress_and_approvals_reach_the_client() {
     assert_eq!(seen["waiting"], "input_required", "{seen}");
     assert_eq!(seen["asked"].as_object().map(|a| a.len()), Some(1), "{seen}");
     assert_eq!(seen["final"]["status"], "completed", "{seen}");
-    let killed = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    assert!(server.wait().expect("wait for huddle mcp").success());
-    wait_for_host_exit(home.path());
+    stop_http_server(server, home.path());
     let decided: Vec<String> = event_fields(home.path(), "tool_approval_decided", "decision");
     assert_eq!(decided, ["approve_once", "approve_once"]);
 }
@@ -768,7 +767,7 @@ fn over_http_another_user_is_refused() {
         return;
     }
     let home = home_with("default_model: sim/demo\n");
-    let (mut server, url) = http_server(home.path());
+    let (server, url) = http_server(home.path());
     let port = url
         .trim_start_matches("http://127.0.0.1:")
         .trim_end_matches("/mcp")
@@ -803,13 +802,7 @@ fn over_http_another_user_is_refused() {
         "{}",
         text(&out.stdout)
     );
-    let killed = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    assert!(server.wait().expect("wait for huddle mcp").success());
-    wait_for_host_exit(home.path());
+    stop_http_server(server, home.path());
 }
 
 /// A run whose turns say nothing for longer than the heartbeat's interval still sends progress
