@@ -497,6 +497,12 @@ fn decide_resume(
             "{flag} `{name}` has no interrupted {kind} to resume"
         ))),
         (Some(_), true, _) => Ok(true),
+        (Some(i), false, false) if request.over_mcp => Err(usage(format!(
+            "{flag} `{name}` has an interrupted {kind}: {what} on \"{goal}\"; resume it by calling run_team with {flag} \"{name}\" and resume: true (it goes on {resumes}), or start over with discard_interrupted: true",
+            what = i.what(),
+            goal = first_line(&i.goal, 80),
+            resumes = i.resumes(),
+        ))),
         (Some(i), false, false) => Err(usage(format!(
             "{flag} `{name}` has an interrupted {kind}: {what} on \"{goal}\"; resume it with `huddle run --{flag} \"{name}\" --resume` (it goes on {resumes}), or start over with `--discard-interrupted`",
             what = i.what(),

@@ -214,6 +214,17 @@ pub struct RunInfo {
     pub front: Option<String>,
 }
 
+impl RunInfo {
+    /// Whose run files hold it: a chat's are its session's (`runs/sessions/<session>/`), the
+    /// rest its group's.
+    pub fn owner(&self) -> crate::store::RunOwner {
+        match &self.key {
+            RunKey::Chat { session_id } => crate::store::RunOwner::Session(session_id.clone()),
+            _ => crate::store::RunOwner::Group(self.group_id.clone()),
+        }
+    }
+}
+
 /// Where a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -1034,11 +1034,7 @@ async fn replay_then_live(
             going
                 .into_iter()
                 .map(|(run, logged)| {
-                    let owner = match &run.key {
-                        RunKey::Chat { session_id } => crate::store::RunOwner::Session(session_id.clone()),
-                        _ => crate::store::RunOwner::Group(run.group_id.clone()),
-                    };
-                    let lines = runs.read_lines_of(&owner, &run.run_id).unwrap_or_else(|e| {
+                    let lines = runs.read_lines_of(&run.owner(), &run.run_id).unwrap_or_else(|e| {
                         tracing::warn!(error = %e, "cannot read a run file back for a front end");
                         Vec::new()
                     });
@@ -1093,12 +1089,12 @@ async fn attach(shared: &Arc<Shared>, tx: &Outbox, id: u64, target: &str) {
     tokio::spawn(async move {
         let engine = shared.parts.engine.clone();
         let runs = shared.parts.runs.clone();
-        let group_id = run.group_id.clone();
+        let owner = run.owner();
         let run_id = run.run_id.clone();
         // Every line queued so far is in the file once it is flushed.
         let lines = tokio::task::spawn_blocking(move || {
             let _ = engine.flush();
-            runs.read_lines(&group_id, &run_id)
+            runs.read_lines_of(&owner, &run_id)
         })
         .await;
         let lines = match lines {

@@ -689,6 +689,46 @@ fn attach_follows_a_run_to_its_end_like_huddle_run() {
     wait_for_host_exit(home.path());
 }
 
+/// The run file of a chat run (a one-shot `huddle run "question"`): its session's folder.
+fn chat_run_file(home: &Path, run_id: &str) -> Option<PathBuf> {
+    std::fs::read_dir(home.join("runs").join("sessions"))
+        .ok()?
+        .flatten()
+        .map(|session| session.path().join(format!("{run_id}.jsonl")))
+        .find(|file| file.exists())
+}
+
+/// `huddle attach` of a chat run replays what it did so far from its session's run file (not
+/// its group's, where a chat has none), then follows it live: the same events as the file.
+#[test]
+fn attach_to_a_chat_run_replays_it_from_its_sessions_run_file() {
+    let home = home_with("sim/slow-3s");
+    let out = huddle_idle(home.path(), 0, &["run", "--detach", "A long plain question"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run_id = text(&out.stdout).trim().to_string();
+    // Attach once `run_started` is on disk, so that it has to come from the replay.
+    wait_until("the run file's first line", || {
+        chat_run_file(home.path(), &run_id)
+            .and_then(|file| std::fs::read_to_string(file).ok())
+            .is_some_and(|text| text.contains("run_started"))
+    });
+    let attached = huddle_idle(home.path(), 0, &["attach", &run_id, "--events"]);
+    assert_eq!(attached.status.code(), Some(0), "{}", stderr(&attached));
+    let seen: Vec<Value> = ndjson(&attached)
+        .into_iter()
+        .map(|e| e["event"].clone())
+        .collect();
+    let file = chat_run_file(home.path(), &run_id).expect("the run file");
+    let logged: Vec<Value> = std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].clone())
+        .collect();
+    assert_eq!(seen.first(), Some(&Value::from("run_started")), "{seen:?}");
+    assert_eq!(seen, logged);
+    wait_for_host_exit(home.path());
+}
+
 /// The host killed with SIGKILL mid-run leaves what a crash left: every reported iteration on
 /// disk, the cycle interrupted; the next front end starts a new host and resumes it.
 #[test]
