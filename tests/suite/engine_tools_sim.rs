@@ -447,3 +447,96 @@ async fn a_large_result_is_capped_before_the_model_sees_it_and_its_full_size_rep
         assert_eq!(sent.tool_result.as_ref().map(|r| r.size), Some(sizes[0]));
     }
 }
+
+/// A run scoped to a front end's profile (as the host scopes the runs of `huddle run` and of a
+/// TUI) uses that profile's tool servers, result cap, approval default and config.yaml hooks,
+/// not the engine's own (the configuration the host started with); with the scope cleared, the
+/// engine's own apply again.
+#[tokio::test]
+async fn a_scoped_profile_gives_its_runs_its_tools_cap_approvals_and_hooks() {
+    let mut t = team(Mode::Broadcast, Approval::Ask, ApprovalPolicy::DenyAll);
+    // The engine's own: no tool server, no hooks, calls that ask denied.
+    let (sink, events) = EventSink::channel();
+    t.engine = Engine::new(
+        huddle::sim::providers(&huddle::config::Config::default()).expect("providers"),
+        t.org.clone(),
+        Transcripts::new(t._dir.path().join("sessions")),
+        sink,
+        EngineOptions {
+            error_backoff: Duration::from_millis(1),
+            approval: ApprovalPolicy::DenyAll,
+            ..EngineOptions::default()
+        },
+    );
+    t.events = events;
+    let notes = Arc::new(Notes {
+        approval: Approval::Ask,
+        calls: AtomicUsize::new(0),
+        lists: AtomicUsize::new(0),
+        padding: 10_000,
+    });
+    let hooks: huddle::hooks::Hooks = serde_yaml::from_str(
+        "turn_finished:\n  - command: [sh, -c, \"echo the front end objects >&2; exit 2\"]\n",
+    )
+    .expect("hooks");
+    let profile = huddle::engine::Profile {
+        providers: huddle::sim::providers(&huddle::config::Config::default()).expect("providers"),
+        options: EngineOptions {
+            tools: Toolbox::new([notes.clone() as Arc<dyn ToolSource>]),
+            tool_result_max_bytes: 1024,
+            approval: ApprovalPolicy::ApproveAll,
+            hooks,
+            ..EngineOptions::default()
+        },
+    };
+    t.engine.set_scoped_profile(&t.group_id, Some(Arc::new(profile)));
+    let objections = |events: &[EngineEvent]| {
+        events
+            .iter()
+            .filter(|e| matches!(&e.kind, EventKind::Notice { text, .. } if text.ends_with("objected: the front end objects")))
+            .count()
+    };
+
+    let (report, events) = t.run_answering(Decision::Deny).await;
+    assert!(report.failed.is_none(), "{:?}", report.failed);
+    assert_eq!(
+        count(&events, "tool_approval_requested"),
+        0,
+        "approved by the profile's rule"
+    );
+    assert_eq!(
+        notes.calls.load(Ordering::SeqCst),
+        2,
+        "the profile's server answered"
+    );
+    t.engine.flush().expect("flush");
+    for (id, _) in t.session_ids() {
+        let messages = t.engine.load_transcript(&id).expect("transcript").messages;
+        let sent = messages
+            .iter()
+            .find(|m| m.role == MessageRole::Tool)
+            .expect("a tool result");
+        assert!(
+            !sent.tool_result.as_ref().is_some_and(|r| r.is_error),
+            "{}",
+            sent.text
+        );
+        assert!(
+            sent.text.len() < 1024 + 100,
+            "the profile's cap: {} bytes",
+            sent.text.len()
+        );
+    }
+    assert_eq!(
+        objections(&events),
+        2,
+        "the profile's turn_finished hook ran for each member"
+    );
+
+    // The scope cleared: the engine's own configuration again (no such server, no hook).
+    t.engine.set_scoped_profile(&t.group_id, None);
+    let (report, events) = t.run_answering(Decision::Deny).await;
+    assert!(report.failed.is_none(), "{:?}", report.failed);
+    assert_eq!(notes.calls.load(Ordering::SeqCst), 2, "not called again");
+    assert_eq!(objections(&events), 0, "no hook of the engine's own");
+}
