@@ -573,6 +573,8 @@ impl App {
             self.team_panel.forget(group_id);
         }
         self.runs = super::runs::Runs::default();
+        // Calls that wait are asked again by the replay (those of a host that went, never).
+        self.dialogs.settle_approvals(|_| true);
         self.started.retain(|key| r.live.contains(key));
         let text = if r.new_host || was_lost {
             let offered = self.offer_interrupted(&r.live);

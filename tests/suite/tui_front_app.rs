@@ -191,10 +191,27 @@ fn a_tui_cut_off_and_connected_again_keeps_its_runs_draft_and_focus() {
         group_id: ours.clone(),
         prompt: "go".into(),
     }]);
-    run_started(&mut app, RunKey::team(&ours));
+    let run = run_started(&mut app, RunKey::team(&ours));
     app.handle_key(ch('i'));
     type_text(&mut app, "half a thought");
     let focus = app.focus;
+    // A call that waits: the replay asks it again, so the popup's copy goes.
+    let member = app
+        .org
+        .read(|o| {
+            o.sessions
+                .iter()
+                .find(|s| s.group_id == ours)
+                .map(|s| s.id.clone())
+        })
+        .expect("a member");
+    let call = ToolCall {
+        id: "c1".into(),
+        name: "time__convert_time".into(),
+        arguments: "{}".into(),
+    };
+    approval_requested(&mut app, &run, &member, 1, &call);
+    assert!(app.dialogs.approvals().is_some());
     reconnected(
         &mut app,
         huddle::tui::command::Reconnected {
