@@ -48,7 +48,11 @@ pub fn run_resumed(
 /// `resumed after iteration 2/4 (scores so far: 0.60, 0.77)`: where a resumed reflect cycle's
 /// earlier runs left it (the cycle panel's line under the run's start).
 pub fn resumed_after(after: u32, max_iterations: u32, scores: &[f64]) -> Line {
-    let scores = scores.iter().map(|s| format!("{s:.2}")).collect::<Vec<_>>().join(", ");
+    let scores = scores
+        .iter()
+        .map(|s| format!("{s:.2}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     Line::new(
         Tone::Info,
         format!("resumed after iteration {after}/{max_iterations} (scores so far: {scores})"),

@@ -241,7 +241,9 @@ pub enum AppEvent {
     CatalogLoaded(Box<Catalog>),
     /// The host of a TUI front end went away (its connection closed) and none could be reached
     /// again yet (why); the link goes on trying.
-    HostLost { why: String },
+    HostLost {
+        why: String,
+    },
     /// The link reached a host again (after it cut this TUI off, or a new one after the host
     /// went): the UI sets its runs aside, then answers, and the runs going come again.
     Reconnected(Reconnected, tokio::sync::oneshot::Sender<()>),

@@ -239,7 +239,11 @@ impl CycleView {
     /// which may already hold iterations of the resumed run (a view opened next to it): those
     /// come from its own events.
     pub fn seed_history(&mut self, r: &ReflectionCycle, resumed: &ResumedCycle) {
-        let before: Vec<_> = r.evaluations.iter().filter(|e| e.iteration <= resumed.after).collect();
+        let before: Vec<_> = r
+            .evaluations
+            .iter()
+            .filter(|e| e.iteration <= resumed.after)
+            .collect();
         self.scores = before.iter().map(|e| e.score).collect();
         self.trend = before.last().and_then(|e| e.trend);
         if r.completed_iterations == resumed.after {

@@ -327,7 +327,12 @@ async fn follow(
     } = conn;
     let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
     let mut reading = {
-        let (pending, remote, events, app) = (Arc::clone(&pending), Arc::clone(remote), events.clone(), app.clone());
+        let (pending, remote, events, app) = (
+            Arc::clone(&pending),
+            Arc::clone(remote),
+            events.clone(),
+            app.clone(),
+        );
         tokio::spawn(async move {
             for message in early {
                 take(message, &events, &app, &pending, &remote);
@@ -568,7 +573,10 @@ mod tests {
                                     org: Box::default(),
                                     version: 1,
                                 },
-                                HostMessage::Reply { id, reply: Reply::Done },
+                                HostMessage::Reply {
+                                    id,
+                                    reply: Reply::Done,
+                                },
                             ],
                             _ => Vec::new(),
                         },
@@ -597,7 +605,9 @@ mod tests {
         let paths = Paths::single(dir.path().to_path_buf());
         let listener = UnixListener::bind(paths.run_socket()).expect("bind");
         let host = tokio::spawn(fake_host(listener));
-        let opened = open(&paths, &Config::default(), dir.path()).await.expect("opened");
+        let opened = open(&paths, &Config::default(), dir.path())
+            .await
+            .expect("opened");
         let (events, _events_rx) = mpsc::unbounded_channel();
         let (app, mut app_rx) = mpsc::unbounded_channel();
         let running = opened.start.start(events, app);

@@ -160,7 +160,9 @@ pub(super) fn going_on(runs: usize) -> Option<String> {
     match runs {
         0 => None,
         1 => Some("huddle: 1 run goes on in the huddle host (`huddle ps` lists it)".into()),
-        n => Some(format!("huddle: {n} runs go on in the huddle host (`huddle ps` lists them)")),
+        n => Some(format!(
+            "huddle: {n} runs go on in the huddle host (`huddle ps` lists them)"
+        )),
     }
 }
 

@@ -1172,6 +1172,10 @@ mod tests {
         let c = &panel.cycles["g"];
         assert_eq!(c.scores, vec![0.6, 0.77]);
         assert_eq!(c.usage.total(), 200);
-        assert!(c.timeline.iter().any(|l| l.text.contains("resumed after iteration 1/4")));
+        assert!(
+            c.timeline
+                .iter()
+                .any(|l| l.text.contains("resumed after iteration 1/4"))
+        );
     }
 }

@@ -141,7 +141,10 @@ fn sigterm_keeps_the_cycle_resumable_and_resume_continues_it() {
         Some(u64::from(saved.completed_iterations)),
         "{said}"
     );
-    assert_eq!(said["cycle"]["usage"]["input_tokens"], saved.usage.input_tokens, "{said}");
+    assert_eq!(
+        said["cycle"]["usage"]["input_tokens"], saved.usage.input_tokens,
+        "{said}"
+    );
     let first = resumed
         .iter()
         .find(|e| e["event"] == "iteration_started")

@@ -276,7 +276,9 @@ fn a_tui_whose_host_died_reaches_a_new_one_and_offers_the_interrupted_runs() {
     );
     assert!(!app.anything_running());
     assert!(
-        flash(&app).contains("The huddle host stopped; a new one is running (pid 77). 1 run was interrupted: r resumes it."),
+        flash(&app).contains(
+            "The huddle host stopped; a new one is running (pid 77). 1 run was interrupted: r resumes it."
+        ),
         "{}",
         flash(&app)
     );
@@ -300,6 +302,10 @@ fn a_tui_that_started_nothing_counts_the_runs_that_go_on() {
     run_started(&mut app, RunKey::team(&theirs));
     assert_eq!(app.left_going(), 2, "left running, both go on");
     app.started.clear();
-    assert_eq!(app.handle_key(ch('q')), vec![Command::Quit], "nothing of its own: no offer");
+    assert_eq!(
+        app.handle_key(ch('q')),
+        vec![Command::Quit],
+        "nothing of its own: no offer"
+    );
     assert_eq!(app.left_going(), 2);
 }
