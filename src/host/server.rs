@@ -268,6 +268,11 @@ pub fn bind(path: &Path) -> Result<UnixListener, ListenError> {
     Ok(listener)
 }
 
+/// The newest run on disk of a group (what `huddle stop GROUP` names when nothing of it runs).
+fn last_run_on_disk(shared: &Shared, group_id: &str) -> Option<String> {
+    shared.parts.runs.list(group_id).ok()?.pop()
+}
+
 /// Every engine event: into the table of runs (and to their followers), then to `local`.
 async fn dispatch(
     shared: Arc<Shared>,
@@ -275,7 +280,25 @@ async fn dispatch(
     local: Option<mpsc::UnboundedSender<EngineEvent>>,
 ) {
     while let Some(event) = events.recv().await {
-        let ended = lock(&shared.table).apply(&event);
+        // A team run's mode is listed from its start (its cycle says it a moment later).
+        let mode = match &event.kind {
+            EventKind::RunStarted {
+                key: RunKey::Team { group_id },
+            } => shared
+                .parts
+                .engine
+                .org()
+                .read(|o| o.group(group_id).map(|g| g.mode)),
+            _ => None,
+        };
+        let ended = {
+            let mut table = lock(&shared.table);
+            let ended = table.apply(&event);
+            if let (Some(mode), Some(run_id)) = (mode, &event.run_id) {
+                table.note_mode(run_id, mode);
+            }
+            ended
+        };
         if matches!(event.kind, EventKind::RunStarted { .. }) {
             shared.run_listed.notify_waiters();
         }
@@ -652,7 +675,7 @@ async fn handle(
         ),
         Request::Stop { target } => {
             let org = engine.org().snapshot();
-            let resolved = lock(&shared.table).resolve(&target, &org);
+            let resolved = lock(&shared.table).resolve(&target, &org, |g| last_run_on_disk(shared, g));
             match resolved {
                 Ok(runs) => {
                     for run_id in &runs {
@@ -1098,7 +1121,7 @@ async fn forward_live(mut live_rx: outbox::Receiver, tx: &Outbox) {
 /// ends.
 async fn attach(shared: &Arc<Shared>, tx: &Outbox, id: u64, target: &str) {
     let org = shared.parts.engine.org().snapshot();
-    let resolved = lock(&shared.table).resolve(target, &org);
+    let resolved = lock(&shared.table).resolve(target, &org, |g| last_run_on_disk(shared, g));
     let run_id = match resolved {
         Ok(runs) => runs.into_iter().next().unwrap_or_default(),
         Err(why) => return failed(tx, id, 2, why),
