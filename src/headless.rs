@@ -229,9 +229,16 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
     let reflects = resume || request.max_iterations.is_some_and(|n| n > 1);
     // A relay whose drafts wait for a person runs only with someone at the terminal.
     let relay = match &target {
-        Target::Group(id) => engine
-            .org()
-            .read(|o| crate::headless_relay::relay_approval(o, id, request.mode, request.approval)),
+        Target::Group(id) => engine.org().read(|o| {
+            // A resumed run keeps the approval it was started with (`--approval` again wins):
+            // the engine resumes it so (review 23-2 nit E6).
+            let started_with = o
+                .group(id)
+                .and_then(|g| g.state.run.as_ref())
+                .and_then(|r| r.relay_approval)
+                .filter(|_| resume);
+            crate::headless_relay::relay_approval(o, id, request.mode, request.approval.or(started_with))
+        }),
         Target::Session(_) => None,
     };
     if let Some((name, approval)) = &relay {

@@ -45,6 +45,20 @@ pub fn run_resumed(
     Line::new(Tone::Heading, format!("resumes run {resumes}{why}; {turns}"))
 }
 
+/// `resumed after iteration 2/4 (scores so far: 0.60, 0.77)`: where a resumed reflect cycle's
+/// earlier runs left it (the cycle panel's line under the run's start).
+pub fn resumed_after(after: u32, max_iterations: u32, scores: &[f64]) -> Line {
+    let scores = scores
+        .iter()
+        .map(|s| format!("{s:.2}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Line::new(
+        Tone::Info,
+        format!("resumed after iteration {after}/{max_iterations} (scores so far: {scores})"),
+    )
+}
+
 /// `waiting until 14:05 UTC for anthropic limit`: a run's state while a turn waits for a limit
 /// (the timeline line, the cycle panel, `huddle run`'s progress).
 pub fn limit_wait_state(provider: &str, until: chrono::DateTime<chrono::Utc>) -> String {

@@ -127,6 +127,7 @@ pub(crate) async fn run(
             interrupted_at: at,
             reason,
             finished_turns: u32::try_from(replay.counts().1).unwrap_or(u32::MAX),
+            cycle: None,
         });
     }
     let cx = CycleContext {

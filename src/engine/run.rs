@@ -10,7 +10,7 @@ use tokio::sync::Semaphore;
 
 use crate::model::{CycleOutcome, Message, Usage};
 
-use super::events::EventKind;
+use super::events::{EventKind, ResumedCycle};
 use super::protocol::{
     Assignment, ParsedPlan, StepPrompt, WorkerBrief, WorkerResolver, WorkerResult, parse_assignments_for,
     worker_brief, worker_task_prompt,
@@ -423,10 +423,21 @@ impl<'a> Run<'a> {
 /// Says the run resumes another: which, when and why it was left, how many finished turns
 /// come from disk.
 fn announce(run: &Run<'_>, resumed: &Resumed) {
+    // A reflect cycle's state was saved as it started: where the earlier runs left it.
+    let cycle = run.shared.org.read(|o| {
+        o.group(&run.team.group_id)
+            .and_then(|g| g.state.orchestrator_reflect.as_ref())
+            .filter(|r| r.active && run.team.mode == crate::model::Mode::OrchestratorReflect)
+            .map(|r| ResumedCycle {
+                after: r.completed_iterations,
+                usage: r.usage,
+            })
+    });
     run.emitter().emit(EventKind::RunResumed {
         resumes: resumed.open.current().unwrap_or_default().to_string(),
         interrupted_at: resumed.open.interrupted_at,
         reason: resumed.open.reason.clone(),
         finished_turns: u32::try_from(resumed.replay.counts().1).unwrap_or(u32::MAX),
+        cycle,
     });
 }

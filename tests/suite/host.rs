@@ -714,12 +714,8 @@ fn detach_ps_attach_and_stop() {
     assert!(run_id.len() > 20, "the run's id alone on stdout: {run_id:?}");
     assert!(stderr(&out).contains("huddle attach"), "{}", stderr(&out));
 
-    // Its mode shows once its cycle started (a moment after the run).
-    let mut table = String::new();
-    wait_until("the run's mode in huddle ps", || {
-        table = text(&huddle_idle(home.path(), 0, &["ps"]).stdout);
-        table.contains("orchestrator_reflect")
-    });
+    // Its mode shows from its start (review 23-2 nit E5).
+    let table = text(&huddle_idle(home.path(), 0, &["ps"]).stdout);
     assert!(table.starts_with("RUN"), "{table}");
     assert!(
         table.contains(&run_id)
