@@ -218,7 +218,7 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
     }
     if let (Some(_), Target::Group(id)) = (&request.preset, &target) {
         // A team made now: its worktrees' hooks (copy .env, install dependencies) run first.
-        engine.worktree_created_hooks(id).await;
+        engine.worktree_created_hooks(id, front.profile.clone()).await;
     }
     let resume = match &target {
         Target::Group(id) => interrupted_cycle(edits, id, request)?,

@@ -132,7 +132,7 @@ pub(crate) async fn run(
     let cx = CycleContext {
         control: &active.control,
         emitter: &active.emitter,
-        backoff: shared.options.error_backoff,
+        backoff: profile.options.error_backoff,
     };
     active.control.set_budget(budget);
     let outcome = within_time_limit(&active.control, &active.emitter, cycle::drive(&mut cycle, &cx)).await;

@@ -679,6 +679,12 @@ async fn handle(
         Request::Edit { call } => {
             let (front, engine, tx) = (Arc::clone(front), engine.clone(), tx.clone());
             let team = matches!(call, crate::workspace::EditCall::CreateTeamWith { .. });
+            // A team's worktree hooks are those of the front end's configuration.
+            let profile = if team {
+                shared_profile(shared, &front).ok().flatten()
+            } else {
+                None
+            };
             tokio::spawn(async move {
                 let done = {
                     let front = Arc::clone(&front);
@@ -689,7 +695,7 @@ async fn handle(
                 };
                 // A team made with worktrees: their hooks run before it is shown ready.
                 if let Some(group_id) = result.get("Ok").and_then(|v| v.as_str()).filter(|_| team) {
-                    engine.worktree_created_hooks(group_id).await;
+                    engine.worktree_created_hooks(group_id, profile).await;
                 }
                 let (org, version) = engine.org().versioned();
                 reply(

@@ -643,7 +643,7 @@ impl Executor {
                     let Ok(Some(event)) = done else { return };
                     // A team made with worktrees: their hooks run before it is shown ready.
                     if let (AppEvent::TeamCreated { result: Ok(id), .. }, Some(engine)) = (&event, &engine) {
-                        engine.worktree_created_hooks(id).await;
+                        engine.worktree_created_hooks(id, None).await;
                     }
                     Self::send(&tx, event);
                 });

@@ -165,7 +165,12 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
         let cx = CycleContext {
             control,
             emitter,
-            backoff: cycle.run.shared.options.error_backoff,
+            backoff: cycle
+                .run
+                .shared
+                .profile(&cycle.run.team.group_id, None)
+                .options
+                .error_backoff,
         };
         cycle::drive(&mut cycle, &cx).await
     };
