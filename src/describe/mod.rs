@@ -414,9 +414,12 @@ pub fn describe_as(kind: &EventKind, execution: Option<&ExecutionTag>, names: &N
 
 pub use crate::text::duration;
 
-/// The first line of a text a model, tool or user wrote, at most [`QUOTE_MAX`] characters.
+/// The first line of a text a model, tool or user wrote, at most [`QUOTE_MAX`] characters,
+/// with what looks like a credential redacted (a line is drawn, printed to stderr and kept in
+/// scrollback; the quote is taken wider first so a key cut at the edge is still recognised).
 pub(crate) fn quote(text: &str) -> String {
-    crate::text::first_line(text, QUOTE_MAX)
+    let wide = crate::text::first_line(text, QUOTE_MAX * 4);
+    crate::text::first_line(&crate::text::secrets::redact_credentials(&wide), QUOTE_MAX)
 }
 
 /// `: <first line>` when there is one, else nothing.
@@ -447,6 +450,22 @@ mod tests {
             execution: None,
             kind,
         }
+    }
+
+    #[test]
+    fn a_quote_hides_a_key_even_one_cut_at_the_edge() {
+        let key = "sk-ant-api03-ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij";
+        let words = format!("RED secret {key} then more");
+        assert_eq!(quote(&words), "RED secret [redacted] then more");
+        // The key starts before the 100th character and ends after it.
+        let long = format!("{} {key} tail", "w".repeat(80));
+        let q = quote(&long);
+        assert!(!q.contains("sk-ant"), "{q}");
+        assert!(q.ends_with("[redacted] tail"), "{q}");
+        assert_eq!(
+            quote("fetch http://localhost:3000"),
+            "fetch http://localhost:3000"
+        );
     }
 
     #[test]

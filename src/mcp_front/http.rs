@@ -92,13 +92,19 @@ pub async fn serve_http(paths: &Paths, repo: PathBuf, addr: &str) -> u8 {
                         continue;
                     }
                 };
-                if let Err(why) = own_user_calls(&stream, client) {
-                    tracing::warn!(%client, why, "huddle mcp: refused an HTTP connection");
-                    tokio::spawn(refuse(stream, why));
-                    continue;
-                }
                 let hyper_service = TowerToHyperService::new(service.clone());
                 tokio::spawn(async move {
+                    // The kernel's socket table is read off the accept loop and off the
+                    // runtime's workers: it can be large on a busy machine.
+                    let server = stream.local_addr();
+                    let allowed = tokio::task::spawn_blocking(move || own_user_calls(server, client))
+                        .await
+                        .unwrap_or(Err("huddle mcp could not check which user is calling"));
+                    if let Err(why) = allowed {
+                        tracing::warn!(%client, why, "huddle mcp: refused an HTTP connection");
+                        refuse(stream, why).await;
+                        return;
+                    }
                     let connection = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), hyper_service);
                     if let Err(e) = connection.await {
@@ -119,10 +125,8 @@ pub async fn serve_http(paths: &Paths, repo: PathBuf, addr: &str) -> u8 {
 
 /// Ok if the connection's client end belongs to this process's user (as the host's socket
 /// checks its peer's uid); else why not. Where the owner cannot be told, nobody is served.
-fn own_user_calls(stream: &tokio::net::TcpStream, client: SocketAddr) -> Result<(), &'static str> {
-    let server = stream
-        .local_addr()
-        .map_err(|_| "cannot tell which address was called")?;
+fn own_user_calls(server: std::io::Result<SocketAddr>, client: SocketAddr) -> Result<(), &'static str> {
+    let server = server.map_err(|_| "cannot tell which address was called")?;
     match super::peer_uid::uid_of_client(client, server) {
         Some(uid) if crate::host::server::same_user(uid) => Ok(()),
         Some(_) => Err("huddle mcp serves only the user who started it"),

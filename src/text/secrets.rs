@@ -137,8 +137,23 @@ pub fn secret_in(text: &str) -> Option<&'static str> {
 /// The text with everything that looks like a secret replaced by `[redacted]` (for audit
 /// lines and failure reasons).
 pub fn redact_secrets(text: &str) -> String {
+    redact_matching(text, |_| true)
+}
+
+/// What counts as a credential for [`redact_credentials`]: every pattern but a private URL.
+const PRIVATE_URL: &str = "a private URL";
+
+/// The text with keys, tokens, passwords and private keys replaced by `[redacted]`, private
+/// URLs kept: for the lines a front end draws or prints, where `http://localhost:3000` in a
+/// tool call is the user's own information, while a key quoted from an agent's words or a
+/// tool's output ends up in scrollback and CI logs.
+pub fn redact_credentials(text: &str) -> String {
+    redact_matching(text, |what| what != PRIVATE_URL)
+}
+
+fn redact_matching(text: &str, wanted: impl Fn(&str) -> bool) -> String {
     let mut out = Cow::Borrowed(text);
-    for (_, r) in secret_patterns() {
+    for (_, r) in secret_patterns().iter().filter(|(what, _)| wanted(what)) {
         // Copied only when a pattern matched.
         if let Cow::Owned(replaced) = r.replace_all(&out, REDACTED) {
             out = Cow::Owned(replaced);
@@ -150,6 +165,17 @@ pub fn redact_secrets(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_are_redacted_and_private_urls_kept() {
+        let text = "key sk-ant-api03-ABCDEFGHIJKLMNOPQRSTUVWXY at http://localhost:3000/x";
+        assert_eq!(
+            redact_credentials(text),
+            "key [redacted] at http://localhost:3000/x"
+        );
+        assert_eq!(redact_secrets(text), "key [redacted] at [redacted]:3000/x");
+        assert_eq!(redact_credentials("plain words"), "plain words");
+    }
 
     #[test]
     fn every_occurrence_of_every_value_is_replaced() {
