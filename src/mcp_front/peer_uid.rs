@@ -19,7 +19,8 @@ pub fn uid_of_client(client: SocketAddr, server: SocketAddr) -> Option<u32> {
 
 /// The uid column of the row of `table` (the text of `/proc/net/tcp` or `tcp6`) whose local
 /// address is `local` and remote address is `remote`.
-pub fn owner_in_table(table: &str, local: SocketAddr, remote: SocketAddr) -> Option<u32> {
+#[cfg(test)]
+fn owner_in_table(table: &str, local: SocketAddr, remote: SocketAddr) -> Option<u32> {
     owner_in_rows(table.lines(), local, remote)
 }
 
