@@ -632,8 +632,9 @@ impl Engine {
         crate::sandbox::probe::availability_async(bwrap.as_deref()).await;
     }
 
-    /// Every event of one group from now on, besides the front end's channel, until the
-    /// receiver is dropped: how a run the host drives for `huddle run` is streamed back to it.
+    /// Every event of one group from now on but the streamed text pieces (`delta`), besides
+    /// the front end's channel, until the receiver is dropped: how a run the host drives for
+    /// `huddle run` is streamed back to it.
     pub fn watch_group(&self, group_id: &str) -> tokio::sync::mpsc::UnboundedReceiver<events::EngineEvent> {
         self.shared.events.watch(group_id)
     }
