@@ -168,6 +168,23 @@ fn a_resumed_cycle_keeps_its_scores_and_tokens() {
             max_iterations: 4,
         },
     );
+    // The resumed run says where its cycle was left; the panel takes the earlier iterations
+    // from the saved state then (not on every cycle_started: review 23 finding 1).
+    engine_event(
+        &mut app,
+        &id,
+        Some("r1"),
+        EventKind::RunResumed {
+            resumes: "r0".into(),
+            interrupted_at: None,
+            reason: None,
+            finished_turns: 4,
+            cycle: Some(huddle::engine::events::ResumedCycle {
+                after: 2,
+                usage: Usage::new(1000, 234),
+            }),
+        },
+    );
     let cycle = &app.team_panel.cycles[&id];
     assert_eq!(cycle.scores, vec![0.4, 0.6]);
     assert_eq!(cycle.usage.total(), 1234);
