@@ -510,7 +510,10 @@ mod tests {
             },
         };
         let line = encode(&HostMessage::event(event.clone()));
-        let HostMessage::Event { event: back, stored, .. } = decode::<HostMessage>(&line).unwrap() else {
+        let HostMessage::Event {
+            event: back, stored, ..
+        } = decode::<HostMessage>(&line).unwrap()
+        else {
             panic!("{line}")
         };
         assert_eq!(restore_event(*back, stored), event);
