@@ -22,6 +22,7 @@ use huddle::providers::{ChatRole, DeltaSink, Provider, ProviderError, TurnOutput
 use huddle::store::{OrgHandle, RunFiles, RunLog, Transcripts};
 use tokio_util::sync::CancellationToken;
 
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -27,6 +27,7 @@ use huddle::store::{OrgHandle, OrganizationFile, Transcripts};
 use tokio_util::sync::CancellationToken;
 
 /// huddle's own allocator (the binary's), so the figures are what `huddle` does.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -121,6 +122,7 @@ fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
+    huddle::allocator::tune();
     let base = std::env::var_os("HUDDLE_BENCH_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("target/bench-data"));

@@ -13,8 +13,11 @@
 //!
 //! The server is the tests' fake LLM server (tests/suite/fake_llm_server.rs), in this process;
 //! every answer is different (no stall ends a run early) and streamed in pieces of a few words.
-//! The goal is ≤ 20 MiB for each run. `MIMALLOC_*` variables are passed on to huddle, so the
-//! allocator's options can be compared: `MIMALLOC_PURGE_DELAY=0 cargo bench --bench memory`.
+//! The goal is ≤ 20 MiB for each run (and ≤ 30 MiB for an idle host, issue 23 item 7). Each
+//! line also says the most threads the process had and its CPU time (user + system, all
+//! threads) per agent message. huddle uses the system allocator unless built with the
+//! `mimalloc` feature (`cargo bench --features mimalloc --bench memory`); `MIMALLOC_*` variables
+//! are passed on to such a build, so its options can be compared.
 //!
 //! `cargo bench --bench memory` (the release binary); `HUDDLE_BENCH_MEMORY=small` runs only the
 //! first two.
@@ -35,20 +38,19 @@ use host_process::{HostProcess, mib};
 /// A process's exit code and peak resident set.
 struct Measured {
     code: Option<i32>,
-    peak_kib: i64,
-    /// The most of its resident set that was anonymous (heap, stacks) and file-backed (the
-    /// binary's code and data), sampled every millisecond or two.
-    anon_kib: i64,
-    file_kib: i64,
+    /// Its peak, the most of its resident set that was anonymous (heap, stacks) and
+    /// file-backed (the binary's code and data), sampled every millisecond or two, and its CPU
+    /// time.
+    sampled: Sampled,
     took: Duration,
     stderr: String,
 }
 
 /// The most of a process's resident set, sampled every millisecond or two from `/proc` until
 /// it is a zombie or gone: (peak `VmHWM`, anonymous, file-backed), in KiB.
-fn sample(pid: u32) -> std::thread::JoinHandle<(i64, i64, i64)> {
+fn sample(pid: u32) -> std::thread::JoinHandle<Sampled> {
     std::thread::spawn(move || {
-        let (mut peak, mut anon, mut file) = (0i64, 0i64, 0i64);
+        let (mut peak, mut anon, mut file, mut threads, mut cpu) = (0i64, 0i64, 0i64, 0i64, 0u64);
         let field = |status: &str, name: &str| -> i64 {
             status
                 .lines()
@@ -56,18 +58,59 @@ fn sample(pid: u32) -> std::thread::JoinHandle<(i64, i64, i64)> {
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
                 .unwrap_or(0)
         };
-        // Until the process is reaped (a zombie has no memory left to report).
+        // Until the process is reaped (a zombie has no memory left to report, but its CPU
+        // time, all threads', is final).
         while let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            if let Some(ticks) = cpu_ticks(pid) {
+                cpu = ticks;
+            }
             if status.contains("State:\tZ") {
                 break;
             }
             peak = peak.max(field(&status, "VmHWM:"));
             anon = anon.max(field(&status, "RssAnon:"));
             file = file.max(field(&status, "RssFile:"));
+            threads = threads.max(field(&status, "Threads:"));
             std::thread::sleep(Duration::from_millis(1));
         }
-        (peak, anon, file)
+        Sampled {
+            peak_kib: peak,
+            anon_kib: anon,
+            file_kib: file,
+            threads,
+            cpu: Duration::from_millis(cpu * 1000 / ticks_per_second()),
+        }
     })
+}
+
+/// What [`sample`] found.
+#[derive(Default)]
+struct Sampled {
+    peak_kib: i64,
+    anon_kib: i64,
+    file_kib: i64,
+    /// The most threads it had at once.
+    threads: i64,
+    /// User + system time of all its threads.
+    cpu: Duration,
+}
+
+/// A process's user + system time so far (all threads), in clock ticks, from `/proc/<pid>/stat`.
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command's name in parentheses (which may hold spaces): state is field 3,
+    // utime and stime fields 14 and 15.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+fn ticks_per_second() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(ticks).unwrap_or(100).max(1)
 }
 
 /// Runs `huddle args` with `home` as its data dir and measures its peak resident set. Not from
@@ -93,7 +136,7 @@ fn measure(home: &Path, args: &[&str]) -> Measured {
         let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
         text
     });
-    let (peak_kib, anon_kib, file_kib) = sampler.join().unwrap_or_default();
+    let sampled = sampler.join().unwrap_or_default();
     let mut status = 0;
     // SAFETY: `status` outlives the call; `pid` is our child, not yet reaped (the sampler saw
     // it become a zombie and stopped).
@@ -102,9 +145,7 @@ fn measure(home: &Path, args: &[&str]) -> Measured {
     let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
     Measured {
         code,
-        peak_kib,
-        anon_kib,
-        file_kib,
+        sampled,
         took: started.elapsed(),
         stderr: reader.join().unwrap_or_default(),
     }
@@ -174,13 +215,11 @@ fn team_run(llm: &FakeLlm, workers: usize, iterations: usize) -> (Measured, Meas
             "Write the report",
         ],
     );
-    let (peak_kib, anon_kib, file_kib) = host_sampler.join().unwrap_or_default();
+    let sampled = host_sampler.join().unwrap_or_default();
     let code = host.wait();
     let host = Measured {
         code,
-        peak_kib,
-        anon_kib,
-        file_kib,
+        sampled,
         took: started.elapsed(),
         stderr: String::new(),
     };
@@ -190,19 +229,47 @@ fn team_run(llm: &FakeLlm, workers: usize, iterations: usize) -> (Measured, Meas
     (host, front, iterations * (workers + 2))
 }
 
-/// `expected`: the exit code the run ends with (3: it ran all its iterations).
-fn report(what: &str, m: &Measured, goal_mib: Option<f64>, expected: i32) {
+/// A host with no runs (issue 23 item 7: ≤ 30 MiB): its peak once ready and a second later.
+fn idle_host() {
+    let dir = support::bench_dir();
+    let host = HostProcess::start(dir.path(), dir.path(), 60_000);
+    let ready = host.status_kib("VmHWM:");
+    std::thread::sleep(Duration::from_secs(1));
+    let later = host.status_kib("VmHWM:");
+    let (anon, file) = (host.status_kib("RssAnon:"), host.status_kib("RssFile:"));
+    let threads = host_process::status_field(host.pid(), "Threads:");
+    let _ = host.stop();
+    let verdict = if later <= 30 * 1024 { "met" } else { "NOT met" };
+    println!(
+        "  idle host: peak RSS {} once ready, {} a second later (goal ≤ 30 MiB: {verdict}; {} anonymous, {} file-backed, {threads} threads)",
+        mib(ready),
+        mib(later),
+        mib(anon),
+        mib(file)
+    );
+}
+
+/// `expected`: the exit code the run ends with (3: it ran all its iterations); `messages`: how
+/// many agent messages it made (its CPU time per message is printed).
+fn report(what: &str, m: &Measured, goal_mib: Option<f64>, expected: i32, messages: Option<usize>) {
+    let s = &m.sampled;
     let verdict = match goal_mib {
-        Some(goal) if (m.peak_kib as f64 / 1024.0) <= goal => format!(" (goal ≤ {goal} MiB: met)"),
+        Some(goal) if (s.peak_kib as f64 / 1024.0) <= goal => format!(" (goal ≤ {goal} MiB: met)"),
         Some(goal) => format!(" (goal ≤ {goal} MiB: NOT met)"),
         None => String::new(),
     };
+    let per_message = messages
+        .filter(|n| *n > 0)
+        .map(|n| format!(", {:.0} µs CPU per message", s.cpu.as_secs_f64() * 1e6 / n as f64))
+        .unwrap_or_default();
     println!(
-        "  {what}: peak RSS {}{verdict} (at most {} anonymous, {} file-backed), {:.2?}, exit {:?}",
-        mib(m.peak_kib),
-        mib(m.anon_kib),
-        mib(m.file_kib),
+        "  {what}: peak RSS {}{verdict} (at most {} anonymous, {} file-backed, {} threads), {:.2?}, CPU {:.2?}{per_message}, exit {:?}",
+        mib(s.peak_kib),
+        mib(s.anon_kib),
+        mib(s.file_kib),
+        s.threads,
         m.took,
+        s.cpu,
         m.code
     );
     if std::env::var_os("MIMALLOC_SHOW_STATS").is_some() {
@@ -243,7 +310,9 @@ fn main() {
         &measure(dir.path(), &["presets", "list"]),
         None,
         0,
+        None,
     );
+    idle_host();
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -259,7 +328,7 @@ fn main() {
     for (workers, iterations) in sizes {
         let (host, front, messages) = team_run(&llm, workers, iterations);
         let what = format!("{messages}-message run ({workers} workers × {iterations} iterations)");
-        report(&format!("{what}, the host"), &host, Some(20.0), 0);
-        report(&format!("{what}, `huddle run`"), &front, None, 3);
+        report(&format!("{what}, the host"), &host, Some(20.0), 0, Some(messages));
+        report(&format!("{what}, `huddle run`"), &front, None, 3, None);
     }
 }

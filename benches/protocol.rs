@@ -8,6 +8,7 @@ use huddle::engine::protocol::{check_stall, parse_assignments};
 use huddle::text::sanitize::display;
 
 /// huddle's own allocator (the binary's), so the figures are what `huddle` does.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

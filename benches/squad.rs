@@ -10,6 +10,7 @@ use huddle::config::Config;
 use huddle::presets::squad::discover;
 
 /// huddle's own allocator (the binary's), so the figures are what `huddle` does.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -8,6 +8,7 @@ use huddle::providers::openai::OpenAiDecoder;
 use huddle::providers::sse::SseParser;
 
 /// huddle's own allocator (the binary's), so the figures are what `huddle` does.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -8,6 +8,7 @@ use huddle::model::{Group, GroupKind, Mode, Organization, Role, Session, reconci
 use huddle::store::{OrganizationFile, Saver};
 
 /// huddle's own allocator (the binary's), so the figures are what `huddle` does.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

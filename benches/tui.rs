@@ -17,6 +17,7 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
 /// huddle's own allocator (the binary's), so the figures are what `huddle` does.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -126,10 +126,14 @@ pub fn parse_age(text: &str) -> Result<chrono::Duration, String> {
         "w" => 7 * 86_400,
         _ => return Err(expected()),
     };
+    if n == 0 {
+        return Err(format!(
+            "`{text}` is no age to prune by: it must be more than zero, like 30m, 12h, 7d or 2w"
+        ));
+    }
     n.checked_mul(seconds)
         .and_then(chrono::Duration::try_seconds)
-        .filter(|d| *d > chrono::Duration::zero())
-        .ok_or_else(expected)
+        .ok_or_else(|| format!("`{text}` is too long an age"))
 }
 
 /// Which worktrees: a team's, a session's, or a folder no session records.
@@ -460,10 +464,17 @@ mod tests {
         assert_eq!(parse_age("2w"), Ok(chrono::Duration::days(14)));
         assert_eq!(parse_age("30m"), Ok(chrono::Duration::minutes(30)));
         assert_eq!(parse_age(" 12h "), Ok(chrono::Duration::hours(12)));
-        for bad in ["7", "d", "0d", "-1d", "7 days", "7y", "99999999999999999w", ""] {
+        for bad in ["7", "d", "-1d", "7 days", "7y", ""] {
             let err = parse_age(bad).unwrap_err();
             assert!(err.contains("not an age"), "{bad}: {err}");
         }
+        // A number and a unit, but no age to prune by: said so, not "not a number and a unit".
+        for zero in ["0m", "0d", "00h"] {
+            let err = parse_age(zero).unwrap_err();
+            assert!(err.contains("must be more than zero"), "{zero}: {err}");
+        }
+        let err = parse_age("99999999999999999w").unwrap_err();
+        assert!(err.contains("too long"), "{err}");
         let cli =
             Cli::try_parse_from(["huddle", "runs", "prune", "--older-than", "7d", "--dry-run"]).unwrap();
         assert!(matches!(

@@ -655,9 +655,15 @@ fn mcp_section(
                 if screened.declared.len() > TOOLS_SHOWN {
                     names.push_str(&format!(", … {} more", screened.declared.len() - TOOLS_SHOWN));
                 }
+                // "… N more" counts the declared ones; the tools left out are counted apart.
+                let declared = if screened.declared.len() < count {
+                    format!(", {} declared to models", screened.declared.len())
+                } else {
+                    String::new()
+                };
                 let _ = writeln!(
                     out,
-                    "  ok {:<12} {}, {count} tool{}: {names}",
+                    "  ok {:<12} {}, {count} tool{}{declared}: {names}",
                     check.name,
                     check.via,
                     if count == 1 { "" } else { "s" }

@@ -64,6 +64,22 @@ impl Env {
         }
     }
 
+    /// One variable's value, not necessarily UTF-8 (this process's).
+    pub fn var_os(&self, name: &str) -> Option<std::ffi::OsString> {
+        match &self.0 {
+            None => std::env::var_os(name),
+            Some(vars) => vars.get(name).map(Into::into),
+        }
+    }
+
+    /// Every variable (this process's: also those that are not UTF-8).
+    pub fn vars_os(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        match &self.0 {
+            None => std::env::vars_os().collect(),
+            Some(vars) => vars.iter().map(|(k, v)| (k.into(), v.into())).collect(),
+        }
+    }
+
     /// Gives a child process these variables instead of this process's (nothing for this
     /// process's own: a child inherits them anyway). What was set or removed on `cmd` already
     /// (a sandbox's `TMPDIR`, git's settings) stays so.

@@ -218,7 +218,7 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
     }
     if let (Some(_), Target::Group(id)) = (&request.preset, &target) {
         // A team made now: its worktrees' hooks (copy .env, install dependencies) run first.
-        engine.worktree_created_hooks(id).await;
+        engine.worktree_created_hooks(id, front.profile.clone()).await;
     }
     let resume = match &target {
         Target::Group(id) => interrupted_cycle(edits, id, request)?,
@@ -229,9 +229,16 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
     let reflects = resume || request.max_iterations.is_some_and(|n| n > 1);
     // A relay whose drafts wait for a person runs only with someone at the terminal.
     let relay = match &target {
-        Target::Group(id) => engine
-            .org()
-            .read(|o| crate::headless_relay::relay_approval(o, id, request.mode, request.approval)),
+        Target::Group(id) => engine.org().read(|o| {
+            // A resumed run keeps the approval it was started with (`--approval` again wins):
+            // the engine resumes it so (review 23-2 nit E6).
+            let started_with = o
+                .group(id)
+                .and_then(|g| g.state.run.as_ref())
+                .and_then(|r| r.relay_approval)
+                .filter(|_| resume);
+            crate::headless_relay::relay_approval(o, id, request.mode, request.approval.or(started_with))
+        }),
         Target::Session(_) => None,
     };
     if let Some((name, approval)) = &relay {
@@ -497,6 +504,12 @@ fn decide_resume(
             "{flag} `{name}` has no interrupted {kind} to resume"
         ))),
         (Some(_), true, _) => Ok(true),
+        (Some(i), false, false) if request.over_mcp => Err(usage(format!(
+            "{flag} `{name}` has an interrupted {kind}: {what} on \"{goal}\"; resume it by calling run_team with {flag} \"{name}\" and resume: true (it goes on {resumes}), or start over with discard_interrupted: true",
+            what = i.what(),
+            goal = first_line(&i.goal, 80),
+            resumes = i.resumes(),
+        ))),
         (Some(i), false, false) => Err(usage(format!(
             "{flag} `{name}` has an interrupted {kind}: {what} on \"{goal}\"; resume it with `huddle run --{flag} \"{name}\" --resume` (it goes on {resumes}), or start over with `--discard-interrupted`",
             what = i.what(),

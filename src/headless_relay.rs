@@ -42,19 +42,22 @@ pub fn check_preset(
     terminal: bool,
 ) -> Result<(), String> {
     // Only a run as a relay has drafts to approve; its relay settings say how.
-    let relay = preset
-        .relay
-        .as_ref()
-        .filter(|_| mode.unwrap_or(preset.mode) == Mode::Relay);
-    match relay {
-        Some(relay) => check_approval(
-            &preset.name,
-            approval.unwrap_or(relay.approval),
-            approve,
-            terminal,
-        ),
-        None => Ok(()),
+    if mode.unwrap_or(preset.mode) != Mode::Relay {
+        return Ok(());
     }
+    // Without settings (a repository's were ignored, say) it could not run: no team is made.
+    let Some(relay) = &preset.relay else {
+        return Err(format!(
+            "`{}` runs as a relay and has no usable `relay:` settings (driver, counterpart), so it cannot run; no team was made",
+            preset.name
+        ));
+    };
+    check_approval(
+        &preset.name,
+        approval.unwrap_or(relay.approval),
+        approve,
+        terminal,
+    )
 }
 
 /// The relay settings a headless run of this group would use: its approval mode, when it runs
@@ -275,5 +278,22 @@ mod tests {
         assert!(e.contains("not one"), "{e}");
         let e = check_approval("n", ApprovalMode::SemiAuto, false, false).unwrap_err();
         assert!(e.contains("semi_auto"), "{e}");
+    }
+
+    /// A preset run as a relay without relay settings (a repository's were ignored) is refused
+    /// before its team is made; run in another mode it needs none.
+    #[test]
+    fn a_relay_without_settings_is_refused_before_its_team_is_made() {
+        let preset = crate::model::Preset {
+            name: "Pushy".into(),
+            mode: Mode::Relay,
+            ..Default::default()
+        };
+        let e = check_preset(&preset, None, Some(ApprovalMode::FullAuto), false, false).unwrap_err();
+        assert!(
+            e.contains("no usable `relay:` settings") && e.contains("no team was made"),
+            "{e}"
+        );
+        assert!(check_preset(&preset, Some(Mode::Broadcast), None, false, false).is_ok());
     }
 }

@@ -16,9 +16,9 @@ use huddle::config::{Config, Paths};
 use huddle::presets::Catalog;
 use huddle::store::OrganizationFile;
 
-/// mimalloc, not the system's: the engine's threads allocate what others free (events for the
-/// front end, lines for the writers), which glibc's malloc serialises on arena locks; with it
-/// the engine's overhead per agent message roughly halves. The benchmarks use it too.
+/// mimalloc when built with the `mimalloc` feature; the system's allocator otherwise (the
+/// default: see [`huddle::allocator`] and docs/benchmarks.md, "Memory").
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -40,6 +40,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 const USAGE: u8 = 2;
 
 fn main() -> ExitCode {
+    huddle::allocator::tune();
     let cli = Cli::parse();
     let paths = match Paths::from_env() {
         Ok(p) => p,

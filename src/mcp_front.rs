@@ -153,7 +153,7 @@ fn tools() -> Vec<Tool> {
         .with_annotations(read_only()),
         Tool::new(
             "run_team",
-            "Run a huddle team on a prompt: a new team from a preset (`preset`), an existing group (`group`), or neither for a one-shot session. Blocks until the run ends, with progress notifications, and returns the team's answer and outcome. The run goes on in huddle's host if this call is cancelled or the client goes away: follow it with run_status/run_result, stop it with cancel_run. With `detach` it returns the run id at once. Tool calls that need approval are asked through the client (elicitation) when it can be asked, otherwise denied.",
+            "Run a huddle team on a prompt: a new team from a preset (`preset`), an existing group (`group`), or neither for a one-shot session; a group's interrupted run is resumed with `group` and `resume` (no prompt), or dropped with `discard_interrupted`. Blocks until the run ends, with progress notifications, and returns the team's answer and outcome. The run goes on in huddle's host if this call is cancelled or the client goes away: follow it with run_status/run_result, stop it with cancel_run. With `detach` it returns the run id at once. Tool calls that need approval are asked through the client (elicitation) when it can be asked, otherwise denied.",
             schema(json!({
                 "type": "object",
                 "properties": {
@@ -168,9 +168,10 @@ fn tools() -> Vec<Tool> {
                     "max_cost_usd": {"type": "number", "exclusiveMinimum": 0, "description": "dollars this run may spend (refused over a model with no price)"},
                     "approval": {"type": "string", "enum": ["manual", "semi_auto", "full_auto"], "description": "a relay's approval mode for this run: which drafts wait for a person (asked through the client)"},
                     "repo": {"type": "string", "description": "the repository a new team or session works in (default: huddle mcp's working directory)"},
-                    "detach": {"type": "boolean", "description": "return the run id at once; the run goes on"}
+                    "detach": {"type": "boolean", "description": "return the run id at once; the run goes on"},
+                    "resume": {"type": "boolean", "description": "with `group` and no `prompt`: go on with the group's interrupted run (its host went away), its finished turns not asked again"},
+                    "discard_interrupted": {"type": "boolean", "description": "with `group` and a `prompt`: record the group's interrupted run as cancelled and start over"}
                 },
-                "required": ["prompt"],
                 "additionalProperties": false
             })),
         )
@@ -199,7 +200,7 @@ fn tools() -> Vec<Tool> {
         .with_annotations(read_only()),
         Tool::new(
             "cancel_run",
-            "Stop a run (or every run of a group); it ends cancelled, a reflect cycle stays resumable.",
+            "Stop a run (or every run of a group); it ends cancelled and cannot be resumed (what it finished is kept in its group's history).",
             schema(json!({
                 "type": "object",
                 "properties": {"run": {"type": "string", "description": RUN_ARG}},
@@ -619,7 +620,7 @@ impl McpFront {
     async fn draft_of(&self, run: &RunInfo) -> Option<WaitingDraft> {
         run.waiting_for.as_ref()?;
         let files = RunFiles::new(self.paths.runs_dir());
-        let owner = crate::store::RunOwner::Group(run.group_id.clone());
+        let owner = run.owner();
         let run_id = run.run_id.clone();
         tokio::task::spawn_blocking(move || files.read_lines_of(&owner, &run_id).ok())
             .await
@@ -869,12 +870,32 @@ fn can_elicit(context: &RequestContext<RoleServer>) -> bool {
 
 /// The run a client asked for, as `huddle run` would take it.
 fn run_request(args: &JsonObject, default_repo: &std::path::Path) -> Result<RunRequest, String> {
-    let prompt = arg_str(args, "prompt").ok_or("`prompt` is required")?.to_string();
+    let flag = |name: &str| args.get(name).and_then(Value::as_bool).unwrap_or(false);
+    let (resume, discard_interrupted) = (flag("resume"), flag("discard_interrupted"));
     let preset = arg_str(args, "preset").map(str::to_string);
     let group = arg_str(args, "group").map(str::to_string);
     if preset.is_some() && group.is_some() {
         return Err("give `preset` (a new team) or `group` (an existing one), not both".into());
     }
+    if (resume || discard_interrupted) && group.is_none() {
+        return Err(
+            "`resume` and `discard_interrupted` go with `group` (the team whose run was interrupted)".into(),
+        );
+    }
+    if resume && discard_interrupted {
+        return Err(
+            "give `resume` (go on with the interrupted run) or `discard_interrupted` (start over), not both"
+                .into(),
+        );
+    }
+    let prompt = match arg_str(args, "prompt") {
+        Some(_) if resume => {
+            return Err("`resume` goes on with the interrupted run's own prompt: leave `prompt` out".into());
+        }
+        Some(p) => p.to_string(),
+        None if resume => String::new(),
+        None => return Err("`prompt` is required".into()),
+    };
     let mode = match arg_str(args, "mode") {
         Some(word) => Some(
             word.parse::<Mode>()
@@ -919,6 +940,8 @@ fn run_request(args: &JsonObject, default_repo: &std::path::Path) -> Result<RunR
         // Events come back as JSON lines: progress, approvals and the answer are read there.
         events: true,
         prompt,
+        resume,
+        discard_interrupted,
         repo,
         ..RunRequest::default()
     };
@@ -996,7 +1019,7 @@ async fn follow(
                 continue;
             }
             () = via.quiet(quiet) => {
-                via.heartbeat().await;
+                via.heartbeat(quiet).await;
                 continue;
             }
             () = via.cancelled(), if !cancelled => {
@@ -1097,11 +1120,24 @@ async fn follow(
             }
             Ok(Some(_)) => {}
             Ok(None) => {
-                let gone = crate::host_cli::host_gone(seen.group.as_deref());
+                let gone = host_gone(seen.group.as_deref());
+                // A task's status message says so too (not the last progress line).
+                via.say(gone.clone()).await;
                 return CallToolResult::error(vec![ContentBlock::text(gone)]).into();
             }
             Err(e) => return CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into(),
         }
+    }
+}
+
+/// What a followed run's call says when the host went away: how an MCP client resumes it.
+fn host_gone(group: Option<&str>) -> String {
+    match group {
+        Some(group) => format!(
+            "the huddle host went away before the run ended (what was done is saved): call run_team with group \"{}\" and resume: true to go on with it (or discard_interrupted: true and a prompt to start over)",
+            crate::text::sanitize::display(group)
+        ),
+        None => "the huddle host went away before the run ended (what was done is saved): call run_team with the group (list_teams) and resume: true to go on with it".into(),
     }
 }
 

@@ -196,14 +196,7 @@ fn show_diff(paths: &Paths, target: &WorktreeTarget, stat: bool) -> Result<u8, F
     let raw = !std::io::stdout().is_terminal();
     for w in targets(paths, &org, target)? {
         let d = crate::worktrees::diff(&w).map_err(|e| failed(e.to_string()))?;
-        let mut head = format!(
-            "# {} ({}) against {} · {} file{}\n",
-            w.branch,
-            users(&org, &w).join(", "),
-            w.base_commit.get(..10).unwrap_or(&w.base_commit),
-            d.files.len(),
-            if d.files.len() == 1 { "" } else { "s" }
-        );
+        let mut head = diff_header(&users(&org, &w), &d);
         for f in &d.files {
             let from = match &f.kind {
                 crate::worktrees::ChangeKind::Renamed { from }
@@ -236,6 +229,29 @@ fn show_diff(paths: &Paths, target: &WorktreeTarget, stat: bool) -> Result<u8, F
         }
     }
     Ok(0)
+}
+
+/// The first line of a worktree's diff: its branch, who works in it, what it is compared
+/// against and how many files differ. A worktree no session records (`--path`) says so, and
+/// that its base is where its branch forked.
+fn diff_header(users: &[String], d: &crate::worktrees::WorktreeDiff) -> String {
+    let who = if users.is_empty() {
+        "no session records it".to_string()
+    } else {
+        users.join(", ")
+    };
+    let base = d.base.get(..10).unwrap_or(&d.base);
+    let base = if d.worktree.base_commit.is_empty() {
+        format!("{base}, where it forked from the repository's current branch")
+    } else {
+        base.to_string()
+    };
+    let n = d.files.len();
+    format!(
+        "# {} ({who}) against {base} · {n} file{}\n",
+        d.worktree.branch,
+        if n == 1 { "" } else { "s" }
+    )
 }
 
 /// Asks on the terminal; true for `y` / `yes`.

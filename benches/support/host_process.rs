@@ -99,6 +99,12 @@ impl Drop for HostProcess {
 
 /// A field of `/proc/<pid>/status` in KiB; 0 when the process or the field is gone.
 pub fn status_kib(pid: u32, field: &str) -> i64 {
+    status_field(pid, field)
+}
+
+/// A number field of `/proc/<pid>/status` (`Threads:`, or one in KiB without its unit); 0 when
+/// the process or the field is gone.
+pub fn status_field(pid: u32, field: &str) -> i64 {
     let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
         return 0;
     };

@@ -45,6 +45,20 @@ pub fn run_resumed(
     Line::new(Tone::Heading, format!("resumes run {resumes}{why}; {turns}"))
 }
 
+/// `resumed after iteration 2/4 (scores so far: 0.60, 0.77)`: where a resumed reflect cycle's
+/// earlier runs left it (the cycle panel's line under the run's start).
+pub fn resumed_after(after: u32, max_iterations: u32, scores: &[f64]) -> Line {
+    let scores = scores
+        .iter()
+        .map(|s| format!("{s:.2}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Line::new(
+        Tone::Info,
+        format!("resumed after iteration {after}/{max_iterations} (scores so far: {scores})"),
+    )
+}
+
 /// `waiting until 14:05 UTC for anthropic limit`: a run's state while a turn waits for a limit
 /// (the timeline line, the cycle panel, `huddle run`'s progress).
 pub fn limit_wait_state(provider: &str, until: chrono::DateTime<chrono::Utc>) -> String {
@@ -151,11 +165,13 @@ pub fn iteration(iteration: u32, max: Option<u32>) -> Line {
     Line::new(Tone::Heading, format!("iteration {iteration}{of}"))
 }
 
-/// A phase's name: `plan`, `dispatch`, `collect`, `synthesize`, `evaluate`.
+/// A phase's name: `plan`, `ask`, `collect`, `synthesize`, `evaluate`. None names a mode:
+/// the phase that hands the members their work is `ask` in every mode (it read `dispatch`,
+/// which a broadcast or a pipeline run seemed to call itself).
 pub fn phase_name(p: Phase) -> &'static str {
     match p {
         Phase::Plan => "plan",
-        Phase::Dispatch => "dispatch",
+        Phase::Dispatch => "ask",
         Phase::Collect => "collect",
         Phase::Synthesize => "synthesize",
         Phase::Evaluate => "evaluate",
@@ -297,6 +313,30 @@ pub fn member_note(who: &str, text: &str, delivered: bool) -> Line {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// No phase reads as a mode's name (review 24 finding 6: a pipeline run's panel said
+    /// `dispatch`).
+    #[test]
+    fn no_phase_is_named_like_a_mode() {
+        let phases = [
+            Phase::Plan,
+            Phase::Dispatch,
+            Phase::Collect,
+            Phase::Synthesize,
+            Phase::Evaluate,
+        ];
+        for mode in crate::model::Mode::ALL {
+            let spec = mode.spec();
+            for p in phases {
+                let name = phase_name(p);
+                assert!(
+                    name != spec.label && name != mode.to_string(),
+                    "phase `{name}` reads as mode {mode}"
+                );
+            }
+        }
+        assert_eq!(phase_name(Phase::Dispatch), "ask");
+    }
 
     /// The cycle panel's limit-wait row is worded here, with the timeline's state words.
     #[test]

@@ -220,6 +220,7 @@ pub fn describe_as(kind: &EventKind, execution: Option<&ExecutionTag>, names: &N
             interrupted_at,
             reason,
             finished_turns,
+            ..
         } => Some(cycle::run_resumed(
             resumes,
             *interrupted_at,

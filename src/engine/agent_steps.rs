@@ -158,7 +158,12 @@ impl StepContext {
         started: Instant,
     ) {
         let size = output.len() as u64;
-        let text = cap_result(&output, self.shared.options.tool_result_max_bytes);
+        let max = self
+            .shared
+            .profile(&self.group_id, Some(&self.session_id))
+            .options
+            .tool_result_max_bytes;
+        let text = cap_result(&output, max);
         let duration_ms = started.elapsed().as_millis() as u64;
         let mut message = Message::tool(
             text.clone(),

@@ -100,6 +100,15 @@ pub struct ExecutionTag {
     pub parent_execution_id: Option<String>,
 }
 
+/// Where a resumed reflect cycle's earlier runs left it: the iterations they completed and
+/// the tokens they used (what a view opened on the resumed run counts from).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResumedCycle {
+    pub after: u32,
+    #[serde(default)]
+    pub usage: Usage,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum EventKind {
@@ -224,6 +233,10 @@ pub enum EventKind {
         reason: Option<String>,
         /// Turns the earlier runs finished, which this one takes from disk as it meets them.
         finished_turns: u32,
+        /// A reflect cycle that goes on: where its earlier runs left it (absent for other modes
+        /// and in run files written before it was recorded).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cycle: Option<ResumedCycle>,
     },
     /// A session's turn ended (successfully or not). `message` is the stored answer, as the
     /// transcript has it (in memory only).

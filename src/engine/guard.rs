@@ -15,7 +15,7 @@ use crate::model::{Group, Organization, Session};
 use crate::sandbox::{Sandbox, SandboxMode};
 
 use super::events::{EventKind, RunId, RunKey};
-use super::{ActiveRun, EngineShared};
+use super::{ActiveRun, EngineShared, Profile};
 
 /// Characters of each iteration_finished hook's output the evaluator gets (the end is kept:
 /// a test run's summary is last).
@@ -37,6 +37,8 @@ pub(crate) struct Guard {
     pub cli: Option<SandboxMode>,
     /// Values redacted from hooks' output.
     pub secrets: crate::text::secrets::Secrets,
+    /// The environment its hooks run in (the front end's whose run it is).
+    pub env: crate::env::Env,
     /// The session, when the guard is a session's.
     pub session_id: Option<String>,
     pub session: Option<String>,
@@ -45,19 +47,32 @@ pub(crate) struct Guard {
 }
 
 impl Guard {
-    /// The guard of `session` (in `group`, if any).
+    /// The guard of `session` (in `group`, if any), under the profile of its runs: the
+    /// configuration of the front end whose run this is (config.yaml's hooks and sandbox are
+    /// its, as it read them).
     pub fn of_session(shared: &EngineShared, org: &Organization, session: &Session) -> Guard {
+        let profile = shared.profile(&session.group_id, Some(&session.id));
+        Guard::of_session_in(shared, &profile, org, session)
+    }
+
+    /// [`Guard::of_session`] under `profile`.
+    pub fn of_session_in(
+        shared: &EngineShared,
+        profile: &Profile,
+        org: &Organization,
+        session: &Session,
+    ) -> Guard {
         let group = org.group(&session.group_id);
         let empty = Default::default();
         let team_sandbox = group.map_or(&empty, |g| &g.sandbox);
         let cli = shared.sandbox_override(&session.group_id, &session.id);
-        let sandbox = shared
-            .options
+        let options = &profile.options;
+        let sandbox = options
             .sandbox
             .sandbox(&[("team", team_sandbox), ("member", &session.sandbox)], cli);
         let no_hooks = Hooks::default();
         let hooks = Hooks::combined([
-            &shared.options.hooks,
+            &options.hooks,
             group.map_or(&no_hooks, |g| &g.hooks),
             &session.hooks,
         ]);
@@ -78,12 +93,9 @@ impl Guard {
         }
         Guard {
             sandbox,
-            cli: cli.or(shared.options.sandbox.cli),
-            secrets: shared
-                .profile(&session.group_id, Some(&session.id))
-                .options
-                .secrets
-                .clone(),
+            cli: cli.or(options.sandbox.cli),
+            secrets: options.secrets.clone(),
+            env: options.env.clone(),
             transcript,
             hooks: Arc::new(hooks),
             project: session
@@ -103,12 +115,15 @@ impl Guard {
     /// hooks, in its repository.
     pub fn of_group(shared: &EngineShared, group: &Group) -> Guard {
         let cli = shared.sandbox_override(&group.id, &group.id);
-        let sandbox = shared.options.sandbox.sandbox(&[("team", &group.sandbox)], cli);
-        let hooks = Hooks::combined([&shared.options.hooks, &group.hooks]);
+        let profile = shared.profile(&group.id, None);
+        let options = &profile.options;
+        let sandbox = options.sandbox.sandbox(&[("team", &group.sandbox)], cli);
+        let hooks = Hooks::combined([&options.hooks, &group.hooks]);
         Guard {
             sandbox,
-            cli: cli.or(shared.options.sandbox.cli),
-            secrets: shared.profile(&group.id, None).options.secrets.clone(),
+            cli: cli.or(options.sandbox.cli),
+            secrets: options.secrets.clone(),
+            env: options.env.clone(),
             transcript: None,
             hooks: Arc::new(hooks),
             workdir: group.repo.clone(),
@@ -165,6 +180,7 @@ impl Guard {
             workdir: self.workdir.clone(),
             project_dir: self.project.clone(),
             secrets: self.secrets.clone(),
+            env: self.env.clone(),
         }
     }
 

@@ -87,6 +87,8 @@ pub struct EngineOptions {
     /// Context windows in tokens by model slug (config.yaml's `context_window:`); models not
     /// in it: the table of well-known models.
     pub context_windows: std::collections::BTreeMap<String, u64>,
+    /// The environment hooks run in (a front end's, in a host; this process's otherwise).
+    pub env: crate::env::Env,
 }
 
 impl EngineOptions {
@@ -119,6 +121,7 @@ impl Default for EngineOptions {
             secrets: crate::text::secrets::Secrets::default(),
             compact_at: compaction::DEFAULT_COMPACT_AT,
             context_windows: std::collections::BTreeMap::new(),
+            env: crate::env::Env::process(),
         }
     }
 }
@@ -422,7 +425,6 @@ pub(crate) struct EngineShared {
     pub transcripts: Transcripts,
     pub writer: TranscriptWriter,
     pub events: EventSink,
-    pub options: EngineOptions,
     pub approvals: Approvals,
     /// Each session's state between turns (see [`session::run_turn`]).
     sessions: Mutex<HashMap<SessionId, session::SessionSlot>>,
@@ -457,10 +459,7 @@ impl Engine {
         events: EventSink,
         options: EngineOptions,
     ) -> Engine {
-        let default_profile = Arc::new(Profile {
-            providers,
-            options: options.clone(),
-        });
+        let default_profile = Arc::new(Profile { providers, options });
         Engine {
             shared: Arc::new(EngineShared {
                 default_profile,
@@ -469,7 +468,6 @@ impl Engine {
                 writer: TranscriptWriter::new(transcripts.clone()),
                 transcripts,
                 events,
-                options,
                 approvals: Approvals::default(),
                 sessions: Mutex::new(HashMap::new()),
                 runs: Mutex::new(HashMap::new()),
@@ -532,8 +530,11 @@ impl Engine {
     /// The worktree_created hooks of a team whose git worktrees were just made: per worktree,
     /// with the hooks of (the first of) the members working there, in the worktree, sandboxed
     /// as that member. Await it before the team runs (a hook may install what it needs).
-    pub async fn worktree_created_hooks(&self, group_id: &str) {
+    /// `profile`: of the front end that made the team (its config.yaml's hooks and sandbox);
+    /// `None`: the group's, else the engine's own.
+    pub async fn worktree_created_hooks(&self, group_id: &str, profile: Option<Arc<Profile>>) {
         let shared = &self.shared;
+        let profile = profile.unwrap_or_else(|| shared.profile(group_id, None));
         let jobs = shared.org.read(|org| {
             let Some(group) = org.group(group_id) else {
                 return Vec::new();
@@ -546,7 +547,7 @@ impl Engine {
                     if !seen.insert(w.path.clone()) {
                         return None;
                     }
-                    let guard = guard::Guard::of_session(shared, org, s);
+                    let guard = guard::Guard::of_session_in(shared, &profile, org, s);
                     guard
                         .watches(crate::hooks::HookEvent::WorktreeCreated, None)
                         .then(|| (guard, w.clone(), group.name.clone()))
@@ -587,12 +588,13 @@ impl Engine {
         let sandbox = shared.org.read(|org| {
             let s = org.session(session_id)?;
             let group = org.group(&s.group_id);
-            let local = shared
-                .profile(&s.group_id, Some(&s.id))
+            let profile = shared.profile(&s.group_id, Some(&s.id));
+            let local = profile
                 .providers
                 .for_slug(&s.model)
                 .is_ok_and(|(p, _)| p.capabilities().local_process);
-            let hooks = !shared.options.hooks.is_empty()
+            let options = &profile.options;
+            let hooks = !options.hooks.is_empty()
                 || group.is_some_and(|g| !g.hooks.is_empty())
                 || !s.hooks.is_empty();
             if !(local || hooks || !s.tools.is_empty()) {
@@ -600,7 +602,7 @@ impl Engine {
             }
             let empty = Default::default();
             let team = group.map_or(&empty, |g| &g.sandbox);
-            Some(shared.options.sandbox.sandbox(
+            Some(options.sandbox.sandbox(
                 &[("team", team), ("member", &s.sandbox)],
                 shared.sandbox_override(&s.group_id, &s.id),
             ))
@@ -626,12 +628,13 @@ impl Engine {
     /// Probes bwrap (once: remembered) off the async runtime's threads, so headers can show
     /// the sandbox without waiting.
     pub async fn probe_sandbox(&self) {
-        let bwrap = self.shared.options.sandbox.config.bwrap.clone();
+        let bwrap = self.shared.default_profile.options.sandbox.config.bwrap.clone();
         crate::sandbox::probe::availability_async(bwrap.as_deref()).await;
     }
 
-    /// Every event of one group from now on, besides the front end's channel, until the
-    /// receiver is dropped: how a run the host drives for `huddle run` is streamed back to it.
+    /// Every event of one group from now on but the streamed text pieces (`delta`), besides
+    /// the front end's channel, until the receiver is dropped: how a run the host drives for
+    /// `huddle run` is streamed back to it.
     pub fn watch_group(&self, group_id: &str) -> tokio::sync::mpsc::UnboundedReceiver<events::EngineEvent> {
         self.shared.events.watch(group_id)
     }
@@ -666,6 +669,7 @@ impl Engine {
         let shared = Arc::clone(&self.shared);
         let session_id = session_id.to_string();
         Ok(sink::batched(async move {
+            shared.wait_as_profiled(&guard.run);
             // On a team member, a chat with it alone is marked direct (not part of a team run).
             let in_team = shared.org.read(|o| {
                 o.session(&session_id)
@@ -844,6 +848,7 @@ impl Engine {
         let shared = Arc::clone(&self.shared);
         let session_id = session_id.to_string();
         Ok(sink::batched(async move {
+            shared.wait_as_profiled(&guard.run);
             let mut result = reflect_session::run(&shared, &guard.run, &session_id, request, resume).await;
             guard.cost_into(&mut result);
             shared
@@ -960,7 +965,7 @@ impl Engine {
         for profile in scoped {
             profile.options.tools.shutdown().await;
         }
-        self.shared.options.tools.shutdown().await;
+        self.shared.default_profile.options.tools.shutdown().await;
     }
 
     /// Stops a session's chat turns (in flight and queued) and its reflection.
@@ -1235,6 +1240,14 @@ impl EngineShared {
             .map_or_else(|| Arc::clone(&self.default_profile), Arc::clone)
     }
 
+    /// Sets the longest wait for a rate or usage limit of a chat or reflection from its profile
+    /// when it starts: a front end may scope its profile once the run is registered (a team
+    /// run takes its own from its team, read when it starts too).
+    fn wait_as_profiled(&self, run: &ActiveRun) {
+        let profile = self.profile(&run.emitter.group_id, run.key.session_id());
+        run.control.set_limit_wait(profile.options.rate_limit_wait);
+    }
+
     /// Stops the run `run_id` (a "deny and stop" answer to a tool approval).
     pub fn stop_run(&self, run_id: &str) {
         if let Some(run) = lock(&self.runs).get(run_id) {
@@ -1260,7 +1273,7 @@ impl EngineShared {
         })?;
         let run_id = new_run_id();
         let control = RunControl::new(&self.shutdown);
-        control.set_limit_wait(self.options.rate_limit_wait);
+        control.set_limit_wait(self.profile(&group_id, key.session_id()).options.rate_limit_wait);
         let run = Arc::new(ActiveRun {
             control,
             emitter: Emitter {

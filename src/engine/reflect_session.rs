@@ -127,12 +127,13 @@ pub(crate) async fn run(
             interrupted_at: at,
             reason,
             finished_turns: u32::try_from(replay.counts().1).unwrap_or(u32::MAX),
+            cycle: None,
         });
     }
     let cx = CycleContext {
         control: &active.control,
         emitter: &active.emitter,
-        backoff: shared.options.error_backoff,
+        backoff: profile.options.error_backoff,
     };
     active.control.set_budget(budget);
     let outcome = within_time_limit(&active.control, &active.emitter, cycle::drive(&mut cycle, &cx)).await;

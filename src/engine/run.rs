@@ -10,10 +10,10 @@ use tokio::sync::Semaphore;
 
 use crate::model::{CycleOutcome, Message, Usage};
 
-use super::events::EventKind;
+use super::events::{EventKind, ResumedCycle};
 use super::protocol::{
-    Assignment, ParsedPlan, StepPrompt, WorkerBrief, WorkerResolver, WorkerResult, parse_assignments_for,
-    worker_brief, worker_task_prompt,
+    Assignment, EarlierRequests, ParsedPlan, StepPrompt, WorkerBrief, WorkerResolver, WorkerResult,
+    parse_assignments_for, with_earlier_requests, worker_brief, worker_task_prompt,
 };
 use super::session::{PromptStamp, TurnOptions};
 use super::sink::Emitter;
@@ -231,22 +231,27 @@ impl<'a> Run<'a> {
     }
 
     /// Runs assignments in parallel (at most `max_concurrency` at once), each bounded by the
-    /// worker timeout; a failed or timed-out worker is a failed result, never an abort.
+    /// worker timeout; a failed or timed-out worker is a failed result, never an abort. The
+    /// workers' briefs say the team's request and what the conversation's earlier runs asked.
     pub async fn dispatch(
         &mut self,
         assignments: &[Assignment],
         request: &str,
+        earlier: &EarlierRequests<'_>,
         iteration: u32,
     ) -> Vec<WorkerResult> {
         let jobs: Vec<Job> = assignments
             .iter()
             .filter_map(|a| {
                 let member = self.team.workers.iter().find(|w| w.name == a.worker)?.clone();
-                let brief = worker_brief(&WorkerBrief {
-                    system_prompt: member.system_prompt.as_deref(),
-                    shared_context: self.team.shared_context.as_deref(),
-                    request,
-                });
+                let brief = with_earlier_requests(
+                    worker_brief(&WorkerBrief {
+                        system_prompt: member.system_prompt.as_deref(),
+                        shared_context: self.team.shared_context.as_deref(),
+                        request,
+                    }),
+                    earlier,
+                );
                 Some(Job {
                     member,
                     prompt: worker_task_prompt(&a.task),
@@ -423,10 +428,21 @@ impl<'a> Run<'a> {
 /// Says the run resumes another: which, when and why it was left, how many finished turns
 /// come from disk.
 fn announce(run: &Run<'_>, resumed: &Resumed) {
+    // A reflect cycle's state was saved as it started: where the earlier runs left it.
+    let cycle = run.shared.org.read(|o| {
+        o.group(&run.team.group_id)
+            .and_then(|g| g.state.orchestrator_reflect.as_ref())
+            .filter(|r| r.active && run.team.mode == crate::model::Mode::OrchestratorReflect)
+            .map(|r| ResumedCycle {
+                after: r.completed_iterations,
+                usage: r.usage,
+            })
+    });
     run.emitter().emit(EventKind::RunResumed {
         resumes: resumed.open.current().unwrap_or_default().to_string(),
         interrupted_at: resumed.open.interrupted_at,
         reason: resumed.open.reason.clone(),
         finished_turns: u32::try_from(resumed.replay.counts().1).unwrap_or(u32::MAX),
+        cycle,
     });
 }

@@ -572,7 +572,7 @@ impl Actor<'_> {
                 repo_context: group
                     .map(|g| g.repo_context)
                     .unwrap_or_default()
-                    .over(self.shared.options.repo_context),
+                    .over(self.shared.profile(&s.group_id, Some(&s.id)).options.repo_context),
                 guard: Guard::of_session(self.shared, org, s),
             })
         })
@@ -721,7 +721,7 @@ impl Actor<'_> {
             Ok((provider, model)) => {
                 let repo = super::repo_context::gather(
                     info.working_dir.clone(),
-                    self.shared.options.skills_dir.clone(),
+                    profile.options.skills_dir.clone(),
                     info.repo_context,
                     provider.capabilities(),
                 )
@@ -1613,8 +1613,9 @@ impl Actor<'_> {
     /// with a warning.
     fn tool_servers(&self, info: &SessionInfo, options: &TurnOptions) -> Vec<crate::tools::ServerLaunch> {
         let mut servers = Vec::new();
+        let profile = self.shared.profile(&info.group_id, Some(self.session_id));
         for name in &info.tools {
-            let launch = match self.shared.options.tools.get(name) {
+            let launch = match profile.options.tools.get(name) {
                 Some(source) => source.launch(),
                 None => Err(format!("no MCP server `{name}` is configured")),
             };

@@ -103,8 +103,11 @@ struct Watchers {
 }
 
 impl Watchers {
+    /// Hands `event` to the watchers of its group. Not the streamed text pieces (`delta`):
+    /// a watcher prints lines, and pieces are most of a run's events (a copy of each, queued
+    /// for a watcher that is a step behind, held a long run's memory).
     fn deliver(&self, event: &EngineEvent) {
-        if self.count.load(Ordering::Acquire) == 0 {
+        if self.count.load(Ordering::Acquire) == 0 || matches!(event.kind, EventKind::Delta { .. }) {
             return;
         }
         let mut list = self
@@ -164,8 +167,8 @@ impl EventSink {
         self
     }
 
-    /// Every event of one group from now on, until the receiver is dropped (in emission order;
-    /// streaming pieces included).
+    /// Every event of one group from now on but the streamed text pieces, until the receiver
+    /// is dropped (in emission order).
     pub fn watch(&self, group_id: &str) -> mpsc::UnboundedReceiver<EngineEvent> {
         self.watchers.add(vec![group_id.to_string()])
     }
@@ -376,6 +379,31 @@ mod tests {
                 _ => 0,
             })
             .collect()
+    }
+
+    /// A watcher (a `huddle run` the host drives) is a step behind the engine: a copy of
+    /// every streamed piece queued for it held a 6,000-message run's memory (issue 28 item 6).
+    #[test]
+    fn a_watcher_gets_every_event_but_the_streamed_pieces() {
+        let (sink, mut rx) = EventSink::channel();
+        let mut watcher = sink.watch("g");
+        let delta = EngineEvent {
+            kind: EventKind::Delta {
+                session_id: "s".into(),
+                session: "w".into(),
+                generation: 1,
+                text: "a piece".into(),
+            },
+            ..event(0)
+        };
+        sink.emit(event(1));
+        for _ in 0..3 {
+            sink.emit(delta.clone());
+        }
+        sink.emit(event(2));
+        assert_eq!(iterations(&mut watcher), [1, 2]);
+        // The front end's channel (a TUI shows the pieces) gets them all.
+        assert_eq!(iterations(&mut rx), [1, 0, 0, 0, 2]);
     }
 
     #[tokio::test]

@@ -168,7 +168,7 @@ impl Team {
                 rate_limit_wait: overrides
                     .rate_limit_wait_secs
                     .or(group.rate_limit_wait_secs)
-                    .map_or(shared.options.rate_limit_wait, Duration::from_secs),
+                    .map_or(profile.options.rate_limit_wait, Duration::from_secs),
             })
         })
     }

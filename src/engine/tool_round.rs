@@ -165,8 +165,8 @@ impl CallContext<'_> {
     /// its result says (a read-only file system, no network) and what its stderr said since
     /// the last call.
     fn report_denials(&self, call: &ToolCall, text: &str) {
-        let Some(source) =
-            split_name(&call.name).and_then(|(server, _)| self.shared.options.tools.get(server))
+        let profile = self.shared.profile(self.group_id, Some(self.session_id));
+        let Some(source) = split_name(&call.name).and_then(|(server, _)| profile.options.tools.get(server))
         else {
             return;
         };
@@ -356,7 +356,12 @@ impl CallContext<'_> {
                 reason: reason.map(str::to_string),
             });
         };
-        let policy = approvals.policy_for(self.group_id, self.session_id, self.shared.options.approval);
+        let fallback = self
+            .shared
+            .profile(self.group_id, Some(self.session_id))
+            .options
+            .approval;
+        let policy = approvals.policy_for(self.group_id, self.session_id, fallback);
         let decision = match policy {
             ApprovalPolicy::ApproveAll => {
                 settle(0, Decision::ApproveOnce, Some("--approve-tools"));

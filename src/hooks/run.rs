@@ -13,6 +13,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
 use super::config::Hook;
 use super::input::HookInput;
+use crate::env::Env;
 use crate::process::{GroupKiller, describe_status};
 use crate::sandbox::{Sandbox, SandboxMode, SandboxSettings, needed_paths};
 use crate::text::secrets::Secrets;
@@ -34,6 +35,9 @@ pub struct HookContext {
     /// Values removed from what a hook prints (configured keys, header and server values)
     /// before it is stored, reported or sent to a model.
     pub secrets: Secrets,
+    /// The environment the hook runs in (of the front end whose run it is): all of it
+    /// unconfined, what a sandboxed process gets of it confined.
+    pub env: Env,
 }
 
 impl HookContext {
@@ -166,7 +170,7 @@ pub async fn run_one(hook: &Hook, stdin_json: &str, ctx: &HookContext) -> HookRu
     let sandbox = ctx.sandbox_of(hook);
     let workdir = ctx.workdir.as_deref().filter(|d| d.is_dir());
     let mut cmd = match sandbox
-        .command(program, args, workdir, &needed_paths(program, args))
+        .command_in(&ctx.env, program, args, workdir, &needed_paths(program, args))
         .await
     {
         Ok(cmd) => cmd,

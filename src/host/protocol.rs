@@ -31,6 +31,10 @@ pub const PROTOCOL: u32 = 2;
 /// The longest line either end accepts (an organization snapshot, a prompt read from a file).
 pub const MAX_LINE: usize = 64 * 1024 * 1024;
 
+/// The longest greeting the host reads (a front end's configuration and environment): a
+/// connection says who it is before it may send long lines.
+pub const MAX_HELLO: usize = 1024 * 1024;
+
 /// What a front end says first.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Hello {
@@ -214,6 +218,17 @@ pub struct RunInfo {
     pub front: Option<String>,
 }
 
+impl RunInfo {
+    /// Whose run files hold it: a chat's are its session's (`runs/sessions/<session>/`), the
+    /// rest its group's.
+    pub fn owner(&self) -> crate::store::RunOwner {
+        match &self.key {
+            RunKey::Chat { session_id } => crate::store::RunOwner::Session(session_id.clone()),
+            _ => crate::store::RunOwner::Group(self.group_id.clone()),
+        }
+    }
+}
+
 /// Where a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -353,6 +368,11 @@ pub enum HostMessage {
         #[serde(default)]
         version: u64,
     },
+    /// The last line before the host closes a connection it cut off (the host and its runs go
+    /// on): why. The front end may connect again.
+    CutOff {
+        reason: String,
+    },
 }
 
 impl HostMessage {
@@ -423,13 +443,21 @@ pub fn decode<'a, T: Deserialize<'a>>(line: &'a str) -> Result<T, String> {
 
 /// Reads one line of at most [`MAX_LINE`] bytes; `None` at the end of the stream.
 pub async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R) -> io::Result<Option<String>> {
+    read_line_of_at_most(reader, MAX_LINE).await
+}
+
+/// Reads one line of at most `most` bytes; `None` at the end of the stream.
+pub async fn read_line_of_at_most<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    most: usize,
+) -> io::Result<Option<String>> {
     let mut bytes = Vec::new();
-    let mut limited = AsyncReadExt::take(&mut *reader, MAX_LINE as u64 + 1);
+    let mut limited = AsyncReadExt::take(&mut *reader, most as u64 + 1);
     let n = limited.read_until(b'\n', &mut bytes).await?;
     if n == 0 {
         return Ok(None);
     }
-    if bytes.len() > MAX_LINE {
+    if bytes.len() > most {
         return Err(io::Error::new(io::ErrorKind::InvalidData, "line too long"));
     }
     String::from_utf8(bytes)

@@ -36,6 +36,8 @@ use super::table::Table;
 
 /// How long a connection may take to say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a cut-off front end's writer may take to say why before the connection closes.
+const CUT_OFF_SAID: Duration = Duration::from_secs(1);
 /// How long a run of a group waits for the group's previous run to finish stopping.
 const STOPPING_WAIT: Duration = Duration::from_secs(60);
 /// Organization snapshots are pushed at most this often.
@@ -270,6 +272,11 @@ pub fn bind(path: &Path) -> Result<UnixListener, ListenError> {
     Ok(listener)
 }
 
+/// The newest run on disk of a group (what `huddle stop GROUP` names when nothing of it runs).
+fn last_run_on_disk(shared: &Shared, group_id: &str) -> Option<String> {
+    shared.parts.runs.list(group_id).ok()?.pop()
+}
+
 /// Every engine event: into the table of runs (and to their followers), then to `local`.
 async fn dispatch(
     shared: Arc<Shared>,
@@ -277,7 +284,25 @@ async fn dispatch(
     local: Option<mpsc::UnboundedSender<EngineEvent>>,
 ) {
     while let Some(event) = events.recv().await {
-        let ended = lock(&shared.table).apply(&event);
+        // A team run's mode is listed from its start (its cycle says it a moment later).
+        let mode = match &event.kind {
+            EventKind::RunStarted {
+                key: RunKey::Team { group_id },
+            } => shared
+                .parts
+                .engine
+                .org()
+                .read(|o| o.group(group_id).map(|g| g.mode)),
+            _ => None,
+        };
+        let ended = {
+            let mut table = lock(&shared.table);
+            let ended = table.apply(&event);
+            if let (Some(mode), Some(run_id)) = (mode, &event.run_id) {
+                table.note_mode(run_id, mode);
+            }
+            ended
+        };
         if matches!(event.kind, EventKind::RunStarted { .. }) {
             shared.run_listed.notify_waiters();
         }
@@ -383,8 +408,14 @@ async fn converse(stream: UnixStream, shared: &Arc<Shared>) {
     let (read, write) = stream.into_split();
     let mut reader = BufReader::new(read);
     let (tx, rx) = outbox::outbox();
-    let writer = tokio::spawn(write_all(write, rx));
-    let hello = match tokio::time::timeout(HELLO_TIMEOUT, read_line(&mut reader)).await {
+    let mut writer = tokio::spawn(write_all(write, rx));
+    // A greeting is short: a connection says who it is before it may send long lines.
+    let hello = match tokio::time::timeout(
+        HELLO_TIMEOUT,
+        protocol::read_line_of_at_most(&mut reader, protocol::MAX_HELLO),
+    )
+    .await
+    {
         Ok(Ok(Some(line))) => match protocol::decode::<ClientMessage>(&line) {
             Ok(ClientMessage::Hello(hello)) => *hello,
             _ => {
@@ -427,9 +458,12 @@ async fn converse(stream: UnixStream, shared: &Arc<Shared>) {
     loop {
         let read = tokio::select! {
             read = read_line(&mut reader) => read,
-            // It does not read what it is sent: it is cut off (a bounded host).
+            // It does not read what it is sent: it is cut off (a bounded host), told so if the
+            // line still goes through (its writer says why last, then closes).
             _ = tx.overflowed() => {
-                writer.abort();
+                if tokio::time::timeout(CUT_OFF_SAID, &mut writer).await.is_err() {
+                    writer.abort();
+                }
                 break;
             }
         };
@@ -507,6 +541,15 @@ async fn write_all(mut write: tokio::net::unix::OwnedWriteHalf, mut rx: outbox::
         if write.write_all(line.as_bytes()).await.is_err() {
             return;
         }
+    }
+    if rx.overflowed() {
+        let line = protocol::encode(&HostMessage::CutOff {
+            reason: format!(
+                "more than {} MiB waited to go to it (it did not read)",
+                outbox::LIMIT / (1024 * 1024)
+            ),
+        });
+        let _ = write.write_all(line.as_bytes()).await;
     }
     let _ = write.shutdown().await;
 }
@@ -653,7 +696,7 @@ async fn handle(
         ),
         Request::Stop { target } => {
             let org = engine.org().snapshot();
-            let resolved = lock(&shared.table).resolve(&target, &org);
+            let resolved = lock(&shared.table).resolve(&target, &org, |g| last_run_on_disk(shared, g));
             match resolved {
                 Ok(runs) => {
                     for run_id in &runs {
@@ -701,6 +744,12 @@ async fn handle(
             let (front, engine, tx, shared) =
                 (Arc::clone(front), engine.clone(), tx.clone(), Arc::clone(shared));
             let team = matches!(call, crate::workspace::EditCall::CreateTeamWith { .. });
+            // A team's worktree hooks are those of the front end's configuration.
+            let profile = if team {
+                shared_profile(&shared, &front).ok().flatten()
+            } else {
+                None
+            };
             tokio::spawn(async move {
                 let done = {
                     let front = Arc::clone(&front);
@@ -731,7 +780,7 @@ async fn handle(
                 // run once it is answered, their `hook_*` events showing how they go; the front
                 // end does not wait for them, and the team does not run until they end.
                 if let Some(group_id) = made {
-                    engine.worktree_created_hooks(&group_id).await;
+                    engine.worktree_created_hooks(&group_id, profile).await;
                     lock(&shared.preparing).remove(&group_id);
                 }
             });
@@ -1081,11 +1130,7 @@ async fn replay_then_live(
             going
                 .into_iter()
                 .map(|(run, logged)| {
-                    let owner = match &run.key {
-                        RunKey::Chat { session_id } => crate::store::RunOwner::Session(session_id.clone()),
-                        _ => crate::store::RunOwner::Group(run.group_id.clone()),
-                    };
-                    let lines = runs.read_lines_of(&owner, &run.run_id).unwrap_or_else(|e| {
+                    let lines = runs.read_lines_of(&run.owner(), &run.run_id).unwrap_or_else(|e| {
                         tracing::warn!(error = %e, "cannot read a run file back for a front end");
                         Vec::new()
                     });
@@ -1127,7 +1172,7 @@ async fn forward_live(mut live_rx: outbox::Receiver, tx: &Outbox) {
 /// ends.
 async fn attach(shared: &Arc<Shared>, tx: &Outbox, id: u64, target: &str) {
     let org = shared.parts.engine.org().snapshot();
-    let resolved = lock(&shared.table).resolve(target, &org);
+    let resolved = lock(&shared.table).resolve(target, &org, |g| last_run_on_disk(shared, g));
     let run_id = match resolved {
         Ok(runs) => runs.into_iter().next().unwrap_or_default(),
         Err(why) => return failed(tx, id, 2, why),
@@ -1142,12 +1187,12 @@ async fn attach(shared: &Arc<Shared>, tx: &Outbox, id: u64, target: &str) {
     tokio::spawn(async move {
         let engine = shared.parts.engine.clone();
         let runs = shared.parts.runs.clone();
-        let group_id = run.group_id.clone();
+        let owner = run.owner();
         let run_id = run.run_id.clone();
         // Every line queued so far is in the file once it is flushed.
         let lines = tokio::task::spawn_blocking(move || {
             let _ = engine.flush();
-            runs.read_lines(&group_id, &run_id)
+            runs.read_lines_of(&owner, &run_id)
         })
         .await;
         let lines = match lines {
@@ -1167,4 +1212,39 @@ async fn attach(shared: &Arc<Shared>, tx: &Outbox, id: u64, target: &str) {
         }
         forward_live(live_rx, &tx).await;
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::BufReader;
+
+    use super::*;
+
+    /// Review 23-2 finding C: a front end cut off for not reading is told so last (the host and
+    /// its runs go on), rather than seeing the connection just close as when the host dies.
+    #[tokio::test]
+    async fn a_front_end_cut_off_is_told_why_before_the_connection_closes() {
+        let (ours, theirs) = UnixStream::pair().expect("a socket pair");
+        let (_, write) = ours.into_split();
+        let (tx, rx) = outbox::with_limit(8);
+        assert!(!tx.send_line("a line longer than the limit\n".into()));
+        let writer = tokio::spawn(write_all(write, rx));
+        writer.await.expect("the writer ended");
+        let mut reader = BufReader::new(theirs);
+        let line = read_line(&mut reader).await.expect("read").expect("a line");
+        match protocol::decode::<HostMessage>(&line) {
+            Ok(HostMessage::CutOff { reason }) => assert!(reason.contains("did not read"), "{reason}"),
+            other => panic!("not a cut_off line: {other:?}"),
+        }
+        assert_eq!(read_line(&mut reader).await.expect("read"), None, "then closed");
+    }
+
+    /// Review 23-2 nit E2: a connection's first line is short; a longer one is not read.
+    #[tokio::test]
+    async fn a_greeting_longer_than_its_limit_is_not_read() {
+        let long = format!("{}\n", "x".repeat(protocol::MAX_HELLO + 1));
+        let mut reader = BufReader::new(long.as_bytes());
+        let read = protocol::read_line_of_at_most(&mut reader, protocol::MAX_HELLO).await;
+        assert!(read.is_err(), "{:?}", read.map(|l| l.map(|l| l.len())));
+    }
 }

@@ -248,8 +248,14 @@ impl Table {
     }
 
     /// The runs a target names: a run id, or the start of exactly one; else a group's name (or
-    /// id): its runs. An error says what exists.
-    pub fn resolve(&self, target: &str, org: &Organization) -> Result<Vec<String>, String> {
+    /// id): its runs. An error says what exists; for a group with nothing going, its last run
+    /// (`last_run` of its id: the newest on disk) and where to read it.
+    pub fn resolve(
+        &self,
+        target: &str,
+        org: &Organization,
+        last_run: impl FnOnce(&str) -> Option<String>,
+    ) -> Result<Vec<String>, String> {
         let target = target.trim();
         if target.is_empty() {
             return Err("say which run: its id (see `huddle ps`) or its group's name".into());
@@ -290,9 +296,19 @@ impl Table {
             .collect();
         ids.sort();
         if ids.is_empty() {
-            return Err(format!("nothing of group `{target}` runs"));
+            return Err(match last_run(&group_id) {
+                Some(id) => format!("nothing of group `{target}` runs: its last {}", has_ended(&id)),
+                None => format!("nothing of group `{target}` runs"),
+            });
         }
         Ok(ids.into_iter().map(|(_, id)| id).collect())
+    }
+
+    /// A run's mode, known before its cycle says it (a team's, from the organization).
+    pub fn note_mode(&mut self, run_id: &str, mode: crate::model::Mode) {
+        if let Some(entry) = self.runs.get_mut(run_id) {
+            entry.info.mode.get_or_insert(mode);
+        }
     }
 
     /// What keeps the host busy, in words (for a front end that waits for it to go).
@@ -488,8 +504,16 @@ mod tests {
             Some("approval #4 of time/now for a")
         );
         let org = Organization::default();
-        assert_eq!(table.resolve("2026", &org).unwrap(), vec![r.to_string()]);
-        assert!(table.resolve("nope", &org).unwrap_err().contains("huddle ps"));
+        assert_eq!(
+            table.resolve("2026", &org, |_| None).unwrap(),
+            vec![r.to_string()]
+        );
+        assert!(
+            table
+                .resolve("nope", &org, |_| None)
+                .unwrap_err()
+                .contains("huddle ps")
+        );
         let (tx, mut rx) = crate::host::outbox::outbox();
         let (_, logged) = table.follow_run(r, tx).unwrap();
         assert_eq!(logged, 6, "the two limit events are logged too");
@@ -506,7 +530,7 @@ mod tests {
         assert!(ended && table.is_empty());
         assert!(table.has_seen(r), "an ended run was seen");
         assert!(!table.has_seen("20260101T000000000Z-00000002"));
-        let gone = table.resolve("2026", &org).unwrap_err();
+        let gone = table.resolve("2026", &org, |_| None).unwrap_err();
         assert!(
             gone.contains("has ended") && gone.contains(&format!("huddle trace --run {r}")),
             "{gone}"
@@ -514,6 +538,48 @@ mod tests {
         let line = rx.try_recv().unwrap_or_default();
         assert!(line.contains("\"run_ended\""), "{line}");
         assert!(table.followers.is_empty(), "a run's follower goes with it");
+    }
+
+    /// Review 23-2 nit E4: `huddle stop GROUP` of a group whose run has ended names its last
+    /// run and where to read it, as `huddle stop RUN` does.
+    #[test]
+    fn a_group_with_nothing_going_names_its_last_run() {
+        let table = Table::default();
+        let mut org = Organization::default();
+        let mut group = crate::model::Group::new("Review", crate::model::GroupKind::Team);
+        group.id = "gid".into();
+        org.groups.push(group);
+        let last = "20260101T000000000Z-00000009";
+        let why = table
+            .resolve("Review", &org, |g| (g == "gid").then(|| last.to_string()))
+            .unwrap_err();
+        assert_eq!(
+            why,
+            format!(
+                "nothing of group `Review` runs: its last run `{last}` has ended (`huddle trace --run {last}` shows what it did)"
+            )
+        );
+        assert_eq!(
+            table.resolve("Review", &org, |_| None).unwrap_err(),
+            "nothing of group `Review` runs"
+        );
+    }
+
+    /// Review 23-2 nit E5: a run's mode is listed from its start, before its cycle says it.
+    #[test]
+    fn a_runs_mode_is_listed_from_its_start() {
+        let mut table = Table::default();
+        let r = "20260101T000000000Z-00000001";
+        table.apply(&event(
+            r,
+            EventKind::RunStarted {
+                key: RunKey::team("gid"),
+            },
+        ));
+        table.note_mode(r, Mode::OrchestratorReflect);
+        table.note_mode("20260101T000000000Z-00000002", Mode::Broadcast);
+        let listed = table.infos();
+        assert_eq!(listed[0].mode, Some(Mode::OrchestratorReflect));
     }
 
     #[test]

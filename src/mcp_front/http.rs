@@ -74,11 +74,7 @@ pub async fn serve_http(paths: &Paths, repo: PathBuf, addr: &str) -> u8 {
     // Stopping lets go of the calls that follow runs (the runs go on in the host).
     let front = McpFront::new(paths, repo, cancel.clone());
     let tasks = front.tasks.clone();
-    let service = StreamableHttpService::new(
-        move || Ok(front.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let service = StreamableHttpService::new(move || Ok(front.clone()), Arc::new(session_manager()), config);
     note(format_args!("huddle mcp: serving http://{bound}/mcp"));
     let stop = crate::host::stop_signal();
     tokio::pin!(stop);
@@ -92,13 +88,19 @@ pub async fn serve_http(paths: &Paths, repo: PathBuf, addr: &str) -> u8 {
                         continue;
                     }
                 };
-                if let Err(why) = own_user_calls(&stream, client) {
-                    tracing::warn!(%client, why, "huddle mcp: refused an HTTP connection");
-                    tokio::spawn(refuse(stream, why));
-                    continue;
-                }
                 let hyper_service = TowerToHyperService::new(service.clone());
                 tokio::spawn(async move {
+                    // The kernel's socket table is read off the accept loop and off the
+                    // runtime's workers: it can be large on a busy machine.
+                    let server = stream.local_addr();
+                    let allowed = tokio::task::spawn_blocking(move || own_user_calls(server, client))
+                        .await
+                        .unwrap_or(Err("huddle mcp could not check which user is calling"));
+                    if let Err(why) = allowed {
+                        tracing::warn!(%client, why, "huddle mcp: refused an HTTP connection");
+                        refuse(stream, why).await;
+                        return;
+                    }
                     let connection = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), hyper_service);
                     if let Err(e) = connection.await {
@@ -117,12 +119,29 @@ pub async fn serve_http(paths: &Paths, repo: PathBuf, addr: &str) -> u8 {
     0
 }
 
+/// The sessions: one ends once idle for the keep-alive (`HUDDLE_MCP_KEEP_ALIVE_MS`, default
+/// rmcp's 5 minutes), a client that went without `DELETE`. A blocking call keeps its session
+/// busy with heartbeats (progress, or a `ping` without a progress token), so no answer is cut
+/// off however long its run.
+fn session_manager() -> LocalSessionManager {
+    let mut sessions = LocalSessionManager::default();
+    if let Some(ms) = std::env::var(KEEP_ALIVE_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|ms| *ms > 0)
+    {
+        sessions.session_config.keep_alive = Some(std::time::Duration::from_millis(ms));
+    }
+    sessions
+}
+
+/// The variable that sets how long an idle HTTP session is kept, in milliseconds.
+pub const KEEP_ALIVE_VAR: &str = "HUDDLE_MCP_KEEP_ALIVE_MS";
+
 /// Ok if the connection's client end belongs to this process's user (as the host's socket
 /// checks its peer's uid); else why not. Where the owner cannot be told, nobody is served.
-fn own_user_calls(stream: &tokio::net::TcpStream, client: SocketAddr) -> Result<(), &'static str> {
-    let server = stream
-        .local_addr()
-        .map_err(|_| "cannot tell which address was called")?;
+fn own_user_calls(server: std::io::Result<SocketAddr>, client: SocketAddr) -> Result<(), &'static str> {
+    let server = server.map_err(|_| "cannot tell which address was called")?;
     match super::peer_uid::uid_of_client(client, server) {
         Some(uid) if crate::host::server::same_user(uid) => Ok(()),
         Some(_) => Err("huddle mcp serves only the user who started it"),

@@ -11,21 +11,32 @@ pub fn uid_of_client(client: SocketAddr, server: SocketAddr) -> Option<u32> {
         SocketAddr::V4(_) => "/proc/net/tcp",
         SocketAddr::V6(_) => "/proc/net/tcp6",
     };
-    // A regular procfs file: small, and read once per connection.
-    let text = std::fs::read_to_string(table).ok()?;
-    owner_in_table(&text, client, server)
+    // Read row by row up to the match: on a busy machine the table runs to megabytes.
+    let file = std::fs::File::open(table).ok()?;
+    let rows = std::io::BufRead::lines(std::io::BufReader::new(file)).map_while(Result::ok);
+    owner_in_rows(rows, client, server)
 }
 
 /// The uid column of the row of `table` (the text of `/proc/net/tcp` or `tcp6`) whose local
 /// address is `local` and remote address is `remote`.
-pub fn owner_in_table(table: &str, local: SocketAddr, remote: SocketAddr) -> Option<u32> {
-    table.lines().skip(1).find_map(|row| {
-        let fields: Vec<&str> = row.split_whitespace().collect();
+#[cfg(test)]
+fn owner_in_table(table: &str, local: SocketAddr, remote: SocketAddr) -> Option<u32> {
+    owner_in_rows(table.lines(), local, remote)
+}
+
+fn owner_in_rows<S: AsRef<str>>(
+    rows: impl Iterator<Item = S>,
+    local: SocketAddr,
+    remote: SocketAddr,
+) -> Option<u32> {
+    rows.skip(1).find_map(|row| {
+        let mut fields = row.as_ref().split_whitespace();
         // sl local rem st tx:rx tr:when retrnsmt uid ...
-        let (row_local, row_remote, uid) = (fields.get(1)?, fields.get(2)?, fields.get(7)?);
-        (parse_endpoint(row_local)? == local && parse_endpoint(row_remote)? == remote)
-            .then(|| uid.parse().ok())
-            .flatten()
+        let (row_local, row_remote) = (fields.nth(1)?, fields.next()?);
+        if parse_endpoint(row_local)? != local || parse_endpoint(row_remote)? != remote {
+            return None;
+        }
+        fields.nth(4)?.parse().ok()
     })
 }
 

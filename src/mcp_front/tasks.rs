@@ -9,9 +9,10 @@
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    ElicitRequest, ElicitRequestParams, ElicitResult, InputRequest, ProgressNotificationParam, ProgressToken,
+    ElicitRequest, ElicitRequestParams, ElicitResult, InputRequest, PingRequest, ProgressNotificationParam,
+    ProgressToken, ServerRequest,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::{Peer, PeerRequestOptions, RequestContext};
 use rmcp::task_manager::{TaskContext, TaskExit, TaskOptions};
 
 /// How long a task is kept (from its start): a run still going then leaves its task `failed`
@@ -118,24 +119,56 @@ impl Via {
         }
     }
 
-    /// Resolves once a blocking call with a progress token has said nothing for `quiet`: then
-    /// [`Via::heartbeat`] says it still runs, so a client's idle timeout (Claude Code resets
-    /// its timer on progress) does not cancel a call whose model thinks for minutes or that
-    /// waits for a rate limit. A task (polled) and a call without a token never resolve.
+    /// Resolves once a blocking call has said nothing for `quiet`: then [`Via::heartbeat`]
+    /// says it still runs, so a client's idle timeout (Claude Code resets its timer on
+    /// progress) does not cancel a call whose model thinks for minutes or that waits for a rate
+    /// limit, and an HTTP session's idle timeout does not end a session whose call goes on. A
+    /// task (polled) never resolves.
     pub async fn quiet(&self, quiet: std::time::Duration) {
         match self {
-            Self::Call {
-                token: Some(_), said, ..
-            } => tokio::time::sleep_until(*said + quiet).await,
-            _ => std::future::pending().await,
+            Self::Call { said, .. } => tokio::time::sleep_until(*said + quiet).await,
+            Self::Task { .. } => std::future::pending().await,
         }
     }
 
-    /// The heartbeat's progress line: the run still goes, and for how long.
-    pub async fn heartbeat(&mut self) {
-        if let Self::Call { began, .. } = self {
-            let line = still_running(began.elapsed());
-            self.say(line).await;
+    /// The heartbeat: a progress line (the run still goes, and for how long) to a call with a
+    /// progress token; a `ping` to one without (it has nothing else to say it lives, and over
+    /// HTTP its session would end once idle for the keep-alive, answer and all).
+    pub async fn heartbeat(&mut self, quiet: std::time::Duration) {
+        match self {
+            Self::Call {
+                token: Some(_),
+                began,
+                ..
+            } => {
+                let line = still_running(began.elapsed());
+                self.say(line).await;
+            }
+            Self::Call {
+                token: None,
+                peer,
+                said,
+                ..
+            } => {
+                *said = tokio::time::Instant::now();
+                let peer = peer.clone();
+                // Not waited for: a client that never answers must not hold the run's answer.
+                tokio::spawn(async move {
+                    let ping = ServerRequest::PingRequest(PingRequest::default());
+                    match peer
+                        .send_cancellable_request(ping, PeerRequestOptions::with_timeout(quiet))
+                        .await
+                    {
+                        Ok(handle) => {
+                            if let Err(e) = handle.await_response().await {
+                                tracing::debug!(error = %e, "a heartbeat ping was not answered");
+                            }
+                        }
+                        Err(e) => tracing::debug!(error = %e, "a heartbeat ping was not sent"),
+                    }
+                });
+            }
+            Self::Task { .. } => {}
         }
     }
 

@@ -118,10 +118,18 @@ pub struct ReflectionCycle {
     pub usage: Usage,
     pub duration_ms: u64,
     /// What the group's earlier runs were asked, oldest first (a team with `memory:
-    /// conversation`: its orchestrator's conversation goes on from them, so each plan is told
-    /// them; at most a few, each shortened).
+    /// conversation`: its members' conversations go on from them, so the run's briefs say
+    /// them; the newest few, each shortened).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub earlier_goals: Vec<String>,
+    /// How many runs the conversation had before this one (`earlier_goals` are the newest of
+    /// them); 0 for the first, or with `memory: run`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub earlier_runs: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Default for ReflectionCycle {
@@ -151,6 +159,7 @@ impl Default for ReflectionCycle {
             usage: Usage::default(),
             duration_ms: 0,
             earlier_goals: Vec::new(),
+            earlier_runs: 0,
         }
     }
 }
@@ -198,6 +207,7 @@ impl ReflectionCycle {
             usage,
             duration_ms,
             earlier_goals,
+            earlier_runs,
         } = self;
         if target.goal != *goal {
             target.goal.clone_from(goal);
@@ -230,6 +240,7 @@ impl ReflectionCycle {
         if target.earlier_goals != *earlier_goals {
             target.earlier_goals.clone_from(earlier_goals);
         }
+        target.earlier_runs = *earlier_runs;
     }
 }
 

@@ -360,10 +360,13 @@ impl CommandProvider {
                 if let Some(dir) = working_dir {
                     cmd.current_dir(dir);
                 }
+                self.env.apply_async(&mut cmd);
                 cmd
             }
+            // Confined, it gets only what a sandboxed process gets of the environment.
             Some(sandbox) => confined(sandbox, self.key_env.as_deref(), self.agent)
-                .command(
+                .command_in(
+                    &self.env,
                     program,
                     args,
                     working_dir,
@@ -378,7 +381,6 @@ impl CommandProvider {
                     other => self.error(ErrorKind::Config, other.to_string()),
                 })?,
         };
-        self.env.apply_async(&mut cmd);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

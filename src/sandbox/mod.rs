@@ -21,6 +21,8 @@ pub mod settings;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::env::Env;
+
 pub use argv::Flavor;
 pub use probe::Availability;
 pub use profile::{Host, Profile, needed_paths};
@@ -173,12 +175,28 @@ impl Sandbox {
     }
 
     /// A command running `program args` in `workdir` (huddle's own directory when `None`),
-    /// confined by this sandbox. `needs` are files the program must read though they may be
-    /// hidden (its own path, the scripts its configured arguments name: see
-    /// [`needed_paths`]). Errs when a required sandbox is not available or cannot be
+    /// confined by this sandbox, in this process's environment. `needs` are files the program
+    /// must read though they may be hidden (its own path, the scripts its configured arguments
+    /// name: see [`needed_paths`]). Errs when a required sandbox is not available or cannot be
     /// prepared; the caller reports it and does not start the process.
     pub async fn command(
         &self,
+        program: &str,
+        args: &[String],
+        workdir: Option<&Path>,
+        needs: &[PathBuf],
+    ) -> Result<tokio::process::Command, SandboxError> {
+        self.command_in(&Env::process(), program, args, workdir, needs)
+            .await
+    }
+
+    /// [`Sandbox::command`] in `env` (a front end's environment): unconfined, the process gets
+    /// exactly its variables; confined, only those a sandboxed process gets ([`PASSED_ENV`],
+    /// `allow_env`) taken from it. The caller adds its own afterwards (an MCP server's `env:`,
+    /// a hook's variables) and never applies `env` over the command again.
+    pub async fn command_in(
+        &self,
+        env: &Env,
         program: &str,
         args: &[String],
         workdir: Option<&Path>,
@@ -190,6 +208,7 @@ impl Sandbox {
             if let Some(dir) = workdir {
                 cmd.current_dir(dir);
             }
+            env.apply_async(&mut cmd);
             cmd
         };
         if self.policy.is_off() {
@@ -209,8 +228,9 @@ impl Sandbox {
                 _ => Ok(plain()),
             };
         };
-        // Inside, a missing program is only bwrap's exit status: say it as a spawn would.
-        if profile::find_program(program).is_none() {
+        // Inside, a missing program is only bwrap's exit status: say it as a spawn would (on
+        // the `PATH` it gets).
+        if crate::process::find_program_in(program, env.var_os("PATH").as_deref()).is_none() {
             return Err(SandboxError::NoProgram(program.to_string()));
         }
         let here;
@@ -229,10 +249,10 @@ impl Sandbox {
         profile.prepare().map_err(SandboxError::Prepare)?;
         let mut cmd = tokio::process::Command::new(bwrap);
         cmd.args(argv::bwrap_args(&profile, *flavor, program, args));
-        // Only what the process needs of huddle's environment (the caller adds its own:
-        // an MCP server's `env:`, a hook's variables).
+        // Only what the process needs of the environment (the caller adds its own: an MCP
+        // server's `env:`, a hook's variables).
         cmd.env_clear();
-        for (name, value) in std::env::vars_os() {
+        for (name, value) in env.vars_os() {
             if name
                 .to_str()
                 .is_some_and(|n| passes_env(n, &self.policy.allow_env))

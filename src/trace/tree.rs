@@ -513,6 +513,7 @@ impl TraceBuilder {
                 interrupted_at,
                 reason,
                 finished_turns,
+                ..
             } => {
                 self.trace.run.resumes = Some(resumes.clone());
                 self.trace.run.interruption = Some(Interruption {
@@ -1674,6 +1675,7 @@ pub(crate) mod tests {
                     interrupted_at: Some(t(5)),
                     reason: Some("SIGTERM".into()),
                     finished_turns: 3,
+                    cycle: None,
                 },
                 None,
             ),

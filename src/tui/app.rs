@@ -100,6 +100,8 @@ pub struct App {
     pub started: std::collections::HashSet<RunKey>,
     /// The host went away: its runs are interrupted, quitting asks nothing.
     pub host_lost: bool,
+    /// Quitting stops the runs this TUI started (chosen in the quit offer).
+    pub(super) quit_stops_mine: bool,
     /// The name of what the composer is for (said when another window deletes it).
     pub(super) shown_name: Option<String>,
     /// The composer's text has no target (what it was for was deleted elsewhere) until the
@@ -149,12 +151,31 @@ impl App {
             trace_view: None,
             started: std::collections::HashSet::new(),
             host_lost: false,
+            quit_stops_mine: false,
             shown_name: None,
             held: false,
         };
-        // Runs the process left (a crash, a signal, a quit): each is offered for resumption
-        // (or to be discarded); `n` leaves it for later (the pause key resumes a team's).
-        let interrupted: Vec<(Interruption, String, crate::model::Interrupted)> = app.org.read(|o| {
+        app.offer_interrupted(live);
+        for e in key_errors {
+            app.dialogs.error("Key configuration", e.to_string());
+        }
+        for n in notices {
+            app.dialogs.error("Data", n);
+        }
+        // Restore the last selection.
+        app.org.read(|o| app.sidebar.restore(o));
+        let mut commands = vec![Command::LoadCatalog, Command::LoadInputs, Command::ListRepoFiles];
+        commands.extend(with_cx!(app, cx => app.worktrees.startup(&mut cx)));
+        commands.extend(app.on_selection_changed());
+        app.refresh_placeholder();
+        (app, commands)
+    }
+
+    /// Runs the process left (a crash, a signal, a quit, a host that went), but those going
+    /// (`live`): each is offered for resumption (or to be discarded); `n` leaves it for later
+    /// (the pause key resumes a team's). How many were offered.
+    fn offer_interrupted(&mut self, live: &[RunKey]) -> usize {
+        let interrupted: Vec<(Interruption, String, crate::model::Interrupted)> = self.org.read(|o| {
             let groups = o.groups.iter().filter_map(|g| {
                 if live.contains(&RunKey::team(&g.id)) {
                     return None;
@@ -177,23 +198,12 @@ impl App {
             });
             groups.chain(sessions).collect()
         });
+        let offered = interrupted.len();
         for (target, name, i) in interrupted {
-            app.dialogs
+            self.dialogs
                 .push(Dialog::Choice(Box::new(control::resume_offer(target, &name, &i))));
         }
-        for e in key_errors {
-            app.dialogs.error("Key configuration", e.to_string());
-        }
-        for n in notices {
-            app.dialogs.error("Data", n);
-        }
-        // Restore the last selection.
-        app.org.read(|o| app.sidebar.restore(o));
-        let mut commands = vec![Command::LoadCatalog, Command::LoadInputs, Command::ListRepoFiles];
-        commands.extend(with_cx!(app, cx => app.worktrees.startup(&mut cx)));
-        commands.extend(app.on_selection_changed());
-        app.refresh_placeholder();
-        (app, commands)
+        offered
     }
 
     /// The sidebar tree: each group (by sort order, the default group first), then its sessions
@@ -500,6 +510,18 @@ impl App {
         }
     }
 
+    /// How many runs go on in the host once this TUI has quit (those it stops on its way out
+    /// not counted; none in a TUI that owns the data dir or lost its host).
+    pub fn left_going(&self) -> usize {
+        if !self.edits.is_remote() || self.host_lost {
+            return 0;
+        }
+        self.runs
+            .iter()
+            .filter(|r| !(self.quit_stops_mine && self.started.contains(&r.key)))
+            .count()
+    }
+
     /// The runs this TUI started that go on.
     fn mine(&self) -> Vec<&super::runs::RunState> {
         self.runs
@@ -508,9 +530,9 @@ impl App {
             .collect()
     }
 
-    /// The host went away: the runs it had are interrupted (the next TUI offers to resume
-    /// them), and quitting asks nothing.
-    pub fn on_host_lost(&mut self) {
+    /// The host went away and none could be reached again yet (`why`; the link goes on
+    /// trying): the runs it had are interrupted, and quitting asks nothing.
+    pub fn on_host_lost(&mut self, why: &str) {
         self.host_lost = true;
         for run in self.runs.iter() {
             if let Some(c) = self
@@ -527,9 +549,50 @@ impl App {
         self.started.clear();
         self.dialogs.error(
             "The huddle host went away",
-            "Runs and edits need it: quit and start huddle again (the runs that were going are \
-             interrupted; the next huddle offers to resume them).",
+            format!(
+                "huddle could not start a new one yet ({why}); it tries again every few seconds. \
+                 Runs and edits need it. The runs that were going are interrupted: once a host \
+                 runs, they are offered for resumption."
+            ),
         );
+    }
+
+    /// The link reached a host again: the same one, after it cut this TUI off (its runs go on
+    /// and come again from their start, as a TUI opening next to them gets them), or a new one
+    /// after the host went (the runs that were going are interrupted, offered for resumption).
+    /// This TUI's focus, drafts and scroll stay; what it knew of runs is set aside first.
+    pub fn on_reconnected(&mut self, r: super::command::Reconnected) -> Vec<Command> {
+        let was_lost = std::mem::take(&mut self.host_lost);
+        let mut groups: std::collections::HashSet<GroupId> =
+            self.runs.iter().map(|run| run.group_id.clone()).collect();
+        groups.extend(r.live.iter().filter_map(|key| match key {
+            RunKey::Team { group_id } => Some(group_id.clone()),
+            _ => None,
+        }));
+        for group_id in &groups {
+            self.team_panel.forget(group_id);
+        }
+        self.runs = super::runs::Runs::default();
+        // Calls that wait are asked again by the replay (those of a host that went, never).
+        self.dialogs.settle_approvals(|_| true);
+        self.started.retain(|key| r.live.contains(key));
+        let text = if r.new_host || was_lost {
+            let offered = self.offer_interrupted(&r.live);
+            let interrupted = match offered {
+                0 => String::new(),
+                1 => " 1 run was interrupted: r resumes it.".to_string(),
+                n => format!(" {n} runs were interrupted: r resumes each."),
+            };
+            format!(
+                "The huddle host stopped; a new one is running (pid {}).{interrupted}",
+                r.pid
+            )
+        } else {
+            let why = r.cut_off.map(|why| format!(" ({why})")).unwrap_or_default();
+            format!("The huddle host cut this window off{why}; it is connected again and the runs go on.")
+        };
+        self.flash(text, false);
+        self.on_selection_changed()
     }
 
     fn request_quit(&mut self) -> Vec<Command> {

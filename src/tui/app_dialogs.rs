@@ -75,6 +75,7 @@ impl App {
                 } else {
                     Vec::new()
                 };
+                self.quit_stops_mine = option == 1;
                 self.should_quit = true;
                 commands.push(Command::Quit);
                 commands

@@ -56,9 +56,14 @@ impl App {
                 }
                 Vec::new()
             }
-            AppEvent::HostLost => {
-                self.on_host_lost();
+            AppEvent::HostLost { why } => {
+                self.on_host_lost(&why);
                 Vec::new()
+            }
+            AppEvent::Reconnected(reconnected, ack) => {
+                let commands = self.on_reconnected(reconnected);
+                let _ = ack.send(());
+                commands
             }
             AppEvent::Refused { title, error } => {
                 self.dialogs.error(title, error);

@@ -204,6 +204,19 @@ pub enum EditorTarget {
     Dialog(crate::tui::dialogs::TextPurpose),
 }
 
+/// What the UI is told once its link reaches a host again.
+#[derive(Debug)]
+pub struct Reconnected {
+    /// The host's.
+    pub pid: u32,
+    /// Another host than before: the one before went (its runs are interrupted).
+    pub new_host: bool,
+    /// The host had cut this TUI off, saying why.
+    pub cut_off: Option<String>,
+    /// The runs going now (their events come again from their start).
+    pub live: Vec<crate::engine::events::RunKey>,
+}
+
 /// Results and events delivered to the UI task.
 #[derive(Debug)]
 pub enum AppEvent {
@@ -226,8 +239,14 @@ pub enum AppEvent {
         basis: crate::model::forecast::Basis,
     },
     CatalogLoaded(Box<Catalog>),
-    /// The host of a TUI front end went away (its connection closed).
-    HostLost,
+    /// The host of a TUI front end went away (its connection closed) and none could be reached
+    /// again yet (why); the link goes on trying.
+    HostLost {
+        why: String,
+    },
+    /// The link reached a host again (after it cut this TUI off, or a new one after the host
+    /// went): the UI sets its runs aside, then answers, and the runs going come again.
+    Reconnected(Reconnected, tokio::sync::oneshot::Sender<()>),
     /// A command the engine refused to start (e.g. the session was deleted meanwhile).
     Refused {
         title: String,

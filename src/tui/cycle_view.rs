@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use crate::describe::{self, Line};
-use crate::engine::events::{EngineEvent, EventKind, HopKind, Phase};
+use crate::engine::events::{EngineEvent, EventKind, HopKind, Phase, ResumedCycle};
 use crate::model::{Cost, CycleOutcome, Mode, ReflectionCycle, Trend, Usage};
 
 /// Timeline entries kept per group (older ones are dropped).
@@ -234,26 +234,25 @@ impl CycleView {
     }
 
     /// Carries a resumed cycle's history into the fresh view `CycleStarted` made: the scores,
-    /// trend, pending adjustments and tokens of the iterations completed before.
-    pub fn seed_history(&mut self, r: &ReflectionCycle) {
-        self.scores = r.evaluations.iter().map(|e| e.score).collect();
-        self.trend = r.last_evaluation.as_ref().and_then(|e| e.trend);
-        self.adjustments = r.pending_adjustments.clone();
-        self.usage = r.usage;
-        self.iteration = self.iteration.max(r.completed_iterations);
-        self.push(
-            TimelineKind::Info,
-            format!(
-                "  resumed after iteration {}/{} (scores so far: {})",
-                r.completed_iterations,
-                r.max_iterations,
-                self.scores
-                    .iter()
-                    .map(|s| format!("{s:.2}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        );
+    /// trend and tokens of the iterations completed before it resumed (`resumed`, as its
+    /// `run_resumed` says), and the adjustments pending then. `r` is the cycle as saved now,
+    /// which may already hold iterations of the resumed run (a view opened next to it): those
+    /// come from its own events.
+    pub fn seed_history(&mut self, r: &ReflectionCycle, resumed: &ResumedCycle) {
+        let before: Vec<_> = r
+            .evaluations
+            .iter()
+            .filter(|e| e.iteration <= resumed.after)
+            .collect();
+        self.scores = before.iter().map(|e| e.score).collect();
+        self.trend = before.last().and_then(|e| e.trend);
+        if r.completed_iterations == resumed.after {
+            self.adjustments = r.pending_adjustments.clone();
+        }
+        self.usage = resumed.usage;
+        self.iteration = self.iteration.max(resumed.after);
+        let line = describe::cycle::resumed_after(resumed.after, r.max_iterations, &self.scores);
+        self.push(line.tone, format!("  {}", line.text));
     }
 
     /// Runs without assignments (broadcast, sequential, ...): their rows come from the turns.

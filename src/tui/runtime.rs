@@ -95,7 +95,9 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> anyhow::Result<()> {
         repo,
         app_tx,
     );
-    let result = in_terminal(app, initial, executor, engine_events, app_rx, no_color).await;
+    let result = in_terminal(app, initial, executor, engine_events, app_rx, no_color)
+        .await
+        .map(|_| ());
     // Everything said so far goes to disk; running cycles stay "interrupted" and resumable.
     let flushing = engine.clone();
     let flushed = tokio::task::spawn_blocking(move || flushing.flush()).await;
@@ -144,7 +146,24 @@ async fn run_on_host(paths: &Paths, config: Config, repo: PathBuf) -> anyhow::Re
     // host before the TUI goes.
     keeper.keep_ui();
     running.close(link).await;
-    result
+    // Runs that go on in the background are said, once the terminal is the shell's again.
+    if let Ok(going) = &result
+        && let Some(line) = going_on(*going)
+    {
+        crate::cli::note(format_args!("{line}"));
+    }
+    result.map(|_| ())
+}
+
+/// The line a TUI of the host leaves on the terminal when runs go on after it quit.
+pub(super) fn going_on(runs: usize) -> Option<String> {
+    match runs {
+        0 => None,
+        1 => Some("huddle: 1 run goes on in the huddle host (`huddle ps` lists it)".into()),
+        n => Some(format!(
+            "huddle: {n} runs go on in the huddle host (`huddle ps` lists them)"
+        )),
+    }
 }
 
 /// Opens the data dir for this TUI to own. A host serving it (started by `huddle run`, say) is
@@ -178,7 +197,8 @@ async fn open_owning(paths: &Paths, config: &Config, repo: &Path) -> anyhow::Res
     }
 }
 
-/// Takes the terminal, runs the event loop, gives the terminal back (also on an error).
+/// Takes the terminal, runs the event loop, gives the terminal back (also on an error). How
+/// many runs go on in the host after the TUI quit.
 async fn in_terminal(
     app: App,
     initial: Vec<Command>,
@@ -186,7 +206,7 @@ async fn in_terminal(
     engine_events: mpsc::UnboundedReceiver<crate::engine::events::EngineEvent>,
     app_rx: mpsc::UnboundedReceiver<AppEvent>,
     no_color: bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<usize> {
     let mut guard = TerminalGuard::enter().context("cannot set up the terminal")?;
     let result = event_loop(
         &mut guard,
@@ -210,7 +230,7 @@ async fn event_loop(
     mut engine_events: mpsc::UnboundedReceiver<crate::engine::events::EngineEvent>,
     mut app_rx: mpsc::UnboundedReceiver<AppEvent>,
     no_color: bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<usize> {
     let app_tx = executor.app_tx.clone();
     let saver = super::input_saver::InputSaver::start(executor.input_files.clone(), move |error| {
         Executor::send(
@@ -247,7 +267,7 @@ async fn event_loop(
                 }
                 Some(Ok(_)) => Vec::new(),
                 Some(Err(e)) => return Err(e).context("cannot read the terminal"),
-                None => return Ok(()),
+                None => return Ok(app.left_going()),
             },
             Some(event) = engine_events.recv() => {
                 let mut commands = app.handle_app_event(AppEvent::Engine(event));
@@ -259,7 +279,18 @@ async fn event_loop(
                 }
                 commands
             },
-            Some(event) = app_rx.recv() => app.handle_app_event(event),
+            Some(event) = app_rx.recv() => {
+                let mut commands = Vec::new();
+                // The link reached a host again: what the connection before sent is taken
+                // before the runs are set aside (the new one's come after).
+                if matches!(event, AppEvent::Reconnected(..)) {
+                    while let Ok(event) = engine_events.try_recv() {
+                        commands.extend(app.handle_app_event(AppEvent::Engine(event)));
+                    }
+                }
+                commands.extend(app.handle_app_event(event));
+                commands
+            },
             _ = worktree_ticks.tick() => {
                 let commands = app.handle_app_event(AppEvent::WorktreeTick);
                 if commands.is_empty() {
@@ -296,7 +327,7 @@ async fn event_loop(
             if let Some((drafts, history)) = app.composer.all_inputs() {
                 saver.flush(drafts, history).await;
             }
-            return Ok(());
+            return Ok(app.left_going());
         }
         frames.schedule_frame();
     }
@@ -643,7 +674,7 @@ impl Executor {
                     let Ok(Some(event)) = done else { return };
                     // A team made with worktrees: their hooks run before it is shown ready.
                     if let (AppEvent::TeamCreated { result: Ok(id), .. }, Some(engine)) = (&event, &engine) {
-                        engine.worktree_created_hooks(id).await;
+                        engine.worktree_created_hooks(id, None).await;
                     }
                     Self::send(&tx, event);
                 });

@@ -322,13 +322,11 @@ fn row_line(props: &Props<'_>, row: &Row, names: &HashMap<&str, Names>, width: u
                 }
             }
             let mode_at = spans.len();
-            let mut costs = false;
             if g.is_team() {
                 spans.push(Span::styled(format!(" {}", g.mode.spec().label), dim));
                 // What the team's runs cost so far (unknown or at least, said so).
                 if let Some(cost) = crate::describe::cost::compact(&g.cost) {
                     spans.push(Span::styled(format!(" {cost}"), dim));
-                    costs = true;
                 }
                 if !g.worktrees.is_shared() {
                     spans.push(Span::styled(" ⎇", Style::default().fg(Color::Magenta)));
@@ -338,15 +336,19 @@ fn row_line(props: &Props<'_>, row: &Row, names: &HashMap<&str, Names>, width: u
             }
             // A row too long for the sidebar keeps the name (a headless run's starts with when
             // it ran, which tells runs apart) and what the runs cost: the mode goes (the
-            // team's header says it), then the name gives way down to 20 columns.
+            // team's header says it), then the name gives way down to 20 columns, ending in
+            // `…` so that the cut shows.
             let width_of = |spans: &[Span<'_>]| spans.iter().map(Span::width).sum::<usize>();
-            if costs && width_of(&spans) > width {
+            if g.is_team() && width_of(&spans) > width {
                 spans.remove(mode_at);
             }
             let total = width_of(&spans);
-            if costs && total > width {
+            if total > width {
                 let rest = total - spans[1].width();
-                let room = width.saturating_sub(rest).max(20);
+                let room = width
+                    .saturating_sub(rest)
+                    .max(20)
+                    .min(width.saturating_sub(spans[0].width()));
                 let cut = crate::text::clip(&spans[1].content, room);
                 spans[1].content = cut.into();
             }
@@ -544,6 +546,56 @@ mod tests {
             "a team the user named so keeps its name"
         );
         assert_eq!(headless_label("Incidents", true), "Incidents");
+    }
+
+    /// Nothing runs, nothing is unread.
+    struct Idle;
+
+    impl Activity for Idle {
+        fn group_running(&self, _: &str) -> bool {
+            false
+        }
+        fn cycle(&self, _: &str) -> Option<&CycleView> {
+            None
+        }
+        fn session_busy(&self, _: &str) -> bool {
+            false
+        }
+        fn unread(&self, _: &str) -> bool {
+            false
+        }
+        fn awaiting_approval(&self, _: &str) -> bool {
+            false
+        }
+        fn worktree_mark(&self, _: &str) -> Option<&Mark> {
+            None
+        }
+    }
+
+    /// A headless team's row cut to the sidebar's width ends its name in `…` (review 28: it was
+    /// cut hard, `(2) · Researc`), with or without a cost after it; one that fits is whole.
+    #[test]
+    fn a_team_row_too_wide_shows_where_its_name_was_cut() {
+        let mut o = Organization::default();
+        crate::model::reconcile::reconcile(&mut o);
+        let mut team = Group::new("Research Panel · run Nov 28 09:46 (2)", GroupKind::Team);
+        team.headless_at = Some(chrono::DateTime::default());
+        let id = team.id.clone();
+        o.groups.push(team);
+        let props = Props {
+            org: &o,
+            rows: &[],
+            offset: 0,
+            focused: false,
+            tick: 0,
+            activity: &Idle,
+        };
+        let row = |width| {
+            let line = row_line(&props, &Row::Group(id.clone()), &HashMap::new(), width);
+            line.spans.iter().map(|s| s.content.as_ref()).collect::<String>()
+        };
+        assert_eq!(row(26), "▾ Nov 28 09:46 (2) · Rese…");
+        assert_eq!(row(60), "▾ Nov 28 09:46 (2) · Research Panel broadcast");
     }
 
     /// The default group with two sessions, and a team with one, in that order.

@@ -202,7 +202,7 @@ impl TeamPanel {
     }
 
     /// Follows one engine event of a team (or of a group that has a cycle view). `saved` is
-    /// the group's persisted cycle, asked for when a cycle starts (a resumed one keeps the
+    /// the group's persisted cycle, asked for when a run says it resumes one (it keeps the
     /// scores and tokens of its earlier iterations); `names` how its members read (their handles,
     /// else without the prefix of their names, kept across renames), asked for once per cycle.
     pub fn follow(
@@ -232,10 +232,16 @@ impl TeamPanel {
             cycle.names = names();
         }
         cycle.apply(event, now);
-        if matches!(event.kind, EventKind::CycleStarted { .. })
-            && let Some(r) = saved().filter(|r| r.active && r.completed_iterations > 0)
+        // Only a run that says it resumes a cycle carries the earlier runs' history, as it was
+        // when it resumed: the saved cycle also holds this run's own progress, which a view
+        // opened next to it (its events read back) counts from its events.
+        if let EventKind::RunResumed {
+            cycle: Some(resumed), ..
+        } = &event.kind
+            && resumed.after > 0
+            && let Some(r) = saved()
         {
-            cycle.seed_history(&r);
+            cycle.seed_history(&r, resumed);
         }
     }
 
@@ -730,8 +736,8 @@ pub fn budget_line(budget: &RunBudget, c: &CycleView, now: Instant) -> Option<(S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::events::RunRecord;
-    use crate::model::Mode;
+    use crate::engine::events::{ResumedCycle, RunRecord};
+    use crate::model::{Mode, Usage};
 
     #[test]
     fn the_live_tail_is_the_end_of_the_line_that_fits() {
@@ -1036,5 +1042,140 @@ mod tests {
         let header = card.header(Instant::now() + Duration::from_secs(60));
         assert!(header.contains("5.0s"), "{header}");
         assert_eq!(view.state_label(), "cut short");
+    }
+
+    /// A reflect run's events: its start, then a turn of 100 tokens and an evaluation for each
+    /// of `iterations` (from `first`), as a TUI opened next to it reads them back.
+    fn reflect_events(first: u32, scores: &[f64], resumed: Option<ResumedCycle>) -> Vec<EngineEvent> {
+        let mut kinds = vec![
+            EventKind::RunStarted {
+                key: RunKey::team("g"),
+            },
+            EventKind::CycleStarted {
+                mode: Mode::OrchestratorReflect,
+                max_iterations: 4,
+            },
+        ];
+        kinds.extend(resumed.map(|cycle| EventKind::RunResumed {
+            resumes: "run-0".into(),
+            interrupted_at: None,
+            reason: None,
+            finished_turns: 0,
+            cycle: Some(cycle),
+        }));
+        for (iteration, score) in (first..).zip(scores) {
+            kinds.push(EventKind::TurnFinished {
+                session_id: "s".into(),
+                session: "worker".into(),
+                generation: 1,
+                success: true,
+                interrupted: false,
+                duration_ms: 10,
+                usage: Some(Usage::new(60, 40)),
+                cost_usd: None,
+                error: None,
+                message: None,
+            });
+            kinds.push(EventKind::Evaluation {
+                iteration,
+                score: *score,
+                rationale: String::new(),
+                trend: None,
+                usage: Usage::new(60, 40),
+                duration_ms: 10,
+            });
+        }
+        kinds.into_iter().map(event).collect()
+    }
+
+    /// The cycle as saved now: active, `scores` evaluated (from iteration 1), 100 tokens each.
+    fn saved_cycle(scores: &[f64]) -> ReflectionCycle {
+        let mut usage = Usage::default();
+        let evaluations = (1..)
+            .zip(scores)
+            .map(|(iteration, score)| {
+                usage.add(Usage::new(60, 40));
+                crate::model::Evaluation {
+                    iteration,
+                    score: *score,
+                    rationale: String::new(),
+                    evaluator_model: None,
+                    at: Utc::now(),
+                    trend: None,
+                    usage: Usage::new(60, 40),
+                    duration_ms: 10,
+                    assigned: Vec::new(),
+                }
+            })
+            .collect();
+        ReflectionCycle {
+            max_iterations: 4,
+            iteration: u32::try_from(scores.len()).unwrap_or(0),
+            completed_iterations: u32::try_from(scores.len()).unwrap_or(0),
+            active: true,
+            evaluations,
+            usage,
+            ..ReflectionCycle::default()
+        }
+    }
+
+    fn follow_all(panel: &mut TeamPanel, events: &[EngineEvent], saved: &ReflectionCycle) {
+        for e in events {
+            panel.follow(
+                e,
+                Instant::now(),
+                || Some(saved.clone()),
+                || crate::describe::Names::team("team"),
+            );
+        }
+    }
+
+    /// Review 23 finding 1: a TUI opened next to a running reflect cycle (never interrupted)
+    /// reads its events back while the saved cycle already holds their progress: the panel
+    /// counts each score and token once, as the trace does, and says nothing of a resume.
+    #[test]
+    fn a_running_cycle_read_back_counts_each_score_once() {
+        let events = reflect_events(1, &[0.6, 0.77], None);
+        let mut panel = TeamPanel::default();
+        follow_all(&mut panel, &events, &saved_cycle(&[0.6, 0.77]));
+        let records: Vec<RunRecord> = events
+            .iter()
+            .map(|e| RunRecord {
+                at: Utc::now(),
+                event: e.clone(),
+            })
+            .collect();
+        let trace = crate::trace::TraceBuilder::from_records(&records);
+        let c = &panel.cycles["g"];
+        let evaluations = events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Evaluation { .. }))
+            .count();
+        assert_eq!(c.scores.len(), evaluations, "{:?}", c.scores);
+        assert_eq!(c.scores, vec![0.6, 0.77]);
+        assert_eq!(c.usage.total(), trace.run.tokens);
+        assert_eq!(c.usage.total(), 200);
+        assert!(!c.timeline.iter().any(|l| l.text.contains("resumed after")));
+    }
+
+    /// A resumed cycle read back: the iterations before it resumed come from its
+    /// `run_resumed`, the later ones from its events (not from the saved cycle twice).
+    #[test]
+    fn a_resumed_cycle_read_back_counts_its_earlier_iterations_once() {
+        let resumed = ResumedCycle {
+            after: 1,
+            usage: Usage::new(60, 40),
+        };
+        let events = reflect_events(2, &[0.77], Some(resumed));
+        let mut panel = TeamPanel::default();
+        follow_all(&mut panel, &events, &saved_cycle(&[0.6, 0.77]));
+        let c = &panel.cycles["g"];
+        assert_eq!(c.scores, vec![0.6, 0.77]);
+        assert_eq!(c.usage.total(), 200);
+        assert!(
+            c.timeline
+                .iter()
+                .any(|l| l.text.contains("resumed after iteration 1/4"))
+        );
     }
 }

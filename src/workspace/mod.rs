@@ -83,6 +83,7 @@ pub fn engine_options(
         secrets: config.secrets_in(env),
         compact_at: config.compact_at,
         context_windows: config.context_windows(),
+        env: env.clone(),
         ..EngineOptions::default()
     }
 }

@@ -286,6 +286,18 @@ impl RemoteEdits {
             .map(|(_, front)| front.clone())
     }
 
+    /// The front end reached a host again (the same after cutting it off, or a new one): its
+    /// edits go out on `transport`, and the copy takes `org` whatever its version (a new host
+    /// counts its changes from its start). The copy keeps its own UI state.
+    pub fn reconnect(&self, transport: Box<dyn EditTransport>, org: Organization, version: u64) {
+        *lock(&self.transport) = transport;
+        self.version.store(0, Ordering::SeqCst);
+        self.install(org, version);
+        lock(&self.labels).clear();
+        // The host's replay says again which runs ask elsewhere.
+        lock(&self.asked_elsewhere).clear();
+    }
+
     /// How edits that are not waited for go out from now on.
     pub fn set_post(&self, post: Post) {
         *lock(&self.post) = Some(post);

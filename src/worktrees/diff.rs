@@ -63,6 +63,9 @@ pub struct WorktreeDiff {
     pub truncated: bool,
     /// Untracked entries left out of the patch (not regular files: links, FIFOs, devices).
     pub skipped: Vec<String>,
+    /// The commit compared against: the recorded base, or for a worktree no session records
+    /// the point where its branch forked from the repository's current branch.
+    pub base: String,
 }
 
 fn parse_name_status(fields: &[String]) -> Vec<FileChange> {
@@ -127,15 +130,21 @@ pub fn diff(wt: &Worktree) -> Result<WorktreeDiff, WorktreeError> {
     let git = Git::new(&wt.path);
     // A worktree kept without its record (its team deleted) has no recorded base: where its
     // branch forked from the repository's current branch stands in.
-    let fork_point;
     let base = if wt.base_commit.is_empty() {
-        fork_point =
-            Git::new(&wt.repo).text(&["merge-base", "HEAD", &format!("refs/heads/{}", wt.branch)])?;
-        fork_point.as_str()
+        Git::new(&wt.repo).text(&["merge-base", "HEAD", &format!("refs/heads/{}", wt.branch)])?
     } else {
-        wt.base_commit.as_str()
+        wt.base_commit.clone()
     };
-    let names = git.run(&["diff", "--name-status", "-z", "-M", "--no-ext-diff", base, "--"])?;
+    let base_arg = base.as_str();
+    let names = git.run(&[
+        "diff",
+        "--name-status",
+        "-z",
+        "-M",
+        "--no-ext-diff",
+        base_arg,
+        "--",
+    ])?;
     let mut files = parse_name_status(&nul_fields(&names.stdout));
     let untracked = git.run(&["ls-files", "--others", "--exclude-standard", "-z"])?;
     let untracked = nul_fields(&untracked.stdout);
@@ -146,7 +155,7 @@ pub fn diff(wt: &Worktree) -> Result<WorktreeDiff, WorktreeError> {
         "--no-ext-diff",
         "--no-textconv",
         "-M",
-        base,
+        base_arg,
         "--",
     ])?;
     let mut patch = String::new();
@@ -189,6 +198,7 @@ pub fn diff(wt: &Worktree) -> Result<WorktreeDiff, WorktreeError> {
         patch,
         truncated,
         skipped,
+        base,
     })
 }
 

@@ -42,13 +42,13 @@ impl fmt::Display for Finding {
             ),
             Finding::OrphanFolder { path, branch } => write!(
                 f,
-                "a worktree no session records: {}{} (left by a crash, or kept when its team was deleted); nothing was deleted: look at it, then `huddle worktrees remove --path {}`",
+                "a worktree no session records: {}{} (left by a crash, or kept when its team was deleted); nothing was deleted: `huddle worktrees diff --path {p}` shows its work, `merge --path {p}` brings it in, `remove --path {p}` removes it",
                 path.display(),
                 branch
                     .as_deref()
                     .map(|b| format!(", branch {b}"))
                     .unwrap_or_default(),
-                path.display()
+                p = path.display()
             ),
             Finding::OrphanBranch { repo, branch } => write!(
                 f,

@@ -310,17 +310,39 @@ pub async fn reflect_judged(workers: usize, iterations: u32) -> Fixture {
 /// `orchestrator_reflect`, self-evaluated, `iterations` iterations per run, one run per
 /// request in one conversation (`memory: conversation`).
 pub async fn reflect_asked(workers: usize, iterations: u32, requests: &[String]) -> Fixture {
+    reflect_conversation(workers, iterations, requests, false).await
+}
+
+/// [`reflect_asked`], or with an evaluator that never passes (`judged`).
+pub async fn reflect_conversation(
+    workers: usize,
+    iterations: u32,
+    requests: &[String],
+    judged: bool,
+) -> Fixture {
     let names: Vec<String> = (0..workers).map(|k| format!("w{k}")).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let f = team(Mode::OrchestratorReflect, &names, false, iterations).await;
+    let f = team(Mode::OrchestratorReflect, &names, judged, iterations).await;
     remember(&f, Memory::Conversation);
     let steps = iterations * requests.len() as u32;
     let mut orchestrator = Vec::new();
+    let mut evaluator = Vec::new();
     for n in 1..=steps {
         orchestrator.push(plan(&names, n));
-        orchestrator.push(unfinished_synthesis(n));
+        if judged {
+            orchestrator.push(Reply::text(&words("synthesis", n)));
+            evaluator.push(Reply::text(&format!(
+                "SCORE: 0.5\nRATIONALE: {}\n[[NEEDS_ITERATION]]",
+                words("missing", n)
+            )));
+        } else {
+            orchestrator.push(unfinished_synthesis(n));
+        }
     }
     f.server.script(ORCH, orchestrator);
+    if judged {
+        f.server.script(EVAL, evaluator);
+    }
     for w in &names {
         let answers = (1..=steps)
             .map(|n| Reply::text(&words(&format!("answer {w}"), n)))

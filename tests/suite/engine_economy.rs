@@ -416,7 +416,8 @@ async fn a_long_reflection_keeps_its_goal_in_every_request() {
 }
 
 /// With `memory: conversation`, a later run's orchestrator is still told what the user asked
-/// in the earlier runs (every line of it), each request once (issue 29 review, finding 2).
+/// in the earlier runs (every line of it), each request once (issue 29 review, finding 2), and
+/// so are its workers, whose own conversations hold only their tasks (re-review, 29-E).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_orchestrator_in_a_conversation_keeps_the_earlier_requests() {
     let first = "Review this config for the wiki host:\nport: 8080\ntls: off\nbackup: weekly\nWhat is risky?";
@@ -432,11 +433,21 @@ async fn an_orchestrator_in_a_conversation_keeps_the_earlier_requests() {
     // Within a run the request is said once too (its synthesis has it from the plan kept).
     let synthesis = &f.sent(ORCH)[1];
     assert_eq!(synthesis.matches("tls: off").count(), 1, "{synthesis}");
+    // Each worker: run 1 told the first request; run 2 both, each once, the first numbered.
+    for worker in ["w-w0", "w-w1"] {
+        let sent = f.sent(worker);
+        assert_eq!(sent.len(), 2, "a task per run");
+        assert_eq!(sent[0].matches(first).count(), 1, "{}", sent[0]);
+        assert_eq!(sent[1].matches(second).count(), 1, "{}", sent[1]);
+        assert_eq!(sent[1].matches(&format!("1. {first}")).count(), 1, "{}", sent[1]);
+        assert_eq!(sent[1].matches("## Earlier requests").count(), 1, "{}", sent[1]);
+    }
 }
 
-/// With `memory: conversation`, a later reflect cycle's plans are told what the earlier runs
-/// asked (every line of it), each request once, though the window no longer sends the earlier
-/// run's first plan (issue 29 re-review, 29-A).
+/// With `memory: conversation`, every request of a later reflect cycle is told what the earlier
+/// run asked (every line of it), each request once, though the window no longer sends the
+/// earlier run's first plan (issue 29 re-review, 29-A): its plans, its syntheses and its
+/// workers' tasks (third review, 29-E).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reflect_cycle_in_a_conversation_keeps_the_earlier_requests() {
     let first = "FIRSTREQ Review this config for the wiki host:\nport: 8080\ntls: off\nWhat is risky?";
@@ -449,16 +460,107 @@ async fn a_reflect_cycle_in_a_conversation_keeps_the_earlier_requests() {
         32,
         "a plan and a synthesis per iteration, 8 per run"
     );
-    for (k, request) in requests.iter().enumerate() {
-        let body = request.prompt_texts().join("\n");
-        let (run, plan) = (k / 16 + 1, k % 2 == 0);
+    let told = |what: &str, k: usize, body: &str, run: usize| {
         let asked = if run == 1 { first } else { second };
-        assert_eq!(body.matches(asked).count(), 1, "request {k}: {body}");
-        // The first request: in its own run's brief; in every plan of the second run (not in
-        // its syntheses, which combine the answers to the second).
-        let told = usize::from(run == 1 || plan);
-        assert_eq!(body.matches(first).count(), told, "request {k}: {body}");
-        assert_eq!(body.matches("tls: off").count(), told, "request {k}");
+        assert_eq!(body.matches(asked).count(), 1, "{what} {k}: {body}");
+        // The first request: in its own run's brief, in every request of the second run.
+        assert_eq!(body.matches(first).count(), 1, "{what} {k}: {body}");
+        assert_eq!(body.matches("tls: off").count(), 1, "{what} {k}");
+    };
+    for (k, request) in requests.iter().enumerate() {
+        told("request", k, &request.prompt_texts().join("\n"), k / 16 + 1);
+    }
+    for worker in ["w-w0", "w-w1"] {
+        let sent = f.sent(worker);
+        assert_eq!(sent.len(), 16, "a task per iteration");
+        for (k, body) in sent.iter().enumerate() {
+            told(worker, k, body, k / 8 + 1);
+        }
+    }
+    // The second run's kept plans name their run, so the earlier run's are told apart.
+    let last = requests[31].prompt_texts().join("\n");
+    assert!(last.contains("Run 2, iteration 8 of 8: plan again"), "{last}");
+}
+
+/// The evaluator of a later reflect cycle, and a chat with the orchestrator after it, are told
+/// what the earlier run asked, once (third review, 29-E: the evaluator judged a follow-up
+/// without it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_later_cycles_evaluator_and_chat_know_the_earlier_request() {
+    let first = "FIRSTREQ Review this config:\ntls: off\nWhat is risky?";
+    let second = "And which of those settings should we change first?";
+    let requests = [first.to_string(), second.to_string()];
+    let f = Box::pin(economy_runs::reflect_conversation(1, 2, &requests, true)).await;
+    check(&f);
+    let judged = f.sent(EVAL);
+    assert_eq!(judged.len(), 4, "an evaluation per iteration");
+    for (k, body) in judged.iter().enumerate() {
+        assert_eq!(body.matches(first).count(), 1, "evaluation {k}: {body}");
+        let asked = if k < 2 { first } else { second };
+        assert_eq!(body.matches(asked).count(), 1, "evaluation {k}: {body}");
+    }
+    let id = f.session_id("t-orchestrator");
+    f.server.script(ORCH, vec![Reply::text("Because of tls.")]);
+    f.engine
+        .start_chat(&id, "Why that order?".into(), None)
+        .expect("chat")
+        .await;
+    let chat = f.sent(ORCH).pop().unwrap_or_default();
+    assert_eq!(chat.matches(first).count(), 1, "{chat}");
+    assert_eq!(chat.matches(second).count(), 1, "{chat}");
+}
+
+/// A later run is told as many earlier requests as its window can still send runs of, each
+/// numbered as its kept plans name their run (third review, 29-F: only the newest three, and
+/// the oldest messages sent read as answers to the wrong one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_later_run_is_told_every_earlier_request_its_window_sends() {
+    let requests: Vec<String> = (1..=7).map(|n| format!("REQ{n} what about part {n}?")).collect();
+    let f = Box::pin(economy_runs::reflect_asked(1, 1, &requests)).await;
+    check(&f);
+    let last = f.server.requests_for(ORCH)[12].prompt_texts();
+    let body = last.join("\n");
+    for n in 1..=6 {
+        assert_eq!(
+            body.matches(&format!("{n}. REQ{n} what")).count(),
+            1,
+            "request {n}: {body}"
+        );
+        assert_eq!(
+            body.matches(&format!("Run {n}, iteration 1 of 1: the first plan."))
+                .count(),
+            1,
+            "run {n}'s plan: {body}"
+        );
+    }
+    assert_eq!(body.matches("REQ7").count(), 1, "{body}");
+}
+
+/// A new conversation for a team starts again from no earlier request: the next run's briefs
+/// say none (and the run after it only that one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_conversation_forgets_the_earlier_requests() {
+    let requests: Vec<String> = (1..=3).map(|n| format!("REQ{n} what about part {n}?")).collect();
+    let f = Box::pin(economy_runs::reflect_asked(1, 1, &requests[..2])).await;
+    let members: Vec<String> = ["t-orchestrator", "t-w0"]
+        .iter()
+        .map(|n| f.session_id(n))
+        .collect();
+    f.engine.new_conversation(&members).expect("new conversation");
+    f.server.script(
+        ORCH,
+        vec![
+            Reply::text("@worker:t-w0\nDo it.\n@end"),
+            Reply::text("Done.\n[[NEEDS_ITERATION]]\nMore."),
+        ],
+    );
+    f.server.script("w-w0", vec![Reply::text("did it")]);
+    f.run(&requests[2]).await;
+    let sent = f.sent(ORCH);
+    assert_eq!(sent.len(), 6, "{sent:?}");
+    for body in sent[4..].iter().chain(f.sent("w-w0")[2..].iter()) {
+        assert!(!body.contains("REQ1") && !body.contains("REQ2"), "{body}");
+        assert!(!body.contains("## Earlier requests"), "{body}");
     }
 }
 

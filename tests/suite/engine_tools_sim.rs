@@ -173,6 +173,35 @@ impl Team {
         (report, seen)
     }
 
+    /// The first tool result each member's transcript holds (what its model was sent).
+    fn tool_results_sent(&self) -> Vec<huddle::model::Message> {
+        self.engine.flush().expect("flush");
+        self.session_ids()
+            .into_iter()
+            .map(|(id, _)| {
+                let messages = self.engine.load_transcript(&id).expect("transcript").messages;
+                messages
+                    .into_iter()
+                    .find(|m| m.role == MessageRole::Tool)
+                    .expect("a tool result")
+            })
+            .collect()
+    }
+
+    /// Replaces the engine with one of `providers` and `options` (the same organization and
+    /// transcripts).
+    fn new_engine(&mut self, providers: huddle::providers::Providers, options: EngineOptions) {
+        let (sink, events) = EventSink::channel();
+        self.engine = Engine::new(
+            providers,
+            self.org.clone(),
+            Transcripts::new(self._dir.path().join("sessions")),
+            sink,
+            options,
+        );
+        self.events = events;
+    }
+
     fn session_ids(&self) -> Vec<(String, String)> {
         self.org.read(|o| {
             o.sessions_in(&self.group_id)
@@ -372,18 +401,13 @@ async fn a_command_session_is_offered_no_tools() {
             s.model = "cat/any".into();
         }
     });
-    let (sink, events) = EventSink::channel();
-    t.engine = Engine::new(
+    t.new_engine(
         providers,
-        t.org.clone(),
-        Transcripts::new(t._dir.path().join("sessions")),
-        sink,
         EngineOptions {
             tools: Toolbox::new([t.notes.clone() as Arc<dyn ToolSource>]),
             ..EngineOptions::default()
         },
     );
-    t.events = events;
     let (report, events) = t.run_answering(Decision::ApproveOnce).await;
     assert!(report.failed.is_none(), "{:?}", report.failed);
     assert_eq!(count(&events, "tool_call"), 0);
@@ -408,19 +432,14 @@ async fn a_large_result_is_capped_before_the_model_sees_it_and_its_full_size_rep
         lists: AtomicUsize::new(0),
         padding: 10_000,
     });
-    let (sink, events) = EventSink::channel();
-    t.engine = Engine::new(
+    t.new_engine(
         huddle::sim::providers(&huddle::config::Config::default()).expect("providers"),
-        t.org.clone(),
-        Transcripts::new(t._dir.path().join("sessions")),
-        sink,
         EngineOptions {
             tools: Toolbox::new([notes.clone() as Arc<dyn ToolSource>]),
             tool_result_max_bytes: 1024,
             ..EngineOptions::default()
         },
     );
-    t.events = events;
     let (report, events) = t.run_answering(Decision::ApproveOnce).await;
     assert!(report.failed.is_none(), "{:?}", report.failed);
     let sizes: Vec<u64> = events
@@ -435,15 +454,91 @@ async fn a_large_result_is_capped_before_the_model_sees_it_and_its_full_size_rep
         sizes.iter().all(|&n| n > 10_000),
         "the size before the cap: {sizes:?}"
     );
-    t.engine.flush().expect("flush");
-    for (id, _) in t.session_ids() {
-        let messages = t.engine.load_transcript(&id).expect("transcript").messages;
-        let sent = messages
-            .iter()
-            .find(|m| m.role == MessageRole::Tool)
-            .expect("a tool result");
+    for sent in t.tool_results_sent() {
         assert!(sent.text.len() < 1024 + 100, "capped: {} bytes", sent.text.len());
         assert!(sent.text.contains("[… cut:"), "the cut is marked");
         assert_eq!(sent.tool_result.as_ref().map(|r| r.size), Some(sizes[0]));
     }
+}
+
+/// A run scoped to a front end's profile (as the host scopes the runs of `huddle run` and of a
+/// TUI) uses that profile's tool servers, result cap, approval default and config.yaml hooks,
+/// not the engine's own (the configuration the host started with); with the scope cleared, the
+/// engine's own apply again.
+#[tokio::test]
+async fn a_scoped_profile_gives_its_runs_its_tools_cap_approvals_and_hooks() {
+    let mut t = team(Mode::Broadcast, Approval::Ask, ApprovalPolicy::DenyAll);
+    // The engine's own: no tool server, no hooks, calls that ask denied.
+    t.new_engine(
+        huddle::sim::providers(&huddle::config::Config::default()).expect("providers"),
+        EngineOptions {
+            error_backoff: Duration::from_millis(1),
+            approval: ApprovalPolicy::DenyAll,
+            ..EngineOptions::default()
+        },
+    );
+    let notes = Arc::new(Notes {
+        approval: Approval::Ask,
+        calls: AtomicUsize::new(0),
+        lists: AtomicUsize::new(0),
+        padding: 10_000,
+    });
+    let hooks: huddle::hooks::Hooks = serde_yaml::from_str(
+        "turn_finished:\n  - command: [sh, -c, \"echo the front end objects >&2; exit 2\"]\n",
+    )
+    .expect("hooks");
+    let profile = huddle::engine::Profile {
+        providers: huddle::sim::providers(&huddle::config::Config::default()).expect("providers"),
+        options: EngineOptions {
+            tools: Toolbox::new([notes.clone() as Arc<dyn ToolSource>]),
+            tool_result_max_bytes: 1024,
+            approval: ApprovalPolicy::ApproveAll,
+            hooks,
+            ..EngineOptions::default()
+        },
+    };
+    t.engine.set_scoped_profile(&t.group_id, Some(Arc::new(profile)));
+    let objections = |events: &[EngineEvent]| {
+        events
+            .iter()
+            .filter(|e| matches!(&e.kind, EventKind::Notice { text, .. } if text.ends_with("objected: the front end objects")))
+            .count()
+    };
+
+    let (report, events) = t.run_answering(Decision::Deny).await;
+    assert!(report.failed.is_none(), "{:?}", report.failed);
+    assert_eq!(
+        count(&events, "tool_approval_requested"),
+        0,
+        "approved by the profile's rule"
+    );
+    assert_eq!(
+        notes.calls.load(Ordering::SeqCst),
+        2,
+        "the profile's server answered"
+    );
+    for sent in t.tool_results_sent() {
+        assert!(
+            !sent.tool_result.as_ref().is_some_and(|r| r.is_error),
+            "{}",
+            sent.text
+        );
+        assert!(
+            sent.text.len() < 1024 + 100,
+            "the profile's cap: {} bytes",
+            sent.text.len()
+        );
+    }
+    assert_eq!(
+        objections(&events),
+        2,
+        "the profile's turn_finished hook ran for each member"
+    );
+
+    // The scope cleared: the engine's own configuration again (no such server, no hook).
+    t.engine.set_scoped_profile(&t.group_id, None);
+    let (report, events) = t.run_answering(Decision::Deny).await;
+    assert!(report.failed.is_none(), "{:?}", report.failed);
+    assert_eq!(notes.calls.load(Ordering::SeqCst), 2, "not called again");
+    assert_eq!(objections(&events), 0, "no hook of the engine's own");
 }

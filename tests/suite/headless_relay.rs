@@ -291,3 +291,47 @@ fn a_waiting_draft_with_nobody_to_ask_stops_that_relay() {
         "{err}"
     );
 }
+
+/// Review 23-2 nit E6: a relay started with `--approval full_auto` and left interrupted (a host
+/// killed, say) resumes as it was started, without `--approval` again.
+#[test]
+fn a_resumed_relay_keeps_the_approval_it_was_started_with() {
+    let home = home();
+    let out = huddle(
+        home.path(),
+        &[
+            "run",
+            "--preset",
+            "Negotiator",
+            "--approval",
+            "full_auto",
+            "Buy the bike for 400",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // What an interrupted run left on disk: its open run, started in full_auto.
+    let path = home.path().join("organization.json");
+    let mut org: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("org")).expect("org json");
+    let group = org["groups"]
+        .as_array_mut()
+        .and_then(|g| g.iter_mut().find(|g| g["mode"] == "relay"))
+        .expect("a relay group");
+    group["open_run"] = serde_json::json!({
+        "runs": ["20260101T000000000Z-0000000a"],
+        "mode": "relay",
+        "prompt": "Buy the bike for 400",
+        "relay_approval": "full_auto",
+    });
+    let name = group["name"].as_str().expect("a name").to_string();
+    std::fs::write(&path, serde_json::to_string(&org).expect("json")).expect("write");
+    let out = huddle(home.path(), &["run", "--group", &name, "--resume"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("semi_auto approval"), "{err}");
+    assert_ne!(out.status.code(), Some(2), "{err}");
+}

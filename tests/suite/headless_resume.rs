@@ -131,6 +131,20 @@ fn sigterm_keeps_the_cycle_resumable_and_resume_continues_it() {
     let out = huddle(home.path(), &["run", "--group", &team, "--resume", "--events"]);
     assert!(matches!(out.status.code(), Some(0 | 3)), "{}", text(&out.stderr));
     let resumed = ndjson(&out);
+    // It says where the earlier run left the cycle (what a TUI's cycle panel counts from).
+    let said = resumed
+        .iter()
+        .find(|e| e["event"] == "run_resumed")
+        .expect("run_resumed");
+    assert_eq!(
+        said["cycle"]["after"].as_u64(),
+        Some(u64::from(saved.completed_iterations)),
+        "{said}"
+    );
+    assert_eq!(
+        said["cycle"]["usage"]["input_tokens"], saved.usage.input_tokens,
+        "{said}"
+    );
     let first = resumed
         .iter()
         .find(|e| e["event"] == "iteration_started")

@@ -77,6 +77,11 @@ impl Owner {
     }
 
     async fn run_in(&self, dir: &Path, args: &[&str]) -> Output {
+        self.run_with(dir, &[], args).await
+    }
+
+    /// [`Owner::run_in`] with these variables set in the front end's environment.
+    async fn run_with(&self, dir: &Path, vars: &[(&str, &str)], args: &[&str]) -> Output {
         let home = self.path().to_path_buf();
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
@@ -85,6 +90,7 @@ impl Owner {
             .env(HOST_IDLE_VAR, "0")
             .env_remove("OPENAI_API_KEY")
             .env_remove("ANTHROPIC_API_KEY")
+            .envs(vars.iter().copied())
             .current_dir(dir)
             .kill_on_drop(true)
             .output();
@@ -411,6 +417,146 @@ async fn a_run_uses_the_configuration_of_its_front_end() {
     owner.engine.shutdown_tools().await;
 }
 
+/// A `turn_finished` hook that says who configured it and whether it could write its working
+/// directory (so the sandbox it ran in shows), then objects.
+fn probing_hook(who: &str) -> String {
+    format!(
+        "hooks:\n  turn_finished:\n    - command: [sh, -c, \"if touch probe 2>/dev/null; then w=writable; else w=read-only; fi; echo {who} $w >&2; exit 2\"]\n"
+    )
+}
+
+fn objections(text: &str) -> Vec<String> {
+    text.match_indices("objected: ")
+        .map(|(at, _)| {
+            let rest = &text[at + "objected: ".len()..];
+            rest.split(['"', '\n']).next().unwrap_or_default().to_string()
+        })
+        .collect()
+}
+
+/// config.yaml changed after the host (here the owner) started: a `huddle run` from another
+/// repository runs with the hooks and sandbox of the config.yaml it read, while the host's own
+/// runs keep those it started with; the repository's `.squad/` adds no hook to either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_uses_the_hooks_and_sandbox_of_its_front_ends_configuration() {
+    if !super::sandbox_support::bwrap_ready() {
+        return;
+    }
+    let owner = Owner::with_config(
+        &format!("default_model: sim/default\n{}", probing_hook("A")),
+        |_| {},
+    );
+    std::fs::write(
+        owner.path().join("config.yaml"),
+        format!(
+            "default_model: sim/default\nsandbox: {{ mode: read-only }}\n{}",
+            probing_hook("B")
+        ),
+    )
+    .unwrap();
+    // Outside /tmp, so that only the mode decides whether a hook may write there.
+    let repo = super::sandbox_support::outside_tmp();
+    std::fs::create_dir_all(repo.path().join(".squad")).unwrap();
+    std::fs::write(
+        repo.path().join(".squad/team.md"),
+        "# Squad Team — Hooked\n\n## Members\n\n| Name | Role |\n|---|---|\n| Ada | Dev |\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.path().join(".squad/huddle.yaml"),
+        "hooks:\n  turn_finished: [{ command: [sh, -c, \"echo squad >&2; exit 2\"] }]\n",
+    )
+    .unwrap();
+    let out = owner
+        .run_in(
+            repo.path(),
+            &[
+                "run",
+                "--preset",
+                "Hooked",
+                "--max-iterations",
+                "1",
+                "--events",
+                "Ship it.",
+            ],
+        )
+        .await;
+    let said = objections(&text(&out.stdout));
+    assert!(!said.is_empty(), "no hook objected: {}", stderr(&out));
+    assert!(
+        said.iter().all(|s| s == "B read-only"),
+        "the front end's hooks, in its sandbox: {said:?}"
+    );
+    assert!(stderr(&out).contains("hooks: ignored"), "{}", stderr(&out));
+
+    // The host's own runs: the configuration it started with, on the same member.
+    let ada = owner
+        .org
+        .read(|o| {
+            o.sessions
+                .iter()
+                .find(|s| s.name.ends_with("ada"))
+                .map(|s| s.id.clone())
+        })
+        .expect("the team's member");
+    let mut owner = owner;
+    owner.seen();
+    owner
+        .engine
+        .ask(&ada, "Again.".into(), None)
+        .await
+        .expect("a chat");
+    // Its events reach the owner through the host's task: up to the chat's end.
+    let mut said = Vec::new();
+    loop {
+        let event = tokio::time::timeout(DEADLINE, owner.events.recv())
+            .await
+            .expect("the chat's events")
+            .expect("the owner's events");
+        match &event.kind {
+            EventKind::Notice { text, .. } => said.extend(objections(text)),
+            EventKind::RunEnded { .. } => break,
+            _ => {}
+        }
+    }
+    assert_eq!(said, ["A writable"], "the host's hooks, in its sandbox");
+}
+
+/// The front end's environment, as a sandbox passes it on: a confined CLI agent and a hook of
+/// its run get its variables that `allow_env` names, never the others (a key set in its shell
+/// only), and not the host's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confined_process_of_a_run_gets_what_the_sandbox_passes_of_its_front_ends_environment() {
+    if !super::sandbox_support::bwrap_ready() {
+        return;
+    }
+    let owner = Owner::open("sim/default");
+    let show = "secret=${FRONT_SECRET:-none} visible=${FRONT_VISIBLE:-none}";
+    std::fs::write(
+        owner.path().join("config.yaml"),
+        format!(
+            "default_model: agent/x\nproviders:\n  - {{ name: agent, kind: command, command: [sh, -c, \"echo {show}\"] }}\nsandbox: {{ allow_env: [FRONT_VISIBLE] }}\nhooks:\n  turn_finished:\n    - command: [sh, -c, \"echo hook {show} >&2; exit 2\"]\n"
+        ),
+    )
+    .unwrap();
+    let repo = super::sandbox_support::outside_tmp();
+    let out = owner
+        .run_with(
+            repo.path(),
+            &[("FRONT_SECRET", "s3cret"), ("FRONT_VISIBLE", "v1")],
+            &["run", "--events", "Who are you?"],
+        )
+        .await;
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("secret=none visible=v1"),
+        "the agent: {stdout}\n{}",
+        stderr(&out)
+    );
+    assert_eq!(objections(&stdout), ["hook secret=none visible=v1"], "{stdout}");
+    assert!(!stdout.contains("s3cret"), "{stdout}");
+}
+
 #[test]
 fn a_dead_hosts_socket_is_replaced_and_a_file_in_its_place_is_left_alone() {
     let home = tempfile::tempdir().unwrap();
@@ -568,12 +714,8 @@ fn detach_ps_attach_and_stop() {
     assert!(run_id.len() > 20, "the run's id alone on stdout: {run_id:?}");
     assert!(stderr(&out).contains("huddle attach"), "{}", stderr(&out));
 
-    // Its mode shows once its cycle started (a moment after the run).
-    let mut table = String::new();
-    wait_until("the run's mode in huddle ps", || {
-        table = text(&huddle_idle(home.path(), 0, &["ps"]).stdout);
-        table.contains("orchestrator_reflect")
-    });
+    // Its mode shows from its start (review 23-2 nit E5).
+    let table = text(&huddle_idle(home.path(), 0, &["ps"]).stdout);
     assert!(table.starts_with("RUN"), "{table}");
     assert!(
         table.contains(&run_id)
@@ -686,6 +828,46 @@ fn attach_follows_a_run_to_its_end_like_huddle_run() {
         Some("run_ended".into())
     );
     assert!(events.iter().all(|e| e["run_id"] == run_id.as_str()));
+    wait_for_host_exit(home.path());
+}
+
+/// The run file of a chat run (a one-shot `huddle run "question"`): its session's folder.
+fn chat_run_file(home: &Path, run_id: &str) -> Option<PathBuf> {
+    std::fs::read_dir(home.join("runs").join("sessions"))
+        .ok()?
+        .flatten()
+        .map(|session| session.path().join(format!("{run_id}.jsonl")))
+        .find(|file| file.exists())
+}
+
+/// `huddle attach` of a chat run replays what it did so far from its session's run file (not
+/// its group's, where a chat has none), then follows it live: the same events as the file.
+#[test]
+fn attach_to_a_chat_run_replays_it_from_its_sessions_run_file() {
+    let home = home_with("sim/slow-3s");
+    let out = huddle_idle(home.path(), 0, &["run", "--detach", "A long plain question"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run_id = text(&out.stdout).trim().to_string();
+    // Attach once `run_started` is on disk, so that it has to come from the replay.
+    wait_until("the run file's first line", || {
+        chat_run_file(home.path(), &run_id)
+            .and_then(|file| std::fs::read_to_string(file).ok())
+            .is_some_and(|text| text.contains("run_started"))
+    });
+    let attached = huddle_idle(home.path(), 0, &["attach", &run_id, "--events"]);
+    assert_eq!(attached.status.code(), Some(0), "{}", stderr(&attached));
+    let seen: Vec<Value> = ndjson(&attached)
+        .into_iter()
+        .map(|e| e["event"].clone())
+        .collect();
+    let file = chat_run_file(home.path(), &run_id).expect("the run file");
+    let logged: Vec<Value> = std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].clone())
+        .collect();
+    assert_eq!(seen.first(), Some(&Value::from("run_started")), "{seen:?}");
+    assert_eq!(seen, logged);
     wait_for_host_exit(home.path());
 }
 

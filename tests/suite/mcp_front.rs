@@ -644,9 +644,15 @@ fn an_mcp_task_asks_relay_drafts_as_input_requests() {
 
 /// `huddle mcp --http 127.0.0.1:0` on `home`, and the URL it printed on stderr.
 fn http_server(home: &Path) -> (std::process::Child, String) {
+    http_server_with(home, &[])
+}
+
+/// [`http_server`] with these variables set.
+fn http_server_with(home: &Path, vars: &[(&str, &str)]) -> (std::process::Child, String) {
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_huddle"))
         .args(["mcp", "--http", "127.0.0.1:0"])
+        .envs(vars.iter().copied())
         .env("HUDDLE_HOME", home)
         .env(HOST_IDLE_VAR, "0")
         .current_dir(home)
@@ -824,6 +830,95 @@ fn a_quiet_run_sends_a_heartbeat() {
     assert!(
         progress.iter().any(|p| p.starts_with("still running (0m0")),
         "{progress:?}"
+    );
+    wait_for_host_exit(home.path());
+}
+
+/// Over HTTP, a blocking run_team without a progress token whose run outlasts the session's
+/// keep-alive still gets its answer: the heartbeat (a `ping`) keeps the session from going idle.
+#[test]
+fn over_http_a_quiet_call_outlives_the_sessions_keep_alive() {
+    let Some(python) = python() else { return };
+    let home = home_with("default_model: sim/slow-1500ms\n");
+    let (server, url) = http_server_with(
+        home.path(),
+        &[
+            ("HUDDLE_MCP_KEEP_ALIVE_MS", "500"),
+            ("HUDDLE_MCP_HEARTBEAT_MS", "100"),
+        ],
+    );
+    let seen = client_at(
+        &python,
+        home.path(),
+        "run_quiet",
+        "Is tea better than coffee?",
+        Some(&url),
+    );
+    assert_eq!(seen["run"]["is_error"], false, "{seen}");
+    assert!(seen["run"]["structured"]["run_id"].is_string(), "{seen}");
+    stop_http_server(server, home.path());
+}
+
+/// A run whose host is killed (SIGKILL) mid-run: the call says how an MCP client resumes it; a
+/// new run_team on its group is refused with the same advice; `discard_interrupted` starts over
+/// and `resume` goes on with the interrupted run, its finished turns not asked again.
+#[test]
+fn an_mcp_client_resumes_or_discards_a_run_whose_host_was_killed() {
+    let Some(python) = python() else { return };
+    let home = home_with("default_model: sim/slow-200ms\n");
+    let seen = client(&python, home.path(), "interrupted", "Review fn add");
+    let gone = s(&seen["gone"]["text"]);
+    assert_eq!(seen["gone"]["is_error"], true, "{seen}");
+    assert!(
+        gone.contains("host went away") && gone.contains("resume: true"),
+        "{gone}"
+    );
+    assert!(!gone.contains("--resume"), "{gone}");
+    let refused = s(&seen["refused"]["text"]);
+    assert!(
+        refused.contains("has an interrupted")
+            && refused.contains("resume: true")
+            && refused.contains("discard_interrupted: true"),
+        "{refused}"
+    );
+    assert!(!refused.contains("--discard-interrupted"), "{refused}");
+    assert!(
+        s(&seen["needs_group"]["text"]).contains("go with `group`"),
+        "{seen}"
+    );
+    // Started over: iteration 1 again, then killed again.
+    assert_eq!(seen["started_over"]["is_error"], true, "{seen}");
+    assert!(
+        s(&seen["started_over"]["text"]).contains("resume: true"),
+        "{seen}"
+    );
+    let resumed = &seen["resumed"];
+    assert_eq!(resumed["is_error"], false, "{seen}");
+    assert!(resumed["structured"]["outcome"].is_string(), "{seen}");
+    let progress: Vec<&str> = seen["resumed_progress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(s)
+        .collect();
+    assert!(progress.iter().any(|p| p.contains("from disk")), "{progress:?}");
+    wait_for_host_exit(home.path());
+}
+
+/// A task whose host is killed mid-run ends with a status message that says so (not the run's
+/// last progress line), and how to resume the run.
+#[test]
+fn an_mcp_task_whose_host_was_killed_says_so() {
+    let Some(python) = python() else { return };
+    let home = home_with("default_model: sim/slow-300ms\n");
+    let seen = tasks_client(&python, home.path(), "host_killed", "");
+    let final_ = &seen["final"];
+    assert_eq!(final_["status"], "completed", "{final_}");
+    assert_eq!(final_["result"]["isError"], true, "{final_}");
+    let message = s(&final_["statusMessage"]);
+    assert!(
+        message.contains("host went away") && message.contains("resume: true"),
+        "{final_}"
     );
     wait_for_host_exit(home.path());
 }

@@ -209,6 +209,11 @@ fn a_repository_relay_cannot_drive_the_users_groups_nor_choose_full_auto() {
         "{err}"
     );
     assert_eq!(transcripts(), before, "the user's group was not driven: {err}");
+    // Refused before its team was made: no empty `Pushy · run …` is left behind.
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no team was made"), "{err}");
+    let org = std::fs::read_to_string(home.join("organization.json")).unwrap();
+    assert!(!org.contains("Pushy"), "a team was left behind: {org}");
 
     // Its own member as counterpart: allowed, but in semi_auto, so drafts can wait for the user
     // (a headless run without --approve is refused, not sent unasked). In a fresh home: the

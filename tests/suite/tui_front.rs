@@ -114,6 +114,82 @@ fn a_run_outlives_the_tui_that_started_it_and_the_next_one_shows_it() {
     again.wait_exit();
 }
 
+/// The host of an open TUI killed with SIGKILL mid-cycle (by its pid): the TUI starts a new
+/// host by itself (as any front end does), connects again, keeps its draft, says so and offers
+/// the interrupted cycle; `r` resumes it in the new host.
+#[test]
+fn a_tui_whose_host_is_killed_starts_a_new_one_and_offers_the_interrupted_run() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        "default_model: sim/slow-1500ms\n",
+    )
+    .unwrap();
+
+    let mut app = Huddle::start(home.path(), repo.path());
+    app.wait_for("Welcome to huddle");
+    app.key("n");
+    app.type_text("implement");
+    app.wait_for("Implement & Challenge");
+    app.key(ENTER);
+    app.wait_for("Prompt for Implement & Challenge");
+    app.type_text("Write a rate limiter");
+    app.key(ENTER);
+    app.wait_for("Cycle · running");
+    app.type_text("a draft kept");
+    app.wait_for("a draft kept");
+
+    let lock = home.path().join("huddle.lock");
+    let killed = host_pid(&lock);
+    // SAFETY: kill(2) of the host this test's TUI started, by its pid.
+    assert_eq!(unsafe { libc::kill(killed, libc::SIGKILL) }, 0);
+
+    app.wait_for("The huddle host stopped");
+    app.wait_for("Interrupted run");
+    let new = host_pid(&lock);
+    assert_ne!(new, killed, "a new host runs");
+    assert!(
+        !app.text().contains("went away"),
+        "no dialog says the host went away:\n{}",
+        app.text()
+    );
+    app.key("r");
+    app.key("y");
+    app.wait_for("Cycle · running");
+    app.wait_for("a draft kept");
+    app.key(ESC);
+    app.quit_stopping_runs();
+    // The new host goes once its stopped run ended (idle at once here); else it is ended.
+    let start = Instant::now();
+    // SAFETY: kill(2) with signal 0 only asks whether the pid lives.
+    while unsafe { libc::kill(new, 0) } == 0 && start.elapsed() < DEADLINE {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if unsafe { libc::kill(new, 0) } == 0 {
+        // SAFETY: the host this test's TUI started, by its pid.
+        unsafe { libc::kill(new, libc::SIGTERM) };
+        panic!("the new host did not exit by itself");
+    }
+}
+
+/// The pid in the data dir's lock once a live host holds it.
+fn host_pid(lock: &std::path::Path) -> i32 {
+    let start = Instant::now();
+    loop {
+        let pid = std::fs::read_to_string(lock)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+            // SAFETY: kill(2) with signal 0 only asks whether the pid lives.
+            .filter(|pid| unsafe { libc::kill(*pid, 0) } == 0);
+        if let Some(pid) = pid {
+            return pid;
+        }
+        assert!(start.elapsed() < DEADLINE, "no host holds {}", lock.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The file's text once it contains `needle` (the host saves in the background and goes a
 /// moment after its last front end).
 fn wait_for_file_with(path: &std::path::Path, needle: &str) -> String {

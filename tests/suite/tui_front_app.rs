@@ -130,7 +130,9 @@ fn when_the_host_goes_away_the_runs_are_interrupted_and_quitting_asks_nothing() 
         prompt: "go".into(),
     }]);
     run_started(&mut app, RunKey::team(&ours));
-    app.handle_app_event(AppEvent::HostLost);
+    app.handle_app_event(AppEvent::HostLost {
+        why: "the huddle host did not start in time".into(),
+    });
     assert!(!app.anything_running());
     assert!(!app.dialogs.is_empty(), "the TUI says the host went away");
     app.dialogs.clear();
@@ -166,6 +168,146 @@ fn a_target_deleted_in_another_window_keeps_the_text_and_sends_it_nowhere() {
         "{sent:?}"
     );
     assert_eq!(app.composer.text(), "hello?");
+}
+
+fn reconnected(app: &mut App, reconnected: huddle::tui::command::Reconnected) -> Vec<Command> {
+    let (ack, mut acked) = tokio::sync::oneshot::channel();
+    let commands = app.handle_app_event(AppEvent::Reconnected(reconnected, ack));
+    assert!(acked.try_recv().is_ok(), "the link is told to go on");
+    commands
+}
+
+fn flash(app: &App) -> String {
+    app.flash.clone().map(|(t, _)| t).unwrap_or_default()
+}
+
+/// Review 23-2 finding C: the host cut this TUI off (it read too slowly) and the link connected
+/// again: no "went away" dialog, a short notice; its runs are set aside until the host's
+/// replay brings the ones going again (still this TUI's); its draft and focus stay.
+#[test]
+fn a_tui_cut_off_and_connected_again_keeps_its_runs_draft_and_focus() {
+    let (mut app, _, _, ours, _) = front_app();
+    app.note_sent(&[Command::RunGroup {
+        group_id: ours.clone(),
+        prompt: "go".into(),
+    }]);
+    let run = run_started(&mut app, RunKey::team(&ours));
+    app.handle_key(ch('i'));
+    type_text(&mut app, "half a thought");
+    let focus = app.focus;
+    // A call that waits: the replay asks it again, so the popup's copy goes.
+    let member = app
+        .org
+        .read(|o| {
+            o.sessions
+                .iter()
+                .find(|s| s.group_id == ours)
+                .map(|s| s.id.clone())
+        })
+        .expect("a member");
+    let call = ToolCall {
+        id: "c1".into(),
+        name: "time__convert_time".into(),
+        arguments: "{}".into(),
+    };
+    approval_requested(&mut app, &run, &member, 1, &call);
+    assert!(app.dialogs.approvals().is_some());
+    reconnected(
+        &mut app,
+        huddle::tui::command::Reconnected {
+            pid: 4242,
+            new_host: false,
+            cut_off: Some("more than 16 MiB waited to go to it (it did not read)".into()),
+            live: vec![RunKey::team(&ours)],
+        },
+    );
+    assert!(app.dialogs.is_empty(), "no dialog");
+    assert!(!app.host_lost);
+    assert!(
+        flash(&app).contains("cut this window off (more than 16 MiB waited"),
+        "{}",
+        flash(&app)
+    );
+    assert_eq!(app.composer.text(), "half a thought");
+    assert_eq!(app.focus, focus);
+    assert_eq!(app.selected_group_id().as_deref(), Some(ours.as_str()));
+    // The replay brings the run again: it is still this TUI's (quitting offers to stop it).
+    run_started(&mut app, RunKey::team(&ours));
+    app.focus = huddle::tui::layout::Focus::Sidebar;
+    app.handle_key(ch('q'));
+    let (message, _) = quit_message(&app);
+    assert!(message.contains("Runs you started here are going"), "{message}");
+}
+
+/// The host died (SIGKILL) and the link started a new one: the runs that were going are
+/// interrupted and offered for resumption at once, with a notice; the draft and focus stay.
+#[test]
+fn a_tui_whose_host_died_reaches_a_new_one_and_offers_the_interrupted_runs() {
+    let (mut app, remote, mirror, ours, _) = front_app();
+    app.note_sent(&[Command::RunGroup {
+        group_id: ours.clone(),
+        prompt: "go".into(),
+    }]);
+    run_started(&mut app, RunKey::team(&ours));
+    app.handle_key(ch('i'));
+    type_text(&mut app, "half a thought");
+    // The new host read the organization from disk: the run is open there, interrupted. Its
+    // change count starts again (lower than the copy's): the copy takes it all the same.
+    let mut after = mirror.snapshot();
+    let mode = after.group(&ours).map(|g| g.mode).expect("the team");
+    if let Some(g) = after.group_mut(&ours) {
+        g.state.run = Some(huddle::model::OpenRun {
+            runs: vec!["20261128T120000000Z-aaaaaaaa".into()],
+            mode,
+            prompt: "go".into(),
+            ..Default::default()
+        });
+    }
+    remote.reconnect(Box::new(Quiet), after, 0);
+    assert!(mirror.read(|o| o.group(&ours).is_some_and(|g| g.state.run.is_some())));
+    reconnected(
+        &mut app,
+        huddle::tui::command::Reconnected {
+            pid: 77,
+            new_host: true,
+            cut_off: None,
+            live: Vec::new(),
+        },
+    );
+    assert!(!app.anything_running());
+    assert!(
+        flash(&app).contains(
+            "The huddle host stopped; a new one is running (pid 77). 1 run was interrupted: r resumes it."
+        ),
+        "{}",
+        flash(&app)
+    );
+    match app.dialogs.last() {
+        Some(Dialog::Choice(c)) => assert_eq!(c.title, "Interrupted run"),
+        _ => panic!("no resume offer"),
+    }
+    assert_eq!(app.composer.text(), "half a thought");
+    assert_eq!(app.selected_group_id().as_deref(), Some(ours.as_str()));
+}
+
+/// A TUI that started nothing says, once it quit, that other front ends' runs go on.
+#[test]
+fn a_tui_that_started_nothing_counts_the_runs_that_go_on() {
+    let (mut app, _, _, ours, theirs) = front_app();
+    app.note_sent(&[Command::RunGroup {
+        group_id: ours.clone(),
+        prompt: "go".into(),
+    }]);
+    run_started(&mut app, RunKey::team(&ours));
+    run_started(&mut app, RunKey::team(&theirs));
+    assert_eq!(app.left_going(), 2, "left running, both go on");
+    app.started.clear();
+    assert_eq!(
+        app.handle_key(ch('q')),
+        vec![Command::Quit],
+        "nothing of its own: no offer"
+    );
+    assert_eq!(app.left_going(), 2);
 }
 
 fn member_of(app: &App, group_id: &str) -> String {

@@ -238,7 +238,7 @@ fn create_run_pause_resume_quit_and_restart() {
     // The timeline ends with the run's result: its steps are at the top.
     again.wait_for("── result ──");
     again.key("g");
-    let top = again.wait_for("  dispatch");
+    let top = again.wait_for("  ask");
     assert!(top.contains("error paths"), "the steps of the last run: {top}");
     again.key(PAGE_DOWN);
     let timeline = again.wait_for("  synthesize");
@@ -379,8 +379,9 @@ fn huddle_run_next_to_the_tui_runs_there_which_then_prunes_it() {
         out.status
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("login handler"));
-    // A headless team leads with when it ran (the sidebar cuts the rest at this width).
-    app.wait_for(" · Code R");
+    // A headless team leads with when it ran (the sidebar cuts the rest at this width, and
+    // shows the cut).
+    app.wait_for(" · Code …");
 
     app.key("P");
     app.wait_for("Remove what `huddle run` made");
@@ -388,7 +389,7 @@ fn huddle_run_next_to_the_tui_runs_there_which_then_prunes_it() {
     app.key("y");
     app.wait_for("removed 1 team made by `huddle run`");
     let screen = app.text();
-    assert!(!screen.contains(" · Code R"), "{screen}");
+    assert!(!screen.contains(" · Code"), "{screen}");
     app.key("q");
     app.wait_exit();
     assert!(!socket.exists(), "the socket goes with the TUI");

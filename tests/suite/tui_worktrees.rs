@@ -272,6 +272,7 @@ fn the_sidebar_shows_branches_and_marks_from_a_status_event() {
 
 fn diff_of(wt: Worktree, patch: &str) -> WorktreeDiff {
     WorktreeDiff {
+        base: wt.base_commit.clone(),
         worktree: wt,
         files: vec![
             FileChange {

@@ -1321,10 +1321,16 @@ fn a_worktree_kept_after_its_team_was_pruned_can_be_diffed_and_merged_by_path() 
 
     let diff = huddle(&e, &["worktrees", "diff", "--path", &dir]);
     assert_eq!(diff.status.code(), Some(0), "{}", text(&diff.stderr));
+    let shown = text(&diff.stdout);
+    assert!(shown.contains("+pub const KEPT: bool = true;"), "{shown}");
+    // Its header names no session and its base, with no field left empty.
+    let header = shown.lines().next().unwrap_or_default();
     assert!(
-        text(&diff.stdout).contains("+pub const KEPT: bool = true;"),
-        "{}",
-        text(&diff.stdout)
+        header.contains("(no session records it) against ")
+            && header.contains(", where it forked from the repository's current branch · 1 file")
+            && !header.contains("()")
+            && !header.contains("against  "),
+        "{header}"
     );
 
     // Not now: the repository has uncommitted changes. Said once.

@@ -416,8 +416,12 @@ fn continuation(run: &Run<'_>, board: &Board, orchestrator_id: &str) -> Continue
         });
         match ended {
             Some(answer) if answer.error.is_none() && !answer.interrupted => {
-                let text =
-                    crate::tools::limits::cap_result(&answer.text, run.shared.options.tool_result_max_bytes);
+                let max = run
+                    .shared
+                    .profile(&run.team.group_id, None)
+                    .options
+                    .tool_result_max_bytes;
+                let text = crate::tools::limits::cap_result(&answer.text, max);
                 board.push_input(pushed_result(name, id, Ok(&text)));
                 told.push(id.clone());
             }

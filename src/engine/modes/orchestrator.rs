@@ -8,7 +8,8 @@ use crate::model::CycleOutcome;
 
 use super::super::events::Phase;
 use super::super::protocol::{
-    PlanMode, SynthesisStep, TeamContext, orchestrator_brief, planning_prompt, synthesis_prompt,
+    EARLIER_REQUEST_CHARS, EARLIER_REQUESTS_KEPT, EarlierRequests, PlanMode, SynthesisStep, TeamContext,
+    kept_plan_request, orchestrator_brief, planning_prompt, synthesis_prompt,
 };
 use super::super::run::Run;
 use super::super::{EngineError, RunReport};
@@ -38,6 +39,21 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
         PlanMode::SinglePass,
         false,
     );
+    // The requests of the earlier runs the orchestrator's conversation holds (`memory:
+    // conversation`; its kept plans say them): the workers' briefs say them too, since their
+    // own conversations hold only their tasks.
+    let before = run.sent_prompts(&orchestrator, Some(1)).await;
+    let mut earlier: Vec<String> = before
+        .iter()
+        .filter_map(|text| kept_plan_request(text))
+        .map(|request| crate::text::cap_chars(request, EARLIER_REQUEST_CHARS))
+        .collect();
+    let runs_before = earlier.len() as u32;
+    earlier.drain(..earlier.len().saturating_sub(EARLIER_REQUESTS_KEPT));
+    let earlier = EarlierRequests {
+        first_run: runs_before - earlier.len() as u32 + 1,
+        requests: &earlier,
+    };
     let plan_prompt = planning_prompt(PlanMode::SinglePass, &prompt, &queued);
     let plan = run.step(&orchestrator, plan_prompt, Some(&brief), Some(1)).await;
     if !plan.success {
@@ -57,7 +73,7 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     }
     phase(run, Phase::Dispatch);
     run.announce(&parsed.assignments, 1);
-    let results = run.dispatch(&parsed.assignments, &prompt, 1).await;
+    let results = run.dispatch(&parsed.assignments, &prompt, &earlier, 1).await;
     phase(run, Phase::Collect);
     if run.cancelled() {
         return Ok(finish(

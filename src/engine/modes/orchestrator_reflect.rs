@@ -15,11 +15,11 @@ use crate::model::{CycleOutcome, Evaluation, Mode, ReflectionCycle, Usage};
 use super::super::cycle::{self, CycleContext, CycleLoop, Step};
 use super::super::events::{EventKind, Phase};
 use super::super::protocol::{
-    AdjustmentInput, Assignment, EarlierResult, EvaluationStep, LastEvaluation, PlanFormat, PlanMode, Replan,
-    SynthesisStep, TeamContext, WorkerResult, checks, earlier_requests_after, evaluator_brief,
-    evaluator_prompt, kept_synthesis_iteration, nudge_prompt, orchestrator_brief, parse_evaluator_reply,
-    parse_self_evaluation, pending_adjustments, planning_prompt, replan_prompt, strip_sentinel_lines,
-    synthesis_prompt, trend, with_earlier_requests,
+    AdjustmentInput, Assignment, EarlierRequests, EarlierResult, EvaluationStep, LastEvaluation, PlanFormat,
+    PlanMode, Replan, StepPrompt, SynthesisStep, TeamContext, WorkerResult, checks, earlier_requests_after,
+    evaluator_brief, evaluator_prompt, in_run, kept_synthesis_iteration, nudge_prompt, orchestrator_brief,
+    parse_evaluator_reply, parse_self_evaluation, pending_adjustments, planning_prompt, replan_prompt,
+    strip_sentinel_lines, synthesis_prompt, trend, with_earlier_requests,
 };
 use super::super::run::Run;
 use super::super::session::{TurnResult, Window};
@@ -76,11 +76,20 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
         o.group(&run.team.group_id)
             .and_then(|g| g.state.orchestrator_reflect.clone())
     });
-    // A conversation that goes on from the group's earlier runs: its plans are told what
-    // they were asked (this run's request is in the brief).
-    let earlier_goals = match (&previous, run.team.memory) {
-        (Some(p), crate::model::Memory::Conversation) => earlier_requests_after(&p.earlier_goals, &p.goal),
-        _ => Vec::new(),
+    // A conversation that goes on from the group's earlier runs (its orchestrator's
+    // conversation still holds them: after a new conversation it starts again from none): the
+    // run's briefs say what they were asked.
+    let goes_on = run.team.memory == crate::model::Memory::Conversation
+        && !run.sent_prompts(&orchestrator, Some(1)).await.is_empty();
+    let (earlier_goals, earlier_runs) = match &previous {
+        Some(p) if goes_on => {
+            let before = p.earlier_runs.max(p.earlier_goals.len() as u32);
+            (
+                earlier_requests_after(&p.earlier_goals, &p.goal),
+                before + u32::from(!p.goal.trim().is_empty()),
+            )
+        }
+        _ => (Vec::new(), 0),
     };
     let state = match previous.filter(|_| resume) {
         Some(mut s) => {
@@ -95,6 +104,7 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
             max_iterations: run.team.max_iterations,
             started_at: Some(Utc::now()),
             earlier_goals,
+            earlier_runs,
             ..ReflectionCycle::default()
         },
     };
@@ -103,6 +113,7 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
     let mut carried = state.queued_messages.clone();
     carried.extend(pending);
     let workers = run.team.worker_infos();
+    let earlier = earlier_requests(&state);
     let brief = orchestrator_brief(
         &TeamContext {
             request: &state.goal,
@@ -115,7 +126,10 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
         },
         evaluator.is_none(),
     );
-    let evaluator_brief = evaluator.as_ref().map(|_| evaluator_brief(&state.goal));
+    let brief = with_earlier_requests(brief, &earlier);
+    let evaluator_brief = evaluator
+        .as_ref()
+        .map(|_| with_earlier_requests(evaluator_brief(&state.goal), &earlier));
     let mut cycle = TeamCycle {
         brief,
         evaluator_brief,
@@ -151,11 +165,25 @@ pub(super) async fn run(run: &mut Run<'_>, goal: String, resume: bool) -> Result
         let cx = CycleContext {
             control,
             emitter,
-            backoff: cycle.run.shared.options.error_backoff,
+            backoff: cycle
+                .run
+                .shared
+                .profile(&cycle.run.team.group_id, None)
+                .options
+                .error_backoff,
         };
         cycle::drive(&mut cycle, &cx).await
     };
     Ok(cycle.finish(outcome).await)
+}
+
+/// What the earlier runs of the cycle's conversation were asked, numbered by run.
+fn earlier_requests(state: &ReflectionCycle) -> EarlierRequests<'_> {
+    let kept = state.earlier_goals.len() as u32;
+    EarlierRequests {
+        requests: &state.earlier_goals,
+        first_run: state.earlier_runs.saturating_sub(kept) + 1,
+    }
 }
 
 impl CycleLoop for TeamCycle<'_, '_> {
@@ -205,6 +233,15 @@ impl CycleLoop for TeamCycle<'_, '_> {
 }
 
 impl TeamCycle<'_, '_> {
+    /// In a conversation, a step's kept form names its run (the briefs number the earlier
+    /// runs' requests the same way).
+    fn numbered(&self, prompt: StepPrompt) -> StepPrompt {
+        match self.run.team.memory {
+            crate::model::Memory::Conversation => in_run(prompt, self.state.earlier_runs + 1),
+            crate::model::Memory::Run => prompt,
+        }
+    }
+
     /// Saves the state and waits until it is on disk (a checkpoint: the event that reports
     /// the step comes after). False when it could not be written.
     async fn save(&mut self) -> bool {
@@ -303,7 +340,7 @@ impl TeamCycle<'_, '_> {
                 &queued,
             ),
         };
-        let prompt = with_earlier_requests(prompt, &self.state.earlier_goals);
+        let prompt = self.numbered(prompt);
         let first_plan_of_cycle = self.state.last_synthesis.is_none();
         let brief = self.brief.clone();
         let plan = self
@@ -370,7 +407,8 @@ impl TeamCycle<'_, '_> {
         self.phase(iteration, Phase::Dispatch);
         self.run.announce(&assignments, iteration);
         let goal = self.state.goal.clone();
-        let results = self.run.dispatch(&assignments, &goal, iteration).await;
+        let earlier = earlier_requests(&self.state);
+        let results = self.run.dispatch(&assignments, &goal, &earlier, iteration).await;
         self.persist();
         self.phase(iteration, Phase::Collect);
         if self.run.cancelled() || !self.checkpoint().await {
@@ -389,14 +427,14 @@ impl TeamCycle<'_, '_> {
         let earlier = self.remember(&results, iteration);
         // The checks go to whoever judges: the evaluator, else the synthesis judging itself.
         let evidence: Vec<_> = checks(&checks_said).into_iter().collect();
-        let prompt = synthesis_prompt(&SynthesisStep {
+        let prompt = self.numbered(synthesis_prompt(&SynthesisStep {
             request: &goal,
             iteration: Some((iteration, max)),
             results: &results,
             earlier: &earlier,
             self_evaluation: self.evaluator.is_none(),
             evidence: if self.evaluator.is_none() { &evidence } else { &[] },
-        });
+        }));
         let orchestrator = self.orchestrator.clone();
         let brief = self.brief.clone();
         let synthesis = self
@@ -415,12 +453,12 @@ impl TeamCycle<'_, '_> {
         self.phase(iteration, Phase::Evaluate);
         let (score, rationale, goal_met, evaluator_model) = match self.evaluator.clone() {
             Some(evaluator) => {
-                let prompt = evaluator_prompt(&EvaluationStep {
+                let prompt = self.numbered(evaluator_prompt(&EvaluationStep {
                     synthesis: &synthesis.text,
                     iteration,
                     max_iterations: max,
                     evidence: &evidence,
-                });
+                }));
                 let brief = self.evaluator_brief.clone();
                 let reply = self
                     .run

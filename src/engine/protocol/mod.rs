@@ -27,12 +27,13 @@ pub use evaluation::{
 };
 pub use names::{FUZZY_MIN_MARGIN, FUZZY_MIN_SIMILARITY, WorkerResolver};
 pub use prompts::{
-    EARLIER_RESULT_MAX_CHARS, EarlierResult, EvaluationStep, Evidence, LastEvaluation, PlanMode, Replan,
-    StepPrompt, SynthesisStep, TeamContext, WorkerBrief, WorktreeNote, checks, earlier_requests_after,
-    evaluator_brief, evaluator_prompt, kept_synthesis_iteration, nudge_prompt, orchestrator_brief,
-    planning_prompt, prompt_with_notes, reflection_brief, reflection_evaluator_prompt,
-    reflection_first_prompt, reflection_followup_prompt, replan_prompt, sequential_prompt, synthesis_prompt,
-    system_prompt_with_note, with_earlier_requests, worker_brief, worker_task_prompt, worktree_note,
+    EARLIER_REQUEST_CHARS, EARLIER_REQUESTS_KEPT, EARLIER_RESULT_MAX_CHARS, EarlierRequests, EarlierResult,
+    EvaluationStep, Evidence, LastEvaluation, PlanMode, Replan, StepPrompt, SynthesisStep, TeamContext,
+    WorkerBrief, WorktreeNote, checks, earlier_requests_after, evaluator_brief, evaluator_prompt, in_run,
+    kept_plan_request, kept_synthesis_iteration, nudge_prompt, orchestrator_brief, planning_prompt,
+    prompt_with_notes, reflection_brief, reflection_evaluator_prompt, reflection_first_prompt,
+    reflection_followup_prompt, replan_prompt, sequential_prompt, synthesis_prompt, system_prompt_with_note,
+    with_earlier_requests, worker_brief, worker_task_prompt, worktree_note,
 };
 pub use sentinels::{Sentinel, has_sentinel, sanitize_worker_text, strip_sentinel_lines};
 pub use stall::{

@@ -291,10 +291,13 @@ fn user_messages(out: &mut String, queued: &[String]) {
     }
 }
 
+/// Opens a user's message as the conversation keeps it (see [`kept_user_messages`]).
+const KEPT_USER_ADDED: &str = "\nThe user added: ";
+
 /// The user's messages as the conversation keeps them: one line each.
 fn kept_user_messages(out: &mut String, queued: &[String]) {
     for message in queued {
-        let _ = write!(out, "\nThe user added: {}", message.trim());
+        let _ = write!(out, "{KEPT_USER_ADDED}{}", message.trim());
     }
 }
 
@@ -315,7 +318,7 @@ pub fn planning_prompt(mode: PlanMode, request: &str, queued: &[String]) -> Step
         section(&mut out, REQUEST_HEADING, request);
         let _ = write!(
             kept,
-            "The plan for the request: {}",
+            "{KEPT_PLAN}{}",
             crate::text::cap_chars(request.trim(), KEPT_REQUEST_CHARS)
         );
     }
@@ -409,15 +412,33 @@ pub fn replan_prompt(replan: &Replan<'_>, queued: &[String]) -> StepPrompt {
     StepPrompt::compacted(out, kept)
 }
 
-/// Heads what a conversation's earlier runs were asked, in each plan of a later cycle.
+/// Heads what a conversation's earlier runs were asked, in the briefs of a later run.
 pub const EARLIER_REQUESTS_HEADING: &str = "## Earlier requests";
-/// How many earlier runs' requests a cycle's plans are told, at most (the newest).
-pub const EARLIER_REQUESTS_KEPT: usize = 3;
+/// How many earlier runs' requests a later run is told, at most (the newest): as many runs as a
+/// cycle's window can still send messages of (a plan and a synthesis each).
+pub const EARLIER_REQUESTS_KEPT: usize = 6;
 /// How much of each earlier request they are told.
 pub const EARLIER_REQUEST_CHARS: usize = 2 * 1024;
 
-/// The requests a cycle's plans are told of after `goal` was asked: `earlier` and `goal`, the
-/// newest [`EARLIER_REQUESTS_KEPT`], each at most [`EARLIER_REQUEST_CHARS`].
+/// What the earlier runs of a conversation were asked (`memory: conversation`), oldest first,
+/// and the number of the first of them among the conversation's runs (its messages name runs
+/// by these numbers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EarlierRequests<'a> {
+    pub requests: &'a [String],
+    pub first_run: u32,
+}
+
+impl EarlierRequests<'_> {
+    /// No earlier run (`memory: run`, or the first run of a conversation).
+    pub const NONE: EarlierRequests<'static> = EarlierRequests {
+        requests: &[],
+        first_run: 1,
+    };
+}
+
+/// The requests a later run is told of after `goal` was asked: `earlier` and `goal`, the newest
+/// [`EARLIER_REQUESTS_KEPT`], each at most [`EARLIER_REQUEST_CHARS`].
 pub fn earlier_requests_after(earlier: &[String], goal: &str) -> Vec<String> {
     let mut out: Vec<String> = earlier.to_vec();
     if !goal.trim().is_empty() {
@@ -428,34 +449,58 @@ pub fn earlier_requests_after(earlier: &[String], goal: &str) -> Vec<String> {
     out
 }
 
-/// A plan of a cycle whose conversation goes on from earlier runs (`memory: conversation`):
-/// what those runs were asked, after the plan's iteration line. Its kept form is unchanged (the
-/// brief has this run's request, and the next plan is told them again), so each request is said
-/// once per request, however little of the earlier runs the window still sends.
-pub fn with_earlier_requests(prompt: StepPrompt, earlier: &[String]) -> StepPrompt {
-    if earlier.is_empty() {
-        return prompt;
+/// A brief of a run whose conversation goes on from earlier runs (`memory: conversation`),
+/// with what those runs were asked, numbered by run. The brief is the same for every step of
+/// the run, so every role (plans, syntheses, the evaluator, the workers, a chat afterwards) is
+/// told them once per request, in the prompt's cached prefix, however little of the earlier
+/// runs the window still sends.
+pub fn with_earlier_requests(mut brief: String, earlier: &EarlierRequests<'_>) -> String {
+    if earlier.requests.is_empty() {
+        return brief;
     }
-    let mut said = format!(
-        "\n{EARLIER_REQUESTS_HEADING}\nEarlier runs of this conversation were asked these, oldest \
-         first; what the conversation holds from before this run answers them, not the request in \
-         your instructions:\n"
+    let _ = write!(
+        brief,
+        "\n{EARLIER_REQUESTS_HEADING}\nThis run goes on from earlier runs of this conversation, \
+         which were asked these (by run number, oldest first); the messages from before this run \
+         answer them, not this run's request:\n"
     );
-    for (n, request) in earlier.iter().enumerate() {
-        let _ = write!(said, "\n{}. {}\n", n + 1, request.trim());
+    for (n, request) in (earlier.first_run..).zip(earlier.requests) {
+        let _ = write!(brief, "\n{n}. {}\n", request.trim());
     }
-    let (head, rest) = prompt.text.split_once('\n').unwrap_or((prompt.text.as_str(), ""));
-    StepPrompt {
-        text: format!("{head}\n{said}\n{rest}"),
-        compact: prompt.compact,
-    }
+    brief
+}
+
+/// A cycle's step (a plan, a synthesis, an evaluation) in a conversation's run `run`: its kept
+/// form names the run (`Run 2, iteration 1 of 8: ...`), so that a later run can tell which
+/// request the messages it still sends answer.
+pub fn in_run(prompt: StepPrompt, run: u32) -> StepPrompt {
+    let compact = prompt.compact.map(|kept| match kept.strip_prefix("Iteration ") {
+        Some(rest) => format!("Run {run}, iteration {rest}"),
+        None => kept,
+    });
+    StepPrompt { compact, ..prompt }
+}
+
+/// Prefix of a single pass's plan as the conversation keeps it (see [`planning_prompt`]).
+const KEPT_PLAN: &str = "The plan for the request: ";
+
+/// The request of a single pass's plan as the conversation keeps it, from `text` (a user
+/// message as kept); `None` for any other message.
+pub fn kept_plan_request(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix(KEPT_PLAN)?;
+    let request = rest.split(KEPT_USER_ADDED).next().unwrap_or(rest).trim();
+    (!request.is_empty()).then_some(request)
 }
 
 /// The iteration of a synthesis' kept message (`Iteration <n>: the results of …`, see
 /// [`synthesis_prompt`]) in `text`, a user message as the conversation keeps it.
 pub fn kept_synthesis_iteration(text: &str) -> Option<u32> {
     text.lines().find_map(|line| {
-        let (n, rest) = line.strip_prefix("Iteration ")?.split_once(':')?;
+        let line = match line.strip_prefix("Run ") {
+            Some(numbered) => numbered.split_once(", iteration ")?.1,
+            None => line.strip_prefix("Iteration ")?,
+        };
+        let (n, rest) = line.split_once(':')?;
         rest.starts_with(KEPT_RESULTS).then(|| n.parse().ok()).flatten()
     })
 }

@@ -476,3 +476,45 @@ fn notes_come_before_the_prompt_one_line_each() {
         "## A note from the user, for you alone\n- check the tests\n- be brief\n\nYour task: X"
     );
 }
+
+#[test]
+fn a_later_runs_brief_numbers_the_earlier_requests_and_kept_steps_name_their_run() {
+    let requests = vec!["REQ3 first".to_string(), "REQ4 second".to_string()];
+    let brief = with_earlier_requests(
+        "brief".into(),
+        &EarlierRequests {
+            requests: &requests,
+            first_run: 3,
+        },
+    );
+    assert!(brief.contains(EARLIER_REQUESTS_HEADING), "{brief}");
+    assert!(
+        brief.contains("\n3. REQ3 first\n") && brief.contains("\n4. REQ4 second\n"),
+        "{brief}"
+    );
+    assert_eq!(
+        with_earlier_requests("brief".into(), &EarlierRequests::NONE),
+        "brief"
+    );
+    let plan = in_run(
+        planning_prompt(PlanMode::Reflect { max_iterations: 8 }, "", &[]),
+        5,
+    );
+    assert_eq!(plan.kept(), "Run 5, iteration 1 of 8: the first plan.");
+    assert_eq!(
+        kept_synthesis_iteration("Run 5, iteration 7: the results of a (ok)."),
+        Some(7)
+    );
+    assert_eq!(
+        kept_synthesis_iteration("Iteration 7: the results of a (ok)."),
+        Some(7)
+    );
+    let kept = planning_prompt(PlanMode::SinglePass, "Fix it.\nNow.", &["faster".into()]);
+    assert_eq!(kept_plan_request(kept.kept()), Some("Fix it.\nNow."));
+    assert_eq!(kept_plan_request("Iteration 1 of 8: the first plan."), None);
+    // As many as a cycle's window can send runs of, the newest.
+    let many: Vec<String> = (1..=9).map(|n| format!("R{n}")).collect();
+    let kept = earlier_requests_after(&many, "R10");
+    assert_eq!(kept.len(), EARLIER_REQUESTS_KEPT);
+    assert_eq!(kept.last().map(String::as_str), Some("R10"));
+}

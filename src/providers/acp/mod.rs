@@ -180,17 +180,24 @@ impl AcpProvider {
             None => {
                 let mut cmd = tokio::process::Command::new(&program);
                 cmd.args(&args).current_dir(cwd);
+                self.env.apply_async(&mut cmd);
                 cmd
             }
+            // Confined, it gets only what a sandboxed process gets of the environment.
             Some(sandbox) => super::command::confined(sandbox, self.key_env.as_deref(), None)
-                .command(&program, &args, Some(cwd), &self.command.needed_paths())
+                .command_in(
+                    &self.env,
+                    &program,
+                    &args,
+                    Some(cwd),
+                    &self.command.needed_paths(),
+                )
                 .await
                 .map_err(|e| match e {
                     crate::sandbox::SandboxError::NoProgram(_) => self.not_installed(&program),
                     other => self.error(ErrorKind::Config, other.to_string()),
                 })?,
         };
-        self.env.apply_async(&mut cmd);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -284,10 +284,9 @@ impl McpSource {
         }
         let mut command = self
             .sandbox
-            .command(program, args, dir, &needed_paths(program, args))
+            .command_in(&self.env, program, args, dir, &needed_paths(program, args))
             .await
             .map_err(|e| e.to_string())?;
-        self.env.apply_async(&mut command);
         command.envs(&self.config.env).kill_on_drop(true);
         let (process, stderr) = TokioChildProcess::builder(command)
             .stderr(Stdio::piped())

@@ -526,6 +526,7 @@ mod tests {
             patch: patch.into(),
             truncated: false,
             skipped: Vec::new(),
+            base: "abc".into(),
         }
     }
 
