@@ -397,7 +397,7 @@ pub async fn attach(paths: &Paths, repo: &Path, target: &str, events: bool) -> u
                 note(format_args!("huddle: {}", sanitize::display(&message)));
                 return code;
             }
-            Ok(Some(HostMessage::Event { event, stored })) => {
+            Ok(Some(HostMessage::Event { event, stored, .. })) => {
                 let event = restore_event(*event, stored);
                 if event.run_id.as_deref() != Some(run_id.as_str()) {
                     continue;

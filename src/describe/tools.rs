@@ -3,6 +3,31 @@
 use super::{Line, Tone, colon_quote, duration, quote};
 use crate::tools::Decision;
 
+/// A TUI's answer to what a run asks another front end (the one that started it), refused by
+/// the host.
+pub fn asked_elsewhere(front: &str) -> String {
+    format!("this is asked in {front}, which started the run: it is answered there")
+}
+
+/// A tool approval of a run another front end started, as a TUI tells it without asking
+/// (`server/tool` for `session`).
+pub fn approval_asked_elsewhere(session: &str, server: &str, tool: &str, front: &str) -> String {
+    format!(
+        "{} waits for approval of {}/{}: asked in {front}, which started the run",
+        quote(session),
+        quote(server),
+        quote(tool)
+    )
+}
+
+/// A relay draft of a run another front end started, as a TUI tells it without asking.
+pub fn draft_asked_elsewhere(group: &str, front: &str) -> String {
+    format!(
+        "a relay draft of {} waits: asked in {front}, which started the run",
+        quote(group)
+    )
+}
+
 /// A member's `team_broadcast` call: a broadcast that went through is said by its broadcast.
 pub fn is_broadcast(name: &str) -> bool {
     name == crate::engine::protocol::team_talk::BROADCAST_TOOL

@@ -204,6 +204,8 @@ pub struct BlockingClient {
     next_id: u64,
     /// The host's, for what is said when it does not answer.
     pid: u32,
+    /// How long it waits for an answer.
+    deadline: Duration,
 }
 
 impl Client {
@@ -237,6 +239,7 @@ impl BlockingClient {
             stream,
             next_id,
             pid,
+            deadline,
         })
     }
 }
@@ -252,16 +255,11 @@ impl BlockingClient {
             id,
             request: Box::new(request),
         });
-        let pid = self.pid;
+        let (pid, deadline) = (self.pid, self.deadline);
         let failed = |e: io::Error, what: &str| {
             if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) {
-                (
-                    1,
-                    format!(
-                        "{} (what it was asked may still happen once it goes on)",
-                        does_not_answer(Some(pid.to_string()))
-                    ),
-                )
+                // A host may be busy with it (a slow edit), not stuck: nobody is told to kill it.
+                (1, did_not_answer_in_time(pid, deadline))
             } else {
                 (1, format!("cannot {what} the huddle host: {e}"))
             }
@@ -464,6 +462,18 @@ async fn spawn_host(repo: &Path) -> Result<(), ClientError> {
 }
 
 /// What a front end says of a host that took its connection and does not answer.
+/// An edit not answered within `deadline`: it may still be made.
+fn did_not_answer_in_time(pid: u32, deadline: Duration) -> String {
+    let within = if deadline.as_secs() > 0 {
+        format!("{} s", deadline.as_secs())
+    } else {
+        format!("{} ms", deadline.as_millis())
+    };
+    format!(
+        "the huddle host (pid {pid}) did not answer within {within} (busy, stopped or stuck?); what it was asked may still happen (see the log in the data dir's logs folder)"
+    )
+}
+
 fn does_not_answer(pid: Option<String>) -> String {
     match pid {
         Some(pid) => format!(
@@ -487,8 +497,12 @@ mod tests {
         let (code, message) = client.call(Request::Ps).expect_err("no answer comes");
         assert_eq!(code, 1);
         assert!(
-            message.contains("the huddle host (pid 4242) does not answer"),
+            message.contains("the huddle host (pid 4242) did not answer within 50 ms"),
             "{message}"
+        );
+        assert!(
+            !message.contains("kill"),
+            "a host that may be busy is not to be killed: {message}"
         );
         // Its late answer is not taken for the next call's.
         use std::io::Write;

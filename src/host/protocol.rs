@@ -355,6 +355,11 @@ pub enum HostMessage {
         event: Box<EngineEvent>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         stored: Option<Box<Message>>,
+        /// On a tool approval or relay draft that waits: the front end that is asked (the one
+        /// that started the run, e.g. `huddle mcp (pid N)`) when it is not the TUIs. A TUI
+        /// does not put it to its user.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        asked_elsewhere: Option<String>,
     },
     /// The whole organization as it is now (sent on subscribing, then after changes).
     Org {
@@ -377,8 +382,39 @@ impl HostMessage {
         HostMessage::Event {
             event: Box::new(event),
             stored,
+            asked_elsewhere: None,
         }
     }
+
+    /// An event of a run started by `front`: one that asks says whom it asks when that is
+    /// not the TUIs.
+    pub fn event_of(event: EngineEvent, front: Option<&str>) -> HostMessage {
+        let asked_elsewhere = asks(&event.kind).then(|| asked_elsewhere(front)).flatten();
+        match HostMessage::event(event) {
+            HostMessage::Event { event, stored, .. } => HostMessage::Event {
+                event,
+                stored,
+                asked_elsewhere,
+            },
+            other => other,
+        }
+    }
+}
+
+/// An event that waits for a person: a tool approval, a relay draft.
+fn asks(kind: &crate::engine::events::EventKind) -> bool {
+    use crate::engine::events::EventKind;
+    matches!(
+        kind,
+        EventKind::ToolApprovalRequested { .. } | EventKind::RelayDraft { waiting: true, .. }
+    )
+}
+
+/// Whom a run started by `front` asks when that is not the TUIs: the front end that started
+/// it (`huddle run`, `huddle mcp`). A TUI's run (`tui (pid N)`) or one nobody started asks the
+/// TUIs.
+pub fn asked_elsewhere(front: Option<&str>) -> Option<String> {
+    front.filter(|f| !f.starts_with("tui")).map(str::to_string)
 }
 
 /// An event read back from the wire, its in-memory message put back in place.
@@ -502,7 +538,10 @@ mod tests {
             },
         };
         let line = encode(&HostMessage::event(event.clone()));
-        let HostMessage::Event { event: back, stored } = decode::<HostMessage>(&line).unwrap() else {
+        let HostMessage::Event {
+            event: back, stored, ..
+        } = decode::<HostMessage>(&line).unwrap()
+        else {
             panic!("{line}")
         };
         assert_eq!(restore_event(*back, stored), event);

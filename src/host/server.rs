@@ -95,6 +95,9 @@ struct Shared {
     run_listed: Notify,
     /// The runs TUIs started, per group or session.
     tui_scopes: Arc<super::tui_calls::Scopes>,
+    /// Teams whose `worktree_created` hooks still go (made and answered; not run until they
+    /// end).
+    preparing: Mutex<std::collections::HashSet<String>>,
     quit: AtomicBool,
 }
 
@@ -215,6 +218,7 @@ pub fn serve_on(
         activity: Notify::new(),
         run_listed: Notify::new(),
         tui_scopes: Arc::default(),
+        preparing: Mutex::default(),
         quit: AtomicBool::new(false),
     });
     let accept = {
@@ -507,6 +511,23 @@ async fn converse(stream: UnixStream, shared: &Arc<Shared>) {
     tracing::info!("a front end went");
 }
 
+/// True while the team `key` runs in (or its member's) has `worktree_created` hooks going.
+fn preparing(shared: &Shared, key: &RunKey) -> bool {
+    let preparing = lock(&shared.preparing);
+    if preparing.is_empty() {
+        return false;
+    }
+    let group = match key {
+        RunKey::Team { group_id } => Some(group_id.clone()),
+        RunKey::Chat { session_id } | RunKey::Reflection { session_id } => shared
+            .parts
+            .engine
+            .org()
+            .read(|o| o.session(session_id).map(|s| s.group_id.clone())),
+    };
+    group.is_some_and(|g| preparing.contains(&g))
+}
+
 /// The id of a request the host could not read, when its line says one.
 fn request_id(line: &str) -> Option<u64> {
     serde_json::from_str::<serde_json::Value>(line)
@@ -720,11 +741,12 @@ async fn handle(
             reply(tx, id, Reply::Done);
         }
         Request::Edit { call } => {
-            let (front, engine, tx) = (Arc::clone(front), engine.clone(), tx.clone());
+            let (front, engine, tx, shared) =
+                (Arc::clone(front), engine.clone(), tx.clone(), Arc::clone(shared));
             let team = matches!(call, crate::workspace::EditCall::CreateTeamWith { .. });
             // A team's worktree hooks are those of the front end's configuration.
             let profile = if team {
-                shared_profile(shared, &front).ok().flatten()
+                shared_profile(&shared, &front).ok().flatten()
             } else {
                 None
             };
@@ -736,9 +758,13 @@ async fn handle(
                 let Ok(result) = done else {
                     return failed(&tx, id, 1, "the edit failed in the huddle host (see its log)");
                 };
-                // A team made with worktrees: their hooks run before it is shown ready.
-                if let Some(group_id) = result.get("Ok").and_then(|v| v.as_str()).filter(|_| team) {
-                    engine.worktree_created_hooks(group_id, profile).await;
+                let made = result
+                    .get("Ok")
+                    .and_then(|v| v.as_str())
+                    .filter(|_| team)
+                    .map(str::to_string);
+                if let Some(group_id) = &made {
+                    lock(&shared.preparing).insert(group_id.clone());
                 }
                 let (org, version) = engine.org().versioned();
                 reply(
@@ -750,10 +776,31 @@ async fn handle(
                         version,
                     },
                 );
+                // A team made with worktrees: their hooks (a dependency install, minutes long)
+                // run once it is answered, their `hook_*` events showing how they go; the front
+                // end does not wait for them, and the team does not run until they end.
+                if let Some(group_id) = made {
+                    engine.worktree_created_hooks(&group_id, profile).await;
+                    lock(&shared.preparing).remove(&group_id);
+                }
             });
         }
         Request::Engine { call } => {
+            // A TUI does not answer for the front end a run asks (it started the run).
+            if let Some(asker) = lock(&shared.table).asked_elsewhere_of(&call) {
+                return failed(tx, id, 2, crate::describe::tools::asked_elsewhere(&asker));
+            }
             let starts = super::tui_calls::run_started_by(&call);
+            if let Some(key) = &starts
+                && preparing(shared, key)
+            {
+                return failed(
+                    tx,
+                    id,
+                    2,
+                    "its team's worktree_created hooks still prepare its worktrees: send it again once they end",
+                );
+            }
             if let Some(key) = &starts {
                 lock(&shared.table).expect_front(key, front.label.clone());
             }
@@ -1087,16 +1134,18 @@ async fn replay_then_live(
                         tracing::warn!(error = %e, "cannot read a run file back for a front end");
                         Vec::new()
                     });
-                    (lines, logged)
+                    (lines, logged, run.front)
                 })
                 .collect::<Vec<_>>()
         })
         .await
         .unwrap_or_default();
-        for (lines, logged) in read {
+        for (lines, logged, front) in read {
             for line in lines.iter().take(logged) {
                 if let Ok(record) = serde_json::from_str::<RunRecord>(line)
-                    && !tx.send_paced(HostMessage::event(record.event)).await
+                    && !tx
+                        .send_paced(HostMessage::event_of(record.event, front.as_deref()))
+                        .await
                 {
                     return;
                 }

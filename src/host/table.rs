@@ -118,6 +118,9 @@ impl Table {
             return;
         }
         let run_id = event.run_id.as_deref();
+        let front = run_id
+            .and_then(|id| self.runs.get(id))
+            .and_then(|e| e.info.front.clone());
         self.followers.retain(|f| {
             let wanted = match &f.filter {
                 Filter::Every => true,
@@ -126,7 +129,7 @@ impl Table {
             if !wanted {
                 return !f.tx.is_closed();
             }
-            let sent = f.tx.send(HostMessage::event(event.clone()));
+            let sent = f.tx.send(HostMessage::event_of(event.clone(), front.as_deref()));
             // A run's follower is done with its end.
             let done = ended && matches!(f.filter, Filter::Run(_));
             sent && !done
@@ -192,6 +195,23 @@ impl Table {
                 self.fronts.insert(run_id.to_string(), front);
             }
         }
+    }
+
+    /// The front end other than the TUIs that `call` (a TUI's answer to an approval or a relay
+    /// draft) would answer for: the run's asker, which the host leaves the answer to.
+    pub fn asked_elsewhere_of(&self, call: &super::protocol::EngineCall) -> Option<String> {
+        use super::protocol::EngineCall;
+        let run = match call {
+            EngineCall::AnswerApproval { approval_id, .. } => {
+                self.runs.values().find(|e| e.approvals.contains_key(approval_id))
+            }
+            EngineCall::AnswerRelay { group_id, .. } => self
+                .runs
+                .values()
+                .find(|e| e.info.key == RunKey::team(group_id.as_str())),
+            _ => None,
+        }?;
+        super::protocol::asked_elsewhere(run.info.front.as_deref())
     }
 
     /// `front` is about to start a run of `key`: the next run of it to start is said to be its.
@@ -582,6 +602,67 @@ mod tests {
             None,
             "a refused call leaves nothing"
         );
+    }
+
+    /// What a run another front end started asks goes to the TUIs marked as asked there, and a
+    /// TUI's answer to it is found to be that front end's to give (review 23-3 H); a TUI's run
+    /// asks the TUIs.
+    #[test]
+    fn what_a_run_of_another_front_end_asks_is_marked_as_asked_there() {
+        use crate::host::protocol::EngineCall;
+        let mut table = Table::default();
+        let (tx, mut rx) = crate::host::outbox::outbox();
+        table.follow_all(tx);
+        table.expect_front(&RunKey::team("gid"), "huddle mcp (pid 9)".into());
+        table.apply(&event(
+            "r1",
+            EventKind::RunStarted {
+                key: RunKey::team("gid"),
+            },
+        ));
+        let asks = |id: u64| EventKind::ToolApprovalRequested {
+            session_id: "s".into(),
+            session: "one".into(),
+            approval_id: id,
+            call_id: "c".into(),
+            server: "time".into(),
+            tool: "now".into(),
+            arguments: "{}".into(),
+            reason: None,
+            options: Vec::new(),
+        };
+        table.apply(&event("r1", asks(1)));
+        let _started = rx.try_recv().expect("run_started");
+        let line = rx.try_recv().expect("the approval");
+        assert!(
+            line.contains("\"asked_elsewhere\":\"huddle mcp (pid 9)\""),
+            "{line}"
+        );
+        let answer = |approval_id| EngineCall::AnswerApproval {
+            approval_id,
+            decision: crate::tools::Decision::ApproveOnce,
+        };
+        assert_eq!(
+            table.asked_elsewhere_of(&answer(1)).as_deref(),
+            Some("huddle mcp (pid 9)")
+        );
+        // A TUI's run: the TUIs are asked, and answer.
+        table.expect_front(&RunKey::team("g2"), "tui (pid 7)".into());
+        let mut started = event(
+            "r2",
+            EventKind::RunStarted {
+                key: RunKey::team("g2"),
+            },
+        );
+        started.group_id = "g2".into();
+        table.apply(&started);
+        let mut asked = event("r2", asks(2));
+        asked.group_id = "g2".into();
+        table.apply(&asked);
+        let _started = rx.try_recv().expect("run_started");
+        let line = rx.try_recv().expect("the approval");
+        assert!(!line.contains("asked_elsewhere"), "{line}");
+        assert_eq!(table.asked_elsewhere_of(&answer(2)), None);
     }
 
     #[test]

@@ -248,11 +248,25 @@ impl App {
     }
 
     /// A call waiting for approval joins the popup's queue; one settled elsewhere (its run
-    /// stopped) leaves it, as do those of a run that ended.
+    /// stopped) leaves it, as do those of a run that ended. One of a run another front end
+    /// started (`huddle mcp`, `huddle run`) is asked there: the status line says so, no popup.
     fn follow_approvals(&mut self, event: &EngineEvent) {
         match &event.kind {
-            EventKind::ToolApprovalRequested { .. } => {
-                if let Some(request) = ApprovalRequest::from_event(event) {
+            EventKind::ToolApprovalRequested {
+                session,
+                server,
+                tool,
+                ..
+            } => {
+                let elsewhere = event
+                    .run_id
+                    .as_deref()
+                    .and_then(|r| self.edits.asked_elsewhere(r));
+                if let Some(front) = elsewhere {
+                    let said =
+                        crate::describe::tools::approval_asked_elsewhere(session, server, tool, &front);
+                    self.flash(said, false);
+                } else if let Some(request) = ApprovalRequest::from_event(event) {
                     self.dialogs.request_approval(request);
                 }
             }

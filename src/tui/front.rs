@@ -386,7 +386,18 @@ fn take(
     remote: &RemoteEdits,
 ) {
     match message {
-        HostMessage::Event { event, stored } => {
+        HostMessage::Event {
+            event,
+            stored,
+            asked_elsewhere,
+        } => {
+            if let Some(run_id) = &event.run_id {
+                if let Some(front) = &asked_elsewhere {
+                    remote.asked_elsewhere(run_id, &event.group_id, front);
+                } else if matches!(event.kind, crate::engine::events::EventKind::RunEnded { .. }) {
+                    remote.run_ended(run_id);
+                }
+            }
             let _ = events.send(restore_event(*event, stored));
         }
         HostMessage::Org { org, version } => {

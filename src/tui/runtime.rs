@@ -746,9 +746,13 @@ pub fn run_blocking(edits: &Edits, repo: &Path, command: Command) -> Option<AppE
                 .map_err(|e| e.to_string()),
         ),
         Command::CreateTeam { preset, strategy } => AppEvent::TeamCreated {
-            result: edits
-                .create_team_with(&preset, strategy)
-                .map_err(|e| e.to_string()),
+            result: edits.create_team_with(&preset, strategy).map_err(|e| match e {
+                // The host may still make it (its hooks may be slow): not said to be undone.
+                crate::workspace::EditError::Unanswered(why) => {
+                    format!("{why}\n{}", super::features::worktrees::MAY_APPEAR)
+                }
+                e => format!("{e}\nNothing was made."),
+            }),
             preset: preset.name,
             warnings: preset.warnings,
         },

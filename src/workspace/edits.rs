@@ -37,6 +37,9 @@ pub enum EditError {
     /// A git worktree operation failed or was refused (the text says why and what to do).
     #[error("{0}")]
     Worktree(String),
+    /// The host did not answer the edit (in time, or readably): it may still be made.
+    #[error("{0}")]
+    Unanswered(String),
 }
 
 impl From<WorktreeError> for EditError {
@@ -202,6 +205,17 @@ impl Edits {
     /// True for a front end of the host (its edits are the host's).
     pub fn is_remote(&self) -> bool {
         self.remote.is_some()
+    }
+
+    /// The front end (`huddle mcp (pid N)`...) the approvals of run `run_id` are asked of
+    /// when it is not the TUIs; `None` for the TUIs' runs (and without a host).
+    pub fn asked_elsewhere(&self, run_id: &str) -> Option<String> {
+        self.remote.as_ref()?.asker_of_run(run_id)
+    }
+
+    /// The same for the run of group `group_id` (a relay's drafts).
+    pub fn group_asked_elsewhere(&self, group_id: &str) -> Option<String> {
+        self.remote.as_ref()?.asker_of_group(group_id)
     }
 
     /// Where team worktrees live (`Paths::worktrees_dir`): needed to make or remove any.

@@ -186,7 +186,7 @@ pub(super) trait Remoted: DeserializeOwned {
 
 impl<T: DeserializeOwned> Remoted for Result<T, EditError> {
     fn unreachable(why: String) -> Self {
-        Err(EditError::Invalid(why))
+        Err(EditError::Unanswered(why))
     }
 }
 
@@ -239,6 +239,9 @@ pub struct RemoteEdits {
     /// Sessions' sandbox labels (read on every frame): the label last heard and when it was
     /// last asked for (asked again after a while, in the background).
     labels: Mutex<std::collections::HashMap<String, (std::time::Instant, Option<String>)>>,
+    /// Runs whose tool approvals and relay drafts another front end is asked (`huddle run`,
+    /// `huddle mcp`): by run id, its group and that front end, as the host said.
+    asked_elsewhere: Mutex<std::collections::HashMap<String, (String, String)>>,
 }
 
 /// How long a session's sandbox label is shown before it is asked again.
@@ -252,7 +255,35 @@ impl RemoteEdits {
             mirror,
             version: AtomicU64::new(version),
             labels: Mutex::new(std::collections::HashMap::new()),
+            asked_elsewhere: Mutex::new(std::collections::HashMap::new()),
         }
+    }
+
+    /// The host said run `run_id` (of group `group_id`) asks `front`, not the TUIs: its
+    /// approvals and drafts are not put to this TUI's user. Said before the event that asks
+    /// is handed on, so the TUI knows it when the event comes.
+    pub fn asked_elsewhere(&self, run_id: &str, group_id: &str, front: &str) {
+        lock(&self.asked_elsewhere).insert(run_id.to_string(), (group_id.to_string(), front.to_string()));
+    }
+
+    /// The run ended: nothing of it is asked any more.
+    pub fn run_ended(&self, run_id: &str) {
+        lock(&self.asked_elsewhere).remove(run_id);
+    }
+
+    /// The front end a run's approvals and drafts are asked of, when it is not the TUIs.
+    pub fn asker_of_run(&self, run_id: &str) -> Option<String> {
+        lock(&self.asked_elsewhere)
+            .get(run_id)
+            .map(|(_, front)| front.clone())
+    }
+
+    /// The same for the run of a group (a relay's draft).
+    pub fn asker_of_group(&self, group_id: &str) -> Option<String> {
+        lock(&self.asked_elsewhere)
+            .values()
+            .find(|(group, _)| group == group_id)
+            .map(|(_, front)| front.clone())
     }
 
     /// The front end reached a host again (the same after cutting it off, or a new one): its
@@ -263,6 +294,8 @@ impl RemoteEdits {
         self.version.store(0, Ordering::SeqCst);
         self.install(org, version);
         lock(&self.labels).clear();
+        // The host's replay says again which runs ask elsewhere.
+        lock(&self.asked_elsewhere).clear();
     }
 
     /// How edits that are not waited for go out from now on.

@@ -1107,3 +1107,112 @@ async fn a_host_that_does_not_answer_is_named_not_waited_for() {
     assert!(e.contains("does not answer"), "{e}");
     assert!(e.contains(&format!("pid {}", std::process::id())), "{e}");
 }
+
+/// A team whose `worktree_created` hook runs long (a dependency install) is answered as soon
+/// as its worktrees exist: the TUI's edit does not wait for the hook past the host's 10 s
+/// deadline and say nothing was made (review 23-3 A). The hook here waits until the test lets
+/// it go, so without the early answer the edit could only time out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_with_a_slow_worktree_hook_is_answered_before_the_hook_ends() {
+    use huddle::host::client::Client;
+    use huddle::host::protocol::{EngineCall, Hello, Reply, Request};
+    use huddle::model::WorktreeStrategy;
+    use huddle::workspace::EditCall;
+    let repo = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-C"])
+            .arg(repo.path())
+            .args(args)
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(repo.path().join("README.md"), "hello\n").unwrap();
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "first"]);
+    let release = repo.path().join("release-the-hook");
+    let _release = Release(release.clone());
+    let config = format!(
+        "default_model: sim/demo\nhooks:\n  worktree_created:\n    - command: [sh, -c, \"while [ ! -e '{}' ]; do sleep 0.05; done\"]\n      timeout_secs: 600\n",
+        release.display()
+    );
+    let owner = Owner::with_config(&config, |home| {
+        std::fs::create_dir_all(home.join("presets")).unwrap();
+        std::fs::write(
+            home.join("presets/hooked.yaml"),
+            "name: Hooked Team\nmode: broadcast\nworktrees: fully_isolated\nworkers:\n  - { name: alpha }\n  - { name: beta }\n",
+        )
+        .unwrap();
+    });
+    let paths = Paths::single(owner.path().to_path_buf());
+    let front_config = Config::load(&paths).unwrap().config;
+    let preset = huddle::presets::Catalog::load(&paths, &front_config, Some(repo.path()))
+        .find("Hooked Team")
+        .cloned()
+        .expect("the preset");
+    let hello = Hello::new("tui-edits", repo.path()).with_work(front_config, true);
+    let client = Client::connect(&paths, &hello, false).await.expect("the host");
+    let mut edits = client.into_blocking().expect("blocking");
+    let answered = tokio::task::spawn_blocking(move || {
+        edits.call(Request::Edit {
+            call: EditCall::CreateTeamWith {
+                preset: Box::new(preset),
+                strategy: WorktreeStrategy::FullyIsolated,
+            },
+        })
+    })
+    .await
+    .unwrap();
+    let Ok(Reply::Edited { result, org, .. }) = answered else {
+        panic!("the edit was not answered while its hook ran: {answered:?}");
+    };
+    let group_id = result["Ok"].as_str().expect("the team's id").to_string();
+    let group = org
+        .groups
+        .iter()
+        .find(|g| g.id == group_id)
+        .expect("the team is there");
+    assert_eq!(group.name, "Hooked Team");
+    assert_eq!(
+        org.sessions_in(&group_id).len(),
+        2,
+        "both members with their worktrees"
+    );
+    assert!(
+        org.sessions_in(&group_id).iter().all(|s| s.worktree.is_some()),
+        "worktrees made before the answer"
+    );
+    // While the hook prepares the worktrees, the team does not run.
+    let tui_config = Config::load(&paths).unwrap().config;
+    let mut tui = Client::connect(
+        &paths,
+        &Hello::new("tui", repo.path()).with_work(tui_config, true),
+        false,
+    )
+    .await
+    .expect("the host");
+    let refused = tui
+        .call(Request::Engine {
+            call: EngineCall::RunGroup {
+                group_id: group_id.clone(),
+                prompt: "go".into(),
+                attachments: Vec::new(),
+            },
+        })
+        .await;
+    assert!(
+        matches!(&refused, Err((2, why)) if why.contains("worktree_created hooks still prepare")),
+        "{refused:?}"
+    );
+}
+
+/// Lets a waiting hook go when the test ends, however it ends.
+struct Release(PathBuf);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.0, "");
+    }
+}

@@ -14,7 +14,7 @@ use huddle::tui::dialogs::Dialog;
 use huddle::workspace::{EditCall, EditTransport, Edits, RemoteEdits};
 
 use super::tui_support::{
-    approval_requested, builtin_catalog, ch, config, key, repo, run_started, type_text,
+    approval_requested, builtin_catalog, ch, config, key, render, repo, run_started, screen_text, type_text,
 };
 
 /// A host that answers every edit with nothing (these tests make none that matter).
@@ -308,4 +308,57 @@ fn a_tui_that_started_nothing_counts_the_runs_that_go_on() {
         "nothing of its own: no offer"
     );
     assert_eq!(app.left_going(), 2);
+}
+
+fn member_of(app: &App, group_id: &str) -> String {
+    app.org
+        .read(|o| {
+            o.sessions
+                .iter()
+                .find(|s| s.group_id == group_id)
+                .map(|s| s.id.clone())
+        })
+        .expect("a member")
+}
+
+/// A run another front end started (an MCP client's, `huddle run`'s) asks there: this TUI
+/// puts no popup in front of its user, its `y` answers nothing, and the status line says
+/// where it is asked (review 23-3 H). A TUI's run is still asked here.
+#[test]
+fn an_approval_of_a_run_another_front_end_started_is_not_asked_here() {
+    let (mut app, remote, _, ours, theirs) = front_app();
+    let run = run_started(&mut app, RunKey::team(&theirs));
+    remote.asked_elsewhere(&run, &theirs, "huddle mcp (pid 42)");
+    let call = ToolCall {
+        id: "c1".into(),
+        name: "time__convert_time".into(),
+        arguments: "{}".into(),
+    };
+    let member = member_of(&app, &theirs);
+    approval_requested(&mut app, &run, &member, 1, &call);
+    assert!(
+        !matches!(app.dialogs.last(), Some(Dialog::Approval(_))),
+        "no popup for another front end's run"
+    );
+    let text = screen_text(&render(&mut app, 160, 30));
+    assert!(text.contains("asked in huddle mcp (pid 42)"), "{text}");
+    let answered = app.handle_key(ch('y'));
+    assert!(
+        !answered
+            .iter()
+            .any(|c| matches!(c, Command::AnswerApproval { .. })),
+        "{answered:?}"
+    );
+    // A run of a TUI: asked here as before.
+    let mine = run_started(&mut app, RunKey::team(&ours));
+    let member = member_of(&app, &ours);
+    approval_requested(&mut app, &mine, &member, 2, &call);
+    assert!(matches!(app.dialogs.last(), Some(Dialog::Approval(_))));
+    let answered = app.handle_key(ch('y'));
+    assert!(
+        answered
+            .iter()
+            .any(|c| matches!(c, Command::AnswerApproval { approval_id: 2, .. })),
+        "{answered:?}"
+    );
 }

@@ -33,7 +33,11 @@ pub fn open(cx: &mut Cx, panel: &mut TeamPanel) {
 
 fn popup(cx: &Cx, panel: &TeamPanel, group_id: &str) -> Option<RelayDraftPopup> {
     let relay = panel.cycles.get(group_id)?.relay.as_ref()?;
-    if !cx.team_running(group_id) || !relay.waits_for_you() {
+    // A relay another front end started asks there.
+    if !cx.team_running(group_id)
+        || !relay.waits_for_you()
+        || cx.edits.group_asked_elsewhere(group_id).is_some()
+    {
         return None;
     }
     let name = cx
@@ -119,6 +123,19 @@ pub fn follow(cx: &mut Cx, panel: &TeamPanel, event: &EngineEvent) {
     if settled {
         cx.dialogs
             .retain(|d| !matches!(d, Dialog::RelayDraft(p) if p.group_id == *group_id));
+    }
+    if let EventKind::RelayDraft { waiting: true, .. } = &event.kind
+        && let Some(front) = cx.edits.group_asked_elsewhere(group_id)
+    {
+        let name = cx
+            .org
+            .read(|o| o.group(group_id).map(|g| sanitize::display(&g.name).into_owned()))
+            .unwrap_or_default();
+        cx.flash.say(
+            crate::describe::tools::draft_asked_elsewhere(&name, &front),
+            false,
+        );
+        return;
     }
     if let EventKind::RelayDraft { waiting: true, .. } = &event.kind
         && let Some(popup) = popup(cx, panel, group_id)

@@ -19,6 +19,9 @@ use crate::tui::worktree_marks::{Mark, WorktreeMarks};
 use crate::workspace::{AtRisk, RemovalReport, WorktreeChoice};
 use crate::worktrees::{MergeMethod, MergeOutcome, MergePlan, WorktreeError};
 
+/// Ends what is said of a team the host did not confirm in time (it may still be made).
+pub const MAY_APPEAR: &str = "The team may still appear: it shows once the host sends it.";
+
 /// The strategies offered, in order, with what each makes.
 const STRATEGIES: [(WorktreeStrategy, &str); 4] = [
     (
@@ -287,9 +290,14 @@ impl Worktrees {
                     .say(format!("{preset} created with its worktrees"), false);
                 select_team(cx, id, preset, &warnings);
             }
-            Err(e) => cx
-                .dialogs
-                .error("Team not created", format!("{preset}: {e}\nNothing was made.")),
+            Err(e) => cx.dialogs.error(
+                if e.ends_with(MAY_APPEAR) {
+                    "Team not confirmed"
+                } else {
+                    "Team not created"
+                },
+                format!("{preset}: {e}"),
+            ),
         }
         Vec::new()
     }
