@@ -71,6 +71,9 @@ pub async fn run(paths: &Paths, request: RunRequest, detach: bool) -> u8 {
         }
     };
     let hello = Hello::new("run", &request.repo).with_work(config, crate::headless_relay::on_terminal());
+    // Taken before the run is asked for: a SIGTERM that comes once the host has started it
+    // stops it (exit 143), rather than killing this process with the run left behind.
+    let signals = Signals::new();
     let client = match connect(paths, &hello, true).await {
         Ok(c) => c,
         Err(code) => return code.min(1),
@@ -90,12 +93,17 @@ pub async fn run(paths: &Paths, request: RunRequest, detach: bool) -> u8 {
             return 1;
         }
     };
-    follow_run(&mut reader, &mut writer, id, detach).await
+    follow_run(&mut reader, &mut writer, id, detach, signals).await
 }
 
 /// Prints a run's output as it comes, passes signals and draft answers on; the exit code.
-async fn follow_run(reader: &mut Reader, writer: &mut Writer, id: u64, detach: bool) -> u8 {
-    let mut signals = Signals::new();
+async fn follow_run(
+    reader: &mut Reader,
+    writer: &mut Writer,
+    id: u64,
+    detach: bool,
+    mut signals: Signals,
+) -> u8 {
     let mut stopping = false;
     // Standard output gone: the exit code says so, as for a local run.
     let mut stdout_lost: Option<u8> = None;
