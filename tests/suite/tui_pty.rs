@@ -508,11 +508,15 @@ fn the_tui_joins_the_host_a_huddle_run_left_idle_or_busy() {
         String::from_utf8_lossy(&out.stderr)
     );
     let run_id = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let app = Huddle::start(home.path(), repo.path());
+    let mut app = Huddle::start(home.path(), repo.path());
     app.wait_for("2 session(s)");
     assert_eq!(huddle::store::DataDirLock::holder(&lock), host, "the same host");
     let stopped = huddle_run(&["stop", &run_id]);
     assert_eq!(stopped.status.code(), Some(0));
+    // The TUI goes first: one still open would start a new host after this one ends (it
+    // reconnects), and the lock would never be free.
+    app.key("q");
+    app.wait_exit();
     let start = Instant::now();
     // The host would wait out its minute: the test ends it (SIGTERM: it saves and exits).
     while huddle::store::DataDirLock::holder(&lock).is_some() {
