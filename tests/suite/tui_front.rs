@@ -66,20 +66,10 @@ fn two_tuis_on_one_data_dir_see_each_others_edits() {
     assert!(org.contains(&*repo_b.path().to_string_lossy()), "{org}");
 }
 
-/// A run started in a TUI goes on when it quits (leaving it running is the default), `huddle
-/// ps` lists it meanwhile, and the next TUI shows it live where it is, to its end; it is not
-/// offered as an interrupted run.
-#[test]
-fn a_run_outlives_the_tui_that_started_it_and_the_next_one_shows_it() {
-    let home = tempfile::tempdir().unwrap();
-    let repo = tempfile::tempdir().unwrap();
-    std::fs::write(
-        home.path().join("config.yaml"),
-        "default_model: sim/slow-1500ms\n",
-    )
-    .unwrap();
-
-    let mut app = Huddle::start(home.path(), repo.path());
+/// A TUI (with slow sim answers) that made an Implement & Challenge team and started its cycle.
+fn a_tui_running_a_slow_cycle(home: &std::path::Path, repo: &std::path::Path) -> Huddle {
+    std::fs::write(home.join("config.yaml"), "default_model: sim/slow-1500ms\n").unwrap();
+    let mut app = Huddle::start(home, repo);
     app.wait_for("Welcome to huddle");
     app.key("n");
     app.type_text("implement");
@@ -89,6 +79,16 @@ fn a_run_outlives_the_tui_that_started_it_and_the_next_one_shows_it() {
     app.type_text("Write a rate limiter");
     app.key(ENTER);
     app.wait_for("Cycle · running");
+    app
+}
+
+/// A run started in a TUI goes on when it quits (leaving it running is the default), `huddle
+/// ps` lists it meanwhile, and the next TUI shows it live where it is, to its end; it is not
+/// offered as an interrupted run.
+#[test]
+fn a_run_outlives_the_tui_that_started_it_and_the_next_one_shows_it() {
+    let (home, repo) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut app = a_tui_running_a_slow_cycle(home.path(), repo.path());
     app.key(ESC);
     app.key("q");
     app.wait_for("leave them running");
@@ -119,24 +119,8 @@ fn a_run_outlives_the_tui_that_started_it_and_the_next_one_shows_it() {
 /// the interrupted cycle; `r` resumes it in the new host.
 #[test]
 fn a_tui_whose_host_is_killed_starts_a_new_one_and_offers_the_interrupted_run() {
-    let home = tempfile::tempdir().unwrap();
-    let repo = tempfile::tempdir().unwrap();
-    std::fs::write(
-        home.path().join("config.yaml"),
-        "default_model: sim/slow-1500ms\n",
-    )
-    .unwrap();
-
-    let mut app = Huddle::start(home.path(), repo.path());
-    app.wait_for("Welcome to huddle");
-    app.key("n");
-    app.type_text("implement");
-    app.wait_for("Implement & Challenge");
-    app.key(ENTER);
-    app.wait_for("Prompt for Implement & Challenge");
-    app.type_text("Write a rate limiter");
-    app.key(ENTER);
-    app.wait_for("Cycle · running");
+    let (home, repo) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut app = a_tui_running_a_slow_cycle(home.path(), repo.path());
     app.type_text("a draft kept");
     app.wait_for("a draft kept");
 

@@ -98,20 +98,8 @@ fn a_run_of_this_tui_waiting_for_an_approval_is_named_and_stopping_is_the_defaul
         prompt: "go".into(),
     }]);
     let run = run_started(&mut app, RunKey::team(&ours));
-    let member = app
-        .org
-        .read(|o| {
-            o.sessions
-                .iter()
-                .find(|s| s.group_id == ours)
-                .map(|s| s.id.clone())
-        })
-        .expect("a member");
-    let call = ToolCall {
-        id: "c1".into(),
-        name: "time__convert_time".into(),
-        arguments: "{}".into(),
-    };
+    let member = member_of(&app, &ours);
+    let call = convert_time_call();
     approval_requested(&mut app, &run, &member, 1, &call);
     let offer = app.quit_offer();
     let (message, chosen) = (offer.message, offer.chosen);
@@ -196,20 +184,8 @@ fn a_tui_cut_off_and_connected_again_keeps_its_runs_draft_and_focus() {
     type_text(&mut app, "half a thought");
     let focus = app.focus;
     // A call that waits: the replay asks it again, so the popup's copy goes.
-    let member = app
-        .org
-        .read(|o| {
-            o.sessions
-                .iter()
-                .find(|s| s.group_id == ours)
-                .map(|s| s.id.clone())
-        })
-        .expect("a member");
-    let call = ToolCall {
-        id: "c1".into(),
-        name: "time__convert_time".into(),
-        arguments: "{}".into(),
-    };
+    let member = member_of(&app, &ours);
+    let call = convert_time_call();
     approval_requested(&mut app, &run, &member, 1, &call);
     assert!(app.dialogs.approvals().is_some());
     reconnected(
@@ -310,6 +286,15 @@ fn a_tui_that_started_nothing_counts_the_runs_that_go_on() {
     assert_eq!(app.left_going(), 2);
 }
 
+/// A call of the time server's tool, as approvals in these tests ask about.
+fn convert_time_call() -> ToolCall {
+    ToolCall {
+        id: "c1".into(),
+        name: "time__convert_time".into(),
+        arguments: "{}".into(),
+    }
+}
+
 fn member_of(app: &App, group_id: &str) -> String {
     app.org
         .read(|o| {
@@ -329,11 +314,7 @@ fn an_approval_of_a_run_another_front_end_started_is_not_asked_here() {
     let (mut app, remote, _, ours, theirs) = front_app();
     let run = run_started(&mut app, RunKey::team(&theirs));
     remote.asked_elsewhere(&run, &theirs, "huddle mcp (pid 42)");
-    let call = ToolCall {
-        id: "c1".into(),
-        name: "time__convert_time".into(),
-        arguments: "{}".into(),
-    };
+    let call = convert_time_call();
     let member = member_of(&app, &theirs);
     approval_requested(&mut app, &run, &member, 1, &call);
     assert!(
