@@ -182,8 +182,7 @@ pub fn broadcast_tool(member: bool) -> ToolSpec {
         "Share your contribution with the rest of the team (the only way to reach them). Your \
          turn ends with the broadcast."
     } else {
-        "Send guidance to every member still in the team: they continue, and their next \
-         broadcasts come to you. Answer without this tool to give the team's final answer."
+        "Send guidance to every member still in the team."
     };
     ToolSpec {
         name: BROADCAST_TOOL.to_string(),
