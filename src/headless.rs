@@ -218,7 +218,14 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
     }
     if let (Some(_), Target::Group(id)) = (&request.preset, &target) {
         // A team made now: its worktrees' hooks (copy .env, install dependencies) run first.
-        engine.worktree_created_hooks(id, front.profile.clone()).await;
+        // What they report comes before the run (its events are followed from its start): it
+        // is printed here (the run's file keeps it too).
+        let said = engine.worktree_created_hooks(id, front.profile.clone()).await;
+        let names = engine.org().read(|o| Names::for_group(o, id, ""));
+        for event in &said {
+            // Standard output gone: the run that follows finds out again and says so.
+            let _ = print_event(event, &names, request.events, front.color, &out);
+        }
     }
     let resume = match &target {
         Target::Group(id) => interrupted_cycle(edits, id, request)?,

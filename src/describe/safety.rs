@@ -46,6 +46,24 @@ pub fn sandbox_denied(session: Option<&str>, what: &str, detail: &str) -> Line {
     )
 }
 
+/// The transcript's notice of what a program said its sandbox stopped (`what`: `agent
+/// claude`): `the sandbox stopped agent claude: touch: cannot touch '/home/u/x': Read-only
+/// file system`, a line for each.
+pub fn sandbox_denied_notice(what: &str, details: &[String]) -> String {
+    details
+        .iter()
+        .map(|d| format!("the sandbox stopped {what}: {}", quote(d)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The transcript's notice of a tool server its required sandbox kept from starting (`problem`:
+/// huddle's own words, whole): `tool server `git` could not start: the sandbox is required (…)
+/// but not available: … (its tools were not offered)`.
+pub fn tool_server_refused_notice(problem: &str) -> String {
+    format!("{} (its tools were not offered)", problem.trim_end())
+}
+
 fn who(session: Option<&str>) -> String {
     session.map(|s| format!("{s}: ")).unwrap_or_default()
 }

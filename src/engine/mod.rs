@@ -443,6 +443,9 @@ pub(crate) struct EngineShared {
     interrupt_reason: Mutex<Option<String>>,
     /// `huddle run --sandbox` of runs handed over to this engine, by group or session id.
     sandbox_scoped: Mutex<HashMap<String, crate::sandbox::SandboxMode>>,
+    /// What a team's `worktree_created` hooks reported (shown when it happened, before any run),
+    /// by group id: written into the run file of the team's next run when it starts.
+    before_run: Mutex<HashMap<crate::model::GroupId, Vec<EventKind>>>,
 }
 
 /// The engine. Cheap to clone; every clone drives the same sessions.
@@ -476,6 +479,7 @@ impl Engine {
                 interrupted: std::sync::atomic::AtomicBool::new(false),
                 interrupt_reason: Mutex::new(None),
                 sandbox_scoped: Mutex::new(HashMap::new()),
+                before_run: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -531,8 +535,15 @@ impl Engine {
     /// with the hooks of (the first of) the members working there, in the worktree, sandboxed
     /// as that member. Await it before the team runs (a hook may install what it needs).
     /// `profile`: of the front end that made the team (its config.yaml's hooks and sandbox);
-    /// `None`: the group's, else the engine's own.
-    pub async fn worktree_created_hooks(&self, group_id: &str, profile: Option<Arc<Profile>>) {
+    /// `None`: the group's, else the engine's own. What they report (a hook that failed or
+    /// objected) is emitted as it happens, with no run (none has started), and returned, for a
+    /// front end that is not shown the group's events yet (`huddle run`); the team's next run
+    /// keeps it in its run file.
+    pub async fn worktree_created_hooks(
+        &self,
+        group_id: &str,
+        profile: Option<Arc<Profile>>,
+    ) -> Vec<events::EngineEvent> {
         let shared = &self.shared;
         let profile = profile.unwrap_or_else(|| shared.profile(group_id, None));
         let jobs = shared.org.read(|org| {
@@ -554,6 +565,8 @@ impl Engine {
                 })
                 .collect::<Vec<_>>()
         });
+        let said = Mutex::new(Vec::new());
+        let said_ref = &said;
         futures::future::join_all(jobs.into_iter().map(|(guard, worktree, group)| async move {
             let mut input = guard.input(crate::hooks::HookEvent::WorktreeCreated, &None, None);
             input.worktree = Some(serde_json::json!({
@@ -563,19 +576,30 @@ impl Engine {
                 "repo": worktree.repo,
             }));
             let emit = |kind| {
-                shared.events.emit(events::EngineEvent {
+                let event = events::EngineEvent {
                     group_id: group_id.to_string(),
                     group: group.clone(),
                     run_id: None,
                     execution: None,
                     kind,
-                })
+                };
+                lock(said_ref).push(event.clone());
+                shared.events.emit(event)
             };
             guard
                 .after(crate::hooks::HookEvent::WorktreeCreated, &input, &emit)
                 .await;
         }))
         .await;
+        let said = said.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let kept: Vec<EventKind> = said.iter().map(|e| e.kind.clone()).collect();
+        let mut before_run = lock(&shared.before_run);
+        if kept.is_empty() {
+            before_run.remove(group_id);
+        } else {
+            before_run.insert(group_id.to_string(), kept);
+        }
+        said
     }
 
     /// What confines a session's processes, in words for its header (`sandbox:
@@ -1297,6 +1321,12 @@ impl EngineShared {
             runs.insert(run_id, Arc::clone(&run));
         }
         run.emitter.emit(EventKind::RunStarted { key: run.key.clone() });
+        if let RunKey::Team { group_id } = &run.key {
+            let before = lock(&self.before_run).remove(group_id).unwrap_or_default();
+            for kind in before {
+                run.emitter.record(kind);
+            }
+        }
         Ok(RunGuard {
             shared: Arc::clone(self),
             run,

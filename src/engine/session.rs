@@ -49,8 +49,8 @@ type LoopEnd = (
 
 /// How much earlier conversation a turn carries (the newest part is kept).
 const HISTORY_MAX_CHARS: usize = 120_000;
-/// `sandbox_denied` events from one CLI agent turn's own tool results, at most.
-const DENIALS_PER_TURN: usize = 5;
+/// `sandbox_denied` events from one CLI agent turn (its own tool results, its output), at most.
+const DENIALS_PER_TURN: usize = crate::providers::SANDBOX_DENIALS_PER_TURN;
 const HISTORY_MAX_MESSAGES: usize = 40;
 
 /// How a turn runs: in which run, for which iteration, with what limits.
@@ -961,39 +961,56 @@ impl Actor<'_> {
     }
 
     /// A `sandbox_denied` event for each of a CLI agent's own tool results that says its
-    /// sandbox stopped it (a write to a read-only place, no network), even when the agent went
-    /// on and its turn succeeded. At most [`DENIALS_PER_TURN`] a turn.
-    fn agent_step_denials(
+    /// sandbox stopped it (a write to a read-only place, no network), and for each line of its
+    /// own output that says so (`said`: its stderr, a plain-text agent's answer), even when
+    /// the agent went on and its turn succeeded. At most [`DENIALS_PER_TURN`] a turn. What its
+    /// output said is also a notice in the transcript (its tool results are there already).
+    fn agent_denials(
         &self,
         info: &SessionInfo,
         options: &TurnOptions,
         provider: &str,
         steps: &[Message],
+        said: &[String],
     ) {
         if info.guard.sandbox.policy.is_off() {
             return;
         }
         let calls: Vec<&crate::model::ToolCall> = steps.iter().flat_map(|m| m.tool_calls.iter()).collect();
-        let denials = steps.iter().filter_map(|m| {
+        let in_steps = steps.iter().filter_map(|m| {
             let result = m.tool_result.as_ref()?;
             let detail = crate::sandbox::denial_in(&m.text)?;
             let tool = calls
                 .iter()
                 .find(|c| c.id == result.call_id)
                 .map_or("a tool", |c| c.name.as_str());
-            Some((tool.to_string(), detail))
+            Some((format!("agent {provider} ({tool})"), detail))
         });
-        for (tool, detail) in denials.take(DENIALS_PER_TURN) {
+        let mut denials: Vec<(String, String)> = Vec::new();
+        let mut noted = Vec::new();
+        let in_output = said.iter().map(|d| (format!("agent {provider}"), d.clone()));
+        for (what, detail) in in_steps.chain(in_output) {
+            if denials.len() >= DENIALS_PER_TURN {
+                break;
+            }
+            if denials.iter().any(|(_, d)| *d == detail) {
+                continue;
+            }
+            if said.contains(&detail) {
+                noted.push(detail.clone());
+            }
+            denials.push((what, detail));
+        }
+        for (what, detail) in denials {
             self.emit(
                 info,
                 &options.run_id,
-                EventKind::sandbox_denied(
-                    self.session_id,
-                    &info.name,
-                    format!("agent {provider} ({tool})"),
-                    detail,
-                ),
+                EventKind::sandbox_denied(self.session_id, &info.name, what, detail),
             );
+        }
+        if !noted.is_empty() {
+            let text = crate::describe::safety::sandbox_denied_notice(&format!("agent {provider}"), &noted);
+            self.notice(info, options, text);
         }
     }
 
@@ -1201,6 +1218,12 @@ impl Actor<'_> {
         };
         for problem in &offer.problems {
             if crate::sandbox::is_refusal(problem) {
+                // The model is not offered its tools: the transcript says why.
+                self.notice(
+                    info,
+                    options,
+                    crate::describe::safety::tool_server_refused_notice(problem),
+                );
                 self.emit(
                     info,
                     &options.run_id,
@@ -1342,7 +1365,8 @@ impl Actor<'_> {
                 };
                 let recorded = recorder.finish(why);
                 if capabilities.local_process {
-                    self.agent_step_denials(info, options, provider.name(), &recorded.steps);
+                    let said = result.as_ref().map_or(&[][..], |out| &out.sandbox_denials[..]);
+                    self.agent_denials(info, options, provider.name(), &recorded.steps, said);
                 }
                 self.agent_steps_hooks(info, options, &recorded.steps).await;
                 steps.extend(recorded.steps);

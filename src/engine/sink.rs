@@ -188,8 +188,22 @@ impl EventSink {
         same_log && self.tx.same_channel(&other.tx)
     }
 
-    pub fn emit(&self, mut event: EngineEvent) {
-        self.watchers.deliver(&event);
+    pub fn emit(&self, event: EngineEvent) {
+        self.send(event, true);
+    }
+
+    /// Writes a run's event to its run file (and shows it to the observer) without handing it to
+    /// the front end or the watchers: what they were shown before the run had an id (a team's
+    /// `worktree_created` hooks), kept with the run it came before.
+    pub fn record(&self, event: EngineEvent) {
+        self.send(event, false);
+    }
+
+    /// `live`: also to the front end's channel and the watchers.
+    fn send(&self, mut event: EngineEvent, live: bool) {
+        if live {
+            self.watchers.deliver(&event);
+        }
         if let Some(observer) = &self.observer
             && event.run_id.is_some()
             && !matches!(event.kind, EventKind::Delta { .. })
@@ -222,7 +236,9 @@ impl EventSink {
                 held.sink = Some(self.clone());
             }
             if let Some((event, line)) = held_back.take() {
-                held.events.push(event);
+                if live {
+                    held.events.push(event);
+                }
                 held.lines.extend(line);
                 held.ended.extend(ended.clone());
             }
@@ -235,7 +251,9 @@ impl EventSink {
                 }
             }
             // A consumer that went away (the UI quitting) must not stop the engine.
-            let _ = self.tx.send(event);
+            if live {
+                let _ = self.tx.send(event);
+            }
         }
     }
 
@@ -262,6 +280,17 @@ pub(crate) struct Emitter {
 impl Emitter {
     pub fn emit(&self, kind: EventKind) {
         self.emit_in(None, kind);
+    }
+
+    /// An event of the run written to its file only (see [`EventSink::record`]).
+    pub fn record(&self, kind: EventKind) {
+        self.sink.record(EngineEvent {
+            group_id: self.group_id.clone(),
+            group: self.group.clone(),
+            run_id: self.run_id.clone(),
+            execution: None,
+            kind,
+        });
     }
 
     /// An event of one execution of the run.

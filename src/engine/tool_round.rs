@@ -48,6 +48,22 @@ pub(crate) struct Round {
     pub answer: Option<String>,
 }
 
+/// Why a call has no result: huddle's own words (a hook or the user said no, bad arguments,
+/// cancelled), or the server's error (`from_server`).
+struct NoResult {
+    text: String,
+    from_server: bool,
+}
+
+impl From<String> for NoResult {
+    fn from(text: String) -> NoResult {
+        NoResult {
+            text,
+            from_server: false,
+        }
+    }
+}
+
 /// Who is calling: enough to emit the round's events and find its run.
 pub(crate) struct CallContext<'a> {
     pub shared: &'a Arc<EngineShared>,
@@ -74,6 +90,20 @@ impl CallContext<'_> {
             run_id: self.run_id.clone(),
             execution: self.execution.cloned(),
             kind,
+        });
+    }
+
+    /// A notice written into the session's transcript during the turn, and its event.
+    fn notice(&self, text: String) {
+        let mut notice = crate::model::Message::notice(text.clone());
+        notice.iteration = self.iteration;
+        notice.execution_id = self.execution.map(|e| e.execution_id.clone());
+        self.shared.writer.append(self.session_id, notice.clone());
+        self.emit(EventKind::Notice {
+            session_id: self.session_id.to_string(),
+            session: self.session.to_string(),
+            text,
+            message: Some(Box::new(notice)),
         });
     }
 
@@ -133,6 +163,7 @@ impl CallContext<'_> {
         let started = Instant::now();
         let (mut text, is_error, size) = match self.attempt(offer, call, lent).await {
             Ok((text, is_error)) => {
+                self.report_denials(call, &text);
                 let size = text.len() as u64;
                 let max = self
                     .shared
@@ -143,15 +174,19 @@ impl CallContext<'_> {
                 self.after_call(call, &mut text, is_error).await;
                 (text, is_error, size)
             }
-            Err(message) => {
-                let size = message.len() as u64;
-                (message, true, size)
+            Err(NoResult { text, from_server }) => {
+                // Only what the server said can be its sandbox's (not a hook's or the user's
+                // refusal, which may quote anything).
+                if from_server {
+                    self.report_denials(call, &text);
+                }
+                let size = text.len() as u64;
+                (text, true, size)
             }
         };
         if text.is_empty() && is_error {
             text = "the tool failed without saying why".into();
         }
-        self.report_denials(call, &text);
         CallResult {
             call: call.clone(),
             text,
@@ -249,10 +284,10 @@ impl CallContext<'_> {
         offer: &Offer,
         call: &ToolCall,
         lent: Option<&Lent<'_>>,
-    ) -> Result<(String, bool), String> {
+    ) -> Result<(String, bool), NoResult> {
         let Some(spec) = offer.spec(&call.name) else {
             if let Some(refusal) = lent.and_then(|l| l.tools.refusal(&call.name)) {
-                return Err(refusal);
+                return Err(refusal.into());
             }
             let known: Vec<&str> = offer.specs.iter().map(|s| s.name.as_str()).collect();
             return Err(format!(
@@ -263,7 +298,8 @@ impl CallContext<'_> {
                 } else {
                     known.join(", ")
                 }
-            ));
+            )
+            .into());
         };
         let arguments = schema::parse_arguments(&call.arguments, &spec.input_schema)
             .map_err(|problem| format!("invalid arguments for `{}`: {problem}", call.name))?;
@@ -275,7 +311,7 @@ impl CallContext<'_> {
             .get(server)
             .ok_or_else(|| format!("tool server `{server}` is not configured"))?;
         if self.cancel.is_cancelled() {
-            return Err(cancelled_note());
+            return Err(cancelled_note().into());
         }
         let (verdict, arguments) = self.before_call(call, arguments, &spec.input_schema).await?;
         match verdict {
@@ -297,15 +333,18 @@ impl CallContext<'_> {
             }
         }
         if self.cancel.is_cancelled() {
-            return Err(cancelled_note());
+            return Err(cancelled_note().into());
         }
         match source
             .call(tool, arguments, self.workdir, self.cancel.clone())
             .await
         {
             Ok(output) => Ok((output.text, output.is_error)),
-            Err(ToolError::Cancelled) => Err(cancelled_note()),
-            Err(e) => Err(e.to_string()),
+            Err(ToolError::Cancelled) => Err(cancelled_note().into()),
+            Err(e) => Err(NoResult {
+                text: e.to_string(),
+                from_server: true,
+            }),
         }
     }
 
@@ -431,7 +470,15 @@ impl CallContext<'_> {
                 .await
                 .verdict
             {
-                Verdict::Deny { .. } => return Decision::Deny,
+                Verdict::Deny { reason, hook } => {
+                    // The agent is only told no (ACP has no place for a reason): the
+                    // transcript says why.
+                    self.notice(format!(
+                        "pre_tool_use hook `{hook}` denied the agent's `{}`: {reason}",
+                        call.name
+                    ));
+                    return Decision::Deny;
+                }
                 Verdict::Allow => return Decision::ApproveOnce,
                 Verdict::Ask { reason } => hook_reason = Some(reason.unwrap_or_else(|| "a hook asks".into())),
                 Verdict::Continue => {}

@@ -97,9 +97,24 @@ pub struct Hook {
     /// The hook's own sandbox settings, over those of the session it runs for.
     #[serde(default, skip_serializing_if = "SandboxSettings::is_empty")]
     pub sandbox: SandboxSettings,
+    /// pre_tool_use only: what a hook that could not run (missing program, refused sandbox,
+    /// timeout, another exit, JSON that cannot be read) means for the call. Default `continue`
+    /// (a reported error that blocks nothing, as in Claude Code); `deny` refuses the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_error: Option<OnError>,
     /// `matcher` compiled, on its first use (a hook is asked about every tool call).
     #[serde(skip)]
     pub(crate) compiled: CompiledMatcher,
+}
+
+/// What a `pre_tool_use` hook that could not run means for the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnError {
+    /// Reported; the call goes on.
+    Continue,
+    /// Reported; the call is denied.
+    Deny,
 }
 
 /// A matcher's regular expression, compiled once; `None` inside: it is not valid. Not part of
@@ -153,7 +168,13 @@ impl Hook {
         crate::text::cap_chars(&text, 80)
     }
 
-    fn validate(&self, key: &str, tool_event: bool) -> Result<(), String> {
+    /// A `pre_tool_use` hook with `on_error: deny`: what it cannot check is refused.
+    pub fn fails_closed(&self) -> bool {
+        self.on_error == Some(OnError::Deny)
+    }
+
+    fn validate(&self, key: &str, event: HookEvent) -> Result<(), String> {
+        let tool_event = event.is_tool_event();
         match self.command.first() {
             None => {
                 return Err(format!(
@@ -181,6 +202,11 @@ impl Hook {
         }
         if self.timeout_secs == Some(0) {
             return Err(format!("{key}.timeout_secs: must be at least 1"));
+        }
+        if self.on_error.is_some() && event != HookEvent::PreToolUse {
+            return Err(format!(
+                "{key}.on_error: only a pre_tool_use hook has a call to deny"
+            ));
         }
         self.sandbox.validate(&format!("{key}.sandbox"))
     }
@@ -270,7 +296,7 @@ impl Hooks {
     pub fn validate(&self, key: &str) -> Result<(), String> {
         for event in HookEvent::ALL {
             for (i, hook) in self.of(event).iter().enumerate() {
-                hook.validate(&format!("{key}.{event}[{i}]"), event.is_tool_event())?;
+                hook.validate(&format!("{key}.{event}[{i}]"), event)?;
             }
         }
         Ok(())
@@ -343,7 +369,14 @@ mod tests {
                 "worktree_created: [{ command: [x], sandbox: { allow_write: [rel] } }]",
                 "hooks.worktree_created[0].sandbox.allow_write",
             ),
+            (
+                "post_tool_use: [{ command: [x], on_error: deny }]",
+                "hooks.post_tool_use[0].on_error: only a pre_tool_use hook",
+            ),
         ];
+        let guard = parse("pre_tool_use: [{ command: [x], on_error: deny }]");
+        assert!(guard.validate("hooks").is_ok() && guard.pre_tool_use[0].fails_closed());
+        assert!(serde_yaml::from_str::<Hooks>("pre_tool_use: [{ command: [x], on_error: block }]").is_err());
         for (yaml, expected) in cases {
             let message = parse(yaml).validate("hooks").unwrap_err();
             assert!(message.starts_with(expected), "{yaml}: {message}");

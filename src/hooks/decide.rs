@@ -68,7 +68,12 @@ pub fn pre_tool_use(runs: &[HookRun]) -> PreToolUse {
                 }
             }
             Outcome::Ok(None) => Verdict::Continue,
-            // Reported by the guard (hook_failed); it blocks nothing.
+            // Reported by the guard (hook_failed); it blocks nothing, unless the hook says
+            // what it cannot check is refused (`on_error: deny`).
+            Outcome::Failed { .. } | Outcome::TimedOut { .. } if run.fails_closed => Verdict::Deny {
+                reason: crate::describe::safety::guard_could_not_run(&run.error().unwrap_or_default()),
+                hook: run.label.clone(),
+            },
             Outcome::Failed { .. } | Outcome::TimedOut { .. } => Verdict::Continue,
         };
         if rank(&said) > rank(&verdict) {
@@ -181,6 +186,7 @@ mod tests {
             outcome,
             stdout: String::new(),
             stderr: String::new(),
+            fails_closed: false,
         }
     }
 
@@ -228,8 +234,28 @@ mod tests {
                 hook: "g".into()
             }
         );
-        assert_eq!(pre_tool_use(&[failed]).verdict, Verdict::Continue);
+        assert_eq!(pre_tool_use(&[failed.clone()]).verdict, Verdict::Continue);
         assert_eq!(pre_tool_use(&[]).verdict, Verdict::Continue);
+        // Review 26-2, finding 16: `on_error: deny` refuses what the hook could not check.
+        let closed = HookRun {
+            fails_closed: true,
+            ..failed
+        };
+        assert_eq!(
+            pre_tool_use(&[run("a", said("allow")), closed]).verdict,
+            Verdict::Deny {
+                reason: "the guard hook could not run, and it denies what it cannot check (on_error: deny): hook `broken` failed: it exited with status 1".into(),
+                hook: "broken".into()
+            }
+        );
+        let mut timed_out = run(
+            "slow",
+            Outcome::TimedOut {
+                after: Duration::from_secs(3),
+            },
+        );
+        timed_out.fails_closed = true;
+        assert!(matches!(pre_tool_use(&[timed_out]).verdict, Verdict::Deny { .. }));
     }
 
     #[test]

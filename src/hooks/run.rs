@@ -1,7 +1,9 @@
 //! Running hooks: each a process (no shell) in the sandbox of the session it runs for, the
 //! event as JSON on stdin, its own process group killed when it times out or its caller gives
 //! up. Exit 0: go on (stdout read as JSON when it is an object); exit 2: block, stderr is the
-//! reason; anything else (a timeout too): a hook error that is reported and blocks nothing.
+//! reason; anything else (a timeout too): a hook error that is reported and blocks nothing. So
+//! is an exit 0 whose stdout starts like a JSON object but cannot be read as one (broken, cut
+//! at [`OUTPUT_KEEP_BYTES`], an unknown decision word): what it meant to say is not guessed.
 //! Matching hooks of one event run at once.
 
 use std::path::PathBuf;
@@ -18,8 +20,9 @@ use crate::process::{GroupKiller, describe_status};
 use crate::sandbox::{Sandbox, SandboxMode, SandboxSettings, needed_paths};
 use crate::text::secrets::Secrets;
 
-/// Bytes of a hook's stdout and stderr kept (the end is kept: a test run's summary is last).
-const OUTPUT_KEEP_BYTES: usize = 64 * 1024;
+/// Bytes of a hook's stdout and stderr kept: the end of each (a test run's summary is last),
+/// and the start of stdout too (its JSON answer is read from there).
+pub const OUTPUT_KEEP_BYTES: usize = 64 * 1024;
 
 /// Where hooks run: the sandbox of the session (or team) they run for, its working directory
 /// and the project directory they are told (`HUDDLE_PROJECT_DIR`, also `CLAUDE_PROJECT_DIR`
@@ -66,6 +69,8 @@ pub struct HookRun {
     pub stdout: String,
     /// Its standard error (the end of it).
     pub stderr: String,
+    /// `on_error: deny`: a failure or timeout denies the call.
+    pub fails_closed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,13 +138,33 @@ pub struct SpecificOutput {
 }
 
 impl HookOutput {
-    /// The JSON object in `stdout`, if that is what it is.
-    pub fn parse(stdout: &str) -> Option<HookOutput> {
+    /// The JSON object in `stdout` (`None`: plain output), or why stdout that starts like one
+    /// cannot be read as one: broken JSON, or a decision word huddle does not know.
+    pub fn read(stdout: &str) -> Result<Option<HookOutput>, String> {
         let text = stdout.trim();
         if !text.starts_with('{') {
-            return None;
+            return Ok(None);
         }
-        serde_json::from_str(text).ok()
+        let out: HookOutput = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let specific = out.specific.as_ref();
+        let words = [
+            (
+                "hookSpecificOutput.permissionDecision",
+                specific.and_then(|s| s.permission_decision.as_deref()),
+                &["allow", "deny", "ask"][..],
+            ),
+            ("decision", out.decision.as_deref(), &["block", "approve"][..]),
+        ];
+        for (field, word, known) in words {
+            if let Some(word) = word.filter(|w| !known.contains(w)) {
+                return Err(format!(
+                    "{field} is `{}`, not one of {}",
+                    crate::text::cap_chars(word, 40),
+                    known.join(", ")
+                ));
+            }
+        }
+        Ok(Some(out))
     }
 }
 
@@ -157,6 +182,7 @@ pub async fn run_one(hook: &Hook, stdin_json: &str, ctx: &HookContext) -> HookRu
         outcome,
         stdout,
         stderr,
+        fails_closed: hook.fails_closed(),
     };
     let Some((program, args)) = hook.command.split_first() else {
         return done(
@@ -215,8 +241,8 @@ pub async fn run_one(hook: &Hook, stdin_json: &str, ctx: &HookContext) -> HookRu
             let _ = stdin.shutdown().await;
         });
     }
-    let stdout = child.stdout.take().map(|s| tokio::spawn(read_tail(s)));
-    let stderr = child.stderr.take().map(|s| tokio::spawn(read_tail(s)));
+    let stdout = child.stdout.take().map(|s| tokio::spawn(read_ends(s)));
+    let stderr = child.stderr.take().map(|s| tokio::spawn(read_ends(s)));
     let status = match tokio::time::timeout(hook.timeout(), child.wait()).await {
         Ok(status) => status,
         Err(_) => {
@@ -234,21 +260,24 @@ pub async fn run_one(hook: &Hook, stdin_json: &str, ctx: &HookContext) -> HookRu
     group.disarm();
     // What it left running in its group keeps no pipe open past a short wait (`None`: the
     // pipe was still open then).
-    let collect = |task: Option<tokio::task::JoinHandle<String>>| async move {
+    let collect = |task: Option<tokio::task::JoinHandle<Captured>>| async move {
         match task {
             Some(t) => tokio::time::timeout(Duration::from_secs(2), t)
                 .await
                 .ok()
                 .map(|r| r.unwrap_or_default()),
-            None => Some(String::new()),
+            None => Some(Captured::default()),
         }
     };
     let (stdout, stderr) = futures::join!(collect(stdout), collect(stderr));
     let drained = stdout.is_some();
-    let (mut stdout, mut stderr) = (stdout.unwrap_or_default(), stderr.unwrap_or_default());
+    let (stdout, stderr) = (stdout.unwrap_or_default(), stderr.unwrap_or_default());
+    let cut = stdout.cut();
     // A hook may print a key it read (a failing `curl -v`, an env dump): never further.
-    ctx.secrets.redact_in_place(&mut stdout);
-    ctx.secrets.redact_in_place(&mut stderr);
+    let (mut head, mut stdout, mut stderr) = (stdout.head(), stdout.tail(), stderr.tail());
+    for text in [&mut head, &mut stdout, &mut stderr] {
+        ctx.secrets.redact_in_place(text);
+    }
     let outcome = match status {
         Err(e) => Outcome::Failed {
             message: format!("waiting for it failed: {e}"),
@@ -257,7 +286,7 @@ pub async fn run_one(hook: &Hook, stdin_json: &str, ctx: &HookContext) -> HookRu
         Ok(s) if s.code() == Some(0) && !drained => Outcome::Failed {
             message: "it exited, but a process it started still held its output open, so its answer could not be read (redirect the output of what it leaves running)".into(),
         },
-        Ok(s) if s.code() == Some(0) => Outcome::Ok(HookOutput::parse(&stdout)),
+        Ok(s) if s.code() == Some(0) => answer(&head, cut),
         Ok(s) if s.code() == Some(2) => Outcome::Blocked {
             reason: reason_from(&stderr),
         },
@@ -266,6 +295,25 @@ pub async fn run_one(hook: &Hook, stdin_json: &str, ctx: &HookContext) -> HookRu
         },
     };
     done(outcome, stdout, stderr)
+}
+
+/// An exit 0's answer: the JSON object its stdout is (`head`: the start of stdout; `cut`: there
+/// was more), none for plain output, or a hook error for stdout that starts like a JSON object
+/// but cannot be read as one.
+fn answer(head: &str, cut: bool) -> Outcome {
+    let unread = |why: String| Outcome::Failed {
+        message: format!("its JSON could not be read: {why}"),
+    };
+    if cut && head.trim_start().starts_with('{') {
+        return unread(format!(
+            "its output was longer than {} KiB",
+            OUTPUT_KEEP_BYTES / 1024
+        ));
+    }
+    match HookOutput::read(head) {
+        Ok(out) => Outcome::Ok(out),
+        Err(why) => unread(why),
+    }
 }
 
 /// The reason of an exit 2: its stderr, trimmed (a hook that said nothing gets a default).
@@ -288,22 +336,49 @@ fn describe_exit(status: std::process::ExitStatus, stderr: &str) -> String {
     }
 }
 
-async fn read_tail(mut pipe: impl AsyncRead + Unpin) -> String {
-    let mut kept: Vec<u8> = Vec::new();
+/// What was read of a pipe: its first and its last [`OUTPUT_KEEP_BYTES`], and how long it was.
+#[derive(Debug, Default)]
+struct Captured {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+    total: usize,
+}
+
+impl Captured {
+    /// More was written than is kept.
+    fn cut(&self) -> bool {
+        self.total > OUTPUT_KEEP_BYTES
+    }
+
+    fn head(&self) -> String {
+        String::from_utf8_lossy(&self.head).into_owned()
+    }
+
+    fn tail(&self) -> String {
+        String::from_utf8_lossy(&self.tail).into_owned()
+    }
+}
+
+async fn read_ends(mut pipe: impl AsyncRead + Unpin) -> Captured {
+    let mut kept = Captured::default();
     let mut buf = vec![0u8; 8192];
     while let Ok(n) = pipe.read(&mut buf).await {
         if n == 0 {
             break;
         }
-        kept.extend_from_slice(&buf[..n]);
-        if kept.len() > OUTPUT_KEEP_BYTES * 2 {
-            kept.drain(..kept.len() - OUTPUT_KEEP_BYTES);
+        let read = &buf[..n];
+        kept.total = kept.total.saturating_add(n);
+        let room = OUTPUT_KEEP_BYTES.saturating_sub(kept.head.len());
+        kept.head.extend_from_slice(&read[..n.min(room)]);
+        kept.tail.extend_from_slice(read);
+        if kept.tail.len() > OUTPUT_KEEP_BYTES * 2 {
+            kept.tail.drain(..kept.tail.len() - OUTPUT_KEEP_BYTES);
         }
     }
-    if kept.len() > OUTPUT_KEEP_BYTES {
-        kept.drain(..kept.len() - OUTPUT_KEEP_BYTES);
+    if kept.tail.len() > OUTPUT_KEEP_BYTES {
+        kept.tail.drain(..kept.tail.len() - OUTPUT_KEEP_BYTES);
     }
-    String::from_utf8_lossy(&kept).into_owned()
+    kept
 }
 
 #[cfg(test)]
@@ -448,8 +523,51 @@ mod tests {
         let specific = output.specific.unwrap();
         assert_eq!(specific.permission_decision.as_deref(), Some("deny"));
         assert_eq!(specific.permission_decision_reason.as_deref(), Some("saw t__x"));
-        assert_eq!(HookOutput::parse("not json"), None);
-        assert_eq!(HookOutput::parse("{broken"), None);
+        assert_eq!(HookOutput::read("not json"), Ok(None));
+        assert!(HookOutput::read("{broken").is_err());
+    }
+
+    /// Review 26-2, finding 5: an exit 0 whose stdout starts like a JSON object but cannot be
+    /// read as one (a raw newline in a string, cut at 64 KiB, an unknown decision word) is a
+    /// hook error, not a silent go-on; long plain output keeps its end.
+    #[tokio::test]
+    async fn json_that_cannot_be_read_is_a_hook_error() {
+        let unread = |run: &HookRun| match &run.outcome {
+            Outcome::Failed { message } => message.strip_prefix("its JSON could not be read: ").map(str::to_string),
+            _ => None,
+        };
+        let raw_newline = once(sh(
+            "printf '{\"hookSpecificOutput\":{\"permissionDecision\":\"deny\",\"permissionDecisionReason\":\"a\\nb\"}}'",
+        ))
+        .await;
+        assert!(unread(&raw_newline).is_some(), "{:?}", raw_newline.outcome);
+        let huge = once(sh(
+            "printf '{\"hookSpecificOutput\":{\"permissionDecision\":\"deny\",\"permissionDecisionReason\":\"'; head -c 70000 /dev/zero | tr '\\0' x; printf '\"}}'",
+        ))
+        .await;
+        assert_eq!(
+            unread(&huge).as_deref(),
+            Some("its output was longer than 64 KiB"),
+            "{:?}",
+            huge.outcome
+        );
+        let shouted = once(sh(
+            r#"echo '{"hookSpecificOutput":{"permissionDecision":"DENY"}}'"#,
+        ))
+        .await;
+        assert_eq!(
+            unread(&shouted).as_deref(),
+            Some("hookSpecificOutput.permissionDecision is `DENY`, not one of allow, deny, ask")
+        );
+        assert_eq!(
+            HookOutput::read(r#"{"decision": "continue"}"#),
+            Err("decision is `continue`, not one of block, approve".into())
+        );
+        // Plain output over the limit: its end is kept, and it is no error.
+        let long = once(sh("head -c 70000 /dev/zero | tr '\\0' y; echo; echo '12 passed'")).await;
+        assert_eq!(long.outcome, Outcome::Ok(None));
+        assert!(long.stdout.ends_with("y\n12 passed\n"), "{}", &long.stdout[long.stdout.len() - 20..]);
+        assert_eq!(long.stdout.len(), OUTPUT_KEEP_BYTES);
     }
 
     #[tokio::test(start_paused = true)]

@@ -23,8 +23,8 @@ use super::agent::{AgentTurn, looks_like_auth_failure, looks_like_unknown_sessio
 use super::error::{ErrorKind, ProviderError};
 use super::secrets::Secrets;
 use super::{
-    AgentActivity, DeltaSink, Finished, Provider, TextSink, TurnOutput, TurnRequest, conclude, guarded,
-    render_plain_prompt,
+    AgentActivity, DeltaSink, Finished, Provider, SANDBOX_DENIALS_PER_TURN, TextSink, TurnOutput, TurnRequest,
+    conclude, guarded, render_plain_prompt,
 };
 use crate::config::{AGENT_KEY_VARS, ProviderConfig, ProviderKind};
 use crate::model::{AgentFormat, AgentKind};
@@ -60,6 +60,9 @@ struct Exit {
     status: ExitStatus,
     /// The last lines of stderr.
     stderr: String,
+    /// Lines of its stderr (and of its stdout, when that was scanned too) that say its sandbox
+    /// stopped something; empty when it ran unconfined.
+    denials: Vec<String>,
 }
 
 impl CommandProvider {
@@ -133,6 +136,9 @@ impl CommandProvider {
     async fn run_text(&self, req: &TurnRequest, sink: &mut TextSink<'_>) -> Result<Finished, ProviderError> {
         let (program, args) = self.argv(&req.model);
         let mut utf8 = Utf8Decoder::default();
+        // Plain text: what the program says of its sandbox may be in its answer too.
+        let mut said = DenialLines::default();
+        let scan = confines(req.sandbox.as_ref());
         let exit = self
             .run_process(
                 &program,
@@ -140,7 +146,12 @@ impl CommandProvider {
                 render_plain_prompt(req),
                 req.working_dir.as_deref(),
                 req.sandbox.as_ref(),
-                &mut |bytes: &[u8]| sink.push(&utf8.push(bytes)),
+                &mut |bytes: &[u8]| {
+                    if scan {
+                        said.push(bytes);
+                    }
+                    sink.push(&utf8.push(bytes))
+                },
             )
             .await;
         sink.push(&utf8.finish());
@@ -149,6 +160,7 @@ impl CommandProvider {
             return Ok(Finished {
                 usage: None,
                 finish_reason: Some("stop".to_string()),
+                sandbox_denials: joined(self.redacted(said.finish()), exit.denials),
                 ..Finished::default()
             });
         }
@@ -254,6 +266,7 @@ impl CommandProvider {
                     finish_reason: Some("stop".to_string()),
                     tool_calls: Vec::new(),
                     agent: Some(report),
+                    sandbox_denials: exit.denials,
                 })
             }
             (Some(Ok(())), false) => Err((
@@ -399,9 +412,12 @@ impl CommandProvider {
             });
         }
         let stderr_tail = Arc::new(Mutex::new(Vec::<u8>::new()));
+        // Confined, its stderr is read for what its sandbox stopped (the whole of it: the tail
+        // kept for an error message may have lost an early denial).
+        let denials = confines(sandbox).then(|| Arc::new(Mutex::new(DenialLines::default())));
         let stderr_task = child.stderr.take().map(|stderr| {
             let tail = stderr_tail.clone();
-            tokio::spawn(keep_tail(stderr, tail))
+            tokio::spawn(keep_tail(stderr, tail, denials.clone()))
         });
         let Some(stdout) = child.stdout.take() else {
             return Err(self.error(
@@ -434,7 +450,14 @@ impl CommandProvider {
             tracing::debug!(provider = %self.name, "stderr still open after exit; quoting what arrived");
         }
         let stderr = stderr_tail.lock().map(|t| last_lines(&t)).unwrap_or_default();
-        Ok(Exit { status, stderr })
+        let denials = denials
+            .and_then(|d| d.lock().ok().map(|mut d| std::mem::take(&mut *d).finish()))
+            .unwrap_or_default();
+        Ok(Exit {
+            status,
+            stderr,
+            denials: self.redacted(denials),
+        })
     }
 
     /// A non-zero exit, quoting the end of stderr.
@@ -457,8 +480,23 @@ impl CommandProvider {
     fn error(&self, kind: ErrorKind, message: String) -> ProviderError {
         // (A limit notice in the message is read by `limit_reached`.)
         let message = format!("provider `{}`: {message}", self.name);
-        let secrets = Secrets::new(AGENT_KEY_VARS.iter().filter_map(|v| self.env.var(v)));
-        ProviderError::new(kind, &self.name, secrets.redact(&message).into_owned())
+        ProviderError::new(kind, &self.name, self.secrets().redact(&message).into_owned())
+    }
+
+    /// The agents' keys of the program's environment, never repeated in what huddle reports.
+    fn secrets(&self) -> Secrets {
+        Secrets::new(AGENT_KEY_VARS.iter().filter_map(|v| self.env.var(v)))
+    }
+
+    fn redacted(&self, lines: Vec<String>) -> Vec<String> {
+        if lines.is_empty() {
+            return lines;
+        }
+        let secrets = self.secrets();
+        lines
+            .into_iter()
+            .map(|l| secrets.redact(&l).into_owned())
+            .collect()
     }
 
     fn spawn_error(&self, program: &str, e: &std::io::Error) -> ProviderError {
@@ -548,11 +586,20 @@ async fn read_stdout(
     }
 }
 
-pub(super) async fn keep_tail(mut stderr: impl AsyncRead + Unpin, tail: Arc<Mutex<Vec<u8>>>) {
+/// Keeps the last [`STDERR_KEEP_BYTES`] of `stderr` in `tail`, handing all of it to
+/// `denials` when given.
+pub(super) async fn keep_tail(
+    mut stderr: impl AsyncRead + Unpin,
+    tail: Arc<Mutex<Vec<u8>>>,
+    denials: Option<Arc<Mutex<DenialLines>>>,
+) {
     let mut buf = vec![0u8; 4096];
     while let Ok(n) = stderr.read(&mut buf).await {
         if n == 0 {
             break;
+        }
+        if let Some(Ok(mut d)) = denials.as_ref().map(|d| d.lock()) {
+            d.push(&buf[..n]);
         }
         if let Ok(mut t) = tail.lock() {
             t.extend_from_slice(&buf[..n]);
@@ -562,6 +609,67 @@ pub(super) async fn keep_tail(mut stderr: impl AsyncRead + Unpin, tail: Arc<Mute
             }
         }
     }
+}
+
+/// True when `sandbox` confines the program: what it says of its sandbox is worth reading.
+fn confines(sandbox: Option<&Sandbox>) -> bool {
+    sandbox.is_some_and(|s| !s.policy.is_off())
+}
+
+/// The longest line [`DenialLines`] reads; the rest of a longer one is passed over.
+const DENIAL_LINE_MAX: usize = 4096;
+
+/// The lines of a program's output that say its sandbox stopped something (a write to a
+/// read-only place, no network), read as the output arrives in pieces: each once, at most
+/// [`SANDBOX_DENIALS_PER_TURN`].
+#[derive(Debug, Default)]
+pub(super) struct DenialLines {
+    line: Vec<u8>,
+    found: Vec<String>,
+}
+
+impl DenialLines {
+    pub fn push(&mut self, bytes: &[u8]) {
+        for piece in bytes.split_inclusive(|&b| b == b'\n') {
+            if self.found.len() >= SANDBOX_DENIALS_PER_TURN {
+                return;
+            }
+            let room = DENIAL_LINE_MAX.saturating_sub(self.line.len());
+            self.line.extend_from_slice(&piece[..piece.len().min(room)]);
+            if piece.ends_with(b"\n") {
+                self.end_line();
+            }
+        }
+    }
+
+    fn end_line(&mut self) {
+        let line = std::mem::take(&mut self.line);
+        if let Some(found) = crate::sandbox::denial_in(&String::from_utf8_lossy(&line))
+            && !self.found.contains(&found)
+            && self.found.len() < SANDBOX_DENIALS_PER_TURN
+        {
+            self.found.push(found);
+        }
+    }
+
+    /// What was found, the last line read too when it had no newline.
+    pub fn finish(mut self) -> Vec<String> {
+        if !self.line.is_empty() {
+            self.end_line();
+        }
+        self.found
+    }
+}
+
+/// `first`, then what of `then` it does not have, at most [`SANDBOX_DENIALS_PER_TURN`].
+fn joined(mut first: Vec<String>, then: Vec<String>) -> Vec<String> {
+    for line in then {
+        if !first.contains(&line) {
+            first.push(line);
+        }
+    }
+    first.truncate(SANDBOX_DENIALS_PER_TURN);
+    first
 }
 
 /// The last non-empty lines of captured stderr.
@@ -699,6 +807,37 @@ mod tests {
         assert!(tail.starts_with("line 9\n"), "{tail}");
         assert!(tail.ends_with("line 20"), "{tail}");
         assert_eq!(tail.lines().count(), STDERR_QUOTED_LINES);
+    }
+
+    /// Review 26-2, finding 1: a program's output is read for its sandbox's refusals as it
+    /// arrives, a line split across reads too; each once, five at most, the last line without
+    /// its newline too.
+    #[test]
+    fn denial_lines_are_found_across_reads_once_and_five_at_most() {
+        let mut d = DenialLines::default();
+        d.push(b"fine\nsh: can't create /h/x: Read-on");
+        d.push(b"ly file system\nsh: can't create /h/x: Read-only file system\n");
+        assert_eq!(d.finish(), ["sh: can't create /h/x: Read-only file system"]);
+        let mut d = DenialLines::default();
+        for i in 0..9 {
+            d.push(format!("curl: ({i}) Network is unreachable\n").as_bytes());
+        }
+        d.push(b"last: Read-only file system");
+        let found = d.finish();
+        assert_eq!(found.len(), SANDBOX_DENIALS_PER_TURN, "{found:?}");
+        assert_eq!(found[4], "curl: (4) Network is unreachable");
+        let mut d = DenialLines::default();
+        d.push(b"tail: Read-only file system");
+        assert_eq!(d.finish(), ["tail: Read-only file system"]);
+        // A line longer than what is read of it: its start is read.
+        let mut d = DenialLines::default();
+        d.push(&[b'a'; DENIAL_LINE_MAX + 10]);
+        d.push(b" Read-only file system\nok\n");
+        assert!(d.finish().is_empty());
+        assert_eq!(
+            joined(vec!["a".into()], vec!["a".into(), "b".into()]),
+            ["a", "b"]
+        );
     }
 
     #[test]

@@ -294,7 +294,7 @@ pub(crate) async fn run_attempts<D: StreamDecoder>(
                     usage: decoder.usage(),
                     finish_reason: decoder.finish_reason(),
                     tool_calls: decoder.take_tool_calls(),
-                    agent: None,
+                    ..Finished::default()
                 });
             }
             Err(mut e) => {

@@ -319,7 +319,14 @@ pub struct TurnOutput {
     /// From a CLI agent's structured output: its session id, the steps it took, its cost.
     /// `text` is then what it wrote after its last step.
     pub agent: Option<AgentReport>,
+    /// Lines of a sandboxed program's own output that say its sandbox stopped something (a
+    /// write to a read-only place, no network): its stderr, and stdout when that is plain text.
+    /// At most [`SANDBOX_DENIALS_PER_TURN`], each once.
+    pub sandbox_denials: Vec<String>,
 }
+
+/// `sandbox_denied` reports of one turn of a CLI agent, at most (the rest are the same story).
+pub const SANDBOX_DENIALS_PER_TURN: usize = 5;
 
 /// Receives each text delta as it arrives.
 pub type DeltaSink<'a> = &'a mut (dyn FnMut(&str) + Send);
@@ -627,6 +634,7 @@ pub(crate) struct Finished {
     pub finish_reason: Option<String>,
     pub tool_calls: Vec<ToolCall>,
     pub agent: Option<AgentReport>,
+    pub sandbox_denials: Vec<String>,
 }
 
 /// Sleeps for `limit`, or forever when there is none.
@@ -674,6 +682,7 @@ pub(crate) fn conclude(
             simulated,
             tool_calls: f.tool_calls,
             agent: f.agent,
+            sandbox_denials: f.sandbox_denials,
         }),
         Err(mut e) => {
             e.partial_text = text;

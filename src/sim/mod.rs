@@ -124,7 +124,7 @@ impl SimProvider {
                 usage: Some(usage),
                 finish_reason: Some(finish_reason.to_string()),
                 tool_calls: calls,
-                agent: None,
+                ..Finished::default()
             })
         };
         let result = guarded(&self.name, &cancel, req.turn_timeout, work).await;

@@ -64,6 +64,7 @@ impl Provider for Limited {
                 simulated: false,
                 tool_calls: Vec::new(),
                 agent: None,
+                sandbox_denials: Vec::new(),
             })
         })
     }

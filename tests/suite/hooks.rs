@@ -168,6 +168,63 @@ async fn a_pre_tool_use_hook_that_exits_2_blocks_a_real_call_and_the_model_gets_
     assert_eq!(input["session"], "timer");
 }
 
+/// Review 26-2, finding 4: a hook's deny whose reason reads like the sandbox's words is the
+/// hook's, not the (sandboxed) server's: no `sandbox_denied` for a call that never ran.
+#[tokio::test]
+async fn a_hook_deny_quoting_a_read_only_file_system_is_no_sandbox_denial() {
+    let Some(mut h) = hooked(
+        "pre_tool_use:\n  - matcher: \"time__.*\"\n    command: [sh, -c, \"echo 'cannot log: Read-only file system' >&2; exit 2\"]\n",
+        ApprovalPolicy::ApproveAll,
+    )
+    .await
+    else {
+        return;
+    };
+    let events = h.ask_the_time().await;
+    assert!(
+        h.engine
+            .sandbox_label(&h.session_id)
+            .is_some_and(|l| l.starts_with("sandbox: workspace-write")),
+        "the time server runs sandboxed: {:?}",
+        h.engine.sandbox_label(&h.session_id)
+    );
+    assert!(
+        h.result_the_model_saw()
+            .ends_with(": cannot log: Read-only file system")
+    );
+    assert!(
+        events.iter().any(|k| matches!(k, EventKind::HookBlocked { .. })),
+        "{events:?}"
+    );
+    let denied: Vec<&EventKind> = events
+        .iter()
+        .filter(|k| matches!(k, EventKind::SandboxDenied { .. }))
+        .collect();
+    assert!(denied.is_empty(), "{denied:?}");
+}
+
+/// Review 26-2, finding 16: a guard hook that cannot run lets the call through (reported), unless
+/// it says `on_error: deny`: then the call is refused, and the model is told why.
+#[tokio::test]
+async fn a_guard_that_cannot_run_denies_the_call_with_on_error_deny() {
+    let Some(mut h) = hooked(
+        "pre_tool_use:\n  - command: [huddle-no-such-guard-xyz]\n    on_error: deny\n",
+        ApprovalPolicy::ApproveAll,
+    )
+    .await
+    else {
+        return;
+    };
+    let events = h.ask_the_time().await;
+    let seen = h.result_the_model_saw();
+    assert!(
+        seen.starts_with("blocked by hook `huddle-no-such-guard-xyz`: the guard hook could not run, and it denies what it cannot check (on_error: deny): hook `huddle-no-such-guard-xyz` failed: "),
+        "{seen}"
+    );
+    assert!(events.iter().any(|k| matches!(k, EventKind::HookFailed { .. })));
+    assert!(events.iter().any(|k| matches!(k, EventKind::HookBlocked { .. })));
+}
+
 #[tokio::test]
 async fn a_hook_that_asks_goes_to_the_approval_broker_which_never_defaults_to_allow() {
     let Some(mut h) = hooked(
@@ -362,44 +419,72 @@ async fn a_hook_can_read_its_sessions_transcript() {
 /// `huddle run --preset` of a team whose members get worktrees: a `worktree_created` hook runs
 /// once in each new worktree (sandboxed as its member, which may write there), before the
 /// team runs, and is told the worktree's path, branch, base commit and repository.
+/// A data dir (`home`) whose config.yaml is `config` and which has the preset `Hooked Team`
+/// (broadcast, two workers, each in its own worktree), and a repository with one commit; the
+/// commit's hash.
+struct WorktreeTeam {
+    _tmp: tempfile::TempDir,
+    home: std::path::PathBuf,
+    repo: std::path::PathBuf,
+    head: String,
+}
+
+impl WorktreeTeam {
+    fn new(config: &str) -> WorktreeTeam {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let (home, repo) = (tmp.path().join("home"), tmp.path().join("repo"));
+        std::fs::create_dir_all(home.join("presets")).expect("home");
+        std::fs::create_dir_all(&repo).expect("repo");
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t", "-C"])
+                .arg(&repo)
+                .args(args)
+                .output()
+                .expect("git");
+            assert!(out.status.success(), "git {args:?}: {out:?}");
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        git(&["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("README.md"), "hello\n").expect("readme");
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "first"]);
+        let head = git(&["rev-parse", "HEAD"]);
+        std::fs::write(home.join("config.yaml"), config).expect("config");
+        std::fs::write(
+            home.join("presets/hooked.yaml"),
+            "name: Hooked Team\nmode: broadcast\nworktrees: fully_isolated\nworkers:\n  - { name: alpha }\n  - { name: beta }\n",
+        )
+        .expect("preset");
+        WorktreeTeam {
+            _tmp: tmp,
+            home,
+            repo,
+            head,
+        }
+    }
+
+    /// `huddle ARGS` in the repository (its host gone when this returns).
+    fn huddle(&self, args: &[&str]) -> std::process::Output {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
+            .args(args)
+            .env("HUDDLE_HOME", &self.home)
+            .env(super::headless::HOST_IDLE_VAR, "0")
+            .current_dir(&self.repo)
+            .output()
+            .expect("run huddle");
+        super::headless::wait_for_host_exit(&self.home);
+        out
+    }
+}
+
 #[test]
 fn a_worktree_created_hook_runs_in_each_new_worktree_and_is_told_which() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let (home, repo) = (tmp.path().join("home"), tmp.path().join("repo"));
-    std::fs::create_dir_all(home.join("presets")).expect("home");
-    std::fs::create_dir_all(&repo).expect("repo");
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-C"])
-            .arg(&repo)
-            .args(args)
-            .output()
-            .expect("git");
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    };
-    git(&["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("README.md"), "hello\n").expect("readme");
-    git(&["add", "-A"]);
-    git(&["commit", "-qm", "first"]);
-    let head = git(&["rev-parse", "HEAD"]);
-    std::fs::write(
-        home.join("config.yaml"),
+    let team = WorktreeTeam::new(
         "default_model: sim/demo\nhooks:\n  worktree_created:\n    - command: [sh, -c, \"cat > worktree-created.json\"]\n",
-    )
-    .expect("config");
-    std::fs::write(
-        home.join("presets/hooked.yaml"),
-        "name: Hooked Team\nmode: broadcast\nworktrees: fully_isolated\nworkers:\n  - { name: alpha }\n  - { name: beta }\n",
-    )
-    .expect("preset");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_huddle"))
-        .args(["run", "--preset", "Hooked Team", "--events", "hello"])
-        .env("HUDDLE_HOME", &home)
-        .env("HUDDLE_HOST_IDLE_MS", "0")
-        .current_dir(&repo)
-        .output()
-        .expect("run huddle");
+    );
+    let (home, repo, head) = (&team.home, &team.repo, &team.head);
+    let out = team.huddle(&["run", "--preset", "Hooked Team", "--events", "hello"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let events = String::from_utf8_lossy(&out.stdout);
     assert!(!events.contains("\"hook_failed\""), "{events}");
@@ -440,4 +525,54 @@ fn a_worktree_created_hook_runs_in_each_new_worktree_and_is_told_which() {
             "{input}"
         );
     }
+}
+
+/// Review 26-2, finding 3: `worktree_created` hooks that fail (before the run starts) are shown
+/// by `huddle run` (served by the host): an event each with `--events`, a `!` line each on
+/// stderr without; and they are kept in the run's file, so `huddle trace` shows them too.
+#[test]
+fn failing_worktree_created_hooks_are_shown_by_huddle_run_and_kept_with_its_run() {
+    let team = WorktreeTeam::new(
+        "default_model: sim/demo\nhooks:\n  worktree_created:\n    - command: [sh, -c, \"echo wtc-fails >&2; exit 7\"]\n",
+    );
+    let out = team.huddle(&["run", "--preset", "Hooked Team", "--events", "hello"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let failed = |text: &str| -> usize {
+        text.lines()
+            .filter(|l| l.contains("\"hook_failed\"") && l.contains("worktree_created") && l.contains("wtc-fails"))
+            .count()
+    };
+    let events = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(failed(&events), 2, "a hook_failed per worktree: {events}");
+
+    let out = team.huddle(&["run", "--preset", "Hooked Team", "hello"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("worktree_created") && l.contains("wtc-fails"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert!(lines.iter().all(|l| l.trim_start().starts_with("! ")), "{stderr}");
+
+    // Each run's file has them (two runs, two worktrees each).
+    let mut files = vec![team.home.join("runs")];
+    let mut kept = 0;
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).into_iter().flatten().flatten().map(|e| e.path()));
+        } else {
+            kept += failed(&std::fs::read_to_string(&path).unwrap_or_default());
+        }
+    }
+    assert_eq!(kept, 4, "hook_failed lines in the run files");
+    let name = super::headless::team_made_by_run(&team.home, "Hooked Team");
+    let trace = team.huddle(&["trace", "--group", &name]);
+    let shown = String::from_utf8_lossy(&trace.stdout);
+    assert_eq!(
+        shown.lines().filter(|l| l.contains("worktree_created") && l.contains("wtc-fails")).count(),
+        2,
+        "{shown}{}",
+        String::from_utf8_lossy(&trace.stderr)
+    );
 }

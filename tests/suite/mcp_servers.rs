@@ -276,6 +276,7 @@ impl Provider for ScriptedModel {
                 simulated: false,
                 tool_calls,
                 agent: None,
+                sandbox_denials: Vec::new(),
             })
         })
     }

@@ -749,3 +749,61 @@ async fn an_acp_agent_starts_in_its_front_ends_environment() {
     let t = raw_turn(own.as_ref(), dir.path(), "env HUDDLE_FRONT_ONLY", None).await;
     assert_eq!(t.out().text, "unset");
 }
+
+/// Review 26-2, finding 11: a `pre_tool_use` hook that denies an ACP agent's permission request
+/// answers it `reject_once` (ACP has no place for a reason), and the reason is a notice in the
+/// session's transcript.
+#[tokio::test]
+async fn a_hooks_deny_of_an_acp_permission_request_leaves_its_reason_in_the_transcript() {
+    use huddle::engine::{Engine, EngineOptions, EventSink};
+    use huddle::model::{Group, GroupKind, MessageRole, Organization, Session};
+    use huddle::store::{OrgHandle, Transcripts};
+    use huddle::tools::ApprovalPolicy;
+
+    let Some(python) = test_python("json") else { return };
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp/raw_agent.py");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut p = ProviderConfig::new("agent", ProviderKind::Acp);
+    p.command = vec![python.display().to_string(), script.display().to_string()];
+    let mut config = Config::default();
+    config.providers.push(p);
+    let mut org = Organization::default();
+    let group = Group::new("solo", GroupKind::Default);
+    let session = Session::new("coder", &group.id, "agent/x");
+    let id = session.id.clone();
+    org.groups.push(group);
+    org.sessions.push(session);
+    let hooks: huddle::hooks::Hooks = serde_yaml::from_str(
+        "pre_tool_use:\n  - matcher: read\n    command: [sh, -c, \"echo 'no reading notes' >&2; exit 2\"]\n",
+    )
+    .expect("hooks");
+    let (sink, _events) = EventSink::channel();
+    let engine = Engine::new(
+        huddle::sim::providers(&config).expect("providers"),
+        OrgHandle::in_memory(org),
+        Transcripts::new(dir.path().join("sessions")),
+        sink,
+        EngineOptions {
+            approval: ApprovalPolicy::ApproveAll,
+            hooks,
+            ..EngineOptions::default()
+        },
+    );
+    let result = engine
+        .ask(&id, "ask read cat-notes cat".into(), None)
+        .await
+        .expect("the turn");
+    assert!(result.success, "{:?}", result.error);
+    assert_eq!(result.text.trim(), "reject-once");
+    let transcript = engine.load_transcript(&id).expect("transcript");
+    let notices: Vec<&str> = transcript
+        .messages
+        .iter()
+        .filter(|m| m.role == MessageRole::Notice)
+        .map(|m| m.text.as_str())
+        .collect();
+    assert_eq!(
+        notices,
+        ["pre_tool_use hook `sh -c echo 'no reading notes' >&2; exit 2` denied the agent's `read`: no reading notes"]
+    );
+}

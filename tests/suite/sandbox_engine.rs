@@ -366,6 +366,73 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"I could no
     );
 }
 
+/// Review 26-2, finding 1: a plain-text command agent whose write the sandbox refused but which
+/// went on and exited 0 (the issue's own test agent) still says so: `sandbox_denied` from its
+/// stderr and from its answer (each line once), and a notice in the transcript.
+#[tokio::test]
+async fn a_text_agent_that_met_the_sandbox_and_exited_0_is_reported() {
+    if !bwrap_ready() {
+        return;
+    }
+    let dir = outside_tmp();
+    let m = Machine::new(dir.path());
+    let script = m.root.join("ok-agent.sh");
+    std::fs::write(
+        &script,
+        r#"cat > /dev/null
+echo x > "$1/ok-x"
+echo x > "$1/ok-y"
+echo "could not write, moving on"
+echo "note: touch: cannot touch 'elsewhere': Read-only file system"
+exit 0
+"#,
+    )
+    .expect("script");
+    let home = m.home.clone();
+    let command = vec!["sh".to_string(), script.display().to_string(), home.display().to_string()];
+    let mut t = team(m, &command, SandboxSettings::default(), SandboxSettings::default());
+    let answer = t
+        .engine
+        .ask(&t.alice, "Write home.".into(), None)
+        .await
+        .expect("turn");
+    assert!(answer.success, "{answer:?}");
+    assert!(!home.join("ok-x").exists());
+    let denied: Vec<(String, String)> = drain(&mut t.events)
+        .into_iter()
+        .filter_map(|k| match k {
+            EventKind::SandboxDenied { what, detail, .. } => Some((what, detail)),
+            _ => None,
+        })
+        .collect();
+    let whats: Vec<&str> = denied.iter().map(|(w, _)| w.as_str()).collect();
+    assert_eq!(whats, ["agent agent"; 3], "{denied:?}");
+    // From its answer first, then stderr's two refused writes.
+    assert_eq!(
+        denied[0].1,
+        "note: touch: cannot touch 'elsewhere': Read-only file system"
+    );
+    for (detail, file) in denied[1..].iter().map(|(_, d)| d).zip(["ok-x", "ok-y"]) {
+        assert!(
+            detail.contains(file) && detail.contains("Read-only file system"),
+            "{denied:?}"
+        );
+    }
+    let transcript = t.engine.load_transcript(&t.alice).expect("transcript");
+    let notices: Vec<&str> = transcript
+        .messages
+        .iter()
+        .filter(|m| m.role == huddle::model::MessageRole::Notice)
+        .map(|m| m.text.as_str())
+        .collect();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert_eq!(notices[0].lines().count(), 3, "{notices:?}");
+    assert!(
+        notices[0].starts_with("the sandbox stopped agent agent: note: touch"),
+        "{notices:?}"
+    );
+}
+
 /// Review of issue 26, finding 6: what a sandboxed stdio MCP server's stderr says the sandbox
 /// stopped is kept for the next call's report.
 #[tokio::test]
@@ -424,4 +491,55 @@ async fn a_sandboxed_mcp_servers_stderr_denials_are_kept_for_the_report() {
     );
     assert!(source.take_denials().is_empty(), "taken once");
     toolbox.shutdown().await;
+}
+
+/// Review 26-2, finding 18: a session's tool server that its required sandbox kept from
+/// starting leaves a notice in the transcript (the model is just not offered its tools).
+#[tokio::test]
+async fn a_tool_server_refused_by_its_sandbox_leaves_a_notice_in_the_transcript() {
+    let dir = outside_tmp();
+    let work = dir.path().canonicalize().expect("dir");
+    let mut server = McpServerConfig::stdio(["python3", "-c", "pass"]);
+    server.sandbox = serde_yaml::from_str("mode: read-only\nbwrap: /nonexistent/bwrap").expect("yaml");
+    let baseline = Baseline::default();
+    let servers = [("probe".to_string(), server)].into_iter().collect();
+    let toolbox = huddle::tools::mcp::toolbox(&servers, &work, &baseline);
+    let providers = huddle::sim::providers(&Config::default()).expect("providers");
+    let mut org = Organization::default();
+    reconcile::reconcile(&mut org);
+    let group = Group::new("tools", GroupKind::Repo);
+    let mut session = Session::new("looker", &group.id, "sim/x");
+    session.tools = vec!["probe".into()];
+    session.repo = Some(work.clone());
+    let id = session.id.clone();
+    org.groups.push(group);
+    org.sessions.push(session);
+    let (sink, _events) = EventSink::channel();
+    let engine = Engine::new(
+        providers,
+        OrgHandle::in_memory(org),
+        Transcripts::new(work.join("sessions")),
+        sink,
+        EngineOptions {
+            tools: toolbox,
+            sandbox: baseline,
+            ..EngineOptions::default()
+        },
+    );
+    let answer = engine.ask(&id, "Look.".into(), None).await.expect("turn");
+    assert!(answer.success, "{answer:?}");
+    let transcript = engine.load_transcript(&id).expect("transcript");
+    let notices: Vec<&str> = transcript
+        .messages
+        .iter()
+        .filter(|m| m.role == huddle::model::MessageRole::Notice)
+        .map(|m| m.text.as_str())
+        .collect();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(
+        notices[0].starts_with(
+            "tool server `probe` could not start: the sandbox is required (read-only, set in mcp_servers.probe) but not available"
+        ) && notices[0].ends_with(" (its tools were not offered)"),
+        "{notices:?}"
+    );
 }

@@ -506,6 +506,7 @@ impl A2aProvider {
                 resumed: before.context_id.is_some(),
                 ..AgentReport::default()
             }),
+            ..Finished::default()
         })
     }
 

@@ -210,7 +210,7 @@ impl AcpProvider {
         let group = GroupKiller::of(&child);
         let stderr = Arc::new(Mutex::new(Vec::<u8>::new()));
         if let Some(err) = child.stderr.take() {
-            tokio::spawn(keep_tail(err, Arc::clone(&stderr)));
+            tokio::spawn(keep_tail(err, Arc::clone(&stderr), None));
         }
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(self.error(
@@ -613,6 +613,7 @@ impl Rpc<'_> {
             finish_reason: Some(stop),
             tool_calls: Vec::new(),
             agent: Some(report),
+            ..Finished::default()
         })
     }
 
