@@ -118,8 +118,9 @@ impl Catalog {
                     // team of its own that takes the name of one of yours that sets them does
                     // not replace it (it would drop them).
                     if tier == Tier::Repo && sets_guards(&winners[i]) {
+                        let name = winners[i].name.clone();
                         winners[i].warnings.push(format!(
-                            "keeps its place over the repository's team of the same name{}: it sets hooks or a sandbox, which a repository's team may not drop (rename one of them to use both)",
+                            "your preset `{name}` keeps its place over the repository's team of the same name{}: it sets hooks or a sandbox, which a repository's team may not drop (rename one of them to use both)",
                             p.source
                                 .as_deref()
                                 .map(|s| format!(" ({s})"))
