@@ -263,7 +263,7 @@ impl CallContext<'_> {
         };
         let decided = self.guard.before_call(&input, &|kind| self.emit(kind)).await;
         if let Verdict::Deny { reason, hook } = &decided.verdict {
-            return Err(format!("blocked by hook `{hook}`: {reason}"));
+            return Err(blocked_by_hook(hook, reason));
         }
         let arguments = match decided.updated_input {
             Some(updated) => schema::parse_arguments(&updated.to_string(), schema_of).map_err(|problem| {
@@ -457,7 +457,11 @@ impl CallContext<'_> {
     /// request): the session's `pre_tool_use` hooks see it first (a denial refuses, an allow
     /// skips the user), then the same approval as huddle's own tools (the popup, `--approve-tools`
     /// or `huddle run`'s refusal). Anything but an approval refuses.
-    pub async fn agent_permission(&self, agent: &str, request: &PermissionRequest) -> Decision {
+    pub async fn agent_permission(
+        &self,
+        agent: &str,
+        request: &PermissionRequest,
+    ) -> crate::providers::PermissionAnswer {
         let call = &request.call;
         let mut hook_reason = None;
         if let Some(input) = self
@@ -472,22 +476,33 @@ impl CallContext<'_> {
             {
                 Verdict::Deny { reason, hook } => {
                     // The agent is only told no (ACP has no place for a reason): the
-                    // transcript says why.
+                    // transcript says why, in a notice and as the call's result.
                     self.notice(format!(
                         "pre_tool_use hook `{hook}` denied the agent's `{}`: {reason}",
                         call.name
                     ));
-                    return Decision::Deny;
+                    return crate::providers::PermissionAnswer {
+                        decision: Decision::Deny,
+                        refused: Some(blocked_by_hook(&hook, &reason)),
+                    };
                 }
-                Verdict::Allow => return Decision::ApproveOnce,
+                Verdict::Allow => return Decision::ApproveOnce.into(),
                 Verdict::Ask { reason } => hook_reason = Some(reason.unwrap_or_else(|| "a hook asks".into())),
                 Verdict::Continue => {}
             }
         }
         let grant = agent_grant(agent, call);
-        self.decide(agent, &call.name, call, &grant, hook_reason, &request.options)
+        match self
+            .decide(agent, &call.name, call, &grant, hook_reason, &request.options)
             .await
-            .unwrap_or(Decision::Deny)
+        {
+            Ok(decision) => decision.into(),
+            // Refused without asking anyone: huddle's reason is the call's result.
+            Err(reason) => crate::providers::PermissionAnswer {
+                decision: Decision::Deny,
+                refused: Some(reason),
+            },
+        }
     }
 }
 
@@ -559,6 +574,11 @@ impl CallContext<'_> {
             Box::pin(async move { me.context().agent_permission(&me.agent, &request).await })
         })
     }
+}
+
+/// A call a `pre_tool_use` hook denied: its result.
+fn blocked_by_hook(hook: &str, reason: &str) -> String {
+    format!("blocked by hook `{hook}`: {reason}")
 }
 
 fn cancelled_note() -> String {
