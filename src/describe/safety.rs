@@ -64,6 +64,12 @@ pub fn tool_server_refused_notice(problem: &str) -> String {
     format!("{} (its tools were not offered)", problem.trim_end())
 }
 
+/// The reason a `pre_tool_use` hook with `on_error: deny` that could not run (`error`: its
+/// hook error) gives for the call it denies.
+pub fn guard_could_not_run(error: &str) -> String {
+    format!("the guard hook could not run, and it denies what it cannot check (on_error: deny): {error}")
+}
+
 fn who(session: Option<&str>) -> String {
     session.map(|s| format!("{s}: ")).unwrap_or_default()
 }

@@ -591,7 +591,9 @@ impl Engine {
                 .await;
         }))
         .await;
-        let said = said.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let said = said
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let kept: Vec<EventKind> = said.iter().map(|e| e.kind.clone()).collect();
         let mut before_run = lock(&shared.before_run);
         if kept.is_empty() {

@@ -533,7 +533,9 @@ mod tests {
     #[tokio::test]
     async fn json_that_cannot_be_read_is_a_hook_error() {
         let unread = |run: &HookRun| match &run.outcome {
-            Outcome::Failed { message } => message.strip_prefix("its JSON could not be read: ").map(str::to_string),
+            Outcome::Failed { message } => message
+                .strip_prefix("its JSON could not be read: ")
+                .map(str::to_string),
             _ => None,
         };
         let raw_newline = once(sh(
@@ -566,7 +568,11 @@ mod tests {
         // Plain output over the limit: its end is kept, and it is no error.
         let long = once(sh("head -c 70000 /dev/zero | tr '\\0' y; echo; echo '12 passed'")).await;
         assert_eq!(long.outcome, Outcome::Ok(None));
-        assert!(long.stdout.ends_with("y\n12 passed\n"), "{}", &long.stdout[long.stdout.len() - 20..]);
+        assert!(
+            long.stdout.ends_with("y\n12 passed\n"),
+            "{}",
+            &long.stdout[long.stdout.len() - 20..]
+        );
         assert_eq!(long.stdout.len(), OUTPUT_KEEP_BYTES);
     }
 

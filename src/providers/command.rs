@@ -23,8 +23,8 @@ use super::agent::{AgentTurn, looks_like_auth_failure, looks_like_unknown_sessio
 use super::error::{ErrorKind, ProviderError};
 use super::secrets::Secrets;
 use super::{
-    AgentActivity, DeltaSink, Finished, Provider, SANDBOX_DENIALS_PER_TURN, TextSink, TurnOutput, TurnRequest,
-    conclude, guarded, render_plain_prompt,
+    AgentActivity, DeltaSink, Finished, Provider, SANDBOX_DENIALS_PER_TURN, TextSink, TurnOutput,
+    TurnRequest, conclude, guarded, render_plain_prompt,
 };
 use crate::config::{AGENT_KEY_VARS, ProviderConfig, ProviderKind};
 use crate::model::{AgentFormat, AgentKind};
@@ -834,10 +834,7 @@ mod tests {
         d.push(&[b'a'; DENIAL_LINE_MAX + 10]);
         d.push(b" Read-only file system\nok\n");
         assert!(d.finish().is_empty());
-        assert_eq!(
-            joined(vec!["a".into()], vec!["a".into(), "b".into()]),
-            ["a", "b"]
-        );
+        assert_eq!(joined(vec!["a".into()], vec!["a".into(), "b".into()]), ["a", "b"]);
     }
 
     #[test]

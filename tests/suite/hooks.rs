@@ -623,7 +623,9 @@ fn failing_worktree_created_hooks_are_shown_by_huddle_run_and_kept_with_its_run(
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let failed = |text: &str| -> usize {
         text.lines()
-            .filter(|l| l.contains("\"hook_failed\"") && l.contains("worktree_created") && l.contains("wtc-fails"))
+            .filter(|l| {
+                l.contains("\"hook_failed\"") && l.contains("worktree_created") && l.contains("wtc-fails")
+            })
             .count()
     };
     let events = String::from_utf8_lossy(&out.stdout);
@@ -644,7 +646,13 @@ fn failing_worktree_created_hooks_are_shown_by_huddle_run_and_kept_with_its_run(
     let mut kept = 0;
     while let Some(path) = files.pop() {
         if path.is_dir() {
-            files.extend(std::fs::read_dir(&path).into_iter().flatten().flatten().map(|e| e.path()));
+            files.extend(
+                std::fs::read_dir(&path)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .map(|e| e.path()),
+            );
         } else {
             kept += failed(&std::fs::read_to_string(&path).unwrap_or_default());
         }
@@ -654,7 +662,10 @@ fn failing_worktree_created_hooks_are_shown_by_huddle_run_and_kept_with_its_run(
     let trace = team.huddle(&["trace", "--group", &name]);
     let shown = String::from_utf8_lossy(&trace.stdout);
     assert_eq!(
-        shown.lines().filter(|l| l.contains("worktree_created") && l.contains("wtc-fails")).count(),
+        shown
+            .lines()
+            .filter(|l| l.contains("worktree_created") && l.contains("wtc-fails"))
+            .count(),
         2,
         "{shown}{}",
         String::from_utf8_lossy(&trace.stderr)

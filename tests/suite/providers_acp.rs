@@ -810,6 +810,8 @@ async fn a_hooks_deny_of_an_acp_permission_request_leaves_its_reason_in_the_tran
         .collect();
     assert_eq!(
         notices,
-        ["pre_tool_use hook `sh -c echo 'no reading notes' >&2; exit 2` denied the agent's `read`: no reading notes"]
+        [
+            "pre_tool_use hook `sh -c echo 'no reading notes' >&2; exit 2` denied the agent's `read`: no reading notes"
+        ]
     );
 }

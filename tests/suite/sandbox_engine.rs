@@ -389,8 +389,17 @@ exit 0
     )
     .expect("script");
     let home = m.home.clone();
-    let command = vec!["sh".to_string(), script.display().to_string(), home.display().to_string()];
-    let mut t = team(m, &command, SandboxSettings::default(), SandboxSettings::default());
+    let command = vec![
+        "sh".to_string(),
+        script.display().to_string(),
+        home.display().to_string(),
+    ];
+    let mut t = team(
+        m,
+        &command,
+        SandboxSettings::default(),
+        SandboxSettings::default(),
+    );
     let answer = t
         .engine
         .ask(&t.alice, "Write home.".into(), None)
