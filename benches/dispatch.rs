@@ -80,6 +80,7 @@ impl Provider for NullDispatcher {
                 simulated: true,
                 tool_calls,
                 agent: None,
+                sandbox_denials: Vec::new(),
             })
         })
     }

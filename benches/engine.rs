@@ -54,6 +54,7 @@ impl Provider for NullProvider {
                 simulated: true,
                 tool_calls: Vec::new(),
                 agent: None,
+                sandbox_denials: Vec::new(),
             })
         })
     }

@@ -84,6 +84,7 @@ impl Provider for CountingProvider {
                 simulated: true,
                 tool_calls: Vec::new(),
                 agent: None,
+                sandbox_denials: Vec::new(),
             })
         })
     }

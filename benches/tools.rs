@@ -65,6 +65,7 @@ impl Provider for LoopProvider {
                 simulated: true,
                 tool_calls: call.into_iter().collect(),
                 agent: None,
+                sandbox_denials: Vec::new(),
             })
         })
     }

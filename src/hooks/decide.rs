@@ -234,7 +234,10 @@ mod tests {
                 hook: "g".into()
             }
         );
-        assert_eq!(pre_tool_use(&[failed.clone()]).verdict, Verdict::Continue);
+        assert_eq!(
+            pre_tool_use(std::slice::from_ref(&failed)).verdict,
+            Verdict::Continue
+        );
         assert_eq!(pre_tool_use(&[]).verdict, Verdict::Continue);
         // Review 26-2, finding 16: `on_error: deny` refuses what the hook could not check.
         let closed = HookRun {

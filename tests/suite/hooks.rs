@@ -605,7 +605,7 @@ fn a_worktree_created_hook_runs_in_each_new_worktree_and_is_told_which() {
         assert_eq!(told["base_commit"], head.as_str(), "{input}");
         assert_eq!(
             std::fs::canonicalize(told["repo"].as_str().unwrap_or_default()).ok(),
-            std::fs::canonicalize(&repo).ok(),
+            std::fs::canonicalize(repo).ok(),
             "{input}"
         );
     }
