@@ -8,7 +8,9 @@
 //! again fresh with the whole conversation. `{model}` in an argument is replaced by the slug's
 //! model part. The program runs in its own process group, and the whole group is killed when
 //! the turn is cancelled or times out, so helpers it started die with it. A non-zero exit is an
-//! error quoting the end of stderr.
+//! error quoting the end of stderr. Claude Code (`agent: claude`) in a turn with huddle's
+//! approval flow speaks its control protocol instead ([`super::agent::control`]): the prompt as
+//! a JSON line, its permission requests answered on stdin as the flow decides.
 
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
