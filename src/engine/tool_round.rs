@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::model::ToolCall;
-use crate::providers::{PermissionAnswer, PermissionRequest};
+use crate::providers::PermissionRequest;
 use crate::tools::approval::{DENIED_BY_USER, DENIED_HEADLESS, DENIED_OVER_MCP};
 use crate::tools::limits::cap_result;
 use crate::tools::{AgentOption, Approval, ApprovalPolicy, Decision, Offer, ToolError, schema, split_name};
@@ -418,13 +418,12 @@ impl CallContext<'_> {
     /// request): the session's `pre_tool_use` hooks see it first (a denial refuses, an allow
     /// skips the user), then the same approval as huddle's own tools (the popup, `--approve-tools`
     /// or `huddle run`'s refusal). Anything but an approval refuses.
-    /// The answer says why a refusal refused (the hook's reason, `huddle run`'s rule, the user).
-    pub async fn agent_permission(&self, agent: &str, request: &PermissionRequest) -> PermissionAnswer {
+    pub async fn agent_permission(
+        &self,
+        agent: &str,
+        request: &PermissionRequest,
+    ) -> crate::providers::PermissionAnswer {
         let call = &request.call;
-        let answer = |decision, reason: Option<&str>| PermissionAnswer {
-            decision,
-            reason: reason.map(str::to_string),
-        };
         let mut hook_reason = None;
         if let Some(input) = self
             .guard
@@ -436,8 +435,14 @@ impl CallContext<'_> {
                 .await
                 .verdict
             {
-                Verdict::Deny { reason, .. } => return answer(Decision::Deny, Some(&reason)),
-                Verdict::Allow => return answer(Decision::ApproveOnce, None),
+                // The hook's reason is the call's result (and what Claude Code's model reads).
+                Verdict::Deny { reason, .. } => {
+                    return crate::providers::PermissionAnswer {
+                        decision: Decision::Deny,
+                        refused: Some(reason),
+                    };
+                }
+                Verdict::Allow => return Decision::ApproveOnce.into(),
                 Verdict::Ask { reason } => hook_reason = Some(reason.unwrap_or_else(|| "a hook asks".into())),
                 Verdict::Continue => {}
             }
@@ -447,9 +452,12 @@ impl CallContext<'_> {
             .decide(agent, &call.name, call, &grant, hook_reason, &request.options)
             .await
         {
-            Ok(decision @ (Decision::Deny | Decision::DenyAndStop)) => answer(decision, Some(DENIED_BY_USER)),
-            Ok(decision) => answer(decision, None),
-            Err(reason) => answer(Decision::Deny, Some(&reason)),
+            Ok(decision) => decision.into(),
+            // Refused without asking anyone: huddle's reason is the call's result.
+            Err(reason) => crate::providers::PermissionAnswer {
+                decision: Decision::Deny,
+                refused: Some(reason),
+            },
         }
     }
 }
@@ -517,7 +525,7 @@ impl CallContext<'_> {
             iteration: self.iteration,
             agent: agent.to_string(),
         });
-        crate::providers::PermissionAsker::with_reasons(move |request| {
+        crate::providers::PermissionAsker::new(move |request| {
             let me = Arc::clone(&me);
             Box::pin(async move { me.context().agent_permission(&me.agent, &request).await })
         })

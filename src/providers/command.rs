@@ -561,10 +561,10 @@ async fn answer_requests(
                             },
                             options: Vec::new(),
                         };
-                        let decided = asker.answer(request);
+                        let decided = asker.ask(request);
                         answering.push(async move {
                             let answer = decided.await;
-                            control::answer(&request_id, answer.decision, answer.reason.as_deref(), &input)
+                            control::answer(&request_id, answer.decision, answer.refused.as_deref(), &input)
                         });
                     }
                     control::Request::Unsupported { request_id, subtype } => {

@@ -144,7 +144,7 @@ pub struct TurnRequest {
     /// unconfined (a caller outside the engine: a probe, a test).
     pub sandbox: Option<crate::sandbox::Sandbox>,
     /// Asked when the agent asks before running one of its own tools (an ACP agent's
-    /// `session/request_permission`, Claude Code's `can_use_tool`): huddle's approval flow. Without it every such call is
+    /// `session/request_permission`): huddle's approval flow. Without it every such call is
     /// refused.
     pub permission: Option<PermissionAsker>,
     /// The session's tool servers, for an agent that starts them itself
@@ -163,49 +163,40 @@ pub struct PermissionRequest {
     pub options: Vec<crate::tools::AgentOption>,
 }
 
-/// The decision on a [`PermissionRequest`], with why it was refused when it was (a hook's
-/// reason, `huddle run`'s refusal, the user's): an agent that can tell its model why (Claude
-/// Code's `can_use_tool` answer) passes it on.
+/// The answer to a [`PermissionRequest`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct PermissionAnswer {
     pub decision: crate::tools::Decision,
-    pub reason: Option<String>,
+    /// Why huddle refused without asking anyone (a `pre_tool_use` hook's reason, `huddle run`
+    /// without `--approve-tools`, a run over MCP nobody can be asked in, a stopped run): the
+    /// call's result says this, not what the agent makes of a denial ("denied by user" when no
+    /// user was asked). Claude Code's model reads it as the refusal's message.
+    pub refused: Option<String>,
+}
+
+impl From<crate::tools::Decision> for PermissionAnswer {
+    fn from(decision: crate::tools::Decision) -> Self {
+        PermissionAnswer {
+            decision,
+            refused: None,
+        }
+    }
 }
 
 /// Puts a [`PermissionRequest`] to huddle's approval flow (the TUI's popup, `huddle run
-/// --approve-tools` or its refusal, hooks) and resolves to the decision.
+/// --approve-tools` or its refusal, hooks) and resolves to the answer.
 #[derive(Clone)]
 pub struct PermissionAsker(
     pub Arc<dyn Fn(PermissionRequest) -> BoxFuture<'static, PermissionAnswer> + Send + Sync>,
 );
 
 impl PermissionAsker {
-    /// An asker that gives decisions without reasons.
     pub fn new(
-        f: impl Fn(PermissionRequest) -> BoxFuture<'static, crate::tools::Decision> + Send + Sync + 'static,
-    ) -> PermissionAsker {
-        PermissionAsker(Arc::new(move |request| {
-            let decided = f(request);
-            Box::pin(async move {
-                PermissionAnswer {
-                    decision: decided.await,
-                    reason: None,
-                }
-            })
-        }))
-    }
-    /// An asker that says why it refuses.
-    pub fn with_reasons(
         f: impl Fn(PermissionRequest) -> BoxFuture<'static, PermissionAnswer> + Send + Sync + 'static,
     ) -> PermissionAsker {
         PermissionAsker(Arc::new(f))
     }
-    pub fn ask(&self, request: PermissionRequest) -> BoxFuture<'static, crate::tools::Decision> {
-        let answer = (self.0)(request);
-        Box::pin(async move { answer.await.decision })
-    }
-    /// The decision and why.
-    pub fn answer(&self, request: PermissionRequest) -> BoxFuture<'static, PermissionAnswer> {
+    pub fn ask(&self, request: PermissionRequest) -> BoxFuture<'static, PermissionAnswer> {
         (self.0)(request)
     }
 }

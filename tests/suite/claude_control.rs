@@ -387,12 +387,12 @@ async fn the_control_protocol_skips_junk_refuses_what_it_does_not_serve_and_ends
     let asked: Arc<Mutex<Vec<PermissionRequest>>> = Arc::default();
     let seen = asked.clone();
     let mut req = TurnRequest::new("sonnet", vec![ChatMessage::user("write a.txt")]);
-    req.permission = Some(PermissionAsker::with_reasons(move |request| {
+    req.permission = Some(PermissionAsker::new(move |request| {
         seen.lock().expect("asked").push(request);
         Box::pin(async {
             PermissionAnswer {
                 decision: Decision::Deny,
-                reason: Some("not on Sundays".into()),
+                refused: Some("not on Sundays".into()),
             }
         })
     }));
