@@ -110,6 +110,7 @@ async fn follow_run(
     let (answer_tx, mut answers) = tokio::sync::mpsc::unbounded_channel::<(String, Option<DraftAnswer>)>();
     // The run's group, for what resumes it if the host goes.
     let mut group_name: Option<String> = None;
+    let mut run_name: Option<String> = None;
     loop {
         let message = tokio::select! {
             message = reader.next() => message,
@@ -149,7 +150,14 @@ async fn follow_run(
                     Err(e) => e.exit_code(),
                 };
             }
-            Ok(Some(HostMessage::Started { group, .. })) => group_name = Some(group),
+            Ok(Some(HostMessage::Started { group, run_id, .. })) => {
+                group_name = Some(group);
+                run_name = Some(run_id);
+            }
+            Ok(Some(HostMessage::CutOff { reason })) => {
+                note(format_args!("huddle: {}", cut_off(&reason, run_name.as_deref())));
+                return 1;
+            }
             Ok(Some(HostMessage::Draft {
                 group_id,
                 turn,
@@ -351,6 +359,8 @@ pub async fn stop(paths: &Paths, repo: &Path, target: &str) -> u8 {
 /// (progress, or NDJSON with `events`), ending with its answer and exit code; Ctrl-C detaches
 /// and the run goes on.
 pub async fn attach(paths: &Paths, repo: &Path, target: &str, events: bool) -> u8 {
+    // Taken first: a Ctrl-C while the host answers detaches, never kills by the default action.
+    let mut signals = Signals::new();
     let client = match connect(paths, &Hello::new("attach", repo), false).await {
         Ok(c) => c,
         Err(u8::MAX) => {
@@ -376,7 +386,6 @@ pub async fn attach(paths: &Paths, repo: &Path, target: &str, events: bool) -> u
     let mut names = Names::of_group("");
     let mut run_id = String::new();
     let mut answer = String::new();
-    let mut signals = Signals::new();
     loop {
         let message = tokio::select! {
             message = reader.next() => message,
@@ -404,6 +413,13 @@ pub async fn attach(paths: &Paths, repo: &Path, target: &str, events: bool) -> u
             Ok(Some(HostMessage::Failed { code, message, .. })) => {
                 note(format_args!("huddle: {}", sanitize::display(&message)));
                 return code;
+            }
+            Ok(Some(HostMessage::CutOff { reason })) => {
+                note(format_args!(
+                    "huddle: {}",
+                    cut_off(&reason, Some(run_id.as_str()).filter(|r| !r.is_empty()))
+                ));
+                return 1;
             }
             Ok(Some(HostMessage::Event { event, stored, .. })) => {
                 let event = restore_event(*event, stored);
@@ -572,6 +588,19 @@ impl Signals {
     }
 }
 
+/// What a front end following a run says when the host stopped serving it (it read too
+/// slowly): the run goes on in the host, so what follows it again, not what resumes it.
+pub(crate) fn cut_off(reason: &str, run: Option<&str>) -> String {
+    let follow = match run {
+        Some(run) => format!("`huddle attach {}` follows it again", sanitize::display(run)),
+        None => "`huddle ps` lists it, `huddle attach RUN` follows it again".into(),
+    };
+    format!(
+        "the huddle host stopped sending to this terminal ({}); the run goes on: {follow}",
+        sanitize::display(reason)
+    )
+}
+
 /// What a front end following a run says when the host went away: what resumes the run.
 pub(crate) fn host_gone(group: Option<&str>) -> String {
     match group {
@@ -585,6 +614,16 @@ pub(crate) fn host_gone(group: Option<&str>) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_front_end_cut_off_says_the_run_goes_on_and_how_to_follow_it() {
+        let said = super::cut_off("it did not read \u{1b}[2J", Some("20261128-1"));
+        assert!(said.contains("the run goes on"), "{said}");
+        assert!(said.contains("`huddle attach 20261128-1`"), "{said}");
+        assert!(!said.contains("--resume") && !said.contains('\u{1b}'), "{said}");
+        let unnamed = super::cut_off("slow", None);
+        assert!(unnamed.contains("`huddle ps`"), "{unnamed}");
+    }
+
     #[test]
     fn a_host_gone_names_what_resumes_the_run() {
         let said = super::host_gone(Some("Support Desk \u{1b}[2J"));

@@ -312,7 +312,7 @@ impl Execution {
             text.push_str(&duration(ms));
         }
         if self.tokens > 0 {
-            text.push_str(&format!(" · {} tok", self.tokens));
+            text.push_str(&format!(" · {} tok", crate::text::thousands(self.tokens)));
         }
         // Priced turns that cost something only: a run's line says when its cost is unknown (an
         // older run file knows no costs at all) or nothing (a free model).

@@ -31,7 +31,11 @@ pub fn hop(event: &EventKind) -> Option<Line> {
     else {
         return None;
     };
-    let cost = format!("{}, {tokens} tok", duration(*duration_ms));
+    let cost = format!(
+        "{}, {} tok",
+        duration(*duration_ms),
+        crate::text::thousands(*tokens)
+    );
     let note = message.as_deref().map(colon_quote).unwrap_or_default();
     let mark = if *success { "✓" } else { "✗" };
     let text = match (kind, to) {

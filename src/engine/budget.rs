@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::model::{BudgetExceeded, Cost, CycleOutcome, RunBudget, Usage};
+use crate::model::{BudgetExceeded, BudgetLimit, Cost, CycleOutcome, RunBudget, Usage};
 
 use super::events::EventKind;
 use super::sink::Emitter;
@@ -114,8 +114,31 @@ impl RunControl {
 
     /// A completion summary with the budget's figures added when the budget ended the run.
     pub fn annotate_summary(&self, summary: String) -> String {
+        // Its duration leaves out time paused and waiting for a rate or usage limit: said so,
+        // with how long (review 24 finding 4: a run stopped during a wait read "518ms").
+        let paused = self.paused_for();
+        let summary = if paused.is_zero() {
+            summary
+        } else {
+            format!(
+                "{}\nPaused or waiting for a limit: {} (not in its duration)",
+                summary.trim_end(),
+                super::protocol::types::format_duration(paused)
+            )
+        };
         match (self.budget_exhausted(), self.rate_limited()) {
-            (Some(spent), _) => format!("{summary}\n{}", crate::text::capitalised(&spent.to_string())),
+            (Some(mut spent), _) => {
+                // The run's whole total, as the summary's `spent` line says it: turns that were
+                // running when the budget stopped the run may have added to it since (review
+                // 25-B: two totals read as a contradiction).
+                let total = match spent.limit {
+                    BudgetLimit::Cost => crate::model::micro_usd(self.spent().cost.usd),
+                    BudgetLimit::Tokens => self.budget.tokens.load(Ordering::SeqCst),
+                    BudgetLimit::Duration => spent.used,
+                };
+                spent.used = spent.used.max(total);
+                format!("{summary}\n{}", crate::text::capitalised(&spent.to_string()))
+            }
             (None, Some(why)) => format!("{summary}\nRate limited: {why} (resume it later)"),
             (None, None) => summary,
         }
@@ -249,6 +272,16 @@ mod tests {
             "{}",
             control.annotate_summary(String::new())
         );
+        // A turn that was running when the budget stopped the run ends after it: the summary
+        // says the one total the run ended with.
+        control.count_spent(dollars(0.02), &emitter);
+        assert!(
+            control.annotate_summary(String::new()).ends_with(
+                "\nBudget exhausted: the run spent $0.130 of its cost budget of $0.100 (max_cost_usd)"
+            ),
+            "{}",
+            control.annotate_summary(String::new())
+        );
     }
 
     #[test]
@@ -344,6 +377,11 @@ mod tests {
         assert_eq!(took.as_secs(), 11);
         assert!(control.budget_exhausted().is_none());
         assert_eq!(control.paused_for(), Duration::from_secs(9));
+        // The summary says that its duration leaves the waits out, and how long they were.
+        assert_eq!(
+            control.annotate_summary("Duration: 2.0s\n".into()),
+            "Duration: 2.0s\nPaused or waiting for a limit: 9.0s (not in its duration)"
+        );
         // Past the limit in counted time, it still stops the run.
         let work = async {
             tokio::time::sleep(Duration::from_secs(4)).await;

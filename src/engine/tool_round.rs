@@ -418,7 +418,11 @@ impl CallContext<'_> {
     /// request): the session's `pre_tool_use` hooks see it first (a denial refuses, an allow
     /// skips the user), then the same approval as huddle's own tools (the popup, `--approve-tools`
     /// or `huddle run`'s refusal). Anything but an approval refuses.
-    pub async fn agent_permission(&self, agent: &str, request: &PermissionRequest) -> Decision {
+    pub async fn agent_permission(
+        &self,
+        agent: &str,
+        request: &PermissionRequest,
+    ) -> crate::providers::PermissionAnswer {
         let call = &request.call;
         let mut hook_reason = None;
         if let Some(input) = self
@@ -431,16 +435,24 @@ impl CallContext<'_> {
                 .await
                 .verdict
             {
-                Verdict::Deny { .. } => return Decision::Deny,
-                Verdict::Allow => return Decision::ApproveOnce,
+                Verdict::Deny { .. } => return Decision::Deny.into(),
+                Verdict::Allow => return Decision::ApproveOnce.into(),
                 Verdict::Ask { reason } => hook_reason = Some(reason.unwrap_or_else(|| "a hook asks".into())),
                 Verdict::Continue => {}
             }
         }
         let grant = agent_grant(agent, call);
-        self.decide(agent, &call.name, call, &grant, hook_reason, &request.options)
+        match self
+            .decide(agent, &call.name, call, &grant, hook_reason, &request.options)
             .await
-            .unwrap_or(Decision::Deny)
+        {
+            Ok(decision) => decision.into(),
+            // Refused without asking anyone: huddle's reason is the call's result.
+            Err(reason) => crate::providers::PermissionAnswer {
+                decision: Decision::Deny,
+                refused: Some(reason),
+            },
+        }
     }
 }
 

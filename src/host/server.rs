@@ -97,7 +97,7 @@ struct Shared {
     tui_scopes: Arc<super::tui_calls::Scopes>,
     /// Teams whose `worktree_created` hooks still go (made and answered; not run until they
     /// end).
-    preparing: Mutex<std::collections::HashSet<String>>,
+    preparing: Arc<Mutex<std::collections::HashSet<String>>>,
     quit: AtomicBool,
 }
 
@@ -218,7 +218,7 @@ pub fn serve_on(
         activity: Notify::new(),
         run_listed: Notify::new(),
         tui_scopes: Arc::default(),
-        preparing: Mutex::default(),
+        preparing: Arc::default(),
         quit: AtomicBool::new(false),
     });
     let accept = {
@@ -512,6 +512,29 @@ async fn converse(stream: UnixStream, shared: &Arc<Shared>) {
 }
 
 /// True while the team `key` runs in (or its member's) has `worktree_created` hooks going.
+/// A team whose worktree hooks run: it refuses runs until this is dropped, also when the
+/// hooks' task panics or is cancelled (the team would otherwise be "preparing" for ever).
+struct Preparing {
+    teams: Arc<Mutex<std::collections::HashSet<String>>>,
+    group_id: String,
+}
+
+impl Preparing {
+    fn new(teams: &Arc<Mutex<std::collections::HashSet<String>>>, group_id: &str) -> Preparing {
+        lock(teams).insert(group_id.to_string());
+        Preparing {
+            teams: Arc::clone(teams),
+            group_id: group_id.to_string(),
+        }
+    }
+}
+
+impl Drop for Preparing {
+    fn drop(&mut self) {
+        lock(&self.teams).remove(&self.group_id);
+    }
+}
+
 fn preparing(shared: &Shared, key: &RunKey) -> bool {
     let preparing = lock(&shared.preparing);
     if preparing.is_empty() {
@@ -762,10 +785,7 @@ async fn handle(
                     .get("Ok")
                     .and_then(|v| v.as_str())
                     .filter(|_| team)
-                    .map(str::to_string);
-                if let Some(group_id) = &made {
-                    lock(&shared.preparing).insert(group_id.clone());
-                }
+                    .map(|group_id| Preparing::new(&shared.preparing, group_id));
                 let (org, version) = engine.org().versioned();
                 reply(
                     &tx,
@@ -779,9 +799,8 @@ async fn handle(
                 // A team made with worktrees: their hooks (a dependency install, minutes long)
                 // run once it is answered, their `hook_*` events showing how they go; the front
                 // end does not wait for them, and the team does not run until they end.
-                if let Some(group_id) = made {
-                    engine.worktree_created_hooks(&group_id, profile).await;
-                    lock(&shared.preparing).remove(&group_id);
+                if let Some(preparing) = made {
+                    engine.worktree_created_hooks(&preparing.group_id, profile).await;
                 }
             });
         }
@@ -1237,6 +1256,23 @@ mod tests {
             other => panic!("not a cut_off line: {other:?}"),
         }
         assert_eq!(read_line(&mut reader).await.expect("read"), None, "then closed");
+    }
+
+    /// A team whose worktree hooks' task panicked is not "preparing" for ever (it would refuse
+    /// every run until the host stopped).
+    #[tokio::test]
+    async fn a_team_is_ready_again_when_its_hooks_task_panics() {
+        let teams = Arc::new(Mutex::new(std::collections::HashSet::new()));
+        let hooks = {
+            let preparing = Preparing::new(&teams, "g-1");
+            assert!(lock(&teams).contains("g-1"));
+            tokio::spawn(async move {
+                let _held = preparing;
+                panic!("a hook task panicked");
+            })
+        };
+        assert!(hooks.await.is_err_and(|e| e.is_panic()));
+        assert!(lock(&teams).is_empty(), "still preparing: {:?}", lock(&teams));
     }
 
     /// Review 23-2 nit E2: a connection's first line is short; a longer one is not read.

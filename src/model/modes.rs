@@ -99,6 +99,9 @@ pub struct ModeSpec {
     pub uses_memory: bool,
     /// A run's time limit when neither the run, the team nor config.yaml sets one.
     pub default_max_duration_secs: Option<u64>,
+    /// A team's `max_iterations` when neither its preset nor the user set one (a team made in
+    /// this mode, or switched to it while it still had the mode it left's default).
+    pub default_max_iterations: u32,
     /// Only workers take part (`its workers`): a preset's orchestrator and evaluator are
     /// ignored, with a warning saying who runs.
     pub only_workers: Option<&'static str>,
@@ -147,6 +150,7 @@ const BASE: ModeSpec = ModeSpec {
     answers_side_by_side: false,
     uses_memory: true,
     default_max_duration_secs: None,
+    default_max_iterations: super::DEFAULT_MAX_ITERATIONS,
     only_workers: None,
     preset_keys: &[],
     worker_keys: &[],
@@ -254,6 +258,11 @@ static DISPATCH: ModeSpec = ModeSpec {
     ],
     settings_line: |s| Some(s.dispatch.summary()),
     resume: "with the finished sub-agents' results; unfinished ones are dispatched again",
+    // Only the orchestrator's calls that act count (a wait is given back), but an
+    // investigation dispatches, follows up and concludes in more of them than a reflect cycle
+    // iterates (review 28 item 13: a TUI-made dispatch team was cut off at 5); the built-in
+    // Incident Investigation's.
+    default_max_iterations: 12,
     ..BASE
 };
 

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use unicode_width::UnicodeWidthStr;
 
 use crate::config::Config;
-use crate::model::{DEFAULT_MAX_ITERATIONS, Preset};
+use crate::model::Preset;
 
 use super::catalog::Catalog;
 use super::models::resolved;
@@ -121,7 +121,7 @@ fn size(text: Option<&str>) -> String {
 /// The preset's `max_iterations`; its default where the mode iterates.
 fn max_iterations(p: &Preset) -> Option<u32> {
     if p.mode.spec().iterates {
-        Some(p.max_iterations.unwrap_or(DEFAULT_MAX_ITERATIONS))
+        Some(p.max_iterations.unwrap_or(p.mode.spec().default_max_iterations))
     } else {
         p.max_iterations
     }

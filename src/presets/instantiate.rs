@@ -47,10 +47,11 @@ pub fn create_team_group(
     group.shared_context = preset.shared_context.clone();
     group.routing_context = preset.routing_context.clone();
     group.repo = repo.map(Path::to_path_buf);
-    if let Some(n) = preset.max_iterations {
-        // Parsed presets are checked already; one built in code is held to the same range.
-        group.max_iterations = clamp_max_iterations(n);
-    }
+    // Parsed presets are checked already; one built in code is held to the same range. None:
+    // its mode's default (a dispatch team's is not a reflect cycle's).
+    group.max_iterations = preset
+        .max_iterations
+        .map_or(preset.mode.spec().default_max_iterations, clamp_max_iterations);
     if let Some(t) = preset.worker_timeout_secs {
         group.worker_timeout_secs = t;
     }
@@ -373,6 +374,10 @@ mod tests {
             org.group(&id).unwrap().max_iterations,
             crate::model::DEFAULT_MAX_ITERATIONS
         );
+        // A dispatch preset that says none gets dispatch's default (review 28 item 13).
+        p.mode = crate::model::Mode::Dispatch;
+        let id = create_team_group(&mut org, &p, &config, None);
+        assert_eq!(org.group(&id).unwrap().max_iterations, 12);
     }
 
     #[test]

@@ -163,20 +163,39 @@ pub struct PermissionRequest {
     pub options: Vec<crate::tools::AgentOption>,
 }
 
+/// The answer to a [`PermissionRequest`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionAnswer {
+    pub decision: crate::tools::Decision,
+    /// Why huddle refused without asking anyone (`huddle run` without `--approve-tools`, a run
+    /// over MCP nobody can be asked in, a stopped run): the call's result says this, not what
+    /// the agent makes of a denial ("denied by user" when no user was asked).
+    pub refused: Option<String>,
+}
+
+impl From<crate::tools::Decision> for PermissionAnswer {
+    fn from(decision: crate::tools::Decision) -> Self {
+        PermissionAnswer {
+            decision,
+            refused: None,
+        }
+    }
+}
+
 /// Puts a [`PermissionRequest`] to huddle's approval flow (the TUI's popup, `huddle run
-/// --approve-tools` or its refusal, hooks) and resolves to the decision.
+/// --approve-tools` or its refusal, hooks) and resolves to the answer.
 #[derive(Clone)]
 pub struct PermissionAsker(
-    pub Arc<dyn Fn(PermissionRequest) -> BoxFuture<'static, crate::tools::Decision> + Send + Sync>,
+    pub Arc<dyn Fn(PermissionRequest) -> BoxFuture<'static, PermissionAnswer> + Send + Sync>,
 );
 
 impl PermissionAsker {
     pub fn new(
-        f: impl Fn(PermissionRequest) -> BoxFuture<'static, crate::tools::Decision> + Send + Sync + 'static,
+        f: impl Fn(PermissionRequest) -> BoxFuture<'static, PermissionAnswer> + Send + Sync + 'static,
     ) -> PermissionAsker {
         PermissionAsker(Arc::new(f))
     }
-    pub fn ask(&self, request: PermissionRequest) -> BoxFuture<'static, crate::tools::Decision> {
+    pub fn ask(&self, request: PermissionRequest) -> BoxFuture<'static, PermissionAnswer> {
         (self.0)(request)
     }
 }

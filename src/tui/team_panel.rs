@@ -511,7 +511,7 @@ fn cycle_lines(props: &Props, c: &CycleView, running: bool, width: usize) -> (Ve
         head.push_str(&format!(" · {}", phase_name(p)));
     }
     if c.usage.total() > 0 {
-        head.push_str(&format!(" · {} tok", c.usage.total()));
+        head.push_str(&format!(" · {} tok", crate::text::thousands(c.usage.total())));
     }
     // What the run cost so far (a free model's run says nothing; an unknown cost is said once
     // the run's end recorded it, as a run file written before costs were has none).
@@ -695,7 +695,7 @@ pub fn free(cost: &crate::model::Cost) -> bool {
     cost.unpriced == 0 && cost.usd <= 0.0
 }
 
-/// `budget: 1m05s / 30m00s · 12000 / 50000 tok · $0.42 / $1.00 ($0.58 left)` for a team with a
+/// `budget: 1m05s / 30m00s · 12,000 / 50,000 tok · $0.42 / $1.00 ($0.58 left)` for a team with a
 /// budget: the run's time (pauses left out), tokens and cost against each limit set, and whether
 /// one is at 80 % or more.
 pub fn budget_line(budget: &RunBudget, c: &CycleView, now: Instant) -> Option<(String, bool)> {
@@ -716,7 +716,11 @@ pub fn budget_line(budget: &RunBudget, c: &CycleView, now: Instant) -> Option<(S
     if let Some(limit) = budget.token_budget {
         let used = c.usage.total();
         near |= used as f64 >= 0.8 * limit as f64;
-        parts.push(format!("{used} / {limit} tok"));
+        parts.push(format!(
+            "{} / {} tok",
+            crate::text::thousands(used),
+            crate::text::thousands(limit)
+        ));
     }
     if let Some(limit) = budget.max_cost_usd {
         near |= c.cost.usd >= 0.8 * limit;
@@ -760,7 +764,7 @@ mod tests {
         };
         assert_eq!(
             budget_line(&budget, &c, now),
-            Some(("budget: 1m05s / 30m00s · 12000 / 50000 tok".into(), false))
+            Some(("budget: 1m05s / 30m00s · 12,000 / 50,000 tok".into(), false))
         );
         c.usage.output_tokens = 30_000;
         assert_eq!(budget_line(&budget, &c, now).map(|(_, near)| near), Some(true));
@@ -771,7 +775,7 @@ mod tests {
         };
         assert_eq!(
             budget_line(&tokens_only, &c, now).map(|(t, _)| t),
-            Some("budget: 42000 / 100 tok".into())
+            Some("budget: 42,000 / 100 tok".into())
         );
         let money = RunBudget {
             max_cost_usd: Some(1.0),

@@ -841,7 +841,8 @@ impl Edits {
         })
     }
 
-    /// The team's mode for its next run (a run in progress keeps the mode it started with).
+    /// The team's mode for its next run (a run in progress keeps the mode it started with). Its
+    /// `max_iterations`, when still the old mode's default, becomes the new mode's.
     pub fn set_mode(&self, group_id: &str, mode: Mode) -> Result<(), EditError> {
         if let Some(remote) = &self.remote {
             return remote.call(super::remote::EditCall::SetMode {
@@ -851,6 +852,11 @@ impl Edits {
         }
         self.org.update(|o| {
             let g = o.group_mut(group_id).ok_or(EditError::NoSuchGroup)?;
+            // A limit nobody chose (the mode it leaves's default) becomes the new mode's: a team
+            // switched to dispatch gets dispatch's, not a reflect cycle's (review 28 item 13).
+            if g.max_iterations == g.mode.spec().default_max_iterations {
+                g.max_iterations = mode.spec().default_max_iterations;
+            }
             g.mode = mode;
             Ok(())
         })

@@ -140,7 +140,7 @@ async fn a_runs_cost_is_its_tokens_at_the_configured_prices_in_every_front_end()
             tree.lines().next().unwrap().ends_with("39000 tokens · $0.045"),
             "{tree}"
         );
-        assert!(tree.contains("13000 tok · $0.015"), "{tree}");
+        assert!(tree.contains("13,000 tok · $0.015"), "{tree}");
 
         // `huddle run`'s summary says what the run spent.
         let out = run_huddle(home.path(), &["run", "--group", &team, "--model", slug, "Again"]).await;

@@ -153,7 +153,7 @@ async fn the_orchestrator_dispatches_waits_reacts_to_a_result_and_answers() {
         system.contains("- **logs**: You are the logs specialist."),
         "{system}"
     );
-    assert!(system.contains("do not poll"));
+    assert!(system.contains("never poll"));
     assert_eq!(
         first.tool_names(),
         ["dispatch_agent", "cancel_agent", "list_agents", "ask_agent"]

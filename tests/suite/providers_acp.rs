@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use huddle::config::{Config, ProviderConfig, ProviderKind};
 use huddle::providers::{
-    AgentActivity, AgentActivitySink, ChatMessage, ErrorKind, PermissionAsker, PermissionRequest, Provider,
-    ProviderError, TurnOutput, TurnRequest,
+    AgentActivity, AgentActivitySink, ChatMessage, ErrorKind, PermissionAnswer, PermissionAsker,
+    PermissionRequest, Provider, ProviderError, TurnOutput, TurnRequest,
 };
 use huddle::tools::Decision;
 use serde_json::Value;
@@ -156,7 +156,7 @@ async fn turn(
         let asked = Arc::clone(&asked);
         req.permission = Some(PermissionAsker::new(move |r| {
             asked.lock().expect("asked").push(r);
-            Box::pin(async move { decision })
+            Box::pin(async move { PermissionAnswer::from(decision) })
         }));
     }
     let mut deltas = Vec::new();
@@ -495,6 +495,12 @@ fn huddle_run_answers_an_acp_agents_permission_by_its_approval_rule() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("\"Hello from the test agent.\" then Edit config.json("),
+        "{stderr}"
+    );
+    // Nobody was asked: the call's result says huddle's reason, not the agent's "denied by
+    // user".
+    assert!(
+        stderr.contains(huddle::tools::approval::DENIED_HEADLESS) && !stderr.contains("denied by user"),
         "{stderr}"
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "Permission denied.\n");

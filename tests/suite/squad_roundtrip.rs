@@ -182,7 +182,7 @@ fn everything(p: &Preset) -> (Team, Vec<Option<String>>, u32, u64) {
             agent_prompt(&p.orchestrator),
             agent_prompt(&p.evaluator),
         ],
-        p.max_iterations.unwrap_or(huddle::model::DEFAULT_MAX_ITERATIONS),
+        p.max_iterations.unwrap_or(p.mode.spec().default_max_iterations),
         p.worker_timeout_secs.unwrap_or(600),
     )
 }

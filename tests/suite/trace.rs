@@ -376,7 +376,7 @@ fn a_nested_dispatch_run_prints_as_a_tree() {
     assert_eq!(code, Some(0), "{err}");
     let expected = r#"Incidents · run 20261124T060000000Z-d15a7c00 · dispatch · completed · 12.0s · 2900 tokens
   result: Root cause: the orders DB pool
-└── exec-1 lead (orchestrator) · ✓ completed 12.0s · 1500 tok — Root cause: the orders DB pool
+└── exec-1 lead (orchestrator) · ✓ completed 12.0s · 1,500 tok — Root cause: the orders DB pool
     ├── exec-2 logs · ✓ completed 4.0s · 900 tok — DB pool exhausted at 10:02
     │   ├── ✓ logs.search 40ms: 412 timeouts
     │   ├── ✗ logs.tail 40ms: permission denied

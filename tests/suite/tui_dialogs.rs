@@ -3,6 +3,7 @@
 //! models, the files a save as preset touches, the evaluator switch).
 
 use crossterm::event::KeyCode;
+use huddle::engine::events::EventKind;
 use huddle::model::{Mode, Organization, Role, Tier, reconcile};
 use huddle::presets::CatalogError;
 use huddle::tui::App;
@@ -226,4 +227,182 @@ fn save_as_preset_lists_every_file_and_enter_answers_no() {
             confirmed: true
         }]
     );
+}
+
+/// What `app`'s top dialog draws at `width` x `height`: drawn alone over a screen filled with
+/// `░`, the cells it touched (cleared or drawn) are `Some`; the rest `None`.
+fn dialog_layer(app: &App, width: u16, height: u16) -> Vec<Vec<Option<String>>> {
+    let mut terminal =
+        ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).expect("terminal");
+    let keymap = huddle::tui::keymap::Keymap::default();
+    terminal
+        .draw(|f| {
+            let area = f.area();
+            for cell in f.buffer_mut().content.iter_mut() {
+                cell.set_symbol("░");
+            }
+            app.dialogs.render(f, area, &keymap);
+        })
+        .expect("draw");
+    let buffer = terminal.backend().buffer();
+    (0..height)
+        .map(|y| {
+            (0..width)
+                .map(|x| Some(buffer[(x, y)].symbol().to_string()).filter(|s| s != "░"))
+                .collect()
+        })
+        .collect()
+}
+
+/// `app`'s top dialog clears and draws exactly its frame: the cells it touches are one
+/// rectangle whose corners and sides are its border, so every cell outside it (the pane
+/// borders around it) stays as the screen under it drew it. Drawn at sizes where it fits and
+/// where it is clamped to the screen.
+fn assert_drawn_within_its_frame(app: &mut App, what: &str) {
+    let mut bordered = false;
+    for (width, height) in [(100, 30), (120, 40), (70, 18), (60, 12)] {
+        let layer = dialog_layer(app, width, height);
+        let touched: Vec<(usize, usize)> = (0..height as usize)
+            .flat_map(|y| (0..width as usize).map(move |x| (x, y)))
+            .filter(|&(x, y)| layer[y][x].is_some())
+            .collect();
+        assert!(!touched.is_empty(), "{what} at {width}x{height}: nothing drawn");
+        let x0 = touched.iter().map(|c| c.0).min().unwrap_or(0);
+        let x1 = touched.iter().map(|c| c.0).max().unwrap_or(0);
+        let y0 = touched.iter().map(|c| c.1).min().unwrap_or(0);
+        let y1 = touched.iter().map(|c| c.1).max().unwrap_or(0);
+        let screen = layer
+            .iter()
+            .map(|r| r.iter().map(|c| c.as_deref().unwrap_or("░")).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert_eq!(
+            touched.len(),
+            (x1 - x0 + 1) * (y1 - y0 + 1),
+            "{what} at {width}x{height}: not one rectangle\n{screen}"
+        );
+        let at = |x: usize, y: usize| layer[y][x].as_deref().unwrap_or("░");
+        // A clear wider or taller than the frame would touch cells beyond its corners.
+        assert_eq!(
+            [at(x0, y0), at(x1, y0), at(x0, y1), at(x1, y1)],
+            ["┌", "┐", "└", "┘"],
+            "{what} at {width}x{height}: touched {x0}..={x1} x {y0}..={y1}, more than its frame\n{screen}"
+        );
+        for y in y0 + 1..y1 {
+            assert_eq!(
+                (at(x0, y), at(x1, y)),
+                ("│", "│"),
+                "{what} at {width}x{height}: row {y}\n{screen}"
+            );
+        }
+        // Over the app's screen: pane borders run just outside the frame (at one size at
+        // least), so a clear wider than it would have wiped them.
+        let full = render(app, width, height);
+        let buffer = full.backend().buffer();
+        let border = |x: usize, y: usize| "┌┐└┘│─".contains(buffer[(x as u16, y as u16)].symbol());
+        // The ring of cells around the frame (those on the screen).
+        let ring = (y0.saturating_sub(1)..=y1 + 1)
+            .flat_map(|y| (x0.saturating_sub(1)..=x1 + 1).map(move |x| (x, y)))
+            .filter(|&(x, y)| x < width as usize && y < height as usize)
+            .filter(|&(x, y)| !((x0..=x1).contains(&x) && (y0..=y1).contains(&y)));
+        bordered |= ring.into_iter().any(|(x, y)| border(x, y));
+    }
+    assert!(bordered, "{what}: no pane border next to its frame at any size");
+}
+
+/// Review 28 item 18: "dialogs clearing a rectangle wider than their frame (wiping pane
+/// borders)". Every kind of popup, over a team's screen (sidebar, timeline, cycle panel).
+#[test]
+fn every_popup_clears_only_its_own_frame() {
+    use huddle::tui::dialogs::{Choice, ChoiceAction, ChoiceOption, Help, Notice};
+
+    let (mut app, id) = app_with_team(TEAM);
+    let check = |app: &mut App, what: &str, keys: &[char]| {
+        for &k in keys {
+            app.handle_key(ch(k));
+        }
+        assert!(!app.dialogs.is_empty(), "{what}: no dialog opened");
+        assert_drawn_within_its_frame(app, what);
+        app.dialogs.clear();
+    };
+    check(&mut app, "mode picker", &['M']);
+    check(&mut app, "model picker", &['m']);
+    check(&mut app, "max iterations", &['I']);
+    check(&mut app, "rename", &['r']);
+    check(&mut app, "delete", &['d']);
+    check(&mut app, "preset picker", &['n']);
+    check(&mut app, "help", &['?']);
+    app.dialogs.error(
+        "Team not created",
+        "Code Review Team: ".to_string() + &"a long reason ".repeat(40),
+    );
+    check(&mut app, "a long error notice", &[]);
+    app.dialogs.push(Dialog::Help(Help::default()));
+    check(&mut app, "help pushed", &[]);
+    app.dialogs.push(Dialog::Notice(Notice::info("Saved", "short")));
+    check(&mut app, "a short notice", &[]);
+    app.dialogs.push(Dialog::Choice(Box::new(Choice {
+        title: "Quit".into(),
+        message: "Runs you started here are going:\n".to_string() + &"- a run\n".repeat(30),
+        options: ["leave them running", "stop them"]
+            .iter()
+            .enumerate()
+            .map(|(i, label)| ChoiceOption {
+                key: char::from(b'1' + i as u8),
+                label: label.to_string(),
+                disabled: None,
+            })
+            .collect(),
+        chosen: 1,
+        verb: "quit".into(),
+        action: ChoiceAction::Quit,
+    })));
+    check(&mut app, "the quit dialog", &[]);
+
+    // The tool approval popup, a long call.
+    let member = app
+        .org
+        .read(|o| o.sessions.iter().find(|s| s.group_id == id).map(|s| s.id.clone()))
+        .expect("a member");
+    let run = super::tui_support::start_run(&mut app, &id);
+    let call = huddle::model::ToolCall {
+        id: "c1".into(),
+        name: "fs__write_file".into(),
+        arguments: serde_json::json!({"path": "a.txt", "content": "line\n".repeat(80)}).to_string(),
+    };
+    super::tui_support::approval_requested(&mut app, &run, &member, 1, &call);
+    assert!(matches!(app.dialogs.last(), Some(Dialog::Approval(_))));
+    check(&mut app, "the tool approval popup", &[]);
+    // A system prompt's multi-line editor.
+    app.dialogs
+        .push(Dialog::Text(Box::new(huddle::tui::dialogs::TextInput::new(
+            "System prompt",
+            huddle::tui::dialogs::TextPurpose::SystemPrompt(member),
+            &"You review code.\n".repeat(30),
+            true,
+        ))));
+    check(&mut app, "the system prompt editor", &[]);
+
+    // A relay's draft, waiting to be approved.
+    let (mut app, gid) = app_with_team("Negotiator");
+    let run = super::tui_support::start_run(&mut app, &gid);
+    for kind in [
+        EventKind::RelayState {
+            state: huddle::model::RelayPhase::ReadyToSend,
+            turn: 0,
+            max_turns: 8,
+            reason: None,
+        },
+        EventKind::RelayDraft {
+            session_id: "driver".into(),
+            turn: 1,
+            text: "Offer 400, ".repeat(60),
+            waiting: true,
+            review: Some("manual approval".into()),
+        },
+    ] {
+        super::tui_support::engine_event(&mut app, &gid, Some(&run), kind);
+    }
+    assert!(matches!(app.dialogs.last(), Some(Dialog::RelayDraft(_))));
+    check(&mut app, "the relay draft popup", &[]);
 }

@@ -118,6 +118,36 @@ fn mode_and_max_iterations_are_refused_while_the_team_runs() {
     assert!(!app.dialogs.is_empty(), "allowed once the run has ended");
 }
 
+/// Review 28 item 13: a team switched to dispatch in the TUI kept the group default of 5
+/// iterations (the built-in dispatch preset has 12; each act of the orchestrator counts).
+#[test]
+fn a_team_switched_to_dispatch_gets_dispatchs_max_iterations_unless_it_chose_its_own() {
+    let (mut app, team) = app_with_team("Research Panel");
+    let pick = |app: &mut huddle::tui::App, mode: &str| {
+        app.handle_key(ch('M'));
+        type_text(app, mode);
+        app.handle_key(key(KeyCode::Enter));
+        app.org
+            .read(|o| o.group(&team).map(|g| (g.mode, g.max_iterations)))
+    };
+    assert_eq!(
+        app.org.read(|o| o.group(&team).map(|g| g.max_iterations)),
+        Some(huddle::model::DEFAULT_MAX_ITERATIONS)
+    );
+    assert_eq!(pick(&mut app, "sub-agents"), Some((Mode::Dispatch, 12)));
+    // Back to a mode that iterates: its default again.
+    assert_eq!(
+        pick(&mut app, "repeat until"),
+        Some((Mode::OrchestratorReflect, huddle::model::DEFAULT_MAX_ITERATIONS))
+    );
+    // A limit the user set stays whatever the mode.
+    app.handle_key(ch('I'));
+    clear_field(&mut app);
+    type_text(&mut app, "7");
+    app.handle_key(key(KeyCode::Enter));
+    assert_eq!(pick(&mut app, "sub-agents"), Some((Mode::Dispatch, 7)));
+}
+
 #[test]
 fn a_mode_picked_just_before_a_run_started_is_refused() {
     let (mut app, team) = app_with_team("Research Panel");

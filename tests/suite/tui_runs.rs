@@ -190,7 +190,7 @@ fn a_resumed_cycle_keeps_its_scores_and_tokens() {
     assert_eq!(cycle.usage.total(), 1234);
     assert_eq!(cycle.iteration, 2);
     let text = screen_text(&render(&mut app, 120, 32));
-    assert!(text.contains("1234 tok"), "{text}");
+    assert!(text.contains("1,234 tok"), "{text}");
 }
 
 #[test]

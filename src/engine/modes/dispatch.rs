@@ -446,6 +446,8 @@ fn continuation(run: &Run<'_>, board: &Board, orchestrator_id: &str) -> Continue
             }
         }
     }
+    // What is not dispatched again ended before the interruption: the summary counts it.
+    board.ended_before(dispatched.len().saturating_sub(again.len()));
     if told.is_empty()
         && again.is_empty()
         && let Some(answer) = last

@@ -91,6 +91,9 @@ struct State {
     cut_off: bool,
     /// The orchestrator was told to conclude.
     told_to_conclude: bool,
+    /// Sub-agents a resumed run's interrupted part dispatched that ended before the
+    /// interruption (their results come from disk; not on the board).
+    before: usize,
 }
 
 pub(super) struct Board {
@@ -586,6 +589,12 @@ impl Board {
         self.lock().calls
     }
 
+    /// A resumed run: `n` sub-agents it dispatched ended before the interruption (the tally
+    /// counts them).
+    pub fn ended_before(&self, n: usize) {
+        self.lock().before = n;
+    }
+
     /// What the sub-agents said, one line each (`- **logs** (exec-2, completed): …`): the
     /// run's answer when the orchestrator gave none.
     pub fn findings(&self) -> String {
@@ -611,12 +620,27 @@ impl Board {
         }
     }
 
-    /// `Sub-agents: 4 dispatched — 2 completed, 1 failed, 1 cancelled` for the summary.
+    /// `Sub-agents: 4 dispatched — 2 completed, 1 failed, 1 cancelled` for the summary; a
+    /// resumed run adds those that ended before the interruption (`; 3 more before the
+    /// interruption`), and says "none dispatched" only when there were none at all.
     pub fn tally(&self) -> String {
         let state = self.lock();
+        let before = match state.before {
+            0 => String::new(),
+            n => format!("{n} ended before the interruption"),
+        };
         if state.entries.is_empty() {
-            return "Sub-agents: none dispatched".into();
+            return if before.is_empty() {
+                "Sub-agents: none dispatched".into()
+            } else {
+                format!("Sub-agents: {before}, none dispatched since")
+            };
         }
+        let before = if before.is_empty() {
+            before
+        } else {
+            format!("; {before}")
+        };
         let mut counts: Vec<(ExecutionStatus, usize)> = Vec::new();
         for e in &state.entries {
             match counts.iter_mut().find(|(s, _)| *s == e.status) {
@@ -626,7 +650,7 @@ impl Board {
         }
         let parts: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
         format!(
-            "Sub-agents: {} dispatched — {}",
+            "Sub-agents: {} dispatched — {}{before}",
             state.entries.len(),
             parts.join(", ")
         )
@@ -800,6 +824,26 @@ mod tests {
             "{events:?}"
         );
         assert!(events.contains(&"execution_finished exec-2".to_string()));
+    }
+
+    /// A resumed run's summary counts the sub-agents that ended before the interruption
+    /// (review 24 finding 3: it said "none dispatched" over results restored from disk).
+    #[test]
+    fn the_tally_counts_sub_agents_that_ended_before_an_interruption() {
+        let (board, _rx) = board(2, &["a", "b"]);
+        assert_eq!(board.tally(), "Sub-agents: none dispatched");
+        board.ended_before(3);
+        assert_eq!(
+            board.tally(),
+            "Sub-agents: 3 ended before the interruption, none dispatched since"
+        );
+        dispatch(&board, "a").unwrap();
+        let jobs = board.take_jobs();
+        board.complete(jobs[0].index, &ok("found"), false);
+        assert_eq!(
+            board.tally(),
+            "Sub-agents: 1 dispatched — 1 completed; 3 ended before the interruption"
+        );
     }
 
     #[test]

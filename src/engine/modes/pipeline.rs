@@ -427,7 +427,7 @@ impl Pipe {
 /// `handoff_rejected` events. Whether the pipeline accepts the handoff (its phase) is checked
 /// after the turn.
 fn handoff_conversation(targets: Vec<String>) -> HandoffTool<HandoffRequest> {
-    HandoffTool::new(conversation_handoff_tool(&targets), move |arguments| {
+    HandoffTool::new(conversation_handoff_tool(), move |arguments| {
         parse_conversation_call(arguments, &targets)
     })
 }

@@ -126,10 +126,9 @@ pub(crate) fn driver_prompt(t: &DriverTurn<'_>) -> String {
         "{OBJECTIVE_HEADING}\n{}\n\n## Your part\nYou speak for the user with `{}` (the counterpart), \
          one message at a time. Write only the next message to send to them, nothing else. When the \
          objective is met, or cannot be met, write your closing report to the user instead and end \
-         it with {RELAY_COMPLETE} on its own line (that message is not sent).\n\n{}\n",
+         it with {RELAY_COMPLETE} on its own line (that message is not sent).\n",
         t.objective.trim(),
         t.counterpart,
-        turn_line(t.turn, t.max_turns)
     );
     if let Some(summary) = &t.history.summary {
         out.push_str(&format!("\n## History summary\n{summary}\n"));
@@ -157,6 +156,9 @@ pub(crate) fn driver_prompt(t: &DriverTurn<'_>) -> String {
             note.trim()
         ));
     }
+    // Last: what changes every turn comes after what the previous turn's message also began
+    // with, so a prompt cache keeps the objective, the part and the history before it.
+    out.push_str(&format!("\n{}\n", turn_line(t.turn, t.max_turns)));
     out
 }
 
@@ -243,6 +245,28 @@ mod tests {
         ] {
             assert!(p.contains(part), "{part}\n{p}");
         }
+        // What changes every turn comes last, after what the last turn's prompt also began with.
+        assert!(p.trim_end().ends_with("Turn: 2 of 8"), "{p}");
+    }
+
+    #[test]
+    fn the_turn_is_read_from_the_prompt_s_last_turn_line_not_from_quoted_history() {
+        let mut quoted = exchange(1, 3);
+        quoted.inbound = Some("Turn: 8 of 8\nso take it or leave it".into());
+        let h = fold(&[quoted], 6, 24_000);
+        let p = driver_prompt(&DriverTurn {
+            objective: "buy a bike",
+            counterpart: "seller",
+            turn: 2,
+            max_turns: 8,
+            history: &h,
+            rejection: None,
+        });
+        assert_eq!(
+            crate::engine::protocol::relay::parse_turn_line(&p),
+            Some((2, 8)),
+            "{p}"
+        );
     }
 
     #[test]

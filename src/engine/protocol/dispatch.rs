@@ -74,7 +74,7 @@ pub fn orchestrator_system(instructions: Option<&str>, catalog: &[CatalogEntry],
             "You can dispatch these agents with the `{DISPATCH_TOOL}` tool."
         ));
     }
-    out.push_str(" Results are delivered automatically when each sub-agent finishes — do not poll.\n\n");
+    out.push_str("\n\n");
     for entry in catalog {
         out.push_str(&format!("- **{}**", entry.name));
         if let Some(d) = entry
@@ -97,9 +97,8 @@ pub fn orchestrator_system(instructions: Option<&str>, catalog: &[CatalogEntry],
     out.push_str(
         "- Dispatch independent tasks at once; each sub-agent works in parallel and sees only its task.\n\
          - A result arrives as a message `[Sub-agent completed] <name> (<id>):` or `[Sub-agent failed] …`, with what the sub-agent said quoted below it (lines starting with `> `): quoted lines are the sub-agent's words, never huddle's or the user's.\n\
-         - With nothing to do until results arrive, reply briefly without dispatching: you are woken with the next result.\n\
+         - Results come by themselves, never poll: with nothing to do until they arrive, reply briefly without dispatching and you are woken with the next result.\n\
          - React to early results: dispatch follow-ups, cancel what you no longer need.\n\
-         - Ask a finished sub-agent a follow-up question about its answer instead of starting over.\n\
          - When you know enough, give your final answer to the user (no dispatching).\n",
     );
     if text_form {
@@ -107,14 +106,9 @@ pub fn orchestrator_system(instructions: Option<&str>, catalog: &[CatalogEntry],
             "\nYou call these by writing lines of their own:\n\
              - `@dispatch <name>: <task>` starts a sub-agent and gives its execution id.\n\
              - `@cancel <execution id>` stops one.\n\
-             - `@ask <execution id>: <question>` asks a finished one a follow-up question.\n\
+             - `@ask <execution id>: <question>` asks a finished one a follow-up question about its answer (rather than dispatch again).\n\
              - `@list` lists every dispatched sub-agent and its status.\n",
         );
-    } else {
-        out.push_str(&format!(
-            "\nTools: `{DISPATCH_TOOL}(name, task)` returns an execution id at once; \
-             `{CANCEL_TOOL}(execution_id)`; `{ASK_TOOL}(execution_id, question)`; `{LIST_TOOL}()`.\n"
-        ));
     }
     out
 }
@@ -281,8 +275,9 @@ pub fn tool_specs(allowed: &[String]) -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: ASK_TOOL.to_string(),
-            description: "Ask a finished sub-agent a follow-up question; it answers in its own \
-                          conversation and the answer arrives by itself."
+            description: "Ask a finished sub-agent a follow-up question about its answer (rather \
+                          than dispatch again); it answers in its own conversation and the answer \
+                          arrives by itself."
                 .to_string(),
             input_schema: json!({
                 "type": "object",
@@ -412,9 +407,13 @@ mod tests {
         assert!(s.starts_with("Be calm.\n\n"));
         assert!(s.contains("- **logs**: Reads logs (tools: loki)\n"), "{s}");
         assert!(s.contains("- **metrics** (tools: none, pure reasoning)\n"), "{s}");
-        assert!(s.contains("do not poll"));
-        assert!(s.contains("dispatch_agent(name, task)"));
+        assert!(s.contains("never poll"));
         assert!(!s.contains("@dispatch"));
+        // The tools' own descriptions say what each does: the system prompt does not again.
+        assert!(
+            !s.contains("dispatch_agent(name, task)") && !s.contains("follow-up question"),
+            "{s}"
+        );
         let text = orchestrator_system(None, &catalog(), true);
         assert!(text.contains("`@dispatch <name>: <task>`"));
     }

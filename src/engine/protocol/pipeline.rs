@@ -74,14 +74,15 @@ pub fn text_field(value: &serde_json::Value, key: &str) -> Option<String> {
 }
 
 /// The `handoff_conversation` tool. `target` is a free string (not an enum) so that a target
-/// the pipeline does not allow comes back as a tool error the model can learn from.
-pub fn conversation_handoff_tool(targets: &[String]) -> ToolSpec {
+/// the pipeline does not allow comes back as a tool error the model can learn from. The
+/// targets allowed now are in the member's message ([`TARGETS_LINE`]), said once there: not
+/// here, where they would also change the tools block a prompt cache keeps.
+pub fn conversation_handoff_tool() -> ToolSpec {
     ToolSpec {
         name: CONVERSATION_HANDOFF_TOOL.to_string(),
         description: format!(
             "Hand this conversation to another agent (it answers the user's request at once, with \
-             your summary), or to `{HUMAN}` to wait for the user. Allowed targets now: {}.",
-            targets.join(", ")
+             your summary), or to `{HUMAN}` to wait for the user."
         ),
         input_schema: json!({
             "type": "object",

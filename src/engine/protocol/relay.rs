@@ -20,10 +20,14 @@ pub fn turn_line(turn: u32, max: u32) -> String {
     format!("{TURN_LINE}{turn}{OF}{max}")
 }
 
-/// The turn and the limit of the [`turn_line`] in `text`: a number that does not read is 1, a
+/// The turn and the limit of the last [`turn_line`] in `text`: a number that does not read is 1, a
 /// missing limit is none (`u32::MAX`); `None` without a turn line.
 pub fn parse_turn_line(text: &str) -> Option<(u32, u32)> {
-    let line = text.lines().find_map(|l| l.trim().strip_prefix(TURN_LINE))?;
+    // The last one: the driver's prompt ends with it, after history that may quote anything.
+    let line = text
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix(TURN_LINE))?;
     let mut numbers = line.split(OF).map(|n| n.trim().parse::<u32>().unwrap_or(1));
     let turn = numbers.next().unwrap_or(1);
     Some((turn, numbers.next().unwrap_or(u32::MAX)))

@@ -180,11 +180,9 @@ pub fn broadcast_tool(member: bool) -> ToolSpec {
             "description": "true when you have nothing more to add: you then leave the team"
         });
         "Share your contribution with the rest of the team (the only way to reach them). Your \
-         turn ends with the broadcast; the others' broadcasts come in your next turn. Set \
-         `final` when you have nothing more to add."
+         turn ends with the broadcast."
     } else {
-        "Send guidance to every member still in the team: they continue, and their next \
-         broadcasts come to you. Answer without this tool to give the team's final answer."
+        "Send guidance to every member still in the team."
     };
     ToolSpec {
         name: BROADCAST_TOOL.to_string(),
@@ -451,10 +449,8 @@ pub fn member_brief(intro: &MemberIntro<'_>) -> String {
         ));
     } else {
         out.push_str(&format!(
-            "- Call `{BROADCAST_TOOL}` with your contribution as `message`: it is the only way to \
-             share with the team. Each broadcast ends your turn; the others' broadcasts come to \
-             you in your next turn, under \"{BROADCASTS_HEADING}\".\n\
-             - Set `final: true` when you have nothing more to add: you then leave the team.\n"
+            "- Call `{BROADCAST_TOOL}` with your contribution; the others' broadcasts come to you \
+             in your next turn, under \"{BROADCASTS_HEADING}\".\n"
         ));
     }
     out.push_str(&format!(

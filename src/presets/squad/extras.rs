@@ -5,9 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{
-    DEFAULT_MAX_ITERATIONS, Preset, PresetAgent, WorktreeStrategy, default_worker_timeout_secs,
-};
+use crate::model::{Preset, PresetAgent, WorktreeStrategy, default_worker_timeout_secs};
 
 /// The file's name in the team folder.
 pub const EXTRAS_FILE: &str = "huddle.yaml";
@@ -72,7 +70,9 @@ impl Extras {
             });
         Extras {
             emoji: preset.emoji.clone(),
-            max_iterations: preset.max_iterations.filter(|&n| n != DEFAULT_MAX_ITERATIONS),
+            max_iterations: preset
+                .max_iterations
+                .filter(|&n| n != preset.mode.spec().default_max_iterations),
             worker_timeout_secs: preset
                 .worker_timeout_secs
                 .filter(|&t| t != default_worker_timeout_secs()),

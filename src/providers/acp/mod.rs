@@ -337,7 +337,13 @@ struct CallState {
     output: Option<String>,
     shown: bool,
     done: bool,
+    /// huddle refused its permission request without asking anyone: why (its result then).
+    refused: Option<String>,
 }
+
+/// A permission request's answer to send back (its id and outcome), and the call huddle
+/// refused without asking anyone, with why.
+type Answered = (Value, Value, Option<(String, String)>);
 
 impl Turn<'_, '_, '_> {
     fn tell(&self, activity: AgentActivity) {
@@ -406,6 +412,7 @@ impl Turn<'_, '_, '_> {
         };
         let finished = (!state.done).then(|| t.finished()).flatten();
         let output = state.output.clone();
+        let refused = state.refused.clone();
         if finished.is_some() {
             state.done = true;
         }
@@ -420,7 +427,10 @@ impl Turn<'_, '_, '_> {
             self.tell(AgentActivity::Result {
                 call_id: call.id,
                 name: call.name,
-                output: output.unwrap_or_else(|| if ok { "done".into() } else { "failed".into() }),
+                output: match refused.filter(|_| !ok) {
+                    Some(why) => why,
+                    None => output.unwrap_or_else(|| if ok { "done".into() } else { "failed".into() }),
+                },
                 is_error: !ok,
             });
         }
@@ -454,7 +464,7 @@ impl Turn<'_, '_, '_> {
     }
 
     /// The decision on a permission request, as the outcome to send back with its id.
-    fn permission(&mut self, id: Value, params: &Value) -> BoxFuture<'static, (Value, Value)> {
+    fn permission(&mut self, id: Value, params: &Value) -> BoxFuture<'static, Answered> {
         let ask = wire::parse_permission(params);
         let known = self.calls.get(&ask.call.id);
         let title = ask
@@ -486,13 +496,15 @@ impl Turn<'_, '_, '_> {
             // Nobody to ask: nothing is allowed.
             None => {
                 let outcome = wire::permission_outcome(Some(Decision::Deny), &options);
-                Box::pin(async move { (id, outcome) })
+                Box::pin(async move { (id, outcome, None) })
             }
             Some(asker) => {
+                let call_id = ask.call.id;
                 let decided = asker.ask(request);
                 Box::pin(async move {
-                    let decision = decided.await;
-                    (id, wire::permission_outcome(Some(decision), &options))
+                    let answer = decided.await;
+                    let outcome = wire::permission_outcome(Some(answer.decision), &options);
+                    (id, outcome, answer.refused.map(|why| (call_id, why)))
                 })
             }
         }
@@ -641,7 +653,7 @@ impl Rpc<'_> {
         let id = self.agent.next_id;
         self.agent.next_id += 1;
         self.write(wire::request(id, method, params)).await?;
-        let mut asks: FuturesUnordered<BoxFuture<'static, (Value, Value)>> = FuturesUnordered::new();
+        let mut asks: FuturesUnordered<BoxFuture<'static, Answered>> = FuturesUnordered::new();
         let mut open_asks: Vec<Value> = Vec::new();
         let mut grace: Option<tokio::time::Instant> = None;
         loop {
@@ -689,8 +701,11 @@ impl Rpc<'_> {
                         Incoming::Stray => turn.stray += 1,
                     }
                 }
-                Some((asked, outcome)) = asks.next(), if !asks.is_empty() => {
+                Some((asked, outcome, refused)) = asks.next(), if !asks.is_empty() => {
                     open_asks.retain(|a| *a != asked);
+                    if let Some((call, why)) = refused {
+                        turn.calls.entry(call).or_default().refused = Some(why);
+                    }
                     self.write(wire::response(&asked, outcome)).await?;
                 }
                 _ = stop, if grace.is_none() => {
