@@ -724,6 +724,14 @@ fn detach_ps_attach_and_stop() {
         "{table}"
     );
     assert!(table.contains("detached from huddle run (pid"), "{table}");
+    // The `huddle run` that detached has exited: said so (review 23-3 nit E2); the host's pid
+    // is named (nit E6), the one in the data dir's lock.
+    assert!(table.contains(", gone)"), "{table}");
+    let lock = std::fs::read_to_string(home.path().join("huddle.lock")).unwrap_or_default();
+    assert!(
+        !lock.trim().is_empty() && table.ends_with(&format!("huddle host: pid {}\n", lock.trim())),
+        "{table} (lock: {lock:?})"
+    );
     let json: Value = serde_json::from_slice(&huddle_idle(home.path(), 0, &["ps", "--json"]).stdout).unwrap();
     assert_eq!(json[0]["run_id"], run_id.as_str());
 
@@ -780,8 +788,9 @@ fn detach_ps_attach_and_stop() {
         "{saved:?}"
     );
 
+    // No host now: the same exit code as a host's answer (review 23-3 nit E7).
     let none = huddle(home.path(), &["stop", &run_id]);
-    assert_eq!(none.status.code(), Some(1));
+    assert_eq!(none.status.code(), Some(2));
     assert!(
         stderr(&none).contains(&format!(
             "run `{run_id}` has ended (`huddle trace --run {run_id}`"
@@ -790,7 +799,7 @@ fn detach_ps_attach_and_stop() {
         stderr(&none)
     );
     let none = huddle(home.path(), &["attach", "whatever"]);
-    assert_eq!(none.status.code(), Some(1));
+    assert_eq!(none.status.code(), Some(2));
     assert!(stderr(&none).contains("nothing runs"), "{}", stderr(&none));
 }
 
