@@ -21,6 +21,12 @@ use super::{ActiveRun, EngineShared, Profile};
 /// a test run's summary is last).
 const CHECKS_MAX_CHARS: usize = 8_000;
 
+/// Where a team's iteration checks ran when its workers have worktrees: whose, and which.
+struct CheckPlace {
+    member: String,
+    worktree: crate::model::Worktree,
+}
+
 /// A session's (or a team's) sandbox and hooks, and what a hook is told about it.
 #[derive(Debug, Clone)]
 pub(crate) struct Guard {
@@ -284,6 +290,11 @@ impl EngineShared {
 
     /// The iteration_finished hooks of a team run (its team's and config.yaml's), with the
     /// workers' results; what they said, for the evaluator (empty when nothing).
+    ///
+    /// In a team whose workers have worktrees the work is there, not in the repository: the
+    /// hooks run once in each worktree of a worker of this iteration (as that member, in its
+    /// sandbox, its own hooks added), each one's output labelled with the member; otherwise
+    /// once, in the team's repository.
     pub(crate) async fn iteration_finished_hooks(
         &self,
         run: &ActiveRun,
@@ -291,14 +302,34 @@ impl EngineShared {
         iteration: u32,
         results: &[crate::engine::protocol::WorkerResult],
     ) -> String {
-        let guard = self
-            .org
-            .read(|org| org.group(group_id).map(|g| Guard::of_group(self, g)));
-        let Some(guard) = guard.filter(|g| g.watches(HookEvent::IterationFinished, None)) else {
-            return String::new();
-        };
-        let mut input = guard.input(HookEvent::IterationFinished, &run.emitter.run_id, Some(iteration));
-        input.results = Some(serde_json::Value::Array(
+        let places = self.org.read(|org| {
+            let Some(group) = org.group(group_id) else {
+                return Vec::new();
+            };
+            let handles = org.member_handles(group_id);
+            let mut seen = std::collections::HashSet::new();
+            let in_worktrees: Vec<_> = results
+                .iter()
+                .filter_map(|r| {
+                    let (id, _) = handles.iter().find(|(_, handle)| *handle == r.name)?;
+                    let session = org.session(id)?;
+                    let worktree = session.worktree.as_ref()?;
+                    seen.insert(worktree.path.clone()).then(|| {
+                        let place = CheckPlace {
+                            member: r.name.clone(),
+                            worktree: worktree.clone(),
+                        };
+                        (Guard::of_session(self, org, session), Some(place))
+                    })
+                })
+                .collect();
+            if in_worktrees.is_empty() {
+                vec![(Guard::of_group(self, group), None)]
+            } else {
+                in_worktrees
+            }
+        });
+        let results = serde_json::Value::Array(
             results
                 .iter()
                 .map(|r| {
@@ -309,21 +340,50 @@ impl EngineShared {
                     })
                 })
                 .collect(),
-        ));
+        );
         let emit = |kind| run.emitter.emit(kind);
-        let runs = guard.run(HookEvent::IterationFinished, &input, &emit).await;
-        for (hook, reason) in crate::hooks::decide::feedback(&runs).objections {
-            emit(EventKind::HookBlocked {
-                session_id: None,
-                session: None,
-                hook_event: HookEvent::IterationFinished.key().to_string(),
-                hook,
-                tool: None,
-                call_id: None,
-                reason,
+        let mut said = Vec::new();
+        // One place after another: a test suite run in several worktrees at once would fight
+        // over the machine (and its ports).
+        for (guard, place) in places {
+            if !guard.watches(HookEvent::IterationFinished, None) {
+                continue;
+            }
+            let mut input = guard.input(HookEvent::IterationFinished, &run.emitter.run_id, Some(iteration));
+            input.results = Some(results.clone());
+            if let Some(place) = &place {
+                input.worktree = Some(serde_json::json!({
+                    "path": place.worktree.path,
+                    "branch": place.worktree.branch,
+                    "base_commit": place.worktree.base_commit,
+                    "repo": place.worktree.repo,
+                }));
+            }
+            let runs = guard.run(HookEvent::IterationFinished, &input, &emit).await;
+            for (hook, reason) in crate::hooks::decide::feedback(&runs).objections {
+                emit(EventKind::HookBlocked {
+                    session_id: guard.session_id.clone(),
+                    session: guard.session.clone(),
+                    hook_event: HookEvent::IterationFinished.key().to_string(),
+                    hook,
+                    tool: None,
+                    call_id: None,
+                    reason,
+                });
+            }
+            let notes = crate::hooks::decide::evaluator_notes(&runs, CHECKS_MAX_CHARS);
+            if notes.is_empty() {
+                continue;
+            }
+            said.push(match &place {
+                Some(place) => format!(
+                    "In the worktree of `{}` (branch `{}`):\n{notes}",
+                    place.member, place.worktree.branch
+                ),
+                None => notes,
             });
         }
-        crate::hooks::decide::evaluator_notes(&runs, CHECKS_MAX_CHARS)
+        said.join("\n\n")
     }
 
     /// The `--sandbox` of a run handed over by `huddle run` for this group or session, if any.

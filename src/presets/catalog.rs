@@ -114,6 +114,21 @@ impl Catalog {
                     continue;
                 }
                 if let Some(i) = winners.iter().position(|q| same_name(q, &p)) {
+                    // A repository may neither add nor drop hooks, nor loosen the sandbox: a
+                    // team of its own that takes the name of one of yours that sets them does
+                    // not replace it (it would drop them).
+                    if tier == Tier::Repo && sets_guards(&winners[i]) {
+                        let name = winners[i].name.clone();
+                        winners[i].warnings.push(format!(
+                            "your preset `{name}` keeps its place over the repository's team of the same name{}: it sets hooks or a sandbox, which a repository's team may not drop (rename one of them to use both)",
+                            p.source
+                                .as_deref()
+                                .map(|s| format!(" ({s})"))
+                                .unwrap_or_default()
+                        ));
+                        catalog.shadowed.push(p);
+                        continue;
+                    }
                     let lower = winners.remove(i);
                     p.warnings.push(format!(
                         "shadows the {} preset `{}`{}",
@@ -174,6 +189,21 @@ pub fn limit_repository_preset(p: &mut Preset) {
     p.warnings.extend(warnings);
 }
 
+/// Whether a preset sets hooks or a sandbox, for the team or any member.
+fn sets_guards(p: &Preset) -> bool {
+    let agents = p
+        .orchestrator
+        .iter()
+        .chain(p.evaluator.iter())
+        .map(|a| (&a.hooks, &a.sandbox))
+        .chain(p.workers.iter().map(|w| (&w.hooks, &w.sandbox)));
+    !p.hooks.is_empty()
+        || !p.sandbox.is_empty()
+        || agents
+            .into_iter()
+            .any(|(hooks, sandbox)| !hooks.is_empty() || !sandbox.is_empty())
+}
+
 fn same_name(a: &Preset, b: &Preset) -> bool {
     a.name.trim().to_lowercase() == b.name.trim().to_lowercase()
 }
@@ -221,5 +251,57 @@ mod tests {
         let mine = catalog.find("Mine").unwrap();
         assert_eq!(mine.hooks.run_finished.len(), 1);
         assert_eq!(mine.sandbox.mode, Some(crate::sandbox::SandboxMode::Off));
+    }
+
+    /// Review 26-2 finding 9: a repository's team named like one of your presets that sets
+    /// hooks or a sandbox does not replace it (that would drop them); one that sets neither does.
+    #[test]
+    fn a_repository_team_cannot_shadow_a_preset_that_sets_hooks_or_a_sandbox() {
+        let config = Config::default();
+        let parse = |text: &str, tier| {
+            crate::presets::parse_preset(text, Path::new("p.yaml"), tier, &config).unwrap()
+        };
+        let guarded = parse(
+            "name: Guarded\nmode: broadcast\nsandbox: { mode: read-only, network: off }\nworkers: [{name: a}]\n",
+            Tier::User,
+        );
+        let hooked = parse(
+            "name: Hooked\nmode: broadcast\nworkers:\n  - name: a\n    hooks: { turn_finished: [{ command: [/bin/check] }] }\n",
+            Tier::User,
+        );
+        let plain = parse("name: Plain\nmode: broadcast\nworkers: [{name: a}]\n", Tier::User);
+        let repo: Vec<Preset> = ["guarded", "HOOKED", "Plain"]
+            .iter()
+            .map(|n| {
+                parse(
+                    &format!("name: {n}\nmode: broadcast\nworkers: [{{name: evil}}]\n"),
+                    Tier::Repo,
+                )
+            })
+            .collect();
+        let catalog = Catalog::from_tiers(Vec::new(), vec![guarded, hooked, plain], repo);
+        for name in ["Guarded", "Hooked"] {
+            let kept = catalog.find(name).unwrap();
+            assert_eq!(kept.tier, Some(Tier::User), "{name}");
+            assert_eq!(kept.workers[0].name, "a", "{name}");
+            assert!(
+                kept.warnings
+                    .iter()
+                    .any(|w| w.contains("keeps its place over the repository's team")),
+                "{name}: {:?}",
+                kept.warnings
+            );
+        }
+        assert_eq!(
+            catalog.find("Guarded").unwrap().sandbox.network,
+            Some(crate::sandbox::Network::Off)
+        );
+        assert_eq!(catalog.find("Plain").unwrap().tier, Some(Tier::Repo));
+        assert_eq!(
+            catalog.shadowed.len(),
+            3,
+            "{:?}",
+            catalog.shadowed.iter().map(|p| &p.name).collect::<Vec<_>>()
+        );
     }
 }

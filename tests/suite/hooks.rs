@@ -337,6 +337,90 @@ async fn an_iteration_finished_hooks_output_reaches_the_evaluators_request() {
     );
 }
 
+/// Review 26-2 finding 10: in a team whose workers have worktrees the checks run where the
+/// work is: once in each worktree of a worker of the iteration (not in the unchanged
+/// repository), each one's output labelled with the member for the evaluator, its input
+/// naming the worktree.
+#[tokio::test]
+async fn iteration_finished_hooks_run_in_each_workers_worktree() {
+    use super::engine_fixture::{EVAL, ORCH, team};
+    let f = team(
+        huddle::model::Mode::OrchestratorReflect,
+        &["alpha", "beta"],
+        true,
+        1,
+    )
+    .await;
+    let root = f.dir.path().canonicalize().expect("canonical");
+    let repo = root.join("repo");
+    std::fs::create_dir_all(&repo).expect("repo");
+    let hooks: Hooks = serde_yaml::from_str(
+        "iteration_finished:\n  - command: [sh, -c, \"cat > input.json; pwd > where.txt; echo CHECKED-$(basename \\\"$PWD\\\")\"]\n",
+    )
+    .expect("hooks");
+    let trees: Vec<std::path::PathBuf> = ["alpha", "beta"]
+        .iter()
+        .map(|w| {
+            let path = root.join(format!("wt-{w}"));
+            std::fs::create_dir_all(&path).expect("worktree dir");
+            path
+        })
+        .collect();
+    f.org.update(|o| {
+        let g = o.group_mut(&f.group_id).expect("group");
+        g.repo = Some(repo.clone());
+        g.hooks = hooks;
+        for s in o
+            .sessions
+            .iter_mut()
+            .filter(|s| s.name.ends_with("alpha") || s.name.ends_with("beta"))
+        {
+            let which = if s.name.ends_with("alpha") { 0 } else { 1 };
+            s.worktree = Some(huddle::model::Worktree {
+                path: trees[which].clone(),
+                branch: format!("huddle/t-{}", if which == 0 { "alpha" } else { "beta" }),
+                base_commit: "0".repeat(40),
+                repo: repo.clone(),
+                subdir: None,
+            });
+        }
+    });
+    f.server.script(
+        ORCH,
+        vec![
+            Reply::text("Plan.\n@worker:alpha\nFix the login.\n@end\n@worker:beta\nFix the logout.\n@end\n"),
+            Reply::text("Synthesis: both fixed."),
+        ],
+    );
+    f.server.script("w-alpha", vec![Reply::text("Login fixed.")]);
+    f.server.script("w-beta", vec![Reply::text("Logout fixed.")]);
+    f.server
+        .script(EVAL, vec![Reply::text("SCORE: 0.9\nRATIONALE: fine")]);
+    let report = f.run("Fix the session code").await;
+    assert!(report.failed.is_none(), "{:?}", report.failed);
+    assert!(
+        !repo.join("where.txt").exists(),
+        "the checks ran in the repository"
+    );
+    for (tree, member) in trees.iter().zip(["alpha", "beta"]) {
+        let ran_in = std::fs::read_to_string(tree.join("where.txt")).expect("the hook ran in the worktree");
+        assert_eq!(ran_in.trim(), tree.display().to_string());
+        let input: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(tree.join("input.json")).expect("input"))
+                .expect("json");
+        assert_eq!(input["worktree"]["path"], tree.display().to_string(), "{input}");
+        assert_eq!(input["results"].as_array().map(Vec::len), Some(2), "{input}");
+        let request = &f.prompts(EVAL)[0];
+        assert!(
+            request.contains(&format!(
+                "In the worktree of `{member}` (branch `huddle/t-{member}`)"
+            )),
+            "{request}"
+        );
+        assert!(request.contains(&format!("CHECKED-wt-{member}")), "{request}");
+    }
+}
+
 /// Review of issue 26, finding 9: a hook can read the transcript its input names, though the
 /// sandbox hides huddle's data directory (here: a private /tmp hides it).
 #[tokio::test]
