@@ -422,10 +422,28 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
         return Ok(e.exit_code());
     }
     match signalled.load(Ordering::SeqCst) {
-        0 => Ok(exit_code(&report)),
+        0 => match host_signal(engine.interrupt_reason())
+            .filter(|_| report.outcome == CycleOutcome::Cancelled)
+        {
+            // The host it ran in was stopped by a signal: as that signal ends a run.
+            Some((signal, name)) => {
+                out.note(format_args!("huddle: the huddle host was stopped ({name})"));
+                Ok(128 + signal)
+            }
+            None => Ok(exit_code(&report)),
+        },
         // Stopped from outside: 128 + the signal, as shells report it.
         signal => Ok(128 + signal),
     }
+}
+
+/// The signal that stopped the whole engine, by its number and name, from why it was
+/// interrupted (`SIGTERM to the huddle host`): the host got it (a logout, `systemctl stop`).
+fn host_signal(reason: Option<String>) -> Option<(u8, &'static str)> {
+    let reason = reason?;
+    [(15, "SIGTERM"), (2, "SIGINT"), (1, "SIGHUP")]
+        .into_iter()
+        .find(|(_, name)| reason.starts_with(name))
 }
 
 /// A team that runs now (in the huddle the run was handed to) is neither run again, nor resumed,
@@ -843,6 +861,20 @@ mod tests {
     use super::*;
     use crate::model::Usage;
     use std::time::Duration;
+
+    #[test]
+    fn a_run_stopped_with_its_host_ends_as_the_hosts_signal() {
+        assert_eq!(
+            host_signal(Some("SIGTERM to the huddle host".into())),
+            Some((15, "SIGTERM"))
+        );
+        assert_eq!(
+            host_signal(Some("SIGHUP to the huddle host".into())),
+            Some((1, "SIGHUP"))
+        );
+        assert_eq!(host_signal(Some("something else".into())), None);
+        assert_eq!(host_signal(None), None);
+    }
 
     fn report(outcome: CycleOutcome) -> RunReport {
         RunReport {

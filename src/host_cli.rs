@@ -197,9 +197,9 @@ async fn follow_run(
 
 /// `huddle ps`: the runs going, one a line (or as JSON).
 pub async fn ps(paths: &Paths, repo: &Path, json: bool) -> Result<u8, OutputError> {
-    let runs = match connect(paths, &Hello::new("ps", repo), false).await {
+    let (runs, host) = match connect(paths, &Hello::new("ps", repo), false).await {
         Ok(mut client) => match client.call(Request::Ps).await {
-            Ok(Reply::Runs { runs }) => runs,
+            Ok(Reply::Runs { runs }) => (runs, Some(client.welcome.pid)),
             Ok(other) => {
                 note(format_args!("huddle: the huddle host answered {other:?}"));
                 return Ok(1);
@@ -209,7 +209,7 @@ pub async fn ps(paths: &Paths, repo: &Path, json: bool) -> Result<u8, OutputErro
                 return Ok(code);
             }
         },
-        Err(u8::MAX) => Vec::new(),
+        Err(u8::MAX) => (Vec::new(), None),
         Err(code) => return Ok(code),
     };
     if json {
@@ -217,7 +217,12 @@ pub async fn ps(paths: &Paths, repo: &Path, json: bool) -> Result<u8, OutputErro
         print_out(&format!("{text}\n"))?;
         return Ok(0);
     }
-    print_out(&sanitize::display(&ps_table(&runs, chrono::Utc::now())))?;
+    let mut text = ps_table(&runs, chrono::Utc::now());
+    // The host's pid, for whoever wants to end a stuck one (review 23-3 nit E6).
+    if let Some(pid) = host {
+        text.push_str(&format!("huddle host: pid {pid}\n"));
+    }
+    print_out(&sanitize::display(&text))?;
     Ok(0)
 }
 
@@ -298,6 +303,11 @@ fn elapsed(d: chrono::Duration) -> String {
     }
 }
 
+/// The exit code of `huddle stop` and `huddle attach` naming no run that goes (unknown, or
+/// ended), with a host or without one: a usage error, as the host answers it (review 23-3 nit
+/// E7: without a host it was 1, and a script could not tell it from a failure).
+const NO_SUCH_RUN: u8 = 2;
+
 /// Why there is nothing to stop or follow when no host runs: the run named has ended (its run
 /// file is on disk), or nothing runs at all.
 fn nothing_runs(paths: &Paths, target: &str) -> String {
@@ -328,7 +338,7 @@ pub async fn stop(paths: &Paths, repo: &Path, target: &str) -> u8 {
         Ok(c) => c,
         Err(u8::MAX) => {
             note(format_args!("huddle: {}", nothing_runs(paths, target)));
-            return 1;
+            return NO_SUCH_RUN;
         }
         Err(code) => return code,
     };
@@ -365,7 +375,7 @@ pub async fn attach(paths: &Paths, repo: &Path, target: &str, events: bool) -> u
         Ok(c) => c,
         Err(u8::MAX) => {
             note(format_args!("huddle: {}", nothing_runs(paths, target)));
-            return 1;
+            return NO_SUCH_RUN;
         }
         Err(code) => return code,
     };

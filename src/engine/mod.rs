@@ -1017,6 +1017,11 @@ impl Engine {
         self.shared.shutdown.cancel();
     }
 
+    /// Why [`Engine::interrupt_because`] interrupted everything, once it did.
+    pub fn interrupt_reason(&self) -> Option<String> {
+        self.shared.interrupt_reason()
+    }
+
     /// [`Engine::interrupt`], saying why (`SIGTERM`): the runs left open keep the reason.
     pub fn interrupt_because(&self, reason: &str) {
         *lock(&self.shared.interrupt_reason) = Some(reason.to_string());

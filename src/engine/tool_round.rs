@@ -474,16 +474,16 @@ impl CallContext<'_> {
                 .await
                 .verdict
             {
+                // The hook's reason is the call's result (and what Claude Code's model reads);
+                // an ACP agent only hears no, so the transcript says why in a notice too.
                 Verdict::Deny { reason, hook } => {
-                    // The agent is only told no (ACP has no place for a reason): the
-                    // transcript says why, in a notice and as the call's result.
                     self.notice(format!(
                         "pre_tool_use hook `{hook}` denied the agent's `{}`: {reason}",
                         call.name
                     ));
                     return crate::providers::PermissionAnswer {
                         decision: Decision::Deny,
-                        refused: Some(blocked_by_hook(&hook, &reason)),
+                        refused: Some(reason),
                     };
                 }
                 Verdict::Allow => return Decision::ApproveOnce.into(),

@@ -32,7 +32,7 @@ use super::outbox::{self, Outbox};
 use super::protocol::{
     self, ClientMessage, Hello, HostMessage, PROTOCOL, Reply, Request, RunInfo, read_line,
 };
-use super::table::Table;
+use super::table::{self, Table};
 
 /// How long a connection may take to say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -710,13 +710,16 @@ async fn handle(
             }
             reply(tx, id, Reply::Done);
         }
-        Request::Ps => reply(
-            tx,
-            id,
-            Reply::Runs {
-                runs: lock(&shared.table).infos(),
-            },
-        ),
+        Request::Ps => {
+            let mut runs = lock(&shared.table).infos();
+            for run in &mut runs {
+                run.front = run
+                    .front
+                    .take()
+                    .map(|f| table::front_now(&f, table::process_alive));
+            }
+            reply(tx, id, Reply::Runs { runs })
+        }
         Request::Stop { target } => {
             let org = engine.org().snapshot();
             let resolved = lock(&shared.table).resolve(&target, &org, |g| last_run_on_disk(shared, g));

@@ -278,8 +278,33 @@ impl Table {
             .map(|g| g.id.clone())
             .or_else(|| org.group(target).map(|g| g.id.clone()));
         let Some(group_id) = group_id else {
-            if let Some(id) = self.ended.iter().rev().find(|id| id.starts_with(target)) {
-                return Err(has_ended(id));
+            // An ended run's id (or the start of only one): it has ended. The start of several
+            // names none of them (review 23-3 nit E1: `2026` named one at random).
+            let ended: Vec<&String> = self
+                .ended
+                .iter()
+                .rev()
+                .filter(|id| id.starts_with(target))
+                .collect();
+            match ended.as_slice() {
+                [] => {}
+                [id] => return Err(has_ended(id)),
+                many => {
+                    const SHOWN: usize = 3;
+                    let mut list = many
+                        .iter()
+                        .take(SHOWN)
+                        .map(|id| format!("`{id}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    if many.len() > SHOWN {
+                        list.push_str(&format!(" and {} more", many.len() - SHOWN));
+                    }
+                    return Err(format!(
+                        "no run `{target}` runs: it is the start of {} ended runs' ids ({list}; newest first)",
+                        many.len()
+                    ));
+                }
             }
             return Err(if self.runs.is_empty() {
                 format!("no run `{target}`: nothing runs")
@@ -321,6 +346,29 @@ impl Table {
             })
             .collect()
     }
+}
+
+/// A front end's label (`tui (pid 7576)`) as `huddle ps` shows it: `tui (pid 7576, gone)` once
+/// `alive` says its process has ended (review 23-3 nit E2: a TUI that quit leaving its runs
+/// going was still named as if it were there).
+pub fn front_now(label: &str, alive: impl Fn(i32) -> bool) -> String {
+    let pid = label
+        .rsplit_once("(pid ")
+        .and_then(|(_, rest)| rest.strip_suffix(')'))
+        .and_then(|n| n.parse::<i32>().ok())
+        .filter(|&n| n > 0);
+    match pid {
+        Some(pid) if !alive(pid) => format!("{}, gone)", &label[..label.len() - 1]),
+        _ => label.to_string(),
+    }
+}
+
+/// True while process `pid` exists (signal 0 checks without sending; a process of another user
+/// exists too).
+pub fn process_alive(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 sends nothing; it only reports whether `pid` exists.
+    let sent = unsafe { libc::kill(pid, 0) };
+    sent == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// Why an ended run cannot be followed or stopped, and where to read what it did.
@@ -666,6 +714,20 @@ mod tests {
     }
 
     #[test]
+    fn a_front_end_that_has_gone_is_said_so() {
+        assert_eq!(front_now("tui (pid 7576)", |_| true), "tui (pid 7576)");
+        assert_eq!(front_now("tui (pid 7576)", |p| p != 7576), "tui (pid 7576, gone)");
+        assert_eq!(
+            front_now("huddle run (pid 12)", |_| false),
+            "huddle run (pid 12, gone)"
+        );
+        // No pid to check: as it is.
+        assert_eq!(front_now("odd (pid x)", |_| false), "odd (pid x)");
+        assert_eq!(front_now("mcp", |_| false), "mcp");
+        assert!(process_alive(std::process::id() as i32));
+    }
+
+    #[test]
     fn the_table_remembers_only_the_last_ended_runs() {
         let mut table = Table::default();
         for n in 0..=ENDED_KEPT {
@@ -687,5 +749,23 @@ mod tests {
         assert!(!table.has_seen("run-0"), "the oldest is forgotten");
         assert!(table.has_seen("run-1") && table.has_seen(&format!("run-{ENDED_KEPT}")));
         assert_eq!(table.ended.len(), ENDED_KEPT);
+        // The start of several ended runs' ids names none of them, and lists the newest
+        // (review 23-3 nit E1); an ended run's whole id names it.
+        let org = Organization::default();
+        let many = table.resolve("run-", &org, |_| None).unwrap_err();
+        assert!(
+            many.starts_with(&format!(
+                "no run `run-` runs: it is the start of {ENDED_KEPT} ended runs' ids (`run-{ENDED_KEPT}`, `run-{}`, `run-{}` and {} more; newest first)",
+                ENDED_KEPT - 1,
+                ENDED_KEPT - 2,
+                ENDED_KEPT - 3
+            )),
+            "{many}"
+        );
+        let last = format!("run-{ENDED_KEPT}");
+        assert_eq!(
+            table.resolve(&last, &org, |_| None).unwrap_err(),
+            has_ended(&last)
+        );
     }
 }

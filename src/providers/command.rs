@@ -8,7 +8,9 @@
 //! again fresh with the whole conversation. `{model}` in an argument is replaced by the slug's
 //! model part. The program runs in its own process group, and the whole group is killed when
 //! the turn is cancelled or times out, so helpers it started die with it. A non-zero exit is an
-//! error quoting the end of stderr.
+//! error quoting the end of stderr. Claude Code (`agent: claude`) in a turn with huddle's
+//! approval flow speaks its control protocol instead ([`super::agent::control`]): the prompt as
+//! a JSON line, its permission requests answered on stdin as the flow decides.
 
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -19,7 +21,8 @@ use futures::future::BoxFuture;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-use super::agent::{AgentTurn, looks_like_auth_failure, looks_like_unknown_session, resume_args};
+use super::agent::control;
+use super::agent::{AgentTurn, Control, looks_like_auth_failure, looks_like_unknown_session, resume_args};
 use super::error::{ErrorKind, ProviderError};
 use super::secrets::Secrets;
 use super::{
@@ -27,7 +30,7 @@ use super::{
     TurnRequest, conclude, guarded, render_plain_prompt,
 };
 use crate::config::{AGENT_KEY_VARS, ProviderConfig, ProviderKind};
-use crate::model::{AgentFormat, AgentKind};
+use crate::model::{AgentFormat, AgentKind, ToolCall};
 use crate::process::{GroupKiller, describe_status};
 use crate::sandbox::{Sandbox, SandboxSettings};
 
@@ -143,7 +146,7 @@ impl CommandProvider {
             .run_process(
                 &program,
                 &args,
-                render_plain_prompt(req),
+                Stdin::Text(render_plain_prompt(req)),
                 req.working_dir.as_deref(),
                 req.sandbox.as_ref(),
                 &mut |bytes: &[u8]| {
@@ -211,6 +214,10 @@ impl CommandProvider {
                 false,
             ));
         };
+        let asker = self.asks_before_tools(req);
+        if asker.is_some() {
+            args = control::with_control_args(&args);
+        }
         let prompt = match resume {
             Some(id) => {
                 args = resume_args(self.format, &args, id);
@@ -219,17 +226,37 @@ impl CommandProvider {
             }
             None => render_plain_prompt(req),
         };
-        let exit = self
-            .run_process(
-                &program,
-                &args,
-                prompt,
-                req.working_dir.as_deref(),
-                req.sandbox.as_ref(),
-                &mut |bytes: &[u8]| turn.push_bytes(bytes, sink),
-            )
-            .await
-            .map_err(|e| (e, false))?;
+        let (stdin, answering) = match asker {
+            None => (Stdin::Text(prompt), None),
+            Some(asker) => {
+                let (lines, to_stdin) = tokio::sync::mpsc::unbounded_channel();
+                let (requests, asked) = tokio::sync::mpsc::unbounded_channel();
+                turn = turn.answering(requests);
+                let _ = lines.send(control::initialize_line());
+                let _ = lines.send(control::user_line(&prompt));
+                (Stdin::Lines(to_stdin), Some(answer_requests(asker, asked, lines)))
+            }
+        };
+        let mut read = |bytes: &[u8]| turn.push_bytes(bytes, sink);
+        let process = self.run_process(
+            &program,
+            &args,
+            stdin,
+            req.working_dir.as_deref(),
+            req.sandbox.as_ref(),
+            &mut read,
+        );
+        let exit = match answering {
+            None => process.await,
+            Some(answering) => {
+                tokio::pin!(answering);
+                tokio::select! {
+                    exit = process => exit,
+                    never = &mut answering => match never {},
+                }
+            }
+        }
+        .map_err(|e| (e, false))?;
         let cut = turn.finish(sink);
         let blank = turn.is_blank(sink);
         turn.close_open("the agent ended without reporting this call's result");
@@ -347,13 +374,22 @@ impl CommandProvider {
         }
     }
 
-    /// Runs the program with `stdin_text` on stdin (confined by `sandbox` when given), handing
-    /// stdout to `out` as it arrives.
+    /// Who answers the agent before it runs one of its own tools: the turn's approval flow, for
+    /// Claude Code (`agent: claude` reading `claude-stream-json`), which then speaks its control
+    /// protocol. Any other command keeps the prompt-on-stdin form (it may read stdin to its end).
+    fn asks_before_tools(&self, req: &TurnRequest) -> Option<super::PermissionAsker> {
+        (self.agent == Some(AgentKind::Claude) && self.format == AgentFormat::ClaudeStreamJson)
+            .then(|| req.permission.clone())
+            .flatten()
+    }
+
+    /// Runs the program with `stdin` (confined by `sandbox` when given), handing stdout to `out`
+    /// as it arrives.
     async fn run_process(
         &self,
         program: &str,
         args: &[String],
-        stdin_text: String,
+        stdin: Stdin,
         working_dir: Option<&Path>,
         sandbox: Option<&Sandbox>,
         out: &mut (dyn FnMut(&[u8]) + Send),
@@ -404,11 +440,22 @@ impl CommandProvider {
         // kills the whole group.
         let mut group = GroupKiller::of(&child);
 
-        if let Some(mut stdin) = child.stdin.take() {
+        if let Some(mut pipe) = child.stdin.take() {
             // A program that never reads stdin closes it early: a broken pipe is fine.
             tokio::spawn(async move {
-                let _ = stdin.write_all(stdin_text.as_bytes()).await;
-                let _ = stdin.shutdown().await;
+                match stdin {
+                    Stdin::Text(text) => {
+                        let _ = pipe.write_all(text.as_bytes()).await;
+                    }
+                    Stdin::Lines(mut lines) => {
+                        while let Some(line) = lines.recv().await {
+                            if pipe.write_all(line.as_bytes()).await.is_err() || pipe.flush().await.is_err() {
+                                break;
+                            }
+                        }
+                    }
+                }
+                let _ = pipe.shutdown().await;
             });
         }
         let stderr_tail = Arc::new(Mutex::new(Vec::<u8>::new()));
@@ -517,6 +564,65 @@ impl CommandProvider {
             _ => format!("cannot start `{program}`: {e}"),
         };
         self.error(ErrorKind::Config, message)
+    }
+}
+
+/// What the program reads on stdin.
+enum Stdin {
+    /// This text, then the end.
+    Text(String),
+    /// Each line as it is sent; the end once every sender is gone.
+    Lines(tokio::sync::mpsc::UnboundedReceiver<String>),
+}
+
+/// Answers the agent's control requests (see [`control`]) through `asker`, several at once,
+/// writing the answers to stdin (`lines`); stdin is closed once the result line came. Never
+/// ends by itself: the turn ends when the program does.
+async fn answer_requests(
+    asker: super::PermissionAsker,
+    mut asked: tokio::sync::mpsc::UnboundedReceiver<Control>,
+    lines: tokio::sync::mpsc::UnboundedSender<String>,
+) -> std::convert::Infallible {
+    use futures::StreamExt;
+    let mut lines = Some(lines);
+    let mut answering = futures::stream::FuturesUnordered::new();
+    loop {
+        tokio::select! {
+            next = asked.recv() => match next {
+                Some(Control::Request(v)) => match control::request(&v) {
+                    control::Request::CanUseTool { request_id, tool, input, call_id } => {
+                        let request = super::PermissionRequest {
+                            call: ToolCall {
+                                id: call_id,
+                                name: tool,
+                                arguments: serde_json::to_string(&input).unwrap_or_else(|_| "{}".into()),
+                            },
+                            options: Vec::new(),
+                        };
+                        let decided = asker.ask(request);
+                        answering.push(async move {
+                            let answer = decided.await;
+                            control::answer(&request_id, answer.decision, answer.refused.as_deref(), &input)
+                        });
+                    }
+                    control::Request::Unsupported { request_id, subtype } => {
+                        tracing::debug!(%subtype, "a control request huddle does not serve; answered with an error");
+                        if let Some(lines) = &lines {
+                            let _ = lines.send(control::error(&request_id, &format!("huddle does not serve {subtype}")));
+                        }
+                    }
+                    control::Request::Malformed(why) => tracing::warn!(%why, "a control request that cannot be answered; ignored"),
+                },
+                // The result line: nothing more to answer; closing stdin lets the agent end.
+                Some(Control::Ended) => lines = None,
+                None => return std::future::pending().await,
+            },
+            Some(line) = answering.next(), if !answering.is_empty() => {
+                if let Some(lines) = &lines {
+                    let _ = lines.send(line);
+                }
+            }
+        }
     }
 }
 

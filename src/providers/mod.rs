@@ -167,9 +167,10 @@ pub struct PermissionRequest {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PermissionAnswer {
     pub decision: crate::tools::Decision,
-    /// Why huddle refused without asking anyone (`huddle run` without `--approve-tools`, a run
-    /// over MCP nobody can be asked in, a stopped run): the call's result says this, not what
-    /// the agent makes of a denial ("denied by user" when no user was asked).
+    /// Why huddle refused without asking anyone (a `pre_tool_use` hook's reason, `huddle run`
+    /// without `--approve-tools`, a run over MCP nobody can be asked in, a stopped run): the
+    /// call's result says this, not what the agent makes of a denial ("denied by user" when no
+    /// user was asked). Claude Code's model reads it as the refusal's message.
     pub refused: Option<String>,
 }
 

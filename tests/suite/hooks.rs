@@ -52,21 +52,13 @@ async fn hooked(hooks_yaml: &str, approval: ApprovalPolicy) -> Option<Hooked> {
     let baseline = Baseline::default();
     let toolbox = huddle::tools::mcp::toolbox(&servers, &work, &baseline);
 
-    let mut org = Organization::default();
-    reconcile::reconcile(&mut org);
-    let group = Group::new("tools", GroupKind::Repo);
-    let mut session = Session::new("timer", &group.id, format!("openai/{MODEL}"));
+    let mut session = Session::new("timer", "", format!("openai/{MODEL}"));
     session.tools = vec!["time".into()];
-    session.repo = Some(work.clone());
-    let session_id = session.id.clone();
-    org.groups.push(group);
-    org.sessions.push(session);
-    let (sink, events) = EventSink::channel();
-    let engine = Engine::new(
-        fast_providers(&config),
-        OrgHandle::in_memory(org),
-        Transcripts::new(dir.path().join("sessions")),
-        sink,
+    let (engine, events, session_id) = one_session(
+        &config,
+        session,
+        &work,
+        dir.path(),
         EngineOptions {
             tools: toolbox,
             approval,
@@ -83,6 +75,50 @@ async fn hooked(hooks_yaml: &str, approval: ApprovalPolicy) -> Option<Hooked> {
         work,
         _dir: dir,
     })
+}
+
+/// An engine with one `session`, in a repository group, working in `work` (transcripts under
+/// `root`): the engine, its events and the session's id.
+pub(super) fn one_session(
+    config: &Config,
+    mut session: Session,
+    work: &std::path::Path,
+    root: &std::path::Path,
+    options: EngineOptions,
+) -> (Engine, UnboundedReceiver<EngineEvent>, String) {
+    let mut org = Organization::default();
+    reconcile::reconcile(&mut org);
+    let group = Group::new("tools", GroupKind::Repo);
+    session.group_id = group.id.clone();
+    session.repo = Some(work.to_path_buf());
+    let session_id = session.id.clone();
+    org.groups.push(group);
+    org.sessions.push(session);
+    let (sink, events) = EventSink::channel();
+    let engine = Engine::new(
+        fast_providers(config),
+        OrgHandle::in_memory(org),
+        Transcripts::new(root.join("sessions")),
+        sink,
+        options,
+    );
+    (engine, events, session_id)
+}
+
+/// The `hook_blocked` events: (hook event, tool, reason).
+pub(super) fn blocked(events: &[EventKind]) -> Vec<(String, Option<String>, String)> {
+    events
+        .iter()
+        .filter_map(|k| match k {
+            EventKind::HookBlocked {
+                hook_event,
+                tool,
+                reason,
+                ..
+            } => Some((hook_event.clone(), tool.clone(), reason.clone())),
+            _ => None,
+        })
+        .collect()
 }
 
 impl Hooked {
@@ -137,20 +173,8 @@ async fn a_pre_tool_use_hook_that_exits_2_blocks_a_real_call_and_the_model_gets_
         "{seen}"
     );
     assert!(!seen.contains("datetime"), "the tool did not run: {seen}");
-    let blocked: Vec<(String, Option<String>, String)> = events
-        .iter()
-        .filter_map(|k| match k {
-            EventKind::HookBlocked {
-                hook_event,
-                tool,
-                reason,
-                ..
-            } => Some((hook_event.clone(), tool.clone(), reason.clone())),
-            _ => None,
-        })
-        .collect();
     assert_eq!(
-        blocked,
+        blocked(&events),
         [(
             "pre_tool_use".to_string(),
             Some("time__get_current_time".to_string()),

@@ -645,6 +645,45 @@ fn host_pid(home: &Path) -> Option<i32> {
     huddle::store::DataDirLock::holder(&home.join("huddle.lock")).and_then(|p| p.parse().ok())
 }
 
+/// Review 23-3 nit E5: a `huddle run` whose host got SIGTERM (a logout, `systemctl stop`) exited
+/// 130, as if its own Ctrl-C had stopped it. It ends as SIGTERM ends a run: 143, saying why.
+#[test]
+fn a_huddle_run_whose_host_gets_sigterm_ends_as_sigterm_ends_a_run() {
+    let home = home_with("sim/slow-300ms");
+    let child = Command::new(env!("CARGO_BIN_EXE_huddle"))
+        .args(["run", "--preset", "Code Review Team", "Review fn add"])
+        .env("HUDDLE_HOME", home.path())
+        .env(HOST_IDLE_VAR, "0")
+        .current_dir(home.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("huddle run");
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let ps = text(&huddle_idle(home.path(), 0, &["ps"]).stdout);
+        if ps.starts_with("RUN") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the run never started: {ps}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = host_pid(home.path()).expect("a host");
+    // SAFETY: plain kill(2) on the host this test's `huddle run` started.
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    }
+    let out = child.wait_with_output().expect("waited");
+    assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("huddle: the huddle host was stopped (SIGTERM)")
+            && stderr(&out).contains("the run is kept to be resumed"),
+        "{}",
+        stderr(&out)
+    );
+    wait_for_host_exit(home.path());
+}
+
 fn cycle(home: &Path) -> Option<ReflectionCycle> {
     OrganizationFile::new(home.join("organization.json"))
         .inspect()
@@ -724,6 +763,14 @@ fn detach_ps_attach_and_stop() {
         "{table}"
     );
     assert!(table.contains("detached from huddle run (pid"), "{table}");
+    // The `huddle run` that detached has exited: said so (review 23-3 nit E2); the host's pid
+    // is named (nit E6), the one in the data dir's lock.
+    assert!(table.contains(", gone)"), "{table}");
+    let lock = std::fs::read_to_string(home.path().join("huddle.lock")).unwrap_or_default();
+    assert!(
+        !lock.trim().is_empty() && table.ends_with(&format!("huddle host: pid {}\n", lock.trim())),
+        "{table} (lock: {lock:?})"
+    );
     let json: Value = serde_json::from_slice(&huddle_idle(home.path(), 0, &["ps", "--json"]).stdout).unwrap();
     assert_eq!(json[0]["run_id"], run_id.as_str());
 
@@ -780,8 +827,9 @@ fn detach_ps_attach_and_stop() {
         "{saved:?}"
     );
 
+    // No host now: the same exit code as a host's answer (review 23-3 nit E7).
     let none = huddle(home.path(), &["stop", &run_id]);
-    assert_eq!(none.status.code(), Some(1));
+    assert_eq!(none.status.code(), Some(2));
     assert!(
         stderr(&none).contains(&format!(
             "run `{run_id}` has ended (`huddle trace --run {run_id}`"
@@ -790,7 +838,7 @@ fn detach_ps_attach_and_stop() {
         stderr(&none)
     );
     let none = huddle(home.path(), &["attach", "whatever"]);
-    assert_eq!(none.status.code(), Some(1));
+    assert_eq!(none.status.code(), Some(2));
     assert!(stderr(&none).contains("nothing runs"), "{}", stderr(&none));
 }
 

@@ -1,3 +1,4 @@
+mod claude_control;
 mod cli_hardening;
 mod cli_limits;
 mod cost;

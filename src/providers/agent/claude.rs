@@ -6,7 +6,8 @@
 //! `content_block_delta`/`text_delta`), and the last line `result` (`subtype`, `is_error`,
 //! `result`, `session_id`, `total_cost_usd`, `usage`, `errors`). Lines of a sub-agent
 //! (`parent_tool_use_id` set) are not the answer and are skipped. Text streamed as deltas is not
-//! repeated when the whole message arrives.
+//! repeated when the whole message arrives. A `control_request` line (the agent asks before
+//! running a tool, see [`super::control`]) is handed on whole.
 
 use std::collections::HashSet;
 
@@ -36,6 +37,8 @@ impl LineParser for Claude {
             "assistant" if !sub_agent => self.assistant(v.get("message").unwrap_or(&Value::Null), out),
             "user" if !sub_agent => tool_results(v.get("message").unwrap_or(&Value::Null), out),
             "result" => result(v, out),
+            // It asks before running a tool (with `--permission-prompt-tool stdio`).
+            "control_request" => out.push(Event::Control(v.clone())),
             // A usage limit the agent hit: its reset time, for the engine to wait out (the
             // result line that follows, if any, says the same in words).
             "rate_limit_event" => {

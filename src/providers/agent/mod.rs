@@ -10,6 +10,7 @@
 
 mod claude;
 mod codex;
+pub mod control;
 mod gemini;
 
 use serde_json::Value;
@@ -47,6 +48,8 @@ pub(crate) enum Event {
     Warning(String),
     /// An error line that does not end the stream by itself (used if no result line follows).
     Failure(String),
+    /// A `control_request` line (Claude Code asks before running a tool): the whole line.
+    Control(Value),
     /// The terminal result line: success, or the error it reports. `result_text` is the final
     /// answer as the result line repeats it (used only when no text was streamed).
     Done {
@@ -156,6 +159,18 @@ pub(crate) struct AgentTurn {
     break_pending: bool,
     /// Lines that were not JSON objects.
     pub stray_lines: usize,
+    /// Where the agent's control requests go, and the end of its run is told (see
+    /// [`AgentTurn::answering`]).
+    control: Option<tokio::sync::mpsc::UnboundedSender<Control>>,
+}
+
+/// What an agent that speaks a control protocol needs answered.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Control {
+    /// A control request line.
+    Request(Value),
+    /// The result line came: no more requests this turn.
+    Ended,
 }
 
 impl AgentTurn {
@@ -174,7 +189,14 @@ impl AgentTurn {
             failure: None,
             break_pending: false,
             stray_lines: 0,
+            control: None,
         })
+    }
+
+    /// The agent's control requests (and the end of its run) are sent to `to`.
+    pub fn answering(mut self, to: tokio::sync::mpsc::UnboundedSender<Control>) -> AgentTurn {
+        self.control = Some(to);
+        self
     }
 
     /// The run resumes the agent's stored session.
@@ -323,7 +345,16 @@ impl AgentTurn {
                     Some(e) => Err(e),
                     None => Ok(()),
                 });
+                if let Some(control) = &self.control {
+                    let _ = control.send(Control::Ended);
+                }
             }
+            Event::Control(line) => match &self.control {
+                Some(control) => {
+                    let _ = control.send(Control::Request(line));
+                }
+                None => tracing::debug!("a control request from an agent nobody answers; ignored"),
+            },
         }
     }
 
