@@ -164,7 +164,7 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
         prices_section(&mut out, &mut problems, config, paths);
         repo_context_section(&mut out, config, paths, repo);
         // One baseline for the MCP servers' launches and the sandbox section.
-        let baseline = crate::workspace::baseline(paths, config, None);
+        let baseline = crate::workspace::baseline(paths, config, None, &crate::env::Env::process());
         mcp_section(&mut out, &mut problems, config, &baseline, repo, probe);
         sandbox_section(&mut out, &mut problems, config, &baseline, paths);
         hooks_section(&mut out, config);

@@ -654,8 +654,9 @@ impl Engine {
     /// Probes bwrap (once: remembered) off the async runtime's threads, so headers can show
     /// the sandbox without waiting.
     pub async fn probe_sandbox(&self) {
-        let bwrap = self.shared.default_profile.options.sandbox.config.bwrap.clone();
-        crate::sandbox::probe::availability_async(bwrap.as_deref()).await;
+        let baseline = &self.shared.default_profile.options.sandbox;
+        crate::sandbox::probe::availability_async_in(baseline.config.bwrap.as_deref(), &baseline.host.env)
+            .await;
     }
 
     /// Every event of one group from now on but the streamed text pieces (`delta`), besides

@@ -1186,7 +1186,11 @@ impl Actor<'_> {
         if capabilities.local_process {
             // The program runs confined; a required sandbox that is missing starts nothing.
             let sandbox = &info.guard.sandbox;
-            let available = crate::sandbox::probe::availability_async(sandbox.policy.bwrap.as_deref()).await;
+            let available = crate::sandbox::probe::availability_async_in(
+                sandbox.policy.bwrap.as_deref(),
+                &sandbox.host.env,
+            )
+            .await;
             if let crate::sandbox::Status::Refused(e) = sandbox.status_with(&available) {
                 self.emit(
                     info,

@@ -637,7 +637,7 @@ fn profile_for(
             repo,
             env,
             ApprovalPolicy::DenyAll,
-            crate::workspace::baseline(&shared.parts.paths, config, sandbox),
+            crate::workspace::baseline(&shared.parts.paths, config, sandbox, env),
         ),
     });
     profiles.insert(key, Arc::clone(&profile));

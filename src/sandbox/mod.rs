@@ -158,7 +158,10 @@ impl Sandbox {
         if self.policy.is_off() {
             return Status::Unconfined { why: "off".into() };
         }
-        self.status_with(&probe::availability(self.policy.bwrap.as_deref()))
+        self.status_with(&probe::availability_in(
+            self.policy.bwrap.as_deref(),
+            &self.host.env,
+        ))
     }
 
     /// Who requires the sandbox, for the refusal: `mode workspace-write from team`.
@@ -214,7 +217,7 @@ impl Sandbox {
         if self.policy.is_off() {
             return Ok(plain());
         }
-        let availability = probe::availability_async(self.policy.bwrap.as_deref())
+        let availability = probe::availability_async_in(self.policy.bwrap.as_deref(), &self.host.env)
             .await
             .accepting_host_proc(self.policy.allow_host_proc);
         let Availability::Usable {

@@ -10,8 +10,10 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::argv::{Flavor, bwrap_args};
-use super::profile::{Profile, find_program};
+use super::profile::Profile;
 use super::settings::{Network, SandboxMode};
+use crate::env::Env;
+use crate::process::find_program_in;
 
 /// The environment variable naming the `bwrap` program (when config.yaml names none).
 pub const BWRAP_ENV: &str = "HUDDLE_BWRAP";
@@ -83,23 +85,29 @@ impl Availability {
 }
 
 /// The `bwrap` to use: `configured` (a `sandbox.bwrap:`), else `HUDDLE_BWRAP`, else `bwrap` on
-/// `PATH`.
+/// `PATH`, in this process's environment.
 pub fn bwrap_program(configured: Option<&Path>) -> Result<PathBuf, String> {
-    let named = configured.map(Path::to_path_buf).or_else(|| {
-        std::env::var_os(BWRAP_ENV)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    });
+    bwrap_program_in(configured, &Env::process())
+}
+
+/// [`bwrap_program`] in `env`: the environment of the front end whose run it is (a host
+/// serves front ends started with other variables: its own `HUDDLE_BWRAP` and `PATH` decide
+/// nothing for them).
+pub fn bwrap_program_in(configured: Option<&Path>, env: &Env) -> Result<PathBuf, String> {
+    let named = configured
+        .map(Path::to_path_buf)
+        .or_else(|| env.var_os(BWRAP_ENV).filter(|v| !v.is_empty()).map(PathBuf::from));
+    let path = env.var_os("PATH");
     match named {
         Some(p) => {
             let found = if p.components().count() > 1 {
                 p.exists().then(|| p.clone())
             } else {
-                find_program(&p.to_string_lossy())
+                find_program_in(&p.to_string_lossy(), path.as_deref())
             };
             found.ok_or_else(|| format!("bwrap not found at {}", p.display()))
         }
-        None => find_program("bwrap").ok_or_else(|| {
+        None => find_program_in("bwrap", path.as_deref()).ok_or_else(|| {
             "bwrap (bubblewrap) is not installed; on Debian or Ubuntu: apt-get install bubblewrap".into()
         }),
     }
@@ -110,7 +118,12 @@ static CACHE: Mutex<Vec<(PathBuf, Availability)>> = Mutex::new(Vec::new());
 /// Whether the sandbox works with `configured` (or the default) `bwrap`; probed once per
 /// program, then remembered. Blocks for the probe the first time (milliseconds).
 pub fn availability(configured: Option<&Path>) -> Availability {
-    let program = match bwrap_program(configured) {
+    availability_in(configured, &Env::process())
+}
+
+/// [`availability`] with the program found in `env` ([`bwrap_program_in`]).
+pub fn availability_in(configured: Option<&Path>, env: &Env) -> Availability {
+    let program = match bwrap_program_in(configured, env) {
         Ok(p) => p,
         Err(reason) => {
             return Availability::Unusable {
@@ -135,13 +148,19 @@ pub fn availability(configured: Option<&Path>) -> Availability {
 
 /// As [`availability`], off the async runtime's threads the first time.
 pub async fn availability_async(configured: Option<&Path>) -> Availability {
-    if let Ok(program) = bwrap_program(configured)
+    availability_async_in(configured, &Env::process()).await
+}
+
+/// [`availability_async`] with the program found in `env` ([`bwrap_program_in`]).
+pub async fn availability_async_in(configured: Option<&Path>, env: &Env) -> Availability {
+    if let Ok(program) = bwrap_program_in(configured, env)
         && let Some(known) = cached(&program)
     {
         return known;
     }
     let configured = configured.map(Path::to_path_buf);
-    tokio::task::spawn_blocking(move || availability(configured.as_deref()))
+    let env = env.clone();
+    tokio::task::spawn_blocking(move || availability_in(configured.as_deref(), &env))
         .await
         .unwrap_or_else(|e| Availability::Unusable {
             program: None,
@@ -281,12 +300,48 @@ pub(crate) fn last_lines(text: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::process::find_program;
 
     #[test]
     fn a_missing_program_is_unusable_and_says_where_it_looked() {
         let a = availability(Some(Path::new("/nonexistent/bwrap")));
         assert!(!a.is_usable());
         assert_eq!(a.describe(), "bwrap not found at /nonexistent/bwrap");
+    }
+
+    /// Review 26-2 finding 20: a host serving a front end looks for bwrap with the front end's
+    /// `HUDDLE_BWRAP` and `PATH`, never its own (a host started with `HUDDLE_BWRAP` pointing
+    /// nowhere ran another front end's agents unconfined).
+    #[test]
+    fn bwrap_is_found_in_the_front_ends_environment_not_this_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("bwrap");
+        std::fs::write(&fake, "#!/bin/sh\nexit 1\n").unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let env = |vars: &[(&str, &str)]| {
+            Env::of(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        };
+        let on_path = env(&[("PATH", &dir.path().display().to_string())]);
+        assert_eq!(bwrap_program_in(None, &on_path), Ok(fake.clone()));
+        let nowhere = env(&[
+            ("PATH", "/nonexistent-dir"),
+            ("HUDDLE_BWRAP", "/nonexistent/bwrap"),
+        ]);
+        assert_eq!(
+            bwrap_program_in(None, &nowhere),
+            Err("bwrap not found at /nonexistent/bwrap".to_string())
+        );
+        let no_path = env(&[]);
+        assert!(
+            bwrap_program_in(None, &no_path).is_err_and(|e| e.contains("not installed")),
+            "{:?}",
+            bwrap_program_in(None, &no_path)
+        );
+        // config.yaml's `bwrap:` still comes first.
+        assert_eq!(bwrap_program_in(Some(&fake), &nowhere), Ok(fake.clone()));
     }
 
     #[test]

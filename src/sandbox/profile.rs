@@ -27,17 +27,24 @@ pub struct Host {
     pub data_dir: Option<PathBuf>,
     /// huddle's config directory (config.yaml, presets): read-only like the rest, kept visible.
     pub config_dir: Option<PathBuf>,
+    /// The environment of the front end whose processes these are: where `bwrap` is found
+    /// (its `HUDDLE_BWRAP`, its `PATH`), not the host's. Default: this process's.
+    pub env: crate::env::Env,
 }
 
 impl Host {
     /// The home directory from `$HOME` and huddle's directories.
     pub fn from_env(data_dir: Option<PathBuf>, config_dir: Option<PathBuf>) -> Host {
+        Host::in_env(data_dir, config_dir, crate::env::Env::process())
+    }
+
+    /// [`Host::from_env`] for a front end with environment `env` (a host serving it).
+    pub fn in_env(data_dir: Option<PathBuf>, config_dir: Option<PathBuf>, env: crate::env::Env) -> Host {
         Host {
-            home: std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .map(PathBuf::from),
+            home: env.var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from),
             data_dir,
             config_dir,
+            env,
         }
     }
 
@@ -580,6 +587,7 @@ mod tests {
             home: Some(dir.path().join("home")),
             data_dir: Some(canonical(dir.path().join("data"))),
             config_dir: None,
+            env: Default::default(),
         };
         std::fs::create_dir_all(dir.path().join("home/.ssh")).unwrap();
         std::fs::write(dir.path().join("home/.netrc"), "machine x").unwrap();
@@ -648,6 +656,7 @@ mod tests {
             home: Some(home.clone()),
             data_dir: Some(home.join(".local/share/huddle")),
             config_dir: Some(config.clone()),
+            env: Default::default(),
         };
         for unsafe_dir in [
             Path::new("/"),

@@ -89,18 +89,21 @@ pub fn engine_options(
 }
 
 /// Where every sandbox of a configuration starts: config.yaml's `sandbox:`, `huddle run
-/// --sandbox` (`cli`) and this machine (home, the data dir).
+/// --sandbox` (`cli`) and this machine (home, the data dir) as the front end with environment
+/// `env` sees it (where its `bwrap` is).
 pub fn baseline(
     paths: &Paths,
     config: &Config,
     cli: Option<crate::sandbox::SandboxMode>,
+    env: &crate::env::Env,
 ) -> crate::sandbox::Baseline {
     crate::sandbox::Baseline {
         config: config.sandbox.clone(),
         cli,
-        host: Arc::new(crate::sandbox::Host::from_env(
+        host: Arc::new(crate::sandbox::Host::in_env(
             Some(paths.data_dir.clone()),
             Some(paths.config_dir.clone()),
+            env.clone(),
         )),
     }
 }
@@ -153,7 +156,7 @@ impl Workspace {
             Err(e) => tracing::warn!("{e}; runs are not exported"),
         }
         let transcripts = Transcripts::new(paths.sessions_dir());
-        let baseline = baseline(paths, config, sandbox_cli);
+        let baseline = baseline(paths, config, sandbox_cli, &crate::env::Env::process());
         let engine = Engine::new(
             providers,
             org.clone(),

@@ -376,6 +376,7 @@ async fn home_and_huddles_own_directory_are_never_writable_working_directories()
         home: Some(m.home.clone()),
         data_dir: Some(m.data.clone()),
         config_dir: Some(config_dir.clone()),
+        env: Default::default(),
     });
     let run = |policy: Policy, workdir: Option<PathBuf>, script: String| {
         let sandbox = huddle::sandbox::Sandbox::new(policy, host.clone());

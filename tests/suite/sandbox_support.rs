@@ -92,6 +92,7 @@ impl Machine {
             home: Some(self.home.clone()),
             data_dir: Some(self.data.clone()),
             config_dir: None,
+            env: Default::default(),
         })
     }
 
