@@ -332,6 +332,11 @@ impl Policy {
             if let Some(m) = level.mode {
                 self.asked = Some(m);
                 self.decided_by = Some(name.to_string());
+                // `off` is no sandbox: a lower level's `network: off` (which needs one) does not
+                // turn it into a stricter one (review 26-2 finding 2); the level's own wins.
+                if m == SandboxMode::Off {
+                    self.network = Network::On;
+                }
             }
             if let Some(n) = level.network {
                 self.network = n;
@@ -534,6 +539,22 @@ mod tests {
         let p = Policy::resolve(&[("config.yaml", &off), ("member", &net)], None, None);
         assert!(p.required && !p.is_off());
         assert_eq!(p.mode, SandboxMode::ReadOnly);
+    }
+
+    /// Review 26-2 finding 2: `--sandbox off` (or a higher level's `mode: off`) over a lower
+    /// level's `network: off` is no sandbox, not a read-only one.
+    #[test]
+    fn mode_off_over_a_lower_network_off_is_no_sandbox() {
+        let net = parse("network: off");
+        let p = Policy::resolve(&[("config.yaml", &net)], Some(SandboxMode::Off), None);
+        assert!(p.is_off() && !p.required, "{p:?}");
+        assert_eq!(p.network, Network::On);
+        let off = SandboxSettings::mode(SandboxMode::Off);
+        let p = Policy::resolve(&[("team", &net), ("member", &off)], None, None);
+        assert!(p.is_off(), "{p:?}");
+        // Without `off` above it, network off still confines.
+        let p = Policy::resolve(&[("team", &net)], None, None);
+        assert!(p.required && p.network == Network::Off);
     }
 
     #[test]
