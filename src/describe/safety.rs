@@ -66,6 +66,14 @@ pub fn tool_server_refused_notice(problem: &str) -> String {
 
 /// The reason a `pre_tool_use` hook with `on_error: deny` that could not run (`error`: its
 /// hook error) gives for the call it denies.
+/// The warning of a run whose agent goes unconfined because no sandbox works here (none was
+/// required): said once per run, so that it is never silent where no header shows it.
+pub fn unconfined_warning(what: &str, why: &str) -> String {
+    format!(
+        "{what} runs unconfined: no sandbox works here ({why}); set `sandbox: {{ mode: workspace-write }}` to refuse instead, `huddle doctor` says more"
+    )
+}
+
 pub fn guard_could_not_run(error: &str) -> String {
     format!("the guard hook could not run, and it denies what it cannot check (on_error: deny): {error}")
 }

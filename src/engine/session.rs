@@ -1209,6 +1209,22 @@ impl Actor<'_> {
                 );
                 return (Err(error), Vec::new(), None);
             }
+            if let crate::sandbox::Status::Unconfined { .. } = sandbox.status_with(&available)
+                && !sandbox.policy.is_off()
+                && first_unconfined_turn_of(options.run_id.as_ref())
+            {
+                // Not asked for off, and nothing works here: said, never silent.
+                self.emit(
+                    info,
+                    &options.run_id,
+                    EventKind::Warning {
+                        message: crate::describe::safety::unconfined_warning(
+                            &format!("agent {}", provider.name()),
+                            &available.describe(),
+                        ),
+                    },
+                );
+            }
             request.sandbox = Some(sandbox.clone());
         }
         let offer = if info.tools.is_empty() || !capabilities.takes_huddle_tools() {
@@ -2049,4 +2065,21 @@ mod tests {
         assert_eq!(seen, bounded_history(&all[run_began..]));
         assert_eq!(&*seen[0].content, &*all[run_began].content);
     }
+}
+
+/// True the first time a run (or a run-less turn) asks: the unconfined warning is said once
+/// per run. Remembers the last few hundred runs only.
+fn first_unconfined_turn_of(run_id: Option<&super::events::RunId>) -> bool {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let Some(run) = run_id else { return true };
+    let key = run.to_string();
+    let mut said = SAID.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if said.contains(&key) {
+        return false;
+    }
+    if said.len() >= 256 {
+        said.remove(0);
+    }
+    said.push(key);
+    true
 }

@@ -224,6 +224,42 @@ async fn a_required_sandbox_that_is_missing_starts_no_agent_and_says_why() {
     );
 }
 
+/// Review 26-2 finding 6: where no sandbox works and none is required, the agent runs
+/// unconfined, but never silently: a warning event says so (a run without a header too); one
+/// whose sandbox was set off is not warned about.
+#[tokio::test]
+async fn an_agent_that_goes_unconfined_because_no_sandbox_works_is_warned_about() {
+    for (config, warned) in [
+        ("bwrap: /nonexistent/bwrap\n", true),
+        ("mode: off\nbwrap: /nonexistent/bwrap\n", false),
+    ] {
+        let dir = outside_tmp();
+        let m = Machine::new(dir.path());
+        let marker = m.alice.join("ran.txt");
+        let command = vec!["sh".into(), "-c".into(), format!("touch {}", marker.display())];
+        let settings: SandboxSettings = serde_yaml::from_str(config).expect("yaml");
+        let mut t = team(m, &command, settings, SandboxSettings::default());
+        let answer = t.engine.ask(&t.alice, "Do it.".into(), None).await.expect("turn");
+        assert!(answer.success, "{answer:?}");
+        assert!(marker.exists(), "the agent ran");
+        let warnings: Vec<String> = drain(&mut t.events)
+            .into_iter()
+            .filter_map(|k| match k {
+                EventKind::Warning { message } => Some(message),
+                _ => None,
+            })
+            .filter(|m| m.contains("runs unconfined"))
+            .collect();
+        assert_eq!(!warnings.is_empty(), warned, "{config}: {warnings:?}");
+        if warned {
+            assert!(
+                warnings[0].contains("bwrap not found at /nonexistent/bwrap"),
+                "{warnings:?}"
+            );
+        }
+    }
+}
+
 /// A stdio MCP server (JSON-RPC lines, no SDK) whose one tool tries the same things as
 /// [`PROBE`] from where it runs.
 const PROBE_SERVER: &str = r#"
