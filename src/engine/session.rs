@@ -1833,6 +1833,23 @@ fn bounded_history(history: &[ChatMessage]) -> Vec<ChatMessage> {
     history[window_start(history)..].to_vec()
 }
 
+/// True the first time a run (or a run-less turn) asks: the unconfined warning is said once
+/// per run. Remembers the last few hundred runs only.
+fn first_unconfined_turn_of(run_id: Option<&super::events::RunId>) -> bool {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let Some(run) = run_id else { return true };
+    let key = run.to_string();
+    let mut said = SAID.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if said.contains(&key) {
+        return false;
+    }
+    if said.len() >= 256 {
+        said.remove(0);
+    }
+    said.push(key);
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2065,21 +2082,4 @@ mod tests {
         assert_eq!(seen, bounded_history(&all[run_began..]));
         assert_eq!(&*seen[0].content, &*all[run_began].content);
     }
-}
-
-/// True the first time a run (or a run-less turn) asks: the unconfined warning is said once
-/// per run. Remembers the last few hundred runs only.
-fn first_unconfined_turn_of(run_id: Option<&super::events::RunId>) -> bool {
-    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let Some(run) = run_id else { return true };
-    let key = run.to_string();
-    let mut said = SAID.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if said.contains(&key) {
-        return false;
-    }
-    if said.len() >= 256 {
-        said.remove(0);
-    }
-    said.push(key);
-    true
 }
