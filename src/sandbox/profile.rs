@@ -8,9 +8,20 @@ use std::path::{Path, PathBuf};
 use super::settings::{Network, Policy, SandboxMode};
 
 /// Directories under the home directory that hold credentials: never readable in a sandbox.
-pub const HIDDEN_HOME_DIRS: &[&str] = &[".ssh", ".aws", ".config/gcloud", ".gnupg", ".docker"];
-/// Files under the home directory that hold credentials: read as empty in a sandbox.
-pub const HIDDEN_HOME_FILES: &[&str] = &[".netrc", ".git-credentials"];
+/// huddle's own default data directory is one too (transcripts), also when `HUDDLE_HOME` puts
+/// the one in use elsewhere.
+pub const HIDDEN_HOME_DIRS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".config/gcloud",
+    ".gnupg",
+    ".docker",
+    ".local/share/huddle",
+];
+/// Files under the home directory that hold credentials: read as empty in a sandbox. huddle's
+/// default config.yaml is one (an MCP server's `env:`, a provider's `headers:`), as is the
+/// config.yaml of the config directory in use ([`Host::hidden_files`]).
+pub const HIDDEN_HOME_FILES: &[&str] = &[".netrc", ".git-credentials", ".config/huddle/config.yaml"];
 /// Sockets that would let a process act outside any sandbox (a container engine's).
 pub const HIDDEN_SYSTEM_FILES: &[&str] = &["/run/docker.sock", "/var/run/docker.sock"];
 /// Directories of sockets that would let a process act outside any sandbox: the users'
@@ -109,6 +120,7 @@ impl Host {
             .home
             .iter()
             .flat_map(|h| HIDDEN_HOME_FILES.iter().map(move |f| h.join(f)))
+            .chain(self.config_dir.iter().map(|c| c.join("config.yaml")))
             .filter(|f| f.is_file())
             .chain(
                 HIDDEN_SYSTEM_FILES
@@ -642,6 +654,43 @@ mod tests {
         let profile = Profile::new(&read_only, &Host::default(), &repo, &[]);
         assert!(profile.writable.is_empty() && profile.protected.is_empty());
         assert!(!profile.git_env);
+    }
+
+    /// Review 26-2 findings 17 and 21: config.yaml (secrets: MCP `env:`, provider `headers:`)
+    /// of the config dir in use and of the default one, and the default data dir (when
+    /// `HUDDLE_HOME` puts the one in use elsewhere), are hidden.
+    #[test]
+    fn config_yaml_and_the_default_data_dir_are_hidden() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let elsewhere = dir.path().join("huddle-demo");
+        for d in [
+            home.join(".config/huddle"),
+            home.join(".local/share/huddle"),
+            elsewhere.clone(),
+        ] {
+            std::fs::create_dir_all(&d).unwrap();
+        }
+        std::fs::write(home.join(".config/huddle/config.yaml"), "providers: []").unwrap();
+        std::fs::write(elsewhere.join("config.yaml"), "providers: []").unwrap();
+        let host = Host {
+            home: Some(home.clone()),
+            data_dir: Some(elsewhere.clone()),
+            config_dir: Some(elsewhere.clone()),
+            env: Default::default(),
+        };
+        let files = host.hidden_files();
+        for f in [
+            home.join(".config/huddle/config.yaml"),
+            elsewhere.join("config.yaml"),
+        ] {
+            assert!(files.contains(&canonical(f.clone())), "{f:?} in {files:?}");
+        }
+        let dirs = host.hidden_dirs();
+        assert!(
+            dirs.contains(&canonical(home.join(".local/share/huddle"))),
+            "{dirs:?}"
+        );
     }
 
     #[test]
