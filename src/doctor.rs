@@ -167,7 +167,7 @@ pub fn report(paths: &Paths, repo: &Path, probe: bool) -> DoctorReport {
         let baseline = crate::workspace::baseline(paths, config, None, &crate::env::Env::process());
         mcp_section(&mut out, &mut problems, config, &baseline, repo, probe);
         sandbox_section(&mut out, &mut problems, config, &baseline, paths);
-        hooks_section(&mut out, config);
+        hooks_section(&mut out, &mut problems, config, &baseline);
         telemetry_section(&mut out, &mut problems, config, probe);
 
         let _ = writeln!(out, "\nPresets (repo {})", repo.display());
@@ -524,8 +524,15 @@ fn prices_section(out: &mut String, problems: &mut Vec<String>, config: &Config,
     }
 }
 
-/// `Hooks`: config.yaml's, by event (a preset's team and members add their own).
-fn hooks_section(out: &mut String, config: &Config) {
+/// `Hooks`: config.yaml's, by event (a preset's team and members add their own); a hook with
+/// a `sandbox:` of its own says what it comes to over config.yaml's (a required sandbox that
+/// is missing is a problem: the hook would not run).
+fn hooks_section(
+    out: &mut String,
+    problems: &mut Vec<String>,
+    config: &Config,
+    baseline: &crate::sandbox::Baseline,
+) {
     let _ = writeln!(out, "\nHooks");
     if config.hooks.is_empty() {
         let _ = writeln!(
@@ -536,22 +543,31 @@ fn hooks_section(out: &mut String, config: &Config) {
     }
     for event in crate::hooks::HookEvent::ALL {
         for hook in config.hooks.of(event) {
-            let matcher = hook
-                .matcher
-                .as_deref()
-                .filter(|m| event.is_tool_event() && !m.trim().is_empty())
-                .map(|m| format!(" (tools {m})"))
-                .unwrap_or_default();
+            let matcher = hook.matcher_note(event);
+            let own = (!hook.sandbox.is_empty()).then(|| {
+                let level = format!("hooks.{}", event.key());
+                let sandbox = baseline.sandbox(&[(level.as_str(), &hook.sandbox)], None);
+                let bwrap = crate::sandbox::probe::availability(sandbox.policy.bwrap.as_deref());
+                sandbox.status_with(&bwrap)
+            });
+            let refused = matches!(own, Some(crate::sandbox::Status::Refused(_)));
+            if refused {
+                problems.push(format!(
+                    "the sandbox the {} hook {} requires is not available",
+                    event.key(),
+                    hook.label()
+                ));
+            }
+            let missing =
+                crate::process::find_program(hook.command.first().map_or("", String::as_str)).is_none();
             let _ = writeln!(
                 out,
-                "  {:<19}{} {}{matcher}, {} s",
+                "  {:<19}{} {}{matcher}, {} s{}",
                 event.key(),
-                match crate::process::find_program(hook.command.first().map_or("", String::as_str)) {
-                    Some(_) => "",
-                    None => " !!",
-                },
+                if missing || refused { " !!" } else { "" },
                 hook.label(),
-                hook.timeout().as_secs()
+                hook.timeout().as_secs(),
+                own.map(|s| format!(", {}", s.label())).unwrap_or_default()
             );
         }
     }
@@ -834,6 +850,25 @@ mod tests {
             r.text
         );
         assert_eq!(r.problems, ["the sandbox config.yaml requires is not available"]);
+
+        // Review 26-2 finding 15: a hook's own sandbox, refused when it is required and missing.
+        std::fs::write(
+            paths.config_file(),
+            "sandbox: { mode: off }\nhooks:\n  turn_finished: [{ command: [/bin/sh, check.sh], sandbox: { mode: read-only, bwrap: /nonexistent/bwrap } }]\n",
+        )
+        .unwrap();
+        let r = report(&paths, dir.path(), false);
+        assert!(
+            r.text.contains(
+                "turn_finished       !! sh check.sh, 60 s, sandbox: REFUSED, the sandbox is required (read-only, set in hooks.turn_finished)"
+            ),
+            "{}",
+            r.text
+        );
+        assert_eq!(
+            r.problems,
+            ["the sandbox the turn_finished hook sh check.sh requires is not available"]
+        );
 
         std::fs::write(paths.config_file(), "sandbox: { bwrap: /nonexistent/bwrap }\n").unwrap();
         let r = report(&paths, dir.path(), false);

@@ -150,6 +150,15 @@ impl Hook {
         }
     }
 
+    /// ` (tools git__.*)` for a tool event's hook with a matcher; empty otherwise.
+    pub fn matcher_note(&self, event: HookEvent) -> String {
+        self.matcher
+            .as_deref()
+            .filter(|m| event.is_tool_event() && !m.trim().is_empty())
+            .map(|m| format!(" (tools {m})"))
+            .unwrap_or_default()
+    }
+
     /// The command for people: `guard.sh --strict` (the program's file name, then arguments).
     pub fn label(&self) -> String {
         let mut parts = self.command.iter();

@@ -5,7 +5,9 @@ use serde_json::{Value, json};
 use unicode_width::UnicodeWidthStr;
 
 use crate::config::Config;
+use crate::hooks::{HookEvent, Hooks};
 use crate::model::Preset;
+use crate::sandbox::SandboxSettings;
 
 use super::catalog::Catalog;
 use super::models::resolved;
@@ -157,6 +159,7 @@ fn show_text(p: &Preset, config: &Config) -> String {
             p.worktrees
         ));
     }
+    out.push_str(&guard_lines("", &p.sandbox, &p.hooks));
     for (label, agent) in [("orchestrator", &p.orchestrator), ("evaluator", &p.evaluator)] {
         let Some(a) = agent else {
             continue;
@@ -172,6 +175,7 @@ fn show_text(p: &Preset, config: &Config) -> String {
             first_line(a.prompt.as_deref())
         ));
         out.push_str(&tools_line("  ", &a.tools, a.max_tool_rounds));
+        out.push_str(&guard_lines("  ", &a.sandbox, &a.hooks));
     }
     if let Some(entry) = &p.entry {
         out.push_str(&format!("entry: {entry}\n"));
@@ -200,6 +204,7 @@ fn show_text(p: &Preset, config: &Config) -> String {
             first_line(w.system_prompt.as_deref())
         ));
         out.push_str(&tools_line("      ", &w.tools, w.max_tool_rounds));
+        out.push_str(&guard_lines("      ", &w.sandbox, &w.hooks));
         out.push_str(&flow_line("      ", w));
     }
     out.push_str(&format!(
@@ -237,6 +242,62 @@ fn flow_line(indent: &str, w: &crate::model::PresetWorker) -> String {
     format!("{indent}{}\n", parts.join(" · "))
 }
 
+/// A level's `sandbox:` as written (`sandbox: read-only, network off, allow_write ~/.cache`)
+/// and its hooks, one a line (`hook pre_tool_use: sh guard.sh (tools git__.*), 5 s`, with the
+/// hook's own sandbox); nothing for a level without either.
+fn guard_lines(indent: &str, sandbox: &SandboxSettings, hooks: &Hooks) -> String {
+    let mut out = String::new();
+    if !sandbox.is_empty() {
+        out.push_str(&format!("{indent}sandbox: {}\n", settings_text(sandbox)));
+    }
+    for event in HookEvent::ALL {
+        for hook in hooks.of(event) {
+            let own = if hook.sandbox.is_empty() {
+                String::new()
+            } else {
+                format!(", sandbox: {}", settings_text(&hook.sandbox))
+            };
+            let deny = if hook.on_error == Some(crate::hooks::config::OnError::Deny) {
+                ", on error: deny"
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "{indent}hook {event}: {}{}, {} s{own}{deny}\n",
+                hook.label(),
+                hook.matcher_note(event),
+                hook.timeout().as_secs()
+            ));
+        }
+    }
+    out
+}
+
+/// What a `sandbox:` block sets, in its own words: `read-only, network off, allow_write ~/x`.
+fn settings_text(s: &SandboxSettings) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    parts.extend(s.mode.map(|m| m.to_string()));
+    parts.extend(s.network.map(|n| format!("network {}", n.as_str())));
+    for (key, list) in [
+        ("allow_write", &s.allow_write),
+        ("allow_read", &s.allow_read),
+        ("allow_env", &s.allow_env),
+    ] {
+        if !list.is_empty() {
+            parts.push(format!("{key} {}", list.join(", ")));
+        }
+    }
+    parts.extend(s.bwrap.as_ref().map(|b| format!("bwrap {}", b.display())));
+    if s.allow_host_proc == Some(true) {
+        parts.push("allow_host_proc".into());
+    }
+    if parts.is_empty() {
+        "(as around it)".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
 /// `tools: git, time (max 10 rounds)`, or nothing for an agent without tools.
 fn tools_line(indent: &str, tools: &[String], rounds: Option<u32>) -> String {
     if tools.is_empty() {
@@ -256,6 +317,7 @@ pub fn preset_json(p: &Preset, config: &Config, full: bool) -> Value {
         if full {
             v["prompt"] = json!(a.prompt);
         }
+        guard_json(&mut v, &a.sandbox, &a.hooks);
         v
     };
     let workers: Vec<Value> = p
@@ -281,6 +343,7 @@ pub fn preset_json(p: &Preset, config: &Config, full: bool) -> Value {
             if !w.advisors.is_empty() {
                 v["advisors"] = json!(w.advisors);
             }
+            guard_json(&mut v, &w.sandbox, &w.hooks);
             v
         })
         .collect();
@@ -298,6 +361,7 @@ pub fn preset_json(p: &Preset, config: &Config, full: bool) -> Value {
         "max_iterations": max_iterations(p),
         "worktrees": p.worktrees.as_str(),
     });
+    guard_json(&mut v, &p.sandbox, &p.hooks);
     if let Some(entry) = &p.entry {
         v["entry"] = json!(entry);
     }
@@ -311,4 +375,14 @@ pub fn preset_json(p: &Preset, config: &Config, full: bool) -> Value {
         v["routing_context"] = json!(p.routing_context);
     }
     v
+}
+
+/// A level's `sandbox:` and `hooks:` in a preset's JSON, as written (only when set).
+fn guard_json(v: &mut Value, sandbox: &SandboxSettings, hooks: &Hooks) {
+    if !sandbox.is_empty() {
+        v["sandbox"] = json!(sandbox);
+    }
+    if !hooks.is_empty() {
+        v["hooks"] = json!(hooks);
+    }
 }

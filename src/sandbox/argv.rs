@@ -3,7 +3,8 @@
 //! Mount order matters (a later mount covers an earlier one): the whole file system
 //! read-only, a fresh `/dev` and `/proc`, a private `/tmp`, the hidden directories and files,
 //! then what is revealed again read-only, then what is writable, then what stays read-only
-//! inside the writable paths. Namespaces and the environment come last, then the command.
+//! inside the writable paths; then the hidden directories' empty tmpfs are made read-only.
+//! Namespaces and the environment come last, then the command.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -36,7 +37,9 @@ pub fn bwrap_args(profile: &Profile, flavor: Flavor, program: &str, args: &[Stri
         out.one("--proc", "/proc");
     }
     out.one("--tmpfs", PRIVATE_TMP);
-    for (path, layer) in layers(profile) {
+    let layers = layers(profile);
+    for (path, layer) in &layers {
+        let path = *path;
         match layer {
             Layer::HiddenDir => out.one("--tmpfs", path),
             Layer::HiddenFile => out.pair("--ro-bind", "/dev/null", path),
@@ -44,6 +47,15 @@ pub fn bwrap_args(profile: &Profile, flavor: Flavor, program: &str, args: &[Stri
             // The working directory must be there; an extra path may not exist (yet).
             Layer::Writable if path == profile.workdir.as_path() => out.same("--bind", path),
             Layer::Writable => out.same("--bind-try", path),
+        }
+    }
+    // The hidden directories' tmpfs read-only, once everything inside them is mounted (bwrap
+    // makes the mount points there first): a write fails as everywhere else read-only,
+    // instead of landing in scratch space and seeming to work. Not one something else is
+    // mounted on exactly (an `allow_write` of it: `--remount-ro` would take that mount).
+    for (path, layer) in &layers {
+        if *layer == Layer::HiddenDir && layers.iter().filter(|(p, _)| p == path).count() == 1 {
+            out.one("--remount-ro", path);
         }
     }
     out.flags(&["--unshare-pid", "--unshare-ipc", "--unshare-uts"]);
@@ -187,6 +199,7 @@ mod tests {
             "--bind-try /repo/.git/worktrees/t-dev /repo/.git/worktrees/t-dev",
             "--bind /data/huddle/worktrees/r/t-dev /data/huddle/worktrees/r/t-dev",
             "--ro-bind-try /repo/.git/worktrees/t-dev/config.worktree /repo/.git/worktrees/t-dev/config.worktree",
+            "--remount-ro /data/huddle --remount-ro /home/u/.ssh",
             "--unshare-pid --unshare-ipc --unshare-uts --setenv TMPDIR /tmp",
             "--setenv GIT_CONFIG_COUNT 1 --setenv GIT_CONFIG_KEY_0 gc.auto --setenv GIT_CONFIG_VALUE_0 0",
             "--chdir /data/huddle/worktrees/r/t-dev -- sh agent.sh",
@@ -194,6 +207,23 @@ mod tests {
         .join(" ");
         assert_eq!(args, expected);
         assert!(!args.contains("--tmpfs /tmp/h"), "under /tmp: hidden already");
+        assert!(!args.contains("--remount-ro /tmp"), "{args}");
+    }
+
+    /// Review 26-2 finding 7: a hidden directory is an empty tmpfs made read-only after what
+    /// is mounted inside it; one that `allow_write` opens itself is not made read-only.
+    #[test]
+    fn hidden_directories_are_read_only_unless_opened_themselves() {
+        let mut p = profile();
+        p.writable.push(PathBuf::from("/home/u/.ssh"));
+        let args = text(&bwrap_args(&p, Flavor::default(), "x", &[]));
+        assert!(args.contains("--tmpfs /home/u/.ssh"), "{args}");
+        assert!(args.contains("--remount-ro /data/huddle --unshare-pid"), "{args}");
+        assert!(!args.contains("--remount-ro /home/u/.ssh"), "{args}");
+        // After every mount inside it.
+        let bind = args.find("--bind /data/huddle/worktrees").unwrap_or(usize::MAX);
+        let remount = args.find("--remount-ro /data/huddle").unwrap_or(0);
+        assert!(bind < remount, "{args}");
     }
 
     #[test]

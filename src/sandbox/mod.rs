@@ -40,6 +40,10 @@ pub enum SandboxError {
     /// The program is not there (looked up on PATH as the process would).
     #[error("cannot run `{0}`: it is not installed or not on PATH")]
     NoProgram(String),
+    /// The working directory lies in a directory the sandbox hides (huddle's data directory
+    /// through a symlink, an MCP server's `cwd:`): working there would show it again.
+    #[error("not started in {dir}: {why}")]
+    HiddenWorkdir { dir: String, why: String },
 }
 
 /// What a launch under a policy comes to.
@@ -235,6 +239,14 @@ impl Sandbox {
         // the `PATH` it gets).
         if crate::process::find_program_in(program, env.var_os("PATH").as_deref()).is_none() {
             return Err(SandboxError::NoProgram(program.to_string()));
+        }
+        if let Some(d) = workdir
+            && let Some(why) = self.host.hidden_workdir(d)
+        {
+            return Err(SandboxError::HiddenWorkdir {
+                dir: d.display().to_string(),
+                why,
+            });
         }
         let here;
         let (workdir, profile) = match workdir {

@@ -79,15 +79,71 @@ impl Host {
         dirs
     }
 
+    /// True when `dir` (canonical) lies inside the data directory in use where a process may
+    /// work: a worktree huddle made under `worktrees/` (`worktrees/<repository>/<name>` and
+    /// below), or a directory of your own kept there (a repository inside `HUDDLE_HOME`). Not
+    /// the data directory itself, nor what huddle keeps there (`sessions/`, `runs/`, `logs/`,
+    /// `worktrees/` and a repository's folder in it, `presets/`).
+    fn may_work_in_the_data_dir(&self, dir: &Path) -> bool {
+        let Some(data) = self.data_dir.clone().map(canonical) else {
+            return false;
+        };
+        let Ok(rest) = dir.strip_prefix(&data) else {
+            return false;
+        };
+        match rest.components().next().map(|c| c.as_os_str().to_string_lossy()) {
+            None => false,
+            Some(first) if first == "worktrees" => rest.components().count() >= 3,
+            Some(first) => !["sessions", "runs", "logs", "presets"].contains(&first.as_ref()),
+        }
+    }
+
+    /// Why `dir` must never be a working directory at all, if it must not: it lies in a
+    /// hidden directory (huddle's data directory, `~/.ssh`, …; reached through a repository's
+    /// symlink or an MCP server's `cwd:`), which working there would show again, read-only
+    /// or writable. huddle's worktrees there, and your own directories in it, are fine.
+    pub fn hidden_workdir(&self, dir: &Path) -> Option<String> {
+        let dir = canonical(dir.to_path_buf());
+        if self.may_work_in_the_data_dir(&dir) {
+            return None;
+        }
+        let hidden = self.hidden_dirs().into_iter().find(|h| dir.starts_with(h))?;
+        Some(format!(
+            "it is inside {}, which the sandbox hides",
+            hidden.display()
+        ))
+    }
+
     /// Why `dir` must never be a writable working directory, if it must not: the root, the
     /// home directory or a directory above it, huddle's config directory or data directory or
-    /// a directory above them. Writing there would change what runs outside any sandbox
-    /// (`~/.bashrc`, config.yaml's hooks and MCP servers). A directory inside them (a
-    /// worktree in the data directory) is fine: config.yaml stays read-only around it.
+    /// a directory above them, or a directory inside them (the config directory in use or
+    /// the default one: presets, hook scripts) but where a process may work in the data
+    /// directory (a worktree huddle made). Writing there would change what runs outside any sandbox
+    /// (`~/.bashrc`, config.yaml's hooks and MCP servers, a preset). (A directory inside the
+    /// data directory is refused altogether: [`Host::hidden_workdir`].)
     pub fn unsafe_workdir(&self, dir: &Path) -> Option<String> {
         let dir = canonical(dir.to_path_buf());
         if dir.parent().is_none() {
             return Some("it is the root directory".into());
+        }
+        if !self.may_work_in_the_data_dir(&dir) {
+            let configs = self
+                .config_dir
+                .iter()
+                .cloned()
+                .chain(self.home.iter().map(|h| h.join(".config/huddle")));
+            for (what, inside) in configs
+                .map(|c| ("config", c))
+                .chain(self.data_dir.iter().map(|d| ("data", d.clone())))
+            {
+                let inside = canonical(inside);
+                if dir.starts_with(&inside) && dir != inside {
+                    return Some(format!(
+                        "it is inside huddle's {what} directory {}",
+                        inside.display()
+                    ));
+                }
+            }
         }
         if let Some(home) = self.home.clone().map(canonical)
             && home.starts_with(&dir)
@@ -261,13 +317,12 @@ impl GitLayout {
         }
     }
 
-    /// The protected files that must exist before the launch: `config.worktree` where the
-    /// repository reads it (`extensions.worktreeConfig`), made empty when missing.
+    /// The protected files that must exist before the launch: `config.worktree`, made empty
+    /// when missing, also where the repository does not read it yet: `git config
+    /// extensions.worktreeConfig true` (which `git sparse-checkout init` sets) would make git
+    /// read one a process created. Git reads an empty one as no settings, and none at all
+    /// without the extension.
     pub fn protected_files(&self) -> Vec<PathBuf> {
-        let config = std::fs::read_to_string(self.common.join("config")).unwrap_or_default();
-        if !config.to_ascii_lowercase().contains("worktreeconfig") {
-            return Vec::new();
-        }
         vec![
             self.admin
                 .as_ref()
@@ -586,6 +641,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(GitLayout::discover(&wt).unwrap().common, repo.join(".git"));
+        // Review 26-2 finding 13: `config.worktree` is made (empty) without the extension too.
+        assert_eq!(
+            layout.protected_files(),
+            vec![repo.join(".git/worktrees/t-dev-0a1b/config.worktree")]
+        );
         let main = GitLayout::discover(&repo).unwrap();
         assert_eq!((main.admin, main.branch.as_deref()), (None, Some("main")));
         assert!(GitLayout::discover(Path::new("/")).is_none());
@@ -728,6 +788,60 @@ mod tests {
         policy.allow_write = vec![home.clone()];
         let profile = Profile::new(&policy, &host, &project, &[]);
         assert!(profile.protected.contains(&config), "{:?}", profile.protected);
+    }
+
+    /// Review 26-2 finding 12: inside the data directory only huddle's worktrees and your own
+    /// directories are working directories (what huddle keeps there, or another hidden
+    /// directory, starts nothing); inside the config directory (the one in use or the default
+    /// one) read-only.
+    #[test]
+    fn inside_huddles_directories_only_its_worktrees_and_yours_are_working_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = canonical(dir.path().join("home"));
+        let data = home.join("hh");
+        let worktree = data.join("worktrees/repo-1/t-dev-0a1b");
+        for d in [
+            worktree.join("src"),
+            data.join("sessions"),
+            home.join(".ssh/keys"),
+            home.join(".config/huddle/hooks"),
+        ] {
+            std::fs::create_dir_all(&d).unwrap();
+        }
+        // HUDDLE_HOME: config and data in one directory.
+        let host = Host {
+            home: Some(home.clone()),
+            data_dir: Some(data.clone()),
+            config_dir: Some(data.clone()),
+            env: Default::default(),
+        };
+        for hidden in [
+            data.join("sessions"),
+            data.join("worktrees"),
+            data.join("worktrees/repo-1"),
+            home.join(".ssh/keys"),
+        ] {
+            assert!(host.hidden_workdir(&hidden).is_some(), "{}", hidden.display());
+        }
+        assert!(host.unsafe_workdir(&data.join("sessions")).is_some());
+        // A directory of your own kept in HUDDLE_HOME is a working directory as anywhere else.
+        let kept = data.join("projects/app");
+        std::fs::create_dir_all(kept.join("src")).unwrap();
+        for fine in [
+            worktree.clone(),
+            worktree.join("src"),
+            kept.clone(),
+            kept.join("src"),
+        ] {
+            assert_eq!(host.hidden_workdir(&fine), None);
+            assert_eq!(host.unsafe_workdir(&fine), None);
+        }
+        let hooks = home.join(".config/huddle/hooks");
+        assert_eq!(host.hidden_workdir(&hooks), None);
+        assert!(
+            host.unsafe_workdir(&hooks)
+                .is_some_and(|why| why.contains("config directory"))
+        );
     }
 
     #[test]

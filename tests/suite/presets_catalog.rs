@@ -241,6 +241,34 @@ fn this_repository_team_loads() {
     assert!(team.shared_context.as_deref().unwrap().contains("unwrap"));
 }
 
+/// Review 26-2 finding 15: `presets show` says a preset's sandbox and hooks (team and member,
+/// a hook's own sandbox), in text and JSON.
+#[test]
+fn presets_show_says_the_sandbox_and_the_hooks() {
+    let e = env();
+    let text = "name: Guarded\nmode: broadcast\nsandbox: { mode: read-only, network: off }\nhooks:\n  turn_finished: [{ command: [/bin/sh, check.sh], timeout_secs: 5 }]\nworkers:\n  - name: w\n    sandbox: { allow_write: [/var/tmp/cache] }\n    hooks:\n      pre_tool_use: [{ matcher: \"git__.*\", command: [guard], sandbox: { mode: off }, on_error: deny }]\n";
+    write(&e.paths.presets_dir(), "guarded.yaml", text);
+    let c = Catalog::load(&e.paths, &config(), None);
+    assert!(c.errors.is_empty(), "{:?}", c.errors);
+    let shown = presets_show(&c, &config(), "guarded", false).unwrap();
+    for line in [
+        "\nsandbox: read-only, network off\n",
+        "\nhook turn_finished: sh check.sh, 5 s\n",
+        "\n      sandbox: allow_write /var/tmp/cache\n",
+        "\n      hook pre_tool_use: guard (tools git__.*), 60 s, sandbox: off, on error: deny\n",
+    ] {
+        assert!(shown.contains(line), "{line:?} in:\n{shown}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&presets_show(&c, &config(), "guarded", true).unwrap()).unwrap();
+    assert_eq!(json["sandbox"]["network"], "off");
+    assert_eq!(json["hooks"]["turn_finished"][0]["command"][1], "check.sh");
+    assert_eq!(
+        json["workers"][0]["hooks"]["pre_tool_use"][0]["sandbox"]["mode"],
+        "off"
+    );
+}
+
 #[test]
 fn dispatch_guardrails_are_read_shown_checked_and_kept_through_a_team() {
     let e = env();

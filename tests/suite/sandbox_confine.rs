@@ -271,6 +271,7 @@ try() { if sh -c "$2" >/dev/null 2>&1; then echo "$1 ok"; else echo "$1 denied";
 admin="$(git rev-parse --absolute-git-dir)"
 mkdir -p "$evil" && cp -r "$(git rev-parse --git-common-dir)/objects" "$(git rev-parse --git-common-dir)/refs" "$(git rev-parse --git-common-dir)/HEAD" "$evil/" 2>/dev/null
 printf '[core]\n\tfsmonitor = "touch %s; false"\n' "$marker" > "$evil/config"
+cp "$evil/config" /tmp/wtconfig
 {
 try commondir "echo '$evil' > '$admin/commondir'"
 try rmcommondir "rm -f '$admin/commondir'"
@@ -278,6 +279,7 @@ try gitdir "echo '$evil' > '$admin/gitdir'"
 try dotgit "echo 'gitdir: $evil' > .git"
 try mvdotgit "mv .git .git-moved"
 try modules "mkdir -p '$admin/modules/x'"
+try worktreeconfig "cp /tmp/wtconfig '$admin/config.worktree'"
 } > plant.txt
 "#;
 
@@ -326,6 +328,8 @@ async fn a_member_cannot_plant_git_settings_that_git_outside_the_sandbox_would_r
             "dotgit",
             "mvdotgit",
             "modules",
+            // Review 26-2 finding 13: also without `extensions.worktreeConfig`.
+            "worktreeconfig",
         ],
     );
     // The main checkout: `.git` cannot be renamed away from its protected parts.
@@ -356,6 +360,13 @@ async fn a_member_cannot_plant_git_settings_that_git_outside_the_sandbox_would_r
     huddle::worktrees::status(&wt).expect("status");
     git(&m.alice, &["status", "--porcelain"]);
     assert!(!marker.exists(), "a planted fsmonitor ran outside the sandbox");
+    // Nor once the repository reads `config.worktree` (`git sparse-checkout init` turns it on).
+    git(&m.repo, &["config", "extensions.worktreeConfig", "true"]);
+    git(&m.alice, &["status", "--porcelain"]);
+    assert!(
+        !marker.exists(),
+        "a planted config.worktree ran outside the sandbox"
+    );
 }
 
 /// Review of issue 26, finding 2: the home directory (or `/`, or huddle's config directory) is
@@ -426,6 +437,117 @@ async fn home_and_huddles_own_directory_are_never_writable_working_directories()
         std::fs::read_to_string(config_dir.join("config.yaml")).expect("config"),
         "providers: []\n"
     );
+}
+
+/// Review 26-2 finding 7: a hidden directory cannot be written (its empty stand-in is
+/// read-only, so a write fails instead of seeming to work), in workspace-write and read-only,
+/// while what is mounted inside one (a worktree in the data directory) still works.
+#[tokio::test]
+async fn hidden_directories_refuse_writes() {
+    if !bwrap_ready() {
+        return;
+    }
+    let dir = outside_tmp();
+    let m = Machine::new(dir.path());
+    std::fs::create_dir_all(m.home.join(".aws")).expect("aws");
+    let script = format!(
+        "for f in '{ssh}/id_test' '{aws}/new' '{data}/new'; do \
+           if echo x > \"$f\"; then echo \"wrote $f\"; fi; done; \
+         if mkdir '{ssh}/d' 2>/dev/null; then echo mkdir; fi; \
+         if {{ echo own > own.txt; }} 2>/dev/null; then echo own; fi",
+        ssh = m.home.join(".ssh").display(),
+        aws = m.home.join(".aws").display(),
+        data = m.data.display(),
+    );
+    let read_only = Policy::resolve(
+        &[("test", &SandboxSettings::mode(SandboxMode::ReadOnly))],
+        None,
+        None,
+    );
+    for (policy, own) in [(Policy::default(), "own\n"), (read_only, "")] {
+        let out = m
+            .sandbox(policy)
+            .command("sh", &["-c".into(), script.clone()], Some(&m.alice), &[])
+            .await
+            .expect("command")
+            .output()
+            .await
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), own, "{stderr}");
+        assert_eq!(stderr.matches("Read-only file system").count(), 3, "{stderr}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(m.home.join(".ssh/id_test")).expect("key"),
+        "PRIVATE KEY"
+    );
+}
+
+/// Review 26-2 finding 12: a working directory inside huddle's data directory (a repository's
+/// symlink to its transcripts, an MCP server's `cwd:`) or another hidden directory starts
+/// nothing, for it would show what is hidden; huddle's worktrees there are fine. One inside
+/// huddle's config directory is read-only.
+#[tokio::test]
+async fn a_working_directory_inside_a_hidden_directory_starts_nothing() {
+    if !bwrap_ready() {
+        return;
+    }
+    let dir = outside_tmp();
+    let m = Machine::new(dir.path());
+    let sessions = m.data.join("sessions");
+    std::fs::create_dir_all(&sessions).expect("sessions");
+    std::fs::write(sessions.join("s1.jsonl"), "TRANSCRIPT\n").expect("transcript");
+    std::os::unix::fs::symlink(&sessions, m.repo.join("sesslink")).expect("symlink");
+    let config_dir = m.home.join(".config/huddle");
+    std::fs::create_dir_all(config_dir.join("hooks")).expect("config dir");
+    let host = std::sync::Arc::new(huddle::sandbox::Host {
+        home: Some(m.home.clone()),
+        data_dir: Some(m.data.clone()),
+        config_dir: Some(config_dir.clone()),
+        env: Default::default(),
+    });
+    let sandbox = huddle::sandbox::Sandbox::new(Policy::default(), host);
+    let script = vec![
+        "-c".to_string(),
+        "cat s1.jsonl 2>/dev/null; if echo x > planted.txt 2>/dev/null; then echo wrote; fi".to_string(),
+    ];
+    for inside in [
+        m.repo.join("sesslink"),
+        sessions.clone(),
+        m.data.join("worktrees/repo-1"),
+        m.home.join(".ssh"),
+    ] {
+        let err = sandbox
+            .command("sh", &script, Some(&inside), &[])
+            .await
+            .expect_err("not started");
+        assert!(
+            matches!(err, SandboxError::HiddenWorkdir { .. }),
+            "{}: {err}",
+            inside.display()
+        );
+        assert!(err.to_string().contains("which the sandbox hides"), "{err}");
+    }
+    assert!(!sessions.join("planted.txt").exists());
+    // A worktree huddle made there works as ever.
+    let out = sandbox
+        .command("sh", &script, Some(&m.alice), &[])
+        .await
+        .expect("command")
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "wrote\n");
+    // Inside the config directory (where hook scripts may live): read-only.
+    let out = sandbox
+        .command("sh", &script, Some(&config_dir.join("hooks")), &[])
+        .await
+        .expect("command")
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    assert!(!config_dir.join("hooks/planted.txt").exists());
 }
 
 /// Review of issue 26, finding 3: a ready-made agent writes its own state (sessions, login)
