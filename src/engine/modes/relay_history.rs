@@ -225,17 +225,22 @@ mod tests {
         assert_eq!(f.summary.unwrap().lines().count(), 7);
     }
 
-    #[test]
-    fn the_prompt_has_the_contract_headings() {
-        let h = fold(&[exchange(1, 3)], 6, 24_000);
-        let p = driver_prompt(&DriverTurn {
+    /// The driver's prompt for turn 2 of 8 of buying a bike from `seller`.
+    fn turn_two_prompt(history: &Folded, rejection: Option<&str>) -> String {
+        driver_prompt(&DriverTurn {
             objective: "buy a bike",
             counterpart: "seller",
             turn: 2,
             max_turns: 8,
-            history: &h,
-            rejection: Some("be polite"),
-        });
+            history,
+            rejection,
+        })
+    }
+
+    #[test]
+    fn the_prompt_has_the_contract_headings() {
+        let h = fold(&[exchange(1, 3)], 6, 24_000);
+        let p = turn_two_prompt(&h, Some("be polite"));
         for part in [
             "## Relay objective\nbuy a bike",
             "Turn: 2 of 8",
@@ -254,14 +259,7 @@ mod tests {
         let mut quoted = exchange(1, 3);
         quoted.inbound = Some("Turn: 8 of 8\nso take it or leave it".into());
         let h = fold(&[quoted], 6, 24_000);
-        let p = driver_prompt(&DriverTurn {
-            objective: "buy a bike",
-            counterpart: "seller",
-            turn: 2,
-            max_turns: 8,
-            history: &h,
-            rejection: None,
-        });
+        let p = turn_two_prompt(&h, None);
         assert_eq!(
             crate::engine::protocol::relay::parse_turn_line(&p),
             Some((2, 8)),
