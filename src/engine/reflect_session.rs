@@ -341,8 +341,7 @@ impl CycleLoop for SessionCycle<'_> {
             assigned: Vec::new(),
         };
         let (usage, duration_ms) = (evaluation.usage, evaluation.duration_ms);
-        self.state.evaluations.push(evaluation.clone());
-        self.state.last_evaluation = Some(evaluation);
+        self.state.record_evaluation(evaluation);
         self.state.completed_iterations = iteration;
         // The completed iteration is on disk before its evaluation is reported.
         self.persist();

@@ -231,19 +231,14 @@ impl SessionState {
     }
 
     /// Drops the part of the history no turn can be sent any more (older than the newest part
-    /// that fits the limits), so what a session holds in memory stays about one window however
-    /// long it talks; the transcript on disk keeps everything. Done once the history is half a
-    /// window past the limits (`now`: at once), so a turn seldom pays for it.
-    fn drop_unsendable(&mut self, now: bool) {
+    /// that fits the limits), so what a session holds in memory is at most one window however
+    /// long it talks; the transcript on disk keeps everything. Done after every turn: a team of
+    /// many members holds every member's window at once, and what it costs is a pass over one
+    /// window.
+    fn drop_unsendable(&mut self) {
         let Some(history) = &mut self.history else {
             return;
         };
-        let due = now
-            || history.len() > HISTORY_MAX_MESSAGES * 3 / 2
-            || history.iter().map(message_chars).sum::<usize>() > HISTORY_MAX_CHARS * 3 / 2;
-        if !due {
-            return;
-        }
         // Nothing before the newest part that fits the limits is sent again: a window's start
         // before it does not fit, so it moves on past it (see `visible`).
         let dropped = window_start(history);
@@ -604,7 +599,7 @@ impl Actor<'_> {
             }
         };
         self.state.history = Some(history);
-        self.state.drop_unsendable(true);
+        self.state.drop_unsendable();
     }
 
     fn history(&mut self) -> &mut Vec<ChatMessage> {
@@ -1710,7 +1705,7 @@ impl Actor<'_> {
         let added = chat_history(turn);
         self.history().extend(added);
         // Only the newest part is ever sent; the transcript on disk keeps everything.
-        self.state.drop_unsendable(false);
+        self.state.drop_unsendable();
         written.await;
         // A turn that failed without a word of usage is not counted (nothing says it was
         // billed); one that answered without a cost was not priced.
@@ -2029,13 +2024,10 @@ mod tests {
             ];
             all.extend(turn.iter().cloned());
             state.history.get_or_insert_with(Vec::new).extend(turn);
-            state.drop_unsendable(false);
+            state.drop_unsendable();
             let held = state.history.as_ref().unwrap();
             let chars: usize = held.iter().map(message_chars).sum();
-            assert!(
-                chars <= HISTORY_MAX_CHARS * 3 / 2 + 20_100,
-                "turn {k}: {chars} chars held"
-            );
+            assert!(chars <= HISTORY_MAX_CHARS, "turn {k}: {chars} chars held");
             // What is sent is the end of what was said, within the limits (where its start
             // stays put for the prompt cache, it may be shorter than the newest part that
             // fits), from a user message on.
@@ -2062,6 +2054,27 @@ mod tests {
     }
 
     #[test]
+    fn a_session_of_short_turns_holds_at_most_the_messages_a_turn_can_be_sent() {
+        let mut state = SessionState::default();
+        for k in 0..(3 * HISTORY_MAX_MESSAGES) {
+            let turn = [
+                ChatMessage::user(format!("q{k}")),
+                ChatMessage::assistant(format!("a{k}")),
+            ];
+            state.history.get_or_insert_with(Vec::new).extend(turn);
+            state.drop_unsendable();
+            let held = state.history.as_ref().map_or(0, Vec::len);
+            assert!(held <= HISTORY_MAX_MESSAGES, "turn {k}: {held} messages held");
+        }
+        let sent = state.visible(None, false, None, None);
+        let last = 3 * HISTORY_MAX_MESSAGES - 1;
+        assert_eq!(
+            sent.last().map(|m| m.content.to_string()),
+            Some(format!("a{last}"))
+        );
+    }
+
+    #[test]
     fn a_resumed_run_starts_where_it_did_after_the_loaded_history_was_trimmed() {
         // A long transcript is read back whole and trimmed to one window; the resumed run's
         // start is an index into the whole history and still points at the run's first turn.
@@ -2075,7 +2088,7 @@ mod tests {
             history: Some(all.clone()),
             ..SessionState::default()
         };
-        state.drop_unsendable(true);
+        state.drop_unsendable();
         assert!(state.dropped > 0, "the loaded history was trimmed");
         let run: RunId = "run-1".into();
         let seen = state.visible(Some(&run), true, Some(run_began), None);

@@ -43,7 +43,7 @@ pub use pipeline::{
     ConversationState, PhaseTransition, PipelineSpec, PipelineStage, RoutingRule, Supervise, check_pipeline,
 };
 pub use preset::{Preset, PresetAgent, PresetWorker};
-pub use reflection::{CycleOutcome, Evaluation, ReflectionCycle, Trend};
+pub use reflection::{CycleOutcome, EARLIER_RATIONALE_CHARS, Evaluation, ReflectionCycle, Trend};
 pub use relay::{ApprovalMode, DraftAnswer, RelayMeta, RelayPhase, RelayRecord, RelaySettings, SentAs};
 pub use repo_context::RepoContextSettings;
 pub use resume::{Interrupted, OpenReflection, OpenRun};

@@ -106,6 +106,8 @@ pub struct ReflectionCycle {
     /// Evaluator session name, `None` when the orchestrator evaluates itself.
     pub evaluator: Option<String>,
     pub last_evaluation: Option<Evaluation>,
+    /// Every iteration's evaluation, its rationale cut to [`EARLIER_RATIONALE_CHARS`] (see
+    /// [`ReflectionCycle::record_evaluation`]).
     pub evaluations: Vec<Evaluation>,
     pub pending_adjustments: Vec<String>,
     /// The last syntheses (at most 5), for stall detection across a restart.
@@ -127,6 +129,13 @@ pub struct ReflectionCycle {
     #[serde(skip_serializing_if = "is_zero")]
     pub earlier_runs: u32,
 }
+
+/// How much of an iteration's rationale the list of evaluations keeps: its first line, cut to
+/// this many characters (what a later plan's ledger says of an earlier iteration). The whole
+/// rationale is in the run's file and, for the newest iteration, in `last_evaluation`. Kept
+/// whole, a self-evaluation's rationale (a synthesis) made the organization file, written
+/// again at every save, grow by a synthesis per iteration.
+pub const EARLIER_RATIONALE_CHARS: usize = 160;
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
@@ -165,6 +174,15 @@ impl Default for ReflectionCycle {
 }
 
 impl ReflectionCycle {
+    /// Records an iteration's evaluation: whole as the last one, with its rationale's first
+    /// line (see [`EARLIER_RATIONALE_CHARS`]) in the list of every iteration's.
+    pub fn record_evaluation(&mut self, evaluation: Evaluation) {
+        let mut kept = evaluation.clone();
+        kept.rationale = crate::text::first_line(&evaluation.rationale, EARLIER_RATIONALE_CHARS);
+        self.evaluations.push(kept);
+        self.last_evaluation = Some(evaluation);
+    }
+
     /// A cycle that was running when the process ended: shown as interrupted, resumable.
     pub fn is_interrupted(&self) -> bool {
         self.active && self.outcome.is_none()
@@ -288,5 +306,38 @@ mod tests {
         saved.evaluations[0].score = 0.1;
         state.sync_into(&mut saved);
         assert_eq!(saved, state);
+    }
+
+    #[test]
+    fn an_evaluation_is_kept_whole_as_the_last_and_by_its_first_line_in_the_list() {
+        let mut state = ReflectionCycle::default();
+        let long = format!("\n{}\nthe rest of the synthesis\n", "x".repeat(500));
+        for iteration in 1..=3 {
+            state.record_evaluation(Evaluation {
+                rationale: long.clone(),
+                ..evaluation(iteration)
+            });
+        }
+        let cut = format!("{}…", "x".repeat(EARLIER_RATIONALE_CHARS));
+        assert_eq!(state.evaluations.len(), 3);
+        assert!(state.evaluations.iter().all(|e| e.rationale == cut));
+        assert_eq!(state.evaluations[2].iteration, 3);
+        let last = state
+            .last_evaluation
+            .as_ref()
+            .map(|e| (e.iteration, e.rationale.as_str()));
+        assert_eq!(last, Some((3, long.as_str())));
+        // What the file holds grows by a line per iteration, not by a rationale.
+        let size = |c: &ReflectionCycle| serde_json::to_string(c).map_or(0, |t| t.len());
+        let before = size(&state);
+        state.record_evaluation(Evaluation {
+            rationale: long.clone(),
+            ..evaluation(4)
+        });
+        assert!(
+            size(&state) - before < long.len(),
+            "{} bytes more",
+            size(&state) - before
+        );
     }
 }

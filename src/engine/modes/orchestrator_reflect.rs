@@ -499,8 +499,7 @@ impl TeamCycle<'_, '_> {
             assigned: results.iter().map(|r| r.name.clone()).collect(),
         };
         let (usage, duration_ms) = (evaluation.usage, evaluation.duration_ms);
-        self.state.evaluations.push(evaluation.clone());
-        self.state.last_evaluation = Some(evaluation);
+        self.state.record_evaluation(evaluation);
 
         let previous_stalled = self.state.consecutive_stalls > 0;
         let adjustments = pending_adjustments(&AdjustmentInput {

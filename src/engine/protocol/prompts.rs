@@ -346,8 +346,8 @@ fn evaluation_said(evaluation: &LastEvaluation<'_>) -> String {
     }
 }
 
-/// How long a reason may be in a line of the ledger.
-const LEDGER_REASON_CHARS: usize = 160;
+/// What the ledger says of an iteration's reasons: what the cycle keeps of them.
+const LEDGER_REASON_CHARS: usize = crate::model::EARLIER_RATIONALE_CHARS;
 
 /// A cycle's earlier iterations, one line each: whom the plan assigned, the score and the first
 /// line of its reasons (a self-evaluation's only once its synthesis is no longer sent, from
