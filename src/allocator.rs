@@ -6,8 +6,10 @@
 //! time (events, lines for the writers), so memory spread over many arenas is held but not used.
 //! [`tune`] caps the arenas at [`ARENAS`].
 
-/// glibc arenas at most (the main one and one more for all other threads).
-pub const ARENAS: i32 = 2;
+/// glibc arenas at most: one, shared by every thread (each thread keeps its own small cache of
+/// freed blocks, so they seldom wait for each other). A second arena held 0.5-0.7 MiB more
+/// in a 6,000-message run and saved no measurable time (docs/benchmarks.md, "Memory").
+pub const ARENAS: i32 = 1;
 
 /// Applies the allocator's settings; call it first in `main`, before any thread starts (the
 /// benchmarks call it too, so that they measure what `huddle` does).
