@@ -2054,6 +2054,18 @@ mod tests {
     }
 
     #[test]
+    fn the_unconfined_warning_is_said_once_per_run_and_for_every_run_less_turn() {
+        // Ids no other test uses (the list is process-wide).
+        let (one, two): (RunId, RunId) = ("unconfined-once-1".into(), "unconfined-once-2".into());
+        assert!(first_unconfined_turn_of(Some(&one)));
+        assert!(!first_unconfined_turn_of(Some(&one)), "said already in this run");
+        assert!(first_unconfined_turn_of(Some(&two)), "another run hears it too");
+        assert!(!first_unconfined_turn_of(Some(&two)));
+        assert!(first_unconfined_turn_of(None));
+        assert!(first_unconfined_turn_of(None), "a turn outside a run is its own");
+    }
+
+    #[test]
     fn a_session_of_short_turns_holds_at_most_the_messages_a_turn_can_be_sent() {
         let mut state = SessionState::default();
         for k in 0..(3 * HISTORY_MAX_MESSAGES) {
