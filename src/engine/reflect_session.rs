@@ -248,9 +248,7 @@ impl CycleLoop for SessionCycle<'_> {
         } else {
             reflection_followup_prompt(iteration, max_iterations, self.feedback.as_deref())
         };
-        let options = TurnOptions {
-            compact: prompt.compact,
-            system_extra: Some(reflection_brief(goal)),
+        let (text, options) = TurnOptions {
             run_id: self.active.emitter.run_id.clone(),
             iteration: Some(iteration),
             cancel: self.active.control.cancel.child_token(),
@@ -259,8 +257,9 @@ impl CycleLoop for SessionCycle<'_> {
             history_from_run_start: false,
             replay: self.replay.clone(),
             ..TurnOptions::default()
-        };
-        let answer = self.shared.turn(self.session_id, prompt.text, options).await;
+        }
+        .with_step(prompt, Some(reflection_brief(goal)));
+        let answer = self.shared.turn(self.session_id, text, options).await;
         if let Some(u) = answer.usage {
             self.state.usage.add(u);
             self.active.control.count_tokens(u, &self.active.emitter);

@@ -169,12 +169,10 @@ impl<'a> Run<'a> {
         brief: Option<&str>,
         iteration: Option<u32>,
     ) -> TurnResult {
-        let options = TurnOptions {
-            compact: prompt.compact,
-            system_extra: brief.map(str::to_string),
-            ..self.turn_options(iteration, None)
-        };
-        let result = self.shared.turn(&member.id, prompt.text, options).await;
+        let (text, options) = self
+            .turn_options(iteration, None)
+            .with_step(prompt, brief.map(str::to_string));
+        let result = self.shared.turn(&member.id, text, options).await;
         self.account(&result);
         if let Some(u) = result.usage {
             self.control().count_tokens(u, self.emitter());
@@ -302,12 +300,9 @@ impl<'a> Run<'a> {
             } = job;
             let semaphore = Arc::clone(&semaphore);
             let shared = Arc::clone(self.shared);
-            let options = TurnOptions {
-                compact: prompt.compact,
-                system_extra: brief,
-                ..self.turn_options(Some(iteration), timeout)
-            };
-            let prompt = prompt.text;
+            let (prompt, options) = self
+                .turn_options(Some(iteration), timeout)
+                .with_step(prompt, brief);
             let emitter = self.emitter().clone();
             let active = self.active;
             async move {

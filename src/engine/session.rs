@@ -108,6 +108,23 @@ pub struct Window {
     pub stride: usize,
 }
 
+impl TurnOptions {
+    /// These options for one step of a run: the conversation keeps `prompt`'s compact form and
+    /// `brief` is added to the member's system prompt for the turn. Returns the text to send.
+    pub fn with_step(
+        self,
+        prompt: super::protocol::StepPrompt,
+        brief: Option<String>,
+    ) -> (String, TurnOptions) {
+        let options = TurnOptions {
+            compact: prompt.compact,
+            system_extra: brief,
+            ..self
+        };
+        (prompt.text, options)
+    }
+}
+
 /// Marks put on a turn's stored prompt message by whoever asked for the turn: the turn applies
 /// them without knowing what they are.
 #[derive(Clone)]
@@ -2051,6 +2068,24 @@ mod tests {
         assert!(from_run.len() <= bounded_history(&all[500..]).len());
         assert_eq!(from_run[..], all[all.len() - from_run.len()..]);
         assert_eq!(&*from_run.last().unwrap().content, &*all.last().unwrap().content);
+    }
+
+    #[test]
+    fn a_step_sends_its_text_keeps_its_compact_form_and_adds_its_brief() {
+        let base = TurnOptions {
+            iteration: Some(3),
+            system_extra: Some("replaced".into()),
+            ..TurnOptions::default()
+        };
+        let prompt = super::super::protocol::StepPrompt {
+            text: "the whole task".into(),
+            compact: Some("task".into()),
+        };
+        let (text, options) = base.with_step(prompt, Some("the brief".into()));
+        assert_eq!(text, "the whole task");
+        assert_eq!(options.compact.as_deref(), Some("task"));
+        assert_eq!(options.system_extra.as_deref(), Some("the brief"));
+        assert_eq!(options.iteration, Some(3), "the rest is kept");
     }
 
     #[test]

@@ -388,16 +388,16 @@ fn launch(
     prompt: StepPrompt,
     tool: BroadcastTool,
     tag: ExecutionTag,
-    options: TurnOptions,
+    mut options: TurnOptions,
 ) -> (BoxFuture<'static, Ended>, CancellationToken) {
     let tool = Arc::new(tool);
-    let options = TurnOptions {
+    let brief = options.system_extra.take();
+    let (prompt, options) = TurnOptions {
         hooks: Some(TurnHooks(tool.clone())),
         execution: Some(tag.clone()),
-        compact: prompt.compact,
         ..options
-    };
-    let prompt = prompt.text;
+    }
+    .with_step(prompt, brief);
     let cancel = options.cancel.clone();
     let shared = Arc::clone(run.shared);
     let id = session_id.to_string();

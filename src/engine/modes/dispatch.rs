@@ -485,17 +485,16 @@ fn start_jobs(run: &Run<'_>, board: &Board, focus: &str, running: &mut Running) 
             prompt,
             cancel,
         } = job;
-        let options = TurnOptions {
-            system_extra: Some(focus.to_string()),
-            compact: prompt.compact,
+        let (text, options) = TurnOptions {
             hooks: Some(lent.clone()),
             execution: Some(tag),
             cancel: cancel.clone(),
             ..run.turn_options(Some(1), None)
-        };
+        }
+        .with_step(prompt, Some(focus.to_string()));
         let shared = Arc::clone(run.shared);
         running.push(Box::pin(async move {
-            let turn = shared.turn(&session_id, prompt.text, options);
+            let turn = shared.turn(&session_id, text, options);
             tokio::pin!(turn);
             tokio::select! {
                 result = &mut turn => (index, result, false),

@@ -181,15 +181,14 @@ impl Walk<'_, '_> {
         route: Option<(&Arc<RouteTool>, &str)>,
     ) -> TurnResult {
         // The run's options (attachments, the team's memory), under this walk's cancel token.
-        let options = TurnOptions {
+        let (text, options) = TurnOptions {
             cancel: cancel.child_token(),
             hooks: route.map(|(tool, _)| TurnHooks(Arc::clone(tool) as Arc<dyn TurnTools>)),
-            system_extra: route.map(|(_, brief)| brief.to_string()),
-            compact: prompt.compact,
             ..self.run.turn_options(Some(1), None)
-        };
+        }
+        .with_step(prompt, route.map(|(_, brief)| brief.to_string()));
         let started = Instant::now();
-        let mut result = self.run.shared.turn(&member.id, prompt.text, options).await;
+        let mut result = self.run.shared.turn(&member.id, text, options).await;
         if result.duration.is_zero() {
             result.duration = started.elapsed();
         }

@@ -233,15 +233,14 @@ impl Pipe {
         targets: Vec<String>,
     ) -> (TurnResult, Choice<HandoffRequest>) {
         let tool = Arc::new(handoff_conversation(targets));
-        let options = TurnOptions {
+        let (text, options) = TurnOptions {
             hooks: Some(TurnHooks(Arc::clone(&tool) as Arc<dyn TurnTools>)),
             // The conversation goes on across messages: members keep their history.
             history_from_run_start: false,
-            system_extra: Some(brief),
-            compact: prompt.compact,
             ..run.turn_options(Some(1), None)
-        };
-        let result = run.shared.turn(&member.id, prompt.text, options).await;
+        }
+        .with_step(prompt, Some(brief));
+        let result = run.shared.turn(&member.id, text, options).await;
         run.account(&result);
         if let Some(u) = result.usage {
             run.control().count_tokens(u, run.emitter());
