@@ -97,7 +97,7 @@ struct Shared {
     tui_scopes: Arc<super::tui_calls::Scopes>,
     /// Teams whose `worktree_created` hooks still go (made and answered; not run until they
     /// end).
-    preparing: Arc<Mutex<std::collections::HashSet<String>>>,
+    preparing: Arc<Preparations>,
     quit: AtomicBool,
 }
 
@@ -511,19 +511,50 @@ async fn converse(stream: UnixStream, shared: &Arc<Shared>) {
     tracing::info!("a front end went");
 }
 
-/// True while the team `key` runs in (or its member's) has `worktree_created` hooks going.
-/// A team whose worktree hooks run: it refuses runs until this is dropped, also when the
+/// Carries out a TUI's engine call (a run it starts is expected to ask that front end) and
+/// answers it.
+fn carry_out_engine_call(
+    shared: &Arc<Shared>,
+    front: &Arc<FrontContext>,
+    tx: &Outbox,
+    id: u64,
+    call: super::protocol::EngineCall,
+    starts: Option<RunKey>,
+) {
+    if let Some(key) = &starts {
+        lock(&shared.table).expect_front(key, front.label.clone());
+    }
+    let engine = &shared.parts.engine;
+    match super::tui_calls::carry_out(engine, &shared.tui_scopes, shared_profile(shared, front), call) {
+        Ok(()) => reply(tx, id, Reply::Done),
+        Err(why) => {
+            if let Some(key) = &starts {
+                lock(&shared.table).forget_front(key);
+            }
+            failed(tx, id, 2, why)
+        }
+    }
+}
+
+/// The teams whose `worktree_created` hooks go, and a bell rung when one's end.
+#[derive(Default)]
+struct Preparations {
+    teams: Mutex<std::collections::HashSet<String>>,
+    ended: Notify,
+}
+
+/// A team whose worktree hooks run: its runs wait until this is dropped, also when the
 /// hooks' task panics or is cancelled (the team would otherwise be "preparing" for ever).
 struct Preparing {
-    teams: Arc<Mutex<std::collections::HashSet<String>>>,
+    preparations: Arc<Preparations>,
     group_id: String,
 }
 
 impl Preparing {
-    fn new(teams: &Arc<Mutex<std::collections::HashSet<String>>>, group_id: &str) -> Preparing {
-        lock(teams).insert(group_id.to_string());
+    fn new(preparations: &Arc<Preparations>, group_id: &str) -> Preparing {
+        lock(&preparations.teams).insert(group_id.to_string());
         Preparing {
-            teams: Arc::clone(teams),
+            preparations: Arc::clone(preparations),
             group_id: group_id.to_string(),
         }
     }
@@ -531,12 +562,28 @@ impl Preparing {
 
 impl Drop for Preparing {
     fn drop(&mut self) {
-        lock(&self.teams).remove(&self.group_id);
+        lock(&self.preparations.teams).remove(&self.group_id);
+        self.preparations.ended.notify_waiters();
     }
 }
 
+/// Waits until the team `key` runs in has no `worktree_created` hooks going.
+async fn prepared(shared: &Shared, key: &RunKey) {
+    loop {
+        // Listening before looking: an end between the two is not missed.
+        let ended = shared.preparing.ended.notified();
+        tokio::pin!(ended);
+        ended.as_mut().enable();
+        if !preparing(shared, key) {
+            return;
+        }
+        ended.await;
+    }
+}
+
+/// True while the team `key` runs in (or its member's) has `worktree_created` hooks going.
 fn preparing(shared: &Shared, key: &RunKey) -> bool {
-    let preparing = lock(&shared.preparing);
+    let preparing = lock(&shared.preparing.teams);
     if preparing.is_empty() {
         return false;
     }
@@ -813,29 +860,19 @@ async fn handle(
                 return failed(tx, id, 2, crate::describe::tools::asked_elsewhere(&asker));
             }
             let starts = super::tui_calls::run_started_by(&call);
-            if let Some(key) = &starts
-                && preparing(shared, key)
+            if let Some(key) = starts.clone()
+                && preparing(shared, &key)
             {
-                return failed(
-                    tx,
-                    id,
-                    2,
-                    "its team's worktree_created hooks still prepare its worktrees: send it again once they end",
-                );
+                // Held, not refused: it starts once the hooks preparing the team's worktrees
+                // end (they show how they go as `hook_*` events); answered then.
+                let (shared, front, tx) = (Arc::clone(shared), Arc::clone(front), tx.clone());
+                tokio::spawn(async move {
+                    prepared(&shared, &key).await;
+                    carry_out_engine_call(&shared, &front, &tx, id, call, Some(key));
+                });
+                return;
             }
-            if let Some(key) = &starts {
-                lock(&shared.table).expect_front(key, front.label.clone());
-            }
-            match super::tui_calls::carry_out(engine, &shared.tui_scopes, shared_profile(shared, front), call)
-            {
-                Ok(()) => reply(tx, id, Reply::Done),
-                Err(why) => {
-                    if let Some(key) = &starts {
-                        lock(&shared.table).forget_front(key);
-                    }
-                    failed(tx, id, 2, why)
-                }
-            }
+            carry_out_engine_call(shared, front, tx, id, call, starts);
         }
         Request::Transcript { session_id } => {
             let (engine, tx) = (engine.clone(), tx.clone());
@@ -1265,17 +1302,21 @@ mod tests {
     /// every run until the host stopped).
     #[tokio::test]
     async fn a_team_is_ready_again_when_its_hooks_task_panics() {
-        let teams = Arc::new(Mutex::new(std::collections::HashSet::new()));
+        let teams = Arc::new(Preparations::default());
         let hooks = {
             let preparing = Preparing::new(&teams, "g-1");
-            assert!(lock(&teams).contains("g-1"));
+            assert!(lock(&teams.teams).contains("g-1"));
             tokio::spawn(async move {
                 let _held = preparing;
                 panic!("a hook task panicked");
             })
         };
         assert!(hooks.await.is_err_and(|e| e.is_panic()));
-        assert!(lock(&teams).is_empty(), "still preparing: {:?}", lock(&teams));
+        assert!(
+            lock(&teams.teams).is_empty(),
+            "still preparing: {:?}",
+            lock(&teams.teams)
+        );
     }
 
     /// Review 23-2 nit E2: a connection's first line is short; a longer one is not read.

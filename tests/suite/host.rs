@@ -1232,7 +1232,8 @@ async fn a_team_with_a_slow_worktree_hook_is_answered_before_the_hook_ends() {
         org.sessions_in(&group_id).iter().all(|s| s.worktree.is_some()),
         "worktrees made before the answer"
     );
-    // While the hook prepares the worktrees, the team does not run.
+    // While the hook prepares the worktrees, the team does not run: a TUI's run of it is held
+    // (not refused) and starts, answered, once the hook ends.
     let tui_config = Config::load(&paths).unwrap().config;
     let mut tui = Client::connect(
         &paths,
@@ -1241,19 +1242,41 @@ async fn a_team_with_a_slow_worktree_hook_is_answered_before_the_hook_ends() {
     )
     .await
     .expect("the host");
-    let refused = tui
-        .call(Request::Engine {
-            call: EngineCall::RunGroup {
-                group_id: group_id.clone(),
-                prompt: "go".into(),
-                attachments: Vec::new(),
-            },
-        })
-        .await;
-    assert!(
-        matches!(&refused, Err((2, why)) if why.contains("worktree_created hooks still prepare")),
-        "{refused:?}"
-    );
+    let call = EngineCall::RunGroup {
+        group_id: group_id.clone(),
+        prompt: "go".into(),
+        attachments: Vec::new(),
+    };
+    let held = tokio::spawn(async move { tui.call(Request::Engine { call }).await });
+    let key = huddle::engine::events::RunKey::team(group_id.clone());
+    for _ in 0..20 {
+        tokio::task::yield_now().await;
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        assert!(
+            !owner.engine.is_running(&key),
+            "the team ran while its hook prepared it"
+        );
+        assert!(
+            !held.is_finished(),
+            "the run was answered while the hook prepared the team"
+        );
+    }
+    std::fs::write(&release, "").unwrap();
+    let answered = tokio::time::timeout(DEADLINE, held)
+        .await
+        .expect("the held run is answered once the hook ends")
+        .unwrap();
+    assert!(matches!(answered, Ok(Reply::Done)), "{answered:?}");
+    let mut owner = owner;
+    loop {
+        let event = tokio::time::timeout(DEADLINE, owner.events.recv())
+            .await
+            .expect("the held run's events")
+            .expect("the owner's events");
+        if event.group_id == group_id && matches!(event.kind, EventKind::RunEnded { .. }) {
+            break;
+        }
+    }
 }
 
 /// Lets a waiting hook go when the test ends, however it ends.
