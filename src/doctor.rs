@@ -562,12 +562,13 @@ fn hooks_section(
                 crate::process::find_program(hook.command.first().map_or("", String::as_str)).is_none();
             let _ = writeln!(
                 out,
-                "  {:<19}{} {}{matcher}, {} s{}",
+                "  {:<19}{} {}{matcher}, {} s{}{}",
                 event.key(),
                 if missing || refused { " !!" } else { "" },
                 hook.label(),
                 hook.timeout().as_secs(),
-                own.map(|s| format!(", {}", s.label())).unwrap_or_default()
+                own.map(|s| format!(", {}", s.label())).unwrap_or_default(),
+                hook.on_error_note()
             );
         }
     }
@@ -828,7 +829,7 @@ mod tests {
         let paths = Paths::single(dir.path().to_path_buf());
         std::fs::write(
             paths.config_file(),
-            "sandbox: { mode: workspace-write, bwrap: /nonexistent/bwrap }\nhooks:\n  pre_tool_use: [{ matcher: \"git__.*\", command: [/bin/sh, guard.sh], timeout_secs: 5 }]\n",
+            "sandbox: { mode: workspace-write, bwrap: /nonexistent/bwrap }\nhooks:\n  pre_tool_use:\n    - { matcher: \"git__.*\", command: [/bin/sh, guard.sh], timeout_secs: 5 }\n    - { command: [/bin/sh, strict.sh], on_error: deny }\n",
         )
         .unwrap();
         let r = report(&paths, dir.path(), false);
@@ -845,7 +846,13 @@ mod tests {
         );
         assert!(
             r.text
-                .contains("pre_tool_use        sh guard.sh (tools git__.*), 5 s"),
+                .contains("pre_tool_use        sh guard.sh (tools git__.*), 5 s\n"),
+            "{}",
+            r.text
+        );
+        assert!(
+            r.text
+                .contains("pre_tool_use        sh strict.sh, 60 s, on error: deny\n"),
             "{}",
             r.text
         );

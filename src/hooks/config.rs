@@ -159,6 +159,16 @@ impl Hook {
             .unwrap_or_default()
     }
 
+    /// `, on error: deny` for a guard hook that refuses what it cannot check; empty otherwise
+    /// (by default a hook that cannot run lets the call through).
+    pub fn on_error_note(&self) -> &'static str {
+        if self.fails_closed() {
+            ", on error: deny"
+        } else {
+            ""
+        }
+    }
+
     /// The command for people: `guard.sh --strict` (the program's file name, then arguments).
     pub fn label(&self) -> String {
         let mut parts = self.command.iter();

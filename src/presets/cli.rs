@@ -257,11 +257,7 @@ fn guard_lines(indent: &str, sandbox: &SandboxSettings, hooks: &Hooks) -> String
             } else {
                 format!(", sandbox: {}", settings_text(&hook.sandbox))
             };
-            let deny = if hook.on_error == Some(crate::hooks::config::OnError::Deny) {
-                ", on error: deny"
-            } else {
-                ""
-            };
+            let deny = hook.on_error_note();
             out.push_str(&format!(
                 "{indent}hook {event}: {}{}, {} s{own}{deny}\n",
                 hook.label(),
