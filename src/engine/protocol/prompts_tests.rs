@@ -518,3 +518,20 @@ fn a_later_runs_brief_numbers_the_earlier_requests_and_kept_steps_name_their_run
     assert_eq!(kept.len(), EARLIER_REQUESTS_KEPT);
     assert_eq!(kept.last().map(String::as_str), Some("R10"));
 }
+
+#[test]
+fn the_ledger_says_the_same_of_a_rationale_kept_whole_or_as_the_cycle_keeps_it() {
+    // A cycle keeps earlier rationales by their first line (ReflectionCycle::record_evaluation):
+    // the ledger a later plan is sent must not change with it.
+    let long = format!("\n  {} \nthe rest of the synthesis", "why ".repeat(100));
+    let whole = [scored(1, 0.4, &long, true), scored(2, 0.5, &long, false)];
+    let mut cycle = crate::model::ReflectionCycle::default();
+    for e in whole.iter().cloned() {
+        cycle.record_evaluation(e);
+    }
+    let (mut from_whole, mut from_kept) = (String::new(), String::new());
+    ledger(&mut from_whole, &whole, 0);
+    ledger(&mut from_kept, &cycle.evaluations, 0);
+    assert_eq!(from_kept, from_whole);
+    assert!(from_whole.contains("why why"), "{from_whole}");
+}
