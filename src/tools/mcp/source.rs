@@ -233,6 +233,7 @@ impl McpSource {
                 let headers = resolve_headers(&self.name, &self.config.headers_env, |var| self.env.var(var))?;
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                     .custom_headers(headers.into_iter().collect());
+                ensure_crypto_provider();
                 let transport = StreamableHttpClientTransport::from_config(config);
                 rmcp::service::serve_client_with_ct(handler, transport, stop.clone()).await
             }
@@ -596,4 +597,16 @@ fn describe_service_error(e: &ServiceError) -> String {
         ServiceError::UnexpectedResponse => "the server sent an answer of the wrong kind".into(),
         other => other.to_string(),
     }
+}
+
+/// rmcp's HTTP client (reqwest 0.13) is built without a TLS crypto provider of its own, which
+/// would be a second one in the binary (aws-lc, megabytes of code resident in every huddle
+/// process: docs/benchmarks.md, "Memory"); it takes the process's default, which this installs:
+/// ring, the provider huddle's own HTTP clients use. Without one, building that client panics.
+fn ensure_crypto_provider() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        // An error means a provider was installed already: that one is used.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
 }
