@@ -160,11 +160,7 @@ pub async fn run(paths: &Paths, repo: PathBuf) -> u8 {
             // The reason says which signal: a `huddle run` following a run ends as that signal
             // ends a run (143 for SIGTERM), not as a Ctrl-C (review 23-3 nit E5).
             engine.interrupt_because(&format!("{signal} to the huddle host"));
-            let deadline = tokio::time::Instant::now() + STOP_WAIT;
-            while !server.runs().is_empty() && tokio::time::Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(25)).await;
-            }
-            server.runs().is_empty()
+            server.runs_answered(tokio::time::Instant::now() + STOP_WAIT).await
         }
     };
     drop(server);

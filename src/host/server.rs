@@ -46,6 +46,9 @@ const ORG_DEBOUNCE: Duration = Duration::from_millis(50);
 const LISTED_WAIT: Duration = Duration::from_secs(2);
 /// How long a host nobody has connected to yet waits for its first front end.
 const FIRST_FRONT_WAIT: Duration = Duration::from_secs(10);
+/// How long a stopping host gives its front ends to read their runs' last words once all are
+/// queued (a `huddle run` goes as soon as it has; a TUI stays).
+const ANSWER_FLUSH: Duration = Duration::from_millis(300);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ListenError {
@@ -87,6 +90,10 @@ struct Shared {
     own_profile: u64,
     notices: Mutex<Vec<String>>,
     connections: AtomicUsize,
+    /// Run requests not answered yet (their exit code not yet handed to their connection's
+    /// writer): a stopping host waits for them, else a `huddle run` would hear only that the
+    /// host went away.
+    answering: AtomicUsize,
     /// A front end has connected since the host started.
     served: AtomicBool,
     /// Connections came or went, a run ended, a quit was asked.
@@ -178,6 +185,34 @@ impl Server {
         }
     }
 
+    /// Waits, until `deadline` at most, for every run to end and every run request to be
+    /// answered (its exit code written to its front end, which then goes, or a moment given to
+    /// the writer to send it); true when they were.
+    pub async fn runs_answered(&self, deadline: tokio::time::Instant) -> bool {
+        let shared = &self.shared;
+        let answered = || lock(&shared.table).is_empty() && shared.answering.load(Ordering::SeqCst) == 0;
+        while !answered() {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            let notified = shared.activity.notified();
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(Duration::from_millis(25)) => {}
+            }
+        }
+        // The answers are queued; their front ends go once they have read them.
+        let flushed = (tokio::time::Instant::now() + ANSWER_FLUSH).min(deadline);
+        while shared.connections.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < flushed {
+            let notified = shared.activity.notified();
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep_until(flushed) => {}
+            }
+        }
+        true
+    }
+
     /// The runs going.
     pub fn runs(&self) -> Vec<RunInfo> {
         lock(&self.shared.table).infos()
@@ -214,6 +249,7 @@ pub fn serve_on(
         own_profile,
         notices: Mutex::new(notices),
         connections: AtomicUsize::new(0),
+        answering: AtomicUsize::new(0),
         served: AtomicBool::new(false),
         activity: Notify::new(),
         run_listed: Notify::new(),
@@ -370,6 +406,23 @@ struct Attached {
 async fn serve(stream: UnixStream, shared: Arc<Shared>) {
     let counted = Counted::new(shared);
     converse(stream, &counted.0).await;
+}
+
+/// A run request counted until it is answered, also when its task panics.
+struct Answering(Arc<Shared>);
+
+impl Answering {
+    fn new(shared: Arc<Shared>) -> Answering {
+        shared.answering.fetch_add(1, Ordering::SeqCst);
+        Answering(shared)
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.0.answering.fetch_sub(1, Ordering::SeqCst);
+        self.0.activity.notify_waiters();
+    }
 }
 
 /// A connection counted while it lasts, also when its task panics (else the host would never
@@ -1013,6 +1066,7 @@ fn start_run(
         profile,
         env: front.env.clone(),
     };
+    let answering = Answering::new(Arc::clone(shared));
     let (shared, front, attached, tx) = (
         Arc::clone(shared),
         Arc::clone(front),
@@ -1020,6 +1074,7 @@ fn start_run(
         tx.clone(),
     );
     tokio::spawn(async move {
+        let _answering = answering;
         wait_for_stopping_group(&shared, &request).await;
         let mut run = {
             let (shared, front) = (Arc::clone(&shared), Arc::clone(&front));
