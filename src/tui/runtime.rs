@@ -735,7 +735,7 @@ pub fn run_blocking(edits: &Edits, repo: &Path, command: Command) -> Option<AppE
     Some(match command {
         Command::RemoveFiles(removal) => {
             let report = edits.remove_files(&removal);
-            if removal.worktrees.is_empty() {
+            if removal.worktrees.is_empty() && report.unanswered.is_none() {
                 return None;
             }
             AppEvent::FilesRemoved(report)

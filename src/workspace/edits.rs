@@ -91,6 +91,9 @@ pub struct RemovalReport {
     pub kept: Vec<(Worktree, String)>,
     /// Could not be removed, with why (nothing was lost: they are still there).
     pub failed: Vec<(Worktree, String)>,
+    /// The huddle host did not answer (why): what it removed is not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unanswered: Option<String>,
 }
 
 /// A group's evaluator after [`Edits::toggle_evaluator`].

@@ -212,7 +212,10 @@ impl Remoted for String {
 impl Remoted for RemovalReport {
     fn unreachable(why: String) -> Self {
         tracing::warn!("files were not removed: {why}");
-        RemovalReport::default()
+        RemovalReport {
+            unanswered: Some(why),
+            ..RemovalReport::default()
+        }
     }
 }
 

@@ -343,3 +343,90 @@ fn an_approval_of_a_run_another_front_end_started_is_not_asked_here() {
         "{answered:?}"
     );
 }
+
+/// A host that never answers in time: every edit it is asked for is recorded, then said to be
+/// unanswered (as the link does after its wait).
+struct Unanswering(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl EditTransport for Unanswering {
+    fn call(&mut self, call: EditCall) -> Result<(serde_json::Value, Option<(Organization, u64)>), String> {
+        let name = format!("{call:?}");
+        let name = name.split([' ', '{', '(']).next().unwrap_or_default().to_string();
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(name);
+        Err("the huddle host (pid 4242) did not answer within 10s".into())
+    }
+}
+
+#[test]
+fn a_shared_team_is_asked_of_the_host_off_the_ui_thread_and_an_unanswered_one_may_appear() {
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut org = Organization::default();
+    reconcile::reconcile(&mut org);
+    let mirror = OrgHandle::in_memory(org);
+    let remote = Arc::new(RemoteEdits::new(
+        Box::new(Unanswering(Arc::clone(&asked))),
+        mirror.clone(),
+        1,
+    ));
+    let edits = Edits::remote(mirror.clone(), config(), repo(), Arc::clone(&remote));
+    let (mut app, _) = App::new(edits.clone(), config(), repo(), Vec::new());
+    app.handle_app_event(AppEvent::CatalogLoaded(Box::new(builtin_catalog())));
+    app.handle_app_event(AppEvent::GitChecked(Err("not a git repository".into())));
+    // A preset that shares the repository, outside git: made at once, no strategy question.
+    app.handle_key(ch('n'));
+    type_text(&mut app, "code review");
+    let commands = app.handle_key(key(crossterm::event::KeyCode::Enter));
+    assert!(
+        asked.lock().expect("asked").is_empty(),
+        "the key handler asked the host itself: {:?}",
+        asked.lock().expect("asked")
+    );
+    let [Command::CreateTeam { preset, strategy }] = commands.as_slice() else {
+        panic!("the team is asked for in the runtime: {commands:?}")
+    };
+    assert_eq!(*strategy, huddle::model::WorktreeStrategy::Shared);
+    // The runtime asks (on a blocking thread); the host does not answer.
+    let event = huddle::tui::run_blocking(&edits, &repo(), commands[0].clone()).expect("an answer");
+    assert_eq!(*asked.lock().expect("asked"), ["CreateTeamWith"]);
+    app.handle_app_event(event);
+    let Some(Dialog::Notice(notice)) = app.dialogs.last() else {
+        panic!("no notice")
+    };
+    assert_eq!(notice.title, "Team not confirmed");
+    assert!(
+        notice.text.contains(&preset.name) && notice.text.contains("may still appear"),
+        "{}",
+        notice.text
+    );
+}
+
+#[test]
+fn files_the_host_was_asked_to_remove_without_an_answer_are_said_not_confirmed() {
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (_, _, mirror, ours, _) = front_app();
+    let remote = Arc::new(RemoteEdits::new(
+        Box::new(Unanswering(Arc::clone(&asked))),
+        mirror.clone(),
+        1,
+    ));
+    let edits = Edits::remote(mirror.clone(), config(), repo(), Arc::clone(&remote));
+    let (mut app, _) = App::new(edits.clone(), config(), repo(), Vec::new());
+    // A deleted group's transcripts and run files (no worktree): before, nothing was said.
+    let removal = huddle::workspace::Removal {
+        sessions: mirror.read(|o| o.sessions_in(&ours).iter().map(|s| s.id.clone()).collect()),
+        group: Some(ours),
+        ..Default::default()
+    };
+    let event = huddle::tui::run_blocking(&edits, &repo(), Command::RemoveFiles(removal))
+        .expect("an unanswered removal is told");
+    assert_eq!(*asked.lock().expect("asked"), ["RemoveFiles"]);
+    app.handle_app_event(event);
+    let Some(Dialog::Notice(notice)) = app.dialogs.last() else {
+        panic!("no notice")
+    };
+    assert_eq!(notice.title, "Removal not confirmed");
+    assert!(notice.text.contains("did not answer"), "{}", notice.text);
+}

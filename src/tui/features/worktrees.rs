@@ -286,8 +286,12 @@ impl Worktrees {
         }
         match result {
             Ok(id) => {
-                cx.flash
-                    .say(format!("{preset} created with its worktrees"), false);
+                let with = if cx.org.read(|o| has_worktrees(o, Some(&id))) {
+                    " with its worktrees"
+                } else {
+                    ""
+                };
+                cx.flash.say(format!("{preset} created{with}"), false);
                 select_team(cx, id, preset, &warnings);
             }
             Err(e) => cx.dialogs.error(
@@ -428,7 +432,17 @@ pub fn plan_merge(cx: &mut Cx, worktree: Worktree) -> Vec<Command> {
     vec![Command::PlanMerge { worktree }]
 }
 
+/// A team sharing the repository: made at once in this process's own workspace; a host's
+/// answer is waited for off the UI thread, as a team with worktrees is (a busy host must not
+/// hold up the keys), and an unanswered one says that the team may still appear.
 fn create_shared_team(cx: &mut Cx, preset: &Preset) -> Vec<Command> {
+    if cx.edits.is_remote() {
+        cx.flash.say(format!("making {}…", preset.name), false);
+        return vec![Command::CreateTeam {
+            preset: Box::new(preset.clone()),
+            strategy: WorktreeStrategy::Shared,
+        }];
+    }
     let id = cx.edits.create_team(preset);
     select_team(cx, id, &preset.name, &preset.warnings);
     Vec::new()
@@ -558,6 +572,15 @@ fn on_delete_risk(cx: &mut Cx, group_id: GroupId, at_risk: Vec<AtRisk>) {
 }
 
 fn on_files_removed(cx: &mut Cx, report: &RemovalReport) {
+    if let Some(why) = &report.unanswered {
+        cx.dialogs.error(
+            "Removal not confirmed",
+            format!(
+                "{why}\nThe huddle host may still remove the worktrees and files: `huddle worktrees list` shows what is left."
+            ),
+        );
+        return;
+    }
     if report.kept.is_empty() && report.failed.is_empty() {
         if !report.removed.is_empty() {
             cx.flash.say(
