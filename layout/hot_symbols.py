@@ -1,4 +1,5 @@
-"""The functions of a binary that ran in callgrind profiles, the most run first, one name a line.
+"""The functions of a binary that ran in callgrind profiles, the most run first (their own
+instructions), one name a line.
 
 Usage: hot_symbols.py BINARY CALLGRIND_OUT...  (see make-hot-symbols.sh). Only names that are
 functions of BINARY (its symbol table, `nm`) are listed: callgrind's cycle marks (`'2`) are
@@ -26,6 +27,7 @@ def costs(paths, binary):
     for path in paths:
         ours = False
         fn = None
+        call = False
         with open(path, errors="replace") as f:
             for line in f:
                 if line.startswith("ob="):
@@ -34,10 +36,14 @@ def costs(paths, binary):
                     fn = re.sub(r"'\d+$", "", line[3:].strip()) if ours else None
                     if fn:
                         cost[fn] += 0
-                elif fn and line[:1].isdigit():
+                elif line.startswith("calls="):
+                    # The next cost line is the callee's (inclusive): not this function's own.
+                    call = True
+                elif line[:1].isdigit():
                     parts = line.split()
-                    if len(parts) >= 2 and parts[1].isdigit():
+                    if fn and not call and len(parts) >= 2 and parts[1].isdigit():
                         cost[fn] += int(parts[1])
+                    call = False
     return cost
 
 
