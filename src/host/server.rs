@@ -191,20 +191,31 @@ impl Server {
     pub async fn runs_answered(&self, deadline: tokio::time::Instant) -> bool {
         let shared = &self.shared;
         let answered = || lock(&shared.table).is_empty() && shared.answering.load(Ordering::SeqCst) == 0;
-        while !answered() {
+        loop {
+            // Listening before looking: a change between the two is not missed.
+            let notified = shared.activity.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if answered() {
+                break;
+            }
             if tokio::time::Instant::now() >= deadline {
                 return false;
             }
-            let notified = shared.activity.notified();
             tokio::select! {
                 _ = notified => {}
-                _ = tokio::time::sleep(Duration::from_millis(25)) => {}
+                _ = tokio::time::sleep_until(deadline) => {}
             }
         }
         // The answers are queued; their front ends go once they have read them.
         let flushed = (tokio::time::Instant::now() + ANSWER_FLUSH).min(deadline);
-        while shared.connections.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < flushed {
+        loop {
             let notified = shared.activity.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if shared.connections.load(Ordering::SeqCst) == 0 || tokio::time::Instant::now() >= flushed {
+                break;
+            }
             tokio::select! {
                 _ = notified => {}
                 _ = tokio::time::sleep_until(flushed) => {}
