@@ -429,4 +429,14 @@ fn files_the_host_was_asked_to_remove_without_an_answer_are_said_not_confirmed()
     };
     assert_eq!(notice.title, "Removal not confirmed");
     assert!(notice.text.contains("did not answer"), "{}", notice.text);
+    // A prune of several teams the same host leaves unanswered: one notice, not one each.
+    let open = app.dialogs.len();
+    let again = huddle::tui::run_blocking(
+        &edits,
+        &repo(),
+        Command::RemoveFiles(huddle::workspace::Removal::default()),
+    )
+    .expect("told");
+    app.handle_app_event(again);
+    assert_eq!(app.dialogs.len(), open);
 }

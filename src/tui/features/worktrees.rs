@@ -20,6 +20,9 @@ use crate::workspace::{AtRisk, RemovalReport, WorktreeChoice};
 use crate::worktrees::{MergeMethod, MergeOutcome, MergePlan, WorktreeError};
 
 /// Ends what is said of a team the host did not confirm in time (it may still be made).
+/// The title of the notice for a deleted team's files whose removal a host did not answer.
+const REMOVAL_UNCONFIRMED: &str = "Removal not confirmed";
+
 pub const MAY_APPEAR: &str = "The team may still appear: it shows once the host sends it.";
 
 /// The strategies offered, in order, with what each makes.
@@ -573,11 +576,13 @@ fn on_delete_risk(cx: &mut Cx, group_id: GroupId, at_risk: Vec<AtRisk>) {
 
 fn on_files_removed(cx: &mut Cx, report: &RemovalReport) {
     if let Some(why) = &report.unanswered {
+        // Several deletions (a prune) that one host left unanswered: one notice says it.
+        if matches!(cx.dialogs.last(), Some(Dialog::Notice(n)) if n.title == REMOVAL_UNCONFIRMED) {
+            return;
+        }
         cx.dialogs.error(
-            "Removal not confirmed",
-            format!(
-                "{why}\nThe huddle host may still remove the worktrees and files: `huddle worktrees list` shows what is left."
-            ),
+            REMOVAL_UNCONFIRMED,
+            format!("{why}\nWhat was asked may still be done once the host answers (`huddle worktrees list` shows the worktrees that are left)."),
         );
         return;
     }
