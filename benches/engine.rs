@@ -9,6 +9,7 @@
 
 mod support;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -18,12 +19,15 @@ use huddle::engine::{Engine, EngineOptions, EventSink, RunOverrides};
 use huddle::model::Usage;
 use huddle::model::{Group, GroupKind, Mode, Organization, Role, Session, reconcile};
 use huddle::providers::{DeltaSink, Provider, ProviderError, TurnOutput, TurnRequest};
+use huddle::sim::{PromptKind, SimPrompt, classify};
 use tokio_util::sync::CancellationToken;
 
 /// A provider that costs nothing: a fixed plan when asked to plan, else a short answer. With it
 /// the benchmark measures huddle's own work, not a model's (or the sim's text generation).
 struct NullProvider {
     plan: String,
+    /// Requests answered: a run is checked to make the messages it is counted as.
+    calls: std::sync::atomic::AtomicU64,
 }
 
 impl Provider for NullProvider {
@@ -40,7 +44,14 @@ impl Provider for NullProvider {
         _cancel: CancellationToken,
     ) -> futures::future::BoxFuture<'a, Result<TurnOutput, ProviderError>> {
         Box::pin(async move {
-            let text = if req.last_user_text().contains("## Workers") {
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            // Read as the sim reads it: the worker list is in the orchestrator's brief (its
+            // system prompt), not in the planning message.
+            let prompt = SimPrompt {
+                system: req.system.as_deref().unwrap_or(""),
+                user: req.last_user_text(),
+            };
+            let text = if classify(&prompt) == PromptKind::Planning {
                 self.plan.clone()
             } else {
                 "A short answer from the null provider.".to_string()
@@ -68,6 +79,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 struct Bench {
     rt: tokio::runtime::Runtime,
+    null: Arc<NullProvider>,
     engine: Engine,
     group_id: String,
     first_session: String,
@@ -111,14 +123,18 @@ fn team(mode: Mode, workers: usize, model: &str, concurrency: usize, run_log: bo
     } else {
         sink
     };
+    let plan: String = (0..workers)
+        .map(|k| format!("@worker:bench-worker-{k}\nDo part {k}.\n@end\n"))
+        .collect();
+    let null = Arc::new(NullProvider {
+        plan,
+        calls: std::sync::atomic::AtomicU64::new(0),
+    });
     let engine = rt.block_on(async {
         // A consumer, as the TUI or the headless printer would be.
         tokio::spawn(async move { while events.recv().await.is_some() {} });
         let mut providers = huddle::sim::providers(&Config::default()).expect("providers");
-        let plan: String = (0..workers)
-            .map(|k| format!("@worker:bench-worker-{k}\nDo part {k}.\n@end\n"))
-            .collect();
-        providers.insert(std::sync::Arc::new(NullProvider { plan }));
+        providers.insert(Arc::clone(&null) as Arc<dyn Provider>);
         Engine::new(
             providers,
             OrgHandle::in_memory(org),
@@ -132,6 +148,7 @@ fn team(mode: Mode, workers: usize, model: &str, concurrency: usize, run_log: bo
     });
     Bench {
         rt,
+        null,
         engine,
         group_id: gid,
         first_session,
@@ -151,6 +168,30 @@ fn cpu_time() -> Duration {
     Duration::from_micros(micros(usage.ru_utime) + micros(usage.ru_stime))
 }
 
+impl Bench {
+    /// One orchestrator run of the team, checked to have made `messages` requests (a plan, one
+    /// answer per worker, a synthesis): a prompt that changes shape must not leave the benchmark
+    /// measuring one-message runs.
+    fn checked_run(&self, messages: u64) {
+        let before = self.null.calls.load(std::sync::atomic::Ordering::Relaxed);
+        self.run();
+        let made = self.null.calls.load(std::sync::atomic::Ordering::Relaxed) - before;
+        assert_eq!(made, messages, "a run made {made} requests, not {messages}");
+    }
+
+    fn run(&self) {
+        let report = self
+            .rt
+            .block_on(self.engine.run_group(
+                &self.group_id,
+                "Summarise the design".into(),
+                RunOverrides::default(),
+            ))
+            .expect("run");
+        assert!(report.failed.is_none());
+    }
+}
+
 fn bench_overhead(c: &mut Criterion) {
     overhead(c, "engine_overhead_per_message", false);
     // As the TUI and `huddle run` have it: every run's events also go to its run file.
@@ -164,25 +205,48 @@ fn overhead(c: &mut Criterion, name: &str, run_log: bool) {
         let b = team(Mode::Orchestrator, workers, "null/zero", 64, run_log);
         // plan + one answer per worker + synthesis
         let messages = (workers + 2) as u32;
+        b.checked_run(u64::from(messages));
         group.bench_with_input(BenchmarkId::from_parameter(workers), &workers, |bench, _| {
             // CPU time (every thread's), not the wall's: the machine is often shared.
             bench.iter_custom(|iters| {
                 let start = cpu_time();
                 for _ in 0..iters {
-                    let report =
-                        b.rt.block_on(b.engine.run_group(
-                            &b.group_id,
-                            "Summarise the design".into(),
-                            RunOverrides::default(),
-                        ))
-                        .expect("run");
-                    assert!(report.failed.is_none());
+                    b.run();
                 }
                 cpu_time().saturating_sub(start) / messages
             })
         });
     }
     group.finish();
+    marginal(name, run_log);
+}
+
+/// What one more message adds, apart from a run's own work: a run's CPU time grows by the same
+/// amount for every message (the slope between a 4-worker and a 64-worker team), on top of
+/// what every run costs once (its run file and transcripts created and synced, its events
+/// begun and ended). The figures above are per message of the run, both together.
+fn marginal(name: &str, run_log: bool) {
+    const RUNS: u32 = 200;
+    // `cargo test --benches` runs each benchmark once to see it works: not this.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    let per_run = |workers: usize| {
+        let b = team(Mode::Orchestrator, workers, "null/zero", 64, run_log);
+        b.checked_run(workers as u64 + 2);
+        let start = cpu_time();
+        for _ in 0..RUNS {
+            b.run();
+        }
+        cpu_time().saturating_sub(start).as_secs_f64() * 1e6 / f64::from(RUNS)
+    };
+    let (small, large) = (per_run(4), per_run(64));
+    // Messages of a run: a plan, one answer per worker, a synthesis.
+    let per_message = (large - small) / f64::from(66 - 6);
+    let fixed = small - 6.0 * per_message;
+    println!(
+        "{name}: a message adds {per_message:.1} µs of CPU; a run's own work is {fixed:.0} µs ({RUNS} runs each of 4 and 64 workers)"
+    );
 }
 
 fn bench_parallel_round(c: &mut Criterion) {

@@ -19,8 +19,8 @@
 //! `mimalloc` feature (`cargo bench --features mimalloc --bench memory`); `MIMALLOC_*` variables
 //! are passed on to such a build, so its options can be compared.
 //!
-//! `cargo bench --bench memory` (the release binary); `HUDDLE_BENCH_MEMORY=small` runs only the
-//! first two.
+//! `cargo bench --bench memory` (the release binary); `HUDDLE_BENCH_MEMORY=small` runs all
+//! but the 6,000-message run (`presets list`, the idle host, the 198-message run).
 
 #[path = "../tests/suite/fake_llm_server.rs"]
 mod fake_llm_server;
