@@ -191,42 +191,16 @@ impl Server {
     pub async fn runs_answered(&self, deadline: tokio::time::Instant) -> bool {
         let shared = &self.shared;
         let answered = || lock(&shared.table).is_empty() && shared.answering.load(Ordering::SeqCst) == 0;
-        loop {
-            // Listening before looking: a change between the two is not missed.
-            let notified = shared.activity.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if answered() {
-                break;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return false;
-            }
-            tokio::select! {
-                _ = notified => {}
-                _ = tokio::time::sleep_until(deadline) => {}
-            }
+        if !until(&shared.activity, Some(deadline), answered).await {
+            return false;
         }
         // The answers are queued; their front ends go once they have read them.
         let flushed = (tokio::time::Instant::now() + ANSWER_FLUSH).min(deadline);
-        loop {
-            let notified = shared.activity.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if shared.connections.load(Ordering::SeqCst) == 0 || tokio::time::Instant::now() >= flushed {
-                break;
-            }
-            tokio::select! {
-                _ = notified => {}
-                _ = tokio::time::sleep_until(flushed) => {}
-            }
-        }
+        until(&shared.activity, Some(flushed), || {
+            shared.connections.load(Ordering::SeqCst) == 0
+        })
+        .await;
         true
-    }
-
-    /// The runs going.
-    pub fn runs(&self) -> Vec<RunInfo> {
-        lock(&self.shared.table).infos()
     }
 }
 
@@ -633,15 +607,30 @@ impl Drop for Preparing {
 
 /// Waits until the team `key` runs in has no `worktree_created` hooks going.
 async fn prepared(shared: &Shared, key: &RunKey) {
+    until(&shared.preparing.ended, None, || !preparing(shared, key)).await;
+}
+
+/// Waits until `done` says yes, looking again each time `bell` rings, until `deadline` at
+/// most; whether `done` said yes.
+async fn until(bell: &Notify, deadline: Option<tokio::time::Instant>, done: impl Fn() -> bool) -> bool {
     loop {
-        // Listening before looking: an end between the two is not missed.
-        let ended = shared.preparing.ended.notified();
-        tokio::pin!(ended);
-        ended.as_mut().enable();
-        if !preparing(shared, key) {
-            return;
+        // Listening before looking: a ring between the two is not missed.
+        let rung = bell.notified();
+        tokio::pin!(rung);
+        rung.as_mut().enable();
+        if done() {
+            return true;
         }
-        ended.await;
+        match deadline {
+            Some(at) if tokio::time::Instant::now() >= at => return false,
+            Some(at) => {
+                tokio::select! {
+                    _ = rung => {}
+                    _ = tokio::time::sleep_until(at) => {}
+                }
+            }
+            None => rung.await,
+        }
     }
 }
 

@@ -19,10 +19,10 @@ use crate::tui::worktree_marks::{Mark, WorktreeMarks};
 use crate::workspace::{AtRisk, RemovalReport, WorktreeChoice};
 use crate::worktrees::{MergeMethod, MergeOutcome, MergePlan, WorktreeError};
 
-/// Ends what is said of a team the host did not confirm in time (it may still be made).
 /// The title of the notice for a deleted team's files whose removal a host did not answer.
 const REMOVAL_UNCONFIRMED: &str = "Removal not confirmed";
 
+/// Ends what is said of a team the host did not confirm in time (it may still be made).
 pub const MAY_APPEAR: &str = "The team may still appear: it shows once the host sends it.";
 
 /// The strategies offered, in order, with what each makes.
