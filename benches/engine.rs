@@ -22,6 +22,9 @@ use huddle::providers::{DeltaSink, Provider, ProviderError, TurnOutput, TurnRequ
 use huddle::sim::{PromptKind, SimPrompt, classify};
 use tokio_util::sync::CancellationToken;
 
+/// How a worker's system prompt starts.
+const WORKER_BRIEF: &str = "You are worker";
+
 /// A provider that costs nothing: a fixed plan when asked to plan, else a short answer. With it
 /// the benchmark measures huddle's own work, not a model's (or the sim's text generation).
 struct NullProvider {
@@ -47,11 +50,15 @@ impl Provider for NullProvider {
             self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             // Read as the sim reads it: the worker list is in the orchestrator's brief (its
             // system prompt), not in the planning message.
+            let system = req.system.as_deref().unwrap_or("");
             let prompt = SimPrompt {
-                system: req.system.as_deref().unwrap_or(""),
+                system,
                 user: req.last_user_text(),
             };
-            let text = if classify(&prompt) == PromptKind::Planning {
+            // A worker never plans: the fake's own reading (the sim's, through every heading)
+            // is left out of what is measured for all but the orchestrator's requests.
+            let worker = system.starts_with(WORKER_BRIEF);
+            let text = if !worker && classify(&prompt) == PromptKind::Planning {
                 self.plan.clone()
             } else {
                 "A short answer from the null provider.".to_string()
@@ -108,7 +115,7 @@ fn team(mode: Mode, workers: usize, model: &str, concurrency: usize, run_log: bo
     for k in 0..workers {
         let mut w = Session::new(format!("bench-worker-{k}"), &gid, model);
         w.order = k as i64 + 1;
-        w.system_prompt = Some(format!("You are worker {k}, a careful specialist."));
+        w.system_prompt = Some(format!("{WORKER_BRIEF} {k}, a careful specialist."));
         org.sessions.push(w);
     }
     let first_session = org
@@ -227,8 +234,7 @@ fn overhead(c: &mut Criterion, name: &str, run_log: bool) {
 /// begun and ended). The figures above are per message of the run, both together.
 fn marginal(name: &str, run_log: bool) {
     const RUNS: u32 = 200;
-    // `cargo test --benches` runs each benchmark once to see it works: not this.
-    if !std::env::args().any(|a| a == "--bench") {
+    if !measuring(name) {
         return;
     }
     let per_run = |workers: usize| {
@@ -247,6 +253,21 @@ fn marginal(name: &str, run_log: bool) {
     println!(
         "{name}: a message adds {per_message:.1} µs of CPU; a run's own work is {fixed:.0} µs ({RUNS} runs each of 4 and 64 workers)"
     );
+}
+
+/// Whether this run of the benchmark measures `name`'s slope: not when `cargo test --benches`
+/// runs each benchmark once to see it works, not while profiling (`--profile-time`), not when a
+/// filter leaves `name` out.
+fn measuring(name: &str) -> bool {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.iter().any(|a| a == "--bench") || args.iter().any(|a| a == "--profile-time") {
+        return false;
+    }
+    // Criterion's filter: the first argument that is not an option.
+    match args.iter().find(|a| !a.starts_with('-')) {
+        None => true,
+        Some(filter) => name.contains(filter.as_str()) || filter.starts_with(name),
+    }
 }
 
 fn bench_parallel_round(c: &mut Criterion) {

@@ -5,6 +5,7 @@
 mod atomic;
 mod handle;
 mod inputs;
+mod line_wait;
 mod lock;
 mod org_json;
 mod organization;

@@ -7,11 +7,13 @@ use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::model::Message;
 
 use super::StoreError;
+use super::line_wait::{LineWaits, Written};
 use super::private::{create_private_dir, private_file};
 use super::regular::read_regular;
 
@@ -121,18 +123,20 @@ type LoadReply = std::sync::mpsc::Sender<Result<LoadedTranscript, StoreError>>;
 
 enum WriterMsg {
     /// A line to append, and who waits to hear it is written (see [`TranscriptWriter::append_written`]).
-    Append(String, Box<Message>, Option<tokio::sync::oneshot::Sender<()>>),
+    Append(String, Box<Message>, Option<Written>),
     Flush(std::sync::mpsc::Sender<()>),
     /// Reads a transcript after every line queued before this message is written.
     Load(String, LoadReply),
 }
 
-/// Appends transcript lines on a background thread, so a turn never waits on the disk. Files
-/// stay open while in use (at most [`OPEN_MAX`], closed when idle); lines are synced in groups
-/// (see [`SYNC_WINDOW`]).
+/// Appends transcript lines on a background thread: a turn waits at most for its own line to
+/// be written ([`TranscriptWriter::append_written`]), never for a sync. Files stay open while
+/// in use (at most [`OPEN_MAX`], closed when idle); lines are synced in groups (see
+/// [`SYNC_WINDOW`]).
 pub struct TranscriptWriter {
     tx: Option<std::sync::mpsc::Sender<WriterMsg>>,
     thread: Option<std::thread::JoinHandle<()>>,
+    waits: Arc<LineWaits>,
 }
 
 impl TranscriptWriter {
@@ -148,7 +152,11 @@ impl TranscriptWriter {
             .spawn(move || write_loop(&transcripts, &rx, idle))
             .map_err(|e| tracing::error!(error = %e, "cannot start the transcript writer"))
             .ok();
-        TranscriptWriter { tx: Some(tx), thread }
+        TranscriptWriter {
+            tx: Some(tx),
+            thread,
+            waits: Arc::default(),
+        }
     }
 
     pub fn append(&self, session_id: &str, message: Message) {
@@ -164,22 +172,12 @@ impl TranscriptWriter {
         session_id: &str,
         message: Message,
     ) -> impl std::future::Future<Output = ()> + use<> {
-        let (done, written) = tokio::sync::oneshot::channel();
+        let (done, written) = self.waits.start();
         self.send_append(session_id, message, Some(done));
-        async move {
-            // Waited for on the blocking pool, so that the runtime knows work is under way (a
-            // paused test clock does not jump ahead meanwhile). A writer that is gone has said so
-            // in the log already.
-            let _ = tokio::task::spawn_blocking(move || written.blocking_recv()).await;
-        }
+        Arc::clone(&self.waits).wait(written)
     }
 
-    fn send_append(
-        &self,
-        session_id: &str,
-        message: Message,
-        done: Option<tokio::sync::oneshot::Sender<()>>,
-    ) {
+    fn send_append(&self, session_id: &str, message: Message, done: Option<Written>) {
         let sent = self.tx.as_ref().is_some_and(|tx| {
             tx.send(WriterMsg::Append(session_id.to_string(), Box::new(message), done))
                 .is_ok()
@@ -232,7 +230,8 @@ impl Drop for TranscriptWriter {
 }
 
 /// Lines written but not yet synced wait at most this long: a group commit, many lines and
-/// one `fdatasync` per file, instead of one per message. A flush or a read waits for its sync.
+/// one `fdatasync` per file, instead of one per message. The group is synced by a thread of
+/// its own ([`Syncer`]) while writing goes on; a flush waits for its group's sync.
 const SYNC_WINDOW: Duration = Duration::from_millis(20);
 /// Transcript files the writer keeps open at most (the sessions writing now, in practice): the
 /// least recently written is closed to open another, so a long-lived process holds a bounded
@@ -240,10 +239,6 @@ const SYNC_WINDOW: Duration = Duration::from_millis(20);
 pub(crate) const OPEN_MAX: usize = 16;
 /// With nothing written for this long, every open transcript is closed (an idle TUI holds none).
 const IDLE_CLOSE: Duration = Duration::from_secs(5);
-/// After writing, the writer lets lines gather this long before it looks again: senders then
-/// find it not waiting and need not wake it (a wake-up per message costs the engine more than
-/// the write itself).
-const LINGER: Duration = Duration::from_millis(2);
 
 /// The writer's open files: each opened once while in use (its torn-line check done then),
 /// the folder created once, and which have lines not yet synced.
@@ -257,8 +252,15 @@ struct OpenTranscripts {
     /// another is synced with the window's group, by its path, not on its own when closed).
     unsynced: HashSet<String>,
     unsynced_since: Option<Instant>,
-    /// `fdatasync` calls made (tests count them).
+    /// Transcripts known to end with a whole line (checked when first opened, and written only
+    /// whole lines since): opened again without reading their end, as in a team larger than
+    /// [`OPEN_MAX`] every answer opens a file again.
+    whole: HashSet<String>,
+    /// `fdatasync` calls made by [`OpenTranscripts::sync`] (tests count them).
+    #[cfg(test)]
     syncs: u64,
+    /// Files whose end was read to check for a torn line (tests count them).
+    end_checks: u64,
 }
 
 impl OpenTranscripts {
@@ -272,7 +274,15 @@ impl OpenTranscripts {
             if self.files.len() >= OPEN_MAX {
                 self.close_least_recent();
             }
-            let file = open_for_append(&transcripts.path(session_id)?)?;
+            let path = transcripts.path(session_id)?;
+            let file = if self.whole.contains(session_id) {
+                open_append(&path)?
+            } else {
+                let file = open_for_append(&path)?;
+                self.end_checks += 1;
+                self.whole.insert(session_id.to_string());
+                file
+            };
             self.files.insert(session_id.to_string(), (file, 0));
         }
         self.uses += 1;
@@ -305,10 +315,13 @@ impl OpenTranscripts {
         self.files.remove(session_id);
     }
 
-    /// Closes every file (all synced: called when nothing is waiting for a sync).
-    fn close_all(&mut self, transcripts: &Transcripts) {
-        self.sync(transcripts);
+    /// Closes every file, returning what is left to sync of them. What is known of their ends
+    /// is forgotten too: another process may write them before they are opened again.
+    fn close_all(&mut self) -> SyncJob {
+        let job = self.take_unsynced();
         self.files.clear();
+        self.whole.clear();
+        job
     }
 
     fn append(
@@ -324,8 +337,10 @@ impl OpenTranscripts {
         }
         let written = self.file(transcripts, session_id)?.write_all(&lines);
         if let Err(e) = written {
-            // Reopened next time (the file may have been moved or its disk remounted).
+            // Reopened next time (the file may have been moved or its disk remounted), its end
+            // checked again (part of the line may have been written).
             self.close(session_id);
+            self.whole.remove(session_id);
             return Err(StoreError::io(
                 "cannot append to",
                 transcripts.path(session_id).unwrap_or_default(),
@@ -337,18 +352,66 @@ impl OpenTranscripts {
         Ok(())
     }
 
-    /// Syncs every file with unsynced lines (one closed since is opened again to be synced:
-    /// `fdatasync` syncs the file, whichever handle asks).
+    /// Syncs every file with unsynced lines, here and now (see [`SyncJob::run`]).
+    #[cfg(test)]
     fn sync(&mut self, transcripts: &Transcripts) {
-        for id in std::mem::take(&mut self.unsynced) {
-            let synced = match self.files.get(&id) {
-                Some((file, _)) => file.sync_data(),
+        self.syncs += self.take_unsynced().run(transcripts);
+    }
+
+    /// What is to be synced: a handle of each open file with unsynced lines (`fdatasync` syncs
+    /// the file, whichever handle asks) and the ids of those closed since (opened again to be
+    /// synced). From now on, lines count towards the next group.
+    fn take_unsynced(&mut self) -> SyncJob {
+        let files = std::mem::take(&mut self.unsynced)
+            .into_iter()
+            .map(|id| {
+                let handle = self.files.get(&id).and_then(|(file, _)| file.try_clone().ok());
+                (id, handle)
+            })
+            .collect();
+        self.unsynced_since = None;
+        SyncJob {
+            files,
+            done: Vec::new(),
+        }
+    }
+}
+
+/// A group of transcripts to sync, and who waits for them (a flush).
+#[derive(Default)]
+struct SyncJob {
+    files: Vec<(String, Option<fs::File>)>,
+    done: Vec<std::sync::mpsc::Sender<()>>,
+}
+
+impl SyncJob {
+    /// Adds `other`'s files (those not in this job already) and waiters.
+    fn merge(&mut self, other: SyncJob) {
+        for (id, handle) in other.files {
+            match self.files.iter_mut().find(|(known, _)| *known == id) {
+                Some((_, mine)) => {
+                    if mine.is_none() {
+                        *mine = handle;
+                    }
+                }
+                None => self.files.push((id, handle)),
+            }
+        }
+        self.done.extend(other.done);
+    }
+
+    /// Syncs each file, then lets the waiters go; returns the `fdatasync` calls made.
+    fn run(self, transcripts: &Transcripts) -> u64 {
+        let mut syncs = 0;
+        for (id, handle) in self.files {
+            let synced = match handle {
+                Some(file) => file.sync_data(),
                 None => transcripts
                     .path(&id)
                     .map_err(std::io::Error::other)
                     .and_then(|path| fs::File::open(path)?.sync_data()),
             };
-            self.syncs += 1;
+            syncs += 1;
             // A closed transcript removed since (its session deleted) has nothing to sync.
             if let Err(e) = synced.or_else(|e| {
                 if e.kind() == std::io::ErrorKind::NotFound {
@@ -360,13 +423,72 @@ impl OpenTranscripts {
                 tracing::error!(session = %id, error = %e, "cannot sync a transcript");
             }
         }
-        self.unsynced_since = None;
+        for done in self.done {
+            let _ = done.send(());
+        }
+        syncs
+    }
+}
+
+/// Syncs groups of transcripts on a thread of its own, so the writer goes on writing (and
+/// turns go on ending) meanwhile: a group's `fdatasync`s take milliseconds, on a slow disk far
+/// more. Groups that arrive while one is synced are merged into one.
+struct Syncer {
+    tx: Option<std::sync::mpsc::Sender<SyncJob>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Syncer {
+    fn start(transcripts: &Transcripts) -> Syncer {
+        let (tx, rx) = std::sync::mpsc::channel::<SyncJob>();
+        let transcripts = transcripts.clone();
+        let thread = std::thread::Builder::new()
+            .name("huddle-sync".into())
+            .spawn(move || {
+                while let Ok(mut job) = rx.recv() {
+                    while let Ok(more) = rx.try_recv() {
+                        job.merge(more);
+                    }
+                    job.run(&transcripts);
+                }
+            })
+            .map_err(|e| tracing::error!(error = %e, "cannot start the transcript syncer"))
+            .ok();
+        Syncer {
+            tx: thread.is_some().then_some(tx),
+            thread,
+        }
+    }
+
+    /// Hands `job` over; without a syncer thread it is run here.
+    fn sync(&self, transcripts: &Transcripts, job: SyncJob) {
+        if job.files.is_empty() && job.done.is_empty() {
+            return;
+        }
+        let unsent = match &self.tx {
+            Some(tx) => tx.send(job).err().map(|e| e.0),
+            None => Some(job),
+        };
+        if let Some(job) = unsent {
+            job.run(transcripts);
+        }
+    }
+}
+
+impl Drop for Syncer {
+    /// Every group handed over is synced before the writer is gone.
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
 fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMsg>, idle: Duration) {
     use std::sync::mpsc::RecvTimeoutError;
     let mut open = OpenTranscripts::default();
+    let syncer = Syncer::start(transcripts);
     loop {
         // With lines waiting for their sync, wait for more only until the window closes; with
         // files open and all synced, until they count as idle.
@@ -378,7 +500,7 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
             None => match rx.recv_timeout(idle) {
                 Ok(m) => m,
                 Err(RecvTimeoutError::Timeout) => {
-                    open.close_all(transcripts);
+                    syncer.sync(transcripts, open.close_all());
                     continue;
                 }
                 Err(RecvTimeoutError::Disconnected) => break,
@@ -386,7 +508,7 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
             Some(since) => match rx.recv_timeout(SYNC_WINDOW.saturating_sub(since.elapsed())) {
                 Ok(m) => m,
                 Err(RecvTimeoutError::Timeout) => {
-                    open.sync(transcripts);
+                    syncer.sync(transcripts, open.take_unsynced());
                     continue;
                 }
                 Err(RecvTimeoutError::Disconnected) => break,
@@ -418,43 +540,45 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
         }
         // Written (in the files, whatever becomes of this process): who waits may go on.
         for done in acks {
-            let _ = done.send(());
+            done.send();
         }
         let window_closed = open.unsynced_since.is_some_and(|t| t.elapsed() >= SYNC_WINDOW);
         let flushed = !waiting.is_empty();
         if flushed || window_closed {
-            open.sync(transcripts);
-        }
-        for done in waiting {
-            let _ = done.send(());
+            // A flush is answered once the group it ends is synced.
+            let mut job = open.take_unsynced();
+            job.done = waiting;
+            syncer.sync(transcripts, job);
         }
         // A load sees the lines queued before it (and, harmlessly, those queued with it).
-        let answered = !loads.is_empty();
         for (id, reply) in loads {
             let _ = reply.send(transcripts.load(&id));
         }
-        if !batch.is_empty() && !answered && !flushed {
-            std::thread::sleep(LINGER);
-        }
     }
     // Closing: what was written is synced before the writer is gone.
-    open.sync(transcripts);
+    syncer.sync(transcripts, open.take_unsynced());
+    drop(syncer);
 }
 
 /// Opens a transcript to append to (created 0600). After a torn write the file ends mid-line:
 /// a newline is added first, so the next message is not glued to the fragment.
 fn open_for_append(path: &Path) -> Result<fs::File, StoreError> {
-    let mut file = private_file()
-        .read(true)
-        .append(true)
-        .create(true)
-        .open(path)
-        .map_err(|e| StoreError::io("cannot open", path, e))?;
+    let mut file = open_append(path)?;
     if ends_without_newline(&mut file).map_err(|e| StoreError::io("cannot read", path, e))? {
         file.write_all(b"\n")
             .map_err(|e| StoreError::io("cannot append to", path, e))?;
     }
     Ok(file)
+}
+
+/// Opens a transcript to append to (created 0600), as it is.
+fn open_append(path: &Path) -> Result<fs::File, StoreError> {
+    private_file()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| StoreError::io("cannot open", path, e))
 }
 
 fn ends_without_newline(file: &mut fs::File) -> std::io::Result<bool> {
@@ -618,6 +742,57 @@ mod tests {
             .map(|m| m.text)
             .collect();
         assert_eq!(texts, ["0", "1", "2"]);
+    }
+
+    #[test]
+    fn a_transcript_opened_again_is_not_read_again_until_the_writer_lets_go_of_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transcripts::new(dir.path().join("sessions"));
+        let mut open = OpenTranscripts::default();
+        for round in 0..3 {
+            for k in 0..40 {
+                open.append(&t, &format!("s{k}"), &[Message::user(format!("{round}"))])
+                    .unwrap();
+            }
+        }
+        // 120 opens (a team larger than the open files), one check of each file's end.
+        assert_eq!(open.end_checks, 40);
+        // Once every file is closed (idle), another process may have torn one: checked again.
+        open.close_all().run(&t);
+        let mut torn = OpenOptions::new()
+            .append(true)
+            .open(t.path("s0").unwrap())
+            .unwrap();
+        torn.write_all(br#"{"role":"us"#).unwrap();
+        open.append(&t, "s0", &[Message::user("after")]).unwrap();
+        assert_eq!(open.end_checks, 41);
+        let loaded = t.load("s0").unwrap();
+        let texts: Vec<&str> = loaded.messages.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(texts, ["0", "1", "2", "after"]);
+        assert_eq!(loaded.warnings.len(), 1, "the fragment is on a line of its own");
+    }
+
+    #[test]
+    fn groups_waiting_for_the_syncer_are_synced_once_each_file_and_answered_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transcripts::new(dir.path().join("sessions"));
+        let mut open = OpenTranscripts::default();
+        open.append(&t, "a", &[Message::user("1")]).unwrap();
+        open.append(&t, "b", &[Message::user("1")]).unwrap();
+        let mut first = open.take_unsynced();
+        assert!(open.unsynced.is_empty(), "later lines go to the next group");
+        open.append(&t, "a", &[Message::user("2")]).unwrap();
+        open.close("a");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut second = open.take_unsynced();
+        second.done.push(tx);
+        first.merge(second);
+        let mut ids: Vec<&str> = first.files.iter().map(|(id, _)| id.as_str()).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, ["a", "b"], "each file once");
+        assert!(rx.try_recv().is_err(), "not answered before the sync");
+        assert_eq!(first.run(&t), 2);
+        assert!(rx.try_recv().is_ok(), "answered once synced");
     }
 
     #[test]

@@ -1,0 +1,168 @@
+//! Waiting for a transcript line to be written, cheaply: each waiter awaits its own signal on
+//! the runtime, and one blocking task at a time watches over all of them.
+//!
+//! The watcher is there for tokio's paused test clock, which jumps to the next timer as soon
+//! as the runtime has nothing to do, unless a blocking task runs. A wait on the writer thread is
+//! work under way, so it must not look idle; but a blocking task per wait (a thread woken and
+//! put to sleep per message) cost the engine more than the rest of a turn. With one watcher per
+//! burst of waits, a wait is a channel message.
+
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+
+#[derive(Default)]
+struct Counts {
+    /// Signals not sent yet (each counted until it is sent or dropped).
+    pending: usize,
+    /// A watcher runs on the blocking pool.
+    watched: bool,
+}
+
+/// The waits under way for one writer.
+#[derive(Default)]
+pub(crate) struct LineWaits {
+    counts: Mutex<Counts>,
+    none_left: Condvar,
+}
+
+/// What the writer sends when a line is written: counted as pending from its creation until it
+/// is sent or dropped (a writer that stops, or panics, drops it), so the count cannot drift.
+pub(crate) struct Written {
+    tx: Option<tokio::sync::oneshot::Sender<()>>,
+    waits: Arc<LineWaits>,
+}
+
+impl Written {
+    pub(crate) fn send(mut self) {
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(());
+        }
+        // The count goes down in drop, after the waiter is woken: there is never a moment when
+        // the waiter looks idle and no watcher runs.
+    }
+}
+
+impl Drop for Written {
+    fn drop(&mut self) {
+        self.tx = None;
+        self.waits.finished();
+    }
+}
+
+impl LineWaits {
+    /// A new wait: the signal for the writer and the receiver the waiter awaits.
+    pub(crate) fn start(self: &Arc<Self>) -> (Written, tokio::sync::oneshot::Receiver<()>) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.lock().pending += 1;
+        let written = Written {
+            tx: Some(tx),
+            waits: Arc::clone(self),
+        };
+        (written, rx)
+    }
+
+    /// Waits for `rx` (from [`LineWaits::start`]), with a watcher on the blocking pool while any
+    /// wait is pending. Call from within a tokio runtime.
+    pub(crate) async fn wait(self: Arc<Self>, rx: tokio::sync::oneshot::Receiver<()>) {
+        let start_watcher = {
+            let mut counts = self.lock();
+            let start = counts.pending > 0 && !counts.watched;
+            counts.watched |= start;
+            start
+        };
+        if start_watcher {
+            let waits = Arc::clone(&self);
+            // Not awaited: it ends by itself once no wait is pending.
+            drop(tokio::task::spawn_blocking(move || waits.watch()));
+        }
+        // A writer that is gone has said so in the log already.
+        let _ = rx.await;
+    }
+
+    fn watch(&self) {
+        let mut counts = self.lock();
+        while counts.pending > 0 {
+            counts = self
+                .none_left
+                .wait(counts)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        counts.watched = false;
+    }
+
+    fn finished(&self) {
+        let mut counts = self.lock();
+        counts.pending = counts.pending.saturating_sub(1);
+        if counts.pending == 0 && counts.watched {
+            self.none_left.notify_all();
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Counts> {
+        // The counts stay consistent whatever panicked while holding them (plain integers).
+        self.counts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    #[cfg(test)]
+    fn pending(&self) -> usize {
+        self.lock().pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_signal_counts_until_sent_or_dropped() {
+        let waits = Arc::new(LineWaits::default());
+        let (a, _ra) = waits.start();
+        let (b, _rb) = waits.start();
+        assert_eq!(waits.pending(), 2);
+        a.send();
+        assert_eq!(waits.pending(), 1);
+        drop(b);
+        assert_eq!(waits.pending(), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_wait_ends_when_its_line_is_written_and_the_watcher_goes_with_the_last() {
+        let waits = Arc::new(LineWaits::default());
+        let (written, rx) = waits.start();
+        let waiter = tokio::spawn(Arc::clone(&waits).wait(rx));
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            written.send();
+        });
+        waiter.await.unwrap();
+        writer.join().unwrap();
+        // The watcher ends by itself: nothing pending, nothing watched.
+        for _ in 0..200 {
+            if !waits.lock().watched {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let counts = waits.lock();
+        assert_eq!((counts.pending, counts.watched), (0, false));
+    }
+
+    /// The reason for the watcher: with the test clock paused, a runtime waiting on the writer
+    /// thread is not idle, so a timer far ahead does not fire meanwhile.
+    #[tokio::test(start_paused = true)]
+    async fn a_paused_clock_does_not_jump_while_a_line_is_being_written() {
+        let waits = Arc::new(LineWaits::default());
+        let (written, rx) = waits.start();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            written.send();
+        });
+        let before = tokio::time::Instant::now();
+        tokio::select! {
+            () = Arc::clone(&waits).wait(rx) => {}
+            () = tokio::time::sleep(Duration::from_secs(3600)) => panic!("the clock jumped an hour"),
+        }
+        assert!(tokio::time::Instant::now() - before < Duration::from_secs(3600));
+        writer.join().unwrap();
+    }
+}
