@@ -106,7 +106,7 @@ impl StepContext {
                 state.session_id = None;
                 state.stale = true;
                 let notice = Message::notice(text.clone());
-                self.shared.writer.append(&self.session_id, notice.clone());
+                self.shared.writer.append(&self.session_id, &notice);
                 self.emit(EventKind::Notice {
                     session_id: self.session_id.clone(),
                     session: self.session.clone(),
@@ -120,7 +120,7 @@ impl StepContext {
                 step.iteration = self.iteration;
                 step.tool_calls = vec![call.clone()];
                 step.by_agent = true;
-                self.shared.writer.append(&self.session_id, step.clone());
+                self.shared.writer.append(&self.session_id, &step);
                 self.emit(EventKind::ToolCall {
                     session_id: self.session_id.clone(),
                     session: self.session.clone(),
@@ -177,7 +177,7 @@ impl StepContext {
         );
         message.by_agent = true;
         message.iteration = self.iteration;
-        self.shared.writer.append(&self.session_id, message.clone());
+        self.shared.writer.append(&self.session_id, &message);
         self.emit(EventKind::ToolResult {
             session_id: self.session_id.clone(),
             session: self.session.clone(),

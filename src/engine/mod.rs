@@ -1163,7 +1163,7 @@ impl Engine {
         for ((id, state), (session, group_id, group)) in session_ids.iter().zip(states.iter_mut()).zip(names)
         {
             let mark = make();
-            self.shared.writer.append(id, mark.clone());
+            self.shared.writer.append(id, &mark);
             state.forget();
             self.shared.events.emit(events::EngineEvent {
                 group_id,

@@ -185,7 +185,7 @@ pub(crate) async fn run(
         .control
         .annotate_summary(cycle::summary(&cycle.state, outcome));
     let notice = Message::notice(summary.clone());
-    shared.writer.append(session_id, notice.clone());
+    shared.writer.append(session_id, &notice);
     active.emitter.emit(EventKind::Notice {
         session_id: session_id.to_string(),
         session: cycle.session_name.clone(),

@@ -354,7 +354,7 @@ impl<'a> Run<'a> {
     /// Writes a notice into a member's transcript (e.g. the completion summary) and says so.
     pub fn note(&self, member: &Member, text: &str) {
         let message = Message::notice(text);
-        self.shared.writer.append(&member.id, message.clone());
+        self.shared.writer.append(&member.id, &message);
         self.emit(EventKind::Notice {
             session_id: member.id.clone(),
             session: member.name.clone(),

@@ -660,7 +660,7 @@ impl Actor<'_> {
                 super::replay::Found::Unfinished(prompt_id) => {
                     // Asked again: the unanswered ask is taken back, so it is not sent twice.
                     let mark = Message::superseding(&prompt_id, super::replay::ASKED_AGAIN);
-                    self.shared.writer.append(self.session_id, mark);
+                    self.shared.writer.append(self.session_id, &mark);
                     self.state.forget();
                 }
                 super::replay::Found::New => {}
@@ -715,7 +715,7 @@ impl Actor<'_> {
         // shorter (a compact form, attachments named instead of included).
         let reworded_prompt = (sent != user.history_text()).then_some(messages.len());
         messages.push(ChatMessage::user(sent.as_str()));
-        self.shared.writer.append(self.session_id, user.clone());
+        self.shared.writer.append(self.session_id, &user);
         self.emit(
             &info,
             &options.run_id,
@@ -1031,7 +1031,7 @@ impl Actor<'_> {
         let mut notice = Message::notice(text.clone());
         notice.iteration = options.iteration;
         notice.execution_id = self.execution_id();
-        self.shared.writer.append(self.session_id, notice.clone());
+        self.shared.writer.append(self.session_id, &notice);
         self.emit(
             info,
             &options.run_id,
@@ -1121,7 +1121,7 @@ impl Actor<'_> {
         });
         mark.run_id = options.run_id.clone();
         mark.execution_id = self.execution_id();
-        self.shared.writer.append(self.session_id, mark);
+        self.shared.writer.append(self.session_id, &mark);
         self.emit(
             info,
             &options.run_id,
@@ -1451,7 +1451,7 @@ impl Actor<'_> {
             step.iteration = options.iteration;
             step.execution_id = self.execution_id();
             step.tool_calls = calls.clone();
-            self.shared.writer.append(self.session_id, step.clone());
+            self.shared.writer.append(self.session_id, &step);
             request
                 .messages
                 .push(ChatMessage::assistant_calls(out.text.clone(), calls.clone()));
@@ -1490,7 +1490,7 @@ impl Actor<'_> {
                 );
                 message.iteration = options.iteration;
                 message.execution_id = self.execution_id();
-                self.shared.writer.append(self.session_id, message.clone());
+                self.shared.writer.append(self.session_id, &message);
                 context.emit(EventKind::ToolResult {
                     session_id: self.session_id.to_string(),
                     session: info.name.clone(),
@@ -1618,7 +1618,7 @@ impl Actor<'_> {
         let mut message = Message::user(text.clone());
         message.iteration = options.iteration;
         message.execution_id = self.execution_id();
-        self.shared.writer.append(self.session_id, message.clone());
+        self.shared.writer.append(self.session_id, &message);
         request.messages.push(ChatMessage::user(text.as_str()));
         self.emit(
             info,
@@ -1713,7 +1713,7 @@ impl Actor<'_> {
         answer.run_id = options.run_id.clone();
         // On disk before anything reports the turn ended (a crash cannot take back an answer
         // that was reported; a resumed run finds it).
-        let written = self.shared.writer.append_written(self.session_id, answer.clone());
+        let written = self.shared.writer.append_written(self.session_id, &answer);
 
         // The same rule as reading the transcript back, so a restart changes nothing.
         let turn = std::iter::once(user)

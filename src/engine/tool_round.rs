@@ -98,7 +98,7 @@ impl CallContext<'_> {
         let mut notice = crate::model::Message::notice(text.clone());
         notice.iteration = self.iteration;
         notice.execution_id = self.execution.map(|e| e.execution_id.clone());
-        self.shared.writer.append(self.session_id, notice.clone());
+        self.shared.writer.append(self.session_id, &notice);
         self.emit(EventKind::Notice {
             session_id: self.session_id.to_string(),
             session: self.session.to_string(),

@@ -122,8 +122,9 @@ impl Transcripts {
 type LoadReply = std::sync::mpsc::Sender<Result<LoadedTranscript, StoreError>>;
 
 enum WriterMsg {
-    /// A line to append, and who waits to hear it is written (see [`TranscriptWriter::append_written`]).
-    Append(String, Box<Message>, Option<Written>),
+    /// A line to append (serialised, with its newline), and who waits to hear it is written
+    /// (see [`TranscriptWriter::append_written`]).
+    Append(String, Vec<u8>, Option<Written>),
     Flush(std::sync::mpsc::Sender<()>),
     /// Reads a transcript after every line queued before this message is written.
     Load(String, LoadReply),
@@ -159,7 +160,9 @@ impl TranscriptWriter {
         }
     }
 
-    pub fn append(&self, session_id: &str, message: Message) {
+    /// Queues `message` as its session's next line. It is serialised here (no copy of it is
+    /// made, and the writer frees one buffer).
+    pub fn append(&self, session_id: &str, message: &Message) {
         self.send_append(session_id, message, None);
     }
 
@@ -170,16 +173,23 @@ impl TranscriptWriter {
     pub fn append_written(
         &self,
         session_id: &str,
-        message: Message,
+        message: &Message,
     ) -> impl std::future::Future<Output = ()> + use<> {
         let (done, written) = self.waits.start();
         self.send_append(session_id, message, Some(done));
         Arc::clone(&self.waits).wait(written)
     }
 
-    fn send_append(&self, session_id: &str, message: Message, done: Option<Written>) {
+    fn send_append(&self, session_id: &str, message: &Message, done: Option<Written>) {
+        let line = match line_of(message) {
+            Ok(line) => line,
+            Err(e) => {
+                tracing::error!(session = session_id, error = %e, "a message was not saved");
+                return;
+            }
+        };
         let sent = self.tx.as_ref().is_some_and(|tx| {
-            tx.send(WriterMsg::Append(session_id.to_string(), Box::new(message), done))
+            tx.send(WriterMsg::Append(session_id.to_string(), line, done))
                 .is_ok()
         });
         if !sent {
@@ -324,6 +334,7 @@ impl OpenTranscripts {
         job
     }
 
+    #[cfg(test)]
     fn append(
         &mut self,
         transcripts: &Transcripts,
@@ -332,10 +343,19 @@ impl OpenTranscripts {
     ) -> Result<(), StoreError> {
         let mut lines = Vec::new();
         for message in messages {
-            serde_json::to_writer(&mut lines, message).map_err(|e| StoreError::Serialize(e.to_string()))?;
-            lines.push(b'\n');
+            lines.extend(line_of(message)?);
         }
-        let written = self.file(transcripts, session_id)?.write_all(&lines);
+        self.append_lines(transcripts, session_id, &lines)
+    }
+
+    /// Appends whole lines (each with its newline) to a session's transcript.
+    fn append_lines(
+        &mut self,
+        transcripts: &Transcripts,
+        session_id: &str,
+        lines: &[u8],
+    ) -> Result<(), StoreError> {
+        let written = self.file(transcripts, session_id)?.write_all(lines);
         if let Err(e) = written {
             // Reopened next time (the file may have been moved or its disk remounted), its end
             // checked again (part of the line may have been written).
@@ -514,16 +534,17 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
                 Err(RecvTimeoutError::Disconnected) => break,
             },
         };
-        let mut batch: Vec<(String, Vec<Message>)> = Vec::new();
+        // Each session's lines of the batch, in order, to be written at once.
+        let mut batch: Vec<(String, Vec<u8>)> = Vec::new();
         let mut waiting = Vec::new();
         let mut loads = Vec::new();
         let mut acks = Vec::new();
         let mut take = |msg: WriterMsg| match msg {
-            WriterMsg::Append(id, m, done) => {
+            WriterMsg::Append(id, line, done) => {
                 acks.extend(done);
                 match batch.iter_mut().find(|(s, _)| *s == id) {
-                    Some((_, list)) => list.push(*m),
-                    None => batch.push((id, vec![*m])),
+                    Some((_, lines)) => lines.extend_from_slice(&line),
+                    None => batch.push((id, line)),
                 }
             }
             WriterMsg::Flush(done) => waiting.push(done),
@@ -533,8 +554,8 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
         while let Ok(more) = rx.try_recv() {
             take(more);
         }
-        for (id, messages) in &batch {
-            if let Err(e) = open.append(transcripts, id, messages) {
+        for (id, lines) in &batch {
+            if let Err(e) = open.append_lines(transcripts, id, lines) {
                 tracing::error!(session = %id, error = %e, "cannot append to transcript");
             }
         }
@@ -569,6 +590,15 @@ fn open_for_append(path: &Path) -> Result<fs::File, StoreError> {
             .map_err(|e| StoreError::io("cannot append to", path, e))?;
     }
     Ok(file)
+}
+
+/// A message as a transcript line, with its newline.
+fn line_of(message: &Message) -> Result<Vec<u8>, StoreError> {
+    // Room for the text and the fields around it: one allocation for most lines.
+    let mut line = Vec::with_capacity(message.text.len() + 256);
+    serde_json::to_writer(&mut line, message).map_err(|e| StoreError::Serialize(e.to_string()))?;
+    line.push(b'\n');
+    Ok(line)
 }
 
 /// Opens a transcript to append to (created 0600), as it is.
@@ -692,7 +722,7 @@ mod tests {
         for k in 0..100 {
             writer.append(
                 if k % 2 == 0 { "even" } else { "odd" },
-                Message::user(format!("{k}")),
+                &Message::user(format!("{k}")),
             );
         }
         writer.flush();
@@ -705,7 +735,7 @@ mod tests {
             .collect();
         let expected: Vec<String> = (0..100).step_by(2).map(|k| k.to_string()).collect();
         assert_eq!(even, expected);
-        writer.append("odd", Message::user("last"));
+        writer.append("odd", &Message::user("last"));
         drop(writer);
         assert_eq!(
             t.load("odd").unwrap().messages.last().unwrap().text,
@@ -802,7 +832,7 @@ mod tests {
         let writer = TranscriptWriter::new(t.clone());
         for round in 0..2 {
             for k in 0..200 {
-                writer.append(&format!("s{k}"), Message::user(format!("{round}")));
+                writer.append(&format!("s{k}"), &Message::user(format!("{round}")));
             }
             writer.flush();
             let open = crate::store::open_files_under(dir.path()).len();
@@ -826,7 +856,7 @@ mod tests {
         let t = Transcripts::new(dir.path().join("sessions"));
         let writer = TranscriptWriter::with_idle_close(t.clone(), Duration::from_millis(50));
         for k in 0..3 {
-            writer.append(&format!("s{k}"), Message::user("x"));
+            writer.append(&format!("s{k}"), &Message::user("x"));
         }
         writer.flush();
         // Polled, not slept for a guessed time: the writer closes them on its own.
@@ -835,7 +865,7 @@ mod tests {
             assert!(started.elapsed() < Duration::from_secs(60), "never closed");
             std::thread::sleep(Duration::from_millis(10));
         }
-        writer.append("s0", Message::user("y"));
+        writer.append("s0", &Message::user("y"));
         writer.flush();
         assert_eq!(t.load("s0").unwrap().messages.len(), 2, "opened again to write");
     }
@@ -865,7 +895,7 @@ mod tests {
         let t = Transcripts::new(dir.path());
         let writer = TranscriptWriter::new(t.clone());
         for k in 0..200 {
-            writer.append("s", Message::user(format!("m{k}")));
+            writer.append("s", &Message::user(format!("m{k}")));
         }
         let loaded = writer.load(&t, "s").unwrap();
         assert_eq!(loaded.messages.len(), 200);
@@ -887,7 +917,7 @@ mod tests {
         let writer = TranscriptWriter::new(t.clone());
         for k in 0..50 {
             for s in ["torn", "a", "b"] {
-                writer.append(s, Message::assistant(format!("{s}{k}")));
+                writer.append(s, &Message::assistant(format!("{s}{k}")));
             }
         }
         writer.flush();
