@@ -15,7 +15,7 @@ use crate::model::Message;
 use super::StoreError;
 use super::line_wait::{LineWaits, Written};
 use super::private::{create_private_dir, private_file};
-use super::regular::read_regular;
+use super::regular::{open_regular, read_regular};
 
 #[derive(Debug, Default)]
 pub struct LoadedTranscript {
@@ -378,59 +378,45 @@ impl OpenTranscripts {
         self.syncs += self.take_unsynced().run(transcripts);
     }
 
-    /// What is to be synced: a handle of each open file with unsynced lines (`fdatasync` syncs
-    /// the file, whichever handle asks) and the ids of those closed since (opened again to be
-    /// synced). From now on, lines count towards the next group.
+    /// What is to be synced: the transcripts with unsynced lines. From now on, lines count
+    /// towards the next group.
     fn take_unsynced(&mut self) -> SyncJob {
-        let files = std::mem::take(&mut self.unsynced)
-            .into_iter()
-            .map(|id| {
-                let handle = self.files.get(&id).and_then(|(file, _)| file.try_clone().ok());
-                (id, handle)
-            })
-            .collect();
         self.unsynced_since = None;
         SyncJob {
-            files,
+            ids: std::mem::take(&mut self.unsynced).into_iter().collect(),
             done: Vec::new(),
         }
     }
 }
 
-/// A group of transcripts to sync, and who waits for them (a flush).
+/// A group of transcripts to sync, by session id, and who waits for them (a flush). Ids, not
+/// open files: groups that queue up while the disk is slow hold no file handles.
 #[derive(Default)]
 struct SyncJob {
-    files: Vec<(String, Option<fs::File>)>,
+    ids: Vec<String>,
     done: Vec<std::sync::mpsc::Sender<()>>,
 }
 
 impl SyncJob {
-    /// Adds `other`'s files (those not in this job already) and waiters.
+    /// Adds `other`'s transcripts (those not in this job already) and waiters.
     fn merge(&mut self, other: SyncJob) {
-        for (id, handle) in other.files {
-            match self.files.iter_mut().find(|(known, _)| *known == id) {
-                Some((_, mine)) => {
-                    if mine.is_none() {
-                        *mine = handle;
-                    }
-                }
-                None => self.files.push((id, handle)),
+        for id in other.ids {
+            if !self.ids.contains(&id) {
+                self.ids.push(id);
             }
         }
         self.done.extend(other.done);
     }
 
-    /// Syncs each file, then lets the waiters go; returns the `fdatasync` calls made.
+    /// Syncs each transcript (opened by its path, only if a regular file: `fdatasync` syncs the
+    /// file, whichever handle asks), then lets the waiters go; returns the `fdatasync` calls made.
     fn run(self, transcripts: &Transcripts) -> u64 {
         let mut syncs = 0;
-        for (id, handle) in self.files {
-            let synced = match handle {
-                Some(file) => file.sync_data(),
-                None => transcripts
-                    .path(&id)
-                    .map_err(std::io::Error::other)
-                    .and_then(|path| fs::File::open(path)?.sync_data()),
-            };
+        for id in self.ids {
+            let synced = transcripts
+                .path(&id)
+                .map_err(std::io::Error::other)
+                .and_then(|path| open_regular(&path)?.sync_data());
             syncs += 1;
             // A closed transcript removed since (its session deleted) has nothing to sync.
             if let Err(e) = synced.or_else(|e| {
@@ -482,7 +468,7 @@ impl Syncer {
 
     /// Hands `job` over; without a syncer thread it is run here.
     fn sync(&self, transcripts: &Transcripts, job: SyncJob) {
-        if job.files.is_empty() && job.done.is_empty() {
+        if job.ids.is_empty() && job.done.is_empty() {
             return;
         }
         let unsent = match &self.tx {
@@ -817,12 +803,34 @@ mod tests {
         let mut second = open.take_unsynced();
         second.done.push(tx);
         first.merge(second);
-        let mut ids: Vec<&str> = first.files.iter().map(|(id, _)| id.as_str()).collect();
+        let mut ids: Vec<&str> = first.ids.iter().map(String::as_str).collect();
         ids.sort_unstable();
         assert_eq!(ids, ["a", "b"], "each file once");
         assert!(rx.try_recv().is_err(), "not answered before the sync");
         assert_eq!(first.run(&t), 2);
         assert!(rx.try_recv().is_ok(), "answered once synced");
+    }
+
+    #[test]
+    fn a_fifo_where_a_transcript_was_is_not_waited_on_when_syncing() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transcripts::new(dir.path().join("sessions"));
+        fs::create_dir_all(t.dir()).unwrap();
+        let path =
+            std::ffi::CString::new(t.path("x").unwrap().into_os_string().into_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let job = SyncJob {
+            ids: vec!["x".into()],
+            done: vec![tx],
+        };
+        let t2 = t.clone();
+        std::thread::spawn(move || job.run(&t2));
+        assert!(
+            rx.recv_timeout(Duration::from_secs(20)).is_ok(),
+            "the syncer waited on a FIFO"
+        );
     }
 
     #[test]
