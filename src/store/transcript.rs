@@ -730,6 +730,18 @@ mod tests {
         );
     }
 
+    /// Three lines each for 40 sessions, written in turn (more sessions than open files).
+    fn written_in_turn(t: &Transcripts) -> OpenTranscripts {
+        let mut open = OpenTranscripts::default();
+        for round in 0..3 {
+            for k in 0..40 {
+                open.append(t, &format!("s{k}"), &[Message::user(format!("{round}"))])
+                    .unwrap();
+            }
+        }
+        open
+    }
+
     /// A team larger than the open files' bound writes its members in turn: each answer closes
     /// a transcript to open another, and none is synced on its own then; the window's group
     /// sync covers the closed ones too (one sync per session, not per message).
@@ -737,13 +749,7 @@ mod tests {
     fn transcripts_closed_for_others_are_synced_with_the_group_not_one_by_one() {
         let dir = tempfile::tempdir().unwrap();
         let t = Transcripts::new(dir.path().join("sessions"));
-        let mut open = OpenTranscripts::default();
-        for round in 0..3 {
-            for k in 0..40 {
-                open.append(&t, &format!("s{k}"), &[Message::user(format!("{round}"))])
-                    .unwrap();
-            }
-        }
+        let mut open = written_in_turn(&t);
         assert!(open.files.len() <= OPEN_MAX);
         assert_eq!(open.syncs, 0, "no transcript synced before the window closes");
         assert_eq!(open.unsynced.len(), 40);
@@ -764,13 +770,7 @@ mod tests {
     fn a_transcript_opened_again_is_not_read_again_until_the_writer_lets_go_of_it() {
         let dir = tempfile::tempdir().unwrap();
         let t = Transcripts::new(dir.path().join("sessions"));
-        let mut open = OpenTranscripts::default();
-        for round in 0..3 {
-            for k in 0..40 {
-                open.append(&t, &format!("s{k}"), &[Message::user(format!("{round}"))])
-                    .unwrap();
-            }
-        }
+        let mut open = written_in_turn(&t);
         // 120 opens (a team larger than the open files), one check of each file's end.
         assert_eq!(open.end_checks, 40);
         // Once every file is closed (idle), another process may have torn one: checked again.
