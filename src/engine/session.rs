@@ -1723,7 +1723,30 @@ impl Actor<'_> {
         self.history().extend(added);
         // Only the newest part is ever sent; the transcript on disk keeps everything.
         self.state.drop_unsendable();
-        written.await;
+        if !written.await {
+            // Reported all the same (it was answered, and paid for), but not as if it were safe.
+            let id = self.session_id;
+            let member = self
+                .shared
+                .org
+                .read(|org| {
+                    let handles = org.member_handles(&info.group_id);
+                    handles
+                        .into_iter()
+                        .find(|(s, _)| s == id)
+                        .map(|(_, handle)| handle)
+                })
+                .unwrap_or_else(|| info.name.clone());
+            self.emit(
+                info,
+                &options.run_id,
+                EventKind::Warning {
+                    message: format!(
+                        "{member}'s answer was not saved (see the log); a resumed run asks again"
+                    ),
+                },
+            );
+        }
         // A turn that failed without a word of usage is not counted (nothing says it was
         // billed); one that answered without a cost was not priced.
         let spent = (result.success || result.usage.is_some()).then(|| Spent {

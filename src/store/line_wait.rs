@@ -48,6 +48,26 @@ impl Drop for Written {
     }
 }
 
+/// The watcher handed to the blocking pool. A runtime that is shutting down drops it without
+/// running it: then it says so, or no watcher would ever start again for these waits.
+struct Watcher(Option<Arc<LineWaits>>);
+
+impl Watcher {
+    fn run(mut self) {
+        if let Some(waits) = self.0.take() {
+            waits.watch();
+        }
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        if let Some(waits) = self.0.take() {
+            waits.unwatched();
+        }
+    }
+}
+
 impl LineWaits {
     /// A new wait: the signal for the writer and the receiver the waiter awaits.
     pub(crate) fn start(self: &Arc<Self>) -> (Written, tokio::sync::oneshot::Receiver<()>) {
@@ -61,8 +81,9 @@ impl LineWaits {
     }
 
     /// Waits for `rx` (from [`LineWaits::start`]), with a watcher on the blocking pool while any
-    /// wait is pending. Call from within a tokio runtime.
-    pub(crate) async fn wait(self: Arc<Self>, rx: tokio::sync::oneshot::Receiver<()>) {
+    /// wait is pending; whether the line was written (not: the writer could not write it, or is
+    /// gone, and has said why in the log). Call from within a tokio runtime.
+    pub(crate) async fn wait(self: Arc<Self>, rx: tokio::sync::oneshot::Receiver<()>) -> bool {
         let start_watcher = {
             let mut counts = self.lock();
             let start = counts.pending > 0 && !counts.watched;
@@ -70,12 +91,11 @@ impl LineWaits {
             start
         };
         if start_watcher {
-            let waits = Arc::clone(&self);
+            let watcher = Watcher(Some(Arc::clone(&self)));
             // Not awaited: it ends by itself once no wait is pending.
-            drop(tokio::task::spawn_blocking(move || waits.watch()));
+            drop(tokio::task::spawn_blocking(move || watcher.run()));
         }
-        // A writer that is gone has said so in the log already.
-        let _ = rx.await;
+        rx.await.is_ok()
     }
 
     fn watch(&self) {
@@ -87,6 +107,11 @@ impl LineWaits {
                 .unwrap_or_else(PoisonError::into_inner);
         }
         counts.watched = false;
+    }
+
+    /// Not watched any more: the next wait starts a watcher.
+    fn unwatched(&self) {
+        self.lock().watched = false;
     }
 
     fn finished(&self) {
@@ -134,10 +159,10 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
             written.send();
         });
-        waiter.await.unwrap();
+        assert!(waiter.await.unwrap(), "written");
         writer.join().unwrap();
         // The watcher ends by itself: nothing pending, nothing watched.
-        for _ in 0..200 {
+        for _ in 0..12_000 {
             if !waits.lock().watched {
                 break;
             }
@@ -145,6 +170,32 @@ mod tests {
         }
         let counts = waits.lock();
         assert_eq!((counts.pending, counts.watched), (0, false));
+    }
+
+    #[tokio::test]
+    async fn a_line_that_was_not_written_is_not_reported_written() {
+        let waits = Arc::new(LineWaits::default());
+        let (written, rx) = waits.start();
+        drop(written);
+        assert!(!Arc::clone(&waits).wait(rx).await);
+        assert_eq!(waits.pending(), 0);
+    }
+
+    #[test]
+    fn a_watcher_a_closing_runtime_never_ran_lets_the_next_wait_start_one() {
+        let waits = Arc::new(LineWaits::default());
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let handle = runtime.handle().clone();
+        drop(runtime);
+        let (written, rx) = waits.start();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            written.send();
+        });
+        // On a runtime that is gone the watcher is dropped unrun.
+        assert!(handle.block_on(Arc::clone(&waits).wait(rx)));
+        writer.join().unwrap();
+        assert!(!waits.lock().watched, "no watcher runs, none is believed to");
     }
 
     /// The reason for the watcher: with the test clock paused, a runtime waiting on the writer
@@ -159,7 +210,7 @@ mod tests {
         });
         let before = tokio::time::Instant::now();
         tokio::select! {
-            () = Arc::clone(&waits).wait(rx) => {}
+            _ = Arc::clone(&waits).wait(rx) => {}
             () = tokio::time::sleep(Duration::from_secs(3600)) => panic!("the clock jumped an hour"),
         }
         assert!(tokio::time::Instant::now() - before < Duration::from_secs(3600));

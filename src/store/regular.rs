@@ -18,6 +18,13 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)?;
+    regular_only(file)
+}
+
+/// `file` if it is a regular file (checked on the open file, `fstat`); anything else is an
+/// `InvalidInput` error saying what it is. Open it with `O_NONBLOCK` first, so that opening a
+/// FIFO returns at once.
+pub fn regular_only(file: File) -> io::Result<File> {
     let kind = file.metadata()?.file_type();
     if kind.is_file() {
         Ok(file)

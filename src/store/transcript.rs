@@ -15,7 +15,7 @@ use crate::model::Message;
 use super::StoreError;
 use super::line_wait::{LineWaits, Written};
 use super::private::{create_private_dir, private_file};
-use super::regular::{open_regular, read_regular};
+use super::regular::{open_regular, read_regular, regular_only};
 
 #[derive(Debug, Default)]
 pub struct LoadedTranscript {
@@ -168,13 +168,14 @@ impl TranscriptWriter {
 
     /// Appends like [`TranscriptWriter::append`]; the future ends once the line (and every line
     /// queued before it) is written to its file, so it outlives this process whatever ends it
-    /// (it is synced with the next group of lines). What reports a turn's end waits for it:
-    /// nothing is reported that a crash could take back.
+    /// (it is synced with the next group of lines), with `true`; `false` when it could not be
+    /// written (the log says why). What reports a turn's end waits for it: nothing is reported
+    /// that a crash could take back, and an answer that is not on disk is said to be so.
     pub fn append_written(
         &self,
         session_id: &str,
         message: &Message,
-    ) -> impl std::future::Future<Output = ()> + use<> {
+    ) -> impl std::future::Future<Output = bool> + use<> {
         let (done, written) = self.waits.start();
         self.send_append(session_id, message, Some(done));
         Arc::clone(&self.waits).wait(written)
@@ -520,19 +521,19 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
                 Err(RecvTimeoutError::Disconnected) => break,
             },
         };
-        // Each session's lines of the batch, in order, to be written at once.
-        let mut batch: Vec<(String, Vec<u8>)> = Vec::new();
+        // Each session's lines of the batch, in order, to be written at once, and who waits for
+        // them.
+        let mut batch: Vec<(String, Vec<u8>, Vec<Written>)> = Vec::new();
         let mut waiting = Vec::new();
         let mut loads = Vec::new();
-        let mut acks = Vec::new();
         let mut take = |msg: WriterMsg| match msg {
-            WriterMsg::Append(id, line, done) => {
-                acks.extend(done);
-                match batch.iter_mut().find(|(s, _)| *s == id) {
-                    Some((_, lines)) => lines.extend_from_slice(&line),
-                    None => batch.push((id, line)),
+            WriterMsg::Append(id, line, done) => match batch.iter_mut().find(|(s, _, _)| *s == id) {
+                Some((_, lines, acks)) => {
+                    lines.extend_from_slice(&line);
+                    acks.extend(done);
                 }
-            }
+                None => batch.push((id, line, done.into_iter().collect())),
+            },
             WriterMsg::Flush(done) => waiting.push(done),
             WriterMsg::Load(id, reply) => loads.push((id, reply)),
         };
@@ -540,13 +541,16 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
         while let Ok(more) = rx.try_recv() {
             take(more);
         }
-        for (id, lines) in &batch {
-            if let Err(e) = open.append_lines(transcripts, id, lines) {
-                tracing::error!(session = %id, error = %e, "cannot append to transcript");
+        let mut written = Vec::new();
+        for (id, lines, acks) in batch {
+            match open.append_lines(transcripts, &id, &lines) {
+                Ok(()) => written.extend(acks),
+                // Who waits hears it was not written (the signal is dropped unsent).
+                Err(e) => tracing::error!(session = %id, error = %e, "cannot append to transcript"),
             }
         }
         // Written (in the files, whatever becomes of this process): who waits may go on.
-        for done in acks {
+        for done in written {
             done.send();
         }
         let window_closed = open.unsynced_since.is_some_and(|t| t.elapsed() >= SYNC_WINDOW);
@@ -587,13 +591,18 @@ fn line_of(message: &Message) -> Result<Vec<u8>, StoreError> {
     Ok(line)
 }
 
-/// Opens a transcript to append to (created 0600), as it is.
+/// Opens a transcript to append to (created 0600), as it is; only a regular file (a FIFO put
+/// where a transcript was is refused at once, never written into until its buffer fills and
+/// the writer waits for ever).
 fn open_append(path: &Path) -> Result<fs::File, StoreError> {
+    use std::os::unix::fs::OpenOptionsExt;
     private_file()
         .read(true)
         .append(true)
         .create(true)
+        .custom_flags(libc::O_NONBLOCK)
         .open(path)
+        .and_then(regular_only)
         .map_err(|e| StoreError::io("cannot open", path, e))
 }
 
@@ -831,6 +840,49 @@ mod tests {
             rx.recv_timeout(Duration::from_secs(20)).is_ok(),
             "the syncer waited on a FIFO"
         );
+    }
+
+    /// A transcript the writer closed to open others (and knows to end whole) was replaced by
+    /// a FIFO: opened again, it is refused, not written into until the pipe is full.
+    #[test]
+    fn a_fifo_put_where_a_closed_transcript_was_is_refused_not_written_into() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transcripts::new(dir.path().join("sessions"));
+        let writer = TranscriptWriter::new(t.clone());
+        writer.append("victim", &Message::user("first"));
+        for k in 0..OPEN_MAX {
+            writer.append(&format!("other{k}"), &Message::user("x"));
+        }
+        writer.flush();
+        let path = t.path("victim").unwrap();
+        fs::remove_file(&path).unwrap();
+        let c_path = std::ffi::CString::new(path.into_os_string().into_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let long = "y".repeat(100_000);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            writer.append("victim", &Message::user(long));
+            writer.flush();
+            let _ = tx.send(());
+        });
+        assert!(
+            rx.recv_timeout(Duration::from_secs(20)).is_ok(),
+            "the writer wrote into a FIFO and waits for a reader"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_line_that_cannot_be_written_is_not_reported_written() {
+        let dir = tempfile::tempdir().unwrap();
+        // Where the transcripts' folder belongs, a file: nothing can be written under it.
+        fs::write(dir.path().join("sessions"), b"").unwrap();
+        let t = Transcripts::new(dir.path().join("sessions"));
+        let writer = TranscriptWriter::new(t);
+        assert!(!writer.append_written("s", &Message::assistant("lost")).await);
+        let ok_dir = tempfile::tempdir().unwrap();
+        let ok = TranscriptWriter::new(Transcripts::new(ok_dir.path().join("sessions")));
+        assert!(ok.append_written("s", &Message::assistant("kept")).await);
     }
 
     #[test]

@@ -326,6 +326,25 @@ fn a_broadcast_where_every_member_failed_ends_failed_in_its_events_too() {
     assert_eq!(ended["outcome"], "failed", "{ended}");
 }
 
+/// An answer that cannot be written to its transcript is still shown (it was paid for), with a
+/// warning that names the member and says a resumed run would ask again: never as if it were
+/// safe on disk.
+#[test]
+fn an_answer_that_could_not_be_saved_is_said_to_be_so() {
+    let home = tempfile::tempdir().unwrap();
+    // A file where the transcripts' folder belongs: no transcript can be written.
+    std::fs::write(home.path().join("sessions"), b"").unwrap();
+    let out = huddle(home.path(), &["run", "--preset", "Research Panel", "q"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    for member in ["analyst", "practitioner", "skeptic"] {
+        assert!(
+            stderr.contains(&format!("{member}'s answer was not saved")),
+            "{stderr}"
+        );
+    }
+}
+
 #[test]
 fn a_second_process_is_refused_while_the_data_dir_is_locked() {
     let home = tempfile::tempdir().unwrap();
