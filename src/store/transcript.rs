@@ -70,7 +70,7 @@ impl Transcripts {
             serde_json::to_writer(&mut line, message).map_err(|e| StoreError::Serialize(e.to_string()))?;
             line.push(b'\n');
         }
-        let mut file = open_for_append(&path)?;
+        let (mut file, _) = open_for_append(&path)?;
         file.write_all(&line)
             .map_err(|e| StoreError::io("cannot append to", &path, e))?;
         file.sync_data()
@@ -256,6 +256,9 @@ const IDLE_CLOSE: Duration = Duration::from_secs(5);
 #[derive(Default)]
 struct OpenTranscripts {
     dir_ready: bool,
+    /// A transcript was created since the last group: the folder is synced with the group too,
+    /// or a power loss could take the new file's name (and all its synced lines) with it.
+    folder_unsynced: bool,
     /// Each open file with when it was last written (a counter: the least is closed first).
     files: HashMap<String, (fs::File, u64)>,
     uses: u64,
@@ -289,7 +292,9 @@ impl OpenTranscripts {
             let file = if self.whole.contains(session_id) {
                 open_append(&path)?
             } else {
-                let file = open_for_append(&path)?;
+                let (file, empty) = open_for_append(&path)?;
+                // A new file's name is synced with the group, in its folder.
+                self.folder_unsynced |= empty;
                 self.end_checks += 1;
                 self.whole.insert(session_id.to_string());
                 file
@@ -385,6 +390,7 @@ impl OpenTranscripts {
         self.unsynced_since = None;
         SyncJob {
             ids: std::mem::take(&mut self.unsynced).into_iter().collect(),
+            folder: std::mem::take(&mut self.folder_unsynced),
             done: Vec::new(),
         }
     }
@@ -395,6 +401,8 @@ impl OpenTranscripts {
 #[derive(Default)]
 struct SyncJob {
     ids: Vec<String>,
+    /// The transcripts' folder too (a transcript was created).
+    folder: bool,
     done: Vec<std::sync::mpsc::Sender<()>>,
 }
 
@@ -406,6 +414,7 @@ impl SyncJob {
                 self.ids.push(id);
             }
         }
+        self.folder |= other.folder;
         self.done.extend(other.done);
     }
 
@@ -429,6 +438,10 @@ impl SyncJob {
             }) {
                 tracing::error!(session = %id, error = %e, "cannot sync a transcript");
             }
+        }
+        if self.folder {
+            super::atomic::sync_dir(transcripts.dir());
+            syncs += 1;
         }
         for done in self.done {
             let _ = done.send(());
@@ -573,13 +586,15 @@ fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMs
 
 /// Opens a transcript to append to (created 0600). After a torn write the file ends mid-line:
 /// a newline is added first, so the next message is not glued to the fragment.
-fn open_for_append(path: &Path) -> Result<fs::File, StoreError> {
+/// Also says whether the file is empty (new, in practice).
+fn open_for_append(path: &Path) -> Result<(fs::File, bool), StoreError> {
     let mut file = open_append(path)?;
-    if ends_without_newline(&mut file).map_err(|e| StoreError::io("cannot read", path, e))? {
+    let end = end_of(&mut file).map_err(|e| StoreError::io("cannot read", path, e))?;
+    if end == FileEnd::MidLine {
         file.write_all(b"\n")
             .map_err(|e| StoreError::io("cannot append to", path, e))?;
     }
-    Ok(file)
+    Ok((file, end == FileEnd::Empty))
 }
 
 /// A message as a transcript line, with its newline.
@@ -606,15 +621,27 @@ fn open_append(path: &Path) -> Result<fs::File, StoreError> {
         .map_err(|e| StoreError::io("cannot open", path, e))
 }
 
-fn ends_without_newline(file: &mut fs::File) -> std::io::Result<bool> {
+/// How a transcript ends.
+#[derive(Debug, PartialEq, Eq)]
+enum FileEnd {
+    Empty,
+    WholeLine,
+    MidLine,
+}
+
+fn end_of(file: &mut fs::File) -> std::io::Result<FileEnd> {
     let len = file.seek(SeekFrom::End(0))?;
     if len == 0 {
-        return Ok(false);
+        return Ok(FileEnd::Empty);
     }
     file.seek(SeekFrom::End(-1))?;
     let mut last = [0u8; 1];
     file.read_exact(&mut last)?;
-    Ok(last[0] != b'\n')
+    Ok(if last[0] == b'\n' {
+        FileEnd::WholeLine
+    } else {
+        FileEnd::MidLine
+    })
 }
 
 fn parse_lines(text: &str, path: &Path) -> LoadedTranscript {
@@ -763,7 +790,10 @@ mod tests {
         assert_eq!(open.syncs, 0, "no transcript synced before the window closes");
         assert_eq!(open.unsynced.len(), 40);
         open.sync(&t);
-        assert_eq!(open.syncs, 40, "each session's file synced once");
+        assert_eq!(
+            open.syncs, 41,
+            "each session's file synced once, and their folder (new files)"
+        );
         assert!(open.unsynced.is_empty());
         let texts: Vec<String> = t
             .load("s0")
@@ -815,8 +845,15 @@ mod tests {
         let mut ids: Vec<&str> = first.ids.iter().map(String::as_str).collect();
         ids.sort_unstable();
         assert_eq!(ids, ["a", "b"], "each file once");
+        assert!(first.folder, "new transcripts: their folder is synced too");
         assert!(rx.try_recv().is_err(), "not answered before the sync");
-        assert_eq!(first.run(&t), 2);
+        assert_eq!(first.run(&t), 3, "two files and their folder");
+        // Lines added to transcripts that exist: the folder is left alone.
+        open.append(&t, "b", &[Message::user("2")]).unwrap();
+        assert!(!open.take_unsynced().folder);
+        let mut again = OpenTranscripts::default();
+        again.append(&t, "a", &[Message::user("3")]).unwrap();
+        assert!(!again.take_unsynced().folder, "opened, not created");
         assert!(rx.try_recv().is_ok(), "answered once synced");
     }
 
@@ -832,6 +869,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         let job = SyncJob {
             ids: vec!["x".into()],
+            folder: false,
             done: vec![tx],
         };
         let t2 = t.clone();
