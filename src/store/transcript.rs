@@ -65,11 +65,7 @@ impl Transcripts {
     pub fn append_all(&self, session_id: &str, messages: &[Message]) -> Result<(), StoreError> {
         let path = self.path(session_id)?;
         create_private_dir(&self.dir).map_err(|e| StoreError::io("cannot create", &self.dir, e))?;
-        let mut line = Vec::new();
-        for message in messages {
-            serde_json::to_writer(&mut line, message).map_err(|e| StoreError::Serialize(e.to_string()))?;
-            line.push(b'\n');
-        }
+        let line = lines_of(messages)?;
         let (mut file, _) = open_for_append(&path)?;
         file.write_all(&line)
             .map_err(|e| StoreError::io("cannot append to", &path, e))?;
@@ -100,12 +96,7 @@ impl Transcripts {
             ));
         }
         create_private_dir(&self.dir).map_err(|e| StoreError::io("cannot create", &self.dir, e))?;
-        let mut bytes = Vec::new();
-        for message in messages {
-            serde_json::to_writer(&mut bytes, message).map_err(|e| StoreError::Serialize(e.to_string()))?;
-            bytes.push(b'\n');
-        }
-        super::atomic::write_atomic_private(&path, &bytes)
+        super::atomic::write_atomic_private(&path, &lines_of(messages)?)
     }
 
     /// Deletes a session's transcript (used when its team is deleted).
@@ -182,7 +173,7 @@ impl TranscriptWriter {
     }
 
     fn send_append(&self, session_id: &str, message: &Message, done: Option<Written>) {
-        let line = match line_of(message) {
+        let line = match lines_of(std::slice::from_ref(message)) {
             Ok(line) => line,
             Err(e) => {
                 tracing::error!(session = session_id, error = %e, "a message was not saved");
@@ -347,11 +338,7 @@ impl OpenTranscripts {
         session_id: &str,
         messages: &[Message],
     ) -> Result<(), StoreError> {
-        let mut lines = Vec::new();
-        for message in messages {
-            lines.extend(line_of(message)?);
-        }
-        self.append_lines(transcripts, session_id, &lines)
+        self.append_lines(transcripts, session_id, &lines_of(messages)?)
     }
 
     /// Appends whole lines (each with its newline) to a session's transcript.
@@ -407,6 +394,10 @@ struct SyncJob {
 }
 
 impl SyncJob {
+    fn is_empty(&self) -> bool {
+        self.ids.is_empty() && !self.folder && self.done.is_empty()
+    }
+
     /// Adds `other`'s transcripts (those not in this job already) and waiters.
     fn merge(&mut self, other: SyncJob) {
         for id in other.ids {
@@ -482,7 +473,7 @@ impl Syncer {
 
     /// Hands `job` over; without a syncer thread it is run here.
     fn sync(&self, transcripts: &Transcripts, job: SyncJob) {
-        if job.ids.is_empty() && job.done.is_empty() {
+        if job.is_empty() {
             return;
         }
         let unsent = match &self.tx {
@@ -597,13 +588,16 @@ fn open_for_append(path: &Path) -> Result<(fs::File, bool), StoreError> {
     Ok((file, end == FileEnd::Empty))
 }
 
-/// A message as a transcript line, with its newline.
-fn line_of(message: &Message) -> Result<Vec<u8>, StoreError> {
-    // Room for the text and the fields around it: one allocation for most lines.
-    let mut line = Vec::with_capacity(message.text.len() + 256);
-    serde_json::to_writer(&mut line, message).map_err(|e| StoreError::Serialize(e.to_string()))?;
-    line.push(b'\n');
-    Ok(line)
+/// Messages as transcript lines, each with its newline.
+fn lines_of(messages: &[Message]) -> Result<Vec<u8>, StoreError> {
+    // Room for the texts and the fields around them: one allocation for most lines.
+    let room = messages.iter().map(|m| m.text.len() + 256).sum();
+    let mut lines = Vec::with_capacity(room);
+    for message in messages {
+        serde_json::to_writer(&mut lines, message).map_err(|e| StoreError::Serialize(e.to_string()))?;
+        lines.push(b'\n');
+    }
+    Ok(lines)
 }
 
 /// Opens a transcript to append to (created 0600), as it is; only a regular file (a FIFO put
