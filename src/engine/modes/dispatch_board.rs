@@ -423,6 +423,12 @@ impl Board {
                 Ok(&cap_result(&turn.text, self.result_max_bytes)),
             )),
             ExecutionStatus::Cancelled if entry.cancelled_by == Some(CancelledBy::Orchestrator) => None,
+            // Cut short by the run's own stop (or interruption), not by the board: the
+            // orchestrator stops too, and a resumed run dispatches it again. Pushed, it would
+            // reach the orchestrator's last turn as a failure and be taken for one on resume.
+            ExecutionStatus::Cancelled if entry.cancelled_by.is_none() && self.run_cancel.is_cancelled() => {
+                None
+            }
             _ => {
                 let mut error = turn.error.clone().unwrap_or_else(|| "it failed".into());
                 if timed_out {
@@ -884,6 +890,42 @@ mod tests {
         assert_eq!(board.cancel("exec-9"), "not_found");
         assert!(!board.pending());
         assert!(board.take_jobs().is_empty(), "the queued one never starts");
+    }
+
+    /// A sub-agent cut short by the run's stop (the front end went away) is not pushed as
+    /// failed: the orchestrator's interrupted turn took it in, and the resumed run took it for a
+    /// result and never dispatched the sub-agent again (its final answer was a wait).
+    #[test]
+    fn a_sub_agent_cut_short_by_the_runs_stop_is_not_pushed_as_failed() {
+        let (mut board, _rx) = board(2, &["a", "b"]);
+        let run_cancel = CancellationToken::new();
+        board.run_cancel = run_cancel.clone();
+        dispatch(&board, "a").unwrap();
+        dispatch(&board, "b").unwrap();
+        let jobs = board.take_jobs();
+        let cancelled = || {
+            let mut t = TurnResult::failed(
+                "b",
+                "turn was cancelled".into(),
+                Some(crate::providers::ErrorKind::Cancelled),
+            );
+            t.text = "B ".into();
+            t
+        };
+        // Before the stop, a cancelled turn (a provider that said so) is pushed as failed.
+        board.complete(jobs[0].index, &cancelled(), false);
+        assert_eq!(board.take_inputs().len(), 1, "pushed before the stop");
+        run_cancel.cancel();
+        assert!(
+            jobs[1].cancel.is_cancelled(),
+            "the run's stop reaches the sub-agent"
+        );
+        board.complete(jobs[1].index, &cancelled(), false);
+        assert!(
+            board.take_inputs().is_empty(),
+            "nothing pushed once the run stops"
+        );
+        assert!(!board.pending());
     }
 
     #[test]
