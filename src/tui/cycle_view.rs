@@ -780,6 +780,15 @@ impl CycleView {
         self.approvals.clear();
     }
 
+    /// A run read back from its file that ended but was left open: it can be resumed.
+    pub fn mark_left_open(&mut self) {
+        self.interrupted = true;
+        self.push(
+            TimelineKind::Warn,
+            "interrupted here: resume with the pause key".into(),
+        );
+    }
+
     /// A run read back from its file that has no end: the process stopped during it.
     pub fn mark_cut_short(&mut self, resumable: bool, at: Instant) {
         self.no_tools_in_flight();
@@ -795,11 +804,7 @@ impl CycleView {
             }
         }
         if resumable {
-            self.interrupted = true;
-            self.push(
-                TimelineKind::Warn,
-                "interrupted here: resume with the pause key".into(),
-            );
+            self.mark_left_open();
         } else {
             self.push(
                 TimelineKind::Warn,

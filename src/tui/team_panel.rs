@@ -61,6 +61,9 @@ pub struct TeamPanel {
     pub forecasts: HashMap<GroupId, (Option<Forecast>, Basis)>,
     /// Teams whose forecast was asked for.
     forecasts_asked: HashSet<GroupId>,
+    /// The ids of each team's runs followed live here (their events seen from their start):
+    /// a run file read meanwhile is no newer than what they showed.
+    followed: HashMap<GroupId, Vec<String>>,
 }
 
 /// Where browsing a team's runs leads.
@@ -180,6 +183,7 @@ impl TeamPanel {
         self.shown_runs.remove(group_id);
         self.latest_runs.remove(group_id);
         self.requested.remove(group_id);
+        self.followed.remove(group_id);
         self.traces.forget(group_id);
     }
 
@@ -224,6 +228,9 @@ impl TeamPanel {
                 None => (0, 1),
             };
             self.latest_runs.insert(id.clone(), RunPosition { index, total });
+            if let Some(run_id) = &event.run_id {
+                self.followed.entry(id.clone()).or_default().push(run_id.clone());
+            }
         }
         self.traces.follow(event);
         let cycle = self.cycles.entry(id.clone()).or_default();
@@ -255,6 +262,20 @@ impl TeamPanel {
     /// A run file read back as `view`: the newest becomes the team's timeline (unless a live
     /// run has begun meanwhile: `live`); an earlier one is shown until the user goes back.
     pub fn on_run_loaded(&mut self, group_id: GroupId, loaded: &LoadedRun, mut view: CycleView, live: bool) {
+        // Read while a run followed live here began (or went on): the newest file read is no
+        // newer than what its events showed, which stays (a resumed run that finished before
+        // the read's answer came was shown as the read found it, just begun, for good).
+        let newest = loaded.index + 1 == loaded.total;
+        if newest && let Some(after) = self.followed_since(&group_id, &loaded.run_id) {
+            self.latest_runs.insert(
+                group_id,
+                RunPosition {
+                    index: loaded.index + after,
+                    total: loaded.total + after,
+                },
+            );
+            return;
+        }
         self.traces.on_run_loaded(&group_id, loaded, live);
         if !live && let Some(line) = super::relay_view::settle_replayed(&mut view.relay) {
             view.push(line.tone, line.text);
@@ -287,6 +308,14 @@ impl TeamPanel {
             view.pipeline = Some(kept);
         }
         self.cycles.insert(group_id, view);
+    }
+
+    /// When the run `run_id` (the newest on disk when it was read), or one after it, was
+    /// followed live here: how many followed runs came after it (run ids sort as they began).
+    fn followed_since(&self, group_id: &str, run_id: &str) -> Option<usize> {
+        let ids = self.followed.get(group_id)?;
+        let after = ids.iter().filter(|id| id.as_str() > run_id).count();
+        (after > 0 || ids.iter().any(|id| id == run_id)).then_some(after)
     }
 
     /// Which of a team's runs on disk is shown and the keys to the others, e.g.
@@ -385,9 +414,14 @@ pub fn replay(loaded: &LoadedRun, names: crate::describe::Names, resumable: bool
     if let Some(first) = loaded.records.first() {
         view.recorded_at = Some(first.at);
     }
+    let newest = loaded.index + 1 == loaded.total;
     if !ended {
         // The process ended while this run was going (a crash, or quitting mid-cycle).
-        view.mark_cut_short(resumable && loaded.index + 1 == loaded.total, last);
+        view.mark_cut_short(resumable && newest, last);
+    } else if resumable && newest {
+        // It ended but was left open (its front end went away, or it was stopped during a
+        // limit wait): it reads as interrupted, as a live one does, not finished.
+        view.mark_left_open();
     }
     if loaded.skipped > 0 {
         view.note_skipped(loaded.skipped);
@@ -741,7 +775,7 @@ pub fn budget_line(budget: &RunBudget, c: &CycleView, now: Instant) -> Option<(S
 mod tests {
     use super::*;
     use crate::engine::events::{ResumedCycle, RunRecord};
-    use crate::model::{Mode, Usage};
+    use crate::model::{CycleOutcome, Mode, Usage};
 
     #[test]
     fn the_live_tail_is_the_end_of_the_line_that_fits() {
@@ -950,6 +984,79 @@ mod tests {
         assert!(!panel.browsing("g"));
     }
 
+    /// The CI flake of Nov 29: resuming from the offer selected the team, which asked for its
+    /// newest run file; the resumed run began and finished before the read's answer came, and
+    /// the read (the run just begun, or the interrupted one before it) replaced what its events
+    /// had shown: `not run yet`, `cut short`, for good.
+    #[test]
+    fn a_read_answered_after_a_live_run_finished_does_not_replace_it() {
+        let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+        let resumed = "20271115T080000000Z-bbbbbbbb";
+        let of_resumed = |kind| EngineEvent {
+            run_id: Some(resumed.into()),
+            ..event(kind)
+        };
+        let live_run = [
+            EventKind::RunStarted {
+                key: RunKey::team("g"),
+            },
+            EventKind::CycleStarted {
+                mode: Mode::Pipeline,
+                max_iterations: 1,
+            },
+            EventKind::CycleFinished {
+                outcome: CycleOutcome::Completed,
+                iterations: 1,
+                max_iterations: 1,
+                mode: Some(Mode::Pipeline),
+                summary: "Cycle finished: completed.".into(),
+            },
+            EventKind::RunEnded {
+                key: RunKey::team("g"),
+                outcome: Some(CycleOutcome::Completed),
+                iterations: 1,
+                failed: None,
+                totals: None,
+            },
+        ];
+        // Read as it began (the newest of two on disk), or before it began (the one before).
+        let just_begun = LoadedRun {
+            run_id: resumed.into(),
+            records: vec![RunRecord {
+                at,
+                event: of_resumed(live_run[0].clone()),
+            }],
+            index: 1,
+            total: 2,
+            skipped: 0,
+        };
+        let before_it = LoadedRun {
+            run_id: "20271115T075900000Z-aaaaaaaa".into(),
+            ..loaded(0, 1, at)
+        };
+        for read in [just_begun, before_it] {
+            let mut panel = TeamPanel::default();
+            for kind in live_run.clone() {
+                panel.follow(
+                    &of_resumed(kind),
+                    Instant::now(),
+                    || None,
+                    || crate::describe::Names::team("team"),
+                );
+            }
+            assert_eq!(panel.cycles["g"].state_label(), "finished");
+            let view = replay(&read, crate::describe::Names::team("team"), true);
+            panel.on_run_loaded("g".into(), &read, view, false);
+            assert_eq!(panel.cycles["g"].state_label(), "finished", "{}", read.run_id);
+            assert_eq!(
+                panel.latest_runs.get("g").map(|p| (p.index, p.total)),
+                Some((1, 2)),
+                "{}",
+                read.run_id
+            );
+        }
+    }
+
     #[test]
     fn a_new_run_is_the_newest_and_a_late_read_does_not_replace_it() {
         let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
@@ -1004,6 +1111,45 @@ mod tests {
         assert_eq!(view.recorded_at, Some(at));
         assert!(view.interrupted && !view.running);
         assert!(!replay(&run, crate::describe::Names::team("team"), false).interrupted);
+    }
+
+    /// A run that ended but was left open (the host stopped it when the `huddle run` that
+    /// started it went away) reads back as interrupted, resumable, not `finished`; the same
+    /// run ended and not left open, or an earlier run, reads as finished.
+    #[test]
+    fn a_replayed_run_left_open_reads_interrupted_not_finished() {
+        let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+        let ended = |index, total| {
+            let mut run = loaded(index, total, at);
+            for kind in [
+                EventKind::CycleFinished {
+                    outcome: CycleOutcome::Cancelled,
+                    iterations: 1,
+                    max_iterations: 1,
+                    mode: Some(Mode::Dispatch),
+                    summary: "Cycle finished: cancelled".into(),
+                },
+                EventKind::RunEnded {
+                    key: RunKey::team("g"),
+                    outcome: Some(CycleOutcome::Cancelled),
+                    iterations: 1,
+                    failed: None,
+                    totals: None,
+                },
+            ] {
+                run.records.push(RunRecord {
+                    at,
+                    event: event(kind),
+                });
+            }
+            run
+        };
+        let names = || crate::describe::Names::team("team");
+        let view = replay(&ended(0, 1), names(), true);
+        assert_eq!(view.state_label(), "interrupted");
+        assert!(view.interrupted && !view.cut_short);
+        assert_eq!(replay(&ended(0, 1), names(), false).state_label(), "finished");
+        assert_eq!(replay(&ended(0, 2), names(), true).state_label(), "finished");
     }
 
     /// A run read back after a crash: a sub-agent still running at the last event ran until
