@@ -96,6 +96,8 @@ struct Bench {
 /// A dispatch team: a costless orchestrator and `members` sub-agents on `model`, all of them
 /// allowed at once; events go to a consumer and the run log, as in the TUI.
 fn team(members: usize, model: &str) -> Bench {
+    // As the `huddle` binary: the clock is never paused.
+    huddle::store::real_clock_only();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

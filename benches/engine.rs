@@ -96,6 +96,7 @@ struct Bench {
 fn team(mode: Mode, workers: usize, model: &str, concurrency: usize, run_log: bool) -> Bench {
     // The allocator as `huddle` sets it up.
     huddle::allocator::tune();
+    huddle::store::real_clock_only();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

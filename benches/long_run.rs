@@ -124,6 +124,7 @@ fn main() {
         return;
     }
     huddle::allocator::tune();
+    huddle::store::real_clock_only();
     let base = std::env::var_os("HUDDLE_BENCH_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("target/bench-data"));

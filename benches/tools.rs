@@ -121,6 +121,8 @@ struct Bench {
 }
 
 fn bench_setup() -> Bench {
+    // As the `huddle` binary: the clock is never paused.
+    huddle::store::real_clock_only();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -41,6 +41,7 @@ const USAGE: u8 = 2;
 
 fn main() -> ExitCode {
     huddle::allocator::tune();
+    huddle::store::real_clock_only();
     let cli = Cli::parse();
     let paths = match Paths::from_env() {
         Ok(p) => p,

@@ -5,9 +5,24 @@
 //! as the runtime has nothing to do, unless a blocking task runs. A wait on the writer thread is
 //! work under way, so it must not look idle; but a blocking task per wait (a thread woken and
 //! put to sleep per message) cost the engine more than the rest of a turn. With one watcher per
-//! burst of waits, a wait is a channel message.
+//! burst of waits, a wait is a channel message. A process that never pauses the clock (the
+//! `huddle` binary, the benchmarks: see [`real_clock_only`]) starts no watcher at all: in a run
+//! whose steps each wait for one answer, every wait was a burst of its own, a blocking thread
+//! woken per message (10-15 % of the engine's CPU time).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
+
+/// Whether waits made from now on are watched (see the module's doc): until the process says
+/// its clock is never paused.
+static WATCHED_BY_DEFAULT: AtomicBool = AtomicBool::new(true);
+
+/// Says that this process never pauses tokio's clock (only tests do, with tokio's `test-util`):
+/// the writers made after this start no watcher for their waits. Called first thing by the
+/// `huddle` binary and the benchmarks; never by tests.
+pub fn real_clock_only() {
+    WATCHED_BY_DEFAULT.store(false, Ordering::Relaxed);
+}
 
 #[derive(Default)]
 struct Counts {
@@ -18,10 +33,17 @@ struct Counts {
 }
 
 /// The waits under way for one writer.
-#[derive(Default)]
 pub(crate) struct LineWaits {
     counts: Mutex<Counts>,
     none_left: Condvar,
+    /// A watcher runs while waits are pending (a paused test clock is possible).
+    watch: bool,
+}
+
+impl Default for LineWaits {
+    fn default() -> LineWaits {
+        LineWaits::watching(WATCHED_BY_DEFAULT.load(Ordering::Relaxed))
+    }
 }
 
 /// What the writer sends when a line is written: counted as pending from its creation until it
@@ -69,6 +91,14 @@ impl Drop for Watcher {
 }
 
 impl LineWaits {
+    fn watching(watch: bool) -> LineWaits {
+        LineWaits {
+            counts: Mutex::default(),
+            none_left: Condvar::new(),
+            watch,
+        }
+    }
+
     /// A new wait: the signal for the writer and the receiver the waiter awaits.
     pub(crate) fn start(self: &Arc<Self>) -> (Written, tokio::sync::oneshot::Receiver<()>) {
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -86,7 +116,7 @@ impl LineWaits {
     pub(crate) async fn wait(self: Arc<Self>, rx: tokio::sync::oneshot::Receiver<()>) -> bool {
         let start_watcher = {
             let mut counts = self.lock();
-            let start = counts.pending > 0 && !counts.watched;
+            let start = self.watch && counts.pending > 0 && !counts.watched;
             counts.watched |= start;
             start
         };
@@ -170,6 +200,29 @@ mod tests {
         }
         let counts = waits.lock();
         assert_eq!((counts.pending, counts.watched), (0, false));
+    }
+
+    /// Where the clock is never paused, a wait is its signal alone: no watcher starts, and the
+    /// wait still ends when the line is written (or says it was not).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn without_a_paused_clock_a_wait_starts_no_watcher() {
+        let waits = Arc::new(LineWaits::watching(false));
+        let (written, rx) = waits.start();
+        let wait = Arc::clone(&waits).wait(rx);
+        tokio::pin!(wait);
+        assert!(futures::poll!(&mut wait).is_pending());
+        assert!(!waits.lock().watched, "no watcher");
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            written.send();
+        });
+        assert!(wait.await, "written");
+        writer.join().unwrap();
+        assert_eq!(waits.pending(), 0);
+        let (written, rx) = waits.start();
+        drop(written);
+        assert!(!Arc::clone(&waits).wait(rx).await, "not written");
+        assert!(!waits.lock().watched);
     }
 
     #[tokio::test]

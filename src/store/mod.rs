@@ -6,6 +6,7 @@ mod atomic;
 mod handle;
 mod inputs;
 mod line_wait;
+pub use line_wait::real_clock_only;
 mod lock;
 mod org_json;
 mod organization;
