@@ -423,12 +423,10 @@ impl Board {
                 Ok(&cap_result(&turn.text, self.result_max_bytes)),
             )),
             ExecutionStatus::Cancelled if entry.cancelled_by == Some(CancelledBy::Orchestrator) => None,
-            // Cut short by the run's own stop (or interruption), not by the board: the
-            // orchestrator stops too, and a resumed run dispatches it again. Pushed, it would
-            // reach the orchestrator's last turn as a failure and be taken for one on resume.
-            ExecutionStatus::Cancelled if entry.cancelled_by.is_none() && self.run_cancel.is_cancelled() => {
-                None
-            }
+            // Ended while the run itself stops (a stop, an interruption, a limit it gave up
+            // waiting for), not by the board: the orchestrator stops too. Pushed, it would
+            // reach the orchestrator's last turn and be taken on resume for a result told.
+            _ if !timed_out && entry.cancelled_by.is_none() && self.run_cancel.is_cancelled() => None,
             _ => {
                 let mut error = turn.error.clone().unwrap_or_else(|| "it failed".into());
                 if timed_out {
@@ -926,6 +924,19 @@ mod tests {
             "nothing pushed once the run stops"
         );
         assert!(!board.pending());
+        // Nor a turn that gave up on a limit, which is what stopped the run (review s12 F1).
+        dispatch(&board, "a").unwrap();
+        let limited = board.take_jobs();
+        let gave_up = TurnResult::failed(
+            "a",
+            "rate limited; resets in 3h".into(),
+            Some(crate::providers::ErrorKind::RateLimited),
+        );
+        board.complete(limited[0].index, &gave_up, false);
+        assert!(
+            board.take_inputs().is_empty(),
+            "a limit given up on is not pushed"
+        );
     }
 
     #[test]
