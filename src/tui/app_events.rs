@@ -352,10 +352,16 @@ impl App {
                 return;
             }
         };
+        // Resumable: the group's run was left interrupted, and this file is of its last part
+        // (not a run before it, read while a new one begins).
         let (names, resumable) = self.org.read(|o| {
             o.group(&group_id)
                 .map_or((crate::describe::Names::default(), false), |g| {
-                    let interrupted = g.state.interrupted(g.mode).is_some();
+                    let interrupted = g.state.interrupted(g.mode).is_some()
+                        && g.state
+                            .run
+                            .as_ref()
+                            .is_none_or(|open| open.current().is_none_or(|id| id == loaded.run_id));
                     (crate::describe::Names::of_members(o, &group_id), interrupted)
                 })
         });

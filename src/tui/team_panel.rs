@@ -41,7 +41,13 @@ pub struct ShownRun {
 pub struct RunPosition {
     pub index: usize,
     pub total: usize,
+    /// The newest run's id, when known: its `run_started` followed after its file was read
+    /// (a TUI that attached mid-run) is not one more run.
+    pub run_id: Option<String>,
 }
+
+/// How many of a team's runs followed live are remembered (see [`TeamPanel::followed`]).
+const FOLLOWED_KEPT: usize = 8;
 
 /// The team panel's state: per team, its runs as shown.
 #[derive(Debug, Default)]
@@ -221,15 +227,30 @@ impl TeamPanel {
             key: RunKey::Team { .. },
         } = &event.kind
         {
-            // A new run: it is the newest, one more on disk.
+            // A new run: it is the newest, one more on disk (unless it is the one read).
             self.shown_runs.remove(id);
             let (index, total) = match self.latest_runs.get(id) {
+                Some(p) if p.run_id.is_some() && p.run_id == event.run_id => (p.index, p.total),
                 Some(p) => (p.total, p.total + 1),
                 None => (0, 1),
             };
-            self.latest_runs.insert(id.clone(), RunPosition { index, total });
+            self.latest_runs.insert(
+                id.clone(),
+                RunPosition {
+                    index,
+                    total,
+                    run_id: event.run_id.clone(),
+                },
+            );
             if let Some(run_id) = &event.run_id {
-                self.followed.entry(id.clone()).or_default().push(run_id.clone());
+                let ids = self.followed.entry(id.clone()).or_default();
+                if !ids.contains(run_id) {
+                    ids.push(run_id.clone());
+                }
+                // Only a read answered late is compared with them: the newest few do.
+                if ids.len() > FOLLOWED_KEPT {
+                    ids.remove(0);
+                }
             }
         }
         self.traces.follow(event);
@@ -267,11 +288,13 @@ impl TeamPanel {
         // the read's answer came was shown as the read found it, just begun, for good).
         let newest = loaded.index + 1 == loaded.total;
         if newest && let Some(after) = self.followed_since(&group_id, &loaded.run_id) {
+            let run_id = self.followed.get(&group_id).and_then(|ids| ids.last().cloned());
             self.latest_runs.insert(
                 group_id,
                 RunPosition {
                     index: loaded.index + after,
                     total: loaded.total + after,
+                    run_id,
                 },
             );
             return;
@@ -299,6 +322,7 @@ impl TeamPanel {
             RunPosition {
                 index: loaded.index,
                 total: loaded.total,
+                run_id: Some(loaded.run_id.clone()),
             },
         );
         self.shown_runs.remove(&group_id);
@@ -1055,6 +1079,52 @@ mod tests {
                 read.run_id
             );
         }
+    }
+
+    /// Review s12 D1: a TUI attached mid-run reads the run's file before the host's replay of
+    /// its `run_started` reaches it: the run is counted once (`run 2 of 2`, not `run 3 of 3`).
+    #[test]
+    fn a_run_read_before_its_replayed_start_is_counted_once() {
+        let at = DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
+        let going = "20271115T080000000Z-bbbbbbbb";
+        let mut panel = TeamPanel::default();
+        let read = LoadedRun {
+            run_id: going.into(),
+            ..loaded(1, 2, at)
+        };
+        let view = replay(&read, crate::describe::Names::team("team"), false);
+        panel.on_run_loaded("g".into(), &read, view, false);
+        let started = EngineEvent {
+            run_id: Some(going.into()),
+            ..event(EventKind::RunStarted {
+                key: RunKey::team("g"),
+            })
+        };
+        panel.follow(
+            &started,
+            Instant::now(),
+            || None,
+            || crate::describe::Names::team("team"),
+        );
+        assert_eq!(
+            panel.latest_runs.get("g").map(|p| (p.index, p.total)),
+            Some((1, 2))
+        );
+        // The next run is one more.
+        let next = EngineEvent {
+            run_id: Some("20271115T090000000Z-cccccccc".into()),
+            ..started
+        };
+        panel.follow(
+            &next,
+            Instant::now(),
+            || None,
+            || crate::describe::Names::team("team"),
+        );
+        assert_eq!(
+            panel.latest_runs.get("g").map(|p| (p.index, p.total)),
+            Some((2, 3))
+        );
     }
 
     #[test]

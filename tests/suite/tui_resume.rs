@@ -17,7 +17,9 @@ use super::headless_resume_modes::{
 use super::tui_pty::Huddle;
 
 /// Waits until the host has ended the run the killed `huddle run` left (saved interrupted, with
-/// when): a TUI opened before sees it still going, and a run going is not offered.
+/// when, and gone from the host's runs: its `run_ended` is in its run file): a TUI opened before
+/// sees it still going, and a run going is not offered. (The interruption is saved before the
+/// run leaves the host's table: waiting for the first alone let a TUI open in between.)
 fn wait_until_left(home: &Path) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -26,9 +28,10 @@ fn wait_until_left(home: &Path) {
             .ok()
             .flatten();
         let left = org.is_some_and(|o| {
-            o.groups
-                .iter()
-                .any(|g| g.state.run.as_ref().is_some_and(|r| r.interrupted_at.is_some()))
+            o.groups.iter().any(|g| {
+                g.state.run.as_ref().is_some_and(|r| r.interrupted_at.is_some())
+                    && newest_run_ended(&home.join("runs").join(&g.id))
+            })
         });
         if left {
             return;
@@ -36,6 +39,21 @@ fn wait_until_left(home: &Path) {
         assert!(Instant::now() < deadline, "the host never ended the run");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Whether the newest run file in `dir` ends with the run's end.
+fn newest_run_ended(dir: &Path) -> bool {
+    let newest = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .max();
+    newest
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|text| text.lines().last().map(|l| l.contains("\"event\":\"run_ended\"")))
+        .unwrap_or(false)
 }
 
 /// Opens the TUI on `home` once the killed run is over, waits for the offer (and `offer`, its
