@@ -123,7 +123,8 @@ enum WriterMsg {
 
 /// Appends transcript lines on a background thread: a turn waits at most for its own line to
 /// be written ([`TranscriptWriter::append_written`]), never for a sync. Files stay open while
-/// in use (at most [`OPEN_MAX`], closed when idle); lines are synced in groups (see
+/// in use (at most a sixteenth of the open-file limit, 16 to 64: [`open_max_of_process`];
+/// closed when idle); lines are synced in groups (see
 /// [`SYNC_WINDOW`]).
 pub struct TranscriptWriter {
     tx: Option<std::sync::mpsc::Sender<WriterMsg>>,
@@ -239,6 +240,39 @@ const SYNC_WINDOW: Duration = Duration::from_millis(20);
 /// least recently written is closed to open another, so a long-lived process holds a bounded
 /// number of file handles however many sessions it ever wrote to.
 pub(crate) const OPEN_MAX: usize = 16;
+/// The most a process whose file limit allows it keeps open (see [`open_max_of_process`]).
+const OPEN_MOST: usize = 64;
+
+/// How many transcripts the writer keeps open: a sixteenth of the process's open-file limit,
+/// [`OPEN_MAX`] at least and [`OPEN_MOST`] at most (16 under `ulimit -n 256` or lower, 64 under
+/// the usual 1,024). A team larger than the bound opens and closes a file per answer.
+fn open_max_of_process() -> usize {
+    // SAFETY: getrlimit writes into the struct it is given.
+    let soft = unsafe {
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return OPEN_MAX;
+        }
+        limit.rlim_cur
+    };
+    open_max_for(soft)
+}
+
+/// [`open_max_of_process`] for a soft open-file limit of `soft`.
+fn open_max_for(soft: u64) -> usize {
+    usize::try_from(soft / 16)
+        .unwrap_or(OPEN_MOST)
+        .clamp(OPEN_MAX, OPEN_MOST)
+}
+
+/// The bound of an [`OpenTranscripts`] ([`OPEN_MAX`] unless the writer says otherwise).
+struct OpenBound(usize);
+
+impl Default for OpenBound {
+    fn default() -> OpenBound {
+        OpenBound(OPEN_MAX)
+    }
+}
 /// With nothing written for this long, every open transcript is closed (an idle TUI holds none).
 const IDLE_CLOSE: Duration = Duration::from_secs(5);
 
@@ -252,6 +286,8 @@ struct OpenTranscripts {
     folder_unsynced: bool,
     /// Each open file with when it was last written (a counter: the least is closed first).
     files: HashMap<String, (fs::File, u64)>,
+    /// How many files are kept open at most.
+    open_max: OpenBound,
     uses: u64,
     /// Sessions with lines not synced yet, open or closed since (a transcript closed to open
     /// another is synced with the window's group, by its path, not on its own when closed).
@@ -276,7 +312,7 @@ impl OpenTranscripts {
                 create_private_dir(dir).map_err(|e| StoreError::io("cannot create", dir, e))?;
                 self.dir_ready = true;
             }
-            if self.files.len() >= OPEN_MAX {
+            if self.files.len() >= self.open_max.0 {
                 self.close_least_recent();
             }
             let path = transcripts.path(session_id)?;
@@ -498,7 +534,10 @@ impl Drop for Syncer {
 
 fn write_loop(transcripts: &Transcripts, rx: &std::sync::mpsc::Receiver<WriterMsg>, idle: Duration) {
     use std::sync::mpsc::RecvTimeoutError;
-    let mut open = OpenTranscripts::default();
+    let mut open = OpenTranscripts {
+        open_max: OpenBound(open_max_of_process()),
+        ..OpenTranscripts::default()
+    };
     let syncer = Syncer::start(transcripts);
     loop {
         // With lines waiting for their sync, wait for more only until the window closes; with
@@ -882,7 +921,7 @@ mod tests {
         let t = Transcripts::new(dir.path().join("sessions"));
         let writer = TranscriptWriter::new(t.clone());
         writer.append("victim", &Message::user("first"));
-        for k in 0..OPEN_MAX {
+        for k in 0..open_max_of_process() {
             writer.append(&format!("other{k}"), &Message::user("x"));
         }
         writer.flush();
@@ -917,6 +956,18 @@ mod tests {
         assert!(ok.append_written("s", &Message::assistant("kept")).await);
     }
 
+    /// A sixteenth of the open-file limit, 16 at least (issue 28 item 4's `ulimit -n 128`), 64
+    /// at most (an unlimited one too).
+    #[test]
+    fn the_open_files_bound_follows_the_processs_limit() {
+        assert_eq!(open_max_for(0), 16);
+        assert_eq!(open_max_for(128), 16);
+        assert_eq!(open_max_for(256), 16);
+        assert_eq!(open_max_for(512), 32);
+        assert_eq!(open_max_for(1024), 64);
+        assert_eq!(open_max_for(u64::MAX), 64);
+    }
+
     #[test]
     fn the_writer_holds_a_bounded_number_of_files_however_many_sessions_it_wrote() {
         let dir = tempfile::tempdir().unwrap();
@@ -928,7 +979,10 @@ mod tests {
             }
             writer.flush();
             let open = crate::store::open_files_under(dir.path()).len();
-            assert!(open <= OPEN_MAX, "{open} transcripts open after 200 sessions");
+            assert!(
+                open <= open_max_of_process(),
+                "{open} transcripts open after 200 sessions"
+            );
         }
         for k in [0, 77, 199] {
             let texts: Vec<String> = t
