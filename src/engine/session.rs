@@ -792,7 +792,9 @@ impl Actor<'_> {
             },
             Err(e) => TurnResult {
                 session: info.name.clone(),
-                interrupted: !e.partial_text.is_empty() || e.kind == ErrorKind::Cancelled,
+                interrupted: !e.partial_text.is_empty()
+                    || e.kind == ErrorKind::Cancelled
+                    || self.gave_up_on_limit(&e, options),
                 text: e.partial_text.clone(),
                 success: false,
                 error: Some(e.to_string()),
@@ -818,6 +820,16 @@ impl Actor<'_> {
             self.turn_finished_hooks(&info, options, &result).await;
         }
         result
+    }
+
+    /// `error` is a limit the turn's run gave up waiting for: the run is left to be resumed
+    /// once it resets, and the turn counts as cut short (asked again then), not failed.
+    fn gave_up_on_limit(&self, error: &crate::providers::ProviderError, options: &TurnOptions) -> bool {
+        matches!(error.kind, ErrorKind::RateLimited | ErrorKind::QuotaExhausted)
+            && self
+                .shared
+                .active_run(options.run_id.as_deref())
+                .is_some_and(|run| run.control.rate_limited().is_some())
     }
 
     /// A turn the interrupted run finished, answered from its transcript: the tools lent to it

@@ -336,6 +336,62 @@ async fn a_dispatch_run_pushes_finished_results_from_disk_and_dispatches_the_res
     assert_dispatch_resumed(&llm);
 }
 
+/// A dispatch run whose sub-agent met a limit it could not wait out (review s12 F1): the run
+/// ends `rate_limited` (exit 8) and resumable; resumed, that sub-agent is dispatched again (its
+/// turn was cut short by the limit, not failed) and the orchestrator hears its answer, never a
+/// failure it was not told of before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_agent_that_met_a_limit_is_dispatched_again_when_the_run_resumes() {
+    let llm = FakeLlm::start().await;
+    // a first, b once a's result is in: b meets its limit with a's result told.
+    llm.script(
+        "o",
+        vec![
+            Reply::tool_call("c1", "dispatch_agent", r#"{"name":"a","task":"check A"}"#),
+            Reply::text("Waiting for a"),
+            Reply::tool_call("c2", "dispatch_agent", r#"{"name":"b","task":"check B"}"#),
+            Reply::text("Waiting for b"),
+            // Resumed: b is dispatched again, and this is a wait for it.
+            Reply::text("Waiting for b again"),
+        ],
+    );
+    llm.set_default(Reply::text("All checked"));
+    llm.script("a", vec![Reply::text("A is fine")]);
+    llm.script(
+        "b",
+        vec![Reply::status(429).retry_after("3600"), Reply::text("B is fine")],
+    );
+    let preset = "name: Case\nmode: dispatch\norchestrator: { model: fake/o }\nworkers:\n  - { name: a, model: fake/a }\n  - { name: b, model: fake/b }\n";
+    let home = home_with(&llm, preset);
+    let out = huddle_in(
+        home.path(),
+        &[
+            "run",
+            "--preset",
+            "Case",
+            "--max-limit-wait",
+            "0",
+            "Check everything",
+        ],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(8), "{}", text(&out.stderr));
+    assert_eq!(llm.requests_for("b").len(), 1);
+    // No orchestrator turn was told that b failed.
+    for r in llm.requests_for("o") {
+        let said = r.prompt_texts().join("\n");
+        assert!(!said.contains("[Sub-agent failed] b"), "{said}");
+    }
+    let (code, out, err) = resume(home.path(), "Case", &["--max-limit-wait", "0"]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(llm.requests_for("a").len(), 1, "a's result came from disk");
+    assert_eq!(llm.requests_for("b").len(), 2, "b was dispatched again");
+    let last = llm.requests_for("o").last().expect("o").prompt_texts().join("\n");
+    assert!(last.contains("B is fine"), "{last}");
+    assert!(!last.contains("[Sub-agent failed] b"), "{last}");
+    assert!(out.contains("All checked"), "{out}");
+}
+
 /// A dispatch run (orchestrator `o` dispatches `a` and `b`) killed once `a` finished while `b`
 /// answers; its home.
 pub(super) async fn killed_dispatch(llm: &FakeLlm) -> tempfile::TempDir {
