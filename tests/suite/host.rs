@@ -909,6 +909,10 @@ fn attach_to_a_chat_run_replays_it_from_its_sessions_run_file() {
         .map(|e| e["event"].clone())
         .collect();
     let file = chat_run_file(home.path(), &run_id).expect("the run file");
+    // The run file's writer puts the end there a moment after attach heard of it live.
+    wait_until("the run file's end", || {
+        std::fs::read_to_string(&file).is_ok_and(|text| text.contains("\"event\":\"run_ended\""))
+    });
     let logged: Vec<Value> = std::fs::read_to_string(file)
         .unwrap()
         .lines()
