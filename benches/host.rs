@@ -357,6 +357,8 @@ fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
+    // As the `huddle` binary: the clock is never paused.
+    huddle::store::real_clock_only();
     // `HUDDLE_BENCH_HOST=hop` or `=open`: only that part.
     let only = std::env::var("HUDDLE_BENCH_HOST").unwrap_or_default();
     if only != "open" {
