@@ -825,7 +825,7 @@ impl Actor<'_> {
     /// `error` is a limit the turn's run gave up waiting for: the run is left to be resumed
     /// once it resets, and the turn counts as cut short (asked again then), not failed.
     fn gave_up_on_limit(&self, error: &crate::providers::ProviderError, options: &TurnOptions) -> bool {
-        matches!(error.kind, ErrorKind::RateLimited | ErrorKind::QuotaExhausted)
+        super::limits::waitable(error)
             && self
                 .shared
                 .active_run(options.run_id.as_deref())

@@ -342,6 +342,13 @@ async fn a_dispatch_run_pushes_finished_results_from_disk_and_dispatches_the_res
 /// failure it was not told of before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sub_agent_that_met_a_limit_is_dispatched_again_when_the_run_resumes() {
+    // A rate limit (429) and an overload (529) alike (review s12c: 529 was told as a failure).
+    for status in [429, 529] {
+        sub_agent_meets_a_limit_and_the_run_resumes(status).await;
+    }
+}
+
+async fn sub_agent_meets_a_limit_and_the_run_resumes(status: u16) {
     let llm = FakeLlm::start().await;
     // a first, b once a's result is in: b meets its limit with a's result told.
     llm.script(
@@ -359,7 +366,10 @@ async fn a_sub_agent_that_met_a_limit_is_dispatched_again_when_the_run_resumes()
     llm.script("a", vec![Reply::text("A is fine")]);
     llm.script(
         "b",
-        vec![Reply::status(429).retry_after("3600"), Reply::text("B is fine")],
+        vec![
+            Reply::status(status).retry_after("3600"),
+            Reply::text("B is fine"),
+        ],
     );
     let preset = "name: Case\nmode: dispatch\norchestrator: { model: fake/o }\nworkers:\n  - { name: a, model: fake/a }\n  - { name: b, model: fake/b }\n";
     let home = home_with(&llm, preset);
@@ -390,6 +400,48 @@ async fn a_sub_agent_that_met_a_limit_is_dispatched_again_when_the_run_resumes()
     assert!(last.contains("B is fine"), "{last}");
     assert!(!last.contains("[Sub-agent failed] b"), "{last}");
     assert!(out.contains("All checked"), "{out}");
+}
+
+/// A dispatch run killed while a clarification (`ask_agent`) was being answered (review s12 F2):
+/// resumed, the question is asked again (it was neither asked again nor reported, and the
+/// orchestrator's wait for it could become the run's answer), and its answer reaches the
+/// orchestrator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clarification_cut_short_is_asked_again_when_the_run_resumes() {
+    let llm = FakeLlm::start().await;
+    llm.script(
+        "o",
+        vec![
+            Reply::tool_call("c1", "dispatch_agent", r#"{"name":"a","task":"check A"}"#),
+            Reply::text("Waiting for a"),
+            Reply::tool_call(
+                "c2",
+                "ask_agent",
+                r#"{"execution_id":"exec-2","question":"Which disk?"}"#,
+            ),
+            Reply::text("Waiting for the answer"),
+            Reply::text("Waiting for the answer again"),
+        ],
+    );
+    llm.set_default(Reply::text("All checked"));
+    llm.script(
+        "a",
+        vec![
+            Reply::text("A is fine"),
+            slow("Disk two, slowly"),
+            Reply::text("Disk two"),
+        ],
+    );
+    let preset = "name: Case\nmode: dispatch\norchestrator: { model: fake/o }\nworkers:\n  - { name: a, model: fake/a }\n";
+    let home = home_with(&llm, preset);
+    kill_after_turn_of(&llm, home.path(), "Case", "Check everything", "a", ("a", 2)).await;
+    let (code, out, err) = resume(home.path(), "Case", &[]).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(llm.requests_for("a").len(), 3, "the question was asked again");
+    let last = llm.requests_for("o").last().expect("o").prompt_texts().join("\n");
+    assert!(last.contains("Disk two"), "{last}");
+    assert!(out.contains("All checked"), "{out}");
+    never_asked_twice(&llm, "o");
 }
 
 /// A dispatch run (orchestrator `o` dispatches `a` and `b`) killed once `a` finished while `b`

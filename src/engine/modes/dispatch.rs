@@ -339,7 +339,7 @@ enum Continued {
 /// unfinished sub-agents are dispatched again, the orchestrator's calls are counted.
 fn continuation(run: &Run<'_>, board: &Board, orchestrator_id: &str) -> Continued {
     use super::super::protocol::dispatch::{
-        CANCEL_TOOL, COMPLETED_PREFIX, DISPATCH_TOOL, DispatchCall, FAILED_PREFIX, parse_call,
+        ASK_TOOL, CANCEL_TOOL, COMPLETED_PREFIX, DISPATCH_TOOL, DispatchCall, FAILED_PREFIX, parse_call,
         parse_dispatch_result, parse_pushed_result, pushed_result,
     };
     let Some(replay) = run.replay() else {
@@ -351,7 +351,9 @@ fn continuation(run: &Run<'_>, board: &Board, orchestrator_id: &str) -> Continue
     }
     // Its conversation goes on: no turn of it is answered from disk.
     replay.take_all(orchestrator_id);
-    let mut dispatched: Vec<(String, String, String)> = Vec::new();
+    // What it dispatched (and the clarifications it asked): id, member, task, and whether it
+    // was a clarification.
+    let mut dispatched: Vec<(String, String, String, bool)> = Vec::new();
     let mut pushed: Vec<String> = Vec::new();
     let mut calls = 0u32;
     let note_pushed = |text: &str, pushed: &mut Vec<String>| {
@@ -378,11 +380,29 @@ fn continuation(run: &Run<'_>, board: &Board, orchestrator_id: &str) -> Continue
                             pushed.push(execution_id.trim().trim_matches('`').to_string());
                         }
                     }
-                    for call in m.tool_calls.iter().filter(|c| c.name == DISPATCH_TOOL) {
-                        let Ok(DispatchCall::Dispatch { name, task }) =
-                            parse_call(&call.name, &call.arguments)
-                        else {
-                            continue;
+                    for call in m
+                        .tool_calls
+                        .iter()
+                        .filter(|c| c.name == DISPATCH_TOOL || c.name == ASK_TOOL)
+                    {
+                        let (name, task, asked) = match parse_call(&call.name, &call.arguments) {
+                            Ok(DispatchCall::Dispatch { name, task }) => (name, task, false),
+                            // A clarification goes to the member of the execution it asks about.
+                            Ok(DispatchCall::Ask {
+                                execution_id,
+                                question,
+                            }) => {
+                                let about = execution_id.trim().trim_matches('`');
+                                let Some(name) = dispatched
+                                    .iter()
+                                    .find(|(id, ..)| id == about)
+                                    .map(|(_, name, ..)| name.clone())
+                                else {
+                                    continue;
+                                };
+                                (name, question, true)
+                            }
+                            _ => continue,
                         };
                         let id = turn
                             .steps
@@ -390,7 +410,7 @@ fn continuation(run: &Run<'_>, board: &Board, orchestrator_id: &str) -> Continue
                             .filter(|r| r.tool_result.as_ref().is_some_and(|i| i.call_id == call.id))
                             .find_map(|r| parse_dispatch_result(&r.text));
                         if let Some(id) = id {
-                            dispatched.push((id, name, task));
+                            dispatched.push((id, name, task, asked));
                         }
                     }
                 }
@@ -406,7 +426,7 @@ fn continuation(run: &Run<'_>, board: &Board, orchestrator_id: &str) -> Continue
         .and_then(|t| t.answer.clone());
     let mut told = Vec::new();
     let mut again = Vec::new();
-    for (id, name, task) in dispatched.iter().filter(|(id, _, _)| !pushed.contains(id)) {
+    for (id, name, task, asked) in dispatched.iter().filter(|(id, ..)| !pushed.contains(id)) {
         let ended = run.team.workers.iter().find_map(|w| {
             replay
                 .turns(&w.id)
@@ -432,13 +452,15 @@ fn continuation(run: &Run<'_>, board: &Board, orchestrator_id: &str) -> Continue
                 told.push(id.clone());
             }
             _ => {
-                let new = board
-                    .handle(DispatchCall::Dispatch {
+                let redone = if *asked {
+                    board.ask_again(name, task)
+                } else {
+                    board.handle(DispatchCall::Dispatch {
                         name: name.clone(),
                         task: task.clone(),
                     })
-                    .ok()
-                    .and_then(|r| parse_dispatch_result(&r));
+                };
+                let new = redone.ok().and_then(|r| parse_dispatch_result(&r));
                 again.push(match new {
                     Some(new) => format!("{name}: `{id}` is now `{new}`"),
                     None => format!("{name}: `{id}` could not be dispatched again"),

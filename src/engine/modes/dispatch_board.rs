@@ -192,6 +192,20 @@ impl Board {
         self.add(ExecutionKind::SubAgent, member, task, prompt)
     }
 
+    /// A clarification the interrupted run asked `name` and that never got its answer, asked
+    /// again (the sub-agent it asked about is not on this run's board).
+    pub fn ask_again(&self, name: &str, question: &str) -> Result<String, String> {
+        let Some(member) = self
+            .candidates
+            .iter()
+            .position(|c| c.handle.eq_ignore_ascii_case(name) && self.limits.allows(&c.handle))
+        else {
+            return Err(format!("`{name}` is not a sub-agent of this run"));
+        };
+        let prompt = clarification_prompt(&self.orchestrator, question);
+        self.add(ExecutionKind::Clarification, member, question, prompt)
+    }
+
     fn ask(&self, execution_id: &str, question: &str) -> Result<String, String> {
         let member = {
             let state = self.lock();
