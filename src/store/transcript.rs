@@ -968,6 +968,21 @@ mod tests {
         assert_eq!(open_max_for(u64::MAX), 64);
     }
 
+    /// Under the process's file limit (a sixteenth of it, up to 64) a team of 40 keeps its 40
+    /// transcripts open while it writes: none is closed to open another.
+    #[test]
+    fn the_writer_keeps_as_many_files_open_as_the_processs_limit_allows() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transcripts::new(dir.path().join("sessions"));
+        let writer = TranscriptWriter::new(t);
+        for k in 0..40 {
+            writer.append(&format!("s{k}"), &Message::user("x"));
+        }
+        writer.flush();
+        let open = crate::store::open_files_under(dir.path()).len();
+        assert_eq!(open, 40.min(open_max_of_process()));
+    }
+
     #[test]
     fn the_writer_holds_a_bounded_number_of_files_however_many_sessions_it_wrote() {
         let dir = tempfile::tempdir().unwrap();
