@@ -437,10 +437,12 @@ impl Board {
                 Ok(&cap_result(&turn.text, self.result_max_bytes)),
             )),
             ExecutionStatus::Cancelled if entry.cancelled_by == Some(CancelledBy::Orchestrator) => None,
-            // Ended while the run itself stops (a stop, an interruption, a limit it gave up
-            // waiting for), not by the board: the orchestrator stops too. Pushed, it would
-            // reach the orchestrator's last turn and be taken on resume for a result told.
-            _ if !timed_out && entry.cancelled_by.is_none() && self.run_cancel.is_cancelled() => None,
+            // Ended otherwise while the run itself stops (a stop, an interruption, a limit it
+            // gave up waiting for; cut by that stop, or timed out or concluded in the same
+            // moment): the orchestrator stops too. Pushed, it would reach the orchestrator's
+            // last turn and be taken on resume for a result told; its end is on disk, where a
+            // resumed run reads it (and dispatches again what did not finish).
+            _ if self.run_cancel.is_cancelled() => None,
             _ => {
                 let mut error = turn.error.clone().unwrap_or_else(|| "it failed".into());
                 if timed_out {
@@ -951,6 +953,19 @@ mod tests {
             board.take_inputs().is_empty(),
             "a limit given up on is not pushed"
         );
+        // Nor one that timed out in the same moment (review s12 F4).
+        dispatch(&board, "b").unwrap();
+        let late = board.take_jobs();
+        board.complete(late[0].index, &cancelled(), true);
+        assert!(
+            board.take_inputs().is_empty(),
+            "a time-out during the stop is not pushed"
+        );
+        // A result that came in is still pushed (the orchestrator may take it in before it stops).
+        dispatch(&board, "a").unwrap();
+        let done = board.take_jobs();
+        board.complete(done[0].index, &ok("A is fine"), false);
+        assert_eq!(board.take_inputs().len(), 1, "a completed result is pushed");
     }
 
     #[test]
