@@ -1737,17 +1737,10 @@ impl Actor<'_> {
         self.state.drop_unsendable();
         if !written.await {
             // Reported all the same (it was answered, and paid for), but not as if it were safe.
-            let id = self.session_id;
             let member = self
                 .shared
                 .org
-                .read(|org| {
-                    let handles = org.member_handles(&info.group_id);
-                    handles
-                        .into_iter()
-                        .find(|(s, _)| s == id)
-                        .map(|(_, handle)| handle)
-                })
+                .read(|org| crate::describe::Names::of_session(org, self.session_id))
                 .unwrap_or_else(|| info.name.clone());
             self.emit(
                 info,

@@ -236,9 +236,10 @@ impl Drop for TranscriptWriter {
 /// one `fdatasync` per file, instead of one per message. The group is synced by a thread of
 /// its own ([`Syncer`]) while writing goes on; a flush waits for its group's sync.
 const SYNC_WINDOW: Duration = Duration::from_millis(20);
-/// Transcript files the writer keeps open at most (the sessions writing now, in practice): the
-/// least recently written is closed to open another, so a long-lived process holds a bounded
-/// number of file handles however many sessions it ever wrote to.
+/// Transcript files the writer keeps open at most under a low open-file limit (the sessions
+/// writing now, in practice; see [`open_max_of_process`] for the bound it uses): the least
+/// recently written is closed to open another, so a long-lived process holds a bounded number
+/// of file handles however many sessions it ever wrote to.
 pub(crate) const OPEN_MAX: usize = 16;
 /// The most a process whose file limit allows it keeps open (see [`open_max_of_process`]).
 const OPEN_MOST: usize = 64;

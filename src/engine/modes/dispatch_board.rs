@@ -177,11 +177,7 @@ impl Board {
 
     fn dispatch(&self, name: &str, task: &str) -> Result<String, String> {
         let wanted = name.trim().trim_matches('`');
-        let Some(member) = self
-            .candidates
-            .iter()
-            .position(|c| c.handle.eq_ignore_ascii_case(wanted) && self.limits.allows(&c.handle))
-        else {
+        let Some(member) = self.member_named(wanted) else {
             let allowed: Vec<&str> = self.allowed().map(|c| c.handle.as_str()).collect();
             return Err(format!(
                 "`{wanted}` is not a sub-agent you may dispatch; choose one of: {}",
@@ -195,15 +191,18 @@ impl Board {
     /// A clarification the interrupted run asked `name` and that never got its answer, asked
     /// again (the sub-agent it asked about is not on this run's board).
     pub fn ask_again(&self, name: &str, question: &str) -> Result<String, String> {
-        let Some(member) = self
-            .candidates
-            .iter()
-            .position(|c| c.handle.eq_ignore_ascii_case(name) && self.limits.allows(&c.handle))
-        else {
+        let Some(member) = self.member_named(name) else {
             return Err(format!("`{name}` is not a sub-agent of this run"));
         };
         let prompt = clarification_prompt(&self.orchestrator, question);
         self.add(ExecutionKind::Clarification, member, question, prompt)
+    }
+
+    /// The sub-agent the orchestrator may dispatch that goes by `handle`.
+    fn member_named(&self, handle: &str) -> Option<usize> {
+        self.candidates
+            .iter()
+            .position(|c| c.handle.eq_ignore_ascii_case(handle) && self.limits.allows(&c.handle))
     }
 
     fn ask(&self, execution_id: &str, question: &str) -> Result<String, String> {
