@@ -8,6 +8,7 @@ mod inputs;
 mod line_wait;
 pub use line_wait::real_clock_only;
 mod lock;
+mod open_transcripts;
 mod org_json;
 mod organization;
 mod private;
@@ -15,6 +16,7 @@ mod regular;
 mod runs;
 mod saver;
 mod transcript;
+mod transcript_writer;
 
 use std::path::PathBuf;
 
@@ -31,7 +33,8 @@ pub(crate) use regular::mkfifo;
 pub use regular::{is_not_regular, open_regular, read_regular, read_regular_to_string};
 pub use runs::{DEFAULT_RUNS_KEPT, RunFiles, RunLine, RunLog, RunOwner};
 pub use saver::Saver;
-pub use transcript::{LoadedTranscript, TranscriptWriter, Transcripts};
+pub use transcript::{LoadedTranscript, Transcripts};
+pub use transcript_writer::TranscriptWriter;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
