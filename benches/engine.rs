@@ -19,7 +19,7 @@ use huddle::engine::{Engine, EngineOptions, EventSink, RunOverrides};
 use huddle::model::Usage;
 use huddle::model::{Group, GroupKind, Mode, Organization, Role, Session, reconcile};
 use huddle::providers::{DeltaSink, Provider, ProviderError, TurnOutput, TurnRequest};
-use huddle::sim::{PromptKind, SimPrompt, classify};
+use huddle::engine::protocol::prompts::WORKER_RESULTS_HEADING;
 use tokio_util::sync::CancellationToken;
 
 /// How a worker's system prompt starts.
@@ -48,17 +48,14 @@ impl Provider for NullProvider {
     ) -> futures::future::BoxFuture<'a, Result<TurnOutput, ProviderError>> {
         Box::pin(async move {
             self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            // Read as the sim reads it: the worker list is in the orchestrator's brief (its
-            // system prompt), not in the planning message.
+            // The orchestrator is asked for a plan, then for a synthesis of the workers'
+            // results; a worker never plans. Told apart by a look for the results' heading, not
+            // the sim's reading through every heading (the fake's own work is not huddle's): a
+            // run that asked otherwise would make another number of requests, which
+            // `checked_run` counts.
             let system = req.system.as_deref().unwrap_or("");
-            let prompt = SimPrompt {
-                system,
-                user: req.last_user_text(),
-            };
-            // A worker never plans: the fake's own reading (the sim's, through every heading)
-            // is left out of what is measured for all but the orchestrator's requests.
             let worker = system.starts_with(WORKER_BRIEF);
-            let text = if !worker && classify(&prompt) == PromptKind::Planning {
+            let text = if !worker && !req.last_user_text().contains(WORKER_RESULTS_HEADING) {
                 self.plan.clone()
             } else {
                 "A short answer from the null provider.".to_string()
