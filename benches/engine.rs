@@ -15,11 +15,11 @@ use std::time::Duration;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use huddle::config::Config;
 use huddle::config::ProviderKind;
+use huddle::engine::protocol::prompts::WORKER_RESULTS_HEADING;
 use huddle::engine::{Engine, EngineOptions, EventSink, RunOverrides};
 use huddle::model::Usage;
 use huddle::model::{Group, GroupKind, Mode, Organization, Role, Session, reconcile};
 use huddle::providers::{DeltaSink, Provider, ProviderError, TurnOutput, TurnRequest};
-use huddle::engine::protocol::prompts::WORKER_RESULTS_HEADING;
 use tokio_util::sync::CancellationToken;
 
 /// How a worker's system prompt starts.

@@ -223,8 +223,8 @@ fn streaming(c: &mut Criterion) {
     let mut generation = 1u64;
     let event = move |kind| {
         AppEvent::Engine(EngineEvent {
-            group_id: default_id.clone(),
-            group: group_name.clone(),
+            group_id: default_id.as_str().into(),
+            group: group_name.as_str().into(),
             run_id: Some("run".into()),
             execution: None,
             kind,

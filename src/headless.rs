@@ -731,7 +731,7 @@ async fn print_events(
     let mut named: std::collections::HashMap<String, Names> = std::collections::HashMap::new();
     let mut names = |event: &EngineEvent| -> Names {
         named
-            .entry(event.group_id.clone())
+            .entry(event.group_id.to_string())
             .or_insert_with(|| {
                 approver
                     .engine
@@ -759,9 +759,9 @@ async fn print_events(
         {
             announce = None;
             out.tell(crate::cli::OutputLine::Started {
-                run_id: run_id.clone(),
-                group_id: event.group_id.clone(),
-                group: event.group.clone(),
+                run_id: run_id.to_string(),
+                group_id: event.group_id.to_string(),
+                group: event.group.to_string(),
             });
         }
         print(&event, &mut lost);

@@ -124,14 +124,14 @@ impl Approver {
                     },
                 ) => {
                     let asked = self.out.tell(OutputLine::Draft {
-                        group_id: event.group_id.clone(),
+                        group_id: event.group_id.to_string(),
                         turn: *turn,
                         text: text.clone(),
                         review: review.clone(),
                     });
                     if !asked {
                         self.engine
-                            .stop(&crate::engine::events::RunKey::team(event.group_id.clone()));
+                            .stop(&crate::engine::events::RunKey::team(event.group_id.to_string()));
                     }
                 }
                 _ => {}
@@ -144,7 +144,7 @@ impl Approver {
             sanitize::display(&event.group)
         ));
         self.engine
-            .stop(&crate::engine::events::RunKey::team(event.group_id.clone()));
+            .stop(&crate::engine::events::RunKey::team(event.group_id.to_string()));
     }
 }
 
@@ -171,7 +171,7 @@ async fn answer_draft(engine: &Engine, event: &EngineEvent, out: &RunOutput) {
             out.note(format_args!(
                 "huddle: no answer (standard input closed): stopping the relay"
             ));
-            engine.stop(&crate::engine::events::RunKey::team(event.group_id.clone()));
+            engine.stop(&crate::engine::events::RunKey::team(event.group_id.to_string()));
         }
     }
 }

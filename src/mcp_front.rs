@@ -1145,7 +1145,7 @@ fn host_gone(group: Option<&str>) -> String {
 fn take(seen: &mut Followed, event: &EngineEvent) {
     match &event.kind {
         EventKind::RunResult { text } => seen.answer = Some(text.clone()),
-        EventKind::RunEnded { outcome, failed, .. } if event.run_id == seen.run_id => {
+        EventKind::RunEnded { outcome, failed, .. } if event.run_id.as_deref() == seen.run_id.as_deref() => {
             seen.outcome = *outcome;
             seen.failed.clone_from(failed);
         }

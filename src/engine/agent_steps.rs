@@ -12,7 +12,7 @@ use crate::providers::{AgentActivity, AgentActivitySink};
 use crate::tools::limits::{cap_result, result_line};
 
 use super::EngineShared;
-use super::events::{EngineEvent, EventKind, RunId};
+use super::events::{EngineEvent, EventKind, SharedStr};
 
 /// Whose turn the steps belong to.
 pub(crate) struct StepContext {
@@ -21,7 +21,7 @@ pub(crate) struct StepContext {
     pub session: String,
     pub group_id: String,
     pub group: String,
-    pub run_id: Option<RunId>,
+    pub run_id: Option<SharedStr>,
     pub generation: u64,
     pub iteration: Option<u32>,
     /// The slug of the turn's model.
@@ -91,8 +91,8 @@ impl AgentRecorder {
 impl StepContext {
     fn emit(&self, kind: EventKind) {
         self.shared.events.emit(EngineEvent {
-            group_id: self.group_id.clone(),
-            group: self.group.clone(),
+            group_id: self.group_id.as_str().into(),
+            group: self.group.as_str().into(),
             run_id: self.run_id.clone(),
             execution: self.execution.clone(),
             kind,

@@ -18,6 +18,10 @@ use crate::tools::Decision;
 
 /// A run's id: `<UTC time to the millisecond>-<random>`, so sorting ids sorts runs by start.
 pub type RunId = String;
+/// An id or a name that many events carry (their group's, their run's): shared by them, not
+/// copied for each (an event's envelope was three allocations, freed by the thread that
+/// consumes it).
+pub type SharedStr = std::sync::Arc<str>;
 
 /// What a run drives. At most one team run per group and one reflection per session at a time;
 /// a session may have several chat turns queued.
@@ -79,11 +83,11 @@ pub enum Phase {
 /// One event: where it belongs (ids, plus names for display) and what happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EngineEvent {
-    pub group_id: GroupId,
+    pub group_id: SharedStr,
     /// The group's name when the run (or turn) started.
-    pub group: String,
+    pub group: SharedStr,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<RunId>,
+    pub run_id: Option<SharedStr>,
     /// The execution the event belongs to (modes `dispatch` and `team`): its id and its
     /// parent's, so consumers can nest a sub-agent's events under its orchestrator.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]

@@ -14,7 +14,7 @@ use crate::hooks::{Feedback, HookContext, HookEvent, HookInput, HookRun, Hooks, 
 use crate::model::{Group, Organization, Session};
 use crate::sandbox::{Sandbox, SandboxMode};
 
-use super::events::{EventKind, RunId, RunKey};
+use super::events::{EventKind, RunKey};
 use super::{ActiveRun, EngineShared, Profile};
 
 /// Characters of each iteration_finished hook's output the evaluator gets (the end is kept:
@@ -83,19 +83,24 @@ impl Guard {
             &session.hooks,
         ]);
         let workdir = session.working_dir(group);
-        let transcript = shared.transcripts.path(&session.id).ok();
-        let mut base = HookInput {
-            session_id: Some(session.id.clone()),
-            session: Some(session.name.clone()),
-            cwd: workdir.as_ref().map(|d| d.display().to_string()),
-            transcript_path: transcript.as_ref().map(|p| p.display().to_string()),
-            member: session.handle.clone(),
-            ..HookInput::default()
-        };
-        if let Some(g) = group.filter(|g| g.is_team()) {
-            base.team = Some(g.name.clone());
-            base.group_id = Some(g.id.clone());
-            base.mode = Some(g.mode.to_string());
+        // What only hooks are told (and may read) is made for a session that has hooks: a guard
+        // is made for every turn, and most sessions have none.
+        let watched = !hooks.is_empty();
+        let transcript = watched
+            .then(|| shared.transcripts.path(&session.id).ok())
+            .flatten();
+        let mut base = HookInput::default();
+        if watched {
+            base.session_id = Some(session.id.clone());
+            base.session = Some(session.name.clone());
+            base.cwd = workdir.as_ref().map(|d| d.display().to_string());
+            base.transcript_path = transcript.as_ref().map(|p| p.display().to_string());
+            base.member.clone_from(&session.handle);
+            if let Some(g) = group.filter(|g| g.is_team()) {
+                base.team = Some(g.name.clone());
+                base.group_id = Some(g.id.clone());
+                base.mode = Some(g.mode.to_string());
+            }
         }
         Guard {
             sandbox,
@@ -152,12 +157,12 @@ impl Guard {
     }
 
     /// The input of `event`: this guard's fields, the run and iteration.
-    pub fn input(&self, event: HookEvent, run_id: &Option<RunId>, iteration: Option<u32>) -> HookInput {
+    pub fn input(&self, event: HookEvent, run_id: Option<&str>, iteration: Option<u32>) -> HookInput {
         let mut input = self.base.clone();
         let fresh = HookInput::new(event);
         input.hook_event_name = fresh.hook_event_name;
         input.permission_mode = fresh.permission_mode;
-        input.run_id = run_id.clone();
+        input.run_id = run_id.map(str::to_string);
         input.iteration = iteration;
         input
     }
@@ -168,7 +173,7 @@ impl Guard {
         &self,
         event: HookEvent,
         call: &crate::model::ToolCall,
-        run_id: &Option<RunId>,
+        run_id: Option<&str>,
         iteration: Option<u32>,
     ) -> Option<HookInput> {
         self.watches(event, Some(&call.name)).then(|| {
@@ -280,7 +285,7 @@ impl EngineShared {
         let Some(guard) = guard.filter(|g| g.watches(HookEvent::RunFinished, None)) else {
             return;
         };
-        let mut input = guard.input(HookEvent::RunFinished, &run.emitter.run_id, None);
+        let mut input = guard.input(HookEvent::RunFinished, run.emitter.run_id.as_deref(), None);
         input.outcome = Some(outcome.to_string());
         input.last_assistant_message = Some(answer.to_string()).filter(|a| !a.trim().is_empty());
         guard
@@ -349,7 +354,11 @@ impl EngineShared {
             if !guard.watches(HookEvent::IterationFinished, None) {
                 continue;
             }
-            let mut input = guard.input(HookEvent::IterationFinished, &run.emitter.run_id, Some(iteration));
+            let mut input = guard.input(
+                HookEvent::IterationFinished,
+                run.emitter.run_id.as_deref(),
+                Some(iteration),
+            );
             input.results = Some(results.clone());
             if let Some(place) = &place {
                 input.worktree = Some(serde_json::json!({

@@ -380,7 +380,7 @@ pub(crate) struct ActiveRun {
 
 impl ActiveRun {
     pub fn run_id(&self) -> RunId {
-        self.emitter.run_id.clone().unwrap_or_default()
+        self.emitter.run_id.clone().unwrap_or_default().to_string()
     }
 
     /// What the run used so far: its time (less pauses), tokens and money.
@@ -568,7 +568,7 @@ impl Engine {
         let said = Mutex::new(Vec::new());
         let said_ref = &said;
         futures::future::join_all(jobs.into_iter().map(|(guard, worktree, group)| async move {
-            let mut input = guard.input(crate::hooks::HookEvent::WorktreeCreated, &None, None);
+            let mut input = guard.input(crate::hooks::HookEvent::WorktreeCreated, None, None);
             input.worktree = Some(serde_json::json!({
                 "path": worktree.path,
                 "branch": worktree.branch,
@@ -577,8 +577,8 @@ impl Engine {
             }));
             let emit = |kind| {
                 let event = events::EngineEvent {
-                    group_id: group_id.to_string(),
-                    group: group.clone(),
+                    group_id: group_id.into(),
+                    group: group.as_str().into(),
                     run_id: None,
                     execution: None,
                     kind,
@@ -709,7 +709,7 @@ impl Engine {
                     &session_id,
                     prompt,
                     session::TurnOptions {
-                        run_id: Some(guard.run.run_id()),
+                        run_id: Some(guard.run.run_id().into()),
                         cancel: guard.run.control.cancel.child_token(),
                         model_override,
                         attachments,
@@ -1100,8 +1100,8 @@ impl Engine {
             .find(|r| r.key == RunKey::team(&group_id))
             .and_then(|r| r.emitter.run_id.clone());
         self.shared.events.emit(events::EngineEvent {
-            group_id,
-            group,
+            group_id: group_id.into(),
+            group: group.into(),
             run_id,
             execution: None,
             kind: events::EventKind::MemberNote {
@@ -1166,8 +1166,8 @@ impl Engine {
             self.shared.writer.append(id, &mark);
             state.forget();
             self.shared.events.emit(events::EngineEvent {
-                group_id,
-                group,
+                group_id: group_id.into(),
+                group: group.into(),
                 run_id: None,
                 execution: None,
                 kind: events::EventKind::Notice {
@@ -1310,9 +1310,9 @@ impl EngineShared {
             control,
             emitter: Emitter {
                 sink: self.events.clone(),
-                group_id,
-                group,
-                run_id: Some(run_id.clone()),
+                group_id: group_id.into(),
+                group: group.into(),
+                run_id: Some(run_id.as_str().into()),
             },
             key,
             started: std::time::Instant::now(),

@@ -23,7 +23,7 @@ use super::EngineShared;
 use super::agent_steps::{AgentRecorder, StepContext};
 use super::budget::Spent;
 pub use super::chat_history::chat_history;
-use super::events::{EngineEvent, EventKind, ExecutionTag, RunId};
+use super::events::{EngineEvent, EventKind, ExecutionTag, RunId, SharedStr};
 use super::guard::Guard;
 use super::lent_tools::{Joined, TurnHooks, TurnTools};
 use super::tool_round::{CallContext, Lent};
@@ -57,7 +57,7 @@ const HISTORY_MAX_MESSAGES: usize = 40;
 #[derive(Debug, Clone, Default)]
 pub struct TurnOptions {
     /// The run the turn belongs to (its events carry the id).
-    pub run_id: Option<RunId>,
+    pub run_id: Option<SharedStr>,
     pub iteration: Option<u32>,
     pub cancel: CancellationToken,
     pub timeout: Option<Duration>,
@@ -302,7 +302,7 @@ impl SessionState {
     /// A resumed run began where its interrupted run did (`resumed_start`).
     fn visible(
         &mut self,
-        run_id: Option<&RunId>,
+        run_id: Option<&str>,
         from_run_start: bool,
         resumed_start: Option<usize>,
         window: Option<Window>,
@@ -326,7 +326,7 @@ impl SessionState {
     /// the run's start when this is its first turn; changes nothing.
     fn sent_from(
         &self,
-        run_id: Option<&RunId>,
+        run_id: Option<&str>,
         from_run_start: bool,
         resumed_start: Option<usize>,
         window: Option<Window>,
@@ -335,13 +335,13 @@ impl SessionState {
         let mut run_start = None;
         let start = match (run_id, from_run_start) {
             (Some(run), true) => match &self.run_start {
-                Some((current, index)) if current == run => (*index).min(history.len()),
+                Some((current, index)) if current.as_str() == run => (*index).min(history.len()),
                 _ => {
                     let start = resumed_start
                         .map(|start| start.saturating_sub(self.dropped))
                         .unwrap_or(history.len())
                         .min(history.len());
-                    run_start = Some((run.clone(), start));
+                    run_start = Some((run.to_string(), start));
                     start
                 }
             },
@@ -367,7 +367,7 @@ impl SessionState {
             return Vec::new();
         }
         let (from, _) = self.sent_from(
-            options.run_id.as_ref(),
+            options.run_id.as_deref(),
             options.history_from_run_start,
             resumed_start,
             options.window,
@@ -545,8 +545,8 @@ struct Actor<'a> {
 /// What a turn needs to know about its session, read once at its start.
 struct SessionInfo {
     name: String,
-    group_id: String,
-    group: String,
+    group_id: SharedStr,
+    group: SharedStr,
     role: Role,
     model: String,
     system: Option<String>,
@@ -571,8 +571,8 @@ impl Actor<'_> {
             let group = org.group(&s.group_id);
             Some(SessionInfo {
                 name: s.name.clone(),
-                group_id: s.group_id.clone(),
-                group: group.map(|g| g.name.clone()).unwrap_or_default(),
+                group_id: s.group_id.as_str().into(),
+                group: group.map_or_else(|| "".into(), |g| g.name.as_str().into()),
                 role: s.role,
                 model: s.model.clone(),
                 system: super::protocol::system_prompt_with_note(org, s),
@@ -624,7 +624,7 @@ impl Actor<'_> {
     }
 
     /// One event of this session's turn.
-    fn emit(&self, info: &SessionInfo, run_id: &Option<RunId>, kind: EventKind) {
+    fn emit(&self, info: &SessionInfo, run_id: &Option<SharedStr>, kind: EventKind) {
         self.shared.events.emit(EngineEvent {
             group_id: info.group_id.clone(),
             group: info.group.clone(),
@@ -692,7 +692,7 @@ impl Actor<'_> {
         });
         user.instructions = self.instructions_changed(options.system_extra.as_deref());
         user.iteration = options.iteration;
-        user.run_id = options.run_id.clone();
+        user.run_id = options.run_id.as_deref().map(str::to_string);
         user.execution_id = self.execution_id();
         if let Some(stamp) = &options.stamp {
             stamp.apply(&mut user);
@@ -705,7 +705,7 @@ impl Actor<'_> {
             Vec::new()
         } else {
             self.state.visible(
-                options.run_id.as_ref(),
+                options.run_id.as_deref(),
                 options.history_from_run_start,
                 resumed_start,
                 options.window,
@@ -927,9 +927,11 @@ impl Actor<'_> {
         if !info.guard.watches(HookEvent::TurnFinished, None) {
             return;
         }
-        let mut input = info
-            .guard
-            .input(HookEvent::TurnFinished, &options.run_id, options.iteration);
+        let mut input = info.guard.input(
+            HookEvent::TurnFinished,
+            options.run_id.as_deref(),
+            options.iteration,
+        );
         input.last_assistant_message = Some(result.text.clone());
         input.outcome = Some(if result.success { "completed" } else { "failed" }.into());
         let emit = |kind| self.emit(info, &options.run_id, kind);
@@ -961,7 +963,11 @@ impl Actor<'_> {
                 .find(|m| m.tool_result.as_ref().is_some_and(|r| r.call_id == call.id));
             let mut input = info
                 .guard
-                .input(HookEvent::PostToolUse, &options.run_id, options.iteration)
+                .input(
+                    HookEvent::PostToolUse,
+                    options.run_id.as_deref(),
+                    options.iteration,
+                )
                 .with_call(&call.name, &call.arguments, &call.id);
             input.tool_response = result.map(|m| {
                 serde_json::json!({
@@ -1090,7 +1096,7 @@ impl Actor<'_> {
             .join("\n\n");
         let estimate = |state: &mut SessionState| {
             let mut messages = state.visible(
-                options.run_id.as_ref(),
+                options.run_id.as_deref(),
                 options.history_from_run_start,
                 resumed_start,
                 options.window,
@@ -1131,7 +1137,7 @@ impl Actor<'_> {
             before,
             after,
         });
-        mark.run_id = options.run_id.clone();
+        mark.run_id = options.run_id.as_deref().map(str::to_string);
         mark.execution_id = self.execution_id();
         self.shared.writer.append(self.session_id, &mark);
         self.emit(
@@ -1235,7 +1241,7 @@ impl Actor<'_> {
             }
             if let crate::sandbox::Status::Unconfined { .. } = sandbox.status_with(&available)
                 && !sandbox.policy.is_off()
-                && first_unconfined_turn_of(options.run_id.as_ref())
+                && first_unconfined_turn_of(options.run_id.as_deref())
             {
                 // Not asked for off, and nothing works here: said, never silent.
                 self.emit(
@@ -1339,8 +1345,8 @@ impl Actor<'_> {
                 shared: Arc::clone(self.shared),
                 session_id: self.session_id.to_string(),
                 session: info.name.clone(),
-                group_id: info.group_id.clone(),
-                group: info.group.clone(),
+                group_id: info.group_id.to_string(),
+                group: info.group.to_string(),
                 run_id: options.run_id.clone(),
                 generation,
                 iteration: options.iteration,
@@ -1722,7 +1728,7 @@ impl Actor<'_> {
         answer.iteration = options.iteration;
         answer.cost_usd = result.cost_usd;
         answer.execution_id = self.execution_id();
-        answer.run_id = options.run_id.clone();
+        answer.run_id = options.run_id.as_deref().map(str::to_string);
         // On disk before anything reports the turn ended (a crash cannot take back an answer
         // that was reported; a resumed run finds it).
         let written = self.shared.writer.append_written(self.session_id, &answer);
@@ -1875,7 +1881,7 @@ fn bounded_history(history: &[ChatMessage]) -> Vec<ChatMessage> {
 
 /// True the first time a run (or a run-less turn) asks: the unconfined warning is said once
 /// per run. Remembers the last few hundred runs only.
-fn first_unconfined_turn_of(run_id: Option<&super::events::RunId>) -> bool {
+fn first_unconfined_turn_of(run_id: Option<&str>) -> bool {
     static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let Some(run) = run_id else { return true };
     let key = run.to_string();

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use crate::model::{GroupId, SessionId};
 use crate::store::{RunLine, RunLog, RunOwner};
 
-use super::events::{EngineEvent, EventKind, RunId, RunKey, RunRecord};
+use super::events::{EngineEvent, EventKind, RunId, RunKey, RunRecord, SharedStr};
 
 /// Sees every event of a run but the streamed text pieces as it is emitted (what the run log
 /// gets, and each turn's start), e.g. to export it as telemetry. `observe` runs on the emitting task: it must return at once
@@ -52,7 +52,7 @@ struct ChatRuns {
 impl ChatRuns {
     /// Whose run file the event of `run_id` goes to, following chats from their
     /// `run_started` to their `run_ended`.
-    fn owner(&self, event: &EngineEvent, run_id: &RunId) -> RunOwner {
+    fn owner(&self, event: &EngineEvent, run_id: &str) -> RunOwner {
         let chat = match &event.kind {
             EventKind::RunStarted {
                 key: RunKey::Chat { session_id },
@@ -61,7 +61,7 @@ impl ChatRuns {
                     .list
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
-                list.insert(run_id.clone(), session_id.clone());
+                list.insert(run_id.to_string(), session_id.clone());
                 self.count.store(list.len(), Ordering::Release);
                 Some(session_id.clone())
             }
@@ -87,7 +87,7 @@ impl ChatRuns {
         };
         match chat {
             Some(session_id) => RunOwner::Session(session_id),
-            None => RunOwner::Group(event.group_id.clone()),
+            None => RunOwner::Group(event.group_id.to_string()),
         }
     }
 }
@@ -116,7 +116,7 @@ impl Watchers {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         // A watcher that went away is dropped here.
         list.retain(|(group_ids, tx)| {
-            if group_ids.contains(&event.group_id) {
+            if group_ids.iter().any(|g| **g == *event.group_id) {
                 tx.send(event.clone()).is_ok()
             } else {
                 !tx.is_closed()
@@ -213,7 +213,7 @@ impl EventSink {
         let line = match (&self.log, &event.run_id) {
             (Some(_), Some(run_id)) if !event.kind.is_streaming() => Some((
                 self.chats.owner(&event, run_id),
-                run_id.clone(),
+                run_id.to_string(),
                 RunRecord::now(event.for_log()),
             )),
             _ => None,
@@ -272,9 +272,9 @@ impl EventSink {
 #[derive(Clone)]
 pub(crate) struct Emitter {
     pub sink: EventSink,
-    pub group_id: GroupId,
-    pub group: String,
-    pub run_id: Option<RunId>,
+    pub group_id: SharedStr,
+    pub group: SharedStr,
+    pub run_id: Option<SharedStr>,
 }
 
 impl Emitter {

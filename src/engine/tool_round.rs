@@ -15,7 +15,7 @@ use crate::tools::limits::cap_result;
 use crate::tools::{AgentOption, Approval, ApprovalPolicy, Decision, Offer, ToolError, schema, split_name};
 
 use super::EngineShared;
-use super::events::{EngineEvent, EventKind, ExecutionTag, RunId};
+use super::events::{EngineEvent, EventKind, ExecutionTag, SharedStr};
 use super::guard::Guard;
 use super::lent_tools::TurnTools;
 use crate::hooks::{HookEvent, Verdict};
@@ -71,7 +71,7 @@ pub(crate) struct CallContext<'a> {
     pub session: &'a str,
     pub group_id: &'a str,
     pub group: &'a str,
-    pub run_id: &'a Option<RunId>,
+    pub run_id: &'a Option<SharedStr>,
     pub cancel: &'a CancellationToken,
     /// The session's working directory (its worktree, if any): `cwd: session` servers run there.
     pub workdir: Option<&'a std::path::Path>,
@@ -85,8 +85,8 @@ pub(crate) struct CallContext<'a> {
 impl CallContext<'_> {
     pub fn emit(&self, kind: EventKind) {
         self.shared.events.emit(EngineEvent {
-            group_id: self.group_id.to_string(),
-            group: self.group.to_string(),
+            group_id: self.group_id.into(),
+            group: self.group.into(),
             run_id: self.run_id.clone(),
             execution: self.execution.cloned(),
             kind,
@@ -227,10 +227,12 @@ impl CallContext<'_> {
     /// The post_tool_use hooks of a call that ran: they see the call and its result; what they
     /// object or add goes to the model after the result.
     async fn after_call(&self, call: &ToolCall, text: &mut String, is_error: bool) {
-        let Some(mut input) =
-            self.guard
-                .call_input(HookEvent::PostToolUse, call, self.run_id, self.iteration)
-        else {
+        let Some(mut input) = self.guard.call_input(
+            HookEvent::PostToolUse,
+            call,
+            self.run_id.as_deref(),
+            self.iteration,
+        ) else {
             return;
         };
         input.tool_response = Some(serde_json::json!({ "text": text.as_str(), "is_error": is_error }));
@@ -255,10 +257,12 @@ impl CallContext<'_> {
         arguments: serde_json::Map<String, serde_json::Value>,
         schema_of: &serde_json::Value,
     ) -> Result<(Verdict, serde_json::Map<String, serde_json::Value>), String> {
-        let Some(input) = self
-            .guard
-            .call_input(HookEvent::PreToolUse, call, self.run_id, self.iteration)
-        else {
+        let Some(input) = self.guard.call_input(
+            HookEvent::PreToolUse,
+            call,
+            self.run_id.as_deref(),
+            self.iteration,
+        ) else {
             return Ok((Verdict::Continue, arguments));
         };
         let decided = self.guard.before_call(&input, &|kind| self.emit(kind)).await;
@@ -464,10 +468,12 @@ impl CallContext<'_> {
     ) -> crate::providers::PermissionAnswer {
         let call = &request.call;
         let mut hook_reason = None;
-        if let Some(input) = self
-            .guard
-            .call_input(HookEvent::PreToolUse, call, self.run_id, self.iteration)
-        {
+        if let Some(input) = self.guard.call_input(
+            HookEvent::PreToolUse,
+            call,
+            self.run_id.as_deref(),
+            self.iteration,
+        ) {
             match self
                 .guard
                 .before_call(&input, &|kind| self.emit(kind))
@@ -523,7 +529,7 @@ struct AgentAsk {
     session: String,
     group_id: String,
     group: String,
-    run_id: Option<RunId>,
+    run_id: Option<SharedStr>,
     cancel: CancellationToken,
     workdir: Option<std::path::PathBuf>,
     execution: Option<ExecutionTag>,

@@ -88,11 +88,11 @@ impl Table {
     /// ended (the host may now be idle).
     pub fn apply(&mut self, event: &EngineEvent) -> bool {
         let mut ended = false;
-        if let Some(run_id) = &event.run_id {
+        if let Some(run_id) = event.run_id.as_deref() {
             if let EventKind::RunStarted { key } = &event.kind {
                 let mut entry = new_entry(run_id, key, event);
                 entry.info.front = self.fronts.remove(run_id).or_else(|| self.take_expected(key));
-                self.runs.insert(run_id.clone(), entry);
+                self.runs.insert(run_id.to_string(), entry);
             }
             if let Some(entry) = self.runs.get_mut(run_id) {
                 if !event.kind.is_streaming() {
@@ -106,7 +106,7 @@ impl Table {
                 if self.ended.len() >= ENDED_KEPT {
                     self.ended.pop_front();
                 }
-                self.ended.push_back(run_id.clone());
+                self.ended.push_back(run_id.to_string());
             }
         }
         self.deliver(event, ended);
@@ -381,8 +381,8 @@ fn new_entry(run_id: &str, key: &RunKey, event: &EngineEvent) -> Entry {
         info: RunInfo {
             run_id: run_id.to_string(),
             key: key.clone(),
-            group_id: event.group_id.clone(),
-            group: event.group.clone(),
+            group_id: event.group_id.to_string(),
+            group: event.group.to_string(),
             session: None,
             mode: None,
             started_at: Utc::now(),

@@ -245,7 +245,7 @@ pub fn run_end(lines: &[String]) -> RunEnd {
         let Ok(record) = serde_json::from_str::<RunRecord>(line) else {
             continue;
         };
-        end.group = Some(record.event.group);
+        end.group = Some(record.event.group.to_string());
         match record.event.kind {
             EventKind::RunResult { text } => end.answer = Some(text),
             EventKind::RunEnded { outcome, failed, .. } => {

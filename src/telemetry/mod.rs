@@ -200,16 +200,16 @@ impl Worker {
 
     /// Folds the event in; the run's spans when it ended.
     fn fold(&mut self, event: &EngineEvent, at: u64) -> Option<Vec<spans::Span>> {
-        let run_id = event.run_id.as_ref()?;
+        let run_id = event.run_id.as_deref()?;
         if !self.runs.contains_key(run_id) {
             if self.order.len() >= MAX_RUNS {
                 let oldest = self.order.remove(0);
                 self.runs.remove(&oldest);
                 tracing::warn!("telemetry: run {oldest} never ended; its spans are dropped");
             }
-            self.order.push(run_id.clone());
+            self.order.push(run_id.to_string());
             self.runs
-                .insert(run_id.clone(), spans::RunSpans::new(run_id, self.content));
+                .insert(run_id.to_string(), spans::RunSpans::new(run_id, self.content));
         }
         let run = self.runs.get_mut(run_id)?;
         run.apply(event, at);

@@ -761,11 +761,11 @@ impl TraceBuilder {
     fn note_run(&mut self, event: &EngineEvent, at: DateTime<Utc>) {
         let run = &mut self.trace.run;
         if run.group_id.is_empty() {
-            run.group_id = event.group_id.clone();
-            run.group = event.group.clone();
+            run.group_id = event.group_id.to_string();
+            run.group = event.group.to_string();
         }
         if run.run_id.is_none() {
-            run.run_id = event.run_id.clone();
+            run.run_id = event.run_id.as_deref().map(str::to_string);
         }
         if run.started.is_none() {
             run.started = Some(at);

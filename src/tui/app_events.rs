@@ -274,7 +274,8 @@ impl App {
                 self.dialogs.settle_approvals(|r| r.approval_id == *approval_id);
             }
             EventKind::RunEnded { .. } if event.run_id.is_some() => {
-                self.dialogs.settle_approvals(|r| r.run_id == event.run_id);
+                self.dialogs
+                    .settle_approvals(|r| r.run_id.as_deref() == event.run_id.as_deref());
             }
             _ => {}
         }

@@ -391,7 +391,7 @@ fn take(
             stored,
             asked_elsewhere,
         } => {
-            if let Some(run_id) = &event.run_id {
+            if let Some(run_id) = event.run_id.as_deref() {
                 if let Some(front) = &asked_elsewhere {
                     remote.asked_elsewhere(run_id, &event.group_id, front);
                 } else if matches!(event.kind, crate::engine::events::EventKind::RunEnded { .. }) {

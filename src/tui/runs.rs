@@ -56,14 +56,14 @@ impl Runs {
 
     /// [`Runs::apply`] for an event that came at `now` (a limit wait counts down from it).
     pub fn apply_at(&mut self, event: &EngineEvent, now: Instant) -> Option<RunKey> {
-        let run_id = event.run_id.as_ref()?;
+        let run_id = event.run_id.as_deref()?;
         match &event.kind {
             EventKind::RunStarted { key } => {
                 self.runs.insert(
-                    run_id.clone(),
+                    run_id.to_string(),
                     RunState {
                         key: key.clone(),
-                        group_id: event.group_id.clone(),
+                        group_id: event.group_id.to_string(),
                         paused: false,
                         pending: None,
                         turns: HashSet::new(),
@@ -155,7 +155,7 @@ impl Runs {
             EventKind::RunStarted { key } | EventKind::RunEnded { key, .. } => Some(key),
             _ => event
                 .run_id
-                .as_ref()
+                .as_deref()
                 .and_then(|id| self.runs.get(id))
                 .map(|r| &r.key),
         };

@@ -222,7 +222,7 @@ impl TeamPanel {
         saved: impl FnOnce() -> Option<ReflectionCycle>,
         names: impl FnOnce() -> crate::describe::Names,
     ) {
-        let id = &event.group_id;
+        let id: &str = &event.group_id;
         if let EventKind::RunStarted {
             key: RunKey::Team { .. },
         } = &event.kind
@@ -230,22 +230,24 @@ impl TeamPanel {
             // A new run: it is the newest, one more on disk (unless it is the one read).
             self.shown_runs.remove(id);
             let (index, total) = match self.latest_runs.get(id) {
-                Some(p) if p.run_id.is_some() && p.run_id == event.run_id => (p.index, p.total),
+                Some(p) if p.run_id.is_some() && p.run_id.as_deref() == event.run_id.as_deref() => {
+                    (p.index, p.total)
+                }
                 Some(p) => (p.total, p.total + 1),
                 None => (0, 1),
             };
             self.latest_runs.insert(
-                id.clone(),
+                id.to_string(),
                 RunPosition {
                     index,
                     total,
-                    run_id: event.run_id.clone(),
+                    run_id: event.run_id.as_deref().map(str::to_string),
                 },
             );
-            if let Some(run_id) = &event.run_id {
-                let ids = self.followed.entry(id.clone()).or_default();
-                if !ids.contains(run_id) {
-                    ids.push(run_id.clone());
+            if let Some(run_id) = event.run_id.as_deref() {
+                let ids = self.followed.entry(id.to_string()).or_default();
+                if !ids.iter().any(|r| r == run_id) {
+                    ids.push(run_id.to_string());
                 }
                 // Only a read answered late is compared with them: the newest few do.
                 if ids.len() > FOLLOWED_KEPT {
@@ -254,7 +256,7 @@ impl TeamPanel {
             }
         }
         self.traces.follow(event);
-        let cycle = self.cycles.entry(id.clone()).or_default();
+        let cycle = self.cycles.entry(id.to_string()).or_default();
         // Names in a run's events are those at its start: how they read is taken once per cycle.
         if cycle.names.is_unset() || matches!(event.kind, EventKind::CycleStarted { .. }) {
             cycle.names = names();
@@ -275,7 +277,7 @@ impl TeamPanel {
 
     /// Streamed text of a member of a team whose run is followed (the panel shows its end).
     pub fn on_delta(&mut self, event: &EngineEvent, session_id: &str, session: &str, text: &str) {
-        if let Some(c) = self.cycles.get_mut(&event.group_id) {
+        if let Some(c) = self.cycles.get_mut(&*event.group_id) {
             c.on_delta(session_id, session, text, event.execution.as_ref());
         }
     }

@@ -158,11 +158,11 @@ pub fn events_of(ndjson: &str, group_id: &str) -> Vec<EngineEvent> {
     let mut all = events(ndjson);
     let recorded = all.first().map(|e| e.group_id.clone()).unwrap_or_default();
     for e in &mut all {
-        e.group_id = group_id.to_string();
+        e.group_id = group_id.into();
         if let crate::engine::events::EventKind::RunStarted {
             key: crate::engine::events::RunKey::Team { group_id: g },
         } = &mut e.kind
-            && *g == recorded
+            && g.as_str() == &*recorded
         {
             *g = group_id.to_string();
         }

@@ -66,14 +66,14 @@ impl RunTraces {
     /// One live event of a team: a new run starts a new tree, every other event grows it.
     pub fn follow(&mut self, event: &EngineEvent) {
         let version = self.next_version();
-        let id = &event.group_id;
+        let id: &str = &event.group_id;
         if let EventKind::RunStarted {
             key: RunKey::Team { .. },
         } = &event.kind
         {
             self.earlier.remove(id);
             self.newest.insert(
-                id.clone(),
+                id.to_string(),
                 Kept {
                     trace: RunTrace::Live(Box::default()),
                     version,
@@ -431,7 +431,7 @@ mod tests {
                 false,
             );
             for width in WIDTHS {
-                let mut view = TraceView::new(group_id.clone());
+                let mut view = TraceView::new(group_id.to_string());
                 let screen = draw(width, 24, |f| {
                     view.prepare(&traces, false, f.area());
                     view.render(f, f.area(), team);

@@ -132,7 +132,7 @@ async fn full_auto_runs_until_the_driver_completes() {
     let run_id = events.iter().find_map(|e| e.run_id.clone()).expect("run id");
     for e in &events {
         if let EventKind::RelaySent { trace_id, hop, .. } = &e.kind {
-            assert_eq!((trace_id.as_str(), *hop), (run_id.as_str(), 1));
+            assert_eq!((trace_id.as_str(), *hop), (&*run_id, 1));
         }
     }
     assert_eq!(final_state(&events).map(|s| s.0), Some(RelayPhase::Completed));
@@ -148,10 +148,7 @@ async fn full_auto_runs_until_the_driver_completes() {
     let stored = f.engine.load_transcript(&them).expect("transcript").messages;
     let first = stored.iter().find(|m| m.text == "Offer 400").expect("stored");
     let meta = first.relay.as_ref().expect("relay metadata");
-    assert_eq!(
-        (meta.trace_id.as_str(), meta.hop, meta.turn),
-        (run_id.as_str(), 1, 1)
-    );
+    assert_eq!((meta.trace_id.as_str(), meta.hop, meta.turn), (&*run_id, 1, 1));
 }
 
 #[tokio::test]
@@ -475,7 +472,7 @@ async fn a_relay_to_itself_is_refused_and_hops_are_limited() {
             state: RelayPhase::Error,
             reason,
             ..
-        } if e.group == "u" => reason.clone(),
+        } if &*e.group == "u" => reason.clone(),
         _ => None,
     });
     assert!(u_state.unwrap_or_default().contains("max_hops 1"));

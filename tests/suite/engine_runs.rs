@@ -17,7 +17,7 @@ fn lifecycle(events: &[EngineEvent]) -> Vec<(&'static str, Option<String>)> {
     events
         .iter()
         .filter(|e| matches!(e.kind, EventKind::RunStarted { .. } | EventKind::RunEnded { .. }))
-        .map(|e| (e.kind.name(), e.run_id.clone()))
+        .map(|e| (e.kind.name(), e.run_id.as_deref().map(str::to_string)))
         .collect()
 }
 

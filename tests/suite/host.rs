@@ -157,7 +157,7 @@ async fn a_run_goes_through_the_owner_whose_front_end_sees_it_live() {
         owner
             .seen()
             .iter()
-            .any(|e| e.group_id == group_id && matches!(e.kind, EventKind::CycleFinished { .. })),
+            .any(|e| *e.group_id == *group_id && matches!(e.kind, EventKind::CycleFinished { .. })),
         "the owner's front end saw the run end"
     );
 }
@@ -1277,7 +1277,7 @@ async fn a_team_with_a_slow_worktree_hook_is_answered_before_the_hook_ends() {
             .await
             .expect("the held run's events")
             .expect("the owner's events");
-        if event.group_id == group_id && matches!(event.kind, EventKind::RunEnded { .. }) {
+        if *event.group_id == *group_id && matches!(event.kind, EventKind::RunEnded { .. }) {
             break;
         }
     }

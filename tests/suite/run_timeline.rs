@@ -183,7 +183,7 @@ async fn old_run_files_beyond_the_configured_count_are_pruned() {
     let started: Vec<String> = drain(&mut ws.events)
         .into_iter()
         .filter(|e| matches!(e.kind, EventKind::RunStarted { .. }))
-        .filter_map(|e| e.run_id)
+        .filter_map(|e| e.run_id.map(|r| r.to_string()))
         .collect();
     assert_eq!(started.len(), 4);
     // The two newest runs are kept, the older ones removed.

@@ -342,9 +342,9 @@ fn run_file(
         .map(|kind| huddle::engine::events::RunRecord {
             at,
             event: huddle::engine::events::EngineEvent {
-                group_id: group_id.to_string(),
+                group_id: group_id.into(),
                 group: TEAM.into(),
-                run_id: Some(run_id.clone()),
+                run_id: Some(run_id.as_str().into()),
                 execution: None,
                 kind,
             },

@@ -95,9 +95,9 @@ pub fn tagged_event(
         .read(|o| o.group(group_id).map(|g| g.name.clone()))
         .unwrap_or_default();
     app.handle_app_event(AppEvent::Engine(EngineEvent {
-        group_id: group_id.to_string(),
-        group,
-        run_id: run_id.map(str::to_string),
+        group_id: group_id.into(),
+        group: group.into(),
+        run_id: run_id.map(Into::into),
         execution,
         kind,
     }))

@@ -82,7 +82,7 @@ impl ApprovalRequest {
             session_id: session_id.clone(),
             session: clean(session),
             group: clean(&event.group),
-            run_id: event.run_id.clone(),
+            run_id: event.run_id.as_deref().map(str::to_string),
             server: clean(server),
             tool: clean(tool),
             arguments: pretty_arguments(arguments),

@@ -115,14 +115,14 @@ pub fn send(cx: &mut Cx, panel: &TeamPanel, group_id: &str, text: &str) -> Optio
 
 /// A draft waiting for you opens its popup; a draft settled (sent, run over) closes it.
 pub fn follow(cx: &mut Cx, panel: &TeamPanel, event: &EngineEvent) {
-    let group_id = &event.group_id;
+    let group_id: &str = &event.group_id;
     let settled = matches!(
         &event.kind,
         EventKind::RelaySent { .. } | EventKind::RelayTakeOver { .. } | EventKind::RunEnded { .. }
     ) || matches!(&event.kind, EventKind::RelayState { state, .. } if state.is_final());
     if settled {
         cx.dialogs
-            .retain(|d| !matches!(d, Dialog::RelayDraft(p) if p.group_id == *group_id));
+            .retain(|d| !matches!(d, Dialog::RelayDraft(p) if p.group_id == group_id));
     }
     if let EventKind::RelayDraft { waiting: true, .. } = &event.kind
         && let Some(front) = cx.edits.group_asked_elsewhere(group_id)
