@@ -1433,8 +1433,17 @@ impl EngineShared {
         session_id: &str,
         options: &session::TurnOptions,
     ) -> Vec<Arc<str>> {
-        let slot = Arc::clone(lock(&self.sessions).entry(session_id.to_string()).or_default());
+        let slot = self.slot(session_id);
         session::sent_prompts(Arc::clone(self), slot, session_id, options).await
+    }
+
+    /// The session's state slot (made on its first turn): found by its id without copying it.
+    fn slot(&self, session_id: &str) -> session::SessionSlot {
+        let mut sessions = lock(&self.sessions);
+        match sessions.get(session_id) {
+            Some(slot) => Arc::clone(slot),
+            None => Arc::clone(sessions.entry(session_id.to_string()).or_default()),
+        }
     }
 
     /// Runs a turn of the session once its earlier turns are done, and waits for it.
@@ -1445,7 +1454,7 @@ impl EngineShared {
         options: session::TurnOptions,
     ) -> TurnResult {
         *lock(&self.turns).entry(session_id.to_string()).or_default() += 1;
-        let slot = Arc::clone(lock(&self.sessions).entry(session_id.to_string()).or_default());
+        let slot = self.slot(session_id);
         session::run_turn(Arc::clone(self), slot, session_id.to_string(), prompt, options).await
     }
 }

@@ -379,11 +379,28 @@ impl PriceBook {
 
     /// The prices of the model `slug` (`<provider>/<model>`) on `day`; `None`: unknown.
     pub fn rate_on(&self, slug: &str, day: &str) -> Option<Rate> {
+        self.rate_when(slug, || day.to_string())
+    }
+
+    /// The prices of `slug` today.
+    pub fn rate(&self, slug: &str) -> Option<Rate> {
+        self.rate_when(slug, today)
+    }
+
+    /// [`PriceBook::rate_on`] with the day asked for only when the built-in table is read (a
+    /// price is looked up for every turn: config's prices and the free providers need no date,
+    /// and no copy of the slug).
+    fn rate_when(&self, slug: &str, day: impl FnOnce() -> String) -> Option<Rate> {
         let (provider, model) = slug.split_once('/')?;
-        self.overrides
-            .get(slug)
-            .or_else(|| self.overrides.get(model))
-            .or_else(|| self.overrides.get(&format!("{provider}/*")))
+        let overridden = || {
+            self.overrides
+                .get(slug)
+                .or_else(|| self.overrides.get(model))
+                .or_else(|| self.overrides.get(&format!("{provider}/*")))
+        };
+        (!self.overrides.is_empty())
+            .then(overridden)
+            .flatten()
             .map(|p| Rate::flat(*p))
             .or_else(|| {
                 self.free_providers
@@ -391,12 +408,7 @@ impl PriceBook {
                     .any(|f| f == provider)
                     .then_some(Rate::flat(Price::FREE))
             })
-            .or_else(|| known_rate(model, day))
-    }
-
-    /// The prices of `slug` today.
-    pub fn rate(&self, slug: &str) -> Option<Rate> {
-        self.rate_on(slug, &today())
+            .or_else(|| known_rate(model, &day()))
     }
 
     /// What `usage` of `slug` costs today, in USD; `None` when the model has no price.
