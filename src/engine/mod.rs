@@ -709,7 +709,7 @@ impl Engine {
                     &session_id,
                     prompt,
                     session::TurnOptions {
-                        run_id: Some(guard.run.run_id().into()),
+                        run_id: guard.run.emitter.run_id.clone(),
                         cancel: guard.run.control.cancel.child_token(),
                         model_override,
                         attachments,

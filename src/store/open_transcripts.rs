@@ -1,5 +1,5 @@
 //! The transcript writer's open files and their group syncs: at most a bounded number of
-//! transcripts open (the least recently written closed to open another), which have lines not
+//! transcripts open (one chosen at random closed to open another), which have lines not
 //! synced yet, and the thread that syncs them in groups while writing goes on.
 
 use std::collections::{HashMap, HashSet};
@@ -28,7 +28,8 @@ const OPEN_MOST: usize = 64;
 
 /// How many transcripts the writer keeps open: a sixteenth of the process's open-file limit,
 /// [`OPEN_MAX`] at least and [`OPEN_MOST`] at most (16 under `ulimit -n 256` or lower, 64 under
-/// the usual 1,024). A team larger than the bound opens and closes a file per answer.
+/// the usual 1,024). A team larger than the bound opens and closes files as it writes (see
+/// [`OpenTranscripts::close_one`]).
 pub(super) fn open_max_of_process() -> usize {
     // SAFETY: getrlimit writes into the struct it is given.
     let soft = unsafe {
@@ -70,7 +71,8 @@ pub(super) struct OpenTranscripts {
     /// How many files are kept open at most.
     open_max: OpenBound,
     /// Chooses the file closed to open another (see [`OpenTranscripts::close_one`]); seeded the
-    /// same always, so that a run of tests closes the same files each time.
+    /// same always, and choosing among the open sessions in the order of their ids, so that a
+    /// run of tests closes the same files each time.
     chooser: Chooser,
     /// Sessions with lines not synced yet, open or closed since (a transcript closed to open
     /// another is synced with the window's group, by its path, not on its own when closed).
@@ -91,7 +93,7 @@ pub(super) struct OpenTranscripts {
     opens: u64,
 }
 
-/// A generator of the indices [`OpenTranscripts::close_one`] picks, always seeded the same.
+/// A generator of the indices [`OpenTranscripts::close_one`] picks.
 struct Chooser(fastrand::Rng);
 
 impl Default for Chooser {
@@ -120,7 +122,7 @@ impl OpenTranscripts {
         })
     }
 
-    /// Takes a file [`ToOpen::open`] opened for `session_id`, closing the least recently written
+    /// Takes a file [`ToOpen::open`] opened for `session_id`, closing another (at random)
     /// one first when as many as the bound are open.
     pub(super) fn opened(&mut self, session_id: &str, opened: Opened) {
         // Opened: its folder exists.
@@ -142,6 +144,13 @@ impl OpenTranscripts {
             self.whole.insert(session_id.to_string());
         }
         self.files.insert(session_id.to_string(), opened.file);
+    }
+
+    /// How long `session_id`'s open transcript is now (`None`: it is not open). Taken under the
+    /// writer's lock, where every line is written whole, so it ends a line.
+    pub(super) fn length_of(&self, session_id: &str) -> Option<u64> {
+        let file = self.files.get(session_id)?;
+        file.metadata().ok().map(|m| m.len())
     }
 
     /// Whether `session_id`'s transcript is open (a line for it is written without opening).
@@ -168,14 +177,17 @@ impl OpenTranscripts {
         if self.files.is_empty() {
             return;
         }
-        let pick = self.chooser.0.usize(..self.files.len());
-        if let Some(id) = self.files.keys().nth(pick).cloned() {
+        // In the ids' order (a map's own order changes from one process to the next).
+        let mut ids: Vec<&String> = self.files.keys().collect();
+        ids.sort_unstable();
+        let pick = self.chooser.0.usize(..ids.len());
+        if let Some(id) = ids.get(pick).map(|id| id.to_string()) {
             self.close(&id);
         }
     }
 
     /// Closes a session's file; lines not synced yet stay in [`OpenTranscripts::unsynced`].
-    fn close(&mut self, session_id: &str) {
+    pub(super) fn close(&mut self, session_id: &str) {
         self.files.remove(session_id);
     }
 

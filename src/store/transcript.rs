@@ -72,9 +72,24 @@ impl Transcripts {
 
     /// Reads a session's messages; a missing file is an empty transcript.
     pub fn load(&self, session_id: &str) -> Result<LoadedTranscript, StoreError> {
+        self.load_upto(session_id, None)
+    }
+
+    /// Reads a session's messages from the first `upto` bytes of its file (all of it with
+    /// `None`): what was written whole when its length was taken, not a line being written now.
+    pub(super) fn load_upto(
+        &self,
+        session_id: &str,
+        upto: Option<u64>,
+    ) -> Result<LoadedTranscript, StoreError> {
         let path = self.path(session_id)?;
         let text = match read_regular(&path) {
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Ok(mut bytes) => {
+                if let Some(upto) = upto.and_then(|n| usize::try_from(n).ok()) {
+                    bytes.truncate(upto);
+                }
+                String::from_utf8_lossy(&bytes).into_owned()
+            }
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(LoadedTranscript::default()),
             Err(e) => return Err(StoreError::io("cannot read", &path, e)),
         };
