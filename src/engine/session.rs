@@ -450,8 +450,12 @@ pub(crate) fn run_turn(
             state: &mut state,
             execution: options.execution.clone(),
         };
-        let turn = std::panic::AssertUnwindSafe(actor.turn(prompt, &options));
-        let result = match turn.catch_unwind().await {
+        // Made in place: a turn's future is kilobytes, and a binding of it before
+        // `catch_unwind` kept a second copy in this future's state.
+        let result = match std::panic::AssertUnwindSafe(actor.turn(prompt, &options))
+            .catch_unwind()
+            .await
+        {
             Ok(result) => result,
             Err(_) => {
                 tracing::error!(session = %session_id, "a turn panicked; the session starts over from its transcript");
