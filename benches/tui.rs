@@ -251,8 +251,8 @@ fn streaming(c: &mut Criterion) {
             "word "
         };
         app.handle_app_event(event(EventKind::Delta {
-            session_id,
-            session,
+            session_id: session_id.into(),
+            session: session.into(),
             generation,
             text: text.into(),
         }));

@@ -177,9 +177,11 @@ pub enum EventKind {
     },
     /// A piece of a streaming answer; `generation` identifies the turn so late pieces of a
     /// cancelled turn can be dropped.
+    /// A piece of a streamed answer: the most frequent event by far (a piece every few tokens),
+    /// so its session's id and name are shared, not copied into each.
     Delta {
-        session_id: SessionId,
-        session: String,
+        session_id: SharedStr,
+        session: SharedStr,
         generation: u64,
         text: String,
     },

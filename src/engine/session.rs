@@ -549,6 +549,9 @@ struct Actor<'a> {
 /// What a turn needs to know about its session, read once at its start.
 struct SessionInfo {
     name: String,
+    /// The session's id and name as every streamed piece of its answer carries them.
+    shared_id: SharedStr,
+    shared_name: SharedStr,
     group_id: SharedStr,
     group: SharedStr,
     role: Role,
@@ -575,6 +578,8 @@ impl Actor<'_> {
             let group = org.group(&s.group_id);
             Some(SessionInfo {
                 name: s.name.clone(),
+                shared_id: s.id.as_str().into(),
+                shared_name: s.name.as_str().into(),
                 group_id: s.group_id.as_str().into(),
                 group: group.map_or_else(|| "".into(), |g| g.name.as_str().into()),
                 role: s.role,
@@ -1401,8 +1406,8 @@ impl Actor<'_> {
                     info,
                     &options.run_id,
                     EventKind::Delta {
-                        session_id: self.session_id.to_string(),
-                        session: info.name.clone(),
+                        session_id: SharedStr::clone(&info.shared_id),
+                        session: SharedStr::clone(&info.shared_name),
                         generation,
                         text: delta.to_string(),
                     },

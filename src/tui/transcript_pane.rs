@@ -258,7 +258,7 @@ impl TranscriptPane {
                 text,
                 ..
             } => {
-                if let Some(view) = self.views.get_mut(session_id) {
+                if let Some(view) = self.views.get_mut(&**session_id) {
                     view.delta(*generation, text);
                 }
             }

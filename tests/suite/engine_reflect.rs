@@ -404,7 +404,7 @@ async fn stop_mid_dispatch_cancels_in_flight_requests_and_keeps_partial_text() {
     let mut streamed = String::new();
     f.events_until("the worker's partial answer", |e| {
         if let EventKind::Delta { session, text, .. } = &e.kind
-            && session == "t-alpha"
+            && &**session == "t-alpha"
         {
             streamed.push_str(text);
         }

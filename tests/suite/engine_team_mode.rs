@@ -509,7 +509,7 @@ async fn stop_cancels_every_member_and_keeps_the_partial_answers() {
     let mut events = f
         .events_until("both partial views", |e| {
             if let EventKind::Delta { session, text, .. } = &e.kind {
-                streamed.entry(session.clone()).or_default().push_str(text);
+                streamed.entry(session.to_string()).or_default().push_str(text);
             }
             streamed.values().filter(|t| *t == "partial view").count() == 2
         })

@@ -135,8 +135,8 @@ fn dispatch_run(app: &mut App, gid: &str) -> String {
         &run,
         under("exec-2"),
         EventKind::Delta {
-            session_id: sec.clone(),
-            session: sec_name.clone(),
+            session_id: sec.as_str().into(),
+            session: sec_name.as_str().into(),
             generation: 1,
             text: "Looking at login.rs\n".into(),
         },
@@ -309,8 +309,8 @@ fn an_expanded_card_streams_its_sub_agent_live() {
     );
     app.handle_key(ch('o'));
     let delta = |text: &str| EventKind::Delta {
-        session_id: sec.clone(),
-        session: sec_name.clone(),
+        session_id: sec.as_str().into(),
+        session: sec_name.as_str().into(),
         generation: 1,
         text: text.into(),
     };

@@ -184,7 +184,7 @@ fn a_running_members_row_shows_what_it_is_writing() {
             &id,
             Some(&run),
             EventKind::Delta {
-                session_id: analyst.clone(),
+                session_id: analyst.as_str().into(),
                 session: "research-panel-analyst".into(),
                 generation: 1,
                 text: piece.into(),
@@ -228,7 +228,7 @@ fn the_orchestrator_writing_shows_in_the_panel_until_its_turn_ends() {
         &id,
         Some(&run),
         EventKind::Delta {
-            session_id: lead.clone(),
+            session_id: lead.as_str().into(),
             session: "code-review-team-orchestrator".into(),
             generation: 1,
             text: "Plan:\n@worker:security check the".into(),

@@ -43,7 +43,7 @@ fn a_reader_scrolled_up_keeps_the_same_text_while_an_answer_streams() {
             &group,
             Some("r"),
             EventKind::Delta {
-                session_id: sid.clone(),
+                session_id: sid.as_str().into(),
                 session: "scratch".into(),
                 generation: 1,
                 text: format!("new paragraph {i}\n\n"),
@@ -67,7 +67,7 @@ fn a_reader_scrolled_up_keeps_the_same_text_while_an_answer_streams() {
         &group,
         Some("r"),
         EventKind::Delta {
-            session_id: sid,
+            session_id: sid.into(),
             session: "scratch".into(),
             generation: 1,
             text: "the very latest\n".into(),

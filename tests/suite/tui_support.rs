@@ -297,7 +297,7 @@ pub fn turn(app: &mut App, run_id: &str, session_id: &str, generation: u64, prom
         Some(run_id),
         EventKind::Delta {
             session_id: session_id.into(),
-            session: session.clone(),
+            session: session.as_str().into(),
             generation,
             text: answer.into(),
         },

@@ -134,7 +134,7 @@ impl ToolTurn {
 fn delta(app: &mut App, run: &str, session_id: &str, text: &str) {
     session_event(app, run, session_id, |session| EventKind::Delta {
         session_id: session_id.into(),
-        session,
+        session: session.into(),
         generation: 1,
         text: text.into(),
     });
