@@ -132,6 +132,9 @@ pub struct TranscriptWriter {
     /// Lines handed to the writer's thread (tests count them).
     #[cfg(test)]
     lines_handed_over: std::sync::atomic::AtomicUsize,
+    /// `fdatasync`s made by appenders writing alone (tests count them).
+    #[cfg(test)]
+    synced_alone: std::sync::atomic::AtomicUsize,
 }
 
 /// How an append went: written by its appender (`false`: it could not be, the log says why), or
@@ -173,6 +176,8 @@ impl TranscriptWriter {
             waits: Arc::default(),
             #[cfg(test)]
             lines_handed_over: std::sync::atomic::AtomicUsize::new(0),
+            #[cfg(test)]
+            synced_alone: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -228,7 +233,7 @@ impl TranscriptWriter {
             let written = files.open.append_lines(&self.transcripts, session_id, &line);
             files.last_write = Instant::now();
             drop(files);
-            if window_began && written.is_ok() && !self.hand_over(tx, WriterMsg::WindowBegan) {
+            if window_began && written.is_ok() && self.hand_over(tx, WriterMsg::WindowBegan).is_err() {
                 self.writer_gone();
             }
             return Appended::Done(logged(session_id, written));
@@ -241,14 +246,14 @@ impl TranscriptWriter {
             false => (None, None),
         };
         // Handed over holding the queued count: the queue has the session's lines in order.
-        if !self.hand_over(tx, WriterMsg::Append(session_id.to_string(), line, done)) {
-            tracing::error!(
-                session = session_id,
-                "transcript writer is gone; a message was not saved"
-            );
+        if let Err(WriterMsg::Append(_, line, _)) =
+            self.hand_over(tx, WriterMsg::Append(session_id.to_string(), line, done))
+        {
+            // The writer's thread is gone (its queued lines with it, as their waiters heard):
+            // this line, given back, is written here, and so are the next.
             drop(queued);
             self.writer_gone();
-            return Appended::Done(false);
+            return Appended::Done(self.append_alone(session_id, &line));
         }
         *queued.entry(session_id.to_string()).or_default() += 1;
         match rx {
@@ -269,26 +274,30 @@ impl TranscriptWriter {
         let job = window_closed.then(|| files.open.take_unsynced());
         drop(files);
         if let Some(job) = job {
-            job.run(&self.transcripts);
+            let _syncs = job.run(&self.transcripts);
+            #[cfg(test)]
+            self.synced_alone
+                .fetch_add(_syncs as usize, std::sync::atomic::Ordering::Relaxed);
         }
         logged(session_id, written)
     }
 
-    /// The writer's thread stopped taking messages: from now on the appenders write alone (its
-    /// queued lines are lost, as the log said for each).
+    /// The writer's thread stopped taking messages: from now on the appenders write alone (the
+    /// lines it had queued are lost; who waited for one heard it was not written).
     fn writer_gone(&self) {
         if !self.gone.swap(true, std::sync::atomic::Ordering::Relaxed) {
             tracing::error!("the transcript writer stopped; lines are written and synced by who adds them");
         }
     }
 
-    fn hand_over(&self, tx: &Sender<WriterMsg>, msg: WriterMsg) -> bool {
+    /// Sends `msg` to the writer's thread; given back when the thread is gone.
+    fn hand_over(&self, tx: &Sender<WriterMsg>, msg: WriterMsg) -> Result<(), WriterMsg> {
         #[cfg(test)]
         if matches!(msg, WriterMsg::Append(..)) {
             self.lines_handed_over
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        tx.send(msg).is_ok()
+        tx.send(msg).map_err(|e| e.0)
     }
 
     /// A session's transcript with every line appended to it so far: read by the writer's
@@ -303,7 +312,10 @@ impl TranscriptWriter {
         match sent.then(|| answer.recv().ok()).flatten() {
             Some(result) => result,
             // No writer thread: nothing is queued, the file is read here.
-            None => transcripts.load(session_id),
+            None => {
+                let upto = lock(&self.files).open.length_of(session_id);
+                transcripts.load_upto(session_id, upto)
+            }
         }
     }
 
@@ -607,6 +619,24 @@ mod tests {
         assert_eq!(texts(&t, "s"), ["0", "1", "2"]);
     }
 
+    /// A writer's thread that stopped: the line it could not be handed is written by who adds
+    /// it, and so are the next, in order (no hole in the transcript).
+    #[test]
+    fn when_the_writer_thread_is_gone_lines_are_written_by_who_adds_them() {
+        use futures::FutureExt;
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transcripts::new(dir.path().join("sessions"));
+        let mut writer = TranscriptWriter::new(t.clone());
+        // A channel whose receiving end is gone, as when the thread panicked.
+        let (dead, receiver) = std::sync::mpsc::channel();
+        drop(receiver);
+        writer.tx = Some(dead);
+        let first = writer.append_written("s", &Message::user("1"));
+        assert_eq!(first.now_or_never(), Some(true), "the first line was dropped");
+        writer.append("s", &Message::user("2"));
+        assert_eq!(texts(&t, "s"), ["1", "2"]);
+    }
+
     /// Without a writer's thread, who appends syncs the group once its window closed.
     #[test]
     fn without_a_writer_thread_the_appender_syncs_the_closed_window() {
@@ -624,6 +654,10 @@ mod tests {
         writer.append("s", &Message::user("1"));
         assert!(
             lock(&writer.files).open.unsynced_since.is_none(),
+            "the group was not taken"
+        );
+        assert!(
+            writer.synced_alone.load(std::sync::atomic::Ordering::Relaxed) > 0,
             "the group was not synced"
         );
         assert_eq!(texts(&t, "s"), ["0", "1"]);
@@ -712,9 +746,10 @@ mod tests {
         );
     }
     /// A transcript the writer closed to open others (and knows to end whole) was replaced by
-    /// a FIFO: opened again, it is refused, not written into until the pipe is full.
-    #[test]
-    fn a_fifo_put_where_a_closed_transcript_was_is_refused_not_written_into() {
+    /// a FIFO: opened again, it is refused (a line is said not to be written, and nothing is
+    /// left open on it), never written into, nor waited on until the pipe is read.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_fifo_put_where_a_closed_transcript_was_is_refused_not_written_into() {
         let dir = tempfile::tempdir().unwrap();
         let t = Transcripts::new(dir.path().join("sessions"));
         let writer = TranscriptWriter::new(t.clone());
@@ -728,17 +763,15 @@ mod tests {
         let c_path = std::ffi::CString::new(path.into_os_string().into_encoded_bytes()).unwrap();
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
-        let long = "y".repeat(100_000);
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            writer.append("victim", &Message::user(long));
-            writer.flush();
-            let _ = tx.send(());
-        });
-        assert!(
-            rx.recv_timeout(Duration::from_secs(20)).is_ok(),
-            "the writer wrote into a FIFO and waits for a reader"
+        // A short line: written into the pipe's buffer, it would be reported written.
+        let written = writer.append_written("victim", &Message::user("short"));
+        let written = tokio::time::timeout(Duration::from_secs(20), written).await;
+        assert_eq!(
+            written.ok(),
+            Some(false),
+            "a line into a FIFO was reported written"
         );
+        assert!(!lock(&writer.files).open.is_open("victim"));
     }
 
     #[tokio::test]
