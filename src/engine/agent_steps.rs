@@ -19,8 +19,8 @@ pub(crate) struct StepContext {
     pub shared: Arc<EngineShared>,
     pub session_id: String,
     pub session: String,
-    pub group_id: String,
-    pub group: String,
+    pub group_id: SharedStr,
+    pub group: SharedStr,
     pub run_id: Option<SharedStr>,
     pub generation: u64,
     pub iteration: Option<u32>,
@@ -91,8 +91,8 @@ impl AgentRecorder {
 impl StepContext {
     fn emit(&self, kind: EventKind) {
         self.shared.events.emit(EngineEvent {
-            group_id: self.group_id.as_str().into(),
-            group: self.group.as_str().into(),
+            group_id: SharedStr::clone(&self.group_id),
+            group: SharedStr::clone(&self.group),
             run_id: self.run_id.clone(),
             execution: self.execution.clone(),
             kind,

@@ -380,7 +380,7 @@ pub(crate) struct ActiveRun {
 
 impl ActiveRun {
     pub fn run_id(&self) -> RunId {
-        self.emitter.run_id.clone().unwrap_or_default().to_string()
+        self.emitter.run_id.as_deref().unwrap_or_default().to_string()
     }
 
     /// What the run used so far: its time (less pauses), tokens and money.

@@ -348,11 +348,9 @@ impl Drop for TranscriptWriter {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        // What was written with no thread to sync it (it could not start, or is gone).
-        let job = lock(&self.files).open.take_unsynced();
-        if !job.is_empty() {
-            job.run(&self.transcripts);
-        }
+        // What was written with no thread to sync it (it could not start, or is gone): the
+        // flush of a writer without a thread.
+        self.flush();
     }
 }
 
