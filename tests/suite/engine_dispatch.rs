@@ -14,8 +14,8 @@ use huddle::tools::{Approval, ToolError, ToolOutput, ToolSource, Toolbox};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::engine_fixture::{Fixture, ORCH, team, team_with};
-use super::fake_llm_server::{Piece, Reply};
+use super::engine_fixture::{Fixture, HANG_GUARD, ORCH, team, team_with};
+use super::fake_llm_server::{Gate, Piece, Reply};
 
 async fn dispatch_team(workers: &[&str], limits: DispatchLimits) -> Fixture {
     let f = team(Mode::Dispatch, workers, false, 20).await;
@@ -326,6 +326,52 @@ async fn a_wait_is_never_the_final_answer() {
         last.last().is_some_and(|t| t.contains("No sub-agent is running")),
         "asked for its answer: {last:?}"
     );
+}
+
+/// A sub-agent's result that comes while the orchestrator's call is on its way is heard in its
+/// next call; one that comes before a call, in that call: either way the run's answer is the
+/// orchestrator's answer to it, never its wait (which of the two comes first is the machine's;
+/// a held reply makes each order certain here).
+#[tokio::test]
+async fn a_result_is_heard_whether_it_comes_during_the_orchestrators_call_or_before_it() {
+    for during in [true, false] {
+        let mut f = dispatch_team(&["logs"], DispatchLimits::default()).await;
+        let gate = Gate::new();
+        // During: its wait is on its way when the result comes. Before: a call it makes in the
+        // same turn is, and the result waits for the call after it.
+        let held = if during {
+            Reply::text("Waiting for logs.")
+        } else {
+            calls(&[("c2".into(), "list_agents".into(), "{}".into())])
+        };
+        f.server.script(
+            ORCH,
+            vec![
+                calls(&[dispatch("c1", "logs", "find the errors")]),
+                held.held(&gate),
+            ],
+        );
+        f.server.set_default(Reply::text("Waiting for logs."));
+        f.server
+            .answer_when(ORCH, "disk full", Reply::text("ROOT CAUSE: disk full"));
+        f.server.script("w-logs", vec![Reply::text("disk full")]);
+        let run = f.spawn_run("Alert");
+        f.events_until("the end of logs' turn", |e| {
+            matches!((&e.kind, &e.execution), (EventKind::ExecutionFinished { .. }, Some(tag)) if tag.execution_id == "exec-2")
+        })
+        .await;
+        // Its result is on the board (events are handed over after the poll that pushed it).
+        gate.open();
+        let report = tokio::time::timeout(HANG_GUARD, run)
+            .await
+            .expect("the run ends")
+            .expect("the run");
+        assert_eq!(report.final_text, "ROOT CAUSE: disk full", "during: {during}");
+        let asked = f.server.requests_for(ORCH);
+        let heard = |i: usize| asked[i].user_texts().iter().any(|t| t.contains("disk full"));
+        assert_eq!(asked.len(), 3, "during: {during}");
+        assert!(!heard(1) && heard(2), "during: {during}");
+    }
 }
 
 #[tokio::test]

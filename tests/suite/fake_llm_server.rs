@@ -10,7 +10,10 @@
 //! assert_eq!(llm.requests_for("gpt-x").len(), 2);
 //! ```
 //! Replies are taken per model in order; a model with no script left gets the `"*"` script,
-//! then the default reply (`fake answer from <model>`). Every request is recorded.
+//! then the default reply (`fake answer from <model>`). A reply set with
+//! [`FakeLlm::answer_when`] comes first, whenever the request's user messages say its words (a
+//! model that answers what it was told, whatever order the messages came in).
+//! [`Reply::held`] waits for its [`Gate`] to open before it is sent. Every request is recorded.
 //!
 //! Usage is reported as each API does: `Reply::usage(input, output)` is the uncached input,
 //! `Reply::cache(read, written)` adds prompt-cache tokens (Anthropic: `cache_read_input_tokens`
@@ -132,6 +135,40 @@ pub enum Reply {
     Hang(Duration),
     /// This status with an error body quoting every request header, as some proxies do.
     EchoHeaders(u16),
+    /// This reply once the gate is open (the request is recorded at once).
+    Held(Gate, Box<Reply>),
+}
+
+/// Holds [`Reply::held`] replies until the test opens it (then and from then on they go).
+#[derive(Debug, Clone)]
+pub struct Gate(Arc<tokio::sync::Semaphore>);
+
+impl Default for Gate {
+    fn default() -> Gate {
+        Gate::new()
+    }
+}
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate(Arc::new(tokio::sync::Semaphore::new(0)))
+    }
+
+    /// Lets every held reply go, now and later.
+    pub fn open(&self) {
+        // A closed semaphore answers every acquire at once: the gate stays open.
+        self.0.close();
+    }
+
+    async fn wait(&self) {
+        let _ = self.0.acquire().await;
+    }
+}
+
+impl PartialEq for Gate {
+    fn eq(&self, other: &Gate) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl Reply {
@@ -241,6 +278,11 @@ impl Reply {
             *body = Some(text.to_string());
         }
         self
+    }
+
+    /// This reply, sent once `gate` is open.
+    pub fn held(self, gate: &Gate) -> Reply {
+        Reply::Held(gate.clone(), Box::new(self))
     }
 }
 
@@ -449,6 +491,23 @@ impl RecordedRequest {
         out
     }
 
+    /// The text of every user message (either API's shape; tool results left out).
+    pub fn user_texts(&self) -> Vec<String> {
+        self.messages()
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .map(|m| match &m["content"] {
+                Value::Array(blocks) => blocks
+                    .iter()
+                    .filter(|b| b["type"] == "text")
+                    .filter_map(|b| b["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                other => other.as_str().unwrap_or("").to_string(),
+            })
+            .collect()
+    }
+
     /// The `messages` array as sent.
     pub fn messages(&self) -> Vec<Value> {
         self.json()["messages"].as_array().cloned().unwrap_or_default()
@@ -552,6 +611,9 @@ fn api_of(path: &str) -> Api {
 #[derive(Default)]
 struct State {
     scripts: HashMap<String, VecDeque<Reply>>,
+    /// `(model, words, reply)`: the reply to every request for `model` whose user messages say
+    /// `words`, before its script.
+    when: Vec<(String, String, Reply)>,
     default: Option<Reply>,
     requests: Vec<RecordedRequest>,
     required_key: Option<String>,
@@ -602,6 +664,14 @@ impl FakeLlm {
     pub fn script(&self, model: &str, replies: Vec<Reply>) {
         let mut s = self.state.lock().expect("state");
         s.scripts.entry(model.to_string()).or_default().extend(replies);
+    }
+
+    /// From now on, a request for `model` whose user messages say `words` gets `reply` (the
+    /// first such rule), before the model's script: a model that reacts to what it was told,
+    /// not to how many times it was asked.
+    pub fn answer_when(&self, model: &str, words: &str, reply: Reply) {
+        let mut s = self.state.lock().expect("state");
+        s.when.push((model.to_string(), words.to_string(), reply));
     }
 
     /// The reply when no script is left (default: `fake answer from <model>`).
@@ -674,12 +744,23 @@ async fn serve(mut socket: TcpStream, state: Arc<Mutex<State>>) {
                 body: Some(json!({"object": "list", "data": ids}).to_string()),
                 headers: Vec::new(),
             }
+        } else if let Some((.., reply)) = s.when.iter().find(|(m, words, _)| {
+            *m == model && request.user_texts().iter().any(|t| t.contains(words.as_str()))
+        }) {
+            reply.clone()
         } else {
             let next = s.scripts.get_mut(&model).and_then(VecDeque::pop_front);
             let next = next.or_else(|| s.scripts.get_mut("*").and_then(VecDeque::pop_front));
             next.or_else(|| s.default.clone())
                 .unwrap_or_else(|| Reply::text(&format!("fake answer from {model}")))
         }
+    };
+    let reply = match reply {
+        Reply::Held(gate, reply) => {
+            gate.wait().await;
+            *reply
+        }
+        other => other,
     };
     let reply = match reply {
         Reply::Stream {
@@ -773,8 +854,8 @@ async fn respond(
             tokio::time::sleep(d).await;
             Ok(())
         }
-        // Turned into a status reply when the request was read.
-        Reply::EchoHeaders(_) => Ok(()),
+        // Turned into a status reply when the request was read; let go once its gate opened.
+        Reply::EchoHeaders(_) | Reply::Held(..) => Ok(()),
         Reply::Status {
             status,
             body,
