@@ -374,6 +374,92 @@ async fn a_result_is_heard_whether_it_comes_during_the_orchestrators_call_or_bef
     }
 }
 
+/// A wait the orchestrator gave before an interruption is still a wait when the resumed run
+/// hears it again: woken by the result, the same words again with nothing left to come ask it
+/// for its answer (as in a run never interrupted), never become the run's answer. The run is
+/// interrupted by a sub-agent's limit it may not wait out; held replies make the order certain.
+#[tokio::test]
+async fn a_wait_from_before_an_interruption_is_still_no_final_answer() {
+    let options = EngineOptions {
+        max_concurrency: 8,
+        error_backoff: Duration::from_millis(10),
+        rate_limit_wait: Duration::ZERO,
+        ..EngineOptions::default()
+    };
+    let mut f = team_with(Mode::Dispatch, &["logs"], false, 20, options).await;
+    let (limit, told) = (Gate::new(), Gate::new());
+    let wait = "Waiting for logs.";
+    f.server.script(
+        ORCH,
+        vec![
+            calls(&[dispatch("c1", "logs", "find the errors")]),
+            Reply::text(wait),
+            // Resumed: a call of its first turn is on its way until the result is in, so the
+            // call after it hears the result, and says its wait again.
+            calls(&[("c2".into(), "list_agents".into(), "{}".into())]).held(&told),
+            Reply::text(wait),
+        ],
+    );
+    f.server.set_default(Reply::text("ROOT CAUSE: disk full"));
+    f.server.script(
+        "w-logs",
+        vec![
+            Reply::status(429).retry_after("3600").held(&limit),
+            Reply::text("disk full"),
+        ],
+    );
+    let orchestrator = f.session_id("t-orchestrator");
+    let run = f.spawn_run("Alert");
+    // The limit comes once the orchestrator's wait is on disk (its turn finished).
+    f.events_until("the orchestrator's wait", |e| {
+        matches!(&e.kind, EventKind::TurnFinished { session_id, success: true, .. } if *session_id == orchestrator)
+    })
+    .await;
+    limit.open();
+    let report = tokio::time::timeout(HANG_GUARD, run)
+        .await
+        .expect("the run ends")
+        .expect("the run");
+    assert_eq!(
+        report.outcome,
+        huddle::model::CycleOutcome::RateLimited,
+        "{}",
+        report.summary
+    );
+    let engine = f.engine.clone();
+    let gid = f.group_id.clone();
+    let resumed = tokio::spawn(async move {
+        engine
+            .resume_cycle(&gid, huddle::engine::RunOverrides::default())
+            .await
+    });
+    // logs was dispatched again (exec-4: the resumed orchestrator is exec-3).
+    f.events_until("the end of logs' turn", |e| {
+        matches!((&e.kind, &e.execution), (EventKind::ExecutionFinished { .. }, Some(tag)) if tag.execution_id == "exec-4")
+    })
+    .await;
+    told.open();
+    let report = tokio::time::timeout(HANG_GUARD, resumed)
+        .await
+        .expect("the resumed run ends")
+        .expect("the resumed run")
+        .expect("it resumes");
+    assert_eq!(report.final_text, "ROOT CAUSE: disk full");
+    let asked = f.server.requests_for(ORCH);
+    let heard = asked[asked.len() - 2].user_texts().join("\n");
+    assert!(
+        heard.contains("disk full"),
+        "its wait came after the result: {heard}"
+    );
+    assert!(
+        asked[asked.len() - 1]
+            .prompt_texts()
+            .last()
+            .is_some_and(|t| t.contains("No sub-agent is running")),
+        "asked for its answer"
+    );
+}
+
 #[tokio::test]
 async fn the_last_step_waits_for_what_runs_and_a_wait_then_is_no_answer_either() {
     let f = dispatch_team(&["logs", "metrics", "k8s"], DispatchLimits::default()).await;

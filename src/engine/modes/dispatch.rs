@@ -18,7 +18,8 @@
 //! (its calls and the results it had). A sub-agent it dispatched that had finished has its
 //! result pushed from disk; one that had not is dispatched again (same member, same task) and
 //! the orchestrator is told its new id; its model calls so far count toward its limit. An
-//! orchestrator that had answered with nothing outstanding has answered the run.
+//! orchestrator that had answered with nothing outstanding has answered the run; what it
+//! said before when it only waited is still a wait.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -150,7 +151,10 @@ pub(super) async fn run(run: &mut Run<'_>, prompt: String) -> Result<RunReport, 
     match continuation(run, &board, &orchestrator.id) {
         Continued::Fresh => {}
         Continued::Answered(text) => answer = Some(text),
-        Continued::Prompt(text) => next_prompt = text,
+        Continued::Prompt { prompt, waited } => {
+            next_prompt = prompt;
+            waits = waited;
+        }
     }
     'run: loop {
         if answer.is_some() {
@@ -331,8 +335,8 @@ enum Continued {
     /// The orchestrator had answered, with nothing outstanding: that is the run's answer.
     Answered(String),
     /// The orchestrator's conversation goes on with this prompt (the results to push are on
-    /// the board).
-    Prompt(String),
+    /// the board); `waited`: what it said when it only waited, before the interruption.
+    Prompt { prompt: String, waited: Vec<String> },
 }
 
 /// What the interrupted run left (see the module's doc): results to push go on the board,
@@ -476,7 +480,19 @@ fn continuation(run: &Run<'_>, board: &Board, orchestrator_id: &str) -> Continue
     {
         return Continued::Answered(answer.text);
     }
-    Continued::Prompt(super::super::protocol::dispatch::resumed_note(told.len(), &again))
+    // The run went on after each answer it had given (one it ended on is `Answered`): each was
+    // a wait, and said again it is still one (as in a run never interrupted), not the answer.
+    let waited = turns
+        .iter()
+        .filter(|t| t.finished())
+        .filter_map(|t| t.answer.as_ref())
+        .map(|a| a.text.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect();
+    Continued::Prompt {
+        prompt: super::super::protocol::dispatch::resumed_note(told.len(), &again),
+        waited,
+    }
 }
 
 /// Holds the orchestrator while the run is paused (the sub-agents already running go on and
