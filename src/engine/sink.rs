@@ -375,13 +375,14 @@ impl Drop for Hold {
 /// the module's doc): still in order and before the future yields, so nothing waits on them.
 /// The run's state lives on the heap: a whole mode's future is large, and whoever awaits it
 /// (a test's thread, a front end's task) keeps only a pointer on its stack.
-pub(crate) async fn batched<F: Future>(future: F) -> F::Output {
+/// (Boxed when called, not at the first poll: an `async fn` would hold `future` itself until
+/// then, and be as large.)
+pub(crate) fn batched<F: Future>(future: F) -> impl Future<Output = F::Output> {
     let mut future = Box::pin(future);
-    std::future::poll_fn(|cx| {
+    std::future::poll_fn(move |cx| {
         let _hold = Hold::new();
         future.as_mut().poll(cx)
     })
-    .await
 }
 
 #[cfg(test)]

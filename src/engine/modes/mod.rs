@@ -59,6 +59,8 @@ mod sequential;
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
+
 use crate::model::{CycleOutcome, Mode};
 
 use super::budget::within_time_limit;
@@ -140,18 +142,25 @@ pub(crate) async fn run_linked(
     active.control.set_limit_wait(team.rate_limit_wait);
     let mut run = Run::new(shared, active, team);
     run.resumed = resumed;
+    // The mode's future on the heap, as large as that mode's own: held in place, every future
+    // that awaits a run (the run's, its task's, a front end's) was the largest mode's size
+    // again (27 KB, 56 KB for `Engine::run_group`), copied whole each time one was made or moved.
+    // A relay's is boxed as its own type: it runs another team's run inside its own, and a
+    // `dyn Send` future of it would need its own type to be known `Send` first.
+    let mode = run.team.mode;
     let work = async {
-        match run.team.mode {
-            Mode::Broadcast => broadcast::run(&mut run, prompt).await,
-            Mode::Sequential => sequential::run(&mut run, prompt).await,
-            Mode::Orchestrator => orchestrator::run(&mut run, prompt).await,
-            Mode::OrchestratorReflect => orchestrator_reflect::run(&mut run, prompt, resume).await,
-            Mode::Relay => relay::run(&mut run, prompt, overrides, link).await,
-            Mode::Flow => flow::run(&mut run, prompt).await,
-            Mode::Pipeline => pipeline::run(&mut run, prompt).await,
-            Mode::Dispatch => dispatch::run(&mut run, prompt).await,
-            Mode::Team => deliberation::run(&mut run, prompt).await,
-        }
+        let boxed: BoxFuture<'_, Result<RunReport, EngineError>> = match mode {
+            Mode::Relay => return Box::pin(relay::run(&mut run, prompt, overrides, link)).await,
+            Mode::Broadcast => Box::pin(broadcast::run(&mut run, prompt)),
+            Mode::Sequential => Box::pin(sequential::run(&mut run, prompt)),
+            Mode::Orchestrator => Box::pin(orchestrator::run(&mut run, prompt)),
+            Mode::OrchestratorReflect => Box::pin(orchestrator_reflect::run(&mut run, prompt, resume)),
+            Mode::Flow => Box::pin(flow::run(&mut run, prompt)),
+            Mode::Pipeline => Box::pin(pipeline::run(&mut run, prompt)),
+            Mode::Dispatch => Box::pin(dispatch::run(&mut run, prompt)),
+            Mode::Team => Box::pin(deliberation::run(&mut run, prompt)),
+        };
+        boxed.await
     };
     let result = within_time_limit(&active.control, &active.emitter, work).await;
     super::resume::close(shared, active, group_id, &result).await;
