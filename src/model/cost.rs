@@ -345,7 +345,11 @@ pub fn table_name(model: &str) -> String {
 
 /// The built-in prices of `model` on `day` (`YYYY-MM-DD`), if the table has the model.
 pub fn known_rate(model: &str, day: &str) -> Option<Rate> {
-    let name = table_name(model);
+    known_rate_of(&table_name(model), day)
+}
+
+/// [`known_rate`] of a model by its [`table_name`].
+fn known_rate_of(name: &str, day: &str) -> Option<Rate> {
     KNOWN_PRICES
         .iter()
         .filter(|k| k.model == name && k.from.is_none_or(|from| from <= day))
@@ -408,7 +412,13 @@ impl PriceBook {
                     .any(|f| f == provider)
                     .then_some(Rate::flat(Price::FREE))
             })
-            .or_else(|| known_rate(model, &day()))
+            .or_else(|| {
+                // The date only matters to a model whose price changed on one (and formatting
+                // it was a tenth of a costless turn's price lookup).
+                let name = table_name(model);
+                let dated = KNOWN_PRICES.iter().any(|k| k.model == name && k.from.is_some());
+                known_rate_of(&name, &if dated { day() } else { String::new() })
+            })
     }
 
     /// What `usage` of `slug` costs today, in USD; `None` when the model has no price.
@@ -615,6 +625,28 @@ mod tests {
         let after = known_rate("gemini-3.8-flash", "2027-01-01").unwrap();
         assert_eq!(before.price.input, 0.75);
         assert_eq!(after.price.input, 1.5);
+    }
+
+    /// A price is looked up for every turn: the day is made only for a model whose price
+    /// changed on one, and the answer is the same as with the day given.
+    #[test]
+    fn the_day_is_asked_only_for_a_model_priced_by_date() {
+        let book = PriceBook::default();
+        let asked = std::cell::Cell::new(0);
+        let day = || {
+            asked.set(asked.get() + 1);
+            "2027-01-01".to_string()
+        };
+        assert_eq!(
+            book.rate_when("anthropic/claude-sonnet-4-5", day),
+            book.rate_on("anthropic/claude-sonnet-4-5", "2027-01-01")
+        );
+        assert_eq!(book.rate_when("null/zero", day), None);
+        assert_eq!(asked.get(), 0);
+        let dated = book
+            .rate_when("google/gemini-3.8-flash", day)
+            .expect("in the table");
+        assert_eq!((asked.get(), dated.price.input), (1, 1.5));
     }
 
     #[test]
