@@ -739,6 +739,7 @@ impl EngineEvent {
 /// One line of a run file: the event and when it happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
+    #[serde(serialize_with = "crate::model::timestamp::serialize")]
     pub at: DateTime<Utc>,
     #[serde(flatten)]
     pub event: EngineEvent,

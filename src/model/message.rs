@@ -92,7 +92,7 @@ pub struct Message {
     pub role: MessageRole,
     #[serde(default)]
     pub text: String,
-    #[serde(default = "Utc::now")]
+    #[serde(default = "Utc::now", serialize_with = "super::timestamp::serialize")]
     pub at: DateTime<Utc>,
     /// The model slug that produced an assistant message.
     #[serde(default, skip_serializing_if = "Option::is_none")]

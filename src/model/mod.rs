@@ -20,6 +20,7 @@ mod reflection;
 pub mod relay;
 mod repo_context;
 mod resume;
+pub mod timestamp;
 mod tool;
 mod worktree;
 
