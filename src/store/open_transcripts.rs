@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 #[cfg(test)]
 use crate::model::Message;
@@ -353,10 +353,41 @@ impl SyncJob {
 
 /// Syncs groups of transcripts on a thread of its own, so the writer goes on writing (and
 /// turns go on ending) meanwhile: a group's `fdatasync`s take milliseconds, on a slow disk far
-/// more. Groups that arrive while one is synced are merged into one.
+/// more. Groups that arrive while one is synced, or while the syncer rests after one (see
+/// [`rest_after`]), are merged into one; a flush waiting for its group ends the rest.
 pub(super) struct Syncer {
     tx: Option<std::sync::mpsc::Sender<SyncJob>>,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How long the syncer rests after a group whose syncs took `cpu` of its thread's time: ten
+/// times that, at most [`REST_MOST`], so syncing takes at most about a tenth of a core. A few
+/// transcripts (a group's syncs take well under a millisecond) are still synced every 20 ms;
+/// a team of 64 writing at once (65 `fdatasync`s, 2-6 ms of CPU in a VM) every 30-70 ms
+/// instead of spending a quarter of the engine's time syncing (docs/benchmarks.md, session 14).
+pub(super) fn rest_after(cpu: Duration) -> Duration {
+    (cpu * REST_PER_CPU).min(REST_MOST)
+}
+
+const REST_PER_CPU: u32 = 10;
+/// However slow the syncs, a group waits at most this long after the one before.
+const REST_MOST: Duration = Duration::from_millis(500);
+
+/// The calling thread's CPU time so far (the wall's where the OS has no such clock).
+fn thread_cpu_time() -> Duration {
+    #[cfg(unix)]
+    {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes into the timespec it is given.
+        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } == 0 {
+            return Duration::new(now.tv_sec as u64, now.tv_nsec as u32);
+        }
+    }
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed()
 }
 
 impl Syncer {
@@ -366,11 +397,13 @@ impl Syncer {
         let thread = std::thread::Builder::new()
             .name("huddle-sync".into())
             .spawn(move || {
+                let mut rested_until: Option<Instant> = None;
                 while let Ok(mut job) = rx.recv() {
-                    while let Ok(more) = rx.try_recv() {
-                        job.merge(more);
-                    }
+                    gather(&rx, &mut job, rested_until);
+                    let before = thread_cpu_time();
                     job.run(&transcripts);
+                    let cpu = thread_cpu_time().saturating_sub(before);
+                    rested_until = Some(Instant::now() + rest_after(cpu));
                 }
             })
             .map_err(|e| tracing::error!(error = %e, "cannot start the transcript syncer"))
@@ -406,11 +439,115 @@ impl Drop for Syncer {
     }
 }
 
+/// Merges into `job` the groups that come until `until` (the rest after the last group), or
+/// at once when a flush waits or the writer is gone: what is handed over meanwhile is synced
+/// together.
+fn gather(rx: &std::sync::mpsc::Receiver<SyncJob>, job: &mut SyncJob, until: Option<Instant>) {
+    loop {
+        while let Ok(more) = rx.try_recv() {
+            job.merge(more);
+        }
+        if !job.done.is_empty() {
+            return;
+        }
+        let Some(left) = until.and_then(|t| t.checked_duration_since(Instant::now())) else {
+            return;
+        };
+        if left.is_zero() {
+            return;
+        }
+        match rx.recv_timeout(left) {
+            Ok(more) => job.merge(more),
+            Err(_) => return,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::fs::OpenOptions;
-    use std::time::Duration;
+    use std::sync::mpsc;
+
+    fn job(ids: &[&str], waiter: Option<mpsc::Sender<()>>) -> SyncJob {
+        SyncJob {
+            ids: ids.iter().map(|id| id.to_string()).collect(),
+            folder: false,
+            done: waiter.into_iter().collect(),
+        }
+    }
+
+    #[test]
+    fn the_syncer_rests_ten_times_a_groups_cpu_time_and_at_most_half_a_second() {
+        assert_eq!(rest_after(Duration::from_micros(300)), Duration::from_millis(3));
+        assert_eq!(rest_after(Duration::from_millis(4)), Duration::from_millis(40));
+        assert_eq!(rest_after(Duration::from_secs(2)), REST_MOST);
+        assert_eq!(rest_after(Duration::ZERO), Duration::ZERO);
+    }
+
+    /// Groups handed over while the syncer rests are synced together, once the rest is over.
+    #[test]
+    fn groups_that_come_during_the_rest_are_merged() {
+        let (tx, rx) = mpsc::channel();
+        tx.send(job(&["b", "c"], None)).unwrap();
+        tx.send(job(&["c", "d"], None)).unwrap();
+        let mut first = job(&["a"], None);
+        let rest_over = Instant::now() + Duration::from_millis(30);
+        gather(&rx, &mut first, Some(rest_over));
+        assert_eq!(first.ids, ["a", "b", "c", "d"]);
+        assert!(rx.try_recv().is_err(), "all of them taken");
+        // One that comes later in the rest: waited for (here until the writer goes away).
+        let (tx_late, rx_late) = mpsc::channel();
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            tx_late.send(job(&["late"], None)).unwrap();
+        });
+        let mut during = job(&["a"], None);
+        gather(
+            &rx_late,
+            &mut during,
+            Some(Instant::now() + Duration::from_secs(60)),
+        );
+        assert_eq!(during.ids, ["a", "late"]);
+        late.join().unwrap();
+        // Without a rest (the first group, or a rest that is over): only what is queued.
+        tx.send(job(&["e"], None)).unwrap();
+        let mut next = job(&["f"], None);
+        gather(&rx, &mut next, None);
+        assert_eq!(next.ids, ["f", "e"]);
+    }
+
+    /// A flush waits for its group to be synced: it ends the rest at once, as does the writer
+    /// going away (what it handed over is synced before it is gone). The rest here is an hour:
+    /// without that the test hangs and its guard fails it.
+    #[test]
+    fn a_flush_or_the_writer_going_away_ends_the_rest() {
+        let an_hour = Some(Instant::now() + Duration::from_secs(3600));
+        for flushed in [true, false] {
+            let (tx, rx) = mpsc::channel();
+            let (done_tx, done_rx) = mpsc::channel();
+            let gathering = std::thread::spawn(move || {
+                let mut first = job(&["a"], None);
+                gather(&rx, &mut first, an_hour);
+                first.ids
+            });
+            tx.send(job(&["b"], None)).unwrap();
+            if flushed {
+                tx.send(job(&["c"], Some(done_tx))).unwrap();
+            } else {
+                drop(done_tx);
+                drop(tx);
+            }
+            let (ids_tx, ids_rx) = mpsc::channel();
+            std::thread::spawn(move || ids_tx.send(gathering.join().unwrap()));
+            let ids = ids_rx
+                .recv_timeout(Duration::from_secs(120))
+                .expect("the rest ended");
+            let expected: &[&str] = if flushed { &["a", "b", "c"] } else { &["a", "b"] };
+            assert_eq!(ids, expected);
+            drop(done_rx);
+        }
+    }
 
     /// Three lines each for 40 sessions, written in turn (more sessions than open files).
     fn written_in_turn(t: &Transcripts) -> OpenTranscripts {
