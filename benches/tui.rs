@@ -239,8 +239,8 @@ fn streaming(c: &mut Criterion) {
         }
         if per_session.is_multiple_of(2_000) {
             app.handle_app_event(event(EventKind::TurnStarted {
-                session_id: session_id.clone(),
-                session: session.clone(),
+                session_id: session_id.as_str().into(),
+                session: session.as_str().into(),
                 generation,
                 prompt: None,
             }));

@@ -170,8 +170,8 @@ pub enum EventKind {
     },
     /// A complete answer added to a session's transcript.
     Message {
-        session_id: SessionId,
-        session: String,
+        session_id: SharedStr,
+        session: SharedStr,
         role: Role,
         text: String,
     },
@@ -188,8 +188,8 @@ pub enum EventKind {
     /// A session started a turn. `prompt` is the stored user message (in memory only: the
     /// transcript has it).
     TurnStarted {
-        session_id: SessionId,
-        session: String,
+        session_id: SharedStr,
+        session: SharedStr,
         generation: u64,
         #[serde(skip)]
         prompt: Option<Box<Message>>,
@@ -247,8 +247,8 @@ pub enum EventKind {
     /// A session's turn ended (successfully or not). `message` is the stored answer, as the
     /// transcript has it (in memory only).
     TurnFinished {
-        session_id: SessionId,
-        session: String,
+        session_id: SharedStr,
+        session: SharedStr,
         generation: u64,
         success: bool,
         interrupted: bool,

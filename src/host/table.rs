@@ -404,7 +404,7 @@ fn update(entry: &mut Entry, kind: &EventKind) {
     match kind {
         EventKind::CycleStarted { mode, .. } => entry.info.mode = Some(*mode),
         EventKind::TurnStarted { session, .. } if entry.info.key.session_id().is_some() => {
-            entry.info.session = Some(session.clone());
+            entry.info.session = Some(session.to_string());
         }
         EventKind::TurnFinished { usage: Some(u), .. } => {
             entry.info.tokens += u.input_tokens + u.output_tokens;

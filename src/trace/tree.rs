@@ -461,7 +461,7 @@ impl TraceBuilder {
                 session_id,
                 generation,
                 ..
-            } => self.replayed.remove(&(session_id.clone(), *generation)),
+            } => self.replayed.remove(&(session_id.to_string(), *generation)),
             _ => false,
         };
         if let EventKind::TurnFinished {
@@ -624,7 +624,7 @@ impl TraceBuilder {
                 duration_ms,
                 ..
             } if tag.is_none() => {
-                let id = match self.open_turns.remove(&(session_id.clone(), *generation)) {
+                let id = match self.open_turns.remove(&(session_id.to_string(), *generation)) {
                     Some(id) => id,
                     None => self.new_turn(session_id, session, at),
                 };
@@ -636,7 +636,7 @@ impl TraceBuilder {
             }
             EventKind::Message { session_id, text, .. } if tag.is_none() => {
                 // The answer of the session's turn that just finished.
-                if let Some(&id) = self.last_turn.get(session_id) {
+                if let Some(&id) = self.last_turn.get(&**session_id) {
                     self.trace.nodes[id].exec.answered(text);
                 }
             }
@@ -1440,7 +1440,7 @@ pub(crate) mod tests {
 
     fn turn_finished(member: &str, generation: u64, ms: u64, error: Option<&str>) -> EventKind {
         EventKind::TurnFinished {
-            session_id: format!("sid-{member}"),
+            session_id: format!("sid-{member}").into(),
             session: member.into(),
             generation,
             success: error.is_none(),

@@ -404,7 +404,7 @@ impl CycleView {
                 if self.rows_from_turns() {
                     self.worker(session_id, session);
                 }
-                if let Some(w) = self.workers.iter_mut().find(|w| w.session_id == *session_id) {
+                if let Some(w) = self.workers.iter_mut().find(|w| w.session_id == **session_id) {
                     w.state = WorkerState::Running;
                     w.started = Some(now);
                 }
@@ -440,7 +440,7 @@ impl CycleView {
                     if self.rows_from_turns() {
                         self.worker(session_id, session);
                     }
-                    if let Some(w) = self.workers.iter_mut().find(|w| w.session_id == *session_id) {
+                    if let Some(w) = self.workers.iter_mut().find(|w| w.session_id == **session_id) {
                         w.tokens = w.tokens.saturating_add(u.total());
                     }
                 }

@@ -89,13 +89,13 @@ impl Runs {
             }
             EventKind::TurnStarted { session_id, .. } => {
                 if let Some(r) = self.runs.get_mut(run_id) {
-                    r.turns.insert(session_id.clone());
+                    r.turns.insert(session_id.to_string());
                 }
             }
             EventKind::TurnFinished { session_id, .. } => {
                 if let Some(r) = self.runs.get_mut(run_id) {
-                    r.turns.remove(session_id);
-                    r.waits.retain(|w| w.session_id != *session_id);
+                    r.turns.remove(&**session_id);
+                    r.waits.retain(|w| w.session_id != **session_id);
                 }
             }
             EventKind::LimitWait { session_id, .. } => {

@@ -268,7 +268,7 @@ impl TranscriptPane {
                 prompt,
                 ..
             } => {
-                if let Some(view) = self.views.get_mut(session_id) {
+                if let Some(view) = self.views.get_mut(&**session_id) {
                     if let Some(p) = prompt {
                         view.add((**p).clone());
                     }
@@ -281,12 +281,12 @@ impl TranscriptPane {
                 message,
                 ..
             } => {
-                if let Some(view) = self.views.get_mut(session_id) {
+                if let Some(view) = self.views.get_mut(&**session_id) {
                     view.turn_finished(*generation, message.as_deref().cloned());
                 }
-                self.unseen.remove(session_id);
+                self.unseen.remove(&**session_id);
                 if !on_screen(session_id) {
-                    self.unread.insert(session_id.clone());
+                    self.unread.insert(session_id.to_string());
                 }
             }
             EventKind::Notice {

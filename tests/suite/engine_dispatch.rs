@@ -193,7 +193,7 @@ async fn the_orchestrator_dispatches_waits_reacts_to_a_result_and_answers() {
     assert_eq!(finished(&events, "exec-1"), Some(ExecutionStatus::Completed));
     // A sub-agent's own events carry its execution and its parent.
     assert!(events.iter().any(
-        |e| matches!(&e.kind, EventKind::TurnFinished { session, .. } if session == "t-k8s")
+        |e| matches!(&e.kind, EventKind::TurnFinished { session, .. } if &**session == "t-k8s")
             && e.execution.as_ref().is_some_and(
                 |t| t.execution_id == "exec-4" && t.parent_execution_id.as_deref() == Some("exec-1")
             )
@@ -412,7 +412,7 @@ async fn a_wait_from_before_an_interruption_is_still_no_final_answer() {
     let run = f.spawn_run("Alert");
     // The limit comes once the orchestrator's wait is on disk (its turn finished).
     f.events_until("the orchestrator's wait", |e| {
-        matches!(&e.kind, EventKind::TurnFinished { session_id, success: true, .. } if *session_id == orchestrator)
+        matches!(&e.kind, EventKind::TurnFinished { session_id, success: true, .. } if **session_id == *orchestrator)
     })
     .await;
     limit.open();

@@ -201,7 +201,7 @@ async fn a_router_calls_handoff_to_and_the_destination_gets_the_request_and_the_
     // The router's call is answered, and its answer says where the request went.
     let said = |name: &str| {
         events.iter().find_map(|e| match &e.kind {
-            EventKind::Message { session, text, .. } if session == name => Some(text.clone()),
+            EventKind::Message { session, text, .. } if &**session == name => Some(text.clone()),
             _ => None,
         })
     };

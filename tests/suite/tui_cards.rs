@@ -180,8 +180,8 @@ fn dispatch_run(app: &mut App, gid: &str) -> String {
         &run,
         under("exec-2"),
         EventKind::TurnFinished {
-            session_id: sec.clone(),
-            session: sec_name,
+            session_id: sec.as_str().into(),
+            session: sec_name.into(),
             generation: 1,
             success: true,
             interrupted: false,

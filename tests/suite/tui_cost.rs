@@ -150,8 +150,8 @@ fn during_a_run_the_panel_counts_its_cost_against_the_budget() {
         })
         .expect("the security reviewer");
     let turn = |cost: Option<f64>| EventKind::TurnFinished {
-        session_id: security.0.clone(),
-        session: security.1.clone(),
+        session_id: security.0.as_str().into(),
+        session: security.1.as_str().into(),
         generation: 1,
         success: true,
         interrupted: false,

@@ -79,7 +79,7 @@ fn a_pipeline_team_shows_its_phase_strip_and_who_holds_the_conversation() {
     let turn = |finished: bool| {
         if finished {
             EventKind::TurnFinished {
-                session_id: triage.clone(),
+                session_id: triage.as_str().into(),
                 session: "support-desk-triage".into(),
                 generation: 1,
                 success: true,
@@ -92,7 +92,7 @@ fn a_pipeline_team_shows_its_phase_strip_and_who_holds_the_conversation() {
             }
         } else {
             EventKind::TurnStarted {
-                session_id: triage.clone(),
+                session_id: triage.as_str().into(),
                 session: "support-desk-triage".into(),
                 generation: 1,
                 prompt: None,

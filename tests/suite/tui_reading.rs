@@ -172,7 +172,7 @@ fn a_running_members_row_shows_what_it_is_writing() {
         &id,
         Some(&run),
         EventKind::TurnStarted {
-            session_id: analyst.clone(),
+            session_id: analyst.as_str().into(),
             session: "research-panel-analyst".into(),
             generation: 1,
             prompt: None,
@@ -199,7 +199,7 @@ fn a_running_members_row_shows_what_it_is_writing() {
         &id,
         Some(&run),
         EventKind::TurnFinished {
-            session_id: analyst.clone(),
+            session_id: analyst.as_str().into(),
             session: "research-panel-analyst".into(),
             generation: 1,
             success: true,
@@ -246,7 +246,7 @@ fn the_orchestrator_writing_shows_in_the_panel_until_its_turn_ends() {
         &id,
         Some(&run),
         EventKind::TurnFinished {
-            session_id: lead,
+            session_id: lead.into(),
             session: "code-review-team-orchestrator".into(),
             generation: 1,
             success: true,

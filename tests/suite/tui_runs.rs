@@ -71,7 +71,7 @@ fn deleting_is_refused_while_a_session_has_a_turn_in_flight() {
         &group,
         Some(&run),
         EventKind::TurnStarted {
-            session_id: id.clone(),
+            session_id: id.as_str().into(),
             session: "scratch".into(),
             generation: 1,
             prompt: None,
@@ -311,7 +311,7 @@ fn broadcast_workers_get_their_token_counts() {
         &id,
         Some("r"),
         EventKind::TurnFinished {
-            session_id: security,
+            session_id: security.into(),
             session: "code-review-team-security".into(),
             generation: 1,
             success: true,
@@ -372,7 +372,7 @@ fn a_direct_chat_with_a_member_leaves_the_teams_finished_run_alone() {
         &id,
         Some(&chat),
         EventKind::TurnStarted {
-            session_id: security.clone(),
+            session_id: security.as_str().into(),
             session: "code-review-team-security".into(),
             generation: 2,
             prompt: None,

@@ -71,8 +71,8 @@ fn first_iteration(app: &App, group_id: &str) -> Vec<EventKind> {
             phase: Phase::Collect,
         },
         EventKind::TurnFinished {
-            session_id: id("correctness"),
-            session: w("correctness"),
+            session_id: id("correctness").into(),
+            session: w("correctness").into(),
             generation: 1,
             success: true,
             interrupted: false,

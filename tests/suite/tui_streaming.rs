@@ -31,7 +31,7 @@ fn a_reader_scrolled_up_keeps_the_same_text_while_an_answer_streams() {
         &group,
         Some("r"),
         EventKind::TurnStarted {
-            session_id: sid.clone(),
+            session_id: sid.as_str().into(),
             session: "scratch".into(),
             generation: 1,
             prompt: None,

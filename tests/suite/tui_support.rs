@@ -286,7 +286,7 @@ pub fn turn(app: &mut App, run_id: &str, session_id: &str, generation: u64, prom
         Some(run_id),
         EventKind::TurnStarted {
             session_id: session_id.into(),
-            session: session.clone(),
+            session: session.as_str().into(),
             generation,
             prompt: Some(Box::new(Message::user(prompt))),
         },
@@ -308,7 +308,7 @@ pub fn turn(app: &mut App, run_id: &str, session_id: &str, generation: u64, prom
         Some(run_id),
         EventKind::TurnFinished {
             session_id: session_id.into(),
-            session,
+            session: session.into(),
             generation,
             success: true,
             interrupted: false,

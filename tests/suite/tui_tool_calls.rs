@@ -96,7 +96,7 @@ impl ToolTurn {
         let run = run_started(app, RunKey::chat(session_id));
         session_event(app, &run, session_id, |session| EventKind::TurnStarted {
             session_id: session_id.into(),
-            session,
+            session: session.into(),
             generation: 1,
             prompt: Some(Box::new(self.user.clone())),
         });
@@ -117,7 +117,7 @@ impl ToolTurn {
         delta(app, run, session_id, &self.answer.text);
         session_event(app, run, session_id, |session| EventKind::TurnFinished {
             session_id: session_id.into(),
-            session,
+            session: session.into(),
             generation: 1,
             success: true,
             interrupted: false,
@@ -553,8 +553,8 @@ fn the_cycle_panel_shows_running_tools_and_waits_for_approvals() {
         },
     );
     session_event(&mut app, &run, &security, |session| EventKind::TurnStarted {
-        session_id: security.clone(),
-        session,
+        session_id: security.as_str().into(),
+        session: session.into(),
         generation: 1,
         prompt: None,
     });

@@ -64,8 +64,8 @@ fn groups_fold_and_unfold_and_stay_folded_after_a_restart() {
         &id,
         Some(&run),
         EventKind::TurnStarted {
-            session_id: member_id,
-            session: member,
+            session_id: member_id.into(),
+            session: member.into(),
             generation: 1,
             prompt: None,
         },

@@ -238,8 +238,8 @@ fn the_sidebar_shows_branches_and_marks_from_a_status_event() {
             &id,
             Some("r1"),
             huddle::engine::events::EventKind::TurnFinished {
-                session_id: sid.clone(),
-                session: name.clone(),
+                session_id: sid.as_str().into(),
+                session: name.as_str().into(),
                 generation: 1,
                 success: true,
                 interrupted: false,
