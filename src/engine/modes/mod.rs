@@ -166,3 +166,30 @@ pub(crate) async fn run_linked(
     super::resume::close(shared, active, group_id, &result).await;
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The size of the future `make` returns, without making one.
+    fn size_of_future<F: std::future::Future>(
+        _make: impl FnOnce(
+            &'static Arc<EngineShared>,
+            &'static ActiveRun,
+            &'static str,
+            String,
+            &'static RunOverrides,
+            bool,
+        ) -> F,
+    ) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// A run's future (allocated and copied whole once a run) holds its mode's on the heap: in
+    /// place it was the largest mode's size whatever the mode (27.5 KB, a reflect cycle's).
+    #[test]
+    fn a_runs_future_holds_its_modes_on_the_heap() {
+        let size = size_of_future(run);
+        assert!(size <= 8 * 1024, "a run's future is {size} bytes");
+    }
+}
