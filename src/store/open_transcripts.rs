@@ -361,7 +361,8 @@ pub(super) struct Syncer {
 }
 
 /// How long the syncer rests after a group whose syncs took `cpu` of its thread's time: ten
-/// times that, at most [`REST_MOST`], so syncing takes at most about a tenth of a core. A few
+/// times that, at most [`REST_MOST`], so syncing takes about a tenth of a core at most (more
+/// only when a group's syncs take over 50 ms of CPU: then a group every half second). A few
 /// transcripts (a group's syncs take well under a millisecond) are still synced every 20 ms;
 /// a team of 64 writing at once (65 `fdatasync`s, 2-6 ms of CPU in a VM) every 30-70 ms
 /// instead of spending a quarter of the engine's time syncing (docs/benchmarks.md, session 14).

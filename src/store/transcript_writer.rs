@@ -28,9 +28,12 @@ use super::line_wait::{LineWaits, Written};
 use super::open_transcripts::{OpenTranscripts, SyncJob, Syncer, ToOpen, open_max_of_process};
 use super::transcript::{LoadedTranscript, Transcripts, lines_of};
 
-/// Lines written but not yet synced wait at most this long: a group commit, many lines and
-/// one `fdatasync` per file, instead of one per message. The group is synced by a thread of
-/// its own ([`Syncer`]) while writing goes on; a flush waits for its group's sync.
+/// Lines written but not yet synced wait this long before their group is handed to the syncer:
+/// a group commit, many lines and one `fdatasync` per file, instead of one per message. The
+/// group is synced by a thread of its own ([`Syncer`]) while writing goes on, once it has
+/// rested after the group before (`open_transcripts::rest_after`: nothing for a few
+/// transcripts, 10-50 ms for a team of 64 writing at once); a flush waits for its group's sync
+/// and never for the rest.
 const SYNC_WINDOW: Duration = Duration::from_millis(20);
 /// With nothing written for this long, every open transcript is closed (an idle TUI holds none).
 const IDLE_CLOSE: Duration = Duration::from_secs(5);
