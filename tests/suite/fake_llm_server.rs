@@ -477,16 +477,7 @@ impl RecordedRequest {
             _ => {}
         }
         for m in json["messages"].as_array().into_iter().flatten() {
-            let text = match &m["content"] {
-                Value::Array(blocks) => blocks
-                    .iter()
-                    .filter(|b| b["type"] == "text")
-                    .filter_map(|b| b["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                other => other.as_str().unwrap_or("").to_string(),
-            };
-            out.push(text);
+            out.push(content_text(&m["content"]));
         }
         out
     }
@@ -496,15 +487,7 @@ impl RecordedRequest {
         self.messages()
             .iter()
             .filter(|m| m["role"] == "user")
-            .map(|m| match &m["content"] {
-                Value::Array(blocks) => blocks
-                    .iter()
-                    .filter(|b| b["type"] == "text")
-                    .filter_map(|b| b["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                other => other.as_str().unwrap_or("").to_string(),
-            })
+            .map(|m| content_text(&m["content"]))
             .collect()
     }
 
@@ -1202,5 +1185,18 @@ fn reason(status: u16) -> &'static str {
         503 => "Service Unavailable",
         529 => "Overloaded",
         _ => "Status",
+    }
+}
+
+/// A message's text content in either API's shape (a string, or text blocks joined by lines).
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => other.as_str().unwrap_or("").to_string(),
     }
 }
