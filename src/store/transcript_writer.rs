@@ -120,7 +120,7 @@ fn try_lock(files: &Mutex<Files>) -> Option<MutexGuard<'_, Files>> {
 
 /// Appends transcript lines as they come (see the module's doc): a turn waits at most for its
 /// own line to be written ([`TranscriptWriter::append_written`]), never for a sync. Files stay
-/// open while in use (at most a sixteenth of the open-file limit, 16 to 64; closed when idle);
+/// open while in use (at most an eighth of the open-file limit, 16 to 128; closed when idle);
 /// lines are synced in groups (see [`SYNC_WINDOW`]).
 pub struct TranscriptWriter {
     transcripts: Transcripts,
@@ -798,7 +798,7 @@ mod tests {
         let ok = TranscriptWriter::new(Transcripts::new(ok_dir.path().join("sessions")));
         assert!(ok.append_written("s", &Message::assistant("kept")).await);
     }
-    /// Under the process's file limit (a sixteenth of it, up to 64) a team of 40 keeps its 40
+    /// Under the process's file limit (an eighth of it, up to 128) a team of 40 keeps its 40
     /// transcripts open while it writes: none is closed to open another.
     #[test]
     fn the_writer_keeps_as_many_files_open_as_the_processs_limit_allows() {
