@@ -59,10 +59,16 @@ fn signal_after_evaluation(home: &Path, args: &[&str], signal: i32) -> (Option<i
                 .and_then(|p| p.parse::<i32>().ok());
             // SAFETY: plain kill(2) on our own child's pid and on the host it started.
             unsafe {
+                // The host is stopped first, so neither sees the other die before its own end
+                // (killed first, the host's going away could let `huddle run` exit 1 before its
+                // SIGKILL; killed second, the host could stop the run as on a hang-up).
+                if let Some(host) = host {
+                    libc::kill(host, libc::SIGSTOP);
+                }
+                libc::kill(child.id() as i32, signal);
                 if let Some(host) = host {
                     libc::kill(host, signal);
                 }
-                libc::kill(child.id() as i32, signal);
             }
             break;
         }
