@@ -175,10 +175,9 @@ pub enum EventKind {
         role: Role,
         text: String,
     },
-    /// A piece of a streaming answer; `generation` identifies the turn so late pieces of a
-    /// cancelled turn can be dropped.
-    /// A piece of a streamed answer: the most frequent event by far (a piece every few tokens),
-    /// so its session's id and name are shared, not copied into each.
+    /// A piece of a streamed answer; `generation` identifies the turn so late pieces of a
+    /// cancelled turn can be dropped. The most frequent event by far (a piece every few
+    /// tokens), so its session's id and name are shared, not copied into each.
     Delta {
         session_id: SharedStr,
         session: SharedStr,

@@ -548,10 +548,9 @@ struct Actor<'a> {
 
 /// What a turn needs to know about its session, read once at its start.
 struct SessionInfo {
-    name: String,
-    /// The session's id and name as every streamed piece of its answer carries them.
+    /// The session's id and name, shared by the events of its turn.
     shared_id: SharedStr,
-    shared_name: SharedStr,
+    name: SharedStr,
     group_id: SharedStr,
     group: SharedStr,
     role: Role,
@@ -577,9 +576,8 @@ impl Actor<'_> {
             let s = org.session(self.session_id)?;
             let group = org.group(&s.group_id);
             Some(SessionInfo {
-                name: s.name.clone(),
                 shared_id: s.id.as_str().into(),
-                shared_name: s.name.as_str().into(),
+                name: s.name.as_str().into(),
                 group_id: s.group_id.as_str().into(),
                 group: group.map_or_else(|| "".into(), |g| g.name.as_str().into()),
                 role: s.role,
@@ -730,7 +728,7 @@ impl Actor<'_> {
             &options.run_id,
             EventKind::TurnStarted {
                 session_id: info.shared_id.clone(),
-                session: info.shared_name.clone(),
+                session: SharedStr::clone(&info.name),
                 generation,
                 prompt: Some(Box::new(user.clone())),
             },
@@ -784,7 +782,7 @@ impl Actor<'_> {
         let tool_calls = steps.iter().map(|m| m.tool_calls.len() as u32).sum();
         let result = match outcome {
             Ok(out) => TurnResult {
-                session: info.name.clone(),
+                session: info.name.to_string(),
                 text: out.text,
                 success: true,
                 interrupted: false,
@@ -800,7 +798,7 @@ impl Actor<'_> {
                 tool_calls,
             },
             Err(e) => TurnResult {
-                session: info.name.clone(),
+                session: info.name.to_string(),
                 interrupted: !e.partial_text.is_empty()
                     || e.kind == ErrorKind::Cancelled
                     || self.gave_up_on_limit(&e, options),
@@ -868,7 +866,7 @@ impl Actor<'_> {
             run_id,
             EventKind::TurnStarted {
                 session_id: info.shared_id.clone(),
-                session: info.shared_name.clone(),
+                session: SharedStr::clone(&info.name),
                 generation,
                 prompt: Some(Box::new(stored.prompt)),
             },
@@ -878,7 +876,7 @@ impl Actor<'_> {
             run_id,
             EventKind::TurnReplayed {
                 session_id: self.session_id.to_string(),
-                session: info.name.clone(),
+                session: info.name.to_string(),
                 generation,
             },
         );
@@ -886,7 +884,7 @@ impl Actor<'_> {
         let duration = std::time::Duration::from_millis(answer.duration_ms.unwrap_or(0));
         let tool_calls = stored.steps.iter().map(|m| m.tool_calls.len() as u32).sum();
         let result = TurnResult {
-            session: info.name.clone(),
+            session: info.name.to_string(),
             text: answer.text.clone(),
             success: true,
             interrupted: false,
@@ -904,7 +902,7 @@ impl Actor<'_> {
             run_id,
             EventKind::TurnFinished {
                 session_id: info.shared_id.clone(),
-                session: info.shared_name.clone(),
+                session: SharedStr::clone(&info.name),
                 generation,
                 success: true,
                 interrupted: false,
@@ -921,7 +919,7 @@ impl Actor<'_> {
                 run_id,
                 EventKind::Message {
                     session_id: info.shared_id.clone(),
-                    session: info.shared_name.clone(),
+                    session: SharedStr::clone(&info.name),
                     role: info.role,
                     text: result.text.clone(),
                 },
@@ -1064,7 +1062,7 @@ impl Actor<'_> {
             &options.run_id,
             EventKind::Notice {
                 session_id: self.session_id.to_string(),
-                session: info.name.clone(),
+                session: info.name.to_string(),
                 text,
                 message: Some(Box::new(notice)),
             },
@@ -1154,7 +1152,7 @@ impl Actor<'_> {
             &options.run_id,
             EventKind::ContextCompacted {
                 session_id: self.session_id.to_string(),
-                session: info.name.clone(),
+                session: info.name.to_string(),
                 folded: folded.len(),
                 before,
                 after,
@@ -1196,7 +1194,7 @@ impl Actor<'_> {
                 &options.run_id,
                 EventKind::MemberNote {
                     session_id: id.to_string(),
-                    session: info.name.clone(),
+                    session: info.name.to_string(),
                     text: text.clone(),
                     delivered: true,
                 },
@@ -1236,7 +1234,7 @@ impl Actor<'_> {
                     &options.run_id,
                     EventKind::SandboxRefused {
                         session_id: Some(self.session_id.to_string()),
-                        session: Some(info.name.clone()),
+                        session: Some(info.name.to_string()),
                         what: format!("agent {}", provider.name()),
                         reason: e.to_string(),
                     },
@@ -1288,7 +1286,7 @@ impl Actor<'_> {
                     &options.run_id,
                     EventKind::SandboxRefused {
                         session_id: Some(self.session_id.to_string()),
-                        session: Some(info.name.clone()),
+                        session: Some(info.name.to_string()),
                         what: "a tool server".into(),
                         reason: problem.clone(),
                     },
@@ -1353,7 +1351,7 @@ impl Actor<'_> {
             AgentRecorder::new(StepContext {
                 shared: Arc::clone(self.shared),
                 session_id: self.session_id.to_string(),
-                session: info.name.clone(),
+                session: info.name.to_string(),
                 group_id: SharedStr::clone(&info.group_id),
                 group: SharedStr::clone(&info.group),
                 run_id: options.run_id.clone(),
@@ -1407,7 +1405,7 @@ impl Actor<'_> {
                     &options.run_id,
                     EventKind::Delta {
                         session_id: SharedStr::clone(&info.shared_id),
-                        session: SharedStr::clone(&info.shared_name),
+                        session: SharedStr::clone(&info.name),
                         generation,
                         text: delta.to_string(),
                     },
@@ -1487,7 +1485,7 @@ impl Actor<'_> {
             for call in &calls {
                 context.emit(EventKind::ToolCall {
                     session_id: self.session_id.to_string(),
-                    session: info.name.clone(),
+                    session: info.name.to_string(),
                     generation,
                     call_id: call.id.clone(),
                     name: call.name.clone(),
@@ -1520,7 +1518,7 @@ impl Actor<'_> {
                 self.shared.writer.append(self.session_id, &message);
                 context.emit(EventKind::ToolResult {
                     session_id: self.session_id.to_string(),
-                    session: info.name.clone(),
+                    session: info.name.to_string(),
                     generation,
                     call_id: r.call.id.clone(),
                     name: r.call.name.clone(),
@@ -1612,7 +1610,7 @@ impl Actor<'_> {
             let Some(active) = self.shared.active_run(options.run_id.as_deref()) else {
                 return Err(error);
             };
-            let who = (self.session_id, info.name.as_str());
+            let who = (self.session_id, &*info.name);
             match active
                 .control
                 .wait_for_limit(&active.emitter, who, &error, met)
@@ -1652,7 +1650,7 @@ impl Actor<'_> {
             &options.run_id,
             EventKind::TurnInput {
                 session_id: self.session_id.to_string(),
-                session: info.name.clone(),
+                session: info.name.to_string(),
                 generation,
                 text,
                 message: Some(Box::new(message.clone())),
@@ -1756,7 +1754,7 @@ impl Actor<'_> {
                 .shared
                 .org
                 .read(|org| crate::describe::Names::of_session(org, self.session_id))
-                .unwrap_or_else(|| info.name.clone());
+                .unwrap_or_else(|| info.name.to_string());
             self.emit(
                 info,
                 &options.run_id,
@@ -1795,7 +1793,7 @@ impl Actor<'_> {
             &options.run_id,
             EventKind::TurnFinished {
                 session_id: info.shared_id.clone(),
-                session: info.shared_name.clone(),
+                session: SharedStr::clone(&info.name),
                 generation,
                 success: result.success,
                 interrupted: result.interrupted,
@@ -1812,7 +1810,7 @@ impl Actor<'_> {
                 &options.run_id,
                 EventKind::Message {
                     session_id: info.shared_id.clone(),
-                    session: info.shared_name.clone(),
+                    session: SharedStr::clone(&info.name),
                     role: info.role,
                     text: result.text.clone(),
                 },

@@ -452,12 +452,10 @@ fn gather(rx: &std::sync::mpsc::Receiver<SyncJob>, job: &mut SyncJob, until: Opt
         if !job.done.is_empty() {
             return;
         }
-        let Some(left) = until.and_then(|t| t.checked_duration_since(Instant::now())) else {
+        let left = until.and_then(|t| t.checked_duration_since(Instant::now()));
+        let Some(left) = left.filter(|left| !left.is_zero()) else {
             return;
         };
-        if left.is_zero() {
-            return;
-        }
         match rx.recv_timeout(left) {
             Ok(more) => job.merge(more),
             Err(_) => return,
