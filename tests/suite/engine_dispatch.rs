@@ -356,10 +356,8 @@ async fn a_result_is_heard_whether_it_comes_during_the_orchestrators_call_or_bef
             .answer_when(ORCH, "disk full", Reply::text("ROOT CAUSE: disk full"));
         f.server.script("w-logs", vec![Reply::text("disk full")]);
         let run = f.spawn_run("Alert");
-        f.events_until("the end of logs' turn", |e| {
-            matches!((&e.kind, &e.execution), (EventKind::ExecutionFinished { .. }, Some(tag)) if tag.execution_id == "exec-2")
-        })
-        .await;
+        f.events_until("the end of logs' turn", |e| execution_finished(e, "exec-2"))
+            .await;
         // Its result is on the board (events are handed over after the poll that pushed it).
         gate.open();
         let report = tokio::time::timeout(HANG_GUARD, run)
@@ -434,10 +432,8 @@ async fn a_wait_from_before_an_interruption_is_still_no_final_answer() {
             .await
     });
     // logs was dispatched again (exec-4: the resumed orchestrator is exec-3).
-    f.events_until("the end of logs' turn", |e| {
-        matches!((&e.kind, &e.execution), (EventKind::ExecutionFinished { .. }, Some(tag)) if tag.execution_id == "exec-4")
-    })
-    .await;
+    f.events_until("the end of logs' turn", |e| execution_finished(e, "exec-4"))
+        .await;
     told.open();
     let report = tokio::time::timeout(HANG_GUARD, resumed)
         .await
@@ -980,4 +976,9 @@ async fn a_cli_agent_orchestrator_dispatches_in_the_text_form() {
     }
     assert_eq!(f.prompts("w-a").last().unwrap(), "## Task\n\nfind it");
     assert_eq!(finished(&f.drain(), "exec-2"), Some(ExecutionStatus::Completed));
+}
+
+/// Whether `e` says execution `id` finished.
+fn execution_finished(e: &EngineEvent, id: &str) -> bool {
+    matches!((&e.kind, &e.execution), (EventKind::ExecutionFinished { .. }, Some(tag)) if tag.execution_id == id)
 }
