@@ -55,6 +55,8 @@ fn the_data_dir_is_private_under_umask_022() {
         );
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     }
+    // Listed once the host is gone (it may replace a file while it is there).
+    wait_for_host_exit(&home);
     let all = modes(&home);
     let names: Vec<String> = all
         .iter()
@@ -102,6 +104,9 @@ fn loose_files_from_before_are_tightened_at_start() {
     std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out = huddle_umask_022(&home, &["run", "--model", "sim/x", "again"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // Read once that host is gone too: while it is there it may replace a file (a save's
+    // temporary name) between the listing and the look at it.
+    wait_for_host_exit(&home);
     for (path, is_dir, mode) in modes(&home) {
         assert_eq!(mode, if is_dir { 0o700 } else { 0o600 }, "{}", path.display());
     }
