@@ -23,14 +23,14 @@ use super::{ActiveRun, EngineShared, RunControl, RunReport, TurnResult};
 /// One member's turn among several run at once ([`Run::parallel`]): its message and the run's
 /// brief for it.
 pub(crate) struct Job {
-    pub member: Member,
+    pub member: Arc<Member>,
     pub prompt: StepPrompt,
     pub brief: Option<String>,
 }
 
 impl Job {
     /// A turn on `prompt` as it is, with no brief.
-    pub fn plain(member: Member, prompt: String) -> Job {
+    pub fn plain(member: Arc<Member>, prompt: String) -> Job {
         Job {
             member,
             prompt: StepPrompt::plain(prompt),
@@ -214,9 +214,7 @@ impl<'a> Run<'a> {
         for a in assignments {
             let session_id = self
                 .team
-                .workers
-                .iter()
-                .find(|w| w.name == a.worker)
+                .worker_named(&a.worker)
                 .map(|w| w.id.clone())
                 .unwrap_or_default();
             self.emit(EventKind::Assignment {
@@ -241,7 +239,7 @@ impl<'a> Run<'a> {
         let jobs: Vec<Job> = assignments
             .iter()
             .filter_map(|a| {
-                let member = self.team.workers.iter().find(|w| w.name == a.worker)?.clone();
+                let member = Arc::clone(self.team.worker_named(&a.worker)?);
                 let brief = with_earlier_requests(
                     worker_brief(&WorkerBrief {
                         system_prompt: member.system_prompt.as_deref(),
@@ -262,9 +260,7 @@ impl<'a> Run<'a> {
         // The orchestrator reads the results under the names its prompt listed: the handles.
         let handle_of = |name: &str| {
             self.team
-                .workers
-                .iter()
-                .find(|w| w.name == name)
+                .worker_named(name)
                 .map_or_else(|| name.to_string(), |w| w.handle.clone())
         };
         finished

@@ -1,16 +1,16 @@
 //! The team as a run sees it: read once from the organization when the run starts, so a
 //! rename or an edit during the run changes nothing under it (events carry ids).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::model::{FlowLinks, GroupKind, Memory, Mode, ModeSettings, Role, RunBudget, Session};
 
-use crate::naming::worker_handle;
-
 use super::protocol::WorkerInfo;
 use super::{EngineError, EngineShared, RunOverrides};
 
-/// A member of the team.
+/// A member of the team. Shared (`Arc`) by the team's lists and the jobs of its turns: a run
+/// hands its members to every step, and a copy of one was a dozen allocations.
 #[derive(Debug, Clone)]
 pub(crate) struct Member {
     pub id: String,
@@ -39,13 +39,16 @@ pub(crate) struct Team {
     /// The prefix of its members' names (kept across renames).
     pub members_slug: String,
     pub mode: Mode,
-    pub orchestrator: Option<Member>,
-    pub workers: Vec<Member>,
-    pub evaluator: Option<Member>,
+    pub orchestrator: Option<Arc<Member>>,
+    /// (As read: never changed after, `workers_by_name` follows its order.)
+    pub workers: Vec<Arc<Member>>,
+    pub evaluator: Option<Arc<Member>>,
     /// Who answers in broadcast and sequential: every session in order, except the evaluator
     /// and, in a team built around an orchestrator, the orchestrator (they plan and judge, they
     /// do not answer alongside the workers).
-    pub participants: Vec<Member>,
+    pub participants: Vec<Arc<Member>>,
+    /// Indices into `workers` in the order of their session names (see [`Team::worker_named`]).
+    workers_by_name: Vec<usize>,
     pub orchestrator_prompt: Option<String>,
     pub shared_context: Option<String>,
     pub routing_context: Option<String>,
@@ -93,37 +96,43 @@ impl Team {
                 .ok_or_else(|| EngineError::NoSuchGroup(group_id.to_string()))?;
             let sessions = org.sessions_in(group_id);
             let slug = group.members_slug();
-            let handles = crate::model::member_handles(&sessions, &slug);
+            let handles = crate::model::handles_in_order(&sessions, &slug);
             let is_team = group.kind == GroupKind::Team;
-            let member = |s: &Session| {
-                let handle = handles
-                    .iter()
-                    .find(|(id, _)| *id == s.id)
-                    .map_or_else(|| worker_handle(&s.name, &slug), |(_, h)| h.clone());
-                let chair = (is_team && group.mode == Mode::Team && s.role == Role::Orchestrator)
-                    .then(|| s.display_name.clone())
-                    .flatten()
-                    .filter(|d| !d.trim().is_empty());
-                let shown = if let Some(chair) = chair {
-                    chair
-                } else if is_team && s.handle.is_some() {
-                    handle.clone()
-                } else {
-                    crate::naming::strip_team_prefix(&s.name, &slug).to_string()
-                };
-                member_of(s, handle, shown, overrides)
-            };
-            let orchestrator = sessions
+            // Each session's member is made once: the lists below share them.
+            let members: Vec<Arc<Member>> = sessions
                 .iter()
-                .find(|s| s.role == Role::Orchestrator)
-                .map(|s| member(s));
+                .zip(handles)
+                .map(|(s, handle)| {
+                    let chair = (is_team && group.mode == Mode::Team && s.role == Role::Orchestrator)
+                        .then(|| s.display_name.clone())
+                        .flatten()
+                        .filter(|d| !d.trim().is_empty());
+                    let shown = if let Some(chair) = chair {
+                        chair
+                    } else if is_team && s.handle.is_some() {
+                        handle.clone()
+                    } else {
+                        crate::naming::strip_team_prefix(&s.name, &slug).to_string()
+                    };
+                    Arc::new(member_of(s, handle, shown, overrides))
+                })
+                .collect();
+            let with_sessions = || sessions.iter().zip(&members);
+            let orchestrator = with_sessions()
+                .find(|(s, _)| s.role == Role::Orchestrator)
+                .map(|(_, m)| Arc::clone(m));
             let evaluator_session = org.evaluator_of(group_id);
             let evaluator_id = evaluator_session.map(|s| s.id.as_str());
-            let workers: Vec<Member> = sessions
-                .iter()
-                .filter(|s| s.role == Role::Worker && Some(s.id.as_str()) != evaluator_id)
-                .map(|s| member(s))
+            // (A session of the group: `evaluator_of` reads no other.)
+            let evaluator = evaluator_session
+                .and_then(|e| with_sessions().find(|(s, _)| s.id == e.id))
+                .map(|(_, m)| Arc::clone(m));
+            let workers: Vec<Arc<Member>> = with_sessions()
+                .filter(|(s, _)| s.role == Role::Worker && Some(s.id.as_str()) != evaluator_id)
+                .map(|(_, m)| Arc::clone(m))
                 .collect();
+            let mut workers_by_name: Vec<usize> = (0..workers.len()).collect();
+            workers_by_name.sort_unstable_by(|&a, &b| workers[a].name.cmp(&workers[b].name));
             // A plain (non-team) group run as a team broadcasts to its sessions.
             let mode = overrides.mode.unwrap_or(if group.kind == GroupKind::Team {
                 group.mode
@@ -137,12 +146,12 @@ impl Team {
                 mode,
                 orchestrator,
                 workers,
-                evaluator: evaluator_session.map(member),
-                participants: sessions
-                    .iter()
-                    .filter(|s| Some(s.id.as_str()) != evaluator_id)
-                    .filter(|s| !(s.role == Role::Orchestrator && group.mode.spec().has_orchestrator))
-                    .map(|s| member(s))
+                workers_by_name,
+                evaluator,
+                participants: with_sessions()
+                    .filter(|(s, _)| Some(s.id.as_str()) != evaluator_id)
+                    .filter(|(s, _)| !(s.role == Role::Orchestrator && group.mode.spec().has_orchestrator))
+                    .map(|(_, m)| Arc::clone(m))
                     .collect(),
                 orchestrator_prompt: group.orchestrator_prompt.clone(),
                 shared_context: group.shared_context.clone(),
@@ -189,9 +198,19 @@ impl Team {
         self.workers.iter().map(|w| w.handle.as_str()).collect()
     }
 
+    /// The worker whose session is named `name` (as an assignment names it): a lookup per
+    /// assignment and per result, so not a walk through the whole team each time.
+    pub fn worker_named(&self, name: &str) -> Option<&Arc<Member>> {
+        let at = self
+            .workers_by_name
+            .binary_search_by(|&i| self.workers[i].name.as_str().cmp(name))
+            .ok()?;
+        self.workers.get(self.workers_by_name[at])
+    }
+
     /// A participant by session id.
     pub fn participant(&self, id: &str) -> Option<&Member> {
-        self.participants.iter().find(|m| m.id == id)
+        self.participants.iter().find(|m| m.id == id).map(|m| &**m)
     }
 
     /// The team name as session names carry it (`<team-slug>-<worker>`), as it was when they
@@ -241,5 +260,68 @@ impl Team {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::engine::{Engine, EngineOptions, EventSink};
+    use crate::model::{Group, Organization};
+    use crate::store::{OrgHandle, Transcripts};
+
+    #[test]
+    fn a_team_makes_each_member_once_and_finds_its_workers_by_session_name() {
+        let mut org = Organization::default();
+        let mut group = Group::new("Crew", GroupKind::Team);
+        group.mode = Mode::Orchestrator;
+        let gid = group.id.clone();
+        org.groups.push(group);
+        let mut chair = Session::new("crew-orchestrator", &gid, "sim/zero");
+        chair.role = Role::Orchestrator;
+        org.sessions.push(chair);
+        // Not in the order of their names: the lookup must not depend on it.
+        for (k, name) in ["crew-zed", "crew-alpha", "crew-mid", "crew-alpha-2"]
+            .iter()
+            .enumerate()
+        {
+            let mut w = Session::new(*name, &gid, "sim/zero");
+            w.order = k as i64 + 1;
+            org.sessions.push(w);
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (sink, _events) = EventSink::channel();
+        let engine = Engine::new(
+            crate::sim::providers(&Config::default()).expect("providers"),
+            OrgHandle::in_memory(org),
+            Transcripts::new(dir.path().join("sessions")),
+            sink,
+            EngineOptions::default(),
+        );
+        let team = Team::read(&engine.shared, &gid, &RunOverrides::default()).expect("team");
+        assert_eq!(team.workers.len(), 4);
+        for worker in &team.workers {
+            let found = team.worker_named(&worker.name).expect("found by its name");
+            assert!(
+                Arc::ptr_eq(found, worker),
+                "{} found as {}",
+                worker.name,
+                found.name
+            );
+        }
+        assert!(team.worker_named("crew-orchestrator").is_none(), "not a worker");
+        assert!(team.worker_named("crew-nobody").is_none());
+        assert!(team.worker_named("").is_none());
+        // The lists share one member per session.
+        for member in &team.participants {
+            assert!(
+                team.workers.iter().any(|w| Arc::ptr_eq(w, member)),
+                "{}",
+                member.name
+            );
+        }
+        let handles: Vec<&str> = team.workers.iter().map(|w| w.handle.as_str()).collect();
+        assert_eq!(handles, ["zed", "alpha", "mid", "alpha-2"]);
     }
 }

@@ -38,7 +38,7 @@ pub use message::{Compacted, Message, Usage};
 pub use modes::{Counts, Mode, ModeSettings, ModeSpec, ModeState, PresetProblem, spec};
 pub use organization::{
     Group, GroupId, KeptEvaluator, Organization, Session, SessionId, UiPrefs, default_max_iterations,
-    default_worker_timeout_secs, member_handles,
+    default_worker_timeout_secs, handles_in_order, member_handles,
 };
 pub use pipeline::{
     ConversationState, PhaseTransition, PipelineSpec, PipelineStage, RoutingRule, Supervise, check_pipeline,

@@ -344,6 +344,15 @@ impl Session {
 /// else its session name less the team's prefix; a kept handle another member also has (an edited
 /// file) gives way to the names.
 pub fn member_handles(sessions: &[&Session], slug: &str) -> Vec<(String, String)> {
+    sessions
+        .iter()
+        .map(|s| s.id.clone())
+        .zip(handles_in_order(sessions, slug))
+        .collect()
+}
+
+/// [`member_handles`] without the ids: each session's handle, in the order of `sessions`.
+pub fn handles_in_order(sessions: &[&Session], slug: &str) -> Vec<String> {
     let kept: Vec<Option<String>> = sessions
         .iter()
         .map(|s| {
@@ -360,12 +369,9 @@ pub fn member_handles(sessions: &[&Session], slug: &str) -> Vec<(String, String)
     sessions
         .iter()
         .zip(&kept)
-        .map(|(s, h)| {
-            let handle = match h {
-                Some(h) if uses.get(h.as_str()) == Some(&1) => h.clone(),
-                _ => crate::naming::worker_handle(&s.name, slug),
-            };
-            (s.id.clone(), handle)
+        .map(|(s, h)| match h {
+            Some(h) if uses.get(h.as_str()) == Some(&1) => h.clone(),
+            _ => crate::naming::worker_handle(&s.name, slug),
         })
         .collect()
 }

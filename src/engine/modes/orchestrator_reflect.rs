@@ -6,6 +6,7 @@
 //! messages are in the saved cycle); the turns of the interrupted iteration that had finished
 //! (a plan, some workers) come back from disk instead of being asked again.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -29,8 +30,8 @@ use super::super::{EngineError, RunReport};
 struct TeamCycle<'r, 'a> {
     run: &'r mut Run<'a>,
     state: ReflectionCycle,
-    orchestrator: Member,
-    evaluator: Option<Member>,
+    orchestrator: Arc<Member>,
+    evaluator: Option<Arc<Member>>,
     /// Messages carried over from before a restart, given to the next plan.
     carried: Vec<String>,
     nudged: bool,

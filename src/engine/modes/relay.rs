@@ -14,6 +14,7 @@
 //! continues at its state: a draft that was waiting for approval waits again. A counterpart
 //! group's interrupted run is resumed with it (the same request).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::model::{
@@ -40,7 +41,7 @@ pub(crate) struct RelayLink {
 
 /// Who gets the outbound messages.
 enum Counterpart {
-    Member(Box<Member>),
+    Member(Arc<Member>),
     /// Another group, run in its own mode with the message as its prompt.
     Group {
         id: String,
@@ -125,7 +126,7 @@ pub(super) async fn run(
                 "its counterpart is its driver; a relay cannot talk to itself".into(),
             ));
         }
-        Some(m) => Counterpart::Member(Box::new(m.clone())),
+        Some(m) => Counterpart::Member(Arc::clone(m)),
         // A team made from a repository's `.squad/` talks to its own members only: the
         // repository must not get to drive one of the user's groups.
         None if from_repository(run, &group_id) => {
@@ -236,7 +237,7 @@ struct Relay {
     record: RelayRecord,
     /// The hop count of the messages this relay sends.
     hop: u32,
-    driver: Member,
+    driver: Arc<Member>,
     counterpart: Counterpart,
     overrides: RunOverrides,
     /// What the relay reports as its result: the driver's closing message, else the last
