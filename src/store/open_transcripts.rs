@@ -230,7 +230,10 @@ impl OpenTranscripts {
                 e,
             ));
         }
-        self.unsynced.insert(session_id.to_string());
+        // (An id made only for a session not in the group yet: most lines' are.)
+        if !self.unsynced.contains(session_id) {
+            self.unsynced.insert(session_id.to_string());
+        }
         self.unsynced_since.get_or_insert_with(Instant::now);
         Ok(())
     }

@@ -138,11 +138,40 @@ pub(super) fn lines_of(messages: &[Message]) -> Result<Vec<u8>, StoreError> {
     // Room for the texts and the fields around them: one allocation for most lines.
     let room = messages.iter().map(|m| m.text.len() + 256).sum();
     let mut lines = Vec::with_capacity(room);
-    for message in messages {
-        serde_json::to_writer(&mut lines, message).map_err(|e| StoreError::Serialize(e.to_string()))?;
-        lines.push(b'\n');
-    }
+    write_lines(&mut lines, messages)?;
     Ok(lines)
+}
+
+fn write_lines(out: &mut Vec<u8>, messages: &[Message]) -> Result<(), StoreError> {
+    for message in messages {
+        serde_json::to_writer(&mut *out, message).map_err(|e| StoreError::Serialize(e.to_string()))?;
+        out.push(b'\n');
+    }
+    Ok(())
+}
+
+/// A line buffer kept by each thread that writes transcripts at most this large between lines
+/// (a long answer's line is not held for the thread's life).
+const LINE_BUFFER_KEPT: usize = 64 * 1024;
+
+thread_local! {
+    static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `f` of `message` as its transcript line (with its newline), made in this thread's buffer:
+/// a line written where it is made (most are) costs no allocation of its own.
+pub(super) fn with_line<R>(message: &Message, f: impl FnOnce(&[u8]) -> R) -> Result<R, StoreError> {
+    // Taken out while `f` runs (a line made inside it gets a buffer of its own, not a second
+    // borrow); none when the thread is ending and its buffer is gone.
+    let mut line = LINE
+        .try_with(|buffer| std::mem::take(&mut *buffer.borrow_mut()))
+        .unwrap_or_default();
+    line.clear();
+    let result = write_lines(&mut line, std::slice::from_ref(message)).map(|()| f(&line));
+    if line.capacity() <= LINE_BUFFER_KEPT {
+        let _ = LINE.try_with(|buffer| *buffer.borrow_mut() = line);
+    }
+    result
 }
 
 /// Opens a transcript to append to (created 0600), as it is; only a regular file (a FIFO put
@@ -213,6 +242,42 @@ fn parse_lines(text: &str, path: &Path) -> LoadedTranscript {
 mod tests {
     use super::*;
     use std::fs::OpenOptions;
+
+    /// The thread's buffer: its address and capacity.
+    fn kept_buffer() -> (usize, usize) {
+        LINE.with(|b| {
+            let b = b.borrow();
+            (b.as_ptr() as usize, b.capacity())
+        })
+    }
+
+    #[test]
+    fn a_line_is_made_in_the_threads_buffer_which_is_kept_unless_it_grew_large() {
+        std::thread::spawn(|| {
+            let small = Message::assistant("a short answer");
+            let line = with_line(&small, <[u8]>::to_vec).unwrap();
+            assert_eq!(line, lines_of(std::slice::from_ref(&small)).unwrap());
+            assert!(line.ends_with(b"}\n"));
+            let (at, room) = kept_buffer();
+            assert!(room >= line.len(), "kept for the next line");
+            // The next line is made in the same buffer; one made while it is out gets its own.
+            let other = Message::user("a question");
+            let (outer, inner) = with_line(&small, |outer| {
+                (outer.to_vec(), with_line(&other, <[u8]>::to_vec).unwrap())
+            })
+            .unwrap();
+            assert_eq!(outer, line);
+            assert_eq!(inner, lines_of(std::slice::from_ref(&other)).unwrap());
+            assert_eq!(kept_buffer().0, at, "the same buffer");
+            // A long answer's buffer is let go.
+            let long = Message::assistant("x".repeat(LINE_BUFFER_KEPT * 2));
+            let line = with_line(&long, <[u8]>::len).unwrap();
+            assert!(line > LINE_BUFFER_KEPT * 2);
+            assert!(kept_buffer().1 <= LINE_BUFFER_KEPT, "{:?}", kept_buffer());
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn a_copy_is_written_whole_once_and_never_over_a_transcript() {

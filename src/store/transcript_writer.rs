@@ -26,7 +26,7 @@ use crate::model::Message;
 use super::StoreError;
 use super::line_wait::{LineWaits, Written};
 use super::open_transcripts::{OpenTranscripts, SyncJob, Syncer, ToOpen, open_max_of_process};
-use super::transcript::{LoadedTranscript, Transcripts, lines_of};
+use super::transcript::{LoadedTranscript, Transcripts, with_line};
 
 /// Lines written but not yet synced wait this long before their group is handed to the syncer:
 /// a group commit, many lines and one `fdatasync` per file, instead of one per message. The
@@ -213,16 +213,20 @@ impl TranscriptWriter {
     /// else is writing; else hands it to the writer's thread (`wait`: with a signal for when it
     /// is written).
     fn append_line(&self, session_id: &str, message: &Message, wait: bool) -> Appended {
-        let line = match lines_of(std::slice::from_ref(message)) {
-            Ok(line) => line,
+        match with_line(message, |line| self.append_serialized(session_id, line, wait)) {
+            Ok(appended) => appended,
             Err(e) => {
                 tracing::error!(session = session_id, error = %e, "a message was not saved");
-                return Appended::Done(false);
+                Appended::Done(false)
             }
-        };
+        }
+    }
+
+    /// [`TranscriptWriter::append_line`] of the line made (copied only when handed over).
+    fn append_serialized(&self, session_id: &str, line: &[u8], wait: bool) -> Appended {
         let tx = match &self.tx {
             Some(tx) if !self.gone.load(std::sync::atomic::Ordering::Relaxed) => tx,
-            _ => return Appended::Done(self.append_alone(session_id, &line)),
+            _ => return Appended::Done(self.append_alone(session_id, line)),
         };
         let mut queued = lock(&self.queued);
         if !queued.contains_key(session_id)
@@ -233,7 +237,7 @@ impl TranscriptWriter {
             // is written after this one.
             drop(queued);
             let window_began = files.open.unsynced_since.is_none();
-            let written = files.open.append_lines(&self.transcripts, session_id, &line);
+            let written = files.open.append_lines(&self.transcripts, session_id, line);
             files.last_write = Instant::now();
             drop(files);
             if window_began && written.is_ok() && self.hand_over(tx, WriterMsg::WindowBegan).is_err() {
@@ -250,7 +254,7 @@ impl TranscriptWriter {
         };
         // Handed over holding the queued count: the queue has the session's lines in order.
         if let Err(WriterMsg::Append(_, line, _)) =
-            self.hand_over(tx, WriterMsg::Append(session_id.to_string(), line, done))
+            self.hand_over(tx, WriterMsg::Append(session_id.to_string(), line.to_vec(), done))
         {
             // The writer's thread is gone (its queued lines with it, as their waiters heard):
             // this line, given back, is written here, and so are the next.
