@@ -101,6 +101,18 @@ pub fn with_context(prompt: &str, attachments: &[Attachment]) -> String {
     out
 }
 
+/// `prompt` as it is sent ([`with_context`]) and as its transcript keeps it
+/// ([`with_references`]): without attachments both are the prompt itself, not copied twice.
+pub fn sent_and_kept(prompt: String, attachments: &[Attachment]) -> (std::sync::Arc<str>, String) {
+    if attachments.is_empty() {
+        return (prompt.as_str().into(), prompt);
+    }
+    (
+        with_context(&prompt, attachments).into(),
+        with_references(&prompt, attachments),
+    )
+}
+
 /// What the transcript keeps for the user's message: the prompt, then one reference per
 /// attachment (path, size, hash; never the content).
 pub fn with_references(prompt: &str, attachments: &[Attachment]) -> String {

@@ -2,6 +2,8 @@
 //! (compact forms, exchanges taken back, a CLI agent's own steps as text). Read by a session's
 //! turns and by a resumed run's replay.
 
+use std::sync::Arc;
+
 use crate::model::{Message, MessageRole};
 use crate::providers::ChatMessage;
 use crate::tools::limits::result_line;
@@ -137,12 +139,12 @@ fn agent_step_text(m: &Message, out: &mut String) {
 }
 
 /// `text` preceded by the agent's steps that came before it (taken).
-fn with_agent_text(agent_text: &mut String, text: &str) -> String {
+fn with_agent_text(agent_text: &mut String, text: &str) -> Arc<str> {
     if agent_text.is_empty() {
-        return text.to_string();
+        return text.into();
     }
     let mut out = std::mem::take(agent_text);
     out.push('\n');
     out.push_str(text);
-    out
+    out.into()
 }

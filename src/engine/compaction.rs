@@ -63,7 +63,7 @@ pub(crate) async fn summarize(
 ) -> Option<String> {
     // The summary request must fit the window itself: half of it for the conversation.
     let max_chars = (window as usize / 2).saturating_mul(4);
-    request.system = Some(SUMMARY_SYSTEM.to_string());
+    request.system = Some(SUMMARY_SYSTEM.into());
     request.messages = vec![ChatMessage::user(conversation_text(messages, max_chars))];
     match provider
         .stream_turn(request, &mut |_: &str| {}, cancel.clone())

@@ -231,6 +231,35 @@ pub(crate) struct SessionState {
     /// The transcript ends with a mark taking back its last exchange (regenerate, edit and
     /// send again): the next prompt asks it again, sent the instructions it was sent then.
     asking_again: bool,
+    /// The session's id and name and its group's, as the last turn's events shared them:
+    /// the next turn shares them again unless one changed (a rename), not made anew.
+    names: Option<TurnNames>,
+}
+
+/// The names a turn's events carry (see [`SessionState`]'s `names`).
+#[derive(Clone)]
+struct TurnNames {
+    id: SharedStr,
+    name: SharedStr,
+    group_id: SharedStr,
+    group: SharedStr,
+}
+
+impl TurnNames {
+    /// These names for a session now called `name` in group `group_id` called `group`: the
+    /// ones held where they did not change.
+    fn now(held: Option<&TurnNames>, id: &str, name: &str, group_id: &str, group: &str) -> TurnNames {
+        let same = |held: Option<&SharedStr>, now: &str| match held {
+            Some(held) if **held == *now => SharedStr::clone(held),
+            _ => now.into(),
+        };
+        TurnNames {
+            id: same(held.map(|h| &h.id), id),
+            name: same(held.map(|h| &h.name), name),
+            group_id: same(held.map(|h| &h.group_id), group_id),
+            group: same(held.map(|h| &h.group), group),
+        }
+    }
 }
 
 impl SessionState {
@@ -571,15 +600,23 @@ struct SessionInfo {
 }
 
 impl Actor<'_> {
-    fn info(&self) -> Option<SessionInfo> {
-        self.shared.org.read(|org| {
+    fn info(&mut self) -> Option<SessionInfo> {
+        let held = self.state.names.take();
+        let info = self.shared.org.read(|org| {
             let s = org.session(self.session_id)?;
             let group = org.group(&s.group_id);
+            let names = TurnNames::now(
+                held.as_ref(),
+                &s.id,
+                &s.name,
+                &s.group_id,
+                group.map_or("", |g| g.name.as_str()),
+            );
             Some(SessionInfo {
-                shared_id: s.id.as_str().into(),
-                name: s.name.as_str().into(),
-                group_id: s.group_id.as_str().into(),
-                group: group.map_or_else(|| "".into(), |g| g.name.as_str().into()),
+                shared_id: names.id,
+                name: names.name,
+                group_id: names.group_id,
+                group: names.group,
                 role: s.role,
                 model: s.model.clone(),
                 system: super::protocol::system_prompt_with_note(org, s),
@@ -594,7 +631,14 @@ impl Actor<'_> {
                     .over(self.shared.profile(&s.group_id, Some(&s.id)).options.repo_context),
                 guard: Guard::of_session(self.shared, org, s),
             })
-        })
+        });
+        self.state.names = info.as_ref().map(|info| TurnNames {
+            id: SharedStr::clone(&info.shared_id),
+            name: SharedStr::clone(&info.name),
+            group_id: SharedStr::clone(&info.group_id),
+            group: SharedStr::clone(&info.group),
+        });
+        info
     }
 
     /// The conversation, read from the transcript on the session's first turn: on a blocking
@@ -651,10 +695,7 @@ impl Actor<'_> {
                 Some(ErrorKind::Config),
             );
         };
-        let slug = options
-            .model_override
-            .clone()
-            .unwrap_or_else(|| info.model.clone());
+        let slug = options.model_override.as_deref().unwrap_or(&info.model);
         let mut resumed_start = None;
         if let Some(replay) = &options.replay {
             match replay.find(
@@ -692,8 +733,8 @@ impl Actor<'_> {
         };
         let notes = self.take_notes(&info, options);
         let prompt = with_notes(&notes, prompt);
-        let sent = crate::attachments::with_context(&prompt, &options.attachments);
-        let mut user = Message::user(crate::attachments::with_references(&prompt, &options.attachments));
+        let (sent, kept) = crate::attachments::sent_and_kept(prompt, &options.attachments);
+        let mut user = Message::user(kept);
         user.compact = options.compact.clone().map(|compact| {
             crate::attachments::with_references(&with_notes(&notes, compact), &options.attachments)
         });
@@ -705,7 +746,7 @@ impl Actor<'_> {
             stamp.apply(&mut user);
         }
         if !options.fresh {
-            self.compact_if_due(&info, options, &slug, &sent, resumed_start)
+            self.compact_if_due(&info, options, slug, &sent, resumed_start)
                 .await;
         }
         let mut messages = if options.fresh {
@@ -720,8 +761,8 @@ impl Actor<'_> {
         };
         // Later turns send the prompt as the history keeps it: in other words when that is
         // shorter (a compact form, attachments named instead of included).
-        let reworded_prompt = (sent != user.history_text()).then_some(messages.len());
-        messages.push(ChatMessage::user(sent.as_str()));
+        let reworded_prompt = (*sent != *user.history_text()).then_some(messages.len());
+        messages.push(ChatMessage::user(Arc::clone(&sent)));
         self.shared.writer.append(self.session_id, &user);
         self.emit(
             &info,
@@ -736,7 +777,7 @@ impl Actor<'_> {
 
         let started = Instant::now();
         let profile = self.shared.profile(&info.group_id, Some(self.session_id));
-        let outcome = match profile.providers.for_slug(&slug) {
+        let outcome = match profile.providers.for_slug(slug) {
             Ok((provider, model)) => {
                 let repo = super::repo_context::gather(
                     info.working_dir.clone(),
@@ -745,13 +786,17 @@ impl Actor<'_> {
                     provider.capabilities(),
                 )
                 .await;
-                let system = [&info.system, &options.system_extra, &repo.system]
-                    .into_iter()
-                    .flatten()
-                    .map(String::as_str)
-                    .collect::<Vec<_>>()
-                    .join("\n\n");
-                let system = (!system.is_empty()).then_some(system);
+                // (Joined as `join("\n\n")` would, without a list made first.)
+                let mut system = String::new();
+                let parts = [&info.system, &options.system_extra, &repo.system];
+                for (k, part) in parts.into_iter().flatten().enumerate() {
+                    if k > 0 {
+                        system.push_str("\n\n");
+                    }
+                    system.push_str(part);
+                }
+                // Shared by the turn's requests (every round and retry sends it).
+                let system = (!system.is_empty()).then(|| Arc::<str>::from(system));
                 let mut request = TurnRequest {
                     model,
                     system,
@@ -793,7 +838,7 @@ impl Actor<'_> {
                 // servers starting, every round and tool; as the run's own clock sees it.
                 duration: started.elapsed(),
                 simulated: out.simulated,
-                model: slug.clone(),
+                model: slug.to_string(),
                 cost_usd: out.agent.as_ref().and_then(|a| a.cost_usd).or(cost_usd),
                 tool_calls,
             },
@@ -809,7 +854,7 @@ impl Actor<'_> {
                 usage: None,
                 duration: started.elapsed(),
                 simulated: slug.starts_with("sim/"),
-                model: slug.clone(),
+                model: slug.to_string(),
                 cost_usd: None,
                 tool_calls,
             },
@@ -1774,12 +1819,12 @@ impl Actor<'_> {
         if let Some(spent) = spent {
             let id = self.session_id;
             self.shared.org.update(|org| {
-                let group_id = org.session_mut(id).map(|s| {
-                    s.usage.add(spent.usage);
-                    s.cost.add(spent.cost);
-                    s.group_id.clone()
-                });
-                if let Some(g) = group_id.and_then(|gid| org.group_mut(&gid)) {
+                let Some(s) = org.sessions.iter_mut().find(|s| s.id == id) else {
+                    return;
+                };
+                s.usage.add(spent.usage);
+                s.cost.add(spent.cost);
+                if let Some(g) = org.groups.iter_mut().find(|g| g.id == s.group_id) {
                     g.usage.add(spent.usage);
                     g.cost.add(spent.cost);
                 }
@@ -2160,6 +2205,24 @@ mod tests {
             sent.last().map(|m| m.content.to_string()),
             Some(format!("a{last}"))
         );
+    }
+
+    #[test]
+    fn a_turns_names_are_the_last_turns_unless_renamed() {
+        let first = TurnNames::now(None, "s1", "analyst", "g1", "Crew");
+        let again = TurnNames::now(Some(&first), "s1", "analyst", "g1", "Crew");
+        for (a, b) in [
+            (&first.id, &again.id),
+            (&first.name, &again.name),
+            (&first.group_id, &again.group_id),
+            (&first.group, &again.group),
+        ] {
+            assert!(SharedStr::ptr_eq(a, b), "{a} made again");
+        }
+        let renamed = TurnNames::now(Some(&again), "s1", "critic", "g1", "Crew 2");
+        assert_eq!((&*renamed.name, &*renamed.group), ("critic", "Crew 2"));
+        assert!(SharedStr::ptr_eq(&renamed.id, &first.id));
+        assert!(!SharedStr::ptr_eq(&renamed.name, &first.name));
     }
 
     #[test]

@@ -328,8 +328,9 @@ pub fn table_name(model: &str) -> String {
         name.truncate(head.len());
     }
     // -YYYY-MM-DD
-    let parts: Vec<&str> = name.rsplitn(4, '-').collect();
-    if let [day, month, year, head] = parts.as_slice()
+    let mut parts = name.rsplitn(4, '-');
+    if let (Some(day), Some(month), Some(year), Some(head)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
         && year.len() == 4
         && month.len() == 2
         && day.len() == 2

@@ -118,7 +118,7 @@ impl ChatMessage {
 pub struct TurnRequest {
     /// The model part of the slug (after `<provider>/`).
     pub model: String,
-    pub system: Option<String>,
+    pub system: Option<Arc<str>>,
     pub messages: Vec<ChatMessage>,
     /// Where a `command` provider's program runs.
     pub working_dir: Option<PathBuf>,

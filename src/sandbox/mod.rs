@@ -93,12 +93,21 @@ impl Baseline {
     /// `levels`, lowest first; `cli` replaces the command line's mode when given (a run
     /// handed over with its own `--sandbox`).
     pub fn sandbox(&self, levels: &[(&str, &SandboxSettings)], cli: Option<SandboxMode>) -> Sandbox {
-        let mut all: Vec<(&str, &SandboxSettings)> = vec![("config.yaml", &self.config)];
-        all.extend_from_slice(levels);
-        Sandbox::new(
-            Policy::resolve(&all, cli.or(self.cli), self.host.home.as_deref()),
-            self.host.clone(),
-        )
+        let resolve = |all: &[(&str, &SandboxSettings)]| {
+            Sandbox::new(
+                Policy::resolve(all, cli.or(self.cli), self.host.home.as_deref()),
+                self.host.clone(),
+            )
+        };
+        // A session's (team, member) on the stack: one is made for every turn.
+        let mut few = [("config.yaml", &self.config); 4];
+        match few.get_mut(1..=levels.len()) {
+            Some(rest) => {
+                rest.copy_from_slice(levels);
+                resolve(&few[..=levels.len()])
+            }
+            None => resolve(&[&[("config.yaml", &self.config)], levels].concat()),
+        }
     }
 }
 
@@ -364,6 +373,27 @@ pub fn denial_in(stderr: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_baseline_resolves_its_levels_over_config_yaml_however_many() {
+        let setting = |path: &str| SandboxSettings {
+            allow_write: vec![path.to_string()],
+            ..SandboxSettings::default()
+        };
+        let baseline = Baseline {
+            config: setting("/config"),
+            cli: None,
+            host: Arc::new(Host::default()),
+        };
+        let levels: Vec<SandboxSettings> = (0..6).map(|k| setting(&format!("/level-{k}"))).collect();
+        for count in 0..=levels.len() {
+            let named: Vec<(&str, &SandboxSettings)> = levels[..count].iter().map(|l| ("level", l)).collect();
+            let mut all = vec![("config.yaml", &baseline.config)];
+            all.extend_from_slice(&named);
+            let expected = Policy::resolve(&all, None, None);
+            assert_eq!(baseline.sandbox(&named, None).policy, expected, "{count} levels");
+        }
+    }
 
     fn unusable() -> Availability {
         Availability::Unusable {

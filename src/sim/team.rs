@@ -239,14 +239,17 @@ mod tests {
             role: None,
         }];
         let mut req = request(prompts, tools);
-        req.system = Some(member_brief(&MemberIntro {
-            name,
-            role: None,
-            others: &others,
-            supervisor: "chair",
-            max_turns: 4,
-            text_form: !tools,
-        }));
+        req.system = Some(
+            member_brief(&MemberIntro {
+                name,
+                role: None,
+                others: &others,
+                supervisor: "chair",
+                max_turns: 4,
+                text_form: !tools,
+            })
+            .into(),
+        );
         req
     }
 
@@ -342,7 +345,7 @@ mod tests {
         };
         let supervisor = |prompts: &[&str], tools: bool| {
             let mut req = request(prompts, tools);
-            req.system = Some(supervisor_brief(&peers, !tools));
+            req.system = Some(supervisor_brief(&peers, !tools).into());
             req
         };
         let one = turn(1, false, true);

@@ -7,7 +7,7 @@ const WORKERS: &str = "## Workers\n- `architect` (model: sim/a): Designs systems
 
 fn ask(system: Option<&str>, user: &str) -> String {
     let mut req = TurnRequest::new("default", vec![ChatMessage::user(user)]);
-    req.system = system.map(String::from);
+    req.system = system.map(Into::into);
     simulate(&req).0
 }
 

@@ -19,8 +19,10 @@ pub const MIN_SECRET_CHARS: usize = 6;
 /// The secret values of one provider, for one turn (the key is read when the turn starts).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Secrets {
-    /// Longest first, so a value containing another is replaced whole.
-    values: Vec<String>,
+    /// Longest first, so a value containing another is replaced whole. Shared: every turn's
+    /// guard and tool call holds the secrets, and a copy of them each time cost an allocation
+    /// per value.
+    values: std::sync::Arc<[String]>,
 }
 
 impl Secrets {
@@ -55,7 +57,7 @@ impl Secrets {
             }
         }
         list.sort_by_key(|v| std::cmp::Reverse(v.len()));
-        Secrets { values: list }
+        Secrets { values: list.into() }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -68,7 +70,7 @@ impl Secrets {
             return Cow::Borrowed(text);
         }
         let mut out = text.to_string();
-        for v in &self.values {
+        for v in self.values.iter() {
             if out.contains(v.as_str()) {
                 out = out.replace(v.as_str(), REDACTED);
             }

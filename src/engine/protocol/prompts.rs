@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use super::assignments::{END_MARKER, WORKER_MARKER};
 use super::evaluation::{FAIL, PASS, RATIONALE_LABEL, SCORE_LABEL};
 use super::sentinels::{Sentinel, sanitize_worker_text, strip_sentinel_lines};
-use super::types::{WorkerInfo, WorkerResult, format_duration};
+use super::types::{ShownDuration, WorkerInfo, WorkerResult};
 
 /// The user's request, in the orchestrator's, the synthesis' and the evaluator's prompts.
 pub const REQUEST_HEADING: &str = "## Request";
@@ -534,7 +534,9 @@ pub fn worker_brief(brief: &WorkerBrief<'_>) -> String {
          in it. Do your task, not all of it.\n",
     );
     section(&mut out, ORIGINAL_REQUEST_HEADING, brief.request);
-    out.trim_start().to_string()
+    let blank = out.len() - out.trim_start().len();
+    out.drain(..blank);
+    out
 }
 
 /// A worker's task; the conversation keeps the task alone.
@@ -641,13 +643,14 @@ pub fn system_prompt_with_note(
 }
 
 /// Heads one worker's result: `### <name> (<status>, <duration>)`.
-fn result_heading(result: &WorkerResult) -> String {
-    format!(
-        "### {} ({}, {})",
+fn result_heading(out: &mut String, result: &WorkerResult) {
+    let _ = writeln!(
+        out,
+        "\n### {} ({}, {})",
         result.name,
         result.status(),
-        format_duration(result.duration)
-    )
+        ShownDuration(result.duration)
+    );
 }
 
 /// Reads a [`result_heading`]: the worker's name and its status (`None` without one).
@@ -666,7 +669,7 @@ pub fn parse_result_heading(line: &str) -> Option<(&str, Option<&str>)> {
 fn worker_results(out: &mut String, results: &[WorkerResult]) {
     let _ = write!(out, "\n{WORKER_RESULTS_HEADING}\n");
     for result in results {
-        let _ = writeln!(out, "\n{}", result_heading(result));
+        result_heading(out, result);
         let text = sanitize_worker_text(&result.text);
         let text = text.trim();
         if text.is_empty() {
@@ -766,16 +769,14 @@ pub fn synthesis_prompt(step: &SynthesisStep<'_>) -> StepPrompt {
     } else {
         "\nCombine these results into one answer.\n"
     });
-    let whose: Vec<String> = step
-        .results
-        .iter()
-        .map(|r| format!("{} ({})", r.name, r.status()))
-        .collect();
-    let whose = if whose.is_empty() {
-        "no worker".to_string()
-    } else {
-        whose.join(", ")
-    };
+    let mut whose = String::new();
+    for (k, r) in step.results.iter().enumerate() {
+        let comma = if k == 0 { "" } else { ", " };
+        let _ = write!(whose, "{comma}{} ({})", r.name, r.status());
+    }
+    if whose.is_empty() {
+        whose.push_str("no worker");
+    }
     // A cycle's iteration tells its line from the others; a single pass is told apart by its
     // request (the brief of a later run in the same conversation has another one).
     let mut kept = match step.iteration {

@@ -77,17 +77,27 @@ impl WorkerResult {
 
 /// A short human duration: `850ms`, `12.3s`, `2m 05s`, `1h 02m`.
 pub fn format_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1_000 {
-        format!("{ms}ms")
-    } else if ms < 60_000 {
-        format!("{:.1}s", d.as_secs_f64())
-    } else if ms < 3_600_000 {
-        let secs = d.as_secs();
-        format!("{}m {:02}s", secs / 60, secs % 60)
-    } else {
-        let mins = d.as_secs() / 60;
-        format!("{}h {:02}m", mins / 60, mins % 60)
+    ShownDuration(d).to_string()
+}
+
+/// [`format_duration`] written where it goes (a prompt's heading per worker), not made apart.
+pub struct ShownDuration(pub Duration);
+
+impl std::fmt::Display for ShownDuration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let d = self.0;
+        let ms = d.as_millis();
+        if ms < 1_000 {
+            write!(f, "{ms}ms")
+        } else if ms < 60_000 {
+            write!(f, "{:.1}s", d.as_secs_f64())
+        } else if ms < 3_600_000 {
+            let secs = d.as_secs();
+            write!(f, "{}m {:02}s", secs / 60, secs % 60)
+        } else {
+            let mins = d.as_secs() / 60;
+            write!(f, "{}h {:02}m", mins / 60, mins % 60)
+        }
     }
 }
 
