@@ -132,7 +132,8 @@ impl Team {
                 .map(|(_, m)| Arc::clone(m))
                 .collect();
             let mut workers_by_name: Vec<usize> = (0..workers.len()).collect();
-            workers_by_name.sort_unstable_by(|&a, &b| workers[a].name.cmp(&workers[b].name));
+            // Stable: of two workers with one name (never in a stored organization), the first.
+            workers_by_name.sort_by(|&a, &b| workers[a].name.cmp(&workers[b].name));
             // A plain (non-team) group run as a team broadcasts to its sessions.
             let mode = overrides.mode.unwrap_or(if group.kind == GroupKind::Team {
                 group.mode
@@ -203,9 +204,9 @@ impl Team {
     pub fn worker_named(&self, name: &str) -> Option<&Arc<Member>> {
         let at = self
             .workers_by_name
-            .binary_search_by(|&i| self.workers[i].name.as_str().cmp(name))
-            .ok()?;
-        self.workers.get(self.workers_by_name[at])
+            .partition_point(|&i| self.workers[i].name.as_str() < name);
+        let worker = self.workers.get(*self.workers_by_name.get(at)?)?;
+        (worker.name == name).then_some(worker)
     }
 
     /// A participant by session id.
@@ -271,8 +272,8 @@ mod tests {
     use crate::model::{Group, Organization};
     use crate::store::{OrgHandle, Transcripts};
 
-    #[test]
-    fn a_team_makes_each_member_once_and_finds_its_workers_by_session_name() {
+    /// The team of a group whose workers are named `names`, in that order, after an orchestrator.
+    fn team_of(names: &[&str]) -> Team {
         let mut org = Organization::default();
         let mut group = Group::new("Crew", GroupKind::Team);
         group.mode = Mode::Orchestrator;
@@ -281,11 +282,7 @@ mod tests {
         let mut chair = Session::new("crew-orchestrator", &gid, "sim/zero");
         chair.role = Role::Orchestrator;
         org.sessions.push(chair);
-        // Not in the order of their names: the lookup must not depend on it.
-        for (k, name) in ["crew-zed", "crew-alpha", "crew-mid", "crew-alpha-2"]
-            .iter()
-            .enumerate()
-        {
+        for (k, name) in names.iter().enumerate() {
             let mut w = Session::new(*name, &gid, "sim/zero");
             w.order = k as i64 + 1;
             org.sessions.push(w);
@@ -299,7 +296,21 @@ mod tests {
             sink,
             EngineOptions::default(),
         );
-        let team = Team::read(&engine.shared, &gid, &RunOverrides::default()).expect("team");
+        Team::read(&engine.shared, &gid, &RunOverrides::default()).expect("team")
+    }
+
+    #[test]
+    fn of_two_workers_with_one_name_the_first_is_found_as_a_walk_would() {
+        // Never in a stored organization (names are made unique), but an in-memory one may.
+        let team = team_of(&["crew-b", "crew-twin", "crew-a", "crew-twin"]);
+        let found = team.worker_named("crew-twin").expect("found");
+        assert!(Arc::ptr_eq(found, &team.workers[1]));
+    }
+
+    #[test]
+    fn a_team_makes_each_member_once_and_finds_its_workers_by_session_name() {
+        // Not in the order of their names: the lookup must not depend on it.
+        let team = team_of(&["crew-zed", "crew-alpha", "crew-mid", "crew-alpha-2"]);
         assert_eq!(team.workers.len(), 4);
         for worker in &team.workers {
             let found = team.worker_named(&worker.name).expect("found by its name");
@@ -323,5 +334,11 @@ mod tests {
         }
         let handles: Vec<&str> = team.workers.iter().map(|w| w.handle.as_str()).collect();
         assert_eq!(handles, ["zed", "alpha", "mid", "alpha-2"]);
+        let chair = team.orchestrator.as_ref().expect("an orchestrator");
+        assert_eq!(chair.name, "crew-orchestrator");
+        assert!(team.evaluator.is_none());
+        // A mode with an orchestrator: it plans, it does not answer with the workers.
+        assert!(!team.participants.iter().any(|m| Arc::ptr_eq(m, chair)));
+        assert_eq!(team.participants.len(), 4);
     }
 }

@@ -167,6 +167,9 @@ pub(super) fn with_line<R>(message: &Message, f: impl FnOnce(&[u8]) -> R) -> Res
         .try_with(|buffer| std::mem::take(&mut *buffer.borrow_mut()))
         .unwrap_or_default();
     line.clear();
+    // Room for the text and the fields around it at once (a long answer's line does not
+    // grow by doubling).
+    line.reserve(message.text.len() + 256);
     let result = write_lines(&mut line, std::slice::from_ref(message)).map(|()| f(&line));
     if line.capacity() <= LINE_BUFFER_KEPT {
         let _ = LINE.try_with(|buffer| *buffer.borrow_mut() = line);
