@@ -10,25 +10,23 @@
 use tokio_util::sync::CancellationToken;
 
 use super::protocol::compaction::{SUMMARY_ACK, SUMMARY_SYSTEM, conversation_text, summary_message};
-use crate::model::context::tokens_of_text;
 use crate::providers::{ChatMessage, ChatRole, Provider, TurnRequest};
 
 pub use crate::config::DEFAULT_COMPACT_AT;
 
-/// The estimated tokens of a request (system prompt, messages, tool calls).
-pub(crate) fn tokens(system: Option<&str>, messages: &[ChatMessage]) -> u64 {
-    let chars: usize = system.map_or(0, str::len)
-        + messages
-            .iter()
-            .map(|m| {
-                m.content.len()
-                    + m.tool_calls
-                        .iter()
-                        .map(|c| c.arguments.len() + c.name.len())
-                        .sum::<usize>()
-            })
-            .sum::<usize>();
-    tokens_of_text(chars)
+/// The characters of `messages` a request's estimated tokens count (texts and tool calls; see
+/// `tokens_of_text`).
+pub(crate) fn chars(messages: &[ChatMessage]) -> usize {
+    messages
+        .iter()
+        .map(|m| {
+            m.content.len()
+                + m.tool_calls
+                    .iter()
+                    .map(|c| c.arguments.len() + c.name.len())
+                    .sum::<usize>()
+        })
+        .sum()
 }
 
 /// How many messages at the end of `history` are kept as they are: its last exchange (a user

@@ -336,6 +336,19 @@ impl SessionState {
         resumed_start: Option<usize>,
         window: Option<Window>,
     ) -> Vec<ChatMessage> {
+        let shown = self.shown(run_id, from_run_start, resumed_start, window);
+        shown.to_vec()
+    }
+
+    /// [`SessionState::visible`] without the copy: what a turn would be sent of the history,
+    /// where it lies (the window moves as the copy's would).
+    fn shown(
+        &mut self,
+        run_id: Option<&str>,
+        from_run_start: bool,
+        resumed_start: Option<usize>,
+        window: Option<Window>,
+    ) -> &[ChatMessage] {
         let (from, run_start) = self.sent_from(run_id, from_run_start, resumed_start, window);
         if let Some(run_start) = run_start {
             self.run_start = Some(run_start);
@@ -346,9 +359,7 @@ impl SessionState {
         } else {
             &mut self.run_window
         } = from;
-        self.history
-            .as_deref()
-            .map_or_else(Vec::new, |h| h[from..].to_vec())
+        self.history.as_deref().map_or(&[], |h| &h[from..])
     }
 
     /// Where what a turn is sent of the history starts (see [`SessionState::visible`]), and
@@ -1140,21 +1151,17 @@ impl Actor<'_> {
         if provider.capabilities().runs_own_tools {
             return;
         }
-        let system = [&info.system, &options.system_extra]
-            .into_iter()
-            .flatten()
-            .map(String::as_str)
-            .collect::<Vec<_>>()
-            .join("\n\n");
+        // Only sizes are estimated: the system prompt as joined, the history as it would be
+        // sent (not copied: it is, for the request, once this is past), the prompt.
+        let system_chars = joined_len([&info.system, &options.system_extra].into_iter().flatten());
         let estimate = |state: &mut SessionState| {
-            let mut messages = state.visible(
+            let shown = state.shown(
                 options.run_id.as_deref(),
                 options.history_from_run_start,
                 resumed_start,
                 options.window,
             );
-            messages.push(ChatMessage::user(sent));
-            super::compaction::tokens(Some(&system), &messages)
+            crate::model::context::tokens_of_text(system_chars + super::compaction::chars(shown) + sent.len())
         };
         let before = estimate(self.state);
         if before as f64 <= window as f64 * compact_at {
@@ -1873,6 +1880,12 @@ struct LoopExtras {
     new_instructions: bool,
 }
 
+/// The length of `parts` joined with a blank line between each two (`join("\n\n")`).
+fn joined_len<'a>(parts: impl Iterator<Item = &'a String>) -> usize {
+    let (count, chars) = parts.fold((0usize, 0usize), |(n, c), p| (n + 1, c + p.len()));
+    chars + 2 * count.saturating_sub(1)
+}
+
 /// `prompt` with the user's notes for the member before it (unchanged without notes).
 fn with_notes(notes: &[String], prompt: String) -> String {
     if notes.is_empty() {
@@ -2205,6 +2218,15 @@ mod tests {
             sent.last().map(|m| m.content.to_string()),
             Some(format!("a{last}"))
         );
+    }
+
+    #[test]
+    fn a_joined_length_is_the_joined_texts_length() {
+        let texts = ["one".to_string(), String::new(), "three".to_string()];
+        for n in 0..=texts.len() {
+            let joined = texts[..n].join("\n\n");
+            assert_eq!(joined_len(texts[..n].iter()), joined.len(), "{n} parts");
+        }
     }
 
     #[test]
