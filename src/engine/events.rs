@@ -191,7 +191,7 @@ pub enum EventKind {
         session: SharedStr,
         generation: u64,
         #[serde(skip)]
-        prompt: Option<Box<Message>>,
+        prompt: Option<std::sync::Arc<Message>>,
     },
     /// A session's request met a rate or usage limit of `provider`: its run waits until `until`
     /// (`wait_ms` from now; time that counts as paused), then asks again. `reason` is the
@@ -258,7 +258,7 @@ pub enum EventKind {
         cost_usd: Option<f64>,
         error: Option<String>,
         #[serde(skip)]
-        message: Option<Box<Message>>,
+        message: Option<std::sync::Arc<Message>>,
     },
     /// A note the user left for a member's next turn (`delivered: false`), or given to it
     /// with that turn's prompt (`delivered: true`).
@@ -274,7 +274,7 @@ pub enum EventKind {
         session: String,
         text: String,
         #[serde(skip)]
-        message: Option<Box<Message>>,
+        message: Option<std::sync::Arc<Message>>,
     },
     /// A session's model called a tool. `step` (in memory only) is the stored assistant
     /// message that made this round's calls; it rides on the round's first call.
@@ -286,7 +286,7 @@ pub enum EventKind {
         name: String,
         arguments: String,
         #[serde(skip)]
-        step: Option<Box<Message>>,
+        step: Option<std::sync::Arc<Message>>,
     },
     /// A call waits for the user's approval (answer with `Engine::answer_approval`).
     ToolApprovalRequested {
@@ -328,7 +328,7 @@ pub enum EventKind {
         size: u64,
         first_line: String,
         #[serde(skip)]
-        message: Option<Box<Message>>,
+        message: Option<std::sync::Arc<Message>>,
     },
     Evaluation {
         iteration: u32,
@@ -540,7 +540,7 @@ pub enum EventKind {
         generation: u64,
         text: String,
         #[serde(skip)]
-        message: Option<Box<Message>>,
+        message: Option<std::sync::Arc<Message>>,
     },
     /// A hook said no: a `pre_tool_use` hook denied a tool call (the reason was the call's
     /// result), or a hook of a later event objected (exit 2, `decision: block`).
@@ -709,7 +709,7 @@ impl EventKind {
 
     /// The stored message an event carries in memory only (never serialised), if any: a host
     /// sends it beside the event to front ends that show transcripts.
-    pub fn in_memory(&mut self) -> Option<&mut Option<Box<Message>>> {
+    pub fn in_memory(&mut self) -> Option<&mut Option<std::sync::Arc<Message>>> {
         match self {
             EventKind::TurnStarted { prompt: m, .. }
             | EventKind::TurnFinished { message: m, .. }
@@ -784,7 +784,7 @@ mod tests {
             duration_ms: 7,
             usage: None,
             error: None,
-            message: Some(Box::new(Message::assistant("the answer"))),
+            message: Some(std::sync::Arc::new(Message::assistant("the answer"))),
             cost_usd: None,
         });
         let copy = e.for_log();
@@ -1024,7 +1024,7 @@ mod tests {
             session_id: "s".into(),
             session: "n".into(),
             generation: 1,
-            prompt: Some(Box::new(Message::user("secret prompt"))),
+            prompt: Some(std::sync::Arc::new(Message::user("secret prompt"))),
         });
         let line = e.to_ndjson();
         assert!(!line.contains("secret prompt"), "{line}");

@@ -355,7 +355,7 @@ impl<'a> Run<'a> {
             session_id: member.id.clone(),
             session: member.name.clone(),
             text: text.to_string(),
-            message: Some(Box::new(message)),
+            message: Some(std::sync::Arc::new(message)),
         });
     }
 

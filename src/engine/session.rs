@@ -775,6 +775,8 @@ impl Actor<'_> {
         let reworded_prompt = (*sent != *user.history_text()).then_some(messages.len());
         messages.push(ChatMessage::user(Arc::clone(&sent)));
         self.shared.writer.append(self.session_id, &user);
+        // The event and the turn share the prompt (it was copied whole for the event).
+        let user = Arc::new(user);
         self.emit(
             &info,
             &options.run_id,
@@ -782,7 +784,7 @@ impl Actor<'_> {
                 session_id: info.shared_id.clone(),
                 session: SharedStr::clone(&info.name),
                 generation,
-                prompt: Some(Box::new(user.clone())),
+                prompt: Some(Arc::clone(&user)),
             },
         );
 
@@ -924,7 +926,7 @@ impl Actor<'_> {
                 session_id: info.shared_id.clone(),
                 session: SharedStr::clone(&info.name),
                 generation,
-                prompt: Some(Box::new(stored.prompt)),
+                prompt: Some(std::sync::Arc::new(stored.prompt)),
             },
         );
         self.emit(
@@ -966,7 +968,7 @@ impl Actor<'_> {
                 usage: answer.usage,
                 error: None,
                 cost_usd: result.cost_usd,
-                message: Some(Box::new(answer)),
+                message: Some(std::sync::Arc::new(answer)),
             },
         );
         if !result.text.is_empty() {
@@ -1120,7 +1122,7 @@ impl Actor<'_> {
                 session_id: self.session_id.to_string(),
                 session: info.name.to_string(),
                 text,
-                message: Some(Box::new(notice)),
+                message: Some(std::sync::Arc::new(notice)),
             },
         );
     }
@@ -1532,7 +1534,7 @@ impl Actor<'_> {
             request
                 .messages
                 .push(ChatMessage::assistant_calls(out.text.clone(), calls.clone()));
-            let mut step_event = Some(Box::new(step.clone()));
+            let mut step_event = Some(std::sync::Arc::new(step.clone()));
             steps.push(step);
             for call in &calls {
                 context.emit(EventKind::ToolCall {
@@ -1578,7 +1580,7 @@ impl Actor<'_> {
                     duration_ms: r.duration.as_millis() as u64,
                     size: r.size,
                     first_line: result_line(&text, 120),
-                    message: Some(Box::new(message.clone())),
+                    message: Some(std::sync::Arc::new(message.clone())),
                 });
                 request.messages.push(ChatMessage::tool_result(
                     &r.call.id,
@@ -1705,7 +1707,7 @@ impl Actor<'_> {
                 session: info.name.to_string(),
                 generation,
                 text,
-                message: Some(Box::new(message.clone())),
+                message: Some(std::sync::Arc::new(message.clone())),
             },
         );
         steps.push(message);
@@ -1853,7 +1855,7 @@ impl Actor<'_> {
                 usage: result.usage,
                 cost_usd: result.cost_usd,
                 error: result.error.clone(),
-                message: Some(Box::new(answer)),
+                message: Some(std::sync::Arc::new(answer)),
             },
         );
         if !result.text.is_empty() {

@@ -617,7 +617,7 @@ mod tests {
                     session_id: "o".into(),
                     session: "o".into(),
                     generation: 2,
-                    prompt: Some(Box::new(Message::user(prompt))),
+                    prompt: Some(std::sync::Arc::new(Message::user(prompt))),
                 },
             ),
             Instant::now(),

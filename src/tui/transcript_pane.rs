@@ -1215,7 +1215,7 @@ mod tests {
             duration_ms: 1,
             usage: None,
             error: None,
-            message: Some(Box::new(Message::assistant(answer))),
+            message: Some(std::sync::Arc::new(Message::assistant(answer))),
             cost_usd: None,
         }
     }

@@ -188,7 +188,7 @@ fn dispatch_run(app: &mut App, gid: &str) -> String {
             duration_ms: 2100,
             usage: Some(Usage::new(500, 300)),
             error: None,
-            message: Some(Box::new(Message::assistant(
+            message: Some(std::sync::Arc::new(Message::assistant(
                 "Passwords are hashed.\nNo issue found.",
             ))),
             // As the engine prices the simulator: free.
@@ -227,7 +227,7 @@ fn dispatch_run(app: &mut App, gid: &str) -> String {
             session: orch_name,
             generation: 1,
             text: text.into(),
-            message: Some(Box::new(Message::user(text))),
+            message: Some(std::sync::Arc::new(Message::user(text))),
         },
     );
     run

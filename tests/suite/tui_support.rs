@@ -202,7 +202,7 @@ pub fn tool_call(
         call_id: call.id.clone(),
         name: call.name.clone(),
         arguments: call.arguments.clone(),
-        step: step.map(|m| Box::new(m.clone())),
+        step: step.map(|m| std::sync::Arc::new(m.clone())),
     })
 }
 
@@ -272,7 +272,7 @@ pub fn tool_result(
         duration_ms: info.duration_ms,
         size: info.size,
         first_line: result.text.lines().next().unwrap_or_default().to_string(),
-        message: Some(Box::new(result.clone())),
+        message: Some(std::sync::Arc::new(result.clone())),
     })
 }
 
@@ -288,7 +288,7 @@ pub fn turn(app: &mut App, run_id: &str, session_id: &str, generation: u64, prom
             session_id: session_id.into(),
             session: session.as_str().into(),
             generation,
-            prompt: Some(Box::new(Message::user(prompt))),
+            prompt: Some(std::sync::Arc::new(Message::user(prompt))),
         },
     );
     engine_event(
@@ -315,7 +315,7 @@ pub fn turn(app: &mut App, run_id: &str, session_id: &str, generation: u64, prom
             duration_ms: 5,
             usage: None,
             error: None,
-            message: Some(Box::new(Message::assistant(answer))),
+            message: Some(std::sync::Arc::new(Message::assistant(answer))),
             cost_usd: None,
         },
     );

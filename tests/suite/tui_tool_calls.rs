@@ -98,7 +98,7 @@ impl ToolTurn {
             session_id: session_id.into(),
             session: session.into(),
             generation: 1,
-            prompt: Some(Box::new(self.user.clone())),
+            prompt: Some(std::sync::Arc::new(self.user.clone())),
         });
         delta(app, &run, session_id, &self.step.text);
         tool_call(app, &run, session_id, 1, &self.calls[0], Some(&self.step));
@@ -124,7 +124,7 @@ impl ToolTurn {
             duration_ms: 2500,
             usage: None,
             error: None,
-            message: Some(Box::new(self.answer.clone())),
+            message: Some(std::sync::Arc::new(self.answer.clone())),
             cost_usd: None,
         });
         run_ended(app, run, RunKey::chat(session_id), None);
