@@ -80,6 +80,24 @@ pub(crate) async fn summarize(
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_requests_characters_are_its_texts_and_its_tool_calls() {
+        use crate::model::ToolCall;
+        let call = ToolCall {
+            id: "call_1".into(),
+            name: "read_file".into(),
+            arguments: "{\"path\":\"a.rs\"}".into(),
+        };
+        let messages = [
+            ChatMessage::user("twelve chars"),
+            ChatMessage::assistant(""),
+            ChatMessage::assistant_calls("ok", vec![call.clone()]),
+        ];
+        // (The call's id is not sent as text.)
+        assert_eq!(chars(&messages), 12 + 2 + call.name.len() + call.arguments.len());
+        assert_eq!(chars(&[]), 0);
+    }
+
     fn exchanges(n: usize) -> Vec<ChatMessage> {
         (0..n)
             .flat_map(|i| {

@@ -1153,8 +1153,10 @@ impl Actor<'_> {
         if provider.capabilities().runs_own_tools {
             return;
         }
-        // Only sizes are estimated: the system prompt as joined, the history as it would be
-        // sent (not copied: it is, for the request, once this is past), the prompt.
+        // Only sizes are estimated: the session's system prompt and the mode's instructions as
+        // joined (not the repository's context or tool declarations, as before), the history
+        // as it would be sent (not copied: it is, for the request, once this is past), the
+        // prompt.
         let system_chars = joined_len([&info.system, &options.system_extra].into_iter().flatten());
         let estimate = |state: &mut SessionState| {
             let shown = state.shown(
@@ -2224,10 +2226,17 @@ mod tests {
 
     #[test]
     fn a_joined_length_is_the_joined_texts_length() {
-        let texts = ["one".to_string(), String::new(), "three".to_string()];
-        for n in 0..=texts.len() {
-            let joined = texts[..n].join("\n\n");
-            assert_eq!(joined_len(texts[..n].iter()), joined.len(), "{n} parts");
+        let texts = [
+            String::new(),
+            "one".to_string(),
+            String::new(),
+            "three".to_string(),
+        ];
+        for from in 0..texts.len() {
+            for to in from..=texts.len() {
+                let joined = texts[from..to].join("\n\n");
+                assert_eq!(joined_len(texts[from..to].iter()), joined.len(), "{from}..{to}");
+            }
         }
     }
 
