@@ -724,7 +724,7 @@ impl EventKind {
 
 impl EngineEvent {
     /// A copy for a run file: what serialises is the same, the in-memory message is left out
-    /// (not copied only to be skipped).
+    /// (the copy does not hold it: a run log's queue keeps no message alive).
     pub(crate) fn for_log(&mut self) -> EngineEvent {
         let kept = self.kind.in_memory().and_then(Option::take);
         let copy = self.clone();

@@ -538,6 +538,17 @@ mod tests {
             },
         };
         let line = encode(&HostMessage::event(event.clone()));
+        // On the wire the message is the message itself, as a boxed one was.
+        let wire: serde_json::Value = serde_json::from_str(line.trim_end()).unwrap();
+        let EventKind::TurnFinished {
+            message: Some(sent), ..
+        } = &event.kind
+        else {
+            unreachable!()
+        };
+        let expected = serde_json::to_value(&**sent).unwrap();
+        let stored = wire.pointer("/stored").or_else(|| wire.pointer("/event/stored"));
+        assert_eq!(stored, Some(&expected), "{line}");
         let HostMessage::Event {
             event: back, stored, ..
         } = decode::<HostMessage>(&line).unwrap()
