@@ -11,7 +11,7 @@ use super::{EngineError, EngineShared, RunOverrides};
 
 /// A member of the team. Shared (`Arc`) by the team's lists and the jobs of its turns: a run
 /// hands its members to every step, and a copy of one was a dozen allocations.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Member {
     pub id: String,
     pub name: String,
@@ -210,8 +210,8 @@ impl Team {
     }
 
     /// A participant by session id.
-    pub fn participant(&self, id: &str) -> Option<&Member> {
-        self.participants.iter().find(|m| m.id == id).map(|m| &**m)
+    pub fn participant(&self, id: &str) -> Option<&Arc<Member>> {
+        self.participants.iter().find(|m| m.id == id)
     }
 
     /// The team name as session names carry it (`<team-slug>-<worker>`), as it was when they

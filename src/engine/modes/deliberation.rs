@@ -253,7 +253,7 @@ fn supervisor_is_due(running: bool, since: usize, mut active: impl Iterator<Item
 
 /// A member's place in the team, or the supervisor's.
 struct Seat {
-    member: Member,
+    member: Arc<Member>,
     /// Its name in the team (the handle it was made with).
     name: String,
     /// No native tools (a CLI agent): the text form.
@@ -274,7 +274,7 @@ struct Seat {
 }
 
 impl Seat {
-    fn new(run: &Run<'_>, member: &Member) -> Seat {
+    fn new(run: &Run<'_>, member: &Arc<Member>) -> Seat {
         let profile = run.shared.profile(&run.emitter().group_id, None);
         let text_form = profile
             .providers
@@ -284,7 +284,7 @@ impl Seat {
         // model's.
         let window = profile.options.context_window(&member.model);
         Seat {
-            member: member.clone(),
+            member: Arc::clone(member),
             name: member.handle.clone(),
             text_form,
             window,
@@ -435,7 +435,7 @@ struct Deliberation {
 }
 
 impl Deliberation {
-    fn new(run: &Run<'_>, supervisor: &Member, request: String) -> Deliberation {
+    fn new(run: &Run<'_>, supervisor: &Arc<Member>, request: String) -> Deliberation {
         // A resumed run's executions never take an id of the run it resumes.
         let after = run.replay().map_or(0, |r| r.last_execution());
         let executions = Executions::numbered_after(run.emitter().clone(), after);

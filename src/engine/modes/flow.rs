@@ -243,7 +243,7 @@ impl Walk<'_, '_> {
                 r.destinations
                     .iter()
                     .filter_map(|id| self.run.team.participant(id))
-                    .map(|m| (self.handle(m), m))
+                    .map(|m| (self.handle(m), &**m))
                     .collect()
             });
             let Some(destinations) = destinations else {
@@ -367,6 +367,7 @@ impl Walk<'_, '_> {
             .advisors
             .iter()
             .filter_map(|id| self.run.team.participant(id))
+            .map(|m| &**m)
             .collect();
         let jobs = advisors.iter().map(|advisor| {
             let token = cancel.child_token();

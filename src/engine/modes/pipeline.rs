@@ -102,7 +102,7 @@ struct Accepted {
 }
 
 impl Pipe {
-    fn member(&self, run: &Run<'_>, stage: usize) -> Option<Member> {
+    fn member(&self, run: &Run<'_>, stage: usize) -> Option<Arc<Member>> {
         let id = &self.spec.stages.get(stage)?.member;
         run.team.participant(id).cloned()
     }
@@ -192,7 +192,7 @@ impl Pipe {
             to_phase,
             from_member,
             to_member: to_member.as_ref().map(|m| self.handle(m)),
-            to_member_id: to_member.map(|m| m.id),
+            to_member_id: to_member.map(|m| m.id.clone()),
             reason: reason.to_string(),
             handoff_count: self.state.handoff_count,
             back,
@@ -350,7 +350,7 @@ impl Pipe {
                     h.request.target, h.request.reason
                 ));
             }
-            let supervisor = supervisor.as_ref().filter(|s| s.id != member.id);
+            let supervisor = supervisor.as_deref().filter(|s| s.id != member.id);
             // The user's message opens the first exchange it caused, not every one.
             let told = match &self.told {
                 Some(told) if told == prompt.trim() => exchange,
@@ -395,7 +395,7 @@ impl Pipe {
                 from: from_name.clone(),
                 from_id,
                 to: accepted.request.target.clone(),
-                to_id: to_member.map(|m| m.id),
+                to_id: to_member.map(|m| m.id.clone()),
                 reason: accepted.request.reason.clone(),
                 summary: accepted.request.summary.clone(),
                 by_supervisor: accepted.by_supervisor,
