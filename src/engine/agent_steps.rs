@@ -111,7 +111,7 @@ impl StepContext {
                     session_id: self.session_id.clone(),
                     session: self.session.clone(),
                     text,
-                    message: Some(std::sync::Arc::new(notice)),
+                    message: Some(Arc::new(notice)),
                 });
             }
             AgentActivity::Call { text, call } => {
@@ -128,7 +128,7 @@ impl StepContext {
                     call_id: call.id.clone(),
                     name: call.name.clone(),
                     arguments: call.arguments.clone(),
-                    step: Some(std::sync::Arc::new(step.clone())),
+                    step: Some(Arc::new(step.clone())),
                 });
                 state.steps.push(step);
                 state.open.push((call.id, call.name, Instant::now()));
@@ -188,7 +188,7 @@ impl StepContext {
             duration_ms,
             size,
             first_line: result_line(&text, 120),
-            message: Some(std::sync::Arc::new(message.clone())),
+            message: Some(Arc::new(message.clone())),
         });
         state.steps.push(message);
     }

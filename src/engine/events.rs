@@ -7,6 +7,8 @@
 //! (`runs/<group-id>/<run-id>.jsonl`) stores every one but the streaming ones. Events may gain
 //! variants and fields; existing ones never change meaning.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -21,7 +23,7 @@ pub type RunId = String;
 /// An id or a name that many events carry (their group's, their run's): shared by them, not
 /// copied for each (an event's envelope was three allocations, freed by the thread that
 /// consumes it).
-pub type SharedStr = std::sync::Arc<str>;
+pub type SharedStr = Arc<str>;
 
 /// What a run drives. At most one team run per group and one reflection per session at a time;
 /// a session may have several chat turns queued.
@@ -191,7 +193,7 @@ pub enum EventKind {
         session: SharedStr,
         generation: u64,
         #[serde(skip)]
-        prompt: Option<std::sync::Arc<Message>>,
+        prompt: Option<Arc<Message>>,
     },
     /// A session's request met a rate or usage limit of `provider`: its run waits until `until`
     /// (`wait_ms` from now; time that counts as paused), then asks again. `reason` is the
@@ -258,7 +260,7 @@ pub enum EventKind {
         cost_usd: Option<f64>,
         error: Option<String>,
         #[serde(skip)]
-        message: Option<std::sync::Arc<Message>>,
+        message: Option<Arc<Message>>,
     },
     /// A note the user left for a member's next turn (`delivered: false`), or given to it
     /// with that turn's prompt (`delivered: true`).
@@ -274,7 +276,7 @@ pub enum EventKind {
         session: String,
         text: String,
         #[serde(skip)]
-        message: Option<std::sync::Arc<Message>>,
+        message: Option<Arc<Message>>,
     },
     /// A session's model called a tool. `step` (in memory only) is the stored assistant
     /// message that made this round's calls; it rides on the round's first call.
@@ -286,7 +288,7 @@ pub enum EventKind {
         name: String,
         arguments: String,
         #[serde(skip)]
-        step: Option<std::sync::Arc<Message>>,
+        step: Option<Arc<Message>>,
     },
     /// A call waits for the user's approval (answer with `Engine::answer_approval`).
     ToolApprovalRequested {
@@ -328,7 +330,7 @@ pub enum EventKind {
         size: u64,
         first_line: String,
         #[serde(skip)]
-        message: Option<std::sync::Arc<Message>>,
+        message: Option<Arc<Message>>,
     },
     Evaluation {
         iteration: u32,
@@ -540,7 +542,7 @@ pub enum EventKind {
         generation: u64,
         text: String,
         #[serde(skip)]
-        message: Option<std::sync::Arc<Message>>,
+        message: Option<Arc<Message>>,
     },
     /// A hook said no: a `pre_tool_use` hook denied a tool call (the reason was the call's
     /// result), or a hook of a later event objected (exit 2, `decision: block`).
@@ -709,7 +711,7 @@ impl EventKind {
 
     /// The stored message an event carries in memory only (never serialised), if any: a host
     /// sends it beside the event to front ends that show transcripts.
-    pub fn in_memory(&mut self) -> Option<&mut Option<std::sync::Arc<Message>>> {
+    pub fn in_memory(&mut self) -> Option<&mut Option<Arc<Message>>> {
         match self {
             EventKind::TurnStarted { prompt: m, .. }
             | EventKind::TurnFinished { message: m, .. }
@@ -725,11 +727,10 @@ impl EventKind {
 impl EngineEvent {
     /// A copy for a run file: what serialises is the same, the in-memory message is left out
     /// (the copy does not hold it: a run log's queue keeps no message alive).
-    pub(crate) fn for_log(&mut self) -> EngineEvent {
-        let kept = self.kind.in_memory().and_then(Option::take);
-        let copy = self.clone();
-        if let Some(slot) = self.kind.in_memory() {
-            *slot = kept;
+    pub(crate) fn for_log(&self) -> EngineEvent {
+        let mut copy = self.clone();
+        if let Some(slot) = copy.kind.in_memory() {
+            *slot = None;
         }
         copy
     }
@@ -775,7 +776,7 @@ mod tests {
 
     #[test]
     fn a_log_copy_serialises_the_same_without_the_in_memory_message() {
-        let mut e = event(EventKind::TurnFinished {
+        let e = event(EventKind::TurnFinished {
             session_id: "s".into(),
             session: "a".into(),
             generation: 3,
@@ -784,7 +785,7 @@ mod tests {
             duration_ms: 7,
             usage: None,
             error: None,
-            message: Some(std::sync::Arc::new(Message::assistant("the answer"))),
+            message: Some(Arc::new(Message::assistant("the answer"))),
             cost_usd: None,
         });
         let copy = e.for_log();
@@ -796,7 +797,7 @@ mod tests {
             matches!(&e.kind, EventKind::TurnFinished { message: Some(m), .. } if m.text == "the answer")
         );
         assert_eq!(copy.to_ndjson(), e.to_ndjson());
-        let mut plain = event(EventKind::Warning { message: "w".into() });
+        let plain = event(EventKind::Warning { message: "w".into() });
         assert_eq!(plain.for_log(), plain);
     }
 
@@ -1024,7 +1025,7 @@ mod tests {
             session_id: "s".into(),
             session: "n".into(),
             generation: 1,
-            prompt: Some(std::sync::Arc::new(Message::user("secret prompt"))),
+            prompt: Some(Arc::new(Message::user("secret prompt"))),
         });
         let line = e.to_ndjson();
         assert!(!line.contains("secret prompt"), "{line}");

@@ -1174,7 +1174,7 @@ impl Engine {
                     session_id: id.clone(),
                     session,
                     text: mark.text.clone(),
-                    message: Some(std::sync::Arc::new(mark)),
+                    message: Some(Arc::new(mark)),
                 },
             });
         }

@@ -190,7 +190,7 @@ pub(crate) async fn run(
         session_id: session_id.to_string(),
         session: cycle.session_name.clone(),
         text: summary.clone(),
-        message: Some(std::sync::Arc::new(notice)),
+        message: Some(Arc::new(notice)),
     });
     active.emitter.emit(EventKind::CycleFinished {
         outcome,

@@ -355,7 +355,7 @@ impl<'a> Run<'a> {
             session_id: member.id.clone(),
             session: member.name.clone(),
             text: text.to_string(),
-            message: Some(std::sync::Arc::new(message)),
+            message: Some(Arc::new(message)),
         });
     }
 

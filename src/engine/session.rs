@@ -612,9 +612,9 @@ struct SessionInfo {
 
 impl Actor<'_> {
     fn info(&mut self) -> Option<SessionInfo> {
-        let held = self.state.names.take();
-        let info = self.shared.org.read(|org| {
-            let s = org.session(self.session_id)?;
+        let (shared, session_id, held) = (self.shared, self.session_id, &mut self.state.names);
+        shared.org.read(|org| {
+            let s = org.session(session_id)?;
             let group = org.group(&s.group_id);
             let names = TurnNames::now(
                 held.as_ref(),
@@ -623,6 +623,7 @@ impl Actor<'_> {
                 &s.group_id,
                 group.map_or("", |g| g.name.as_str()),
             );
+            *held = Some(names.clone());
             Some(SessionInfo {
                 shared_id: names.id,
                 name: names.name,
@@ -639,17 +640,10 @@ impl Actor<'_> {
                 repo_context: group
                     .map(|g| g.repo_context)
                     .unwrap_or_default()
-                    .over(self.shared.profile(&s.group_id, Some(&s.id)).options.repo_context),
-                guard: Guard::of_session(self.shared, org, s),
+                    .over(shared.profile(&s.group_id, Some(&s.id)).options.repo_context),
+                guard: Guard::of_session(shared, org, s),
             })
-        });
-        self.state.names = info.as_ref().map(|info| TurnNames {
-            id: SharedStr::clone(&info.shared_id),
-            name: SharedStr::clone(&info.name),
-            group_id: SharedStr::clone(&info.group_id),
-            group: SharedStr::clone(&info.group),
-        });
-        info
+        })
     }
 
     /// The conversation, read from the transcript on the session's first turn: on a blocking
@@ -799,15 +793,11 @@ impl Actor<'_> {
                     provider.capabilities(),
                 )
                 .await;
-                // (Joined as `join("\n\n")` would, without a list made first.)
-                let mut system = String::new();
-                let parts = [&info.system, &options.system_extra, &repo.system];
-                for (k, part) in parts.into_iter().flatten().enumerate() {
-                    if k > 0 {
-                        system.push_str("\n\n");
-                    }
-                    system.push_str(part);
-                }
+                let system = joined(
+                    [&info.system, &options.system_extra, &repo.system]
+                        .into_iter()
+                        .flatten(),
+                );
                 // Shared by the turn's requests (every round and retry sends it).
                 let system = (!system.is_empty()).then(|| Arc::<str>::from(system));
                 let mut request = TurnRequest {
@@ -926,7 +916,7 @@ impl Actor<'_> {
                 session_id: info.shared_id.clone(),
                 session: SharedStr::clone(&info.name),
                 generation,
-                prompt: Some(std::sync::Arc::new(stored.prompt)),
+                prompt: Some(Arc::new(stored.prompt)),
             },
         );
         self.emit(
@@ -968,7 +958,7 @@ impl Actor<'_> {
                 usage: answer.usage,
                 error: None,
                 cost_usd: result.cost_usd,
-                message: Some(std::sync::Arc::new(answer)),
+                message: Some(Arc::new(answer)),
             },
         );
         if !result.text.is_empty() {
@@ -1122,7 +1112,7 @@ impl Actor<'_> {
                 session_id: self.session_id.to_string(),
                 session: info.name.to_string(),
                 text,
-                message: Some(std::sync::Arc::new(notice)),
+                message: Some(Arc::new(notice)),
             },
         );
     }
@@ -1536,7 +1526,7 @@ impl Actor<'_> {
             request
                 .messages
                 .push(ChatMessage::assistant_calls(out.text.clone(), calls.clone()));
-            let mut step_event = Some(std::sync::Arc::new(step.clone()));
+            let mut step_event = Some(Arc::new(step.clone()));
             steps.push(step);
             for call in &calls {
                 context.emit(EventKind::ToolCall {
@@ -1582,7 +1572,7 @@ impl Actor<'_> {
                     duration_ms: r.duration.as_millis() as u64,
                     size: r.size,
                     first_line: result_line(&text, 120),
-                    message: Some(std::sync::Arc::new(message.clone())),
+                    message: Some(Arc::new(message.clone())),
                 });
                 request.messages.push(ChatMessage::tool_result(
                     &r.call.id,
@@ -1709,7 +1699,7 @@ impl Actor<'_> {
                 session: info.name.to_string(),
                 generation,
                 text,
-                message: Some(std::sync::Arc::new(message.clone())),
+                message: Some(Arc::new(message.clone())),
             },
         );
         steps.push(message);
@@ -1857,7 +1847,7 @@ impl Actor<'_> {
                 usage: result.usage,
                 cost_usd: result.cost_usd,
                 error: result.error.clone(),
-                message: Some(std::sync::Arc::new(answer)),
+                message: Some(Arc::new(answer)),
             },
         );
         if !result.text.is_empty() {
@@ -1884,7 +1874,19 @@ struct LoopExtras {
     new_instructions: bool,
 }
 
-/// The length of `parts` joined with a blank line between each two (`join("\n\n")`).
+/// `parts` with a blank line between each two (`join("\n\n")`, without a list made first).
+fn joined<'a>(parts: impl Iterator<Item = &'a String>) -> String {
+    let mut out = String::new();
+    for (k, part) in parts.enumerate() {
+        if k > 0 {
+            out.push_str("\n\n");
+        }
+        out.push_str(part);
+    }
+    out
+}
+
+/// The length of [`joined`]`(parts)`, not made.
 fn joined_len<'a>(parts: impl Iterator<Item = &'a String>) -> usize {
     let (count, chars) = parts.fold((0usize, 0usize), |(n, c), p| (n + 1, c + p.len()));
     chars + 2 * count.saturating_sub(1)
@@ -2225,7 +2227,7 @@ mod tests {
     }
 
     #[test]
-    fn a_joined_length_is_the_joined_texts_length() {
+    fn parts_are_joined_and_counted_as_join_would() {
         let texts = [
             String::new(),
             "one".to_string(),
@@ -2234,8 +2236,9 @@ mod tests {
         ];
         for from in 0..texts.len() {
             for to in from..=texts.len() {
-                let joined = texts[from..to].join("\n\n");
-                assert_eq!(joined_len(texts[from..to].iter()), joined.len(), "{from}..{to}");
+                let expected = texts[from..to].join("\n\n");
+                assert_eq!(joined(texts[from..to].iter()), expected, "{from}..{to}");
+                assert_eq!(joined_len(texts[from..to].iter()), expected.len(), "{from}..{to}");
             }
         }
     }

@@ -200,7 +200,7 @@ impl EventSink {
     }
 
     /// `live`: also to the front end's channel and the watchers.
-    fn send(&self, mut event: EngineEvent, live: bool) {
+    fn send(&self, event: EngineEvent, live: bool) {
         if live {
             self.watchers.deliver(&event);
         }

@@ -103,7 +103,7 @@ impl CallContext<'_> {
             session_id: self.session_id.to_string(),
             session: self.session.to_string(),
             text,
-            message: Some(std::sync::Arc::new(notice)),
+            message: Some(Arc::new(notice)),
         });
     }
 

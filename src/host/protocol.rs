@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -354,7 +355,7 @@ pub enum HostMessage {
     Event {
         event: Box<EngineEvent>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        stored: Option<std::sync::Arc<Message>>,
+        stored: Option<Arc<Message>>,
         /// On a tool approval or relay draft that waits: the front end that is asked (the one
         /// that started the run, e.g. `huddle mcp (pid N)`) when it is not the TUIs. A TUI
         /// does not put it to its user.
@@ -418,7 +419,7 @@ pub fn asked_elsewhere(front: Option<&str>) -> Option<String> {
 }
 
 /// An event read back from the wire, its in-memory message put back in place.
-pub fn restore_event(mut event: EngineEvent, stored: Option<std::sync::Arc<Message>>) -> EngineEvent {
+pub fn restore_event(mut event: EngineEvent, stored: Option<Arc<Message>>) -> EngineEvent {
     if let Some(slot) = event.kind.in_memory() {
         *slot = stored;
     }
@@ -534,7 +535,7 @@ mod tests {
                 usage: None,
                 cost_usd: None,
                 error: None,
-                message: Some(std::sync::Arc::new(Message::assistant("the answer"))),
+                message: Some(Arc::new(Message::assistant("the answer"))),
             },
         };
         let line = encode(&HostMessage::event(event.clone()));

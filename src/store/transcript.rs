@@ -135,11 +135,16 @@ pub(super) fn open_for_append(path: &Path) -> Result<(fs::File, bool), StoreErro
 
 /// Messages as transcript lines, each with its newline.
 pub(super) fn lines_of(messages: &[Message]) -> Result<Vec<u8>, StoreError> {
-    // Room for the texts and the fields around them: one allocation for most lines.
-    let room = messages.iter().map(|m| m.text.len() + 256).sum();
+    let room = messages.iter().map(line_room).sum();
     let mut lines = Vec::with_capacity(room);
     write_lines(&mut lines, messages)?;
     Ok(lines)
+}
+
+/// Room for a message's line: its text and the fields around it, one allocation for most lines
+/// (a long answer's line does not grow by doubling).
+fn line_room(message: &Message) -> usize {
+    message.text.len() + 256
 }
 
 fn write_lines(out: &mut Vec<u8>, messages: &[Message]) -> Result<(), StoreError> {
@@ -167,9 +172,7 @@ pub(super) fn with_line<R>(message: &Message, f: impl FnOnce(&[u8]) -> R) -> Res
         .try_with(|buffer| std::mem::take(&mut *buffer.borrow_mut()))
         .unwrap_or_default();
     line.clear();
-    // Room for the text and the fields around it at once (a long answer's line does not
-    // grow by doubling).
-    line.reserve(message.text.len() + 256);
+    line.reserve(line_room(message));
     let result = write_lines(&mut line, std::slice::from_ref(message)).map(|()| f(&line));
     if line.capacity() <= LINE_BUFFER_KEPT {
         let _ = LINE.try_with(|buffer| *buffer.borrow_mut() = line);
