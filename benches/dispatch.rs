@@ -98,10 +98,7 @@ struct Bench {
 fn team(members: usize, model: &str) -> Bench {
     // As the `huddle` binary: the clock is never paused.
     huddle::store::real_clock_only();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = huddle::async_runtime::build().expect("runtime");
     let dir = support::bench_dir();
     let mut org = Organization::default();
     reconcile::reconcile(&mut org);
@@ -126,7 +123,13 @@ fn team(members: usize, model: &str) -> Bench {
     let (sink, mut events) = EventSink::channel();
     let sink = sink.with_run_log(RunLog::start(RunFiles::new(dir.path().join("runs")), 50));
     let engine = rt.block_on(async {
-        tokio::spawn(async move { while events.recv().await.is_some() {} });
+        // A consumer taking them as the host's dispatcher does (`host/server.rs`, `dispatch`).
+        tokio::spawn(async move {
+            let mut taken = Vec::new();
+            while events.recv_many(&mut taken, 256).await > 0 {
+                taken.clear();
+            }
+        });
         let mut providers = huddle::sim::providers(&Config::default()).expect("providers");
         providers.insert(Arc::new(NullDispatcher));
         Engine::new(

@@ -15,6 +15,7 @@ use std::time::Duration;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use huddle::config::Config;
 use huddle::config::ProviderKind;
+use huddle::engine::events::{EngineEvent, EventKind};
 use huddle::engine::protocol::prompts::WORKER_RESULTS_HEADING;
 use huddle::engine::{Engine, EngineOptions, EventSink, RunOverrides};
 use huddle::model::Usage;
@@ -87,17 +88,67 @@ struct Bench {
     engine: Engine,
     group_id: String,
     first_session: String,
+    consumer: Consumer,
     _dir: tempfile::TempDir,
+}
+
+/// The task that takes the engine's events, as the host's task that hands them to front ends
+/// does, and a way to know it has taken every event sent so far: a run is measured until its
+/// events are consumed, not only made (left queued, their consumer's work fell outside the
+/// measure, and the queue grew for as long as the benchmark ran).
+struct Consumer {
+    tx: tokio::sync::mpsc::UnboundedSender<EngineEvent>,
+    drained: Arc<tokio::sync::Notify>,
+}
+
+/// The group id of the event that marks how far the consumer got.
+const DRAINED: &str = "bench-drained";
+
+impl Consumer {
+    /// Starts the consumer's task on the runtime; its sink is the engine's.
+    fn start(rt: &tokio::runtime::Runtime) -> (Consumer, EventSink) {
+        let (tx, mut events) = tokio::sync::mpsc::unbounded_channel::<EngineEvent>();
+        let drained = Arc::new(tokio::sync::Notify::new());
+        let notify = Arc::clone(&drained);
+        rt.spawn(async move {
+            // Taken as the host's dispatcher takes them (`host/server.rs`, `dispatch`).
+            let mut taken = Vec::new();
+            while events.recv_many(&mut taken, 256).await > 0 {
+                for event in taken.drain(..) {
+                    if &*event.group_id == DRAINED {
+                        notify.notify_one();
+                    }
+                }
+            }
+        });
+        let sink = EventSink::new(tx.clone());
+        (Consumer { tx, drained }, sink)
+    }
+
+    /// Waits until the consumer has taken every event sent before this call.
+    async fn drain(&self) {
+        let marker = EngineEvent {
+            group_id: DRAINED.into(),
+            group: DRAINED.into(),
+            run_id: None,
+            execution: None,
+            kind: EventKind::IterationStarted {
+                iteration: 0,
+                max_iterations: 0,
+            },
+        };
+        if self.tx.send(marker).is_ok() {
+            self.drained.notified().await;
+        }
+    }
 }
 
 fn team(mode: Mode, workers: usize, model: &str, concurrency: usize, run_log: bool) -> Bench {
     // The allocator as `huddle` sets it up.
     huddle::allocator::tune();
     huddle::store::real_clock_only();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    // The runtime as `huddle` builds it (one worker: see `huddle::async_runtime`).
+    let rt = huddle::async_runtime::build().expect("runtime");
     let dir = support::bench_dir();
     let mut org = Organization::default();
     reconcile::reconcile(&mut org);
@@ -122,7 +173,7 @@ fn team(mode: Mode, workers: usize, model: &str, concurrency: usize, run_log: bo
         .find(|s| s.group_id == gid)
         .map(|s| s.id.clone())
         .expect("a session");
-    let (sink, mut events) = EventSink::channel();
+    let (consumer, sink) = Consumer::start(&rt);
     let sink = if run_log {
         sink.with_run_log(RunLog::start(RunFiles::new(dir.path().join("runs")), 50))
     } else {
@@ -136,8 +187,6 @@ fn team(mode: Mode, workers: usize, model: &str, concurrency: usize, run_log: bo
         calls: std::sync::atomic::AtomicU64::new(0),
     });
     let engine = rt.block_on(async {
-        // A consumer, as the TUI or the headless printer would be.
-        tokio::spawn(async move { while events.recv().await.is_some() {} });
         let mut providers = huddle::sim::providers(&Config::default()).expect("providers");
         providers.insert(Arc::clone(&null) as Arc<dyn Provider>);
         Engine::new(
@@ -157,6 +206,7 @@ fn team(mode: Mode, workers: usize, model: &str, concurrency: usize, run_log: bo
         engine,
         group_id: gid,
         first_session,
+        consumer,
         _dir: dir,
     }
 }
@@ -207,7 +257,10 @@ impl Bench {
                 assert!(report.failed.is_none());
             }
         });
-        self.rt.block_on(driver).expect("the runs' task");
+        self.rt.block_on(async {
+            driver.await.expect("the runs' task");
+            self.consumer.drain().await;
+        });
     }
 }
 

@@ -90,11 +90,8 @@ fn run_request(repo: &Path, model: &str, k: usize) -> RunRequest {
 fn hop(model: &str, runs: usize) -> Vec<Duration> {
     let (_dir, home, repo) = dirs();
     let paths = Paths::single(home);
-    let host_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("host runtime");
+    // The host's runtime, as `huddle host` builds it.
+    let host_rt = huddle::async_runtime::build().expect("host runtime");
     let handed: Arc<Mutex<Vec<(Instant, &'static str)>>> = Arc::default();
     let (server, _lock) = host_rt.block_on(async {
         let lock = DataDirLock::acquire(&paths.lock_file()).expect("lock");

@@ -145,10 +145,7 @@ fn main() {
         w.order = k as i64 + 1;
         org.sessions.push(w);
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = huddle::async_runtime::build().expect("runtime");
     let finished = rt.block_on(async {
         let (sink, mut events) = EventSink::channel();
         let (done_tx, mut done_rx) = tokio::sync::oneshot::channel::<()>();

@@ -26,10 +26,7 @@ fn bench_round_trip(c: &mut Criterion) {
         eprintln!("mcp bench skipped: mcp-server-time is not installed (bash .ci/setup-python-tools.sh)");
         return;
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = huddle::async_runtime::build().expect("runtime");
     let config = McpServerConfig::stdio([program.to_string_lossy()]);
     let source = McpSource::new("time", config, Path::new("."));
     let arguments = serde_json::json!({"timezone": "UTC"})

@@ -123,10 +123,7 @@ struct Bench {
 fn bench_setup() -> Bench {
     // As the `huddle` binary: the clock is never paused.
     huddle::store::real_clock_only();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = huddle::async_runtime::build().expect("runtime");
     // Transcripts on the disk users have (never a tmpfs /tmp): `HUDDLE_BENCH_DIR` or
     // `target/bench-data`.
     let base = std::env::var_os("HUDDLE_BENCH_DIR")
@@ -147,7 +144,13 @@ fn bench_setup() -> Bench {
     org.sessions.push(plain);
     let (sink, mut events) = EventSink::channel();
     let engine = rt.block_on(async {
-        tokio::spawn(async move { while events.recv().await.is_some() {} });
+        // A consumer taking them as the host's dispatcher does (`host/server.rs`, `dispatch`).
+        tokio::spawn(async move {
+            let mut taken = Vec::new();
+            while events.recv_many(&mut taken, 256).await > 0 {
+                taken.clear();
+            }
+        });
         let mut providers = huddle::sim::providers(&Config::default()).expect("providers");
         providers.insert(Arc::new(LoopProvider));
         Engine::new(

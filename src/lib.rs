@@ -7,6 +7,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod allocator;
+pub mod async_runtime;
 pub mod attachments;
 pub mod cli;
 pub mod config;

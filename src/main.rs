@@ -22,18 +22,9 @@ use huddle::store::OrganizationFile;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Worker threads of the async runtime at most. huddle waits on models and tools far more than
-/// it computes (a message costs it microseconds): more threads only add memory (a stack and an
-/// allocator heap each), one per core on a large machine otherwise.
-const RUNTIME_THREADS_MAX: usize = 4;
-
+/// The async runtime (one worker: see [`huddle::async_runtime`]).
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cores.clamp(1, RUNTIME_THREADS_MAX))
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")
+    huddle::async_runtime::build().context("cannot start the async runtime")
 }
 
 /// Exit code of a usage error (as clap uses for its own).

@@ -229,6 +229,31 @@ impl Receiver {
         }
     }
 
+    /// Waits for the next line, then appends to `out` it and the lines waiting after it, in
+    /// order, while `out` holds less than `room` bytes (at least one line is taken, whatever its
+    /// size): what the writer sends in one `write`. False once closed, or every sender went
+    /// and everything was taken (then nothing was appended).
+    ///
+    /// A burst of events (every member of a team streaming) goes out in a few writes instead
+    /// of one per line: a write costs a system call, and each counts against the writer's turn
+    /// on the runtime (tokio's budget), so a writer taking a line at a time fell behind a busy
+    /// engine on the one worker thread, and its front end was cut off at the limit.
+    pub async fn recv_into(&mut self, out: &mut String, room: usize) -> bool {
+        let Some(first) = self.recv().await else {
+            return false;
+        };
+        out.push_str(&first);
+        {
+            let mut s = self.inner.state();
+            while out.len() < room {
+                let Some(line) = s.take() else { break };
+                out.push_str(&line);
+            }
+        }
+        self.inner.taken.notify_waiters();
+        true
+    }
+
     /// The next message, decoded.
     #[cfg(test)]
     pub async fn recv_message(&mut self) -> Option<HostMessage> {
@@ -341,6 +366,44 @@ mod tests {
         }
         paced.await.expect("the paced sender ends");
         assert!(!tx.is_closed());
+    }
+
+    #[tokio::test]
+    async fn lines_waiting_are_taken_together_in_order_up_to_the_room_given() {
+        let (tx, mut rx) = outbox();
+        let one = protocol::encode(&reply(1));
+        for id in 1..=5 {
+            assert!(tx.send(reply(id)));
+        }
+        assert!(tx.send(org(7)));
+        let mut out = String::new();
+        // Room for the organization and two lines: the third starts past it and waits.
+        let organization = protocol::encode(&org(7));
+        assert!(rx.recv_into(&mut out, organization.len() + 2 * one.len()).await);
+        let ids: Vec<&str> = out.lines().collect();
+        assert_eq!(ids.len(), 3, "{out}");
+        assert!(ids[0].contains("\"version\":7"), "the organization first: {out}");
+        assert!(
+            ids[1].contains("\"id\":1") && ids[2].contains("\"id\":2"),
+            "{out}"
+        );
+        out.clear();
+        assert!(rx.recv_into(&mut out, usize::MAX).await);
+        let rest: Vec<&str> = out.lines().collect();
+        assert_eq!(rest.len(), 3, "{out}");
+        assert!(rest[2].contains("\"id\":5"), "{out}");
+        // A line larger than the room still goes, alone.
+        assert!(tx.send(reply(6)));
+        assert!(tx.send(reply(7)));
+        out.clear();
+        assert!(rx.recv_into(&mut out, 1).await);
+        assert_eq!(out, protocol::encode(&reply(6)));
+        drop(tx);
+        out.clear();
+        assert!(rx.recv_into(&mut out, 1).await);
+        out.clear();
+        assert!(!rx.recv_into(&mut out, 1).await, "ended once the senders went");
+        assert!(out.is_empty());
     }
 
     #[tokio::test]

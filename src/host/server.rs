@@ -304,36 +304,50 @@ async fn dispatch(
     mut events: mpsc::UnboundedReceiver<EngineEvent>,
     local: Option<mpsc::UnboundedSender<EngineEvent>>,
 ) {
-    while let Some(event) = events.recv().await {
-        // A team run's mode is listed from its start (its cycle says it a moment later).
-        let mode = match &event.kind {
-            EventKind::RunStarted {
-                key: RunKey::Team { group_id },
-            } => shared
-                .parts
-                .engine
-                .org()
-                .read(|o| o.group(group_id).map(|g| g.mode)),
-            _ => None,
-        };
-        let ended = {
-            let mut table = lock(&shared.table);
-            let ended = table.apply(&event);
-            if let (Some(mode), Some(run_id)) = (mode, &event.run_id) {
-                table.note_mode(run_id, mode);
-            }
-            ended
-        };
-        if matches!(event.kind, EventKind::RunStarted { .. }) {
-            shared.run_listed.notify_waiters();
+    // Taken as they wait, not one at a time: each receive counts against this task's turn on
+    // the runtime (tokio's budget), and on the one worker thread (`crate::async_runtime`) a
+    // task that takes one event per receive falls behind a busy engine and its queue grows.
+    let mut batch = Vec::new();
+    while events.recv_many(&mut batch, DISPATCH_BATCH).await > 0 {
+        for event in batch.drain(..) {
+            dispatch_one(&shared, event, local.as_ref());
         }
-        if ended {
-            shared.activity.notify_waiters();
-            sweep_profiles(&shared);
+    }
+}
+
+/// Events the host's dispatcher takes at once at most.
+const DISPATCH_BATCH: usize = 256;
+
+/// One engine event: into the table of runs (and to their followers), then to `local`.
+fn dispatch_one(shared: &Shared, event: EngineEvent, local: Option<&mpsc::UnboundedSender<EngineEvent>>) {
+    // A team run's mode is listed from its start (its cycle says it a moment later).
+    let mode = match &event.kind {
+        EventKind::RunStarted {
+            key: RunKey::Team { group_id },
+        } => shared
+            .parts
+            .engine
+            .org()
+            .read(|o| o.group(group_id).map(|g| g.mode)),
+        _ => None,
+    };
+    let ended = {
+        let mut table = lock(&shared.table);
+        let ended = table.apply(&event);
+        if let (Some(mode), Some(run_id)) = (mode, &event.run_id) {
+            table.note_mode(run_id, mode);
         }
-        if let Some(local) = &local {
-            let _ = local.send(event);
-        }
+        ended
+    };
+    if matches!(event.kind, EventKind::RunStarted { .. }) {
+        shared.run_listed.notify_waiters();
+    }
+    if ended {
+        shared.activity.notify_waiters();
+        sweep_profiles(shared);
+    }
+    if let Some(local) = local {
+        let _ = local.send(event);
     }
 }
 
@@ -659,11 +673,19 @@ fn request_id(line: &str) -> Option<u64> {
         .as_u64()
 }
 
+/// Bytes a front end's writer sends in one `write` at most (more when one line is longer).
+const WRITE_CHUNK: usize = 64 * 1024;
+
 async fn write_all(mut write: tokio::net::unix::OwnedWriteHalf, mut rx: outbox::Receiver) {
-    while let Some(line) = rx.recv().await {
-        if write.write_all(line.as_bytes()).await.is_err() {
+    // The lines waiting go out together (see `outbox::Receiver::recv_into`).
+    let mut chunk = String::new();
+    while rx.recv_into(&mut chunk, WRITE_CHUNK).await {
+        if write.write_all(chunk.as_bytes()).await.is_err() {
             return;
         }
+        chunk.clear();
+        // A very long line (an organization, a transcript) is not held on to after it went.
+        chunk.shrink_to(WRITE_CHUNK);
     }
     if rx.overflowed() {
         let line = protocol::encode(&HostMessage::CutOff {
