@@ -207,12 +207,24 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
     }
     // Relay drafts are asked about on the asking terminal (`--approve`), if it is one.
     let (on_terminal, env) = (front.terminal, front.env.clone());
-    let asked = Asked {
-        out: &out,
-        on_terminal,
-        profile: front.profile.as_deref(),
+    // Off the runtime's one worker (`crate::async_runtime`): a preset's team is made here, a
+    // worktree per member with git and the organization saved, which takes seconds in a large
+    // repository; every other front end of the host would wait meanwhile.
+    let target = {
+        let (paths, config, edits) = (paths.clone(), config.clone(), edits.clone());
+        let (engine, request, out) = (engine.clone(), request.clone(), out.clone());
+        let (profile, env) = (front.profile.clone(), env.clone());
+        tokio::task::spawn_blocking(move || {
+            let asked = Asked {
+                out: &out,
+                on_terminal,
+                profile: profile.as_deref(),
+            };
+            env.scope(|| choose_target(&paths, &config, &edits, &engine, &request, &asked))
+        })
+        .await
+        .map_err(|e| other(format!("the run's team could not be made: {e}")))??
     };
-    let target = env.scope(|| choose_target(paths, config, edits, engine, request, &asked))?;
     if let Target::Group(id) = &target {
         refuse_running(engine, id)?;
     }
@@ -369,7 +381,15 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
     engine.set_scoped_approval(&scope, None);
     engine.set_scoped_profile(&scope, None);
     engine.set_scoped_sandbox(&scope, None);
-    let flushed = engine.flush();
+    // Off the worker: a flush waits for the syncs, the organization's save and telemetry's
+    // export (seconds when a collector does not answer).
+    let flushed = {
+        let engine = engine.clone();
+        match tokio::task::spawn_blocking(move || engine.flush()).await {
+            Ok(flushed) => flushed.map_err(|e| e.to_string()),
+            Err(e) => Err(format!("the final save did not finish: {e}")),
+        }
+    };
     // Every event of the run was sent before it returned: let the printer write them all.
     let _ = done_tx.send(());
     // Standard output gone (closed pipe, full disk): the run finished and saved; the exit code
@@ -745,36 +765,50 @@ async fn print_events(
             *lost = print_event(event, &names(event), ndjson, color, &out).err();
         }
     };
-    loop {
-        let event = tokio::select! {
+    // Taken as they wait, not one at a time: in the host this runs on the one worker thread
+    // (`crate::async_runtime`), where a receive per event falls behind a busy engine.
+    let mut batch = Vec::new();
+    // What a batch still held when `done` came during a question: printed after the loop.
+    let mut rest: Vec<EngineEvent> = Vec::new();
+    'events: loop {
+        let taken = tokio::select! {
             biased;
-            event = events.recv() => match event {
-                Some(e) => e,
-                None => break,
-            },
+            taken = events.recv_many(&mut batch, 256) => taken,
             _ = &mut done => break,
         };
-        if let (EventKind::RunStarted { key }, Some(run_id)) = (&event.kind, &event.run_id)
-            && announce.as_ref() == Some(key)
-        {
-            announce = None;
-            out.tell(crate::cli::OutputLine::Started {
-                run_id: run_id.to_string(),
-                group_id: event.group_id.to_string(),
-                group: event.group.to_string(),
-            });
+        if taken == 0 {
+            break;
         }
-        print(&event, &mut lost);
-        // `--approve`: a draft waiting for a person is asked about here (the run ending, e.g.
-        // on Ctrl-C, ends the question).
-        if let EventKind::RelayDraft { waiting: true, .. } = &event.kind {
-            tokio::select! {
-                _ = approver.answer(&event) => {}
-                _ = &mut done => break,
+        let mut left = std::mem::take(&mut batch).into_iter();
+        while let Some(event) = left.next() {
+            if let (EventKind::RunStarted { key }, Some(run_id)) = (&event.kind, &event.run_id)
+                && announce.as_ref() == Some(key)
+            {
+                announce = None;
+                out.tell(crate::cli::OutputLine::Started {
+                    run_id: run_id.to_string(),
+                    group_id: event.group_id.to_string(),
+                    group: event.group.to_string(),
+                });
+            }
+            print(&event, &mut lost);
+            // `--approve`: a draft waiting for a person is asked about here (the run ending,
+            // e.g. on Ctrl-C, ends the question).
+            if let EventKind::RelayDraft { waiting: true, .. } = &event.kind {
+                tokio::select! {
+                    _ = approver.answer(&event) => {}
+                    _ = &mut done => {
+                        rest.extend(left);
+                        break 'events;
+                    }
+                }
             }
         }
     }
     // After `done`, drain without waiting.
+    for event in rest {
+        print(&event, &mut lost);
+    }
     while let Ok(event) = events.try_recv() {
         print(&event, &mut lost);
     }

@@ -684,8 +684,11 @@ async fn write_all(mut write: tokio::net::unix::OwnedWriteHalf, mut rx: outbox::
             return;
         }
         chunk.clear();
-        // A very long line (an organization, a transcript) is not held on to after it went.
-        chunk.shrink_to(WRITE_CHUNK);
+        // A very long line (an organization, a transcript) is not held on to after it went
+        // (a batch ends a line past the chunk's size: that much is kept, not reallocated).
+        if chunk.capacity() > 4 * WRITE_CHUNK {
+            chunk.shrink_to(WRITE_CHUNK);
+        }
     }
     if rx.overflowed() {
         let line = protocol::encode(&HostMessage::CutOff {
@@ -1163,11 +1166,16 @@ fn start_run(
             };
             let _ = tx.send(message);
         };
+        // The lines waiting are taken together (see `dispatch`: one receive per line falls
+        // behind a busy engine on the one worker).
+        let mut lines = Vec::new();
         let result = loop {
             tokio::select! {
-                Some(line) = out_rx.recv() => {
-                    until_listed(&shared, &line).await;
-                    forward(line, &mut announced)
+                1.. = out_rx.recv_many(&mut lines, DISPATCH_BATCH) => {
+                    for line in lines.drain(..) {
+                        until_listed(&shared, &line).await;
+                        forward(line, &mut announced);
+                    }
                 }
                 result = &mut run => break result,
             }
