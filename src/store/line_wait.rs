@@ -180,7 +180,7 @@ mod tests {
         assert_eq!(waits.pending(), 0);
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_wait_ends_when_its_line_is_written_and_the_watcher_goes_with_the_last() {
         let waits = Arc::new(LineWaits::default());
         let (written, rx) = waits.start();
@@ -204,7 +204,7 @@ mod tests {
 
     /// Where the clock is never paused, a wait is its signal alone: no watcher starts, and the
     /// wait still ends when the line is written (or says it was not).
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn without_a_paused_clock_a_wait_starts_no_watcher() {
         let waits = Arc::new(LineWaits::watching(false));
         let (written, rx) = waits.start();

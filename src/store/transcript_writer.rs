@@ -767,7 +767,7 @@ mod tests {
     /// A transcript the writer closed to open others (and knows to end whole) was replaced by
     /// a FIFO: opened again, it is refused (a line is said not to be written, and nothing is
     /// left open on it), never written into, nor waited on until the pipe is read.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_fifo_put_where_a_closed_transcript_was_is_refused_not_written_into() {
         let dir = tempfile::tempdir().unwrap();
         let t = Transcripts::new(dir.path().join("sessions"));

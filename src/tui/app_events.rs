@@ -14,6 +14,9 @@ use crate::workspace::{ExportOutcome, LoadedRun};
 
 impl App {
     pub fn handle_app_event(&mut self, event: AppEvent) -> Vec<Command> {
+        // A streamed piece changes no placeholder, and a burst of them (a team streaming at
+        // once) is most events: working the placeholder out again walks the sidebar's rows.
+        let piece = matches!(&event, AppEvent::Engine(e) if matches!(e.kind, EventKind::Delta { .. }));
         let commands = match event {
             AppEvent::Engine(e) => self.handle_engine_event(e),
             // Drawn anew; what was selected and went is left as a deleted one is.
@@ -120,7 +123,9 @@ impl App {
             AppEvent::Forked { result } => with_cx!(self, cx => conversation::on_forked(&mut cx, result)),
             worktree_event => with_cx!(self, cx => self.worktrees.on_event(&mut cx, worktree_event)),
         };
-        self.refresh_placeholder();
+        if !piece {
+            self.refresh_placeholder();
+        }
         commands
     }
 
