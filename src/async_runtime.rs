@@ -7,8 +7,9 @@
 //! was queued while the other worker slept, it was woken (a write to the I/O driver's eventfd
 //! or a futex, an interrupt to another CPU), looked for work, mostly found none and slept
 //! again; when it did find some, two threads allocated and freed on the allocator's one arena
-//! (see [`crate::allocator`]) and waited for each other. One worker is a quarter to a third less CPU per
-//! engine message (docs/benchmarks.md, session 16) and one thread's stack and cache less.
+//! (see [`crate::allocator`]) and waited for each other. One worker is a quarter to a third
+//! less CPU per engine message (docs/benchmarks.md, session 16) and one thread's stack and
+//! cache less.
 //!
 //! What must not hold the engine up runs elsewhere: blocking calls on the runtime's blocking
 //! pool (`spawn_blocking`: git, files, process waits; a `huddle run`'s team made from a preset
