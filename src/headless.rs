@@ -223,7 +223,10 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
             env.scope(|| choose_target(&paths, &config, &edits, &engine, &request, &asked))
         })
         .await
-        .map_err(|e| other(format!("the run's team could not be made: {e}")))??
+        .map_err(|e| {
+            tracing::error!(error = %e, "choosing a run's team or session failed");
+            other(format!("the run's team or session could not be chosen: {e}"))
+        })??
     };
     if let Target::Group(id) = &target {
         refuse_running(engine, id)?;
@@ -682,7 +685,7 @@ fn choose_target(
                 paths.worktrees_dir().display()
             ));
         }
-        // Blocking (git) but brief, and nothing else runs yet.
+        // Blocking (git, the organization's save): `execute` calls this on the blocking pool.
         return edits
             .create_headless_team(preset, strategy)
             .map(Target::Group)
@@ -779,7 +782,7 @@ async fn print_events(
         if taken == 0 {
             break;
         }
-        let mut left = std::mem::take(&mut batch).into_iter();
+        let mut left = batch.drain(..);
         while let Some(event) = left.next() {
             if let (EventKind::RunStarted { key }, Some(run_id)) = (&event.kind, &event.run_id)
                 && announce.as_ref() == Some(key)
