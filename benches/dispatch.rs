@@ -123,10 +123,14 @@ fn team(members: usize, model: &str) -> Bench {
     let (sink, mut events) = EventSink::channel();
     let sink = sink.with_run_log(RunLog::start(RunFiles::new(dir.path().join("runs")), 50));
     let engine = rt.block_on(async {
-        // A consumer taking them as the host's dispatcher does (`host/server.rs`, `dispatch`).
+        // A consumer taking them as the host's dispatcher does.
         tokio::spawn(async move {
             let mut taken = Vec::new();
-            while events.recv_many(&mut taken, 256).await > 0 {
+            while events
+                .recv_many(&mut taken, huddle::async_runtime::RECEIVE_BATCH)
+                .await
+                > 0
+            {
                 taken.clear();
             }
         });

@@ -111,9 +111,13 @@ impl Consumer {
         let drained = Arc::new(tokio::sync::Notify::new());
         let notify = Arc::clone(&drained);
         rt.spawn(async move {
-            // Taken as the host's dispatcher takes them (`host/server.rs`, `dispatch`).
+            // Taken as the host's dispatcher takes them.
             let mut taken = Vec::new();
-            while events.recv_many(&mut taken, 256).await > 0 {
+            while events
+                .recv_many(&mut taken, huddle::async_runtime::RECEIVE_BATCH)
+                .await
+                > 0
+            {
                 for event in taken.drain(..) {
                     if &*event.group_id == DRAINED {
                         notify.notify_one();

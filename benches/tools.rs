@@ -144,10 +144,14 @@ fn bench_setup() -> Bench {
     org.sessions.push(plain);
     let (sink, mut events) = EventSink::channel();
     let engine = rt.block_on(async {
-        // A consumer taking them as the host's dispatcher does (`host/server.rs`, `dispatch`).
+        // A consumer taking them as the host's dispatcher does.
         tokio::spawn(async move {
             let mut taken = Vec::new();
-            while events.recv_many(&mut taken, 256).await > 0 {
+            while events
+                .recv_many(&mut taken, huddle::async_runtime::RECEIVE_BATCH)
+                .await
+                > 0
+            {
                 taken.clear();
             }
         });

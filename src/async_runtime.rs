@@ -20,6 +20,14 @@
 /// The runtime's worker threads (see the module's doc).
 pub const WORKER_THREADS: usize = 1;
 
+/// How many items a task that drains a queue takes per receive (`recv_many`), at most. Each
+/// receive spends a unit of the task's turn on the runtime (tokio's budget of 128), and a task
+/// that spent it runs again only when the worker next parks or every 61 tasks: on the one
+/// worker, a task that takes one item per receive falls behind a busy engine and its queue
+/// grows. The host's dispatcher of engine events, a `huddle run`'s printer and output lines and
+/// the benchmarks' consumers take what waits, this much at a time.
+pub const RECEIVE_BATCH: usize = 256;
+
 /// Builds the runtime: [`WORKER_THREADS`] workers, I/O and timers enabled.
 pub fn build() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()

@@ -768,15 +768,14 @@ async fn print_events(
             *lost = print_event(event, &names(event), ndjson, color, &out).err();
         }
     };
-    // Taken as they wait, not one at a time: in the host this runs on the one worker thread
-    // (`crate::async_runtime`), where a receive per event falls behind a busy engine.
+    // Taken as they wait (see `async_runtime::RECEIVE_BATCH`).
     let mut batch = Vec::new();
     // What a batch still held when `done` came during a question: printed after the loop.
     let mut rest: Vec<EngineEvent> = Vec::new();
     'events: loop {
         let taken = tokio::select! {
             biased;
-            taken = events.recv_many(&mut batch, 256) => taken,
+            taken = events.recv_many(&mut batch, crate::async_runtime::RECEIVE_BATCH) => taken,
             _ = &mut done => break,
         };
         if taken == 0 {

@@ -235,9 +235,9 @@ impl Receiver {
     /// and everything was taken (then nothing was appended).
     ///
     /// A burst of events (every member of a team streaming) goes out in a few writes instead
-    /// of one per line: a write costs a system call, and each counts against the writer's turn
-    /// on the runtime (tokio's budget), so a writer taking a line at a time fell behind a busy
-    /// engine on the one worker thread, and its front end was cut off at the limit.
+    /// of one per line: a write costs a system call and a unit of the writer's turn on the
+    /// runtime (see `async_runtime::RECEIVE_BATCH`), so a writer taking a line at a time fell
+    /// behind a busy engine, and its front end was cut off at the limit.
     pub async fn recv_into(&mut self, out: &mut String, room: usize) -> bool {
         let Some(first) = self.recv().await else {
             return false;

@@ -304,19 +304,18 @@ async fn dispatch(
     mut events: mpsc::UnboundedReceiver<EngineEvent>,
     local: Option<mpsc::UnboundedSender<EngineEvent>>,
 ) {
-    // Taken as they wait, not one at a time: each receive counts against this task's turn on
-    // the runtime (tokio's budget), and on the one worker thread (`crate::async_runtime`) a
-    // task that takes one event per receive falls behind a busy engine and its queue grows.
+    // Taken as they wait (see `async_runtime::RECEIVE_BATCH`).
     let mut batch = Vec::new();
-    while events.recv_many(&mut batch, DISPATCH_BATCH).await > 0 {
+    while events
+        .recv_many(&mut batch, crate::async_runtime::RECEIVE_BATCH)
+        .await
+        > 0
+    {
         for event in batch.drain(..) {
             dispatch_one(&shared, event, local.as_ref());
         }
     }
 }
-
-/// Events the host's dispatcher takes at once at most.
-const DISPATCH_BATCH: usize = 256;
 
 /// One engine event: into the table of runs (and to their followers), then to `local`.
 fn dispatch_one(shared: &Shared, event: EngineEvent, local: Option<&mpsc::UnboundedSender<EngineEvent>>) {
@@ -1166,12 +1165,11 @@ fn start_run(
             };
             let _ = tx.send(message);
         };
-        // The lines waiting are taken together (see `dispatch`: one receive per line falls
-        // behind a busy engine on the one worker).
+        // Taken as they wait (see `async_runtime::RECEIVE_BATCH`).
         let mut lines = Vec::new();
         let result = loop {
             tokio::select! {
-                1.. = out_rx.recv_many(&mut lines, DISPATCH_BATCH) => {
+                1.. = out_rx.recv_many(&mut lines, crate::async_runtime::RECEIVE_BATCH) => {
                     for line in lines.drain(..) {
                         until_listed(&shared, &line).await;
                         forward(line, &mut announced);
