@@ -1181,6 +1181,12 @@ impl Engine {
         Ok(())
     }
 
+    /// Ends once every run-log line of the events emitted so far is in its file: a run's end
+    /// is reported to others only after it (whoever then reads the file finds it).
+    pub fn run_files_written(&self) -> impl std::future::Future<Output = ()> + use<> {
+        self.shared.events.written()
+    }
+
     /// Writes every queued transcript line, run-log line and organization change to disk.
     pub fn flush(&self) -> Result<(), StoreError> {
         self.shared.writer.flush();

@@ -257,6 +257,16 @@ impl EventSink {
         }
     }
 
+    /// Ends once every run-log line queued so far is in its file (see [`RunLog::written`]).
+    pub fn written(&self) -> impl Future<Output = ()> + use<> {
+        let log = self.log.clone();
+        async move {
+            if let Some(log) = log {
+                log.written().await;
+            }
+        }
+    }
+
     /// Writes every queued run-log line to disk.
     pub fn flush(&self) {
         if let Some(log) = &self.log {

@@ -311,6 +311,11 @@ async fn dispatch(
         .await
         > 0
     {
+        // A run is reported ended (to `ps`, its followers, a front end that then reads its
+        // file) only once its file has its end; the ends' lines were queued before the events.
+        if batch.iter().any(|e| matches!(e.kind, EventKind::RunEnded { .. })) {
+            shared.parts.engine.run_files_written().await;
+        }
         for event in batch.drain(..) {
             dispatch_one(&shared, event, local.as_ref());
         }

@@ -246,6 +246,9 @@ enum LogMsg<T> {
     /// The run is over: its file is synced and closed after the lines queued before.
     End(RunOwner, String),
     Flush(Sender<()>),
+    /// Answered once the lines queued before are written (not synced: another process reading
+    /// the file sees them).
+    Written(tokio::sync::oneshot::Sender<()>),
 }
 
 /// The background writer of run files: records of type `T` are serialised as JSON lines on its
@@ -300,6 +303,20 @@ impl<T: Serialize + Send + 'static> RunLog<T> {
         let _ = self.tx.send(LogMsg::End(owner.clone(), run_id.to_string()));
     }
 
+    /// Ends once every line queued so far is in its file (the end of a run that was said to
+    /// end, too), without a sync and without blocking a thread: what a host waits for before it
+    /// reports a run as ended, so whoever then reads its file finds the end.
+    pub fn written(&self) -> impl std::future::Future<Output = ()> + use<T> {
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+        let sent = self.tx.send(LogMsg::Written(done_tx)).is_ok();
+        async move {
+            // The writer gone (its lines lost) was said when they were queued.
+            if sent {
+                let _ = done_rx.await;
+            }
+        }
+    }
+
     /// Waits until every line queued so far is written and synced.
     pub fn flush(&self) {
         let (done_tx, done_rx) = channel();
@@ -324,6 +341,7 @@ fn write_loop<T: Serialize>(files: &RunFiles, keep: usize, rx: &Receiver<LogMsg<
         // Where each run's lines are in `batch` (a backlog may hold many runs).
         let mut index: HashMap<(RunOwner, String), usize> = HashMap::new();
         let mut waiting = Vec::new();
+        let mut written = Vec::new();
         let mut ended = Vec::new();
         let mut take = |msg: LogMsg<T>| match msg {
             LogMsg::Lines(lines) => {
@@ -351,6 +369,7 @@ fn write_loop<T: Serialize>(files: &RunFiles, keep: usize, rx: &Receiver<LogMsg<
             }
             LogMsg::End(owner, run_id) => ended.push((owner, run_id)),
             LogMsg::Flush(done) => waiting.push(done),
+            LogMsg::Written(done) => written.push(done),
         };
         take(first);
         while let Ok(more) = rx.try_recv() {
@@ -361,6 +380,9 @@ fn write_loop<T: Serialize>(files: &RunFiles, keep: usize, rx: &Receiver<LogMsg<
             if let Err(e) = write_run(files, keep, &mut open, key, &bytes) {
                 tracing::error!(error = %e, "cannot write a run file");
             }
+        }
+        for done in written {
+            let _ = done.send(());
         }
         // Every line of the batch is written: an ended run's file is closed (synced first, as
         // a later flush no longer sees it). A line of the run later in this batch was written too.
@@ -496,6 +518,24 @@ mod tests {
         log.flush();
         assert_eq!(crate::store::open_files_under(dir.path()).len(), 2);
         assert_eq!(files.read_lines("g", "r000").unwrap().len(), 3);
+    }
+
+    /// `written` waits for the writer's thread on a runtime's thread without blocking it, and
+    /// every line queued before, the run's end among them, is in its file when it ends.
+    #[tokio::test(flavor = "current_thread")]
+    async fn what_was_queued_before_written_is_in_its_file_when_it_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = RunFiles::new(dir.path().join("runs"));
+        let log: RunLog<Value> = RunLog::start(files.clone(), 10);
+        for k in 0..2000 {
+            log.append("g", "r", json!({"n": k}));
+        }
+        log.append("g", "r", json!({"end": true}));
+        log.end_of(&RunOwner::Group("g".into()), "r");
+        log.written().await;
+        let lines = files.read_lines("g", "r").unwrap();
+        assert_eq!(lines.len(), 2001);
+        assert_eq!(lines.last().map(String::as_str), Some("{\"end\":true}"));
     }
 
     #[test]
