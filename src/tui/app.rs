@@ -557,9 +557,10 @@ impl App {
         );
     }
 
-    /// The link reached a host again: the same one, after it cut this TUI off (its runs go on
-    /// and come again from their start, as a TUI opening next to them gets them), or a new one
-    /// after the host went (the runs that were going are interrupted, offered for resumption).
+    /// The link reached a host again: the same one, after it cut this TUI off or could not be
+    /// reached for a while (its runs go on and come again from their start, as a TUI opening
+    /// next to them gets them), or a new one after the host went (the runs that were going are
+    /// interrupted, offered for resumption).
     /// This TUI's focus, drafts and scroll stay; what it knew of runs is set aside first.
     pub fn on_reconnected(&mut self, r: super::command::Reconnected) -> Vec<Command> {
         let was_lost = std::mem::take(&mut self.host_lost);
@@ -576,7 +577,9 @@ impl App {
         // Calls that wait are asked again by the replay (those of a host that went, never).
         self.dialogs.settle_approvals(|_| true);
         self.started.retain(|key| r.live.contains(key));
-        let text = if r.new_host || was_lost {
+        // The same host after this TUI could not reach it for a while (it was busy, say): its
+        // runs went on, nothing is interrupted.
+        let text = if r.new_host {
             let offered = self.offer_interrupted(&r.live);
             let interrupted = match offered {
                 0 => String::new(),
@@ -585,6 +588,11 @@ impl App {
             };
             format!(
                 "The huddle host stopped; a new one is running (pid {}).{interrupted}",
+                r.pid
+            )
+        } else if was_lost && r.cut_off.is_none() {
+            format!(
+                "The huddle host (pid {}) answers again; the runs it had go on.",
                 r.pid
             )
         } else {

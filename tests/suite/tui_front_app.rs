@@ -266,6 +266,43 @@ fn a_tui_whose_host_died_reaches_a_new_one_and_offers_the_interrupted_runs() {
     assert_eq!(app.selected_group_id().as_deref(), Some(ours.as_str()));
 }
 
+/// The host could not be reached for a while and then answered again: the same host (its
+/// pid), so its runs went on: the notice says so, never that a new host runs, and nothing is
+/// offered for resumption.
+#[test]
+fn the_same_host_reached_again_after_a_while_is_not_called_a_new_one() {
+    let (mut app, _, _, ours, _) = front_app();
+    app.note_sent(&[Command::RunGroup {
+        group_id: ours.clone(),
+        prompt: "go".into(),
+    }]);
+    run_started(&mut app, RunKey::team(&ours));
+    app.handle_app_event(AppEvent::HostLost {
+        why: "the huddle host did not answer in time".into(),
+    });
+    app.dialogs.clear();
+    reconnected(
+        &mut app,
+        huddle::tui::command::Reconnected {
+            pid: 4242,
+            new_host: false,
+            cut_off: None,
+            live: vec![RunKey::team(&ours)],
+        },
+    );
+    assert!(!app.host_lost);
+    let said = flash(&app);
+    assert!(
+        said.contains("The huddle host (pid 4242) answers again; the runs it had go on."),
+        "{said}"
+    );
+    assert!(!said.contains("new one"), "{said}");
+    assert!(app.dialogs.is_empty(), "nothing offered for resumption");
+    // The replay brings the run again, still this TUI's.
+    run_started(&mut app, RunKey::team(&ours));
+    assert!(app.anything_running());
+}
+
 /// A TUI that started nothing says, once it quit, that other front ends' runs go on.
 #[test]
 fn a_tui_that_started_nothing_counts_the_runs_that_go_on() {
