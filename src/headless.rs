@@ -279,11 +279,21 @@ pub async fn execute(host: &Host<'_>, request: &RunRequest, front: Remote) -> Re
         let engine = engine.clone();
         tokio::task::spawn_blocking(move || engine.flush()).await
     };
-    if let Ok(Err(e)) = flushed {
-        return Err(RunFailure {
-            code: EXIT_SAVE_FAILED,
-            message: e.to_string(),
-        });
+    match flushed {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            return Err(RunFailure {
+                code: EXIT_SAVE_FAILED,
+                message: e.to_string(),
+            });
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "saving before a run failed on the blocking pool");
+            return Err(RunFailure {
+                code: EXIT_SAVE_FAILED,
+                message: "the organization could not be saved before the run (see the log)".into(),
+            });
+        }
     }
 
     let Remote {
