@@ -179,7 +179,7 @@ fn decided(events: &[EventKind]) -> Vec<(Decision, Option<String>)> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_pre_tool_use_hook_that_exits_2_blocks_claude_codes_write_and_its_model_reads_why() {
     let Some(mut c) = coder(
         "pre_tool_use:\n  - matcher: \"Write|Edit\"\n    command: [sh, -c, \"cat > {work}/pre.json; echo 'no writes on Sundays' >&2; exit 2\"]\n",
@@ -236,7 +236,7 @@ async fn a_pre_tool_use_hook_that_exits_2_blocks_claude_codes_write_and_its_mode
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn an_allowing_hook_lets_claude_codes_bash_run_without_asking() {
     let Some(mut c) = coder(
         "pre_tool_use:\n  - matcher: Bash\n    command: [sh, -c, \"echo '{\\\"hookSpecificOutput\\\": {\\\"permissionDecision\\\": \\\"allow\\\"}}'\"]\n",
@@ -259,7 +259,7 @@ async fn an_allowing_hook_lets_claude_codes_bash_run_without_asking() {
     assert_eq!(decided(&events), []);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn without_hooks_huddle_runs_rule_denies_claude_codes_bash_and_approve_tools_allows_it() {
     let Some(mut c) = coder("{}", ApprovalPolicy::DenyAll).await else {
         return;
@@ -293,7 +293,7 @@ async fn without_hooks_huddle_runs_rule_denies_claude_codes_bash_and_approve_too
 
 /// `huddle run` (the binary) with Claude Code as the model: its Bash call is denied without
 /// `--approve-tools` and runs with it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn huddle_run_denies_claude_codes_bash_unless_approve_tools() {
     let Some(claude) = claude_binary() else {
         return;

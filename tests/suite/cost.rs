@@ -63,7 +63,7 @@ async fn run_huddle(home: &Path, args: &[&str]) -> Output {
     .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_runs_cost_is_its_tokens_at_the_configured_prices_in_every_front_end() {
     for (api, slug) in [(Api::OpenAi, "oa/m"), (Api::Anthropic, "an/m")] {
         let llm = FakeLlm::start().await;
@@ -554,7 +554,7 @@ fn run_cost(out: &Output) -> f64 {
 
 /// A host that is still up serves each `huddle run` with the prices (and the cost-budget check)
 /// of the config the front end read, not those of the config it started with.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_host_still_up_prices_each_run_with_its_front_ends_config() {
     let llm = FakeLlm::start().await;
     llm.script(

@@ -235,7 +235,7 @@ fn sonnet_usd(u: &Usage) -> f64 {
     price.cost(u)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn prompt_caching_cuts_a_reflect_runs_billed_input_by_at_least_60_percent() {
     let (cached, requests) = reflect_run(true).await;
     let (plain, plain_requests) = reflect_run(false).await;

@@ -67,7 +67,7 @@ async fn transcript(f: &Fixture, answers: usize) -> Vec<huddle::model::Message> 
     panic!("the transcript never had {answers} answers");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_long_conversation_is_compacted_and_read_back_the_same() {
     let mut f = small_window().await;
     for i in 0..10 {

@@ -37,7 +37,7 @@ fn said_once(sent: &[Sent]) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn the_reference_reflect_run_says_each_thing_once_within_the_goal() {
     let f = reflect(4, 33).await;
     let sent = measure(&f);
@@ -92,7 +92,7 @@ async fn the_reference_reflect_run_says_each_thing_once_within_the_goal() {
 
 /// The figures of every measured run (`cargo test ... print_every_run -- --ignored
 /// --nocapture`; the bench prints the same from a release build).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 #[ignore]
 async fn print_every_run() {
     super::economy_runs::all(None, |f| {
@@ -116,7 +116,7 @@ fn check(f: &Fixture) -> Vec<Sent> {
     sent
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_judged_reflect_cycle_briefs_the_orchestrator_and_the_evaluator_once() {
     let f = economy_runs::reflect_judged(3, 6).await;
     let sent = check(&f);
@@ -151,14 +151,14 @@ async fn a_judged_reflect_cycle_briefs_the_orchestrator_and_the_evaluator_once()
     assert!(plan6.contains("Rationale: missing 5 notes"), "{plan6}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn one_pass_modes_say_each_thing_once_across_runs_of_one_conversation() {
     check(&economy_runs::orchestrator(3, 4).await);
     check(&economy_runs::round(Mode::Sequential, 3, 4).await);
     check(&economy_runs::round(Mode::Broadcast, 2, 3).await);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_flow_says_each_thing_once_across_runs_and_still_routes() {
     let f = economy_runs::flow(4).await;
     let sent = check(&f);
@@ -176,7 +176,7 @@ async fn a_flow_says_each_thing_once_across_runs_and_still_routes() {
     assert_eq!(f.server.requests_for("w-b").len(), 2);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_pipeline_says_each_thing_once_across_messages_and_still_hands_off() {
     let f = economy_runs::pipeline(5).await;
     check(&f);
@@ -189,7 +189,7 @@ async fn a_pipeline_says_each_thing_once_across_messages_and_still_hands_off() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn dispatch_says_the_catalog_and_the_shared_context_once() {
     let f = economy_runs::dispatch().await;
     check(&f);
@@ -209,7 +209,7 @@ async fn dispatch_says_the_catalog_and_the_shared_context_once() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_deliberation_says_how_the_team_works_once() {
     let f = economy_runs::deliberation().await;
     check(&f);
@@ -244,7 +244,7 @@ async fn a_deliberation_says_how_the_team_works_once() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn relays_and_a_sessions_reflection_say_each_thing_once() {
     check(&economy_runs::relay(6).await);
     let f = economy_runs::single_reflection(6).await;
@@ -265,7 +265,7 @@ async fn relays_and_a_sessions_reflection_say_each_thing_once() {
 /// What the transcript keeps: every prompt as sent, its compact form (what later requests
 /// carry), and the instructions added to the system prompt, on the first prompt they were
 /// sent with.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn the_transcript_keeps_what_was_sent_and_what_later_requests_carry() {
     let f = reflect(2, 5).await;
     let id = f.session_id("t-orchestrator");
@@ -309,7 +309,7 @@ async fn the_transcript_keeps_what_was_sent_and_what_later_requests_carry() {
 /// sent the instructions it was sent then (its brief is not in the conversation); so is a
 /// plain chat after it (issue 29 review, finding 3: the request and the team are in the brief
 /// only).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_step_asked_again_is_sent_the_instructions_it_was_sent() {
     let f = reflect(2, 2).await;
     let id = f.session_id("t-w0");
@@ -354,7 +354,7 @@ async fn a_step_asked_again_is_sent_the_instructions_it_was_sent() {
 /// A chat with the orchestrator after its reflect run is sent the run's brief: the request,
 /// the workers and the format, once (issue 29 review, finding 3), and no brief again when
 /// the session is chatted with a second time.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_chat_after_a_run_knows_the_runs_request_and_team() {
     let f = reflect(2, 3).await;
     let id = f.session_id("t-orchestrator");
@@ -389,7 +389,7 @@ async fn a_chat_after_a_run_knows_the_runs_request_and_team() {
 
 /// A session's reflection longer than the history sent (its oldest messages are no longer
 /// sent) still has its goal in every request, once (issue 29 review, finding 1).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_long_reflection_keeps_its_goal_in_every_request() {
     let f = economy_runs::single_reflection(24).await;
     let sent = check(&f);
@@ -418,7 +418,7 @@ async fn a_long_reflection_keeps_its_goal_in_every_request() {
 /// With `memory: conversation`, a later run's orchestrator is still told what the user asked
 /// in the earlier runs (every line of it), each request once (issue 29 review, finding 2), and
 /// so are its workers, whose own conversations hold only their tasks (re-review, 29-E).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn an_orchestrator_in_a_conversation_keeps_the_earlier_requests() {
     let first = "Review this config for the wiki host:\nport: 8080\ntls: off\nbackup: weekly\nWhat is risky?";
     let second = "And which of those settings should we change first?";
@@ -448,7 +448,7 @@ async fn an_orchestrator_in_a_conversation_keeps_the_earlier_requests() {
 /// run asked (every line of it), each request once, though the window no longer sends the
 /// earlier run's first plan (issue 29 re-review, 29-A): its plans, its syntheses and its
 /// workers' tasks (third review, 29-E).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_reflect_cycle_in_a_conversation_keeps_the_earlier_requests() {
     let first = "FIRSTREQ Review this config for the wiki host:\nport: 8080\ntls: off\nWhat is risky?";
     let second = "And which of those settings should we change first?";
@@ -485,7 +485,7 @@ async fn a_reflect_cycle_in_a_conversation_keeps_the_earlier_requests() {
 /// The evaluator of a later reflect cycle, and a chat with the orchestrator after it, are told
 /// what the earlier run asked, once (third review, 29-E: the evaluator judged a follow-up
 /// without it).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_later_cycles_evaluator_and_chat_know_the_earlier_request() {
     let first = "FIRSTREQ Review this config:\ntls: off\nWhat is risky?";
     let second = "And which of those settings should we change first?";
@@ -513,7 +513,7 @@ async fn a_later_cycles_evaluator_and_chat_know_the_earlier_request() {
 /// A later run is told as many earlier requests as its window can still send runs of, each
 /// numbered as its kept plans name their run (third review, 29-F: only the newest three, and
 /// the oldest messages sent read as answers to the wrong one).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_later_run_is_told_every_earlier_request_its_window_sends() {
     let requests: Vec<String> = (1..=7).map(|n| format!("REQ{n} what about part {n}?")).collect();
     let f = Box::pin(economy_runs::reflect_asked(1, 1, &requests)).await;
@@ -538,7 +538,7 @@ async fn a_later_run_is_told_every_earlier_request_its_window_sends() {
 
 /// A new conversation for a team starts again from no earlier request: the next run's briefs
 /// say none (and the run after it only that one).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_new_conversation_forgets_the_earlier_requests() {
     let requests: Vec<String> = (1..=3).map(|n| format!("REQ{n} what about part {n}?")).collect();
     let f = Box::pin(economy_runs::reflect_asked(1, 1, &requests[..2])).await;
@@ -567,7 +567,7 @@ async fn a_new_conversation_forgets_the_earlier_requests() {
 /// A self-evaluation's reasons are in every later plan once: in the ledger, or in the
 /// synthesis the window still sends (issue 29 re-review, 29-B: they were lost for the
 /// iterations just out of the window).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn every_plan_has_each_earlier_iterations_reasons_once() {
     let f = reflect(2, 20).await;
     let plans: Vec<String> = f

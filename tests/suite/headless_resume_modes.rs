@@ -161,7 +161,7 @@ fn never_asked_twice(llm: &FakeLlm, model: &str) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn broadcast_resumes_with_the_members_that_had_not_answered() {
     let llm = FakeLlm::start().await;
     llm.script("a", vec![Reply::text("Alpha answer")]);
@@ -179,7 +179,7 @@ async fn broadcast_resumes_with_the_members_that_had_not_answered() {
     assert_eq!(llm.requests_for("b").len(), 2, "b was cut off and asked again");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn sequential_resumes_at_the_member_whose_turn_it_was() {
     let llm = FakeLlm::start().await;
     llm.script("a", vec![Reply::text("First words")]);
@@ -196,7 +196,7 @@ async fn sequential_resumes_at_the_member_whose_turn_it_was() {
     assert!(b[1].contains("First words"), "b saw a's answer: {}", b[1]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn orchestrator_resumes_with_the_workers_that_had_not_answered() {
     let llm = FakeLlm::start().await;
     llm.script(
@@ -221,7 +221,7 @@ async fn orchestrator_resumes_with_the_workers_that_had_not_answered() {
     never_asked_twice(&llm, "o");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_reflect_cycle_resumes_its_interrupted_iteration_without_asking_its_finished_turns_again() {
     let llm = FakeLlm::start().await;
     llm.script(
@@ -243,7 +243,7 @@ async fn a_reflect_cycle_resumes_its_interrupted_iteration_without_asking_its_fi
     assert_eq!(llm.requests_for("a").len(), 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_relay_resumes_at_its_state() {
     let llm = FakeLlm::start().await;
     llm.script(
@@ -270,7 +270,7 @@ async fn a_relay_resumes_at_its_state() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_flow_resumes_at_the_member_that_held_it() {
     let llm = FakeLlm::start().await;
     llm.script("e", vec![Reply::text("Entry notes")]);
@@ -285,7 +285,7 @@ async fn a_flow_resumes_at_the_member_that_held_it() {
     assert!(asked(&llm, "f").iter().all(|p| p.contains("Entry notes")));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_pipeline_resumes_at_its_phase_with_the_handoff_it_had() {
     let llm = FakeLlm::start().await;
     let home = killed_pipeline(&llm).await;
@@ -324,7 +324,7 @@ pub(super) fn assert_pipeline_resumed(llm: &FakeLlm) {
     assert!(h.iter().all(|p| p.contains("the printer jams")), "{h:#?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_dispatch_run_pushes_finished_results_from_disk_and_dispatches_the_rest_again() {
     let llm = FakeLlm::start().await;
     let home = killed_dispatch(&llm).await;
@@ -340,7 +340,7 @@ async fn a_dispatch_run_pushes_finished_results_from_disk_and_dispatches_the_res
 /// ends `rate_limited` (exit 8) and resumable; resumed, that sub-agent is dispatched again (its
 /// turn was cut short by the limit, not failed) and the orchestrator hears its answer, never a
 /// failure it was not told of before.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_sub_agent_that_met_a_limit_is_dispatched_again_when_the_run_resumes() {
     // A rate limit (429) and an overload (529) alike (review s12c: 529 was told as a failure).
     for status in [429, 529] {
@@ -406,7 +406,7 @@ async fn sub_agent_meets_a_limit_and_the_run_resumes(status: u16) {
 /// resumed, the question is asked again (it was neither asked again nor reported, and the
 /// orchestrator's wait for it could become the run's answer), and its answer reaches the
 /// orchestrator.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_clarification_cut_short_is_asked_again_when_the_run_resumes() {
     let llm = FakeLlm::start().await;
     llm.script(
@@ -483,7 +483,7 @@ pub(super) fn assert_dispatch_resumed(llm: &FakeLlm) {
     assert!(last.contains("A is fine") && last.contains("B is fine"), "{last}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_team_deliberation_resumes_with_its_broadcast_log() {
     let llm = FakeLlm::start().await;
     llm.script(
@@ -526,7 +526,7 @@ async fn a_team_deliberation_resumes_with_its_broadcast_log() {
 /// killed during its second iteration, resumes headless with `huddle run --session S --resume`
 /// (stopped by SIGTERM on the way, it says how to resume it again): the first iteration's
 /// answer comes from disk, the second is asked again.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_session_s_reflection_resumes_from_the_command_line() {
     let llm = FakeLlm::start().await;
     llm.script(
@@ -615,7 +615,7 @@ async fn a_session_s_reflection_resumes_from_the_command_line() {
 
 /// `huddle trace` of a team run killed and resumed: the resumed run names the run it continues
 /// and its interruption (linked runs), and the interrupted run reads as interrupted.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn trace_shows_a_resumed_run_with_its_interruption() {
     let llm = FakeLlm::start().await;
     llm.script(

@@ -122,7 +122,7 @@ fn stderr(out: &Output) -> String {
     text(&out.stderr)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_run_goes_through_the_owner_whose_front_end_sees_it_live() {
     let mut owner = Owner::open("sim/demo");
     let out = owner
@@ -162,7 +162,7 @@ async fn a_run_goes_through_the_owner_whose_front_end_sees_it_live() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_team_running_is_said_to_run_not_to_be_interrupted() {
     let owner = Owner::open("sim/demo");
     // A reflect team, made by a run of its own, then run in the owner (slowly).
@@ -224,7 +224,7 @@ async fn a_team_running_is_said_to_run_not_to_be_interrupted() {
     let _ = running.await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn ndjson_and_exit_codes_are_those_of_a_run_of_its_own_host() {
     const ARGS: [&str; 7] = [
         "run",
@@ -261,7 +261,7 @@ async fn ndjson_and_exit_codes_are_those_of_a_run_of_its_own_host() {
     assert!(stderr(&missing).contains("no group named `No Such Team`"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn ctrl_c_stops_the_run_in_the_owner_and_leaves_its_cycle_resumable() {
     let owner = Owner::open("sim/slow-300ms");
     let home = owner.path().to_path_buf();
@@ -305,7 +305,7 @@ async fn ctrl_c_stops_the_run_in_the_owner_and_leaves_its_cycle_resumable() {
 
 /// Tool calls that ask are settled by the rule of `huddle run` (denied, or `--approve-tools`),
 /// never put to the owner's user.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn tool_approvals_of_a_run_follow_the_front_end_that_started_it() {
     let Some(program) = super::mcp_servers::reference_server("HUDDLE_MCP_TIME", "mcp-server-time") else {
         return;
@@ -360,7 +360,7 @@ fn write_clock_preset(home: &Path) {
 }
 
 /// A front end in another repository makes its team there, while the owner works in its own.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_run_from_a_second_repository_makes_its_team_there() {
     let owner = Owner::open("sim/demo");
     let elsewhere = tempfile::tempdir().unwrap();
@@ -393,7 +393,7 @@ async fn a_run_from_a_second_repository_makes_its_team_there() {
 
 /// Its configuration is the front end's: a tool server added to config.yaml after the owner
 /// opened is there for a run started now.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_run_uses_the_configuration_of_its_front_end() {
     let Some(program) = super::mcp_servers::reference_server("HUDDLE_MCP_TIME", "mcp-server-time") else {
         return;
@@ -437,7 +437,7 @@ fn objections(text: &str) -> Vec<String> {
 /// config.yaml changed after the host (here the owner) started: a `huddle run` from another
 /// repository runs with the hooks and sandbox of the config.yaml it read, while the host's own
 /// runs keep those it started with; the repository's `.squad/` adds no hook to either.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_run_uses_the_hooks_and_sandbox_of_its_front_ends_configuration() {
     if !super::sandbox_support::bwrap_ready() {
         return;
@@ -525,7 +525,7 @@ async fn a_run_uses_the_hooks_and_sandbox_of_its_front_ends_configuration() {
 /// The front end's environment, as a sandbox passes it on: a confined CLI agent and a hook of
 /// its run get its variables that `allow_env` names, never the others (a key set in its shell
 /// only), and not the host's.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_confined_process_of_a_run_gets_what_the_sandbox_passes_of_its_front_ends_environment() {
     if !super::sandbox_support::bwrap_ready() {
         return;
@@ -588,7 +588,7 @@ fn a_dead_hosts_socket_is_replaced_and_a_file_in_its_place_is_left_alone() {
     assert_eq!(std::fs::read_to_string(&socket).unwrap(), "mine");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn the_socket_is_owner_only_and_goes_with_the_server() {
     let owner = Owner::open("sim/demo");
     let socket = owner.path().join("huddle.sock");
@@ -602,7 +602,7 @@ async fn the_socket_is_owner_only_and_goes_with_the_server() {
 
 /// `--approve` asks about relay drafts on the front end's terminal, which a front end without
 /// one does not have: refused before anything is made.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn approve_without_a_terminal_is_refused_before_anything_is_made() {
     let owner = Owner::open("sim/demo");
     let out = owner
@@ -1096,7 +1096,7 @@ fn a_peer_of_another_user_is_refused() {
 
 /// A request the host cannot read (a newer front end's, say) is answered with a failure under
 /// its id, not met with silence; the connection goes on.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_request_the_host_cannot_read_gets_an_answer() {
     use huddle::host::protocol::Hello;
     use huddle::host::protocol::{ClientMessage, encode};
@@ -1164,7 +1164,7 @@ async fn a_host_that_does_not_answer_is_named_not_waited_for() {
 /// as its worktrees exist: the TUI's edit does not wait for the hook past the host's 10 s
 /// deadline and say nothing was made (review 23-3 A). The hook here waits until the test lets
 /// it go, so without the early answer the edit could only time out.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_team_with_a_slow_worktree_hook_is_answered_before_the_hook_ends() {
     use huddle::host::client::Client;
     use huddle::host::protocol::{EngineCall, Hello, Reply, Request};

@@ -169,7 +169,7 @@ async fn turn(p: &dyn Provider, text: &str, session: Option<&str>, cancel: Cance
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_streamed_answer_and_the_next_turn_in_the_same_context() {
     let Some(server) = server(&[]) else { return };
     let p = provider(config(&server.url(), true));
@@ -215,7 +215,7 @@ async fn a_streamed_answer_and_the_next_turn_in_the_same_context() {
     assert_eq!(requests[0]["authorization"], format!("Bearer {TOKEN}"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn an_input_required_task_waits_and_the_next_message_answers_it() {
     let Some(server) = server(&[]) else { return };
     let p = provider(config(&server.url(), true));
@@ -246,7 +246,7 @@ async fn an_input_required_task_waits_and_the_next_message_answers_it() {
     assert_eq!(requests[1]["contextId"], context);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_stop_mid_stream_cancels_the_remote_task() {
     let Some(server) = server(&[]) else { return };
     let p = provider(config(&server.url(), true));
@@ -267,7 +267,7 @@ async fn a_stop_mid_stream_cancels_the_remote_task() {
     assert!(cancel["id"].as_str().is_some_and(|id| !id.is_empty()), "{cancel}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn an_agent_that_does_not_stream_gets_send_message_and_a_failed_task_is_an_error() {
     let Some(server) = server(&["--no-stream"]) else {
         return;
@@ -283,7 +283,7 @@ async fn an_agent_that_does_not_stream_gets_send_message_and_a_failed_task_is_an
     assert_eq!(methods, vec!["SendMessage", "SendMessage"]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn secrets_do_not_leave_control_sequences_do_not_come_in_and_private_hosts_need_consent() {
     let Some(server) = server(&[]) else { return };
     let p = provider(config(&server.url(), true));
@@ -423,7 +423,7 @@ fn a_full_auto_relay_talks_to_the_remote_agent_in_one_context() {
 /// What the terminal UI's runtime does to show a remote agent in its sessions' header: the card
 /// the reference SDK serves, in the header's words (name, description, skills); a private
 /// host without consent is refused as for a turn.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn the_cards_header_words_are_read_from_the_reference_server() {
     let Some(server) = server(&[]) else { return };
     let options = huddle::providers::ProviderOptions::default();

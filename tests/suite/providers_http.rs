@@ -541,7 +541,7 @@ async fn missing_key_variable_fails_before_any_request() {
     assert!(llm.requests().is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn sixty_four_concurrent_streams_all_finish_correctly() {
     let llm = FakeLlm::start().await;
     for api in BOTH {

@@ -112,7 +112,7 @@ fn system_of(request: &super::fake_llm_server::RecordedRequest) -> String {
         .to_string()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn agents_md_and_a_skill_reach_the_request_and_the_skill_body_only_when_asked() {
     let (repo, user) = repository();
     let options = EngineOptions {
@@ -182,7 +182,7 @@ async fn agents_md_and_a_skill_reach_the_request_and_the_skill_body_only_when_as
     assert!(unknown.content.contains("no skill named `fly`"), "{unknown:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn settings_turn_each_part_off_the_teams_over_the_configs() {
     let (repo, user) = repository();
     let off = RepoContextSettings {
@@ -233,7 +233,7 @@ async fn settings_turn_each_part_off_the_teams_over_the_configs() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn an_agent_that_reads_agents_md_itself_does_not_get_it_twice() {
     let (repo, _user) = repository();
     for (reads, expected) in [(true, false), (false, true)] {

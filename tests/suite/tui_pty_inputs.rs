@@ -60,7 +60,7 @@ fn ctrl_o_runs_the_editor_and_the_draft_survives_a_restart() {
 
 /// `@` with Tab completion in the real binary, against a scripted model server: the file's
 /// content reaches the model, the transcript shows its reference.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_file_attached_with_at_reaches_the_model() {
     let server = super::fake_llm_server::FakeLlm::start().await;
     server.script("m1", vec![super::fake_llm_server::Reply::text("seen the file")]);

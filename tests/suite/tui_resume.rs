@@ -77,7 +77,7 @@ async fn resume_in_the_tui(home: &Path, offer: String) {
     .expect("the TUI");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_dispatch_run_killed_mid_run_is_resumed_from_the_tui() {
     let llm = FakeLlm::start().await;
     let home = killed_dispatch(&llm).await;
@@ -87,7 +87,7 @@ async fn a_dispatch_run_killed_mid_run_is_resumed_from_the_tui() {
     assert_dispatch_resumed(&llm);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_pipeline_killed_mid_run_is_resumed_from_the_tui_at_its_phase() {
     let llm = FakeLlm::start().await;
     let home = killed_pipeline(&llm).await;

@@ -271,7 +271,7 @@ fn making_worktrees_outside_a_repository_or_without_a_commit_says_why_and_makes_
 /// A `command` agent: saves the prompt it was given into the directory it runs in and says where.
 const AGENT: &str = "cat > agent-prompt.txt\nprintf 'wrote in %s\\n' \"$PWD\"\n";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn each_workers_command_agent_writes_in_its_own_worktree_and_is_told_where_it_is() {
     let e = env();
     let script = e.home.join("agent.sh");
@@ -364,7 +364,7 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no method"}})
 "#;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn cwd_session_servers_run_once_per_worktree_and_sessions_reach_their_own() {
     let e = env();
     let script = e.home.join("where.py");
