@@ -364,12 +364,25 @@ async fn push_org(shared: Arc<Shared>) {
         if lock(&shared.org_followers).is_empty() {
             continue;
         }
-        let (org, version) = shared.parts.engine.org().versioned();
-        // Encoded once for every follower; each keeps only the newest waiting.
-        let line = protocol::encode(&HostMessage::Org {
-            org: Box::new(org),
-            version,
-        });
+        // Copied and encoded once for every follower (each keeps only the newest waiting), on
+        // the blocking pool: a big organization takes milliseconds the one worker owes to
+        // every run and front end.
+        let handle = shared.parts.engine.org().clone();
+        let encoded = tokio::task::spawn_blocking(move || {
+            let (org, version) = handle.versioned();
+            protocol::encode(&HostMessage::Org {
+                org: Box::new(org),
+                version,
+            })
+        })
+        .await;
+        let line = match encoded {
+            Ok(line) => line,
+            Err(e) => {
+                tracing::error!(error = %e, "the organization could not be encoded for the front ends");
+                continue;
+            }
+        };
         lock(&shared.org_followers).retain(|tx| tx.send_org_line(line.clone()));
     }
 }
