@@ -103,11 +103,16 @@ struct Watchers {
 }
 
 impl Watchers {
+    /// True when a watcher may want `event` (there are watchers; not a streamed piece).
+    fn watched(&self, event: &EngineEvent) -> bool {
+        self.count.load(Ordering::Acquire) > 0 && !matches!(event.kind, EventKind::Delta { .. })
+    }
+
     /// Hands `event` to the watchers of its group. Not the streamed text pieces (`delta`):
     /// a watcher prints lines, and pieces are most of a run's events (a copy of each, queued
     /// for a watcher that is a step behind, held a long run's memory).
     fn deliver(&self, event: &EngineEvent) {
-        if self.count.load(Ordering::Acquire) == 0 || matches!(event.kind, EventKind::Delta { .. }) {
+        if !self.watched(event) {
             return;
         }
         let mut list = self
@@ -201,9 +206,6 @@ impl EventSink {
 
     /// `live`: also to the front end's channel and the watchers.
     fn send(&self, event: EngineEvent, live: bool) {
-        if live {
-            self.watchers.deliver(&event);
-        }
         if let Some(observer) = &self.observer
             && event.run_id.is_some()
             && !matches!(event.kind, EventKind::Delta { .. })
@@ -237,6 +239,9 @@ impl EventSink {
             }
             if let Some((event, line)) = held_back.take() {
                 if live {
+                    if self.watchers.watched(&event) {
+                        held.watched.push(event.clone());
+                    }
                     held.events.push(event);
                 }
                 held.lines.extend(line);
@@ -250,8 +255,11 @@ impl EventSink {
                     log.end_of(owner, run_id);
                 }
             }
-            // A consumer that went away (the UI quitting) must not stop the engine.
+            // A consumer that went away (the UI quitting) must not stop the engine. Watchers
+            // hear of it once its run-log line is queued (one waiting for the run's file to
+            // have its end then finds it: `EventSink::written`).
             if live {
+                self.watchers.deliver(&event);
                 let _ = self.tx.send(event);
             }
         }
@@ -322,6 +330,8 @@ struct Held {
     /// Where the held events go.
     sink: Option<EventSink>,
     events: Vec<EngineEvent>,
+    /// Copies of the events for the watchers, when there are any.
+    watched: Vec<EngineEvent>,
     lines: Vec<RunLine<RunRecord>>,
     /// Runs that ended among the held lines (owner, run): their files are closed after them.
     ended: Vec<(RunOwner, RunId)>,
@@ -337,6 +347,9 @@ impl Held {
             }
         }
         self.ended.clear();
+        for event in self.watched.drain(..) {
+            sink.watchers.deliver(&event);
+        }
         for event in self.events.drain(..) {
             // A consumer that went away (the UI quitting) must not stop the engine.
             let _ = sink.tx.send(event);
@@ -350,6 +363,7 @@ thread_local! {
             depth: 0,
             sink: None,
             events: Vec::new(),
+            watched: Vec::new(),
             lines: Vec::new(),
             ended: Vec::new(),
         })
@@ -507,5 +521,30 @@ mod tests {
             .collect();
         assert_eq!(logged, [1, 2, 3, 4]);
         assert_eq!(iterations(&mut rx), [1, 2, 3, 4]);
+    }
+
+    /// A watcher (`huddle run` printing a run's end) hears of an event only once its run-log
+    /// line is queued, so waiting for the run log then finds the line in the file (the watcher
+    /// may read on another thread while the poll that emitted it still runs).
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_watcher_hears_of_an_event_once_its_line_is_queued() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = crate::store::RunFiles::new(dir.path());
+        let (sink, _rx) = EventSink::channel();
+        let sink = sink.with_run_log(RunLog::start(files.clone(), 10));
+        let mut watcher = sink.watch("g");
+        batched(async {
+            sink.emit(event(1));
+            assert!(watcher.try_recv().is_err(), "held with its line");
+        })
+        .await;
+        assert_eq!(iterations(&mut watcher), [1]);
+        sink.written().await;
+        assert_eq!(files.read_lines("g", "r").unwrap().len(), 1);
+        // Outside a poll: the line is queued before the watcher hears.
+        sink.emit(event(2));
+        assert_eq!(iterations(&mut watcher), [2]);
+        sink.written().await;
+        assert_eq!(files.read_lines("g", "r").unwrap().len(), 2);
     }
 }

@@ -42,6 +42,8 @@ const CUT_OFF_SAID: Duration = Duration::from_secs(1);
 const STOPPING_WAIT: Duration = Duration::from_secs(60);
 /// Organization snapshots are pushed at most this often.
 const ORG_DEBOUNCE: Duration = Duration::from_millis(50);
+/// How long a run's end waits for its run file to have it before it is reported.
+const RUN_FILE_WAIT: Duration = Duration::from_secs(3);
 /// How long a front end's news of its run's start waits for the table of runs to list it.
 const LISTED_WAIT: Duration = Duration::from_secs(2);
 /// How long a host nobody has connected to yet waits for its first front end.
@@ -313,8 +315,16 @@ async fn dispatch(
     {
         // A run is reported ended (to `ps`, its followers, a front end that then reads its
         // file) only once its file has its end; the ends' lines were queued before the events.
-        if batch.iter().any(|e| matches!(e.kind, EventKind::RunEnded { .. })) {
-            shared.parts.engine.run_files_written().await;
+        // A disk that hangs holds this up a few seconds at most, then it goes on without.
+        if batch.iter().any(|e| matches!(e.kind, EventKind::RunEnded { .. }))
+            && tokio::time::timeout(RUN_FILE_WAIT, shared.parts.engine.run_files_written())
+                .await
+                .is_err()
+        {
+            tracing::warn!(
+                "a run's file was not written within {} s; its end is reported all the same",
+                RUN_FILE_WAIT.as_secs()
+            );
         }
         for event in batch.drain(..) {
             dispatch_one(&shared, event, local.as_ref());

@@ -13,6 +13,8 @@ use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
@@ -246,20 +248,53 @@ enum LogMsg<T> {
     /// The run is over: its file is synced and closed after the lines queued before.
     End(RunOwner, String),
     Flush(Sender<()>),
-    /// Answered once the lines queued before are written (not synced: another process reading
-    /// the file sees them).
-    Written(tokio::sync::oneshot::Sender<()>),
+}
+
+/// How far the writer got: messages of lines and ends queued and written (in order, so the
+/// count written says which), and a wake-up for whoever waits for it ([`RunLog::written`]).
+#[derive(Default)]
+struct Progress {
+    queued: AtomicU64,
+    written: AtomicU64,
+    /// The writer's thread ended (or never started): nothing waits for it.
+    gone: AtomicBool,
+    wake: tokio::sync::Notify,
+}
+
+impl Progress {
+    fn wrote(&self, messages: u64) {
+        self.written.fetch_add(messages, Ordering::SeqCst);
+        self.wake.notify_waiters();
+    }
+
+    fn end(&self) {
+        self.gone.store(true, Ordering::SeqCst);
+        self.wake.notify_waiters();
+    }
+}
+
+/// Says the writer is gone when its thread ends, also by a panic.
+struct Gone(Arc<Progress>);
+
+impl Drop for Gone {
+    fn drop(&mut self) {
+        self.0.end();
+    }
 }
 
 /// The background writer of run files: records of type `T` are serialised as JSON lines on its
 /// own thread, so the caller only hands them over. Cheap to clone; clones feed the same thread.
 pub struct RunLog<T> {
     tx: Sender<LogMsg<T>>,
+    progress: Arc<Progress>,
 }
 
 impl<T> Clone for RunLog<T> {
     fn clone(&self) -> Self {
-        RunLog { tx: self.tx.clone() }
+        RunLog {
+            tx: self.tx.clone(),
+            progress: Arc::clone(&self.progress),
+        }
     }
 }
 
@@ -267,13 +302,16 @@ impl<T: Serialize + Send + 'static> RunLog<T> {
     /// Starts the writer; `keep` is the number of run files kept per group.
     pub fn start(files: RunFiles, keep: usize) -> RunLog<T> {
         let (tx, rx) = channel::<LogMsg<T>>();
+        let progress = Arc::new(Progress::default());
+        let gone = Gone(Arc::clone(&progress));
         let started = std::thread::Builder::new()
             .name("huddle-runs".into())
-            .spawn(move || write_loop(&files, keep, &rx));
+            .spawn(move || write_loop(&files, keep, &rx, &gone.0));
         if let Err(e) = started {
+            progress.end();
             tracing::error!(error = %e, "cannot start the run log writer; run timelines are not saved");
         }
-        RunLog { tx }
+        RunLog { tx, progress }
     }
 
     /// Queues one record for a run's file.
@@ -290,6 +328,7 @@ impl<T: Serialize + Send + 'static> RunLog<T> {
         if lines.is_empty() {
             return;
         }
+        self.progress.queued.fetch_add(1, Ordering::SeqCst);
         if self.tx.send(LogMsg::Lines(lines)).is_err() {
             tracing::warn!("run log writer is gone; timeline lines were not saved");
         }
@@ -300,6 +339,7 @@ impl<T: Serialize + Send + 'static> RunLog<T> {
     /// file per run it ever ran (a line queued later opens it again).
     pub fn end_of(&self, owner: &RunOwner, run_id: &str) {
         // The writer gone was said when its lines were lost.
+        self.progress.queued.fetch_add(1, Ordering::SeqCst);
         let _ = self.tx.send(LogMsg::End(owner.clone(), run_id.to_string()));
     }
 
@@ -307,12 +347,20 @@ impl<T: Serialize + Send + 'static> RunLog<T> {
     /// end, too), without a sync and without blocking a thread: what a host waits for before it
     /// reports a run as ended, so whoever then reads its file finds the end.
     pub fn written(&self) -> impl std::future::Future<Output = ()> + use<T> {
-        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
-        let sent = self.tx.send(LogMsg::Written(done_tx)).is_ok();
+        // What is queued now; the writer takes it in order.
+        let target = self.progress.queued.load(Ordering::SeqCst);
+        let progress = Arc::clone(&self.progress);
         async move {
-            // The writer gone (its lines lost) was said when they were queued.
-            if sent {
-                let _ = done_rx.await;
+            loop {
+                let woken = progress.wake.notified();
+                tokio::pin!(woken);
+                // Listening before looking: a batch written in between wakes it.
+                woken.as_mut().enable();
+                // The writer gone (its lines lost) was said when they were queued.
+                if progress.written.load(Ordering::SeqCst) >= target || progress.gone.load(Ordering::SeqCst) {
+                    return;
+                }
+                woken.await;
             }
         }
     }
@@ -334,17 +382,19 @@ type OpenFiles = HashMap<(RunOwner, String), File>;
 /// only on a flush, which is answered at once.
 const LINGER: Duration = Duration::from_millis(2);
 
-fn write_loop<T: Serialize>(files: &RunFiles, keep: usize, rx: &Receiver<LogMsg<T>>) {
+fn write_loop<T: Serialize>(files: &RunFiles, keep: usize, rx: &Receiver<LogMsg<T>>, progress: &Progress) {
     let mut open: OpenFiles = HashMap::new();
     while let Ok(first) = rx.recv() {
+        // Messages of lines and ends taken (see `Progress`).
+        let mut taken = 0u64;
         let mut batch: Vec<((RunOwner, String), Vec<u8>)> = Vec::new();
         // Where each run's lines are in `batch` (a backlog may hold many runs).
         let mut index: HashMap<(RunOwner, String), usize> = HashMap::new();
         let mut waiting = Vec::new();
-        let mut written = Vec::new();
         let mut ended = Vec::new();
         let mut take = |msg: LogMsg<T>| match msg {
             LogMsg::Lines(lines) => {
+                taken += 1;
                 for (owner, run_id, record) in lines {
                     let line = match serde_json::to_string(&record) {
                         Ok(line) => line,
@@ -367,9 +417,11 @@ fn write_loop<T: Serialize>(files: &RunFiles, keep: usize, rx: &Receiver<LogMsg<
                     buf.push(b'\n');
                 }
             }
-            LogMsg::End(owner, run_id) => ended.push((owner, run_id)),
+            LogMsg::End(owner, run_id) => {
+                taken += 1;
+                ended.push((owner, run_id));
+            }
             LogMsg::Flush(done) => waiting.push(done),
-            LogMsg::Written(done) => written.push(done),
         };
         take(first);
         while let Ok(more) = rx.try_recv() {
@@ -381,9 +433,8 @@ fn write_loop<T: Serialize>(files: &RunFiles, keep: usize, rx: &Receiver<LogMsg<
                 tracing::error!(error = %e, "cannot write a run file");
             }
         }
-        for done in written {
-            let _ = done.send(());
-        }
+        // In the files (not synced yet): whoever waits may read them.
+        progress.wrote(taken);
         // Every line of the batch is written: an ended run's file is closed (synced first, as
         // a later flush no longer sees it). A line of the run later in this batch was written too.
         for key in ended {
@@ -536,6 +587,20 @@ mod tests {
         let lines = files.read_lines("g", "r").unwrap();
         assert_eq!(lines.len(), 2001);
         assert_eq!(lines.last().map(String::as_str), Some("{\"end\":true}"));
+    }
+
+    /// Once the writer has written everything, waiting for it costs nothing (no round trip to
+    /// its thread, no wait for its pause after a batch).
+    #[test]
+    fn written_is_ready_at_once_when_everything_queued_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let log: RunLog<Value> = RunLog::start(RunFiles::new(dir.path().join("runs")), 10);
+        log.append("g", "r", json!({"n": 1}));
+        log.end_of(&RunOwner::Group("g".into()), "r");
+        log.flush();
+        let mut written = std::pin::pin!(log.written());
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(written.as_mut().poll(&mut cx).is_ready());
     }
 
     #[test]
