@@ -39,6 +39,9 @@ use crate::workspace::{Edits, WhichRun};
 
 use crate::engine::events::RunKey;
 
+/// The title of the notice that the host went away (taken down once a host answers again).
+const HOST_LOST_TITLE: &str = "The huddle host went away";
+
 /// Lends the app's shared pieces to a feature controller for one call, as `$cx` in `$call`
 /// (`with_cx!(self, cx => self.worktrees.open_diff(&mut cx))`); then does what the
 /// controller asked of the app, its commands after the call's.
@@ -531,7 +534,7 @@ impl App {
     }
 
     /// The host went away and none could be reached again yet (`why`; the link goes on
-    /// trying): the runs it had are interrupted, and quitting asks nothing.
+    /// trying): the runs it had are taken as interrupted, and quitting asks nothing.
     pub fn on_host_lost(&mut self, why: &str) {
         self.host_lost = true;
         for run in self.runs.iter() {
@@ -546,9 +549,10 @@ impl App {
             }
         }
         self.runs = super::runs::Runs::default();
-        self.started.clear();
+        // What it started is kept: the same host reached again still runs them (a new host
+        // does not: only the runs it lists stay this TUI's).
         self.dialogs.error(
-            "The huddle host went away",
+            HOST_LOST_TITLE,
             format!(
                 "huddle could not start a new one yet ({why}); it tries again every few seconds. \
                  Runs and edits need it. The runs that were going are interrupted: once a host \
@@ -563,7 +567,7 @@ impl App {
     /// interrupted, offered for resumption).
     /// This TUI's focus, drafts and scroll stay; what it knew of runs is set aside first.
     pub fn on_reconnected(&mut self, r: super::command::Reconnected) -> Vec<Command> {
-        let was_lost = std::mem::take(&mut self.host_lost);
+        self.host_lost = false;
         let mut groups: std::collections::HashSet<GroupId> =
             self.runs.iter().map(|run| run.group_id.clone()).collect();
         groups.extend(r.live.iter().filter_map(|key| match key {
@@ -577,8 +581,9 @@ impl App {
         // Calls that wait are asked again by the replay (those of a host that went, never).
         self.dialogs.settle_approvals(|_| true);
         self.started.retain(|key| r.live.contains(key));
-        // The same host after this TUI could not reach it for a while (it was busy, say): its
-        // runs went on, nothing is interrupted.
+        // What the loss said (runs interrupted) is taken back by what follows.
+        self.dialogs
+            .retain(|d| !matches!(d, Dialog::Notice(n) if n.title == HOST_LOST_TITLE));
         let text = if r.new_host {
             let offered = self.offer_interrupted(&r.live);
             let interrupted = match offered {
@@ -590,14 +595,15 @@ impl App {
                 "The huddle host stopped; a new one is running (pid {}).{interrupted}",
                 r.pid
             )
-        } else if was_lost && r.cut_off.is_none() {
+        } else if let Some(why) = r.cut_off {
+            format!("The huddle host cut this window off ({why}); it is connected again and the runs go on.")
+        } else {
+            // The same host, after this TUI could not reach it for a while (it was busy, say):
+            // its runs went on, nothing is interrupted.
             format!(
                 "The huddle host (pid {}) answers again; the runs it had go on.",
                 r.pid
             )
-        } else {
-            let why = r.cut_off.map(|why| format!(" ({why})")).unwrap_or_default();
-            format!("The huddle host cut this window off{why}; it is connected again and the runs go on.")
         };
         self.flash(text, false);
         self.on_selection_changed()

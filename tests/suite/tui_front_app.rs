@@ -280,7 +280,7 @@ fn the_same_host_reached_again_after_a_while_is_not_called_a_new_one() {
     app.handle_app_event(AppEvent::HostLost {
         why: "the huddle host did not answer in time".into(),
     });
-    app.dialogs.clear();
+    assert!(!app.dialogs.is_empty(), "the loss is said");
     reconnected(
         &mut app,
         huddle::tui::command::Reconnected {
@@ -297,10 +297,18 @@ fn the_same_host_reached_again_after_a_while_is_not_called_a_new_one() {
         "{said}"
     );
     assert!(!said.contains("new one"), "{said}");
-    assert!(app.dialogs.is_empty(), "nothing offered for resumption");
-    // The replay brings the run again, still this TUI's.
+    assert!(
+        app.dialogs.is_empty(),
+        "the loss's notice is taken down, nothing offered for resumption"
+    );
+    // The replay brings the run again, still this TUI's (quitting offers to stop it).
     run_started(&mut app, RunKey::team(&ours));
     assert!(app.anything_running());
+    assert!(app.started.contains(&RunKey::team(&ours)));
+    app.focus = huddle::tui::layout::Focus::Sidebar;
+    app.handle_key(ch('q'));
+    let (message, _) = quit_message(&app);
+    assert!(message.contains("Runs you started here are going"), "{message}");
 }
 
 /// A TUI that started nothing says, once it quit, that other front ends' runs go on.
