@@ -348,9 +348,15 @@ pub async fn stop(paths: &Paths, repo: &Path, target: &str) -> u8 {
         })
         .await
     {
-        Ok(Reply::Stopped { runs }) => {
+        Ok(Reply::Stopped { runs, stopping }) => {
             for run in runs {
-                note(format_args!("huddle: stopping run {run}"));
+                if stopping.contains(&run) {
+                    note(format_args!(
+                        "huddle: stopping run {run}: it ends once its current step lets go (`huddle ps` shows it `stopping` until then)"
+                    ));
+                } else {
+                    note(format_args!("huddle: run {run} stopped"));
+                }
             }
             0
         }

@@ -581,14 +581,21 @@ impl McpFront {
             })
             .await
         {
-            Ok(Some(Reply::Stopped { runs })) if runs.is_empty() => {
+            Ok(Some(Reply::Stopped { runs, .. })) if runs.is_empty() => {
                 error_result(format!("nothing of `{target}` runs"))
             }
-            Ok(Some(Reply::Stopped { runs })) => json_result(
-                format!("stopping {} (they end cancelled)", runs.join(", ")),
-                json!({ "stopped": runs }),
-                false,
-            ),
+            Ok(Some(Reply::Stopped { runs, stopping })) => {
+                let text = if stopping.is_empty() {
+                    format!("stopped {} (cancelled)", runs.join(", "))
+                } else {
+                    format!(
+                        "stopping {}: {} ends once its current step lets go (run_status follows it)",
+                        runs.join(", "),
+                        stopping.join(", ")
+                    )
+                };
+                json_result(text, json!({ "stopped": runs, "stopping": stopping }), false)
+            }
             Ok(None) => error_result("nothing runs"),
             Ok(Some(other)) => error_result(format!("the huddle host answered {other:?}")),
             Err(e) => error_result(e),

@@ -262,9 +262,12 @@ pub enum Reply {
     Runs {
         runs: Vec<RunInfo>,
     },
-    /// The runs a stop reached.
+    /// The runs a stop reached; those of them not ended yet when it was answered (the host
+    /// waits a few seconds for them to end).
     Stopped {
         runs: Vec<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        stopping: Vec<String>,
     },
     /// What a command prints: `out` for standard output, `err` for standard error, and its exit
     /// code.

@@ -42,6 +42,9 @@ const CUT_OFF_SAID: Duration = Duration::from_secs(1);
 const STOPPING_WAIT: Duration = Duration::from_secs(60);
 /// Organization snapshots are pushed at most this often.
 const ORG_DEBOUNCE: Duration = Duration::from_millis(50);
+/// How long a stop's answer waits for the runs it stopped to end (below a front end's
+/// deadline for an answer).
+const STOP_ANSWER_WAIT: Duration = Duration::from_secs(5);
 /// How long a run's end waits for its run file to have it before it is reported.
 const RUN_FILE_WAIT: Duration = Duration::from_secs(3);
 /// How long a front end's news of its run's start waits for the table of runs to list it.
@@ -881,7 +884,19 @@ async fn handle(
                         lock(&shared.table).mark_stopping(run_id);
                         engine.stop_run(run_id);
                     }
-                    reply(tx, id, Reply::Stopped { runs });
+                    // Answered once they ended (their files say how), as `kill` then `wait`:
+                    // a script's next command finds them ended. A step that does not let go
+                    // at once (a tool call, an agent ending) is not waited for long.
+                    let going = |table: &table::Table| -> Vec<String> {
+                        runs.iter().filter(|r| table.get(r).is_some()).cloned().collect()
+                    };
+                    let deadline = tokio::time::Instant::now() + STOP_ANSWER_WAIT;
+                    until(&shared.activity, Some(deadline), || {
+                        going(&lock(&shared.table)).is_empty()
+                    })
+                    .await;
+                    let stopping = going(&lock(&shared.table));
+                    reply(tx, id, Reply::Stopped { runs, stopping });
                 }
                 Err(why) => failed(tx, id, 2, why),
             }

@@ -815,10 +815,14 @@ fn detach_ps_attach_and_stop() {
     let stop = huddle_idle(home.path(), 0, &["stop", &group]);
     assert_eq!(stop.status.code(), Some(0), "{}", stderr(&stop));
     assert!(
-        stderr(&stop).contains(&format!("stopping run {run_id}")),
+        stderr(&stop).contains(&format!("run {run_id} stopped")),
         "{}",
         stderr(&stop)
     );
+    // Answered once it ended: its file says so at once.
+    let trace = huddle(home.path(), &["trace", "--run", &run_id]);
+    let first = text(&trace.stdout).lines().next().unwrap_or_default().to_string();
+    assert!(first.contains(" · cancelled"), "{first}");
     wait_for_host_exit(home.path());
     let saved = cycle(home.path()).expect("a cycle");
     assert_eq!(

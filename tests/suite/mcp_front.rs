@@ -273,6 +273,14 @@ fn a_detached_run_is_listed_and_cancelled() {
         "{listed}"
     );
     assert_eq!(seen["cancel"]["structured"]["stopped"][0], run_id.as_str());
+    // Answered once it ended (a sim turn lets go at once).
+    let stopping = seen["cancel"]["structured"]["stopping"].as_array();
+    assert!(stopping.is_some_and(Vec::is_empty), "{}", seen["cancel"]);
+    assert!(
+        s(&seen["cancel"]["text"]).starts_with("stopped "),
+        "{}",
+        seen["cancel"]
+    );
     let status = &seen["status"]["structured"];
     assert_eq!(status["outcome"], "cancelled", "{status}");
     wait_for_host_exit(home.path());
