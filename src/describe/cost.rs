@@ -163,6 +163,20 @@ pub fn forecast_basis(forecast: Option<&Forecast>, basis: &Basis) -> Line {
     Line::info(text)
 }
 
+/// A preset's forecast in the new-team picker: `forecast ≈ $0.12/run (90%: $0.31) · 2m10s, from
+/// 3 runs of teams made from preset `Code Review``, or that there is none yet.
+pub fn preset_forecast(forecast: Option<&Forecast>, basis: &Basis) -> String {
+    match forecast {
+        Some(f) => format!(
+            "forecast {} · {}, from {}",
+            forecast_short(f),
+            duration(f.duration_ms.median.round() as u64),
+            basis_words(basis)
+        ),
+        None => "forecast: none yet (no earlier run of a team made from it)".to_string(),
+    }
+}
+
 /// The short form for a header: `≈ $0.12/run (90%: $0.31)`, `≈ 24,000 tok/run` when unpriced
 /// (or free).
 pub fn forecast_short(forecast: &Forecast) -> String {
@@ -281,6 +295,18 @@ mod tests {
         );
         assert_eq!(forecast_short(&f), "≈ $0.200/run (90%: $0.280)");
         assert_eq!(forecast_next(&f), "next run ≈ $0.200 (90%: $0.280)");
+        let from_preset = Basis {
+            own: 0,
+            preset: Some((3, "Code Review".into())),
+        };
+        assert_eq!(
+            preset_forecast(Some(&f), &from_preset),
+            "forecast ≈ $0.200/run (90%: $0.280) · 2m00s, from 3 runs of teams made from preset `Code Review`"
+        );
+        assert_eq!(
+            preset_forecast(None, &from_preset),
+            "forecast: none yet (no earlier run of a team made from it)"
+        );
         let unpriced = crate::model::forecast::Forecast { cost_usd: None, ..f };
         assert_eq!(forecast_short(&unpriced), "≈ 20,000 tok/run");
         assert_eq!(forecast_next(&unpriced), "next run ≈ 20,000 tok (90%: 28,000)");

@@ -81,6 +81,8 @@ pub struct App {
     pub composer: Composer,
     pub dialogs: DialogStack,
     pub(super) catalog: Option<Catalog>,
+    /// Each preset's forecast, once worked out after the catalog is read.
+    pub(super) preset_forecasts: super::command::PresetForecasts,
     /// A one-line message in the status line until the next key.
     pub flash: Option<(String, bool)>,
     /// The state a flash reports ("pausing…", "stopping", "queued…"): it goes when that ends.
@@ -144,6 +146,7 @@ impl App {
             composer: Composer::default(),
             dialogs: DialogStack::default(),
             catalog: None,
+            preset_forecasts: Default::default(),
             flash: None,
             flash_tie: None,
             should_quit: false,

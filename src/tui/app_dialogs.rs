@@ -18,7 +18,7 @@ impl App {
     /// Fills an open preset picker from the catalog.
     pub(super) fn refresh_preset_picker(&mut self) {
         let default_model = self.config.default_model();
-        with_cx!(self, cx => presets::refresh_picker(&mut cx, self.catalog.as_ref(), &default_model))
+        with_cx!(self, cx => presets::refresh_picker(&mut cx, self.catalog.as_ref(), &self.preset_forecasts, &default_model))
     }
 
     pub(super) fn on_dialog_result(&mut self, result: DialogResult) -> Vec<Command> {

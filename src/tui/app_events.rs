@@ -40,6 +40,11 @@ impl App {
                 self.team_panel.forecasts.insert(group_id, (forecast, basis));
                 Vec::new()
             }
+            AppEvent::PresetForecasts(forecasts) => {
+                self.preset_forecasts = forecasts;
+                self.refresh_preset_picker();
+                Vec::new()
+            }
             AppEvent::CatalogLoaded(catalog) => {
                 let repo_error = catalog
                     .errors

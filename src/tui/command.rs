@@ -196,6 +196,15 @@ pub enum Command {
     Quit,
 }
 
+/// Presets' forecasts by `<tier>:<name>` (see [`crate::presets::instantiate::source_preset_of`]).
+pub type PresetForecasts = std::collections::HashMap<
+    String,
+    (
+        Option<crate::model::forecast::Forecast>,
+        crate::model::forecast::Basis,
+    ),
+>;
+
 /// Whose text `$EDITOR` edits.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EditorTarget {
@@ -239,6 +248,8 @@ pub enum AppEvent {
         basis: crate::model::forecast::Basis,
     },
     CatalogLoaded(Box<Catalog>),
+    /// Each preset's forecast (by `<tier>:<name>`) from the earlier runs of teams made from it.
+    PresetForecasts(PresetForecasts),
     /// The host of a TUI front end went away (its connection closed) and none could be reached
     /// again yet (why); the link goes on trying.
     HostLost {

@@ -615,9 +615,25 @@ impl Executor {
             }
             Command::LoadCatalog => {
                 let (paths, config, repo) = (self.paths.clone(), self.config.clone(), self.repo.clone());
+                let (runs, org) = (self.runs.clone(), self.edits.view());
                 tokio::task::spawn_blocking(move || {
                     let catalog = Catalog::load(&paths, &config, Some(&repo));
+                    let keys: Vec<String> = catalog
+                        .presets
+                        .iter()
+                        .map(crate::presets::instantiate::source_preset_of)
+                        .collect();
                     Self::send(&tx, AppEvent::CatalogLoaded(Box::new(catalog)));
+                    // Then what each preset's runs cost so far (the picker shows it once here).
+                    let org = org.snapshot();
+                    let forecasts = keys
+                        .into_iter()
+                        .map(|key| {
+                            let forecast = forecast_runs(&runs, &org, None, Some(&key));
+                            (key, forecast)
+                        })
+                        .collect();
+                    Self::send(&tx, AppEvent::PresetForecasts(forecasts));
                 });
             }
             Command::FindRepoFiles { working_dir } => {

@@ -275,3 +275,45 @@ fn a_long_team_row_cuts_its_name_not_its_cost() {
         "{text}"
     );
 }
+
+/// The new-team picker says what runs of teams made from each preset cost (worked out after
+/// the catalog is read, off the UI thread), or that there is none yet.
+#[test]
+fn the_preset_picker_shows_each_presets_forecast() {
+    let (mut app, _, _) = app_with_spending();
+    app.focus = huddle::tui::layout::Focus::Sidebar;
+    app.handle_key(super::tui_support::ch('n'));
+    for c in TEAM.chars() {
+        app.handle_key(super::tui_support::ch(c));
+    }
+    let before = screen_text(&render(&mut app, 160, 40));
+    assert!(before.contains(TEAM), "{before}");
+    assert!(
+        !before.contains("forecast"),
+        "nothing said before it is worked out: {before}"
+    );
+    let runs = [sample(0.10, 20_000, 90), sample(0.30, 51_000, 270)];
+    let mut forecasts = huddle::tui::command::PresetForecasts::new();
+    forecasts.insert(
+        format!("builtin:{TEAM}"),
+        (
+            forecast(&runs),
+            Basis {
+                own: 0,
+                preset: Some((2, TEAM.into())),
+            },
+        ),
+    );
+    app.handle_app_event(AppEvent::PresetForecasts(forecasts));
+    let text = screen_text(&render(&mut app, 160, 40));
+    assert!(
+        text.contains("forecast ≈ $0.200/run (90%: $0.280) · 3m00s, from 2 runs of teams made"),
+        "{text}"
+    );
+    // Another preset without runs says so.
+    let mut none = huddle::tui::command::PresetForecasts::new();
+    none.insert(format!("builtin:{TEAM}"), (None, Basis::default()));
+    app.handle_app_event(AppEvent::PresetForecasts(none));
+    let text = screen_text(&render(&mut app, 160, 40));
+    assert!(text.contains("forecast: none yet"), "{text}");
+}

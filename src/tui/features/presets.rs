@@ -1,10 +1,14 @@
 //! The new-team preset picker: opened empty ("loading presets…"), then filled from the
 //! catalog by tier (the repository's Squad team, the built-ins, the user's), each with its
-//! mode, members and models, and the sources that cannot be used greyed with the reason.
+//! mode, members, models and forecast (what runs of teams made from it cost), and the sources
+//! that cannot be used greyed with the reason.
 
 use super::Cx;
+use crate::describe::cost::preset_forecast;
 use crate::model::Tier;
 use crate::presets::Catalog;
+use crate::presets::instantiate::source_preset_of;
+use crate::tui::command::PresetForecasts;
 use crate::tui::dialogs::{Dialog, ListItem, ListPicker, PickPurpose};
 
 const PRESET_PICKER_TITLE: &str = "New team from a preset";
@@ -18,7 +22,12 @@ pub fn open_picker(cx: &mut Cx) {
 
 /// Fills an open preset picker from `catalog` (nothing before it is read); a member without a
 /// model of its own is shown with `default_model`.
-pub fn refresh_picker(cx: &mut Cx, catalog: Option<&Catalog>, default_model: &str) {
+pub fn refresh_picker(
+    cx: &mut Cx,
+    catalog: Option<&Catalog>,
+    forecasts: &PresetForecasts,
+    default_model: &str,
+) {
     let Some(catalog) = catalog else {
         return;
     };
@@ -48,6 +57,11 @@ pub fn refresh_picker(cx: &mut Cx, catalog: Option<&Catalog>, default_model: &st
                 p.workers.len(),
                 models.join(", ")
             );
+            // What runs of teams made from it cost (nothing said until it is worked out).
+            if let Some((forecast, basis)) = forecasts.get(&source_preset_of(p)) {
+                detail.push('\n');
+                detail.push_str(&preset_forecast(forecast.as_ref(), basis));
+            }
             for w in &p.warnings {
                 detail.push_str(&format!("\n⚠ {w}"));
             }
