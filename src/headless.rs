@@ -88,9 +88,6 @@ fn other(message: impl Into<String>) -> RunFailure {
     }
 }
 
-/// How long a run's printed end waits for its run file to have it.
-const RUN_FILE_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
-
 /// Exit code of a run whose state could not be saved.
 pub const EXIT_SAVE_FAILED: u8 = 7;
 
@@ -810,7 +807,7 @@ async fn print_events(
             // disk that hangs holds this up a few seconds at most).
             if let EventKind::RunEnded { .. } = &event.kind {
                 let written = approver.engine.run_files_written();
-                let _ = tokio::time::timeout(RUN_FILE_WAIT, written).await;
+                let _ = tokio::time::timeout(crate::store::WRITTEN_WAIT, written).await;
             }
             print(&event, &mut lost);
             // `--approve`: a draft waiting for a person is asked about here (the run ending,

@@ -350,7 +350,8 @@ pub async fn stop(paths: &Paths, repo: &Path, target: &str) -> u8 {
     {
         Ok(Reply::Stopped { runs, stopping }) => {
             for run in runs {
-                if stopping.contains(&run) {
+                // An older host answers before the runs end (`None`): as it then said.
+                if stopping.as_ref().is_none_or(|s| s.contains(&run)) {
                     note(format_args!(
                         "huddle: stopping run {run}: it ends once its current step lets go (`huddle ps` shows it `stopping` until then)"
                     ));

@@ -585,6 +585,8 @@ impl McpFront {
                 error_result(format!("nothing of `{target}` runs"))
             }
             Ok(Some(Reply::Stopped { runs, stopping })) => {
+                // An older host answers before the runs end (`None`): all still stopping.
+                let stopping = stopping.unwrap_or_else(|| runs.clone());
                 let text = if stopping.is_empty() {
                     format!("stopped {} (cancelled)", runs.join(", "))
                 } else {

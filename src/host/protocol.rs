@@ -266,8 +266,9 @@ pub enum Reply {
     /// waits a few seconds for them to end).
     Stopped {
         runs: Vec<String>,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        stopping: Vec<String>,
+        /// `None` from a host that answers without waiting (an older one).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stopping: Option<Vec<String>>,
     },
     /// What a command prints: `out` for standard output, `err` for standard error, and its exit
     /// code.

@@ -45,8 +45,6 @@ const ORG_DEBOUNCE: Duration = Duration::from_millis(50);
 /// How long a stop's answer waits for the runs it stopped to end (below a front end's
 /// deadline for an answer).
 const STOP_ANSWER_WAIT: Duration = Duration::from_secs(5);
-/// How long a run's end waits for its run file to have it before it is reported.
-const RUN_FILE_WAIT: Duration = Duration::from_secs(3);
 /// How long a front end's news of its run's start waits for the table of runs to list it.
 const LISTED_WAIT: Duration = Duration::from_secs(2);
 /// How long a host nobody has connected to yet waits for its first front end.
@@ -320,13 +318,16 @@ async fn dispatch(
         // file) only once its file has its end; the ends' lines were queued before the events.
         // A disk that hangs holds this up a few seconds at most, then it goes on without.
         if batch.iter().any(|e| matches!(e.kind, EventKind::RunEnded { .. }))
-            && tokio::time::timeout(RUN_FILE_WAIT, shared.parts.engine.run_files_written())
-                .await
-                .is_err()
+            && tokio::time::timeout(
+                crate::store::WRITTEN_WAIT,
+                shared.parts.engine.run_files_written(),
+            )
+            .await
+            .is_err()
         {
             tracing::warn!(
                 "a run's file was not written within {} s; its end is reported all the same",
-                RUN_FILE_WAIT.as_secs()
+                crate::store::WRITTEN_WAIT.as_secs()
             );
         }
         for event in batch.drain(..) {
@@ -896,7 +897,14 @@ async fn handle(
                     })
                     .await;
                     let stopping = going(&lock(&shared.table));
-                    reply(tx, id, Reply::Stopped { runs, stopping });
+                    reply(
+                        tx,
+                        id,
+                        Reply::Stopped {
+                            runs,
+                            stopping: Some(stopping),
+                        },
+                    );
                 }
                 Err(why) => failed(tx, id, 2, why),
             }

@@ -31,7 +31,7 @@ pub(crate) use private::{create_private_dir, private_file};
 #[cfg(test)]
 pub(crate) use regular::mkfifo;
 pub use regular::{is_not_regular, open_regular, read_regular, read_regular_to_string};
-pub use runs::{DEFAULT_RUNS_KEPT, RunFiles, RunLine, RunLog, RunOwner};
+pub use runs::{DEFAULT_RUNS_KEPT, RunFiles, RunLine, RunLog, RunOwner, WRITTEN_WAIT};
 pub use saver::Saver;
 pub use transcript::{LoadedTranscript, Transcripts};
 pub use transcript_writer::TranscriptWriter;

@@ -250,6 +250,10 @@ enum LogMsg<T> {
     Flush(Sender<()>),
 }
 
+/// How long a front end's report of a run's end waits at most for [`RunLog::written`] (a disk
+/// that hangs must not hold up every event after it).
+pub const WRITTEN_WAIT: Duration = Duration::from_secs(3);
+
 /// How far the writer got: messages of lines and ends queued and written (in order, so the
 /// count written says which), and a wake-up for whoever waits for it ([`RunLog::written`]).
 #[derive(Default)]
@@ -259,6 +263,8 @@ struct Progress {
     /// The writer's thread ended (or never started): nothing waits for it.
     gone: AtomicBool,
     wake: tokio::sync::Notify,
+    /// The writer's thread, woken from its pause after a batch by whoever waits for it.
+    writer: std::sync::OnceLock<std::thread::Thread>,
 }
 
 impl Progress {
@@ -351,6 +357,7 @@ impl<T: Serialize + Send + 'static> RunLog<T> {
         let target = self.progress.queued.load(Ordering::SeqCst);
         let progress = Arc::clone(&self.progress);
         async move {
+            let mut asked = false;
             loop {
                 let woken = progress.wake.notified();
                 tokio::pin!(woken);
@@ -359,6 +366,11 @@ impl<T: Serialize + Send + 'static> RunLog<T> {
                 // The writer gone (its lines lost) was said when they were queued.
                 if progress.written.load(Ordering::SeqCst) >= target || progress.gone.load(Ordering::SeqCst) {
                     return;
+                }
+                // Someone waits: the writer does not let lines gather first.
+                if !asked && let Some(writer) = progress.writer.get() {
+                    writer.unpark();
+                    asked = true;
                 }
                 woken.await;
             }
@@ -378,12 +390,14 @@ impl<T: Serialize + Send + 'static> RunLog<T> {
 type OpenFiles = HashMap<(RunOwner, String), File>;
 
 /// After writing, the writer lets lines gather this long before it looks again: senders then
-/// find it not waiting and need not wake it (as the transcript writer does). Lines are synced
+/// find it not waiting and need not wake it (as the transcript writer does); someone waiting
+/// for what is queued ([`RunLog::written`]) cuts it short. Lines are synced
 /// only on a flush, which is answered at once.
 const LINGER: Duration = Duration::from_millis(2);
 
 fn write_loop<T: Serialize>(files: &RunFiles, keep: usize, rx: &Receiver<LogMsg<T>>, progress: &Progress) {
     let mut open: OpenFiles = HashMap::new();
+    let _ = progress.writer.set(std::thread::current());
     while let Ok(first) = rx.recv() {
         // Messages of lines and ends taken (see `Progress`).
         let mut taken = 0u64;
@@ -454,7 +468,8 @@ fn write_loop<T: Serialize>(files: &RunFiles, keep: usize, rx: &Receiver<LogMsg<
                 let _ = done.send(());
             }
         } else if wrote {
-            std::thread::sleep(LINGER);
+            // Cut short by someone waiting for what is queued (`RunLog::written`).
+            std::thread::park_timeout(LINGER);
         }
     }
 }

@@ -583,7 +583,13 @@ impl App {
         self.runs = super::runs::Runs::default();
         // Calls that wait are asked again by the replay (those of a host that went, never).
         self.dialogs.settle_approvals(|_| true);
-        self.started.retain(|key| r.live.contains(key));
+        // A new host runs nothing this TUI started (a run under the same key there is another
+        // front end's); the same host still runs those it lists.
+        if r.new_host {
+            self.started.clear();
+        } else {
+            self.started.retain(|key| r.live.contains(key));
+        }
         // What the loss said (runs interrupted) is taken back by what follows.
         self.dialogs
             .retain(|d| !matches!(d, Dialog::Notice(n) if n.title == HOST_LOST_TITLE));

@@ -1295,3 +1295,35 @@ impl Drop for Release {
         let _ = std::fs::write(&self.0, "");
     }
 }
+
+/// A run that does not end at once when stopped (its `run_finished` hook takes a while) is
+/// answered after a few seconds as still stopping, and ends all the same.
+#[test]
+fn a_run_that_does_not_end_within_the_wait_is_said_to_be_stopping() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        "default_model: sim/slow-300ms\nsandbox:\n  mode: off\nhooks:\n  run_finished:\n    - command: [\"sleep\", \"8\"]\n",
+    )
+    .unwrap();
+    let detached = huddle_idle(
+        home.path(),
+        0,
+        &["run", "--preset", "Research Panel", "--detach", "take your time"],
+    );
+    assert_eq!(detached.status.code(), Some(0), "{}", stderr(&detached));
+    let run_id = text(&detached.stdout).trim().to_string();
+    let stop = huddle_idle(home.path(), 0, &["stop", &run_id]);
+    assert_eq!(stop.status.code(), Some(0), "{}", stderr(&stop));
+    assert!(
+        stderr(&stop).contains(&format!(
+            "stopping run {run_id}: it ends once its current step lets go"
+        )),
+        "{}",
+        stderr(&stop)
+    );
+    wait_for_host_exit(home.path());
+    let trace = huddle(home.path(), &["trace", "--run", &run_id]);
+    let first = text(&trace.stdout).lines().next().unwrap_or_default().to_string();
+    assert!(first.contains(" · cancelled"), "{first} {}", stderr(&trace));
+}

@@ -311,6 +311,40 @@ fn the_same_host_reached_again_after_a_while_is_not_called_a_new_one() {
     assert!(message.contains("Runs you started here are going"), "{message}");
 }
 
+/// A new host runs nothing this TUI started: a run it lists under the same key (another front
+/// end started it there) is not this TUI's, so quitting never offers to stop it.
+#[test]
+fn a_new_hosts_run_under_a_key_this_tui_once_started_is_not_its_own() {
+    let (mut app, _, _, ours, _) = front_app();
+    app.note_sent(&[Command::RunGroup {
+        group_id: ours.clone(),
+        prompt: "go".into(),
+    }]);
+    run_started(&mut app, RunKey::team(&ours));
+    app.handle_app_event(AppEvent::HostLost {
+        why: "the huddle host went away".into(),
+    });
+    reconnected(
+        &mut app,
+        huddle::tui::command::Reconnected {
+            pid: 99,
+            new_host: true,
+            cut_off: None,
+            live: vec![RunKey::team(&ours)],
+        },
+    );
+    run_started(&mut app, RunKey::team(&ours));
+    assert!(app.anything_running());
+    assert!(!app.started.contains(&RunKey::team(&ours)));
+    app.dialogs.clear();
+    app.focus = huddle::tui::layout::Focus::Sidebar;
+    assert_eq!(
+        app.handle_key(ch('q')),
+        vec![Command::Quit],
+        "nothing of its own: no offer"
+    );
+}
+
 /// A TUI that started nothing says, once it quit, that other front ends' runs go on.
 #[test]
 fn a_tui_that_started_nothing_counts_the_runs_that_go_on() {
