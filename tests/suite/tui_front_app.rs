@@ -266,30 +266,36 @@ fn a_tui_whose_host_died_reaches_a_new_one_and_offers_the_interrupted_runs() {
     assert_eq!(app.selected_group_id().as_deref(), Some(ours.as_str()));
 }
 
+/// This TUI runs the team `ours`, loses its host (it says so) and reaches a host again (pid,
+/// new or the same) that lists a run of `ours`.
+fn lost_then_reached(app: &mut App, ours: &str, pid: u32, new_host: bool) {
+    app.note_sent(&[Command::RunGroup {
+        group_id: ours.to_string(),
+        prompt: "go".into(),
+    }]);
+    run_started(app, RunKey::team(ours));
+    app.handle_app_event(AppEvent::HostLost {
+        why: "the huddle host did not answer in time".into(),
+    });
+    assert!(!app.dialogs.is_empty(), "the loss is said");
+    reconnected(
+        app,
+        huddle::tui::command::Reconnected {
+            pid,
+            new_host,
+            cut_off: None,
+            live: vec![RunKey::team(ours)],
+        },
+    );
+}
+
 /// The host could not be reached for a while and then answered again: the same host (its
 /// pid), so its runs went on: the notice says so, never that a new host runs, and nothing is
 /// offered for resumption.
 #[test]
 fn the_same_host_reached_again_after_a_while_is_not_called_a_new_one() {
     let (mut app, _, _, ours, _) = front_app();
-    app.note_sent(&[Command::RunGroup {
-        group_id: ours.clone(),
-        prompt: "go".into(),
-    }]);
-    run_started(&mut app, RunKey::team(&ours));
-    app.handle_app_event(AppEvent::HostLost {
-        why: "the huddle host did not answer in time".into(),
-    });
-    assert!(!app.dialogs.is_empty(), "the loss is said");
-    reconnected(
-        &mut app,
-        huddle::tui::command::Reconnected {
-            pid: 4242,
-            new_host: false,
-            cut_off: None,
-            live: vec![RunKey::team(&ours)],
-        },
-    );
+    lost_then_reached(&mut app, &ours, 4242, false);
     assert!(!app.host_lost);
     let said = flash(&app);
     assert!(
@@ -316,23 +322,7 @@ fn the_same_host_reached_again_after_a_while_is_not_called_a_new_one() {
 #[test]
 fn a_new_hosts_run_under_a_key_this_tui_once_started_is_not_its_own() {
     let (mut app, _, _, ours, _) = front_app();
-    app.note_sent(&[Command::RunGroup {
-        group_id: ours.clone(),
-        prompt: "go".into(),
-    }]);
-    run_started(&mut app, RunKey::team(&ours));
-    app.handle_app_event(AppEvent::HostLost {
-        why: "the huddle host went away".into(),
-    });
-    reconnected(
-        &mut app,
-        huddle::tui::command::Reconnected {
-            pid: 99,
-            new_host: true,
-            cut_off: None,
-            live: vec![RunKey::team(&ours)],
-        },
-    );
+    lost_then_reached(&mut app, &ours, 99, true);
     run_started(&mut app, RunKey::team(&ours));
     assert!(app.anything_running());
     assert!(!app.started.contains(&RunKey::team(&ours)));
