@@ -6,6 +6,8 @@
 //! waits and answers; transcripts and run files go to `HUDDLE_BENCH_DIR` or
 //! `target/bench-data` (the disk users have).
 
+#[path = "support/drain_events.rs"]
+mod drain_events;
 mod support;
 
 use std::sync::Arc;
@@ -120,20 +122,10 @@ fn team(members: usize, model: &str) -> Bench {
         w.system_prompt = Some(format!("You are agent {k}, a careful specialist."));
         org.sessions.push(w);
     }
-    let (sink, mut events) = EventSink::channel();
+    let (sink, events) = EventSink::channel();
     let sink = sink.with_run_log(RunLog::start(RunFiles::new(dir.path().join("runs")), 50));
     let engine = rt.block_on(async {
-        // A consumer taking them as the host's dispatcher does.
-        tokio::spawn(async move {
-            let mut taken = Vec::new();
-            while events
-                .recv_many(&mut taken, huddle::async_runtime::RECEIVE_BATCH)
-                .await
-                > 0
-            {
-                taken.clear();
-            }
-        });
+        drain_events::spawn(events);
         let mut providers = huddle::sim::providers(&Config::default()).expect("providers");
         providers.insert(Arc::new(NullDispatcher));
         Engine::new(

@@ -3,6 +3,9 @@
 //! turn without tools) / 20, so it is the loop's own work: the assistant step and tool result
 //! stored, four events, argument checks, approval lookup, the cap, the next request built.
 
+#[path = "support/drain_events.rs"]
+mod drain_events;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -142,19 +145,9 @@ fn bench_setup() -> Bench {
     let (with_tools, without_tools) = (tooled.id.clone(), plain.id.clone());
     org.sessions.push(tooled);
     org.sessions.push(plain);
-    let (sink, mut events) = EventSink::channel();
+    let (sink, events) = EventSink::channel();
     let engine = rt.block_on(async {
-        // A consumer taking them as the host's dispatcher does.
-        tokio::spawn(async move {
-            let mut taken = Vec::new();
-            while events
-                .recv_many(&mut taken, huddle::async_runtime::RECEIVE_BATCH)
-                .await
-                > 0
-            {
-                taken.clear();
-            }
-        });
+        drain_events::spawn(events);
         let mut providers = huddle::sim::providers(&Config::default()).expect("providers");
         providers.insert(Arc::new(LoopProvider));
         Engine::new(

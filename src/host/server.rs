@@ -888,15 +888,16 @@ async fn handle(
                     // Answered once they ended (their files say how), as `kill` then `wait`:
                     // a script's next command finds them ended. A step that does not let go
                     // at once (a tool call, an agent ending) is not waited for long.
-                    let going = |table: &table::Table| -> Vec<String> {
-                        runs.iter().filter(|r| table.get(r).is_some()).cloned().collect()
-                    };
                     let deadline = tokio::time::Instant::now() + STOP_ANSWER_WAIT;
                     until(&shared.activity, Some(deadline), || {
-                        going(&lock(&shared.table)).is_empty()
+                        let table = lock(&shared.table);
+                        !runs.iter().any(|r| table.is_going(r))
                     })
                     .await;
-                    let stopping = going(&lock(&shared.table));
+                    let stopping = {
+                        let table = lock(&shared.table);
+                        runs.iter().filter(|r| table.is_going(r)).cloned().collect()
+                    };
                     reply(
                         tx,
                         id,

@@ -179,6 +179,11 @@ impl Table {
         self.runs.is_empty()
     }
 
+    /// True while the run is listed (it has not ended, or its end is not in its file yet).
+    pub fn is_going(&self, run_id: &str) -> bool {
+        self.runs.contains_key(run_id)
+    }
+
     pub fn get(&self, run_id: &str) -> Option<RunInfo> {
         self.runs.get(run_id).map(Entry::info)
     }
