@@ -597,8 +597,8 @@ impl App {
             let offered = self.offer_interrupted(&r.live);
             let interrupted = match offered {
                 0 => String::new(),
-                1 => " 1 run was interrupted: r resumes it.".to_string(),
-                n => format!(" {n} runs were interrupted: r resumes each."),
+                1 => " 1 run was interrupted: y resumes it.".to_string(),
+                n => format!(" {n} runs were interrupted: y resumes each."),
             };
             format!(
                 "The huddle host stopped; a new one is running (pid {}).{interrupted}",

@@ -253,7 +253,7 @@ fn a_tui_whose_host_died_reaches_a_new_one_and_offers_the_interrupted_runs() {
     assert!(!app.anything_running());
     assert!(
         flash(&app).contains(
-            "The huddle host stopped; a new one is running (pid 77). 1 run was interrupted: r resumes it."
+            "The huddle host stopped; a new one is running (pid 77). 1 run was interrupted: y resumes it."
         ),
         "{}",
         flash(&app)
