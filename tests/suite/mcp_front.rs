@@ -651,12 +651,25 @@ fn an_mcp_task_asks_relay_drafts_as_input_requests() {
 }
 
 /// `huddle mcp --http 127.0.0.1:0` on `home`, and the URL it printed on stderr.
-fn http_server(home: &Path) -> (std::process::Child, String) {
+fn http_server(home: &Path) -> (HttpServer, String) {
     http_server_with(home, &[])
 }
 
+/// A `huddle mcp --http` a test started: killed when the test ends without stopping it (an
+/// assertion failed), so no server outlives the suite.
+struct HttpServer(Option<std::process::Child>);
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// [`http_server`] with these variables set.
-fn http_server_with(home: &Path, vars: &[(&str, &str)]) -> (std::process::Child, String) {
+fn http_server_with(home: &Path, vars: &[(&str, &str)]) -> (HttpServer, String) {
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_huddle"))
         .args(["mcp", "--http", "127.0.0.1:0"])
@@ -670,6 +683,7 @@ fn http_server_with(home: &Path, vars: &[(&str, &str)]) -> (std::process::Child,
         .spawn()
         .expect("start huddle mcp --http");
     let stderr = child.stderr.take().expect("stderr");
+    let server = HttpServer(Some(child));
     let mut first = String::new();
     std::io::BufReader::new(stderr)
         .read_line(&mut first)
@@ -683,11 +697,14 @@ fn http_server_with(home: &Path, vars: &[(&str, &str)]) -> (std::process::Child,
         url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
         "{url}"
     );
-    (child, url)
+    (server, url)
 }
 
 /// SIGTERM to a `huddle mcp --http`: it exits 0, and then its host (nothing runs).
-fn stop_http_server(mut server: std::process::Child, home: &Path) {
+fn stop_http_server(mut server: HttpServer, home: &Path) {
+    let Some(mut server) = server.0.take() else {
+        return;
+    };
     let killed = Command::new("kill")
         .args(["-TERM", &server.id().to_string()])
         .status()
